@@ -1,0 +1,226 @@
+// Package archive extracts downloaded release archives (tarballs and zips)
+// into a directory without trusting their contents: entry names, link
+// targets and sizes are all treated as hostile until checked.
+package archive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"strings"
+)
+
+// Format identifies an archive format.
+type Format string
+
+// Supported archive formats.
+const (
+	Tar     Format = "tar"
+	TarGzip Format = "tar.gz"
+	TarXz   Format = "tar.xz"
+	TarZstd Format = "tar.zst"
+	Zip     Format = "zip"
+)
+
+const (
+	defaultMaxBytes   = 16 << 30
+	defaultMaxEntries = 1_000_000
+
+	// maxLinkTarget bounds a zip symlink's content, which is read into
+	// memory; real targets are far shorter (Linux PATH_MAX is 4096).
+	maxLinkTarget = 4096
+)
+
+// suffixes maps file name endings to formats. Longer endings come first so
+// that "x.tar.gz" is not taken for a plain tar by a ".tar" check.
+var suffixes = []struct {
+	suffix string
+	format Format
+}{
+	{".tar.gz", TarGzip},
+	{".tgz", TarGzip},
+	{".tar.xz", TarXz},
+	{".txz", TarXz},
+	{".tar.zst", TarZstd},
+	{".tzst", TarZstd},
+	{".tar", Tar},
+	{".zip", Zip},
+}
+
+// Detect returns the format from the file name (.tar, .tar.gz, .tgz,
+// .tar.xz, .txz, .tar.zst, .tzst, .zip; case-insensitive), or ok=false.
+func Detect(name string) (Format, bool) {
+	lower := strings.ToLower(name)
+	for _, s := range suffixes {
+		if strings.HasSuffix(lower, s.suffix) && len(lower) > len(s.suffix) {
+			return s.format, true
+		}
+	}
+	return "", false
+}
+
+// Options controls extraction.
+type Options struct {
+	// Strip is the number of leading path components removed from each
+	// entry, like tar --strip-components. Entries with no more components
+	// than that are skipped. Unlike GNU tar, "." components (as in
+	// "./bin/x") are not counted.
+	Strip int
+
+	// Include, if non-empty, restricts extraction to entries whose path
+	// (after Strip) matches at least one pattern. Patterns use path.Match
+	// syntax on the slash-separated path; a pattern that matches a
+	// directory also matches everything below it, and a leading "./" is
+	// ignored. Every pattern must match at least one entry, otherwise
+	// Extract fails naming the patterns that matched nothing.
+	Include []string
+
+	// MaxBytes limits the total number of bytes written. Zero means 16 GiB.
+	MaxBytes int64
+
+	// MaxEntries limits the number of entries read from the archive,
+	// including skipped ones. Zero means 1,000,000.
+	MaxEntries int
+}
+
+// Extract unpacks the archive file src, of format f, into dir (which must
+// exist and be empty).
+//
+// Extract refuses entries and links that would place anything outside dir,
+// never writes through a symlink, and stops once the archive expands past
+// the limits in opt. On error, dir may hold a partial extraction; the
+// caller is expected to remove it.
+func Extract(ctx context.Context, src string, f Format, dir string, opt Options) error {
+	fail := func(err error) error { return fmt.Errorf("extract %s: %w", src, err) }
+
+	switch f {
+	case Tar, TarGzip, TarXz, TarZstd, Zip:
+	default:
+		return fail(fmt.Errorf("unsupported format %q", f))
+	}
+	if opt.Strip < 0 || opt.MaxBytes < 0 || opt.MaxEntries < 0 {
+		return fail(errors.New("negative Strip, MaxBytes or MaxEntries"))
+	}
+	if opt.MaxBytes == 0 {
+		opt.MaxBytes = defaultMaxBytes
+	}
+	if opt.MaxEntries == 0 {
+		opt.MaxEntries = defaultMaxEntries
+	}
+	patterns, err := cleanPatterns(opt.Include)
+	if err != nil {
+		return fail(err)
+	}
+	if err := checkEmpty(dir); err != nil {
+		return fail(err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fail(err)
+	}
+
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return fail(err)
+	}
+	defer root.Close()
+
+	file, err := os.Open(src)
+	if err != nil {
+		// os.Open already names the path; avoid repeating it.
+		return fmt.Errorf("extract: %w", err)
+	}
+	defer file.Close()
+
+	x := &extractor{
+		ctx:      ctx,
+		src:      src,
+		root:     root,
+		opt:      opt,
+		patterns: patterns,
+		matched:  make([]bool, len(patterns)),
+		dirs:     map[string]bool{},
+		buf:      make([]byte, 64<<10),
+	}
+	if f == Zip {
+		err = x.extractZip(file)
+	} else {
+		err = x.extractTar(file, f)
+	}
+	if err != nil {
+		// A cancelled context surfaces from deep inside a decompressor,
+		// often wrapped in something unhelpful; report it plainly.
+		if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+			return fail(cerr)
+		}
+		return err
+	}
+	return x.checkPatterns()
+}
+
+// cleanPatterns normalizes Include patterns to the form entry paths take
+// after cleaning, and rejects malformed ones up front so that a typo is
+// not reported later as "matched nothing".
+func cleanPatterns(include []string) ([]string, error) {
+	out := make([]string, len(include))
+	for i, p := range include {
+		c := path.Clean(p)
+		for strings.HasPrefix(c, "./") {
+			c = c[2:]
+		}
+		if c == "." || c == "" {
+			return nil, fmt.Errorf("include pattern %q is empty", p)
+		}
+		if _, err := path.Match(c, ""); err != nil {
+			return nil, fmt.Errorf("include pattern %q: %w", p, err)
+		}
+		out[i] = c
+	}
+	return out, nil
+}
+
+func checkEmpty(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(1)
+	if len(names) > 0 {
+		return fmt.Errorf("destination %s is not empty", dir)
+	}
+	if err != nil && err != io.EOF {
+		return err
+	}
+	return nil
+}
+
+// ctxReader makes every read of the underlying archive fail once ctx is
+// done, so a long single entry (or a decompressor chewing through a bomb
+// that is being skipped) still notices cancellation.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+// ctxReaderAt is ctxReader for zip's random access.
+type ctxReaderAt struct {
+	ctx context.Context
+	r   io.ReaderAt
+}
+
+func (c ctxReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.ReadAt(p, off)
+}

@@ -1,0 +1,818 @@
+package archive
+
+import (
+	"archive/tar"
+	"archive/zip"
+	"bytes"
+	"compress/flate"
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+	"github.com/ulikunitz/xz"
+)
+
+// ent describes one archive member for the test builders. typ uses tar
+// type flags for both formats; zero means a regular file.
+type ent struct {
+	name string
+	typ  byte
+	mode int64
+	body string
+	link string
+}
+
+func tarBytes(t testing.TB, ents []ent) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, e := range ents {
+		typ := e.typ
+		if typ == 0 {
+			typ = tar.TypeReg
+		}
+		mode := e.mode
+		if mode == 0 {
+			mode = 0o644
+			if typ == tar.TypeDir {
+				mode = 0o755
+			}
+		}
+		hdr := &tar.Header{Name: e.name, Typeflag: typ, Mode: mode, Linkname: e.link}
+		if typ == tar.TypeReg {
+			hdr.Size = int64(len(e.body))
+		}
+		if typ == tar.TypeXGlobalHeader {
+			hdr = &tar.Header{Name: e.name, Typeflag: typ, PAXRecords: map[string]string{"comment": "global"}}
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			t.Fatalf("tar header %q: %v", e.name, err)
+		}
+		if typ == tar.TypeReg {
+			if _, err := io.WriteString(tw, e.body); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func zipBytes(t testing.TB, ents []ent) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for _, e := range ents {
+		fh := &zip.FileHeader{Name: e.name, Method: zip.Deflate}
+		body := e.body
+		switch e.typ {
+		case tar.TypeDir:
+			fh.SetMode(fs.ModeDir | 0o755)
+		case tar.TypeSymlink:
+			fh.SetMode(fs.ModeSymlink | 0o777)
+			body = e.link
+		default:
+			mode := e.mode
+			if mode == 0 {
+				mode = 0o644
+			}
+			fh.SetMode(fs.FileMode(mode))
+		}
+		w, err := zw.CreateHeader(fh)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.WriteString(w, body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func compress(t testing.TB, f Format, data []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	var w io.WriteCloser
+	var err error
+	switch f {
+	case Tar:
+		return data
+	case TarGzip:
+		w = gzip.NewWriter(&buf)
+	case TarXz:
+		w, err = xz.NewWriter(&buf)
+	case TarZstd:
+		w, err = zstd.NewWriter(&buf)
+	default:
+		t.Fatalf("compress: unexpected format %q", f)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// build returns the archive bytes for ents in format f.
+func build(t testing.TB, f Format, ents []ent) []byte {
+	t.Helper()
+	if f == Zip {
+		return zipBytes(t, ents)
+	}
+	return compress(t, f, tarBytes(t, ents))
+}
+
+var exts = map[Format]string{
+	Tar: "tar", TarGzip: "tgz", TarXz: "tar.xz", TarZstd: "tzst", Zip: "zip",
+}
+
+// sandbox is a scratch layout: the archive and two sibling directories,
+// out (the extraction target) and canary (which must stay empty).
+type sandbox struct {
+	parent, src, out, canary string
+}
+
+func newSandbox(t testing.TB, f Format, data []byte) sandbox {
+	t.Helper()
+	parent := t.TempDir()
+	s := sandbox{
+		parent: parent,
+		src:    filepath.Join(parent, "archive."+exts[f]),
+		out:    filepath.Join(parent, "out"),
+		canary: filepath.Join(parent, "canary"),
+	}
+	for _, d := range []string{s.out, s.canary} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(s.src, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// checkContained fails if anything appeared next to out or in the canary,
+// or if a symlink inside out resolves outside it.
+func (s sandbox) checkContained(t testing.TB) {
+	t.Helper()
+	names, err := os.ReadDir(s.parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		switch n.Name() {
+		case "out", "canary", filepath.Base(s.src):
+		default:
+			t.Errorf("unexpected %q created next to the extraction dir", n.Name())
+		}
+	}
+	if c, _ := os.ReadDir(s.canary); len(c) > 0 {
+		t.Errorf("canary dir is not empty: %v", c)
+	}
+	realOut, err := filepath.EvalSymlinks(s.out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	filepath.WalkDir(s.out, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.Type()&fs.ModeSymlink == 0 {
+			return nil
+		}
+		resolved, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			return nil // dangling or looping: points nowhere, so nowhere outside
+		}
+		if rel, err := filepath.Rel(realOut, resolved); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			t.Errorf("symlink %s resolves outside the extraction dir: %s", p, resolved)
+		}
+		return nil
+	})
+}
+
+// snapshot describes the tree under dir, one line per path, so whole trees
+// compare in one assertion.
+func snapshot(t testing.TB, dir string) map[string]string {
+	t.Helper()
+	got := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if rel == "." {
+			return nil
+		}
+		rel = filepath.ToSlash(rel)
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			got[rel] = "-> " + target
+		case fi.IsDir():
+			got[rel] = fmt.Sprintf("dir %o", fi.Mode().Perm())
+		default:
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			got[rel] = fmt.Sprintf("file %o %s", fi.Mode().Perm(), b)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+func diffTrees(t *testing.T, got, want map[string]string) {
+	t.Helper()
+	for k, w := range want {
+		if g, ok := got[k]; !ok {
+			t.Errorf("missing %s (want %s)", k, w)
+		} else if g != w {
+			t.Errorf("%s: got %s, want %s", k, g, w)
+		}
+	}
+	for k, g := range got {
+		if _, ok := want[k]; !ok {
+			t.Errorf("unexpected %s (%s)", k, g)
+		}
+	}
+}
+
+var allFormats = []Format{Tar, TarGzip, TarXz, TarZstd, Zip}
+
+// sampleTree is a small release-like archive. lib has no directory entries
+// so parents must be created implicitly; modes are deliberately odd to show
+// they are normalized.
+var sampleTree = []ent{
+	{name: "./top/", typ: tar.TypeDir, mode: 0o700},
+	{name: "./top/bin/", typ: tar.TypeDir},
+	{name: "./top/bin/tool", mode: 0o700, body: "#!/bin/sh\n"},
+	{name: "./top/bin/tool-link", typ: tar.TypeSymlink, link: "tool"},
+	{name: "./top/README", mode: 0o600, body: "readme"},
+	{name: "./top/lib/a/b/data.txt", mode: 0o664, body: "data"},
+	{name: "./top/docs", typ: tar.TypeSymlink, link: "lib/a"},
+	{name: "./top/share", typ: tar.TypeSymlink, link: "../top/lib"},
+}
+
+var sampleWant = map[string]string{
+	"top":                  "dir 755",
+	"top/bin":              "dir 755",
+	"top/bin/tool":         "file 755 #!/bin/sh\n",
+	"top/bin/tool-link":    "-> tool",
+	"top/README":           "file 644 readme",
+	"top/lib":              "dir 755",
+	"top/lib/a":            "dir 755",
+	"top/lib/a/b":          "dir 755",
+	"top/lib/a/b/data.txt": "file 644 data",
+	"top/docs":             "-> lib/a",
+	"top/share":            "-> ../top/lib",
+}
+
+func TestRoundTrip(t *testing.T) {
+	for _, f := range allFormats {
+		t.Run(string(f), func(t *testing.T) {
+			ents := slices.Clone(sampleTree)
+			want := maps(sampleWant)
+			if f != Zip {
+				ents = append(ents, ent{name: "./top/bin/tool2", typ: tar.TypeLink, link: "./top/bin/tool"})
+				want["top/bin/tool2"] = "file 755 #!/bin/sh\n"
+			}
+			s := newSandbox(t, f, build(t, f, ents))
+			if err := Extract(context.Background(), s.src, f, s.out, Options{}); err != nil {
+				t.Fatal(err)
+			}
+			diffTrees(t, snapshot(t, s.out), want)
+			s.checkContained(t)
+		})
+	}
+}
+
+func maps(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func TestStripAndInclude(t *testing.T) {
+	tests := []struct {
+		name    string
+		opt     Options
+		want    []string // paths expected in the output
+		wantErr string
+	}{
+		{name: "strip 1", opt: Options{Strip: 1},
+			want: []string{"bin", "bin/tool", "bin/tool-link", "README", "lib", "lib/a", "lib/a/b", "lib/a/b/data.txt", "docs"}},
+		{name: "strip 2 skips short entries", opt: Options{Strip: 2},
+			want: []string{"tool", "tool-link", "a", "a/b", "a/b/data.txt"}},
+		{name: "strip beyond depth", opt: Options{Strip: 9}, want: nil},
+		{name: "include dir takes subtree", opt: Options{Strip: 1, Include: []string{"bin"}},
+			want: []string{"bin", "bin/tool", "bin/tool-link"}},
+		{name: "include with ./ and glob", opt: Options{Strip: 1, Include: []string{"./README", "lib/*/b"}},
+			want: []string{"README", "lib", "lib/a", "lib/a/b", "lib/a/b/data.txt"}},
+		{name: "include file creates parents", opt: Options{Strip: 1, Include: []string{"lib/a/b/data.txt"}},
+			want: []string{"lib", "lib/a", "lib/a/b", "lib/a/b/data.txt"}},
+		{name: "include unmatched", opt: Options{Strip: 1, Include: []string{"bin", "nope", "top/*"}},
+			wantErr: `include pattern(s) matched no entry: "nope", "top/*"`},
+		{name: "include bad pattern", opt: Options{Include: []string{"[x"}},
+			wantErr: `include pattern "[x"`},
+		{name: "include empty pattern", opt: Options{Include: []string{"./"}},
+			wantErr: `include pattern "./" is empty`},
+	}
+	// Drop the symlink that only resolves inside with its top directory.
+	ents := slices.DeleteFunc(slices.Clone(sampleTree), func(e ent) bool { return e.name == "./top/share" })
+	for _, f := range []Format{TarGzip, Zip} {
+		for _, tt := range tests {
+			t.Run(string(f)+"/"+tt.name, func(t *testing.T) {
+				s := newSandbox(t, f, build(t, f, ents))
+				err := Extract(context.Background(), s.src, f, s.out, tt.opt)
+				if tt.wantErr != "" {
+					if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+						t.Fatalf("error = %v, want it to contain %q", err, tt.wantErr)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := slices.Sorted(mapKeys(snapshot(t, s.out)))
+				want := slices.Sorted(slices.Values(tt.want))
+				if !slices.Equal(got, want) {
+					t.Errorf("got %q\nwant %q", got, want)
+				}
+			})
+		}
+	}
+}
+
+func mapKeys(m map[string]string) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// zeros streams n zero bytes without holding them in memory.
+type zeros int64
+
+func (z *zeros) Read(p []byte) (int, error) {
+	if *z <= 0 {
+		return 0, io.EOF
+	}
+	n := min(int64(len(p)), int64(*z))
+	clear(p[:n])
+	*z -= zeros(n)
+	return int(n), nil
+}
+
+func zipBomb(t testing.TB, n int64) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	w, err := zw.Create("zeros")
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := zeros(n)
+	if _, err := io.Copy(w, &z); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// lyingZip declares a tiny size for an entry that inflates to n bytes.
+func lyingZip(t testing.TB, n int64) []byte {
+	t.Helper()
+	var raw bytes.Buffer
+	fw, _ := flate.NewWriter(&raw, flate.BestCompression)
+	z := zeros(n)
+	io.Copy(fw, &z)
+	fw.Close()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	w, err := zw.CreateRaw(&zip.FileHeader{
+		Name:               "liar",
+		Method:             zip.Deflate,
+		CRC32:              crc32.ChecksumIEEE(make([]byte, 10)),
+		CompressedSize64:   uint64(raw.Len()),
+		UncompressedSize64: 10,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(raw.Bytes())
+	zw.Close()
+	return buf.Bytes()
+}
+
+func manyEntries(n int) []ent {
+	ents := make([]ent, n)
+	for i := range ents {
+		ents[i] = ent{name: fmt.Sprintf("f%d", i), body: "x"}
+	}
+	return ents
+}
+
+type hostileCase struct {
+	name    string
+	format  Format
+	data    func(t testing.TB, canary string) []byte
+	opt     Options
+	wantErr string
+}
+
+func tarCase(name string, wantErr string, ents func(canary string) []ent) hostileCase {
+	return hostileCase{name: name, format: Tar, wantErr: wantErr,
+		data: func(t testing.TB, canary string) []byte { return tarBytes(t, ents(canary)) }}
+}
+
+func zipCase(name string, wantErr string, ents func(canary string) []ent) hostileCase {
+	return hostileCase{name: name, format: Zip, wantErr: wantErr,
+		data: func(t testing.TB, canary string) []byte { return zipBytes(t, ents(canary)) }}
+}
+
+func fixed(ents ...ent) func(string) []ent { return func(string) []ent { return ents } }
+
+// hostileCases point absolute paths at the sandbox's canary dir rather than
+// real system paths, so a regression cannot damage the machine running
+// the tests (which may well be root in a container).
+var hostileCases = []hostileCase{
+	tarCase("dotdot entry", "path leaves the archive root", fixed(ent{name: "../canary/evil", body: "x"})),
+	tarCase("nested dotdot", "path leaves the archive root", fixed(ent{name: "a/../../canary/evil", body: "x"})),
+	tarCase("absolute path", "absolute path", func(c string) []ent {
+		return []ent{{name: filepath.ToSlash(c) + "/evil", body: "x"}}
+	}),
+	tarCase("symlink to /etc", `symlink target "/etc" is absolute`,
+		fixed(ent{name: "etc", typ: tar.TypeSymlink, link: "/etc"})),
+	tarCase("symlink dotdot", `symlink target "../../x" leaves the archive root`,
+		fixed(ent{name: "a/x", typ: tar.TypeSymlink, link: "../../x"})),
+	tarCase("symlink to canary then write", "is absolute", func(c string) []ent {
+		return []ent{
+			{name: "a", typ: tar.TypeSymlink, link: c},
+			{name: "a/passwd", body: "x"},
+		}
+	}),
+	tarCase("file through inner symlink", `path passes through symlink "a"`, fixed(
+		ent{name: "sub/", typ: tar.TypeDir},
+		ent{name: "a", typ: tar.TypeSymlink, link: "sub"},
+		ent{name: "a/passwd", body: "x"},
+	)),
+	tarCase("dir through inner symlink", `path passes through symlink "a"`, fixed(
+		ent{name: "a", typ: tar.TypeSymlink, link: "."},
+		ent{name: "a/d/", typ: tar.TypeDir},
+	)),
+	tarCase("file replacing symlink", "already-extracted symlink", fixed(
+		ent{name: "a", typ: tar.TypeSymlink, link: "b"},
+		ent{name: "a", body: "x"},
+	)),
+	tarCase("symlink via dot symlink", "may leave the archive root", fixed(
+		ent{name: "l", typ: tar.TypeSymlink, link: "."},
+		ent{name: "m", typ: tar.TypeSymlink, link: "l/../canary"},
+	)),
+	tarCase("hard link outside", `hard link target "../canary/x": path leaves the archive root`,
+		fixed(ent{name: "h", typ: tar.TypeLink, link: "../canary/x"})),
+	tarCase("hard link absolute", "absolute path", func(c string) []ent {
+		return []ent{{name: "h", typ: tar.TypeLink, link: filepath.ToSlash(c) + "/x"}}
+	}),
+	tarCase("hard link not yet extracted", `hard link target "later" not yet extracted`, fixed(
+		ent{name: "h", typ: tar.TypeLink, link: "later"},
+		ent{name: "later", body: "x"},
+	)),
+	tarCase("hard link through symlink", `passes through symlink "s"`, fixed(
+		ent{name: "d/f", body: "x"},
+		ent{name: "s", typ: tar.TypeSymlink, link: "d"},
+		ent{name: "h", typ: tar.TypeLink, link: "s/f"},
+	)),
+	tarCase("hard link to escaping symlink", "leaves the archive root", fixed(
+		ent{name: "a/b/l", typ: tar.TypeSymlink, link: "../x"},
+		ent{name: "h", typ: tar.TypeLink, link: "a/b/l"},
+	)),
+	tarCase("file replaces dir", "would replace a directory", fixed(
+		ent{name: "d/", typ: tar.TypeDir},
+		ent{name: "d", body: "x"},
+	)),
+	tarCase("dir replaces file", "directory would replace a file", fixed(
+		ent{name: "d", body: "x"},
+		ent{name: "d/", typ: tar.TypeDir},
+	)),
+	tarCase("file under file", `parent "d" is not a directory`, fixed(
+		ent{name: "d", body: "x"},
+		ent{name: "d/e", body: "x"},
+	)),
+	zipCase("zip backslash dotdot", "path leaves the archive root", fixed(ent{name: `..\canary\evil`, body: "x"})),
+	zipCase("zip drive letter", "absolute path", fixed(ent{name: `C:\evil`, body: "x"})),
+	zipCase("zip backslash rooted", "absolute path", fixed(ent{name: `\evil`, body: "x"})),
+	zipCase("zip symlink to /etc", `symlink target "/etc" is absolute`,
+		fixed(ent{name: "etc", typ: tar.TypeSymlink, link: "/etc"})),
+	zipCase("zip symlink backslash dotdot", "leaves the archive root",
+		fixed(ent{name: "x", typ: tar.TypeSymlink, link: `..\canary`})),
+	zipCase("zip file through symlink", `path passes through symlink "a"`, fixed(
+		ent{name: "a", typ: tar.TypeSymlink, link: "."},
+		ent{name: "a/passwd", body: "x"},
+	)),
+	{name: "zip bomb", format: Zip, wantErr: "expands beyond the limit of 1048576 bytes",
+		opt:  Options{MaxBytes: 1 << 20},
+		data: func(t testing.TB, _ string) []byte { return zipBomb(t, 50<<20) }},
+	{name: "zip lying size", format: Zip, wantErr: `entry "liar": content does not match declared size 10`,
+		opt:  Options{MaxBytes: 1 << 20},
+		data: func(t testing.TB, _ string) []byte { return lyingZip(t, 50<<20) }},
+	{name: "gzip bomb", format: TarGzip, wantErr: "expands beyond the limit of 1048576 bytes",
+		opt: Options{MaxBytes: 1 << 20},
+		data: func(t testing.TB, _ string) []byte {
+			return compress(t, TarGzip, tarBytes(t, []ent{{name: "zeros", body: strings.Repeat("\x00", 8<<20)}}))
+		}},
+	{name: "bytes summed over entries", format: TarZstd, wantErr: `entry "c": archive expands beyond`,
+		opt: Options{MaxBytes: 1 << 20},
+		data: func(t testing.TB, _ string) []byte {
+			big := strings.Repeat("y", 400<<10)
+			return compress(t, TarZstd, tarBytes(t, []ent{{name: "a", body: big}, {name: "b", body: big}, {name: "c", body: big}}))
+		}},
+	{name: "tar entry bomb", format: TarGzip, wantErr: "more than 1000 entries",
+		opt: Options{MaxEntries: 1000},
+		data: func(t testing.TB, _ string) []byte {
+			return compress(t, TarGzip, tarBytes(t, manyEntries(5000)))
+		}},
+	{name: "zip entry bomb", format: Zip, wantErr: "more than 1000 entries",
+		opt:  Options{MaxEntries: 1000},
+		data: func(t testing.TB, _ string) []byte { return zipBytes(t, manyEntries(1001)) }},
+}
+
+func TestHostile(t *testing.T) {
+	for _, tc := range hostileCases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSandbox(t, tc.format, nil)
+			if err := os.WriteFile(s.src, tc.data(t, s.canary), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			err := Extract(context.Background(), s.src, tc.format, s.out, tc.opt)
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("error = %v, want it to contain %q", err, tc.wantErr)
+			}
+			if err != nil && !strings.HasPrefix(err.Error(), "extract "+s.src+": ") {
+				t.Errorf("error %q does not name the archive", err)
+			}
+			s.checkContained(t)
+			var size int64
+			filepath.WalkDir(s.out, func(p string, d fs.DirEntry, err error) error {
+				if err == nil && d.Type().IsRegular() {
+					if fi, err := d.Info(); err == nil {
+						size += fi.Size()
+					}
+				}
+				return nil
+			})
+			if size > 1<<20 {
+				t.Errorf("%d bytes written despite the limit", size)
+			}
+		})
+	}
+}
+
+func TestErrorNamesArchiveAndEntry(t *testing.T) {
+	s := newSandbox(t, TarGzip, build(t, TarGzip, []ent{{name: "../../etc/passwd", body: "x"}}))
+	err := Extract(context.Background(), s.src, TarGzip, s.out, Options{})
+	want := fmt.Sprintf("extract %s: entry %q: path leaves the archive root", s.src, "../../etc/passwd")
+	if err == nil || err.Error() != want {
+		t.Fatalf("error = %v\nwant    %s", err, want)
+	}
+}
+
+func TestDuplicatesAndLinks(t *testing.T) {
+	// A later copy of a file wins, and must not rewrite an earlier hard
+	// link to the old version through the shared inode.
+	ents := []ent{
+		{name: "a", body: "old"},
+		{name: "h", typ: tar.TypeLink, link: "a"},
+		{name: "a", mode: 0o755, body: "new"},
+		{name: "d/", typ: tar.TypeDir},
+		{name: "d/", typ: tar.TypeDir, mode: 0o700},
+		{name: "self", body: "s"},
+		{name: "self", typ: tar.TypeLink, link: "self"},
+		{name: "ln", typ: tar.TypeSymlink, link: "a"},
+		{name: "sub/ln2", typ: tar.TypeLink, link: "ln"},
+	}
+	s := newSandbox(t, Tar, build(t, Tar, ents))
+	if err := Extract(context.Background(), s.src, Tar, s.out, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	diffTrees(t, snapshot(t, s.out), map[string]string{
+		"a":       "file 755 new",
+		"h":       "file 644 old",
+		"d":       "dir 755",
+		"self":    "file 644 s",
+		"ln":      "-> a",
+		"sub":     "dir 755",
+		"sub/ln2": "-> a",
+	})
+}
+
+func TestSkipsSpecialEntries(t *testing.T) {
+	ents := []ent{
+		{name: "/tmp/GlobalHead.1.1", typ: tar.TypeXGlobalHeader},
+		{name: "dev/null", typ: tar.TypeChar},
+		{name: "/dev/abs", typ: tar.TypeBlock},
+		{name: "fifo", typ: tar.TypeFifo},
+		{name: "kept", body: "k"},
+	}
+	s := newSandbox(t, TarXz, build(t, TarXz, ents))
+	if err := Extract(context.Background(), s.src, TarXz, s.out, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	diffTrees(t, snapshot(t, s.out), map[string]string{"kept": "file 644 k"})
+}
+
+func TestPreconditions(t *testing.T) {
+	data := build(t, Tar, []ent{{name: "f", body: "x"}})
+
+	t.Run("dir not empty", func(t *testing.T) {
+		s := newSandbox(t, Tar, data)
+		os.WriteFile(filepath.Join(s.out, "existing"), nil, 0o644)
+		err := Extract(context.Background(), s.src, Tar, s.out, Options{})
+		if err == nil || !strings.Contains(err.Error(), "not empty") {
+			t.Fatalf("error = %v", err)
+		}
+	})
+	t.Run("dir missing", func(t *testing.T) {
+		s := newSandbox(t, Tar, data)
+		if err := Extract(context.Background(), s.src, Tar, filepath.Join(s.out, "nope"), Options{}); err == nil {
+			t.Fatal("no error")
+		}
+	})
+	t.Run("unknown format", func(t *testing.T) {
+		s := newSandbox(t, Tar, data)
+		err := Extract(context.Background(), s.src, "rar", s.out, Options{})
+		if err == nil || !strings.Contains(err.Error(), "unsupported format") {
+			t.Fatalf("error = %v", err)
+		}
+	})
+	t.Run("cancelled", func(t *testing.T) {
+		s := newSandbox(t, Tar, data)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		err := Extract(ctx, s.src, Tar, s.out, Options{})
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("error = %v, want context.Canceled", err)
+		}
+	})
+	t.Run("wrong format", func(t *testing.T) {
+		s := newSandbox(t, TarGzip, data)
+		if err := Extract(context.Background(), s.src, TarGzip, s.out, Options{}); err == nil {
+			t.Fatal("plain tar accepted as gzip")
+		}
+	})
+	t.Run("corrupt gzip trailer", func(t *testing.T) {
+		gz := compress(t, TarGzip, data)
+		gz[len(gz)-6] ^= 0xff // inside the CRC32
+		s := newSandbox(t, TarGzip, gz)
+		err := Extract(context.Background(), s.src, TarGzip, s.out, Options{})
+		if err == nil || !strings.Contains(err.Error(), "checksum") {
+			t.Fatalf("error = %v, want a checksum error", err)
+		}
+	})
+}
+
+func TestDetect(t *testing.T) {
+	tests := []struct {
+		name string
+		want Format
+		ok   bool
+	}{
+		{"cni-plugins-linux-amd64-v1.4.0.tgz", TarGzip, true},
+		{"x.TAR.GZ", TarGzip, true},
+		{"x.tar", Tar, true},
+		{"x.tar.xz", TarXz, true},
+		{"x.txz", TarXz, true},
+		{"x.tar.zst", TarZstd, true},
+		{"x.TZST", TarZstd, true},
+		{"openvswitch-3.3.0.zip", Zip, true},
+		{"x.gz", "", false},
+		{"x.tar.bz2", "", false},
+		{".tar", "", false},
+		{"", "", false},
+	}
+	for _, tt := range tests {
+		got, ok := Detect(tt.name)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("Detect(%q) = %q, %v; want %q, %v", tt.name, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+// FuzzExtract feeds arbitrary bytes to every format and checks the one
+// property that matters: nothing is created outside the target directory,
+// and no symlink inside it leads out.
+func FuzzExtract(f *testing.F) {
+	for _, tc := range hostileCases {
+		if strings.Contains(tc.name, "bomb") || strings.Contains(tc.name, "bytes") {
+			continue // large seeds would slow every `go test` run
+		}
+		sel := uint8(0) // Tar
+		if tc.format == Zip {
+			sel = 4
+		}
+		f.Add(tc.data(f, "/nonexistent/canary"), sel)
+	}
+	f.Add(zipBomb(f, 2<<20), uint8(4))
+	for i, format := range allFormats {
+		f.Add(build(f, format, sampleTree), uint8(i))
+	}
+	f.Add(build(f, TarGzip, []ent{
+		{name: "l", typ: tar.TypeSymlink, link: "."},
+		{name: "l/x", body: "x"},
+		{name: "h", typ: tar.TypeLink, link: "l/x"},
+	}), uint8(1))
+
+	f.Fuzz(func(t *testing.T, data []byte, sel uint8) {
+		format := allFormats[int(sel)%len(allFormats)]
+		s := newSandbox(t, format, data)
+		opt := Options{Strip: int(sel/8) % 3, MaxBytes: 1 << 20, MaxEntries: 256}
+		if sel&0x80 != 0 {
+			opt.Include = []string{"top/*"}
+		}
+		Extract(context.Background(), s.src, format, s.out, opt)
+		s.checkContained(t)
+	})
+}
+
+// TestRandomTreesStayContained throws many small archives built from a
+// tiny vocabulary at Extract. Unlike byte-level fuzzing, nearly every one
+// parses, so the interplay of symlinks, hard links and "..", which is where
+// escapes hide, actually gets exercised.
+func TestRandomTreesStayContained(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	// Entry names with ".." are refused outright, so only link targets
+	// get them; otherwise almost no archive would get past its first entry.
+	randPath := func(maxDepth int, dotdot bool) string {
+		words := []string{"a", "b", "l", "."}
+		if dotdot {
+			words = append(words, "..", "..")
+		}
+		parts := make([]string, 1+rng.IntN(maxDepth))
+		for i := range parts {
+			parts[i] = words[rng.IntN(len(words))]
+		}
+		return strings.Join(parts, "/")
+	}
+	types := []byte{tar.TypeReg, tar.TypeDir, tar.TypeSymlink, tar.TypeSymlink, tar.TypeLink}
+	for i := range 500 {
+		ents := make([]ent, 2+rng.IntN(8))
+		for j := range ents {
+			e := ent{name: randPath(3, false), typ: types[rng.IntN(len(types))], body: "x"}
+			switch e.typ {
+			case tar.TypeSymlink:
+				e.link = randPath(4, true)
+			case tar.TypeLink:
+				e.link = randPath(3, false)
+			}
+			ents[j] = e
+		}
+		format := Tar
+		if i%3 == 0 {
+			format = Zip
+			ents = slices.DeleteFunc(ents, func(e ent) bool { return e.typ == tar.TypeLink })
+		}
+		s := newSandbox(t, format, build(t, format, ents))
+		Extract(context.Background(), s.src, format, s.out, Options{})
+		s.checkContained(t)
+		if t.Failed() {
+			t.Fatalf("archive: %+v", ents)
+		}
+	}
+}

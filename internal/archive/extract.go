@@ -1,0 +1,547 @@
+package archive
+
+import (
+	"archive/zip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"strings"
+)
+
+type kind uint8
+
+const (
+	kindFile kind = iota
+	kindDir
+	kindSymlink
+	kindHardlink
+	kindOther // devices, fifos and the like: never extracted
+)
+
+// entry is one archive member, described independently of the format so
+// that every safety check lives in one place.
+type entry struct {
+	name string // as recorded in the archive; used in error messages
+	kind kind
+	exec bool   // any execute bit set in the archive's mode
+	link string // symlink target or hard link name, as recorded
+
+	// size is the declared content size. When exact is set the declared
+	// size is also checked against what the content actually holds, which
+	// matters for zip where the central directory may lie.
+	size  int64
+	exact bool
+
+	// slashes marks zip conventions: '\' separates components and drive
+	// letters make a path absolute.
+	slashes bool
+
+	// linkInContent marks zip symlinks, whose target is the content.
+	linkInContent bool
+
+	open func() (io.ReadCloser, error)
+}
+
+var (
+	errEmptyName  = errors.New("empty name")
+	errNUL        = errors.New("name contains a NUL byte")
+	errAbsolute   = errors.New("absolute path not allowed")
+	errLeavesRoot = errors.New("path leaves the archive root")
+)
+
+// extractor holds the state of one Extract call.
+type extractor struct {
+	ctx      context.Context
+	src      string
+	root     *os.Root
+	opt      Options
+	patterns []string
+	matched  []bool
+
+	// dirs records paths known to be real directories. Directories are
+	// never removed or replaced during extraction, so once seen they can
+	// skip the Lstat that guards against writing through symlinks.
+	dirs map[string]bool
+
+	entries int
+	written int64
+	buf     []byte
+}
+
+func (x *extractor) fail(format string, args ...any) error {
+	return fmt.Errorf("extract %s: "+format, append([]any{x.src}, args...)...)
+}
+
+func (x *extractor) entryErr(e *entry, format string, args ...any) error {
+	return fmt.Errorf("extract %s: entry %q: "+format, append([]any{x.src, e.name}, args...)...)
+}
+
+// count enforces cancellation and the entry limit. Every header read goes
+// through it, including ones that are then skipped, so that a flood of
+// skipped entries still ends.
+func (x *extractor) count(e *entry) error {
+	if err := x.ctx.Err(); err != nil {
+		return x.fail("%w", err)
+	}
+	x.entries++
+	if x.entries > x.opt.MaxEntries {
+		return x.entryErr(e, "archive has more than %d entries", x.opt.MaxEntries)
+	}
+	return nil
+}
+
+// add extracts one entry.
+func (x *extractor) add(e *entry) error {
+	if err := x.count(e); err != nil {
+		return err
+	}
+	if e.kind == kindOther {
+		return nil
+	}
+	parts, err := splitName(e.name, e.slashes)
+	if err != nil {
+		return x.entryErr(e, "%w", err)
+	}
+	if len(parts) <= x.opt.Strip {
+		return nil
+	}
+	rel := strings.Join(parts[x.opt.Strip:], "/")
+	if !x.include(rel) {
+		return nil
+	}
+
+	switch e.kind {
+	case kindDir:
+		return x.makeDir(e, rel)
+	case kindFile:
+		if e.size > x.opt.MaxBytes-x.written {
+			return x.bomb(e)
+		}
+		r, err := e.open()
+		if err != nil {
+			return x.entryErr(e, "%w", err)
+		}
+		defer r.Close()
+		return x.writeFile(e, rel, filePerm(e.exec), r)
+	case kindSymlink:
+		target := e.link
+		if e.linkInContent {
+			if target, err = x.readLinkContent(e); err != nil {
+				return err
+			}
+		}
+		return x.makeSymlink(e, rel, target)
+	case kindHardlink:
+		return x.makeHardlink(e, rel)
+	}
+	return nil
+}
+
+func filePerm(exec bool) fs.FileMode {
+	if exec {
+		return 0o755
+	}
+	return 0o644
+}
+
+func (x *extractor) bomb(e *entry) error {
+	return x.entryErr(e, "archive expands beyond the limit of %d bytes", x.opt.MaxBytes)
+}
+
+// include reports whether rel passes the Include filter, crediting every
+// pattern that matches so the unmatched ones can be reported at the end.
+func (x *extractor) include(rel string) bool {
+	if len(x.patterns) == 0 {
+		return true
+	}
+	hit := false
+	for i, p := range x.patterns {
+		if matchBelow(p, rel) {
+			x.matched[i] = true
+			hit = true
+		}
+	}
+	return hit
+}
+
+// matchBelow matches pattern against name and each of its ancestors, so a
+// pattern naming a directory takes the whole subtree even when the archive
+// has no entry for the directory itself.
+func matchBelow(pattern, name string) bool {
+	for {
+		if ok, _ := path.Match(pattern, name); ok {
+			return true
+		}
+		i := strings.LastIndexByte(name, '/')
+		if i < 0 {
+			return false
+		}
+		name = name[:i]
+	}
+}
+
+func (x *extractor) checkPatterns() error {
+	var missing []string
+	for i, ok := range x.matched {
+		if !ok {
+			missing = append(missing, fmt.Sprintf("%q", x.opt.Include[i]))
+		}
+	}
+	if len(missing) > 0 {
+		return x.fail("include pattern(s) matched no entry: %s", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// usesBackslash reports whether '\' must be treated as a separator: always
+// for zip (written by Windows tools), and for any format when the host
+// itself would interpret it that way.
+func usesBackslash(slashes bool) bool {
+	return slashes || runtime.GOOS == "windows"
+}
+
+func hasDrive(p string) bool {
+	return len(p) >= 2 && p[1] == ':' &&
+		('a' <= p[0] && p[0] <= 'z' || 'A' <= p[0] && p[0] <= 'Z')
+}
+
+// splitName turns an entry name into clean path components. Any ".." is
+// refused outright, even one that would stay inside the root ("a/../b"):
+// legitimate archives do not contain them and lexical tricks are where
+// extraction bugs hide.
+func splitName(name string, slashes bool) ([]string, error) {
+	if name == "" {
+		return nil, errEmptyName
+	}
+	if strings.IndexByte(name, 0) >= 0 {
+		return nil, errNUL
+	}
+	if usesBackslash(slashes) {
+		name = strings.ReplaceAll(name, `\`, "/")
+		if hasDrive(name) {
+			return nil, errAbsolute
+		}
+	}
+	if name[0] == '/' {
+		return nil, errAbsolute
+	}
+	var parts []string
+	for p := range strings.SplitSeq(name, "/") {
+		switch p {
+		case "", ".":
+		case "..":
+			return nil, errLeavesRoot
+		default:
+			parts = append(parts, p)
+		}
+	}
+	return parts, nil
+}
+
+// checkLinkTarget validates a symlink target for a link at rel and returns
+// the target to create.
+//
+// Besides the lexical check, a ".." is refused once a named component has
+// been seen ("x/../y"). The name might itself be a symlink, possibly one
+// extracted later, and "x/.." then means the parent of wherever x points:
+// with x -> "." that is outside the root even though the text cleans to
+// "y". Leading ".." only climb through the link's own parents, which are
+// known to be real directories, so they are safe as long as they stay
+// within the root.
+func checkLinkTarget(target, rel string, slashes bool) (string, error) {
+	orig := target
+	if target == "" {
+		return "", errors.New("symlink target is empty")
+	}
+	if strings.IndexByte(target, 0) >= 0 {
+		return "", errors.New("symlink target contains a NUL byte")
+	}
+	if usesBackslash(slashes) {
+		target = strings.ReplaceAll(target, `\`, "/")
+		if hasDrive(target) {
+			return "", fmt.Errorf("symlink target %q is absolute", orig)
+		}
+	}
+	if target[0] == '/' {
+		return "", fmt.Errorf("symlink target %q is absolute", orig)
+	}
+	depth := strings.Count(rel, "/")
+	named := false
+	for p := range strings.SplitSeq(target, "/") {
+		switch p {
+		case "", ".":
+		case "..":
+			depth--
+			if depth < 0 {
+				return "", fmt.Errorf("symlink target %q leaves the archive root", orig)
+			}
+			if named {
+				return "", fmt.Errorf("symlink target %q may leave the archive root (\"..\" after a named component)", orig)
+			}
+		default:
+			depth++
+			named = true
+		}
+	}
+	return target, nil
+}
+
+func native(rel string) string { return filepath.FromSlash(rel) }
+
+// mkParents creates the missing parents of rel and refuses to go through
+// anything that is not a real directory. This is what stops the classic
+// "a -> /etc, then a/passwd" attack; os.Root is only the second line of
+// defence, as it would happily follow a symlink that stays inside dir.
+func (x *extractor) mkParents(e *entry, rel string) error {
+	for i := 0; i < len(rel); i++ {
+		if rel[i] != '/' {
+			continue
+		}
+		p := rel[:i]
+		if x.dirs[p] {
+			continue
+		}
+		fi, err := x.root.Lstat(native(p))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			if err := x.mkdir(p); err != nil {
+				return x.entryErr(e, "%w", err)
+			}
+		case err != nil:
+			return x.entryErr(e, "%w", err)
+		case fi.Mode()&fs.ModeSymlink != 0:
+			return x.entryErr(e, "path passes through symlink %q", p)
+		case !fi.IsDir():
+			return x.entryErr(e, "parent %q is not a directory", p)
+		}
+		x.dirs[p] = true
+	}
+	return nil
+}
+
+// mkdir creates a directory with exactly 0755, whatever the umask.
+func (x *extractor) mkdir(rel string) error {
+	if err := x.root.Mkdir(native(rel), 0o755); err != nil {
+		return err
+	}
+	return x.root.Chmod(native(rel), 0o755)
+}
+
+// clearSlot makes room for a non-directory at rel. Replacing an earlier
+// file is normal (appended tars), but replacing a directory would discard
+// its subtree and replacing a symlink is how writes get redirected.
+func (x *extractor) clearSlot(e *entry, rel string) error {
+	if x.dirs[rel] {
+		return x.entryErr(e, "would replace a directory")
+	}
+	fi, err := x.root.Lstat(native(rel))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return x.entryErr(e, "%w", err)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return x.entryErr(e, "path is an already-extracted symlink")
+	case fi.IsDir():
+		return x.entryErr(e, "would replace a directory")
+	case !fi.Mode().IsRegular():
+		return x.entryErr(e, "would replace a special file")
+	}
+	if err := x.root.Remove(native(rel)); err != nil {
+		return x.entryErr(e, "%w", err)
+	}
+	return nil
+}
+
+func (x *extractor) makeDir(e *entry, rel string) error {
+	if err := x.mkParents(e, rel); err != nil {
+		return err
+	}
+	if x.dirs[rel] {
+		return nil
+	}
+	fi, err := x.root.Lstat(native(rel))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := x.mkdir(rel); err != nil {
+			return x.entryErr(e, "%w", err)
+		}
+	case err != nil:
+		return x.entryErr(e, "%w", err)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return x.entryErr(e, "path is an already-extracted symlink")
+	case !fi.IsDir():
+		return x.entryErr(e, "directory would replace a file")
+	}
+	x.dirs[rel] = true
+	return nil
+}
+
+// writeFile creates rel afresh and fills it from r. O_EXCL both keeps a
+// hard-linked twin of an earlier version intact (clearSlot unlinked it
+// rather than truncating) and refuses to follow a symlink raced into place.
+func (x *extractor) writeFile(e *entry, rel string, perm fs.FileMode, r io.Reader) error {
+	if err := x.mkParents(e, rel); err != nil {
+		return err
+	}
+	if err := x.clearSlot(e, rel); err != nil {
+		return err
+	}
+	f, err := x.root.OpenFile(native(rel), os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return x.entryErr(e, "%w", err)
+	}
+	err = x.copy(e, f, r)
+	if err == nil {
+		// The umask may have narrowed the mode given to OpenFile.
+		if cerr := f.Chmod(perm); cerr != nil {
+			err = x.entryErr(e, "%w", cerr)
+		}
+	}
+	if cerr := f.Close(); cerr != nil && err == nil {
+		err = x.entryErr(e, "%w", cerr)
+	}
+	return err
+}
+
+// copy moves content from r to w, charging the bytes actually read against
+// MaxBytes rather than trusting any declared size.
+func (x *extractor) copy(e *entry, w io.Writer, r io.Reader) error {
+	limit := x.opt.MaxBytes - x.written
+	if e.exact && e.size < limit {
+		limit = e.size
+	}
+	// Hide os.File's ReadFrom so the shared buffer is used.
+	n, err := io.CopyBuffer(struct{ io.Writer }{w}, io.LimitReader(r, limit+1), x.buf)
+	x.written += n
+	if err != nil {
+		// archive/zip enforces the declared size itself, with errors that
+		// do not say so.
+		if e.exact && (errors.Is(err, zip.ErrFormat) || errors.Is(err, io.ErrUnexpectedEOF)) {
+			return x.entryErr(e, "content does not match declared size %d: %w", e.size, err)
+		}
+		return x.entryErr(e, "%w", err)
+	}
+	if x.written > x.opt.MaxBytes {
+		return x.bomb(e)
+	}
+	if e.exact && n != e.size {
+		return x.entryErr(e, "content size differs from declared size %d", e.size)
+	}
+	return nil
+}
+
+// readLinkContent reads a zip symlink's target, bounded because it is
+// held in memory.
+func (x *extractor) readLinkContent(e *entry) (string, error) {
+	if e.size > maxLinkTarget {
+		return "", x.entryErr(e, "symlink target longer than %d bytes", maxLinkTarget)
+	}
+	r, err := e.open()
+	if err != nil {
+		return "", x.entryErr(e, "%w", err)
+	}
+	defer r.Close()
+	var sb strings.Builder
+	if err := x.copy(e, &sb, r); err != nil {
+		return "", err
+	}
+	return sb.String(), nil
+}
+
+func (x *extractor) makeSymlink(e *entry, rel, target string) error {
+	target, err := checkLinkTarget(target, rel, e.slashes)
+	if err != nil {
+		return x.entryErr(e, "%w", err)
+	}
+	if err := x.mkParents(e, rel); err != nil {
+		return err
+	}
+	if err := x.clearSlot(e, rel); err != nil {
+		return err
+	}
+	if err := x.root.Symlink(native(target), native(rel)); err != nil {
+		return x.entryErr(e, "%w", err)
+	}
+	return nil
+}
+
+// makeHardlink links rel to an entry extracted earlier. The target must
+// already exist as a regular file (or symlink) reached through real
+// directories only; anything else means the archive is either hostile or
+// relies on content we skipped.
+func (x *extractor) makeHardlink(e *entry, rel string) error {
+	parts, err := splitName(e.link, e.slashes)
+	if err != nil {
+		return x.entryErr(e, "hard link target %q: %w", e.link, err)
+	}
+	if len(parts) == 0 {
+		return x.entryErr(e, "hard link target %q is the archive root", e.link)
+	}
+	if len(parts) <= x.opt.Strip {
+		return x.entryErr(e, "hard link target %q is removed by Strip", e.link)
+	}
+	trel := strings.Join(parts[x.opt.Strip:], "/")
+	notYet := func() error {
+		return x.entryErr(e, "hard link target %q not yet extracted", e.link)
+	}
+
+	for i := 0; i < len(trel); i++ {
+		if trel[i] != '/' || x.dirs[trel[:i]] {
+			continue
+		}
+		fi, err := x.root.Lstat(native(trel[:i]))
+		switch {
+		case err != nil || !fi.IsDir() && fi.Mode()&fs.ModeSymlink == 0:
+			return notYet()
+		case fi.Mode()&fs.ModeSymlink != 0:
+			return x.entryErr(e, "hard link target %q passes through symlink %q", e.link, trel[:i])
+		}
+	}
+	fi, err := x.root.Lstat(native(trel))
+	switch {
+	case err != nil:
+		return notYet()
+	case fi.IsDir():
+		return x.entryErr(e, "hard link target %q is a directory", e.link)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		// A hard link to a symlink is the same symlink at a new place,
+		// where a relative target means something else: check it again.
+		target, err := x.root.Readlink(native(trel))
+		if err != nil {
+			return x.entryErr(e, "%w", err)
+		}
+		return x.makeSymlink(e, rel, filepath.ToSlash(target))
+	case !fi.Mode().IsRegular():
+		return x.entryErr(e, "hard link target %q is not a regular file", e.link)
+	}
+	if trel == rel {
+		return nil // a file linked to itself is already in place
+	}
+
+	if err := x.mkParents(e, rel); err != nil {
+		return err
+	}
+	if err := x.clearSlot(e, rel); err != nil {
+		return err
+	}
+	if x.root.Link(native(trel), native(rel)) == nil {
+		return nil
+	}
+	// Some filesystems have no hard links; a copy is equivalent for an
+	// image and is charged against MaxBytes like any other content.
+	src, err := x.root.Open(native(trel))
+	if err != nil {
+		return x.entryErr(e, "%w", err)
+	}
+	defer src.Close()
+	copyEntry := *e
+	copyEntry.exact = false
+	return x.writeFile(&copyEntry, rel, fi.Mode().Perm(), src)
+}

@@ -1,0 +1,86 @@
+package recipe
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// builtinVars are set per platform and cannot be declared as args.
+var builtinVars = map[string]bool{"os": true, "arch": true, "variant": true, "platform": true}
+
+var varRE = regexp.MustCompile(`\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}`)
+
+// Vars is the set of values {{NAME}} expands to.
+type Vars map[string]string
+
+// Vars returns the recipe's args with overrides applied. An override of an
+// undeclared arg is an error: a typo on the command line must not build
+// silently with the default.
+func (r *Recipe) Vars(overrides map[string]string) (Vars, error) {
+	v := Vars{}
+	for k, val := range r.Args {
+		v[k] = val
+	}
+	var unknown []string
+	for k, val := range overrides {
+		if _, ok := r.Args[k]; !ok {
+			unknown = append(unknown, k)
+			continue
+		}
+		v[k] = val
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return nil, fmt.Errorf("--arg %s: not declared in %s (declared: %s)", strings.Join(unknown, ", "), r.File, strings.Join(sortedKeys(r.Args), ", "))
+	}
+	return v, nil
+}
+
+// With returns a copy of v with extra values (the platform's).
+func (v Vars) With(extra map[string]string) Vars {
+	out := make(Vars, len(v)+len(extra))
+	for k, val := range v {
+		out[k] = val
+	}
+	for k, val := range extra {
+		out[k] = val
+	}
+	return out
+}
+
+// Expand replaces {{NAME}} in the value found at path. An unknown name is a
+// recipe error at that line.
+func (r *Recipe) Expand(path, s string, v Vars) (string, error) {
+	var missing []string
+	out := varRE.ReplaceAllStringFunc(s, func(m string) string {
+		name := varRE.FindStringSubmatch(m)[1]
+		val, ok := v[name]
+		if !ok {
+			missing = append(missing, name)
+			return m
+		}
+		return val
+	})
+	if len(missing) > 0 {
+		return "", r.Errorf(path, "unknown variable {{%s}} (args: %s; per platform: os, arch, variant, platform)", missing[0], strings.Join(sortedKeys(r.Args), ", "))
+	}
+	if strings.Contains(out, "{{") {
+		return "", r.Errorf(path, "malformed {{...}} in %q", s)
+	}
+	return out, nil
+}
+
+// ExpandList expands each element of l, whose elements are at path.N.
+func (r *Recipe) ExpandList(path string, l []string, v Vars) ([]string, error) {
+	out := make([]string, len(l))
+	for i, s := range l {
+		e, err := r.Expand(fmt.Sprintf("%s.%d", path, i), s, v)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = e
+	}
+	return out, nil
+}

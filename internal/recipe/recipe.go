@@ -1,0 +1,603 @@
+// Package recipe reads pallet.yaml: the declaration of artifacts, images,
+// bases and platforms. It checks the shape of the file and keeps the line of
+// every value, so that any later stage can report "pallet.yaml:12: ...".
+// It does not expand variables or touch the network; that is the plan's job.
+package recipe
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/pallet-dev/pallet/internal/platform"
+)
+
+// Recipe is a parsed pallet.yaml.
+type Recipe struct {
+	// Version of the recipe format; only 1 exists.
+	Version int `yaml:"version"`
+	// Args are variables with their defaults, usable as {{NAME}}.
+	Args map[string]string `yaml:"args"`
+	// Epoch is the timestamp (Unix seconds) written into layers and
+	// configs; SOURCE_DATE_EPOCH overrides it; 0 if neither is set.
+	Epoch     *int64               `yaml:"epoch"`
+	Artifacts map[string]*Artifact `yaml:"artifacts"`
+	Images    map[string]*Image    `yaml:"images"`
+
+	// File is the recipe's path; Dir its directory, against which relative
+	// paths in the recipe are resolved.
+	File string `yaml:"-"`
+	Dir  string `yaml:"-"`
+
+	lines map[string]int
+}
+
+// Artifact is a named input that produces a file tree. Exactly one kind is set.
+type Artifact struct {
+	Local *Local   `yaml:"local"`
+	URL   *URL     `yaml:"url"`
+	Go    *GoBuild `yaml:"go"`
+	// Check turns the platform check of placed executables on or off
+	// (default on).
+	Check *bool `yaml:"check"`
+}
+
+// Local takes a file, a directory, or an archive from disk.
+type Local struct {
+	Path    string   `yaml:"path"`
+	Extract *Extract `yaml:"extract"`
+}
+
+// URL downloads a file over http(s), pinned by sha256.
+type URL struct {
+	URL string `yaml:"url"`
+	// SHA256 is one digest, or one per platform ("linux/amd64": hex).
+	SHA256 Digests `yaml:"sha256"`
+	// Filename names the downloaded file in the tree when it is not
+	// extracted; the last element of the URL path by default.
+	Filename string   `yaml:"filename"`
+	Extract  *Extract `yaml:"extract"`
+}
+
+// Extract says an archive is to be unpacked, and what to take from it.
+type Extract struct {
+	Strip   int      `yaml:"strip"`
+	Include []string `yaml:"include"`
+}
+
+// GoBuild builds Go packages from a module on disk with the host toolchain.
+type GoBuild struct {
+	// Module is the module directory, relative to the recipe.
+	Module   string `yaml:"module"`
+	Packages List   `yaml:"packages"`
+	Ldflags  List   `yaml:"ldflags"`
+	Tags     List   `yaml:"tags"`
+	// CGO enables cgo (CGO_ENABLED=1); off by default.
+	CGO bool `yaml:"cgo"`
+	// Trimpath defaults to true: without it paths of the build machine end
+	// up in the binary and digests differ between machines.
+	Trimpath *bool `yaml:"trimpath"`
+	// Flags are extra arguments to go build.
+	Flags List `yaml:"flags"`
+	// Env is extra environment (K=V) for go build.
+	Env List `yaml:"env"`
+}
+
+// Image is one image to build, for one or more platforms.
+type Image struct {
+	// Repository is the image name used in outputs (defaults to the key).
+	Repository string   `yaml:"repository"`
+	Tags       List     `yaml:"tags"`
+	Base       Bases    `yaml:"base"`
+	Platforms  List     `yaml:"platforms"`
+	Files      []*Place `yaml:"files"`
+	Config     Config   `yaml:"config"`
+}
+
+// Place puts an artifact's tree into an image.
+type Place struct {
+	Artifact string `yaml:"artifact"`
+	Dest     string `yaml:"dest"`
+	// Mode is an octal mode for every regular file placed ("0755").
+	Mode string `yaml:"mode"`
+	// Owner is "uid:gid" (numeric).
+	Owner string `yaml:"owner"`
+	// Layer groups placements into one layer; each placement gets its own
+	// layer by default.
+	Layer string `yaml:"layer"`
+	// Platforms limits the placement to these platforms or OSes
+	// ("windows", "linux/arm64"); all of the image's by default.
+	Platforms List `yaml:"platforms"`
+}
+
+// AppliesTo reports whether the placement is made on platform p.
+func (pl *Place) AppliesTo(p platform.Platform) bool {
+	if len(pl.Platforms) == 0 {
+		return true
+	}
+	for _, s := range pl.Platforms {
+		if s == p.OS || s == p.String() {
+			return true
+		}
+	}
+	return false
+}
+
+// Config is the image configuration pallet sets on top of the base's.
+type Config struct {
+	Entrypoint   List              `yaml:"entrypoint"`
+	Cmd          List              `yaml:"cmd"`
+	Env          List              `yaml:"env"`
+	Workdir      string            `yaml:"workdir"`
+	User         string            `yaml:"user"`
+	Labels       map[string]string `yaml:"labels"`
+	ExposedPorts List              `yaml:"ports"`
+	StopSignal   string            `yaml:"stopSignal"`
+}
+
+// List is a YAML sequence of strings that also accepts a single string.
+type List []string
+
+// UnmarshalYAML accepts "x" as ["x"].
+func (l *List) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		*l = List{n.Value}
+		return nil
+	}
+	var s []string
+	if err := n.Decode(&s); err != nil {
+		return err
+	}
+	*l = s
+	return nil
+}
+
+// Bases maps a platform ("windows/amd64"), an OS ("windows") or "" (every
+// platform) to base references. Several bases for one platform build one
+// image per base from the same layers: the "rebase per Windows version" case.
+type Bases map[string][]string
+
+// UnmarshalYAML accepts a reference, a list of references, or a map from
+// platform or OS to either.
+func (b *Bases) UnmarshalYAML(n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		*b = Bases{"": {n.Value}}
+		return nil
+	case yaml.SequenceNode:
+		var l []string
+		if err := n.Decode(&l); err != nil {
+			return err
+		}
+		*b = Bases{"": l}
+		return nil
+	}
+	var m map[string]List
+	if err := n.Decode(&m); err != nil {
+		return err
+	}
+	*b = Bases{}
+	for k, v := range m {
+		(*b)[k] = v
+	}
+	return nil
+}
+
+// For returns the bases for platform p ("os/arch[/variant]"): those given
+// for the platform, else for its OS, else for all.
+func (b Bases) For(p string) []string {
+	if v, ok := b[p]; ok {
+		return v
+	}
+	os, _, _ := strings.Cut(p, "/")
+	if v, ok := b[os]; ok {
+		return v
+	}
+	return b[""]
+}
+
+// Digests is a sha256 for all platforms ("" key) or one per platform.
+type Digests map[string]string
+
+// UnmarshalYAML accepts a string or a platform → digest map.
+func (d *Digests) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		*d = Digests{"": n.Value}
+		return nil
+	}
+	var m map[string]string
+	if err := n.Decode(&m); err != nil {
+		return err
+	}
+	*d = m
+	return nil
+}
+
+// For returns the digest pinned for platform p.
+func (d Digests) For(p string) (string, bool) {
+	if v, ok := d[p]; ok {
+		return v, true
+	}
+	v, ok := d[""]
+	return v, ok
+}
+
+// Error is a problem in a recipe, located by file and line.
+type Error struct {
+	File string
+	Line int
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", e.File, e.Msg)
+}
+
+// Errorf returns an *Error at the line of the value at path (keys joined
+// with "."), or at the nearest enclosing value that has a line.
+func (r *Recipe) Errorf(path, format string, args ...any) error {
+	return &Error{File: r.File, Line: r.Line(path), Msg: fmt.Sprintf(format, args...)}
+}
+
+// Line returns the line of the value at path, or of its nearest ancestor.
+func (r *Recipe) Line(path string) int {
+	for p := path; p != ""; {
+		if l, ok := r.lines[p]; ok {
+			return l
+		}
+		i := strings.LastIndexByte(p, '.')
+		if i < 0 {
+			break
+		}
+		p = p[:i]
+	}
+	return 0
+}
+
+// Load reads and checks the recipe at file.
+func Load(file string) (*Recipe, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(file, data)
+}
+
+// Parse reads and checks a recipe held in data; file is used in errors and
+// to resolve relative paths.
+func Parse(file string, data []byte) (*Recipe, error) {
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return nil, err
+	}
+	r := &Recipe{File: file, Dir: filepath.Dir(abs), lines: map[string]int{}}
+
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, yamlError(file, err)
+	}
+	if root.Kind == 0 || len(root.Content) == 0 {
+		return nil, &Error{File: file, Msg: "empty recipe"}
+	}
+	indexLines(root.Content[0], "", r.lines)
+
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(r); err != nil {
+		return nil, yamlError(file, err)
+	}
+	if err := r.check(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// indexLines records the line of every mapping value and sequence item
+// under the dotted path that names it ("images.hello.files.0.dest").
+func indexLines(n *yaml.Node, path string, out map[string]int) {
+	if path != "" {
+		out[path] = n.Line
+	}
+	join := func(k string) string {
+		if path == "" {
+			return k
+		}
+		return path + "." + k
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			indexLines(n.Content[i+1], join(k.Value), out)
+			// The key's own line is more useful for a mapping value that
+			// starts on the next line.
+			out[join(k.Value)] = k.Line
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			indexLines(c, join(strconv.Itoa(i)), out)
+		}
+	}
+}
+
+var yamlLine = regexp.MustCompile(`line (\d+): (.*)`)
+
+// yamlError rewrites yaml.v3's messages into file:line form and drops Go
+// type names, which mean nothing to a recipe author.
+func yamlError(file string, err error) error {
+	var te *yaml.TypeError
+	msgs := []string{err.Error()}
+	if errors.As(err, &te) {
+		msgs = te.Errors
+	}
+	var out []string
+	line := 0
+	for _, m := range msgs {
+		m = strings.TrimPrefix(m, "yaml: ")
+		if sm := yamlLine.FindStringSubmatch(m); sm != nil {
+			l, _ := strconv.Atoi(sm[1])
+			if line == 0 {
+				line = l
+			}
+			m = sm[2]
+		}
+		m = regexp.MustCompile(` in type [\w.*]+`).ReplaceAllString(m, "")
+		m = regexp.MustCompile(`into [\w.*\[\]]+`).ReplaceAllString(m, "where a different type is expected")
+		out = append(out, m)
+	}
+	return &Error{File: file, Line: line, Msg: strings.Join(out, "; ")}
+}
+
+var (
+	nameRE   = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
+	argRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	sha256RE = regexp.MustCompile(`^[0-9a-f]{64}$`)
+)
+
+// check validates what the schema alone cannot: references, required
+// fields, exclusive kinds, digests and platforms.
+func (r *Recipe) check() error {
+	if r.Version != 1 {
+		return r.Errorf("version", "version must be 1 (got %d)", r.Version)
+	}
+	for k := range r.Args {
+		if !argRE.MatchString(k) {
+			return r.Errorf("args."+k, "arg name %q: use letters, digits and _", k)
+		}
+		if builtinVars[k] {
+			return r.Errorf("args."+k, "arg name %q is reserved for the platform", k)
+		}
+	}
+	if len(r.Images) == 0 {
+		return r.Errorf("images", "no images declared")
+	}
+	for _, name := range sortedKeys(r.Artifacts) {
+		if err := r.checkArtifact(name, r.Artifacts[name]); err != nil {
+			return err
+		}
+	}
+	for _, name := range sortedKeys(r.Images) {
+		if err := r.checkImage(name, r.Images[name]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Recipe) checkArtifact(name string, a *Artifact) error {
+	at := "artifacts." + name
+	if !nameRE.MatchString(name) {
+		return r.Errorf(at, "artifact name %q: use lower-case letters, digits, '.', '_' and '-'", name)
+	}
+	if a == nil {
+		return r.Errorf(at, "artifact %s: empty; give one of local, url, go", name)
+	}
+	n := 0
+	for _, set := range []bool{a.Local != nil, a.URL != nil, a.Go != nil} {
+		if set {
+			n++
+		}
+	}
+	if n != 1 {
+		return r.Errorf(at, "artifact %s: give exactly one of local, url, go", name)
+	}
+	switch {
+	case a.Local != nil:
+		if a.Local.Path == "" {
+			return r.Errorf(at+".local", "artifact %s: local.path is required", name)
+		}
+		return r.checkExtract(at+".local.extract", a.Local.Extract)
+	case a.URL != nil:
+		u := a.URL
+		if !strings.HasPrefix(u.URL, "http://") && !strings.HasPrefix(u.URL, "https://") {
+			return r.Errorf(at+".url.url", "artifact %s: url must be http:// or https:// (got %q)", name, u.URL)
+		}
+		if len(u.SHA256) == 0 {
+			return r.Errorf(at+".url", "artifact %s: sha256 is required: a download is pinned by its digest", name)
+		}
+		for p, d := range u.SHA256 {
+			where := at + ".url.sha256"
+			if p != "" {
+				where += "." + p
+				if _, err := platform.Parse(p); err != nil {
+					return r.Errorf(where, "artifact %s: %v", name, err)
+				}
+			}
+			if !sha256RE.MatchString(d) {
+				return r.Errorf(where, "artifact %s: sha256 must be 64 lower-case hex digits (got %q)", name, d)
+			}
+		}
+		return r.checkExtract(at+".url.extract", u.Extract)
+	case a.Go != nil:
+		if len(a.Go.Packages) == 0 {
+			return r.Errorf(at+".go", "artifact %s: go.packages is required", name)
+		}
+		for i, e := range a.Go.Env {
+			if !strings.Contains(e, "=") {
+				return r.Errorf(fmt.Sprintf("%s.go.env.%d", at, i), "artifact %s: env entry %q is not K=V", name, e)
+			}
+		}
+	}
+	return nil
+}
+
+func (r *Recipe) checkExtract(at string, e *Extract) error {
+	if e != nil && e.Strip < 0 {
+		return r.Errorf(at+".strip", "strip must not be negative")
+	}
+	return nil
+}
+
+func (r *Recipe) checkImage(name string, im *Image) error {
+	at := "images." + name
+	if !nameRE.MatchString(name) {
+		return r.Errorf(at, "image name %q: use lower-case letters, digits, '.', '_' and '-'", name)
+	}
+	if im == nil {
+		return r.Errorf(at, "image %s: empty", name)
+	}
+	if len(im.Base) == 0 {
+		return r.Errorf(at, "image %s: base is required (scratch, windows-hostprocess-scratch, oci:PATH, or a registry reference)", name)
+	}
+	for k, refs := range im.Base {
+		if k != "" && k != "linux" && k != "windows" {
+			if _, err := platform.Parse(k); err != nil {
+				return r.Errorf(at+".base."+k, "image %s: base for %q: want a platform, linux or windows: %v", name, k, err)
+			}
+		}
+		if len(refs) == 0 {
+			return r.Errorf(at+".base", "image %s: empty base list", name)
+		}
+		for _, ref := range refs {
+			if strings.TrimSpace(ref) == "" {
+				return r.Errorf(at+".base", "image %s: empty base reference", name)
+			}
+		}
+	}
+	if len(im.Platforms) == 0 {
+		return r.Errorf(at, "image %s: platforms is required", name)
+	}
+	seen := map[string]bool{}
+	for i, p := range im.Platforms {
+		if strings.Contains(p, "{{") {
+			continue
+		}
+		pl, err := platform.Parse(p)
+		if err != nil {
+			return r.Errorf(fmt.Sprintf("%s.platforms.%d", at, i), "image %s: %v", name, err)
+		}
+		if seen[pl.String()] {
+			return r.Errorf(fmt.Sprintf("%s.platforms.%d", at, i), "image %s: platform %s listed twice", name, pl)
+		}
+		if len(im.Base.For(pl.String())) == 0 {
+			return r.Errorf(at+".base", "image %s: no base for platform %s", name, pl)
+		}
+		seen[pl.String()] = true
+	}
+	for i, f := range im.Files {
+		fat := fmt.Sprintf("%s.files.%d", at, i)
+		if f == nil || f.Artifact == "" {
+			return r.Errorf(fat, "image %s: files[%d]: artifact is required", name, i)
+		}
+		if _, ok := r.Artifacts[f.Artifact]; !ok {
+			return r.Errorf(fat+".artifact", "image %s: unknown artifact %q (declared: %s)", name, f.Artifact, strings.Join(sortedKeys(r.Artifacts), ", "))
+		}
+		if !strings.HasPrefix(f.Dest, "/") {
+			return r.Errorf(fat+".dest", "image %s: dest must be an absolute path (got %q)", name, f.Dest)
+		}
+		for j, ps := range f.Platforms {
+			if ps == "linux" || ps == "windows" {
+				continue
+			}
+			if _, err := platform.Parse(ps); err != nil {
+				return r.Errorf(fmt.Sprintf("%s.platforms.%d", fat, j), "image %s: %v", name, err)
+			}
+		}
+		if f.Mode != "" {
+			if _, err := ParseMode(f.Mode); err != nil {
+				return r.Errorf(fat+".mode", "image %s: %v", name, err)
+			}
+		}
+		if f.Owner != "" {
+			if _, _, err := ParseOwner(f.Owner); err != nil {
+				return r.Errorf(fat+".owner", "image %s: %v", name, err)
+			}
+		}
+	}
+	for i, e := range im.Config.Env {
+		if !strings.Contains(e, "=") {
+			return r.Errorf(fmt.Sprintf("%s.config.env.%d", at, i), "image %s: env entry %q is not K=V", name, e)
+		}
+	}
+	for i, p := range im.Config.ExposedPorts {
+		if err := checkPort(p); err != nil {
+			return r.Errorf(fmt.Sprintf("%s.config.ports.%d", at, i), "image %s: %v", name, err)
+		}
+	}
+	return nil
+}
+
+// ParseMode reads an octal permission string such as "0755" or "0o644".
+func ParseMode(s string) (os.FileMode, error) {
+	v, err := strconv.ParseUint(strings.TrimPrefix(strings.TrimPrefix(s, "0o"), "0O"), 8, 32)
+	if err != nil || v > 0o7777 {
+		return 0, fmt.Errorf("mode %q: want an octal mode such as 0755", s)
+	}
+	m := os.FileMode(v & 0o777)
+	if v&0o4000 != 0 {
+		m |= os.ModeSetuid
+	}
+	if v&0o2000 != 0 {
+		m |= os.ModeSetgid
+	}
+	if v&0o1000 != 0 {
+		m |= os.ModeSticky
+	}
+	return m, nil
+}
+
+// ParseOwner reads "uid:gid" or "uid" (gid = uid).
+func ParseOwner(s string) (uid, gid int, err error) {
+	u, g, ok := strings.Cut(s, ":")
+	if !ok {
+		g = u
+	}
+	uid, err1 := strconv.Atoi(u)
+	gid, err2 := strconv.Atoi(g)
+	if err1 != nil || err2 != nil || uid < 0 || gid < 0 {
+		return 0, 0, fmt.Errorf("owner %q: want numeric uid:gid", s)
+	}
+	return uid, gid, nil
+}
+
+func checkPort(p string) error {
+	num, proto, ok := strings.Cut(p, "/")
+	if !ok {
+		proto = "tcp"
+	}
+	n, err := strconv.Atoi(num)
+	if err != nil || n < 1 || n > 65535 || (proto != "tcp" && proto != "udp" && proto != "sctp") {
+		return fmt.Errorf("port %q: want N, N/tcp, N/udp or N/sctp", p)
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

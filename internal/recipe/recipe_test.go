@@ -1,0 +1,148 @@
+package recipe
+
+import (
+	"strings"
+	"testing"
+)
+
+const good = `version: 1
+args:
+  VERSION: "1.0"
+artifacts:
+  app:
+    go:
+      packages: ./cmd/app
+  cni:
+    url:
+      url: https://example.com/cni-{{os}}-{{arch}}-{{VERSION}}.tgz
+      sha256:
+        linux/amd64: a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f90011
+      extract:
+        include: [host-local]
+images:
+  app:
+    base: scratch
+    platforms: linux/amd64
+    files:
+      - artifact: app
+        dest: /bin/
+        mode: "0755"
+        owner: "1000:1000"
+`
+
+func TestParseGood(t *testing.T) {
+	r, err := Parse("pallet.yaml", []byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Artifacts["app"].Go.Packages; len(got) != 1 || got[0] != "./cmd/app" {
+		t.Errorf("packages = %q", got)
+	}
+	if got := r.Images["app"].Platforms; len(got) != 1 || got[0] != "linux/amd64" {
+		t.Errorf("platforms = %q", got)
+	}
+	if got, _ := r.Artifacts["cni"].URL.SHA256.For("linux/amd64"); !strings.HasPrefix(got, "a0b1") {
+		t.Errorf("sha256 = %q", got)
+	}
+	if _, ok := r.Artifacts["cni"].URL.SHA256.For("linux/arm64"); ok {
+		t.Error("sha256 for an unpinned platform")
+	}
+	if l := r.Line("images.app.files.0.dest"); l != 21 {
+		t.Errorf("line of dest = %d, want 24", l)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	// Each case replaces one line of the good recipe (or appends) and
+	// expects an error at a given line mentioning a phrase.
+	tests := []struct {
+		name     string
+		old, new string
+		line     int
+		want     string
+	}{
+		{"unknown field", "      packages: ./cmd/app", "      packages: ./cmd/app\n      pakages: x", 8, "field pakages not found"},
+		{"bad version", "version: 1", "version: 2", 1, "version must be 1"},
+		{"missing sha256", "      sha256:\n        linux/amd64: a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f90011\n", "", 9, "sha256 is required"},
+		{"short sha256", "linux/amd64: a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f90011", "linux/amd64: abc", 12, "64 lower-case hex"},
+		{"unknown sha platform", "linux/amd64: a0b1", "linux/amd46: a0b1", 12, `unknown platform "linux/amd46"`},
+		{"unknown platform", "platforms: linux/amd64", "platforms: [linux/amd64, plan9/mips]", 18, `unknown platform "plan9/mips"`},
+		{"duplicate platform", "platforms: linux/amd64", "platforms: [linux/amd64, linux/amd64]", 18, "listed twice"},
+		{"unknown artifact", "      - artifact: app", "      - artifact: ap", 20, `unknown artifact "ap"`},
+		{"relative dest", "dest: /bin/", "dest: bin/", 21, "absolute path"},
+		{"bad mode", `mode: "0755"`, `mode: "0985"`, 22, "octal mode"},
+		{"bad owner", `owner: "1000:1000"`, `owner: "root"`, 23, "numeric uid:gid"},
+		{"two kinds", "    go:\n      packages: ./cmd/app", "    go:\n      packages: ./cmd/app\n    local:\n      path: x", 5, "exactly one of"},
+		{"no base", "    base: scratch\n", "", 16, "base is required"},
+		{"bad url", "url: https://example.com", "url: ftp://example.com", 10, "http:// or https://"},
+		{"wrong type", "    platforms: linux/amd64", "    platforms: {a: b}", 18, "cannot unmarshal"},
+		{"syntax", "    base: scratch", "    base: scratch\n     x: y", 18, "mapping values are not allowed"},
+		{"negative strip", "        include: [host-local]", "        strip: -1", 14, "must not be negative"},
+		{"bad port", "        owner: \"1000:1000\"", "        owner: \"1000:1000\"\n    config:\n      ports: [http]", 25, `port "http"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			src := strings.Replace(good, tc.old, tc.new, 1)
+			if src == good {
+				t.Fatalf("test case did not change the recipe")
+			}
+			_, err := Parse("dir/pallet.yaml", []byte(src))
+			if err == nil {
+				t.Fatalf("no error")
+			}
+			re, ok := err.(*Error)
+			if !ok {
+				t.Fatalf("error %T %v is not a *recipe.Error", err, err)
+			}
+			if re.File != "dir/pallet.yaml" || re.Line != tc.line {
+				t.Errorf("at %s:%d, want line %d (%v)", re.File, re.Line, tc.line, err)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not mention %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "recipe.") {
+				t.Errorf("error %q leaks Go type names", err)
+			}
+		})
+	}
+}
+
+func TestExpand(t *testing.T) {
+	r, err := Parse("pallet.yaml", []byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := r.Vars(map[string]string{"VERSION": "2.0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v = v.With(map[string]string{"os": "linux", "arch": "arm64"})
+	got, err := r.Expand("artifacts.cni.url.url", r.Artifacts["cni"].URL.URL, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "https://example.com/cni-linux-arm64-2.0.tgz"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if _, err := r.Expand("artifacts.cni.url.url", "x-{{ NOPE }}", v); err == nil || !strings.Contains(err.Error(), "pallet.yaml:10: unknown variable {{NOPE}}") {
+		t.Errorf("unknown variable: %v", err)
+	}
+	if _, err := r.Vars(map[string]string{"VERSON": "x"}); err == nil || !strings.Contains(err.Error(), "--arg VERSON: not declared") {
+		t.Errorf("unknown arg: %v", err)
+	}
+}
+
+func TestParseModeOwner(t *testing.T) {
+	for s, want := range map[string]uint32{"0755": 0o755, "644": 0o644, "0o600": 0o600} {
+		m, err := ParseMode(s)
+		if err != nil || uint32(m.Perm()) != want {
+			t.Errorf("ParseMode(%q) = %v, %v", s, m, err)
+		}
+	}
+	if m, _ := ParseMode("4755"); m&(1<<23) == 0 && m.String()[0] != 'u' {
+		t.Errorf("setuid lost: %v", m)
+	}
+	if u, g, err := ParseOwner("5"); u != 5 || g != 5 || err != nil {
+		t.Errorf("ParseOwner(5) = %d %d %v", u, g, err)
+	}
+}

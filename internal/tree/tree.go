@@ -1,0 +1,274 @@
+// Package tree describes a file tree to be placed in an image: the common
+// currency between artifacts (which produce trees) and layer writers (which
+// serialize them). Entries refer to file contents on disk, never in memory,
+// so a tree of any size costs only its metadata.
+package tree
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Kind is the type of a tree entry.
+type Kind uint8
+
+const (
+	File Kind = iota
+	Dir
+	Symlink
+)
+
+func (k Kind) String() string {
+	switch k {
+	case File:
+		return "file"
+	case Dir:
+		return "dir"
+	case Symlink:
+		return "symlink"
+	}
+	return fmt.Sprintf("kind(%d)", k)
+}
+
+// Entry is one path in a tree.
+type Entry struct {
+	// Path is slash-separated, clean, relative to the tree root, with no
+	// leading slash ("usr/local/bin/hello").
+	Path string
+	Kind Kind
+	// Mode holds permission bits (and setuid/setgid/sticky) only.
+	Mode     fs.FileMode
+	UID, GID int
+	// Link is the target of a symlink, as written.
+	Link string
+	// Source is the file on disk holding a regular file's content.
+	Source string
+	// Size is the content size of a regular file.
+	Size int64
+}
+
+// Tree is a set of entries keyed by path. The zero value is not usable; call New.
+type Tree struct {
+	entries map[string]*Entry
+	// parents holds every ancestor directory of an entry, so that a file
+	// placed where a directory is implied is caught in constant time.
+	parents map[string]bool
+}
+
+// New returns an empty tree.
+func New() *Tree { return &Tree{entries: map[string]*Entry{}, parents: map[string]bool{}} }
+
+// CleanPath turns a user or archive path into the form used in a tree, and
+// refuses paths that would leave the root.
+func CleanPath(p string) (string, error) {
+	p = strings.ReplaceAll(p, "\\", "/")
+	for _, part := range strings.Split(p, "/") {
+		if part == ".." {
+			return "", fmt.Errorf("path %q leaves the tree (contains ..)", p)
+		}
+	}
+	c := path.Clean("/" + p)
+	c = strings.TrimPrefix(c, "/")
+	if c == "" {
+		c = "."
+	}
+	return c, nil
+}
+
+// Add inserts an entry. Adding a directory where a directory already exists
+// is allowed (the later metadata wins); any other collision is an error
+// because it would make the image depend on placement order.
+func (t *Tree) Add(e Entry) error {
+	p, err := CleanPath(e.Path)
+	if err != nil {
+		return err
+	}
+	if p == "." {
+		return nil // the root is implicit
+	}
+	e.Path = p
+	if old, ok := t.entries[p]; ok {
+		if old.Kind == Dir && e.Kind == Dir {
+			*old = e
+			return nil
+		}
+		return fmt.Errorf("%s: placed twice (%s and %s)", p, old.Kind, e.Kind)
+	}
+	if e.Kind != Dir && t.parents[p] {
+		return fmt.Errorf("%s: placed as a %s where a directory holds other entries", p, e.Kind)
+	}
+	// A path under a non-directory is a conflict too.
+	for dir := path.Dir(p); dir != "."; dir = path.Dir(dir) {
+		if old, ok := t.entries[dir]; ok && old.Kind != Dir {
+			return fmt.Errorf("%s: parent %s is a %s", p, dir, old.Kind)
+		}
+	}
+	for dir := path.Dir(p); dir != "." && !t.parents[dir]; dir = path.Dir(dir) {
+		t.parents[dir] = true
+	}
+	ne := e
+	t.entries[p] = &ne
+	return nil
+}
+
+// Get returns the entry at p, if any.
+func (t *Tree) Get(p string) (*Entry, bool) {
+	e, ok := t.entries[p]
+	return e, ok
+}
+
+// Len is the number of explicit entries.
+func (t *Tree) Len() int { return len(t.entries) }
+
+// Entries returns every entry sorted by path, with any missing parent
+// directory synthesized (mode 0755, owner 0:0) so that each parent comes
+// before its children exactly once, as both Linux and Windows importers want.
+func (t *Tree) Entries() []Entry {
+	all := make(map[string]Entry, len(t.entries))
+	for p, e := range t.entries {
+		all[p] = *e
+		for dir := path.Dir(p); dir != "."; dir = path.Dir(dir) {
+			if _, ok := all[dir]; ok {
+				continue
+			}
+			if de, ok := t.entries[dir]; ok {
+				all[dir] = *de
+			} else {
+				all[dir] = Entry{Path: dir, Kind: Dir, Mode: 0o755}
+			}
+		}
+	}
+	out := make([]Entry, 0, len(all))
+	for _, e := range all {
+		out = append(out, e)
+	}
+	// Sorting on path components (not raw strings) keeps "a/b" right after
+	// "a" even when a sibling such as "a-b" exists.
+	sort.Slice(out, func(i, j int) bool { return lessPath(out[i].Path, out[j].Path) })
+	return out
+}
+
+func lessPath(a, b string) bool {
+	as, bs := strings.Split(a, "/"), strings.Split(b, "/")
+	for i := 0; i < len(as) && i < len(bs); i++ {
+		if as[i] != bs[i] {
+			return as[i] < bs[i]
+		}
+	}
+	return len(as) < len(bs)
+}
+
+// NormalMode is the mode pallet gives a file unless told otherwise: 0755 if
+// any execute bit is set, 0644 otherwise. Umasks and checkout modes differ
+// between machines; normalizing keeps digests equal.
+func NormalMode(m fs.FileMode) fs.FileMode {
+	if m&0o111 != 0 {
+		return 0o755
+	}
+	return 0o644
+}
+
+// FromDir builds a tree from a directory on disk. Modes are normalized and
+// ownership is 0:0. Symlinks are recorded, not followed.
+func FromDir(root string) (*Tree, error) {
+	t := New()
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return err
+		}
+		if rel == "." {
+			return nil
+		}
+		rel = filepath.ToSlash(rel)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.IsDir():
+			return t.Add(Entry{Path: rel, Kind: Dir, Mode: 0o755})
+		case info.Mode()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return t.Add(Entry{Path: rel, Kind: Symlink, Mode: 0o777, Link: filepath.ToSlash(target)})
+		case info.Mode().IsRegular():
+			return t.Add(Entry{Path: rel, Kind: File, Mode: NormalMode(info.Mode()), Source: p, Size: info.Size()})
+		default:
+			return fmt.Errorf("%s: unsupported file type %s", p, info.Mode().Type())
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// FromFile builds a tree holding one regular file named name.
+func FromFile(file, name string) (*Tree, error) {
+	info, err := os.Stat(file)
+	if err != nil {
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", file)
+	}
+	t := New()
+	return t, t.Add(Entry{Path: name, Kind: File, Mode: NormalMode(info.Mode()), Source: file, Size: info.Size()})
+}
+
+// Placement says where and how a tree lands in an image.
+type Placement struct {
+	// Dest is the absolute image path. A trailing slash, or a tree with more
+	// than one entry, means "into this directory"; a one-file tree and a Dest
+	// without trailing slash means "as this file".
+	Dest string
+	// FileMode, when non-zero, replaces the mode of every regular file.
+	FileMode fs.FileMode
+	UID, GID int
+}
+
+// Place adds src to t according to pl.
+func (t *Tree) Place(src *Tree, pl Placement) error {
+	dest, err := CleanPath(pl.Dest)
+	if err != nil {
+		return err
+	}
+	intoDir := strings.HasSuffix(pl.Dest, "/") || dest == "."
+	entries := src.Entries()
+	if len(entries) == 1 && entries[0].Kind == File && !intoDir {
+		e := entries[0]
+		e.Path = dest
+		return t.add(e, pl)
+	}
+	if dest != "." {
+		if err := t.Add(Entry{Path: dest, Kind: Dir, Mode: 0o755, UID: pl.UID, GID: pl.GID}); err != nil {
+			return err
+		}
+	}
+	for _, e := range entries {
+		e.Path = path.Join(dest, e.Path)
+		if err := t.add(e, pl); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *Tree) add(e Entry, pl Placement) error {
+	if pl.FileMode != 0 && e.Kind == File {
+		e.Mode = pl.FileMode
+	}
+	e.UID, e.GID = pl.UID, pl.GID
+	return t.Add(e)
+}

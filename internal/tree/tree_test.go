@@ -1,0 +1,115 @@
+package tree
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func paths(es []Entry) []string {
+	var out []string
+	for _, e := range es {
+		out = append(out, e.Path)
+	}
+	return out
+}
+
+func TestEntriesOrderAndParents(t *testing.T) {
+	tr := New()
+	for _, p := range []string{"usr/local/bin/b", "usr/local/bin/a", "usr/local-x/c", "etc/hello.conf"} {
+		if err := tr.Add(Entry{Path: p, Kind: File, Mode: 0o644}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := paths(tr.Entries())
+	want := []string{"etc", "etc/hello.conf", "usr", "usr/local", "usr/local/bin", "usr/local/bin/a", "usr/local/bin/b", "usr/local-x", "usr/local-x/c"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got  %v\nwant %v", got, want)
+	}
+}
+
+func TestAddConflicts(t *testing.T) {
+	tests := []struct {
+		name  string
+		first Entry
+		then  Entry
+		want  string
+	}{
+		{"file twice", Entry{Path: "a", Kind: File}, Entry{Path: "a", Kind: File}, "placed twice"},
+		{"file under file", Entry{Path: "a", Kind: File}, Entry{Path: "a/b", Kind: File}, "parent a is a file"},
+		{"file over dir", Entry{Path: "a/b", Kind: File}, Entry{Path: "a", Kind: File}, "directory holds other entries"},
+		{"dotdot", Entry{Path: "x", Kind: File}, Entry{Path: "../etc/passwd", Kind: File}, "leaves the tree"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := New()
+			if err := tr.Add(tc.first); err != nil {
+				t.Fatal(err)
+			}
+			err := tr.Add(tc.then)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want error containing %q", err, tc.want)
+			}
+		})
+	}
+	tr := New()
+	if err := tr.Add(Entry{Path: "d", Kind: Dir, Mode: 0o700}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Add(Entry{Path: "d", Kind: Dir, Mode: 0o755}); err != nil {
+		t.Errorf("a directory placed twice is fine: %v", err)
+	}
+}
+
+func TestFromDirAndPlace(t *testing.T) {
+	dir := t.TempDir()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(filepath.Join(dir, "bin"), 0o700))
+	must(os.WriteFile(filepath.Join(dir, "bin", "tool"), []byte("x"), 0o700))
+	must(os.WriteFile(filepath.Join(dir, "README"), []byte("y"), 0o600))
+	must(os.Symlink("bin/tool", filepath.Join(dir, "tool")))
+
+	src, err := FromDir(dir)
+	must(err)
+	img := New()
+	must(img.Place(src, Placement{Dest: "/opt/app", UID: 10, GID: 20}))
+	want := map[string]Entry{
+		"opt":              {Kind: Dir, Mode: 0o755},
+		"opt/app":          {Kind: Dir, Mode: 0o755, UID: 10, GID: 20},
+		"opt/app/README":   {Kind: File, Mode: 0o644, UID: 10, GID: 20, Size: 1},
+		"opt/app/bin":      {Kind: Dir, Mode: 0o755, UID: 10, GID: 20},
+		"opt/app/bin/tool": {Kind: File, Mode: 0o755, UID: 10, GID: 20, Size: 1},
+		"opt/app/tool":     {Kind: Symlink, Mode: 0o777, UID: 10, GID: 20, Link: "bin/tool"},
+	}
+	got := img.Entries()
+	if len(got) != len(want) {
+		t.Fatalf("entries %v", paths(got))
+	}
+	for _, e := range got {
+		w := want[e.Path]
+		if e.Kind != w.Kind || e.Mode != w.Mode || e.UID != w.UID || e.GID != w.GID || e.Link != w.Link || e.Size != w.Size {
+			t.Errorf("%s: got %+v, want %+v", e.Path, e, w)
+		}
+	}
+
+	// A one-file tree placed at a path without trailing slash is renamed.
+	one, err := FromFile(filepath.Join(dir, "README"), "README")
+	must(err)
+	img = New()
+	must(img.Place(one, Placement{Dest: "/etc/app.conf", FileMode: 0o600}))
+	if e, ok := img.Get("etc/app.conf"); !ok || e.Mode != 0o600 {
+		t.Errorf("file placement: %+v", e)
+	}
+	img = New()
+	must(img.Place(one, Placement{Dest: "/etc/"}))
+	if _, ok := img.Get("etc/README"); !ok {
+		t.Errorf("directory placement: %v", paths(img.Entries()))
+	}
+}
