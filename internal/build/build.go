@@ -1,0 +1,225 @@
+// Package build carries out a plan: it fetches each artifact once, writes
+// the layers, assembles each platform's image on its base and gathers
+// platforms into an index. Independent work runs in parallel.
+package build
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/pallet-dev/pallet/internal/image"
+	"github.com/pallet-dev/pallet/internal/layer"
+	"github.com/pallet-dev/pallet/internal/output"
+	"github.com/pallet-dev/pallet/internal/plan"
+	"github.com/pallet-dev/pallet/internal/source"
+	"github.com/pallet-dev/pallet/internal/tree"
+)
+
+// Options control execution.
+type Options struct {
+	// Jobs bounds parallel work; runtime.NumCPU() when zero.
+	Jobs int
+	// WorkDir holds downloads, builds and layer blobs; it must outlive the
+	// images returned, which read their layers from it.
+	WorkDir     string
+	Compression layer.Compression
+	Fetcher     *source.Fetcher
+	Bases       *image.Resolver
+	// Log receives one line per finished step.
+	Log func(format string, args ...any)
+}
+
+// Result is a finished build.
+type Result struct {
+	Images  []output.Image
+	Records []source.Record
+}
+
+// Run builds every image of p.
+func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
+	if opt.Jobs <= 0 {
+		opt.Jobs = runtime.NumCPU()
+	}
+	if opt.Log == nil {
+		opt.Log = func(string, ...any) {}
+	}
+	if opt.Fetcher == nil {
+		opt.Fetcher = source.New()
+	}
+	if opt.Bases == nil {
+		opt.Bases = &image.Resolver{Dir: p.Recipe.Dir, WorkDir: opt.WorkDir, Epoch: p.Epoch}
+	}
+	b := &builder{plan: p, opt: opt}
+	if err := b.fetchAll(ctx); err != nil {
+		return nil, err
+	}
+	res := &Result{}
+	for _, key := range sortedKeys(b.results) {
+		res.Records = append(res.Records, b.results[key].Record)
+	}
+	for _, im := range p.Images {
+		out, err := b.image(ctx, im)
+		if err != nil {
+			return nil, err
+		}
+		res.Images = append(res.Images, out)
+	}
+	return res, nil
+}
+
+type builder struct {
+	plan    *plan.Plan
+	opt     Options
+	mu      sync.Mutex
+	results map[string]*source.Result
+}
+
+// step runs fn and logs its duration, kind-style, naming the step on error.
+func (b *builder) step(name string, fn func() error) error {
+	start := time.Now()
+	if err := fn(); err != nil {
+		return err
+	}
+	b.opt.Log("%-50s %6.2fs", name, time.Since(start).Seconds())
+	return nil
+}
+
+func (b *builder) fetchAll(ctx context.Context) error {
+	b.results = map[string]*source.Result{}
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(b.opt.Jobs)
+	for _, key := range sortedKeys(b.plan.Artifacts) {
+		a := b.plan.Artifacts[key]
+		g.Go(func() error {
+			work, err := os.MkdirTemp(b.opt.WorkDir, "artifact-*")
+			if err != nil {
+				return err
+			}
+			return b.step(fmt.Sprintf("artifact %s (%s)", a.Name, a.Platform), func() error {
+				res, err := b.opt.Fetcher.Fetch(ctx, *a, work)
+				if err != nil {
+					return err
+				}
+				b.mu.Lock()
+				b.results[key] = res
+				b.mu.Unlock()
+				return nil
+			})
+		})
+	}
+	return g.Wait()
+}
+
+func (b *builder) image(ctx context.Context, im *plan.Image) (output.Image, error) {
+	perPlatform := make([][]v1.Image, len(im.Platforms))
+	g := new(errgroup.Group)
+	g.SetLimit(b.opt.Jobs)
+	for i, pi := range im.Platforms {
+		g.Go(func() error {
+			name := fmt.Sprintf("image %s (%s)", im.Name, pi.Platform)
+			return b.step(name, func() error {
+				// Not an errgroup context: base images read their blobs
+				// lazily, long after this group is done.
+				imgs, err := b.platformImages(ctx, pi)
+				if err != nil {
+					return fmt.Errorf("%s: %w", name, err)
+				}
+				perPlatform[i] = imgs
+				return nil
+			})
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return output.Image{}, err
+	}
+	var imgs []v1.Image
+	for _, l := range perPlatform {
+		imgs = append(imgs, l...)
+	}
+	out := output.Image{Repository: im.Repository, Tags: im.Tags}
+	if len(imgs) == 1 {
+		out.Image = imgs[0]
+		return out, nil
+	}
+	idx, err := image.Index(imgs)
+	if err != nil {
+		return output.Image{}, err
+	}
+	out.Index = idx
+	return out, nil
+}
+
+// platformImages writes pi's layers once and puts them on each base.
+func (b *builder) platformImages(ctx context.Context, pi *plan.PlatformImage) ([]v1.Image, error) {
+	layers, err := b.layers(ctx, pi)
+	if err != nil {
+		return nil, err
+	}
+	var imgs []v1.Image
+	for _, ref := range pi.Bases {
+		base, err := b.opt.Bases.Base(ctx, ref, pi.Platform)
+		if err != nil {
+			return nil, err
+		}
+		img, err := image.Assemble(base, layers, pi.Config, b.plan.Epoch)
+		if err != nil {
+			return nil, fmt.Errorf("on base %s: %w", ref, err)
+		}
+		imgs = append(imgs, img)
+	}
+	return imgs, nil
+}
+
+func (b *builder) layers(ctx context.Context, pi *plan.PlatformImage) ([]image.Layer, error) {
+	format := layer.Linux
+	if pi.Platform.IsWindows() {
+		format = layer.Windows
+	}
+	layers := make([]image.Layer, len(pi.Layers))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(b.opt.Jobs)
+	for i, l := range pi.Layers {
+		g.Go(func() error {
+			if err := gctx.Err(); err != nil {
+				return err
+			}
+			t := tree.New()
+			var what []string
+			for _, pm := range l.Placements {
+				res := b.results[pm.Artifact]
+				if err := t.Place(res.Tree, tree.Placement{Dest: pm.Dest, FileMode: pm.Mode, UID: pm.UID, GID: pm.GID}); err != nil {
+					return fmt.Errorf("layer %s: place %s at %s: %w", l.Name, res.Record.Name, pm.Dest, err)
+				}
+				what = append(what, res.Record.Name+" "+pm.Dest)
+			}
+			lay, err := layer.Build(t, b.opt.WorkDir, layer.Options{Format: format, Epoch: b.plan.Epoch, Compression: b.opt.Compression})
+			if err != nil {
+				return fmt.Errorf("layer %s: %w", l.Name, err)
+			}
+			layers[i] = image.Layer{Layer: lay, CreatedBy: "pallet: place " + strings.Join(what, ", ")}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return layers, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,167 @@
+package image
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+// Config is what pallet sets on the image config. Nil slices and empty
+// strings inherit from the base; a non-nil empty slice clears the value.
+type Config struct {
+	Entrypoint, Cmd []string
+	Env             []string
+	Workdir, User   string
+	Labels          map[string]string
+	ExposedPorts    []string
+	StopSignal      string
+}
+
+// Layer is a layer with the line recorded in the image history.
+type Layer struct {
+	v1.Layer
+	CreatedBy string
+}
+
+// Assemble appends layers to base and applies cfg. Every timestamp is
+// epoch, so equal inputs give equal digests.
+func Assemble(base v1.Image, layers []Layer, cfg Config, epoch time.Time) (v1.Image, error) {
+	mt, err := base.MediaType()
+	if err != nil {
+		return nil, err
+	}
+	// Layers follow the base manifest's flavour: an OCI layer in a Docker
+	// v2 manifest is rejected by some registries and runtimes.
+	var layerType types.MediaType
+	if mt == types.DockerManifestSchema2 {
+		layerType = types.DockerLayer
+	}
+	adds := make([]mutate.Addendum, 0, len(layers))
+	for _, l := range layers {
+		a := mutate.Addendum{
+			Layer: l.Layer,
+			History: v1.History{
+				Created:   v1.Time{Time: epoch},
+				CreatedBy: l.CreatedBy,
+				Comment:   "pallet",
+			},
+		}
+		if layerType != "" {
+			lt, err := l.MediaType()
+			if err != nil {
+				return nil, err
+			}
+			if lt == types.OCILayerZStd {
+				return nil, fmt.Errorf("zstd layers need an OCI base manifest; the base is %s", mt)
+			}
+			a.MediaType = layerType
+		}
+		adds = append(adds, a)
+	}
+	img, err := mutate.Append(base, adds...)
+	if err != nil {
+		return nil, err
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cf = cf.DeepCopy()
+	apply(&cf.Config, cfg)
+	cf.Created = v1.Time{Time: epoch}
+	img, err = mutate.ConfigFile(img, cf)
+	if err != nil {
+		return nil, err
+	}
+	return img, nil
+}
+
+func apply(c *v1.Config, cfg Config) {
+	if cfg.Entrypoint != nil {
+		c.Entrypoint = cfg.Entrypoint
+		// As in a Dockerfile, a new entrypoint drops the base's cmd,
+		// which was written for the old one.
+		if cfg.Cmd == nil {
+			c.Cmd = nil
+		}
+	}
+	if cfg.Cmd != nil {
+		c.Cmd = cfg.Cmd
+	}
+	c.Env = mergeEnv(c.Env, cfg.Env)
+	if cfg.Workdir != "" {
+		c.WorkingDir = cfg.Workdir
+	}
+	if cfg.User != "" {
+		c.User = cfg.User
+	}
+	if len(cfg.Labels) > 0 {
+		if c.Labels == nil {
+			c.Labels = map[string]string{}
+		}
+		for k, v := range cfg.Labels {
+			c.Labels[k] = v
+		}
+	}
+	if len(cfg.ExposedPorts) > 0 {
+		if c.ExposedPorts == nil {
+			c.ExposedPorts = map[string]struct{}{}
+		}
+		for _, p := range cfg.ExposedPorts {
+			if !strings.Contains(p, "/") {
+				p += "/tcp"
+			}
+			c.ExposedPorts[p] = struct{}{}
+		}
+	}
+	if cfg.StopSignal != "" {
+		c.StopSignal = cfg.StopSignal
+	}
+}
+
+// mergeEnv overrides base variables by name and appends new ones, keeping
+// the base's order.
+func mergeEnv(base, add []string) []string {
+	out := append([]string(nil), base...)
+	for _, kv := range add {
+		k, _, _ := strings.Cut(kv, "=")
+		replaced := false
+		for i, old := range out {
+			if ok, _, _ := strings.Cut(old, "="); ok == k {
+				out[i] = kv
+				replaced = true
+				break
+			}
+		}
+		if !replaced {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// Index gathers per-platform images into an OCI index. The entry platform
+// comes from each image's config, os.version included when the base had
+// one, so runtimes pick the right manifest per host.
+func Index(imgs []v1.Image) (v1.ImageIndex, error) {
+	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	adds := make([]mutate.IndexAddendum, 0, len(imgs))
+	for _, img := range imgs {
+		cf, err := img.ConfigFile()
+		if err != nil {
+			return nil, err
+		}
+		p := v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant, OSVersion: cf.OSVersion}
+		mt, err := img.MediaType()
+		if err != nil {
+			return nil, err
+		}
+		adds = append(adds, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{MediaType: mt, Platform: &p}})
+	}
+	return mutate.AppendManifests(idx, adds...), nil
+}

@@ -1,0 +1,196 @@
+// Package image resolves base images and assembles pallet's layers and
+// config onto them, one image per platform, then gathers the platforms into
+// an index. Images stay go-containerregistry v1.Image values throughout:
+// nothing is read from a base until an output asks for it.
+package image
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/pallet-dev/pallet/internal/platform"
+)
+
+// Scratch is the base name for an empty image.
+const Scratch = "scratch"
+
+// Resolver finds base images.
+type Resolver struct {
+	// Dir resolves relative layout paths (the recipe's directory).
+	Dir string
+	// WorkDir holds the layers of built-in bases; it must outlive the images.
+	WorkDir string
+	// Epoch stamps built-in bases, which pallet creates itself.
+	Epoch time.Time
+	// Remote are extra options for registry access (transport, auth).
+	Remote []remote.Option
+}
+
+// Base returns the base image ref for platform p. ref is "scratch",
+// "windows-hostprocess-scratch", "oci:PATH[:TAG]" (an OCI image layout), or
+// a registry reference.
+func (r *Resolver) Base(ctx context.Context, ref string, p platform.Platform) (v1.Image, error) {
+	var (
+		img v1.Image
+		err error
+	)
+	switch {
+	case ref == Scratch:
+		return scratch(p)
+	case ref == HostProcessScratch:
+		return hostProcessScratch(p, r.WorkDir, r.Epoch)
+	case strings.HasPrefix(ref, "oci:"):
+		img, err = r.fromLayout(strings.TrimPrefix(ref, "oci:"), p)
+	default:
+		img, err = r.fromRegistry(ctx, ref, p)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("base %s for %s: %w", ref, p, err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, fmt.Errorf("base %s: config: %w", ref, err)
+	}
+	if cf.OS != p.OS || cf.Architecture != p.Arch {
+		return nil, fmt.Errorf("base %s is %s/%s, not %s", ref, cf.OS, cf.Architecture, p)
+	}
+	return img, nil
+}
+
+func scratch(p platform.Platform) (v1.Image, error) {
+	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
+	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
+	return mutate.ConfigFile(img, &v1.ConfigFile{
+		OS:           p.OS,
+		Architecture: p.Arch,
+		Variant:      p.Variant,
+		RootFS:       v1.RootFS{Type: "layers"},
+	})
+}
+
+func (r *Resolver) fromLayout(spec string, p platform.Platform) (v1.Image, error) {
+	dir, refName, _ := strings.Cut(spec, ":")
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(r.Dir, dir)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "index.json")); err != nil {
+		return nil, fmt.Errorf("%s is not an OCI image layout (no index.json)", dir)
+	}
+	idx, err := layout.ImageIndexFromPath(dir)
+	if err != nil {
+		return nil, err
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		return nil, err
+	}
+	var candidates []v1.Descriptor
+	for _, d := range im.Manifests {
+		if refName != "" && d.Annotations["org.opencontainers.image.ref.name"] != refName {
+			continue
+		}
+		candidates = append(candidates, d)
+	}
+	if len(candidates) == 0 {
+		return nil, fmt.Errorf("%s has no image named %q", dir, refName)
+	}
+	var found []v1.Image
+	for _, d := range candidates {
+		imgs, err := matching(idx, d, p)
+		if err != nil {
+			return nil, err
+		}
+		found = append(found, imgs...)
+	}
+	switch len(found) {
+	case 0:
+		return nil, fmt.Errorf("%s has no image for %s", dir, p)
+	case 1:
+		return found[0], nil
+	}
+	// The same image listed under several names is not ambiguous.
+	first, _ := found[0].Digest()
+	for _, img := range found[1:] {
+		if d, _ := img.Digest(); d != first {
+			return nil, fmt.Errorf("%s holds several images for %s; name one as oci:%s:REFNAME", dir, p, dir)
+		}
+	}
+	return found[0], nil
+}
+
+// matching returns the images under d (an image or a nested index) that
+// are for platform p.
+func matching(idx v1.ImageIndex, d v1.Descriptor, p platform.Platform) ([]v1.Image, error) {
+	switch {
+	case d.MediaType.IsIndex():
+		child, err := idx.ImageIndex(d.Digest)
+		if err != nil {
+			return nil, err
+		}
+		cm, err := child.IndexManifest()
+		if err != nil {
+			return nil, err
+		}
+		var out []v1.Image
+		for _, cd := range cm.Manifests {
+			imgs, err := matching(child, cd, p)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, imgs...)
+		}
+		return out, nil
+	case d.MediaType.IsImage():
+		if d.Platform != nil && !platformMatches(*d.Platform, p) {
+			return nil, nil
+		}
+		img, err := idx.Image(d.Digest)
+		if err != nil {
+			return nil, err
+		}
+		if d.Platform == nil {
+			cf, err := img.ConfigFile()
+			if err != nil {
+				return nil, err
+			}
+			if cf.OS != p.OS || cf.Architecture != p.Arch || (p.Variant != "" && cf.Variant != "" && cf.Variant != p.Variant) {
+				return nil, nil
+			}
+		}
+		return []v1.Image{img}, nil
+	}
+	return nil, nil // attestations and other artifacts
+}
+
+func platformMatches(have v1.Platform, want platform.Platform) bool {
+	if have.OS != want.OS || have.Architecture != want.Arch {
+		return false
+	}
+	return want.Variant == "" || have.Variant == "" || have.Variant == want.Variant
+}
+
+func (r *Resolver) fromRegistry(ctx context.Context, ref string, p platform.Platform) (v1.Image, error) {
+	nref, err := name.ParseReference(ref)
+	if err != nil {
+		return nil, err
+	}
+	opts := append([]remote.Option{
+		remote.WithContext(ctx),
+		remote.WithAuthFromKeychain(authn.DefaultKeychain),
+		remote.WithPlatform(p.V1()),
+	}, r.Remote...)
+	return remote.Image(nref, opts...)
+}

@@ -1,0 +1,299 @@
+// Package layer turns a file tree into an image layer: a deterministic tar
+// stream, compressed to a file on disk, exposed as a go-containerregistry
+// v1.Layer. The tar format depends on the target platform; Linux and
+// Windows layers share everything but the per-entry encoding.
+package layer
+
+import (
+	"archive/tar"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/pallet-dev/pallet/internal/tree"
+)
+
+// Format is the on-disk layout of a layer's tar stream.
+type Format int
+
+const (
+	// Linux is the plain OCI layer format.
+	Linux Format = iota
+	// Windows is the format Windows' layer importer expects: Files/ and
+	// Hives/ roots and per-entry Windows metadata in PAX records.
+	Windows
+)
+
+func (f Format) String() string {
+	if f == Windows {
+		return "windows"
+	}
+	return "linux"
+}
+
+// Compression is the layer blob compression.
+type Compression string
+
+const (
+	Gzip Compression = "gzip"
+	Zstd Compression = "zstd"
+)
+
+// Options controls how a layer is written.
+type Options struct {
+	Format Format
+	// Epoch is the timestamp on every entry. Pinning it (from
+	// SOURCE_DATE_EPOCH or the recipe) is what makes layers reproducible.
+	Epoch       time.Time
+	Compression Compression
+}
+
+// WriteTar writes the uncompressed tar stream for entries, which must be
+// sorted with parents first (tree.Tree.Entries does this).
+func WriteTar(w io.Writer, entries []tree.Entry, opt Options) error {
+	tw := tar.NewWriter(w)
+	var enc encoder = linuxEncoder{}
+	if opt.Format == Windows {
+		enc = newWindowsEncoder(entries)
+	}
+	if err := enc.start(tw, opt.Epoch); err != nil {
+		return err
+	}
+	for _, e := range entries {
+		hdr, err := enc.header(e, opt.Epoch)
+		if err != nil {
+			return fmt.Errorf("%s: %w", e.Path, err)
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return fmt.Errorf("%s: %w", e.Path, err)
+		}
+		if e.Kind == tree.File {
+			if err := copyFile(tw, e); err != nil {
+				return err
+			}
+		}
+	}
+	return tw.Close()
+}
+
+// encoder is the per-format part of a layer: what comes before the entries
+// and how one entry becomes a tar header.
+type encoder interface {
+	start(tw *tar.Writer, epoch time.Time) error
+	header(e tree.Entry, epoch time.Time) (*tar.Header, error)
+}
+
+type linuxEncoder struct{}
+
+func (linuxEncoder) start(*tar.Writer, time.Time) error { return nil }
+
+func (linuxEncoder) header(e tree.Entry, epoch time.Time) (*tar.Header, error) {
+	return baseHeader(e, e.Path, epoch)
+}
+
+// baseHeader is the format-neutral header: fixed times, numeric owner only,
+// no host-dependent fields, so the same tree always gives the same bytes.
+func baseHeader(e tree.Entry, name string, epoch time.Time) (*tar.Header, error) {
+	hdr := &tar.Header{
+		Name:    name,
+		Mode:    int64(e.Mode.Perm()) | modeBits(e),
+		Uid:     e.UID,
+		Gid:     e.GID,
+		ModTime: epoch,
+		Format:  tar.FormatPAX,
+	}
+	switch e.Kind {
+	case tree.File:
+		hdr.Typeflag = tar.TypeReg
+		hdr.Size = e.Size
+	case tree.Dir:
+		hdr.Typeflag = tar.TypeDir
+		hdr.Name += "/"
+	case tree.Symlink:
+		hdr.Typeflag = tar.TypeSymlink
+		hdr.Linkname = e.Link
+	default:
+		return nil, fmt.Errorf("unsupported entry kind %s", e.Kind)
+	}
+	return hdr, nil
+}
+
+func modeBits(e tree.Entry) int64 {
+	var m int64
+	if e.Mode&os.ModeSetuid != 0 {
+		m |= 0o4000
+	}
+	if e.Mode&os.ModeSetgid != 0 {
+		m |= 0o2000
+	}
+	if e.Mode&os.ModeSticky != 0 {
+		m |= 0o1000
+	}
+	return m
+}
+
+func copyFile(w io.Writer, e tree.Entry) error {
+	f, err := os.Open(e.Source)
+	if err != nil {
+		return fmt.Errorf("%s: %w", e.Path, err)
+	}
+	defer f.Close()
+	// The size went into the header already; a file that changed since the
+	// tree was made would corrupt the tar, so say so instead.
+	n, err := io.Copy(w, io.LimitReader(f, e.Size+1))
+	if err != nil {
+		return fmt.Errorf("%s: %w", e.Path, err)
+	}
+	if n != e.Size {
+		return fmt.Errorf("%s: %s changed size while being read (%d bytes, expected %d)", e.Path, e.Source, n, e.Size)
+	}
+	return nil
+}
+
+// Build writes the layer for t into a new file under dir and returns it. The
+// tar stream is hashed and compressed in one pass: nothing is held in memory.
+func Build(t *tree.Tree, dir string, opt Options) (v1.Layer, error) {
+	if opt.Compression == "" {
+		opt.Compression = Gzip
+	}
+	f, err := os.CreateTemp(dir, "layer-*.tmp")
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	blobHash := sha256.New()
+	cw := &countWriter{w: io.MultiWriter(f, blobHash)}
+	diffHash := sha256.New()
+
+	var zw io.WriteCloser
+	switch opt.Compression {
+	case Gzip:
+		// Level and implementation are fixed: a different compressor gives
+		// different blob digests for the same tar.
+		zw, err = gzip.NewWriterLevel(cw, gzip.DefaultCompression)
+	case Zstd:
+		zw, err = zstd.NewWriter(cw, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedDefault))
+	default:
+		err = fmt.Errorf("unknown compression %q", opt.Compression)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := WriteTar(io.MultiWriter(zw, diffHash), t.Entries(), opt); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	if err := f.Close(); err != nil {
+		return nil, err
+	}
+	digest := hashOf(blobHash)
+	final := filepath.Join(dir, digest.Hex+"."+string(opt.Compression))
+	if err := os.Rename(f.Name(), final); err != nil {
+		return nil, err
+	}
+	ok = true
+	return &File{Path: final, digest: digest, diffID: hashOf(diffHash), size: cw.n, compression: opt.Compression}, nil
+}
+
+func hashOf(h hash.Hash) v1.Hash {
+	return v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(h.Sum(nil))}
+}
+
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// File is a compressed layer blob on disk whose digests are already known,
+// so serving it costs no rehashing.
+type File struct {
+	Path        string
+	digest      v1.Hash
+	diffID      v1.Hash
+	size        int64
+	compression Compression
+}
+
+// Open returns a layer for a blob written earlier by Build (the cache uses
+// this), trusting the digests given.
+func Open(path string, digest, diffID v1.Hash, size int64, c Compression) *File {
+	return &File{Path: path, digest: digest, diffID: diffID, size: size, compression: c}
+}
+
+var _ v1.Layer = (*File)(nil)
+
+// Digest is the sha256 of the compressed blob.
+func (l *File) Digest() (v1.Hash, error) { return l.digest, nil }
+
+// DiffID is the sha256 of the uncompressed tar.
+func (l *File) DiffID() (v1.Hash, error) { return l.diffID, nil }
+
+// Size is the compressed size.
+func (l *File) Size() (int64, error) { return l.size, nil }
+
+// Compressed opens the blob.
+func (l *File) Compressed() (io.ReadCloser, error) { return os.Open(l.Path) }
+
+// Uncompressed opens the blob and decompresses it on the fly.
+func (l *File) Uncompressed() (io.ReadCloser, error) {
+	f, err := os.Open(l.Path)
+	if err != nil {
+		return nil, err
+	}
+	switch l.compression {
+	case Zstd:
+		zr, err := zstd.NewReader(f)
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		return &readCloser{Reader: zr, close: func() error { zr.Close(); return f.Close() }}, nil
+	default:
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		return &readCloser{Reader: zr, close: func() error { zr.Close(); return f.Close() }}, nil
+	}
+}
+
+// MediaType is the OCI layer media type for the blob's compression.
+func (l *File) MediaType() (types.MediaType, error) {
+	if l.compression == Zstd {
+		return types.OCILayerZStd, nil
+	}
+	return types.OCILayer, nil
+}
+
+type readCloser struct {
+	io.Reader
+	close func() error
+}
+
+func (r *readCloser) Close() error { return r.close() }

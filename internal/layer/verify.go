@@ -1,0 +1,185 @@
+package layer
+
+import (
+	"archive/tar"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// SecurityInfo is what a self-relative security descriptor grants.
+type SecurityInfo struct {
+	Owner, Group string
+	// Grants maps each SID of an access-allowed ACE to its access mask.
+	Grants map[string]uint32
+}
+
+// ParseSecurityDescriptor reads a self-relative security descriptor as
+// Windows would: revision 1, the self-relative flag, owner, group and DACL
+// offsets inside the blob, and well-formed SIDs and ACEs.
+func ParseSecurityDescriptor(b []byte) (*SecurityInfo, error) {
+	if len(b) < sdHeaderSize {
+		return nil, fmt.Errorf("descriptor of %d bytes", len(b))
+	}
+	if b[0] != sdRevision {
+		return nil, fmt.Errorf("revision %d, want 1", b[0])
+	}
+	if c := binary.LittleEndian.Uint16(b[2:]); c&seSelfRelative == 0 {
+		return nil, fmt.Errorf("control %#x lacks SE_SELF_RELATIVE", c)
+	}
+	var offs [3]int
+	for i, at := range []int{4, 8, 16} { // owner, group, DACL
+		o := int(binary.LittleEndian.Uint32(b[at:]))
+		if o < sdHeaderSize || o >= len(b) {
+			return nil, fmt.Errorf("offset %d at byte %d is outside the %d-byte blob", o, at, len(b))
+		}
+		offs[i] = o
+	}
+	info := &SecurityInfo{Grants: map[string]uint32{}}
+	var err error
+	if info.Owner, _, err = parseSID(b[offs[0]:]); err != nil {
+		return nil, fmt.Errorf("owner: %w", err)
+	}
+	if info.Group, _, err = parseSID(b[offs[1]:]); err != nil {
+		return nil, fmt.Errorf("group: %w", err)
+	}
+	acl := b[offs[2]:]
+	if len(acl) < aclHeaderSize || acl[0] != aclRevision {
+		return nil, errors.New("bad ACL header")
+	}
+	size := int(binary.LittleEndian.Uint16(acl[2:]))
+	count := int(binary.LittleEndian.Uint16(acl[4:]))
+	if size > len(acl) {
+		return nil, fmt.Errorf("ACL size %d beyond the blob", size)
+	}
+	p := aclHeaderSize
+	for i := 0; i < count; i++ {
+		if p+aceHeaderPlusMask > size {
+			return nil, fmt.Errorf("ACE %d beyond the ACL", i)
+		}
+		aceSize := int(binary.LittleEndian.Uint16(acl[p+2:]))
+		if aceSize < aceHeaderPlusMask || p+aceSize > size {
+			return nil, fmt.Errorf("ACE %d size %d", i, aceSize)
+		}
+		if acl[p] != accessAllowedAce {
+			return nil, fmt.Errorf("ACE %d has type %d; only access-allowed ACEs are expected", i, acl[p])
+		}
+		who, _, err := parseSID(acl[p+aceHeaderPlusMask : p+aceSize])
+		if err != nil {
+			return nil, fmt.Errorf("ACE %d: %w", i, err)
+		}
+		info.Grants[who] = binary.LittleEndian.Uint32(acl[p+4:])
+		p += aceSize
+	}
+	if p != size {
+		return nil, fmt.Errorf("ACEs end at %d, ACL size is %d", p, size)
+	}
+	return info, nil
+}
+
+// parseSID renders a binary SID as S-1-AUTHORITY-SUB-... and returns its size.
+func parseSID(b []byte) (string, int, error) {
+	if len(b) < 8 || b[0] != 1 {
+		return "", 0, errors.New("bad SID header")
+	}
+	n := int(b[1])
+	size := 8 + 4*n
+	if len(b) < size {
+		return "", 0, errors.New("SID truncated")
+	}
+	var auth uint64
+	for i := 0; i < 6; i++ {
+		auth = auth<<8 | uint64(b[2+i])
+	}
+	s := "S-1-" + strconv.FormatUint(auth, 10)
+	for i := 0; i < n; i++ {
+		s += "-" + strconv.FormatUint(uint64(binary.LittleEndian.Uint32(b[8+4*i:])), 10)
+	}
+	return s, size, nil
+}
+
+// WindowsEntry is one entry of a Windows layer as read back.
+type WindowsEntry struct {
+	Header   *tar.Header
+	Security *SecurityInfo
+}
+
+// VerifyWindows reads a Windows layer tar entry by entry and checks what
+// the Windows importer relies on: Hives and Files first, every other path
+// under Files/, each parent before its children, no path twice (ignoring
+// case), symlink targets without the Files/ prefix, and on every entry the
+// file attributes, a creation time and a valid security descriptor. It
+// returns the entries, for callers to check contents.
+func VerifyWindows(r io.Reader) ([]WindowsEntry, error) {
+	tr := tar.NewReader(r)
+	var out []WindowsEntry
+	seen := map[string]bool{}
+	for i := 0; ; i++ {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		name := strings.TrimSuffix(h.Name, "/")
+		fail := func(format string, a ...any) ([]WindowsEntry, error) {
+			return out, fmt.Errorf("entry %d %s: %s", i, name, fmt.Sprintf(format, a...))
+		}
+		switch {
+		case i == 0 && (name != "Hives" || h.Typeflag != tar.TypeDir):
+			return fail("the first entry must be the directory Hives")
+		case i == 1 && (name != "Files" || h.Typeflag != tar.TypeDir):
+			return fail("the second entry must be the directory Files")
+		case i > 1:
+			if !strings.HasPrefix(name, "Files/") && !strings.HasPrefix(name, "Hives/") {
+				return fail("not under Files/ or Hives/")
+			}
+			if parent := name[:strings.LastIndex(name, "/")]; !seen[strings.ToLower(parent)] {
+				return fail("parent %s does not come before it", parent)
+			}
+		}
+		if seen[strings.ToLower(name)] {
+			return fail("written twice (Windows names ignore case)")
+		}
+		seen[strings.ToLower(name)] = true
+
+		attr, err := strconv.Atoi(h.PAXRecords[paxFileAttr])
+		if err != nil {
+			return fail("%s %q", paxFileAttr, h.PAXRecords[paxFileAttr])
+		}
+		switch h.Typeflag {
+		case tar.TypeDir:
+			if attr != attrDirectory {
+				return fail("directory with %s %d, want %d", paxFileAttr, attr, attrDirectory)
+			}
+		case tar.TypeReg:
+			if attr != attrArchive {
+				return fail("file with %s %d, want %d", paxFileAttr, attr, attrArchive)
+			}
+		case tar.TypeSymlink:
+			if attr&attrReparsePoint == 0 {
+				return fail("symlink without the reparse-point attribute")
+			}
+			if strings.HasPrefix(h.Linkname, "Files/") {
+				return fail("symlink target %q carries the Files/ prefix", h.Linkname)
+			}
+		}
+		if _, err := strconv.ParseFloat(h.PAXRecords[paxCreationTime], 64); err != nil {
+			return fail("%s %q", paxCreationTime, h.PAXRecords[paxCreationTime])
+		}
+		raw, err := base64.StdEncoding.DecodeString(h.PAXRecords[paxRawSD])
+		if err != nil || len(raw) == 0 {
+			return fail("%s missing or not base64", paxRawSD)
+		}
+		sec, err := ParseSecurityDescriptor(raw)
+		if err != nil {
+			return fail("%s: %v", paxRawSD, err)
+		}
+		out = append(out, WindowsEntry{Header: h, Security: sec})
+	}
+}

@@ -1,0 +1,205 @@
+package output
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/partial"
+	"golang.org/x/sync/errgroup"
+)
+
+// Layout writes an OCI image layout directory. Each image appears in
+// index.json once per tag, annotated with org.opencontainers.image.ref.name
+// set to the tag, as the OCI spec and most readers expect (`skopeo inspect
+// oci:DIR:TAG`, `umoci unpack --image DIR:TAG`), and io.containerd.image.name
+// set to "repository:tag" for `ctr import`.
+type Layout struct {
+	Dir string
+}
+
+func (l *Layout) String() string { return "oci:" + l.Dir }
+
+// Write replaces Dir with a layout holding images. The new layout is
+// written next to Dir and swapped in only when complete, so a failed build
+// leaves the previous output untouched.
+func (l *Layout) Write(ctx context.Context, images []Image) error {
+	dir := filepath.Clean(l.Dir)
+	parent := filepath.Dir(dir)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".new-*")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	p, err := layout.Write(tmp, empty.Index)
+	if err != nil {
+		return err
+	}
+	owner := map[string]string{}
+	for _, im := range images {
+		for _, tag := range im.Tags {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			ref := RefName(im.Repository, tag)
+			if other, ok := owner[tag]; ok {
+				return fmt.Errorf("%s and %s would share the name %q in layout %s; write them to separate layouts (--image NAME --output oci:DIR)", other, ref, tag, l.Dir)
+			}
+			owner[tag] = ref
+			annotations := map[string]string{
+				"org.opencontainers.image.ref.name": tag,
+				"io.containerd.image.name":          ref,
+			}
+			var desc *v1.Descriptor
+			if im.Index != nil {
+				desc, err = writeIndex(p, im.Index)
+			} else {
+				desc, err = writeImage(p, im.Image)
+			}
+			if err == nil {
+				err = p.AppendDescriptor(withAnnotations(*desc, annotations))
+			}
+			if err != nil {
+				return fmt.Errorf("write %s to %s: %w", ref, l.Dir, err)
+			}
+		}
+	}
+	return swapDir(tmp, dir)
+}
+
+func withAnnotations(d v1.Descriptor, a map[string]string) v1.Descriptor {
+	d.Annotations = a
+	return d
+}
+
+// writeImage writes img's blobs. Unlike layout.Path.WriteImage it leaves
+// out non-distributable (foreign) layers: their blobs live at the URLs the
+// manifest lists, and fetching them (from Microsoft, for Windows bases) is
+// neither needed nor allowed.
+func writeImage(p layout.Path, img v1.Image) (*v1.Descriptor, error) {
+	layers, err := img.Layers()
+	if err != nil {
+		return nil, err
+	}
+	var g errgroup.Group
+	for _, l := range layers {
+		mt, err := l.MediaType()
+		if err != nil {
+			return nil, err
+		}
+		if !mt.IsDistributable() {
+			continue
+		}
+		g.Go(func() error {
+			d, err := l.Digest()
+			if err != nil {
+				return err
+			}
+			rc, err := l.Compressed()
+			if err != nil {
+				return err
+			}
+			return p.WriteBlob(d, rc)
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	for _, blob := range []func() (v1.Hash, []byte, error){
+		func() (v1.Hash, []byte, error) {
+			h, err := img.ConfigName()
+			if err != nil {
+				return h, nil, err
+			}
+			b, err := img.RawConfigFile()
+			return h, b, err
+		},
+		func() (v1.Hash, []byte, error) {
+			h, err := img.Digest()
+			if err != nil {
+				return h, nil, err
+			}
+			b, err := img.RawManifest()
+			return h, b, err
+		},
+	} {
+		h, b, err := blob()
+		if err != nil {
+			return nil, err
+		}
+		if err := p.WriteBlob(h, io.NopCloser(bytes.NewReader(b))); err != nil {
+			return nil, err
+		}
+	}
+	return partial.Descriptor(img)
+}
+
+// writeIndex writes every image of idx, then idx's own manifest.
+func writeIndex(p layout.Path, idx v1.ImageIndex) (*v1.Descriptor, error) {
+	m, err := idx.IndexManifest()
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range m.Manifests {
+		switch {
+		case d.MediaType.IsImage():
+			img, err := idx.Image(d.Digest)
+			if err != nil {
+				return nil, err
+			}
+			if _, err := writeImage(p, img); err != nil {
+				return nil, err
+			}
+		case d.MediaType.IsIndex():
+			child, err := idx.ImageIndex(d.Digest)
+			if err != nil {
+				return nil, err
+			}
+			if _, err := writeIndex(p, child); err != nil {
+				return nil, err
+			}
+		}
+	}
+	h, err := idx.Digest()
+	if err != nil {
+		return nil, err
+	}
+	raw, err := idx.RawManifest()
+	if err != nil {
+		return nil, err
+	}
+	if err := p.WriteBlob(h, io.NopCloser(bytes.NewReader(raw))); err != nil {
+		return nil, err
+	}
+	return partial.Descriptor(idx)
+}
+
+// swapDir puts the directory tmp at dir, replacing what was there.
+func swapDir(tmp, dir string) error {
+	old := ""
+	if _, err := os.Lstat(dir); err == nil {
+		old = tmp + ".old"
+		if err := os.Rename(dir, old); err != nil {
+			return err
+		}
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		if old != "" {
+			os.Rename(old, dir)
+		}
+		return err
+	}
+	if old != "" {
+		return os.RemoveAll(old)
+	}
+	return nil
+}

@@ -1,0 +1,135 @@
+package source
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"time"
+)
+
+// MismatchError reports a download whose content is not what the recipe pinned.
+type MismatchError struct {
+	URL, Expected, Actual string
+}
+
+func (e *MismatchError) Error() string {
+	return fmt.Sprintf("sha256 mismatch for %s: expected %s, got %s", e.URL, e.Expected, e.Actual)
+}
+
+func (f *Fetcher) url(ctx context.Context, a Artifact, work string) (*Result, error) {
+	u := a.URL
+	name := u.Filename
+	if name == "" {
+		pu, err := url.Parse(u.URL)
+		if err != nil {
+			return nil, err
+		}
+		name = path.Base(pu.Path)
+		if name == "/" || name == "." {
+			return nil, fmt.Errorf("%s: cannot name the file from the URL; set filename", u.URL)
+		}
+	}
+	file := filepath.Join(work, "download")
+	if err := f.Download(ctx, u.URL, u.SHA256, file); err != nil {
+		return nil, err
+	}
+	t, err := fileTree(ctx, file, name, u.Extract, work)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Tree: t, Record: Record{Kind: "url", URL: u.URL, SHA256: u.SHA256}}, nil
+}
+
+// permanent marks a download failure that retrying cannot fix.
+type permanent struct{ error }
+
+func (p permanent) Unwrap() error { return p.error }
+
+// Download fetches rawURL into file, verifying its sha256. The file appears
+// only once verified: a truncated or wrong download never sits under the
+// final name. Server errors and broken connections are retried with
+// exponential backoff; 4xx and digest mismatches are not.
+func (f *Fetcher) Download(ctx context.Context, rawURL, want, file string) error {
+	wait := f.Backoff
+	var err error
+	for attempt := 0; ; attempt++ {
+		err = f.downloadOnce(ctx, rawURL, want, file)
+		var p permanent
+		if err == nil || errors.As(err, &p) || attempt >= f.Retries || ctx.Err() != nil {
+			break
+		}
+		f.Log("download %s: %v; retrying in %s", rawURL, err, wait)
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		wait *= 2
+	}
+	var p permanent
+	if errors.As(err, &p) {
+		return p.error
+	}
+	return err
+}
+
+func (f *Fetcher) downloadOnce(ctx context.Context, rawURL, want, file string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	if err != nil {
+		return permanent{err}
+	}
+	resp, err := f.Client.Do(req)
+	if err != nil {
+		return fmt.Errorf("download %s: %w", rawURL, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		err := fmt.Errorf("download %s: %s", rawURL, resp.Status)
+		if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
+			return err
+		}
+		return permanent{err}
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(file), ".download-*")
+	if err != nil {
+		return permanent{err}
+	}
+	defer os.Remove(tmp.Name())
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(tmp, h), resp.Body)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("download %s: %w", rawURL, err)
+	}
+	if resp.ContentLength >= 0 && n != resp.ContentLength {
+		return fmt.Errorf("download %s: got %d of %d bytes", rawURL, n, resp.ContentLength)
+	}
+	got := hex.EncodeToString(h.Sum(nil))
+	if got != want {
+		return permanent{&MismatchError{URL: rawURL, Expected: want, Actual: got}}
+	}
+	return os.Rename(tmp.Name(), file)
+}
+
+func fileSHA256(file string) (string, error) {
+	fh, err := os.Open(file)
+	if err != nil {
+		return "", err
+	}
+	defer fh.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, fh); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
