@@ -1,0 +1,325 @@
+package main
+
+import (
+	"archive/tar"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/pallet-dev/pallet/internal/fixture"
+	"github.com/pallet-dev/pallet/internal/testregistry"
+)
+
+// readImageFiles returns path → content (or "-> target" for links, "/"
+// for dirs) of every layer pallet added, read from the layout.
+func readImageFiles(t *testing.T, dir, platform string) map[string]string {
+	t.Helper()
+	img := layoutImage(t, dir, platform)
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, l := range layers {
+		rc, err := l.Uncompressed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := tar.NewReader(rc)
+		for {
+			h, err := tr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch h.Typeflag {
+			case tar.TypeDir:
+				out[h.Name] = "/"
+			case tar.TypeSymlink:
+				out[h.Name] = "-> " + h.Linkname
+			default:
+				b, _ := io.ReadAll(tr)
+				out[h.Name] = fmt.Sprintf("%s (%o)", b, h.Mode)
+			}
+		}
+		rc.Close()
+	}
+	return out
+}
+
+// layoutImage finds the image for platform in a layout (under an index or not).
+func layoutImage(t *testing.T, dir, platform string) v1.Image {
+	t.Helper()
+	p, err := layout.FromPath(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, err := p.ImageIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := idx.IndexManifest()
+	d := m.Manifests[0]
+	if d.MediaType.IsImage() {
+		img, err := idx.Image(d.Digest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return img
+	}
+	child, err := idx.ImageIndex(d.Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm, _ := child.IndexManifest()
+	for _, cd := range cm.Manifests {
+		if cd.Platform != nil && cd.Platform.OS+"/"+cd.Platform.Architecture == platform {
+			img, err := child.Image(cd.Digest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return img
+		}
+	}
+	t.Fatalf("no %s image in %s", platform, dir)
+	return nil
+}
+
+func TestURLArtifactsAllFormats(t *testing.T) {
+	tree := []fixture.File{
+		{Name: "pkg-1.0/", Dir: true, Mode: 0o755},
+		{Name: "pkg-1.0/bin/", Dir: true, Mode: 0o755},
+		{Name: "pkg-1.0/bin/tool", Content: "tool", Mode: 0o700},
+		{Name: "pkg-1.0/bin/other", Content: "other", Mode: 0o755},
+		{Name: "pkg-1.0/LICENSE", Content: "MIT"},
+	}
+	files := map[string][]byte{
+		"/dl/pkg.tar":     fixture.Tar(t, tree),
+		"/dl/pkg.tgz":     fixture.TarGz(t, tree),
+		"/dl/pkg.tar.xz":  fixture.TarXz(t, tree),
+		"/dl/pkg.tar.zst": fixture.TarZst(t, tree),
+		"/dl/pkg.zip":     fixture.Zip(t, tree),
+		"/dl/plain-amd64": []byte("amd64 file"),
+		"/dl/plain-arm64": []byte("arm64 file"),
+	}
+	srv := fixture.Serve(t, files)
+	var arts, places strings.Builder
+	formats := []string{"tar", "tgz", "tar.xz", "tar.zst", "zip"}
+	for _, f := range formats {
+		n := strings.ReplaceAll(f, ".", "-")
+		fmt.Fprintf(&arts, "  %s:\n    url:\n      url: %s/dl/pkg.%s\n      sha256: %s\n      extract:\n        strip: 1\n        include: [bin/tool, LICENSE]\n",
+			n, srv.URL, f, fixture.SHA256(files["/dl/pkg."+f]))
+		fmt.Fprintf(&places, "      - artifact: %s\n        dest: /opt/%s/\n", n, n)
+	}
+	recipe := fmt.Sprintf(`version: 1
+artifacts:
+%s  plain:
+    url:
+      url: %s/dl/plain-{{arch}}
+      filename: plain.txt
+      sha256:
+        linux/amd64: %s
+        linux/arm64: %s
+images:
+  app:
+    base: scratch
+    platforms: [linux/amd64, linux/arm64]
+    files:
+%s      - artifact: plain
+        dest: /etc/
+`, arts.String(), srv.URL, fixture.SHA256(files["/dl/plain-amd64"]), fixture.SHA256(files["/dl/plain-arm64"]), places.String())
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), recipe)
+	out := filepath.Join(dir, "out")
+	mustPallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "-o", "oci:"+out)
+
+	for _, arch := range []string{"amd64", "arm64"} {
+		got := readImageFiles(t, out, "linux/"+arch)
+		for _, f := range formats {
+			n := strings.ReplaceAll(f, ".", "-")
+			if got["opt/"+n+"/bin/tool"] != "tool (755)" || got["opt/"+n+"/LICENSE"] != "MIT (644)" {
+				t.Errorf("%s: %s files: %v", arch, f, got)
+			}
+			if _, ok := got["opt/"+n+"/bin/other"]; ok {
+				t.Errorf("%s: include did not filter bin/other", f)
+			}
+		}
+		if got["etc/plain.txt"] != arch+" file (644)" {
+			t.Errorf("per-platform download: %q", got["etc/plain.txt"])
+		}
+	}
+}
+
+func TestSHA256MismatchWritesNothing(t *testing.T) {
+	body := []byte("the real release")
+	srv := fixture.Serve(t, map[string][]byte{"/rel.tgz": body})
+	wrong := fixture.SHA256([]byte("what the recipe expected"))
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), fmt.Sprintf(`version: 1
+artifacts:
+  rel:
+    url:
+      url: %s/rel.tgz
+      sha256: %s
+images:
+  app:
+    base: scratch
+    platforms: linux/amd64
+    files:
+      - artifact: rel
+        dest: /
+`, srv.URL, wrong))
+	out := filepath.Join(dir, "out")
+	// An earlier output must survive a failed build untouched.
+	writeFile(t, filepath.Join(out, "keep"), "previous build")
+	_, err := pallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "-o", "oci:"+out)
+	if err == nil {
+		t.Fatal("build succeeded with a wrong sha256")
+	}
+	for _, want := range []string{"artifact rel", srv.URL + "/rel.tgz", "expected " + wrong, "got " + fixture.SHA256(body)} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+	entries, _ := os.ReadDir(out)
+	if len(entries) != 1 || entries[0].Name() != "keep" {
+		t.Errorf("output dir changed: %v", entries)
+	}
+	siblings, _ := os.ReadDir(dir)
+	if len(siblings) != 2 {
+		t.Errorf("temporary files left beside the output: %v", siblings)
+	}
+}
+
+func TestHostileArchiveIsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		files []fixture.File
+		want  string
+	}{
+		{"dotdot", []fixture.File{{Name: "../../etc/passwd", Content: "x"}}, "../../etc/passwd"},
+		{"absolute", []fixture.File{{Name: "/etc/passwd", Content: "x"}}, "/etc/passwd"},
+		{"symlink escape", []fixture.File{{Name: "evil", Link: "../../../etc"}}, "evil"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := fixture.TarGz(t, tc.files)
+			srv := fixture.Serve(t, map[string][]byte{"/evil.tgz": body})
+			dir := t.TempDir()
+			writeFile(t, filepath.Join(dir, "pallet.yaml"), fmt.Sprintf(`version: 1
+artifacts:
+  evil:
+    url:
+      url: %s/evil.tgz
+      sha256: %s
+      extract: {}
+images:
+  app:
+    base: scratch
+    platforms: linux/amd64
+    files:
+      - artifact: evil
+        dest: /
+`, srv.URL, fixture.SHA256(body)))
+			_, err := pallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "-o", "oci:"+filepath.Join(dir, "out"))
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "artifact evil") {
+				t.Errorf("got %v, want an error naming the artifact and %q", err, tc.want)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "out")); err == nil {
+				t.Error("output written for a refused archive")
+			}
+		})
+	}
+}
+
+// Bases come from an OCI layout on disk and from a registry; pallet's
+// layers go on top and the base's config is kept where not overridden.
+func TestBases(t *testing.T) {
+	dir := t.TempDir()
+	baseOut := filepath.Join(dir, "base")
+	writeFile(t, filepath.Join(dir, "files", "os-release"), "ID=fixture\n")
+	writeFile(t, filepath.Join(dir, "files", "app"), "app\n")
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
+artifacts:
+  osrel:
+    local:
+      path: files/os-release
+  app:
+    local:
+      path: files/app
+images:
+  base:
+    base: scratch
+    platforms: [linux/amd64, linux/arm64]
+    files:
+      - artifact: osrel
+        dest: /etc/os-release
+    config:
+      env: [PATH=/usr/bin, LANG=C]
+      workdir: /srv
+  app:
+    tags: [v1]
+    base: "{{BASE}}"
+    platforms: [linux/amd64, linux/arm64]
+    files:
+      - artifact: app
+        dest: /usr/bin/app
+        mode: "0755"
+    config:
+      env: [PATH=/usr/local/bin:/usr/bin]
+      entrypoint: [/usr/bin/app]
+args:
+  BASE: scratch
+`)
+	recipe := filepath.Join(dir, "pallet.yaml")
+	mustPallet(t, "build", "-q", "-f", recipe, "--image", "base", "-o", "oci:"+baseOut)
+	reg := testregistry.Start(t, nil)
+	mustPallet(t, "build", "-q", "-f", recipe, "--image", "base", "-o", "registry:"+reg.Host+"/base:latest")
+
+	baseImg := layoutImage(t, baseOut, "linux/arm64")
+	baseLayers, _ := baseImg.Layers()
+	for _, base := range []string{"oci:base", "oci:" + baseOut + ":latest", reg.Host + "/base:latest"} {
+		out := filepath.Join(t.TempDir(), "out")
+		mustPallet(t, "build", "-q", "-f", recipe, "--image", "app", "--arg", "BASE="+base, "-o", "oci:"+out)
+		img := layoutImage(t, out, "linux/arm64")
+		layers, _ := img.Layers()
+		if len(layers) != len(baseLayers)+1 {
+			t.Fatalf("base %s: %d layers, want %d", base, len(layers), len(baseLayers)+1)
+		}
+		bd, _ := baseLayers[0].Digest()
+		d, _ := layers[0].Digest()
+		if bd != d {
+			t.Errorf("base %s: first layer %s, want the base's %s", base, d, bd)
+		}
+		cf, _ := img.ConfigFile()
+		env := append([]string(nil), cf.Config.Env...)
+		sort.Strings(env)
+		if strings.Join(env, " ") != "LANG=C PATH=/usr/local/bin:/usr/bin" || cf.Config.WorkingDir != "/srv" || cf.Architecture != "arm64" {
+			t.Errorf("base %s: config %+v", base, cf.Config)
+		}
+		files := readImageFiles(t, out, "linux/arm64")
+		if files["etc/os-release"] == "" || files["usr/bin/app"] != "app\n (755)" {
+			t.Errorf("base %s: files %v", base, files)
+		}
+	}
+	// A base for the wrong platform is refused.
+	ref, _ := name.ParseReference(reg.Host + "/amd64only:latest")
+	only := layoutImage(t, baseOut, "linux/amd64")
+	if err := remote.Write(ref, only); err != nil {
+		t.Fatal(err)
+	}
+	_, err := pallet(t, "build", "-q", "-f", recipe, "--image", "app", "--platform", "linux/arm64", "--arg", "BASE="+ref.String(), "-o", "oci:"+filepath.Join(dir, "x"))
+	if err == nil || !strings.Contains(err.Error(), "linux/arm64") {
+		t.Errorf("wrong-platform base: %v", err)
+	}
+}

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/pallet-dev/pallet/internal/testregistry"
+)
+
+// The same recipe built from two different directories gives the same
+// index digest, byte for byte.
+func TestHelloDeterministic(t *testing.T) {
+	var digests []string
+	for i := 0; i < 2; i++ {
+		recipe := copyExample(t, "hello")
+		out := filepath.Join(t.TempDir(), "out")
+		mustPallet(t, "build", "-q", "-f", recipe, "-o", "oci:"+out)
+		idx := layoutIndex(t, out)
+		if len(idx.Manifests) != 2 {
+			t.Fatalf("index.json has %d entries, want 2 (one per tag)", len(idx.Manifests))
+		}
+		digests = append(digests, idx.Manifests[0].Digest.String())
+	}
+	if digests[0] != digests[1] {
+		t.Errorf("two builds differ: %s vs %s", digests[0], digests[1])
+	}
+}
+
+// The linux/amd64 image is unpacked by umoci (an outside OCI reader) and
+// run with runc: the program inside prints its greeting.
+func TestHelloRunsWithRunc(t *testing.T) {
+	runc := needTool(t, "runc")
+	umoci := needTool(t, "umoci")
+	if os.Geteuid() != 0 {
+		t.Skip("runc needs root here")
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	mustPallet(t, "build", "-q", "-f", copyExample(t, "hello"), "--platform", "linux/amd64", "-o", "oci:"+out)
+
+	bundle := filepath.Join(t.TempDir(), "bundle")
+	if b, err := exec.Command(umoci, "unpack", "--image", out+":latest", bundle).CombinedOutput(); err != nil {
+		t.Fatalf("umoci unpack: %v\n%s", err, b)
+	}
+	cfgPath := filepath.Join(bundle, "config.json")
+	var spec map[string]any
+	data, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &spec); err != nil {
+		t.Fatal(err)
+	}
+	proc := spec["process"].(map[string]any)
+	proc["terminal"] = false
+	proc["args"] = []string{"/usr/local/bin/hello", "runc"}
+	data, _ = json.Marshal(spec)
+	if err := os.WriteFile(cfgPath, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	id := "pallet-test-" + filepath.Base(filepath.Dir(bundle))
+	cmd := exec.Command(runc, "run", "--bundle", bundle, id)
+	got, err := cmd.CombinedOutput()
+	exec.Command(runc, "delete", "-f", id).Run()
+	if err != nil {
+		t.Fatalf("runc run: %v\n%s", err, got)
+	}
+	if want := "hello, runc (0.1.0, linux/amd64)"; strings.TrimSpace(string(got)) != want {
+		t.Errorf("container printed %q, want %q", got, want)
+	}
+}
+
+// skopeo reads the multi-platform layout and picks the platform it asks for.
+func TestLayoutReadBySkopeo(t *testing.T) {
+	skopeo := needTool(t, "skopeo")
+	out := filepath.Join(t.TempDir(), "out")
+	mustPallet(t, "build", "-q", "-f", copyExample(t, "hello"), "-o", "oci:"+out)
+	for _, arch := range []string{"amd64", "arm64"} {
+		b, err := exec.Command(skopeo, "--override-os", "linux", "--override-arch", arch, "inspect", "oci:"+out+":0.1.0").CombinedOutput()
+		if err != nil {
+			t.Fatalf("skopeo inspect: %v\n%s", err, b)
+		}
+		var info struct {
+			Architecture, Os string
+			Layers           []string
+			Labels           map[string]string
+		}
+		if err := json.Unmarshal(b, &info); err != nil {
+			t.Fatal(err)
+		}
+		if info.Architecture != arch || info.Os != "linux" || len(info.Layers) != 2 || info.Labels["org.opencontainers.image.version"] != "0.1.0" {
+			t.Errorf("skopeo sees %+v", info)
+		}
+	}
+}
+
+// A push goes to a real registry; pulled back, it has the digest the
+// layout has, under every tag.
+func TestPushToRegistry(t *testing.T) {
+	reg := testregistry.Start(t, nil)
+	recipe := copyExample(t, "hello")
+	out := filepath.Join(t.TempDir(), "out")
+	mustPallet(t, "build", "-q", "-f", recipe, "-o", "oci:"+out, "-o", "registry:"+reg.Host+"/team/hello")
+	want := layoutIndex(t, out).Manifests[0].Digest
+
+	for _, tag := range []string{"0.1.0", "latest"} {
+		ref, err := name.ParseReference(reg.Host + "/team/hello:" + tag)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idx, err := remote.Index(ref)
+		if err != nil {
+			t.Fatalf("pull %s: %v", ref, err)
+		}
+		got, _ := idx.Digest()
+		if got != want {
+			t.Errorf("%s: pulled %s, built %s", ref, got, want)
+		}
+		m, _ := idx.IndexManifest()
+		for _, d := range m.Manifests {
+			img, err := idx.Image(d.Digest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			layers, _ := img.Layers()
+			for _, l := range layers {
+				rc, err := l.Compressed()
+				if err != nil {
+					t.Fatalf("blob missing from registry: %v", err)
+				}
+				rc.Close()
+			}
+		}
+	}
+	// inspect reads the pushed image back through the registry API.
+	insp := mustPallet(t, "inspect", reg.Host+"/team/hello:latest")
+	for _, s := range []string{"linux/amd64", "linux/arm64", want.String()} {
+		if !strings.Contains(insp, s) {
+			t.Errorf("inspect output lacks %q:\n%s", s, insp)
+		}
+	}
+}
+
+// A docker archive holds one platform and loads back as the same image.
+func TestDockerArchive(t *testing.T) {
+	recipe := copyExample(t, "hello")
+	dir := t.TempDir()
+	tarPath := filepath.Join(dir, "hello.tar")
+	mustPallet(t, "build", "-q", "-f", recipe, "--platform", "linux/arm64", "-o", "docker:"+tarPath, "-o", "oci:"+filepath.Join(dir, "out"))
+
+	tag, _ := name.NewTag("hello:0.1.0")
+	img, err := tarball.ImageFromPath(tarPath, &tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cf.Architecture != "arm64" || cf.Config.Entrypoint[0] != "/usr/local/bin/hello" {
+		t.Errorf("docker archive config: %+v", cf)
+	}
+	p, err := layout.FromPath(filepath.Join(dir, "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, _ := p.ImageIndex()
+	m, _ := idx.IndexManifest()
+	fromLayout, _ := idx.Image(m.Manifests[0].Digest)
+	a, _ := img.ConfigName()
+	b, _ := fromLayout.ConfigName()
+	if a != b {
+		t.Errorf("docker archive config %s differs from layout's %s", a, b)
+	}
+
+	_, err = pallet(t, "build", "-q", "-f", recipe, "-o", "docker:"+filepath.Join(dir, "multi.tar"))
+	if err == nil || !strings.Contains(err.Error(), "--platform") {
+		t.Errorf("multi-platform docker archive: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "multi.tar")); err == nil {
+		t.Error("a failed docker output left a file")
+	}
+}

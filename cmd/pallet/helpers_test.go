@@ -1,0 +1,99 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+)
+
+// pallet runs one command line in-process and returns its stderr.
+func pallet(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), args, &stdout, &stderr)
+	return stderr.String() + stdout.String(), err
+}
+
+// mustPallet is pallet that fails the test on error.
+func mustPallet(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := pallet(t, args...)
+	if err != nil {
+		t.Fatalf("pallet %v: %v\n%s", args, err, out)
+	}
+	return out
+}
+
+// copyExample copies examples/NAME into a new temp dir and returns the
+// recipe path, so builds from different directories can be compared.
+func copyExample(t *testing.T, name string) string {
+	t.Helper()
+	src := filepath.Join("..", "..", "examples", name)
+	dst := filepath.Join(t.TempDir(), name)
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		info, _ := d.Info()
+		return os.WriteFile(target, data, info.Mode().Perm())
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dst, "pallet.yaml")
+}
+
+// layoutIndex reads a layout's index.json.
+func layoutIndex(t *testing.T, dir string) v1.IndexManifest {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, "index.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m v1.IndexManifest
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// needTool returns the path of an outside tool. It skips the test when the
+// tool is missing on a developer machine, and fails it in CI, where
+// .ci/run installs it.
+func needTool(t *testing.T, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s is not installed; .ci/run must install it", name)
+		}
+		t.Skipf("%s is not installed (apt-get install -y %s); skipping", name, name)
+	}
+	return p
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
