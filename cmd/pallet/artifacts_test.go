@@ -105,11 +105,11 @@ func TestURLArtifactsAllFormats(t *testing.T) {
 		{Name: "pkg-1.0/LICENSE", Content: "MIT"},
 	}
 	files := map[string][]byte{
-		"/dl/pkg.tar":     fixture.Tar(t, tree),
-		"/dl/pkg.tgz":     fixture.TarGz(t, tree),
-		"/dl/pkg.tar.xz":  fixture.TarXz(t, tree),
-		"/dl/pkg.tar.zst": fixture.TarZst(t, tree),
-		"/dl/pkg.zip":     fixture.Zip(t, tree),
+		"/dl/pkg.tar":     fixture.Tar(tree),
+		"/dl/pkg.tgz":     fixture.TarGz(tree),
+		"/dl/pkg.tar.xz":  fixture.TarXz(tree),
+		"/dl/pkg.tar.zst": fixture.TarZst(tree),
+		"/dl/pkg.zip":     fixture.Zip(tree),
 		"/dl/plain-amd64": []byte("amd64 file"),
 		"/dl/plain-arm64": []byte("arm64 file"),
 	}
@@ -213,7 +213,7 @@ func TestHostileArchiveIsRefused(t *testing.T) {
 		{"symlink escape", []fixture.File{{Name: "evil", Link: "../../../etc"}}, "evil"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			body := fixture.TarGz(t, tc.files)
+			body := fixture.TarGz(tc.files)
 			srv := fixture.Serve(t, map[string][]byte{"/evil.tgz": body})
 			dir := t.TempDir()
 			writeFile(t, filepath.Join(dir, "pallet.yaml"), fmt.Sprintf(`version: 1

@@ -281,14 +281,8 @@ func (p *Plan) platformImage(name string, ri *recipe.Image, vars recipe.Vars, pl
 			return nil, err
 		}
 	}
-	// A nil slice means "inherit from base"; an empty list in the recipe
-	// ("cmd: []") means "clear it".
-	if c.Entrypoint != nil && cfg.Entrypoint == nil {
-		cfg.Entrypoint = []string{}
-	}
-	if c.Cmd != nil && cfg.Cmd == nil {
-		cfg.Cmd = []string{}
-	}
+	// ExpandList keeps nil (inherit from the base) apart from an empty list
+	// in the recipe ("cmd: []"), which clears the value.
 	for _, s := range []*string{&cfg.Workdir, &cfg.User} {
 		if *s, err = r.Expand(at+".config", *s, v); err != nil {
 			return nil, err
@@ -331,6 +325,9 @@ func (p *Plan) artifact(name string, pl platform.Platform, v recipe.Vars) (strin
 		u, err := r.Expand(at+".url.url", ra.URL.URL, v)
 		if err != nil {
 			return "", err
+		}
+		if err := recipe.CheckURL(u); err != nil {
+			return "", r.Errorf(at+".url.url", "artifact %s: %v", name, err)
 		}
 		sum, ok := ra.URL.SHA256.For(pl.String())
 		if !ok {

@@ -72,8 +72,12 @@ func (r *Recipe) Expand(path, s string, v Vars) (string, error) {
 	return out, nil
 }
 
-// ExpandList expands each element of l, whose elements are at path.N.
+// ExpandList expands each element of l, whose elements are at path.N. A
+// nil list stays nil: for image config, nil means "keep the base's value".
 func (r *Recipe) ExpandList(path string, l []string, v Vars) ([]string, error) {
+	if l == nil {
+		return nil, nil
+	}
 	out := make([]string, len(l))
 	for i, s := range l {
 		e, err := r.Expand(fmt.Sprintf("%s.%d", path, i), s, v)

@@ -420,8 +420,10 @@ func (r *Recipe) checkArtifact(name string, a *Artifact) error {
 		return r.checkExtract(at+".local.extract", a.Local.Extract)
 	case a.URL != nil:
 		u := a.URL
-		if !strings.HasPrefix(u.URL, "http://") && !strings.HasPrefix(u.URL, "https://") {
-			return r.Errorf(at+".url.url", "artifact %s: url must be http:// or https:// (got %q)", name, u.URL)
+		if !strings.HasPrefix(u.URL, "{{") {
+			if err := CheckURL(u.URL); err != nil {
+				return r.Errorf(at+".url.url", "artifact %s: %v", name, err)
+			}
 		}
 		if len(u.SHA256) == 0 {
 			return r.Errorf(at+".url", "artifact %s: sha256 is required: a download is pinned by its digest", name)
@@ -579,6 +581,15 @@ func ParseOwner(s string) (uid, gid int, err error) {
 		return 0, 0, fmt.Errorf("owner %q: want numeric uid:gid", s)
 	}
 	return uid, gid, nil
+}
+
+// CheckURL accepts http and https URLs only; a URL that starts with a
+// variable is checked again once expanded.
+func CheckURL(u string) error {
+	if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+		return fmt.Errorf("url must be http:// or https:// (got %q)", u)
+	}
+	return nil
 }
 
 func checkPort(p string) error {

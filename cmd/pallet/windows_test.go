@@ -1,0 +1,287 @@
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"debug/pe"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/pallet-dev/pallet/internal/fixture"
+	"github.com/pallet-dev/pallet/internal/layer"
+	"github.com/pallet-dev/pallet/internal/testregistry"
+)
+
+// readWindowsImage verifies every layer of img in the Windows format and
+// returns the regular files (path → content) found under Files/.
+func readWindowsImage(t *testing.T, img v1.Image) map[string][]byte {
+	t.Helper()
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{}
+	for i, l := range layers {
+		mt, _ := l.MediaType()
+		if !mt.IsDistributable() {
+			continue
+		}
+		rc, err := l.Uncompressed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		if _, err := io.Copy(&buf, rc); err != nil {
+			t.Fatal(err)
+		}
+		rc.Close()
+		if _, err := layer.VerifyWindows(bytes.NewReader(buf.Bytes())); err != nil {
+			t.Fatalf("layer %d: %v", i, err)
+		}
+		tr := tar.NewReader(&buf)
+		for {
+			h, err := tr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.Typeflag == tar.TypeReg {
+				b, _ := io.ReadAll(tr)
+				files[strings.TrimPrefix(h.Name, "Files/")] = b
+			}
+		}
+	}
+	return files
+}
+
+func buildAntrea(t *testing.T, extra ...string) (string, *fixture.Server) {
+	t.Helper()
+	srv := fixture.Serve(t, fixture.AntreaReleases())
+	out := filepath.Join(t.TempDir(), "out")
+	args := append([]string{"build", "-q", "-f", copyExample(t, "antrea-windows"), "--arg", "RELEASES=" + srv.URL, "-o", "oci:" + out}, extra...)
+	mustPallet(t, args...)
+	return out, srv
+}
+
+func TestAntreaWindowsExample(t *testing.T) {
+	out, srv := buildAntrea(t)
+	img := layoutImage(t, out, "windows/amd64")
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cf.OS != "windows" || cf.Architecture != "amd64" || cf.OSVersion != "" {
+		t.Errorf("config platform %s/%s os.version %q; a host-process image has no os.version", cf.OS, cf.Architecture, cf.OSVersion)
+	}
+	if len(cf.Config.Env) != 1 || !strings.HasPrefix(cf.Config.Env[0], `PATH=C:\Windows\system32;`) {
+		t.Errorf("env %q", cf.Config.Env)
+	}
+	files := readWindowsImage(t, img)
+	var exes []string
+	for p, b := range files {
+		if !strings.HasSuffix(p, ".exe") {
+			continue
+		}
+		exes = append(exes, p)
+		f, err := pe.NewFile(bytes.NewReader(b))
+		if err != nil {
+			t.Errorf("%s is not a PE file: %v", p, err)
+			continue
+		}
+		if f.Machine != pe.IMAGE_FILE_MACHINE_AMD64 {
+			t.Errorf("%s: machine %#x, want amd64", p, f.Machine)
+		}
+	}
+	sort.Strings(exes)
+	want := []string{
+		"k/antrea/bin/antctl.exe", "k/antrea/bin/antrea-agent.exe", "k/antrea/bin/antrea-cni.exe",
+		"k/antrea/cni/host-local.exe",
+		"openvswitch/usr/bin/ovs-appctl.exe", "openvswitch/usr/bin/ovs-ofctl.exe", "openvswitch/usr/bin/ovs-vsctl.exe",
+		"openvswitch/usr/bin/ovsdb-client.exe", "openvswitch/usr/bin/ovsdb-tool.exe",
+		"openvswitch/usr/sbin/ovs-vswitchd.exe", "openvswitch/usr/sbin/ovsdb-server.exe",
+	}
+	if strings.Join(exes, "\n") != strings.Join(want, "\n") {
+		t.Errorf("executables:\n%s\nwant:\n%s", strings.Join(exes, "\n"), strings.Join(want, "\n"))
+	}
+	for _, p := range []string{"openvswitch/usr/bin/libssl-3-x64.dll", "openvswitch/driver/ovsext.inf", "Windows/System32/config/SYSTEM"} {
+		if _, ok := files[p]; !ok {
+			t.Errorf("%s missing", p)
+		}
+	}
+	if !bytes.Contains(files["k/antrea/bin/antrea-agent.exe"], []byte("v2.2.0")) {
+		t.Error("the agent lacks the version stamped by ldflags")
+	}
+	if got := srv.Requests(); len(got) != 2 {
+		t.Errorf("release server saw %v, want one request per archive", got)
+	}
+	// Same recipe, same inputs, another directory: same digest.
+	again, _ := buildAntrea(t)
+	if a, b := layoutIndex(t, out).Manifests[0].Digest, layoutIndex(t, again).Manifests[0].Digest; a != b {
+		t.Errorf("rebuild digest %s, first %s", b, a)
+	}
+}
+
+// windowsBase writes an OCI layout holding a Windows base image shaped
+// like a nanoserver release: a Docker v2 manifest with os.version and a
+// foreign layer whose blob lives elsewhere (and is deleted from the
+// layout, so any attempt to read it fails).
+func windowsBase(t *testing.T, dir, osVersion string) string {
+	t.Helper()
+	foreign := static.NewLayer([]byte("foreign base layer for "+osVersion), types.DockerForeignLayer)
+	img := mutate.MediaType(empty.Image, types.DockerManifestSchema2)
+	img = mutate.ConfigMediaType(img, types.DockerConfigJSON)
+	fd, _ := foreign.Digest()
+	img, err := mutate.Append(img, mutate.Addendum{Layer: foreign, MediaType: types.DockerForeignLayer,
+		URLs: []string{"https://mcr.example.invalid/v2/windows/nanoserver/blobs/" + fd.String()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, _ := img.ConfigFile()
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture, cf.OSVersion = "windows", "amd64", osVersion
+	cf.Config.Env = []string{`PATH=C:\Windows\system32;C:\Windows`}
+	img, err = mutate.ConfigFile(img, cf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := layout.Write(dir, empty.Index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.AppendImage(img); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "blobs", "sha256", fd.Hex)); err != nil {
+		t.Fatal(err)
+	}
+	return fd.String()
+}
+
+// One recipe gives one index with linux/amd64, linux/arm64, and
+// windows/amd64 rebased on two Windows versions; pushing it skips the
+// foreign layers and keeps their URLs.
+func TestMixedIndexRebaseAndForeignLayers(t *testing.T) {
+	dir := t.TempDir()
+	foreign2019 := windowsBase(t, filepath.Join(dir, "ltsc2019"), "10.0.17763.6054")
+	foreign2022 := windowsBase(t, filepath.Join(dir, "ltsc2022"), "10.0.20348.2582")
+	writeFile(t, filepath.Join(dir, "app", "go.mod"), "module example.com/app\n\ngo 1.22\n")
+	writeFile(t, filepath.Join(dir, "app", "main.go"), "package main\n\nfunc main() { println(\"app\") }\n")
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
+artifacts:
+  app:
+    go:
+      module: app
+      packages: .
+images:
+  app:
+    base:
+      linux: scratch
+      windows: [oci:ltsc2019, oci:ltsc2022]
+    platforms: [linux/amd64, linux/arm64, windows/amd64]
+    files:
+      - artifact: app
+        dest: /app/
+`)
+	out := filepath.Join(dir, "out")
+	reg := testregistry.Start(t, nil)
+	mustPallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "-o", "oci:"+out, "-o", "registry:"+reg.Host+"/app:v1")
+
+	p, err := layout.FromPath(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, _ := p.ImageIndex()
+	rm, _ := root.IndexManifest()
+	idx, err := root.ImageIndex(rm.Manifests[0].Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkIndex(t, "layout", idx, foreign2019, foreign2022)
+	for _, f := range []string{foreign2019, foreign2022} {
+		h, _ := v1.NewHash(f)
+		if _, err := os.Stat(filepath.Join(out, "blobs", "sha256", h.Hex)); err == nil {
+			t.Errorf("foreign blob %s was written to the layout", f)
+		}
+	}
+
+	ref, _ := name.ParseReference(reg.Host + "/app:v1")
+	pushed, err := remote.Index(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkIndex(t, "registry", pushed, foreign2019, foreign2022)
+	for _, f := range []string{foreign2019, foreign2022} {
+		resp, err := http.Head(reg.Server.URL + "/v2/app/blobs/" + f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("foreign blob %s: registry answers %s; it must never be pushed", f, resp.Status)
+		}
+	}
+}
+
+func checkIndex(t *testing.T, where string, idx v1.ImageIndex, foreign ...string) {
+	t.Helper()
+	m, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plats []string
+	var winLayers [][]v1.Descriptor
+	for _, d := range m.Manifests {
+		plats = append(plats, fmt.Sprintf("%s/%s %s", d.Platform.OS, d.Platform.Architecture, d.Platform.OSVersion))
+		img, err := idx.Image(d.Digest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cf, _ := img.ConfigFile()
+		if cf.OSVersion != d.Platform.OSVersion {
+			t.Errorf("%s: config os.version %q, index entry %q", where, cf.OSVersion, d.Platform.OSVersion)
+		}
+		if d.Platform.OS == "windows" {
+			im, _ := img.Manifest()
+			winLayers = append(winLayers, im.Layers)
+		}
+	}
+	want := "linux/amd64 ,linux/arm64 ,windows/amd64 10.0.17763.6054,windows/amd64 10.0.20348.2582"
+	if strings.Join(plats, ",") != want {
+		t.Errorf("%s: index platforms %q, want %q", where, strings.Join(plats, ","), want)
+	}
+	if len(winLayers) != 2 {
+		t.Fatalf("%s: %d windows images", where, len(winLayers))
+	}
+	for i, layers := range winLayers {
+		if len(layers) != 2 {
+			t.Fatalf("%s: windows image %d has %d layers", where, i, len(layers))
+		}
+		base := layers[0]
+		if base.MediaType != types.DockerForeignLayer || base.Digest.String() != foreign[i] || len(base.URLs) != 1 {
+			t.Errorf("%s: base layer %+v is not the foreign layer %s with its URL", where, base, foreign[i])
+		}
+		if layers[1].MediaType != types.DockerLayer {
+			t.Errorf("%s: pallet layer on a Docker base has media type %s", where, layers[1].MediaType)
+		}
+	}
+	if winLayers[0][1].Digest != winLayers[1][1].Digest {
+		t.Errorf("%s: rebased images do not share pallet's layer: %s vs %s", where, winLayers[0][1].Digest, winLayers[1][1].Digest)
+	}
+}

@@ -1,0 +1,3 @@
+module example.com/antrea
+
+go 1.22
