@@ -3,16 +3,20 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"gopkg.in/yaml.v3"
 
 	"github.com/pallet-dev/pallet/internal/build"
 	"github.com/pallet-dev/pallet/internal/layer"
 	"github.com/pallet-dev/pallet/internal/output"
 	"github.com/pallet-dev/pallet/internal/plan"
 	"github.com/pallet-dev/pallet/internal/recipe"
+	"github.com/pallet-dev/pallet/internal/record"
 	"github.com/pallet-dev/pallet/internal/source"
 )
 
@@ -26,6 +30,12 @@ func buildCmd() *cobra.Command {
 		jobs        int
 		compression string
 		quiet       bool
+		modes       []string
+		modesFile   string
+		minGo       string
+		requireLic  bool
+		recordPath  string
+		mirror      mirrorFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "build",
@@ -58,7 +68,11 @@ func buildCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			p, err := plan.New(r, plan.Options{Args: overrides, Platforms: platforms, Images: images})
+			choices, err := parseModes(modesFile, modes)
+			if err != nil {
+				return err
+			}
+			p, err := plan.New(r, plan.Options{Args: overrides, Platforms: platforms, Images: images, Modes: choices})
 			if err != nil {
 				return err
 			}
@@ -67,15 +81,19 @@ func buildCmd() *cobra.Command {
 				return err
 			}
 			defer os.RemoveAll(work)
-			fetcher := source.New()
-			fetcher.Log = logf
+			fetcher, err := mirror.fetcher(logf)
+			if err != nil {
+				return err
+			}
 			start := time.Now()
 			res, err := build.Run(ctx, p, build.Options{
-				Jobs:        jobs,
-				WorkDir:     work,
-				Compression: layer.Compression(compression),
-				Fetcher:     fetcher,
-				Log:         logf,
+				Jobs:            jobs,
+				WorkDir:         work,
+				Compression:     layer.Compression(compression),
+				Fetcher:         fetcher,
+				MinGo:           minGo,
+				RequireLicenses: requireLic,
+				Log:             logf,
 			})
 			if err != nil {
 				return err
@@ -87,7 +105,13 @@ func buildCmd() *cobra.Command {
 				}
 				logf("%-50s %6.2fs", "output "+t.String(), time.Since(ts).Seconds())
 			}
-			logf("built %d image(s) in %.2fs", len(res.Images), time.Since(start).Seconds())
+			if recordPath == "" {
+				recordPath = record.PathFor(outputs[0])
+			}
+			if err := record.Write(recordPath, res.Record); err != nil {
+				return fmt.Errorf("build record: %w", err)
+			}
+			logf("built %d image(s) in %.2fs; record in %s", len(res.Images), time.Since(start).Seconds(), recordPath)
 			return nil
 		},
 	}
@@ -100,7 +124,68 @@ func buildCmd() *cobra.Command {
 	f.IntVarP(&jobs, "jobs", "j", 0, "parallel jobs (default: number of CPUs)")
 	f.StringVar(&compression, "compression", string(layer.Gzip), "layer compression: gzip or zstd")
 	f.BoolVarP(&quiet, "quiet", "q", false, "print nothing but errors")
+	f.StringArrayVar(&modes, "mode", nil, "choose an artifact's mode: NAME=source|release|local[:PATH] (repeatable)")
+	f.StringVar(&modesFile, "modes", "", "YAML file of artifact: mode choices (for CI); --mode wins")
+	f.StringVar(&minGo, "min-go", "", "fail if a placed Go binary was built with a Go older than this (e.g. 1.22.7)")
+	f.BoolVar(&requireLic, "require-licenses", false, "fail when an artifact has no licence file")
+	f.StringVar(&recordPath, "record", "", "where to write the build record (default: beside the first output)")
+	mirror.register(f)
 	return cmd
+}
+
+// mirrorFlags are the flags shared by build and fetch for air-gapped use.
+type mirrorFlags struct {
+	dir, url string
+	offline  bool
+}
+
+func (m *mirrorFlags) register(f *pflag.FlagSet) {
+	f.StringVar(&m.dir, "mirror", "", "mirror directory written by pallet fetch; used when it holds a download or repository")
+	f.StringVar(&m.url, "mirror-url", "", "fetch downloads (BASE/sha256/DIGEST) and repositories (BASE/git/...) from this mirror instead of upstream")
+	f.BoolVar(&m.offline, "offline", false, "use no network: everything must be in --mirror")
+}
+
+func (m *mirrorFlags) fetcher(logf func(string, ...any)) (*source.Fetcher, error) {
+	if m.offline && m.dir == "" {
+		return nil, fmt.Errorf("--offline needs --mirror DIR (written by pallet fetch)")
+	}
+	f := source.New()
+	f.Log = logf
+	f.Mirror, f.MirrorURL, f.Offline = m.dir, m.url, m.offline
+	if m.dir != "" {
+		abs, err := filepath.Abs(m.dir)
+		if err != nil {
+			return nil, err
+		}
+		f.Mirror = abs
+	}
+	return f, nil
+}
+
+// parseModes merges a modes file (artifact: mode) with --mode flags.
+func parseModes(file string, flags []string) (map[string]plan.Choice, error) {
+	out := map[string]plan.Choice{}
+	if file != "" {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return nil, err
+		}
+		var m map[string]string
+		if err := yaml.Unmarshal(data, &m); err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+		for k, v := range m {
+			out[k] = plan.ParseChoice(v)
+		}
+	}
+	for _, s := range flags {
+		k, v, ok := strings.Cut(s, "=")
+		if !ok || k == "" || v == "" {
+			return nil, fmt.Errorf("--mode %q: want NAME=MODE (source, release, local or local:PATH)", s)
+		}
+		out[k] = plan.ParseChoice(v)
+	}
+	return out, nil
 }
 
 func parseArgs(kvs []string) (map[string]string, error) {

@@ -31,7 +31,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(buildCmd(), inspectCmd(), schemaCmd())
+	root.AddCommand(buildCmd(), fetchCmd(), inspectCmd(), schemaCmd())
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)

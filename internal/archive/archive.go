@@ -78,6 +78,11 @@ type Options struct {
 	// Extract fails naming the patterns that matched nothing.
 	Include []string
 
+	// Extra patterns also select entries, like Include, but need not match
+	// anything. Licence files are taken this way from archives of which
+	// only a few binaries are wanted.
+	Extra []string
+
 	// MaxBytes limits the total number of bytes written. Zero means 16 GiB.
 	MaxBytes int64
 
@@ -114,6 +119,10 @@ func Extract(ctx context.Context, src string, f Format, dir string, opt Options)
 	if err != nil {
 		return fail(err)
 	}
+	extra, err := cleanPatterns(opt.Extra)
+	if err != nil {
+		return fail(err)
+	}
 	if err := checkEmpty(dir); err != nil {
 		return fail(err)
 	}
@@ -140,6 +149,7 @@ func Extract(ctx context.Context, src string, f Format, dir string, opt Options)
 		root:     root,
 		opt:      opt,
 		patterns: patterns,
+		extra:    extra,
 		matched:  make([]bool, len(patterns)),
 		dirs:     map[string]bool{},
 		buf:      make([]byte, 64<<10),
@@ -158,6 +168,21 @@ func Extract(ctx context.Context, src string, f Format, dir string, opt Options)
 		return err
 	}
 	return x.checkPatterns()
+}
+
+// Match reports whether name (a slash path inside an extracted tree)
+// matches one of the patterns, with Include's rules.
+func Match(patterns []string, name string) bool {
+	clean, err := cleanPatterns(patterns)
+	if err != nil {
+		return false
+	}
+	for _, p := range clean {
+		if matchBelow(p, name) {
+			return true
+		}
+	}
+	return false
 }
 
 // cleanPatterns normalizes Include patterns to the form entry paths take

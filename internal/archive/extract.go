@@ -62,6 +62,7 @@ type extractor struct {
 	root     *os.Root
 	opt      Options
 	patterns []string
+	extra    []string
 	matched  []bool
 
 	// dirs records paths known to be real directories. Directories are
@@ -166,6 +167,12 @@ func (x *extractor) include(rel string) bool {
 			x.matched[i] = true
 			hit = true
 		}
+	}
+	for _, p := range x.extra {
+		if hit {
+			break
+		}
+		hit = matchBelow(p, rel)
 	}
 	return hit
 }

@@ -5,7 +5,9 @@ package build
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"go/version"
 	"os"
 	"runtime"
 	"sort"
@@ -16,10 +18,13 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/pallet-dev/pallet/internal/exe"
 	"github.com/pallet-dev/pallet/internal/image"
 	"github.com/pallet-dev/pallet/internal/layer"
 	"github.com/pallet-dev/pallet/internal/output"
 	"github.com/pallet-dev/pallet/internal/plan"
+	"github.com/pallet-dev/pallet/internal/platform"
+	"github.com/pallet-dev/pallet/internal/record"
 	"github.com/pallet-dev/pallet/internal/source"
 	"github.com/pallet-dev/pallet/internal/tree"
 )
@@ -34,14 +39,19 @@ type Options struct {
 	Compression layer.Compression
 	Fetcher     *source.Fetcher
 	Bases       *image.Resolver
+	// MinGo fails the build when a placed Go binary was built with an
+	// older Go ("1.22.7"): how a release lacking a Go fix is caught.
+	MinGo string
+	// RequireLicenses turns a missing licence from a warning into an error.
+	RequireLicenses bool
 	// Log receives one line per finished step.
 	Log func(format string, args ...any)
 }
 
 // Result is a finished build.
 type Result struct {
-	Images  []output.Image
-	Records []source.Record
+	Images []output.Image
+	Record *record.Build
 }
 
 // Run builds every image of p.
@@ -58,14 +68,22 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 	if opt.Bases == nil {
 		opt.Bases = &image.Resolver{Dir: p.Recipe.Dir, WorkDir: opt.WorkDir, Epoch: p.Epoch}
 	}
-	b := &builder{plan: p, opt: opt}
+	b := &builder{plan: p, opt: opt, placed: map[string]*record.Image{}}
 	if err := b.fetchAll(ctx); err != nil {
 		return nil, err
 	}
-	res := &Result{}
+	rec := &record.Build{Recipe: p.Recipe.File, Epoch: p.Epoch.Unix()}
 	for _, key := range sortedKeys(b.results) {
-		res.Records = append(res.Records, b.results[key].Record)
+		a, err := record.Scan(b.results[key])
+		if err != nil {
+			return nil, err
+		}
+		if err := b.policy(a); err != nil {
+			return nil, err
+		}
+		rec.Artifacts = append(rec.Artifacts, a)
 	}
+	res := &Result{Record: rec}
 	for _, im := range p.Images {
 		out, err := b.image(ctx, im)
 		if err != nil {
@@ -73,7 +91,31 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 		}
 		res.Images = append(res.Images, out)
 	}
+	for _, k := range sortedKeys(b.placed) {
+		rec.Images = append(rec.Images, *b.placed[k])
+	}
 	return res, nil
+}
+
+// policy applies the build's rules on what may be shipped.
+func (b *builder) policy(a record.Artifact) error {
+	src := b.plan.Artifacts[a.Name+"@"+a.Platform]
+	if len(a.Licenses) == 0 && !src.NoLicense {
+		msg := fmt.Sprintf("artifact %s (%s, %s mode): no licence file found; name them with licenses:, or declare licenses: none", a.Name, a.Platform, a.Mode)
+		if b.opt.RequireLicenses {
+			return errors.New(msg + " (--require-licenses)")
+		}
+		b.opt.Log("warning: %s", msg)
+	}
+	if b.opt.MinGo != "" {
+		min := "go" + strings.TrimPrefix(b.opt.MinGo, "go")
+		for _, g := range a.GoBinaries {
+			if version.Compare(g.GoVersion, min) < 0 {
+				return fmt.Errorf("artifact %s (%s, %s mode): %s was built with %s, older than --min-go %s", a.Name, a.Platform, a.Mode, g.Path, g.GoVersion, strings.TrimPrefix(min, "go"))
+			}
+		}
+	}
+	return nil
 }
 
 type builder struct {
@@ -81,6 +123,8 @@ type builder struct {
 	opt     Options
 	mu      sync.Mutex
 	results map[string]*source.Result
+	// placed records, per image manifest, which artifact went where.
+	placed map[string]*record.Image
 }
 
 // step runs fn and logs its duration, kind-style, naming the step on error.
@@ -129,7 +173,7 @@ func (b *builder) image(ctx context.Context, im *plan.Image) (output.Image, erro
 			return b.step(name, func() error {
 				// Not an errgroup context: base images read their blobs
 				// lazily, long after this group is done.
-				imgs, err := b.platformImages(ctx, pi)
+				imgs, err := b.platformImages(ctx, im.Name, pi)
 				if err != nil {
 					return fmt.Errorf("%s: %w", name, err)
 				}
@@ -159,7 +203,7 @@ func (b *builder) image(ctx context.Context, im *plan.Image) (output.Image, erro
 }
 
 // platformImages writes pi's layers once and puts them on each base.
-func (b *builder) platformImages(ctx context.Context, pi *plan.PlatformImage) ([]v1.Image, error) {
+func (b *builder) platformImages(ctx context.Context, name string, pi *plan.PlatformImage) ([]v1.Image, error) {
 	layers, err := b.layers(ctx, pi)
 	if err != nil {
 		return nil, err
@@ -174,6 +218,19 @@ func (b *builder) platformImages(ctx context.Context, pi *plan.PlatformImage) ([
 		if err != nil {
 			return nil, fmt.Errorf("on base %s: %w", ref, err)
 		}
+		d, err := img.Digest()
+		if err != nil {
+			return nil, err
+		}
+		ir := &record.Image{Name: name, Platform: pi.Platform.String(), Base: ref, Digest: d.String(), Placed: []record.Placement{}}
+		for _, l := range pi.Layers {
+			for _, pm := range l.Placements {
+				ir.Placed = append(ir.Placed, record.Placement{Artifact: b.results[pm.Artifact].Record.Name, Dest: pm.Dest})
+			}
+		}
+		b.mu.Lock()
+		b.placed[name+" "+pi.Platform.String()+" "+ref] = ir
+		b.mu.Unlock()
 		imgs = append(imgs, img)
 	}
 	return imgs, nil
@@ -196,10 +253,22 @@ func (b *builder) layers(ctx context.Context, pi *plan.PlatformImage) ([]image.L
 			var what []string
 			for _, pm := range l.Placements {
 				res := b.results[pm.Artifact]
-				if err := t.Place(res.Tree, tree.Placement{Dest: pm.Dest, FileMode: pm.Mode, UID: pm.UID, GID: pm.GID}); err != nil {
+				place := tree.Placement{Dest: pm.Dest, FileMode: pm.Mode, UID: pm.UID, GID: pm.GID}
+				if pm.Check {
+					if err := checkExecutables(res, place, pi.Platform); err != nil {
+						return err
+					}
+				}
+				if err := t.Place(res.Tree, place); err != nil {
 					return fmt.Errorf("layer %s: place %s at %s: %w", l.Name, res.Record.Name, pm.Dest, err)
 				}
 				what = append(what, res.Record.Name+" "+pm.Dest)
+				if pm.Licenses && res.Licenses.Len() > 0 {
+					dest := "/LICENSES/" + res.Record.Name + "/"
+					if err := t.Place(res.Licenses, tree.Placement{Dest: dest}); err != nil {
+						return fmt.Errorf("layer %s: licences of %s: %w", l.Name, res.Record.Name, err)
+					}
+				}
 			}
 			lay, err := layer.Build(t, b.opt.WorkDir, layer.Options{Format: format, Epoch: b.plan.Epoch, Compression: b.opt.Compression})
 			if err != nil {
@@ -213,6 +282,24 @@ func (b *builder) layers(ctx context.Context, pi *plan.PlatformImage) ([]image.L
 		return nil, err
 	}
 	return layers, nil
+}
+
+// checkExecutables refuses an executable built for another platform than
+// the image's, before any layer is written.
+func checkExecutables(res *source.Result, place tree.Placement, p platform.Platform) error {
+	placed := tree.New()
+	if err := placed.Place(res.Tree, place); err != nil {
+		return err
+	}
+	for _, e := range placed.Entries() {
+		if e.Kind != tree.File {
+			continue
+		}
+		if err := exe.Check(e.Source, "/"+e.Path, p.OS, p.Arch); err != nil {
+			return fmt.Errorf("artifact %s: %w (set check: false on the artifact to allow it)", res.Record.Name, err)
+		}
+	}
+	return nil
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -29,6 +29,8 @@ type Options struct {
 	Images []string
 	// Epoch overrides the recipe's epoch (SOURCE_DATE_EPOCH).
 	Epoch *int64
+	// Modes chooses the mode of artifacts that have several.
+	Modes map[string]Choice
 }
 
 // Plan is the expanded build.
@@ -39,6 +41,20 @@ type Plan struct {
 	// Artifacts are the distinct artifact requests, each fetched once
 	// however many images use it.
 	Artifacts map[string]*source.Artifact
+
+	modes map[string]Choice
+}
+
+// Choice is the mode chosen for one artifact, with the path of a local mode.
+type Choice struct {
+	Mode string
+	Path string
+}
+
+// ParseChoice reads "release", "source", "local" or "local:PATH".
+func ParseChoice(s string) Choice {
+	mode, path, _ := strings.Cut(s, ":")
+	return Choice{Mode: mode, Path: path}
 }
 
 // Image is one image for all its selected platforms.
@@ -73,6 +89,9 @@ type Placement struct {
 	UID, GID int
 	// Check enables the executable platform check for this artifact.
 	Check bool
+	// Licenses places the artifact's licence files under
+	// /LICENSES/<artifact>/ (on the first placement of it in an image).
+	Licenses bool
 }
 
 // New expands r for the given options.
@@ -85,7 +104,10 @@ func New(r *recipe.Recipe, opt Options) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{Recipe: r, Epoch: epoch, Artifacts: map[string]*source.Artifact{}}
+	p := &Plan{Recipe: r, Epoch: epoch, Artifacts: map[string]*source.Artifact{}, modes: opt.Modes}
+	if err := checkModes(r, opt.Modes); err != nil {
+		return nil, err
+	}
 
 	names, err := selectImages(r, opt.Images)
 	if err != nil {
@@ -108,6 +130,45 @@ func New(r *recipe.Recipe, opt Options) (*Plan, error) {
 		return nil, fmt.Errorf("%s: no image is built for platform(s) %s", r.File, strings.Join(opt.Platforms, ", "))
 	}
 	return p, nil
+}
+
+// checkModes refuses a choice for an artifact that does not exist, has no
+// modes, or lacks the mode named.
+func checkModes(r *recipe.Recipe, modes map[string]Choice) error {
+	names := make([]string, 0, len(modes))
+	for n := range modes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		c := modes[name]
+		a, ok := r.Artifacts[name]
+		if !ok {
+			var all []string
+			for n, a := range r.Artifacts {
+				if a.Modes != nil {
+					all = append(all, n)
+				}
+			}
+			sort.Strings(all)
+			return fmt.Errorf("--mode %s: no artifact %s in %s (artifacts with modes: %s)", name, name, r.File, strings.Join(all, ", "))
+		}
+		declared := a.ModeNames()
+		if len(declared) == 0 {
+			return fmt.Errorf("--mode %s: artifact %s has no modes (%s:%d)", name, name, r.File, r.Line("artifacts."+name))
+		}
+		found := false
+		for _, m := range declared {
+			found = found || m == c.Mode
+		}
+		if !found {
+			return fmt.Errorf("--mode %s=%s: artifact %s has modes %s (%s:%d)", name, c.Mode, name, strings.Join(declared, ", "), r.File, r.Line("artifacts."+name))
+		}
+		if c.Path != "" && c.Mode != "local" {
+			return fmt.Errorf("--mode %s=%s:%s: only the local mode takes a path", name, c.Mode, c.Path)
+		}
+	}
+	return nil
 }
 
 func epochOf(r *recipe.Recipe, opt Options) (time.Time, error) {
@@ -229,12 +290,13 @@ func (p *Plan) platformImage(name string, ri *recipe.Image, vars recipe.Vars, pl
 	pi := &PlatformImage{Platform: pl, Bases: bases}
 
 	layers := map[string]*Layer{}
+	licensed := map[string]bool{}
 	for i, f := range ri.Files {
 		if !f.AppliesTo(pl) {
 			continue
 		}
 		fat := fmt.Sprintf("%s.files.%d", at, i)
-		key, err := p.artifact(f.Artifact, pl, v)
+		key, err := p.artifact(f.Artifact, pl, vars)
 		if err != nil {
 			return nil, err
 		}
@@ -242,7 +304,8 @@ func (p *Plan) platformImage(name string, ri *recipe.Image, vars recipe.Vars, pl
 		if err != nil {
 			return nil, err
 		}
-		pm := Placement{Artifact: key, Dest: dest, Check: true}
+		pm := Placement{Artifact: key, Dest: dest, Check: true, Licenses: !licensed[key]}
+		licensed[key] = true
 		if a := r.Artifacts[f.Artifact]; a.Check != nil {
 			pm.Check = *a.Check
 		}
@@ -300,74 +363,180 @@ func (p *Plan) platformImage(name string, ri *recipe.Image, vars recipe.Vars, pl
 	return pi, nil
 }
 
-// artifact records the request for artifact name on pl and returns its key.
+// artifact records the request for artifact name on pl, in the mode the
+// build chose, and returns its key. Only that mode is expanded: the others
+// are never looked at, so they cost nothing and cannot fail the build.
 func (p *Plan) artifact(name string, pl platform.Platform, v recipe.Vars) (string, error) {
 	key := name + "@" + pl.String()
 	if _, ok := p.Artifacts[key]; ok {
 		return key, nil
 	}
-	r := p.Recipe
-	ra := r.Artifacts[name]
-	at := "artifacts." + name
-	a := &source.Artifact{Name: name, Platform: pl}
-	switch {
-	case ra.Local != nil:
-		path, err := r.Expand(at+".local.path", ra.Local.Path, v)
-		if err != nil {
-			return "", err
-		}
-		ex, err := extract(r, at+".local.extract", ra.Local.Extract, v)
-		if err != nil {
-			return "", err
-		}
-		a.Local = &source.Local{Path: abs(r.Dir, path), Extract: ex}
-	case ra.URL != nil:
-		u, err := r.Expand(at+".url.url", ra.URL.URL, v)
-		if err != nil {
-			return "", err
-		}
-		if err := recipe.CheckURL(u); err != nil {
-			return "", r.Errorf(at+".url.url", "artifact %s: %v", name, err)
-		}
-		sum, ok := ra.URL.SHA256.For(pl.String())
-		if !ok {
-			return "", r.Errorf(at+".url.sha256", "artifact %s: no sha256 pinned for %s; every platform a download serves needs its digest", name, pl)
-		}
-		fname, err := r.Expand(at+".url.filename", ra.URL.Filename, v)
-		if err != nil {
-			return "", err
-		}
-		ex, err := extract(r, at+".url.extract", ra.URL.Extract, v)
-		if err != nil {
-			return "", err
-		}
-		a.URL = &source.URL{URL: u, SHA256: sum, Filename: fname, Extract: ex}
-	case ra.Go != nil:
-		g := ra.Go
-		mod, err := r.Expand(at+".go.module", g.Module, v)
-		if err != nil {
-			return "", err
-		}
-		sg := &source.Go{Module: abs(r.Dir, mod), CGO: g.CGO, Trimpath: g.Trimpath == nil || *g.Trimpath}
-		for _, item := range []struct {
-			path string
-			in   []string
-			out  *[]string
-		}{
-			{at + ".go.packages", g.Packages, &sg.Packages},
-			{at + ".go.ldflags", g.Ldflags, &sg.Ldflags},
-			{at + ".go.tags", g.Tags, &sg.Tags},
-			{at + ".go.flags", g.Flags, &sg.Flags},
-			{at + ".go.env", g.Env, &sg.Env},
-		} {
-			if *item.out, err = r.ExpandList(item.path, item.in, v); err != nil {
-				return "", err
-			}
-		}
-		a.Go = sg
+	mode, localPath := p.modes[name].Mode, p.modes[name].Path
+	a, err := Request(p.Recipe, name, mode, localPath, pl, v)
+	if err != nil {
+		return "", err
 	}
 	p.Artifacts[key] = a
 	return key, nil
+}
+
+// Request expands artifact name of r in the given mode ("" for artifacts
+// without modes, or for the recipe's default) for platform pl. localPath,
+// for the local mode, overrides the recipe's path.
+func Request(r *recipe.Recipe, name, mode, localPath string, pl platform.Platform, vars recipe.Vars) (*source.Artifact, error) {
+	ra := r.Artifacts[name]
+	at := "artifacts." + name
+	a := &source.Artifact{Name: name, Platform: pl, NoLicense: ra.NoLicense()}
+	v := vars.With(platformVars(pl))
+	if ra.Version != "" {
+		ver, err := r.Expand(at+".version", ra.Version, v)
+		if err != nil {
+			return nil, err
+		}
+		a.Version = ver
+		v = v.With(map[string]string{"version": ver})
+	}
+	if !a.NoLicense && ra.Licenses != nil {
+		lic, err := r.ExpandList(at+".licenses", ra.Licenses, v)
+		if err != nil {
+			return nil, err
+		}
+		a.Licenses = lic
+	}
+	local, download, gobuild := ra.Local, ra.URL, ra.Go
+	var src *recipe.Source
+	switch {
+	case ra.Modes == nil:
+		lat, uat, gat := at+".local", at+".url", at+".go"
+		switch {
+		case local != nil:
+			a.Mode = "local"
+			return a, expandLocal(r, a, lat, local, "", v)
+		case download != nil:
+			a.Mode = "url"
+			return a, expandURL(r, a, uat, download, v)
+		default:
+			a.Mode = "go"
+			g, err := expandGo(r, gat, gobuild, v)
+			if err != nil {
+				return nil, err
+			}
+			g.Module = abs(r.Dir, g.Module)
+			a.Go = g
+			return a, nil
+		}
+	case mode == "":
+		mode = ra.Default
+	}
+	a.Mode = mode
+	mat := at + ".modes." + mode
+	switch mode {
+	case "local":
+		local = ra.Modes.Local
+		if local == nil {
+			local = &recipe.Local{}
+		}
+		if local.Path == "" && localPath == "" {
+			return nil, r.Errorf(mat, "artifact %s: the local mode needs a path: --mode %s=local:PATH", name, name)
+		}
+		return a, expandLocal(r, a, mat, local, localPath, v)
+	case "release":
+		return a, expandURL(r, a, mat, ra.Modes.Release, v)
+	case "source":
+		src = ra.Modes.Source
+		repo, err := r.Expand(mat+".git.repo", src.Git.Repo, v)
+		if err != nil {
+			return nil, err
+		}
+		tag, err := r.Expand(mat+".git.tag", src.Git.Tag, v)
+		if err != nil {
+			return nil, err
+		}
+		a.Git = &source.Git{Repo: repo, Commit: src.Git.Commit, Tag: tag}
+		g, err := expandGo(r, mat+".go", &src.Go, v)
+		if err != nil {
+			return nil, err
+		}
+		if g.Module == "" {
+			g.Module = "."
+		}
+		a.Go = g
+		return a, nil
+	}
+	return nil, r.Errorf(at, "artifact %s: unknown mode %q", name, mode)
+}
+
+func expandLocal(r *recipe.Recipe, a *source.Artifact, at string, l *recipe.Local, override string, v recipe.Vars) error {
+	path := override
+	if path == "" {
+		var err error
+		if path, err = r.Expand(at+".path", l.Path, v); err != nil {
+			return err
+		}
+		path = abs(r.Dir, path)
+	} else if !filepath.IsAbs(path) {
+		// A path given on the command line is relative to where pallet runs.
+		wd, err := os.Getwd()
+		if err != nil {
+			return err
+		}
+		path = filepath.Join(wd, path)
+	}
+	ex, err := extract(r, at+".extract", l.Extract, v)
+	if err != nil {
+		return err
+	}
+	a.Local = &source.Local{Path: path, Extract: ex}
+	return nil
+}
+
+func expandURL(r *recipe.Recipe, a *source.Artifact, at string, d *recipe.URL, v recipe.Vars) error {
+	u, err := r.Expand(at+".url", d.URL, v)
+	if err != nil {
+		return err
+	}
+	if err := recipe.CheckURL(u); err != nil {
+		return r.Errorf(at+".url", "artifact %s: %v", a.Name, err)
+	}
+	sum, ok := d.SHA256.For(a.Platform.String())
+	if !ok {
+		return r.Errorf(at+".sha256", "artifact %s: no sha256 pinned for %s; every platform a download serves needs its digest", a.Name, a.Platform)
+	}
+	fname, err := r.Expand(at+".filename", d.Filename, v)
+	if err != nil {
+		return err
+	}
+	ex, err := extract(r, at+".extract", d.Extract, v)
+	if err != nil {
+		return err
+	}
+	a.URL = &source.URL{URL: u, SHA256: sum, Filename: fname, Extract: ex}
+	return nil
+}
+
+func expandGo(r *recipe.Recipe, at string, g *recipe.GoBuild, v recipe.Vars) (*source.Go, error) {
+	mod, err := r.Expand(at+".module", g.Module, v)
+	if err != nil {
+		return nil, err
+	}
+	pl := v["platform"]
+	sg := &source.Go{Module: mod, CGO: g.CGO, Trimpath: g.Trimpath == nil || *g.Trimpath, Version: g.Version, CC: g.CC[pl]}
+	for _, item := range []struct {
+		path string
+		in   []string
+		out  *[]string
+	}{
+		{at + ".packages", g.Packages, &sg.Packages},
+		{at + ".ldflags", g.Ldflags, &sg.Ldflags},
+		{at + ".tags", g.Tags, &sg.Tags},
+		{at + ".flags", g.Flags, &sg.Flags},
+		{at + ".env", g.Env, &sg.Env},
+	} {
+		if *item.out, err = r.ExpandList(item.path, item.in, v); err != nil {
+			return nil, err
+		}
+	}
+	return sg, nil
 }
 
 func extract(r *recipe.Recipe, at string, e *recipe.Extract, v recipe.Vars) (*source.Extract, error) {
@@ -386,4 +555,70 @@ func abs(dir, p string) string {
 		return p
 	}
 	return filepath.Join(dir, p)
+}
+
+// Fetchable lists every download and repository the recipe could use for
+// the selected images and platforms, in every mode but local: what an
+// air-gapped site must mirror before building offline.
+func Fetchable(r *recipe.Recipe, opt Options) ([]*source.Artifact, error) {
+	vars, err := r.Vars(opt.Args)
+	if err != nil {
+		return nil, err
+	}
+	names, err := selectImages(r, opt.Images)
+	if err != nil {
+		return nil, err
+	}
+	want, err := parsePlatforms(opt.Platforms)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var out []*source.Artifact
+	for _, name := range names {
+		ri := r.Images[name]
+		plats, err := r.ExpandList("images."+name+".platforms", ri.Platforms, vars)
+		if err != nil {
+			return nil, err
+		}
+		for _, ps := range plats {
+			pl, err := platform.Parse(ps)
+			if err != nil {
+				return nil, r.Errorf("images."+name+".platforms", "%v", err)
+			}
+			if want != nil && !want[pl.String()] {
+				continue
+			}
+			for _, f := range ri.Files {
+				if !f.AppliesTo(pl) {
+					continue
+				}
+				a := r.Artifacts[f.Artifact]
+				var modes []string
+				switch {
+				case a.Modes != nil:
+					for _, m := range a.ModeNames() {
+						if m != "local" {
+							modes = append(modes, m)
+						}
+					}
+				case a.URL != nil:
+					modes = []string{""}
+				}
+				for _, m := range modes {
+					key := f.Artifact + "@" + pl.String() + "@" + m
+					if seen[key] {
+						continue
+					}
+					seen[key] = true
+					req, err := Request(r, f.Artifact, m, "", pl, vars)
+					if err != nil {
+						return nil, err
+					}
+					out = append(out, req)
+				}
+			}
+		}
+	}
+	return out, nil
 }

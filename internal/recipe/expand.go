@@ -8,7 +8,7 @@ import (
 )
 
 // builtinVars are set per platform and cannot be declared as args.
-var builtinVars = map[string]bool{"os": true, "arch": true, "variant": true, "platform": true}
+var builtinVars = map[string]bool{"os": true, "arch": true, "variant": true, "platform": true, "version": true}
 
 var varRE = regexp.MustCompile(`\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}`)
 
@@ -64,7 +64,7 @@ func (r *Recipe) Expand(path, s string, v Vars) (string, error) {
 		return val
 	})
 	if len(missing) > 0 {
-		return "", r.Errorf(path, "unknown variable {{%s}} (args: %s; per platform: os, arch, variant, platform)", missing[0], strings.Join(sortedKeys(r.Args), ", "))
+		return "", r.Errorf(path, "unknown variable {{%s}} (args: %s; per platform: os, arch, variant, platform; per artifact: version)", missing[0], strings.Join(sortedKeys(r.Args), ", "))
 	}
 	if strings.Contains(out, "{{") {
 		return "", r.Errorf(path, "malformed {{...}} in %q", s)

@@ -40,17 +40,78 @@ type Recipe struct {
 	lines map[string]int
 }
 
-// Artifact is a named input that produces a file tree. Exactly one kind is set.
+// Artifact is a named input that produces a file tree. It is either one
+// kind (local, url or go), or several modes, each a way of obtaining the
+// same thing, chosen at build time.
 type Artifact struct {
 	Local *Local   `yaml:"local"`
 	URL   *URL     `yaml:"url"`
 	Go    *GoBuild `yaml:"go"`
+
+	// Modes are the ways to obtain the artifact; Default names the one
+	// used unless --mode says otherwise.
+	Modes   *Modes `yaml:"modes"`
+	Default string `yaml:"default"`
+	// Version is what the artifact is, recorded in the build record and
+	// usable as {{version}} in the artifact's own fields.
+	Version string `yaml:"version"`
+	// Licenses names the licence files (paths relative to the artifact's
+	// root) to place under /LICENSES/<artifact>/; by default files named
+	// LICENSE*, LICENCE*, COPYING* and NOTICE* are found. "none" declares
+	// that the artifact has no licence to ship (the project's own files).
+	Licenses List `yaml:"licenses"`
 	// Check turns the platform check of placed executables on or off
 	// (default on).
 	Check *bool `yaml:"check"`
 }
 
-// Local takes a file, a directory, or an archive from disk.
+// Modes are the ways to obtain one artifact. Only the chosen one does any work.
+type Modes struct {
+	Source  *Source `yaml:"source"`
+	Release *URL    `yaml:"release"`
+	Local   *Local  `yaml:"local"`
+}
+
+// Source builds an artifact from a git repository pinned by commit.
+type Source struct {
+	Git Git     `yaml:"git"`
+	Go  GoBuild `yaml:"go"`
+}
+
+// Git names a repository and the commit to check out.
+type Git struct {
+	Repo string `yaml:"repo"`
+	// Commit is the full hash; the checkout is verified against it.
+	Commit string `yaml:"commit"`
+	// Tag, when given, must point at Commit.
+	Tag string `yaml:"tag"`
+}
+
+// ModeNames lists the modes an artifact declares, in a fixed order.
+func (a *Artifact) ModeNames() []string {
+	if a.Modes == nil {
+		return nil
+	}
+	var out []string
+	if a.Modes.Source != nil {
+		out = append(out, "source")
+	}
+	if a.Modes.Release != nil {
+		out = append(out, "release")
+	}
+	if a.Modes.Local != nil {
+		out = append(out, "local")
+	}
+	return out
+}
+
+// NoLicense reports whether the recipe declares the artifact licence-free.
+func (a *Artifact) NoLicense() bool {
+	return len(a.Licenses) == 1 && a.Licenses[0] == "none"
+}
+
+// Local takes a file, a directory, or an archive from disk. As a mode, the
+// path is usually given at build time (--mode NAME=local:PATH).
 type Local struct {
 	Path    string   `yaml:"path"`
 	Extract *Extract `yaml:"extract"`
@@ -89,6 +150,13 @@ type GoBuild struct {
 	Flags List `yaml:"flags"`
 	// Env is extra environment (K=V) for go build.
 	Env List `yaml:"env"`
+	// Version pins the Go toolchain ("1.23.4"), used through GOTOOLCHAIN,
+	// so a Go security fix ships by rebuilding; the host's Go by default.
+	Version string `yaml:"version"`
+	// CC names the C compiler per platform for cgo builds
+	// ("linux/arm64": aarch64-linux-gnu-gcc), to link against the base
+	// distro's libraries.
+	CC map[string]string `yaml:"cc"`
 }
 
 // Image is one image to build, for one or more platforms.
@@ -360,9 +428,11 @@ func yamlError(file string, err error) error {
 }
 
 var (
-	nameRE   = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
-	argRE    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	sha256RE = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	nameRE      = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
+	argRE       = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	sha256RE    = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	commitRE    = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
+	goVersionRE = regexp.MustCompile(`^1\.[0-9]+(\.[0-9]+|rc[0-9]+)?$`)
 )
 
 // check validates what the schema alone cannot: references, required
@@ -404,13 +474,16 @@ func (r *Recipe) checkArtifact(name string, a *Artifact) error {
 		return r.Errorf(at, "artifact %s: empty; give one of local, url, go", name)
 	}
 	n := 0
-	for _, set := range []bool{a.Local != nil, a.URL != nil, a.Go != nil} {
+	for _, set := range []bool{a.Local != nil, a.URL != nil, a.Go != nil, a.Modes != nil} {
 		if set {
 			n++
 		}
 	}
 	if n != 1 {
-		return r.Errorf(at, "artifact %s: give exactly one of local, url, go", name)
+		return r.Errorf(at, "artifact %s: give exactly one of local, url, go, modes", name)
+	}
+	if a.Modes == nil && a.Default != "" {
+		return r.Errorf(at+".default", "artifact %s: default applies to modes", name)
 	}
 	switch {
 	case a.Local != nil:
@@ -419,39 +492,98 @@ func (r *Recipe) checkArtifact(name string, a *Artifact) error {
 		}
 		return r.checkExtract(at+".local.extract", a.Local.Extract)
 	case a.URL != nil:
-		u := a.URL
-		if !strings.HasPrefix(u.URL, "{{") {
-			if err := CheckURL(u.URL); err != nil {
-				return r.Errorf(at+".url.url", "artifact %s: %v", name, err)
-			}
-		}
-		if len(u.SHA256) == 0 {
-			return r.Errorf(at+".url", "artifact %s: sha256 is required: a download is pinned by its digest", name)
-		}
-		for p, d := range u.SHA256 {
-			where := at + ".url.sha256"
-			if p != "" {
-				where += "." + p
-				if _, err := platform.Parse(p); err != nil {
-					return r.Errorf(where, "artifact %s: %v", name, err)
-				}
-			}
-			if !sha256RE.MatchString(d) {
-				return r.Errorf(where, "artifact %s: sha256 must be 64 lower-case hex digits (got %q)", name, d)
-			}
-		}
-		return r.checkExtract(at+".url.extract", u.Extract)
+		return r.checkURL(name, at+".url", a.URL)
 	case a.Go != nil:
-		if len(a.Go.Packages) == 0 {
-			return r.Errorf(at+".go", "artifact %s: go.packages is required", name)
+		return r.checkGo(name, at+".go", a.Go)
+	}
+	modes := a.ModeNames()
+	if len(modes) == 0 {
+		return r.Errorf(at+".modes", "artifact %s: declare at least one of source, release, local", name)
+	}
+	if a.Default == "" {
+		return r.Errorf(at, "artifact %s: default is required (one of %s)", name, strings.Join(modes, ", "))
+	}
+	if !contains(modes, a.Default) {
+		return r.Errorf(at+".default", "artifact %s: default mode %q is not declared (declared: %s)", name, a.Default, strings.Join(modes, ", "))
+	}
+	if s := a.Modes.Source; s != nil {
+		sat := at + ".modes.source"
+		if s.Git.Repo == "" {
+			return r.Errorf(sat+".git", "artifact %s: source.git.repo is required", name)
 		}
-		for i, e := range a.Go.Env {
-			if !strings.Contains(e, "=") {
-				return r.Errorf(fmt.Sprintf("%s.go.env.%d", at, i), "artifact %s: env entry %q is not K=V", name, e)
+		if !commitRE.MatchString(s.Git.Commit) {
+			msg := "source.git.commit must be a full commit hash (40 or 64 hex digits)"
+			if s.Git.Tag != "" || s.Git.Commit != "" {
+				msg += "; a tag or short hash alone is not a pin"
 			}
+			return r.Errorf(sat+".git.commit", "artifact %s: %s (got %q)", name, msg, s.Git.Commit)
+		}
+		if err := r.checkGo(name, sat+".go", &s.Go); err != nil {
+			return err
+		}
+	}
+	if u := a.Modes.Release; u != nil {
+		if err := r.checkURL(name, at+".modes.release", u); err != nil {
+			return err
+		}
+	}
+	if l := a.Modes.Local; l != nil {
+		return r.checkExtract(at+".modes.local.extract", l.Extract)
+	}
+	return nil
+}
+
+func (r *Recipe) checkURL(name, at string, u *URL) error {
+	if !strings.HasPrefix(u.URL, "{{") {
+		if err := CheckURL(u.URL); err != nil {
+			return r.Errorf(at+".url", "artifact %s: %v", name, err)
+		}
+	}
+	if len(u.SHA256) == 0 {
+		return r.Errorf(at, "artifact %s: sha256 is required: a download is pinned by its digest", name)
+	}
+	for p, d := range u.SHA256 {
+		where := at + ".sha256"
+		if p != "" {
+			where += "." + p
+			if _, err := platform.Parse(p); err != nil {
+				return r.Errorf(where, "artifact %s: %v", name, err)
+			}
+		}
+		if !sha256RE.MatchString(d) {
+			return r.Errorf(where, "artifact %s: sha256 must be 64 lower-case hex digits (got %q)", name, d)
+		}
+	}
+	return r.checkExtract(at+".extract", u.Extract)
+}
+
+func (r *Recipe) checkGo(name, at string, g *GoBuild) error {
+	if len(g.Packages) == 0 {
+		return r.Errorf(at, "artifact %s: go.packages is required", name)
+	}
+	for i, e := range g.Env {
+		if !strings.Contains(e, "=") {
+			return r.Errorf(fmt.Sprintf("%s.env.%d", at, i), "artifact %s: env entry %q is not K=V", name, e)
+		}
+	}
+	if g.Version != "" && !goVersionRE.MatchString(g.Version) {
+		return r.Errorf(at+".version", "artifact %s: go version %q: want a release such as 1.23.4", name, g.Version)
+	}
+	for p := range g.CC {
+		if _, err := platform.Parse(p); err != nil {
+			return r.Errorf(at+".cc."+p, "artifact %s: %v", name, err)
 		}
 	}
 	return nil
+}
+
+func contains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *Recipe) checkExtract(at string, e *Extract) error {
@@ -537,6 +669,9 @@ func (r *Recipe) checkImage(name string, im *Image) error {
 			}
 		}
 	}
+	if err := r.checkPins(name, im); err != nil {
+		return err
+	}
 	for i, e := range im.Config.Env {
 		if !strings.Contains(e, "=") {
 			return r.Errorf(fmt.Sprintf("%s.config.env.%d", at, i), "image %s: env entry %q is not K=V", name, e)
@@ -545,6 +680,35 @@ func (r *Recipe) checkImage(name string, im *Image) error {
 	for i, p := range im.Config.ExposedPorts {
 		if err := checkPort(p); err != nil {
 			return r.Errorf(fmt.Sprintf("%s.config.ports.%d", at, i), "image %s: %v", name, err)
+		}
+	}
+	return nil
+}
+
+// checkPins makes sure every download the image could use is pinned for
+// every platform it is used on, whichever mode a build later chooses: a
+// recipe is either pinned or not, independently of the command line.
+func (r *Recipe) checkPins(name string, im *Image) error {
+	for _, ps := range im.Platforms {
+		pl, err := platform.Parse(ps)
+		if err != nil {
+			continue // templated; checked once expanded
+		}
+		for _, f := range im.Files {
+			if !f.AppliesTo(pl) {
+				continue
+			}
+			a := r.Artifacts[f.Artifact]
+			u, at := a.URL, "artifacts."+f.Artifact+".url"
+			if a.Modes != nil {
+				u, at = a.Modes.Release, "artifacts."+f.Artifact+".modes.release"
+			}
+			if u == nil {
+				continue
+			}
+			if _, ok := u.SHA256.For(pl.String()); !ok {
+				return r.Errorf(at+".sha256", "artifact %s: no sha256 pinned for %s, which image %s uses; every platform a download serves needs its digest", f.Artifact, pl, name)
+			}
 		}
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -38,14 +39,69 @@ func (f *Fetcher) url(ctx context.Context, a Artifact, work string) (*Result, er
 		}
 	}
 	file := filepath.Join(work, "download")
-	if err := f.Download(ctx, u.URL, u.SHA256, file); err != nil {
+	if err := f.Get(ctx, u.URL, u.SHA256, file); err != nil {
 		return nil, err
 	}
-	t, err := fileTree(ctx, file, name, u.Extract, work)
+	t, lic, err := f.fileTree(ctx, a, file, name, u.Extract, work)
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Tree: t, Record: Record{Kind: "url", URL: u.URL, SHA256: u.SHA256}}, nil
+	return &Result{Tree: t, Licenses: lic, Record: Record{URL: u.URL, SHA256: u.SHA256}}, nil
+}
+
+// Get puts the file pinned by want into file: from the mirror directory
+// when it holds it, else from the mirror URL or the upstream URL unless
+// offline.
+func (f *Fetcher) Get(ctx context.Context, rawURL, want, file string) error {
+	if f.Mirror != "" {
+		err := copyVerified(mirrorBlob(f.Mirror, want), want, file)
+		if err == nil {
+			return nil
+		}
+		if !os.IsNotExist(err) {
+			return err
+		}
+	}
+	if f.Offline {
+		return fmt.Errorf("offline: %s (sha256 %s) is not in the mirror %s; run pallet fetch first", rawURL, want, f.Mirror)
+	}
+	from := rawURL
+	if f.MirrorURL != "" {
+		from = strings.TrimSuffix(f.MirrorURL, "/") + "/sha256/" + want
+	}
+	return f.Download(ctx, from, want, file)
+}
+
+// mirrorBlob is where a mirror keeps the download pinned by sum.
+func mirrorBlob(mirror, sum string) string {
+	return filepath.Join(mirror, "sha256", sum)
+}
+
+// copyVerified copies src to dst, failing unless its sha256 is want: a
+// mirror is a cache, and a cache is checked on read.
+func copyVerified(src, want, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	tmp, err := os.CreateTemp(filepath.Dir(dst), ".mirror-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	h := sha256.New()
+	_, err = io.Copy(io.MultiWriter(tmp, h), in)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != want {
+		return fmt.Errorf("mirror file %s is corrupt: sha256 %s, expected %s", src, got, want)
+	}
+	return os.Rename(tmp.Name(), dst)
 }
 
 // permanent marks a download failure that retrying cannot fix.

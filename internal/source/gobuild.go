@@ -12,9 +12,9 @@ import (
 	"github.com/pallet-dev/pallet/internal/tree"
 )
 
-// goBuild cross-compiles the packages with the host toolchain. GOCACHE is
-// left alone so repeated builds reuse the user's build cache.
-func (f *Fetcher) goBuild(ctx context.Context, a Artifact, work string) (*Result, error) {
+// goBuild cross-compiles the packages of the module in dir. GOCACHE is left
+// alone so repeated builds reuse the user's build cache.
+func (f *Fetcher) goBuild(ctx context.Context, a Artifact, dir string, work string) (*Result, error) {
 	g := a.Go
 	out := filepath.Join(work, "bin") + string(filepath.Separator)
 	if err := os.RemoveAll(out); err != nil {
@@ -39,20 +39,15 @@ func (f *Fetcher) goBuild(ctx context.Context, a Artifact, work string) (*Result
 	args = append(args, g.Flags...)
 	args = append(args, g.Packages...)
 
+	env := f.goEnv(a)
 	cmd := exec.CommandContext(ctx, "go", args...)
-	cmd.Dir = g.Module
-	cgo := "0"
-	if g.CGO {
-		cgo = "1"
-	}
-	cmd.Env = append(os.Environ(), a.Platform.GoEnv()...)
-	cmd.Env = append(cmd.Env, "CGO_ENABLED="+cgo)
-	cmd.Env = append(cmd.Env, g.Env...)
+	cmd.Dir = dir
+	cmd.Env = env
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	cmd.Stdout = &stderr
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("go %s (in %s, %s): %w\n%s", strings.Join(args, " "), g.Module, a.Platform, err, strings.TrimSpace(stderr.String()))
+		return nil, fmt.Errorf("go %s (in %s, %s): %w\n%s", strings.Join(args, " "), dir, a.Platform, err, strings.TrimSpace(stderr.String()))
 	}
 	t, err := tree.FromDir(out)
 	if err != nil {
@@ -61,5 +56,76 @@ func (f *Fetcher) goBuild(ctx context.Context, a Artifact, work string) (*Result
 	if t.Len() == 0 {
 		return nil, fmt.Errorf("go build of %s produced no executable (are they main packages?)", strings.Join(g.Packages, " "))
 	}
-	return &Result{Tree: t, Record: Record{Kind: "go", Path: g.Module}}, nil
+	lic, err := findLicenses(shallowTree(dir), a.Licenses, a.NoLicense)
+	if err != nil {
+		return nil, err
+	}
+	goVersion, err := toolchainVersion(ctx, dir, env)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Tree: t, Licenses: lic, Record: Record{Path: dir, GoVersion: goVersion}}, nil
+}
+
+// goEnv is the environment of a build: the target platform, cgo, the
+// pinned toolchain and compiler, and the recipe's additions.
+func (f *Fetcher) goEnv(a Artifact) []string {
+	g := a.Go
+	env := append(os.Environ(), a.Platform.GoEnv()...)
+	cgo := "0"
+	if g.CGO {
+		cgo = "1"
+	}
+	env = append(env, "CGO_ENABLED="+cgo)
+	if g.Version != "" {
+		// GOTOOLCHAIN=goX.Y.Z makes the go command use exactly that
+		// release, fetched from the module proxy on first use.
+		env = append(env, "GOTOOLCHAIN=go"+g.Version)
+	}
+	if g.CC != "" {
+		env = append(env, "CC="+g.CC)
+	}
+	if f.Offline {
+		env = append(env, "GOPROXY=off")
+	}
+	return append(env, g.Env...)
+}
+
+// toolchainVersion asks the go command which toolchain it used, which may
+// differ from the one on PATH when GOTOOLCHAIN or go.mod selects another.
+func toolchainVersion(ctx context.Context, dir string, env []string) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", "env", "GOVERSION")
+	cmd.Dir = dir
+	cmd.Env = env
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOVERSION: %w", err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// shallowTree lists the files at the top of dir and one directory down,
+// where licence files live, without walking a whole source tree.
+func shallowTree(dir string) *tree.Tree {
+	t := tree.New()
+	top, _ := os.ReadDir(dir)
+	for _, e := range top {
+		p := filepath.Join(dir, e.Name())
+		if e.Type().IsRegular() {
+			if info, err := e.Info(); err == nil {
+				t.Add(tree.Entry{Path: e.Name(), Kind: tree.File, Mode: 0o644, Source: p, Size: info.Size()})
+			}
+			continue
+		}
+		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		sub, _ := os.ReadDir(p)
+		for _, s := range sub {
+			if info, err := s.Info(); err == nil && s.Type().IsRegular() {
+				t.Add(tree.Entry{Path: e.Name() + "/" + s.Name(), Kind: tree.File, Mode: 0o644, Source: filepath.Join(p, s.Name()), Size: info.Size()})
+			}
+		}
+	}
+	return t
 }

@@ -1,6 +1,8 @@
 // Package source obtains artifacts: it turns one artifact, for one
-// platform, into a file tree on disk. Each kind (local path, pinned
-// download, Go build) is a small function; the plan decides which to call.
+// platform, into a file tree on disk plus the licence files that go with
+// it. Each kind (local path, pinned download, Go build from a local module
+// or a pinned git commit) is a small function; the plan decides which to
+// call, so an artifact mode that was not chosen never reaches this package.
 package source
 
 import (
@@ -17,13 +19,23 @@ import (
 )
 
 // Artifact is a fully expanded request for one artifact on one platform.
-// Exactly one of Local, URL and Go is set.
+// Exactly one of Local, URL and Go is set; Git, with Go, builds from a
+// checkout instead of a local module.
 type Artifact struct {
 	Name     string
 	Platform platform.Platform
-	Local    *Local
-	URL      *URL
-	Go       *Go
+	// Mode is the artifact mode chosen ("source", "release", "local"), or
+	// the kind for artifacts without modes.
+	Mode    string
+	Version string
+	Local   *Local
+	URL     *URL
+	Go      *Go
+	Git     *Git
+	// Licenses names licence files relative to the artifact's root; nil
+	// finds them by name. NoLicense declares there is none to ship.
+	Licenses  []string
+	NoLicense bool
 }
 
 // Local takes a path on disk.
@@ -40,9 +52,10 @@ type URL struct {
 	Extract  *Extract
 }
 
-// Go builds packages of a local module.
+// Go builds packages of a module: a local directory, or a directory of
+// the Git checkout when Artifact.Git is set.
 type Go struct {
-	Module   string // absolute directory
+	Module   string // absolute, or relative to the checkout
 	Packages []string
 	Ldflags  []string
 	Tags     []string
@@ -50,6 +63,17 @@ type Go struct {
 	Env      []string
 	CGO      bool
 	Trimpath bool
+	// Version pins the toolchain through GOTOOLCHAIN ("1.23.4").
+	Version string
+	// CC is the C compiler for cgo, when set.
+	CC string
+}
+
+// Git is a repository pinned by commit.
+type Git struct {
+	Repo   string
+	Commit string
+	Tag    string
 }
 
 // Extract asks for an archive to be unpacked.
@@ -60,20 +84,28 @@ type Extract struct {
 
 // Result is what an artifact produced.
 type Result struct {
-	Tree   *tree.Tree
-	Record Record
+	Tree *tree.Tree
+	// Licenses holds the licence files found, named relative to the
+	// artifact's root; placed under /LICENSES/<artifact>/.
+	Licenses *tree.Tree
+	Record   Record
 }
 
 // Record describes where an artifact came from, for logs and the build record.
 type Record struct {
 	Name     string `json:"name"`
-	Kind     string `json:"kind"`
+	Mode     string `json:"mode"`
+	Version  string `json:"version,omitempty"`
 	Platform string `json:"platform"`
 	URL      string `json:"url,omitempty"`
 	Path     string `json:"path,omitempty"`
-	// SHA256 is the digest of what was fetched or taken (the download, or
-	// a local file); empty for directories and builds.
+	Repo     string `json:"repo,omitempty"`
+	Commit   string `json:"commit,omitempty"`
+	// SHA256 is the digest of what was fetched or taken: the download, a
+	// local file, or a local directory's tree digest.
 	SHA256 string `json:"sha256,omitempty"`
+	// GoVersion is the toolchain that built a source or go artifact.
+	GoVersion string `json:"goToolchain,omitempty"`
 }
 
 // Fetcher obtains artifacts. Its zero value is not usable; use New.
@@ -83,7 +115,15 @@ type Fetcher struct {
 	Retries int
 	// Backoff is the wait before the first retry; it doubles each time.
 	Backoff time.Duration
-	// Log receives one line per notable event (retries).
+	// Mirror is a directory written by `pallet fetch`: downloads and git
+	// repositories are taken from it when present.
+	Mirror string
+	// MirrorURL serves a mirror's layout over http(s); downloads and
+	// repositories come from there instead of their upstream URLs.
+	MirrorURL string
+	// Offline forbids the network: everything must be in Mirror.
+	Offline bool
+	// Log receives one line per notable event (retries, warnings).
 	Log func(format string, args ...any)
 }
 
@@ -111,16 +151,23 @@ func (f *Fetcher) Fetch(ctx context.Context, a Artifact, work string) (*Result, 
 		res, err = f.local(ctx, a, work)
 	case a.URL != nil:
 		res, err = f.url(ctx, a, work)
+	case a.Go != nil && a.Git != nil:
+		res, err = f.gitBuild(ctx, a, work)
 	case a.Go != nil:
-		res, err = f.goBuild(ctx, a, work)
+		res, err = f.goBuild(ctx, a, a.Go.Module, work)
 	default:
 		err = fmt.Errorf("no source given")
 	}
 	if err != nil {
-		return nil, fmt.Errorf("artifact %s (%s): %w", a.Name, a.Platform, err)
+		return nil, fmt.Errorf("artifact %s (%s, %s mode): %w", a.Name, a.Platform, a.Mode, err)
 	}
 	res.Record.Name = a.Name
+	res.Record.Mode = a.Mode
+	res.Record.Version = a.Version
 	res.Record.Platform = a.Platform.String()
+	if res.Licenses == nil {
+		res.Licenses = tree.New()
+	}
 	return res, nil
 }
 
@@ -130,7 +177,7 @@ func (f *Fetcher) local(ctx context.Context, a Artifact, work string) (*Result, 
 	if err != nil {
 		return nil, fmt.Errorf("local path: %w", err)
 	}
-	rec := Record{Kind: "local", Path: l.Path}
+	rec := Record{Path: l.Path}
 	if info.IsDir() {
 		if l.Extract != nil {
 			return nil, fmt.Errorf("%s is a directory; extract applies to archives", l.Path)
@@ -139,40 +186,92 @@ func (f *Fetcher) local(ctx context.Context, a Artifact, work string) (*Result, 
 		if err != nil {
 			return nil, err
 		}
-		return &Result{Tree: t, Record: rec}, nil
+		if rec.SHA256, err = treeDigest(t); err != nil {
+			return nil, err
+		}
+		lic, err := findLicenses(t, a.Licenses, a.NoLicense)
+		if err != nil {
+			return nil, err
+		}
+		return &Result{Tree: t, Licenses: lic, Record: rec}, nil
 	}
 	sum, err := fileSHA256(l.Path)
 	if err != nil {
 		return nil, err
 	}
 	rec.SHA256 = sum
-	t, err := fileTree(ctx, l.Path, filepath.Base(l.Path), l.Extract, work)
+	ex := l.Extract
+	// A local mode given an archive at build time unpacks it: that is what
+	// "use this release tarball I patched" means.
+	if ex == nil && a.Mode == "local" {
+		if _, ok := archive.Detect(l.Path); ok {
+			ex = &Extract{}
+		}
+	}
+	t, lic, err := f.fileTree(ctx, a, l.Path, filepath.Base(l.Path), ex, work)
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Tree: t, Record: rec}, nil
+	return &Result{Tree: t, Licenses: lic, Record: rec}, nil
 }
 
-// fileTree turns a file into a tree: unpacked if extract is set, else the
-// file itself under name.
-func fileTree(ctx context.Context, file, name string, ex *Extract, work string) (*tree.Tree, error) {
+// licensePatterns find licence files near the top of an archive, whatever
+// the include filter keeps.
+var licensePatterns = []string{
+	"LICENSE*", "LICENCE*", "COPYING*", "NOTICE*", "License*", "license*",
+	"*/LICENSE*", "*/LICENCE*", "*/COPYING*", "*/NOTICE*", "*/License*", "*/license*",
+}
+
+// fileTree turns a file into a tree: unpacked if ex is set, else the file
+// itself under name. Licence files of an archive are taken apart from the
+// include filter so that shipping one binary still ships its licence.
+func (f *Fetcher) fileTree(ctx context.Context, a Artifact, file, name string, ex *Extract, work string) (*tree.Tree, *tree.Tree, error) {
 	if ex == nil {
-		return tree.FromFile(file, name)
+		t, err := tree.FromFile(file, name)
+		if err != nil {
+			return nil, nil, err
+		}
+		lic, err := findLicenses(t, a.Licenses, a.NoLicense)
+		return t, lic, err
 	}
 	format, ok := archive.Detect(name)
 	if !ok {
-		return nil, fmt.Errorf("%s: extract is set but the name has no known archive extension (.tar, .tar.gz, .tgz, .tar.xz, .tar.zst, .zip)", name)
+		return nil, nil, fmt.Errorf("%s: extract is set but the name has no known archive extension (.tar, .tar.gz, .tgz, .tar.xz, .tar.zst, .zip)", name)
 	}
 	dir := filepath.Join(work, "tree")
 	if err := os.RemoveAll(dir); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := os.Mkdir(dir, 0o755); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if err := archive.Extract(ctx, file, format, dir, archive.Options{Strip: ex.Strip, Include: ex.Include}); err != nil {
-		os.RemoveAll(dir)
-		return nil, err
+	opt := archive.Options{Strip: ex.Strip, Include: ex.Include}
+	if len(ex.Include) > 0 {
+		opt.Extra = licensePatterns
+		opt.Extra = append(opt.Extra, a.Licenses...)
 	}
-	return tree.FromDir(dir)
+	if err := archive.Extract(ctx, file, format, dir, opt); err != nil {
+		return nil, nil, err
+	}
+	all, err := tree.FromDir(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	lic, err := findLicenses(all, a.Licenses, a.NoLicense)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(ex.Include) == 0 {
+		return all, lic, nil
+	}
+	// Keep only what the include filter asked for in the artifact itself.
+	t := tree.New()
+	for _, e := range all.Entries() {
+		if archive.Match(ex.Include, e.Path) {
+			if err := t.Add(e); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	return t, lic, nil
 }

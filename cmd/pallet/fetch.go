@@ -1,0 +1,69 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pallet-dev/pallet/internal/plan"
+	"github.com/pallet-dev/pallet/internal/recipe"
+)
+
+func fetchCmd() *cobra.Command {
+	var (
+		file      string
+		platforms []string
+		images    []string
+		args      []string
+		mirror    mirrorFlags
+		quiet     bool
+	)
+	cmd := &cobra.Command{
+		Use:   "fetch --mirror DIR",
+		Short: "Download every pinned release and source a recipe could use into a mirror, for offline builds",
+		Example: `  pallet fetch -f examples/kind-base/pallet.yaml --mirror /srv/pallet-mirror
+  pallet build -f examples/kind-base/pallet.yaml --offline --mirror /srv/pallet-mirror`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if mirror.dir == "" {
+				return fmt.Errorf("--mirror DIR is required")
+			}
+			logf := func(format string, a ...any) {
+				if !quiet {
+					fmt.Fprintf(cmd.ErrOrStderr(), format+"\n", a...)
+				}
+			}
+			overrides, err := parseArgs(args)
+			if err != nil {
+				return err
+			}
+			r, err := recipe.Load(file)
+			if err != nil {
+				return err
+			}
+			arts, err := plan.Fetchable(r, plan.Options{Args: overrides, Platforms: platforms, Images: images})
+			if err != nil {
+				return err
+			}
+			dir := mirror.dir
+			mirror.dir, mirror.offline = "", false // fetch from upstream (or --mirror-url)
+			f, err := mirror.fetcher(logf)
+			if err != nil {
+				return err
+			}
+			if err := f.MirrorTo(cmd.Context(), dir, arts); err != nil {
+				return err
+			}
+			logf("mirrored %d download(s) and repositories into %s", len(arts), dir)
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&file, "file", "f", "pallet.yaml", "recipe file")
+	fl.StringSliceVar(&platforms, "platform", nil, "only these platforms")
+	fl.StringSliceVar(&images, "image", nil, "only these images")
+	fl.StringArrayVar(&args, "arg", nil, "override a recipe arg (K=V, repeatable)")
+	fl.BoolVarP(&quiet, "quiet", "q", false, "print nothing but errors")
+	mirror.register(fl)
+	return cmd
+}

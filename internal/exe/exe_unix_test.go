@@ -1,0 +1,48 @@
+//go:build unix
+
+package exe
+
+import (
+	"debug/elf"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+// A FIFO must be skipped without opening it: opening one for reading blocks
+// until a writer appears, which would hang the build.
+func TestFIFO(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(p, 0o644); err != nil {
+		t.Skip(err)
+	}
+	if _, ok, err := Detect(p); ok || err != nil {
+		t.Fatalf("Detect(fifo) = %v, %v; want false, nil", ok, err)
+	}
+	if err := Check(p, "/fifo", "linux", "amd64"); err != nil {
+		t.Fatalf("Check(fifo) = %v, want nil", err)
+	}
+}
+
+// A symlink is not followed: its target would be resolved on the build host,
+// not inside the image.
+func TestSymlinkNotFollowed(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "real")
+	if err := os.WriteFile(target, elfHeader(elf.ELFCLASS64, elf.ELFDATA2LSB, elf.ELFOSABI_NONE, elf.EM_AARCH64), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, dest := range []string{target, filepath.Join(dir, "missing")} {
+		link := filepath.Join(t.TempDir(), "link")
+		if err := os.Symlink(dest, link); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, err := Detect(link); ok || err != nil {
+			t.Fatalf("Detect(link to %s) = %v, %v; want false, nil", dest, ok, err)
+		}
+		if err := Check(link, "/usr/bin/link", "linux", "amd64"); err != nil {
+			t.Fatalf("Check(link to %s) = %v, want nil", dest, err)
+		}
+	}
+}

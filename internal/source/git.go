@@ -1,0 +1,137 @@
+package source
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+// gitBuild checks out the pinned commit and builds the module in it.
+func (f *Fetcher) gitBuild(ctx context.Context, a Artifact, work string) (*Result, error) {
+	g := a.Git
+	src := filepath.Join(work, "src")
+	if err := f.checkout(ctx, g, src); err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(src, filepath.FromSlash(a.Go.Module))
+	res, err := f.goBuild(ctx, a, dir, work)
+	if err != nil {
+		return nil, err
+	}
+	// Licences are the repository's, even when the module is a subdirectory.
+	if a.Licenses == nil && !a.NoLicense && res.Licenses.Len() == 0 {
+		if res.Licenses, err = findLicenses(shallowTree(src), nil, false); err != nil {
+			return nil, err
+		}
+	}
+	res.Record.Path = ""
+	res.Record.Repo = g.Repo
+	res.Record.Commit = g.Commit
+	return res, nil
+}
+
+// checkout puts g.Commit of g.Repo in dir and proves it: the commit must
+// exist, HEAD must be it, and a tag, when given, must point at it.
+func (f *Fetcher) checkout(ctx context.Context, g *Git, dir string) error {
+	from, err := f.repoSource(g.Repo)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	run := func(args ...string) (string, error) { return git(ctx, dir, args...) }
+	if _, err := run("init", "-q"); err != nil {
+		return err
+	}
+	if _, err := run("remote", "add", "origin", from); err != nil {
+		return err
+	}
+	// Fetching just the commit is fast where the server allows it; a
+	// server that does not (or a dumb-http mirror) gets a full fetch.
+	if _, err := run("fetch", "-q", "--depth", "1", "origin", g.Commit); err != nil {
+		if _, err := run("fetch", "-q", "--tags", "origin", "+refs/heads/*:refs/remotes/origin/*"); err != nil {
+			return fmt.Errorf("fetch %s: %w", g.Repo, err)
+		}
+	}
+	if _, err := run("checkout", "-q", "--detach", g.Commit); err != nil {
+		return fmt.Errorf("commit %s is not in %s: %w", g.Commit, g.Repo, err)
+	}
+	head, err := run("rev-parse", "HEAD")
+	if err != nil {
+		return err
+	}
+	if head != g.Commit {
+		return fmt.Errorf("%s: checked out %s, but the recipe pins %s", g.Repo, head, g.Commit)
+	}
+	if g.Tag != "" {
+		out, err := run("ls-remote", "origin", "refs/tags/"+g.Tag, "refs/tags/"+g.Tag+"^{}")
+		if err != nil {
+			return err
+		}
+		// An annotated tag lists its own object, then the commit (^{}).
+		var tagged string
+		for _, line := range strings.Split(out, "\n") {
+			if fields := strings.Fields(line); len(fields) == 2 {
+				tagged = fields[0]
+			}
+		}
+		if tagged == "" {
+			return fmt.Errorf("%s has no tag %s", g.Repo, g.Tag)
+		}
+		if tagged != g.Commit {
+			return fmt.Errorf("%s: tag %s points at %s, but the recipe pins %s", g.Repo, g.Tag, tagged, g.Commit)
+		}
+	}
+	return nil
+}
+
+// repoSource says where to clone repo from: the mirror when it has it.
+func (f *Fetcher) repoSource(repo string) (string, error) {
+	if f.Mirror != "" {
+		m := MirrorRepo(f.Mirror, repo)
+		if _, err := os.Stat(m); err == nil {
+			return m, nil
+		}
+	}
+	if f.Offline {
+		return "", fmt.Errorf("offline: repository %s is not in the mirror %s; run pallet fetch first", repo, f.Mirror)
+	}
+	if f.MirrorURL != "" {
+		return strings.TrimSuffix(f.MirrorURL, "/") + "/git/" + repoKey(repo), nil
+	}
+	return repo, nil
+}
+
+// MirrorRepo is where a mirror keeps a bare copy of repo.
+func MirrorRepo(mirror, repo string) string {
+	return filepath.Join(mirror, "git", repoKey(repo))
+}
+
+// repoKey names a repository in a mirror: readable, and unique per URL.
+func repoKey(repo string) string {
+	sum := sha256.Sum256([]byte(repo))
+	base := strings.TrimSuffix(path.Base(strings.TrimRight(repo, "/")), ".git")
+	return base + "-" + hex.EncodeToString(sum[:6]) + ".git"
+}
+
+func git(ctx context.Context, dir string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Dir = dir
+	// No prompts, no user configuration: a build must not hang on a
+	// credential question or behave differently per machine.
+	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return strings.TrimSpace(stdout.String()), nil
+}
