@@ -3,6 +3,7 @@ package main
 import (
 	"archive/tar"
 	"bytes"
+	"debug/elf"
 	"debug/pe"
 	"fmt"
 	"io"
@@ -284,4 +285,46 @@ func checkIndex(t *testing.T, where string, idx v1.ImageIndex, foreign ...string
 	if winLayers[0][1].Digest != winLayers[1][1].Digest {
 		t.Errorf("%s: rebased images do not share pallet's layer: %s vs %s", where, winLayers[0][1].Digest, winLayers[1][1].Digest)
 	}
+}
+
+// A Linux binary placed in a Windows image is refused before any layer is
+// written, naming the file and both platforms; check: false allows it.
+func TestPlatformCheck(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "bin", "agent.exe"), string(fixture.ELF(elf.EM_X86_64, "linux program")))
+	writeFile(t, filepath.Join(dir, "bin", "tool.exe"), string(fixture.PE(fixture.PEARM64, "arm64 program")))
+	recipe := `version: 1
+artifacts:
+  agent:
+    local:
+      path: bin/agent.exe
+    licenses: none
+  tool:
+    local:
+      path: bin/tool.exe
+    licenses: none
+images:
+  win:
+    base: windows-hostprocess-scratch
+    platforms: windows/amd64
+    files:
+      - artifact: %s
+        dest: /k/bin/
+`
+	for _, tc := range []struct{ artifact, want string }{
+		{"agent", "/k/bin/agent.exe: built for linux/amd64 (ELF), image is windows/amd64"},
+		{"tool", "/k/bin/tool.exe: built for windows/arm64 (PE), image is windows/amd64"},
+	} {
+		writeFile(t, filepath.Join(dir, "pallet.yaml"), fmt.Sprintf(recipe, tc.artifact))
+		out := filepath.Join(dir, "out")
+		_, err := pallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "-o", "oci:"+out)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "artifact "+tc.artifact) {
+			t.Errorf("got %v, want an error containing %q", err, tc.want)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Error("output written despite the failed check")
+		}
+	}
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), strings.Replace(fmt.Sprintf(recipe, "agent"), "    licenses: none\n  tool:", "    licenses: none\n    check: false\n  tool:", 1))
+	mustPallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "-o", "oci:"+filepath.Join(dir, "out"))
 }

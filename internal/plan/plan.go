@@ -519,8 +519,16 @@ func expandGo(r *recipe.Recipe, at string, g *recipe.GoBuild, v recipe.Vars) (*s
 	if err != nil {
 		return nil, err
 	}
-	pl := v["platform"]
-	sg := &source.Go{Module: mod, CGO: g.CGO, Trimpath: g.Trimpath == nil || *g.Trimpath, Version: g.Version, CC: g.CC[pl]}
+	ver, err := r.Expand(at+".version", g.Version, v)
+	if err != nil {
+		return nil, err
+	}
+	if ver != "" {
+		if err := recipe.CheckGoVersion(ver); err != nil {
+			return nil, r.Errorf(at+".version", "%v", err)
+		}
+	}
+	sg := &source.Go{Module: mod, CGO: g.CGO, Trimpath: g.Trimpath == nil || *g.Trimpath, Version: ver, CC: g.CC[v["platform"]]}
 	for _, item := range []struct {
 		path string
 		in   []string

@@ -566,8 +566,8 @@ func (r *Recipe) checkGo(name, at string, g *GoBuild) error {
 			return r.Errorf(fmt.Sprintf("%s.env.%d", at, i), "artifact %s: env entry %q is not K=V", name, e)
 		}
 	}
-	if g.Version != "" && !goVersionRE.MatchString(g.Version) {
-		return r.Errorf(at+".version", "artifact %s: go version %q: want a release such as 1.23.4", name, g.Version)
+	if g.Version != "" && !strings.Contains(g.Version, "{{") && !goVersionRE.MatchString(g.Version) {
+		return r.Errorf(at+".version", "artifact %s: %v", name, CheckGoVersion(g.Version))
 	}
 	for p := range g.CC {
 		if _, err := platform.Parse(p); err != nil {
@@ -745,6 +745,14 @@ func ParseOwner(s string) (uid, gid int, err error) {
 		return 0, 0, fmt.Errorf("owner %q: want numeric uid:gid", s)
 	}
 	return uid, gid, nil
+}
+
+// CheckGoVersion accepts a Go release such as 1.23.4 (or 1.24rc1).
+func CheckGoVersion(v string) error {
+	if !goVersionRE.MatchString(v) {
+		return fmt.Errorf("go version %q: want a release such as 1.23.4", v)
+	}
+	return nil
 }
 
 // CheckURL accepts http and https URLs only; a URL that starts with a

@@ -1,0 +1,347 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/pallet-dev/pallet/internal/fixture"
+	"github.com/pallet-dev/pallet/internal/record"
+)
+
+// kindEnv is the kind-base example with its stand-in upstream: git
+// repositories, a release server, and a Debian-like base layout.
+type kindEnv struct {
+	dir, recipe string
+	srv         *fixture.Server
+	commits     map[string]string
+}
+
+func newKindEnv(t *testing.T) *kindEnv {
+	t.Helper()
+	needTool(t, "git")
+	e := &kindEnv{dir: t.TempDir(), recipe: copyExample(t, "kind-base")}
+	var err error
+	if e.commits, err = fixture.WriteKindRepos(filepath.Join(e.dir, "git")); err != nil {
+		t.Fatal(err)
+	}
+	if err := fixture.WriteDebianBase(filepath.Join(e.dir, "base")); err != nil {
+		t.Fatal(err)
+	}
+	e.srv = fixture.Serve(t, fixture.KindReleases())
+	return e
+}
+
+// build runs pallet build on the example with the stand-in upstream and
+// returns the output layout and the record.
+func (e *kindEnv) build(t *testing.T, extra ...string) (string, *record.Build) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "out")
+	mustPallet(t, append(e.args(out), extra...)...)
+	return out, readRecord(t, out+".record.json")
+}
+
+func (e *kindEnv) args(out string) []string {
+	return []string{"build", "-q", "-f", e.recipe, "-o", "oci:" + out,
+		"--arg", "GIT=file://" + filepath.Join(e.dir, "git"),
+		"--arg", "RELEASES=" + e.srv.URL,
+		"--arg", "BASE=oci:" + filepath.Join(e.dir, "base") + ":bookworm"}
+}
+
+func readRecord(t *testing.T, path string) *record.Build {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b record.Build
+	if err := json.Unmarshal(data, &b); err != nil {
+		t.Fatal(err)
+	}
+	return &b
+}
+
+// localInputs writes what a user would hand to the local mode: a patched
+// containerd tarball, a runc binary, a crictl binary and a CNI directory.
+func localInputs(t *testing.T, arch string) map[string]string {
+	t.Helper()
+	dir := t.TempDir()
+	m := fixture.KindArchs[arch]
+	bin := func(n string) string { return string(fixture.ELF(m, "patched "+n+"\n")) }
+	write := func(p string, b []byte) string {
+		full := filepath.Join(dir, p)
+		os.MkdirAll(filepath.Dir(full), 0o755)
+		if err := os.WriteFile(full, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return full
+	}
+	return map[string]string{
+		"containerd": write("containerd-patched.tar.gz", fixture.TarGz([]fixture.File{
+			{Name: "bin/containerd", Content: bin("containerd"), Mode: 0o755},
+			{Name: "bin/ctr", Content: bin("ctr"), Mode: 0o755},
+			{Name: "bin/containerd-shim-runc-v2", Content: bin("shim"), Mode: 0o755},
+			{Name: "LICENSE", Content: "Apache-2.0\n"},
+		})),
+		"runc":   write("runc-patched/runc", []byte(bin("runc"))),
+		"crictl": write("crictl", []byte(bin("crictl"))),
+		"cni-plugins": filepath.Dir(write("cni/host-local", []byte(bin("host-local")))) + func() string {
+			write("cni/LICENSE", []byte("Apache-2.0\n"))
+			return ""
+		}(),
+	}
+}
+
+var kindFiles = []string{
+	"usr/local/bin/containerd", "usr/local/bin/ctr", "usr/local/bin/containerd-shim-runc-v2",
+	"usr/local/bin/crictl", "usr/local/sbin/runc", "opt/cni/bin/host-local",
+}
+
+func TestKindEachMode(t *testing.T) {
+	e := newKindEnv(t)
+	local := localInputs(t, "amd64")
+	for _, mode := range []string{"source", "release", "local"} {
+		t.Run(mode, func(t *testing.T) {
+			args := []string{"--platform", "linux/amd64"}
+			for _, a := range []string{"containerd", "runc", "crictl", "cni-plugins"} {
+				m := mode
+				if mode == "local" {
+					m = "local:" + local[a]
+				}
+				args = append(args, "--mode", a+"="+m)
+			}
+			out, rec := e.build(t, args...)
+			files := readImageFiles(t, out, "linux/amd64")
+			for _, f := range append(kindFiles, "etc/os-release") {
+				if files[f] == "" {
+					t.Errorf("%s missing from the image", f)
+				}
+			}
+			if mode == "release" && !strings.Contains(files["usr/local/bin/ctr"], "ctr release stand-in") {
+				t.Errorf("ctr is not the release's: %q", files["usr/local/bin/ctr"])
+			}
+			if mode == "local" && !strings.Contains(files["usr/local/sbin/runc"], "patched runc") {
+				t.Errorf("runc is not the local one: %q", files["usr/local/sbin/runc"])
+			}
+			for _, a := range rec.Artifacts {
+				if a.Mode != mode {
+					t.Errorf("%s recorded in %s mode", a.Name, a.Mode)
+				}
+				if len(a.Files) == 0 || a.Files[0].SHA256 == "" {
+					t.Errorf("%s: no file digests recorded", a.Name)
+				}
+				switch mode {
+				case "source":
+					repo := map[string]string{"containerd": "containerd", "runc": "runc", "crictl": "cri-tools", "cni-plugins": "plugins"}[a.Name]
+					if a.Commit != e.commits[repo] || !strings.HasSuffix(a.Repo, "/"+repo) || a.GoVersion == "" {
+						t.Errorf("%s: source record %+v", a.Name, a.Record)
+					}
+					if len(a.GoBinaries) == 0 || a.GoBinaries[0].GoVersion != a.GoVersion {
+						t.Errorf("%s: Go binaries %+v, toolchain %s", a.Name, a.GoBinaries, a.GoVersion)
+					}
+					if files["LICENSES/"+a.Name+"/LICENSE"] == "" {
+						t.Errorf("%s: licence not placed under /LICENSES/%s/", a.Name, a.Name)
+					}
+				case "release":
+					if !strings.HasPrefix(a.URL, e.srv.URL) || len(a.SHA256) != 64 {
+						t.Errorf("%s: release record %+v", a.Name, a.Record)
+					}
+				case "local":
+					if a.Path == "" || len(a.SHA256) != 64 {
+						t.Errorf("%s: local record %+v", a.Name, a.Record)
+					}
+				}
+			}
+		})
+	}
+	// The CNI release's licence is taken although only four plugins are.
+	out, _ := e.build(t, "--platform", "linux/arm64", "--mode", "cni-plugins=release", "--mode", "runc=release")
+	files := readImageFiles(t, out, "linux/arm64")
+	if files["LICENSES/cni-plugins/LICENSE"] == "" || files["opt/cni/bin/bridge"] != "" || files["opt/cni/bin/LICENSE"] != "" {
+		t.Errorf("cni release placement: licence %q, bridge %q", files["LICENSES/cni-plugins/LICENSE"], files["opt/cni/bin/bridge"])
+	}
+}
+
+func TestKindMixedModesAndDeterminism(t *testing.T) {
+	needTool(t, "aarch64-linux-gnu-gcc") // no runc here, but kind's arm64 cgo builds use it
+	e := newKindEnv(t)
+	local := localInputs(t, "arm64")
+	args := []string{"--platform", "linux/arm64", "--mode", "containerd=release", "--mode", "runc=local:" + local["runc"]}
+	// crictl and cni-plugins stay in their default mode: source.
+	out, rec := e.build(t, args...)
+	modes := map[string]string{}
+	for _, a := range rec.Artifacts {
+		modes[a.Name] = a.Mode
+	}
+	want := map[string]string{"containerd": "release", "runc": "local", "crictl": "source", "cni-plugins": "source"}
+	for k, v := range want {
+		if modes[k] != v {
+			t.Errorf("%s built in %s mode, want %s", k, modes[k], v)
+		}
+	}
+	// A second machine: fresh clones of the same commits, same digest.
+	e2 := newKindEnv(t)
+	out2, _ := e2.build(t, append(args[:len(args)-1], "runc=local:"+local["runc"])...)
+	if a, b := layoutIndex(t, out).Manifests[0].Digest, layoutIndex(t, out2).Manifests[0].Digest; a != b {
+		t.Errorf("same inputs, different digests: %s vs %s", a, b)
+	}
+}
+
+// The unchosen modes are never looked at: a source repository that does
+// not exist and a release server that fails every request cost nothing.
+func TestModesAreLazy(t *testing.T) {
+	var hits atomic.Int64
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		http.Error(w, "release server down", http.StatusInternalServerError)
+	}))
+	defer failing.Close()
+	local := localInputs(t, "amd64")
+	dir := t.TempDir()
+	args := []string{"build", "-q", "-f", copyExample(t, "kind-base"), "-o", "oci:" + filepath.Join(dir, "out"),
+		"--platform", "linux/amd64",
+		"--arg", "GIT=file:///nonexistent/repositories",
+		"--arg", "RELEASES=" + failing.URL,
+		"--arg", "BASE=scratch"}
+	for _, a := range []string{"containerd", "runc", "crictl", "cni-plugins"} {
+		args = append(args, "--mode", a+"=local:"+local[a])
+	}
+	mustPallet(t, args...)
+	if n := hits.Load(); n != 0 {
+		t.Errorf("the release server saw %d request(s); unchosen modes must do no work", n)
+	}
+}
+
+func TestModeErrors(t *testing.T) {
+	e := newKindEnv(t)
+	out := filepath.Join(t.TempDir(), "out")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown artifact", []string{"--mode", "dockerd=release"}, "--mode dockerd: no artifact dockerd"},
+		{"unknown mode", []string{"--mode", "runc=nightly"}, "artifact runc has modes source, release, local"},
+		{"local without path", []string{"--mode", "runc=local"}, "needs a path: --mode runc=local:PATH"},
+		{"path on release", []string{"--mode", "runc=release:/tmp/x"}, "only the local mode takes a path"},
+		{"old go", []string{"--platform", "linux/amd64", "--mode", "runc=source", "--min-go", "1.99.1"}, "was built with go1."},
+		{"require licences", []string{"--platform", "linux/amd64", "--mode", "runc=release", "--require-licenses"}, "artifact runc (linux/amd64, release mode): no licence file found"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := pallet(t, append(e.args(out), tc.args...)...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want an error containing %q", err, tc.want)
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Error("output written by a failed build")
+			}
+		})
+	}
+	// --min-go at or below the toolchain passes.
+	mustPallet(t, append(e.args(out), "--platform", "linux/amd64", "--min-go", "1.22.0")...)
+}
+
+// Pins are checked: a commit the repository lacks, a tag that moved, a
+// digest that does not match. Each fails clearly and writes nothing.
+func TestPinFailures(t *testing.T) {
+	e := newKindEnv(t)
+	src, err := os.ReadFile(e.recipe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, old, new, mode, want string
+	}{
+		{"missing commit", e.commits["runc"], strings.Repeat("ab", 20), "runc=source", "commit abababab"},
+		{"moved tag", "tag: v1.2.4", "tag: v1.2.3", "runc=source", "has no tag v1.2.3"},
+		{"wrong sha256", "35554a66d3da566ab6e287f25fd3e3d5f9c35ec9aeddbd21aaf9b81967f17293", strings.Repeat("0", 64), "runc=release", "sha256 mismatch"},
+		{"short commit", e.commits["runc"], e.commits["runc"][:12], "runc=source", "must be a full commit hash"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if !strings.Contains(string(src), tc.old) {
+				t.Fatalf("recipe lacks %q", tc.old)
+			}
+			if err := os.WriteFile(e.recipe, []byte(strings.Replace(string(src), tc.old, tc.new, 1)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			defer os.WriteFile(e.recipe, src, 0o644)
+			out := filepath.Join(t.TempDir(), "out")
+			_, err := pallet(t, append(e.args(out), "--platform", "linux/amd64", "--mode", tc.mode)...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want an error containing %q", err, tc.want)
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Error("output written by a failed build")
+			}
+		})
+	}
+}
+
+// pallet fetch fills a mirror; with the network gone (release server
+// closed, repositories deleted) an offline build still works from it, and
+// the same mirror served over http works as --mirror-url.
+func TestFetchThenOffline(t *testing.T) {
+	e := newKindEnv(t)
+	mirror := filepath.Join(t.TempDir(), "mirror")
+	fetchArgs := []string{"fetch", "-q", "-f", e.recipe, "--mirror", mirror,
+		"--arg", "GIT=file://" + filepath.Join(e.dir, "git"), "--arg", "RELEASES=" + e.srv.URL}
+	mustPallet(t, fetchArgs...)
+	online, _ := e.build(t, "--modes", filepath.Join(filepath.Dir(e.recipe), "release-modes.yaml"))
+
+	e.srv.Close()
+	if err := os.RemoveAll(filepath.Join(e.dir, "git")); err != nil {
+		t.Fatal(err)
+	}
+	offline, _ := e.build(t, "--offline", "--mirror", mirror, "--modes", filepath.Join(filepath.Dir(e.recipe), "release-modes.yaml"))
+	if a, b := layoutIndex(t, online).Manifests[0].Digest, layoutIndex(t, offline).Manifests[0].Digest; a != b {
+		t.Errorf("offline build %s differs from online %s", b, a)
+	}
+	e.build(t, "--offline", "--mirror", mirror, "--platform", "linux/amd64") // sources, from the mirrored repositories
+
+	mirrorSrv := httptest.NewServer(http.FileServer(http.Dir(mirror)))
+	defer mirrorSrv.Close()
+	e.build(t, "--mirror-url", mirrorSrv.URL, "--platform", "linux/arm64", "--mode", "runc=release", "--mode", "crictl=source")
+
+	// Something not mirrored fails clearly, naming what is missing.
+	empty := t.TempDir()
+	_, err := pallet(t, append(e.args(filepath.Join(t.TempDir(), "out")), "--offline", "--mirror", empty, "--platform", "linux/amd64", "--modes", filepath.Join(filepath.Dir(e.recipe), "release-modes.yaml"))...)
+	if err == nil || !strings.Contains(err.Error(), "offline: ") || !strings.Contains(err.Error(), "is not in the mirror") {
+		t.Errorf("missing from mirror: %v", err)
+	}
+}
+
+// The Go that builds a source artifact is the recipe's, not the host's:
+// GOTOOLCHAIN fetches it from the module proxy. The record and --min-go
+// read the version from the binaries themselves.
+func TestGoVersionPin(t *testing.T) {
+	e := newKindEnv(t)
+	const pinned = "1.25.5"
+	_, rec := e.build(t, "--platform", "linux/amd64", "--mode", "runc=release", "--arg", "GO_VERSION="+pinned)
+	n := 0
+	for _, a := range rec.Artifacts {
+		if a.Mode != "source" {
+			continue
+		}
+		if a.GoVersion != "go"+pinned {
+			t.Errorf("%s: built with %s, want go%s", a.Name, a.GoVersion, pinned)
+		}
+		for _, g := range a.GoBinaries {
+			n++
+			if g.GoVersion != "go"+pinned {
+				t.Errorf("%s/%s: build info says %s", a.Name, g.Path, g.GoVersion)
+			}
+		}
+	}
+	if n < 8 {
+		t.Errorf("only %d Go binaries recorded", n)
+	}
+	_, err := pallet(t, append(e.args(filepath.Join(t.TempDir(), "out")), "--platform", "linux/amd64", "--mode", "runc=release", "--arg", "GO_VERSION="+pinned, "--min-go", "1.26.0")...)
+	if err == nil || !strings.Contains(err.Error(), "built with go"+pinned+", older than --min-go 1.26.0") {
+		t.Errorf("--min-go above the pinned Go: %v", err)
+	}
+}
