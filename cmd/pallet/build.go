@@ -12,6 +12,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/pallet-dev/pallet/internal/build"
+	"github.com/pallet-dev/pallet/internal/cache"
+	"github.com/pallet-dev/pallet/internal/image"
 	"github.com/pallet-dev/pallet/internal/layer"
 	"github.com/pallet-dev/pallet/internal/output"
 	"github.com/pallet-dev/pallet/internal/plan"
@@ -36,6 +38,8 @@ func buildCmd() *cobra.Command {
 		requireLic  bool
 		recordPath  string
 		mirror      mirrorFlags
+		cacheDir    string
+		noCache     bool
 	)
 	cmd := &cobra.Command{
 		Use:   "build",
@@ -85,12 +89,31 @@ func buildCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			var c *cache.Cache
+			if !noCache {
+				if cacheDir == "" {
+					if cacheDir, err = cache.DefaultDir(); err != nil {
+						return err
+					}
+				}
+				if c, err = cache.Open(cacheDir); err != nil {
+					return err
+				}
+				defer c.Close()
+				fetcher.Cache = c
+			}
+			bases := &image.Resolver{Dir: r.Dir, WorkDir: work, Epoch: p.Epoch}
+			if c != nil {
+				bases.BlobCache = filepath.Join(c.Dir(), "bases")
+			}
 			start := time.Now()
 			res, err := build.Run(ctx, p, build.Options{
 				Jobs:            jobs,
 				WorkDir:         work,
 				Compression:     layer.Compression(compression),
 				Fetcher:         fetcher,
+				Cache:           c,
+				Bases:           bases,
 				MinGo:           minGo,
 				RequireLicenses: requireLic,
 				Log:             logf,
@@ -129,6 +152,8 @@ func buildCmd() *cobra.Command {
 	f.StringVar(&minGo, "min-go", "", "fail if a placed Go binary was built with a Go older than this (e.g. 1.22.7)")
 	f.BoolVar(&requireLic, "require-licenses", false, "fail when an artifact has no licence file")
 	f.StringVar(&recordPath, "record", "", "where to write the build record (default: beside the first output)")
+	f.StringVar(&cacheDir, "cache-dir", "", "cache directory (default: $PALLET_CACHE_DIR or the user cache dir)")
+	f.BoolVar(&noCache, "no-cache", false, "build everything anew, using and filling no cache")
 	mirror.register(f)
 	return cmd
 }

@@ -297,19 +297,20 @@ func TestFetchThenOffline(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(e.dir, "git")); err != nil {
 		t.Fatal(err)
 	}
-	offline, _ := e.build(t, "--offline", "--mirror", mirror, "--modes", filepath.Join(filepath.Dir(e.recipe), "release-modes.yaml"))
+	// --no-cache: the artifacts must come from the mirror, not the cache.
+	offline, _ := e.build(t, "--no-cache", "--offline", "--mirror", mirror, "--modes", filepath.Join(filepath.Dir(e.recipe), "release-modes.yaml"))
 	if a, b := layoutIndex(t, online).Manifests[0].Digest, layoutIndex(t, offline).Manifests[0].Digest; a != b {
 		t.Errorf("offline build %s differs from online %s", b, a)
 	}
-	e.build(t, "--offline", "--mirror", mirror, "--platform", "linux/amd64") // sources, from the mirrored repositories
+	e.build(t, "--no-cache", "--offline", "--mirror", mirror, "--platform", "linux/amd64") // sources, from the mirrored repositories
 
 	mirrorSrv := httptest.NewServer(http.FileServer(http.Dir(mirror)))
 	defer mirrorSrv.Close()
-	e.build(t, "--mirror-url", mirrorSrv.URL, "--platform", "linux/arm64", "--mode", "runc=release", "--mode", "crictl=source")
+	e.build(t, "--no-cache", "--mirror-url", mirrorSrv.URL, "--platform", "linux/arm64", "--mode", "runc=release", "--mode", "crictl=source")
 
 	// Something not mirrored fails clearly, naming what is missing.
 	empty := t.TempDir()
-	_, err := pallet(t, append(e.args(filepath.Join(t.TempDir(), "out")), "--offline", "--mirror", empty, "--platform", "linux/amd64", "--modes", filepath.Join(filepath.Dir(e.recipe), "release-modes.yaml"))...)
+	_, err := pallet(t, append(e.args(filepath.Join(t.TempDir(), "out")), "--no-cache", "--offline", "--mirror", empty, "--platform", "linux/amd64", "--modes", filepath.Join(filepath.Dir(e.recipe), "release-modes.yaml"))...)
 	if err == nil || !strings.Contains(err.Error(), "offline: ") || !strings.Contains(err.Error(), "is not in the mirror") {
 		t.Errorf("missing from mirror: %v", err)
 	}

@@ -18,6 +18,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/pallet-dev/pallet/internal/cache"
 	"github.com/pallet-dev/pallet/internal/exe"
 	"github.com/pallet-dev/pallet/internal/image"
 	"github.com/pallet-dev/pallet/internal/layer"
@@ -37,8 +38,11 @@ type Options struct {
 	// images returned, which read their layers from it.
 	WorkDir     string
 	Compression layer.Compression
-	Fetcher     *source.Fetcher
-	Bases       *image.Resolver
+	// Cache, when set, keeps layers between builds (the Fetcher has its
+	// own reference for artifacts).
+	Cache   *cache.Cache
+	Fetcher *source.Fetcher
+	Bases   *image.Resolver
 	// MinGo fails the build when a placed Go binary was built with an
 	// older Go ("1.22.7"): how a release lacking a Go fix is caught.
 	MinGo string
@@ -74,7 +78,11 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 	}
 	rec := &record.Build{Recipe: p.Recipe.File, Epoch: p.Epoch.Unix()}
 	for _, key := range sortedKeys(b.results) {
-		a, err := record.Scan(b.results[key])
+		digest := record.FileSHA256
+		if opt.Cache != nil {
+			digest = opt.Cache.FileSHA256
+		}
+		a, err := record.Scan(b.results[key], digest)
 		if err != nil {
 			return nil, err
 		}
@@ -148,16 +156,20 @@ func (b *builder) fetchAll(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			return b.step(fmt.Sprintf("artifact %s (%s)", a.Name, a.Platform), func() error {
-				res, err := b.opt.Fetcher.Fetch(ctx, *a, work)
-				if err != nil {
-					return err
-				}
-				b.mu.Lock()
-				b.results[key] = res
-				b.mu.Unlock()
-				return nil
-			})
+			start := time.Now()
+			res, err := b.opt.Fetcher.Fetch(ctx, *a, work)
+			if err != nil {
+				return err
+			}
+			b.mu.Lock()
+			b.results[key] = res
+			b.mu.Unlock()
+			how := a.Mode
+			if res.Cached {
+				how += ", cached"
+			}
+			b.opt.Log("%-50s %6.2fs", fmt.Sprintf("artifact %s (%s) [%s]", a.Name, a.Platform, how), time.Since(start).Seconds())
+			return nil
 		})
 	}
 	return g.Wait()
@@ -270,7 +282,7 @@ func (b *builder) layers(ctx context.Context, pi *plan.PlatformImage) ([]image.L
 					}
 				}
 			}
-			lay, err := layer.Build(t, b.opt.WorkDir, layer.Options{Format: format, Epoch: b.plan.Epoch, Compression: b.opt.Compression})
+			lay, err := b.layer(t, layer.Options{Format: format, Epoch: b.plan.Epoch, Compression: b.opt.Compression, Jobs: b.opt.Jobs})
 			if err != nil {
 				return fmt.Errorf("layer %s: %w", l.Name, err)
 			}
@@ -282,6 +294,64 @@ func (b *builder) layers(ctx context.Context, pi *plan.PlatformImage) ([]image.L
 		return nil, err
 	}
 	return layers, nil
+}
+
+// layer returns the layer for t: from the cache when the same tree was
+// written before (no tar, no compression), else written now and kept.
+func (b *builder) layer(t *tree.Tree, opt layer.Options) (v1.Layer, error) {
+	if opt.Compression == "" {
+		opt.Compression = layer.Gzip
+	}
+	c := b.opt.Cache
+	if c == nil {
+		return layer.Build(t, b.opt.WorkDir, opt)
+	}
+	parts, err := layer.Key(t, opt, c.FileSHA256)
+	if err != nil {
+		return nil, err
+	}
+	key := cache.Key(parts...)
+	if l, ok := cachedLayer(c, key); ok {
+		return l, nil
+	}
+	unlock, err := c.Lock("layer-" + key)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if l, ok := cachedLayer(c, key); ok {
+		return l, nil
+	}
+	tmp, err := c.TempDir()
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	l, err := layer.Build(t, tmp, opt)
+	if err != nil {
+		return nil, err
+	}
+	digest, _ := l.Digest()
+	diffID, _ := l.DiffID()
+	size, _ := l.Size()
+	blob, err := c.PutLayer(key, l.(*layer.File).Path, cache.LayerEntry{Digest: digest.String(), DiffID: diffID.String(), Size: size, Compression: string(opt.Compression)})
+	if err != nil {
+		return nil, err
+	}
+	return layer.Open(blob, digest, diffID, size, opt.Compression), nil
+}
+
+func cachedLayer(c *cache.Cache, key string) (v1.Layer, bool) {
+	e, blob, ok := c.Layer(key)
+	if !ok {
+		return nil, false
+	}
+	digest, err1 := v1.NewHash(e.Digest)
+	diffID, err2 := v1.NewHash(e.DiffID)
+	if err1 != nil || err2 != nil {
+		return nil, false
+	}
+	return layer.Open(blob, digest, diffID, e.Size, layer.Compression(e.Compression)), true
 }
 
 // checkExecutables refuses an executable built for another platform than

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	ggcrcache "github.com/google/go-containerregistry/pkg/v1/cache"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -37,6 +38,9 @@ type Resolver struct {
 	Epoch time.Time
 	// Remote are extra options for registry access (transport, auth).
 	Remote []remote.Option
+	// BlobCache, when set, keeps the layers of registry bases on disk so
+	// they are downloaded once, not at every build.
+	BlobCache string
 }
 
 // Base returns the base image ref for platform p. ref is "scratch",
@@ -192,5 +196,9 @@ func (r *Resolver) fromRegistry(ctx context.Context, ref string, p platform.Plat
 		remote.WithAuthFromKeychain(authn.DefaultKeychain),
 		remote.WithPlatform(p.V1()),
 	}, r.Remote...)
-	return remote.Image(nref, opts...)
+	img, err := remote.Image(nref, opts...)
+	if err != nil || r.BlobCache == "" {
+		return img, err
+	}
+	return ggcrcache.Image(img, ggcrcache.NewFilesystemCache(r.BlobCache)), nil
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
+	"github.com/klauspost/pgzip"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
@@ -57,6 +58,9 @@ type Options struct {
 	// SOURCE_DATE_EPOCH or the recipe) is what makes layers reproducible.
 	Epoch       time.Time
 	Compression Compression
+	// Jobs is how many blocks are compressed at once (default 1). The
+	// output does not depend on it: blocks have a fixed size.
+	Jobs int
 }
 
 // WriteTar writes the uncompressed tar stream for entries, which must be
@@ -185,11 +189,18 @@ func Build(t *tree.Tree, dir string, opt Options) (v1.Layer, error) {
 	var zw io.WriteCloser
 	switch opt.Compression {
 	case Gzip:
-		// Level and implementation are fixed: a different compressor gives
-		// different blob digests for the same tar.
-		zw, err = gzip.NewWriterLevel(cw, gzip.DefaultCompression)
+		// Level, implementation and block size are fixed: any of them
+		// changes the blob digest of the same tar. pgzip compresses fixed
+		// 1 MiB blocks in parallel, each primed with the previous block's
+		// tail, so the bytes do not depend on the number of workers.
+		var pw *pgzip.Writer
+		pw, err = pgzip.NewWriterLevel(cw, pgzip.DefaultCompression)
+		if err == nil {
+			err = pw.SetConcurrency(1<<20, max(opt.Jobs, 1))
+		}
+		zw = pw
 	case Zstd:
-		zw, err = zstd.NewWriter(cw, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedDefault))
+		zw, err = zstd.NewWriter(cw, zstd.WithEncoderConcurrency(max(opt.Jobs, 1)), zstd.WithEncoderLevel(zstd.SpeedDefault))
 	default:
 		err = fmt.Errorf("unknown compression %q", opt.Compression)
 	}
@@ -256,8 +267,40 @@ func (l *File) DiffID() (v1.Hash, error) { return l.diffID, nil }
 // Size is the compressed size.
 func (l *File) Size() (int64, error) { return l.size, nil }
 
-// Compressed opens the blob.
-func (l *File) Compressed() (io.ReadCloser, error) { return os.Open(l.Path) }
+// Compressed opens the blob. The content is checked against the digest as
+// it is read: a cached blob damaged on disk fails the read that uses it,
+// instead of ending up in an image under the wrong digest.
+func (l *File) Compressed() (io.ReadCloser, error) {
+	f, err := os.Open(l.Path)
+	if err != nil {
+		return nil, err
+	}
+	return &verifier{f: f, h: sha256.New(), want: l.digest, path: l.Path}, nil
+}
+
+// BlobPath is where the compressed blob lives, for outputs that can link
+// it instead of copying it.
+func (l *File) BlobPath() string { return l.Path }
+
+type verifier struct {
+	f    *os.File
+	h    hash.Hash
+	want v1.Hash
+	path string
+}
+
+func (v *verifier) Read(p []byte) (int, error) {
+	n, err := v.f.Read(p)
+	v.h.Write(p[:n])
+	if err == io.EOF {
+		if got := hashOf(v.h); got != v.want {
+			return n, fmt.Errorf("layer blob %s is corrupt: sha256 %s, expected %s", v.path, got.Hex, v.want.Hex)
+		}
+	}
+	return n, err
+}
+
+func (v *verifier) Close() error { return v.f.Close() }
 
 // Uncompressed opens the blob and decompresses it on the fly.
 func (l *File) Uncompressed() (io.ReadCloser, error) {

@@ -135,3 +135,37 @@ func TestChangedFileIsAnError(t *testing.T) {
 		t.Errorf("a failed build left %d file(s) behind", len(left))
 	}
 }
+
+// Parallel compression gives the same bytes whatever the number of
+// workers: blocks have a fixed size.
+func TestParallelCompressionIsDeterministic(t *testing.T) {
+	dir := t.TempDir()
+	big := make([]byte, 5<<20+12345)
+	for i := range big {
+		big[i] = byte(i*7 + i/1000)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "big"), big, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src, err := tree.FromDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var digests []string
+	for _, jobs := range []int{1, 3, 8} {
+		for _, c := range []Compression{Gzip, Zstd} {
+			l, err := Build(src, t.TempDir(), Options{Compression: c, Jobs: jobs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, _ := l.Digest()
+			digests = append(digests, string(c)+" "+d.Hex)
+		}
+	}
+	for i := 2; i < len(digests); i++ {
+		if digests[i] != digests[i%2] {
+			t.Errorf("jobs changed the blob: %v", digests)
+			break
+		}
+	}
+}

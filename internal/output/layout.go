@@ -104,6 +104,15 @@ func writeImage(p layout.Path, img v1.Image) (*v1.Descriptor, error) {
 			if err != nil {
 				return err
 			}
+			// A blob already on local disk (pallet's cache) is linked, not
+			// copied: that is most of what makes a no-op rebuild instant.
+			if lb, ok := l.(interface{ BlobPath() string }); ok {
+				dst := filepath.Join(string(p), "blobs", d.Algorithm, d.Hex)
+				os.MkdirAll(filepath.Dir(dst), 0o755)
+				if os.Link(lb.BlobPath(), dst) == nil {
+					return nil
+				}
+			}
 			rc, err := l.Compressed()
 			if err != nil {
 				return err

@@ -67,14 +67,15 @@ type Placement struct {
 	Dest     string `json:"dest"`
 }
 
-// Scan records res: hashes every file and reads Go build info from each.
-func Scan(res *source.Result) (Artifact, error) {
+// Scan records res: hashes every file (with digest) and reads Go build
+// info from each.
+func Scan(res *source.Result, digest func(string) (string, error)) (Artifact, error) {
 	a := Artifact{Record: res.Record, Files: []File{}, Licenses: []string{}}
 	for _, e := range res.Tree.Entries() {
 		if e.Kind != tree.File {
 			continue
 		}
-		sum, err := fileSHA256(e.Source)
+		sum, err := digest(e.Source)
 		if err != nil {
 			return a, err
 		}
@@ -129,7 +130,8 @@ func PathFor(output string) string {
 	return "pallet-record.json"
 }
 
-func fileSHA256(p string) (string, error) {
+// FileSHA256 hashes the file at p.
+func FileSHA256(p string) (string, error) {
 	f, err := os.Open(p)
 	if err != nil {
 		return "", err

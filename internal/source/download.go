@@ -53,6 +53,23 @@ func (f *Fetcher) url(ctx context.Context, a Artifact, work string) (*Result, er
 // when it holds it, else from the mirror URL or the upstream URL unless
 // offline.
 func (f *Fetcher) Get(ctx context.Context, rawURL, want, file string) error {
+	if f.Cache != nil {
+		err := copyVerified(f.Cache.Blob(want), want, file)
+		if err == nil {
+			return nil
+		}
+		if !os.IsNotExist(err) {
+			// A corrupt entry is reported and replaced, never used.
+			f.Log("cache: %v; fetching again", err)
+			os.Remove(f.Cache.Blob(want))
+		}
+		defer func() {
+			// Verified by now when it exists: keep it for the next build.
+			if _, err := os.Stat(file); err == nil {
+				os.Link(file, f.Cache.Blob(want))
+			}
+		}()
+	}
 	if f.Mirror != "" {
 		err := copyVerified(mirrorBlob(f.Mirror, want), want, file)
 		if err == nil {

@@ -53,12 +53,12 @@ func findLicenses(t *tree.Tree, names []string, none bool) (*tree.Tree, error) {
 
 // treeDigest is a digest of a tree's paths, kinds, modes, links and file
 // contents: what "the sha256 of a local directory" means in the record.
-func treeDigest(t *tree.Tree) (string, error) {
+func treeDigest(t *tree.Tree, digest func(string) (string, error)) (string, error) {
 	h := sha256.New()
 	for _, e := range t.Entries() {
 		fmt.Fprintf(h, "%s\x00%s\x00%o\x00%s\x00", e.Path, e.Kind, e.Mode, e.Link)
 		if e.Kind == tree.File {
-			sum, err := fileSHA256(e.Source)
+			sum, err := digest(e.Source)
 			if err != nil {
 				return "", err
 			}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pallet-dev/pallet/internal/archive"
+	"github.com/pallet-dev/pallet/internal/cache"
 	"github.com/pallet-dev/pallet/internal/platform"
 	"github.com/pallet-dev/pallet/internal/tree"
 )
@@ -89,6 +90,8 @@ type Result struct {
 	// artifact's root; placed under /LICENSES/<artifact>/.
 	Licenses *tree.Tree
 	Record   Record
+	// Cached says the result came from the cache: nothing was fetched or built.
+	Cached bool
 }
 
 // Record describes where an artifact came from, for logs and the build record.
@@ -123,6 +126,8 @@ type Fetcher struct {
 	MirrorURL string
 	// Offline forbids the network: everything must be in Mirror.
 	Offline bool
+	// Cache, when set, keeps downloads and built artifacts between builds.
+	Cache *cache.Cache
 	// Log receives one line per notable event (retries, warnings).
 	Log func(format string, args ...any)
 }
@@ -137,27 +142,11 @@ func New() *Fetcher {
 	}
 }
 
-// Fetch produces a's tree under work, a directory owned by this call.
+// Fetch produces a's tree under work, a directory owned by this call. With
+// a cache, an artifact whose inputs were seen before is taken from it, and
+// a new one is built under a lock and stored.
 func (f *Fetcher) Fetch(ctx context.Context, a Artifact, work string) (*Result, error) {
-	if err := os.MkdirAll(work, 0o755); err != nil {
-		return nil, err
-	}
-	var (
-		res *Result
-		err error
-	)
-	switch {
-	case a.Local != nil:
-		res, err = f.local(ctx, a, work)
-	case a.URL != nil:
-		res, err = f.url(ctx, a, work)
-	case a.Go != nil && a.Git != nil:
-		res, err = f.gitBuild(ctx, a, work)
-	case a.Go != nil:
-		res, err = f.goBuild(ctx, a, a.Go.Module, work)
-	default:
-		err = fmt.Errorf("no source given")
-	}
+	res, err := f.fetch(ctx, a, work)
 	if err != nil {
 		return nil, fmt.Errorf("artifact %s (%s, %s mode): %w", a.Name, a.Platform, a.Mode, err)
 	}
@@ -169,6 +158,54 @@ func (f *Fetcher) Fetch(ctx context.Context, a Artifact, work string) (*Result, 
 		res.Licenses = tree.New()
 	}
 	return res, nil
+}
+
+func (f *Fetcher) fetch(ctx context.Context, a Artifact, work string) (*Result, error) {
+	if f.Cache == nil {
+		return f.produce(ctx, a, work)
+	}
+	key, ok, err := f.key(a)
+	if err != nil || !ok {
+		if err != nil {
+			return nil, err
+		}
+		return f.produce(ctx, a, work)
+	}
+	if dir, hit := f.Cache.Artifact(key); hit {
+		return fromCache(dir)
+	}
+	unlock, err := f.Cache.Lock("artifact-" + key)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	// Another build may have made it while this one waited for the lock.
+	if dir, hit := f.Cache.Artifact(key); hit {
+		return fromCache(dir)
+	}
+	res, err := f.produce(ctx, a, work)
+	if err != nil {
+		return nil, err
+	}
+	return f.store(key, res)
+}
+
+// produce does the work of a's kind.
+func (f *Fetcher) produce(ctx context.Context, a Artifact, work string) (*Result, error) {
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return nil, err
+	}
+	switch {
+	case a.Local != nil:
+		return f.local(ctx, a, work)
+	case a.URL != nil:
+		return f.url(ctx, a, work)
+	case a.Go != nil && a.Git != nil:
+		return f.gitBuild(ctx, a, work)
+	case a.Go != nil:
+		return f.goBuild(ctx, a, a.Go.Module, work)
+	}
+	return nil, fmt.Errorf("no source given")
 }
 
 func (f *Fetcher) local(ctx context.Context, a Artifact, work string) (*Result, error) {
@@ -186,7 +223,7 @@ func (f *Fetcher) local(ctx context.Context, a Artifact, work string) (*Result, 
 		if err != nil {
 			return nil, err
 		}
-		if rec.SHA256, err = treeDigest(t); err != nil {
+		if rec.SHA256, err = treeDigest(t, f.digest); err != nil {
 			return nil, err
 		}
 		lic, err := findLicenses(t, a.Licenses, a.NoLicense)
@@ -195,7 +232,7 @@ func (f *Fetcher) local(ctx context.Context, a Artifact, work string) (*Result, 
 		}
 		return &Result{Tree: t, Licenses: lic, Record: rec}, nil
 	}
-	sum, err := fileSHA256(l.Path)
+	sum, err := f.digest(l.Path)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pallet-dev/pallet/internal/fixture"
+)
+
+func countFiles(t *testing.T, dir string) int {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	return len(entries)
+}
+
+// A rebuild with nothing changed fetches nothing, builds nothing and
+// compresses nothing; changing one file rewrites only its layer.
+func TestCacheNoopAndOneFileChange(t *testing.T) {
+	cacheDir := t.TempDir()
+	srv := fixture.Serve(t, fixture.AntreaReleases())
+	recipe := copyExample(t, "antrea-windows")
+	out := filepath.Join(t.TempDir(), "out")
+	build := func() string {
+		return mustPallet(t, "build", "-f", recipe, "--cache-dir", cacheDir, "--arg", "RELEASES="+srv.URL, "-o", "oci:"+out)
+	}
+	build()
+	first := layoutIndex(t, out).Manifests[0].Digest
+	requests := len(srv.Requests())
+	layers := countFiles(t, filepath.Join(cacheDir, "layers"))
+	artifacts := countFiles(t, filepath.Join(cacheDir, "artifacts"))
+
+	log := build()
+	if got := layoutIndex(t, out).Manifests[0].Digest; got != first {
+		t.Errorf("no-op rebuild changed the digest: %s vs %s", got, first)
+	}
+	if n := len(srv.Requests()); n != requests {
+		t.Errorf("no-op rebuild made %d download(s)", n-requests)
+	}
+	if n := countFiles(t, filepath.Join(cacheDir, "layers")); n != layers {
+		t.Errorf("no-op rebuild wrote %d new layer(s)", n-layers)
+	}
+	if n := countFiles(t, filepath.Join(cacheDir, "artifacts")); n != artifacts {
+		t.Errorf("no-op rebuild built %d artifact(s)", n-artifacts)
+	}
+	if !strings.Contains(log, "artifact antrea (windows/amd64)") || !strings.Contains(log, "cached") {
+		t.Errorf("the log does not say what came from the cache:\n%s", log)
+	}
+
+	// One source file of the Go module changes: the Go artifact is rebuilt
+	// and its layer written again; the CNI and OVS layers are not.
+	main := filepath.Join(filepath.Dir(recipe), "agent", "cmd", "antctl", "main.go")
+	src, _ := os.ReadFile(main)
+	if err := os.WriteFile(main, append(src, []byte("\n// changed\n")...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	build()
+	if n := countFiles(t, filepath.Join(cacheDir, "layers")); n != layers+1 {
+		t.Errorf("one changed file wrote %d new layer(s), want 1", n-layers)
+	}
+	if got := layoutIndex(t, out).Manifests[0].Digest; got == first {
+		t.Error("a changed source gave the same image")
+	}
+}
+
+// Two builds at once on one cache directory both succeed with the same
+// digests; file locks keep them from doing the same work at once.
+func TestCacheConcurrentBuilds(t *testing.T) {
+	cacheDir := t.TempDir()
+	srv := fixture.Serve(t, fixture.AntreaReleases())
+	recipe := copyExample(t, "antrea-windows")
+	var wg sync.WaitGroup
+	outs := []string{filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")}
+	errs := make([]error, 2)
+	for i := range outs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = pallet(t, "build", "-q", "-f", recipe, "--cache-dir", cacheDir, "--arg", "RELEASES="+srv.URL, "-o", "oci:"+outs[i])
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a, b := layoutIndex(t, outs[0]).Manifests[0].Digest, layoutIndex(t, outs[1]).Manifests[0].Digest; a != b {
+		t.Errorf("concurrent builds differ: %s vs %s", a, b)
+	}
+	verifyCache(t, cacheDir)
+}
+
+// verifyCache checks every entry of a cache directory: blobs hash to
+// their names, artifact entries are complete.
+func verifyCache(t *testing.T, dir string) {
+	t.Helper()
+	blobs, _ := os.ReadDir(filepath.Join(dir, "blobs", "sha256"))
+	for _, b := range blobs {
+		f, err := os.Open(filepath.Join(dir, "blobs", "sha256", b.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := sha256.New()
+		io.Copy(h, f)
+		f.Close()
+		if got := hex.EncodeToString(h.Sum(nil)); got != b.Name() {
+			t.Errorf("cache blob %s holds content %s", b.Name(), got)
+		}
+	}
+	arts, _ := os.ReadDir(filepath.Join(dir, "artifacts"))
+	for _, a := range arts {
+		if _, err := os.Stat(filepath.Join(dir, "artifacts", a.Name(), "complete")); err != nil {
+			t.Errorf("artifact entry %s is incomplete", a.Name())
+		}
+	}
+}
+
+// pallet killed with SIGKILL in the middle of a build (here, while a
+// download is half done) leaves no corrupt cache entry, and the next build
+// succeeds.
+func TestKilledBuildLeavesCacheValid(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "pallet")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	releases := fixture.AntreaReleases()
+	var mu sync.Mutex
+	stall := true
+	started := make(chan struct{}, 10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, ok := releases[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		mu.Lock()
+		s := stall
+		mu.Unlock()
+		if s && strings.HasSuffix(r.URL.Path, ".zip") {
+			// Half the body, then hang until the client dies.
+			w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+			w.Write(body[:len(body)/2])
+			w.(http.Flusher).Flush()
+			started <- struct{}{}
+			<-r.Context().Done()
+			return
+		}
+		w.Write(body)
+	}))
+	defer srv.Close()
+	cacheDir := t.TempDir()
+	recipe := copyExample(t, "antrea-windows")
+	out := filepath.Join(t.TempDir(), "out")
+	args := []string{"build", "-q", "-f", recipe, "--cache-dir", cacheDir, "--arg", "RELEASES=" + srv.URL, "-o", "oci:" + out}
+	cmd := exec.Command(bin, args...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-started:
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("the build never reached the download")
+	}
+	time.Sleep(200 * time.Millisecond) // let the other artifacts write what they write
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	verifyCache(t, cacheDir)
+	if _, err := os.Stat(out); err == nil {
+		t.Error("a killed build left an output")
+	}
+
+	mu.Lock()
+	stall = false
+	mu.Unlock()
+	if b, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
+		t.Fatalf("build after the kill: %v\n%s", err, b)
+	}
+	verifyCache(t, cacheDir)
+	if len(layoutIndex(t, out).Manifests) != 1 {
+		t.Error("no image after the rebuild")
+	}
+}

@@ -1,0 +1,269 @@
+// Package cache is pallet's local content-addressed store: downloads by
+// sha256, built artifacts by a key of their inputs, layers by the digest of
+// their file tree and format. Entries are written under temporary names and
+// renamed into place, so a build killed at any moment leaves either a
+// whole entry or none; readers verify what they read. Work on one key is
+// serialized across processes with file locks, so two builds sharing a
+// cache directory never do the same work twice nor see it half done.
+package cache
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gofrs/flock"
+)
+
+// Cache is a cache directory.
+type Cache struct {
+	dir string
+
+	mu        sync.Mutex
+	memo      map[string]statDigest // file digests, by path
+	memoDirty bool
+}
+
+// statDigest remembers a file's digest along with the stat data that was
+// true when it was computed; a changed file no longer matches.
+type statDigest struct {
+	Size    int64  `json:"size"`
+	ModTime int64  `json:"mtime"`
+	Ino     uint64 `json:"ino"`
+	SHA256  string `json:"sha256"`
+}
+
+// DefaultDir is the user's cache directory for pallet.
+func DefaultDir() (string, error) {
+	if d := os.Getenv("PALLET_CACHE_DIR"); d != "" {
+		return d, nil
+	}
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(d, "pallet"), nil
+}
+
+// Open opens (creating if needed) the cache at dir.
+func Open(dir string) (*Cache, error) {
+	for _, sub := range []string{"blobs/sha256", "artifacts", "layers", "tmp", "locks"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			return nil, fmt.Errorf("cache %s: %w", dir, err)
+		}
+	}
+	c := &Cache{dir: dir, memo: map[string]statDigest{}}
+	if data, err := os.ReadFile(c.memoPath()); err == nil {
+		// A damaged memo only costs rehashing.
+		_ = json.Unmarshal(data, &c.memo)
+	}
+	c.sweep()
+	return c, nil
+}
+
+// Dir is the cache's directory.
+func (c *Cache) Dir() string { return c.dir }
+
+// sweep removes temporary entries left by builds that were killed. Only
+// entries old enough not to belong to a build still running are removed.
+func (c *Cache) sweep() {
+	entries, _ := os.ReadDir(filepath.Join(c.dir, "tmp"))
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > 24*time.Hour {
+			os.RemoveAll(filepath.Join(c.dir, "tmp", e.Name()))
+		}
+	}
+}
+
+// TempDir makes a directory for building an entry; Commit moves it into place.
+func (c *Cache) TempDir() (string, error) {
+	return os.MkdirTemp(filepath.Join(c.dir, "tmp"), "build-*")
+}
+
+// Lock serializes work on key across processes until the returned function
+// is called.
+func (c *Cache) Lock(key string) (func(), error) {
+	l := flock.New(filepath.Join(c.dir, "locks", safe(key)+".lock"))
+	if err := l.Lock(); err != nil {
+		return nil, fmt.Errorf("cache lock %s: %w", key, err)
+	}
+	return func() { l.Unlock() }, nil
+}
+
+func safe(key string) string {
+	if len(key) <= 80 && !strings.ContainsAny(key, "/\\:") {
+		return key
+	}
+	s := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(s[:])
+}
+
+// Key digests the parts of a cache key. Parts are length-prefixed so that
+// no two different lists give the same key.
+func Key(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		fmt.Fprintf(h, "%d:%s;", len(p), p)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Blob is where the blob with sha256 sum is kept (it may not exist).
+func (c *Cache) Blob(sum string) string {
+	return filepath.Join(c.dir, "blobs", "sha256", sum)
+}
+
+// PutBlob moves the file at src, whose sha256 the caller verified, into
+// the cache as the blob sum.
+func (c *Cache) PutBlob(sum, src string) (string, error) {
+	dst := c.Blob(sum)
+	if err := os.Rename(src, dst); err != nil {
+		return "", err
+	}
+	return dst, nil
+}
+
+// Artifact returns the directory of the built artifact key, if cached.
+func (c *Cache) Artifact(key string) (string, bool) {
+	dir := filepath.Join(c.dir, "artifacts", key)
+	if _, err := os.Stat(filepath.Join(dir, "complete")); err != nil {
+		return "", false
+	}
+	return dir, true
+}
+
+// CommitArtifact moves tmp, a finished artifact directory, into place as
+// key. A "complete" marker written last says the entry is whole.
+func (c *Cache) CommitArtifact(key, tmp string) (string, error) {
+	if err := os.WriteFile(filepath.Join(tmp, "complete"), nil, 0o644); err != nil {
+		return "", err
+	}
+	dst := filepath.Join(c.dir, "artifacts", key)
+	if err := os.Rename(tmp, dst); err != nil {
+		// Another build committed the same key first: theirs is as good.
+		if _, ok := c.Artifact(key); ok {
+			os.RemoveAll(tmp)
+			return dst, nil
+		}
+		return "", err
+	}
+	return dst, nil
+}
+
+// LayerEntry describes a cached layer blob.
+type LayerEntry struct {
+	Digest      string `json:"digest"`
+	DiffID      string `json:"diffID"`
+	Size        int64  `json:"size"`
+	Compression string `json:"compression"`
+}
+
+// Layer returns the cached layer for key and the path of its blob. The
+// blob's size is checked here; its digest is checked whenever it is read.
+func (c *Cache) Layer(key string) (LayerEntry, string, bool) {
+	var e LayerEntry
+	data, err := os.ReadFile(filepath.Join(c.dir, "layers", key+".json"))
+	if err != nil || json.Unmarshal(data, &e) != nil {
+		return e, "", false
+	}
+	blob := c.Blob(strings.TrimPrefix(e.Digest, "sha256:"))
+	info, err := os.Stat(blob)
+	if err != nil || info.Size() != e.Size {
+		return e, "", false
+	}
+	return e, blob, true
+}
+
+// PutLayer records that key's layer is the blob at src (moved into the
+// cache) with the digests in e.
+func (c *Cache) PutLayer(key, src string, e LayerEntry) (string, error) {
+	blob := c.Blob(strings.TrimPrefix(e.Digest, "sha256:"))
+	if _, err := os.Stat(blob); err == nil {
+		os.Remove(src)
+	} else if err := os.Rename(src, blob); err != nil {
+		return "", err
+	}
+	data, err := json.Marshal(e)
+	if err != nil {
+		return "", err
+	}
+	if err := writeAtomic(filepath.Join(c.dir, "layers", key+".json"), data); err != nil {
+		return "", err
+	}
+	return blob, nil
+}
+
+// FileSHA256 returns the sha256 of the file at path, from memory when the
+// file's size, mtime and inode are those it had when last hashed. This is
+// what keeps a no-op rebuild from reading every input again.
+func (c *Cache) FileSHA256(path string) (string, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
+	ino := inode(info)
+	c.mu.Lock()
+	m, ok := c.memo[path]
+	c.mu.Unlock()
+	if ok && m.Size == info.Size() && m.ModTime == info.ModTime().UnixNano() && m.Ino == ino {
+		return m.SHA256, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	sum := hex.EncodeToString(h.Sum(nil))
+	// A file modified within the mtime granularity of the hash could change
+	// again unseen; only remember digests of files that have settled.
+	if time.Since(info.ModTime()) > 2*time.Second {
+		c.mu.Lock()
+		c.memo[path] = statDigest{Size: info.Size(), ModTime: info.ModTime().UnixNano(), Ino: ino, SHA256: sum}
+		c.memoDirty = true
+		c.mu.Unlock()
+	}
+	return sum, nil
+}
+
+func (c *Cache) memoPath() string { return filepath.Join(c.dir, "digests.json") }
+
+// Close saves the digest memo.
+func (c *Cache) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.memoDirty {
+		return nil
+	}
+	data, err := json.Marshal(c.memo)
+	if err != nil {
+		return err
+	}
+	return writeAtomic(c.memoPath(), data)
+}
+
+func writeAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

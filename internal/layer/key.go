@@ -1,0 +1,27 @@
+package layer
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/pallet-dev/pallet/internal/tree"
+)
+
+// Key names the layer that Build would write for t with opt, without
+// writing it: the entries' metadata and content digests, the format, the
+// epoch and the compression. Equal keys give byte-identical layers, which
+// is what lets a cache skip the tar and the compression entirely.
+func Key(t *tree.Tree, opt Options, digest func(path string) (string, error)) ([]string, error) {
+	parts := []string{"layer-v1", opt.Format.String(), string(opt.Compression), strconv.FormatInt(opt.Epoch.Unix(), 10)}
+	for _, e := range t.Entries() {
+		sum := ""
+		if e.Kind == tree.File {
+			var err error
+			if sum, err = digest(e.Source); err != nil {
+				return nil, err
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%s|%s|%o|%d|%d|%s|%d|%s", e.Path, e.Kind, e.Mode, e.UID, e.GID, e.Link, e.Size, sum))
+	}
+	return parts, nil
+}
