@@ -17,6 +17,7 @@ import (
 	"github.com/pallet-dev/pallet/internal/layer"
 	"github.com/pallet-dev/pallet/internal/output"
 	"github.com/pallet-dev/pallet/internal/plan"
+	"github.com/pallet-dev/pallet/internal/progress"
 	"github.com/pallet-dev/pallet/internal/recipe"
 	"github.com/pallet-dev/pallet/internal/record"
 	"github.com/pallet-dev/pallet/internal/source"
@@ -40,6 +41,7 @@ func buildCmd() *cobra.Command {
 		mirror      mirrorFlags
 		cacheDir    string
 		noCache     bool
+		progressArg string
 	)
 	cmd := &cobra.Command{
 		Use:   "build",
@@ -50,11 +52,15 @@ func buildCmd() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			logf := func(format string, a ...any) {
-				if !quiet {
-					fmt.Fprintf(cmd.ErrOrStderr(), format+"\n", a...)
-				}
+			if quiet {
+				progressArg = "quiet"
 			}
+			prog, err := progress.New(progressArg, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer prog.Close()
+			logf := prog.Warn
 			overrides, err := parseArgs(args)
 			if err != nil {
 				return err
@@ -116,17 +122,18 @@ func buildCmd() *cobra.Command {
 				Bases:           bases,
 				MinGo:           minGo,
 				RequireLicenses: requireLic,
-				Log:             logf,
+				Progress:        prog,
 			})
 			if err != nil {
 				return err
 			}
 			for _, t := range targets {
-				ts := time.Now()
-				if err := t.Write(ctx, res.Images); err != nil {
+				done := prog.Start("output " + t.String())
+				err := t.Write(ctx, res.Images)
+				done("", err)
+				if err != nil {
 					return fmt.Errorf("output %s: %w", t, err)
 				}
-				logf("%-50s %6.2fs", "output "+t.String(), time.Since(ts).Seconds())
 			}
 			if recordPath == "" {
 				recordPath = record.PathFor(outputs[0])
@@ -134,7 +141,10 @@ func buildCmd() *cobra.Command {
 			if err := record.Write(recordPath, res.Record); err != nil {
 				return fmt.Errorf("build record: %w", err)
 			}
-			logf("built %d image(s) in %.2fs; record in %s", len(res.Images), time.Since(start).Seconds(), recordPath)
+			prog.Close()
+			if !quiet && progressArg != "json" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "built %d image(s) in %.2fs; record in %s\n", len(res.Images), time.Since(start).Seconds(), recordPath)
+			}
 			return nil
 		},
 	}
@@ -146,7 +156,8 @@ func buildCmd() *cobra.Command {
 	f.StringSliceVar(&images, "image", nil, "build only these images of the recipe")
 	f.IntVarP(&jobs, "jobs", "j", 0, "parallel jobs (default: number of CPUs)")
 	f.StringVar(&compression, "compression", string(layer.Gzip), "layer compression: gzip or zstd")
-	f.BoolVarP(&quiet, "quiet", "q", false, "print nothing but errors")
+	f.BoolVarP(&quiet, "quiet", "q", false, "print nothing but errors (--progress quiet)")
+	f.StringVar(&progressArg, "progress", "auto", "progress output: auto, tty, plain, json or quiet")
 	f.StringArrayVar(&modes, "mode", nil, "choose an artifact's mode: NAME=source|release|local[:PATH] (repeatable)")
 	f.StringVar(&modesFile, "modes", "", "YAML file of artifact: mode choices (for CI); --mode wins")
 	f.StringVar(&minGo, "min-go", "", "fail if a placed Go binary was built with a Go older than this (e.g. 1.22.7)")

@@ -13,7 +13,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"golang.org/x/sync/errgroup"
@@ -25,6 +24,7 @@ import (
 	"github.com/pallet-dev/pallet/internal/output"
 	"github.com/pallet-dev/pallet/internal/plan"
 	"github.com/pallet-dev/pallet/internal/platform"
+	"github.com/pallet-dev/pallet/internal/progress"
 	"github.com/pallet-dev/pallet/internal/record"
 	"github.com/pallet-dev/pallet/internal/source"
 	"github.com/pallet-dev/pallet/internal/tree"
@@ -48,8 +48,8 @@ type Options struct {
 	MinGo string
 	// RequireLicenses turns a missing licence from a warning into an error.
 	RequireLicenses bool
-	// Log receives one line per finished step.
-	Log func(format string, args ...any)
+	// Progress receives the steps as they run, and warnings.
+	Progress progress.Reporter
 }
 
 // Result is a finished build.
@@ -63,8 +63,8 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 	if opt.Jobs <= 0 {
 		opt.Jobs = runtime.NumCPU()
 	}
-	if opt.Log == nil {
-		opt.Log = func(string, ...any) {}
+	if opt.Progress == nil {
+		opt.Progress, _ = progress.New("quiet", nil)
 	}
 	if opt.Fetcher == nil {
 		opt.Fetcher = source.New()
@@ -113,7 +113,7 @@ func (b *builder) policy(a record.Artifact) error {
 		if b.opt.RequireLicenses {
 			return errors.New(msg + " (--require-licenses)")
 		}
-		b.opt.Log("warning: %s", msg)
+		b.opt.Progress.Warn("%s", msg)
 	}
 	if b.opt.MinGo != "" {
 		min := "go" + strings.TrimPrefix(b.opt.MinGo, "go")
@@ -137,12 +137,10 @@ type builder struct {
 
 // step runs fn and logs its duration, kind-style, naming the step on error.
 func (b *builder) step(name string, fn func() error) error {
-	start := time.Now()
-	if err := fn(); err != nil {
-		return err
-	}
-	b.opt.Log("%-50s %6.2fs", name, time.Since(start).Seconds())
-	return nil
+	done := b.opt.Progress.Start(name)
+	err := fn()
+	done("", err)
+	return err
 }
 
 func (b *builder) fetchAll(ctx context.Context) error {
@@ -156,9 +154,10 @@ func (b *builder) fetchAll(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			start := time.Now()
+			done := b.opt.Progress.Start(fmt.Sprintf("artifact %s (%s)", a.Name, a.Platform))
 			res, err := b.opt.Fetcher.Fetch(ctx, *a, work)
 			if err != nil {
+				done("", err)
 				return err
 			}
 			b.mu.Lock()
@@ -168,7 +167,7 @@ func (b *builder) fetchAll(ctx context.Context) error {
 			if res.Cached {
 				how += ", cached"
 			}
-			b.opt.Log("%-50s %6.2fs", fmt.Sprintf("artifact %s (%s) [%s]", a.Name, a.Platform, how), time.Since(start).Seconds())
+			done(how, nil)
 			return nil
 		})
 	}
