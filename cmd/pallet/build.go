@@ -42,6 +42,8 @@ func buildCmd() *cobra.Command {
 		cacheDir    string
 		noCache     bool
 		progressArg string
+		cacheFrom   string
+		cacheTo     string
 	)
 	cmd := &cobra.Command{
 		Use:   "build",
@@ -107,6 +109,13 @@ func buildCmd() *cobra.Command {
 				}
 				defer c.Close()
 				fetcher.Cache = c
+				if cacheFrom != "" {
+					if err := c.ImportFrom(ctx, registryRef(cacheFrom)); err != nil {
+						return err
+					}
+				}
+			} else if cacheFrom != "" || cacheTo != "" {
+				return fmt.Errorf("--cache-from and --cache-to need the local cache; drop --no-cache")
 			}
 			bases := &image.Resolver{Dir: r.Dir, WorkDir: work, Epoch: p.Epoch}
 			if c != nil {
@@ -135,6 +144,14 @@ func buildCmd() *cobra.Command {
 					return fmt.Errorf("output %s: %w", t, err)
 				}
 			}
+			if cacheTo != "" {
+				done := prog.Start("export cache to " + cacheTo)
+				err := c.ExportTo(ctx, registryRef(cacheTo))
+				done("", err)
+				if err != nil {
+					return err
+				}
+			}
 			if recordPath == "" {
 				recordPath = record.PathFor(outputs[0])
 			}
@@ -157,6 +174,8 @@ func buildCmd() *cobra.Command {
 	f.IntVarP(&jobs, "jobs", "j", 0, "parallel jobs (default: number of CPUs)")
 	f.StringVar(&compression, "compression", string(layer.Gzip), "layer compression: gzip or zstd")
 	f.BoolVarP(&quiet, "quiet", "q", false, "print nothing but errors (--progress quiet)")
+	f.StringVar(&cacheFrom, "cache-from", "", "also look for cached artifacts and layers in this registry cache (registry:REF)")
+	f.StringVar(&cacheTo, "cache-to", "", "store the artifacts and layers this build used in a registry cache (registry:REF)")
 	f.StringVar(&progressArg, "progress", "auto", "progress output: auto, tty, plain, json or quiet")
 	f.StringArrayVar(&modes, "mode", nil, "choose an artifact's mode: NAME=source|release|local[:PATH] (repeatable)")
 	f.StringVar(&modesFile, "modes", "", "YAML file of artifact: mode choices (for CI); --mode wins")
@@ -196,6 +215,11 @@ func (m *mirrorFlags) fetcher(logf func(string, ...any)) (*source.Fetcher, error
 		f.Mirror = abs
 	}
 	return f, nil
+}
+
+// registryRef accepts "registry:REF" or a bare REF.
+func registryRef(s string) string {
+	return strings.TrimPrefix(s, "registry:")
 }
 
 // parseModes merges a modes file (artifact: mode) with --mode flags.

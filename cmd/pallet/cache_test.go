@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/pallet-dev/pallet/internal/fixture"
+	"github.com/pallet-dev/pallet/internal/testregistry"
 )
 
 func countFiles(t *testing.T, dir string) int {
@@ -195,4 +197,50 @@ func TestKilledBuildLeavesCacheValid(t *testing.T) {
 	if len(layoutIndex(t, out).Manifests) != 1 {
 		t.Error("no image after the rebuild")
 	}
+}
+
+// A second machine with an empty local cache does none of the work the
+// first did: artifacts and layers come from the registry cache.
+func TestRegistryCache(t *testing.T) {
+	needTool(t, "git")
+	e := newKindEnv(t)
+	reg := testregistry.Start(t, nil)
+	cacheRef := "registry:" + reg.Host + "/ci/kind-cache:main"
+
+	first := filepath.Join(t.TempDir(), "first")
+	args := append(e.args(first), "--cache-dir", t.TempDir(), "--cache-to", cacheRef, "--platform", "linux/amd64", "--mode", "containerd=release")
+	mustPallet(t, args...)
+	requests := len(e.srv.Requests())
+
+	second := filepath.Join(t.TempDir(), "second")
+	// The upstream is gone for the second machine: it can only succeed
+	// from the registry cache.
+	e.srv.Close()
+	if err := os.RemoveAll(filepath.Join(e.dir, "git")); err != nil {
+		t.Fatal(err)
+	}
+	log := mustPallet(t, append(withoutQuiet(e.args(second)), "--progress", "plain", "--cache-dir", t.TempDir(), "--cache-from", cacheRef, "--platform", "linux/amd64", "--mode", "containerd=release")...)
+	if n := len(e.srv.Requests()); n != requests {
+		t.Errorf("the second machine made %d download(s)", n-requests)
+	}
+	for _, a := range []string{"containerd", "runc", "crictl", "cni-plugins"} {
+		if !regexp.MustCompile(`artifact ` + a + ` \(linux/amd64\) \[\w+, cached\]`).MatchString(log) {
+			t.Errorf("%s was not taken from the registry cache:\n%s", a, log)
+		}
+	}
+	if a, b := layoutIndex(t, first).Manifests[0].Digest, layoutIndex(t, second).Manifests[0].Digest; a != b {
+		t.Errorf("registry-cached build %s differs from the first %s", b, a)
+	}
+	// A cache that does not exist yet is not an error.
+	mustPallet(t, append(e.args(filepath.Join(t.TempDir(), "third")), "--cache-dir", t.TempDir(), "--cache-from", "registry:"+reg.Host+"/ci/none:main", "--platform", "linux/amd64", "--mode", "containerd=local:"+localInputs(t, "amd64")["containerd"], "--mode", "runc=local:"+localInputs(t, "amd64")["runc"], "--mode", "crictl=local:"+localInputs(t, "amd64")["crictl"], "--mode", "cni-plugins=local:"+localInputs(t, "amd64")["cni-plugins"])...)
+}
+
+func withoutQuiet(args []string) []string {
+	var out []string
+	for _, a := range args {
+		if a != "-q" {
+			out = append(out, a)
+		}
+	}
+	return out
 }

@@ -29,6 +29,12 @@ type Cache struct {
 	mu        sync.Mutex
 	memo      map[string]statDigest // file digests, by path
 	memoDirty bool
+
+	// remote is the registry cache to import from, if any.
+	remote *remoteCache
+	// usedArtifacts and usedLayers are the keys this build found or made:
+	// what --cache-to exports.
+	usedArtifacts, usedLayers map[string]bool
 }
 
 // statDigest remembers a file's digest along with the stat data that was
@@ -59,7 +65,7 @@ func Open(dir string) (*Cache, error) {
 			return nil, fmt.Errorf("cache %s: %w", dir, err)
 		}
 	}
-	c := &Cache{dir: dir, memo: map[string]statDigest{}}
+	c := &Cache{dir: dir, memo: map[string]statDigest{}, usedArtifacts: map[string]bool{}, usedLayers: map[string]bool{}}
 	if data, err := os.ReadFile(c.memoPath()); err == nil {
 		// A damaged memo only costs rehashing.
 		_ = json.Unmarshal(data, &c.memo)
@@ -134,9 +140,20 @@ func (c *Cache) PutBlob(sum, src string) (string, error) {
 func (c *Cache) Artifact(key string) (string, bool) {
 	dir := filepath.Join(c.dir, "artifacts", key)
 	if _, err := os.Stat(filepath.Join(dir, "complete")); err != nil {
+		if dir, ok := c.pullArtifact(key); ok {
+			c.use(c.usedArtifacts, key)
+			return dir, true
+		}
 		return "", false
 	}
+	c.use(c.usedArtifacts, key)
 	return dir, true
+}
+
+func (c *Cache) use(set map[string]bool, key string) {
+	c.mu.Lock()
+	set[key] = true
+	c.mu.Unlock()
 }
 
 // CommitArtifact moves tmp, a finished artifact directory, into place as
@@ -146,6 +163,7 @@ func (c *Cache) CommitArtifact(key, tmp string) (string, error) {
 		return "", err
 	}
 	dst := filepath.Join(c.dir, "artifacts", key)
+	c.use(c.usedArtifacts, key)
 	if err := os.Rename(tmp, dst); err != nil {
 		// Another build committed the same key first: theirs is as good.
 		if _, ok := c.Artifact(key); ok {
@@ -168,6 +186,17 @@ type LayerEntry struct {
 // Layer returns the cached layer for key and the path of its blob. The
 // blob's size is checked here; its digest is checked whenever it is read.
 func (c *Cache) Layer(key string) (LayerEntry, string, bool) {
+	e, blob, ok := c.localLayer(key)
+	if !ok && c.pullLayer(key) {
+		e, blob, ok = c.localLayer(key)
+	}
+	if ok {
+		c.use(c.usedLayers, key)
+	}
+	return e, blob, ok
+}
+
+func (c *Cache) localLayer(key string) (LayerEntry, string, bool) {
 	var e LayerEntry
 	data, err := os.ReadFile(filepath.Join(c.dir, "layers", key+".json"))
 	if err != nil || json.Unmarshal(data, &e) != nil {
@@ -197,6 +226,7 @@ func (c *Cache) PutLayer(key, src string, e LayerEntry) (string, error) {
 	if err := writeAtomic(filepath.Join(c.dir, "layers", key+".json"), data); err != nil {
 		return "", err
 	}
+	c.use(c.usedLayers, key)
 	return blob, nil
 }
 

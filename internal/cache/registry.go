@@ -1,0 +1,298 @@
+package cache
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/klauspost/compress/gzip"
+
+	"github.com/pallet-dev/pallet/internal/archive"
+)
+
+// A registry cache is one OCI manifest whose layers are cache entries: a
+// built artifact as a gzipped tar of its cache directory, or a layer blob
+// as it is. Annotations carry each entry's key, so a machine with an empty
+// local cache can find the work another machine already did.
+const (
+	cacheConfigType   types.MediaType = "application/vnd.pallet.cache.config.v1+json"
+	artifactEntryType types.MediaType = "application/vnd.pallet.cache.artifact.v1.tar+gzip"
+	annArtifact                       = "dev.pallet.cache.artifact"
+	annLayer                          = "dev.pallet.cache.layer"
+	annDiffID                         = "dev.pallet.cache.diffid"
+	annCompression                    = "dev.pallet.cache.compression"
+)
+
+// remoteCache is the index of a registry cache read at the start of a build.
+type remoteCache struct {
+	ref       name.Reference
+	opts      []remote.Option
+	artifacts map[string]v1.Descriptor
+	layers    map[string]v1.Descriptor
+}
+
+// ImportFrom makes lookups that miss locally try the registry cache at
+// ref. A cache that does not exist yet is not an error: the first build of
+// a fleet has nothing to import.
+func (c *Cache) ImportFrom(ctx context.Context, ref string, opts ...remote.Option) error {
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		return fmt.Errorf("--cache-from %s: %w", ref, err)
+	}
+	opts = append([]remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)}, opts...)
+	rc := &remoteCache{ref: r, opts: opts, artifacts: map[string]v1.Descriptor{}, layers: map[string]v1.Descriptor{}}
+	img, err := remote.Image(r, opts...)
+	if err != nil {
+		var te *transport.Error
+		if errors.As(err, &te) && te.StatusCode == 404 {
+			c.remote = rc
+			return nil
+		}
+		return fmt.Errorf("--cache-from %s: %w", ref, err)
+	}
+	m, err := img.Manifest()
+	if err != nil {
+		return fmt.Errorf("--cache-from %s: %w", ref, err)
+	}
+	for _, d := range m.Layers {
+		if k := d.Annotations[annArtifact]; k != "" {
+			rc.artifacts[k] = d
+		}
+		if k := d.Annotations[annLayer]; k != "" {
+			rc.layers[k] = d
+		}
+	}
+	c.remote = rc
+	return nil
+}
+
+// pullArtifact imports the registry's entry for key, if it has one.
+func (c *Cache) pullArtifact(key string) (string, bool) {
+	rc := c.remote
+	if rc == nil {
+		return "", false
+	}
+	d, ok := rc.artifacts[key]
+	if !ok {
+		return "", false
+	}
+	tmp, err := c.TempDir()
+	if err != nil {
+		return "", false
+	}
+	defer os.RemoveAll(tmp)
+	blob := filepath.Join(tmp, "entry.tar.gz")
+	if err := rc.download(d.Digest, blob); err != nil {
+		return "", false
+	}
+	dir := filepath.Join(tmp, "entry")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return "", false
+	}
+	// The entry is untrusted input like any archive: extracted with the
+	// same checks.
+	if err := archive.Extract(context.Background(), blob, archive.TarGzip, dir, archive.Options{}); err != nil {
+		return "", false
+	}
+	if _, err := os.Stat(filepath.Join(dir, "complete")); err != nil {
+		return "", false
+	}
+	os.Remove(filepath.Join(dir, "complete"))
+	out, err := c.CommitArtifact(key, dir)
+	if err != nil {
+		return "", false
+	}
+	return out, true
+}
+
+// pullLayer imports the registry's layer blob for key, if it has one.
+func (c *Cache) pullLayer(key string) bool {
+	rc := c.remote
+	if rc == nil {
+		return false
+	}
+	d, ok := rc.layers[key]
+	if !ok {
+		return false
+	}
+	tmp, err := c.TempDir()
+	if err != nil {
+		return false
+	}
+	defer os.RemoveAll(tmp)
+	blob := filepath.Join(tmp, "blob")
+	if err := rc.download(d.Digest, blob); err != nil {
+		return false
+	}
+	_, err = c.PutLayer(key, blob, LayerEntry{Digest: d.Digest.String(), DiffID: d.Annotations[annDiffID], Size: d.Size, Compression: d.Annotations[annCompression]})
+	return err == nil
+}
+
+// download fetches a blob of the cache repository into file, verified.
+func (rc *remoteCache) download(h v1.Hash, file string) error {
+	l, err := remote.Layer(rc.ref.Context().Digest(h.String()), rc.opts...)
+	if err != nil {
+		return err
+	}
+	r, err := l.Compressed() // go-containerregistry verifies the digest
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, r); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// ExportTo pushes the entries this build used (found or made) to ref, so
+// another machine can import them with ImportFrom.
+func (c *Cache) ExportTo(ctx context.Context, ref string, opts ...remote.Option) error {
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		return fmt.Errorf("--cache-to %s: %w", ref, err)
+	}
+	c.mu.Lock()
+	arts := sortedSet(c.usedArtifacts)
+	lays := sortedSet(c.usedLayers)
+	c.mu.Unlock()
+
+	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
+	img = mutate.ConfigMediaType(img, cacheConfigType)
+	var adds []mutate.Addendum
+	tmp, err := c.TempDir()
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	for _, key := range arts {
+		dir, ok := c.Artifact(key)
+		if !ok {
+			continue
+		}
+		file := filepath.Join(tmp, key+".tar.gz")
+		if err := tarDir(dir, file); err != nil {
+			return err
+		}
+		l, err := tarball.LayerFromFile(file, tarball.WithMediaType(artifactEntryType))
+		if err != nil {
+			return err
+		}
+		adds = append(adds, mutate.Addendum{Layer: l, MediaType: artifactEntryType, Annotations: map[string]string{annArtifact: key}})
+	}
+	for _, key := range lays {
+		e, blob, ok := c.Layer(key)
+		if !ok {
+			continue
+		}
+		mt := types.OCILayer
+		if e.Compression == "zstd" {
+			mt = types.OCILayerZStd
+		}
+		// Served from the file as it is: already compressed, never in memory.
+		l, err := tarball.LayerFromFile(blob, tarball.WithMediaType(mt))
+		if err != nil {
+			return err
+		}
+		adds = append(adds, mutate.Addendum{Layer: l, MediaType: mt,
+			Annotations: map[string]string{annLayer: key, annDiffID: e.DiffID, annCompression: e.Compression}})
+	}
+	img, err = mutate.Append(img, adds...)
+	if err != nil {
+		return err
+	}
+	opts = append([]remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)}, opts...)
+	if err := remote.Write(r, img, opts...); err != nil {
+		return fmt.Errorf("--cache-to %s: %w", ref, err)
+	}
+	return nil
+}
+
+// tarDir writes dir as a gzipped tar with fixed times and owners.
+func tarDir(dir, file string) error {
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	zw := gzip.NewWriter(f)
+	tw := tar.NewWriter(zw)
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if rel == "." {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		link := ""
+		if info.Mode()&fs.ModeSymlink != 0 {
+			if link, err = os.Readlink(p); err != nil {
+				return err
+			}
+		}
+		hdr, err := tar.FileInfoHeader(info, link)
+		if err != nil {
+			return err
+		}
+		hdr.Name = filepath.ToSlash(rel)
+		hdr.ModTime, hdr.Uid, hdr.Gid, hdr.Uname, hdr.Gname = time.Unix(0, 0), 0, 0, "", ""
+		if d.IsDir() {
+			hdr.Name += "/"
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return err
+		}
+		if info.Mode().IsRegular() {
+			in, err := os.Open(p)
+			if err != nil {
+				return err
+			}
+			defer in.Close()
+			_, err = io.Copy(tw, in)
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	return zw.Close()
+}
+
+func sortedSet(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
