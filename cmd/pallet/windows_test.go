@@ -328,3 +328,33 @@ images:
 	writeFile(t, filepath.Join(dir, "pallet.yaml"), strings.Replace(fmt.Sprintf(recipe, "agent"), "    licenses: none\n  tool:", "    licenses: none\n    check: false\n  tool:", 1))
 	mustPallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "-o", "oci:"+filepath.Join(dir, "out"))
 }
+
+// The host-process base given by registry reference, as Antrea's recipe
+// names mcr.microsoft.com's: here the same shape pushed to the loopback
+// registry under the upstream name. No os.version appears anywhere.
+func TestAntreaOnHostProcessBaseByReference(t *testing.T) {
+	reg := testregistry.Start(t, nil)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
+images:
+  hpc:
+    base: windows-hostprocess-scratch
+    platforms: windows/amd64
+`)
+	ref := reg.Host + "/oss/kubernetes/windows-host-process-containers-base-image:v1.0.0"
+	mustPallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "-o", "registry:"+ref)
+
+	out, _ := buildAntrea(t, "--arg", "BASE="+ref)
+	img := layoutImage(t, out, "windows/amd64")
+	cf, _ := img.ConfigFile()
+	if cf.OSVersion != "" || cf.OS != "windows" || len(cf.Config.Cmd) != 1 {
+		t.Errorf("config on the hpc base: os %s os.version %q cmd %q", cf.OS, cf.OSVersion, cf.Config.Cmd)
+	}
+	if d := layoutIndex(t, out).Manifests[0]; d.Platform != nil && d.Platform.OSVersion != "" {
+		t.Errorf("index entry has os.version %q", d.Platform.OSVersion)
+	}
+	files := readWindowsImage(t, img)
+	if _, ok := files["Windows/System32/config/SAM"]; !ok {
+		t.Error("the base's hive files are missing")
+	}
+}

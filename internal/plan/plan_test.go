@@ -1,0 +1,127 @@
+package plan
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/pallet-dev/pallet/internal/recipe"
+)
+
+const src = `version: 1
+args:
+  V: "1"
+artifacts:
+  tool:
+    version: "{{V}}.0"
+    default: release
+    modes:
+      source:
+        git: {repo: "https://example.com/tool.git", commit: 0123456789abcdef0123456789abcdef01234567}
+        go: {packages: ., version: "1.23.4"}
+      release:
+        url: https://example.com/tool-{{version}}-{{os}}-{{arch}}.tgz
+        sha256: {linux/amd64: 0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a, linux/arm64: 0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b}
+      local: {}
+images:
+  keep:
+    base: scratch
+    platforms: [linux/amd64, linux/arm64]
+    files:
+      - {artifact: tool, dest: /bin/}
+      - {artifact: tool, dest: /opt/bin/, platforms: linux/arm64}
+  clear:
+    base: scratch
+    platforms: linux/amd64
+    config:
+      cmd: []
+`
+
+func parse(t *testing.T) *recipe.Recipe {
+	t.Helper()
+	r, err := recipe.Parse("pallet.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestModesExpandOnlyTheChosen(t *testing.T) {
+	r := parse(t)
+	p, err := New(r, Options{Images: []string{"keep"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := p.Artifacts["tool@linux/arm64"]
+	if a.Mode != "release" || a.URL == nil || a.Git != nil || a.URL.URL != "https://example.com/tool-1.0-linux-arm64.tgz" || a.Version != "1.0" {
+		t.Errorf("default mode request: %+v %+v", a, a.URL)
+	}
+	p, err = New(r, Options{Images: []string{"keep"}, Args: map[string]string{"V": "2"}, Modes: map[string]Choice{"tool": {Mode: "source"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a = p.Artifacts["tool@linux/amd64"]
+	if a.URL != nil || a.Git == nil || a.Go.Version != "1.23.4" || a.Version != "2.0" {
+		t.Errorf("source mode request: %+v", a)
+	}
+	// One artifact placed twice carries its licences once per image.
+	var withLicences int
+	for _, pi := range p.Images[0].Platforms {
+		for _, l := range pi.Layers {
+			for _, pm := range l.Placements {
+				if pm.Licenses {
+					withLicences++
+				}
+			}
+		}
+	}
+	if withLicences != 2 {
+		t.Errorf("%d placements carry licences, want one per platform image", withLicences)
+	}
+}
+
+func TestPlacementPlatformsAndConfig(t *testing.T) {
+	p, err := New(parse(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var clear, keep *Image
+	for _, im := range p.Images {
+		switch im.Name {
+		case "clear":
+			clear = im
+		case "keep":
+			keep = im
+		}
+	}
+	if n := len(keep.Platforms[0].Layers); n != 1 {
+		t.Errorf("linux/amd64 has %d layers; the arm64-only placement leaked", n)
+	}
+	if n := len(keep.Platforms[1].Layers); n != 2 {
+		t.Errorf("linux/arm64 has %d layers, want 2", n)
+	}
+	if c := keep.Platforms[0].Config; c.Cmd != nil || c.Entrypoint != nil {
+		t.Errorf("unset config lists must stay nil (inherit): %+v", c)
+	}
+	if c := clear.Platforms[0].Config; c.Cmd == nil || len(c.Cmd) != 0 {
+		t.Errorf("cmd: [] must clear the base's cmd: %#v", c.Cmd)
+	}
+}
+
+func TestPlanErrors(t *testing.T) {
+	r := parse(t)
+	for _, tc := range []struct {
+		opt  Options
+		want string
+	}{
+		{Options{Platforms: []string{"linux/s390x"}}, "no image is built for platform"},
+		{Options{Platforms: []string{"linux/amd46"}}, `unknown platform "linux/amd46"`},
+		{Options{Images: []string{"nope"}}, "--image nope: no such image"},
+		{Options{Args: map[string]string{"W": "1"}}, "--arg W: not declared"},
+		{Options{Modes: map[string]Choice{"tool": {Mode: "local"}}}, "the local mode needs a path"},
+	} {
+		_, err := New(r, tc.opt)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: got %v, want %q", tc.opt, err, tc.want)
+		}
+	}
+}
