@@ -8,9 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"go/version"
+	"maps"
 	"os"
 	"runtime"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 
@@ -77,7 +78,7 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 		return nil, err
 	}
 	rec := &record.Build{Recipe: p.Recipe.File, Epoch: p.Epoch.Unix()}
-	for _, key := range sortedKeys(b.results) {
+	for _, key := range slices.Sorted(maps.Keys(b.results)) {
 		digest := record.FileSHA256
 		if opt.Cache != nil {
 			digest = opt.Cache.FileSHA256
@@ -99,7 +100,7 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 		}
 		res.Images = append(res.Images, out)
 	}
-	for _, k := range sortedKeys(b.placed) {
+	for _, k := range slices.Sorted(maps.Keys(b.placed)) {
 		rec.Images = append(rec.Images, *b.placed[k])
 	}
 	return res, nil
@@ -147,7 +148,7 @@ func (b *builder) fetchAll(ctx context.Context) error {
 	b.results = map[string]*source.Result{}
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(b.opt.Jobs)
-	for _, key := range sortedKeys(b.plan.Artifacts) {
+	for _, key := range slices.Sorted(maps.Keys(b.plan.Artifacts)) {
 		a := b.plan.Artifacts[key]
 		g.Go(func() error {
 			work, err := os.MkdirTemp(b.opt.WorkDir, "artifact-*")
@@ -369,13 +370,4 @@ func checkExecutables(res *source.Result, place tree.Placement, p platform.Platf
 		}
 	}
 	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

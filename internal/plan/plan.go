@@ -330,19 +330,13 @@ func (p *Plan) platformImage(name string, ri *recipe.Image, vars recipe.Vars, pl
 
 	c := ri.Config
 	cfg := image.Config{Workdir: c.Workdir, User: c.User, StopSignal: c.StopSignal}
-	for _, item := range []struct {
-		path string
-		in   []string
-		out  *[]string
-	}{
-		{at + ".config.entrypoint", c.Entrypoint, &cfg.Entrypoint},
-		{at + ".config.cmd", c.Cmd, &cfg.Cmd},
-		{at + ".config.env", c.Env, &cfg.Env},
-		{at + ".config.ports", c.ExposedPorts, &cfg.ExposedPorts},
-	} {
-		if *item.out, err = r.ExpandList(item.path, item.in, v); err != nil {
-			return nil, err
-		}
+	if err := expandLists(r, v,
+		listField{at + ".config.entrypoint", c.Entrypoint, &cfg.Entrypoint},
+		listField{at + ".config.cmd", c.Cmd, &cfg.Cmd},
+		listField{at + ".config.env", c.Env, &cfg.Env},
+		listField{at + ".config.ports", c.ExposedPorts, &cfg.ExposedPorts},
+	); err != nil {
+		return nil, err
 	}
 	// ExpandList keeps nil (inherit from the base) apart from an empty list
 	// in the recipe ("cmd: []"), which clears the value.
@@ -529,22 +523,33 @@ func expandGo(r *recipe.Recipe, at string, g *recipe.GoBuild, v recipe.Vars) (*s
 		}
 	}
 	sg := &source.Go{Module: mod, CGO: g.CGO, Trimpath: g.Trimpath == nil || *g.Trimpath, Version: ver, CC: g.CC[v["platform"]]}
-	for _, item := range []struct {
-		path string
-		in   []string
-		out  *[]string
-	}{
-		{at + ".packages", g.Packages, &sg.Packages},
-		{at + ".ldflags", g.Ldflags, &sg.Ldflags},
-		{at + ".tags", g.Tags, &sg.Tags},
-		{at + ".flags", g.Flags, &sg.Flags},
-		{at + ".env", g.Env, &sg.Env},
-	} {
-		if *item.out, err = r.ExpandList(item.path, item.in, v); err != nil {
-			return nil, err
-		}
+	if err := expandLists(r, v,
+		listField{at + ".packages", g.Packages, &sg.Packages},
+		listField{at + ".ldflags", g.Ldflags, &sg.Ldflags},
+		listField{at + ".tags", g.Tags, &sg.Tags},
+		listField{at + ".flags", g.Flags, &sg.Flags},
+		listField{at + ".env", g.Env, &sg.Env},
+	); err != nil {
+		return nil, err
 	}
 	return sg, nil
+}
+
+// listField is a recipe list at path to expand into out.
+type listField struct {
+	path string
+	in   []string
+	out  *[]string
+}
+
+func expandLists(r *recipe.Recipe, v recipe.Vars, fields ...listField) error {
+	for _, f := range fields {
+		var err error
+		if *f.out, err = r.ExpandList(f.path, f.in, v); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func extract(r *recipe.Recipe, at string, e *recipe.Extract, v recipe.Vars) (*source.Extract, error) {

@@ -2,7 +2,9 @@ package recipe
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -33,7 +35,7 @@ func (r *Recipe) Vars(overrides map[string]string) (Vars, error) {
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
-		return nil, fmt.Errorf("--arg %s: not declared in %s (declared: %s)", strings.Join(unknown, ", "), r.File, strings.Join(sortedKeys(r.Args), ", "))
+		return nil, fmt.Errorf("--arg %s: not declared in %s (declared: %s)", strings.Join(unknown, ", "), r.File, strings.Join(slices.Sorted(maps.Keys(r.Args)), ", "))
 	}
 	return v, nil
 }
@@ -64,7 +66,7 @@ func (r *Recipe) Expand(path, s string, v Vars) (string, error) {
 		return val
 	})
 	if len(missing) > 0 {
-		return "", r.Errorf(path, "unknown variable {{%s}} (args: %s; per platform: os, arch, variant, platform; per artifact: version)", missing[0], strings.Join(sortedKeys(r.Args), ", "))
+		return "", r.Errorf(path, "unknown variable {{%s}} (args: %s; per platform: os, arch, variant, platform; per artifact: version)", missing[0], strings.Join(slices.Sorted(maps.Keys(r.Args)), ", "))
 	}
 	if strings.Contains(out, "{{") {
 		return "", r.Errorf(path, "malformed {{...}} in %q", s)

@@ -8,10 +8,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -452,12 +453,12 @@ func (r *Recipe) check() error {
 	if len(r.Images) == 0 {
 		return r.Errorf("images", "no images declared")
 	}
-	for _, name := range sortedKeys(r.Artifacts) {
+	for _, name := range slices.Sorted(maps.Keys(r.Artifacts)) {
 		if err := r.checkArtifact(name, r.Artifacts[name]); err != nil {
 			return err
 		}
 	}
-	for _, name := range sortedKeys(r.Images) {
+	for _, name := range slices.Sorted(maps.Keys(r.Images)) {
 		if err := r.checkImage(name, r.Images[name]); err != nil {
 			return err
 		}
@@ -645,7 +646,7 @@ func (r *Recipe) checkImage(name string, im *Image) error {
 			return r.Errorf(fat, "image %s: files[%d]: artifact is required", name, i)
 		}
 		if _, ok := r.Artifacts[f.Artifact]; !ok {
-			return r.Errorf(fat+".artifact", "image %s: unknown artifact %q (declared: %s)", name, f.Artifact, strings.Join(sortedKeys(r.Artifacts), ", "))
+			return r.Errorf(fat+".artifact", "image %s: unknown artifact %q (declared: %s)", name, f.Artifact, strings.Join(slices.Sorted(maps.Keys(r.Artifacts)), ", "))
 		}
 		if !strings.HasPrefix(f.Dest, "/") {
 			return r.Errorf(fat+".dest", "image %s: dest must be an absolute path (got %q)", name, f.Dest)
@@ -774,13 +775,4 @@ func checkPort(p string) error {
 		return fmt.Errorf("port %q: want N, N/tcp, N/udp or N/sctp", p)
 	}
 	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
