@@ -73,21 +73,24 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 	if opt.Bases == nil {
 		opt.Bases = &image.Resolver{Dir: p.Recipe.Dir, WorkDir: opt.WorkDir, Epoch: p.Epoch}
 	}
+	if opt.MinGo != "" && !version.IsValid("go"+strings.TrimPrefix(opt.MinGo, "go")) {
+		return nil, fmt.Errorf("--min-go %q: want a Go release such as 1.22.7", opt.MinGo)
+	}
 	b := &builder{plan: p, opt: opt, placed: map[string]*record.Image{}}
 	if err := b.fetchAll(ctx); err != nil {
 		return nil, err
 	}
 	rec := &record.Build{Recipe: p.Recipe.File, Epoch: p.Epoch.Unix()}
+	digest := record.FileSHA256
+	if opt.Cache != nil {
+		digest = opt.Cache.FileSHA256
+	}
 	for _, key := range slices.Sorted(maps.Keys(b.results)) {
-		digest := record.FileSHA256
-		if opt.Cache != nil {
-			digest = opt.Cache.FileSHA256
-		}
 		a, err := record.Scan(b.results[key], digest)
 		if err != nil {
 			return nil, err
 		}
-		if err := b.policy(a); err != nil {
+		if err := b.policy(a, b.plan.Artifacts[key]); err != nil {
 			return nil, err
 		}
 		rec.Artifacts = append(rec.Artifacts, a)
@@ -107,8 +110,7 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 }
 
 // policy applies the build's rules on what may be shipped.
-func (b *builder) policy(a record.Artifact) error {
-	src := b.plan.Artifacts[a.Name+"@"+a.Platform]
+func (b *builder) policy(a record.Artifact, src *source.Artifact) error {
 	if len(a.Licenses) == 0 && !src.NoLicense {
 		msg := fmt.Sprintf("artifact %s (%s, %s mode): no licence file found; name them with licenses:, or declare licenses: none", a.Name, a.Platform, a.Mode)
 		if b.opt.RequireLicenses {
