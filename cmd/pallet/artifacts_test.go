@@ -4,10 +4,12 @@ import (
 	"archive/tar"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -321,5 +323,56 @@ args:
 	_, err := pallet(t, "build", "-q", "-f", recipe, "--image", "app", "--platform", "linux/arm64", "--arg", "BASE="+ref.String(), "-o", "oci:"+filepath.Join(dir, "x"))
 	if err == nil || !strings.Contains(err.Error(), "linux/arm64") {
 		t.Errorf("wrong-platform base: %v", err)
+	}
+}
+
+// Base layers pulled from a repository of the registry being pushed to are
+// mounted from it, not uploaded again, even when served from the local
+// base cache.
+func TestPushMountsBaseLayers(t *testing.T) {
+	var mu sync.Mutex
+	var mounts, uploads int
+	reg := testregistry.Start(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPost && strings.Contains(r.URL.Path, "/blobs/uploads/") {
+				mu.Lock()
+				if r.URL.Query().Get("mount") != "" && strings.HasPrefix(r.URL.Path, "/v2/apps/") {
+					mounts++
+				} else if strings.HasPrefix(r.URL.Path, "/v2/apps/") {
+					uploads++
+				}
+				mu.Unlock()
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "files", "big"), strings.Repeat("base layer content\n", 1000))
+	writeFile(t, filepath.Join(dir, "files", "app"), "app\n")
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
+args:
+  BASE: scratch
+artifacts:
+  big:
+    local: {path: files/big}
+    licenses: none
+  app:
+    local: {path: files/app}
+    licenses: none
+images:
+  base:
+    base: scratch
+    platforms: linux/amd64
+    files: [{artifact: big, dest: /srv/}]
+  app:
+    base: "{{BASE}}"
+    platforms: linux/amd64
+    files: [{artifact: app, dest: /usr/bin/app}]
+`)
+	recipe := filepath.Join(dir, "pallet.yaml")
+	mustPallet(t, "build", "-q", "-f", recipe, "--image", "base", "-o", "registry:"+reg.Host+"/base/os:1")
+	mustPallet(t, "build", "-q", "-f", recipe, "--image", "app", "--arg", "BASE="+reg.Host+"/base/os:1", "-o", "registry:"+reg.Host+"/apps/app:1")
+	if mounts != 1 {
+		t.Errorf("%d base layer(s) mounted into apps/app, want 1 (and %d uploaded)", mounts, uploads)
 	}
 }

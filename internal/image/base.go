@@ -200,5 +200,34 @@ func (r *Resolver) fromRegistry(ctx context.Context, ref string, p platform.Plat
 	if err != nil || r.BlobCache == "" {
 		return img, err
 	}
-	return ggcrcache.Image(img, ggcrcache.NewFilesystemCache(r.BlobCache)), nil
+	cached := ggcrcache.Image(img, ggcrcache.NewFilesystemCache(r.BlobCache))
+	return &mountable{Image: cached, ref: nref}, nil
+}
+
+// mountable keeps the base's layers mountable from the base repository
+// once served from the local blob cache: a push to the same registry then
+// mounts them instead of uploading them again.
+type mountable struct {
+	v1.Image
+	ref name.Reference
+}
+
+func (m *mountable) Layers() ([]v1.Layer, error) {
+	ls, err := m.Image.Layers()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]v1.Layer, len(ls))
+	for i, l := range ls {
+		out[i] = &remote.MountableLayer{Layer: l, Reference: m.ref}
+	}
+	return out, nil
+}
+
+func (m *mountable) LayerByDigest(h v1.Hash) (v1.Layer, error) {
+	l, err := m.Image.LayerByDigest(h)
+	if err != nil {
+		return nil, err
+	}
+	return &remote.MountableLayer{Layer: l, Reference: m.ref}, nil
 }

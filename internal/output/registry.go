@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
@@ -24,12 +26,21 @@ func (r *Registry) String() string { return "registry:" + r.Ref }
 // child manifest before the manifest that carries the tag, so a failed push
 // never leaves a tag pointing at a partial image. Further tags are added
 // only after the first one is complete.
+//
+// Blobs the repository already has are skipped (go-containerregistry asks
+// with HEAD first), blobs of one image are uploaded in parallel (4 at a
+// time unless Options has remote.WithJobs), and a failed blob upload is
+// retried (remote.WithRetryBackoff and remote.WithRetryStatusCodes tune
+// that). With a PREFIX/ several images go to several repositories of one
+// registry: a blob already pushed for an earlier image is mounted from that
+// repository instead of being uploaded again.
 func (r *Registry) Write(ctx context.Context, images []Image) error {
 	prefix := strings.HasSuffix(r.Ref, "/")
 	if !prefix && len(images) != 1 {
 		return fmt.Errorf("registry:%s names one repository but the build has %d images; use registry:PREFIX/ to push each under PREFIX", r.Ref, len(images))
 	}
 	opts := append([]remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)}, r.Options...)
+	pushed := mountHints{}
 	for _, im := range images {
 		tags, err := r.refs(im, prefix)
 		if err != nil {
@@ -37,13 +48,14 @@ func (r *Registry) Write(ctx context.Context, images []Image) error {
 		}
 		first := tags[0]
 		if im.Index != nil {
-			err = remote.WriteIndex(first, im.Index, opts...)
+			err = remote.WriteIndex(first, pushed.index(im.Index), opts...)
 		} else {
-			err = remote.Write(first, im.Image, opts...)
+			err = remote.Write(first, pushed.image(im.Image), opts...)
 		}
 		if err != nil {
 			return fmt.Errorf("push %s: %w", first, err)
 		}
+		pushed.remember(first, im)
 		for _, t := range tags[1:] {
 			if im.Index != nil {
 				err = remote.Tag(t, im.Index, opts...)
@@ -88,4 +100,180 @@ func (r *Registry) refs(im Image, prefix bool) ([]name.Tag, error) {
 		out = append(out, t)
 	}
 	return out, nil
+}
+
+// mountHints maps each blob pushed so far by one Write to a reference in
+// the repository that now holds it. go-containerregistry mounts a blob
+// from another repository only for a remote.MountableLayer (a layer read
+// from a registry); layers built locally are not, so an image pushed under
+// PREFIX/b would upload again every blob it shares with the image just
+// pushed under PREFIX/a. Wrapping those layers as MountableLayers naming
+// PREFIX/a makes the push ask the registry to mount them; a registry that
+// cannot mount answers with a normal upload, so a hint costs one request.
+type mountHints map[v1.Hash]name.Reference
+
+// remember records the blobs of an image that was pushed completely to ref.
+// Hints are only an optimization, so an image whose manifests cannot be
+// read (which the successful push makes unlikely) is simply not recorded.
+func (h mountHints) remember(ref name.Reference, im Image) {
+	if im.Index != nil {
+		h.rememberIndex(ref, im.Index)
+	} else {
+		h.rememberImage(ref, im.Image)
+	}
+}
+
+func (h mountHints) rememberIndex(ref name.Reference, idx v1.ImageIndex) {
+	m, err := idx.IndexManifest()
+	if err != nil {
+		return
+	}
+	for _, d := range m.Manifests {
+		switch {
+		case d.MediaType.IsIndex():
+			if child, err := idx.ImageIndex(d.Digest); err == nil {
+				h.rememberIndex(ref, child)
+			}
+		case d.MediaType.IsImage():
+			if child, err := idx.Image(d.Digest); err == nil {
+				h.rememberImage(ref, child)
+			}
+		}
+	}
+}
+
+func (h mountHints) rememberImage(ref name.Reference, img v1.Image) {
+	m, err := img.Manifest()
+	if err != nil {
+		return
+	}
+	h.add(m.Config.Digest, ref)
+	for _, l := range m.Layers {
+		// Foreign layers are not in the registry (and not pushed).
+		if l.MediaType.IsDistributable() {
+			h.add(l.Digest, ref)
+		}
+	}
+}
+
+// add keeps the first repository a blob went to: any would do, and every
+// later image then mounts from the same one.
+func (h mountHints) add(d v1.Hash, ref name.Reference) {
+	if _, ok := h[d]; !ok {
+		h[d] = ref
+	}
+}
+
+func (h mountHints) layer(l v1.Layer) v1.Layer {
+	d, err := l.Digest()
+	if err != nil {
+		return l // a streamed layer: its digest is known only once uploaded
+	}
+	ref, ok := h[d]
+	if !ok {
+		return l
+	}
+	return &remote.MountableLayer{Layer: l, Reference: ref}
+}
+
+// image returns img with its known blobs wrapped for mounting. The first
+// image of a Write goes through unchanged.
+func (h mountHints) image(img v1.Image) v1.Image {
+	if len(h) == 0 {
+		return img
+	}
+	return &mountingImage{Image: img, hints: h}
+}
+
+func (h mountHints) index(idx v1.ImageIndex) v1.ImageIndex {
+	if len(h) == 0 {
+		return idx
+	}
+	return &mountingIndex{baseIndex: idx, hints: h}
+}
+
+// mountingImage is an image whose layers and config carry mount hints. The
+// manifest and config are the embedded image's, byte for byte: only what
+// the pusher uploads changes.
+type mountingImage struct {
+	v1.Image
+	hints mountHints
+}
+
+func (i *mountingImage) Layers() ([]v1.Layer, error) {
+	ls, err := i.Image.Layers()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]v1.Layer, len(ls))
+	for n, l := range ls {
+		out[n] = i.hints.layer(l)
+	}
+	return out, nil
+}
+
+// ConfigLayer is how the pusher gets the config blob (partial.ConfigLayer
+// looks for this method).
+func (i *mountingImage) ConfigLayer() (v1.Layer, error) {
+	l, err := partial.ConfigLayer(i.Image)
+	if err != nil {
+		return nil, err
+	}
+	return i.hints.layer(l), nil
+}
+
+// Descriptor keeps the descriptor (platform, annotations) the embedded
+// image may carry from its index.
+func (i *mountingImage) Descriptor() (*v1.Descriptor, error) {
+	return partial.Descriptor(i.Image)
+}
+
+// mountingIndex wraps the children of an index like mountingImage.
+type mountingIndex struct {
+	baseIndex
+	hints mountHints
+}
+
+// baseIndex names the embedded index so that its field does not clash with
+// the ImageIndex method mountingIndex overrides.
+type baseIndex = v1.ImageIndex
+
+// Manifests is what the pusher walks to upload the children (through
+// partial.Manifests); it starts from the embedded index's own children so
+// that whatever that index does for them (e.g. layers as children) holds.
+func (x *mountingIndex) Manifests() ([]partial.Describable, error) {
+	ms, err := partial.Manifests(x.baseIndex)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]partial.Describable, len(ms))
+	for n, m := range ms {
+		switch c := m.(type) {
+		case v1.ImageIndex:
+			out[n] = &mountingIndex{baseIndex: c, hints: x.hints}
+		case v1.Image:
+			out[n] = &mountingImage{Image: c, hints: x.hints}
+		case v1.Layer:
+			out[n] = x.hints.layer(c)
+		default:
+			out[n] = m
+		}
+	}
+	return out, nil
+}
+
+func (x *mountingIndex) Image(h v1.Hash) (v1.Image, error) {
+	img, err := x.baseIndex.Image(h)
+	if err != nil {
+		return nil, err
+	}
+	return &mountingImage{Image: img, hints: x.hints}, nil
+}
+
+func (x *mountingIndex) ImageIndex(h v1.Hash) (v1.ImageIndex, error) {
+	idx, err := x.baseIndex.ImageIndex(h)
+	if err != nil {
+		return nil, err
+	}
+	return &mountingIndex{baseIndex: idx, hints: x.hints}, nil
 }
