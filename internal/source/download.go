@@ -132,14 +132,26 @@ func (p permanent) Unwrap() error { return p.error }
 // exponential backoff; 4xx and digest mismatches are not.
 func (f *Fetcher) Download(ctx context.Context, rawURL, want, file string) error {
 	wait := f.Backoff
-	var err error
-	for attempt := 0; ; attempt++ {
-		err = f.downloadOnce(ctx, rawURL, want, file)
+	for attempt := 1; ; attempt++ {
+		err := f.downloadOnce(ctx, rawURL, want, file)
 		var p permanent
-		if err == nil || errors.As(err, &p) || attempt >= f.Retries || ctx.Err() != nil {
-			break
+		switch {
+		case err == nil:
+			return nil
+		case errors.As(err, &p):
+			return p.error
+		case ctx.Err() != nil:
+			return err
+		case attempt > f.Retries:
+			if attempt > 1 {
+				// Without the count, the last error reads like a one-off
+				// failure rather than one that outlasted every retry.
+				return fmt.Errorf("%w (gave up after %d attempts)", err, attempt)
+			}
+			return err
 		}
-		f.Log("download %s: %v; retrying in %s", rawURL, err, wait)
+		// err already names the URL.
+		f.Log("%v; retrying in %s", err, wait)
 		select {
 		case <-time.After(wait):
 		case <-ctx.Done():
@@ -147,11 +159,6 @@ func (f *Fetcher) Download(ctx context.Context, rawURL, want, file string) error
 		}
 		wait *= 2
 	}
-	var p permanent
-	if errors.As(err, &p) {
-		return p.error
-	}
-	return err
 }
 
 func (f *Fetcher) downloadOnce(ctx context.Context, rawURL, want, file string) error {
@@ -178,11 +185,17 @@ func (f *Fetcher) downloadOnce(ctx context.Context, rawURL, want, file string) e
 	defer os.Remove(tmp.Name())
 	h := sha256.New()
 	n, err := io.Copy(io.MultiWriter(tmp, h), resp.Body)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
+	cerr := tmp.Close()
 	if err != nil {
-		return fmt.Errorf("download %s: %w", rawURL, err)
+		// A body cut short surfaces as a bare "unexpected EOF" or a reset;
+		// how far it got is what tells the user the transfer broke.
+		if resp.ContentLength >= 0 {
+			return fmt.Errorf("download %s: stopped after %d of %d bytes: %w", rawURL, n, resp.ContentLength, err)
+		}
+		return fmt.Errorf("download %s: stopped after %d bytes: %w", rawURL, n, err)
+	}
+	if cerr != nil {
+		return fmt.Errorf("download %s: %w", rawURL, cerr)
 	}
 	if resp.ContentLength >= 0 && n != resp.ContentLength {
 		return fmt.Errorf("download %s: got %d of %d bytes", rawURL, n, resp.ContentLength)

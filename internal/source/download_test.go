@@ -1,0 +1,436 @@
+package source_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pallet-dev/pallet/internal/source"
+)
+
+// payload is large enough that a partial write leaves the client mid-body
+// rather than with everything already buffered.
+var payload = bytes.Repeat([]byte("pallet download fault test\n"), 4096)
+
+func sum(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// fetcher is what source.New returns, with a backoff short enough for tests
+// and a client with a timeout so that a mistake hangs no test for long.
+func fetcher(t *testing.T) *source.Fetcher {
+	f := source.New()
+	f.Client = &http.Client{Timeout: 10 * time.Second}
+	f.Backoff = 5 * time.Millisecond
+	f.Log = t.Logf
+	return f
+}
+
+// server counts requests and hands each to handle with its 1-based number.
+type server struct {
+	*httptest.Server
+	n atomic.Int32
+}
+
+func serve(t *testing.T, handle func(w http.ResponseWriter, r *http.Request, n int)) *server {
+	s := &server{}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		handle(w, r, int(s.n.Add(1)))
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *server) requests() int { return int(s.n.Load()) }
+
+func full(w http.ResponseWriter) {
+	w.Header().Set("Content-Length", strconv.Itoa(len(payload)))
+	w.Write(payload)
+}
+
+// truncate declares the whole payload but sends a third of it; net/http
+// then closes the connection, since it can no longer be reused.
+func truncate(w http.ResponseWriter) {
+	w.Header().Set("Content-Length", strconv.Itoa(len(payload)))
+	w.Write(payload[:len(payload)/3])
+}
+
+// reset writes the headers and part of the body straight onto the
+// connection, then aborts it with an RST (SO_LINGER 0) rather than a FIN.
+func reset(t *testing.T, w http.ResponseWriter) {
+	conn, buf, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		t.Errorf("hijack: %v", err)
+		return
+	}
+	defer conn.Close()
+	fmt.Fprintf(buf, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\nContent-Type: application/octet-stream\r\n\r\n", len(payload))
+	buf.Write(payload[:len(payload)/2])
+	buf.Flush()
+	if tc, ok := conn.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+}
+
+// noFile fails unless file is absent; downloads must never leave a partial
+// or unverified file under the final name.
+func noFile(t *testing.T, file string) {
+	t.Helper()
+	if _, err := os.Stat(file); !os.IsNotExist(err) {
+		t.Errorf("%s exists (stat: %v); a failed download must leave nothing under its name", filepath.Base(file), err)
+	}
+}
+
+// onlyFiles fails unless dir holds exactly the named files: no temp files.
+func onlyFiles(t *testing.T, dir string, names ...string) {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range ents {
+		got = append(got, e.Name())
+	}
+	if strings.Join(got, ",") != strings.Join(names, ",") {
+		t.Errorf("directory holds %q, want %q", got, names)
+	}
+}
+
+func TestDownloadRetriesBrokenTransfers(t *testing.T) {
+	tests := []struct {
+		name string
+		// fail breaks the transfer in some way.
+		fail func(t *testing.T, w http.ResponseWriter)
+		// failures is how many requests fail before the server behaves;
+		// -1 means it never does.
+		failures int
+		wantReqs int
+		// wantErr are phrases the final error must contain (besides the URL).
+		wantErr []string
+	}{
+		{"truncated once", func(_ *testing.T, w http.ResponseWriter) { truncate(w) }, 1, 2, nil},
+		{"truncated until the last retry", func(_ *testing.T, w http.ResponseWriter) { truncate(w) }, 3, 4, nil},
+		{"truncated always", func(_ *testing.T, w http.ResponseWriter) { truncate(w) }, -1, 4,
+			[]string{fmt.Sprintf("%d of %d bytes", len(payload)/3, len(payload)), "unexpected EOF", "4 attempts"}},
+		{"reset once", reset, 1, 2, nil},
+		{"reset twice", reset, 2, 3, nil},
+		{"reset always", reset, -1, 4, []string{"4 attempts"}},
+		{"500 once", func(_ *testing.T, w http.ResponseWriter) { w.WriteHeader(500) }, 1, 2, nil},
+		{"500 always", func(_ *testing.T, w http.ResponseWriter) { w.WriteHeader(500) }, -1, 4, []string{"500", "4 attempts"}},
+		{"502 twice", func(_ *testing.T, w http.ResponseWriter) { w.WriteHeader(502) }, 2, 3, nil},
+		{"503 three times", func(_ *testing.T, w http.ResponseWriter) { w.WriteHeader(503) }, 3, 4, nil},
+		{"429 once", func(_ *testing.T, w http.ResponseWriter) { w.WriteHeader(429) }, 1, 2, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			dst := filepath.Join(dir, "download")
+			srv := serve(t, func(w http.ResponseWriter, r *http.Request, n int) {
+				// Between attempts, nothing may sit under the final name.
+				if _, err := os.Stat(dst); !os.IsNotExist(err) {
+					t.Errorf("request %d: %s exists before the download is verified", n, dst)
+				}
+				if tc.failures < 0 || n <= tc.failures {
+					tc.fail(t, w)
+					return
+				}
+				full(w)
+			})
+			url := srv.URL + "/pkg.tgz"
+			err := fetcher(t).Download(context.Background(), url, sum(payload), dst)
+			if got := srv.requests(); got != tc.wantReqs {
+				t.Errorf("%d requests, want %d", got, tc.wantReqs)
+			}
+			if tc.failures >= 0 {
+				if err != nil {
+					t.Fatalf("download failed: %v", err)
+				}
+				got, err := os.ReadFile(dst)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got, payload) {
+					t.Errorf("downloaded %d bytes, not the payload", len(got))
+				}
+				onlyFiles(t, dir, "download")
+				return
+			}
+			if err == nil {
+				t.Fatal("download succeeded against a server that never sends the file")
+			}
+			var mm *source.MismatchError
+			if errors.As(err, &mm) {
+				t.Errorf("a broken transfer reported as a digest mismatch: %v", err)
+			}
+			for _, want := range append([]string{url}, tc.wantErr...) {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not mention %q", err, want)
+				}
+			}
+			noFile(t, dst)
+			onlyFiles(t, dir)
+		})
+	}
+}
+
+func TestDownloadDoesNotRetryClientErrors(t *testing.T) {
+	for _, code := range []int{400, 401, 403, 404, 410} {
+		t.Run(strconv.Itoa(code), func(t *testing.T) {
+			dir := t.TempDir()
+			dst := filepath.Join(dir, "download")
+			srv := serve(t, func(w http.ResponseWriter, r *http.Request, n int) {
+				http.Error(w, "no", code)
+			})
+			url := srv.URL + "/missing.tgz"
+			err := fetcher(t).Download(context.Background(), url, sum(payload), dst)
+			if err == nil {
+				t.Fatal("download succeeded")
+			}
+			if got := srv.requests(); got != 1 {
+				t.Errorf("%d requests, want 1: a %d is not worth retrying", got, code)
+			}
+			for _, want := range []string{url, strconv.Itoa(code)} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not mention %q", err, want)
+				}
+			}
+			noFile(t, dst)
+			onlyFiles(t, dir)
+		})
+	}
+}
+
+func TestDownloadBackoffIsBoundedAndExponential(t *testing.T) {
+	tests := []struct {
+		retries int
+		backoff time.Duration
+	}{
+		{0, 10 * time.Millisecond},
+		{1, 10 * time.Millisecond},
+		{3, 10 * time.Millisecond},
+		{4, 5 * time.Millisecond},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprintf("retries=%d,backoff=%s", tc.retries, tc.backoff), func(t *testing.T) {
+			var mu sync.Mutex
+			var at []time.Time
+			srv := serve(t, func(w http.ResponseWriter, r *http.Request, n int) {
+				mu.Lock()
+				at = append(at, time.Now())
+				mu.Unlock()
+				w.WriteHeader(http.StatusInternalServerError)
+			})
+			f := fetcher(t)
+			f.Retries, f.Backoff = tc.retries, tc.backoff
+			dir := t.TempDir()
+			start := time.Now()
+			err := f.Download(context.Background(), srv.URL+"/f", sum(payload), filepath.Join(dir, "f"))
+			elapsed := time.Since(start)
+			if err == nil {
+				t.Fatal("download succeeded against a server that always fails")
+			}
+			if got, want := srv.requests(), 1+tc.retries; got != want {
+				t.Fatalf("%d requests, want %d (1 + %d retries)", got, want, tc.retries)
+			}
+			// Lower bounds only: a slow machine may wait longer, never less.
+			var total time.Duration
+			mu.Lock()
+			defer mu.Unlock()
+			for i := 1; i < len(at); i++ {
+				wait := tc.backoff << (i - 1)
+				total += wait
+				if gap := at[i].Sub(at[i-1]); gap < wait {
+					t.Errorf("retry %d came %s after the previous request; want at least %s", i, gap, wait)
+				}
+			}
+			if elapsed < total {
+				t.Errorf("gave up after %s; the backoffs alone add up to %s", elapsed, total)
+			}
+			onlyFiles(t, dir)
+		})
+	}
+}
+
+func TestDownloadDigestMismatch(t *testing.T) {
+	dir := t.TempDir()
+	dst := filepath.Join(dir, "download")
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request, n int) { full(w) })
+	url := srv.URL + "/pkg.tgz"
+	want := sum([]byte("something else"))
+	err := fetcher(t).Download(context.Background(), url, want, dst)
+	var mm *source.MismatchError
+	if !errors.As(err, &mm) {
+		t.Fatalf("error %v (%T) is not a *MismatchError", err, err)
+	}
+	if mm.URL != url || mm.Expected != want || mm.Actual != sum(payload) {
+		t.Errorf("mismatch = %+v, want URL %s, expected %s, actual %s", *mm, url, want, sum(payload))
+	}
+	for _, s := range []string{url, want, sum(payload)} {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("error %q does not mention %q", err, s)
+		}
+	}
+	if got := srv.requests(); got != 1 {
+		t.Errorf("%d requests, want 1: the same bytes would come again", got)
+	}
+	noFile(t, dst)
+	onlyFiles(t, dir)
+}
+
+func TestDownloadCancelledDuringBackoff(t *testing.T) {
+	const backoff = time.Minute
+	tests := []struct {
+		name string
+		// ctx returns the context for the download; retrying is called
+		// when the fetcher logs that it is about to wait.
+		ctx  func(t *testing.T) (ctx context.Context, retrying func())
+		want error
+	}{
+		{"cancel", func(t *testing.T) (context.Context, func()) {
+			ctx, cancel := context.WithCancel(context.Background())
+			t.Cleanup(cancel)
+			return ctx, cancel
+		}, context.Canceled},
+		{"deadline", func(t *testing.T) (context.Context, func()) {
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			t.Cleanup(cancel)
+			return ctx, func() {}
+		}, context.DeadlineExceeded},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := serve(t, func(w http.ResponseWriter, r *http.Request, n int) {
+				w.WriteHeader(http.StatusServiceUnavailable)
+			})
+			ctx, retrying := tc.ctx(t)
+			f := fetcher(t)
+			f.Backoff = backoff
+			var logged atomic.Bool
+			f.Log = func(format string, args ...any) {
+				t.Logf(format, args...)
+				logged.Store(true)
+				// Cancelled after the decision to wait, in a goroutine so
+				// that the fetcher is most likely already waiting.
+				go func() {
+					time.Sleep(20 * time.Millisecond)
+					retrying()
+				}()
+			}
+			dir := t.TempDir()
+			start := time.Now()
+			err := f.Download(ctx, srv.URL+"/f", sum(payload), filepath.Join(dir, "f"))
+			if elapsed := time.Since(start); elapsed > 10*time.Second {
+				t.Errorf("returned after %s; the context ended long before", elapsed)
+			}
+			if !errors.Is(err, tc.want) {
+				t.Errorf("error %v, want %v", err, tc.want)
+			}
+			if !logged.Load() {
+				t.Error("the fetcher never got to waiting for a retry")
+			}
+			if got := srv.requests(); got != 1 {
+				t.Errorf("%d requests, want 1", got)
+			}
+			onlyFiles(t, dir)
+		})
+	}
+}
+
+func TestGetMirror(t *testing.T) {
+	good := sum(payload)
+	tests := []struct {
+		name string
+		// mirror is the content of mirror/sha256/<good>; nil for none.
+		mirror    []byte
+		offline   bool
+		mirrorURL string // path on the server to use as MirrorURL; "" for none
+		wantReqs  int
+		wantPath  string // path the server must have seen
+		wantErr   string // phrase in the error; "" for success
+	}{
+		{name: "mirror hit", mirror: payload, wantReqs: 0},
+		{name: "mirror hit offline", mirror: payload, offline: true, wantReqs: 0},
+		{name: "corrupt mirror", mirror: payload[:100], wantReqs: 0, wantErr: "corrupt"},
+		{name: "corrupt mirror offline", mirror: []byte("x"), offline: true, wantReqs: 0, wantErr: "corrupt"},
+		{name: "offline miss", offline: true, wantReqs: 0, wantErr: "offline"},
+		{name: "mirror miss goes upstream", wantReqs: 1, wantPath: "/upstream/pkg.tgz"},
+		{name: "mirror url root", mirrorURL: "/", wantReqs: 1, wantPath: "/sha256/" + good},
+		{name: "mirror url prefix", mirrorURL: "/m", wantReqs: 1, wantPath: "/m/sha256/" + good},
+		{name: "mirror url prefix slash", mirrorURL: "/m/", wantReqs: 1, wantPath: "/m/sha256/" + good},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var paths []string
+			srv := serve(t, func(w http.ResponseWriter, r *http.Request, n int) {
+				mu.Lock()
+				paths = append(paths, r.URL.Path)
+				mu.Unlock()
+				full(w)
+			})
+			mirror := t.TempDir()
+			if tc.mirror != nil {
+				blob := filepath.Join(mirror, "sha256", good)
+				if err := os.MkdirAll(filepath.Dir(blob), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(blob, tc.mirror, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			f := fetcher(t)
+			f.Mirror = mirror
+			f.Offline = tc.offline
+			if tc.mirrorURL != "" {
+				f.MirrorURL = srv.URL + tc.mirrorURL
+			}
+			dir := t.TempDir()
+			dst := filepath.Join(dir, "download")
+			err := f.Get(context.Background(), srv.URL+"/upstream/pkg.tgz", good, dst)
+
+			mu.Lock()
+			defer mu.Unlock()
+			if len(paths) != tc.wantReqs {
+				t.Errorf("requests %q, want %d", paths, tc.wantReqs)
+			}
+			if tc.wantPath != "" && (len(paths) == 0 || paths[0] != tc.wantPath) {
+				t.Errorf("requested %q, want %s", paths, tc.wantPath)
+			}
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one mentioning %q", err, tc.wantErr)
+				}
+				noFile(t, dst)
+				onlyFiles(t, dir)
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := os.ReadFile(dst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, payload) {
+				t.Errorf("got %d bytes, not the payload", len(got))
+			}
+			onlyFiles(t, dir, "download")
+		})
+	}
+}
