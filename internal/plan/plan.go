@@ -178,7 +178,7 @@ func epochOf(r *recipe.Recipe, opt Options) (time.Time, error) {
 		sec = *opt.Epoch
 	case os.Getenv("SOURCE_DATE_EPOCH") != "":
 		v, err := strconv.ParseInt(os.Getenv("SOURCE_DATE_EPOCH"), 10, 64)
-		if err != nil {
+		if err != nil || v < 0 {
 			return time.Time{}, fmt.Errorf("SOURCE_DATE_EPOCH=%q: want Unix seconds", os.Getenv("SOURCE_DATE_EPOCH"))
 		}
 		sec = v

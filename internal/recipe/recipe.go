@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -353,7 +354,7 @@ func Parse(file string, data []byte) (*Recipe, error) {
 	r := &Recipe{File: file, Dir: filepath.Dir(abs), lines: map[string]int{}}
 
 	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
+	if err := decode(yaml.NewDecoder(bytes.NewReader(data)), &root); err != nil && err != io.EOF {
 		return nil, yamlError(file, err)
 	}
 	if root.Kind == 0 || len(root.Content) == 0 {
@@ -363,13 +364,31 @@ func Parse(file string, data []byte) (*Recipe, error) {
 
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
-	if err := dec.Decode(r); err != nil {
+	if err := decode(dec, r); err != nil {
 		return nil, yamlError(file, err)
+	}
+	// A second document would be ignored silently by a plain decode; a
+	// recipe is one document.
+	var extra yaml.Node
+	if err := decode(dec, &extra); err != io.EOF {
+		return nil, &Error{File: file, Line: extra.Line, Msg: "a recipe is one YAML document; found another after ---"}
 	}
 	if err := r.check(); err != nil {
 		return nil, err
 	}
 	return r, nil
+}
+
+// decode runs dec.Decode, turning a panic inside yaml.v3 into an error:
+// v3.0.1 panics on some merge keys ("<<") mixed with unhashable keys, and
+// a malformed recipe must get an error, not a crash.
+func decode(dec *yaml.Decoder, v any) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("yaml: malformed document: %v", p)
+		}
+	}()
+	return dec.Decode(v)
 }
 
 // indexLines records the line of every mapping value and sequence item
@@ -439,10 +458,13 @@ var (
 // check validates what the schema alone cannot: references, required
 // fields, exclusive kinds, digests and platforms.
 func (r *Recipe) check() error {
+	if r.Epoch != nil && *r.Epoch < 0 {
+		return r.Errorf("epoch", "epoch must not be negative (got %d)", *r.Epoch)
+	}
 	if r.Version != 1 {
 		return r.Errorf("version", "version must be 1 (got %d)", r.Version)
 	}
-	for k := range r.Args {
+	for _, k := range slices.Sorted(maps.Keys(r.Args)) {
 		if !argRE.MatchString(k) {
 			return r.Errorf("args."+k, "arg name %q: use letters, digits and _", k)
 		}
@@ -543,7 +565,8 @@ func (r *Recipe) checkURL(name, at string, u *URL) error {
 	if len(u.SHA256) == 0 {
 		return r.Errorf(at, "artifact %s: sha256 is required: a download is pinned by its digest", name)
 	}
-	for p, d := range u.SHA256 {
+	for _, p := range slices.Sorted(maps.Keys(u.SHA256)) {
+		d := u.SHA256[p]
 		where := at + ".sha256"
 		if p != "" {
 			where += "." + p
@@ -570,7 +593,7 @@ func (r *Recipe) checkGo(name, at string, g *GoBuild) error {
 	if g.Version != "" && !strings.Contains(g.Version, "{{") && !goVersionRE.MatchString(g.Version) {
 		return r.Errorf(at+".version", "artifact %s: %v", name, CheckGoVersion(g.Version))
 	}
-	for p := range g.CC {
+	for _, p := range slices.Sorted(maps.Keys(g.CC)) {
 		if _, err := platform.Parse(p); err != nil {
 			return r.Errorf(at+".cc."+p, "artifact %s: %v", name, err)
 		}
@@ -605,7 +628,8 @@ func (r *Recipe) checkImage(name string, im *Image) error {
 	if len(im.Base) == 0 {
 		return r.Errorf(at, "image %s: base is required (scratch, windows-hostprocess-scratch, oci:PATH, or a registry reference)", name)
 	}
-	for k, refs := range im.Base {
+	for _, k := range slices.Sorted(maps.Keys(im.Base)) {
+		refs := im.Base[k]
 		if k != "" && k != "linux" && k != "windows" {
 			if _, err := platform.Parse(k); err != nil {
 				return r.Errorf(at+".base."+k, "image %s: base for %q: want a platform, linux or windows: %v", name, k, err)

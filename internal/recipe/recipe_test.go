@@ -48,7 +48,7 @@ func TestParseGood(t *testing.T) {
 		t.Error("sha256 for an unpinned platform")
 	}
 	if l := r.Line("images.app.files.0.dest"); l != 21 {
-		t.Errorf("line of dest = %d, want 24", l)
+		t.Errorf("line of dest = %d, want 21", l)
 	}
 }
 
@@ -78,6 +78,9 @@ func TestParseErrors(t *testing.T) {
 		{"wrong type", "    platforms: linux/amd64", "    platforms: {a: b}", 18, "cannot unmarshal"},
 		{"syntax", "    base: scratch", "    base: scratch\n     x: y", 18, "mapping values are not allowed"},
 		{"negative strip", "        include: [host-local]", "        strip: -1", 14, "must not be negative"},
+		{"second document", "version: 1", "version: 1\n---\nimages: {}\n---\nx: y", 2, "one YAML document"},
+		{"negative epoch", "version: 1", "version: 1\nepoch: -5", 2, "epoch must not be negative"},
+		{"merge key panic in yaml.v3", "images:", "images: {<<: {}, [a]: c}\nimagez:", 0, "malformed"},
 		{"bad port", "        owner: \"1000:1000\"", "        owner: \"1000:1000\"\n    config:\n      ports: [http]", 25, `port "http"`},
 	}
 	for _, tc := range tests {
