@@ -81,7 +81,7 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 		return nil, err
 	}
 	rec := &record.Build{Recipe: p.Recipe.File, Epoch: p.Epoch.Unix()}
-	digest := record.FileSHA256
+	digest := cache.HashFile
 	if opt.Cache != nil {
 		digest = opt.Cache.FileSHA256
 	}

@@ -245,16 +245,10 @@ func (c *Cache) FileSHA256(path string) (string, error) {
 	if ok && m.Size == info.Size() && m.ModTime == info.ModTime().UnixNano() && m.Ino == ino {
 		return m.SHA256, nil
 	}
-	f, err := os.Open(path)
+	sum, err := HashFile(path)
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	sum := hex.EncodeToString(h.Sum(nil))
 	// A file modified within the mtime granularity of the hash could change
 	// again unseen; only remember digests of files that have settled.
 	if time.Since(info.ModTime()) > 2*time.Second {
@@ -264,6 +258,20 @@ func (c *Cache) FileSHA256(path string) (string, error) {
 		c.mu.Unlock()
 	}
 	return sum, nil
+}
+
+// HashFile returns the hex sha256 of the file at path.
+func HashFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("hash %s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func (c *Cache) memoPath() string { return filepath.Join(c.dir, "digests.json") }

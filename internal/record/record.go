@@ -6,12 +6,8 @@
 package record
 
 import (
-	"crypto/sha256"
 	"debug/buildinfo"
-	"encoding/hex"
 	"encoding/json"
-	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -128,18 +124,4 @@ func PathFor(output string) string {
 		return filepath.Clean(arg) + ".record.json"
 	}
 	return "pallet-record.json"
-}
-
-// FileSHA256 hashes the file at p.
-func FileSHA256(p string) (string, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("hash %s: %w", p, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -21,7 +21,7 @@ func (f *Fetcher) digest(path string) (string, error) {
 	if f.Cache != nil {
 		return f.Cache.FileSHA256(path)
 	}
-	return fileSHA256(path)
+	return cache.HashFile(path)
 }
 
 // key is the cache key of a's result: everything that can change what the

@@ -206,16 +206,3 @@ func (f *Fetcher) downloadOnce(ctx context.Context, rawURL, want, file string) e
 	}
 	return os.Rename(tmp.Name(), file)
 }
-
-func fileSHA256(file string) (string, error) {
-	fh, err := os.Open(file)
-	if err != nil {
-		return "", err
-	}
-	defer fh.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, fh); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
