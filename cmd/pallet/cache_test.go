@@ -244,3 +244,66 @@ func withoutQuiet(args []string) []string {
 	}
 	return out
 }
+
+// A cached layer blob damaged on disk is not used: the build notices,
+// writes the layer again, and the output is right.
+func TestCorruptCachedLayerIsRebuilt(t *testing.T) {
+	cacheDir := t.TempDir()
+	recipe := copyExample(t, "hello")
+	out := filepath.Join(t.TempDir(), "out")
+	args := []string{"build", "-q", "-f", recipe, "--cache-dir", cacheDir, "--platform", "linux/amd64", "-o", "oci:" + out}
+	mustPallet(t, args...)
+	want := layoutIndex(t, out).Manifests[0].Digest
+	blobs, _ := filepath.Glob(filepath.Join(cacheDir, "blobs", "sha256", "*"))
+	for _, b := range blobs {
+		data, err := os.ReadFile(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data[len(data)/2] ^= 0xff // same size, wrong content
+		os.Remove(b)              // a new inode, as a rewrite would give
+		if err := os.WriteFile(b, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.RemoveAll(out)
+	mustPallet(t, args...)
+	if got := layoutIndex(t, out).Manifests[0].Digest; got != want {
+		t.Errorf("after damage to the layers: %s, want %s", got, want)
+	}
+	verifyLayout(t, out)
+
+	// A built binary in the cache is changed behind pallet's back: the
+	// entry is refused and the binary built again.
+	bins, _ := filepath.Glob(filepath.Join(cacheDir, "artifacts", "*", "tree", "hello"))
+	if len(bins) != 1 {
+		t.Fatalf("cached hello binaries: %v", bins)
+	}
+	if err := os.WriteFile(bins[0], []byte("not hello"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.RemoveAll(out)
+	mustPallet(t, args...)
+	if got := layoutIndex(t, out).Manifests[0].Digest; got != want {
+		t.Errorf("after damage to an artifact: %s, want %s", got, want)
+	}
+	verifyLayout(t, out)
+}
+
+// verifyLayout checks that every blob of a layout hashes to its name.
+func verifyLayout(t *testing.T, dir string) {
+	t.Helper()
+	blobs, _ := filepath.Glob(filepath.Join(dir, "blobs", "sha256", "*"))
+	for _, b := range blobs {
+		f, err := os.Open(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := sha256.New()
+		io.Copy(h, f)
+		f.Close()
+		if got := hex.EncodeToString(h.Sum(nil)); got != filepath.Base(b) {
+			t.Errorf("layout blob %s holds %s", filepath.Base(b), got)
+		}
+	}
+}

@@ -353,7 +353,16 @@ func cachedLayer(c *cache.Cache, key string) (v1.Layer, bool) {
 	if err1 != nil || err2 != nil {
 		return nil, false
 	}
-	return layer.Open(blob, digest, diffID, e.Size, layer.Compression(e.Compression)), true
+	// The blob is checked against its digest here (from the cache's memory
+	// of it while the file is untouched, else by reading it): a damaged
+	// entry is a miss, rebuilt, rather than a failed output.
+	sum, err := c.FileSHA256(blob)
+	if err != nil || sum != digest.Hex {
+		return nil, false
+	}
+	l := layer.Open(blob, digest, diffID, e.Size, layer.Compression(e.Compression))
+	l.Verified = true
+	return l, true
 }
 
 // checkExecutables refuses an executable built for another platform than

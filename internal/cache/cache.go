@@ -214,9 +214,9 @@ func (c *Cache) localLayer(key string) (LayerEntry, string, bool) {
 // cache) with the digests in e.
 func (c *Cache) PutLayer(key, src string, e LayerEntry) (string, error) {
 	blob := c.Blob(strings.TrimPrefix(e.Digest, "sha256:"))
-	if _, err := os.Stat(blob); err == nil {
-		os.Remove(src)
-	} else if err := os.Rename(src, blob); err != nil {
+	// Replace, never keep, what is there: a blob found damaged is rewritten
+	// under the same name, atomically.
+	if err := os.Rename(src, blob); err != nil {
 		return "", err
 	}
 	data, err := json.Marshal(e)

@@ -149,11 +149,18 @@ func (f *Fetcher) store(key string, res *Result) (*Result, error) {
 	if err := os.WriteFile(filepath.Join(tmp, "record.json"), data, 0o644); err != nil {
 		return nil, err
 	}
+	sum, err := f.entryDigest(tmp)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "digest"), []byte(sum), 0o644); err != nil {
+		return nil, err
+	}
 	dir, err := f.Cache.CommitArtifact(key, tmp)
 	if err != nil {
 		return nil, err
 	}
-	stored, err := fromCache(dir)
+	stored, err := f.fromCache(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +168,36 @@ func (f *Fetcher) store(key string, res *Result) (*Result, error) {
 	return stored, nil
 }
 
-func fromCache(dir string) (*Result, error) {
+// entryDigest covers the trees of a cache entry. Written when the entry is
+// made and compared when it is used: file digests come from the cache's
+// memory while files are untouched, so the check costs little, and a file
+// changed or damaged since is caught.
+func (f *Fetcher) entryDigest(dir string) (string, error) {
+	var parts []string
+	for _, sub := range []string{"tree", "licenses"} {
+		t, err := tree.FromDir(filepath.Join(dir, sub))
+		if err != nil {
+			return "", err
+		}
+		sum, err := treeDigest(t, f.digest)
+		if err != nil {
+			return "", err
+		}
+		parts = append(parts, sum)
+	}
+	return strings.Join(parts, " "), nil
+}
+
+// fromCache reads the cache entry at dir, refusing one whose files no
+// longer match what was stored.
+func (f *Fetcher) fromCache(dir string) (*Result, error) {
+	want, err := os.ReadFile(filepath.Join(dir, "digest"))
+	if err != nil {
+		return nil, fmt.Errorf("cache entry %s: %w", dir, err)
+	}
+	if got, err := f.entryDigest(dir); err != nil || got != string(want) {
+		return nil, fmt.Errorf("cache entry %s is damaged (its files changed since it was stored)", dir)
+	}
 	t, err := tree.FromDir(filepath.Join(dir, "tree"))
 	if err != nil {
 		return nil, fmt.Errorf("cache entry %s: %w", dir, err)

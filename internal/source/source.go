@@ -172,7 +172,9 @@ func (f *Fetcher) fetch(ctx context.Context, a Artifact, work string) (*Result, 
 		return f.produce(ctx, a, work)
 	}
 	if dir, hit := f.Cache.Artifact(key); hit {
-		return fromCache(dir)
+		if res, err := f.fromCache(dir); err == nil {
+			return res, nil
+		}
 	}
 	unlock, err := f.Cache.Lock("artifact-" + key)
 	if err != nil {
@@ -181,7 +183,15 @@ func (f *Fetcher) fetch(ctx context.Context, a Artifact, work string) (*Result, 
 	defer unlock()
 	// Another build may have made it while this one waited for the lock.
 	if dir, hit := f.Cache.Artifact(key); hit {
-		return fromCache(dir)
+		res, err := f.fromCache(dir)
+		if err == nil {
+			return res, nil
+		}
+		// Damaged: say so, drop it, and build it again.
+		f.Log("cache: %v; rebuilding", err)
+		if err := os.RemoveAll(dir); err != nil {
+			return nil, err
+		}
 	}
 	res, err := f.produce(ctx, a, work)
 	if err != nil {
