@@ -13,8 +13,8 @@ require (
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.10
 	github.com/ulikunitz/xz v0.5.17
+	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/sync v0.25.0
-	gopkg.in/yaml.v3 v3.0.1
 )
 
 require (

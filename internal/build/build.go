@@ -76,7 +76,7 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 	if opt.MinGo != "" && !version.IsValid("go"+strings.TrimPrefix(opt.MinGo, "go")) {
 		return nil, fmt.Errorf("--min-go %q: want a Go release such as 1.22.7", opt.MinGo)
 	}
-	b := &builder{plan: p, opt: opt, placed: map[string]*record.Image{}}
+	b := &builder{plan: p, opt: opt, placed: map[string]*record.Image{}, writers: make(chan struct{}, opt.Jobs)}
 	if err := b.fetchAll(ctx); err != nil {
 		return nil, err
 	}
@@ -95,13 +95,19 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 		}
 		rec.Artifacts = append(rec.Artifacts, a)
 	}
-	res := &Result{Record: rec}
-	for _, im := range p.Images {
-		out, err := b.image(ctx, im)
-		if err != nil {
-			return nil, err
-		}
-		res.Images = append(res.Images, out)
+	// Images are assembled in parallel with each other, as their
+	// platforms are within each; --jobs bounds the layer writing below.
+	res := &Result{Record: rec, Images: make([]output.Image, len(p.Images))}
+	var g errgroup.Group
+	for i, im := range p.Images {
+		g.Go(func() error {
+			out, err := b.image(ctx, im)
+			res.Images[i] = out
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	for _, k := range slices.Sorted(maps.Keys(b.placed)) {
 		rec.Images = append(rec.Images, *b.placed[k])
@@ -136,6 +142,9 @@ type builder struct {
 	results map[string]*source.Result
 	// placed records, per image manifest, which artifact went where.
 	placed map[string]*record.Image
+	// writers bounds the layers being written at once across all images
+	// and platforms to --jobs: the tar and compression work is the CPU.
+	writers chan struct{}
 }
 
 // step runs fn and logs its duration, kind-style, naming the step on error.
@@ -304,6 +313,8 @@ func (b *builder) layer(t *tree.Tree, opt layer.Options) (v1.Layer, error) {
 	if opt.Compression == "" {
 		opt.Compression = layer.Gzip
 	}
+	b.writers <- struct{}{}
+	defer func() { <-b.writers }()
 	c := b.opt.Cache
 	if c == nil {
 		return layer.Build(t, b.opt.WorkDir, opt)

@@ -59,7 +59,7 @@ func hostile() []hostileInput {
 		// it does not parse.
 		{"multi document", "version: 1\n" + image + "---\nversion: 2\nx: [\n", "one YAML document"},
 		{"two documents", "version: 1\n" + image + "---\nversion: 2\n", "one YAML document"},
-		{"merge key with list key", "version: 1\nimages: {<<: {}, [a]: c}\n", "malformed"},
+		{"merge key with list key", "version: 1\nimages: {<<: {}, [a]: c}\n", "unhashable"},
 		{"laughs in tags", bomb + image + "    tags: *l9\n", "field x-lol0 not found"},
 		{"laughs in args", bomb + "args: *l9\n" + image, "field x-lol0 not found"},
 		{"laughs in base", bomb + "images:\n  a:\n    base: {linux: *l9}\n    platforms: linux/amd64\n", "field x-lol0 not found"},

@@ -17,7 +17,7 @@ import (
 	"strconv"
 	"strings"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/pallet-dev/pallet/internal/platform"
 )
@@ -379,9 +379,10 @@ func Parse(file string, data []byte) (*Recipe, error) {
 	return r, nil
 }
 
-// decode runs dec.Decode, turning a panic inside yaml.v3 into an error:
-// v3.0.1 panics on some merge keys ("<<") mixed with unhashable keys, and
-// a malformed recipe must get an error, not a crash.
+// decode runs dec.Decode, turning a panic inside the YAML library into an
+// error: gopkg.in/yaml.v3 panics on a merge key ("<<") next to a list or
+// map used as a key (go-yaml #895); the go.yaml.in fork reports it, and
+// this guard keeps any such crash a recipe error.
 func decode(dec *yaml.Decoder, v any) (err error) {
 	defer func() {
 		if p := recover(); p != nil {

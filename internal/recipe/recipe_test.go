@@ -80,7 +80,7 @@ func TestParseErrors(t *testing.T) {
 		{"negative strip", "        include: [host-local]", "        strip: -1", 14, "must not be negative"},
 		{"second document", "version: 1", "version: 1\n---\nimages: {}\n---\nx: y", 2, "one YAML document"},
 		{"negative epoch", "version: 1", "version: 1\nepoch: -5", 2, "epoch must not be negative"},
-		{"merge key panic in yaml.v3", "images:", "images: {<<: {}, [a]: c}\nimagez:", 0, "malformed"},
+		{"merge key panic in yaml.v3", "images:", "images: {<<: {}, [a]: c}\nimagez:", 0, "unhashable"},
 		{"bad port", "        owner: \"1000:1000\"", "        owner: \"1000:1000\"\n    config:\n      ports: [http]", 25, `port "http"`},
 	}
 	for _, tc := range tests {
