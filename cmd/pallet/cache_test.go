@@ -111,19 +111,7 @@ func TestCacheConcurrentBuilds(t *testing.T) {
 // their names, artifact entries are complete.
 func verifyCache(t *testing.T, dir string) {
 	t.Helper()
-	blobs, _ := os.ReadDir(filepath.Join(dir, "blobs", "sha256"))
-	for _, b := range blobs {
-		f, err := os.Open(filepath.Join(dir, "blobs", "sha256", b.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		h := sha256.New()
-		io.Copy(h, f)
-		f.Close()
-		if got := hex.EncodeToString(h.Sum(nil)); got != b.Name() {
-			t.Errorf("cache blob %s holds content %s", b.Name(), got)
-		}
-	}
+	verifyBlobs(t, dir)
 	arts, _ := os.ReadDir(filepath.Join(dir, "artifacts"))
 	for _, a := range arts {
 		if _, err := os.Stat(filepath.Join(dir, "artifacts", a.Name(), "complete")); err != nil {
@@ -271,7 +259,7 @@ func TestCorruptCachedLayerIsRebuilt(t *testing.T) {
 	if got := layoutIndex(t, out).Manifests[0].Digest; got != want {
 		t.Errorf("after damage to the layers: %s, want %s", got, want)
 	}
-	verifyLayout(t, out)
+	verifyBlobs(t, out)
 
 	// A built binary in the cache is changed behind pallet's back: the
 	// entry is refused and the binary built again.
@@ -287,11 +275,12 @@ func TestCorruptCachedLayerIsRebuilt(t *testing.T) {
 	if got := layoutIndex(t, out).Manifests[0].Digest; got != want {
 		t.Errorf("after damage to an artifact: %s, want %s", got, want)
 	}
-	verifyLayout(t, out)
+	verifyBlobs(t, out)
 }
 
-// verifyLayout checks that every blob of a layout hashes to its name.
-func verifyLayout(t *testing.T, dir string) {
+// verifyBlobs checks that every blob under dir/blobs/sha256 (a layout's
+// or the cache's) hashes to its name.
+func verifyBlobs(t *testing.T, dir string) {
 	t.Helper()
 	blobs, _ := filepath.Glob(filepath.Join(dir, "blobs", "sha256", "*"))
 	for _, b := range blobs {
@@ -303,7 +292,7 @@ func verifyLayout(t *testing.T, dir string) {
 		io.Copy(h, f)
 		f.Close()
 		if got := hex.EncodeToString(h.Sum(nil)); got != filepath.Base(b) {
-			t.Errorf("layout blob %s holds %s", filepath.Base(b), got)
+			t.Errorf("blob %s holds %s", b, got)
 		}
 	}
 }

@@ -96,7 +96,7 @@ type Placement struct {
 
 // New expands r for the given options.
 func New(r *recipe.Recipe, opt Options) (*Plan, error) {
-	vars, err := r.Vars(opt.Args)
+	vars, names, want, err := selection(r, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -106,15 +106,6 @@ func New(r *recipe.Recipe, opt Options) (*Plan, error) {
 	}
 	p := &Plan{Recipe: r, Epoch: epoch, Artifacts: map[string]*source.Artifact{}, modes: opt.Modes}
 	if err := checkModes(r, opt.Modes); err != nil {
-		return nil, err
-	}
-
-	names, err := selectImages(r, opt.Images)
-	if err != nil {
-		return nil, err
-	}
-	want, err := parsePlatforms(opt.Platforms)
-	if err != nil {
 		return nil, err
 	}
 	for _, name := range names {
@@ -186,6 +177,24 @@ func epochOf(r *recipe.Recipe, opt Options) (time.Time, error) {
 		sec = *r.Epoch
 	}
 	return time.Unix(sec, 0).UTC(), nil
+}
+
+// selection reads what the options select: the variables, the images (in
+// order) and the platforms (nil for all).
+func selection(r *recipe.Recipe, opt Options) (recipe.Vars, []string, map[string]bool, error) {
+	vars, err := r.Vars(opt.Args)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	names, err := selectImages(r, opt.Images)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	want, err := parsePlatforms(opt.Platforms)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return vars, names, want, nil
 }
 
 func selectImages(r *recipe.Recipe, only []string) ([]string, error) {
@@ -574,15 +583,7 @@ func abs(dir, p string) string {
 // the selected images and platforms, in every mode but local: what an
 // air-gapped site must mirror before building offline.
 func Fetchable(r *recipe.Recipe, opt Options) ([]*source.Artifact, error) {
-	vars, err := r.Vars(opt.Args)
-	if err != nil {
-		return nil, err
-	}
-	names, err := selectImages(r, opt.Images)
-	if err != nil {
-		return nil, err
-	}
-	want, err := parsePlatforms(opt.Platforms)
+	vars, names, want, err := selection(r, opt)
 	if err != nil {
 		return nil, err
 	}
