@@ -181,6 +181,25 @@ func TestDockerArchive(t *testing.T) {
 		t.Errorf("docker archive config %s differs from layout's %s", a, b)
 	}
 
+	// inspect reads both back: the archive and, as JSON, the layout.
+	insp := mustPallet(t, "inspect", "docker:"+tarPath)
+	if !strings.Contains(insp, "linux/arm64") || !strings.Contains(insp, "hello:0.1.0") || !strings.Contains(insp, "2 layers") {
+		t.Errorf("inspect docker archive:\n%s", insp)
+	}
+	var report struct {
+		Images []struct {
+			Name, Platform string
+			Layers         []struct{ Digest string }
+		}
+	}
+	js := mustPallet(t, "inspect", "--json", "oci:"+filepath.Join(dir, "out"))
+	if err := json.Unmarshal([]byte(js), &report); err != nil {
+		t.Fatalf("inspect --json: %v\n%s", err, js)
+	}
+	if len(report.Images) != 2 || report.Images[0].Platform != "linux/arm64" || len(report.Images[0].Layers) != 2 {
+		t.Errorf("inspect --json of the layout: %+v", report)
+	}
+
 	_, err = pallet(t, "build", "-q", "-f", recipe, "-o", "docker:"+filepath.Join(dir, "multi.tar"))
 	if err == nil || !strings.Contains(err.Error(), "--platform") {
 		t.Errorf("multi-platform docker archive: %v", err)
