@@ -76,17 +76,16 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 	if opt.MinGo != "" && !version.IsValid("go"+strings.TrimPrefix(opt.MinGo, "go")) {
 		return nil, fmt.Errorf("--min-go %q: want a Go release such as 1.22.7", opt.MinGo)
 	}
-	b := &builder{plan: p, opt: opt, placed: map[string]*record.Image{}, writers: make(chan struct{}, opt.Jobs)}
+	b := &builder{plan: p, opt: opt, placed: map[string]*record.Image{}, writers: make(chan struct{}, opt.Jobs), memo: record.NoMemo}
+	if opt.Cache != nil {
+		b.memo = opt.Cache.Remember
+	}
 	if err := b.fetchAll(ctx); err != nil {
 		return nil, err
 	}
 	rec := &record.Build{Recipe: p.Recipe.File, Epoch: p.Epoch.Unix()}
-	digest := cache.HashFile
-	if opt.Cache != nil {
-		digest = opt.Cache.FileSHA256
-	}
 	for _, key := range slices.Sorted(maps.Keys(b.results)) {
-		a, err := record.Scan(b.results[key], digest)
+		a, err := record.Scan(b.results[key], b.memo)
 		if err != nil {
 			return nil, err
 		}
@@ -145,6 +144,9 @@ type builder struct {
 	// writers bounds the layers being written at once across all images
 	// and platforms to --jobs: the tar and compression work is the CPU.
 	writers chan struct{}
+	// memo derives facts about input files (digests, executable kinds),
+	// remembered by the cache across builds while files are untouched.
+	memo record.Memo
 }
 
 // step runs fn and logs its duration, kind-style, naming the step on error.
@@ -278,7 +280,7 @@ func (b *builder) layers(ctx context.Context, pi *plan.PlatformImage) ([]image.L
 				res := b.results[pm.Artifact]
 				place := tree.Placement{Dest: pm.Dest, FileMode: pm.Mode, UID: pm.UID, GID: pm.GID}
 				if pm.Check {
-					if err := checkExecutables(res, place, pi.Platform); err != nil {
+					if err := b.checkExecutables(res, place, pi.Platform); err != nil {
 						return err
 					}
 				}
@@ -377,17 +379,22 @@ func cachedLayer(c *cache.Cache, key string) (v1.Layer, bool) {
 }
 
 // checkExecutables refuses an executable built for another platform than
-// the image's, before any layer is written.
-func checkExecutables(res *source.Result, place tree.Placement, p platform.Platform) error {
+// the image's, before any layer is written. A file that passed for this
+// platform once is not read again while it is untouched.
+func (b *builder) checkExecutables(res *source.Result, place tree.Placement, p platform.Platform) error {
 	placed := tree.New()
 	if err := placed.Place(res.Tree, place); err != nil {
 		return err
 	}
+	fact := "exe-ok " + p.OS + "/" + p.Arch
 	for _, e := range placed.Entries() {
 		if e.Kind != tree.File {
 			continue
 		}
-		if err := exe.Check(e.Source, "/"+e.Path, p.OS, p.Arch); err != nil {
+		_, err := b.memo(e.Source, fact, func(path string) (string, error) {
+			return "ok", exe.Check(path, "/"+e.Path, p.OS, p.Arch)
+		})
+		if err != nil {
 			return fmt.Errorf("artifact %s: %w (set check: false on the artifact to allow it)", res.Record.Name, err)
 		}
 	}

@@ -27,7 +27,7 @@ type Cache struct {
 	dir string
 
 	mu        sync.Mutex
-	memo      map[string]statDigest // file digests, by path
+	memo      map[string]statMemo // facts about files, by path
 	memoDirty bool
 
 	// remote is the registry cache to import from, if any.
@@ -37,13 +37,14 @@ type Cache struct {
 	usedArtifacts, usedLayers map[string]bool
 }
 
-// statDigest remembers a file's digest along with the stat data that was
-// true when it was computed; a changed file no longer matches.
-type statDigest struct {
-	Size    int64  `json:"size"`
-	ModTime int64  `json:"mtime"`
-	Ino     uint64 `json:"ino"`
-	SHA256  string `json:"sha256"`
+// statMemo remembers facts derived from a file's content (its digest,
+// what kind of executable it is) with the stat data that was true when
+// they were derived; a changed file no longer matches.
+type statMemo struct {
+	Size    int64             `json:"size"`
+	ModTime int64             `json:"mtime"`
+	Ino     uint64            `json:"ino"`
+	Facts   map[string]string `json:"facts"`
 }
 
 // DefaultDir is the user's cache directory for pallet.
@@ -65,7 +66,7 @@ func Open(dir string) (*Cache, error) {
 			return nil, fmt.Errorf("cache %s: %w", dir, err)
 		}
 	}
-	c := &Cache{dir: dir, memo: map[string]statDigest{}, usedArtifacts: map[string]bool{}, usedLayers: map[string]bool{}}
+	c := &Cache{dir: dir, memo: map[string]statMemo{}, usedArtifacts: map[string]bool{}, usedLayers: map[string]bool{}}
 	if data, err := os.ReadFile(c.memoPath()); err == nil {
 		// A damaged memo only costs rehashing.
 		_ = json.Unmarshal(data, &c.memo)
@@ -234,30 +235,48 @@ func (c *Cache) PutLayer(key, src string, e LayerEntry) (string, error) {
 // file's size, mtime and inode are those it had when last hashed. This is
 // what keeps a no-op rebuild from reading every input again.
 func (c *Cache) FileSHA256(path string) (string, error) {
+	return c.Remember(path, "sha256", HashFile)
+}
+
+// Remember returns derive(path), a fact about the file's content named
+// fact, from memory while the file's size, mtime and inode are those it
+// had when the fact was derived.
+func (c *Cache) Remember(path, fact string, derive func(string) (string, error)) (string, error) {
 	info, err := os.Stat(path)
 	if err != nil {
 		return "", err
 	}
-	ino := inode(info)
+	same := func(m statMemo) bool {
+		return m.Size == info.Size() && m.ModTime == info.ModTime().UnixNano() && m.Ino == inode(info)
+	}
 	c.mu.Lock()
 	m, ok := c.memo[path]
+	v, known := m.Facts[fact]
 	c.mu.Unlock()
-	if ok && m.Size == info.Size() && m.ModTime == info.ModTime().UnixNano() && m.Ino == ino {
-		return m.SHA256, nil
+	if ok && known && same(m) {
+		return v, nil
 	}
-	sum, err := HashFile(path)
+	v, err = derive(path)
 	if err != nil {
 		return "", err
 	}
-	// A file modified within the mtime granularity of the hash could change
-	// again unseen; only remember digests of files that have settled.
+	// A file modified within the mtime granularity could change again
+	// unseen; only remember facts about files that have settled.
 	if time.Since(info.ModTime()) > 2*time.Second {
 		c.mu.Lock()
-		c.memo[path] = statDigest{Size: info.Size(), ModTime: info.ModTime().UnixNano(), Ino: ino, SHA256: sum}
+		m, ok := c.memo[path]
+		if !ok || !same(m) {
+			m = statMemo{Size: info.Size(), ModTime: info.ModTime().UnixNano(), Ino: inode(info), Facts: map[string]string{}}
+		}
+		if m.Facts == nil {
+			m.Facts = map[string]string{}
+		}
+		m.Facts[fact] = v
+		c.memo[path] = m
 		c.memoDirty = true
 		c.mu.Unlock()
 	}
-	return sum, nil
+	return v, nil
 }
 
 // HashFile returns the hex sha256 of the file at path.

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/pallet-dev/pallet/internal/cache"
 	"github.com/pallet-dev/pallet/internal/source"
 	"github.com/pallet-dev/pallet/internal/tree"
 )
@@ -63,22 +64,37 @@ type Placement struct {
 	Dest     string `json:"dest"`
 }
 
-// Scan records res: hashes every file (with digest) and reads Go build
-// info from each.
-func Scan(res *source.Result, digest func(string) (string, error)) (Artifact, error) {
+// Memo derives a fact about a file's content, possibly from memory (the
+// cache's Remember); a Memo may also just call derive.
+type Memo func(path, fact string, derive func(string) (string, error)) (string, error)
+
+// NoMemo derives every fact afresh.
+func NoMemo(path, _ string, derive func(string) (string, error)) (string, error) {
+	return derive(path)
+}
+
+// Scan records res: the digest of every file and the Go build info of each
+// Go binary, through memo.
+func Scan(res *source.Result, memo Memo) (Artifact, error) {
 	a := Artifact{Record: res.Record, Files: []File{}, Licenses: []string{}}
 	for _, e := range res.Tree.Entries() {
 		if e.Kind != tree.File {
 			continue
 		}
-		sum, err := digest(e.Source)
+		sum, err := memo(e.Source, "sha256", cache.HashFile)
 		if err != nil {
 			return a, err
 		}
 		a.Files = append(a.Files, File{Path: e.Path, SHA256: sum, Size: e.Size})
-		// Not being a Go binary is the common case, not an error.
-		if info, err := buildinfo.ReadFile(e.Source); err == nil {
-			gb := GoBinary{Path: e.Path, GoVersion: info.GoVersion, MainModule: info.Main.Path, MainVersion: info.Main.Version}
+		info, err := memo(e.Source, "go-buildinfo", goBuildInfo)
+		if err != nil {
+			return a, err
+		}
+		if info != "" {
+			gb := GoBinary{Path: e.Path}
+			if err := json.Unmarshal([]byte(info), &gb); err != nil {
+				return a, err
+			}
 			a.GoBinaries = append(a.GoBinaries, gb)
 		}
 	}
@@ -89,6 +105,18 @@ func Scan(res *source.Result, digest func(string) (string, error)) (Artifact, er
 	}
 	sort.Strings(a.Licenses)
 	return a, nil
+}
+
+// goBuildInfo is the JSON of a GoBinary (without path) for a Go binary,
+// and empty for any other file: not being a Go binary is the common case,
+// not an error.
+func goBuildInfo(path string) (string, error) {
+	info, err := buildinfo.ReadFile(path)
+	if err != nil {
+		return "", nil
+	}
+	data, err := json.Marshal(GoBinary{GoVersion: info.GoVersion, MainModule: info.Main.Path, MainVersion: info.Main.Version})
+	return string(data), err
 }
 
 // Write stores b as indented JSON at path, atomically.
