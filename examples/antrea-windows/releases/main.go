@@ -7,11 +7,9 @@
 package main
 
 import (
-	"bytes"
 	"flag"
 	"log"
 	"net/http"
-	"time"
 
 	"github.com/pallet-dev/pallet/internal/fixture"
 )
@@ -20,16 +18,8 @@ func main() {
 	addr := flag.String("listen", "127.0.0.1:8765", "address to serve on")
 	flag.Parse()
 	files := fixture.AntreaReleases()
-	http.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		body, ok := files[r.URL.Path]
-		if !ok {
-			http.NotFound(w, r)
-			return
-		}
-		http.ServeContent(w, r, r.URL.Path, time.Unix(0, 0), bytes.NewReader(body))
-	})
 	for p, b := range files {
 		log.Printf("http://%s%s  sha256 %s", *addr, p, fixture.SHA256(b))
 	}
-	log.Fatal(http.ListenAndServe(*addr, nil))
+	log.Fatal(http.ListenAndServe(*addr, fixture.Handler(files)))
 }

@@ -10,14 +10,12 @@
 package main
 
 import (
-	"bytes"
 	"flag"
 	"log"
 	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
-	"time"
 
 	"github.com/pallet-dev/pallet/internal/fixture"
 )
@@ -54,14 +52,6 @@ func main() {
 	if *addr == "" {
 		return
 	}
-	http.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		body, ok := files[r.URL.Path]
-		if !ok {
-			http.NotFound(w, r)
-			return
-		}
-		http.ServeContent(w, r, r.URL.Path, time.Unix(0, 0), bytes.NewReader(body))
-	})
 	log.Printf("serving releases on http://%s", *addr)
-	log.Fatal(http.ListenAndServe(*addr, nil))
+	log.Fatal(http.ListenAndServe(*addr, fixture.Handler(files)))
 }
