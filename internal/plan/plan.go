@@ -118,7 +118,11 @@ func New(r *recipe.Recipe, opt Options) (*Plan, error) {
 		}
 	}
 	if len(p.Images) == 0 {
-		return nil, fmt.Errorf("%s: no image is built for platform(s) %s", r.File, strings.Join(opt.Platforms, ", "))
+		var have []string
+		for _, n := range names {
+			have = append(have, n+": "+strings.Join(r.Images[n].Platforms, ", "))
+		}
+		return nil, fmt.Errorf("%s: no image is built for platform(s) %s (%s)", r.File, strings.Join(opt.Platforms, ", "), strings.Join(have, "; "))
 	}
 	return p, nil
 }
