@@ -346,3 +346,28 @@ func TestGoVersionPin(t *testing.T) {
 		t.Errorf("--min-go above the pinned Go: %v", err)
 	}
 }
+
+// An air-gapped site also needs the pinned Go toolchain: pallet fetch puts
+// it (a module, like any dependency) in the mirror's module cache, and an
+// offline build with an empty module cache takes it from there.
+func TestOfflineWithPinnedToolchain(t *testing.T) {
+	e := newKindEnv(t)
+	mirror := filepath.Join(t.TempDir(), "mirror")
+	pin := []string{"--arg", "GO_VERSION=1.25.5", "--platform", "linux/amd64"}
+	mustPallet(t, append([]string{"fetch", "-q", "-f", e.recipe, "--mirror", mirror,
+		"--arg", "GIT=file://" + filepath.Join(e.dir, "git"), "--arg", "RELEASES=" + e.srv.URL}, pin...)...)
+	if _, err := os.Stat(filepath.Join(mirror, "gomod", "cache", "download", "golang.org", "toolchain")); err != nil {
+		t.Fatalf("the pinned toolchain is not in the mirror: %v", err)
+	}
+	e.srv.Close()
+	os.RemoveAll(filepath.Join(e.dir, "git"))
+	// A machine that has never downloaded go1.25.5.
+	t.Setenv("GOMODCACHE", t.TempDir())
+	t.Setenv("GOFLAGS", "-modcacherw")
+	_, rec := e.build(t, append([]string{"--no-cache", "--offline", "--mirror", mirror, "--mode", "runc=release"}, pin...)...)
+	for _, a := range rec.Artifacts {
+		if a.Mode == "source" && a.GoVersion != "go1.25.5" {
+			t.Errorf("%s built offline with %s", a.Name, a.GoVersion)
+		}
+	}
+}

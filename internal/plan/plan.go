@@ -583,9 +583,9 @@ func abs(dir, p string) string {
 	return filepath.Join(dir, p)
 }
 
-// Fetchable lists every download and repository the recipe could use for
-// the selected images and platforms, in every mode but local: what an
-// air-gapped site must mirror before building offline.
+// Fetchable lists every download, repository and Go build the recipe could
+// use for the selected images and platforms, in every mode but local: what
+// an air-gapped site must mirror before building offline.
 func Fetchable(r *recipe.Recipe, opt Options) ([]*source.Artifact, error) {
 	vars, names, want, err := selection(r, opt)
 	if err != nil {
@@ -620,7 +620,9 @@ func Fetchable(r *recipe.Recipe, opt Options) ([]*source.Artifact, error) {
 							modes = append(modes, m)
 						}
 					}
-				case a.URL != nil:
+				case a.URL != nil, a.Go != nil:
+					// A local module has no source to mirror, but its
+					// dependencies and toolchain do.
 					modes = []string{""}
 				}
 				for _, m := range modes {

@@ -4,14 +4,18 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 )
 
 // MirrorTo copies what arts download or clone into the mirror directory
 // dir: downloads as sha256/<digest> (verified), repositories as bare
 // mirrors under git/ holding the pinned commit, with the files a dumb-http
-// server needs, so the directory can also be served as a --mirror-url.
-// Local modes and local Go modules have nothing to mirror.
+// server needs, so the directory can also be served as a --mirror-url; and
+// for Go builds, their module dependencies and pinned toolchain in a
+// module cache under gomod/, which offline builds use as a file proxy.
+// Local modes have nothing to mirror.
 func (f *Fetcher) MirrorTo(ctx context.Context, dir string, arts []*Artifact) error {
 	for _, a := range arts {
 		var err error
@@ -19,7 +23,11 @@ func (f *Fetcher) MirrorTo(ctx context.Context, dir string, arts []*Artifact) er
 		case a.URL != nil:
 			err = f.mirrorDownload(ctx, dir, a.URL)
 		case a.Git != nil:
-			err = f.mirrorRepo(ctx, dir, a.Git)
+			if err = f.mirrorRepo(ctx, dir, a.Git); err == nil {
+				err = f.mirrorGoModules(ctx, dir, *a)
+			}
+		case a.Go != nil:
+			err = f.mirrorGoModules(ctx, dir, *a)
 		}
 		if err != nil {
 			return fmt.Errorf("artifact %s (%s, %s mode): %w", a.Name, a.Platform, a.Mode, err)
@@ -70,4 +78,41 @@ func (f *Fetcher) mirrorRepo(ctx context.Context, dir string, g *Git) error {
 	}
 	_, err := git(ctx, dst, "update-server-info")
 	return err
+}
+
+// mirrorGoModules downloads the modules a Go build needs, and its pinned
+// toolchain (itself a module), into the mirror's module cache.
+func (f *Fetcher) mirrorGoModules(ctx context.Context, dir string, a Artifact) error {
+	module := a.Go.Module
+	if a.Git != nil {
+		tmp, err := os.MkdirTemp("", "pallet-fetch-*")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		src := filepath.Join(tmp, "src")
+		// From the mirror just written, not the upstream again.
+		m := *f
+		m.Mirror, m.Offline = dir, true
+		if err := m.checkout(ctx, a.Git, src); err != nil {
+			return err
+		}
+		module = filepath.Join(src, filepath.FromSlash(module))
+	}
+	env := append(f.goEnv(a),
+		"GOMODCACHE="+ModuleCache(dir),
+		// Writable, so the mirror can be deleted and copied like any directory.
+		"GOFLAGS=-modcacherw")
+	cmd := exec.CommandContext(ctx, "go", "mod", "download")
+	cmd.Dir = module
+	cmd.Env = env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go mod download (in %s): %w\n%s", a.Go.Module, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// ModuleCache is the Go module cache inside a mirror.
+func ModuleCache(mirror string) string {
+	return filepath.Join(mirror, "gomod")
 }
