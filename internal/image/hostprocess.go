@@ -7,9 +7,6 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/pallet-dev/pallet/internal/layer"
 	"github.com/pallet-dev/pallet/internal/platform"
@@ -66,19 +63,13 @@ func hostProcessScratch(p platform.Platform, workDir string, epoch time.Time) (v
 	if err != nil {
 		return nil, err
 	}
-	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
-	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
-	img, err = mutate.Append(img, mutate.Addendum{Layer: l, History: v1.History{Created: v1.Time{Time: epoch}, CreatedBy: "pallet: " + HostProcessScratch}})
+	base, err := scratch(p)
 	if err != nil {
 		return nil, err
 	}
-	cf, err := img.ConfigFile()
+	img, err := Assemble(base, []Layer{{Layer: l, CreatedBy: "pallet: " + HostProcessScratch}}, Config{Cmd: []string{`c:\windows\system32\cmd.exe`}}, epoch)
 	if err != nil {
 		return nil, err
 	}
-	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = p.OS, p.Arch
-	cf.Created = v1.Time{Time: epoch}
-	cf.Config.Cmd = []string{`c:\windows\system32\cmd.exe`}
-	return mutate.ConfigFile(img, cf)
+	return img, nil
 }
