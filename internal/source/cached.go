@@ -149,7 +149,7 @@ func (f *Fetcher) store(key string, res *Result) (*Result, error) {
 	if err := os.WriteFile(filepath.Join(tmp, "record.json"), data, 0o644); err != nil {
 		return nil, err
 	}
-	sum, err := f.entryDigest(tmp)
+	sum, _, _, err := f.entryDigest(tmp)
 	if err != nil {
 		return nil, err
 	}
@@ -172,20 +172,22 @@ func (f *Fetcher) store(key string, res *Result) (*Result, error) {
 // made and compared when it is used: file digests come from the cache's
 // memory while files are untouched, so the check costs little, and a file
 // changed or damaged since is caught.
-func (f *Fetcher) entryDigest(dir string) (string, error) {
+func (f *Fetcher) entryDigest(dir string) (string, *tree.Tree, *tree.Tree, error) {
+	var trees [2]*tree.Tree
 	var parts []string
-	for _, sub := range []string{"tree", "licenses"} {
+	for i, sub := range []string{"tree", "licenses"} {
 		t, err := tree.FromDir(filepath.Join(dir, sub))
 		if err != nil {
-			return "", err
+			return "", nil, nil, err
 		}
 		sum, err := treeDigest(t, f.digest)
 		if err != nil {
-			return "", err
+			return "", nil, nil, err
 		}
+		trees[i] = t
 		parts = append(parts, sum)
 	}
-	return strings.Join(parts, " "), nil
+	return strings.Join(parts, " "), trees[0], trees[1], nil
 }
 
 // fromCache reads the cache entry at dir, refusing one whose files no
@@ -195,16 +197,9 @@ func (f *Fetcher) fromCache(dir string) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cache entry %s: %w", dir, err)
 	}
-	if got, err := f.entryDigest(dir); err != nil || got != string(want) {
+	got, t, lic, err := f.entryDigest(dir)
+	if err != nil || got != string(want) {
 		return nil, fmt.Errorf("cache entry %s is damaged (its files changed since it was stored)", dir)
-	}
-	t, err := tree.FromDir(filepath.Join(dir, "tree"))
-	if err != nil {
-		return nil, fmt.Errorf("cache entry %s: %w", dir, err)
-	}
-	lic, err := tree.FromDir(filepath.Join(dir, "licenses"))
-	if err != nil {
-		return nil, fmt.Errorf("cache entry %s: %w", dir, err)
 	}
 	res := &Result{Tree: t, Licenses: lic, Cached: true}
 	data, err := os.ReadFile(filepath.Join(dir, "record.json"))
