@@ -1,19 +1,31 @@
 package output
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // DockerArchive writes a tarball that `docker load` accepts. That format
 // holds one platform per name, so a multi-platform image must be narrowed
 // with --platform first.
+//
+// The archive is written here rather than by tarball.MultiRefWrite because
+// that function walks Go maps: the order of RepoTags and of the blobs in the
+// tar changes from run to run, and a byte-identical archive for identical
+// inputs is a promise pallet makes for every output. It also fetches foreign
+// layers, which docker itself leaves out and lists under LayerSources.
 type DockerArchive struct {
 	File string
 }
@@ -22,18 +34,9 @@ func (d *DockerArchive) String() string { return "docker:" + d.File }
 
 // Write writes the archive to a temporary file and renames it into place.
 func (d *DockerArchive) Write(ctx context.Context, images []Image) error {
-	refs := map[name.Reference]v1.Image{}
-	for _, im := range images {
-		if im.Image == nil {
-			return fmt.Errorf("docker archive %s: image %s has several platforms and a docker archive holds one; choose one with --platform", d.File, im.Repository)
-		}
-		for _, tag := range im.Tags {
-			t, err := name.NewTag(RefName(im.Repository, tag))
-			if err != nil {
-				return fmt.Errorf("docker archive: %s: %w", RefName(im.Repository, tag), err)
-			}
-			refs[t] = im.Image
-		}
+	entries, err := dockerEntries(images)
+	if err != nil {
+		return fmt.Errorf("docker archive %s: %w", d.File, err)
 	}
 	if err := os.MkdirAll(filepath.Dir(d.File), 0o755); err != nil {
 		return err
@@ -43,7 +46,7 @@ func (d *DockerArchive) Write(ctx context.Context, images []Image) error {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	if err := tarball.MultiRefWrite(refs, tmp); err != nil {
+	if err := writeDocker(ctx, tmp, entries); err != nil {
 		tmp.Close()
 		return fmt.Errorf("docker archive %s: %w", d.File, err)
 	}
@@ -51,4 +54,161 @@ func (d *DockerArchive) Write(ctx context.Context, images []Image) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), d.File)
+}
+
+type dockerEntry struct {
+	img  v1.Image
+	tags []string
+}
+
+// dockerEntries groups tags by image, in the order the images and their tags
+// were given, so that two names for one image share one manifest entry.
+func dockerEntries(images []Image) ([]*dockerEntry, error) {
+	var out []*dockerEntry
+	byDigest := map[v1.Hash]*dockerEntry{}
+	seen := map[string]bool{}
+	for _, im := range images {
+		if im.Image == nil {
+			return nil, fmt.Errorf("image %s has several platforms and a docker archive holds one; choose one with --platform", im.Repository)
+		}
+		dg, err := im.Image.Digest()
+		if err != nil {
+			return nil, err
+		}
+		e := byDigest[dg]
+		if e == nil {
+			e = &dockerEntry{img: im.Image}
+			byDigest[dg] = e
+			out = append(out, e)
+		}
+		for _, tag := range im.Tags {
+			t, err := name.NewTag(RefName(im.Repository, tag))
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", RefName(im.Repository, tag), err)
+			}
+			if seen[t.String()] {
+				continue
+			}
+			seen[t.String()] = true
+			e.tags = append(e.tags, t.String())
+		}
+	}
+	return out, nil
+}
+
+func writeDocker(ctx context.Context, w io.Writer, entries []*dockerEntry) error {
+	tw := tar.NewWriter(w)
+	written := map[string]bool{}
+	var manifest tarball.Manifest
+	for _, e := range entries {
+		cfgName, err := e.img.ConfigName()
+		if err != nil {
+			return err
+		}
+		cfg, err := e.img.RawConfigFile()
+		if err != nil {
+			return err
+		}
+		if !written[cfgName.String()] {
+			written[cfgName.String()] = true
+			if err := writeTarFile(tw, cfgName.String(), int64(len(cfg)), bytes.NewReader(cfg)); err != nil {
+				return err
+			}
+		}
+		layers, err := e.img.Layers()
+		if err != nil {
+			return err
+		}
+		desc := tarball.Descriptor{Config: cfgName.String(), RepoTags: e.tags}
+		for _, l := range layers {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			dg, err := l.Digest()
+			if err != nil {
+				return err
+			}
+			mt, err := l.MediaType()
+			if err != nil {
+				return err
+			}
+			file := dg.Hex + dockerLayerExt(mt)
+			desc.Layers = append(desc.Layers, file)
+			if !mt.IsDistributable() {
+				// Docker loads foreign layers from their URLs when it needs
+				// them; the archive names them but does not carry them.
+				bd, err := partial.BlobDescriptor(e.img, dg)
+				if err != nil {
+					return err
+				}
+				diffID, err := l.DiffID()
+				if err != nil {
+					return err
+				}
+				if desc.LayerSources == nil {
+					desc.LayerSources = map[v1.Hash]v1.Descriptor{}
+				}
+				desc.LayerSources[diffID] = *bd
+				continue
+			}
+			if written[file] {
+				continue
+			}
+			written[file] = true
+			if err := writeLayerFile(tw, file, l); err != nil {
+				return fmt.Errorf("layer %s: %w", dg, err)
+			}
+		}
+		manifest = append(manifest, desc)
+	}
+	m, err := json.Marshal(manifest)
+	if err != nil {
+		return err
+	}
+	if err := writeTarFile(tw, "manifest.json", int64(len(m)), bytes.NewReader(m)); err != nil {
+		return err
+	}
+	return tw.Close()
+}
+
+func writeLayerFile(tw *tar.Writer, file string, l v1.Layer) error {
+	size, err := l.Size()
+	if err != nil {
+		return err
+	}
+	rc, err := l.Compressed()
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	return writeTarFile(tw, file, size, rc)
+}
+
+// writeTarFile writes a regular file with a fixed header: no times, owners
+// or user names, so the archive depends on its contents alone.
+func writeTarFile(tw *tar.Writer, file string, size int64, r io.Reader) error {
+	if err := tw.WriteHeader(&tar.Header{Name: file, Typeflag: tar.TypeReg, Mode: 0o644, Size: size}); err != nil {
+		return err
+	}
+	n, err := io.Copy(tw, r)
+	if err != nil {
+		return err
+	}
+	if n != size {
+		return fmt.Errorf("%s: wrote %d bytes, expected %d", file, n, size)
+	}
+	return nil
+}
+
+// dockerLayerExt follows docker's own naming, which tools such as gunzip
+// rely on to recognise the compression.
+func dockerLayerExt(mt types.MediaType) string {
+	switch mt {
+	case types.OCILayerZStd:
+		return ".tar.zst"
+	case types.OCIUncompressedLayer, types.OCIUncompressedRestrictedLayer, types.DockerUncompressedLayer:
+		return ".tar"
+	default:
+		return ".tar.gz"
+	}
 }
