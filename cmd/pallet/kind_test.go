@@ -1,11 +1,14 @@
 package main
 
 import (
+	"debug/buildinfo"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -229,7 +232,7 @@ func TestModeErrors(t *testing.T) {
 		{"unknown mode", []string{"--mode", "runc=nightly"}, "artifact runc has modes source, release, local"},
 		{"local without path", []string{"--mode", "runc=local"}, "needs a path: --mode runc=local:PATH"},
 		{"path on release", []string{"--mode", "runc=release:/tmp/x"}, "only the local mode takes a path"},
-		{"old go", []string{"--platform", "linux/amd64", "--mode", "runc=source", "--min-go", "1.99.1"}, "was built with go1."},
+		{"old go", []string{"--platform", "linux/amd64", "--mode", "runc=source", "--mode", "containerd=release", "--mode", "crictl=release", "--mode", "cni-plugins=release", "--min-go", "1.99.1"}, "source mode): runc was built with go1."},
 		{"require licences", []string{"--platform", "linux/amd64", "--mode", "runc=release", "--require-licenses"}, "artifact runc (linux/amd64, release mode): no licence file found"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -331,10 +334,17 @@ func TestGoVersionPin(t *testing.T) {
 		if a.GoVersion != "go"+pinned {
 			t.Errorf("%s: built with %s, want go%s", a.Name, a.GoVersion, pinned)
 		}
+		files := map[string]bool{}
+		for _, f := range a.Files {
+			files[f.Path] = true
+		}
 		for _, g := range a.GoBinaries {
 			n++
 			if g.GoVersion != "go"+pinned {
 				t.Errorf("%s/%s: build info says %s", a.Name, g.Path, g.GoVersion)
+			}
+			if !files[g.Path] {
+				t.Errorf("%s: Go binary recorded at %q, which is none of the artifact's files", a.Name, g.Path)
 			}
 		}
 	}
@@ -342,7 +352,7 @@ func TestGoVersionPin(t *testing.T) {
 		t.Errorf("only %d Go binaries recorded", n)
 	}
 	_, err := pallet(t, append(e.args(filepath.Join(t.TempDir(), "out")), "--platform", "linux/amd64", "--mode", "runc=release", "--arg", "GO_VERSION="+pinned, "--min-go", "1.26.0")...)
-	if err == nil || !strings.Contains(err.Error(), "built with go"+pinned+", older than --min-go 1.26.0") {
+	if err == nil || !regexp.MustCompile(`source mode\): [a-z][a-z0-9/-]* was built with go`+regexp.QuoteMeta(pinned)+`, older than --min-go 1\.26\.0`).MatchString(err.Error()) {
 		t.Errorf("--min-go above the pinned Go: %v", err)
 	}
 }
@@ -369,5 +379,72 @@ func TestOfflineWithPinnedToolchain(t *testing.T) {
 		if a.Mode == "source" && a.GoVersion != "go1.25.5" {
 			t.Errorf("%s built offline with %s", a.Name, a.GoVersion)
 		}
+	}
+}
+
+// A downloaded release is checked like a built one: its Go build info is
+// read from the binary itself, so --min-go shows that an upstream release
+// was built with an older Go than the site requires.
+func TestReleaseGoBinary(t *testing.T) {
+	e := newKindEnv(t)
+	src := t.TempDir()
+	if err := os.WriteFile(filepath.Join(src, "go.mod"), []byte("module example.com/upstream/runc\n\ngo 1.22\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "main.go"), []byte("package main\n\nfunc main() { println(\"runc\") }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(src, "runc")
+	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, ".")
+	cmd.Dir = src
+	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH=amd64", "CGO_ENABLED=0", "GOTOOLCHAIN=local")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := buildinfo.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	releases := fixture.KindReleases()
+	releases["/opencontainers/runc/releases/download/v1.2.4/runc.amd64"] = data
+	e.srv = fixture.Serve(t, releases)
+	recipe, err := os.ReadFile(e.recipe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const oldPin = "linux/amd64: 35554a66d3da566ab6e287f25fd3e3d5f9c35ec9aeddbd21aaf9b81967f17293"
+	if !strings.Contains(string(recipe), oldPin) {
+		t.Fatal("the example's runc pin moved; update this test")
+	}
+	recipe = []byte(strings.Replace(string(recipe), oldPin, "linux/amd64: "+fixture.SHA256(data), 1))
+	if err := os.WriteFile(e.recipe, recipe, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	modes := []string{"--platform", "linux/amd64", "--mode", "runc=release", "--mode", "containerd=release", "--mode", "crictl=release", "--mode", "cni-plugins=release"}
+	_, rec := e.build(t, modes...)
+	var found bool
+	for _, a := range rec.Artifacts {
+		if a.Name != "runc" {
+			continue
+		}
+		found = true
+		want := record.GoBinary{Path: "runc", GoVersion: info.GoVersion, MainModule: "example.com/upstream/runc", MainVersion: "(devel)"}
+		if len(a.GoBinaries) != 1 || a.GoBinaries[0] != want {
+			t.Errorf("runc release: Go binaries %+v, want [%+v]", a.GoBinaries, want)
+		}
+	}
+	if !found {
+		t.Fatal("no runc artifact in the record")
+	}
+
+	_, err = pallet(t, append(e.args(filepath.Join(t.TempDir(), "out")), append(modes, "--min-go", "1.99.0")...)...)
+	if err == nil || !strings.Contains(err.Error(), "artifact runc (linux/amd64, release mode): runc was built with "+info.GoVersion+", older than --min-go 1.99.0") {
+		t.Errorf("--min-go on a release: %v", err)
 	}
 }

@@ -126,12 +126,28 @@ func (b *builder) policy(a record.Artifact, src *source.Artifact) error {
 	if b.opt.MinGo != "" {
 		min := "go" + strings.TrimPrefix(b.opt.MinGo, "go")
 		for _, g := range a.GoBinaries {
-			if version.Compare(g.GoVersion, min) < 0 {
+			v := goRelease(g.GoVersion)
+			if !version.IsValid(v) {
+				return fmt.Errorf("artifact %s (%s, %s mode): %s was built with Go %q, which --min-go cannot order", a.Name, a.Platform, a.Mode, g.Path, g.GoVersion)
+			}
+			if version.Compare(v, min) < 0 {
 				return fmt.Errorf("artifact %s (%s, %s mode): %s was built with %s, older than --min-go %s", a.Name, a.Platform, a.Mode, g.Path, g.GoVersion, strings.TrimPrefix(min, "go"))
 			}
 		}
 	}
 	return nil
+}
+
+// goRelease is the release a binary's recorded Go version belongs to:
+// "go1.22.0 X:boringcrypto" is go1.22.0 with an experiment, and a toolchain
+// built from the development branch, "devel go1.27-abc123 ...", is counted
+// as go1.27, ahead of every go1.26 point release and behind go1.27.0.
+func goRelease(v string) string {
+	v = strings.TrimPrefix(v, "devel ")
+	if i := strings.IndexAny(v, " -"); i >= 0 {
+		v = v[:i]
+	}
+	return v
 }
 
 type builder struct {

@@ -91,10 +91,11 @@ func Scan(res *source.Result, memo Memo) (Artifact, error) {
 			return a, err
 		}
 		if info != "" {
-			gb := GoBinary{Path: e.Path}
+			var gb GoBinary
 			if err := json.Unmarshal([]byte(info), &gb); err != nil {
 				return a, err
 			}
+			gb.Path = e.Path
 			a.GoBinaries = append(a.GoBinaries, gb)
 		}
 	}
