@@ -23,7 +23,8 @@ func TestHelloDeterministic(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		recipe := copyExample(t, "hello")
 		out := filepath.Join(t.TempDir(), "out")
-		mustPallet(t, "build", "-q", "-f", recipe, "-o", "oci:"+out)
+		// A cache of its own: nothing the first build wrote may serve the second.
+		mustPallet(t, "build", "-q", "-f", recipe, "-o", "oci:"+out, "--cache-dir", t.TempDir())
 		idx := layoutIndex(t, out)
 		if len(idx.Manifests) != 2 {
 			t.Fatalf("index.json has %d entries, want 2 (one per tag)", len(idx.Manifests))

@@ -176,7 +176,9 @@ func TestKindMixedModesAndDeterminism(t *testing.T) {
 	local := localInputs(t, "arm64")
 	args := []string{"--platform", "linux/arm64", "--mode", "containerd=release", "--mode", "runc=local:" + local["runc"]}
 	// crictl and cni-plugins stay in their default mode: source.
-	out, rec := e.build(t, args...)
+	// Each build has a cache of its own, so that a layer or artifact reused
+	// from the first cannot hide a difference.
+	out, rec := e.build(t, append(args, "--cache-dir", t.TempDir())...)
 	modes := map[string]string{}
 	for _, a := range rec.Artifacts {
 		modes[a.Name] = a.Mode
@@ -189,7 +191,7 @@ func TestKindMixedModesAndDeterminism(t *testing.T) {
 	}
 	// A second machine: fresh clones of the same commits, same digest.
 	e2 := newKindEnv(t)
-	out2, _ := e2.build(t, append(args[:len(args)-1], "runc=local:"+local["runc"])...)
+	out2, _ := e2.build(t, append(args, "--cache-dir", t.TempDir())...)
 	if a, b := layoutIndex(t, out).Manifests[0].Digest, layoutIndex(t, out2).Manifests[0].Digest; a != b {
 		t.Errorf("same inputs, different digests: %s vs %s", a, b)
 	}
