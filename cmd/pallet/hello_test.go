@@ -42,6 +42,9 @@ func TestHelloRunsWithRunc(t *testing.T) {
 	runc := needTool(t, "runc")
 	umoci := needTool(t, "umoci")
 	if os.Geteuid() != 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatal("runc needs root here, and CI runs as root")
+		}
 		t.Skip("runc needs root here")
 	}
 	out := filepath.Join(t.TempDir(), "out")
@@ -62,7 +65,16 @@ func TestHelloRunsWithRunc(t *testing.T) {
 	}
 	proc := spec["process"].(map[string]any)
 	proc["terminal"] = false
-	proc["args"] = []string{"/usr/local/bin/hello", "runc"}
+	// umoci turned the image's entrypoint and user into the process; the
+	// test only adds the name to greet.
+	args, _ := proc["args"].([]any)
+	if len(args) != 1 || args[0] != "/usr/local/bin/hello" {
+		t.Fatalf("umoci made process args %v from the image config, want [/usr/local/bin/hello]", proc["args"])
+	}
+	if user, _ := proc["user"].(map[string]any); user["uid"] != 65532.0 || user["gid"] != 65532.0 {
+		t.Errorf("process user %v, want the image's 65532:65532", proc["user"])
+	}
+	proc["args"] = append(args, "runc")
 	data, _ = json.Marshal(spec)
 	if err := os.WriteFile(cfgPath, data, 0o644); err != nil {
 		t.Fatal(err)
