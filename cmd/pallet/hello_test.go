@@ -221,3 +221,31 @@ func TestDockerArchive(t *testing.T) {
 		t.Error("a failed docker output left a file")
 	}
 }
+
+// What a developer's shell or go env file says about Go builds does not
+// reach the image: the recipe alone decides, so the digests match a clean
+// machine's, with or without the cache.
+func TestGoBuildIgnoresHostKnobs(t *testing.T) {
+	build := func(cacheDir string) string {
+		out := filepath.Join(t.TempDir(), "out")
+		mustPallet(t, "build", "-q", "-f", copyExample(t, "hello"), "--platform", "linux/amd64", "-o", "oci:"+out, "--cache-dir", cacheDir)
+		return layoutIndex(t, out).Manifests[0].Digest.String()
+	}
+	clean := build(t.TempDir())
+	shared := t.TempDir()
+	build(shared)
+
+	goenv := filepath.Join(t.TempDir(), "go.env")
+	writeFile(t, goenv, "GOAMD64=v3\nGOFLAGS=-ldflags=-X=main.version=from-go-env\n")
+	t.Setenv("GOENV", goenv)
+	t.Setenv("GOAMD64", "v2")
+	t.Setenv("GOFLAGS", "-ldflags=-X=main.version=from-shell")
+	t.Setenv("CGO_ENABLED", "1")
+	t.Setenv("GOEXPERIMENT", "loopvar")
+	if got := build(t.TempDir()); got != clean {
+		t.Errorf("host Go settings changed the image: %s, clean machine %s", got, clean)
+	}
+	if got := build(shared); got != clean {
+		t.Errorf("host Go settings changed the cached build: %s, clean machine %s", got, clean)
+	}
+}

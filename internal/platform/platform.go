@@ -75,11 +75,26 @@ func (p Platform) String() string {
 // IsWindows reports whether layers for p use the Windows layer format.
 func (p Platform) IsWindows() bool { return p.OS == "windows" }
 
-// GoEnv returns the environment that makes the Go toolchain target p.
+// GoEnv returns the environment that makes the Go toolchain target p,
+// microarchitecture level included. The level is always set, to the
+// baseline every machine of the platform runs: left unset, a GOAMD64=v3 in
+// a developer's environment or go env file would change the binary, and
+// the image would no longer run on every amd64 machine.
 func (p Platform) GoEnv() []string {
 	env := []string{"GOOS=" + p.OS, "GOARCH=" + p.Arch}
-	if p.Arch == "arm" {
+	switch p.Arch {
+	case "arm":
 		env = append(env, "GOARM="+strings.TrimPrefix(p.Variant, "v"))
+	case "amd64":
+		env = append(env, "GOAMD64=v1")
+	case "arm64":
+		env = append(env, "GOARM64=v8.0")
+	case "386":
+		env = append(env, "GO386=sse2")
+	case "ppc64le":
+		env = append(env, "GOPPC64=power8")
+	case "riscv64":
+		env = append(env, "GORISCV64=rva20u64")
 	}
 	return env
 }

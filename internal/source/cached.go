@@ -28,7 +28,7 @@ func (f *Fetcher) digest(path string) (string, error) {
 // artifact produces. Local files and directories are not cached (they are
 // used where they are), except archives, whose extraction is.
 func (f *Fetcher) key(a Artifact) (string, bool, error) {
-	parts := []string{"v1", a.Mode, a.Platform.String(), strings.Join(a.Licenses, "\x00"), strconv.FormatBool(a.NoLicense)}
+	parts := []string{"v2", a.Mode, a.Platform.String(), strings.Join(a.Licenses, "\x00"), strconv.FormatBool(a.NoLicense)}
 	extract := func(e *Extract) string {
 		if e == nil {
 			return "-"
@@ -56,7 +56,7 @@ func (f *Fetcher) key(a Artifact) (string, bool, error) {
 		}
 		parts = append(parts, "go", tc, g.Module, strings.Join(g.Packages, "\x00"), strings.Join(g.Ldflags, "\x00"),
 			strings.Join(g.Tags, "\x00"), strings.Join(g.Flags, "\x00"), strings.Join(g.Env, "\x00"),
-			strconv.FormatBool(g.CGO), strconv.FormatBool(g.Trimpath), g.CC, os.Getenv("GOFLAGS"))
+			strconv.FormatBool(g.CGO), strconv.FormatBool(g.Trimpath), g.CC)
 		if a.Git != nil {
 			parts = append(parts, "git", a.Git.Repo, a.Git.Commit, a.Git.Tag)
 		} else {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/pallet-dev/pallet/internal/tree"
@@ -67,11 +68,36 @@ func (f *Fetcher) goBuild(ctx context.Context, a Artifact, dir string, work stri
 	return &Result{Tree: t, Licenses: lic, Record: Record{Path: dir, GoVersion: goVersion}}, nil
 }
 
-// goEnv is the environment of a build: the target platform, cgo, the
-// pinned toolchain and compiler, and the recipe's additions.
+// buildKnobs are the variables that change what the go command produces.
+// None is taken from the user's environment: a build is described by its
+// recipe (go.env, go.flags, cc), so that it gives the same binary on every
+// machine and so that the cache key, made from the recipe, covers it.
+var buildKnobs = []string{
+	"GOFLAGS", "GOEXPERIMENT", "GOFIPS140",
+	"GOOS", "GOARCH", "GOAMD64", "GOARM", "GOARM64", "GO386", "GOMIPS", "GOMIPS64", "GOPPC64", "GORISCV64", "GOWASM",
+	"CGO_ENABLED", "CGO_CFLAGS", "CGO_CPPFLAGS", "CGO_CXXFLAGS", "CGO_FFLAGS", "CGO_LDFLAGS",
+	"CC", "CXX", "AR", "PKG_CONFIG",
+}
+
+// goEnv is the environment of a build: the user's, less the variables that
+// change its output, then the target platform, cgo, the pinned toolchain
+// and compiler, and the recipe's additions.
 func (f *Fetcher) goEnv(a Artifact) []string {
 	g := a.Go
-	env := append(os.Environ(), a.Platform.GoEnv()...)
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(buildKnobs, k) {
+			env = append(env, kv)
+		}
+	}
+	// An empty variable would let the go env file (go env -w) decide, so
+	// the knobs that have a neutral value are given it explicitly.
+	// GOFLAGS repeats a flag pallet passes anyway; the CGO flags are the
+	// go command's defaults.
+	env = append(env, "GOFLAGS=-buildvcs=false", "GOFIPS140=off",
+		"CGO_CFLAGS=-O2 -g", "CGO_CPPFLAGS=", "CGO_CXXFLAGS=-O2 -g", "CGO_FFLAGS=-O2 -g", "CGO_LDFLAGS=-O2 -g")
+	env = append(env, a.Platform.GoEnv()...)
 	cgo := "0"
 	if g.CGO {
 		cgo = "1"
