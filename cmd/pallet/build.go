@@ -2,11 +2,13 @@ package main
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
@@ -67,7 +69,21 @@ func buildCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			// Outputs are checked before any work so a typo costs nothing.
+			// Flags and outputs are checked before any work so a typo
+			// costs nothing.
+			comp, err := layer.ParseCompression(compression)
+			if err != nil {
+				return fmt.Errorf("--compression: %w", err)
+			}
+			if jobs < 0 {
+				return fmt.Errorf("--jobs %d: want 0 (one per CPU) or more", jobs)
+			}
+			if cacheFrom, err = cacheRef("--cache-from", cacheFrom); err != nil {
+				return err
+			}
+			if cacheTo, err = cacheRef("--cache-to", cacheTo); err != nil {
+				return err
+			}
 			var targets []output.Target
 			for _, o := range outputs {
 				t, err := output.Parse(o, output.Options{})
@@ -110,7 +126,7 @@ func buildCmd() *cobra.Command {
 				defer c.Close()
 				fetcher.Cache = c
 				if cacheFrom != "" {
-					if err := c.ImportFrom(ctx, registryRef(cacheFrom)); err != nil {
+					if err := c.ImportFrom(ctx, cacheFrom); err != nil {
 						return err
 					}
 				}
@@ -125,7 +141,7 @@ func buildCmd() *cobra.Command {
 			res, err := build.Run(ctx, p, build.Options{
 				Jobs:            jobs,
 				WorkDir:         work,
-				Compression:     layer.Compression(compression),
+				Compression:     comp,
 				Fetcher:         fetcher,
 				Cache:           c,
 				Bases:           bases,
@@ -144,19 +160,21 @@ func buildCmd() *cobra.Command {
 					return fmt.Errorf("output %s: %w", t, err)
 				}
 			}
-			if cacheTo != "" {
-				done := prog.Start("export cache to " + cacheTo)
-				err := c.ExportTo(ctx, registryRef(cacheTo))
-				done("", err)
-				if err != nil {
-					return err
-				}
-			}
+			// The record goes with the outputs: a cache export that fails
+			// afterwards does not leave images without one.
 			if recordPath == "" {
 				recordPath = record.PathFor(outputs[0])
 			}
 			if err := record.Write(recordPath, res.Record); err != nil {
 				return fmt.Errorf("build record: %w", err)
+			}
+			if cacheTo != "" {
+				done := prog.Start("export cache to registry:" + cacheTo)
+				err := c.ExportTo(ctx, cacheTo)
+				done("", err)
+				if err != nil {
+					return fmt.Errorf("--cache-to: the images are built and written, but the cache export failed: %w", err)
+				}
 			}
 			prog.Close()
 			if !quiet && progressArg != "json" {
@@ -204,6 +222,12 @@ func (m *mirrorFlags) fetcher(logf func(string, ...any)) (*source.Fetcher, error
 	if m.offline && m.dir == "" {
 		return nil, fmt.Errorf("--offline needs --mirror DIR (written by pallet fetch)")
 	}
+	if m.url != "" {
+		u, err := url.Parse(m.url)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("--mirror-url %q: want an http(s) URL such as https://mirror.internal/pallet", m.url)
+		}
+	}
 	f := source.New()
 	f.Log = logf
 	f.Mirror, f.MirrorURL, f.Offline = m.dir, m.url, m.offline
@@ -217,9 +241,21 @@ func (m *mirrorFlags) fetcher(logf func(string, ...any)) (*source.Fetcher, error
 	return f, nil
 }
 
-// registryRef accepts "registry:REF" or a bare REF.
-func registryRef(s string) string {
-	return strings.TrimPrefix(s, "registry:")
+// cacheRef checks a registry cache flag, "registry:REF", and returns REF.
+// The prefix is required: a cache in a layout or on disk is not supported,
+// and a bare name would silently go to Docker Hub.
+func cacheRef(flag, s string) (string, error) {
+	if s == "" {
+		return "", nil
+	}
+	ref, ok := strings.CutPrefix(s, "registry:")
+	if !ok {
+		return "", fmt.Errorf("%s %q: want registry:REF (a repository and tag in any registry)", flag, s)
+	}
+	if _, err := name.ParseReference(ref); err != nil {
+		return "", fmt.Errorf("%s %q: %w", flag, s, err)
+	}
+	return ref, nil
 }
 
 // parseModes merges a modes file (artifact: mode) with --mode flags.

@@ -64,8 +64,20 @@ func Open(ctx context.Context, spec string, opts ...remote.Option) (*Report, err
 		return r, r.layout(strings.TrimPrefix(spec, "oci:"))
 	case strings.HasPrefix(spec, "docker:"):
 		return r, r.docker(strings.TrimPrefix(spec, "docker:"))
-	default:
+	case strings.HasPrefix(spec, "registry:"):
 		return r, r.remote(ctx, strings.TrimPrefix(spec, "registry:"), opts)
+	default:
+		// A bare argument is a registry reference, but one that names a
+		// file or directory here is far more likely a forgotten prefix
+		// than an image on Docker Hub.
+		if info, err := os.Stat(spec); err == nil {
+			kind := "oci:"
+			if !info.IsDir() {
+				kind = "docker:"
+			}
+			return nil, fmt.Errorf("%s is a path on this machine, not a registry reference; did you mean %s%s?", spec, kind, spec)
+		}
+		return r, r.remote(ctx, spec, opts)
 	}
 }
 

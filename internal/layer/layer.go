@@ -51,6 +51,15 @@ const (
 	Zstd Compression = "zstd"
 )
 
+// ParseCompression reads a --compression value.
+func ParseCompression(s string) (Compression, error) {
+	switch c := Compression(s); c {
+	case Gzip, Zstd:
+		return c, nil
+	}
+	return "", fmt.Errorf("unknown compression %q: want gzip or zstd", s)
+}
+
 // Options controls how a layer is written.
 type Options struct {
 	Format Format

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A mistyped flag is refused before any work, with a message that says
+// what was expected.
+func TestFlagErrors(t *testing.T) {
+	recipe := copyExample(t, "hello")
+	layoutDir := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"compression", []string{"--compression", "lz4"}, `--compression: unknown compression "lz4": want gzip or zstd`},
+		{"jobs", []string{"--jobs", "-1"}, "--jobs -1: want 0 (one per CPU) or more"},
+		{"cache-to without prefix", []string{"--cache-to", "localhost:5000/cache:main"}, `--cache-to "localhost:5000/cache:main": want registry:REF`},
+		{"cache-from a layout", []string{"--cache-from", "oci:" + layoutDir}, "--cache-from \"oci:" + layoutDir + "\": want registry:REF"},
+		{"cache-from bad reference", []string{"--cache-from", "registry:Not A Ref"}, `--cache-from "registry:Not A Ref"`},
+		{"cache without cache", []string{"--no-cache", "--cache-to", "registry:localhost:5000/c:1"}, "--cache-from and --cache-to need the local cache"},
+		{"mirror-url", []string{"--mirror-url", "mirror.internal/pallet"}, `--mirror-url "mirror.internal/pallet": want an http(s) URL`},
+		{"offline without mirror", []string{"--offline"}, "--offline needs --mirror DIR"},
+		{"output kind", []string{"-o", "tar:x.tar"}, "tar:x.tar"},
+		{"platform", []string{"--platform", "linux/amd46"}, `unknown platform "linux/amd46"`},
+		{"arg", []string{"--arg", "VERSION"}, `--arg "VERSION": want K=V`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "out")
+			_, err := pallet(t, append([]string{"build", "-q", "-f", recipe, "-o", "oci:" + out}, tc.args...)...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error containing %q", err, tc.want)
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Error("output written by a refused build")
+			}
+		})
+	}
+}
+
+// inspect refuses a bare path, which would otherwise be looked up as an
+// image on Docker Hub.
+func TestInspectBarePath(t *testing.T) {
+	dir := t.TempDir()
+	_, err := pallet(t, "inspect", dir)
+	if err == nil || !strings.Contains(err.Error(), "did you mean oci:"+dir+"?") {
+		t.Errorf("inspect of a bare directory: %v", err)
+	}
+	f := filepath.Join(dir, "image.tar")
+	writeFile(t, f, "")
+	_, err = pallet(t, "inspect", f)
+	if err == nil || !strings.Contains(err.Error(), "did you mean docker:"+f+"?") {
+		t.Errorf("inspect of a bare file: %v", err)
+	}
+}
+
+// A cache export that fails after the images are written leaves the build
+// record beside them and says that only the export failed.
+func TestCacheExportFailureKeepsRecord(t *testing.T) {
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "read-only registry", http.StatusForbidden)
+	}))
+	defer refusing.Close()
+	host := strings.TrimPrefix(refusing.URL, "http://")
+	out := filepath.Join(t.TempDir(), "out")
+	_, err := pallet(t, "build", "-q", "-f", copyExample(t, "hello"), "-o", "oci:"+out, "--cache-dir", t.TempDir(), "--cache-to", "registry:"+host+"/ci/cache:main")
+	if err == nil || !strings.Contains(err.Error(), "images are built and written, but the cache export failed") {
+		t.Fatalf("got %v", err)
+	}
+	if len(layoutIndex(t, out).Manifests) == 0 {
+		t.Error("no images in the output")
+	}
+	readRecord(t, out+".record.json")
+}
