@@ -82,7 +82,9 @@ func buildAntrea(t *testing.T, extra ...string) (string, *fixture.Server) {
 }
 
 func TestAntreaWindowsExample(t *testing.T) {
-	out, srv := buildAntrea(t)
+	// Caches of its own: the downloads are counted, and the second build
+	// must not reuse the first one's layers.
+	out, srv := buildAntrea(t, "--cache-dir", t.TempDir())
 	img := layoutImage(t, out, "windows/amd64")
 	cf, err := img.ConfigFile()
 	if err != nil {
@@ -133,7 +135,7 @@ func TestAntreaWindowsExample(t *testing.T) {
 		t.Errorf("release server saw %v, want one request per archive", got)
 	}
 	// Same recipe, same inputs, another directory: same digest.
-	again, _ := buildAntrea(t)
+	again, _ := buildAntrea(t, "--cache-dir", t.TempDir())
 	if a, b := layoutIndex(t, out).Manifests[0].Digest, layoutIndex(t, again).Manifests[0].Digest; a != b {
 		t.Errorf("rebuild digest %s, first %s", b, a)
 	}
