@@ -185,9 +185,21 @@ images:
 	out := filepath.Join(dir, "out")
 	// An earlier output must survive a failed build untouched.
 	writeFile(t, filepath.Join(out, "keep"), "previous build")
-	_, err := pallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "-o", "oci:"+out)
+	cacheDir := t.TempDir()
+	_, err := pallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "-o", "oci:"+out, "--cache-dir", cacheDir)
 	if err == nil {
 		t.Fatal("build succeeded with a wrong sha256")
+	}
+	// Nothing is cached under either digest, and no artifact was stored.
+	for _, sum := range []string{wrong, fixture.SHA256(body)} {
+		if _, err := os.Stat(filepath.Join(cacheDir, "blobs", "sha256", sum)); err == nil {
+			t.Errorf("cache holds a blob %s after a mismatch", sum)
+		}
+	}
+	for _, sub := range []string{"blobs/sha256", "artifacts", "layers", "tmp"} {
+		if left, _ := os.ReadDir(filepath.Join(cacheDir, sub)); len(left) != 0 {
+			t.Errorf("cache %s holds %d entries after a failed download", sub, len(left))
+		}
 	}
 	for _, want := range []string{"artifact rel", srv.URL + "/rel.tgz", "expected " + wrong, "got " + fixture.SHA256(body)} {
 		if !strings.Contains(err.Error(), want) {
