@@ -388,3 +388,56 @@ images:
 		t.Errorf("%d base layer(s) mounted into apps/app, want 1 (and %d uploaded)", mounts, uploads)
 	}
 }
+
+// Licences a recipe names are placed as named; an artifact without any is
+// a warning by default, and the build goes on.
+func TestLicenses(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "vendored/bin/tool"), "a tool")
+	writeFile(t, filepath.Join(dir, "vendored/NOTICE"), "notice text")
+	writeFile(t, filepath.Join(dir, "vendored/legal/COPYRIGHT.txt"), "copyright text")
+	writeFile(t, filepath.Join(dir, "vendored/LICENSE"), "not named, so not taken")
+	writeFile(t, filepath.Join(dir, "bare/tool2"), "no licence here")
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
+artifacts:
+  vendored:
+    local:
+      path: vendored
+    licenses: [NOTICE, legal/COPYRIGHT.txt]
+  bare:
+    local:
+      path: bare
+images:
+  app:
+    base: scratch
+    platforms: linux/amd64
+    files:
+      - artifact: vendored
+        dest: /opt/vendored/
+      - artifact: bare
+        dest: /opt/bare/
+`)
+	out := filepath.Join(dir, "out")
+	log := mustPallet(t, "build", "--progress", "plain", "-f", filepath.Join(dir, "pallet.yaml"), "-o", "oci:"+out)
+	if !strings.Contains(log, "warning") || !strings.Contains(log, "artifact bare (linux/amd64, local mode): no licence file found") {
+		t.Errorf("no warning for the artifact without a licence:\n%s", log)
+	}
+	files := readImageFiles(t, out, "linux/amd64")
+	if files["LICENSES/vendored/NOTICE"] != "notice text (644)" || files["LICENSES/vendored/legal/COPYRIGHT.txt"] != "copyright text (644)" {
+		t.Errorf("named licences not placed: %v", files)
+	}
+	if _, ok := files["LICENSES/vendored/LICENSE"]; ok {
+		t.Error("an unnamed LICENSE was taken although the recipe names its licences")
+	}
+	for p := range files {
+		if strings.HasPrefix(p, "LICENSES/bare/") {
+			t.Errorf("licence placed for bare: %s", p)
+		}
+	}
+	rec := readRecord(t, out+".record.json")
+	for _, a := range rec.Artifacts {
+		if a.Name == "vendored" && strings.Join(a.Licenses, ",") != "NOTICE,legal/COPYRIGHT.txt" {
+			t.Errorf("record licences %v", a.Licenses)
+		}
+	}
+}
