@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -247,5 +249,43 @@ func TestGoBuildIgnoresHostKnobs(t *testing.T) {
 	}
 	if got := build(shared); got != clean {
 		t.Errorf("host Go settings changed the cached build: %s, clean machine %s", got, clean)
+	}
+}
+
+// zstd layers, written with one job or several, give the same digests, and
+// the image still runs: its layers are zstd to an outside reader.
+func TestZstdLayers(t *testing.T) {
+	var digests []string
+	for _, jobs := range []string{"1", "2"} {
+		out := filepath.Join(t.TempDir(), "out")
+		mustPallet(t, "build", "-q", "-f", copyExample(t, "hello"), "--compression", "zstd", "--jobs", jobs, "--cache-dir", t.TempDir(), "-o", "oci:"+out)
+		digests = append(digests, layoutIndex(t, out).Manifests[0].Digest.String())
+		img := layoutImage(t, out, "linux/arm64")
+		layers, err := img.Layers()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range layers {
+			mt, _ := l.MediaType()
+			if mt != "application/vnd.oci.image.layer.v1.tar+zstd" {
+				t.Errorf("layer media type %s", mt)
+			}
+			rc, err := l.Compressed()
+			if err != nil {
+				t.Fatal(err)
+			}
+			magic := make([]byte, 4)
+			_, err = io.ReadFull(rc, magic)
+			rc.Close()
+			if err != nil || !bytes.Equal(magic, []byte{0x28, 0xb5, 0x2f, 0xfd}) {
+				t.Errorf("layer blob starts %x, not a zstd frame", magic)
+			}
+		}
+		if files := readImageFiles(t, out, "linux/arm64"); !strings.HasPrefix(files["etc/hello/hello.conf"], "greeting") {
+			t.Errorf("zstd layer reads back as %v", files)
+		}
+	}
+	if digests[0] != digests[1] {
+		t.Errorf("--jobs 1 gave %s, --jobs 2 gave %s", digests[0], digests[1])
 	}
 }

@@ -360,3 +360,16 @@ images:
 		t.Error("the base's hive files are missing")
 	}
 }
+
+// zstd on a Windows image is allowed but said to be risky.
+func TestWindowsZstdWarns(t *testing.T) {
+	srv := fixture.Serve(t, fixture.AntreaReleases())
+	out := filepath.Join(t.TempDir(), "out")
+	log := mustPallet(t, "build", "--progress", "plain", "-f", copyExample(t, "antrea-windows"), "--arg", "RELEASES="+srv.URL, "-o", "oci:"+out, "--compression", "zstd")
+	if !strings.Contains(log, "image antrea-agent-windows (windows/amd64): zstd layers are not pulled by every Windows runtime") {
+		t.Errorf("no zstd warning for the Windows image:\n%s", log)
+	}
+	if files := readWindowsImage(t, layoutImage(t, out, "windows/amd64")); len(files["k/antrea/bin/antrea-agent.exe"]) == 0 {
+		t.Error("the agent is missing from the zstd image")
+	}
+}

@@ -76,6 +76,15 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 	if opt.MinGo != "" && !version.IsValid("go"+strings.TrimPrefix(opt.MinGo, "go")) {
 		return nil, fmt.Errorf("--min-go %q: want a Go release such as 1.22.7", opt.MinGo)
 	}
+	if opt.Compression == layer.Zstd {
+		for _, im := range p.Images {
+			for _, pi := range im.Platforms {
+				if pi.Platform.IsWindows() {
+					opt.Progress.Warn("image %s (%s): zstd layers are not pulled by every Windows runtime; gzip (the default) is the safe choice there", im.Name, pi.Platform)
+				}
+			}
+		}
+	}
 	b := &builder{plan: p, opt: opt, placed: map[string]*record.Image{}, writers: make(chan struct{}, opt.Jobs), memo: record.NoMemo}
 	if opt.Cache != nil {
 		b.memo = opt.Cache.Remember
