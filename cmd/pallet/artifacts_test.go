@@ -2,6 +2,7 @@ package main
 
 import (
 	"archive/tar"
+	"debug/elf"
 	"fmt"
 	"io"
 	"net/http"
@@ -439,5 +440,66 @@ images:
 		if a.Name == "vendored" && strings.Join(a.Licenses, ",") != "NOTICE,legal/COPYRIGHT.txt" {
 			t.Errorf("record licences %v", a.Licenses)
 		}
+	}
+}
+
+// A failure found while building points at the recipe line that asked for
+// the work, like a parse error does.
+func TestBuildErrorsNameTheLine(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "etc/a.txt"), "a")
+	writeFile(t, filepath.Join(dir, "bin/tool"), string(fixture.ELF(elf.EM_X86_64, "tool")))
+	writeFile(t, filepath.Join(dir, "rel.tar"), string(fixture.Tar([]fixture.File{{Name: "etc/b.txt", Content: "b", Mode: 0o644}})))
+	const recipe = `version: 1
+artifacts:
+  etc:
+    local:
+      path: etc
+    licenses: none
+  missing:
+    local:
+      path: not-here
+    licenses: none
+  archive:
+    local:
+      path: rel.tar
+      extract:
+        include: [bin/*]
+    licenses: none
+  tool:
+    local:
+      path: bin
+    licenses: none
+images:
+  app:
+    base: BASE
+    platforms: PLATFORM
+    files:
+      - artifact: etc
+        dest: /etc/
+      - artifact: ARTIFACT
+        dest: /opt/
+`
+	for _, tc := range []struct {
+		name, base, platform, artifact string
+		line                           int
+		want                           string
+	}{
+		{"Windows base on Linux", "windows-hostprocess-scratch", "linux/amd64", "etc", 23, "image app (linux/amd64): windows-hostprocess-scratch is a Windows base"},
+		{"missing layout", "oci:./no-layout", "linux/amd64", "etc", 23, "not an OCI image layout"},
+		{"missing local path", "scratch", "linux/amd64", "missing", 8, "artifact missing (linux/amd64, local mode): local path"},
+		{"include matches nothing", "scratch", "linux/amd64", "archive", 12, `include pattern(s) matched no entry: "bin/*"`},
+		{"platform check", "scratch", "linux/arm64", "tool", 28, "image app (linux/arm64): artifact tool"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := strings.NewReplacer("BASE", tc.base, "PLATFORM", tc.platform, "ARTIFACT", tc.artifact).Replace(recipe)
+			file := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".yaml")
+			writeFile(t, file, r)
+			_, err := pallet(t, "build", "-q", "-f", file, "-o", "oci:"+filepath.Join(t.TempDir(), "out"))
+			prefix := fmt.Sprintf("%s:%d: ", file, tc.line)
+			if err == nil || !strings.HasPrefix(err.Error(), prefix) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want %q...%q", err, prefix, tc.want)
+			}
+		})
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/pallet-dev/pallet/internal/plan"
 	"github.com/pallet-dev/pallet/internal/platform"
 	"github.com/pallet-dev/pallet/internal/progress"
+	"github.com/pallet-dev/pallet/internal/recipe"
 	"github.com/pallet-dev/pallet/internal/record"
 	"github.com/pallet-dev/pallet/internal/source"
 	"github.com/pallet-dev/pallet/internal/tree"
@@ -99,7 +100,7 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 			return nil, err
 		}
 		if err := b.policy(a, b.plan.Artifacts[key]); err != nil {
-			return nil, err
+			return nil, p.Recipe.Wrap(p.ArtifactAt(key), err)
 		}
 		rec.Artifacts = append(rec.Artifacts, a)
 	}
@@ -197,7 +198,7 @@ func (b *builder) fetchAll(ctx context.Context) error {
 			res, err := b.opt.Fetcher.Fetch(ctx, *a, work)
 			if err != nil {
 				done("", err)
-				return err
+				return b.plan.Recipe.Wrap(b.plan.ArtifactAt(key), err)
 			}
 			b.mu.Lock()
 			b.results[key] = res
@@ -225,6 +226,10 @@ func (b *builder) image(ctx context.Context, im *plan.Image) (output.Image, erro
 				// lazily, long after this group is done.
 				imgs, err := b.platformImages(ctx, im.Name, pi)
 				if err != nil {
+					var located *recipe.Error
+					if errors.As(err, &located) {
+						return err // named where it was located
+					}
 					return fmt.Errorf("%s: %w", name, err)
 				}
 				perPlatform[i] = imgs
@@ -254,7 +259,7 @@ func (b *builder) image(ctx context.Context, im *plan.Image) (output.Image, erro
 
 // platformImages writes pi's layers once and puts them on each base.
 func (b *builder) platformImages(ctx context.Context, name string, pi *plan.PlatformImage) ([]v1.Image, error) {
-	layers, err := b.layers(ctx, pi)
+	layers, err := b.layers(ctx, name, pi)
 	if err != nil {
 		return nil, err
 	}
@@ -262,7 +267,7 @@ func (b *builder) platformImages(ctx context.Context, name string, pi *plan.Plat
 	for _, ref := range pi.Bases {
 		base, err := b.opt.Bases.Base(ctx, ref, pi.Platform)
 		if err != nil {
-			return nil, err
+			return nil, b.plan.Recipe.Wrap(pi.BaseAt, fmt.Errorf("image %s (%s): %w", name, pi.Platform, err))
 		}
 		img, err := image.Assemble(base, layers, pi.Config, b.plan.Epoch)
 		if err != nil {
@@ -286,7 +291,7 @@ func (b *builder) platformImages(ctx context.Context, name string, pi *plan.Plat
 	return imgs, nil
 }
 
-func (b *builder) layers(ctx context.Context, pi *plan.PlatformImage) ([]image.Layer, error) {
+func (b *builder) layers(ctx context.Context, name string, pi *plan.PlatformImage) ([]image.Layer, error) {
 	format := layer.Linux
 	if pi.Platform.IsWindows() {
 		format = layer.Windows
@@ -306,11 +311,11 @@ func (b *builder) layers(ctx context.Context, pi *plan.PlatformImage) ([]image.L
 				place := tree.Placement{Dest: pm.Dest, FileMode: pm.Mode, UID: pm.UID, GID: pm.GID}
 				if pm.Check {
 					if err := b.checkExecutables(res, place, pi.Platform); err != nil {
-						return err
+						return b.plan.Recipe.Wrap(pm.At, fmt.Errorf("image %s (%s): %w", name, pi.Platform, err))
 					}
 				}
 				if err := t.Place(res.Tree, place); err != nil {
-					return fmt.Errorf("layer %s: place %s at %s: %w", l.Name, res.Record.Name, pm.Dest, err)
+					return b.plan.Recipe.Wrap(pm.At, fmt.Errorf("image %s (%s), layer %s: place %s at %s: %w", name, pi.Platform, l.Name, res.Record.Name, pm.Dest, err))
 				}
 				what = append(what, res.Record.Name+" "+pm.Dest)
 				if pm.Licenses && res.Licenses.Len() > 0 {

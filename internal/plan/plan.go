@@ -43,7 +43,14 @@ type Plan struct {
 	Artifacts map[string]*source.Artifact
 
 	modes map[string]Choice
+	// at is, per artifact key, the recipe path of what the artifact was
+	// made from: its chosen mode, or its local, url or go section.
+	at map[string]string
 }
+
+// ArtifactAt is the recipe path (for Recipe.Wrap) of the part of the
+// recipe that produces artifact key.
+func (p *Plan) ArtifactAt(key string) string { return p.at[key] }
 
 // Choice is the mode chosen for one artifact, with the path of a local mode.
 type Choice struct {
@@ -69,7 +76,9 @@ type Image struct {
 type PlatformImage struct {
 	Platform platform.Platform
 	// Bases are the images the layers go on: one manifest per base.
-	Bases  []string
+	Bases []string
+	// BaseAt is the recipe path of the bases, for errors.
+	BaseAt string
 	Layers []*Layer
 	Config image.Config
 }
@@ -89,6 +98,8 @@ type Placement struct {
 	UID, GID int
 	// Check enables the executable platform check for this artifact.
 	Check bool
+	// At is the recipe path of the files entry, for errors.
+	At string
 	// Licenses places the artifact's licence files under
 	// /LICENSES/<artifact>/ (on the first placement of it in an image).
 	Licenses bool
@@ -104,7 +115,7 @@ func New(r *recipe.Recipe, opt Options) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{Recipe: r, Epoch: epoch, Artifacts: map[string]*source.Artifact{}, modes: opt.Modes}
+	p := &Plan{Recipe: r, Epoch: epoch, Artifacts: map[string]*source.Artifact{}, modes: opt.Modes, at: map[string]string{}}
 	if err := checkModes(r, opt.Modes); err != nil {
 		return nil, err
 	}
@@ -300,7 +311,7 @@ func (p *Plan) platformImage(name string, ri *recipe.Image, vars recipe.Vars, pl
 	if len(bases) == 0 {
 		return nil, r.Errorf(at+".base", "image %s: no base for platform %s", name, pl)
 	}
-	pi := &PlatformImage{Platform: pl, Bases: bases}
+	pi := &PlatformImage{Platform: pl, Bases: bases, BaseAt: at + ".base"}
 
 	layers := map[string]*Layer{}
 	licensed := map[string]bool{}
@@ -317,7 +328,7 @@ func (p *Plan) platformImage(name string, ri *recipe.Image, vars recipe.Vars, pl
 		if err != nil {
 			return nil, err
 		}
-		pm := Placement{Artifact: key, Dest: dest, Check: true, Licenses: !licensed[key]}
+		pm := Placement{Artifact: key, Dest: dest, Check: true, Licenses: !licensed[key], At: fat}
 		licensed[key] = true
 		if a := r.Artifacts[f.Artifact]; a.Check != nil {
 			pm.Check = *a.Check
@@ -384,6 +395,11 @@ func (p *Plan) artifact(name string, pl platform.Platform, v recipe.Vars) (strin
 		return "", err
 	}
 	p.Artifacts[key] = a
+	at := "artifacts." + name
+	if p.Recipe.Artifacts[name].Modes != nil {
+		at += ".modes"
+	}
+	p.at[key] = at + "." + a.Mode
 	return key, nil
 }
 

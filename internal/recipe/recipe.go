@@ -305,7 +305,12 @@ type Error struct {
 	File string
 	Line int
 	Msg  string
+	// Err is the cause, for an error found while building what the
+	// recipe's line asked for (Wrap).
+	Err error
 }
+
+func (e *Error) Unwrap() error { return e.Err }
 
 func (e *Error) Error() string {
 	if e.Line > 0 {
@@ -318,6 +323,17 @@ func (e *Error) Error() string {
 // with "."), or at the nearest enclosing value that has a line.
 func (r *Recipe) Errorf(path, format string, args ...any) error {
 	return &Error{File: r.File, Line: r.Line(path), Msg: fmt.Sprintf(format, args...)}
+}
+
+// Wrap locates err, found while carrying out the value at path, at that
+// value's line, so that a failure during a build points at the recipe
+// line that asked for the work. An error already located is kept as is.
+func (r *Recipe) Wrap(path string, err error) error {
+	var located *Error
+	if err == nil || errors.As(err, &located) {
+		return err
+	}
+	return &Error{File: r.File, Line: r.Line(path), Msg: err.Error(), Err: err}
 }
 
 // Line returns the line of the value at path, or of its nearest ancestor.
