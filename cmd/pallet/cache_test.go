@@ -296,3 +296,40 @@ func verifyBlobs(t *testing.T, dir string) {
 		}
 	}
 }
+
+// A cached artifact made from a copy elsewhere is recorded as this build's:
+// the record says where this recipe took its input from.
+func TestCacheHitRecordsOwnOrigin(t *testing.T) {
+	cacheDir := t.TempDir()
+	archive := fixture.TarGz([]fixture.File{{Name: "bin/tool", Content: "tool", Mode: 0o755}})
+	for i, dir := range []string{t.TempDir(), t.TempDir()} {
+		writeFile(t, filepath.Join(dir, "tool.tar.gz"), string(archive))
+		writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
+artifacts:
+  tool:
+    local:
+      path: tool.tar.gz
+      extract: {}
+    licenses: none
+images:
+  app:
+    base: scratch
+    platforms: linux/amd64
+    files:
+      - artifact: tool
+        dest: /
+`)
+		out := filepath.Join(dir, "out")
+		log := mustPallet(t, "build", "--progress", "plain", "-f", filepath.Join(dir, "pallet.yaml"), "--cache-dir", cacheDir, "-o", "oci:"+out)
+		rec := readRecord(t, out+".record.json")
+		if want := filepath.Join(dir, "tool.tar.gz"); len(rec.Artifacts) != 1 || rec.Artifacts[0].Path != want {
+			t.Errorf("record %+v, want path %s", rec.Artifacts, want)
+		}
+		if len(rec.Artifacts) == 1 && rec.Artifacts[0].SHA256 != fixture.SHA256(archive) {
+			t.Errorf("record sha256 %s, want %s", rec.Artifacts[0].SHA256, fixture.SHA256(archive))
+		}
+		if i == 1 && !strings.Contains(log, "[local, cached]") {
+			t.Errorf("the second build did not take the artifact from the cache:\n%s", log)
+		}
+	}
+}

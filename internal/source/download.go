@@ -46,7 +46,7 @@ func (f *Fetcher) url(ctx context.Context, a Artifact, work string) (*Result, er
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Tree: t, Licenses: lic, Record: Record{URL: u.URL, SHA256: u.SHA256}}, nil
+	return &Result{Tree: t, Licenses: lic, Record: Record{SHA256: u.SHA256}}, nil
 }
 
 // Get puts the file pinned by want into file: from the mirror directory

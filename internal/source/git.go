@@ -31,9 +31,6 @@ func (f *Fetcher) gitBuild(ctx context.Context, a Artifact, work string) (*Resul
 			return nil, err
 		}
 	}
-	res.Record.Path = ""
-	res.Record.Repo = g.Repo
-	res.Record.Commit = g.Commit
 	return res, nil
 }
 

@@ -65,7 +65,7 @@ func (f *Fetcher) goBuild(ctx context.Context, a Artifact, dir string, work stri
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Tree: t, Licenses: lic, Record: Record{Path: dir, GoVersion: goVersion}}, nil
+	return &Result{Tree: t, Licenses: lic, Record: Record{GoVersion: goVersion}}, nil
 }
 
 // buildKnobs are the variables that change what the go command produces.

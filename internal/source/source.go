@@ -150,6 +150,9 @@ func (f *Fetcher) Fetch(ctx context.Context, a Artifact, work string) (*Result, 
 	if err != nil {
 		return nil, fmt.Errorf("artifact %s (%s, %s mode): %w", a.Name, a.Platform, a.Mode, err)
 	}
+	// Where it came from is the request's, never the cache entry's: the
+	// entry may have been made from a copy elsewhere, by another recipe.
+	res.Record.URL, res.Record.Path, res.Record.Repo, res.Record.Commit = a.origin()
 	res.Record.Name = a.Name
 	res.Record.Mode = a.Mode
 	res.Record.Version = a.Version
@@ -158,6 +161,21 @@ func (f *Fetcher) Fetch(ctx context.Context, a Artifact, work string) (*Result, 
 		res.Licenses = tree.New()
 	}
 	return res, nil
+}
+
+// origin is where a's content comes from, as the build record shows it.
+func (a Artifact) origin() (url, path, repo, commit string) {
+	switch {
+	case a.Local != nil:
+		return "", a.Local.Path, "", ""
+	case a.URL != nil:
+		return a.URL.URL, "", "", ""
+	case a.Git != nil:
+		return "", "", a.Git.Repo, a.Git.Commit
+	case a.Go != nil:
+		return "", a.Go.Module, "", ""
+	}
+	return "", "", "", ""
 }
 
 func (f *Fetcher) fetch(ctx context.Context, a Artifact, work string) (*Result, error) {
@@ -224,7 +242,7 @@ func (f *Fetcher) local(ctx context.Context, a Artifact, work string) (*Result, 
 	if err != nil {
 		return nil, fmt.Errorf("local path: %w", err)
 	}
-	rec := Record{Path: l.Path}
+	var rec Record
 	if info.IsDir() {
 		if l.Extract != nil {
 			return nil, fmt.Errorf("%s is a directory; extract applies to archives", l.Path)
