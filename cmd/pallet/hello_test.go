@@ -238,7 +238,7 @@ func TestGoBuildIgnoresHostKnobs(t *testing.T) {
 	build(shared)
 
 	goenv := filepath.Join(t.TempDir(), "go.env")
-	writeFile(t, goenv, "GOAMD64=v3\nGOFLAGS=-ldflags=-X=main.version=from-go-env\n")
+	writeFile(t, goenv, "GOAMD64=v3\nGOFLAGS=-ldflags=-X=main.version=from-go-env\nGOEXPERIMENT=boringcrypto\nCGO_ENABLED=1\n")
 	t.Setenv("GOENV", goenv)
 	t.Setenv("GOAMD64", "v2")
 	t.Setenv("GOFLAGS", "-ldflags=-X=main.version=from-shell")

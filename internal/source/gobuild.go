@@ -3,6 +3,7 @@ package source
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -40,7 +41,10 @@ func (f *Fetcher) goBuild(ctx context.Context, a Artifact, dir string, work stri
 	args = append(args, g.Flags...)
 	args = append(args, g.Packages...)
 
-	env := f.goEnv(a)
+	env, err := f.goEnv(a)
+	if err != nil {
+		return nil, err
+	}
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = dir
 	cmd.Env = env
@@ -77,12 +81,38 @@ var buildKnobs = []string{
 	"GOOS", "GOARCH", "GOAMD64", "GOARM", "GOARM64", "GO386", "GOMIPS", "GOMIPS64", "GOPPC64", "GORISCV64", "GOWASM",
 	"CGO_ENABLED", "CGO_CFLAGS", "CGO_CPPFLAGS", "CGO_CXXFLAGS", "CGO_FFLAGS", "CGO_LDFLAGS",
 	"CC", "CXX", "AR", "PKG_CONFIG",
+	"GOENV", "GOWORK",
+}
+
+// hostSettings are the user's go command settings that say where modules
+// come from and where caches live, wherever they were set: environment or
+// go env file. Builds run with GOENV=off, so that nothing else in that file
+// reaches them, and get these explicitly. They are read for each build
+// (one go env, next to a go build) so that the environment of the moment
+// counts.
+func hostSettings() ([]string, error) {
+	keys := []string{"GOPROXY", "GOSUMDB", "GONOSUMDB", "GOPRIVATE", "GONOPROXY", "GOINSECURE", "GOAUTH", "GOCACHE", "GOMODCACHE", "GOTMPDIR", "GOTOOLCHAIN"}
+	out, err := exec.Command("go", append([]string{"env", "-json"}, keys...)...).Output()
+	if err != nil {
+		return nil, fmt.Errorf("go env: %w", err)
+	}
+	var m map[string]string
+	if err := json.Unmarshal(out, &m); err != nil {
+		return nil, fmt.Errorf("go env: %w", err)
+	}
+	var env []string
+	for _, k := range keys {
+		if v := m[k]; v != "" {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env, nil
 }
 
 // goEnv is the environment of a build: the user's, less the variables that
-// change its output, then the target platform, cgo, the pinned toolchain
-// and compiler, and the recipe's additions.
-func (f *Fetcher) goEnv(a Artifact) []string {
+// change its output and the go env file, then the target platform, cgo, the
+// pinned toolchain and compiler, and the recipe's additions.
+func (f *Fetcher) goEnv(a Artifact) ([]string, error) {
 	g := a.Go
 	var env []string
 	for _, kv := range os.Environ() {
@@ -91,12 +121,17 @@ func (f *Fetcher) goEnv(a Artifact) []string {
 			env = append(env, kv)
 		}
 	}
-	// An empty variable would let the go env file (go env -w) decide, so
-	// the knobs that have a neutral value are given it explicitly.
-	// GOFLAGS repeats a flag pallet passes anyway; the CGO flags are the
-	// go command's defaults.
-	env = append(env, "GOFLAGS=-buildvcs=false", "GOFIPS140=off",
-		"CGO_CFLAGS=-O2 -g", "CGO_CPPFLAGS=", "CGO_CXXFLAGS=-O2 -g", "CGO_FFLAGS=-O2 -g", "CGO_LDFLAGS=-O2 -g")
+	host, err := hostSettings()
+	if err != nil {
+		return nil, err
+	}
+	// GOWORK=off: a go.work above the module is not part of the recipe.
+	env = append(append(env, host...), "GOENV=off", "GOWORK=off")
+	// Of GOFLAGS, only -modcacherw passes: it changes the permissions of
+	// the module cache, not what is built.
+	if slices.Contains(strings.Fields(os.Getenv("GOFLAGS")), "-modcacherw") {
+		env = append(env, "GOFLAGS=-modcacherw")
+	}
 	env = append(env, a.Platform.GoEnv()...)
 	cgo := "0"
 	if g.CGO {
@@ -121,7 +156,7 @@ func (f *Fetcher) goEnv(a Artifact) []string {
 		}
 		env = append(env, "GOPROXY="+proxy, "GOSUMDB=off")
 	}
-	return append(env, g.Env...)
+	return append(env, g.Env...), nil
 }
 
 // toolchainVersion asks the go command which toolchain it used, which may

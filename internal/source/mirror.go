@@ -99,7 +99,11 @@ func (f *Fetcher) mirrorGoModules(ctx context.Context, dir string, a Artifact) e
 		}
 		module = filepath.Join(src, filepath.FromSlash(module))
 	}
-	env := append(f.goEnv(a),
+	env, err := f.goEnv(a)
+	if err != nil {
+		return err
+	}
+	env = append(env,
 		"GOMODCACHE="+ModuleCache(dir),
 		// Writable, so the mirror can be deleted and copied like any directory.
 		"GOFLAGS=-modcacherw")
