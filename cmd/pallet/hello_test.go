@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
@@ -81,7 +83,9 @@ func TestHelloRunsWithRunc(t *testing.T) {
 	if err := os.WriteFile(cfgPath, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	id := "pallet-test-" + filepath.Base(filepath.Dir(bundle))
+	// Unique per run: a container left by a killed run, or another test
+	// binary on the same host, must not collide with this one.
+	id := fmt.Sprintf("pallet-test-%d-%d", os.Getpid(), time.Now().UnixNano())
 	cmd := exec.Command(runc, "run", "--bundle", bundle, id)
 	got, err := cmd.CombinedOutput()
 	exec.Command(runc, "delete", "-f", id).Run()

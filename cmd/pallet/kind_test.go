@@ -1,8 +1,12 @@
 package main
 
 import (
+	"archive/tar"
+	"bytes"
 	"debug/buildinfo"
+	"debug/elf"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -28,6 +32,7 @@ type kindEnv struct {
 func newKindEnv(t *testing.T) *kindEnv {
 	t.Helper()
 	needTool(t, "git")
+	needTool(t, "gcc") // runc's source mode builds with cgo
 	e := &kindEnv{dir: t.TempDir(), recipe: copyExample(t, "kind-base")}
 	var err error
 	if e.commits, err = fixture.WriteKindRepos(filepath.Join(e.dir, "git")); err != nil {
@@ -171,7 +176,6 @@ func TestKindEachMode(t *testing.T) {
 }
 
 func TestKindMixedModesAndDeterminism(t *testing.T) {
-	needTool(t, "aarch64-linux-gnu-gcc") // no runc here, but kind's arm64 cgo builds use it
 	e := newKindEnv(t)
 	local := localInputs(t, "arm64")
 	args := []string{"--platform", "linux/arm64", "--mode", "containerd=release", "--mode", "runc=local:" + local["runc"]}
@@ -448,5 +452,57 @@ func TestReleaseGoBinary(t *testing.T) {
 	_, err = pallet(t, append(e.args(filepath.Join(t.TempDir(), "out")), append(modes, "--min-go", "1.99.0")...)...)
 	if err == nil || !strings.Contains(err.Error(), "artifact runc (linux/amd64, release mode): runc was built with "+info.GoVersion+", older than --min-go 1.99.0") {
 		t.Errorf("--min-go on a release: %v", err)
+	}
+}
+
+// runc is built with cgo, as upstream links libseccomp, by the C compiler
+// the recipe names for each platform: for arm64, the cross compiler.
+func TestKindCgoCrossCompile(t *testing.T) {
+	needTool(t, "aarch64-linux-gnu-gcc")
+	e := newKindEnv(t)
+	out, rec := e.build(t, "--platform", "linux/arm64", "--mode", "runc=source", "--mode", "containerd=release", "--mode", "crictl=release", "--mode", "cni-plugins=release")
+	img := layoutImage(t, out, "linux/arm64")
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runc []byte
+	for _, l := range layers {
+		rc, err := l.Uncompressed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := tar.NewReader(rc)
+		for {
+			h, err := tr.Next()
+			if err != nil {
+				break
+			}
+			if h.Name == "usr/local/sbin/runc" {
+				runc, _ = io.ReadAll(tr)
+			}
+		}
+		rc.Close()
+	}
+	f, err := elf.NewFile(bytes.NewReader(runc))
+	if err != nil {
+		t.Fatalf("runc is not an ELF file: %v", err)
+	}
+	if f.Machine != elf.EM_AARCH64 {
+		t.Errorf("runc machine %v, want aarch64", f.Machine)
+	}
+	// cgo links against the C library: the binary has an interpreter,
+	// which a CGO_ENABLED=0 build would not.
+	var interp bool
+	for _, p := range f.Progs {
+		interp = interp || p.Type == elf.PT_INTERP
+	}
+	if !interp {
+		t.Error("runc has no ELF interpreter: it was not linked with cgo")
+	}
+	for _, a := range rec.Artifacts {
+		if a.Name == "runc" && a.Mode != "source" {
+			t.Errorf("runc recorded in %s mode", a.Mode)
+		}
 	}
 }

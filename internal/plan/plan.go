@@ -6,8 +6,10 @@ package plan
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -221,12 +223,16 @@ func selectImages(r *recipe.Recipe, only []string) ([]string, error) {
 	if len(only) == 0 {
 		return all, nil
 	}
+	want := map[string]bool{}
 	for _, n := range only {
 		if _, ok := r.Images[n]; !ok {
 			return nil, fmt.Errorf("--image %s: no such image in %s (images: %s)", n, r.File, strings.Join(all, ", "))
 		}
+		want[n] = true
 	}
-	return only, nil
+	// Name order, as without --image, whatever the flags' order or
+	// repetitions: outputs list the images in it.
+	return slices.DeleteFunc(all, func(n string) bool { return !want[n] }), nil
 }
 
 func parsePlatforms(list []string) (map[string]bool, error) {
@@ -371,8 +377,10 @@ func (p *Plan) platformImage(name string, ri *recipe.Image, vars recipe.Vars, pl
 	}
 	if len(c.Labels) > 0 {
 		cfg.Labels = map[string]string{}
-		for k, val := range c.Labels {
-			if cfg.Labels[k], err = r.Expand(at+".config.labels."+k, val, v); err != nil {
+		// In key order, so a recipe with two bad labels always reports
+		// the same one.
+		for _, k := range slices.Sorted(maps.Keys(c.Labels)) {
+			if cfg.Labels[k], err = r.Expand(at+".config.labels."+k, c.Labels[k], v); err != nil {
 				return nil, err
 			}
 		}

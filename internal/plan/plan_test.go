@@ -125,3 +125,20 @@ func TestPlanErrors(t *testing.T) {
 		}
 	}
 }
+
+// --image narrows the build; the images come in name order, once each,
+// whatever order or repetitions the flags have.
+func TestImageSelectionOrder(t *testing.T) {
+	r := parse(t)
+	p, err := New(r, Options{Images: []string{"keep", "clear", "keep"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, im := range p.Images {
+		names = append(names, im.Name)
+	}
+	if strings.Join(names, ",") != "clear,keep" {
+		t.Errorf("images %v, want [clear keep]", names)
+	}
+}
