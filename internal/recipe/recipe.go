@@ -371,7 +371,11 @@ func Parse(file string, data []byte) (*Recipe, error) {
 
 	var root yaml.Node
 	if err := decode(yaml.NewDecoder(bytes.NewReader(data)), &root); err != nil && err != io.EOF {
-		return nil, yamlError(file, err)
+		e := yamlError(file, err)
+		if l := syntaxLine(data); l > 0 {
+			e.Line = l
+		}
+		return nil, e
 	}
 	if root.Kind == 0 || len(root.Content) == 0 {
 		return nil, &Error{File: file, Msg: "empty recipe"}
@@ -393,6 +397,31 @@ func Parse(file string, data []byte) (*Recipe, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// syntaxLine finds the line where data stops being YAML. yaml.v3 reports
+// the line where the enclosing block starts, which for a mis-indented key
+// can be far above the mistake. The answer is the line after the longest
+// prefix of whole lines that still parses: a prefix that cuts a quoted
+// string in two fails too, but a longer one parses again, so only a real
+// mistake stops every longer prefix from parsing.
+func syntaxLine(data []byte) int {
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	if len(lines) > 5000 {
+		return 0 // quadratic; a recipe is far shorter
+	}
+	lastOK := 0
+	for n := 1; n <= len(lines); n++ {
+		var node yaml.Node
+		err := decode(yaml.NewDecoder(bytes.NewReader(bytes.Join(lines[:n], nil))), &node)
+		if err == nil || err == io.EOF {
+			lastOK = n
+		}
+	}
+	if lastOK >= len(lines) {
+		return 0
+	}
+	return lastOK + 1
 }
 
 // decode runs dec.Decode, turning a panic inside the YAML library into an
@@ -440,7 +469,7 @@ var yamlLine = regexp.MustCompile(`line (\d+): (.*)`)
 
 // yamlError rewrites yaml.v3's messages into file:line form and drops Go
 // type names, which mean nothing to a recipe author.
-func yamlError(file string, err error) error {
+func yamlError(file string, err error) *Error {
 	var te *yaml.TypeError
 	msgs := []string{err.Error()}
 	if errors.As(err, &te) {

@@ -77,6 +77,9 @@ func TestParseErrors(t *testing.T) {
 		{"bad url", "url: https://example.com", "url: ftp://example.com", 10, "http:// or https://"},
 		{"wrong type", "    platforms: linux/amd64", "    platforms: {a: b}", 18, "cannot unmarshal"},
 		{"syntax", "    base: scratch", "    base: scratch\n     x: y", 18, "mapping values are not allowed"},
+		// yaml.v3 puts these at the start of the enclosing block (line 16).
+		{"mis-indented key", "    platforms: linux/amd64", "   platforms: linux/amd64", 18, "did not find expected key"},
+		{"unclosed list", "    platforms: linux/amd64", "    platforms: [linux/amd64", 18, "did not find expected ',' or ']'"},
 		{"negative strip", "        include: [host-local]", "        strip: -1", 14, "must not be negative"},
 		{"second document", "version: 1", "version: 1\n---\nimages: {}\n---\nx: y", 2, "one YAML document"},
 		{"negative epoch", "version: 1", "version: 1\nepoch: -5", 2, "epoch must not be negative"},
