@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -291,5 +293,64 @@ func TestZstdLayers(t *testing.T) {
 	}
 	if digests[0] != digests[1] {
 		t.Errorf("--jobs 1 gave %s, --jobs 2 gave %s", digests[0], digests[1])
+	}
+}
+
+// Registry credentials come from the docker config, as docker login writes
+// them, or from the credential helper it names.
+func TestPushWithCredentials(t *testing.T) {
+	reg := testregistry.StartWithAuth(t, "ci", "s3cret")
+	recipe := copyExample(t, "hello")
+	push := func(repo string) error {
+		_, err := pallet(t, "build", "-q", "-f", recipe, "--platform", "linux/amd64", "-o", "registry:"+reg.Host+"/"+repo)
+		return err
+	}
+	pulled := func(repo string, auth authn.Authenticator) error {
+		ref, err := name.ParseReference(reg.Host + "/" + repo + ":0.1.0")
+		if err != nil {
+			return err
+		}
+		_, err = remote.Image(ref, remote.WithAuth(auth))
+		return err
+	}
+
+	t.Setenv("DOCKER_CONFIG", t.TempDir())
+	if err := push("anon/hello"); err == nil || !strings.Contains(err.Error(), reg.Host+" refused access: pallet takes credentials from the docker config") {
+		t.Errorf("push without credentials: %v, want an authorization error", err)
+	}
+	if err := pulled("anon/hello", &authn.Basic{Username: "ci", Password: "s3cret"}); err == nil {
+		t.Error("a push without credentials left an image")
+	}
+
+	// docker login's config.json.
+	cfg := t.TempDir()
+	writeFile(t, filepath.Join(cfg, "config.json"), fmt.Sprintf(`{"auths": {%q: {"auth": %q}}}`,
+		reg.Host, base64.StdEncoding.EncodeToString([]byte("ci:s3cret"))))
+	t.Setenv("DOCKER_CONFIG", cfg)
+	if err := push("login/hello"); err != nil {
+		t.Fatalf("push with docker config credentials: %v", err)
+	}
+	if err := pulled("login/hello", &authn.Basic{Username: "ci", Password: "s3cret"}); err != nil {
+		t.Errorf("pull back: %v", err)
+	}
+
+	// A credential helper, docker-credential-NAME on PATH.
+	bin := t.TempDir()
+	writeFile(t, filepath.Join(bin, "docker-credential-pallet-test"), "#!/bin/sh\n"+
+		"read server\n"+
+		"[ \"$1\" = get ] && [ \"$server\" = \""+reg.Host+"\" ] || exit 1\n"+
+		"echo '{\"Username\": \"ci\", \"Secret\": \"s3cret\"}'\n")
+	if err := os.Chmod(filepath.Join(bin, "docker-credential-pallet-test"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	helperCfg := t.TempDir()
+	writeFile(t, filepath.Join(helperCfg, "config.json"), fmt.Sprintf(`{"credHelpers": {%q: "pallet-test"}}`, reg.Host))
+	t.Setenv("DOCKER_CONFIG", helperCfg)
+	if err := push("helper/hello"); err != nil {
+		t.Fatalf("push with a credential helper: %v", err)
+	}
+	if err := pulled("helper/hello", &authn.Basic{Username: "ci", Password: "s3cret"}); err != nil {
+		t.Errorf("pull back: %v", err)
 	}
 }

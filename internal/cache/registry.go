@@ -12,7 +12,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -24,6 +23,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 
 	"github.com/pallet-dev/pallet/internal/archive"
+	"github.com/pallet-dev/pallet/internal/regauth"
 )
 
 // A registry cache is one OCI manifest whose layers are cache entries: a
@@ -55,7 +55,7 @@ func (c *Cache) ImportFrom(ctx context.Context, ref string, opts ...remote.Optio
 	if err != nil {
 		return fmt.Errorf("--cache-from %s: %w", ref, err)
 	}
-	opts = append([]remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)}, opts...)
+	opts = regauth.Options(ctx, opts...)
 	rc := &remoteCache{ref: r, opts: opts, artifacts: map[string]v1.Descriptor{}, layers: map[string]v1.Descriptor{}}
 	img, err := remote.Image(r, opts...)
 	if err != nil {
@@ -64,7 +64,7 @@ func (c *Cache) ImportFrom(ctx context.Context, ref string, opts ...remote.Optio
 			c.remote = rc
 			return nil
 		}
-		return fmt.Errorf("--cache-from %s: %w", ref, err)
+		return fmt.Errorf("--cache-from %s: %w", ref, regauth.Explain(err))
 	}
 	m, err := img.Manifest()
 	if err != nil {
@@ -222,9 +222,9 @@ func (c *Cache) ExportTo(ctx context.Context, ref string, opts ...remote.Option)
 	if err != nil {
 		return err
 	}
-	opts = append([]remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)}, opts...)
+	opts = regauth.Options(ctx, opts...)
 	if err := remote.Write(r, img, opts...); err != nil {
-		return fmt.Errorf("--cache-to %s: %w", ref, err)
+		return fmt.Errorf("--cache-to %s: %w", ref, regauth.Explain(err))
 	}
 	return nil
 }

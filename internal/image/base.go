@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	ggcrcache "github.com/google/go-containerregistry/pkg/v1/cache"
@@ -23,6 +22,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/pallet-dev/pallet/internal/platform"
+	"github.com/pallet-dev/pallet/internal/regauth"
 )
 
 // Scratch is the base name for an empty image.
@@ -191,14 +191,13 @@ func (r *Resolver) fromRegistry(ctx context.Context, ref string, p platform.Plat
 	if err != nil {
 		return nil, err
 	}
-	opts := append([]remote.Option{
-		remote.WithContext(ctx),
-		remote.WithAuthFromKeychain(authn.DefaultKeychain),
-		remote.WithPlatform(p.V1()),
-	}, r.Remote...)
+	opts := regauth.Options(ctx, append([]remote.Option{remote.WithPlatform(p.V1())}, r.Remote...)...)
 	img, err := remote.Image(nref, opts...)
-	if err != nil || r.BlobCache == "" {
-		return img, err
+	if err != nil {
+		return nil, regauth.Explain(err)
+	}
+	if r.BlobCache == "" {
+		return img, nil
 	}
 	cached := ggcrcache.Image(img, ggcrcache.NewFilesystemCache(r.BlobCache))
 	return &mountable{Image: cached, ref: nref}, nil

@@ -11,13 +11,14 @@ import (
 	"os"
 	"strings"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/pallet-dev/pallet/internal/regauth"
 )
 
 // Image describes one manifest.
@@ -135,10 +136,9 @@ func (r *Report) remote(ctx context.Context, ref string, opts []remote.Option) e
 	if err != nil {
 		return err
 	}
-	opts = append([]remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)}, opts...)
-	desc, err := remote.Get(nref, opts...)
+	desc, err := remote.Get(nref, regauth.Options(ctx, opts...)...)
 	if err != nil {
-		return err
+		return regauth.Explain(err)
 	}
 	return r.add(ref, desc.Descriptor, desc.ImageIndex, desc.Image)
 }

@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/pallet-dev/pallet/internal/regauth"
 )
 
 // Registry pushes to a registry. Ref is "REPO[:TAG]" for a recipe with one
@@ -39,7 +40,7 @@ func (r *Registry) Write(ctx context.Context, images []Image) error {
 	if !prefix && len(images) != 1 {
 		return fmt.Errorf("registry:%s names one repository but the build has %d images; use registry:PREFIX/ to push each under PREFIX", r.Ref, len(images))
 	}
-	opts := append([]remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)}, r.Options...)
+	opts := regauth.Options(ctx, r.Options...)
 	pushed := mountHints{}
 	for _, im := range images {
 		tags, err := r.refs(im, prefix)
@@ -53,7 +54,7 @@ func (r *Registry) Write(ctx context.Context, images []Image) error {
 			err = remote.Write(first, pushed.image(im.Image), opts...)
 		}
 		if err != nil {
-			return fmt.Errorf("push %s: %w", first, err)
+			return fmt.Errorf("push %s: %w", first, regauth.Explain(err))
 		}
 		pushed.remember(first, im)
 		for _, t := range tags[1:] {
@@ -63,7 +64,7 @@ func (r *Registry) Write(ctx context.Context, images []Image) error {
 				err = remote.Tag(t, im.Image, opts...)
 			}
 			if err != nil {
-				return fmt.Errorf("tag %s: %w", t, err)
+				return fmt.Errorf("tag %s: %w", t, regauth.Explain(err))
 			}
 		}
 	}
