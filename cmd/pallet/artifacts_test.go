@@ -26,12 +26,28 @@ import (
 // for dirs) of every layer pallet added, read from the layout.
 func readImageFiles(t *testing.T, dir, platform string) map[string]string {
 	t.Helper()
-	img := layoutImage(t, dir, platform)
+	out := map[string]string{}
+	walkImage(t, layoutImage(t, dir, platform), func(h *tar.Header, r io.Reader) {
+		switch h.Typeflag {
+		case tar.TypeDir:
+			out[h.Name] = "/"
+		case tar.TypeSymlink:
+			out[h.Name] = "-> " + h.Linkname
+		default:
+			b, _ := io.ReadAll(r)
+			out[h.Name] = fmt.Sprintf("%s (%o)", b, h.Mode)
+		}
+	})
+	return out
+}
+
+// walkImage calls fn for every entry of every layer of img, in order.
+func walkImage(t *testing.T, img v1.Image, fn func(*tar.Header, io.Reader)) {
+	t.Helper()
 	layers, err := img.Layers()
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]string{}
 	for _, l := range layers {
 		rc, err := l.Uncompressed()
 		if err != nil {
@@ -46,19 +62,10 @@ func readImageFiles(t *testing.T, dir, platform string) map[string]string {
 			if err != nil {
 				t.Fatal(err)
 			}
-			switch h.Typeflag {
-			case tar.TypeDir:
-				out[h.Name] = "/"
-			case tar.TypeSymlink:
-				out[h.Name] = "-> " + h.Linkname
-			default:
-				b, _ := io.ReadAll(tr)
-				out[h.Name] = fmt.Sprintf("%s (%o)", b, h.Mode)
-			}
+			fn(h, tr)
 		}
 		rc.Close()
 	}
-	return out
 }
 
 // layoutImage finds the image for platform in a layout (under an index or not).

@@ -461,29 +461,12 @@ func TestKindCgoCrossCompile(t *testing.T) {
 	needTool(t, "aarch64-linux-gnu-gcc")
 	e := newKindEnv(t)
 	out, rec := e.build(t, "--platform", "linux/arm64", "--mode", "runc=source", "--mode", "containerd=release", "--mode", "crictl=release", "--mode", "cni-plugins=release")
-	img := layoutImage(t, out, "linux/arm64")
-	layers, err := img.Layers()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var runc []byte
-	for _, l := range layers {
-		rc, err := l.Uncompressed()
-		if err != nil {
-			t.Fatal(err)
+	walkImage(t, layoutImage(t, out, "linux/arm64"), func(h *tar.Header, r io.Reader) {
+		if h.Name == "usr/local/sbin/runc" {
+			runc, _ = io.ReadAll(r)
 		}
-		tr := tar.NewReader(rc)
-		for {
-			h, err := tr.Next()
-			if err != nil {
-				break
-			}
-			if h.Name == "usr/local/sbin/runc" {
-				runc, _ = io.ReadAll(tr)
-			}
-		}
-		rc.Close()
-	}
+	})
 	f, err := elf.NewFile(bytes.NewReader(runc))
 	if err != nil {
 		t.Fatalf("runc is not an ELF file: %v", err)
