@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -352,5 +353,38 @@ func TestPushWithCredentials(t *testing.T) {
 	}
 	if err := pulled("helper/hello", &authn.Basic{Username: "ci", Password: "s3cret"}); err != nil {
 		t.Errorf("pull back: %v", err)
+	}
+}
+
+// Outputs come out like any file the user makes (umask 022 here: readable
+// by all), not private like the temporary files they are written as: a
+// layout or archive is often read by another user, a registry or a web
+// server.
+func TestOutputPermissions(t *testing.T) {
+	old := syscall.Umask(0o022)
+	defer syscall.Umask(old)
+	dir := t.TempDir()
+	mustPallet(t, "build", "-q", "-f", copyExample(t, "hello"), "--platform", "linux/amd64", "--cache-dir", t.TempDir(),
+		"-o", "oci:"+filepath.Join(dir, "out"), "-o", "docker:"+filepath.Join(dir, "hello.tar"))
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		want := os.FileMode(0o644)
+		if d.IsDir() {
+			want = 0o755
+		}
+		// ggcr writes index.json and oci-layout 0755; readable is what counts.
+		if info.Mode().Perm()&want != want {
+			t.Errorf("%s: mode %v, want at least %v", p, info.Mode().Perm(), want)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+
+	"github.com/pallet-dev/pallet/internal/tempfile"
 )
 
 // Cache is a cache directory.
@@ -91,7 +93,7 @@ func (c *Cache) sweep() {
 
 // TempDir makes a directory for building an entry; Commit moves it into place.
 func (c *Cache) TempDir() (string, error) {
-	return os.MkdirTemp(filepath.Join(c.dir, "tmp"), "build-*")
+	return tempfile.Dir(filepath.Join(c.dir, "tmp"), "build-*")
 }
 
 // Lock serializes work on key across processes until the returned function
@@ -224,7 +226,7 @@ func (c *Cache) PutLayer(key, src string, e LayerEntry) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := writeAtomic(filepath.Join(c.dir, "layers", key+".json"), data); err != nil {
+	if err := tempfile.WriteFile(filepath.Join(c.dir, "layers", key+".json"), data); err != nil {
 		return "", err
 	}
 	c.use(c.usedLayers, key)
@@ -306,21 +308,5 @@ func (c *Cache) Close() error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(c.memoPath(), data)
-}
-
-func writeAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return tempfile.WriteFile(c.memoPath(), data)
 }

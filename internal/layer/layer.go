@@ -22,6 +22,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/pallet-dev/pallet/internal/tempfile"
 	"github.com/pallet-dev/pallet/internal/tree"
 )
 
@@ -180,7 +181,7 @@ func Build(t *tree.Tree, dir string, opt Options) (v1.Layer, error) {
 	if opt.Compression == "" {
 		opt.Compression = Gzip
 	}
-	f, err := os.CreateTemp(dir, "layer-*.tmp")
+	f, err := tempfile.Create(dir, "layer-*.tmp")
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/pallet-dev/pallet/internal/tempfile"
 )
 
 // DockerArchive writes a tarball that `docker load` accepts. That format
@@ -41,7 +43,7 @@ func (d *DockerArchive) Write(ctx context.Context, images []Image) error {
 	if err := os.MkdirAll(filepath.Dir(d.File), 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(d.File), "."+filepath.Base(d.File)+".new-*")
+	tmp, err := tempfile.Create(filepath.Dir(d.File), "."+filepath.Base(d.File)+".new-*")
 	if err != nil {
 		return err
 	}

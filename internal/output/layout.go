@@ -13,6 +13,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/pallet-dev/pallet/internal/tempfile"
 )
 
 // Layout writes an OCI image layout directory. Each image appears in
@@ -35,7 +37,7 @@ func (l *Layout) Write(ctx context.Context, images []Image) error {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".new-*")
+	tmp, err := tempfile.Dir(parent, "."+filepath.Base(dir)+".new-*")
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/pallet-dev/pallet/internal/tempfile"
 )
 
 // MismatchError reports a download whose content is not what the recipe pinned.
@@ -102,7 +104,7 @@ func copyVerified(src, want, dst string) error {
 		return err
 	}
 	defer in.Close()
-	tmp, err := os.CreateTemp(filepath.Dir(dst), ".mirror-*")
+	tmp, err := tempfile.Create(filepath.Dir(dst), ".mirror-*")
 	if err != nil {
 		return err
 	}
@@ -178,7 +180,7 @@ func (f *Fetcher) downloadOnce(ctx context.Context, rawURL, want, file string) e
 		}
 		return permanent{err}
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(file), ".download-*")
+	tmp, err := tempfile.Create(filepath.Dir(file), ".download-*")
 	if err != nil {
 		return permanent{err}
 	}

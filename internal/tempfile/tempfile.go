@@ -1,0 +1,77 @@
+// Package tempfile creates the temporary files and directories that pallet
+// renames into place once complete: outputs, mirror entries, cache entries.
+//
+// os.CreateTemp and os.MkdirTemp make them private (0600, 0700), right for
+// scratch space but wrong for what becomes an OCI layout, a docker archive
+// or a mirror served over HTTP: those must come out like any file the user
+// creates, 0666 and 0777 less the umask.
+package tempfile
+
+import (
+	"errors"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Create creates a new file in dir, named from pattern as os.CreateTemp
+// does (the last "*" is replaced by a random string), open for writing.
+func Create(dir, pattern string) (*os.File, error) {
+	var f *os.File
+	err := try(dir, pattern, func(name string) (err error) {
+		f, err = os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+		return err
+	})
+	return f, err
+}
+
+// Dir creates a new directory in dir, named like Create's files, and
+// returns its path.
+func Dir(dir, pattern string) (string, error) {
+	var path string
+	err := try(dir, pattern, func(name string) error {
+		path = name
+		return os.Mkdir(name, 0o777)
+	})
+	return path, err
+}
+
+func try(dir, pattern string, create func(string) error) error {
+	if strings.ContainsRune(pattern, os.PathSeparator) {
+		return errors.New("tempfile: pattern contains a path separator")
+	}
+	prefix, suffix := pattern, ""
+	if i := strings.LastIndexByte(pattern, '*'); i >= 0 {
+		prefix, suffix = pattern[:i], pattern[i+1:]
+	}
+	for range 100 {
+		name := filepath.Join(dir, prefix+strconv.FormatUint(rand.Uint64(), 36)+suffix)
+		err := create(name)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		return err
+	}
+	return &fs.PathError{Op: "createtemp", Path: filepath.Join(dir, pattern), Err: fs.ErrExist}
+}
+
+// WriteFile writes data to path as a whole or not at all: into a new file
+// beside it, renamed over path once written.
+func WriteFile(path string, data []byte) error {
+	tmp, err := Create(filepath.Dir(path), "."+filepath.Base(path)+".new-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

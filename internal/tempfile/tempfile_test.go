@@ -1,0 +1,57 @@
+package tempfile
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+func TestPermissionsFollowUmask(t *testing.T) {
+	for _, mask := range []int{0o022, 0o077, 0o002} {
+		old := syscall.Umask(mask)
+		dir := t.TempDir()
+		f, err := Create(dir, ".out.tar.new-*")
+		if err != nil {
+			syscall.Umask(old)
+			t.Fatal(err)
+		}
+		f.Close()
+		d, err := Dir(dir, ".layout.new-*")
+		syscall.Umask(old)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fi, _ := os.Stat(f.Name())
+		di, _ := os.Stat(d)
+		if got, want := fi.Mode().Perm(), os.FileMode(0o666&^mask); got != want {
+			t.Errorf("umask %03o: file mode %v, want %v", mask, got, want)
+		}
+		if got, want := di.Mode().Perm(), os.FileMode(0o777&^mask); got != want {
+			t.Errorf("umask %03o: dir mode %v, want %v", mask, got, want)
+		}
+		if base := filepath.Base(f.Name()); !strings.HasPrefix(base, ".out.tar.new-") || base == ".out.tar.new-" {
+			t.Errorf("file name %s does not follow the pattern", base)
+		}
+	}
+}
+
+func TestNamesAreUnique(t *testing.T) {
+	dir := t.TempDir()
+	seen := map[string]bool{}
+	for range 200 {
+		f, err := Create(dir, "x-*.tmp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		if seen[f.Name()] || !strings.HasSuffix(f.Name(), ".tmp") {
+			t.Fatalf("name %s repeated or without its suffix", f.Name())
+		}
+		seen[f.Name()] = true
+	}
+	if _, err := Create(dir, "a/b-*"); err == nil {
+		t.Error("a pattern with a separator was accepted")
+	}
+}
