@@ -36,6 +36,18 @@ func readWindowsImage(t *testing.T, img v1.Image) map[string][]byte {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The built-in base's layer has the shape of Microsoft's base (Files/
+	// only, no Windows records); pallet's own layers the full format.
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var created []string
+	for _, h := range cf.History {
+		if !h.EmptyLayer {
+			created = append(created, h.CreatedBy)
+		}
+	}
 	files := map[string][]byte{}
 	for i, l := range layers {
 		mt, _ := l.MediaType()
@@ -51,7 +63,12 @@ func readWindowsImage(t *testing.T, img v1.Image) map[string][]byte {
 			t.Fatal(err)
 		}
 		rc.Close()
-		if _, err := layer.VerifyWindows(bytes.NewReader(buf.Bytes())); err != nil {
+		if i < len(created) && created[i] == "pallet: windows-hostprocess-scratch" {
+			_, err = layer.VerifyWindowsBase(bytes.NewReader(buf.Bytes()))
+		} else {
+			_, err = layer.VerifyWindows(bytes.NewReader(buf.Bytes()))
+		}
+		if err != nil {
 			t.Fatalf("layer %d: %v", i, err)
 		}
 		tr := tar.NewReader(&buf)

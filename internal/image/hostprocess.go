@@ -59,7 +59,7 @@ func hostProcessScratch(p platform.Platform, workDir string, epoch time.Time) (v
 	if err := t.Add(tree.Entry{Path: "License/NOTICE.txt", Kind: tree.File, Mode: 0o644, Source: notice, Size: int64(len(hostProcessNotice))}); err != nil {
 		return nil, err
 	}
-	l, err := layer.Build(t, dir, layer.Options{Format: layer.Windows, Epoch: epoch, Compression: layer.Gzip})
+	l, err := layer.Build(t, dir, layer.Options{Format: layer.WindowsBase, Epoch: epoch, Compression: layer.Gzip})
 	if err != nil {
 		return nil, err
 	}

@@ -12,7 +12,9 @@ import (
 	"hash"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/klauspost/compress/gzip"
@@ -35,11 +37,19 @@ const (
 	// Windows is the format Windows' layer importer expects: Files/ and
 	// Hives/ roots and per-entry Windows metadata in PAX records.
 	Windows
+	// WindowsBase is the first layer of a Windows image, as Microsoft
+	// makes the host-process base: a plain tar of Files/, with no Hives/
+	// (the importer creates the hives of a base layer itself) and no
+	// Windows PAX records.
+	WindowsBase
 )
 
 func (f Format) String() string {
-	if f == Windows {
+	switch f {
+	case Windows:
 		return "windows"
+	case WindowsBase:
+		return "windows-base"
 	}
 	return "linux"
 }
@@ -78,8 +88,11 @@ type Options struct {
 func WriteTar(w io.Writer, entries []tree.Entry, opt Options) error {
 	tw := tar.NewWriter(w)
 	var enc encoder = linuxEncoder{}
-	if opt.Format == Windows {
-		enc = newWindowsEncoder(entries)
+	switch opt.Format {
+	case Windows:
+		enc = newWindowsEncoder(entries, false)
+	case WindowsBase:
+		enc = newWindowsEncoder(entries, true)
 	}
 	if err := enc.start(tw, opt.Epoch); err != nil {
 		return err
@@ -119,6 +132,11 @@ func (linuxEncoder) header(e tree.Entry, epoch time.Time) (*tar.Header, error) {
 // baseHeader is the format-neutral header: fixed times, numeric owner only,
 // no host-dependent fields, so the same tree always gives the same bytes.
 func baseHeader(e tree.Entry, name string, epoch time.Time) (*tar.Header, error) {
+	if base := path.Base(e.Path); strings.HasPrefix(base, ".wh.") {
+		// In a layer, such a name is a whiteout: it would delete a file
+		// of the layers below instead of adding one.
+		return nil, fmt.Errorf("a name starting with .wh. marks a deletion in an image layer (a whiteout); rename %s", base)
+	}
 	hdr := &tar.Header{
 		Name:    name,
 		Mode:    int64(e.Mode.Perm()) | modeBits(e),

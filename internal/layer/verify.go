@@ -111,9 +111,10 @@ type WindowsEntry struct {
 // VerifyWindows reads a Windows layer tar entry by entry and checks what
 // the Windows importer relies on: Hives and Files first, every other path
 // under Files/, each parent before its children, no path twice (ignoring
-// case), symlink targets without the Files/ prefix, and on every entry the
-// file attributes, a creation time and a valid security descriptor. It
-// returns the entries, for callers to check contents.
+// case), symlink targets without the Files/ prefix, on every entry the
+// file attributes and a creation time, and on every entry but the two
+// roots a valid security descriptor. It returns the entries, for callers
+// to check contents.
 func VerifyWindows(r io.Reader) ([]WindowsEntry, error) {
 	tr := tar.NewReader(r)
 	var out []WindowsEntry
@@ -172,6 +173,13 @@ func VerifyWindows(r io.Reader) ([]WindowsEntry, error) {
 		if _, err := strconv.ParseFloat(h.PAXRecords[paxCreationTime], 64); err != nil {
 			return fail("%s %q", paxCreationTime, h.PAXRecords[paxCreationTime])
 		}
+		if i < 2 {
+			if _, ok := h.PAXRecords[paxRawSD]; ok {
+				return fail("a root with a security descriptor: it would become the ACL of C:\\")
+			}
+			out = append(out, WindowsEntry{Header: h})
+			continue
+		}
 		raw, err := base64.StdEncoding.DecodeString(h.PAXRecords[paxRawSD])
 		if err != nil || len(raw) == 0 {
 			return fail("%s missing or not base64", paxRawSD)
@@ -181,5 +189,45 @@ func VerifyWindows(r io.Reader) ([]WindowsEntry, error) {
 			return fail("%s: %v", paxRawSD, err)
 		}
 		out = append(out, WindowsEntry{Header: h, Security: sec})
+	}
+}
+
+// VerifyWindowsBase reads a base layer as pallet writes the built-in
+// host-process base, in the shape of Microsoft's: Files first and every
+// other path under it, parents first, no path twice (ignoring case), no
+// Hives (the importer makes a base layer's hives) and no Windows records.
+func VerifyWindowsBase(r io.Reader) ([]*tar.Header, error) {
+	tr := tar.NewReader(r)
+	var out []*tar.Header
+	seen := map[string]bool{}
+	for i := 0; ; i++ {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		name := strings.TrimSuffix(h.Name, "/")
+		fail := func(format string, a ...any) ([]*tar.Header, error) {
+			return out, fmt.Errorf("entry %d %s: %s", i, name, fmt.Sprintf(format, a...))
+		}
+		switch {
+		case i == 0 && (name != "Files" || h.Typeflag != tar.TypeDir):
+			return fail("the first entry must be the directory Files")
+		case i > 0 && !strings.HasPrefix(name, "Files/"):
+			return fail("not under Files/")
+		case i > 0 && !seen[strings.ToLower(name[:strings.LastIndex(name, "/")])]:
+			return fail("parent does not come before it")
+		case seen[strings.ToLower(name)]:
+			return fail("written twice (Windows names ignore case)")
+		}
+		seen[strings.ToLower(name)] = true
+		for k := range h.PAXRecords {
+			if strings.HasPrefix(k, "MSWINDOWS.") || strings.HasPrefix(k, "LIBARCHIVE.") {
+				return fail("Windows record %s in a base layer", k)
+			}
+		}
+		out = append(out, h)
 	}
 }

@@ -37,8 +37,10 @@ var (
 )
 
 // windowsEncoder writes the layout hcsshim's importer creates entry by
-// entry: "Hives" and "Files" first, then everything under Files/.
+// entry: "Hives" and "Files" first, then everything under Files/. For a
+// base layer, Files/ alone and no Windows records.
 type windowsEncoder struct {
+	base bool
 	// dirs lets a symlink be marked as a directory link when its target is
 	// a directory in the same layer; Windows needs to know at creation.
 	dirs map[string]bool
@@ -47,8 +49,8 @@ type windowsEncoder struct {
 	seen map[string]string
 }
 
-func newWindowsEncoder(entries []tree.Entry) *windowsEncoder {
-	w := &windowsEncoder{dirs: map[string]bool{}, seen: map[string]string{}}
+func newWindowsEncoder(entries []tree.Entry, base bool) *windowsEncoder {
+	w := &windowsEncoder{base: base, dirs: map[string]bool{}, seen: map[string]string{}}
 	for _, e := range entries {
 		if e.Kind == tree.Dir {
 			w.dirs[e.Path] = true
@@ -58,14 +60,23 @@ func newWindowsEncoder(entries []tree.Entry) *windowsEncoder {
 }
 
 func (w *windowsEncoder) start(tw *tar.Writer, epoch time.Time) error {
-	for _, name := range []string{"Hives", "Files"} {
+	roots := []string{"Hives", "Files"}
+	if w.base {
+		roots = roots[1:]
+	}
+	for _, name := range roots {
 		hdr := &tar.Header{
-			Name:       name + "/",
-			Typeflag:   tar.TypeDir,
-			Mode:       0o755,
-			ModTime:    epoch,
-			Format:     tar.FormatPAX,
-			PAXRecords: windowsRecords(attrDirectory, dirSD, epoch),
+			Name:     name + "/",
+			Typeflag: tar.TypeDir,
+			Mode:     0o755,
+			ModTime:  epoch,
+			Format:   tar.FormatPAX,
+		}
+		if !w.base {
+			// The roots take no security descriptor, as Windows' own
+			// export and BuildKit write them: one here would become the
+			// ACL of C:\ in the container.
+			hdr.PAXRecords = windowsRecords(attrDirectory, "", epoch)
 		}
 		if err := tw.WriteHeader(hdr); err != nil {
 			return err
@@ -75,14 +86,17 @@ func (w *windowsEncoder) start(tw *tar.Writer, epoch time.Time) error {
 }
 
 func (w *windowsEncoder) header(e tree.Entry, epoch time.Time) (*tar.Header, error) {
+	if err := windowsName(e.Path); err != nil {
+		return nil, err
+	}
 	folded := strings.ToLower(e.Path)
 	if prev, ok := w.seen[folded]; ok {
 		return nil, fmt.Errorf("collides with %s: Windows paths are case-insensitive", prev)
 	}
 	w.seen[folded] = e.Path
 	hdr, err := baseHeader(e, "Files/"+e.Path, epoch)
-	if err != nil {
-		return nil, err
+	if err != nil || w.base {
+		return hdr, err
 	}
 	switch e.Kind {
 	case tree.Dir:
@@ -111,11 +125,41 @@ func resolveLink(p, target string) string {
 }
 
 func windowsRecords(attr int, sd string, epoch time.Time) map[string]string {
-	return map[string]string{
+	r := map[string]string{
 		paxFileAttr:     strconv.Itoa(attr),
-		paxRawSD:        sd,
 		paxCreationTime: strconv.FormatInt(epoch.Unix(), 10),
 	}
+	if sd != "" {
+		r[paxRawSD] = sd
+	}
+	return r
+}
+
+// windowsName refuses a path Windows cannot create as written: a ':'
+// would make an alternate data stream of the file before it, reserved
+// device names and the characters <>"|?* cannot be created, and a
+// trailing dot or space is silently dropped, so two files could merge.
+func windowsName(p string) error {
+	for _, c := range strings.Split(p, "/") {
+		if i := strings.IndexAny(c, `:<>"|?*\`); i >= 0 {
+			return fmt.Errorf("%q contains %q, which Windows file names cannot", c, c[i])
+		}
+		for _, r := range c {
+			if r < 0x20 {
+				return fmt.Errorf("%q contains a control character, which Windows file names cannot", c)
+			}
+		}
+		if strings.HasSuffix(c, ".") || strings.HasSuffix(c, " ") {
+			return fmt.Errorf("%q ends with a dot or space, which Windows drops from file names", c)
+		}
+		stem, _, _ := strings.Cut(c, ".")
+		switch s := strings.ToUpper(stem); {
+		case s == "CON", s == "PRN", s == "AUX", s == "NUL",
+			len(s) == 4 && (strings.HasPrefix(s, "COM") || strings.HasPrefix(s, "LPT")) && s[3] >= '0' && s[3] <= '9':
+			return fmt.Errorf("%q is a reserved device name on Windows", c)
+		}
+	}
+	return nil
 }
 
 // Well-known SIDs as (identifier authority, sub-authorities).

@@ -25,6 +25,12 @@ func checkWindowsLayer(t *testing.T, r io.Reader) []string {
 	for _, e := range entries {
 		names = append(names, strings.TrimSuffix(e.Header.Name, "/"))
 		s := e.Security
+		if s == nil {
+			if n := strings.TrimSuffix(e.Header.Name, "/"); n != "Hives" && n != "Files" {
+				t.Errorf("%s: no security descriptor", n)
+			}
+			continue
+		}
 		if s.Owner != "S-1-5-32-544" || s.Group != "S-1-5-32-544" {
 			t.Errorf("%s: owner %s group %s", e.Header.Name, s.Owner, s.Group)
 		}
@@ -46,9 +52,12 @@ func TestVerifyWindowsRejects(t *testing.T) {
 		tw.Close()
 		return &buf
 	}
-	rec := func(attr int) map[string]string { return windowsRecords(attr, dirSD, time.Unix(0, 0)) }
 	dir := func(n string) *tar.Header {
-		return &tar.Header{Name: n + "/", Typeflag: tar.TypeDir, PAXRecords: rec(attrDirectory)}
+		sd := dirSD
+		if n == "Hives" || n == "Files" {
+			sd = ""
+		}
+		return &tar.Header{Name: n + "/", Typeflag: tar.TypeDir, PAXRecords: windowsRecords(attrDirectory, sd, time.Unix(0, 0))}
 	}
 	for name, tc := range map[string]struct {
 		r    io.Reader
@@ -59,6 +68,7 @@ func TestVerifyWindowsRejects(t *testing.T) {
 		"twice":          {write(dir("Hives"), dir("Files"), dir("Files/a"), dir("Files/A")), "written twice"},
 		"outside Files":  {write(dir("Hives"), dir("Files"), dir("etc")), "not under Files/"},
 		"no rawsd":       {write(dir("Hives"), dir("Files"), &tar.Header{Name: "Files/a/", Typeflag: tar.TypeDir, PAXRecords: map[string]string{paxFileAttr: "16", paxCreationTime: "0"}}), "MSWINDOWS.rawsd missing"},
+		"rawsd on root":  {write(&tar.Header{Name: "Hives/", Typeflag: tar.TypeDir, PAXRecords: windowsRecords(attrDirectory, dirSD, time.Unix(0, 0))}), "a root with a security descriptor"},
 	} {
 		if _, err := VerifyWindows(tc.r); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: got %v, want %q", name, err, tc.want)
@@ -156,5 +166,83 @@ func TestWindowsCaseCollision(t *testing.T) {
 	_, err := Build(img, t.TempDir(), Options{Format: Windows})
 	if err == nil || !strings.Contains(err.Error(), "case-insensitive") {
 		t.Errorf("got %v, want a case collision error", err)
+	}
+}
+
+// Names Windows cannot create as written are refused, naming the entry;
+// a .wh. name is refused in every format, as it would be a whiteout.
+func TestWindowsNamesRefused(t *testing.T) {
+	for _, tc := range []struct {
+		path, want string
+		linux      bool // refused in Linux layers too
+	}{
+		{"bin/foo:bar", "contains ':'", false},
+		{"bin/CON", "reserved device name", false},
+		{"bin/aux.txt", "reserved device name", false},
+		{"bin/lpt1.log", "reserved device name", false},
+		{"bin/trail.", "ends with a dot or space", false},
+		{"bin/q?x", "contains '?'", false},
+		{"bin/.wh.keep", "whiteout", true},
+	} {
+		img := tree.New()
+		if err := img.Add(tree.Entry{Path: tc.path, Kind: tree.Dir, Mode: 0o755}); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Build(img, t.TempDir(), Options{Format: Windows})
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.path) {
+			t.Errorf("windows %s: got %v, want an error naming it with %q", tc.path, err, tc.want)
+		}
+		_, err = Build(img, t.TempDir(), Options{Format: Linux})
+		if tc.linux != (err != nil) {
+			t.Errorf("linux %s: got %v", tc.path, err)
+		}
+	}
+	// Names that only look close are fine.
+	img := tree.New()
+	for _, p := range []string{"bin/console.exe", "bin/com10", "bin/auxiliary", "bin/a.b.c", "bin/x.wh.y"} {
+		if err := img.Add(tree.Entry{Path: p, Kind: tree.Dir, Mode: 0o755}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := Build(img, t.TempDir(), Options{Format: Windows}); err != nil {
+		t.Error(err)
+	}
+}
+
+// A base layer is Files/ alone, with no Windows records, like Microsoft's
+// host-process base.
+func TestWindowsBaseLayer(t *testing.T) {
+	img := tree.New()
+	for _, e := range []tree.Entry{
+		{Path: "Windows/System32/config/SYSTEM", Kind: tree.File, Mode: 0o644, Source: os.DevNull},
+		{Path: "License/NOTICE.txt", Kind: tree.File, Mode: 0o644, Source: os.DevNull},
+	} {
+		if err := img.Add(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := Build(img, t.TempDir(), Options{Format: WindowsBase})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, _ := l.Uncompressed()
+	defer rc.Close()
+	var buf bytes.Buffer
+	io.Copy(&buf, rc)
+	hdrs, err := VerifyWindowsBase(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, h := range hdrs {
+		names = append(names, h.Name)
+	}
+	want := "Files/ Files/License/ Files/License/NOTICE.txt Files/Windows/ Files/Windows/System32/ Files/Windows/System32/config/ Files/Windows/System32/config/SYSTEM"
+	if strings.Join(names, " ") != want {
+		t.Errorf("entries %v, want %s", names, want)
+	}
+	// It is not a layer VerifyWindows accepts: no Hives.
+	if _, err := VerifyWindows(bytes.NewReader(buf.Bytes())); err == nil {
+		t.Error("VerifyWindows accepted a base layer")
 	}
 }
