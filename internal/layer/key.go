@@ -10,9 +10,10 @@ import (
 // Key names the layer that Build would write for t with opt, without
 // writing it: the entries' metadata and content digests, the format, the
 // epoch and the compression. Equal keys give byte-identical layers, which
-// is what lets a cache skip the tar and the compression entirely.
+// is what lets a cache skip the tar and the compression entirely. The
+// version in the key changes whenever a format writes different bytes.
 func Key(t *tree.Tree, opt Options, digest func(path string) (string, error)) ([]string, error) {
-	parts := []string{"layer-v1", opt.Format.String(), string(opt.Compression), strconv.FormatInt(opt.Epoch.Unix(), 10)}
+	parts := []string{"layer-v2", opt.Format.String(), string(opt.Compression), strconv.FormatInt(opt.Epoch.Unix(), 10)}
 	for _, e := range t.Entries() {
 		sum := ""
 		if e.Kind == tree.File {
