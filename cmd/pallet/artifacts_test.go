@@ -192,6 +192,7 @@ images:
 `, srv.URL, wrong))
 	out := filepath.Join(dir, "out")
 	// An earlier output must survive a failed build untouched.
+	writeFile(t, filepath.Join(out, "oci-layout"), `{"imageLayoutVersion": "1.0.0"}`)
 	writeFile(t, filepath.Join(out, "keep"), "previous build")
 	cacheDir := t.TempDir()
 	_, err := pallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "-o", "oci:"+out, "--cache-dir", cacheDir)
@@ -215,7 +216,7 @@ images:
 		}
 	}
 	entries, _ := os.ReadDir(out)
-	if len(entries) != 1 || entries[0].Name() != "keep" {
+	if len(entries) != 2 || entries[0].Name() != "keep" || entries[1].Name() != "oci-layout" {
 		t.Errorf("output dir changed: %v", entries)
 	}
 	siblings, _ := os.ReadDir(dir)

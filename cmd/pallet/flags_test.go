@@ -78,3 +78,31 @@ func TestCacheExportFailureKeepsRecord(t *testing.T) {
 	}
 	readRecord(t, out+".record.json")
 }
+
+// -o oci:DIR replaces an earlier layout, never a directory of the user's.
+func TestLayoutOutputSparesOtherDirectories(t *testing.T) {
+	recipe := copyExample(t, "hello")
+	dir := filepath.Join(t.TempDir(), "precious")
+	writeFile(t, filepath.Join(dir, "notes.txt"), "keep me")
+	_, err := pallet(t, "build", "-q", "-f", recipe, "-o", "oci:"+dir)
+	if err == nil || !strings.Contains(err.Error(), "is not an OCI image layout") {
+		t.Errorf("got %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "notes.txt")); err != nil || string(b) != "keep me" {
+		t.Errorf("the user's file is gone or changed: %q %v", b, err)
+	}
+	// An earlier layout is replaced, whole.
+	out := filepath.Join(t.TempDir(), "out")
+	mustPallet(t, "build", "-q", "-f", recipe, "-o", "oci:"+out)
+	mustPallet(t, "build", "-q", "-f", recipe, "--platform", "linux/arm64", "-o", "oci:"+out)
+	// The second build has one platform: a manifest per tag, not an index.
+	if idx := layoutIndex(t, out); len(idx.Manifests) != 2 || idx.Manifests[0].MediaType.IsIndex() {
+		t.Errorf("second build's layout: %+v", idx.Manifests)
+	}
+	if cf, err := layoutImage(t, out, "linux/arm64").ConfigFile(); err != nil || cf.Architecture != "arm64" {
+		t.Errorf("second build's image: %v %v", cf, err)
+	}
+	if entries, _ := os.ReadDir(filepath.Dir(out)); len(entries) != 2 { // out and its record
+		t.Errorf("left beside the output: %v", entries)
+	}
+}

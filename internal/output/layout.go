@@ -3,8 +3,10 @@ package output
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/sys/unix"
 
 	"github.com/pallet-dev/pallet/internal/tempfile"
 )
@@ -33,6 +36,9 @@ func (l *Layout) String() string { return "oci:" + l.Dir }
 // leaves the previous output untouched.
 func (l *Layout) Write(ctx context.Context, images []Image) error {
 	dir := filepath.Clean(l.Dir)
+	if err := replaceable(dir); err != nil {
+		return err
+	}
 	parent := filepath.Dir(dir)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return err
@@ -194,23 +200,43 @@ func writeIndex(p layout.Path, idx v1.ImageIndex) (*v1.Descriptor, error) {
 	return partial.Descriptor(idx)
 }
 
-// swapDir puts the directory tmp at dir, replacing what was there.
+// replaceable says whether dir may be replaced by a new layout: it does
+// not exist, is empty, or is an OCI layout (an earlier output). Anything
+// else is the user's and is not deleted.
+func replaceable(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) || (err == nil && len(entries) == 0) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(dir, "oci-layout")); err != nil {
+		return fmt.Errorf("%s holds files and is not an OCI image layout; pallet replaces only an earlier layout (or an empty directory), so choose another output directory or remove it", dir)
+	}
+	return nil
+}
+
+// swapDir puts the directory tmp at dir, replacing what was there. Where
+// the kernel can exchange two paths in one step, dir always holds either
+// the old layout or the new one, even if the process dies in between.
 func swapDir(tmp, dir string) error {
-	old := ""
-	if _, err := os.Lstat(dir); err == nil {
-		old = tmp + ".old"
-		if err := os.Rename(dir, old); err != nil {
-			return err
-		}
+	if _, err := os.Lstat(dir); err != nil {
+		return os.Rename(tmp, dir)
+	}
+	if err := unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, dir, unix.RENAME_EXCHANGE); err == nil {
+		return os.RemoveAll(tmp) // now the old layout
+	}
+	// No RENAME_EXCHANGE (an old kernel, some file systems): two renames.
+	old := tmp + ".old"
+	if err := os.Rename(dir, old); err != nil {
+		return err
 	}
 	if err := os.Rename(tmp, dir); err != nil {
-		if old != "" {
-			os.Rename(old, dir)
+		if rerr := os.Rename(old, dir); rerr != nil {
+			return fmt.Errorf("%w; the previous output is at %s", err, old)
 		}
 		return err
 	}
-	if old != "" {
-		return os.RemoveAll(old)
-	}
-	return nil
+	return os.RemoveAll(old)
 }

@@ -7,6 +7,7 @@ package output
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -42,6 +43,10 @@ func Parse(spec string, opt Options) (Target, error) {
 	}
 	switch kind {
 	case "oci":
+		// Checked here too, so a wrong directory fails before any work.
+		if err := replaceable(filepath.Clean(arg)); err != nil {
+			return nil, fmt.Errorf("output %s: %w", spec, err)
+		}
 		return &Layout{Dir: arg}, nil
 	case "docker":
 		return &DockerArchive{File: arg}, nil
