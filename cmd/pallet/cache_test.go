@@ -196,9 +196,19 @@ func TestRegistryCache(t *testing.T) {
 	cacheRef := "registry:" + reg.Host + "/ci/kind-cache:main"
 
 	first := filepath.Join(t.TempDir(), "first")
-	args := append(e.args(first), "--cache-dir", t.TempDir(), "--cache-to", cacheRef, "--platform", "linux/amd64", "--mode", "containerd=release")
+	firstCache := t.TempDir()
+	args := append(e.args(first), "--cache-dir", firstCache, "--cache-to", cacheRef, "--platform", "linux/amd64", "--mode", "containerd=release")
 	mustPallet(t, args...)
 	requests := len(e.srv.Requests())
+
+	// The second machine's cache holds the remains of builds killed while
+	// writing those entries (no completion marker): they must be replaced
+	// by the registry's entries, not block them.
+	secondCache := t.TempDir()
+	keys, _ := os.ReadDir(filepath.Join(firstCache, "artifacts"))
+	for _, k := range keys {
+		writeFile(t, filepath.Join(secondCache, "artifacts", k.Name(), "tree", "half-written"), "x")
+	}
 
 	second := filepath.Join(t.TempDir(), "second")
 	// The upstream is gone for the second machine: it can only succeed
@@ -207,7 +217,7 @@ func TestRegistryCache(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(e.dir, "git")); err != nil {
 		t.Fatal(err)
 	}
-	log := mustPallet(t, append(withoutQuiet(e.args(second)), "--progress", "plain", "--cache-dir", t.TempDir(), "--cache-from", cacheRef, "--platform", "linux/amd64", "--mode", "containerd=release")...)
+	log := mustPallet(t, append(withoutQuiet(e.args(second)), "--progress", "plain", "--cache-dir", secondCache, "--cache-from", cacheRef, "--platform", "linux/amd64", "--mode", "containerd=release")...)
 	if n := len(e.srv.Requests()); n != requests {
 		t.Errorf("the second machine made %d download(s)", n-requests)
 	}
@@ -219,6 +229,7 @@ func TestRegistryCache(t *testing.T) {
 	if a, b := layoutIndex(t, first).Manifests[0].Digest, layoutIndex(t, second).Manifests[0].Digest; a != b {
 		t.Errorf("registry-cached build %s differs from the first %s", b, a)
 	}
+	verifyCache(t, secondCache)
 	// A cache that does not exist yet is not an error.
 	mustPallet(t, append(e.args(filepath.Join(t.TempDir(), "third")), "--cache-dir", t.TempDir(), "--cache-from", "registry:"+reg.Host+"/ci/none:main", "--platform", "linux/amd64", "--mode", "containerd=local:"+localInputs(t, "amd64")["containerd"], "--mode", "runc=local:"+localInputs(t, "amd64")["runc"], "--mode", "crictl=local:"+localInputs(t, "amd64")["crictl"], "--mode", "cni-plugins=local:"+localInputs(t, "amd64")["cni-plugins"])...)
 }

@@ -11,8 +11,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -139,18 +141,45 @@ func (c *Cache) PutBlob(sum, src string) (string, error) {
 	return dst, nil
 }
 
-// Artifact returns the directory of the built artifact key, if cached.
+// Artifact returns the directory of the built artifact key, if cached
+// here or in the registry cache.
 func (c *Cache) Artifact(key string) (string, bool) {
+	dir, ok := c.localArtifact(key)
+	if !ok {
+		dir, ok = c.pullArtifact(key)
+	}
+	if ok {
+		c.use(c.usedArtifacts, key)
+	}
+	return dir, ok
+}
+
+func (c *Cache) localArtifact(key string) (string, bool) {
 	dir := filepath.Join(c.dir, "artifacts", key)
 	if _, err := os.Stat(filepath.Join(dir, "complete")); err != nil {
-		if dir, ok := c.pullArtifact(key); ok {
-			c.use(c.usedArtifacts, key)
-			return dir, true
-		}
 		return "", false
 	}
-	c.use(c.usedArtifacts, key)
 	return dir, true
+}
+
+// DropArtifact removes the entry for key, found damaged. It is first
+// moved out of artifacts/ in one rename, so that a process killed while
+// deleting it leaves no half-deleted entry under the key.
+func (c *Cache) DropArtifact(key string) error {
+	return c.discard(filepath.Join(c.dir, "artifacts", key))
+}
+
+// discard renames path into tmp/ and deletes it there.
+func (c *Cache) discard(path string) error {
+	trash, err := c.TempDir()
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(path, filepath.Join(trash, "discarded")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		os.Remove(trash)
+		return err
+	}
+	return os.RemoveAll(trash)
 }
 
 func (c *Cache) use(set map[string]bool, key string) {
@@ -167,15 +196,26 @@ func (c *Cache) CommitArtifact(key, tmp string) (string, error) {
 	}
 	dst := filepath.Join(c.dir, "artifacts", key)
 	c.use(c.usedArtifacts, key)
-	if err := os.Rename(tmp, dst); err != nil {
-		// Another build committed the same key first: theirs is as good.
-		if _, ok := c.Artifact(key); ok {
-			os.RemoveAll(tmp)
+	err := os.Rename(tmp, dst)
+	if err == nil {
+		return dst, nil
+	}
+	// Another build committed the same key first: theirs is as good.
+	if _, ok := c.localArtifact(key); ok {
+		os.RemoveAll(tmp)
+		return dst, nil
+	}
+	// What is there has no marker: the remains of a killed build. It is
+	// no entry; replace it.
+	if _, serr := os.Lstat(dst); serr == nil {
+		if derr := c.discard(dst); derr != nil {
+			return "", fmt.Errorf("cache: replace incomplete entry %s: %w", dst, derr)
+		}
+		if err = os.Rename(tmp, dst); err == nil {
 			return dst, nil
 		}
-		return "", err
 	}
-	return dst, nil
+	return "", err
 }
 
 // LayerEntry describes a cached layer blob.

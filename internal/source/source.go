@@ -207,7 +207,7 @@ func (f *Fetcher) fetch(ctx context.Context, a Artifact, work string) (*Result, 
 		}
 		// Damaged: say so, drop it, and build it again.
 		f.Log("cache: %v; rebuilding", err)
-		if err := os.RemoveAll(dir); err != nil {
+		if err := f.Cache.DropArtifact(key); err != nil {
 			return nil, err
 		}
 	}
