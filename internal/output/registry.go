@@ -41,34 +41,63 @@ func (r *Registry) Write(ctx context.Context, images []Image) error {
 		return fmt.Errorf("registry:%s names one repository but the build has %d images; use registry:PREFIX/ to push each under PREFIX", r.Ref, len(images))
 	}
 	opts := regauth.Options(ctx, r.Options...)
+	// Every image goes in by digest first, tags last: a push that fails
+	// half-way moves no tag, whichever image or blob it failed on.
 	pushed := mountHints{}
+	type tagging struct {
+		tags []name.Tag
+		what remote.Taggable
+	}
+	var todo []tagging
 	for _, im := range images {
 		tags, err := r.refs(im, prefix)
 		if err != nil {
 			return err
 		}
-		first := tags[0]
+		var what remote.Taggable = im.Image
 		if im.Index != nil {
-			err = remote.WriteIndex(first, pushed.index(im.Index), opts...)
+			what = im.Index
+		}
+		d, err := digestOf(what)
+		if err != nil {
+			return err
+		}
+		byDigest := tags[0].Context().Digest(d.String())
+		if im.Index != nil {
+			err = remote.WriteIndex(byDigest, pushed.index(im.Index), opts...)
 		} else {
-			err = remote.Write(first, pushed.image(im.Image), opts...)
+			err = remote.Write(byDigest, pushed.image(im.Image), opts...)
 		}
 		if err != nil {
-			return fmt.Errorf("push %s: %w", first, regauth.Explain(err))
+			return fmt.Errorf("push %s (as %s): %w", tags[0], byDigest, regauth.Explain(err))
 		}
-		pushed.remember(first, im)
-		for _, t := range tags[1:] {
-			if im.Index != nil {
-				err = remote.Tag(t, im.Index, opts...)
-			} else {
-				err = remote.Tag(t, im.Image, opts...)
+		pushed.remember(byDigest, im)
+		todo = append(todo, tagging{tags, what})
+	}
+	var moved []string
+	for _, t := range todo {
+		for _, tag := range t.tags {
+			if err := remote.Tag(tag, t.what, opts...); err != nil {
+				err = fmt.Errorf("tag %s: %w", tag, regauth.Explain(err))
+				if len(moved) > 0 {
+					err = fmt.Errorf("%w (every image was pushed; these tags already point at this build: %s)", err, strings.Join(moved, ", "))
+				}
+				return err
 			}
-			if err != nil {
-				return fmt.Errorf("tag %s: %w", t, regauth.Explain(err))
-			}
+			moved = append(moved, tag.String())
 		}
 	}
 	return nil
+}
+
+func digestOf(t remote.Taggable) (v1.Hash, error) {
+	switch x := t.(type) {
+	case v1.ImageIndex:
+		return x.Digest()
+	case v1.Image:
+		return x.Digest()
+	}
+	return v1.Hash{}, fmt.Errorf("cannot push a %T", t)
 }
 
 func (r *Registry) refs(im Image, prefix bool) ([]name.Tag, error) {

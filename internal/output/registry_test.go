@@ -505,8 +505,8 @@ func TestPushFailingLayerLeavesNoTag(t *testing.T) {
 	})
 }
 
-// Blobs and child manifests are all in before the first tag, and the
-// other tags come only after it.
+// Blobs, child manifests and the index itself (by digest) are all in
+// before the first tag, and the other tags come only after it.
 func TestPushTagsLast(t *testing.T) {
 	p, host := newProxy(t)
 	idx := newIndex(t, map[string]v1.Image{
@@ -541,8 +541,12 @@ func TestPushTagsLast(t *testing.T) {
 			}
 		}
 	}
-	if blobCount != 5 || children != 2 {
-		t.Errorf("saw %d blobs and %d child manifests go in, want 5 and 2: %q", blobCount, children, events)
+	idxDigest, _ := idx.Digest()
+	if !slices.Contains(events[:first], "manifest tags/app:"+idxDigest.String()) {
+		t.Errorf("the index did not go in by digest before the tags: %q", events)
+	}
+	if blobCount != 5 || children != 3 {
+		t.Errorf("saw %d blobs and %d manifests by digest go in, want 5 and 3 (two images, the index): %q", blobCount, children, events)
 	}
 	for _, tag := range []string{"1.0", "1", "latest"} {
 		checkPulled(t, host+"/tags/app:"+tag, idx)
@@ -700,4 +704,57 @@ func TestPushUploadsInParallel(t *testing.T) {
 			checkPulled(t, host+"/par/img:1", img)
 		})
 	}
+}
+
+// refuseWhere answers 403 to the requests refuse picks, and passes the
+// others to the registry.
+func refuseWhere(t *testing.T, refuse func(r *http.Request) bool) string {
+	reg := testregistry.Start(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if refuse(r) {
+				http.Error(w, `{"errors":[{"code":"DENIED","message":"refused by the test"}]}`, http.StatusForbidden)
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	return reg.Host
+}
+
+// Several images under PREFIX/: one that cannot be pushed leaves every tag
+// where it was, including those of the images pushed before it.
+func TestPushFailureMovesNoTag(t *testing.T) {
+	host := refuseWhere(t, func(r *http.Request) bool {
+		repo, kind, _ := splitPath(r.URL.Path)
+		return repo == "team/b" && kind == "blobs/uploads"
+	})
+	a := newImage(t, "amd64", newLayer(t))
+	b := newImage(t, "amd64", newLayer(t))
+	err := (&Registry{Ref: host + "/team/"}).Write(context.Background(), []Image{
+		{Repository: "a", Tags: []string{"1"}, Image: a},
+		{Repository: "b", Tags: []string{"1"}, Image: b},
+	})
+	if err == nil || !strings.Contains(err.Error(), "push "+host+"/team/b:1") {
+		t.Fatalf("got %v", err)
+	}
+	ref, _ := name.ParseReference(host + "/team/a:1")
+	if _, err := remote.Head(ref); err == nil {
+		t.Error("team/a:1 was tagged although the push of team/b failed")
+	}
+}
+
+// A tag that cannot be set after others were is reported with the tags
+// that already moved.
+func TestPushTagFailureSaysWhatMoved(t *testing.T) {
+	host := refuseWhere(t, func(r *http.Request) bool {
+		_, kind, rest := splitPath(r.URL.Path)
+		return r.Method == http.MethodPut && kind == "manifests" && rest == "latest"
+	})
+	img := newImage(t, "amd64", newLayer(t))
+	err := (&Registry{Ref: host + "/team/app"}).Write(context.Background(), []Image{{Repository: "app", Tags: []string{"1.0", "latest"}, Image: img}})
+	if err == nil || !strings.Contains(err.Error(), "tag "+host+"/team/app:latest") ||
+		!strings.Contains(err.Error(), "these tags already point at this build: "+host+"/team/app:1.0") {
+		t.Fatalf("got %v", err)
+	}
+	checkPulled(t, host+"/team/app:1.0", img)
 }
