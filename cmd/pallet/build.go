@@ -152,21 +152,24 @@ func buildCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			for _, t := range targets {
+			if recordPath == "" {
+				recordPath = record.PathFor(outputs[0])
+			}
+			for i, t := range targets {
 				done := prog.Start("output " + t.String())
 				err := t.Write(ctx, res.Images)
 				done("", err)
 				if err != nil {
 					return fmt.Errorf("output %s: %w", t, err)
 				}
-			}
-			// The record goes with the outputs: a cache export that fails
-			// afterwards does not leave images without one.
-			if recordPath == "" {
-				recordPath = record.PathFor(outputs[0])
-			}
-			if err := record.Write(recordPath, res.Record); err != nil {
-				return fmt.Errorf("build record: %w", err)
+				// The record is written as soon as the output it sits
+				// beside is: an output or cache export that fails later
+				// leaves no new images next to an old record.
+				if i == 0 {
+					if err := record.Write(recordPath, res.Record); err != nil {
+						return fmt.Errorf("build record: %w", err)
+					}
+				}
 			}
 			if cacheTo != "" {
 				done := prog.Start("export cache to registry:" + cacheTo)

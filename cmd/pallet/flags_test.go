@@ -106,3 +106,29 @@ func TestLayoutOutputSparesOtherDirectories(t *testing.T) {
 		t.Errorf("left beside the output: %v", entries)
 	}
 }
+
+// When a later output fails, the first one and its record still agree.
+func TestRecordMatchesFirstOutput(t *testing.T) {
+	recipe := copyExample(t, "hello")
+	out := filepath.Join(t.TempDir(), "out")
+	mustPallet(t, "build", "-q", "-f", recipe, "-o", "oci:"+out)
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "down", http.StatusForbidden)
+	}))
+	defer refusing.Close()
+	_, err := pallet(t, "build", "-q", "-f", recipe, "--arg", "VERSION=0.2.0", "-o", "oci:"+out, "-o", "registry:"+strings.TrimPrefix(refusing.URL, "http://")+"/x/hello")
+	if err == nil {
+		t.Fatal("a push to a refusing registry succeeded")
+	}
+	rec := readRecord(t, out+".record.json")
+	idx := layoutIndex(t, out)
+	got := map[string]bool{}
+	for _, im := range rec.Images {
+		got[im.Digest] = true
+	}
+	img := layoutImage(t, out, "linux/amd64")
+	d, _ := img.Digest()
+	if !got[d.String()] {
+		t.Errorf("the record lists %v; the layout's linux/amd64 image is %s (index %v)", got, d, idx.Manifests[0].Digest)
+	}
+}
