@@ -121,14 +121,25 @@ func New(r *recipe.Recipe, opt Options) (*Plan, error) {
 	if err := checkModes(r, opt.Modes); err != nil {
 		return nil, err
 	}
+	// Two images under one name would overwrite each other in a registry
+	// and be ambiguous in a layout or archive.
+	owner := map[string]string{}
 	for _, name := range names {
 		im, err := p.image(name, r.Images[name], vars, want)
 		if err != nil {
 			return nil, err
 		}
-		if im != nil {
-			p.Images = append(p.Images, im)
+		if im == nil {
+			continue
 		}
+		for _, tag := range im.Tags {
+			ref := im.Repository + ":" + tag
+			if other, ok := owner[ref]; ok {
+				return nil, r.Errorf("images."+name+".tags", "images %s and %s are both named %s; give them different repositories or tags", other, name, ref)
+			}
+			owner[ref] = name
+		}
+		p.Images = append(p.Images, im)
 	}
 	if len(p.Images) == 0 {
 		var have []string

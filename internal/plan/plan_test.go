@@ -142,3 +142,29 @@ func TestImageSelectionOrder(t *testing.T) {
 		t.Errorf("images %v, want [clear keep]", names)
 	}
 }
+
+// Two images may not end up under one repository and tag.
+func TestImagesShareAName(t *testing.T) {
+	r, err := recipe.Parse("pallet.yaml", []byte(`version: 1
+args:
+  V: "1"
+images:
+  a:
+    repository: example.com/app
+    tags: ["{{V}}", latest]
+    base: scratch
+    platforms: linux/amd64
+  b:
+    repository: example.com/app
+    tags: ["{{V}}-debug", latest]
+    base: scratch
+    platforms: linux/amd64
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = New(r, Options{})
+	if err == nil || !strings.Contains(err.Error(), "pallet.yaml:12: images a and b are both named example.com/app:latest") {
+		t.Errorf("got %v", err)
+	}
+}
