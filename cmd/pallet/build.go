@@ -126,8 +126,12 @@ func buildCmd() *cobra.Command {
 				defer c.Close()
 				fetcher.Cache = c
 				if cacheFrom != "" {
+					// A cache only saves work: one that cannot be read
+					// (not created yet, on a registry that answers 401
+					// for a missing repository; unreachable) costs that
+					// saving, not the build.
 					if err := c.ImportFrom(ctx, cacheFrom); err != nil {
-						return err
+						logf("%v; building without it", err)
 					}
 				}
 			} else if cacheFrom != "" || cacheTo != "" {

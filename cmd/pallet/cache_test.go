@@ -344,3 +344,21 @@ images:
 		}
 	}
 }
+
+// CI jobs that build different platforms into one registry cache keep each
+// other's entries: an export merges with what the cache holds.
+func TestRegistryCacheExportsMerge(t *testing.T) {
+	reg := testregistry.Start(t, nil)
+	cacheRef := "registry:" + reg.Host + "/ci/hello-cache:main"
+	recipe := copyExample(t, "hello")
+	for _, p := range []string{"linux/amd64", "linux/arm64"} {
+		mustPallet(t, "build", "-q", "-f", recipe, "--platform", p, "--cache-dir", t.TempDir(), "--cache-to", cacheRef, "-o", "oci:"+filepath.Join(t.TempDir(), "out"))
+	}
+	// A fresh machine building both finds both jobs' work.
+	log := mustPallet(t, "build", "--progress", "plain", "-f", recipe, "--cache-dir", t.TempDir(), "--cache-from", cacheRef, "-o", "oci:"+filepath.Join(t.TempDir(), "out"))
+	for _, p := range []string{"linux/amd64", "linux/arm64"} {
+		if !strings.Contains(log, "artifact hello ("+p+") [go, cached]") {
+			t.Errorf("hello for %s was not in the merged cache:\n%s", p, log)
+		}
+	}
+}

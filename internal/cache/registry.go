@@ -37,7 +37,14 @@ const (
 	annLayer                          = "dev.pallet.cache.layer"
 	annDiffID                         = "dev.pallet.cache.diffid"
 	annCompression                    = "dev.pallet.cache.compression"
+	annExported                       = "dev.pallet.cache.exported"
 )
+
+// keepFor is how long an entry no export used stays in a registry cache.
+// Exports merge with what is there, so that CI jobs building different
+// platforms or images into one cache do not erase each other's work; an
+// entry none of them used for this long is dropped.
+const keepFor = 14 * 24 * time.Hour
 
 // remoteCache is the index of a registry cache read at the start of a build.
 type remoteCache struct {
@@ -167,16 +174,25 @@ func (rc *remoteCache) download(h v1.Hash, file string) error {
 }
 
 // ExportTo pushes the entries this build used (found or made) to ref, so
-// another machine can import them with ImportFrom.
+// another machine can import them with ImportFrom. Entries already at ref
+// that this build did not use are kept (see keepFor): their blobs are in
+// the repository already, so keeping them costs no upload.
 func (c *Cache) ExportTo(ctx context.Context, ref string, opts ...remote.Option) error {
 	r, err := name.ParseReference(ref)
 	if err != nil {
 		return fmt.Errorf("--cache-to %s: %w", ref, err)
 	}
+	opts = regauth.Options(ctx, opts...)
 	c.mu.Lock()
 	arts := sortedSet(c.usedArtifacts)
 	lays := sortedSet(c.usedLayers)
 	c.mu.Unlock()
+	now := time.Now().UTC()
+	stamp := map[string]string{annExported: now.Format(time.RFC3339)}
+	kept, err := keptEntries(r, opts, arts, lays, now)
+	if err != nil {
+		return fmt.Errorf("--cache-to %s: %w", ref, regauth.Explain(err))
+	}
 
 	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 	img = mutate.ConfigMediaType(img, cacheConfigType)
@@ -199,7 +215,7 @@ func (c *Cache) ExportTo(ctx context.Context, ref string, opts ...remote.Option)
 		if err != nil {
 			return err
 		}
-		adds = append(adds, mutate.Addendum{Layer: l, MediaType: artifactEntryType, Annotations: map[string]string{annArtifact: key}})
+		adds = append(adds, mutate.Addendum{Layer: l, MediaType: artifactEntryType, Annotations: with(stamp, annArtifact, key)})
 	}
 	for _, key := range lays {
 		e, blob, ok := c.Layer(key)
@@ -216,13 +232,12 @@ func (c *Cache) ExportTo(ctx context.Context, ref string, opts ...remote.Option)
 			return err
 		}
 		adds = append(adds, mutate.Addendum{Layer: l, MediaType: mt,
-			Annotations: map[string]string{annLayer: key, annDiffID: e.DiffID, annCompression: e.Compression}})
+			Annotations: with(with(with(stamp, annLayer, key), annDiffID, e.DiffID), annCompression, e.Compression)})
 	}
-	img, err = mutate.Append(img, adds...)
+	img, err = mutate.Append(img, append(adds, kept...)...)
 	if err != nil {
 		return err
 	}
-	opts = regauth.Options(ctx, opts...)
 	if err := remote.Write(r, img, opts...); err != nil {
 		return fmt.Errorf("--cache-to %s: %w", ref, regauth.Explain(err))
 	}
@@ -296,3 +311,83 @@ func sortedSet(m map[string]bool) []string {
 	sort.Strings(out)
 	return out
 }
+
+func with(m map[string]string, k, v string) map[string]string {
+	out := make(map[string]string, len(m)+1)
+	for mk, mv := range m {
+		out[mk] = mv
+	}
+	out[k] = v
+	return out
+}
+
+// keptEntries are the entries of the cache at ref that this export does
+// not replace and that are younger than keepFor, in key order. A cache
+// that does not exist yet has none.
+func keptEntries(ref name.Reference, opts []remote.Option, arts, lays []string, now time.Time) ([]mutate.Addendum, error) {
+	img, err := remote.Image(ref, opts...)
+	if err != nil {
+		var te *transport.Error
+		if errors.As(err, &te) && te.StatusCode == 404 {
+			return nil, nil
+		}
+		return nil, err
+	}
+	m, err := img.Manifest()
+	if err != nil {
+		return nil, err
+	}
+	replaced := map[string]bool{}
+	for _, k := range arts {
+		replaced[annArtifact+"="+k] = true
+	}
+	for _, k := range lays {
+		replaced[annLayer+"="+k] = true
+	}
+	type entry struct {
+		sortKey string
+		add     mutate.Addendum
+	}
+	var out []entry
+	for _, d := range m.Layers {
+		id := annArtifact + "=" + d.Annotations[annArtifact]
+		if d.Annotations[annArtifact] == "" {
+			id = annLayer + "=" + d.Annotations[annLayer]
+		}
+		if replaced[id] {
+			continue
+		}
+		when, err := time.Parse(time.RFC3339, d.Annotations[annExported])
+		if err != nil || now.Sub(when) > keepFor {
+			continue
+		}
+		l, err := remote.Layer(ref.Context().Digest(d.Digest.String()), opts...)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, entry{id, mutate.Addendum{
+			Layer:       knownLayer{Layer: l, desc: d},
+			MediaType:   d.MediaType,
+			Annotations: d.Annotations,
+		}})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].sortKey < out[j].sortKey })
+	adds := make([]mutate.Addendum, len(out))
+	for i, e := range out {
+		adds[i] = e.add
+	}
+	return adds, nil
+}
+
+// knownLayer is an entry already in the cache repository: its digest,
+// size and type come from the manifest that lists it, and its content, if
+// anything asks for it, from the repository. (The cache's config records
+// no diff IDs, so nothing asks for one.)
+type knownLayer struct {
+	v1.Layer
+	desc v1.Descriptor
+}
+
+func (k knownLayer) Digest() (v1.Hash, error)            { return k.desc.Digest, nil }
+func (k knownLayer) Size() (int64, error)                { return k.desc.Size, nil }
+func (k knownLayer) MediaType() (types.MediaType, error) { return k.desc.MediaType, nil }
