@@ -139,7 +139,7 @@ func buildCmd() *cobra.Command {
 			}
 			bases := &image.Resolver{Dir: r.Dir, WorkDir: work, Epoch: p.Epoch}
 			if c != nil {
-				bases.BlobCache = filepath.Join(c.Dir(), "bases")
+				bases.Blobs = c
 			}
 			start := time.Now()
 			res, err := build.Run(ctx, p, build.Options{

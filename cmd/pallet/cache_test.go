@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -16,6 +17,15 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/pallet-dev/pallet/internal/fixture"
 	"github.com/pallet-dev/pallet/internal/testregistry"
@@ -361,4 +371,63 @@ func TestRegistryCacheExportsMerge(t *testing.T) {
 			t.Errorf("hello for %s was not in the merged cache:\n%s", p, log)
 		}
 	}
+}
+
+// A registry base's layers are kept in the cache once downloaded and served
+// as the registry has them: an uncompressed layer stays uncompressed, so a
+// push and a layout from the cache name the same blobs the manifest does;
+// a damaged cached blob is fetched again.
+func TestRegistryBaseFromCache(t *testing.T) {
+	reg := testregistry.Start(t, nil)
+	plain := static.NewLayer(fixture.Tar([]fixture.File{{Name: "etc/os-release", Content: "ID=test\n", Mode: 0o644}}), types.OCIUncompressedLayer)
+	gz, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(fixture.TarGz([]fixture.File{{Name: "usr/share/base.txt", Content: "base\n", Mode: 0o644}}))), nil
+	}, tarball.WithMediaType(types.OCILayer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := mutate.ConfigFile(mutate.MediaType(empty.Image, types.OCIManifestSchema1), &v1.ConfigFile{OS: "linux", Architecture: "amd64"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if base, err = mutate.AppendLayers(base, plain, gz); err != nil {
+		t.Fatal(err)
+	}
+	baseRef, _ := name.ParseReference(reg.Host + "/base/tiny:1")
+	if err := remote.Write(baseRef, base); err != nil {
+		t.Fatal(err)
+	}
+	recipe := copyExample(t, "hello")
+	src, _ := os.ReadFile(recipe)
+	writeFile(t, recipe, strings.Replace(string(src), "base: scratch", "base: "+baseRef.String(), 1))
+
+	cacheDir := t.TempDir()
+	build := func(extra ...string) string {
+		out := filepath.Join(t.TempDir(), "out")
+		mustPallet(t, append([]string{"build", "-q", "-f", recipe, "--platform", "linux/amd64", "--cache-dir", cacheDir, "-o", "oci:" + out}, extra...)...)
+		verifyBlobs(t, out)
+		if files := readImageFiles(t, out, "linux/amd64"); files["etc/os-release"] != "ID=test\n (644)" || files["usr/local/bin/hello"] == "" {
+			t.Errorf("image files: %v", files)
+		}
+		return layoutIndex(t, out).Manifests[0].Digest.String()
+	}
+	first := build()
+	// From the cache now; pushed to the same registry too.
+	if got := build("-o", "registry:"+reg.Host+"/app/hello"); got != first {
+		t.Errorf("second build %s, first %s", got, first)
+	}
+	gzDigest, _ := gz.Digest()
+	cached := filepath.Join(cacheDir, "blobs", "sha256", gzDigest.Hex)
+	data, err := os.ReadFile(cached)
+	if err != nil {
+		t.Fatalf("the base layer is not in the cache: %v", err)
+	}
+	data[len(data)/2] ^= 0xff
+	if err := os.WriteFile(cached, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := build(); got != first {
+		t.Errorf("build after damage %s, first %s", got, first)
+	}
+	verifyBlobs(t, cacheDir)
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	ggcrcache "github.com/google/go-containerregistry/pkg/v1/cache"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -38,9 +37,9 @@ type Resolver struct {
 	Epoch time.Time
 	// Remote are extra options for registry access (transport, auth).
 	Remote []remote.Option
-	// BlobCache, when set, keeps the layers of registry bases on disk so
-	// they are downloaded once, not at every build.
-	BlobCache string
+	// Blobs, when set, keeps the layers of registry bases on disk so they
+	// are downloaded once, not at every build.
+	Blobs BlobStore
 }
 
 // Base returns the base image ref for platform p. ref is "scratch",
@@ -196,37 +195,8 @@ func (r *Resolver) fromRegistry(ctx context.Context, ref string, p platform.Plat
 	if err != nil {
 		return nil, regauth.Explain(err)
 	}
-	if r.BlobCache == "" {
+	if r.Blobs == nil {
 		return img, nil
 	}
-	cached := ggcrcache.Image(img, ggcrcache.NewFilesystemCache(r.BlobCache))
-	return &mountable{Image: cached, ref: nref}, nil
-}
-
-// mountable keeps the base's layers mountable from the base repository
-// once served from the local blob cache: a push to the same registry then
-// mounts them instead of uploading them again.
-type mountable struct {
-	v1.Image
-	ref name.Reference
-}
-
-func (m *mountable) Layers() ([]v1.Layer, error) {
-	ls, err := m.Image.Layers()
-	if err != nil {
-		return nil, err
-	}
-	out := make([]v1.Layer, len(ls))
-	for i, l := range ls {
-		out[i] = &remote.MountableLayer{Layer: l, Reference: m.ref}
-	}
-	return out, nil
-}
-
-func (m *mountable) LayerByDigest(h v1.Hash) (v1.Layer, error) {
-	l, err := m.Image.LayerByDigest(h)
-	if err != nil {
-		return nil, err
-	}
-	return &remote.MountableLayer{Layer: l, Reference: m.ref}, nil
+	return &storedImage{Image: img, store: r.Blobs, ref: nref}, nil
 }
