@@ -431,3 +431,56 @@ func TestRegistryBaseFromCache(t *testing.T) {
 	}
 	verifyBlobs(t, cacheDir)
 }
+
+// A module edited while go build runs (here by the build itself, through
+// -toolexec, to make the timing certain) fails the build: the binary may
+// be of either version, and must not be cached under the old one's key.
+func TestSourceEditedDuringBuild(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "app/go.mod"), "module example.com/app\n\ngo 1.22\n")
+	writeFile(t, filepath.Join(dir, "app/main.go"), "package main\n\nfunc main() {}\n")
+	script := filepath.Join(dir, "edit-then-run")
+	writeFile(t, script, "#!/bin/sh\necho '// edited' >> "+filepath.Join(dir, "app/main.go")+"\nexec \"$@\"\n")
+	if err := os.Chmod(script, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
+artifacts:
+  app:
+    go:
+      module: app
+      packages: .
+      flags: ["-toolexec=`+script+`"]
+    licenses: none
+images:
+  app:
+    base: scratch
+    platforms: linux/amd64
+    files:
+      - artifact: app
+        dest: /bin/
+`)
+	cacheDir := t.TempDir()
+	_, err := pallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "--cache-dir", cacheDir, "-o", "oci:"+filepath.Join(dir, "out"))
+	if err == nil || !strings.Contains(err.Error(), "artifact app (linux/amd64, go mode): its inputs changed while it was being built") {
+		t.Errorf("got %v", err)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(cacheDir, "artifacts")); len(entries) != 0 {
+		t.Errorf("the cache stored %d artifact(s) built from a changing module", len(entries))
+	}
+}
+
+// A local file is copied into the cache, not linked: editing it in place
+// later cannot change what the cache holds.
+func TestLocalFileIsCopiedIntoCache(t *testing.T) {
+	recipe := copyExample(t, "hello")
+	conf := filepath.Join(filepath.Dir(recipe), "etc", "hello.conf")
+	mustPallet(t, "build", "-q", "-f", recipe, "--platform", "linux/amd64", "--cache-dir", t.TempDir(), "-o", "oci:"+filepath.Join(t.TempDir(), "out"))
+	info, err := os.Stat(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := info.Sys().(*syscall.Stat_t).Nlink; n != 1 {
+		t.Errorf("%s has %d links after the build; the cache shares its inode", conf, n)
+	}
+}

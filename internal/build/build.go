@@ -351,10 +351,18 @@ func (b *builder) layer(t *tree.Tree, opt layer.Options) (v1.Layer, error) {
 	if c == nil {
 		return layer.Build(t, b.opt.WorkDir, opt)
 	}
-	parts, err := layer.Key(t, opt, c.FileSHA256)
+	// The digests the key is made of are the ones the written layer must
+	// have: layer.Build checks each file against them as it writes it.
+	keyed := map[string]string{}
+	parts, err := layer.Key(t, opt, func(path string) (string, error) {
+		sum, err := c.FileSHA256(path)
+		keyed[path] = sum
+		return sum, err
+	})
 	if err != nil {
 		return nil, err
 	}
+	opt.Expect = func(path string) string { return keyed[path] }
 	key := cache.Key(parts...)
 	if l, ok := cachedLayer(c, key); ok {
 		return l, nil

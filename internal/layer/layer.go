@@ -81,6 +81,11 @@ type Options struct {
 	// Jobs is how many blocks are compressed at once (default 1). The
 	// output does not depend on it: blocks have a fixed size.
 	Jobs int
+	// Expect, when set, gives the sha256 a file's content was known by
+	// (the layer's cache key was made from it). Each file is hashed as it
+	// is written, and one that differs fails the layer: it changed while
+	// the build ran, and the layer must not be stored under that key.
+	Expect func(source string) string
 }
 
 // WriteTar writes the uncompressed tar stream for entries, which must be
@@ -106,7 +111,7 @@ func WriteTar(w io.Writer, entries []tree.Entry, opt Options) error {
 			return fmt.Errorf("%s: %w", e.Path, err)
 		}
 		if e.Kind == tree.File {
-			if err := copyFile(tw, e); err != nil {
+			if err := copyFile(tw, e, opt.Expect); err != nil {
 				return err
 			}
 		}
@@ -175,12 +180,17 @@ func modeBits(e tree.Entry) int64 {
 	return m
 }
 
-func copyFile(w io.Writer, e tree.Entry) error {
+func copyFile(w io.Writer, e tree.Entry, expect func(string) string) error {
 	f, err := os.Open(e.Source)
 	if err != nil {
 		return fmt.Errorf("%s: %w", e.Path, err)
 	}
 	defer f.Close()
+	var h hash.Hash
+	if expect != nil {
+		h = sha256.New()
+		w = io.MultiWriter(w, h)
+	}
 	// The size went into the header already; a file that changed since the
 	// tree was made would corrupt the tar, so say so instead.
 	n, err := io.Copy(w, io.LimitReader(f, e.Size+1))
@@ -189,6 +199,11 @@ func copyFile(w io.Writer, e tree.Entry) error {
 	}
 	if n != e.Size {
 		return fmt.Errorf("%s: %s changed size while being read (%d bytes, expected %d)", e.Path, e.Source, n, e.Size)
+	}
+	if h != nil {
+		if got, want := hex.EncodeToString(h.Sum(nil)), expect(e.Source); got != want {
+			return fmt.Errorf("%s: %s changed while the build read it (sha256 %s, then %s); run the build again", e.Path, e.Source, want, got)
+		}
 	}
 	return nil
 }

@@ -2,9 +2,12 @@ package layer
 
 import (
 	"archive/tar"
+	"crypto/sha256"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -167,5 +170,28 @@ func TestParallelCompressionIsDeterministic(t *testing.T) {
 			t.Errorf("jobs changed the blob: %v", digests)
 			break
 		}
+	}
+}
+
+// A file whose content is not the one the layer was keyed by fails the
+// layer, naming it: it changed while the build ran.
+func TestExpectCatchesChangedFile(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "f")
+	if err := os.WriteFile(src, []byte("edited"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	img := tree.New()
+	if err := img.Add(tree.Entry{Path: "etc/f", Kind: tree.File, Mode: 0o644, Source: src, Size: 6}); err != nil {
+		t.Fatal(err)
+	}
+	keyed := fmt.Sprintf("%x", sha256.Sum256([]byte("before")))
+	_, err := Build(img, t.TempDir(), Options{Expect: func(string) string { return keyed }})
+	if err == nil || !strings.Contains(err.Error(), "etc/f: "+src+" changed while the build read it") {
+		t.Errorf("got %v", err)
+	}
+	edited := fmt.Sprintf("%x", sha256.Sum256([]byte("edited")))
+	if _, err := Build(img, t.TempDir(), Options{Expect: func(string) string { return edited }}); err != nil {
+		t.Errorf("an unchanged file failed: %v", err)
 	}
 }

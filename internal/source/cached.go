@@ -143,16 +143,16 @@ func toolchainIdentity(pinned string) (string, error) {
 // store copies res into a new cache entry (hard links where possible) and
 // returns the result as read back from it, so every later build sees the
 // same paths.
-func (f *Fetcher) store(key string, res *Result) (*Result, error) {
+func (f *Fetcher) store(key string, res *Result, work string) (*Result, error) {
 	tmp, err := f.Cache.TempDir()
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	if err := materialize(res.Tree, filepath.Join(tmp, "tree")); err != nil {
+	if err := materialize(res.Tree, filepath.Join(tmp, "tree"), work); err != nil {
 		return nil, err
 	}
-	if err := materialize(res.Licenses, filepath.Join(tmp, "licenses")); err != nil {
+	if err := materialize(res.Licenses, filepath.Join(tmp, "licenses"), work); err != nil {
 		return nil, err
 	}
 	data, err := json.Marshal(res.Record)
@@ -227,7 +227,10 @@ func (f *Fetcher) fromCache(dir string) (*Result, error) {
 
 // materialize writes t as a directory tree at dir, with the modes that
 // tree.FromDir reads back.
-func materialize(t *tree.Tree, dir string) error {
+// materialize writes t under dir. Files pallet made under work are hard
+// linked; any other file (the user's own, for a local artifact) is copied,
+// so that editing it in place cannot change the cache entry.
+func materialize(t *tree.Tree, dir, work string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -243,7 +246,7 @@ func materialize(t *tree.Tree, dir string) error {
 				return err
 			}
 		case tree.File:
-			if err := linkOrCopy(e.Source, p, e.Mode); err != nil {
+			if err := linkOrCopy(e.Source, p, e.Mode, within(e.Source, work)); err != nil {
 				return err
 			}
 		}
@@ -251,10 +254,15 @@ func materialize(t *tree.Tree, dir string) error {
 	return nil
 }
 
-func linkOrCopy(src, dst string, mode os.FileMode) error {
+func within(path, dir string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+func linkOrCopy(src, dst string, mode os.FileMode, mayLink bool) error {
 	// A hard link shares the inode, and with it the mode: only link when
 	// the source already has the mode the tree says.
-	if info, err := os.Stat(src); err == nil && info.Mode().Perm() == mode.Perm() {
+	if info, err := os.Stat(src); mayLink && err == nil && info.Mode().Perm() == mode.Perm() {
 		if os.Link(src, dst) == nil {
 			return nil
 		}

@@ -7,6 +7,7 @@ package source
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -215,7 +216,16 @@ func (f *Fetcher) fetch(ctx context.Context, a Artifact, work string) (*Result, 
 	if err != nil {
 		return nil, err
 	}
-	return f.store(key, res)
+	// The key was made from the inputs before the work read them: if they
+	// changed meanwhile, the result belongs to neither version, and would
+	// be stored under the old one's key.
+	if after, _, err := f.key(a); err != nil || after != key {
+		if err == nil {
+			err = errors.New("its inputs changed while it was being built; run the build again")
+		}
+		return nil, err
+	}
+	return f.store(key, res, work)
 }
 
 // produce does the work of a's kind.
