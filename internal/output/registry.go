@@ -62,17 +62,25 @@ func (r *Registry) Write(ctx context.Context, images []Image) error {
 		if err != nil {
 			return err
 		}
-		byDigest := tags[0].Context().Digest(d.String())
+		// One image with one tag needs no second step: its tag is the
+		// last thing the push writes anyway.
+		direct := len(images) == 1 && len(tags) == 1
+		var target name.Reference = tags[0].Context().Digest(d.String())
+		if direct {
+			target = tags[0]
+		}
 		if im.Index != nil {
-			err = remote.WriteIndex(byDigest, pushed.index(im.Index), opts...)
+			err = remote.WriteIndex(target, pushed.index(im.Index), opts...)
 		} else {
-			err = remote.Write(byDigest, pushed.image(im.Image), opts...)
+			err = remote.Write(target, pushed.image(im.Image), opts...)
 		}
 		if err != nil {
-			return fmt.Errorf("push %s (as %s): %w", tags[0], byDigest, regauth.Explain(err))
+			return fmt.Errorf("push %s (as %s): %w", tags[0], target, regauth.Explain(err))
 		}
-		pushed.remember(byDigest, im)
-		todo = append(todo, tagging{tags, what})
+		pushed.remember(target, im)
+		if !direct {
+			todo = append(todo, tagging{tags, what})
+		}
 	}
 	var moved []string
 	for _, t := range todo {
