@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -482,5 +483,63 @@ func TestLocalFileIsCopiedIntoCache(t *testing.T) {
 	}
 	if n := info.Sys().(*syscall.Stat_t).Nlink; n != 1 {
 		t.Errorf("%s has %d links after the build; the cache shares its inode", conf, n)
+	}
+}
+
+// rawManifest puts a manifest as given.
+type rawManifest struct {
+	raw []byte
+	mt  types.MediaType
+}
+
+func (m rawManifest) RawManifest() ([]byte, error)        { return m.raw, nil }
+func (m rawManifest) MediaType() (types.MediaType, error) { return m.mt, nil }
+
+// A registry cache's layer entry whose diff ID annotation does not match
+// its blob is not taken: the layer is rebuilt, and the image is right.
+func TestRegistryCacheChecksDiffIDs(t *testing.T) {
+	reg := testregistry.Start(t, nil)
+	ref := reg.Host + "/ci/checked:main"
+	recipe := copyExample(t, "hello")
+	first := filepath.Join(t.TempDir(), "out")
+	mustPallet(t, "build", "-q", "-f", recipe, "--platform", "linux/amd64", "--cache-dir", t.TempDir(), "--cache-to", "registry:"+ref, "-o", "oci:"+first)
+
+	nref, _ := name.ParseReference(ref)
+	desc, err := remote.Get(nref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m v1.Manifest
+	if err := json.Unmarshal(desc.Manifest, &m); err != nil {
+		t.Fatal(err)
+	}
+	lied := 0
+	for i, l := range m.Layers {
+		if l.Annotations["dev.pallet.cache.layer"] != "" {
+			m.Layers[i].Annotations["dev.pallet.cache.diffid"] = "sha256:" + strings.Repeat("0", 64)
+			lied++
+		}
+	}
+	if lied == 0 {
+		t.Fatal("the cache holds no layer entries")
+	}
+	raw, _ := json.Marshal(m)
+	if err := remote.Put(nref, rawManifest{raw, desc.MediaType}); err != nil {
+		t.Fatal(err)
+	}
+
+	second := filepath.Join(t.TempDir(), "out")
+	mustPallet(t, "build", "-q", "-f", recipe, "--platform", "linux/amd64", "--cache-dir", t.TempDir(), "--cache-from", "registry:"+ref, "-o", "oci:"+second)
+	if a, b := layoutIndex(t, first).Manifests[0].Digest, layoutIndex(t, second).Manifests[0].Digest; a != b {
+		t.Errorf("built from a cache with wrong diff IDs: %s, want %s", b, a)
+	}
+	cf, err := layoutImage(t, second, "linux/amd64").ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range cf.RootFS.DiffIDs {
+		if d.Hex == strings.Repeat("0", 64) {
+			t.Error("the annotation's diff ID reached the image config")
+		}
 	}
 }

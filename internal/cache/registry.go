@@ -3,6 +3,8 @@ package cache
 import (
 	"archive/tar"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +23,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/pallet-dev/pallet/internal/archive"
 	"github.com/pallet-dev/pallet/internal/regauth"
@@ -147,8 +150,47 @@ func (c *Cache) pullLayer(key string) bool {
 	if err := rc.download(d.Digest, blob); err != nil {
 		return false
 	}
-	_, err = c.PutLayer(key, blob, LayerEntry{Digest: d.Digest.String(), DiffID: d.Annotations[annDiffID], Size: d.Size, Compression: d.Annotations[annCompression]})
+	// The annotations go into image configs (diff IDs) and manifests (media
+	// types): checked against the blob, not trusted.
+	comp, diffID := d.Annotations[annCompression], d.Annotations[annDiffID]
+	if got, err := uncompressedDigest(blob, comp); err != nil || got != diffID {
+		return false
+	}
+	_, err = c.PutLayer(key, blob, LayerEntry{Digest: d.Digest.String(), DiffID: diffID, Size: d.Size, Compression: comp})
 	return err == nil
+}
+
+// uncompressedDigest is the diff ID of a layer blob compressed with comp.
+func uncompressedDigest(blob, comp string) (string, error) {
+	f, err := os.Open(blob)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	var r io.Reader
+	switch comp {
+	case "gzip":
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			return "", err
+		}
+		defer zr.Close()
+		r = zr
+	case "zstd":
+		zr, err := zstd.NewReader(f)
+		if err != nil {
+			return "", err
+		}
+		defer zr.Close()
+		r = zr
+	default:
+		return "", fmt.Errorf("unknown compression %q", comp)
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, r); err != nil {
+		return "", err
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // download fetches a blob of the cache repository into file, verified.
