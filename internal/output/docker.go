@@ -43,7 +43,9 @@ func (d *DockerArchive) Write(ctx context.Context, images []Image) error {
 	if err := os.MkdirAll(filepath.Dir(d.File), 0o755); err != nil {
 		return err
 	}
-	tmp, err := tempfile.Create(filepath.Dir(d.File), "."+filepath.Base(d.File)+".new-*")
+	pattern := "." + filepath.Base(d.File) + ".new-*"
+	tempfile.Sweep(filepath.Dir(d.File), pattern, abandoned)
+	tmp, err := tempfile.Create(filepath.Dir(d.File), pattern)
 	if err != nil {
 		return err
 	}

@@ -43,7 +43,9 @@ func (l *Layout) Write(ctx context.Context, images []Image) error {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return err
 	}
-	tmp, err := tempfile.Dir(parent, "."+filepath.Base(dir)+".new-*")
+	pattern := "." + filepath.Base(dir) + ".new-*"
+	tempfile.Sweep(parent, pattern, abandoned)
+	tmp, err := tempfile.Dir(parent, pattern)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -22,6 +23,10 @@ type Image struct {
 	Image      v1.Image
 	Index      v1.ImageIndex
 }
+
+// abandoned is how long a temporary output, untouched, is taken to be the
+// remains of a killed build and removed by the next build of that output.
+const abandoned = time.Hour
 
 // Target is where images go.
 type Target interface {

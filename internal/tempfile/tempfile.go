@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Create creates a new file in dir, named from pattern as os.CreateTemp
@@ -74,4 +75,17 @@ func WriteFile(path string, data []byte) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// Sweep removes what killed processes left in dir under names matching
+// pattern (a Create or Dir pattern) and untouched for longer than idle: a
+// temporary still being written is modified as it grows, so one that has
+// not been for that long belongs to no running build.
+func Sweep(dir, pattern string, idle time.Duration) {
+	matches, _ := filepath.Glob(filepath.Join(dir, pattern))
+	for _, m := range matches {
+		if info, err := os.Lstat(m); err == nil && time.Since(info.ModTime()) > idle {
+			os.RemoveAll(m)
+		}
+	}
 }

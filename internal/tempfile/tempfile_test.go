@@ -6,6 +6,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func TestPermissionsFollowUmask(t *testing.T) {
@@ -53,5 +54,39 @@ func TestNamesAreUnique(t *testing.T) {
 	}
 	if _, err := Create(dir, "a/b-*"); err == nil {
 		t.Error("a pattern with a separator was accepted")
+	}
+}
+
+func TestSweep(t *testing.T) {
+	dir := t.TempDir()
+	old, err := Dir(dir, ".out.new-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := Create(dir, ".out.new-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh.Close()
+	other, err := Create(dir, "keep-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.Close()
+	long := time.Now().Add(-2 * time.Hour)
+	if err := os.Chtimes(old, long, long); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(other.Name(), long, long); err != nil {
+		t.Fatal(err)
+	}
+	Sweep(dir, ".out.new-*", time.Hour)
+	if _, err := os.Stat(old); err == nil {
+		t.Error("an abandoned temporary was kept")
+	}
+	for _, p := range []string{fresh.Name(), other.Name()} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s was removed: %v", p, err)
+		}
 	}
 }
