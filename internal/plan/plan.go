@@ -281,7 +281,15 @@ func (p *Plan) image(name string, ri *recipe.Image, vars recipe.Vars, want map[s
 	if len(tags) == 0 {
 		tags = []string{"latest"}
 	}
-	im.Tags = tags
+	// A tag repeated once variables are expanded ({{VERSION}} and latest
+	// with VERSION=latest) names the image once.
+	seen := map[string]bool{}
+	for _, t := range tags {
+		if !seen[t] {
+			seen[t] = true
+			im.Tags = append(im.Tags, t)
+		}
+	}
 
 	plats, err := r.ExpandList(at+".platforms", ri.Platforms, vars)
 	if err != nil {

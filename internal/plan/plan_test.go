@@ -168,3 +168,26 @@ images:
 		t.Errorf("got %v", err)
 	}
 }
+
+// A tag that repeats once expanded is one tag, not a clash with itself.
+func TestRepeatedTagIsOneTag(t *testing.T) {
+	r, err := recipe.Parse("pallet.yaml", []byte(`version: 1
+args:
+  V: "1"
+images:
+  a:
+    tags: ["{{V}}", latest]
+    base: scratch
+    platforms: linux/amd64
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(r, Options{Args: map[string]string{"V": "latest"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(p.Images[0].Tags, ","); got != "latest" {
+		t.Errorf("tags %s, want latest", got)
+	}
+}
