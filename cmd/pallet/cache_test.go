@@ -471,9 +471,9 @@ images:
 	}
 }
 
-// A local file is copied into the cache, not linked: editing it in place
-// later cannot change what the cache holds.
-func TestLocalFileIsCopiedIntoCache(t *testing.T) {
+// A local file is used where it is, never linked into the cache: editing
+// it in place later cannot change what the cache holds.
+func TestLocalFileStaysOutOfCache(t *testing.T) {
 	recipe := copyExample(t, "hello")
 	conf := filepath.Join(filepath.Dir(recipe), "etc", "hello.conf")
 	mustPallet(t, "build", "-q", "-f", recipe, "--platform", "linux/amd64", "--cache-dir", t.TempDir(), "-o", "oci:"+filepath.Join(t.TempDir(), "out"))

@@ -39,6 +39,9 @@ func (f *Fetcher) key(a Artifact) (string, bool, error) {
 	case a.URL != nil:
 		parts = append(parts, "url", a.URL.SHA256, a.URL.Filename, a.URL.URL, extract(a.URL.Extract))
 	case a.Local != nil:
+		if a.Local.Extract == nil {
+			return "", false, nil
+		}
 		info, err := os.Stat(a.Local.Path)
 		if err != nil || info.IsDir() {
 			return "", false, nil
@@ -225,11 +228,10 @@ func (f *Fetcher) fromCache(dir string) (*Result, error) {
 	return res, nil
 }
 
-// materialize writes t as a directory tree at dir, with the modes that
-// tree.FromDir reads back.
-// materialize writes t under dir. Files pallet made under work are hard
-// linked; any other file (the user's own, for a local artifact) is copied,
-// so that editing it in place cannot change the cache entry.
+// materialize writes t under dir, with the modes tree.FromDir reads back.
+// Files pallet made under work are hard linked; any other file (the
+// user's own) is copied, so that editing it in place cannot change the
+// cache entry.
 func materialize(t *tree.Tree, dir, work string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
