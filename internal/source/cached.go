@@ -125,18 +125,11 @@ func toolchainIdentity(pinned string) (string, error) {
 			hostGoErr = err
 			return
 		}
-		settings, err := hostSettings()
-		if err != nil {
-			hostGoErr = err
-			return
-		}
 		// GOTOOLCHAIN, from the environment or the go env file, may
 		// select another Go than the one on PATH.
-		var toolchain string
-		for _, kv := range settings {
-			if v, ok := strings.CutPrefix(kv, "GOTOOLCHAIN="); ok {
-				toolchain = v
-			}
+		toolchain := os.Getenv("GOTOOLCHAIN")
+		if toolchain == "" {
+			toolchain = goEnvFile()["GOTOOLCHAIN"]
 		}
 		hostGo = fmt.Sprintf("host:%s:%d:%d:%s", p, info.Size(), info.ModTime().UnixNano(), toolchain)
 	})

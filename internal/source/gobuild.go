@@ -3,7 +3,6 @@ package source
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -85,28 +84,47 @@ var buildKnobs = []string{
 }
 
 // hostSettings are the user's go command settings that say where modules
-// come from and where caches live, wherever they were set: environment or
-// go env file. Builds run with GOENV=off, so that nothing else in that file
-// reaches them, and get these explicitly. They are read for each build
-// (one go env, next to a go build) so that the environment of the moment
-// counts.
-func hostSettings() ([]string, error) {
-	keys := []string{"GOPROXY", "GOSUMDB", "GONOSUMDB", "GOPRIVATE", "GONOPROXY", "GOINSECURE", "GOAUTH", "GOCACHE", "GOMODCACHE", "GOTMPDIR", "GOTOOLCHAIN"}
-	out, err := exec.Command("go", append([]string{"env", "-json"}, keys...)...).Output()
-	if err != nil {
-		return nil, fmt.Errorf("go env: %w", err)
-	}
-	var m map[string]string
-	if err := json.Unmarshal(out, &m); err != nil {
-		return nil, fmt.Errorf("go env: %w", err)
-	}
+// come from and where caches live, as set with go env -w. Builds run with
+// GOENV=off, so that nothing else in that file reaches them, and get these
+// explicitly; the same settings in the environment are inherited as they
+// are, and win, as they do for the go command.
+func hostSettings() []string {
+	file := goEnvFile()
 	var env []string
-	for _, k := range keys {
-		if v := m[k]; v != "" {
-			env = append(env, k+"="+v)
+	for _, k := range []string{"GOPROXY", "GOSUMDB", "GONOSUMDB", "GOPRIVATE", "GONOPROXY", "GOINSECURE", "GOAUTH", "GOVCS", "GOCACHE", "GOMODCACHE", "GOTMPDIR", "GOTOOLCHAIN"} {
+		if os.Getenv(k) == "" && file[k] != "" {
+			env = append(env, k+"="+file[k])
 		}
 	}
-	return env, nil
+	return env
+}
+
+// goEnvFile reads the file go env -w writes: $GOENV, else go/env in the
+// user's config directory; GOENV=off means none. Its lines are KEY=VALUE.
+func goEnvFile() map[string]string {
+	path := os.Getenv("GOENV")
+	if path == "off" {
+		return nil
+	}
+	if path == "" {
+		dir, err := os.UserConfigDir()
+		if err != nil {
+			return nil
+		}
+		path = filepath.Join(dir, "go", "env")
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(line, "#") {
+			out[strings.TrimSpace(k)] = strings.TrimSpace(v)
+		}
+	}
+	return out
 }
 
 // goEnv is the environment of a build: the user's, less the variables that
@@ -121,12 +139,8 @@ func (f *Fetcher) goEnv(a Artifact) ([]string, error) {
 			env = append(env, kv)
 		}
 	}
-	host, err := hostSettings()
-	if err != nil {
-		return nil, err
-	}
 	// GOWORK=off: a go.work above the module is not part of the recipe.
-	env = append(append(env, host...), "GOENV=off", "GOWORK=off")
+	env = append(append(env, hostSettings()...), "GOENV=off", "GOWORK=off")
 	// Of GOFLAGS, only -modcacherw passes: it changes the permissions of
 	// the module cache, not what is built.
 	if slices.Contains(strings.Fields(os.Getenv("GOFLAGS")), "-modcacherw") {
