@@ -124,6 +124,7 @@ func buildCmd() *cobra.Command {
 					return err
 				}
 				defer c.Close()
+				c.Log = logf
 				fetcher.Cache = c
 				if cacheFrom != "" {
 					// A cache only saves work: one that cannot be read

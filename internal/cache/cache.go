@@ -39,6 +39,9 @@ type Cache struct {
 	// usedArtifacts and usedLayers are the keys this build found or made:
 	// what --cache-to exports.
 	usedArtifacts, usedLayers map[string]bool
+
+	// Log, if set, receives warnings about the registry cache.
+	Log func(format string, args ...any)
 }
 
 // statMemo remembers facts derived from a file's content (its digest,

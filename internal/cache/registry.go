@@ -230,10 +230,12 @@ func (c *Cache) ExportTo(ctx context.Context, ref string, opts ...remote.Option)
 	lays := sortedSet(c.usedLayers)
 	c.mu.Unlock()
 	now := time.Now().UTC()
-	stamp := map[string]string{annExported: now.Format(time.RFC3339)}
+	exported := now.Format(time.RFC3339)
+	// What cannot be read is not kept: some registries answer 401 for a
+	// repository that does not exist yet, and the export must still work.
 	kept, err := keptEntries(r, opts, arts, lays, now)
-	if err != nil {
-		return fmt.Errorf("--cache-to %s: %w", ref, regauth.Explain(err))
+	if err != nil && c.Log != nil {
+		c.Log("--cache-to %s: the entries already there cannot be read, so only this build's are exported: %v", ref, regauth.Explain(err))
 	}
 
 	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
@@ -257,7 +259,7 @@ func (c *Cache) ExportTo(ctx context.Context, ref string, opts ...remote.Option)
 		if err != nil {
 			return err
 		}
-		adds = append(adds, mutate.Addendum{Layer: l, MediaType: artifactEntryType, Annotations: with(stamp, annArtifact, key)})
+		adds = append(adds, mutate.Addendum{Layer: l, MediaType: artifactEntryType, Annotations: map[string]string{annArtifact: key, annExported: exported}})
 	}
 	for _, key := range lays {
 		e, blob, ok := c.Layer(key)
@@ -274,7 +276,7 @@ func (c *Cache) ExportTo(ctx context.Context, ref string, opts ...remote.Option)
 			return err
 		}
 		adds = append(adds, mutate.Addendum{Layer: l, MediaType: mt,
-			Annotations: with(with(with(stamp, annLayer, key), annDiffID, e.DiffID), annCompression, e.Compression)})
+			Annotations: map[string]string{annLayer: key, annDiffID: e.DiffID, annCompression: e.Compression, annExported: exported}})
 	}
 	img, err = mutate.Append(img, append(adds, kept...)...)
 	if err != nil {
@@ -354,15 +356,6 @@ func sortedSet(m map[string]bool) []string {
 	return out
 }
 
-func with(m map[string]string, k, v string) map[string]string {
-	out := make(map[string]string, len(m)+1)
-	for mk, mv := range m {
-		out[mk] = mv
-	}
-	out[k] = v
-	return out
-}
-
 // keptEntries are the entries of the cache at ref that this export does
 // not replace and that are younger than keepFor, in key order. A cache
 // that does not exist yet has none.
@@ -403,7 +396,7 @@ func keptEntries(ref name.Reference, opts []remote.Option, arts, lays []string, 
 		if err != nil || now.Sub(when) > keepFor {
 			continue
 		}
-		l, err := remote.Layer(ref.Context().Digest(d.Digest.String()), opts...)
+		l, err := img.LayerByDigest(d.Digest)
 		if err != nil {
 			return nil, err
 		}

@@ -54,11 +54,16 @@ func (r *Registry) Write(ctx context.Context, images []Image) error {
 		if err != nil {
 			return err
 		}
-		var what remote.Taggable = im.Image
+		var (
+			what remote.Taggable = im.Image
+			d    v1.Hash
+		)
 		if im.Index != nil {
 			what = im.Index
+			d, err = im.Index.Digest()
+		} else {
+			d, err = im.Image.Digest()
 		}
-		d, err := digestOf(what)
 		if err != nil {
 			return err
 		}
@@ -98,15 +103,6 @@ func (r *Registry) Write(ctx context.Context, images []Image) error {
 	return nil
 }
 
-func digestOf(t remote.Taggable) (v1.Hash, error) {
-	switch x := t.(type) {
-	case v1.ImageIndex:
-		return x.Digest()
-	case v1.Image:
-		return x.Digest()
-	}
-	return v1.Hash{}, fmt.Errorf("cannot push a %T", t)
-}
 
 func (r *Registry) refs(im Image, prefix bool) ([]name.Tag, error) {
 	var repo string
