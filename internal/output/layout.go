@@ -15,7 +15,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"golang.org/x/sync/errgroup"
-	"golang.org/x/sys/unix"
 
 	"github.com/pallet-dev/pallet/internal/tempfile"
 )
@@ -222,14 +221,19 @@ func replaceable(dir string) error {
 // swapDir puts the directory tmp at dir, replacing what was there. Where
 // the kernel can exchange two paths in one step, dir always holds either
 // the old layout or the new one, even if the process dies in between.
+//
+// Once the new layout is in place, the old one is removed; if that fails,
+// the output is still written (the next build sweeps the leftover).
 func swapDir(tmp, dir string) error {
 	if _, err := os.Lstat(dir); err != nil {
 		return os.Rename(tmp, dir)
 	}
-	if err := unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, dir, unix.RENAME_EXCHANGE); err == nil {
-		return os.RemoveAll(tmp) // now the old layout
+	if exchange(tmp, dir) == nil {
+		os.RemoveAll(tmp) // now the old layout
+		return nil
 	}
-	// No RENAME_EXCHANGE (an old kernel, some file systems): two renames.
+	// No exchange (another OS, an old kernel, some file systems): two
+	// renames.
 	old := tmp + ".old"
 	if err := os.Rename(dir, old); err != nil {
 		return err
@@ -240,5 +244,6 @@ func swapDir(tmp, dir string) error {
 		}
 		return err
 	}
-	return os.RemoveAll(old)
+	os.RemoveAll(old)
+	return nil
 }

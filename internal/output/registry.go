@@ -103,7 +103,6 @@ func (r *Registry) Write(ctx context.Context, images []Image) error {
 	return nil
 }
 
-
 func (r *Registry) refs(im Image, prefix bool) ([]name.Tag, error) {
 	var repo string
 	tags := im.Tags

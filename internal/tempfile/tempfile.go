@@ -77,15 +77,40 @@ func WriteFile(path string, data []byte) error {
 	return os.Rename(tmp.Name(), path)
 }
 
-// Sweep removes what killed processes left in dir under names matching
-// pattern (a Create or Dir pattern) and untouched for longer than idle: a
-// temporary still being written is modified as it grows, so one that has
-// not been for that long belongs to no running build.
+// Sweep removes what killed processes left in dir under names made from
+// pattern (a Create or Dir pattern, its "*" any string) and untouched for
+// longer than idle: a temporary still being written changes as it grows
+// (for a directory, somewhere inside), so one that has not for that long
+// belongs to no running build.
 func Sweep(dir, pattern string, idle time.Duration) {
-	matches, _ := filepath.Glob(filepath.Join(dir, pattern))
-	for _, m := range matches {
-		if info, err := os.Lstat(m); err == nil && time.Since(info.ModTime()) > idle {
-			os.RemoveAll(m)
+	prefix, suffix, _ := strings.Cut(pattern, "*")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		n := e.Name()
+		if len(n) < len(prefix)+len(suffix) || !strings.HasPrefix(n, prefix) || !strings.HasSuffix(n, suffix) {
+			continue
+		}
+		p := filepath.Join(dir, n)
+		if time.Since(lastChange(p)) > idle {
+			os.RemoveAll(p)
 		}
 	}
+}
+
+// lastChange is the newest modification time in the tree at p.
+func lastChange(p string) time.Time {
+	var newest time.Time
+	filepath.WalkDir(p, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if info, err := d.Info(); err == nil && info.ModTime().After(newest) {
+			newest = info.ModTime()
+		}
+		return nil
+	})
+	return newest
 }

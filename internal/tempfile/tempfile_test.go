@@ -80,7 +80,37 @@ func TestSweep(t *testing.T) {
 	if err := os.Chtimes(other.Name(), long, long); err != nil {
 		t.Fatal(err)
 	}
+	// A directory whose own time is old but that is being filled is alive.
+	live, err := Dir(dir, ".out.new-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(live, "blob"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(live, long, long); err != nil {
+		t.Fatal(err)
+	}
+	// Glob characters in names are names, not patterns.
+	bracket, err := Create(dir, ".out[1].new-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bracket.Close()
+	if err := os.Chtimes(bracket.Name(), long, long); err != nil {
+		t.Fatal(err)
+	}
 	Sweep(dir, ".out.new-*", time.Hour)
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("a temporary being filled was removed: %v", err)
+	}
+	if _, err := os.Stat(bracket.Name()); err != nil {
+		t.Errorf("another output's temporary was removed: %v", err)
+	}
+	Sweep(dir, ".out[1].new-*", time.Hour)
+	if _, err := os.Stat(bracket.Name()); err == nil {
+		t.Error("an abandoned temporary with [ in its name was kept")
+	}
 	if _, err := os.Stat(old); err == nil {
 		t.Error("an abandoned temporary was kept")
 	}
