@@ -209,16 +209,32 @@ func (c *Cache) CommitArtifact(key, tmp string) (string, error) {
 		return dst, nil
 	}
 	// What is there has no marker: the remains of a killed build. It is
-	// no entry; replace it.
+	// no entry; replace it. Another process may be doing the same: under a
+	// lock, and looking again, so that one never discards the entry the
+	// other has just committed.
+	unlock, lerr := c.Lock("replace-" + key)
+	if lerr != nil {
+		return "", lerr
+	}
+	defer unlock()
+	if _, ok := c.localArtifact(key); ok {
+		os.RemoveAll(tmp)
+		return dst, nil
+	}
 	if _, serr := os.Lstat(dst); serr == nil {
 		if derr := c.discard(dst); derr != nil {
 			return "", fmt.Errorf("cache: replace incomplete entry %s: %w", dst, derr)
 		}
-		if err = os.Rename(tmp, dst); err == nil {
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		// A commit outside the lock got there in between: theirs is whole.
+		if _, ok := c.localArtifact(key); ok {
+			os.RemoveAll(tmp)
 			return dst, nil
 		}
+		return "", err
 	}
-	return "", err
+	return dst, nil
 }
 
 // LayerEntry describes a cached layer blob.

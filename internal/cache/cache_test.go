@@ -3,6 +3,7 @@ package cache
 import (
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 )
 
@@ -54,5 +55,47 @@ func TestIncompleteArtifactIsReplaced(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(filepath.Join(c.Dir(), "tmp")); len(left) != 0 {
 		t.Errorf("tmp/ holds %d entries after the drop", len(left))
+	}
+}
+
+// Two builds replacing the same remains at once both end with one whole
+// entry: neither discards what the other committed.
+func TestConcurrentReplaceOfRemains(t *testing.T) {
+	for round := range 20 {
+		c, err := Open(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := Key("artifact", "race", string(rune('a'+round)))
+		if err := os.MkdirAll(filepath.Join(c.Dir(), "artifacts", key, "tree"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		dirs := make([]string, 2)
+		errs := make([]error, 2)
+		for i := range 2 {
+			tmp, err := c.TempDir()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(tmp, "payload"), []byte("whole"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				dirs[i], errs[i] = c.CommitArtifact(key, tmp)
+			}()
+		}
+		wg.Wait()
+		for i := range 2 {
+			if errs[i] != nil {
+				t.Fatalf("round %d, commit %d: %v", round, i, errs[i])
+			}
+			if b, err := os.ReadFile(filepath.Join(dirs[i], "payload")); err != nil || string(b) != "whole" {
+				t.Fatalf("round %d, commit %d: the entry it returned is gone or wrong: %q %v", round, i, b, err)
+			}
+		}
+		c.Close()
 	}
 }
