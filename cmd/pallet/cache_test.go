@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -379,7 +380,20 @@ func TestRegistryCacheExportsMerge(t *testing.T) {
 // push and a layout from the cache name the same blobs the manifest does;
 // a damaged cached blob is fetched again.
 func TestRegistryBaseFromCache(t *testing.T) {
-	reg := testregistry.Start(t, nil)
+	var blobGets sync.Map // digest -> *atomic.Int64
+	gets := func(d v1.Hash) int64 {
+		n, _ := blobGets.LoadOrStore(d.String(), new(atomic.Int64))
+		return n.(*atomic.Int64).Load()
+	}
+	reg := testregistry.Start(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if i := strings.Index(r.URL.Path, "/blobs/sha256:"); r.Method == http.MethodGet && i >= 0 {
+				n, _ := blobGets.LoadOrStore(r.URL.Path[i+len("/blobs/"):], new(atomic.Int64))
+				n.(*atomic.Int64).Add(1)
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
 	plain := static.NewLayer(fixture.Tar([]fixture.File{{Name: "etc/os-release", Content: "ID=test\n", Mode: 0o644}}), types.OCIUncompressedLayer)
 	gz, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(fixture.TarGz([]fixture.File{{Name: "usr/share/base.txt", Content: "base\n", Mode: 0o644}}))), nil
@@ -412,12 +426,19 @@ func TestRegistryBaseFromCache(t *testing.T) {
 		}
 		return layoutIndex(t, out).Manifests[0].Digest.String()
 	}
+	gzDigest, _ := gz.Digest()
+	plainDigest, _ := plain.Digest()
 	first := build()
+	if gets(gzDigest) != 1 || gets(plainDigest) != 1 {
+		t.Errorf("first build downloaded the base layers %d and %d times, want once each", gets(gzDigest), gets(plainDigest))
+	}
 	// From the cache now; pushed to the same registry too.
 	if got := build("-o", "registry:"+reg.Host+"/app/hello"); got != first {
 		t.Errorf("second build %s, first %s", got, first)
 	}
-	gzDigest, _ := gz.Digest()
+	if gets(gzDigest) != 1 || gets(plainDigest) != 1 {
+		t.Errorf("the second build downloaded base layers again (%d, %d GETs in all)", gets(gzDigest), gets(plainDigest))
+	}
 	cached := filepath.Join(cacheDir, "blobs", "sha256", gzDigest.Hex)
 	data, err := os.ReadFile(cached)
 	if err != nil {
@@ -429,6 +450,9 @@ func TestRegistryBaseFromCache(t *testing.T) {
 	}
 	if got := build(); got != first {
 		t.Errorf("build after damage %s, first %s", got, first)
+	}
+	if gets(gzDigest) != 2 || gets(plainDigest) != 1 {
+		t.Errorf("after damage to one cached layer: %d and %d GETs in all, want 2 and 1", gets(gzDigest), gets(plainDigest))
 	}
 	verifyBlobs(t, cacheDir)
 }

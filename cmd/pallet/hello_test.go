@@ -235,9 +235,13 @@ func TestDockerArchive(t *testing.T) {
 // reach the image: the recipe alone decides, so the digests match a clean
 // machine's, with or without the cache.
 func TestGoBuildIgnoresHostKnobs(t *testing.T) {
+	// One copy of the example, so that a shared cache can serve it (the
+	// module's path is part of the artifact's key).
+	recipe := copyExample(t, "hello")
+	var log string
 	build := func(cacheDir string) string {
 		out := filepath.Join(t.TempDir(), "out")
-		mustPallet(t, "build", "-q", "-f", copyExample(t, "hello"), "--platform", "linux/amd64", "-o", "oci:"+out, "--cache-dir", cacheDir)
+		log = mustPallet(t, "build", "--progress", "plain", "-f", recipe, "--platform", "linux/amd64", "-o", "oci:"+out, "--cache-dir", cacheDir)
 		return layoutIndex(t, out).Manifests[0].Digest.String()
 	}
 	clean := build(t.TempDir())
@@ -254,8 +258,13 @@ func TestGoBuildIgnoresHostKnobs(t *testing.T) {
 	if got := build(t.TempDir()); got != clean {
 		t.Errorf("host Go settings changed the image: %s, clean machine %s", got, clean)
 	}
+	// The settings are not part of the key either: the cache built without
+	// them serves the build with them.
 	if got := build(shared); got != clean {
 		t.Errorf("host Go settings changed the cached build: %s, clean machine %s", got, clean)
+	}
+	if !strings.Contains(log, "artifact hello (linux/amd64) [go, cached]") {
+		t.Errorf("the shared cache did not serve the build:\n%s", log)
 	}
 }
 
