@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -108,37 +109,36 @@ type WindowsEntry struct {
 	Security *SecurityInfo
 }
 
-// VerifyWindows reads a Windows layer tar entry by entry and checks what
-// the Windows importer relies on: Hives and Files first, every other path
-// under Files/, each parent before its children, no path twice (ignoring
-// case), symlink targets without the Files/ prefix, on every entry the
-// file attributes and a creation time, and on every entry but the two
-// roots a valid security descriptor. It returns the entries, for callers
-// to check contents.
-func VerifyWindows(r io.Reader) ([]WindowsEntry, error) {
+// walkWindows reads a Windows layer tar entry by entry and checks its
+// layout: the roots first, in order, as directories; every other path under
+// a root; each parent before its children; no path twice, ignoring case as
+// Windows does. check sees each entry (i counts from 0) and reports what
+// else is wrong with it.
+func walkWindows(r io.Reader, roots []string, check func(i int, h *tar.Header) error) error {
 	tr := tar.NewReader(r)
-	var out []WindowsEntry
 	seen := map[string]bool{}
 	for i := 0; ; i++ {
 		h, err := tr.Next()
 		if err == io.EOF {
-			return out, nil
+			return nil
 		}
 		if err != nil {
-			return out, err
+			return err
 		}
 		name := strings.TrimSuffix(h.Name, "/")
-		fail := func(format string, a ...any) ([]WindowsEntry, error) {
-			return out, fmt.Errorf("entry %d %s: %s", i, name, fmt.Sprintf(format, a...))
+		fail := func(format string, a ...any) error {
+			return fmt.Errorf("entry %d %s: %s", i, name, fmt.Sprintf(format, a...))
 		}
-		switch {
-		case i == 0 && (name != "Hives" || h.Typeflag != tar.TypeDir):
-			return fail("the first entry must be the directory Hives")
-		case i == 1 && (name != "Files" || h.Typeflag != tar.TypeDir):
-			return fail("the second entry must be the directory Files")
-		case i > 1:
-			if !strings.HasPrefix(name, "Files/") && !strings.HasPrefix(name, "Hives/") {
-				return fail("not under Files/ or Hives/")
+		if i < len(roots) {
+			if name != roots[i] || h.Typeflag != tar.TypeDir {
+				return fail("the %s entry must be the directory %s", [...]string{"first", "second"}[i], roots[i])
+			}
+		} else {
+			slash := strings.IndexByte(name, '/')
+			if slash < 0 || !slices.Contains(roots, name[:slash]) {
+				under := slices.Clone(roots)
+				slices.Reverse(under) // Files/ first: where content belongs
+				return fail("not under %s/", strings.Join(under, "/ or "))
 			}
 			if parent := name[:strings.LastIndex(name, "/")]; !seen[strings.ToLower(parent)] {
 				return fail("parent %s does not come before it", parent)
@@ -148,48 +148,65 @@ func VerifyWindows(r io.Reader) ([]WindowsEntry, error) {
 			return fail("written twice (Windows names ignore case)")
 		}
 		seen[strings.ToLower(name)] = true
+		if err := check(i, h); err != nil {
+			return fail("%v", err)
+		}
+	}
+}
 
+// VerifyWindows reads a Windows layer tar entry by entry and checks what
+// the Windows importer relies on: Hives and Files first, every other path
+// under Files/ (or Hives/), each parent before its children, no path twice
+// (ignoring case), symlink targets without the Files/ prefix, on every
+// entry the file attributes and a creation time, and on every entry but
+// the two roots a valid security descriptor. It returns the entries, for
+// callers to check contents.
+func VerifyWindows(r io.Reader) ([]WindowsEntry, error) {
+	var out []WindowsEntry
+	err := walkWindows(r, []string{"Hives", "Files"}, func(i int, h *tar.Header) error {
 		attr, err := strconv.Atoi(h.PAXRecords[paxFileAttr])
 		if err != nil {
-			return fail("%s %q", paxFileAttr, h.PAXRecords[paxFileAttr])
+			return fmt.Errorf("%s %q", paxFileAttr, h.PAXRecords[paxFileAttr])
 		}
 		switch h.Typeflag {
 		case tar.TypeDir:
 			if attr != attrDirectory {
-				return fail("directory with %s %d, want %d", paxFileAttr, attr, attrDirectory)
+				return fmt.Errorf("directory with %s %d, want %d", paxFileAttr, attr, attrDirectory)
 			}
 		case tar.TypeReg:
 			if attr != attrArchive {
-				return fail("file with %s %d, want %d", paxFileAttr, attr, attrArchive)
+				return fmt.Errorf("file with %s %d, want %d", paxFileAttr, attr, attrArchive)
 			}
 		case tar.TypeSymlink:
 			if attr&attrReparsePoint == 0 {
-				return fail("symlink without the reparse-point attribute")
+				return errors.New("symlink without the reparse-point attribute")
 			}
 			if strings.HasPrefix(h.Linkname, "Files/") {
-				return fail("symlink target %q carries the Files/ prefix", h.Linkname)
+				return fmt.Errorf("symlink target %q carries the Files/ prefix", h.Linkname)
 			}
 		}
 		if _, err := strconv.ParseFloat(h.PAXRecords[paxCreationTime], 64); err != nil {
-			return fail("%s %q", paxCreationTime, h.PAXRecords[paxCreationTime])
+			return fmt.Errorf("%s %q", paxCreationTime, h.PAXRecords[paxCreationTime])
 		}
 		if i < 2 {
 			if _, ok := h.PAXRecords[paxRawSD]; ok {
-				return fail("a root with a security descriptor: it would become the ACL of C:\\")
+				return errors.New("a root with a security descriptor: it would become the ACL of C:\\")
 			}
 			out = append(out, WindowsEntry{Header: h})
-			continue
+			return nil
 		}
 		raw, err := base64.StdEncoding.DecodeString(h.PAXRecords[paxRawSD])
 		if err != nil || len(raw) == 0 {
-			return fail("%s missing or not base64", paxRawSD)
+			return fmt.Errorf("%s missing or not base64", paxRawSD)
 		}
 		sec, err := ParseSecurityDescriptor(raw)
 		if err != nil {
-			return fail("%s: %v", paxRawSD, err)
+			return fmt.Errorf("%s: %v", paxRawSD, err)
 		}
 		out = append(out, WindowsEntry{Header: h, Security: sec})
-	}
+		return nil
+	})
+	return out, err
 }
 
 // VerifyWindowsBase reads a base layer as pallet writes the built-in
@@ -197,37 +214,15 @@ func VerifyWindows(r io.Reader) ([]WindowsEntry, error) {
 // other path under it, parents first, no path twice (ignoring case), no
 // Hives (the importer makes a base layer's hives) and no Windows records.
 func VerifyWindowsBase(r io.Reader) ([]*tar.Header, error) {
-	tr := tar.NewReader(r)
 	var out []*tar.Header
-	seen := map[string]bool{}
-	for i := 0; ; i++ {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return out, nil
-		}
-		if err != nil {
-			return out, err
-		}
-		name := strings.TrimSuffix(h.Name, "/")
-		fail := func(format string, a ...any) ([]*tar.Header, error) {
-			return out, fmt.Errorf("entry %d %s: %s", i, name, fmt.Sprintf(format, a...))
-		}
-		switch {
-		case i == 0 && (name != "Files" || h.Typeflag != tar.TypeDir):
-			return fail("the first entry must be the directory Files")
-		case i > 0 && !strings.HasPrefix(name, "Files/"):
-			return fail("not under Files/")
-		case i > 0 && !seen[strings.ToLower(name[:strings.LastIndex(name, "/")])]:
-			return fail("parent does not come before it")
-		case seen[strings.ToLower(name)]:
-			return fail("written twice (Windows names ignore case)")
-		}
-		seen[strings.ToLower(name)] = true
+	err := walkWindows(r, []string{"Files"}, func(_ int, h *tar.Header) error {
 		for k := range h.PAXRecords {
 			if strings.HasPrefix(k, "MSWINDOWS.") || strings.HasPrefix(k, "LIBARCHIVE.") {
-				return fail("Windows record %s in a base layer", k)
+				return fmt.Errorf("a Windows record, %s, in a base layer", k)
 			}
 		}
 		out = append(out, h)
-	}
+		return nil
+	})
+	return out, err
 }
