@@ -14,15 +14,10 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/pallet-dev/pallet/internal/build"
-	"github.com/pallet-dev/pallet/internal/cache"
-	"github.com/pallet-dev/pallet/internal/image"
 	"github.com/pallet-dev/pallet/internal/layer"
 	"github.com/pallet-dev/pallet/internal/output"
-	"github.com/pallet-dev/pallet/internal/plan"
 	"github.com/pallet-dev/pallet/internal/progress"
 	"github.com/pallet-dev/pallet/internal/recipe"
-	"github.com/pallet-dev/pallet/internal/record"
-	"github.com/pallet-dev/pallet/internal/source"
 )
 
 func buildCmd() *cobra.Command {
@@ -55,7 +50,6 @@ func buildCmd() *cobra.Command {
   pallet build --arg VERSION=1.2.3 --output registry:localhost:5000/hello`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
 			if quiet {
 				progressArg = "quiet"
 			}
@@ -64,33 +58,38 @@ func buildCmd() *cobra.Command {
 				return err
 			}
 			defer prog.Close()
-			logf := prog.Warn
+			// Flags and outputs are checked before any work so a typo
+			// costs nothing.
 			overrides, err := parseArgs(args)
 			if err != nil {
 				return err
 			}
-			// Flags and outputs are checked before any work so a typo
-			// costs nothing.
-			comp, err := layer.ParseCompression(compression)
-			if err != nil {
+			opt := build.Options{Jobs: jobs, MinGo: minGo, RequireLicenses: requireLic, RecordPath: recordPath,
+				CacheDir: cacheDir, NoCache: noCache, Progress: prog}
+			if opt.Compression, err = layer.ParseCompression(compression); err != nil {
 				return fmt.Errorf("--compression: %w", err)
 			}
 			if jobs < 0 {
 				return fmt.Errorf("--jobs %d: want 0 (one per CPU) or more", jobs)
 			}
-			if cacheFrom, err = cacheRef("--cache-from", cacheFrom); err != nil {
+			if opt.CacheFrom, err = cacheRef("--cache-from", cacheFrom); err != nil {
 				return err
 			}
-			if cacheTo, err = cacheRef("--cache-to", cacheTo); err != nil {
+			if opt.CacheTo, err = cacheRef("--cache-to", cacheTo); err != nil {
 				return err
 			}
-			var targets []output.Target
+			if noCache && (cacheFrom != "" || cacheTo != "") {
+				return fmt.Errorf("--cache-from and --cache-to need the local cache; drop --no-cache")
+			}
+			if opt.Network, err = mirror.network(); err != nil {
+				return err
+			}
 			for _, o := range outputs {
 				t, err := output.Parse(o, output.Options{})
 				if err != nil {
 					return err
 				}
-				targets = append(targets, t)
+				opt.Outputs = append(opt.Outputs, t)
 			}
 			r, err := recipe.Load(file)
 			if err != nil {
@@ -100,93 +99,18 @@ func buildCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			p, err := plan.New(r, plan.Options{Args: overrides, Platforms: platforms, Images: images, Modes: choices})
+			p, err := r.Plan(recipe.Options{Args: overrides, Platforms: platforms, Images: images, Modes: choices})
 			if err != nil {
 				return err
-			}
-			work, err := os.MkdirTemp("", "pallet-build-*")
-			if err != nil {
-				return err
-			}
-			defer os.RemoveAll(work)
-			fetcher, err := mirror.fetcher(logf)
-			if err != nil {
-				return err
-			}
-			var c *cache.Cache
-			if !noCache {
-				if cacheDir == "" {
-					if cacheDir, err = cache.DefaultDir(); err != nil {
-						return err
-					}
-				}
-				if c, err = cache.Open(cacheDir); err != nil {
-					return err
-				}
-				defer c.Close()
-				c.Log = logf
-				fetcher.Cache = c
-				if cacheFrom != "" {
-					// A cache only saves work: one that cannot be read
-					// (not created yet, on a registry that answers 401
-					// for a missing repository; unreachable) costs that
-					// saving, not the build.
-					if err := c.ImportFrom(ctx, cacheFrom); err != nil {
-						logf("%v; building without it", err)
-					}
-				}
-			} else if cacheFrom != "" || cacheTo != "" {
-				return fmt.Errorf("--cache-from and --cache-to need the local cache; drop --no-cache")
-			}
-			bases := &image.Resolver{Dir: r.Dir, WorkDir: work, Epoch: p.Epoch}
-			if c != nil {
-				bases.Blobs = c
 			}
 			start := time.Now()
-			res, err := build.Run(ctx, p, build.Options{
-				Jobs:            jobs,
-				WorkDir:         work,
-				Compression:     comp,
-				Fetcher:         fetcher,
-				Cache:           c,
-				Bases:           bases,
-				MinGo:           minGo,
-				RequireLicenses: requireLic,
-				Progress:        prog,
-			})
+			res, err := build.Run(cmd.Context(), p, opt)
 			if err != nil {
 				return err
-			}
-			if recordPath == "" {
-				recordPath = record.PathFor(outputs[0])
-			}
-			for i, t := range targets {
-				done := prog.Start("output " + t.String())
-				err := t.Write(ctx, res.Images)
-				done("", err)
-				if err != nil {
-					return fmt.Errorf("output %s: %w", t, err)
-				}
-				// The record is written as soon as the output it sits
-				// beside is: an output or cache export that fails later
-				// leaves no new images next to an old record.
-				if i == 0 {
-					if err := record.Write(recordPath, res.Record); err != nil {
-						return fmt.Errorf("build record: %w", err)
-					}
-				}
-			}
-			if cacheTo != "" {
-				done := prog.Start("export cache to registry:" + cacheTo)
-				err := c.ExportTo(ctx, cacheTo)
-				done("", err)
-				if err != nil {
-					return fmt.Errorf("--cache-to: the images are built and written, but the cache export failed: %w", err)
-				}
 			}
 			prog.Close()
 			if !quiet && progressArg != "json" {
-				fmt.Fprintf(cmd.ErrOrStderr(), "built %d image(s) in %.2fs; record in %s\n", len(res.Images), time.Since(start).Seconds(), recordPath)
+				fmt.Fprintf(cmd.ErrOrStderr(), "built %d image(s) in %.2fs; record in %s\n", len(res.Images), time.Since(start).Seconds(), res.RecordPath)
 			}
 			return nil
 		},
@@ -226,27 +150,26 @@ func (m *mirrorFlags) register(f *pflag.FlagSet) {
 	f.BoolVar(&m.offline, "offline", false, "use no network: everything must be in --mirror")
 }
 
-func (m *mirrorFlags) fetcher(logf func(string, ...any)) (*source.Fetcher, error) {
+// network checks the flags and returns the build's network policy.
+func (m *mirrorFlags) network() (build.Network, error) {
 	if m.offline && m.dir == "" {
-		return nil, fmt.Errorf("--offline needs --mirror DIR (written by pallet fetch)")
+		return build.Network{}, fmt.Errorf("--offline needs --mirror DIR (written by pallet fetch)")
 	}
 	if m.url != "" {
 		u, err := url.Parse(m.url)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("--mirror-url %q: want an http(s) URL such as https://mirror.internal/pallet", m.url)
+			return build.Network{}, fmt.Errorf("--mirror-url %q: want an http(s) URL such as https://mirror.internal/pallet", m.url)
 		}
 	}
-	f := source.New()
-	f.Log = logf
-	f.Mirror, f.MirrorURL, f.Offline = m.dir, m.url, m.offline
+	n := build.Network{Offline: m.offline, MirrorURL: m.url}
 	if m.dir != "" {
 		abs, err := filepath.Abs(m.dir)
 		if err != nil {
-			return nil, err
+			return build.Network{}, err
 		}
-		f.Mirror = abs
+		n.Mirror = abs
 	}
-	return f, nil
+	return n, nil
 }
 
 // cacheRef checks a registry cache flag, "registry:REF", and returns REF.
@@ -267,8 +190,8 @@ func cacheRef(flag, s string) (string, error) {
 }
 
 // parseModes merges a modes file (artifact: mode) with --mode flags.
-func parseModes(file string, flags []string) (map[string]plan.Choice, error) {
-	out := map[string]plan.Choice{}
+func parseModes(file string, flags []string) (map[string]recipe.Choice, error) {
+	out := map[string]recipe.Choice{}
 	if file != "" {
 		data, err := os.ReadFile(file)
 		if err != nil {
@@ -279,7 +202,7 @@ func parseModes(file string, flags []string) (map[string]plan.Choice, error) {
 			return nil, fmt.Errorf("%s: %w", file, err)
 		}
 		for k, v := range m {
-			out[k] = plan.ParseChoice(v)
+			out[k] = recipe.ParseChoice(v)
 		}
 	}
 	for _, s := range flags {
@@ -287,7 +210,7 @@ func parseModes(file string, flags []string) (map[string]plan.Choice, error) {
 		if !ok || k == "" || v == "" {
 			return nil, fmt.Errorf("--mode %q: want NAME=MODE (source, release, local or local:PATH)", s)
 		}
-		out[k] = plan.ParseChoice(v)
+		out[k] = recipe.ParseChoice(v)
 	}
 	return out, nil
 }

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/pallet-dev/pallet/internal/plan"
+	"github.com/pallet-dev/pallet/internal/build"
 	"github.com/pallet-dev/pallet/internal/recipe"
 )
 
@@ -41,17 +41,17 @@ func fetchCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			arts, err := plan.Fetchable(r, plan.Options{Args: overrides, Platforms: platforms, Images: images})
+			arts, err := r.Fetchable(recipe.Options{Args: overrides, Platforms: platforms, Images: images})
 			if err != nil {
 				return err
 			}
 			dir := mirror.dir
 			mirror.dir, mirror.offline = "", false // fetch from upstream (or --mirror-url)
-			f, err := mirror.fetcher(logf)
+			n, err := mirror.network()
 			if err != nil {
 				return err
 			}
-			if err := f.MirrorTo(cmd.Context(), dir, arts); err != nil {
+			if err := build.Mirror(cmd.Context(), arts, dir, n, logf); err != nil {
 				return err
 			}
 			logf("mirrored %d download(s) and repositories into %s", len(arts), dir)

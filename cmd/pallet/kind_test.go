@@ -234,9 +234,9 @@ func TestModeErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"unknown artifact", []string{"--mode", "dockerd=release"}, "--mode dockerd: no artifact dockerd"},
+		{"unknown artifact", []string{"--mode", "dockerd=release"}, "mode choice dockerd: no artifact dockerd"},
 		{"unknown mode", []string{"--mode", "runc=nightly"}, "artifact runc has modes source, release, local"},
-		{"local without path", []string{"--mode", "runc=local"}, "needs a path: --mode runc=local:PATH"},
+		{"local without path", []string{"--mode", "runc=local"}, "needs a path, given when building (a mode choice local:PATH)"},
 		{"path on release", []string{"--mode", "runc=release:/tmp/x"}, "only the local mode takes a path"},
 		{"old go", []string{"--platform", "linux/amd64", "--mode", "runc=source", "--mode", "containerd=release", "--mode", "crictl=release", "--mode", "cni-plugins=release", "--min-go", "1.99.1"}, "source mode): runc was built with go1."},
 		{"require licences", []string{"--platform", "linux/amd64", "--mode", "runc=release", "--require-licenses"}, "artifact runc (linux/amd64, release mode): no licence file found"},
@@ -358,7 +358,7 @@ func TestGoVersionPin(t *testing.T) {
 		t.Errorf("only %d Go binaries recorded", n)
 	}
 	_, err := pallet(t, append(e.args(filepath.Join(t.TempDir(), "out")), "--platform", "linux/amd64", "--mode", "runc=release", "--arg", "GO_VERSION="+pinned, "--min-go", "1.26.0")...)
-	if err == nil || !regexp.MustCompile(`source mode\): [a-z][a-z0-9/-]* was built with go`+regexp.QuoteMeta(pinned)+`, older than --min-go 1\.26\.0`).MatchString(err.Error()) {
+	if err == nil || !regexp.MustCompile(`source mode\): [a-z][a-z0-9/-]* was built with go`+regexp.QuoteMeta(pinned)+`, older than the minimum Go 1\.26\.0`).MatchString(err.Error()) {
 		t.Errorf("--min-go above the pinned Go: %v", err)
 	}
 }
@@ -450,7 +450,7 @@ func TestReleaseGoBinary(t *testing.T) {
 	}
 
 	_, err = pallet(t, append(e.args(filepath.Join(t.TempDir(), "out")), append(modes, "--min-go", "1.99.0")...)...)
-	if err == nil || !strings.Contains(err.Error(), "artifact runc (linux/amd64, release mode): runc was built with "+info.GoVersion+", older than --min-go 1.99.0") {
+	if err == nil || !strings.Contains(err.Error(), "artifact runc (linux/amd64, release mode): runc was built with "+info.GoVersion+", older than the minimum Go 1.99.0") {
 		t.Errorf("--min-go on a release: %v", err)
 	}
 }

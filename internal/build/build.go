@@ -18,6 +18,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/pallet-dev/pallet/internal/artifact"
 	"github.com/pallet-dev/pallet/internal/cache"
 	"github.com/pallet-dev/pallet/internal/exe"
 	"github.com/pallet-dev/pallet/internal/image"
@@ -26,25 +27,31 @@ import (
 	"github.com/pallet-dev/pallet/internal/plan"
 	"github.com/pallet-dev/pallet/internal/platform"
 	"github.com/pallet-dev/pallet/internal/progress"
-	"github.com/pallet-dev/pallet/internal/recipe"
 	"github.com/pallet-dev/pallet/internal/record"
-	"github.com/pallet-dev/pallet/internal/source"
 	"github.com/pallet-dev/pallet/internal/tree"
 )
 
-// Options control execution.
+// Options are a build's policy and destinations. The zero value builds
+// with one job per CPU, gzip layers, the default cache, no outputs.
 type Options struct {
 	// Jobs bounds parallel work; runtime.NumCPU() when zero.
-	Jobs int
-	// WorkDir holds downloads, builds and layer blobs; it must outlive the
-	// images returned, which read their layers from it.
-	WorkDir     string
+	Jobs        int
 	Compression layer.Compression
-	// Cache, when set, keeps layers between builds (the Fetcher has its
-	// own reference for artifacts).
-	Cache   *cache.Cache
-	Fetcher *source.Fetcher
-	Bases   *image.Resolver
+	// Outputs receive the images, in order; all are checked before any
+	// work, and written only once every image is built.
+	Outputs []output.Target
+	// RecordPath is where the build record goes: beside the first
+	// output's path by default (RecordFor).
+	RecordPath string
+	// CacheDir holds the local cache (DefaultCacheDir when empty); NoCache
+	// builds everything anew and keeps nothing.
+	CacheDir string
+	NoCache  bool
+	// CacheFrom and CacheTo are registry references of a shared cache
+	// read before and written after the build.
+	CacheFrom, CacheTo string
+	// Network says where downloads and repositories come from.
+	Network Network
 	// MinGo fails the build when a placed Go binary was built with an
 	// older Go ("1.22.7"): how a release lacking a Go fix is caught.
 	MinGo string
@@ -54,13 +61,28 @@ type Options struct {
 	Progress progress.Reporter
 }
 
-// Result is a finished build.
-type Result struct {
-	Images []output.Image
-	Record *record.Build
+// Network is the build-wide policy for what comes from outside.
+type Network struct {
+	// Offline forbids the network: downloads and repositories come from
+	// Mirror, and bases from layouts or the cache.
+	Offline bool
+	// Mirror is a directory written by pallet fetch; MirrorURL serves
+	// one over http(s).
+	Mirror, MirrorURL string
 }
 
-// Run builds every image of p.
+// Result is a finished build.
+type Result struct {
+	Images     []output.Image
+	Record     *record.Build
+	RecordPath string
+}
+
+// Run carries out p: it checks the outputs, opens the cache (and imports
+// the shared one), fetches every artifact once, writes the layers,
+// assembles each platform's image on its bases, gathers platforms into
+// indexes, writes the outputs and the record, and exports the shared
+// cache. Independent work runs in parallel.
 func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 	if opt.Jobs <= 0 {
 		opt.Jobs = runtime.NumCPU()
@@ -68,14 +90,17 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 	if opt.Progress == nil {
 		opt.Progress, _ = progress.New("quiet", nil)
 	}
-	if opt.Fetcher == nil {
-		opt.Fetcher = source.New()
-	}
-	if opt.Bases == nil {
-		opt.Bases = &image.Resolver{Dir: p.Recipe.Dir, WorkDir: opt.WorkDir, Epoch: p.Epoch}
+	if opt.Compression == "" {
+		opt.Compression = layer.Gzip
 	}
 	if opt.MinGo != "" && !version.IsValid("go"+strings.TrimPrefix(opt.MinGo, "go")) {
-		return nil, fmt.Errorf("--min-go %q: want a Go release such as 1.22.7", opt.MinGo)
+		return nil, fmt.Errorf("minimum Go %q: want a Go release such as 1.22.7", opt.MinGo)
+	}
+	if (opt.CacheFrom != "" || opt.CacheTo != "") && opt.NoCache {
+		return nil, errors.New("a shared registry cache needs the local cache, which is turned off")
+	}
+	if opt.Network.Offline && opt.Network.Mirror == "" {
+		return nil, errors.New("an offline build needs a mirror directory (written by pallet fetch)")
 	}
 	if opt.Compression == layer.Zstd {
 		for _, im := range p.Images {
@@ -86,26 +111,110 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 			}
 		}
 	}
-	b := &builder{plan: p, opt: opt, placed: map[string]*record.Image{}, writers: make(chan struct{}, opt.Jobs), memo: record.NoMemo}
-	if opt.Cache != nil {
-		b.memo = opt.Cache.Remember
+	if opt.RecordPath == "" && len(opt.Outputs) > 0 {
+		opt.RecordPath = RecordFor(opt.Outputs[0])
 	}
+
+	work, err := os.MkdirTemp("", "pallet-build-*")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(work)
+
+	fetcher := artifact.New()
+	fetcher.Log = opt.Progress.Warn
+	fetcher.Mirror, fetcher.MirrorURL, fetcher.Offline = opt.Network.Mirror, opt.Network.MirrorURL, opt.Network.Offline
+	bases := &image.Resolver{Dir: p.Dir, WorkDir: work, Epoch: p.Epoch}
+
+	var c *cache.Cache
+	if !opt.NoCache {
+		dir := opt.CacheDir
+		if dir == "" {
+			if dir, err = cache.DefaultDir(); err != nil {
+				return nil, err
+			}
+		}
+		if c, err = cache.Open(dir); err != nil {
+			return nil, err
+		}
+		defer c.Close()
+		c.Log = opt.Progress.Warn
+		fetcher.Cache = c
+		bases.Blobs = c
+		if opt.CacheFrom != "" {
+			// A shared cache only saves work: one that cannot be read
+			// (not created yet, on a registry that answers 401 for a
+			// missing repository; unreachable) costs that saving, not
+			// the build.
+			if err := c.ImportFrom(ctx, opt.CacheFrom); err != nil {
+				opt.Progress.Warn("%v; building without it", err)
+			}
+		}
+	}
+
+	b := &builder{plan: p, opt: opt, work: work, cache: c, fetcher: fetcher, bases: bases,
+		placed: map[string]*record.Image{}, writers: make(chan struct{}, opt.Jobs), memo: record.NoMemo}
+	if c != nil {
+		b.memo = c.Remember
+	}
+	res, err := b.build(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res.RecordPath = opt.RecordPath
+	for i, t := range opt.Outputs {
+		done := opt.Progress.Start("output " + t.String())
+		err := t.Write(ctx, res.Images)
+		done("", err)
+		if err != nil {
+			return nil, fmt.Errorf("output %s: %w", t, err)
+		}
+		// The record is written as soon as the output it sits beside is:
+		// an output or cache export that fails later leaves no new images
+		// next to an old record.
+		if i == 0 && opt.RecordPath != "" {
+			if err := record.Write(opt.RecordPath, res.Record); err != nil {
+				return nil, fmt.Errorf("build record: %w", err)
+			}
+		}
+	}
+	if opt.CacheTo != "" {
+		done := opt.Progress.Start("export cache to registry:" + opt.CacheTo)
+		err := c.ExportTo(ctx, opt.CacheTo)
+		done("", err)
+		if err != nil {
+			return nil, fmt.Errorf("the images are built and written, but the cache export failed: %w", err)
+		}
+	}
+	return res, nil
+}
+
+// RecordFor is where the record of a build writing to t goes by default:
+// beside the layout directory or archive file, or in the current
+// directory for a push.
+func RecordFor(t output.Target) string {
+	return record.PathFor(t.String())
+}
+
+// build fetches, layers and assembles every image of the plan.
+func (b *builder) build(ctx context.Context) (*Result, error) {
+	p := b.plan
 	if err := b.fetchAll(ctx); err != nil {
 		return nil, err
 	}
-	rec := &record.Build{Recipe: p.Recipe.File, Epoch: p.Epoch.Unix()}
+	rec := &record.Build{Recipe: p.Source, Epoch: p.Epoch.Unix()}
 	for _, key := range slices.Sorted(maps.Keys(b.results)) {
 		a, err := record.Scan(b.results[key], b.memo)
 		if err != nil {
 			return nil, err
 		}
-		if err := b.policy(a, b.plan.Artifacts[key]); err != nil {
-			return nil, p.Recipe.Wrap(p.ArtifactAt(key), err)
+		if err := b.policy(a, p.Artifacts[key]); err != nil {
+			return nil, plan.Wrap(p.Artifacts[key].Pos, err)
 		}
 		rec.Artifacts = append(rec.Artifacts, a)
 	}
 	// Images are assembled in parallel with each other, as their
-	// platforms are within each; --jobs bounds the layer writing below.
+	// platforms are within each; Jobs bounds the layer writing below.
 	res := &Result{Record: rec, Images: make([]output.Image, len(p.Images))}
 	var g errgroup.Group
 	for i, im := range p.Images {
@@ -125,11 +234,11 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 }
 
 // policy applies the build's rules on what may be shipped.
-func (b *builder) policy(a record.Artifact, src *source.Artifact) error {
+func (b *builder) policy(a record.Artifact, src *plan.Artifact) error {
 	if len(a.Licenses) == 0 && !src.NoLicense {
-		msg := fmt.Sprintf("artifact %s (%s, %s mode): no licence file found; name them with licenses:, or declare licenses: none", a.Name, a.Platform, a.Mode)
+		msg := fmt.Sprintf("%s: no licence file found; name its licence files, or declare that it has none (licenses: none)", &src.Request)
 		if b.opt.RequireLicenses {
-			return errors.New(msg + " (--require-licenses)")
+			return errors.New(msg + "; licences are required")
 		}
 		b.opt.Progress.Warn("%s", msg)
 	}
@@ -138,10 +247,10 @@ func (b *builder) policy(a record.Artifact, src *source.Artifact) error {
 		for _, g := range a.GoBinaries {
 			v := goRelease(g.GoVersion)
 			if !version.IsValid(v) {
-				return fmt.Errorf("artifact %s (%s, %s mode): %s was built with Go %q, which --min-go cannot order", a.Name, a.Platform, a.Mode, g.Path, g.GoVersion)
+				return fmt.Errorf("%s: %s was built with Go %q, which cannot be ordered against the minimum Go", &src.Request, g.Path, g.GoVersion)
 			}
 			if version.Compare(v, min) < 0 {
-				return fmt.Errorf("artifact %s (%s, %s mode): %s was built with %s, older than --min-go %s", a.Name, a.Platform, a.Mode, g.Path, g.GoVersion, strings.TrimPrefix(min, "go"))
+				return fmt.Errorf("%s: %s was built with %s, older than the minimum Go %s", &src.Request, g.Path, g.GoVersion, strings.TrimPrefix(min, "go"))
 			}
 		}
 	}
@@ -163,8 +272,12 @@ func goRelease(v string) string {
 type builder struct {
 	plan    *plan.Plan
 	opt     Options
+	work    string
+	cache   *cache.Cache
+	fetcher *artifact.Fetcher
+	bases   *image.Resolver
 	mu      sync.Mutex
-	results map[string]*source.Result
+	results map[string]*artifact.Result
 	// placed records, per image manifest, which artifact went where.
 	placed map[string]*record.Image
 	// writers bounds the layers being written at once across all images
@@ -184,26 +297,26 @@ func (b *builder) step(name string, fn func() error) error {
 }
 
 func (b *builder) fetchAll(ctx context.Context) error {
-	b.results = map[string]*source.Result{}
+	b.results = map[string]*artifact.Result{}
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(b.opt.Jobs)
 	for _, key := range slices.Sorted(maps.Keys(b.plan.Artifacts)) {
 		a := b.plan.Artifacts[key]
 		g.Go(func() error {
-			work, err := os.MkdirTemp(b.opt.WorkDir, "artifact-*")
+			work, err := os.MkdirTemp(b.work, "artifact-*")
 			if err != nil {
 				return err
 			}
 			done := b.opt.Progress.Start(fmt.Sprintf("artifact %s (%s)", a.Name, a.Platform))
-			res, err := b.opt.Fetcher.Fetch(ctx, *a, work)
+			res, err := b.fetcher.Fetch(ctx, &a.Request, work)
 			if err != nil {
 				done("", err)
-				return b.plan.Recipe.Wrap(b.plan.ArtifactAt(key), err)
+				return plan.Wrap(a.Pos, err)
 			}
 			b.mu.Lock()
 			b.results[key] = res
 			b.mu.Unlock()
-			how := a.Mode
+			how := a.How()
 			if res.Cached {
 				how += ", cached"
 			}
@@ -226,7 +339,7 @@ func (b *builder) image(ctx context.Context, im *plan.Image) (output.Image, erro
 				// lazily, long after this group is done.
 				imgs, err := b.platformImages(ctx, im.Name, pi)
 				if err != nil {
-					var located *recipe.Error
+					var located *plan.Error
 					if errors.As(err, &located) {
 						return err // named where it was located
 					}
@@ -257,6 +370,15 @@ func (b *builder) image(ctx context.Context, im *plan.Image) (output.Image, erro
 	return out, nil
 }
 
+// base resolves a base image under the build's network policy: offline,
+// only bases that need no registry.
+func (b *builder) base(ctx context.Context, ref string, p platform.Platform) (v1.Image, error) {
+	if b.opt.Network.Offline && ref != image.Scratch && ref != image.HostProcessScratch && !strings.HasPrefix(ref, "oci:") {
+		return nil, fmt.Errorf("base %s is in a registry, and the build is offline; give it as an OCI layout (oci:DIR)", ref)
+	}
+	return b.bases.Base(ctx, ref, p)
+}
+
 // platformImages writes pi's layers once and puts them on each base.
 func (b *builder) platformImages(ctx context.Context, name string, pi *plan.PlatformImage) ([]v1.Image, error) {
 	layers, err := b.layers(ctx, name, pi)
@@ -265,9 +387,9 @@ func (b *builder) platformImages(ctx context.Context, name string, pi *plan.Plat
 	}
 	var imgs []v1.Image
 	for _, ref := range pi.Bases {
-		base, err := b.opt.Bases.Base(ctx, ref, pi.Platform)
+		base, err := b.base(ctx, ref, pi.Platform)
 		if err != nil {
-			return nil, b.plan.Recipe.Wrap(pi.BaseAt, fmt.Errorf("image %s (%s): %w", name, pi.Platform, err))
+			return nil, plan.Wrap(pi.BasePos, fmt.Errorf("image %s (%s): %w", name, pi.Platform, err))
 		}
 		img, err := image.Assemble(base, layers, pi.Config, b.plan.Epoch)
 		if err != nil {
@@ -309,13 +431,13 @@ func (b *builder) layers(ctx context.Context, name string, pi *plan.PlatformImag
 			for _, pm := range l.Placements {
 				res := b.results[pm.Artifact]
 				place := tree.Placement{Dest: pm.Dest, FileMode: pm.Mode, UID: pm.UID, GID: pm.GID}
-				if pm.Check {
+				if b.plan.Artifacts[pm.Artifact].Check {
 					if err := b.checkExecutables(res, place, pi.Platform); err != nil {
-						return b.plan.Recipe.Wrap(pm.At, fmt.Errorf("image %s (%s): %w", name, pi.Platform, err))
+						return plan.Wrap(pm.Pos, fmt.Errorf("image %s (%s): %w", name, pi.Platform, err))
 					}
 				}
 				if err := t.Place(res.Tree, place); err != nil {
-					return b.plan.Recipe.Wrap(pm.At, fmt.Errorf("image %s (%s), layer %s: place %s at %s: %w", name, pi.Platform, l.Name, res.Record.Name, pm.Dest, err))
+					return plan.Wrap(pm.Pos, fmt.Errorf("image %s (%s), layer %s: place %s at %s: %w", name, pi.Platform, l.Name, res.Record.Name, pm.Dest, err))
 				}
 				what = append(what, res.Record.Name+" "+pm.Dest)
 				if pm.Licenses && res.Licenses.Len() > 0 {
@@ -347,9 +469,9 @@ func (b *builder) layer(t *tree.Tree, opt layer.Options) (v1.Layer, error) {
 	}
 	b.writers <- struct{}{}
 	defer func() { <-b.writers }()
-	c := b.opt.Cache
+	c := b.cache
 	if c == nil {
-		return layer.Build(t, b.opt.WorkDir, opt)
+		return layer.Build(t, b.work, opt)
 	}
 	// The digests the key is made of are the ones the written layer must
 	// have: layer.Build checks each file against them as it writes it.
@@ -419,7 +541,7 @@ func cachedLayer(c *cache.Cache, key string) (v1.Layer, bool) {
 // checkExecutables refuses an executable built for another platform than
 // the image's, before any layer is written. A file that passed for this
 // platform once is not read again while it is untouched.
-func (b *builder) checkExecutables(res *source.Result, place tree.Placement, p platform.Platform) error {
+func (b *builder) checkExecutables(res *artifact.Result, place tree.Placement, p platform.Platform) error {
 	placed := tree.New()
 	if err := placed.Place(res.Tree, place); err != nil {
 		return err
@@ -437,4 +559,13 @@ func (b *builder) checkExecutables(res *source.Result, place tree.Placement, p p
 		}
 	}
 	return nil
+}
+
+// Mirror copies into dir what building reqs offline needs: downloads,
+// repositories, Go modules and toolchains (pallet fetch).
+func Mirror(ctx context.Context, reqs []*artifact.Request, dir string, n Network, log func(string, ...any)) error {
+	f := artifact.New()
+	f.Log = log
+	f.Mirror, f.MirrorURL, f.Offline = n.Mirror, n.MirrorURL, n.Offline
+	return f.MirrorTo(ctx, dir, reqs)
 }

@@ -35,7 +35,7 @@ func (r *Recipe) Vars(overrides map[string]string) (Vars, error) {
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
-		return nil, fmt.Errorf("--arg %s: not declared in %s (declared: %s)", strings.Join(unknown, ", "), r.File, strings.Join(slices.Sorted(maps.Keys(r.Args)), ", "))
+		return nil, fmt.Errorf("arg %s: not declared in %s (declared: %s)", strings.Join(unknown, ", "), r.File, strings.Join(slices.Sorted(maps.Keys(r.Args)), ", "))
 	}
 	return v, nil
 }

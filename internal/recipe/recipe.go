@@ -19,6 +19,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/pallet-dev/pallet/internal/plan"
 	"github.com/pallet-dev/pallet/internal/platform"
 )
 
@@ -40,6 +41,7 @@ type Recipe struct {
 	Dir  string `yaml:"-"`
 
 	lines map[string]int
+	cols  map[string]int
 }
 
 // Artifact is a named input that produces a file tree. It is either one
@@ -300,40 +302,29 @@ func (d Digests) For(p string) (string, bool) {
 	return v, ok
 }
 
-// Error is a problem in a recipe, located by file and line.
-type Error struct {
-	File string
-	Line int
-	Msg  string
-	// Err is the cause, for an error found while building what the
-	// recipe's line asked for (Wrap).
-	Err error
-}
+// Error is a problem in a recipe, located by file and line: the plan's
+// located error, which every front end reports the same way.
+type Error = plan.Error
 
-func (e *Error) Unwrap() error { return e.Err }
-
-func (e *Error) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+// Pos is the position of the value at path (keys joined with "."), or of
+// its nearest enclosing value that has one.
+func (r *Recipe) Pos(path string) plan.Pos {
+	for p := path; p != ""; {
+		if l, ok := r.lines[p]; ok {
+			return plan.Pos{File: r.File, Line: l, Col: r.cols[p]}
+		}
+		i := strings.LastIndexByte(p, '.')
+		if i < 0 {
+			break
+		}
+		p = p[:i]
 	}
-	return fmt.Sprintf("%s: %s", e.File, e.Msg)
+	return plan.Pos{File: r.File}
 }
 
-// Errorf returns an *Error at the line of the value at path (keys joined
-// with "."), or at the nearest enclosing value that has a line.
+// Errorf returns an *Error at the position of the value at path.
 func (r *Recipe) Errorf(path, format string, args ...any) error {
-	return &Error{File: r.File, Line: r.Line(path), Msg: fmt.Sprintf(format, args...)}
-}
-
-// Wrap locates err, found while carrying out the value at path, at that
-// value's line, so that a failure during a build points at the recipe
-// line that asked for the work. An error already located is kept as is.
-func (r *Recipe) Wrap(path string, err error) error {
-	var located *Error
-	if err == nil || errors.As(err, &located) {
-		return err
-	}
-	return &Error{File: r.File, Line: r.Line(path), Msg: err.Error(), Err: err}
+	return plan.Errorf(r.Pos(path), format, args...)
 }
 
 // Line returns the line of the value at path, or of its nearest ancestor.
@@ -367,7 +358,7 @@ func Parse(file string, data []byte) (*Recipe, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Recipe{File: file, Dir: filepath.Dir(abs), lines: map[string]int{}}
+	r := &Recipe{File: file, Dir: filepath.Dir(abs), lines: map[string]int{}, cols: map[string]int{}}
 
 	var root yaml.Node
 	if err := decode(yaml.NewDecoder(bytes.NewReader(data)), &root); err != nil && err != io.EOF {
@@ -378,9 +369,9 @@ func Parse(file string, data []byte) (*Recipe, error) {
 		return nil, e
 	}
 	if root.Kind == 0 || len(root.Content) == 0 {
-		return nil, &Error{File: file, Msg: "empty recipe"}
+		return nil, &Error{Pos: plan.Pos{File: file}, Msg: "empty recipe"}
 	}
-	indexLines(root.Content[0], "", r.lines)
+	indexLines(root.Content[0], "", r.lines, r.cols)
 
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -391,7 +382,7 @@ func Parse(file string, data []byte) (*Recipe, error) {
 	// recipe is one document.
 	var extra yaml.Node
 	if err := decode(dec, &extra); err != io.EOF {
-		return nil, &Error{File: file, Line: extra.Line, Msg: "a recipe is one YAML document; found another after ---"}
+		return nil, &Error{Pos: plan.Pos{File: file, Line: extra.Line}, Msg: "a recipe is one YAML document; found another after ---"}
 	}
 	if err := r.check(); err != nil {
 		return nil, err
@@ -439,9 +430,10 @@ func decode(dec *yaml.Decoder, v any) (err error) {
 
 // indexLines records the line of every mapping value and sequence item
 // under the dotted path that names it ("images.hello.files.0.dest").
-func indexLines(n *yaml.Node, path string, out map[string]int) {
+func indexLines(n *yaml.Node, path string, out, cols map[string]int) {
 	if path != "" {
 		out[path] = n.Line
+		cols[path] = n.Column
 	}
 	join := func(k string) string {
 		if path == "" {
@@ -453,14 +445,15 @@ func indexLines(n *yaml.Node, path string, out map[string]int) {
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k := n.Content[i]
-			indexLines(n.Content[i+1], join(k.Value), out)
+			indexLines(n.Content[i+1], join(k.Value), out, cols)
 			// The key's own line is more useful for a mapping value that
 			// starts on the next line.
 			out[join(k.Value)] = k.Line
+			cols[join(k.Value)] = k.Column
 		}
 	case yaml.SequenceNode:
 		for i, c := range n.Content {
-			indexLines(c, join(strconv.Itoa(i)), out)
+			indexLines(c, join(strconv.Itoa(i)), out, cols)
 		}
 	}
 }
@@ -490,7 +483,7 @@ func yamlError(file string, err error) *Error {
 		m = regexp.MustCompile(`into [\w.*\[\]]+`).ReplaceAllString(m, "where a different type is expected")
 		out = append(out, m)
 	}
-	return &Error{File: file, Line: line, Msg: strings.Join(out, "; ")}
+	return &Error{Pos: plan.Pos{File: file, Line: line}, Msg: strings.Join(out, "; ")}
 }
 
 var (

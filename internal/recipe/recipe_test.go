@@ -133,7 +133,7 @@ func TestExpand(t *testing.T) {
 	if _, err := r.Expand("artifacts.cni.url.url", "x-{{ NOPE }}", v); err == nil || !strings.Contains(err.Error(), "pallet.yaml:10: unknown variable {{NOPE}}") {
 		t.Errorf("unknown variable: %v", err)
 	}
-	if _, err := r.Vars(map[string]string{"VERSON": "x"}); err == nil || !strings.Contains(err.Error(), "--arg VERSON: not declared") {
+	if _, err := r.Vars(map[string]string{"VERSON": "x"}); err == nil || !strings.Contains(err.Error(), "arg VERSON: not declared") {
 		t.Errorf("unknown arg: %v", err)
 	}
 }

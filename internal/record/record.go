@@ -13,8 +13,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/pallet-dev/pallet/internal/artifact"
 	"github.com/pallet-dev/pallet/internal/cache"
-	"github.com/pallet-dev/pallet/internal/source"
 	"github.com/pallet-dev/pallet/internal/tempfile"
 	"github.com/pallet-dev/pallet/internal/tree"
 )
@@ -29,7 +29,7 @@ type Build struct {
 
 // Artifact is one artifact on one platform.
 type Artifact struct {
-	source.Record
+	artifact.Record
 	Files      []File     `json:"files"`
 	Licenses   []string   `json:"licenses"`
 	GoBinaries []GoBinary `json:"goBinaries,omitempty"`
@@ -76,7 +76,7 @@ func NoMemo(path, _ string, derive func(string) (string, error)) (string, error)
 
 // Scan records res: the digest of every file and the Go build info of each
 // Go binary, through memo.
-func Scan(res *source.Result, memo Memo) (Artifact, error) {
+func Scan(res *artifact.Result, memo Memo) (Artifact, error) {
 	a := Artifact{Record: res.Record, Files: []File{}, Licenses: []string{}}
 	for _, e := range res.Tree.Entries() {
 		if e.Kind != tree.File {

@@ -1,4 +1,4 @@
-package source_test
+package artifact_test
 
 import (
 	"bytes"
@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pallet-dev/pallet/internal/source"
+	"github.com/pallet-dev/pallet/internal/artifact"
 )
 
 // payload is large enough that a partial write leaves the client mid-body
@@ -31,10 +31,10 @@ func sum(b []byte) string {
 	return hex.EncodeToString(h[:])
 }
 
-// fetcher is what source.New returns, with a backoff short enough for tests
+// fetcher is what artifact.New returns, with a backoff short enough for tests
 // and a client with a timeout so that a mistake hangs no test for long.
-func fetcher(t *testing.T) *source.Fetcher {
-	f := source.New()
+func fetcher(t *testing.T) *artifact.Fetcher {
+	f := artifact.New()
 	f.Client = &http.Client{Timeout: 10 * time.Second}
 	f.Backoff = 5 * time.Millisecond
 	f.Log = t.Logf
@@ -174,7 +174,7 @@ func TestDownloadRetriesBrokenTransfers(t *testing.T) {
 			if err == nil {
 				t.Fatal("download succeeded against a server that never sends the file")
 			}
-			var mm *source.MismatchError
+			var mm *artifact.MismatchError
 			if errors.As(err, &mm) {
 				t.Errorf("a broken transfer reported as a digest mismatch: %v", err)
 			}
@@ -274,7 +274,7 @@ func TestDownloadDigestMismatch(t *testing.T) {
 	url := srv.URL + "/pkg.tgz"
 	want := sum([]byte("something else"))
 	err := fetcher(t).Download(context.Background(), url, want, dst)
-	var mm *source.MismatchError
+	var mm *artifact.MismatchError
 	if !errors.As(err, &mm) {
 		t.Fatalf("error %v (%T) is not a *MismatchError", err, err)
 	}

@@ -1,4 +1,4 @@
-package source
+package artifact
 
 import (
 	"bytes"
@@ -8,15 +8,74 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/pallet-dev/pallet/internal/platform"
 	"github.com/pallet-dev/pallet/internal/tree"
 )
 
+// Go builds main packages of a module on disk with a Go toolchain: the
+// host's, or a pinned release through GOTOOLCHAIN.
+type Go struct {
+	// Module is the module directory: absolute for a local module,
+	// relative to the checkout inside a Git artifact.
+	Module   string
+	Packages []string
+	Ldflags  []string
+	Tags     []string
+	Flags    []string
+	Env      []string
+	CGO      bool
+	Trimpath bool
+	// Version pins the toolchain through GOTOOLCHAIN ("1.23.4").
+	Version string
+	// CC is the C compiler for cgo, when set.
+	CC string
+}
+
+func (g *Go) Name() string { return "go" }
+
+func (g *Go) Origin() Origin { return Origin{Path: g.Module} }
+
+// Key covers everything go build reads: the settings, the toolchain, the
+// module's files and those of every module it replaces with a local
+// directory (go.work is off, see goEnv).
+func (g *Go) Key(f *Fetcher, _ *Request) ([]string, bool, error) {
+	parts, err := g.settingsKey()
+	if err != nil {
+		return nil, false, err
+	}
+	sums, err := f.localModulesDigest(g.Module)
+	if err != nil {
+		return nil, false, err
+	}
+	return append(parts, sums...), true, nil
+}
+
+// settingsKey lists what the recipe says of a build, and the toolchain.
+func (g *Go) settingsKey() ([]string, error) {
+	tc, err := toolchainIdentity(g.Version)
+	if err != nil {
+		return nil, err
+	}
+	return []string{tc, g.Module, strings.Join(g.Packages, "\x00"), strings.Join(g.Ldflags, "\x00"),
+		strings.Join(g.Tags, "\x00"), strings.Join(g.Flags, "\x00"), strings.Join(g.Env, "\x00"),
+		strconv.FormatBool(g.CGO), strconv.FormatBool(g.Trimpath), g.CC}, nil
+}
+
+func (g *Go) Produce(ctx context.Context, f *Fetcher, r *Request, work string) (*Result, error) {
+	return f.goBuild(ctx, r, g, g.Module, work)
+}
+
+// Mirror downloads the module's dependencies and pinned toolchain.
+func (g *Go) Mirror(ctx context.Context, f *Fetcher, r *Request, dir string) error {
+	return f.mirrorGoModules(ctx, dir, r.Platform, g, g.Module)
+}
+
 // goBuild cross-compiles the packages of the module in dir. GOCACHE is left
 // alone so repeated builds reuse the user's build cache.
-func (f *Fetcher) goBuild(ctx context.Context, a Artifact, dir string, work string) (*Result, error) {
-	g := a.Go
+func (f *Fetcher) goBuild(ctx context.Context, r *Request, g *Go, dir string, work string) (*Result, error) {
 	out := filepath.Join(work, "bin") + string(filepath.Separator)
 	if err := os.RemoveAll(out); err != nil {
 		return nil, err
@@ -40,10 +99,7 @@ func (f *Fetcher) goBuild(ctx context.Context, a Artifact, dir string, work stri
 	args = append(args, g.Flags...)
 	args = append(args, g.Packages...)
 
-	env, err := f.goEnv(a)
-	if err != nil {
-		return nil, err
-	}
+	env := f.goEnv(g, r.Platform)
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = dir
 	cmd.Env = env
@@ -51,7 +107,7 @@ func (f *Fetcher) goBuild(ctx context.Context, a Artifact, dir string, work stri
 	cmd.Stderr = &stderr
 	cmd.Stdout = &stderr
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("go %s (in %s, %s): %w\n%s", strings.Join(args, " "), dir, a.Platform, err, strings.TrimSpace(stderr.String()))
+		return nil, fmt.Errorf("go %s (in %s, %s): %w\n%s", strings.Join(args, " "), dir, r.Platform, err, strings.TrimSpace(stderr.String()))
 	}
 	t, err := tree.FromDir(out)
 	if err != nil {
@@ -60,7 +116,7 @@ func (f *Fetcher) goBuild(ctx context.Context, a Artifact, dir string, work stri
 	if t.Len() == 0 {
 		return nil, fmt.Errorf("go build of %s produced no executable (are they main packages?)", strings.Join(g.Packages, " "))
 	}
-	lic, err := findLicenses(shallowTree(dir), a.Licenses, a.NoLicense)
+	lic, err := findLicenses(shallowTree(dir), r.Licenses, r.NoLicense)
 	if err != nil {
 		return nil, err
 	}
@@ -130,8 +186,7 @@ func goEnvFile() map[string]string {
 // goEnv is the environment of a build: the user's, less the variables that
 // change its output and the go env file, then the target platform, cgo, the
 // pinned toolchain and compiler, and the recipe's additions.
-func (f *Fetcher) goEnv(a Artifact) ([]string, error) {
-	g := a.Go
+func (f *Fetcher) goEnv(g *Go, p platform.Platform) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
@@ -146,7 +201,7 @@ func (f *Fetcher) goEnv(a Artifact) ([]string, error) {
 	if slices.Contains(strings.Fields(os.Getenv("GOFLAGS")), "-modcacherw") {
 		env = append(env, "GOFLAGS=-modcacherw")
 	}
-	env = append(env, a.Platform.GoEnv()...)
+	env = append(env, p.GoEnv()...)
 	cgo := "0"
 	if g.CGO {
 		cgo = "1"
@@ -170,7 +225,7 @@ func (f *Fetcher) goEnv(a Artifact) ([]string, error) {
 		}
 		env = append(env, "GOPROXY="+proxy, "GOSUMDB=off")
 	}
-	return append(env, g.Env...), nil
+	return append(env, g.Env...)
 }
 
 // toolchainVersion asks the go command which toolchain it used, which may

@@ -1,4 +1,4 @@
-package source
+package artifact
 
 import (
 	"context"
@@ -8,9 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
 	"time"
@@ -25,30 +23,6 @@ type MismatchError struct {
 
 func (e *MismatchError) Error() string {
 	return fmt.Sprintf("sha256 mismatch for %s: expected %s, got %s", e.URL, e.Expected, e.Actual)
-}
-
-func (f *Fetcher) url(ctx context.Context, a Artifact, work string) (*Result, error) {
-	u := a.URL
-	name := u.Filename
-	if name == "" {
-		pu, err := url.Parse(u.URL)
-		if err != nil {
-			return nil, err
-		}
-		name = path.Base(pu.Path)
-		if name == "/" || name == "." {
-			return nil, fmt.Errorf("%s: cannot name the file from the URL; set filename", u.URL)
-		}
-	}
-	file := filepath.Join(work, "download")
-	if err := f.Get(ctx, u.URL, u.SHA256, file); err != nil {
-		return nil, err
-	}
-	t, lic, err := f.fileTree(ctx, a, file, name, u.Extract, work)
-	if err != nil {
-		return nil, err
-	}
-	return &Result{Tree: t, Licenses: lic, Record: Record{SHA256: u.SHA256}}, nil
 }
 
 // Get puts the file pinned by want into file: from the mirror directory

@@ -1,7 +1,9 @@
-package source
+package artifact
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -24,55 +26,95 @@ func (f *Fetcher) digest(path string) (string, error) {
 	return cache.HashFile(path)
 }
 
-// key is the cache key of a's result: everything that can change what the
-// artifact produces. Local files and directories are not cached (they are
-// used where they are), except archives, whose extraction is.
-func (f *Fetcher) key(a Artifact) (string, bool, error) {
-	parts := []string{"v2", a.Mode, a.Platform.String(), strings.Join(a.Licenses, "\x00"), strconv.FormatBool(a.NoLicense)}
-	extract := func(e *Extract) string {
-		if e == nil {
-			return "-"
-		}
-		return fmt.Sprintf("%d|%s", e.Strip, strings.Join(e.Include, "\x00"))
+// key is the cache key of r's result: everything that can change what the
+// artifact produces, the kind's inputs and what this package adds
+// (licences). ok is false for kinds used in place.
+func (f *Fetcher) key(r *Request) (string, bool, error) {
+	parts, ok, err := r.Kind.Key(f, r)
+	if err != nil || !ok {
+		return "", false, err
 	}
-	switch {
-	case a.URL != nil:
-		parts = append(parts, "url", a.URL.SHA256, a.URL.Filename, a.URL.URL, extract(a.URL.Extract))
-	case a.Local != nil:
-		if a.Local.Extract == nil {
-			return "", false, nil
-		}
-		info, err := os.Stat(a.Local.Path)
-		if err != nil || info.IsDir() {
-			return "", false, nil
-		}
-		sum, err := f.digest(a.Local.Path)
-		if err != nil {
-			return "", false, err
-		}
-		parts = append(parts, "local", sum, filepath.Base(a.Local.Path), extract(a.Local.Extract))
-	case a.Go != nil:
-		g := a.Go
-		tc, err := toolchainIdentity(g.Version)
-		if err != nil {
-			return "", false, err
-		}
-		parts = append(parts, "go", tc, g.Module, strings.Join(g.Packages, "\x00"), strings.Join(g.Ldflags, "\x00"),
-			strings.Join(g.Tags, "\x00"), strings.Join(g.Flags, "\x00"), strings.Join(g.Env, "\x00"),
-			strconv.FormatBool(g.CGO), strconv.FormatBool(g.Trimpath), g.CC)
-		if a.Git != nil {
-			parts = append(parts, "git", a.Git.Repo, a.Git.Commit, a.Git.Tag)
-		} else {
-			sum, err := f.moduleDigest(g.Module)
-			if err != nil {
-				return "", false, err
-			}
-			parts = append(parts, "module", sum)
-		}
-	default:
-		return "", false, nil
+	common := []string{"v3", r.Kind.Name(), r.Mode, r.Platform.String(), strings.Join(r.Licenses, "\x00"), strconv.FormatBool(r.NoLicense)}
+	return cache.Key(append(common, parts...)...), true, nil
+}
+
+// fetch is Fetch's cache-aside: take the entry for r's key, or make it under
+// the key's lock and store it.
+func (f *Fetcher) fetch(ctx context.Context, r *Request, work string) (*Result, error) {
+	if f.Cache == nil {
+		return f.produce(ctx, r, work)
 	}
-	return cache.Key(parts...), true, nil
+	key, ok, err := f.key(r)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return f.produce(ctx, r, work)
+	}
+	if dir, hit := f.Cache.Artifact(key); hit {
+		if res, err := f.fromCache(dir, r); err == nil {
+			return res, nil
+		}
+	}
+	unlock, err := f.Cache.Lock("artifact-" + key)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	// Another build may have made it while this one waited for the lock.
+	if dir, hit := f.Cache.Artifact(key); hit {
+		res, err := f.fromCache(dir, r)
+		if err == nil {
+			return res, nil
+		}
+		// Damaged, or not what the request pins: say so, drop it, and
+		// make it again.
+		f.Log("cache: %v; rebuilding", err)
+		if err := f.Cache.DropArtifact(key); err != nil {
+			return nil, err
+		}
+	}
+	res, err := f.produce(ctx, r, work)
+	if err != nil {
+		return nil, err
+	}
+	// The key was made from the inputs before the work read them: if they
+	// changed meanwhile, the result belongs to neither version, and would
+	// be stored under the old one's key.
+	if after, _, err := f.key(r); err != nil || after != key {
+		if err == nil {
+			err = errors.New("its inputs changed while it was being built; run the build again")
+		}
+		return nil, err
+	}
+	res.Record.Origin = r.Kind.Origin()
+	return f.store(key, res, work, r)
+}
+
+// localModulesDigest covers every file of the module in dir and of every
+// module it replaces with a local directory, followed transitively: all a
+// go build of it reads from disk besides the module cache (whose modules
+// go.sum pins) and the toolchain.
+func (f *Fetcher) localModulesDigest(dir string) ([]string, error) {
+	dirs, err := localModules(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, d := range dirs {
+		sum, err := f.moduleDigest(d)
+		if err != nil {
+			return nil, err
+		}
+		// The directory is named as go.mod names it relative to the
+		// module, so moving the whole tree keeps the key.
+		rel, err := filepath.Rel(dir, d)
+		if err != nil {
+			rel = d
+		}
+		out = append(out, filepath.ToSlash(rel)+"="+sum)
+	}
+	return out, nil
 }
 
 // moduleDigest covers every file of a local module (VCS metadata aside).
@@ -94,7 +136,7 @@ func (f *Fetcher) moduleDigest(dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return treeDigest(t, f.digest)
+	return tree.Digest(t, f.digest)
 }
 
 var (
@@ -139,7 +181,7 @@ func toolchainIdentity(pinned string) (string, error) {
 // store copies res into a new cache entry (hard links where possible) and
 // returns the result as read back from it, so every later build sees the
 // same paths.
-func (f *Fetcher) store(key string, res *Result, work string) (*Result, error) {
+func (f *Fetcher) store(key string, res *Result, work string, r *Request) (*Result, error) {
 	tmp, err := f.Cache.TempDir()
 	if err != nil {
 		return nil, err
@@ -169,7 +211,7 @@ func (f *Fetcher) store(key string, res *Result, work string) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	stored, err := f.fromCache(dir)
+	stored, err := f.fromCache(dir, r)
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +231,7 @@ func (f *Fetcher) entryDigest(dir string) (string, *tree.Tree, *tree.Tree, error
 		if err != nil {
 			return "", nil, nil, err
 		}
-		sum, err := treeDigest(t, f.digest)
+		sum, err := tree.Digest(t, f.digest)
 		if err != nil {
 			return "", nil, nil, err
 		}
@@ -199,9 +241,11 @@ func (f *Fetcher) entryDigest(dir string) (string, *tree.Tree, *tree.Tree, error
 	return strings.Join(parts, " "), trees[0], trees[1], nil
 }
 
-// fromCache reads the cache entry at dir, refusing one whose files no
-// longer match what was stored.
-func (f *Fetcher) fromCache(dir string) (*Result, error) {
+// fromCache reads the cache entry at dir for r, refusing one whose files
+// no longer match what was stored, or whose record does not carry r's
+// pins: an entry is found by a key, and a key made elsewhere (a shared
+// registry cache) is only a claim.
+func (f *Fetcher) fromCache(dir string, r *Request) (*Result, error) {
 	want, err := os.ReadFile(filepath.Join(dir, "digest"))
 	if err != nil {
 		return nil, fmt.Errorf("cache entry %s: %w", dir, err)
@@ -218,7 +262,52 @@ func (f *Fetcher) fromCache(dir string) (*Result, error) {
 	if err := json.Unmarshal(data, &res.Record); err != nil {
 		return nil, fmt.Errorf("cache entry %s: %w", dir, err)
 	}
+	pins := r.Kind.Origin()
+	stored := res.Record.Origin
+	if stored.SHA256 != pins.SHA256 || stored.Commit != pins.Commit || stored.Module != pins.Module {
+		return nil, fmt.Errorf("cache entry %s was made from %s, not from what %s pins (%s)", dir, describePins(stored), r.Name, describePins(pins))
+	}
+	if err := f.checkDownloadPin(r, t, pins); err != nil {
+		return nil, fmt.Errorf("cache entry %s: %w", dir, err)
+	}
 	return res, nil
+}
+
+func describePins(o Origin) string {
+	var parts []string
+	for _, p := range []struct{ k, v string }{{"sha256", o.SHA256}, {"commit", o.Commit}, {"module", o.Module}} {
+		if p.v != "" {
+			parts = append(parts, p.k+" "+p.v)
+		}
+	}
+	if len(parts) == 0 {
+		return "no pin"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// checkDownloadPin proves a cached download placed as it is (not
+// unpacked) against its pin: there the tree's one file is the download.
+// An unpacked one cannot be proved without unpacking it again; its entry
+// is trusted through its record and tree digest.
+func (f *Fetcher) checkDownloadPin(r *Request, t *tree.Tree, pins Origin) error {
+	u, ok := r.Kind.(*URL)
+	if !ok || u.Extract != nil {
+		return nil
+	}
+	for _, e := range t.Entries() {
+		if e.Kind != tree.File {
+			continue
+		}
+		sum, err := f.digest(e.Source)
+		if err != nil {
+			return err
+		}
+		if sum != pins.SHA256 {
+			return fmt.Errorf("%s has sha256 %s, not the pinned %s", e.Path, sum, pins.SHA256)
+		}
+	}
+	return nil
 }
 
 // materialize writes t under dir, with the modes tree.FromDir reads back.

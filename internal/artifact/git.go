@@ -1,4 +1,4 @@
-package source
+package artifact
 
 import (
 	"bytes"
@@ -13,25 +13,68 @@ import (
 	"strings"
 )
 
-// gitBuild checks out the pinned commit and builds the module in it.
-func (f *Fetcher) gitBuild(ctx context.Context, a Artifact, work string) (*Result, error) {
-	g := a.Git
+// Git builds a module of a git repository pinned by commit.
+type Git struct {
+	Repo   string
+	Commit string
+	// Tag, when given, must point at Commit.
+	Tag string
+	// Go is the build; its Module is relative to the checkout.
+	Go Go
+}
+
+func (g *Git) Name() string { return "git" }
+
+func (g *Git) Origin() Origin { return Origin{Repo: g.Repo, Commit: g.Commit} }
+
+// Key: the commit pins every file of the checkout, local replaces included.
+func (g *Git) Key(*Fetcher, *Request) ([]string, bool, error) {
+	parts, err := g.Go.settingsKey()
+	if err != nil {
+		return nil, false, err
+	}
+	return append(parts, g.Repo, g.Commit, g.Tag), true, nil
+}
+
+// Produce checks out the pinned commit and builds the module in it.
+func (g *Git) Produce(ctx context.Context, f *Fetcher, r *Request, work string) (*Result, error) {
 	src := filepath.Join(work, "src")
 	if err := f.checkout(ctx, g, src); err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(src, filepath.FromSlash(a.Go.Module))
-	res, err := f.goBuild(ctx, a, dir, work)
+	dir := filepath.Join(src, filepath.FromSlash(g.Go.Module))
+	res, err := f.goBuild(ctx, r, &g.Go, dir, work)
 	if err != nil {
 		return nil, err
 	}
 	// Licences are the repository's, even when the module is a subdirectory.
-	if a.Licenses == nil && !a.NoLicense && res.Licenses.Len() == 0 {
+	if r.Licenses == nil && !r.NoLicense && res.Licenses.Len() == 0 {
 		if res.Licenses, err = findLicenses(shallowTree(src), nil, false); err != nil {
 			return nil, err
 		}
 	}
 	return res, nil
+}
+
+// Mirror keeps a bare copy of the repository holding the commit, and the
+// module's dependencies and toolchain.
+func (g *Git) Mirror(ctx context.Context, f *Fetcher, r *Request, dir string) error {
+	if err := f.mirrorRepo(ctx, dir, g); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "pallet-fetch-*")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	src := filepath.Join(tmp, "src")
+	// From the mirror just written, not the upstream again.
+	m := *f
+	m.Mirror, m.Offline = dir, true
+	if err := m.checkout(ctx, g, src); err != nil {
+		return err
+	}
+	return f.mirrorGoModules(ctx, dir, r.Platform, &g.Go, filepath.Join(src, filepath.FromSlash(g.Go.Module)))
 }
 
 // checkout puts g.Commit of g.Repo in dir and proves it: the commit must

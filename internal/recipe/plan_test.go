@@ -1,10 +1,11 @@
-package plan
+package recipe
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/pallet-dev/pallet/internal/recipe"
+	"github.com/pallet-dev/pallet/internal/artifact"
+	"github.com/pallet-dev/pallet/internal/plan"
 )
 
 const src = `version: 1
@@ -36,9 +37,9 @@ images:
       cmd: []
 `
 
-func parse(t *testing.T) *recipe.Recipe {
+func parse(t *testing.T) *Recipe {
 	t.Helper()
-	r, err := recipe.Parse("pallet.yaml", []byte(src))
+	r, err := Parse("pallet.yaml", []byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,20 +48,20 @@ func parse(t *testing.T) *recipe.Recipe {
 
 func TestModesExpandOnlyTheChosen(t *testing.T) {
 	r := parse(t)
-	p, err := New(r, Options{Images: []string{"keep"}})
+	p, err := r.Plan(Options{Images: []string{"keep"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	a := p.Artifacts["tool@linux/arm64"]
-	if a.Mode != "release" || a.URL == nil || a.Git != nil || a.URL.URL != "https://example.com/tool-1.0-linux-arm64.tgz" || a.Version != "1.0" {
-		t.Errorf("default mode request: %+v %+v", a, a.URL)
+	if u, ok := a.Kind.(*artifact.URL); a.Mode != "release" || !ok || u.URL != "https://example.com/tool-1.0-linux-arm64.tgz" || a.Version != "1.0" {
+		t.Errorf("default mode request: %+v %+v", a, a.Kind)
 	}
-	p, err = New(r, Options{Images: []string{"keep"}, Args: map[string]string{"V": "2"}, Modes: map[string]Choice{"tool": {Mode: "source"}}})
+	p, err = r.Plan(Options{Images: []string{"keep"}, Args: map[string]string{"V": "2"}, Modes: map[string]Choice{"tool": {Mode: "source"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	a = p.Artifacts["tool@linux/amd64"]
-	if a.URL != nil || a.Git == nil || a.Go.Version != "1.23.4" || a.Version != "2.0" {
+	if g, ok := a.Kind.(*artifact.Git); !ok || g.Go.Version != "1.23.4" || a.Version != "2.0" {
 		t.Errorf("source mode request: %+v", a)
 	}
 	// One artifact placed twice carries its licences once per image.
@@ -80,11 +81,11 @@ func TestModesExpandOnlyTheChosen(t *testing.T) {
 }
 
 func TestPlacementPlatformsAndConfig(t *testing.T) {
-	p, err := New(parse(t), Options{})
+	p, err := parse(t).Plan(Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var clear, keep *Image
+	var clear, keep *plan.Image
 	for _, im := range p.Images {
 		switch im.Name {
 		case "clear":
@@ -115,11 +116,11 @@ func TestPlanErrors(t *testing.T) {
 	}{
 		{Options{Platforms: []string{"linux/s390x"}}, "no image is built for platform"},
 		{Options{Platforms: []string{"linux/amd46"}}, `unknown platform "linux/amd46"`},
-		{Options{Images: []string{"nope"}}, "--image nope: no such image"},
-		{Options{Args: map[string]string{"W": "1"}}, "--arg W: not declared"},
+		{Options{Images: []string{"nope"}}, "image nope: not in pallet.yaml"},
+		{Options{Args: map[string]string{"W": "1"}}, "arg W: not declared"},
 		{Options{Modes: map[string]Choice{"tool": {Mode: "local"}}}, "the local mode needs a path"},
 	} {
-		_, err := New(r, tc.opt)
+		_, err := r.Plan(tc.opt)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: got %v, want %q", tc.opt, err, tc.want)
 		}
@@ -130,7 +131,7 @@ func TestPlanErrors(t *testing.T) {
 // whatever order or repetitions the flags have.
 func TestImageSelectionOrder(t *testing.T) {
 	r := parse(t)
-	p, err := New(r, Options{Images: []string{"keep", "clear", "keep"}})
+	p, err := r.Plan(Options{Images: []string{"keep", "clear", "keep"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +146,7 @@ func TestImageSelectionOrder(t *testing.T) {
 
 // Two images may not end up under one repository and tag.
 func TestImagesShareAName(t *testing.T) {
-	r, err := recipe.Parse("pallet.yaml", []byte(`version: 1
+	r, err := Parse("pallet.yaml", []byte(`version: 1
 args:
   V: "1"
 images:
@@ -163,7 +164,7 @@ images:
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = New(r, Options{})
+	_, err = r.Plan(Options{})
 	if err == nil || !strings.Contains(err.Error(), "pallet.yaml:12: images a and b are both named example.com/app:latest") {
 		t.Errorf("got %v", err)
 	}
@@ -171,7 +172,7 @@ images:
 
 // A tag that repeats once expanded is one tag, not a clash with itself.
 func TestRepeatedTagIsOneTag(t *testing.T) {
-	r, err := recipe.Parse("pallet.yaml", []byte(`version: 1
+	r, err := Parse("pallet.yaml", []byte(`version: 1
 args:
   V: "1"
 images:
@@ -183,7 +184,7 @@ images:
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := New(r, Options{Args: map[string]string{"V": "latest"}})
+	p, err := r.Plan(Options{Args: map[string]string{"V": "latest"}})
 	if err != nil {
 		t.Fatal(err)
 	}

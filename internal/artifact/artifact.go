@@ -1,0 +1,186 @@
+// Package artifact obtains artifacts: one artifact, for one platform, as a
+// file tree on disk plus the licence files that go with it. Each kind of
+// artifact (a local path, a pinned download, a Go build of a local module,
+// a Go build of a pinned git commit, a Go module from the module proxy) is
+// one file implementing Kind. A front end picks the kind from the mode the
+// build chose, so a mode that was not chosen never reaches this package.
+package artifact
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/pallet-dev/pallet/internal/cache"
+	"github.com/pallet-dev/pallet/internal/platform"
+	"github.com/pallet-dev/pallet/internal/tree"
+)
+
+// Kind is one way of obtaining an artifact, fully expanded for one
+// platform. Its methods are called by Fetcher, which adds the cache, the
+// licences and the record around them.
+type Kind interface {
+	// Name is the kind as records and messages show it ("url", "go").
+	Name() string
+	// Key lists everything that can change what Produce makes, for the
+	// cache. ok is false for a kind whose result is not cached (it is used
+	// where it is).
+	Key(f *Fetcher, r *Request) (parts []string, ok bool, err error)
+	// Produce makes the artifact's tree under work, a directory of its own.
+	Produce(ctx context.Context, f *Fetcher, r *Request, work string) (*Result, error)
+	// Origin says where the content comes from, with its pins.
+	Origin() Origin
+	// Mirror copies what an offline build of this kind needs into a
+	// mirror directory (pallet fetch). Kinds with nothing to mirror return
+	// nil.
+	Mirror(ctx context.Context, f *Fetcher, r *Request, dir string) error
+}
+
+// Origin is where an artifact's content comes from, as the build record
+// shows it; SHA256 and Commit are the pins a cached result must carry.
+type Origin struct {
+	URL    string `json:"url,omitempty"`
+	Path   string `json:"path,omitempty"`
+	Repo   string `json:"repo,omitempty"`
+	Commit string `json:"commit,omitempty"`
+	// Module is module@version for a Go module fetched by version.
+	Module string `json:"module,omitempty"`
+	// SHA256 pins a download; for a module, its go.sum hash (h1:...).
+	SHA256 string `json:"sha256,omitempty"`
+}
+
+// Request is one artifact on one platform, with the kind that makes it.
+type Request struct {
+	Name     string
+	Platform platform.Platform
+	// Mode is the mode the build chose ("source", "release", "local"), or
+	// empty for an artifact with a single kind.
+	Mode    string
+	Version string
+	// Licenses names licence files relative to the artifact's root; nil
+	// finds them by name. NoLicense declares there is none to ship.
+	Licenses  []string
+	NoLicense bool
+	Kind      Kind
+}
+
+// How is what the build does for r, as progress shows it: the mode
+// chosen ("release"), or the kind of an artifact without modes ("go").
+func (r *Request) How() string {
+	if r.Mode == "" {
+		return r.Kind.Name()
+	}
+	return r.Mode
+}
+
+func (r *Request) String() string {
+	return fmt.Sprintf("artifact %s (%s, %s mode)", r.Name, r.Platform, r.How())
+}
+
+// Result is what an artifact produced.
+type Result struct {
+	Tree *tree.Tree
+	// Licenses holds the licence files found, named relative to the
+	// artifact's root; placed under /LICENSES/<artifact>/.
+	Licenses *tree.Tree
+	Record   Record
+	// Cached says the result came from the cache: nothing was fetched or built.
+	Cached bool
+}
+
+// Record describes where an artifact came from, for logs and the build record.
+type Record struct {
+	Name     string `json:"name"`
+	Mode     string `json:"mode,omitempty"`
+	Kind     string `json:"kind"`
+	Version  string `json:"version,omitempty"`
+	Platform string `json:"platform"`
+	Origin
+	// Digest is what was taken when no pin says it: a local file's sha256
+	// or a local directory's tree digest.
+	Digest string `json:"digest,omitempty"`
+	// GoVersion is the toolchain that built a source or go artifact.
+	GoVersion string `json:"goToolchain,omitempty"`
+}
+
+// Fetcher obtains artifacts, with the build-wide policy every kind obeys:
+// network, mirror, offline, cache, limits. Its zero value is not usable;
+// use New.
+type Fetcher struct {
+	Client *http.Client
+	// Retries is how many times a failed download is tried again.
+	Retries int
+	// Backoff is the wait before the first retry; it doubles each time.
+	Backoff time.Duration
+	// Mirror is a directory written by `pallet fetch`: downloads and git
+	// repositories are taken from it when present.
+	Mirror string
+	// MirrorURL serves a mirror's layout over http(s); downloads and
+	// repositories come from there instead of their upstream URLs.
+	MirrorURL string
+	// Offline forbids the network: everything must be in Mirror.
+	Offline bool
+	// Cache, when set, keeps downloads and built artifacts between builds.
+	Cache *cache.Cache
+	// Log receives one line per notable event (retries, warnings).
+	Log func(format string, args ...any)
+}
+
+// New returns a Fetcher with sensible network defaults.
+func New() *Fetcher {
+	return &Fetcher{
+		Client:  &http.Client{Timeout: 30 * time.Minute},
+		Retries: 3,
+		Backoff: 500 * time.Millisecond,
+		Log:     func(string, ...any) {},
+	}
+}
+
+// Fetch produces r's tree under work, a directory owned by this call. With
+// a cache, an artifact whose inputs were seen before is taken from it, and
+// a new one is made under a lock and stored.
+func (f *Fetcher) Fetch(ctx context.Context, r *Request, work string) (*Result, error) {
+	res, err := f.fetch(ctx, r, work)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", r, err)
+	}
+	// Where it came from is the request's, never the cache entry's: the
+	// entry may have been made from a copy elsewhere, by another recipe.
+	res.Record.Origin = r.Kind.Origin()
+	res.Record.Name = r.Name
+	res.Record.Mode = r.Mode
+	res.Record.Kind = r.Kind.Name()
+	res.Record.Version = r.Version
+	res.Record.Platform = r.Platform.String()
+	// What was taken without a pin (a local file or directory) shows
+	// its digest where a pinned download shows its pin.
+	if res.Record.SHA256 == "" {
+		res.Record.SHA256 = res.Record.Digest
+	}
+	res.Record.Digest = ""
+	if res.Licenses == nil {
+		res.Licenses = tree.New()
+	}
+	return res, nil
+}
+
+// produce does the work of r's kind in a fresh work directory.
+func (f *Fetcher) produce(ctx context.Context, r *Request, work string) (*Result, error) {
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return nil, err
+	}
+	return r.Kind.Produce(ctx, f, r, work)
+}
+
+// MirrorTo copies what reqs download or clone into the mirror directory
+// dir, for builds with --offline.
+func (f *Fetcher) MirrorTo(ctx context.Context, dir string, reqs []*Request) error {
+	for _, r := range reqs {
+		if err := r.Kind.Mirror(ctx, f, r, dir); err != nil {
+			return fmt.Errorf("%s: %w", r, err)
+		}
+	}
+	return nil
+}

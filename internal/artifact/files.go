@@ -1,0 +1,72 @@
+package artifact
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/pallet-dev/pallet/internal/archive"
+	"github.com/pallet-dev/pallet/internal/tree"
+)
+
+func (e *Extract) key() string {
+	if e == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%d|%s", e.Strip, strings.Join(e.Include, "\x00"))
+}
+
+// fileTree turns a file into a tree: unpacked if ex is set, else the file
+// itself under name. Licence files of an archive are taken apart from the
+// include filter so that shipping one binary still ships its licence.
+func (f *Fetcher) fileTree(ctx context.Context, r *Request, file, name string, ex *Extract, work string) (*tree.Tree, *tree.Tree, error) {
+	if ex == nil {
+		t, err := tree.FromFile(file, name)
+		if err != nil {
+			return nil, nil, err
+		}
+		lic, err := findLicenses(t, r.Licenses, r.NoLicense)
+		return t, lic, err
+	}
+	format, ok := archive.Detect(name)
+	if !ok {
+		return nil, nil, fmt.Errorf("%s: extract is set but the name has no known archive extension (.tar, .tar.gz, .tgz, .tar.xz, .tar.zst, .zip)", name)
+	}
+	dir := filepath.Join(work, "tree")
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, nil, err
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil, nil, err
+	}
+	opt := archive.Options{Strip: ex.Strip, Include: ex.Include}
+	if len(ex.Include) > 0 {
+		opt.Extra = licensePatterns(r.Licenses)
+	}
+	if err := archive.Extract(ctx, file, format, dir, opt); err != nil {
+		return nil, nil, err
+	}
+	all, err := tree.FromDir(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	lic, err := findLicenses(all, r.Licenses, r.NoLicense)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(ex.Include) == 0 {
+		return all, lic, nil
+	}
+	// Keep only what the include filter asked for in the artifact itself.
+	t := tree.New()
+	for _, e := range all.Entries() {
+		if archive.Match(ex.Include, e.Path) {
+			if err := t.Add(e); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	return t, lic, nil
+}

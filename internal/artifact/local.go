@@ -1,0 +1,97 @@
+package artifact
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/pallet-dev/pallet/internal/archive"
+	"github.com/pallet-dev/pallet/internal/tree"
+)
+
+// Local takes a file, a directory or an archive from disk.
+type Local struct {
+	// Path is absolute.
+	Path string
+	// Extract, when set, unpacks the file as an archive. A local file is
+	// placed as it is otherwise, whatever its name.
+	Extract *Extract
+}
+
+// Extract asks for an archive to be unpacked.
+type Extract struct {
+	Strip   int
+	Include []string
+}
+
+func (l *Local) Name() string { return "local" }
+
+func (l *Local) Origin() Origin { return Origin{Path: l.Path} }
+
+func (l *Local) Mirror(context.Context, *Fetcher, *Request, string) error { return nil }
+
+// Key caches only an archive's extraction: plain files and directories are
+// read where they are.
+func (l *Local) Key(f *Fetcher, _ *Request) ([]string, bool, error) {
+	if l.Extract == nil {
+		return nil, false, nil
+	}
+	info, err := os.Stat(l.Path)
+	if err != nil || info.IsDir() {
+		return nil, false, nil
+	}
+	sum, err := f.digest(l.Path)
+	if err != nil {
+		return nil, false, err
+	}
+	return []string{sum, filepath.Base(l.Path), l.Extract.key()}, true, nil
+}
+
+func (l *Local) Produce(ctx context.Context, f *Fetcher, r *Request, work string) (*Result, error) {
+	info, err := os.Stat(l.Path)
+	if err != nil {
+		return nil, fmt.Errorf("local path: %w", err)
+	}
+	var rec Record
+	if info.IsDir() {
+		if l.Extract != nil {
+			return nil, fmt.Errorf("%s is a directory; extract applies to archives", l.Path)
+		}
+		t, err := tree.FromDir(l.Path)
+		if err != nil {
+			return nil, err
+		}
+		if rec.Digest, err = tree.Digest(t, f.digest); err != nil {
+			return nil, err
+		}
+		lic, err := findLicenses(t, r.Licenses, r.NoLicense)
+		if err != nil {
+			return nil, err
+		}
+		return &Result{Tree: t, Licenses: lic, Record: rec}, nil
+	}
+	if rec.Digest, err = f.digest(l.Path); err != nil {
+		return nil, err
+	}
+	t, lic, err := f.fileTree(ctx, r, l.Path, filepath.Base(l.Path), l.Extract, work)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Tree: t, Licenses: lic, Record: rec}, nil
+}
+
+// LocalArchive is the Local a --mode NAME=local:PATH override makes: an
+// archive given at build time is unpacked, since "use this release tarball
+// I patched" means its contents, while any other file or directory is
+// taken as it is.
+func LocalArchive(path string, ex *Extract) *Local {
+	if ex == nil {
+		if _, ok := archive.Detect(path); ok {
+			if info, err := os.Stat(path); err == nil && !info.IsDir() {
+				ex = &Extract{}
+			}
+		}
+	}
+	return &Local{Path: path, Extract: ex}
+}

@@ -1,0 +1,630 @@
+package recipe
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pallet-dev/pallet/internal/artifact"
+	"github.com/pallet-dev/pallet/internal/image"
+	"github.com/pallet-dev/pallet/internal/plan"
+	"github.com/pallet-dev/pallet/internal/platform"
+)
+
+// Options narrow and parameterize a build.
+type Options struct {
+	// Args override the recipe's args.
+	Args map[string]string
+	// Platforms, when set, restricts the build to these platforms.
+	Platforms []string
+	// Images, when set, restricts the build to these images.
+	Images []string
+	// Epoch overrides the recipe's epoch (SOURCE_DATE_EPOCH).
+	Epoch *int64
+	// Modes chooses the mode of artifacts that have several.
+	Modes map[string]Choice
+}
+
+// planner expands one recipe into a plan.
+type planner struct {
+	r     *Recipe
+	p     *plan.Plan
+	modes map[string]Choice
+}
+
+// Choice is the mode chosen for one artifact, with the path of a local mode.
+type Choice struct {
+	Mode string
+	Path string
+}
+
+// ParseChoice reads "release", "source", "local" or "local:PATH".
+func ParseChoice(s string) Choice {
+	mode, path, _ := strings.Cut(s, ":")
+	return Choice{Mode: mode, Path: path}
+}
+
+// Plan expands r for the given options into the build's plan. Only the
+// chosen mode of each artifact is expanded: the others are never looked
+// at, so they cost nothing and cannot fail the build.
+func (r *Recipe) Plan(opt Options) (*plan.Plan, error) {
+	vars, names, want, err := selection(r, opt)
+	if err != nil {
+		return nil, err
+	}
+	epoch, err := epochOf(r, opt)
+	if err != nil {
+		return nil, err
+	}
+	pl := &planner{r: r, modes: opt.Modes, p: &plan.Plan{Source: r.File, Dir: r.Dir, Epoch: epoch, Artifacts: map[string]*plan.Artifact{}}}
+	if err := checkModes(r, opt.Modes); err != nil {
+		return nil, err
+	}
+	// Two images under one name would overwrite each other in a registry
+	// and be ambiguous in a layout or archive.
+	owner := map[string]string{}
+	for _, name := range names {
+		im, err := pl.image(name, r.Images[name], vars, want)
+		if err != nil {
+			return nil, err
+		}
+		if im == nil {
+			continue
+		}
+		for _, tag := range im.Tags {
+			ref := im.Repository + ":" + tag
+			if other, ok := owner[ref]; ok {
+				return nil, r.Errorf("images."+name+".tags", "images %s and %s are both named %s; give them different repositories or tags", other, name, ref)
+			}
+			owner[ref] = name
+		}
+		pl.p.Images = append(pl.p.Images, im)
+	}
+	if len(pl.p.Images) == 0 {
+		var have []string
+		for _, n := range names {
+			have = append(have, n+": "+strings.Join(r.Images[n].Platforms, ", "))
+		}
+		return nil, fmt.Errorf("%s: no image is built for platform(s) %s (%s)", r.File, strings.Join(opt.Platforms, ", "), strings.Join(have, "; "))
+	}
+	return pl.p, nil
+}
+
+// checkModes refuses a choice for an artifact that does not exist, has no
+// modes, or lacks the mode named.
+func checkModes(r *Recipe, modes map[string]Choice) error {
+	names := make([]string, 0, len(modes))
+	for n := range modes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		c := modes[name]
+		a, ok := r.Artifacts[name]
+		if !ok {
+			var all []string
+			for n, a := range r.Artifacts {
+				if a.Modes != nil {
+					all = append(all, n)
+				}
+			}
+			sort.Strings(all)
+			return fmt.Errorf("mode choice %s: no artifact %s in %s (artifacts with modes: %s)", name, name, r.File, strings.Join(all, ", "))
+		}
+		declared := a.ModeNames()
+		if len(declared) == 0 {
+			return fmt.Errorf("mode choice %s: artifact %s has no modes (%s)", name, name, r.Pos("artifacts."+name))
+		}
+		found := false
+		for _, m := range declared {
+			found = found || m == c.Mode
+		}
+		if !found {
+			return fmt.Errorf("mode choice %s=%s: artifact %s has modes %s (%s)", name, c.Mode, name, strings.Join(declared, ", "), r.Pos("artifacts."+name))
+		}
+		if c.Path != "" && c.Mode != "local" {
+			return fmt.Errorf("mode choice %s=%s:%s: only the local mode takes a path", name, c.Mode, c.Path)
+		}
+	}
+	return nil
+}
+
+func epochOf(r *Recipe, opt Options) (time.Time, error) {
+	var sec int64
+	switch {
+	case opt.Epoch != nil:
+		sec = *opt.Epoch
+	case os.Getenv("SOURCE_DATE_EPOCH") != "":
+		v, err := strconv.ParseInt(os.Getenv("SOURCE_DATE_EPOCH"), 10, 64)
+		if err != nil || v < 0 {
+			return time.Time{}, fmt.Errorf("SOURCE_DATE_EPOCH=%q: want Unix seconds", os.Getenv("SOURCE_DATE_EPOCH"))
+		}
+		sec = v
+	case r.Epoch != nil:
+		sec = *r.Epoch
+	}
+	return time.Unix(sec, 0).UTC(), nil
+}
+
+// selection reads what the options select: the variables, the images (in
+// order) and the platforms (nil for all).
+func selection(r *Recipe, opt Options) (Vars, []string, map[string]bool, error) {
+	vars, err := r.Vars(opt.Args)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	names, err := selectImages(r, opt.Images)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	want, err := parsePlatforms(opt.Platforms)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return vars, names, want, nil
+}
+
+func selectImages(r *Recipe, only []string) ([]string, error) {
+	var all []string
+	for n := range r.Images {
+		all = append(all, n)
+	}
+	sort.Strings(all)
+	if len(only) == 0 {
+		return all, nil
+	}
+	want := map[string]bool{}
+	for _, n := range only {
+		if _, ok := r.Images[n]; !ok {
+			return nil, fmt.Errorf("image %s: not in %s (images: %s)", n, r.File, strings.Join(all, ", "))
+		}
+		want[n] = true
+	}
+	// Name order, as without --image, whatever the flags' order or
+	// repetitions: outputs list the images in it.
+	return slices.DeleteFunc(all, func(n string) bool { return !want[n] }), nil
+}
+
+func parsePlatforms(list []string) (map[string]bool, error) {
+	if len(list) == 0 {
+		return nil, nil
+	}
+	want := map[string]bool{}
+	for _, s := range list {
+		for _, part := range strings.Split(s, ",") {
+			p, err := platform.Parse(part)
+			if err != nil {
+				return nil, fmt.Errorf("platform selection: %w", err)
+			}
+			want[p.String()] = true
+		}
+	}
+	return want, nil
+}
+
+func (pl *planner) image(name string, ri *Image, vars Vars, want map[string]bool) (*plan.Image, error) {
+	r := pl.r
+	at := "images." + name
+	im := &plan.Image{Name: name, Repository: name, Pos: r.Pos(at)}
+	if ri.Repository != "" {
+		repo, err := r.Expand(at+".repository", ri.Repository, vars)
+		if err != nil {
+			return nil, err
+		}
+		im.Repository = repo
+	}
+	tags, err := r.ExpandList(at+".tags", ri.Tags, vars)
+	if err != nil {
+		return nil, err
+	}
+	if len(tags) == 0 {
+		tags = []string{"latest"}
+	}
+	// A tag repeated once variables are expanded ({{VERSION}} and latest
+	// with VERSION=latest) names the image once.
+	seen := map[string]bool{}
+	for _, t := range tags {
+		if !seen[t] {
+			seen[t] = true
+			im.Tags = append(im.Tags, t)
+		}
+	}
+
+	plats, err := r.ExpandList(at+".platforms", ri.Platforms, vars)
+	if err != nil {
+		return nil, err
+	}
+	for i, ps := range plats {
+		pf, err := platform.Parse(ps)
+		if err != nil {
+			return nil, r.Errorf(fmt.Sprintf("%s.platforms.%d", at, i), "%v", err)
+		}
+		if want != nil && !want[pf.String()] {
+			continue
+		}
+		pi, err := pl.platformImage(name, ri, vars, pf)
+		if err != nil {
+			return nil, err
+		}
+		im.Platforms = append(im.Platforms, pi)
+	}
+	if len(im.Platforms) == 0 {
+		return nil, nil
+	}
+	return im, nil
+}
+
+// platformVars are the per-platform built-ins.
+func platformVars(pl platform.Platform) map[string]string {
+	return map[string]string{
+		"os":       pl.OS,
+		"arch":     pl.Arch,
+		"variant":  pl.Variant,
+		"platform": pl.String(),
+	}
+}
+
+func (pln *planner) platformImage(name string, ri *Image, vars Vars, pl platform.Platform) (*plan.PlatformImage, error) {
+	r := pln.r
+	at := "images." + name
+	v := vars.With(platformVars(pl))
+	bases, err := r.ExpandList(at+".base", ri.Base.For(pl.String()), v)
+	if err != nil {
+		return nil, err
+	}
+	if len(bases) == 0 {
+		return nil, r.Errorf(at+".base", "image %s: no base for platform %s", name, pl)
+	}
+	pi := &plan.PlatformImage{Platform: pl, Bases: bases, BasePos: r.Pos(at + ".base")}
+
+	layers := map[string]*plan.Layer{}
+	licensed := map[string]bool{}
+	for i, f := range ri.Files {
+		if !f.AppliesTo(pl) {
+			continue
+		}
+		fat := fmt.Sprintf("%s.files.%d", at, i)
+		key, err := pln.artifact(f.Artifact, pl, vars)
+		if err != nil {
+			return nil, err
+		}
+		dest, err := r.Expand(fat+".dest", f.Dest, v)
+		if err != nil {
+			return nil, err
+		}
+		pm := plan.Placement{Artifact: key, Dest: dest, Licenses: !licensed[key], Pos: r.Pos(fat)}
+		licensed[key] = true
+		if f.Mode != "" {
+			pm.Mode, _ = ParseMode(f.Mode) // checked by check()
+		}
+		if f.Owner != "" {
+			pm.UID, pm.GID, _ = ParseOwner(f.Owner)
+		}
+		lname := f.Layer
+		if lname == "" {
+			lname = fmt.Sprintf("%d-%s", i, f.Artifact)
+		}
+		l, ok := layers[lname]
+		if !ok {
+			l = &plan.Layer{Name: lname}
+			layers[lname] = l
+			pi.Layers = append(pi.Layers, l)
+		}
+		l.Placements = append(l.Placements, pm)
+	}
+
+	c := ri.Config
+	cfg := image.Config{Workdir: c.Workdir, User: c.User, StopSignal: c.StopSignal}
+	if err := r.expandLists(v,
+		listField{at + ".config.entrypoint", c.Entrypoint, &cfg.Entrypoint},
+		listField{at + ".config.cmd", c.Cmd, &cfg.Cmd},
+		listField{at + ".config.env", c.Env, &cfg.Env},
+		listField{at + ".config.ports", c.ExposedPorts, &cfg.ExposedPorts},
+	); err != nil {
+		return nil, err
+	}
+	// ExpandList keeps nil (inherit from the base) apart from an empty list
+	// in the recipe ("cmd: []"), which clears the value.
+	for _, s := range []*string{&cfg.Workdir, &cfg.User} {
+		if *s, err = r.Expand(at+".config", *s, v); err != nil {
+			return nil, err
+		}
+	}
+	if len(c.Labels) > 0 {
+		cfg.Labels = map[string]string{}
+		// In key order, so a recipe with two bad labels always reports
+		// the same one.
+		for _, k := range slices.Sorted(maps.Keys(c.Labels)) {
+			if cfg.Labels[k], err = r.Expand(at+".config.labels."+k, c.Labels[k], v); err != nil {
+				return nil, err
+			}
+		}
+	}
+	pi.Config = cfg
+	return pi, nil
+}
+
+// artifact records the request for artifact name on pf, in the mode the
+// build chose, and returns its key.
+func (pln *planner) artifact(name string, pf platform.Platform, v Vars) (string, error) {
+	key := plan.Key(name, pf)
+	if _, ok := pln.p.Artifacts[key]; ok {
+		return key, nil
+	}
+	c := pln.modes[name]
+	req, at, err := pln.r.request(name, c.Mode, c.Path, pf, v)
+	if err != nil {
+		return "", err
+	}
+	a := &plan.Artifact{Request: *req, Check: true, Pos: pln.r.Pos(at)}
+	if ra := pln.r.Artifacts[name]; ra.Check != nil {
+		a.Check = *ra.Check
+	}
+	pln.p.Artifacts[key] = a
+	return key, nil
+}
+
+// request expands artifact name in the given mode ("" for artifacts
+// without modes, or for the recipe's default) for platform pf, and says
+// where in the recipe its kind is. localPath, for the local mode,
+// overrides the recipe's path.
+func (r *Recipe) request(name, mode, localPath string, pf platform.Platform, vars Vars) (*artifact.Request, string, error) {
+	ra := r.Artifacts[name]
+	at := "artifacts." + name
+	req := &artifact.Request{Name: name, Platform: pf, NoLicense: ra.NoLicense()}
+	v := vars.With(platformVars(pf))
+	if ra.Version != "" {
+		ver, err := r.Expand(at+".version", ra.Version, v)
+		if err != nil {
+			return nil, "", err
+		}
+		req.Version = ver
+		v = v.With(map[string]string{"version": ver})
+	}
+	if !req.NoLicense && ra.Licenses != nil {
+		lic, err := r.ExpandList(at+".licenses", ra.Licenses, v)
+		if err != nil {
+			return nil, "", err
+		}
+		req.Licenses = lic
+	}
+	var err error
+	if ra.Modes == nil {
+		// One kind, no modes: the section names the kind.
+		switch {
+		case ra.Local != nil:
+			at += ".local"
+			req.Kind, err = r.local(name, at, ra.Local, "", v)
+		case ra.URL != nil:
+			at += ".url"
+			req.Kind, err = r.url(name, pf, at, ra.URL, v)
+		default:
+			at += ".go"
+			var g *artifact.Go
+			if g, err = r.goBuild(at, ra.Go, v); err == nil {
+				g.Module = abs(r.Dir, g.Module)
+				req.Kind = g
+			}
+		}
+		return req, at, err
+	}
+	if mode == "" {
+		mode = ra.Default
+	}
+	req.Mode = mode
+	at += ".modes." + mode
+	switch mode {
+	case "local":
+		l := ra.Modes.Local
+		if l == nil {
+			l = &Local{}
+		}
+		if l.Path == "" && localPath == "" {
+			return nil, "", r.Errorf(at, "artifact %s: the local mode needs a path, given when building (a mode choice local:PATH)", name)
+		}
+		req.Kind, err = r.local(name, at, l, localPath, v)
+	case "release":
+		req.Kind, err = r.url(name, pf, at, ra.Modes.Release, v)
+	case "source":
+		req.Kind, err = r.gitSource(at, ra.Modes.Source, v)
+	default:
+		return nil, "", r.Errorf("artifacts."+name, "artifact %s: unknown mode %q", name, mode)
+	}
+	return req, at, err
+}
+
+// local is the kind of a local section. A path given at build time is
+// relative to where pallet runs, and unpacked when it is an archive.
+func (r *Recipe) local(name, at string, l *Local, override string, v Vars) (artifact.Kind, error) {
+	ex, err := r.extract(at+".extract", l.Extract, v)
+	if err != nil {
+		return nil, err
+	}
+	if override != "" {
+		if !filepath.IsAbs(override) {
+			wd, err := os.Getwd()
+			if err != nil {
+				return nil, err
+			}
+			override = filepath.Join(wd, override)
+		}
+		return artifact.LocalArchive(override, ex), nil
+	}
+	path, err := r.Expand(at+".path", l.Path, v)
+	if err != nil {
+		return nil, err
+	}
+	return &artifact.Local{Path: abs(r.Dir, path), Extract: ex}, nil
+}
+
+// url is the kind of a url or release section.
+func (r *Recipe) url(name string, pf platform.Platform, at string, d *URL, v Vars) (artifact.Kind, error) {
+	u, err := r.Expand(at+".url", d.URL, v)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckURL(u); err != nil {
+		return nil, r.Errorf(at+".url", "artifact %s: %v", name, err)
+	}
+	sum, ok := d.SHA256.For(pf.String())
+	if !ok {
+		return nil, r.Errorf(at+".sha256", "artifact %s: no sha256 pinned for %s; every platform a download serves needs its digest", name, pf)
+	}
+	fname, err := r.Expand(at+".filename", d.Filename, v)
+	if err != nil {
+		return nil, err
+	}
+	ex, err := r.extract(at+".extract", d.Extract, v)
+	if err != nil {
+		return nil, err
+	}
+	return &artifact.URL{URL: u, SHA256: sum, Filename: fname, Extract: ex}, nil
+}
+
+// gitSource is the kind of a source mode: a Go build of a pinned commit.
+func (r *Recipe) gitSource(at string, src *Source, v Vars) (artifact.Kind, error) {
+	repo, err := r.Expand(at+".git.repo", src.Git.Repo, v)
+	if err != nil {
+		return nil, err
+	}
+	tag, err := r.Expand(at+".git.tag", src.Git.Tag, v)
+	if err != nil {
+		return nil, err
+	}
+	g, err := r.goBuild(at+".go", &src.Go, v)
+	if err != nil {
+		return nil, err
+	}
+	if g.Module == "" {
+		g.Module = "."
+	}
+	return &artifact.Git{Repo: repo, Commit: src.Git.Commit, Tag: tag, Go: *g}, nil
+}
+
+func (r *Recipe) goBuild(at string, g *GoBuild, v Vars) (*artifact.Go, error) {
+	mod, err := r.Expand(at+".module", g.Module, v)
+	if err != nil {
+		return nil, err
+	}
+	ver, err := r.Expand(at+".version", g.Version, v)
+	if err != nil {
+		return nil, err
+	}
+	if ver != "" {
+		if err := CheckGoVersion(ver); err != nil {
+			return nil, r.Errorf(at+".version", "%v", err)
+		}
+	}
+	sg := &artifact.Go{Module: mod, CGO: g.CGO, Trimpath: g.Trimpath == nil || *g.Trimpath, Version: ver, CC: g.CC[v["platform"]]}
+	if err := r.expandLists(v,
+		listField{at + ".packages", g.Packages, &sg.Packages},
+		listField{at + ".ldflags", g.Ldflags, &sg.Ldflags},
+		listField{at + ".tags", g.Tags, &sg.Tags},
+		listField{at + ".flags", g.Flags, &sg.Flags},
+		listField{at + ".env", g.Env, &sg.Env},
+	); err != nil {
+		return nil, err
+	}
+	return sg, nil
+}
+
+// listField is a recipe list at path to expand into out.
+type listField struct {
+	path string
+	in   []string
+	out  *[]string
+}
+
+func (r *Recipe) expandLists(v Vars, fields ...listField) error {
+	for _, f := range fields {
+		var err error
+		if *f.out, err = r.ExpandList(f.path, f.in, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Recipe) extract(at string, e *Extract, v Vars) (*artifact.Extract, error) {
+	if e == nil {
+		return nil, nil
+	}
+	inc, err := r.ExpandList(at+".include", e.Include, v)
+	if err != nil {
+		return nil, err
+	}
+	return &artifact.Extract{Strip: e.Strip, Include: inc}, nil
+}
+
+func abs(dir, p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(dir, p)
+}
+
+// Fetchable lists every download, repository and Go build the recipe could
+// use for the selected images and platforms, in every mode but local: what
+// an air-gapped site must mirror before building offline.
+func (r *Recipe) Fetchable(opt Options) ([]*artifact.Request, error) {
+	vars, names, want, err := selection(r, opt)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var out []*artifact.Request
+	for _, name := range names {
+		ri := r.Images[name]
+		plats, err := r.ExpandList("images."+name+".platforms", ri.Platforms, vars)
+		if err != nil {
+			return nil, err
+		}
+		for _, ps := range plats {
+			pl, err := platform.Parse(ps)
+			if err != nil {
+				return nil, r.Errorf("images."+name+".platforms", "%v", err)
+			}
+			if want != nil && !want[pl.String()] {
+				continue
+			}
+			for _, f := range ri.Files {
+				if !f.AppliesTo(pl) {
+					continue
+				}
+				a := r.Artifacts[f.Artifact]
+				var modes []string
+				switch {
+				case a.Modes != nil:
+					for _, m := range a.ModeNames() {
+						if m != "local" {
+							modes = append(modes, m)
+						}
+					}
+				case a.URL != nil, a.Go != nil:
+					// A local module has no source to mirror, but its
+					// dependencies and toolchain do.
+					modes = []string{""}
+				}
+				for _, m := range modes {
+					key := plan.Key(f.Artifact, pl) + "@" + m
+					if seen[key] {
+						continue
+					}
+					seen[key] = true
+					req, _, err := r.request(f.Artifact, m, "", pl, vars)
+					if err != nil {
+						return nil, err
+					}
+					out = append(out, req)
+				}
+			}
+		}
+	}
+	return out, nil
+}
