@@ -91,7 +91,7 @@ le() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-") print "-"; els
 cd "$WORK"
 
 say "building pallet, the workload helper and crane $CRANE_VERSION"
-(cd "$REPO" && go build -o "$WORK/bin/pallet" ./cmd/pallet && go build -o "$WORK/bin/workload" ./bench/workload)
+(cd "$REPO" && go build -o "$WORK/bin/pallet" ./cmd/pallet && (cd bench && go build -o "$WORK/bin/workload" ./workload))
 GOBIN=$WORK/bin go install "github.com/google/go-containerregistry/cmd/crane@$CRANE_VERSION"
 PALLET=$WORK/bin/pallet
 CRANE=$WORK/bin/crane
