@@ -7,7 +7,6 @@ package image
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -15,7 +14,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
@@ -40,6 +38,9 @@ type Resolver struct {
 	// Blobs, when set, keeps the layers of registry bases on disk so they
 	// are downloaded once, not at every build.
 	Blobs BlobStore
+	// MaxManifestSize bounds each index, manifest and config read from an
+	// OCI layout base; zero means DefaultMaxManifestSize.
+	MaxManifestSize int64
 }
 
 // Base returns the base image ref for platform p. ref is "scratch",
@@ -89,34 +90,13 @@ func (r *Resolver) fromLayout(spec string, p platform.Platform) (v1.Image, error
 	if !filepath.IsAbs(dir) {
 		dir = filepath.Join(r.Dir, dir)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "index.json")); err != nil {
-		return nil, fmt.Errorf("%s is not an OCI image layout (no index.json)", dir)
-	}
-	idx, err := layout.ImageIndexFromPath(dir)
+	l, err := openLayout(dir, r.MaxManifestSize)
 	if err != nil {
 		return nil, err
 	}
-	im, err := idx.IndexManifest()
+	found, err := l.find(refName, p)
 	if err != nil {
 		return nil, err
-	}
-	var candidates []v1.Descriptor
-	for _, d := range im.Manifests {
-		if refName != "" && d.Annotations["org.opencontainers.image.ref.name"] != refName {
-			continue
-		}
-		candidates = append(candidates, d)
-	}
-	if len(candidates) == 0 {
-		return nil, fmt.Errorf("%s has no image named %q", dir, refName)
-	}
-	var found []v1.Image
-	for _, d := range candidates {
-		imgs, err := matching(idx, d, p)
-		if err != nil {
-			return nil, err
-		}
-		found = append(found, imgs...)
 	}
 	switch len(found) {
 	case 0:
@@ -132,50 +112,6 @@ func (r *Resolver) fromLayout(spec string, p platform.Platform) (v1.Image, error
 		}
 	}
 	return found[0], nil
-}
-
-// matching returns the images under d (an image or a nested index) that
-// are for platform p.
-func matching(idx v1.ImageIndex, d v1.Descriptor, p platform.Platform) ([]v1.Image, error) {
-	switch {
-	case d.MediaType.IsIndex():
-		child, err := idx.ImageIndex(d.Digest)
-		if err != nil {
-			return nil, err
-		}
-		cm, err := child.IndexManifest()
-		if err != nil {
-			return nil, err
-		}
-		var out []v1.Image
-		for _, cd := range cm.Manifests {
-			imgs, err := matching(child, cd, p)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, imgs...)
-		}
-		return out, nil
-	case d.MediaType.IsImage():
-		if d.Platform != nil && !platformMatches(*d.Platform, p) {
-			return nil, nil
-		}
-		img, err := idx.Image(d.Digest)
-		if err != nil {
-			return nil, err
-		}
-		if d.Platform == nil {
-			cf, err := img.ConfigFile()
-			if err != nil {
-				return nil, err
-			}
-			if cf.OS != p.OS || cf.Architecture != p.Arch || (p.Variant != "" && cf.Variant != "" && cf.Variant != p.Variant) {
-				return nil, nil
-			}
-		}
-		return []v1.Image{img}, nil
-	}
-	return nil, nil // attestations and other artifacts
 }
 
 func platformMatches(have v1.Platform, want platform.Platform) bool {

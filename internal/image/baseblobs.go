@@ -1,6 +1,8 @@
 package image
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -21,15 +23,13 @@ type BlobStore interface {
 	// TempDir is a directory on the store's file system for a blob being
 	// written.
 	TempDir() (string, error)
-	// FileSHA256 is the digest of a file, remembered while it is untouched.
-	FileSHA256(path string) (string, error)
 }
 
 // storedImage serves a registry base's layers from a BlobStore, so they
 // are downloaded once, not at every build. A blob is put in the store only
 // after its digest was checked while downloading, and one found there is
-// used only if its digest is still right (else it is fetched again). The
-// bytes are the registry's, as they are: compressed or not.
+// checked again as it is read (see storedBlob.Compressed). The bytes are
+// the registry's, as they are: compressed or not.
 //
 // Layers stay mountable from the base's repository, so a push to the same
 // registry mounts them instead of uploading them.
@@ -95,22 +95,70 @@ func (b *storedBlob) DiffID() (v1.Hash, error)            { return b.remote.Diff
 func (b *storedBlob) Size() (int64, error)                { return b.remote.Size() }
 func (b *storedBlob) MediaType() (types.MediaType, error) { return b.remote.MediaType() }
 
+// Compressed serves the stored copy, fetching it first if it is missing or
+// of the wrong size. Its digest is checked as it is read, not before: the
+// store's remembered digests trust a file whose size, mtime and inode are
+// unchanged, which a byte altered in place with its mtime restored keeps,
+// and hashing before use would read every base layer twice per build. A
+// copy found damaged fails the read that completes it, so it never
+// reaches an output whole, and is removed so the next build fetches it.
 func (b *storedBlob) Compressed() (io.ReadCloser, error) {
 	d, err := b.remote.Digest()
 	if err != nil {
 		return nil, err
 	}
-	path := b.store.Blob(d.Hex)
-	if sum, err := b.store.FileSHA256(path); err == nil {
-		if sum == d.Hex {
-			return os.Open(path)
-		}
-		os.Remove(path) // damaged: fetch it again
-	}
-	if err := b.fetch(d.Hex); err != nil {
+	size, err := b.remote.Size()
+	if err != nil {
 		return nil, err
 	}
-	return os.Open(path)
+	path := b.store.Blob(d.Hex)
+	f, err := b.openStored(path, size)
+	if err != nil {
+		os.Remove(path) // damaged or missing: fetch it again
+		if err := b.fetch(d.Hex); err != nil {
+			return nil, fmt.Errorf("fetch base blob %s: %w", d, err)
+		}
+		if f, err = b.openStored(path, size); err != nil {
+			return nil, err
+		}
+	}
+	what := fmt.Sprintf("stored base blob %s (%s)", d, path)
+	vr, err := newVerifiedReader(f, v1.Descriptor{Digest: d, Size: size}, what, func() { os.Remove(path) })
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &storedReader{vr}, nil
+}
+
+// openStored opens the stored copy if it is there with the right size.
+func (b *storedBlob) openStored(path string, size int64) (*os.File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if info.Size() != size {
+		f.Close()
+		return nil, fmt.Errorf("stored blob %s is %d bytes, not %d: %w", path, info.Size(), size, ErrBlobMismatch)
+	}
+	return f, nil
+}
+
+// storedReader says, when a stored copy turns out damaged, that it was
+// removed and what to do.
+type storedReader struct{ *verifiedReader }
+
+func (s *storedReader) Read(p []byte) (int, error) {
+	n, err := s.verifiedReader.Read(p)
+	if errors.Is(err, ErrBlobMismatch) {
+		return n, fmt.Errorf("%w; removed it from the blob store, the next build downloads it again", err)
+	}
+	return n, err
 }
 
 // fetch downloads the blob into the store. go-containerregistry checks the

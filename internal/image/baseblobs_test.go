@@ -1,0 +1,183 @@
+package image
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/validate"
+
+	"github.com/pallet-dev/pallet/internal/cache"
+	"github.com/pallet-dev/pallet/internal/testregistry"
+)
+
+// registryBase pushes a one-layer linux/amd64 image to a registry on
+// loopback and returns its reference and a count of blob downloads.
+func registryBase(t *testing.T) (string, *atomic.Int64) {
+	t.Helper()
+	var gets atomic.Int64
+	reg := testregistry.Start(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/blobs/") {
+				gets.Add(1)
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	img, err := random.Image(256<<10, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture = "linux", "amd64"
+	if img, err = mutate.ConfigFile(img, cf); err != nil {
+		t.Fatal(err)
+	}
+	ref := reg.Host + "/base/tiny:1"
+	nref, err := name.ParseReference(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(nref, img); err != nil {
+		t.Fatal(err)
+	}
+	return ref, &gets
+}
+
+// storedLayer resolves ref through a resolver keeping blobs in c and
+// returns its one layer.
+func storedLayer(t *testing.T, c *cache.Cache, ref string) v1.Layer {
+	t.Helper()
+	r := &Resolver{Blobs: c}
+	img, err := r.Base(context.Background(), ref, linuxAMD64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ls[0]
+}
+
+func readAll(l v1.Layer) (int64, error) {
+	rc, err := l.Compressed()
+	if err != nil {
+		return 0, err
+	}
+	defer rc.Close()
+	return io.Copy(io.Discard, rc)
+}
+
+// A stored blob altered in place, with its size, inode and mtime kept,
+// fools the store's remembered digests; it must still not reach an output
+// whole, and it is fetched again on the next read.
+func TestStoredBaseBlobAlteredInPlace(t *testing.T) {
+	ref, gets := registryBase(t)
+	c, err := cache.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := storedLayer(t, c, ref)
+	if _, err := readAll(l); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := l.Digest()
+	size, _ := l.Size()
+	path := c.Blob(d.Hex)
+	// An old mtime lets the store remember the digest, as it would for a
+	// blob downloaded by an earlier build.
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(path, old, old); err != nil {
+		t.Fatal(err)
+	}
+	if sum, err := c.FileSHA256(path); err != nil || sum != d.Hex {
+		t.Fatalf("stored blob hashes to %s (%v), want %s", sum, err, d.Hex)
+	}
+	flipFile(t, path, "")
+	fetched := gets.Load()
+
+	n, err := readAll(storedLayer(t, c, ref))
+	if !errors.Is(err, ErrBlobMismatch) {
+		t.Fatalf("reading the altered blob: got %v, want %v", err, ErrBlobMismatch)
+	}
+	wantErr(t, err, d.String(), path, "next build downloads it again")
+	if n >= size {
+		t.Fatalf("%d bytes of the altered %d-byte blob were delivered", n, size)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("the altered blob is still in the store: %v", err)
+	}
+
+	again := storedLayer(t, c, ref)
+	if err := validate.Layer(again); err != nil {
+		t.Fatalf("after the altered blob was found: %v", err)
+	}
+	if got := gets.Load() - fetched; got < 1 {
+		t.Fatal("the blob was not downloaded again")
+	}
+	if sum, err := cache.HashFile(path); err != nil || sum != d.Hex {
+		t.Fatalf("the stored blob hashes to %s (%v), want %s", sum, err, d.Hex)
+	}
+}
+
+// A stored blob of the wrong size is found before any of it is read, and
+// fetched again at once.
+func TestStoredBaseBlobTruncatedIsFetchedAgain(t *testing.T) {
+	ref, gets := registryBase(t)
+	c, err := cache.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := storedLayer(t, c, ref)
+	if _, err := readAll(l); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := l.Digest()
+	if err := os.Truncate(c.Blob(d.Hex), 10); err != nil {
+		t.Fatal(err)
+	}
+	fetched := gets.Load()
+	again := storedLayer(t, c, ref)
+	if err := validate.Layer(again); err != nil {
+		t.Fatal(err)
+	}
+	if gets.Load() == fetched {
+		t.Fatal("the truncated blob was not downloaded again")
+	}
+}
+
+// Once stored, a blob is served from the store, not downloaded again.
+func TestStoredBaseBlobServedFromStore(t *testing.T) {
+	ref, gets := registryBase(t)
+	c, err := cache.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readAll(storedLayer(t, c, ref)); err != nil {
+		t.Fatal(err)
+	}
+	l := storedLayer(t, c, ref)
+	fetched := gets.Load()
+	if err := validate.Layer(l); err != nil {
+		t.Fatal(err)
+	}
+	if gets.Load() != fetched {
+		t.Fatalf("a stored blob was downloaded again (%d downloads)", gets.Load()-fetched)
+	}
+}
