@@ -1,0 +1,98 @@
+package layer_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/v1/validate"
+
+	"github.com/pallet-dev/pallet/internal/layer"
+	"github.com/pallet-dev/pallet/internal/tree"
+)
+
+// goldenTree is one fixed tree: a directory, a plain file, an executable
+// and a symlink, placed under /opt/golden/.
+func goldenTree(t *testing.T) *tree.Tree {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, f := range map[string]struct {
+		content string
+		mode    os.FileMode
+	}{
+		"bin/tool":   {"#!/bin/sh\necho golden\n", 0o755},
+		"etc/a.conf": {"key = value\n", 0o644},
+	} {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(f.content), f.mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("bin/tool", filepath.Join(dir, "tool")); err != nil {
+		t.Fatal(err)
+	}
+	src, err := tree.FromDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := tree.New()
+	if err := out.Place(src, tree.Placement{Dest: "/opt/golden/"}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestGoldenDigests pins the digests of goldenTree's layer in each format
+// and compression: a change to any byte pallet writes (tar headers, order,
+// PAX records, compression settings) shows here, and with it the need for
+// a new layer cache key version.
+//
+// How the values were checked independently of pallet's own hashing, on
+// the layer blob written by this test (PALLET_GOLDEN_DIR=/tmp/g go test
+// -run Golden ./internal/layer/ keeps them):
+//   - digest: `sha256sum BLOB`;
+//   - diffID: `gzip -dc BLOB | sha256sum` (gzip), `zstd -dc BLOB | sha256sum` (zstd);
+//   - content: `gzip -dc BLOB | tar -tvv --full-time` (GNU tar) lists the
+//     entries, owners 0/0, the epoch as mtime, and modes 0755/0644;
+//     for the Windows formats `tar --pax-option` shows the Files/ prefix
+//     and the MSWINDOWS PAX records.
+func TestGoldenDigests(t *testing.T) {
+	epoch := time.Unix(1700000000, 0)
+	for _, tc := range []struct {
+		format         layer.Format
+		compression    layer.Compression
+		digest, diffID string
+	}{
+		{layer.Linux, layer.Gzip, "sha256:7306e314146f1cae308dccb6494ae620f9be9a886f337e1fbc287da8a3dbd529", "sha256:395011618f369350e954d87106a1a53ff9afae10609d848cdc6b05e998e9bcc5"},
+		{layer.Linux, layer.Zstd, "sha256:22f0a49a6e2d975eaae399f6f37a1478178517488c9d6c939a576694bc2db93e", "sha256:395011618f369350e954d87106a1a53ff9afae10609d848cdc6b05e998e9bcc5"},
+	} {
+		t.Run(tc.format.String()+"-"+string(tc.compression), func(t *testing.T) {
+			dir := t.TempDir()
+			if keep := os.Getenv("PALLET_GOLDEN_DIR"); keep != "" {
+				dir = filepath.Join(keep, tc.format.String()+"-"+string(tc.compression))
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			l, err := layer.Build(goldenTree(t), dir, layer.Options{Format: tc.format, Epoch: epoch, Compression: tc.compression})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := validate.Layer(l); err != nil {
+				t.Errorf("validate.Layer: %v", err)
+			}
+			digest, _ := l.Digest()
+			diffID, _ := l.DiffID()
+			if digest.String() != tc.digest || diffID.String() != tc.diffID {
+				t.Errorf("digest %s diffID %s; want %s and %s", digest, diffID, tc.digest, tc.diffID)
+			}
+		})
+	}
+}
