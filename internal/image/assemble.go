@@ -59,6 +59,10 @@ func Assemble(base v1.Image, layers []Layer, cfg Config, epoch time.Time) (v1.Im
 			if lt == types.OCILayerZStd {
 				return nil, fmt.Errorf("zstd layers need an OCI base manifest; the base is %s", mt)
 			}
+			// The layer itself says the type too, so that what the
+			// manifest lists and what the layer reports agree (a pusher
+			// or validator reads either).
+			a.Layer = typedLayer{Layer: l.Layer, mediaType: layerType}
 			a.MediaType = layerType
 		}
 		adds = append(adds, a)
@@ -81,7 +85,28 @@ func Assemble(base v1.Image, layers []Layer, cfg Config, epoch time.Time) (v1.Im
 	return img, nil
 }
 
+// typedLayer is a layer under another media type of the same bytes
+// (Docker's name for a gzip tar where the OCI one was written).
+type typedLayer struct {
+	v1.Layer
+	mediaType types.MediaType
+}
+
+func (l typedLayer) MediaType() (types.MediaType, error) { return l.mediaType, nil }
+
 func apply(c *v1.Config, cfg Config) {
+	// An empty list clears the base's value. The config JSON omits empty
+	// lists, so it is nil here too: the image's config as held and as
+	// written must be the same.
+	if cfg.Entrypoint != nil && len(cfg.Entrypoint) == 0 {
+		cfg.Entrypoint, c.Entrypoint = nil, nil
+		if cfg.Cmd == nil {
+			c.Cmd = nil
+		}
+	}
+	if cfg.Cmd != nil && len(cfg.Cmd) == 0 {
+		cfg.Cmd, c.Cmd = nil, nil
+	}
 	if cfg.Entrypoint != nil {
 		c.Entrypoint = cfg.Entrypoint
 		// As in a Dockerfile, a new entrypoint drops the base's cmd,

@@ -1,0 +1,199 @@
+package image
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/google/go-containerregistry/pkg/v1/validate"
+
+	"github.com/pallet-dev/pallet/internal/platform"
+)
+
+// base returns an image of platform p in the given manifest flavour, with
+// a config a pallet image inherits from.
+func testBase(t *testing.T, p v1.Platform, mt types.MediaType) v1.Image {
+	t.Helper()
+	img, err := random.Image(64, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img = mutate.MediaType(img, mt)
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture, cf.Variant, cf.OSVersion = p.OS, p.Architecture, p.Variant, p.OSVersion
+	cf.Config.Env = []string{"PATH=/usr/bin", "LANG=C"}
+	cf.Config.Cmd = []string{"/bin/sh"}
+	cf.Config.Labels = map[string]string{"base": "yes"}
+	img, err = mutate.ConfigFile(img, cf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+func testLayer(t *testing.T) Layer {
+	t.Helper()
+	l, err := random.Layer(128, types.OCILayer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Layer{Layer: l, CreatedBy: "pallet: place test /x"}
+}
+
+func TestAssemble(t *testing.T) {
+	epoch := time.Unix(1700000000, 0).UTC()
+	linux := v1.Platform{OS: "linux", Architecture: "amd64"}
+	for _, tc := range []struct {
+		name      string
+		base      v1.Image
+		cfg       Config
+		layers    int
+		wantLayer types.MediaType
+		check     func(t *testing.T, c v1.Config)
+		wantErr   string
+	}{
+		{
+			name: "oci base, env merged, cmd kept", base: testBase(t, linux, types.OCIManifestSchema1), layers: 2,
+			cfg: Config{Env: []string{"PATH=/opt/bin:/usr/bin", "NEW=1"}, Labels: map[string]string{"app": "x"}, ExposedPorts: []string{"80", "53/udp"}},
+			check: func(t *testing.T, c v1.Config) {
+				if want := []string{"PATH=/opt/bin:/usr/bin", "LANG=C", "NEW=1"}; !reflect.DeepEqual(c.Env, want) {
+					t.Errorf("env %v, want %v", c.Env, want)
+				}
+				if !reflect.DeepEqual(c.Cmd, []string{"/bin/sh"}) || c.Labels["base"] != "yes" || c.Labels["app"] != "x" {
+					t.Errorf("inherited cmd/labels lost: %+v", c)
+				}
+				if _, ok := c.ExposedPorts["80/tcp"]; !ok {
+					t.Errorf("ports %v", c.ExposedPorts)
+				}
+			},
+		},
+		{
+			name: "entrypoint drops the base cmd", base: testBase(t, linux, types.OCIManifestSchema1), layers: 1,
+			cfg: Config{Entrypoint: []string{"/app"}},
+			check: func(t *testing.T, c v1.Config) {
+				if c.Cmd != nil || !reflect.DeepEqual(c.Entrypoint, []string{"/app"}) {
+					t.Errorf("entrypoint %v cmd %v", c.Entrypoint, c.Cmd)
+				}
+			},
+		},
+		{
+			name: "empty cmd clears", base: testBase(t, linux, types.OCIManifestSchema1), layers: 1,
+			cfg: Config{Cmd: []string{}},
+			check: func(t *testing.T, c v1.Config) {
+				if c.Cmd != nil {
+					t.Errorf("cmd %v, want none", c.Cmd)
+				}
+			},
+		},
+		{
+			name: "docker base gets docker layers", base: testBase(t, linux, types.DockerManifestSchema2), layers: 1,
+			wantLayer: types.DockerLayer,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var layers []Layer
+			for range tc.layers {
+				layers = append(layers, testLayer(t))
+			}
+			img, err := Assemble(tc.base, layers, tc.cfg, epoch)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("got %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := validate.Image(img); err != nil {
+				t.Fatalf("validate.Image: %v", err)
+			}
+			cf, _ := img.ConfigFile()
+			if !cf.Created.Time.Equal(epoch) {
+				t.Errorf("created %v, want the epoch", cf.Created)
+			}
+			ls, _ := img.Layers()
+			if len(ls) != 1+tc.layers || len(cf.History) != len(ls) {
+				t.Errorf("%d layers and %d history entries, want %d", len(ls), len(cf.History), 1+tc.layers)
+			}
+			if tc.wantLayer != "" {
+				mt, _ := ls[len(ls)-1].MediaType()
+				if mt != tc.wantLayer {
+					t.Errorf("layer media type %s, want %s", mt, tc.wantLayer)
+				}
+			}
+			if tc.check != nil {
+				tc.check(t, cf.Config)
+			}
+			// The same inputs give the same image.
+			again, err := Assemble(tc.base, layers, tc.cfg, epoch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d1, _ := img.Digest()
+			d2, _ := again.Digest()
+			if d1 != d2 {
+				t.Errorf("digests differ: %s, %s", d1, d2)
+			}
+		})
+	}
+}
+
+func TestIndexPlatforms(t *testing.T) {
+	epoch := time.Unix(0, 0).UTC()
+	hpc, err := (&Resolver{WorkDir: t.TempDir(), Epoch: epoch}).Base(context.Background(), HostProcessScratch, platform.Platform{OS: "windows", Arch: "amd64"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bases := map[string]v1.Image{
+		"linux/amd64":          testBase(t, v1.Platform{OS: "linux", Architecture: "amd64"}, types.OCIManifestSchema1),
+		"linux/arm/v7":         testBase(t, v1.Platform{OS: "linux", Architecture: "arm", Variant: "v7"}, types.OCIManifestSchema1),
+		"windows/amd64 ltsc22": testBase(t, v1.Platform{OS: "windows", Architecture: "amd64", OSVersion: "10.0.20348.2700"}, types.OCIManifestSchema1),
+		"windows/amd64 hpc":    hpc,
+	}
+	var imgs []v1.Image
+	for _, k := range []string{"linux/amd64", "linux/arm/v7", "windows/amd64 ltsc22", "windows/amd64 hpc"} {
+		img, err := Assemble(bases[k], []Layer{testLayer(t)}, Config{}, epoch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		imgs = append(imgs, img)
+	}
+	idx, err := Index(imgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := validate.Index(idx); err != nil {
+		t.Fatalf("validate.Index: %v", err)
+	}
+	m, _ := idx.IndexManifest()
+	want := []v1.Platform{
+		{OS: "linux", Architecture: "amd64"},
+		{OS: "linux", Architecture: "arm", Variant: "v7"},
+		{OS: "windows", Architecture: "amd64", OSVersion: "10.0.20348.2700"},
+		// A host-process image has no os.version, on purpose: it runs on
+		// every Windows version.
+		{OS: "windows", Architecture: "amd64"},
+	}
+	if len(m.Manifests) != len(want) {
+		t.Fatalf("%d manifests, want %d", len(m.Manifests), len(want))
+	}
+	for i, d := range m.Manifests {
+		if d.Platform == nil || !reflect.DeepEqual(*d.Platform, want[i]) {
+			t.Errorf("entry %d platform %+v, want %+v", i, d.Platform, want[i])
+		}
+		if dd, _ := imgs[i].Digest(); d.Digest != dd {
+			t.Errorf("entry %d is %s, want %s", i, d.Digest, dd)
+		}
+	}
+}
