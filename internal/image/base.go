@@ -114,13 +114,6 @@ func (r *Resolver) fromLayout(spec string, p platform.Platform) (v1.Image, error
 	return found[0], nil
 }
 
-func platformMatches(have v1.Platform, want platform.Platform) bool {
-	if have.OS != want.OS || have.Architecture != want.Arch {
-		return false
-	}
-	return want.Variant == "" || have.Variant == "" || have.Variant == want.Variant
-}
-
 func (r *Resolver) fromRegistry(ctx context.Context, ref string, p platform.Platform) (v1.Image, error) {
 	nref, err := name.ParseReference(ref)
 	if err != nil {

@@ -164,7 +164,7 @@ func (l *layoutReader) matching(d v1.Descriptor, p platform.Platform, depth int)
 	case d.MediaType.IsIndex():
 		return l.matchingIndex(d, p, depth+1)
 	case d.MediaType.IsImage():
-		if d.Platform != nil && !platformMatches(*d.Platform, p) {
+		if d.Platform != nil && !p.Describes(*d.Platform) {
 			return nil, nil
 		}
 		img, err := l.image(d)

@@ -3,6 +3,8 @@ package platform
 import (
 	"strings"
 	"testing"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
 func TestParse(t *testing.T) {
@@ -30,5 +32,55 @@ func TestParse(t *testing.T) {
 	w, _ := Parse("windows/amd64")
 	if !w.IsWindows() || w.ExeSuffix() != ".exe" || w.V1().OS != "windows" {
 		t.Errorf("windows platform: %+v", w)
+	}
+}
+
+func TestSelectors(t *testing.T) {
+	arm7 := Platform{OS: "linux", Arch: "arm", Variant: "v7"}
+	win := Platform{OS: "windows", Arch: "amd64"}
+	for _, tc := range []struct {
+		p    Platform
+		sel  string
+		rank int
+		ok   bool
+	}{
+		{arm7, "", 0, true},
+		{arm7, "linux", 1, true},
+		{arm7, "linux/arm/v7", 2, true},
+		{arm7, "linux/arm", 2, true}, // arm means arm/v7, as Parse reads it
+		{arm7, "windows", 1, false},
+		{win, "windows/amd64", 2, true},
+		{win, "linux/amd64", 2, false},
+	} {
+		rank, ok := tc.p.Selects(tc.sel)
+		if ok != tc.ok || (ok && rank != tc.rank) {
+			t.Errorf("%s selects %s: %d %v, want %d %v", tc.sel, tc.p, rank, ok, tc.rank, tc.ok)
+		}
+	}
+	m := map[string]string{"": "all", "linux": "os", "linux/arm64": "exact"}
+	if v, _ := Pick(m, Platform{OS: "linux", Arch: "arm64"}); v != "exact" {
+		t.Errorf("pick exact: %s", v)
+	}
+	if v, _ := Pick(m, arm7); v != "os" {
+		t.Errorf("pick os: %s", v)
+	}
+	if v, _ := Pick(m, win); v != "all" {
+		t.Errorf("pick all: %s", v)
+	}
+	if _, ok := Pick(map[string]string{"linux": "x"}, win); ok {
+		t.Error("picked a value for a platform no selector names")
+	}
+	for _, bad := range []string{"linux/amd46", "plan9", "windows/"} {
+		if ParseSelector(bad) == nil {
+			t.Errorf("selector %q accepted", bad)
+		}
+	}
+	// An index entry without a variant describes arm/v7; one with another
+	// variant does not; os.version on the entry does not matter.
+	if !arm7.Describes(v1.Platform{OS: "linux", Architecture: "arm"}) || arm7.Describes(v1.Platform{OS: "linux", Architecture: "arm", Variant: "v6"}) {
+		t.Error("variant rule")
+	}
+	if !win.Describes(v1.Platform{OS: "windows", Architecture: "amd64", OSVersion: "10.0.20348.1"}) {
+		t.Error("os.version on the entry must not prevent a match")
 	}
 }

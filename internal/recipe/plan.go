@@ -274,7 +274,7 @@ func (pln *planner) platformImage(name string, ri *Image, vars Vars, pl platform
 	r := pln.r
 	at := "images." + name
 	v := vars.With(platformVars(pl))
-	bases, err := r.ExpandList(at+".base", ri.Base.For(pl.String()), v)
+	bases, err := r.ExpandList(at+".base", ri.Base.For(pl), v)
 	if err != nil {
 		return nil, err
 	}
@@ -407,7 +407,7 @@ func (r *Recipe) request(name, mode, localPath string, pf platform.Platform, var
 		default:
 			at += ".go"
 			var g *artifact.Go
-			if g, err = r.goBuild(at, ra.Go, v); err == nil {
+			if g, err = r.goBuild(at, ra.Go, pf, v); err == nil {
 				g.Module = abs(r.Dir, g.Module)
 				req.Kind = g
 			}
@@ -432,7 +432,7 @@ func (r *Recipe) request(name, mode, localPath string, pf platform.Platform, var
 	case "release":
 		req.Kind, err = r.url(name, pf, at, ra.Modes.Release, v)
 	case "source":
-		req.Kind, err = r.gitSource(at, ra.Modes.Source, v)
+		req.Kind, err = r.gitSource(at, ra.Modes.Source, pf, v)
 	default:
 		return nil, "", r.Errorf("artifacts."+name, "artifact %s: unknown mode %q", name, mode)
 	}
@@ -472,7 +472,7 @@ func (r *Recipe) url(name string, pf platform.Platform, at string, d *URL, v Var
 	if err := CheckURL(u); err != nil {
 		return nil, r.Errorf(at+".url", "artifact %s: %v", name, err)
 	}
-	sum, ok := d.SHA256.For(pf.String())
+	sum, ok := d.SHA256.For(pf)
 	if !ok {
 		return nil, r.Errorf(at+".sha256", "artifact %s: no sha256 pinned for %s; every platform a download serves needs its digest", name, pf)
 	}
@@ -488,7 +488,7 @@ func (r *Recipe) url(name string, pf platform.Platform, at string, d *URL, v Var
 }
 
 // gitSource is the kind of a source mode: a Go build of a pinned commit.
-func (r *Recipe) gitSource(at string, src *Source, v Vars) (artifact.Kind, error) {
+func (r *Recipe) gitSource(at string, src *Source, pf platform.Platform, v Vars) (artifact.Kind, error) {
 	repo, err := r.Expand(at+".git.repo", src.Git.Repo, v)
 	if err != nil {
 		return nil, err
@@ -497,7 +497,7 @@ func (r *Recipe) gitSource(at string, src *Source, v Vars) (artifact.Kind, error
 	if err != nil {
 		return nil, err
 	}
-	g, err := r.goBuild(at+".go", &src.Go, v)
+	g, err := r.goBuild(at+".go", &src.Go, pf, v)
 	if err != nil {
 		return nil, err
 	}
@@ -507,7 +507,7 @@ func (r *Recipe) gitSource(at string, src *Source, v Vars) (artifact.Kind, error
 	return &artifact.Git{Repo: repo, Commit: src.Git.Commit, Tag: tag, Go: *g}, nil
 }
 
-func (r *Recipe) goBuild(at string, g *GoBuild, v Vars) (*artifact.Go, error) {
+func (r *Recipe) goBuild(at string, g *GoBuild, pf platform.Platform, v Vars) (*artifact.Go, error) {
 	mod, err := r.Expand(at+".module", g.Module, v)
 	if err != nil {
 		return nil, err
@@ -521,7 +521,8 @@ func (r *Recipe) goBuild(at string, g *GoBuild, v Vars) (*artifact.Go, error) {
 			return nil, r.Errorf(at+".version", "%v", err)
 		}
 	}
-	sg := &artifact.Go{Module: mod, CGO: g.CGO, Trimpath: g.Trimpath == nil || *g.Trimpath, Version: ver, CC: g.CC[v["platform"]]}
+	cc, _ := platform.Pick(g.CC, pf)
+	sg := &artifact.Go{CC: cc, Module: mod, CGO: g.CGO, Trimpath: g.Trimpath == nil || *g.Trimpath, Version: ver, }
 	if err := r.expandLists(v,
 		listField{at + ".packages", g.Packages, &sg.Packages},
 		listField{at + ".ldflags", g.Ldflags, &sg.Ldflags},

@@ -192,15 +192,7 @@ type Place struct {
 
 // AppliesTo reports whether the placement is made on platform p.
 func (pl *Place) AppliesTo(p platform.Platform) bool {
-	if len(pl.Platforms) == 0 {
-		return true
-	}
-	for _, s := range pl.Platforms {
-		if s == p.OS || s == p.String() {
-			return true
-		}
-	}
-	return false
+	return p.SelectedBy(pl.Platforms)
 }
 
 // Config is the image configuration pallet sets on top of the base's.
@@ -263,20 +255,14 @@ func (b *Bases) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-// For returns the bases for platform p ("os/arch[/variant]"): those given
-// for the platform, else for its OS, else for all.
-func (b Bases) For(p string) []string {
-	if v, ok := b[p]; ok {
-		return v
-	}
-	os, _, _ := strings.Cut(p, "/")
-	if v, ok := b[os]; ok {
-		return v
-	}
-	return b[""]
+// For returns the bases for platform p: those given for the platform, else
+// for its OS, else for all.
+func (b Bases) For(p platform.Platform) []string {
+	v, _ := platform.Pick(b, p)
+	return v
 }
 
-// Digests is a sha256 for all platforms ("" key) or one per platform.
+// Digests is a sha256 for all platforms ("" key), or one per OS or platform.
 type Digests map[string]string
 
 // UnmarshalYAML accepts a string or a platform → digest map.
@@ -294,12 +280,8 @@ func (d *Digests) UnmarshalYAML(n *yaml.Node) error {
 }
 
 // For returns the digest pinned for platform p.
-func (d Digests) For(p string) (string, bool) {
-	if v, ok := d[p]; ok {
-		return v, true
-	}
-	v, ok := d[""]
-	return v, ok
+func (d Digests) For(p platform.Platform) (string, bool) {
+	return platform.Pick(d, p)
 }
 
 // Error is a problem in a recipe, located by file and line: the plan's
@@ -609,7 +591,7 @@ func (r *Recipe) checkURL(name, at string, u *URL) error {
 		where := at + ".sha256"
 		if p != "" {
 			where += "." + p
-			if _, err := platform.Parse(p); err != nil {
+			if err := platform.ParseSelector(p); err != nil {
 				return r.Errorf(where, "artifact %s: %v", name, err)
 			}
 		}
@@ -633,7 +615,7 @@ func (r *Recipe) checkGo(name, at string, g *GoBuild) error {
 		return r.Errorf(at+".version", "artifact %s: %v", name, CheckGoVersion(g.Version))
 	}
 	for _, p := range slices.Sorted(maps.Keys(g.CC)) {
-		if _, err := platform.Parse(p); err != nil {
+		if err := platform.ParseSelector(p); err != nil {
 			return r.Errorf(at+".cc."+p, "artifact %s: %v", name, err)
 		}
 	}
@@ -669,10 +651,8 @@ func (r *Recipe) checkImage(name string, im *Image) error {
 	}
 	for _, k := range slices.Sorted(maps.Keys(im.Base)) {
 		refs := im.Base[k]
-		if k != "" && k != "linux" && k != "windows" {
-			if _, err := platform.Parse(k); err != nil {
-				return r.Errorf(at+".base."+k, "image %s: base for %q: want a platform, linux or windows: %v", name, k, err)
-			}
+		if err := platform.ParseSelector(k); err != nil {
+			return r.Errorf(at+".base."+k, "image %s: base for %q: %v", name, k, err)
 		}
 		if len(refs) == 0 {
 			return r.Errorf(at+".base", "image %s: empty base list", name)
@@ -698,7 +678,7 @@ func (r *Recipe) checkImage(name string, im *Image) error {
 		if seen[pl.String()] {
 			return r.Errorf(fmt.Sprintf("%s.platforms.%d", at, i), "image %s: platform %s listed twice", name, pl)
 		}
-		if len(im.Base.For(pl.String())) == 0 {
+		if len(im.Base.For(pl)) == 0 {
 			return r.Errorf(at+".base", "image %s: no base for platform %s", name, pl)
 		}
 		seen[pl.String()] = true
@@ -715,10 +695,7 @@ func (r *Recipe) checkImage(name string, im *Image) error {
 			return r.Errorf(fat+".dest", "image %s: dest must be an absolute path (got %q)", name, f.Dest)
 		}
 		for j, ps := range f.Platforms {
-			if ps == "linux" || ps == "windows" {
-				continue
-			}
-			if _, err := platform.Parse(ps); err != nil {
+			if err := platform.ParseSelector(ps); err != nil {
 				return r.Errorf(fmt.Sprintf("%s.platforms.%d", fat, j), "image %s: %v", name, err)
 			}
 		}
@@ -770,7 +747,7 @@ func (r *Recipe) checkPins(name string, im *Image) error {
 			if u == nil {
 				continue
 			}
-			if _, ok := u.SHA256.For(pl.String()); !ok {
+			if _, ok := u.SHA256.For(pl); !ok {
 				return r.Errorf(at+".sha256", "artifact %s: no sha256 pinned for %s, which image %s uses; every platform a download serves needs its digest", f.Artifact, pl, name)
 			}
 		}

@@ -1,6 +1,7 @@
 package recipe
 
 import (
+	"github.com/pallet-dev/pallet/internal/platform"
 	"strings"
 	"testing"
 )
@@ -41,10 +42,10 @@ func TestParseGood(t *testing.T) {
 	if got := r.Images["app"].Platforms; len(got) != 1 || got[0] != "linux/amd64" {
 		t.Errorf("platforms = %q", got)
 	}
-	if got, _ := r.Artifacts["cni"].URL.SHA256.For("linux/amd64"); !strings.HasPrefix(got, "a0b1") {
+	if got, _ := r.Artifacts["cni"].URL.SHA256.For(platform.Platform{OS: "linux", Arch: "amd64"}); !strings.HasPrefix(got, "a0b1") {
 		t.Errorf("sha256 = %q", got)
 	}
-	if _, ok := r.Artifacts["cni"].URL.SHA256.For("linux/arm64"); ok {
+	if _, ok := r.Artifacts["cni"].URL.SHA256.For(platform.Platform{OS: "linux", Arch: "arm64"}); ok {
 		t.Error("sha256 for an unpinned platform")
 	}
 	if l := r.Line("images.app.files.0.dest"); l != 21 {

@@ -6,12 +6,15 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/pallet-dev/pallet/internal/platform"
 )
 
 func compileSchema(t *testing.T) *jsonschema.Schema {
@@ -136,6 +139,58 @@ func TestSchemaFollowsTypes(t *testing.T) {
 		sort.Strings(props)
 		if !reflect.DeepEqual(fields, props) {
 			t.Errorf("%s: Go fields %v, schema properties %v", typ.Name(), fields, props)
+		}
+	}
+}
+
+// The schema's patterns are the Go checks' patterns, written once in Go:
+// each regular expression recipe.go checks with appears in the schema as
+// it is (or with the {{variable}} alternative), and the schema's platform
+// pattern accepts exactly the platforms the platform package knows.
+func TestSchemaPatternsFollowGo(t *testing.T) {
+	var patterns []string
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, c := range v {
+				if s, ok := c.(string); ok && k == "pattern" {
+					patterns = append(patterns, s)
+				}
+				walk(c)
+			}
+		case []any:
+			for _, c := range v {
+				walk(c)
+			}
+		}
+	}
+	var root map[string]any
+	if err := json.Unmarshal(Schema, &root); err != nil {
+		t.Fatal(err)
+	}
+	walk(root)
+	for _, re := range []*regexp.Regexp{nameRE, argRE, sha256RE, commitRE, goVersionRE} {
+		src := strings.TrimSuffix(strings.TrimPrefix(re.String(), "^"), "$")
+		found := false
+		for _, p := range patterns {
+			found = found || p == re.String() || strings.HasPrefix(p, "^("+src+"|")
+		}
+		if !found {
+			t.Errorf("no schema pattern is %s", re)
+		}
+	}
+	platformRE := regexp.MustCompile(root["$defs"].(map[string]any)["platform"].(map[string]any)["pattern"].(string))
+	for _, p := range platform.Known() {
+		if !platformRE.MatchString(p) {
+			t.Errorf("the schema refuses platform %s, which pallet builds", p)
+		}
+	}
+	for _, p := range []string{"linux/amd46", "windows/386", "darwin/arm64", "linux", "linux/arm/v8"} {
+		if platformRE.MatchString(p) {
+			if _, err := platform.Parse(p); err != nil {
+				t.Errorf("the schema accepts %s, which pallet refuses: %v", p, err)
+			}
 		}
 	}
 }

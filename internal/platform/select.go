@@ -1,0 +1,84 @@
+package platform
+
+import (
+	"fmt"
+	"strings"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+)
+
+// A selector names a set of platforms: "" (every platform), an OS
+// ("windows"), or a platform ("linux/arm64", "linux/arm/v7"). Recipes key
+// bases, digests and compilers by selectors and limit placements with
+// them; these functions are the one place that says what matches.
+
+// ParseSelector checks a selector: an OS pallet builds for, or a platform.
+func ParseSelector(s string) error {
+	if s == "" {
+		return nil
+	}
+	if !strings.Contains(s, "/") {
+		for _, k := range Known() {
+			if strings.HasPrefix(k, s+"/") {
+				return nil
+			}
+		}
+		return fmt.Errorf("unknown OS %q (want linux, windows or a platform such as linux/arm64)", s)
+	}
+	_, err := Parse(s)
+	return err
+}
+
+// Selects reports whether selector sel names p, and how specifically:
+// 0 for "", 1 for an OS, 2 for a platform.
+func (p Platform) Selects(sel string) (specificity int, ok bool) {
+	switch {
+	case sel == "":
+		return 0, true
+	case !strings.Contains(sel, "/"):
+		return 1, sel == p.OS
+	}
+	q, err := Parse(sel)
+	return 2, err == nil && q == p
+}
+
+// SelectedBy reports whether any of sels names p; an empty list names
+// every platform.
+func (p Platform) SelectedBy(sels []string) bool {
+	if len(sels) == 0 {
+		return true
+	}
+	for _, s := range sels {
+		if _, ok := p.Selects(s); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Pick returns the value of the most specific selector in m that names p.
+func Pick[V any](m map[string]V, p Platform) (V, bool) {
+	var (
+		best  V
+		found bool
+		rank  = -1
+	)
+	for sel, v := range m {
+		if r, ok := p.Selects(sel); ok && r > rank {
+			best, found, rank = v, true, r
+		}
+	}
+	return best, found
+}
+
+// Describes reports whether an index entry's platform d is p. It is
+// go-containerregistry's Satisfies with one allowance: an entry that
+// names no variant is taken for p's (registries drop "v8" on arm64 and
+// some drop "v7" on arm, the only variant pallet builds there).
+func (p Platform) Describes(d v1.Platform) bool {
+	want := p.V1()
+	if d.Variant == "" {
+		want.Variant = ""
+	}
+	return d.Satisfies(want)
+}
