@@ -522,7 +522,7 @@ func (r *Recipe) goBuild(at string, g *GoBuild, pf platform.Platform, v Vars) (*
 		}
 	}
 	cc, _ := platform.Pick(g.CC, pf)
-	sg := &artifact.Go{CC: cc, Module: mod, CGO: g.CGO, Trimpath: g.Trimpath == nil || *g.Trimpath, Version: ver, }
+	sg := &artifact.Go{CC: cc, Module: mod, CGO: g.CGO, Trimpath: g.Trimpath == nil || *g.Trimpath, Version: ver}
 	if err := r.expandLists(v,
 		listField{at + ".packages", g.Packages, &sg.Packages},
 		listField{at + ".ldflags", g.Ldflags, &sg.Ldflags},
