@@ -51,44 +51,39 @@ func (f *Fetcher) fetch(ctx context.Context, r *Request, work string) (*Result, 
 	if !ok {
 		return f.produce(ctx, r, work)
 	}
-	if dir, hit := f.Cache.Artifact(key); hit {
-		if res, err := f.fromCache(dir, r); err == nil {
-			return res, nil
+	// An entry that is damaged, or not what the request pins, is said,
+	// dropped and made again.
+	lookup := func(locked bool) (*Result, bool) {
+		dir, hit := f.Cache.Artifact(key)
+		if !hit {
+			return nil, false
 		}
-	}
-	unlock, err := f.Cache.Lock("artifact-" + key)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	// Another build may have made it while this one waited for the lock.
-	if dir, hit := f.Cache.Artifact(key); hit {
 		res, err := f.fromCache(dir, r)
-		if err == nil {
-			return res, nil
+		if err != nil && locked {
+			f.Log("cache: %v; rebuilding", err)
+			if err := f.Cache.DropArtifact(key); err != nil {
+				f.Log("cache: %v", err)
+			}
 		}
-		// Damaged, or not what the request pins: say so, drop it, and
-		// make it again.
-		f.Log("cache: %v; rebuilding", err)
-		if err := f.Cache.DropArtifact(key); err != nil {
+		return res, err == nil
+	}
+	return cache.Aside(f.Cache, "artifact-"+key, lookup, func() (*Result, error) {
+		res, err := f.produce(ctx, r, work)
+		if err != nil {
 			return nil, err
 		}
-	}
-	res, err := f.produce(ctx, r, work)
-	if err != nil {
-		return nil, err
-	}
-	// The key was made from the inputs before the work read them: if they
-	// changed meanwhile, the result belongs to neither version, and would
-	// be stored under the old one's key.
-	if after, _, err := f.key(r); err != nil || after != key {
-		if err == nil {
-			err = errors.New("its inputs changed while it was being built; run the build again")
+		// The key was made from the inputs before the work read them: if
+		// they changed meanwhile, the result belongs to neither version,
+		// and would be stored under the old one's key.
+		if after, _, err := f.key(r); err != nil || after != key {
+			if err == nil {
+				err = errors.New("its inputs changed while it was being built; run the build again")
+			}
+			return nil, err
 		}
-		return nil, err
-	}
-	res.Record.Origin = r.Kind.Origin()
-	return f.store(key, res, work, r)
+		res.Record.Origin = r.Kind.Origin()
+		return f.store(key, res, work, r)
+	})
 }
 
 // localModulesDigest covers every file of the module in dir and of every

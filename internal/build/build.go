@@ -486,34 +486,25 @@ func (b *builder) layer(t *tree.Tree, opt layer.Options) (v1.Layer, error) {
 	}
 	opt.Expect = func(path string) string { return keyed[path] }
 	key := cache.Key(parts...)
-	if l, ok := cachedLayer(c, key); ok {
-		return l, nil
-	}
-	unlock, err := c.Lock("layer-" + key)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-	if l, ok := cachedLayer(c, key); ok {
-		return l, nil
-	}
-	tmp, err := c.TempDir()
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(tmp)
-	l, err := layer.Build(t, tmp, opt)
-	if err != nil {
-		return nil, err
-	}
-	digest, _ := l.Digest()
-	diffID, _ := l.DiffID()
-	size, _ := l.Size()
-	blob, err := c.PutLayer(key, l.(*layer.File).Path, cache.LayerEntry{Digest: digest.String(), DiffID: diffID.String(), Size: size, Compression: string(opt.Compression)})
-	if err != nil {
-		return nil, err
-	}
-	return layer.Open(blob, digest, diffID, size, opt.Compression), nil
+	return cache.Aside(c, "layer-"+key, func(bool) (v1.Layer, bool) { return cachedLayer(c, key) }, func() (v1.Layer, error) {
+		tmp, err := c.TempDir()
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(tmp)
+		l, err := layer.Build(t, tmp, opt)
+		if err != nil {
+			return nil, err
+		}
+		digest, _ := l.Digest()
+		diffID, _ := l.DiffID()
+		size, _ := l.Size()
+		blob, err := c.PutLayer(key, l.(*layer.File).Path, cache.LayerEntry{Digest: digest.String(), DiffID: diffID.String(), Size: size, Compression: string(opt.Compression)})
+		if err != nil {
+			return nil, err
+		}
+		return layer.Open(blob, digest, diffID, size, opt.Compression), nil
+	})
 }
 
 func cachedLayer(c *cache.Cache, key string) (v1.Layer, bool) {
