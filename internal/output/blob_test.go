@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
@@ -131,5 +132,50 @@ func TestLayoutRefusesDamagedBlobs(t *testing.T) {
 				t.Errorf("temporaries left: %v", left)
 			}
 		})
+	}
+}
+
+// A verified cached blob is cloned where the file system can (run with
+// TMPDIR on btrfs or XFS to see it): a file of its own, with the same
+// bytes, that a write leaves the cache's alone. Elsewhere cloneBlob
+// reports that it did nothing, and the caller copies.
+func TestCloneBlob(t *testing.T) {
+	dir := t.TempDir()
+	l, blob := cachedLayer(t, dir, true)
+	p := layout.Path(filepath.Join(dir, "out"))
+	d, _ := l.Digest()
+	done, err := cloneBlob(p, d, int64(len(blob)), l.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !done {
+		if left, _ := filepath.Glob(filepath.Join(string(p), "blobs", "sha256", "*")); len(left) != 0 {
+			t.Errorf("a failed clone left %v", left)
+		}
+		t.Skipf("the file system of %s cannot clone files", dir)
+	}
+	dst := blobPath(p, d)
+	got, err := os.ReadFile(dst)
+	if err != nil || !bytes.Equal(got, blob) {
+		t.Fatalf("clone differs from its source (%v)", err)
+	}
+	si, _ := os.Stat(l.Path)
+	di, _ := os.Stat(dst)
+	if os.SameFile(si, di) {
+		t.Fatal("the clone is the source file")
+	}
+	f, err := os.OpenFile(dst, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte("clobbered"), 0)
+	f.Close()
+	if now, _ := os.ReadFile(l.Path); !bytes.Equal(now, blob) {
+		t.Error("writing the clone changed the source")
+	}
+	// A source of another size than its layer says is refused.
+	os.Remove(dst)
+	if _, err := cloneBlob(p, d, int64(len(blob))+1, l.Path); err == nil {
+		t.Error("a clone of the wrong size was accepted")
 	}
 }
