@@ -30,22 +30,43 @@ import (
 // layers, which docker itself leaves out and lists under LayerSources.
 type DockerArchive struct {
 	File string
+	// Writer, when set, receives the archive instead of File (which then
+	// only names the output, "-" for standard output). A stream cannot be
+	// swapped in whole: a build failing midway leaves a truncated archive
+	// there, which `docker load` refuses.
+	Writer io.Writer
 }
 
 func (d *DockerArchive) String() string { return "docker:" + d.File }
 
 // Write writes the archive to a temporary file and renames it into place.
+// File is replaced only when it is missing or a docker archive; when it
+// is a symlink, the archive is written where it points and the link is
+// kept.
 func (d *DockerArchive) Write(ctx context.Context, images []Image) error {
 	entries, err := dockerEntries(images)
 	if err != nil {
 		return fmt.Errorf("docker archive %s: %w", d.File, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(d.File), 0o755); err != nil {
+	if d.Writer != nil {
+		if err := writeDocker(ctx, d.Writer, entries); err != nil {
+			return fmt.Errorf("docker archive %s: %w", d.File, err)
+		}
+		return nil
+	}
+	file, err := resolve(d.File)
+	if err != nil {
+		return fmt.Errorf("output %s: %w", d, err)
+	}
+	if err := replaceableArchive(file); err != nil {
+		return fmt.Errorf("output %s: %w", d, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
 		return err
 	}
-	pattern := "." + filepath.Base(d.File) + ".new-*"
-	tempfile.Sweep(filepath.Dir(d.File), pattern, abandoned)
-	tmp, err := tempfile.Create(filepath.Dir(d.File), pattern)
+	pattern := "." + filepath.Base(file) + ".new-*"
+	tempfile.Sweep(filepath.Dir(file), pattern, abandoned)
+	tmp, err := tempfile.Create(filepath.Dir(file), pattern)
 	if err != nil {
 		return err
 	}
@@ -57,7 +78,7 @@ func (d *DockerArchive) Write(ctx context.Context, images []Image) error {
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), d.File)
+	return os.Rename(tmp.Name(), file)
 }
 
 type dockerEntry struct {
@@ -103,7 +124,8 @@ func dockerEntries(images []Image) ([]*dockerEntry, error) {
 func writeDocker(ctx context.Context, w io.Writer, entries []*dockerEntry) error {
 	tw := tar.NewWriter(w)
 	written := map[string]bool{}
-	var manifest tarball.Manifest
+	// Not nil: no images is "[]", which reads back as a docker archive.
+	manifest := tarball.Manifest{}
 	for _, e := range entries {
 		cfgName, err := e.img.ConfigName()
 		if err != nil {

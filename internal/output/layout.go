@@ -1,12 +1,8 @@
 package output
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -32,11 +28,16 @@ func (l *Layout) String() string { return "oci:" + l.Dir }
 
 // Write replaces Dir with a layout holding images. The new layout is
 // written next to Dir and swapped in only when complete, so a failed build
-// leaves the previous output untouched.
+// leaves the previous output untouched. Dir is replaced only when it is
+// missing, empty or an OCI layout; when it is a symlink, the layout is
+// written where it points and the link is kept.
 func (l *Layout) Write(ctx context.Context, images []Image) error {
-	dir := filepath.Clean(l.Dir)
+	dir, err := resolve(l.Dir)
+	if err != nil {
+		return fmt.Errorf("output %s: %w", l, err)
+	}
 	if err := replaceable(dir); err != nil {
-		return err
+		return fmt.Errorf("output %s: %w", l, err)
 	}
 	parent := filepath.Dir(dir)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
@@ -108,26 +109,7 @@ func writeImage(p layout.Path, img v1.Image) (*v1.Descriptor, error) {
 		if !mt.IsDistributable() {
 			continue
 		}
-		g.Go(func() error {
-			d, err := l.Digest()
-			if err != nil {
-				return err
-			}
-			// A blob already on local disk (pallet's cache) is linked, not
-			// copied: that is most of what makes a no-op rebuild instant.
-			if lb, ok := l.(interface{ BlobPath() string }); ok {
-				dst := filepath.Join(string(p), "blobs", d.Algorithm, d.Hex)
-				os.MkdirAll(filepath.Dir(dst), 0o755)
-				if os.Link(lb.BlobPath(), dst) == nil {
-					return nil
-				}
-			}
-			rc, err := l.Compressed()
-			if err != nil {
-				return err
-			}
-			return p.WriteBlob(d, rc)
-		})
+		g.Go(func() error { return putLayer(p, l) })
 	}
 	if err := g.Wait(); err != nil {
 		return nil, err
@@ -154,7 +136,7 @@ func writeImage(p layout.Path, img v1.Image) (*v1.Descriptor, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := p.WriteBlob(h, io.NopCloser(bytes.NewReader(b))); err != nil {
+		if err := putBytes(p, h, b); err != nil {
 			return nil, err
 		}
 	}
@@ -195,27 +177,10 @@ func writeIndex(p layout.Path, idx v1.ImageIndex) (*v1.Descriptor, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := p.WriteBlob(h, io.NopCloser(bytes.NewReader(raw))); err != nil {
+	if err := putBytes(p, h, raw); err != nil {
 		return nil, err
 	}
 	return partial.Descriptor(idx)
-}
-
-// replaceable says whether dir may be replaced by a new layout: it does
-// not exist, is empty, or is an OCI layout (an earlier output). Anything
-// else is the user's and is not deleted.
-func replaceable(dir string) error {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) || (err == nil && len(entries) == 0) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if _, err := os.Stat(filepath.Join(dir, "oci-layout")); err != nil {
-		return fmt.Errorf("%s holds files and is not an OCI image layout; pallet replaces only an earlier layout (or an empty directory), so choose another output directory or remove it", dir)
-	}
-	return nil
 }
 
 // swapDir puts the directory tmp at dir, replacing what was there. Where

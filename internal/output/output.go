@@ -7,7 +7,8 @@ package output
 import (
 	"context"
 	"fmt"
-	"path/filepath"
+	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -38,27 +39,57 @@ type Target interface {
 type Options struct {
 	// Remote are extra registry options (transport, auth, jobs).
 	Remote []remote.Option
+	// Stdout is where "docker:-" writes; nil is os.Stdout.
+	Stdout io.Writer
 }
 
-// Parse reads "oci:DIR", "docker:FILE" or "registry:REF".
+// Parse reads "oci:DIR", "docker:FILE" (FILE "-": standard output) or
+// "registry:REF". A DIR or FILE that pallet would refuse to replace is
+// refused here, so a wrong path fails before any work.
 func Parse(spec string, opt Options) (Target, error) {
 	kind, arg, ok := strings.Cut(spec, ":")
 	if !ok || arg == "" {
-		return nil, fmt.Errorf("output %q: want oci:DIR, docker:FILE.tar or registry:REF", spec)
+		return nil, fmt.Errorf("output %q: want oci:DIR, docker:FILE.tar, docker:- or registry:REF", spec)
 	}
 	switch kind {
 	case "oci":
-		// Checked here too, so a wrong directory fails before any work.
-		if err := replaceable(filepath.Clean(arg)); err != nil {
+		if err := checkPath(arg, replaceable); err != nil {
 			return nil, fmt.Errorf("output %s: %w", spec, err)
 		}
 		return &Layout{Dir: arg}, nil
 	case "docker":
+		if arg == "-" {
+			return stdoutArchive(spec, opt.Stdout)
+		}
+		if err := checkPath(arg, replaceableArchive); err != nil {
+			return nil, fmt.Errorf("output %s: %w", spec, err)
+		}
 		return &DockerArchive{File: arg}, nil
 	case "registry":
 		return &Registry{Ref: arg, Options: opt.Remote}, nil
 	}
 	return nil, fmt.Errorf("output %q: unknown kind %q (want oci, docker or registry)", spec, kind)
+}
+
+// checkPath runs a replaceable check on where p really leads.
+func checkPath(p string, check func(string) error) error {
+	r, err := resolve(p)
+	if err != nil {
+		return err
+	}
+	return check(r)
+}
+
+// stdoutArchive is "docker:-". Like `docker save`, it refuses to pour a tar
+// archive onto a terminal.
+func stdoutArchive(spec string, w io.Writer) (Target, error) {
+	if w == nil {
+		w = os.Stdout
+	}
+	if f, ok := w.(*os.File); ok && isTerminal(f) {
+		return nil, fmt.Errorf("output %s: standard output is a terminal; redirect it (> image.tar, | docker load)", spec)
+	}
+	return &DockerArchive{File: "-", Writer: w}, nil
 }
 
 // RefName is the name an image has inside a layout or archive:

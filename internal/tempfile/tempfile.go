@@ -5,6 +5,10 @@
 // scratch space but wrong for what becomes an OCI layout, a docker archive
 // or a mirror served over HTTP: those must come out like any file the user
 // creates, 0666 and 0777 less the umask.
+//
+// It also makes the private work directory of each build (NewWorkDir),
+// locked while the build runs, and sweeps those that killed builds left
+// (SweepWorkDirs).
 package tempfile
 
 import (

@@ -1,0 +1,193 @@
+package output
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+
+	"github.com/pallet-dev/pallet/internal/layer"
+	"github.com/pallet-dev/pallet/internal/tempfile"
+)
+
+// Blobs reach a layout by copy or by reflink, never by hard link. A hard
+// link is one inode for the cache entry and the output: whatever rewrites
+// or truncates the output's blob in place (a tool "fixing" a layout, a
+// chmod, a stray write) damages the cache entry too, and every later build
+// that uses it. A reflink (FICLONE, on btrfs, XFS, bcachefs, ZFS 2.2+) is
+// a file of its own whose shared extents are copied on write, so a change
+// to either copy leaves the other intact, while it still costs no data
+// copy or space, which is what made the hard link worth having. Where the
+// file system cannot clone, the blob is copied.
+//
+// A blob is hashed as it is copied and the copy refused if it does not
+// match its digest, unless its source is a layer file checked against its
+// digest in this build (layer.File.Verified): then it is cloned or copied
+// without reading it again.
+
+// localBlob is a layer whose compressed blob is a file on local disk.
+type localBlob interface{ BlobPath() string }
+
+// putLayer writes the compressed blob of l into the layout p.
+func putLayer(p layout.Path, l v1.Layer) error {
+	d, err := l.Digest()
+	if err != nil {
+		return err
+	}
+	size, err := l.Size()
+	if err != nil {
+		return err
+	}
+	verified := false
+	if f, ok := l.(*layer.File); ok {
+		verified = f.Verified
+	}
+	if lb, ok := l.(localBlob); ok {
+		return putFile(p, d, size, lb.BlobPath(), verified)
+	}
+	rc, err := l.Compressed()
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	return putBlob(p, d, size, rc, !verified)
+}
+
+// putBytes writes a blob held in memory (a config or manifest), checked
+// against its digest like any other.
+func putBytes(p layout.Path, d v1.Hash, b []byte) error {
+	return putBlob(p, d, int64(len(b)), bytes.NewReader(b), true)
+}
+
+// putFile writes the blob at src: a verified one is cloned where the file
+// system can, else it is copied, hashed unless verified.
+func putFile(p layout.Path, d v1.Hash, size int64, src string, verified bool) error {
+	if verified {
+		done, err := cloneBlob(p, d, size, src)
+		if done || err != nil {
+			return err
+		}
+	}
+	f, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return putBlob(p, d, size, f, !verified)
+}
+
+func blobPath(p layout.Path, d v1.Hash) string {
+	return filepath.Join(string(p), "blobs", d.Algorithm, d.Hex)
+}
+
+// present says whether the blob is in the layout already: an image can
+// list a layer twice, and images share layers.
+func present(p layout.Path, d v1.Hash) bool {
+	_, err := os.Stat(blobPath(p, d))
+	return err == nil
+}
+
+// create opens a new temporary file beside the blob's place; the caller
+// renames it there once complete, so a blob in the layout is always whole
+// and blobs written concurrently under one digest do not interleave.
+func create(p layout.Path, d v1.Hash) (*os.File, error) {
+	dir := filepath.Dir(blobPath(p, d))
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return nil, err
+	}
+	return tempfile.Create(dir, "."+d.Hex+".new-*")
+}
+
+// cloneBlob clones src to the blob's place. It reports false, and no error,
+// when the file system cannot clone, so the caller copies instead.
+func cloneBlob(p layout.Path, d v1.Hash, size int64, src string) (bool, error) {
+	if present(p, d) {
+		return true, nil
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return false, err
+	}
+	defer in.Close()
+	out, err := create(p, d)
+	if err != nil {
+		return false, err
+	}
+	defer os.Remove(out.Name())
+	if err := clone(out, in); err != nil {
+		out.Close()
+		return false, nil
+	}
+	fi, err := out.Stat()
+	if err == nil && fi.Size() != size {
+		err = fmt.Errorf("blob %s: %s has %d bytes, want %d", d, src, fi.Size(), size)
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return false, err
+	}
+	return true, os.Rename(out.Name(), blobPath(p, d))
+}
+
+// putBlob copies r to the blob's place, hashing it on the way when check
+// is set, and refuses content that is not the digest's or not size bytes
+// long (size < 0: unknown).
+func putBlob(p layout.Path, d v1.Hash, size int64, r io.Reader, check bool) error {
+	if present(p, d) {
+		return nil
+	}
+	var h hash.Hash
+	if check {
+		var err error
+		if h, err = hasher(d); err != nil {
+			return err
+		}
+		r = io.TeeReader(r, h)
+	}
+	out, err := create(p, d)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(out.Name())
+	n, err := io.Copy(out, r)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("blob %s: %w", d, err)
+	}
+	if size >= 0 && n != size {
+		return fmt.Errorf("blob %s: got %d bytes, want %d", d, n, size)
+	}
+	if h != nil {
+		if got := hex.EncodeToString(h.Sum(nil)); got != d.Hex {
+			return fmt.Errorf("blob %s: content has digest %s:%s; the source is damaged", d, d.Algorithm, got)
+		}
+	}
+	if err := os.Rename(out.Name(), blobPath(p, d)); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return nil
+}
+
+func hasher(d v1.Hash) (hash.Hash, error) {
+	switch d.Algorithm {
+	case "sha256":
+		return sha256.New(), nil
+	case "sha512":
+		return sha512.New(), nil
+	}
+	return nil, fmt.Errorf("blob %s: cannot check digest algorithm %q", d, d.Algorithm)
+}
