@@ -85,7 +85,7 @@ func buildCmd() *cobra.Command {
 				return err
 			}
 			for _, o := range outputs {
-				t, err := output.Parse(o, output.Options{})
+				t, err := output.Parse(o, output.Options{Stdout: cmd.OutOrStdout()})
 				if err != nil {
 					return err
 				}

@@ -28,6 +28,7 @@ import (
 	"github.com/pallet-dev/pallet/internal/platform"
 	"github.com/pallet-dev/pallet/internal/progress"
 	"github.com/pallet-dev/pallet/internal/record"
+	"github.com/pallet-dev/pallet/internal/tempfile"
 	"github.com/pallet-dev/pallet/internal/tree"
 )
 
@@ -115,11 +116,23 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 		opt.RecordPath = RecordFor(opt.Outputs[0])
 	}
 
-	work, err := os.MkdirTemp("", "pallet-build-*")
+	if err := output.CheckDistinct(opt.Outputs, opt.RecordPath); err != nil {
+		return nil, err
+	}
+
+	// Work directories of builds that were killed are swept first; a
+	// running build's is locked and left alone.
+	if swept, err := tempfile.SweepWorkDirs(""); err != nil {
+		opt.Progress.Warn("sweeping work directories of earlier builds: %v", err)
+	} else if len(swept) > 0 {
+		opt.Progress.Warn("removed %d work director(y/ies) left by killed builds", len(swept))
+	}
+	wd, err := tempfile.NewWorkDir("")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(work)
+	defer wd.Remove()
+	work := wd.Path
 
 	fetcher := artifact.New()
 	fetcher.Log = opt.Progress.Warn
@@ -193,6 +206,9 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 // beside the layout directory or archive file, or in the current
 // directory for a push.
 func RecordFor(t output.Target) string {
+	if t.String() == "docker:-" {
+		return record.PathFor("registry:")
+	}
 	return record.PathFor(t.String())
 }
 
