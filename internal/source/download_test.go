@@ -518,6 +518,8 @@ func TestDownloadStall(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			// Each mostly waits out timeouts.
+			t.Parallel()
 			dir := t.TempDir()
 			dst := filepath.Join(dir, "download")
 			srv := serve(t, func(w http.ResponseWriter, r *http.Request, n int) {
