@@ -102,14 +102,23 @@ type permanent struct{ error }
 
 func (p permanent) Unwrap() error { return p.error }
 
-// Download fetches rawURL into file, verifying its sha256. The file appears
-// only once verified: a truncated or wrong download never sits under the
-// final name. Server errors and broken connections are retried with
-// exponential backoff; 4xx and digest mismatches are not.
+// Download fetches rawURL into file, verifying its sha256, within the
+// default Limits. The file appears only once verified: a truncated or
+// wrong download never sits under the final name. Server errors, broken
+// connections and stalls are retried with exponential backoff; 4xx,
+// digest mismatches and oversized bodies are not.
 func (f *Fetcher) Download(ctx context.Context, rawURL, want, file string) error {
+	return f.DownloadWithin(ctx, rawURL, want, file, Limits{})
+}
+
+// DownloadWithin is Download bounded by lim: each attempt is abandoned
+// when nothing arrives for lim.Stall, and a body larger than lim.MaxBytes
+// is refused.
+func (f *Fetcher) DownloadWithin(ctx context.Context, rawURL, want, file string, lim Limits) error {
+	lim = lim.withDefaults()
 	wait := f.Backoff
 	for attempt := 1; ; attempt++ {
-		err := f.downloadOnce(ctx, rawURL, want, file)
+		err := f.downloadOnce(ctx, rawURL, want, file, lim)
 		var p permanent
 		switch {
 		case err == nil:
@@ -137,13 +146,21 @@ func (f *Fetcher) Download(ctx context.Context, rawURL, want, file string) error
 	}
 }
 
-func (f *Fetcher) downloadOnce(ctx context.Context, rawURL, want, file string) error {
+func (f *Fetcher) downloadOnce(ctx context.Context, rawURL, want, file string, lim Limits) error {
+	// The watchdog, not a deadline, bounds the attempt: a large download
+	// may take hours as long as bytes keep coming.
+	ctx, dog, cancel := newWatchdog(ctx, lim.Stall)
+	defer cancel(nil)
+	defer dog.stop()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
 		return permanent{err}
 	}
 	resp, err := f.Client.Do(req)
 	if err != nil {
+		if stalled(ctx) {
+			return fmt.Errorf("download %s: no response for %s", rawURL, lim.Stall)
+		}
 		return fmt.Errorf("download %s: %w", rawURL, err)
 	}
 	defer resp.Body.Close()
@@ -154,31 +171,56 @@ func (f *Fetcher) downloadOnce(ctx context.Context, rawURL, want, file string) e
 		}
 		return permanent{err}
 	}
+	if resp.ContentLength > lim.MaxBytes {
+		return permanent{fmt.Errorf("download %s: Content-Length %d bytes is over the limit of %d bytes", rawURL, resp.ContentLength, lim.MaxBytes)}
+	}
 	tmp, err := tempfile.Create(filepath.Dir(file), ".download-*")
 	if err != nil {
 		return permanent{err}
 	}
 	defer os.Remove(tmp.Name())
-	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(tmp, h), resp.Body)
+	n, got, err := receive(tmp, &progressReader{r: resp.Body, w: dog}, resp.ContentLength, lim.MaxBytes)
 	cerr := tmp.Close()
-	if err != nil {
+	switch {
+	case err != nil && stalled(ctx):
+		return fmt.Errorf("download %s: stopped after %s: nothing received for %s", rawURL, received(n, resp.ContentLength), lim.Stall)
+	case err != nil:
 		// A body cut short surfaces as a bare "unexpected EOF" or a reset;
 		// how far it got is what tells the user the transfer broke.
-		if resp.ContentLength >= 0 {
-			return fmt.Errorf("download %s: stopped after %d of %d bytes: %w", rawURL, n, resp.ContentLength, err)
-		}
-		return fmt.Errorf("download %s: stopped after %d bytes: %w", rawURL, n, err)
-	}
-	if cerr != nil {
+		return fmt.Errorf("download %s: stopped after %s: %w", rawURL, received(n, resp.ContentLength), err)
+	case resp.ContentLength >= 0 && n > resp.ContentLength:
+		// The same server will send the same excess again.
+		return permanent{fmt.Errorf("download %s: the server sent more than its Content-Length of %d bytes", rawURL, resp.ContentLength)}
+	case n > lim.MaxBytes:
+		return permanent{fmt.Errorf("download %s: stopped at the limit of %d bytes; the server kept sending", rawURL, lim.MaxBytes)}
+	case cerr != nil:
 		return fmt.Errorf("download %s: %w", rawURL, cerr)
-	}
-	if resp.ContentLength >= 0 && n != resp.ContentLength {
+	case resp.ContentLength >= 0 && n != resp.ContentLength:
 		return fmt.Errorf("download %s: got %d of %d bytes", rawURL, n, resp.ContentLength)
-	}
-	got := hex.EncodeToString(h.Sum(nil))
-	if got != want {
+	case got != want:
 		return permanent{&MismatchError{URL: rawURL, Expected: want, Actual: got}}
 	}
 	return os.Rename(tmp.Name(), file)
+}
+
+// receive copies body into dst and returns how many bytes it read and
+// their sha256. It reads at most one byte past what the server announced
+// (or limit when it announced nothing), enough to tell that it sent too
+// much without taking the rest.
+func receive(dst io.Writer, body io.Reader, contentLength, limit int64) (int64, string, error) {
+	expect := limit
+	if contentLength >= 0 {
+		expect = contentLength
+	}
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(dst, h), io.LimitReader(body, expect+1))
+	return n, hex.EncodeToString(h.Sum(nil)), err
+}
+
+// received says how much of a body arrived, out of its length if known.
+func received(n, contentLength int64) string {
+	if contentLength >= 0 {
+		return fmt.Sprintf("%d of %d bytes", n, contentLength)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }

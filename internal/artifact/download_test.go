@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -433,4 +434,341 @@ func TestGetMirror(t *testing.T) {
 			onlyFiles(t, dir, "download")
 		})
 	}
+}
+
+// stall is what the tests give as Limits.Stall: long enough for loopback
+// to deliver anything sent, short enough to run several attempts quickly.
+const stall = 200 * time.Millisecond
+
+// hang blocks a handler until the client goes away or the test ends,
+// sending nothing more: a server that is alive but no longer delivers.
+func hang(t *testing.T, r *http.Request) {
+	release := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	select {
+	case <-r.Context().Done():
+	case <-release:
+	}
+}
+
+// counting is a client transport that counts the body bytes the
+// downloader takes. With understate, it reports half the real
+// Content-Length, standing in for a transport that would hand over a body
+// longer than announced (net/http itself cuts a body at its length).
+type counting struct {
+	base       *http.Transport
+	read       atomic.Int64
+	understate bool
+}
+
+func countingClient(t *testing.T, understate bool) (*http.Client, *counting) {
+	// No keep-alive: bytes sent past a body would otherwise be logged as
+	// an unsolicited response on the idle connection.
+	c := &counting{base: &http.Transport{DisableKeepAlives: true}, understate: understate}
+	t.Cleanup(c.base.CloseIdleConnections)
+	return &http.Client{Transport: c, Timeout: 10 * time.Second}, c
+}
+
+func (c *counting) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := c.base.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	if c.understate {
+		resp.ContentLength = int64(len(payload) / 2)
+	}
+	resp.Body = &countedBody{ReadCloser: resp.Body, n: &c.read}
+	return resp, nil
+}
+
+type countedBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (b *countedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(n))
+	return n, err
+}
+
+func TestDownloadStall(t *testing.T) {
+	const sent = 1000
+	// midBody sends the headers and the first bytes, then nothing.
+	midBody := func(t *testing.T, w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(len(payload)))
+		w.Write(payload[:sent])
+		w.(http.Flusher).Flush()
+		hang(t, r)
+	}
+	// noHeaders accepts the request and never answers.
+	noHeaders := func(t *testing.T, w http.ResponseWriter, r *http.Request) { hang(t, r) }
+	tests := []struct {
+		name     string
+		fail     func(t *testing.T, w http.ResponseWriter, r *http.Request)
+		failures int // as in TestDownloadRetriesBrokenTransfers
+		wantReqs int
+		wantErr  []string
+	}{
+		{"mid-body once", midBody, 1, 2, nil},
+		{"mid-body always", midBody, -1, 4,
+			[]string{fmt.Sprintf("after %d of %d bytes", sent, len(payload)), "nothing received for " + stall.String(), "4 attempts"}},
+		{"before headers always", noHeaders, -1, 4, []string{"no response for " + stall.String(), "4 attempts"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			// Each mostly waits out timeouts.
+			t.Parallel()
+			dir := t.TempDir()
+			dst := filepath.Join(dir, "download")
+			srv := serve(t, func(w http.ResponseWriter, r *http.Request, n int) {
+				if tc.failures < 0 || n <= tc.failures {
+					tc.fail(t, w, r)
+					return
+				}
+				full(w)
+			})
+			url := srv.URL + "/pkg.tgz"
+			start := time.Now()
+			err := fetcher(t).DownloadWithin(context.Background(), url, sum(payload), dst, source.Limits{Stall: stall})
+			elapsed := time.Since(start)
+			if got := srv.requests(); got != tc.wantReqs {
+				t.Errorf("%d requests, want %d", got, tc.wantReqs)
+			}
+			stalls := tc.wantReqs - 1
+			if tc.failures < 0 {
+				stalls = tc.wantReqs
+			}
+			// Each stalled attempt waits out the timeout and no more than a
+			// generous multiple of it: the client's 10s Timeout must not be
+			// what ends it.
+			if min := time.Duration(stalls) * stall; elapsed < min {
+				t.Errorf("returned after %s; %d stalls take at least %s", elapsed, stalls, min)
+			}
+			if elapsed > 5*time.Second {
+				t.Errorf("returned after %s; the stall timeout is %s", elapsed, stall)
+			}
+			if tc.failures >= 0 {
+				if err != nil {
+					t.Fatalf("download failed: %v", err)
+				}
+				got, err := os.ReadFile(dst)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got, payload) {
+					t.Errorf("downloaded %d bytes, not the payload", len(got))
+				}
+				onlyFiles(t, dir, "download")
+				return
+			}
+			if err == nil {
+				t.Fatal("download succeeded against a server that stalls")
+			}
+			if errors.Is(err, context.Canceled) {
+				t.Errorf("a stall reported as a cancellation: %v", err)
+			}
+			for _, want := range append([]string{url}, tc.wantErr...) {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not mention %q", err, want)
+				}
+			}
+			noFile(t, dst)
+			onlyFiles(t, dir)
+		})
+	}
+}
+
+func TestDownloadSlowButSteadySucceeds(t *testing.T) {
+	const chunks = 12
+	const every = stall / 4
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		w.Header().Set("Content-Length", strconv.Itoa(len(payload)))
+		size := (len(payload) + chunks - 1) / chunks
+		for b := payload; len(b) > 0; {
+			k := min(size, len(b))
+			w.Write(b[:k])
+			w.(http.Flusher).Flush()
+			b = b[k:]
+			time.Sleep(every)
+		}
+	})
+	dir := t.TempDir()
+	dst := filepath.Join(dir, "download")
+	start := time.Now()
+	err := fetcher(t).DownloadWithin(context.Background(), srv.URL+"/slow.tgz", sum(payload), dst, source.Limits{Stall: stall})
+	if err != nil {
+		t.Fatalf("a download that never paused for %s failed: %v", stall, err)
+	}
+	// Otherwise the test proves nothing about outlasting the stall timeout.
+	if elapsed := time.Since(start); elapsed < 2*stall {
+		t.Fatalf("the trickle took only %s", elapsed)
+	}
+	if got := srv.requests(); got != 1 {
+		t.Errorf("%d requests, want 1", got)
+	}
+	got, err := os.ReadFile(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, payload) {
+		t.Errorf("downloaded %d bytes, not the payload", len(got))
+	}
+}
+
+func TestDownloadRefusesContentLengthOverLimit(t *testing.T) {
+	tests := []struct {
+		name   string
+		lim    source.Limits
+		claim  int64
+		wantIn []string
+	}{
+		// The default needs no giant body: the claim alone must be refused.
+		{"default limit", source.Limits{}, source.DefaultMaxDownload + 1,
+			[]string{strconv.FormatInt(source.DefaultMaxDownload+1, 10), strconv.FormatInt(source.DefaultMaxDownload, 10)}},
+		{"set limit", source.Limits{MaxBytes: int64(len(payload)) - 1}, int64(len(payload)),
+			[]string{strconv.Itoa(len(payload)), strconv.Itoa(len(payload) - 1)}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := serve(t, func(w http.ResponseWriter, r *http.Request, n int) {
+				w.Header().Set("Content-Length", strconv.FormatInt(tc.claim, 10))
+				w.Write(payload)
+				w.(http.Flusher).Flush()
+				hang(t, r)
+			})
+			f := fetcher(t)
+			client, c := countingClient(t, false)
+			f.Client = client
+			dir := t.TempDir()
+			url := srv.URL + "/big.tgz"
+			start := time.Now()
+			err := f.DownloadWithin(context.Background(), url, sum(payload), filepath.Join(dir, "big.tgz"), tc.lim)
+			if err == nil {
+				t.Fatal("download succeeded")
+			}
+			if elapsed := time.Since(start); elapsed > 5*time.Second {
+				t.Errorf("refused after %s; the size was known from the headers", elapsed)
+			}
+			for _, want := range append([]string{url, "over the limit"}, tc.wantIn...) {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not mention %q", err, want)
+				}
+			}
+			if got := srv.requests(); got != 1 {
+				t.Errorf("%d requests, want 1: the size will not shrink on retry", got)
+			}
+			if got := c.read.Load(); got != 0 {
+				t.Errorf("read %d body bytes of a download refused by its headers", got)
+			}
+			onlyFiles(t, dir)
+		})
+	}
+}
+
+func TestDownloadStopsAtLimitWithoutContentLength(t *testing.T) {
+	const limit = 64 << 10
+	const chunk = 32 << 10
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		// Chunked, endless as far as the client can tell; the cutoff only
+		// keeps a broken client from running forever.
+		buf := bytes.Repeat([]byte{'x'}, chunk)
+		for sent := 0; sent < 64<<20 && r.Context().Err() == nil; sent += chunk {
+			if _, err := w.Write(buf); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+		}
+	})
+	f := fetcher(t)
+	client, c := countingClient(t, false)
+	f.Client = client
+	dir := t.TempDir()
+	url := srv.URL + "/endless"
+	err := f.DownloadWithin(context.Background(), url, sum(payload), filepath.Join(dir, "endless"), source.Limits{MaxBytes: limit})
+	if err == nil {
+		t.Fatal("download succeeded")
+	}
+	for _, want := range []string{url, fmt.Sprintf("limit of %d bytes", limit)} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+	var mm *source.MismatchError
+	if errors.As(err, &mm) {
+		t.Errorf("an oversized body reported as a digest mismatch: %v", err)
+	}
+	if got := c.read.Load(); got > limit+1 {
+		t.Errorf("read %d bytes; the limit is %d", got, limit)
+	}
+	if got := srv.requests(); got != 1 {
+		t.Errorf("%d requests, want 1", got)
+	}
+	onlyFiles(t, dir)
+}
+
+func TestDownloadMoreThanContentLength(t *testing.T) {
+	// lie announces the payload's length and sends it followed by as much
+	// again, straight onto the connection.
+	lie := func(t *testing.T, w http.ResponseWriter) {
+		conn, buf, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Errorf("hijack: %v", err)
+			return
+		}
+		defer conn.Close()
+		fmt.Fprintf(buf, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n", len(payload))
+		buf.Write(payload)
+		buf.Write(bytes.Repeat([]byte{'!'}, len(payload)))
+		buf.Flush()
+	}
+	t.Run("over the wire", func(t *testing.T) {
+		// net/http stops at the announced length; what follows never
+		// reaches the file, and the announced bytes are what is verified.
+		srv := serve(t, func(w http.ResponseWriter, r *http.Request, n int) { lie(t, w) })
+		f := fetcher(t)
+		client, c := countingClient(t, false)
+		f.Client = client
+		dir := t.TempDir()
+		dst := filepath.Join(dir, "download")
+		if err := f.DownloadWithin(context.Background(), srv.URL+"/f", sum(payload), dst, source.Limits{}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(dst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, payload) {
+			t.Errorf("file holds %d bytes, want the %d announced", len(got), len(payload))
+		}
+		if n := c.read.Load(); n != int64(len(payload)) {
+			t.Errorf("read %d bytes of a body announced as %d", n, len(payload))
+		}
+	})
+	t.Run("through a transport that passes it on", func(t *testing.T) {
+		srv := serve(t, func(w http.ResponseWriter, r *http.Request, n int) { full(w) })
+		f := fetcher(t)
+		client, c := countingClient(t, true)
+		f.Client = client
+		dir := t.TempDir()
+		url := srv.URL + "/f"
+		err := f.DownloadWithin(context.Background(), url, sum(payload), filepath.Join(dir, "f"), source.Limits{})
+		if err == nil {
+			t.Fatal("download succeeded")
+		}
+		announced := len(payload) / 2
+		for _, want := range []string{url, fmt.Sprintf("more than its Content-Length of %d bytes", announced)} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not mention %q", err, want)
+			}
+		}
+		if n := c.read.Load(); n > int64(announced)+1 {
+			t.Errorf("read %d bytes of a body announced as %d", n, announced)
+		}
+		if got := srv.requests(); got != 1 {
+			t.Errorf("%d requests, want 1", got)
+		}
+		onlyFiles(t, dir)
+	})
 }

@@ -1,7 +1,8 @@
 // Package regauth is how pallet authenticates to registries: credentials
 // come from the docker config and the credential helpers it names
 // (go-containerregistry's default keychain), as for docker and crane, and
-// a refusal is explained in those terms.
+// a refusal is explained in those terms. Every request is bounded: it
+// fails when nothing moves for a while (see Timeouts).
 package regauth
 
 import (
@@ -15,10 +16,17 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 )
 
-// Options are the remote options every registry call starts from; extra
-// ones (transport, jobs, platform) follow and may override them.
+// Options are the remote options every registry call starts from:
+// credentials from the default keychain, and a transport bounded by
+// DefaultTimeouts. Extra ones (jobs, platform) follow and may override
+// them; a caller's own transport should be wrapped by Transport, or it
+// loses the bounds.
 func Options(ctx context.Context, extra ...remote.Option) []remote.Option {
-	return append([]remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)}, extra...)
+	return append([]remote.Option{
+		remote.WithContext(ctx),
+		remote.WithAuthFromKeychain(authn.DefaultKeychain),
+		WithTimeouts(DefaultTimeouts),
+	}, extra...)
 }
 
 // Explain adds to a registry's 401 or 403 where pallet looked for

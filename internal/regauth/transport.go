@@ -1,0 +1,315 @@
+package regauth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+)
+
+// Timeouts bound every registry request. A zero field takes its default.
+// None limits how long a transfer takes: a layer of many gigabytes may
+// move slowly for hours, but not stop.
+type Timeouts struct {
+	// Stall is how long a request may go with no byte moving either way,
+	// whether sending, waiting for the answer or receiving it, before it
+	// fails with a *StallError. Zero means DefaultStall.
+	Stall time.Duration
+	// Dial bounds opening a TCP connection. Zero means DefaultDial.
+	Dial time.Duration
+	// TLSHandshake bounds the TLS handshake. Zero means
+	// DefaultTLSHandshake.
+	TLSHandshake time.Duration
+	// ResponseHeader is how long the registry may take to answer once it
+	// has a request's whole body: it may be digesting or moving a blob of
+	// gigabytes then. Requests without a body get Stall. Zero means
+	// DefaultResponseHeader.
+	ResponseHeader time.Duration
+}
+
+// The defaults of Timeouts.
+const (
+	DefaultStall          = 60 * time.Second
+	DefaultDial           = 30 * time.Second
+	DefaultTLSHandshake   = 10 * time.Second
+	DefaultResponseHeader = 5 * time.Minute
+)
+
+// DefaultTimeouts are the bounds Options puts on every registry call. A
+// program that overrides them sets this once, before any registry call.
+var DefaultTimeouts Timeouts
+
+func (t Timeouts) withDefaults() Timeouts {
+	set := func(d *time.Duration, def time.Duration) {
+		if *d <= 0 {
+			*d = def
+		}
+	}
+	set(&t.Stall, DefaultStall)
+	set(&t.Dial, DefaultDial)
+	set(&t.TLSHandshake, DefaultTLSHandshake)
+	set(&t.ResponseHeader, DefaultResponseHeader)
+	return t
+}
+
+// transports keeps one bounded transport per Timeouts, so that registry
+// calls share connections as they would with remote.DefaultTransport.
+var transports sync.Map // Timeouts -> http.RoundTripper
+
+// WithTimeouts is the remote option that sends requests through
+// remote.DefaultTransport bounded by t. After Options' own, it replaces
+// DefaultTimeouts for that call.
+func WithTimeouts(t Timeouts) remote.Option {
+	t = t.withDefaults()
+	rt, ok := transports.Load(t)
+	if !ok {
+		rt, _ = transports.LoadOrStore(t, Transport(remote.DefaultTransport, t))
+	}
+	return remote.WithTransport(rt.(http.RoundTripper))
+}
+
+// Transport returns base bounded by t. When base is an *http.Transport,
+// a copy of it gets the dial and TLS handshake bounds; the stall and
+// response bounds apply to any base.
+func Transport(base http.RoundTripper, t Timeouts) http.RoundTripper {
+	t = t.withDefaults()
+	if ht, ok := base.(*http.Transport); ok {
+		ht = ht.Clone()
+		ht.DialContext = boundDial(ht.DialContext, t.Dial)
+		ht.TLSHandshakeTimeout = t.TLSHandshake
+		base = ht
+	}
+	return &bounded{base: base, t: t}
+}
+
+type dialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// boundDial keeps base's dialer (proxies and tests may have their own)
+// and only adds the deadline.
+func boundDial(base dialFunc, limit time.Duration) dialFunc {
+	if base == nil {
+		base = (&net.Dialer{KeepAlive: 30 * time.Second}).DialContext
+	}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		ctx, cancel := context.WithTimeout(ctx, limit)
+		defer cancel()
+		return base(ctx, network, addr)
+	}
+}
+
+// StallError reports a registry request abandoned because nothing moved
+// for Idle. It is a temporary timeout, so go-containerregistry's retries
+// treat it as the network flake it is.
+type StallError struct {
+	// Method and URL are the request's; the URL is without its query,
+	// which may hold upload state or a signature.
+	Method, URL string
+	// While is what the request was doing: "connecting or sending the
+	// request", "waiting for the response" or "receiving the response".
+	While string
+	Idle  time.Duration
+	// Sent and Received count body bytes.
+	Sent, Received int64
+}
+
+func (e *StallError) Error() string {
+	return fmt.Sprintf("%s %s: stalled: nothing moved for %s while %s (%d body bytes sent, %d received)",
+		e.Method, e.URL, e.Idle, e.While, e.Sent, e.Received)
+}
+
+// Timeout reports true: a stall is a timeout, as net.Error means it.
+func (e *StallError) Timeout() bool { return true }
+
+// Temporary reports true: the next attempt may find the network moving.
+func (e *StallError) Temporary() bool { return true }
+
+// bounded is the RoundTripper Transport returns.
+type bounded struct {
+	base http.RoundTripper
+	t    Timeouts
+}
+
+func (b *bounded) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx, cancel := context.WithCancelCause(req.Context())
+	x := newExchange(req, b.t, cancel)
+	out := req.Clone(ctx)
+	if req.Body != nil && req.Body != http.NoBody {
+		out.Body = &sending{ReadCloser: req.Body, x: x}
+		if req.GetBody != nil {
+			// The transport may replay the body on a fresh connection.
+			out.GetBody = func() (io.ReadCloser, error) {
+				body, err := req.GetBody()
+				if err != nil {
+					return nil, err
+				}
+				return &sending{ReadCloser: body, x: x}, nil
+			}
+		}
+	}
+	resp, err := b.base.RoundTrip(out)
+	if err != nil {
+		x.end()
+		cancel(nil)
+		if se := stallOf(ctx); se != nil {
+			return nil, se
+		}
+		return nil, err
+	}
+	x.receiving()
+	resp.Request = req
+	resp.Body = &receiving{ReadCloser: resp.Body, x: x, ctx: ctx, cancel: cancel}
+	return resp, nil
+}
+
+// stallOf is the *StallError that ended ctx, if that is what ended it.
+func stallOf(ctx context.Context) *StallError {
+	var se *StallError
+	if errors.As(context.Cause(ctx), &se) {
+		return se
+	}
+	return nil
+}
+
+// Phases of an exchange, as StallError.While says them.
+const (
+	phaseSending   = "connecting or sending the request"
+	phaseAwaiting  = "waiting for the response"
+	phaseReceiving = "receiving the response"
+)
+
+// exchange is the watchdog of one request: its timer is pushed back
+// whenever a byte moves, and cancels the request when it fires.
+type exchange struct {
+	method, url   string
+	contentLength int64
+	t             Timeouts
+	cancel        context.CancelCauseFunc
+
+	mu             sync.Mutex
+	timer          *time.Timer
+	phase          string
+	idle           time.Duration
+	sent, received int64
+	done           bool
+}
+
+func newExchange(req *http.Request, t Timeouts, cancel context.CancelCauseFunc) *exchange {
+	u := *req.URL
+	u.RawQuery, u.ForceQuery, u.User = "", false, nil
+	x := &exchange{method: req.Method, url: u.String(), contentLength: req.ContentLength, t: t, cancel: cancel,
+		phase: phaseAwaiting, idle: t.Stall}
+	if req.Body != nil && req.Body != http.NoBody {
+		x.phase = phaseSending
+	}
+	x.timer = time.AfterFunc(x.idle, x.fire)
+	return x
+}
+
+func (x *exchange) fire() {
+	x.mu.Lock()
+	if x.done {
+		x.mu.Unlock()
+		return
+	}
+	err := &StallError{Method: x.method, URL: x.url, While: x.phase, Idle: x.idle, Sent: x.sent, Received: x.received}
+	x.mu.Unlock()
+	x.cancel(err)
+}
+
+// enter moves to phase, where idle is allowed without progress; it never
+// goes back from receiving, whatever order the transport reports in.
+func (x *exchange) enter(phase string, idle time.Duration) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.done || x.phase == phaseReceiving {
+		return
+	}
+	x.phase, x.idle = phase, idle
+	x.timer.Reset(idle)
+}
+
+func (x *exchange) sentAll()   { x.enter(phaseAwaiting, x.t.ResponseHeader) }
+func (x *exchange) receiving() { x.enter(phaseReceiving, x.t.Stall) }
+
+func (x *exchange) moved(sent, received int) {
+	x.mu.Lock()
+	x.sent += int64(sent)
+	x.received += int64(received)
+	all := x.phase == phaseSending && x.contentLength > 0 && x.sent >= x.contentLength
+	if !x.done {
+		x.timer.Reset(x.idle)
+	}
+	x.mu.Unlock()
+	if all {
+		x.sentAll()
+	}
+}
+
+func (x *exchange) end() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.done = true
+	x.timer.Stop()
+}
+
+// sending is a request body that reports its progress.
+type sending struct {
+	io.ReadCloser
+	x *exchange
+}
+
+func (s *sending) Read(p []byte) (int, error) {
+	n, err := s.ReadCloser.Read(p)
+	if n > 0 {
+		s.x.moved(n, 0)
+	}
+	if err == io.EOF {
+		s.x.sentAll()
+	}
+	return n, err
+}
+
+// Close marks the body sent: the transport closes it once written.
+func (s *sending) Close() error {
+	s.x.sentAll()
+	return s.ReadCloser.Close()
+}
+
+// receiving is a response body that reports its progress and turns the
+// cancellation a stall causes into the *StallError.
+type receiving struct {
+	io.ReadCloser
+	x      *exchange
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+}
+
+func (r *receiving) Read(p []byte) (int, error) {
+	n, err := r.ReadCloser.Read(p)
+	if n > 0 {
+		r.x.moved(0, n)
+	}
+	if err == io.EOF {
+		// Done, whether or not the caller gets round to closing it.
+		r.x.end()
+	}
+	if err != nil && err != io.EOF {
+		if se := stallOf(r.ctx); se != nil {
+			return n, se
+		}
+	}
+	return n, err
+}
+
+func (r *receiving) Close() error {
+	r.x.end()
+	err := r.ReadCloser.Close()
+	r.cancel(nil)
+	return err
+}

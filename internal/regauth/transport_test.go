@@ -1,0 +1,349 @@
+package regauth_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/pallet-dev/pallet/internal/regauth"
+)
+
+// stall is the tests' stall timeout: long enough for loopback to deliver
+// whatever was sent, short enough for a test to wait out several.
+const stall = 200 * time.Millisecond
+
+// hang blocks a handler, sending nothing, until the client goes away or
+// the test ends.
+func hang(t *testing.T, r *http.Request) {
+	release := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	select {
+	case <-r.Context().Done():
+	case <-release:
+	}
+}
+
+func server(t *testing.T, h http.HandlerFunc) *httptest.Server {
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// client sends through a fresh bounded transport, so that no test shares
+// connections with another.
+func client(t *testing.T, to regauth.Timeouts) *http.Client {
+	base := &http.Transport{}
+	t.Cleanup(base.CloseIdleConnections)
+	return &http.Client{Transport: regauth.Transport(base, to)}
+}
+
+// zeros is an endless body: what a big upload looks like to a transport.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+
+// trickle yields data in chunks pausing every between them, never as long
+// as the stall timeout.
+type trickle struct {
+	data  []byte
+	chunk int
+	every time.Duration
+}
+
+func (r *trickle) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	time.Sleep(r.every)
+	n := copy(p[:min(len(p), r.chunk)], r.data)
+	r.data = r.data[n:]
+	return n, nil
+}
+
+func TestTransportStall(t *testing.T) {
+	const sent = 1000
+	const upload = 1 << 30
+	tests := []struct {
+		name    string
+		to      regauth.Timeouts
+		handler func(t *testing.T, w http.ResponseWriter, r *http.Request)
+		// body, when set, is sent with a PUT of length upload.
+		body  io.Reader
+		while string
+		check func(t *testing.T, se *regauth.StallError)
+	}{
+		{"response body", regauth.Timeouts{Stall: stall},
+			func(t *testing.T, w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Length", "1048576")
+				w.Write(bytes.Repeat([]byte{'x'}, sent))
+				w.(http.Flusher).Flush()
+				hang(t, r)
+			}, nil, "receiving the response",
+			func(t *testing.T, se *regauth.StallError) {
+				if se.Received != sent {
+					t.Errorf("Received = %d, want %d", se.Received, sent)
+				}
+			}},
+		{"response headers", regauth.Timeouts{Stall: stall},
+			func(t *testing.T, w http.ResponseWriter, r *http.Request) { hang(t, r) },
+			nil, "waiting for the response", nil},
+		{"request body the registry stops reading", regauth.Timeouts{Stall: stall},
+			func(t *testing.T, w http.ResponseWriter, r *http.Request) { hang(t, r) },
+			io.LimitReader(zeros{}, upload), "connecting or sending the request",
+			func(t *testing.T, se *regauth.StallError) {
+				// What the socket buffers took, and no more.
+				if se.Sent <= 0 || se.Sent >= upload {
+					t.Errorf("Sent = %d, want some of the %d bytes", se.Sent, upload)
+				}
+			}},
+		{"answer to an upload", regauth.Timeouts{Stall: stall, ResponseHeader: stall},
+			func(t *testing.T, w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				hang(t, r)
+			}, io.LimitReader(zeros{}, 1<<20), "waiting for the response",
+			func(t *testing.T, se *regauth.StallError) {
+				if se.Sent != 1<<20 {
+					t.Errorf("Sent = %d, want the whole %d", se.Sent, 1<<20)
+				}
+			}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			// Each mostly waits out timeouts.
+			t.Parallel()
+			srv := server(t, func(w http.ResponseWriter, r *http.Request) { tc.handler(t, w, r) })
+			method, size := http.MethodGet, int64(0)
+			if tc.body != nil {
+				method, size = http.MethodPut, upload
+				if tc.while == "waiting for the response" {
+					size = 1 << 20
+				}
+			}
+			req, err := http.NewRequest(method, srv.URL+"/v2/x/blobs/uploads/1?_state=secret", tc.body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.ContentLength = size
+			start := time.Now()
+			resp, err := client(t, tc.to).Do(req)
+			if err == nil {
+				_, err = io.ReadAll(resp.Body)
+				resp.Body.Close()
+			}
+			elapsed := time.Since(start)
+			var se *regauth.StallError
+			if !errors.As(err, &se) {
+				t.Fatalf("error %v (%T) is not a *StallError", err, err)
+			}
+			if elapsed < stall || elapsed > 5*time.Second {
+				t.Errorf("failed after %s; the stall timeout is %s", elapsed, stall)
+			}
+			if se.While != tc.while {
+				t.Errorf("stalled while %q, want %q", se.While, tc.while)
+			}
+			if se.Method != method || se.Idle != stall {
+				t.Errorf("StallError %+v, want method %s and idle %s", *se, method, stall)
+			}
+			for _, want := range []string{srv.URL + "/v2/x/blobs/uploads/1", "stalled", stall.String(), tc.while} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not mention %q", err, want)
+				}
+			}
+			// http.Client's own wrapping shows the URL as given; the
+			// StallError, which may be logged alone, must not.
+			if strings.Contains(se.Error(), "secret") {
+				t.Errorf("StallError %q shows the query", se)
+			}
+			var ne net.Error
+			if !errors.As(err, &ne) || !ne.Timeout() {
+				t.Errorf("error %v is not a net.Error timeout", err)
+			}
+			if tc.check != nil {
+				tc.check(t, se)
+			}
+		})
+	}
+}
+
+func TestTransportSlowButSteady(t *testing.T) {
+	payload := bytes.Repeat([]byte("registry trickle\n"), 1024)
+	const chunks = 12
+	size := (len(payload) + chunks - 1) / chunks
+	tests := []struct {
+		name    string
+		to      regauth.Timeouts
+		handler http.HandlerFunc
+		body    func() io.Reader
+	}{
+		{"download", regauth.Timeouts{Stall: stall},
+			func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Length", fmt.Sprint(len(payload)))
+				io.Copy(flushing{w}, &trickle{payload, size, stall / 4})
+			}, nil},
+		{"upload", regauth.Timeouts{Stall: stall},
+			func(w http.ResponseWriter, r *http.Request) {
+				got, _ := io.ReadAll(r.Body)
+				w.Write(got)
+			}, func() io.Reader { return &trickle{payload, size, stall / 4} }},
+		// The registry digesting what it got for longer than Stall.
+		{"slow answer to an upload", regauth.Timeouts{Stall: stall, ResponseHeader: 10 * stall},
+			func(w http.ResponseWriter, r *http.Request) {
+				got, _ := io.ReadAll(r.Body)
+				time.Sleep(3 * stall)
+				w.Write(got)
+			}, func() io.Reader { return bytes.NewReader(payload) }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			// Each mostly waits out timeouts.
+			t.Parallel()
+			srv := server(t, tc.handler)
+			method, body := http.MethodGet, io.Reader(nil)
+			if tc.body != nil {
+				method, body = http.MethodPut, tc.body()
+			}
+			req, err := http.NewRequest(method, srv.URL+"/v2/x/blobs/y", body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if body != nil {
+				req.ContentLength = int64(len(payload))
+			}
+			start := time.Now()
+			resp, err := client(t, tc.to).Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				t.Fatalf("a transfer that kept moving failed: %v", err)
+			}
+			// Otherwise the test proves nothing about outlasting Stall.
+			if elapsed := time.Since(start); elapsed < 2*stall {
+				t.Fatalf("the transfer took only %s", elapsed)
+			}
+			if !bytes.Equal(got, payload) {
+				t.Errorf("got %d bytes back, not the payload", len(got))
+			}
+		})
+	}
+}
+
+type flushing struct{ w http.ResponseWriter }
+
+func (f flushing) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	f.w.(http.Flusher).Flush()
+	return n, err
+}
+
+// TestOptionsBoundAuthenticatedPulls pulls through Options from a registry
+// that demands the credentials of the docker config and stalls a blob.
+func TestOptionsBoundAuthenticatedPulls(t *testing.T) {
+	const user, pass = "pallet", "s3cret"
+	var stallBlobs atomic.Bool
+	var authorized atomic.Int32
+	reg := registry.New(registry.Logger(log.New(testLog{t}, "", 0)))
+	srv := server(t, func(w http.ResponseWriter, r *http.Request) {
+		if u, p, ok := r.BasicAuth(); !ok || u != user || p != pass {
+			w.Header().Set("WWW-Authenticate", `Basic realm="test"`)
+			http.Error(w, "credentials", http.StatusUnauthorized)
+			return
+		}
+		authorized.Add(1)
+		if stallBlobs.Load() && r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/blobs/") {
+			// Chunked: go-containerregistry checks a Content-Length
+			// against the layer's size.
+			w.Write(bytes.Repeat([]byte{0}, 1000))
+			w.(http.Flusher).Flush()
+			hang(t, r)
+			return
+		}
+		reg.ServeHTTP(w, r)
+	})
+	host := strings.TrimPrefix(srv.URL, "http://")
+	cfg := t.TempDir()
+	auth := base64.StdEncoding.EncodeToString([]byte(user + ":" + pass))
+	if err := os.WriteFile(filepath.Join(cfg, "config.json"), fmt.Appendf(nil, `{"auths":{%q:{"auth":%q}}}`, host, auth), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("DOCKER_CONFIG", cfg)
+	saved := regauth.DefaultTimeouts
+	regauth.DefaultTimeouts = regauth.Timeouts{Stall: stall}
+	t.Cleanup(func() { regauth.DefaultTimeouts = saved })
+
+	ctx := context.Background()
+	ref, err := name.ParseReference(host + "/pallet/stall:test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := random.Image(64<<10, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(ref, img, regauth.Options(ctx)...); err != nil {
+		t.Fatalf("push with the docker config's credentials: %v", err)
+	}
+	if authorized.Load() == 0 {
+		t.Fatal("the registry saw no request with the credentials")
+	}
+
+	stallBlobs.Store(true)
+	pulled, err := remote.Image(ref, regauth.Options(ctx)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers, err := pulled.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	rc, err := layers[0].Compressed()
+	if err == nil {
+		_, err = io.Copy(io.Discard, rc)
+		rc.Close()
+	}
+	elapsed := time.Since(start)
+	var se *regauth.StallError
+	if !errors.As(err, &se) {
+		t.Fatalf("error %v (%T) is not a *StallError", err, err)
+	}
+	if se.Received != 1000 || se.Idle != stall {
+		t.Errorf("StallError %+v, want 1000 bytes received and idle %s", *se, stall)
+	}
+	if elapsed > 5*time.Second {
+		t.Errorf("failed after %s; the stall timeout is %s", elapsed, stall)
+	}
+}
+
+// testLog sends the registry's log to the test's.
+type testLog struct{ t *testing.T }
+
+func (l testLog) Write(p []byte) (int, error) {
+	l.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
