@@ -122,6 +122,8 @@ type Fetcher struct {
 	MirrorURL string
 	// Offline forbids the network: everything must be in Mirror.
 	Offline bool
+	// Limits bound each download (size, stall).
+	Limits Limits
 	// Cache, when set, keeps downloads and built artifacts between builds.
 	Cache *cache.Cache
 	// Log receives one line per notable event (retries, warnings).
@@ -131,7 +133,9 @@ type Fetcher struct {
 // New returns a Fetcher with sensible network defaults.
 func New() *Fetcher {
 	return &Fetcher{
-		Client:  &http.Client{Timeout: 30 * time.Minute},
+		// No overall timeout: Limits.Stall bounds a dead transfer, and
+		// a large one that keeps moving may take as long as it needs.
+		Client:  &http.Client{},
 		Retries: 3,
 		Backoff: 500 * time.Millisecond,
 		Log:     func(string, ...any) {},

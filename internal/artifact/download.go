@@ -108,7 +108,7 @@ func (p permanent) Unwrap() error { return p.error }
 // connections and stalls are retried with exponential backoff; 4xx,
 // digest mismatches and oversized bodies are not.
 func (f *Fetcher) Download(ctx context.Context, rawURL, want, file string) error {
-	return f.DownloadWithin(ctx, rawURL, want, file, Limits{})
+	return f.DownloadWithin(ctx, rawURL, want, file, f.Limits)
 }
 
 // DownloadWithin is Download bounded by lim: each attempt is abandoned

@@ -531,7 +531,7 @@ func TestDownloadStall(t *testing.T) {
 			})
 			url := srv.URL + "/pkg.tgz"
 			start := time.Now()
-			err := fetcher(t).DownloadWithin(context.Background(), url, sum(payload), dst, source.Limits{Stall: stall})
+			err := fetcher(t).DownloadWithin(context.Background(), url, sum(payload), dst, artifact.Limits{Stall: stall})
 			elapsed := time.Since(start)
 			if got := srv.requests(); got != tc.wantReqs {
 				t.Errorf("%d requests, want %d", got, tc.wantReqs)
@@ -597,7 +597,7 @@ func TestDownloadSlowButSteadySucceeds(t *testing.T) {
 	dir := t.TempDir()
 	dst := filepath.Join(dir, "download")
 	start := time.Now()
-	err := fetcher(t).DownloadWithin(context.Background(), srv.URL+"/slow.tgz", sum(payload), dst, source.Limits{Stall: stall})
+	err := fetcher(t).DownloadWithin(context.Background(), srv.URL+"/slow.tgz", sum(payload), dst, artifact.Limits{Stall: stall})
 	if err != nil {
 		t.Fatalf("a download that never paused for %s failed: %v", stall, err)
 	}
@@ -620,14 +620,14 @@ func TestDownloadSlowButSteadySucceeds(t *testing.T) {
 func TestDownloadRefusesContentLengthOverLimit(t *testing.T) {
 	tests := []struct {
 		name   string
-		lim    source.Limits
+		lim    artifact.Limits
 		claim  int64
 		wantIn []string
 	}{
 		// The default needs no giant body: the claim alone must be refused.
-		{"default limit", source.Limits{}, source.DefaultMaxDownload + 1,
-			[]string{strconv.FormatInt(source.DefaultMaxDownload+1, 10), strconv.FormatInt(source.DefaultMaxDownload, 10)}},
-		{"set limit", source.Limits{MaxBytes: int64(len(payload)) - 1}, int64(len(payload)),
+		{"default limit", artifact.Limits{}, artifact.DefaultMaxDownload + 1,
+			[]string{strconv.FormatInt(artifact.DefaultMaxDownload+1, 10), strconv.FormatInt(artifact.DefaultMaxDownload, 10)}},
+		{"set limit", artifact.Limits{MaxBytes: int64(len(payload)) - 1}, int64(len(payload)),
 			[]string{strconv.Itoa(len(payload)), strconv.Itoa(len(payload) - 1)}},
 	}
 	for _, tc := range tests {
@@ -686,7 +686,7 @@ func TestDownloadStopsAtLimitWithoutContentLength(t *testing.T) {
 	f.Client = client
 	dir := t.TempDir()
 	url := srv.URL + "/endless"
-	err := f.DownloadWithin(context.Background(), url, sum(payload), filepath.Join(dir, "endless"), source.Limits{MaxBytes: limit})
+	err := f.DownloadWithin(context.Background(), url, sum(payload), filepath.Join(dir, "endless"), artifact.Limits{MaxBytes: limit})
 	if err == nil {
 		t.Fatal("download succeeded")
 	}
@@ -695,7 +695,7 @@ func TestDownloadStopsAtLimitWithoutContentLength(t *testing.T) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}
 	}
-	var mm *source.MismatchError
+	var mm *artifact.MismatchError
 	if errors.As(err, &mm) {
 		t.Errorf("an oversized body reported as a digest mismatch: %v", err)
 	}
@@ -732,7 +732,7 @@ func TestDownloadMoreThanContentLength(t *testing.T) {
 		f.Client = client
 		dir := t.TempDir()
 		dst := filepath.Join(dir, "download")
-		if err := f.DownloadWithin(context.Background(), srv.URL+"/f", sum(payload), dst, source.Limits{}); err != nil {
+		if err := f.DownloadWithin(context.Background(), srv.URL+"/f", sum(payload), dst, artifact.Limits{}); err != nil {
 			t.Fatal(err)
 		}
 		got, err := os.ReadFile(dst)
@@ -753,7 +753,7 @@ func TestDownloadMoreThanContentLength(t *testing.T) {
 		f.Client = client
 		dir := t.TempDir()
 		url := srv.URL + "/f"
-		err := f.DownloadWithin(context.Background(), url, sum(payload), filepath.Join(dir, "f"), source.Limits{})
+		err := f.DownloadWithin(context.Background(), url, sum(payload), filepath.Join(dir, "f"), artifact.Limits{})
 		if err == nil {
 			t.Fatal("download succeeded")
 		}
