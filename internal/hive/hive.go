@@ -3,13 +3,15 @@
 // root key with its security cell.
 //
 // A Windows base layer must hold the five hives DEFAULT, SAM, SECURITY,
-// SOFTWARE and SYSTEM under Files\Windows\System32\config (hcsshim's
-// ensureBaseLayer creates them as empty files when missing, then calls
-// ProcessBaseLayer). Up to Windows Server 2022 empty files pass; on Windows
-// Server 2025 ProcessBaseLayer loads them and they must be valid hives,
-// which is why Microsoft's host-process base now ships minimal ones. Those
-// were made with reg.exe load/unload and carry the build machine's SIDs and
-// clock; the hives written here carry neither.
+// SOFTWARE and SYSTEM under Files\Windows\System32\config: hcsshim's
+// ensureBaseLayer creates them as empty files when they are missing, and
+// ProcessBaseLayer (HCS) then validates them. Empty files passed up to
+// Windows Server 2022; "on Windows Server 2025 and later, these must be
+// valid registry hives, not empty files" (Microsoft's host-process base
+// image build script), which is why that image now ships minimal ones.
+// Microsoft's were made with reg.exe load/unload and carry the build
+// machine's SIDs, logon session and clock; the hives written here carry
+// none of them.
 //
 // Layout of what Minimal writes (all integers little-endian; offsets in
 // cells are relative to the first hive bin, file offset 4096, as the regf

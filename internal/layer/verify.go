@@ -237,7 +237,7 @@ func VerifyWindows(r io.Reader) ([]WindowsEntry, error) {
 
 // VerifyWindowsBase reads a base layer as pallet writes the built-in
 // host-process base, in the shape of Microsoft's: Files first and every
-// other path under it, parents first, no path twice (ignoring case), no
+// other path under it, parents first, no path twice (as NTFS compares), no
 // Hives (the importer makes a base layer's hives) and no Windows records.
 func VerifyWindowsBase(r io.Reader) ([]*tar.Header, error) {
 	var out []*tar.Header
