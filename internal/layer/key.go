@@ -13,7 +13,7 @@ import (
 // is what lets a cache skip the tar and the compression entirely. The
 // version in the key changes whenever a format writes different bytes.
 func Key(t *tree.Tree, opt Options, digest func(path string) (string, error)) ([]string, error) {
-	parts := []string{"layer-v2", opt.Format.String(), string(opt.Compression), strconv.FormatInt(opt.Epoch.Unix(), 10)}
+	parts := []string{"layer-v3", opt.Format.String(), string(opt.Compression), strconv.FormatInt(opt.Epoch.Unix(), 10)}
 	for _, e := range t.Entries() {
 		sum := ""
 		if e.Kind == tree.File {

@@ -12,16 +12,23 @@ import (
 	"strings"
 )
 
-// SecurityInfo is what a self-relative security descriptor grants.
+// SecurityInfo is a self-relative security descriptor as read back.
 type SecurityInfo struct {
 	Owner, Group string
-	// Grants maps each SID of an access-allowed ACE to its access mask.
+	// Control holds the descriptor's SE_* control bits.
+	Control uint16
+	// ACEs is the DACL, in order.
+	ACEs []ACE
+	// Grants maps each SID to the access the DACL allows it on the object
+	// itself: the union of its access-allowed ACEs that are not
+	// inherit-only.
 	Grants map[string]uint32
 }
 
 // ParseSecurityDescriptor reads a self-relative security descriptor as
 // Windows would: revision 1, the self-relative flag, owner, group and DACL
-// offsets inside the blob, and well-formed SIDs and ACEs.
+// offsets inside the blob, and well-formed SIDs and ACEs (access-allowed
+// or access-denied).
 func ParseSecurityDescriptor(b []byte) (*SecurityInfo, error) {
 	if len(b) < sdHeaderSize {
 		return nil, fmt.Errorf("descriptor of %d bytes", len(b))
@@ -29,8 +36,9 @@ func ParseSecurityDescriptor(b []byte) (*SecurityInfo, error) {
 	if b[0] != sdRevision {
 		return nil, fmt.Errorf("revision %d, want 1", b[0])
 	}
-	if c := binary.LittleEndian.Uint16(b[2:]); c&seSelfRelative == 0 {
-		return nil, fmt.Errorf("control %#x lacks SE_SELF_RELATIVE", c)
+	info := &SecurityInfo{Control: binary.LittleEndian.Uint16(b[2:]), Grants: map[string]uint32{}}
+	if info.Control&seSelfRelative == 0 {
+		return nil, fmt.Errorf("control %#x lacks SE_SELF_RELATIVE", info.Control)
 	}
 	var offs [3]int
 	for i, at := range []int{4, 8, 16} { // owner, group, DACL
@@ -40,7 +48,6 @@ func ParseSecurityDescriptor(b []byte) (*SecurityInfo, error) {
 		}
 		offs[i] = o
 	}
-	info := &SecurityInfo{Grants: map[string]uint32{}}
 	var err error
 	if info.Owner, _, err = parseSID(b[offs[0]:]); err != nil {
 		return nil, fmt.Errorf("owner: %w", err)
@@ -48,7 +55,18 @@ func ParseSecurityDescriptor(b []byte) (*SecurityInfo, error) {
 	if info.Group, _, err = parseSID(b[offs[1]:]); err != nil {
 		return nil, fmt.Errorf("group: %w", err)
 	}
-	acl := b[offs[2]:]
+	if info.ACEs, err = parseACL(b[offs[2]:]); err != nil {
+		return nil, err
+	}
+	for _, a := range info.ACEs {
+		if a.Type == accessAllowedAce && a.Flags&inheritOnlyAce == 0 {
+			info.Grants[a.SID] |= a.Mask
+		}
+	}
+	return info, nil
+}
+
+func parseACL(acl []byte) ([]ACE, error) {
 	if len(acl) < aclHeaderSize || acl[0] != aclRevision {
 		return nil, errors.New("bad ACL header")
 	}
@@ -57,6 +75,7 @@ func ParseSecurityDescriptor(b []byte) (*SecurityInfo, error) {
 	if size > len(acl) {
 		return nil, fmt.Errorf("ACL size %d beyond the blob", size)
 	}
+	var aces []ACE
 	p := aclHeaderSize
 	for i := 0; i < count; i++ {
 		if p+aceHeaderPlusMask > size {
@@ -66,20 +85,23 @@ func ParseSecurityDescriptor(b []byte) (*SecurityInfo, error) {
 		if aceSize < aceHeaderPlusMask || p+aceSize > size {
 			return nil, fmt.Errorf("ACE %d size %d", i, aceSize)
 		}
-		if acl[p] != accessAllowedAce {
-			return nil, fmt.Errorf("ACE %d has type %d; only access-allowed ACEs are expected", i, acl[p])
+		if t := acl[p]; t != accessAllowedAce && t != accessDeniedAce {
+			return nil, fmt.Errorf("ACE %d has type %d; only access-allowed and access-denied ACEs are expected", i, t)
 		}
-		who, _, err := parseSID(acl[p+aceHeaderPlusMask : p+aceSize])
+		who, n, err := parseSID(acl[p+aceHeaderPlusMask : p+aceSize])
 		if err != nil {
 			return nil, fmt.Errorf("ACE %d: %w", i, err)
 		}
-		info.Grants[who] = binary.LittleEndian.Uint32(acl[p+4:])
+		if aceHeaderPlusMask+n != aceSize {
+			return nil, fmt.Errorf("ACE %d size %d, its SID ends at %d", i, aceSize, aceHeaderPlusMask+n)
+		}
+		aces = append(aces, ACE{Type: acl[p], Flags: acl[p+1], Mask: binary.LittleEndian.Uint32(acl[p+4:]), SID: who})
 		p += aceSize
 	}
 	if p != size {
 		return nil, fmt.Errorf("ACEs end at %d, ACL size is %d", p, size)
 	}
-	return info, nil
+	return aces, nil
 }
 
 // parseSID renders a binary SID as S-1-AUTHORITY-SUB-... and returns its size.
@@ -111,8 +133,8 @@ type WindowsEntry struct {
 
 // walkWindows reads a Windows layer tar entry by entry and checks its
 // layout: the roots first, in order, as directories; every other path under
-// a root; each parent before its children; no path twice, ignoring case as
-// Windows does. check sees each entry (i counts from 0) and reports what
+// a root; each parent before its children; no path twice, comparing names
+// as NTFS does (ntfsKey). check sees each entry (i counts from 0) and reports what
 // else is wrong with it.
 func walkWindows(r io.Reader, roots []string, check func(i int, h *tar.Header) error) error {
 	tr := tar.NewReader(r)
@@ -140,14 +162,14 @@ func walkWindows(r io.Reader, roots []string, check func(i int, h *tar.Header) e
 				slices.Reverse(under) // Files/ first: where content belongs
 				return fail("not under %s/", strings.Join(under, "/ or "))
 			}
-			if parent := name[:strings.LastIndex(name, "/")]; !seen[strings.ToLower(parent)] {
+			if parent := name[:strings.LastIndex(name, "/")]; !seen[ntfsKey(parent)] {
 				return fail("parent %s does not come before it", parent)
 			}
 		}
-		if seen[strings.ToLower(name)] {
-			return fail("written twice (Windows names ignore case)")
+		if seen[ntfsKey(name)] {
+			return fail("written twice (NTFS compares names in upper case)")
 		}
-		seen[strings.ToLower(name)] = true
+		seen[ntfsKey(name)] = true
 		if err := check(i, h); err != nil {
 			return fail("%v", err)
 		}
@@ -157,7 +179,8 @@ func walkWindows(r io.Reader, roots []string, check func(i int, h *tar.Header) e
 // VerifyWindows reads a Windows layer tar entry by entry and checks what
 // the Windows importer relies on: Hives and Files first, every other path
 // under Files/ (or Hives/), each parent before its children, no path twice
-// (ignoring case), symlink targets without the Files/ prefix, on every
+// (ignoring case as NTFS does), symlink targets without the Files/ prefix
+// that stay inside it (see windowsLinkTarget), on every
 // entry the file attributes and a creation time, and on every entry but
 // the two roots a valid security descriptor. It returns the entries, for
 // callers to check contents.
@@ -183,6 +206,9 @@ func VerifyWindows(r io.Reader) ([]WindowsEntry, error) {
 			}
 			if strings.HasPrefix(h.Linkname, "Files/") {
 				return fmt.Errorf("symlink target %q carries the Files/ prefix", h.Linkname)
+			}
+			if _, err := windowsLinkTarget(strings.TrimPrefix(h.Name, "Files/"), h.Linkname); err != nil {
+				return err
 			}
 		}
 		if _, err := strconv.ParseFloat(h.PAXRecords[paxCreationTime], 64); err != nil {
@@ -211,7 +237,7 @@ func VerifyWindows(r io.Reader) ([]WindowsEntry, error) {
 
 // VerifyWindowsBase reads a base layer as pallet writes the built-in
 // host-process base, in the shape of Microsoft's: Files first and every
-// other path under it, parents first, no path twice (ignoring case), no
+// other path under it, parents first, no path twice (as NTFS compares), no
 // Hives (the importer makes a base layer's hives) and no Windows records.
 func VerifyWindowsBase(r io.Reader) ([]*tar.Header, error) {
 	var out []*tar.Header

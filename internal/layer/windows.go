@@ -3,7 +3,7 @@ package layer
 import (
 	"archive/tar"
 	"encoding/base64"
-	"encoding/binary"
+	"errors"
 	"fmt"
 	"path"
 	"strconv"
@@ -27,10 +27,8 @@ const (
 	paxCreationTime = "LIBARCHIVE.creationtime"
 )
 
-// Security descriptors written on every entry. A layer without them is
-// reported to import but not run once pulled; with them, files are owned
-// by Administrators, writable by Administrators and SYSTEM, and readable
-// and executable by Users, which is what a COPY on a Windows builder gives.
+// Security descriptors written on every entry (DirectorySDDL, FileSDDL).
+// A layer without them is reported to import but not run once pulled.
 var (
 	dirSD  = base64.StdEncoding.EncodeToString(SecurityDescriptor(true))
 	fileSD = base64.StdEncoding.EncodeToString(SecurityDescriptor(false))
@@ -42,10 +40,11 @@ var (
 type windowsEncoder struct {
 	base bool
 	// dirs lets a symlink be marked as a directory link when its target is
-	// a directory in the same layer; Windows needs to know at creation.
+	// a directory in the same layer (by ntfsKey, as Windows resolves it);
+	// Windows needs to know at creation.
 	dirs map[string]bool
-	// seen catches paths equal under Windows' case-insensitive names,
-	// which the importer would refuse as "file exists".
+	// seen catches paths NTFS takes for one (ntfsKey), which the importer
+	// would refuse as "file exists".
 	seen map[string]string
 }
 
@@ -53,7 +52,7 @@ func newWindowsEncoder(entries []tree.Entry, base bool) *windowsEncoder {
 	w := &windowsEncoder{base: base, dirs: map[string]bool{}, seen: map[string]string{}}
 	for _, e := range entries {
 		if e.Kind == tree.Dir {
-			w.dirs[e.Path] = true
+			w.dirs[ntfsKey(e.Path)] = true
 		}
 	}
 	return w
@@ -89,14 +88,27 @@ func (w *windowsEncoder) header(e tree.Entry, epoch time.Time) (*tar.Header, err
 	if err := windowsName(e.Path); err != nil {
 		return nil, err
 	}
-	folded := strings.ToLower(e.Path)
-	if prev, ok := w.seen[folded]; ok {
-		return nil, fmt.Errorf("collides with %s: Windows paths are case-insensitive", prev)
+	key := ntfsKey(e.Path)
+	if prev, ok := w.seen[key]; ok {
+		return nil, fmt.Errorf("collides with %s: Windows paths are case-insensitive (NTFS compares names in upper case)", prev)
 	}
-	w.seen[folded] = e.Path
+	w.seen[key] = e.Path
+	var link string
+	if e.Kind == tree.Symlink {
+		var err error
+		if link, err = windowsLinkTarget(e.Path, e.Link); err != nil {
+			return nil, err
+		}
+	}
 	hdr, err := baseHeader(e, "Files/"+e.Path, epoch)
-	if err != nil || w.base {
-		return hdr, err
+	if err != nil {
+		return nil, err
+	}
+	if e.Kind == tree.Symlink {
+		hdr.Linkname = link
+	}
+	if w.base {
+		return hdr, nil
 	}
 	switch e.Kind {
 	case tree.Dir:
@@ -107,21 +119,53 @@ func (w *windowsEncoder) header(e tree.Entry, epoch time.Time) (*tar.Header, err
 		// Targets stay as written (not prefixed with Files/): they are
 		// resolved on the running system, where Files/ is C:\.
 		attr, sd := attrReparsePoint|attrArchive, fileSD
-		if w.dirs[resolveLink(e.Path, e.Link)] {
+		if w.dirs[ntfsKey(path.Join(path.Dir(e.Path), link))] {
 			attr, sd = attrReparsePoint|attrDirectory, dirSD
 		}
-		hdr.Linkname = strings.ReplaceAll(e.Link, "\\", "/")
 		hdr.PAXRecords = windowsRecords(attr, sd, epoch)
 	}
 	return hdr, nil
 }
 
-func resolveLink(p, target string) string {
-	target = strings.ReplaceAll(target, "\\", "/")
-	if strings.HasPrefix(target, "/") {
-		return strings.TrimPrefix(path.Clean(target), "/")
+// windowsLinkTarget checks the target of a symlink at p as Windows reads
+// it, where '\' separates components like '/', and returns it with '/'
+// only. Targets stay inside the image's C:\ (Files/): an absolute target
+// ("/x", "\x", "\\server\share") or one with a drive ("C:\x", "C:x")
+// is refused, and so is one whose ".." climb above the root. A ".." after a
+// named component is refused too, as the archive extractor does: if the
+// component is itself a link, in this layer or one below, "x/.." is the
+// parent of wherever x points.
+func windowsLinkTarget(p, target string) (string, error) {
+	t := strings.ReplaceAll(target, `\`, "/")
+	switch {
+	case t == "":
+		return "", errors.New("symlink target is empty")
+	case strings.IndexByte(t, 0) >= 0:
+		return "", errors.New("symlink target contains a NUL byte")
+	case strings.HasPrefix(t, "/"):
+		return "", fmt.Errorf("symlink target %q is absolute; Windows links in a layer must be relative", target)
+	case strings.IndexByte(t, ':') >= 0:
+		// A drive ("C:") or an alternate data stream: neither stays in the layer.
+		return "", fmt.Errorf("symlink target %q names a drive or a stream (':'); Windows links in a layer must be relative", target)
 	}
-	return path.Join(path.Dir(p), target)
+	depth := strings.Count(p, "/")
+	named := false
+	for c := range strings.SplitSeq(t, "/") {
+		switch c {
+		case "", ".":
+		case "..":
+			if depth--; depth < 0 {
+				return "", fmt.Errorf("symlink target %q leaves the image root", target)
+			}
+			if named {
+				return "", fmt.Errorf("symlink target %q may leave the image root (\"..\" after a named component)", target)
+			}
+		default:
+			depth++
+			named = true
+		}
+	}
+	return t, nil
 }
 
 func windowsRecords(attr int, sd string, epoch time.Time) map[string]string {
@@ -160,97 +204,4 @@ func windowsName(p string) error {
 		}
 	}
 	return nil
-}
-
-// Well-known SIDs as (identifier authority, sub-authorities).
-var (
-	sidSystem         = sid{5, []uint32{18}}      // S-1-5-18
-	sidAdministrators = sid{5, []uint32{32, 544}} // S-1-5-32-544
-	sidUsers          = sid{5, []uint32{32, 545}} // S-1-5-32-545
-)
-
-type sid struct {
-	authority uint64
-	subs      []uint32
-}
-
-func (s sid) bytes() []byte {
-	b := make([]byte, 8+4*len(s.subs))
-	b[0] = 1 // revision
-	b[1] = byte(len(s.subs))
-	// The identifier authority is a 48-bit big-endian value.
-	for i := 0; i < 6; i++ {
-		b[2+i] = byte(s.authority >> (8 * (5 - i)))
-	}
-	for i, sub := range s.subs {
-		binary.LittleEndian.PutUint32(b[8+4*i:], sub)
-	}
-	return b
-}
-
-// Access masks and flags from the Windows SDK.
-const (
-	fileAllAccess       = 0x001F01FF
-	fileGenericReadExec = 0x001200A9
-	objectInheritAce    = 0x01
-	containerInheritAce = 0x02
-	accessAllowedAce    = 0x00
-
-	seDaclPresent     = 0x0004
-	seDaclAutoInherit = 0x0400
-	seSelfRelative    = 0x8000
-	aclRevision       = 2
-	sdRevision        = 1
-	sdHeaderSize      = 20
-	aclHeaderSize     = 8
-	aceHeaderPlusMask = 8
-)
-
-// SecurityDescriptor returns a self-relative security descriptor: owner and
-// group Administrators, and a DACL granting full control to Administrators
-// and SYSTEM and read/execute to Users. Directory ACEs are inheritable.
-func SecurityDescriptor(dir bool) []byte {
-	var flags byte
-	if dir {
-		flags = objectInheritAce | containerInheritAce
-	}
-	aces := []struct {
-		mask uint32
-		who  sid
-	}{
-		{fileAllAccess, sidAdministrators},
-		{fileAllAccess, sidSystem},
-		{fileGenericReadExec, sidUsers},
-	}
-	var acl []byte
-	for _, a := range aces {
-		sb := a.who.bytes()
-		ace := make([]byte, aceHeaderPlusMask, aceHeaderPlusMask+len(sb))
-		ace[0] = accessAllowedAce
-		ace[1] = flags
-		binary.LittleEndian.PutUint16(ace[2:], uint16(aceHeaderPlusMask+len(sb)))
-		binary.LittleEndian.PutUint32(ace[4:], a.mask)
-		acl = append(acl, append(ace, sb...)...)
-	}
-	aclHdr := make([]byte, aclHeaderSize)
-	aclHdr[0] = aclRevision
-	binary.LittleEndian.PutUint16(aclHdr[2:], uint16(aclHeaderSize+len(acl)))
-	binary.LittleEndian.PutUint16(aclHdr[4:], uint16(len(aces)))
-	acl = append(aclHdr, acl...)
-
-	owner := sidAdministrators.bytes()
-	group := sidAdministrators.bytes()
-	sd := make([]byte, sdHeaderSize)
-	sd[0] = sdRevision
-	binary.LittleEndian.PutUint16(sd[2:], seSelfRelative|seDaclPresent|seDaclAutoInherit)
-	ownerOff := sdHeaderSize
-	groupOff := ownerOff + len(owner)
-	daclOff := groupOff + len(group)
-	binary.LittleEndian.PutUint32(sd[4:], uint32(ownerOff))
-	binary.LittleEndian.PutUint32(sd[8:], uint32(groupOff))
-	binary.LittleEndian.PutUint32(sd[12:], 0) // no SACL
-	binary.LittleEndian.PutUint32(sd[16:], uint32(daclOff))
-	sd = append(sd, owner...)
-	sd = append(sd, group...)
-	return append(sd, acl...)
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +15,8 @@ import (
 	"github.com/pallet-dev/pallet/internal/tree"
 )
 
-// checkWindowsLayer verifies r and checks the security every entry carries.
+// checkWindowsLayer verifies r and checks the security every entry carries:
+// its binary descriptor, decoded, is the documented SDDL for its kind.
 func checkWindowsLayer(t *testing.T, r io.Reader) []string {
 	t.Helper()
 	entries, err := VerifyWindows(r)
@@ -23,19 +25,21 @@ func checkWindowsLayer(t *testing.T, r io.Reader) []string {
 	}
 	var names []string
 	for _, e := range entries {
-		names = append(names, strings.TrimSuffix(e.Header.Name, "/"))
+		n := strings.TrimSuffix(e.Header.Name, "/")
+		names = append(names, n)
 		s := e.Security
 		if s == nil {
-			if n := strings.TrimSuffix(e.Header.Name, "/"); n != "Hives" && n != "Files" {
+			if n != "Hives" && n != "Files" {
 				t.Errorf("%s: no security descriptor", n)
 			}
 			continue
 		}
-		if s.Owner != "S-1-5-32-544" || s.Group != "S-1-5-32-544" {
-			t.Errorf("%s: owner %s group %s", e.Header.Name, s.Owner, s.Group)
+		want := FileSDDL
+		if attr, _ := strconv.Atoi(e.Header.PAXRecords[paxFileAttr]); attr&attrDirectory != 0 {
+			want = DirectorySDDL
 		}
-		if s.Grants["S-1-5-32-544"] != 0x1f01ff || s.Grants["S-1-5-18"] != 0x1f01ff || s.Grants["S-1-5-32-545"] != 0x1200a9 {
-			t.Errorf("%s: DACL grants %v", e.Header.Name, s.Grants)
+		if got := s.SDDL(); got != want {
+			t.Errorf("%s: security %s, want %s", n, got, want)
 		}
 	}
 	return names
@@ -244,5 +248,279 @@ func TestWindowsBaseLayer(t *testing.T) {
 	// It is not a layer VerifyWindows accepts: no Hives.
 	if _, err := VerifyWindows(bytes.NewReader(buf.Bytes())); err == nil {
 		t.Error("VerifyWindows accepted a base layer")
+	}
+}
+
+// The directory and file descriptors, decoded from their bytes, grant what
+// BuildKit's do: Administrators and SYSTEM full control, Users read and
+// execute, and on directories Users may add files and subdirectories (to
+// the directory and, by CI, to its subdirectories) while CREATOR OWNER
+// gets full control of what it creates (inherit-only, to files and
+// directories). Files give Users no write.
+func TestSecurityDescriptorsDecoded(t *testing.T) {
+	dir, err := ParseSecurityDescriptor(SecurityDescriptor(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, err := ParseSecurityDescriptor(SecurityDescriptor(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, s := range map[string]*SecurityInfo{"directory": dir, "file": file} {
+		if s.Owner != "S-1-5-32-544" || s.Group != "S-1-5-18" {
+			t.Errorf("%s: owner %s group %s, want Administrators and SYSTEM", name, s.Owner, s.Group)
+		}
+		if s.Control != 0x8004 {
+			t.Errorf("%s: control %#x, want self-relative with a DACL (0x8004)", name, s.Control)
+		}
+		if s.Grants["S-1-5-32-544"] != 0x1F01FF || s.Grants["S-1-5-18"] != 0x1F01FF {
+			t.Errorf("%s: Administrators %#x, SYSTEM %#x, want full control", name, s.Grants["S-1-5-32-544"], s.Grants["S-1-5-18"])
+		}
+	}
+	const addFile, addSubdir, write = 0x2, 0x4, 0x2 | 0x4 | 0x10 | 0x100 | 0x10000 | 0x40000 | 0x80000
+	if g := dir.Grants["S-1-5-32-545"]; g&addFile == 0 || g&addSubdir == 0 || g&0x1200A9 != 0x1200A9 {
+		t.Errorf("directory: Users get %#x, want read/execute (0x1200a9), add file and add subdirectory", g)
+	}
+	if g := file.Grants["S-1-5-32-545"]; g != 0x1200A9 || g&write != 0 {
+		t.Errorf("file: Users get %#x, want read/execute only", g)
+	}
+	inheritedBy := func(s *SecurityInfo, sid string, flag uint8) uint32 {
+		var m uint32
+		for _, a := range s.ACEs {
+			if a.SID == sid && a.Type == accessAllowedAce && a.Flags&flag != 0 {
+				m |= a.Mask
+			}
+		}
+		return m
+	}
+	if m := inheritedBy(dir, "S-1-5-32-545", containerInheritAce); m&(addFile|addSubdir) != addFile|addSubdir {
+		t.Errorf("subdirectories inherit %#x for Users, want add file and add subdirectory", m)
+	}
+	if m := inheritedBy(dir, "S-1-5-32-545", objectInheritAce); m != 0x1200A9 {
+		t.Errorf("files inherit %#x for Users, want read/execute only", m)
+	}
+	var co []ACE
+	for _, a := range dir.ACEs {
+		if a.SID == "S-1-3-0" {
+			co = append(co, a)
+		}
+	}
+	if len(co) != 1 || co[0].Mask != 0x10000000 || co[0].Flags != objectInheritAce|containerInheritAce|inheritOnlyAce {
+		t.Errorf("CREATOR OWNER ACEs %+v, want one GENERIC_ALL, OI|CI|IO", co)
+	}
+	if _, ok := dir.Grants["S-1-3-0"]; ok {
+		t.Error("CREATOR OWNER is granted on the directory itself; its ACE must be inherit-only")
+	}
+	for _, a := range file.ACEs {
+		if a.Flags != 0 {
+			t.Errorf("file ACE %+v carries inheritance flags", a)
+		}
+	}
+	if got := dir.SDDL(); got != DirectorySDDL {
+		t.Errorf("directory descriptor is %s, documented as %s", got, DirectorySDDL)
+	}
+	if got := file.SDDL(); got != FileSDDL {
+		t.Errorf("file descriptor is %s, documented as %s", got, FileSDDL)
+	}
+}
+
+func TestSDDLRendering(t *testing.T) {
+	sd, err := encodeSecurityDescriptor("S-1-5-21-1-2-3-500", "S-1-1-0", seSelfRelative|seDaclPresent|seDaclProtected|seDaclAutoInherit, []ACE{
+		{accessDeniedAce, inheritedAce, 0x80000000 | 0x20000, "S-1-5-11"},
+		{accessAllowedAce, noPropagateInherit, 0x100000, "S-1-5-18"},
+		{accessAllowedAce, 0, 0x000F003F, "S-1-5-32-544"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := ParseSecurityDescriptor(sd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "O:S-1-5-21-1-2-3-500G:WDD:PAI(D;ID;GRRC;;;AU)(A;NP;0x100000;;;SY)(A;;KA;;;BA)"
+	if got := s.SDDL(); got != want {
+		t.Errorf("SDDL %s, want %s", got, want)
+	}
+	if _, err := encodeSecurityDescriptor("S-1-5-x", "S-1-5-18", 0, nil); err == nil {
+		t.Error("a malformed SID was encoded")
+	}
+}
+
+// Names compare as NTFS's $UpCase maps them, one UTF-16 code unit at a
+// time: what it maps alike collides, what it keeps apart does not.
+func TestWindowsNamesCompareAsNTFS(t *testing.T) {
+	for _, tc := range []struct {
+		a, b    string
+		collide bool
+		why     string
+	}{
+		{"agent.exe", "AGENT.EXE", true, "ASCII"},
+		{"σ", "Σ", true, "Greek sigma and its capital"},
+		{"ς", "σ", false, "final sigma maps to itself in Windows 7+ $UpCase"},
+		{"ς", "Σ", false, "final sigma maps to itself in Windows 7+ $UpCase"},
+		{"\u212A", "k", false, "KELVIN SIGN is its own uppercase"},
+		{"\u212A", "K", false, "KELVIN SIGN is not LATIN K"},
+		{"\u212B", "å", false, "ANGSTROM SIGN is its own uppercase"},
+		{"k", "K", true, "ASCII"},
+		{"é", "É", true, "Latin-1"},
+		{"ÿ", "Ÿ", true, "ÿ uppercases out of Latin-1"},
+		{"ǆ", "Ǆ", true, "digraph, lower and upper"},
+		{"ǅ", "Ǆ", false, "titlecase digraph maps to itself"},
+		{"ı", "I", false, "dotless i maps to itself"},
+		{"ſ", "S", false, "long s maps to itself"},
+		{"µ", "Μ", false, "micro sign maps to itself"},
+		{"ß", "ẞ", false, "no simple uppercase for ß"},
+		{"д", "Д", true, "Cyrillic"},
+		{"ⰰ", "Ⰰ", true, "Glagolitic (Windows Vista+)"},
+		{"ꙁ", "Ꙁ", true, "Cyrillic Extended-B (Windows 7+)"},
+		{"ⓐ", "Ⓐ", true, "circled letters"},
+		{"ⅻ", "Ⅻ", true, "Roman numerals"},
+		{"ａ", "Ａ", true, "fullwidth"},
+		{"ა", "Ა", false, "Georgian Mtavruli came in Unicode 11"},
+		{"ꭰ", "Ꭰ", false, "Cherokee small letters came in Unicode 8"},
+		{"𐐨", "𐐀", false, "outside the BMP: surrogates map to themselves"},
+	} {
+		img := tree.New()
+		for _, p := range []string{"d/" + tc.a, "d/" + tc.b} {
+			if err := img.Add(tree.Entry{Path: p, Kind: tree.File, Source: os.DevNull}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err := Build(img, t.TempDir(), Options{Format: Windows})
+		if tc.collide != (err != nil) {
+			t.Errorf("%s and %s (%s): collide %v, got %v", tc.a, tc.b, tc.why, tc.collide, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), "case-insensitive") {
+			t.Errorf("%s and %s: %v", tc.a, tc.b, err)
+		}
+		// The verifier compares names the same way.
+		_, err = VerifyWindows(rawWindowsTar(t, "Files/d", "Files/d/"+tc.a, "Files/d/"+tc.b))
+		if tc.collide != (err != nil) {
+			t.Errorf("verify %s and %s (%s): collide %v, got %v", tc.a, tc.b, tc.why, tc.collide, err)
+		}
+	}
+}
+
+// rawWindowsTar writes directories with valid Windows records, for the
+// verifier.
+func rawWindowsTar(t *testing.T, dirs ...string) io.Reader {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for i, n := range append([]string{"Hives", "Files"}, dirs...) {
+		sd := dirSD
+		if i < 2 {
+			sd = ""
+		}
+		if err := tw.WriteHeader(&tar.Header{Name: n + "/", Typeflag: tar.TypeDir, Format: tar.FormatPAX, PAXRecords: windowsRecords(attrDirectory, sd, time.Unix(0, 0))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tw.Close()
+	return &buf
+}
+
+// The mapping is the $UpCase of Windows 7 and later: 973 code units map
+// to another one (ntfs-3g's reconstruction of the table has 973 too), every
+// result is in the BMP, and mapping twice changes nothing.
+func TestNTFSUpcaseTable(t *testing.T) {
+	n := 0
+	for c := rune(0); c <= 0xFFFF; c++ {
+		if c >= 0xD800 && c < 0xE000 {
+			continue
+		}
+		u := ntfsUpper(c)
+		if u != c {
+			n++
+		}
+		if u > 0xFFFF || ntfsUpper(u) != u {
+			t.Errorf("U+%04X maps to U+%04X, which maps on", c, u)
+		}
+	}
+	if n != 973 {
+		t.Errorf("%d code units map to another, the Windows 7+ table maps 973", n)
+	}
+}
+
+// Symlink targets are read as Windows reads them, '\' a separator like
+// '/': absolute ones, drive ones and those that climb out of the image's
+// C:\ are refused; relative ones are written with '/'.
+func TestWindowsSymlinkTargets(t *testing.T) {
+	for _, tc := range []struct {
+		target, want string // want: "" if accepted, else part of the error
+	}{
+		{`..\..\Windows`, "leaves the image root"},
+		{`../../Windows`, "leaves the image root"},
+		{`\Windows`, "absolute"},
+		{`/Windows`, "absolute"},
+		{`\\server\share\x`, "absolute"},
+		{`C:\Windows`, "drive"},
+		{`C:Windows`, "drive"},
+		{`c:/windows`, "drive"},
+		{`file.txt:stream`, "stream"},
+		{`data\..\..\..\x`, "after a named component"},
+		{`..\Data`, ""},
+		{`..\data\x.dll`, ""},
+		{`.\sub`, ""},
+	} {
+		img := tree.New()
+		for _, e := range []tree.Entry{
+			{Path: "data", Kind: tree.Dir, Mode: 0o755},
+			{Path: "a/link", Kind: tree.Symlink, Link: tc.target},
+		} {
+			if err := img.Add(e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		l, err := Build(img, t.TempDir(), Options{Format: Windows})
+		if tc.want != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "a/link") {
+				t.Errorf("%s: got %v, want an error naming a/link with %q", tc.target, err, tc.want)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tc.target, err)
+			continue
+		}
+		rc, _ := l.Uncompressed()
+		entries, err := VerifyWindows(rc)
+		rc.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", tc.target, err)
+		}
+		for _, e := range entries {
+			if e.Header.Name != "Files/a/link" {
+				continue
+			}
+			if want := strings.ReplaceAll(tc.target, `\`, "/"); e.Header.Linkname != want {
+				t.Errorf("%s: written as %q, want %q", tc.target, e.Header.Linkname, want)
+			}
+			// ..\Data names the directory data: NTFS resolves it whatever the case.
+			if dirLink := tc.target == `..\Data`; dirLink != (e.Header.PAXRecords[paxFileAttr] == "1040") {
+				t.Errorf("%s: attributes %s", tc.target, e.Header.PAXRecords[paxFileAttr])
+			}
+		}
+	}
+}
+
+func TestVerifyWindowsRefusesEscapingLinks(t *testing.T) {
+	for _, target := range []string{`C:\Windows`, "/Windows", "../../x"} {
+		var buf bytes.Buffer
+		tw := tar.NewWriter(&buf)
+		for _, h := range []*tar.Header{
+			{Name: "Hives/", Typeflag: tar.TypeDir, PAXRecords: windowsRecords(attrDirectory, "", time.Unix(0, 0))},
+			{Name: "Files/", Typeflag: tar.TypeDir, PAXRecords: windowsRecords(attrDirectory, "", time.Unix(0, 0))},
+			{Name: "Files/link", Typeflag: tar.TypeSymlink, Linkname: target, PAXRecords: windowsRecords(attrReparsePoint|attrArchive, fileSD, time.Unix(0, 0))},
+		} {
+			h.Format = tar.FormatPAX
+			if err := tw.WriteHeader(h); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tw.Close()
+		if _, err := VerifyWindows(&buf); err == nil || !strings.Contains(err.Error(), "Files/link") {
+			t.Errorf("%s: got %v, want the link refused", target, err)
+		}
 	}
 }

@@ -1,0 +1,145 @@
+package image
+
+import (
+	"archive/tar"
+	"bytes"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/pallet-dev/pallet/internal/hive"
+	"github.com/pallet-dev/pallet/internal/layer"
+	"github.com/pallet-dev/pallet/internal/platform"
+)
+
+var windowsAMD64 = platform.Platform{OS: "windows", Arch: "amd64"}
+
+// baseFiles verifies img's one layer in the base layout and returns its
+// regular files by path under Files/.
+func baseFiles(t *testing.T, img v1.Image) map[string][]byte {
+	t.Helper()
+	layers, err := img.Layers()
+	if err != nil || len(layers) != 1 {
+		t.Fatalf("%d layers, %v", len(layers), err)
+	}
+	rc, err := layers[0].Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	raw, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := layer.VerifyWindowsBase(bytes.NewReader(raw)); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{}
+	tr := tar.NewReader(bytes.NewReader(raw))
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return files
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag == tar.TypeReg {
+			b, _ := io.ReadAll(tr)
+			files[strings.TrimPrefix(h.Name, "Files/")] = b
+		}
+	}
+}
+
+// The built-in base holds the five hives as minimal valid ones (what
+// Windows Server 2025 needs), stamped with the build epoch, and keeps the
+// host-process config: no os.version, cmd.exe.
+func TestHostProcessScratchHives(t *testing.T) {
+	epoch := time.Unix(1700000000, 0)
+	img, err := hostProcessScratch(windowsAMD64, t.TempDir(), epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := baseFiles(t, img)
+	for _, name := range []string{"DEFAULT", "SAM", "SECURITY", "SOFTWARE", "SYSTEM"} {
+		got := files["Windows/System32/config/"+name]
+		want, err := hive.Minimal(name, epoch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s: %d bytes, not the minimal hive for %s", name, len(got), name)
+		}
+	}
+	if len(files) != 6 || !strings.Contains(string(files["License/NOTICE.txt"]), "minimal registry hive") {
+		t.Errorf("files %d, notice %q", len(files), files["License/NOTICE.txt"])
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cf.OS != "windows" || cf.OSVersion != "" || strings.Join(cf.Config.Cmd, " ") != `c:\windows\system32\cmd.exe` {
+		t.Errorf("config os %s os.version %q cmd %q", cf.OS, cf.OSVersion, cf.Config.Cmd)
+	}
+	again, err := hostProcessScratch(windowsAMD64, t.TempDir(), epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d1, d2 := imageDigest(t, img), imageDigest(t, again); d1 != d2 {
+		t.Errorf("two builds differ: %s, %s", d1, d2)
+	}
+}
+
+// HostProcessScratchV1 is the base as pallet wrote it before the hives
+// became valid, byte for byte. The digests were printed by the code of
+// commit dcbdd88 (hostProcessScratch then, empty hives), run at these two
+// epochs before any change of this series.
+func TestHostProcessScratchV1Unchanged(t *testing.T) {
+	for _, tc := range []struct {
+		epoch                int64
+		image, layer, diffID string
+	}{
+		{0, "7a7d2493121de852dbfe76b792d386030348a4d627cbc220b731d90b2b22ecb3", "fe094a22b79e9bcdedc7f3d1fd029bc41059fff5a66007e637dd684cba84a95e", "263a18c8b245356f332dbb49f2c1122aa4e3975727edcd01f5db316ab897cd94"},
+		{1700000000, "673eb2d31b18f0b247f58d9fb2c798c5d5cf0962f57ee748f4cfbe327c92acb7", "f8efab7974a1774cd400e96d30e126518f0adbee63b619d0de088349c138e47d", "80382f25e5e0e6782f75186cd587e93a3c8f58d102ae7a0ecc8c9d075c5bcc99"},
+	} {
+		img, err := hostProcessScratchV1(windowsAMD64, t.TempDir(), time.Unix(tc.epoch, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls, _ := img.Layers()
+		ld, _ := ls[0].Digest()
+		li, _ := ls[0].DiffID()
+		if got := imageDigest(t, img); got != tc.image || ld.Hex != tc.layer || li.Hex != tc.diffID {
+			t.Errorf("epoch %d: image %s layer %s diffID %s; want %s %s %s", tc.epoch, got, ld.Hex, li.Hex, tc.image, tc.layer, tc.diffID)
+		}
+		for p, b := range baseFiles(t, img) {
+			if strings.HasPrefix(p, "Windows/System32/config/") && len(b) != 0 {
+				t.Errorf("%s: %d bytes, want an empty file", p, len(b))
+			}
+		}
+	}
+}
+
+func TestHostProcessScratchRefusesLinux(t *testing.T) {
+	for name, build := range map[string]func(platform.Platform, string, time.Time) (v1.Image, error){
+		HostProcessScratch:   hostProcessScratch,
+		HostProcessScratchV1: hostProcessScratchV1,
+	} {
+		_, err := build(platform.Platform{OS: "linux", Arch: "amd64"}, t.TempDir(), time.Time{})
+		if err == nil || !strings.Contains(err.Error(), name+" is a Windows base") {
+			t.Errorf("%s on linux: %v", name, err)
+		}
+	}
+}
+
+func imageDigest(t *testing.T, img v1.Image) string {
+	t.Helper()
+	d, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.Hex
+}
