@@ -389,7 +389,7 @@ func (b *builder) image(ctx context.Context, im *plan.Image) (output.Image, erro
 // base resolves a base image under the build's network policy: offline,
 // only bases that need no registry.
 func (b *builder) base(ctx context.Context, ref string, p platform.Platform) (v1.Image, error) {
-	if b.opt.Network.Offline && ref != image.Scratch && ref != image.HostProcessScratch && !strings.HasPrefix(ref, "oci:") {
+	if b.opt.Network.Offline && ref != image.Scratch && ref != image.HostProcessScratch && ref != image.HostProcessScratchV1 && !strings.HasPrefix(ref, "oci:") {
 		return nil, fmt.Errorf("base %s is in a registry, and the build is offline; give it as an OCI layout (oci:DIR)", ref)
 	}
 	return b.bases.Base(ctx, ref, p)

@@ -44,8 +44,10 @@ type Resolver struct {
 }
 
 // Base returns the base image ref for platform p. ref is "scratch",
-// "windows-hostprocess-scratch", "oci:PATH[:TAG]" (an OCI image layout), or
-// a registry reference.
+// "windows-hostprocess-scratch" (with valid minimal registry hives, as
+// Windows Server 2025 requires), "windows-hostprocess-scratch-v1" (the
+// earlier empty-hive base, byte for byte), "oci:PATH[:TAG]" (an OCI image
+// layout), or a registry reference.
 func (r *Resolver) Base(ctx context.Context, ref string, p platform.Platform) (v1.Image, error) {
 	var (
 		img v1.Image
@@ -54,6 +56,8 @@ func (r *Resolver) Base(ctx context.Context, ref string, p platform.Platform) (v
 	switch {
 	case ref == Scratch:
 		return scratch(p)
+	case ref == HostProcessScratchV1:
+		return hostProcessScratchV1(p, r.WorkDir, r.Epoch)
 	case ref == HostProcessScratch:
 		return hostProcessScratch(p, r.WorkDir, r.Epoch)
 	case strings.HasPrefix(ref, "oci:"):
