@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -28,7 +29,11 @@ import (
 // public proxy would, and counts the zips it hands out.
 type modProxy struct {
 	*httptest.Server
-	files map[string][]byte // escaped path@v/... file name -> content
+	// mu orders the test's writes before the handler's reads: they are
+	// ordered already, through the go command, but the race detector
+	// cannot see through another process.
+	mu    sync.Mutex
+	files map[string][]byte // escaped path/@v/... -> content
 	zips  atomic.Int32
 }
 
@@ -89,6 +94,8 @@ func (p *modProxy) setModule(t *testing.T, path, version, gomod string, zip []by
 		t.Fatal(err)
 	}
 	info, _ := json.Marshal(map[string]string{"Version": version, "Time": "2024-01-02T03:04:05Z"})
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.files[ep+"/@v/list"] = []byte(version + "\n")
 	p.files[ep+"/@v/"+ev+".info"] = info
 	p.files[ep+"/@v/"+ev+".mod"] = []byte(gomod)
@@ -101,7 +108,9 @@ func (p *modProxy) setModule(t *testing.T, path, version, gomod string, zip []by
 func newModProxy(t *testing.T) *modProxy {
 	p := &modProxy{files: map[string][]byte{}}
 	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.mu.Lock()
 		body, ok := p.files[strings.TrimPrefix(r.URL.Path, "/")]
+		p.mu.Unlock()
 		if !ok {
 			http.NotFound(w, r)
 			return
