@@ -404,6 +404,9 @@ func (r *Recipe) request(name, mode, localPath string, pf platform.Platform, var
 		case ra.URL != nil:
 			at += ".url"
 			req.Kind, err = r.url(name, pf, at, ra.URL, v)
+		case ra.Gomod != nil:
+			at += ".gomod"
+			req.Kind, err = r.goModule(name, at, ra.Gomod, pf, v)
 		default:
 			at += ".go"
 			var g *artifact.Go
@@ -432,7 +435,12 @@ func (r *Recipe) request(name, mode, localPath string, pf platform.Platform, var
 	case "release":
 		req.Kind, err = r.url(name, pf, at, ra.Modes.Release, v)
 	case "source":
-		req.Kind, err = r.gitSource(at, ra.Modes.Source, pf, v)
+		if m := ra.Modes.Source.Gomod; m != nil {
+			at += ".gomod"
+			req.Kind, err = r.goModule(name, at, m, pf, v)
+		} else {
+			req.Kind, err = r.gitSource(at, ra.Modes.Source, pf, v)
+		}
 	default:
 		return nil, "", r.Errorf("artifacts."+name, "artifact %s: unknown mode %q", name, mode)
 	}
@@ -607,7 +615,7 @@ func (r *Recipe) Fetchable(opt Options) ([]*artifact.Request, error) {
 							modes = append(modes, m)
 						}
 					}
-				case a.URL != nil, a.Go != nil:
+				case a.URL != nil, a.Go != nil, a.Gomod != nil:
 					// A local module has no source to mirror, but its
 					// dependencies and toolchain do.
 					modes = []string{""}

@@ -45,12 +45,13 @@ type Recipe struct {
 }
 
 // Artifact is a named input that produces a file tree. It is either one
-// kind (local, url or go), or several modes, each a way of obtaining the
-// same thing, chosen at build time.
+// kind (local, url, go or gomod), or several modes, each a way of
+// obtaining the same thing, chosen at build time.
 type Artifact struct {
-	Local *Local   `yaml:"local"`
-	URL   *URL     `yaml:"url"`
-	Go    *GoBuild `yaml:"go"`
+	Local *Local    `yaml:"local"`
+	URL   *URL      `yaml:"url"`
+	Go    *GoBuild  `yaml:"go"`
+	Gomod *GoModule `yaml:"gomod"`
 
 	// Modes are the ways to obtain the artifact; Default names the one
 	// used unless --mode says otherwise.
@@ -76,10 +77,12 @@ type Modes struct {
 	Local   *Local  `yaml:"local"`
 }
 
-// Source builds an artifact from a git repository pinned by commit.
+// Source builds an artifact from source: a git repository pinned by
+// commit (git and go), or a Go module pinned by its go.sum hash (gomod).
 type Source struct {
-	Git Git     `yaml:"git"`
-	Go  GoBuild `yaml:"go"`
+	Git   Git       `yaml:"git"`
+	Go    GoBuild   `yaml:"go"`
+	Gomod *GoModule `yaml:"gomod"`
 }
 
 // Git names a repository and the commit to check out.
@@ -515,16 +518,16 @@ func (r *Recipe) checkArtifact(name string, a *Artifact) error {
 		return r.Errorf(at, "artifact name %q: use lower-case letters, digits, '.', '_' and '-'", name)
 	}
 	if a == nil {
-		return r.Errorf(at, "artifact %s: empty; give one of local, url, go", name)
+		return r.Errorf(at, "artifact %s: empty; give one of local, url, go, gomod", name)
 	}
 	n := 0
-	for _, set := range []bool{a.Local != nil, a.URL != nil, a.Go != nil, a.Modes != nil} {
+	for _, set := range []bool{a.Local != nil, a.URL != nil, a.Go != nil, a.Gomod != nil, a.Modes != nil} {
 		if set {
 			n++
 		}
 	}
 	if n != 1 {
-		return r.Errorf(at, "artifact %s: give exactly one of local, url, go, modes", name)
+		return r.Errorf(at, "artifact %s: give exactly one of local, url, go, gomod, modes", name)
 	}
 	if a.Modes == nil && a.Default != "" {
 		return r.Errorf(at+".default", "artifact %s: default applies to modes", name)
@@ -539,6 +542,8 @@ func (r *Recipe) checkArtifact(name string, a *Artifact) error {
 		return r.checkURL(name, at+".url", a.URL)
 	case a.Go != nil:
 		return r.checkGo(name, at+".go", a.Go)
+	case a.Gomod != nil:
+		return r.checkGoModule(name, at+".gomod", a.Gomod)
 	}
 	modes := a.ModeNames()
 	if len(modes) == 0 {
@@ -550,7 +555,11 @@ func (r *Recipe) checkArtifact(name string, a *Artifact) error {
 	if !contains(modes, a.Default) {
 		return r.Errorf(at+".default", "artifact %s: default mode %q is not declared (declared: %s)", name, a.Default, strings.Join(modes, ", "))
 	}
-	if s := a.Modes.Source; s != nil {
+	if s := a.Modes.Source; s != nil && s.Gomod != nil {
+		if err := r.checkModuleSource(name, at+".modes.source", s); err != nil {
+			return err
+		}
+	} else if s != nil {
 		sat := at + ".modes.source"
 		if s.Git.Repo == "" {
 			return r.Errorf(sat+".git", "artifact %s: source.git.repo is required", name)

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"golang.org/x/mod/module"
+	"golang.org/x/mod/sumdb/dirhash"
+	modzip "golang.org/x/mod/zip"
+)
+
+const gomodPath = "example.com/tools/hello"
+
+// gomodProxy serves one module, example.com/tools/hello v1.0.0 (a command
+// and its licence), over the GOPROXY protocol on loopback, points the go
+// command at it with a module cache of the test's own, and returns the
+// module's go.sum hash and the count of zips served.
+func gomodProxy(t *testing.T) (string, *atomic.Int32) {
+	t.Helper()
+	src := t.TempDir()
+	writeFile(t, filepath.Join(src, "go.mod"), "module "+gomodPath+"\n\ngo 1.22\n")
+	writeFile(t, filepath.Join(src, "LICENSE"), "MIT, for the test\n")
+	writeFile(t, filepath.Join(src, "cmd", "hello", "main.go"), "package main\n\nfunc main() { println(\"hello from the module proxy\") }\n")
+	mv := module.Version{Path: gomodPath, Version: "v1.0.0"}
+	var zip bytes.Buffer
+	if err := modzip.CreateFromDir(&zip, mv, src); err != nil {
+		t.Fatal(err)
+	}
+	zipFile := filepath.Join(t.TempDir(), "hello.zip")
+	if err := os.WriteFile(zipFile, zip.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := dirhash.HashZip(zipFile, dirhash.Hash1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, _ := json.Marshal(map[string]string{"Version": mv.Version, "Time": "2024-01-02T03:04:05Z"})
+	files := map[string][]byte{
+		"/@v/list":        []byte(mv.Version + "\n"),
+		"/@v/v1.0.0.info": info,
+		"/@v/v1.0.0.mod":  []byte("module " + gomodPath + "\n\ngo 1.22\n"),
+		"/@v/v1.0.0.zip":  zip.Bytes(),
+	}
+	var zips atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, ok := files[strings.TrimPrefix(r.URL.Path, "/"+gomodPath)]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		if strings.HasSuffix(r.URL.Path, ".zip") {
+			zips.Add(1)
+		}
+		w.Write(body)
+	}))
+	t.Cleanup(srv.Close)
+	t.Setenv("GOPROXY", srv.URL)
+	t.Setenv("GONOSUMDB", "example.com")
+	t.Setenv("GOMODCACHE", t.TempDir())
+	t.Setenv("GOFLAGS", "-modcacherw") // so that the test's module cache can be deleted
+	return sum, &zips
+}
+
+// gomodRecipe builds the module twice: as a gomod artifact, and as the
+// source mode of an artifact with modes.
+func gomodRecipe(t *testing.T, plat, sum string) string {
+	t.Helper()
+	kind := "      module: " + gomodPath + "\n      version: v1.0.0\n      sum: " + sum + "\n      packages: ./cmd/hello\n"
+	recipe := filepath.Join(t.TempDir(), "pallet.yaml")
+	writeFile(t, recipe, `version: 1
+artifacts:
+  hello:
+    gomod:
+`+kind+`  hello-src:
+    default: source
+    modes:
+      source:
+        gomod:
+`+strings.ReplaceAll(kind, "      ", "          ")+`      local: {}
+images:
+  hello:
+    base: scratch
+    platforms: [`+plat+`]
+    files:
+      - {artifact: hello, dest: /usr/local/bin/}
+      - {artifact: hello-src, dest: /opt/src/bin/}
+`)
+	return recipe
+}
+
+// imageFile returns the bytes of one file of the image in the layout dir.
+func imageFile(t *testing.T, dir, plat, name string) []byte {
+	t.Helper()
+	var out []byte
+	walkImage(t, layoutImage(t, dir, plat), func(h *tar.Header, r io.Reader) {
+		if h.Name == name {
+			out, _ = io.ReadAll(r)
+		}
+	})
+	if out == nil {
+		t.Fatalf("%s is not in the image", name)
+	}
+	return out
+}
+
+// A Go command published as a module is built from the module proxy
+// without git, pinned by its go.sum hash: the image holds the program, the
+// record names module@version and the hash, a second build takes it from
+// the cache, and a wrong hash stops the build naming both.
+func TestGomodBuild(t *testing.T) {
+	sum, zips := gomodProxy(t)
+	plat := "linux/" + runtime.GOARCH
+	recipe := gomodRecipe(t, plat, sum)
+	cache := t.TempDir()
+	out := filepath.Join(t.TempDir(), "out")
+	mustPallet(t, "build", "-q", "-f", recipe, "--cache-dir", cache, "-o", "oci:"+out)
+
+	for _, p := range []string{"usr/local/bin/hello", "opt/src/bin/hello"} {
+		bin := imageFile(t, out, plat, p)
+		if runtime.GOOS != "linux" {
+			continue
+		}
+		exe := filepath.Join(t.TempDir(), "hello")
+		if err := os.WriteFile(exe, bin, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		got, err := exec.Command(exe).CombinedOutput()
+		if err != nil || strings.TrimSpace(string(got)) != "hello from the module proxy" {
+			t.Errorf("running %s: %v: %q", p, err, got)
+		}
+	}
+	if lic := imageFile(t, out, plat, "LICENSES/hello/LICENSE"); string(lic) != "MIT, for the test\n" {
+		t.Errorf("licence %q", lic)
+	}
+	rec := readRecord(t, out+".record.json")
+	modes := map[string]string{}
+	for _, a := range rec.Artifacts {
+		modes[a.Name] = a.Mode
+		if a.Kind != "gomod" || a.Module != gomodPath+"@v1.0.0" || a.SHA256 != sum || a.Repo != "" || a.URL != "" {
+			t.Errorf("%s: record %+v", a.Name, a.Record)
+		}
+		if len(a.GoBinaries) != 1 || a.GoBinaries[0].MainModule != gomodPath {
+			t.Errorf("%s: Go binaries %+v", a.Name, a.GoBinaries)
+		}
+	}
+	if modes["hello"] != "" || modes["hello-src"] != "source" {
+		t.Errorf("recorded modes %v", modes)
+	}
+
+	// Again, with the same cache: nothing is downloaded or built.
+	served := zips.Load()
+	entries := countFiles(t, filepath.Join(cache, "artifacts"))
+	log := mustPallet(t, "build", "-f", recipe, "--cache-dir", cache, "-o", "oci:"+filepath.Join(t.TempDir(), "again"))
+	if !strings.Contains(log, "artifact hello ("+plat+")") || strings.Count(log, "cached") < 2 {
+		t.Errorf("the second build does not say it took both artifacts from the cache:\n%s", log)
+	}
+	if n := countFiles(t, filepath.Join(cache, "artifacts")); n != entries || zips.Load() != served {
+		t.Errorf("the second build made %d cache entries and fetched %d zips", n-entries, zips.Load()-served)
+	}
+
+	// A pin the module does not match: no image, an error naming both.
+	wrong := "h1:" + strings.Repeat("A", 43) + "="
+	bad := filepath.Join(t.TempDir(), "out")
+	_, err := pallet(t, "build", "-q", "-f", gomodRecipe(t, plat, wrong), "--cache-dir", cache, "-o", "oci:"+bad)
+	if err == nil {
+		t.Fatal("a wrong go.sum hash was accepted")
+	}
+	for _, want := range []string{gomodPath + "@v1.0.0", wrong, sum} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %s", err, want)
+		}
+	}
+	if _, err := os.Stat(bad); err == nil {
+		t.Error("output written by a build with a wrong pin")
+	}
+}

@@ -1,0 +1,185 @@
+package artifact
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/mod/module"
+	"golang.org/x/mod/sumdb/dirhash"
+	modzip "golang.org/x/mod/zip"
+)
+
+// GoModule builds main packages of a module version fetched through the Go
+// module proxy (GOPROXY), pinned by its go.sum hash: a source build that
+// needs no git, only what `go install module@version` would download.
+type GoModule struct {
+	// Path and Version name the module ("sigs.k8s.io/cri-tools", "v1.32.0").
+	Path    string
+	Version string
+	// Sum is the module's go.sum hash ("h1:..."): the zip is checked
+	// against it before anything in it is used.
+	Sum string
+	// Go is the build; its Module and Packages are relative to the
+	// module's root.
+	Go Go
+}
+
+func (m *GoModule) Name() string { return "gomod" }
+
+func (m *GoModule) Origin() Origin { return Origin{Module: m.ref(), SHA256: m.Sum} }
+
+func (m *GoModule) ref() string { return m.Path + "@" + m.Version }
+
+// Key: the sum pins every file of the module, and the go.sum inside it
+// every dependency, so nothing needs to be read to name the result.
+func (m *GoModule) Key(*Fetcher, *Request) ([]string, bool, error) {
+	parts, err := m.Go.settingsKey()
+	if err != nil {
+		return nil, false, err
+	}
+	return append(parts, m.Path, m.Version, m.Sum), true, nil
+}
+
+// Produce downloads the module, proves it against the pin, unpacks it and
+// builds its packages; the licences are those at the module's root.
+func (m *GoModule) Produce(ctx context.Context, f *Fetcher, r *Request, work string) (*Result, error) {
+	src := filepath.Join(work, "src")
+	if err := m.fetch(ctx, f, f.goEnv(&m.Go, r.Platform), work, src); err != nil {
+		return nil, err
+	}
+	g := m.build()
+	return f.goBuild(ctx, r, &g, filepath.Join(src, filepath.FromSlash(g.Module)), work)
+}
+
+// Mirror puts the module, its dependencies and the pinned toolchain in the
+// mirror's module cache, which offline builds use as their GOPROXY.
+func (m *GoModule) Mirror(ctx context.Context, f *Fetcher, r *Request, dir string) error {
+	tmp, err := os.MkdirTemp("", "pallet-fetch-*")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	f.Log("mirror %s", m.ref())
+	env := append(f.goEnv(&m.Go, r.Platform), "GOMODCACHE="+ModuleCache(dir), "GOFLAGS=-modcacherw")
+	src := filepath.Join(tmp, "src")
+	if err := m.fetch(ctx, f, env, tmp, src); err != nil {
+		return err
+	}
+	g := m.build()
+	if err := f.mirrorGoModules(ctx, dir, r.Platform, &g, filepath.Join(src, filepath.FromSlash(g.Module))); err != nil {
+		return fmt.Errorf("module %s: %w", m.ref(), err)
+	}
+	return nil
+}
+
+// build is the go build of the unpacked module. -mod=readonly: a module
+// zip has no vendored packages, yet may carry vendor/modules.txt (those
+// made before Go 1.24), which would switch go build to vendor mode; the
+// recipe's flags come after it and may still choose.
+func (m *GoModule) build() Go {
+	g := m.Go
+	if g.Module == "" {
+		g.Module = "."
+	}
+	g.Flags = append([]string{"-mod=readonly"}, g.Flags...)
+	return g
+}
+
+// fetch downloads the module zip with the go command (with env, so the
+// build's GOPROXY, GONOSUMDB, GOPRIVATE and the mirror apply), copies it
+// into work, proves the copy against the pin and unpacks it into dir.
+// The copy is what is hashed and unpacked: the module cache is shared,
+// and writable with -modcacherw.
+func (m *GoModule) fetch(ctx context.Context, f *Fetcher, env []string, work, dir string) error {
+	cached, err := m.download(ctx, f, env, work)
+	if err != nil {
+		return err
+	}
+	zipFile := filepath.Join(work, "module.zip")
+	if err := linkOrCopy(cached, zipFile, 0o644, false); err != nil {
+		return fmt.Errorf("module %s: copying %s: %w", m.ref(), cached, err)
+	}
+	if err := m.verify(zipFile); err != nil {
+		return err
+	}
+	if err := modzip.Unzip(dir, module.Version{Path: m.Path, Version: m.Version}, zipFile); err != nil {
+		return fmt.Errorf("module %s: %w", m.ref(), err)
+	}
+	return m.checkReplaces(dir)
+}
+
+// download runs go mod download -json for the module in dir, an empty
+// directory (no go.mod around to change what is resolved), and returns
+// the zip in the module cache.
+func (m *GoModule) download(ctx context.Context, f *Fetcher, env []string, dir string) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", m.ref())
+	cmd.Dir = dir
+	cmd.Env = env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	runErr := cmd.Run()
+	var info struct{ Zip, Error string }
+	jsonErr := json.Unmarshal(stdout.Bytes(), &info)
+	if runErr == nil && jsonErr == nil && info.Error == "" && info.Zip != "" {
+		return info.Zip, nil
+	}
+	msg := info.Error
+	if msg == "" {
+		msg = strings.TrimSpace(stderr.String())
+	}
+	if f.Offline {
+		return "", fmt.Errorf("offline: module %s is not in the mirror %s (run pallet fetch first): %s", m.ref(), f.Mirror, msg)
+	}
+	if runErr == nil {
+		runErr = fmt.Errorf("no zip in its output (%v)", jsonErr)
+	}
+	return "", fmt.Errorf("go mod download %s: %w: %s", m.ref(), runErr, msg)
+}
+
+// verify proves a module zip against the recipe's go.sum hash. The zip's
+// layout and declared sizes are checked first, so that hashing reads no
+// more than a module may hold (500 MiB unpacked).
+func (m *GoModule) verify(zipFile string) error {
+	cf, err := modzip.CheckZip(module.Version{Path: m.Path, Version: m.Version}, zipFile)
+	if err == nil {
+		err = cf.Err()
+	}
+	if err != nil {
+		return fmt.Errorf("module %s: %w", m.ref(), err)
+	}
+	got, err := dirhash.HashZip(zipFile, dirhash.Hash1)
+	if err != nil {
+		return fmt.Errorf("module %s: hashing %s: %w", m.ref(), zipFile, err)
+	}
+	if got != m.Sum {
+		return fmt.Errorf("module %s: go.sum hash mismatch: the recipe pins %s, the module downloaded has %s", m.ref(), m.Sum, got)
+	}
+	return nil
+}
+
+// checkReplaces refuses a module whose go.mod replaces a module with a
+// directory: as the main module of the build its replaces apply, and a
+// directory would bring in files the go.sum hash does not cover (a nested
+// module is never in the zip; a path outside it is the build machine's).
+func (m *GoModule) checkReplaces(dir string) error {
+	dirs, err := localModules(dir)
+	var outside []string
+	for _, d := range dirs {
+		if d != filepath.Clean(dir) {
+			outside = append(outside, d)
+		}
+	}
+	if err == nil && len(outside) > 0 {
+		err = fmt.Errorf("go.mod replaces modules with directories (%s)", strings.Join(outside, ", "))
+	}
+	if err != nil {
+		return fmt.Errorf("module %s: %w; a module built by version may only use modules go.sum pins", m.ref(), err)
+	}
+	return nil
+}

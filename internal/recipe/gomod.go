@@ -1,0 +1,128 @@
+package recipe
+
+import (
+	"regexp"
+	"strings"
+
+	"golang.org/x/mod/module"
+
+	"github.com/pallet-dev/pallet/internal/artifact"
+	"github.com/pallet-dev/pallet/internal/platform"
+)
+
+// GoModule builds Go main packages of a module version fetched through the
+// Go module proxy (GOPROXY), pinned by its go.sum hash: a source build
+// without git. It takes the settings of a go section, but for the module
+// directory; as version names the module's version here, the toolchain is
+// pinned by toolchain.
+type GoModule struct {
+	// Module is the module path ("sigs.k8s.io/cri-tools").
+	Module string `yaml:"module"`
+	// Version is the module's version: a release tag or pseudo-version,
+	// never a query such as latest.
+	Version string `yaml:"version"`
+	// Sum is the module's go.sum hash ("h1:..."), required.
+	Sum string `yaml:"sum"`
+	// Packages are relative to the module's root.
+	Packages  List              `yaml:"packages"`
+	Ldflags   List              `yaml:"ldflags"`
+	Tags      List              `yaml:"tags"`
+	CGO       bool              `yaml:"cgo"`
+	Trimpath  *bool             `yaml:"trimpath"`
+	Flags     List              `yaml:"flags"`
+	Env       List              `yaml:"env"`
+	Toolchain string            `yaml:"toolchain"`
+	CC        map[string]string `yaml:"cc"`
+}
+
+// goSumRE is an h1: hash as go.sum writes it: base64 of a sha256.
+var goSumRE = regexp.MustCompile(`^h1:[A-Za-z0-9+/]{43}=$`)
+
+// goBuild is m's build as a go section says it; the toolchain is left to
+// the caller, as its field has another name here.
+func (m *GoModule) goBuild() *GoBuild {
+	return &GoBuild{Module: ".", Packages: m.Packages, Ldflags: m.Ldflags, Tags: m.Tags, CGO: m.CGO,
+		Trimpath: m.Trimpath, Flags: m.Flags, Env: m.Env, CC: m.CC}
+}
+
+// checkGoModule checks a gomod section at path at.
+func (r *Recipe) checkGoModule(name, at string, m *GoModule) error {
+	if m.Module == "" {
+		return r.Errorf(at, "artifact %s: gomod.module is required (the module path)", name)
+	}
+	if m.Version == "" {
+		return r.Errorf(at, "artifact %s: gomod.version is required (the module's version, such as v1.2.3)", name)
+	}
+	if err := r.checkModuleVersion(name, at, m.Module, m.Version); err != nil {
+		return err
+	}
+	if !goSumRE.MatchString(m.Sum) {
+		return r.Errorf(at+".sum", "artifact %s: gomod.sum must be the module's go.sum hash, h1: and 44 base64 characters (got %q)", name, m.Sum)
+	}
+	if len(m.Packages) == 0 {
+		return r.Errorf(at, "artifact %s: gomod.packages is required", name)
+	}
+	if m.Toolchain != "" && !strings.Contains(m.Toolchain, "{{") && !goVersionRE.MatchString(m.Toolchain) {
+		return r.Errorf(at+".toolchain", "artifact %s: %v", name, CheckGoVersion(m.Toolchain))
+	}
+	return r.checkGo(name, at, m.goBuild())
+}
+
+// checkModuleVersion checks a module path and version, each once it holds
+// no variable left to expand.
+func (r *Recipe) checkModuleVersion(name, at, path, version string) error {
+	if strings.Contains(path, "{{") {
+		return nil
+	}
+	if err := module.CheckPath(path); err != nil {
+		return r.Errorf(at+".module", "artifact %s: %v", name, err)
+	}
+	if strings.Contains(version, "{{") {
+		return nil
+	}
+	if err := module.Check(path, version); err != nil {
+		return r.Errorf(at+".version", "artifact %s: %v (a version pins the module: a query such as latest does not)", name, err)
+	}
+	return nil
+}
+
+// checkModuleSource checks a source mode that builds a module by version:
+// git and go do not go with it.
+func (r *Recipe) checkModuleSource(name, at string, s *Source) error {
+	for _, k := range []string{"git", "go"} {
+		if _, ok := r.lines[at+"."+k]; ok {
+			return r.Errorf(at+"."+k, "artifact %s: source mode: give either git and go, or gomod, not both", name)
+		}
+	}
+	return r.checkGoModule(name, at+".gomod", s.Gomod)
+}
+
+// goModule is the kind of a gomod section.
+func (r *Recipe) goModule(name, at string, m *GoModule, pf platform.Platform, v Vars) (artifact.Kind, error) {
+	path, err := r.Expand(at+".module", m.Module, v)
+	if err != nil {
+		return nil, err
+	}
+	ver, err := r.Expand(at+".version", m.Version, v)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.checkModuleVersion(name, at, path, ver); err != nil {
+		return nil, err
+	}
+	tc, err := r.Expand(at+".toolchain", m.Toolchain, v)
+	if err != nil {
+		return nil, err
+	}
+	if tc != "" {
+		if err := CheckGoVersion(tc); err != nil {
+			return nil, r.Errorf(at+".toolchain", "artifact %s: %v", name, err)
+		}
+	}
+	g, err := r.goBuild(at, m.goBuild(), pf, v)
+	if err != nil {
+		return nil, err
+	}
+	g.Version = tc
+	return &artifact.GoModule{Path: path, Version: ver, Sum: m.Sum, Go: *g}, nil
+}

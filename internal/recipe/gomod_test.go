@@ -1,0 +1,184 @@
+package recipe
+
+import (
+	"encoding/json"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/pallet-dev/pallet/internal/artifact"
+)
+
+const testSum = "h1:Hs3VQ4cJ5hUZBzy2DVGHtQmlKNJ8iKHrvb7qpwTIWTo="
+
+// gomodRecipe has the kind twice: as an artifact of its own, and as the
+// source mode of an artifact that also has a release.
+const gomodRecipe = `version: 1
+args:
+  GO: "1.23.4"
+artifacts:
+  crictl:
+    version: 1.32.0
+    gomod:
+      module: sigs.k8s.io/cri-tools
+      version: v{{version}}
+      sum: ` + testSum + `
+      packages: [./cmd/crictl]
+      ldflags: ["-s", "-w", "-X main.v={{version}}"]
+      toolchain: "{{GO}}"
+      cc: {linux/arm64: aarch64-linux-gnu-gcc}
+  kind:
+    version: 0.26.0
+    default: source
+    modes:
+      source:
+        gomod:
+          module: sigs.k8s.io/kind
+          version: v{{version}}
+          sum: ` + testSum + `
+          packages: .
+          trimpath: false
+      release:
+        url: https://example.com/kind-{{arch}}
+        sha256: 0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a
+images:
+  node:
+    base: scratch
+    platforms: [linux/amd64, linux/arm64]
+    files:
+      - {artifact: crictl, dest: /usr/local/bin/}
+      - {artifact: kind, dest: /usr/local/bin/}
+`
+
+// Both forms plan into the gomod kind, with the module's version, the
+// toolchain and the per-platform compiler expanded.
+func TestGoModulePlan(t *testing.T) {
+	r, err := Parse("pallet.yaml", []byte(gomodRecipe))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := r.Plan(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := p.Artifacts["crictl@linux/arm64"]
+	m, ok := a.Kind.(*artifact.GoModule)
+	if !ok {
+		t.Fatalf("crictl planned as %T", a.Kind)
+	}
+	want := artifact.GoModule{Path: "sigs.k8s.io/cri-tools", Version: "v1.32.0", Sum: testSum, Go: artifact.Go{
+		Module: ".", Packages: []string{"./cmd/crictl"}, Ldflags: []string{"-s", "-w", "-X main.v=1.32.0"},
+		Trimpath: true, Version: "1.23.4", CC: "aarch64-linux-gnu-gcc"}}
+	if !reflect.DeepEqual(*m, want) {
+		t.Errorf("crictl:\n got %+v\nwant %+v", *m, want)
+	}
+	if a.Mode != "" || !strings.HasSuffix(a.Pos.String(), ":7:5") {
+		t.Errorf("crictl: mode %q, at %s", a.Mode, a.Pos)
+	}
+	a = p.Artifacts["kind@linux/amd64"]
+	m, ok = a.Kind.(*artifact.GoModule)
+	if !ok || a.Mode != "source" || m.Path != "sigs.k8s.io/kind" || m.Version != "v0.26.0" || m.Go.Trimpath || m.Go.Version != "" {
+		t.Errorf("kind: %s mode, %+v", a.Mode, a.Kind)
+	}
+	p, err = r.Plan(Options{Modes: map[string]Choice{"kind": {Mode: "release"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := p.Artifacts["kind@linux/amd64"].Kind.(*artifact.URL); !ok {
+		t.Errorf("kind in release mode planned as %T", p.Artifacts["kind@linux/amd64"].Kind)
+	}
+	reqs, err := r.Fetchable(Options{Platforms: []string{"linux/amd64"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mods []string
+	for _, q := range reqs {
+		if m, ok := q.Kind.(*artifact.GoModule); ok {
+			mods = append(mods, m.Path)
+		}
+	}
+	sort.Strings(mods)
+	if strings.Join(mods, " ") != "sigs.k8s.io/cri-tools sigs.k8s.io/kind" {
+		t.Errorf("pallet fetch would mirror the modules %v", mods)
+	}
+}
+
+// Each pin and setting is checked where it is written.
+func TestGoModuleErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, old, new string
+		line           int
+		want           string
+	}{
+		{"no sum", "      sum: " + testSum + "\n", "", 7, "gomod.sum must be the module's go.sum hash"},
+		{"sha256 as sum", "      sum: " + testSum, "      sum: 0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a", 10, `h1: and 44 base64 characters (got "0a0a`},
+		{"query", "      version: v{{version}}", "      version: latest", 9, "a query such as latest does not"},
+		{"expanded query", "    version: 1.32.0", "    version: latest", 9, "a query such as latest does not"},
+		{"toolchain as version", "      version: v{{version}}", `      version: "1.23.4"`, 9, "invalid version"},
+		{"bad path", "      module: sigs.k8s.io/cri-tools", "      module: cri-tools", 8, "malformed module path"},
+		{"no module", "      module: sigs.k8s.io/cri-tools\n", "", 7, "gomod.module is required"},
+		{"no packages", "      packages: [./cmd/crictl]\n", "", 7, "gomod.packages is required"},
+		{"bad toolchain", `      toolchain: "{{GO}}"`, `      toolchain: "go1.23"`, 13, "want a release such as 1.23.4"},
+		{"bad expanded toolchain", `  GO: "1.23.4"`, `  GO: "1.23.x"`, 13, "want a release such as 1.23.4"},
+		{"bad cc platform", "      cc: {linux/arm64:", "      cc: {linux/arm46:", 14, "unknown platform"},
+		{"git too", "        gomod:\n", "        git: {repo: https://example.com/kind.git, commit: 0123456789abcdef0123456789abcdef01234567}\n        gomod:\n", 20, "give either git and go, or gomod"},
+		{"two kinds", "    gomod:\n      module: sigs.k8s.io/cri-tools", "    url: {url: https://example.com/x, sha256: 0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a}\n    gomod:\n      module: sigs.k8s.io/cri-tools", 5, "exactly one of local, url, go, gomod, modes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if !strings.Contains(gomodRecipe, tc.old) {
+				t.Fatalf("recipe lacks %q", tc.old)
+			}
+			r, err := Parse("pallet.yaml", []byte(strings.Replace(gomodRecipe, tc.old, tc.new, 1)))
+			if err == nil {
+				_, err = r.Plan(Options{})
+			}
+			e, ok := err.(*Error)
+			if !ok {
+				t.Fatalf("got %v (%T), want a located error containing %q", err, err, tc.want)
+			}
+			if e.Line != tc.line || !strings.Contains(e.Msg, tc.want) {
+				t.Errorf("got %v (line %d), want line %d containing %q", e, e.Line, tc.line, tc.want)
+			}
+		})
+	}
+}
+
+// The schema knows both forms, rejects what the parser rejects for shape,
+// and names exactly the fields of GoModule.
+func TestGoModuleSchema(t *testing.T) {
+	s := compileSchema(t)
+	if err := s.Validate(yamlToJSONValue(t, []byte(gomodRecipe))); err != nil {
+		t.Fatalf("schema: %v", err)
+	}
+	for _, bad := range []string{
+		strings.Replace(gomodRecipe, "      sum: "+testSum+"\n", "", 1),
+		strings.Replace(gomodRecipe, "sum: "+testSum, "sum: h1:short=", 1),
+		strings.Replace(gomodRecipe, "      version: v{{version}}", "      version: latest", 1),
+		strings.Replace(gomodRecipe, "        gomod:\n", "        go: {packages: .}\n        gomod:\n", 1),
+		// The go section's version is the toolchain; here it is the module's.
+		strings.Replace(gomodRecipe, "      version: v{{version}}", `      version: "1.23.4"`, 1),
+	} {
+		if err := s.Validate(yamlToJSONValue(t, []byte(bad))); err == nil {
+			t.Errorf("schema accepted:\n%s", bad)
+		}
+	}
+	var root map[string]any
+	if err := json.Unmarshal(Schema, &root); err != nil {
+		t.Fatal(err)
+	}
+	props := root["$defs"].(map[string]any)["goModule"].(map[string]any)["properties"].(map[string]any)
+	var fields, names []string
+	typ := reflect.TypeOf(GoModule{})
+	for i := 0; i < typ.NumField(); i++ {
+		fields = append(fields, typ.Field(i).Tag.Get("yaml"))
+	}
+	for k := range props {
+		names = append(names, k)
+	}
+	sort.Strings(fields)
+	sort.Strings(names)
+	if !reflect.DeepEqual(fields, names) {
+		t.Errorf("GoModule fields %v, schema properties %v", fields, names)
+	}
+}
