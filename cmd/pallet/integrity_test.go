@@ -1,0 +1,149 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/pallet-dev/pallet/internal/fixture"
+)
+
+// A top-level local: archive is a file to place, as docs/recipe.md says;
+// only extract: unpacks it. (The local *mode*, given an archive at build
+// time, unpacks it: that is tested with the kind example.)
+func TestLocalArchiveIsPlacedAsAFile(t *testing.T) {
+	dir := t.TempDir()
+	archive := fixture.TarGz([]fixture.File{{Name: "bin/tool", Content: "tool\n", Mode: 0o755}})
+	if err := os.WriteFile(filepath.Join(dir, "bundle.tar.gz"), archive, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
+artifacts:
+  bundle:
+    local: {path: bundle.tar.gz}
+    licenses: none
+  unpacked:
+    local: {path: bundle.tar.gz, extract: {}}
+    licenses: none
+images:
+  app:
+    base: scratch
+    platforms: linux/amd64
+    files:
+      - {artifact: bundle, dest: /opt/}
+      - {artifact: unpacked, dest: /usr/}
+`)
+	out := filepath.Join(dir, "out")
+	mustPallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "--no-cache", "-o", "oci:"+out)
+	files := readImageFiles(t, out, "linux/amd64")
+	if got, want := files["opt/bundle.tar.gz"], fmt.Sprintf("%s (644)", archive); got != want {
+		t.Errorf("opt/bundle.tar.gz is %.40q, want the archive itself", got)
+	}
+	if files["opt/bin/tool"] != "" {
+		t.Error("the archive without extract: was unpacked")
+	}
+	if files["usr/bin/tool"] != "tool\n (755)" {
+		t.Errorf("extract: {} did not unpack: %q", files["usr/bin/tool"])
+	}
+}
+
+// Licence files are found by one definition: an include filter keeps the
+// same licence files a build without one finds.
+func TestLicencesFoundAlikeWithAndWithoutInclude(t *testing.T) {
+	archive := fixture.TarGz([]fixture.File{
+		{Name: "tool-1.0/bin/tool", Content: "tool\n", Mode: 0o755},
+		{Name: "tool-1.0/LICENCE", Content: "licence\n", Mode: 0o644},
+		{Name: "tool-1.0/COPYRIGHT", Content: "copyright\n", Mode: 0o644},
+		{Name: "tool-1.0/notice.txt", Content: "notice\n", Mode: 0o644},
+		{Name: "tool-1.0/NOTICE", Content: "NOTICE\n", Mode: 0o644},
+		{Name: "tool-1.0/copying-GPL", Content: "gpl\n", Mode: 0o644},
+		{Name: "tool-1.0/legal/License.md", Content: "md\n", Mode: 0o644},
+		{Name: "tool-1.0/docs/deep/LICENSE", Content: "too deep\n", Mode: 0o644},
+		{Name: "tool-1.0/LICENSEE.txt", Content: "not a licence\n", Mode: 0o644},
+	})
+	srv := fixture.Serve(t, map[string][]byte{"/tool.tgz": archive})
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), fmt.Sprintf(`version: 1
+artifacts:
+  all:
+    url: {url: %[1]s/tool.tgz, sha256: %[2]s, extract: {strip: 1}}
+  some:
+    url: {url: %[1]s/tool.tgz, sha256: %[2]s, extract: {strip: 1, include: [bin/tool]}}
+images:
+  app:
+    base: scratch
+    platforms: linux/amd64
+    files:
+      - {artifact: all, dest: /a/}
+      - {artifact: some, dest: /s/}
+`, srv.URL, fixture.SHA256(archive)))
+	out := filepath.Join(dir, "out")
+	mustPallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "--no-cache", "-o", "oci:"+out)
+	rec := readRecord(t, out+".record.json")
+	lic := map[string][]string{}
+	for _, a := range rec.Artifacts {
+		lic[a.Name] = a.Licenses
+	}
+	want := []string{"COPYRIGHT", "LICENCE", "NOTICE", "copying-GPL", "legal/License.md", "notice.txt"}
+	for _, name := range []string{"all", "some"} {
+		if !slices.Equal(lic[name], want) {
+			t.Errorf("%s: licences %v, want %v", name, lic[name], want)
+		}
+	}
+	files := readImageFiles(t, out, "linux/amd64")
+	if files["s/bin/tool"] == "" || files["s/LICENCE"] != "" || files["LICENSES/some/notice.txt"] != "notice\n (644)" {
+		t.Errorf("the include filter's artifact: tool %q, licence placed as content %q, under /LICENSES %q", files["s/bin/tool"], files["s/LICENCE"], files["LICENSES/some/notice.txt"])
+	}
+}
+
+// A go artifact whose go.mod replaces a module with a local directory is
+// rebuilt when that directory changes: go build reads it, so the cache key
+// covers it. Relative and absolute replace paths alike.
+func TestGoReplaceTargetsAreInTheKey(t *testing.T) {
+	for _, absolute := range []bool{false, true} {
+		t.Run(fmt.Sprintf("absolute=%v", absolute), func(t *testing.T) {
+			dir := t.TempDir()
+			target := "../b"
+			if absolute {
+				target = filepath.Join(dir, "b")
+			}
+			writeFile(t, filepath.Join(dir, "b", "go.mod"), "module example.com/b\n\ngo 1.22\n")
+			writeFile(t, filepath.Join(dir, "b", "b.go"), "package b\n\nconst Greeting = \"one\"\n")
+			writeFile(t, filepath.Join(dir, "app", "go.mod"), "module example.com/app\n\ngo 1.22\n\nrequire example.com/b v0.0.0\n\nreplace example.com/b => "+target+"\n")
+			writeFile(t, filepath.Join(dir, "app", "main.go"), "package main\n\nimport \"example.com/b\"\n\nfunc main() { println(b.Greeting) }\n")
+			writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
+artifacts:
+  app:
+    go: {module: app, packages: .}
+    licenses: none
+images:
+  app:
+    base: scratch
+    platforms: linux/amd64
+    files:
+      - {artifact: app, dest: /bin/}
+`)
+			cacheDir := t.TempDir()
+			build := func() (string, string) {
+				out := filepath.Join(t.TempDir(), "out")
+				log := mustPallet(t, "build", "--progress", "plain", "-f", filepath.Join(dir, "pallet.yaml"), "--cache-dir", cacheDir, "-o", "oci:"+out)
+				return readImageFiles(t, out, "linux/amd64")["bin/app"], log
+			}
+			first, _ := build()
+			if !strings.Contains(first, "one") {
+				t.Fatal("the binary does not hold the replaced module's string")
+			}
+			if _, log := build(); !strings.Contains(log, "[go, cached]") {
+				t.Errorf("an unchanged rebuild was not a cache hit:\n%s", log)
+			}
+			writeFile(t, filepath.Join(dir, "b", "b.go"), "package b\n\nconst Greeting = \"two\"\n")
+			second, log := build()
+			if strings.Contains(log, "[go, cached]") || !strings.Contains(second, "two") {
+				t.Errorf("the replaced module changed, but the old binary was served:\n%s", log)
+			}
+		})
+	}
+}
