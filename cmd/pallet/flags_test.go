@@ -30,6 +30,11 @@ func TestFlagErrors(t *testing.T) {
 		{"output kind", []string{"-o", "tar:x.tar"}, "tar:x.tar"},
 		{"platform", []string{"--platform", "linux/amd46"}, `unknown platform "linux/amd46"`},
 		{"arg", []string{"--arg", "VERSION"}, `--arg "VERSION": want K=V`},
+		{"max-download", []string{"--max-download", "lots"}, `--max-download: "lots": want a positive size`},
+		{"max-download overflow", []string{"--max-download", "9000000000TiB"}, `want a positive size`},
+		{"stall", []string{"--stall-timeout", "-1s"}, "--stall-timeout -1s: want a positive duration"},
+		{"output twice", []string{"-o", "oci:" + layoutDir + "/same", "-o", "oci:" + layoutDir + "/same"}, "same"},
+		{"record on an output", []string{"-o", "docker:" + layoutDir + "/x.tar", "--record", layoutDir + "/x.tar"}, "x.tar"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "out")
@@ -41,6 +46,19 @@ func TestFlagErrors(t *testing.T) {
 				t.Error("output written by a refused build")
 			}
 		})
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{"1": 1, "512MiB": 512 << 20, "16GiB": 16 << 30, "2 GB": 2e9, "10B": 10} {
+		if got, err := parseSize(in); err != nil || got != want {
+			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "0", "-5MiB", "1.5GiB", "GiB", "9223372036854775807KiB"} {
+		if _, err := parseSize(bad); err == nil {
+			t.Errorf("parseSize(%q) accepted", bad)
+		}
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"golang.org/x/sync/errgroup"
@@ -53,6 +54,8 @@ type Options struct {
 	CacheFrom, CacheTo string
 	// Network says where downloads and repositories come from.
 	Network Network
+	// Limits bound what inputs may cost; zero fields take the defaults.
+	Limits Limits
 	// MinGo fails the build when a placed Go binary was built with an
 	// older Go ("1.22.7"): how a release lacking a Go fix is caught.
 	MinGo string
@@ -70,6 +73,15 @@ type Network struct {
 	// Mirror is a directory written by pallet fetch; MirrorURL serves
 	// one over http(s).
 	Mirror, MirrorURL string
+}
+
+// Limits bound the inputs of a build. A zero field takes its default
+// (docs/integrity.md lists them).
+type Limits struct {
+	// MaxDownload is the largest download accepted, in bytes.
+	MaxDownload int64
+	// Stall is how long a download or registry transfer may move no byte.
+	Stall time.Duration
 }
 
 // Result is a finished build.
@@ -137,6 +149,7 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 	fetcher := artifact.New()
 	fetcher.Log = opt.Progress.Warn
 	fetcher.Mirror, fetcher.MirrorURL, fetcher.Offline = opt.Network.Mirror, opt.Network.MirrorURL, opt.Network.Offline
+	fetcher.Limits = artifact.Limits{MaxBytes: opt.Limits.MaxDownload, Stall: opt.Limits.Stall}
 	bases := &image.Resolver{Dir: p.Dir, WorkDir: work, Epoch: p.Epoch}
 
 	var c *cache.Cache
