@@ -42,6 +42,10 @@ type entry struct {
 	// letters make a path absolute.
 	slashes bool
 
+	// streamed marks tar entries, whose content is decompressed whether
+	// the entry is extracted or skipped.
+	streamed bool
+
 	// linkInContent marks zip symlinks, whose target is the content.
 	linkInContent bool
 
@@ -71,8 +75,13 @@ type extractor struct {
 	dirs map[string]bool
 
 	entries int
-	written int64
 	buf     []byte
+
+	// written counts the bytes in the extracted tree, a hard-linked file
+	// once per name; decompressed counts the bytes that came out of the
+	// decompressor. Both are bounded by MaxBytes.
+	written      int64
+	decompressed int64
 }
 
 func (x *extractor) fail(format string, args ...any) error {
@@ -92,15 +101,57 @@ func (x *extractor) count(e *entry) error {
 	}
 	x.entries++
 	if x.entries > x.opt.MaxEntries {
-		return x.entryErr(e, "archive has more than %d entries", x.opt.MaxEntries)
+		return x.entryErr(e, "%w", x.tooManyEntries())
 	}
 	return nil
+}
+
+func (x *extractor) tooManyEntries() error {
+	return limitErr(fmt.Sprintf("archive has more than %d entries", x.opt.MaxEntries))
+}
+
+func (x *extractor) tooBig() error {
+	return limitErr(fmt.Sprintf("archive expands beyond the limit of %d bytes", x.opt.MaxBytes))
+}
+
+func (x *extractor) bomb(e *entry) error {
+	return x.entryErr(e, "%w", x.tooBig())
+}
+
+// meter charges what a decompressor produces against MaxBytes. It sits
+// directly on the decompressor's output, so everything decompressed is
+// counted, whatever the reader above it then keeps or skips.
+type meter struct {
+	r io.Reader
+	x *extractor
+}
+
+func (m meter) Read(p []byte) (int, error) {
+	left := m.x.opt.MaxBytes - m.x.decompressed
+	if left < 0 {
+		return 0, m.x.tooBig()
+	}
+	// One byte past the limit is enough to know it is exceeded.
+	if int64(len(p)) > left+1 {
+		p = p[:left+1]
+	}
+	n, err := m.r.Read(p)
+	m.x.decompressed += int64(n)
+	if m.x.decompressed > m.x.opt.MaxBytes {
+		return n, m.x.tooBig()
+	}
+	return n, err
 }
 
 // add extracts one entry.
 func (x *extractor) add(e *entry) error {
 	if err := x.count(e); err != nil {
 		return err
+	}
+	// Content about to be decompressed, even just to be skipped, is
+	// refused up front when its declared size alone exceeds the limit.
+	if e.streamed && e.kind == kindFile && e.size > x.opt.MaxBytes-x.decompressed {
+		return x.bomb(e)
 	}
 	if e.kind == kindOther {
 		return nil
@@ -149,10 +200,6 @@ func filePerm(exec bool) fs.FileMode {
 		return 0o755
 	}
 	return 0o644
-}
-
-func (x *extractor) bomb(e *entry) error {
-	return x.entryErr(e, "archive expands beyond the limit of %d bytes", x.opt.MaxBytes)
 }
 
 // include reports whether rel passes the Include filter, crediting every
@@ -532,6 +579,13 @@ func (x *extractor) makeHardlink(e *entry, rel string) error {
 		return nil // a file linked to itself is already in place
 	}
 
+	// Every name of a file costs its size again wherever the tree is
+	// copied or turned into a layer, so a hard link is charged in full:
+	// otherwise one large file and many links would be a bomb.
+	size := fi.Size()
+	if size > x.opt.MaxBytes-x.written {
+		return x.bomb(e)
+	}
 	if err := x.mkParents(e, rel); err != nil {
 		return err
 	}
@@ -539,6 +593,7 @@ func (x *extractor) makeHardlink(e *entry, rel string) error {
 		return err
 	}
 	if x.root.Link(native(trel), native(rel)) == nil {
+		x.written += size
 		return nil
 	}
 	// Some filesystems have no hard links; a copy is equivalent for an
