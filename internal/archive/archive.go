@@ -135,9 +135,10 @@ type Options struct {
 // exist and be empty).
 //
 // Extract refuses entries and links that would place anything outside dir,
-// never writes through a symlink, and stops once the archive exceeds the
-// limits in opt. On error, dir may hold a partial extraction; the caller
-// is expected to remove it.
+// or that would once the tree is read on Windows ('\' taken as a
+// separator, drive letters as absolute), never writes through a symlink,
+// and stops once the archive exceeds the limits in opt. On error, dir may
+// hold a partial extraction; the caller is expected to remove it.
 func Extract(ctx context.Context, src string, f Format, dir string, opt Options) error {
 	fail := func(err error) error { return fmt.Errorf("extract %s: %w", src, err) }
 

@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -491,6 +492,35 @@ var hostileCases = []hostileCase{
 		ent{name: "d", body: "x"},
 		ent{name: "d/e", body: "x"},
 	)),
+	// Windows images are built from these trees, so '\' is read as a
+	// separator and drive letters as absolute in tars too.
+	tarCase("tar symlink backslash dotdot", `symlink target "..\\..\\Windows" leaves the archive root`,
+		fixed(ent{name: "l", typ: tar.TypeSymlink, link: `..\..\Windows`})),
+	tarCase("tar symlink backslash rooted", `symlink target "\\Windows" is absolute`,
+		fixed(ent{name: "l", typ: tar.TypeSymlink, link: `\Windows`})),
+	tarCase("tar symlink drive", `symlink target "C:\\Windows" is absolute`,
+		fixed(ent{name: "l", typ: tar.TypeSymlink, link: `C:\Windows`})),
+	tarCase("tar symlink drive relative", `symlink target "C:foo" is absolute`,
+		fixed(ent{name: "l", typ: tar.TypeSymlink, link: `C:foo`})),
+	tarCase("tar symlink forward drive", `symlink target "c:/Windows" is absolute`,
+		fixed(ent{name: "l", typ: tar.TypeSymlink, link: `c:/Windows`})),
+	tarCase("tar symlink mixed separators", `symlink target "..\\../x" leaves the archive root`,
+		fixed(ent{name: "d/l", typ: tar.TypeSymlink, link: `..\../x`})),
+	tarCase("tar symlink backslash after name", `symlink target "a\\..\\..\\x" may leave the archive root`,
+		fixed(ent{name: "d/l", typ: tar.TypeSymlink, link: `a\..\..\x`})),
+	// Only the '/' reading sees a named component (".\.") before "..".
+	tarCase("tar symlink dot backslash dot", `symlink target ".\\./../x" may leave the archive root`,
+		fixed(ent{name: "d/l", typ: tar.TypeSymlink, link: `.\./../x`})),
+	tarCase("tar name backslash dotdot", "path leaves the archive root", fixed(ent{name: `..\canary\evil`, body: "x"})),
+	tarCase("tar name backslash inner dotdot", "path leaves the archive root", fixed(ent{name: `a\..\..\evil`, body: "x"})),
+	tarCase("tar name backslash rooted", "absolute path", fixed(ent{name: `\evil`, body: "x"})),
+	tarCase("tar name drive", "absolute path", fixed(ent{name: `C:evil`, body: "x"})),
+	tarCase("tar hard link backslash", `hard link target "..\\canary\\x": path leaves the archive root`,
+		fixed(ent{name: "h", typ: tar.TypeLink, link: `..\canary\x`})),
+	zipCase("zip symlink drive relative", `symlink target "C:foo" is absolute`,
+		fixed(ent{name: "l", typ: tar.TypeSymlink, link: `C:foo`})),
+	zipCase("zip symlink backslash rooted", `symlink target "\\Windows" is absolute`,
+		fixed(ent{name: "l", typ: tar.TypeSymlink, link: `\Windows`})),
 	zipCase("zip backslash dotdot", "path leaves the archive root", fixed(ent{name: `..\canary\evil`, body: "x"})),
 	zipCase("zip drive letter", "absolute path", fixed(ent{name: `C:\evil`, body: "x"})),
 	zipCase("zip backslash rooted", "absolute path", fixed(ent{name: `\evil`, body: "x"})),
@@ -556,6 +586,47 @@ func TestHostile(t *testing.T) {
 			if size > 1<<20 {
 				t.Errorf("%d bytes written despite the limit", size)
 			}
+		})
+	}
+}
+
+// TestBackslashesInsideTheTree shows what the Windows reading of '\' still
+// accepts: targets and names that stay inside the tree under both readings.
+// A tar places them literally on Linux; a zip always splits on '\'.
+func TestBackslashesInsideTheTree(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("on Windows '\\' separates components in every format")
+	}
+	ents := []ent{
+		{name: "sub/", typ: tar.TypeDir},
+		{name: `dir\file`, body: "x"},
+		{name: "l", typ: tar.TypeSymlink, link: `sub\file`},
+		{name: "sub/l2", typ: tar.TypeSymlink, link: `..\dir\file`},
+	}
+	for _, tt := range []struct {
+		format Format
+		want   map[string]string
+	}{
+		{Tar, map[string]string{
+			"sub":      "dir 755",
+			`dir\file`: "file 644 x",
+			"l":        `-> sub\file`,
+			"sub/l2":   `-> ..\dir\file`,
+		}},
+		{Zip, map[string]string{
+			"sub":      "dir 755",
+			"dir":      "dir 755",
+			"dir/file": "file 644 x",
+			"l":        "-> sub/file",
+			"sub/l2":   "-> ../dir/file",
+		}},
+	} {
+		t.Run(string(tt.format), func(t *testing.T) {
+			s := newSandbox(t, tt.format, build(t, tt.format, ents))
+			if err := Extract(context.Background(), s.src, tt.format, s.out, Options{}); err != nil {
+				t.Fatal(err)
+			}
+			diffTrees(t, snapshot(t, s.out), tt.want)
 		})
 	}
 }

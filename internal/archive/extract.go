@@ -253,9 +253,10 @@ func (x *extractor) checkPatterns() error {
 	return nil
 }
 
-// usesBackslash reports whether '\' must be treated as a separator: always
-// for zip (written by Windows tools), and for any format when the host
-// itself would interpret it that way.
+// usesBackslash reports whether '\' separates components where entries
+// and links are placed: always for zip (written by Windows tools), and for
+// any format when the host itself would read it that way. (The safety
+// checks read it as a separator regardless.)
 func usesBackslash(slashes bool) bool {
 	return slashes || runtime.GOOS == "windows"
 }
@@ -269,6 +270,11 @@ func hasDrive(p string) bool {
 // refused outright, even one that would stay inside the root ("a/../b"):
 // legitimate archives do not contain them and lexical tricks are where
 // extraction bugs hide.
+//
+// The checks also read '\' as a separator and a drive letter as making the
+// name absolute, whatever the format: the tree may become a Windows layer,
+// where "..\x" or "C:x" would escape. Only zip (and any archive on a
+// Windows host) also places entries by that reading.
 func splitName(name string, slashes bool) ([]string, error) {
 	if name == "" {
 		return nil, errEmptyName
@@ -276,22 +282,23 @@ func splitName(name string, slashes bool) ([]string, error) {
 	if strings.IndexByte(name, 0) >= 0 {
 		return nil, errNUL
 	}
-	if usesBackslash(slashes) {
-		name = strings.ReplaceAll(name, `\`, "/")
-		if hasDrive(name) {
-			return nil, errAbsolute
+	win := strings.ReplaceAll(name, `\`, "/")
+	if win[0] == '/' || hasDrive(win) {
+		return nil, errAbsolute
+	}
+	// Splitting on both separators finds every ".." splitting on '/'
+	// alone would.
+	for p := range strings.SplitSeq(win, "/") {
+		if p == ".." {
+			return nil, errLeavesRoot
 		}
 	}
-	if name[0] == '/' {
-		return nil, errAbsolute
+	if usesBackslash(slashes) {
+		name = win
 	}
 	var parts []string
 	for p := range strings.SplitSeq(name, "/") {
-		switch p {
-		case "", ".":
-		case "..":
-			return nil, errLeavesRoot
-		default:
+		if p != "" && p != "." {
 			parts = append(parts, p)
 		}
 	}
@@ -308,6 +315,13 @@ func splitName(name string, slashes bool) ([]string, error) {
 // "y". Leading ".." only climb through the link's own parents, which are
 // known to be real directories, so they are safe as long as they stay
 // within the root.
+//
+// Like names, targets are also checked with '\' read as a separator and
+// drive letters ("C:\x", "C:x") as absolute, for Windows' sake. Neither
+// reading's checks imply the other's ("a\..\.." climbs only with '\';
+// in ".\./.." a named component precedes ".." only with '/'), so both are
+// made. The link's depth is taken from rel as placed, which is never
+// deeper than under the Windows reading.
 func checkLinkTarget(target, rel string, slashes bool) (string, error) {
 	orig := target
 	if target == "" {
@@ -316,16 +330,28 @@ func checkLinkTarget(target, rel string, slashes bool) (string, error) {
 	if strings.IndexByte(target, 0) >= 0 {
 		return "", errors.New("symlink target contains a NUL byte")
 	}
-	if usesBackslash(slashes) {
-		target = strings.ReplaceAll(target, `\`, "/")
-		if hasDrive(target) {
-			return "", fmt.Errorf("symlink target %q is absolute", orig)
-		}
-	}
-	if target[0] == '/' {
+	win := strings.ReplaceAll(target, `\`, "/")
+	if win[0] == '/' || hasDrive(win) {
 		return "", fmt.Errorf("symlink target %q is absolute", orig)
 	}
 	depth := strings.Count(rel, "/")
+	readings := []string{win}
+	if !usesBackslash(slashes) {
+		readings = append(readings, target)
+	} else {
+		target = win
+	}
+	for _, t := range readings {
+		if why := climb(t, depth); why != "" {
+			return "", fmt.Errorf("symlink target %q %s", orig, why)
+		}
+	}
+	return target, nil
+}
+
+// climb follows a relative slash path from a link at the given depth below
+// the root and says how it may leave the root, or "" if it cannot.
+func climb(target string, depth int) string {
 	named := false
 	for p := range strings.SplitSeq(target, "/") {
 		switch p {
@@ -333,17 +359,17 @@ func checkLinkTarget(target, rel string, slashes bool) (string, error) {
 		case "..":
 			depth--
 			if depth < 0 {
-				return "", fmt.Errorf("symlink target %q leaves the archive root", orig)
+				return "leaves the archive root"
 			}
 			if named {
-				return "", fmt.Errorf("symlink target %q may leave the archive root (\"..\" after a named component)", orig)
+				return `may leave the archive root (".." after a named component)`
 			}
 		default:
 			depth++
 			named = true
 		}
 	}
-	return target, nil
+	return ""
 }
 
 func native(rel string) string { return filepath.FromSlash(rel) }
