@@ -788,7 +788,7 @@ func FuzzExtract(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, sel uint8) {
 		format := allFormats[int(sel)%len(allFormats)]
 		s := newSandbox(t, format, data)
-		opt := Options{Strip: int(sel/8) % 3, MaxBytes: 1 << 20, MaxEntries: 256}
+		opt := Options{Strip: int(sel/8) % 3, MaxBytes: 1 << 20, MaxEntries: 256, MaxWindow: 1 << 20}
 		if sel&0x80 != 0 {
 			opt.Include = []string{"top/*"}
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path"
 	"path/filepath"
@@ -131,8 +132,9 @@ func (m meter) Read(p []byte) (int, error) {
 	if left < 0 {
 		return 0, m.x.tooBig()
 	}
-	// One byte past the limit is enough to know it is exceeded.
-	if int64(len(p)) > left+1 {
+	// One byte past the limit is enough to know it is exceeded. (Written
+	// so as not to overflow when MaxBytes is math.MaxInt64.)
+	if left < int64(len(p))-1 {
 		p = p[:left+1]
 	}
 	n, err := m.r.Read(p)
@@ -498,7 +500,8 @@ func (x *extractor) copy(e *entry, w io.Writer, r io.Reader) error {
 		limit = e.size
 	}
 	// Hide os.File's ReadFrom so the shared buffer is used.
-	n, err := io.CopyBuffer(struct{ io.Writer }{w}, io.LimitReader(r, limit+1), x.buf)
+	// One byte more than allowed shows the limit exceeded.
+	n, err := io.CopyBuffer(struct{ io.Writer }{w}, io.LimitReader(r, min(limit, math.MaxInt64-1)+1), x.buf)
 	x.written += n
 	if err != nil {
 		// archive/zip enforces the declared size itself, with errors that

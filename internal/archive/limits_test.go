@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"strings"
@@ -303,6 +304,12 @@ func TestLimitsLeaveRoomForRealArchives(t *testing.T) {
 					rawEntry{"zeros", deflateZeros(t, nil, 64*mib), crcZeros(nil, 64*mib), 64 * mib})
 			},
 			want: map[string]int64{"keep": mib}},
+		{name: "largest MaxBytes", format: TarGzip, opt: Options{MaxBytes: math.MaxInt64},
+			data: func(t testing.TB) []byte { return build(t, TarGzip, manyEntries(2)) },
+			want: map[string]int64{"f0": 1, "f1": 1}},
+		{name: "largest MaxBytes, zip", format: Zip, opt: Options{MaxBytes: math.MaxInt64},
+			data: func(t testing.TB) []byte { return build(t, Zip, manyEntries(2)) },
+			want: map[string]int64{"f0": 1, "f1": 1}},
 		{name: "entries equal to MaxEntries", format: TarGzip, opt: Options{MaxEntries: 3},
 			data: func(t testing.TB) []byte { return build(t, TarGzip, manyEntries(3)) },
 			want: map[string]int64{"f0": 1, "f1": 1, "f2": 1}},
