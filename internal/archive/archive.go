@@ -102,12 +102,13 @@ type Options struct {
 	// only a few binaries are wanted.
 	Extra []string
 
-	// The limits below bound what a hostile archive can cost: disk,
-	// memory and time. Each is checked against what is actually decoded,
-	// never against sizes the archive declares, and exceeding one fails
-	// Extract with an error that wraps ErrLimit and names the archive
-	// and, where there is one, the entry. The zero value of each means
-	// its default.
+	// The limits below bound what a hostile archive can cost in disk,
+	// memory and time. Sizes an archive declares are never trusted to
+	// respect them: content is counted as it is decoded, and a declared
+	// size or window can only make Extract fail sooner. Exceeding a limit
+	// fails Extract with an error that wraps ErrLimit and names the
+	// archive and, where there is one, the entry. The zero value of each
+	// means its default.
 
 	// MaxBytes bounds, in bytes, both how much is decompressed and how
 	// much the extracted tree holds. Decompressed bytes are, for a
@@ -126,8 +127,9 @@ type Options struct {
 	// MaxWindow bounds, in bytes, the history a decompressor is allowed
 	// to allocate, which the archive declares in its headers: the
 	// dictionary of each xz block and the window of each zstd frame.
-	// gzip and zip's deflate have a fixed 32 KiB window. Zero means
-	// DefaultMaxWindow (256 MiB).
+	// Archives made with xz --lzma2=dict= over 256 MiB or zstd --long=29
+	// and up need it raised. gzip and zip's deflate have a fixed 32 KiB
+	// window. Zero means DefaultMaxWindow (256 MiB).
 	MaxWindow int64
 }
 
