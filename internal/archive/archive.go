@@ -25,14 +25,33 @@ const (
 	Zip     Format = "zip"
 )
 
+// Defaults for the limits in Options. Real release archives stay far
+// below them: the largest xz and zstd presets use 64 MiB and 128 MiB
+// windows, and toolchain tarballs expand to a few GiB.
 const (
-	defaultMaxBytes   = 16 << 30
-	defaultMaxEntries = 1_000_000
+	DefaultMaxBytes   = 16 << 30
+	DefaultMaxEntries = 1_000_000
+	DefaultMaxWindow  = 256 << 20
+)
 
+const (
 	// maxLinkTarget bounds a zip symlink's content, which is read into
 	// memory; real targets are far shorter (Linux PATH_MAX is 4096).
 	maxLinkTarget = 4096
 )
+
+// ErrLimit is wrapped by every error reporting that an archive exceeds
+// one of the limits in Options, so that callers can tell an archive that
+// is hostile or larger than expected from one that is broken.
+var ErrLimit = errors.New("archive limit exceeded")
+
+// limitError is the message of an error that matches ErrLimit.
+type limitError string
+
+func (e limitError) Error() string        { return string(e) }
+func (e limitError) Is(target error) bool { return target == ErrLimit }
+
+func limitErr(msg string) error { return limitError(msg) }
 
 // suffixes maps file name endings to formats. Longer endings come first so
 // that "x.tar.gz" is not taken for a plain tar by a ".tar" check.
@@ -83,21 +102,45 @@ type Options struct {
 	// only a few binaries are wanted.
 	Extra []string
 
-	// MaxBytes limits the total number of bytes written. Zero means 16 GiB.
+	// The limits below bound what a hostile archive can cost in disk,
+	// memory and time. Sizes an archive declares are never trusted to
+	// respect them: content is counted as it is decoded, and a declared
+	// size or window can only make Extract fail sooner. Exceeding a limit
+	// fails Extract with an error that wraps ErrLimit and names the
+	// archive and, where there is one, the entry. The zero value of each
+	// means its default.
+
+	// MaxBytes bounds, in bytes, both how much is decompressed and how
+	// much the extracted tree holds. Decompressed bytes are, for a
+	// tarball, the whole tar stream: the content of every entry, whether
+	// extracted or skipped (by Strip, Include or for its type), and the
+	// headers; for a zip, the content of the entries extracted (the
+	// others are never decompressed). The tree counts every file's
+	// content, and a file once for each hard link to it. Zero means
+	// DefaultMaxBytes (16 GiB).
 	MaxBytes int64
 
-	// MaxEntries limits the number of entries read from the archive,
-	// including skipped ones. Zero means 1,000,000.
+	// MaxEntries bounds the number of entries read from the archive,
+	// skipped ones included. Zero means DefaultMaxEntries (1,000,000).
 	MaxEntries int
+
+	// MaxWindow bounds, in bytes, the history a decompressor is allowed
+	// to allocate, which the archive declares in its headers: the
+	// dictionary of each xz block and the window of each zstd frame.
+	// Archives made with xz --lzma2=dict= over 256 MiB or zstd --long=29
+	// and up need it raised. gzip and zip's deflate have a fixed 32 KiB
+	// window. Zero means DefaultMaxWindow (256 MiB).
+	MaxWindow int64
 }
 
 // Extract unpacks the archive file src, of format f, into dir (which must
 // exist and be empty).
 //
 // Extract refuses entries and links that would place anything outside dir,
-// never writes through a symlink, and stops once the archive expands past
-// the limits in opt. On error, dir may hold a partial extraction; the
-// caller is expected to remove it.
+// or that would once the tree is read on Windows ('\' taken as a
+// separator, drive letters as absolute), never writes through a symlink,
+// and stops once the archive exceeds the limits in opt. On error, dir may
+// hold a partial extraction; the caller is expected to remove it.
 func Extract(ctx context.Context, src string, f Format, dir string, opt Options) error {
 	fail := func(err error) error { return fmt.Errorf("extract %s: %w", src, err) }
 
@@ -106,15 +149,10 @@ func Extract(ctx context.Context, src string, f Format, dir string, opt Options)
 	default:
 		return fail(fmt.Errorf("unsupported format %q", f))
 	}
-	if opt.Strip < 0 || opt.MaxBytes < 0 || opt.MaxEntries < 0 {
-		return fail(errors.New("negative Strip, MaxBytes or MaxEntries"))
+	if opt.Strip < 0 || opt.MaxBytes < 0 || opt.MaxEntries < 0 || opt.MaxWindow < 0 {
+		return fail(errors.New("negative Strip, MaxBytes, MaxEntries or MaxWindow"))
 	}
-	if opt.MaxBytes == 0 {
-		opt.MaxBytes = defaultMaxBytes
-	}
-	if opt.MaxEntries == 0 {
-		opt.MaxEntries = defaultMaxEntries
-	}
+	opt = withDefaults(opt)
 	patterns, err := cleanPatterns(opt.Include)
 	if err != nil {
 		return fail(err)
@@ -168,6 +206,19 @@ func Extract(ctx context.Context, src string, f Format, dir string, opt Options)
 		return err
 	}
 	return x.checkPatterns()
+}
+
+func withDefaults(opt Options) Options {
+	if opt.MaxBytes == 0 {
+		opt.MaxBytes = DefaultMaxBytes
+	}
+	if opt.MaxEntries == 0 {
+		opt.MaxEntries = DefaultMaxEntries
+	}
+	if opt.MaxWindow == 0 {
+		opt.MaxWindow = DefaultMaxWindow
+	}
+	return opt
 }
 
 // Match reports whether name (a slash path inside an extracted tree)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path"
 	"path/filepath"
@@ -42,6 +43,10 @@ type entry struct {
 	// letters make a path absolute.
 	slashes bool
 
+	// streamed marks tar entries, whose content is decompressed whether
+	// the entry is extracted or skipped.
+	streamed bool
+
 	// linkInContent marks zip symlinks, whose target is the content.
 	linkInContent bool
 
@@ -71,8 +76,13 @@ type extractor struct {
 	dirs map[string]bool
 
 	entries int
-	written int64
 	buf     []byte
+
+	// written counts the bytes in the extracted tree, a hard-linked file
+	// once per name; decompressed counts the bytes that came out of the
+	// decompressor. Both are bounded by MaxBytes.
+	written      int64
+	decompressed int64
 }
 
 func (x *extractor) fail(format string, args ...any) error {
@@ -92,15 +102,58 @@ func (x *extractor) count(e *entry) error {
 	}
 	x.entries++
 	if x.entries > x.opt.MaxEntries {
-		return x.entryErr(e, "archive has more than %d entries", x.opt.MaxEntries)
+		return x.entryErr(e, "%w", x.tooManyEntries())
 	}
 	return nil
+}
+
+func (x *extractor) tooManyEntries() error {
+	return limitErr(fmt.Sprintf("archive has more than %d entries", x.opt.MaxEntries))
+}
+
+func (x *extractor) tooBig() error {
+	return limitErr(fmt.Sprintf("archive expands beyond the limit of %d bytes", x.opt.MaxBytes))
+}
+
+func (x *extractor) bomb(e *entry) error {
+	return x.entryErr(e, "%w", x.tooBig())
+}
+
+// meter charges what a decompressor produces against MaxBytes. It sits
+// directly on the decompressor's output, so everything decompressed is
+// counted, whatever the reader above it then keeps or skips.
+type meter struct {
+	r io.Reader
+	x *extractor
+}
+
+func (m meter) Read(p []byte) (int, error) {
+	left := m.x.opt.MaxBytes - m.x.decompressed
+	if left < 0 {
+		return 0, m.x.tooBig()
+	}
+	// One byte past the limit is enough to know it is exceeded. (Written
+	// so as not to overflow when MaxBytes is math.MaxInt64.)
+	if left < int64(len(p))-1 {
+		p = p[:left+1]
+	}
+	n, err := m.r.Read(p)
+	m.x.decompressed += int64(n)
+	if m.x.decompressed > m.x.opt.MaxBytes {
+		return n, m.x.tooBig()
+	}
+	return n, err
 }
 
 // add extracts one entry.
 func (x *extractor) add(e *entry) error {
 	if err := x.count(e); err != nil {
 		return err
+	}
+	// Content about to be decompressed, even just to be skipped, is
+	// refused up front when its declared size alone exceeds the limit.
+	if e.streamed && e.kind == kindFile && e.size > x.opt.MaxBytes-x.decompressed {
+		return x.bomb(e)
 	}
 	if e.kind == kindOther {
 		return nil
@@ -149,10 +202,6 @@ func filePerm(exec bool) fs.FileMode {
 		return 0o755
 	}
 	return 0o644
-}
-
-func (x *extractor) bomb(e *entry) error {
-	return x.entryErr(e, "archive expands beyond the limit of %d bytes", x.opt.MaxBytes)
 }
 
 // include reports whether rel passes the Include filter, crediting every
@@ -206,9 +255,10 @@ func (x *extractor) checkPatterns() error {
 	return nil
 }
 
-// usesBackslash reports whether '\' must be treated as a separator: always
-// for zip (written by Windows tools), and for any format when the host
-// itself would interpret it that way.
+// usesBackslash reports whether '\' separates components where entries
+// and links are placed: always for zip (written by Windows tools), and for
+// any format when the host itself would read it that way. (The safety
+// checks read it as a separator regardless.)
 func usesBackslash(slashes bool) bool {
 	return slashes || runtime.GOOS == "windows"
 }
@@ -222,6 +272,11 @@ func hasDrive(p string) bool {
 // refused outright, even one that would stay inside the root ("a/../b"):
 // legitimate archives do not contain them and lexical tricks are where
 // extraction bugs hide.
+//
+// The checks also read '\' as a separator and a drive letter as making the
+// name absolute, whatever the format: the tree may become a Windows layer,
+// where "..\x" or "C:x" would escape. Only zip (and any archive on a
+// Windows host) also places entries by that reading.
 func splitName(name string, slashes bool) ([]string, error) {
 	if name == "" {
 		return nil, errEmptyName
@@ -229,22 +284,23 @@ func splitName(name string, slashes bool) ([]string, error) {
 	if strings.IndexByte(name, 0) >= 0 {
 		return nil, errNUL
 	}
-	if usesBackslash(slashes) {
-		name = strings.ReplaceAll(name, `\`, "/")
-		if hasDrive(name) {
-			return nil, errAbsolute
+	win := strings.ReplaceAll(name, `\`, "/")
+	if win[0] == '/' || hasDrive(win) {
+		return nil, errAbsolute
+	}
+	// Splitting on both separators finds every ".." splitting on '/'
+	// alone would.
+	for p := range strings.SplitSeq(win, "/") {
+		if p == ".." {
+			return nil, errLeavesRoot
 		}
 	}
-	if name[0] == '/' {
-		return nil, errAbsolute
+	if usesBackslash(slashes) {
+		name = win
 	}
 	var parts []string
 	for p := range strings.SplitSeq(name, "/") {
-		switch p {
-		case "", ".":
-		case "..":
-			return nil, errLeavesRoot
-		default:
+		if p != "" && p != "." {
 			parts = append(parts, p)
 		}
 	}
@@ -261,6 +317,13 @@ func splitName(name string, slashes bool) ([]string, error) {
 // "y". Leading ".." only climb through the link's own parents, which are
 // known to be real directories, so they are safe as long as they stay
 // within the root.
+//
+// Like names, targets are also checked with '\' read as a separator and
+// drive letters ("C:\x", "C:x") as absolute, for Windows' sake. Neither
+// reading's checks imply the other's ("a\..\.." climbs only with '\';
+// in ".\./.." a named component precedes ".." only with '/'), so both are
+// made. The link's depth is taken from rel as placed, which is never
+// deeper than under the Windows reading.
 func checkLinkTarget(target, rel string, slashes bool) (string, error) {
 	orig := target
 	if target == "" {
@@ -269,16 +332,28 @@ func checkLinkTarget(target, rel string, slashes bool) (string, error) {
 	if strings.IndexByte(target, 0) >= 0 {
 		return "", errors.New("symlink target contains a NUL byte")
 	}
-	if usesBackslash(slashes) {
-		target = strings.ReplaceAll(target, `\`, "/")
-		if hasDrive(target) {
-			return "", fmt.Errorf("symlink target %q is absolute", orig)
-		}
-	}
-	if target[0] == '/' {
+	win := strings.ReplaceAll(target, `\`, "/")
+	if win[0] == '/' || hasDrive(win) {
 		return "", fmt.Errorf("symlink target %q is absolute", orig)
 	}
 	depth := strings.Count(rel, "/")
+	readings := []string{win}
+	if !usesBackslash(slashes) {
+		readings = append(readings, target)
+	} else {
+		target = win
+	}
+	for _, t := range readings {
+		if why := climb(t, depth); why != "" {
+			return "", fmt.Errorf("symlink target %q %s", orig, why)
+		}
+	}
+	return target, nil
+}
+
+// climb follows a relative slash path from a link at the given depth below
+// the root and says how it may leave the root, or "" if it cannot.
+func climb(target string, depth int) string {
 	named := false
 	for p := range strings.SplitSeq(target, "/") {
 		switch p {
@@ -286,17 +361,17 @@ func checkLinkTarget(target, rel string, slashes bool) (string, error) {
 		case "..":
 			depth--
 			if depth < 0 {
-				return "", fmt.Errorf("symlink target %q leaves the archive root", orig)
+				return "leaves the archive root"
 			}
 			if named {
-				return "", fmt.Errorf("symlink target %q may leave the archive root (\"..\" after a named component)", orig)
+				return `may leave the archive root (".." after a named component)`
 			}
 		default:
 			depth++
 			named = true
 		}
 	}
-	return target, nil
+	return ""
 }
 
 func native(rel string) string { return filepath.FromSlash(rel) }
@@ -425,7 +500,8 @@ func (x *extractor) copy(e *entry, w io.Writer, r io.Reader) error {
 		limit = e.size
 	}
 	// Hide os.File's ReadFrom so the shared buffer is used.
-	n, err := io.CopyBuffer(struct{ io.Writer }{w}, io.LimitReader(r, limit+1), x.buf)
+	// One byte more than allowed shows the limit exceeded.
+	n, err := io.CopyBuffer(struct{ io.Writer }{w}, io.LimitReader(r, min(limit, math.MaxInt64-1)+1), x.buf)
 	x.written += n
 	if err != nil {
 		// archive/zip enforces the declared size itself, with errors that
@@ -532,6 +608,13 @@ func (x *extractor) makeHardlink(e *entry, rel string) error {
 		return nil // a file linked to itself is already in place
 	}
 
+	// Every name of a file costs its size again wherever the tree is
+	// copied or turned into a layer, so a hard link is charged in full:
+	// otherwise one large file and many links would be a bomb.
+	size := fi.Size()
+	if size > x.opt.MaxBytes-x.written {
+		return x.bomb(e)
+	}
 	if err := x.mkParents(e, rel); err != nil {
 		return err
 	}
@@ -539,6 +622,7 @@ func (x *extractor) makeHardlink(e *entry, rel string) error {
 		return err
 	}
 	if x.root.Link(native(trel), native(rel)) == nil {
+		x.written += size
 		return nil
 	}
 	// Some filesystems have no hard links; a copy is equivalent for an

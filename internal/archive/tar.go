@@ -4,61 +4,106 @@ import (
 	"archive/tar"
 	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
-	"github.com/ulikunitz/xz"
 )
 
 // maxTrailer bounds how much decompressed data past the end of the tar
 // stream is read to reach the compressor's checksum.
 const maxTrailer = 1 << 20
 
-func (x *extractor) extractTar(file *os.File, f Format) error {
-	var r io.Reader = bufio.NewReaderSize(ctxReader{x.ctx, file}, 64<<10)
+// decompress returns the decompressed tar stream of file, metered
+// against MaxBytes, and a function releasing the decompressor.
+func (x *extractor) decompress(file *os.File, f Format) (io.Reader, func(), error) {
+	in := bufio.NewReaderSize(ctxReader{x.ctx, file}, 64<<10)
+	var r io.Reader
+	done := func() {}
 	switch f {
+	case Tar:
+		r = in
 	case TarGzip:
-		zr, err := gzip.NewReader(r)
+		// gzip's 32 KiB window and bounded header fields need no limit.
+		zr, err := gzip.NewReader(in)
 		if err != nil {
-			return x.fail("gzip: %w", err)
+			return nil, nil, x.fail("gzip: %w", err)
 		}
-		defer zr.Close()
-		r = zr
+		r, done = zr, func() { zr.Close() }
 	case TarXz:
-		xr, err := xz.NewReader(r)
-		if err != nil {
-			return x.fail("xz: %w", err)
-		}
-		r = xr
+		r = newXzReader(in, x.opt.MaxWindow)
 	case TarZstd:
-		// One decoder goroutine is plenty for a single stream and keeps
-		// memory predictable on hostile input.
-		zr, err := zstd.NewReader(r, zstd.WithDecoderConcurrency(1))
+		zr, err := x.zstdReader(in)
 		if err != nil {
-			return x.fail("zstd: %w", err)
+			return nil, nil, x.fail("zstd: %w", err)
 		}
-		defer zr.Close()
-		r = zr
+		r, done = zstdLimit{zr, x.opt.MaxWindow}, zr.Close
 	}
+	return meter{r, x}, done, nil
+}
+
+// zstdReader bounds the window zstd allocates per frame. One decoder
+// goroutine is plenty for a single stream and keeps memory predictable.
+func (x *extractor) zstdReader(in io.Reader) (*zstd.Decoder, error) {
+	window := uint64(min(max(x.opt.MaxWindow, zstd.MinWindowSize), zstdMaxWindow))
+	return zstd.NewReader(in,
+		zstd.WithDecoderConcurrency(1),
+		zstd.WithDecoderMaxWindow(window),
+		// For a stream this also bounds the window, including the one a
+		// single-segment frame takes from its declared content size.
+		zstd.WithDecoderMaxMemory(window),
+	)
+}
+
+// zstdMaxWindow is the largest window klauspost/compress accepts as a
+// limit (the format's own maximum, about 3.75 TiB).
+const zstdMaxWindow = 1<<41 + 7<<38
+
+// zstdLimit reports a frame whose window exceeds the limit as a limit
+// error saying so. For a stream, zstd returns either error only for that
+// (ErrDecoderSizeExceeded when a single-segment frame's content size, its
+// window, is too large), and neither message says which limit it was.
+type zstdLimit struct {
+	r     io.Reader
+	limit int64
+}
+
+func (z zstdLimit) Read(p []byte) (int, error) {
+	n, err := z.r.Read(p)
+	if errors.Is(err, zstd.ErrWindowSizeExceeded) || errors.Is(err, zstd.ErrDecoderSizeExceeded) {
+		err = limitErr(fmt.Sprintf("zstd frame needs a window larger than the limit of %d bytes", z.limit))
+	}
+	return n, err
+}
+
+func (x *extractor) extractTar(file *os.File, f Format) error {
+	r, done, err := x.decompress(file, f)
+	if err != nil {
+		return err
+	}
+	defer done()
 
 	tr := tar.NewReader(r)
+	var last *entry
 	for {
 		hdr, err := tr.Next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return x.fail("read tar: %w", err)
+			return x.readErr(last, err)
 		}
 		e := &entry{
-			name: hdr.Name,
-			exec: hdr.Mode&0o111 != 0,
-			link: hdr.Linkname,
-			size: hdr.Size,
-			open: func() (io.ReadCloser, error) { return io.NopCloser(tr), nil },
+			name:     hdr.Name,
+			exec:     hdr.Mode&0o111 != 0,
+			link:     hdr.Linkname,
+			size:     hdr.Size,
+			streamed: true,
+			open:     func() (io.ReadCloser, error) { return io.NopCloser(tr), nil },
 		}
+		last = e
 		switch hdr.Typeflag {
 		case tar.TypeReg, tar.TypeGNUSparse, tar.TypeCont:
 			e.kind = kindFile
@@ -89,7 +134,7 @@ func (x *extractor) extractTar(file *os.File, f Format) error {
 	// tar stops at its end-of-archive marker, before the compressor's
 	// trailer. Reading on verifies the checksum, catching corruption of
 	// content already written.
-	_, err := io.CopyN(io.Discard, r, maxTrailer)
+	_, err = io.CopyN(io.Discard, r, maxTrailer)
 	switch {
 	case err == nil, err == io.EOF:
 	case f == TarGzip && errors.Is(err, gzip.ErrHeader):
@@ -98,4 +143,14 @@ func (x *extractor) extractTar(file *os.File, f Format) error {
 		return x.fail("after end of tar: %w", err)
 	}
 	return nil
+}
+
+// readErr reports a failure to read the next tar header. Next also reads
+// past whatever of the last entry's content was not consumed, so the error
+// (a limit, often) may come from either: name the last entry as the place.
+func (x *extractor) readErr(last *entry, err error) error {
+	if last == nil {
+		return x.fail("read tar: %w", err)
+	}
+	return x.fail("read tar after entry %q: %w", last.name, err)
 }

@@ -29,14 +29,14 @@ func (x *extractor) extractZip(file *os.File) error {
 
 	// The central directory gives the count up front: fail before writing.
 	if len(zr.File) > x.opt.MaxEntries {
-		return x.fail("archive has more than %d entries", x.opt.MaxEntries)
+		return x.fail("%w", x.tooManyEntries())
 	}
 	for _, f := range zr.File {
 		e := &entry{
 			name:    f.Name,
 			slashes: true,
 			exact:   true,
-			open:    f.Open,
+			open:    x.meteredOpen(f),
 		}
 		if f.UncompressedSize64 > math.MaxInt64 {
 			// Fail the size check in add without overflowing.
@@ -62,4 +62,19 @@ func (x *extractor) extractZip(file *os.File) error {
 		}
 	}
 	return nil
+}
+
+// meteredOpen charges what an entry decompresses to against MaxBytes.
+// Entries that are skipped are never opened, so cost nothing.
+func (x *extractor) meteredOpen(f *zip.File) func() (io.ReadCloser, error) {
+	return func() (io.ReadCloser, error) {
+		rc, err := f.Open()
+		if err != nil {
+			return nil, err
+		}
+		return struct {
+			io.Reader
+			io.Closer
+		}{meter{rc, x}, rc}, nil
+	}
 }
