@@ -2,11 +2,9 @@ package main
 
 import (
 	"fmt"
-	"math"
 	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -45,6 +43,7 @@ func buildCmd() *cobra.Command {
 		cacheFrom   string
 		cacheTo     string
 		maxDownload string
+		maxExtract  string
 		stall       time.Duration
 	)
 	cmd := &cobra.Command{
@@ -89,8 +88,16 @@ func buildCmd() *cobra.Command {
 			if opt.Network, err = mirror.network(); err != nil {
 				return err
 			}
-			if opt.Limits.MaxDownload, err = parseSize(maxDownload); err != nil {
-				return fmt.Errorf("--max-download: %w", err)
+			for _, l := range []struct {
+				flag, value string
+				to          *int64
+			}{{"--max-download", maxDownload, &opt.Limits.MaxDownload}, {"--max-extract", maxExtract, &opt.Limits.MaxExtract}} {
+				if l.value == "" {
+					continue
+				}
+				if *l.to, err = recipe.ParseSize(l.value); err != nil {
+					return fmt.Errorf("%s: %w", l.flag, err)
+				}
 			}
 			if stall < 0 {
 				return fmt.Errorf("--stall-timeout %s: want a positive duration", stall)
@@ -151,7 +158,8 @@ func buildCmd() *cobra.Command {
 	f.StringVar(&recordPath, "record", "", "where to write the build record (default: beside the first output)")
 	f.StringVar(&cacheDir, "cache-dir", "", "cache directory (default: $PALLET_CACHE_DIR or the user cache dir)")
 	f.BoolVar(&noCache, "no-cache", false, "build everything anew, using and filling no cache")
-	f.StringVar(&maxDownload, "max-download", "16GiB", "refuse a download larger than this (bytes, or with KiB, MiB, GiB)")
+	f.StringVar(&maxDownload, "max-download", "", "refuse a download larger than this (bytes, or with KiB, MiB, GiB; default 16GiB)")
+	f.StringVar(&maxExtract, "max-extract", "", "refuse an archive that decompresses to more than this (default 16GiB)")
 	f.DurationVar(&stall, "stall-timeout", 0, "give up a download or registry transfer that moves no byte for this long (default 60s)")
 	mirror.register(f)
 	return cmd
@@ -232,28 +240,6 @@ func parseModes(file string, flags []string) (map[string]recipe.Choice, error) {
 		out[k] = recipe.ParseChoice(v)
 	}
 	return out, nil
-}
-
-// parseSize reads a byte count: "1048576", "512MiB", "16GiB" (also KB,
-// MB, GB as powers of ten).
-func parseSize(s string) (int64, error) {
-	units := []struct {
-		suffix string
-		n      int64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1}}
-	mult := int64(1)
-	num := strings.TrimSpace(s)
-	for _, u := range units {
-		if n, ok := strings.CutSuffix(num, u.suffix); ok {
-			num, mult = strings.TrimSpace(n), u.n
-			break
-		}
-	}
-	v, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || v <= 0 || v > math.MaxInt64/mult {
-		return 0, fmt.Errorf("%q: want a positive size such as 512MiB or 16GiB", s)
-	}
-	return v * mult, nil
 }
 
 func parseArgs(kvs []string) (map[string]string, error) {

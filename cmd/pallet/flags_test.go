@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/pallet-dev/pallet/internal/recipe"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -51,13 +52,13 @@ func TestFlagErrors(t *testing.T) {
 
 func TestParseSize(t *testing.T) {
 	for in, want := range map[string]int64{"1": 1, "512MiB": 512 << 20, "16GiB": 16 << 30, "2 GB": 2e9, "10B": 10} {
-		if got, err := parseSize(in); err != nil || got != want {
-			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
+		if got, err := recipe.ParseSize(in); err != nil || got != want {
+			t.Errorf("recipe.ParseSize(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
 	for _, bad := range []string{"", "0", "-5MiB", "1.5GiB", "GiB", "9223372036854775807KiB"} {
-		if _, err := parseSize(bad); err == nil {
-			t.Errorf("parseSize(%q) accepted", bad)
+		if _, err := recipe.ParseSize(bad); err == nil {
+			t.Errorf("recipe.ParseSize(%q) accepted", bad)
 		}
 	}
 }

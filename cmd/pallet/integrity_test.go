@@ -147,3 +147,33 @@ images:
 		})
 	}
 }
+
+// The recipe's limits reach extraction, and a flag wins over them.
+func TestRecipeLimitsBoundExtraction(t *testing.T) {
+	archive := fixture.TarGz([]fixture.File{{Name: "big", Content: strings.Repeat("x", 64<<10), Mode: 0o644}})
+	srv := fixture.Serve(t, map[string][]byte{"/a.tgz": archive})
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), fmt.Sprintf(`version: 1
+limits:
+  extract: 16KiB
+artifacts:
+  a:
+    url: {url: %s/a.tgz, sha256: %s, extract: {}}
+    licenses: none
+images:
+  app:
+    base: scratch
+    platforms: linux/amd64
+    files:
+      - {artifact: a, dest: /a/}
+`, srv.URL, fixture.SHA256(archive)))
+	_, err := pallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "--no-cache", "-o", "oci:"+filepath.Join(dir, "out"))
+	if err == nil || !strings.Contains(err.Error(), "pallet.yaml:6:") || !strings.Contains(err.Error(), "16384") {
+		t.Errorf("a 64 KiB archive under a 16 KiB extract limit: %v", err)
+	}
+	mustPallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "--no-cache", "--max-extract", "1MiB", "-o", "oci:"+filepath.Join(dir, "out"))
+	writeFile(t, filepath.Join(dir, "bad.yaml"), "version: 1\nlimits: {extract: lots}\nimages: {a: {base: scratch, platforms: linux/amd64}}\n")
+	if _, err := pallet(t, "build", "-q", "-f", filepath.Join(dir, "bad.yaml"), "-o", "oci:"+filepath.Join(dir, "out2")); err == nil || !strings.Contains(err.Error(), "bad.yaml:2: limits.extract") {
+		t.Errorf("a bad limit: %v", err)
+	}
+}

@@ -41,7 +41,8 @@ func (f *Fetcher) fileTree(ctx context.Context, r *Request, file, name string, e
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil, nil, err
 	}
-	opt := archive.Options{Strip: ex.Strip, Include: ex.Include}
+	u := f.Limits.Unpack
+	opt := archive.Options{Strip: ex.Strip, Include: ex.Include, MaxBytes: u.MaxBytes, MaxEntries: u.MaxEntries, MaxWindow: u.MaxWindow}
 	if len(ex.Include) > 0 {
 		opt.Extra = licensePatterns(r.Licenses)
 	}

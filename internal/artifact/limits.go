@@ -27,6 +27,16 @@ type Limits struct {
 	// waiting for the response included; the attempt then fails and is
 	// retried like a broken connection. Zero means DefaultStallTimeout.
 	Stall time.Duration
+	// Unpack bounds the archives unpacked.
+	Unpack UnpackLimits
+}
+
+// UnpackLimits bound one archive's extraction (archive.Options holds their
+// meaning and defaults). Zero means the default.
+type UnpackLimits struct {
+	MaxBytes   int64
+	MaxEntries int
+	MaxWindow  int64
 }
 
 func (l Limits) withDefaults() Limits {

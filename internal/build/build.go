@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"golang.org/x/sync/errgroup"
@@ -75,13 +74,28 @@ type Network struct {
 	Mirror, MirrorURL string
 }
 
-// Limits bound the inputs of a build. A zero field takes its default
-// (docs/integrity.md lists them).
-type Limits struct {
-	// MaxDownload is the largest download accepted, in bytes.
-	MaxDownload int64
-	// Stall is how long a download or registry transfer may move no byte.
-	Stall time.Duration
+// Limits bound the inputs of a build: a non-zero field wins over the
+// plan's, which wins over the default (docs/integrity.md lists them).
+type Limits = plan.Limits
+
+// limits merges the build's limits over the plan's.
+func limits(opt, p Limits) Limits {
+	if opt.MaxDownload == 0 {
+		opt.MaxDownload = p.MaxDownload
+	}
+	if opt.Stall == 0 {
+		opt.Stall = p.Stall
+	}
+	if opt.MaxExtract == 0 {
+		opt.MaxExtract = p.MaxExtract
+	}
+	if opt.MaxEntries == 0 {
+		opt.MaxEntries = p.MaxEntries
+	}
+	if opt.MaxWindow == 0 {
+		opt.MaxWindow = p.MaxWindow
+	}
+	return opt
 }
 
 // Result is a finished build.
@@ -149,7 +163,9 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 	fetcher := artifact.New()
 	fetcher.Log = opt.Progress.Warn
 	fetcher.Mirror, fetcher.MirrorURL, fetcher.Offline = opt.Network.Mirror, opt.Network.MirrorURL, opt.Network.Offline
-	fetcher.Limits = artifact.Limits{MaxBytes: opt.Limits.MaxDownload, Stall: opt.Limits.Stall}
+	lim := limits(opt.Limits, p.Limits)
+	fetcher.Limits = artifact.Limits{MaxBytes: lim.MaxDownload, Stall: lim.Stall,
+		Unpack: artifact.UnpackLimits{MaxBytes: lim.MaxExtract, MaxEntries: lim.MaxEntries, MaxWindow: lim.MaxWindow}}
 	bases := &image.Resolver{Dir: p.Dir, WorkDir: work, Epoch: p.Epoch}
 
 	var c *cache.Cache

@@ -83,6 +83,23 @@ type Plan struct {
 	// Artifacts are the distinct artifact requests by key, each fetched
 	// once however many images and placements use it.
 	Artifacts map[string]*Artifact
+	// Limits are what the input says of the bounds on its artifacts;
+	// zero fields leave the build's.
+	Limits Limits
+}
+
+// Limits bound what a build's inputs may cost. Zero means the default.
+type Limits struct {
+	// MaxDownload is the largest download, in bytes.
+	MaxDownload int64
+	// Stall is how long a transfer may move no byte.
+	Stall time.Duration
+	// MaxExtract bounds the bytes one archive decompresses to.
+	MaxExtract int64
+	// MaxEntries bounds the entries read from one archive.
+	MaxEntries int
+	// MaxWindow bounds the decoder history an archive may claim.
+	MaxWindow int64
 }
 
 // Keys returns the artifact keys in a fixed order.

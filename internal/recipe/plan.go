@@ -62,7 +62,11 @@ func (r *Recipe) Plan(opt Options) (*plan.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	pl := &planner{r: r, modes: opt.Modes, p: &plan.Plan{Source: r.File, Dir: r.Dir, Epoch: epoch, Artifacts: map[string]*plan.Artifact{}}}
+	limits, err := r.Limits.plan()
+	if err != nil {
+		return nil, r.Errorf("limits", "%v", err)
+	}
+	pl := &planner{r: r, modes: opt.Modes, p: &plan.Plan{Source: r.File, Dir: r.Dir, Epoch: epoch, Limits: limits, Artifacts: map[string]*plan.Artifact{}}}
 	if err := checkModes(r, opt.Modes); err != nil {
 		return nil, err
 	}

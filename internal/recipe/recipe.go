@@ -6,6 +6,8 @@ package recipe
 
 import (
 	"bytes"
+	"math"
+	"time"
 	"errors"
 	"fmt"
 	"io"
@@ -33,6 +35,8 @@ type Recipe struct {
 	// configs; SOURCE_DATE_EPOCH overrides it; 0 if neither is set.
 	Epoch     *int64               `yaml:"epoch"`
 	Artifacts map[string]*Artifact `yaml:"artifacts"`
+	// Limits raise or lower the bounds on this recipe's inputs; flags win.
+	Limits *Limits `yaml:"limits"`
 	Images    map[string]*Image    `yaml:"images"`
 
 	// File is the recipe's path; Dir its directory, against which relative
@@ -42,6 +46,22 @@ type Recipe struct {
 
 	lines map[string]int
 	cols  map[string]int
+}
+
+// Limits bound what a recipe's inputs may cost. Sizes are bytes or take a
+// unit ("512MiB", "16GiB"); durations are Go durations ("90s").
+type Limits struct {
+	// Download is the largest download accepted.
+	Download string `yaml:"download"`
+	// Stall is how long a transfer may move no byte.
+	Stall string `yaml:"stall"`
+	// Extract bounds the bytes an archive decompresses to.
+	Extract string `yaml:"extract"`
+	// Entries bounds the entries read from one archive.
+	Entries int `yaml:"entries"`
+	// Window bounds the decoder history (xz dictionary, zstd window) an
+	// archive may claim.
+	Window string `yaml:"window"`
 }
 
 // Artifact is a named input that produces a file tree. It is either one
@@ -488,6 +508,9 @@ func (r *Recipe) check() error {
 	if r.Version != 1 {
 		return r.Errorf("version", "version must be 1 (got %d)", r.Version)
 	}
+	if _, err := r.Limits.plan(); err != nil {
+		return r.Errorf("limits", "%v", err)
+	}
 	for _, k := range slices.Sorted(maps.Keys(r.Args)) {
 		if !argRE.MatchString(k) {
 			return r.Errorf("args."+k, "arg name %q: use letters, digits and _", k)
@@ -824,4 +847,57 @@ func checkPort(p string) error {
 		return fmt.Errorf("port %q: want N, N/tcp, N/udp or N/sctp", p)
 	}
 	return nil
+}
+
+// plan turns the recipe's limits into the plan's; nil gives the defaults.
+func (l *Limits) plan() (plan.Limits, error) {
+	var out plan.Limits
+	if l == nil {
+		return out, nil
+	}
+	var err error
+	for _, f := range []struct {
+		name string
+		in   string
+		out  *int64
+	}{{"download", l.Download, &out.MaxDownload}, {"extract", l.Extract, &out.MaxExtract}, {"window", l.Window, &out.MaxWindow}} {
+		if f.in == "" {
+			continue
+		}
+		if *f.out, err = ParseSize(f.in); err != nil {
+			return out, fmt.Errorf("limits.%s: %w", f.name, err)
+		}
+	}
+	if l.Stall != "" {
+		if out.Stall, err = time.ParseDuration(l.Stall); err != nil || out.Stall <= 0 {
+			return out, fmt.Errorf("limits.stall %q: want a duration such as 90s", l.Stall)
+		}
+	}
+	if l.Entries < 0 {
+		return out, fmt.Errorf("limits.entries %d: want a positive number", l.Entries)
+	}
+	out.MaxEntries = l.Entries
+	return out, nil
+}
+
+// ParseSize reads a byte count: "1048576", "512MiB", "16GiB" (KB, MB, GB
+// are powers of ten).
+func ParseSize(s string) (int64, error) {
+	units := []struct {
+		suffix string
+		n      int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1}}
+	mult := int64(1)
+	num := strings.TrimSpace(s)
+	for _, u := range units {
+		if n, ok := strings.CutSuffix(num, u.suffix); ok {
+			num, mult = strings.TrimSpace(n), u.n
+			break
+		}
+	}
+	v, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || v <= 0 || v > math.MaxInt64/mult {
+		return 0, fmt.Errorf("%q: want a positive size such as 512MiB or 16GiB", s)
+	}
+	return v * mult, nil
 }
