@@ -1,0 +1,85 @@
+package tree
+
+import (
+	"fmt"
+	"math/rand"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// splitLess is the order layers have always had, written the plain way:
+// path components compared one by one. comparePath must agree with it,
+// or layer digests change.
+func splitLess(a, b string) bool {
+	as, bs := strings.Split(a, "/"), strings.Split(b, "/")
+	for i := 0; i < len(as) && i < len(bs); i++ {
+		if as[i] != bs[i] {
+			return as[i] < bs[i]
+		}
+	}
+	return len(as) < len(bs)
+}
+
+func TestComparePathKeepsTheOrder(t *testing.T) {
+	// Bytes either side of '/' (0x2f) matter most: '-', '.', ' ', '0'.
+	alphabet := []string{"a", "b", "-", ".", " ", "0", "!", "~", "\x00", "\xff", "é", "/", "/", "ab", "a-b"}
+	rng := rand.New(rand.NewSource(1))
+	randPath := func() string {
+		var b strings.Builder
+		for range 1 + rng.Intn(6) {
+			b.WriteString(alphabet[rng.Intn(len(alphabet))])
+		}
+		return b.String()
+	}
+	for range 200_000 {
+		a, b := randPath(), randPath()
+		if rng.Intn(4) == 0 {
+			b = a + b // one a prefix of the other
+		}
+		want := 0
+		switch {
+		case splitLess(a, b):
+			want = -1
+		case splitLess(b, a):
+			want = 1
+		}
+		if got := comparePath(a, b); got != want {
+			t.Fatalf("comparePath(%q, %q) = %d, want %d", a, b, got, want)
+		}
+	}
+}
+
+// A tree of 100,000 files, as a large SDK or node_modules makes, is placed
+// and listed in time that grows with its size, and listing it allocates a
+// handful of slices, not two per comparison of the sort.
+func TestLargeTree(t *testing.T) {
+	src := New()
+	for i := range 100_000 {
+		p := fmt.Sprintf("lib/pkg-%03d/sub-%d/file-%06d.js", i%500, i%7, i)
+		if err := src.Add(Entry{Path: p, Kind: File, Mode: 0o644}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	img := New()
+	if err := img.Place(src, Placement{Dest: "/app/node_modules/", UID: 1000, GID: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	es := img.Entries()
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("placing and listing 100,000 files took %s", took)
+	}
+	// 100,000 files, 500 packages of 7 subdirectories, lib, and app,
+	// app/node_modules.
+	if want := 100_000 + 500*8 + 3; len(es) != want {
+		t.Fatalf("%d entries, want %d", len(es), want)
+	}
+	if !slices.IsSortedFunc(es, func(a, b Entry) int { return comparePath(a.Path, b.Path) }) {
+		t.Error("entries are not in order")
+	}
+	if allocs := testing.AllocsPerRun(1, func() { img.Entries() }); allocs > 10 {
+		t.Errorf("Entries of %d made %.0f allocations", len(es), allocs)
+	}
+}
