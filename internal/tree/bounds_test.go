@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -81,5 +82,27 @@ func TestLargeTree(t *testing.T) {
 	}
 	if allocs := testing.AllocsPerRun(1, func() { img.Entries() }); allocs > 10 {
 		t.Errorf("Entries of %d made %.0f allocations", len(es), allocs)
+	}
+}
+
+func TestOwnerRange(t *testing.T) {
+	// Through int64, so that the test builds where int is 32 bits.
+	tooBig, huge := int64(MaxID)+1, int64(1)<<40
+	for _, id := range []int{-1, int(tooBig), int(huge)} {
+		tr := New()
+		err := tr.Add(Entry{Path: "a", Kind: File, UID: id})
+		if err == nil || !strings.Contains(err.Error(), "ids must be 0 to 4294967294") {
+			t.Errorf("uid %d: %v", id, err)
+		}
+		err = New().Place(tr, Placement{Dest: "/x", GID: id})
+		if err == nil {
+			t.Errorf("placement with gid %d accepted", id)
+		}
+	}
+	if strconv.IntSize == 64 {
+		most := int64(MaxID)
+		if err := New().Add(Entry{Path: "a", Kind: File, UID: int(most), GID: 65534}); err != nil {
+			t.Errorf("uid %d: %v", most, err)
+		}
 	}
 }

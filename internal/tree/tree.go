@@ -53,6 +53,14 @@ type Entry struct {
 	Size int64
 }
 
+// MaxID is the largest uid or gid an entry may carry. Tar headers hold any
+// number, but the OCI image spec, Linux and containerd keep ids as uint32:
+// a larger one is cut to its low 32 bits when the layer is unpacked, so
+// 4294967296 would become 0, root. 4294967295 itself is (uid_t)-1, which
+// chown(2) reads as "leave unchanged", so the file would keep the owner of
+// whoever unpacks it (root, again); it is refused too.
+const MaxID = 1<<32 - 2
+
 // Tree is a set of entries keyed by path. The zero value is not usable; call New.
 type Tree struct {
 	entries map[string]*Entry
@@ -93,6 +101,9 @@ func (t *Tree) Add(e Entry) error {
 		return nil // the root is implicit
 	}
 	e.Path = p
+	if err := checkIDs(e); err != nil {
+		return err
+	}
 	if old, ok := t.entries[p]; ok {
 		if old.Kind == Dir && e.Kind == Dir {
 			*old = e
@@ -114,6 +125,17 @@ func (t *Tree) Add(e Entry) error {
 	}
 	ne := e
 	t.entries[p] = &ne
+	return nil
+}
+
+// checkIDs keeps an owner that a runtime would read as another (see MaxID)
+// out of the tree, whatever put it there.
+func checkIDs(e Entry) error {
+	for _, id := range []int{e.UID, e.GID} {
+		if id < 0 || uint64(id) > MaxID {
+			return fmt.Errorf("%s: owner %d:%d: ids must be 0 to %d", e.Path, e.UID, e.GID, uint64(MaxID))
+		}
+	}
 	return nil
 }
 
