@@ -405,23 +405,73 @@ func Parse(file string, data []byte) (*Recipe, error) {
 // prefix of whole lines that still parses: a prefix that cuts a quoted
 // string in two fails too, but a longer one parses again, so only a real
 // mistake stops every longer prefix from parsing.
+//
+// Trying every prefix is quadratic (a minute for a 165 KB recipe). The
+// parser reads its input as it goes and stops at the mistake, so feeding
+// it one line per read tells how far it got: no prefix reaching that line
+// parses, and the search only walks back from there to the first prefix
+// that does, which is a line or two for a real mistake. A mistake inside
+// a long flow collection or quoted string has no such prefix near it;
+// the walk gives up within a budget and yaml.v3's own line (the start of
+// that collection) stands.
 func syntaxLine(data []byte) int {
-	lines := bytes.SplitAfter(data, []byte("\n"))
-	if len(lines) > 5000 {
-		return 0 // quadratic; a recipe is far shorter
-	}
-	lastOK := 0
-	for n := 1; n <= len(lines); n++ {
-		var node yaml.Node
-		err := decode(yaml.NewDecoder(bytes.NewReader(bytes.Join(lines[:n], nil))), &node)
-		if err == nil || err == io.EOF {
-			lastOK = n
-		}
-	}
-	if lastOK >= len(lines) {
+	ends := lineEnds(data)
+	lr := &lineReader{data: data}
+	if err := decode(yaml.NewDecoder(lr), new(yaml.Node)); err == nil || err == io.EOF {
 		return 0
 	}
-	return lastOK + 1
+	budget := syntaxBudget(len(data))
+	for n := lr.lines - 1; n >= 0 && budget > 0; n-- {
+		prefix := data[:ends[n]]
+		budget -= len(prefix) + 1
+		err := decode(yaml.NewDecoder(bytes.NewReader(prefix)), new(yaml.Node))
+		if err == nil || err == io.EOF {
+			return n + 1
+		}
+	}
+	return 0
+}
+
+// syntaxBudget is how many bytes syntaxLine may parse while walking back:
+// dozens of prefixes of a small recipe, where the quadratic search tried
+// them all, and two whole parses of a large one. Walking back takes one to
+// three prefixes for all but a few mistakes.
+func syntaxBudget(size int) int { return 256<<10 + 2*size }
+
+// lineEnds returns the offset after each line of data, lines ending in
+// '\n': ends[n] is where the first n lines end, ends[0] is 0.
+func lineEnds(data []byte) []int {
+	ends := []int{0}
+	for i, c := range data {
+		if c == '\n' {
+			ends = append(ends, i+1)
+		}
+	}
+	return append(ends, len(data))
+}
+
+// lineReader hands out data one line per Read and counts the lines it has
+// started, so that a parser reading it shows how far into data it got.
+type lineReader struct {
+	data  []byte
+	off   int
+	lines int
+}
+
+func (r *lineReader) Read(p []byte) (int, error) {
+	if r.off >= len(r.data) {
+		return 0, io.EOF
+	}
+	rest := r.data[r.off:]
+	if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+		rest = rest[:i+1]
+	}
+	if r.off == 0 || r.data[r.off-1] == '\n' {
+		r.lines++
+	}
+	n := copy(p, rest)
+	r.off += n
+	return n, nil
 }
 
 // decode runs dec.Decode, turning a panic inside the YAML library into an
