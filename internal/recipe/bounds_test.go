@@ -81,3 +81,36 @@ func TestSyntaxErrorInLargeRecipe(t *testing.T) {
 		})
 	}
 }
+
+func TestOwnerOutOfRange(t *testing.T) {
+	const ownerLine = 23
+	tests := []struct{ owner, want string }{
+		{"4294967296:0", "4294967296 is out of range"},
+		{"0:4294967296", "4294967296 is out of range"},
+		{"18446744073709551616", "out of range"},
+		{"4294967295:0", "(uid_t)-1"},
+		{"-1:0", "-1: ids are not negative"},
+		{"0:-5", "-5: ids are not negative"},
+		{"+5", `"+5" is not a decimal number`},
+		{"1000:", `"" is not a decimal number`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.owner, func(t *testing.T) {
+			src := strings.Replace(good, `owner: "1000:1000"`, fmt.Sprintf("owner: %q", tc.owner), 1)
+			_, err := Parse("pallet.yaml", []byte(src))
+			wantErrorAt(t, err, ownerLine, tc.want)
+			if _, _, err := ParseOwner(tc.owner); err == nil {
+				t.Errorf("ParseOwner(%q) accepted it", tc.owner)
+			}
+		})
+	}
+	for _, s := range []string{"0", "65534:65534", "4294967294:4294967294"} {
+		src := strings.Replace(good, `owner: "1000:1000"`, fmt.Sprintf("owner: %q", s), 1)
+		if _, err := Parse("pallet.yaml", []byte(src)); err != nil {
+			t.Errorf("owner %q: %v", s, err)
+		}
+	}
+	if u, g, err := ParseOwner("4294967294:7"); err != nil || uint64(u) != MaxID || g != 7 {
+		t.Errorf("ParseOwner(4294967294:7) = %d, %d, %v", u, g, err)
+	}
+}

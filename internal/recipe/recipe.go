@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -20,6 +21,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/pallet-dev/pallet/internal/platform"
+	"github.com/pallet-dev/pallet/internal/tree"
 )
 
 // Recipe is a parsed pallet.yaml.
@@ -854,18 +856,41 @@ func ParseMode(s string) (os.FileMode, error) {
 	return m, nil
 }
 
-// ParseOwner reads "uid:gid" or "uid" (gid = uid).
+// MaxID is the largest uid or gid an owner may name; tree.MaxID says why.
+const MaxID = tree.MaxID
+
+// ParseOwner reads "uid:gid" or "uid" (gid = uid): decimal numbers from 0
+// to MaxID, with no sign.
 func ParseOwner(s string) (uid, gid int, err error) {
 	u, g, ok := strings.Cut(s, ":")
 	if !ok {
 		g = u
 	}
-	uid, err1 := strconv.Atoi(u)
-	gid, err2 := strconv.Atoi(g)
-	if err1 != nil || err2 != nil || uid < 0 || gid < 0 {
-		return 0, 0, fmt.Errorf("owner %q: want numeric uid:gid", s)
+	if uid, err = parseID(u); err == nil {
+		gid, err = parseID(g)
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("owner %q: %w", s, err)
 	}
 	return uid, gid, nil
+}
+
+// parseID reads one uid or gid as an int, the type tar headers and tree
+// entries use (on a 32-bit host that caps it at 2^31-1).
+func parseID(s string) (int, error) {
+	const limit = min(MaxID, math.MaxInt)
+	v, err := strconv.ParseUint(s, 10, 64)
+	switch {
+	case len(s) > 1 && s[0] == '-' && strings.Trim(s[1:], "0123456789") == "":
+		return 0, fmt.Errorf("%s: ids are not negative", s)
+	case err == nil && v == 1<<32-1:
+		return 0, fmt.Errorf("%s is (uid_t)-1, which chown(2) takes as \"leave the owner unchanged\"; the largest id is %d", s, uint64(limit))
+	case errors.Is(err, strconv.ErrRange) || err == nil && v > limit:
+		return 0, fmt.Errorf("%s is out of range: ids are 32-bit and the largest is %d; a larger one would be cut to its low 32 bits (4294967296 becomes 0, root)", s, uint64(limit))
+	case err != nil:
+		return 0, fmt.Errorf("%q is not a decimal number; want numeric uid:gid such as 1000:1000", s)
+	}
+	return int(v), nil
 }
 
 // CheckGoVersion accepts a Go release such as 1.23.4 (or 1.24rc1).
