@@ -353,18 +353,41 @@ func (r *Recipe) Line(path string) int {
 	return 0
 }
 
+// MaxSize is the largest recipe Load and Parse accept, in bytes. A recipe
+// is a few kilobytes; one of 10,000 placements and as many artifacts is
+// under 2 MiB. yaml.v3 holds a node of about 150 bytes for every value, so
+// a dense 4 MiB document already takes a few hundred MiB and seconds; the
+// cap also keeps a wrong path (a disk image, a log) from being read in.
+const MaxSize = 4 << 20
+
 // Load reads and checks the recipe at file.
 func Load(file string) (*Recipe, error) {
-	data, err := os.ReadFile(file)
+	f, err := os.Open(file)
 	if err != nil {
 		return nil, err
 	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > MaxSize {
+		return nil, tooLarge(file)
+	}
+	// The limit, not the Stat, is what holds: file may be a pipe or grow.
+	data, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading recipe %s: %w", file, err)
+	}
 	return Parse(file, data)
+}
+
+func tooLarge(file string) error {
+	return &Error{File: file, Msg: fmt.Sprintf("recipe is larger than %d MiB (recipe.MaxSize); is this the right file?", MaxSize>>20)}
 }
 
 // Parse reads and checks a recipe held in data; file is used in errors and
 // to resolve relative paths.
 func Parse(file string, data []byte) (*Recipe, error) {
+	if len(data) > MaxSize {
+		return nil, tooLarge(file)
+	}
 	abs, err := filepath.Abs(file)
 	if err != nil {
 		return nil, err
@@ -381,6 +404,10 @@ func Parse(file string, data []byte) (*Recipe, error) {
 	}
 	if root.Kind == 0 || len(root.Content) == 0 {
 		return nil, &Error{File: file, Msg: "empty recipe"}
+	}
+	// Before the decode into r, which is where the cost lies.
+	if err := checkKeys(file, root.Content[0]); err != nil {
+		return nil, err
 	}
 	indexLines(root.Content[0], "", r.lines)
 
@@ -762,6 +789,9 @@ func (r *Recipe) checkImage(name string, im *Image) error {
 		}
 		seen[pl.String()] = true
 	}
+	if len(im.Files) > MaxPlacements {
+		return r.Errorf(fmt.Sprintf("%s.files.%d", at, MaxPlacements), "image %s: %d placements; at most %d are allowed (recipe.MaxPlacements)", name, len(im.Files), MaxPlacements)
+	}
 	for i, f := range im.Files {
 		fat := fmt.Sprintf("%s.files.%d", at, i)
 		if f == nil || f.Artifact == "" {
@@ -791,6 +821,9 @@ func (r *Recipe) checkImage(name string, im *Image) error {
 				return r.Errorf(fat+".owner", "image %s: %v", name, err)
 			}
 		}
+	}
+	if err := r.checkLayerCount(name, im); err != nil {
+		return err
 	}
 	if err := r.checkPins(name, im); err != nil {
 		return err
