@@ -3,7 +3,10 @@ package tree
 import (
 	"fmt"
 	"math/rand"
+	"path"
+	"reflect"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -103,6 +106,53 @@ func TestOwnerRange(t *testing.T) {
 		most := int64(MaxID)
 		if err := New().Add(Entry{Path: "a", Kind: File, UID: int(most), GID: 65534}); err != nil {
 			t.Errorf("uid %d: %v", most, err)
+		}
+	}
+}
+
+// splitEntries is Entries as it was written first: every ancestor of every
+// entry walked and the result sorted with splitLess. Layer digests were
+// made from its output.
+func splitEntries(t *Tree) []Entry {
+	all := map[string]Entry{}
+	for p, e := range t.entries {
+		all[p] = *e
+		for dir := path.Dir(p); dir != "."; dir = path.Dir(dir) {
+			if _, ok := all[dir]; ok {
+				continue
+			}
+			if de, ok := t.entries[dir]; ok {
+				all[dir] = *de
+			} else {
+				all[dir] = Entry{Path: dir, Kind: Dir, Mode: 0o755}
+			}
+		}
+	}
+	var out []Entry
+	for _, e := range all {
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return splitLess(out[i].Path, out[j].Path) })
+	return out
+}
+
+func TestEntriesAsBefore(t *testing.T) {
+	rng := rand.New(rand.NewSource(2))
+	names := []string{"a", "a-b", "a.b", "a b", "b", "ab", "a0", "Z", "é"}
+	for range 200 {
+		tr := New()
+		for range rng.Intn(60) {
+			parts := make([]string, 1+rng.Intn(4))
+			for i := range parts {
+				parts[i] = names[rng.Intn(len(names))]
+			}
+			kind := []Kind{File, Dir, Symlink}[rng.Intn(3)]
+			// Collisions are refused and leave the tree as it was.
+			tr.Add(Entry{Path: strings.Join(parts, "/"), Kind: kind, Mode: 0o640, UID: rng.Intn(3)})
+		}
+		got, want := tr.Entries(), splitEntries(tr)
+		if len(got) != len(want) || len(want) > 0 && !reflect.DeepEqual(got, want) {
+			t.Fatalf("Entries:\n%v\nbefore:\n%v", paths(got), paths(want))
 		}
 	}
 }
