@@ -6,23 +6,24 @@ package recipe
 
 import (
 	"bytes"
-	"math"
-	"time"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/pallet-dev/pallet/internal/plan"
 	"github.com/pallet-dev/pallet/internal/platform"
+	"github.com/pallet-dev/pallet/internal/tree"
 )
 
 // Recipe is a parsed pallet.yaml.
@@ -36,8 +37,8 @@ type Recipe struct {
 	Epoch     *int64               `yaml:"epoch"`
 	Artifacts map[string]*Artifact `yaml:"artifacts"`
 	// Limits raise or lower the bounds on this recipe's inputs; flags win.
-	Limits *Limits `yaml:"limits"`
-	Images    map[string]*Image    `yaml:"images"`
+	Limits *Limits           `yaml:"limits"`
+	Images map[string]*Image `yaml:"images"`
 
 	// File is the recipe's path; Dir its directory, against which relative
 	// paths in the recipe are resolved.
@@ -347,18 +348,41 @@ func (r *Recipe) Line(path string) int {
 	return 0
 }
 
+// MaxSize is the largest recipe Load and Parse accept, in bytes. A recipe
+// is a few kilobytes; one of 10,000 placements and as many artifacts is
+// under 2 MiB. yaml.v3 holds a node of about 150 bytes for every value, so
+// a dense 4 MiB document already takes a few hundred MiB and seconds; the
+// cap also keeps a wrong path (a disk image, a log) from being read in.
+const MaxSize = 4 << 20
+
 // Load reads and checks the recipe at file.
 func Load(file string) (*Recipe, error) {
-	data, err := os.ReadFile(file)
+	f, err := os.Open(file)
 	if err != nil {
 		return nil, err
 	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > MaxSize {
+		return nil, tooLarge(file)
+	}
+	// The limit, not the Stat, is what holds: file may be a pipe or grow.
+	data, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading recipe %s: %w", file, err)
+	}
 	return Parse(file, data)
+}
+
+func tooLarge(file string) error {
+	return &Error{Pos: plan.Pos{File: file}, Msg: fmt.Sprintf("recipe is larger than %d MiB (recipe.MaxSize); is this the right file?", MaxSize>>20)}
 }
 
 // Parse reads and checks a recipe held in data; file is used in errors and
 // to resolve relative paths.
 func Parse(file string, data []byte) (*Recipe, error) {
+	if len(data) > MaxSize {
+		return nil, tooLarge(file)
+	}
 	abs, err := filepath.Abs(file)
 	if err != nil {
 		return nil, err
@@ -375,6 +399,10 @@ func Parse(file string, data []byte) (*Recipe, error) {
 	}
 	if root.Kind == 0 || len(root.Content) == 0 {
 		return nil, &Error{Pos: plan.Pos{File: file}, Msg: "empty recipe"}
+	}
+	// Before the decode into r, which is where the cost lies.
+	if err := checkKeys(file, root.Content[0]); err != nil {
+		return nil, err
 	}
 	indexLines(root.Content[0], "", r.lines, r.cols)
 
@@ -401,23 +429,73 @@ func Parse(file string, data []byte) (*Recipe, error) {
 // prefix of whole lines that still parses: a prefix that cuts a quoted
 // string in two fails too, but a longer one parses again, so only a real
 // mistake stops every longer prefix from parsing.
+//
+// Trying every prefix is quadratic (a minute for a 165 KB recipe). The
+// parser reads its input as it goes and stops at the mistake, so feeding
+// it one line per read tells how far it got: no prefix reaching that line
+// parses, and the search only walks back from there to the first prefix
+// that does, which is a line or two for a real mistake. A mistake inside
+// a long flow collection or quoted string has no such prefix near it;
+// the walk gives up within a budget and yaml.v3's own line (the start of
+// that collection) stands.
 func syntaxLine(data []byte) int {
-	lines := bytes.SplitAfter(data, []byte("\n"))
-	if len(lines) > 5000 {
-		return 0 // quadratic; a recipe is far shorter
-	}
-	lastOK := 0
-	for n := 1; n <= len(lines); n++ {
-		var node yaml.Node
-		err := decode(yaml.NewDecoder(bytes.NewReader(bytes.Join(lines[:n], nil))), &node)
-		if err == nil || err == io.EOF {
-			lastOK = n
-		}
-	}
-	if lastOK >= len(lines) {
+	ends := lineEnds(data)
+	lr := &lineReader{data: data}
+	if err := decode(yaml.NewDecoder(lr), new(yaml.Node)); err == nil || err == io.EOF {
 		return 0
 	}
-	return lastOK + 1
+	budget := syntaxBudget(len(data))
+	for n := lr.lines - 1; n >= 0 && budget > 0; n-- {
+		prefix := data[:ends[n]]
+		budget -= len(prefix) + 1
+		err := decode(yaml.NewDecoder(bytes.NewReader(prefix)), new(yaml.Node))
+		if err == nil || err == io.EOF {
+			return n + 1
+		}
+	}
+	return 0
+}
+
+// syntaxBudget is how many bytes syntaxLine may parse while walking back:
+// dozens of prefixes of a small recipe, where the quadratic search tried
+// them all, and two whole parses of a large one. Walking back takes one to
+// three prefixes for all but a few mistakes.
+func syntaxBudget(size int) int { return 256<<10 + 2*size }
+
+// lineEnds returns the offset after each line of data, lines ending in
+// '\n': ends[n] is where the first n lines end, ends[0] is 0.
+func lineEnds(data []byte) []int {
+	ends := []int{0}
+	for i, c := range data {
+		if c == '\n' {
+			ends = append(ends, i+1)
+		}
+	}
+	return append(ends, len(data))
+}
+
+// lineReader hands out data one line per Read and counts the lines it has
+// started, so that a parser reading it shows how far into data it got.
+type lineReader struct {
+	data  []byte
+	off   int
+	lines int
+}
+
+func (r *lineReader) Read(p []byte) (int, error) {
+	if r.off >= len(r.data) {
+		return 0, io.EOF
+	}
+	rest := r.data[r.off:]
+	if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+		rest = rest[:i+1]
+	}
+	if r.off == 0 || r.data[r.off-1] == '\n' {
+		r.lines++
+	}
+	n := copy(p, rest)
+	r.off += n
+	return n, nil
 }
 
 // decode runs dec.Decode, turning a panic inside the YAML library into an
@@ -715,6 +793,9 @@ func (r *Recipe) checkImage(name string, im *Image) error {
 		}
 		seen[pl.String()] = true
 	}
+	if len(im.Files) > MaxPlacements {
+		return r.Errorf(fmt.Sprintf("%s.files.%d", at, MaxPlacements), "image %s: %d placements; at most %d are allowed (recipe.MaxPlacements)", name, len(im.Files), MaxPlacements)
+	}
 	for i, f := range im.Files {
 		fat := fmt.Sprintf("%s.files.%d", at, i)
 		if f == nil || f.Artifact == "" {
@@ -741,6 +822,9 @@ func (r *Recipe) checkImage(name string, im *Image) error {
 				return r.Errorf(fat+".owner", "image %s: %v", name, err)
 			}
 		}
+	}
+	if err := r.checkLayerCount(name, im); err != nil {
+		return err
 	}
 	if err := r.checkPins(name, im); err != nil {
 		return err
@@ -806,18 +890,41 @@ func ParseMode(s string) (os.FileMode, error) {
 	return m, nil
 }
 
-// ParseOwner reads "uid:gid" or "uid" (gid = uid).
+// MaxID is the largest uid or gid an owner may name; tree.MaxID says why.
+const MaxID = tree.MaxID
+
+// ParseOwner reads "uid:gid" or "uid" (gid = uid): decimal numbers from 0
+// to MaxID, with no sign.
 func ParseOwner(s string) (uid, gid int, err error) {
 	u, g, ok := strings.Cut(s, ":")
 	if !ok {
 		g = u
 	}
-	uid, err1 := strconv.Atoi(u)
-	gid, err2 := strconv.Atoi(g)
-	if err1 != nil || err2 != nil || uid < 0 || gid < 0 {
-		return 0, 0, fmt.Errorf("owner %q: want numeric uid:gid", s)
+	if uid, err = parseID(u); err == nil {
+		gid, err = parseID(g)
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("owner %q: %w", s, err)
 	}
 	return uid, gid, nil
+}
+
+// parseID reads one uid or gid as an int, the type tar headers and tree
+// entries use (on a 32-bit host that caps it at 2^31-1).
+func parseID(s string) (int, error) {
+	const limit = min(MaxID, math.MaxInt)
+	v, err := strconv.ParseUint(s, 10, 64)
+	switch {
+	case len(s) > 1 && s[0] == '-' && strings.Trim(s[1:], "0123456789") == "":
+		return 0, fmt.Errorf("%s: ids are not negative", s)
+	case err == nil && v == 1<<32-1:
+		return 0, fmt.Errorf("%s is (uid_t)-1, which chown(2) takes as \"leave the owner unchanged\"; the largest id is %d", s, uint64(limit))
+	case errors.Is(err, strconv.ErrRange) || err == nil && v > limit:
+		return 0, fmt.Errorf("%s is out of range: ids are 32-bit and the largest is %d; a larger one would be cut to its low 32 bits (4294967296 becomes 0, root)", s, uint64(limit))
+	case err != nil:
+		return 0, fmt.Errorf("%q is not a decimal number; want numeric uid:gid such as 1000:1000", s)
+	}
+	return int(v), nil
 }
 
 // CheckGoVersion accepts a Go release such as 1.23.4 (or 1.24rc1).

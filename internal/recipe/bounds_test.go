@@ -1,0 +1,271 @@
+package recipe
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// bigRecipe returns a recipe of n artifacts and an image placing every
+// one of them, a line each, and the line of the image's platforms.
+func bigRecipe(n int) (string, int) {
+	var b strings.Builder
+	b.WriteString("version: 1\nartifacts:\n")
+	for i := range n {
+		fmt.Fprintf(&b, "  tool-%05d: {local: {path: ./third_party/tool-%05d/dist/linux-amd64/bin, extract: {strip: 1}}}\n", i, i)
+	}
+	b.WriteString("images:\n  app:\n    base: scratch\n")
+	line := strings.Count(b.String(), "\n") + 1
+	b.WriteString("    platforms: linux/amd64\n    files:\n")
+	for i := range n {
+		fmt.Fprintf(&b, "      - {artifact: tool-%05d, dest: /opt/, layer: tools}\n", i)
+	}
+	return b.String(), line
+}
+
+// parseWithin parses src and fails the test if that takes longer than d
+// (without the race detector), or longer than a few plain YAML parses of
+// src: reading the recipe, checking it and locating an error each read it
+// once or twice, and a quadratic step costs hundreds of reads.
+func parseWithin(t *testing.T, src string, d time.Duration) (*Recipe, error) {
+	t.Helper()
+	data := []byte(src)
+	start := time.Now()
+	var n yaml.Node
+	yaml.Unmarshal(data, &n) // errors too are part of the yardstick
+	read := time.Since(start)
+	start = time.Now()
+	r, err := Parse("big/pallet.yaml", data)
+	took := time.Since(start)
+	if limit := 10*read + 250*time.Millisecond; took > limit {
+		t.Errorf("Parse of %d bytes took %s, over %s (10 YAML reads of it)", len(src), took, limit)
+	}
+	if !raceEnabled && took > d {
+		t.Errorf("Parse of %d bytes took %s, want under %s", len(src), took, d)
+	}
+	return r, err
+}
+
+// wantErrorAt checks that err is a recipe error at line mentioning want.
+func wantErrorAt(t *testing.T, err error, line int, want string) {
+	t.Helper()
+	var re *Error
+	if !errors.As(err, &re) {
+		t.Fatalf("error %v (%T) is not a *recipe.Error", err, err)
+	}
+	if re.Line != line || !strings.Contains(re.Msg, want) {
+		t.Errorf("got %v, want line %d mentioning %q", err, line, want)
+	}
+}
+
+// A syntax error near the end of a large recipe is found at its line, and
+// quickly: trying every prefix took a minute for 4,000 lines (300 KB), and
+// above 5,000 lines gave up and reported the start of the enclosing block.
+func TestSyntaxErrorInLargeRecipe(t *testing.T) {
+	for _, n := range []int{2000, 3000} {
+		t.Run(fmt.Sprint(n, " artifacts"), func(t *testing.T) {
+			src, line := bigRecipe(n)
+			if len(src) < 165<<10 {
+				t.Fatalf("recipe is %d bytes, want at least 165 KB", len(src))
+			}
+			if _, err := Parse("big/pallet.yaml", []byte(src)); err != nil {
+				t.Fatalf("the unbroken recipe: %v", err)
+			}
+			bad := strings.Replace(src, "    platforms: linux/amd64", "   platforms: linux/amd64", 1)
+			_, err := parseWithin(t, bad, 2*time.Second)
+			wantErrorAt(t, err, line, "did not find expected key")
+		})
+	}
+}
+
+func TestOwnerOutOfRange(t *testing.T) {
+	const ownerLine = 23
+	tests := []struct{ owner, want string }{
+		{"4294967296:0", "4294967296 is out of range"},
+		{"0:4294967296", "4294967296 is out of range"},
+		{"18446744073709551616", "out of range"},
+		{"4294967295:0", "(uid_t)-1"},
+		{"-1:0", "-1: ids are not negative"},
+		{"0:-5", "-5: ids are not negative"},
+		{"+5", `"+5" is not a decimal number`},
+		{"1000:", `"" is not a decimal number`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.owner, func(t *testing.T) {
+			src := strings.Replace(good, `owner: "1000:1000"`, fmt.Sprintf("owner: %q", tc.owner), 1)
+			_, err := Parse("pallet.yaml", []byte(src))
+			wantErrorAt(t, err, ownerLine, tc.want)
+			if _, _, err := ParseOwner(tc.owner); err == nil {
+				t.Errorf("ParseOwner(%q) accepted it", tc.owner)
+			}
+		})
+	}
+	for _, s := range []string{"0", "65534:65534", "4294967294:4294967294"} {
+		src := strings.Replace(good, `owner: "1000:1000"`, fmt.Sprintf("owner: %q", s), 1)
+		if _, err := Parse("pallet.yaml", []byte(src)); err != nil {
+			t.Errorf("owner %q: %v", s, err)
+		}
+	}
+	if u, g, err := ParseOwner("4294967294:7"); err != nil || uint64(u) != MaxID || g != 7 {
+		t.Errorf("ParseOwner(4294967294:7) = %d, %d, %v", u, g, err)
+	}
+}
+
+// placements returns a recipe of one image with n placements, each in its
+// own layer unless grouped, and the line of placement i.
+func placements(n int, grouped bool) (src string, lineOf func(int) int) {
+	var b strings.Builder
+	b.WriteString("version: 1\nartifacts:\n  app:\n    local: {path: ./app}\nimages:\n  app:\n    base: scratch\n    platforms: [linux/amd64, linux/arm64]\n    files:\n")
+	for i := range n {
+		layer := ""
+		if grouped {
+			layer = fmt.Sprintf(", layer: l%d", i%100)
+		}
+		fmt.Fprintf(&b, "      - {artifact: app, dest: /opt/app-%05d/, owner: \"1000\"%s}\n", i, layer)
+	}
+	return b.String(), func(i int) int { return 10 + i }
+}
+
+func TestManyPlacements(t *testing.T) {
+	src, _ := placements(MaxPlacements, true)
+	r, err := parseWithin(t, src, 5*time.Second)
+	if err != nil {
+		t.Fatalf("%d placements in 100 layers: %v", MaxPlacements, err)
+	}
+	if got := len(r.Images["app"].Files); got != MaxPlacements {
+		t.Errorf("%d placements read, want %d", got, MaxPlacements)
+	}
+
+	src, lineOf := placements(MaxPlacements+1, true)
+	_, err = parseWithin(t, src, 5*time.Second)
+	wantErrorAt(t, err, lineOf(MaxPlacements), fmt.Sprintf("%d placements; at most %d", MaxPlacements+1, MaxPlacements))
+
+	src, _ = placements(MaxLayers, false)
+	if _, err := Parse("pallet.yaml", []byte(src)); err != nil {
+		t.Errorf("%d placements of their own layer: %v", MaxLayers, err)
+	}
+	src, lineOf = placements(MaxLayers+1, false)
+	_, err = Parse("pallet.yaml", []byte(src))
+	wantErrorAt(t, err, lineOf(MaxLayers), fmt.Sprintf("makes layer %d on linux/amd64", MaxLayers+1))
+}
+
+// Layers are counted per platform: placements limited to one platform do
+// not add to another's.
+func TestLayerCountPerPlatform(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("version: 1\nartifacts:\n  app:\n    local: {path: ./app}\nimages:\n  app:\n    base: scratch\n    platforms: [linux/amd64, windows/amd64]\n    files:\n")
+	for i := range 2 * MaxLayers {
+		os := []string{"linux", "windows"}[i%2]
+		fmt.Fprintf(&b, "      - {artifact: app, dest: /opt/app-%d/, platforms: %s}\n", i, os)
+	}
+	if _, err := Parse("pallet.yaml", []byte(b.String())); err != nil {
+		t.Errorf("%d layers on each of two platforms: %v", MaxLayers, err)
+	}
+	b.WriteString("      - {artifact: app, dest: /opt/one-more/, platforms: windows}\n")
+	_, err := Parse("pallet.yaml", []byte(b.String()))
+	wantErrorAt(t, err, 10+2*MaxLayers, "on windows/amd64")
+}
+
+// yaml.v3 compares every pair of keys of a mapping: a mapping of 60,000
+// keys took seconds before it was refused, and the time grows squared.
+func TestMappingKeyLimits(t *testing.T) {
+	mapping := func(name string, keys int) string {
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s:\n", name)
+		for i := range keys {
+			fmt.Fprintf(&b, "  k%d: v\n", i)
+		}
+		return b.String()
+	}
+	src := "version: 1\n" + mapping("args", MaxKeys)
+	if _, err := Parse("pallet.yaml", []byte(src)); err == nil || !strings.Contains(err.Error(), "no images declared") {
+		t.Errorf("%d args: %v, want only the missing images", MaxKeys, err)
+	}
+
+	src = "version: 1\n" + mapping("args", 60_000)
+	_, err := parseWithin(t, src, 2*time.Second)
+	wantErrorAt(t, err, 2, fmt.Sprintf("60000 keys in one mapping; at most %d", MaxKeys))
+
+	// Many mappings, each allowed, add up.
+	var b strings.Builder
+	b.WriteString("version: 1\nimages:\n")
+	for i := range 3 {
+		b.WriteString(strings.ReplaceAll(mapping(fmt.Sprintf("  i%d", i), MaxKeys), "\n  k", "\n    k"))
+	}
+	_, err = parseWithin(t, b.String(), 5*time.Second)
+	wantErrorAt(t, err, 2, "pairs of keys")
+
+	// An alias repeats the decoder's work each time it is used.
+	src = "version: 1\nx-keys: &keys\n" + strings.TrimPrefix(mapping("", 5000), ":\n") +
+		"images:\n  a:\n    base: scratch\n    platforms: linux/amd64\n    config:\n      labels:\n        <<: [" +
+		strings.TrimSuffix(strings.Repeat("*keys, ", 20), ", ") + "]\n"
+	_, err = parseWithin(t, src, 5*time.Second)
+	if err == nil || !strings.Contains(err.Error(), "excessive aliasing") {
+		t.Errorf("20 merges of 5,000 keys: %v", err)
+	}
+}
+
+// Alias bombs end quickly and small: yaml.v3 keeps aliases as nodes and
+// refuses excessive expansion; the key count refuses merge bombs before.
+func TestAliasBombsBounded(t *testing.T) {
+	for _, h := range hostile() {
+		if !strings.Contains(h.name, "laughs") {
+			continue
+		}
+		t.Run(h.name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			_, err := parseWithin(t, h.data, 2*time.Second)
+			runtime.ReadMemStats(&after)
+			if err == nil || !strings.Contains(err.Error(), h.want) {
+				t.Errorf("error %v, want one mentioning %q", err, h.want)
+			}
+			if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16<<20 {
+				t.Errorf("allocated %d MiB", alloc>>20)
+			}
+		})
+	}
+}
+
+func TestSizeLimit(t *testing.T) {
+	big := make([]byte, MaxSize+1)
+	copy(big, "version: 1\n")
+	for i := len("version: 1\n"); i < len(big); i++ {
+		big[i] = '#'
+	}
+	_, err := Parse("pallet.yaml", big)
+	wantErrorAt(t, err, 0, "larger than 4 MiB")
+
+	// Load refuses a huge file without reading it in.
+	file := filepath.Join(t.TempDir(), "pallet.yaml")
+	f, err := os.Create(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(1 << 30); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err = Load(file)
+	runtime.ReadMemStats(&after)
+	wantErrorAt(t, err, 0, "larger than 4 MiB")
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 1<<20 {
+		t.Errorf("Load allocated %d KiB to refuse a 1 GiB file", alloc>>10)
+	}
+
+	// A pipe has no size to look at; the limit still holds.
+	if _, err := os.Stat("/dev/zero"); err == nil {
+		_, err := Load("/dev/zero")
+		wantErrorAt(t, err, 0, "larger than 4 MiB")
+	}
+}

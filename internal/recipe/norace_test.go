@@ -1,0 +1,5 @@
+//go:build !race
+
+package recipe
+
+const raceEnabled = false
