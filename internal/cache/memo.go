@@ -181,14 +181,23 @@ func (c *Cache) Close() error {
 	return nil
 }
 
+// pruneBatch is how many entries one save looks at for files gone or
+// changed: about 60 ms of stat calls. Map order is random, so successive
+// builds cover the whole memo.
+const pruneBatch = 20_000
+
 // pruneMemo drops the entries that can never match again (the file is
 // gone, or has another stamp: a ctime never goes back), then, above the
 // limit, those used longest ago. Entries this build used were checked
 // when used and are not looked at again. Called with c.mu held.
 func (c *Cache) pruneMemo() {
+	looked := 0
 	for path, m := range c.memo {
 		if c.touched[path] {
 			continue
+		}
+		if looked++; looked > pruneBatch {
+			break
 		}
 		info, err := os.Stat(path)
 		// A file that cannot be stat'ed cannot be looked up either.

@@ -281,3 +281,62 @@ func readMemo(t *testing.T, cacheDir string) map[string]json.RawMessage {
 	}
 	return m
 }
+
+// Builds finding a damaged blob at once, some dropping it and some
+// writing it again, never serve it damaged nor drop a whole one.
+func TestConcurrentLayerRepair(t *testing.T) {
+	c, _ := openCache(t, t.TempDir())
+	defer c.Close()
+	key := Key("layer", "repair")
+	content := bytes.Repeat([]byte("repair me "), 1000)
+	e, blob := putLayer(t, c, key, content)
+	data, err := os.ReadFile(blob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rewriteInPlace(t, blob, 10, []byte{data[10] ^ 0xff})
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 20 {
+				got, path, ok := c.Layer(key)
+				if !ok {
+					tmp, err := c.TempDir()
+					if err != nil {
+						errs <- err
+						return
+					}
+					if err := os.WriteFile(filepath.Join(tmp, "blob"), data, 0o644); err != nil {
+						errs <- err
+						return
+					}
+					if _, err := c.PutLayer(key, filepath.Join(tmp, "blob"), e); err != nil {
+						errs <- err
+					}
+					os.RemoveAll(tmp)
+					continue
+				}
+				served, err := os.ReadFile(path)
+				if err != nil {
+					errs <- fmt.Errorf("a served blob is gone: %w", err)
+					return
+				}
+				if "sha256:"+sha(served) != got.Digest {
+					errs <- fmt.Errorf("a damaged blob was served")
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if _, _, ok := c.Layer(key); !ok {
+		t.Error("the layer was not repaired")
+	}
+}
