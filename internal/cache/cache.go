@@ -32,6 +32,7 @@ type Cache struct {
 
 	mu        sync.Mutex
 	memo      map[string]statMemo // facts about files, by path
+	touched   map[string]bool     // memo entries this build used or made
 	memoDirty bool
 
 	// remote is the registry cache to import from, if any.
@@ -40,18 +41,19 @@ type Cache struct {
 	// what --cache-to exports.
 	usedArtifacts, usedLayers map[string]bool
 
-	// Log, if set, receives warnings about the registry cache.
+	// Log, if set, receives warnings: entries found damaged and dropped,
+	// registry cache entries refused.
 	Log func(format string, args ...any)
+
+	// MemoLimit caps how many files the digest memo (digests.json)
+	// remembers; zero means DefaultMemoLimit.
+	MemoLimit int
 }
 
-// statMemo remembers facts derived from a file's content (its digest,
-// what kind of executable it is) with the stat data that was true when
-// they were derived; a changed file no longer matches.
-type statMemo struct {
-	Size    int64             `json:"size"`
-	ModTime int64             `json:"mtime"`
-	Ino     uint64            `json:"ino"`
-	Facts   map[string]string `json:"facts"`
+func (c *Cache) warn(format string, args ...any) {
+	if c.Log != nil {
+		c.Log(format, args...)
+	}
 }
 
 // DefaultDir is the user's cache directory for pallet.
@@ -73,11 +75,8 @@ func Open(dir string) (*Cache, error) {
 			return nil, fmt.Errorf("cache %s: %w", dir, err)
 		}
 	}
-	c := &Cache{dir: dir, memo: map[string]statMemo{}, usedArtifacts: map[string]bool{}, usedLayers: map[string]bool{}}
-	if data, err := os.ReadFile(c.memoPath()); err == nil {
-		// A damaged memo only costs rehashing.
-		_ = json.Unmarshal(data, &c.memo)
-	}
+	c := &Cache{dir: dir, touched: map[string]bool{}, usedArtifacts: map[string]bool{}, usedLayers: map[string]bool{}}
+	c.loadMemo()
 	c.sweep()
 	return c, nil
 }
@@ -134,22 +133,101 @@ func (c *Cache) Blob(sum string) string {
 	return filepath.Join(c.dir, "blobs", "sha256", sum)
 }
 
+// blobLock serializes replacing and dropping one blob, so that a damaged
+// blob is never dropped after a whole one took its place.
+func blobLock(sum string) string { return "blob-" + sum }
+
 // PutBlob moves the file at src, whose sha256 the caller verified, into
-// the cache as the blob sum.
+// the cache as the blob sum, replacing what is there.
 func (c *Cache) PutBlob(sum, src string) (string, error) {
+	unlock, err := c.Lock(blobLock(sum))
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
 	dst := c.Blob(sum)
 	if err := os.Rename(src, dst); err != nil {
-		return "", err
+		return "", fmt.Errorf("cache: put blob sha256:%s: %w", sum, err)
 	}
 	return dst, nil
 }
 
+// VerifiedBlob returns the path of the blob sum if it is there and its
+// content hashes to sum: from the memo while the file's stamp is the one
+// it had when hashed, else by reading it. A damaged blob is reported,
+// dropped and a miss.
+func (c *Cache) VerifiedBlob(sum string) (string, bool) {
+	if !isSHA256Hex(sum) {
+		return "", false
+	}
+	path := c.Blob(sum)
+	got, err := c.FileSHA256(path)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			c.warn("cache: blob sha256:%s cannot be read (%v); not used", sum, err)
+		}
+		return "", false
+	}
+	if got == sum {
+		return path, true
+	}
+	return c.dropDamagedBlob(sum)
+}
+
+// dropDamagedBlob removes the blob sum, found damaged, unless a whole one
+// has been put in its place since it was read.
+func (c *Cache) dropDamagedBlob(sum string) (string, bool) {
+	path := c.Blob(sum)
+	unlock, err := c.Lock(blobLock(sum))
+	if err != nil {
+		c.warn("cache: blob sha256:%s is damaged and cannot be dropped: %v", sum, err)
+		return "", false
+	}
+	defer unlock()
+	got, err := c.FileSHA256(path)
+	if err != nil {
+		return "", false
+	}
+	if got == sum {
+		return path, true
+	}
+	c.warn("cache: blob sha256:%s is damaged (its content hashes to %s); dropped", sum, got)
+	if err := c.discard(path); err != nil {
+		c.warn("cache: drop damaged blob %s: %v", path, err)
+	}
+	return "", false
+}
+
+func isSHA256Hex(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, r := range s {
+		if (r < '0' || r > '9') && (r < 'a' || r > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 // Artifact returns the directory of the built artifact key, if cached
-// here or in the registry cache.
+// here or in the registry cache. An entry pulled from the registry cache
+// is checked for being whole and exported under key, not against the
+// request: callers that can should use ArtifactChecked.
 func (c *Cache) Artifact(key string) (string, bool) {
+	return c.ArtifactChecked(key, nil)
+}
+
+// ArtifactChecked is Artifact, with check run on an entry pulled from the
+// registry cache before it enters the local cache: dir is the entry as it
+// would be committed (tree/, licenses/, record.json, digest), in a
+// temporary place. An entry check refuses is a warning and a miss. Local
+// entries are not passed to check: their content is verified by whoever
+// reads them, and they were made for this key on this machine.
+func (c *Cache) ArtifactChecked(key string, check func(dir string) error) (string, bool) {
 	dir, ok := c.localArtifact(key)
 	if !ok {
-		dir, ok = c.pullArtifact(key)
+		dir, ok = c.pullArtifact(key, check)
 	}
 	if ok {
 		c.use(c.usedArtifacts, key)
@@ -192,9 +270,11 @@ func (c *Cache) use(set map[string]bool, key string) {
 }
 
 // CommitArtifact moves tmp, a finished artifact directory, into place as
-// key. A "complete" marker written last says the entry is whole.
+// key. A "complete" marker written last says the entry is whole; it holds
+// the key, which travels with the entry when it is exported. A whole
+// entry already under key is kept, and tmp discarded.
 func (c *Cache) CommitArtifact(key, tmp string) (string, error) {
-	if err := os.WriteFile(filepath.Join(tmp, "complete"), nil, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(tmp, "complete"), []byte(key), 0o644); err != nil {
 		return "", err
 	}
 	dst := filepath.Join(c.dir, "artifacts", key)
@@ -245,11 +325,42 @@ type LayerEntry struct {
 	Compression string `json:"compression"`
 }
 
-// Layer returns the cached layer for key and the path of its blob. The
-// blob's size is checked here; its digest is checked whenever it is read.
+// validate refuses an entry whose digests are not sha256 digests or whose
+// size cannot be a blob's: what a damaged file parses as.
+func (e LayerEntry) validate() error {
+	for _, d := range []string{e.Digest, e.DiffID} {
+		if !isSHA256Hex(strings.TrimPrefix(d, "sha256:")) || !strings.HasPrefix(d, "sha256:") {
+			return fmt.Errorf("%q is no sha256 digest", d)
+		}
+	}
+	if e.Size < 0 {
+		return fmt.Errorf("size %d", e.Size)
+	}
+	return nil
+}
+
+func (e LayerEntry) hex() string { return strings.TrimPrefix(e.Digest, "sha256:") }
+
+// layerEntryLock serializes writing the entry for key, so that an import
+// never replaces an entry a build has just written.
+func layerEntryLock(key string) string { return "layer-entry-" + key }
+
+// Layer returns the cached layer for key and the path of its blob, which
+// has been checked against the entry's digest (see VerifiedBlob) and size.
+// A layer pulled from the registry cache is checked against its digest,
+// size and diff ID, not against the request: callers that can should use
+// LayerChecked.
 func (c *Cache) Layer(key string) (LayerEntry, string, bool) {
+	return c.LayerChecked(key, nil)
+}
+
+// LayerChecked is Layer, with check run on a layer pulled from the
+// registry cache before it enters the local cache: e is its entry, and
+// blob its verified blob in a temporary place. A layer check refuses is a
+// warning and a miss.
+func (c *Cache) LayerChecked(key string, check func(e LayerEntry, blob string) error) (LayerEntry, string, bool) {
 	e, blob, ok := c.localLayer(key)
-	if !ok && c.pullLayer(key) {
+	if !ok && c.pullLayer(key, check) {
 		e, blob, ok = c.localLayer(key)
 	}
 	if ok {
@@ -258,27 +369,55 @@ func (c *Cache) Layer(key string) (LayerEntry, string, bool) {
 	return e, blob, ok
 }
 
+// localLayer is the local entry for key, if it is whole. A damaged blob
+// is dropped (VerifiedBlob); a damaged entry file is left for the next
+// PutLayer of the key to replace.
 func (c *Cache) localLayer(key string) (LayerEntry, string, bool) {
 	var e LayerEntry
-	data, err := os.ReadFile(filepath.Join(c.dir, "layers", key+".json"))
-	if err != nil || json.Unmarshal(data, &e) != nil {
+	path := filepath.Join(c.dir, "layers", key+".json")
+	data, err := os.ReadFile(path)
+	if err != nil {
 		return e, "", false
 	}
-	blob := c.Blob(strings.TrimPrefix(e.Digest, "sha256:"))
-	info, err := os.Stat(blob)
-	if err != nil || info.Size() != e.Size {
+	if err := json.Unmarshal(data, &e); err != nil {
+		c.warn("cache: layer entry %s is damaged (%v); not used", path, err)
+		return e, "", false
+	}
+	if err := e.validate(); err != nil {
+		c.warn("cache: layer entry %s is damaged (%v); not used", path, err)
+		return e, "", false
+	}
+	blob, ok := c.VerifiedBlob(e.hex())
+	if !ok {
+		return e, "", false
+	}
+	if info, err := os.Stat(blob); err != nil || info.Size() != e.Size {
+		c.warn("cache: layer entry %s does not match its blob's size; not used", path)
 		return e, "", false
 	}
 	return e, blob, true
 }
 
 // PutLayer records that key's layer is the blob at src (moved into the
-// cache) with the digests in e.
+// cache) with the digests in e, which the caller verified.
 func (c *Cache) PutLayer(key, src string, e LayerEntry) (string, error) {
-	blob := c.Blob(strings.TrimPrefix(e.Digest, "sha256:"))
+	unlock, err := c.Lock(layerEntryLock(key))
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	return c.putLayer(key, src, e)
+}
+
+// putLayer is PutLayer, with the entry's lock held.
+func (c *Cache) putLayer(key, src string, e LayerEntry) (string, error) {
+	if err := e.validate(); err != nil {
+		return "", fmt.Errorf("cache: layer entry %s: %w", key, err)
+	}
 	// Replace, never keep, what is there: a blob found damaged is rewritten
 	// under the same name, atomically.
-	if err := os.Rename(src, blob); err != nil {
+	blob, err := c.PutBlob(e.hex(), src)
+	if err != nil {
 		return "", err
 	}
 	data, err := json.Marshal(e)
@@ -292,52 +431,19 @@ func (c *Cache) PutLayer(key, src string, e LayerEntry) (string, error) {
 	return blob, nil
 }
 
-// FileSHA256 returns the sha256 of the file at path, from memory when the
-// file's size, mtime and inode are those it had when last hashed. This is
-// what keeps a no-op rebuild from reading every input again.
-func (c *Cache) FileSHA256(path string) (string, error) {
-	return c.Remember(path, "sha256", HashFile)
-}
-
-// Remember returns derive(path), a fact about the file's content named
-// fact, from memory while the file's size, mtime and inode are those it
-// had when the fact was derived.
-func (c *Cache) Remember(path, fact string, derive func(string) (string, error)) (string, error) {
-	info, err := os.Stat(path)
+// importLayer is putLayer for a layer pulled from the registry cache: a
+// whole local entry made since the lookup missed is kept.
+func (c *Cache) importLayer(key, src string, e LayerEntry) error {
+	unlock, err := c.Lock(layerEntryLock(key))
 	if err != nil {
-		return "", err
+		return err
 	}
-	same := func(m statMemo) bool {
-		return m.Size == info.Size() && m.ModTime == info.ModTime().UnixNano() && m.Ino == inode(info)
+	defer unlock()
+	if _, _, ok := c.localLayer(key); ok {
+		return nil
 	}
-	c.mu.Lock()
-	m, ok := c.memo[path]
-	v, known := m.Facts[fact]
-	c.mu.Unlock()
-	if ok && known && same(m) {
-		return v, nil
-	}
-	v, err = derive(path)
-	if err != nil {
-		return "", err
-	}
-	// A file modified within the mtime granularity could change again
-	// unseen; only remember facts about files that have settled.
-	if time.Since(info.ModTime()) > 2*time.Second {
-		c.mu.Lock()
-		m, ok := c.memo[path]
-		if !ok || !same(m) {
-			m = statMemo{Size: info.Size(), ModTime: info.ModTime().UnixNano(), Ino: inode(info), Facts: map[string]string{}}
-		}
-		if m.Facts == nil {
-			m.Facts = map[string]string{}
-		}
-		m.Facts[fact] = v
-		c.memo[path] = m
-		c.memoDirty = true
-		c.mu.Unlock()
-	}
-	return v, nil
+	_, err = c.putLayer(key, src, e)
+	return err
 }
 
 // HashFile returns the hex sha256 of the file at path.
@@ -352,20 +458,4 @@ func HashFile(path string) (string, error) {
 		return "", fmt.Errorf("hash %s: %w", path, err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-func (c *Cache) memoPath() string { return filepath.Join(c.dir, "digests.json") }
-
-// Close saves the digest memo.
-func (c *Cache) Close() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.memoDirty {
-		return nil
-	}
-	data, err := json.Marshal(c.memo)
-	if err != nil {
-		return err
-	}
-	return tempfile.WriteFile(c.memoPath(), data)
 }

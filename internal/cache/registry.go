@@ -92,8 +92,10 @@ func (c *Cache) ImportFrom(ctx context.Context, ref string, opts ...remote.Optio
 	return nil
 }
 
-// pullArtifact imports the registry's entry for key, if it has one.
-func (c *Cache) pullArtifact(key string) (string, bool) {
+// pullArtifact imports the registry's entry for key, if it has one that
+// passes the checks (see fetchArtifact). What fails them is a warning and
+// a miss. A whole local entry made meanwhile is kept (CommitArtifact).
+func (c *Cache) pullArtifact(key string, check func(dir string) error) (string, bool) {
 	rc := c.remote
 	if rc == nil {
 		return "", false
@@ -107,32 +109,69 @@ func (c *Cache) pullArtifact(key string) (string, bool) {
 		return "", false
 	}
 	defer os.RemoveAll(tmp)
-	blob := filepath.Join(tmp, "entry.tar.gz")
-	if err := rc.download(d.Digest, blob); err != nil {
+	dir, err := rc.fetchArtifact(tmp, key, d)
+	if err == nil && check != nil {
+		err = check(dir)
+	}
+	if err != nil {
+		c.warn("--cache-from %s: artifact entry %s (%s) not used: %v", rc.ref, key, d.Digest, err)
 		return "", false
 	}
-	dir := filepath.Join(tmp, "entry")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return "", false
-	}
-	// The entry is untrusted input like any archive: extracted with the
-	// same checks.
-	if err := archive.Extract(context.Background(), blob, archive.TarGzip, dir, archive.Options{}); err != nil {
-		return "", false
-	}
-	if _, err := os.Stat(filepath.Join(dir, "complete")); err != nil {
-		return "", false
-	}
-	os.Remove(filepath.Join(dir, "complete"))
 	out, err := c.CommitArtifact(key, dir)
 	if err != nil {
+		c.warn("--cache-from %s: artifact entry %s: %v", rc.ref, key, err)
 		return "", false
 	}
 	return out, true
 }
 
-// pullLayer imports the registry's layer blob for key, if it has one.
-func (c *Cache) pullLayer(key string) bool {
+// fetchArtifact downloads and extracts the artifact entry d under tmp and
+// returns its directory, ready to commit. The entry must have been
+// exported for key: its "complete" marker names the key, so a manifest
+// that points key at another entry's blob is caught here.
+func (rc *remoteCache) fetchArtifact(tmp, key string, d v1.Descriptor) (string, error) {
+	if d.MediaType != artifactEntryType {
+		return "", fmt.Errorf("media type %q is not %q", d.MediaType, artifactEntryType)
+	}
+	blob := filepath.Join(tmp, "entry.tar.gz")
+	if err := rc.download(d, blob); err != nil {
+		return "", err
+	}
+	dir := filepath.Join(tmp, "entry")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return "", err
+	}
+	// The entry is untrusted input like any archive: extracted with the
+	// same checks.
+	if err := archive.Extract(context.Background(), blob, archive.TarGzip, dir, archive.Options{}); err != nil {
+		return "", fmt.Errorf("extract: %w", err)
+	}
+	marker := filepath.Join(dir, "complete")
+	info, err := os.Lstat(marker)
+	if err != nil || !info.Mode().IsRegular() {
+		return "", errors.New("it has no completion marker")
+	}
+	named, err := os.ReadFile(marker)
+	if err != nil {
+		return "", err
+	}
+	switch string(named) {
+	case key:
+	case "":
+		return "", errors.New("it does not name its key (exported by an older pallet); it will be replaced")
+	default:
+		return "", fmt.Errorf("it was exported for another key, %.80q", named)
+	}
+	if err := os.Remove(marker); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
+// pullLayer imports the registry's layer for key, if it has one that
+// passes the checks (see fetchLayer). What fails them is a warning and a
+// miss. A whole local entry made meanwhile is kept (importLayer).
+func (c *Cache) pullLayer(key string, check func(e LayerEntry, blob string) error) bool {
 	rc := c.remote
 	if rc == nil {
 		return false
@@ -147,17 +186,55 @@ func (c *Cache) pullLayer(key string) bool {
 	}
 	defer os.RemoveAll(tmp)
 	blob := filepath.Join(tmp, "blob")
-	if err := rc.download(d.Digest, blob); err != nil {
+	e, err := rc.fetchLayer(d, blob)
+	if err == nil && check != nil {
+		err = check(e, blob)
+	}
+	if err == nil {
+		err = c.importLayer(key, blob, e)
+	}
+	if err != nil {
+		c.warn("--cache-from %s: layer entry %s (%s) not used: %v", rc.ref, key, d.Digest, err)
 		return false
 	}
-	// The annotations go into image configs (diff IDs) and manifests (media
-	// types): checked against the blob, not trusted.
+	return true
+}
+
+// fetchLayer downloads the layer d into file and returns its entry. The
+// annotations end up in image configs (diff IDs) and manifests (media
+// types): they are checked against the blob, not trusted.
+func (rc *remoteCache) fetchLayer(d v1.Descriptor, file string) (LayerEntry, error) {
 	comp, diffID := d.Annotations[annCompression], d.Annotations[annDiffID]
-	if got, err := uncompressedDigest(blob, comp); err != nil || got != diffID {
-		return false
+	if want := layerMediaType(comp); want == "" || d.MediaType != want {
+		return LayerEntry{}, fmt.Errorf("media type %q does not go with compression %q", d.MediaType, comp)
 	}
-	_, err = c.PutLayer(key, blob, LayerEntry{Digest: d.Digest.String(), DiffID: diffID, Size: d.Size, Compression: comp})
-	return err == nil
+	e := LayerEntry{Digest: d.Digest.String(), DiffID: diffID, Size: d.Size, Compression: comp}
+	if err := e.validate(); err != nil {
+		return LayerEntry{}, err
+	}
+	if err := rc.download(d, file); err != nil {
+		return LayerEntry{}, err
+	}
+	got, err := uncompressedDigest(file, comp)
+	if err != nil {
+		return LayerEntry{}, fmt.Errorf("uncompress as %s: %w", comp, err)
+	}
+	if got != diffID {
+		return LayerEntry{}, fmt.Errorf("its diff ID is %s, the manifest says %s", got, diffID)
+	}
+	return e, nil
+}
+
+// layerMediaType is the media type a cache exports a layer compressed
+// with comp under, or "" for a compression pallet does not write.
+func layerMediaType(comp string) types.MediaType {
+	switch comp {
+	case "gzip":
+		return types.OCILayer
+	case "zstd":
+		return types.OCILayerZStd
+	}
+	return ""
 }
 
 // uncompressedDigest is the diff ID of a layer blob compressed with comp.
@@ -193,26 +270,41 @@ func uncompressedDigest(blob, comp string) (string, error) {
 	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// download fetches a blob of the cache repository into file, verified.
-func (rc *remoteCache) download(h v1.Hash, file string) error {
-	l, err := remote.Layer(rc.ref.Context().Digest(h.String()), rc.opts...)
-	if err != nil {
-		return err
+// download fetches the blob d of the cache repository into file. Its
+// size and sha256 are checked here, as it is written, whatever the client
+// library does: nothing unverified enters the local cache, and a registry
+// that sends more than the manifest says is cut off there.
+func (rc *remoteCache) download(d v1.Descriptor, file string) error {
+	if d.Digest.Algorithm != "sha256" || !isSHA256Hex(d.Digest.Hex) || d.Size < 0 {
+		return fmt.Errorf("descriptor %s (%d bytes) is not a sha256 blob", d.Digest, d.Size)
 	}
-	r, err := l.Compressed() // go-containerregistry verifies the digest
+	l, err := remote.Layer(rc.ref.Context().Digest(d.Digest.String()), rc.opts...)
 	if err != nil {
-		return err
+		return fmt.Errorf("fetch %s: %w", d.Digest, err)
+	}
+	r, err := l.Compressed()
+	if err != nil {
+		return fmt.Errorf("fetch %s: %w", d.Digest, err)
 	}
 	defer r.Close()
 	f, err := os.Create(file)
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(f, r); err != nil {
-		f.Close()
-		return err
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(r, d.Size+1))
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	return f.Close()
+	switch {
+	case err != nil:
+		return fmt.Errorf("fetch %s: %w", d.Digest, err)
+	case n != d.Size:
+		return fmt.Errorf("blob %s is not %d bytes as the manifest says", d.Digest, d.Size)
+	case hex.EncodeToString(h.Sum(nil)) != d.Digest.Hex:
+		return fmt.Errorf("blob %s has sha256 %s", d.Digest, hex.EncodeToString(h.Sum(nil)))
+	}
+	return nil
 }
 
 // ExportTo pushes the entries this build used (found or made) to ref, so
@@ -231,44 +323,39 @@ func (c *Cache) ExportTo(ctx context.Context, ref string, opts ...remote.Option)
 	c.mu.Unlock()
 	now := time.Now().UTC()
 	exported := now.Format(time.RFC3339)
-	// What cannot be read is not kept: some registries answer 401 for a
-	// repository that does not exist yet, and the export must still work.
-	kept, err := keptEntries(r, opts, arts, lays, now)
-	if err != nil && c.Log != nil {
-		c.Log("--cache-to %s: the entries already there cannot be read, so only this build's are exported: %v", ref, regauth.Explain(err))
-	}
 
 	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 	img = mutate.ConfigMediaType(img, cacheConfigType)
-	var adds []mutate.Addendum
 	tmp, err := c.TempDir()
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
+	// Only local entries are exported, and only local entries replace the
+	// registry's: a used entry since dropped keeps the registry's copy.
+	var adds []mutate.Addendum
+	var doneArts, doneLays []string
 	for _, key := range arts {
-		dir, ok := c.Artifact(key)
+		dir, ok := c.localArtifact(key)
 		if !ok {
 			continue
 		}
 		file := filepath.Join(tmp, key+".tar.gz")
-		if err := tarDir(dir, file); err != nil {
-			return err
+		if err := tarDir(dir, file, key); err != nil {
+			return fmt.Errorf("--cache-to %s: artifact entry %s: %w", ref, key, err)
 		}
 		l, err := tarball.LayerFromFile(file, tarball.WithMediaType(artifactEntryType))
 		if err != nil {
 			return err
 		}
 		adds = append(adds, mutate.Addendum{Layer: l, MediaType: artifactEntryType, Annotations: map[string]string{annArtifact: key, annExported: exported}})
+		doneArts = append(doneArts, key)
 	}
 	for _, key := range lays {
-		e, blob, ok := c.Layer(key)
-		if !ok {
+		e, blob, ok := c.localLayer(key)
+		mt := layerMediaType(e.Compression)
+		if !ok || mt == "" {
 			continue
-		}
-		mt := types.OCILayer
-		if e.Compression == "zstd" {
-			mt = types.OCILayerZStd
 		}
 		// Served from the file as it is: already compressed, never in memory.
 		l, err := tarball.LayerFromFile(blob, tarball.WithMediaType(mt))
@@ -277,6 +364,13 @@ func (c *Cache) ExportTo(ctx context.Context, ref string, opts ...remote.Option)
 		}
 		adds = append(adds, mutate.Addendum{Layer: l, MediaType: mt,
 			Annotations: map[string]string{annLayer: key, annDiffID: e.DiffID, annCompression: e.Compression, annExported: exported}})
+		doneLays = append(doneLays, key)
+	}
+	// What cannot be read is not kept: some registries answer 401 for a
+	// repository that does not exist yet, and the export must still work.
+	kept, err := keptEntries(r, opts, doneArts, doneLays, now)
+	if err != nil {
+		c.warn("--cache-to %s: the entries already there cannot be read, so only this build's are exported: %v", ref, regauth.Explain(err))
 	}
 	img, err = mutate.Append(img, append(adds, kept...)...)
 	if err != nil {
@@ -288,8 +382,11 @@ func (c *Cache) ExportTo(ctx context.Context, ref string, opts ...remote.Option)
 	return nil
 }
 
-// tarDir writes dir as a gzipped tar with fixed times and owners.
-func tarDir(dir, file string) error {
+// tarDir writes the artifact entry dir as a gzipped tar with fixed times
+// and owners. Its completion marker, last, holds key whatever the local
+// one says (entries committed before markers named their keys have empty
+// ones): an importer takes the entry only under that key.
+func tarDir(dir, file, key string) error {
 	f, err := os.Create(file)
 	if err != nil {
 		return err
@@ -302,7 +399,7 @@ func tarDir(dir, file string) error {
 			return err
 		}
 		rel, _ := filepath.Rel(dir, p)
-		if rel == "." {
+		if rel == "." || rel == "complete" {
 			return nil
 		}
 		info, err := d.Info()
@@ -339,6 +436,13 @@ func tarDir(dir, file string) error {
 		return nil
 	})
 	if err != nil {
+		return err
+	}
+	marker := &tar.Header{Name: "complete", Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(key)), ModTime: time.Unix(0, 0)}
+	if err := tw.WriteHeader(marker); err != nil {
+		return err
+	}
+	if _, err := io.WriteString(tw, key); err != nil {
 		return err
 	}
 	if err := tw.Close(); err != nil {

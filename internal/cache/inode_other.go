@@ -1,7 +1,0 @@
-//go:build !unix
-
-package cache
-
-import "os"
-
-func inode(os.FileInfo) uint64 { return 0 }
