@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pallet-dev/pallet/internal/fixture"
 )
@@ -175,5 +176,61 @@ images:
 	writeFile(t, filepath.Join(dir, "bad.yaml"), "version: 1\nlimits: {extract: lots}\nimages: {a: {base: scratch, platforms: linux/amd64}}\n")
 	if _, err := pallet(t, "build", "-q", "-f", filepath.Join(dir, "bad.yaml"), "-o", "oci:"+filepath.Join(dir, "out2")); err == nil || !strings.Contains(err.Error(), "bad.yaml:2: limits.extract") {
 		t.Errorf("a bad limit: %v", err)
+	}
+}
+
+// A rebuild into the same layout links the blobs that are still what their
+// names say instead of copying them, and copies afresh one that was altered
+// in place, even with its mtime put back.
+func TestRebuildReusesOnlyIntactBlobs(t *testing.T) {
+	recipe := copyExample(t, "hello")
+	cacheDir := t.TempDir()
+	out := filepath.Join(t.TempDir(), "out")
+	build := func() {
+		mustPallet(t, "build", "-q", "-f", recipe, "--platform", "linux/amd64", "--cache-dir", cacheDir, "-o", "oci:"+out)
+	}
+	build()
+	m := layoutIndex(t, out).Manifests[0]
+	img := layoutImage(t, out, "linux/amd64")
+	layers, _ := img.Layers()
+	d, _ := layers[len(layers)-1].Digest()
+	blob := filepath.Join(out, "blobs", "sha256", d.Hex)
+	// An hour old, so that the digest memory trusts it (it rehashes files
+	// younger than its clock granularity).
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(blob, old, old); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.Stat(blob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	build()
+	after, err := os.Stat(blob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(before, after) {
+		t.Error("an unchanged blob was copied into the new layout, not linked")
+	}
+	// Flip a byte in place and put the mtime back: the next build must not
+	// carry the damaged blob over.
+	data, _ := os.ReadFile(blob)
+	data[len(data)/2] ^= 0xff
+	f, err := os.OpenFile(blob, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(data, 0); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if err := os.Chtimes(blob, after.ModTime(), after.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	build()
+	verifyBlobs(t, out)
+	if got := layoutIndex(t, out).Manifests[0].Digest; got != m.Digest {
+		t.Errorf("the rebuild gave %s, want %s", got, m.Digest)
 	}
 }

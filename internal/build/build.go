@@ -183,6 +183,11 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 		c.Log = opt.Progress.Warn
 		fetcher.Cache = c
 		bases.Blobs = c
+		for _, t := range opt.Outputs {
+			if l, ok := t.(*output.Layout); ok {
+				l.Digests = c.FileSHA256
+			}
+		}
 		if opt.CacheFrom != "" {
 			// A shared cache only saves work: one that cannot be read
 			// (not created yet, on a registry that answers 401 for a

@@ -1,7 +1,6 @@
 package image
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -18,6 +17,9 @@ import (
 type BlobStore interface {
 	// Blob is where the blob with this sha256 is, if it is there.
 	Blob(sum string) string
+	// VerifiedBlob is where the blob is if it is there and still hashes
+	// to sum (a damaged one is dropped and reported missing).
+	VerifiedBlob(sum string) (string, bool)
 	// PutBlob moves src, whose digest the caller checked, in as sum.
 	PutBlob(sum, src string) (string, error)
 	// TempDir is a directory on the store's file system for a blob being
@@ -96,12 +98,11 @@ func (b *storedBlob) Size() (int64, error)                { return b.remote.Size
 func (b *storedBlob) MediaType() (types.MediaType, error) { return b.remote.MediaType() }
 
 // Compressed serves the stored copy, fetching it first if it is missing or
-// of the wrong size. Its digest is checked as it is read, not before: the
-// store's remembered digests trust a file whose size, mtime and inode are
-// unchanged, which a byte altered in place with its mtime restored keeps,
-// and hashing before use would read every base layer twice per build. A
-// copy found damaged fails the read that completes it, so it never
-// reaches an output whole, and is removed so the next build fetches it.
+// damaged. The store checks it against its digest before it is used: by
+// its remembered digest while the file's size, times, inode and device are
+// unchanged (a byte altered in place changes the ctime), else by reading
+// it. A copy found damaged is dropped and fetched again, so the build goes
+// on with the right bytes.
 func (b *storedBlob) Compressed() (io.ReadCloser, error) {
 	d, err := b.remote.Digest()
 	if err != nil {
@@ -111,24 +112,18 @@ func (b *storedBlob) Compressed() (io.ReadCloser, error) {
 	if err != nil {
 		return nil, err
 	}
-	path := b.store.Blob(d.Hex)
-	f, err := b.openStored(path, size)
-	if err != nil {
-		os.Remove(path) // damaged or missing: fetch it again
+	path, ok := b.store.VerifiedBlob(d.Hex)
+	if !ok {
 		if err := b.fetch(d.Hex); err != nil {
 			return nil, fmt.Errorf("fetch base blob %s: %w", d, err)
 		}
-		if f, err = b.openStored(path, size); err != nil {
-			return nil, err
-		}
+		path = b.store.Blob(d.Hex)
 	}
-	what := fmt.Sprintf("stored base blob %s (%s)", d, path)
-	vr, err := newVerifiedReader(f, v1.Descriptor{Digest: d, Size: size}, what, func() { os.Remove(path) })
+	f, err := b.openStored(path, size)
 	if err != nil {
-		f.Close()
 		return nil, err
 	}
-	return &storedReader{vr}, nil
+	return f, nil
 }
 
 // openStored opens the stored copy if it is there with the right size.
@@ -147,18 +142,6 @@ func (b *storedBlob) openStored(path string, size int64) (*os.File, error) {
 		return nil, fmt.Errorf("stored blob %s is %d bytes, not %d: %w", path, info.Size(), size, ErrBlobMismatch)
 	}
 	return f, nil
-}
-
-// storedReader says, when a stored copy turns out damaged, that it was
-// removed and what to do.
-type storedReader struct{ *verifiedReader }
-
-func (s *storedReader) Read(p []byte) (int, error) {
-	n, err := s.verifiedReader.Read(p)
-	if errors.Is(err, ErrBlobMismatch) {
-		return n, fmt.Errorf("%w; removed it from the blob store, the next build downloads it again", err)
-	}
-	return n, err
 }
 
 // fetch downloads the blob into the store. go-containerregistry checks the

@@ -2,7 +2,6 @@ package image
 
 import (
 	"context"
-	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -84,9 +83,9 @@ func readAll(l v1.Layer) (int64, error) {
 	return io.Copy(io.Discard, rc)
 }
 
-// A stored blob altered in place, with its size, inode and mtime kept,
-// fools the store's remembered digests; it must still not reach an output
-// whole, and it is fetched again on the next read.
+// A stored blob altered in place, with its size, inode and mtime kept, is
+// found before it is used (the memory of digests compares the ctime too),
+// dropped and downloaded again: the read gets the right bytes.
 func TestStoredBaseBlobAlteredInPlace(t *testing.T) {
 	ref, gets := registryBase(t)
 	c, err := cache.Open(t.TempDir())
@@ -98,7 +97,6 @@ func TestStoredBaseBlobAlteredInPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 	d, _ := l.Digest()
-	size, _ := l.Size()
 	path := c.Blob(d.Hex)
 	// An old mtime lets the store remember the digest, as it would for a
 	// blob downloaded by an earlier build.
@@ -110,23 +108,14 @@ func TestStoredBaseBlobAlteredInPlace(t *testing.T) {
 		t.Fatalf("stored blob hashes to %s (%v), want %s", sum, err, d.Hex)
 	}
 	flipFile(t, path, "")
+	if err := os.Chtimes(path, old, old); err != nil {
+		t.Fatal(err)
+	}
 	fetched := gets.Load()
-
-	n, err := readAll(storedLayer(t, c, ref))
-	if !errors.Is(err, ErrBlobMismatch) {
-		t.Fatalf("reading the altered blob: got %v, want %v", err, ErrBlobMismatch)
-	}
-	wantErr(t, err, d.String(), path, "next build downloads it again")
-	if n >= size {
-		t.Fatalf("%d bytes of the altered %d-byte blob were delivered", n, size)
-	}
-	if _, err := os.Stat(path); !os.IsNotExist(err) {
-		t.Fatalf("the altered blob is still in the store: %v", err)
-	}
 
 	again := storedLayer(t, c, ref)
 	if err := validate.Layer(again); err != nil {
-		t.Fatalf("after the altered blob was found: %v", err)
+		t.Fatalf("the altered blob reached a reader: %v", err)
 	}
 	if got := gets.Load() - fetched; got < 1 {
 		t.Fatal("the blob was not downloaded again")

@@ -38,8 +38,16 @@ import (
 // localBlob is a layer whose compressed blob is a file on local disk.
 type localBlob interface{ BlobPath() string }
 
-// putLayer writes the compressed blob of l into the layout p.
-func putLayer(p layout.Path, l v1.Layer) error {
+// layoutWriter writes blobs into the new layout p, which replaces prev.
+type layoutWriter struct {
+	p       layout.Path
+	prev    string
+	digests func(string) (string, error)
+}
+
+// layer writes the compressed blob of l into the layout.
+func (w *layoutWriter) layer(l v1.Layer) error {
+	p := w.p
 	d, err := l.Digest()
 	if err != nil {
 		return err
@@ -47,6 +55,9 @@ func putLayer(p layout.Path, l v1.Layer) error {
 	size, err := l.Size()
 	if err != nil {
 		return err
+	}
+	if w.reuse(d, size) {
+		return nil
 	}
 	verified := false
 	if f, ok := l.(*layer.File); ok {
@@ -61,6 +72,32 @@ func putLayer(p layout.Path, l v1.Layer) error {
 	}
 	defer rc.Close()
 	return putBlob(p, d, size, rc, !verified)
+}
+
+// reuse links the previous layout's blob d into the new one when the
+// digest memory says it is still d: checked in this build without reading
+// it, as the memory trusts a file only while its size, times, inode and
+// device are unchanged.
+func (w *layoutWriter) reuse(d v1.Hash, size int64) bool {
+	if w.digests == nil || w.prev == "" || d.Algorithm != "sha256" {
+		return false
+	}
+	old := filepath.Join(w.prev, "blobs", d.Algorithm, d.Hex)
+	info, err := os.Lstat(old)
+	if err != nil || !info.Mode().IsRegular() || info.Size() != size || !soleLink(info) {
+		return false
+	}
+	if sum, err := w.digests(old); err != nil || sum != d.Hex {
+		return false
+	}
+	if present(w.p, d) {
+		return true
+	}
+	dst := blobPath(w.p, d)
+	if err := os.MkdirAll(filepath.Dir(dst), 0o777); err != nil {
+		return false
+	}
+	return os.Link(old, dst) == nil || present(w.p, d)
 }
 
 // putBytes writes a blob held in memory (a config or manifest), checked

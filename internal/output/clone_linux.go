@@ -2,6 +2,7 @@ package output
 
 import (
 	"os"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -17,4 +18,12 @@ func clone(dst, src *os.File) error {
 func isTerminal(f *os.File) bool {
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
+}
+
+// soleLink reports whether info's file has no other name: a blob shared
+// with anything but the layout it is in (a cache entry linked by an older
+// pallet) is not carried into a new layout.
+func soleLink(info os.FileInfo) bool {
+	st, ok := info.Sys().(*syscall.Stat_t)
+	return ok && st.Nlink == 1
 }

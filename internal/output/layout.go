@@ -22,6 +22,14 @@ import (
 // set to "repository:tag" for `ctr import`.
 type Layout struct {
 	Dir string
+	// Digests, when set, gives a file's sha256 from the cache's memory of
+	// it (size, times, inode and device unchanged). With it, a layer blob
+	// of the layout being replaced that is still what its name says is
+	// linked into the new layout instead of copied: a rebuild that changed
+	// nothing then copies nothing. The link is between two outputs of
+	// pallet's, never with the cache, and the old one is gone once the
+	// new one is in place.
+	Digests func(path string) (string, error)
 }
 
 func (l *Layout) String() string { return "oci:" + l.Dir }
@@ -54,6 +62,7 @@ func (l *Layout) Write(ctx context.Context, images []Image) error {
 	if err != nil {
 		return err
 	}
+	w := &layoutWriter{p: p, prev: dir, digests: l.Digests}
 	owner := map[string]string{}
 	for _, im := range images {
 		for _, tag := range im.Tags {
@@ -71,9 +80,9 @@ func (l *Layout) Write(ctx context.Context, images []Image) error {
 			}
 			var desc *v1.Descriptor
 			if im.Index != nil {
-				desc, err = writeIndex(p, im.Index)
+				desc, err = w.index(im.Index)
 			} else {
-				desc, err = writeImage(p, im.Image)
+				desc, err = w.image(im.Image)
 			}
 			if err == nil {
 				err = p.AppendDescriptor(withAnnotations(*desc, annotations))
@@ -95,7 +104,8 @@ func withAnnotations(d v1.Descriptor, a map[string]string) v1.Descriptor {
 // out non-distributable (foreign) layers: their blobs live at the URLs the
 // manifest lists, and fetching them (from Microsoft, for Windows bases) is
 // neither needed nor allowed.
-func writeImage(p layout.Path, img v1.Image) (*v1.Descriptor, error) {
+func (w *layoutWriter) image(img v1.Image) (*v1.Descriptor, error) {
+	p := w.p
 	layers, err := img.Layers()
 	if err != nil {
 		return nil, err
@@ -109,7 +119,7 @@ func writeImage(p layout.Path, img v1.Image) (*v1.Descriptor, error) {
 		if !mt.IsDistributable() {
 			continue
 		}
-		g.Go(func() error { return putLayer(p, l) })
+		g.Go(func() error { return w.layer(l) })
 	}
 	if err := g.Wait(); err != nil {
 		return nil, err
@@ -144,7 +154,8 @@ func writeImage(p layout.Path, img v1.Image) (*v1.Descriptor, error) {
 }
 
 // writeIndex writes every image of idx, then idx's own manifest.
-func writeIndex(p layout.Path, idx v1.ImageIndex) (*v1.Descriptor, error) {
+func (w *layoutWriter) index(idx v1.ImageIndex) (*v1.Descriptor, error) {
+	p := w.p
 	m, err := idx.IndexManifest()
 	if err != nil {
 		return nil, err
@@ -156,7 +167,7 @@ func writeIndex(p layout.Path, idx v1.ImageIndex) (*v1.Descriptor, error) {
 			if err != nil {
 				return nil, err
 			}
-			if _, err := writeImage(p, img); err != nil {
+			if _, err := w.image(img); err != nil {
 				return nil, err
 			}
 		case d.MediaType.IsIndex():
@@ -164,7 +175,7 @@ func writeIndex(p layout.Path, idx v1.ImageIndex) (*v1.Descriptor, error) {
 			if err != nil {
 				return nil, err
 			}
-			if _, err := writeIndex(p, child); err != nil {
+			if _, err := w.index(child); err != nil {
 				return nil, err
 			}
 		}
