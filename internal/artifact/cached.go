@@ -53,8 +53,14 @@ func (f *Fetcher) fetch(ctx context.Context, r *Request, work string) (*Result, 
 	}
 	// An entry that is damaged, or not what the request pins, is said,
 	// dropped and made again.
+	// An entry pulled from a shared registry cache is checked the same way
+	// before it enters the local cache at all.
+	check := func(dir string) error {
+		_, err := f.fromCache(dir, r)
+		return err
+	}
 	lookup := func(locked bool) (*Result, bool) {
-		dir, hit := f.Cache.Artifact(key)
+		dir, hit := f.Cache.ArtifactChecked(key, check)
 		if !hit {
 			return nil, false
 		}

@@ -5,6 +5,8 @@ package build
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"go/version"
@@ -536,7 +538,23 @@ func (b *builder) layer(t *tree.Tree, opt layer.Options) (v1.Layer, error) {
 	}
 	opt.Expect = func(path string) string { return keyed[path] }
 	key := cache.Key(parts...)
-	return cache.Aside(c, "layer-"+key, func(bool) (v1.Layer, bool) { return cachedLayer(c, key) }, func() (v1.Layer, error) {
+	// A layer pulled from a shared registry cache must be this tree's:
+	// equal keys give identical tars, so its diff ID must be the digest of
+	// the tar this build would write (read, not compressed).
+	check := func(e cache.LayerEntry, _ string) error {
+		if e.Compression != string(opt.Compression) {
+			return fmt.Errorf("layer entry is %s, not %s", e.Compression, opt.Compression)
+		}
+		h := sha256.New()
+		if err := layer.WriteTar(h, t.Entries(), opt); err != nil {
+			return err
+		}
+		if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != e.DiffID {
+			return fmt.Errorf("layer entry claims diff ID %s, but this tree's tar is %s", e.DiffID, got)
+		}
+		return nil
+	}
+	return cache.Aside(c, "layer-"+key, func(bool) (v1.Layer, bool) { return cachedLayer(c, key, check) }, func() (v1.Layer, error) {
 		tmp, err := c.TempDir()
 		if err != nil {
 			return nil, err
@@ -557,8 +575,8 @@ func (b *builder) layer(t *tree.Tree, opt layer.Options) (v1.Layer, error) {
 	})
 }
 
-func cachedLayer(c *cache.Cache, key string) (v1.Layer, bool) {
-	e, blob, ok := c.Layer(key)
+func cachedLayer(c *cache.Cache, key string, check func(cache.LayerEntry, string) error) (v1.Layer, bool) {
+	e, blob, ok := c.LayerChecked(key, check)
 	if !ok {
 		return nil, false
 	}

@@ -63,7 +63,7 @@ type remoteCache struct {
 func (c *Cache) ImportFrom(ctx context.Context, ref string, opts ...remote.Option) error {
 	r, err := name.ParseReference(ref)
 	if err != nil {
-		return fmt.Errorf("--cache-from %s: %w", ref, err)
+		return fmt.Errorf("shared cache %s (reading): %w", ref, err)
 	}
 	opts = regauth.Options(ctx, opts...)
 	rc := &remoteCache{ref: r, opts: opts, artifacts: map[string]v1.Descriptor{}, layers: map[string]v1.Descriptor{}}
@@ -74,11 +74,11 @@ func (c *Cache) ImportFrom(ctx context.Context, ref string, opts ...remote.Optio
 			c.remote = rc
 			return nil
 		}
-		return fmt.Errorf("--cache-from %s: %w", ref, regauth.Explain(err))
+		return fmt.Errorf("shared cache %s (reading): %w", ref, regauth.Explain(err))
 	}
 	m, err := img.Manifest()
 	if err != nil {
-		return fmt.Errorf("--cache-from %s: %w", ref, err)
+		return fmt.Errorf("shared cache %s (reading): %w", ref, err)
 	}
 	for _, d := range m.Layers {
 		if k := d.Annotations[annArtifact]; k != "" {
@@ -114,12 +114,12 @@ func (c *Cache) pullArtifact(key string, check func(dir string) error) (string, 
 		err = check(dir)
 	}
 	if err != nil {
-		c.warn("--cache-from %s: artifact entry %s (%s) not used: %v", rc.ref, key, d.Digest, err)
+		c.warn("shared cache %s (reading): artifact entry %s (%s) not used: %v", rc.ref, key, d.Digest, err)
 		return "", false
 	}
 	out, err := c.CommitArtifact(key, dir)
 	if err != nil {
-		c.warn("--cache-from %s: artifact entry %s: %v", rc.ref, key, err)
+		c.warn("shared cache %s (reading): artifact entry %s: %v", rc.ref, key, err)
 		return "", false
 	}
 	return out, true
@@ -194,7 +194,7 @@ func (c *Cache) pullLayer(key string, check func(e LayerEntry, blob string) erro
 		err = c.importLayer(key, blob, e)
 	}
 	if err != nil {
-		c.warn("--cache-from %s: layer entry %s (%s) not used: %v", rc.ref, key, d.Digest, err)
+		c.warn("shared cache %s (reading): layer entry %s (%s) not used: %v", rc.ref, key, d.Digest, err)
 		return false
 	}
 	return true
@@ -314,7 +314,7 @@ func (rc *remoteCache) download(d v1.Descriptor, file string) error {
 func (c *Cache) ExportTo(ctx context.Context, ref string, opts ...remote.Option) error {
 	r, err := name.ParseReference(ref)
 	if err != nil {
-		return fmt.Errorf("--cache-to %s: %w", ref, err)
+		return fmt.Errorf("shared cache %s (writing): %w", ref, err)
 	}
 	opts = regauth.Options(ctx, opts...)
 	c.mu.Lock()
@@ -342,7 +342,7 @@ func (c *Cache) ExportTo(ctx context.Context, ref string, opts ...remote.Option)
 		}
 		file := filepath.Join(tmp, key+".tar.gz")
 		if err := tarDir(dir, file, key); err != nil {
-			return fmt.Errorf("--cache-to %s: artifact entry %s: %w", ref, key, err)
+			return fmt.Errorf("shared cache %s (writing): artifact entry %s: %w", ref, key, err)
 		}
 		l, err := tarball.LayerFromFile(file, tarball.WithMediaType(artifactEntryType))
 		if err != nil {
@@ -370,14 +370,14 @@ func (c *Cache) ExportTo(ctx context.Context, ref string, opts ...remote.Option)
 	// repository that does not exist yet, and the export must still work.
 	kept, err := keptEntries(r, opts, doneArts, doneLays, now)
 	if err != nil {
-		c.warn("--cache-to %s: the entries already there cannot be read, so only this build's are exported: %v", ref, regauth.Explain(err))
+		c.warn("shared cache %s (writing): the entries already there cannot be read, so only this build's are exported: %v", ref, regauth.Explain(err))
 	}
 	img, err = mutate.Append(img, append(adds, kept...)...)
 	if err != nil {
 		return err
 	}
 	if err := remote.Write(r, img, opts...); err != nil {
-		return fmt.Errorf("--cache-to %s: %w", ref, regauth.Explain(err))
+		return fmt.Errorf("shared cache %s (writing): %w", ref, regauth.Explain(err))
 	}
 	return nil
 }

@@ -274,7 +274,7 @@ func TestRegistryCacheTamperedManifest(t *testing.T) {
 			if tc.lookup(c) {
 				t.Fatalf("the tampered entry was taken; log:\n%s", log)
 			}
-			if !strings.Contains(log.String(), tc.warn) || !strings.Contains(log.String(), "--cache-from") {
+			if !strings.Contains(log.String(), tc.warn) || !strings.Contains(log.String(), "shared cache") {
 				t.Errorf("no warning naming %q; log:\n%s", tc.warn, log)
 			}
 			if got := entries(t, c); len(got) != 0 {
@@ -391,7 +391,7 @@ func TestRegistryCacheBlobTamperedInTransit(t *testing.T) {
 			if _, _, ok := c.Layer(f.lay1); ok {
 				t.Error("the altered layer was taken")
 			}
-			if n := strings.Count(log.String(), "--cache-from"); n != 2 {
+			if n := strings.Count(log.String(), "shared cache"); n != 2 {
 				t.Errorf("%d warnings, want 2; log:\n%s", n, log)
 			}
 			if got := entries(t, c); len(got) != 0 {
