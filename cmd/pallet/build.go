@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,6 +45,7 @@ func buildCmd() *cobra.Command {
 		cacheTo     string
 		maxDownload string
 		maxExtract  string
+		metadata    string
 		stall       time.Duration
 	)
 	cmd := &cobra.Command{
@@ -68,7 +70,7 @@ func buildCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			opt := build.Options{Jobs: jobs, MinGo: minGo, RequireLicenses: requireLic, RecordPath: recordPath,
+			opt := build.Options{Jobs: jobs, MinGo: minGo, RequireLicenses: requireLic, RecordPath: recordPath, MetadataFile: metadata,
 				CacheDir: cacheDir, NoCache: noCache, Progress: prog}
 			if opt.Compression, err = layer.ParseCompression(compression); err != nil {
 				return fmt.Errorf("--compression: %w", err)
@@ -133,7 +135,21 @@ func buildCmd() *cobra.Command {
 				return err
 			}
 			prog.Close()
-			if !quiet && progressArg != "json" {
+			if quiet {
+				// The result alone on stdout, for scripts: what each
+				// output holds (REPO:TAG@DIGEST for a push), as crane
+				// and ko print it; nothing when stdout is the archive.
+				if slices.Contains(outputs, "docker:-") {
+					return nil
+				}
+				for _, lines := range res.Written {
+					for _, l := range lines {
+						fmt.Fprintln(cmd.OutOrStdout(), l)
+					}
+				}
+				return nil
+			}
+			if progressArg != "json" {
 				fmt.Fprintf(cmd.ErrOrStderr(), "built %d image(s) in %.2fs; record in %s\n", len(res.Images), time.Since(start).Seconds(), res.RecordPath)
 			}
 			return nil
@@ -147,7 +163,8 @@ func buildCmd() *cobra.Command {
 	f.StringSliceVar(&images, "image", nil, "build only these images of the recipe")
 	f.IntVarP(&jobs, "jobs", "j", 0, "parallel jobs (default: number of CPUs)")
 	f.StringVar(&compression, "compression", string(layer.Gzip), "layer compression: gzip or zstd")
-	f.BoolVarP(&quiet, "quiet", "q", false, "print nothing but errors (--progress quiet)")
+	f.BoolVarP(&quiet, "quiet", "q", false, "print only the result on stdout (REPO:TAG@DIGEST per push, the digest per layout or archive) and errors")
+	f.StringVar(&metadata, "metadata-file", "", "write what the build produced (digests, tags, manifests, outputs) as JSON to this file")
 	f.StringVar(&cacheFrom, "cache-from", "", "also look for cached artifacts and layers in this registry cache (registry:REF)")
 	f.StringVar(&cacheTo, "cache-to", "", "store the artifacts and layers this build used in a registry cache (registry:REF)")
 	f.StringVar(&progressArg, "progress", "auto", "progress output: auto, tty, plain, json or quiet")

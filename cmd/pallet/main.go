@@ -30,8 +30,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Short:         "Build container images from artifacts, for Linux and Windows, without a daemon",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version(),
 	}
-	root.AddCommand(buildCmd(), fetchCmd(), inspectCmd(), schemaCmd())
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.AddCommand(buildCmd(), fetchCmd(), inspectCmd(), schemaCmd(), versionCmd())
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)

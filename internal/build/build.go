@@ -5,6 +5,7 @@ package build
 
 import (
 	"context"
+	"encoding/json"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -18,6 +19,7 @@ import (
 	"sync"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pallet-dev/pallet/internal/artifact"
@@ -46,6 +48,10 @@ type Options struct {
 	// RecordPath is where the build record goes: beside the first
 	// output's path by default (RecordFor).
 	RecordPath string
+	// MetadataFile, when set, receives what the build produced as JSON
+	// (buildx's --metadata-file): per image its digest, tags and
+	// manifests, per output what it holds.
+	MetadataFile string
 	// CacheDir holds the local cache (DefaultCacheDir when empty); NoCache
 	// builds everything anew and keeps nothing.
 	CacheDir string
@@ -105,6 +111,9 @@ type Result struct {
 	Images     []output.Image
 	Record     *record.Build
 	RecordPath string
+	// Written is, per output (in order), what it holds: REPO:TAG@DIGEST
+	// for a push, the digest of each image for a layout or archive.
+	Written [][]string
 }
 
 // Run carries out p: it checks the outputs, opens the cache (and imports
@@ -144,7 +153,11 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 		opt.RecordPath = RecordFor(opt.Outputs[0])
 	}
 
-	if err := output.CheckDistinct(opt.Outputs, opt.RecordPath); err != nil {
+	extra := []string{opt.RecordPath}
+	if opt.MetadataFile != "" {
+		extra = append(extra, opt.MetadataFile)
+	}
+	if err := output.CheckDistinct(opt.Outputs, extra...); err != nil {
 		return nil, err
 	}
 
@@ -218,6 +231,11 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 		if err != nil {
 			return nil, fmt.Errorf("output %s: %w", t, err)
 		}
+		lines, err := output.Written(t, res.Images)
+		if err != nil {
+			return nil, err
+		}
+		res.Written = append(res.Written, lines)
 		// The record is written as soon as the output it sits beside is:
 		// an output or cache export that fails later leaves no new images
 		// next to an old record.
@@ -225,6 +243,11 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 			if err := record.Write(opt.RecordPath, res.Record); err != nil {
 				return nil, fmt.Errorf("build record: %w", err)
 			}
+		}
+	}
+	if opt.MetadataFile != "" {
+		if err := writeMetadata(opt.MetadataFile, opt.Outputs, res); err != nil {
+			return nil, fmt.Errorf("metadata file: %w", err)
 		}
 	}
 	if opt.CacheTo != "" {
@@ -281,6 +304,22 @@ func (b *builder) build(ctx context.Context) (*Result, error) {
 	}
 	for _, k := range slices.Sorted(maps.Keys(b.placed)) {
 		rec.Images = append(rec.Images, *b.placed[k])
+	}
+	for i, im := range res.Images {
+		d, err := im.Digest()
+		if err != nil {
+			return nil, err
+		}
+		var mt types.MediaType
+		if im.Index != nil {
+			mt, err = im.Index.MediaType()
+		} else {
+			mt, err = im.Image.MediaType()
+		}
+		if err != nil {
+			return nil, err
+		}
+		rec.Results = append(rec.Results, record.Result{Name: p.Images[i].Name, Repository: im.Repository, Tags: im.Tags, Digest: d.String(), MediaType: string(mt)})
 	}
 	return res, nil
 }
@@ -627,4 +666,50 @@ func Mirror(ctx context.Context, reqs []*artifact.Request, dir string, n Network
 	f.Log = log
 	f.Mirror, f.MirrorURL, f.Offline = n.Mirror, n.MirrorURL, n.Offline
 	return f.MirrorTo(ctx, dir, reqs)
+}
+
+// Metadata is what --metadata-file holds.
+type Metadata struct {
+	Images  []MetadataImage  `json:"images"`
+	Outputs []MetadataOutput `json:"outputs"`
+}
+
+// MetadataImage is one image: its index (or one manifest) and manifests.
+type MetadataImage struct {
+	record.Result
+	Manifests []MetadataManifest `json:"manifests"`
+}
+
+// MetadataManifest is one platform's manifest on one base.
+type MetadataManifest struct {
+	Platform string `json:"platform"`
+	Base     string `json:"base"`
+	Digest   string `json:"digest"`
+}
+
+// MetadataOutput is what one output holds.
+type MetadataOutput struct {
+	Output  string   `json:"output"`
+	Written []string `json:"written"`
+}
+
+func writeMetadata(path string, outputs []output.Target, res *Result) error {
+	var m Metadata
+	for _, r := range res.Record.Results {
+		mi := MetadataImage{Result: r, Manifests: []MetadataManifest{}}
+		for _, im := range res.Record.Images {
+			if im.Name == r.Name {
+				mi.Manifests = append(mi.Manifests, MetadataManifest{Platform: im.Platform, Base: im.Base, Digest: im.Digest})
+			}
+		}
+		m.Images = append(m.Images, mi)
+	}
+	for i, t := range outputs {
+		m.Outputs = append(m.Outputs, MetadataOutput{Output: t.String(), Written: res.Written[i]})
+	}
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	return tempfile.WriteFile(path, append(data, '\n'))
 }

@@ -25,6 +25,19 @@ type Build struct {
 	Epoch     int64      `json:"epoch"`
 	Artifacts []Artifact `json:"artifacts"`
 	Images    []Image    `json:"images"`
+	// Results are what the outputs hold: per image, its index (or its
+	// one manifest) and names.
+	Results []Result `json:"results"`
+}
+
+// Result is one image as the outputs hold it.
+type Result struct {
+	Name       string   `json:"name"`
+	Repository string   `json:"repository"`
+	Tags       []string `json:"tags"`
+	// Digest is the index's digest, or the manifest's for one platform.
+	Digest    string `json:"digest"`
+	MediaType string `json:"mediaType"`
 }
 
 // Artifact is one artifact on one platform.
