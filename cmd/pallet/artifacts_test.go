@@ -193,7 +193,7 @@ images:
 	out := filepath.Join(dir, "out")
 	// An earlier output must survive a failed build untouched.
 	writeFile(t, filepath.Join(out, "oci-layout"), `{"imageLayoutVersion": "1.0.0"}`)
-	writeFile(t, filepath.Join(out, "keep"), "previous build")
+	writeFile(t, filepath.Join(out, "index.json"), `{"schemaVersion": 2, "manifests": []}`)
 	cacheDir := t.TempDir()
 	_, err := pallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "-o", "oci:"+out, "--cache-dir", cacheDir)
 	if err == nil {
@@ -216,7 +216,7 @@ images:
 		}
 	}
 	entries, _ := os.ReadDir(out)
-	if len(entries) != 2 || entries[0].Name() != "keep" || entries[1].Name() != "oci-layout" {
+	if len(entries) != 2 || entries[0].Name() != "index.json" || entries[1].Name() != "oci-layout" {
 		t.Errorf("output dir changed: %v", entries)
 	}
 	siblings, _ := os.ReadDir(dir)

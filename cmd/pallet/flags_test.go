@@ -104,7 +104,7 @@ func TestLayoutOutputSparesOtherDirectories(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "precious")
 	writeFile(t, filepath.Join(dir, "notes.txt"), "keep me")
 	_, err := pallet(t, "build", "-q", "-f", recipe, "-o", "oci:"+dir)
-	if err == nil || !strings.Contains(err.Error(), "is not an OCI image layout") {
+	if err == nil || !strings.Contains(err.Error(), "notes.txt, which is not part of an OCI image layout") {
 		t.Errorf("got %v", err)
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "notes.txt")); err != nil || string(b) != "keep me" {
