@@ -46,6 +46,7 @@ func buildCmd() *cobra.Command {
 		maxDownload string
 		maxExtract  string
 		metadata    string
+		winZstd     bool
 		stall       time.Duration
 	)
 	cmd := &cobra.Command{
@@ -70,7 +71,7 @@ func buildCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			opt := build.Options{Jobs: jobs, MinGo: minGo, RequireLicenses: requireLic, RecordPath: recordPath, MetadataFile: metadata,
+			opt := build.Options{Jobs: jobs, MinGo: minGo, RequireLicenses: requireLic, RecordPath: recordPath, MetadataFile: metadata, WindowsZstd: winZstd,
 				CacheDir: cacheDir, NoCache: noCache, Progress: prog}
 			if opt.Compression, err = layer.ParseCompression(compression); err != nil {
 				return fmt.Errorf("--compression: %w", err)
@@ -163,6 +164,7 @@ func buildCmd() *cobra.Command {
 	f.StringSliceVar(&images, "image", nil, "build only these images of the recipe")
 	f.IntVarP(&jobs, "jobs", "j", 0, "parallel jobs (default: number of CPUs)")
 	f.StringVar(&compression, "compression", string(layer.Gzip), "layer compression: gzip or zstd")
+	f.BoolVar(&winZstd, "windows-zstd", false, "allow zstd layers in Windows images (Docker on Windows and containerd before 1.7 cannot pull them)")
 	f.BoolVarP(&quiet, "quiet", "q", false, "print only the result on stdout (REPO:TAG@DIGEST per push, the digest per layout or archive) and errors")
 	f.StringVar(&metadata, "metadata-file", "", "write what the build produced (digests, tags, manifests, outputs) as JSON to this file")
 	f.StringVar(&cacheFrom, "cache-from", "", "also look for cached artifacts and layers in this registry cache (registry:REF)")

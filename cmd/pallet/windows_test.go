@@ -378,12 +378,17 @@ images:
 	}
 }
 
-// zstd on a Windows image is allowed but said to be risky.
-func TestWindowsZstdWarns(t *testing.T) {
+// zstd on a Windows image needs asking for by name, and is still warned of.
+func TestWindowsZstdNeedsOptIn(t *testing.T) {
 	srv := fixture.Serve(t, fixture.AntreaReleases())
 	out := filepath.Join(t.TempDir(), "out")
-	log := mustPallet(t, "build", "--progress", "plain", "-f", copyExample(t, "antrea-windows"), "--arg", "RELEASES="+srv.URL, "-o", "oci:"+out, "--compression", "zstd")
-	if !strings.Contains(log, "image antrea-agent-windows (windows/amd64): zstd layers are not pulled by every Windows runtime") {
+	recipe := copyExample(t, "antrea-windows")
+	_, err := pallet(t, "build", "-q", "-f", recipe, "--arg", "RELEASES="+srv.URL, "-o", "oci:"+out, "--compression", "zstd")
+	if err == nil || !strings.Contains(err.Error(), "image antrea-agent-windows (windows/amd64): zstd layers are not pulled by every Windows runtime") {
+		t.Fatalf("zstd on a Windows image without opting in: %v", err)
+	}
+	log := mustPallet(t, "build", "--progress", "plain", "-f", recipe, "--arg", "RELEASES="+srv.URL, "-o", "oci:"+out, "--compression", "zstd", "--windows-zstd")
+	if !strings.Contains(log, "image antrea-agent-windows (windows/amd64): zstd layers, which Docker on Windows") {
 		t.Errorf("no zstd warning for the Windows image:\n%s", log)
 	}
 	if files := readWindowsImage(t, layoutImage(t, out, "windows/amd64")); len(files["k/antrea/bin/antrea-agent.exe"]) == 0 {

@@ -42,6 +42,9 @@ type Options struct {
 	// Jobs bounds parallel work; runtime.NumCPU() when zero.
 	Jobs        int
 	Compression layer.Compression
+	// WindowsZstd allows zstd layers in Windows images, which not every
+	// Windows runtime pulls.
+	WindowsZstd bool
 	// Outputs receive the images, in order; all are checked before any
 	// work, and written only once every image is built.
 	Outputs []output.Target
@@ -143,9 +146,16 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 	if opt.Compression == layer.Zstd {
 		for _, im := range p.Images {
 			for _, pi := range im.Platforms {
-				if pi.Platform.IsWindows() {
-					opt.Progress.Warn("image %s (%s): zstd layers are not pulled by every Windows runtime; gzip (the default) is the safe choice there", im.Name, pi.Platform)
+				if !pi.Platform.IsWindows() {
+					continue
 				}
+				// containerd on Windows pulls zstd layers only from 1.7 on,
+				// and Docker's Windows daemon not at all: an image that
+				// some nodes cannot pull must be asked for by name.
+				if !opt.WindowsZstd {
+					return nil, plan.Errorf(im.Pos, "image %s (%s): zstd layers are not pulled by every Windows runtime (Docker on Windows, containerd before 1.7); use gzip, or allow zstd for Windows images explicitly", im.Name, pi.Platform)
+				}
+				opt.Progress.Warn("image %s (%s): zstd layers, which Docker on Windows and containerd before 1.7 cannot pull", im.Name, pi.Platform)
 			}
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -27,7 +28,16 @@ import (
 // that function walks Go maps: the order of RepoTags and of the blobs in the
 // tar changes from run to run, and a byte-identical archive for identical
 // inputs is a promise pallet makes for every output. It also fetches foreign
-// layers, which docker itself leaves out and lists under LayerSources.
+// layers, which pallet never does.
+//
+// An image with foreign (non-distributable) layers, a Windows base's, is
+// refused: `docker save` writes such an archive with the foreign layers
+// named under LayerSources but not carried, and `docker load` then opens
+// the missing layer file unless the host already has that layer, so the
+// archive loads on some hosts and fails on others. Fetching the layers
+// from their URLs is not pallet's to do (they are not to be
+// redistributed); a layout or a push keeps them by reference and works
+// everywhere.
 type DockerArchive struct {
 	File string
 	// Writer, when set, receives the archive instead of File (which then
@@ -161,21 +171,11 @@ func writeDocker(ctx context.Context, w io.Writer, entries []*dockerEntry) error
 			file := dg.Hex + dockerLayerExt(mt)
 			desc.Layers = append(desc.Layers, file)
 			if !mt.IsDistributable() {
-				// Docker loads foreign layers from their URLs when it needs
-				// them; the archive names them but does not carry them.
-				bd, err := partial.BlobDescriptor(e.img, dg)
-				if err != nil {
-					return err
+				var urls []string
+				if bd, err := partial.BlobDescriptor(e.img, dg); err == nil {
+					urls = bd.URLs
 				}
-				diffID, err := l.DiffID()
-				if err != nil {
-					return err
-				}
-				if desc.LayerSources == nil {
-					desc.LayerSources = map[v1.Hash]v1.Descriptor{}
-				}
-				desc.LayerSources[diffID] = *bd
-				continue
+				return fmt.Errorf("%s has a foreign (non-distributable) layer %s (from %v) that a docker archive cannot carry: docker load would fail on a host that does not already have it; write oci:DIR or push to a registry instead, which keep it by reference", strings.Join(e.tags, ", "), dg, urls)
 			}
 			if written[file] {
 				continue
