@@ -395,3 +395,27 @@ func TestWindowsZstdNeedsOptIn(t *testing.T) {
 		t.Error("the agent is missing from the zstd image")
 	}
 }
+
+// An index that mixes Linux images with a host-process Windows image (no
+// os.version) is built, with a warning about the containerd it needs.
+func TestMixedIndexWithHostProcessWarns(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "app", "go.mod"), "module example.com/app\n\ngo 1.22\n")
+	writeFile(t, filepath.Join(dir, "app", "main.go"), "package main\n\nfunc main() { println(\"app\") }\n")
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
+artifacts:
+  app:
+    go: {module: app, packages: .}
+    licenses: none
+images:
+  app:
+    base: {linux: scratch, windows: windows-hostprocess-scratch}
+    platforms: [linux/amd64, windows/amd64]
+    files:
+      - {artifact: app, dest: /app/}
+`)
+	log := mustPallet(t, "build", "--progress", "plain", "-f", filepath.Join(dir, "pallet.yaml"), "-o", "oci:"+filepath.Join(dir, "out"))
+	if !strings.Contains(log, "image app: its index holds Linux images and a Windows image without os.version (host-process); Windows nodes need containerd 1.6.18") {
+		t.Errorf("no warning:\n%s", log)
+	}
+}

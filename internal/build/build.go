@@ -467,6 +467,7 @@ func (b *builder) image(ctx context.Context, im *plan.Image) (output.Image, erro
 	if err != nil {
 		return output.Image{}, err
 	}
+	b.warnMixedHostProcess(im.Name, imgs)
 	out.Index = idx
 	return out, nil
 }
@@ -478,6 +479,25 @@ func (b *builder) base(ctx context.Context, ref string, p platform.Platform) (v1
 		return nil, fmt.Errorf("base %s is in a registry, and the build is offline; give it as an OCI layout (oci:DIR)", ref)
 	}
 	return b.bases.Base(ctx, ref, p)
+}
+
+// warnMixedHostProcess warns of an index that holds Linux entries and a
+// Windows entry without os.version (a host-process image): containerd on
+// Windows matches an entry without os.version only from 1.6.18 and 1.7.0
+// on; older ones find no match in such an index.
+func (b *builder) warnMixedHostProcess(name string, imgs []v1.Image) {
+	var linux, hpc bool
+	for _, img := range imgs {
+		cf, err := img.ConfigFile()
+		if err != nil {
+			return
+		}
+		linux = linux || cf.OS == "linux"
+		hpc = hpc || (cf.OS == "windows" && cf.OSVersion == "")
+	}
+	if linux && hpc {
+		b.opt.Progress.Warn("image %s: its index holds Linux images and a Windows image without os.version (host-process); Windows nodes need containerd 1.6.18 or 1.7.0 and later to pull it", name)
+	}
 }
 
 // platformImages writes pi's layers once and puts them on each base.

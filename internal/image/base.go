@@ -118,13 +118,50 @@ func (r *Resolver) fromLayout(spec string, p platform.Platform) (v1.Image, error
 	return found[0], nil
 }
 
+// unambiguous refuses an index that lists p under several Windows
+// versions: a Windows image runs only on the version it was built on (but
+// for host-process images, which name none), so picking the first would
+// build for whichever version the index happens to list first.
+func unambiguous(ref string, desc *remote.Descriptor, p platform.Platform) error {
+	idx, err := desc.ImageIndex()
+	if err != nil {
+		return err
+	}
+	m, err := idx.IndexManifest()
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	var versions []string
+	for _, d := range m.Manifests {
+		if d.Platform == nil || !p.Describes(*d.Platform) || seen[d.Platform.OSVersion] {
+			continue
+		}
+		seen[d.Platform.OSVersion] = true
+		versions = append(versions, d.Platform.OSVersion)
+	}
+	if len(versions) > 1 {
+		return fmt.Errorf("%s lists %s for %d Windows versions (os.version %s); name one by digest (REF@sha256:...), or list each as a base to build one image per version", ref, p, len(versions), strings.Join(versions, ", "))
+	}
+	return nil
+}
+
 func (r *Resolver) fromRegistry(ctx context.Context, ref string, p platform.Platform) (v1.Image, error) {
 	nref, err := name.ParseReference(ref)
 	if err != nil {
 		return nil, err
 	}
 	opts := regauth.Options(ctx, append([]remote.Option{remote.WithPlatform(p.V1())}, r.Remote...)...)
-	img, err := remote.Image(nref, opts...)
+	desc, err := remote.Get(nref, opts...)
+	if err != nil {
+		return nil, regauth.Explain(err)
+	}
+	if desc.MediaType.IsIndex() {
+		if err := unambiguous(ref, desc, p); err != nil {
+			return nil, err
+		}
+	}
+	img, err := desc.Image()
 	if err != nil {
 		return nil, regauth.Explain(err)
 	}
