@@ -234,3 +234,28 @@ func TestRebuildReusesOnlyIntactBlobs(t *testing.T) {
 		t.Errorf("the rebuild gave %s, want %s", got, m.Digest)
 	}
 }
+
+// Two artifacts putting a file at one path in different layers is an
+// error naming both, as docs/recipe.md says: the later layer would hide
+// the earlier file.
+func TestSameFileFromTwoLayersIsAnError(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "a", "tool"), "a\n")
+	writeFile(t, filepath.Join(dir, "b", "tool"), "b\n")
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
+artifacts:
+  a: {local: {path: a}, licenses: none}
+  b: {local: {path: b}, licenses: none}
+images:
+  app:
+    base: scratch
+    platforms: linux/amd64
+    files:
+      - {artifact: a, dest: /bin/}
+      - {artifact: b, dest: /bin/}
+`)
+	_, err := pallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "--no-cache", "-o", "oci:"+filepath.Join(dir, "out"))
+	if err == nil || !strings.Contains(err.Error(), "pallet.yaml:11: image app (linux/amd64): /bin/tool is placed by layer 0-a (a, at ") || !strings.Contains(err.Error(), "and again by layer 1-b (b)") {
+		t.Errorf("got %v", err)
+	}
+}

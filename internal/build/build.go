@@ -539,6 +539,22 @@ func (b *builder) layers(ctx context.Context, name string, pi *plan.PlatformImag
 	if pi.Platform.IsWindows() {
 		format = layer.Windows
 	}
+	// The trees first, all of them: placing is cheap, and a file placed by
+	// two layers is found before any layer is written.
+	trees := make([]*tree.Tree, len(pi.Layers))
+	whats := make([][]string, len(pi.Layers))
+	for i, l := range pi.Layers {
+		t, what, err := b.layerTree(name, pi, l)
+		if err != nil {
+			return nil, err
+		}
+		trees[i], whats[i] = t, what
+	}
+	if !pi.Overwrite {
+		if err := sameFileInTwoLayers(name, pi, trees); err != nil {
+			return nil, err
+		}
+	}
 	layers := make([]image.Layer, len(pi.Layers))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(b.opt.Jobs)
@@ -547,32 +563,11 @@ func (b *builder) layers(ctx context.Context, name string, pi *plan.PlatformImag
 			if err := gctx.Err(); err != nil {
 				return err
 			}
-			t := tree.New()
-			var what []string
-			for _, pm := range l.Placements {
-				res := b.results[pm.Artifact]
-				place := tree.Placement{Dest: pm.Dest, FileMode: pm.Mode, UID: pm.UID, GID: pm.GID}
-				if b.plan.Artifacts[pm.Artifact].Check {
-					if err := b.checkExecutables(res, place, pi.Platform); err != nil {
-						return plan.Wrap(pm.Pos, fmt.Errorf("image %s (%s): %w", name, pi.Platform, err))
-					}
-				}
-				if err := t.Place(res.Tree, place); err != nil {
-					return plan.Wrap(pm.Pos, fmt.Errorf("image %s (%s), layer %s: place %s at %s: %w", name, pi.Platform, l.Name, res.Record.Name, pm.Dest, err))
-				}
-				what = append(what, res.Record.Name+" "+pm.Dest)
-				if pm.Licenses && res.Licenses.Len() > 0 {
-					dest := "/LICENSES/" + res.Record.Name + "/"
-					if err := t.Place(res.Licenses, tree.Placement{Dest: dest}); err != nil {
-						return fmt.Errorf("layer %s: licences of %s: %w", l.Name, res.Record.Name, err)
-					}
-				}
-			}
-			lay, err := b.layer(t, layer.Options{Format: format, Epoch: b.plan.Epoch, Compression: b.opt.Compression, Jobs: b.opt.Jobs})
+			lay, err := b.layer(trees[i], layer.Options{Format: format, Epoch: b.plan.Epoch, Compression: b.opt.Compression, Jobs: b.opt.Jobs})
 			if err != nil {
 				return fmt.Errorf("layer %s: %w", l.Name, err)
 			}
-			layers[i] = image.Layer{Layer: lay, CreatedBy: "pallet: place " + strings.Join(what, ", ")}
+			layers[i] = image.Layer{Layer: lay, CreatedBy: "pallet: place " + strings.Join(whats[i], ", ")}
 			return nil
 		})
 	}
@@ -580,6 +575,65 @@ func (b *builder) layers(ctx context.Context, name string, pi *plan.PlatformImag
 		return nil, err
 	}
 	return layers, nil
+}
+
+// layerTree places l's artifacts (and their licences) into one tree.
+func (b *builder) layerTree(name string, pi *plan.PlatformImage, l *plan.Layer) (*tree.Tree, []string, error) {
+	t := tree.New()
+	var what []string
+	for _, pm := range l.Placements {
+		res := b.results[pm.Artifact]
+		place := tree.Placement{Dest: pm.Dest, FileMode: pm.Mode, UID: pm.UID, GID: pm.GID}
+		if b.plan.Artifacts[pm.Artifact].Check {
+			if err := b.checkExecutables(res, place, pi.Platform); err != nil {
+				return nil, nil, plan.Wrap(pm.Pos, fmt.Errorf("image %s (%s): %w", name, pi.Platform, err))
+			}
+		}
+		if err := t.Place(res.Tree, place); err != nil {
+			return nil, nil, plan.Wrap(pm.Pos, fmt.Errorf("image %s (%s), layer %s: place %s at %s: %w", name, pi.Platform, l.Name, res.Record.Name, pm.Dest, err))
+		}
+		what = append(what, res.Record.Name+" "+pm.Dest)
+		if pm.Licenses && res.Licenses.Len() > 0 {
+			dest := "/LICENSES/" + res.Record.Name + "/"
+			if err := t.Place(res.Licenses, tree.Placement{Dest: dest}); err != nil {
+				return nil, nil, fmt.Errorf("layer %s: licences of %s: %w", l.Name, res.Record.Name, err)
+			}
+		}
+	}
+	return t, what, nil
+}
+
+// sameFileInTwoLayers refuses a path that two layers both put a file or
+// link at: the later one would silently hide the earlier one's, which in
+// a recipe is a mistake (two artifacts shipping one file), not a wish.
+func sameFileInTwoLayers(name string, pi *plan.PlatformImage, trees []*tree.Tree) error {
+	first := map[string]int{}
+	for i, t := range trees {
+		for _, e := range t.Entries() {
+			if e.Kind == tree.Dir {
+				continue
+			}
+			j, ok := first[e.Path]
+			if !ok {
+				first[e.Path] = i
+				continue
+			}
+			a, b := pi.Layers[j], pi.Layers[i]
+			return plan.Errorf(b.Placements[0].Pos, "image %s (%s): /%s is placed by layer %s (%s, at %s) and again by layer %s (%s); the later one would hide the first: place it once, or put both placements in one layer to see which", name, pi.Platform, e.Path, a.Name, artifactsOf(a), a.Placements[0].Pos, b.Name, artifactsOf(b))
+		}
+	}
+	return nil
+}
+
+func artifactsOf(l *plan.Layer) string {
+	var names []string
+	for _, pm := range l.Placements {
+		n, _, _ := strings.Cut(pm.Artifact, "@")
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 // layer returns the layer for t: from the cache when the same tree was

@@ -142,6 +142,9 @@ type PlatformImage struct {
 	BasePos Pos
 	Layers  []*Layer
 	Config  image.Config
+	// Overwrite lets a later layer replace a file an earlier one placed,
+	// as a Dockerfile's COPY does; without it that is an error.
+	Overwrite bool
 }
 
 // Layer is a group of placements written as one layer.
