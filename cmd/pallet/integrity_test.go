@@ -259,3 +259,28 @@ images:
 		t.Errorf("got %v", err)
 	}
 }
+
+// A local directory's symlinks follow the archives' policy: an absolute or
+// escaping link is refused, naming it, unless the recipe keeps links.
+func TestLocalDirectoryLinkPolicy(t *testing.T) {
+	for _, target := range []string{"/etc/passwd", "../../outside", `..\..\Windows`, `C:\Windows`} {
+		dir := t.TempDir()
+		writeFile(t, filepath.Join(dir, "d", "sub", "file"), "x\n")
+		if err := os.Symlink(target, filepath.Join(dir, "d", "sub", "link")); err != nil {
+			t.Fatal(err)
+		}
+		recipe := func(links string) string {
+			p := filepath.Join(dir, "pallet.yaml")
+			writeFile(t, p, "version: 1\nartifacts:\n  d: {local: {path: d"+links+"}, licenses: none}\nimages:\n  app: {base: scratch, platforms: linux/amd64, files: [{artifact: d, dest: /d/}]}\n")
+			return p
+		}
+		_, err := pallet(t, "build", "-q", "-f", recipe(""), "--no-cache", "-o", "oci:"+filepath.Join(dir, "out"))
+		if err == nil || !strings.Contains(err.Error(), "sub/link") || !strings.Contains(err.Error(), "links: keep") {
+			t.Errorf("link to %s: %v", target, err)
+		}
+		mustPallet(t, "build", "-q", "-f", recipe(", links: keep"), "--no-cache", "-o", "oci:"+filepath.Join(dir, "out"))
+		if got := readImageFiles(t, filepath.Join(dir, "out"), "linux/amd64")["d/sub/link"]; got != "-> "+target {
+			t.Errorf("kept link: %q", got)
+		}
+	}
+}

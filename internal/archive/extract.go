@@ -636,3 +636,12 @@ func (x *extractor) makeHardlink(e *entry, rel string) error {
 	copyEntry.exact = false
 	return x.writeFile(&copyEntry, rel, fi.Mode().Perm(), src)
 }
+
+// CheckLinkTarget applies extraction's symlink policy to a link found
+// elsewhere (a local directory): the target of the link at rel (slash
+// path from the tree's root) must not be absolute, a drive, or climb out
+// of the tree, reading '/' and '\' alike.
+func CheckLinkTarget(target, rel string) error {
+	_, err := checkLinkTarget(target, rel, false)
+	return err
+}

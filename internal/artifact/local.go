@@ -17,6 +17,10 @@ type Local struct {
 	// Extract, when set, unpacks the file as an archive. A local file is
 	// placed as it is otherwise, whatever its name.
 	Extract *Extract
+	// KeepLinks keeps a directory's symlinks that are absolute or point
+	// out of it; by default they are refused, as in archives: in a
+	// host-process container a rooted link points at the host.
+	KeepLinks bool
 }
 
 // Extract asks for an archive to be unpacked.
@@ -61,6 +65,16 @@ func (l *Local) Produce(ctx context.Context, f *Fetcher, r *Request, work string
 		t, err := tree.FromDir(l.Path)
 		if err != nil {
 			return nil, err
+		}
+		if !l.KeepLinks {
+			for _, e := range t.Entries() {
+				if e.Kind != tree.Symlink {
+					continue
+				}
+				if err := archive.CheckLinkTarget(e.Link, e.Path); err != nil {
+					return nil, fmt.Errorf("%s: %s: %w (set links: keep on the local section to keep it)", l.Path, e.Path, err)
+				}
+			}
 		}
 		if rec.Digest, err = tree.Digest(t, f.digest); err != nil {
 			return nil, err

@@ -454,6 +454,9 @@ func (r *Recipe) request(name, mode, localPath string, pf platform.Platform, var
 // local is the kind of a local section. A path given at build time is
 // relative to where pallet runs, and unpacked when it is an archive.
 func (r *Recipe) local(name, at string, l *Local, override string, v Vars) (artifact.Kind, error) {
+	if l.Links != "" && l.Links != "keep" && l.Links != "refuse" {
+		return nil, r.Errorf(at+".links", "artifact %s: links %q: want keep or refuse", name, l.Links)
+	}
 	ex, err := r.extract(at+".extract", l.Extract, v)
 	if err != nil {
 		return nil, err
@@ -466,13 +469,15 @@ func (r *Recipe) local(name, at string, l *Local, override string, v Vars) (arti
 			}
 			override = filepath.Join(wd, override)
 		}
-		return artifact.LocalArchive(override, ex), nil
+		a := artifact.LocalArchive(override, ex)
+		a.KeepLinks = l.Links == "keep"
+		return a, nil
 	}
 	path, err := r.Expand(at+".path", l.Path, v)
 	if err != nil {
 		return nil, err
 	}
-	return &artifact.Local{Path: abs(r.Dir, path), Extract: ex}, nil
+	return &artifact.Local{Path: abs(r.Dir, path), Extract: ex, KeepLinks: l.Links == "keep"}, nil
 }
 
 // url is the kind of a url or release section.

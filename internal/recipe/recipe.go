@@ -143,6 +143,9 @@ func (a *Artifact) NoLicense() bool {
 type Local struct {
 	Path    string   `yaml:"path"`
 	Extract *Extract `yaml:"extract"`
+	// Links: "keep" keeps a directory's absolute or escaping symlinks,
+	// which are refused by default.
+	Links string `yaml:"links"`
 }
 
 // URL downloads a file over http(s), pinned by sha256.
