@@ -1,6 +1,7 @@
 package dockerfile
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -73,9 +74,24 @@ func (e *evaluator) instruction(s *stageState, n *parser.Node) error {
 		err = fmt.Errorf("not supported by pallet")
 	}
 	if err != nil {
-		return plan.Wrap(pos, fmt.Errorf("%s: %w", strings.ToUpper(kw), err))
+		return locate(strings.ToUpper(kw), pos, err)
 	}
 	return nil
+}
+
+// locate places an instruction's error at the most precise position
+// known (a word's, found deeper, or the instruction's) and names the
+// instruction in it.
+func locate(kw string, pos plan.Pos, err error) error {
+	var pe *plan.Error
+	if errors.As(err, &pe) {
+		pos, err = pe.Pos, pe
+	}
+	msg := err.Error()
+	if pe != nil {
+		msg = pe.Msg
+	}
+	return &plan.Error{Pos: pos, Msg: kw + ": " + msg, Err: err}
 }
 
 // runRefusal says what replaces a RUN: pallet builds images from
