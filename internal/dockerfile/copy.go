@@ -84,6 +84,9 @@ func (e *evaluator) copy(s *stageState, n *parser.Node, op *copyOp) error {
 	if err != nil {
 		return err
 	}
+	if from != nil && len(op.exclude) > 0 {
+		return plan.Errorf(e.d.loc.token(n, "--exclude="+op.exclude[0]), "--exclude is not supported with --from: copy the stage's directories one by one, or exclude the files where the stage copies them")
+	}
 	if err := op.expand(e.expander(s)); err != nil {
 		return err
 	}
@@ -334,7 +337,16 @@ func (e *evaluator) contextItem(op *copyOp, src, host string, wild bool, pos pla
 	if err != nil {
 		return item{}, false, err
 	}
-	f, err := newFilter(e.ctx, host, op.exclude)
+	// A directory is walked where it really is: a walk does not enter a
+	// symlink it starts from. Its name does not matter, only what is in
+	// it; a file's name does, so a file keeps the path it was named by.
+	base := host
+	if info.IsDir() {
+		if base, err = filepath.EvalSymlinks(host); err != nil {
+			return item{}, false, err
+		}
+	}
+	f, err := newFilter(e.ctx, base, op.exclude)
 	if err != nil {
 		return item{}, false, err
 	}
@@ -345,7 +357,7 @@ func (e *evaluator) contextItem(op *copyOp, src, host string, wild bool, pos pla
 		return item{}, false, fmt.Errorf("%s: excluded from the build context by %s", src, e.ctx.ignoreFile)
 	}
 	if info.IsDir() {
-		s := &source{kind: srcDir, path: host, hint: e.ctx.rel(host), filter: f}
+		s := &source{kind: srcDir, path: base, hint: e.ctx.rel(host), filter: f}
 		files, err := e.shape(s)
 		if err != nil {
 			return item{}, false, err

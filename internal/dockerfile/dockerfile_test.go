@@ -263,3 +263,54 @@ func tarOf(t *testing.T, names ...string) string {
 	}
 	return b.String()
 }
+
+// A symlink named as a source is followed, inside the context only.
+func TestSymlinkSources(t *testing.T) {
+	df := write(t, map[string]string{"real/a": "a", "real/sub/b": "b", "file": "f",
+		"Dockerfile": "FROM scratch\nCOPY linkdir /d/\nCOPY linkfile /f/\n"})
+	dir := filepath.Dir(df)
+	outside := t.TempDir()
+	for link, target := range map[string]string{"linkdir": "real", "linkfile": "file", "escape": outside} {
+		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := Load(df)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := d.Plan(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The directory's content is that of its target; the file keeps the
+	// name it was copied by.
+	want := []string{"/d/<-local:real", "/f/<-local:linkfile"}
+	if got := placements(t, p); !reflect.DeepEqual(got, want) {
+		t.Errorf("layers %q, want %q", got, want)
+	}
+	if err := os.WriteFile(df, []byte("FROM scratch\nCOPY escape/ /x/\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if d, err = Load(df); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Plan(Options{}); err == nil || !strings.Contains(err.Error(), "outside the build context") {
+		t.Errorf("a symlink out of the context: %v", err)
+	}
+}
+
+func TestFetchable(t *testing.T) {
+	sum := strings.Repeat("12", 32)
+	d, err := Load(write(t, map[string]string{"a": "a", "Dockerfile": "FROM scratch\nCOPY a /\nADD --checksum=sha256:" + sum + " https://example.com/x.bin /x\n"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs, err := d.Fetchable(Options{Platforms: []string{"linux/amd64", "linux/arm64"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reqs) != 2 || reqs[0].Kind.(*artifact.URL).URL != "https://example.com/x.bin" || reqs[0].Platform.Arch != "amd64" || reqs[1].Platform.Arch != "arm64" {
+		t.Errorf("fetchable %+v", reqs)
+	}
+}

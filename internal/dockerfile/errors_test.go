@@ -31,6 +31,7 @@ func TestErrorsAt(t *testing.T) {
 		{"--from an image", "FROM scratch\nCOPY --from=golang:1.24 /usr/local/go /go", 2, 6, "not a stage of this Dockerfile"},
 		{"--from a later stage", "FROM scratch AS a\nCOPY --from=b / /\nFROM scratch AS b\nFROM a", 2, 6, "not before this one"},
 		{"--from with a variable", "ARG S=a\nFROM scratch AS a\nFROM scratch\nCOPY --from=$S / /", 4, 6, "variables are not expanded in --from"},
+		{"--exclude with --from", "FROM scratch AS a\nCOPY bin/hello /b/\nFROM scratch\nCOPY --from=a --exclude=*.md /b /c/", 4, 15, "--exclude is not supported with --from"},
 		{"--parents", "FROM scratch\nCOPY --parents bin/hello /", 2, 6, "--parents is not supported"},
 		{"several sources need a directory", "FROM scratch\nCOPY bin/hello bin/hello /x", 2, 1, "must be a directory ending in /"},
 		{"a global ARG used in a stage", "ARG V=1\nFROM scratch\nLABEL v=$V", 3, 1, "ARG of the global scope"},

@@ -495,3 +495,20 @@ func (e *evaluator) artifact(src *source, pos plan.Pos) string {
 	}
 	return key
 }
+
+// Fetchable lists the downloads the Dockerfile's ADD instructions make
+// for the given options: what an air-gapped site must mirror (pallet
+// fetch) before building offline.
+func (d *Dockerfile) Fetchable(opt Options) ([]*artifact.Request, error) {
+	p, err := d.Plan(opt)
+	if err != nil {
+		return nil, err
+	}
+	var out []*artifact.Request
+	for _, k := range p.Keys() {
+		if _, ok := p.Artifacts[k].Kind.(*artifact.URL); ok {
+			out = append(out, &p.Artifacts[k].Request)
+		}
+	}
+	return out, nil
+}
