@@ -100,7 +100,12 @@ func (e *evaluator) copy(s *stageState, n *parser.Node, op *copyOp) error {
 	if !s.workdirKnown() && !system.IsAbs(op.sd.DestPath, s.platform.OS) {
 		return fmt.Errorf("destination %s is relative to the working directory of the base image %s, which pallet does not read; write it absolute, or set WORKDIR first", op.sd.DestPath, s.base)
 	}
-	dest, err := system.NormalizePath(s.workdir, op.sd.DestPath, s.platform.OS, true)
+	rawDest := op.sd.DestPath
+	if rawDest == "." || rawDest == "" {
+		// The working directory itself, as a directory (BuildKit's rule).
+		rawDest = "./"
+	}
+	dest, err := system.NormalizePath(s.workdir, rawDest, s.platform.OS, true)
 	if err != nil {
 		return fmt.Errorf("destination %s: %w", op.sd.DestPath, err)
 	}

@@ -133,29 +133,33 @@ func TestCopyPlacements(t *testing.T) {
 		"notes.txt": "n", "more.txt": "m",
 	}
 	tests := []struct {
-		name   string
-		df     string
-		want   []string
-		config func(t *testing.T, pi *plan.PlatformImage)
+		name string
+		df   string
+		want []string
 	}{
-		{"file into a directory", "COPY bin/hello /usr/bin/", []string{"/usr/bin/<-local:bin/hello"}, nil},
-		{"file renamed", "COPY bin/hello /usr/bin/hi", []string{"/usr/bin/hi<-local:bin/hello"}, nil},
-		{"directory content", "COPY etc /etc/app", []string{"/etc/app/<-local:etc"}, nil},
-		{"context root", "COPY . /src/", []string{"/src/<-local:."}, nil},
-		{"several sources, one layer", "COPY bin/hello bin/tool /bin/", []string{"/bin/<-local:bin/hello, /bin/<-local:bin/tool"}, nil},
-		{"pattern", "COPY *.txt /doc/", []string{"/doc/<-local:more.txt, /doc/<-local:notes.txt"}, nil},
-		{"pattern matching nothing", "COPY *.md /doc/\nCOPY bin/hello /", []string{"/<-local:bin/hello"}, nil},
-		{"one layer per COPY", "COPY bin/hello /a/\nCOPY bin/hello /b/", []string{"/a/<-local:bin/hello", "/b/<-local:bin/hello"}, nil},
-		{"chmod and chown", "COPY --chmod=0755 --chown=10:20 bin/hello /usr/bin/", []string{"/usr/bin/<-local:bin/hello mode=755 owner=10:20"}, nil},
-		{"chown uid alone is also the gid", "COPY --chown=7 bin/hello /", []string{"/<-local:bin/hello owner=7:7"}, nil},
-		{"relative destination under WORKDIR", "WORKDIR /app\nCOPY bin/hello .\nCOPY etc conf/", []string{"/app/<-mkdir", "/app/<-local:bin/hello", "/app/conf/<-local:etc"}, nil},
-		{"destination that is a directory of the stage", "COPY etc /etc/app/\nCOPY bin/hello /etc/app", []string{"/etc/app/<-local:etc", "/etc/app/<-local:bin/hello"}, nil},
-		{"dot-dot stays in the context", "COPY ../../bin/hello /", []string{"/<-local:bin/hello"}, nil},
-		{"variables", "ARG D=/opt\nENV F=hello\nCOPY bin/$F ${D}/", []string{"/opt/<-local:bin/hello"}, nil},
+		{"file into a directory", "COPY bin/hello /usr/bin/", []string{"/usr/bin/<-local:bin/hello"}},
+		{"file renamed", "COPY bin/hello /usr/bin/hi", []string{"/usr/bin/hi<-local:bin/hello"}},
+		{"directory content", "COPY etc /etc/app", []string{"/etc/app/<-local:etc"}},
+		{"context root", "COPY . /src/", []string{"/src/<-local:."}},
+		{"several sources, one layer", "COPY bin/hello bin/tool /bin/", []string{"/bin/<-local:bin/hello, /bin/<-local:bin/tool"}},
+		{"pattern", "COPY *.txt /doc/", []string{"/doc/<-local:more.txt, /doc/<-local:notes.txt"}},
+		{"pattern matching nothing", "COPY *.md /doc/\nCOPY bin/hello /", []string{"/<-local:bin/hello"}},
+		{"one layer per COPY", "COPY bin/hello /a/\nCOPY bin/hello /b/", []string{"/a/<-local:bin/hello", "/b/<-local:bin/hello"}},
+		{"chmod and chown", "COPY --chmod=0755 --chown=10:20 bin/hello /usr/bin/", []string{"/usr/bin/<-local:bin/hello mode=755 owner=10:20"}},
+		{"chown uid alone is also the gid", "COPY --chown=7 bin/hello /", []string{"/<-local:bin/hello owner=7:7"}},
+		{"relative destination under WORKDIR", "WORKDIR /app\nCOPY bin/hello .\nCOPY etc conf/", []string{"/app/<-mkdir", "/app/<-local:bin/hello", "/app/conf/<-local:etc"}},
+		{"destination that is a directory of the stage", "COPY etc /etc/app/\nCOPY bin/hello /etc/app", []string{"/etc/app/<-local:etc", "/etc/app/<-local:bin/hello"}},
+		{"the working directory of an image base, as a directory", "FROM example.com/base\nWORKDIR /app\nCOPY bin/hello .", []string{"/app/<-local:bin/hello"}},
+		{"dot-dot stays in the context", "COPY ../../bin/hello /", []string{"/<-local:bin/hello"}},
+		{"variables", "ARG D=/opt\nENV F=hello\nCOPY bin/$F ${D}/", []string{"/opt/<-local:bin/hello"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			files := map[string]string{"Dockerfile": "FROM scratch\n" + tc.df + "\n"}
+			df := tc.df
+			if !strings.HasPrefix(df, "FROM") {
+				df = "FROM scratch\n" + df
+			}
+			files := map[string]string{"Dockerfile": df + "\n"}
 			for k, v := range base {
 				files[k] = v
 			}

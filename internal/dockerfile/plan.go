@@ -190,16 +190,11 @@ func (e *evaluator) image() (*plan.Image, error) {
 	if !explicit {
 		targets = []platform.Platform{{OS: "linux", Arch: "amd64"}}
 	}
-	seen := map[string]bool{}
 	for _, t := range targets {
 		pi, err := e.platformImage(t, explicit)
 		if err != nil {
 			return nil, err
 		}
-		if seen[pi.Platform.String()] {
-			return nil, plan.Errorf(e.targetDef.pos, "platform %s is built twice: the target's FROM --platform fixes it whatever --platform asks", pi.Platform)
-		}
-		seen[pi.Platform.String()] = true
 		im.Platforms = append(im.Platforms, pi)
 	}
 	return im, nil
