@@ -71,21 +71,9 @@ type item struct {
 // copy plans a COPY or ADD: one layer, one placement per source found.
 func (e *evaluator) copy(s *stageState, n *parser.Node, op *copyOp) error {
 	raws := slices.Clone(op.sd.SourcePaths)
-	if op.parents {
-		return plan.Errorf(e.d.loc.token(n, "--parents"), "--parents is not supported: copy each directory to its destination")
-	}
-	if len(op.sd.SourceContents) > 0 {
-		return fmt.Errorf("here-documents are not supported: write the file into the build context and COPY it")
-	}
-	if op.keepGit != nil {
-		return plan.Errorf(e.d.loc.token(n, "--keep-git-dir"), "--keep-git-dir applies to git sources, which pallet does not take: a recipe's source mode builds a pinned commit")
-	}
-	from, err := e.copySource(s, n, op.from)
+	from, err := e.copyFrom(s, n, op)
 	if err != nil {
 		return err
-	}
-	if from != nil && len(op.exclude) > 0 {
-		return plan.Errorf(e.d.loc.token(n, "--exclude="+op.exclude[0]), "--exclude is not supported with --from: copy the stage's directories one by one, or exclude the files where the stage copies them")
 	}
 	if err := op.expand(e.expander(s)); err != nil {
 		return err
@@ -97,38 +85,15 @@ func (e *evaluator) copy(s *stageState, n *parser.Node, op *copyOp) error {
 	if *op.checksum != "" && (len(op.sd.SourcePaths) != 1 || !isURL(op.sd.SourcePaths[0])) {
 		return plan.Errorf(e.d.loc.token(n, "--checksum"), "--checksum applies to one URL source")
 	}
-	if !s.workdirKnown() && !system.IsAbs(op.sd.DestPath, s.platform.OS) {
-		return fmt.Errorf("destination %s is relative to the working directory of the base image %s, which pallet does not read; write it absolute, or set WORKDIR first", op.sd.DestPath, s.base)
-	}
-	rawDest := op.sd.DestPath
-	if rawDest == "." || rawDest == "" {
-		// The working directory itself, as a directory (BuildKit's rule).
-		rawDest = "./"
-	}
-	dest, err := system.NormalizePath(s.workdir, rawDest, s.platform.OS, true)
+	cleanDest, intoDir, err := destination(s, op.sd.DestPath)
 	if err != nil {
-		return fmt.Errorf("destination %s: %w", op.sd.DestPath, err)
+		return err
 	}
-	cleanDest := path.Clean(dest)
-	intoDir := strings.HasSuffix(dest, "/") || strings.HasSuffix(dest, "/.") || s.content.isDir(cleanDest)
-
 	var items []item
 	found := 0
 	for i, src := range op.sd.SourcePaths {
 		pos := e.d.loc.token(n, raws[i])
-		var got []item
-		var count int
-		switch {
-		case from != nil:
-			got, count, err = e.stageItems(from, src, pos)
-		case isGit(src):
-			err = fmt.Errorf("%s: git sources are not supported; a recipe's source mode builds a pinned commit (git.repo, git.commit)", src)
-		case isURL(src):
-			got, err = e.urlItem(op, src, pos)
-			count = 1
-		default:
-			got, count, err = e.contextItems(s, op, src, pos)
-		}
+		got, count, err := e.source(s, op, from, src, pos)
 		if err != nil {
 			return plan.Wrap(pos, err)
 		}
@@ -142,8 +107,8 @@ func (e *evaluator) copy(s *stageState, n *parser.Node, op *copyOp) error {
 	l := &plan.Layer{Name: e.layerName(n)}
 	var added []*placed
 	for _, it := range items {
-		root, destStr := placeAt(it, cleanDest, intoDir)
-		pm := plan.Placement{Artifact: e.artifact(it.src, it.pos), Dest: destStr, Mode: it.mode, UID: it.uid, GID: it.gid, Pos: it.pos}
+		root, dest := placeAt(it, cleanDest, intoDir)
+		pm := plan.Placement{Artifact: e.artifact(it.src, it.pos), Dest: dest, Mode: it.mode, UID: it.uid, GID: it.gid, Pos: it.pos}
 		if mode != nil {
 			pm.Mode = *mode
 		}
@@ -162,6 +127,59 @@ func (e *evaluator) copy(s *stageState, n *parser.Node, op *copyOp) error {
 		s.layers = append(s.layers, l)
 	}
 	return nil
+}
+
+// copyFrom refuses the flags pallet does not take and resolves --from.
+func (e *evaluator) copyFrom(s *stageState, n *parser.Node, op *copyOp) (*stageState, error) {
+	switch {
+	case op.parents:
+		return nil, plan.Errorf(e.d.loc.token(n, "--parents"), "--parents is not supported: copy each directory to its destination")
+	case len(op.sd.SourceContents) > 0:
+		return nil, fmt.Errorf("here-documents are not supported: write the file into the build context and COPY it")
+	case op.keepGit != nil:
+		return nil, plan.Errorf(e.d.loc.token(n, "--keep-git-dir"), "--keep-git-dir applies to git sources, which pallet does not take: a recipe's source mode builds a pinned commit")
+	}
+	from, err := e.copySource(s, n, op.from)
+	if err != nil {
+		return nil, err
+	}
+	if from != nil && len(op.exclude) > 0 {
+		return nil, plan.Errorf(e.d.loc.token(n, "--exclude="+op.exclude[0]), "--exclude is not supported with --from: copy the stage's directories one by one, or exclude the files where the stage copies them")
+	}
+	return from, nil
+}
+
+// destination is where a COPY goes in stage s, cleaned, and whether it
+// is a directory: written with a trailing /, or known as one.
+func destination(s *stageState, raw string) (string, bool, error) {
+	if !s.workdirKnown() && !system.IsAbs(raw, s.platform.OS) {
+		return "", false, fmt.Errorf("destination %s is relative to the working directory of the base image %s, which pallet does not read; write it absolute, or set WORKDIR first", raw, s.base)
+	}
+	if raw == "." || raw == "" {
+		// The working directory itself, as a directory (BuildKit's rule).
+		raw = "./"
+	}
+	dest, err := system.NormalizePath(s.workdir, raw, s.platform.OS, true)
+	if err != nil {
+		return "", false, fmt.Errorf("destination %s: %w", raw, err)
+	}
+	clean := path.Clean(dest)
+	return clean, strings.HasSuffix(dest, "/") || strings.HasSuffix(dest, "/.") || s.content.isDir(clean), nil
+}
+
+// source resolves one source of a COPY or ADD, and says how many sources
+// it stood for (a pattern's matches).
+func (e *evaluator) source(s *stageState, op *copyOp, from *stageState, src string, pos plan.Pos) ([]item, int, error) {
+	switch {
+	case from != nil:
+		return e.stageItems(from, src, pos)
+	case isGit(src):
+		return nil, 0, fmt.Errorf("%s: git sources are not supported; a recipe's source mode builds a pinned commit (git.repo, git.commit)", src)
+	case isURL(src):
+		items, err := e.urlItem(op, src, pos)
+		return items, 1, err
+	}
+	return e.contextItems(s, op, src, pos)
 }
 
 // placeAt is where an item lands (its root in the stage) and the
