@@ -115,7 +115,7 @@ func located(t *testing.T, err error) *plan.Error {
 	return pe
 }
 
-func TestIsDockerfile(t *testing.T) {
+func TestDockerfileNames(t *testing.T) {
 	for name, want := range map[string]bool{
 		"Dockerfile": true, "dir/Dockerfile": true, "dockerfile": true, "app.Dockerfile": true,
 		"Dockerfile.windows": true, "pallet.yaml": false, "Dockerfile.dockerignore": false,
@@ -127,7 +127,7 @@ func TestIsDockerfile(t *testing.T) {
 	}
 }
 
-func TestCopyPlacements(t *testing.T) {
+func TestDockerfileCopyPlacements(t *testing.T) {
 	base := map[string]string{
 		"bin/hello": "hello", "bin/tool": "tool", "etc/a.conf": "a", "etc/sub/b.conf": "b",
 		"notes.txt": "n", "more.txt": "m",
@@ -171,7 +171,7 @@ func TestCopyPlacements(t *testing.T) {
 	}
 }
 
-func TestAdd(t *testing.T) {
+func TestDockerfileAdd(t *testing.T) {
 	var tgz, plainTar bytes.Buffer
 	writeTar := func(w *tar.Writer) {
 		w.WriteHeader(&tar.Header{Name: "x/y", Mode: 0o644, Size: 1, Typeflag: tar.TypeReg})
@@ -238,7 +238,7 @@ func TestAdd(t *testing.T) {
 	}
 }
 
-func TestURLArtifact(t *testing.T) {
+func TestDockerfileURLArtifact(t *testing.T) {
 	sum := strings.Repeat("0f", 32)
 	p := mustPlan(t, map[string]string{"Dockerfile": "FROM scratch\nADD --checksum=sha256:" + sum + " https://example.com/a/cni.tgz?x=1 /opt/\n"}, Options{})
 	a := p.Artifacts["cni.tgz@linux/amd64"]
@@ -269,7 +269,7 @@ func tarOf(t *testing.T, names ...string) string {
 }
 
 // A symlink named as a source is followed, inside the context only.
-func TestSymlinkSources(t *testing.T) {
+func TestDockerfileSymlinkSources(t *testing.T) {
 	df := write(t, map[string]string{"real/a": "a", "real/sub/b": "b", "file": "f",
 		"Dockerfile": "FROM scratch\nCOPY linkdir /d/\nCOPY linkfile /f/\n"})
 	dir := filepath.Dir(df)
@@ -304,7 +304,7 @@ func TestSymlinkSources(t *testing.T) {
 	}
 }
 
-func TestFetchable(t *testing.T) {
+func TestDockerfileFetchable(t *testing.T) {
 	sum := strings.Repeat("12", 32)
 	d, err := Load(write(t, map[string]string{"a": "a", "Dockerfile": "FROM scratch\nCOPY a /\nADD --checksum=sha256:" + sum + " https://example.com/x.bin /x\n"}))
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 
 // Every refusal and mistake is located at its line and at the column of
 // the word at fault, and says what to do.
-func TestErrorsAt(t *testing.T) {
+func TestDockerfileErrorsAt(t *testing.T) {
 	files := map[string]string{"bin/hello": "x", "secret.key": "k", ".dockerignore": "*.key\n"}
 	tests := []struct {
 		name      string

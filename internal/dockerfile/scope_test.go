@@ -18,7 +18,7 @@ func labels(t *testing.T, df string, opt Options) map[string]string {
 
 // ARG scoping as BuildKit has it: a global ARG is seen by FROM lines only,
 // until a stage declares it again; an override wins over every default.
-func TestArgScoping(t *testing.T) {
+func TestDockerfileArgScoping(t *testing.T) {
 	tests := []struct {
 		name string
 		df   string
@@ -61,7 +61,7 @@ func TestArgScoping(t *testing.T) {
 	}
 }
 
-func TestEpoch(t *testing.T) {
+func TestDockerfileEpoch(t *testing.T) {
 	t.Setenv("SOURCE_DATE_EPOCH", "")
 	df := map[string]string{"Dockerfile": "FROM scratch\n"}
 	if p := mustPlan(t, df, Options{}); !p.Epoch.Equal(time.Unix(0, 0)) {
@@ -82,7 +82,7 @@ func TestEpoch(t *testing.T) {
 // The context's ignore file leaves files out of COPY sources, "!" takes
 // some back, and the Dockerfile's own ignore file wins over the
 // context's.
-func TestDockerignore(t *testing.T) {
+func TestDockerfileDockerignore(t *testing.T) {
 	files := map[string]string{
 		"app/main.go": "m", "app/README.md": "r", "app/docs/guide.md": "g", "app/docs/keep.md": "k",
 		"app/.git/HEAD": "h", "app/bin/app": "a", "top.md": "t", "top.txt": "x",
@@ -143,7 +143,7 @@ func TestDockerignore(t *testing.T) {
 
 // Every planned thing has a position: the image at the target's FROM,
 // the base at its name, each placement and artifact at its source word.
-func TestPositions(t *testing.T) {
+func TestDockerfilePositions(t *testing.T) {
 	df := "# syntax=docker/dockerfile:1\nARG BASE=scratch\n\nFROM   ${BASE} AS final\nCOPY --chmod=0755 bin/hello \\\n     etc/ /opt/\n"
 	p := mustPlan(t, map[string]string{"Dockerfile": df, "bin/hello": "h", "etc/a": "a"}, Options{})
 	im := p.Images[0]

@@ -12,7 +12,7 @@ import (
 
 // A COPY --from an earlier stage is flattened into placements of the
 // files the stage's own COPY and ADD took.
-func TestCopyFromStage(t *testing.T) {
+func TestDockerfileCopyFromStage(t *testing.T) {
 	files := map[string]string{
 		"bin/hello": "h", "bin/tool": "t", "conf/a.conf": "a", "conf/sub/b.conf": "b", "override.conf": "o",
 		"x.tar": tarOf(t, "inner/file"),
@@ -76,7 +76,7 @@ func TestCopyFromStage(t *testing.T) {
 
 // The flattened copy of a stage directory whose file was replaced holds
 // the replacement only.
-func TestCopyFromStageOmits(t *testing.T) {
+func TestDockerfileCopyFromStageOmits(t *testing.T) {
 	p := mustPlan(t, map[string]string{"conf/a.conf": "a", "conf/b.conf": "b", "new.conf": "n",
 		"Dockerfile": "FROM scratch AS s\nCOPY conf /etc/\nCOPY new.conf /etc/a.conf\nFROM scratch\nCOPY --from=s /etc /etc\n"}, Options{})
 	pm := p.Images[0].Platforms[0].Layers[0].Placements[0]
@@ -91,7 +91,7 @@ func TestCopyFromStageOmits(t *testing.T) {
 }
 
 // FROM a stage continues it: its layers, config and base.
-func TestFromStage(t *testing.T) {
+func TestDockerfileFromStage(t *testing.T) {
 	p := mustPlan(t, map[string]string{"bin/hello": "h", "Dockerfile": `FROM windows-hostprocess-scratch AS base
 ENV A=1
 CMD ["a"]
@@ -114,7 +114,7 @@ COPY bin/hello /j/
 	}
 }
 
-func TestConfig(t *testing.T) {
+func TestDockerfileConfig(t *testing.T) {
 	tests := []struct {
 		name, df string
 		plat     string
@@ -168,8 +168,8 @@ func TestConfig(t *testing.T) {
 
 // WORKDIR makes its directory as a layer on an empty base, owned by the
 // USER so far, as BuildKit does.
-func TestWorkdirLayer(t *testing.T) {
-	p := mustPlan(t, map[string]string{"Dockerfile": "FROM scratch\nWORKDIR /\nUSER 7\nWORKDIR /app\nWORKDIR /app\nFROM example.com/base\nWORKDIR /srv\n"}, Options{Target: ""})
+func TestDockerfileWorkdirLayer(t *testing.T) {
+	p := mustPlan(t, map[string]string{"Dockerfile": "FROM scratch\nWORKDIR /\nUSER 7\nWORKDIR /app\nWORKDIR /app\nFROM example.com/base\nWORKDIR /srv\n"}, Options{})
 	if got := placements(t, p); len(got) != 0 {
 		t.Errorf("an image base gets no WORKDIR layer: %q", got)
 	}
@@ -180,7 +180,7 @@ func TestWorkdirLayer(t *testing.T) {
 	}
 }
 
-func TestPlatforms(t *testing.T) {
+func TestDockerfilePlatforms(t *testing.T) {
 	plats := func(t *testing.T, df string, opt Options) []string {
 		t.Helper()
 		p := mustPlan(t, map[string]string{"Dockerfile": df + "\n", "bin/app-amd64": "a", "bin/app-arm64": "b"}, opt)
@@ -223,7 +223,7 @@ func TestPlatforms(t *testing.T) {
 	}
 }
 
-func TestTargetAndName(t *testing.T) {
+func TestDockerfileTargetAndName(t *testing.T) {
 	df := map[string]string{"Dockerfile": "FROM scratch AS first\nLABEL s=1\nFROM scratch AS Second\nLABEL s=2\n"}
 	p := mustPlan(t, df, Options{Target: "first"})
 	if im := p.Images[0]; im.Repository != "first" || im.Platforms[0].Config.Labels["s"] != "1" || im.Tags[0] != "latest" {
