@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"debug/elf"
 	"encoding/json"
 	"io"
 	"os"
@@ -283,5 +284,56 @@ func TestDockerfileFlags(t *testing.T) {
 	mustPallet(t, "build", "-q", "--no-cache", "-f", df, "--image", "one", "-o", "oci:"+out)
 	if m := layoutIndex(t, out); len(m.Manifests) != 1 || m.Manifests[0].Annotations["org.opencontainers.image.ref.name"] != "latest" {
 		t.Errorf("index %+v", m)
+	}
+}
+
+// What fails while building names the Dockerfile line that asked for it.
+func TestDockerfileBuildErrorsNameTheLine(t *testing.T) {
+	srv := fixture.Serve(t, map[string][]byte{"/tool.bin": []byte("the tool\n")})
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "tool"), string(fixture.ELF(elf.EM_X86_64, "linux tool")))
+	bad := strings.Repeat("0", 64)
+	for _, tc := range []struct{ df, want string }{
+		{"FROM --platform=windows/amd64 windows-hostprocess-scratch\n\nCOPY tool /bin/\n", "Dockerfile:3: "},
+		{"FROM scratch\nADD --checksum=sha256:" + bad + " " + srv.URL + "/tool.bin /bin/\n", "Dockerfile:2: "},
+	} {
+		writeFile(t, filepath.Join(dir, "Dockerfile"), tc.df)
+		_, err := pallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+filepath.Join(t.TempDir(), "o"))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want it at %q", tc.df, err, tc.want)
+		}
+	}
+	// The same download with its right digest is placed 0600, as BuildKit does.
+	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM scratch\nADD --checksum=sha256:"+fixture.SHA256([]byte("the tool\n"))+" "+srv.URL+"/tool.bin /bin/\n")
+	out := filepath.Join(t.TempDir(), "o")
+	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
+	layers, err := dfImage(t, out).Layers()
+	if err != nil || len(layers) != 1 {
+		t.Fatalf("layers %v, %v", layers, err)
+	}
+	rc, err := layers[0].Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	found := false
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Name == "bin/tool.bin" {
+			found = true
+			if h.Mode != 0o600 {
+				t.Errorf("mode %o, want 600", h.Mode)
+			}
+		}
+	}
+	if !found {
+		t.Error("bin/tool.bin not in the layer")
 	}
 }
