@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/moby/buildkit/frontend/dockerfile/instructions"
+	"github.com/moby/buildkit/frontend/dockerfile/linter"
 	"github.com/moby/buildkit/frontend/dockerfile/parser"
 
 	"github.com/pallet-dev/pallet/internal/plan"
@@ -120,7 +121,7 @@ func Parse(file, dir string, data []byte) (*Dockerfile, error) {
 	d.escape = res.EscapeToken
 	var cur *stageDef
 	for _, n := range res.AST.Children {
-		v, err := instructions.ParseInstruction(n)
+		v, err := parseInstruction(n)
 		if err != nil {
 			return nil, d.parseError(err, n.StartLine)
 		}
@@ -181,4 +182,11 @@ func (d *Dockerfile) Stages() []string {
 		out = append(out, s.label())
 	}
 	return out
+}
+
+// parseInstruction reads one instruction with BuildKit's reader. Its
+// linter must not be nil (a "# check=" comment before an instruction
+// configures it); one without a warning function reports nothing.
+func parseInstruction(n *parser.Node) (any, error) {
+	return instructions.ParseInstructionWithLinter(n, linter.New(&linter.Config{}))
 }

@@ -36,7 +36,7 @@ func (e *evaluator) instruction(s *stageState, n *parser.Node) error {
 	if msg, ok := refused[kw]; ok {
 		return plan.Errorf(pos, "%s", msg)
 	}
-	v, err := instructions.ParseInstruction(n)
+	v, err := parseInstruction(n)
 	if err != nil {
 		return e.d.parseError(err, n.StartLine)
 	}

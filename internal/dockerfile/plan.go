@@ -341,7 +341,7 @@ func (e *evaluator) reachable() (map[int]bool, error) {
 			if !strings.EqualFold(n.Value, "copy") {
 				continue
 			}
-			v, err := instructions.ParseInstruction(n)
+			v, err := parseInstruction(n)
 			if err != nil {
 				return e.d.parseError(err, n.StartLine)
 			}

@@ -148,6 +148,9 @@ func TestDockerfileConfig(t *testing.T) {
 		{"WORKDIR on Windows", "# escape=`\nFROM windows-hostprocess-scratch\nWORKDIR C:\\k\\antrea", "windows/amd64", func(c image.Config) bool {
 			return c.Workdir == `\k\antrea`
 		}},
+		{"lint directives in comments are read, not obeyed", "# check=skip=all\nFROM scratch\n# check=skip=JSONArgsRecommended\nCMD echo hi", "", func(c image.Config) bool {
+			return reflect.DeepEqual(c.Cmd, []string{"/bin/sh", "-c", "echo hi"})
+		}},
 		{"labels with quotes and spaces", "FROM scratch\nLABEL \"a b\"=\"c d\" e=f", "", func(c image.Config) bool {
 			return c.Labels["a b"] == "c d" && c.Labels["e"] == "f"
 		}},
