@@ -19,7 +19,7 @@ import (
 
 // write makes a build context from files (path → content; a path ending
 // in / is a directory) and returns the Dockerfile's path.
-func write(t *testing.T, files map[string]string) string {
+func write(t testing.TB, files map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
 	for p, content := range files {
@@ -252,7 +252,7 @@ func TestDockerfileURLArtifact(t *testing.T) {
 }
 
 // tarOf is a plain tar archive holding one-byte files.
-func tarOf(t *testing.T, names ...string) string {
+func tarOf(t testing.TB, names ...string) string {
 	t.Helper()
 	var b bytes.Buffer
 	w := tar.NewWriter(&b)

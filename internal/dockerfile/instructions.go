@@ -233,6 +233,11 @@ func numericOwner(s string) (int, int, bool) {
 var portRE = regexp.MustCompile(`^(?:.*:)?([0-9]+)(?:-([0-9]+))?(?:/([A-Za-z]+))?$`)
 
 func (e *evaluator) expose(s *stageState, c *instructions.ExposeCommand) error {
+	// A set, not a search of the list: one range can name 65535 ports.
+	seen := map[string]bool{}
+	for _, p := range s.cfg.ExposedPorts {
+		seen[p] = true
+	}
 	for _, raw := range c.Ports {
 		words, err := e.lex.ProcessWords(raw, s.env)
 		if err != nil {
@@ -244,7 +249,8 @@ func (e *evaluator) expose(s *stageState, c *instructions.ExposeCommand) error {
 				return err
 			}
 			for _, p := range ports {
-				if !slices.Contains(s.cfg.ExposedPorts, p) {
+				if !seen[p] {
+					seen[p] = true
 					s.cfg.ExposedPorts = append(s.cfg.ExposedPorts, p)
 				}
 			}

@@ -142,6 +142,9 @@ func TestDockerfileConfig(t *testing.T) {
 		{"EXPOSE ranges and protocols", "FROM scratch\nARG P=9000\nEXPOSE 80 53/UDP 8000-8002 $P", "", func(c image.Config) bool {
 			return reflect.DeepEqual(slices.Sorted(slices.Values(c.ExposedPorts)), []string{"53/udp", "80/tcp", "8000/tcp", "8001/tcp", "8002/tcp", "9000/tcp"})
 		}},
+		{"EXPOSE of every port, in linear time", "FROM scratch\nEXPOSE 1-65535 1-65535/udp 80", "", func(c image.Config) bool {
+			return len(c.ExposedPorts) == 2*65535
+		}},
 		{"WORKDIR, USER, STOPSIGNAL", "FROM scratch\nWORKDIR /a\nWORKDIR b\nUSER 1000:1000\nSTOPSIGNAL SIGINT", "", func(c image.Config) bool {
 			return c.Workdir == "/a/b" && c.User == "1000:1000" && c.StopSignal == "SIGINT"
 		}},
