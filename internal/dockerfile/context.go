@@ -147,13 +147,9 @@ func newFilter(ctx *buildContext, base string, exclude []string) (*filter, error
 // withOmit returns f with more paths left out.
 func (f *filter) withOmit(paths []string) *filter {
 	g := *f
-	g.omit = slices.Clone(f.omit)
-	for _, p := range paths {
-		if !slices.Contains(g.omit, p) {
-			g.omit = append(g.omit, p)
-		}
-	}
+	g.omit = slices.Concat(f.omit, paths)
 	slices.Sort(g.omit)
+	g.omit = slices.Compact(g.omit)
 	return &g
 }
 
