@@ -118,15 +118,7 @@ func buildCmd() *cobra.Command {
 				}
 				opt.Outputs = append(opt.Outputs, t)
 			}
-			r, err := recipe.Load(file)
-			if err != nil {
-				return err
-			}
-			choices, err := parseModes(modesFile, modes)
-			if err != nil {
-				return err
-			}
-			p, err := r.Plan(recipe.Options{Args: overrides, Platforms: platforms, Images: images, Modes: choices})
+			p, err := makePlan(file, overrides, platforms, images, modesFile, modes)
 			if err != nil {
 				return err
 			}

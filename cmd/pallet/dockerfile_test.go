@@ -1,0 +1,339 @@
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"debug/elf"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+
+	"github.com/pallet-dev/pallet/internal/archive"
+	"github.com/pallet-dev/pallet/internal/fixture"
+	"github.com/pallet-dev/pallet/internal/layer"
+)
+
+// dfImage is the single image of a layout pallet wrote.
+func dfImage(t *testing.T, dir string) v1.Image {
+	t.Helper()
+	p, err := layout.FromPath(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, err := p.ImageIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Manifests) != 1 || !m.Manifests[0].MediaType.IsImage() {
+		t.Fatalf("%s: want one image, got %+v", dir, m.Manifests)
+	}
+	img, err := idx.Image(m.Manifests[0].Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+// sameImageFiles is one small image written both ways: the recipe names
+// its artifacts as the Dockerfile front end does (the context path, made
+// a valid name) and its empty "workdir" directory stands for the layer
+// WORKDIR makes.
+var sameImageFiles = map[string]string{
+	"bin/hello":      "#!/bin/sh\necho hello\n",
+	"etc/hello.conf": "greeting = hi\n",
+	"etc/more/x.txt": "x\n",
+	"Dockerfile": `# The same image as pallet.yaml
+FROM scratch
+COPY --chmod=0755 bin/hello /usr/local/bin/hello
+COPY --chown=10:20 etc /etc/hello/
+ENV GREETING=hi
+WORKDIR /data
+USER 1000
+LABEL org.opencontainers.image.title=hello org.opencontainers.image.version=1.0
+EXPOSE 8080
+STOPSIGNAL SIGINT
+ENTRYPOINT ["/usr/local/bin/hello"]
+CMD ["--greet"]
+`,
+	"pallet.yaml": `version: 1
+artifacts:
+  bin-hello:
+    local: {path: ./bin/hello}
+    licenses: none
+  etc:
+    local: {path: ./etc}
+    licenses: none
+  workdir:
+    local: {path: ./empty}
+    licenses: none
+images:
+  hello:
+    base: scratch
+    platforms: [linux/amd64]
+    files:
+      - artifact: bin-hello
+        dest: /usr/local/bin/hello
+        mode: "0755"
+      - artifact: etc
+        dest: /etc/hello/
+        owner: "10:20"
+      - artifact: workdir
+        dest: /data/
+    config:
+      entrypoint: [/usr/local/bin/hello]
+      cmd: [--greet]
+      env: ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", GREETING=hi]
+      workdir: /data
+      user: "1000"
+      labels: {org.opencontainers.image.title: hello, org.opencontainers.image.version: "1.0"}
+      ports: [8080/tcp]
+      stopSignal: SIGINT
+`,
+}
+
+// The same image described by a recipe and by a Dockerfile has the same
+// digest: same layers, same history, same config.
+func TestDockerfileSameDigestAsRecipe(t *testing.T) {
+	dir := t.TempDir()
+	for p, c := range sameImageFiles {
+		writeFile(t, filepath.Join(dir, p), c)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "empty"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, epoch := range []string{"", "1700000000"} {
+		t.Run("SOURCE_DATE_EPOCH="+epoch, func(t *testing.T) {
+			t.Setenv("SOURCE_DATE_EPOCH", epoch)
+			fromRecipe, fromDockerfile := filepath.Join(t.TempDir(), "r"), filepath.Join(t.TempDir(), "d")
+			mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "pallet.yaml"), "-o", "oci:"+fromRecipe)
+			mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+fromDockerfile)
+			r, d := dfImage(t, fromRecipe), dfImage(t, fromDockerfile)
+			rc, _ := r.ConfigFile()
+			dc, _ := d.ConfigFile()
+			if !reflect.DeepEqual(rc.History, dc.History) {
+				t.Errorf("history differs:\nrecipe     %+v\ndockerfile %+v", rc.History, dc.History)
+			}
+			if !reflect.DeepEqual(rc.Config, dc.Config) {
+				rj, _ := json.Marshal(rc.Config)
+				dj, _ := json.Marshal(dc.Config)
+				t.Errorf("config differs:\nrecipe     %s\ndockerfile %s", rj, dj)
+			}
+			if want := "pallet: place workdir /data/"; len(dc.History) != 3 || dc.History[2].CreatedBy != want {
+				t.Errorf("history %+v, want 3 layers, the last %q", dc.History, want)
+			}
+			if epoch != "" && dc.Created.Unix() != 1700000000 {
+				t.Errorf("created %v", dc.Created)
+			}
+			rd, _ := r.Digest()
+			dd, _ := d.Digest()
+			if rd != dd {
+				t.Errorf("digest from the recipe %s, from the Dockerfile %s", rd, dd)
+			}
+		})
+	}
+	// The epoch as a build arg, as buildx takes it, gives the same image.
+	t.Setenv("SOURCE_DATE_EPOCH", "1700000000")
+	viaEnv := filepath.Join(t.TempDir(), "env")
+	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+viaEnv)
+	t.Setenv("SOURCE_DATE_EPOCH", "")
+	viaArg := filepath.Join(t.TempDir(), "arg")
+	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "--arg", "SOURCE_DATE_EPOCH=1700000000", "-o", "oci:"+viaArg)
+	if a, b := layoutIndex(t, viaEnv).Manifests[0].Digest, layoutIndex(t, viaArg).Manifests[0].Digest; a != b {
+		t.Errorf("epoch from the environment gives %s, from --arg %s", a, b)
+	}
+}
+
+// The Dockerfile form of the Antrea example, built from stand-ins of the
+// files a buildx user would have made beforehand (Go binaries, the CNI
+// plugin, Open vSwitch unpacked), gives valid Windows layers with the
+// files where the recipe puts them.
+func TestDockerfileAntreaWindows(t *testing.T) {
+	dir := filepath.Dir(copyExample(t, "antrea-windows"))
+	pre := filepath.Join(dir, "dockerfile")
+	for _, exe := range []string{"antrea-agent", "antctl", "antrea-cni"} {
+		writeFile(t, filepath.Join(pre, "bin", exe+".exe"), string(fixture.PE(fixture.PEAMD64, "stand-in for "+exe+" v2.2.0\n")))
+	}
+	releases := fixture.AntreaReleases()
+	unpack := func(name string, data []byte, f archive.Format, into string, include []string) {
+		src := filepath.Join(t.TempDir(), name)
+		if err := os.WriteFile(src, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(into, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := archive.Extract(context.Background(), src, f, into, archive.Options{Include: include}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unpack("cni.tgz", releases[fixture.AntreaCNIPath], archive.TarGzip, filepath.Join(pre, "cni"), []string{"host-local.exe"})
+	ovs := filepath.Join(t.TempDir(), "ovs")
+	unpack("ovs.zip", releases[fixture.AntreaOVSPath], archive.Zip, ovs, nil)
+	if err := os.Rename(filepath.Join(ovs, "openvswitch"), filepath.Join(pre, "openvswitch")); err != nil {
+		t.Fatal(err)
+	}
+
+	out := filepath.Join(t.TempDir(), "out")
+	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
+	img := dfImage(t, out)
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cf.OS != "windows" || cf.Architecture != "amd64" || cf.OSVersion != "" {
+		t.Errorf("platform %s/%s os.version %q", cf.OS, cf.Architecture, cf.OSVersion)
+	}
+	if len(cf.Config.Env) != 1 || !strings.HasPrefix(cf.Config.Env[0], `PATH=C:\Windows\system32;C:\Windows;`) || !strings.HasSuffix(cf.Config.Env[0], `C:\openvswitch\usr\sbin`) {
+		t.Errorf("env %q: the backslashes must survive (escape=`)", cf.Config.Env)
+	}
+	if cf.Config.Labels["org.opencontainers.image.version"] != "v2.2.0" {
+		t.Errorf("labels %v", cf.Config.Labels)
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(layers) != 4 || len(cf.History) != 4 || cf.History[0].CreatedBy != "pallet: windows-hostprocess-scratch" {
+		t.Fatalf("%d layers, history %+v: want the base's and one per COPY", len(layers), cf.History)
+	}
+	var files []string
+	for i, l := range layers {
+		rc, err := l.Uncompressed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		if _, err := io.Copy(&buf, rc); err != nil {
+			t.Fatal(err)
+		}
+		rc.Close()
+		if i == 0 {
+			_, err = layer.VerifyWindowsBase(bytes.NewReader(buf.Bytes()))
+		} else {
+			_, err = layer.VerifyWindows(bytes.NewReader(buf.Bytes()))
+		}
+		if err != nil {
+			t.Fatalf("layer %d (%s): %v", i, cf.History[i].CreatedBy, err)
+		}
+		tr := tar.NewReader(&buf)
+		for {
+			h, err := tr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.Typeflag == tar.TypeReg && i > 0 {
+				files = append(files, strings.TrimPrefix(h.Name, "Files/"))
+			}
+		}
+	}
+	for _, want := range []string{
+		"k/antrea/bin/antctl.exe", "k/antrea/bin/antrea-agent.exe", "k/antrea/bin/antrea-cni.exe", "k/antrea/cni/host-local.exe",
+		"openvswitch/usr/bin/ovs-vsctl.exe", "openvswitch/usr/sbin/ovs-vswitchd.exe", "openvswitch/usr/bin/libssl-3-x64.dll",
+		"openvswitch/driver/ovsext.inf", "openvswitch/LICENSE",
+	} {
+		if !slices.Contains(files, want) {
+			t.Errorf("%s missing from the layers (have %v)", want, files)
+		}
+	}
+	for _, f := range files {
+		if strings.Contains(f, "win-bridge") || strings.HasPrefix(f, "dockerfile/") {
+			t.Errorf("%s placed: only what the COPY lines name goes in", f)
+		}
+	}
+}
+
+// The Dockerfile front end is chosen by the file's name, and the flags
+// that only make sense for a recipe are refused for it.
+func TestDockerfileFlags(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "app.Dockerfile"), "FROM scratch AS one\nFROM scratch AS two\nRUN make\n")
+	df := filepath.Join(dir, "app.Dockerfile")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--mode", "x=local"}, "--mode and --modes choose the modes of a recipe's artifacts"},
+		{[]string{"--image", "one", "--image", "two"}, "a Dockerfile builds one stage"},
+		{[]string{"--arg", "NOPE=1"}, "declares no ARG NOPE"},
+		{nil, "app.Dockerfile:3: RUN is not supported"},
+		{[]string{"--image", "three"}, `target stage "three"`},
+	} {
+		args := append([]string{"build", "-q", "--no-cache", "-f", df, "-o", "oci:" + filepath.Join(t.TempDir(), "o")}, tc.args...)
+		if _, err := pallet(t, args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want %q", tc.args, err, tc.want)
+		}
+	}
+	// --image picks the target stage; the unreached RUN does not matter.
+	out := filepath.Join(t.TempDir(), "o")
+	mustPallet(t, "build", "-q", "--no-cache", "-f", df, "--image", "one", "-o", "oci:"+out)
+	if m := layoutIndex(t, out); len(m.Manifests) != 1 || m.Manifests[0].Annotations["org.opencontainers.image.ref.name"] != "latest" {
+		t.Errorf("index %+v", m)
+	}
+}
+
+// What fails while building names the Dockerfile line that asked for it.
+func TestDockerfileBuildErrorsNameTheLine(t *testing.T) {
+	srv := fixture.Serve(t, map[string][]byte{"/tool.bin": []byte("the tool\n")})
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "tool"), string(fixture.ELF(elf.EM_X86_64, "linux tool")))
+	bad := strings.Repeat("0", 64)
+	for _, tc := range []struct{ df, want string }{
+		{"FROM --platform=windows/amd64 windows-hostprocess-scratch\n\nCOPY tool /bin/\n", "Dockerfile:3: "},
+		{"FROM scratch\nADD --checksum=sha256:" + bad + " " + srv.URL + "/tool.bin /bin/\n", "Dockerfile:2: "},
+	} {
+		writeFile(t, filepath.Join(dir, "Dockerfile"), tc.df)
+		_, err := pallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+filepath.Join(t.TempDir(), "o"))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want it at %q", tc.df, err, tc.want)
+		}
+	}
+	// The same download with its right digest is placed 0600, as BuildKit does.
+	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM scratch\nADD --checksum=sha256:"+fixture.SHA256([]byte("the tool\n"))+" "+srv.URL+"/tool.bin /bin/\n")
+	out := filepath.Join(t.TempDir(), "o")
+	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
+	layers, err := dfImage(t, out).Layers()
+	if err != nil || len(layers) != 1 {
+		t.Fatalf("layers %v, %v", layers, err)
+	}
+	rc, err := layers[0].Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	found := false
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Name == "bin/tool.bin" {
+			found = true
+			if h.Mode != 0o600 {
+				t.Errorf("mode %o, want 600", h.Mode)
+			}
+		}
+	}
+	if !found {
+		t.Error("bin/tool.bin not in the layer")
+	}
+}

@@ -1,0 +1,186 @@
+package dockerfile
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/moby/buildkit/frontend/dockerfile/instructions"
+
+	"github.com/pallet-dev/pallet/internal/plan"
+	"github.com/pallet-dev/pallet/internal/platform"
+)
+
+// vars is an ordered set of variables, the environment BuildKit's lexer
+// expands words with.
+type vars struct {
+	keys []string
+	vals map[string]string
+}
+
+func newVars() *vars { return &vars{vals: map[string]string{}} }
+
+// Get implements shell.EnvGetter.
+func (v *vars) Get(k string) (string, bool) {
+	val, ok := v.vals[k]
+	return val, ok
+}
+
+// Keys implements shell.EnvGetter.
+func (v *vars) Keys() []string { return v.keys }
+
+func (v *vars) set(k, val string) {
+	if _, ok := v.vals[k]; !ok {
+		v.keys = append(v.keys, k)
+	}
+	v.vals[k] = val
+}
+
+func (v *vars) clone() *vars {
+	return &vars{keys: slices.Clone(v.keys), vals: maps.Clone(v.vals)}
+}
+
+// automaticArgs are the ARGs BuildKit defines for every build: usable in
+// FROM lines, and in a stage once declared there with ARG NAME.
+var automaticArgs = []string{
+	"BUILDPLATFORM", "BUILDOS", "BUILDOSVERSION", "BUILDARCH", "BUILDVARIANT",
+	"TARGETPLATFORM", "TARGETOS", "TARGETOSVERSION", "TARGETARCH", "TARGETVARIANT",
+	"TARGETSTAGE",
+}
+
+// epochArg sets the build's timestamps, as with buildx; it needs no ARG.
+const epochArg = "SOURCE_DATE_EPOCH"
+
+// checkOverrides refuses an override of an ARG the Dockerfile never
+// declares: it would change nothing, which is always a mistake (a typo,
+// or a build script written for another Dockerfile).
+func (d *Dockerfile) checkOverrides(args map[string]string) error {
+	var unknown []string
+	for k := range args {
+		if !d.declared[k] && !slices.Contains(automaticArgs, k) && k != epochArg {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	sort.Strings(unknown)
+	have := slices.Sorted(maps.Keys(d.declared))
+	decl := "none"
+	if len(have) > 0 {
+		decl = strings.Join(have, ", ")
+	}
+	return fmt.Errorf("--arg %s: %s declares no ARG %s (declared: %s)", strings.Join(unknown, ", "), d.File, strings.Join(unknown, ", "), decl)
+}
+
+// globals are the variables FROM lines see: the automatic platform args,
+// then the ARGs before the first FROM, each taking its override or its
+// default expanded with the ones before it.
+func (e *evaluator) globals() (*vars, error) {
+	g := newVars()
+	t, b := e.target, e.build
+	auto := map[string]string{
+		"BUILDPLATFORM": b.String(), "BUILDOS": b.OS, "BUILDOSVERSION": "", "BUILDARCH": b.Arch, "BUILDVARIANT": b.Variant,
+		"TARGETPLATFORM": t.String(), "TARGETOS": t.OS, "TARGETOSVERSION": "", "TARGETARCH": t.Arch, "TARGETVARIANT": t.Variant,
+		"TARGETSTAGE": e.targetName,
+	}
+	for _, k := range automaticArgs {
+		v := auto[k]
+		if ov, ok := e.opt.Args[k]; ok {
+			v = ov
+		}
+		g.set(k, v)
+	}
+	for _, a := range e.d.meta {
+		if ov, ok := e.opt.Args[a.key]; ok {
+			g.set(a.key, ov)
+			continue
+		}
+		if a.value == nil {
+			continue
+		}
+		v, _, err := e.lex.ProcessWord(*a.value, g)
+		if err != nil {
+			return nil, plan.Errorf(a.pos, "ARG %s: %v", a.key, err)
+		}
+		g.set(a.key, v)
+	}
+	return g, nil
+}
+
+// arg runs an ARG instruction inside a stage, with BuildKit's rules: an
+// override wins, then the default given here, then the global value of
+// the same name (which is how a global ARG is brought into a stage);
+// without any, the name is declared and expands to nothing.
+func (e *evaluator) arg(s *stageState, c *instructions.ArgCommand) error {
+	for _, a := range c.Args {
+		s.declared[a.Key] = true
+		if ov, ok := e.opt.Args[a.Key]; ok {
+			s.env.set(a.Key, ov)
+			continue
+		}
+		if a.Value != nil {
+			v, err := e.expand(s, *a.Value)
+			if err != nil {
+				return err
+			}
+			s.env.set(a.Key, v)
+			continue
+		}
+		if v, ok := e.global.Get(a.Key); ok {
+			s.env.set(a.Key, v)
+		}
+	}
+	return nil
+}
+
+// expand expands one word for an instruction of stage s. A variable that
+// is not set is empty, as in Docker, except where that is surely a
+// mistake: a global ARG used in a stage without being declared there
+// (Docker silently expands it to nothing), or a name that may come from
+// the base image's environment, which pallet does not read.
+func (e *evaluator) expand(s *stageState, word string) (string, error) {
+	res, err := e.lex.ProcessWordWithMatches(word, s.env)
+	if err != nil {
+		return "", fmt.Errorf("%q: %w", word, err)
+	}
+	for _, name := range slices.Sorted(maps.Keys(res.Unmatched)) {
+		switch {
+		case s.declared[name]:
+		case e.declaredGlobally(name):
+			return "", fmt.Errorf("$%s is an ARG of the global scope (before the first FROM), which only FROM lines see; declare it in this stage too: ARG %s", name, name)
+		case slices.Contains(automaticArgs, name):
+			return "", fmt.Errorf("$%s is set only in FROM lines; declare it in this stage to use it here: ARG %s", name, name)
+		case !s.envKnown:
+			return "", fmt.Errorf("$%s is not set by this Dockerfile; it may come from the environment of the base image %s, which pallet does not read: write its value out, or declare it with ARG", name, s.base)
+		}
+	}
+	return res.Result, nil
+}
+
+func (e *evaluator) declaredGlobally(name string) bool {
+	for _, a := range e.d.meta {
+		if a.key == name {
+			return true
+		}
+	}
+	return false
+}
+
+// expandPlatform reads a FROM --platform value.
+func (e *evaluator) expandPlatform(s *stageDef) (platform.Platform, error) {
+	v, _, err := e.lex.ProcessWord(s.platformRaw, e.global)
+	if err != nil {
+		return platform.Platform{}, plan.Errorf(s.platPos, "FROM --platform=%s: %v", s.platformRaw, err)
+	}
+	if v == "" {
+		return platform.Platform{}, plan.Errorf(s.platPos, "FROM --platform=%s: empty once expanded", s.platformRaw)
+	}
+	p, err := platform.Parse(v)
+	if err != nil {
+		return platform.Platform{}, plan.Errorf(s.platPos, "FROM --platform=%s: %v", s.platformRaw, err)
+	}
+	return p, nil
+}

@@ -1,0 +1,207 @@
+package dockerfile
+
+import (
+	"fmt"
+	"maps"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/pallet-dev/pallet/internal/artifact"
+	"github.com/pallet-dev/pallet/internal/plan"
+	"github.com/pallet-dev/pallet/internal/tree"
+)
+
+// srcKind is where the content of a COPY or ADD comes from.
+type srcKind int
+
+const (
+	srcFile    srcKind = iota // a context file, placed as it is
+	srcDir                    // a context directory, maybe filtered
+	srcArchive                // a context tar archive, unpacked (ADD)
+	srcURL                    // a pinned download (ADD)
+	srcEmpty                  // the directory WORKDIR makes
+)
+
+// source is one artifact's content, described well enough to make its
+// artifact and, for a context directory, any part of it: a COPY --from a
+// stage takes a subdirectory of what the stage copied.
+type source struct {
+	kind srcKind
+	// path is the host path of a context file, directory or archive.
+	path string
+	// hint is the name the artifact is given when it is free: the path
+	// in the context, or the download's file name.
+	hint string
+	// filter is a directory's; filtered says it left something out.
+	filter   *filter
+	filtered bool
+	url      string
+	sha256   string
+	filename string
+	unpack   bool
+}
+
+// id tells sources apart: two COPYs of the same path share an artifact.
+func (s *source) id() string {
+	switch s.kind {
+	case srcDir:
+		if s.filtered {
+			return "dir:" + s.path + " " + s.filter.id()
+		}
+		return "dir:" + s.path
+	case srcFile:
+		return "file:" + s.path
+	case srcArchive:
+		return "archive:" + s.path
+	case srcURL:
+		return fmt.Sprintf("url:%s sha256:%s unpack:%v", s.url, s.sha256, s.unpack)
+	}
+	return "workdir"
+}
+
+// kind is the artifact kind that makes the source.
+func (s *source) artifactKind() artifact.Kind {
+	switch s.kind {
+	case srcDir:
+		if s.filtered {
+			return &localDir{Path: s.path, filter: s.filter}
+		}
+		return &artifact.Local{Path: s.path}
+	case srcFile:
+		return &artifact.Local{Path: s.path}
+	case srcArchive:
+		return &artifact.Local{Path: s.path, Extract: &artifact.Extract{}}
+	case srcURL:
+		u := &artifact.URL{URL: s.url, SHA256: s.sha256, Filename: s.filename}
+		if s.unpack {
+			u.Extract = &artifact.Extract{}
+		}
+		return u
+	}
+	return emptyDir{}
+}
+
+// opaque says the source's files are known only once it is fetched.
+func (s *source) opaque() bool {
+	return s.kind == srcArchive || (s.kind == srcURL && s.unpack)
+}
+
+// isDir says the source is placed as a directory's content.
+func (s *source) isDir() bool { return s.kind != srcFile && !(s.kind == srcURL && !s.unpack) }
+
+// placed is what one placement put in a stage, as far as the plan knows
+// it: where its tree landed, and its paths unless it is an archive.
+type placed struct {
+	src   *source
+	pm    plan.Placement
+	root  string
+	files map[string]tree.Kind
+}
+
+// content is the file system of a stage as its COPY and ADD instructions
+// made it: every placement, and for each path the last one that wrote it.
+type content struct {
+	placed []*placed
+	nodes  map[string]node
+}
+
+type node struct {
+	kind   tree.Kind
+	by     int
+	opaque bool
+}
+
+func newContent() *content {
+	return &content{nodes: map[string]node{"/": {kind: tree.Dir, by: -1}}}
+}
+
+func (c *content) clone() *content {
+	return &content{placed: slices.Clone(c.placed), nodes: maps.Clone(c.nodes)}
+}
+
+// add records a placement; p.files holds paths relative to p.root ("" is
+// the root itself).
+func (c *content) add(p *placed) {
+	i := len(c.placed)
+	c.placed = append(c.placed, p)
+	for dir := path.Dir(p.root); ; dir = path.Dir(dir) {
+		if _, ok := c.nodes[dir]; !ok {
+			c.nodes[dir] = node{kind: tree.Dir, by: -1}
+		}
+		if dir == "/" {
+			break
+		}
+	}
+	if p.src.opaque() {
+		c.nodes[p.root] = node{kind: tree.Dir, by: i, opaque: true}
+		return
+	}
+	for _, rel := range slices.Sorted(maps.Keys(p.files)) {
+		c.nodes[path.Join(p.root, rel)] = node{kind: p.files[rel], by: i}
+	}
+}
+
+// isDir says p is a directory in the stage as far as the plan knows.
+func (c *content) isDir(p string) bool {
+	n, ok := c.nodes[p]
+	return ok && n.kind == tree.Dir
+}
+
+// opaqueAbove returns the placement of an archive unpacked above p, if
+// any: p may be there, but the plan cannot know.
+func (c *content) opaqueAbove(p string) (*placed, bool) {
+	for dir := p; dir != "/"; dir = path.Dir(dir) {
+		if n, ok := c.nodes[dir]; ok && n.opaque {
+			return c.placed[n.by], true
+		}
+	}
+	return nil, false
+}
+
+// under says p is root or inside it.
+func under(p, root string) bool {
+	return p == root || root == "/" || strings.HasPrefix(p, root+"/")
+}
+
+// names gives each distinct source one artifact name, valid as a recipe's
+// (so that the same image can be written both ways, names included).
+type names struct {
+	byID map[string]string
+	used map[string]bool
+}
+
+var notName = regexp.MustCompile(`[^a-z0-9._-]+`)
+
+// name returns the source's artifact name: its hint made a valid name,
+// with a number added when another source has it already.
+func (n *names) name(s *source) string {
+	id := s.id()
+	if name, ok := n.byID[id]; ok {
+		return name
+	}
+	base := strings.Trim(notName.ReplaceAllString(strings.ToLower(s.hint), "-"), "-._")
+	if base == "" {
+		base = "context"
+	}
+	name := base
+	for i := 2; n.used[name]; i++ {
+		name = fmt.Sprintf("%s-%d", base, i)
+	}
+	n.byID[id] = name
+	n.used[name] = true
+	return name
+}
+
+// sub is the part of a context directory source under rel.
+func (s *source) sub(rel string) *source {
+	if rel == "" || rel == "." {
+		return s
+	}
+	t := *s
+	t.path = filepath.Join(s.path, filepath.FromSlash(rel))
+	t.hint = path.Join(s.hint, rel)
+	return &t
+}

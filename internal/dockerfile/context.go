@@ -1,0 +1,273 @@
+package dockerfile
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/moby/patternmatcher"
+	"github.com/moby/patternmatcher/ignorefile"
+
+	"github.com/pallet-dev/pallet/internal/tree"
+)
+
+// maxIgnoreSize bounds a .dockerignore read into memory.
+const maxIgnoreSize = 1 << 20
+
+// buildContext is the directory COPY and ADD read from, with the
+// patterns of its ignore file.
+type buildContext struct {
+	// dir is absolute with symlinks resolved, so that a source that
+	// resolves outside it is seen for what it is.
+	dir string
+	// ignore holds the .dockerignore patterns; nil without any.
+	ignore     *patternmatcher.PatternMatcher
+	ignoreFile string
+}
+
+// openContext opens the build context dir. The ignore file is, as with
+// BuildKit, the Dockerfile's name plus ".dockerignore" when there is one
+// beside it, else .dockerignore at the context's root.
+func openContext(dir, dockerfile string) (*buildContext, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, fmt.Errorf("build context: %w", err)
+	}
+	info, err := os.Stat(real)
+	if err != nil {
+		return nil, fmt.Errorf("build context: %w", err)
+	}
+	if !info.IsDir() {
+		return nil, fmt.Errorf("build context %s is not a directory", dir)
+	}
+	c := &buildContext{dir: real}
+	for _, f := range []string{dockerfile + ".dockerignore", filepath.Join(abs, ".dockerignore")} {
+		data, err := readSmall(f, maxIgnoreSize)
+		if os.IsNotExist(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("ignore file: %w", err)
+		}
+		patterns, err := ignorefile.ReadAll(bytes.NewReader(data))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		if c.ignore, err = patternmatcher.New(patterns); err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		c.ignoreFile = f
+		break
+	}
+	return c, nil
+}
+
+// readSmall reads a file of at most max bytes.
+func readSmall(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("%s: larger than %d bytes", path, max)
+	}
+	return data, nil
+}
+
+// rel is p's path relative to the context, slash-separated.
+func (c *buildContext) rel(p string) string {
+	r, err := filepath.Rel(c.dir, p)
+	if err != nil {
+		return filepath.ToSlash(p)
+	}
+	return filepath.ToSlash(r)
+}
+
+// ignored says whether the ignore file leaves p out of the context.
+func (c *buildContext) ignored(p string) (bool, error) {
+	r := c.rel(p)
+	if c.ignore == nil || r == "." {
+		return false, nil
+	}
+	return c.ignore.MatchesOrParentMatches(r)
+}
+
+// inside refuses a path that resolves, through symlinks, outside the
+// context: what a Dockerfile copies must be in what was sent to build.
+func (c *buildContext) inside(p string) error {
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return err
+	}
+	if real != c.dir && !strings.HasPrefix(real, c.dir+string(filepath.Separator)) {
+		return fmt.Errorf("resolves to %s, outside the build context %s", real, c.dir)
+	}
+	return nil
+}
+
+// filter says which entries of a context directory a COPY leaves out:
+// those the ignore file excludes, those its --exclude patterns match, and
+// those a later instruction of a stage replaced (when a stage is
+// flattened into a COPY --from).
+type filter struct {
+	ctx *buildContext
+	// exclBase is the directory the --exclude patterns are relative to.
+	exclBase string
+	exclRaw  []string
+	exclude  *patternmatcher.PatternMatcher
+	// omit holds absolute host paths, sorted.
+	omit []string
+}
+
+func newFilter(ctx *buildContext, base string, exclude []string) (*filter, error) {
+	f := &filter{ctx: ctx, exclBase: base, exclRaw: exclude}
+	if len(exclude) > 0 {
+		var err error
+		if f.exclude, err = patternmatcher.New(exclude); err != nil {
+			return nil, fmt.Errorf("--exclude: %w", err)
+		}
+	}
+	return f, nil
+}
+
+// withOmit returns f with more paths left out.
+func (f *filter) withOmit(paths []string) *filter {
+	g := *f
+	g.omit = slices.Concat(f.omit, paths)
+	slices.Sort(g.omit)
+	g.omit = slices.Compact(g.omit)
+	return &g
+}
+
+// id names what the filter does, for an artifact's identity.
+func (f *filter) id() string {
+	ign := ""
+	if f.ctx != nil && f.ctx.ignore != nil {
+		ign = f.ctx.ignoreFile
+	}
+	return fmt.Sprintf("ignore=%s exclude=%s:%q omit=%q", ign, f.exclBase, f.exclRaw, f.omit)
+}
+
+// skip says whether p is left out.
+func (f *filter) skip(p string) (bool, error) {
+	if _, ok := slices.BinarySearch(f.omit, p); ok {
+		return true, nil
+	}
+	if f.ctx != nil {
+		if out, err := f.ctx.ignored(p); out || err != nil {
+			return out, err
+		}
+	}
+	if f.exclude != nil {
+		r, err := filepath.Rel(f.exclBase, p)
+		if err != nil {
+			return false, err
+		}
+		if r == "." {
+			r = filepath.Base(p)
+		}
+		return f.exclude.MatchesOrParentMatches(filepath.ToSlash(r))
+	}
+	return false, nil
+}
+
+// mayReinclude says whether an entry under a skipped directory can still
+// be kept ("!" patterns), so that the walk must go on into it.
+func (f *filter) mayReinclude() bool {
+	return (f.ctx != nil && f.ctx.ignore != nil && f.ctx.ignore.Exclusions()) || (f.exclude != nil && f.exclude.Exclusions())
+}
+
+// entry is one kept path of a scanned directory.
+type entry struct {
+	rel  string
+	kind tree.Kind
+	abs  string
+	info fs.FileInfo
+	link string
+}
+
+// scan lists what of directory root the filter keeps, in walk order, and
+// says whether anything was left out.
+func scan(root string, f *filter) ([]entry, bool, error) {
+	var out []entry
+	filtered := false
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == root {
+			return nil
+		}
+		out1, err := f.skip(p)
+		if err != nil {
+			return err
+		}
+		if out1 {
+			filtered = true
+			if d.IsDir() && !f.mayReinclude() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		e := entry{rel: filepath.ToSlash(rel), abs: p, info: info}
+		switch {
+		case d.IsDir():
+			e.kind = tree.Dir
+		case info.Mode()&fs.ModeSymlink != 0:
+			e.kind = tree.Symlink
+			if e.link, err = os.Readlink(p); err != nil {
+				return err
+			}
+		case info.Mode().IsRegular():
+			e.kind = tree.File
+		default:
+			return fmt.Errorf("%s: unsupported file type %s", p, info.Mode().Type())
+		}
+		out = append(out, e)
+		return nil
+	})
+	return out, filtered, err
+}
+
+// treeOf makes the tree of a scanned directory, as tree.FromDir does for
+// a whole one: modes normalized, owner 0:0, symlinks kept.
+func treeOf(entries []entry) (*tree.Tree, error) {
+	t := tree.New()
+	for _, e := range entries {
+		var err error
+		switch e.kind {
+		case tree.Dir:
+			err = t.Add(tree.Entry{Path: e.rel, Kind: tree.Dir, Mode: 0o755})
+		case tree.Symlink:
+			err = t.Add(tree.Entry{Path: e.rel, Kind: tree.Symlink, Mode: 0o777, Link: filepath.ToSlash(e.link)})
+		default:
+			err = t.Add(tree.Entry{Path: e.rel, Kind: tree.File, Mode: tree.NormalMode(e.info.Mode()), Source: e.abs, Size: e.info.Size()})
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}

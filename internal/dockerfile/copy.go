@@ -1,0 +1,447 @@
+package dockerfile
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/moby/buildkit/frontend/dockerfile/instructions"
+	"github.com/moby/buildkit/frontend/dockerfile/parser"
+	"github.com/moby/buildkit/util/system"
+
+	"github.com/pallet-dev/pallet/internal/archive"
+	"github.com/pallet-dev/pallet/internal/plan"
+	"github.com/pallet-dev/pallet/internal/recipe"
+	"github.com/pallet-dev/pallet/internal/tree"
+)
+
+// copyOp is a COPY or ADD as BuildKit's instruction reader gives it; the
+// pointers are read again once the instruction is expanded.
+type copyOp struct {
+	add      bool
+	expand   func(instructions.SingleWordExpander) error
+	sd       *instructions.SourcesAndDest
+	from     string
+	chown    *string
+	chmod    *string
+	checksum *string
+	exclude  []string
+	parents  bool
+	unpack   *bool
+	keepGit  *bool
+}
+
+func copyOf(c *instructions.CopyCommand) *copyOp {
+	return &copyOp{expand: c.Expand, sd: &c.SourcesAndDest, from: c.From, chown: &c.Chown, chmod: &c.Chmod,
+		checksum: new(string), exclude: c.ExcludePatterns, parents: c.Parents}
+}
+
+func addOf(c *instructions.AddCommand) *copyOp {
+	return &copyOp{add: true, expand: c.Expand, sd: &c.SourcesAndDest, chown: &c.Chown, chmod: &c.Chmod,
+		checksum: &c.Checksum, exclude: c.ExcludePatterns, unpack: c.Unpack, keepGit: c.KeepGitDir}
+}
+
+// item is one thing a COPY or ADD source resolved to: one placement.
+type item struct {
+	src *source
+	// files is the item's content as the plan knows it, relative to
+	// where it lands ("" is that place itself); nil for an archive.
+	files map[string]tree.Kind
+	// name is a file's name in the stage it is copied from: where it
+	// goes in a destination directory.
+	name string
+	// rel is, for part of a directory copied from a stage, where under
+	// the destination it goes.
+	rel     string
+	fromDir bool
+	// owner and mode are kept from the stage when --chown or --chmod do
+	// not set them; a download is 0600, as BuildKit makes it.
+	mode     fs.FileMode
+	uid, gid int
+	pos      plan.Pos
+}
+
+// copy plans a COPY or ADD: one layer, one placement per source found.
+func (e *evaluator) copy(s *stageState, n *parser.Node, op *copyOp) error {
+	raws := slices.Clone(op.sd.SourcePaths)
+	from, err := e.copyFrom(s, n, op)
+	if err != nil {
+		return err
+	}
+	if err := op.expand(e.expander(s)); err != nil {
+		return err
+	}
+	mode, uid, gid, err := e.modeOwner(n, *op.chmod, *op.chown)
+	if err != nil {
+		return err
+	}
+	if *op.checksum != "" && (len(op.sd.SourcePaths) != 1 || !isURL(op.sd.SourcePaths[0])) {
+		return plan.Errorf(e.d.loc.token(n, "--checksum"), "--checksum applies to one URL source")
+	}
+	cleanDest, intoDir, err := destination(s, op.sd.DestPath)
+	if err != nil {
+		return err
+	}
+	var items []item
+	found := 0
+	for i, src := range op.sd.SourcePaths {
+		pos := e.d.loc.token(n, raws[i])
+		got, count, err := e.source(s, op, from, src, pos)
+		if err != nil {
+			return plan.Wrap(pos, err)
+		}
+		items = append(items, got...)
+		found += count
+	}
+	if (len(op.sd.SourcePaths) > 1 || found > 1) && !intoDir {
+		return fmt.Errorf("with more than one source, the destination must be a directory ending in /: %s", op.sd.DestPath)
+	}
+
+	l := &plan.Layer{Name: e.layerName(n)}
+	var added []*placed
+	for _, it := range items {
+		root, dest := placeAt(it, cleanDest, intoDir)
+		pm := plan.Placement{Artifact: e.artifact(it.src, it.pos), Dest: dest, Mode: it.mode, UID: it.uid, GID: it.gid, Pos: it.pos}
+		if mode != nil {
+			pm.Mode = *mode
+		}
+		if uid != nil {
+			pm.UID, pm.GID = *uid, *gid
+		}
+		l.Placements = append(l.Placements, pm)
+		added = append(added, &placed{src: it.src, pm: pm, root: root, files: it.files})
+	}
+	// Added after all are placed: a directory this COPY creates does not
+	// change where its own other sources go.
+	for _, p := range added {
+		s.content.add(p)
+	}
+	if len(l.Placements) > 0 {
+		s.layers = append(s.layers, l)
+	}
+	return nil
+}
+
+// copyFrom refuses the flags pallet does not take and resolves --from.
+func (e *evaluator) copyFrom(s *stageState, n *parser.Node, op *copyOp) (*stageState, error) {
+	switch {
+	case op.parents:
+		return nil, plan.Errorf(e.d.loc.token(n, "--parents"), "--parents is not supported: copy each directory to its destination")
+	case len(op.sd.SourceContents) > 0:
+		return nil, fmt.Errorf("here-documents are not supported: write the file into the build context and COPY it")
+	case op.keepGit != nil:
+		return nil, plan.Errorf(e.d.loc.token(n, "--keep-git-dir"), "--keep-git-dir applies to git sources, which pallet does not take: a recipe's source mode builds a pinned commit")
+	}
+	from, err := e.copySource(s, n, op.from)
+	if err != nil {
+		return nil, err
+	}
+	if from != nil && len(op.exclude) > 0 {
+		return nil, plan.Errorf(e.d.loc.token(n, "--exclude="+op.exclude[0]), "--exclude is not supported with --from: copy the stage's directories one by one, or exclude the files where the stage copies them")
+	}
+	return from, nil
+}
+
+// destination is where a COPY goes in stage s, cleaned, and whether it
+// is a directory: written with a trailing /, or known as one.
+func destination(s *stageState, raw string) (string, bool, error) {
+	if !s.workdirKnown() && !system.IsAbs(raw, s.platform.OS) {
+		return "", false, fmt.Errorf("destination %s is relative to the working directory of the base image %s, which pallet does not read; write it absolute, or set WORKDIR first", raw, s.base)
+	}
+	if raw == "." || raw == "" {
+		// The working directory itself, as a directory (BuildKit's rule).
+		raw = "./"
+	}
+	dest, err := system.NormalizePath(s.workdir, raw, s.platform.OS, true)
+	if err != nil {
+		return "", false, fmt.Errorf("destination %s: %w", raw, err)
+	}
+	clean := path.Clean(dest)
+	return clean, strings.HasSuffix(dest, "/") || strings.HasSuffix(dest, "/.") || s.content.isDir(clean), nil
+}
+
+// source resolves one source of a COPY or ADD, and says how many sources
+// it stood for (a pattern's matches).
+func (e *evaluator) source(s *stageState, op *copyOp, from *stageState, src string, pos plan.Pos) ([]item, int, error) {
+	switch {
+	case from != nil:
+		return e.stageItems(from, src, pos)
+	case isGit(src):
+		return nil, 0, fmt.Errorf("%s: git sources are not supported; a recipe's source mode builds a pinned commit (git.repo, git.commit)", src)
+	case isURL(src):
+		items, err := e.urlItem(op, src, pos)
+		return items, 1, err
+	}
+	return e.contextItems(s, op, src, pos)
+}
+
+// placeAt is where an item lands (its root in the stage) and the
+// placement's destination: a directory's content goes into DIR/, a file
+// into DIR/ under its own name, or at the destination itself.
+func placeAt(it item, cleanDest string, intoDir bool) (root, dest string) {
+	dirForm := func(p string) string {
+		if p == "/" {
+			return p
+		}
+		return p + "/"
+	}
+	switch {
+	case it.fromDir:
+		root = path.Join(cleanDest, it.rel)
+		if it.src.isDir() {
+			return root, dirForm(root)
+		}
+		return root, root
+	case it.src.isDir():
+		return cleanDest, dirForm(cleanDest)
+	case intoDir:
+		root = path.Join(cleanDest, it.name)
+		if it.name == it.src.naturalName() {
+			return root, dirForm(cleanDest)
+		}
+		return root, root
+	}
+	return cleanDest, cleanDest
+}
+
+// naturalName is the name a file source has in its artifact's tree.
+func (s *source) naturalName() string {
+	if s.kind == srcURL {
+		return s.filename
+	}
+	return filepath.Base(s.path)
+}
+
+// copySource resolves --from: an earlier stage, planned already.
+func (e *evaluator) copySource(s *stageState, n *parser.Node, from string) (*stageState, error) {
+	if from == "" {
+		return nil, nil
+	}
+	pos := e.d.loc.token(n, "--from="+from)
+	if strings.Contains(from, "$") {
+		return nil, plan.Errorf(pos, "--from=%s: variables are not expanded in --from (as in BuildKit); name the stage, or define one with FROM ${...} AS name", from)
+	}
+	ref := e.d.stageRef(from)
+	if ref == nil {
+		return nil, plan.Errorf(pos, "--from=%s: not a stage of this Dockerfile (stages: %s); pallet copies from earlier stages only, since it reads no image's files at plan time: put the files in the build context, or make them an artifact of a recipe", from, strings.Join(e.d.Stages(), ", "))
+	}
+	if ref.index >= s.def.index {
+		return nil, plan.Errorf(pos, "--from=%s: the stage is defined at %s, not before this one", from, ref.pos)
+	}
+	return e.states[ref.index], nil
+}
+
+// modeOwner reads --chmod and --chown; nil when not given.
+func (e *evaluator) modeOwner(n *parser.Node, chmod, chown string) (*fs.FileMode, *int, *int, error) {
+	var mode *fs.FileMode
+	if chmod != "" {
+		m, err := recipe.ParseMode(chmod)
+		if err != nil {
+			return nil, nil, nil, plan.Errorf(e.d.loc.token(n, "--chmod="+chmod), "--chmod=%s: pallet takes an octal mode such as 0755 (not a symbolic one)", chmod)
+		}
+		mode = &m
+	}
+	if chown == "" {
+		return mode, nil, nil, nil
+	}
+	uid, gid, ok := numericOwner(chown)
+	if !ok {
+		return nil, nil, nil, plan.Errorf(e.d.loc.token(n, "--chown="+chown), "--chown=%s: pallet takes a numeric uid[:gid]; a user or group name needs the image's /etc/passwd and /etc/group, which pallet does not read", chown)
+	}
+	return mode, &uid, &gid, nil
+}
+
+func isURL(s string) bool { return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://") }
+
+// gitURL matches what BuildKit takes for a git repository rather than a
+// download.
+var gitURL = regexp.MustCompile(`^(git@|git://|ssh://)|^https?://[^#]+\.git(#.*)?$`)
+
+func isGit(s string) bool { return gitURL.MatchString(s) }
+
+// sha256Checksum is the only --checksum pallet verifies downloads with.
+var sha256Checksum = regexp.MustCompile(`^sha256:([0-9a-f]{64})$`)
+
+// urlItem is ADD URL: a download pinned by --checksum, placed as one
+// file (unpacked only with --unpack=true, as BuildKit does).
+func (e *evaluator) urlItem(op *copyOp, src string, pos plan.Pos) ([]item, error) {
+	if !op.add {
+		return nil, fmt.Errorf("%s: COPY does not download; use ADD --checksum=sha256:<digest>", src)
+	}
+	if *op.checksum == "" {
+		return nil, fmt.Errorf("%s: a download needs --checksum=sha256:<64 hex digits>; pallet pins every download by its digest", src)
+	}
+	m := sha256Checksum.FindStringSubmatch(*op.checksum)
+	if m == nil {
+		return nil, fmt.Errorf("--checksum=%s: want sha256:<64 lower-case hex digits>", *op.checksum)
+	}
+	u, err := url.Parse(src)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("%s: not a URL", src)
+	}
+	name := path.Base(u.Path)
+	if name == "." || name == "/" || name == "" {
+		name = "__unnamed__"
+	}
+	s := &source{kind: srcURL, url: src, sha256: m[1], filename: name, hint: name}
+	it := item{src: s, name: name, pos: pos}
+	if op.unpack != nil && *op.unpack {
+		if f, ok := archive.Detect(name); !ok || f == archive.Zip {
+			return nil, fmt.Errorf("%s: --unpack takes a tar archive named .tar, .tar.gz, .tgz, .tar.xz or .tar.zst", src)
+		}
+		s.unpack = true
+		return []item{it}, nil
+	}
+	it.mode = 0o600
+	it.files = map[string]tree.Kind{"": tree.File}
+	return []item{it}, nil
+}
+
+// contextItems resolves a source in the build context: a path, or a
+// pattern (*, ?, [...]) whose matches are each a source; a pattern that
+// matches nothing copies nothing, as in BuildKit. It returns how many
+// sources were found.
+func (e *evaluator) contextItems(s *stageState, op *copyOp, src string, pos plan.Pos) ([]item, int, error) {
+	rel, err := system.NormalizePath("/", src, s.platform.OS, false)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s: %w", src, err)
+	}
+	rel = strings.TrimPrefix(path.Clean(rel), "/")
+	var hosts []string
+	wild := containsWildcards(rel)
+	if wild {
+		ms, err := fs.Glob(os.DirFS(e.ctx.dir), rel)
+		if err != nil {
+			return nil, 0, fmt.Errorf("%s: %w", src, err)
+		}
+		for _, m := range ms {
+			hosts = append(hosts, filepath.Join(e.ctx.dir, filepath.FromSlash(m)))
+		}
+	} else {
+		hosts = []string{filepath.Join(e.ctx.dir, filepath.FromSlash(rel))}
+	}
+	var items []item
+	for _, h := range hosts {
+		it, ok, err := e.contextItem(op, src, h, wild, pos)
+		if err != nil {
+			return nil, 0, err
+		}
+		if ok {
+			items = append(items, it)
+		}
+	}
+	return items, len(items), nil
+}
+
+// contextItem is one path of the context; ok is false when it is left
+// out (ignored or excluded, and matched by a pattern).
+func (e *evaluator) contextItem(op *copyOp, src, host string, wild bool, pos plan.Pos) (item, bool, error) {
+	if _, err := os.Lstat(host); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return item{}, false, fmt.Errorf("%s: not found in the build context %s", src, e.ctx.dir)
+		}
+		return item{}, false, err
+	}
+	if err := e.ctx.inside(host); err != nil {
+		return item{}, false, fmt.Errorf("%s: %w", src, err)
+	}
+	info, err := os.Stat(host)
+	if err != nil {
+		return item{}, false, err
+	}
+	ignored, err := e.ctx.ignored(host)
+	if err != nil {
+		return item{}, false, err
+	}
+	// A directory is walked where it really is: a walk does not enter a
+	// symlink it starts from. Its name does not matter, only what is in
+	// it; a file's name does, so a file keeps the path it was named by.
+	base := host
+	if info.IsDir() {
+		if base, err = filepath.EvalSymlinks(host); err != nil {
+			return item{}, false, err
+		}
+	}
+	f, err := newFilter(e.ctx, base, op.exclude)
+	if err != nil {
+		return item{}, false, err
+	}
+	excludedMsg := func() (item, bool, error) {
+		if wild {
+			return item{}, false, nil
+		}
+		return item{}, false, fmt.Errorf("%s: excluded from the build context by %s", src, e.ctx.ignoreFile)
+	}
+	if info.IsDir() {
+		s := &source{kind: srcDir, path: base, hint: e.ctx.rel(host), filter: f}
+		files, err := e.shape(s)
+		if err != nil {
+			return item{}, false, err
+		}
+		if ignored && len(files) == 1 {
+			return excludedMsg()
+		}
+		return item{src: s, files: files, pos: pos}, true, nil
+	}
+	if ignored {
+		return excludedMsg()
+	}
+	if f.exclude != nil {
+		if out, err := f.skip(host); err != nil || out {
+			return item{}, false, err
+		}
+	}
+	if !info.Mode().IsRegular() {
+		return item{}, false, fmt.Errorf("%s: unsupported file type %s", src, info.Mode().Type())
+	}
+	if op.add && (op.unpack == nil || *op.unpack) {
+		unpack, err := tarArchive(host)
+		if err != nil {
+			return item{}, false, fmt.Errorf("%s: %w", src, err)
+		}
+		if unpack {
+			s := &source{kind: srcArchive, path: host, hint: e.ctx.rel(host)}
+			return item{src: s, pos: pos}, true, nil
+		}
+	}
+	s := &source{kind: srcFile, path: host, hint: e.ctx.rel(host)}
+	return item{src: s, name: filepath.Base(host), files: map[string]tree.Kind{"": tree.File}, pos: pos}, true, nil
+}
+
+// shape scans a directory source: its kept paths (with "" for itself),
+// and whether its filter left anything out, which decides its kind.
+func (e *evaluator) shape(s *source) (map[string]tree.Kind, error) {
+	entries, filtered, err := scan(s.path, s.filter)
+	if err != nil {
+		return nil, err
+	}
+	s.filtered = filtered
+	files := map[string]tree.Kind{"": tree.Dir}
+	for _, en := range entries {
+		files[en.rel] = en.kind
+		for dir := path.Dir(en.rel); dir != "."; dir = path.Dir(dir) {
+			files[dir] = tree.Dir
+		}
+	}
+	return files, nil
+}
+
+// containsWildcards is BuildKit's test for a pattern source.
+func containsWildcards(name string) bool {
+	for i := 0; i < len(name); i++ {
+		switch name[i] {
+		case '*', '?', '[':
+			return true
+		case '\\':
+			i++
+		}
+	}
+	return false
+}

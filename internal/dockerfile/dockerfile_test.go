@@ -1,0 +1,320 @@
+package dockerfile
+
+import (
+	"archive/tar"
+	"archive/zip"
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/pallet-dev/pallet/internal/artifact"
+	"github.com/pallet-dev/pallet/internal/plan"
+)
+
+// write makes a build context from files (path → content; a path ending
+// in / is a directory) and returns the Dockerfile's path.
+func write(t testing.TB, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for p, content := range files {
+		full := filepath.Join(dir, filepath.FromSlash(p))
+		if strings.HasSuffix(p, "/") {
+			if err := os.MkdirAll(full, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(dir, "Dockerfile")
+}
+
+func planFiles(t *testing.T, files map[string]string, opt Options) (*plan.Plan, error) {
+	t.Helper()
+	d, err := Load(write(t, files))
+	if err != nil {
+		return nil, err
+	}
+	return d.Plan(opt)
+}
+
+func mustPlan(t *testing.T, files map[string]string, opt Options) *plan.Plan {
+	t.Helper()
+	p, err := planFiles(t, files, opt)
+	if err != nil {
+		t.Fatalf("plan: %v", err)
+	}
+	return p
+}
+
+// placements describes the layers of the only platform of p's image, one
+// line per layer: "dest<-what" for each placement, what being the
+// artifact's kind and source relative to the context.
+func placements(t *testing.T, p *plan.Plan) []string {
+	t.Helper()
+	if len(p.Images) != 1 || len(p.Images[0].Platforms) != 1 {
+		t.Fatalf("want one image on one platform, got %d images", len(p.Images))
+	}
+	dir := filepath.Dir(p.Source)
+	real, _ := filepath.EvalSymlinks(dir)
+	var out []string
+	for _, l := range p.Images[0].Platforms[0].Layers {
+		var parts []string
+		for _, pm := range l.Placements {
+			a := p.Artifacts[pm.Artifact]
+			what := ""
+			switch k := a.Kind.(type) {
+			case *artifact.Local:
+				rel, _ := filepath.Rel(real, k.Path)
+				what = "local:" + filepath.ToSlash(rel)
+				if k.Extract != nil {
+					what = "unpack:" + filepath.ToSlash(rel)
+				}
+			case *localDir:
+				rel, _ := filepath.Rel(real, k.Path)
+				what = "filtered:" + filepath.ToSlash(rel)
+			case *artifact.URL:
+				what = "url:" + k.URL
+				if k.Extract != nil {
+					what = "unpack-url:" + k.URL
+				}
+			case emptyDir:
+				what = "mkdir"
+			}
+			s := pm.Dest + "<-" + what
+			if pm.Mode != 0 {
+				s += fmt.Sprintf(" mode=%o", pm.Mode.Perm())
+			}
+			if pm.UID != 0 || pm.GID != 0 {
+				s += fmt.Sprintf(" owner=%d:%d", pm.UID, pm.GID)
+			}
+			parts = append(parts, s)
+		}
+		out = append(out, strings.Join(parts, ", "))
+	}
+	return out
+}
+
+func located(t *testing.T, err error) *plan.Error {
+	t.Helper()
+	var pe *plan.Error
+	if !errors.As(err, &pe) {
+		t.Fatalf("error %v (%T) has no position", err, err)
+	}
+	return pe
+}
+
+func TestDockerfileNames(t *testing.T) {
+	for name, want := range map[string]bool{
+		"Dockerfile": true, "dir/Dockerfile": true, "dockerfile": true, "app.Dockerfile": true,
+		"Dockerfile.windows": true, "pallet.yaml": false, "Dockerfile.dockerignore": false,
+		"Dockerfiles/pallet.yaml": false, "notaDockerfile": false,
+	} {
+		if got := IsDockerfile(name); got != want {
+			t.Errorf("IsDockerfile(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+func TestDockerfileCopyPlacements(t *testing.T) {
+	base := map[string]string{
+		"bin/hello": "hello", "bin/tool": "tool", "etc/a.conf": "a", "etc/sub/b.conf": "b",
+		"notes.txt": "n", "more.txt": "m",
+	}
+	tests := []struct {
+		name string
+		df   string
+		want []string
+	}{
+		{"file into a directory", "COPY bin/hello /usr/bin/", []string{"/usr/bin/<-local:bin/hello"}},
+		{"file renamed", "COPY bin/hello /usr/bin/hi", []string{"/usr/bin/hi<-local:bin/hello"}},
+		{"directory content", "COPY etc /etc/app", []string{"/etc/app/<-local:etc"}},
+		{"context root", "COPY . /src/", []string{"/src/<-local:."}},
+		{"several sources, one layer", "COPY bin/hello bin/tool /bin/", []string{"/bin/<-local:bin/hello, /bin/<-local:bin/tool"}},
+		{"pattern", "COPY *.txt /doc/", []string{"/doc/<-local:more.txt, /doc/<-local:notes.txt"}},
+		{"pattern matching nothing", "COPY *.md /doc/\nCOPY bin/hello /", []string{"/<-local:bin/hello"}},
+		{"one layer per COPY", "COPY bin/hello /a/\nCOPY bin/hello /b/", []string{"/a/<-local:bin/hello", "/b/<-local:bin/hello"}},
+		{"chmod and chown", "COPY --chmod=0755 --chown=10:20 bin/hello /usr/bin/", []string{"/usr/bin/<-local:bin/hello mode=755 owner=10:20"}},
+		{"chown uid alone is also the gid", "COPY --chown=7 bin/hello /", []string{"/<-local:bin/hello owner=7:7"}},
+		{"relative destination under WORKDIR", "WORKDIR /app\nCOPY bin/hello .\nCOPY etc conf/", []string{"/app/<-mkdir", "/app/<-local:bin/hello", "/app/conf/<-local:etc"}},
+		{"destination that is a directory of the stage", "COPY etc /etc/app/\nCOPY bin/hello /etc/app", []string{"/etc/app/<-local:etc", "/etc/app/<-local:bin/hello"}},
+		{"the working directory of an image base, as a directory", "FROM example.com/base\nWORKDIR /app\nCOPY bin/hello .", []string{"/app/<-local:bin/hello"}},
+		{"dot-dot stays in the context", "COPY ../../bin/hello /", []string{"/<-local:bin/hello"}},
+		{"variables", "ARG D=/opt\nENV F=hello\nCOPY bin/$F ${D}/", []string{"/opt/<-local:bin/hello"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			df := tc.df
+			if !strings.HasPrefix(df, "FROM") {
+				df = "FROM scratch\n" + df
+			}
+			files := map[string]string{"Dockerfile": df + "\n"}
+			for k, v := range base {
+				files[k] = v
+			}
+			p := mustPlan(t, files, Options{})
+			if got := placements(t, p); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("layers\n got %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestDockerfileAdd(t *testing.T) {
+	var tgz, plainTar bytes.Buffer
+	writeTar := func(w *tar.Writer) {
+		w.WriteHeader(&tar.Header{Name: "x/y", Mode: 0o644, Size: 1, Typeflag: tar.TypeReg})
+		w.Write([]byte("y"))
+		w.Close()
+	}
+	gz := gzip.NewWriter(&tgz)
+	writeTar(tar.NewWriter(gz))
+	gz.Close()
+	writeTar(tar.NewWriter(&plainTar))
+	var zipped bytes.Buffer
+	zw := zip.NewWriter(&zipped)
+	f, _ := zw.Create("z")
+	f.Write([]byte("z"))
+	zw.Close()
+	var gzText bytes.Buffer
+	gz = gzip.NewWriter(&gzText)
+	gz.Write([]byte("just text, gzipped"))
+	gz.Close()
+
+	files := map[string]string{"a.tar.gz": tgz.String(), "a.tar": plainTar.String(), "a.zip": zipped.String(),
+		"notes.txt.gz": gzText.String(), "renamed.bin": tgz.String(), "dir/a.tar": plainTar.String()}
+	sum := strings.Repeat("ab", 32)
+	tests := []struct {
+		name, df string
+		want     []string
+		err      string
+	}{
+		{"a local tar.gz is unpacked", "ADD a.tar.gz /opt/", []string{"/opt/<-unpack:a.tar.gz"}, ""},
+		{"into its destination even without /", "ADD a.tar /opt", []string{"/opt/<-unpack:a.tar"}, ""},
+		{"--unpack=false copies it", "ADD --unpack=false a.tar /opt/", []string{"/opt/<-local:a.tar"}, ""},
+		{"a zip is copied as it is, as Docker does", "ADD a.zip /opt/", []string{"/opt/<-local:a.zip"}, ""},
+		{"a gzipped file that is no tar is copied", "ADD notes.txt.gz /doc/", []string{"/doc/<-local:notes.txt.gz"}, ""},
+		{"an archive in a directory is not unpacked", "ADD dir /d/", []string{"/d/<-local:dir"}, ""},
+		{"a URL with its checksum", "ADD --checksum=sha256:" + sum + " https://example.com/dl/tool.bin /usr/bin/", []string{"/usr/bin/<-url:https://example.com/dl/tool.bin mode=600"}, ""},
+		{"a URL renamed, chmod wins over 0600", "ADD --chmod=755 --checksum=sha256:" + sum + " https://example.com/dl/tool.bin /usr/bin/tool", []string{"/usr/bin/tool<-url:https://example.com/dl/tool.bin mode=755"}, ""},
+		{"a URL unpacked", "ADD --unpack=true --checksum=sha256:" + sum + " https://example.com/t.tar.gz /opt/", []string{"/opt/<-unpack-url:https://example.com/t.tar.gz"}, ""},
+		{"a URL without checksum", "ADD https://example.com/dl/tool.bin /usr/bin/", nil, "ADD: https://example.com/dl/tool.bin: a download needs --checksum=sha256"},
+		{"a checksum that is not sha256", "ADD --checksum=sha512:abc https://example.com/x /x", nil, "want sha256:"},
+		{"COPY of a URL", "COPY https://example.com/x /x", nil, "COPY does not download; use ADD"},
+		{"a git repository", "ADD https://github.com/org/repo.git /src", nil, "git sources are not supported"},
+		{"an archive misnamed", "ADD renamed.bin /opt/", nil, "rename it to end in .tar.gz"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := map[string]string{"Dockerfile": "FROM scratch\n" + tc.df + "\n"}
+			for k, v := range files {
+				fs[k] = v
+			}
+			p, err := planFiles(t, fs, Options{})
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := placements(t, p); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("layers\n got %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestDockerfileURLArtifact(t *testing.T) {
+	sum := strings.Repeat("0f", 32)
+	p := mustPlan(t, map[string]string{"Dockerfile": "FROM scratch\nADD --checksum=sha256:" + sum + " https://example.com/a/cni.tgz?x=1 /opt/\n"}, Options{})
+	a := p.Artifacts["cni.tgz@linux/amd64"]
+	if a == nil {
+		t.Fatalf("artifacts %v", p.Keys())
+	}
+	u := a.Kind.(*artifact.URL)
+	if u.SHA256 != sum || u.Filename != "cni.tgz" || u.Extract != nil || !a.NoLicense {
+		t.Errorf("url artifact %+v, request %+v", u, a.Request)
+	}
+}
+
+// tarOf is a plain tar archive holding one-byte files.
+func tarOf(t testing.TB, names ...string) string {
+	t.Helper()
+	var b bytes.Buffer
+	w := tar.NewWriter(&b)
+	for _, n := range names {
+		if err := w.WriteHeader(&tar.Header{Name: n, Mode: 0o644, Size: 1, Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		w.Write([]byte("x"))
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// A symlink named as a source is followed, inside the context only.
+func TestDockerfileSymlinkSources(t *testing.T) {
+	df := write(t, map[string]string{"real/a": "a", "real/sub/b": "b", "file": "f",
+		"Dockerfile": "FROM scratch\nCOPY linkdir /d/\nCOPY linkfile /f/\n"})
+	dir := filepath.Dir(df)
+	outside := t.TempDir()
+	for link, target := range map[string]string{"linkdir": "real", "linkfile": "file", "escape": outside} {
+		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := Load(df)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := d.Plan(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The directory's content is that of its target; the file keeps the
+	// name it was copied by.
+	want := []string{"/d/<-local:real", "/f/<-local:linkfile"}
+	if got := placements(t, p); !reflect.DeepEqual(got, want) {
+		t.Errorf("layers %q, want %q", got, want)
+	}
+	if err := os.WriteFile(df, []byte("FROM scratch\nCOPY escape/ /x/\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if d, err = Load(df); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Plan(Options{}); err == nil || !strings.Contains(err.Error(), "outside the build context") {
+		t.Errorf("a symlink out of the context: %v", err)
+	}
+}
+
+func TestDockerfileFetchable(t *testing.T) {
+	sum := strings.Repeat("12", 32)
+	d, err := Load(write(t, map[string]string{"a": "a", "Dockerfile": "FROM scratch\nCOPY a /\nADD --checksum=sha256:" + sum + " https://example.com/x.bin /x\n"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs, err := d.Fetchable(Options{Platforms: []string{"linux/amd64", "linux/arm64"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reqs) != 2 || reqs[0].Kind.(*artifact.URL).URL != "https://example.com/x.bin" || reqs[0].Platform.Arch != "amd64" || reqs[1].Platform.Arch != "arm64" {
+		t.Errorf("fetchable %+v", reqs)
+	}
+}

@@ -1,0 +1,69 @@
+package dockerfile
+
+import (
+	"strings"
+	"testing"
+)
+
+// Every refusal and mistake is located at its line and at the column of
+// the word at fault, and says what to do.
+func TestDockerfileErrorsAt(t *testing.T) {
+	files := map[string]string{"bin/hello": "x", "secret.key": "k", ".dockerignore": "*.key\n"}
+	tests := []struct {
+		name      string
+		df        string
+		line, col int
+		want      string
+	}{
+		{"RUN names the artifact kind that replaces it", "FROM scratch\n  RUN go build -o /app ./cmd/app", 2, 3, "a `go` artifact"},
+		{"RUN downloading", "FROM scratch\nRUN curl -fsSL https://x/y -o /y", 2, 1, "a `url` artifact"},
+		{"RUN of anything", "FROM scratch\nRUN echo hi > /x", 2, 1, "a `local` artifact"},
+		{"RUN on a continuation line", "FROM scratch\nCOPY bin/hello /\nRUN echo a \\\n  && echo b", 3, 1, "RUN is not supported"},
+		{"HEALTHCHECK", "FROM scratch\nHEALTHCHECK CMD true", 2, 1, "HEALTHCHECK is not supported"},
+		{"VOLUME", "FROM scratch\nVOLUME /data", 2, 1, "VOLUME is not supported"},
+		{"SHELL", `FROM scratch` + "\n" + `SHELL ["powershell", "-Command"]`, 2, 1, "JSON form"},
+		{"ONBUILD", "FROM scratch\nONBUILD COPY . /", 2, 1, "ONBUILD is not supported"},
+		{"a missing source, at its column", "FROM scratch\nCOPY bin/hello  nope/x /d/", 2, 17, "nope/x: not found in the build context"},
+		{"an ignored source", "FROM scratch\nCOPY secret.key /", 2, 6, "excluded from the build context"},
+		{"a URL without checksum, at the URL", "FROM scratch\nADD --chmod=644 https://example.com/x.bin /x", 2, 17, "--checksum=sha256"},
+		{"a named --chown, at the flag", "FROM scratch\nCOPY --chown=app:app bin/hello /", 2, 6, "numeric uid[:gid]"},
+		{"a symbolic --chmod", "FROM scratch\nCOPY --chmod=u+x bin/hello /", 2, 6, "octal mode"},
+		{"--from an image", "FROM scratch\nCOPY --from=golang:1.24 /usr/local/go /go", 2, 6, "not a stage of this Dockerfile"},
+		{"--from a later stage", "FROM scratch AS a\nCOPY --from=b / /\nFROM scratch AS b\nFROM a", 2, 6, "not before this one"},
+		{"--from with a variable", "ARG S=a\nFROM scratch AS a\nFROM scratch\nCOPY --from=$S / /", 4, 6, "variables are not expanded in --from"},
+		{"--exclude with --from", "FROM scratch AS a\nCOPY bin/hello /b/\nFROM scratch\nCOPY --from=a --exclude=*.md /b /c/", 4, 15, "--exclude is not supported with --from"},
+		{"--parents", "FROM scratch\nCOPY --parents bin/hello /", 2, 6, "--parents is not supported"},
+		{"several sources need a directory", "FROM scratch\nCOPY bin/hello bin/hello /x", 2, 1, "must be a directory ending in /"},
+		{"a global ARG used in a stage", "ARG V=1\nFROM scratch\nLABEL v=$V", 3, 1, "ARG of the global scope"},
+		{"an automatic ARG used undeclared", "FROM scratch\nCOPY bin/hello /$TARGETARCH/", 2, 1, "ARG TARGETARCH"},
+		{"a variable of an unread base", "FROM example.com/base\nENV PATH=/app:$PATH", 2, 1, "pallet does not read"},
+		{"a relative destination on an unread base", "FROM example.com/base\nCOPY bin/hello app/", 2, 1, "relative to the working directory of the base"},
+		{"the built-in Windows base on Linux", "FROM   windows-hostprocess-scratch", 1, 8, "a Windows base"},
+		{"an unknown platform", "FROM --platform=linux/amd46 scratch", 1, 6, "unknown platform"},
+		{"instructions before FROM", "LABEL a=b\nFROM scratch", 1, 1, "before the first FROM"},
+		{"BuildKit's own parse errors", "FROM scratch\nCOPY onlyone", 2, 1, "COPY requires at least two arguments"},
+		{"an unknown instruction", "FROM scratch\nFORM x", 2, 1, "unknown instruction"},
+		{"a bad port", "FROM scratch\nEXPOSE 70000", 2, 1, "ports are 1 to 65535"},
+		{"a here-document", "FROM scratch\nCOPY <<EOF /x\nhello\nEOF", 2, 1, "here-documents"},
+		{"COPY --from a stage path it lacks", "FROM scratch AS a\nCOPY bin/hello /bin/\nFROM scratch\nCOPY --from=a /usr/bin/hello /", 4, 15, "/usr/bin/hello: not in stage a"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := map[string]string{"Dockerfile": tc.df + "\n"}
+			for k, v := range files {
+				fs[k] = v
+			}
+			_, err := planFiles(t, fs, Options{})
+			if err == nil {
+				t.Fatalf("no error, want %q", tc.want)
+			}
+			pe := located(t, err)
+			if !strings.Contains(pe.Error(), tc.want) {
+				t.Errorf("error %q, want %q", pe.Error(), tc.want)
+			}
+			if !strings.HasSuffix(pe.File, "Dockerfile") || pe.Line != tc.line || pe.Col != tc.col {
+				t.Errorf("at %s, want line %d col %d: %v", pe.Pos, tc.line, tc.col, err)
+			}
+		})
+	}
+}

@@ -1,0 +1,313 @@
+package dockerfile
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/moby/buildkit/frontend/dockerfile/instructions"
+	"github.com/moby/buildkit/frontend/dockerfile/parser"
+	"github.com/moby/buildkit/util/system"
+
+	"github.com/pallet-dev/pallet/internal/plan"
+	"github.com/pallet-dev/pallet/internal/tree"
+)
+
+// refused are the instructions pallet does not carry out, with why and
+// what to do instead. RUN has its own message (runRefusal).
+var refused = map[string]string{
+	"healthcheck": "HEALTHCHECK is not supported: pallet's image config does not carry a health check; set it where the image runs (a Kubernetes probe, docker run --health-cmd)",
+	"volume":      "VOLUME is not supported: pallet's image config does not carry volumes; declare them where the image runs (a Kubernetes volume, docker run -v)",
+	"shell":       `SHELL is not supported: pallet's image config does not carry a shell; write CMD and ENTRYPOINT in JSON form with the shell you want, e.g. CMD ["powershell", "-Command", "..."]`,
+	"onbuild":     "ONBUILD is not supported: it records instructions for images built FROM this one, which pallet's image config does not carry",
+	"maintainer":  "MAINTAINER is not supported (deprecated by Docker): use LABEL org.opencontainers.image.authors=...",
+}
+
+// instruction plans one instruction of stage s.
+func (e *evaluator) instruction(s *stageState, n *parser.Node) error {
+	pos := e.d.loc.node(n)
+	kw := strings.ToLower(n.Value)
+	if kw == "run" {
+		return plan.Errorf(pos, "%s", runRefusal(n.Original))
+	}
+	if msg, ok := refused[kw]; ok {
+		return plan.Errorf(pos, "%s", msg)
+	}
+	v, err := parseInstruction(n)
+	if err != nil {
+		return e.d.parseError(err, n.StartLine)
+	}
+	switch c := v.(type) {
+	case *instructions.ArgCommand:
+		err = e.arg(s, c)
+	case *instructions.EnvCommand:
+		err = e.env(s, c)
+	case *instructions.LabelCommand:
+		err = e.label(s, c)
+	case *instructions.CopyCommand:
+		err = e.copy(s, n, copyOf(c))
+	case *instructions.AddCommand:
+		err = e.copy(s, n, addOf(c))
+	case *instructions.WorkdirCommand:
+		err = e.workdir(s, n, c)
+	case *instructions.UserCommand:
+		err = c.Expand(e.expander(s))
+		s.user, s.cfg.User = c.User, c.User
+	case *instructions.ExposeCommand:
+		err = e.expose(s, c)
+	case *instructions.StopSignalCommand:
+		err = e.stopSignal(s, c)
+	case *instructions.CmdCommand:
+		s.cfg.Cmd = command(s, c.ShellDependantCmdLine)
+		s.cmdSet = true
+	case *instructions.EntrypointCommand:
+		s.cfg.Entrypoint = command(s, c.ShellDependantCmdLine)
+		// A new entrypoint drops a CMD written for the old one, unless
+		// this stage set CMD itself.
+		if !s.cmdSet {
+			s.cfg.Cmd = nil
+		}
+	default:
+		err = fmt.Errorf("not supported by pallet")
+	}
+	if err != nil {
+		return locate(strings.ToUpper(kw), pos, err)
+	}
+	return nil
+}
+
+// locate places an instruction's error at the most precise position
+// known (a word's, found deeper, or the instruction's) and names the
+// instruction in it.
+func locate(kw string, pos plan.Pos, err error) error {
+	var pe *plan.Error
+	if errors.As(err, &pe) {
+		pos, err = pe.Pos, pe
+	}
+	msg := err.Error()
+	if pe != nil {
+		msg = pe.Msg
+	}
+	return &plan.Error{Pos: pos, Msg: kw + ": " + msg, Err: err}
+}
+
+// runRefusal says what replaces a RUN: pallet builds images from
+// artifacts, made or fetched outside any container.
+func runRefusal(line string) string {
+	l := strings.ToLower(line)
+	var hint string
+	switch {
+	case strings.Contains(l, "go build") || strings.Contains(l, "go install"):
+		hint = "this RUN builds Go: a `go` artifact cross-compiles it (packages, ldflags, tags, pinned Go version) for every platform"
+	case strings.Contains(l, "curl") || strings.Contains(l, "wget") || strings.Contains(l, "invoke-webrequest"):
+		hint = "this RUN downloads: a `url` artifact fetches it pinned by sha256, and unpacks it with `extract`"
+	case strings.Contains(l, "tar ") || strings.Contains(l, "unzip") || strings.Contains(l, "expand-archive"):
+		hint = "this RUN unpacks an archive: ADD unpacks a local tar archive, a `url` or `local` artifact with `extract` any archive"
+	default:
+		hint = "make its files before the build and COPY them (a `local` artifact), build Go with a `go` artifact, download with a `url` artifact pinned by sha256"
+	}
+	return "RUN is not supported: pallet runs no commands (it needs no container runtime); " + hint +
+		". Write the artifact in a pallet.yaml recipe (docs/recipe.md), or see docs/dockerfile.md"
+}
+
+// expander expands words for an instruction of s.
+func (e *evaluator) expander(s *stageState) instructions.SingleWordExpander {
+	return func(word string) (string, error) { return e.expand(s, word) }
+}
+
+func (e *evaluator) env(s *stageState, c *instructions.EnvCommand) error {
+	if err := c.Expand(e.expander(s)); err != nil {
+		return err
+	}
+	for _, kv := range c.Env {
+		s.setEnv(kv.Key, kv.Value)
+	}
+	return nil
+}
+
+func (e *evaluator) label(s *stageState, c *instructions.LabelCommand) error {
+	if err := c.Expand(e.expander(s)); err != nil {
+		return err
+	}
+	if s.cfg.Labels == nil {
+		s.cfg.Labels = map[string]string{}
+	}
+	for _, kv := range c.Labels {
+		s.cfg.Labels[kv.Key] = kv.Value
+	}
+	return nil
+}
+
+// command is a CMD or ENTRYPOINT: the JSON form as written, the shell
+// form run by the platform's shell, as Docker does.
+func command(s *stageState, c instructions.ShellDependantCmdLine) []string {
+	if !c.PrependShell {
+		if c.CmdLine == nil {
+			// "ENTRYPOINT []" clears it; nil would inherit the base's.
+			return []string{}
+		}
+		return slices.Clone(c.CmdLine)
+	}
+	shell := []string{"/bin/sh", "-c"}
+	if s.platform.IsWindows() {
+		shell = []string{"cmd", "/S", "/C"}
+	}
+	return append(shell, strings.Join(c.CmdLine, " "))
+}
+
+// workdir sets the working directory; relative paths are relative to the
+// previous one. On an empty base, the directory is also made as a layer
+// of its own, as BuildKit does; on another base it may exist already
+// with its own owner, which a layer would replace, so pallet leaves it to
+// the runtime, which creates a missing working directory.
+func (e *evaluator) workdir(s *stageState, n *parser.Node, c *instructions.WorkdirCommand) error {
+	if err := c.Expand(e.expander(s)); err != nil {
+		return err
+	}
+	if !s.workdirKnown() && !system.IsAbs(c.Path, s.platform.OS) {
+		return fmt.Errorf("%s is relative to the working directory of the base image %s, which pallet does not read; write it absolute", c.Path, s.base)
+	}
+	wd, err := system.NormalizePath(s.workdir, c.Path, s.platform.OS, false)
+	if err != nil {
+		return err
+	}
+	s.workdir = wd
+	s.cfg.Workdir = system.FromSlash(wd, s.platform.OS)
+	if wd == "/" || !s.emptyBase || s.content.isDir(wd) {
+		return nil
+	}
+	uid, gid, err := e.workdirOwner(s)
+	if err != nil {
+		return err
+	}
+	pos := e.d.loc.token(n, c.Path)
+	src := &source{kind: srcEmpty, hint: "workdir"}
+	pm := plan.Placement{Artifact: e.artifact(src, pos), Dest: wd + "/", UID: uid, GID: gid, Pos: pos}
+	s.layers = append(s.layers, &plan.Layer{Name: e.layerName(n), Placements: []plan.Placement{pm}})
+	s.content.add(&placed{src: src, pm: pm, root: wd, files: map[string]tree.Kind{"": tree.Dir}})
+	return nil
+}
+
+// workdirOwner is who owns the directory WORKDIR makes: the USER so far,
+// as BuildKit resolves it on an empty base (a name not found there is
+// root).
+func (e *evaluator) workdirOwner(s *stageState) (int, int, error) {
+	if s.user == "" || s.platform.IsWindows() {
+		return 0, 0, nil
+	}
+	if uid, gid, ok := numericOwner(s.user); ok {
+		return uid, gid, nil
+	}
+	if _, ok := s.content.nodes["/etc/passwd"]; ok {
+		return 0, 0, fmt.Errorf("the directory is owned by USER %s, a name pallet would have to read from the stage's /etc/passwd; give USER as a numeric uid:gid", s.user)
+	}
+	return 0, 0, nil
+}
+
+// numericOwner reads uid[:gid] ("root" is 0); a uid alone is also the
+// gid, as BuildKit does.
+func numericOwner(s string) (int, int, bool) {
+	id := func(v string) (int, bool) {
+		if v == "root" {
+			return 0, true
+		}
+		n, err := strconv.ParseUint(v, 10, 31)
+		return int(n), err == nil
+	}
+	u, g, hasGroup := strings.Cut(s, ":")
+	uid, ok := id(u)
+	if !ok {
+		return 0, 0, false
+	}
+	if !hasGroup || g == "" {
+		return uid, uid, true
+	}
+	gid, ok := id(g)
+	return uid, gid, ok
+}
+
+// portRE is [ip:][hostPort:]port[-end][/proto], as EXPOSE reads it.
+var portRE = regexp.MustCompile(`^(?:.*:)?([0-9]+)(?:-([0-9]+))?(?:/([A-Za-z]+))?$`)
+
+func (e *evaluator) expose(s *stageState, c *instructions.ExposeCommand) error {
+	// A set, not a search of the list: one range can name 65535 ports.
+	seen := map[string]bool{}
+	for _, p := range s.cfg.ExposedPorts {
+		seen[p] = true
+	}
+	for _, raw := range c.Ports {
+		words, err := e.lex.ProcessWords(raw, s.env)
+		if err != nil {
+			return err
+		}
+		for _, w := range words {
+			ports, err := parsePort(w)
+			if err != nil {
+				return err
+			}
+			for _, p := range ports {
+				if !seen[p] {
+					seen[p] = true
+					s.cfg.ExposedPorts = append(s.cfg.ExposedPorts, p)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// parsePort reads one EXPOSE word into port/proto entries, a range into
+// one per port.
+func parsePort(w string) ([]string, error) {
+	m := portRE.FindStringSubmatch(w)
+	if m == nil {
+		return nil, fmt.Errorf("invalid port %q: want PORT[-END][/tcp|udp|sctp]", w)
+	}
+	start, err1 := strconv.Atoi(m[1])
+	end := start
+	var err2 error
+	if m[2] != "" {
+		end, err2 = strconv.Atoi(m[2])
+	}
+	proto := strings.ToLower(m[3])
+	if proto == "" {
+		proto = "tcp"
+	}
+	if err1 != nil || err2 != nil || start < 1 || end > 65535 || end < start {
+		return nil, fmt.Errorf("invalid port %q: ports are 1 to 65535", w)
+	}
+	if proto != "tcp" && proto != "udp" && proto != "sctp" {
+		return nil, fmt.Errorf("invalid port %q: protocol %s (want tcp, udp or sctp)", w, proto)
+	}
+	var out []string
+	for p := start; p <= end; p++ {
+		out = append(out, fmt.Sprintf("%d/%s", p, proto))
+	}
+	return out, nil
+}
+
+// signalRE accepts a signal number or name (SIGTERM, TERM, SIGRTMIN+3).
+var signalRE = regexp.MustCompile(`^([0-9]+|(SIG)?[A-Z][A-Z0-9]*([+-][0-9]+)?)$`)
+
+func (e *evaluator) stopSignal(s *stageState, c *instructions.StopSignalCommand) error {
+	if err := c.Expand(e.expander(s)); err != nil {
+		return err
+	}
+	if !signalRE.MatchString(c.Signal) {
+		return fmt.Errorf("invalid signal %q: want a name such as SIGTERM or a number", c.Signal)
+	}
+	s.cfg.StopSignal = c.Signal
+	return nil
+}
+
+// layerName names a layer after the instruction that makes it.
+func (e *evaluator) layerName(n *parser.Node) string {
+	return fmt.Sprintf("%s %s:%d", strings.ToUpper(n.Value), e.d.File, n.StartLine)
+}
+
+// workdirKnown says the working directory relative paths start from is
+// known: the base's is known only when the base is empty.
+func (s *stageState) workdirKnown() bool { return s.emptyBase || s.cfg.Workdir != "" }

@@ -1,0 +1,509 @@
+package dockerfile
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/moby/buildkit/frontend/dockerfile/instructions"
+	"github.com/moby/buildkit/frontend/dockerfile/shell"
+
+	"github.com/pallet-dev/pallet/internal/artifact"
+	"github.com/pallet-dev/pallet/internal/image"
+	"github.com/pallet-dev/pallet/internal/plan"
+	"github.com/pallet-dev/pallet/internal/platform"
+)
+
+// Options parameterize the plan of a Dockerfile, as docker build's flags
+// do. The zero value builds the last stage for linux/amd64 (or the
+// platform its FROM --platform names) from the Dockerfile's directory.
+type Options struct {
+	// Args override ARG defaults (--build-arg); each must be declared by
+	// an ARG of the Dockerfile, except SOURCE_DATE_EPOCH.
+	Args map[string]string
+	// Platforms are the target platforms (--platform); one image per
+	// platform, gathered in an index.
+	Platforms []string
+	// Target is the stage to build (--target); the last one by default.
+	Target string
+	// Context is the build context directory; the Dockerfile's by default.
+	Context string
+	// Epoch overrides the timestamps; else SOURCE_DATE_EPOCH from Args,
+	// then from the environment, then 0.
+	Epoch *int64
+	// Repository names the image in outputs: the target stage's name
+	// when it was chosen, else the Dockerfile directory's name.
+	Repository string
+	// Tags default to latest.
+	Tags []string
+	// BuildPlatform is BUILDPLATFORM; the host's by default.
+	BuildPlatform string
+}
+
+// evaluator plans one Dockerfile; the per-platform fields are reset for
+// each target platform.
+type evaluator struct {
+	d     *Dockerfile
+	opt   Options
+	p     *plan.Plan
+	ctx   *buildContext
+	lex   *shell.Lex
+	names *names
+	build platform.Platform
+
+	targetDef  *stageDef
+	targetName string
+	target     platform.Platform
+	// art is the image's platform, which every artifact is requested for.
+	art    platform.Platform
+	global *vars
+	states []*stageState
+}
+
+// stageState is a stage as planned so far.
+type stageState struct {
+	def *stageDef
+	// base is the image the stage's root stage starts from, expanded.
+	base     string
+	basePos  plan.Pos
+	platform platform.Platform
+	env      *vars
+	// envKnown says the base's environment is known (scratch, the
+	// built-in Windows base, or stages on them): only then is an unset
+	// variable known to be empty.
+	envKnown bool
+	// emptyBase says the base has no files (no /etc/passwd to read).
+	emptyBase bool
+	declared  map[string]bool
+	cfg       image.Config
+	cmdSet    bool
+	workdir   string
+	user      string
+	layers    []*plan.Layer
+	content   *content
+}
+
+// Plan expands the Dockerfile for the given options into a build plan:
+// one image, the target stage, for each target platform.
+func (d *Dockerfile) Plan(opt Options) (*plan.Plan, error) {
+	if err := d.checkOverrides(opt.Args); err != nil {
+		return nil, err
+	}
+	epoch, err := epochOf(opt)
+	if err != nil {
+		return nil, err
+	}
+	ctxDir := opt.Context
+	if ctxDir == "" {
+		ctxDir = d.Dir
+	}
+	bc, err := openContext(ctxDir, d.File)
+	if err != nil {
+		return nil, err
+	}
+	e := &evaluator{d: d, opt: opt, ctx: bc, lex: shell.NewLex(d.escape),
+		names: &names{byID: map[string]string{}, used: map[string]bool{}},
+		p:     &plan.Plan{Source: d.File, Dir: d.Dir, Epoch: epoch, Artifacts: map[string]*plan.Artifact{}}}
+	if e.build, err = buildPlatform(opt.BuildPlatform); err != nil {
+		return nil, err
+	}
+	if e.targetDef, err = d.targetStage(opt.Target); err != nil {
+		return nil, err
+	}
+	e.targetName = e.targetDef.name
+	if e.targetName == "" {
+		e.targetName = "default"
+	}
+	im, err := e.image()
+	if err != nil {
+		return nil, err
+	}
+	e.p.Images = []*plan.Image{im}
+	return e.p, nil
+}
+
+func epochOf(opt Options) (time.Time, error) {
+	if opt.Epoch != nil {
+		return time.Unix(*opt.Epoch, 0).UTC(), nil
+	}
+	v, from := opt.Args[epochArg], "--arg "+epochArg
+	if _, ok := opt.Args[epochArg]; !ok {
+		v, from = os.Getenv(epochArg), epochArg
+	}
+	if v == "" {
+		return time.Unix(0, 0).UTC(), nil
+	}
+	sec, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || sec < 0 {
+		return time.Time{}, fmt.Errorf("%s=%q: want Unix seconds", from, v)
+	}
+	return time.Unix(sec, 0).UTC(), nil
+}
+
+// buildPlatform is BUILDPLATFORM: the host's, as BuildKit's, unless given.
+func buildPlatform(s string) (platform.Platform, error) {
+	if s != "" {
+		return platform.Parse(s)
+	}
+	p := platform.Platform{OS: runtime.GOOS, Arch: runtime.GOARCH}
+	if p.Arch == "arm" {
+		p.Variant = "v7"
+	}
+	return p, nil
+}
+
+// targetStage is the stage --target names, or the last one.
+func (d *Dockerfile) targetStage(name string) (*stageDef, error) {
+	if name == "" {
+		return d.stages[len(d.stages)-1], nil
+	}
+	for _, s := range d.stages {
+		if s.name != "" && s.name == strings.ToLower(name) {
+			return s, nil
+		}
+	}
+	return nil, fmt.Errorf("target stage %q: not in %s (stages: %s)", name, d.File, strings.Join(d.Stages(), ", "))
+}
+
+// image plans the target stage for every target platform.
+func (e *evaluator) image() (*plan.Image, error) {
+	repo := e.opt.Repository
+	if repo == "" {
+		repo = e.defaultRepository()
+	}
+	tags := e.opt.Tags
+	if len(tags) == 0 {
+		tags = []string{"latest"}
+	}
+	im := &plan.Image{Name: repo, Repository: repo, Tags: tags, Pos: e.targetDef.pos}
+	targets, err := parsePlatforms(e.opt.Platforms)
+	if err != nil {
+		return nil, err
+	}
+	explicit := len(targets) > 0
+	if !explicit {
+		targets = []platform.Platform{{OS: "linux", Arch: "amd64"}}
+	}
+	for _, t := range targets {
+		pi, err := e.platformImage(t, explicit)
+		if err != nil {
+			return nil, err
+		}
+		im.Platforms = append(im.Platforms, pi)
+	}
+	return im, nil
+}
+
+// defaultRepository names the image after the target stage chosen, or
+// after the directory holding the Dockerfile (examples/hello/Dockerfile
+// gives hello), as a valid repository name.
+func (e *evaluator) defaultRepository() string {
+	name := ""
+	if e.opt.Target != "" {
+		name = e.targetDef.name
+	} else {
+		name = filepath.Base(e.d.Dir)
+	}
+	name = strings.Trim(notName.ReplaceAllString(strings.ToLower(name), "-"), "-._")
+	if name == "" {
+		return "image"
+	}
+	return name
+}
+
+func parsePlatforms(list []string) ([]platform.Platform, error) {
+	var out []platform.Platform
+	seen := map[string]bool{}
+	for _, s := range list {
+		for _, part := range strings.Split(s, ",") {
+			p, err := platform.Parse(part)
+			if err != nil {
+				return nil, fmt.Errorf("platform selection: %w", err)
+			}
+			if !seen[p.String()] {
+				seen[p.String()] = true
+				out = append(out, p)
+			}
+		}
+	}
+	return out, nil
+}
+
+// platformImage plans the target stage for target platform t. The image's
+// platform is the one the root of its FROM chain names with --platform,
+// else t; without --platform given to pallet, TARGETPLATFORM is then the
+// image's platform, so that the whole Dockerfile agrees on it.
+func (e *evaluator) platformImage(t platform.Platform, explicit bool) (*plan.PlatformImage, error) {
+	imgPlat, err := e.setTarget(t)
+	if err != nil {
+		return nil, err
+	}
+	if imgPlat != t {
+		if explicit {
+			root := e.rootOf(e.targetDef)
+			return nil, plan.Errorf(root.platPos, "FROM --platform=%s fixes the image's platform to %s, and the build asks for %s: use FROM --platform=$TARGETPLATFORM, or ask for %s", root.platformRaw, imgPlat, t, imgPlat)
+		}
+		if imgPlat, err = e.setTarget(imgPlat); err != nil {
+			return nil, err
+		}
+	}
+	e.art = imgPlat
+	e.states = make([]*stageState, len(e.d.stages))
+	reach, err := e.reachable()
+	if err != nil {
+		return nil, err
+	}
+	for _, sd := range e.d.stages {
+		if !reach[sd.index] {
+			continue
+		}
+		st, err := e.runStage(sd)
+		if err != nil {
+			return nil, err
+		}
+		e.states[sd.index] = st
+	}
+	s := e.states[e.targetDef.index]
+	return &plan.PlatformImage{Platform: imgPlat, Bases: []string{s.base}, BasePos: s.basePos, Layers: s.layers, Config: s.cfg}, nil
+}
+
+// setTarget makes t the target platform and returns the platform of the
+// image it gives.
+func (e *evaluator) setTarget(t platform.Platform) (platform.Platform, error) {
+	e.target = t
+	var err error
+	if e.global, err = e.globals(); err != nil {
+		return platform.Platform{}, err
+	}
+	root := e.rootOf(e.targetDef)
+	if root.platformRaw == "" {
+		return t, nil
+	}
+	return e.expandPlatform(root)
+}
+
+// fromStage returns the earlier stage a FROM line names, if it names one.
+func (e *evaluator) fromStage(sd *stageDef) (*stageDef, string, error) {
+	base, _, err := e.lex.ProcessWord(sd.baseRaw, e.global)
+	if err != nil {
+		return nil, "", plan.Errorf(sd.basePos, "FROM %s: %v", sd.baseRaw, err)
+	}
+	if base == "" {
+		return nil, "", plan.Errorf(sd.basePos, "FROM %s: the base name is empty once expanded", sd.baseRaw)
+	}
+	for _, other := range e.d.stages[:sd.index] {
+		if other.name != "" && other.name == strings.ToLower(base) {
+			return other, base, nil
+		}
+	}
+	return nil, base, nil
+}
+
+// rootOf follows FROM lines naming stages back to the stage that starts
+// from an image. A name that cannot be expanded ends the chain; the error
+// is reported when the stage is planned.
+func (e *evaluator) rootOf(sd *stageDef) *stageDef {
+	for {
+		parent, _, err := e.fromStage(sd)
+		if err != nil || parent == nil {
+			return sd
+		}
+		sd = parent
+	}
+}
+
+// reachable marks the stages the target needs: its FROM chain and the
+// stages COPY --from names, transitively, as BuildKit builds only those.
+func (e *evaluator) reachable() (map[int]bool, error) {
+	reach := map[int]bool{}
+	var visit func(sd *stageDef) error
+	visit = func(sd *stageDef) error {
+		if reach[sd.index] {
+			return nil
+		}
+		reach[sd.index] = true
+		parent, _, err := e.fromStage(sd)
+		if err != nil {
+			return err
+		}
+		if parent != nil {
+			if err := visit(parent); err != nil {
+				return err
+			}
+		}
+		for _, n := range sd.nodes {
+			if !strings.EqualFold(n.Value, "copy") {
+				continue
+			}
+			v, err := parseInstruction(n)
+			if err != nil {
+				return e.d.parseError(err, n.StartLine)
+			}
+			if c, ok := v.(*instructions.CopyCommand); ok && c.From != "" {
+				if dep := e.d.stageRef(c.From); dep != nil && dep.index < sd.index {
+					if err := visit(dep); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		return nil
+	}
+	return reach, visit(e.targetDef)
+}
+
+// stageRef is the stage a --from value names, by name or index.
+func (d *Dockerfile) stageRef(ref string) *stageDef {
+	if i, err := strconv.Atoi(ref); err == nil {
+		if i >= 0 && i < len(d.stages) {
+			return d.stages[i]
+		}
+		return nil
+	}
+	for _, s := range d.stages {
+		if s.name != "" && s.name == strings.ToLower(ref) {
+			return s
+		}
+	}
+	return nil
+}
+
+// runStage plans one stage: its start (an image, or an earlier stage it
+// continues), then its instructions in order.
+func (e *evaluator) runStage(sd *stageDef) (*stageState, error) {
+	parentDef, base, err := e.fromStage(sd)
+	if err != nil {
+		return nil, err
+	}
+	var s *stageState
+	if parentDef != nil {
+		s = e.states[parentDef.index].inherit(sd)
+	} else if s, err = e.startStage(sd, base); err != nil {
+		return nil, err
+	}
+	for _, n := range sd.nodes {
+		if err := e.instruction(s, n); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// inherit starts stage sd where its parent stage p ended: same base,
+// layers, files, config, environment and ARGs, as BuildKit does.
+func (p *stageState) inherit(sd *stageDef) *stageState {
+	s := *p
+	s.def = sd
+	s.env = p.env.clone()
+	s.declared = maps.Clone(p.declared)
+	s.cfg = cloneConfig(p.cfg)
+	s.cmdSet = false
+	s.layers = slices.Clone(p.layers)
+	s.content = p.content.clone()
+	return &s
+}
+
+func cloneConfig(c image.Config) image.Config {
+	out := c
+	out.Entrypoint = slices.Clone(c.Entrypoint)
+	out.Cmd = slices.Clone(c.Cmd)
+	out.Env = slices.Clone(c.Env)
+	out.ExposedPorts = slices.Clone(c.ExposedPorts)
+	out.Labels = maps.Clone(c.Labels)
+	return out
+}
+
+// startStage starts a stage from an image. Only what pallet knows of the
+// base is assumed: scratch and the built-in Windows base are empty with a
+// known environment; an oci: layout or a registry image is read only when
+// the build assembles it.
+func (e *evaluator) startStage(sd *stageDef, base string) (*stageState, error) {
+	s := &stageState{def: sd, base: base, basePos: sd.basePos, platform: e.target, env: newVars(),
+		declared: map[string]bool{}, workdir: "/", content: newContent()}
+	if sd.platformRaw != "" {
+		p, err := e.expandPlatform(sd)
+		if err != nil {
+			return nil, err
+		}
+		s.platform = p
+	}
+	switch {
+	case base == image.Scratch:
+		s.envKnown, s.emptyBase = true, true
+	case base == image.HostProcessScratch:
+		if !s.platform.IsWindows() {
+			return nil, plan.Errorf(sd.basePos, "FROM %s: a Windows base, and the platform is %s; build with --platform windows/amd64, or write FROM --platform=windows/amd64", base, s.platform)
+		}
+		s.envKnown, s.emptyBase = true, true
+	case strings.HasPrefix(base, "oci:"):
+		if strings.TrimPrefix(base, "oci:") == "" {
+			return nil, plan.Errorf(sd.basePos, "FROM oci: needs a layout directory, oci:DIR[:TAG]")
+		}
+	default:
+		if strings.ContainsAny(base, " \t") {
+			return nil, plan.Errorf(sd.basePos, "FROM %q: not an image reference", base)
+		}
+	}
+	// BuildKit gives every Linux image a PATH when its base has none; for
+	// an empty base pallet knows there is none.
+	if s.emptyBase && !s.platform.IsWindows() {
+		s.setEnv("PATH", defaultPath)
+	}
+	return s, nil
+}
+
+// defaultPath is BuildKit's PATH for Linux images (util/system).
+const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// setEnv sets a variable for later instructions and in the image config,
+// replacing one of the same name in place, as BuildKit does.
+func (s *stageState) setEnv(k, v string) {
+	s.env.set(k, v)
+	for i, kv := range s.cfg.Env {
+		if name, _, _ := strings.Cut(kv, "="); name == k {
+			s.cfg.Env[i] = k + "=" + v
+			return
+		}
+	}
+	s.cfg.Env = append(s.cfg.Env, k+"="+v)
+}
+
+// artifact registers the artifact of src for the image's platform and
+// returns its key; a source used again shares the artifact.
+func (e *evaluator) artifact(src *source, pos plan.Pos) string {
+	name := e.names.name(src)
+	key := plan.Key(name, e.art)
+	if _, ok := e.p.Artifacts[key]; !ok {
+		e.p.Artifacts[key] = &plan.Artifact{
+			// A Dockerfile ships what it copies and nothing more: no
+			// licence files are looked for or added.
+			Request: artifact.Request{Name: name, Platform: e.art, NoLicense: true, Kind: src.artifactKind()},
+			Check:   true,
+			Pos:     pos,
+		}
+	}
+	return key
+}
+
+// Fetchable lists the downloads the Dockerfile's ADD instructions make
+// for the given options: what an air-gapped site must mirror (pallet
+// fetch) before building offline.
+func (d *Dockerfile) Fetchable(opt Options) ([]*artifact.Request, error) {
+	p, err := d.Plan(opt)
+	if err != nil {
+		return nil, err
+	}
+	var out []*artifact.Request
+	for _, k := range p.Keys() {
+		if _, ok := p.Artifacts[k].Kind.(*artifact.URL); ok {
+			out = append(out, &p.Artifacts[k].Request)
+		}
+	}
+	return out, nil
+}

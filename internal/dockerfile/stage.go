@@ -1,0 +1,174 @@
+package dockerfile
+
+import (
+	"fmt"
+	"maps"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/moby/buildkit/util/system"
+
+	"github.com/pallet-dev/pallet/internal/plan"
+	"github.com/pallet-dev/pallet/internal/tree"
+)
+
+// A COPY --from=stage is flattened: pallet builds no stage image, so the
+// files are taken from where the stage's own COPY and ADD took them (the
+// build context, a download), re-rooted at this COPY's destination, with
+// the owner and mode the stage gave them unless --chown or --chmod say
+// otherwise (as BuildKit keeps them). What a later instruction of the
+// stage replaced is left out of the earlier placement, so the flattened
+// layer holds what the stage held.
+
+// stageItems resolves a COPY --from source in stage st: a path, or a
+// pattern matched against the paths the stage is known to hold.
+func (e *evaluator) stageItems(st *stageState, src string, pos plan.Pos) ([]item, int, error) {
+	p, err := system.NormalizePath("/", src, st.platform.OS, false)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s: %w", src, err)
+	}
+	p = path.Clean(p)
+	paths := []string{p}
+	if containsWildcards(p) {
+		paths = nil
+		for _, k := range slices.Sorted(maps.Keys(st.content.nodes)) {
+			if ok, _ := path.Match(p, k); ok {
+				paths = append(paths, k)
+			}
+		}
+	}
+	var items []item
+	for _, q := range paths {
+		got, err := e.stagePath(st, q, pos)
+		if err != nil {
+			return nil, 0, err
+		}
+		items = append(items, got...)
+	}
+	return items, len(paths), nil
+}
+
+// stagePath resolves one path of stage st.
+func (e *evaluator) stagePath(st *stageState, p string, pos plan.Pos) ([]item, error) {
+	c := st.content
+	n, ok := c.nodes[p]
+	if !ok {
+		if q, ok := c.opaqueAbove(p); ok {
+			return nil, fmt.Errorf("%s is inside the archive unpacked at %s (%s), whose files pallet knows only once it is fetched: copy %s from the stage whole", p, q.root, q.pm.Pos, q.root)
+		}
+		base := ""
+		if !st.emptyBase {
+			base = fmt.Sprintf("; the files of its base %s are not read", st.base)
+		}
+		return nil, fmt.Errorf("%s: not in stage %s (pallet knows what the stage's COPY and ADD put there%s)", p, st.def.label(), base)
+	}
+	switch n.kind {
+	case tree.Symlink:
+		return nil, fmt.Errorf("%s is a symlink in stage %s; copy what it points to", p, st.def.label())
+	case tree.File:
+		q := c.placed[n.by]
+		s := q.src
+		if q.src.kind == srcDir {
+			s = &source{kind: srcFile, path: hostPath(q.src, relTo(p, q.root)), hint: path.Join(q.src.hint, relTo(p, q.root))}
+		}
+		return []item{{src: s, name: path.Base(p), files: map[string]tree.Kind{"": tree.File}, mode: q.pm.Mode, uid: q.pm.UID, gid: q.pm.GID, pos: pos}}, nil
+	}
+	var items []item
+	for i, q := range c.placed {
+		var (
+			it  *item
+			err error
+		)
+		switch {
+		case under(q.root, p):
+			it, err = e.within(c, i, q, p)
+		case under(p, q.root) && q.src.isDir():
+			it, err = e.inside(c, i, q, p, st)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if it != nil {
+			it.pos = pos
+			items = append(items, *it)
+		}
+	}
+	return items, nil
+}
+
+// within re-places placement q (number i), which lies at or under the
+// copied directory p.
+func (e *evaluator) within(c *content, i int, q *placed, p string) (*item, error) {
+	if n := c.nodes[q.root]; n.by != i && !(n.kind == tree.Dir && q.src.isDir()) {
+		return nil, nil // replaced whole by a later instruction
+	}
+	it := &item{src: q.src, files: q.files, rel: relTo(q.root, p), fromDir: true, mode: q.pm.Mode, uid: q.pm.UID, gid: q.pm.GID}
+	if q.src.kind != srcDir {
+		return it, nil
+	}
+	s, files, err := e.narrowed(c, i, q, q.root)
+	if err != nil {
+		return nil, err
+	}
+	it.src, it.files = s, files
+	return it, nil
+}
+
+// inside takes the part under p of placement q (number i), a directory
+// that holds p.
+func (e *evaluator) inside(c *content, i int, q *placed, p string, st *stageState) (*item, error) {
+	if q.src.opaque() {
+		return nil, fmt.Errorf("%s is inside the archive unpacked at %s (%s), whose files pallet knows only once it is fetched: copy %s from stage %s whole", p, q.root, q.pm.Pos, q.root, st.def.label())
+	}
+	if q.src.kind != srcDir || q.files[relTo(p, q.root)] != tree.Dir {
+		return nil, nil // an empty WORKDIR directory, or nothing of q is there
+	}
+	s, files, err := e.narrowed(c, i, q, p)
+	if err != nil {
+		return nil, err
+	}
+	return &item{src: s, files: files, fromDir: true, mode: q.pm.Mode, uid: q.pm.UID, gid: q.pm.GID}, nil
+}
+
+// narrowed is the context directory of placement q (number i) from its
+// path at, without what later placements of the stage replaced.
+func (e *evaluator) narrowed(c *content, i int, q *placed, at string) (*source, map[string]tree.Kind, error) {
+	var omit []string
+	for rel, k := range q.files {
+		full := path.Join(q.root, rel)
+		if !under(full, at) {
+			continue
+		}
+		if n := c.nodes[full]; n.by != i && !(k == tree.Dir && n.kind == tree.Dir) {
+			omit = append(omit, hostPath(q.src, rel))
+		}
+	}
+	s := q.src.sub(relTo(at, q.root))
+	if len(omit) > 0 {
+		t := *s
+		t.filter = s.filter.withOmit(omit)
+		s = &t
+	}
+	files, err := e.shape(s)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, files, nil
+}
+
+// relTo is p relative to root ("" for root itself).
+func relTo(p, root string) string {
+	if p == root {
+		return ""
+	}
+	if root == "/" {
+		return strings.TrimPrefix(p, "/")
+	}
+	return strings.TrimPrefix(p, root+"/")
+}
+
+func hostPath(s *source, rel string) string {
+	return filepath.Join(s.path, filepath.FromSlash(rel))
+}

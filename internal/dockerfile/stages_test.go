@@ -1,0 +1,245 @@
+package dockerfile
+
+import (
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/pallet-dev/pallet/internal/image"
+	"github.com/pallet-dev/pallet/internal/platform"
+)
+
+// A COPY --from an earlier stage is flattened into placements of the
+// files the stage's own COPY and ADD took.
+func TestDockerfileCopyFromStage(t *testing.T) {
+	files := map[string]string{
+		"bin/hello": "h", "bin/tool": "t", "conf/a.conf": "a", "conf/sub/b.conf": "b", "override.conf": "o",
+		"x.tar": tarOf(t, "inner/file"),
+	}
+	tests := []struct {
+		name, df string
+		want     []string
+		err      string
+	}{
+		{"a file", "FROM scratch AS build\nCOPY bin/ /out/\nFROM scratch\nCOPY --from=build /out/hello /usr/bin/",
+			[]string{"/usr/bin/<-local:bin/hello"}, ""},
+		{"a file renamed in the stage keeps its stage name", "FROM scratch AS build\nCOPY bin/hello /out/renamed\nFROM scratch\nCOPY --from=build /out/renamed /usr/bin/",
+			[]string{"/usr/bin/renamed<-local:bin/hello"}, ""},
+		{"a directory made of several COPYs", "FROM scratch AS build\nCOPY bin /out/bin/\nCOPY conf /out/etc/\nCOPY bin/tool /out/\nFROM scratch\nCOPY --from=build /out /app",
+			[]string{"/app/bin/<-local:bin, /app/etc/<-local:conf, /app/tool<-local:bin/tool"}, ""},
+		{"a directory inside what the stage copied", "FROM scratch AS build\nCOPY conf /etc/app/\nFROM scratch\nCOPY --from=build /etc/app/sub /etc/sub",
+			[]string{"/etc/sub/<-local:conf/sub"}, ""},
+		{"by stage index", "FROM scratch\nCOPY bin/hello /h\nFROM scratch\nCOPY --from=0 /h /x",
+			[]string{"/x<-local:bin/hello"}, ""},
+		{"owner and mode are kept, or replaced", "FROM scratch AS s\nCOPY --chown=5:6 --chmod=700 bin/hello /a/\nCOPY bin/tool /a/\nFROM scratch\nCOPY --from=s /a /b/\nCOPY --from=s --chown=1:1 /a/tool /c/",
+			[]string{"/b/hello<-local:bin/hello mode=700 owner=5:6, /b/tool<-local:bin/tool", "/c/<-local:bin/tool owner=1:1"}, ""},
+		{"a file replaced later in the stage is left out of the earlier copy", "FROM scratch AS s\nCOPY conf /etc/app/\nCOPY override.conf /etc/app/a.conf\nFROM scratch\nCOPY --from=s /etc/app /etc/app/",
+			[]string{"/etc/app/<-filtered:conf, /etc/app/a.conf<-local:override.conf"}, ""},
+		{"stages chain", "FROM scratch AS a\nCOPY bin /bin/\nFROM a AS b\nCOPY conf /etc/\nFROM scratch\nCOPY --from=b / /",
+			[]string{"/bin/<-local:bin, /etc/<-local:conf"}, ""},
+		{"an archive copied whole", "FROM scratch AS s\nADD x.tar /opt/x/\nFROM scratch\nCOPY --from=s /opt /opt",
+			[]string{"/opt/x/<-unpack:x.tar"}, ""},
+		{"a pattern over the stage's paths", "FROM scratch AS s\nCOPY bin/ /out/\nFROM scratch\nCOPY --from=s /out/h* /b/",
+			[]string{"/b/<-local:bin/hello"}, ""},
+		{"into an archive is refused", "FROM scratch AS s\nADD x.tar /opt/x/\nFROM scratch\nCOPY --from=s /opt/x/inner /i",
+			nil, "inside the archive unpacked at /opt/x"},
+		{"a stage on an image lists only what it copied", "FROM example.com/tools AS s\nCOPY bin/ /out/\nFROM scratch\nCOPY --from=s /usr/bin/tool /t",
+			nil, "the files of its base example.com/tools are not read"},
+		{"an unreached stage may RUN", "FROM scratch AS unused\nRUN make\nFROM scratch\nCOPY bin/hello /",
+			[]string{"/<-local:bin/hello"}, ""},
+		{"a reached stage may not", "FROM scratch AS build\nRUN make\nFROM scratch\nCOPY --from=build /x /",
+			nil, "RUN is not supported"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := map[string]string{"Dockerfile": tc.df + "\n"}
+			for k, v := range files {
+				fs[k] = v
+			}
+			p, err := planFiles(t, fs, Options{})
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := placements(t, p); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("layers\n got %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// The flattened copy of a stage directory whose file was replaced holds
+// the replacement only.
+func TestDockerfileCopyFromStageOmits(t *testing.T) {
+	p := mustPlan(t, map[string]string{"conf/a.conf": "a", "conf/b.conf": "b", "new.conf": "n",
+		"Dockerfile": "FROM scratch AS s\nCOPY conf /etc/\nCOPY new.conf /etc/a.conf\nFROM scratch\nCOPY --from=s /etc /etc\n"}, Options{})
+	pm := p.Images[0].Platforms[0].Layers[0].Placements[0]
+	k := p.Artifacts[pm.Artifact].Kind.(*localDir)
+	entries, _, err := scan(k.Path, k.filter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || entries[0].rel != "b.conf" {
+		t.Errorf("flattened directory holds %v, want b.conf alone", entries)
+	}
+}
+
+// FROM a stage continues it: its layers, config and base.
+func TestDockerfileFromStage(t *testing.T) {
+	p := mustPlan(t, map[string]string{"bin/hello": "h", "Dockerfile": `FROM windows-hostprocess-scratch AS base
+ENV A=1
+CMD ["a"]
+COPY bin/hello /k/
+FROM base
+ENTRYPOINT ["e"]
+LABEL l=2
+COPY bin/hello /j/
+`}, Options{Platforms: []string{"windows/amd64"}})
+	pi := p.Images[0].Platforms[0]
+	if pi.Bases[0] != image.HostProcessScratch || len(pi.Layers) != 2 || pi.Platform.String() != "windows/amd64" {
+		t.Fatalf("bases %v, %d layers, %s", pi.Bases, len(pi.Layers), pi.Platform)
+	}
+	c := pi.Config
+	if !reflect.DeepEqual(c.Env, []string{"A=1"}) || !reflect.DeepEqual(c.Entrypoint, []string{"e"}) || c.Cmd != nil || c.Labels["l"] != "2" {
+		t.Errorf("config %+v: a new ENTRYPOINT drops the inherited CMD; no PATH is added on Windows", c)
+	}
+	if pi.BasePos.Line != 1 {
+		t.Errorf("base position %s, want the root stage's FROM", pi.BasePos)
+	}
+}
+
+func TestDockerfileConfig(t *testing.T) {
+	tests := []struct {
+		name, df string
+		plat     string
+		check    func(c image.Config) bool
+	}{
+		{"PATH on an empty Linux base, as BuildKit", "FROM scratch", "", func(c image.Config) bool {
+			return reflect.DeepEqual(c.Env, []string{"PATH=" + defaultPath})
+		}},
+		{"ENV replaces in place", "FROM scratch\nENV PATH=/bin A=1\nENV PATH=/x", "", func(c image.Config) bool {
+			return reflect.DeepEqual(c.Env, []string{"PATH=/x", "A=1"})
+		}},
+		{"no PATH on an image base, whose own pallet does not read", "FROM example.com/base", "", func(c image.Config) bool { return c.Env == nil }},
+		{"shell form on Linux", "FROM scratch\nCMD echo $HOME  hi", "", func(c image.Config) bool {
+			return reflect.DeepEqual(c.Cmd, []string{"/bin/sh", "-c", "echo $HOME  hi"})
+		}},
+		{"shell form on Windows", "FROM windows-hostprocess-scratch\nENTRYPOINT agent.exe --v=2", "windows/amd64", func(c image.Config) bool {
+			return reflect.DeepEqual(c.Entrypoint, []string{"cmd", "/S", "/C", "agent.exe --v=2"})
+		}},
+		{"JSON form, CMD kept when set in the stage", "FROM scratch\nCMD [\"--help\"]\nENTRYPOINT [\"/app\"]", "", func(c image.Config) bool {
+			return reflect.DeepEqual(c.Cmd, []string{"--help"}) && reflect.DeepEqual(c.Entrypoint, []string{"/app"})
+		}},
+		{"ENTRYPOINT [] clears it", "FROM example.com/base\nENTRYPOINT []", "", func(c image.Config) bool {
+			return c.Entrypoint != nil && len(c.Entrypoint) == 0 && c.Cmd == nil
+		}},
+		{"EXPOSE ranges and protocols", "FROM scratch\nARG P=9000\nEXPOSE 80 53/UDP 8000-8002 $P", "", func(c image.Config) bool {
+			return reflect.DeepEqual(slices.Sorted(slices.Values(c.ExposedPorts)), []string{"53/udp", "80/tcp", "8000/tcp", "8001/tcp", "8002/tcp", "9000/tcp"})
+		}},
+		{"EXPOSE of every port, in linear time", "FROM scratch\nEXPOSE 1-65535 1-65535/udp 80", "", func(c image.Config) bool {
+			return len(c.ExposedPorts) == 2*65535
+		}},
+		{"WORKDIR, USER, STOPSIGNAL", "FROM scratch\nWORKDIR /a\nWORKDIR b\nUSER 1000:1000\nSTOPSIGNAL SIGINT", "", func(c image.Config) bool {
+			return c.Workdir == "/a/b" && c.User == "1000:1000" && c.StopSignal == "SIGINT"
+		}},
+		{"WORKDIR on Windows", "# escape=`\nFROM windows-hostprocess-scratch\nWORKDIR C:\\k\\antrea", "windows/amd64", func(c image.Config) bool {
+			return c.Workdir == `\k\antrea`
+		}},
+		{"lint directives in comments are read, not obeyed", "# check=skip=all\nFROM scratch\n# check=skip=JSONArgsRecommended\nCMD echo hi", "", func(c image.Config) bool {
+			return reflect.DeepEqual(c.Cmd, []string{"/bin/sh", "-c", "echo hi"})
+		}},
+		{"labels with quotes and spaces", "FROM scratch\nLABEL \"a b\"=\"c d\" e=f", "", func(c image.Config) bool {
+			return c.Labels["a b"] == "c d" && c.Labels["e"] == "f"
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			opt := Options{}
+			if tc.plat != "" {
+				opt.Platforms = []string{tc.plat}
+			}
+			p := mustPlan(t, map[string]string{"Dockerfile": tc.df + "\n"}, opt)
+			if c := p.Images[0].Platforms[0].Config; !tc.check(c) {
+				t.Errorf("config %+v", c)
+			}
+		})
+	}
+}
+
+// WORKDIR makes its directory as a layer on an empty base, owned by the
+// USER so far, as BuildKit does.
+func TestDockerfileWorkdirLayer(t *testing.T) {
+	p := mustPlan(t, map[string]string{"Dockerfile": "FROM scratch\nWORKDIR /\nUSER 7\nWORKDIR /app\nWORKDIR /app\nFROM example.com/base\nWORKDIR /srv\n"}, Options{})
+	if got := placements(t, p); len(got) != 0 {
+		t.Errorf("an image base gets no WORKDIR layer: %q", got)
+	}
+	p = mustPlan(t, map[string]string{"Dockerfile": "FROM scratch\nWORKDIR /\nUSER 7\nWORKDIR /app\nWORKDIR /app\nUSER nobody\nWORKDIR /home\n"}, Options{})
+	want := []string{"/app/<-mkdir owner=7:7", "/home/<-mkdir"}
+	if got := placements(t, p); !reflect.DeepEqual(got, want) {
+		t.Errorf("layers %q, want %q", got, want)
+	}
+}
+
+func TestDockerfilePlatforms(t *testing.T) {
+	plats := func(t *testing.T, df string, opt Options) []string {
+		t.Helper()
+		p := mustPlan(t, map[string]string{"Dockerfile": df + "\n", "bin/app-amd64": "a", "bin/app-arm64": "b"}, opt)
+		var out []string
+		for _, pi := range p.Images[0].Platforms {
+			var dests []string
+			for _, l := range pi.Layers {
+				for _, pm := range l.Placements {
+					a := p.Artifacts[pm.Artifact]
+					if a.Platform != pi.Platform {
+						t.Errorf("artifact %s requested for %s in the %s image", a.Name, a.Platform, pi.Platform)
+					}
+					dests = append(dests, a.Name)
+				}
+			}
+			out = append(out, pi.Platform.String()+":"+strings.Join(dests, ","))
+		}
+		return out
+	}
+	const perArch = "FROM --platform=$TARGETPLATFORM scratch\nARG TARGETARCH\nCOPY bin/app-$TARGETARCH /app"
+	if got := plats(t, perArch, Options{}); !reflect.DeepEqual(got, []string{"linux/amd64:bin-app-amd64"}) {
+		t.Errorf("default platform: %v", got)
+	}
+	if got := plats(t, perArch, Options{Platforms: []string{"linux/amd64,linux/arm64"}}); !reflect.DeepEqual(got, []string{"linux/amd64:bin-app-amd64", "linux/arm64:bin-app-arm64"}) {
+		t.Errorf("two platforms: %v", got)
+	}
+	if got := plats(t, "FROM --platform=linux/arm64 scratch\nARG TARGETARCH\nCOPY bin/app-$TARGETARCH /app", Options{}); !reflect.DeepEqual(got, []string{"linux/arm64:bin-app-arm64"}) {
+		t.Errorf("a fixed FROM --platform is the default: %v", got)
+	}
+	if got := plats(t, "FROM --platform=$BUILDPLATFORM scratch\nCOPY bin/app-arm64 /app", Options{BuildPlatform: "linux/arm64"}); !reflect.DeepEqual(got, []string{"linux/arm64:bin-app-arm64"}) {
+		t.Errorf("BUILDPLATFORM: %v", got)
+	}
+	_, err := planFiles(t, map[string]string{"Dockerfile": "FROM --platform=linux/arm64 scratch\n"}, Options{Platforms: []string{"linux/amd64"}})
+	if pe := located(t, err); !strings.Contains(pe.Msg, "use FROM --platform=$TARGETPLATFORM") || pe.Line != 1 || pe.Col != 6 {
+		t.Errorf("conflict: %v at %s", err, pe.Pos)
+	}
+	p := mustPlan(t, map[string]string{"Dockerfile": "FROM scratch\nCMD x\n"}, Options{Platforms: []string{"windows/amd64"}})
+	if pi := p.Images[0].Platforms[0]; pi.Platform != (platform.Platform{OS: "windows", Arch: "amd64"}) || pi.Config.Cmd[0] != "cmd" || pi.Config.Env != nil {
+		t.Errorf("windows from scratch: %+v", pi)
+	}
+}
+
+func TestDockerfileTargetAndName(t *testing.T) {
+	df := map[string]string{"Dockerfile": "FROM scratch AS first\nLABEL s=1\nFROM scratch AS Second\nLABEL s=2\n"}
+	p := mustPlan(t, df, Options{Target: "first"})
+	if im := p.Images[0]; im.Repository != "first" || im.Platforms[0].Config.Labels["s"] != "1" || im.Tags[0] != "latest" {
+		t.Errorf("target first: %+v", im)
+	}
+	if _, err := planFiles(t, df, Options{Target: "third"}); err == nil || !strings.Contains(err.Error(), "stages: first, second") {
+		t.Errorf("unknown target: %v", err)
+	}
+	p = mustPlan(t, df, Options{})
+	if im := p.Images[0]; im.Platforms[0].Config.Labels["s"] != "2" || im.Repository == "" || strings.ContainsAny(im.Repository, "/ ") {
+		t.Errorf("last stage: %+v", im)
+	}
+}
