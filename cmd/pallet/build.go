@@ -51,7 +51,7 @@ func buildCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "build",
-		Short: "Build the images of a recipe",
+		Short: "Build the images of a recipe or a Dockerfile",
 		Example: `  pallet build -f examples/hello/pallet.yaml
   pallet build --platform linux/arm64 --output docker:hello.tar
   pallet build --arg VERSION=1.2.3 --output registry:localhost:5000/hello`,
@@ -149,7 +149,7 @@ func buildCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&file, "file", "f", "pallet.yaml", "recipe file")
+	f.StringVarP(&file, "file", "f", "pallet.yaml", "recipe file, or a Dockerfile (Dockerfile, NAME.Dockerfile, Dockerfile.NAME)")
 	f.StringSliceVar(&platforms, "platform", nil, "build only these platforms (os/arch[/variant], repeatable or comma-separated)")
 	f.StringArrayVarP(&outputs, "output", "o", []string{"oci:out"}, "where images go: oci:DIR, docker:FILE.tar or registry:REF (repeatable)")
 	f.StringArrayVar(&args, "arg", nil, "override a recipe arg (K=V, repeatable)")

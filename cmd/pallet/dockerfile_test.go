@@ -337,3 +337,24 @@ func TestDockerfileBuildErrorsNameTheLine(t *testing.T) {
 		t.Error("bin/tool.bin not in the layer")
 	}
 }
+
+// A later COPY replaces a file an earlier one put, as in docker build
+// (a recipe refuses the same).
+func TestDockerfileLaterCopyReplaces(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "one", "f"), "one\n")
+	writeFile(t, filepath.Join(dir, "two", "f"), "two\n")
+	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM scratch\nCOPY one/f /f\nCOPY two/f /f\n")
+	out := filepath.Join(dir, "out")
+	mustPallet(t, "build", "-q", "-f", filepath.Join(dir, "Dockerfile"), "--no-cache", "-o", "oci:"+out)
+	var last string
+	walkImage(t, layoutImage(t, out, "linux/amd64"), func(h *tar.Header, r io.Reader) {
+		if h.Name == "f" {
+			b, _ := io.ReadAll(r)
+			last = string(b)
+		}
+	})
+	if last != "two\n" {
+		t.Errorf("the last layer's /f is %q, want the second COPY's", last)
+	}
+}

@@ -6,8 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pallet-dev/pallet/internal/build"
-	"github.com/pallet-dev/pallet/internal/recipe"
-)
+	)
 
 func fetchCmd() *cobra.Command {
 	var (
@@ -37,11 +36,7 @@ func fetchCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			r, err := recipe.Load(file)
-			if err != nil {
-				return err
-			}
-			arts, err := r.Fetchable(recipe.Options{Args: overrides, Platforms: platforms, Images: images})
+			arts, err := fetchable(file, overrides, platforms, images)
 			if err != nil {
 				return err
 			}
@@ -59,7 +54,7 @@ func fetchCmd() *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVarP(&file, "file", "f", "pallet.yaml", "recipe file")
+	fl.StringVarP(&file, "file", "f", "pallet.yaml", "recipe file, or a Dockerfile (Dockerfile, NAME.Dockerfile, Dockerfile.NAME)")
 	fl.StringSliceVar(&platforms, "platform", nil, "only these platforms")
 	fl.StringSliceVar(&images, "image", nil, "only these images")
 	fl.StringArrayVar(&args, "arg", nil, "override a recipe arg (K=V, repeatable)")

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 
+	"github.com/pallet-dev/pallet/internal/artifact"
 	"github.com/pallet-dev/pallet/internal/dockerfile"
 	"github.com/pallet-dev/pallet/internal/plan"
 	"github.com/pallet-dev/pallet/internal/recipe"
@@ -39,4 +40,25 @@ func makePlan(file string, args map[string]string, platforms, images []string, m
 		return nil, err
 	}
 	return r.Plan(recipe.Options{Args: args, Platforms: platforms, Images: images, Modes: choices})
+}
+
+// fetchable lists what the -f file could download or clone, for pallet
+// fetch, with the front end its name calls for.
+func fetchable(file string, args map[string]string, platforms, images []string) ([]*artifact.Request, error) {
+	if dockerfile.IsDockerfile(file) {
+		d, err := dockerfile.Load(file)
+		if err != nil {
+			return nil, err
+		}
+		opt := dockerfile.Options{Args: args, Platforms: platforms}
+		if len(images) == 1 {
+			opt.Target = images[0]
+		}
+		return d.Fetchable(opt)
+	}
+	r, err := recipe.Load(file)
+	if err != nil {
+		return nil, err
+	}
+	return r.Fetchable(recipe.Options{Args: args, Platforms: platforms, Images: images})
 }

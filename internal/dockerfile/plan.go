@@ -270,7 +270,9 @@ func (e *evaluator) platformImage(t platform.Platform, explicit bool) (*plan.Pla
 		e.states[sd.index] = st
 	}
 	s := e.states[e.targetDef.index]
-	return &plan.PlatformImage{Platform: imgPlat, Bases: []string{s.base}, BasePos: s.basePos, Layers: s.layers, Config: s.cfg}, nil
+	return &plan.PlatformImage{Platform: imgPlat, Bases: []string{s.base}, BasePos: s.basePos, Layers: s.layers, Config: s.cfg,
+		// A later COPY replaces what an earlier one put, as in docker build.
+		Overwrite: true}, nil
 }
 
 // setTarget makes t the target platform and returns the platform of the
