@@ -105,9 +105,9 @@ func ReadGoBinary(file string) (*GoBinary, error) {
 		}
 		return nil, nil
 	}
-	b := &GoBinary{GoVersion: info.GoVersion, Main: module(&info.Main)}
+	b := &GoBinary{GoVersion: info.GoVersion, Main: fromDebug(&info.Main)}
 	for _, d := range info.Deps {
-		b.Deps = append(b.Deps, module(d))
+		b.Deps = append(b.Deps, fromDebug(d))
 	}
 	slices.SortFunc(b.Deps, func(x, y Module) int { return strings.Compare(x.Path+"@"+x.Version, y.Path+"@"+y.Version) })
 	for _, s := range info.Settings {
@@ -119,11 +119,11 @@ func ReadGoBinary(file string) (*GoBinary, error) {
 	return b, nil
 }
 
-// module converts debug's form of a module.
-func module(m *debug.Module) Module {
+// fromDebug converts debug's form of a module.
+func fromDebug(m *debug.Module) Module {
 	out := Module{Path: m.Path, Version: m.Version, Sum: m.Sum}
 	if m.Replace != nil {
-		r := module(m.Replace)
+		r := fromDebug(m.Replace)
 		out.Replace = &r
 	}
 	return out
