@@ -86,6 +86,9 @@ func serialNumber(image, digest string) string {
 	return "urn:uuid:" + uuid.NewSHA1(uuid.NameSpaceURL, []byte(namespace("cyclonedx", image, digest))).String()
 }
 
+// ref is an element's bom-ref: its SPDX id without the SPDX prefix.
+func ref(id string) string { return strings.TrimPrefix(id, "SPDXRef-") }
+
 // CycloneDX returns the image's CycloneDX 1.6 JSON BOM.
 func CycloneDX(in Input) ([]byte, error) {
 	g, err := build(&in)
@@ -107,15 +110,15 @@ func CycloneDX(in Input) ([]byte, error) {
 		Components:   []cdxComponent{},
 		Dependencies: []cdxDependency{},
 	}
-	image := cdxDependency{Ref: g.image.id, DependsOn: []string{}}
+	image := cdxDependency{Ref: ref(g.image.id), DependsOn: []string{}}
 	for _, an := range g.arts {
 		bom.Components = append(bom.Components, g.cdxArtifact(an))
-		image.DependsOn = append(image.DependsOn, an.id)
+		image.DependsOn = append(image.DependsOn, ref(an.id))
 	}
 	bom.Dependencies = append(bom.Dependencies, image)
 	for _, s := range g.stdlibs {
 		bom.Components = append(bom.Components, cdxComponent{
-			BOMRef: s.id, Type: "library", Name: "stdlib", Version: s.goVersion,
+			BOMRef: ref(s.id), Type: "library", Name: "stdlib", Version: s.goVersion,
 			Description: "The Go standard library and runtime, linked into the binaries that depend on it by the toolchain " + s.goVersion + ".",
 			Licenses:    []cdxLicense{{Expression: "BSD-3-Clause", Acknowledgement: "declared"}},
 			Purl:        stdlibPurl(s.goVersion),
@@ -128,15 +131,15 @@ func CycloneDX(in Input) ([]byte, error) {
 		if f.bin == nil {
 			continue
 		}
-		d := cdxDependency{Ref: f.id, DependsOn: []string{}}
+		d := cdxDependency{Ref: ref(f.id), DependsOn: []string{}}
 		if f.main != nil {
-			d.DependsOn = append(d.DependsOn, f.main.id)
+			d.DependsOn = append(d.DependsOn, ref(f.main.id))
 		}
 		for _, m := range f.deps {
-			d.DependsOn = append(d.DependsOn, m.id)
+			d.DependsOn = append(d.DependsOn, ref(m.id))
 		}
 		if f.stdlib != nil {
-			d.DependsOn = append(d.DependsOn, f.stdlib.id)
+			d.DependsOn = append(d.DependsOn, ref(f.stdlib.id))
 		}
 		slices.Sort(d.DependsOn)
 		d.DependsOn = slices.Compact(d.DependsOn)
@@ -158,7 +161,7 @@ func (g *graph) cdxImage() cdxComponent {
 }
 
 func cdxContainer(id, name, digest, purl string) cdxComponent {
-	c := cdxComponent{BOMRef: id, Type: "container", Name: name, Version: digest, Purl: purl}
+	c := cdxComponent{BOMRef: ref(id), Type: "container", Name: name, Version: digest, Purl: purl}
 	if h := sha256Hex(digest); h != "" {
 		c.Hashes = []cdxHash{{Alg: "SHA-256", Content: h}}
 	}
@@ -168,7 +171,7 @@ func cdxContainer(id, name, digest, purl string) cdxComponent {
 func (g *graph) cdxArtifact(an *artNode) cdxComponent {
 	a := an.a
 	c := cdxComponent{
-		BOMRef: an.id, Type: "application", Name: a.Name, Version: a.version(),
+		BOMRef: ref(an.id), Type: "application", Name: a.Name, Version: a.version(),
 		Description: g.in.origin(a),
 	}
 	if h := a.fileDigest(); h != "" {
@@ -209,7 +212,7 @@ func (g *graph) cdxArtifact(an *artNode) cdxComponent {
 
 func cdxFile(f *fileNode) cdxComponent {
 	c := cdxComponent{
-		BOMRef: f.id, Type: "file", Name: f.path,
+		BOMRef: ref(f.id), Type: "file", Name: f.path,
 		Hashes: []cdxHash{{Alg: "SHA-1", Content: f.sha1}, {Alg: "SHA-256", Content: f.sha256}},
 	}
 	if f.license {
@@ -228,7 +231,7 @@ func cdxFile(f *fileNode) cdxComponent {
 
 func cdxModule(m *modNode) cdxComponent {
 	c := cdxComponent{
-		BOMRef: m.id, Type: "library", Name: m.path, Version: m.version,
+		BOMRef: ref(m.id), Type: "library", Name: m.path, Version: m.version,
 		Description: m.origin(), Purl: goPurl(m.path, m.version),
 	}
 	// The h1 hash is the SHA-256 of the module's file list (dirhash), as
