@@ -1,0 +1,240 @@
+package sbom
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pallet-dev/pallet/internal/record"
+	"github.com/pallet-dev/pallet/internal/tree"
+)
+
+// placedPath follows tree.Place: the test places real trees and compares.
+func TestPlacedPathIsTreePlace(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "one"), "x")
+	writeFile(t, filepath.Join(dir, "nested", "bin", "tool"), "x")
+	writeFile(t, filepath.Join(dir, "nested", "README"), "x")
+	one, err := tree.FromFile(filepath.Join(dir, "one"), "tool.amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nested, err := tree.FromDir(filepath.Join(dir, "nested"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deep := tree.New()
+	if err := deep.Add(tree.Entry{Path: "bin/only", Kind: tree.File, Source: filepath.Join(dir, "one")}); err != nil {
+		t.Fatal(err)
+	}
+	for _, src := range []*tree.Tree{one, nested, deep} {
+		es := src.Entries()
+		single := len(es) == 1 && es[0].Kind == tree.File
+		for _, dest := range []string{"/usr/local/bin/tool", "/usr/local/bin/", "/", "opt//x/./y", `\k\bin\`} {
+			img := tree.New()
+			if err := img.Place(src, tree.Placement{Dest: dest}); err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]bool{}
+			for _, e := range img.Entries() {
+				if e.Kind == tree.File {
+					want["/"+e.Path] = true
+				}
+			}
+			for _, e := range es {
+				if e.Kind != tree.File {
+					continue
+				}
+				got, err := placedPath(dest, e.Path, single)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !want[got] {
+					t.Errorf("%s placed at %q: got %s, tree.Place has %v", e.Path, dest, got, want)
+				}
+			}
+		}
+	}
+	if _, err := placedPath("/a/../../etc", "x", false); err == nil {
+		t.Error("a destination leaving the root was accepted")
+	}
+}
+
+func TestLicenseExpressions(t *testing.T) {
+	for _, ok := range []string{
+		"MIT", "Apache-2.0", "GPL-2.0-or-later", "GPL-2.0+", "MIT OR Apache-2.0",
+		"(MIT OR Apache-2.0) AND BSD-3-Clause", "GPL-2.0-only WITH Classpath-exception-2.0",
+		"LicenseRef-pallet-custom", "DocumentRef-other:LicenseRef-x", "((MIT))",
+	} {
+		if err := checkLicenseExpression(ok); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{
+		"", "MIT OR", "AND MIT", "(MIT", "MIT)", "MIT Apache-2.0", "MIT WITH", "Apache 2.0 license",
+		"MIT/Apache-2.0", "WITH MIT", "MIT OR OR Apache-2.0", "NOASSERTION OR",
+	} {
+		if checkLicenseExpression(bad) == nil {
+			t.Errorf("%q was accepted", bad)
+		}
+	}
+}
+
+// What the documents could not say truthfully is refused, with the
+// reason and the element named.
+func TestRefusals(t *testing.T) {
+	for _, c := range []struct {
+		name, want string
+		edit       func(*Input)
+	}{
+		{"no image", "no image name", func(in *Input) { in.Image = "" }},
+		{"short digest", "manifest digest", func(in *Input) { in.Digest = "sha256:abc" }},
+		{"bad base digest", "base docker.io/library/debian:bookworm-slim digest", func(in *Input) { in.Base.Digest = "latest" }},
+		{"placed, not given", "artifact ghost is placed at /x but not given", func(in *Input) {
+			in.Placed = append(in.Placed, record.Placement{Artifact: "ghost", Dest: "/x"})
+		}},
+		{"not described", "has no SHA-1 (make the artifact with Describe)", func(in *Input) { in.Artifacts[0].SHA1 = nil }},
+		{"bad licence", `licence "Apache 2"`, func(in *Input) { in.Artifacts[0].License = "Apache 2" }},
+		{"bad pin", "not a sha256", func(in *Input) { in.Artifacts[0].SHA256 = "md5:abc" }},
+		{"short commit", "not a full commit hash", func(in *Input) { in.Artifacts[1].Commit = "abc123" }},
+		{"two at one path", "/usr/local/sbin/runc placed twice", func(in *Input) {
+			in.Placed = append(in.Placed, record.Placement{Artifact: "entrypoint", Dest: "/usr/local/sbin/runc"})
+		}},
+	} {
+		in := sampleInput()
+		c.edit(&in)
+		for name, make := range map[string]func(Input) ([]byte, error){"spdx": SPDX, "cyclonedx": CycloneDX, "provenance": Provenance} {
+			_, err := make(in)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s, %s: error %v, want one saying %q", c.name, name, err, c.want)
+			}
+		}
+	}
+	in := sampleInput()
+	in.Recipe = File{}
+	if _, err := Provenance(in); err == nil {
+		t.Error("a provenance without the recipe's digest was written")
+	}
+	if _, err := SPDX(in); err != nil {
+		t.Errorf("an SBOM needs no recipe: %v", err)
+	}
+}
+
+func TestBases(t *testing.T) {
+	digest := "sha256:" + hexSHA256("base")
+	for _, c := range []struct {
+		ref, name, purl string
+	}{
+		{"scratch", "", ""},
+		{"windows-hostprocess-scratch", "windows-hostprocess-scratch", "pkg:oci/windows-hostprocess-scratch@sha256%3A" + hexSHA256("base") + "?arch=amd64"},
+		{"oci:" + recipeDir + "/base:v1", "oci:base:v1", "pkg:oci/base@sha256%3A" + hexSHA256("base") + "?arch=amd64&tag=v1"},
+		{"oci:/elsewhere/layouts/debian", "oci:debian", "pkg:oci/debian@sha256%3A" + hexSHA256("base") + "?arch=amd64"},
+		{"ghcr.io/org/base@" + digest, "ghcr.io/org/base@" + digest, "pkg:oci/base@sha256%3A" + hexSHA256("base") + "?arch=amd64&repository_url=ghcr.io/org/base"},
+		{"debian", "debian", "pkg:oci/debian@sha256%3A" + hexSHA256("base") + "?arch=amd64&repository_url=docker.io/library/debian&tag=latest"},
+	} {
+		in := sampleInput()
+		in.Base = Base{Ref: c.ref, Digest: digest}
+		b := newBase(&in)
+		if c.name == "" {
+			if b != nil {
+				t.Errorf("%s: a base %+v", c.ref, b)
+			}
+			continue
+		}
+		if b == nil || b.name != c.name || b.purl != c.purl {
+			t.Errorf("%s: %+v, want name %s purl %s", c.ref, b, c.name, c.purl)
+		}
+		spdx, err := SPDX(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		validate(t, "http://spdx.org/rdf/terms/2.3", spdx)
+		checkSPDX(t, spdx)
+	}
+}
+
+func TestLocations(t *testing.T) {
+	for u, want := range map[string]string{
+		"https://user:tok@example.com/a/b.tgz?x=1": "https://example.com/a/b.tgz?x=1",
+		"git@github.com:org/repo.git":              "ssh://github.com/org/repo.git",
+		"file:///srv/repo":                         "",
+		"/srv/repo":                                "",
+		"./repo":                                   "",
+	} {
+		if got := remote(u); got != want {
+			t.Errorf("remote(%q) = %q, want %q", u, got, want)
+		}
+	}
+	in := Input{Dir: "/home/b/recipe"}
+	for p, want := range map[string]string{
+		"/home/b/recipe/files/etc": "files/etc",
+		"/home/b/recipe":           ".",
+		"/home/b/other/x.sh":       "x.sh",
+		"files/etc":                "files/etc",
+		"../outside/y":             "y",
+	} {
+		if got := in.localPath(p); got != want {
+			t.Errorf("localPath(%q) = %q, want %q", p, got, want)
+		}
+	}
+	if got := goPurl("github.com/docker/docker", "v24.0.7+incompatible"); got != "pkg:golang/github.com/docker/docker@v24.0.7%2Bincompatible" {
+		t.Errorf("purl %s", got)
+	}
+	if got := stdlibPurl("go1.22.0 X:boringcrypto"); got != "pkg:golang/stdlib@1.22.0" {
+		t.Errorf("stdlib purl %s", got)
+	}
+}
+
+// Statement wraps an SBOM as attestation layers carry it, about the image.
+func TestStatement(t *testing.T) {
+	in := sampleInput()
+	spdx, err := SPDX(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := Statement(in, PredicateSPDX, spdx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := decode(t, st)
+	if v["_type"] != StatementType || v["predicateType"] != PredicateSPDX {
+		t.Errorf("statement %v %v", v["_type"], v["predicateType"])
+	}
+	subj := v["subject"].([]any)[0].(map[string]any)
+	if subj["name"] != "kind-base" || subj["digest"].(map[string]any)["sha256"] != strings.TrimPrefix(in.Digest, "sha256:") {
+		t.Errorf("subject %v", subj)
+	}
+	if v["predicate"].(map[string]any)["documentNamespace"] != decode(t, spdx)["documentNamespace"] {
+		t.Error("the predicate is not the document")
+	}
+	if _, err := Statement(in, PredicateSPDX, []byte(`["not an object"]`)); err == nil {
+		t.Error("a non-object predicate was wrapped")
+	}
+}
+
+// RecipeFile names the recipe by base name and pins its bytes.
+func TestRecipeFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "sub", "pallet.yaml")
+	writeFile(t, p, "images: {}\n")
+	f, err := RecipeFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Name != "pallet.yaml" || f.SHA256 != hexSHA256("images: {}\n") {
+		t.Errorf("%+v", f)
+	}
+	if _, err := RecipeFile(filepath.Join(t.TempDir(), "missing.yaml")); err == nil || !os.IsNotExist(unwrapAll(err)) {
+		t.Errorf("missing recipe: %v", err)
+	}
+}
+
+func unwrapAll(err error) error {
+	for {
+		u, ok := err.(interface{ Unwrap() error })
+		if !ok {
+			return err
+		}
+		err = u.Unwrap()
+	}
+}
