@@ -17,6 +17,12 @@ import (
 // 65 MiB to index.
 var defaultClassifier = sync.OnceValues(assets.DefaultClassifier)
 
+// classifierMu serialises matching: v2.0.0's Match is not safe for
+// concurrent use (its diffing writes into slices shared with the corpus,
+// as the race detector shows), and a build collects several binaries at
+// once. A licence file takes milliseconds.
+var classifierMu sync.Mutex
+
 // classification is what the classifier says of one file.
 type classification struct {
 	spdx       string
@@ -33,7 +39,10 @@ func classify(text []byte) (classification, error) {
 		return classification{}, fmt.Errorf("loading the licence classifier: %w", err)
 	}
 	out := classification{confidence: 1}
-	for _, m := range licenseMatches(c.Match(text).Matches) {
+	classifierMu.Lock()
+	res := c.Match(text)
+	classifierMu.Unlock()
+	for _, m := range licenseMatches(res.Matches) {
 		id := spdxID(m.Name)
 		if !slices.Contains(out.ids, id) {
 			out.ids = append(out.ids, id)

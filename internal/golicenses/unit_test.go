@@ -1,6 +1,7 @@
 package golicenses
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -96,6 +97,29 @@ func TestCheckOffline(t *testing.T) {
 	} {
 		if err := checkOffline(c.env); (err == nil) != c.ok {
 			t.Errorf("checkOffline(%v) = %v", c.env, err)
+		}
+	}
+}
+
+// TestClassifyConcurrent: one classifier serves concurrent Collect calls
+// (a build collects several binaries at once); run with -race.
+func TestClassifyConcurrent(t *testing.T) {
+	texts := map[string]string{"MIT": corpus("MIT"), "Apache-2.0": corpus("Apache-2.0"), "MPL-2.0": corpus("MPL-2.0")}
+	errs := make(chan error, 3*len(texts))
+	for range 3 {
+		for want, text := range texts {
+			go func() {
+				got, err := classify([]byte(text))
+				if err == nil && got.spdx != want {
+					err = fmt.Errorf("classify = %q, want %q", got.spdx, want)
+				}
+				errs <- err
+			}()
+		}
+	}
+	for range 3 * len(texts) {
+		if err := <-errs; err != nil {
+			t.Error(err)
 		}
 	}
 }
