@@ -87,6 +87,11 @@ func (c *collector) provenDownload(r modRef, d downloaded) (found, error) {
 		if c.vendorEmpty[r.Path] {
 			return found{source: FromVendor, files: licenseFiles{}, reason: "no licence file in vendor/, where go mod vendor copies only capitalised LICENSE*, COPYING*, NOTICE* and COPYRIGHT* files, and the module could not be fetched: " + msg}, nil
 		}
+		if r.Main && r.Sum == "" {
+			// The version is the tag the binary was stamped with, a
+			// guess at a module version: not having it is no failure.
+			return found{reason: "the main module's version (stamped from its VCS tag) could not be fetched: " + msg}, nil
+		}
 		if c.opt.Offline {
 			return found{}, fmt.Errorf("offline: module %s is not in the module cache or the mirror (run pallet fetch first): %s", r.ref(), msg)
 		}

@@ -8,7 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path"
+	pathpkg "path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -165,8 +165,8 @@ func newFixture() (*fixture, error) {
 func (f *fixture) addModule(m testModule) error {
 	dir := filepath.Join(f.root, "modsrc", m.path+"@"+m.version)
 	files := map[string]string{
-		"go.mod":                            "module " + m.path + "\n\ngo 1.21\n",
-		path.Join(pkgDir(m.path), "lib.go"): "package lib\n\nfunc Name() string { return \"" + m.path + "\" }\n",
+		"go.mod":                               "module " + m.path + "\n\ngo 1.21\n",
+		pathpkg.Join(pkgDir(m.path), "lib.go"): "package lib\n\nfunc Name() string { return \"" + m.path + "\" }\n",
 	}
 	for n, c := range m.files {
 		files[n] = c
@@ -177,11 +177,18 @@ func (f *fixture) addModule(m testModule) error {
 	if err := writeFiles(dir, files); err != nil {
 		return err
 	}
+	return f.serveDir(m.path, m.version, dir)
+}
+
+// serveDir makes the proxy serve dir as module path@version.
+func (f *fixture) serveDir(path, version, dir string) error {
 	var buf bytes.Buffer
-	if err := modzip.CreateFromDir(&buf, module.Version{Path: m.path, Version: m.version}, dir); err != nil {
-		return fmt.Errorf("zip %s: %w", m.path, err)
+	if err := modzip.CreateFromDir(&buf, module.Version{Path: path, Version: version}, dir); err != nil {
+		return fmt.Errorf("zip %s: %w", path, err)
 	}
-	f.zips[m.path+"@"+m.version] = buf.Bytes()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.zips[path+"@"+version] = buf.Bytes()
 	return nil
 }
 
@@ -204,7 +211,7 @@ func (f *fixture) writeMain(dir string) error {
 		} else {
 			requires = append(requires, "\t"+p+" "+m.version)
 		}
-		imports = append(imports, fmt.Sprintf("\tm%d %q", i, path.Join(p, pkgDir(m.path))))
+		imports = append(imports, fmt.Sprintf("\tm%d %q", i, pathpkg.Join(p, pkgDir(m.path))))
 		calls = append(calls, fmt.Sprintf("m%d.Name()", i))
 	}
 	requires = append(requires, "\texample.com/local v0.0.0")
@@ -227,8 +234,8 @@ func (f *fixture) writeMain(dir string) error {
 // serve is the module proxy protocol for the test modules.
 func (f *fixture) serve(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.hits[r.URL.Path]++
-	f.mu.Unlock()
 	modPath, rest, ok := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/@v/")
 	if !ok {
 		http.NotFound(w, r)

@@ -4,9 +4,11 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"debug/buildinfo"
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"runtime"
@@ -584,5 +586,69 @@ func TestHugeLicenceFileBounded(t *testing.T) {
 	t.Logf("allocated %d KiB", alloc>>10)
 	if alloc > 32<<20 {
 		t.Errorf("allocated %d MiB reading past a 1 MiB cap", alloc>>20)
+	}
+}
+
+// TestMainModuleStampedWithTag: a release binary built from a tagged
+// checkout names its main module's version but records no hash; without
+// its source it is fetched by that version if the proxy has it, and
+// reported missing, not failed, if not.
+func TestMainModuleStampedWithTag(t *testing.T) {
+	f := getFixture(t)
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	src := filepath.Join(t.TempDir(), "tagged")
+	if err := f.writeMain(src); err != nil {
+		t.Fatal(err)
+	}
+	if err := copyFile(filepath.Join(f.src, "go.sum"), filepath.Join(src, "go.sum")); err != nil {
+		t.Fatal(err)
+	}
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false", "-c", "tag.gpgsign=false"}, args...)...)
+		cmd.Dir = src
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git("init", "-q")
+	git("add", ".")
+	git("commit", "-q", "-m", "release")
+	git("tag", "v1.5.0")
+	bin := filepath.Join(t.TempDir(), "tagged-app")
+	if out, err := f.goCmd(src, f.env(f.cache, "GOFLAGS=-mod=mod -modcacherw -buildvcs=true"), "build", "-o", bin, "."); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	info, err := buildinfo.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Main.Version != "v1.5.0" || info.Main.Sum != "" {
+		t.Fatalf("main module stamped %q sum %q, want v1.5.0 without sum", info.Main.Version, info.Main.Sum)
+	}
+
+	res, err := collect(t, bin, Options{Env: f.env(f.cache)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := modOf(t, res, "example.com/app"); !m.Missing || !strings.Contains(m.Reason, "could not be fetched") {
+		t.Errorf("main module the proxy lacks: %+v", m)
+	}
+
+	if err := f.serveDir("example.com/app", "v1.5.0", src); err != nil {
+		t.Fatal(err)
+	}
+	res, err = collect(t, bin, Options{Env: f.env(f.cache)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := modOf(t, res, "example.com/app")
+	if m.Source != FromProxy || m.Pinned || m.Missing || !strings.HasPrefix(m.Sum, "h1:") {
+		t.Errorf("main module from the proxy: %+v", m)
+	}
+	if lf := file(t, m, "LICENSE", corpus("BSD-2-Clause")); lf.SPDX != "BSD-2-Clause" {
+		t.Errorf("main LICENSE classified %q", lf.SPDX)
 	}
 }
