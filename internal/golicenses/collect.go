@@ -1,0 +1,326 @@
+package golicenses
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/pallet-dev/pallet/internal/artifact"
+	"golang.org/x/mod/modfile"
+	"golang.org/x/mod/module"
+)
+
+// collector carries one Collect call.
+type collector struct {
+	opt    Options
+	binary string
+	out    string // where licence copies are written
+	vendor map[string]vendorEntry
+	cache  string // module cache, once asked
+	// vendorEmpty are the modules vendored without licence files.
+	vendorEmpty map[string]bool
+}
+
+// found is where a module's files were read and what they are.
+type found struct {
+	source Source
+	sum    string
+	pinned bool
+	files  licenseFiles
+	reason string // why nothing was found, when source is FromNowhere
+}
+
+// collect finds every module's files: first those at hand (source tree,
+// vendor directory, module cache), then the rest with one batch of
+// downloads.
+func (c *collector) collect(ctx context.Context, refs []modRef) ([]Module, error) {
+	if err := c.loadVendor(); err != nil {
+		return nil, err
+	}
+	results := make([]found, len(refs))
+	var pending []int
+	for i, r := range refs {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		f, ok, err := c.atHand(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			results[i] = f
+		} else {
+			pending = append(pending, i)
+		}
+	}
+	if len(pending) > 0 {
+		var want []modRef
+		for _, i := range pending {
+			want = append(want, refs[i])
+		}
+		got, err := c.download(ctx, want)
+		if err != nil {
+			return nil, err
+		}
+		for k, i := range pending {
+			results[i] = got[k]
+		}
+	}
+	mods := make([]Module, len(refs))
+	for i, r := range refs {
+		m, err := c.finish(r, results[i])
+		if err != nil {
+			return nil, err
+		}
+		mods[i] = m
+	}
+	return mods, nil
+}
+
+// atHand finds a module's files without the network: in the caller's
+// source tree or vendor directory, else in the module cache. ok is false
+// when the module is to be downloaded.
+func (c *collector) atHand(ctx context.Context, r modRef) (found, bool, error) {
+	if r.Main && r.Sum == "" {
+		if c.opt.SourceDir != "" {
+			f, err := c.fromMainDir(r)
+			return f, true, err
+		}
+		if !r.fetchable() {
+			return found{reason: fmt.Sprintf("the main module was built from a directory (version %q) and no source directory was given", r.Version)}, true, nil
+		}
+		// A release binary stamped with its tag: fetched by version.
+		return found{}, false, nil
+	}
+	if f, ok, err := c.fromVendor(r); err != nil {
+		return f, true, err
+	} else if ok {
+		if len(f.files) > 0 || !r.fetchable() {
+			return f, true, nil
+		}
+		// go mod vendor copies only capitalised LICENSE*, COPYING*,
+		// NOTICE*, COPYRIGHT* files: a "LICENCE" or "license.md" is
+		// left behind. Look in the module itself, keeping this answer
+		// if it cannot be had.
+		c.vendorEmpty[r.Path] = true
+	}
+	if r.local() {
+		f, err := c.fromReplaceDir(r)
+		return f, true, err
+	}
+	if r.Sum == "" {
+		// Not pinned by the binary: only the go command can check it.
+		return found{}, false, nil
+	}
+	return c.fromCache(ctx, r)
+}
+
+// fromMainDir reads the main module's files from the source directory,
+// after checking it is that module.
+func (c *collector) fromMainDir(r modRef) (found, error) {
+	gomod := filepath.Join(c.opt.SourceDir, "go.mod")
+	data, err := os.ReadFile(gomod)
+	if err == nil {
+		if p := modfile.ModulePath(data); p != r.Path {
+			return found{}, fmt.Errorf("main module %s: the source directory %s holds module %q", r.Path, c.opt.SourceDir, p)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return found{}, fmt.Errorf("main module %s: %w", r.Path, err)
+	}
+	files, err := readDirLicenses(c.opt.SourceDir, r.ref(), c.opt)
+	return found{source: FromSourceDir, files: files}, err
+}
+
+// fromReplaceDir reads a module the build replaced with a directory,
+// named relative to the main module's directory as in its go.mod.
+func (c *collector) fromReplaceDir(r modRef) (found, error) {
+	if c.opt.SourceDir == "" {
+		return found{reason: "built from a directory on the build machine, and no source directory was given"}, nil
+	}
+	dir := filepath.FromSlash(r.From.Path)
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(c.opt.SourceDir, dir)
+	}
+	files, err := readDirLicenses(dir, r.ref(), c.opt)
+	return found{source: FromSourceDir, files: files}, err
+}
+
+// fromCache proves the module cache's zip (or, without one, its extracted
+// directory) against the binary's hash. Either failing is an error: a
+// module cache holding other files than go.sum names has been tampered
+// with, and downloading again would hide it.
+func (c *collector) fromCache(ctx context.Context, r modRef) (found, bool, error) {
+	cache, err := c.modCache(ctx)
+	if err != nil {
+		return found{}, false, err
+	}
+	if cache == "" {
+		return found{}, false, nil
+	}
+	ep, err := module.EscapePath(r.From.Path)
+	if err != nil {
+		return found{}, false, fmt.Errorf("module %s: %w", r.ref(), err)
+	}
+	ev, err := module.EscapeVersion(r.From.Version)
+	if err != nil {
+		return found{}, false, fmt.Errorf("module %s: %w", r.ref(), err)
+	}
+	zipFile := filepath.Join(cache, "cache", "download", filepath.FromSlash(ep), "@v", ev+".zip")
+	if regular(zipFile) {
+		files, err := verifyZip(zipFile, r.ref(), r.From, r.Sum, c.opt)
+		return found{source: FromCacheZip, sum: r.Sum, pinned: true, files: files}, true, err
+	}
+	dir := filepath.Join(cache, filepath.FromSlash(ep)+"@"+ev)
+	if info, err := os.Stat(dir); err == nil && info.IsDir() {
+		files, err := verifyDir(dir, r.ref(), r.From, r.Sum, c.opt)
+		return found{source: FromCacheDir, sum: r.Sum, pinned: true, files: files}, true, err
+	}
+	return found{}, false, nil
+}
+
+func regular(path string) bool {
+	info, err := os.Lstat(path)
+	return err == nil && info.Mode().IsRegular()
+}
+
+// readDirLicenses reads the licence files at the root of dir: regular
+// files only (a module zip holds no links, and a link could lead out of
+// the tree), opened through an os.Root.
+func readDirLicenses(dir, mod string, opt Options) (licenseFiles, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("module %s: %w", mod, err)
+	}
+	defer root.Close()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("module %s: %w", mod, err)
+	}
+	files := licenseFiles{}
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !artifact.IsLicenseName(e.Name()) {
+			continue
+		}
+		if err := module.CheckFilePath(e.Name()); err != nil {
+			return nil, fmt.Errorf("module %s: licence file %q in %s: %w", mod, e.Name(), dir, err)
+		}
+		if len(files) >= opt.MaxFilesPerModule {
+			return nil, fmt.Errorf("module %s has more than %d licence files in %s (MaxFilesPerModule)", mod, opt.MaxFilesPerModule, dir)
+		}
+		data, err := readRegular(root, e.Name(), opt.MaxFileSize)
+		if err != nil {
+			return nil, fmt.Errorf("module %s: licence file %s in %s: %w", mod, e.Name(), dir, err)
+		}
+		files[e.Name()] = data
+	}
+	return files, nil
+}
+
+// readRegular reads a regular file of root, at most max bytes.
+func readRegular(root *os.Root, name string, max int64) ([]byte, error) {
+	f, err := root.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file")
+	}
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("over %d bytes (MaxFileSize)", max)
+	}
+	return data, nil
+}
+
+// finish writes a module's files under the work directory, classifies
+// them and writes the source-offer note its licences call for.
+func (c *collector) finish(r modRef, f found) (Module, error) {
+	m := Module{Path: r.Path, Version: r.Version, Main: r.Main, Source: f.source, Sum: f.sum, Pinned: f.pinned, Files: []File{}, Licenses: []string{}}
+	if r.Replaced {
+		m.Replace = &Replacement{Path: r.From.Path, Version: r.From.Version}
+	}
+	if f.source == FromNowhere {
+		m.Missing, m.Reason = true, f.reason
+		return m, nil
+	}
+	if f.reason == "" {
+		f.reason = "no licence file at the module root"
+	}
+	names := make([]string, 0, len(f.files))
+	for n := range f.files {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	dir := filepath.Join(c.out, filepath.FromSlash(r.Path))
+	for _, n := range names {
+		file, err := c.writeFile(dir, r, n, f.files[n])
+		if err != nil {
+			return m, err
+		}
+		m.Files = append(m.Files, file.File)
+		for _, id := range file.ids {
+			if !slices.Contains(m.Licenses, id) {
+				m.Licenses = append(m.Licenses, id)
+			}
+		}
+	}
+	slices.Sort(m.Licenses)
+	if len(m.Files) == 0 {
+		m.Missing, m.Reason = true, f.reason
+	}
+	if ids := needsSourceOffer(m.Licenses); len(ids) > 0 {
+		note := filepath.Join(dir, sourceOfferName)
+		if err := writeNew(note, sourceOffer(m, ids)); err != nil {
+			return m, fmt.Errorf("module %s: %w", r.ref(), err)
+		}
+		m.SourceOffer = note
+	}
+	return m, nil
+}
+
+type classifiedFile struct {
+	File
+	ids []string
+}
+
+func (c *collector) writeFile(dir string, r modRef, name string, data []byte) (classifiedFile, error) {
+	p := filepath.Join(dir, name)
+	if err := writeNew(p, data); err != nil {
+		return classifiedFile{}, fmt.Errorf("module %s: %w", r.ref(), err)
+	}
+	cl, err := classify(data)
+	if err != nil {
+		return classifiedFile{}, err
+	}
+	return classifiedFile{File: File{Name: name, Path: p, Size: int64(len(data)), SPDX: cl.spdx, Confidence: cl.confidence}, ids: cl.ids}, nil
+}
+
+// writeNew writes a file that must not exist yet: two modules whose paths
+// and file names collide are an error, not a silent overwrite.
+func writeNew(p string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
