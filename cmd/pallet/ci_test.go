@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -66,5 +67,71 @@ func TestVersion(t *testing.T) {
 		if !strings.HasPrefix(stdout.String(), "pallet ") || !strings.Contains(stdout.String(), " go1.") {
 			t.Errorf("%v: %q", args, stdout.String())
 		}
+	}
+}
+
+// --sbom attaches an attestation manifest per platform image, as BuildKit
+// lays it out, and writes the documents beside the record; two builds with
+// caches of their own give the same bytes.
+func TestSBOMAttachedAndReproducible(t *testing.T) {
+	skopeo := needTool(t, "skopeo")
+	recipe := copyExample(t, "hello")
+	var digests []string
+	var spdx [][]byte
+	for range 2 {
+		out := filepath.Join(t.TempDir(), "out")
+		mustPallet(t, "build", "-q", "-f", recipe, "--sbom", "--cache-dir", t.TempDir(), "-o", "oci:"+out)
+		top := layoutIndex(t, out).Manifests[0]
+		digests = append(digests, top.Digest.String())
+		idx, err := layoutIndexAt(t, out, top.Digest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var images, atts int
+		// Each image is named once by its entry and once by an attestation.
+		refs := map[string]int{}
+		for _, d := range idx.Manifests {
+			if d.Annotations["vnd.docker.reference.type"] == "attestation-manifest" {
+				atts++
+				if d.Platform == nil || d.Platform.OS != "unknown" {
+					t.Errorf("attestation entry platform %+v", d.Platform)
+				}
+				refs[d.Annotations["vnd.docker.reference.digest"]] += 10
+				continue
+			}
+			images++
+			refs[d.Digest.String()]++
+		}
+		if images != 2 || atts != 2 {
+			t.Errorf("%d images and %d attestation manifests, want 2 and 2", images, atts)
+		}
+		for d, n := range refs {
+			if n != 11 {
+				t.Errorf("image %s has no attestation, or an attestation names no image", d)
+			}
+		}
+		data, err := os.ReadFile(filepath.Join(out+".sbom", "hello_linux-amd64.sbom.spdx.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		spdx = append(spdx, data)
+		if b, err := exec.Command(skopeo, "inspect", "--raw", "oci:"+out+":latest").CombinedOutput(); err != nil {
+			t.Errorf("skopeo cannot read the layout with attestations: %v\n%s", err, b)
+		}
+	}
+	if digests[0] != digests[1] || !bytes.Equal(spdx[0], spdx[1]) {
+		t.Errorf("two builds differ: %v", digests)
+	}
+	var doc struct {
+		SPDXVersion string `json:"spdxVersion"`
+		Packages    []struct {
+			Name string `json:"name"`
+		} `json:"packages"`
+	}
+	if err := json.Unmarshal(spdx[0], &doc); err != nil || doc.SPDXVersion != "SPDX-2.3" || len(doc.Packages) < 2 {
+		t.Errorf("SPDX document: %v %+v", err, doc)
+	}
+	if strings.Contains(string(spdx[0]), filepath.Dir(recipe)) {
+		t.Error("the SBOM holds a path of the build machine")
 	}
 }

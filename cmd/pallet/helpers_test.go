@@ -103,3 +103,14 @@ func writeFile(t *testing.T, path, content string) {
 		t.Fatal(err)
 	}
 }
+
+// layoutIndexAt reads the index blob d of a layout.
+func layoutIndexAt(t *testing.T, dir string, d v1.Hash) (*v1.IndexManifest, error) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, "blobs", d.Algorithm, d.Hex))
+	if err != nil {
+		return nil, err
+	}
+	var m v1.IndexManifest
+	return &m, json.Unmarshal(data, &m)
+}

@@ -32,6 +32,7 @@ import (
 	"github.com/pallet-dev/pallet/internal/platform"
 	"github.com/pallet-dev/pallet/internal/progress"
 	"github.com/pallet-dev/pallet/internal/record"
+	"github.com/pallet-dev/pallet/internal/sbom"
 	"github.com/pallet-dev/pallet/internal/tempfile"
 	"github.com/pallet-dev/pallet/internal/tree"
 )
@@ -71,6 +72,13 @@ type Options struct {
 	MinGo string
 	// RequireLicenses turns a missing licence from a warning into an error.
 	RequireLicenses bool
+	// SBOM attaches to every platform image an SPDX 2.3 and a CycloneDX
+	// 1.6 SBOM and an SLSA v1 provenance, reproducibly, as attestation
+	// manifests in its index (BuildKit's layout), and writes them beside
+	// the record.
+	SBOM bool
+	// Args are the build arguments given (recorded in the provenance).
+	Args map[string]string
 	// Progress receives the steps as they run, and warnings.
 	Progress progress.Reporter
 }
@@ -253,6 +261,11 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 			if err := record.Write(opt.RecordPath, res.Record); err != nil {
 				return nil, fmt.Errorf("build record: %w", err)
 			}
+			if opt.SBOM {
+				if err := writeDocuments(DocumentsDir(opt.RecordPath), b.documents); err != nil {
+					return nil, fmt.Errorf("SBOMs: %w", err)
+				}
+			}
 		}
 	}
 	if opt.MetadataFile != "" {
@@ -297,6 +310,17 @@ func (b *builder) build(ctx context.Context) (*Result, error) {
 			return nil, plan.Wrap(p.Artifacts[key].Pos, err)
 		}
 		rec.Artifacts = append(rec.Artifacts, a)
+	}
+	b.record = rec
+	if b.opt.SBOM {
+		var err error
+		if b.recipeFile, err = sbom.RecipeFile(p.Source); err != nil {
+			return nil, err
+		}
+		if err := b.describeArtifacts(); err != nil {
+			return nil, err
+		}
+		b.documents = map[string][]byte{}
 	}
 	// Images are assembled in parallel with each other, as their
 	// platforms are within each; Jobs bounds the layer writing below.
@@ -387,6 +411,12 @@ type builder struct {
 	// memo derives facts about input files (digests, executable kinds),
 	// remembered by the cache across builds while files are untouched.
 	memo record.Memo
+	// record is the build record being made; described, recipeFile and
+	// documents are the SBOMs' inputs and outputs (with Options.SBOM).
+	record     *record.Build
+	described  []sbom.Artifact
+	recipeFile sbom.File
+	documents  map[string][]byte
 }
 
 // step runs fn and logs its duration, kind-style, naming the step on error.
@@ -430,6 +460,7 @@ func (b *builder) fetchAll(ctx context.Context) error {
 
 func (b *builder) image(ctx context.Context, im *plan.Image) (output.Image, error) {
 	perPlatform := make([][]v1.Image, len(im.Platforms))
+	attPerPlatform := make([][]v1.Image, len(im.Platforms))
 	g := new(errgroup.Group)
 	g.SetLimit(b.opt.Jobs)
 	for i, pi := range im.Platforms {
@@ -438,7 +469,7 @@ func (b *builder) image(ctx context.Context, im *plan.Image) (output.Image, erro
 			return b.step(name, func() error {
 				// Not an errgroup context: base images read their blobs
 				// lazily, long after this group is done.
-				imgs, err := b.platformImages(ctx, im.Name, pi)
+				imgs, atts, err := b.platformImages(ctx, im, pi)
 				if err != nil {
 					var located *plan.Error
 					if errors.As(err, &located) {
@@ -446,7 +477,7 @@ func (b *builder) image(ctx context.Context, im *plan.Image) (output.Image, erro
 					}
 					return fmt.Errorf("%s: %w", name, err)
 				}
-				perPlatform[i] = imgs
+				perPlatform[i], attPerPlatform[i] = imgs, atts
 				return nil
 			})
 		})
@@ -454,17 +485,21 @@ func (b *builder) image(ctx context.Context, im *plan.Image) (output.Image, erro
 	if err := g.Wait(); err != nil {
 		return output.Image{}, err
 	}
-	var imgs []v1.Image
-	for _, l := range perPlatform {
+	var imgs, atts []v1.Image
+	for i, l := range perPlatform {
 		imgs = append(imgs, l...)
+		atts = append(atts, attPerPlatform[i]...)
 	}
 	out := output.Image{Repository: im.Repository, Tags: im.Tags}
-	if len(imgs) == 1 {
+	if len(imgs) == 1 && len(atts) == 0 {
 		out.Image = imgs[0]
 		return out, nil
 	}
 	idx, err := image.Index(imgs)
 	if err != nil {
+		return output.Image{}, err
+	}
+	if idx, err = withAttestations(idx, imgs, atts); err != nil {
 		return output.Image{}, err
 	}
 	b.warnMixedHostProcess(im.Name, imgs)
@@ -501,24 +536,25 @@ func (b *builder) warnMixedHostProcess(name string, imgs []v1.Image) {
 }
 
 // platformImages writes pi's layers once and puts them on each base.
-func (b *builder) platformImages(ctx context.Context, name string, pi *plan.PlatformImage) ([]v1.Image, error) {
+func (b *builder) platformImages(ctx context.Context, im *plan.Image, pi *plan.PlatformImage) ([]v1.Image, []v1.Image, error) {
+	name := im.Name
 	layers, err := b.layers(ctx, name, pi)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var imgs []v1.Image
+	var imgs, atts []v1.Image
 	for _, ref := range pi.Bases {
 		base, err := b.base(ctx, ref, pi.Platform)
 		if err != nil {
-			return nil, plan.Wrap(pi.BasePos, fmt.Errorf("image %s (%s): %w", name, pi.Platform, err))
+			return nil, nil, plan.Wrap(pi.BasePos, fmt.Errorf("image %s (%s): %w", name, pi.Platform, err))
 		}
 		img, err := image.Assemble(base, layers, pi.Config, b.plan.Epoch)
 		if err != nil {
-			return nil, fmt.Errorf("on base %s: %w", ref, err)
+			return nil, nil, fmt.Errorf("on base %s: %w", ref, err)
 		}
 		d, err := img.Digest()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		ir := &record.Image{Name: name, Platform: pi.Platform.String(), Base: ref, Digest: d.String(), Placed: []record.Placement{}}
 		for _, l := range pi.Layers {
@@ -530,8 +566,15 @@ func (b *builder) platformImages(ctx context.Context, name string, pi *plan.Plat
 		b.placed[name+" "+pi.Platform.String()+" "+ref] = ir
 		b.mu.Unlock()
 		imgs = append(imgs, img)
+		if b.opt.SBOM {
+			att, err := b.attest(im, pi, ref, base, img, ir)
+			if err != nil {
+				return nil, nil, fmt.Errorf("image %s (%s): SBOM and provenance: %w", name, pi.Platform, err)
+			}
+			atts = append(atts, att)
+		}
 	}
-	return imgs, nil
+	return imgs, atts, nil
 }
 
 func (b *builder) layers(ctx context.Context, name string, pi *plan.PlatformImage) ([]image.Layer, error) {

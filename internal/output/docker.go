@@ -96,6 +96,34 @@ type dockerEntry struct {
 	tags []string
 }
 
+// runnable is the one image of im a docker archive can hold: im's image,
+// or the only runnable entry of its index (attestation manifests, which
+// docker load cannot take, are left out, as BuildKit's docker exporter
+// does).
+func runnable(im Image) (v1.Image, error) {
+	if im.Image != nil {
+		return im.Image, nil
+	}
+	m, err := im.Index.IndexManifest()
+	if err != nil {
+		return nil, err
+	}
+	var only *v1.Descriptor
+	for i, d := range m.Manifests {
+		if d.Annotations["vnd.docker.reference.type"] == "attestation-manifest" {
+			continue
+		}
+		if only != nil {
+			return nil, fmt.Errorf("image %s has several platforms and a docker archive holds one; choose one with --platform", im.Repository)
+		}
+		only = &m.Manifests[i]
+	}
+	if only == nil {
+		return nil, fmt.Errorf("image %s has no image to write", im.Repository)
+	}
+	return im.Index.Image(only.Digest)
+}
+
 // dockerEntries groups tags by image, in the order the images and their tags
 // were given, so that two names for one image share one manifest entry.
 func dockerEntries(images []Image) ([]*dockerEntry, error) {
@@ -103,16 +131,17 @@ func dockerEntries(images []Image) ([]*dockerEntry, error) {
 	byDigest := map[v1.Hash]*dockerEntry{}
 	seen := map[string]bool{}
 	for _, im := range images {
-		if im.Image == nil {
-			return nil, fmt.Errorf("image %s has several platforms and a docker archive holds one; choose one with --platform", im.Repository)
+		img, err := runnable(im)
+		if err != nil {
+			return nil, err
 		}
-		dg, err := im.Image.Digest()
+		dg, err := img.Digest()
 		if err != nil {
 			return nil, err
 		}
 		e := byDigest[dg]
 		if e == nil {
-			e = &dockerEntry{img: im.Image}
+			e = &dockerEntry{img: img}
 			byDigest[dg] = e
 			out = append(out, e)
 		}
