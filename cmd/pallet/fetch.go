@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pallet-dev/pallet/internal/build"
-	)
+)
 
 func fetchCmd() *cobra.Command {
 	var (
