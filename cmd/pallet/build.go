@@ -48,6 +48,7 @@ func buildCmd() *cobra.Command {
 		metadata    string
 		winZstd     bool
 		sbomFlag    bool
+		modLicenses bool
 		stall       time.Duration
 	)
 	cmd := &cobra.Command{
@@ -72,7 +73,7 @@ func buildCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			opt := build.Options{Jobs: jobs, MinGo: minGo, RequireLicenses: requireLic, RecordPath: recordPath, MetadataFile: metadata, WindowsZstd: winZstd, SBOM: sbomFlag,
+			opt := build.Options{Jobs: jobs, MinGo: minGo, RequireLicenses: requireLic, RecordPath: recordPath, MetadataFile: metadata, WindowsZstd: winZstd, SBOM: sbomFlag, ModuleLicenses: modLicenses,
 				CacheDir: cacheDir, NoCache: noCache, Progress: prog}
 			if opt.Compression, err = layer.ParseCompression(compression); err != nil {
 				return fmt.Errorf("--compression: %w", err)
@@ -168,6 +169,7 @@ func buildCmd() *cobra.Command {
 	f.StringVar(&modesFile, "modes", "", "YAML file of artifact: mode choices (for CI); --mode wins")
 	f.StringVar(&minGo, "min-go", "", "fail if a placed Go binary was built with a Go older than this (e.g. 1.22.7)")
 	f.BoolVar(&requireLic, "require-licenses", false, "fail when an artifact has no licence file")
+	f.BoolVar(&modLicenses, "module-licenses", false, "ship the licence and notice files of every module linked into each Go binary, proven against its go.sum hashes, under /LICENSES/<artifact>/<module>/")
 	f.BoolVar(&sbomFlag, "sbom", false, "attach SPDX and CycloneDX SBOMs and SLSA provenance to every image (attestation manifests), and write them beside the record")
 	f.StringVar(&recordPath, "record", "", "where to write the build record (default: beside the first output)")
 	f.StringVar(&cacheDir, "cache-dir", "", "cache directory (default: $PALLET_CACHE_DIR or the user cache dir)")

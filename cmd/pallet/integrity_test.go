@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pallet-dev/pallet/internal/fixture"
+	"github.com/pallet-dev/pallet/internal/record"
 )
 
 // A top-level local: archive is a file to place, as docs/recipe.md says;
@@ -282,5 +283,78 @@ func TestLocalDirectoryLinkPolicy(t *testing.T) {
 		if got := readImageFiles(t, filepath.Join(dir, "out"), "linux/amd64")["d/sub/link"]; got != "-> "+target {
 			t.Errorf("kept link: %q", got)
 		}
+	}
+}
+
+const mitLicense = `MIT License
+
+Copyright (c) 2024 Example Authors
+
+Permission is hereby granted, free of charge, to any person obtaining a copy
+of this software and associated documentation files (the "Software"), to deal
+in the Software without restriction, including without limitation the rights
+to use, copy, modify, merge, publish, distribute, sublicense, and/or sell
+copies of the Software, and to permit persons to whom the Software is
+furnished to do so, subject to the following conditions:
+
+The above copyright notice and this permission notice shall be included in all
+copies or substantial portions of the Software.
+
+THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
+IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY,
+FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE
+AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER
+LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
+OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE
+SOFTWARE.
+`
+
+// --module-licenses ships the licence of every module a Go binary links
+// under /LICENSES/<artifact>/<module>/, classified in the record; a module
+// without one is a warning, and an error with --require-licenses.
+func TestModuleLicenses(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "lib", "go.mod"), "module example.com/lib\n\ngo 1.22\n")
+	writeFile(t, filepath.Join(dir, "lib", "lib.go"), "package lib\n\nconst Name = \"lib\"\n")
+	writeFile(t, filepath.Join(dir, "lib", "LICENSE"), mitLicense)
+	writeFile(t, filepath.Join(dir, "bare", "go.mod"), "module example.com/bare\n\ngo 1.22\n")
+	writeFile(t, filepath.Join(dir, "bare", "bare.go"), "package bare\n\nconst Name = \"bare\"\n")
+	writeFile(t, filepath.Join(dir, "app", "go.mod"), "module example.com/app\n\ngo 1.22\n\nrequire (\n\texample.com/lib v0.0.0\n\texample.com/bare v0.0.0\n)\n\nreplace example.com/lib => ../lib\n\nreplace example.com/bare => ../bare\n")
+	writeFile(t, filepath.Join(dir, "app", "main.go"), "package main\n\nimport (\n\t\"example.com/bare\"\n\t\"example.com/lib\"\n)\n\nfunc main() { println(lib.Name, bare.Name) }\n")
+	writeFile(t, filepath.Join(dir, "app", "LICENSE"), mitLicense)
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
+artifacts:
+  app:
+    go: {module: app, packages: .}
+images:
+  app:
+    base: scratch
+    platforms: linux/amd64
+    files:
+      - {artifact: app, dest: /bin/}
+`)
+	out := filepath.Join(dir, "out")
+	log := mustPallet(t, "build", "--progress", "plain", "-f", filepath.Join(dir, "pallet.yaml"), "--module-licenses", "--cache-dir", t.TempDir(), "-o", "oci:"+out)
+	if !strings.Contains(log, "links modules without a licence file: example.com/bare") {
+		t.Errorf("no warning for the module without a licence:\n%s", log)
+	}
+	files := readImageFiles(t, out, "linux/amd64")
+	if files["LICENSES/app/example.com/lib/LICENSE"] != mitLicense+" (644)" {
+		t.Errorf("the linked module's licence is not shipped: %v", files)
+	}
+	rec := readRecord(t, out+".record.json")
+	var lib *record.Module
+	for _, gb := range rec.Artifacts[0].GoBinaries {
+		for i, m := range gb.Modules {
+			if m.Path == "example.com/lib" {
+				lib = &gb.Modules[i]
+			}
+		}
+	}
+	if lib == nil || !slices.Equal(lib.Licenses, []string{"MIT"}) {
+		t.Errorf("record: %+v", lib)
+	}
+	if _, err := pallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "--module-licenses", "--require-licenses", "--no-cache", "-o", "oci:"+out); err == nil || !strings.Contains(err.Error(), "example.com/bare") {
+		t.Errorf("--require-licenses with a module without a licence: %v", err)
 	}
 }

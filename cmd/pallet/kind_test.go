@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -441,7 +442,7 @@ func TestReleaseGoBinary(t *testing.T) {
 		}
 		found = true
 		want := record.GoBinary{Path: "runc", GoVersion: info.GoVersion, MainModule: "example.com/upstream/runc", MainVersion: "(devel)"}
-		if len(a.GoBinaries) != 1 || a.GoBinaries[0] != want {
+		if len(a.GoBinaries) != 1 || !reflect.DeepEqual(a.GoBinaries[0], want) {
 			t.Errorf("runc release: Go binaries %+v, want [%+v]", a.GoBinaries, want)
 		}
 	}

@@ -266,3 +266,21 @@ func shallowTree(dir string) *tree.Tree {
 	}
 	return t
 }
+
+// GoEnv is the environment the go command runs with for g on p: the one a
+// build of g uses, for steps that must see the same modules (licences).
+func (f *Fetcher) GoEnv(g *Go, p platform.Platform) []string { return f.goEnv(g, p) }
+
+// GoSettings is the go build of k, when k builds Go (go, git, gomod), or
+// nil: its environment is the one to read its modules with.
+func GoSettings(k Kind) *Go {
+	switch k := k.(type) {
+	case *Go:
+		return k
+	case *Git:
+		return &k.Go
+	case *GoModule:
+		return &k.Go
+	}
+	return nil
+}

@@ -72,6 +72,10 @@ type Options struct {
 	MinGo string
 	// RequireLicenses turns a missing licence from a warning into an error.
 	RequireLicenses bool
+	// ModuleLicenses ships, for every Go binary placed, the licence and
+	// notice files of every module it links, proven against its sums,
+	// under /LICENSES/<artifact>/<module path>/.
+	ModuleLicenses bool
 	// SBOM attaches to every platform image an SPDX 2.3 and a CycloneDX
 	// 1.6 SBOM and an SLSA v1 provenance, reproducibly, as attestation
 	// manifests in its index (BuildKit's layout), and writes them beside
@@ -305,6 +309,11 @@ func (b *builder) build(ctx context.Context) (*Result, error) {
 		a, err := record.Scan(b.results[key], b.memo)
 		if err != nil {
 			return nil, err
+		}
+		if b.opt.ModuleLicenses && len(a.GoBinaries) > 0 {
+			if err := b.moduleLicenses(ctx, p.Artifacts[key], b.results[key], &a); err != nil {
+				return nil, plan.Wrap(p.Artifacts[key].Pos, err)
+			}
 		}
 		if err := b.policy(a, p.Artifacts[key]); err != nil {
 			return nil, plan.Wrap(p.Artifacts[key].Pos, err)

@@ -61,6 +61,21 @@ type GoBinary struct {
 	GoVersion   string `json:"goVersion"`
 	MainModule  string `json:"mainModule,omitempty"`
 	MainVersion string `json:"mainVersion,omitempty"`
+	// Modules are the licences of every module linked, when asked for.
+	Modules []Module `json:"modules,omitempty"`
+}
+
+// Module is one module linked into a Go binary and its licences.
+type Module struct {
+	Path    string `json:"path"`
+	Version string `json:"version,omitempty"`
+	// Sum is the h1: hash its files were proven against.
+	Sum string `json:"sum,omitempty"`
+	// Licenses are SPDX identifiers, and Files the licence files shipped
+	// under /LICENSES/<artifact>/<path>/.
+	Licenses []string `json:"licenses,omitempty"`
+	Files    []string `json:"files,omitempty"`
+	Missing  bool     `json:"missing,omitempty"`
 }
 
 // Image lists where each artifact went in one image manifest.
