@@ -9,25 +9,42 @@ import (
 	"github.com/pallet-dev/pallet/internal/recipe"
 )
 
+// selection is what the command line selects, whatever the front end.
+type selection struct {
+	file      string
+	args      map[string]string
+	platforms []string
+	images    []string
+}
+
+// loadDockerfile reads sel's file as a Dockerfile, when it is named as one
+// (Dockerfile, NAME.Dockerfile, Dockerfile.NAME): --arg sets build args
+// and one --image names the target stage.
+func (sel selection) loadDockerfile() (*dockerfile.Dockerfile, dockerfile.Options, bool, error) {
+	if !dockerfile.IsDockerfile(sel.file) {
+		return nil, dockerfile.Options{}, false, nil
+	}
+	if len(sel.images) > 1 {
+		return nil, dockerfile.Options{}, true, fmt.Errorf("--image %v: a Dockerfile builds one stage; give one --image, the target stage", sel.images)
+	}
+	d, err := dockerfile.Load(sel.file)
+	opt := dockerfile.Options{Args: sel.args, Platforms: sel.platforms}
+	if len(sel.images) == 1 {
+		opt.Target = sel.images[0]
+	}
+	return d, opt, true, err
+}
+
 // makePlan reads the -f file with the front end its name calls for, a
-// Dockerfile (Dockerfile, NAME.Dockerfile, Dockerfile.NAME) or a recipe,
-// and plans the build. For a Dockerfile, --arg sets build args and
-// --image names the target stage.
+// Dockerfile or a recipe, and plans the build.
 func makePlan(file string, args map[string]string, platforms, images []string, modesFile string, modes []string) (*plan.Plan, error) {
-	if dockerfile.IsDockerfile(file) {
-		if modesFile != "" || len(modes) > 0 {
-			return nil, fmt.Errorf("--mode and --modes choose the modes of a recipe's artifacts; %s is a Dockerfile, which has none", file)
-		}
-		if len(images) > 1 {
-			return nil, fmt.Errorf("--image %v: a Dockerfile builds one stage; give one --image, the target stage", images)
-		}
-		d, err := dockerfile.Load(file)
+	sel := selection{file, args, platforms, images}
+	if d, opt, ok, err := sel.loadDockerfile(); ok {
 		if err != nil {
 			return nil, err
 		}
-		opt := dockerfile.Options{Args: args, Platforms: platforms}
-		if len(images) == 1 {
-			opt.Target = images[0]
+		if modesFile != "" || len(modes) > 0 {
+			return nil, fmt.Errorf("--mode and --modes choose the modes of a recipe's artifacts; %s is a Dockerfile, which has none", file)
 		}
 		return d.Plan(opt)
 	}
@@ -45,14 +62,10 @@ func makePlan(file string, args map[string]string, platforms, images []string, m
 // fetchable lists what the -f file could download or clone, for pallet
 // fetch, with the front end its name calls for.
 func fetchable(file string, args map[string]string, platforms, images []string) ([]*artifact.Request, error) {
-	if dockerfile.IsDockerfile(file) {
-		d, err := dockerfile.Load(file)
+	sel := selection{file, args, platforms, images}
+	if d, opt, ok, err := sel.loadDockerfile(); ok {
 		if err != nil {
 			return nil, err
-		}
-		opt := dockerfile.Options{Args: args, Platforms: platforms}
-		if len(images) == 1 {
-			opt.Target = images[0]
 		}
 		return d.Fetchable(opt)
 	}
