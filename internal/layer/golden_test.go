@@ -77,6 +77,7 @@ func TestGoldenDigests(t *testing.T) {
 	}{
 		{layer.Linux, layer.Gzip, "sha256:7306e314146f1cae308dccb6494ae620f9be9a886f337e1fbc287da8a3dbd529", "sha256:395011618f369350e954d87106a1a53ff9afae10609d848cdc6b05e998e9bcc5"},
 		{layer.Windows, layer.Gzip, "sha256:c9167a7975d6945f0832619eb5ee055f72e24bc0a309b92698714ba05d5c5bcd", "sha256:dad01d177e008dfea16f2dc225d3cbd17433197d5cfa9e0c6bcd0966a2b31fa0"},
+		{layer.Windows, layer.Zstd, "sha256:85e91e639044232d8d1145c05a227cf484a895ac5ce8f079b3509fb9e1fce52f", "sha256:dad01d177e008dfea16f2dc225d3cbd17433197d5cfa9e0c6bcd0966a2b31fa0"},
 		{layer.Linux, layer.Zstd, "sha256:22f0a49a6e2d975eaae399f6f37a1478178517488c9d6c939a576694bc2db93e", "sha256:395011618f369350e954d87106a1a53ff9afae10609d848cdc6b05e998e9bcc5"},
 	} {
 		t.Run(tc.format.String()+"-"+string(tc.compression), func(t *testing.T) {
