@@ -114,7 +114,7 @@ func runnable(im Image) (v1.Image, error) {
 			continue
 		}
 		if only != nil {
-			return nil, fmt.Errorf("image %s has several platforms and a docker archive holds one; choose one with --platform", im.Repository)
+			return nil, fmt.Errorf("image %s has several platforms and a docker archive holds one; build one platform for it", im.Repository)
 		}
 		only = &m.Manifests[i]
 	}

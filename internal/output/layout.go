@@ -71,7 +71,7 @@ func (l *Layout) Write(ctx context.Context, images []Image) error {
 			}
 			ref := RefName(im.Repository, tag)
 			if other, ok := owner[tag]; ok {
-				return fmt.Errorf("%s and %s would share the name %q in layout %s; write them to separate layouts (--image NAME --output oci:DIR)", other, ref, tag, l.Dir)
+				return fmt.Errorf("%s and %s would share the name %q in layout %s; write them to separate layouts, one image each", other, ref, tag, l.Dir)
 			}
 			owner[tag] = ref
 			annotations := map[string]string{
