@@ -325,13 +325,16 @@ func verifyBlobs(t *testing.T, dir string) {
 func TestCacheHitRecordsOwnOrigin(t *testing.T) {
 	cacheDir := t.TempDir()
 	archive := fixture.TarGz([]fixture.File{{Name: "bin/tool", Content: "tool", Mode: 0o755}})
-	for i, dir := range []string{t.TempDir(), t.TempDir()} {
-		writeFile(t, filepath.Join(dir, "tool.tar.gz"), string(archive))
+	for i, sub := range []string{"first", "second"} {
+		// The record names inputs relative to the recipe: each build's
+		// own, under a directory of its own name.
+		dir := t.TempDir()
+		writeFile(t, filepath.Join(dir, sub, "tool.tar.gz"), string(archive))
 		writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
 artifacts:
   tool:
     local:
-      path: tool.tar.gz
+      path: `+sub+`/tool.tar.gz
       extract: {}
     licenses: none
 images:
@@ -345,7 +348,7 @@ images:
 		out := filepath.Join(dir, "out")
 		log := mustPallet(t, "build", "--progress", "plain", "-f", filepath.Join(dir, "pallet.yaml"), "--cache-dir", cacheDir, "-o", "oci:"+out)
 		rec := readRecord(t, out+".record.json")
-		if want := filepath.Join(dir, "tool.tar.gz"); len(rec.Artifacts) != 1 || rec.Artifacts[0].Path != want {
+		if want := sub + "/tool.tar.gz"; len(rec.Artifacts) != 1 || rec.Artifacts[0].Path != want {
 			t.Errorf("record %+v, want path %s", rec.Artifacts, want)
 		}
 		if len(rec.Artifacts) == 1 && rec.Artifacts[0].SHA256 != fixture.SHA256(archive) {

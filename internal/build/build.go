@@ -13,6 +13,7 @@ import (
 	"go/version"
 	"maps"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -288,6 +289,18 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 	return res, nil
 }
 
+// displayPath is path relative to dir when it is inside dir, else its base
+// name: what a record or message may show of a path of this machine.
+func displayPath(dir, path string) string {
+	if path == "" || !filepath.IsAbs(path) {
+		return path
+	}
+	if rel, err := filepath.Rel(dir, path); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+		return filepath.ToSlash(rel)
+	}
+	return filepath.Base(path)
+}
+
 // RecordFor is where the record of a build writing to t goes by default:
 // beside the layout directory or archive file, or in the current
 // directory for a push.
@@ -330,6 +343,12 @@ func (b *builder) build(ctx context.Context) (*Result, error) {
 			return nil, err
 		}
 		b.documents = map[string][]byte{}
+	}
+	// The record names the build's inputs as the recipe does, not by
+	// paths of this machine.
+	rec.Recipe = filepath.Base(p.Source)
+	for i := range rec.Artifacts {
+		rec.Artifacts[i].Path = displayPath(p.Dir, rec.Artifacts[i].Path)
 	}
 	// Images are assembled in parallel with each other, as their
 	// platforms are within each; Jobs bounds the layer writing below.
