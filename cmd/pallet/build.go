@@ -47,7 +47,10 @@ func buildCmd() *cobra.Command {
 		maxExtract  string
 		metadata    string
 		winZstd     bool
-		sbomFlag    bool
+		sbomFlag    []string
+		provenance  bool
+		attestIndex bool
+		sbomDir     string
 		modLicenses bool
 		stall       time.Duration
 	)
@@ -73,7 +76,7 @@ func buildCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			opt := build.Options{Jobs: jobs, MinGo: minGo, RequireLicenses: requireLic, RecordPath: recordPath, MetadataFile: metadata, WindowsZstd: winZstd, SBOM: sbomFlag, ModuleLicenses: modLicenses,
+			opt := build.Options{Jobs: jobs, MinGo: minGo, RequireLicenses: requireLic, RecordPath: recordPath, MetadataFile: metadata, WindowsZstd: winZstd, ModuleLicenses: modLicenses,
 				CacheDir: cacheDir, NoCache: noCache, Progress: prog}
 			if opt.Compression, err = layer.ParseCompression(compression); err != nil {
 				return fmt.Errorf("--compression: %w", err)
@@ -89,6 +92,9 @@ func buildCmd() *cobra.Command {
 			}
 			if noCache && (cacheFrom != "" || cacheTo != "") {
 				return fmt.Errorf("--cache-from and --cache-to need the local cache; drop --no-cache")
+			}
+			if opt.Attest, err = attestFlags(sbomFlag, provenance, attestIndex, sbomDir); err != nil {
+				return err
 			}
 			if opt.Network, err = mirror.network(); err != nil {
 				return err
@@ -170,7 +176,11 @@ func buildCmd() *cobra.Command {
 	f.StringVar(&minGo, "min-go", "", "fail if a placed Go binary was built with a Go older than this (e.g. 1.22.7)")
 	f.BoolVar(&requireLic, "require-licenses", false, "fail when an artifact has no licence file")
 	f.BoolVar(&modLicenses, "module-licenses", false, "ship the licence and notice files of every module linked into each Go binary, proven against its go.sum hashes, under /LICENSES/<artifact>/<module>/")
-	f.BoolVar(&sbomFlag, "sbom", false, "attach SPDX and CycloneDX SBOMs and SLSA provenance to every image (attestation manifests), and write them beside the record")
+	f.StringSliceVar(&sbomFlag, "sbom", nil, "attach SBOMs to every image: spdx, cyclonedx (both when given alone), or none")
+	f.Lookup("sbom").NoOptDefVal = "spdx,cyclonedx"
+	f.BoolVar(&provenance, "provenance", false, "attach an SLSA v1 provenance to every image")
+	f.BoolVar(&attestIndex, "attest-index", false, "attach SBOMs and provenance as BuildKit does, in the image's index (platform unknown/unknown), instead of as OCI 1.1 referrers")
+	f.StringVar(&sbomDir, "sbom-dir", "", "also write the SBOMs and provenance into this directory")
 	f.StringVar(&recordPath, "record", "", "where to write the build record (default: beside the first output)")
 	f.StringVar(&cacheDir, "cache-dir", "", "cache directory (default: $PALLET_CACHE_DIR or the user cache dir)")
 	f.BoolVar(&noCache, "no-cache", false, "build everything anew, using and filling no cache")
@@ -268,4 +278,24 @@ func parseArgs(kvs []string) (map[string]string, error) {
 		out[k] = v
 	}
 	return out, nil
+}
+
+// attestFlags reads --sbom, --provenance, --attest-index and --sbom-dir.
+func attestFlags(sboms []string, provenance, index bool, dir string) (build.Attest, error) {
+	a := build.Attest{Provenance: provenance, Index: index, Dir: dir}
+	for _, s := range sboms {
+		switch s {
+		case "spdx":
+			a.SPDX = true
+		case "cyclonedx":
+			a.CycloneDX = true
+		case "none":
+		default:
+			return a, fmt.Errorf("--sbom %q: want spdx, cyclonedx or none", s)
+		}
+	}
+	if (index || dir != "") && !a.SPDX && !a.CycloneDX && !a.Provenance {
+		return a, fmt.Errorf("--attest-index and --sbom-dir need --sbom or --provenance")
+	}
+	return a, nil
 }

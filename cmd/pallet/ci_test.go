@@ -10,6 +10,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
 	"github.com/pallet-dev/pallet/internal/build"
 	"github.com/pallet-dev/pallet/internal/testregistry"
 )
@@ -70,17 +74,17 @@ func TestVersion(t *testing.T) {
 	}
 }
 
-// --sbom attaches an attestation manifest per platform image, as BuildKit
-// lays it out, and writes the documents beside the record; two builds with
+// --attest-index attaches an attestation manifest per platform image, as
+// BuildKit lays it out; --sbom-dir writes the documents; two builds with
 // caches of their own give the same bytes.
-func TestSBOMAttachedAndReproducible(t *testing.T) {
+func TestSBOMAttestationManifestsReproducible(t *testing.T) {
 	skopeo := needTool(t, "skopeo")
 	recipe := copyExample(t, "hello")
 	var digests []string
 	var spdx [][]byte
 	for range 2 {
 		out := filepath.Join(t.TempDir(), "out")
-		mustPallet(t, "build", "-q", "-f", recipe, "--sbom", "--cache-dir", t.TempDir(), "-o", "oci:"+out)
+		mustPallet(t, "build", "-q", "-f", recipe, "--sbom", "--provenance", "--attest-index", "--sbom-dir", out+".sbom", "--cache-dir", t.TempDir(), "-o", "oci:"+out)
 		top := layoutIndex(t, out).Manifests[0]
 		digests = append(digests, top.Digest.String())
 		idx, err := layoutIndexAt(t, out, top.Digest)
@@ -133,5 +137,52 @@ func TestSBOMAttachedAndReproducible(t *testing.T) {
 	}
 	if strings.Contains(string(spdx[0]), filepath.Dir(recipe)) {
 		t.Error("the SBOM holds a path of the build machine")
+	}
+}
+
+// By default SBOMs and provenance are OCI 1.1 referrers: the image and its
+// index are the ones a build without them gives, and the documents are
+// found from the image's digest, in a layout and through the registry's
+// referrers API (or its fallback tag).
+func TestSBOMReferrers(t *testing.T) {
+	reg := testregistry.Start(t, nil)
+	recipe := copyExample(t, "hello")
+	plainOut := filepath.Join(t.TempDir(), "plain")
+	mustPallet(t, "build", "-q", "-f", recipe, "--platform", "linux/amd64", "--no-cache", "-o", "oci:"+plainOut)
+	out := filepath.Join(t.TempDir(), "out")
+	mustPallet(t, "build", "-q", "-f", recipe, "--platform", "linux/amd64", "--no-cache", "--sbom", "--provenance", "-o", "oci:"+out, "-o", "registry:"+reg.Host+"/ci/hello")
+	plain := layoutIndex(t, plainOut).Manifests[0].Digest
+	m := layoutIndex(t, out)
+	if m.Manifests[0].Digest != plain {
+		t.Errorf("attaching SBOMs changed the image: %s, without them %s", m.Manifests[0].Digest, plain)
+	}
+	types := map[string]bool{}
+	for _, d := range m.Manifests {
+		if _, tagged := d.Annotations["org.opencontainers.image.ref.name"]; tagged {
+			continue
+		}
+		types[d.ArtifactType] = true
+		data, err := os.ReadFile(filepath.Join(out, "blobs", d.Digest.Algorithm, d.Digest.Hex))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mf v1.Manifest
+		if err := json.Unmarshal(data, &mf); err != nil || mf.Subject == nil || mf.Subject.Digest != plain {
+			t.Errorf("referrer %s: subject %+v, want %s (%v)", d.Digest, mf.Subject, plain, err)
+		}
+	}
+	for _, want := range []string{"application/spdx+json", "application/vnd.cyclonedx+json", "application/vnd.in-toto+json"} {
+		if !types[want] {
+			t.Errorf("no %s referrer in the layout (have %v)", want, types)
+		}
+	}
+	subject, _ := name.NewDigest(reg.Host + "/ci/hello@" + plain.String())
+	idx, err := remote.Referrers(subject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rm, _ := idx.IndexManifest()
+	if len(rm.Manifests) != 3 {
+		t.Errorf("the registry lists %d referrers of the image, want 3", len(rm.Manifests))
 	}
 }

@@ -8,13 +8,16 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/pallet-dev/pallet/internal/image"
 	"github.com/pallet-dev/pallet/internal/plan"
 	"github.com/pallet-dev/pallet/internal/record"
 	"github.com/pallet-dev/pallet/internal/sbom"
@@ -55,13 +58,39 @@ func (b *builder) describeArtifacts() error {
 	return nil
 }
 
-// attest makes img's attestation manifest: its SPDX and CycloneDX SBOMs
-// and its provenance, each an in-toto statement about img, as BuildKit
-// lays them out; and keeps the documents for writing beside the record.
-func (b *builder) attest(im *plan.Image, pi *plan.PlatformImage, ref string, base, img v1.Image, ir *record.Image) (v1.Image, error) {
+// Attest says which documents to make about every platform image, and
+// how to attach them.
+type Attest struct {
+	SPDX, CycloneDX, Provenance bool
+	// Index attaches them as BuildKit does, an attestation manifest per
+	// image in the image's index (platform unknown/unknown); by default
+	// they are OCI 1.1 referrers, which leave the image and its index as
+	// they are, so no old runtime can mistake them for a platform.
+	Index bool
+	// Dir, when set, also receives them as files.
+	Dir string
+}
+
+func (a Attest) any() bool { return a.SPDX || a.CycloneDX || a.Provenance }
+
+func (a Attest) wants(d sbom.Document) bool {
+	switch d.PredicateType {
+	case sbom.PredicateSPDX:
+		return a.SPDX
+	case sbom.PredicateCycloneDX:
+		return a.CycloneDX
+	case sbom.PredicateProvenance:
+		return a.Provenance
+	}
+	return false
+}
+
+// attest makes the documents about img and attaches them: as referrers
+// (returned) or in an attestation manifest (returned as att).
+func (b *builder) attest(im *plan.Image, pi *plan.PlatformImage, ref string, base, img v1.Image, ir *record.Image) (att v1.Image, referrers []v1.Image, err error) {
 	d, err := img.Digest()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	in := sbom.Input{
 		Image: im.Name, Repository: im.Repository, Platform: pi.Platform.String(), Digest: d.String(),
@@ -75,24 +104,54 @@ func (b *builder) attest(im *plan.Image, pi *plan.PlatformImage, ref string, bas
 	if bd, err := base.Digest(); err == nil && ref != "scratch" {
 		in.Base.Digest = bd.String()
 	}
-	docs, err := sbom.All(in)
+	all, err := sbom.All(in)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	att := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
-	att = mutate.ConfigMediaType(att, types.OCIConfigJSON)
-	if att, err = mutate.ConfigFile(att, &v1.ConfigFile{OS: "unknown", Architecture: "unknown", RootFS: v1.RootFS{Type: "layers"}}); err != nil {
-		return nil, err
+	var docs []sbom.Document
+	for _, doc := range all {
+		if b.opt.Attest.wants(doc) {
+			docs = append(docs, doc)
+		}
 	}
 	stem := strings.NewReplacer("/", "-").Replace(im.Name + "_" + pi.Platform.String())
 	if len(pi.Bases) > 1 {
 		stem += "_" + d.Hex[:12]
 	}
+	b.mu.Lock()
+	for _, doc := range docs {
+		b.documents[stem+"."+doc.Name] = doc.Data
+	}
+	b.mu.Unlock()
+	if !b.opt.Attest.Index {
+		subject, err := partial.Descriptor(img)
+		if err != nil {
+			return nil, nil, err
+		}
+		created := map[string]string{"org.opencontainers.image.created": b.plan.Epoch.UTC().Format(time.RFC3339)}
+		for _, doc := range docs {
+			var layerAnn map[string]string
+			if doc.MediaType == sbom.MediaTypeInToto {
+				layerAnn = map[string]string{predicateAnnotation: doc.PredicateType}
+			}
+			r, err := image.Referrer(*subject, doc.MediaType, doc.Data, created, layerAnn)
+			if err != nil {
+				return nil, nil, err
+			}
+			referrers = append(referrers, r)
+		}
+		return nil, referrers, nil
+	}
+	att = mutate.MediaType(empty.Image, types.OCIManifestSchema1)
+	att = mutate.ConfigMediaType(att, types.OCIConfigJSON)
+	if att, err = mutate.ConfigFile(att, &v1.ConfigFile{OS: "unknown", Architecture: "unknown", RootFS: v1.RootFS{Type: "layers"}}); err != nil {
+		return nil, nil, err
+	}
 	for _, doc := range docs {
 		data := doc.Data
 		if doc.PredicateType != sbom.PredicateProvenance {
 			if data, err = sbom.Statement(in, doc.PredicateType, doc.Data); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 		att, err = mutate.Append(att, mutate.Addendum{
@@ -100,13 +159,10 @@ func (b *builder) attest(im *plan.Image, pi *plan.PlatformImage, ref string, bas
 			Annotations: map[string]string{predicateAnnotation: doc.PredicateType},
 		})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		b.mu.Lock()
-		b.documents[stem+"."+doc.Name] = doc.Data
-		b.mu.Unlock()
 	}
-	return att, nil
+	return att, nil, nil
 }
 
 // withAttestations adds each image's attestation manifest to idx, as an
@@ -143,12 +199,6 @@ func writeDocuments(dir string, docs map[string][]byte) error {
 		}
 	}
 	return nil
-}
-
-// DocumentsDir is where the SBOMs and provenances of a build writing its
-// record at recordPath go: a directory beside it.
-func DocumentsDir(recordPath string) string {
-	return strings.TrimSuffix(strings.TrimSuffix(recordPath, ".json"), ".record") + ".sbom"
 }
 
 // palletVersion is this binary's module version, for the provenance.

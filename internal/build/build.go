@@ -77,11 +77,9 @@ type Options struct {
 	// notice files of every module it links, proven against its sums,
 	// under /LICENSES/<artifact>/<module path>/.
 	ModuleLicenses bool
-	// SBOM attaches to every platform image an SPDX 2.3 and a CycloneDX
-	// 1.6 SBOM and an SLSA v1 provenance, reproducibly, as attestation
-	// manifests in its index (BuildKit's layout), and writes them beside
-	// the record.
-	SBOM bool
+	// Attest makes SPDX 2.3 and CycloneDX 1.6 SBOMs and an SLSA v1
+	// provenance of every platform image, reproducibly, and attaches them.
+	Attest Attest
 	// Args are the build arguments given (recorded in the provenance).
 	Args map[string]string
 	// Progress receives the steps as they run, and warnings.
@@ -266,11 +264,11 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 			if err := record.Write(opt.RecordPath, res.Record); err != nil {
 				return nil, fmt.Errorf("build record: %w", err)
 			}
-			if opt.SBOM {
-				if err := writeDocuments(DocumentsDir(opt.RecordPath), b.documents); err != nil {
-					return nil, fmt.Errorf("SBOMs: %w", err)
-				}
-			}
+		}
+	}
+	if opt.Attest.Dir != "" {
+		if err := writeDocuments(opt.Attest.Dir, b.documents); err != nil {
+			return nil, fmt.Errorf("SBOMs: %w", err)
 		}
 	}
 	if opt.MetadataFile != "" {
@@ -334,7 +332,7 @@ func (b *builder) build(ctx context.Context) (*Result, error) {
 		rec.Artifacts = append(rec.Artifacts, a)
 	}
 	b.record = rec
-	if b.opt.SBOM {
+	if b.opt.Attest.any() {
 		var err error
 		if b.recipeFile, err = sbom.RecipeFile(p.Source); err != nil {
 			return nil, err
@@ -489,6 +487,7 @@ func (b *builder) fetchAll(ctx context.Context) error {
 func (b *builder) image(ctx context.Context, im *plan.Image) (output.Image, error) {
 	perPlatform := make([][]v1.Image, len(im.Platforms))
 	attPerPlatform := make([][]v1.Image, len(im.Platforms))
+	refPerPlatform := make([][]v1.Image, len(im.Platforms))
 	g := new(errgroup.Group)
 	g.SetLimit(b.opt.Jobs)
 	for i, pi := range im.Platforms {
@@ -497,7 +496,7 @@ func (b *builder) image(ctx context.Context, im *plan.Image) (output.Image, erro
 			return b.step(name, func() error {
 				// Not an errgroup context: base images read their blobs
 				// lazily, long after this group is done.
-				imgs, atts, err := b.platformImages(ctx, im, pi)
+				imgs, atts, refs, err := b.platformImages(ctx, im, pi)
 				if err != nil {
 					var located *plan.Error
 					if errors.As(err, &located) {
@@ -505,7 +504,7 @@ func (b *builder) image(ctx context.Context, im *plan.Image) (output.Image, erro
 					}
 					return fmt.Errorf("%s: %w", name, err)
 				}
-				perPlatform[i], attPerPlatform[i] = imgs, atts
+				perPlatform[i], attPerPlatform[i], refPerPlatform[i] = imgs, atts, refs
 				return nil
 			})
 		})
@@ -513,12 +512,13 @@ func (b *builder) image(ctx context.Context, im *plan.Image) (output.Image, erro
 	if err := g.Wait(); err != nil {
 		return output.Image{}, err
 	}
-	var imgs, atts []v1.Image
+	var imgs, atts, refs []v1.Image
 	for i, l := range perPlatform {
 		imgs = append(imgs, l...)
 		atts = append(atts, attPerPlatform[i]...)
+		refs = append(refs, refPerPlatform[i]...)
 	}
-	out := output.Image{Repository: im.Repository, Tags: im.Tags}
+	out := output.Image{Repository: im.Repository, Tags: im.Tags, Referrers: refs}
 	if len(imgs) == 1 && len(atts) == 0 {
 		out.Image = imgs[0]
 		return out, nil
@@ -564,25 +564,24 @@ func (b *builder) warnMixedHostProcess(name string, imgs []v1.Image) {
 }
 
 // platformImages writes pi's layers once and puts them on each base.
-func (b *builder) platformImages(ctx context.Context, im *plan.Image, pi *plan.PlatformImage) ([]v1.Image, []v1.Image, error) {
+func (b *builder) platformImages(ctx context.Context, im *plan.Image, pi *plan.PlatformImage) (imgs, atts, referrers []v1.Image, err error) {
 	name := im.Name
 	layers, err := b.layers(ctx, name, pi)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	var imgs, atts []v1.Image
 	for _, ref := range pi.Bases {
 		base, err := b.base(ctx, ref, pi.Platform)
 		if err != nil {
-			return nil, nil, plan.Wrap(pi.BasePos, fmt.Errorf("image %s (%s): %w", name, pi.Platform, err))
+			return nil, nil, nil, plan.Wrap(pi.BasePos, fmt.Errorf("image %s (%s): %w", name, pi.Platform, err))
 		}
 		img, err := image.Assemble(base, layers, pi.Config, b.plan.Epoch)
 		if err != nil {
-			return nil, nil, fmt.Errorf("on base %s: %w", ref, err)
+			return nil, nil, nil, fmt.Errorf("on base %s: %w", ref, err)
 		}
 		d, err := img.Digest()
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		ir := &record.Image{Name: name, Platform: pi.Platform.String(), Base: ref, Digest: d.String(), Placed: []record.Placement{}}
 		for _, l := range pi.Layers {
@@ -594,15 +593,18 @@ func (b *builder) platformImages(ctx context.Context, im *plan.Image, pi *plan.P
 		b.placed[name+" "+pi.Platform.String()+" "+ref] = ir
 		b.mu.Unlock()
 		imgs = append(imgs, img)
-		if b.opt.SBOM {
-			att, err := b.attest(im, pi, ref, base, img, ir)
+		if b.opt.Attest.any() {
+			att, refs, err := b.attest(im, pi, ref, base, img, ir)
 			if err != nil {
-				return nil, nil, fmt.Errorf("image %s (%s): SBOM and provenance: %w", name, pi.Platform, err)
+				return nil, nil, nil, fmt.Errorf("image %s (%s): SBOM and provenance: %w", name, pi.Platform, err)
 			}
-			atts = append(atts, att)
+			if att != nil {
+				atts = append(atts, att)
+			}
+			referrers = append(referrers, refs...)
 		}
 	}
-	return imgs, atts, nil
+	return imgs, atts, referrers, nil
 }
 
 func (b *builder) layers(ctx context.Context, name string, pi *plan.PlatformImage) ([]image.Layer, error) {

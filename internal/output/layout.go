@@ -91,6 +91,22 @@ func (l *Layout) Write(ctx context.Context, images []Image) error {
 				return fmt.Errorf("write %s to %s: %w", ref, l.Dir, err)
 			}
 		}
+		// Referrers are untagged entries of index.json: a layout has no
+		// referrers API, and readers (oras, pallet sbom) find them by
+		// their subject.
+		for _, r := range im.Referrers {
+			desc, err := w.image(r)
+			if err == nil {
+				var mf *v1.Manifest
+				if mf, err = r.Manifest(); err == nil {
+					desc.ArtifactType = mf.ArtifactType
+					err = p.AppendDescriptor(*desc)
+				}
+			}
+			if err != nil {
+				return fmt.Errorf("write an attachment of %s to %s: %w", im.Repository, l.Dir, err)
+			}
+		}
 	}
 	return swapDir(tmp, dir)
 }

@@ -23,6 +23,9 @@ type Image struct {
 	Tags       []string
 	Image      v1.Image
 	Index      v1.ImageIndex
+	// Referrers are OCI 1.1 artifact manifests about the image's
+	// manifests (SBOMs, provenance), each naming its subject.
+	Referrers []v1.Image
 }
 
 // abandoned is how long a temporary output, untouched, is taken to be the

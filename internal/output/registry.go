@@ -83,6 +83,18 @@ func (r *Registry) Write(ctx context.Context, images []Image) error {
 			return fmt.Errorf("push %s (as %s): %w", tags[0], target, regauth.Explain(err))
 		}
 		pushed.remember(target, im)
+		// Referrers (SBOMs, provenance) name their subject by digest; the
+		// registry lists them through its referrers API, or ggcr keeps the
+		// fallback tag for a registry without one.
+		for _, ref := range im.Referrers {
+			d, err := ref.Digest()
+			if err != nil {
+				return err
+			}
+			if err := remote.Write(tags[0].Context().Digest(d.String()), ref, opts...); err != nil {
+				return fmt.Errorf("push an attachment of %s: %w", tags[0], regauth.Explain(err))
+			}
+		}
 		if !direct {
 			todo = append(todo, tagging{tags, what})
 		}
