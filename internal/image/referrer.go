@@ -61,8 +61,8 @@ type referrer struct {
 	digest   v1.Hash
 }
 
-func (r *referrer) RawManifest() ([]byte, error)         { return r.manifest, nil }
-func (r *referrer) RawConfigFile() ([]byte, error)       { return emptyConfig, nil }
+func (r *referrer) RawManifest() ([]byte, error)        { return r.manifest, nil }
+func (r *referrer) RawConfigFile() ([]byte, error)      { return emptyConfig, nil }
 func (r *referrer) MediaType() (types.MediaType, error) { return types.OCIManifestSchema1, nil }
 
 func (r *referrer) LayerByDigest(h v1.Hash) (partial.CompressedLayer, error) {
