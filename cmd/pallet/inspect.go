@@ -11,9 +11,13 @@ import (
 func inspectCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "inspect oci:DIR | docker:FILE | REF",
-		Short: "Show the platforms, layers, sizes and config of images",
-		Args:  cobra.ExactArgs(1),
+		Use:   "inspect oci:DIR[:REF] | docker:FILE | [registry:]REF",
+		Short: "Show the platforms, layers, sizes and config of images, one block per digest with its tags",
+		Example: `  pallet inspect oci:out
+  pallet inspect oci:out:latest        # the entries of the layout named latest
+  pallet inspect docker:hello.tar
+  pallet inspect localhost:5000/hello:latest`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r, err := inspect.Open(cmd.Context(), args[0])
 			if err != nil {

@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,15 +13,15 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/pallet-dev/pallet/internal/progress"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "pallet:", err)
-		os.Exit(1)
-	}
+	ctx, stop := interruptible(context.Background())
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(exit(ctx, err, os.Stderr))
 }
 
 // run executes one pallet command line; tests call it in-process.
@@ -38,4 +39,67 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	return root.ExecuteContext(ctx)
+}
+
+// interrupted is the cause of the command's cancellation by a signal.
+type interrupted struct{ sig syscall.Signal }
+
+func (i interrupted) Error() string { return i.sig.String() + " received" }
+
+// interruptible returns a context cancelled, with an interrupted cause,
+// at the first SIGINT or SIGTERM. The signals then get their default
+// action back, so a second Ctrl-C stops a command whose cleanup hangs.
+func interruptible(parent context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case s := <-ch:
+			signal.Stop(ch)
+			sig, _ := s.(syscall.Signal)
+			cancel(interrupted{sig})
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(ch)
+		cancel(nil)
+	}
+}
+
+// exitStatus maps a command's outcome to the process's exit code and the
+// one line that reports it ("" for success). After a signal, whatever
+// error the cancelled work returned (context.Canceled, a killed
+// compiler) is the signal's doing: 128+signal (130 for Ctrl-C), as shells
+// report it. A context.Canceled without a signal is a failure like any.
+func exitStatus(ctx context.Context, err error) (int, string) {
+	if err == nil {
+		return 0, ""
+	}
+	var sig interrupted
+	if errors.As(context.Cause(ctx), &sig) {
+		if sig.sig == syscall.SIGTERM {
+			return 128 + int(sig.sig), "terminated"
+		}
+		return 128 + int(sig.sig), "interrupted"
+	}
+	return 1, err.Error()
+}
+
+// exit reports err, if any, and returns the exit code: through the
+// progress reporter when it claimed the error (a JSON stream gets an
+// error event, never plain text), else as "pallet: ..." on stderr.
+func exit(ctx context.Context, err error, stderr io.Writer) int {
+	code, msg := exitStatus(ctx, err)
+	if msg == "" {
+		return code
+	}
+	var f progress.Failure
+	if errors.As(err, &f) {
+		f.Report(msg)
+	} else {
+		fmt.Fprintln(stderr, "pallet:", msg)
+	}
+	return code
 }

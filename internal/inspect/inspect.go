@@ -6,9 +6,12 @@ package inspect
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -23,7 +26,12 @@ import (
 
 // Image describes one manifest.
 type Image struct {
-	Name      string       `json:"name,omitempty"`
+	// Name is the first of Tags, or the reference as given.
+	Name string `json:"name,omitempty"`
+	// Tags are every name the location gives this digest: the
+	// org.opencontainers.image.ref.name of each layout entry, the
+	// RepoTags of a docker archive, the reference given for a registry.
+	Tags      []string     `json:"tags,omitempty"`
 	Digest    string       `json:"digest"`
 	MediaType string       `json:"mediaType"`
 	Platform  string       `json:"platform"`
@@ -44,10 +52,13 @@ type Layer struct {
 
 // Index describes an index and the images under it.
 type Index struct {
-	Name      string  `json:"name,omitempty"`
-	Digest    string  `json:"digest"`
-	MediaType string  `json:"mediaType"`
-	Images    []Image `json:"images"`
+	// Name is the first of Tags, or the reference as given.
+	Name string `json:"name,omitempty"`
+	// Tags are every name the location gives this digest (see Image.Tags).
+	Tags      []string `json:"tags,omitempty"`
+	Digest    string   `json:"digest"`
+	MediaType string   `json:"mediaType"`
+	Images    []Image  `json:"images"`
 }
 
 // Report is everything found at a location.
@@ -57,74 +68,208 @@ type Report struct {
 	Images  []Image `json:"images,omitempty"`
 }
 
-// Open inspects "oci:DIR", "docker:FILE" or a registry reference.
+// refName is the annotation naming an entry of an OCI layout's index.
+const refName = "org.opencontainers.image.ref.name"
+
+// Open inspects "oci:DIR", "oci:DIR:REF" (the entries named REF, as
+// skopeo reads them), "docker:FILE" or a registry reference.
 func Open(ctx context.Context, spec string, opts ...remote.Option) (*Report, error) {
 	r := &Report{Source: spec}
 	switch {
 	case strings.HasPrefix(spec, "oci:"):
-		return r, r.layout(strings.TrimPrefix(spec, "oci:"))
+		dir, ref := splitLayout(strings.TrimPrefix(spec, "oci:"))
+		return r, r.layout(dir, ref)
 	case strings.HasPrefix(spec, "docker:"):
 		return r, r.docker(strings.TrimPrefix(spec, "docker:"))
 	case strings.HasPrefix(spec, "registry:"):
 		return r, r.remote(ctx, strings.TrimPrefix(spec, "registry:"), opts)
-	default:
-		// A bare argument is a registry reference, but one that names a
-		// file or directory here is far more likely a forgotten prefix
-		// than an image on Docker Hub.
-		if info, err := os.Stat(spec); err == nil {
-			kind := "oci:"
-			if !info.IsDir() {
-				kind = "docker:"
-			}
-			return nil, fmt.Errorf("%s is a path on this machine, not a registry reference; did you mean %s%s?", spec, kind, spec)
-		}
-		return r, r.remote(ctx, spec, opts)
 	}
+	if err := notAPath(spec); err != nil {
+		return nil, err
+	}
+	return r, r.remote(ctx, spec, opts)
 }
 
-func (r *Report) layout(dir string) error {
+// notAPath refuses a bare argument that names a file or directory here
+// (relative or absolute, with a :REF after a directory): far more likely
+// a forgotten prefix than an image on Docker Hub. One that is written as
+// a path but does not exist is refused too, rather than sent to a
+// registry named "." or "..".
+func notAPath(spec string) error {
+	if info, err := os.Stat(spec); err == nil {
+		kind := "oci:"
+		if !info.IsDir() {
+			kind = "docker:"
+		}
+		return fmt.Errorf("%s is a path on this machine, not a registry reference; did you mean %s%s?", spec, kind, spec)
+	}
+	if dir, ref := splitLayout(spec); ref != "" {
+		return fmt.Errorf("%s is a directory on this machine, not a registry; did you mean oci:%s:%s?", dir, dir, ref)
+	}
+	if spec == "." || spec == ".." || strings.HasPrefix(spec, "/") || strings.HasPrefix(spec, "./") || strings.HasPrefix(spec, "../") || strings.HasPrefix(spec, "~") {
+		return fmt.Errorf("%s: no such file or directory (inspect takes oci:DIR, docker:FILE or a registry reference)", spec)
+	}
+	return nil
+}
+
+// splitLayout splits "DIR:REF" at the colon after which an existing
+// directory ends, trying the longest first, since a directory's name and
+// a full reference (localhost:5000/a:tag) may both hold colons. Without
+// such a directory, all of s is the directory.
+func splitLayout(s string) (dir, ref string) {
+	if isDir(s) {
+		return s, ""
+	}
+	for i := strings.LastIndex(s, ":"); i > 0; i = strings.LastIndex(s[:i], ":") {
+		if isDir(s[:i]) {
+			return s[:i], s[i+1:]
+		}
+	}
+	return s, ""
+}
+
+func isDir(p string) bool {
+	info, err := os.Stat(p)
+	return err == nil && info.IsDir()
+}
+
+// layout describes the entries of the layout at dir, one per digest with
+// all its names; with ref, only the entries ref names.
+func (r *Report) layout(dir, ref string) error {
 	idx, err := layout.ImageIndexFromPath(dir)
 	if err != nil {
-		return err
+		return fmt.Errorf("reading the OCI layout %s: %w", dir, err)
 	}
 	im, err := idx.IndexManifest()
 	if err != nil {
-		return err
+		return fmt.Errorf("reading the index of the OCI layout %s: %w", dir, err)
 	}
-	for _, d := range im.Manifests {
-		n := d.Annotations["org.opencontainers.image.ref.name"]
-		if err := r.add(n, d, func() (v1.ImageIndex, error) { return idx.ImageIndex(d.Digest) }, func() (v1.Image, error) { return idx.Image(d.Digest) }); err != nil {
-			return err
+	entries := im.Manifests
+	if ref != "" {
+		if entries, err = selectRef(entries, ref); err != nil {
+			return fmt.Errorf("oci:%s:%s: %w", dir, ref, err)
+		}
+	}
+	for _, g := range byDigest(im.Manifests, entries) {
+		d := g.desc
+		if err := r.add(g.tags, d, func() (v1.ImageIndex, error) { return idx.ImageIndex(d.Digest) }, func() (v1.Image, error) { return idx.Image(d.Digest) }); err != nil {
+			return fmt.Errorf("oci:%s: %s: %w", dir, d.Digest, err)
 		}
 	}
 	return nil
 }
 
+// selectRef returns the entries whose ref.name is ref or, when the names
+// are full references (a layout holding several repositories' images),
+// whose tag is ref, as long as those are one digest.
+func selectRef(entries []v1.Descriptor, ref string) ([]v1.Descriptor, error) {
+	var exact, byTag []v1.Descriptor
+	var names []string
+	for _, d := range entries {
+		n := d.Annotations[refName]
+		if n == "" {
+			continue
+		}
+		names = append(names, n)
+		switch {
+		case n == ref:
+			exact = append(exact, d)
+		case tagOf(n) == ref:
+			byTag = append(byTag, d)
+		}
+	}
+	if len(exact) > 0 {
+		return exact, nil
+	}
+	if len(byTag) == 0 {
+		if len(names) == 0 {
+			return nil, fmt.Errorf("no entry is named (%s): the layout names none", refName)
+		}
+		return nil, fmt.Errorf("no entry is named %s; the layout holds %s", ref, strings.Join(names, ", "))
+	}
+	for _, d := range byTag[1:] {
+		if d.Digest != byTag[0].Digest {
+			var full []string
+			for _, d := range byTag {
+				full = append(full, d.Annotations[refName])
+			}
+			return nil, fmt.Errorf("%s names different images: %s; give the full name", ref, strings.Join(full, ", "))
+		}
+	}
+	return byTag, nil
+}
+
+// tagOf returns the tag of a full reference ("localhost:5000/a:v1" is
+// v1), or "" when n has none.
+func tagOf(n string) string {
+	i := strings.LastIndex(n, ":")
+	if i < 0 || strings.Contains(n[i:], "/") {
+		return ""
+	}
+	return n[i+1:]
+}
+
+// group is one digest of a layout with every name given to it.
+type group struct {
+	desc v1.Descriptor
+	tags []string
+}
+
+// byDigest groups the chosen entries by digest, in the order of the
+// layout's index, and names each with every name the whole index gives
+// that digest.
+func byDigest(all, chosen []v1.Descriptor) []group {
+	var out []group
+	seen := map[v1.Hash]int{}
+	for _, d := range chosen {
+		if _, ok := seen[d.Digest]; !ok {
+			seen[d.Digest] = len(out)
+			out = append(out, group{desc: d})
+		}
+	}
+	for _, d := range all {
+		i, ok := seen[d.Digest]
+		if n := d.Annotations[refName]; ok && n != "" && !slices.Contains(out[i].tags, n) {
+			out[i].tags = append(out[i].tags, n)
+		}
+	}
+	return out
+}
+
+// docker describes the images of a docker archive, one per image with
+// all its RepoTags.
 func (r *Report) docker(file string) error {
 	m, err := tarball.LoadManifest(func() (io.ReadCloser, error) { return os.Open(file) })
 	if err != nil {
-		return err
+		return fmt.Errorf("reading the docker archive %s: %w", file, err)
 	}
+	var done []string // config paths, which identify an image in the archive
 	for _, d := range m {
-		tag := ""
-		if len(d.RepoTags) > 0 {
-			tag = d.RepoTags[0]
+		if slices.Contains(done, d.Config) {
+			continue
+		}
+		done = append(done, d.Config)
+		var tags []string
+		for _, e := range m {
+			if e.Config == d.Config {
+				tags = append(tags, e.RepoTags...)
+			}
 		}
 		var t *name.Tag
-		if tag != "" {
-			nt, err := name.NewTag(tag)
+		if len(tags) > 0 {
+			nt, err := name.NewTag(tags[0])
 			if err != nil {
-				return err
+				return fmt.Errorf("docker archive %s: tag %s: %w", file, tags[0], err)
 			}
 			t = &nt
 		}
 		img, err := tarball.ImageFromPath(file, t)
 		if err != nil {
-			return err
+			return fmt.Errorf("docker archive %s: %w", file, err)
 		}
-		desc, err := describe(tag, img, nil)
+		desc, err := describe(tags, img, nil)
 		if err != nil {
-			return err
+			return fmt.Errorf("docker archive %s: %w", file, err)
 		}
 		r.Images = append(r.Images, desc)
 	}
@@ -140,17 +285,17 @@ func (r *Report) remote(ctx context.Context, ref string, opts []remote.Option) e
 	if err != nil {
 		return regauth.Explain(err)
 	}
-	return r.add(ref, desc.Descriptor, desc.ImageIndex, desc.Image)
+	return r.add([]string{ref}, desc.Descriptor, desc.ImageIndex, desc.Image)
 }
 
-func (r *Report) add(n string, d v1.Descriptor, index func() (v1.ImageIndex, error), img func() (v1.Image, error)) error {
+func (r *Report) add(tags []string, d v1.Descriptor, index func() (v1.ImageIndex, error), img func() (v1.Image, error)) error {
 	switch {
 	case d.MediaType.IsIndex():
 		idx, err := index()
 		if err != nil {
 			return err
 		}
-		out := Index{Name: n, Digest: d.Digest.String(), MediaType: string(d.MediaType)}
+		out := Index{Name: first(tags), Tags: tags, Digest: d.Digest.String(), MediaType: string(d.MediaType)}
 		im, err := idx.IndexManifest()
 		if err != nil {
 			return err
@@ -163,7 +308,7 @@ func (r *Report) add(n string, d v1.Descriptor, index func() (v1.ImageIndex, err
 			if err != nil {
 				return err
 			}
-			desc, err := describe("", ci, cd.Platform)
+			desc, err := describe(nil, ci, cd.Platform)
 			if err != nil {
 				return err
 			}
@@ -175,7 +320,7 @@ func (r *Report) add(n string, d v1.Descriptor, index func() (v1.ImageIndex, err
 		if err != nil {
 			return err
 		}
-		desc, err := describe(n, i, nil)
+		desc, err := describe(tags, i, nil)
 		if err != nil {
 			return err
 		}
@@ -184,8 +329,15 @@ func (r *Report) add(n string, d v1.Descriptor, index func() (v1.ImageIndex, err
 	return nil
 }
 
-func describe(n string, img v1.Image, p *v1.Platform) (Image, error) {
-	out := Image{Name: n}
+func first(s []string) string {
+	if len(s) == 0 {
+		return ""
+	}
+	return s[0]
+}
+
+func describe(tags []string, img v1.Image, p *v1.Platform) (Image, error) {
+	out := Image{Name: first(tags), Tags: tags}
 	d, err := img.Digest()
 	if err != nil {
 		return out, err
@@ -204,7 +356,9 @@ func describe(n string, img v1.Image, p *v1.Platform) (Image, error) {
 	if p != nil {
 		pl = *p
 	}
-	out.Platform = pl.OS + "/" + pl.Architecture
+	if pl.OS != "" || pl.Architecture != "" {
+		out.Platform = pl.OS + "/" + pl.Architecture
+	}
 	if pl.Variant != "" {
 		out.Platform += "/" + pl.Variant
 	}
@@ -222,27 +376,41 @@ func describe(n string, img v1.Image, p *v1.Platform) (Image, error) {
 	return out, nil
 }
 
-// Print writes r for people.
+// Print writes r for people: one block per digest, headed by the digest
+// and followed by every name it goes by.
 func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "%s\n", r.Source)
 	for _, idx := range r.Indexes {
-		fmt.Fprintf(w, "\n%s  index %s (%s)\n", idx.Name, idx.Digest, shortType(idx.MediaType))
+		fmt.Fprintf(w, "\nindex %s (%s)\n", idx.Digest, shortType(idx.MediaType))
+		printTags(w, idx.Tags)
 		for _, im := range idx.Images {
-			printImage(w, im, "  ")
+			fmt.Fprintf(w, "  %s  %s (%s)\n", platform(im), im.Digest, shortType(im.MediaType))
+			printImage(w, im, "    ")
 		}
 	}
 	for _, im := range r.Images {
-		fmt.Fprintf(w, "\n%s\n", im.Name)
+		fmt.Fprintf(w, "\nimage %s (%s)\n", im.Digest, shortType(im.MediaType))
+		printTags(w, im.Tags)
+		field(w, "  ", "platform", []string{platform(im)})
 		printImage(w, im, "  ")
 	}
 }
 
-func printImage(w io.Writer, im Image, in string) {
-	plat := im.Platform
-	if im.OSVersion != "" {
-		plat += " (os.version " + im.OSVersion + ")"
+func printTags(w io.Writer, tags []string) {
+	if len(tags) > 0 {
+		field(w, "  ", "tags", []string{strings.Join(tags, ", ")})
 	}
-	fmt.Fprintf(w, "%s%s  %s (%s)\n", in, plat, im.Digest, shortType(im.MediaType))
+}
+
+func platform(im Image) string {
+	if im.OSVersion != "" {
+		return im.Platform + " (os.version " + im.OSVersion + ")"
+	}
+	return im.Platform
+}
+
+// printImage writes an image's layers and config, indented by in.
+func printImage(w io.Writer, im Image, in string) {
 	var total int64
 	for _, l := range im.Layers {
 		total += l.Size
@@ -250,18 +418,50 @@ func printImage(w io.Writer, im Image, in string) {
 		if len(l.URLs) > 0 {
 			foreign = "  foreign: " + strings.Join(l.URLs, " ")
 		}
-		fmt.Fprintf(w, "%s  layer %s %10s  %s%s\n", in, l.Digest, size(l.Size), shortType(l.MediaType), foreign)
+		fmt.Fprintf(w, "%slayer %s %10s  %s%s\n", in, l.Digest, size(l.Size), shortType(l.MediaType), foreign)
 	}
-	fmt.Fprintf(w, "%s  %d layers, %s\n", in, len(im.Layers), size(total))
+	fmt.Fprintf(w, "%s%d layers, %s\n", in, len(im.Layers), size(total))
 	c := im.Config
-	for _, kv := range []struct {
-		k string
-		v any
-	}{{"entrypoint", c.Entrypoint}, {"cmd", c.Cmd}, {"env", c.Env}, {"workdir", c.WorkingDir}, {"user", c.User}, {"labels", c.Labels}, {"ports", c.ExposedPorts}} {
-		if s := fmt.Sprint(kv.v); s != "" && s != "[]" && s != "map[]" {
-			fmt.Fprintf(w, "%s  %-10s %s\n", in, kv.k, s)
+	field(w, in, "entrypoint", execForm(c.Entrypoint))
+	field(w, in, "cmd", execForm(c.Cmd))
+	field(w, in, "env", c.Env)
+	field(w, in, "workdir", []string{c.WorkingDir})
+	field(w, in, "user", []string{c.User})
+	field(w, in, "labels", keyValues(c.Labels))
+	field(w, in, "ports", []string{strings.Join(slices.Sorted(maps.Keys(c.ExposedPorts)), " ")})
+	field(w, in, "volumes", []string{strings.Join(slices.Sorted(maps.Keys(c.Volumes)), " ")})
+}
+
+// field writes a config field, one value a line under its name, so that
+// a label or variable holding spaces still reads as one; empty values
+// are left out.
+func field(w io.Writer, in, key string, values []string) {
+	values = slices.DeleteFunc(slices.Clone(values), func(v string) bool { return v == "" })
+	for i, v := range values {
+		if i > 0 {
+			key = ""
 		}
+		fmt.Fprintf(w, "%s%-10s %s\n", in, key, v)
 	}
+}
+
+// execForm shows a command as JSON, as a Dockerfile's exec form does, so
+// that an argument holding a space is told from two arguments.
+func execForm(args []string) []string {
+	if len(args) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(args)
+	return []string{string(b)}
+}
+
+// keyValues renders labels as k=v, sorted by key.
+func keyValues(m map[string]string) []string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, k+"="+m[k])
+	}
+	return out
 }
 
 func shortType(t string) string {

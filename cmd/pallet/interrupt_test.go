@@ -1,0 +1,137 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pallet-dev/pallet/internal/progress"
+)
+
+func TestExitStatus(t *testing.T) {
+	sigint, cancel := context.WithCancelCause(context.Background())
+	cancel(interrupted{syscall.SIGINT})
+	sigterm, cancel := context.WithCancelCause(context.Background())
+	cancel(interrupted{syscall.SIGTERM})
+	// Cancelled from within (a failed step stopping the rest), not by a signal.
+	inner, stop := context.WithCancel(context.Background())
+	stop()
+	canceled := fmt.Errorf("building a: %w", context.Canceled)
+	for _, c := range []struct {
+		name string
+		ctx  context.Context
+		err  error
+		code int
+		msg  string
+	}{
+		{"success", context.Background(), nil, 0, ""},
+		{"success despite a late signal", sigint, nil, 0, ""},
+		{"failure", context.Background(), errors.New("boom"), 1, "boom"},
+		{"cancelled without a signal", inner, canceled, 1, "building a: context canceled"},
+		{"Ctrl-C", sigint, canceled, 130, "interrupted"},
+		{"Ctrl-C killing a compiler", sigint, errors.New("go build: signal: interrupt"), 130, "interrupted"},
+		{"SIGTERM", sigterm, canceled, 143, "terminated"},
+	} {
+		code, msg := exitStatus(c.ctx, c.err)
+		if code != c.code || msg != c.msg {
+			t.Errorf("%s: %d %q, want %d %q", c.name, code, msg, c.code, c.msg)
+		}
+	}
+}
+
+// TestExitReportsThroughJSON keeps a --progress json stream JSON to the
+// end: the interruption is its last event, not a line of text.
+func TestExitReportsThroughJSON(t *testing.T) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(interrupted{syscall.SIGINT})
+	var events, stderr bytes.Buffer
+	prog, err := progress.New("json", &events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := exit(ctx, prog.Fail(context.Canceled), &stderr)
+	if code != 130 || stderr.Len() != 0 {
+		t.Errorf("exit %d, stderr %q", code, stderr.String())
+	}
+	if s := events.String(); !strings.Contains(s, `"event":"error"`) || !strings.Contains(s, `"error":"interrupted"`) || strings.Count(s, "\n") != 1 {
+		t.Errorf("events %q", s)
+	}
+	stderr.Reset()
+	if code := exit(context.Background(), errors.New("boom"), &stderr); code != 1 || stderr.String() != "pallet: boom\n" {
+		t.Errorf("exit %d, stderr %q", code, stderr.String())
+	}
+}
+
+// TestPalletProcess is pallet's main in a process of its own, for
+// TestInterrupt; it runs only when that test starts it.
+func TestPalletProcess(t *testing.T) {
+	args := os.Getenv("PALLET_TEST_PROCESS_ARGS")
+	if args == "" {
+		t.Skip("started by TestInterrupt")
+	}
+	os.Args = append([]string{"pallet"}, strings.Split(args, "\n")...)
+	main()
+}
+
+// TestInterrupt signals a real pallet process waiting on a registry that
+// never answers: it must exit 128+signal with one line on stderr.
+func TestInterrupt(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("signals are Unix's")
+	}
+	waiting := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case waiting <- struct{}{}:
+		default:
+		}
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	ref := strings.TrimPrefix(srv.URL, "http://") + "/hangs:latest"
+	for _, c := range []struct {
+		sig  syscall.Signal
+		code int
+		line string
+	}{{syscall.SIGINT, 130, "pallet: interrupted\n"}, {syscall.SIGTERM, 143, "pallet: terminated\n"}} {
+		t.Run(c.sig.String(), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestPalletProcess$")
+			// TMPDIR: the process's TestMain makes a cache directory it
+			// cannot remove, since main exits.
+			cmd.Env = append(os.Environ(), "PALLET_TEST_PROCESS_ARGS=inspect\nregistry:"+ref, "TMPDIR="+t.TempDir())
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-waiting:
+			case <-ctx.Done():
+				t.Fatal("pallet never reached the registry")
+			}
+			if err := cmd.Process.Signal(c.sig); err != nil {
+				t.Fatal(err)
+			}
+			err := cmd.Wait()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != c.code {
+				t.Fatalf("pallet ended with %v, want exit %d\nstdout: %s\nstderr: %s", err, c.code, stdout.String(), stderr.String())
+			}
+			if stderr.String() != c.line {
+				t.Errorf("stderr %q, want %q", stderr.String(), c.line)
+			}
+		})
+	}
+}

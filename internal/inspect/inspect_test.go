@@ -1,0 +1,214 @@
+package inspect
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+func image(t *testing.T, labels map[string]string) v1.Image {
+	t.Helper()
+	img, err := random.Image(64, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err = mutate.Config(img, v1.Config{
+		Labels:     labels,
+		Env:        []string{"PATH=/bin", "GREETING=hello world"},
+		Entrypoint: []string{"/hello", "--name", "a b"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture = "linux", "arm64"
+	if img, err = mutate.ConfigFile(img, cf); err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+// writeLayout writes a layout at dir holding each entry under its names,
+// one index.json entry per name, as pallet and skopeo write tags.
+func writeLayout(t *testing.T, dir string, entries map[string]any) {
+	t.Helper()
+	p, err := layout.Write(dir, empty.Index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range slices.Sorted(func(yield func(string) bool) {
+		for k := range entries {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		opt := layout.WithAnnotations(map[string]string{refName: n})
+		switch e := entries[n].(type) {
+		case v1.Image:
+			err = p.AppendImage(e, opt)
+		case v1.ImageIndex:
+			err = p.AppendIndex(e, opt)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func digest(t *testing.T, x interface{ Digest() (v1.Hash, error) }) string {
+	t.Helper()
+	d, err := x.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.String()
+}
+
+// TestOneBlockPerDigest reports an image tagged twice once, with both
+// tags, and its labels as k=v.
+func TestOneBlockPerDigest(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	amd := image(t, map[string]string{"org.opencontainers.image.version": "0.1.0", "note": "two words"})
+	idx := mutate.AppendManifests(empty.Index, mutate.IndexAddendum{Add: amd, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: "amd64"}}})
+	other := image(t, nil)
+	writeLayout(t, dir, map[string]any{"0.1.0": idx, "latest": idx, "other": other})
+
+	r, err := Open(context.Background(), "oci:"+dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Indexes) != 1 || len(r.Images) != 1 {
+		t.Fatalf("%d indexes and %d images, want one of each", len(r.Indexes), len(r.Images))
+	}
+	if got := r.Indexes[0]; got.Digest != digest(t, idx) || !slices.Equal(got.Tags, []string{"0.1.0", "latest"}) || got.Name != "0.1.0" {
+		t.Errorf("index %s %v", got.Digest, got.Tags)
+	}
+	if got := r.Images[0]; got.Digest != digest(t, other) || !slices.Equal(got.Tags, []string{"other"}) {
+		t.Errorf("image %s %v", got.Digest, got.Tags)
+	}
+
+	var b bytes.Buffer
+	r.Print(&b)
+	out := b.String()
+	if n := strings.Count(out, "index "+digest(t, idx)); n != 1 {
+		t.Errorf("the index is printed %d times:\n%s", n, out)
+	}
+	for _, want := range []string{
+		"\n  tags       0.1.0, latest\n",
+		"\n  linux/amd64  " + digest(t, amd) + " (",
+		"\n    labels     note=two words\n               org.opencontainers.image.version=0.1.0\n",
+		"\n    env        PATH=/bin\n               GREETING=hello world\n",
+		"\n    entrypoint [\"/hello\",\"--name\",\"a b\"]\n",
+		"\nimage " + digest(t, other) + " (",
+		"\n  tags       other\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "map[") {
+		t.Errorf("a map printed as Go:\n%s", out)
+	}
+}
+
+// TestLayoutRef selects entries by name, as skopeo's oci:DIR:REF does,
+// with full references as names and a directory name holding a colon.
+func TestLayoutRef(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "o:ut")
+	a, b := image(t, nil), image(t, nil)
+	writeLayout(t, dir, map[string]any{"a.io/x:latest": a, "a.io/x:v1": a, "localhost:5000/y:latest": b, "localhost:5000/y:v2": b})
+	for _, c := range []struct {
+		ref, digest string
+		tags        []string
+	}{
+		{"a.io/x:v1", digest(t, a), []string{"a.io/x:latest", "a.io/x:v1"}},
+		{"localhost:5000/y:latest", digest(t, b), []string{"localhost:5000/y:latest", "localhost:5000/y:v2"}},
+		{"v2", digest(t, b), []string{"localhost:5000/y:latest", "localhost:5000/y:v2"}},
+	} {
+		r, err := Open(context.Background(), "oci:"+dir+":"+c.ref)
+		if err != nil {
+			t.Errorf("%s: %v", c.ref, err)
+			continue
+		}
+		if len(r.Images) != 1 || len(r.Indexes) != 0 || r.Images[0].Digest != c.digest || !slices.Equal(r.Images[0].Tags, c.tags) {
+			t.Errorf("%s: %+v", c.ref, r.Images)
+		}
+	}
+	if _, err := Open(context.Background(), "oci:"+dir+":latest"); err == nil || !strings.Contains(err.Error(), "names different images") {
+		t.Errorf("a tag of two repositories: %v", err)
+	}
+	if _, err := Open(context.Background(), "oci:"+dir+":nope"); err == nil || !strings.Contains(err.Error(), "a.io/x:v1") {
+		t.Errorf("an unknown name: %v", err)
+	}
+	if r, err := Open(context.Background(), "oci:"+dir); err != nil || len(r.Images) != 2 {
+		t.Errorf("the whole layout: %v", err)
+	}
+}
+
+// TestBarePaths refuses paths, relative or absolute, existing or not,
+// before any registry is asked.
+func TestBarePaths(t *testing.T) {
+	tmp := t.TempDir()
+	writeLayout(t, filepath.Join(tmp, "out"), map[string]any{"latest": image(t, nil)})
+	if err := os.WriteFile(filepath.Join(tmp, "image.tar"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(tmp)
+	for spec, want := range map[string]string{
+		"out":                      "did you mean oci:out?",
+		"./out":                    "did you mean oci:./out?",
+		"out/":                     "did you mean oci:out/?",
+		filepath.Join(tmp, "out"):  "did you mean oci:" + filepath.Join(tmp, "out") + "?",
+		"image.tar":                "did you mean docker:image.tar?",
+		"out:latest":               "did you mean oci:out:latest?",
+		"./missing":                "./missing: no such file or directory",
+		"../missing/out":           "../missing/out: no such file or directory",
+		filepath.Join(tmp, "nope"): "no such file or directory",
+		"..":                       "did you mean oci:..?",
+	} {
+		_, err := Open(context.Background(), spec)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", spec, err, want)
+		}
+	}
+}
+
+// TestDockerArchiveTags reports an image saved under two tags once.
+func TestDockerArchiveTags(t *testing.T) {
+	img := image(t, map[string]string{"k": "v"})
+	file := filepath.Join(t.TempDir(), "a.tar")
+	t1, _ := name.NewTag("hello:0.1.0")
+	t2, _ := name.NewTag("hello:latest")
+	if err := tarball.MultiRefWriteToFile(file, map[name.Reference]v1.Image{t1: img, t2: img}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(context.Background(), "docker:"+file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Images) != 1 || r.Images[0].Digest != digest(t, img) || len(r.Images[0].Tags) != 2 {
+		t.Fatalf("images %+v", r.Images)
+	}
+	var b bytes.Buffer
+	r.Print(&b)
+	if !strings.Contains(b.String(), "labels     k=v\n") || !strings.Contains(b.String(), "\n  platform   linux/arm64\n") {
+		t.Errorf("output:\n%s", b.String())
+	}
+}
