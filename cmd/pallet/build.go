@@ -19,6 +19,7 @@ import (
 	"github.com/pallet-dev/pallet/internal/output"
 	"github.com/pallet-dev/pallet/internal/progress"
 	"github.com/pallet-dev/pallet/internal/recipe"
+	"github.com/pallet-dev/pallet/internal/record"
 	"github.com/pallet-dev/pallet/internal/regauth"
 )
 
@@ -61,7 +62,7 @@ func buildCmd() *cobra.Command {
   pallet build --platform linux/arm64 --output docker:hello.tar
   pallet build --arg VERSION=1.2.3 --output registry:localhost:5000/hello`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			if quiet {
 				progressArg = "quiet"
 			}
@@ -70,6 +71,8 @@ func buildCmd() *cobra.Command {
 				return err
 			}
 			defer prog.Close()
+			// In json mode a failure ends the stream as an error event.
+			defer func() { err = prog.Fail(err) }()
 			// Flags and outputs are checked before any work so a typo
 			// costs nothing.
 			overrides, err := parseArgs(args)
@@ -136,6 +139,10 @@ func buildCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			prog.Result(struct {
+				Images  []record.Result `json:"images"`
+				Written [][]string      `json:"written"`
+			}{res.Record.Results, res.Written})
 			prog.Close()
 			if quiet {
 				// The result alone on stdout, for scripts: what each
