@@ -185,4 +185,13 @@ func TestSBOMReferrers(t *testing.T) {
 	if len(rm.Manifests) != 3 {
 		t.Errorf("the registry lists %d referrers of the image, want 3", len(rm.Manifests))
 	}
+	// pallet sbom reads them back, from the layout and from the registry.
+	for _, src := range []string{"oci:" + out + ":latest", reg.Host + "/ci/hello:latest"} {
+		for format, field := range map[string]string{"spdx-json": `"spdxVersion"`, "cyclonedx-json": `"bomFormat"`, "provenance": `"predicateType"`} {
+			got := mustPallet(t, "sbom", src, "--format", format)
+			if !strings.Contains(got, field) {
+				t.Errorf("pallet sbom %s --format %s: %.200s", src, format, got)
+			}
+		}
+	}
 }

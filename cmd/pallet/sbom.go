@@ -1,0 +1,224 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/spf13/cobra"
+
+	"github.com/pallet-dev/pallet/internal/platform"
+	"github.com/pallet-dev/pallet/internal/regauth"
+	"github.com/pallet-dev/pallet/internal/sbom"
+)
+
+// sbomCmd prints a document attached to an image as an OCI 1.1 referrer.
+func sbomCmd() *cobra.Command {
+	var plat, format string
+	cmd := &cobra.Command{
+		Use:   "sbom oci:DIR[:TAG] | [registry:]REGISTRY/REPO:TAG",
+		Short: "Print the SBOM (or provenance) attached to an image",
+		Example: `  pallet sbom oci:out:latest --platform linux/amd64
+  pallet sbom registry.example.com/app:v1 --format cyclonedx-json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			types := map[string]string{"spdx-json": sbom.MediaTypeSPDX, "cyclonedx-json": sbom.MediaTypeCycloneDX, "provenance": sbom.MediaTypeInToto}
+			want, ok := types[format]
+			if !ok {
+				return fmt.Errorf("--format %q: want spdx-json, cyclonedx-json or provenance", format)
+			}
+			var p *platform.Platform
+			if plat != "" {
+				pp, err := platform.Parse(plat)
+				if err != nil {
+					return err
+				}
+				p = &pp
+			}
+			var (
+				data []byte
+				err  error
+			)
+			if dir, ok := strings.CutPrefix(args[0], "oci:"); ok {
+				data, err = layoutReferrer(dir, p, want)
+			} else {
+				data, err = registryReferrer(cmd, strings.TrimPrefix(args[0], "registry:"), p, want)
+			}
+			if err != nil {
+				return err
+			}
+			_, err = cmd.OutOrStdout().Write(data)
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&plat, "platform", "", "the platform's image, when the image has several")
+	cmd.Flags().StringVar(&format, "format", "spdx-json", "spdx-json, cyclonedx-json or provenance")
+	return cmd
+}
+
+// pick chooses the manifest of index m for p, or its only one.
+func pick(m *v1.IndexManifest, p *platform.Platform, what string) (v1.Descriptor, error) {
+	var found []v1.Descriptor
+	for _, d := range m.Manifests {
+		if !d.MediaType.IsImage() || d.Platform == nil || d.Platform.OS == "unknown" {
+			continue
+		}
+		if p == nil || p.Describes(*d.Platform) {
+			found = append(found, d)
+		}
+	}
+	if len(found) != 1 {
+		return v1.Descriptor{}, fmt.Errorf("%s has %d images for the platform asked; name one with --platform", what, len(found))
+	}
+	return found[0], nil
+}
+
+// registryReferrer finds the document of artifact type want attached to
+// ref's image through the registry's referrers API or fallback tag.
+func registryReferrer(cmd *cobra.Command, ref string, p *platform.Platform, want string) ([]byte, error) {
+	nref, err := name.ParseReference(ref)
+	if err != nil {
+		return nil, err
+	}
+	opts := regauth.Options(cmd.Context())
+	desc, err := remote.Get(nref, opts...)
+	if err != nil {
+		return nil, regauth.Explain(err)
+	}
+	subject := desc.Descriptor
+	if desc.MediaType.IsIndex() {
+		idx, err := desc.ImageIndex()
+		if err != nil {
+			return nil, err
+		}
+		m, err := idx.IndexManifest()
+		if err != nil {
+			return nil, err
+		}
+		if subject, err = pick(m, p, ref); err != nil {
+			return nil, err
+		}
+	}
+	refs, err := remote.Referrers(nref.Context().Digest(subject.Digest.String()), opts...)
+	if err != nil {
+		return nil, regauth.Explain(err)
+	}
+	m, err := refs.IndexManifest()
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range m.Manifests {
+		if d.ArtifactType != want {
+			continue
+		}
+		img, err := remote.Image(nref.Context().Digest(d.Digest.String()), opts...)
+		if err != nil {
+			return nil, regauth.Explain(err)
+		}
+		return firstBlob(img)
+	}
+	return nil, fmt.Errorf("%s (%s) has no %s attached", ref, subject.Digest, want)
+}
+
+// layoutReferrer finds it in a layout, among the untagged entries whose
+// manifest names the image as its subject.
+func layoutReferrer(spec string, p *platform.Platform, want string) ([]byte, error) {
+	dir, tag := spec, ""
+	if i := strings.LastIndex(spec, ":"); i > 0 {
+		if _, err := os.Stat(filepath.Join(spec, "index.json")); err != nil {
+			dir, tag = spec[:i], spec[i+1:]
+		}
+	}
+	lp, err := layout.FromPath(dir)
+	if err != nil {
+		return nil, err
+	}
+	root, err := lp.ImageIndex()
+	if err != nil {
+		return nil, err
+	}
+	m, err := root.IndexManifest()
+	if err != nil {
+		return nil, err
+	}
+	var top *v1.Descriptor
+	for i, d := range m.Manifests {
+		name, tagged := d.Annotations["org.opencontainers.image.ref.name"]
+		if tagged && (tag == "" || name == tag) {
+			top = &m.Manifests[i]
+			break
+		}
+	}
+	if top == nil {
+		return nil, fmt.Errorf("oci:%s has no image named %q", dir, tag)
+	}
+	subject := *top
+	if top.MediaType.IsIndex() {
+		idx, err := root.ImageIndex(top.Digest)
+		if err != nil {
+			return nil, err
+		}
+		im, err := idx.IndexManifest()
+		if err != nil {
+			return nil, err
+		}
+		if subject, err = pick(im, p, "oci:"+spec); err != nil {
+			return nil, err
+		}
+	}
+	for _, d := range m.Manifests {
+		if _, tagged := d.Annotations["org.opencontainers.image.ref.name"]; tagged || d.ArtifactType != want {
+			continue
+		}
+		img, err := root.Image(d.Digest)
+		if err != nil {
+			return nil, err
+		}
+		mf, err := img.Manifest()
+		if err != nil {
+			return nil, err
+		}
+		if mf.Subject != nil && mf.Subject.Digest == subject.Digest {
+			return firstBlob(img)
+		}
+	}
+	return nil, fmt.Errorf("oci:%s (%s) has no %s attached", spec, subject.Digest, want)
+}
+
+// firstBlob reads an artifact manifest's one blob, checked against its
+// digest as it is read.
+func firstBlob(img v1.Image) ([]byte, error) {
+	layers, err := img.Layers()
+	if err != nil || len(layers) == 0 {
+		return nil, fmt.Errorf("the attachment holds no document: %v", err)
+	}
+	rc, err := layers[0].Compressed()
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(io.LimitReader(rc, 64<<20))
+	if err != nil {
+		return nil, err
+	}
+	d, err := layers[0].Digest()
+	if err != nil {
+		return nil, err
+	}
+	if sum := sha256.Sum256(data); d.Algorithm != "sha256" || hex.EncodeToString(sum[:]) != d.Hex {
+		return nil, fmt.Errorf("the attachment's blob does not match its digest %s", d)
+	}
+	if !json.Valid(data) {
+		return nil, fmt.Errorf("the attachment is not JSON")
+	}
+	return data, nil
+}
