@@ -147,7 +147,7 @@ var buildKnobs = []string{
 func hostSettings() []string {
 	file := goEnvFile()
 	var env []string
-	for _, k := range []string{"GOPROXY", "GOSUMDB", "GONOSUMDB", "GOPRIVATE", "GONOPROXY", "GOINSECURE", "GOAUTH", "GOVCS", "GOCACHE", "GOMODCACHE", "GOTMPDIR", "GOTOOLCHAIN"} {
+	for _, k := range []string{"GOPROXY", "GOSUMDB", "GONOSUMDB", "GOPRIVATE", "GONOPROXY", "GOINSECURE", "GOAUTH", "GOVCS", "GOCACHE", "GOCACHEPROG", "GOMODCACHE", "GOTMPDIR", "GOTOOLCHAIN"} {
 		if os.Getenv(k) == "" && file[k] != "" {
 			env = append(env, k+"="+file[k])
 		}

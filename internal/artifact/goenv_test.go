@@ -11,14 +11,17 @@ import (
 // caches live, never what changes a binary; the environment wins over it.
 func TestHostSettings(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "env")
-	if err := os.WriteFile(file, []byte("GOPROXY=https://proxy.internal\nGOPRIVATE=corp.example\nGOAMD64=v3\nGOFLAGS=-tags=evil\n"), 0o644); err != nil {
+	if err := os.WriteFile(file, []byte("GOPROXY=https://proxy.internal\nGOPRIVATE=corp.example\nGOCACHEPROG=/usr/local/bin/cacheprog\nGOAMD64=v3\nGOFLAGS=-tags=evil\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("GOENV", file)
 	t.Setenv("GOPROXY", "")
 	t.Setenv("GOPRIVATE", "")
+	t.Setenv("GOCACHEPROG", "")
 	got := hostSettings()
-	for _, want := range []string{"GOPROXY=https://proxy.internal", "GOPRIVATE=corp.example"} {
+	// GOCACHEPROG shares compiled packages with a fleet's cache server;
+	// it changes where results are kept, not what is built.
+	for _, want := range []string{"GOPROXY=https://proxy.internal", "GOPRIVATE=corp.example", "GOCACHEPROG=/usr/local/bin/cacheprog"} {
 		if !slices.Contains(got, want) {
 			t.Errorf("%s missing from %v", want, got)
 		}
