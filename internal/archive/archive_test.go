@@ -385,19 +385,6 @@ func mapKeys(m map[string]string) func(func(string) bool) {
 	}
 }
 
-// zeros streams n zero bytes without holding them in memory.
-type zeros int64
-
-func (z *zeros) Read(p []byte) (int, error) {
-	if *z <= 0 {
-		return 0, io.EOF
-	}
-	n := min(int64(len(p)), int64(*z))
-	clear(p[:n])
-	*z -= zeros(n)
-	return int(n), nil
-}
-
 func manyEntries(n int) []ent {
 	ents := make([]ent, n)
 	for i := range ents {

@@ -9,13 +9,6 @@ import (
 	"github.com/pallet-dev/pallet/internal/plan"
 )
 
-// labels plans df and returns the labels of its image.
-func labels(t *testing.T, df string, opt Options) map[string]string {
-	t.Helper()
-	p := mustPlan(t, map[string]string{"Dockerfile": df}, opt)
-	return p.Images[0].Platforms[0].Config.Labels
-}
-
 // ARG scoping as BuildKit has it: a global ARG is seen by FROM lines only,
 // until a stage declares it again; an override wins over every default.
 func TestDockerfileArgScoping(t *testing.T) {

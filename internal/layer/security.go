@@ -151,7 +151,7 @@ func encodeSecurityDescriptor(owner, group string, control uint16, aces []ACE) (
 func encodeSID(s string) ([]byte, error) {
 	parts := strings.Split(s, "-")
 	if len(parts) < 3 || parts[0] != "S" || parts[1] != "1" || len(parts) > 3+15 {
-		return nil, fmt.Errorf("SID %q is not S-1-AUTHORITY-SUB...", s)
+		return nil, fmt.Errorf("SID %q is not of the form S-1-AUTHORITY-SUBAUTHORITY", s)
 	}
 	auth, err := strconv.ParseUint(parts[2], 10, 48)
 	if err != nil {
