@@ -630,6 +630,13 @@ func (b *builder) layers(ctx context.Context, name string, pi *plan.PlatformImag
 	// its target may be in another layer, through other links.
 	var links func(string) (bool, bool)
 	if format == layer.Windows {
+		if !pi.Overwrite {
+			var c *layer.CaseCollision
+			if err := layer.CheckWindowsImage(trees...); errors.As(err, &c) {
+				l := pi.Layers[c.Layer]
+				return nil, plan.Errorf(l.Placements[0].Pos, "image %s (%s), layer %s: %v", name, pi.Platform, l.Name, err)
+			}
+		}
 		links = layer.ImageLinks(trees...)
 		for i, t := range trees {
 			for _, w := range layer.UntypedLinks(t, layer.Options{Format: format, LinkTarget: links}) {

@@ -143,3 +143,45 @@ func UntypedLinks(t *tree.Tree, opt Options) []string {
 	}
 	return out
 }
+
+// CheckWindowsImage refuses, across the layer trees of one Windows image
+// (lowest first), two paths that NTFS takes for one but that are spelled
+// apart ("bin/Agent.exe" and "bin/agent.exe"), unless both are
+// directories, which merge. Within a layer the writer refuses them; across
+// layers the later one would hide the earlier one on Windows and not on
+// Linux tooling, which is the silent overwrite a recipe must not make.
+// Paths spelled alike are left to the caller's own same-path rule.
+func CheckWindowsImage(trees ...*tree.Tree) error {
+	type first struct {
+		e     tree.Entry
+		layer int
+	}
+	seen := map[string]first{}
+	for i, t := range trees {
+		for _, e := range t.Entries() {
+			k := ntfsKey(e.Path)
+			f, ok := seen[k]
+			if !ok {
+				seen[k] = first{e, i}
+				continue
+			}
+			if f.e.Path == e.Path || (f.e.Kind == tree.Dir && e.Kind == tree.Dir) {
+				continue
+			}
+			return &CaseCollision{First: f.e.Path, Later: e.Path, FirstLayer: f.layer, Layer: i, firstKind: f.e.Kind, kind: e.Kind}
+		}
+	}
+	return nil
+}
+
+// CaseCollision is two layers' paths that are one on Windows; layers count
+// from 0 in the order given to CheckWindowsImage.
+type CaseCollision struct {
+	First, Later      string
+	FirstLayer, Layer int
+	firstKind, kind   tree.Kind
+}
+
+func (c *CaseCollision) Error() string {
+	return fmt.Sprintf("/%s (a %s, layer %d) and /%s (a %s, layer %d) are one path on Windows, which compares names as NTFS does: the later would hide the earlier; place it once, spelled one way", c.First, c.firstKind, c.FirstLayer+1, c.Later, c.kind, c.Layer+1)
+}
