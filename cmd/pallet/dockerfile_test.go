@@ -196,7 +196,7 @@ func TestDockerfileAntreaWindows(t *testing.T) {
 	if cf.OS != "windows" || cf.Architecture != "amd64" || cf.OSVersion != "" {
 		t.Errorf("platform %s/%s os.version %q", cf.OS, cf.Architecture, cf.OSVersion)
 	}
-	if len(cf.Config.Env) != 1 || !strings.HasPrefix(cf.Config.Env[0], `PATH=C:\Windows\system32;C:\Windows;`) || !strings.HasSuffix(cf.Config.Env[0], `C:\openvswitch\usr\sbin`) {
+	if len(cf.Config.Env) != 1 || !strings.HasPrefix(cf.Config.Env[0], `PATH=C:\Windows\system32;C:\Windows;C:\Windows\System32\WindowsPowerShell\v1.0\;`) || !strings.HasSuffix(cf.Config.Env[0], `C:\openvswitch\usr\sbin`) {
 		t.Errorf("env %q: the backslashes must survive (escape=`)", cf.Config.Env)
 	}
 	if cf.Config.Labels["org.opencontainers.image.version"] != "v2.2.0" {
@@ -206,7 +206,7 @@ func TestDockerfileAntreaWindows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(layers) != 4 || len(cf.History) != 4 || cf.History[0].CreatedBy != "pallet: windows-hostprocess-scratch" {
+	if len(layers) != 6 || len(cf.History) != 6 || cf.History[0].CreatedBy != "pallet: windows-hostprocess-scratch" {
 		t.Fatalf("%d layers, history %+v: want the base's and one per COPY", len(layers), cf.History)
 	}
 	var files []string
@@ -243,7 +243,8 @@ func TestDockerfileAntreaWindows(t *testing.T) {
 		}
 	}
 	for _, want := range []string{
-		"k/antrea/bin/antctl.exe", "k/antrea/bin/antrea-agent.exe", "k/antrea/bin/antrea-cni.exe", "k/antrea/cni/host-local.exe",
+		"k/antrea/bin/antctl.exe", "k/antrea/bin/antrea-agent.exe", "k/antrea/cni/antrea.exe", "k/antrea/cni/host-local.exe",
+		"k/antrea/Install-OVS.ps1",
 		"openvswitch/usr/bin/ovs-vsctl.exe", "openvswitch/usr/sbin/ovs-vswitchd.exe", "openvswitch/usr/bin/libssl-3-x64.dll",
 		"openvswitch/driver/ovsext.inf", "openvswitch/LICENSE",
 	} {
@@ -252,7 +253,7 @@ func TestDockerfileAntreaWindows(t *testing.T) {
 		}
 	}
 	for _, f := range files {
-		if strings.Contains(f, "win-bridge") || strings.HasPrefix(f, "dockerfile/") {
+		if strings.Contains(f, "win-bridge") || strings.HasPrefix(f, "dockerfile/") || f == "k/antrea/bin/antrea-cni.exe" {
 			t.Errorf("%s placed: only what the COPY lines name goes in", f)
 		}
 	}

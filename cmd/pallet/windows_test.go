@@ -110,8 +110,8 @@ func TestAntreaWindowsExample(t *testing.T) {
 	if cf.OS != "windows" || cf.Architecture != "amd64" || cf.OSVersion != "" {
 		t.Errorf("config platform %s/%s os.version %q; a host-process image has no os.version", cf.OS, cf.Architecture, cf.OSVersion)
 	}
-	if len(cf.Config.Env) != 1 || !strings.HasPrefix(cf.Config.Env[0], `PATH=C:\Windows\system32;`) {
-		t.Errorf("env %q", cf.Config.Env)
+	if len(cf.Config.Env) != 1 || !strings.HasPrefix(cf.Config.Env[0], `PATH=C:\Windows\system32;C:\Windows;C:\Windows\System32\WindowsPowerShell\v1.0\;`) {
+		t.Errorf("env %q: want upstream's PATH, PowerShell included", cf.Config.Env)
 	}
 	files := readWindowsImage(t, img)
 	var exes []string
@@ -131,8 +131,10 @@ func TestAntreaWindowsExample(t *testing.T) {
 	}
 	sort.Strings(exes)
 	want := []string{
-		"k/antrea/bin/antctl.exe", "k/antrea/bin/antrea-agent.exe", "k/antrea/bin/antrea-cni.exe",
-		"k/antrea/cni/host-local.exe",
+		// Upstream's layout: the CNI plugin is antrea.exe beside
+		// host-local.exe, and not in bin/.
+		"k/antrea/bin/antctl.exe", "k/antrea/bin/antrea-agent.exe",
+		"k/antrea/cni/antrea.exe", "k/antrea/cni/host-local.exe",
 		"openvswitch/usr/bin/ovs-appctl.exe", "openvswitch/usr/bin/ovs-ofctl.exe", "openvswitch/usr/bin/ovs-vsctl.exe",
 		"openvswitch/usr/bin/ovsdb-client.exe", "openvswitch/usr/bin/ovsdb-tool.exe",
 		"openvswitch/usr/sbin/ovs-vswitchd.exe", "openvswitch/usr/sbin/ovsdb-server.exe",
@@ -140,7 +142,18 @@ func TestAntreaWindowsExample(t *testing.T) {
 	if strings.Join(exes, "\n") != strings.Join(want, "\n") {
 		t.Errorf("executables:\n%s\nwant:\n%s", strings.Join(exes, "\n"), strings.Join(want, "\n"))
 	}
-	for _, p := range []string{"openvswitch/usr/bin/libssl-3-x64.dll", "openvswitch/driver/ovsext.inf", "Windows/System32/config/SYSTEM"} {
+	if !bytes.Contains(files["k/antrea/cni/antrea.exe"], []byte("antrea-cni")) {
+		t.Error("k/antrea/cni/antrea.exe is not the antrea-cni program")
+	}
+	if !bytes.HasPrefix(files["k/antrea/Install-OVS.ps1"], []byte("# Stand-in for Antrea's hack/windows/Install-OVS.ps1")) {
+		t.Errorf("k/antrea/Install-OVS.ps1 is %q", files["k/antrea/Install-OVS.ps1"])
+	}
+	for p := range files {
+		if strings.HasPrefix(p, "k/") && !strings.HasPrefix(p, "k/antrea/bin/") && !strings.HasPrefix(p, "k/antrea/cni/") && p != "k/antrea/Install-OVS.ps1" {
+			t.Errorf("%s placed: only the named paths of an artifact go in", p)
+		}
+	}
+	for _, p := range []string{"openvswitch/usr/bin/libssl-3-x64.dll", "openvswitch/driver/ovsext.inf", "Windows/System32/config/SYSTEM", "LICENSES/antrea-scripts/LICENSE"} {
 		if _, ok := files[p]; !ok {
 			t.Errorf("%s missing", p)
 		}

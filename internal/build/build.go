@@ -628,6 +628,24 @@ func (b *builder) layers(ctx context.Context, name string, pi *plan.PlatformImag
 			return nil, err
 		}
 	}
+	// A Windows link is typed as a directory link from the whole image:
+	// its target may be in another layer, through other links.
+	var links func(string) (bool, bool)
+	if format == layer.Windows {
+		if !pi.Overwrite {
+			var c *layer.CaseCollision
+			if err := layer.CheckWindowsImage(trees...); errors.As(err, &c) {
+				l := pi.Layers[c.Layer]
+				return nil, plan.Errorf(l.Placements[0].Pos, "image %s (%s), layer %s: %v", name, pi.Platform, l.Name, err)
+			}
+		}
+		links = layer.ImageLinks(trees...)
+		for i, t := range trees {
+			for _, w := range layer.UntypedLinks(t, layer.Options{Format: format, LinkTarget: links}) {
+				b.opt.Progress.Warn("image %s (%s), layer %s: %s", name, pi.Platform, pi.Layers[i].Name, w)
+			}
+		}
+	}
 	layers := make([]image.Layer, len(pi.Layers))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(b.opt.Jobs)
@@ -636,7 +654,7 @@ func (b *builder) layers(ctx context.Context, name string, pi *plan.PlatformImag
 			if err := gctx.Err(); err != nil {
 				return err
 			}
-			lay, err := b.layer(trees[i], layer.Options{Format: format, Epoch: b.plan.Epoch, Compression: b.opt.Compression, Jobs: b.opt.Jobs})
+			lay, err := b.layer(trees[i], layer.Options{Format: format, Epoch: b.plan.Epoch, Compression: b.opt.Compression, Jobs: b.opt.Jobs, LinkTarget: links})
 			if err != nil {
 				return fmt.Errorf("layer %s: %w", l.Name, err)
 			}
@@ -656,7 +674,7 @@ func (b *builder) layerTree(name string, pi *plan.PlatformImage, l *plan.Layer) 
 	var what []string
 	for _, pm := range l.Placements {
 		res := b.results[pm.Artifact]
-		place := tree.Placement{Dest: pm.Dest, FileMode: pm.Mode, UID: pm.UID, GID: pm.GID}
+		place := tree.Placement{Dest: pm.Dest, FileMode: pm.Mode, UID: pm.UID, GID: pm.GID, From: pm.Path, LinkAs: pm.LinkAs}
 		if b.plan.Artifacts[pm.Artifact].Check {
 			if err := b.checkExecutables(res, place, pi.Platform); err != nil {
 				return nil, nil, plan.Wrap(pm.Pos, fmt.Errorf("image %s (%s): %w", name, pi.Platform, err))

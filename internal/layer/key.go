@@ -12,9 +12,16 @@ import (
 // epoch and the compression. Equal keys give byte-identical layers, which
 // is what lets a cache skip the tar and the compression entirely. The
 // version in the key changes whenever a format writes different bytes.
+// A Windows symlink's part says how it is typed, which depends on the rest
+// of the image (opt.LinkTarget) as well as on the entry.
 func Key(t *tree.Tree, opt Options, digest func(path string) (string, error)) ([]string, error) {
 	parts := []string{"layer-v3", opt.Format.String(), string(opt.Compression), strconv.FormatInt(opt.Epoch.Unix(), 10)}
-	for _, e := range t.Entries() {
+	entries := t.Entries()
+	var links linkTyper
+	if opt.Format == Windows {
+		links = newLinkTyper(entries, opt)
+	}
+	for _, e := range entries {
 		sum := ""
 		if e.Kind == tree.File {
 			var err error
@@ -22,7 +29,13 @@ func Key(t *tree.Tree, opt Options, digest func(path string) (string, error)) ([
 				return nil, err
 			}
 		}
-		parts = append(parts, fmt.Sprintf("%s|%s|%o|%d|%d|%s|%d|%s", e.Path, e.Kind, e.Mode, e.UID, e.GID, e.Link, e.Size, sum))
+		part := fmt.Sprintf("%s|%s|%o|%d|%d|%s|%d|%s", e.Path, e.Kind, e.Mode, e.UID, e.GID, e.Link, e.Size, sum)
+		if links != nil && e.Kind == tree.Symlink {
+			if isDir, _ := links.dirLink(e); isDir {
+				part += "|dir"
+			}
+		}
+		parts = append(parts, part)
 	}
 	return parts, nil
 }

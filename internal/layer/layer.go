@@ -86,6 +86,14 @@ type Options struct {
 	// is written, and one that differs fails the layer: it changed while
 	// the build ran, and the layer must not be stored under that key.
 	Expect func(source string) string
+	// LinkTarget, for a Windows layer, answers whether an image path is
+	// a directory (isDir) and whether the image can tell (known),
+	// following links; ImageLinks makes one from all of an image's layer
+	// trees. A symlink whose target it calls a directory is written as a
+	// directory link, which Windows must know when it creates the link.
+	// When nil, only the layer's own entries are known. An unknown target
+	// takes the entry's LinkAs, else a file link (UntypedLinks names them).
+	LinkTarget func(path string) (isDir, known bool)
 }
 
 // WriteTar writes the uncompressed tar stream for entries, which must be
@@ -95,9 +103,9 @@ func WriteTar(w io.Writer, entries []tree.Entry, opt Options) error {
 	var enc encoder = linuxEncoder{}
 	switch opt.Format {
 	case Windows:
-		enc = newWindowsEncoder(entries, false)
+		enc = newWindowsEncoder(entries, false, opt)
 	case WindowsBase:
-		enc = newWindowsEncoder(entries, true)
+		enc = newWindowsEncoder(entries, true, opt)
 	}
 	if err := enc.start(tw, opt.Epoch); err != nil {
 		return err

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/pallet-dev/pallet/internal/tree"
 )
 
 // SecurityInfo is a self-relative security descriptor as read back.
@@ -180,13 +182,19 @@ func walkWindows(r io.Reader, roots []string, check func(i int, h *tar.Header) e
 // the Windows importer relies on: Hives and Files first, every other path
 // under Files/ (or Hives/), each parent before its children, no path twice
 // (ignoring case as NTFS does), symlink targets without the Files/ prefix
-// that stay inside it (see windowsLinkTarget), on every
+// that stay inside it (see windowsLinkTarget), a link whose target the
+// layer itself holds typed as that target is (a directory link to a
+// directory, a file link to anything else), on every
 // entry the file attributes and a creation time, and on every entry but
 // the two roots a valid security descriptor. It returns the entries, for
 // callers to check contents.
 func VerifyWindows(r io.Reader) ([]WindowsEntry, error) {
 	var out []WindowsEntry
+	files := linkIndex{}
 	err := walkWindows(r, []string{"Hives", "Files"}, func(i int, h *tar.Header) error {
+		if p, ok := strings.CutPrefix(strings.TrimSuffix(h.Name, "/"), "Files/"); ok {
+			files[ntfsKey(p)] = headerEntry(p, h)
+		}
 		attr, err := strconv.Atoi(h.PAXRecords[paxFileAttr])
 		if err != nil {
 			return fmt.Errorf("%s %q", paxFileAttr, h.PAXRecords[paxFileAttr])
@@ -232,7 +240,48 @@ func VerifyWindows(r io.Reader) ([]WindowsEntry, error) {
 		out = append(out, WindowsEntry{Header: h, Security: sec})
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return out, err
+	}
+	return out, checkLinkTypes(out, files)
+}
+
+func headerEntry(p string, h *tar.Header) tree.Entry {
+	e := tree.Entry{Path: p, Kind: tree.File, Link: h.Linkname}
+	switch h.Typeflag {
+	case tar.TypeDir:
+		e.Kind = tree.Dir
+	case tar.TypeSymlink:
+		e.Kind = tree.Symlink
+	}
+	return e
+}
+
+// checkLinkTypes refuses a link typed against what its layer holds at its
+// target: Windows opens a directory only through a directory link, and a
+// file only through a file link. A target outside the layer is not known
+// here (the writer types those from the whole image).
+func checkLinkTypes(entries []WindowsEntry, files linkIndex) error {
+	for i, e := range entries {
+		h := e.Header
+		if h.Typeflag != tar.TypeSymlink {
+			continue
+		}
+		p := strings.TrimPrefix(h.Name, "Files/")
+		to, ok := linkDest(p, h.Linkname)
+		if !ok {
+			continue
+		}
+		kind, known := files.resolve(to, 0)
+		if !known {
+			continue
+		}
+		attr, _ := strconv.Atoi(h.PAXRecords[paxFileAttr])
+		if isDir := kind == tree.Dir; isDir != (attr&attrDirectory != 0) {
+			return fmt.Errorf("entry %d %s: a link to a %s typed with %s %d", i, h.Name, kind, paxFileAttr, attr)
+		}
+	}
+	return nil
 }
 
 // VerifyWindowsBase reads a base layer as pallet writes the built-in

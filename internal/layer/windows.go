@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -39,23 +38,16 @@ var (
 // base layer, Files/ alone and no Windows records.
 type windowsEncoder struct {
 	base bool
-	// dirs lets a symlink be marked as a directory link when its target is
-	// a directory in the same layer (by ntfsKey, as Windows resolves it);
-	// Windows needs to know at creation.
-	dirs map[string]bool
+	// links types each symlink as a directory or file link: Windows
+	// needs to know at creation.
+	links linkTyper
 	// seen catches paths NTFS takes for one (ntfsKey), which the importer
 	// would refuse as "file exists".
 	seen map[string]string
 }
 
-func newWindowsEncoder(entries []tree.Entry, base bool) *windowsEncoder {
-	w := &windowsEncoder{base: base, dirs: map[string]bool{}, seen: map[string]string{}}
-	for _, e := range entries {
-		if e.Kind == tree.Dir {
-			w.dirs[ntfsKey(e.Path)] = true
-		}
-	}
-	return w
+func newWindowsEncoder(entries []tree.Entry, base bool, opt Options) *windowsEncoder {
+	return &windowsEncoder{base: base, links: newLinkTyper(entries, opt), seen: map[string]string{}}
 }
 
 func (w *windowsEncoder) start(tw *tar.Writer, epoch time.Time) error {
@@ -119,7 +111,7 @@ func (w *windowsEncoder) header(e tree.Entry, epoch time.Time) (*tar.Header, err
 		// Targets stay as written (not prefixed with Files/): they are
 		// resolved on the running system, where Files/ is C:\.
 		attr, sd := attrReparsePoint|attrArchive, fileSD
-		if w.dirs[ntfsKey(path.Join(path.Dir(e.Path), link))] {
+		if isDir, _ := w.links.dirLink(e); isDir {
 			attr, sd = attrReparsePoint|attrDirectory, dirSD
 		}
 		hdr.PAXRecords = windowsRecords(attr, sd, epoch)

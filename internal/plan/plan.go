@@ -17,6 +17,7 @@ import (
 	"github.com/pallet-dev/pallet/internal/artifact"
 	"github.com/pallet-dev/pallet/internal/image"
 	"github.com/pallet-dev/pallet/internal/platform"
+	"github.com/pallet-dev/pallet/internal/tree"
 )
 
 // Pos is a place in a front end's input. Line and Col count from 1; zero
@@ -158,6 +159,12 @@ type Placement struct {
 	// Artifact is the key into Plan.Artifacts.
 	Artifact string
 	Dest     string
+	// Path, when set, places only this path of the artifact (relative to
+	// its root): one file can be renamed (tree.Placement.From).
+	Path string
+	// LinkAs types, on Windows, the symlinks placed whose target the image
+	// cannot tell (tree.Entry.LinkAs).
+	LinkAs tree.LinkKind
 	// Mode, when not zero, is the permission of every regular file placed.
 	Mode     os.FileMode
 	UID, GID int

@@ -15,6 +15,7 @@ import (
 	"github.com/pallet-dev/pallet/internal/image"
 	"github.com/pallet-dev/pallet/internal/plan"
 	"github.com/pallet-dev/pallet/internal/platform"
+	"github.com/pallet-dev/pallet/internal/tree"
 )
 
 // Options narrow and parameterize a build.
@@ -310,6 +311,10 @@ func (pln *planner) platformImage(name string, ri *Image, vars Vars, pl platform
 		if f.Owner != "" {
 			pm.UID, pm.GID, _ = ParseOwner(f.Owner)
 		}
+		if pm.Path, err = r.Expand(fat+".path", f.Path, v); err != nil {
+			return nil, err
+		}
+		pm.LinkAs, _ = tree.ParseLinkKind(f.Link) // checked by check()
 		lname := f.Layer
 		if lname == "" {
 			lname = fmt.Sprintf("%d-%s", i, f.Artifact)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/pallet-dev/pallet/internal/artifact"
 	"github.com/pallet-dev/pallet/internal/plan"
+	"github.com/pallet-dev/pallet/internal/tree"
 )
 
 const src = `version: 1
@@ -190,5 +191,49 @@ images:
 	}
 	if got := strings.Join(p.Images[0].Tags, ","); got != "latest" {
 		t.Errorf("tags %s, want latest", got)
+	}
+}
+
+// path: and link: reach the plan's placement, path with variables
+// expanded; a link other than dir or file is refused where it is written.
+func TestPlacementPathAndLink(t *testing.T) {
+	src := `version: 1
+args:
+  NAME: antrea-cni
+artifacts:
+  antrea:
+    url:
+      url: https://example.com/antrea.tgz
+      sha256: 0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a
+      extract: {}
+images:
+  agent:
+    base: scratch
+    platforms: windows/amd64
+    files:
+      - {artifact: antrea, dest: /k/antrea/cni/antrea.exe, path: "bin/{{NAME}}.exe"}
+      - artifact: antrea
+        dest: /k/antrea/share/
+        path: share
+        link: dir
+`
+	r, err := Parse("pallet.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := r.Plan(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers := p.Images[0].Platforms[0].Layers
+	if got := layers[0].Placements[0]; got.Path != "bin/antrea-cni.exe" || got.LinkAs != tree.LinkUnknown {
+		t.Errorf("first placement: %+v", got)
+	}
+	if got := layers[1].Placements[0]; got.Path != "share" || got.LinkAs != tree.LinkDir {
+		t.Errorf("second placement: %+v", got)
+	}
+	_, err = Parse("pallet.yaml", []byte(strings.Replace(src, "link: dir", "link: junction", 1)))
+	if err == nil || !strings.Contains(err.Error(), `link "junction": want dir or file`) || !strings.Contains(err.Error(), "pallet.yaml:19") {
+		t.Errorf("got %v, want link: junction refused at its line", err)
 	}
 }

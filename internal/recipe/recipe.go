@@ -205,6 +205,14 @@ type Image struct {
 type Place struct {
 	Artifact string `yaml:"artifact"`
 	Dest     string `yaml:"dest"`
+	// Path places only this file, link or directory of the artifact,
+	// relative to its root: a file so taken can be renamed by a dest
+	// without trailing slash; a directory's contents go into dest.
+	Path string `yaml:"path"`
+	// Link, "dir" or "file", types on Windows the symlinks placed whose
+	// target is not in the image's layers (in the base, say): Windows
+	// must know whether a link is a directory link when it creates it.
+	Link string `yaml:"link"`
 	// Mode is an octal mode for every regular file placed ("0755").
 	Mode string `yaml:"mode"`
 	// Owner is "uid:gid" (numeric).
@@ -824,6 +832,9 @@ func (r *Recipe) checkImage(name string, im *Image) error {
 			if _, _, err := ParseOwner(f.Owner); err != nil {
 				return r.Errorf(fat+".owner", "image %s: %v", name, err)
 			}
+		}
+		if _, err := tree.ParseLinkKind(f.Link); err != nil {
+			return r.Errorf(fat+".link", "image %s: %v", name, err)
 		}
 	}
 	if err := r.checkLayerCount(name, im); err != nil {

@@ -82,6 +82,7 @@ func TestSchemaRejects(t *testing.T) {
 		strings.Replace(good, "      packages: ./cmd/app", "      packages: ./cmd/app\n      pakages: x", 1),
 		strings.Replace(good, "platforms: linux/amd64", "platforms: linux/amd46", 1),
 		strings.Replace(good, "dest: /bin/", "dest: bin/", 1),
+		strings.Replace(good, "dest: /bin/", "dest: /bin/\n        link: junction", 1),
 		strings.Replace(good, "version: 1", "version: 2", 1),
 	} {
 		if err := s.Validate(yamlToJSONValue(t, []byte(bad))); err == nil {

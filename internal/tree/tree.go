@@ -51,6 +51,47 @@ type Entry struct {
 	Source string
 	// Size is the content size of a regular file.
 	Size int64
+	// LinkAs says how a symlink is typed on Windows when its target is
+	// not in the image's layers (in a base layer, or not there at all):
+	// Windows must know at creation whether a link is a directory link.
+	LinkAs LinkKind
+}
+
+// LinkKind is what a symlink is taken to point at when the image cannot
+// tell.
+type LinkKind uint8
+
+const (
+	// LinkUnknown leaves the link to be typed from the image, as a file
+	// link when the image cannot tell.
+	LinkUnknown LinkKind = iota
+	// LinkDir types the link as a directory link.
+	LinkDir
+	// LinkFile types the link as a file link.
+	LinkFile
+)
+
+func (k LinkKind) String() string {
+	switch k {
+	case LinkDir:
+		return "dir"
+	case LinkFile:
+		return "file"
+	}
+	return ""
+}
+
+// ParseLinkKind reads a recipe's "dir" or "file"; "" is LinkUnknown.
+func ParseLinkKind(s string) (LinkKind, error) {
+	switch s {
+	case "":
+		return LinkUnknown, nil
+	case "dir":
+		return LinkDir, nil
+	case "file":
+		return LinkFile, nil
+	}
+	return 0, fmt.Errorf("link %q: want dir or file", s)
 }
 
 // MaxID is the largest uid or gid an entry may carry. Tar headers hold any
@@ -274,6 +315,13 @@ type Placement struct {
 	// FileMode, when non-zero, replaces the mode of every regular file.
 	FileMode fs.FileMode
 	UID, GID int
+	// From, when set, takes only this path of src (relative to its root):
+	// a file or link is placed alone, as Dest or into it with a trailing
+	// slash, so a placement can rename one file; a directory's contents
+	// are placed into Dest.
+	From string
+	// LinkAs is given to every symlink placed (see Entry.LinkAs).
+	LinkAs LinkKind
 }
 
 // Place adds src to t according to pl.
@@ -284,7 +332,13 @@ func (t *Tree) Place(src *Tree, pl Placement) error {
 	}
 	intoDir := strings.HasSuffix(pl.Dest, "/") || dest == "."
 	entries := src.Entries()
-	if len(entries) == 1 && entries[0].Kind == File && !intoDir {
+	one := len(entries) == 1 && entries[0].Kind == File
+	if pl.From != "" {
+		if entries, one, err = subtree(entries, pl.From); err != nil {
+			return err
+		}
+	}
+	if one && !intoDir {
 		e := entries[0]
 		e.Path = dest
 		return t.add(e, pl)
@@ -303,9 +357,41 @@ func (t *Tree) Place(src *Tree, pl Placement) error {
 	return nil
 }
 
+// subtree returns the entries at and under from, relative to from: a file
+// or link alone under its base name (one is true), or a directory's
+// contents without the directory itself.
+func subtree(entries []Entry, from string) (out []Entry, one bool, err error) {
+	p, err := CleanPath(from)
+	if err != nil {
+		return nil, false, fmt.Errorf("path %s: %w", from, err)
+	}
+	if p == "." {
+		return entries, false, nil
+	}
+	for _, e := range entries {
+		switch {
+		case e.Path == p && e.Kind != Dir:
+			e.Path = path.Base(p)
+			return []Entry{e}, true, nil
+		case strings.HasPrefix(e.Path, p+"/"):
+			e.Path = strings.TrimPrefix(e.Path, p+"/")
+			out = append(out, e)
+		}
+	}
+	if len(out) == 0 {
+		// A path that names nothing is a mistake in the recipe, and an
+		// empty directory is not worth a placement.
+		return nil, false, fmt.Errorf("path %s: not in the artifact, or an empty directory", from)
+	}
+	return out, false, nil
+}
+
 func (t *Tree) add(e Entry, pl Placement) error {
 	if pl.FileMode != 0 && e.Kind == File {
 		e.Mode = pl.FileMode
+	}
+	if pl.LinkAs != LinkUnknown && e.Kind == Symlink {
+		e.LinkAs = pl.LinkAs
 	}
 	e.UID, e.GID = pl.UID, pl.GID
 	return t.Add(e)

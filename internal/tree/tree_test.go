@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -111,5 +112,65 @@ func TestFromDirAndPlace(t *testing.T) {
 	must(img.Place(one, Placement{Dest: "/etc/"}))
 	if _, ok := img.Get("etc/README"); !ok {
 		t.Errorf("directory placement: %v", paths(img.Entries()))
+	}
+}
+
+// From takes one file (renamed, or kept under its name into a directory),
+// one link, or one directory's contents out of an artifact.
+func TestPlaceFrom(t *testing.T) {
+	src := New()
+	for _, e := range []Entry{
+		{Path: "bin/antrea-cni.exe", Kind: File, Mode: 0o755, Size: 1},
+		{Path: "bin/antctl.exe", Kind: File, Mode: 0o755, Size: 1},
+		{Path: "one/only.txt", Kind: File, Mode: 0o644, Size: 1},
+		{Path: "current", Kind: Symlink, Mode: 0o777, Link: "bin"},
+	} {
+		if err := src.Add(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		pl   Placement
+		want []string
+	}{
+		{Placement{Dest: "/k/antrea/cni/antrea.exe", From: "bin/antrea-cni.exe"}, []string{"k", "k/antrea", "k/antrea/cni", "k/antrea/cni/antrea.exe"}},
+		{Placement{Dest: "/k/", From: "/bin/antctl.exe"}, []string{"k", "k/antctl.exe"}},
+		{Placement{Dest: "/opt/bin", From: "bin"}, []string{"opt", "opt/bin", "opt/bin/antctl.exe", "opt/bin/antrea-cni.exe"}},
+		// A directory holding one file stays a directory.
+		{Placement{Dest: "/etc/one", From: "one/"}, []string{"etc", "etc/one", "etc/one/only.txt"}},
+		{Placement{Dest: "/usr/latest", From: "current", LinkAs: LinkDir}, []string{"usr", "usr/latest"}},
+	}
+	for _, c := range cases {
+		img := New()
+		if err := img.Place(src, c.pl); err != nil {
+			t.Errorf("%+v: %v", c.pl, err)
+			continue
+		}
+		if got := paths(img.Entries()); !slices.Equal(got, c.want) {
+			t.Errorf("%+v: placed %v, want %v", c.pl, got, c.want)
+		}
+	}
+	img := New()
+	if err := img.Place(src, Placement{Dest: "/usr/latest", From: "current", LinkAs: LinkDir}); err != nil {
+		t.Fatal(err)
+	}
+	if e, _ := img.Get("usr/latest"); e.Kind != Symlink || e.Link != "bin" || e.LinkAs != LinkDir {
+		t.Errorf("link placed as %+v", e)
+	}
+	for _, from := range []string{"nothing", "bin/antctl.exe/x", "../bin"} {
+		if err := New().Place(src, Placement{Dest: "/x", From: from}); err == nil {
+			t.Errorf("path %s placed", from)
+		}
+	}
+}
+
+func TestParseLinkKind(t *testing.T) {
+	for s, want := range map[string]LinkKind{"": LinkUnknown, "dir": LinkDir, "file": LinkFile} {
+		if got, err := ParseLinkKind(s); err != nil || got != want || got.String() != s {
+			t.Errorf("%q: %v %v", s, got, err)
+		}
+	}
+	if _, err := ParseLinkKind("junction"); err == nil {
+		t.Error("junction accepted")
 	}
 }
