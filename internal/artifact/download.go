@@ -114,11 +114,20 @@ func (f *Fetcher) Download(ctx context.Context, rawURL, want, file string) error
 // DownloadWithin is Download bounded by lim: each attempt is abandoned
 // when nothing arrives for lim.Stall, and a body larger than lim.MaxBytes
 // is refused.
+//
+// Requests carry the credentials of their host from the environment
+// (HeaderEnv) and the netrc file (NetrcEnv), added per request so that a
+// redirect to another host carries none of them.
 func (f *Fetcher) DownloadWithin(ctx context.Context, rawURL, want, file string, lim Limits) error {
 	lim = lim.withDefaults()
+	creds, err := loadHTTPCreds()
+	if err != nil {
+		return fmt.Errorf("download %s: credentials: %w", rawURL, err)
+	}
+	client := f.authClient(creds, rawURL)
 	wait := f.Backoff
 	for attempt := 1; ; attempt++ {
-		err := f.downloadOnce(ctx, rawURL, want, file, lim)
+		err := f.downloadOnce(ctx, client, rawURL, want, file, lim)
 		var p permanent
 		switch {
 		case err == nil:
@@ -146,7 +155,7 @@ func (f *Fetcher) DownloadWithin(ctx context.Context, rawURL, want, file string,
 	}
 }
 
-func (f *Fetcher) downloadOnce(ctx context.Context, rawURL, want, file string, lim Limits) error {
+func (f *Fetcher) downloadOnce(ctx context.Context, client *http.Client, rawURL, want, file string, lim Limits) error {
 	// The watchdog, not a deadline, bounds the attempt: a large download
 	// may take hours as long as bytes keep coming.
 	ctx, dog, cancel := newWatchdog(ctx, lim.Stall)
@@ -156,7 +165,7 @@ func (f *Fetcher) downloadOnce(ctx context.Context, rawURL, want, file string, l
 	if err != nil {
 		return permanent{err}
 	}
-	resp, err := f.Client.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		if stalled(ctx) {
 			return fmt.Errorf("download %s: no response for %s", rawURL, lim.Stall)
