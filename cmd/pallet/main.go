@@ -33,7 +33,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Version:       version(),
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
-	root.AddCommand(buildCmd(), fetchCmd(), inspectCmd(), schemaCmd(), versionCmd())
+	root.AddCommand(buildCmd(), fetchCmd(), inspectCmd(), schemaCmd(), versionCmd(), authCmd(), indexCmd())
+	registerInsecure(root)
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
