@@ -122,7 +122,7 @@ func (f *Fetcher) DownloadWithin(ctx context.Context, rawURL, want, file string,
 	lim = lim.withDefaults()
 	creds, err := loadHTTPCreds()
 	if err != nil {
-		return fmt.Errorf("download %s: credentials: %w", rawURL, err)
+		return fmt.Errorf("download %s: credentials: %w", redactURL(rawURL), err)
 	}
 	client := f.authClient(creds, rawURL)
 	wait := f.Backoff
@@ -165,23 +165,25 @@ func (f *Fetcher) downloadOnce(ctx context.Context, client *http.Client, rawURL,
 	if err != nil {
 		return permanent{err}
 	}
+	// A password in the URL itself is not repeated in messages.
+	shown := redactURL(rawURL)
 	resp, err := client.Do(req)
 	if err != nil {
 		if stalled(ctx) {
-			return fmt.Errorf("download %s: no response for %s", rawURL, lim.Stall)
+			return fmt.Errorf("download %s: no response for %s", shown, lim.Stall)
 		}
-		return fmt.Errorf("download %s: %w", rawURL, err)
+		return fmt.Errorf("download %s: %w", shown, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		err := fmt.Errorf("download %s: %s", rawURL, resp.Status)
+		err := fmt.Errorf("download %s: %s", shown, resp.Status)
 		if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
 			return err
 		}
 		return permanent{err}
 	}
 	if resp.ContentLength > lim.MaxBytes {
-		return permanent{fmt.Errorf("download %s: Content-Length %d bytes is over the limit of %d bytes", rawURL, resp.ContentLength, lim.MaxBytes)}
+		return permanent{fmt.Errorf("download %s: Content-Length %d bytes is over the limit of %d bytes", shown, resp.ContentLength, lim.MaxBytes)}
 	}
 	tmp, err := tempfile.Create(filepath.Dir(file), ".download-*")
 	if err != nil {
@@ -192,22 +194,22 @@ func (f *Fetcher) downloadOnce(ctx context.Context, client *http.Client, rawURL,
 	cerr := tmp.Close()
 	switch {
 	case err != nil && stalled(ctx):
-		return fmt.Errorf("download %s: stopped after %s: nothing received for %s", rawURL, received(n, resp.ContentLength), lim.Stall)
+		return fmt.Errorf("download %s: stopped after %s: nothing received for %s", shown, received(n, resp.ContentLength), lim.Stall)
 	case err != nil:
 		// A body cut short surfaces as a bare "unexpected EOF" or a reset;
 		// how far it got is what tells the user the transfer broke.
-		return fmt.Errorf("download %s: stopped after %s: %w", rawURL, received(n, resp.ContentLength), err)
+		return fmt.Errorf("download %s: stopped after %s: %w", shown, received(n, resp.ContentLength), err)
 	case resp.ContentLength >= 0 && n > resp.ContentLength:
 		// The same server will send the same excess again.
-		return permanent{fmt.Errorf("download %s: the server sent more than its Content-Length of %d bytes", rawURL, resp.ContentLength)}
+		return permanent{fmt.Errorf("download %s: the server sent more than its Content-Length of %d bytes", shown, resp.ContentLength)}
 	case n > lim.MaxBytes:
-		return permanent{fmt.Errorf("download %s: stopped at the limit of %d bytes; the server kept sending", rawURL, lim.MaxBytes)}
+		return permanent{fmt.Errorf("download %s: stopped at the limit of %d bytes; the server kept sending", shown, lim.MaxBytes)}
 	case cerr != nil:
-		return fmt.Errorf("download %s: %w", rawURL, cerr)
+		return fmt.Errorf("download %s: %w", shown, cerr)
 	case resp.ContentLength >= 0 && n != resp.ContentLength:
-		return fmt.Errorf("download %s: got %d of %d bytes", rawURL, n, resp.ContentLength)
+		return fmt.Errorf("download %s: got %d of %d bytes", shown, n, resp.ContentLength)
 	case got != want:
-		return permanent{&MismatchError{URL: rawURL, Expected: want, Actual: got}}
+		return permanent{&MismatchError{URL: shown, Expected: want, Actual: got}}
 	}
 	return os.Rename(tmp.Name(), file)
 }

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -329,4 +330,13 @@ func (f *Fetcher) authClient(creds *httpCreds, rawURL string) *http.Client {
 	}
 	c.Transport = &authTransport{base: base, creds: creds, secure: strings.HasPrefix(strings.ToLower(rawURL), "https:")}
 	return &c
+}
+
+// redactURL is rawURL for messages: a password in it shows as "xxxxx".
+func redactURL(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.User == nil {
+		return rawURL
+	}
+	return u.Redacted()
 }

@@ -245,3 +245,14 @@ func TestDownloadCredentialErrorsHideValues(t *testing.T) {
 		t.Errorf("a NETRC naming a missing file: %v", err)
 	}
 }
+
+// A password written into the URL itself is not repeated in errors.
+func TestDownloadErrorsRedactURLPassword(t *testing.T) {
+	netrc(t, "")
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request, n int) { http.Error(w, "no", http.StatusNotFound) })
+	u := strings.Replace(srv.URL, "http://", "http://alice:pw-in-url@", 1) + "/f"
+	err := fetcher(t).Download(context.Background(), u, sum(payload), filepath.Join(t.TempDir(), "f"))
+	if err == nil || strings.Contains(err.Error(), "pw-in-url") || !strings.Contains(err.Error(), "404") {
+		t.Errorf("error %v: want a 404 without the password", err)
+	}
+}
