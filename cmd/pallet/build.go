@@ -54,6 +54,7 @@ func buildCmd() *cobra.Command {
 		sbomDir     string
 		modLicenses bool
 		stall       time.Duration
+		byDigest    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "build",
@@ -130,6 +131,9 @@ func buildCmd() *cobra.Command {
 				opt.Outputs = append(opt.Outputs, t)
 			}
 			opt.Args = overrides
+			if err := pushByDigest(opt.Outputs, byDigest); err != nil {
+				return err
+			}
 			p, err := makePlan(file, overrides, platforms, images, modesFile, modes)
 			if err != nil {
 				return err
@@ -194,6 +198,7 @@ func buildCmd() *cobra.Command {
 	f.StringVar(&maxDownload, "max-download", "", "refuse a download larger than this (bytes, or with KiB, MiB, GiB; default 16GiB)")
 	f.StringVar(&maxExtract, "max-extract", "", "refuse an archive that decompresses to more than this (default 16GiB)")
 	f.DurationVar(&stall, "stall-timeout", 0, "give up a download or registry transfer that moves no byte for this long (default 60s)")
+	f.BoolVar(&byDigest, "push-by-digest", false, "push to registry outputs by digest only, setting no tag (one runner's share; pallet index create merges them)")
 	mirror.register(f)
 	return cmd
 }

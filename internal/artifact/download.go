@@ -114,11 +114,20 @@ func (f *Fetcher) Download(ctx context.Context, rawURL, want, file string) error
 // DownloadWithin is Download bounded by lim: each attempt is abandoned
 // when nothing arrives for lim.Stall, and a body larger than lim.MaxBytes
 // is refused.
+//
+// Requests carry the credentials of their host from the environment
+// (HeaderEnv) and the netrc file (NetrcEnv), added per request so that a
+// redirect to another host carries none of them.
 func (f *Fetcher) DownloadWithin(ctx context.Context, rawURL, want, file string, lim Limits) error {
 	lim = lim.withDefaults()
+	creds, err := loadHTTPCreds()
+	if err != nil {
+		return fmt.Errorf("download %s: credentials: %w", redactURL(rawURL), err)
+	}
+	client := f.authClient(creds, rawURL)
 	wait := f.Backoff
 	for attempt := 1; ; attempt++ {
-		err := f.downloadOnce(ctx, rawURL, want, file, lim)
+		err := f.downloadOnce(ctx, client, rawURL, want, file, lim)
 		var p permanent
 		switch {
 		case err == nil:
@@ -146,7 +155,7 @@ func (f *Fetcher) DownloadWithin(ctx context.Context, rawURL, want, file string,
 	}
 }
 
-func (f *Fetcher) downloadOnce(ctx context.Context, rawURL, want, file string, lim Limits) error {
+func (f *Fetcher) downloadOnce(ctx context.Context, client *http.Client, rawURL, want, file string, lim Limits) error {
 	// The watchdog, not a deadline, bounds the attempt: a large download
 	// may take hours as long as bytes keep coming.
 	ctx, dog, cancel := newWatchdog(ctx, lim.Stall)
@@ -156,23 +165,25 @@ func (f *Fetcher) downloadOnce(ctx context.Context, rawURL, want, file string, l
 	if err != nil {
 		return permanent{err}
 	}
-	resp, err := f.Client.Do(req)
+	// A password in the URL itself is not repeated in messages.
+	shown := redactURL(rawURL)
+	resp, err := client.Do(req)
 	if err != nil {
 		if stalled(ctx) {
-			return fmt.Errorf("download %s: no response for %s", rawURL, lim.Stall)
+			return fmt.Errorf("download %s: no response for %s", shown, lim.Stall)
 		}
-		return fmt.Errorf("download %s: %w", rawURL, err)
+		return fmt.Errorf("download %s: %w", shown, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		err := fmt.Errorf("download %s: %s", rawURL, resp.Status)
+		err := fmt.Errorf("download %s: %s", shown, resp.Status)
 		if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
 			return err
 		}
 		return permanent{err}
 	}
 	if resp.ContentLength > lim.MaxBytes {
-		return permanent{fmt.Errorf("download %s: Content-Length %d bytes is over the limit of %d bytes", rawURL, resp.ContentLength, lim.MaxBytes)}
+		return permanent{fmt.Errorf("download %s: Content-Length %d bytes is over the limit of %d bytes", shown, resp.ContentLength, lim.MaxBytes)}
 	}
 	tmp, err := tempfile.Create(filepath.Dir(file), ".download-*")
 	if err != nil {
@@ -183,22 +194,22 @@ func (f *Fetcher) downloadOnce(ctx context.Context, rawURL, want, file string, l
 	cerr := tmp.Close()
 	switch {
 	case err != nil && stalled(ctx):
-		return fmt.Errorf("download %s: stopped after %s: nothing received for %s", rawURL, received(n, resp.ContentLength), lim.Stall)
+		return fmt.Errorf("download %s: stopped after %s: nothing received for %s", shown, received(n, resp.ContentLength), lim.Stall)
 	case err != nil:
 		// A body cut short surfaces as a bare "unexpected EOF" or a reset;
 		// how far it got is what tells the user the transfer broke.
-		return fmt.Errorf("download %s: stopped after %s: %w", rawURL, received(n, resp.ContentLength), err)
+		return fmt.Errorf("download %s: stopped after %s: %w", shown, received(n, resp.ContentLength), err)
 	case resp.ContentLength >= 0 && n > resp.ContentLength:
 		// The same server will send the same excess again.
-		return permanent{fmt.Errorf("download %s: the server sent more than its Content-Length of %d bytes", rawURL, resp.ContentLength)}
+		return permanent{fmt.Errorf("download %s: the server sent more than its Content-Length of %d bytes", shown, resp.ContentLength)}
 	case n > lim.MaxBytes:
-		return permanent{fmt.Errorf("download %s: stopped at the limit of %d bytes; the server kept sending", rawURL, lim.MaxBytes)}
+		return permanent{fmt.Errorf("download %s: stopped at the limit of %d bytes; the server kept sending", shown, lim.MaxBytes)}
 	case cerr != nil:
-		return fmt.Errorf("download %s: %w", rawURL, cerr)
+		return fmt.Errorf("download %s: %w", shown, cerr)
 	case resp.ContentLength >= 0 && n != resp.ContentLength:
-		return fmt.Errorf("download %s: got %d of %d bytes", rawURL, n, resp.ContentLength)
+		return fmt.Errorf("download %s: got %d of %d bytes", shown, n, resp.ContentLength)
 	case got != want:
-		return permanent{&MismatchError{URL: rawURL, Expected: want, Actual: got}}
+		return permanent{&MismatchError{URL: shown, Expected: want, Actual: got}}
 	}
 	return os.Rename(tmp.Name(), file)
 }

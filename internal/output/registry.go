@@ -19,6 +19,11 @@ import (
 type Registry struct {
 	Ref     string
 	Options []remote.Option
+	// ByDigest pushes each image by its digest alone and sets no tag
+	// (buildx's push-by-digest): one CI runner's share of an image whose
+	// index `pallet index create` assembles later. Ref then names only
+	// the repository (or a PREFIX/).
+	ByDigest bool
 }
 
 func (r *Registry) String() string { return "registry:" + r.Ref }
@@ -39,6 +44,9 @@ func (r *Registry) Write(ctx context.Context, images []Image) error {
 	prefix := strings.HasSuffix(r.Ref, "/")
 	if !prefix && len(images) != 1 {
 		return fmt.Errorf("registry:%s names one repository but the build has %d images; use registry:PREFIX/ to push each under PREFIX", r.Ref, len(images))
+	}
+	if r.ByDigest {
+		return r.writeByDigest(ctx, images)
 	}
 	opts := regauth.Options(ctx, r.Options...)
 	// Every image goes in by digest first, tags last: a push that fails
@@ -113,6 +121,70 @@ func (r *Registry) Write(ctx context.Context, images []Image) error {
 		}
 	}
 	return nil
+}
+
+// Check refuses, before any work, a Ref that Write could not use: with
+// ByDigest, one naming a tag.
+func (r *Registry) Check() error {
+	if !r.ByDigest {
+		return nil
+	}
+	_, err := r.repository(Image{Repository: "image"})
+	return err
+}
+
+// writeByDigest pushes each image to its repository by digest only.
+func (r *Registry) writeByDigest(ctx context.Context, images []Image) error {
+	opts := regauth.Options(ctx, r.Options...)
+	pushed := mountHints{}
+	for _, im := range images {
+		ref, err := r.digestRef(im)
+		if err != nil {
+			return err
+		}
+		if im.Index != nil {
+			err = remote.WriteIndex(ref, pushed.index(im.Index), opts...)
+		} else {
+			err = remote.Write(ref, pushed.image(im.Image), opts...)
+		}
+		if err != nil {
+			return fmt.Errorf("push %s: %w", ref, regauth.Explain(err))
+		}
+		pushed.remember(ref, im)
+	}
+	return nil
+}
+
+// digestRef is where ByDigest pushes im: REPO@DIGEST.
+func (r *Registry) digestRef(im Image) (name.Digest, error) {
+	repo, err := r.repository(im)
+	if err != nil {
+		return name.Digest{}, err
+	}
+	d, err := im.Digest()
+	if err != nil {
+		return name.Digest{}, err
+	}
+	return repo.Digest(d.String()), nil
+}
+
+// repository is the repository im goes to, for a push by digest.
+func (r *Registry) repository(im Image) (name.Repository, error) {
+	if strings.HasSuffix(r.Ref, "/") {
+		repo, err := name.NewRepository(r.Ref + im.Repository)
+		if err != nil {
+			return name.Repository{}, fmt.Errorf("registry:%s: %w", r.Ref, err)
+		}
+		return repo, nil
+	}
+	ref, err := name.ParseReference(r.Ref)
+	if err != nil {
+		return name.Repository{}, fmt.Errorf("registry:%s: %w", r.Ref, err)
+	}
+	if _, ok := ref.(name.Tag); !ok || strings.LastIndex(r.Ref, ":") > strings.LastIndex(r.Ref, "/") {
+		return name.Repository{}, fmt.Errorf("registry:%s: a push by digest sets no tag; name the repository alone (registry:%s)", r.Ref, ref.Context())
+	}
+	return ref.Context(), nil
 }
 
 func (r *Registry) refs(im Image, prefix bool) ([]name.Tag, error) {

@@ -14,7 +14,8 @@ func (im Image) Digest() (v1.Hash, error) {
 
 // Written says what a write of images to t produced, one line per image
 // and name, as CI scripts take it (crane, ko): REPO:TAG@DIGEST for a push,
-// the index or manifest digest for a layout or archive.
+// REPO@DIGEST for a push by digest, the index or manifest digest for a
+// layout or archive.
 func Written(t Target, images []Image) ([]string, error) {
 	var out []string
 	for _, im := range images {
@@ -25,6 +26,14 @@ func Written(t Target, images []Image) ([]string, error) {
 		r, ok := t.(*Registry)
 		if !ok {
 			out = append(out, d.String())
+			continue
+		}
+		if r.ByDigest {
+			ref, err := r.digestRef(im)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, ref.String())
 			continue
 		}
 		tags, err := r.refs(im, len(r.Ref) > 0 && r.Ref[len(r.Ref)-1] == '/')

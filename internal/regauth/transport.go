@@ -60,18 +60,14 @@ func (t Timeouts) withDefaults() Timeouts {
 
 // transports keeps one bounded transport per Timeouts, so that registry
 // calls share connections as they would with remote.DefaultTransport.
-var transports sync.Map // Timeouts -> http.RoundTripper
+var transports sync.Map // Timeouts or transportKey -> http.RoundTripper
 
 // WithTimeouts is the remote option that sends requests through
 // remote.DefaultTransport bounded by t. After Options' own, it replaces
-// DefaultTimeouts for that call.
+// DefaultTimeouts for that call, and with them the insecure registries of
+// Options' context and the record of credentials Explain reads.
 func WithTimeouts(t Timeouts) remote.Option {
-	t = t.withDefaults()
-	rt, ok := transports.Load(t)
-	if !ok {
-		rt, _ = transports.LoadOrStore(t, Transport(remote.DefaultTransport, t))
-	}
-	return remote.WithTransport(rt.(http.RoundTripper))
+	return remote.WithTransport(transportFor(t, nil))
 }
 
 // Transport returns base bounded by t. When base is an *http.Transport,

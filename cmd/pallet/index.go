@@ -1,0 +1,140 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/spf13/cobra"
+
+	"github.com/pallet-dev/pallet/internal/build"
+	"github.com/pallet-dev/pallet/internal/output"
+)
+
+func indexCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "index",
+		Short: "Work with image indexes in a registry",
+	}
+	cmd.AddCommand(indexCreateCmd())
+	return cmd
+}
+
+func indexCreateCmd() *cobra.Command {
+	var metadata []string
+	var imageName string
+	cmd := &cobra.Command{
+		Use:   "create REPO:TAG [DIGEST | REPO@DIGEST]... [--from-metadata FILE]...",
+		Short: "Merge images pushed by digest (pallet build --push-by-digest on several runners) into one tagged index",
+		Long: `Merge images pushed by digest into one index, push it by digest, then tag it.
+
+Each DIGEST names an image (or an index, whose images are taken) in REPO, or
+in another repository of the registry as REPO@DIGEST. --from-metadata takes
+the image a build wrote to its --metadata-file. Entries keep the order given
+(arguments, then metadata files): give them in the recipe's platform order
+to get the digest a build of every platform on one machine gives. Every
+image must exist, and no two may have one platform (os.version included).
+The result, REPO:TAG@DIGEST, is printed on standard output.`,
+		Example: `  # on each runner:
+  pallet build --platform linux/amd64 -o registry:ghcr.io/org/app --push-by-digest --metadata-file amd64.json
+  pallet build --platform windows/amd64 -o registry:ghcr.io/org/app --push-by-digest --metadata-file windows.json
+  # then, once:
+  pallet index create ghcr.io/org/app:1.0 --from-metadata amd64.json --from-metadata windows.json`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			tag, err := name.NewTag(args[0], name.StrictValidation)
+			if err != nil {
+				return fmt.Errorf("%s: want REPO:TAG: %w", args[0], err)
+			}
+			var sources []name.Digest
+			for _, a := range args[1:] {
+				d, err := digestArg(tag.Context(), a)
+				if err != nil {
+					return err
+				}
+				sources = append(sources, d)
+			}
+			for _, file := range metadata {
+				d, err := digestFromMetadata(tag.Context(), file, imageName)
+				if err != nil {
+					return err
+				}
+				sources = append(sources, d)
+			}
+			if len(sources) == 0 {
+				return fmt.Errorf("no image to put in %s: give digests or --from-metadata files", tag)
+			}
+			d, err := output.CreateIndex(cmd.Context(), tag, sources)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s@%s\n", tag, d)
+			return nil
+		},
+	}
+	cmd.Flags().StringArrayVar(&metadata, "from-metadata", nil, "take the image from `FILE`, written by pallet build --metadata-file (repeatable)")
+	cmd.Flags().StringVar(&imageName, "image", "", "with --from-metadata of a recipe with several images: the image `NAME` to take")
+	return cmd
+}
+
+// digestArg reads "sha256:..." (in repo) or "REPO@sha256:...".
+func digestArg(repo name.Repository, a string) (name.Digest, error) {
+	full := a
+	if strings.HasPrefix(a, "sha256:") {
+		full = repo.Name() + "@" + a
+	}
+	d, err := name.NewDigest(full, name.StrictValidation)
+	if err != nil {
+		return name.Digest{}, fmt.Errorf("%s: want sha256:HEX or REPO@sha256:HEX: %w", a, err)
+	}
+	return d, nil
+}
+
+// digestFromMetadata is the image a build's metadata file names: the one
+// image it built, or the one called imageName. It is looked for where the
+// build pushed it (its outputs' REPO@DIGEST lines), in repo first.
+func digestFromMetadata(repo name.Repository, file, imageName string) (name.Digest, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return name.Digest{}, fmt.Errorf("--from-metadata: %w", err)
+	}
+	var m build.Metadata
+	if err := json.Unmarshal(data, &m); err != nil {
+		return name.Digest{}, fmt.Errorf("--from-metadata %s: %w", file, err)
+	}
+	var names []string
+	var digest string
+	for _, im := range m.Images {
+		names = append(names, im.Name)
+		if imageName == "" && len(m.Images) == 1 || im.Name == imageName {
+			digest = im.Digest
+		}
+	}
+	if digest == "" {
+		if imageName == "" {
+			return name.Digest{}, fmt.Errorf("--from-metadata %s: the build made %d images (%s); choose one with --image", file, len(names), strings.Join(names, ", "))
+		}
+		return name.Digest{}, fmt.Errorf("--from-metadata %s: no image %q (it has %s)", file, imageName, strings.Join(names, ", "))
+	}
+	var pushed []name.Digest
+	for _, o := range m.Outputs {
+		if !strings.HasPrefix(o.Output, "registry:") {
+			continue
+		}
+		for _, w := range o.Written {
+			if d, err := name.NewDigest(w); err == nil && d.DigestStr() == digest {
+				pushed = append(pushed, d)
+			}
+		}
+	}
+	if i := slices.IndexFunc(pushed, func(d name.Digest) bool { return d.Context().Name() == repo.Name() }); i >= 0 {
+		return pushed[i], nil
+	}
+	if len(pushed) > 0 {
+		return pushed[0], nil
+	}
+	return digestArg(repo, digest)
+}

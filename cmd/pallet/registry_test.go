@@ -1,0 +1,266 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/pallet-dev/pallet/internal/testregistry"
+)
+
+// palletOut runs one command line in-process and returns stdout and
+// stderr apart.
+func palletOut(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), args, &stdout, &stderr)
+	return stdout.String(), stderr.String(), err
+}
+
+// fanRecipe writes a recipe with a Go program for linux/amd64 and
+// windows/amd64, on scratch and on the host-process base.
+func fanRecipe(t *testing.T) string {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "go.mod"), "module example.com/fan\n\ngo 1.22\n")
+	writeFile(t, filepath.Join(dir, "main.go"), "package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"fan\") }\n")
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
+artifacts:
+  fan:
+    go:
+      module: .
+      packages: .
+      ldflags: ["-s", "-w"]
+    licenses: none
+images:
+  fan:
+    tags: [latest]
+    base: {linux: scratch, windows: windows-hostprocess-scratch}
+    platforms: [linux/amd64, windows/amd64]
+    files:
+      - artifact: fan
+        dest: /app/
+`)
+	return filepath.Join(dir, "pallet.yaml")
+}
+
+var digestLine = regexp.MustCompile(`^(\S+)@(sha256:[0-9a-f]{64})$`)
+
+// Two runners each build one platform and push it by digest, a third
+// merges them: the index is the one a build of both on one machine makes.
+func TestFanOutAcrossRunners(t *testing.T) {
+	reg := testregistry.Start(t, nil)
+	recipe := fanRecipe(t)
+	dir := t.TempDir()
+	repo := reg.Host + "/fan/app"
+	runner := func(platform string) (string, string) {
+		meta := filepath.Join(dir, strings.ReplaceAll(platform, "/", "-")+".json")
+		stdout, stderr, err := palletOut(t, "build", "-q", "-f", recipe, "--platform", platform, "-o", "registry:"+repo, "--push-by-digest",
+			"--metadata-file", meta, "--cache-dir", t.TempDir(), "--record", filepath.Join(t.TempDir(), "record.json"))
+		if err != nil {
+			t.Fatalf("runner %s: %v\n%s", platform, err, stderr)
+		}
+		m := digestLine.FindStringSubmatch(strings.TrimSpace(stdout))
+		if m == nil || m[1] != repo {
+			t.Fatalf("runner %s printed %q, want %s@sha256:...", platform, stdout, repo)
+		}
+		return m[2], meta
+	}
+	linux, linuxMeta := runner("linux/amd64")
+	windows, windowsMeta := runner("windows/amd64")
+	latest, _ := name.NewTag(repo + ":latest")
+	if _, err := remote.Head(latest); err == nil {
+		t.Error("a push by digest set the recipe's tag")
+	}
+
+	stdout, stderr, err := palletOut(t, "index", "create", repo+":1.0", "--from-metadata", linuxMeta, "--from-metadata", windowsMeta)
+	if err != nil {
+		t.Fatalf("index create: %v\n%s", err, stderr)
+	}
+	merged := digestLine.FindStringSubmatch(strings.TrimSpace(stdout))
+	if merged == nil || merged[1] != repo+":1.0" {
+		t.Fatalf("index create printed %q", stdout)
+	}
+
+	stdout, stderr, err = palletOut(t, "build", "-q", "-f", recipe, "-o", "registry:"+reg.Host+"/one/app:1.0", "--cache-dir", t.TempDir(), "--record", filepath.Join(t.TempDir(), "record.json"))
+	if err != nil {
+		t.Fatalf("one-machine build: %v\n%s", err, stderr)
+	}
+	one := digestLine.FindStringSubmatch(strings.TrimSpace(stdout))
+	if one == nil {
+		t.Fatalf("one-machine build printed %q", stdout)
+	}
+	if merged[2] != one[2] {
+		t.Errorf("merged index %s, one-machine index %s", merged[2], one[2])
+	}
+
+	// Digests as arguments, one of them with its repository, give the same.
+	stdout, stderr, err = palletOut(t, "index", "create", repo+":2.0", linux, repo+"@"+windows)
+	if err != nil || !strings.HasSuffix(strings.TrimSpace(stdout), "@"+one[2]) {
+		t.Errorf("index create from digests: %q, %v\n%s", stdout, err, stderr)
+	}
+	_, _, err = palletOut(t, "index", "create", repo+":3.0", linux, linux)
+	if err == nil || !strings.Contains(err.Error(), "linux/amd64") {
+		t.Errorf("two entries for one platform: %v", err)
+	}
+	_, _, err = palletOut(t, "index", "create", repo+":3.0", "sha256:"+strings.Repeat("0", 64))
+	if err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("a digest never pushed: %v", err)
+	}
+	if _, _, err := palletOut(t, "build", "-f", recipe, "-o", "registry:"+repo+":1.0", "--push-by-digest"); err == nil || !strings.Contains(err.Error(), "no tag") {
+		t.Errorf("--push-by-digest to a tag: %v", err)
+	}
+	if _, _, err := palletOut(t, "build", "-f", recipe, "-o", "oci:"+filepath.Join(dir, "out"), "--push-by-digest"); err == nil || !strings.Contains(err.Error(), "registry output") {
+		t.Errorf("--push-by-digest without a registry output: %v", err)
+	}
+}
+
+// smallRecipe places one local file on base.
+func smallRecipe(t *testing.T, base, content string) string {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "hello.txt"), content)
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
+artifacts:
+  hello:
+    local:
+      path: hello.txt
+    licenses: none
+images:
+  app:
+    base: `+base+`
+    platforms: [linux/amd64]
+    files:
+      - artifact: hello
+        dest: /etc/hello.txt
+`)
+	return filepath.Join(dir, "pallet.yaml")
+}
+
+// --insecure reaches a registry whose certificate cannot be verified, for
+// pushes, bases, the shared cache and inspect; without it, pallet refuses.
+func TestInsecureRegistry(t *testing.T) {
+	srv := httptest.NewUnstartedServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	// The refused handshakes are the point; keep them out of the log.
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	host := strings.TrimPrefix(srv.URL, "https://")
+	record := func() string { return filepath.Join(t.TempDir(), "record.json") }
+
+	base := smallRecipe(t, "scratch", "base\n")
+	_, _, err := palletOut(t, "build", "-f", base, "-o", "registry:"+host+"/base/img:1", "--record", record(), "--no-cache")
+	if err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("push to an unverifiable registry without --insecure: %v", err)
+	}
+	if _, stderr, err := palletOut(t, "build", "--insecure", host, "-f", base, "-o", "registry:"+host+"/base/img:1", "--record", record(), "--no-cache"); err != nil {
+		t.Fatalf("push with --insecure: %v\n%s", err, stderr)
+	}
+
+	app := smallRecipe(t, host+"/base/img:1", "app\n")
+	args := []string{"build", "--insecure", host, "-f", app, "--record", record()}
+	if _, stderr, err := palletOut(t, append(args, "-o", "registry:"+host+"/app/img:1", "--cache-dir", t.TempDir(), "--cache-to", "registry:"+host+"/cache:1")...); err != nil {
+		t.Fatalf("build on a base from the registry, exporting the cache: %v\n%s", err, stderr)
+	}
+	_, stderr, err := palletOut(t, append(args, "-o", "registry:"+host+"/app/img:2", "--cache-dir", t.TempDir(), "--cache-from", "registry:"+host+"/cache:1", "--progress", "plain")...)
+	if err != nil {
+		t.Fatalf("build importing the cache: %v\n%s", err, stderr)
+	}
+	if strings.Contains(stderr, "building without it") {
+		t.Errorf("the shared cache was not read with --insecure:\n%s", stderr)
+	}
+
+	if _, _, err := palletOut(t, "inspect", host+"/app/img:1"); err == nil {
+		t.Error("inspect reached an unverifiable registry without --insecure")
+	}
+	stdout, stderr, err := palletOut(t, "inspect", "--insecure", host, host+"/app/img:1")
+	if err != nil || !strings.Contains(stdout, "linux/amd64") {
+		t.Errorf("inspect --insecure: %v\n%s%s", err, stdout, stderr)
+	}
+	if _, _, err := palletOut(t, "inspect", "--insecure", "https://"+host, host+"/app/img:1"); err == nil {
+		t.Error("--insecure with a URL was accepted")
+	}
+}
+
+// withStdin runs fn with os.Stdin reading s.
+func withStdin(t *testing.T, s string, fn func()) {
+	t.Helper()
+	f, err := os.CreateTemp(t.TempDir(), "stdin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(s)
+	f.Seek(0, 0)
+	saved := os.Stdin
+	os.Stdin = f
+	defer func() { os.Stdin = saved; f.Close() }()
+	fn()
+}
+
+// auth login writes what the next push uses; a refusal says whether
+// credentials were found; auth logout removes them.
+func TestAuthLoginLogout(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	config := filepath.Join(t.TempDir(), "docker")
+	t.Setenv("DOCKER_CONFIG", config)
+	reg := testregistry.StartWithAuth(t, "alice", "right")
+	recipe := smallRecipe(t, "scratch", "private\n")
+	push := func() error {
+		_, _, err := palletOut(t, "build", "-f", recipe, "-o", "registry:"+reg.Host+"/private/app:1", "--no-cache", "--record", filepath.Join(t.TempDir(), "r.json"))
+		return err
+	}
+	login := func(password string) {
+		t.Helper()
+		withStdin(t, password+"\n", func() {
+			if _, stderr, err := palletOut(t, "auth", "login", reg.Host, "-u", "alice", "--password-stdin"); err != nil {
+				t.Fatalf("auth login: %v\n%s", err, stderr)
+			}
+		})
+	}
+	if err := push(); err == nil || !strings.Contains(err.Error(), "found none") {
+		t.Fatalf("push without credentials: %v", err)
+	}
+	login("wrong")
+	if err := push(); err == nil || !strings.Contains(err.Error(), "refused the credentials pallet found") {
+		t.Fatalf("push with wrong credentials: %v", err)
+	}
+	login("right")
+	if err := push(); err != nil {
+		t.Fatalf("push after login: %v", err)
+	}
+	if info, err := os.Stat(filepath.Join(config, "config.json")); err != nil || info.Mode().Perm() != 0o600 {
+		t.Errorf("docker config: %v, %v", info, err)
+	}
+
+	_, stderr, err := palletOut(t, "auth", "login", reg.Host, "-u", "alice", "-p", "right")
+	if err != nil || !strings.Contains(stderr, "--password-stdin") {
+		t.Errorf("login with -p: %v, warning %q", err, stderr)
+	}
+	if _, _, err := palletOut(t, "auth", "login", reg.Host, "-u", "alice"); err == nil {
+		t.Error("login without a password succeeded")
+	}
+	withStdin(t, "x", func() {
+		if _, _, err := palletOut(t, "auth", "login", reg.Host, "-u", "alice", "-p", "x", "--password-stdin"); err == nil {
+			t.Error("login with -p and --password-stdin succeeded")
+		}
+	})
+
+	if _, stderr, err := palletOut(t, "auth", "logout", reg.Host); err != nil || !strings.Contains(stderr, "logged out") {
+		t.Fatalf("logout: %v %s", err, stderr)
+	}
+	if err := push(); err == nil || !strings.Contains(err.Error(), "found none") {
+		t.Fatalf("push after logout: %v", err)
+	}
+	if _, stderr, _ := palletOut(t, "auth", "logout", reg.Host); !strings.Contains(stderr, "no credentials") {
+		t.Errorf("second logout: %s", stderr)
+	}
+}
