@@ -21,7 +21,20 @@ type URL struct {
 
 func (u *URL) Name() string { return "url" }
 
-func (u *URL) Origin() Origin { return Origin{URL: u.URL, SHA256: u.SHA256} }
+// Origin shows the URL without a password written into it: records and
+// SBOMs are shared, credentials are not.
+func (u *URL) Origin() Origin { return Origin{URL: withoutPassword(u.URL), SHA256: u.SHA256} }
+
+func withoutPassword(raw string) string {
+	pu, err := url.Parse(raw)
+	if err != nil || pu.User == nil {
+		return raw
+	}
+	if _, has := pu.User.Password(); has {
+		pu.User = url.UserPassword(pu.User.Username(), "xxxxx")
+	}
+	return pu.String()
+}
 
 // Key: the content is the pin's, whatever URL serves it; the URL is kept
 // so that a recipe pointing elsewhere is rebuilt and its record is right.
