@@ -185,7 +185,13 @@ func TestSBOMReferrers(t *testing.T) {
 	if len(rm.Manifests) != 3 {
 		t.Errorf("the registry lists %d referrers of the image, want 3", len(rm.Manifests))
 	}
-	// pallet sbom reads them back, from the layout and from the registry.
+	// pallet inspect lists them, and pallet sbom reads them back, from the
+	// layout and from the registry.
+	for _, src := range []string{"oci:" + out, reg.Host + "/ci/hello:latest"} {
+		if got := mustPallet(t, "inspect", src); !strings.Contains(got, "attached   application/spdx+json") || !strings.Contains(got, "application/vnd.in-toto+json") {
+			t.Errorf("pallet inspect %s does not list the attachments:\n%s", src, got)
+		}
+	}
 	for _, src := range []string{"oci:" + out + ":latest", reg.Host + "/ci/hello:latest"} {
 		for format, field := range map[string]string{"spdx-json": `"spdxVersion"`, "cyclonedx-json": `"bomFormat"`, "provenance": `"predicateType"`} {
 			got := mustPallet(t, "sbom", src, "--format", format)

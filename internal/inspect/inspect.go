@@ -40,6 +40,9 @@ type Image struct {
 	Config    v1.Config    `json:"config"`
 	Created   v1.Time      `json:"created"`
 	History   []v1.History `json:"history,omitempty"`
+	// Attachments are the artifact types of the OCI 1.1 referrers of
+	// this manifest (SBOMs, provenance), sorted.
+	Attachments []string `json:"attachments,omitempty"`
 }
 
 // Layer describes one layer blob.
@@ -144,7 +147,25 @@ func (r *Report) layout(dir, ref string) error {
 	if err != nil {
 		return fmt.Errorf("reading the index of the OCI layout %s: %w", dir, err)
 	}
-	entries := im.Manifests
+	// Untagged artifact entries are referrers (pallet's SBOMs and
+	// provenance): shown as attachments of their subject, not as images.
+	attached := map[v1.Hash][]string{}
+	entries := slices.DeleteFunc(slices.Clone(im.Manifests), func(d v1.Descriptor) bool {
+		if _, tagged := d.Annotations[refName]; tagged || d.ArtifactType == "" {
+			return false
+		}
+		img, err := idx.Image(d.Digest)
+		if err != nil {
+			return false
+		}
+		mf, err := img.Manifest()
+		if err != nil || mf.Subject == nil {
+			return false
+		}
+		attached[mf.Subject.Digest] = append(attached[mf.Subject.Digest], d.ArtifactType)
+		return true
+	})
+	defer r.attach(func(d v1.Hash) []string { return attached[d] })
 	if ref != "" {
 		if entries, err = selectRef(entries, ref); err != nil {
 			return fmt.Errorf("oci:%s:%s: %w", dir, ref, err)
@@ -285,7 +306,47 @@ func (r *Report) remote(ctx context.Context, ref string, opts []remote.Option) e
 	if err != nil {
 		return regauth.Explain(err)
 	}
-	return r.add([]string{ref}, desc.Descriptor, desc.ImageIndex, desc.Image)
+	if err := r.add([]string{ref}, desc.Descriptor, desc.ImageIndex, desc.Image); err != nil {
+		return err
+	}
+	// Referrers, where the registry lists them (API or fallback tag).
+	r.attach(func(d v1.Hash) []string {
+		idx, err := remote.Referrers(nref.Context().Digest(d.String()), regauth.Options(ctx, opts...)...)
+		if err != nil {
+			return nil
+		}
+		m, err := idx.IndexManifest()
+		if err != nil {
+			return nil
+		}
+		var types []string
+		for _, x := range m.Manifests {
+			types = append(types, x.ArtifactType)
+		}
+		return types
+	})
+	return nil
+}
+
+// attach sets the attachments of every image found, as of returns them.
+func (r *Report) attach(of func(v1.Hash) []string) {
+	set := func(im *Image) {
+		h, err := v1.NewHash(im.Digest)
+		if err != nil {
+			return
+		}
+		if types := of(h); len(types) > 0 {
+			im.Attachments = slices.Sorted(slices.Values(types))
+		}
+	}
+	for i := range r.Images {
+		set(&r.Images[i])
+	}
+	for i := range r.Indexes {
+		for j := range r.Indexes[i].Images {
+			set(&r.Indexes[i].Images[j])
+		}
+	}
 }
 
 func (r *Report) add(tags []string, d v1.Descriptor, index func() (v1.ImageIndex, error), img func() (v1.Image, error)) error {
@@ -430,6 +491,7 @@ func printImage(w io.Writer, im Image, in string) {
 	field(w, in, "labels", keyValues(c.Labels))
 	field(w, in, "ports", []string{strings.Join(slices.Sorted(maps.Keys(c.ExposedPorts)), " ")})
 	field(w, in, "volumes", []string{strings.Join(slices.Sorted(maps.Keys(c.Volumes)), " ")})
+	field(w, in, "attached", im.Attachments)
 }
 
 // field writes a config field, one value a line under its name, so that
