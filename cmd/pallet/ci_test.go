@@ -201,3 +201,37 @@ func TestSBOMReferrers(t *testing.T) {
 		}
 	}
 }
+
+// One layout holds every image of a recipe: when two images share a tag,
+// entries are named by their full reference; a single image keeps its tags.
+func TestLayoutHoldsImagesSharingATag(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "a", "f"), "a\n")
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
+artifacts:
+  a: {local: {path: a}, licenses: none}
+images:
+  one:
+    base: scratch
+    platforms: linux/amd64
+    tags: [v1]
+    files: [{artifact: a, dest: /one/}]
+  two:
+    base: scratch
+    platforms: linux/amd64
+    tags: [v1]
+    files: [{artifact: a, dest: /two/}]
+`)
+	out := filepath.Join(dir, "out")
+	mustPallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "--no-cache", "-o", "oci:"+out)
+	var names []string
+	for _, d := range layoutIndex(t, out).Manifests {
+		names = append(names, d.Annotations["org.opencontainers.image.ref.name"])
+	}
+	if strings.Join(names, " ") != "one:v1 two:v1" {
+		t.Errorf("ref names %v, want one:v1 two:v1", names)
+	}
+	if got := mustPallet(t, "inspect", "oci:"+out+":two:v1"); !strings.Contains(got, "two:v1") {
+		t.Errorf("inspect of one entry by its full reference:\n%s", got)
+	}
+}

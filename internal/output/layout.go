@@ -63,19 +63,23 @@ func (l *Layout) Write(ctx context.Context, images []Image) error {
 		return err
 	}
 	w := &layoutWriter{p: p, prev: dir, digests: l.Digests}
-	owner := map[string]string{}
+	// A layout names its entries by tag, as skopeo and umoci read them.
+	// When two images of the build share a tag, every entry is named by
+	// its full reference instead (repository:tag, which the OCI ref.name
+	// grammar allows), so one layout still holds them all.
+	full := sharedTags(images)
 	for _, im := range images {
 		for _, tag := range im.Tags {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 			ref := RefName(im.Repository, tag)
-			if other, ok := owner[tag]; ok {
-				return fmt.Errorf("%s and %s would share the name %q in layout %s; write them to separate layouts, one image each", other, ref, tag, l.Dir)
+			refName := tag
+			if full {
+				refName = ref
 			}
-			owner[tag] = ref
 			annotations := map[string]string{
-				"org.opencontainers.image.ref.name": tag,
+				"org.opencontainers.image.ref.name": refName,
 				"io.containerd.image.name":          ref,
 			}
 			var desc *v1.Descriptor
@@ -109,6 +113,20 @@ func (l *Layout) Write(ctx context.Context, images []Image) error {
 		}
 	}
 	return swapDir(tmp, dir)
+}
+
+// sharedTags reports whether two images carry the same tag.
+func sharedTags(images []Image) bool {
+	seen := map[string]bool{}
+	for _, im := range images {
+		for _, tag := range im.Tags {
+			if seen[tag] {
+				return true
+			}
+			seen[tag] = true
+		}
+	}
+	return false
 }
 
 func withAnnotations(d v1.Descriptor, a map[string]string) v1.Descriptor {
