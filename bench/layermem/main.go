@@ -69,15 +69,15 @@ func main() {
 	defer os.RemoveAll(out)
 
 	start := time.Now()
-	blobs, err := build(*in, out, *layers, *jobs, c)
+	blobs, digests, err := build(*in, out, *layers, *jobs, c)
 	if err != nil {
 		log.Fatal(err)
 	}
 	wall := time.Since(start)
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	fmt.Printf("layers=%d jobs=%d compression=%s bytes=%d blob_bytes=%d wall_s=%.3f cpu_s=%.2f peak_rss_mb=%.1f heap_sys_mb=%.1f num_gc=%d\n",
-		*layers, *jobs, c, *size, blobs, wall.Seconds(), cpuSeconds(), peakRSS(), float64(ms.HeapSys)/(1<<20), ms.NumGC)
+	fmt.Printf("layers=%d jobs=%d compression=%s bytes=%d blob_bytes=%d wall_s=%.3f cpu_s=%.2f peak_rss_mb=%.1f heap_sys_mb=%.1f num_gc=%d digests=%s\n",
+		*layers, *jobs, c, *size, blobs, wall.Seconds(), cpuSeconds(), peakRSS(), float64(ms.HeapSys)/(1<<20), ms.NumGC, digests)
 }
 
 // generate writes the 64 input files of n bytes each, unless they exist
@@ -124,14 +124,17 @@ func writeRandom(path string, rng *rand.Rand, buf []byte, n int64) error {
 
 // build writes the layers as pallet's build does: at most jobs at once,
 // each file's digest known before its layer is written (the cache key)
-// and checked while it is written.
-func build(in, out string, layers, jobs int, c layer.Compression) (int64, error) {
+// and checked while it is written. It returns the blobs' total size and
+// a digest of their digests in layer order (the same bytes before and
+// after a change to how layers are written give the same one).
+func build(in, out string, layers, jobs int, c layer.Compression) (int64, string, error) {
 	var (
 		wg      sync.WaitGroup
 		mu      sync.Mutex
 		total   int64
 		errs    []error
 		writers = make(chan struct{}, jobs)
+		digests = make([]string, layers)
 	)
 	per := parts / layers
 	for i := 0; i < layers; i++ {
@@ -140,42 +143,45 @@ func build(in, out string, layers, jobs int, c layer.Compression) (int64, error)
 			defer wg.Done()
 			writers <- struct{}{}
 			defer func() { <-writers }()
-			n, err := oneLayer(in, out, i*per, per, jobs, c)
+			n, digest, err := oneLayer(in, out, i*per, per, jobs, c)
 			mu.Lock()
 			defer mu.Unlock()
 			total += n
+			digests[i] = digest
 			if err != nil {
 				errs = append(errs, fmt.Errorf("layer %d: %w", i, err))
 			}
 		}()
 	}
 	wg.Wait()
-	return total, errors.Join(errs...)
+	sum := sha256.Sum256([]byte(strings.Join(digests, "\n")))
+	return total, hex.EncodeToString(sum[:8]), errors.Join(errs...)
 }
 
-func oneLayer(in, out string, first, n, jobs int, c layer.Compression) (int64, error) {
+func oneLayer(in, out string, first, n, jobs int, c layer.Compression) (int64, string, error) {
 	t := tree.New()
 	sums := map[string]string{}
 	for k := first; k < first+n; k++ {
 		p := filepath.Join(in, fmt.Sprintf("part%02d.bin", k))
 		info, err := os.Stat(p)
 		if err != nil {
-			return 0, err
+			return 0, "", err
 		}
 		if sums[p], err = hashFile(p); err != nil {
-			return 0, err
+			return 0, "", err
 		}
 		if err := t.Add(tree.Entry{Path: "data/" + filepath.Base(p), Kind: tree.File, Mode: 0o644, Source: p, Size: info.Size()}); err != nil {
-			return 0, err
+			return 0, "", err
 		}
 	}
 	l, err := layer.Build(t, out, layer.Options{Epoch: time.Unix(0, 0), Compression: c, Jobs: jobs,
 		Expect: func(p string) string { return sums[p] }})
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	size, _ := l.Size()
-	return size, os.Remove(l.(*layer.File).Path)
+	digest, _ := l.Digest()
+	return size, digest.Hex, os.Remove(l.(*layer.File).Path)
 }
 
 func hashFile(p string) (string, error) {
