@@ -221,8 +221,9 @@ func NormalMode(m fs.FileMode) fs.FileMode {
 // Each directory is read once, unsorted (the tree sorts its entries
 // itself), and only regular files are stat'ed, once each: the directory
 // entry's type tells directories and symlinks apart, and they need
-// nothing more. On a tree of 100,000 small files that, and building each
-// path once instead of taking it apart again, halves the time.
+// nothing more. Each path is built once, not taken apart and cleaned
+// again. On 100,000 small files that saves 15 % of the time (the stat
+// calls are most of what is left) and a fifth of the allocations.
 func FromDir(root string) (*Tree, error) {
 	info, err := os.Lstat(root)
 	if err != nil {
