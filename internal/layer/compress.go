@@ -23,8 +23,9 @@ import (
 // A gzip layer takes a compressor per 1 MiB block, for as long as the
 // block is compressed and written out; a zstd layer takes one for the
 // whole layer (its stream is compressed in order). What one compressor
-// holds: about 2.5 MiB for gzip (the block, its output, the deflate
-// state), about 18 MiB for zstd (an 8 MiB window kept twice, tables).
+// holds: about 3 MiB for gzip (the 1 MiB block, its output, 1 MiB of
+// deflate state), about 18 MiB for zstd (an 8 MiB window kept twice,
+// tables).
 type Compressors struct {
 	tokens chan struct{}
 	slots  freeList[*gzipSlot]
@@ -48,9 +49,6 @@ func NewCompressors(n int) *Compressors {
 		zstdAsync: newFreeList[*zstd.Encoder](n),
 	}
 }
-
-// Limit is how many compressors c runs at once.
-func (c *Compressors) Limit() int { return cap(c.tokens) }
 
 // shared is what layers use when Options.Compressors is nil: one bound
 // for the whole process, a compressor per CPU.

@@ -163,7 +163,7 @@ func digestOf(t *testing.T, tr *tree.Tree, opt Options) string {
 
 // Many layers written at once share the compressors' bound: the memory in
 // use stays that of a few blocks, not of every layer's own compressors
-// (before, each layer brought Jobs+1 of them, about 3.5 MiB each with
+// (before, each layer brought Jobs+1 of them, about 3 MiB each with
 // gzip, and zstd encoders of 18 MiB).
 func TestConcurrentLayersShareTheBound(t *testing.T) {
 	dir := t.TempDir()
@@ -185,7 +185,7 @@ func TestConcurrentLayersShareTheBound(t *testing.T) {
 			}
 			wg.Wait()
 		})
-		// Two compressors (gzip: 2 × 2.5 MiB; zstd: 2 × 18 MiB), a block
+		// Two compressors (gzip: 2 × 3 MiB; zstd: 2 × 18 MiB), a block
 		// filling and one waiting per layer (8 × 2 MiB), free blocks
 		// kept for reuse (4 MiB), and room for the garbage collector's
 		// timing: 154 MiB (gzip) and 126 MiB (zstd) before the bound.

@@ -79,8 +79,11 @@ type Options struct {
 	// SOURCE_DATE_EPOCH or the recipe) is what makes layers reproducible.
 	Epoch       time.Time
 	Compression Compression
-	// Jobs is how many blocks are compressed at once (default 1). The
-	// output does not depend on it: blocks have a fixed size.
+	// Jobs is how many of the layer's blocks are compressed at once
+	// (default 1), within the Compressors' bound; a zstd stream is
+	// compressed in order, and above 1 only compresses a block while the
+	// next is read. The output does not depend on it: blocks have a fixed
+	// size.
 	Jobs int
 	// Expect, when set, gives the sha256 a file's content was known by
 	// (the layer's cache key was made from it). Each file is hashed as it
