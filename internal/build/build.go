@@ -236,7 +236,8 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 	}
 
 	b := &builder{plan: p, opt: opt, work: work, cache: c, fetcher: fetcher, bases: bases,
-		placed: map[string]*record.Image{}, writers: make(chan struct{}, opt.Jobs), memo: record.NoMemo}
+		placed: map[string]*record.Image{}, writers: make(chan struct{}, opt.Jobs), memo: record.NoMemo,
+		compressors: layer.NewCompressors(opt.Jobs)}
 	if c != nil {
 		b.memo = c.Remember
 	}
@@ -431,9 +432,11 @@ type builder struct {
 	results map[string]*artifact.Result
 	// placed records, per image manifest, which artifact went where.
 	placed map[string]*record.Image
-	// writers bounds the layers being written at once across all images
-	// and platforms to --jobs: the tar and compression work is the CPU.
-	writers chan struct{}
+	// writers bounds the layers being filled at once across all images
+	// and platforms to --jobs; compressors bounds (and reuses) the
+	// compressors they share, so memory does not grow with layer count.
+	writers     chan struct{}
+	compressors *layer.Compressors
 	// memo derives facts about input files (digests, executable kinds),
 	// remembered by the cache across builds while files are untouched.
 	memo record.Memo
@@ -654,7 +657,7 @@ func (b *builder) layers(ctx context.Context, name string, pi *plan.PlatformImag
 			if err := gctx.Err(); err != nil {
 				return err
 			}
-			lay, err := b.layer(trees[i], layer.Options{Format: format, Epoch: b.plan.Epoch, Compression: b.opt.Compression, Jobs: b.opt.Jobs, LinkTarget: links})
+			lay, err := b.layer(trees[i], layer.Options{Format: format, Epoch: b.plan.Epoch, Compression: b.opt.Compression, Jobs: b.opt.Jobs, LinkTarget: links, Compressors: b.compressors})
 			if err != nil {
 				return fmt.Errorf("layer %s: %w", l.Name, err)
 			}

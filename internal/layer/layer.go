@@ -11,15 +11,16 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
-	"github.com/klauspost/pgzip"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
@@ -78,8 +79,11 @@ type Options struct {
 	// SOURCE_DATE_EPOCH or the recipe) is what makes layers reproducible.
 	Epoch       time.Time
 	Compression Compression
-	// Jobs is how many blocks are compressed at once (default 1). The
-	// output does not depend on it: blocks have a fixed size.
+	// Jobs is how many of the layer's blocks are compressed at once
+	// (default 1), within the Compressors' bound; a zstd stream is
+	// compressed in order, and above 1 only compresses a block while the
+	// next is read. The output does not depend on it: blocks have a fixed
+	// size.
 	Jobs int
 	// Expect, when set, gives the sha256 a file's content was known by
 	// (the layer's cache key was made from it). Each file is hashed as it
@@ -94,6 +98,17 @@ type Options struct {
 	// When nil, only the layer's own entries are known. An unknown target
 	// takes the entry's LinkAs, else a file link (UntypedLinks names them).
 	LinkTarget func(path string) (isDir, known bool)
+	// Hashed, when set, receives the sha256 of each regular file's
+	// content as it was written into the layer, with the file's status
+	// from before it was read, so that a caller can remember the digest
+	// instead of reading the file again. A file whose status changed
+	// while it was read is not reported. Calls come from the goroutine
+	// writing the layer, one file after the other.
+	Hashed func(source, sha256 string, before fs.FileInfo)
+	// Compressors bounds the compressors running at once across layers
+	// and keeps them for reuse; nil shares one bound, a compressor per
+	// CPU, across the process.
+	Compressors *Compressors
 }
 
 // WriteTar writes the uncompressed tar stream for entries, which must be
@@ -119,7 +134,7 @@ func WriteTar(w io.Writer, entries []tree.Entry, opt Options) error {
 			return fmt.Errorf("%s: %w", e.Path, err)
 		}
 		if e.Kind == tree.File {
-			if err := copyFile(tw, e, opt.Expect); err != nil {
+			if err := copyFile(tw, e, opt); err != nil {
 				return err
 			}
 		}
@@ -188,39 +203,71 @@ func modeBits(e tree.Entry) int64 {
 	return m
 }
 
-func copyFile(w io.Writer, e tree.Entry, expect func(string) string) error {
+// copyBuffers are the buffers files are copied into the tar through: one
+// per layer being written, instead of one per file.
+var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 128<<10); return &b }}
+
+func copyFile(w io.Writer, e tree.Entry, opt Options) error {
 	f, err := os.Open(e.Source)
 	if err != nil {
 		return fmt.Errorf("%s: %w", e.Path, err)
 	}
 	defer f.Close()
-	var h hash.Hash
-	if expect != nil {
+	var (
+		h      hash.Hash
+		before fs.FileInfo
+	)
+	if opt.Expect != nil || opt.Hashed != nil {
 		h = sha256.New()
 		w = io.MultiWriter(w, h)
 	}
+	if opt.Hashed != nil {
+		if before, err = f.Stat(); err != nil {
+			return fmt.Errorf("%s: %w", e.Path, err)
+		}
+	}
+	buf := copyBuffers.Get().(*[]byte)
+	defer copyBuffers.Put(buf)
 	// The size went into the header already; a file that changed since the
 	// tree was made would corrupt the tar, so say so instead.
-	n, err := io.Copy(w, io.LimitReader(f, e.Size+1))
+	n, err := io.CopyBuffer(w, io.LimitReader(f, e.Size+1), *buf)
 	if err != nil {
 		return fmt.Errorf("%s: %w", e.Path, err)
 	}
 	if n != e.Size {
 		return fmt.Errorf("%s: %s changed size while being read (%d bytes, expected %d)", e.Path, e.Source, n, e.Size)
 	}
-	if h != nil {
-		if got, want := hex.EncodeToString(h.Sum(nil)), expect(e.Source); got != want {
+	if h == nil {
+		return nil
+	}
+	got := hex.EncodeToString(h.Sum(nil))
+	if opt.Expect != nil {
+		if want := opt.Expect(e.Source); got != want {
 			return fmt.Errorf("%s: %s changed while the build read it (sha256 %s, then %s); run the build again", e.Path, e.Source, want, got)
+		}
+	}
+	if opt.Hashed != nil {
+		// Only a file left alone while it was read has the content its
+		// status before names.
+		if after, err := f.Stat(); err == nil && sameStatus(before, after) {
+			opt.Hashed(e.Source, got, before)
 		}
 	}
 	return nil
 }
 
 // Build writes the layer for t into a new file under dir and returns it. The
-// tar stream is hashed and compressed in one pass: nothing is held in memory.
+// tar stream is hashed and compressed in one pass: nothing is held in
+// memory but the blocks being compressed, within opt.Compressors' bound.
 func Build(t *tree.Tree, dir string, opt Options) (v1.Layer, error) {
 	if opt.Compression == "" {
 		opt.Compression = Gzip
+	}
+	if opt.Compression != Gzip && opt.Compression != Zstd {
+		return nil, fmt.Errorf("unknown compression %q", opt.Compression)
+	}
+	if opt.Compressors == nil {
+		opt.Compressors = shared()
 	}
 	f, err := tempfile.Create(dir, "layer-*.tmp")
 	if err != nil {
@@ -237,32 +284,17 @@ func Build(t *tree.Tree, dir string, opt Options) (v1.Layer, error) {
 	cw := &countWriter{w: io.MultiWriter(f, blobHash)}
 	diffHash := sha256.New()
 
-	var zw io.WriteCloser
-	switch opt.Compression {
-	case Gzip:
-		// Level, implementation and block size are fixed: any of them
-		// changes the blob digest of the same tar. pgzip compresses fixed
-		// 1 MiB blocks in parallel, each primed with the previous block's
-		// tail, so the bytes do not depend on the number of workers.
-		var pw *pgzip.Writer
-		pw, err = pgzip.NewWriterLevel(cw, pgzip.DefaultCompression)
-		if err == nil {
-			err = pw.SetConcurrency(1<<20, max(opt.Jobs, 1))
-		}
-		zw = pw
-	case Zstd:
-		zw, err = zstd.NewWriter(cw, zstd.WithEncoderConcurrency(max(opt.Jobs, 1)), zstd.WithEncoderLevel(zstd.SpeedDefault))
-	default:
-		err = fmt.Errorf("unknown compression %q", opt.Compression)
-	}
+	zw, err := newCompressor(cw, opt)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s compressor: %w", opt.Compression, err)
 	}
+	// A layer that fails half-way gives its compressors back all the same.
+	defer zw.abort()
 	if err := WriteTar(io.MultiWriter(zw, diffHash), t.Entries(), opt); err != nil {
 		return nil, err
 	}
 	if err := zw.Close(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s compression: %w", opt.Compression, err)
 	}
 	if err := f.Close(); err != nil {
 		return nil, err
@@ -274,6 +306,23 @@ func Build(t *tree.Tree, dir string, opt Options) (v1.Layer, error) {
 	}
 	ok = true
 	return &File{Path: final, digest: digest, diffID: hashOf(diffHash), size: cw.n, compression: opt.Compression}, nil
+}
+
+// compressor is a layer's compressed stream: Close ends it, abort gives
+// back what it holds without ending it (a no-op after Close).
+type compressor interface {
+	io.WriteCloser
+	abort()
+}
+
+// newCompressor starts opt.Compression's stream into w. Level,
+// implementation and block size are fixed: any of them changes the blob
+// digest of the same tar. Jobs does not: see gzipWriter and zstdWriter.
+func newCompressor(w io.Writer, opt Options) (compressor, error) {
+	if opt.Compression == Zstd {
+		return newZstdWriter(w, opt.Compressors, opt.Jobs)
+	}
+	return newGzipWriter(w, opt.Compressors, opt.Jobs)
 }
 
 func hashOf(h hash.Hash) v1.Hash {

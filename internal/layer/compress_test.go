@@ -1,0 +1,373 @@
+package layer
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/klauspost/pgzip"
+
+	"github.com/pallet-dev/pallet/internal/tree"
+)
+
+// pgzipBytes is what pgzip v1.3.0, which wrote pallet's gzip layers
+// before, makes of data with the settings Build used.
+func pgzipBytes(t *testing.T, data []byte, chunks []int) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	pw, err := pgzip.NewWriterLevel(&out, pgzip.DefaultCompression)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pw.SetConcurrency(1<<20, 2); err != nil {
+		t.Fatal(err)
+	}
+	writeChunks(t, pw, data, chunks)
+	if err := pw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes()
+}
+
+func writeChunks(t *testing.T, w io.Writer, data []byte, chunks []int) {
+	t.Helper()
+	for i := 0; len(data) > 0; i++ {
+		n := min(chunks[i%len(chunks)], len(data))
+		if _, err := w.Write(data[:n]); err != nil {
+			t.Fatal(err)
+		}
+		data = data[n:]
+	}
+}
+
+// testData is n bytes, random where compressible is false, else runs of
+// random bytes and of copies from up to 20000 bytes back: matches that
+// reach into a block's dictionary, to its oldest byte.
+func testData(seed uint64, n int, compressible bool) []byte {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	b := make([]byte, n)
+	for i := 0; i < n; {
+		run := min(8+rng.IntN(24), n-i)
+		if from := i - 1 - rng.IntN(20000); compressible && from >= 0 && rng.IntN(3) > 0 {
+			for k := range run {
+				b[i+k] = b[from+k]
+			}
+		} else {
+			for k := range run {
+				b[i+k] = byte(rng.Uint32())
+			}
+		}
+		i += run
+	}
+	return b
+}
+
+// The gzip stream is pgzip's, byte for byte, at every size around the
+// block and dictionary boundaries, however it is written and however many
+// blocks are compressed at once: layer digests depend on it.
+func TestGzipFramingIsPgzips(t *testing.T) {
+	const mib = 1 << 20
+	sizes := []int{0, 1, 1000, gzipTailSize - 1, gzipTailSize, gzipTailSize + 1, mib - 1, mib, mib + 1, 2*mib + gzipTailSize + 1}
+	// Each compressor bound and job count once per size, taking turns,
+	// and every combination on the largest.
+	configs := [][2]int{{1, 1}, {3, 2}, {2, 4}, {1, 3}}
+	for i, size := range sizes {
+		data := testData(uint64(size), size, i%2 == 1)
+		chunks := []int{512, 7, 100000, mib, 3 * mib}
+		want := pgzipBytes(t, data, chunks)
+		for j, cf := range configs {
+			if j != i%len(configs) && i != len(sizes)-1 {
+				continue
+			}
+			limit, jobs := cf[0], cf[1]
+			var got bytes.Buffer
+			z, err := newGzipWriter(&got, NewCompressors(limit), jobs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeChunks(t, z, data, chunks)
+			if err := z.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got.Bytes(), want) {
+				t.Fatalf("%d bytes, %d compressors, %d jobs: %d bytes differ from pgzip's %d", size, limit, jobs, got.Len(), len(want))
+			}
+		}
+	}
+}
+
+// writeFile writes content to a new file under dir and returns a tree
+// holding it as data/NAME.
+func fileTree(t *testing.T, dir, name string, content []byte) *tree.Tree {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, content, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tr := tree.New()
+	if err := tr.Add(tree.Entry{Path: "data/" + name, Kind: tree.File, Mode: 0o644, Source: p, Size: int64(len(content))}); err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+// Compressors reused from one layer to the next, the gzip slots and the
+// zstd encoders, carry nothing over: each layer's bytes are those of
+// fresh ones.
+func TestReusedCompressorsKeepTheBytes(t *testing.T) {
+	dir := t.TempDir()
+	trees := []*tree.Tree{
+		fileTree(t, dir, "a", testData(1, 3<<20+5, true)),
+		fileTree(t, dir, "b", testData(2, 1<<20+99, false)),
+		fileTree(t, dir, "c", testData(3, 70000, true)),
+	}
+	for _, comp := range []Compression{Gzip, Zstd} {
+		for _, jobs := range []int{1, 3} {
+			fresh := make([]string, len(trees))
+			for i, tr := range trees {
+				fresh[i] = digestOf(t, tr, Options{Compression: comp, Jobs: jobs, Compressors: NewCompressors(1)})
+			}
+			shared := NewCompressors(1)
+			for round := range 3 {
+				for i, tr := range trees {
+					if got := digestOf(t, tr, Options{Compression: comp, Jobs: jobs, Compressors: shared}); got != fresh[i] {
+						t.Errorf("%s, %d jobs, round %d, tree %d: %s after reuse, %s fresh", comp, jobs, round, i, got, fresh[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+func digestOf(t *testing.T, tr *tree.Tree, opt Options) string {
+	t.Helper()
+	l, err := Build(tr, t.TempDir(), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := l.Digest()
+	return d.Hex
+}
+
+// Many layers written at once share the compressors' bound: the memory in
+// use stays that of a few blocks, not of every layer's own compressors
+// (before, each layer brought Jobs+1 of them, about 3 MiB each with
+// gzip, and zstd encoders of 18 MiB).
+func TestConcurrentLayersShareTheBound(t *testing.T) {
+	dir := t.TempDir()
+	const layers = 8
+	trees := make([]*tree.Tree, layers)
+	for i := range trees {
+		trees[i] = fileTree(t, dir, fmt.Sprint(i), testData(uint64(i), 6<<20, false))
+	}
+	for _, comp := range []Compression{Gzip, Zstd} {
+		c := NewCompressors(2)
+		peak := heapPeak(t, func() {
+			var wg sync.WaitGroup
+			for _, tr := range trees {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					digestOf(t, tr, Options{Compression: comp, Jobs: 8, Compressors: c})
+				}()
+			}
+			wg.Wait()
+		})
+		// Two compressors (gzip: 2 × 3 MiB; zstd: 2 × 18 MiB), a block
+		// filling and one waiting per layer (8 × 2 MiB), free blocks
+		// kept for reuse (4 MiB), and room for the garbage collector's
+		// timing: 154 MiB (gzip) and 126 MiB (zstd) before the bound.
+		limit := uint64(48 << 20)
+		if comp == Zstd {
+			limit = 64 << 20
+		}
+		if peak > limit {
+			t.Errorf("%s: %d layers at once had %d MiB of heap in use at the peak, want at most %d MiB", comp, layers, peak>>20, limit>>20)
+		}
+		t.Logf("%s: peak heap growth %.1f MiB", comp, float64(peak)/(1<<20))
+	}
+}
+
+// heapPeak runs fn and returns the largest growth of the heap in use
+// over what it was before, sampled every millisecond.
+func heapPeak(t *testing.T, fn func()) uint64 {
+	t.Helper()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	base := ms.HeapInuse
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		var ms runtime.MemStats
+		for {
+			runtime.ReadMemStats(&ms)
+			if ms.HeapInuse > base && ms.HeapInuse-base > peak.Load() {
+				peak.Store(ms.HeapInuse - base)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+	fn()
+	close(stop)
+	<-sampled
+	return peak.Load()
+}
+
+// A layer that fails half-way gives its compressors back: with a bound
+// of one, the next layer would wait forever otherwise.
+func TestFailedLayerGivesCompressorsBack(t *testing.T) {
+	dir := t.TempDir()
+	good := fileTree(t, dir, "good", testData(1, 3<<20, false))
+	for _, comp := range []Compression{Gzip, Zstd} {
+		c := NewCompressors(1)
+		for i := range 3 {
+			bad := fileTree(t, dir, "bad", testData(2, 3<<20, false))
+			e, _ := bad.Get("data/bad")
+			// The file grows after the tree was made: the layer fails
+			// once 3 MiB of it were compressed.
+			if err := os.WriteFile(e.Source, testData(2, 4<<20, false), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Build(bad, t.TempDir(), Options{Compression: comp, Jobs: 2, Compressors: c}); err == nil {
+				t.Fatalf("%s: a file that changed size gave no error", comp)
+			}
+			done := make(chan error, 1)
+			go func() {
+				_, err := Build(good, t.TempDir(), Options{Compression: comp, Jobs: 2, Compressors: c})
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("%s, round %d: %v", comp, i, err)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatalf("%s, round %d: the layer after a failed one is still waiting for a compressor", comp, i)
+			}
+		}
+	}
+}
+
+type failingWriter struct{ left int }
+
+func (w *failingWriter) Write(p []byte) (int, error) {
+	if len(p) > w.left {
+		return 0, errors.New("disk full")
+	}
+	w.left -= len(p)
+	return len(p), nil
+}
+
+// An error writing the blob reaches the layer's writer, which stops, and
+// the compressors are given back.
+func TestGzipWriteErrorStops(t *testing.T) {
+	c := NewCompressors(1)
+	z, err := newGzipWriter(&failingWriter{left: 100 << 10}, c, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := testData(5, 1<<20, false)
+	var werr error
+	for range 8 {
+		if _, werr = z.Write(data); werr != nil {
+			break
+		}
+	}
+	cerr := z.Close()
+	if werr == nil && cerr == nil {
+		t.Fatal("no error from a blob that could not be written")
+	}
+	for _, err := range []error{werr, cerr} {
+		if err != nil && err.Error() != "disk full" {
+			t.Errorf("got %v, want the write's error", err)
+		}
+	}
+	if n := len(c.tokens); n != 0 {
+		t.Errorf("%d compressor(s) still taken", n)
+	}
+}
+
+// Hashed gets each file's digest as the layer wrote it, with no Expect
+// needed: the caller remembers it instead of reading the file again.
+func TestHashedReportsWhatWasWritten(t *testing.T) {
+	dir := t.TempDir()
+	want := map[string]string{}
+	tr := tree.New()
+	for i, size := range []int{0, 10, 200 << 10} {
+		p := filepath.Join(dir, fmt.Sprint(i))
+		content := testData(uint64(i), size, true)
+		if err := os.WriteFile(p, content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(content)
+		want[p] = hex.EncodeToString(sum[:])
+		if err := tr.Add(tree.Entry{Path: fmt.Sprint("f", i), Kind: tree.File, Mode: 0o644, Source: p, Size: int64(size)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := map[string]string{}
+	_, err := Build(tr, t.TempDir(), Options{Hashed: func(source, sum string, before fs.FileInfo) {
+		if info, err := os.Stat(source); err != nil || !os.SameFile(info, before) || info.Size() != before.Size() {
+			t.Errorf("%s: the status given is not the file's", source)
+		}
+		got[source] = sum
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("Hashed got %v, want %v", got, want)
+	}
+}
+
+// A status change between the two stats of a read (here a chmod, which
+// sets the change time) means the digest may be of neither version.
+func TestSameStatusSeesAChange(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	a, _ := f.Stat()
+	b, _ := f.Stat()
+	if !sameStatus(a, b) {
+		t.Fatal("two stats of an untouched file differ")
+	}
+	if changeTime(a) == 0 {
+		t.Skip("no change time on this system")
+	}
+	time.Sleep(20 * time.Millisecond) // past the change time's granularity
+	if err := os.Chmod(p, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := f.Stat()
+	if sameStatus(a, c) {
+		t.Error("a file whose status changed in between counts as untouched")
+	}
+}
