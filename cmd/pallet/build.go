@@ -52,6 +52,7 @@ func buildCmd() *cobra.Command {
 		provenance  bool
 		attestIndex bool
 		sbomDir     string
+		provTimes   bool
 		modLicenses bool
 		stall       time.Duration
 		byDigest    bool
@@ -100,6 +101,7 @@ func buildCmd() *cobra.Command {
 			if opt.Attest, err = attestFlags(sbomFlag, provenance, attestIndex, sbomDir); err != nil {
 				return err
 			}
+			opt.Attest.Timestamps = provTimes
 			if opt.Network, err = mirror.network(); err != nil {
 				return err
 			}
@@ -190,6 +192,7 @@ func buildCmd() *cobra.Command {
 	f.StringSliceVar(&sbomFlag, "sbom", nil, "attach SBOMs to every image: spdx, cyclonedx (both when given alone), or none")
 	f.Lookup("sbom").NoOptDefVal = "spdx,cyclonedx"
 	f.BoolVar(&provenance, "provenance", false, "attach an SLSA v1 provenance to every image")
+	f.BoolVar(&provTimes, "provenance-timestamps", false, "put the build's start and end times in the provenance (it then differs from build to build)")
 	f.BoolVar(&attestIndex, "attest-index", false, "attach SBOMs and provenance as BuildKit does, in the image's index (platform unknown/unknown), instead of as OCI 1.1 referrers")
 	f.StringVar(&sbomDir, "sbom-dir", "", "also write the SBOMs and provenance into this directory")
 	f.StringVar(&recordPath, "record", "", "where to write the build record (default: beside the first output)")

@@ -235,3 +235,23 @@ images:
 		t.Errorf("inspect of one entry by its full reference:\n%s", got)
 	}
 }
+
+// The provenance has no timestamps unless asked for.
+func TestProvenanceTimestampsOnRequest(t *testing.T) {
+	recipe := copyExample(t, "hello")
+	for _, withTimes := range []bool{false, true} {
+		dir := t.TempDir()
+		args := []string{"build", "-q", "-f", recipe, "--platform", "linux/amd64", "--no-cache", "--provenance", "--sbom-dir", dir, "-o", "oci:" + filepath.Join(dir, "out")}
+		if withTimes {
+			args = append(args, "--provenance-timestamps")
+		}
+		mustPallet(t, args...)
+		data, err := os.ReadFile(filepath.Join(dir, "hello_linux-amd64.provenance.intoto.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(string(data), "startedOn"); got != withTimes {
+			t.Errorf("timestamps asked for: %v; startedOn in the provenance: %v", withTimes, got)
+		}
+	}
+}

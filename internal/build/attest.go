@@ -69,6 +69,9 @@ type Attest struct {
 	Index bool
 	// Dir, when set, also receives them as files.
 	Dir string
+	// Timestamps puts the build's start and end in the provenance, which
+	// then differs from build to build.
+	Timestamps bool
 }
 
 func (a Attest) any() bool { return a.SPDX || a.CycloneDX || a.Provenance }
@@ -100,6 +103,9 @@ func (b *builder) attest(im *plan.Image, pi *plan.PlatformImage, ref string, bas
 	}
 	for _, p := range im.Platforms {
 		in.Platforms = append(in.Platforms, p.Platform.String())
+	}
+	if b.opt.Attest.Timestamps {
+		in.StartedOn, in.FinishedOn = b.started, time.Now()
 	}
 	if bd, err := base.Digest(); err == nil && ref != "scratch" {
 		in.Base.Digest = bd.String()

@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
@@ -237,7 +238,7 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 
 	b := &builder{plan: p, opt: opt, work: work, cache: c, fetcher: fetcher, bases: bases,
 		placed: map[string]*record.Image{}, writers: make(chan struct{}, opt.Jobs), memo: record.NoMemo,
-		compressors: layer.NewCompressors(opt.Jobs)}
+		compressors: layer.NewCompressors(opt.Jobs), started: time.Now()}
 	if c != nil {
 		b.memo = c.Remember
 	}
@@ -437,6 +438,8 @@ type builder struct {
 	// compressors they share, so memory does not grow with layer count.
 	writers     chan struct{}
 	compressors *layer.Compressors
+	// started is when the build began (for provenance timestamps).
+	started time.Time
 	// memo derives facts about input files (digests, executable kinds),
 	// remembered by the cache across builds while files are untouched.
 	memo record.Memo
