@@ -59,9 +59,9 @@ type Target struct {
 	URL, Checksums string
 	// Selected says the selection wants this platform's pin.
 	Selected bool
-	// Selector is the key of SHA256 that pins this platform ("" for a
-	// single digest), and Pin its value; Pinned is false when no key
-	// names the platform or its value is empty.
+	// Keyed says a key of SHA256 names the platform: Selector ("" for a
+	// single digest), whose value is Pin. Pinned says Pin is not empty.
+	Keyed         bool
 	Selector, Pin string
 	Pinned        bool
 }
@@ -227,7 +227,7 @@ func (r *Recipe) Downloads(sel PinSelection) ([]*Download, error) {
 			}
 			urls[t.URL+" "+t.Checksums] = true
 			if k, ok := platform.Pick(selectors, pl); ok {
-				t.Selector, t.Pin = k, u.SHA256[k]
+				t.Keyed, t.Selector, t.Pin = true, k, u.SHA256[k]
 				t.Pinned = t.Pin != ""
 			}
 			d.Targets = append(d.Targets, t)

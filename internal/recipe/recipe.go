@@ -1021,6 +1021,16 @@ func checkPort(p string) error {
 	return nil
 }
 
+// PlanLimits are the bounds the recipe's limits section sets, as a plan
+// holds them: what pallet lock downloads within, as a build would.
+func (r *Recipe) PlanLimits() (plan.Limits, error) {
+	l, err := r.Limits.plan()
+	if err != nil {
+		return l, r.Errorf("limits", "%v", err)
+	}
+	return l, nil
+}
+
 // plan turns the recipe's limits into the plan's; nil gives the defaults.
 func (l *Limits) plan() (plan.Limits, error) {
 	var out plan.Limits
