@@ -196,3 +196,54 @@ func TestLockFlagErrors(t *testing.T) {
 		}
 	}
 }
+
+// The kind-base example's hand-written pins all check out against its
+// stand-in upstream, and pins taken out of it are written back exactly
+// as they were: the file, comments and all, comes back byte for byte.
+func TestLockKindExample(t *testing.T) {
+	needTool(t, "git")
+	dir := t.TempDir()
+	if _, err := fixture.WriteKindRepos(filepath.Join(dir, "git")); err != nil {
+		t.Fatal(err)
+	}
+	srv := fixture.Serve(t, fixture.KindReleases())
+	file := copyExample(t, "kind-base")
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// lock pins the recipe as written, with its args' defaults: point
+	// them at the stand-ins.
+	full := strings.NewReplacer("  GIT: file:///tmp/kind-upstream/git\n", "  GIT: file://"+filepath.Join(dir, "git")+"\n",
+		"  RELEASES: http://127.0.0.1:8766\n", "  RELEASES: "+srv.URL+"\n").Replace(string(data))
+	if full == string(data) {
+		t.Fatal("the example's args changed; update this test")
+	}
+	writeFile(t, file, full)
+	out := mustPallet(t, "lock", "--check", "-f", file)
+	if !strings.Contains(out, "12 pin(s) checked, all current") {
+		t.Errorf("lock --check on the example:\n%s", out)
+	}
+
+	// Take out a commit and one platform's digest; lock puts them back.
+	var kept []string
+	removed := 0
+	for _, line := range strings.SplitAfter(full, "\n") {
+		if strings.Contains(line, "commit: 6602f0422ae5050d957df9c10b4f2df9da2233ae") || strings.Contains(line, "linux/arm64: 65aa355112dfb191d33456fdfad9f46a1b17ea75bb50226c2d8894d07f33d170") {
+			removed++
+			continue
+		}
+		kept = append(kept, line)
+	}
+	if removed != 2 {
+		t.Fatalf("removed %d lines; the example's pins changed, update this test", removed)
+	}
+	writeFile(t, file, strings.Join(kept, ""))
+	if _, err := pallet(t, "lock", "--check", "-f", file); err == nil || !strings.Contains(err.Error(), "2 pin(s) missing, 0 stale") {
+		t.Errorf("lock --check without two pins: %v", err)
+	}
+	mustPallet(t, "lock", "-q", "-f", file)
+	if got, _ := os.ReadFile(file); string(got) != full {
+		t.Errorf("locked example differs from the original:\n%s", got)
+	}
+}
