@@ -34,7 +34,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Version:       version(),
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
-	root.AddCommand(buildCmd(), fetchCmd(), inspectCmd(), schemaCmd(), versionCmd(), sbomCmd(), authCmd(), indexCmd())
+	root.AddCommand(buildCmd(), fetchCmd(), lockCmd(), inspectCmd(), schemaCmd(), versionCmd(), sbomCmd(), authCmd(), indexCmd())
 	registerInsecure(root)
 	root.SetArgs(args)
 	root.SetOut(stdout)

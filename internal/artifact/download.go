@@ -119,43 +119,58 @@ func (f *Fetcher) Download(ctx context.Context, rawURL, want, file string) error
 // (HeaderEnv) and the netrc file (NetrcEnv), added per request so that a
 // redirect to another host carries none of them.
 func (f *Fetcher) DownloadWithin(ctx context.Context, rawURL, want, file string, lim Limits) error {
+	_, err := f.download(ctx, rawURL, want, file, lim)
+	return err
+}
+
+// DownloadUnpinned fetches rawURL as Download does, with no digest to
+// check, and returns the sha256 of what it received: how pallet lock
+// learns a pin. With file "", the body is hashed as it streams and kept
+// nowhere, so a large release costs no disk and no memory.
+func (f *Fetcher) DownloadUnpinned(ctx context.Context, rawURL, file string, lim Limits) (string, error) {
+	return f.download(ctx, rawURL, "", file, lim)
+}
+
+// download is Download, DownloadWithin and DownloadUnpinned: want ""
+// accepts any content, file "" keeps none.
+func (f *Fetcher) download(ctx context.Context, rawURL, want, file string, lim Limits) (string, error) {
 	lim = lim.withDefaults()
 	creds, err := loadHTTPCreds()
 	if err != nil {
-		return fmt.Errorf("download %s: credentials: %w", redactURL(rawURL), err)
+		return "", fmt.Errorf("download %s: credentials: %w", redactURL(rawURL), err)
 	}
 	client := f.authClient(creds, rawURL)
 	wait := f.Backoff
 	for attempt := 1; ; attempt++ {
-		err := f.downloadOnce(ctx, client, rawURL, want, file, lim)
+		got, err := f.downloadOnce(ctx, client, rawURL, want, file, lim)
 		var p permanent
 		switch {
 		case err == nil:
-			return nil
+			return got, nil
 		case errors.As(err, &p):
-			return p.error
+			return "", p.error
 		case ctx.Err() != nil:
-			return err
+			return "", err
 		case attempt > f.Retries:
 			if attempt > 1 {
 				// Without the count, the last error reads like a one-off
 				// failure rather than one that outlasted every retry.
-				return fmt.Errorf("%w (gave up after %d attempts)", err, attempt)
+				return "", fmt.Errorf("%w (gave up after %d attempts)", err, attempt)
 			}
-			return err
+			return "", err
 		}
 		// err already names the URL.
 		f.Log("%v; retrying in %s", err, wait)
 		select {
 		case <-time.After(wait):
 		case <-ctx.Done():
-			return ctx.Err()
+			return "", ctx.Err()
 		}
 		wait *= 2
 	}
 }
 
-func (f *Fetcher) downloadOnce(ctx context.Context, client *http.Client, rawURL, want, file string, lim Limits) error {
+func (f *Fetcher) downloadOnce(ctx context.Context, client *http.Client, rawURL, want, file string, lim Limits) (string, error) {
 	// The watchdog, not a deadline, bounds the attempt: a large download
 	// may take hours as long as bytes keep coming.
 	ctx, dog, cancel := newWatchdog(ctx, lim.Stall)
@@ -163,55 +178,66 @@ func (f *Fetcher) downloadOnce(ctx context.Context, client *http.Client, rawURL,
 	defer dog.stop()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
-		return permanent{err}
+		return "", permanent{err}
 	}
 	// A password in the URL itself is not repeated in messages.
 	shown := redactURL(rawURL)
 	resp, err := client.Do(req)
 	if err != nil {
 		if stalled(ctx) {
-			return fmt.Errorf("download %s: no response for %s", shown, lim.Stall)
+			return "", fmt.Errorf("download %s: no response for %s", shown, lim.Stall)
 		}
-		return fmt.Errorf("download %s: %w", shown, err)
+		return "", fmt.Errorf("download %s: %w", shown, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		err := fmt.Errorf("download %s: %s", shown, resp.Status)
 		if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
-			return err
+			return "", err
 		}
-		return permanent{err}
+		return "", permanent{err}
 	}
 	if resp.ContentLength > lim.MaxBytes {
-		return permanent{fmt.Errorf("download %s: Content-Length %d bytes is over the limit of %d bytes", shown, resp.ContentLength, lim.MaxBytes)}
+		return "", permanent{fmt.Errorf("download %s: Content-Length %d bytes is over the limit of %d bytes", shown, resp.ContentLength, lim.MaxBytes)}
 	}
-	tmp, err := tempfile.Create(filepath.Dir(file), ".download-*")
-	if err != nil {
-		return permanent{err}
+	var (
+		dst io.Writer = io.Discard
+		tmp *os.File
+	)
+	if file != "" {
+		if tmp, err = tempfile.Create(filepath.Dir(file), ".download-*"); err != nil {
+			return "", permanent{err}
+		}
+		defer os.Remove(tmp.Name())
+		dst = tmp
 	}
-	defer os.Remove(tmp.Name())
-	n, got, err := receive(tmp, &progressReader{r: resp.Body, w: dog}, resp.ContentLength, lim.MaxBytes)
-	cerr := tmp.Close()
+	n, got, err := receive(dst, &progressReader{r: resp.Body, w: dog}, resp.ContentLength, lim.MaxBytes)
+	var cerr error
+	if tmp != nil {
+		cerr = tmp.Close()
+	}
 	switch {
 	case err != nil && stalled(ctx):
-		return fmt.Errorf("download %s: stopped after %s: nothing received for %s", shown, received(n, resp.ContentLength), lim.Stall)
+		return "", fmt.Errorf("download %s: stopped after %s: nothing received for %s", shown, received(n, resp.ContentLength), lim.Stall)
 	case err != nil:
 		// A body cut short surfaces as a bare "unexpected EOF" or a reset;
 		// how far it got is what tells the user the transfer broke.
-		return fmt.Errorf("download %s: stopped after %s: %w", shown, received(n, resp.ContentLength), err)
+		return "", fmt.Errorf("download %s: stopped after %s: %w", shown, received(n, resp.ContentLength), err)
 	case resp.ContentLength >= 0 && n > resp.ContentLength:
 		// The same server will send the same excess again.
-		return permanent{fmt.Errorf("download %s: the server sent more than its Content-Length of %d bytes", shown, resp.ContentLength)}
+		return "", permanent{fmt.Errorf("download %s: the server sent more than its Content-Length of %d bytes", shown, resp.ContentLength)}
 	case n > lim.MaxBytes:
-		return permanent{fmt.Errorf("download %s: stopped at the limit of %d bytes; the server kept sending", shown, lim.MaxBytes)}
+		return "", permanent{fmt.Errorf("download %s: stopped at the limit of %d bytes; the server kept sending", shown, lim.MaxBytes)}
 	case cerr != nil:
-		return fmt.Errorf("download %s: %w", shown, cerr)
+		return "", fmt.Errorf("download %s: %w", shown, cerr)
 	case resp.ContentLength >= 0 && n != resp.ContentLength:
-		return fmt.Errorf("download %s: got %d of %d bytes", shown, n, resp.ContentLength)
-	case got != want:
-		return permanent{&MismatchError{URL: shown, Expected: want, Actual: got}}
+		return "", fmt.Errorf("download %s: got %d of %d bytes", shown, n, resp.ContentLength)
+	case want != "" && got != want:
+		return "", permanent{&MismatchError{URL: shown, Expected: want, Actual: got}}
+	case tmp == nil:
+		return got, nil
 	}
-	return os.Rename(tmp.Name(), file)
+	return got, os.Rename(tmp.Name(), file)
 }
 
 // receive copies body into dst and returns how many bytes it read and

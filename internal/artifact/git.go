@@ -112,25 +112,62 @@ func (f *Fetcher) checkout(ctx context.Context, g *Git, dir string) error {
 		return fmt.Errorf("%s: checked out %s, but the recipe pins %s", g.Repo, head, g.Commit)
 	}
 	if g.Tag != "" {
-		out, err := run("ls-remote", "origin", "refs/tags/"+g.Tag, "refs/tags/"+g.Tag+"^{}")
+		tagged, err := tagCommit(ctx, dir, "origin", g.Repo, g.Tag)
 		if err != nil {
 			return err
-		}
-		// An annotated tag lists its own object, then the commit (^{}).
-		var tagged string
-		for _, line := range strings.Split(out, "\n") {
-			if fields := strings.Fields(line); len(fields) == 2 {
-				tagged = fields[0]
-			}
-		}
-		if tagged == "" {
-			return fmt.Errorf("%s has no tag %s", g.Repo, g.Tag)
 		}
 		if tagged != g.Commit {
 			return fmt.Errorf("%s: tag %s points at %s, but the recipe pins %s", g.Repo, g.Tag, tagged, g.Commit)
 		}
 	}
 	return nil
+}
+
+// ResolveTag returns the commit tag names in repo now, asking the
+// repository itself (never a mirror): what pallet lock pins, and what it
+// compares a pinned commit with.
+func (f *Fetcher) ResolveTag(ctx context.Context, repo, tag string) (string, error) {
+	if f.Offline {
+		return "", fmt.Errorf("offline: cannot ask %s for tag %s", repo, tag)
+	}
+	// git would read a leading dash as an option (--upload-pack runs a
+	// command); a recipe names a repository, never an option.
+	if strings.HasPrefix(repo, "-") {
+		return "", fmt.Errorf("repository %q: a URL or path cannot start with -", repo)
+	}
+	return tagCommit(ctx, "", repo, repo, tag)
+}
+
+// tagCommit asks remote (a name or URL, run in dir) for the commit tag
+// points at; repo names it in messages.
+func tagCommit(ctx context.Context, dir, remote, repo, tag string) (string, error) {
+	out, err := git(ctx, dir, "ls-remote", remote, "refs/tags/"+tag, "refs/tags/"+tag+"^{}")
+	if err != nil {
+		return "", err
+	}
+	// An annotated tag lists its own object, then the commit it peels to
+	// (^{}); the commit is what a checkout is, so the peeled line wins
+	// whatever order the server lists them in.
+	var tagged, peeled string
+	for _, line := range strings.Split(out, "\n") {
+		fields := strings.Fields(line)
+		if len(fields) != 2 {
+			continue
+		}
+		switch fields[1] {
+		case "refs/tags/" + tag + "^{}":
+			peeled = fields[0]
+		case "refs/tags/" + tag:
+			tagged = fields[0]
+		}
+	}
+	if peeled != "" {
+		tagged = peeled
+	}
+	if tagged == "" {
+		return "", fmt.Errorf("%s has no tag %s", repo, tag)
+	}
+	return tagged, nil
 }
 
 // repoSource says where to clone repo from: the mirror when it has it.

@@ -10,7 +10,7 @@ import (
 )
 
 // builtinVars are set per platform and cannot be declared as args.
-var builtinVars = map[string]bool{"os": true, "arch": true, "variant": true, "platform": true, "version": true}
+var builtinVars = map[string]bool{"os": true, "arch": true, "variant": true, "platform": true, "version": true, "commit": true, "tag": true}
 
 var varRE = regexp.MustCompile(`\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}`)
 
@@ -66,7 +66,11 @@ func (r *Recipe) Expand(path, s string, v Vars) (string, error) {
 		return val
 	})
 	if len(missing) > 0 {
-		return "", r.Errorf(path, "unknown variable {{%s}} (args: %s; per platform: os, arch, variant, platform; per artifact: version)", missing[0], strings.Join(slices.Sorted(maps.Keys(r.Args)), ", "))
+		if m := missing[0]; m == "commit" || m == "tag" {
+			// Known names, unset here: say what would set them.
+			return "", r.Errorf(path, "{{%s}} is the %s of the artifact's git source (modes.source.git.%s), and this artifact has none", m, m, m)
+		}
+		return "", r.Errorf(path, "unknown variable {{%s}} (args: %s; per platform: os, arch, variant, platform; per artifact: version, and commit and tag of a git source)", missing[0], strings.Join(slices.Sorted(maps.Keys(r.Args)), ", "))
 	}
 	if strings.Contains(out, "{{") {
 		return "", r.Errorf(path, "malformed {{...}} in %q", s)

@@ -387,15 +387,11 @@ func (r *Recipe) request(name, mode, localPath string, pf platform.Platform, var
 	ra := r.Artifacts[name]
 	at := "artifacts." + name
 	req := &artifact.Request{Name: name, Platform: pf, NoLicense: ra.NoLicense()}
-	v := vars.With(platformVars(pf))
-	if ra.Version != "" {
-		ver, err := r.Expand(at+".version", ra.Version, v)
-		if err != nil {
-			return nil, "", err
-		}
-		req.Version = ver
-		v = v.With(map[string]string{"version": ver})
+	v, err := r.artifactVars(name, pf, vars, "")
+	if err != nil {
+		return nil, "", err
 	}
+	req.Version = v["version"]
 	if !req.NoLicense && ra.Licenses != nil {
 		lic, err := r.ExpandList(at+".licenses", ra.Licenses, v)
 		if err != nil {
@@ -403,7 +399,6 @@ func (r *Recipe) request(name, mode, localPath string, pf platform.Platform, var
 		}
 		req.Licenses = lic
 	}
-	var err error
 	if ra.Modes == nil {
 		// One kind, no modes: the section names the kind.
 		switch {
@@ -454,6 +449,40 @@ func (r *Recipe) request(name, mode, localPath string, pf platform.Platform, var
 		return nil, "", r.Errorf("artifacts."+name, "artifact %s: unknown mode %q", name, mode)
 	}
 	return req, at, err
+}
+
+// artifactVars are the variables of artifact name's fields on pf: vars,
+// the platform's, {{version}}, and the pins of its git source as
+// {{commit}} and {{tag}}, so that ldflags (-X main.commit={{commit}}) or a
+// release URL cannot drift from what the source pins. commit, when not
+// empty, stands for the recipe's (pallet lock, re-pinning a moved tag).
+func (r *Recipe) artifactVars(name string, pf platform.Platform, vars Vars, commit string) (Vars, error) {
+	ra := r.Artifacts[name]
+	at := "artifacts." + name
+	v := vars.With(platformVars(pf))
+	if ra.Version != "" {
+		ver, err := r.Expand(at+".version", ra.Version, v)
+		if err != nil {
+			return nil, err
+		}
+		v["version"] = ver
+	}
+	if g := ra.gitSource(); g != nil {
+		if commit == "" {
+			commit = g.Commit
+		}
+		if commit != "" {
+			v["commit"] = commit
+		}
+		if g.Tag != "" {
+			tag, err := r.Expand(at+".modes.source.git.tag", g.Tag, v)
+			if err != nil {
+				return nil, err
+			}
+			v["tag"] = tag
+		}
+	}
+	return v, nil
 }
 
 // local is the kind of a local section. A path given at build time is

@@ -47,6 +47,9 @@ type Recipe struct {
 
 	lines map[string]int
 	cols  map[string]int
+	// unpinned allows pins to be missing: a recipe read by pallet lock,
+	// which fills them in. Every other check still holds.
+	unpinned bool
 }
 
 // Limits bound what a recipe's inputs may cost. Sizes are bytes or take a
@@ -133,6 +136,14 @@ func (a *Artifact) ModeNames() []string {
 	return out
 }
 
+// gitSource is the git section of the artifact's source mode, or nil.
+func (a *Artifact) gitSource() *Git {
+	if a.Modes == nil || a.Modes.Source == nil || a.Modes.Source.Gomod != nil {
+		return nil
+	}
+	return &a.Modes.Source.Git
+}
+
 // NoLicense reports whether the recipe declares the artifact licence-free.
 func (a *Artifact) NoLicense() bool {
 	return len(a.Licenses) == 1 && a.Licenses[0] == "none"
@@ -153,6 +164,11 @@ type URL struct {
 	URL string `yaml:"url"`
 	// SHA256 is one digest, or one per platform ("linux/amd64": hex).
 	SHA256 Digests `yaml:"sha256"`
+	// Checksums is upstream's checksum file for the download, templated
+	// like URL: a SHA256SUMS list ("HEX  NAME" lines) or a file holding
+	// the one hash. pallet lock checks the download against it before
+	// pinning; a build trusts the pin alone.
+	Checksums string `yaml:"checksums"`
 	// Filename names the downloaded file in the tree when it is not
 	// extracted; the last element of the URL path by default.
 	Filename string   `yaml:"filename"`
@@ -368,6 +384,23 @@ const MaxSize = 4 << 20
 
 // Load reads and checks the recipe at file.
 func Load(file string) (*Recipe, error) {
+	data, err := ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(file, data)
+}
+
+// ParseUnpinned is Parse for pallet lock: a download without a sha256
+// (or without one for a platform it serves), and a git source with a tag
+// but no commit, are accepted, as those are the pins lock resolves. A
+// pin that is written must still be well formed.
+func ParseUnpinned(file string, data []byte) (*Recipe, error) {
+	return parseRecipe(file, data, true)
+}
+
+// ReadFile reads a recipe's bytes, refusing a file over MaxSize.
+func ReadFile(file string) ([]byte, error) {
 	f, err := os.Open(file)
 	if err != nil {
 		return nil, err
@@ -381,7 +414,10 @@ func Load(file string) (*Recipe, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading recipe %s: %w", file, err)
 	}
-	return Parse(file, data)
+	if len(data) > MaxSize {
+		return nil, tooLarge(file)
+	}
+	return data, nil
 }
 
 func tooLarge(file string) error {
@@ -391,6 +427,10 @@ func tooLarge(file string) error {
 // Parse reads and checks a recipe held in data; file is used in errors and
 // to resolve relative paths.
 func Parse(file string, data []byte) (*Recipe, error) {
+	return parseRecipe(file, data, false)
+}
+
+func parseRecipe(file string, data []byte, unpinned bool) (*Recipe, error) {
 	if len(data) > MaxSize {
 		return nil, tooLarge(file)
 	}
@@ -398,7 +438,7 @@ func Parse(file string, data []byte) (*Recipe, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Recipe{File: file, Dir: filepath.Dir(abs), lines: map[string]int{}, cols: map[string]int{}}
+	r := &Recipe{File: file, Dir: filepath.Dir(abs), lines: map[string]int{}, cols: map[string]int{}, unpinned: unpinned}
 
 	var root yaml.Node
 	if err := decode(yaml.NewDecoder(bytes.NewReader(data)), &root); err != nil && err != io.EOF {
@@ -676,10 +716,10 @@ func (r *Recipe) checkArtifact(name string, a *Artifact) error {
 		if s.Git.Repo == "" {
 			return r.Errorf(sat+".git", "artifact %s: source.git.repo is required", name)
 		}
-		if !commitRE.MatchString(s.Git.Commit) {
+		if !commitRE.MatchString(s.Git.Commit) && !(r.unpinned && s.Git.Commit == "" && s.Git.Tag != "") {
 			msg := "source.git.commit must be a full commit hash (40 or 64 hex digits)"
 			if s.Git.Tag != "" || s.Git.Commit != "" {
-				msg += "; a tag or short hash alone is not a pin"
+				msg += "; a tag or short hash alone is not a pin (pallet lock resolves a tag to its commit)"
 			}
 			return r.Errorf(sat+".git.commit", "artifact %s: %s (got %q)", name, msg, s.Git.Commit)
 		}
@@ -704,8 +744,13 @@ func (r *Recipe) checkURL(name, at string, u *URL) error {
 			return r.Errorf(at+".url", "artifact %s: %v", name, err)
 		}
 	}
-	if len(u.SHA256) == 0 {
-		return r.Errorf(at, "artifact %s: sha256 is required: a download is pinned by its digest", name)
+	if len(u.SHA256) == 0 && !r.unpinned {
+		return r.Errorf(at, "artifact %s: sha256 is required: a download is pinned by its digest (pallet lock writes it)", name)
+	}
+	if u.Checksums != "" && !strings.HasPrefix(u.Checksums, "{{") {
+		if err := CheckURL(u.Checksums); err != nil {
+			return r.Errorf(at+".checksums", "artifact %s: checksums: %v", name, err)
+		}
 	}
 	for _, p := range slices.Sorted(maps.Keys(u.SHA256)) {
 		d := u.SHA256[p]
@@ -715,6 +760,9 @@ func (r *Recipe) checkURL(name, at string, u *URL) error {
 			if err := platform.ParseSelector(p); err != nil {
 				return r.Errorf(where, "artifact %s: %v", name, err)
 			}
+		}
+		if d == "" && r.unpinned {
+			continue // lock fills it in
 		}
 		if !sha256RE.MatchString(d) {
 			return r.Errorf(where, "artifact %s: sha256 must be 64 lower-case hex digits (got %q)", name, d)
@@ -860,6 +908,9 @@ func (r *Recipe) checkImage(name string, im *Image) error {
 // every platform it is used on, whichever mode a build later chooses: a
 // recipe is either pinned or not, independently of the command line.
 func (r *Recipe) checkPins(name string, im *Image) error {
+	if r.unpinned {
+		return nil
+	}
 	for _, ps := range im.Platforms {
 		pl, err := platform.Parse(ps)
 		if err != nil {
@@ -878,7 +929,7 @@ func (r *Recipe) checkPins(name string, im *Image) error {
 				continue
 			}
 			if _, ok := u.SHA256.For(pl); !ok {
-				return r.Errorf(at+".sha256", "artifact %s: no sha256 pinned for %s, which image %s uses; every platform a download serves needs its digest", f.Artifact, pl, name)
+				return r.Errorf(at+".sha256", "artifact %s: no sha256 pinned for %s, which image %s uses; every platform a download serves needs its digest (pallet lock writes it)", f.Artifact, pl, name)
 			}
 		}
 	}
@@ -968,6 +1019,16 @@ func checkPort(p string) error {
 		return fmt.Errorf("port %q: want N, N/tcp, N/udp or N/sctp", p)
 	}
 	return nil
+}
+
+// PlanLimits are the bounds the recipe's limits section sets, as a plan
+// holds them: what pallet lock downloads within, as a build would.
+func (r *Recipe) PlanLimits() (plan.Limits, error) {
+	l, err := r.Limits.plan()
+	if err != nil {
+		return l, r.Errorf("limits", "%v", err)
+	}
+	return l, nil
 }
 
 // plan turns the recipe's limits into the plan's; nil gives the defaults.

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pallet-dev/pallet/internal/artifact"
+	"github.com/pallet-dev/pallet/internal/dockerfile"
+	"github.com/pallet-dev/pallet/internal/lock"
+)
+
+func lockCmd() *cobra.Command {
+	var (
+		opt   lock.Options
+		quiet bool
+	)
+	cmd := &cobra.Command{
+		Use:   "lock",
+		Short: "Pin a recipe's downloads by sha256 and its git tags by commit, writing the pins into the recipe",
+		Long: `lock resolves every pin the recipe leaves open: it downloads each URL for
+every platform an image places it on (checking it against the checksums
+file the recipe names) and resolves each git tag to its commit, then
+writes the pins into the recipe, changing no other byte of it.
+
+A pin that no longer matches (a moved tag, a re-published download) is
+reported and left alone, and nothing is written, unless --update is
+given. --check resolves everything, writes nothing, and fails when a pin
+is missing or stale: for CI.`,
+		Example: `  pallet lock -f pallet.yaml
+  pallet lock --artifact cni --platform linux/arm64
+  pallet lock --check            # in CI
+  pallet lock --update           # after checking why a tag moved`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if dockerfile.IsDockerfile(opt.File) {
+				return fmt.Errorf("%s is a Dockerfile; pallet lock pins a recipe (pallet.yaml)", opt.File)
+			}
+			if opt.Check && opt.Update {
+				return fmt.Errorf("--check writes nothing; drop --update, or --check")
+			}
+			logf := func(format string, a ...any) {
+				if !quiet {
+					fmt.Fprintf(cmd.ErrOrStderr(), format+"\n", a...)
+				}
+			}
+			opt.Fetcher = artifact.New()
+			opt.Fetcher.Log = logf
+			opt.Log = logf
+			rep, err := lock.Run(cmd.Context(), opt)
+			if err != nil {
+				return err
+			}
+			switch {
+			case rep.Written:
+				logf("wrote %d pin(s) into %s", len(rep.Findings), opt.File)
+			default:
+				logf("%d pin(s) checked, all current", rep.Current)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&opt.File, "file", "f", "pallet.yaml", "recipe file")
+	f.StringSliceVar(&opt.Artifacts, "artifact", nil, "only these artifacts (repeatable or comma-separated)")
+	f.StringSliceVar(&opt.Platforms, "platform", nil, "only these platforms (os/arch[/variant], repeatable or comma-separated)")
+	f.BoolVar(&opt.Check, "check", false, "write nothing; fail if a pin is missing or stale")
+	f.BoolVar(&opt.Update, "update", false, "re-pin pins that no longer match (moved tags, re-published downloads)")
+	f.BoolVarP(&quiet, "quiet", "q", false, "print nothing but errors")
+	return cmd
+}

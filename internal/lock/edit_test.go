@@ -1,0 +1,153 @@
+package lock
+
+import (
+	"strings"
+	"testing"
+)
+
+// Each edit changes the bytes it must and no other, in the forms YAML
+// allows a pin to be written in.
+func TestEdits(t *testing.T) {
+	two := []entry{{key: "linux/amd64", value: "aa"}, {key: "linux/arm64", value: "bb"}}
+	for _, tc := range []struct {
+		name, src string
+		keys      []string
+		op        func(d *doc, loc, parent located) error
+		want, err string
+	}{{
+		name: "set plain",
+		src:  "a:\n  sha256: old   # c\n",
+		keys: []string{"a", "sha256"},
+		op:   func(d *doc, loc, _ located) error { return d.setScalar(loc, "new") },
+		want: "a:\n  sha256: new   # c\n",
+	}, {
+		name: "set single-quoted",
+		src:  "a:\n  sha256: 'it''s'\n",
+		keys: []string{"a", "sha256"},
+		op:   func(d *doc, loc, _ located) error { return d.setScalar(loc, "new") },
+		want: "a:\n  sha256: 'new'\n",
+	}, {
+		name: "set empty, with a comment",
+		src:  "a:\n  commit:   # fill me\n  tag: v1\n",
+		keys: []string{"a", "commit"},
+		op:   func(d *doc, loc, _ located) error { return d.setScalar(loc, "c0") },
+		want: "a:\n  commit: c0   # fill me\n  tag: v1\n",
+	}, {
+		name: "set after multi-byte characters",
+		src:  "a: {é: \"ü\", sha256: old}\n",
+		keys: []string{"a", "sha256"},
+		op:   func(d *doc, loc, _ located) error { return d.setScalar(loc, "new") },
+		want: "a: {é: \"ü\", sha256: new}\n",
+	}, {
+		name: "scalar to block map",
+		src:  "a:\n    url: x\n    sha256: old  # one for all\n    extract: {}\n",
+		keys: []string{"a", "sha256"},
+		op:   func(d *doc, loc, _ located) error { return d.setMap(loc, two) },
+		want: "a:\n    url: x\n    sha256:\n        linux/amd64: aa\n        linux/arm64: bb  # one for all\n    extract: {}\n",
+	}, {
+		name: "empty to flow map",
+		src:  "a: {url: x, sha256: }\n",
+		keys: []string{"a", "sha256"},
+		op:   func(d *doc, loc, _ located) error { return d.setMap(loc, two) },
+		want: "a: {url: x, sha256: {linux/amd64: aa, linux/arm64: bb} }\n",
+	}, {
+		name: "new key after the anchor, CRLF",
+		src:  "a:\r\n  url: x\r\n  extract: {}\r\n",
+		keys: []string{"a", "sha256"},
+		op: func(d *doc, _, parent located) error {
+			return d.add(parent, "url", []entry{{key: "sha256", sub: two}})
+		},
+		want: "a:\r\n  url: x\r\n  sha256:\r\n    linux/amd64: aa\r\n    linux/arm64: bb\r\n  extract: {}\r\n",
+	}, {
+		name: "new key at the end of a file without a final newline",
+		src:  "a:\n  url: x",
+		keys: []string{"a", "sha256"},
+		op: func(d *doc, _, parent located) error {
+			return d.add(parent, "url", []entry{{key: "sha256", value: "s"}})
+		},
+		want: "a:\n  url: x\n  sha256: s",
+	}, {
+		name: "entry into an empty flow map",
+		src:  "a:\n  sha256: {}  # none yet\n",
+		keys: []string{"a", "sha256"},
+		op:   func(d *doc, loc, _ located) error { return d.add(loc, "", two) },
+		want: "a:\n  sha256: {linux/amd64: aa, linux/arm64: bb}  # none yet\n",
+	}, {
+		name: "entry after the last of a block map",
+		src:  "a:\n  sha256:\n    linux/amd64: aa   # amd\n  # next\n  extract: {}\n",
+		keys: []string{"a", "sha256"},
+		op:   func(d *doc, loc, _ located) error { return d.add(loc, "", two[1:]) },
+		want: "a:\n  sha256:\n    linux/amd64: aa   # amd\n    linux/arm64: bb\n  # next\n  extract: {}\n",
+	}, {
+		name: "an alias is not written through",
+		src:  "x: &pins {linux/amd64: aa}\na:\n  sha256: *pins\n",
+		keys: []string{"a", "sha256"},
+		err:  "YAML alias",
+	}, {
+		name: "a block scalar is left to a person",
+		src:  "a:\n  sha256: |\n    old\n",
+		keys: []string{"a", "sha256"},
+		op:   func(d *doc, loc, _ located) error { return d.setScalar(loc, "new") },
+		err:  "edit it by hand",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := parseDoc([]byte(tc.src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			loc, parent, err := d.find(tc.keys)
+			if err == nil {
+				err = tc.op(d, loc, parent)
+			}
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := d.apply()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(out) != tc.want {
+				t.Errorf("got:\n%q\nwant:\n%q", out, tc.want)
+			}
+		})
+	}
+}
+
+func TestLookupChecksum(t *testing.T) {
+	const (
+		a = "0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a"
+		b = "0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b"
+	)
+	for _, tc := range []struct {
+		name, file, want, err string
+	}{
+		{"sha256sum", a + "  other.tgz\n" + b + "  app.tgz\n", b, ""},
+		{"binary mode", a + " *app.tgz\n", a, ""},
+		{"with a directory", "# comment\n" + a + "  ./dist/app.tgz\n", a, ""},
+		{"upper case", strings.ToUpper(a) + "  app.tgz\n", a, ""},
+		{"BSD", "SHA256 (app.tgz) = " + b + "\n", b, ""},
+		{"bare hash", a + "\n", a, ""},
+		{"bare hash, CRLF", a + "\r\n", a, ""},
+		{"not listed", a + "  other.tgz\n", "", "no sha256 for app.tgz"},
+		{"two bare hashes", a + "\n" + b + "\n", "", "no sha256 for app.tgz"},
+		{"listed twice, differently", a + "  app.tgz\n" + b + "  app.tgz\n", "", "two different sha256"},
+		{"a web page", "<html>not found</html>\n", "", "0 entries"},
+	} {
+		got, err := lookupChecksum(strings.NewReader(tc.file), "app.tgz")
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: err = %v, want %q", tc.name, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("%s: %q, %v; want %q", tc.name, got, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,594 @@
+// Package lock maintains a recipe's pins, so that nobody types a sha256 or
+// a commit hash by hand: it resolves each download's digest (checked
+// against upstream's checksum file where the recipe names one) and each
+// git tag's commit, reports the pins that are missing or no longer match,
+// and writes them into pallet.yaml itself, leaving every other byte of
+// the file as it was.
+package lock
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/pallet-dev/pallet/internal/artifact"
+	"github.com/pallet-dev/pallet/internal/plan"
+	"github.com/pallet-dev/pallet/internal/recipe"
+	"github.com/pallet-dev/pallet/internal/tempfile"
+)
+
+// Options say what to lock and how.
+type Options struct {
+	// File is the recipe; a symlink is followed and its target written.
+	File string
+	// Artifacts and Platforms, when set, limit the pins resolved.
+	Artifacts, Platforms []string
+	// Check resolves every pin and compares, writing nothing.
+	Check bool
+	// Update re-pins a pin that no longer matches (a moved tag, a
+	// re-published download); without it such a pin is reported and the
+	// recipe left as it is.
+	Update bool
+	// Fetcher downloads and asks repositories; artifact.New() when nil.
+	Fetcher *artifact.Fetcher
+	// Log receives one line per pin written.
+	Log func(format string, args ...any)
+}
+
+// Finding is a pin that is missing or stale.
+type Finding struct {
+	Pos      plan.Pos
+	Artifact string
+	// Pin names the pin: "sha256 for linux/amd64", "commit of tag v1.2".
+	Pin string
+	// Source is what was asked: a URL, or a repository.
+	Source string
+	// Old is the recipe's value ("" when missing), New what Source gives.
+	Old, New string
+}
+
+// Stale says the recipe pins another value than the source now gives.
+func (f Finding) Stale() bool { return f.Old != "" }
+
+func (f Finding) String() string {
+	// file:line, as recipe errors read: a column misleads more than it helps.
+	at := plan.Pos{File: f.Pos.File, Line: f.Pos.Line}
+	if f.Stale() {
+		return fmt.Sprintf("%s: artifact %s: %s is %s in the recipe, but %s now gives %s", at, f.Artifact, f.Pin, f.Old, f.Source, f.New)
+	}
+	return fmt.Sprintf("%s: artifact %s: no %s (%s gives %s)", at, f.Artifact, f.Pin, f.Source, f.New)
+}
+
+// Report is what a run found and did.
+type Report struct {
+	// Findings are the pins missing or stale, in recipe order.
+	Findings []Finding
+	// Current counts the pins that matched their source.
+	Current int
+	// Written says the recipe was rewritten.
+	Written bool
+}
+
+// PinsError lists pins that are missing or stale and were left so.
+type PinsError struct {
+	Findings []Finding
+	// Hint says what to do about them.
+	Hint string
+}
+
+func (e *PinsError) Error() string {
+	var b strings.Builder
+	missing, stale := 0, 0
+	for _, f := range e.Findings {
+		if f.Stale() {
+			stale++
+		} else {
+			missing++
+		}
+	}
+	fmt.Fprintf(&b, "%d pin(s) missing, %d stale:", missing, stale)
+	for _, f := range e.Findings {
+		b.WriteString("\n  " + f.String())
+	}
+	if e.Hint != "" {
+		b.WriteString("\n" + e.Hint)
+	}
+	return b.String()
+}
+
+// locker is one run.
+type locker struct {
+	opt    Options
+	f      *artifact.Fetcher
+	r      *recipe.Recipe
+	doc    *doc
+	rep    *Report
+	hashes map[string]string
+	sums   map[string]string
+	// want is what each written pin must read as once the file is
+	// re-parsed: artifact@platform → sha256, artifact → commit.
+	want map[string]string
+	work string
+}
+
+// Run resolves the pins of opt.File and, unless it only checks, writes
+// those missing (and with Update those stale) into it. Pins missing or
+// stale and left so are returned as a *PinsError along with the report.
+func Run(ctx context.Context, opt Options) (*Report, error) {
+	l := &locker{opt: opt, f: opt.Fetcher, rep: &Report{}, hashes: map[string]string{}, sums: map[string]string{}, want: map[string]string{}}
+	if l.f == nil {
+		l.f = artifact.New()
+	}
+	if l.opt.Log == nil {
+		l.opt.Log = func(string, ...any) {}
+	}
+	target, err := filepath.EvalSymlinks(opt.File)
+	if err != nil {
+		return nil, err
+	}
+	data, err := recipe.ReadFile(target)
+	if err != nil {
+		return nil, err
+	}
+	if l.r, err = recipe.ParseUnpinned(opt.File, data); err != nil {
+		return nil, err
+	}
+	if l.doc, err = parseDoc(data); err != nil {
+		return nil, fmt.Errorf("%s: %w", opt.File, err)
+	}
+	lim, err := l.r.PlanLimits()
+	if err != nil {
+		return nil, err
+	}
+	// The recipe's limits, unless the caller set its own.
+	if l.f.Limits.MaxBytes == 0 {
+		l.f.Limits.MaxBytes = lim.MaxDownload
+	}
+	if l.f.Limits.Stall == 0 {
+		l.f.Limits.Stall = lim.Stall
+	}
+	if l.work, err = os.MkdirTemp("", "pallet-lock-*"); err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(l.work)
+
+	sel := recipe.PinSelection{Platforms: opt.Platforms, Artifacts: opt.Artifacts, Commits: map[string]string{}}
+	gits, err := l.r.GitPins(sel)
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range gits {
+		if err := l.git(ctx, g, sel.Commits); err != nil {
+			return nil, err
+		}
+	}
+	downloads, err := l.r.Downloads(sel)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range downloads {
+		if err := l.download(ctx, d); err != nil {
+			return nil, err
+		}
+	}
+	rep := l.rep
+	slices.SortStableFunc(rep.Findings, func(a, b Finding) int { return a.Pos.Line - b.Pos.Line })
+
+	var stale []Finding
+	for _, f := range rep.Findings {
+		if f.Stale() {
+			stale = append(stale, f)
+		}
+	}
+	switch {
+	case opt.Check && len(rep.Findings) > 0:
+		return rep, &PinsError{Findings: rep.Findings, Hint: "pallet lock writes the missing pins; pallet lock --update re-pins the stale ones"}
+	case opt.Check:
+		return rep, nil
+	case len(stale) > 0 && !opt.Update:
+		// All or nothing: a recipe half locked while a pin it holds is
+		// disputed would be committed as if it were settled.
+		return rep, &PinsError{Findings: rep.Findings, Hint: "nothing was written: a moved tag or a changed download may be an attack or a mistake upstream; check it, then re-pin with pallet lock --update"}
+	case len(l.doc.edits) == 0:
+		return rep, nil
+	}
+	out, err := l.doc.apply()
+	if err != nil {
+		return nil, err
+	}
+	if err := l.verify(out, sel); err != nil {
+		return nil, fmt.Errorf("%s: the pins written do not read back as resolved (%w); the recipe is left as it was", opt.File, err)
+	}
+	if err := writeFile(target, data, out); err != nil {
+		return nil, err
+	}
+	rep.Written = true
+	for _, f := range rep.Findings {
+		verb := "pinned"
+		if f.Stale() {
+			verb = "re-pinned (was " + f.Old + ")"
+		}
+		l.opt.Log("%s: artifact %s: %s %s %s", plan.Pos{File: f.Pos.File, Line: f.Pos.Line}, f.Artifact, f.Pin, verb, f.New)
+	}
+	return rep, nil
+}
+
+// git resolves g's tag and records the commit {{commit}} stands for.
+func (l *locker) git(ctx context.Context, g *recipe.GitPin, commits map[string]string) error {
+	at := recipe.Path(g.Keys...)
+	commit, err := l.f.ResolveTag(ctx, g.Repo, g.Tag)
+	if err != nil {
+		return plan.Errorf(l.r.Pos(at+".tag"), "artifact %s: %v", g.Artifact, err)
+	}
+	if g.Commit == commit {
+		l.rep.Current++
+		return nil
+	}
+	l.rep.Findings = append(l.rep.Findings, Finding{Pos: l.r.Pos(at + ".commit"), Artifact: g.Artifact,
+		Pin: "commit of tag " + g.Tag, Source: g.Repo, Old: g.Commit, New: commit})
+	if g.Commit != "" && !l.opt.Update {
+		return nil
+	}
+	commits[g.Artifact] = commit
+	l.want[g.Artifact] = commit
+	if l.opt.Check {
+		// Nothing is written: a pin lock could not write (through an
+		// alias, say) is still reported as missing, not as an error.
+		return nil
+	}
+	loc, parent, err := l.doc.find(append(slices.Clone(g.Keys), "commit"))
+	if err == nil {
+		if loc.key != nil {
+			err = l.doc.setScalar(loc, commit)
+		} else {
+			err = l.doc.add(parent, "repo", []entry{{key: "commit", value: commit}})
+		}
+	}
+	if err != nil {
+		return plan.Errorf(l.r.Pos(at), "artifact %s: writing the commit: %v", g.Artifact, err)
+	}
+	return nil
+}
+
+// pinned is a target with the digest its URL gives.
+type pinned struct {
+	t      *recipe.Target
+	digest string
+}
+
+// download resolves the selected platforms of d, and plans the edits
+// that pin those missing (and stale, with Update).
+func (l *locker) download(ctx context.Context, d *recipe.Download) error {
+	at := recipe.Path(d.Keys...)
+	// One digest pins a URL the same on every platform: one finding
+	// says so, not one per platform.
+	_, scalar := d.SHA256[""]
+	oneDigest := !d.PerPlatform && (len(d.SHA256) == 0 || scalar)
+	var write []pinned
+	for _, t := range d.Targets {
+		if !t.Selected {
+			continue
+		}
+		sum, err := l.resolve(ctx, d, t)
+		if err != nil {
+			return err
+		}
+		pos := l.r.Pos(at + ".sha256")
+		if t.Keyed && t.Selector != "" {
+			pos = l.r.Pos(at + ".sha256." + t.Selector)
+		}
+		f := Finding{Pos: pos, Artifact: d.Artifact, Pin: "sha256 for " + t.Platform.String(), Source: t.URL, Old: t.Pin, New: sum}
+		if oneDigest {
+			f.Pin = "sha256"
+		}
+		if t.Pinned && t.Pin == sum {
+			l.rep.Current++
+			continue
+		}
+		if n := len(l.rep.Findings); !oneDigest || n == 0 || l.rep.Findings[n-1] != f {
+			l.rep.Findings = append(l.rep.Findings, f)
+		}
+		if t.Pinned && !l.opt.Update {
+			continue
+		}
+		write = append(write, pinned{t, sum})
+		l.want[plan.Key(d.Artifact, t.Platform)] = sum
+	}
+	if len(write) == 0 || l.opt.Check {
+		return nil
+	}
+	if err := l.writeDigests(d, write); err != nil {
+		return plan.Errorf(l.r.Pos(at), "artifact %s: writing sha256: %v", d.Artifact, err)
+	}
+	return nil
+}
+
+// writeDigests plans the edits that pin write. It keeps the recipe's
+// form: a single digest stays one while it holds for every platform, a
+// map gets an entry per platform, and an entry for an OS is replaced
+// only when every platform it covers was resolved to one digest;
+// otherwise the platforms resolved get entries of their own, which win
+// over the OS's.
+func (l *locker) writeDigests(d *recipe.Download, write []pinned) error {
+	loc, section, err := l.doc.find(append(slices.Clone(d.Keys), "sha256"))
+	if err != nil {
+		return err
+	}
+	entries := func(ps []pinned) []entry {
+		var out []entry
+		for _, p := range ps {
+			out = append(out, entry{key: p.t.Platform.String(), value: p.digest})
+		}
+		slices.SortFunc(out, func(a, b entry) int { return strings.Compare(a.key, b.key) })
+		return out
+	}
+	// one returns the digest every target of ts is pinned to by write,
+	// if they all are, to the same.
+	one := func(ts []*recipe.Target) (string, bool) {
+		got := ""
+		for _, t := range ts {
+			i := slices.IndexFunc(write, func(p pinned) bool { return p.t == t })
+			if i < 0 || (got != "" && write[i].digest != got) {
+				return "", false
+			}
+			got = write[i].digest
+		}
+		return got, got != ""
+	}
+	// A URL the same on every platform has one digest, whichever
+	// platforms were selected: it pins them all.
+	sum, single := one(d.Targets)
+	if !d.PerPlatform {
+		sum, single = write[0].digest, true
+	}
+	scalar := func() error {
+		for _, t := range d.Targets {
+			l.want[plan.Key(d.Artifact, t.Platform)] = sum
+		}
+		return l.doc.setScalar(loc, sum)
+	}
+	switch {
+	case loc.key == nil || (loc.val.Kind == yaml.ScalarNode && loc.val.Value == ""):
+		// No digest yet.
+		if single && !d.PerPlatform {
+			if loc.key == nil {
+				for _, t := range d.Targets {
+					l.want[plan.Key(d.Artifact, t.Platform)] = sum
+				}
+				return l.doc.add(section, "url", []entry{{key: "sha256", value: sum}})
+			}
+			return scalar()
+		}
+		if loc.key == nil {
+			return l.doc.add(section, "url", []entry{{key: "sha256", sub: entries(write)}})
+		}
+		return l.doc.setMap(loc, entries(write))
+	case loc.val.Kind == yaml.ScalarNode: // one digest for every platform
+		if single {
+			return scalar()
+		}
+		// Platforms not resolved keep the digest they had.
+		all := slices.Clone(write)
+		for _, t := range d.Targets {
+			if !slices.ContainsFunc(write, func(p pinned) bool { return p.t == t }) {
+				all = append(all, pinned{t, t.Pin})
+			}
+		}
+		return l.doc.setMap(loc, entries(all))
+	}
+	var add []pinned
+	done := map[string]bool{}
+	for _, p := range write {
+		t := p.t
+		switch {
+		case t.Keyed && t.Selector == t.Platform.String():
+			if err := l.setEntry(d, t.Selector, p.digest); err != nil {
+				return err
+			}
+		case t.Keyed:
+			var covered []*recipe.Target
+			for _, u := range d.Targets {
+				if u.Keyed && u.Selector == t.Selector {
+					covered = append(covered, u)
+				}
+			}
+			if sum, ok := one(covered); ok {
+				if !done[t.Selector] {
+					done[t.Selector] = true
+					if err := l.setEntry(d, t.Selector, sum); err != nil {
+						return err
+					}
+				}
+				continue
+			}
+			add = append(add, p)
+		default:
+			add = append(add, p)
+		}
+	}
+	if len(add) == 0 {
+		return nil
+	}
+	return l.doc.add(loc, "", entries(add))
+}
+
+// setEntry sets the value of sha256's entry for selector.
+func (l *locker) setEntry(d *recipe.Download, selector, sum string) error {
+	loc, _, err := l.doc.find(append(slices.Clone(d.Keys), "sha256", selector))
+	if err != nil {
+		return err
+	}
+	if loc.key == nil {
+		return fmt.Errorf("no sha256 entry %s", selector)
+	}
+	return l.doc.setScalar(loc, sum)
+}
+
+// resolve downloads t's URL and returns its sha256, checked against the
+// checksum file when the recipe names one. Each URL is fetched once per
+// run, however many platforms share it.
+func (l *locker) resolve(ctx context.Context, d *recipe.Download, t *recipe.Target) (string, error) {
+	at := recipe.Path(d.Keys...)
+	sum, ok := l.hashes[t.URL]
+	if !ok {
+		var err error
+		if sum, err = l.f.DownloadUnpinned(ctx, t.URL, "", l.f.Limits); err != nil {
+			return "", plan.Errorf(l.r.Pos(at+".url"), "artifact %s (%s): %v", d.Artifact, t.Platform, err)
+		}
+		l.hashes[t.URL] = sum
+	}
+	if t.Checksums == "" {
+		return sum, nil
+	}
+	name, err := fileName(t.URL)
+	if err != nil {
+		return "", plan.Errorf(l.r.Pos(at+".url"), "artifact %s: %v", d.Artifact, err)
+	}
+	listed, err := l.checksum(ctx, t.Checksums, name)
+	if err != nil {
+		return "", plan.Errorf(l.r.Pos(at+".checksums"), "artifact %s (%s): checksum file %s: %v", d.Artifact, t.Platform, t.Checksums, err)
+	}
+	if listed != sum {
+		return "", plan.Errorf(l.r.Pos(at+".checksums"), "artifact %s (%s): %s has sha256 %s, but the checksum file %s gives %s for %s; pinned nothing", d.Artifact, t.Platform, t.URL, sum, t.Checksums, listed, name)
+	}
+	return sum, nil
+}
+
+// maxChecksumFile bounds a checksum file: a list of names and hashes,
+// kilobytes for the largest projects.
+const maxChecksumFile = 16 << 20
+
+// checksum fetches the checksum file at u (once per run) and looks name up.
+func (l *locker) checksum(ctx context.Context, u, name string) (string, error) {
+	key := u + "\x00" + name
+	if s, ok := l.sums[key]; ok {
+		return s, nil
+	}
+	file := filepath.Join(l.work, fmt.Sprintf("checksums-%d", len(l.sums)))
+	lim := l.f.Limits
+	if lim.MaxBytes <= 0 || lim.MaxBytes > maxChecksumFile {
+		lim.MaxBytes = maxChecksumFile
+	}
+	if _, err := l.f.DownloadUnpinned(ctx, u, file, lim); err != nil {
+		return "", err
+	}
+	defer os.Remove(file)
+	fh, err := os.Open(file)
+	if err != nil {
+		return "", err
+	}
+	defer fh.Close()
+	s, err := lookupChecksum(fh, name)
+	if err != nil {
+		return "", err
+	}
+	l.sums[key] = s
+	return s, nil
+}
+
+// fileName is the name a checksum file lists a download under: the last
+// element of its URL's path.
+func fileName(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", err
+	}
+	name := path.Base(u.Path)
+	if name == "/" || name == "." {
+		return "", fmt.Errorf("%s: no file name in the URL to look up in the checksum file", raw)
+	}
+	return name, nil
+}
+
+// verify re-reads out as a recipe and checks that each pin reads as
+// intended: those written as resolved, every other as it was.
+func (l *locker) verify(out []byte, sel recipe.PinSelection) error {
+	r2, err := recipe.ParseUnpinned(l.opt.File, out)
+	if err != nil {
+		return err
+	}
+	before, err := l.r.Downloads(sel)
+	if err != nil {
+		return err
+	}
+	after, err := r2.Downloads(sel)
+	if err != nil {
+		return err
+	}
+	if len(before) != len(after) {
+		return fmt.Errorf("%d downloads, %d before", len(after), len(before))
+	}
+	for i, d := range after {
+		for j, t := range d.Targets {
+			want, ok := l.want[plan.Key(d.Artifact, t.Platform)]
+			if !ok {
+				want = before[i].Targets[j].Pin
+			}
+			if t.Pin != want {
+				return fmt.Errorf("artifact %s: sha256 for %s reads %q, want %q", d.Artifact, t.Platform, t.Pin, want)
+			}
+		}
+	}
+	gits, err := r2.GitPins(sel)
+	if err != nil {
+		return err
+	}
+	old, err := l.r.GitPins(sel)
+	if err != nil {
+		return err
+	}
+	for i, g := range gits {
+		want, ok := l.want[g.Artifact]
+		if !ok {
+			want = old[i].Commit
+		}
+		if g.Commit != want {
+			return fmt.Errorf("artifact %s: commit reads %q, want %q", g.Artifact, g.Commit, want)
+		}
+	}
+	return nil
+}
+
+// writeFile replaces file's content with data as one step: a temporary
+// file beside it, with its mode, renamed over it. The file must still
+// hold before, what was read: an edit made meanwhile is not overwritten.
+func writeFile(file string, before, data []byte) error {
+	fi, err := os.Stat(file)
+	if err != nil {
+		return err
+	}
+	tmp, err := tempfile.Create(filepath.Dir(file), "."+filepath.Base(file)+".lock-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Chmod(fi.Mode().Perm())
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", file, err)
+	}
+	now, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(now, before) {
+		return fmt.Errorf("%s changed while pallet lock ran; nothing written, run it again", file)
+	}
+	return os.Rename(tmp.Name(), file)
+}

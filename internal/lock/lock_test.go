@@ -1,0 +1,454 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pallet-dev/pallet/internal/artifact"
+	"github.com/pallet-dev/pallet/internal/fixture"
+	"github.com/pallet-dev/pallet/internal/recipe"
+)
+
+// site is a release server whose files a test can change, as upstream
+// re-publishing a release would.
+type site struct {
+	mu    sync.Mutex
+	files map[string][]byte
+	*httptest.Server
+}
+
+func newSite(t *testing.T, files map[string][]byte) *site {
+	s := &site{files: files}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		files := maps.Clone(s.files)
+		s.mu.Unlock()
+		fixture.Handler(files).ServeHTTP(w, r)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *site) set(path string, body []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.files[path] = body
+}
+
+// gitRepo is a local repository with commits and tags made by git.
+type gitRepo struct {
+	t   *testing.T
+	dir string
+}
+
+func newRepo(t *testing.T) *gitRepo {
+	if _, err := exec.LookPath("git"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("git is not installed; .ci/run must install it")
+		}
+		t.Skip("git is not installed")
+	}
+	g := &gitRepo{t: t, dir: t.TempDir()}
+	g.run("init", "-q", "-b", "main")
+	return g
+}
+
+func (g *gitRepo) run(args ...string) string {
+	g.t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = g.dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
+		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		g.t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// commit makes a commit and returns its hash.
+func (g *gitRepo) commit(msg string) string {
+	g.run("commit", "-q", "--allow-empty", "-m", msg)
+	return g.run("rev-parse", "HEAD")
+}
+
+func (g *gitRepo) url() string { return "file://" + g.dir }
+
+func fetcher(t *testing.T) *artifact.Fetcher {
+	f := artifact.New()
+	f.Client = &http.Client{Timeout: 10 * time.Second}
+	f.Backoff = time.Millisecond
+	f.Log = t.Logf
+	return f
+}
+
+// commented is a recipe as people write them: comments on their own
+// lines and after values, quoted and plain strings, flow and block
+// mappings, blank lines. Lock must add the pins and change nothing else.
+const commented = `# A recipe with comments everywhere; lock adds pins and nothing else.
+version: 1   # the format
+
+args:
+  V: "1.0"          # upstream version
+  REL: "SRV"
+
+artifacts:
+  # a download the same on every platform
+  data:
+    url:
+      url: "{{REL}}/data-{{V}}.tar"   # quoted, with a comment
+      filename: data.tar
+
+  cni:
+    url:
+      url: '{{REL}}/cni-{{os}}-{{arch}}-{{V}}.tgz'
+      checksums: "{{REL}}/SHA256SUMS"
+      # keep this comment where it is
+      extract: {strip: 1}
+  tool:
+    version: "2.0"
+    default: source
+    modes:
+      source:
+        git:
+          repo: "GIT"
+          tag: v{{version}}   # upstream tag
+        go:
+          packages: .
+          ldflags: ["-X main.commit={{commit}}"]
+      release:
+        url: "{{REL}}/tool-{{version}}-{{arch}}"
+        sha256:
+          linux/amd64: ""     # to be filled
+  flowy:
+    default: source
+    modes:
+      source: {git: {repo: "GIT", tag: v2.0}, go: {packages: .}}
+
+images:
+  app:
+    base: scratch
+    platforms: [linux/amd64, linux/arm64]
+    files:
+      - artifact: data
+        dest: /data/
+      - {artifact: cni, dest: /cni/}
+      - artifact: tool
+        dest: /bin/
+        platforms: [linux/amd64]   # so its release serves amd64 alone
+      - artifact: flowy
+        dest: /flowy/
+`
+
+// world is a recipe with its upstream: a release site and a repository.
+type world struct {
+	file    string
+	site    *site
+	repo    *gitRepo
+	commit  string
+	src     string
+	payload map[string][]byte
+}
+
+func newWorld(t *testing.T) *world {
+	w := &world{repo: newRepo(t)}
+	w.repo.commit("first")
+	w.commit = w.repo.commit("v2.0")
+	w.repo.run("tag", "-a", "-m", "release 2.0", "v2.0")
+	w.payload = map[string][]byte{
+		"/data-1.0.tar":            fixture.Tar([]fixture.File{{Name: "data.txt", Content: "data"}}),
+		"/cni-linux-amd64-1.0.tgz": fixture.TarGz([]fixture.File{{Name: "cni/host-local", Content: "amd64"}}),
+		"/cni-linux-arm64-1.0.tgz": fixture.TarGz([]fixture.File{{Name: "cni/host-local", Content: "arm64"}}),
+		"/tool-2.0-amd64":          []byte("tool for amd64"),
+	}
+	files := maps.Clone(w.payload)
+	files["/SHA256SUMS"] = []byte(fixture.SHA256(w.payload["/cni-linux-amd64-1.0.tgz"]) + "  cni-linux-amd64-1.0.tgz\n" +
+		fixture.SHA256([]byte("other")) + "  other.tgz\n" +
+		fixture.SHA256(w.payload["/cni-linux-arm64-1.0.tgz"]) + " *dist/cni-linux-arm64-1.0.tgz\n")
+	w.site = newSite(t, files)
+	w.src = strings.NewReplacer("SRV", w.site.URL, `"GIT"`, `"`+w.repo.url()+`"`).Replace(commented)
+	w.file = filepath.Join(t.TempDir(), "pallet.yaml")
+	if err := os.WriteFile(w.file, []byte(w.src), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func (w *world) sum(p string) string { return fixture.SHA256(w.payload[p]) }
+
+// locked is the recipe as lock must leave it: the original with the pins
+// added at their places, byte for byte.
+func (w *world) locked() string {
+	return strings.NewReplacer(
+		`      url: "{{REL}}/data-{{V}}.tar"   # quoted, with a comment`+"\n",
+		`      url: "{{REL}}/data-{{V}}.tar"   # quoted, with a comment`+"\n      sha256: "+w.sum("/data-1.0.tar")+"\n",
+		`      url: '{{REL}}/cni-{{os}}-{{arch}}-{{V}}.tgz'`+"\n",
+		`      url: '{{REL}}/cni-{{os}}-{{arch}}-{{V}}.tgz'`+"\n      sha256:\n        linux/amd64: "+w.sum("/cni-linux-amd64-1.0.tgz")+"\n        linux/arm64: "+w.sum("/cni-linux-arm64-1.0.tgz")+"\n",
+		`          repo: "`+w.repo.url()+`"`+"\n",
+		`          repo: "`+w.repo.url()+`"`+"\n          commit: "+w.commit+"\n",
+		`linux/amd64: ""     # to be filled`,
+		`linux/amd64: "`+w.sum("/tool-2.0-amd64")+`"     # to be filled`,
+		`{git: {repo: "`+w.repo.url()+`", tag: v2.0}`,
+		`{git: {repo: "`+w.repo.url()+`", commit: `+w.commit+`, tag: v2.0}`,
+	).Replace(w.src)
+}
+
+func (w *world) lock(t *testing.T, opt Options) (*Report, error) {
+	t.Helper()
+	opt.File = w.file
+	opt.Fetcher = fetcher(t)
+	opt.Log = t.Logf
+	return Run(context.Background(), opt)
+}
+
+func (w *world) read(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile(w.file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+func TestLockWritesPinsAndNothingElse(t *testing.T) {
+	w := newWorld(t)
+	rep, err := w.lock(t, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := w.read(t), w.locked(); got != want {
+		t.Errorf("locked recipe:\n%s\nwant:\n%s", got, want)
+	}
+	if !rep.Written || len(rep.Findings) != 6 {
+		t.Errorf("report: written %v, %d findings: %v", rep.Written, len(rep.Findings), rep.Findings)
+	}
+	// A build reads what lock wrote: every pin is there.
+	if _, err := recipe.Parse(w.file, []byte(w.read(t))); err != nil {
+		t.Errorf("the locked recipe does not parse for a build: %v", err)
+	}
+	// The file keeps its mode; nothing is left beside it.
+	fi, err := os.Stat(w.file)
+	if err != nil || fi.Mode().Perm() != 0o640 {
+		t.Errorf("mode after lock: %v, %v", fi.Mode(), err)
+	}
+	if ents, _ := os.ReadDir(filepath.Dir(w.file)); len(ents) != 1 {
+		t.Errorf("%d files beside the recipe", len(ents))
+	}
+
+	// Locked, it checks clean and a second lock changes nothing.
+	rep, err = w.lock(t, Options{Check: true})
+	if err != nil || len(rep.Findings) != 0 || rep.Current != 7 {
+		t.Errorf("check after lock: %v, %+v", err, rep)
+	}
+	before := w.read(t)
+	if rep, err := w.lock(t, Options{}); err != nil || rep.Written || w.read(t) != before {
+		t.Errorf("second lock: %v, %+v", err, rep)
+	}
+}
+
+// --check writes nothing and fails with every missing pin at its line.
+func TestCheckMissing(t *testing.T) {
+	w := newWorld(t)
+	_, err := w.lock(t, Options{Check: true})
+	var pe *PinsError
+	if !errors.As(err, &pe) {
+		t.Fatalf("check of an unlocked recipe: %v", err)
+	}
+	msg := err.Error()
+	for _, want := range []string{
+		"6 pin(s) missing, 0 stale",
+		w.file + ":11: artifact data: no sha256 (" + w.site.URL + "/data-1.0.tar gives " + w.sum("/data-1.0.tar") + ")",
+		w.file + ":16: artifact cni: no sha256 for linux/arm64",
+		w.file + ":26: artifact tool: no commit of tag v2.0 (" + w.repo.url() + " gives " + w.commit + ")",
+		w.file + ":35: artifact tool: no sha256 for linux/amd64",
+		w.file + ":39: artifact flowy: no commit of tag v2.0",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("check output lacks %q:\n%s", want, msg)
+		}
+	}
+	if w.read(t) != w.src {
+		t.Error("--check wrote the recipe")
+	}
+}
+
+// A tag moved upstream is reported with both commits, at its line, and
+// never re-pinned silently: the recipe stays as it is until --update.
+func TestMovedTag(t *testing.T) {
+	w := newWorld(t)
+	if _, err := w.lock(t, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	locked := w.read(t)
+	moved := w.repo.commit("v2.0, again")
+	w.repo.run("tag", "-f", "-a", "-m", "moved", "v2.0")
+
+	for _, opt := range []Options{{}, {Check: true}} {
+		_, err := w.lock(t, opt)
+		var pe *PinsError
+		if !errors.As(err, &pe) || len(pe.Findings) != 2 {
+			t.Fatalf("lock %+v after the tag moved: %v", opt, err)
+		}
+		want := w.file + ":32: artifact tool: commit of tag v2.0 is " + w.commit + " in the recipe, but " + w.repo.url() + " now gives " + moved
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("lock %+v: error lacks %q:\n%v", opt, want, err)
+		}
+		if w.read(t) != locked {
+			t.Errorf("lock %+v re-pinned a moved tag without --update", opt)
+		}
+	}
+
+	rep, err := w.lock(t, Options{Update: true})
+	if err != nil || !rep.Written {
+		t.Fatalf("--update: %v, %+v", err, rep)
+	}
+	if got, want := w.read(t), strings.ReplaceAll(locked, w.commit, moved); got != want {
+		t.Errorf("after --update:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// A download re-published with other bytes is stale like a moved tag.
+func TestChangedDownload(t *testing.T) {
+	w := newWorld(t)
+	if _, err := w.lock(t, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	locked := w.read(t)
+	changed := []byte("re-published arm64")
+	w.site.set("/cni-linux-arm64-1.0.tgz", changed)
+	w.site.set("/SHA256SUMS", []byte(w.sum("/cni-linux-amd64-1.0.tgz")+"  cni-linux-amd64-1.0.tgz\n"+fixture.SHA256(changed)+"  cni-linux-arm64-1.0.tgz\n"))
+
+	_, err := w.lock(t, Options{})
+	want := "artifact cni: sha256 for linux/arm64 is " + w.sum("/cni-linux-arm64-1.0.tgz") + " in the recipe, but " + w.site.URL + "/cni-linux-arm64-1.0.tgz now gives " + fixture.SHA256(changed)
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "nothing was written") {
+		t.Fatalf("lock after a re-publish: %v\nwant %q", err, want)
+	}
+	if w.read(t) != locked {
+		t.Error("a changed download was re-pinned without --update")
+	}
+	// Only arm64 is selected: amd64's pin is not even looked at.
+	if _, err := w.lock(t, Options{Update: true, Platforms: []string{"linux/amd64"}}); err != nil || w.read(t) != locked {
+		t.Errorf("--update --platform linux/amd64: %v", err)
+	}
+	if _, err := w.lock(t, Options{Update: true, Artifacts: []string{"cni"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := w.read(t), strings.Replace(locked, w.sum("/cni-linux-arm64-1.0.tgz"), fixture.SHA256(changed), 1); got != want {
+		t.Errorf("after --update:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// A download that disagrees with upstream's checksum file pins nothing,
+// and the error names both URLs and both digests.
+func TestChecksumMismatch(t *testing.T) {
+	w := newWorld(t)
+	bogus := fixture.SHA256([]byte("not the archive"))
+	w.site.set("/SHA256SUMS", []byte(w.sum("/cni-linux-amd64-1.0.tgz")+"  cni-linux-amd64-1.0.tgz\n"+bogus+"  cni-linux-arm64-1.0.tgz\n"))
+	_, err := w.lock(t, Options{})
+	if err == nil {
+		t.Fatal("lock pinned a download its checksum file disagrees with")
+	}
+	for _, want := range []string{w.file + ":18:", w.site.URL + "/cni-linux-arm64-1.0.tgz", w.sum("/cni-linux-arm64-1.0.tgz"), w.site.URL + "/SHA256SUMS", bogus} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, err)
+		}
+	}
+	if w.read(t) != w.src {
+		t.Error("the recipe was written despite the mismatch")
+	}
+}
+
+// --platform and --artifact narrow what is resolved and written.
+func TestSelection(t *testing.T) {
+	w := newWorld(t)
+	if _, err := w.lock(t, Options{Artifacts: []string{"cni"}, Platforms: []string{"linux/arm64"}}); err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Replace(w.src, `      url: '{{REL}}/cni-{{os}}-{{arch}}-{{V}}.tgz'`+"\n",
+		`      url: '{{REL}}/cni-{{os}}-{{arch}}-{{V}}.tgz'`+"\n      sha256:\n        linux/arm64: "+w.sum("/cni-linux-arm64-1.0.tgz")+"\n", 1)
+	if got := w.read(t); got != want {
+		t.Fatalf("after --artifact cni --platform linux/arm64:\n%s", got)
+	}
+	// The other platform joins the map, after the entry already there.
+	if _, err := w.lock(t, Options{Artifacts: []string{"cni"}}); err != nil {
+		t.Fatal(err)
+	}
+	arm := "        linux/arm64: " + w.sum("/cni-linux-arm64-1.0.tgz") + "\n"
+	want = strings.Replace(want, arm, arm+"        linux/amd64: "+w.sum("/cni-linux-amd64-1.0.tgz")+"\n", 1)
+	if got := w.read(t); got != want {
+		t.Errorf("after --artifact cni:\n%s\nwant:\n%s", got, want)
+	}
+	if _, err := w.lock(t, Options{Artifacts: []string{"nope"}}); err == nil || !strings.Contains(err.Error(), "artifact nope: not in") {
+		t.Errorf("--artifact nope: %v", err)
+	}
+}
+
+// A symlinked recipe is followed: the target is rewritten, the link kept.
+func TestSymlinkedRecipe(t *testing.T) {
+	w := newWorld(t)
+	link := filepath.Join(t.TempDir(), "pallet.yaml")
+	if err := os.Symlink(w.file, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), Options{File: link, Fetcher: fetcher(t)}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link was replaced: %v", err)
+	}
+	if w.read(t) != w.locked() {
+		t.Error("the link's target was not locked")
+	}
+}
+
+// --update keeps the recipe's form where it still holds and refines it
+// where it does not: a single digest wrong for one platform becomes one
+// per platform (unresolved platforms keep the old one), an OS entry gets
+// a platform entry beside it.
+func TestUpdateRefinesForm(t *testing.T) {
+	files := map[string][]byte{"/f-amd64": []byte("amd64"), "/f-arm64": []byte("arm64"), "/same": []byte("same")}
+	s := newSite(t, files)
+	amd, arm, same := fixture.SHA256(files["/f-amd64"]), fixture.SHA256(files["/f-arm64"]), fixture.SHA256(files["/same"])
+	old := fixture.SHA256([]byte("old"))
+	const tmpl = "version: 1\nartifacts:\n  f:\n    url:\n      url: URL\n      sha256: PIN\nimages:\n  i:\n    base: scratch\n    platforms: [linux/amd64, linux/arm64]\n    files: [{artifact: f, dest: /f/}]\n"
+	for _, tc := range []struct {
+		name, url, pin string
+		platforms      []string
+		// want is what follows "sha256:" once locked.
+		want string
+	}{
+		{"one digest, wrong for arm64", s.URL + "/f-{{arch}}", amd, nil, "\n        linux/amd64: " + amd + "\n        linux/arm64: " + arm},
+		{"one digest, arm64 alone resolved", s.URL + "/f-{{arch}}", amd, []string{"linux/arm64"}, "\n        linux/amd64: " + amd + "\n        linux/arm64: " + arm},
+		{"one digest, both wrong", s.URL + "/same?{{arch}}", old, nil, " " + same},
+		{"an OS entry", s.URL + "/f-{{arch}}", "{linux: " + amd + "}", nil, " {linux: " + amd + ", linux/arm64: " + arm + "}"},
+		{"a URL the same everywhere", s.URL + "/same", old, []string{"linux/arm64"}, " " + same},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "pallet.yaml")
+			src := strings.NewReplacer("URL", tc.url, "PIN", tc.pin).Replace(tmpl)
+			if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Run(context.Background(), Options{File: file, Update: true, Platforms: tc.platforms, Fetcher: fetcher(t)}); err != nil {
+				t.Fatal(err)
+			}
+			got, _ := os.ReadFile(file)
+			if want := strings.Replace(src, "sha256: "+tc.pin, "sha256:"+tc.want, 1); string(got) != want {
+				t.Errorf("got:\n%s\nwant:\n%s", got, want)
+			}
+			if _, err := recipe.Parse(file, got); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
