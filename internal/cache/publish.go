@@ -34,6 +34,10 @@ const (
 	// minBackoff is the least an export waits before merging again after
 	// its write was replaced.
 	minBackoff = 20 * time.Millisecond
+	// backoffCeiling caps the backoff, unless eight measured critical
+	// sections are longer: exports to a slow registry need to be spread
+	// further apart to stop overlapping.
+	backoffCeiling = 500 * time.Millisecond
 )
 
 // publisher writes one export's entries into the cache manifest at a tag,
@@ -194,11 +198,11 @@ func (p *publisher) settleDelay() time.Duration {
 }
 
 // backoff is the wait before the n-th merge again: exponential from the
-// critical section, within [d/2, 3d/2) so that exports that collided
-// once spread out.
+// critical section up to a ceiling, drawn from [d/2, 3d/2) so that
+// exports that collided once do not collide the same way again.
 func (p *publisher) backoff(n int) time.Duration {
 	base := max(p.crit, minBackoff)
-	ceiling := max(time.Second, 2*p.crit)
+	ceiling := max(backoffCeiling, 8*p.crit)
 	d := base
 	for i := 1; i < n && d < ceiling; i++ {
 		d *= 2
