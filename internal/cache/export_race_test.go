@@ -21,9 +21,9 @@ import (
 	"github.com/pallet-dev/pallet/internal/testregistry"
 )
 
-// job is one CI job's cache: an artifact and a layer of its own, and the
-// layer every job builds under the same key (each with other bytes, as a
-// build that is not reproducible would make them).
+// job is one CI job's cache: an artifact and a layer of its own and, if
+// shared is set, a layer under that key, which other jobs build too (each
+// with other bytes, as builds that are not reproducible make them).
 type job struct {
 	name             string
 	c                *Cache
@@ -118,7 +118,18 @@ func checkHolds(t *testing.T, ref string, jobs ...*job) {
 // Jobs exporting to one tag at the same moment keep each other's entries,
 // and those of an export made before them.
 func TestConcurrentExportsKeepEveryEntry(t *testing.T) {
-	reg := testregistry.Start(t, nil)
+	var mu sync.Mutex
+	writes := 0
+	reg := testregistry.Start(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/manifests/") {
+				mu.Lock()
+				writes++
+				mu.Unlock()
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
 	ref := reg.Host + "/ci/cache:main"
 	ctx := context.Background()
 	earlier := newJob(t, "earlier", "")
@@ -152,6 +163,9 @@ func TestConcurrentExportsKeepEveryEntry(t *testing.T) {
 		}
 	}
 	checkHolds(t, ref, append(jobs, earlier)...)
+	mu.Lock()
+	t.Logf("%d exports wrote the tag %d times", len(jobs)+1, writes)
+	mu.Unlock()
 }
 
 // exporterHeader names the exporter a request comes from, for the
@@ -333,6 +347,54 @@ func TestExportThatNeverSettlesWarns(t *testing.T) {
 	if !strings.Contains(j.log.String(), "other exports kept replacing") {
 		t.Errorf("no warning; log:\n%s", j.log)
 	}
+}
+
+// A registry that refuses the export's writes fails it, as before: the
+// build says the images are done but the export failed.
+func TestExportRefusedIsAnError(t *testing.T) {
+	for _, refused := range []string{"/blobs/", "/manifests/"} {
+		t.Run(strings.Trim(refused, "/"), func(t *testing.T) {
+			reg := testregistry.Start(t, func(h http.Handler) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if r.Method != http.MethodGet && r.Method != http.MethodHead && strings.Contains(r.URL.Path, refused) {
+						http.Error(w, "read-only registry", http.StatusForbidden)
+						return
+					}
+					h.ServeHTTP(w, r)
+				})
+			})
+			j := newJob(t, "refused", "")
+			err := j.c.ExportTo(context.Background(), reg.Host+"/ci/cache:main")
+			if err == nil || !strings.Contains(err.Error(), "shared cache") {
+				t.Errorf("got %v, want the export's error", err)
+			}
+		})
+	}
+}
+
+// A tag the export cannot read (some registries answer 401 for a
+// repository not created yet) is written with this build's entries alone,
+// with one warning: reading it back fails the same way and says nothing
+// new.
+func TestExportOfUnreadableTagWarnsOnce(t *testing.T) {
+	reg := testregistry.Start(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/manifests/") && r.Header.Get(exporterHeader) != "" {
+				http.Error(w, "who are you", http.StatusUnauthorized)
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	ref := reg.Host + "/ci/cache:main"
+	j := newJob(t, "blind", "")
+	if err := j.c.ExportTo(context.Background(), ref, as("blind")); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(j.log.lines); n != 1 || !strings.Contains(j.log.String(), "cannot be read, so only this build's are exported") {
+		t.Errorf("%d warnings, want the one; log:\n%s", n, j.log)
+	}
+	checkHolds(t, ref, j)
 }
 
 // The merge keeps every entry of theirs but the expired, and one entry a

@@ -24,13 +24,20 @@ import (
 // therefore merge optimistically and check afterwards (see publish).
 const (
 	// publishAttempts bounds the read-merge-writes of one export. Each
-	// lost race costs one; four jobs finishing together settle in two or
-	// three.
+	// lost race costs one more; four exports started together on a test
+	// registry need one to three more in all, not each.
 	publishAttempts = 10
 	// minSettle is the least an export waits, after its write, before it
-	// checks its entries are still listed. Below this, scheduling noise on
-	// a loaded CI machine is larger than the critical sections measured.
-	minSettle = 50 * time.Millisecond
+	// checks its entries are still listed. One export's own read→write is
+	// a poor guide to another's on a loaded machine: four exports on a
+	// loopback registry under the race detector, on two busy cores,
+	// measured anything from 4 to 75 ms, and with a 50 ms floor one run
+	// in a hundred lost entries to a peer slower than that. Half a
+	// second, once per export, is little next to the uploads before it.
+	minSettle = 500 * time.Millisecond
+	// settleFactor is how many of its own critical sections an export
+	// waits at least, for registries where a round trip is the larger.
+	settleFactor = 3
 	// minBackoff is the least an export waits before merging again after
 	// its write was replaced.
 	minBackoff = 20 * time.Millisecond
@@ -67,10 +74,11 @@ type publisher struct {
 // that read. A writer that read before our write but writes after our
 // read-back is caught by a second check, after a settle delay longer than
 // the read→write critical section this export measured for itself
-// (2×, at least minSettle, plus jitter). The residual window: an export
-// that stalls between its read and its write for longer than that delay
-// (a slower link than ours, a paused VM) can still replace the tag with a
-// manifest that lacks our entries after we have stopped looking. Nothing
+// (settleFactor×, at least minSettle, plus jitter). The residual window:
+// an export that stalls between its read and its write for longer than
+// that delay (a slower link than ours, a paused VM, an overloaded runner)
+// can still replace the tag with a manifest that lacks our entries after
+// we have stopped looking. Nothing
 // is corrupted then, and the lost entries come back with the next export
 // that uses them, but until then they are rebuilt by whoever misses them.
 //
@@ -78,10 +86,11 @@ type publisher struct {
 // export wrote after merging ours is as good as our own, and writing again
 // would only prolong the contention.
 //
-// A write or read that fails outright is an error, as before; a tag that
-// never settles within publishAttempts is a warning, since this build's
-// images are done and a cache is only a saving.
+// A write that fails is an error, as before. A read that fails, and a
+// tag that never settles within publishAttempts, are warnings: this
+// build's images are done, and a cache is only a saving.
 func (p *publisher) publish(ctx context.Context) error {
+	unreadable := false
 	for attempt := 1; attempt <= publishAttempts; attempt++ {
 		if attempt > 1 {
 			if err := sleep(ctx, p.backoff(attempt-1)); err != nil {
@@ -99,6 +108,7 @@ func (p *publisher) publish(ctx context.Context) error {
 			// 401 for a repository that does not exist yet, and the
 			// export must still work.
 			p.warn("shared cache %s (writing): the entries already there cannot be read, so only this build's are exported: %v", p.ref, regauth.Explain(err))
+			unreadable = true
 		}
 		if err := p.write(ctx, theirs); err != nil {
 			return p.errorf("%w", regauth.Explain(err))
@@ -107,6 +117,9 @@ func (p *publisher) publish(ctx context.Context) error {
 
 		settled, err := p.stands(ctx)
 		if err != nil {
+			if unreadable {
+				return nil // said already
+			}
 			return p.cannotCheck(err)
 		}
 		if !settled {
@@ -193,7 +206,7 @@ func (p *publisher) stands(ctx context.Context) (bool, error) {
 // another export like this one keeps a stale read, jittered upwards so
 // that exports checking together do not also write together.
 func (p *publisher) settleDelay() time.Duration {
-	d := max(2*p.crit, minSettle)
+	d := max(settleFactor*p.crit, minSettle)
 	return d + rand.N(d/2+1)
 }
 
