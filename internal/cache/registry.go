@@ -334,8 +334,9 @@ func (c *Cache) ExportTo(ctx context.Context, ref string, opts ...remote.Option)
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	// Only local entries are exported, and only local entries replace the
-	// registry's: a used entry since dropped keeps the registry's copy.
+	// Only local entries are exported: a used entry since dropped keeps
+	// the registry's copy. Under a key the registry has too, the later
+	// export's entry stays (see mergeEntries).
 	var adds []mutate.Addendum
 	for _, key := range arts {
 		dir, ok := c.localArtifact(key)
