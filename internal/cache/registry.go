@@ -18,12 +18,14 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/pallet-dev/pallet/internal/archive"
 	"github.com/pallet-dev/pallet/internal/regauth"
@@ -310,7 +312,8 @@ func (rc *remoteCache) download(d v1.Descriptor, file string) error {
 // ExportTo pushes the entries this build used (found or made) to ref, so
 // another machine can import them with ImportFrom. Entries already at ref
 // that this build did not use are kept (see keepFor): their blobs are in
-// the repository already, so keeping them costs no upload.
+// the repository already, so keeping them costs no upload. Other exports
+// to ref at the same moment keep each other's entries too (see publish).
 func (c *Cache) ExportTo(ctx context.Context, ref string, opts ...remote.Option) error {
 	r, err := name.ParseReference(ref)
 	if err != nil {
@@ -331,10 +334,10 @@ func (c *Cache) ExportTo(ctx context.Context, ref string, opts ...remote.Option)
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	// Only local entries are exported, and only local entries replace the
-	// registry's: a used entry since dropped keeps the registry's copy.
+	// Only local entries are exported: a used entry since dropped keeps
+	// the registry's copy. Under a key the registry has too, the later
+	// export's entry stays (see mergeEntries).
 	var adds []mutate.Addendum
-	var doneArts, doneLays []string
 	for _, key := range arts {
 		dir, ok := c.localArtifact(key)
 		if !ok {
@@ -349,7 +352,6 @@ func (c *Cache) ExportTo(ctx context.Context, ref string, opts ...remote.Option)
 			return err
 		}
 		adds = append(adds, mutate.Addendum{Layer: l, MediaType: artifactEntryType, Annotations: map[string]string{annArtifact: key, annExported: exported}})
-		doneArts = append(doneArts, key)
 	}
 	for _, key := range lays {
 		e, blob, ok := c.localLayer(key)
@@ -364,22 +366,50 @@ func (c *Cache) ExportTo(ctx context.Context, ref string, opts ...remote.Option)
 		}
 		adds = append(adds, mutate.Addendum{Layer: l, MediaType: mt,
 			Annotations: map[string]string{annLayer: key, annDiffID: e.DiffID, annCompression: e.Compression, annExported: exported}})
-		doneLays = append(doneLays, key)
 	}
-	// What cannot be read is not kept: some registries answer 401 for a
-	// repository that does not exist yet, and the export must still work.
-	kept, err := keptEntries(r, opts, doneArts, doneLays, now)
-	if err != nil {
-		c.warn("shared cache %s (writing): the entries already there cannot be read, so only this build's are exported: %v", ref, regauth.Explain(err))
-	}
-	img, err = mutate.Append(img, append(adds, kept...)...)
+	img, err = mutate.Append(img, adds...)
 	if err != nil {
 		return err
 	}
-	if err := remote.Write(r, img, opts...); err != nil {
+	ours, err := img.Manifest()
+	if err != nil {
+		return err
+	}
+	push, err := remote.NewPusher(opts...)
+	if err != nil {
+		return fmt.Errorf("shared cache %s (writing): %w", ref, err)
+	}
+	pull, err := remote.NewPuller(opts...)
+	if err != nil {
+		return fmt.Errorf("shared cache %s (writing): %w", ref, err)
+	}
+	// Every blob goes up before the tag is read, so that what another
+	// export can slip into, between our read and our write of the tag, is
+	// a manifest's round trips and not an upload.
+	if err := uploadBlobs(ctx, push, r.Context(), img); err != nil {
 		return fmt.Errorf("shared cache %s (writing): %w", ref, regauth.Explain(err))
 	}
-	return nil
+	p := &publisher{ref: r, push: push, pull: pull, ours: *ours, now: now, warn: c.warn}
+	return p.publish(ctx)
+}
+
+// uploadBlobs pushes the config and layers of img to repo, a few at a
+// time; blobs the repository has already are not sent again.
+func uploadBlobs(ctx context.Context, p *remote.Pusher, repo name.Repository, img v1.Image) error {
+	ls, err := img.Layers()
+	if err != nil {
+		return err
+	}
+	cfg, err := partial.ConfigLayer(img)
+	if err != nil {
+		return err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(4)
+	for _, l := range append(ls, cfg) {
+		g.Go(func() error { return p.Upload(gctx, repo, l) })
+	}
+	return g.Wait()
 }
 
 // tarDir writes the artifact entry dir as a gzipped tar with fixed times
@@ -459,74 +489,3 @@ func sortedSet(m map[string]bool) []string {
 	sort.Strings(out)
 	return out
 }
-
-// keptEntries are the entries of the cache at ref that this export does
-// not replace and that are younger than keepFor, in key order. A cache
-// that does not exist yet has none.
-func keptEntries(ref name.Reference, opts []remote.Option, arts, lays []string, now time.Time) ([]mutate.Addendum, error) {
-	img, err := remote.Image(ref, opts...)
-	if err != nil {
-		var te *transport.Error
-		if errors.As(err, &te) && te.StatusCode == 404 {
-			return nil, nil
-		}
-		return nil, err
-	}
-	m, err := img.Manifest()
-	if err != nil {
-		return nil, err
-	}
-	replaced := map[string]bool{}
-	for _, k := range arts {
-		replaced[annArtifact+"="+k] = true
-	}
-	for _, k := range lays {
-		replaced[annLayer+"="+k] = true
-	}
-	type entry struct {
-		sortKey string
-		add     mutate.Addendum
-	}
-	var out []entry
-	for _, d := range m.Layers {
-		id := annArtifact + "=" + d.Annotations[annArtifact]
-		if d.Annotations[annArtifact] == "" {
-			id = annLayer + "=" + d.Annotations[annLayer]
-		}
-		if replaced[id] {
-			continue
-		}
-		when, err := time.Parse(time.RFC3339, d.Annotations[annExported])
-		if err != nil || now.Sub(when) > keepFor {
-			continue
-		}
-		l, err := img.LayerByDigest(d.Digest)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, entry{id, mutate.Addendum{
-			Layer:       knownLayer{Layer: l, desc: d},
-			MediaType:   d.MediaType,
-			Annotations: d.Annotations,
-		}})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].sortKey < out[j].sortKey })
-	adds := make([]mutate.Addendum, len(out))
-	for i, e := range out {
-		adds[i] = e.add
-	}
-	return adds, nil
-}
-
-// knownLayer is an entry already in the cache repository: its digest,
-// size and type come from the manifest that lists it, and its content, if
-// anything asks for it, from the repository. (The cache's config records
-// no diff IDs, so nothing asks for one.)
-type knownLayer struct {
-	v1.Layer
-	desc v1.Descriptor
-}
-
-func (k knownLayer) Digest() (v1.Hash, error)            { return k.desc.Digest, nil }
-func (k knownLayer) Size() (int64, error)                { return k.desc.Size, nil }
-func (k knownLayer) MediaType() (types.MediaType, error) { return k.desc.MediaType, nil }
