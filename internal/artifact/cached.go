@@ -18,10 +18,10 @@ import (
 )
 
 // digest is the sha256 of a file, remembered by the cache across builds
-// when there is one.
-func (f *Fetcher) digest(path string) (string, error) {
+// when there is one; st is the file's stamp, if the caller took it.
+func (f *Fetcher) digest(path string, st tree.Stamp) (string, error) {
 	if f.Cache != nil {
-		return f.Cache.FileSHA256(path)
+		return f.Cache.FileDigest(path, st)
 	}
 	return cache.HashFile(path)
 }
@@ -300,7 +300,7 @@ func (f *Fetcher) checkDownloadPin(r *Request, t *tree.Tree, pins Origin) error 
 		if e.Kind != tree.File {
 			continue
 		}
-		sum, err := f.digest(e.Source)
+		sum, err := f.digest(e.Source, e.Stamp)
 		if err != nil {
 			return err
 		}

@@ -240,7 +240,7 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 		placed: map[string]*record.Image{}, writers: make(chan struct{}, opt.Jobs), memo: record.NoMemo,
 		compressors: layer.NewCompressors(opt.Jobs), started: time.Now()}
 	if c != nil {
-		b.memo = c.Remember
+		b.memo = c.RememberAt
 	}
 	res, err := b.build(ctx)
 	if err != nil {
@@ -748,8 +748,8 @@ func (b *builder) layer(t *tree.Tree, opt layer.Options) (v1.Layer, error) {
 	// The digests the key is made of are the ones the written layer must
 	// have: layer.Build checks each file against them as it writes it.
 	keyed := map[string]string{}
-	parts, err := layer.Key(t, opt, func(path string) (string, error) {
-		sum, err := c.FileSHA256(path)
+	parts, err := layer.Key(t, opt, func(path string, st tree.Stamp) (string, error) {
+		sum, err := c.FileDigest(path, st)
 		keyed[path] = sum
 		return sum, err
 	})
@@ -830,7 +830,7 @@ func (b *builder) checkExecutables(res *artifact.Result, place tree.Placement, p
 		if e.Kind != tree.File {
 			continue
 		}
-		_, err := b.memo(e.Source, fact, func(path string) (string, error) {
+		_, err := b.memo(e.Source, e.Stamp, fact, func(path string) (string, error) {
 			return "ok", exe.Check(path, "/"+e.Path, p.OS, p.Arch)
 		})
 		if err != nil {

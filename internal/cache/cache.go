@@ -30,10 +30,15 @@ import (
 type Cache struct {
 	dir string
 
-	mu        sync.Mutex
-	memo      map[string]statMemo // facts about files, by path
-	touched   map[string]bool     // memo entries this build used or made
-	memoDirty bool
+	mu sync.Mutex
+	// shards are the parts of the digest memo (facts about files, by
+	// path) this build has read, by number.
+	shards map[int]*memoShard
+	// memoShards is how many shards the memo has (memoShards when zero).
+	memoShards int
+	// learnedDigests are the digests this build computed, by file: what
+	// it wrote (Learn), and what it read once settled.
+	learnedDigests map[fileID]learnedDigest
 
 	// remote is the registry cache to import from, if any.
 	remote *remoteCache
@@ -45,8 +50,8 @@ type Cache struct {
 	// registry cache entries refused.
 	Log func(format string, args ...any)
 
-	// MemoLimit caps how many files the digest memo (digests.json)
-	// remembers; zero means DefaultMemoLimit.
+	// MemoLimit caps how many files the digest memo (memo/ in the cache
+	// directory) remembers; zero means DefaultMemoLimit.
 	MemoLimit int
 }
 
@@ -75,8 +80,10 @@ func Open(dir string) (*Cache, error) {
 			return nil, fmt.Errorf("cache %s: %w", dir, err)
 		}
 	}
-	c := &Cache{dir: dir, touched: map[string]bool{}, usedArtifacts: map[string]bool{}, usedLayers: map[string]bool{}}
-	c.loadMemo()
+	c := &Cache{dir: dir, shards: map[int]*memoShard{}, learnedDigests: map[fileID]learnedDigest{},
+		usedArtifacts: map[string]bool{}, usedLayers: map[string]bool{}}
+	// The memo of earlier versions, one file read whole by every build.
+	os.Remove(filepath.Join(dir, "digests.json"))
 	c.sweep()
 	return c, nil
 }

@@ -14,7 +14,7 @@ import (
 // version in the key changes whenever a format writes different bytes.
 // A Windows symlink's part says how it is typed, which depends on the rest
 // of the image (opt.LinkTarget) as well as on the entry.
-func Key(t *tree.Tree, opt Options, digest func(path string) (string, error)) ([]string, error) {
+func Key(t *tree.Tree, opt Options, digest tree.FileDigest) ([]string, error) {
 	parts := []string{"layer-v3", opt.Format.String(), string(opt.Compression), strconv.FormatInt(opt.Epoch.Unix(), 10)}
 	entries := t.Entries()
 	var links linkTyper
@@ -25,7 +25,7 @@ func Key(t *tree.Tree, opt Options, digest func(path string) (string, error)) ([
 		sum := ""
 		if e.Kind == tree.File {
 			var err error
-			if sum, err = digest(e.Source); err != nil {
+			if sum, err = digest(e.Source, e.Stamp); err != nil {
 				return nil, err
 			}
 		}

@@ -94,11 +94,12 @@ type Placement struct {
 }
 
 // Memo derives a fact about a file's content, possibly from memory (the
-// cache's Remember); a Memo may also just call derive.
-type Memo func(path, fact string, derive func(string) (string, error)) (string, error)
+// cache's RememberAt); st is the file's stamp if the caller took it (a
+// tree entry's), else zero. A Memo may also just call derive.
+type Memo func(path string, st tree.Stamp, fact string, derive func(string) (string, error)) (string, error)
 
 // NoMemo derives every fact afresh.
-func NoMemo(path, _ string, derive func(string) (string, error)) (string, error) {
+func NoMemo(path string, _ tree.Stamp, _ string, derive func(string) (string, error)) (string, error) {
 	return derive(path)
 }
 
@@ -110,12 +111,12 @@ func Scan(res *artifact.Result, memo Memo) (Artifact, error) {
 		if e.Kind != tree.File {
 			continue
 		}
-		sum, err := memo(e.Source, "sha256", cache.HashFile)
+		sum, err := memo(e.Source, e.Stamp, "sha256", cache.HashFile)
 		if err != nil {
 			return a, err
 		}
 		a.Files = append(a.Files, File{Path: e.Path, SHA256: sum, Size: e.Size})
-		info, err := memo(e.Source, "go-buildinfo", goBuildInfo)
+		info, err := memo(e.Source, e.Stamp, "go-buildinfo", goBuildInfo)
 		if err != nil {
 			return a, err
 		}

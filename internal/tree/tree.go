@@ -55,6 +55,11 @@ type Entry struct {
 	// not in the image's layers (in a base layer, or not there at all):
 	// Windows must know at creation whether a link is a directory link.
 	LinkAs LinkKind
+	// Stamp is Source's status when FromDir or FromFile listed it (zero
+	// otherwise): what facts about the file are remembered under, so
+	// that the steps of a build after the listing need not stat it again.
+	// A file changed since is caught when the layer is written.
+	Stamp Stamp
 }
 
 // LinkKind is what a symlink is taken to point at when the image cannot
@@ -333,7 +338,7 @@ func (t *Tree) addDirEntry(d fs.DirEntry, p, rel string) error {
 			// Replaced since the directory was read.
 			return fmt.Errorf("%s: changed from a regular file to %s while being read", p, info.Mode().Type())
 		}
-		return t.addWalked(Entry{Path: rel, Kind: File, Mode: NormalMode(info.Mode()), Source: p, Size: info.Size()})
+		return t.addWalked(Entry{Path: rel, Kind: File, Mode: NormalMode(info.Mode()), Source: p, Size: info.Size(), Stamp: StampOf(info)})
 	default:
 		return fmt.Errorf("%s: unsupported file type %s", p, typ)
 	}
@@ -366,7 +371,7 @@ func FromFile(file, name string) (*Tree, error) {
 		return nil, fmt.Errorf("%s: not a regular file", file)
 	}
 	t := New()
-	return t, t.Add(Entry{Path: name, Kind: File, Mode: NormalMode(info.Mode()), Source: file, Size: info.Size()})
+	return t, t.Add(Entry{Path: name, Kind: File, Mode: NormalMode(info.Mode()), Source: file, Size: info.Size(), Stamp: StampOf(info)})
 }
 
 // Placement says where and how a tree lands in an image.
