@@ -1,11 +1,11 @@
 package cache
 
 import (
-	"maps"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
