@@ -2,7 +2,6 @@ package cache
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -18,9 +17,12 @@ import (
 )
 
 // DefaultMemoLimit is how many files the digest memo remembers when
-// Cache.MemoLimit is not set: about 25 MB on disk, of which a build reads
-// only the shards holding the files it looks up.
-const DefaultMemoLimit = 100_000
+// Cache.MemoLimit is not set: about 70 MB on disk at most, of which a
+// build reads only the shards holding the files it looks up. Each shard
+// holds its share of the limit; paths do not spread evenly, and a limit
+// of exactly one big build's files would make it forget some of them on
+// every build.
+const DefaultMemoLimit = 400_000
 
 // memoShards is how many files the memo is split into, by a hash of the
 // path: a build that looks up a few files reads a few shards (a few
@@ -60,6 +62,10 @@ type memoEntry struct {
 }
 
 type fact struct{ name, value string }
+
+// factNames are the names every entry repeats, shared rather than
+// allocated per entry when a shard is read (empty: the empty value).
+var factNames = map[string]string{"sha256": "sha256", "go-buildinfo": "go-buildinfo", "sha1": "sha1", "": ""}
 
 func (m *memoEntry) get(name string) (string, bool) {
 	for _, f := range m.facts {
@@ -106,8 +112,14 @@ func (c *Cache) shardOf(path string) int {
 	if n <= 0 {
 		n = memoShards
 	}
-	h := sha256.Sum256([]byte(path))
-	return int(binary.BigEndian.Uint16(h[:2])) % n
+	// FNV-1a: stable across processes, and cheap enough to run for every
+	// lookup.
+	h := uint32(2166136261)
+	for i := 0; i < len(path); i++ {
+		h ^= uint32(path[i])
+		h *= 16777619
+	}
+	return int(h % uint32(n))
 }
 
 func (c *Cache) shardPath(i int) string {
@@ -437,7 +449,10 @@ func decodeShard(data []byte) (map[string]*memoEntry, error) {
 			ok = false
 			return ""
 		}
-		s := string(r[:n])
+		s := factNames[string(r[:n])]
+		if s == "" {
+			s = string(r[:n])
+		}
 		r = r[n:]
 		return s
 	}
