@@ -757,6 +757,9 @@ func (b *builder) layer(t *tree.Tree, opt layer.Options) (v1.Layer, error) {
 		return nil, err
 	}
 	opt.Expect = func(path string) string { return keyed[path] }
+	// A file this build hashed already (unpacked it, or read it for the
+	// key once it had settled) is not hashed again as it is written.
+	opt.Known = c.Checked
 	key := cache.Key(parts...)
 	// A layer pulled from a shared registry cache must be this tree's:
 	// equal keys give identical tars, so its diff ID must be the digest of
@@ -791,7 +794,14 @@ func (b *builder) layer(t *tree.Tree, opt layer.Options) (v1.Layer, error) {
 		if err != nil {
 			return nil, err
 		}
-		return layer.Open(blob, digest, diffID, size, opt.Compression), nil
+		// The blob was hashed as it was written: the outputs and the next
+		// build take that digest instead of reading it again.
+		if err := c.Learn(blob, digest.Hex); err != nil {
+			return nil, err
+		}
+		out := layer.Open(blob, digest, diffID, size, opt.Compression)
+		out.Verified = true
+		return out, nil
 	})
 }
 

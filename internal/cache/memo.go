@@ -251,6 +251,10 @@ func (c *Cache) learn(st tree.Stamp, sum string) {
 	c.mu.Unlock()
 }
 
+// Learned gives the sha256 this build computed of the file whose stamp is
+// st, if it did (see Checked).
+func (c *Cache) Learned(st tree.Stamp) (string, bool) { return c.learned(st) }
+
 func (c *Cache) learned(st tree.Stamp) (string, bool) {
 	if st.Ino == 0 {
 		return "", false
