@@ -222,7 +222,7 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 		bases.Blobs = c
 		for _, t := range opt.Outputs {
 			if l, ok := t.(*output.Layout); ok {
-				l.Digests = c.FileSHA256
+				l.Digests, l.Learn = c.FileSHA256, c.Learn
 			}
 		}
 		if opt.CacheFrom != "" {
