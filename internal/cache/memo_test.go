@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pallet-dev/pallet/internal/tree"
 )
@@ -235,5 +236,90 @@ func TestVerifiedBlob(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), "sha256:"+sum+" is damaged") {
 		t.Errorf("the damage was not reported; log:\n%s", log)
+	}
+}
+
+// A file pallet wrote is remembered at once, with the digest it was
+// written with, without waiting for it to settle and without reading it
+// (the digest given here is not its content's, and is what comes back),
+// by this build and the next, until the file changes.
+func TestLearnRemembersWrittenFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cacheDir := filepath.Join(dir, "cache")
+	p := filepath.Join(dir, "tmp", "written")
+	writeFile(t, p, []byte("fresh"))
+	claimed := sha([]byte("what pallet wrote"))
+	c, _ := openCache(t, cacheDir)
+	if err := c.Learn(p, claimed); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.FileSHA256(p); err != nil || got != claimed {
+		t.Errorf("digest %s (%v), want the learned one", got, err)
+	}
+	info, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := c.Checked(p, info); !ok || got != claimed {
+		t.Errorf("Checked gave %s, %v; want the learned digest", got, ok)
+	}
+	// Its directory renamed (as a cache entry is committed): the same
+	// file, known by its stamp under its new name. (Renaming the file
+	// itself would set its ctime.)
+	moved := filepath.Join(dir, "entry", "written")
+	if err := os.Rename(filepath.Dir(p), filepath.Dir(moved)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.FileSHA256(moved); err != nil || got != claimed {
+		t.Errorf("after a rename: digest %s (%v), want the learned one", got, err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	c, _ = openCache(t, cacheDir)
+	defer c.Close()
+	if got, err := c.FileSHA256(moved); err != nil || got != claimed {
+		t.Errorf("next build: digest %s (%v), want the learned one", got, err)
+	}
+	if info, err := os.Stat(moved); err != nil {
+		t.Fatal(err)
+	} else if _, ok := c.Checked(moved, info); ok {
+		t.Error("the next build takes a digest only the memo gave as one it computed")
+	}
+	time.Sleep(20 * time.Millisecond) // past the change time's granularity
+	rewriteInPlace(t, moved, 0, []byte("F"))
+	if got, err := c.FileSHA256(moved); err != nil || got != sha([]byte("Fresh")) {
+		t.Errorf("after a change: digest %s (%v), want the content's", got, err)
+	}
+}
+
+// A file found on disk is remembered, and counted as hashed by this
+// build, only once it has settled: one changed again within the
+// timestamps' granularity could keep its stamp.
+func TestOnlySettledFilesCountAsChecked(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := filepath.Join(dir, "input")
+	writeFile(t, p, []byte("young"))
+	c, _ := openCache(t, filepath.Join(dir, "cache"))
+	defer c.Close()
+	if _, err := c.FileSHA256(p); err != nil {
+		t.Fatal(err)
+	}
+	info, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.Checked(p, info); ok {
+		t.Error("a file read before it settled counts as checked")
+	}
+	settle()
+	if _, err := c.FileSHA256(p); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := c.Checked(p, info); !ok || got != sha([]byte("young")) {
+		t.Errorf("a settled file read whole: Checked gave %s, %v", got, ok)
 	}
 }
