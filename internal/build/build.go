@@ -704,6 +704,9 @@ func (b *builder) layerTree(name string, pi *plan.PlatformImage, l *plan.Layer) 
 // link at: the later one would silently hide the earlier one's, which in
 // a recipe is a mistake (two artifacts shipping one file), not a wish.
 func sameFileInTwoLayers(name string, pi *plan.PlatformImage, trees []*tree.Tree) error {
+	if len(trees) < 2 {
+		return nil
+	}
 	first := map[string]int{}
 	for i, t := range trees {
 		for _, e := range t.Entries() {

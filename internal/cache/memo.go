@@ -63,10 +63,6 @@ type memoEntry struct {
 
 type fact struct{ name, value string }
 
-// factNames are the names every entry repeats, shared rather than
-// allocated per entry when a shard is read (empty: the empty value).
-var factNames = map[string]string{"sha256": "sha256", "go-buildinfo": "go-buildinfo", "sha1": "sha1", "": ""}
-
 func (m *memoEntry) get(name string) (string, bool) {
 	for _, f := range m.facts {
 		if f.name == name {
@@ -429,6 +425,9 @@ func decodeShard(data []byte) (map[string]*memoEntry, error) {
 	if !ok {
 		return nil, errShard
 	}
+	// Paths and facts are slices of one copy of the shard rather than a
+	// string each: a 100,000-file build reads 300,000 of them.
+	whole := string(data)
 	uv := func() uint64 {
 		v, n := binary.Uvarint(r)
 		if n <= 0 {
@@ -453,12 +452,9 @@ func decodeShard(data []byte) (map[string]*memoEntry, error) {
 			ok = false
 			return ""
 		}
-		s := factNames[string(r[:n])]
-		if s == "" {
-			s = string(r[:n])
-		}
+		at := len(data) - len(r)
 		r = r[n:]
-		return s
+		return whole[at : at+int(n)]
 	}
 	out := map[string]*memoEntry{}
 	for len(r) > 0 {
