@@ -751,11 +751,12 @@ func (b *builder) layer(t *tree.Tree, opt layer.Options) (v1.Layer, error) {
 	// The digests the key is made of are the ones the written layer must
 	// have: layer.Build checks each file against them as it writes it.
 	keyed := map[string]string{}
-	parts, err := layer.Key(t, opt, func(path string, st tree.Stamp) (string, error) {
+	keyer := cache.NewKeyer()
+	err := layer.KeyParts(t, opt, func(path string, st tree.Stamp) (string, error) {
 		sum, err := c.FileDigest(path, st)
 		keyed[path] = sum
 		return sum, err
-	})
+	}, keyer.Add)
 	if err != nil {
 		return nil, err
 	}
@@ -763,7 +764,7 @@ func (b *builder) layer(t *tree.Tree, opt layer.Options) (v1.Layer, error) {
 	// A file this build hashed already (unpacked it, or read it for the
 	// key once it had settled) is not hashed again as it is written.
 	opt.Known = c.Checked
-	key := cache.Key(parts...)
+	key := keyer.Sum()
 	// A layer pulled from a shared registry cache must be this tree's:
 	// equal keys give identical tars, so its diff ID must be the digest of
 	// the tar this build would write (read, not compressed).

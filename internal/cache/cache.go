@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"io/fs"
 	"os"
@@ -128,12 +129,24 @@ func safe(key string) string {
 // Key digests the parts of a cache key. Parts are length-prefixed so that
 // no two different lists give the same key.
 func Key(parts ...string) string {
-	h := sha256.New()
+	k := NewKeyer()
 	for _, p := range parts {
-		fmt.Fprintf(h, "%d:%s;", len(p), p)
+		k.Add(p)
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	return k.Sum()
 }
+
+// Keyer makes the key Key makes of the parts added, one part at a time.
+type Keyer struct{ h hash.Hash }
+
+// NewKeyer starts a key.
+func NewKeyer() *Keyer { return &Keyer{h: sha256.New()} }
+
+// Add appends part to the key.
+func (k *Keyer) Add(part string) { fmt.Fprintf(k.h, "%d:%s;", len(part), part) }
+
+// Sum is the key of the parts added.
+func (k *Keyer) Sum() string { return hex.EncodeToString(k.h.Sum(nil)) }
 
 // Blob is where the blob with sha256 sum is kept (it may not exist).
 func (c *Cache) Blob(sum string) string {

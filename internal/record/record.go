@@ -6,6 +6,7 @@
 package record
 
 import (
+	"bytes"
 	"debug/buildinfo"
 	"encoding/json"
 	"os"
@@ -107,7 +108,7 @@ func NoMemo(path string, _ tree.Stamp, _ string, derive func(string) (string, er
 // Go binary, through memo.
 func Scan(res *artifact.Result, memo Memo) (Artifact, error) {
 	a := Artifact{Record: res.Record, Files: []File{}, Licenses: []string{}}
-	for _, e := range res.Tree.Entries() {
+	for e := range res.Tree.All() {
 		if e.Kind != tree.File {
 			continue
 		}
@@ -152,14 +153,18 @@ func goBuildInfo(path string) (string, error) {
 
 // Write stores b as indented JSON at path, atomically.
 func Write(path string, b *Build) error {
-	data, err := json.MarshalIndent(b, "", "  ")
-	if err != nil {
+	// An encoder writes the newline itself: appending it to
+	// MarshalIndent's result copied a record of 100,000 files once more.
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(b); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	return tempfile.WriteFile(path, append(data, '\n'))
+	return tempfile.WriteFile(path, buf.Bytes())
 }
 
 // PathFor is where the record of a build writing to output goes: beside

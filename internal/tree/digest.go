@@ -15,7 +15,7 @@ import (
 // owners, times and the tar encoding.
 func Digest(t *Tree, digest FileDigest) (string, error) {
 	h := sha256.New()
-	for _, e := range t.Entries() {
+	for e := range t.All() {
 		fmt.Fprintf(h, "%s\x00%s\x00%o\x00%s\x00", e.Path, e.Kind, e.Mode, e.Link)
 		if e.Kind == File {
 			sum, err := digest(e.Source, e.Stamp)

@@ -8,6 +8,7 @@ import (
 	"cmp"
 	"fmt"
 	"io/fs"
+	"iter"
 	"os"
 	"path"
 	"path/filepath"
@@ -221,6 +222,24 @@ func (t *Tree) Entries() []Entry {
 		out[i] = *e
 	}
 	return out
+}
+
+// All yields the entries Entries returns, in its order, without making
+// the slice: one walk over 100,000 entries need not allocate 17 MB.
+func (t *Tree) All() iter.Seq[Entry] {
+	return func(yield func(Entry) bool) {
+		t.orderMu.Lock()
+		if t.order == nil {
+			t.sort()
+		}
+		order := t.order
+		t.orderMu.Unlock()
+		for _, e := range order {
+			if !yield(*e) {
+				return
+			}
+		}
+	}
 }
 
 // sort fills t.order.
