@@ -236,7 +236,7 @@ func (f *Fetcher) store(key string, res *Result, work string, r *Request) (*Resu
 				return nil, err
 			}
 		}
-		if err := f.Cache.Learn(p.dst, sum); err != nil {
+		if err := f.Cache.Wrote(p.dst, sum); err != nil {
 			return nil, err
 		}
 	}

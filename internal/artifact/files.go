@@ -60,7 +60,7 @@ func (f *Fetcher) fileTree(ctx context.Context, r *Request, file, name string, e
 	}
 	for _, w := range sums {
 		// Not learning a file only costs reading it again.
-		_ = f.Cache.Learn(w.path, w.sum)
+		_ = f.Cache.Wrote(w.path, w.sum)
 	}
 	all, err := tree.FromDir(dir)
 	if err != nil {

@@ -230,6 +230,19 @@ func (c *Cache) Learn(path, sum string) error {
 	return nil
 }
 
+// Wrote is Learn for a file whose name does not last (unpacked into a
+// work directory, or in a cache entry not yet committed): this build
+// knows it by its stamp, whatever it is called when next looked up, and
+// the memo gets no entry under a name that will be gone.
+func (c *Cache) Wrote(path, sum string) error {
+	info, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	c.learn(tree.StampOf(info), sum)
+	return nil
+}
+
 // Checked gives the sha256 this build computed of the file whose status
 // is info, if it did (by writing it, or by reading it once it had
 // settled): the layer writer takes it instead of hashing the file again,

@@ -323,3 +323,35 @@ func TestOnlySettledFilesCountAsChecked(t *testing.T) {
 		t.Errorf("a settled file read whole: Checked gave %s, %v", got, ok)
 	}
 }
+
+// Wrote makes a file known to this build by its stamp, under any name,
+// and leaves the memo no entry under a name that will be gone.
+func TestWroteLeavesNoEntry(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cacheDir := filepath.Join(dir, "cache")
+	p := filepath.Join(dir, "tmp", "f")
+	writeFile(t, p, []byte("data"))
+	c, _ := openCache(t, cacheDir)
+	claimed := sha([]byte("as written"))
+	if err := c.Wrote(p, claimed); err != nil {
+		t.Fatal(err)
+	}
+	if memoHas(c, p) {
+		t.Error("the temporary name has a memo entry")
+	}
+	final := filepath.Join(dir, "entry", "f")
+	if err := os.Rename(filepath.Dir(p), filepath.Dir(final)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.FileSHA256(final); err != nil || got != claimed {
+		t.Errorf("under its final name: %s (%v), want the digest it was written with", got, err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	saved := readMemo(t, cacheDir)
+	if _, ok := saved[p]; ok || len(saved) != 1 {
+		t.Errorf("the memo saved %d entries, the temporary name among them: %v", len(saved), ok)
+	}
+}
