@@ -443,15 +443,25 @@ func (t *Tree) Place(src *Tree, pl Placement) error {
 		return err
 	}
 	intoDir := strings.HasSuffix(pl.Dest, "/") || dest == "."
-	entries := src.Entries()
-	one := len(entries) == 1 && entries[0].Kind == File
-	if pl.From != "" {
-		if entries, one, err = subtree(entries, pl.From); err != nil {
-			return err
+	// The whole of src is walked, not copied: placing 100,000 files
+	// need not hold a second list of them.
+	entries := src.All()
+	var first []Entry
+	for e := range entries {
+		if first = append(first, e); len(first) == 2 {
+			break
 		}
 	}
+	one := len(first) == 1 && first[0].Kind == File
+	if pl.From != "" {
+		var sub []Entry
+		if sub, one, err = subtree(src.Entries(), pl.From); err != nil {
+			return err
+		}
+		entries, first = slices.Values(sub), sub
+	}
 	if one && !intoDir {
-		e := entries[0]
+		e := first[0]
 		e.Path = dest
 		return t.add(e, pl)
 	}
@@ -460,7 +470,7 @@ func (t *Tree) Place(src *Tree, pl Placement) error {
 			return err
 		}
 	}
-	for _, e := range entries {
+	for e := range entries {
 		e.Path = path.Join(dest, e.Path)
 		if err := t.add(e, pl); err != nil {
 			return err
