@@ -320,6 +320,24 @@ func (c *Cache) store(path, fact, v string, st tree.Stamp) {
 func (c *Cache) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.save()
+}
+
+// Flush saves the memo as Close does and lets go of the shards read, for
+// a build whose remaining steps look up few files: those are read again
+// as they are looked up. What the build computed itself (Learned) is kept.
+func (c *Cache) Flush() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.save(); err != nil {
+		return err
+	}
+	clear(c.shards)
+	return nil
+}
+
+// save writes the dirty shards. Called with c.mu held.
+func (c *Cache) save() error {
 	var dirty []int
 	for i, s := range c.shards {
 		if s.dirty {

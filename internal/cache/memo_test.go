@@ -355,3 +355,41 @@ func TestWroteLeavesNoEntry(t *testing.T) {
 		t.Errorf("the memo saved %d entries, the temporary name among them: %v", len(saved), ok)
 	}
 }
+
+// Flush saves what the build changed and lets go of the shards read; a
+// later lookup reads its shard again, and what the build learned stays.
+func TestFlushLetsGoOfShards(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cacheDir := filepath.Join(dir, "cache")
+	p := filepath.Join(dir, "f")
+	writeFile(t, p, []byte("data"))
+	claimed := sha([]byte("as written"))
+	c, _ := openCache(t, cacheDir)
+	defer c.Close()
+	if err := c.Learn(p, claimed); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	held := len(c.shards)
+	c.mu.Unlock()
+	if held != 0 {
+		t.Errorf("%d shards held after Flush", held)
+	}
+	if _, ok := readMemo(t, cacheDir)[p]; !ok {
+		t.Error("Flush did not save the memo")
+	}
+	info, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := c.Checked(p, info); !ok || got != claimed {
+		t.Errorf("after Flush, Checked gave %s, %v", got, ok)
+	}
+	if got, err := c.FileSHA256(p); err != nil || got != claimed {
+		t.Errorf("after Flush: %s (%v), want the learned digest", got, err)
+	}
+}
