@@ -102,6 +102,13 @@ type Options struct {
 	// only a few binaries are wanted.
 	Extra []string
 
+	// Written, when set, receives each regular file written, by its path
+	// (the destination directory joined with the entry's), with the hex
+	// sha256 of the content as it was written, once the file is closed:
+	// a caller that remembers it need not read the file again. Hard links
+	// are not reported: they name a file reported already.
+	Written func(path, sha256 string)
+
 	// The limits below bound what a hostile archive can cost in disk,
 	// memory and time. Sizes an archive declares are never trusted to
 	// respect them: content is counted as it is decoded, and a declared

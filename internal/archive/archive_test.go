@@ -5,6 +5,8 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -827,5 +829,59 @@ func TestRandomTreesStayContained(t *testing.T) {
 		if t.Failed() {
 			t.Fatalf("archive: %+v", ents)
 		}
+	}
+}
+
+// Written reports every regular file as it was written, with the digest of
+// what is on disk: a caller may take it instead of reading the file, in
+// every format. A hard link names a file reported already.
+func TestWrittenReportsDigests(t *testing.T) {
+	for _, f := range allFormats {
+		t.Run(string(f), func(t *testing.T) {
+			ents := slices.Clone(sampleTree)
+			if f != Zip {
+				ents = append(ents, ent{name: "./top/bin/tool2", typ: tar.TypeLink, link: "./top/bin/tool"})
+			}
+			s := newSandbox(t, f, build(t, f, ents))
+			got := map[string]string{}
+			opt := Options{Written: func(path, sum string) {
+				if _, twice := got[path]; twice {
+					t.Errorf("%s reported twice", path)
+				}
+				got[path] = sum
+			}}
+			if err := Extract(context.Background(), s.src, f, s.out, opt); err != nil {
+				t.Fatal(err)
+			}
+			files := 0
+			err := filepath.WalkDir(s.out, func(p string, d fs.DirEntry, err error) error {
+				if err != nil || !d.Type().IsRegular() {
+					return err
+				}
+				data, err := os.ReadFile(p)
+				if err != nil {
+					return err
+				}
+				sum := sha256.Sum256(data)
+				want := hex.EncodeToString(sum[:])
+				if filepath.Base(p) == "tool2" {
+					if _, ok := got[p]; ok {
+						t.Errorf("the hard link %s was reported", p)
+					}
+					return nil
+				}
+				files++
+				if got[p] != want {
+					t.Errorf("%s: reported %q, its content is %s", p, got[p], want)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if files == 0 || len(got) != files {
+				t.Errorf("%d files reported, %d extracted", len(got), files)
+			}
+		})
 	}
 }

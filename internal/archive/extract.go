@@ -3,8 +3,11 @@ package archive
 import (
 	"archive/zip"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"io/fs"
 	"math"
@@ -479,7 +482,13 @@ func (x *extractor) writeFile(e *entry, rel string, perm fs.FileMode, r io.Reade
 	if err != nil {
 		return x.entryErr(e, "%w", err)
 	}
-	err = x.copy(e, f, r)
+	var w io.Writer = f
+	var h hash.Hash
+	if x.opt.Written != nil {
+		h = sha256.New()
+		w = io.MultiWriter(f, h)
+	}
+	err = x.copy(e, w, r)
 	if err == nil {
 		// The umask may have narrowed the mode given to OpenFile.
 		if cerr := f.Chmod(perm); cerr != nil {
@@ -488,6 +497,9 @@ func (x *extractor) writeFile(e *entry, rel string, perm fs.FileMode, r io.Reade
 	}
 	if cerr := f.Close(); cerr != nil && err == nil {
 		err = x.entryErr(e, "%w", cerr)
+	}
+	if err == nil && h != nil {
+		x.opt.Written(filepath.Join(x.root.Name(), native(rel)), hex.EncodeToString(h.Sum(nil)))
 	}
 	return err
 }

@@ -2,6 +2,8 @@ package artifact
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,10 +20,10 @@ import (
 )
 
 // digest is the sha256 of a file, remembered by the cache across builds
-// when there is one.
-func (f *Fetcher) digest(path string) (string, error) {
+// when there is one; st is the file's stamp, if the caller took it.
+func (f *Fetcher) digest(path string, st tree.Stamp) (string, error) {
 	if f.Cache != nil {
-		return f.Cache.FileSHA256(path)
+		return f.Cache.FileDigest(path, st)
 	}
 	return cache.HashFile(path)
 }
@@ -188,11 +190,55 @@ func (f *Fetcher) store(key string, res *Result, work string, r *Request) (*Resu
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	if err := materialize(res.Tree, filepath.Join(tmp, "tree"), work); err != nil {
-		return nil, err
+	// The digests this build took of the files (while unpacking them),
+	// looked up before they are linked: a link changes a file's ctime.
+	known := map[string]string{}
+	for _, t := range []*tree.Tree{res.Tree, res.Licenses} {
+		for _, e := range t.Entries() {
+			if e.Kind != tree.File {
+				continue
+			}
+			if info, err := os.Stat(e.Source); err == nil {
+				if sum, ok := f.Cache.Learned(tree.StampOf(info)); ok {
+					known[e.Source] = sum
+				}
+			}
+		}
 	}
-	if err := materialize(res.Licenses, filepath.Join(tmp, "licenses"), work); err != nil {
-		return nil, err
+	var files []placedFile
+	for _, m := range []struct {
+		t   *tree.Tree
+		sub string
+	}{{res.Tree, "tree"}, {res.Licenses, "licenses"}} {
+		p, err := materialize(m.t, filepath.Join(tmp, m.sub), work)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, p...)
+	}
+	// The work directory's names of what was linked go now rather than
+	// when the build ends, so that the entry's files have their final
+	// ctime when the cache learns their digests: the files are pallet's,
+	// and are not read again while their stamp holds.
+	for _, p := range files {
+		if p.linked {
+			os.Remove(p.src)
+		}
+	}
+	for _, p := range files {
+		sum := p.sum
+		if sum == "" {
+			sum = known[p.src]
+		}
+		if sum == "" {
+			var err error
+			if sum, err = cache.HashFile(p.dst); err != nil {
+				return nil, err
+			}
+		}
+		if err := f.Cache.Wrote(p.dst, sum); err != nil {
+			return nil, err
+		}
 	}
 	data, err := json.Marshal(res.Record)
 	if err != nil {
@@ -201,7 +247,15 @@ func (f *Fetcher) store(key string, res *Result, work string, r *Request) (*Resu
 	if err := os.WriteFile(filepath.Join(tmp, "record.json"), data, 0o644); err != nil {
 		return nil, err
 	}
-	sum, _, _, err := f.entryDigest(tmp)
+	// The entry's files are under a temporary name: their digests, just
+	// learned, are taken by stamp, not remembered under names that are
+	// about to go.
+	sum, _, _, err := f.entryDigest(tmp, func(path string, st tree.Stamp) (string, error) {
+		if sum, ok := f.Cache.Learned(st); ok {
+			return sum, nil
+		}
+		return f.digest(path, st)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -224,7 +278,7 @@ func (f *Fetcher) store(key string, res *Result, work string, r *Request) (*Resu
 // made and compared when it is used: file digests come from the cache's
 // memory while files are untouched, so the check costs little, and a file
 // changed or damaged since is caught.
-func (f *Fetcher) entryDigest(dir string) (string, *tree.Tree, *tree.Tree, error) {
+func (f *Fetcher) entryDigest(dir string, digest tree.FileDigest) (string, *tree.Tree, *tree.Tree, error) {
 	var trees [2]*tree.Tree
 	var parts []string
 	for i, sub := range []string{"tree", "licenses"} {
@@ -232,7 +286,7 @@ func (f *Fetcher) entryDigest(dir string) (string, *tree.Tree, *tree.Tree, error
 		if err != nil {
 			return "", nil, nil, err
 		}
-		sum, err := tree.Digest(t, f.digest)
+		sum, err := tree.Digest(t, digest)
 		if err != nil {
 			return "", nil, nil, err
 		}
@@ -251,7 +305,7 @@ func (f *Fetcher) fromCache(dir string, r *Request) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cache entry %s: %w", dir, err)
 	}
-	got, t, lic, err := f.entryDigest(dir)
+	got, t, lic, err := f.entryDigest(dir, f.digest)
 	if err != nil || got != string(want) {
 		return nil, fmt.Errorf("cache entry %s is damaged (its files changed since it was stored)", dir)
 	}
@@ -300,7 +354,7 @@ func (f *Fetcher) checkDownloadPin(r *Request, t *tree.Tree, pins Origin) error 
 		if e.Kind != tree.File {
 			continue
 		}
-		sum, err := f.digest(e.Source)
+		sum, err := f.digest(e.Source, e.Stamp)
 		if err != nil {
 			return err
 		}
@@ -311,32 +365,43 @@ func (f *Fetcher) checkDownloadPin(r *Request, t *tree.Tree, pins Origin) error 
 	return nil
 }
 
+// placedFile is a file materialize put into a cache entry: linked from
+// src, or copied, with the sha256 of what was written.
+type placedFile struct {
+	src, dst string
+	linked   bool
+	sum      string
+}
+
 // materialize writes t under dir, with the modes tree.FromDir reads back.
 // Files pallet made under work are hard linked; any other file (the
 // user's own) is copied, so that editing it in place cannot change the
 // cache entry.
-func materialize(t *tree.Tree, dir, work string) error {
+func materialize(t *tree.Tree, dir, work string) ([]placedFile, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+		return nil, err
 	}
+	var files []placedFile
 	for _, e := range t.Entries() {
 		p := filepath.Join(dir, filepath.FromSlash(e.Path))
 		switch e.Kind {
 		case tree.Dir:
 			if err := os.MkdirAll(p, 0o755); err != nil {
-				return err
+				return nil, err
 			}
 		case tree.Symlink:
 			if err := os.Symlink(e.Link, p); err != nil {
-				return err
+				return nil, err
 			}
 		case tree.File:
-			if err := linkOrCopy(e.Source, p, e.Mode, within(e.Source, work)); err != nil {
-				return err
+			linked, sum, err := linkOrCopy(e.Source, p, e.Mode, within(e.Source, work))
+			if err != nil {
+				return nil, err
 			}
+			files = append(files, placedFile{src: e.Source, dst: p, linked: linked, sum: sum})
 		}
 	}
-	return nil
+	return files, nil
 }
 
 func within(path, dir string) bool {
@@ -344,26 +409,29 @@ func within(path, dir string) bool {
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
-func linkOrCopy(src, dst string, mode os.FileMode, mayLink bool) error {
+// linkOrCopy links src at dst (linked), or copies it, hashing what it
+// writes (sum).
+func linkOrCopy(src, dst string, mode os.FileMode, mayLink bool) (linked bool, sum string, err error) {
 	// A hard link shares the inode, and with it the mode: only link when
 	// the source already has the mode the tree says.
 	if info, err := os.Stat(src); mayLink && err == nil && info.Mode().Perm() == mode.Perm() {
 		if os.Link(src, dst) == nil {
-			return nil
+			return true, "", nil
 		}
 	}
 	in, err := os.Open(src)
 	if err != nil {
-		return err
+		return false, "", err
 	}
 	defer in.Close()
 	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode.Perm())
 	if err != nil {
-		return err
+		return false, "", err
 	}
-	if _, err := io.Copy(out, in); err != nil {
+	h := sha256.New()
+	if _, err := io.Copy(io.MultiWriter(out, h), in); err != nil {
 		out.Close()
-		return err
+		return false, "", err
 	}
-	return out.Close()
+	return false, hex.EncodeToString(h.Sum(nil)), out.Close()
 }

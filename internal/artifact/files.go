@@ -46,8 +46,21 @@ func (f *Fetcher) fileTree(ctx context.Context, r *Request, file, name string, e
 	if len(ex.Include) > 0 {
 		opt.Extra = licensePatterns(r.Licenses)
 	}
+	// The digests of what is unpacked are taken as it is written, and
+	// the cache learns them once the tree is whole: hard links made while
+	// unpacking change a file's ctime, and with it the stamp it is
+	// remembered under. A later copy of a path comes later, and wins.
+	type written struct{ path, sum string }
+	var sums []written
+	if f.Cache != nil {
+		opt.Written = func(path, sum string) { sums = append(sums, written{path, sum}) }
+	}
 	if err := archive.Extract(ctx, file, format, dir, opt); err != nil {
 		return nil, nil, err
+	}
+	for _, w := range sums {
+		// Not learning a file only costs reading it again.
+		_ = f.Cache.Wrote(w.path, w.sum)
 	}
 	all, err := tree.FromDir(dir)
 	if err != nil {

@@ -102,7 +102,7 @@ func (m *GoModule) fetch(ctx context.Context, f *Fetcher, env []string, work, di
 		return err
 	}
 	zipFile := filepath.Join(work, "module.zip")
-	if err := linkOrCopy(cached, zipFile, 0o644, false); err != nil {
+	if _, _, err := linkOrCopy(cached, zipFile, 0o644, false); err != nil {
 		return fmt.Errorf("module %s: copying %s: %w", m.ref(), cached, err)
 	}
 	if err := m.verify(zipFile); err != nil {

@@ -45,7 +45,7 @@ func (l *Local) Key(f *Fetcher, _ *Request) ([]string, bool, error) {
 	if err != nil || info.IsDir() {
 		return nil, false, nil
 	}
-	sum, err := f.digest(l.Path)
+	sum, err := f.digest(l.Path, tree.Stamp{})
 	if err != nil {
 		return nil, false, err
 	}
@@ -85,7 +85,7 @@ func (l *Local) Produce(ctx context.Context, f *Fetcher, r *Request, work string
 		}
 		return &Result{Tree: t, Licenses: lic, Record: rec}, nil
 	}
-	if rec.Digest, err = f.digest(l.Path); err != nil {
+	if rec.Digest, err = f.digest(l.Path, tree.Stamp{}); err != nil {
 		return nil, err
 	}
 	t, lic, err := f.fileTree(ctx, r, l.Path, filepath.Base(l.Path), l.Extract, work)

@@ -222,7 +222,7 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 		bases.Blobs = c
 		for _, t := range opt.Outputs {
 			if l, ok := t.(*output.Layout); ok {
-				l.Digests = c.FileSHA256
+				l.Digests, l.Learn = c.FileSHA256, c.Learn
 			}
 		}
 		if opt.CacheFrom != "" {
@@ -240,11 +240,21 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 		placed: map[string]*record.Image{}, writers: make(chan struct{}, opt.Jobs), memo: record.NoMemo,
 		compressors: layer.NewCompressors(opt.Jobs), started: time.Now()}
 	if c != nil {
-		b.memo = c.Remember
+		b.memo = c.RememberAt
 	}
 	res, err := b.build(ctx)
 	if err != nil {
 		return nil, err
+	}
+	// The images are made: what remains (outputs, the record, the shared
+	// cache) needs neither the artifacts' trees nor the memory of every
+	// input's digest, which for 100,000 files is about 60 MB that would
+	// otherwise stay live while the record is encoded.
+	b.results = nil
+	if c != nil {
+		if err := c.Flush(); err != nil {
+			return nil, err
+		}
 	}
 	res.RecordPath = opt.RecordPath
 	for i, t := range opt.Outputs {
@@ -704,6 +714,9 @@ func (b *builder) layerTree(name string, pi *plan.PlatformImage, l *plan.Layer) 
 // link at: the later one would silently hide the earlier one's, which in
 // a recipe is a mistake (two artifacts shipping one file), not a wish.
 func sameFileInTwoLayers(name string, pi *plan.PlatformImage, trees []*tree.Tree) error {
+	if len(trees) < 2 {
+		return nil
+	}
 	first := map[string]int{}
 	for i, t := range trees {
 		for _, e := range t.Entries() {
@@ -748,16 +761,20 @@ func (b *builder) layer(t *tree.Tree, opt layer.Options) (v1.Layer, error) {
 	// The digests the key is made of are the ones the written layer must
 	// have: layer.Build checks each file against them as it writes it.
 	keyed := map[string]string{}
-	parts, err := layer.Key(t, opt, func(path string) (string, error) {
-		sum, err := c.FileSHA256(path)
+	keyer := cache.NewKeyer()
+	err := layer.KeyParts(t, opt, func(path string, st tree.Stamp) (string, error) {
+		sum, err := c.FileDigest(path, st)
 		keyed[path] = sum
 		return sum, err
-	})
+	}, keyer.Add)
 	if err != nil {
 		return nil, err
 	}
 	opt.Expect = func(path string) string { return keyed[path] }
-	key := cache.Key(parts...)
+	// A file this build hashed already (unpacked it, or read it for the
+	// key once it had settled) is not hashed again as it is written.
+	opt.Known = c.Checked
+	key := keyer.Sum()
 	// A layer pulled from a shared registry cache must be this tree's:
 	// equal keys give identical tars, so its diff ID must be the digest of
 	// the tar this build would write (read, not compressed).
@@ -791,7 +808,14 @@ func (b *builder) layer(t *tree.Tree, opt layer.Options) (v1.Layer, error) {
 		if err != nil {
 			return nil, err
 		}
-		return layer.Open(blob, digest, diffID, size, opt.Compression), nil
+		// The blob was hashed as it was written: the outputs and the next
+		// build take that digest instead of reading it again.
+		if err := c.Learn(blob, digest.Hex); err != nil {
+			return nil, err
+		}
+		out := layer.Open(blob, digest, diffID, size, opt.Compression)
+		out.Verified = true
+		return out, nil
 	})
 }
 
@@ -830,7 +854,7 @@ func (b *builder) checkExecutables(res *artifact.Result, place tree.Placement, p
 		if e.Kind != tree.File {
 			continue
 		}
-		_, err := b.memo(e.Source, fact, func(path string) (string, error) {
+		_, err := b.memo(e.Source, e.Stamp, fact, func(path string) (string, error) {
 			return "ok", exe.Check(path, "/"+e.Path, p.OS, p.Arch)
 		})
 		if err != nil {

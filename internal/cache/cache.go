@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"io/fs"
 	"os"
@@ -30,10 +31,15 @@ import (
 type Cache struct {
 	dir string
 
-	mu        sync.Mutex
-	memo      map[string]statMemo // facts about files, by path
-	touched   map[string]bool     // memo entries this build used or made
-	memoDirty bool
+	mu sync.Mutex
+	// shards are the parts of the digest memo (facts about files, by
+	// path) this build has read, by number.
+	shards map[int]*memoShard
+	// memoShards is how many shards the memo has (memoShards when zero).
+	memoShards int
+	// learnedDigests are the digests this build computed, by file: what
+	// it wrote (Learn), and what it read once settled.
+	learnedDigests map[fileID]learnedDigest
 
 	// remote is the registry cache to import from, if any.
 	remote *remoteCache
@@ -45,8 +51,8 @@ type Cache struct {
 	// registry cache entries refused.
 	Log func(format string, args ...any)
 
-	// MemoLimit caps how many files the digest memo (digests.json)
-	// remembers; zero means DefaultMemoLimit.
+	// MemoLimit caps how many files the digest memo (memo/ in the cache
+	// directory) remembers; zero means DefaultMemoLimit.
 	MemoLimit int
 }
 
@@ -75,8 +81,10 @@ func Open(dir string) (*Cache, error) {
 			return nil, fmt.Errorf("cache %s: %w", dir, err)
 		}
 	}
-	c := &Cache{dir: dir, touched: map[string]bool{}, usedArtifacts: map[string]bool{}, usedLayers: map[string]bool{}}
-	c.loadMemo()
+	c := &Cache{dir: dir, shards: map[int]*memoShard{}, learnedDigests: map[fileID]learnedDigest{},
+		usedArtifacts: map[string]bool{}, usedLayers: map[string]bool{}}
+	// The memo of earlier versions, one file read whole by every build.
+	os.Remove(filepath.Join(dir, "digests.json"))
 	c.sweep()
 	return c, nil
 }
@@ -121,12 +129,24 @@ func safe(key string) string {
 // Key digests the parts of a cache key. Parts are length-prefixed so that
 // no two different lists give the same key.
 func Key(parts ...string) string {
-	h := sha256.New()
+	k := NewKeyer()
 	for _, p := range parts {
-		fmt.Fprintf(h, "%d:%s;", len(p), p)
+		k.Add(p)
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	return k.Sum()
 }
+
+// Keyer makes the key Key makes of the parts added, one part at a time.
+type Keyer struct{ h hash.Hash }
+
+// NewKeyer starts a key.
+func NewKeyer() *Keyer { return &Keyer{h: sha256.New()} }
+
+// Add appends part to the key.
+func (k *Keyer) Add(part string) { fmt.Fprintf(k.h, "%d:%s;", len(part), part) }
+
+// Sum is the key of the parts added.
+func (k *Keyer) Sum() string { return hex.EncodeToString(k.h.Sum(nil)) }
 
 // Blob is where the blob with sha256 sum is kept (it may not exist).
 func (c *Cache) Blob(sum string) string {

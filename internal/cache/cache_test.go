@@ -99,3 +99,19 @@ func TestConcurrentReplaceOfRemains(t *testing.T) {
 		c.Close()
 	}
 }
+
+// A key made part by part is the key of the list, and still tells lists
+// apart that would concatenate alike.
+func TestKeyerIsKey(t *testing.T) {
+	parts := []string{"layer-v3", "linux", "a|file", ""}
+	k := NewKeyer()
+	for _, p := range parts {
+		k.Add(p)
+	}
+	if got, want := k.Sum(), Key(parts...); got != want {
+		t.Errorf("Keyer %s, Key %s", got, want)
+	}
+	if Key("ab", "c") == Key("a", "bc") {
+		t.Error("two lists with the same concatenation have one key")
+	}
+}

@@ -1,11 +1,12 @@
 package cache
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/pallet-dev/pallet/internal/tree"
 )
 
 // The memo compares the device as git's index does: the same path, inode
@@ -33,10 +34,10 @@ func TestMemoComparesDevice(t *testing.T) {
 		{"other device", st.Dev + 1, sha([]byte("content"))},
 	} {
 		cacheDir := t.TempDir()
-		memo := fmt.Sprintf(`{%q:{"size":%d,"mtime":%d,"ctime":%d,"ino":%d,"dev":%d,"facts":{"sha256":%q}}}`,
-			p, info.Size(), info.ModTime().UnixNano(), ctime, st.Ino, tc.dev, bogus)
-		writeFile(t, filepath.Join(cacheDir, "digests.json"), []byte(memo))
 		c, _ := openCache(t, cacheDir)
+		stamp := tree.Stamp{Size: info.Size(), ModTime: info.ModTime().UnixNano(), CTime: ctime, Ino: st.Ino, Dev: tc.dev}
+		memo := encodeShard(map[string]*memoEntry{p: {st: stamp, seen: today(), facts: []fact{{"sha256", bogus}}}})
+		writeFile(t, c.shardPath(c.shardOf(p)), memo)
 		if got, err := c.FileSHA256(p); err != nil || got != tc.want {
 			t.Errorf("%s: digest %s (%v), want %s", tc.name, got, err, tc.want)
 		}

@@ -1,11 +1,14 @@
 package cache
 
 import (
-	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/pallet-dev/pallet/internal/tree"
 )
 
 // Over its limit, the memo keeps what this build used and, of the rest,
@@ -21,38 +24,30 @@ func TestMemoIsCapped(t *testing.T) {
 		files = append(files, p)
 	}
 	settle()
+	// One shard, so that the limit is the shard's.
 	c, _ := openCache(t, cacheDir)
+	c.memoShards = 1
 	for _, p := range files[:5] {
 		if _, err := c.FileSHA256(p); err != nil {
 			t.Fatal(err)
 		}
 	}
+	// f1 and f2 were last used long ago.
+	c.mu.Lock()
+	for i, p := range files[:2] {
+		m := c.shard(p).entries[p]
+		m.seen, m.used = today()-20+int64(i), false
+	}
+	c.mu.Unlock()
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	// f1 and f2 were last used long ago.
-	var memo map[string]statMemo
-	data, err := os.ReadFile(filepath.Join(cacheDir, "digests.json"))
-	if err != nil {
-		t.Fatal(err)
+	if saved := readMemo(t, cacheDir); len(saved) != 5 {
+		t.Fatalf("the memo holds %d entries, want 5", len(saved))
 	}
-	if err := json.Unmarshal(data, &memo); err != nil {
-		t.Fatal(err)
-	}
-	if len(memo) != 5 {
-		t.Fatalf("the memo holds %d entries, want 5", len(memo))
-	}
-	for i, p := range files[:2] {
-		m := memo[p]
-		m.Seen = today() - 30 + int64(i)
-		memo[p] = m
-	}
-	if data, err = json.Marshal(memo); err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, filepath.Join(cacheDir, "digests.json"), data)
 
 	c, _ = openCache(t, cacheDir)
+	c.memoShards = 1
 	c.MemoLimit = 4
 	for _, p := range files[4:] {
 		if _, err := c.FileSHA256(p); err != nil {
@@ -74,45 +69,139 @@ func TestMemoIsCapped(t *testing.T) {
 	}
 }
 
-// A memo file too big to read is ignored, not read into memory, and
-// rewritten within bounds.
-func TestOversizedMemoIsIgnored(t *testing.T) {
-	defer func(n int64) { maxMemoBytes = n }(maxMemoBytes)
-	maxMemoBytes = 1 << 10
+// An entry no build used for memoMaxAge days is dropped when its shard
+// is next written, even if its file is still there.
+func TestMemoForgetsUnusedEntries(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cacheDir := filepath.Join(dir, "cache")
-	p := filepath.Join(dir, "input")
-	writeFile(t, p, []byte("content"))
-	info, err := os.Stat(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// A memo whose one real entry would be used if the file were read.
-	ino, dev, ctime := sysStamp(info)
-	m := map[string]statMemo{p: {Size: info.Size(), ModTime: info.ModTime().UnixNano(), CTime: ctime, Ino: ino, Dev: dev,
-		Facts: map[string]string{"sha256": sha([]byte("bogus"))}}}
-	for i := range 20 {
-		m[filepath.Join(dir, "gone", strings.Repeat("x", 40)+string(rune('a'+i)))] = statMemo{Facts: map[string]string{"sha256": "0"}}
-	}
-	data, err := json.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if int64(len(data)) <= maxMemoBytes {
-		t.Fatalf("the memo is only %d bytes", len(data))
-	}
-	writeFile(t, filepath.Join(cacheDir, "digests.json"), data)
+	stale, fresh := filepath.Join(dir, "stale"), filepath.Join(dir, "fresh")
+	writeFile(t, stale, []byte("stale"))
+	writeFile(t, fresh, []byte("fresh"))
+	settle()
 	c, _ := openCache(t, cacheDir)
-	if got, err := c.FileSHA256(p); err != nil || got != sha([]byte("content")) {
-		t.Errorf("digest %s (%v): the oversized memo was used", got, err)
+	c.memoShards = 1
+	for _, p := range []string{stale, fresh} {
+		if _, err := c.FileSHA256(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.mu.Lock()
+	m := c.shard(stale).entries[stale]
+	m.seen, m.used = today()-memoMaxAge-1, false
+	c.shard(stale).dirty = true
+	c.mu.Unlock()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	saved := readMemo(t, cacheDir)
+	if _, ok := saved[stale]; ok {
+		t.Error("an entry unused for longer than memoMaxAge days was kept")
+	}
+	if _, ok := saved[fresh]; !ok {
+		t.Error("the entry used today was dropped")
+	}
+}
+
+// A build reads only the shards of the files it looks up: after a build
+// that remembered many files, a build of a few reads a bounded part of
+// the memo.
+func TestSmallBuildReadsFewShards(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cacheDir := filepath.Join(dir, "cache")
+	c, _ := openCache(t, cacheDir)
+	const many = 4000
+	var files []string
+	for i := range many {
+		p := filepath.Join(dir, "big", fmt.Sprintf("f%04d", i))
+		writeFile(t, p, []byte(p))
+		if err := c.Learn(p, sha([]byte(p))); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, p)
 	}
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	info, err = os.Stat(filepath.Join(cacheDir, "digests.json"))
-	if err != nil || info.Size() > maxMemoBytes {
-		t.Errorf("the memo was not rewritten within bounds: %v %v", info.Size(), err)
+	shards, _ := os.ReadDir(filepath.Join(cacheDir, "memo"))
+	if len(shards) != memoShards {
+		t.Fatalf("%d files made %d shards, want %d", many, len(shards), memoShards)
 	}
+
+	c, _ = openCache(t, cacheDir)
+	defer c.Close()
+	for _, p := range files[:3] {
+		if got, err := c.FileSHA256(p); err != nil || got != sha([]byte(p)) {
+			t.Fatalf("%s: %s %v", p, got, err)
+		}
+	}
+	c.mu.Lock()
+	read, entries := len(c.shards), 0
+	for _, s := range c.shards {
+		entries += len(s.entries)
+	}
+	c.mu.Unlock()
+	// 4000 entries in 256 shards: about 16 in each of the (at most) 3
+	// shards read, never anywhere near all of them.
+	if read > 3 || entries > 3*many/memoShards*3 {
+		t.Errorf("looking up 3 files read %d shards, %d entries (of %d)", read, entries, many)
+	}
+}
+
+// A shard too big to read is ignored, not read into memory, and
+// rewritten within bounds; a damaged one is ignored and rewritten.
+func TestOversizedOrDamagedShardIsIgnored(t *testing.T) {
+	defer func(n int64) { maxShardBytes = n }(maxShardBytes)
+	maxShardBytes = 1 << 10
+	for _, tc := range []string{"oversized", "damaged"} {
+		dir := t.TempDir()
+		cacheDir := filepath.Join(dir, "cache")
+		p := filepath.Join(dir, "input")
+		writeFile(t, p, []byte("content"))
+		info, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A shard whose one real entry would be used if it were read.
+		entries := map[string]*memoEntry{p: {st: tree.StampOf(info), seen: today(), facts: []fact{{"sha256", sha([]byte("bogus"))}}}}
+		if tc == "oversized" {
+			for i := range 20 {
+				entries[filepath.Join(dir, "gone", strings.Repeat("x", 40)+string(rune('a'+i)))] = &memoEntry{facts: []fact{{"sha256", "0"}}}
+			}
+		}
+		data := encodeShard(entries)
+		if tc == "oversized" && int64(len(data)) <= maxShardBytes {
+			t.Fatalf("the shard is only %d bytes", len(data))
+		}
+		if tc == "damaged" {
+			data = data[:len(data)-3]
+		}
+		c, _ := openCache(t, cacheDir)
+		writeFile(t, c.shardPath(c.shardOf(p)), data)
+		if got, err := c.FileSHA256(p); err != nil || got != sha([]byte("content")) {
+			t.Errorf("%s: digest %s (%v): the shard was used", tc, got, err)
+		}
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		info, err = os.Stat(c.shardPath(c.shardOf(p)))
+		if err != nil || info.Size() > maxShardBytes {
+			t.Errorf("%s: the shard was not rewritten within bounds: %v %v", tc, info.Size(), err)
+		}
+		if _, err := decodeShard(mustRead(t, c.shardPath(c.shardOf(p)))); err != nil {
+			t.Errorf("%s: the shard rewritten does not read back: %v", tc, err)
+		}
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }
 
 // VerifiedBlob serves a whole blob and drops a damaged one.
@@ -147,5 +236,160 @@ func TestVerifiedBlob(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), "sha256:"+sum+" is damaged") {
 		t.Errorf("the damage was not reported; log:\n%s", log)
+	}
+}
+
+// A file pallet wrote is remembered at once, with the digest it was
+// written with, without waiting for it to settle and without reading it
+// (the digest given here is not its content's, and is what comes back),
+// by this build and the next, until the file changes.
+func TestLearnRemembersWrittenFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cacheDir := filepath.Join(dir, "cache")
+	p := filepath.Join(dir, "tmp", "written")
+	writeFile(t, p, []byte("fresh"))
+	claimed := sha([]byte("what pallet wrote"))
+	c, _ := openCache(t, cacheDir)
+	if err := c.Learn(p, claimed); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.FileSHA256(p); err != nil || got != claimed {
+		t.Errorf("digest %s (%v), want the learned one", got, err)
+	}
+	info, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := c.Checked(p, info); !ok || got != claimed {
+		t.Errorf("Checked gave %s, %v; want the learned digest", got, ok)
+	}
+	// Its directory renamed (as a cache entry is committed): the same
+	// file, known by its stamp under its new name. (Renaming the file
+	// itself would set its ctime.)
+	moved := filepath.Join(dir, "entry", "written")
+	if err := os.Rename(filepath.Dir(p), filepath.Dir(moved)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.FileSHA256(moved); err != nil || got != claimed {
+		t.Errorf("after a rename: digest %s (%v), want the learned one", got, err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	c, _ = openCache(t, cacheDir)
+	defer c.Close()
+	if got, err := c.FileSHA256(moved); err != nil || got != claimed {
+		t.Errorf("next build: digest %s (%v), want the learned one", got, err)
+	}
+	if info, err := os.Stat(moved); err != nil {
+		t.Fatal(err)
+	} else if _, ok := c.Checked(moved, info); ok {
+		t.Error("the next build takes a digest only the memo gave as one it computed")
+	}
+	time.Sleep(20 * time.Millisecond) // past the change time's granularity
+	rewriteInPlace(t, moved, 0, []byte("F"))
+	if got, err := c.FileSHA256(moved); err != nil || got != sha([]byte("Fresh")) {
+		t.Errorf("after a change: digest %s (%v), want the content's", got, err)
+	}
+}
+
+// A file found on disk is remembered, and counted as hashed by this
+// build, only once it has settled: one changed again within the
+// timestamps' granularity could keep its stamp.
+func TestOnlySettledFilesCountAsChecked(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := filepath.Join(dir, "input")
+	writeFile(t, p, []byte("young"))
+	c, _ := openCache(t, filepath.Join(dir, "cache"))
+	defer c.Close()
+	if _, err := c.FileSHA256(p); err != nil {
+		t.Fatal(err)
+	}
+	info, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.Checked(p, info); ok {
+		t.Error("a file read before it settled counts as checked")
+	}
+	settle()
+	if _, err := c.FileSHA256(p); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := c.Checked(p, info); !ok || got != sha([]byte("young")) {
+		t.Errorf("a settled file read whole: Checked gave %s, %v", got, ok)
+	}
+}
+
+// Wrote makes a file known to this build by its stamp, under any name,
+// and leaves the memo no entry under a name that will be gone.
+func TestWroteLeavesNoEntry(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cacheDir := filepath.Join(dir, "cache")
+	p := filepath.Join(dir, "tmp", "f")
+	writeFile(t, p, []byte("data"))
+	c, _ := openCache(t, cacheDir)
+	claimed := sha([]byte("as written"))
+	if err := c.Wrote(p, claimed); err != nil {
+		t.Fatal(err)
+	}
+	if memoHas(c, p) {
+		t.Error("the temporary name has a memo entry")
+	}
+	final := filepath.Join(dir, "entry", "f")
+	if err := os.Rename(filepath.Dir(p), filepath.Dir(final)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.FileSHA256(final); err != nil || got != claimed {
+		t.Errorf("under its final name: %s (%v), want the digest it was written with", got, err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	saved := readMemo(t, cacheDir)
+	if _, ok := saved[p]; ok || len(saved) != 1 {
+		t.Errorf("the memo saved %d entries, the temporary name among them: %v", len(saved), ok)
+	}
+}
+
+// Flush saves what the build changed and lets go of the shards read; a
+// later lookup reads its shard again, and what the build learned stays.
+func TestFlushLetsGoOfShards(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cacheDir := filepath.Join(dir, "cache")
+	p := filepath.Join(dir, "f")
+	writeFile(t, p, []byte("data"))
+	claimed := sha([]byte("as written"))
+	c, _ := openCache(t, cacheDir)
+	defer c.Close()
+	if err := c.Learn(p, claimed); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	held := len(c.shards)
+	c.mu.Unlock()
+	if held != 0 {
+		t.Errorf("%d shards held after Flush", held)
+	}
+	if _, ok := readMemo(t, cacheDir)[p]; !ok {
+		t.Error("Flush did not save the memo")
+	}
+	info, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := c.Checked(p, info); !ok || got != claimed {
+		t.Errorf("after Flush, Checked gave %s, %v", got, ok)
+	}
+	if got, err := c.FileSHA256(p); err != nil || got != claimed {
+		t.Errorf("after Flush: %s (%v), want the learned digest", got, err)
 	}
 }

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -110,7 +110,7 @@ func TestMemoSeesRewriteWithMtimeRestored(t *testing.T) {
 	if got, err := c.FileSHA256(p); err != nil || got != sha([]byte("version one")) {
 		t.Fatalf("first digest %s, %v", got, err)
 	}
-	if _, ok := c.memo[p]; !ok {
+	if !memoHas(c, p) {
 		t.Fatal("the settled file was not remembered: the test proves nothing")
 	}
 	if err := c.Close(); err != nil {
@@ -182,7 +182,7 @@ func TestDamagedLayerBlobIsAMiss(t *testing.T) {
 	if _, err := c.FileSHA256(blob); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := c.memo[blob]; !ok {
+	if !memoHas(c, blob) {
 		t.Fatal("the blob's digest was not remembered: the test proves nothing")
 	}
 
@@ -238,6 +238,8 @@ func TestMemoPrunesGoneFiles(t *testing.T) {
 	}
 	settle()
 	c, _ := openCache(t, filepath.Join(dir, "cache"))
+	// One shard: gone files are pruned from the shards a build writes.
+	c.memoShards = 1
 	for _, p := range files[:2] {
 		if _, err := c.FileSHA256(p); err != nil {
 			t.Fatal(err)
@@ -250,6 +252,7 @@ func TestMemoPrunesGoneFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, _ = openCache(t, filepath.Join(dir, "cache"))
+	c.memoShards = 1
 	for _, p := range files[1:] {
 		if _, err := c.FileSHA256(p); err != nil {
 			t.Fatal(err)
@@ -269,17 +272,34 @@ func TestMemoPrunesGoneFiles(t *testing.T) {
 	}
 }
 
-func readMemo(t *testing.T, cacheDir string) map[string]json.RawMessage {
+// readMemo reads every shard of the memo saved in cacheDir.
+func readMemo(t *testing.T, cacheDir string) map[string]*memoEntry {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(cacheDir, "digests.json"))
+	shards, err := os.ReadDir(filepath.Join(cacheDir, "memo"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(data, &m); err != nil {
-		t.Fatal(err)
+	all := map[string]*memoEntry{}
+	for _, sh := range shards {
+		data, err := os.ReadFile(filepath.Join(cacheDir, "memo", sh.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := decodeShard(data)
+		if err != nil {
+			t.Fatalf("shard %s: %v", sh.Name(), err)
+		}
+		maps.Copy(all, m)
 	}
-	return m
+	return all
+}
+
+// memoHas says whether c's memo holds an entry for path.
+func memoHas(c *Cache, path string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.shard(path).entries[path]
+	return ok
 }
 
 // Builds finding a damaged blob at once, some dropping it and some

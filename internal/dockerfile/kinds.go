@@ -54,9 +54,9 @@ func (k *localDir) Produce(_ context.Context, f *artifact.Fetcher, _ *artifact.R
 	if err != nil {
 		return nil, err
 	}
-	digest := cache.HashFile
+	digest := tree.Hashing(cache.HashFile)
 	if f.Cache != nil {
-		digest = f.Cache.FileSHA256
+		digest = f.Cache.FileDigest
 	}
 	sum, err := tree.Digest(t, digest)
 	if err != nil {

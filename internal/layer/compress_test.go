@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -306,37 +307,87 @@ func TestGzipWriteErrorStops(t *testing.T) {
 	}
 }
 
-// Hashed gets each file's digest as the layer wrote it, with no Expect
-// needed: the caller remembers it instead of reading the file again.
-func TestHashedReportsWhatWasWritten(t *testing.T) {
+// A file whose digest Known gives, equal to Expect's, is copied without
+// being hashed: Build takes a digest its content does not have (which it
+// would refuse if it hashed the file). Known sees the file's own status,
+// and a digest other than Expect's is not taken.
+func TestKnownDigestIsNotHashedAgain(t *testing.T) {
 	dir := t.TempDir()
-	want := map[string]string{}
 	tr := tree.New()
-	for i, size := range []int{0, 10, 200 << 10} {
+	var sources []string
+	for i, size := range []int{10, 200 << 10} {
 		p := filepath.Join(dir, fmt.Sprint(i))
-		content := testData(uint64(i), size, true)
-		if err := os.WriteFile(p, content, 0o644); err != nil {
+		if err := os.WriteFile(p, testData(uint64(i), size, true), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		sum := sha256.Sum256(content)
-		want[p] = hex.EncodeToString(sum[:])
+		sources = append(sources, p)
 		if err := tr.Add(tree.Entry{Path: fmt.Sprint("f", i), Kind: tree.File, Mode: 0o644, Source: p, Size: int64(size)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	got := map[string]string{}
-	_, err := Build(tr, t.TempDir(), Options{Hashed: func(source, sum string, before fs.FileInfo) {
-		if info, err := os.Stat(source); err != nil || !os.SameFile(info, before) || info.Size() != before.Size() {
-			t.Errorf("%s: the status given is not the file's", source)
+	claimed := strings.Repeat("ab", 32) // no file's digest
+	expect := func(string) string { return claimed }
+	asked := map[string]bool{}
+	known := func(source string, info fs.FileInfo) (string, bool) {
+		if now, err := os.Stat(source); err != nil || !os.SameFile(now, info) || now.Size() != info.Size() {
+			t.Errorf("%s: Known was given another file's status", source)
 		}
-		got[source] = sum
-	}})
+		asked[source] = true
+		return claimed, true
+	}
+	if _, err := Build(tr, t.TempDir(), Options{Expect: expect, Known: known}); err != nil {
+		t.Fatalf("a known digest was checked again: %v", err)
+	}
+	if len(asked) != len(sources) {
+		t.Errorf("Known was asked about %d of %d files", len(asked), len(sources))
+	}
+	if _, err := Build(tr, t.TempDir(), Options{Expect: expect}); err == nil {
+		t.Fatal("without Known, the wrong digest passed: the case above proves nothing")
+	}
+	other := func(string, fs.FileInfo) (string, bool) { return strings.Repeat("cd", 32), true }
+	if _, err := Build(tr, t.TempDir(), Options{Expect: expect, Known: other}); err == nil {
+		t.Error("a known digest other than the expected one was taken")
+	}
+}
+
+// A file whose digest is known but whose status changes before it has
+// been read (here a chmod, which sets the change time) fails the layer:
+// what was read may not be what was hashed.
+func TestKnownDigestNeedsAnUntouchedFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "f")
+	content := testData(1, 1000, true)
+	if err := os.WriteFile(p, content, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(content)
+	want := hex.EncodeToString(sum[:])
+	tr := tree.New()
+	if err := tr.Add(tree.Entry{Path: "f", Kind: tree.File, Mode: 0o644, Source: p, Size: int64(len(content))}); err != nil {
+		t.Fatal(err)
+	}
+	if changeTime(mustStat(t, p)) == 0 {
+		t.Skip("no change time on this system")
+	}
+	known := func(string, fs.FileInfo) (string, bool) {
+		time.Sleep(20 * time.Millisecond) // past the change time's granularity
+		if err := os.Chmod(p, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return want, true
+	}
+	_, err := Build(tr, t.TempDir(), Options{Expect: func(string) string { return want }, Known: known})
+	if err == nil || !strings.Contains(err.Error(), "changed while the build read it") {
+		t.Errorf("got %v, want the file reported changed", err)
+	}
+}
+
+func mustStat(t *testing.T, p string) fs.FileInfo {
+	t.Helper()
+	info, err := os.Stat(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("Hashed got %v, want %v", got, want)
-	}
+	return info
 }
 
 // A status change between the two stats of a read (here a chmod, which

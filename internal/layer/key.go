@@ -14,19 +14,28 @@ import (
 // version in the key changes whenever a format writes different bytes.
 // A Windows symlink's part says how it is typed, which depends on the rest
 // of the image (opt.LinkTarget) as well as on the entry.
-func Key(t *tree.Tree, opt Options, digest func(path string) (string, error)) ([]string, error) {
-	parts := []string{"layer-v3", opt.Format.String(), string(opt.Compression), strconv.FormatInt(opt.Epoch.Unix(), 10)}
-	entries := t.Entries()
+func Key(t *tree.Tree, opt Options, digest tree.FileDigest) ([]string, error) {
+	var parts []string
+	err := KeyParts(t, opt, digest, func(part string) { parts = append(parts, part) })
+	return parts, err
+}
+
+// KeyParts gives Key's parts to add one by one, for a caller that digests
+// them as they come rather than holding one string per file.
+func KeyParts(t *tree.Tree, opt Options, digest tree.FileDigest, add func(part string)) error {
+	for _, p := range []string{"layer-v3", opt.Format.String(), string(opt.Compression), strconv.FormatInt(opt.Epoch.Unix(), 10)} {
+		add(p)
+	}
 	var links linkTyper
 	if opt.Format == Windows {
-		links = newLinkTyper(entries, opt)
+		links = newLinkTyper(t.Entries(), opt)
 	}
-	for _, e := range entries {
+	for e := range t.All() {
 		sum := ""
 		if e.Kind == tree.File {
 			var err error
-			if sum, err = digest(e.Source); err != nil {
-				return nil, err
+			if sum, err = digest(e.Source, e.Stamp); err != nil {
+				return err
 			}
 		}
 		part := fmt.Sprintf("%s|%s|%o|%d|%d|%s|%d|%s", e.Path, e.Kind, e.Mode, e.UID, e.GID, e.Link, e.Size, sum)
@@ -35,7 +44,7 @@ func Key(t *tree.Tree, opt Options, digest func(path string) (string, error)) ([
 				part += "|dir"
 			}
 		}
-		parts = append(parts, part)
+		add(part)
 	}
-	return parts, nil
+	return nil
 }

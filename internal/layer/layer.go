@@ -98,13 +98,14 @@ type Options struct {
 	// When nil, only the layer's own entries are known. An unknown target
 	// takes the entry's LinkAs, else a file link (UntypedLinks names them).
 	LinkTarget func(path string) (isDir, known bool)
-	// Hashed, when set, receives the sha256 of each regular file's
-	// content as it was written into the layer, with the file's status
-	// from before it was read, so that a caller can remember the digest
-	// instead of reading the file again. A file whose status changed
-	// while it was read is not reported. Calls come from the goroutine
-	// writing the layer, one file after the other.
-	Hashed func(source, sha256 string, before fs.FileInfo)
+	// Known, with Expect, gives the sha256 this build already computed of
+	// a file in the status info (its stamp: size, times, inode, device),
+	// if it did: when it is the one Expect wants, the file is copied
+	// without being hashed again, and must keep that status until it has
+	// been read, else the layer fails as for a wrong digest. This is what
+	// hashes an input once per build: the cache's Checked gives the
+	// digests of files pallet wrote and of files it read once settled.
+	Known func(source string, info fs.FileInfo) (string, bool)
 	// Compressors bounds the compressors running at once across layers
 	// and keeps them for reuse; nil shares one bound, a compressor per
 	// CPU, across the process.
@@ -216,15 +217,18 @@ func copyFile(w io.Writer, e tree.Entry, opt Options) error {
 	var (
 		h      hash.Hash
 		before fs.FileInfo
+		known  bool
 	)
-	if opt.Expect != nil || opt.Hashed != nil {
-		h = sha256.New()
-		w = io.MultiWriter(w, h)
-	}
-	if opt.Hashed != nil {
+	if opt.Expect != nil && opt.Known != nil {
 		if before, err = f.Stat(); err != nil {
 			return fmt.Errorf("%s: %w", e.Path, err)
 		}
+		sum, ok := opt.Known(e.Source, before)
+		known = ok && sum == opt.Expect(e.Source)
+	}
+	if opt.Expect != nil && !known {
+		h = sha256.New()
+		w = io.MultiWriter(w, h)
 	}
 	buf := copyBuffers.Get().(*[]byte)
 	defer copyBuffers.Put(buf)
@@ -237,21 +241,19 @@ func copyFile(w io.Writer, e tree.Entry, opt Options) error {
 	if n != e.Size {
 		return fmt.Errorf("%s: %s changed size while being read (%d bytes, expected %d)", e.Path, e.Source, n, e.Size)
 	}
+	if known {
+		// Only a file left alone while it was read has the content its
+		// status before names.
+		if after, err := f.Stat(); err != nil || !sameStatus(before, after) {
+			return fmt.Errorf("%s: %s changed while the build read it; run the build again", e.Path, e.Source)
+		}
+		return nil
+	}
 	if h == nil {
 		return nil
 	}
-	got := hex.EncodeToString(h.Sum(nil))
-	if opt.Expect != nil {
-		if want := opt.Expect(e.Source); got != want {
-			return fmt.Errorf("%s: %s changed while the build read it (sha256 %s, then %s); run the build again", e.Path, e.Source, want, got)
-		}
-	}
-	if opt.Hashed != nil {
-		// Only a file left alone while it was read has the content its
-		// status before names.
-		if after, err := f.Stat(); err == nil && sameStatus(before, after) {
-			opt.Hashed(e.Source, got, before)
-		}
+	if got, want := hex.EncodeToString(h.Sum(nil)), opt.Expect(e.Source); got != want {
+		return fmt.Errorf("%s: %s changed while the build read it (sha256 %s, then %s); run the build again", e.Path, e.Source, want, got)
 	}
 	return nil
 }

@@ -129,7 +129,7 @@ func TestWindowsKeyFollowsLinkTypes(t *testing.T) {
 	withDir := ImageLinks(mustTree(t, tree.Entry{Path: "opt/data", Kind: tree.Dir, Mode: 0o755}), upper)
 	withFile := ImageLinks(mustTree(t, tree.Entry{Path: "opt/data", Kind: tree.File, Mode: 0o644, Source: os.DevNull}), upper)
 	key := func(opt Options) string {
-		parts, err := Key(upper, opt, func(string) (string, error) { return "", nil })
+		parts, err := Key(upper, opt, func(string, tree.Stamp) (string, error) { return "", nil })
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
@@ -38,11 +39,25 @@ import (
 // localBlob is a layer whose compressed blob is a file on local disk.
 type localBlob interface{ BlobPath() string }
 
-// layoutWriter writes blobs into the new layout p, which replaces prev.
+// layoutWriter writes blobs into the new layout p, which replaces prev,
+// or, inPlace, is moved into it (update).
 type layoutWriter struct {
 	p       layout.Path
 	prev    string
 	digests func(string) (string, error)
+	inPlace bool
+
+	mu sync.Mutex
+	// kept are prev's blobs the new layout takes as they are (inPlace).
+	kept map[v1.Hash]bool
+	// written are the layer blobs this build put into p.
+	written []v1.Hash
+}
+
+func (w *layoutWriter) keep(d v1.Hash) {
+	w.mu.Lock()
+	w.kept[d] = true
+	w.mu.Unlock()
 }
 
 // layer writes the compressed blob of l into the layout.
@@ -59,6 +74,9 @@ func (w *layoutWriter) layer(l v1.Layer) error {
 	if w.reuse(d, size) {
 		return nil
 	}
+	w.mu.Lock()
+	w.written = append(w.written, d)
+	w.mu.Unlock()
 	verified := false
 	if f, ok := l.(*layer.File); ok {
 		verified = f.Verified
@@ -90,6 +108,10 @@ func (w *layoutWriter) reuse(d v1.Hash, size int64) bool {
 	if sum, err := w.digests(old); err != nil || sum != d.Hex {
 		return false
 	}
+	if w.inPlace {
+		w.keep(d)
+		return true
+	}
 	if present(w.p, d) {
 		return true
 	}
@@ -101,9 +123,78 @@ func (w *layoutWriter) reuse(d v1.Hash, size int64) bool {
 }
 
 // putBytes writes a blob held in memory (a config or manifest), checked
-// against its digest like any other.
-func putBytes(p layout.Path, d v1.Hash, b []byte) error {
-	return putBlob(p, d, int64(len(b)), bytes.NewReader(b), true)
+// against its digest like any other. A layout updated in place keeps its
+// own copy when it holds these very bytes.
+func (w *layoutWriter) putBytes(d v1.Hash, b []byte) error {
+	if w.inPlace {
+		old := filepath.Join(w.prev, "blobs", d.Algorithm, d.Hex)
+		if info, err := os.Lstat(old); err == nil && info.Mode().IsRegular() && info.Size() == int64(len(b)) {
+			if have, err := os.ReadFile(old); err == nil && bytes.Equal(have, b) {
+				w.keep(d)
+				return nil
+			}
+		}
+	}
+	return putBlob(w.p, d, int64(len(b)), bytes.NewReader(b), true)
+}
+
+// update moves the new layout p into the layout prev: first the blobs
+// prev lacks (or holds damaged), so that prev's index, still in place,
+// names only whole blobs; then index.json, in one rename, if it changed;
+// last, prev's blobs the new index does not name. A build killed in
+// between leaves a whole layout, with blobs to spare that the next
+// update removes.
+func (w *layoutWriter) update(prev string) error {
+	src := filepath.Join(string(w.p), "blobs")
+	algs, err := os.ReadDir(src)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	for _, a := range algs {
+		files, err := os.ReadDir(filepath.Join(src, a.Name()))
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Join(prev, "blobs", a.Name()), 0o755); err != nil {
+			return err
+		}
+		for _, f := range files {
+			if err := os.Rename(filepath.Join(src, a.Name(), f.Name()), filepath.Join(prev, "blobs", a.Name(), f.Name())); err != nil {
+				return err
+			}
+			w.keep(v1.Hash{Algorithm: a.Name(), Hex: f.Name()})
+		}
+	}
+	for _, name := range []string{"oci-layout", "index.json"} {
+		fresh, err := os.ReadFile(filepath.Join(string(w.p), name))
+		if err != nil {
+			return err
+		}
+		if have, err := os.ReadFile(filepath.Join(prev, name)); err == nil && bytes.Equal(have, fresh) {
+			continue
+		}
+		if err := os.Rename(filepath.Join(string(w.p), name), filepath.Join(prev, name)); err != nil {
+			return err
+		}
+	}
+	algs, err = os.ReadDir(filepath.Join(prev, "blobs"))
+	if err != nil {
+		return err
+	}
+	for _, a := range algs {
+		files, err := os.ReadDir(filepath.Join(prev, "blobs", a.Name()))
+		if err != nil {
+			return err
+		}
+		for _, f := range files {
+			if !w.kept[v1.Hash{Algorithm: a.Name(), Hex: f.Name()}] {
+				if err := os.Remove(filepath.Join(prev, "blobs", a.Name(), f.Name())); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // putFile writes the blob at src: a verified one is cloned where the file

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/gofrs/flock"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
@@ -30,6 +31,11 @@ type Layout struct {
 	// pallet's, never with the cache, and the old one is gone once the
 	// new one is in place.
 	Digests func(path string) (string, error)
+	// Learn, when set, is told the sha256 of each layer blob the layout
+	// got from this build, once in place: the blob was checked as it was
+	// written (or cloned from one checked), so that the next build need
+	// not read it to know it is still whole.
+	Learn func(path, sha256 string) error
 }
 
 func (l *Layout) String() string { return "oci:" + l.Dir }
@@ -39,6 +45,12 @@ func (l *Layout) String() string { return "oci:" + l.Dir }
 // leaves the previous output untouched. Dir is replaced only when it is
 // missing, empty or an OCI layout; when it is a symlink, the layout is
 // written where it points and the link is kept.
+//
+// An earlier layout is updated in place instead: the blobs it lacks are
+// written next to it and moved in, its index.json is replaced in one
+// rename (only when it changed), and then the blobs the new index does
+// not name are removed. At every moment Dir holds a whole layout, the old
+// or the new one, and a build that changed nothing writes nothing in it.
 func (l *Layout) Write(ctx context.Context, images []Image) error {
 	dir, err := resolve(l.Dir)
 	if err != nil {
@@ -53,6 +65,17 @@ func (l *Layout) Write(ctx context.Context, images []Image) error {
 	}
 	pattern := "." + filepath.Base(dir) + ".new-*"
 	tempfile.Sweep(parent, pattern, abandoned)
+	inPlace := false
+	if _, err := os.Stat(filepath.Join(dir, "index.json")); err == nil {
+		// Two builds updating one layout must not remove each other's
+		// blobs: the layout's marker file is the lock.
+		lock := flock.New(filepath.Join(dir, "oci-layout"))
+		if err := lock.Lock(); err != nil {
+			return fmt.Errorf("output %s: %w", l, err)
+		}
+		defer lock.Unlock()
+		inPlace = true
+	}
 	tmp, err := tempfile.Dir(parent, pattern)
 	if err != nil {
 		return err
@@ -62,7 +85,7 @@ func (l *Layout) Write(ctx context.Context, images []Image) error {
 	if err != nil {
 		return err
 	}
-	w := &layoutWriter{p: p, prev: dir, digests: l.Digests}
+	w := &layoutWriter{p: p, prev: dir, digests: l.Digests, inPlace: inPlace, kept: map[v1.Hash]bool{}}
 	// A layout names its entries by tag, as skopeo and umoci read them.
 	// When two images of the build share a tag, every entry is named by
 	// its full reference instead (repository:tag, which the OCI ref.name
@@ -112,7 +135,19 @@ func (l *Layout) Write(ctx context.Context, images []Image) error {
 			}
 		}
 	}
-	return swapDir(tmp, dir)
+	if inPlace {
+		err = w.update(dir)
+	} else {
+		err = swapDir(tmp, dir)
+	}
+	if err != nil || l.Learn == nil {
+		return err
+	}
+	for _, d := range w.written {
+		// Not learning a blob only costs reading it once more.
+		_ = l.Learn(filepath.Join(dir, "blobs", d.Algorithm, d.Hex), d.Hex)
+	}
+	return nil
 }
 
 // sharedTags reports whether two images carry the same tag.
@@ -139,7 +174,6 @@ func withAnnotations(d v1.Descriptor, a map[string]string) v1.Descriptor {
 // manifest lists, and fetching them (from Microsoft, for Windows bases) is
 // neither needed nor allowed.
 func (w *layoutWriter) image(img v1.Image) (*v1.Descriptor, error) {
-	p := w.p
 	layers, err := img.Layers()
 	if err != nil {
 		return nil, err
@@ -180,7 +214,7 @@ func (w *layoutWriter) image(img v1.Image) (*v1.Descriptor, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := putBytes(p, h, b); err != nil {
+		if err := w.putBytes(h, b); err != nil {
 			return nil, err
 		}
 	}
@@ -189,7 +223,6 @@ func (w *layoutWriter) image(img v1.Image) (*v1.Descriptor, error) {
 
 // writeIndex writes every image of idx, then idx's own manifest.
 func (w *layoutWriter) index(idx v1.ImageIndex) (*v1.Descriptor, error) {
-	p := w.p
 	m, err := idx.IndexManifest()
 	if err != nil {
 		return nil, err
@@ -222,7 +255,7 @@ func (w *layoutWriter) index(idx v1.ImageIndex) (*v1.Descriptor, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := putBytes(p, h, raw); err != nil {
+	if err := w.putBytes(h, raw); err != nil {
 		return nil, err
 	}
 	return partial.Descriptor(idx)

@@ -6,6 +6,7 @@
 package record
 
 import (
+	"bytes"
 	"debug/buildinfo"
 	"encoding/json"
 	"os"
@@ -94,11 +95,12 @@ type Placement struct {
 }
 
 // Memo derives a fact about a file's content, possibly from memory (the
-// cache's Remember); a Memo may also just call derive.
-type Memo func(path, fact string, derive func(string) (string, error)) (string, error)
+// cache's RememberAt); st is the file's stamp if the caller took it (a
+// tree entry's), else zero. A Memo may also just call derive.
+type Memo func(path string, st tree.Stamp, fact string, derive func(string) (string, error)) (string, error)
 
 // NoMemo derives every fact afresh.
-func NoMemo(path, _ string, derive func(string) (string, error)) (string, error) {
+func NoMemo(path string, _ tree.Stamp, _ string, derive func(string) (string, error)) (string, error) {
 	return derive(path)
 }
 
@@ -106,16 +108,16 @@ func NoMemo(path, _ string, derive func(string) (string, error)) (string, error)
 // Go binary, through memo.
 func Scan(res *artifact.Result, memo Memo) (Artifact, error) {
 	a := Artifact{Record: res.Record, Files: []File{}, Licenses: []string{}}
-	for _, e := range res.Tree.Entries() {
+	for e := range res.Tree.All() {
 		if e.Kind != tree.File {
 			continue
 		}
-		sum, err := memo(e.Source, "sha256", cache.HashFile)
+		sum, err := memo(e.Source, e.Stamp, "sha256", cache.HashFile)
 		if err != nil {
 			return a, err
 		}
 		a.Files = append(a.Files, File{Path: e.Path, SHA256: sum, Size: e.Size})
-		info, err := memo(e.Source, "go-buildinfo", goBuildInfo)
+		info, err := memo(e.Source, e.Stamp, "go-buildinfo", goBuildInfo)
 		if err != nil {
 			return a, err
 		}
@@ -151,14 +153,18 @@ func goBuildInfo(path string) (string, error) {
 
 // Write stores b as indented JSON at path, atomically.
 func Write(path string, b *Build) error {
-	data, err := json.MarshalIndent(b, "", "  ")
-	if err != nil {
+	// An encoder writes the newline itself: appending it to
+	// MarshalIndent's result copied a record of 100,000 files once more.
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(b); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	return tempfile.WriteFile(path, append(data, '\n'))
+	return tempfile.WriteFile(path, buf.Bytes())
 }
 
 // PathFor is where the record of a build writing to output goes: beside

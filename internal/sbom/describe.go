@@ -161,7 +161,7 @@ func Describe(a record.Artifact, res *artifact.Result, memo record.Memo) (Artifa
 		if e.Kind != tree.File {
 			continue
 		}
-		sum, err := memo(e.Source, "sha1", hashSHA1)
+		sum, err := memo(e.Source, e.Stamp, "sha1", hashSHA1)
 		if err != nil {
 			return out, fmt.Errorf("artifact %s: sha1 of %s: %w", a.Name, e.Path, err)
 		}
@@ -172,7 +172,7 @@ func Describe(a record.Artifact, res *artifact.Result, memo record.Memo) (Artifa
 		if !ok || e.Kind != tree.File {
 			return out, fmt.Errorf("artifact %s: Go binary %s is not a file of its tree", a.Name, gb.Path)
 		}
-		info, err := memo(e.Source, goFact, goBinaryFact)
+		info, err := memo(e.Source, e.Stamp, goFact, goBinaryFact)
 		if err != nil {
 			return out, fmt.Errorf("artifact %s: %w", a.Name, err)
 		}
@@ -192,11 +192,11 @@ func Describe(a record.Artifact, res *artifact.Result, memo record.Memo) (Artifa
 			if e.Kind != tree.File {
 				continue
 			}
-			sum256, err := memo(e.Source, "sha256", cache.HashFile)
+			sum256, err := memo(e.Source, e.Stamp, "sha256", cache.HashFile)
 			if err != nil {
 				return out, fmt.Errorf("artifact %s: licence %s: %w", a.Name, e.Path, err)
 			}
-			sum1, err := memo(e.Source, "sha1", hashSHA1)
+			sum1, err := memo(e.Source, e.Stamp, "sha1", hashSHA1)
 			if err != nil {
 				return out, fmt.Errorf("artifact %s: licence %s: %w", a.Name, e.Path, err)
 			}

@@ -116,7 +116,7 @@ type countingMemo struct {
 	derived int
 }
 
-func (m *countingMemo) memo(path, fact string, derive func(string) (string, error)) (string, error) {
+func (m *countingMemo) memo(path string, _ tree.Stamp, fact string, derive func(string) (string, error)) (string, error) {
 	if v, ok := m.facts[path+"\x00"+fact]; ok {
 		return v, nil
 	}

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -173,4 +174,49 @@ func TestParseLinkKind(t *testing.T) {
 	if _, err := ParseLinkKind("junction"); err == nil {
 		t.Error("junction accepted")
 	}
+}
+
+// Entries keeps its sorted order between calls: an entry added after a
+// call is in the next one, in its place, and builds reading one tree at
+// once (images sharing an artifact) may call it together.
+func TestEntriesOrderFollowsAdds(t *testing.T) {
+	tr := New()
+	for _, p := range []string{"b/x", "a", "c"} {
+		if err := tr.Add(Entry{Path: p, Kind: File, Mode: 0o644}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	paths := func() string {
+		var out []string
+		for _, e := range tr.Entries() {
+			out = append(out, e.Path)
+		}
+		return strings.Join(out, " ")
+	}
+	if got := paths(); got != "a b b/x c" {
+		t.Fatalf("entries %q", got)
+	}
+	if err := tr.Add(Entry{Path: "b/a", Kind: File, Mode: 0o644}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Add(Entry{Path: "b", Kind: Dir, Mode: 0o700}); err != nil {
+		t.Fatal(err)
+	}
+	if got := paths(); got != "a b b/a b/x c" {
+		t.Errorf("after adding: entries %q", got)
+	}
+	if e := tr.Entries()[1]; e.Mode != 0o700 {
+		t.Errorf("the directory added over a synthesized one has mode %o", e.Mode)
+	}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if n := len(tr.Entries()); n != 5 {
+				t.Errorf("%d entries", n)
+			}
+		}()
+	}
+	wg.Wait()
 }

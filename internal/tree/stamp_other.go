@@ -1,9 +1,9 @@
 //go:build !unix
 
-package cache
+package tree
 
-import "os"
+import "io/fs"
 
 // sysStamp has nothing to add where os.FileInfo carries no inode, device
 // or change time (Windows): size and mtime alone identify a file there.
-func sysStamp(os.FileInfo) (ino, dev uint64, ctime int64) { return 0, 0, 0 }
+func sysStamp(fs.FileInfo) (ino, dev uint64, ctime int64) { return 0, 0, 0 }
