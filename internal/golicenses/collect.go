@@ -7,8 +7,10 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/pallet-dev/pallet/internal/artifact"
 	"golang.org/x/mod/modfile"
@@ -100,7 +102,7 @@ func (c *collector) atHand(ctx context.Context, r modRef) (found, bool, error) {
 	if f, ok, err := c.fromVendor(r); err != nil {
 		return f, true, err
 	} else if ok {
-		if len(f.files) > 0 || !r.fetchable() {
+		if f.files.hasLicence() || !r.fetchable() {
 			return f, true, nil
 		}
 		// go mod vendor copies only capitalised LICENSE*, COPYING*,
@@ -132,7 +134,7 @@ func (c *collector) fromMainDir(r modRef) (found, error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return found{}, fmt.Errorf("main module %s: %w", r.Path, err)
 	}
-	files, err := readDirLicenses(c.opt.SourceDir, r.ref(), c.opt)
+	files, err := readDirLicenses(c.opt.SourceDir, r.ref(), c.opt, nil)
 	return found{source: FromSourceDir, files: files}, err
 }
 
@@ -146,7 +148,7 @@ func (c *collector) fromReplaceDir(r modRef) (found, error) {
 	if !filepath.IsAbs(dir) {
 		dir = filepath.Join(c.opt.SourceDir, dir)
 	}
-	files, err := readDirLicenses(dir, r.ref(), c.opt)
+	files, err := readDirLicenses(dir, r.ref(), c.opt, nil)
 	return found{source: FromSourceDir, files: files}, err
 }
 
@@ -188,37 +190,69 @@ func regular(path string) bool {
 	return err == nil && info.Mode().IsRegular()
 }
 
-// readDirLicenses reads the licence files at the root of dir: regular
-// files only (a module zip holds no links, and a link could lead out of
-// the tree), opened through an os.Root.
-func readDirLicenses(dir, mod string, opt Options) (licenseFiles, error) {
+// readDirLicenses reads the licence files of the module in dir, at its
+// root and in the directories below that can hold its packages (see
+// licenseDir): regular files only (a module zip holds no links, and a
+// link could lead out of the tree), opened through an os.Root. skip, when
+// set, leaves out subdirectories (slash-separated, relative to dir) that
+// belong to other modules, as in a vendor directory.
+func readDirLicenses(dir, mod string, opt Options, skip func(rel string) bool) (licenseFiles, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, fmt.Errorf("module %s: %w", mod, err)
 	}
 	defer root.Close()
-	entries, err := os.ReadDir(dir)
+	files := licenseFiles{}
+	err = filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if e.IsDir() {
+			if rel == "." {
+				return nil
+			}
+			// A directory with a go.mod is another module, left out of
+			// this one's zip by the go command.
+			if !licenseDir(e.Name()) || regular(filepath.Join(p, "go.mod")) || (skip != nil && skip(rel)) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !e.Type().IsRegular() || !artifact.IsLicenseName(e.Name()) {
+			return nil
+		}
+		if err := module.CheckFilePath(rel); err != nil {
+			return fmt.Errorf("licence file %q in %s: %w", rel, dir, err)
+		}
+		if len(files) >= opt.MaxFilesPerModule {
+			return fmt.Errorf("more than %d licence files in %s (MaxFilesPerModule)", opt.MaxFilesPerModule, dir)
+		}
+		data, err := readRegular(root, filepath.FromSlash(rel), opt.MaxFileSize)
+		if err != nil {
+			return fmt.Errorf("licence file %s in %s: %w", rel, dir, err)
+		}
+		files[rel] = data
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("module %s: %w", mod, err)
 	}
-	files := licenseFiles{}
-	for _, e := range entries {
-		if !e.Type().IsRegular() || !artifact.IsLicenseName(e.Name()) {
-			continue
-		}
-		if err := module.CheckFilePath(e.Name()); err != nil {
-			return nil, fmt.Errorf("module %s: licence file %q in %s: %w", mod, e.Name(), dir, err)
-		}
-		if len(files) >= opt.MaxFilesPerModule {
-			return nil, fmt.Errorf("module %s has more than %d licence files in %s (MaxFilesPerModule)", mod, opt.MaxFilesPerModule, dir)
-		}
-		data, err := readRegular(root, e.Name(), opt.MaxFileSize)
-		if err != nil {
-			return nil, fmt.Errorf("module %s: licence file %s in %s: %w", mod, e.Name(), dir, err)
-		}
-		files[e.Name()] = data
-	}
 	return files, nil
+}
+
+// licenseDir tells whether a directory of a module can hold packages of
+// a build, and so licence files that cover them: the go command ignores
+// testdata, vendor and names starting with "." or "_". go-licenses looks
+// for a package's licence from its directory up to the module root, so a
+// licence in a subdirectory (a forked package with its own LICENSE and
+// NOTICE, as sigs.k8s.io/yaml/goyaml.v2) counts as much as the root's.
+func licenseDir(name string) bool {
+	return name != "testdata" && name != "vendor" && !strings.HasPrefix(name, ".") && !strings.HasPrefix(name, "_")
 }
 
 // readRegular reads a regular file of root, at most max bytes.
@@ -280,6 +314,8 @@ func (c *collector) finish(r modRef, f found) (Module, error) {
 	slices.Sort(m.Licenses)
 	if len(m.Files) == 0 {
 		m.Missing, m.Reason = true, f.reason
+	} else if !f.files.hasLicence() {
+		m.Missing, m.Reason = true, "only notice files, no licence file"
 	}
 	if ids := needsSourceOffer(m.Licenses); len(ids) > 0 {
 		note := filepath.Join(dir, sourceOfferName)
@@ -289,6 +325,18 @@ func (c *collector) finish(r modRef, f found) (Module, error) {
 		m.SourceOffer = note
 	}
 	return m, nil
+}
+
+// hasLicence tells whether any of the files is a licence rather than a
+// notice: a NOTICE names the authors, it grants nothing.
+func (l licenseFiles) hasLicence() bool {
+	for name := range l {
+		base := strings.ToLower(path.Base(name))
+		if !strings.HasPrefix(base, "notice") {
+			return true
+		}
+	}
+	return false
 }
 
 type classifiedFile struct {

@@ -125,7 +125,8 @@ type Module struct {
 	// with the checksum database (GOSUMDB) unless told not to.
 	Pinned bool
 	Source Source
-	// Files are its licence and notice files at the module root, by name.
+	// Files are its licence and notice files, at the module root and in
+	// the directories that can hold its packages, sorted by Name.
 	Files []File
 	// Licenses are the distinct SPDX identifiers found in Files, sorted;
 	// empty with Files present means no file could be classified.
@@ -148,7 +149,8 @@ type Replacement struct {
 
 // File is one licence or notice file of a module.
 type File struct {
-	// Name is its name at the module root ("LICENSE", "NOTICE.txt").
+	// Name is its slash-separated path in the module ("LICENSE",
+	// "NOTICE.txt", "goyaml.v2/LICENSE").
 	Name string
 	// Path is the copy Collect wrote under Options.Work.
 	Path string

@@ -19,8 +19,9 @@ import (
 // licenseFiles are the licence files of one module, by name at its root.
 type licenseFiles map[string][]byte
 
-// capture keeps the licence files at a module's root as they are read
-// for hashing, so that the bytes kept are exactly the bytes proven.
+// capture keeps the licence files of a module (at its root and in the
+// directories licenseDir accepts) as they are read for hashing, so that
+// the bytes kept are exactly the bytes proven.
 type capture struct {
 	mod      string
 	prefix   string // "<path>@<version>/" in the names hashed
@@ -37,16 +38,29 @@ func newCapture(mod string, v module.Version, opt Options) *capture {
 // at the module root.
 func (c *capture) wrap(name string, r io.ReadCloser) (io.ReadCloser, error) {
 	rel, ok := strings.CutPrefix(name, c.prefix)
-	if !ok || strings.Contains(rel, "/") || !artifact.IsLicenseName(rel) {
+	if !ok || !isLicenseFile(rel) {
 		return r, nil
 	}
 	if len(c.files) >= c.maxFiles {
 		r.Close()
-		return nil, fmt.Errorf("module %s has more than %d licence files at its root (MaxFilesPerModule)", c.mod, c.maxFiles)
+		return nil, fmt.Errorf("module %s has more than %d licence files (MaxFilesPerModule)", c.mod, c.maxFiles)
 	}
 	buf := &bytes.Buffer{}
 	c.files[rel] = nil
 	return &teeCapture{r: r, buf: buf, max: c.maxSize, done: func() { c.files[rel] = buf.Bytes() }, what: fmt.Sprintf("licence file %s of module %s", rel, c.mod)}, nil
+}
+
+// isLicenseFile tells whether a file of a module, by its slash-separated
+// path in the module, is a licence file to keep.
+func isLicenseFile(rel string) bool {
+	dirs := strings.Split(rel, "/")
+	base := dirs[len(dirs)-1]
+	for _, d := range dirs[:len(dirs)-1] {
+		if !licenseDir(d) {
+			return false
+		}
+	}
+	return artifact.IsLicenseName(base)
 }
 
 // teeCapture copies what is read into buf, refusing more than max bytes,
