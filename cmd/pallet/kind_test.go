@@ -36,7 +36,7 @@ func newKindEnv(t *testing.T) *kindEnv {
 	needTool(t, "gcc") // runc's source mode builds with cgo
 	e := &kindEnv{dir: t.TempDir(), recipe: copyExample(t, "kind-base")}
 	var err error
-	if e.commits, err = fixture.WriteKindRepos(filepath.Join(e.dir, "git")); err != nil {
+	if e.commits, err = fixture.WriteKindRepos(filepath.Join(e.dir, "git"), filepath.Join(filepath.Dir(e.recipe), "modules")); err != nil {
 		t.Fatal(err)
 	}
 	if err := fixture.WriteDebianBase(filepath.Join(e.dir, "base")); err != nil {

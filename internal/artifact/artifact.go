@@ -88,6 +88,11 @@ type Result struct {
 	Record   Record
 	// Cached says the result came from the cache: nothing was fetched or built.
 	Cached bool
+	// GoSource is the module directory a Go build of this run compiled
+	// (a checkout, an unpacked module, a local module), for what must be
+	// read beside the binaries (module licences); it lasts as long as the
+	// work directory, and is empty for a result taken from the cache.
+	GoSource string
 }
 
 // Record describes where an artifact came from, for logs and the build record.

@@ -88,7 +88,11 @@ func (f *Fetcher) fetch(ctx context.Context, r *Request, work string) (*Result, 
 			return nil, err
 		}
 		res.Record.Origin = r.Kind.Origin()
-		return f.store(key, res, work, r)
+		stored, err := f.store(key, res, work, r)
+		if err == nil {
+			stored.GoSource = res.GoSource
+		}
+		return stored, err
 	})
 }
 

@@ -56,6 +56,17 @@ func (g *Git) Produce(ctx context.Context, f *Fetcher, r *Request, work string) 
 	return res, nil
 }
 
+// CheckoutModule checks out the pinned commit into dir, as Produce does,
+// and returns the directory of the module built: for reading what a build
+// taken from the cache read beside the module cache (directories its
+// go.mod replaces modules with, vendor/).
+func (g *Git) CheckoutModule(ctx context.Context, f *Fetcher, dir string) (string, error) {
+	if err := f.checkout(ctx, g, dir); err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, filepath.FromSlash(g.Go.Module)), nil
+}
+
 // Mirror keeps a bare copy of the repository holding the commit, and the
 // module's dependencies and toolchain.
 func (g *Git) Mirror(ctx context.Context, f *Fetcher, r *Request, dir string) error {

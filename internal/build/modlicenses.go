@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
+	"path/filepath"
 	"strings"
 
 	"github.com/pallet-dev/pallet/internal/artifact"
@@ -40,16 +42,21 @@ func (b *builder) moduleLicenses(ctx context.Context, pa *plan.Artifact, res *ar
 		if err != nil {
 			return err
 		}
-		opt := golicenses.Options{Work: work, Env: env, Offline: b.fetcher.Offline}
-		if local, ok := pa.Kind.(*artifact.Go); ok {
-			opt.SourceDir = local.Module
-		}
-		got, err := golicenses.Collect(ctx, e.Source, opt)
-		if err != nil && !errors.Is(err, golicenses.ErrMissing) {
+		src, err := b.goSource(ctx, pa, res, e.Source)
+		if err != nil {
 			return fmt.Errorf("licences of the modules in %s: %w", gb.Path, err)
 		}
+		opt := golicenses.Options{Work: work, Env: env, Offline: b.fetcher.Offline, SourceDir: src}
+		got, err := golicenses.Collect(ctx, e.Source, opt)
+		if err != nil && !errors.Is(err, golicenses.ErrMissing) {
+			return fmt.Errorf("licences of the modules in %s: %w%s", gb.Path, err, howToProceed(b.fetcher.Offline, pa.Kind))
+		}
 		var missing []string
+		var mainPath string
 		for _, m := range got.Modules {
+			if m.Main {
+				mainPath = m.Path
+			}
 			rm := record.Module{Path: m.Path, Version: m.Version, Sum: m.Sum, Licenses: m.Licenses, Missing: m.Missing}
 			for _, f := range m.Files {
 				rm.Files = append(rm.Files, m.Path+"/"+f.Name)
@@ -70,6 +77,11 @@ func (b *builder) moduleLicenses(ctx context.Context, pa *plan.Artifact, res *ar
 			if _, dup := merged.Get(le.Path); dup {
 				continue
 			}
+			// The main module's own licence files are the artifact's,
+			// already at the top of /LICENSES/<artifact>/.
+			if mainPath != "" && path.Dir(le.Path) == mainPath && len(a.Licenses) > 0 {
+				continue
+			}
 			if err := merged.Add(le); err != nil {
 				return err
 			}
@@ -84,4 +96,58 @@ func (b *builder) moduleLicenses(ctx context.Context, pa *plan.Artifact, res *ar
 	}
 	res.Licenses = merged
 	return nil
+}
+
+// goSource is the directory the artifact's Go binary was built in, when
+// its dependencies' files are to be read there: the local module, the
+// checkout a build of this run made, or, for a build taken from the
+// cache, a new checkout of the pinned commit, made only when the binary
+// names modules built from directories or vendored.
+func (b *builder) goSource(ctx context.Context, pa *plan.Artifact, res *artifact.Result, binary string) (string, error) {
+	if local, ok := pa.Kind.(*artifact.Go); ok {
+		return local.Module, nil
+	}
+	if res.GoSource != "" {
+		return res.GoSource, nil
+	}
+	g, ok := pa.Kind.(*artifact.Git)
+	if !ok {
+		return "", nil // a release, or a module pinned by its hash
+	}
+	need, err := golicenses.NeedsSource(binary)
+	if err != nil || !need {
+		return "", err
+	}
+	// One checkout serves every platform and module of a commit.
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.checkouts == nil {
+		b.checkouts = map[string]string{}
+	}
+	key := g.Repo + "\x00" + g.Commit
+	if root, ok := b.checkouts[key]; ok {
+		return filepath.Join(root, filepath.FromSlash(g.Go.Module)), nil
+	}
+	root, err := os.MkdirTemp(b.work, "checkout-*")
+	if err != nil {
+		return "", err
+	}
+	dir, err := g.CheckoutModule(ctx, b.fetcher, root)
+	if err != nil {
+		return "", fmt.Errorf("checking out %s again for its modules' licences: %w", g.Repo, err)
+	}
+	b.checkouts[key] = root
+	return dir, nil
+}
+
+// howToProceed says what to do when a module's licence files cannot be
+// had: a release binary names modules pallet has to fetch.
+func howToProceed(offline bool, k artifact.Kind) string {
+	if artifact.GoSettings(k) != nil {
+		return ""
+	}
+	if offline {
+		return "; put the module in the mirror's module cache (GOMODCACHE=MIRROR/gomod go mod download MODULE@VERSION), or build with --module-licenses=false"
+	}
+	return "; make the module reachable through GOPROXY (a proxy or mirror that has it), or build with --module-licenses=false"
 }
