@@ -655,9 +655,10 @@ func TestMainModuleStampedWithTag(t *testing.T) {
 	}
 }
 
-// TestNestedLicences: a licence or notice in a directory that can hold
-// packages is kept, at its path in the module; one under testdata or a
-// directory the go command ignores is not.
+// TestNestedLicences: a licence or notice in a directory that holds
+// packages (or has them below) is kept, at its path in the module; one
+// under testdata, a directory the go command ignores, or among data files
+// (a classifier's corpus of licence texts) is not.
 func TestNestedLicences(t *testing.T) {
 	f := getFixture(t)
 	for _, c := range []struct {
@@ -690,15 +691,18 @@ func TestNestedLicences(t *testing.T) {
 	// (its own go.mod) is left to itself.
 	dir := t.TempDir()
 	if err := writeFiles(dir, map[string]string{
-		"LICENSE":              corpus("MIT"),
-		"fork/LICENSE":         corpus("Apache-2.0"),
-		"fork/NOTICE.md":       "Fork notice.\n",
-		"testdata/LICENSE":     corpus("GPL-2.0"),
-		".hidden/LICENSE":      corpus("GPL-2.0"),
-		"inner/go.mod":         "module example.com/x/inner\n",
-		"inner/LICENSE":        corpus("GPL-2.0"),
-		"deep/er/COPYING.txt":  corpus("ISC"),
-		"deep/er/not-a-lic.go": "package er\n",
+		"LICENSE":                corpus("MIT"),
+		"fork/LICENSE":           corpus("Apache-2.0"),
+		"fork/NOTICE.md":         "Fork notice.\n",
+		"fork/fork.go":           "package fork\n",
+		"assets/MIT/license.txt": corpus("MIT"),
+		"assets/assets.go":       "package assets\n",
+		"testdata/LICENSE":       corpus("GPL-2.0"),
+		".hidden/LICENSE":        corpus("GPL-2.0"),
+		"inner/go.mod":           "module example.com/x/inner\n",
+		"inner/LICENSE":          corpus("GPL-2.0"),
+		"deep/er/COPYING.txt":    corpus("ISC"),
+		"deep/er/not-a-lic.go":   "package er\n",
 	}); err != nil {
 		t.Fatal(err)
 	}

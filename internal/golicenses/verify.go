@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/pallet-dev/pallet/internal/artifact"
 	"golang.org/x/mod/module"
 	"golang.org/x/mod/sumdb/dirhash"
 	modzip "golang.org/x/mod/zip"
@@ -19,26 +18,37 @@ import (
 // licenseFiles are the licence files of one module, by name at its root.
 type licenseFiles map[string][]byte
 
-// capture keeps the licence files of a module (at its root and in the
-// directories licenseDir accepts) as they are read for hashing, so that
-// the bytes kept are exactly the bytes proven.
+// capture keeps the licence files of a module (those licenseFilter
+// accepts) as they are read for hashing, so that the bytes kept are
+// exactly the bytes proven.
 type capture struct {
 	mod      string
 	prefix   string // "<path>@<version>/" in the names hashed
 	maxSize  int64
 	maxFiles int
 	files    licenseFiles
+	keep     func(rel string) bool
 }
 
-func newCapture(mod string, v module.Version, opt Options) *capture {
-	return &capture{mod: mod, prefix: v.Path + "@" + v.Version + "/", maxSize: opt.MaxFileSize, maxFiles: opt.MaxFilesPerModule, files: licenseFiles{}}
+// newCapture is a capture for module v, whose files are names (as the
+// hash lists them, "<path>@<version>/<file>").
+func newCapture(mod string, v module.Version, opt Options, names []string) *capture {
+	c := &capture{mod: mod, prefix: v.Path + "@" + v.Version + "/", maxSize: opt.MaxFileSize, maxFiles: opt.MaxFilesPerModule, files: licenseFiles{}}
+	var rels []string
+	for _, n := range names {
+		if rel, ok := strings.CutPrefix(n, c.prefix); ok {
+			rels = append(rels, rel)
+		}
+	}
+	c.keep = licenseFilter(rels)
+	return c
 }
 
 // wrap returns r, teeing its content into c when name is a licence file
 // at the module root.
 func (c *capture) wrap(name string, r io.ReadCloser) (io.ReadCloser, error) {
 	rel, ok := strings.CutPrefix(name, c.prefix)
-	if !ok || !isLicenseFile(rel) {
+	if !ok || !c.keep(rel) {
 		return r, nil
 	}
 	if len(c.files) >= c.maxFiles {
@@ -48,19 +58,6 @@ func (c *capture) wrap(name string, r io.ReadCloser) (io.ReadCloser, error) {
 	buf := &bytes.Buffer{}
 	c.files[rel] = nil
 	return &teeCapture{r: r, buf: buf, max: c.maxSize, done: func() { c.files[rel] = buf.Bytes() }, what: fmt.Sprintf("licence file %s of module %s", rel, c.mod)}, nil
-}
-
-// isLicenseFile tells whether a file of a module, by its slash-separated
-// path in the module, is a licence file to keep.
-func isLicenseFile(rel string) bool {
-	dirs := strings.Split(rel, "/")
-	base := dirs[len(dirs)-1]
-	for _, d := range dirs[:len(dirs)-1] {
-		if !licenseDir(d) {
-			return false
-		}
-	}
-	return artifact.IsLicenseName(base)
 }
 
 // teeCapture copies what is read into buf, refusing more than max bytes,
@@ -116,7 +113,7 @@ func verifyZip(zipFile, mod string, v module.Version, sum string, opt Options) (
 		byName[f.Name] = f
 		names = append(names, f.Name)
 	}
-	c := newCapture(mod, v, opt)
+	c := newCapture(mod, v, opt, names)
 	got, err := dirhash.Hash1(names, func(name string) (io.ReadCloser, error) {
 		r, err := byName[name].Open()
 		if err != nil {
@@ -149,7 +146,7 @@ func verifyDir(dir, mod string, v module.Version, sum string, opt Options) (lice
 	}
 	defer root.Close()
 	budget := &limitedBudget{left: modzip.MaxZipFile, what: fmt.Sprintf("module %s: directory %s", mod, dir)}
-	c := newCapture(mod, v, opt)
+	c := newCapture(mod, v, opt, names)
 	got, err := dirhash.Hash1(names, func(name string) (io.ReadCloser, error) {
 		rel := filepath.FromSlash(strings.TrimPrefix(name, prefix+"/"))
 		f, err := root.Open(rel)
