@@ -102,7 +102,7 @@ func (c *collector) atHand(ctx context.Context, r modRef) (found, bool, error) {
 	if f, ok, err := c.fromVendor(r); err != nil {
 		return f, true, err
 	} else if ok {
-		if f.files.hasLicence() || !r.fetchable() {
+		if f.files.hasRootLicence() || !r.fetchable() {
 			return f, true, nil
 		}
 		// go mod vendor copies only capitalised LICENSE*, COPYING*,
@@ -259,6 +259,15 @@ func licenseDir(name string) bool {
 	return name != "testdata" && name != "vendor" && !strings.HasPrefix(name, ".") && !strings.HasPrefix(name, "_")
 }
 
+// sourceExts are the extensions of source and data files, which a
+// licence-like name ("license.go", "copyright_test.go", "license.json")
+// does not make a licence file.
+var sourceExts = []string{".go", ".s", ".c", ".h", ".cc", ".cpp", ".py", ".js", ".ts", ".sh", ".proto", ".json", ".yaml", ".yml"}
+
+func isSource(name string) bool {
+	return slices.Contains(sourceExts, strings.ToLower(path.Ext(name)))
+}
+
 // licenseFilter decides, from every file of a module (slash-separated
 // paths in it), which are licence files to keep: those at the root, and
 // those in a directory that holds Go files or has one below it, through
@@ -278,7 +287,7 @@ func licenseFilter(names []string) func(rel string) bool {
 		}
 	}
 	return func(rel string) bool {
-		if !artifact.IsLicenseName(path.Base(rel)) || !code[path.Dir(rel)] {
+		if !artifact.IsLicenseName(path.Base(rel)) || isSource(rel) || !code[path.Dir(rel)] {
 			return false
 		}
 		for _, d := range strings.Split(path.Dir(rel), "/") {
@@ -333,9 +342,22 @@ func (c *collector) finish(r modRef, f found) (Module, error) {
 		names = append(names, n)
 	}
 	slices.Sort(names)
+	classified := map[string]classification{}
+	for _, n := range names {
+		cl, err := classify(f.files[n])
+		if err != nil {
+			return m, err
+		}
+		classified[n] = cl
+	}
+	keep := nestedKept(classified)
 	dir := filepath.Join(c.out, filepath.FromSlash(r.Path))
 	for _, n := range names {
-		file, err := c.writeFile(dir, r, n, f.files[n])
+		if !keep(n) {
+			delete(f.files, n)
+			continue
+		}
+		file, err := c.writeFile(dir, r, n, f.files[n], classified[n])
 		if err != nil {
 			return m, err
 		}
@@ -366,8 +388,37 @@ func (c *collector) finish(r modRef, f found) (Module, error) {
 // notice: a NOTICE names the authors, it grants nothing.
 func (l licenseFiles) hasLicence() bool {
 	for name := range l {
-		base := strings.ToLower(path.Base(name))
-		if !strings.HasPrefix(base, "notice") {
+		if !isNotice(name) {
+			return true
+		}
+	}
+	return false
+}
+
+// nestedKept decides which files below a module's root ship: as
+// go-licenses takes a file below the root only when it is a licence the
+// classifier knows, a licence-named file there that is not one
+// ("license_ids.txt", a list of identifiers) stays out. NOTICE files
+// there ship (go-licenses takes only those beside the licence it chose):
+// attributions are cheap to carry and costly to miss. Files at the root
+// all ship: there a licence the classifier does not know is still the
+// module's licence.
+func nestedKept(classified map[string]classification) func(string) bool {
+	return func(n string) bool {
+		return path.Dir(n) == "." || isNotice(n) || classified[n].spdx != NoAssertion
+	}
+}
+
+// isNotice tells a notice file (it names authors, it grants nothing) from
+// a licence, by name.
+func isNotice(name string) bool {
+	return strings.HasPrefix(strings.ToLower(path.Base(name)), "notice")
+}
+
+// hasRootLicence tells whether a licence (not a notice) is at the root.
+func (l licenseFiles) hasRootLicence() bool {
+	for name := range l {
+		if !isNotice(name) && !strings.Contains(name, "/") {
 			return true
 		}
 	}
@@ -379,14 +430,10 @@ type classifiedFile struct {
 	ids []string
 }
 
-func (c *collector) writeFile(dir string, r modRef, name string, data []byte) (classifiedFile, error) {
-	p := filepath.Join(dir, name)
+func (c *collector) writeFile(dir string, r modRef, name string, data []byte, cl classification) (classifiedFile, error) {
+	p := filepath.Join(dir, filepath.FromSlash(name))
 	if err := writeNew(p, data); err != nil {
 		return classifiedFile{}, fmt.Errorf("module %s: %w", r.ref(), err)
-	}
-	cl, err := classify(data)
-	if err != nil {
-		return classifiedFile{}, err
 	}
 	return classifiedFile{File: File{Name: name, Path: p, Size: int64(len(data)), SPDX: cl.spdx, Confidence: cl.confidence}, ids: cl.ids}, nil
 }
