@@ -58,7 +58,9 @@ func goLicensesSave(t *testing.T, tool, dir, pkg string, env []string, ignore ..
 	}
 	cmd := exec.Command(tool, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), append([]string{"GOFLAGS=", "GOWORK=off", "GOTOOLCHAIN=local", "GOOS=linux", "GOARCH=amd64"}, env...)...)
+	// GOPROXY=off: go-licenses save needs no network, only the module
+	// cache (its corpus is embedded; only report and csv look up URLs).
+	cmd.Env = append(os.Environ(), append([]string{"GOPROXY=off", "GOFLAGS=", "GOWORK=off", "GOTOOLCHAIN=local", "GOOS=linux", "GOARCH=amd64"}, env...)...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go-licenses %s in %s: %v\n%s", strings.Join(args, " "), dir, err, out)
 	}

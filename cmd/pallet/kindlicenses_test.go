@@ -335,3 +335,19 @@ func TestKindSBOMReproducible(t *testing.T) {
 		}
 	}
 }
+
+// hello links one module, its own, whose licence is the artifact's: module
+// licences, on by default, add nothing to its image (not even an empty
+// directory), so its digest is the one a build without them gives.
+func TestHelloModuleLicensesAddNothing(t *testing.T) {
+	recipe := copyExample(t, "hello")
+	var digests []string
+	for _, extra := range [][]string{nil, {"--module-licenses=false"}} {
+		out := filepath.Join(t.TempDir(), "out")
+		mustPallet(t, append([]string{"build", "-q", "-f", recipe, "--cache-dir", t.TempDir(), "-o", "oci:" + out}, extra...)...)
+		digests = append(digests, layoutIndex(t, out).Manifests[0].Digest.String())
+	}
+	if digests[0] != digests[1] {
+		t.Errorf("hello with module licences %s, without %s", digests[0], digests[1])
+	}
+}

@@ -73,6 +73,11 @@ func (b *builder) moduleLicenses(ctx context.Context, pa *plan.Artifact, res *ar
 			return err
 		}
 		for _, le := range t.Entries() {
+			// Directories follow from the files kept: one holding only
+			// a skipped file must not be placed empty.
+			if le.Kind != tree.File {
+				continue
+			}
 			// Two binaries linking one module ship its files once.
 			if _, dup := merged.Get(le.Path); dup {
 				continue
