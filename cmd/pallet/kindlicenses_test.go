@@ -114,12 +114,23 @@ func TestKindModuleLicencesFromSource(t *testing.T) {
 		t.Error("the main module's licence is the artifact's own, shipped once at the top")
 	}
 
-	// Again from the cache: the checkout is gone, and made again to read
-	// the replaced modules; the image is the same.
+	// Again from the cache, with the repositories gone: the replaced
+	// modules' files come from what the cache kept of each checkout; the
+	// image and the record's licences are the same.
 	out2 := filepath.Join(t.TempDir(), "out")
+	gone := filepath.Join(e.dir, "git-gone")
+	if err := os.Rename(filepath.Join(e.dir, "git"), gone); err != nil {
+		t.Fatal(err)
+	}
 	mustPallet(t, append(e.args(out2), "--platform", "linux/amd64", "--cache-dir", cache)...)
+	if err := os.Rename(gone, filepath.Join(e.dir, "git")); err != nil {
+		t.Fatal(err)
+	}
 	if a, b := layoutIndex(t, out).Manifests[0].Digest, layoutIndex(t, out2).Manifests[0].Digest; a != b {
 		t.Errorf("a build from the cache gives %s, the first %s", b, a)
+	}
+	if a, b := recordModules(rec), recordModules(readRecord(t, out2+".record.json")); a != b {
+		t.Errorf("module licences recorded from the cache:\n%s\nfirst:\n%s", b, a)
 	}
 
 	_, err := pallet(t, append(e.args(filepath.Join(t.TempDir(), "out")), "--platform", "linux/amd64", "--require-licenses")...)
@@ -350,4 +361,16 @@ func TestHelloModuleLicensesAddNothing(t *testing.T) {
 	if digests[0] != digests[1] {
 		t.Errorf("hello with module licences %s, without %s", digests[0], digests[1])
 	}
+}
+
+// recordModules is the module licences of a record, as text to compare.
+func recordModules(rec *record.Build) string {
+	var b strings.Builder
+	for _, a := range rec.Artifacts {
+		for _, gb := range a.GoBinaries {
+			data, _ := json.Marshal(gb.Modules)
+			b.WriteString(a.Name + " " + gb.Path + " " + string(data) + "\n")
+		}
+	}
+	return b.String()
 }

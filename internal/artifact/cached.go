@@ -34,7 +34,7 @@ func (f *Fetcher) key(r *Request) (string, bool, error) {
 	if err != nil || !ok {
 		return "", false, err
 	}
-	common := []string{"v3", r.Kind.Name(), r.Mode, r.Platform.String(), strings.Join(r.Licenses, "\x00"), strconv.FormatBool(r.NoLicense)}
+	common := []string{"v4", r.Kind.Name(), r.Mode, r.Platform.String(), strings.Join(r.Licenses, "\x00"), strconv.FormatBool(r.NoLicense)}
 	return cache.Key(append(common, parts...)...), true, nil
 }
 
@@ -88,11 +88,9 @@ func (f *Fetcher) fetch(ctx context.Context, r *Request, work string) (*Result, 
 			return nil, err
 		}
 		res.Record.Origin = r.Kind.Origin()
-		stored, err := f.store(key, res, work, r)
-		if err == nil {
-			stored.GoSource = res.GoSource
-		}
-		return stored, err
+		// What is stored is what later builds read, the source's
+		// snapshot included: this one reads the same.
+		return f.store(key, res, work, r)
 	})
 }
 
@@ -198,6 +196,13 @@ func (f *Fetcher) store(key string, res *Result, work string, r *Request) (*Resu
 	if err := materialize(res.Licenses, filepath.Join(tmp, "licenses"), work); err != nil {
 		return nil, err
 	}
+	src := res.ModuleSource
+	if src == nil {
+		src = tree.New()
+	}
+	if err := materialize(src, filepath.Join(tmp, "modsrc"), work); err != nil {
+		return nil, err
+	}
 	data, err := json.Marshal(res.Record)
 	if err != nil {
 		return nil, err
@@ -205,7 +210,7 @@ func (f *Fetcher) store(key string, res *Result, work string, r *Request) (*Resu
 	if err := os.WriteFile(filepath.Join(tmp, "record.json"), data, 0o644); err != nil {
 		return nil, err
 	}
-	sum, _, _, err := f.entryDigest(tmp)
+	sum, _, _, _, err := f.entryDigest(tmp)
 	if err != nil {
 		return nil, err
 	}
@@ -228,22 +233,22 @@ func (f *Fetcher) store(key string, res *Result, work string, r *Request) (*Resu
 // made and compared when it is used: file digests come from the cache's
 // memory while files are untouched, so the check costs little, and a file
 // changed or damaged since is caught.
-func (f *Fetcher) entryDigest(dir string) (string, *tree.Tree, *tree.Tree, error) {
-	var trees [2]*tree.Tree
+func (f *Fetcher) entryDigest(dir string) (string, *tree.Tree, *tree.Tree, *tree.Tree, error) {
+	var trees [3]*tree.Tree
 	var parts []string
-	for i, sub := range []string{"tree", "licenses"} {
+	for i, sub := range []string{"tree", "licenses", "modsrc"} {
 		t, err := tree.FromDir(filepath.Join(dir, sub))
 		if err != nil {
-			return "", nil, nil, err
+			return "", nil, nil, nil, err
 		}
 		sum, err := tree.Digest(t, f.digest)
 		if err != nil {
-			return "", nil, nil, err
+			return "", nil, nil, nil, err
 		}
 		trees[i] = t
 		parts = append(parts, sum)
 	}
-	return strings.Join(parts, " "), trees[0], trees[1], nil
+	return strings.Join(parts, " "), trees[0], trees[1], trees[2], nil
 }
 
 // fromCache reads the cache entry at dir for r, refusing one whose files
@@ -255,11 +260,17 @@ func (f *Fetcher) fromCache(dir string, r *Request) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cache entry %s: %w", dir, err)
 	}
-	got, t, lic, err := f.entryDigest(dir)
+	got, t, lic, src, err := f.entryDigest(dir)
 	if err != nil || got != string(want) {
 		return nil, fmt.Errorf("cache entry %s is damaged (its files changed since it was stored)", dir)
 	}
-	res := &Result{Tree: t, Licenses: lic, Cached: true}
+	res := &Result{Tree: t, Licenses: lic, Cached: true, ModuleSource: src}
+	switch k := r.Kind.(type) {
+	case *Git:
+		res.GoSource, res.GoSourceSelected = filepath.Join(dir, "modsrc", filepath.FromSlash(k.Go.Module)), true
+	case *GoModule:
+		res.GoSource, res.GoSourceSelected = filepath.Join(dir, "modsrc", filepath.FromSlash(k.build().Module)), true
+	}
 	data, err := os.ReadFile(filepath.Join(dir, "record.json"))
 	if err != nil {
 		return nil, err

@@ -47,6 +47,9 @@ func (g *Git) Produce(ctx context.Context, f *Fetcher, r *Request, work string) 
 	if err != nil {
 		return nil, err
 	}
+	if res.ModuleSource, err = moduleSnapshot(src, dir); err != nil {
+		return nil, err
+	}
 	// Licences are the repository's, even when the module is a subdirectory.
 	if r.Licenses == nil && !r.NoLicense && res.Licenses.Len() == 0 {
 		if res.Licenses, err = findLicenses(shallowTree(src), nil, false); err != nil {
@@ -54,17 +57,6 @@ func (g *Git) Produce(ctx context.Context, f *Fetcher, r *Request, work string) 
 		}
 	}
 	return res, nil
-}
-
-// CheckoutModule checks out the pinned commit into dir, as Produce does,
-// and returns the directory of the module built: for reading what a build
-// taken from the cache read beside the module cache (directories its
-// go.mod replaces modules with, vendor/).
-func (g *Git) CheckoutModule(ctx context.Context, f *Fetcher, dir string) (string, error) {
-	if err := f.checkout(ctx, g, dir); err != nil {
-		return "", err
-	}
-	return filepath.Join(dir, filepath.FromSlash(g.Go.Module)), nil
 }
 
 // Mirror keeps a bare copy of the repository holding the commit, and the

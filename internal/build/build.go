@@ -449,9 +449,6 @@ type builder struct {
 	described  []sbom.Artifact
 	recipeFile sbom.File
 	documents  map[string][]byte
-	// checkouts are the repositories checked out again for their
-	// modules' licences, by repository and commit.
-	checkouts map[string]string
 }
 
 // step runs fn and logs its duration, kind-style, naming the step on error.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path"
-	"path/filepath"
 	"strings"
 
 	"github.com/pallet-dev/pallet/internal/artifact"
@@ -42,11 +41,8 @@ func (b *builder) moduleLicenses(ctx context.Context, pa *plan.Artifact, res *ar
 		if err != nil {
 			return err
 		}
-		src, err := b.goSource(ctx, pa, res, e.Source)
-		if err != nil {
-			return fmt.Errorf("licences of the modules in %s: %w", gb.Path, err)
-		}
-		opt := golicenses.Options{Work: work, Env: env, Offline: b.fetcher.Offline, SourceDir: src}
+		src, selected := goSource(pa, res)
+		opt := golicenses.Options{Work: work, Env: env, Offline: b.fetcher.Offline, SourceDir: src, SourceSelected: selected}
 		got, err := golicenses.Collect(ctx, e.Source, opt)
 		if err != nil && !errors.Is(err, golicenses.ErrMissing) {
 			return fmt.Errorf("licences of the modules in %s: %w%s", gb.Path, err, howToProceed(b.fetcher.Offline, pa.Kind))
@@ -103,46 +99,15 @@ func (b *builder) moduleLicenses(ctx context.Context, pa *plan.Artifact, res *ar
 	return nil
 }
 
-// goSource is the directory the artifact's Go binary was built in, when
-// its dependencies' files are to be read there: the local module, the
-// checkout a build of this run made, or, for a build taken from the
-// cache, a new checkout of the pinned commit, made only when the binary
-// names modules built from directories or vendored.
-func (b *builder) goSource(ctx context.Context, pa *plan.Artifact, res *artifact.Result, binary string) (string, error) {
+// goSource is where the artifact's Go build read its source, for the
+// files of its main, replaced and vendored modules: the local module, the
+// checkout or unpacked module of this run, or the snapshot of it the
+// cache kept (selected). Empty for a release: its modules are fetched.
+func goSource(pa *plan.Artifact, res *artifact.Result) (dir string, selected bool) {
 	if local, ok := pa.Kind.(*artifact.Go); ok {
-		return local.Module, nil
+		return local.Module, false
 	}
-	if res.GoSource != "" {
-		return res.GoSource, nil
-	}
-	g, ok := pa.Kind.(*artifact.Git)
-	if !ok {
-		return "", nil // a release, or a module pinned by its hash
-	}
-	need, err := golicenses.NeedsSource(binary)
-	if err != nil || !need {
-		return "", err
-	}
-	// One checkout serves every platform and module of a commit.
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.checkouts == nil {
-		b.checkouts = map[string]string{}
-	}
-	key := g.Repo + "\x00" + g.Commit
-	if root, ok := b.checkouts[key]; ok {
-		return filepath.Join(root, filepath.FromSlash(g.Go.Module)), nil
-	}
-	root, err := os.MkdirTemp(b.work, "checkout-*")
-	if err != nil {
-		return "", err
-	}
-	dir, err := g.CheckoutModule(ctx, b.fetcher, root)
-	if err != nil {
-		return "", fmt.Errorf("checking out %s again for its modules' licences: %w", g.Repo, err)
-	}
-	b.checkouts[key] = root
-	return dir, nil
+	return res.GoSource, res.GoSourceSelected
 }
 
 // howToProceed says what to do when a module's licence files cannot be

@@ -192,7 +192,7 @@ func regular(path string) bool {
 
 // readDirLicenses reads the licence files of the module in dir, at its
 // root and in the directories below that hold its packages (see
-// licenseFilter): regular files only (a module zip holds no links, and a
+// artifact.ModuleLicenseFiles): regular files only (a module zip holds no links, and a
 // link could lead out of the tree), opened through an os.Root. skip, when
 // set, leaves out subdirectories (slash-separated, relative to dir) that
 // belong to other modules, as in a vendor directory.
@@ -202,41 +202,12 @@ func readDirLicenses(dir, mod string, opt Options, skip func(rel string) bool) (
 		return nil, fmt.Errorf("module %s: %w", mod, err)
 	}
 	defer root.Close()
-	var names []string
-	err = filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		if e.IsDir() {
-			if rel == "." {
-				return nil
-			}
-			// A directory with a go.mod is another module, left out of
-			// this one's zip by the go command.
-			if !licenseDir(e.Name()) || regular(filepath.Join(p, "go.mod")) || (skip != nil && skip(rel)) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if e.Type().IsRegular() {
-			names = append(names, rel)
-		}
-		return nil
-	})
+	names, err := artifact.ModuleLicenseFiles(dir, skip, opt.SourceSelected)
 	if err != nil {
 		return nil, fmt.Errorf("module %s: %w", mod, err)
 	}
-	keep := licenseFilter(names)
 	files := licenseFiles{}
 	for _, rel := range names {
-		if !keep(rel) {
-			continue
-		}
 		if err := module.CheckFilePath(rel); err != nil {
 			return nil, fmt.Errorf("module %s: licence file %q in %s: %w", mod, rel, dir, err)
 		}
@@ -250,53 +221,6 @@ func readDirLicenses(dir, mod string, opt Options, skip func(rel string) bool) (
 		files[rel] = data
 	}
 	return files, nil
-}
-
-// licenseDir tells whether a directory of a module can hold packages of
-// a build: the go command ignores testdata, vendor and names starting
-// with "." or "_".
-func licenseDir(name string) bool {
-	return name != "testdata" && name != "vendor" && !strings.HasPrefix(name, ".") && !strings.HasPrefix(name, "_")
-}
-
-// sourceExts are the extensions of source and data files, which a
-// licence-like name ("license.go", "copyright_test.go", "license.json")
-// does not make a licence file.
-var sourceExts = []string{".go", ".s", ".c", ".h", ".cc", ".cpp", ".py", ".js", ".ts", ".sh", ".proto", ".json", ".yaml", ".yml"}
-
-func isSource(name string) bool {
-	return slices.Contains(sourceExts, strings.ToLower(path.Ext(name)))
-}
-
-// licenseFilter decides, from every file of a module (slash-separated
-// paths in it), which are licence files to keep: those at the root, and
-// those in a directory that holds Go files or has one below it, through
-// directories licenseDir accepts. go-licenses looks for a package's
-// licence from its directory up to the module root, so a licence there
-// (a forked package with its own LICENSE and NOTICE, as
-// sigs.k8s.io/yaml/goyaml.v2) can be the one it ships; a licence-named
-// file elsewhere is data (the licence texts of a classifier's corpus).
-func licenseFilter(names []string) func(rel string) bool {
-	code := map[string]bool{".": true}
-	for _, n := range names {
-		if !strings.HasSuffix(n, ".go") {
-			continue
-		}
-		for d := path.Dir(n); d != "." && !code[d]; d = path.Dir(d) {
-			code[d] = true
-		}
-	}
-	return func(rel string) bool {
-		if !artifact.IsLicenseName(path.Base(rel)) || isSource(rel) || !code[path.Dir(rel)] {
-			return false
-		}
-		for _, d := range strings.Split(path.Dir(rel), "/") {
-			if d != "." && !licenseDir(d) {
-				return false
-			}
-		}
-		return true
-	}
 }
 
 // readRegular reads a regular file of root, at most max bytes.

@@ -49,6 +49,11 @@ type Options struct {
 	// directories its go.mod replaces modules with are read there. Empty
 	// for a binary built elsewhere.
 	SourceDir string
+	// SourceSelected says SourceDir is a snapshot a cached build kept of
+	// its source, holding only the files Collect reads (go.mod files,
+	// vendor/modules.txt and the licence files artifact.ModuleLicenseFiles
+	// chose), so every licence-named file there is taken.
+	SourceSelected bool
 	// ModCache is the module cache to read (GOMODCACHE); empty asks the go
 	// command with Env. It is only read: downloads go where Env says.
 	ModCache string

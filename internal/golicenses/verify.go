@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/pallet-dev/pallet/internal/artifact"
 	"golang.org/x/mod/module"
 	"golang.org/x/mod/sumdb/dirhash"
 	modzip "golang.org/x/mod/zip"
@@ -18,8 +19,8 @@ import (
 // licenseFiles are the licence files of one module, by name at its root.
 type licenseFiles map[string][]byte
 
-// capture keeps the licence files of a module (those licenseFilter
-// accepts) as they are read for hashing, so that the bytes kept are
+// capture keeps the licence files of a module (those
+// artifact.ModuleLicenseFilter accepts) as they are read for hashing, so that the bytes kept are
 // exactly the bytes proven.
 type capture struct {
 	mod      string
@@ -40,7 +41,7 @@ func newCapture(mod string, v module.Version, opt Options, names []string) *capt
 			rels = append(rels, rel)
 		}
 	}
-	c.keep = licenseFilter(rels)
+	c.keep = artifact.ModuleLicenseFilter(rels)
 	return c
 }
 
