@@ -111,13 +111,18 @@ func goSource(pa *plan.Artifact, res *artifact.Result) (dir string, selected boo
 }
 
 // howToProceed says what to do when a module's licence files cannot be
-// had: a release binary names modules pallet has to fetch.
+// had. pallet fetch mirrors the modules of the Go builds it can see, not
+// those a downloaded release names.
 func howToProceed(offline bool, k artifact.Kind) string {
-	if artifact.GoSettings(k) != nil {
-		return ""
+	const off = "or build with --module-licenses=false"
+	switch {
+	case offline && artifact.GoSettings(k) != nil:
+		return "; pallet fetch puts a Go build's modules in the mirror, " + off
+	case offline:
+		return "; put the module in the mirror's module cache (GOMODCACHE=MIRROR/gomod go mod download MODULE@VERSION), " + off
+	case artifact.GoSettings(k) != nil:
+		return "; " + off
+	default:
+		return "; make the module reachable through GOPROXY (a proxy or mirror that has it), " + off
 	}
-	if offline {
-		return "; put the module in the mirror's module cache (GOMODCACHE=MIRROR/gomod go mod download MODULE@VERSION), or build with --module-licenses=false"
-	}
-	return "; make the module reachable through GOPROXY (a proxy or mirror that has it), or build with --module-licenses=false"
 }
