@@ -55,6 +55,10 @@ func (b *builder) moduleLicenses(ctx context.Context, pa *plan.Artifact, res *ar
 			}
 			rm := record.Module{Path: m.Path, Version: m.Version, Sum: m.Sum, Licenses: m.Licenses, Missing: m.Missing}
 			for _, f := range m.Files {
+				// As shipped: not the main module's root files (below).
+				if m.Main && !strings.Contains(f.Name, "/") && len(a.Licenses) > 0 {
+					continue
+				}
 				rm.Files = append(rm.Files, m.Path+"/"+f.Name)
 			}
 			gb.Modules = append(gb.Modules, rm)
