@@ -268,7 +268,7 @@ func (c *collector) finish(r modRef, f found) (Module, error) {
 	slices.Sort(names)
 	classified := map[string]classification{}
 	for _, n := range names {
-		cl, err := classify(f.files[n])
+		cl, err := c.classify(f.files[n])
 		if err != nil {
 			return m, err
 		}

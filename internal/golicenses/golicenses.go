@@ -61,6 +61,12 @@ type Options struct {
 	// network: modules then come only from the vendor directory, the
 	// module cache, or a file:// proxy (a mirror).
 	Offline bool
+	// Remember, when set, keeps the classification of licence texts
+	// across calls: given a text's sha256, the text, and how to derive its
+	// classification (a string), it returns the one kept or derives and
+	// keeps it. Loading the classifier costs about a second and 65 MiB,
+	// which a build whose licence texts were all seen before need not pay.
+	Remember func(sum string, text []byte, derive func() (string, error)) (string, error)
 	// RequireLicenses makes a module without any licence file an error.
 	RequireLicenses bool
 	// MaxModules, MaxFileSize and MaxFilesPerModule bound the work; zero

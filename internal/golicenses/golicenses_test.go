@@ -718,3 +718,53 @@ func TestNestedLicences(t *testing.T) {
 		t.Error("a NOTICE alone is not a licence")
 	}
 }
+
+// TestRemember: with Options.Remember, a text seen before is classified
+// from what was kept, the same as the classifier says, without it.
+func TestRemember(t *testing.T) {
+	f := getFixture(t)
+	kept := map[string]string{}
+	derived := 0
+	remember := func(sum string, text []byte, derive func() (string, error)) (string, error) {
+		if v, ok := kept[sum]; ok {
+			return v, nil
+		}
+		derived++
+		v, err := derive()
+		kept[sum] = v
+		return v, err
+	}
+	opt := func() Options {
+		return Options{Env: f.env(f.cache), SourceDir: f.src, Remember: remember}
+	}
+	first, err := collect(t, f.binary, opt())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if derived == 0 {
+		t.Fatal("nothing was classified")
+	}
+	n := derived
+	second, err := collect(t, f.binary, opt())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if derived != n {
+		t.Errorf("%d texts classified again", derived-n)
+	}
+	plain, err := collect(t, f.binary, Options{Env: f.env(f.cache), SourceDir: f.src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range plain.Modules {
+		for j := range plain.Modules[i].Files {
+			p, a, b := plain.Modules[i].Files[j], first.Modules[i].Files[j], second.Modules[i].Files[j]
+			if p.SPDX != a.SPDX || p.SPDX != b.SPDX || p.Confidence != b.Confidence {
+				t.Errorf("%s/%s: %s %v, remembered %s %v", plain.Modules[i].Path, p.Name, p.SPDX, p.Confidence, b.SPDX, b.Confidence)
+			}
+		}
+		if !reflect.DeepEqual(plain.Modules[i].Licenses, second.Modules[i].Licenses) {
+			t.Errorf("%s: licences %v, remembered %v", plain.Modules[i].Path, plain.Modules[i].Licenses, second.Modules[i].Licenses)
+		}
+	}
+}
