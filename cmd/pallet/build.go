@@ -188,7 +188,7 @@ func buildCmd() *cobra.Command {
 	f.StringVar(&modesFile, "modes", "", "YAML file of artifact: mode choices (for CI); --mode wins")
 	f.StringVar(&minGo, "min-go", "", "fail if a placed Go binary was built with a Go older than this (e.g. 1.22.7)")
 	f.BoolVar(&requireLic, "require-licenses", false, "fail when an artifact has no licence file")
-	f.BoolVar(&modLicenses, "module-licenses", false, "ship the licence and notice files of every module linked into each Go binary, proven against its go.sum hashes, under /LICENSES/<artifact>/<module>/")
+	f.BoolVar(&modLicenses, "module-licenses", true, "ship the licence and notice files of every module linked into each Go binary, proven against its go.sum hashes, under /LICENSES/<artifact>/<module>/ (--module-licenses=false: only each artifact's own)")
 	f.StringSliceVar(&sbomFlag, "sbom", nil, "attach SBOMs to every image: spdx, cyclonedx (both when given alone), or none")
 	f.Lookup("sbom").NoOptDefVal = "spdx,cyclonedx"
 	f.BoolVar(&provenance, "provenance", false, "attach an SLSA v1 provenance to every image")

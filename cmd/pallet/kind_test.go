@@ -36,7 +36,7 @@ func newKindEnv(t *testing.T) *kindEnv {
 	needTool(t, "gcc") // runc's source mode builds with cgo
 	e := &kindEnv{dir: t.TempDir(), recipe: copyExample(t, "kind-base")}
 	var err error
-	if e.commits, err = fixture.WriteKindRepos(filepath.Join(e.dir, "git")); err != nil {
+	if e.commits, err = fixture.WriteKindRepos(filepath.Join(e.dir, "git"), filepath.Join(filepath.Dir(e.recipe), "modules")); err != nil {
 		t.Fatal(err)
 	}
 	if err := fixture.WriteDebianBase(filepath.Join(e.dir, "base")); err != nil {
@@ -240,7 +240,9 @@ func TestModeErrors(t *testing.T) {
 		{"local without path", []string{"--mode", "runc=local"}, "needs a path, given when building (a mode choice local:PATH)"},
 		{"path on release", []string{"--mode", "runc=release:/tmp/x"}, "only the local mode takes a path"},
 		{"old go", []string{"--platform", "linux/amd64", "--mode", "runc=source", "--mode", "containerd=release", "--mode", "crictl=release", "--mode", "cni-plugins=release", "--min-go", "1.99.1"}, "source mode): runc was built with go1."},
-		{"require licences", []string{"--platform", "linux/amd64", "--mode", "runc=release", "--require-licenses"}, "artifact runc (linux/amd64, release mode): no licence file found"},
+		// crictl's release ships no licence file (from source, it links a
+		// module without one: TestKindModuleLicencesFromSource).
+		{"require licences", []string{"--platform", "linux/amd64", "--mode", "crictl=release", "--require-licenses"}, "artifact crictl (linux/amd64, release mode): no licence file found"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := pallet(t, append(e.args(out), tc.args...)...)
@@ -441,7 +443,10 @@ func TestReleaseGoBinary(t *testing.T) {
 			continue
 		}
 		found = true
-		want := record.GoBinary{Path: "runc", GoVersion: info.GoVersion, MainModule: "example.com/upstream/runc", MainVersion: "(devel)"}
+		// Its one module is the main one, built from a directory: no
+		// version to fetch its licence by, and none in the release.
+		want := record.GoBinary{Path: "runc", GoVersion: info.GoVersion, MainModule: "example.com/upstream/runc", MainVersion: "(devel)",
+			Modules: []record.Module{{Path: "example.com/upstream/runc", Version: "(devel)", Missing: true}}}
 		if len(a.GoBinaries) != 1 || !reflect.DeepEqual(a.GoBinaries[0], want) {
 			t.Errorf("runc release: Go binaries %+v, want [%+v]", a.GoBinaries, want)
 		}

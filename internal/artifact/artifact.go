@@ -88,6 +88,18 @@ type Result struct {
 	Record   Record
 	// Cached says the result came from the cache: nothing was fetched or built.
 	Cached bool
+	// GoSource is the directory of the module a Go build compiled, for
+	// what must be read beside its binaries (module licences): the local
+	// module, the checkout or unpacked module of a build of this run (it
+	// lasts as long as the work directory), or, for a result from the
+	// cache, the module in ModuleSource's copy there (GoSourceSelected).
+	GoSource         string
+	GoSourceSelected bool
+	// ModuleSource holds, for a build of a checkout or a downloaded
+	// module, the files module licences read of its source, by path in it
+	// (moduleSnapshot); the cache keeps them with the result, so a build
+	// taken from it needs neither the repository nor the network for them.
+	ModuleSource *tree.Tree
 }
 
 // Record describes where an artifact came from, for logs and the build record.

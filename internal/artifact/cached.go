@@ -36,7 +36,7 @@ func (f *Fetcher) key(r *Request) (string, bool, error) {
 	if err != nil || !ok {
 		return "", false, err
 	}
-	common := []string{"v3", r.Kind.Name(), r.Mode, r.Platform.String(), strings.Join(r.Licenses, "\x00"), strconv.FormatBool(r.NoLicense)}
+	common := []string{"v4", r.Kind.Name(), r.Mode, r.Platform.String(), strings.Join(r.Licenses, "\x00"), strconv.FormatBool(r.NoLicense)}
 	return cache.Key(append(common, parts...)...), true, nil
 }
 
@@ -90,6 +90,8 @@ func (f *Fetcher) fetch(ctx context.Context, r *Request, work string) (*Result, 
 			return nil, err
 		}
 		res.Record.Origin = r.Kind.Origin()
+		// What is stored is what later builds read, the source's
+		// snapshot included: this one reads the same.
 		return f.store(key, res, work, r)
 	})
 }
@@ -193,7 +195,10 @@ func (f *Fetcher) store(key string, res *Result, work string, r *Request) (*Resu
 	// The digests this build took of the files (while unpacking them),
 	// looked up before they are linked: a link changes a file's ctime.
 	known := map[string]string{}
-	for _, t := range []*tree.Tree{res.Tree, res.Licenses} {
+	for _, t := range []*tree.Tree{res.Tree, res.Licenses, res.ModuleSource} {
+		if t == nil {
+			continue
+		}
 		for _, e := range t.Entries() {
 			if e.Kind != tree.File {
 				continue
@@ -206,10 +211,14 @@ func (f *Fetcher) store(key string, res *Result, work string, r *Request) (*Resu
 		}
 	}
 	var files []placedFile
+	src := res.ModuleSource
+	if src == nil {
+		src = tree.New()
+	}
 	for _, m := range []struct {
 		t   *tree.Tree
 		sub string
-	}{{res.Tree, "tree"}, {res.Licenses, "licenses"}} {
+	}{{res.Tree, "tree"}, {res.Licenses, "licenses"}, {src, "modsrc"}} {
 		p, err := materialize(m.t, filepath.Join(tmp, m.sub), work)
 		if err != nil {
 			return nil, err
@@ -250,7 +259,7 @@ func (f *Fetcher) store(key string, res *Result, work string, r *Request) (*Resu
 	// The entry's files are under a temporary name: their digests, just
 	// learned, are taken by stamp, not remembered under names that are
 	// about to go.
-	sum, _, _, err := f.entryDigest(tmp, func(path string, st tree.Stamp) (string, error) {
+	sum, _, _, _, err := f.entryDigest(tmp, func(path string, st tree.Stamp) (string, error) {
 		if sum, ok := f.Cache.Learned(st); ok {
 			return sum, nil
 		}
@@ -278,22 +287,22 @@ func (f *Fetcher) store(key string, res *Result, work string, r *Request) (*Resu
 // made and compared when it is used: file digests come from the cache's
 // memory while files are untouched, so the check costs little, and a file
 // changed or damaged since is caught.
-func (f *Fetcher) entryDigest(dir string, digest tree.FileDigest) (string, *tree.Tree, *tree.Tree, error) {
-	var trees [2]*tree.Tree
+func (f *Fetcher) entryDigest(dir string, digest tree.FileDigest) (string, *tree.Tree, *tree.Tree, *tree.Tree, error) {
+	var trees [3]*tree.Tree
 	var parts []string
-	for i, sub := range []string{"tree", "licenses"} {
+	for i, sub := range []string{"tree", "licenses", "modsrc"} {
 		t, err := tree.FromDir(filepath.Join(dir, sub))
 		if err != nil {
-			return "", nil, nil, err
+			return "", nil, nil, nil, err
 		}
 		sum, err := tree.Digest(t, digest)
 		if err != nil {
-			return "", nil, nil, err
+			return "", nil, nil, nil, err
 		}
 		trees[i] = t
 		parts = append(parts, sum)
 	}
-	return strings.Join(parts, " "), trees[0], trees[1], nil
+	return strings.Join(parts, " "), trees[0], trees[1], trees[2], nil
 }
 
 // fromCache reads the cache entry at dir for r, refusing one whose files
@@ -305,11 +314,17 @@ func (f *Fetcher) fromCache(dir string, r *Request) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cache entry %s: %w", dir, err)
 	}
-	got, t, lic, err := f.entryDigest(dir, f.digest)
+	got, t, lic, src, err := f.entryDigest(dir, f.digest)
 	if err != nil || got != string(want) {
 		return nil, fmt.Errorf("cache entry %s is damaged (its files changed since it was stored)", dir)
 	}
-	res := &Result{Tree: t, Licenses: lic, Cached: true}
+	res := &Result{Tree: t, Licenses: lic, Cached: true, ModuleSource: src}
+	switch k := r.Kind.(type) {
+	case *Git:
+		res.GoSource, res.GoSourceSelected = filepath.Join(dir, "modsrc", filepath.FromSlash(k.Go.Module)), true
+	case *GoModule:
+		res.GoSource, res.GoSourceSelected = filepath.Join(dir, "modsrc", filepath.FromSlash(k.build().Module)), true
+	}
 	data, err := os.ReadFile(filepath.Join(dir, "record.json"))
 	if err != nil {
 		return nil, err

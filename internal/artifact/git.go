@@ -47,6 +47,9 @@ func (g *Git) Produce(ctx context.Context, f *Fetcher, r *Request, work string) 
 	if err != nil {
 		return nil, err
 	}
+	if res.ModuleSource, err = moduleSnapshot(src, dir); err != nil {
+		return nil, err
+	}
 	// Licences are the repository's, even when the module is a subdirectory.
 	if r.Licenses == nil && !r.NoLicense && res.Licenses.Len() == 0 {
 		if res.Licenses, err = findLicenses(shallowTree(src), nil, false); err != nil {

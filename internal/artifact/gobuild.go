@@ -124,7 +124,7 @@ func (f *Fetcher) goBuild(ctx context.Context, r *Request, g *Go, dir string, wo
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Tree: t, Licenses: lic, Record: Record{GoVersion: goVersion}}, nil
+	return &Result{Tree: t, Licenses: lic, Record: Record{GoVersion: goVersion}, GoSource: dir}, nil
 }
 
 // buildKnobs are the variables that change what the go command produces.

@@ -54,7 +54,15 @@ func (m *GoModule) Produce(ctx context.Context, f *Fetcher, r *Request, work str
 		return nil, err
 	}
 	g := m.build()
-	return f.goBuild(ctx, r, &g, filepath.Join(src, filepath.FromSlash(g.Module)), work)
+	dir := filepath.Join(src, filepath.FromSlash(g.Module))
+	res, err := f.goBuild(ctx, r, &g, dir, work)
+	if err != nil {
+		return nil, err
+	}
+	if res.ModuleSource, err = moduleSnapshot(src, dir); err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
 // Mirror puts the module, its dependencies and the pinned toolchain in the

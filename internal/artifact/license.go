@@ -2,7 +2,11 @@ package artifact
 
 import (
 	"fmt"
+	"io/fs"
+	"os"
 	"path"
+	"path/filepath"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -91,4 +95,155 @@ func findLicenses(t *tree.Tree, names []string, none bool) (*tree.Tree, error) {
 		}
 	}
 	return out, nil
+}
+
+// The licence files of a Go module: what pallet ships for every module a
+// Go binary links (internal/golicenses), and what a Go build keeps of its
+// source for that (moduleSnapshot).
+
+// packageDir tells whether a directory of a module can hold packages of a
+// build: the go command ignores testdata, vendor and names starting with
+// "." or "_".
+func packageDir(name string) bool {
+	return name != "testdata" && name != "vendor" && !strings.HasPrefix(name, ".") && !strings.HasPrefix(name, "_")
+}
+
+// sourceExts are the extensions of source and data files, which a
+// licence-like name ("license.go", "copyright_test.go", "license.json")
+// does not make a licence file.
+var sourceExts = []string{".go", ".s", ".c", ".h", ".cc", ".cpp", ".py", ".js", ".ts", ".sh", ".proto", ".json", ".yaml", ".yml"}
+
+func isSource(name string) bool {
+	return slices.Contains(sourceExts, strings.ToLower(path.Ext(name)))
+}
+
+// ModuleLicenseFilter decides, from every file of a module
+// (slash-separated paths in it), which are licence files: those at the
+// root, and those in a directory that holds Go files or has one below it,
+// through directories that can hold packages. go-licenses looks for a
+// package's licence from its directory up to the module root, so a
+// licence there (a forked package with its own LICENSE and NOTICE, as
+// sigs.k8s.io/yaml/goyaml.v2) can be the one it ships; a licence-named
+// file elsewhere is data (the licence texts of a classifier's corpus).
+func ModuleLicenseFilter(names []string) func(rel string) bool {
+	code := map[string]bool{".": true}
+	for _, n := range names {
+		if !strings.HasSuffix(n, ".go") {
+			continue
+		}
+		for d := path.Dir(n); d != "." && !code[d]; d = path.Dir(d) {
+			code[d] = true
+		}
+	}
+	return func(rel string) bool {
+		if !IsLicenseName(path.Base(rel)) || isSource(rel) || !code[path.Dir(rel)] {
+			return false
+		}
+		for _, d := range strings.Split(path.Dir(rel), "/") {
+			if d != "." && !packageDir(d) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// ModuleLicenseFiles lists the licence files (ModuleLicenseFilter) of
+// the module in dir, as slash-separated paths in it, sorted: regular files
+// only, leaving out nested modules (a directory with a go.mod, which the
+// go command leaves out of the module's zip) and the subdirectories skip
+// names (another module's, as in a vendor directory).
+//
+// selected says dir is a snapshot a build kept (moduleSnapshot), holding
+// only files already chosen: every licence-named file there is one.
+func ModuleLicenseFiles(dir string, skip func(rel string) bool, selected bool) ([]string, error) {
+	var names []string
+	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if e.IsDir() {
+			if rel == "." {
+				return nil
+			}
+			if !packageDir(e.Name()) || isRegular(filepath.Join(p, "go.mod")) || (skip != nil && skip(rel)) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if e.Type().IsRegular() {
+			names = append(names, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	keep := ModuleLicenseFilter(names)
+	if selected {
+		keep = func(n string) bool { return IsLicenseName(path.Base(n)) && !isSource(n) }
+	}
+	out := slices.DeleteFunc(names, func(n string) bool { return !keep(n) })
+	slices.Sort(out)
+	return out, nil
+}
+
+func isRegular(p string) bool {
+	info, err := os.Lstat(p)
+	return err == nil && info.Mode().IsRegular()
+}
+
+// moduleSnapshot lists what module licences read of a Go build's source,
+// by path under root (the checkout, or the unpacked module), so that a
+// build taken from the cache reads the same files without the source:
+// the module's go.mod and vendor/modules.txt, its licence files, those of
+// its vendor directory, and the go.mod and licence files of every
+// directory inside root its go.mod replaces a module with.
+func moduleSnapshot(root, moduleDir string) (*tree.Tree, error) {
+	t := tree.New()
+	add := func(dir string, names ...string) error {
+		for _, n := range names {
+			p := filepath.Join(dir, filepath.FromSlash(n))
+			info, err := os.Lstat(p)
+			if err != nil || !info.Mode().IsRegular() {
+				continue // an optional file (vendor/modules.txt), or not a file
+			}
+			rel, err := filepath.Rel(root, p)
+			if err != nil || !within(p, root) {
+				continue
+			}
+			if _, dup := t.Get(filepath.ToSlash(rel)); dup {
+				continue
+			}
+			if err := t.Add(tree.Entry{Path: filepath.ToSlash(rel), Kind: tree.File, Mode: 0o644, Source: p, Size: info.Size()}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	dirs, err := localModules(moduleDir)
+	if err != nil {
+		return nil, err
+	}
+	if vendor := filepath.Join(moduleDir, "vendor"); isRegular(filepath.Join(vendor, "modules.txt")) {
+		dirs = append(dirs, vendor)
+	}
+	for _, d := range dirs {
+		if !within(d, root) {
+			continue // outside the pinned source: not kept
+		}
+		names, err := ModuleLicenseFiles(d, nil, false)
+		if err != nil {
+			return nil, fmt.Errorf("licence files of %s: %w", d, err)
+		}
+		if err := add(d, append(names, "go.mod", "modules.txt")...); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
+	"path/filepath"
 	"strings"
 
 	"github.com/pallet-dev/pallet/internal/artifact"
@@ -40,18 +42,24 @@ func (b *builder) moduleLicenses(ctx context.Context, pa *plan.Artifact, res *ar
 		if err != nil {
 			return err
 		}
-		opt := golicenses.Options{Work: work, Env: env, Offline: b.fetcher.Offline}
-		if local, ok := pa.Kind.(*artifact.Go); ok {
-			opt.SourceDir = local.Module
-		}
+		src, selected := goSource(pa, res)
+		opt := golicenses.Options{Work: work, Env: env, Offline: b.fetcher.Offline, SourceDir: src, SourceSelected: selected, Remember: b.rememberLicence}
 		got, err := golicenses.Collect(ctx, e.Source, opt)
 		if err != nil && !errors.Is(err, golicenses.ErrMissing) {
-			return fmt.Errorf("licences of the modules in %s: %w", gb.Path, err)
+			return fmt.Errorf("licences of the modules in %s: %w%s", gb.Path, err, howToProceed(b.fetcher.Offline, pa.Kind))
 		}
 		var missing []string
+		var mainPath string
 		for _, m := range got.Modules {
+			if m.Main {
+				mainPath = m.Path
+			}
 			rm := record.Module{Path: m.Path, Version: m.Version, Sum: m.Sum, Licenses: m.Licenses, Missing: m.Missing}
 			for _, f := range m.Files {
+				// As shipped: not the main module's root files (below).
+				if m.Main && !strings.Contains(f.Name, "/") && len(a.Licenses) > 0 {
+					continue
+				}
 				rm.Files = append(rm.Files, m.Path+"/"+f.Name)
 			}
 			gb.Modules = append(gb.Modules, rm)
@@ -66,8 +74,18 @@ func (b *builder) moduleLicenses(ctx context.Context, pa *plan.Artifact, res *ar
 			return err
 		}
 		for _, le := range t.Entries() {
+			// Directories follow from the files kept: one holding only
+			// a skipped file must not be placed empty.
+			if le.Kind != tree.File {
+				continue
+			}
 			// Two binaries linking one module ship its files once.
 			if _, dup := merged.Get(le.Path); dup {
+				continue
+			}
+			// The main module's own licence files are the artifact's,
+			// already at the top of /LICENSES/<artifact>/.
+			if mainPath != "" && path.Dir(le.Path) == mainPath && len(a.Licenses) > 0 {
 				continue
 			}
 			if err := merged.Add(le); err != nil {
@@ -84,4 +102,57 @@ func (b *builder) moduleLicenses(ctx context.Context, pa *plan.Artifact, res *ar
 	}
 	res.Licenses = merged
 	return nil
+}
+
+// rememberLicence keeps the classification of a licence text with the
+// cache's facts about files, on the text stored as a blob by its sha256:
+// a rebuild whose licence texts were all seen never loads the classifier.
+func (b *builder) rememberLicence(sum string, text []byte, derive func() (string, error)) (string, error) {
+	if b.cache == nil {
+		return derive()
+	}
+	p, ok := b.cache.VerifiedBlob(sum)
+	if !ok {
+		tmp, err := b.cache.TempDir()
+		if err != nil {
+			return derive()
+		}
+		defer os.RemoveAll(tmp)
+		f := filepath.Join(tmp, "licence")
+		if err := os.WriteFile(f, text, 0o644); err != nil {
+			return derive()
+		}
+		if p, err = b.cache.PutBlob(sum, f); err != nil {
+			return derive()
+		}
+	}
+	return b.memo(p, tree.Stamp{}, "golicenses-classification-v1", func(string) (string, error) { return derive() })
+}
+
+// goSource is where the artifact's Go build read its source, for the
+// files of its main, replaced and vendored modules: the local module, the
+// checkout or unpacked module of this run, or the snapshot of it the
+// cache kept (selected). Empty for a release: its modules are fetched.
+func goSource(pa *plan.Artifact, res *artifact.Result) (dir string, selected bool) {
+	if local, ok := pa.Kind.(*artifact.Go); ok {
+		return local.Module, false
+	}
+	return res.GoSource, res.GoSourceSelected
+}
+
+// howToProceed says what to do when a module's licence files cannot be
+// had. pallet fetch mirrors the modules of the Go builds it can see, not
+// those a downloaded release names.
+func howToProceed(offline bool, k artifact.Kind) string {
+	const off = "or build with --module-licenses=false"
+	switch {
+	case offline && artifact.GoSettings(k) != nil:
+		return "; pallet fetch puts a Go build's modules in the mirror, " + off
+	case offline:
+		return "; put the module in the mirror's module cache (GOMODCACHE=MIRROR/gomod go mod download MODULE@VERSION), " + off
+	case artifact.GoSettings(k) != nil:
+		return "; " + off
+	default:
+		return "; make the module reachable through GOPROXY (a proxy or mirror that has it), " + off
+	}
 }

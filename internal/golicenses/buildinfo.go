@@ -107,3 +107,21 @@ func checkRef(r modRef) error {
 func (r modRef) fetchable() bool {
 	return !r.local() && module.Check(r.From.Path, r.From.Version) == nil
 }
+
+// NeedsSource tells whether Collect needs the source tree the binary was
+// built from to find the files of its dependencies: when its build info
+// names a module built from a directory (a replace with a path) or one
+// without a hash (a vendored build). The main module aside: its files are
+// the program's own, found with it.
+func NeedsSource(binary string) (bool, error) {
+	_, refs, err := readBuildInfo(binary, DefaultMaxModules)
+	if err != nil {
+		return false, err
+	}
+	for _, r := range refs {
+		if !r.Main && (r.local() || r.Sum == "") {
+			return true, nil
+		}
+	}
+	return false, nil
+}

@@ -2,6 +2,9 @@ package golicenses
 
 import (
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -54,6 +57,39 @@ func classify(text []byte) (classification, error) {
 	}
 	out.spdx = strings.Join(out.ids, " AND ")
 	return out, nil
+}
+
+// remembered is a classification as Options.Remember keeps it.
+type remembered struct {
+	SPDX       string
+	IDs        []string
+	Confidence float64
+}
+
+// classify is classify through Options.Remember, when set: by the text's
+// sha256, so that a build whose licence texts were all seen before never
+// loads the classifier.
+func (c *collector) classify(text []byte) (classification, error) {
+	if c.opt.Remember == nil {
+		return classify(text)
+	}
+	sum := sha256.Sum256(text)
+	v, err := c.opt.Remember(hex.EncodeToString(sum[:]), text, func() (string, error) {
+		cl, err := classify(text)
+		if err != nil {
+			return "", err
+		}
+		data, err := json.Marshal(remembered{cl.spdx, cl.ids, cl.confidence})
+		return string(data), err
+	})
+	if err != nil {
+		return classification{}, err
+	}
+	var r remembered
+	if err := json.Unmarshal([]byte(v), &r); err != nil || r.SPDX == "" {
+		return classify(text) // not what this version remembers: derive
+	}
+	return classification{spdx: r.SPDX, ids: r.IDs, confidence: r.Confidence}, nil
 }
 
 // licenseMatches keeps the licence and header matches, in the order they

@@ -7,8 +7,10 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/pallet-dev/pallet/internal/artifact"
 	"golang.org/x/mod/modfile"
@@ -100,7 +102,7 @@ func (c *collector) atHand(ctx context.Context, r modRef) (found, bool, error) {
 	if f, ok, err := c.fromVendor(r); err != nil {
 		return f, true, err
 	} else if ok {
-		if len(f.files) > 0 || !r.fetchable() {
+		if f.files.hasRootLicence() || !r.fetchable() {
 			return f, true, nil
 		}
 		// go mod vendor copies only capitalised LICENSE*, COPYING*,
@@ -132,7 +134,7 @@ func (c *collector) fromMainDir(r modRef) (found, error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return found{}, fmt.Errorf("main module %s: %w", r.Path, err)
 	}
-	files, err := readDirLicenses(c.opt.SourceDir, r.ref(), c.opt)
+	files, err := readDirLicenses(c.opt.SourceDir, r.ref(), c.opt, nil)
 	return found{source: FromSourceDir, files: files}, err
 }
 
@@ -146,7 +148,7 @@ func (c *collector) fromReplaceDir(r modRef) (found, error) {
 	if !filepath.IsAbs(dir) {
 		dir = filepath.Join(c.opt.SourceDir, dir)
 	}
-	files, err := readDirLicenses(dir, r.ref(), c.opt)
+	files, err := readDirLicenses(dir, r.ref(), c.opt, nil)
 	return found{source: FromSourceDir, files: files}, err
 }
 
@@ -188,35 +190,35 @@ func regular(path string) bool {
 	return err == nil && info.Mode().IsRegular()
 }
 
-// readDirLicenses reads the licence files at the root of dir: regular
-// files only (a module zip holds no links, and a link could lead out of
-// the tree), opened through an os.Root.
-func readDirLicenses(dir, mod string, opt Options) (licenseFiles, error) {
+// readDirLicenses reads the licence files of the module in dir, at its
+// root and in the directories below that hold its packages (see
+// artifact.ModuleLicenseFiles): regular files only (a module zip holds no links, and a
+// link could lead out of the tree), opened through an os.Root. skip, when
+// set, leaves out subdirectories (slash-separated, relative to dir) that
+// belong to other modules, as in a vendor directory.
+func readDirLicenses(dir, mod string, opt Options, skip func(rel string) bool) (licenseFiles, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, fmt.Errorf("module %s: %w", mod, err)
 	}
 	defer root.Close()
-	entries, err := os.ReadDir(dir)
+	names, err := artifact.ModuleLicenseFiles(dir, skip, opt.SourceSelected)
 	if err != nil {
 		return nil, fmt.Errorf("module %s: %w", mod, err)
 	}
 	files := licenseFiles{}
-	for _, e := range entries {
-		if !e.Type().IsRegular() || !artifact.IsLicenseName(e.Name()) {
-			continue
-		}
-		if err := module.CheckFilePath(e.Name()); err != nil {
-			return nil, fmt.Errorf("module %s: licence file %q in %s: %w", mod, e.Name(), dir, err)
+	for _, rel := range names {
+		if err := module.CheckFilePath(rel); err != nil {
+			return nil, fmt.Errorf("module %s: licence file %q in %s: %w", mod, rel, dir, err)
 		}
 		if len(files) >= opt.MaxFilesPerModule {
 			return nil, fmt.Errorf("module %s has more than %d licence files in %s (MaxFilesPerModule)", mod, opt.MaxFilesPerModule, dir)
 		}
-		data, err := readRegular(root, e.Name(), opt.MaxFileSize)
+		data, err := readRegular(root, filepath.FromSlash(rel), opt.MaxFileSize)
 		if err != nil {
-			return nil, fmt.Errorf("module %s: licence file %s in %s: %w", mod, e.Name(), dir, err)
+			return nil, fmt.Errorf("module %s: licence file %s in %s: %w", mod, rel, dir, err)
 		}
-		files[e.Name()] = data
+		files[rel] = data
 	}
 	return files, nil
 }
@@ -264,9 +266,22 @@ func (c *collector) finish(r modRef, f found) (Module, error) {
 		names = append(names, n)
 	}
 	slices.Sort(names)
+	classified := map[string]classification{}
+	for _, n := range names {
+		cl, err := c.classify(f.files[n])
+		if err != nil {
+			return m, err
+		}
+		classified[n] = cl
+	}
+	keep := nestedKept(classified)
 	dir := filepath.Join(c.out, filepath.FromSlash(r.Path))
 	for _, n := range names {
-		file, err := c.writeFile(dir, r, n, f.files[n])
+		if !keep(n) {
+			delete(f.files, n)
+			continue
+		}
+		file, err := c.writeFile(dir, r, n, f.files[n], classified[n])
 		if err != nil {
 			return m, err
 		}
@@ -280,6 +295,8 @@ func (c *collector) finish(r modRef, f found) (Module, error) {
 	slices.Sort(m.Licenses)
 	if len(m.Files) == 0 {
 		m.Missing, m.Reason = true, f.reason
+	} else if !f.files.hasLicence() {
+		m.Missing, m.Reason = true, "only notice files, no licence file"
 	}
 	if ids := needsSourceOffer(m.Licenses); len(ids) > 0 {
 		note := filepath.Join(dir, sourceOfferName)
@@ -291,19 +308,56 @@ func (c *collector) finish(r modRef, f found) (Module, error) {
 	return m, nil
 }
 
+// hasLicence tells whether any of the files is a licence rather than a
+// notice: a NOTICE names the authors, it grants nothing.
+func (l licenseFiles) hasLicence() bool {
+	for name := range l {
+		if !isNotice(name) {
+			return true
+		}
+	}
+	return false
+}
+
+// nestedKept decides which files below a module's root ship: as
+// go-licenses takes a file below the root only when it is a licence the
+// classifier knows, a licence-named file there that is not one
+// ("license_ids.txt", a list of identifiers) stays out. NOTICE files
+// there ship (go-licenses takes only those beside the licence it chose):
+// attributions are cheap to carry and costly to miss. Files at the root
+// all ship: there a licence the classifier does not know is still the
+// module's licence.
+func nestedKept(classified map[string]classification) func(string) bool {
+	return func(n string) bool {
+		return path.Dir(n) == "." || isNotice(n) || classified[n].spdx != NoAssertion
+	}
+}
+
+// isNotice tells a notice file (it names authors, it grants nothing) from
+// a licence, by name.
+func isNotice(name string) bool {
+	return strings.HasPrefix(strings.ToLower(path.Base(name)), "notice")
+}
+
+// hasRootLicence tells whether a licence (not a notice) is at the root.
+func (l licenseFiles) hasRootLicence() bool {
+	for name := range l {
+		if !isNotice(name) && !strings.Contains(name, "/") {
+			return true
+		}
+	}
+	return false
+}
+
 type classifiedFile struct {
 	File
 	ids []string
 }
 
-func (c *collector) writeFile(dir string, r modRef, name string, data []byte) (classifiedFile, error) {
-	p := filepath.Join(dir, name)
+func (c *collector) writeFile(dir string, r modRef, name string, data []byte, cl classification) (classifiedFile, error) {
+	p := filepath.Join(dir, filepath.FromSlash(name))
 	if err := writeNew(p, data); err != nil {
 		return classifiedFile{}, fmt.Errorf("module %s: %w", r.ref(), err)
-	}
-	cl, err := classify(data)
-	if err != nil {
-		return classifiedFile{}, err
 	}
 	return classifiedFile{File: File{Name: name, Path: p, Size: int64(len(data)), SPDX: cl.spdx, Confidence: cl.confidence}, ids: cl.ids}, nil
 }

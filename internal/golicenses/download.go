@@ -93,7 +93,7 @@ func (c *collector) provenDownload(r modRef, d downloaded) (found, error) {
 			return found{reason: "the main module's version (stamped from its VCS tag) could not be fetched: " + msg}, nil
 		}
 		if c.opt.Offline {
-			return found{}, fmt.Errorf("offline: module %s is not in the module cache or the mirror (run pallet fetch first): %s", r.ref(), msg)
+			return found{}, fmt.Errorf("offline: module %s is not in the module cache or the mirror: %s", r.ref(), msg)
 		}
 		return found{}, fmt.Errorf("go mod download %s: %s", r.ref(), msg)
 	}

@@ -27,7 +27,11 @@ import (
 // corpus reads a licence text from the classifier's embedded corpus; the
 // tests decorate each with the title and copyright lines real files have.
 func corpus(name string) string {
-	data, err := assets.ReadLicenseFile("License/" + name + "/pristine.txt")
+	file := "pristine.txt"
+	if name == "GPL-2.0" {
+		file = "license.txt" // the corpus has no pristine GPL text
+	}
+	data, err := assets.ReadLicenseFile("License/" + name + "/" + file)
 	if err != nil {
 		panic(err) // the corpus is embedded: a missing text is a bug here
 	}
@@ -59,8 +63,16 @@ func testModules() []testModule {
 		}},
 		// Its package is in a subdirectory: go mod vendor copies from the
 		// module root only LICENSE*, COPYING*, NOTICE*..., not "LICENCE".
+		// Its package directory has a notice of its own, which counts; the
+		// testdata and _examples licences cover no package of a build, and
+		// a list of licence ids or a Go file is no licence.
 		{"example.com/brit", "v1.0.0", map[string]string{
-			"LICENCE": "MIT License\n\nCopyright (c) 2024 The British Authors\n\n" + corpus("MIT"),
+			"LICENCE":             "MIT License\n\nCopyright (c) 2024 The British Authors\n\n" + corpus("MIT"),
+			"sub/NOTICE":          "The sub package includes code by the Sub Authors.\n",
+			"sub/license_ids.txt": "MIT\nApache-2.0\n",
+			"sub/license.go":      "package lib\n\n// Licence is a word.\nconst Licence = \"MIT\"\n",
+			"testdata/LICENSE":    corpus("GPL-2.0"),
+			"_examples/LICENSE":   corpus("GPL-2.0"),
 		}},
 		{"example.com/mpl", "v0.3.0", map[string]string{"LICENSE": corpus("MPL-2.0")}},
 		{"example.com/bare", "v1.0.0", map[string]string{"README.md": "No licence here.\n"}},

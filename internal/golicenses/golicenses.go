@@ -49,6 +49,11 @@ type Options struct {
 	// directories its go.mod replaces modules with are read there. Empty
 	// for a binary built elsewhere.
 	SourceDir string
+	// SourceSelected says SourceDir is a snapshot a cached build kept of
+	// its source, holding only the files Collect reads (go.mod files,
+	// vendor/modules.txt and the licence files artifact.ModuleLicenseFiles
+	// chose), so every licence-named file there is taken.
+	SourceSelected bool
 	// ModCache is the module cache to read (GOMODCACHE); empty asks the go
 	// command with Env. It is only read: downloads go where Env says.
 	ModCache string
@@ -56,6 +61,12 @@ type Options struct {
 	// network: modules then come only from the vendor directory, the
 	// module cache, or a file:// proxy (a mirror).
 	Offline bool
+	// Remember, when set, keeps the classification of licence texts
+	// across calls: given a text's sha256, the text, and how to derive its
+	// classification (a string), it returns the one kept or derives and
+	// keeps it. Loading the classifier costs about a second and 65 MiB,
+	// which a build whose licence texts were all seen before need not pay.
+	Remember func(sum string, text []byte, derive func() (string, error)) (string, error)
 	// RequireLicenses makes a module without any licence file an error.
 	RequireLicenses bool
 	// MaxModules, MaxFileSize and MaxFilesPerModule bound the work; zero
@@ -125,7 +136,8 @@ type Module struct {
 	// with the checksum database (GOSUMDB) unless told not to.
 	Pinned bool
 	Source Source
-	// Files are its licence and notice files at the module root, by name.
+	// Files are its licence and notice files, at the module root and in
+	// the directories that can hold its packages, sorted by Name.
 	Files []File
 	// Licenses are the distinct SPDX identifiers found in Files, sorted;
 	// empty with Files present means no file could be classified.
@@ -148,7 +160,8 @@ type Replacement struct {
 
 // File is one licence or notice file of a module.
 type File struct {
-	// Name is its name at the module root ("LICENSE", "NOTICE.txt").
+	// Name is its slash-separated path in the module ("LICENSE",
+	// "NOTICE.txt", "goyaml.v2/LICENSE").
 	Name string
 	// Path is the copy Collect wrote under Options.Work.
 	Path string

@@ -7,11 +7,13 @@ import (
 	"debug/buildinfo"
 	"errors"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -177,7 +179,7 @@ func TestTree(t *testing.T) {
 		}
 	}
 	want := []string{
-		"example.com/apache/LICENSE", "example.com/apache/NOTICE", "example.com/app/LICENSE", "example.com/brit/LICENCE",
+		"example.com/apache/LICENSE", "example.com/apache/NOTICE", "example.com/app/LICENSE", "example.com/brit/LICENCE", "example.com/brit/sub/NOTICE",
 		"example.com/custom/LICENSE", "example.com/local/LICENSE", "example.com/mit/LICENSE.txt",
 		"example.com/mpl/LICENSE", "example.com/mpl/SOURCE-OFFER.txt", "example.com/old/COPYING",
 	}
@@ -650,5 +652,119 @@ func TestMainModuleStampedWithTag(t *testing.T) {
 	}
 	if lf := file(t, m, "LICENSE", corpus("BSD-2-Clause")); lf.SPDX != "BSD-2-Clause" {
 		t.Errorf("main LICENSE classified %q", lf.SPDX)
+	}
+}
+
+// TestNestedLicences: a licence or notice in a directory that holds
+// packages (or has them below) is kept, at its path in the module; one
+// under testdata, a directory the go command ignores, or among data files
+// (a classifier's corpus of licence texts) is not.
+func TestNestedLicences(t *testing.T) {
+	f := getFixture(t)
+	for _, c := range []struct {
+		name string
+		opt  Options
+	}{
+		{"module cache zip", Options{Env: f.env(f.cache), SourceDir: f.src}},
+		{"proxy", Options{Env: f.env(filepath.Join(t.TempDir(), "modcache")), SourceDir: f.src}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res, err := collect(t, f.binary, c.opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			brit := modOf(t, res, "example.com/brit")
+			var names []string
+			for _, lf := range brit.Files {
+				names = append(names, lf.Name)
+			}
+			if want := []string{"LICENCE", "sub/NOTICE"}; !reflect.DeepEqual(names, want) {
+				t.Errorf("brit files %v, want %v", names, want)
+			}
+			file(t, brit, "sub/NOTICE", "The sub package includes code by the Sub Authors.\n")
+			if slices.Contains(brit.Licenses, "GPL-2.0") {
+				t.Errorf("a testdata licence was classified as the module's: %v", brit.Licenses)
+			}
+		})
+	}
+	// A module read from a directory: the same rules, and a nested module
+	// (its own go.mod) is left to itself.
+	dir := t.TempDir()
+	if err := writeFiles(dir, map[string]string{
+		"LICENSE":                corpus("MIT"),
+		"fork/LICENSE":           corpus("Apache-2.0"),
+		"fork/NOTICE.md":         "Fork notice.\n",
+		"fork/fork.go":           "package fork\n",
+		"assets/MIT/license.txt": corpus("MIT"),
+		"assets/assets.go":       "package assets\n",
+		"testdata/LICENSE":       corpus("GPL-2.0"),
+		".hidden/LICENSE":        corpus("GPL-2.0"),
+		"inner/go.mod":           "module example.com/x/inner\n",
+		"inner/LICENSE":          corpus("GPL-2.0"),
+		"deep/er/COPYING.txt":    corpus("ISC"),
+		"deep/er/not-a-lic.go":   "package er\n",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	files, err := readDirLicenses(dir, "example.com/x", Options{}.withDefaults(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := slices.Sorted(maps.Keys(files))
+	if want := []string{"LICENSE", "deep/er/COPYING.txt", "fork/LICENSE", "fork/NOTICE.md"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("files %v, want %v", got, want)
+	}
+	if (licenseFiles{"x/NOTICE": nil}).hasLicence() || !(licenseFiles{"x/NOTICE": nil, "COPYING": nil}).hasLicence() {
+		t.Error("a NOTICE alone is not a licence")
+	}
+}
+
+// TestRemember: with Options.Remember, a text seen before is classified
+// from what was kept, the same as the classifier says, without it.
+func TestRemember(t *testing.T) {
+	f := getFixture(t)
+	kept := map[string]string{}
+	derived := 0
+	remember := func(sum string, text []byte, derive func() (string, error)) (string, error) {
+		if v, ok := kept[sum]; ok {
+			return v, nil
+		}
+		derived++
+		v, err := derive()
+		kept[sum] = v
+		return v, err
+	}
+	opt := func() Options {
+		return Options{Env: f.env(f.cache), SourceDir: f.src, Remember: remember}
+	}
+	first, err := collect(t, f.binary, opt())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if derived == 0 {
+		t.Fatal("nothing was classified")
+	}
+	n := derived
+	second, err := collect(t, f.binary, opt())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if derived != n {
+		t.Errorf("%d texts classified again", derived-n)
+	}
+	plain, err := collect(t, f.binary, Options{Env: f.env(f.cache), SourceDir: f.src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range plain.Modules {
+		for j := range plain.Modules[i].Files {
+			p, a, b := plain.Modules[i].Files[j], first.Modules[i].Files[j], second.Modules[i].Files[j]
+			if p.SPDX != a.SPDX || p.SPDX != b.SPDX || p.Confidence != b.Confidence {
+				t.Errorf("%s/%s: %s %v, remembered %s %v", plain.Modules[i].Path, p.Name, p.SPDX, p.Confidence, b.SPDX, b.Confidence)
+			}
+		}
+		if !reflect.DeepEqual(plain.Modules[i].Licenses, second.Modules[i].Licenses) {
+			t.Errorf("%s: licences %v, remembered %v", plain.Modules[i].Path, plain.Modules[i].Licenses, second.Modules[i].Licenses)
+		}
 	}
 }

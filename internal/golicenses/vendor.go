@@ -84,6 +84,8 @@ func (c *collector) fromVendor(r modRef) (found, bool, error) {
 	if info, err := os.Stat(dir); err != nil || !info.IsDir() {
 		return found{}, false, nil
 	}
-	files, err := readDirLicenses(dir, r.ref(), c.opt)
+	// A vendored module nested in this one's path is a directory of its own.
+	inner := func(rel string) bool { _, ok := c.vendor[r.Path+"/"+rel]; return ok }
+	files, err := readDirLicenses(dir, r.ref(), c.opt, inner)
 	return found{source: FromVendor, files: files}, true, err
 }

@@ -19,30 +19,42 @@ import (
 // licenseFiles are the licence files of one module, by name at its root.
 type licenseFiles map[string][]byte
 
-// capture keeps the licence files at a module's root as they are read
-// for hashing, so that the bytes kept are exactly the bytes proven.
+// capture keeps the licence files of a module (those
+// artifact.ModuleLicenseFilter accepts) as they are read for hashing, so that the bytes kept are
+// exactly the bytes proven.
 type capture struct {
 	mod      string
 	prefix   string // "<path>@<version>/" in the names hashed
 	maxSize  int64
 	maxFiles int
 	files    licenseFiles
+	keep     func(rel string) bool
 }
 
-func newCapture(mod string, v module.Version, opt Options) *capture {
-	return &capture{mod: mod, prefix: v.Path + "@" + v.Version + "/", maxSize: opt.MaxFileSize, maxFiles: opt.MaxFilesPerModule, files: licenseFiles{}}
+// newCapture is a capture for module v, whose files are names (as the
+// hash lists them, "<path>@<version>/<file>").
+func newCapture(mod string, v module.Version, opt Options, names []string) *capture {
+	c := &capture{mod: mod, prefix: v.Path + "@" + v.Version + "/", maxSize: opt.MaxFileSize, maxFiles: opt.MaxFilesPerModule, files: licenseFiles{}}
+	var rels []string
+	for _, n := range names {
+		if rel, ok := strings.CutPrefix(n, c.prefix); ok {
+			rels = append(rels, rel)
+		}
+	}
+	c.keep = artifact.ModuleLicenseFilter(rels)
+	return c
 }
 
 // wrap returns r, teeing its content into c when name is a licence file
 // at the module root.
 func (c *capture) wrap(name string, r io.ReadCloser) (io.ReadCloser, error) {
 	rel, ok := strings.CutPrefix(name, c.prefix)
-	if !ok || strings.Contains(rel, "/") || !artifact.IsLicenseName(rel) {
+	if !ok || !c.keep(rel) {
 		return r, nil
 	}
 	if len(c.files) >= c.maxFiles {
 		r.Close()
-		return nil, fmt.Errorf("module %s has more than %d licence files at its root (MaxFilesPerModule)", c.mod, c.maxFiles)
+		return nil, fmt.Errorf("module %s has more than %d licence files (MaxFilesPerModule)", c.mod, c.maxFiles)
 	}
 	buf := &bytes.Buffer{}
 	c.files[rel] = nil
@@ -102,7 +114,7 @@ func verifyZip(zipFile, mod string, v module.Version, sum string, opt Options) (
 		byName[f.Name] = f
 		names = append(names, f.Name)
 	}
-	c := newCapture(mod, v, opt)
+	c := newCapture(mod, v, opt, names)
 	got, err := dirhash.Hash1(names, func(name string) (io.ReadCloser, error) {
 		r, err := byName[name].Open()
 		if err != nil {
@@ -135,7 +147,7 @@ func verifyDir(dir, mod string, v module.Version, sum string, opt Options) (lice
 	}
 	defer root.Close()
 	budget := &limitedBudget{left: modzip.MaxZipFile, what: fmt.Sprintf("module %s: directory %s", mod, dir)}
-	c := newCapture(mod, v, opt)
+	c := newCapture(mod, v, opt, names)
 	got, err := dirhash.Hash1(names, func(name string) (io.ReadCloser, error) {
 		rel := filepath.FromSlash(strings.TrimPrefix(name, prefix+"/"))
 		f, err := root.Open(rel)

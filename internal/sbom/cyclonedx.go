@@ -240,6 +240,9 @@ func cdxModule(m *modNode) cdxComponent {
 		c.Hashes = []cdxHash{{Alg: "SHA-256", Content: h}}
 	}
 	c.Properties = properties([][2]string{{"pallet:go:sum", m.sum}, {"pallet:go:replaces", m.replaced}})
+	if lic := m.concluded(); lic != "" {
+		c.Licenses = []cdxLicense{{Expression: lic, Acknowledgement: "concluded"}}
+	}
 	return c
 }
 

@@ -194,6 +194,17 @@ func TestRealGoBinary(t *testing.T) {
 		t.Errorf("licence files %+v", a.LicenseFiles)
 	}
 
+	// Module licences as the build collects them: greet's file was
+	// classified as MIT; hello's main module shows one not on the SPDX
+	// list, which leaves its conclusion NOASSERTION.
+	if len(a.GoBinaries) != 1 {
+		t.Fatalf("record Go binaries %+v", a.GoBinaries)
+	}
+	a.GoBinaries[0].Modules = []record.Module{
+		{Path: "example.com/greet", Version: "v1.2.3", Sum: greetSum, Licenses: []string{"MIT"}, Files: []string{"example.com/greet/LICENSE"}},
+		{Path: "example.com/hello", Licenses: []string{"Apache-2.0", "LicenseRef-Custom"}},
+	}
+
 	in := Input{
 		Image: "hello", Platform: plat, Digest: "sha256:" + hexSHA256("hello manifest"),
 		Base: Base{Ref: "scratch"}, Recipe: File{Name: "pallet.yaml", SHA256: hexSHA256("r")},
@@ -246,6 +257,14 @@ func TestRealGoBinary(t *testing.T) {
 	if !bytes.Contains(spdx, []byte(`"referenceLocator": "pkg:golang/example.com/greet@v1.2.3"`)) {
 		t.Error("SPDX: no purl for greet")
 	}
+	concluded := map[string]any{}
+	for _, p := range v["packages"].([]any) {
+		p := p.(map[string]any)
+		concluded[p["name"].(string)] = p["licenseConcluded"]
+	}
+	if concluded["example.com/greet"] != "MIT" || concluded["example.com/hello"] != "NOASSERTION" {
+		t.Errorf("SPDX module licences concluded: greet %v, hello %v", concluded["example.com/greet"], concluded["example.com/hello"])
+	}
 
 	// CycloneDX: greet's hash is its dirHash, as cyclonedx-gomod gives it.
 	var greet map[string]any
@@ -259,6 +278,9 @@ func TestRealGoBinary(t *testing.T) {
 	}
 	if h := greet["hashes"].([]any)[0].(map[string]any); h["alg"] != "SHA-256" || h["content"] != greetDirHash {
 		t.Errorf("CycloneDX greet hash %v, want SHA-256 %s", h, greetDirHash)
+	}
+	if l, _ := greet["licenses"].([]any); len(l) != 1 || fmt.Sprint(l[0]) != "map[acknowledgement:concluded expression:MIT]" {
+		t.Errorf("CycloneDX greet licences %v, want MIT, concluded", greet["licenses"])
 	}
 
 	// Provenance: greet by dirHash, the toolchain, the local module by

@@ -270,6 +270,30 @@ type modNode struct {
 	// main says the module is a binary's main module: an artifact's own
 	// source, which the artifact's pins cover.
 	main bool
+	// licenses are the SPDX identifiers its licence files were classified
+	// as, when module licences were collected (the record's); sorted.
+	licenses []string
+}
+
+// concluded is the licence pallet concluded for the module from its
+// files: every identifier found, joined by AND (a module shipping an MIT
+// root and an Apache-2.0 fork is under both), or "" when none was found
+// or one is not on the SPDX list (a LicenseRef- would need the text
+// extracted into the document).
+func (m *modNode) concluded() string {
+	if len(m.licenses) == 0 {
+		return ""
+	}
+	for _, id := range m.licenses {
+		if strings.HasPrefix(id, "LicenseRef-") {
+			return ""
+		}
+	}
+	expr := strings.Join(m.licenses, " AND ")
+	if checkLicenseExpression(expr) != nil {
+		return ""
+	}
+	return expr
 }
 
 type stdlibNode struct {
@@ -460,17 +484,38 @@ func (g *graph) goModules() error {
 		mods[key] = n
 		return n
 	}
+	// The licences collected for each module, by the path it was linked
+	// as, from the record of the binary's artifact.
+	withLicenses := func(n *modNode, fn *fileNode, path string) *modNode {
+		for _, gb := range fn.art.a.GoBinaries {
+			if gb.Path != fn.bin.Path {
+				continue
+			}
+			for _, rm := range gb.Modules {
+				if rm.Path != path {
+					continue
+				}
+				for _, id := range rm.Licenses {
+					if !slices.Contains(n.licenses, id) {
+						n.licenses = append(n.licenses, id)
+					}
+				}
+				slices.Sort(n.licenses)
+			}
+		}
+		return n
+	}
 	for _, fn := range g.files {
 		b := fn.bin
 		if b == nil {
 			continue
 		}
 		if b.Main.Path != "" {
-			fn.main = module(b.Main)
+			fn.main = withLicenses(module(b.Main), fn, b.Main.Path)
 			fn.main.main = true
 		}
 		for _, d := range b.Deps {
-			fn.deps = append(fn.deps, module(d))
+			fn.deps = append(fn.deps, withLicenses(module(d), fn, d.Path))
 		}
 		slices.SortFunc(fn.deps, func(a, b *modNode) int { return strings.Compare(a.id, b.id) })
 		fn.deps = slices.Compact(fn.deps)

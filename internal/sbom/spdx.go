@@ -246,6 +246,9 @@ func spdxModule(m *modNode) spdxPackage {
 	if m.local {
 		p.DownloadLocation = none
 	}
+	if lic := m.concluded(); lic != "" {
+		p.LicenseConcluded = lic
+	}
 	return p
 }
 

@@ -1,7 +1,8 @@
 // Command upstream stands up stand-ins for what kind's base image is built
 // from, so the kind-base example builds with no internet: git repositories
 // of containerd, runc, cri-tools and the CNI plugins (small Go programs
-// with a LICENSE), a Debian-like base image as an OCI layout, and a
+// with a LICENSE, depending on the stand-in modules of ../modules, which
+// each repository carries under third_party/), a Debian-like base image as an OCI layout, and a
 // release server on loopback. Commits and archives are reproducible, so
 // the example recipe pins them like the real ones.
 //
@@ -22,13 +23,14 @@ import (
 
 func main() {
 	dir := flag.String("dir", "/tmp/kind-upstream", "where to write the repositories and the base layout")
+	modules := flag.String("modules", "examples/kind-base/modules", "the stand-in modules the repositories carry under third_party/")
 	addr := flag.String("listen", "127.0.0.1:8766", "address to serve releases on (empty: do not serve)")
 	flag.Parse()
 
 	if err := os.RemoveAll(*dir); err != nil {
 		log.Fatal(err)
 	}
-	commits, err := fixture.WriteKindRepos(filepath.Join(*dir, "git"))
+	commits, err := fixture.WriteKindRepos(filepath.Join(*dir, "git"), *modules)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -1,0 +1,3 @@
+module example.com/standin/bare
+
+go 1.22

@@ -1,0 +1,3 @@
+module example.com/standin/errdefs
+
+go 1.22

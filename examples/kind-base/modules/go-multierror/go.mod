@@ -1,0 +1,3 @@
+module example.com/standin/go-multierror
+
+go 1.22

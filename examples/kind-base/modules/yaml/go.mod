@@ -1,0 +1,3 @@
+module example.com/standin/yaml
+
+go 1.22
