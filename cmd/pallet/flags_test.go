@@ -1,13 +1,16 @@
 package main
 
 import (
-	"github.com/pallet-dev/pallet/internal/recipe"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/pallet-dev/pallet/internal/recipe"
 )
 
 // A mistyped flag is refused before any work, with a message that says
@@ -149,5 +152,64 @@ func TestRecordMatchesFirstOutput(t *testing.T) {
 	d, _ := img.Digest()
 	if !got[d.String()] {
 		t.Errorf("the record lists %v; the layout's linux/amd64 image is %s (index %v)", got, d, idx.Manifests[0].Digest)
+	}
+}
+
+// The first artifact to fail ends the build: the others' work is
+// cancelled, not waited for. Here a download hangs after its first bytes
+// (with a stall timeout far away) while another fails its checksum.
+func TestFirstFailureCancelsTheRest(t *testing.T) {
+	bad := []byte("not what was pinned")
+	started, cancelled, release := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/bad":
+			// Sent once the hanging download is under way, so that the
+			// failure has work in flight to cancel.
+			select {
+			case <-started:
+			case <-release:
+			}
+			w.Write(bad)
+		case "/slow":
+			w.Write([]byte("first bytes"))
+			w.(http.Flusher).Flush()
+			close(started)
+			select {
+			case <-r.Context().Done():
+				close(cancelled)
+			case <-release:
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) }) // runs first: no handler outlives the test
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), fmt.Sprintf(`version: 1
+artifacts:
+  bad:
+    url: {url: %[1]s/bad, sha256: %[2]s}
+    licenses: none
+  slow:
+    url: {url: %[1]s/slow, sha256: %[2]s}
+    licenses: none
+images:
+  app:
+    base: scratch
+    platforms: linux/amd64
+    files:
+      - {artifact: bad, dest: /}
+      - {artifact: slow, dest: /}
+`, srv.URL, strings.Repeat("0", 64)))
+	_, err := pallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "--no-cache", "--jobs", "2", "--stall-timeout", "10m", "-o", "oci:"+filepath.Join(dir, "out"))
+	if err == nil || !strings.Contains(err.Error(), "pallet.yaml:4:") || !strings.Contains(err.Error(), "sha256") {
+		t.Fatalf("a download that fails its checksum: %v", err)
+	}
+	// The build returned, so the hanging download was given up: its
+	// request was cancelled (the server sees the connection go).
+	select {
+	case <-cancelled:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the hanging download was not cancelled")
 	}
 }
