@@ -49,18 +49,10 @@ images:
         dest: /opt/cni/
 `
 
-// lockGit runs git in dir with a fixed identity and no user configuration.
+// lockGit runs git in dir.
 func lockGit(t *testing.T, dir string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
-		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
+	return fixture.Git(t, dir, args...)
 }
 
 // builtApp builds the recipe and returns the app binary placed in the

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/pallet-dev/pallet/internal/artifact"
+	"github.com/pallet-dev/pallet/internal/fixture"
 )
 
 // DownloadUnpinned learns a digest: hashed as it streams when no file is
@@ -72,15 +73,7 @@ func TestResolveTag(t *testing.T) {
 	repo := t.TempDir()
 	run := func(args ...string) string {
 		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir = repo
-		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
-			"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
+		return fixture.Git(t, repo, args...)
 	}
 	run("init", "-q", "-b", "main")
 	run("commit", "-q", "--allow-empty", "-m", "one")

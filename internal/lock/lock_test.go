@@ -65,15 +65,7 @@ func newRepo(t *testing.T) *gitRepo {
 
 func (g *gitRepo) run(args ...string) string {
 	g.t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = g.dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
-		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		g.t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
+	return fixture.Git(g.t, g.dir, args...)
 }
 
 // commit makes a commit and returns its hash.
