@@ -7,9 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/pallet-dev/pallet/internal/fixture"
 	"github.com/pallet-dev/pallet/internal/recipe"
 )
 
@@ -211,5 +213,66 @@ images:
 	case <-cancelled:
 	case <-time.After(30 * time.Second):
 		t.Fatal("the hanging download was not cancelled")
+	}
+}
+
+// Outputs that cannot take the images (a docker archive for a
+// two-platform image, an upper-case repository, a recipe repository that
+// names a host under a registry prefix) are refused before any download.
+func TestOutputsRefusedBeforeWork(t *testing.T) {
+	var mu sync.Mutex
+	requests := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		requests++
+		mu.Unlock()
+		w.Write([]byte("x"))
+	}))
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	recipe := func(repo string) string {
+		f := filepath.Join(dir, strings.ReplaceAll(repo, "/", "_")+".yaml")
+		writeFile(t, f, fmt.Sprintf(`version: 1
+artifacts:
+  a:
+    url: {url: %s/a, sha256: %s}
+    licenses: none
+images:
+  app:
+    repository: %s
+    base: scratch
+    platforms: [linux/amd64, linux/arm64]
+    files:
+      - {artifact: a, dest: /}
+`, srv.URL, fixture.SHA256([]byte("x")), repo))
+		return f
+	}
+	for _, tc := range []struct {
+		repo, out, want string
+	}{
+		{"app", "docker:" + filepath.Join(dir, "x.tar"), "would have 2 platforms"},
+		{"App", "oci:" + filepath.Join(dir, "ok"), ""}, // a layout's names are free text
+		{"app", "registry:127.0.0.1:1/Team/app", "could not parse reference"},
+		{"ghcr.io/org/app", "registry:127.0.0.1:1/mirror/", "names a registry host"},
+	} {
+		mu.Lock()
+		before := requests
+		mu.Unlock()
+		_, err := pallet(t, "build", "-q", "-f", recipe(tc.repo), "--no-cache", "-o", tc.out)
+		mu.Lock()
+		n := requests - before
+		mu.Unlock()
+		if tc.want == "" {
+			if err != nil || n == 0 {
+				t.Errorf("%s to %s: %v, after %d downloads", tc.repo, tc.out, err, n)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s to %s: %v, want %q", tc.repo, tc.out, err, tc.want)
+		}
+		if n != 0 {
+			t.Errorf("%s to %s: %d downloads before the refusal", tc.repo, tc.out, n)
+		}
 	}
 }

@@ -223,7 +223,7 @@ func TestDockerArchive(t *testing.T) {
 	}
 
 	_, err = pallet(t, "build", "-q", "-f", recipe, "-o", "docker:"+filepath.Join(dir, "multi.tar"))
-	if err == nil || !strings.Contains(err.Error(), "a docker archive holds one; build one platform for it") {
+	if err == nil || !strings.Contains(err.Error(), "a docker archive holds one per name; build one platform for it") {
 		t.Errorf("multi-platform docker archive: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "multi.tar")); err == nil {

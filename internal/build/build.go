@@ -182,6 +182,16 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 	if err := output.CheckDistinct(opt.Outputs, extra...); err != nil {
 		return nil, err
 	}
+	planned := make([]output.Planned, len(p.Images))
+	for i, im := range p.Images {
+		planned[i] = output.Planned{Repository: im.Repository, Tags: im.Tags}
+		for _, pi := range im.Platforms {
+			planned[i].Manifests += max(1, len(pi.Bases))
+		}
+	}
+	if err := output.CheckImages(opt.Outputs, planned); err != nil {
+		return nil, err
+	}
 
 	// Work directories of builds that were killed are swept first; a
 	// running build's is locked and left alone.
