@@ -5,9 +5,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -273,6 +276,68 @@ images:
 		}
 		if n != 0 {
 			t.Errorf("%s to %s: %d downloads before the refusal", tc.repo, tc.out, n)
+		}
+	}
+}
+
+// A failure stops a Go build under way, compiler and all: the go
+// command's children are killed with it, and the build does not wait
+// for them. Every tool of this go build first sleeps (-toolexec), so
+// without that it would be held for minutes.
+func TestFailureStopsGoBuild(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command")
+	}
+	dir := t.TempDir()
+	started := filepath.Join(dir, "started")
+	pids := filepath.Join(dir, "pids")
+	writeFile(t, filepath.Join(dir, "slow.sh"), fmt.Sprintf("#!/bin/sh\necho $$ >> %s\ntouch %s\nsleep 600\nexec \"$@\"\n", pids, started))
+	if err := os.Chmod(filepath.Join(dir, "slow.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "app/go.mod"), "module example.com/app\n\ngo 1.21\n")
+	writeFile(t, filepath.Join(dir, "app/main.go"), "package main\n\nfunc main() {}\n")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The checksum failure comes once the go build is in a tool.
+		for i := 0; i < 600; i++ {
+			if _, err := os.Stat(started); err == nil {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		w.Write([]byte("not what was pinned"))
+	}))
+	t.Cleanup(srv.Close)
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), fmt.Sprintf(`version: 1
+artifacts:
+  app:
+    go: {module: app, packages: ., flags: [-toolexec=%s]}
+    licenses: none
+  bad:
+    url: {url: %s/bad, sha256: %s}
+    licenses: none
+images:
+  app:
+    base: scratch
+    platforms: linux/amd64
+    files:
+      - {artifact: app, dest: /}
+      - {artifact: bad, dest: /}
+`, filepath.Join(dir, "slow.sh"), srv.URL, strings.Repeat("0", 64)))
+	t.Setenv("GOCACHE", filepath.Join(dir, "gocache")) // no cached tool output: the tools run
+	_, err := pallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "--no-cache", "--jobs", "2", "-o", "oci:"+filepath.Join(dir, "out"))
+	if err == nil || !strings.Contains(err.Error(), "sha256") {
+		t.Fatalf("a download that fails its checksum beside a go build: %v", err)
+	}
+	data, err := os.ReadFile(pids)
+	if err != nil {
+		t.Fatalf("the go build never ran a tool: %v", err)
+	}
+	// The tools (here: the sleeping wrapper) are gone with the build.
+	for _, f := range strings.Fields(string(data)) {
+		pid, _ := strconv.Atoi(f)
+		if err := syscall.Kill(pid, 0); err == nil {
+			t.Errorf("tool process %d outlived the failed build", pid)
 		}
 	}
 }

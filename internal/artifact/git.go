@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"strings"
@@ -203,7 +202,7 @@ func repoKey(repo string) string {
 }
 
 func git(ctx context.Context, dir string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd := command(ctx, "git", args...)
 	cmd.Dir = dir
 	// No prompts, no user configuration: a build must not hang on a
 	// credential question or behave differently per machine.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -100,7 +99,7 @@ func (f *Fetcher) goBuild(ctx context.Context, r *Request, g *Go, dir string, wo
 	args = append(args, g.Packages...)
 
 	env := f.goEnv(g, r.Platform)
-	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd := command(ctx, "go", args...)
 	cmd.Dir = dir
 	cmd.Env = env
 	var stderr bytes.Buffer
@@ -231,7 +230,7 @@ func (f *Fetcher) goEnv(g *Go, p platform.Platform) []string {
 // toolchainVersion asks the go command which toolchain it used, which may
 // differ from the one on PATH when GOTOOLCHAIN or go.mod selects another.
 func toolchainVersion(ctx context.Context, dir string, env []string) (string, error) {
-	cmd := exec.CommandContext(ctx, "go", "env", "GOVERSION")
+	cmd := command(ctx, "go", "env", "GOVERSION")
 	cmd.Dir = dir
 	cmd.Env = env
 	out, err := cmd.Output()

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -126,7 +125,7 @@ func (m *GoModule) fetch(ctx context.Context, f *Fetcher, env []string, work, di
 // directory (no go.mod around to change what is resolved), and returns
 // the zip in the module cache.
 func (m *GoModule) download(ctx context.Context, f *Fetcher, env []string, dir string) (string, error) {
-	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", m.ref())
+	cmd := command(ctx, "go", "mod", "download", "-json", m.ref())
 	cmd.Dir = dir
 	cmd.Env = env
 	var stdout, stderr bytes.Buffer

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -49,7 +48,7 @@ func (f *Fetcher) mirrorGoModules(ctx context.Context, dir string, p platform.Pl
 		"GOMODCACHE="+ModuleCache(dir),
 		// Writable, so the mirror can be deleted and copied like any directory.
 		"GOFLAGS=-modcacherw")
-	cmd := exec.CommandContext(ctx, "go", "mod", "download")
+	cmd := command(ctx, "go", "mod", "download")
 	cmd.Dir = moduleDir
 	cmd.Env = env
 	if out, err := cmd.CombinedOutput(); err != nil {

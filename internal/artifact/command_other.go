@@ -1,0 +1,8 @@
+//go:build !unix
+
+package artifact
+
+import "os/exec"
+
+// Elsewhere only the process started is stopped (exec's default).
+func stopGroupOnCancel(*exec.Cmd) {}
