@@ -19,27 +19,33 @@ import (
 // licences are measured against.
 const goLicensesVersion = "github.com/google/go-licenses@v1.6.0"
 
-// goLicenses builds go-licenses with the go command, from the module
-// proxy `go env GOPROXY` names: the one download these tests make. It
-// skips the test when that cannot be done on a developer machine, and
-// fails it in CI.
+// goLicenses builds go-licenses: see goTool.
 func goLicenses(t *testing.T) string {
 	t.Helper()
+	return goTool(t, goLicensesVersion, "go-licenses")
+}
+
+// goTool builds an outside tool (MODULE/cmd@VERSION) with the go command,
+// from the module proxy `go env GOPROXY` names: the one download these
+// tests make. It skips the test when that cannot be done on a developer
+// machine, and fails it in CI.
+func goTool(t *testing.T, version, bin string) string {
+	t.Helper()
 	if testing.Short() {
-		t.Skip("builds go-licenses and whole programs; not in -short")
+		t.Skipf("builds %s and whole programs; not in -short", bin)
 	}
-	bin := t.TempDir()
-	cmd := exec.Command("go", "install", goLicensesVersion)
+	dir := t.TempDir()
+	cmd := exec.Command("go", "install", version)
 	// Its own go.mod pins its dependencies; the host's knobs are not
 	// wanted, the host's proxy and caches are.
-	cmd.Env = append(os.Environ(), "GOBIN="+bin, "GOFLAGS=-mod=mod -modcacherw", "GOWORK=off", "CGO_ENABLED=0", "GOOS=", "GOARCH=")
+	cmd.Env = append(os.Environ(), "GOBIN="+dir, "GOFLAGS=-mod=mod -modcacherw", "GOWORK=off", "CGO_ENABLED=0", "GOOS=", "GOARCH=")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		if os.Getenv("CI") != "" {
-			t.Fatalf("go install %s: %v\n%s", goLicensesVersion, err, out)
+			t.Fatalf("go install %s: %v\n%s", version, err, out)
 		}
-		t.Skipf("go install %s (needs the module proxy): %v\n%s", goLicensesVersion, err, out)
+		t.Skipf("go install %s (needs the module proxy): %v\n%s", version, err, out)
 	}
-	return filepath.Join(bin, "go-licenses")
+	return filepath.Join(dir, bin)
 }
 
 // savedFile is one file go-licenses saved, by where it put it.

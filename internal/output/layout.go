@@ -108,8 +108,8 @@ func (l *Layout) Write(ctx context.Context, images []Image) error {
 			var desc *v1.Descriptor
 			if im.Index != nil {
 				desc, err = w.index(im.Index)
-			} else {
-				desc, err = w.image(im.Image)
+			} else if desc, err = w.image(im.Image); err == nil {
+				err = describeImage(desc, im.Image)
 			}
 			if err == nil {
 				err = p.AppendDescriptor(withAnnotations(*desc, annotations))
@@ -162,6 +162,22 @@ func sharedTags(images []Image) bool {
 		}
 	}
 	return false
+}
+
+// describeImage gives a single-platform entry its platform, as an index
+// entry has it: a layout that also holds the image's attachments holds
+// several manifests, and readers (syft's oci-dir, containerd's import)
+// pick the image among them by platform. The artifactType go-containerregistry
+// copies from the config is dropped: an image is not an artifact, and
+// the image spec reserves that field for artifacts.
+func describeImage(d *v1.Descriptor, img v1.Image) error {
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return err
+	}
+	d.Platform = &v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant, OSVersion: cf.OSVersion, OSFeatures: cf.OSFeatures}
+	d.ArtifactType = ""
+	return nil
 }
 
 func withAnnotations(d v1.Descriptor, a map[string]string) v1.Descriptor {
