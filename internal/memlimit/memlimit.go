@@ -4,8 +4,9 @@
 //
 // With the runtime's default (GOGC=100) the heap grows to twice what is
 // live before each collection; a no-op build of 100,000 small files, with
-// about 65 MB live at its peak, reached 140-170 MB of RSS (see
-// bench/RESULTS.md for what the limit costs in CPU). A fixed limit alone
+// about 65 MB live at its peak, reached 125-155 MB of RSS, and 95 MB
+// with this limit (bench/RESULTS.md has what it costs in CPU: little for
+// a no-op, a quarter more for a cold build). A fixed limit alone
 // would make a build whose live heap outgrows it collect without pause
 // (up to half the CPU, where the runtime caps it): after each collection
 // the limit is raised to a quarter over the live heap, so such a build
