@@ -5,9 +5,11 @@ import (
 	"debug/elf"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -509,5 +511,55 @@ images:
 				t.Errorf("got %v, want %q...%q", err, prefix, tc.want)
 			}
 		})
+	}
+}
+
+// An artifact's tree is let go once the last layer placing it is made
+// (internal/build's placedAll): an artifact placed by several layers, of
+// several platforms, and in one of them twice, is in every place asked.
+func TestArtifactPlacedByManyLayers(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "data", "a.txt"), "a\n")
+	writeFile(t, filepath.Join(dir, "data", "sub", "b.txt"), "b\n")
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
+artifacts:
+  data:
+    local:
+      path: ./data
+    licenses: none
+images:
+  many:
+    base: scratch
+    platforms: [linux/amd64, linux/arm64]
+    files:
+      - artifact: data
+        dest: /one/
+      - artifact: data
+        dest: /two/
+      - artifact: data
+        dest: /three/
+        layer: last
+      - artifact: data
+        path: sub
+        dest: /four/
+        layer: last
+`)
+	out := filepath.Join(dir, "out")
+	mustPallet(t, "build", "-f", filepath.Join(dir, "pallet.yaml"), "--cache-dir", filepath.Join(dir, "cache"), "-o", "oci:"+out, "-q")
+	for _, p := range []string{"linux/amd64", "linux/arm64"} {
+		files := readImageFiles(t, out, p)
+		for _, name := range []string{"one/a.txt", "two/a.txt", "three/a.txt", "one/sub/b.txt", "two/sub/b.txt", "three/sub/b.txt", "four/b.txt"} {
+			if _, ok := files[name]; !ok {
+				t.Errorf("%s: %s is not in the image; it holds %v", p, name, slices.Sorted(maps.Keys(files)))
+			}
+		}
+		layers, err := layoutImage(t, out, p).Layers()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(layers) != 3 {
+			t.Errorf("%s: %d layers, want 3", p, len(layers))
+		}
 	}
 }

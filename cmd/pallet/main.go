@@ -14,10 +14,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pallet-dev/pallet/internal/memlimit"
 	"github.com/pallet-dev/pallet/internal/progress"
 )
 
 func main() {
+	memlimit.Start()
 	ctx, stop := interruptible(context.Background())
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

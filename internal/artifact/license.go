@@ -84,7 +84,7 @@ func findLicenses(t *tree.Tree, names []string, none bool) (*tree.Tree, error) {
 		}
 		return out, nil
 	}
-	for _, e := range t.Entries() {
+	for e := range t.All() {
 		if e.Kind != tree.File || !isLicensePath(e.Path) {
 			continue
 		}

@@ -67,7 +67,7 @@ func (l *Local) Produce(ctx context.Context, f *Fetcher, r *Request, work string
 			return nil, err
 		}
 		if !l.KeepLinks {
-			for _, e := range t.Entries() {
+			for e := range t.All() {
 				if e.Kind != tree.Symlink {
 					continue
 				}

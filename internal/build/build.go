@@ -370,6 +370,16 @@ func (b *builder) build(ctx context.Context) (*Result, error) {
 	for i := range rec.Artifacts {
 		rec.Artifacts[i].Path = displayPath(p.Dir, rec.Artifacts[i].Path)
 	}
+	b.unplaced = map[string]int{}
+	for _, im := range p.Images {
+		for _, pi := range im.Platforms {
+			for _, l := range pi.Layers {
+				for _, pm := range l.Placements {
+					b.unplaced[pm.Artifact]++
+				}
+			}
+		}
+	}
 	// Images are assembled in parallel with each other, as their
 	// platforms are within each; Jobs bounds the layer writing below.
 	res := &Result{Record: rec, Images: make([]output.Image, len(p.Images))}
@@ -453,6 +463,10 @@ type builder struct {
 	results map[string]*artifact.Result
 	// placed records, per image manifest, which artifact went where.
 	placed map[string]*record.Image
+	// unplaced counts, per artifact, the placements of it that no layer
+	// tree has taken yet: once none is left, its tree is let go (see
+	// placedAll).
+	unplaced map[string]int
 	// writers bounds the layers being filled at once across all images
 	// and platforms to --jobs; compressors bounds (and reuses) the
 	// compressors they share, so memory does not grow with layer count.
@@ -717,7 +731,24 @@ func (b *builder) layerTree(name string, pi *plan.PlatformImage, l *plan.Layer) 
 			}
 		}
 	}
+	b.placedAll(l)
 	return t, what, nil
+}
+
+// placedAll counts l's placements as taken, and lets go of the tree of
+// an artifact no layer tree will place again. The layer trees hold what
+// they placed; keeping the artifact's tree as well, while the layers'
+// keys are made and the memo of every file's digest is in memory, was a
+// fifth of the live heap of a 100,000-file no-op. The record, the SBOMs
+// and module licences were made from the trees before any image.
+func (b *builder) placedAll(l *plan.Layer) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, pm := range l.Placements {
+		if b.unplaced[pm.Artifact]--; b.unplaced[pm.Artifact] == 0 {
+			b.results[pm.Artifact].Tree = nil
+		}
+	}
 }
 
 // sameFileInTwoLayers refuses a path that two layers both put a file or

@@ -36,7 +36,7 @@ func TestMemoComparesDevice(t *testing.T) {
 		cacheDir := t.TempDir()
 		c, _ := openCache(t, cacheDir)
 		stamp := tree.Stamp{Size: info.Size(), ModTime: info.ModTime().UnixNano(), CTime: ctime, Ino: st.Ino, Dev: tc.dev}
-		memo := encodeShard(map[string]*memoEntry{p: {st: stamp, seen: today(), facts: []fact{{"sha256", bogus}}}})
+		memo := encodeShard(map[string]*memoEntry{p: {st: stamp, seen: today(), facts: encodeFacts(fact{"sha256", bogus})}})
 		writeFile(t, c.shardPath(c.shardOf(p)), memo)
 		if got, err := c.FileSHA256(p); err != nil || got != tc.want {
 			t.Errorf("%s: digest %s (%v), want %s", tc.name, got, err, tc.want)

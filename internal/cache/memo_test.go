@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -164,10 +165,10 @@ func TestOversizedOrDamagedShardIsIgnored(t *testing.T) {
 			t.Fatal(err)
 		}
 		// A shard whose one real entry would be used if it were read.
-		entries := map[string]*memoEntry{p: {st: tree.StampOf(info), seen: today(), facts: []fact{{"sha256", sha([]byte("bogus"))}}}}
+		entries := map[string]*memoEntry{p: {st: tree.StampOf(info), seen: today(), facts: encodeFacts(fact{"sha256", sha([]byte("bogus"))})}}
 		if tc == "oversized" {
 			for i := range 20 {
-				entries[filepath.Join(dir, "gone", strings.Repeat("x", 40)+string(rune('a'+i)))] = &memoEntry{facts: []fact{{"sha256", "0"}}}
+				entries[filepath.Join(dir, "gone", strings.Repeat("x", 40)+string(rune('a'+i)))] = &memoEntry{facts: encodeFacts(fact{"sha256", "0"})}
 			}
 		}
 		data := encodeShard(entries)
@@ -391,5 +392,54 @@ func TestFlushLetsGoOfShards(t *testing.T) {
 	}
 	if got, err := c.FileSHA256(p); err != nil || got != claimed {
 		t.Errorf("after Flush: %s (%v), want the learned digest", got, err)
+	}
+}
+
+// An entry's facts are kept encoded as a shard holds them: reading,
+// setting and replacing facts, and a shard written and read back, give
+// the same facts, and an entry read from a shard is a slice of it.
+func TestMemoFactsEncoded(t *testing.T) {
+	t.Parallel()
+	m := &memoEntry{st: tree.Stamp{Size: 3, Ino: 7}, seen: today()}
+	if _, ok := m.get("sha256"); ok {
+		t.Fatal("an entry without facts has a sha256")
+	}
+	m.set("sha256", strings.Repeat("a", 64))
+	m.set("go-buildinfo", "")
+	m.set("sha256", strings.Repeat("b", 64)) // replaced, not added
+	want := map[string]string{"sha256": strings.Repeat("b", 64), "go-buildinfo": ""}
+	check := func(what string, m *memoEntry) {
+		t.Helper()
+		for name, v := range want {
+			if got, ok := m.get(name); !ok || got != v {
+				t.Errorf("%s: %s = %q, %v; want %q", what, name, got, ok, v)
+			}
+		}
+		if facts, n, ok := decodeFacts(nil, m.facts); !ok || n != len(m.facts) || len(facts) != len(want) {
+			t.Errorf("%s: %d facts in %d of %d bytes (ok %v), want %d in all", what, len(facts), n, len(m.facts), ok, len(want))
+		}
+	}
+	check("set", m)
+
+	data := encodeShard(map[string]*memoEntry{"/x/a": m, "/x/b": {st: tree.Stamp{Size: 1}, seen: today(), facts: encodeFacts(fact{"exe-ok linux/amd64", "ok"})}})
+	got, err := decodeShard(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("read back", got["/x/a"])
+	if got["/x/a"].st != m.st || got["/x/a"].seen != m.seen {
+		t.Errorf("read back: stamp %+v day %d, want %+v day %d", got["/x/a"].st, got["/x/a"].seen, m.st, m.seen)
+	}
+	if v, ok := got["/x/b"].get("exe-ok linux/amd64"); !ok || v != "ok" {
+		t.Errorf("read back: /x/b exe-ok = %q, %v", v, ok)
+	}
+	if !bytes.Contains(data, []byte(got["/x/a"].facts)) {
+		t.Error("the facts read are not the shard's bytes")
+	}
+	// Cut anywhere inside the facts, a shard is damaged, not misread.
+	for cut := len(data) - 1; cut > len(data)-len(got["/x/b"].facts); cut-- {
+		if _, err := decodeShard(data[:cut]); err == nil {
+			t.Errorf("a shard cut at %d of %d bytes was read", cut, len(data))
+		}
 	}
 }

@@ -12,9 +12,11 @@ import (
 	"hash"
 	"io"
 	"io/fs"
+	"iter"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -115,7 +117,6 @@ type Options struct {
 // WriteTar writes the uncompressed tar stream for entries, which must be
 // sorted with parents first (tree.Tree.Entries does this).
 func WriteTar(w io.Writer, entries []tree.Entry, opt Options) error {
-	tw := tar.NewWriter(w)
 	var enc encoder = linuxEncoder{}
 	switch opt.Format {
 	case Windows:
@@ -123,10 +124,25 @@ func WriteTar(w io.Writer, entries []tree.Entry, opt Options) error {
 	case WindowsBase:
 		enc = newWindowsEncoder(entries, true, opt)
 	}
+	return writeTar(w, slices.Values(entries), enc, opt)
+}
+
+// writeTree is WriteTar for a tree. A Linux layer walks it: a copy of
+// its entries was 13 MB for 100,000 files, held while the layer was
+// written. A Windows encoder needs every entry at once.
+func writeTree(w io.Writer, t *tree.Tree, opt Options) error {
+	if opt.Format == Linux {
+		return writeTar(w, t.All(), linuxEncoder{}, opt)
+	}
+	return WriteTar(w, t.Entries(), opt)
+}
+
+func writeTar(w io.Writer, entries iter.Seq[tree.Entry], enc encoder, opt Options) error {
+	tw := tar.NewWriter(w)
 	if err := enc.start(tw, opt.Epoch); err != nil {
 		return err
 	}
-	for _, e := range entries {
+	for e := range entries {
 		hdr, err := enc.header(e, opt.Epoch)
 		if err != nil {
 			return fmt.Errorf("%s: %w", e.Path, err)
@@ -292,7 +308,7 @@ func Build(t *tree.Tree, dir string, opt Options) (v1.Layer, error) {
 	}
 	// A layer that fails half-way gives its compressors back all the same.
 	defer zw.abort()
-	if err := WriteTar(io.MultiWriter(zw, diffHash), t.Entries(), opt); err != nil {
+	if err := writeTree(io.MultiWriter(zw, diffHash), t, opt); err != nil {
 		return nil, err
 	}
 	if err := zw.Close(); err != nil {

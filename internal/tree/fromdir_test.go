@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // BenchmarkFromDir reads the tree at $PALLET_FROMDIR_BENCH (bench/workload
@@ -116,5 +117,41 @@ func TestFromDirBackslashNames(t *testing.T) {
 	}
 	if e, ok := tr.Get("a/b/c"); !ok || e.Kind != File {
 		t.Errorf(`a/b\c is not the file a/b/c: %v`, paths(tr.Entries()))
+	}
+}
+
+// Where the separator is a slash, a path in the tree is the end of the
+// path on disk, sharing its bytes; whatever the separator, the source of
+// a file is the root joined with its path, at every depth, for a root
+// given with or without a trailing separator.
+func TestFromDirPathsShareSources(t *testing.T) {
+	dir := fromDirFixture(t, 30)
+	if err := os.MkdirAll(filepath.Join(dir, "d00", "deep", "er"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "d00", "deep", "er", "f"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, root := range []string{dir, dir + string(filepath.Separator)} {
+		tr, err := FromDir(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files := 0
+		for e := range tr.All() {
+			if e.Kind != File {
+				continue
+			}
+			files++
+			if filepath.Clean(e.Source) != filepath.Join(dir, filepath.FromSlash(e.Path)) {
+				t.Errorf("%s: source %s, want it under %s", e.Path, e.Source, dir)
+			}
+			if filepath.Separator == '/' && unsafe.StringData(e.Path) != unsafe.StringData(e.Source[len(e.Source)-len(e.Path):]) {
+				t.Errorf("%s: a string of its own, not the end of %s", e.Path, e.Source)
+			}
+		}
+		if files != 31 {
+			t.Errorf("root %s: %d files, want 31", root, files)
+		}
 	}
 }

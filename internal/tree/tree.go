@@ -337,8 +337,20 @@ func (t *Tree) addDir(dir, rel string) error {
 	}
 	for _, d := range entries {
 		name := d.Name()
-		p, r := dir+string(filepath.Separator)+name, name
-		if rel != "" {
+		p := dir + string(filepath.Separator) + name
+		// dir ends with rel, so where the separator is a slash the path
+		// in the tree is the end of the path on disk: sharing its bytes
+		// saves a string per entry, 2.4 MB of a 100,000-file tree that
+		// is held through the whole build.
+		var r string
+		switch {
+		case filepath.Separator == '/' && rel == "":
+			r = p[len(dir)+1:]
+		case filepath.Separator == '/':
+			r = p[len(dir)-len(rel):]
+		case rel == "":
+			r = name
+		default:
 			r = rel + "/" + name
 		}
 		if err := t.addDirEntry(d, p, r); err != nil {
