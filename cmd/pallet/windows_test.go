@@ -101,7 +101,8 @@ func buildAntrea(t *testing.T, extra ...string) (string, *fixture.Server) {
 func TestAntreaWindowsExample(t *testing.T) {
 	// Caches of its own: the downloads are counted, and the second build
 	// must not reuse the first one's layers.
-	out, srv := buildAntrea(t, "--cache-dir", t.TempDir())
+	sboms := [2]string{filepath.Join(t.TempDir(), "sbom"), filepath.Join(t.TempDir(), "sbom")}
+	out, srv := buildAntrea(t, "--cache-dir", t.TempDir(), "--sbom", "--sbom-dir", sboms[0])
 	img := layoutImage(t, out, "windows/amd64")
 	cf, err := img.ConfigFile()
 	if err != nil {
@@ -165,9 +166,24 @@ func TestAntreaWindowsExample(t *testing.T) {
 		t.Errorf("release server saw %v, want one request per archive", got)
 	}
 	// Same recipe, same inputs, another directory: same digest.
-	again, _ := buildAntrea(t, "--cache-dir", t.TempDir())
+	// The same server: its address is in the SBOMs, as the download location.
+	again := filepath.Join(t.TempDir(), "out")
+	mustPallet(t, "build", "-q", "-f", copyExample(t, "antrea-windows"), "--arg", "RELEASES="+srv.URL, "-o", "oci:"+again,
+		"--cache-dir", t.TempDir(), "--sbom", "--sbom-dir", sboms[1])
 	if a, b := layoutIndex(t, out).Manifests[0].Digest, layoutIndex(t, again).Manifests[0].Digest; a != b {
 		t.Errorf("rebuild digest %s, first %s", b, a)
+	}
+	// And the same SBOMs, byte for byte.
+	entries, err := os.ReadDir(sboms[0])
+	if err != nil || len(entries) != 2 {
+		t.Fatalf("SBOM files %v (%v), want SPDX and CycloneDX", entries, err)
+	}
+	for _, e := range entries {
+		a, _ := os.ReadFile(filepath.Join(sboms[0], e.Name()))
+		b, err := os.ReadFile(filepath.Join(sboms[1], e.Name()))
+		if err != nil || !bytes.Equal(a, b) || !bytes.Contains(a, []byte("antrea-agent")) {
+			t.Errorf("%s differs between two builds in separate caches, or does not list the agent (%v)", e.Name(), err)
+		}
 	}
 }
 
