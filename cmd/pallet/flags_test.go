@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -333,11 +334,29 @@ images:
 	if err != nil {
 		t.Fatalf("the go build never ran a tool: %v", err)
 	}
-	// The tools (here: the sleeping wrapper) are gone with the build.
+	// The tools (here: the sleeping wrapper) are gone with the build:
+	// killed, if not yet reaped (a zombie, whose parent was killed too,
+	// waits for init), which a moment's grace allows for.
 	for _, f := range strings.Fields(string(data)) {
 		pid, _ := strconv.Atoi(f)
-		if err := syscall.Kill(pid, 0); err == nil {
+		deadline := time.Now().Add(10 * time.Second)
+		for running(pid) && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if running(pid) {
 			t.Errorf("tool process %d outlived the failed build", pid)
+			syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
+}
+
+// running reports whether process pid exists and is not a zombie.
+func running(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// "PID (COMM) STATE ...": COMM may hold spaces and parentheses.
+	i := bytes.LastIndexByte(data, ')')
+	return i < 0 || i+2 >= len(data) || data[i+2] != 'Z'
 }
