@@ -253,25 +253,7 @@ func TestModuleLicencesCoverGoLicenses(t *testing.T) {
 	})
 
 	t.Run("pallet", func(t *testing.T) {
-		root, err := filepath.Abs(filepath.Join("..", ".."))
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir := t.TempDir()
-		writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
-artifacts:
-  pallet:
-    go: {module: `+root+`, packages: ./cmd/pallet, ldflags: ["-s", "-w"]}
-    licenses: none
-images:
-  pallet:
-    base: scratch
-    platforms: [linux/amd64]
-    files:
-      - {artifact: pallet, dest: /usr/local/bin/}
-`)
-		out := filepath.Join(dir, "out")
-		mustPallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "--cache-dir", t.TempDir(), "-o", "oci:"+out)
+		root, out := buildPalletImage(t)
 		files := readImageFiles(t, out, "linux/amd64")
 		rec := readRecord(t, out+".record.json")
 		gb := goBinaryOf(t, rec, "pallet", "pallet")
@@ -285,4 +267,31 @@ images:
 			t.Errorf("go-licenses found %d modules in pallet; the comparison needs a real program", gl.modules)
 		}
 	})
+}
+
+// buildPalletImage builds pallet's own command with pallet, from this
+// checkout, onto scratch for linux/amd64 (a real program with a few dozen
+// modules), and returns the checkout's root and the layout written.
+func buildPalletImage(t *testing.T, extra ...string) (root, out string) {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
+artifacts:
+  pallet:
+    go: {module: `+root+`, packages: ./cmd/pallet, ldflags: ["-s", "-w"]}
+    licenses: none
+images:
+  pallet:
+    base: scratch
+    platforms: [linux/amd64]
+    files:
+      - {artifact: pallet, dest: /usr/local/bin/}
+`)
+	out = filepath.Join(dir, "out")
+	mustPallet(t, append([]string{"build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "--cache-dir", t.TempDir(), "-o", "oci:" + out}, extra...)...)
+	return root, out
 }

@@ -18,25 +18,9 @@ const syftVersion = "github.com/anchore/syft/cmd/syft@v1.57.2"
 // own scan of the image no Go module the SBOM leaves out.
 func TestSyftReadsSBOMs(t *testing.T) {
 	syft := goTool(t, syftVersion, "syft")
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
+	docs := filepath.Join(t.TempDir(), "docs")
+	_, out := buildPalletImage(t, "--sbom", "--sbom-dir", docs)
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
-artifacts:
-  pallet:
-    go: {module: `+root+`, packages: ./cmd/pallet, ldflags: ["-s", "-w"]}
-    licenses: none
-images:
-  pallet:
-    base: scratch
-    platforms: [linux/amd64]
-    files:
-      - {artifact: pallet, dest: /usr/local/bin/}
-`)
-	out, docs := filepath.Join(dir, "out"), filepath.Join(dir, "docs")
-	mustPallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "--sbom", "--sbom-dir", docs, "--cache-dir", t.TempDir(), "-o", "oci:"+out)
 
 	run := func(args ...string) {
 		t.Helper()
