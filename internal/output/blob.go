@@ -165,15 +165,16 @@ func (w *layoutWriter) update(prev string) error {
 			w.keep(v1.Hash{Algorithm: a.Name(), Hex: f.Name()})
 		}
 	}
-	for _, name := range []string{"oci-layout", "index.json"} {
-		fresh, err := os.ReadFile(filepath.Join(string(w.p), name))
-		if err != nil {
-			return err
-		}
-		if have, err := os.ReadFile(filepath.Join(prev, name)); err == nil && bytes.Equal(have, fresh) {
-			continue
-		}
-		if err := os.Rename(filepath.Join(string(w.p), name), filepath.Join(prev, name)); err != nil {
+	// oci-layout stays as it is, even when another tool wrote it in
+	// other bytes (replaceable checked it is a layout marker): it is the
+	// file builds lock, and a new inode under that name would let a
+	// second build take the lock while this one still holds the old.
+	fresh, err := os.ReadFile(filepath.Join(string(w.p), "index.json"))
+	if err != nil {
+		return err
+	}
+	if have, err := os.ReadFile(filepath.Join(prev, "index.json")); err != nil || !bytes.Equal(have, fresh) {
+		if err := os.Rename(filepath.Join(string(w.p), "index.json"), filepath.Join(prev, "index.json")); err != nil {
 			return err
 		}
 	}

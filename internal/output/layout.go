@@ -144,6 +144,9 @@ func (l *Layout) Write(ctx context.Context, images []Image) error {
 		return err
 	}
 	for _, d := range w.written {
+		if d.Algorithm != "sha256" {
+			continue // the cache knows files by their sha256 only
+		}
 		// Not learning a blob only costs reading it once more.
 		_ = l.Learn(filepath.Join(dir, "blobs", d.Algorithm, d.Hex), d.Hex)
 	}

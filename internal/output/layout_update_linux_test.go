@@ -176,3 +176,41 @@ func verifyLayout(t *testing.T, dir string) {
 		}
 	}
 }
+
+// A layout another tool made (skopeo and umoci write a compact
+// oci-layout) keeps its oci-layout file across an update: it is the file
+// builds lock, and replacing it would let a second build take the lock
+// while the first still holds it on the old file.
+func TestLayoutUpdateKeepsMarker(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out")
+	l := &Layout{Dir: out}
+	images := testImages(t)
+	if err := l.Write(context.Background(), images); err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(out, "oci-layout")
+	if err := os.WriteFile(marker, []byte(`{"imageLayoutVersion":"1.0.0"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.Stat(marker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := random.Image(256, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Write(context.Background(), []Image{{Repository: "app", Tags: []string{"2"}, Image: other}}); err != nil {
+		t.Fatal(err)
+	}
+	after, err := os.Stat(marker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(before, after) {
+		t.Error("the update replaced oci-layout, the file builds lock")
+	}
+	if _, err := layout.FromPath(out); err != nil {
+		t.Errorf("the layout no longer reads: %v", err)
+	}
+}
