@@ -280,9 +280,9 @@ func (c *Cache) RememberAt(path string, st tree.Stamp, fact string, derive func(
 // Call it once the file is in its final state: linking or unlinking the
 // file changes its ctime, and with it the stamp.
 func (c *Cache) Learn(path, sum string) error {
-	info, err := os.Stat(path)
-	if err != nil {
-		return err
+	info, err := os.Lstat(path)
+	if err != nil || !info.Mode().IsRegular() {
+		return err // a link's digest would be learned for its target
 	}
 	st := tree.StampOf(info)
 	c.learn(st, sum)
@@ -295,8 +295,10 @@ func (c *Cache) Learn(path, sum string) error {
 // knows it by its stamp, whatever it is called when next looked up, and
 // the memo gets no entry under a name that will be gone.
 func (c *Cache) Wrote(path, sum string) error {
-	info, err := os.Stat(path)
-	if err != nil {
+	// Lstat: an archive may replace a file it wrote with a symlink to
+	// another, whose stamp must not take this content's digest.
+	info, err := os.Lstat(path)
+	if err != nil || !info.Mode().IsRegular() {
 		return err
 	}
 	c.learn(tree.StampOf(info), sum)

@@ -327,6 +327,32 @@ func TestOnlySettledFilesCountAsChecked(t *testing.T) {
 
 // Wrote makes a file known to this build by its stamp, under any name,
 // and leaves the memo no entry under a name that will be gone.
+// A path written and then replaced by a symlink to another file (as a
+// hostile archive may do) gives that file none of its digest.
+func TestWroteIgnoresLinks(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	c, _ := openCache(t, filepath.Join(dir, "cache"))
+	g := filepath.Join(dir, "tmp", "g")
+	writeFile(t, g, []byte("Y"))
+	if err := c.Wrote(g, sha([]byte("Y"))); err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(dir, "tmp", "f")
+	if err := os.Symlink("g", f); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Wrote(f, sha([]byte("X"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Learn(f, sha([]byte("X"))); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.FileSHA256(g); err != nil || got != sha([]byte("Y")) {
+		t.Errorf("g: %s (%v), want the digest of its own content", got, err)
+	}
+}
+
 func TestWroteLeavesNoEntry(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
