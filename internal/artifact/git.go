@@ -207,6 +207,13 @@ func git(ctx context.Context, dir string, args ...string) (string, error) {
 	// No prompts, no user configuration: a build must not hang on a
 	// credential question or behave differently per machine.
 	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+	// Nor on ssh's own questions (an unknown host key, a passphrase),
+	// which it asks on the terminal: git runs in a process group of its
+	// own, where reading the terminal would stop it for good. The go
+	// command does the same for the same reason.
+	if os.Getenv("GIT_SSH") == "" && os.Getenv("GIT_SSH_COMMAND") == "" {
+		cmd.Env = append(cmd.Env, "GIT_SSH_COMMAND=ssh -o ControlMaster=no -o BatchMode=yes")
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
