@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -397,6 +398,36 @@ func TestExportOfUnreadableTagWarnsOnce(t *testing.T) {
 	checkHolds(t, ref, j)
 }
 
+// A tag that cannot be read for now (a 5xx) is not written over: it may
+// hold entries of other builds that this export would drop.
+func TestExportKeepsTagItCannotReadNow(t *testing.T) {
+	var failing atomic.Bool
+	reg := testregistry.Start(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if failing.Load() && strings.Contains(r.URL.Path, "/manifests/") {
+				http.Error(w, "overloaded", http.StatusServiceUnavailable)
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	ref := reg.Host + "/ci/cache:main"
+	first := newJob(t, "first", "")
+	if err := first.c.ExportTo(context.Background(), ref); err != nil {
+		t.Fatal(err)
+	}
+	failing.Store(true)
+	second := newJob(t, "second", "")
+	if err := second.c.ExportTo(context.Background(), ref, remote.WithRetryBackoff(remote.Backoff{Steps: 1})); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(second.log.String(), "not exported") {
+		t.Errorf("want a warning that nothing was exported; log:\n%s", second.log)
+	}
+	failing.Store(false)
+	checkHolds(t, ref, first)
+}
+
 // The merge keeps every entry of theirs but the expired, and one entry a
 // key, the same whichever side merges.
 func TestMergeEntries(t *testing.T) {
@@ -421,6 +452,9 @@ func TestMergeEntries(t *testing.T) {
 			[]v1.Descriptor{mine}},
 		{"an older entry under our key is replaced",
 			[]v1.Descriptor{desc(annLayer, "k", "old", at(-time.Hour))},
+			[]v1.Descriptor{mine}},
+		{"an entry dated beyond the clock skew is dropped",
+			[]v1.Descriptor{desc(annLayer, "k", "ahead", at(2*maxClockSkew)), desc(annLayer, "j", "j", at(2*maxClockSkew))},
 			[]v1.Descriptor{mine}},
 		{"a newer entry under our key stays",
 			[]v1.Descriptor{desc(annLayer, "k", "newer", at(time.Second))},

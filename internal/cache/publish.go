@@ -104,9 +104,17 @@ func (p *publisher) publish(ctx context.Context) error {
 				p.warn("shared cache %s (writing): this build's entries were written but replaced by another export's, and the tag cannot be read to merge them again, so some may be missing: %v", p.ref, regauth.Explain(err))
 				return nil
 			}
-			// What cannot be read is not kept: some registries answer
-			// 401 for a repository that does not exist yet, and the
-			// export must still work.
+			// A registry that failed for now (5xx, a timeout) may hold
+			// entries other builds need: better no export than one that
+			// drops them all.
+			if !overwritable(err) {
+				p.warn("shared cache %s (writing): not exported, as the entries already there cannot be read now (writing would drop them): %v", p.ref, regauth.Explain(err))
+				return nil
+			}
+			// What cannot be read for good is not kept: some registries
+			// answer 401 for a repository that does not exist yet, and
+			// the export must still work; a manifest that does not
+			// parse holds nothing to merge.
 			p.warn("shared cache %s (writing): the entries already there cannot be read, so only this build's are exported: %v", p.ref, regauth.Explain(err))
 			unreadable = true
 		}
@@ -162,9 +170,24 @@ func (p *publisher) read(ctx context.Context) (*v1.Manifest, error) {
 	}
 	m, err := v1.ParseManifest(bytes.NewReader(desc.Manifest))
 	if err != nil {
-		return nil, fmt.Errorf("manifest %s: %w", desc.Digest, err)
+		return nil, fmt.Errorf("manifest %s: %w: %w", desc.Digest, errUnparsable, err)
 	}
 	return m, nil
+}
+
+// errUnparsable marks a cache manifest that is there but is no manifest.
+var errUnparsable = errors.New("not a manifest")
+
+// overwritable says whether a tag that could not be read may be written
+// over without merging: refused for good (401 or 403, as for a repository
+// not created yet), or holding no manifest. A failure that may pass (a
+// 5xx, a timeout) may hide entries that writing would drop.
+func overwritable(err error) bool {
+	var te *transport.Error
+	if errors.As(err, &te) {
+		return te.StatusCode == 401 || te.StatusCode == 403
+	}
+	return errors.Is(err, errUnparsable)
 }
 
 // write puts the manifest of our entries merged with theirs at the tag.
@@ -190,12 +213,16 @@ func (p *publisher) stands(ctx context.Context) (bool, error) {
 	if err != nil || m == nil {
 		return false, err
 	}
-	listed := map[string]bool{}
+	// Our key listed is not enough: an export that read before our
+	// write may have put back the entry ours replaced. What stands under
+	// the key must be ours, or one the merge prefers to ours.
+	listed := map[string]v1.Descriptor{}
 	for _, d := range m.Layers {
-		listed[entryID(d)] = true
+		listed[entryID(d)] = d
 	}
 	for _, d := range p.ours.Layers {
-		if !listed[entryID(d)] {
+		got, ok := listed[entryID(d)]
+		if !ok || (got.Digest != d.Digest && !preferred(got, d)) {
 			return false, nil
 		}
 	}
@@ -270,7 +297,10 @@ func mergeEntries(ours, theirs []v1.Descriptor, now time.Time) []v1.Descriptor {
 	}
 	for _, d := range theirs {
 		when, err := time.Parse(time.RFC3339, d.Annotations[annExported])
-		if err != nil || now.Sub(when) > keepFor {
+		// A date well in the future is not trusted either: a runner
+		// whose clock runs ahead would otherwise win every merge of its
+		// keys, and outlive the expiry, until the clocks caught up.
+		if err != nil || now.Sub(when) > keepFor || when.Sub(now) > maxClockSkew {
 			continue
 		}
 		add(d)

@@ -51,6 +51,10 @@ const (
 // entry none of them used for this long is dropped.
 const keepFor = 14 * 24 * time.Hour
 
+// maxClockSkew is how far in the future another export's date may be
+// before its entry is taken for the work of a wrong clock and dropped.
+const maxClockSkew = time.Hour
+
 // remoteCache is the index of a registry cache read at the start of a build.
 type remoteCache struct {
 	ref       name.Reference
