@@ -36,10 +36,11 @@ func limitFor(live uint64) int64 {
 var started atomic.Bool
 
 // Start sets the soft limit, and keeps it at limitFor the live heap
-// after every collection, unless GOMEMLIMIT is set. It reports whether
-// it did. Only the first call does anything.
+// after every collection, unless GOMEMLIMIT is set or GOGC=off (a user
+// who turned collection off did not ask for a limit to bring it back).
+// It reports whether it did. Only the first call does anything.
 func Start() bool {
-	if _, set := os.LookupEnv("GOMEMLIMIT"); set || !started.CompareAndSwap(false, true) {
+	if _, set := os.LookupEnv("GOMEMLIMIT"); set || os.Getenv("GOGC") == "off" || !started.CompareAndSwap(false, true) {
 		return false
 	}
 	debug.SetMemoryLimit(Soft)
