@@ -515,6 +515,15 @@ func (l *locker) verify(out []byte, sel recipe.PinSelection) error {
 	if err != nil {
 		return err
 	}
+	// Every pin of the file, not only the selected ones, when they can
+	// all be read: a value YAML shares between artifacts (an anchor
+	// taken in with a merge key) changes a pin lock was not asked to.
+	all := recipe.PinSelection{Commits: sel.Commits}
+	if _, err := l.r.Downloads(all); err == nil {
+		if _, err := l.r.GitPins(all); err == nil {
+			sel = all
+		}
+	}
 	before, err := l.r.Downloads(sel)
 	if err != nil {
 		return err

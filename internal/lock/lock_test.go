@@ -444,3 +444,39 @@ func TestUpdateRefinesForm(t *testing.T) {
 		})
 	}
 }
+
+// A pin YAML shares between two artifacts (an anchor taken in with a
+// merge key) is not rewritten for the one selected: the other's pin
+// would change with it, so lock refuses and writes nothing.
+func TestSharedPinNotRewrittenForOne(t *testing.T) {
+	old, changed := []byte("first"), []byte("re-published")
+	site := newSite(t, map[string][]byte{"/a.bin": old, "/b.bin": old})
+	src := strings.ReplaceAll(`version: 1
+artifacts:
+  a:
+    url: &dl {url: SRV/a.bin, sha256: `+fixture.SHA256(old)+`}
+    licenses: none
+  b:
+    url: {<<: *dl, url: SRV/b.bin}
+    licenses: none
+images:
+  app:
+    base: scratch
+    platforms: linux/amd64
+    files:
+      - {artifact: a, dest: /a/}
+      - {artifact: b, dest: /b/}
+`, "SRV", site.URL)
+	file := filepath.Join(t.TempDir(), "pallet.yaml")
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	site.set("/a.bin", changed)
+	_, err := Run(context.Background(), Options{File: file, Fetcher: fetcher(t), Log: t.Logf, Update: true, Artifacts: []string{"a"}})
+	if err == nil || !strings.Contains(err.Error(), "artifact b") {
+		t.Errorf("re-pinning a's shared sha256: %v, want a refusal naming b", err)
+	}
+	if got, _ := os.ReadFile(file); string(got) != src {
+		t.Errorf("the recipe was rewritten:\n%s", got)
+	}
+}
