@@ -519,13 +519,10 @@ func (l *locker) verify(out []byte, sel recipe.PinSelection) error {
 	// all be read: a value YAML shares between artifacts (an anchor
 	// taken in with a merge key) changes a pin lock was not asked to.
 	all := recipe.PinSelection{Commits: sel.Commits}
-	if _, err := l.r.Downloads(all); err == nil {
-		if _, err := l.r.GitPins(all); err == nil {
-			sel = all
-		}
-	}
-	before, err := l.r.Downloads(sel)
-	if err != nil {
+	before, old, err := pinsOf(l.r, all)
+	if err == nil {
+		sel = all
+	} else if before, old, err = pinsOf(l.r, sel); err != nil {
 		return err
 	}
 	after, err := r2.Downloads(sel)
@@ -550,10 +547,6 @@ func (l *locker) verify(out []byte, sel recipe.PinSelection) error {
 	if err != nil {
 		return err
 	}
-	old, err := l.r.GitPins(sel)
-	if err != nil {
-		return err
-	}
 	for i, g := range gits {
 		want, ok := l.want[g.Artifact]
 		if !ok {
@@ -564,6 +557,16 @@ func (l *locker) verify(out []byte, sel recipe.PinSelection) error {
 		}
 	}
 	return nil
+}
+
+// pinsOf lists r's downloads and git pins that sel selects.
+func pinsOf(r *recipe.Recipe, sel recipe.PinSelection) ([]*recipe.Download, []*recipe.GitPin, error) {
+	downloads, err := r.Downloads(sel)
+	if err != nil {
+		return nil, nil, err
+	}
+	gits, err := r.GitPins(sel)
+	return downloads, gits, err
 }
 
 // writeFile replaces file's content with data as one step: a temporary
