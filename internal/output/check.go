@@ -53,10 +53,10 @@ func (d *DockerArchive) check(images []Planned) error {
 }
 
 func (r *Registry) check(images []Planned) error {
-	prefix := strings.HasSuffix(r.Ref, "/")
-	if !prefix && len(images) != 1 {
-		return fmt.Errorf("registry:%s names one repository but the build has %d images; use registry:PREFIX/ to push each under PREFIX", r.Ref, len(images))
+	if err := r.holds(len(images)); err != nil {
+		return err
 	}
+	prefix := strings.HasSuffix(r.Ref, "/")
 	for _, im := range images {
 		if prefix && namesHost(im.Repository) {
 			return fmt.Errorf("image repository %s names a registry host, so under the prefix it would be pushed to %s%s; give the repository without its host, or push it with registry:%s", im.Repository, r.Ref, im.Repository, im.Repository)

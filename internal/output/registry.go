@@ -42,8 +42,8 @@ func (r *Registry) String() string { return "registry:" + r.Ref }
 // repository instead of being uploaded again.
 func (r *Registry) Write(ctx context.Context, images []Image) error {
 	prefix := strings.HasSuffix(r.Ref, "/")
-	if !prefix && len(images) != 1 {
-		return fmt.Errorf("registry:%s names one repository but the build has %d images; use registry:PREFIX/ to push each under PREFIX", r.Ref, len(images))
+	if err := r.holds(len(images)); err != nil {
+		return err
 	}
 	if r.ByDigest {
 		return r.writeByDigest(ctx, images)
@@ -119,6 +119,14 @@ func (r *Registry) Write(ctx context.Context, images []Image) error {
 			}
 			moved = append(moved, tag.String())
 		}
+	}
+	return nil
+}
+
+// holds refuses n images for a Ref that names one repository.
+func (r *Registry) holds(n int) error {
+	if !strings.HasSuffix(r.Ref, "/") && n != 1 {
+		return fmt.Errorf("registry:%s names one repository but the build has %d images; use registry:PREFIX/ to push each under PREFIX", r.Ref, n)
 	}
 	return nil
 }
