@@ -2,6 +2,7 @@ package main
 
 import (
 	"crypto/sha256"
+	"debug/buildinfo"
 	"encoding/hex"
 	"io/fs"
 	"os"
@@ -37,8 +38,8 @@ func goTool(t *testing.T, version, bin string) string {
 	// One already on PATH at that version (.ci/run installs them ahead,
 	// outside the tests' time limit) is used as it is.
 	if p, err := exec.LookPath(bin); err == nil {
-		mod, ver, _ := strings.Cut(version, "@")
-		if out, err := exec.Command("go", "version", "-m", p).Output(); err == nil && builtFrom(string(out), mod, ver) {
+		pkg, ver, _ := strings.Cut(version, "@")
+		if info, err := buildinfo.ReadFile(p); err == nil && info.Path == pkg && info.Main.Version == ver {
 			return p
 		}
 	}
@@ -54,23 +55,6 @@ func goTool(t *testing.T, version, bin string) string {
 		t.Skipf("go install %s (needs the module proxy): %v\n%s", version, err, out)
 	}
 	return filepath.Join(dir, bin)
-}
-
-// builtFrom reports whether `go version -m` output names pkg (a main
-// package path) of module version ver: its "path" line is pkg, and the
-// "mod" line of the module that holds pkg has version ver.
-func builtFrom(out, pkg, ver string) bool {
-	var path string
-	for _, line := range strings.Split(out, "\n") {
-		f := strings.Fields(line)
-		switch {
-		case len(f) >= 2 && f[0] == "path":
-			path = f[1]
-		case len(f) >= 3 && f[0] == "mod":
-			return path == pkg && (pkg == f[1] || strings.HasPrefix(pkg, f[1]+"/")) && f[2] == ver
-		}
-	}
-	return false
 }
 
 // savedFile is one file go-licenses saved, by where it put it.

@@ -114,3 +114,15 @@ func layoutIndexAt(t *testing.T, dir string, d v1.Hash) (*v1.IndexManifest, erro
 	var m v1.IndexManifest
 	return &m, json.Unmarshal(data, &m)
 }
+
+// readJSON decodes the JSON file into v, failing the test otherwise.
+func readJSON(t *testing.T, file string, v any) {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"debug/buildinfo"
 	"debug/elf"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -64,14 +63,8 @@ func (e *kindEnv) args(out string) []string {
 
 func readRecord(t *testing.T, path string) *record.Build {
 	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var b record.Build
-	if err := json.Unmarshal(data, &b); err != nil {
-		t.Fatal(err)
-	}
+	readJSON(t, path, &b)
 	return &b
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -129,15 +128,4 @@ func missingFrom(want, got map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-func readJSON(t *testing.T, file string, v any) {
-	t.Helper()
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(data, v); err != nil {
-		t.Fatalf("%s: %v", file, err)
-	}
 }
