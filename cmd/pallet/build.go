@@ -165,7 +165,11 @@ func buildCmd() *cobra.Command {
 				return nil
 			}
 			if progressArg != "json" {
-				fmt.Fprintf(cmd.ErrOrStderr(), "built %d image(s) in %.2fs; record in %s\n", len(res.Images), time.Since(start).Seconds(), res.RecordPath)
+				if res.UpToDate {
+					fmt.Fprintf(cmd.ErrOrStderr(), "%d image(s) up to date: no input or output changed since the last build (checked in %.2fs); record in %s\n", len(res.Record.Results), time.Since(start).Seconds(), res.RecordPath)
+				} else {
+					fmt.Fprintf(cmd.ErrOrStderr(), "built %d image(s) in %.2fs; record in %s\n", len(res.Record.Results), time.Since(start).Seconds(), res.RecordPath)
+				}
 			}
 			return nil
 		},

@@ -129,6 +129,11 @@ type Result struct {
 	// Written is, per output (in order), what it holds: REPO:TAG@DIGEST
 	// for a push, the digest of each image for a layout or archive.
 	Written [][]string
+	// UpToDate says the outputs already held what the build would write,
+	// as the note of the last build and every stamp showed: nothing was
+	// read or written, Images is empty and Record holds only the results
+	// (the whole record is at RecordPath).
+	UpToDate bool
 }
 
 // Run carries out p: it checks the outputs, opens the cache (and imports
@@ -192,6 +197,15 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 	if err := output.CheckImages(opt.Outputs, planned); err != nil {
 		return nil, err
 	}
+	ud, err := checkUpToDate(p, opt)
+	if err != nil {
+		return nil, err
+	}
+	if ud != nil {
+		if res := ud.answer(opt.Progress); res != nil {
+			return res, nil
+		}
+	}
 
 	// Work directories of builds that were killed are swept first; a
 	// running build's is locked and left alone.
@@ -200,6 +214,8 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 	} else if len(swept) > 0 {
 		opt.Progress.Warn("removed %d work director(y/ies) left by killed builds", len(swept))
 	}
+	said := &warnings{Reporter: opt.Progress}
+	opt.Progress = said
 	wd, err := tempfile.NewWorkDir("")
 	if err != nil {
 		return nil, err
@@ -297,6 +313,9 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 		if err := writeMetadata(opt.MetadataFile, opt.Outputs, res); err != nil {
 			return nil, fmt.Errorf("metadata file: %w", err)
 		}
+	}
+	if ud != nil {
+		ud.note(res, said.said, opt.Progress)
 	}
 	if opt.CacheTo != "" {
 		done := opt.Progress.Start("export cache to registry:" + opt.CacheTo)

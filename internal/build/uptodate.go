@@ -1,0 +1,237 @@
+package build
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pallet-dev/pallet/internal/artifact"
+	"github.com/pallet-dev/pallet/internal/cache"
+	"github.com/pallet-dev/pallet/internal/image"
+	"github.com/pallet-dev/pallet/internal/output"
+	"github.com/pallet-dev/pallet/internal/plan"
+	"github.com/pallet-dev/pallet/internal/progress"
+	"github.com/pallet-dev/pallet/internal/record"
+	"github.com/pallet-dev/pallet/internal/uptodate"
+)
+
+// now is the clock the up-to-date check settles stamps against; tests
+// move it on instead of sleeping.
+var now = time.Now
+
+// upToDate is a build that may be answered from a note of the last one:
+// its key, and the stamps of its inputs taken before any of them is read.
+type upToDate struct {
+	store   uptodate.Store
+	key     string
+	inputs  []string
+	outputs []string
+	jobs    int
+	taken   uptodate.Snapshot
+}
+
+// checkUpToDate returns the build's up-to-date check, or nil for a build
+// whose result may depend on more than the files it can stamp: the
+// network (a registry base by tag, a push, a shared cache), a Go
+// toolchain, or outputs it does not own whole.
+func checkUpToDate(p *plan.Plan, opt Options) (*upToDate, error) {
+	if opt.NoCache || opt.CacheFrom != "" || opt.CacheTo != "" || opt.MetadataFile != "" || opt.Attest.Dir != "" || len(opt.Outputs) == 0 {
+		return nil, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, nil
+	}
+	u := &upToDate{jobs: opt.Jobs, inputs: []string{exe}}
+	// The recipe itself is in the key through the plan it made; the
+	// files its artifacts and bases name are stamped.
+	for _, key := range p.Keys() {
+		switch k := p.Artifacts[key].Kind.(type) {
+		case *artifact.Local:
+			u.inputs = append(u.inputs, k.Path)
+		case *artifact.URL:
+			if k.SHA256 == "" {
+				return nil, nil
+			}
+		default:
+			return nil, nil
+		}
+	}
+	for _, im := range p.Images {
+		for _, pi := range im.Platforms {
+			for _, ref := range pi.Bases {
+				switch {
+				case ref == image.Scratch || ref == image.HostProcessScratch || ref == image.HostProcessScratchV1:
+				case strings.HasPrefix(ref, "oci:"):
+					dir, _, _ := strings.Cut(strings.TrimPrefix(ref, "oci:"), ":")
+					if !filepath.IsAbs(dir) {
+						dir = filepath.Join(p.Dir, dir)
+					}
+					u.inputs = append(u.inputs, dir)
+				case strings.Contains(ref, "@sha256:"):
+				default:
+					return nil, nil
+				}
+			}
+		}
+	}
+	for _, t := range opt.Outputs {
+		switch t := t.(type) {
+		case *output.Layout:
+			u.outputs = append(u.outputs, t.Dir)
+		case *output.DockerArchive:
+			if t.Writer != nil {
+				return nil, nil
+			}
+			u.outputs = append(u.outputs, t.File)
+		default:
+			return nil, nil
+		}
+	}
+	if opt.RecordPath != "" {
+		u.outputs = append(u.outputs, opt.RecordPath)
+	}
+	key, err := buildKey(p, opt)
+	if err != nil {
+		return nil, err
+	}
+	dir := opt.CacheDir
+	if dir == "" {
+		if dir, err = cache.DefaultDir(); err != nil {
+			return nil, err
+		}
+	}
+	u.store = uptodate.Store{Dir: filepath.Join(dir, "uptodate")}
+	u.key = key
+	return u, nil
+}
+
+// buildKey names everything a build of p with opt depends on besides the
+// files it stamps: pallet itself, the plan, and the options that change
+// what is written.
+func buildKey(p *plan.Plan, opt Options) (string, error) {
+	info, _ := debug.ReadBuildInfo()
+	var self string
+	if info != nil {
+		self = info.String()
+	}
+	// Artifact kinds are interfaces: their type goes in beside their
+	// fields, which JSON writes without it.
+	kinds := map[string]string{}
+	for key, a := range p.Artifacts {
+		kinds[key] = reflect.TypeOf(a.Kind).String()
+	}
+	planJSON, err := json.Marshal(struct {
+		Plan  *plan.Plan
+		Kinds map[string]string
+	}{p, kinds})
+	if err != nil {
+		return "", fmt.Errorf("up-to-date check: %w", err)
+	}
+	outs := make([]string, len(opt.Outputs))
+	for i, t := range opt.Outputs {
+		outs[i] = t.String()
+	}
+	optJSON, err := json.Marshal(struct {
+		Compression                                  string
+		WindowsZstd, RequireLicenses, ModuleLicenses bool
+		Outputs                                      []string
+		RecordPath, MinGo                            string
+		Attest                                       Attest
+		Args                                         map[string]string
+		Limits                                       Limits
+		Network                                      Network
+	}{string(opt.Compression), opt.WindowsZstd, opt.RequireLicenses, opt.ModuleLicenses,
+		outs, opt.RecordPath, opt.MinGo, opt.Attest, opt.Args, opt.Limits, opt.Network})
+	if err != nil {
+		return "", fmt.Errorf("up-to-date check: %w", err)
+	}
+	return uptodate.Key([]byte("pallet up-to-date 1"), []byte(self), planJSON, optJSON), nil
+}
+
+// noted is what a note keeps of a build's result.
+type noted struct {
+	Results    []record.Result `json:"results"`
+	Written    [][]string      `json:"written"`
+	RecordPath string          `json:"recordPath"`
+	Recipe     string          `json:"recipe"`
+	Epoch      int64           `json:"epoch"`
+}
+
+// answer takes the inputs' stamps and, when they and the outputs' are
+// what the note of the last build says, returns that build's result.
+func (u *upToDate) answer(rep progress.Reporter) *Result {
+	t := now()
+	var err error
+	if u.taken, err = uptodate.Take(u.inputs, u.jobs, t); err != nil {
+		// Not stampable here: the build reads what it needs itself and
+		// reports what is missing with the recipe's line.
+		u.taken = uptodate.Snapshot{}
+		return nil
+	}
+	n := u.store.Get(u.key)
+	if n == nil || n.Inputs != u.taken.Digest {
+		return nil
+	}
+	outs, err := uptodate.Take(u.outputs, u.jobs, time.Time{})
+	if err != nil || outs.Digest != n.Outputs {
+		return nil
+	}
+	var r noted
+	if json.Unmarshal(n.Result, &r) != nil {
+		return nil
+	}
+	for _, w := range n.Warnings {
+		rep.Warn("%s", w)
+	}
+	return &Result{Record: &record.Build{Recipe: r.Recipe, Epoch: r.Epoch, Results: r.Results},
+		RecordPath: r.RecordPath, Written: r.Written, UpToDate: true}
+}
+
+// note keeps what the finished build wrote for the next one, when the
+// inputs had all settled before it began.
+func (u *upToDate) note(res *Result, warnings []string, rep progress.Reporter) {
+	if u.taken.Digest == "" || u.taken.Unsettled != "" {
+		return
+	}
+	outs, err := uptodate.Take(u.outputs, u.jobs, time.Time{})
+	if err != nil {
+		rep.Warn("noting the outputs for the next build: %v", err)
+		return
+	}
+	r, err := json.Marshal(noted{Results: res.Record.Results, Written: res.Written, RecordPath: res.RecordPath,
+		Recipe: res.Record.Recipe, Epoch: res.Record.Epoch})
+	if err != nil {
+		return
+	}
+	if err := u.store.Put(u.key, &uptodate.Note{Inputs: u.taken.Digest, Outputs: outs.Digest, Result: r, Warnings: warnings}); err != nil {
+		rep.Warn("noting the outputs for the next build: %v", err)
+	}
+	if err := u.store.Prune(noteMaxAge, now()); err != nil {
+		rep.Warn("pruning up-to-date notes: %v", err)
+	}
+}
+
+// noteMaxAge is how long a note no build has written is kept.
+const noteMaxAge = 30 * 24 * time.Hour
+
+// warnings passes a reporter's messages on and keeps its warnings, for
+// the note of the build.
+type warnings struct {
+	progress.Reporter
+	mu   sync.Mutex
+	said []string
+}
+
+func (w *warnings) Warn(format string, args ...any) {
+	w.mu.Lock()
+	w.said = append(w.said, fmt.Sprintf(format, args...))
+	w.mu.Unlock()
+	w.Reporter.Warn(format, args...)
+}

@@ -1,0 +1,302 @@
+// Package uptodate tells, from file stamps alone, that a build would
+// write what its outputs already hold: make's answer, with ninja's care.
+// A build that finished writes a Note: a digest of the stamps (size,
+// times, inode, device, mode) of every input path it read and of every
+// output it wrote, under a key naming everything else the build depended
+// on. The next build with the same key takes the stamps again; when both
+// digests match, nothing changed since, and the outputs are left as they
+// are without reading a byte.
+//
+// Stamps are taken before the build reads its inputs, so a change made
+// while it runs is seen next time. A Note is kept only when every input
+// had settled (was last changed longer ago than timestamps can tell
+// apart) when the build began: a file changed twice within one tick keeps
+// its stamp, and would otherwise be taken as unchanged.
+package uptodate
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/pallet-dev/pallet/internal/tempfile"
+	"github.com/pallet-dev/pallet/internal/tree"
+)
+
+// Settle is how long a file must have been left alone for its stamp to
+// stand for its content (the digest memo's rule, for the same reason).
+const Settle = 2 * time.Second
+
+// Snapshot is the digest of the stamps of a set of paths, whole trees
+// under directories included.
+type Snapshot struct {
+	Digest string
+	// Unsettled names a path changed within Settle of the snapshot, ""
+	// when there is none.
+	Unsettled string
+	// Entries counts the files, directories and links stamped.
+	Entries int
+}
+
+// ErrNoStamps is returned where the platform gives no change time or
+// inode: without them a rewrite in place cannot be told from no change.
+var ErrNoStamps = errors.New("this system's file status has no change time or inode")
+
+// Take stamps paths, in their order, each with everything under it when
+// it is a directory. A path that is a symlink is stamped as a link and as
+// what it points at. Directories are read by up to jobs goroutines; the
+// digest does not depend on how many. With a zero now, nothing is
+// checked for having settled (outputs, which the build itself wrote).
+func Take(paths []string, jobs int, now time.Time) (Snapshot, error) {
+	w := &walker{now: now, sem: make(chan struct{}, max(1, jobs)-1)}
+	h := sha256.New()
+	for _, p := range paths {
+		d, err := w.root(p)
+		if err != nil {
+			return Snapshot{}, err
+		}
+		writeString(h, p)
+		h.Write(d[:])
+	}
+	s := Snapshot{Digest: hex.EncodeToString(h.Sum(nil)), Entries: int(w.entries)}
+	w.mu.Lock()
+	s.Unsettled = w.unsettled
+	w.mu.Unlock()
+	return s, nil
+}
+
+type walker struct {
+	now time.Time
+	// sem holds a token per extra goroutine reading a directory.
+	sem       chan struct{}
+	mu        sync.Mutex
+	entries   int64
+	unsettled string
+}
+
+func (w *walker) root(p string) ([32]byte, error) {
+	linfo, err := os.Lstat(p)
+	if err != nil {
+		return [32]byte{}, err
+	}
+	h := sha256.New()
+	if err := w.stamp(h, p, linfo); err != nil {
+		return [32]byte{}, err
+	}
+	info := linfo
+	if linfo.Mode()&fs.ModeSymlink != 0 {
+		// Resolved, as the build opens it: the link's stamp alone would
+		// not change when its target is rewritten.
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			return [32]byte{}, err
+		}
+		if info, err = os.Lstat(real); err != nil {
+			return [32]byte{}, err
+		}
+		writeString(h, real)
+		if err := w.stamp(h, real, info); err != nil {
+			return [32]byte{}, err
+		}
+		p = real
+	}
+	if info.IsDir() {
+		d, err := w.dir(p)
+		if err != nil {
+			return [32]byte{}, err
+		}
+		h.Write(d[:])
+	}
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return sum, nil
+}
+
+// dir digests the stamps of everything under dir, by name; its
+// subdirectories are read concurrently while tokens last.
+func (w *walker) dir(dir string) ([32]byte, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return [32]byte{}, err
+	}
+	type sub struct {
+		sum  [32]byte
+		err  error
+		done chan struct{}
+	}
+	h := sha256.New()
+	subs := make([]*sub, len(ents))
+	infos := make([]fs.FileInfo, len(ents))
+	for i, e := range ents {
+		info, err := e.Info() // an lstat: ReadDir's entries are not followed
+		if err != nil {
+			return [32]byte{}, err
+		}
+		infos[i] = info
+		if !info.IsDir() {
+			continue
+		}
+		s := &sub{done: make(chan struct{})}
+		subs[i] = s
+		path := filepath.Join(dir, e.Name())
+		select {
+		case w.sem <- struct{}{}:
+			go func() {
+				defer func() { <-w.sem; close(s.done) }()
+				s.sum, s.err = w.dir(path)
+			}()
+		default:
+			s.sum, s.err = w.dir(path)
+			close(s.done)
+		}
+	}
+	for i, e := range ents {
+		writeString(h, e.Name())
+		if err := w.stamp(h, filepath.Join(dir, e.Name()), infos[i]); err != nil {
+			return [32]byte{}, err
+		}
+		if s := subs[i]; s != nil {
+			<-s.done
+			if s.err != nil {
+				return [32]byte{}, s.err
+			}
+			h.Write(s.sum[:])
+		}
+	}
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return sum, nil
+}
+
+func (w *walker) stamp(h hash.Hash, path string, info fs.FileInfo) error {
+	s := tree.StampOf(info)
+	if s.CTime == 0 || s.Ino == 0 {
+		return ErrNoStamps
+	}
+	var b [8 * 6]byte
+	binary.LittleEndian.PutUint64(b[0:], uint64(info.Mode()))
+	binary.LittleEndian.PutUint64(b[8:], uint64(s.Size))
+	binary.LittleEndian.PutUint64(b[16:], uint64(s.ModTime))
+	binary.LittleEndian.PutUint64(b[24:], uint64(s.CTime))
+	binary.LittleEndian.PutUint64(b[32:], s.Ino)
+	binary.LittleEndian.PutUint64(b[40:], s.Dev)
+	h.Write(b[:])
+	w.mu.Lock()
+	w.entries++
+	if w.unsettled == "" && !w.now.IsZero() && !s.Settled(w.now, Settle) {
+		w.unsettled = path
+	}
+	w.mu.Unlock()
+	return nil
+}
+
+func writeString(h hash.Hash, s string) {
+	var n [8]byte
+	binary.LittleEndian.PutUint64(n[:], uint64(len(s)))
+	h.Write(n[:])
+	h.Write([]byte(s))
+}
+
+// Note is what a finished build leaves for the next one with the same
+// key: the digests of its inputs' and outputs' stamps, and what it
+// reported, to be reported again.
+type Note struct {
+	Inputs  string `json:"inputs"`
+	Outputs string `json:"outputs"`
+	// Result is the build's result as the caller encodes it.
+	Result json.RawMessage `json:"result"`
+	// Warnings are the build's warnings, said again by a build that
+	// finds its outputs up to date.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Store keeps notes in a directory, one file per key.
+type Store struct{ Dir string }
+
+// Key digests parts, each length-prefixed, into the name of a note.
+func Key(parts ...[]byte) string {
+	h := sha256.New()
+	for _, p := range parts {
+		writeString(h, string(p))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Get returns the note under key, or nil when there is none (or it
+// cannot be read: a lost note costs one build).
+func (s Store) Get(key string) *Note {
+	b, err := os.ReadFile(filepath.Join(s.Dir, key+".json"))
+	if err != nil || len(b) > maxNote {
+		return nil
+	}
+	var n Note
+	if json.Unmarshal(b, &n) != nil || n.Inputs == "" || n.Outputs == "" {
+		return nil
+	}
+	return &n
+}
+
+// maxNote bounds a note read back; notes hold results, not file lists.
+const maxNote = 16 << 20
+
+// Put writes the note under key, whole or not at all.
+func (s Store) Put(key string, n *Note) error {
+	b, err := json.Marshal(n)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
+		return err
+	}
+	return tempfile.WriteFile(filepath.Join(s.Dir, key+".json"), b)
+}
+
+// Remove forgets the note under key: its outputs are being replaced.
+func (s Store) Remove(key string) error {
+	err := os.Remove(filepath.Join(s.Dir, key+".json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// Prune removes the notes no build has written for maxAge.
+func (s Store) Prune(maxAge time.Duration, now time.Time) error {
+	ents, err := os.ReadDir(s.Dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	var errs []error
+	for _, e := range ents {
+		info, err := e.Info()
+		if err != nil || !info.Mode().IsRegular() || filepath.Ext(e.Name()) != ".json" || len(e.Name()) != 64+len(".json") {
+			continue
+		}
+		if now.Sub(info.ModTime()) > maxAge {
+			if err := os.Remove(filepath.Join(s.Dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Describe is the reason a snapshot cannot be noted, for logs.
+func (s Snapshot) Describe() string {
+	if s.Unsettled == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s changed less than %s before the build", s.Unsettled, Settle)
+}

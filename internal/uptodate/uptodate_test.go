@@ -1,0 +1,177 @@
+package uptodate
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func write(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func take(t *testing.T, jobs int, paths ...string) Snapshot {
+	t.Helper()
+	s, err := Take(paths, jobs, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// The digest is the same however many goroutines read the tree, and
+// changes with any change a build could see.
+func TestTake(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 30 {
+		write(t, filepath.Join(dir, "src", fmt.Sprintf("d%02d", i%7), fmt.Sprintf("sub%d", i%3), fmt.Sprintf("f%02d", i)), "x")
+	}
+	file := filepath.Join(dir, "file")
+	write(t, file, "file")
+	if err := os.Symlink("file", filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(dir, "src")
+	paths := []string{src, file, filepath.Join(dir, "link")}
+	base := take(t, 1, paths...)
+	// src and its 7 directories, 21 subdirectories and 30 files; file;
+	// the link and what it points at.
+	if base.Entries != 1+7+21+30+1+2 {
+		t.Fatalf("%d entries stamped, want 62", base.Entries)
+	}
+	for _, jobs := range []int{2, 4, 64} {
+		if s := take(t, jobs, paths...); s.Digest != base.Digest {
+			t.Fatalf("jobs %d: digest %s, want %s", jobs, s.Digest, base.Digest)
+		}
+	}
+	if s := take(t, 1, file, src, filepath.Join(dir, "link")); s.Digest == base.Digest {
+		t.Fatal("the order of the paths does not count")
+	}
+
+	f := filepath.Join(src, "d03", "sub1", "f10")
+	changes := []struct {
+		name string
+		do   func() error
+	}{
+		{"rewritten, same size, times put back", func() error {
+			info, err := os.Stat(f)
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(f, []byte("y"), 0o644); err != nil {
+				return err
+			}
+			return os.Chtimes(f, info.ModTime(), info.ModTime())
+		}},
+		{"mode", func() error { return os.Chmod(f, 0o755) }},
+		{"added", func() error { return os.WriteFile(filepath.Join(src, "d00", "new"), nil, 0o644) }},
+		{"removed", func() error { return os.Remove(filepath.Join(src, "d00", "new")) }},
+		{"renamed", func() error { return os.Rename(f, f+".old") }},
+		{"link retargeted", func() error {
+			write(t, filepath.Join(dir, "other"), "file")
+			l := filepath.Join(dir, "link")
+			if err := os.Remove(l); err != nil {
+				return err
+			}
+			return os.Symlink("other", l)
+		}},
+		{"what the link points at rewritten", func() error { return os.WriteFile(filepath.Join(dir, "other"), []byte("elif"), 0o644) }},
+	}
+	prev := base.Digest
+	for _, c := range changes {
+		// Timestamps of some file systems tick coarsely.
+		time.Sleep(20 * time.Millisecond)
+		if err := c.do(); err != nil {
+			t.Fatal(c.name, err)
+		}
+		s := take(t, 2, paths...)
+		if s.Digest == prev {
+			t.Errorf("%s: the digest did not change", c.name)
+		}
+		prev = s.Digest
+	}
+
+	if _, err := Take([]string{filepath.Join(dir, "missing")}, 1, time.Time{}); err == nil {
+		t.Error("a missing path was stamped")
+	}
+}
+
+// A path changed within Settle of the snapshot is named: its stamp could
+// survive another change.
+func TestTakeUnsettled(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "a", "b"), "x")
+	s, err := Take([]string{dir}, 1, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Unsettled == "" {
+		t.Fatal("a file written now was taken as settled")
+	}
+	s, err = Take([]string{dir}, 1, time.Now().Add(Settle+time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Unsettled != "" {
+		t.Fatalf("%s: unsettled %s after it", s.Unsettled, Settle)
+	}
+}
+
+func TestStore(t *testing.T) {
+	st := Store{Dir: filepath.Join(t.TempDir(), "notes")}
+	key := Key([]byte("a"), []byte("b"))
+	if key == Key([]byte("ab")) || key == Key([]byte("a"), []byte("b"), nil) {
+		t.Fatal("keys of different parts collide")
+	}
+	if st.Get(key) != nil {
+		t.Fatal("a note before any was written")
+	}
+	n := &Note{Inputs: "i", Outputs: "o", Result: []byte(`{"x":1}`), Warnings: []string{"w"}}
+	if err := st.Put(key, n); err != nil {
+		t.Fatal(err)
+	}
+	got := st.Get(key)
+	if got == nil || got.Inputs != "i" || got.Outputs != "o" || string(got.Result) != `{"x":1}` || len(got.Warnings) != 1 {
+		t.Fatalf("read back %+v", got)
+	}
+	// A torn or foreign note is no note.
+	if err := os.WriteFile(filepath.Join(st.Dir, key+".json"), []byte(`{"inputs":`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if st.Get(key) != nil {
+		t.Fatal("a torn note was read")
+	}
+	if err := st.Put(key, n); err != nil {
+		t.Fatal(err)
+	}
+	// Pruning removes old notes only, and nothing that is not a note.
+	foreign := filepath.Join(st.Dir, "README")
+	write(t, foreign, "mine")
+	old := time.Now().Add(-48 * time.Hour)
+	if err := os.Chtimes(foreign, old, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Prune(24*time.Hour, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if st.Get(key) == nil {
+		t.Fatal("a fresh note was pruned")
+	}
+	if err := st.Prune(time.Hour, time.Now().Add(2*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if st.Get(key) != nil {
+		t.Fatal("an old note was kept")
+	}
+	if _, err := os.Stat(foreign); err != nil {
+		t.Fatal("a file that is not a note was removed")
+	}
+}
