@@ -202,7 +202,10 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 		return nil, err
 	}
 	if ud != nil {
-		if res := ud.answer(opt.Progress); res != nil {
+		done := opt.Progress.Start("up-to-date check")
+		res, why := ud.answer(opt.Progress)
+		done(why, nil)
+		if res != nil {
 			return res, nil
 		}
 	}

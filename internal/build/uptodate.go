@@ -165,33 +165,37 @@ type noted struct {
 }
 
 // answer takes the inputs' stamps and, when they and the outputs' are
-// what the note of the last build says, returns that build's result.
-func (u *upToDate) answer(rep progress.Reporter) *Result {
+// what the note of the last build says, returns that build's result;
+// otherwise it says why not.
+func (u *upToDate) answer(rep progress.Reporter) (*Result, string) {
 	t := now()
 	var err error
 	if u.taken, err = uptodate.Take(u.inputs, u.jobs, t); err != nil {
 		// Not stampable here: the build reads what it needs itself and
 		// reports what is missing with the recipe's line.
 		u.taken = uptodate.Snapshot{}
-		return nil
+		return nil, "inputs not stamped: " + err.Error()
 	}
 	n := u.store.Get(u.key)
-	if n == nil || n.Inputs != u.taken.Digest {
-		return nil
+	switch {
+	case n == nil:
+		return nil, "no note of an earlier build with this recipe, these arguments and options"
+	case n.Inputs != u.taken.Digest:
+		return nil, "inputs changed"
 	}
 	outs, err := uptodate.Take(u.outputs, u.jobs, time.Time{})
 	if err != nil || outs.Digest != n.Outputs {
-		return nil
+		return nil, "outputs changed"
 	}
 	var r noted
 	if json.Unmarshal(n.Result, &r) != nil {
-		return nil
+		return nil, "the note is damaged"
 	}
 	for _, w := range n.Warnings {
 		rep.Warn("%s", w)
 	}
 	return &Result{Record: &record.Build{Recipe: r.Recipe, Epoch: r.Epoch, Results: r.Results},
-		RecordPath: r.RecordPath, Written: r.Written, UpToDate: true}
+		RecordPath: r.RecordPath, Written: r.Written, UpToDate: true}, "up to date"
 }
 
 // note keeps what the finished build wrote for the next one, when the
