@@ -29,7 +29,6 @@ import (
 	"time"
 
 	"github.com/pallet-dev/pallet/internal/tempfile"
-	"github.com/pallet-dev/pallet/internal/tree"
 )
 
 // Settle is how long a file must have been left alone for its stamp to
@@ -84,32 +83,31 @@ type walker struct {
 }
 
 func (w *walker) root(p string) ([32]byte, error) {
-	linfo, err := os.Lstat(p)
+	st, err := lstat(p)
 	if err != nil {
 		return [32]byte{}, err
 	}
 	h := sha256.New()
-	if err := w.stamp(h, p, linfo); err != nil {
+	if err := w.stamp(h, p, st); err != nil {
 		return [32]byte{}, err
 	}
-	info := linfo
-	if linfo.Mode()&fs.ModeSymlink != 0 {
+	if st.link {
 		// Resolved, as the build opens it: the link's stamp alone would
 		// not change when its target is rewritten.
 		real, err := filepath.EvalSymlinks(p)
 		if err != nil {
 			return [32]byte{}, err
 		}
-		if info, err = os.Lstat(real); err != nil {
+		if st, err = lstat(real); err != nil {
 			return [32]byte{}, err
 		}
 		writeString(h, real)
-		if err := w.stamp(h, real, info); err != nil {
+		if err := w.stamp(h, real, st); err != nil {
 			return [32]byte{}, err
 		}
 		p = real
 	}
-	if info.IsDir() {
+	if st.dir {
 		d, err := w.dir(p)
 		if err != nil {
 			return [32]byte{}, err
@@ -121,10 +119,18 @@ func (w *walker) root(p string) ([32]byte, error) {
 	return sum, nil
 }
 
+// stat is what a stamp holds of a file's status, and its type.
+type stat struct {
+	mode               uint64 // as the system gives it
+	size, mtime, ctime int64
+	ino, dev           uint64
+	dir, link          bool
+}
+
 // dir digests the stamps of everything under dir, by name; its
 // subdirectories are read concurrently while tokens last.
 func (w *walker) dir(dir string) ([32]byte, error) {
-	ents, err := os.ReadDir(dir)
+	ents, err := list(dir)
 	if err != nil {
 		return [32]byte{}, err
 	}
@@ -135,19 +141,13 @@ func (w *walker) dir(dir string) ([32]byte, error) {
 	}
 	h := sha256.New()
 	subs := make([]*sub, len(ents))
-	infos := make([]fs.FileInfo, len(ents))
 	for i, e := range ents {
-		info, err := e.Info() // an lstat: ReadDir's entries are not followed
-		if err != nil {
-			return [32]byte{}, err
-		}
-		infos[i] = info
-		if !info.IsDir() {
+		if !e.dir {
 			continue
 		}
 		s := &sub{done: make(chan struct{})}
 		subs[i] = s
-		path := filepath.Join(dir, e.Name())
+		path := filepath.Join(dir, e.name)
 		select {
 		case w.sem <- struct{}{}:
 			go func() {
@@ -160,8 +160,8 @@ func (w *walker) dir(dir string) ([32]byte, error) {
 		}
 	}
 	for i, e := range ents {
-		writeString(h, e.Name())
-		if err := w.stamp(h, filepath.Join(dir, e.Name()), infos[i]); err != nil {
+		writeString(h, e.name)
+		if err := w.stamp(h, filepath.Join(dir, e.name), e.stat); err != nil {
 			return [32]byte{}, err
 		}
 		if s := subs[i]; s != nil {
@@ -177,22 +177,27 @@ func (w *walker) dir(dir string) ([32]byte, error) {
 	return sum, nil
 }
 
-func (w *walker) stamp(h hash.Hash, path string, info fs.FileInfo) error {
-	s := tree.StampOf(info)
-	if s.CTime == 0 || s.Ino == 0 {
+// entry is a directory entry with its status (not followed).
+type entry struct {
+	name string
+	stat
+}
+
+func (w *walker) stamp(h hash.Hash, path string, st stat) error {
+	if st.ctime == 0 || st.ino == 0 {
 		return ErrNoStamps
 	}
 	var b [8 * 6]byte
-	binary.LittleEndian.PutUint64(b[0:], uint64(info.Mode()))
-	binary.LittleEndian.PutUint64(b[8:], uint64(s.Size))
-	binary.LittleEndian.PutUint64(b[16:], uint64(s.ModTime))
-	binary.LittleEndian.PutUint64(b[24:], uint64(s.CTime))
-	binary.LittleEndian.PutUint64(b[32:], s.Ino)
-	binary.LittleEndian.PutUint64(b[40:], s.Dev)
+	binary.LittleEndian.PutUint64(b[0:], st.mode)
+	binary.LittleEndian.PutUint64(b[8:], uint64(st.size))
+	binary.LittleEndian.PutUint64(b[16:], uint64(st.mtime))
+	binary.LittleEndian.PutUint64(b[24:], uint64(st.ctime))
+	binary.LittleEndian.PutUint64(b[32:], st.ino)
+	binary.LittleEndian.PutUint64(b[40:], st.dev)
 	h.Write(b[:])
 	w.mu.Lock()
 	w.entries++
-	if w.unsettled == "" && !w.now.IsZero() && !s.Settled(w.now, Settle) {
+	if w.unsettled == "" && !w.now.IsZero() && w.now.UnixNano()-max(st.mtime, st.ctime) <= int64(Settle) {
 		w.unsettled = path
 	}
 	w.mu.Unlock()
