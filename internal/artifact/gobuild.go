@@ -105,8 +105,23 @@ func (f *Fetcher) goBuild(ctx context.Context, r *Request, g *Go, dir string, wo
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	cmd.Stdout = &stderr
-	if err := cmd.Run(); err != nil {
+	// Which toolchain the build uses is asked while it runs, not after:
+	// go env answers in some 30 ms, which would otherwise add to every
+	// build. Both see the same directory and environment, so the same
+	// toolchain; it is waited for even when the build fails, so that no
+	// go command outlives this one.
+	version := make(chan versionOrErr, 1)
+	go func() {
+		v, err := toolchainVersion(ctx, dir, env)
+		version <- versionOrErr{v, err}
+	}()
+	err := cmd.Run()
+	tc := <-version
+	if err != nil {
 		return nil, fmt.Errorf("go %s (in %s, %s): %w\n%s", strings.Join(args, " "), dir, r.Platform, err, strings.TrimSpace(stderr.String()))
+	}
+	if tc.err != nil {
+		return nil, tc.err
 	}
 	t, err := tree.FromDir(out)
 	if err != nil {
@@ -119,11 +134,12 @@ func (f *Fetcher) goBuild(ctx context.Context, r *Request, g *Go, dir string, wo
 	if err != nil {
 		return nil, err
 	}
-	goVersion, err := toolchainVersion(ctx, dir, env)
-	if err != nil {
-		return nil, err
-	}
-	return &Result{Tree: t, Licenses: lic, Record: Record{GoVersion: goVersion}, GoSource: dir}, nil
+	return &Result{Tree: t, Licenses: lic, Record: Record{GoVersion: tc.version}, GoSource: dir}, nil
+}
+
+type versionOrErr struct {
+	version string
+	err     error
 }
 
 // buildKnobs are the variables that change what the go command produces.
