@@ -356,6 +356,7 @@ func RecordFor(t output.Target) string {
 // build fetches, layers and assembles every image of the plan.
 func (b *builder) build(ctx context.Context) (*Result, error) {
 	p := b.plan
+	b.prefetchBases(ctx)
 	if err := b.fetchAll(ctx); err != nil {
 		return nil, err
 	}
@@ -494,6 +495,8 @@ type builder struct {
 	// compressors they share, so memory does not grow with layer count.
 	writers     chan struct{}
 	compressors *layer.Compressors
+	// prefetched holds the bases being resolved since the build began.
+	prefetched map[baseKey]*baseFuture
 	// started is when the build began (for provenance timestamps).
 	started time.Time
 	// memo derives facts about input files (digests, executable kinds),
@@ -600,10 +603,58 @@ func (b *builder) image(ctx context.Context, im *plan.Image) (output.Image, erro
 // base resolves a base image under the build's network policy: offline,
 // only bases that need no registry.
 func (b *builder) base(ctx context.Context, ref string, p platform.Platform) (v1.Image, error) {
-	if b.opt.Network.Offline && ref != image.Scratch && ref != image.HostProcessScratch && ref != image.HostProcessScratchV1 && !strings.HasPrefix(ref, "oci:") {
+	if f, ok := b.prefetched[baseKey{ref, p.String()}]; ok {
+		<-f.done
+		return f.img, f.err
+	}
+	return b.resolveBase(ctx, ref, p)
+}
+
+func (b *builder) resolveBase(ctx context.Context, ref string, p platform.Platform) (v1.Image, error) {
+	if b.opt.Network.Offline && !builtinBase(ref) && !strings.HasPrefix(ref, "oci:") {
 		return nil, fmt.Errorf("base %s is in a registry, and the build is offline; give it as an OCI layout (oci:DIR)", ref)
 	}
 	return b.bases.Base(ctx, ref, p)
+}
+
+func builtinBase(ref string) bool {
+	return ref == image.Scratch || ref == image.HostProcessScratch || ref == image.HostProcessScratchV1
+}
+
+// baseKey names a base for one platform.
+type baseKey struct{ ref, platform string }
+
+// baseFuture is a base being resolved.
+type baseFuture struct {
+	done chan struct{}
+	img  v1.Image
+	err  error
+}
+
+// prefetchBases starts resolving every registry and layout base of the
+// plan, once each, while the artifacts are fetched and built: a
+// registry's manifest and config round trips then overlap that work
+// instead of following it. Built-in bases are made where they are used
+// (they write into the work directory). A failing build does not wait
+// for these: they only read, into memory.
+func (b *builder) prefetchBases(ctx context.Context) {
+	b.prefetched = map[baseKey]*baseFuture{}
+	for _, im := range b.plan.Images {
+		for _, pi := range im.Platforms {
+			for _, ref := range pi.Bases {
+				k := baseKey{ref, pi.Platform.String()}
+				if builtinBase(ref) || b.prefetched[k] != nil {
+					continue
+				}
+				f := &baseFuture{done: make(chan struct{})}
+				b.prefetched[k] = f
+				go func() {
+					defer close(f.done)
+					f.img, f.err = b.resolveBase(ctx, ref, pi.Platform)
+				}()
+			}
+		}
+	}
 }
 
 // warnMixedHostProcess warns of an index that holds Linux entries and a
