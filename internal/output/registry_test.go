@@ -19,6 +19,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
@@ -58,6 +59,7 @@ type proxy struct {
 	found       map[v1.Hash]int      // blob HEADs the registry answered 200
 	mounted     map[v1.Hash][]string // blob -> repositories it was mounted from (POST ?mount=&from= answered 201)
 	events      []string             // "blob DIGEST" and "manifest REPO:REF", in the order they were committed
+	requests    map[string]int       // "METHOD REPO KIND" ("GET /v2/" for a ping) -> requests
 	inflight    int
 	maxInflight int
 }
@@ -66,10 +68,11 @@ type proxy struct {
 // registry's host.
 func newProxy(t *testing.T) (*proxy, string) {
 	p := &proxy{
-		tries:   map[string]int{},
-		commits: map[v1.Hash]int{},
-		found:   map[v1.Hash]int{},
-		mounted: map[v1.Hash][]string{},
+		tries:    map[string]int{},
+		commits:  map[v1.Hash]int{},
+		found:    map[v1.Hash]int{},
+		mounted:  map[v1.Hash][]string{},
+		requests: map[string]int{},
 	}
 	reg := testregistry.Start(t, func(h http.Handler) http.Handler {
 		p.next = h
@@ -92,6 +95,7 @@ func (p *proxy) reset() {
 	p.found = map[v1.Hash]int{}
 	p.mounted = map[v1.Hash][]string{}
 	p.events = nil
+	p.requests = map[string]int{}
 	p.maxInflight = 0
 }
 
@@ -103,6 +107,7 @@ type record struct {
 	found       map[v1.Hash]int
 	mounted     map[v1.Hash][]string
 	events      []string
+	requests    map[string]int
 	maxInflight int
 }
 
@@ -115,6 +120,7 @@ func (p *proxy) record() record {
 		found:       maps.Clone(p.found),
 		mounted:     maps.Clone(p.mounted), // the slices are only ever appended to
 		events:      slices.Clone(p.events),
+		requests:    maps.Clone(p.requests),
 		maxInflight: p.maxInflight,
 	}
 }
@@ -153,6 +159,13 @@ func splitPath(path string) (repo, kind, rest string) {
 
 func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	repo, kind, rest := splitPath(r.URL.Path)
+	p.mu.Lock()
+	if kind == "" {
+		p.requests[r.Method+" "+r.URL.Path]++
+	} else {
+		p.requests[r.Method+" "+repo+" "+kind]++
+	}
+	p.mu.Unlock()
 	if kind == "blobs/uploads" && (r.Method == http.MethodPatch || r.Method == http.MethodPut) {
 		p.upload(w, r)
 		return
@@ -757,4 +770,39 @@ func TestPushTagFailureSaysWhatMoved(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 	checkPulled(t, host+"/team/app:1.0", img)
+}
+
+// One Write to one repository pings the registry (and would exchange a
+// token) once, whatever number of manifests and tags it puts there: each
+// tag after the first costs its PUT alone, and no blob is asked for twice.
+func TestPushAsksOncePerRepository(t *testing.T) {
+	p, host := newProxy(t)
+	img := newImage(t, "amd64", newLayer(t), newLayer(t))
+	m, err := partial.Descriptor(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sbom := mutate.Subject(newImage(t, "amd64", newLayer(t)), *m).(v1.Image)
+	tags := []string{"1.0", "1", "latest"}
+	r := &Registry{Ref: host + "/once/app"}
+	if err := r.Write(context.Background(), []Image{{Repository: "app", Tags: tags, Image: img, Referrers: []v1.Image{sbom}}}); err != nil {
+		t.Fatal(err)
+	}
+	rec := p.record()
+	if n := rec.requests["GET /v2/"]; n != 1 {
+		t.Errorf("the registry was pinged %d times, want once", n)
+	}
+	// The image's config and two layers, the SBOM's config and layer.
+	if n := rec.requests["HEAD once/app blobs"]; n != 5 {
+		t.Errorf("%d HEADs of blobs for 5 blobs", n)
+	}
+	for _, tag := range tags {
+		if n := slices.Index(rec.events, "manifest once/app:"+tag); n < 0 {
+			t.Errorf("tag %s was not PUT: %q", tag, rec.events)
+		}
+		checkPulled(t, host+"/once/app:"+tag, img)
+	}
+	if n := rec.requests["PUT once/app manifests"]; n != len(rec.events)-5 {
+		t.Errorf("%d manifest PUTs for %d manifests committed: %q", n, len(rec.events)-5, rec.events)
+	}
 }
