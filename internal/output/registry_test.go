@@ -9,6 +9,8 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -24,6 +26,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/pallet-dev/pallet/internal/layer"
 	"github.com/pallet-dev/pallet/internal/testregistry"
 )
 
@@ -804,5 +807,69 @@ func TestPushAsksOncePerRepository(t *testing.T) {
 	}
 	if n := rec.requests["PUT once/app manifests"]; n != len(rec.events)-5 {
 		t.Errorf("%d manifest PUTs for %d manifests committed: %q", n, len(rec.events)-5, rec.events)
+	}
+}
+
+// fileLayer writes a new layer's blob to disk and opens it as the cache
+// does: a layer.File, verified or not.
+func fileLayer(t *testing.T, verified bool) (*layer.File, string) {
+	t.Helper()
+	l := newLayer(t)
+	rc, err := l.Compressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "blob")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	diffID, err := l.DiffID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := layer.Open(path, digest(t, l), diffID, int64(len(b)), layer.Gzip)
+	f.Verified = verified
+	return f, path
+}
+
+// Layer blobs on disk, as the cache serves them, land whole: the one the
+// cache verified (sent by the kernel over plain HTTP) and the one it did
+// not (hashed as it is sent). A damaged blob the cache did not verify
+// fails the push, and no tag points at it.
+func TestPushLayerFiles(t *testing.T) {
+	_, host := newProxy(t)
+	ctx := context.Background()
+	checked, _ := fileLayer(t, true)
+	unchecked, _ := fileLayer(t, false)
+	img := newImage(t, "amd64", checked, unchecked)
+	if err := (&Registry{Ref: host + "/files/app:1"}).Write(ctx, []Image{{Repository: "app", Image: img}}); err != nil {
+		t.Fatal(err)
+	}
+	checkPulled(t, host+"/files/app:1", img)
+
+	damaged, path := fileLayer(t, false)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0xff
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bad := newImage(t, "amd64", damaged)
+	err = (&Registry{Ref: host + "/files/bad:1", Options: []remote.Option{fastRetry}}).Write(ctx, []Image{{Repository: "bad", Image: bad}})
+	if err == nil || !strings.Contains(err.Error(), "corrupt") {
+		t.Fatalf("push of a damaged blob: %v", err)
+	}
+	if s := status(t, host, "files/bad", "manifests", "1"); s != http.StatusNotFound {
+		t.Errorf("tag of the damaged image: HTTP %d, want 404", s)
+	}
+	if s := status(t, host, "files/bad", "blobs", digest(t, damaged).String()); s != http.StatusNotFound {
+		t.Errorf("damaged blob: HTTP %d, want 404", s)
 	}
 }

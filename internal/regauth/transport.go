@@ -22,8 +22,9 @@ type Timeouts struct {
 	// Stall is how long a request may go with no byte moving either way,
 	// whether sending, waiting for the answer or receiving it, before it
 	// fails with a *StallError. Zero means DefaultStall. A body that is
-	// a file the kernel sends is seen moving only when the watchdog looks,
-	// so its stall fails after between one and two Stalls.
+	// a file the kernel sends (over plain HTTP) is seen moving only when
+	// the watchdog looks, so its stall fails after between one and two
+	// Stalls.
 	Stall time.Duration
 	// Dial bounds opening a TCP connection. Zero means DefaultDial.
 	Dial time.Duration
@@ -140,7 +141,10 @@ func (b *bounded) RoundTrip(req *http.Request) (*http.Response, error) {
 	x := newExchange(req, b.t, cancel)
 	out := req.Clone(ctx)
 	if req.Body != nil && req.Body != http.NoBody {
-		out.Body = x.body(req.Body)
+		// Over TLS the bytes go through the process to be encrypted
+		// anyway: only plain HTTP gains from a file sent by the kernel.
+		plain := req.URL.Scheme == "http"
+		out.Body = x.body(req.Body, plain)
 		if req.GetBody != nil {
 			// The transport may replay the body on a fresh connection.
 			out.GetBody = func() (io.ReadCloser, error) {
@@ -148,7 +152,7 @@ func (b *bounded) RoundTrip(req *http.Request) (*http.Response, error) {
 				if err != nil {
 					return nil, err
 				}
-				return x.body(body), nil
+				return x.body(body, plain), nil
 			}
 		}
 	}
@@ -272,10 +276,11 @@ func (x *exchange) end() {
 }
 
 // body wraps a request body to report its progress: a file the kernel
-// can send itself as a sendingFile, anything else as a sending.
-func (x *exchange) body(rc io.ReadCloser) io.ReadCloser {
+// can send itself (over plain HTTP) as a sendingFile, anything else as a
+// sending.
+func (x *exchange) body(rc io.ReadCloser, plain bool) io.ReadCloser {
 	s := sending{ReadCloser: rc, x: x}
-	if f, ok := sendable(rc); ok {
+	if f, ok := sendable(rc); ok && plain {
 		if start, err := f.Seek(0, io.SeekCurrent); err == nil {
 			x.mu.Lock()
 			x.probe = func() int64 {

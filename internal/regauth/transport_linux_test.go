@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -120,5 +121,39 @@ func TestTransportFileStall(t *testing.T) {
 	// What the socket buffers took, and no more.
 	if se.Sent <= 0 || se.Sent >= size {
 		t.Errorf("Sent = %d, want some of the %d bytes", se.Sent, size)
+	}
+}
+
+// Over TLS a file is read through the process anyway (to be encrypted), so
+// it stays behind the wrapper that counts every byte it reads.
+func TestTransportFileOverTLSIsRead(t *testing.T) {
+	t.Parallel()
+	const size = 1 << 20
+	f, data := blobFile(t, size)
+	want := sha256.Sum256(data)
+	got := make(chan [32]byte, 1)
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := sha256.New()
+		io.Copy(h, r.Body)
+		got <- [32]byte(h.Sum(nil))
+	}))
+	t.Cleanup(srv.Close)
+	saw := make(chan bool, 1)
+	c := &http.Client{Transport: regauth.Transport(seesFile{srv.Client().Transport, saw}, regauth.Timeouts{Stall: stall})}
+	req, err := http.NewRequest(http.MethodPatch, srv.URL+"/v2/x/blobs/uploads/1", f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.ContentLength = size
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if <-saw {
+		t.Error("over TLS the file reached the transport bare")
+	}
+	if <-got != want {
+		t.Error("the registry got other bytes than the file's")
 	}
 }
