@@ -45,10 +45,13 @@ func (r *Registry) Write(ctx context.Context, images []Image) error {
 	if err := r.holds(len(images)); err != nil {
 		return err
 	}
-	if r.ByDigest {
-		return r.writeByDigest(ctx, images)
+	opts, err := r.options(ctx)
+	if err != nil {
+		return err
 	}
-	opts := regauth.Options(ctx, r.Options...)
+	if r.ByDigest {
+		return r.writeByDigest(images, opts)
+	}
 	// Every image goes in by digest first, tags last: a push that fails
 	// half-way moves no tag, whichever image or blob it failed on.
 	pushed := mountHints{}
@@ -141,9 +144,22 @@ func (r *Registry) Check() error {
 	return err
 }
 
-// writeByDigest pushes each image to its repository by digest only.
-func (r *Registry) writeByDigest(ctx context.Context, images []Image) error {
+// options are the remote options of one Write. They share one pusher,
+// which pings and authenticates once per repository, not once per manifest
+// or tag, and knows which blobs it has put there already: with several
+// tags or attachments, each further tag costs one PUT instead of a ping,
+// a token exchange and the PUT.
+func (r *Registry) options(ctx context.Context) ([]remote.Option, error) {
 	opts := regauth.Options(ctx, r.Options...)
+	p, err := remote.NewPusher(opts...)
+	if err != nil {
+		return nil, err
+	}
+	return append(opts, remote.Reuse(p)), nil
+}
+
+// writeByDigest pushes each image to its repository by digest only.
+func (r *Registry) writeByDigest(images []Image, opts []remote.Option) error {
 	pushed := mountHints{}
 	for _, im := range images {
 		ref, err := r.digestRef(im)

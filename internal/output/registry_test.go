@@ -9,6 +9,8 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -19,10 +21,12 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/pallet-dev/pallet/internal/layer"
 	"github.com/pallet-dev/pallet/internal/testregistry"
 )
 
@@ -58,6 +62,7 @@ type proxy struct {
 	found       map[v1.Hash]int      // blob HEADs the registry answered 200
 	mounted     map[v1.Hash][]string // blob -> repositories it was mounted from (POST ?mount=&from= answered 201)
 	events      []string             // "blob DIGEST" and "manifest REPO:REF", in the order they were committed
+	requests    map[string]int       // "METHOD REPO KIND" ("GET /v2/" for a ping) -> requests
 	inflight    int
 	maxInflight int
 }
@@ -66,10 +71,11 @@ type proxy struct {
 // registry's host.
 func newProxy(t *testing.T) (*proxy, string) {
 	p := &proxy{
-		tries:   map[string]int{},
-		commits: map[v1.Hash]int{},
-		found:   map[v1.Hash]int{},
-		mounted: map[v1.Hash][]string{},
+		tries:    map[string]int{},
+		commits:  map[v1.Hash]int{},
+		found:    map[v1.Hash]int{},
+		mounted:  map[v1.Hash][]string{},
+		requests: map[string]int{},
 	}
 	reg := testregistry.Start(t, func(h http.Handler) http.Handler {
 		p.next = h
@@ -92,6 +98,7 @@ func (p *proxy) reset() {
 	p.found = map[v1.Hash]int{}
 	p.mounted = map[v1.Hash][]string{}
 	p.events = nil
+	p.requests = map[string]int{}
 	p.maxInflight = 0
 }
 
@@ -103,6 +110,7 @@ type record struct {
 	found       map[v1.Hash]int
 	mounted     map[v1.Hash][]string
 	events      []string
+	requests    map[string]int
 	maxInflight int
 }
 
@@ -115,6 +123,7 @@ func (p *proxy) record() record {
 		found:       maps.Clone(p.found),
 		mounted:     maps.Clone(p.mounted), // the slices are only ever appended to
 		events:      slices.Clone(p.events),
+		requests:    maps.Clone(p.requests),
 		maxInflight: p.maxInflight,
 	}
 }
@@ -153,6 +162,13 @@ func splitPath(path string) (repo, kind, rest string) {
 
 func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	repo, kind, rest := splitPath(r.URL.Path)
+	p.mu.Lock()
+	if kind == "" {
+		p.requests[r.Method+" "+r.URL.Path]++
+	} else {
+		p.requests[r.Method+" "+repo+" "+kind]++
+	}
+	p.mu.Unlock()
 	if kind == "blobs/uploads" && (r.Method == http.MethodPatch || r.Method == http.MethodPut) {
 		p.upload(w, r)
 		return
@@ -757,4 +773,103 @@ func TestPushTagFailureSaysWhatMoved(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 	checkPulled(t, host+"/team/app:1.0", img)
+}
+
+// One Write to one repository pings the registry (and would exchange a
+// token) once, whatever number of manifests and tags it puts there: each
+// tag after the first costs its PUT alone, and no blob is asked for twice.
+func TestPushAsksOncePerRepository(t *testing.T) {
+	p, host := newProxy(t)
+	img := newImage(t, "amd64", newLayer(t), newLayer(t))
+	m, err := partial.Descriptor(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sbom := mutate.Subject(newImage(t, "amd64", newLayer(t)), *m).(v1.Image)
+	tags := []string{"1.0", "1", "latest"}
+	r := &Registry{Ref: host + "/once/app"}
+	if err := r.Write(context.Background(), []Image{{Repository: "app", Tags: tags, Image: img, Referrers: []v1.Image{sbom}}}); err != nil {
+		t.Fatal(err)
+	}
+	rec := p.record()
+	if n := rec.requests["GET /v2/"]; n != 1 {
+		t.Errorf("the registry was pinged %d times, want once", n)
+	}
+	// The image's config and two layers, the SBOM's config and layer.
+	if n := rec.requests["HEAD once/app blobs"]; n != 5 {
+		t.Errorf("%d HEADs of blobs for 5 blobs", n)
+	}
+	for _, tag := range tags {
+		if n := slices.Index(rec.events, "manifest once/app:"+tag); n < 0 {
+			t.Errorf("tag %s was not PUT: %q", tag, rec.events)
+		}
+		checkPulled(t, host+"/once/app:"+tag, img)
+	}
+	if n := rec.requests["PUT once/app manifests"]; n != len(rec.events)-5 {
+		t.Errorf("%d manifest PUTs for %d manifests committed: %q", n, len(rec.events)-5, rec.events)
+	}
+}
+
+// fileLayer writes a new layer's blob to disk and opens it as the cache
+// does: a layer.File, verified or not.
+func fileLayer(t *testing.T, verified bool) (*layer.File, string) {
+	t.Helper()
+	l := newLayer(t)
+	rc, err := l.Compressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "blob")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	diffID, err := l.DiffID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := layer.Open(path, digest(t, l), diffID, int64(len(b)), layer.Gzip)
+	f.Verified = verified
+	return f, path
+}
+
+// Layer blobs on disk, as the cache serves them, land whole: the one the
+// cache verified (sent by the kernel over plain HTTP) and the one it did
+// not (hashed as it is sent). A damaged blob the cache did not verify
+// fails the push, and no tag points at it.
+func TestPushLayerFiles(t *testing.T) {
+	_, host := newProxy(t)
+	ctx := context.Background()
+	checked, _ := fileLayer(t, true)
+	unchecked, _ := fileLayer(t, false)
+	img := newImage(t, "amd64", checked, unchecked)
+	if err := (&Registry{Ref: host + "/files/app:1"}).Write(ctx, []Image{{Repository: "app", Image: img}}); err != nil {
+		t.Fatal(err)
+	}
+	checkPulled(t, host+"/files/app:1", img)
+
+	damaged, path := fileLayer(t, false)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0xff
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bad := newImage(t, "amd64", damaged)
+	err = (&Registry{Ref: host + "/files/bad:1", Options: []remote.Option{fastRetry}}).Write(ctx, []Image{{Repository: "bad", Image: bad}})
+	if err == nil || !strings.Contains(err.Error(), "corrupt") {
+		t.Fatalf("push of a damaged blob: %v", err)
+	}
+	if s := status(t, host, "files/bad", "manifests", "1"); s != http.StatusNotFound {
+		t.Errorf("tag of the damaged image: HTTP %d, want 404", s)
+	}
+	if s := status(t, host, "files/bad", "blobs", digest(t, damaged).String()); s != http.StatusNotFound {
+		t.Errorf("damaged blob: HTTP %d, want 404", s)
+	}
 }

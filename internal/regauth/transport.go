@@ -7,7 +7,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -19,7 +21,10 @@ import (
 type Timeouts struct {
 	// Stall is how long a request may go with no byte moving either way,
 	// whether sending, waiting for the answer or receiving it, before it
-	// fails with a *StallError. Zero means DefaultStall.
+	// fails with a *StallError. Zero means DefaultStall. A body that is
+	// a file the kernel sends (over plain HTTP) is seen moving only when
+	// the watchdog looks, so its stall fails after between one and two
+	// Stalls.
 	Stall time.Duration
 	// Dial bounds opening a TCP connection. Zero means DefaultDial.
 	Dial time.Duration
@@ -136,7 +141,10 @@ func (b *bounded) RoundTrip(req *http.Request) (*http.Response, error) {
 	x := newExchange(req, b.t, cancel)
 	out := req.Clone(ctx)
 	if req.Body != nil && req.Body != http.NoBody {
-		out.Body = &sending{ReadCloser: req.Body, x: x}
+		// Over TLS the bytes go through the process to be encrypted
+		// anyway: only plain HTTP gains from a file sent by the kernel.
+		plain := req.URL.Scheme == "http"
+		out.Body = x.body(req.Body, plain)
 		if req.GetBody != nil {
 			// The transport may replay the body on a fresh connection.
 			out.GetBody = func() (io.ReadCloser, error) {
@@ -144,7 +152,7 @@ func (b *bounded) RoundTrip(req *http.Request) (*http.Response, error) {
 				if err != nil {
 					return nil, err
 				}
-				return &sending{ReadCloser: body, x: x}, nil
+				return x.body(body, plain), nil
 			}
 		}
 	}
@@ -193,6 +201,10 @@ type exchange struct {
 	idle           time.Duration
 	sent, received int64
 	done           bool
+	// probe, when set, says how many bytes of the body went out so far
+	// (see sendingFile); probed is what it said last.
+	probe  func() int64
+	probed int64
 }
 
 func newExchange(req *http.Request, t Timeouts, cancel context.CancelCauseFunc) *exchange {
@@ -212,6 +224,15 @@ func (x *exchange) fire() {
 	if x.done {
 		x.mu.Unlock()
 		return
+	}
+	if x.phase == phaseSending && x.probe != nil {
+		if n := x.probe(); n > x.probed {
+			x.sent += n - x.probed
+			x.probed = n
+			x.timer.Reset(x.idle)
+			x.mu.Unlock()
+			return
+		}
 	}
 	err := &StallError{Method: x.method, URL: x.url, While: x.phase, Idle: x.idle, Sent: x.sent, Received: x.received}
 	x.mu.Unlock()
@@ -252,6 +273,29 @@ func (x *exchange) end() {
 	defer x.mu.Unlock()
 	x.done = true
 	x.timer.Stop()
+}
+
+// body wraps a request body to report its progress: a file the kernel
+// can send itself (over plain HTTP) as a sendingFile, anything else as a
+// sending.
+func (x *exchange) body(rc io.ReadCloser, plain bool) io.ReadCloser {
+	s := sending{ReadCloser: rc, x: x}
+	if f, ok := sendable(rc); ok && plain {
+		if start, err := f.Seek(0, io.SeekCurrent); err == nil {
+			x.mu.Lock()
+			x.probe = func() int64 {
+				at, err := f.Seek(0, io.SeekCurrent)
+				if err != nil {
+					return 0
+				}
+				return at - start
+			}
+			x.probed = 0
+			x.mu.Unlock()
+			return &sendingFile{sending: s, f: f}
+		}
+	}
+	return &s
 }
 
 // sending is a request body that reports its progress.
@@ -308,4 +352,32 @@ func (r *receiving) Close() error {
 	err := r.ReadCloser.Close()
 	r.cancel(nil)
 	return err
+}
+
+// sendingFile is a request body that is a file, such as a layer blob the
+// cache has verified already. It lets net/http see the file (SyscallConn
+// is what net's sendfile looks for), so the kernel moves the bytes from
+// the page cache to the socket (sendfile(2)) instead of the process
+// reading and writing them through a buffer: that copy was half of what a
+// push cost in CPU. Read is then never called; the watchdog sees progress
+// in the file's offset instead, which Linux's sendfile advances as it
+// sends (the exchange's probe). It checks that offset when the timer
+// fires, so a stall of such a body fails after between one and two
+// Stalls rather than after exactly one.
+type sendingFile struct {
+	sending
+	f *os.File
+}
+
+// SyscallConn hands the file to net's sendfile.
+func (s *sendingFile) SyscallConn() (syscall.RawConn, error) { return s.f.SyscallConn() }
+
+// Read serves a transport that copies after all (sendfile refused the
+// file): the probe counts what it reads, as it counts what sendfile sends.
+func (s *sendingFile) Read(p []byte) (int, error) {
+	n, err := s.f.Read(p)
+	if err == io.EOF {
+		s.x.sentAll()
+	}
+	return n, err
 }
