@@ -12,10 +12,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/pallet-dev/pallet/internal/layer"
 	"github.com/pallet-dev/pallet/internal/tempfile"
@@ -146,6 +148,7 @@ func (w *layoutWriter) putBytes(d v1.Hash, b []byte) error {
 // update removes.
 func (w *layoutWriter) update(prev string) error {
 	src := filepath.Join(string(w.p), "blobs")
+	var moved []string
 	algs, err := os.ReadDir(src)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
@@ -159,11 +162,20 @@ func (w *layoutWriter) update(prev string) error {
 			return err
 		}
 		for _, f := range files {
-			if err := os.Rename(filepath.Join(src, a.Name(), f.Name()), filepath.Join(prev, "blobs", a.Name(), f.Name())); err != nil {
+			dst := filepath.Join(prev, "blobs", a.Name(), f.Name())
+			if err := os.Rename(filepath.Join(src, a.Name(), f.Name()), dst); err != nil {
 				return err
 			}
+			moved = append(moved, dst)
 			w.keep(v1.Hash{Algorithm: a.Name(), Hex: f.Name()})
 		}
+	}
+	// The new blobs reach the disk before the index that names them: a
+	// crash must not leave an index.json naming blobs whose content was
+	// never written (delayed allocation keeps new files' data in memory
+	// for seconds), with the old index, which was whole, gone.
+	if err := syncFiles(moved); err != nil {
+		return err
 	}
 	// oci-layout stays as it is, even when another tool wrote it in
 	// other bytes (replaceable checked it is a layout marker): it is the
@@ -174,7 +186,15 @@ func (w *layoutWriter) update(prev string) error {
 		return err
 	}
 	if have, err := os.ReadFile(filepath.Join(prev, "index.json")); err != nil || !bytes.Equal(have, fresh) {
+		if err := syncPath(filepath.Join(string(w.p), "index.json")); err != nil {
+			return err
+		}
 		if err := os.Rename(filepath.Join(string(w.p), "index.json"), filepath.Join(prev, "index.json")); err != nil {
+			return err
+		}
+		// And the new index is in place before the blobs only the old
+		// one named are removed.
+		if err := syncFiles([]string{filepath.Join(prev, "index.json")}); err != nil {
 			return err
 		}
 	}
@@ -194,6 +214,42 @@ func (w *layoutWriter) update(prev string) error {
 				}
 			}
 		}
+	}
+	return nil
+}
+
+// syncFiles flushes files, concurrently (each waits on the disk), and
+// then the directories holding them.
+func syncFiles(paths []string) error {
+	var g errgroup.Group
+	g.SetLimit(8)
+	dirs := map[string]bool{}
+	for _, p := range paths {
+		g.Go(func() error { return syncPath(p) })
+		dirs[filepath.Dir(p)] = true
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	if runtime.GOOS == "windows" {
+		return nil // directories cannot be opened for syncing there
+	}
+	for d := range dirs {
+		if err := syncPath(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func syncPath(p string) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil && !errors.Is(err, errors.ErrUnsupported) {
+		return fmt.Errorf("sync %s: %w", p, err)
 	}
 	return nil
 }
