@@ -356,7 +356,7 @@ func RecordFor(t output.Target) string {
 // build fetches, layers and assembles every image of the plan.
 func (b *builder) build(ctx context.Context) (*Result, error) {
 	p := b.plan
-	b.prefetchBases(ctx)
+	defer b.prefetchBases(ctx)()
 	if err := b.fetchAll(ctx); err != nil {
 		return nil, err
 	}
@@ -631,28 +631,38 @@ type baseFuture struct {
 	err  error
 }
 
-// prefetchBases starts resolving every registry and layout base of the
-// plan, once each, while the artifacts are fetched and built: a
-// registry's manifest and config round trips then overlap that work
-// instead of following it. Built-in bases are made where they are used
-// (they write into the work directory). A failing build does not wait
-// for these: they only read, into memory.
-func (b *builder) prefetchBases(ctx context.Context) {
+// prefetchBases starts resolving every base of the plan, once per
+// platform, while the artifacts are fetched and built: a registry's
+// manifest and config round trips, or a built-in base's layer, then
+// overlap that work instead of following it. It returns a wait for the
+// built-in bases, which write into the work directory and must be done
+// before it is removed, even when the build fails; the others only read,
+// into memory, and a failing build does not wait for them.
+func (b *builder) prefetchBases(ctx context.Context) (wait func()) {
 	b.prefetched = map[baseKey]*baseFuture{}
+	var builtins []*baseFuture
 	for _, im := range b.plan.Images {
 		for _, pi := range im.Platforms {
 			for _, ref := range pi.Bases {
 				k := baseKey{ref, pi.Platform.String()}
-				if builtinBase(ref) || b.prefetched[k] != nil {
+				if b.prefetched[k] != nil {
 					continue
 				}
 				f := &baseFuture{done: make(chan struct{})}
 				b.prefetched[k] = f
+				if builtinBase(ref) {
+					builtins = append(builtins, f)
+				}
 				go func() {
 					defer close(f.done)
 					f.img, f.err = b.resolveBase(ctx, ref, pi.Platform)
 				}()
 			}
+		}
+	}
+	return func() {
+		for _, f := range builtins {
+			<-f.done
 		}
 	}
 }
