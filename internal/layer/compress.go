@@ -81,27 +81,64 @@ func (f freeList[T]) put(v T) {
 }
 
 // The gzip framing is pgzip's (v1.3.0), which wrote pallet's layers
-// before, byte for byte: layer digests must not change. The stream is cut
-// into blocks of gzipBlockSize, each deflated on its own with the last
-// gzipTailSize bytes of the block before as dictionary and ended with a
-// sync flush, the last one also with a final block; so the bytes do not
-// depend on how many blocks are compressed at once.
+// before, byte for byte: the bytes are pgzip's at the same level. The
+// stream is cut into blocks of gzipBlockSize, each deflated on its own
+// with the last gzipTailSize bytes of the block before as dictionary and
+// ended with a sync flush, the last one also with a final block; so the
+// bytes do not depend on how many blocks are compressed at once.
 const (
 	gzipBlockSize = 1 << 20
 	gzipTailSize  = 16 << 10
-	gzipLevel     = flate.DefaultCompression
 )
 
+// DefaultGzipLevel is the deflate level of gzip layers (klauspost/compress
+// flate). Measured per core on the bench's Windows layers (252 MiB) and on
+// 250 MiB of real binaries (Go tools, shared libraries), against level 5
+// (LegacyGzipLevel): level 3 takes 40 % and 33 % less CPU for blobs 2.2 %
+// and 4.5 % larger; level 2 saves 54 % and 48 % for 4.5 % and 7.4 %;
+// level 4 only 17 % and 12 % for 2.1 %; level 1 is larger than 2 and no
+// faster. Level 3 still writes smaller blobs than ko and crane (Go's
+// compress/gzip at BestSpeed: 40.0 % of the real binaries, level 3
+// 38.9 %); BuildKit's default (compress/gzip level 6) writes 36.2 %.
+// The builder pays for the CPU on every build; --compression zstd is both
+// smaller and faster where the runtime can pull it.
+const DefaultGzipLevel = 3
+
+// LegacyGzipLevel is the level gzip layers were written with before
+// DefaultGzipLevel (flate.DefaultCompression, which klauspost/compress
+// takes as 5): what keeps an image pallet wrote then byte for byte.
+const LegacyGzipLevel = 5
+
+// gzipKeyName names gzip at level in a layer's cache key: plain "gzip"
+// for LegacyGzipLevel, which is what keys said before levels differed, so
+// that their entries keep naming the same bytes.
+func gzipKeyName(level int) string {
+	level = gzipLevelOf(level)
+	if level == LegacyGzipLevel {
+		return string(Gzip)
+	}
+	return fmt.Sprintf("%s-%d", Gzip, level)
+}
+
+// gzipLevelOf is level with 0 meaning DefaultGzipLevel.
+func gzipLevelOf(level int) int {
+	if level == 0 {
+		return DefaultGzipLevel
+	}
+	return level
+}
+
 // gzipHeader is the header pgzip writes: no name, no comment, the zero
-// time's Unix seconds cut to 32 bits as mtime, extra flags 0 (neither
-// best speed nor best compression), OS 255 (unknown).
+// time's Unix seconds cut to 32 bits as mtime, extra flags 0 (pgzip sets
+// them only for levels 1 and 9, which no default uses), OS 255 (unknown).
 var gzipHeader = []byte{0x1f, 0x8b, 8, 0, 0x00, 0x09, 0x6e, 0x88, 0, 255}
 
 // gzipSlot is one compressor: the deflate state and the buffer its output
 // goes to, reused block after block.
 type gzipSlot struct {
-	fw  *flate.Writer
-	out bytes.Buffer
+	fw    *flate.Writer
+	level int
+	out   bytes.Buffer
 }
 
 // gzipBlock is one block on its way: compressed by a slot, then written
@@ -119,6 +156,7 @@ type gzipBlock struct {
 type gzipWriter struct {
 	c        *Compressors
 	w        io.Writer
+	level    int
 	buf      []byte // the block being filled
 	tail     []byte // the dictionary of the next block
 	crc      uint32
@@ -131,14 +169,23 @@ type gzipWriter struct {
 	closed   bool
 }
 
-// newGzipWriter writes a gzip stream to w, compressing up to jobs blocks
-// of it at once (within c's bound).
-func newGzipWriter(w io.Writer, c *Compressors, jobs int) (*gzipWriter, error) {
+// newGzipWriter writes a gzip stream to w at level (0 is
+// DefaultGzipLevel), compressing up to jobs blocks of it at once (within
+// c's bound).
+func newGzipWriter(w io.Writer, c *Compressors, jobs, level int) (*gzipWriter, error) {
+	level = gzipLevelOf(level)
+	if level < 1 || level > 9 {
+		return nil, fmt.Errorf("gzip level %d: want 1 to 9", level)
+	}
+	if level == 1 || level == 9 {
+		// The header's extra flags would differ from gzipHeader's.
+		return nil, fmt.Errorf("gzip level %d is not supported", level)
+	}
 	if _, err := w.Write(gzipHeader); err != nil {
 		return nil, err
 	}
 	jobs = max(jobs, 1)
-	z := &gzipWriter{c: c, w: w, inflight: make(chan struct{}, jobs), pending: make(chan *gzipBlock, jobs), done: make(chan struct{})}
+	z := &gzipWriter{c: c, w: w, level: level, inflight: make(chan struct{}, jobs), pending: make(chan *gzipBlock, jobs), done: make(chan struct{})}
 	z.buf = z.block()
 	go z.writeOut()
 	return z, nil
@@ -191,21 +238,23 @@ func (z *gzipWriter) submit(last bool) {
 	z.inflight <- struct{}{}
 	z.pending <- b
 	z.c.acquire()
-	b.slot = z.c.slot()
+	b.slot = z.c.slot(z.level)
 	go b.compress(z.c)
 }
 
-func (c *Compressors) slot() *gzipSlot {
-	if s, ok := c.slots.get(); ok {
+// slot returns a compressor at level. One kept at another level is left
+// to the garbage collector: all but the rare layer use the default.
+func (c *Compressors) slot(level int) *gzipSlot {
+	if s, ok := c.slots.get(); ok && s.level == level {
 		return s
 	}
 	// NewWriterDict, not NewWriter: the state pgzip compressed each block
 	// with, which ResetDict then primes with the block's dictionary.
-	fw, err := flate.NewWriterDict(nil, gzipLevel, nil)
+	fw, err := flate.NewWriterDict(nil, level, nil)
 	if err != nil {
-		panic(fmt.Sprintf("flate level %d: %v", gzipLevel, err)) // a constant level
+		panic(fmt.Sprintf("flate level %d: %v", level, err)) // checked by newGzipWriter
 	}
-	return &gzipSlot{fw: fw}
+	return &gzipSlot{fw: fw, level: level}
 }
 
 func (b *gzipBlock) compress(c *Compressors) {

@@ -24,11 +24,11 @@ import (
 )
 
 // pgzipBytes is what pgzip v1.3.0, which wrote pallet's gzip layers
-// before, makes of data with the settings Build used.
-func pgzipBytes(t *testing.T, data []byte, chunks []int) []byte {
+// before, makes of data with Build's settings at level.
+func pgzipBytes(t *testing.T, data []byte, chunks []int, level int) []byte {
 	t.Helper()
 	var out bytes.Buffer
-	pw, err := pgzip.NewWriterLevel(&out, pgzip.DefaultCompression)
+	pw, err := pgzip.NewWriterLevel(&out, level)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,14 +87,14 @@ func TestGzipFramingIsPgzips(t *testing.T) {
 	for i, size := range sizes {
 		data := testData(uint64(size), size, i%2 == 1)
 		chunks := []int{512, 7, 100000, mib, 3 * mib}
-		want := pgzipBytes(t, data, chunks)
+		want := pgzipBytes(t, data, chunks, DefaultGzipLevel)
 		for j, cf := range configs {
 			if j != i%len(configs) && i != len(sizes)-1 {
 				continue
 			}
 			limit, jobs := cf[0], cf[1]
 			var got bytes.Buffer
-			z, err := newGzipWriter(&got, NewCompressors(limit), jobs)
+			z, err := newGzipWriter(&got, NewCompressors(limit), jobs, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -105,6 +105,43 @@ func TestGzipFramingIsPgzips(t *testing.T) {
 			if !bytes.Equal(got.Bytes(), want) {
 				t.Fatalf("%d bytes, %d compressors, %d jobs: %d bytes differ from pgzip's %d", size, limit, jobs, got.Len(), len(want))
 			}
+		}
+	}
+}
+
+// Compressors shared by layers at different levels give each layer the
+// bytes of its own level, pgzip's at that level: a compressor kept from
+// one level is not reused at another. pgzip's DefaultCompression is
+// LegacyGzipLevel, what pallet wrote before DefaultGzipLevel.
+func TestGzipLevelsShareCompressors(t *testing.T) {
+	data := testData(3, 3<<20+5, true)
+	chunks := []int{100000}
+	legacy := pgzipBytes(t, data, chunks, pgzip.DefaultCompression)
+	if !bytes.Equal(legacy, pgzipBytes(t, data, chunks, LegacyGzipLevel)) {
+		t.Fatal("pgzip's default level is not LegacyGzipLevel")
+	}
+	want := map[int][]byte{0: pgzipBytes(t, data, chunks, DefaultGzipLevel), LegacyGzipLevel: legacy, 4: pgzipBytes(t, data, chunks, 4)}
+	if bytes.Equal(want[0], legacy) {
+		t.Fatal("the default level writes the legacy bytes")
+	}
+	c := NewCompressors(2)
+	for _, level := range []int{LegacyGzipLevel, 0, 4, 0, LegacyGzipLevel} {
+		var got bytes.Buffer
+		z, err := newGzipWriter(&got, c, 2, level)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeChunks(t, z, data, chunks)
+		if err := z.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Bytes(), want[level]) {
+			t.Errorf("level %d: %d bytes differ from pgzip's %d", level, got.Len(), len(want[level]))
+		}
+	}
+	for _, level := range []int{-1, 1, 9, 10} {
+		if _, err := newGzipWriter(io.Discard, c, 1, level); err == nil {
+			t.Errorf("level %d accepted", level)
 		}
 	}
 }
@@ -282,7 +319,7 @@ func (w *failingWriter) Write(p []byte) (int, error) {
 // the compressors are given back.
 func TestGzipWriteErrorStops(t *testing.T) {
 	c := NewCompressors(1)
-	z, err := newGzipWriter(&failingWriter{left: 100 << 10}, c, 2)
+	z, err := newGzipWriter(&failingWriter{left: 100 << 10}, c, 2, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
