@@ -223,10 +223,12 @@ func TestConcurrentLayersShareTheBound(t *testing.T) {
 			}
 			wg.Wait()
 		})
-		// Two compressors (gzip: 2 × 3 MiB; zstd: 2 × 18 MiB), a block
-		// filling and one waiting per layer (8 × 2 MiB), free blocks
-		// kept for reuse (4 MiB), and room for the garbage collector's
-		// timing: 154 MiB (gzip) and 126 MiB (zstd) before the bound.
+		// Two compressors (gzip: 2 × 1 MiB of deflate state and 4
+		// blocks compressed or waiting to be written out, 4 MiB; zstd:
+		// 2 × 18 MiB), a block filling and one waiting per layer (8 × 2
+		// MiB), free blocks kept for reuse (4 MiB), and room for the
+		// garbage collector's timing: 154 MiB (gzip) and 126 MiB (zstd)
+		// before the bound.
 		limit := uint64(48 << 20)
 		if comp == Zstd {
 			limit = 64 << 20
