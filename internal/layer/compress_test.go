@@ -461,3 +461,35 @@ func TestSameStatusSeesAChange(t *testing.T) {
 		t.Error("a file whose status changed in between counts as untouched")
 	}
 }
+
+// A layer's cache key names its gzip level, so that no entry written at
+// one level is taken for another; the legacy level keeps the part keys
+// had before levels differed, so that those entries still name the same
+// bytes.
+func TestKeyNamesTheGzipLevel(t *testing.T) {
+	tr := fileTree(t, t.TempDir(), "f", []byte("content"))
+	digest := func(string, tree.Stamp) (string, error) { return strings.Repeat("0", 64), nil }
+	part := func(opt Options) string {
+		parts, err := Key(tr, opt, digest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return parts[2]
+	}
+	for _, tc := range []struct {
+		opt  Options
+		want string
+	}{
+		{Options{}, "gzip-3"},
+		{Options{Compression: Gzip}, "gzip-3"},
+		{Options{Compression: Gzip, GzipLevel: DefaultGzipLevel}, "gzip-3"},
+		{Options{Compression: Gzip, GzipLevel: LegacyGzipLevel}, "gzip"},
+		{Options{Compression: Gzip, GzipLevel: 4}, "gzip-4"},
+		{Options{Compression: Zstd}, "zstd"},
+		{Options{Compression: Zstd, GzipLevel: 4}, "zstd"},
+	} {
+		if got := part(tc.opt); got != tc.want {
+			t.Errorf("%+v: compression part %q, want %q", tc.opt, got, tc.want)
+		}
+	}
+}
