@@ -14,6 +14,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/klauspost/compress/zstd"
 	"github.com/klauspost/pgzip"
+
+	"github.com/pallet-dev/pallet/internal/layer"
 )
 
 // limit measures what no layer writer can beat on this machine, over the
@@ -21,16 +23,17 @@ import (
 // Each is copied to a file first (not timed, and read once so that it is
 // in the page cache, as pallet's inputs are in a warm run); then timed:
 // the compressor alone, with pallet's settings (gzip: pgzip, 1 MiB
-// blocks, default level, -jobs blocks at once; zstd: default level),
+// blocks, pallet's level, -jobs blocks at once; zstd: default level),
 // into nothing; and one sha256 pass over the same bytes. It prints
 // "bytes=N compress_s=W compress_cpu_s=C sha256_s=W sha256_cpu_s=C".
 func limit(args []string) error {
 	fs := flag.NewFlagSet("limit", flag.ExitOnError)
 	jobs := fs.Int("jobs", runtime.NumCPU(), "blocks compressed at once (pallet build --jobs)")
 	comp := fs.String("compression", "gzip", "gzip or zstd")
+	level := fs.Int("gzip-level", layer.DefaultGzipLevel, "gzip deflate level")
 	fs.Parse(args)
 	if fs.NArg() != 1 {
-		return fmt.Errorf("usage: workload limit [-jobs J] [-compression gzip|zstd] LAYOUT")
+		return fmt.Errorf("usage: workload limit [-jobs J] [-compression gzip|zstd] [-gzip-level L] LAYOUT")
 	}
 	tmp, err := os.MkdirTemp("", "workload-limit-*")
 	if err != nil {
@@ -48,7 +51,7 @@ func limit(args []string) error {
 	}
 	cw, cc, err := timed(func() error {
 		for _, p := range tars {
-			if err := compressFile(p, *comp, *jobs); err != nil {
+			if err := compressFile(p, *comp, *jobs, *level); err != nil {
 				return err
 			}
 		}
@@ -137,11 +140,11 @@ func readAll(path string, w io.Writer) error {
 	return err
 }
 
-func compressFile(path, comp string, jobs int) error {
+func compressFile(path, comp string, jobs, level int) error {
 	var zw io.WriteCloser
 	switch comp {
 	case "gzip":
-		pw, err := pgzip.NewWriterLevel(io.Discard, pgzip.DefaultCompression)
+		pw, err := pgzip.NewWriterLevel(io.Discard, level)
 		if err != nil {
 			return err
 		}

@@ -101,7 +101,9 @@ func (b hostProcessBase) build(p platform.Platform, workDir string, epoch time.T
 	if err := addFile(t, dir, "License/NOTICE.txt", []byte(b.notice)); err != nil {
 		return nil, fmt.Errorf("%s: %w", b.name, err)
 	}
-	l, err := layer.Build(t, dir, layer.Options{Format: layer.WindowsBase, Epoch: epoch, Compression: layer.Gzip})
+	// A base keeps the bytes it always had: its 50 KB cost nothing to
+	// compress, and images built on it keep their base layer's digest.
+	l, err := layer.Build(t, dir, layer.Options{Format: layer.WindowsBase, Epoch: epoch, Compression: layer.Gzip, GzipLevel: layer.LegacyGzipLevel})
 	if err != nil {
 		return nil, err
 	}

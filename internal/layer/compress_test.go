@@ -24,11 +24,11 @@ import (
 )
 
 // pgzipBytes is what pgzip v1.3.0, which wrote pallet's gzip layers
-// before, makes of data with the settings Build used.
-func pgzipBytes(t *testing.T, data []byte, chunks []int) []byte {
+// before, makes of data with Build's settings at level.
+func pgzipBytes(t *testing.T, data []byte, chunks []int, level int) []byte {
 	t.Helper()
 	var out bytes.Buffer
-	pw, err := pgzip.NewWriterLevel(&out, pgzip.DefaultCompression)
+	pw, err := pgzip.NewWriterLevel(&out, level)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,14 +87,14 @@ func TestGzipFramingIsPgzips(t *testing.T) {
 	for i, size := range sizes {
 		data := testData(uint64(size), size, i%2 == 1)
 		chunks := []int{512, 7, 100000, mib, 3 * mib}
-		want := pgzipBytes(t, data, chunks)
+		want := pgzipBytes(t, data, chunks, DefaultGzipLevel)
 		for j, cf := range configs {
 			if j != i%len(configs) && i != len(sizes)-1 {
 				continue
 			}
 			limit, jobs := cf[0], cf[1]
 			var got bytes.Buffer
-			z, err := newGzipWriter(&got, NewCompressors(limit), jobs)
+			z, err := newGzipWriter(&got, NewCompressors(limit), jobs, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -105,6 +105,43 @@ func TestGzipFramingIsPgzips(t *testing.T) {
 			if !bytes.Equal(got.Bytes(), want) {
 				t.Fatalf("%d bytes, %d compressors, %d jobs: %d bytes differ from pgzip's %d", size, limit, jobs, got.Len(), len(want))
 			}
+		}
+	}
+}
+
+// Compressors shared by layers at different levels give each layer the
+// bytes of its own level, pgzip's at that level: a compressor kept from
+// one level is not reused at another. pgzip's DefaultCompression is
+// LegacyGzipLevel, what pallet wrote before DefaultGzipLevel.
+func TestGzipLevelsShareCompressors(t *testing.T) {
+	data := testData(3, 3<<20+5, true)
+	chunks := []int{100000}
+	legacy := pgzipBytes(t, data, chunks, pgzip.DefaultCompression)
+	if !bytes.Equal(legacy, pgzipBytes(t, data, chunks, LegacyGzipLevel)) {
+		t.Fatal("pgzip's default level is not LegacyGzipLevel")
+	}
+	want := map[int][]byte{0: pgzipBytes(t, data, chunks, DefaultGzipLevel), LegacyGzipLevel: legacy, 4: pgzipBytes(t, data, chunks, 4)}
+	if bytes.Equal(want[0], legacy) {
+		t.Fatal("the default level writes the legacy bytes")
+	}
+	c := NewCompressors(2)
+	for _, level := range []int{LegacyGzipLevel, 0, 4, 0, LegacyGzipLevel} {
+		var got bytes.Buffer
+		z, err := newGzipWriter(&got, c, 2, level)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeChunks(t, z, data, chunks)
+		if err := z.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Bytes(), want[level]) {
+			t.Errorf("level %d: %d bytes differ from pgzip's %d", level, got.Len(), len(want[level]))
+		}
+	}
+	for _, level := range []int{-1, 1, 9, 10} {
+		if _, err := newGzipWriter(io.Discard, c, 1, level); err == nil {
+			t.Errorf("level %d accepted", level)
 		}
 	}
 }
@@ -186,10 +223,12 @@ func TestConcurrentLayersShareTheBound(t *testing.T) {
 			}
 			wg.Wait()
 		})
-		// Two compressors (gzip: 2 × 3 MiB; zstd: 2 × 18 MiB), a block
-		// filling and one waiting per layer (8 × 2 MiB), free blocks
-		// kept for reuse (4 MiB), and room for the garbage collector's
-		// timing: 154 MiB (gzip) and 126 MiB (zstd) before the bound.
+		// Two compressors (gzip: 2 × 1 MiB of deflate state and 4
+		// blocks compressed or waiting to be written out, 4 MiB; zstd:
+		// 2 × 18 MiB), a block filling and one waiting per layer (8 × 2
+		// MiB), free blocks kept for reuse (4 MiB), and room for the
+		// garbage collector's timing: 154 MiB (gzip) and 126 MiB (zstd)
+		// before the bound.
 		limit := uint64(48 << 20)
 		if comp == Zstd {
 			limit = 64 << 20
@@ -282,7 +321,7 @@ func (w *failingWriter) Write(p []byte) (int, error) {
 // the compressors are given back.
 func TestGzipWriteErrorStops(t *testing.T) {
 	c := NewCompressors(1)
-	z, err := newGzipWriter(&failingWriter{left: 100 << 10}, c, 2)
+	z, err := newGzipWriter(&failingWriter{left: 100 << 10}, c, 2, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -420,5 +459,37 @@ func TestSameStatusSeesAChange(t *testing.T) {
 	c, _ := f.Stat()
 	if sameStatus(a, c) {
 		t.Error("a file whose status changed in between counts as untouched")
+	}
+}
+
+// A layer's cache key names its gzip level, so that no entry written at
+// one level is taken for another; the legacy level keeps the part keys
+// had before levels differed, so that those entries still name the same
+// bytes.
+func TestKeyNamesTheGzipLevel(t *testing.T) {
+	tr := fileTree(t, t.TempDir(), "f", []byte("content"))
+	digest := func(string, tree.Stamp) (string, error) { return strings.Repeat("0", 64), nil }
+	part := func(opt Options) string {
+		parts, err := Key(tr, opt, digest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return parts[2]
+	}
+	for _, tc := range []struct {
+		opt  Options
+		want string
+	}{
+		{Options{}, "gzip-3"},
+		{Options{Compression: Gzip}, "gzip-3"},
+		{Options{Compression: Gzip, GzipLevel: DefaultGzipLevel}, "gzip-3"},
+		{Options{Compression: Gzip, GzipLevel: LegacyGzipLevel}, "gzip"},
+		{Options{Compression: Gzip, GzipLevel: 4}, "gzip-4"},
+		{Options{Compression: Zstd}, "zstd"},
+		{Options{Compression: Zstd, GzipLevel: 4}, "zstd"},
+	} {
+		if got := part(tc.opt); got != tc.want {
+			t.Errorf("%+v: compression part %q, want %q", tc.opt, got, tc.want)
+		}
 	}
 }

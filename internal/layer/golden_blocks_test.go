@@ -65,31 +65,39 @@ func blocksTree(t *testing.T) *tree.Tree {
 // never the bytes. The values were recorded with pgzip v1.3.0 and zstd
 // of klauspost/compress v1.20.4 doing the framing, and checked as
 // TestGoldenDigests says (sha256sum, gzip -dc and zstd -dc of the blobs
-// kept with PALLET_GOLDEN_DIR).
+// kept with PALLET_GOLDEN_DIR; for gzip, also the tar GNU gzip
+// decompressed put through pgzip v1.3.0 at the level, whose sha256 is
+// the digest). The legacy level's digest is the one every gzip layer had
+// before DefaultGzipLevel.
 func TestGoldenBlockDigests(t *testing.T) {
 	src := blocksTree(t)
-	want := map[layer.Compression]string{
-		layer.Gzip: "sha256:cb725d5ecc895a3a241f3267a1244f1cda909eafb3401e7dbbc0d5a88633ee43",
-		layer.Zstd: "sha256:5a7e1b3022f972a6a61a0285add87af6e5eb1f160cf5feb02d61d95755d329f0",
+	type setting struct {
+		c         layer.Compression
+		gzipLevel int
+	}
+	want := map[setting]string{
+		{layer.Gzip, 0}:                     "sha256:f011283c93dcafab6af1e00347de1e1b8dbefbc411bfc3f7c8fbec6eb93c1d2a",
+		{layer.Gzip, layer.LegacyGzipLevel}: "sha256:cb725d5ecc895a3a241f3267a1244f1cda909eafb3401e7dbbc0d5a88633ee43",
+		{layer.Zstd, 0}:                     "sha256:5a7e1b3022f972a6a61a0285add87af6e5eb1f160cf5feb02d61d95755d329f0",
 	}
 	const diffID = "sha256:d4473310d5fa7a066c9e89f89753e13f525694713501047e970c0e5300499cce"
-	for _, c := range []layer.Compression{layer.Gzip, layer.Zstd} {
+	for _, s := range []setting{{layer.Gzip, 0}, {layer.Gzip, layer.LegacyGzipLevel}, {layer.Zstd, 0}} {
 		for _, jobs := range []int{1, 2, 5} {
 			dir := t.TempDir()
 			if keep := os.Getenv("PALLET_GOLDEN_DIR"); keep != "" {
-				dir = filepath.Join(keep, fmt.Sprintf("blocks-%s-%d", c, jobs))
+				dir = filepath.Join(keep, fmt.Sprintf("blocks-%s%d-%d", s.c, s.gzipLevel, jobs))
 				if err := os.MkdirAll(dir, 0o755); err != nil {
 					t.Fatal(err)
 				}
 			}
-			l, err := layer.Build(src, dir, layer.Options{Epoch: time.Unix(1700000000, 0), Compression: c, Jobs: jobs})
+			l, err := layer.Build(src, dir, layer.Options{Epoch: time.Unix(1700000000, 0), Compression: s.c, GzipLevel: s.gzipLevel, Jobs: jobs})
 			if err != nil {
 				t.Fatal(err)
 			}
 			digest, _ := l.Digest()
 			d, _ := l.DiffID()
-			if digest.String() != want[c] || d.String() != diffID {
-				t.Errorf("%s, %d jobs: digest %s diffID %s; want %s and %s", c, jobs, digest, d, want[c], diffID)
+			if digest.String() != want[s] || d.String() != diffID {
+				t.Errorf("%s level %d, %d jobs: digest %s diffID %s; want %s and %s", s.c, s.gzipLevel, jobs, digest, d, want[s], diffID)
 			}
 		}
 	}

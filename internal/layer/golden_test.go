@@ -3,6 +3,7 @@ package layer_test
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -67,28 +68,41 @@ func goldenTree(t *testing.T) *tree.Tree {
 //     for the Windows format the same listing shows Hives/ and Files/
 //     first and every path under Files/, and Python's tarfile shows the
 //     MSWINDOWS.fileattr, MSWINDOWS.rawsd (not on the two roots) and
-//     LIBARCHIVE.creationtime PAX records on each entry.
+//     LIBARCHIVE.creationtime PAX records on each entry;
+//   - gzip bytes: `gzip -dc BLOB | P | sha256sum` gives the digest, where P
+//     is pgzip v1.3.0 (NewWriterLevel at the layer's level,
+//     SetConcurrency(1<<20, 2), stdin to stdout): another implementation
+//     of the framing, from the tar GNU gzip decompressed. The legacy-level
+//     rows are the digests of every gzip layer before DefaultGzipLevel,
+//     checked the same way (pgzip's DefaultCompression).
 func TestGoldenDigests(t *testing.T) {
 	epoch := time.Unix(1700000000, 0)
 	for _, tc := range []struct {
 		format         layer.Format
 		compression    layer.Compression
+		gzipLevel      int
 		digest, diffID string
 	}{
-		{layer.Linux, layer.Gzip, "sha256:7306e314146f1cae308dccb6494ae620f9be9a886f337e1fbc287da8a3dbd529", "sha256:395011618f369350e954d87106a1a53ff9afae10609d848cdc6b05e998e9bcc5"},
-		{layer.Windows, layer.Gzip, "sha256:c9167a7975d6945f0832619eb5ee055f72e24bc0a309b92698714ba05d5c5bcd", "sha256:dad01d177e008dfea16f2dc225d3cbd17433197d5cfa9e0c6bcd0966a2b31fa0"},
-		{layer.Windows, layer.Zstd, "sha256:85e91e639044232d8d1145c05a227cf484a895ac5ce8f079b3509fb9e1fce52f", "sha256:dad01d177e008dfea16f2dc225d3cbd17433197d5cfa9e0c6bcd0966a2b31fa0"},
-		{layer.Linux, layer.Zstd, "sha256:22f0a49a6e2d975eaae399f6f37a1478178517488c9d6c939a576694bc2db93e", "sha256:395011618f369350e954d87106a1a53ff9afae10609d848cdc6b05e998e9bcc5"},
+		{layer.Linux, layer.Gzip, 0, "sha256:117f4c880da79a898972bce1bfa03174009aaeeab23bc5dbabbea081019c1969", "sha256:395011618f369350e954d87106a1a53ff9afae10609d848cdc6b05e998e9bcc5"},
+		{layer.Windows, layer.Gzip, 0, "sha256:d5558ba489712d6ef1207e6017a227cfefb731a762cb22f08442a938d7bc3e34", "sha256:dad01d177e008dfea16f2dc225d3cbd17433197d5cfa9e0c6bcd0966a2b31fa0"},
+		{layer.Linux, layer.Gzip, layer.LegacyGzipLevel, "sha256:7306e314146f1cae308dccb6494ae620f9be9a886f337e1fbc287da8a3dbd529", "sha256:395011618f369350e954d87106a1a53ff9afae10609d848cdc6b05e998e9bcc5"},
+		{layer.Windows, layer.Gzip, layer.LegacyGzipLevel, "sha256:c9167a7975d6945f0832619eb5ee055f72e24bc0a309b92698714ba05d5c5bcd", "sha256:dad01d177e008dfea16f2dc225d3cbd17433197d5cfa9e0c6bcd0966a2b31fa0"},
+		{layer.Windows, layer.Zstd, 0, "sha256:85e91e639044232d8d1145c05a227cf484a895ac5ce8f079b3509fb9e1fce52f", "sha256:dad01d177e008dfea16f2dc225d3cbd17433197d5cfa9e0c6bcd0966a2b31fa0"},
+		{layer.Linux, layer.Zstd, 0, "sha256:22f0a49a6e2d975eaae399f6f37a1478178517488c9d6c939a576694bc2db93e", "sha256:395011618f369350e954d87106a1a53ff9afae10609d848cdc6b05e998e9bcc5"},
 	} {
-		t.Run(tc.format.String()+"-"+string(tc.compression), func(t *testing.T) {
+		name := tc.format.String() + "-" + string(tc.compression)
+		if tc.gzipLevel != 0 {
+			name += fmt.Sprint(tc.gzipLevel)
+		}
+		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			if keep := os.Getenv("PALLET_GOLDEN_DIR"); keep != "" {
-				dir = filepath.Join(keep, tc.format.String()+"-"+string(tc.compression))
+				dir = filepath.Join(keep, name)
 				if err := os.MkdirAll(dir, 0o755); err != nil {
 					t.Fatal(err)
 				}
 			}
-			l, err := layer.Build(goldenTree(t), dir, layer.Options{Format: tc.format, Epoch: epoch, Compression: tc.compression})
+			l, err := layer.Build(goldenTree(t), dir, layer.Options{Format: tc.format, Epoch: epoch, Compression: tc.compression, GzipLevel: tc.gzipLevel})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -23,7 +23,11 @@ func Key(t *tree.Tree, opt Options, digest tree.FileDigest) ([]string, error) {
 // KeyParts gives Key's parts to add one by one, for a caller that digests
 // them as they come rather than holding one string per file.
 func KeyParts(t *tree.Tree, opt Options, digest tree.FileDigest, add func(part string)) error {
-	for _, p := range []string{"layer-v3", opt.Format.String(), string(opt.Compression), strconv.FormatInt(opt.Epoch.Unix(), 10)} {
+	compression := string(opt.Compression)
+	if opt.Compression == Gzip || opt.Compression == "" {
+		compression = gzipKeyName(opt.GzipLevel)
+	}
+	for _, p := range []string{"layer-v3", opt.Format.String(), compression, strconv.FormatInt(opt.Epoch.Unix(), 10)} {
 		add(p)
 	}
 	var links linkTyper

@@ -81,6 +81,9 @@ type Options struct {
 	// SOURCE_DATE_EPOCH or the recipe) is what makes layers reproducible.
 	Epoch       time.Time
 	Compression Compression
+	// GzipLevel is the deflate level of a gzip layer: 0 is
+	// DefaultGzipLevel; LegacyGzipLevel writes what pallet wrote before.
+	GzipLevel int
 	// Jobs is how many of the layer's blocks are compressed at once
 	// (default 1), within the Compressors' bound; a zstd stream is
 	// compressed in order, and above 1 only compresses a block while the
@@ -340,7 +343,7 @@ func newCompressor(w io.Writer, opt Options) (compressor, error) {
 	if opt.Compression == Zstd {
 		return newZstdWriter(w, opt.Compressors, opt.Jobs)
 	}
-	return newGzipWriter(w, opt.Compressors, opt.Jobs)
+	return newGzipWriter(w, opt.Compressors, opt.Jobs, opt.GzipLevel)
 }
 
 func hashOf(h hash.Hash) v1.Hash {
