@@ -1,6 +1,7 @@
 package build
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"os"
@@ -32,31 +33,6 @@ const (
 	attestationManifest = "attestation-manifest"
 	predicateAnnotation = "in-toto.io/predicate-type"
 )
-
-// describeArtifacts makes the SBOM's view of every artifact, once per
-// build: file SHA-1s and Go modules, through the memo.
-func (b *builder) describeArtifacts() error {
-	b.described = nil
-	for _, key := range b.plan.Keys() {
-		res := b.results[key]
-		var rec *record.Artifact
-		for i := range b.record.Artifacts {
-			a := &b.record.Artifacts[i]
-			if a.Name == res.Record.Name && a.Platform == res.Record.Platform {
-				rec = a
-			}
-		}
-		if rec == nil {
-			continue
-		}
-		d, err := sbom.Describe(*rec, res, b.memo)
-		if err != nil {
-			return err
-		}
-		b.described = append(b.described, d)
-	}
-	return nil
-}
 
 // Attest says which documents to make about every platform image, and
 // how to attach them.
@@ -90,15 +66,21 @@ func (a Attest) wants(d sbom.Document) bool {
 
 // attest makes the documents about img and attaches them: as referrers
 // (returned) or in an attestation manifest (returned as att).
-func (b *builder) attest(im *plan.Image, pi *plan.PlatformImage, ref string, base, img v1.Image, ir *record.Image) (att v1.Image, referrers []v1.Image, err error) {
+func (b *builder) attest(ctx context.Context, im *plan.Image, pi *plan.PlatformImage, ref string, base, img v1.Image, ir *record.Image) (att v1.Image, referrers []v1.Image, err error) {
 	d, err := img.Digest()
+	if err != nil {
+		return nil, nil, err
+	}
+	// An image's documents describe every artifact of the build, as its
+	// provenance names them all.
+	described, err := b.describedAll(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
 	in := sbom.Input{
 		Image: im.Name, Repository: im.Repository, Platform: pi.Platform.String(), Digest: d.String(),
 		Base: sbom.Base{Ref: ref}, Epoch: b.plan.Epoch, Recipe: b.recipeFile, Dir: b.plan.Dir,
-		Args: b.opt.Args, Artifacts: b.described, Placed: ir.Placed,
+		Args: b.opt.Args, Artifacts: described, Placed: ir.Placed,
 		Builder: sbom.Builder{ID: sbom.DefaultBuilderID, Version: palletVersion()},
 	}
 	for _, p := range im.Platforms {

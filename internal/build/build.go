@@ -353,45 +353,20 @@ func RecordFor(t output.Target) string {
 	return record.PathFor(t.String())
 }
 
-// build fetches, layers and assembles every image of the plan.
+// build fetches, layers and assembles every image of the plan. A layer
+// is written as soon as the artifacts it places are ready (fetched,
+// scanned, their licences found and the build's rules applied), while
+// the others are still fetched: the compressors do not wait for the
+// slowest download.
 func (b *builder) build(ctx context.Context) (*Result, error) {
 	p := b.plan
 	defer b.prefetchBases(ctx)()
-	if err := b.fetchAll(ctx); err != nil {
-		return nil, err
-	}
-	rec := &record.Build{Recipe: p.Source, Epoch: p.Epoch.Unix()}
-	for _, key := range slices.Sorted(maps.Keys(b.results)) {
-		a, err := record.Scan(b.results[key], b.memo)
-		if err != nil {
-			return nil, err
-		}
-		if b.opt.ModuleLicenses && len(a.GoBinaries) > 0 {
-			if err := b.moduleLicenses(ctx, p.Artifacts[key], b.results[key], &a); err != nil {
-				return nil, plan.Wrap(p.Artifacts[key].Pos, err)
-			}
-		}
-		if err := b.policy(a, p.Artifacts[key]); err != nil {
-			return nil, plan.Wrap(p.Artifacts[key].Pos, err)
-		}
-		rec.Artifacts = append(rec.Artifacts, a)
-	}
-	b.record = rec
 	if b.opt.Attest.any() {
 		var err error
 		if b.recipeFile, err = sbom.RecipeFile(p.Source); err != nil {
 			return nil, err
 		}
-		if err := b.describeArtifacts(); err != nil {
-			return nil, err
-		}
 		b.documents = map[string][]byte{}
-	}
-	// The record names the build's inputs as the recipe does, not by
-	// paths of this machine.
-	rec.Recipe = filepath.Base(p.Source)
-	for i := range rec.Artifacts {
-		rec.Artifacts[i].Path = displayPath(p.Dir, rec.Artifacts[i].Path)
 	}
 	b.unplaced = map[string]int{}
 	for _, im := range p.Images {
@@ -403,9 +378,17 @@ func (b *builder) build(ctx context.Context) (*Result, error) {
 			}
 		}
 	}
+	b.ready = map[string]*ready{}
+	for key := range p.Artifacts {
+		b.ready[key] = &ready{done: make(chan struct{})}
+	}
+	b.allReady = make(chan struct{})
+	fetched := make(chan error, 1)
+	go func() { fetched <- b.fetchAll(ctx) }()
+
 	// Images are assembled in parallel with each other, as their
 	// platforms are within each; Jobs bounds the layer writing below.
-	res := &Result{Record: rec, Images: make([]output.Image, len(p.Images))}
+	res := &Result{Images: make([]output.Image, len(p.Images))}
 	var g errgroup.Group
 	for i, im := range p.Images {
 		g.Go(func() error {
@@ -414,9 +397,25 @@ func (b *builder) build(ctx context.Context) (*Result, error) {
 			return err
 		})
 	}
-	if err := g.Wait(); err != nil {
+	imagesErr := g.Wait()
+	// A failed artifact is the error to report, not the images that
+	// waited for it in vain.
+	if err := <-fetched; err != nil {
 		return nil, err
 	}
+	if imagesErr != nil {
+		return nil, imagesErr
+	}
+	rec := &record.Build{Recipe: filepath.Base(p.Source), Epoch: p.Epoch.Unix()}
+	for _, key := range p.Keys() {
+		a := b.ready[key].record
+		// The record names the build's inputs as the recipe does, not by
+		// paths of this machine.
+		a.Path = displayPath(p.Dir, a.Path)
+		rec.Artifacts = append(rec.Artifacts, a)
+	}
+	b.record = rec
+	res.Record = rec
 	for _, k := range slices.Sorted(maps.Keys(b.placed)) {
 		rec.Images = append(rec.Images, *b.placed[k])
 	}
@@ -497,15 +496,18 @@ type builder struct {
 	compressors *layer.Compressors
 	// prefetched holds the bases being resolved since the build began.
 	prefetched map[baseKey]*baseFuture
+	// ready holds, per artifact key, the artifact being made ready;
+	// allReady closes once every one is, or the first has failed.
+	ready    map[string]*ready
+	allReady chan struct{}
 	// started is when the build began (for provenance timestamps).
 	started time.Time
 	// memo derives facts about input files (digests, executable kinds),
 	// remembered by the cache across builds while files are untouched.
 	memo record.Memo
-	// record is the build record being made; described, recipeFile and
-	// documents are the SBOMs' inputs and outputs (with Options.SBOM).
+	// record is the build record, made once the images are; recipeFile
+	// and documents are the SBOMs' input and outputs (with Options.SBOM).
 	record     *record.Build
-	described  []sbom.Artifact
 	recipeFile sbom.File
 	documents  map[string][]byte
 }
@@ -518,35 +520,120 @@ func (b *builder) step(name string, fn func() error) error {
 	return err
 }
 
+// ready is an artifact being made ready for placing: fetched, scanned
+// for the record, its module licences found, the build's rules applied
+// and, with SBOMs, described. done closes once it is, or has failed.
+type ready struct {
+	done      chan struct{}
+	err       error
+	record    record.Artifact
+	described *sbom.Artifact
+}
+
+// errNotReady is what a layer waiting for a failed artifact gets; the
+// artifact's own error is the build's.
+var errNotReady = errors.New("an artifact it places failed")
+
+// await waits until the artifact under key is ready.
+func (b *builder) await(ctx context.Context, key string) (*artifact.Result, error) {
+	r := b.ready[key]
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if r.err != nil {
+		return nil, errNotReady
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.results[key], nil
+}
+
+// fetchAll makes every artifact ready, Jobs at a time, and stops at the
+// first failure: the artifacts not started then fail as not ready.
 func (b *builder) fetchAll(ctx context.Context) error {
+	defer close(b.allReady)
 	b.results = map[string]*artifact.Result{}
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(b.opt.Jobs)
 	for _, key := range slices.Sorted(maps.Keys(b.plan.Artifacts)) {
 		a := b.plan.Artifacts[key]
+		r := b.ready[key]
 		g.Go(func() error {
-			work, err := os.MkdirTemp(b.work, "artifact-*")
-			if err != nil {
-				return err
+			defer close(r.done)
+			r.err = ctx.Err()
+			if r.err == nil {
+				r.err = b.makeReady(ctx, key, a, r)
 			}
-			done := b.opt.Progress.Start(fmt.Sprintf("artifact %s (%s)", a.Name, a.Platform))
-			res, err := b.fetcher.Fetch(ctx, &a.Request, work)
-			if err != nil {
-				done("", err)
-				return plan.Wrap(a.Pos, err)
-			}
-			b.mu.Lock()
-			b.results[key] = res
-			b.mu.Unlock()
-			how := a.How()
-			if res.Cached {
-				how += ", cached"
-			}
-			done(how, nil)
-			return nil
+			return r.err
 		})
 	}
 	return g.Wait()
+}
+
+func (b *builder) makeReady(ctx context.Context, key string, a *plan.Artifact, r *ready) error {
+	work, err := os.MkdirTemp(b.work, "artifact-*")
+	if err != nil {
+		return err
+	}
+	done := b.opt.Progress.Start(fmt.Sprintf("artifact %s (%s)", a.Name, a.Platform))
+	res, err := b.fetcher.Fetch(ctx, &a.Request, work)
+	if err != nil {
+		done("", err)
+		return plan.Wrap(a.Pos, err)
+	}
+	how := a.How()
+	if res.Cached {
+		how += ", cached"
+	}
+	done(how, nil)
+	rec, err := record.Scan(res, b.memo)
+	if err != nil {
+		return err
+	}
+	if b.opt.ModuleLicenses && len(rec.GoBinaries) > 0 {
+		if err := b.moduleLicenses(ctx, a, res, &rec); err != nil {
+			return plan.Wrap(a.Pos, err)
+		}
+	}
+	if err := b.policy(rec, a); err != nil {
+		return plan.Wrap(a.Pos, err)
+	}
+	if b.opt.Attest.any() {
+		// Described from the tree, which goes once the layers placed it.
+		d, err := sbom.Describe(rec, res, b.memo)
+		if err != nil {
+			return err
+		}
+		r.described = &d
+	}
+	r.record = rec
+	b.mu.Lock()
+	b.results[key] = res
+	b.mu.Unlock()
+	return nil
+}
+
+// describedAll is the SBOMs' view of every artifact, in the plan's
+// order, once all are ready.
+func (b *builder) describedAll(ctx context.Context) ([]sbom.Artifact, error) {
+	select {
+	case <-b.allReady:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	var all []sbom.Artifact
+	for _, key := range b.plan.Keys() {
+		r := b.ready[key]
+		if r.err != nil {
+			return nil, errNotReady
+		}
+		if r.described != nil {
+			all = append(all, *r.described)
+		}
+	}
+	return all, nil
 }
 
 func (b *builder) image(ctx context.Context, im *plan.Image) (output.Image, error) {
@@ -709,7 +796,7 @@ func (b *builder) platformImages(ctx context.Context, im *plan.Image, pi *plan.P
 		ir := &record.Image{Name: name, Platform: pi.Platform.String(), Base: ref, Digest: d.String(), Placed: []record.Placement{}}
 		for _, l := range pi.Layers {
 			for _, pm := range l.Placements {
-				ir.Placed = append(ir.Placed, record.Placement{Artifact: b.results[pm.Artifact].Record.Name, Dest: pm.Dest})
+				ir.Placed = append(ir.Placed, record.Placement{Artifact: b.plan.Artifacts[pm.Artifact].Name, Dest: pm.Dest})
 			}
 		}
 		b.mu.Lock()
@@ -717,7 +804,7 @@ func (b *builder) platformImages(ctx context.Context, im *plan.Image, pi *plan.P
 		b.mu.Unlock()
 		imgs = append(imgs, img)
 		if b.opt.Attest.any() {
-			att, refs, err := b.attest(im, pi, ref, base, img, ir)
+			att, refs, err := b.attest(ctx, im, pi, ref, base, img, ir)
 			if err != nil {
 				return nil, nil, nil, fmt.Errorf("image %s (%s): SBOM and provenance: %w", name, pi.Platform, err)
 			}
@@ -730,54 +817,83 @@ func (b *builder) platformImages(ctx context.Context, im *plan.Image, pi *plan.P
 	return imgs, atts, referrers, nil
 }
 
+// layers writes pi's layers. Each layer's tree is made as soon as the
+// artifacts it places are ready, and written at once unless it holds a
+// Windows link, whose type comes from the whole image (its target may be
+// in another layer, through other links): those wait for every tree.
+// The checks across layers (a file placed twice, names equal under
+// Windows' case folding) run once every tree is made; a failed check
+// stops the writing.
 func (b *builder) layers(ctx context.Context, name string, pi *plan.PlatformImage) ([]image.Layer, error) {
 	format := layer.Linux
 	if pi.Platform.IsWindows() {
 		format = layer.Windows
 	}
-	// The trees first, all of them: placing is cheap, and a file placed by
-	// two layers is found before any layer is written.
-	trees := make([]*tree.Tree, len(pi.Layers))
-	whats := make([][]string, len(pi.Layers))
-	for i, l := range pi.Layers {
-		t, what, err := b.layerTree(name, pi, l)
-		if err != nil {
-			return nil, err
-		}
-		trees[i], whats[i] = t, what
+	n := len(pi.Layers)
+	trees := make([]*tree.Tree, n)
+	whats := make([][]string, n)
+	made := make([]chan struct{}, n)
+	for i := range made {
+		made[i] = make(chan struct{})
 	}
-	if !pi.Overwrite {
-		if err := sameFileInTwoLayers(name, pi, trees); err != nil {
-			return nil, err
-		}
-	}
-	// A Windows link is typed as a directory link from the whole image:
-	// its target may be in another layer, through other links.
+	// allTrees closes once every tree is made; links is then the image's
+	// link typing (Windows).
+	allTrees := make(chan struct{})
 	var links func(string) (bool, bool)
-	if format == layer.Windows {
-		if !pi.Overwrite {
-			var c *layer.CaseCollision
-			if err := layer.CheckWindowsImage(trees...); errors.As(err, &c) {
-				l := pi.Layers[c.Layer]
-				return nil, plan.Errorf(l.Placements[0].Pos, "image %s (%s), layer %s: %v", name, pi.Platform, l.Name, err)
-			}
-		}
-		links = layer.ImageLinks(trees...)
-		for i, t := range trees {
-			for _, w := range layer.UntypedLinks(t, layer.Options{Format: format, LinkTarget: links}) {
-				b.opt.Progress.Warn("image %s (%s), layer %s: %s", name, pi.Platform, pi.Layers[i].Name, w)
-			}
-		}
-	}
-	layers := make([]image.Layer, len(pi.Layers))
+	layers := make([]image.Layer, n)
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(b.opt.Jobs)
+	g.Go(func() error {
+		for i := range made {
+			select {
+			case <-made[i]:
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+		}
+		if !pi.Overwrite {
+			if err := sameFileInTwoLayers(name, pi, trees); err != nil {
+				return err
+			}
+		}
+		if format == layer.Windows {
+			if !pi.Overwrite {
+				var c *layer.CaseCollision
+				if err := layer.CheckWindowsImage(trees...); errors.As(err, &c) {
+					l := pi.Layers[c.Layer]
+					return plan.Errorf(l.Placements[0].Pos, "image %s (%s), layer %s: %v", name, pi.Platform, l.Name, err)
+				}
+			}
+			links = layer.ImageLinks(trees...)
+			for i, t := range trees {
+				for _, w := range layer.UntypedLinks(t, layer.Options{Format: format, LinkTarget: links}) {
+					b.opt.Progress.Warn("image %s (%s), layer %s: %s", name, pi.Platform, pi.Layers[i].Name, w)
+				}
+			}
+		}
+		close(allTrees)
+		return nil
+	})
 	for i, l := range pi.Layers {
 		g.Go(func() error {
+			t, what, err := b.layerTree(gctx, name, pi, l)
+			if err != nil {
+				return err
+			}
+			trees[i], whats[i] = t, what
+			close(made[i])
+			opt := layer.Options{Format: format, Epoch: b.plan.Epoch, Compression: b.opt.Compression, Jobs: b.opt.Jobs, Compressors: b.compressors}
+			if format == layer.Windows && hasLinks(t) {
+				select {
+				case <-allTrees:
+				case <-gctx.Done():
+					return gctx.Err()
+				}
+				opt.LinkTarget = links
+			}
 			if err := gctx.Err(); err != nil {
 				return err
 			}
-			lay, err := b.layer(trees[i], layer.Options{Format: format, Epoch: b.plan.Epoch, Compression: b.opt.Compression, Jobs: b.opt.Jobs, LinkTarget: links, Compressors: b.compressors})
+			lay, err := b.layer(t, opt)
 			if err != nil {
 				return fmt.Errorf("layer %s: %w", l.Name, err)
 			}
@@ -791,12 +907,25 @@ func (b *builder) layers(ctx context.Context, name string, pi *plan.PlatformImag
 	return layers, nil
 }
 
+// hasLinks says whether t holds a symlink.
+func hasLinks(t *tree.Tree) bool {
+	for _, e := range t.Entries() {
+		if e.Kind == tree.Symlink {
+			return true
+		}
+	}
+	return false
+}
+
 // layerTree places l's artifacts (and their licences) into one tree.
-func (b *builder) layerTree(name string, pi *plan.PlatformImage, l *plan.Layer) (*tree.Tree, []string, error) {
+func (b *builder) layerTree(ctx context.Context, name string, pi *plan.PlatformImage, l *plan.Layer) (*tree.Tree, []string, error) {
 	t := tree.New()
 	var what []string
 	for _, pm := range l.Placements {
-		res := b.results[pm.Artifact]
+		res, err := b.await(ctx, pm.Artifact)
+		if err != nil {
+			return nil, nil, err
+		}
 		place := tree.Placement{Dest: pm.Dest, FileMode: pm.Mode, UID: pm.UID, GID: pm.GID, From: pm.Path, LinkAs: pm.LinkAs}
 		if b.plan.Artifacts[pm.Artifact].Check {
 			if err := b.checkExecutables(res, place, pi.Platform); err != nil {
@@ -823,7 +952,7 @@ func (b *builder) layerTree(name string, pi *plan.PlatformImage, l *plan.Layer) 
 // they placed; keeping the artifact's tree as well, while the layers'
 // keys are made and the memo of every file's digest is in memory, was a
 // fifth of the live heap of a 100,000-file no-op. The record, the SBOMs
-// and module licences were made from the trees before any image.
+// and module licences were made from the tree before it was ready.
 func (b *builder) placedAll(l *plan.Layer) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// A layer is written as soon as the artifacts it places are ready: the
+// download here is held until the other layer is in the cache, which
+// only a build that does not wait for every artifact first gets past.
+func TestLayerDoesNotWaitForOtherArtifacts(t *testing.T) {
+	cacheDir := t.TempDir()
+	release := []byte("a release\n")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		deadline := time.Now().Add(30 * time.Second)
+		for time.Now().Before(deadline) {
+			if ents, _ := os.ReadDir(filepath.Join(cacheDir, "layers")); len(ents) > 0 {
+				w.Write(release)
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		http.Error(w, "no layer was written while the download was held", http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	sum := sha256.Sum256(release)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "local.txt"), "local\n")
+	recipe := filepath.Join(dir, "pallet.yaml")
+	writeFile(t, recipe, `version: 1
+artifacts:
+  local:
+    local: {path: ./local.txt}
+    licenses: none
+  release:
+    url:
+      url: "`+srv.URL+`/release.txt"
+      sha256: `+hex.EncodeToString(sum[:])+`
+    licenses: none
+images:
+  app:
+    repository: example.com/app
+    base: scratch
+    platforms: [linux/amd64, windows/amd64]
+    files:
+      - {artifact: local, dest: /local.txt}
+      - {artifact: release, dest: /release.txt}
+`)
+	mustPallet(t, "build", "-f", recipe, "--cache-dir", cacheDir, "-o", "oci:"+filepath.Join(t.TempDir(), "out"))
+}
