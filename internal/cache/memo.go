@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -144,8 +146,47 @@ func (m *memoEntry) set(name, value string) {
 
 // memoShard is the part of the memo one file on disk holds.
 type memoShard struct {
+	// data is the shard as read, and at the offset of each of its
+	// entries, in path order: an entry this build does not change is
+	// looked up where it is, by binary search, rather than decoded into
+	// a map. A 100,000-file build reads every entry and changes few; a
+	// map of them was twice the memory of the shards' bytes.
+	data string
+	at   []uint32
+	// used has bit i set when this build used the entry at at[i].
+	used []uint64
+	// entries are the entries this build made or changed, which hide
+	// data's.
 	entries map[string]*memoEntry
 	dirty   bool
+}
+
+// find looks path up in the entries as read.
+func (s *memoShard) find(path string) (int, memoEntry, bool) {
+	i, ok := slices.BinarySearchFunc(s.at, path, func(off uint32, path string) int {
+		return strings.Compare(pathAt(s.data, off), path)
+	})
+	if !ok {
+		return 0, memoEntry{}, false
+	}
+	_, m := entryAt(s.data, s.at[i])
+	m.used = s.used[i/64]&(1<<(i%64)) != 0
+	return i, m, true
+}
+
+// all gives every entry, those read as the last build left them but
+// for what this build did: marked used, and seen today.
+func (s *memoShard) all() map[string]*memoEntry {
+	out := make(map[string]*memoEntry, len(s.at)+len(s.entries))
+	for i, off := range s.at {
+		p, m := entryAt(s.data, off)
+		if s.used[i/64]&(1<<(i%64)) != 0 {
+			m.used, m.seen = true, today()
+		}
+		out[p] = &m
+	}
+	maps.Copy(out, s.entries)
+	return out
 }
 
 // fileID names a file by device and inode, which renaming it or its
@@ -204,10 +245,11 @@ func (c *Cache) shard(path string) *memoShard {
 	if err != nil {
 		return s
 	}
-	if s.entries, err = decodeShard(data); err != nil {
-		s.entries = map[string]*memoEntry{}
+	if s.data, s.at, err = indexShard(data); err != nil {
 		s.dirty = true
+		return s
 	}
+	s.used = make([]uint64, (len(s.at)+63)/64)
 	return s
 }
 
@@ -343,7 +385,22 @@ func (c *Cache) recall(path, fact string, st tree.Stamp) (string, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := c.shard(path)
-	m, ok := s.entries[path]
+	if m, ok := s.entries[path]; ok {
+		if m.st != st {
+			return "", false
+		}
+		v, known := m.get(fact)
+		if !known {
+			return "", false
+		}
+		m.used = true
+		if d := today(); m.seen != d {
+			m.seen = d
+			s.dirty = true
+		}
+		return v, true
+	}
+	i, m, ok := s.find(path)
 	if !ok || m.st != st {
 		return "", false
 	}
@@ -351,9 +408,10 @@ func (c *Cache) recall(path, fact string, st tree.Stamp) (string, bool) {
 	if !known {
 		return "", false
 	}
-	m.used = true
-	if d := today(); m.seen != d {
-		m.seen = d
+	// Marked used, not copied out: all gives it today's date if the
+	// shard is written, which it must be if the date was another.
+	s.used[i/64] |= 1 << (i % 64)
+	if m.seen != today() {
 		s.dirty = true
 	}
 	return v, true
@@ -364,6 +422,12 @@ func (c *Cache) store(path, fact, v string, st tree.Stamp) {
 	defer c.mu.Unlock()
 	s := c.shard(path)
 	m, ok := s.entries[path]
+	if !ok {
+		if _, read, found := s.find(path); found {
+			m, ok = &read, true
+			s.entries[path] = m
+		}
+	}
 	if !ok || m.st != st {
 		m = &memoEntry{st: st}
 		s.entries[path] = m
@@ -423,11 +487,14 @@ func (c *Cache) save() error {
 	share := (limit + n - 1) / n
 	for _, i := range dirty {
 		s := c.shards[i]
+		// Written, the shard is held whole as a map, as few builds look
+		// files up after they save the memo.
+		*s = memoShard{entries: s.all()}
 		s.prune(share)
 		if err := tempfile.WriteFile(c.shardPath(i), encodeShard(s.entries)); err != nil {
+			s.dirty = true
 			return fmt.Errorf("cache %s: digest memo: %w", c.dir, err)
 		}
-		s.dirty = false
 	}
 	return nil
 }
@@ -513,61 +580,122 @@ func encodeShard(entries map[string]*memoEntry) []byte {
 
 var errShard = errors.New("damaged memo shard")
 
+// decodeShard reads a whole shard into a map.
 func decodeShard(data []byte) (map[string]*memoEntry, error) {
-	r, ok := bytes.CutPrefix(data, []byte(memoMagic))
-	if !ok {
-		return nil, errShard
+	whole, at, err := indexShard(data)
+	if err != nil {
+		return nil, err
 	}
-	// Paths and facts are slices of one copy of the shard rather than a
-	// string each: a 100,000-file build reads 300,000 of them.
-	whole := string(data)
-	uv := func() uint64 {
-		v, n := binary.Uvarint(r)
-		if n <= 0 {
-			ok = false
-			return 0
-		}
-		r = r[n:]
-		return v
-	}
-	sv := func() int64 {
-		v, n := binary.Varint(r)
-		if n <= 0 {
-			ok = false
-			return 0
-		}
-		r = r[n:]
-		return v
-	}
-	str := func() string {
-		n := uv()
-		if !ok || n > uint64(len(r)) {
-			ok = false
-			return ""
-		}
-		at := len(data) - len(r)
-		r = r[n:]
-		return whole[at : at+int(n)]
-	}
-	out := map[string]*memoEntry{}
-	for len(r) > 0 {
-		p := str()
-		m := &memoEntry{}
-		m.st.Size, m.st.ModTime, m.st.CTime = sv(), sv(), sv()
-		m.st.Ino, m.st.Dev = uv(), uv()
-		m.seen = sv()
-		if !ok {
-			return nil, errShard
-		}
-		at := len(data) - len(r)
-		var buf [4]fact
-		_, n, factsOK := decodeFacts(buf[:0], whole[at:])
-		if !factsOK {
-			return nil, errShard
-		}
-		m.facts = whole[at : at+n]
-		r = r[n:]
-		out[p] = m
+	out := make(map[string]*memoEntry, len(at))
+	for _, off := range at {
+		p, m := entryAt(whole, off)
+		out[p] = &m
 	}
 	return out, nil
+}
+
+// indexShard checks a shard as encodeShard writes it, paths in order,
+// and gives it as one string, with the offset of each entry in it: the
+// paths and facts of the entries looked up are slices of that string.
+func indexShard(data []byte) (string, []uint32, error) {
+	if !bytes.HasPrefix(data, []byte(memoMagic)) || len(data) > math.MaxUint32 {
+		return "", nil, errShard
+	}
+	whole := string(data)
+	r := shardReader{s: whole, n: len(memoMagic), ok: true}
+	var at []uint32
+	last := ""
+	for r.n < len(whole) && r.ok {
+		off := r.n
+		p := r.str()
+		if len(at) > 0 && p <= last {
+			return "", nil, errShard // not written by encodeShard
+		}
+		last = p
+		r.varint()  // size
+		r.varint()  // mtime
+		r.varint()  // ctime
+		r.uvarint() // inode
+		r.uvarint() // device
+		r.varint()  // day seen
+		if !r.ok {
+			break
+		}
+		var buf [4]fact
+		_, n, ok := decodeFacts(buf[:0], whole[r.n:])
+		if !ok {
+			return "", nil, errShard
+		}
+		r.n += n
+		at = append(at, uint32(off))
+	}
+	if !r.ok {
+		return "", nil, errShard
+	}
+	return whole, at, nil
+}
+
+// pathAt is the path of the entry at off in a shard indexShard checked.
+func pathAt(data string, off uint32) string {
+	r := shardReader{s: data, n: int(off), ok: true}
+	return r.str()
+}
+
+// entryAt decodes the entry at off in a shard indexShard checked.
+func entryAt(data string, off uint32) (string, memoEntry) {
+	r := shardReader{s: data, n: int(off), ok: true}
+	p := r.str()
+	var m memoEntry
+	m.st.Size, m.st.ModTime, m.st.CTime = r.varint(), r.varint(), r.varint()
+	m.st.Ino, m.st.Dev = r.uvarint(), r.uvarint()
+	m.seen = r.varint()
+	var buf [4]fact
+	_, n, _ := decodeFacts(buf[:0], data[r.n:])
+	m.facts = data[r.n : r.n+n]
+	return p, m
+}
+
+// shardReader reads the varints and strings of a shard in a string,
+// as encoding/binary reads them from bytes; ok turns false at the
+// first that is cut short or too long.
+type shardReader struct {
+	s  string
+	n  int
+	ok bool
+}
+
+func (r *shardReader) uvarint() uint64 {
+	var x uint64
+	for i, shift := 0, uint(0); i < binary.MaxVarintLen64 && r.n < len(r.s); i, shift = i+1, shift+7 {
+		b := r.s[r.n]
+		r.n++
+		if b < 0x80 {
+			if i == binary.MaxVarintLen64-1 && b > 1 {
+				break // overflows 64 bits
+			}
+			return x | uint64(b)<<shift
+		}
+		x |= uint64(b&0x7f) << shift
+	}
+	r.ok = false
+	return 0
+}
+
+func (r *shardReader) varint() int64 {
+	ux := r.uvarint()
+	x := int64(ux >> 1)
+	if ux&1 != 0 {
+		x = ^x
+	}
+	return x
+}
+
+func (r *shardReader) str() string {
+	n := r.uvarint()
+	if !r.ok || n > uint64(len(r.s)-r.n) {
+		r.ok = false
+		return ""
+	}
+	r.n += int(n)
+	return r.s[r.n-int(n) : r.n]
 }
