@@ -65,6 +65,9 @@ type memoEntry struct {
 	facts string
 	// used says this build used or made the entry; it is not saved.
 	used bool
+	// checked says this build derived the sha256 fact itself, by reading
+	// the file once it had settled: what Checked gives. It is not saved.
+	checked bool
 }
 
 type fact struct{ name, value string }
@@ -72,7 +75,13 @@ type fact struct{ name, value string }
 // encodeFacts gives facts as a shard holds them: their number, then each
 // name and value, lengths as uvarints.
 func encodeFacts(facts ...fact) string {
-	b := binary.AppendUvarint(nil, uint64(len(facts)))
+	n := binary.MaxVarintLen64
+	for _, f := range facts {
+		n += 2*binary.MaxVarintLen64 + len(f.name) + len(f.value)
+	}
+	// One allocation for the bytes, one for the string kept.
+	b := make([]byte, 0, n)
+	b = binary.AppendUvarint(b, uint64(len(facts)))
 	for _, f := range facts {
 		b = binary.AppendUvarint(b, uint64(len(f.name)))
 		b = append(b, f.name...)
@@ -292,8 +301,7 @@ func (c *Cache) RememberAt(path string, st tree.Stamp, fact string, derive func(
 	if fact == "sha256" {
 		// Written, or read in full, by this build: see Learn.
 		if sum, ok := c.learned(st); ok {
-			c.store(path, fact, sum, st)
-			return sum, nil
+			return c.store(path, fact, sum, st, false), nil
 		}
 	}
 	v, err := derive(path)
@@ -301,13 +309,15 @@ func (c *Cache) RememberAt(path string, st tree.Stamp, fact string, derive func(
 		return "", err
 	}
 	// Only a file that had settled before it was read, and is the same
-	// after, is known to have had this content all along.
+	// after, is known to have had this content all along. The copy the
+	// memo keeps is returned, so that a caller keeping the value (a
+	// layer's expected digests) does not keep a second one; a digest is
+	// marked as this build's (Checked) in the memo's entry rather than
+	// learned by file identity as well, which for 100,000 files was
+	// 10 MB more.
 	if st.Settled(time.Now(), settleTime) {
 		if after, err := os.Stat(path); err == nil && tree.StampOf(after) == st {
-			c.store(path, fact, v, st)
-			if fact == "sha256" {
-				c.learn(st, v)
-			}
+			return c.store(path, fact, v, st, fact == "sha256"), nil
 		}
 	}
 	return v, nil
@@ -328,7 +338,7 @@ func (c *Cache) Learn(path, sum string) error {
 	}
 	st := tree.StampOf(info)
 	c.learn(st, sum)
-	c.store(path, "sha256", sum, st)
+	c.store(path, "sha256", sum, st, false)
 	return nil
 }
 
@@ -347,12 +357,27 @@ func (c *Cache) Wrote(path, sum string) error {
 	return nil
 }
 
-// Checked gives the sha256 this build computed of the file whose status
-// is info, if it did (by writing it, or by reading it once it had
+// Checked gives the sha256 this build computed of the file at path whose
+// status is info, if it did (by writing it, or by reading it once it had
 // settled): the layer writer takes it instead of hashing the file again,
-// as long as the file keeps that status while it is copied.
-func (c *Cache) Checked(_ string, info fs.FileInfo) (string, bool) {
-	return c.learned(tree.StampOf(info))
+// as long as the file keeps that status while it is copied. After Flush
+// it knows only the files this build wrote.
+func (c *Cache) Checked(path string, info fs.FileInfo) (string, bool) {
+	st := tree.StampOf(info)
+	if sum, ok := c.learned(st); ok {
+		return sum, true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, ok := c.shards[c.shardOf(path)]
+	if !ok {
+		return "", false
+	}
+	m, ok := s.entries[path]
+	if !ok || !m.checked || m.st != st {
+		return "", false
+	}
+	return m.get("sha256")
 }
 
 func (c *Cache) learn(st tree.Stamp, sum string) {
@@ -364,8 +389,8 @@ func (c *Cache) learn(st tree.Stamp, sum string) {
 	c.mu.Unlock()
 }
 
-// Learned gives the sha256 this build computed of the file whose stamp is
-// st, if it did (see Checked).
+// Learned gives the sha256 this build wrote the file whose stamp is st
+// with, if it did (see Learn and Wrote).
 func (c *Cache) Learned(st tree.Stamp) (string, bool) { return c.learned(st) }
 
 func (c *Cache) learned(st tree.Stamp) (string, bool) {
@@ -417,7 +442,10 @@ func (c *Cache) recall(path, fact string, st tree.Stamp) (string, bool) {
 	return v, true
 }
 
-func (c *Cache) store(path, fact, v string, st tree.Stamp) {
+// store remembers fact v of the file at path, whose stamp is st, and
+// gives the memo's copy of v; checked marks a sha256 this build derived
+// (see Checked).
+func (c *Cache) store(path, fact, v string, st tree.Stamp, checked bool) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := c.shard(path)
@@ -432,13 +460,16 @@ func (c *Cache) store(path, fact, v string, st tree.Stamp) {
 		m = &memoEntry{st: st}
 		s.entries[path] = m
 	}
+	m.checked = m.checked || checked
 	if old, ok := m.get(fact); ok && old == v && m.used && m.seen == today() {
-		return
+		return old
 	}
 	m.set(fact, v)
 	m.seen = today()
 	m.used = true
 	s.dirty = true
+	v, _ = m.get(fact)
+	return v
 }
 
 // Close saves the shards of the digest memo this build changed, pruned:
@@ -451,7 +482,9 @@ func (c *Cache) Close() error {
 
 // Flush saves the memo as Close does and lets go of the shards read, for
 // a build whose remaining steps look up few files: those are read again
-// as they are looked up. What the build computed itself (Learned) is kept.
+// as they are looked up. The digests of files the build wrote (Learned)
+// are kept; of those it read, only the memo on disk remembers them, so
+// Checked no longer gives them.
 func (c *Cache) Flush() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
