@@ -63,6 +63,11 @@ type memoEntry struct {
 	// changes few, and a slice of facts of its own per file was a fifth
 	// of the memo's memory.
 	facts string
+	// extra holds, encoded the same way, the facts this build added to
+	// an entry that had some: facts already handed out (a sha256 that a
+	// record and a layer key keep) are slices of facts, which a new
+	// string of every fact would not free.
+	extra string
 	// used says this build used or made the entry; it is not saved.
 	used bool
 	// checked says this build derived the sha256 fact itself, by reading
@@ -132,25 +137,49 @@ func decodeFacts(dst []fact, s string) (facts []fact, n int, ok bool) {
 }
 
 func (m *memoEntry) get(name string) (string, bool) {
-	var buf [4]fact
-	facts, _, _ := decodeFacts(buf[:0], m.facts)
-	for _, f := range facts {
-		if f.name == name {
-			return f.value, true
+	for _, enc := range [...]string{m.facts, m.extra} {
+		var buf [4]fact
+		facts, _, _ := decodeFacts(buf[:0], enc)
+		for _, f := range facts {
+			if f.name == name {
+				return f.value, true
+			}
 		}
 	}
 	return "", false
 }
 
 func (m *memoEntry) set(name, value string) {
-	facts, _, _ := decodeFacts(nil, m.facts)
+	if _, ok := m.get(name); !ok && m.facts != "" && m.facts != noFacts {
+		extra, _, _ := decodeFacts(nil, m.extra)
+		m.extra = encodeFacts(append(extra, fact{name, value})...)
+		return
+	}
+	facts := m.all()
 	i := slices.IndexFunc(facts, func(f fact) bool { return f.name == name })
 	if i < 0 {
 		facts = append(facts, fact{name, value})
 	} else {
 		facts[i].value = value
 	}
-	m.facts = encodeFacts(facts...)
+	m.facts, m.extra = encodeFacts(facts...), ""
+}
+
+// all is every fact of m.
+func (m *memoEntry) all() []fact {
+	facts, _, _ := decodeFacts(nil, m.facts)
+	if more, _, ok := decodeFacts(nil, m.extra); ok {
+		facts = append(facts, more...)
+	}
+	return facts
+}
+
+// encoded is m's facts as a shard holds them.
+func (m *memoEntry) encoded() string {
+	if m.extra == "" {
+		return m.facts
+	}
+	return encodeFacts(m.all()...)
 }
 
 // memoShard is the part of the memo one file on disk holds.
@@ -543,7 +572,7 @@ func (s *memoShard) prune(limit int) {
 		if m.used {
 			continue
 		}
-		if m.seen < old || m.facts == "" || m.facts == noFacts {
+		if m.seen < old || m.encoded() == "" || m.encoded() == noFacts {
 			delete(s.entries, path)
 			continue
 		}
@@ -602,7 +631,7 @@ func encodeShard(entries map[string]*memoEntry) []byte {
 		b = binary.AppendUvarint(b, m.st.Ino)
 		b = binary.AppendUvarint(b, m.st.Dev)
 		b = binary.AppendVarint(b, m.seen)
-		facts := m.facts
+		facts := m.encoded()
 		if facts == "" {
 			facts = noFacts
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/pallet-dev/pallet/internal/tree"
 )
@@ -446,6 +447,22 @@ func TestMemoFactsEncoded(t *testing.T) {
 		}
 	}
 	check("set", m)
+
+	// A fact added to an entry that has some leaves their string as it
+	// was: a value handed out stays the memo's copy.
+	m2 := &memoEntry{st: m.st, seen: today()}
+	m2.set("sha256", strings.Repeat("c", 64))
+	sum, _ := m2.get("sha256")
+	m2.set("go-buildinfo", "")
+	if again, _ := m2.get("sha256"); unsafe.StringData(again) != unsafe.StringData(sum) {
+		t.Error("adding a fact copied the others")
+	}
+	if v, ok := m2.get("go-buildinfo"); !ok || v != "" {
+		t.Errorf("go-buildinfo = %q, %v after adding it", v, ok)
+	}
+	if facts, _, ok := decodeFacts(nil, m2.encoded()); !ok || len(facts) != 2 {
+		t.Errorf("the entry encodes %v (ok %v), want both facts", facts, ok)
+	}
 
 	data := encodeShard(map[string]*memoEntry{"/x/a": m, "/x/b": {st: tree.Stamp{Size: 1}, seen: today(), facts: encodeFacts(fact{"exe-ok linux/amd64", "ok"})}})
 	got, err := decodeShard(data)

@@ -114,8 +114,8 @@ type Tree struct {
 	// parents holds every ancestor directory of an entry, so that a file
 	// placed where a directory is implied is caught in constant time.
 	parents map[string]bool
-	// slowWalk is set once FromDir met a name it cannot add unchecked.
-	slowWalk bool
+	// chunk is where Add puts new entries: one allocation for many.
+	chunk []Entry
 	// order is every entry, synthesized parents too, sorted as Entries
 	// returns them: a build asks a tree for its entries many times (its
 	// digest, the record, placing, the layer key), and sorting 100,000
@@ -181,9 +181,20 @@ func (t *Tree) Add(e Entry) error {
 	for dir := path.Dir(p); dir != "." && !t.parents[dir]; dir = path.Dir(dir) {
 		t.parents[dir] = true
 	}
-	ne := e
-	t.entries[p] = &ne
+	t.entries[p] = t.newEntry(e)
 	return nil
+}
+
+// entryChunk is how many entries Add allocates at once.
+const entryChunk = 256
+
+// newEntry gives a place for e in t.chunk.
+func (t *Tree) newEntry(e Entry) *Entry {
+	if len(t.chunk) == cap(t.chunk) {
+		t.chunk = make([]Entry, 0, entryChunk)
+	}
+	t.chunk = append(t.chunk, e)
+	return &t.chunk[len(t.chunk)-1]
 }
 
 // checkIDs keeps an owner that a runtime would read as another (see MaxID)
@@ -361,10 +372,17 @@ func (t *Tree) Place(src *Tree, pl Placement) error {
 		e.Path = dest
 		return t.add(e, pl)
 	}
+	empty := len(t.entries) == 0
 	if dest != "." {
 		if err := t.Add(Entry{Path: dest, Kind: Dir, Mode: 0o755, UID: pl.UID, GID: pl.GID}); err != nil {
 			return err
 		}
+	} else if err := checkIDs(Entry{Path: dest, UID: pl.UID, GID: pl.GID}); err != nil {
+		return err
+	}
+	if pl.From == "" && (dest == "." && empty || dest != "." && !t.parents[dest]) {
+		t.placeNew(src, dest, pl, empty)
+		return nil
 	}
 	for e := range entries {
 		e.Path = path.Join(dest, e.Path)
@@ -373,6 +391,66 @@ func (t *Tree) Place(src *Tree, pl Placement) error {
 		}
 	}
 	return nil
+}
+
+// placeNew places all of src under dest, where t has nothing yet. The
+// entries of a tree are clean paths, each after its parent, so placed
+// under a new directory none can collide with another or with t's: Add's
+// checks need not be made again for each of 100,000 files. The paths are
+// one string, the entries a slice. If t was empty, the placed entries
+// come in its order already, and it need not be sorted.
+func (t *Tree) placeNew(src *Tree, dest string, pl Placement, empty bool) {
+	prefix := dest + "/"
+	if dest == "." {
+		prefix = ""
+	}
+	n, size := 0, 0
+	for e := range src.All() {
+		n++
+		size += len(prefix) + len(e.Path)
+	}
+	var paths string
+	if prefix != "" {
+		var sb strings.Builder
+		sb.Grow(size)
+		for e := range src.All() {
+			sb.WriteString(prefix)
+			sb.WriteString(e.Path)
+		}
+		paths = sb.String()
+	}
+	if empty {
+		t.sort() // dest and its parents
+	} else {
+		t.order = nil
+	}
+	placed := make([]Entry, 0, n)
+	lastDir := ""
+	for e := range src.All() {
+		p := e.Path
+		if prefix != "" {
+			p, paths = paths[:len(prefix)+len(p)], paths[len(prefix)+len(p):]
+		}
+		e.Path = p
+		if pl.FileMode != 0 && e.Kind == File {
+			e.Mode = pl.FileMode
+		}
+		if pl.LinkAs != LinkUnknown && e.Kind == Symlink {
+			e.LinkAs = pl.LinkAs
+		}
+		e.UID, e.GID = pl.UID, pl.GID
+		placed = append(placed, e)
+		ne := &placed[len(placed)-1]
+		t.entries[p] = ne
+		if empty {
+			t.order = append(t.order, ne)
+		}
+		// Entries of one directory come one after another.
+		if dir := path.Dir(p); dir != "." && dir != lastDir {
+			t.parents[dir] = true
+			lastDir = dir
+		}
+	}
 }
 
 // subtree returns the entries at and under from, relative to from: a file
