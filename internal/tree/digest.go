@@ -3,8 +3,7 @@ package tree
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
-	"io"
+	"strconv"
 )
 
 // Digest is the digest of a tree's paths, kinds, modes, links and file
@@ -15,16 +14,27 @@ import (
 // owners, times and the tar encoding.
 func Digest(t *Tree, digest FileDigest) (string, error) {
 	h := sha256.New()
+	// What fmt.Fprintf(h, "%s\x00%s\x00%o\x00%s\x00", ...) wrote, put
+	// together in one buffer: fmt was a tenth of a no-op build's CPU.
+	var buf []byte
 	for e := range t.All() {
-		fmt.Fprintf(h, "%s\x00%s\x00%o\x00%s\x00", e.Path, e.Kind, e.Mode, e.Link)
+		buf = append(buf[:0], e.Path...)
+		buf = append(buf, 0)
+		buf = append(buf, e.Kind.String()...)
+		buf = append(buf, 0)
+		buf = strconv.AppendUint(buf, uint64(e.Mode), 8)
+		buf = append(buf, 0)
+		buf = append(buf, e.Link...)
+		buf = append(buf, 0)
 		if e.Kind == File {
 			sum, err := digest(e.Source, e.Stamp)
 			if err != nil {
 				return "", err
 			}
-			io.WriteString(h, sum)
+			buf = append(buf, sum...)
 		}
-		h.Write([]byte{0})
+		buf = append(buf, 0)
+		h.Write(buf)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }

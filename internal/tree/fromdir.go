@@ -48,6 +48,7 @@ func FromDir(root string) (*Tree, error) {
 		return t, t.addChecked(top)
 	}
 	t.order = make([]*Entry, 0, w.entries)
+	t.entries = make(map[string]*Entry, w.entries)
 	return t, t.addListed(top)
 }
 

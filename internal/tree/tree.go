@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"iter"
+	"maps"
 	"os"
 	"path"
 	"slices"
@@ -424,6 +425,10 @@ func (t *Tree) placeNew(src *Tree, dest string, pl Placement, empty bool) {
 	} else {
 		t.order = nil
 	}
+	// Sized once, not grown (and rehashed) ten times on the way.
+	entries := make(map[string]*Entry, len(t.entries)+n)
+	maps.Copy(entries, t.entries)
+	t.entries = entries
 	placed := make([]Entry, 0, n)
 	lastDir := ""
 	for e := range src.All() {
