@@ -1,10 +1,10 @@
 package cache
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"math"
@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pallet-dev/pallet/internal/tempfile"
@@ -271,15 +272,11 @@ func (c *Cache) shard(path string) *memoShard {
 	}
 	s := &memoShard{entries: map[string]*memoEntry{}}
 	c.shards[i] = s
-	info, err := os.Stat(c.shardPath(i))
-	if err != nil {
-		return s
-	}
-	if info.Size() > maxShardBytes {
+	data, err := readShard(c.shardPath(i))
+	if errors.Is(err, errShard) {
 		s.dirty = true
 		return s
 	}
-	data, err := os.ReadFile(c.shardPath(i))
 	if err != nil {
 		return s
 	}
@@ -289,6 +286,37 @@ func (c *Cache) shard(path string) *memoShard {
 	}
 	s.used = make([]uint64, (len(s.at)+63)/64)
 	return s
+}
+
+// shardBuffers are what shards are read through.
+var shardBuffers = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
+
+// readShard reads the shard at path, straight into the string the memo
+// keeps: os.ReadFile and a string of its bytes were twice the memory to
+// fill, a tenth of a no-op build's CPU. errShard says it is too big.
+func readShard(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	if info.Size() > maxShardBytes {
+		return "", errShard
+	}
+	var sb strings.Builder
+	sb.Grow(int(info.Size()))
+	buf := shardBuffers.Get().(*[]byte)
+	defer shardBuffers.Put(buf)
+	// One that grew since is read as far as the limit, and then found
+	// damaged if it is cut there.
+	if _, err := io.CopyBuffer(&sb, io.LimitReader(f, maxShardBytes), *buf); err != nil {
+		return "", err
+	}
+	return sb.String(), nil
 }
 
 // FileSHA256 returns the sha256 of the file at path, from memory while
@@ -644,7 +672,7 @@ var errShard = errors.New("damaged memo shard")
 
 // decodeShard reads a whole shard into a map.
 func decodeShard(data []byte) (map[string]*memoEntry, error) {
-	whole, at, err := indexShard(data)
+	whole, at, err := indexShard(string(data))
 	if err != nil {
 		return nil, err
 	}
@@ -657,13 +685,12 @@ func decodeShard(data []byte) (map[string]*memoEntry, error) {
 }
 
 // indexShard checks a shard as encodeShard writes it, paths in order,
-// and gives it as one string, with the offset of each entry in it: the
-// paths and facts of the entries looked up are slices of that string.
-func indexShard(data []byte) (string, []uint32, error) {
-	if !bytes.HasPrefix(data, []byte(memoMagic)) || len(data) > math.MaxUint32 {
+// and gives the offset of each entry in it: the paths and facts of the
+// entries looked up are slices of whole.
+func indexShard(whole string) (string, []uint32, error) {
+	if !strings.HasPrefix(whole, memoMagic) || len(whole) > math.MaxUint32 {
 		return "", nil, errShard
 	}
-	whole := string(data)
 	r := shardReader{s: whole, n: len(memoMagic), ok: true}
 	var at []uint32
 	last := ""
