@@ -38,7 +38,7 @@ func TestMemoIsCapped(t *testing.T) {
 	c.mu.Lock()
 	for i, p := range files[:2] {
 		m := c.shard(p).entries[p]
-		m.seen, m.used = today()-20+int64(i), false
+		m.seen, m.used = today()-20+int32(i), false
 	}
 	c.mu.Unlock()
 	if err := c.Close(); err != nil {
@@ -502,7 +502,7 @@ func TestMemoLooksUpInPlace(t *testing.T) {
 		writeFile(t, p, []byte(p))
 		files = append(files, p)
 	}
-	write := func(seen int64) {
+	write := func(seen int32) {
 		t.Helper()
 		entries := map[string]*memoEntry{}
 		for _, p := range files {
