@@ -198,13 +198,15 @@ func (t *Tree) addListed(j *dirJob) error {
 	if j.err != nil {
 		return j.err
 	}
+	if j.rel != "" && len(j.entries) > 0 {
+		t.parents[j.rel] = true
+	}
 	subdirs := j.subdirs
 	for i := range j.entries {
 		e := &j.entries[i]
 		t.entries[e.Path] = e
 		t.order = append(t.order, e)
 		if e.Kind == Dir {
-			t.parents[e.Path] = true
 			if err := t.addListed(subdirs[0]); err != nil {
 				return err
 			}

@@ -2,6 +2,7 @@ package tree
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -163,6 +164,9 @@ func TestFromDirPathsShareSources(t *testing.T) {
 // file's stamp is the one StampOf gives for an lstat of it.
 func TestFromDirOrderAndStamps(t *testing.T) {
 	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "a", "empty"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for _, p := range []string{"a/x", "a/y/z", "a-b", "a.c", "a!", "b/a/c", "B", "_/1"} {
 		f := filepath.Join(dir, filepath.FromSlash(p))
 		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
@@ -197,5 +201,8 @@ func TestFromDirOrderAndStamps(t *testing.T) {
 	}
 	if got, want := paths(tr.Entries()), paths(added.Entries()); !slices.Equal(got, want) {
 		t.Errorf("walk order %v\nsorted      %v", got, want)
+	}
+	if !maps.Equal(tr.parents, added.parents) {
+		t.Errorf("parents %v, want %v", tr.parents, added.parents)
 	}
 }
