@@ -48,8 +48,11 @@ func FromDir(root string) (*Tree, error) {
 		return t, t.addChecked(top)
 	}
 	t.order = make([]*Entry, 0, w.entries)
-	t.entries = make(map[string]*Entry, w.entries)
-	return t, t.addListed(top)
+	if err := t.addListed(top); err != nil {
+		return nil, err
+	}
+	t.unindexed = t.order
+	return t, nil
 }
 
 // walkWorkers is how many directories FromDir lists at once: a few more
@@ -204,7 +207,6 @@ func (t *Tree) addListed(j *dirJob) error {
 	subdirs := j.subdirs
 	for i := range j.entries {
 		e := &j.entries[i]
-		t.entries[e.Path] = e
 		t.order = append(t.order, e)
 		if e.Kind == Dir {
 			if err := t.addListed(subdirs[0]); err != nil {

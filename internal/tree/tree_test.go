@@ -297,3 +297,45 @@ func TestPlaceNewAsAdd(t *testing.T) {
 		})
 	}
 }
+
+// A tree of many files is read by several image builds at once: looking
+// paths up while others walk it is safe (go test -race), and finds every
+// entry FromDir and Place added.
+func TestLookupsWhileWalking(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 50 {
+		p := filepath.Join(dir, "d", strings.Repeat("x", i%7), "f"+strings.Repeat("y", i))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src, err := FromDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	placed := New()
+	if err := placed.Place(src, Placement{Dest: "/srv/"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range []*Tree{src, placed} {
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				n := 0
+				for e := range tr.All() {
+					if got, ok := tr.Get(e.Path); !ok || got.Path != e.Path {
+						t.Errorf("%s: not found", e.Path)
+					}
+					n++
+				}
+				if n < tr.Len() {
+					t.Errorf("walked %d entries of %d", n, tr.Len())
+				}
+			})
+		}
+		wg.Wait()
+	}
+}
