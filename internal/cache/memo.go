@@ -1,15 +1,18 @@
 package cache
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pallet-dev/pallet/internal/tempfile"
@@ -52,17 +55,27 @@ const memoMagic = "pallet memo 1\n"
 // were derived; a changed file no longer matches.
 type memoEntry struct {
 	st tree.Stamp
-	// seen is the day (days since 1970, UTC) a build last used the entry:
-	// when a shard is over its share of the limit, the longest unused go
-	// first, and those unused for memoMaxAge days go anyway.
-	seen int64
 	// facts are held as a shard encodes them (see encodeFacts), a slice
 	// of the shard read: a build reads every fact of 100,000 files and
 	// changes few, and a slice of facts of its own per file was a fifth
 	// of the memo's memory.
 	facts string
+	// extra holds, encoded the same way, the facts this build added to
+	// an entry that had some: facts already handed out (a sha256 that a
+	// record and a layer key keep) are slices of facts, which a new
+	// string of every fact would not free.
+	extra string
+	// seen is the day (days since 1970, UTC) a build last used the entry:
+	// when a shard is over its share of the limit, the longest unused go
+	// first, and those unused for memoMaxAge days go anyway. (It and the
+	// flags come last, where they fit in the space a field of 8 bytes
+	// would leave.)
+	seen int32
 	// used says this build used or made the entry; it is not saved.
 	used bool
+	// checked says this build derived the sha256 fact itself, by reading
+	// the file once it had settled: what Checked gives. It is not saved.
+	checked bool
 }
 
 type fact struct{ name, value string }
@@ -70,7 +83,13 @@ type fact struct{ name, value string }
 // encodeFacts gives facts as a shard holds them: their number, then each
 // name and value, lengths as uvarints.
 func encodeFacts(facts ...fact) string {
-	b := binary.AppendUvarint(nil, uint64(len(facts)))
+	n := binary.MaxVarintLen64
+	for _, f := range facts {
+		n += 2*binary.MaxVarintLen64 + len(f.name) + len(f.value)
+	}
+	// One allocation for the bytes, one for the string kept.
+	b := make([]byte, 0, n)
+	b = binary.AppendUvarint(b, uint64(len(facts)))
 	for _, f := range facts {
 		b = binary.AppendUvarint(b, uint64(len(f.name)))
 		b = append(b, f.name...)
@@ -121,31 +140,94 @@ func decodeFacts(dst []fact, s string) (facts []fact, n int, ok bool) {
 }
 
 func (m *memoEntry) get(name string) (string, bool) {
-	var buf [4]fact
-	facts, _, _ := decodeFacts(buf[:0], m.facts)
-	for _, f := range facts {
-		if f.name == name {
-			return f.value, true
+	for _, enc := range [...]string{m.facts, m.extra} {
+		var buf [4]fact
+		facts, _, _ := decodeFacts(buf[:0], enc)
+		for _, f := range facts {
+			if f.name == name {
+				return f.value, true
+			}
 		}
 	}
 	return "", false
 }
 
 func (m *memoEntry) set(name, value string) {
-	facts, _, _ := decodeFacts(nil, m.facts)
+	if _, ok := m.get(name); !ok && m.facts != "" && m.facts != noFacts {
+		extra, _, _ := decodeFacts(nil, m.extra)
+		m.extra = encodeFacts(append(extra, fact{name, value})...)
+		return
+	}
+	facts := m.all()
 	i := slices.IndexFunc(facts, func(f fact) bool { return f.name == name })
 	if i < 0 {
 		facts = append(facts, fact{name, value})
 	} else {
 		facts[i].value = value
 	}
-	m.facts = encodeFacts(facts...)
+	m.facts, m.extra = encodeFacts(facts...), ""
+}
+
+// all is every fact of m.
+func (m *memoEntry) all() []fact {
+	facts, _, _ := decodeFacts(nil, m.facts)
+	if more, _, ok := decodeFacts(nil, m.extra); ok {
+		facts = append(facts, more...)
+	}
+	return facts
+}
+
+// encoded is m's facts as a shard holds them.
+func (m *memoEntry) encoded() string {
+	if m.extra == "" {
+		return m.facts
+	}
+	return encodeFacts(m.all()...)
 }
 
 // memoShard is the part of the memo one file on disk holds.
 type memoShard struct {
+	// data is the shard as read, and at the offset of each of its
+	// entries, in path order: an entry this build does not change is
+	// looked up where it is, by binary search, rather than decoded into
+	// a map. A 100,000-file build reads every entry and changes few; a
+	// map of them was twice the memory of the shards' bytes.
+	data string
+	at   []uint32
+	// used has bit i set when this build used the entry at at[i].
+	used []uint64
+	// entries are the entries this build made or changed, which hide
+	// data's.
 	entries map[string]*memoEntry
 	dirty   bool
+}
+
+// find looks path up in the entries as read.
+func (s *memoShard) find(path string) (int, memoEntry, bool) {
+	i, ok := slices.BinarySearchFunc(s.at, path, func(off uint32, path string) int {
+		return strings.Compare(pathAt(s.data, off), path)
+	})
+	if !ok {
+		return 0, memoEntry{}, false
+	}
+	_, m := entryAt(s.data, s.at[i])
+	m.used = s.used[i/64]&(1<<(i%64)) != 0
+	return i, m, true
+}
+
+// all gives every entry, those read as the last build left them but
+// for what this build did: marked used, and seen today.
+func (s *memoShard) all() map[string]*memoEntry {
+	out := make(map[string]*memoEntry, len(s.at)+len(s.entries))
+	for i, off := range s.at {
+		p, m := entryAt(s.data, off)
+		if s.used[i/64]&(1<<(i%64)) != 0 {
+			m.used, m.seen = true, today()
+		}
+		out[p] = &m
+	}
+	maps.Copy(out, s.entries)
+	return out
 }
 
 // fileID names a file by device and inode, which renaming it or its
@@ -159,7 +241,9 @@ type learnedDigest struct {
 	sum string
 }
 
-func today() int64 { return time.Now().Unix() / 86400 }
+// today is the day (since 1970, UTC): an int32 keeps a memo entry made
+// this build within 80 bytes, which for 100,000 files is 1.6 MB.
+func today() int32 { return int32(time.Now().Unix() / 86400) }
 
 func (c *Cache) memoDir() string { return filepath.Join(c.dir, "memo") }
 
@@ -192,23 +276,51 @@ func (c *Cache) shard(path string) *memoShard {
 	}
 	s := &memoShard{entries: map[string]*memoEntry{}}
 	c.shards[i] = s
-	info, err := os.Stat(c.shardPath(i))
+	data, err := readShard(c.shardPath(i))
+	if errors.Is(err, errShard) {
+		s.dirty = true
+		return s
+	}
 	if err != nil {
 		return s
+	}
+	if s.data, s.at, err = indexShard(data); err != nil {
+		s.dirty = true
+		return s
+	}
+	s.used = make([]uint64, (len(s.at)+63)/64)
+	return s
+}
+
+// shardBuffers are what shards are read through.
+var shardBuffers = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
+
+// readShard reads the shard at path, straight into the string the memo
+// keeps: os.ReadFile and a string of its bytes were twice the memory to
+// fill, a tenth of a no-op build's CPU. errShard says it is too big.
+func readShard(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return "", err
 	}
 	if info.Size() > maxShardBytes {
-		s.dirty = true
-		return s
+		return "", errShard
 	}
-	data, err := os.ReadFile(c.shardPath(i))
-	if err != nil {
-		return s
+	var sb strings.Builder
+	sb.Grow(int(info.Size()))
+	buf := shardBuffers.Get().(*[]byte)
+	defer shardBuffers.Put(buf)
+	// One that grew since is read as far as the limit, and then found
+	// damaged if it is cut there.
+	if _, err := io.CopyBuffer(&sb, io.LimitReader(f, maxShardBytes), *buf); err != nil {
+		return "", err
 	}
-	if s.entries, err = decodeShard(data); err != nil {
-		s.entries = map[string]*memoEntry{}
-		s.dirty = true
-	}
-	return s
+	return sb.String(), nil
 }
 
 // FileSHA256 returns the sha256 of the file at path, from memory while
@@ -250,8 +362,7 @@ func (c *Cache) RememberAt(path string, st tree.Stamp, fact string, derive func(
 	if fact == "sha256" {
 		// Written, or read in full, by this build: see Learn.
 		if sum, ok := c.learned(st); ok {
-			c.store(path, fact, sum, st)
-			return sum, nil
+			return c.store(path, fact, sum, st, false), nil
 		}
 	}
 	v, err := derive(path)
@@ -259,13 +370,15 @@ func (c *Cache) RememberAt(path string, st tree.Stamp, fact string, derive func(
 		return "", err
 	}
 	// Only a file that had settled before it was read, and is the same
-	// after, is known to have had this content all along.
+	// after, is known to have had this content all along. The copy the
+	// memo keeps is returned, so that a caller keeping the value (a
+	// layer's expected digests) does not keep a second one; a digest is
+	// marked as this build's (Checked) in the memo's entry rather than
+	// learned by file identity as well, which for 100,000 files was
+	// 10 MB more.
 	if st.Settled(time.Now(), settleTime) {
 		if after, err := os.Stat(path); err == nil && tree.StampOf(after) == st {
-			c.store(path, fact, v, st)
-			if fact == "sha256" {
-				c.learn(st, v)
-			}
+			return c.store(path, fact, v, st, fact == "sha256"), nil
 		}
 	}
 	return v, nil
@@ -286,7 +399,7 @@ func (c *Cache) Learn(path, sum string) error {
 	}
 	st := tree.StampOf(info)
 	c.learn(st, sum)
-	c.store(path, "sha256", sum, st)
+	c.store(path, "sha256", sum, st, false)
 	return nil
 }
 
@@ -305,12 +418,27 @@ func (c *Cache) Wrote(path, sum string) error {
 	return nil
 }
 
-// Checked gives the sha256 this build computed of the file whose status
-// is info, if it did (by writing it, or by reading it once it had
+// Checked gives the sha256 this build computed of the file at path whose
+// status is info, if it did (by writing it, or by reading it once it had
 // settled): the layer writer takes it instead of hashing the file again,
-// as long as the file keeps that status while it is copied.
-func (c *Cache) Checked(_ string, info fs.FileInfo) (string, bool) {
-	return c.learned(tree.StampOf(info))
+// as long as the file keeps that status while it is copied. After Flush
+// it knows only the files this build wrote.
+func (c *Cache) Checked(path string, info fs.FileInfo) (string, bool) {
+	st := tree.StampOf(info)
+	if sum, ok := c.learned(st); ok {
+		return sum, true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, ok := c.shards[c.shardOf(path)]
+	if !ok {
+		return "", false
+	}
+	m, ok := s.entries[path]
+	if !ok || !m.checked || m.st != st {
+		return "", false
+	}
+	return m.get("sha256")
 }
 
 func (c *Cache) learn(st tree.Stamp, sum string) {
@@ -322,8 +450,8 @@ func (c *Cache) learn(st tree.Stamp, sum string) {
 	c.mu.Unlock()
 }
 
-// Learned gives the sha256 this build computed of the file whose stamp is
-// st, if it did (see Checked).
+// Learned gives the sha256 this build wrote the file whose stamp is st
+// with, if it did (see Learn and Wrote).
 func (c *Cache) Learned(st tree.Stamp) (string, bool) { return c.learned(st) }
 
 func (c *Cache) learned(st tree.Stamp) (string, bool) {
@@ -343,7 +471,22 @@ func (c *Cache) recall(path, fact string, st tree.Stamp) (string, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := c.shard(path)
-	m, ok := s.entries[path]
+	if m, ok := s.entries[path]; ok {
+		if m.st != st {
+			return "", false
+		}
+		v, known := m.get(fact)
+		if !known {
+			return "", false
+		}
+		m.used = true
+		if d := today(); m.seen != d {
+			m.seen = d
+			s.dirty = true
+		}
+		return v, true
+	}
+	i, m, ok := s.find(path)
 	if !ok || m.st != st {
 		return "", false
 	}
@@ -351,30 +494,43 @@ func (c *Cache) recall(path, fact string, st tree.Stamp) (string, bool) {
 	if !known {
 		return "", false
 	}
-	m.used = true
-	if d := today(); m.seen != d {
-		m.seen = d
+	// Marked used, not copied out: all gives it today's date if the
+	// shard is written, which it must be if the date was another.
+	s.used[i/64] |= 1 << (i % 64)
+	if m.seen != today() {
 		s.dirty = true
 	}
 	return v, true
 }
 
-func (c *Cache) store(path, fact, v string, st tree.Stamp) {
+// store remembers fact v of the file at path, whose stamp is st, and
+// gives the memo's copy of v; checked marks a sha256 this build derived
+// (see Checked).
+func (c *Cache) store(path, fact, v string, st tree.Stamp, checked bool) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := c.shard(path)
 	m, ok := s.entries[path]
+	if !ok {
+		if _, read, found := s.find(path); found {
+			m, ok = &read, true
+			s.entries[path] = m
+		}
+	}
 	if !ok || m.st != st {
 		m = &memoEntry{st: st}
 		s.entries[path] = m
 	}
+	m.checked = m.checked || checked
 	if old, ok := m.get(fact); ok && old == v && m.used && m.seen == today() {
-		return
+		return old
 	}
 	m.set(fact, v)
 	m.seen = today()
 	m.used = true
 	s.dirty = true
+	v, _ = m.get(fact)
+	return v
 }
 
 // Close saves the shards of the digest memo this build changed, pruned:
@@ -387,7 +543,9 @@ func (c *Cache) Close() error {
 
 // Flush saves the memo as Close does and lets go of the shards read, for
 // a build whose remaining steps look up few files: those are read again
-// as they are looked up. What the build computed itself (Learned) is kept.
+// as they are looked up. The digests of files the build wrote (Learned)
+// are kept; of those it read, only the memo on disk remembers them, so
+// Checked no longer gives them.
 func (c *Cache) Flush() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -423,11 +581,14 @@ func (c *Cache) save() error {
 	share := (limit + n - 1) / n
 	for _, i := range dirty {
 		s := c.shards[i]
+		// Written, the shard is held whole as a map, as few builds look
+		// files up after they save the memo.
+		*s = memoShard{entries: s.all()}
 		s.prune(share)
 		if err := tempfile.WriteFile(c.shardPath(i), encodeShard(s.entries)); err != nil {
+			s.dirty = true
 			return fmt.Errorf("cache %s: digest memo: %w", c.dir, err)
 		}
-		s.dirty = false
 	}
 	return nil
 }
@@ -443,7 +604,7 @@ func (s *memoShard) prune(limit int) {
 		if m.used {
 			continue
 		}
-		if m.seen < old || m.facts == "" || m.facts == noFacts {
+		if m.seen < old || m.encoded() == "" || m.encoded() == noFacts {
 			delete(s.entries, path)
 			continue
 		}
@@ -501,8 +662,8 @@ func encodeShard(entries map[string]*memoEntry) []byte {
 		b = binary.AppendVarint(b, m.st.CTime)
 		b = binary.AppendUvarint(b, m.st.Ino)
 		b = binary.AppendUvarint(b, m.st.Dev)
-		b = binary.AppendVarint(b, m.seen)
-		facts := m.facts
+		b = binary.AppendVarint(b, int64(m.seen))
+		facts := m.encoded()
 		if facts == "" {
 			facts = noFacts
 		}
@@ -513,61 +674,121 @@ func encodeShard(entries map[string]*memoEntry) []byte {
 
 var errShard = errors.New("damaged memo shard")
 
+// decodeShard reads a whole shard into a map.
 func decodeShard(data []byte) (map[string]*memoEntry, error) {
-	r, ok := bytes.CutPrefix(data, []byte(memoMagic))
-	if !ok {
-		return nil, errShard
+	whole, at, err := indexShard(string(data))
+	if err != nil {
+		return nil, err
 	}
-	// Paths and facts are slices of one copy of the shard rather than a
-	// string each: a 100,000-file build reads 300,000 of them.
-	whole := string(data)
-	uv := func() uint64 {
-		v, n := binary.Uvarint(r)
-		if n <= 0 {
-			ok = false
-			return 0
-		}
-		r = r[n:]
-		return v
-	}
-	sv := func() int64 {
-		v, n := binary.Varint(r)
-		if n <= 0 {
-			ok = false
-			return 0
-		}
-		r = r[n:]
-		return v
-	}
-	str := func() string {
-		n := uv()
-		if !ok || n > uint64(len(r)) {
-			ok = false
-			return ""
-		}
-		at := len(data) - len(r)
-		r = r[n:]
-		return whole[at : at+int(n)]
-	}
-	out := map[string]*memoEntry{}
-	for len(r) > 0 {
-		p := str()
-		m := &memoEntry{}
-		m.st.Size, m.st.ModTime, m.st.CTime = sv(), sv(), sv()
-		m.st.Ino, m.st.Dev = uv(), uv()
-		m.seen = sv()
-		if !ok {
-			return nil, errShard
-		}
-		at := len(data) - len(r)
-		var buf [4]fact
-		_, n, factsOK := decodeFacts(buf[:0], whole[at:])
-		if !factsOK {
-			return nil, errShard
-		}
-		m.facts = whole[at : at+n]
-		r = r[n:]
-		out[p] = m
+	out := make(map[string]*memoEntry, len(at))
+	for _, off := range at {
+		p, m := entryAt(whole, off)
+		out[p] = &m
 	}
 	return out, nil
+}
+
+// indexShard checks a shard as encodeShard writes it, paths in order,
+// and gives the offset of each entry in it: the paths and facts of the
+// entries looked up are slices of whole.
+func indexShard(whole string) (string, []uint32, error) {
+	if !strings.HasPrefix(whole, memoMagic) || len(whole) > math.MaxUint32 {
+		return "", nil, errShard
+	}
+	r := shardReader{s: whole, n: len(memoMagic), ok: true}
+	var at []uint32
+	last := ""
+	for r.n < len(whole) && r.ok {
+		off := r.n
+		p := r.str()
+		if len(at) > 0 && p <= last {
+			return "", nil, errShard // not written by encodeShard
+		}
+		last = p
+		r.varint()  // size
+		r.varint()  // mtime
+		r.varint()  // ctime
+		r.uvarint() // inode
+		r.uvarint() // device
+		r.varint()  // day seen
+		if !r.ok {
+			break
+		}
+		var buf [4]fact
+		_, n, ok := decodeFacts(buf[:0], whole[r.n:])
+		if !ok {
+			return "", nil, errShard
+		}
+		r.n += n
+		at = append(at, uint32(off))
+	}
+	if !r.ok {
+		return "", nil, errShard
+	}
+	return whole, at, nil
+}
+
+// pathAt is the path of the entry at off in a shard indexShard checked.
+func pathAt(data string, off uint32) string {
+	r := shardReader{s: data, n: int(off), ok: true}
+	return r.str()
+}
+
+// entryAt decodes the entry at off in a shard indexShard checked.
+func entryAt(data string, off uint32) (string, memoEntry) {
+	r := shardReader{s: data, n: int(off), ok: true}
+	p := r.str()
+	var m memoEntry
+	m.st.Size, m.st.ModTime, m.st.CTime = r.varint(), r.varint(), r.varint()
+	m.st.Ino, m.st.Dev = r.uvarint(), r.uvarint()
+	m.seen = int32(r.varint())
+	var buf [4]fact
+	_, n, _ := decodeFacts(buf[:0], data[r.n:])
+	m.facts = data[r.n : r.n+n]
+	return p, m
+}
+
+// shardReader reads the varints and strings of a shard in a string,
+// as encoding/binary reads them from bytes; ok turns false at the
+// first that is cut short or too long.
+type shardReader struct {
+	s  string
+	n  int
+	ok bool
+}
+
+func (r *shardReader) uvarint() uint64 {
+	var x uint64
+	for i, shift := 0, uint(0); i < binary.MaxVarintLen64 && r.n < len(r.s); i, shift = i+1, shift+7 {
+		b := r.s[r.n]
+		r.n++
+		if b < 0x80 {
+			if i == binary.MaxVarintLen64-1 && b > 1 {
+				break // overflows 64 bits
+			}
+			return x | uint64(b)<<shift
+		}
+		x |= uint64(b&0x7f) << shift
+	}
+	r.ok = false
+	return 0
+}
+
+func (r *shardReader) varint() int64 {
+	ux := r.uvarint()
+	x := int64(ux >> 1)
+	if ux&1 != 0 {
+		x = ^x
+	}
+	return x
+}
+
+func (r *shardReader) str() string {
+	n := r.uvarint()
+	if !r.ok || n > uint64(len(r.s)-r.n) {
+		r.ok = false
+		return ""
+	}
+	r.n += int(n)
+	return r.s[r.n-int(n) : r.n]
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/pallet-dev/pallet/internal/tree"
 )
@@ -37,7 +38,7 @@ func TestMemoIsCapped(t *testing.T) {
 	c.mu.Lock()
 	for i, p := range files[:2] {
 		m := c.shard(p).entries[p]
-		m.seen, m.used = today()-20+int64(i), false
+		m.seen, m.used = today()-20+int32(i), false
 	}
 	c.mu.Unlock()
 	if err := c.Close(); err != nil {
@@ -140,7 +141,7 @@ func TestSmallBuildReadsFewShards(t *testing.T) {
 	c.mu.Lock()
 	read, entries := len(c.shards), 0
 	for _, s := range c.shards {
-		entries += len(s.entries)
+		entries += len(s.at) + len(s.entries)
 	}
 	c.mu.Unlock()
 	// 4000 entries in 256 shards: about 16 in each of the (at most) 3
@@ -447,6 +448,22 @@ func TestMemoFactsEncoded(t *testing.T) {
 	}
 	check("set", m)
 
+	// A fact added to an entry that has some leaves their string as it
+	// was: a value handed out stays the memo's copy.
+	m2 := &memoEntry{st: m.st, seen: today()}
+	m2.set("sha256", strings.Repeat("c", 64))
+	sum, _ := m2.get("sha256")
+	m2.set("go-buildinfo", "")
+	if again, _ := m2.get("sha256"); unsafe.StringData(again) != unsafe.StringData(sum) {
+		t.Error("adding a fact copied the others")
+	}
+	if v, ok := m2.get("go-buildinfo"); !ok || v != "" {
+		t.Errorf("go-buildinfo = %q, %v after adding it", v, ok)
+	}
+	if facts, _, ok := decodeFacts(nil, m2.encoded()); !ok || len(facts) != 2 {
+		t.Errorf("the entry encodes %v (ok %v), want both facts", facts, ok)
+	}
+
 	data := encodeShard(map[string]*memoEntry{"/x/a": m, "/x/b": {st: tree.Stamp{Size: 1}, seen: today(), facts: encodeFacts(fact{"exe-ok linux/amd64", "ok"})}})
 	got, err := decodeShard(data)
 	if err != nil {
@@ -467,5 +484,83 @@ func TestMemoFactsEncoded(t *testing.T) {
 		if _, err := decodeShard(data[:cut]); err == nil {
 			t.Errorf("a shard cut at %d of %d bytes was read", cut, len(data))
 		}
+	}
+}
+
+// Entries a build only looks up are looked up in the shard as read, not
+// copied out of it; a shard whose entries were all used today already is
+// not written again, and one with an entry last used another day is,
+// with that entry dated today. A shard whose paths are out of order was
+// not written by the memo and is not read.
+func TestMemoLooksUpInPlace(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cacheDir := filepath.Join(dir, "cache")
+	var files []string
+	for i := range 50 {
+		p := filepath.Join(dir, fmt.Sprintf("f%02d", i))
+		writeFile(t, p, []byte(p))
+		files = append(files, p)
+	}
+	write := func(seen int32) {
+		t.Helper()
+		entries := map[string]*memoEntry{}
+		for _, p := range files {
+			info, err := os.Stat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			entries[p] = &memoEntry{st: tree.StampOf(info), seen: seen, facts: encodeFacts(fact{"sha256", sha([]byte(p))})}
+		}
+		writeFile(t, filepath.Join(cacheDir, "memo", "00"), encodeShard(entries))
+	}
+	lookUp := func() *memoShard {
+		t.Helper()
+		c, _ := openCache(t, cacheDir)
+		c.memoShards = 1
+		for _, p := range files {
+			if got, err := c.FileSHA256(p); err != nil || got != sha([]byte(p)) {
+				t.Fatalf("%s: %s %v, want the remembered digest", p, got, err)
+			}
+		}
+		c.mu.Lock()
+		s := c.shards[0]
+		if len(s.entries) != 0 || len(s.at) != len(files) {
+			t.Errorf("%d entries copied out of the shard, %d looked up in it; want 0 and %d", len(s.entries), len(s.at), len(files))
+		}
+		c.mu.Unlock()
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	shard := filepath.Join(cacheDir, "memo", "00")
+	write(today())
+	before, _ := os.Stat(shard)
+	if lookUp().dirty {
+		t.Error("a shard used as it was is marked for writing")
+	}
+	if after, _ := os.Stat(shard); !os.SameFile(before, after) {
+		t.Error("a shard used as it was was written again")
+	}
+
+	write(today() - 3)
+	lookUp()
+	for p, m := range readMemo(t, cacheDir) {
+		if m.seen != today() {
+			t.Errorf("%s: last seen on day %d, want today (%d)", p, m.seen, today())
+		}
+	}
+
+	data := mustRead(t, shard)
+	entries, err := decodeShard(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same entries, the first moved last.
+	first := encodeShard(map[string]*memoEntry{files[0]: entries[files[0]]})
+	rest := bytes.Replace(data, first[len(memoMagic):], nil, 1)
+	if _, err := decodeShard(append(rest, first[len(memoMagic):]...)); err == nil {
+		t.Error("a shard with its paths out of order was read")
 	}
 }

@@ -1,7 +1,6 @@
 package layer
 
 import (
-	"fmt"
 	"strconv"
 
 	"github.com/pallet-dev/pallet/internal/tree"
@@ -34,6 +33,10 @@ func KeyParts(t *tree.Tree, opt Options, digest tree.FileDigest, add func(part s
 	if opt.Format == Windows {
 		links = newLinkTyper(t.Entries(), opt)
 	}
+	// Each part is what fmt.Sprintf("%s|%s|%o|%d|%d|%s|%d|%s", ...)
+	// gave, put together in one buffer: fmt was a tenth of a no-op
+	// build's CPU.
+	var buf []byte
 	for e := range t.All() {
 		sum := ""
 		if e.Kind == tree.File {
@@ -42,13 +45,27 @@ func KeyParts(t *tree.Tree, opt Options, digest tree.FileDigest, add func(part s
 				return err
 			}
 		}
-		part := fmt.Sprintf("%s|%s|%o|%d|%d|%s|%d|%s", e.Path, e.Kind, e.Mode, e.UID, e.GID, e.Link, e.Size, sum)
+		buf = append(buf[:0], e.Path...)
+		buf = append(buf, '|')
+		buf = append(buf, e.Kind.String()...)
+		buf = append(buf, '|')
+		buf = strconv.AppendUint(buf, uint64(e.Mode), 8)
+		buf = append(buf, '|')
+		buf = strconv.AppendInt(buf, int64(e.UID), 10)
+		buf = append(buf, '|')
+		buf = strconv.AppendInt(buf, int64(e.GID), 10)
+		buf = append(buf, '|')
+		buf = append(buf, e.Link...)
+		buf = append(buf, '|')
+		buf = strconv.AppendInt(buf, e.Size, 10)
+		buf = append(buf, '|')
+		buf = append(buf, sum...)
 		if links != nil && e.Kind == tree.Symlink {
 			if isDir, _ := links.dirLink(e); isDir {
-				part += "|dir"
+				buf = append(buf, "|dir"...)
 			}
 		}
-		add(part)
+		add(string(buf))
 	}
 	return nil
 }

@@ -3,8 +3,10 @@ package tree
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
-	"io"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
 )
 
 // Digest is the digest of a tree's paths, kinds, modes, links and file
@@ -13,21 +15,91 @@ import (
 // what the record calls a local directory's digest and what a cached
 // artifact is checked against; it is not a layer digest, which also covers
 // owners, times and the tar encoding.
+//
+// The files' digests are asked for a window of entries at a time, by a
+// few goroutines at once (digest must be safe for that): reading 100,000
+// small files one after another left a CPU idle while the other waited
+// on the disk. They are hashed in the tree's order all the same.
 func Digest(t *Tree, digest FileDigest) (string, error) {
 	h := sha256.New()
+	var buf []byte
+	window := make([]Entry, 0, digestWindow)
+	sums := make([]string, digestWindow)
+	errs := make([]error, digestWindow)
+	flush := func() error {
+		if err := digestFiles(window, sums, errs, digest); err != nil {
+			return err
+		}
+		for i, e := range window {
+			// What fmt.Fprintf(h, "%s\x00%s\x00%o\x00%s\x00", ...)
+			// wrote, put together in one buffer: fmt was a tenth of a
+			// no-op build's CPU.
+			buf = append(buf[:0], e.Path...)
+			buf = append(buf, 0)
+			buf = append(buf, e.Kind.String()...)
+			buf = append(buf, 0)
+			buf = strconv.AppendUint(buf, uint64(e.Mode), 8)
+			buf = append(buf, 0)
+			buf = append(buf, e.Link...)
+			buf = append(buf, 0)
+			if e.Kind == File {
+				buf = append(buf, sums[i]...)
+			}
+			buf = append(buf, 0)
+			h.Write(buf)
+		}
+		window = window[:0]
+		return nil
+	}
 	for e := range t.All() {
-		fmt.Fprintf(h, "%s\x00%s\x00%o\x00%s\x00", e.Path, e.Kind, e.Mode, e.Link)
-		if e.Kind == File {
-			sum, err := digest(e.Source, e.Stamp)
-			if err != nil {
+		if window = append(window, e); len(window) == digestWindow {
+			if err := flush(); err != nil {
 				return "", err
 			}
-			io.WriteString(h, sum)
 		}
-		h.Write([]byte{0})
+	}
+	if err := flush(); err != nil {
+		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
+
+// digestWindow is how many entries Digest reads ahead.
+const digestWindow = 512
+
+// digestFiles sets sums[i] to the digest of each file of entries, a few
+// at a time, and gives the error of the first that failed.
+func digestFiles(entries []Entry, sums []string, errs []error, digest FileDigest) error {
+	var next atomic.Int64
+	work := func() {
+		for {
+			i := int(next.Add(1) - 1)
+			if i >= len(entries) {
+				return
+			}
+			sums[i], errs[i] = "", nil
+			if e := &entries[i]; e.Kind == File {
+				sums[i], errs[i] = digest(e.Source, e.Stamp)
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	for range digestWorkers() - 1 {
+		wg.Go(work)
+	}
+	work()
+	wg.Wait()
+	for _, err := range errs[:len(entries)] {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// digestWorkers is how many files Digest reads at once: a few more than
+// CPUs, so that one waiting on the disk does not idle a CPU.
+func digestWorkers() int { return min(max(2*runtime.GOMAXPROCS(0), 2), 8) }
 
 // FileDigest gives the hex sha256 of the file at source, whose stamp is
 // st when known (zero: stat it).

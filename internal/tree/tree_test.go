@@ -2,6 +2,7 @@ package tree
 
 import (
 	"os"
+	"path"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -219,4 +220,122 @@ func TestEntriesOrderFollowsAdds(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// Placing a whole tree where the destination holds nothing yet gives the
+// entries, the order and the conflicts that adding each one would: into
+// an empty tree, into one holding other paths, and at the root.
+func TestPlaceNewAsAdd(t *testing.T) {
+	dir := t.TempDir()
+	for _, p := range []string{"a/x", "a/y/z", "a-b", "b/c", "x.sh"} {
+		f := filepath.Join(dir, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, []byte(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, "empty"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("a/x", filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	src, err := FromDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl := Placement{Dest: "/srv/files/", FileMode: 0o600, UID: 7, GID: 8, LinkAs: LinkDir}
+	for _, tc := range []struct {
+		name   string
+		before []string
+		dest   string
+	}{
+		{"empty", nil, "/srv/files/"},
+		{"beside others", []string{"srv/other", "etc/x", "srv/files-1/y"}, "/srv/files/"},
+		{"at the root", nil, "/"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, want := New(), New()
+			for _, p := range tc.before {
+				for _, tr := range []*Tree{got, want} {
+					if err := tr.Add(Entry{Path: p, Kind: File}); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			pl := pl
+			pl.Dest = tc.dest
+			if err := got.Place(src, pl); err != nil {
+				t.Fatal(err)
+			}
+			dest, _ := CleanPath(tc.dest)
+			if dest != "." {
+				if err := want.Add(Entry{Path: dest, Kind: Dir, Mode: 0o755, UID: 7, GID: 8}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for e := range src.All() {
+				e.Path = path.Join(dest, e.Path)
+				if err := want.add(e, pl); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if g, w := got.Entries(), want.Entries(); !reflect.DeepEqual(g, w) {
+				t.Errorf("placed:\n%v\nadded:\n%v", g, w)
+			}
+			if !reflect.DeepEqual(got.parents, want.parents) {
+				t.Errorf("parents %v, want %v", got.parents, want.parents)
+			}
+			// What Add refuses after adding each, it refuses after placing.
+			for _, e := range []Entry{{Path: dest + "/a/x/under", Kind: File}, {Path: dest + "/a", Kind: File}, {Path: dest + "/a/x", Kind: File}} {
+				if err := got.Add(e); err == nil {
+					t.Errorf("%s: added after the placement", e.Path)
+				}
+			}
+		})
+	}
+}
+
+// A tree of many files is read by several image builds at once: looking
+// paths up while others walk it is safe (go test -race), and finds every
+// entry FromDir and Place added.
+func TestLookupsWhileWalking(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 50 {
+		p := filepath.Join(dir, "d", strings.Repeat("x", i%7), "f"+strings.Repeat("y", i))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src, err := FromDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	placed := New()
+	if err := placed.Place(src, Placement{Dest: "/srv/"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range []*Tree{src, placed} {
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				n := 0
+				for e := range tr.All() {
+					if got, ok := tr.Get(e.Path); !ok || got.Path != e.Path {
+						t.Errorf("%s: not found", e.Path)
+					}
+					n++
+				}
+				if n < tr.Len() {
+					t.Errorf("walked %d entries of %d", n, tr.Len())
+				}
+			})
+		}
+		wg.Wait()
+	}
 }
