@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pallet-dev/pallet/internal/tree"
 	"github.com/pallet-dev/pallet/internal/uptodate"
 )
 
@@ -85,12 +87,19 @@ images:
 		t.Fatalf("no note was left, yet the build was up to date:\n%s", s)
 	}
 	digest := layoutIndex(t, out).Manifests[0].Digest
+	before := stamps(t, out, archiveOut)
 	got := build("-q")
 	if !upToDate(build()) {
 		t.Fatalf("nothing changed, but the build was not up to date")
 	}
+	if after := stamps(t, out, archiveOut); after != before {
+		t.Fatalf("an up-to-date build changed its outputs:\n%s\n%s", before, after)
+	}
 	if lines := strings.Fields(got); len(lines) != 2 || lines[0] != digest.String() || lines[1] != digest.String() {
 		t.Fatalf("-q printed %q, want the digest %s once per output", got, digest)
+	}
+	if full := mustPallet(t, "build", "-f", recipe, "--no-cache", "-q", "-o", "oci:"+filepath.Join(t.TempDir(), "o"), "-o", "docker:"+filepath.Join(t.TempDir(), "a.tar")); full != got {
+		t.Fatalf("-q printed %q when up to date, %q from a full build", got, full)
 	}
 	fetched := downloads.Load()
 
@@ -180,4 +189,57 @@ images:
 	if s := build("--no-cache"); upToDate(s) {
 		t.Fatalf("--no-cache was up to date:\n%s", s)
 	}
+
+	// The recipe's bytes reach the provenance, comments included: an
+	// edited comment is a full build, and another image.
+	time.Sleep(uptodate.Settle + 100*time.Millisecond)
+	build("--provenance")
+	if !upToDate(build("--provenance")) {
+		t.Fatal("not up to date")
+	}
+	// The provenance is a referrer: an entry of index.json of its own.
+	withProvenance, err := os.ReadFile(filepath.Join(out, "index.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := os.ReadFile(recipe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(recipe, append(text, "# a comment\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if s := build("--provenance"); upToDate(s) {
+		t.Fatalf("an edited recipe was taken as up to date:\n%s", s)
+	}
+	if now, err := os.ReadFile(filepath.Join(out, "index.json")); err != nil || string(now) == string(withProvenance) {
+		t.Fatalf("the provenance did not change with the recipe (%v)", err)
+	}
+	// Timestamps make every provenance another: never up to date.
+	time.Sleep(uptodate.Settle + 100*time.Millisecond)
+	build("--provenance", "--provenance-timestamps")
+	if s := build("--provenance", "--provenance-timestamps"); upToDate(s) {
+		t.Fatalf("a provenance with timestamps was taken as up to date:\n%s", s)
+	}
+}
+
+// stamps describes the files under paths by name, size, inode and times:
+// what changes when anything writes them.
+func stamps(t *testing.T, paths ...string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, root := range paths {
+		err := filepath.Walk(root, func(p string, info os.FileInfo, err error) error {
+			if err != nil {
+				return err
+			}
+			st := tree.StampOf(info)
+			fmt.Fprintf(&b, "%s %d %d %d %d\n", p, st.Size, st.Ino, st.ModTime, st.CTime)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b.String()
 }

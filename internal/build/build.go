@@ -217,6 +217,11 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 	} else if len(swept) > 0 {
 		opt.Progress.Warn("removed %d work director(y/ies) left by killed builds", len(swept))
 	}
+	// The build's own warnings (licences, links, its images) are kept
+	// for the note, to be said again when it answers; the cache's and the
+	// downloads' (a damaged entry rebuilt, a retry) go to the reporter
+	// only: they are about this run.
+	direct := opt.Progress
 	said := &warnings{Reporter: opt.Progress}
 	opt.Progress = said
 	wd, err := tempfile.NewWorkDir("")
@@ -227,7 +232,7 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 	work := wd.Path
 
 	fetcher := artifact.New()
-	fetcher.Log = opt.Progress.Warn
+	fetcher.Log = direct.Warn
 	fetcher.Mirror, fetcher.MirrorURL, fetcher.Offline = opt.Network.Mirror, opt.Network.MirrorURL, opt.Network.Offline
 	lim := limits(opt.Limits, p.Limits)
 	fetcher.Limits = artifact.Limits{MaxBytes: lim.MaxDownload, Stall: lim.Stall,
@@ -246,7 +251,7 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 			return nil, err
 		}
 		defer c.Close()
-		c.Log = opt.Progress.Warn
+		c.Log = direct.Warn
 		fetcher.Cache = c
 		bases.Blobs = c
 		for _, t := range opt.Outputs {
@@ -298,12 +303,18 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 			return nil, err
 		}
 		res.Written = append(res.Written, lines)
+		if ud != nil {
+			ud.wrote(outputPath(t))
+		}
 		// The record is written as soon as the output it sits beside is:
 		// an output or cache export that fails later leaves no new images
 		// next to an old record.
 		if i == 0 && opt.RecordPath != "" {
 			if err := record.Write(opt.RecordPath, res.Record); err != nil {
 				return nil, fmt.Errorf("build record: %w", err)
+			}
+			if ud != nil {
+				ud.wrote(opt.RecordPath)
 			}
 		}
 	}
@@ -318,7 +329,7 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 		}
 	}
 	if ud != nil {
-		ud.note(res, said.said, opt.Progress)
+		ud.note(res, said.sorted(), direct)
 	}
 	if opt.CacheTo != "" {
 		done := opt.Progress.Start("export cache to registry:" + opt.CacheTo)
@@ -383,8 +394,12 @@ func (b *builder) build(ctx context.Context) (*Result, error) {
 		b.ready[key] = &ready{done: make(chan struct{})}
 	}
 	b.allReady = make(chan struct{})
+	// The fetches stop when the images fail for a reason of their own
+	// (a base, a check across layers): the build is over.
+	fctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
 	fetched := make(chan error, 1)
-	go func() { fetched <- b.fetchAll(ctx) }()
+	go func() { fetched <- b.fetchAll(fctx) }()
 
 	// Images are assembled in parallel with each other, as their
 	// platforms are within each; Jobs bounds the layer writing below.
@@ -398,9 +413,12 @@ func (b *builder) build(ctx context.Context) (*Result, error) {
 		})
 	}
 	imagesErr := g.Wait()
+	if imagesErr != nil && !errors.Is(imagesErr, errNotReady) {
+		stop(imagesErr)
+	}
 	// A failed artifact is the error to report, not the images that
-	// waited for it in vain.
-	if err := <-fetched; err != nil {
+	// waited for it in vain; fetches the images stopped are not.
+	if err := <-fetched; err != nil && (imagesErr == nil || context.Cause(fctx) != imagesErr) {
 		return nil, err
 	}
 	if imagesErr != nil {
@@ -822,8 +840,10 @@ func (b *builder) platformImages(ctx context.Context, im *plan.Image, pi *plan.P
 // Windows link, whose type comes from the whole image (its target may be
 // in another layer, through other links): those wait for every tree.
 // The checks across layers (a file placed twice, names equal under
-// Windows' case folding) run once every tree is made; a failed check
-// stops the writing.
+// Windows' case folding) run once every tree is made, while the first
+// layers may be written already (into the cache, where a whole layer
+// does no harm); a failed check is the error reported, and stops the
+// writing of the others.
 func (b *builder) layers(ctx context.Context, name string, pi *plan.PlatformImage) ([]image.Layer, error) {
 	format := layer.Linux
 	if pi.Platform.IsWindows() {
@@ -842,33 +862,17 @@ func (b *builder) layers(ctx context.Context, name string, pi *plan.PlatformImag
 	var links func(string) (bool, bool)
 	layers := make([]image.Layer, n)
 	g, gctx := errgroup.WithContext(ctx)
+	var checkErr error
 	g.Go(func() error {
 		for i := range made {
 			select {
 			case <-made[i]:
 			case <-gctx.Done():
-				return gctx.Err()
+				return nil // another goroutine's error is the one
 			}
 		}
-		if !pi.Overwrite {
-			if err := sameFileInTwoLayers(name, pi, trees); err != nil {
-				return err
-			}
-		}
-		if format == layer.Windows {
-			if !pi.Overwrite {
-				var c *layer.CaseCollision
-				if err := layer.CheckWindowsImage(trees...); errors.As(err, &c) {
-					l := pi.Layers[c.Layer]
-					return plan.Errorf(l.Placements[0].Pos, "image %s (%s), layer %s: %v", name, pi.Platform, l.Name, err)
-				}
-			}
-			links = layer.ImageLinks(trees...)
-			for i, t := range trees {
-				for _, w := range layer.UntypedLinks(t, layer.Options{Format: format, LinkTarget: links}) {
-					b.opt.Progress.Warn("image %s (%s), layer %s: %s", name, pi.Platform, pi.Layers[i].Name, w)
-				}
-			}
+		if checkErr = b.checkLayers(name, pi, format, trees, &links); checkErr != nil {
+			return checkErr
 		}
 		close(allTrees)
 		return nil
@@ -902,9 +906,39 @@ func (b *builder) layers(ctx context.Context, name string, pi *plan.PlatformImag
 		})
 	}
 	if err := g.Wait(); err != nil {
+		if checkErr != nil {
+			return nil, checkErr
+		}
 		return nil, err
 	}
 	return layers, nil
+}
+
+// checkLayers applies the checks across pi's layers, and sets links to
+// the image's link typing (Windows).
+func (b *builder) checkLayers(name string, pi *plan.PlatformImage, format layer.Format, trees []*tree.Tree, links *func(string) (bool, bool)) error {
+	if !pi.Overwrite {
+		if err := sameFileInTwoLayers(name, pi, trees); err != nil {
+			return err
+		}
+	}
+	if format != layer.Windows {
+		return nil
+	}
+	if !pi.Overwrite {
+		var c *layer.CaseCollision
+		if err := layer.CheckWindowsImage(trees...); errors.As(err, &c) {
+			l := pi.Layers[c.Layer]
+			return plan.Errorf(l.Placements[0].Pos, "image %s (%s), layer %s: %v", name, pi.Platform, l.Name, err)
+		}
+	}
+	*links = layer.ImageLinks(trees...)
+	for i, t := range trees {
+		for _, w := range layer.UntypedLinks(t, layer.Options{Format: format, LinkTarget: *links}) {
+			b.opt.Progress.Warn("image %s (%s), layer %s: %s", name, pi.Platform, pi.Layers[i].Name, w)
+		}
+	}
+	return nil
 }
 
 // hasLinks says whether t holds a symlink.

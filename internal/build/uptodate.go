@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -34,6 +35,18 @@ type upToDate struct {
 	outputs []string
 	jobs    int
 	taken   uptodate.Snapshot
+	// afterWrite holds each output's stamps taken as soon as this build
+	// wrote it: the note is kept only if they still hold at its end, so
+	// that another build writing the same output meanwhile is not noted
+	// as this build's result.
+	afterWrite map[string]string
+}
+
+// wrote stamps an output this build has just written.
+func (u *upToDate) wrote(path string) {
+	if s, err := uptodate.Take([]string{path}, u.jobs, time.Time{}); err == nil {
+		u.afterWrite[path] = s.Digest
+	}
 }
 
 // checkUpToDate returns the build's up-to-date check, or nil for a build
@@ -41,16 +54,18 @@ type upToDate struct {
 // network (a registry base by tag, a push, a shared cache), a Go
 // toolchain, or outputs it does not own whole.
 func checkUpToDate(p *plan.Plan, opt Options) (*upToDate, error) {
-	if opt.NoCache || opt.CacheFrom != "" || opt.CacheTo != "" || opt.MetadataFile != "" || opt.Attest.Dir != "" || len(opt.Outputs) == 0 {
+	// Provenance with timestamps differs from build to build by design.
+	if opt.NoCache || opt.CacheFrom != "" || opt.CacheTo != "" || opt.MetadataFile != "" || opt.Attest.Dir != "" || opt.Attest.Timestamps || len(opt.Outputs) == 0 {
 		return nil, nil
 	}
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, nil
 	}
-	u := &upToDate{jobs: opt.Jobs, inputs: []string{exe}}
-	// The recipe itself is in the key through the plan it made; the
-	// files its artifacts and bases name are stamped.
+	u := &upToDate{jobs: opt.Jobs, inputs: []string{exe}, afterWrite: map[string]string{}}
+	// The recipe is in the key through the plan it made, and stamped as
+	// well: its bytes, comments included, reach the provenance. The files
+	// its artifacts and bases name are stamped.
 	for _, key := range p.Keys() {
 		switch k := p.Artifacts[key].Kind.(type) {
 		case *artifact.Local:
@@ -62,6 +77,9 @@ func checkUpToDate(p *plan.Plan, opt Options) (*upToDate, error) {
 		default:
 			return nil, nil
 		}
+	}
+	if p.Source != "" {
+		u.inputs = append(u.inputs, p.Source)
 	}
 	for _, im := range p.Images {
 		for _, pi := range im.Platforms {
@@ -82,17 +100,11 @@ func checkUpToDate(p *plan.Plan, opt Options) (*upToDate, error) {
 		}
 	}
 	for _, t := range opt.Outputs {
-		switch t := t.(type) {
-		case *output.Layout:
-			u.outputs = append(u.outputs, t.Dir)
-		case *output.DockerArchive:
-			if t.Writer != nil {
-				return nil, nil
-			}
-			u.outputs = append(u.outputs, t.File)
-		default:
+		path := outputPath(t)
+		if path == "" {
 			return nil, nil
 		}
+		u.outputs = append(u.outputs, path)
 	}
 	if opt.RecordPath != "" {
 		u.outputs = append(u.outputs, opt.RecordPath)
@@ -110,6 +122,20 @@ func checkUpToDate(p *plan.Plan, opt Options) (*upToDate, error) {
 	u.store = uptodate.Store{Dir: filepath.Join(dir, "uptodate")}
 	u.key = key
 	return u, nil
+}
+
+// outputPath is the file or directory an output writes, "" for one
+// that writes elsewhere (a registry, standard output).
+func outputPath(t output.Target) string {
+	switch t := t.(type) {
+	case *output.Layout:
+		return t.Dir
+	case *output.DockerArchive:
+		if t.Writer == nil {
+			return t.File
+		}
+	}
+	return ""
 }
 
 // buildKey names everything a build of p with opt depends on besides the
@@ -194,6 +220,8 @@ func (u *upToDate) answer(rep progress.Reporter) (*Result, string) {
 	for _, w := range n.Warnings {
 		rep.Warn("%s", w)
 	}
+	// A note in use is not pruned as unused.
+	u.store.Touch(u.key, t)
 	return &Result{Record: &record.Build{Recipe: r.Recipe, Epoch: r.Epoch, Results: r.Results},
 		RecordPath: r.RecordPath, Written: r.Written, UpToDate: true}, "up to date"
 }
@@ -203,6 +231,12 @@ func (u *upToDate) answer(rep progress.Reporter) (*Result, string) {
 func (u *upToDate) note(res *Result, warnings []string, rep progress.Reporter) {
 	if u.taken.Digest == "" || u.taken.Unsettled != "" {
 		return
+	}
+	for _, path := range u.outputs {
+		s, err := uptodate.Take([]string{path}, u.jobs, time.Time{})
+		if err != nil || u.afterWrite[path] == "" || s.Digest != u.afterWrite[path] {
+			return // changed since this build wrote it: not this build's
+		}
 	}
 	outs, err := uptodate.Take(u.outputs, u.jobs, time.Time{})
 	if err != nil {
@@ -231,6 +265,14 @@ type warnings struct {
 	progress.Reporter
 	mu   sync.Mutex
 	said []string
+}
+
+// sorted is what was said, in a fixed order (artifacts are made ready
+// concurrently).
+func (w *warnings) sorted() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Sorted(slices.Values(w.said))
 }
 
 func (w *warnings) Warn(format string, args ...any) {

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/pallet-dev/pallet/internal/layer"
 	"github.com/pallet-dev/pallet/internal/tempfile"
+	"github.com/pallet-dev/pallet/internal/tree"
 )
 
 // Blobs reach a layout by copy or by reflink, never by hard link. A hard
@@ -170,13 +172,6 @@ func (w *layoutWriter) update(prev string) error {
 			w.keep(v1.Hash{Algorithm: a.Name(), Hex: f.Name()})
 		}
 	}
-	// The new blobs reach the disk before the index that names them: a
-	// crash must not leave an index.json naming blobs whose content was
-	// never written (delayed allocation keeps new files' data in memory
-	// for seconds), with the old index, which was whole, gone.
-	if err := syncFiles(moved); err != nil {
-		return err
-	}
 	// oci-layout stays as it is, even when another tool wrote it in
 	// other bytes (replaceable checked it is a layout marker): it is the
 	// file builds lock, and a new inode under that name would let a
@@ -185,8 +180,26 @@ func (w *layoutWriter) update(prev string) error {
 	if err != nil {
 		return err
 	}
+	unused, recent, err := w.sortBlobs(prev)
+	if err != nil {
+		return err
+	}
 	if have, err := os.ReadFile(filepath.Join(prev, "index.json")); err != nil || !bytes.Equal(have, fresh) {
-		if err := syncPath(filepath.Join(string(w.p), "index.json")); err != nil {
+		// The blobs the new index names reach the disk before it does: a
+		// crash must not leave an index.json naming blobs whose content
+		// was never written (delayed allocation keeps new files' data in
+		// memory for seconds), with the old index, which was whole,
+		// gone. That is the blobs moved in, with their directories (a new
+		// <alg> is an entry of blobs/), and the kept ones changed
+		// recently (a layout written a moment ago, never flushed).
+		toSync := append(moved, recent...)
+		if len(moved) > 0 {
+			for _, a := range algs {
+				toSync = append(toSync, filepath.Join(prev, "blobs", a.Name()))
+			}
+		}
+		toSync = append(toSync, filepath.Join(string(w.p), "index.json"))
+		if err := syncFiles(toSync); err != nil {
 			return err
 		}
 		if err := os.Rename(filepath.Join(string(w.p), "index.json"), filepath.Join(prev, "index.json")); err != nil {
@@ -198,24 +211,48 @@ func (w *layoutWriter) update(prev string) error {
 			return err
 		}
 	}
-	algs, err = os.ReadDir(filepath.Join(prev, "blobs"))
-	if err != nil {
-		return err
-	}
-	for _, a := range algs {
-		files, err := os.ReadDir(filepath.Join(prev, "blobs", a.Name()))
-		if err != nil {
+	for _, f := range unused {
+		if err := os.Remove(f); err != nil {
 			return err
-		}
-		for _, f := range files {
-			if !w.kept[v1.Hash{Algorithm: a.Name(), Hex: f.Name()}] {
-				if err := os.Remove(filepath.Join(prev, "blobs", a.Name(), f.Name())); err != nil {
-					return err
-				}
-			}
 		}
 	}
 	return nil
+}
+
+// unflushedAge is how long written data may stay in memory before the
+// kernel writes it back (dirty_expire_centisecs is 30 s by default).
+const unflushedAge = time.Minute
+
+// sortBlobs lists prev's blobs: those the new index does not name, and
+// those it names that were changed within unflushedAge.
+func (w *layoutWriter) sortBlobs(prev string) (unused, recent []string, err error) {
+	algs, err := os.ReadDir(filepath.Join(prev, "blobs"))
+	if err != nil {
+		return nil, nil, err
+	}
+	now := time.Now()
+	for _, a := range algs {
+		files, err := os.ReadDir(filepath.Join(prev, "blobs", a.Name()))
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, f := range files {
+			path := filepath.Join(prev, "blobs", a.Name(), f.Name())
+			if !w.kept[v1.Hash{Algorithm: a.Name(), Hex: f.Name()}] {
+				unused = append(unused, path)
+				continue
+			}
+			info, err := f.Info()
+			if err != nil {
+				return nil, nil, err
+			}
+			st := tree.StampOf(info)
+			if now.Sub(time.Unix(0, max(st.ModTime, st.CTime))) < unflushedAge {
+				recent = append(recent, path)
+			}
+		}
+	}
+	return unused, recent, nil
 }
 
 // syncFiles flushes files, concurrently (each waits on the disk), and

@@ -265,13 +265,9 @@ func (s Store) Put(key string, n *Note) error {
 	return tempfile.WriteFile(filepath.Join(s.Dir, key+".json"), b)
 }
 
-// Remove forgets the note under key: its outputs are being replaced.
-func (s Store) Remove(key string) error {
-	err := os.Remove(filepath.Join(s.Dir, key+".json"))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	return err
+// Touch marks the note under key as used at t, for Prune.
+func (s Store) Touch(key string, t time.Time) {
+	_ = os.Chtimes(filepath.Join(s.Dir, key+".json"), t, t)
 }
 
 // Prune removes the notes no build has written for maxAge.

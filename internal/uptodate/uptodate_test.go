@@ -165,7 +165,15 @@ func TestStore(t *testing.T) {
 	if st.Get(key) == nil {
 		t.Fatal("a fresh note was pruned")
 	}
+	// A note answered from is used, not old.
+	st.Touch(key, time.Now().Add(2*time.Hour))
 	if err := st.Prune(time.Hour, time.Now().Add(2*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if st.Get(key) == nil {
+		t.Fatal("a note in use was pruned")
+	}
+	if err := st.Prune(time.Hour, time.Now().Add(4*time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	if st.Get(key) != nil {
