@@ -716,14 +716,10 @@ func (b *builder) base(ctx context.Context, ref string, p platform.Platform) (v1
 }
 
 func (b *builder) resolveBase(ctx context.Context, ref string, p platform.Platform) (v1.Image, error) {
-	if b.opt.Network.Offline && !builtinBase(ref) && !strings.HasPrefix(ref, "oci:") {
+	if b.opt.Network.Offline && !image.IsBuiltin(ref) && !strings.HasPrefix(ref, "oci:") {
 		return nil, fmt.Errorf("base %s is in a registry, and the build is offline; give it as an OCI layout (oci:DIR)", ref)
 	}
 	return b.bases.Base(ctx, ref, p)
-}
-
-func builtinBase(ref string) bool {
-	return ref == image.Scratch || ref == image.HostProcessScratch || ref == image.HostProcessScratchV1
 }
 
 // baseKey names a base for one platform.
@@ -755,7 +751,7 @@ func (b *builder) prefetchBases(ctx context.Context) (wait func()) {
 				}
 				f := &baseFuture{done: make(chan struct{})}
 				b.prefetched[k] = f
-				if builtinBase(ref) {
+				if image.IsBuiltin(ref) {
 					builtins = append(builtins, f)
 				}
 				go func() {

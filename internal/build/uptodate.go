@@ -84,13 +84,10 @@ func checkUpToDate(p *plan.Plan, opt Options) (*upToDate, error) {
 	for _, im := range p.Images {
 		for _, pi := range im.Platforms {
 			for _, ref := range pi.Bases {
+				dir, _, layout := image.LayoutRef(ref, p.Dir)
 				switch {
-				case ref == image.Scratch || ref == image.HostProcessScratch || ref == image.HostProcessScratchV1:
-				case strings.HasPrefix(ref, "oci:"):
-					dir, _, _ := strings.Cut(strings.TrimPrefix(ref, "oci:"), ":")
-					if !filepath.IsAbs(dir) {
-						dir = filepath.Join(p.Dir, dir)
-					}
+				case image.IsBuiltin(ref):
+				case layout:
 					u.inputs = append(u.inputs, dir)
 				case strings.Contains(ref, "@sha256:"):
 				default:

@@ -61,7 +61,8 @@ func (r *Resolver) Base(ctx context.Context, ref string, p platform.Platform) (v
 	case ref == HostProcessScratch:
 		return hostProcessScratch(p, r.WorkDir, r.Epoch)
 	case strings.HasPrefix(ref, "oci:"):
-		img, err = r.fromLayout(strings.TrimPrefix(ref, "oci:"), p)
+		dir, tag, _ := LayoutRef(ref, r.Dir)
+		img, err = r.fromLayout(dir, tag, p)
 	default:
 		img, err = r.fromRegistry(ctx, ref, p)
 	}
@@ -89,11 +90,28 @@ func scratch(p platform.Platform) (v1.Image, error) {
 	})
 }
 
-func (r *Resolver) fromLayout(spec string, p platform.Platform) (v1.Image, error) {
-	dir, refName, _ := strings.Cut(spec, ":")
-	if !filepath.IsAbs(dir) {
-		dir = filepath.Join(r.Dir, dir)
+// IsBuiltin says whether ref is a base pallet makes itself: one that
+// needs no registry and no file.
+func IsBuiltin(ref string) bool {
+	return ref == Scratch || ref == HostProcessScratch || ref == HostProcessScratchV1
+}
+
+// LayoutRef splits a base "oci:PATH[:TAG]" into the layout's directory,
+// relative paths taken from dir, and the tag; ok is false for any other
+// base.
+func LayoutRef(ref, dir string) (path, tag string, ok bool) {
+	spec, ok := strings.CutPrefix(ref, "oci:")
+	if !ok {
+		return "", "", false
 	}
+	path, tag, _ = strings.Cut(spec, ":")
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(dir, path)
+	}
+	return path, tag, true
+}
+
+func (r *Resolver) fromLayout(dir, refName string, p platform.Platform) (v1.Image, error) {
 	l, err := openLayout(dir, r.MaxManifestSize)
 	if err != nil {
 		return nil, err
