@@ -284,7 +284,7 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 	// cache) needs neither the artifacts' trees nor the memory of every
 	// input's digest, which for 100,000 files is about 60 MB that would
 	// otherwise stay live while the record is encoded.
-	b.results = nil
+	b.ready = nil
 	if c != nil {
 		if err := c.Flush(); err != nil {
 			return nil, err
@@ -500,7 +500,6 @@ type builder struct {
 	fetcher *artifact.Fetcher
 	bases   *image.Resolver
 	mu      sync.Mutex
-	results map[string]*artifact.Result
 	// placed records, per image manifest, which artifact went where.
 	placed map[string]*record.Image
 	// unplaced counts, per artifact, the placements of it that no layer
@@ -544,6 +543,7 @@ func (b *builder) step(name string, fn func() error) error {
 type ready struct {
 	done      chan struct{}
 	err       error
+	res       *artifact.Result
 	record    record.Artifact
 	described *sbom.Artifact
 }
@@ -563,16 +563,13 @@ func (b *builder) await(ctx context.Context, key string) (*artifact.Result, erro
 	if r.err != nil {
 		return nil, errNotReady
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.results[key], nil
+	return r.res, nil
 }
 
 // fetchAll makes every artifact ready, Jobs at a time, and stops at the
 // first failure: the artifacts not started then fail as not ready.
 func (b *builder) fetchAll(ctx context.Context) error {
 	defer close(b.allReady)
-	b.results = map[string]*artifact.Result{}
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(b.opt.Jobs)
 	for _, key := range slices.Sorted(maps.Keys(b.plan.Artifacts)) {
@@ -582,7 +579,7 @@ func (b *builder) fetchAll(ctx context.Context) error {
 			defer close(r.done)
 			r.err = ctx.Err()
 			if r.err == nil {
-				r.err = b.makeReady(ctx, key, a, r)
+				r.err = b.makeReady(ctx, a, r)
 			}
 			return r.err
 		})
@@ -590,7 +587,7 @@ func (b *builder) fetchAll(ctx context.Context) error {
 	return g.Wait()
 }
 
-func (b *builder) makeReady(ctx context.Context, key string, a *plan.Artifact, r *ready) error {
+func (b *builder) makeReady(ctx context.Context, a *plan.Artifact, r *ready) error {
 	work, err := os.MkdirTemp(b.work, "artifact-*")
 	if err != nil {
 		return err
@@ -626,10 +623,7 @@ func (b *builder) makeReady(ctx context.Context, key string, a *plan.Artifact, r
 		}
 		r.described = &d
 	}
-	r.record = rec
-	b.mu.Lock()
-	b.results[key] = res
-	b.mu.Unlock()
+	r.res, r.record = res, rec
 	return nil
 }
 
@@ -988,7 +982,7 @@ func (b *builder) placedAll(l *plan.Layer) {
 	defer b.mu.Unlock()
 	for _, pm := range l.Placements {
 		if b.unplaced[pm.Artifact]--; b.unplaced[pm.Artifact] == 0 {
-			b.results[pm.Artifact].Tree = nil
+			b.ready[pm.Artifact].res.Tree = nil
 		}
 	}
 }
