@@ -206,8 +206,7 @@ func (u *upToDate) answer(rep progress.Reporter) (*Result, string) {
 	case n.Inputs != u.taken.Digest:
 		return nil, "inputs changed"
 	}
-	outs, err := uptodate.Take(u.outputs, u.jobs, time.Time{})
-	if err != nil || outs.Digest != n.Outputs {
+	if _, outs, err := u.stampOutputs(); err != nil || outs != n.Outputs {
 		return nil, "outputs changed"
 	}
 	var r noted
@@ -223,29 +222,42 @@ func (u *upToDate) answer(rep progress.Reporter) (*Result, string) {
 		RecordPath: r.RecordPath, Written: r.Written, UpToDate: true}, "up to date"
 }
 
+// stampOutputs stamps each output, and gives the digest of them all.
+func (u *upToDate) stampOutputs() (each []string, all string, err error) {
+	parts := make([][]byte, len(u.outputs))
+	for i, path := range u.outputs {
+		s, err := uptodate.Take([]string{path}, u.jobs, time.Time{})
+		if err != nil {
+			return nil, "", err
+		}
+		each = append(each, s.Digest)
+		parts[i] = []byte(s.Digest)
+	}
+	return each, uptodate.Key(parts...), nil
+}
+
 // note keeps what the finished build wrote for the next one, when the
 // inputs had all settled before it began.
 func (u *upToDate) note(res *Result, warnings []string, rep progress.Reporter) {
 	if u.taken.Digest == "" || u.taken.Unsettled != "" {
 		return
 	}
-	for _, path := range u.outputs {
-		s, err := uptodate.Take([]string{path}, u.jobs, time.Time{})
-		if err != nil || u.afterWrite[path] == "" || s.Digest != u.afterWrite[path] {
-			return // changed since this build wrote it: not this build's
-		}
-	}
-	outs, err := uptodate.Take(u.outputs, u.jobs, time.Time{})
+	each, outs, err := u.stampOutputs()
 	if err != nil {
 		rep.Warn("noting the outputs for the next build: %v", err)
 		return
+	}
+	for i, path := range u.outputs {
+		if each[i] != u.afterWrite[path] {
+			return // changed since this build wrote it: not this build's
+		}
 	}
 	r, err := json.Marshal(noted{Results: res.Record.Results, Written: res.Written, RecordPath: res.RecordPath,
 		Recipe: res.Record.Recipe, Epoch: res.Record.Epoch})
 	if err != nil {
 		return
 	}
-	if err := u.store.Put(u.key, &uptodate.Note{Inputs: u.taken.Digest, Outputs: outs.Digest, Result: r, Warnings: warnings}); err != nil {
+	if err := u.store.Put(u.key, &uptodate.Note{Inputs: u.taken.Digest, Outputs: outs, Result: r, Warnings: warnings}); err != nil {
 		rep.Warn("noting the outputs for the next build: %v", err)
 	}
 	if err := u.store.Prune(noteMaxAge, now()); err != nil {
