@@ -23,3 +23,21 @@ func statFiles(_ *os.File, path string, do func(lstat func(name string) (Stamp, 
 		return StampOf(info), info.Mode(), nil
 	})
 }
+
+// ReadDirStats lists dir's entries, sorted by name, each with its stamp
+// and mode, not followed.
+func ReadDirStats(dir string) ([]Stat, error) {
+	des, err := os.ReadDir(dir) // sorted by name
+	if err != nil {
+		return nil, err
+	}
+	stats := make([]Stat, len(des))
+	for i, d := range des {
+		info, err := d.Info()
+		if err != nil {
+			return nil, err
+		}
+		stats[i] = Stat{Name: d.Name(), Stamp: StampOf(info), Mode: info.Mode()}
+	}
+	return stats, nil
+}

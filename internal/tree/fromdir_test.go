@@ -206,3 +206,37 @@ func TestFromDirOrderAndStamps(t *testing.T) {
 		t.Errorf("parents %v, want %v", tr.parents, added.parents)
 	}
 }
+
+// ReadDirStats gives what Lstat gives of each entry, sorted by name.
+func TestReadDirStats(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"b", "a", "c"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(name), 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, "d"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("a", filepath.Join(dir, "l")); err != nil {
+		t.Fatal(err)
+	}
+	stats, err := ReadDirStats(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, st := range stats {
+		names = append(names, st.Name)
+		want, err := Lstat(filepath.Join(dir, st.Name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Stamp != want.Stamp || st.Mode.Type() != want.Mode.Type() || st.Mode.Perm() != want.Mode.Perm() {
+			t.Errorf("%s: %+v, Lstat gives %+v", st.Name, st, want)
+		}
+	}
+	if got := strings.Join(names, ","); got != "a,b,c,d,l" {
+		t.Fatalf("names %s, want a,b,c,d,l", got)
+	}
+}

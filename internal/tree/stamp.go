@@ -2,6 +2,7 @@ package tree
 
 import (
 	"io/fs"
+	"os"
 	"time"
 )
 
@@ -29,4 +30,22 @@ func (s Stamp) Known() bool { return s != Stamp{} }
 // timestamps' granularity could keep the stamp it had when it was read.
 func (s Stamp) Settled(now time.Time, granularity time.Duration) bool {
 	return now.UnixNano()-max(s.ModTime, s.CTime) > int64(granularity)
+}
+
+// Stat is a file's stamp and mode, its type included, as lstat gives
+// them: what changes when anything writes the file or its directory
+// entry.
+type Stat struct {
+	Name  string
+	Stamp Stamp
+	Mode  fs.FileMode
+}
+
+// Lstat gives path's Stat, not followed.
+func Lstat(path string) (Stat, error) {
+	info, err := os.Lstat(path)
+	if err != nil {
+		return Stat{}, err
+	}
+	return Stat{Name: info.Name(), Stamp: StampOf(info), Mode: info.Mode()}, nil
 }

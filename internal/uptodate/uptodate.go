@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/pallet-dev/pallet/internal/tempfile"
+	"github.com/pallet-dev/pallet/internal/tree"
 )
 
 // Settle is how long a file must have been left alone for its stamp to
@@ -83,7 +84,7 @@ type walker struct {
 }
 
 func (w *walker) root(p string) ([32]byte, error) {
-	st, err := lstat(p)
+	st, err := tree.Lstat(p)
 	if err != nil {
 		return [32]byte{}, err
 	}
@@ -91,14 +92,14 @@ func (w *walker) root(p string) ([32]byte, error) {
 	if err := w.stamp(h, p, st); err != nil {
 		return [32]byte{}, err
 	}
-	if st.link {
+	if st.Mode&fs.ModeSymlink != 0 {
 		// Resolved, as the build opens it: the link's stamp alone would
 		// not change when its target is rewritten.
 		real, err := filepath.EvalSymlinks(p)
 		if err != nil {
 			return [32]byte{}, err
 		}
-		if st, err = lstat(real); err != nil {
+		if st, err = tree.Lstat(real); err != nil {
 			return [32]byte{}, err
 		}
 		writeString(h, real)
@@ -107,7 +108,7 @@ func (w *walker) root(p string) ([32]byte, error) {
 		}
 		p = real
 	}
-	if st.dir {
+	if st.Mode.IsDir() {
 		d, err := w.dir(p)
 		if err != nil {
 			return [32]byte{}, err
@@ -119,18 +120,10 @@ func (w *walker) root(p string) ([32]byte, error) {
 	return sum, nil
 }
 
-// stat is what a stamp holds of a file's status, and its type.
-type stat struct {
-	mode               uint64 // as the system gives it
-	size, mtime, ctime int64
-	ino, dev           uint64
-	dir, link          bool
-}
-
 // dir digests the stamps of everything under dir, by name; its
 // subdirectories are read concurrently while tokens last.
 func (w *walker) dir(dir string) ([32]byte, error) {
-	ents, err := list(dir)
+	ents, err := tree.ReadDirStats(dir)
 	if err != nil {
 		return [32]byte{}, err
 	}
@@ -142,12 +135,12 @@ func (w *walker) dir(dir string) ([32]byte, error) {
 	h := sha256.New()
 	subs := make([]*sub, len(ents))
 	for i, e := range ents {
-		if !e.dir {
+		if !e.Mode.IsDir() {
 			continue
 		}
 		s := &sub{done: make(chan struct{})}
 		subs[i] = s
-		path := filepath.Join(dir, e.name)
+		path := filepath.Join(dir, e.Name)
 		select {
 		case w.sem <- struct{}{}:
 			go func() {
@@ -160,8 +153,8 @@ func (w *walker) dir(dir string) ([32]byte, error) {
 		}
 	}
 	for i, e := range ents {
-		writeString(h, e.name)
-		if err := w.stamp(h, filepath.Join(dir, e.name), e.stat); err != nil {
+		writeString(h, e.Name)
+		if err := w.stamp(h, filepath.Join(dir, e.Name), e); err != nil {
 			return [32]byte{}, err
 		}
 		if s := subs[i]; s != nil {
@@ -177,27 +170,22 @@ func (w *walker) dir(dir string) ([32]byte, error) {
 	return sum, nil
 }
 
-// entry is a directory entry with its status (not followed).
-type entry struct {
-	name string
-	stat
-}
-
-func (w *walker) stamp(h hash.Hash, path string, st stat) error {
-	if st.ctime == 0 || st.ino == 0 {
+func (w *walker) stamp(h hash.Hash, path string, st tree.Stat) error {
+	s := st.Stamp
+	if s.CTime == 0 || s.Ino == 0 {
 		return ErrNoStamps
 	}
 	var b [8 * 6]byte
-	binary.LittleEndian.PutUint64(b[0:], st.mode)
-	binary.LittleEndian.PutUint64(b[8:], uint64(st.size))
-	binary.LittleEndian.PutUint64(b[16:], uint64(st.mtime))
-	binary.LittleEndian.PutUint64(b[24:], uint64(st.ctime))
-	binary.LittleEndian.PutUint64(b[32:], st.ino)
-	binary.LittleEndian.PutUint64(b[40:], st.dev)
+	binary.LittleEndian.PutUint64(b[0:], uint64(st.Mode))
+	binary.LittleEndian.PutUint64(b[8:], uint64(s.Size))
+	binary.LittleEndian.PutUint64(b[16:], uint64(s.ModTime))
+	binary.LittleEndian.PutUint64(b[24:], uint64(s.CTime))
+	binary.LittleEndian.PutUint64(b[32:], s.Ino)
+	binary.LittleEndian.PutUint64(b[40:], s.Dev)
 	h.Write(b[:])
 	w.mu.Lock()
 	w.entries++
-	if w.unsettled == "" && !w.now.IsZero() && w.now.UnixNano()-max(st.mtime, st.ctime) <= int64(Settle) {
+	if w.unsettled == "" && !w.now.IsZero() && !s.Settled(w.now, Settle) {
 		w.unsettled = path
 	}
 	w.mu.Unlock()
