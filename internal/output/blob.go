@@ -192,7 +192,9 @@ func (w *layoutWriter) update(prev string) error {
 		// gone. That is the blobs moved in, with their directories (a new
 		// <alg> is an entry of blobs/), and the kept ones changed
 		// recently (a layout written a moment ago, never flushed).
-		toSync := append(moved, recent...)
+		// The blobs moved in were written in this build: recent holds
+		// them already.
+		toSync := recent
 		if len(moved) > 0 {
 			for _, a := range algs {
 				toSync = append(toSync, filepath.Join(prev, "blobs", a.Name()))
