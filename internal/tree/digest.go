@@ -3,7 +3,6 @@ package tree
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -84,7 +83,7 @@ func digestFiles(entries []Entry, sums []string, errs []error, digest FileDigest
 		}
 	}
 	var wg sync.WaitGroup
-	for range digestWorkers() - 1 {
+	for range ioWorkers() - 1 {
 		wg.Go(work)
 	}
 	work()
@@ -96,10 +95,6 @@ func digestFiles(entries []Entry, sums []string, errs []error, digest FileDigest
 	}
 	return nil
 }
-
-// digestWorkers is how many files Digest reads at once: a few more than
-// CPUs, so that one waiting on the disk does not idle a CPU.
-func digestWorkers() int { return min(max(2*runtime.GOMAXPROCS(0), 2), 8) }
 
 // FileDigest gives the hex sha256 of the file at source, whose stamp is
 // st when known (zero: stat it).

@@ -38,7 +38,7 @@ func FromDir(root string) (*Tree, error) {
 	w := &walker{queue: []*dirJob{top}, pending: 1}
 	w.cond = sync.NewCond(&w.mu)
 	var wg sync.WaitGroup
-	for range walkWorkers() {
+	for range ioWorkers() {
 		wg.Go(w.work)
 	}
 	wg.Wait()
@@ -55,9 +55,10 @@ func FromDir(root string) (*Tree, error) {
 	return t, nil
 }
 
-// walkWorkers is how many directories FromDir lists at once: a few more
-// than CPUs, so that one waiting on the disk does not idle a CPU.
-func walkWorkers() int { return min(max(2*runtime.GOMAXPROCS(0), 2), 8) }
+// ioWorkers is how many directories FromDir lists, or files Digest
+// reads, at once: a few more than CPUs, so that one waiting on the disk
+// does not idle a CPU.
+func ioWorkers() int { return min(max(2*runtime.GOMAXPROCS(0), 2), 8) }
 
 // dirJob is one directory of a FromDir walk.
 type dirJob struct {
