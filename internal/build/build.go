@@ -255,8 +255,11 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 		fetcher.Cache = c
 		bases.Blobs = c
 		for _, t := range opt.Outputs {
-			if l, ok := t.(*output.Layout); ok {
-				l.Digests, l.Learn = c.FileSHA256, c.Learn
+			switch o := t.(type) {
+			case *output.Layout:
+				o.Digests, o.Learn = c.FileSHA256, c.Learn
+			case *output.Registry:
+				o.Sources = c.Sources()
 			}
 		}
 		if opt.CacheFrom != "" {

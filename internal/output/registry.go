@@ -2,13 +2,17 @@ package output
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"github.com/pallet-dev/pallet/internal/regauth"
 )
@@ -24,6 +28,17 @@ type Registry struct {
 	// index `pallet index create` assembles later. Ref then names only
 	// the repository (or a PREFIX/).
 	ByDigest bool
+	// Sources, when set, carries mount hints from one push to the next: it
+	// is asked which repository of the registry already holds each blob,
+	// and told where the blobs of every complete push went.
+	Sources Sources
+}
+
+// Sources is a memory of pushed blobs across builds (the cache's): for a
+// registry, blob digest → a repository holding it.
+type Sources interface {
+	Lookup(registry string) map[string]string
+	Remember(registry string, blobs map[string]string) error
 }
 
 func (r *Registry) String() string { return "registry:" + r.Ref }
@@ -45,16 +60,16 @@ func (r *Registry) Write(ctx context.Context, images []Image) error {
 	if err := r.holds(len(images)); err != nil {
 		return err
 	}
-	opts, err := r.options(ctx)
+	pushed, err := r.session(ctx)
 	if err != nil {
 		return err
 	}
+	defer pushed.save()
 	if r.ByDigest {
-		return r.writeByDigest(images, opts)
+		return r.writeByDigest(images, pushed)
 	}
 	// Every image goes in by digest first, tags last: a push that fails
 	// half-way moves no tag, whichever image or blob it failed on.
-	pushed := mountHints{}
 	type tagging struct {
 		tags []name.Tag
 		what remote.Taggable
@@ -85,15 +100,9 @@ func (r *Registry) Write(ctx context.Context, images []Image) error {
 		if direct {
 			target = tags[0]
 		}
-		if im.Index != nil {
-			err = remote.WriteIndex(target, pushed.index(im.Index), opts...)
-		} else {
-			err = remote.Write(target, pushed.image(im.Image), opts...)
-		}
-		if err != nil {
+		if err := pushed.push(target, im); err != nil {
 			return fmt.Errorf("push %s (as %s): %w", tags[0], target, regauth.Explain(err))
 		}
-		pushed.remember(target, im)
 		// Referrers (SBOMs, provenance) name their subject by digest; the
 		// registry lists them through its referrers API, or ggcr keeps the
 		// fallback tag for a registry without one.
@@ -102,7 +111,7 @@ func (r *Registry) Write(ctx context.Context, images []Image) error {
 			if err != nil {
 				return err
 			}
-			if err := remote.Write(tags[0].Context().Digest(d.String()), ref, opts...); err != nil {
+			if err := remote.Write(tags[0].Context().Digest(d.String()), ref, pushed.opts...); err != nil {
 				return fmt.Errorf("push an attachment of %s: %w", tags[0], regauth.Explain(err))
 			}
 		}
@@ -113,7 +122,7 @@ func (r *Registry) Write(ctx context.Context, images []Image) error {
 	var moved []string
 	for _, t := range todo {
 		for _, tag := range t.tags {
-			if err := remote.Tag(tag, t.what, opts...); err != nil {
+			if err := remote.Tag(tag, t.what, pushed.opts...); err != nil {
 				err = fmt.Errorf("tag %s: %w", tag, regauth.Explain(err))
 				if len(moved) > 0 {
 					err = fmt.Errorf("%w (every image was pushed; these tags already point at this build: %s)", err, strings.Join(moved, ", "))
@@ -144,39 +153,146 @@ func (r *Registry) Check() error {
 	return err
 }
 
-// options are the remote options of one Write. They share one pusher,
-// which pings and authenticates once per repository, not once per manifest
-// or tag, and knows which blobs it has put there already: with several
-// tags or attachments, each further tag costs one PUT instead of a ping,
-// a token exchange and the PUT.
-func (r *Registry) options(ctx context.Context) ([]remote.Option, error) {
-	opts := regauth.Options(ctx, r.Options...)
-	p, err := remote.NewPusher(opts...)
-	if err != nil {
-		return nil, err
-	}
-	return append(opts, remote.Reuse(p)), nil
-}
-
 // writeByDigest pushes each image to its repository by digest only.
-func (r *Registry) writeByDigest(images []Image, opts []remote.Option) error {
-	pushed := mountHints{}
+func (r *Registry) writeByDigest(images []Image, pushed *pushSession) error {
 	for _, im := range images {
 		ref, err := r.digestRef(im)
 		if err != nil {
 			return err
 		}
-		if im.Index != nil {
-			err = remote.WriteIndex(ref, pushed.index(im.Index), opts...)
-		} else {
-			err = remote.Write(ref, pushed.image(im.Image), opts...)
-		}
-		if err != nil {
+		if err := pushed.push(ref, im); err != nil {
 			return fmt.Errorf("push %s: %w", ref, regauth.Explain(err))
 		}
-		pushed.remember(ref, im)
 	}
 	return nil
+}
+
+// registry is the registry every image of Ref goes to.
+func (r *Registry) registry() (name.Registry, error) {
+	if strings.HasSuffix(r.Ref, "/") {
+		repo, err := name.NewRepository(r.Ref + "image")
+		return repo.Registry, err
+	}
+	ref, err := name.ParseReference(r.Ref)
+	if err != nil {
+		return name.Registry{}, err
+	}
+	return ref.Context().Registry, nil
+}
+
+// pushSession is one Write's remote options and mount hints: those
+// Sources remembers from earlier pushes to the registry, and those of the
+// images this Write has pushed, which it hands back to Sources when done.
+type pushSession struct {
+	// opts share one pusher, which pings and authenticates once per
+	// repository, not once per manifest or tag, and knows which blobs it
+	// has put there already: with several tags or attachments, each
+	// further tag costs one PUT instead of a ping, a token exchange and
+	// the PUT. base are the same without the pusher.
+	opts, base []remote.Option
+	sources    Sources
+	reg     name.Registry
+	// hints are all the hints (remembered ones overridden by this Write's);
+	// pushed are this Write's alone.
+	hints, pushed mountHints
+	remembered    bool
+}
+
+func (r *Registry) session(ctx context.Context) (*pushSession, error) {
+	s := &pushSession{base: regauth.Options(ctx, r.Options...), sources: r.Sources, hints: mountHints{}, pushed: mountHints{}}
+	if err := s.newPusher(); err != nil {
+		return nil, err
+	}
+	if r.Sources == nil {
+		return s, nil
+	}
+	reg, err := r.registry()
+	if err != nil {
+		s.sources = nil // Write reports the bad reference
+		return s, nil
+	}
+	s.reg = reg
+	for d, repo := range r.Sources.Lookup(reg.Name()) {
+		h, err := v1.NewHash(d)
+		if err != nil {
+			continue
+		}
+		rp, err := name.NewRepository(reg.Name() + "/" + repo)
+		if err != nil {
+			continue
+		}
+		// The registry's options (insecure) come with reg.
+		s.hints[h] = reg.Repo(rp.RepositoryStr()).Digest(h.String())
+		s.remembered = true
+	}
+	return s, nil
+}
+
+func (s *pushSession) newPusher() error {
+	p, err := remote.NewPusher(s.base...)
+	if err != nil {
+		return err
+	}
+	s.opts = append(slices.Clip(s.base), remote.Reuse(p))
+	return nil
+}
+
+// push writes im to ref, mounting the blobs the hints place in another
+// repository. A registry or token server may refuse a pull scope on a
+// remembered repository (it was deleted, or these credentials cannot read
+// it) outright rather than by answering the mount with an upload; the
+// push is then tried again with this Write's own hints only, and a new
+// pusher, since the old one would ask for the refused scope again
+// whenever it renews a token.
+func (s *pushSession) push(ref name.Reference, im Image) error {
+	err := s.write(ref, im, s.hints)
+	if err != nil && s.remembered && refused(err) {
+		s.hints, s.remembered = mountHints{}, false
+		for d, r := range s.pushed {
+			s.hints[d] = r
+		}
+		if perr := s.newPusher(); perr != nil {
+			return perr
+		}
+		err = s.write(ref, im, s.hints)
+	}
+	if err != nil {
+		return err
+	}
+	// This Write's own hints replace remembered ones: they are certain.
+	s.pushed.remember(ref, im)
+	for d, r := range s.pushed {
+		s.hints[d] = r
+	}
+	return nil
+}
+
+func (s *pushSession) write(ref name.Reference, im Image, h mountHints) error {
+	if im.Index != nil {
+		return remote.WriteIndex(ref, h.index(im.Index), s.opts...)
+	}
+	return remote.Write(ref, h.image(im.Image), s.opts...)
+}
+
+// refused is an authentication or authorization failure.
+func refused(err error) bool {
+	var te *transport.Error
+	return errors.As(err, &te) && (te.StatusCode == http.StatusUnauthorized || te.StatusCode == http.StatusForbidden)
+}
+
+// save hands the blobs of every image pushed completely to Sources. It is
+// best effort: a hint not saved costs the next push an upload.
+func (s *pushSession) save() {
+	if s.sources == nil || len(s.pushed) == 0 {
+		return
+	}
+	blobs := make(map[string]string, len(s.pushed))
+	for d, ref := range s.pushed {
+		if ref.Context().Registry.Name() == s.reg.Name() {
+			blobs[d.String()] = ref.Context().RepositoryStr()
+		}
+	}
+	_ = s.sources.Remember(s.reg.Name(), blobs)
 }
 
 // digestRef is where ByDigest pushes im: REPO@DIGEST.

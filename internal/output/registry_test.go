@@ -873,3 +873,167 @@ func TestPushLayerFiles(t *testing.T) {
 		t.Errorf("damaged blob: HTTP %d, want 404", s)
 	}
 }
+
+// memSources is a Sources kept in memory (the cache's, on disk, is
+// tested in internal/cache).
+type memSources map[string]map[string]string
+
+func (m memSources) Lookup(registry string) map[string]string { return maps.Clone(m[registry]) }
+
+func (m memSources) Remember(registry string, blobs map[string]string) error {
+	if m[registry] == nil {
+		m[registry] = map[string]string{}
+	}
+	maps.Copy(m[registry], blobs)
+	return nil
+}
+
+// A later Write, with Sources, mounts the blobs an earlier Write pushed to
+// another repository of the registry instead of uploading them, as docker
+// push does; what it pushes pulls back whole, and Sources then knows the
+// new repository.
+func TestPushMountsFromEarlierWrites(t *testing.T) {
+	p, host := newProxy(t)
+	ctx := context.Background()
+	src := memSources{}
+	s1, s2 := newLayer(t), newLayer(t)
+	a := newImage(t, "amd64", s1, s2, newLayer(t))
+	b := newImage(t, "amd64", s1, s2, newLayer(t))
+	if err := (&Registry{Ref: host + "/first/a:1", Sources: src}).Write(ctx, []Image{{Repository: "a", Image: a}}); err != nil {
+		t.Fatal(err)
+	}
+	reg, err := name.NewRegistry(host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range blobs(t, a) {
+		if got := src[reg.Name()][d.String()]; got != "first/a" {
+			t.Fatalf("after the first push, Sources places %s in %q, want first/a", d, got)
+		}
+	}
+	p.reset()
+	if err := (&Registry{Ref: host + "/second/b:1", Sources: src}).Write(ctx, []Image{{Repository: "b", Image: b}}); err != nil {
+		t.Fatal(err)
+	}
+	rec := p.record()
+	for _, l := range []v1.Layer{s1, s2} {
+		d := digest(t, l)
+		if got := rec.mounted[d]; !slices.Equal(got, []string{"first/a"}) || rec.commits[d] != 0 {
+			t.Errorf("shared layer %s: mounted from %q, uploaded %d times; want mounted from first/a, not uploaded", d, got, rec.commits[d])
+		}
+	}
+	own := blobs(t, b)[3]
+	if rec.commits[own] != 1 || len(rec.mounted[own]) != 0 {
+		t.Errorf("b's own layer: uploaded %d times, mounted from %q; want uploaded once", rec.commits[own], rec.mounted[own])
+	}
+	checkPulled(t, host+"/second/b:1", b)
+	for _, d := range blobs(t, b) {
+		if got := src[reg.Name()][d.String()]; got != "second/b" {
+			t.Errorf("after the second push, Sources places %s in %q, want second/b", d, got)
+		}
+	}
+
+	// Without Sources, nothing is carried over: the same image to a third
+	// repository uploads every blob.
+	p.reset()
+	if err := (&Registry{Ref: host + "/third/c:1"}).Write(ctx, []Image{{Repository: "c", Image: b}}); err != nil {
+		t.Fatal(err)
+	}
+	rec = p.record()
+	for _, d := range blobs(t, b) {
+		if rec.commits[d] != 1 || len(rec.mounted[d]) != 0 {
+			t.Errorf("without Sources, blob %s: uploaded %d times, mounted from %q; want uploaded once", d, rec.commits[d], rec.mounted[d])
+		}
+	}
+}
+
+// A remembered source that no longer holds the blob (or never did) costs
+// nothing but the mount attempt: the registry answers with an upload, the
+// push completes, and Sources is corrected.
+func TestPushStaleSourceUploads(t *testing.T) {
+	p, host := newProxy(t)
+	reg, err := name.NewRegistry(host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newLayer(t)
+	img := newImage(t, "amd64", l)
+	d := digest(t, l)
+	src := memSources{reg.Name(): {d.String(): "gone/away"}}
+	if err := (&Registry{Ref: host + "/here/x:1", Sources: src}).Write(context.Background(), []Image{{Repository: "x", Image: img}}); err != nil {
+		t.Fatal(err)
+	}
+	rec := p.record()
+	if rec.commits[d] != 1 || len(rec.mounted[d]) != 0 {
+		t.Errorf("layer with a stale source: uploaded %d times, mounted from %q; want uploaded once", rec.commits[d], rec.mounted[d])
+	}
+	if p.record().requests["POST here/x blobs/uploads"] == 0 {
+		t.Error("no upload was started")
+	}
+	checkPulled(t, host+"/here/x:1", img)
+	if got := src[reg.Name()][d.String()]; got != "here/x" {
+		t.Errorf("Sources places the layer in %q, want here/x", got)
+	}
+}
+
+// tokenGate puts a bearer-token server in front of a registry, as Docker
+// Hub and most hosted registries have; its token endpoint refuses any
+// request naming a scope on a repository under "denied/", as some token
+// servers do rather than leave the scope out of the token.
+type tokenGate struct{ next http.Handler }
+
+func (g tokenGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/token" {
+		for _, sc := range r.URL.Query()["scope"] {
+			if strings.Contains(sc, ":denied/") {
+				http.Error(w, `{"errors":[{"code":"DENIED","message":"no access to `+sc+`"}]}`, http.StatusForbidden)
+				return
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"token":"granted"}`)
+		return
+	}
+	if r.Header.Get("Authorization") != "Bearer granted" {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="http://`+r.Host+`/token",service="test"`)
+		http.Error(w, `{"errors":[{"code":"UNAUTHORIZED","message":"token needed"}]}`, http.StatusUnauthorized)
+		return
+	}
+	g.next.ServeHTTP(w, r)
+}
+
+// A token server that refuses the pull scope on a remembered source does
+// not fail the push: it is pushed again without remembered sources.
+func TestPushRefusedSourceScope(t *testing.T) {
+	reg := testregistry.Start(t, func(h http.Handler) http.Handler { return tokenGate{next: h} })
+	r, err := name.NewRegistry(reg.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, other := newLayer(t), newLayer(t)
+	img := newImage(t, "amd64", l)
+	second := newImage(t, "amd64", l, other)
+	src := memSources{r.Name(): {digest(t, l).String(): "denied/secret"}}
+	out := &Registry{Ref: reg.Host + "/p/", Sources: src}
+	images := []Image{{Repository: "one", Tags: []string{"1"}, Image: img}, {Repository: "two", Tags: []string{"1"}, Image: second}}
+	if err := out.Write(context.Background(), images); err != nil {
+		t.Fatal(err)
+	}
+	// The check pulls through the gate, with a token.
+	for _, im := range images {
+		ref, err := name.ParseReference(reg.Host + "/p/" + im.Repository + ":1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := remote.Image(ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g, w := digest(t, got), digest(t, im.Image); g != w {
+			t.Errorf("%s pulls as %s, want %s", ref, g, w)
+		}
+	}
+	if got := src[r.Name()][digest(t, l).String()]; got != "p/one" {
+		t.Errorf("Sources places the layer in %q, want p/one", got)
+	}
+}
