@@ -366,17 +366,28 @@ rm -rf "$WORK/bkstage" "$WORK/bk-out"
 
 # ---------------------------------------------------------------- push
 say "push: pallet (build from cache, then push) vs crane push of the same layout"
+# pallet remembers in its cache where it pushed each blob and mounts it
+# from there into a new repository of the same registry (as docker push
+# does; crane does not): push-pallet is that repeat push. push-pallet-first
+# forgets those sources first, so it uploads every blob like crane: the
+# like-for-like row.
+push_pallet_first() {
+	rm -rf "$WORK/cache/sources"
+	pb push "registry:$REGISTRY/pallet-first-$i:v1"
+	measure push-pallet-first "${PB[@]}"
+}
 for i in $(seq "$REPS"); do
 	# Alternate who goes first: the registry keeps every blob once, so
 	# whoever pushes a blob second only adds a link at commit.
-	pb push "registry:$REGISTRY/pallet-$i:v1"
 	if ((i % 2)); then
-		measure push-pallet "${PB[@]}"
+		push_pallet_first
 		measure push-crane "$CRANE" push "$WORK/out" "$REGISTRY/crane-$i:v1"
 	else
 		measure push-crane "$CRANE" push "$WORK/out" "$REGISTRY/crane-$i:v1"
-		measure push-pallet "${PB[@]}"
+		push_pallet_first
 	fi
+	pb push "registry:$REGISTRY/pallet-$i:v1"
+	measure push-pallet "${PB[@]}"
 done
 PALLET_DIGEST=$("$CRANE" digest "$REGISTRY/pallet-1:v1")
 CRANE_DIGEST=$("$CRANE" digest "$REGISTRY/crane-1:v1")
@@ -474,7 +485,8 @@ say "writing $RESULTS"
 COLD=$(med cold)
 NOOP=$(med noop)
 NOOP_FIRST=$(med noop-first)
-PUSH_P=$(med push-pallet)
+PUSH_P=$(med push-pallet-first)
+PUSH_M=$(med push-pallet)
 PUSH_C=$(med push-crane)
 CRANE_COLD=$(med crane-cold)
 GIT_REV=$(git -C "$REPO" rev-parse --short HEAD)
@@ -519,6 +531,7 @@ BK_ONEFILE_X=$(pair_median win-onefile)
 BK_F100_X=$(pair_median "files$BIG_FILES-noop")
 KO_X=$(pair_median go-cold)
 PUSH_RATIO=$(ratio "$PUSH_P" "$PUSH_C")
+PUSH_M_RATIO=$(ratio "$PUSH_M" "$PUSH_C")
 COMPRESS_SHARE=$(ratio "$(field compress_s "$WORK/log/limit-win")" "$COLD")
 MEM_MAX=$(for n in 1 4 16 64; do max_rss "mem-$n"; done | sort -g | tail -n 1)
 F100_RSS=$(for r in "files$BIG_FILES-cold" "files$BIG_FILES-noop"; do max_rss "$r"; done | sort -g | tail -n 1)
@@ -577,7 +590,8 @@ EOF
 	row bk-noop-first "Windows: BuildKit first rebuild after cold"
 	row bk-noop "Windows: BuildKit no-op rebuild (into the existing OCI directory)"
 	row bk-onefile "Windows: BuildKit one-file change"
-	row push-pallet "Windows: pallet push (\`build -o registry:\`, from cache, new repository)"
+	row push-pallet-first "Windows: pallet push (\`build -o registry:\`, from cache, new repository, no remembered sources: every blob uploaded)"
+	row push-pallet "Windows: pallet push (as above, remembering the previous push: blobs mounted from it)"
 	row push-crane "Windows: crane push of pallet's OCI layout (new repository)"
 	row crane-stage "Windows: crane path: download, verify, unpack, hard-link, tar 4 layers"
 	row crane-append "Windows: crane path: \`crane append\` onto the Windows base, -o tarball"
@@ -655,7 +669,8 @@ many-file trees, and an honest bench" (ratios are medians of the pairs).
 | Windows cold ≥ 95 % of the compressor's own speed on the same bytes | $COMPRESS_SHARE | $(target "$(ge "$COMPRESS_SHARE" 0.95)") |
 | no-op ≥ 20× faster than BuildKit exporting into an existing OCI directory | ${BK_NOOP_X}× | $(target "$(ge "$BK_NOOP_X" 20)") |
 | one-file change ≥ 5× faster than BuildKit | ${BK_ONEFILE_X}× | $(target "$(ge "$BK_ONEFILE_X" 5)") |
-| push ≤ 1.0× crane's time | ${PUSH_RATIO}× (${PUSH_P} s vs ${PUSH_C} s) | $(target "$(le "$PUSH_RATIO" 1.0)") |
+| push ≤ 1.0× crane's time, every blob uploaded | ${PUSH_RATIO}× (${PUSH_P} s vs ${PUSH_C} s) | $(target "$(le "$PUSH_RATIO" 1.0)") |
+| push ≤ 1.0× crane's time, repeat push to a new repository (pallet mounts) | ${PUSH_M_RATIO}× (${PUSH_M} s vs ${PUSH_C} s) | $(target "$(le "$PUSH_M_RATIO" 1.0)") |
 | peak RSS ≤ 100 MB, 1 GiB image in 1 / 4 / 16 / 64 layers | $(for n in 1 4 16 64; do printf '%s ' "$(max_rss "mem-$n")"; done)MB | $(target "$(le "$MEM_MAX" 100)") |
 | $BIG_FILES files no-op ≥ 5× faster than BuildKit | ${BK_F100_X}× | $(target "$(ge "$BK_F100_X" 5)") |
 | $BIG_FILES files ≤ 100 MB peak RSS (cold and no-op) | ${F100_RSS} MB | $(target "$(le "$F100_RSS" 100)") |
