@@ -143,7 +143,9 @@ func newBase(in *Input) *baseNode {
 		// Built by pallet itself: no repository to name.
 		return &baseNode{name: ref, digest: digest, purl: ociPurlIf(ref, digest, arch(in.Platform), "")}
 	case strings.HasPrefix(ref, "oci:"):
-		dir, tag := splitLayoutRef(strings.TrimPrefix(ref, "oci:"))
+		// Split as the build split it when it read the base; the path
+		// stays relative to the recipe, for localPath.
+		dir, tag, _ := image.LayoutRef(ref, "")
 		shown := in.localPath(dir)
 		nm := shown
 		if tag != "" {
@@ -175,14 +177,6 @@ func ociPurlIf(repo, digest, arch, tag string) string {
 		return ""
 	}
 	return ociPurl(repo, digest, arch, tag)
-}
-
-// splitLayoutRef splits an OCI layout reference "DIR[:TAG]".
-func splitLayoutRef(s string) (dir, tag string) {
-	if i := strings.LastIndexByte(s, ':'); i > 0 && !strings.ContainsAny(s[i+1:], `/\`) {
-		return s[:i], s[i+1:]
-	}
-	return s, ""
 }
 
 // localPath shows a path of the builder's machine: relative to the

@@ -129,6 +129,7 @@ func TestBases(t *testing.T) {
 		{"scratch", "", ""},
 		{"windows-hostprocess-scratch", "windows-hostprocess-scratch", "pkg:oci/windows-hostprocess-scratch@sha256%3A" + hexSHA256("base") + "?arch=amd64"},
 		{"oci:" + recipeDir + "/base:v1", "oci:base:v1", "pkg:oci/base@sha256%3A" + hexSHA256("base") + "?arch=amd64&tag=v1"},
+		{"oci:layouts/base:v1", "oci:layouts/base:v1", "pkg:oci/base@sha256%3A" + hexSHA256("base") + "?arch=amd64&tag=v1"},
 		{"oci:/elsewhere/layouts/debian", "oci:debian", "pkg:oci/debian@sha256%3A" + hexSHA256("base") + "?arch=amd64"},
 		{"ghcr.io/org/base@" + digest, "ghcr.io/org/base@" + digest, "pkg:oci/base@sha256%3A" + hexSHA256("base") + "?arch=amd64&repository_url=ghcr.io/org/base"},
 		{"debian", "debian", "pkg:oci/debian@sha256%3A" + hexSHA256("base") + "?arch=amd64&repository_url=docker.io/library/debian&tag=latest"},
