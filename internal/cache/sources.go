@@ -30,7 +30,7 @@ func (c *Cache) Sources() *Sources { return &Sources{c: c} }
 const (
 	// maxSources bounds one registry's file (about 100 bytes an entry);
 	// the blobs pushed least recently are forgotten first.
-	maxSources = 20000
+	maxSources = 10000
 	// maxSourcesFile is the largest file read back; pallet writes less.
 	maxSourcesFile = 8 << 20
 )
