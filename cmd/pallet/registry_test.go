@@ -5,16 +5,19 @@ import (
 	"context"
 	"io"
 	"log"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/validate"
 
 	"github.com/pallet-dev/pallet/internal/testregistry"
 )
@@ -262,5 +265,87 @@ func TestAuthLoginLogout(t *testing.T) {
 	}
 	if _, stderr, _ := palletOut(t, "auth", "logout", reg.Host); !strings.Contains(stderr, "no credentials") {
 		t.Errorf("second logout: %s", stderr)
+	}
+}
+
+// mountCounter counts, behind a registry, blob uploads (PATCH, PUT with a
+// body) and mounts the registry accepted.
+type mountCounter struct {
+	next             http.Handler
+	mu               sync.Mutex
+	uploads, mounted int
+}
+
+func (m *mountCounter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rec := httptest.NewRecorder()
+	m.next.ServeHTTP(rec, r)
+	m.mu.Lock()
+	switch {
+	case strings.Contains(r.URL.Path, "/blobs/uploads/") && r.Method == http.MethodPatch:
+		m.uploads++
+	case strings.Contains(r.URL.Path, "/blobs/uploads/") && r.Method == http.MethodPost && r.URL.Query().Get("mount") != "" && rec.Code == http.StatusCreated:
+		m.mounted++
+	}
+	m.mu.Unlock()
+	for k, v := range rec.Header() {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(rec.Code)
+	w.Write(rec.Body.Bytes())
+}
+
+func (m *mountCounter) take() (uploads, mounted int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	u, n := m.uploads, m.mounted
+	m.uploads, m.mounted = 0, 0
+	return u, n
+}
+
+// A second push of a build to another repository of the same registry
+// mounts every blob from the first instead of uploading it: the cache
+// remembers where the first push put them. With another cache, nothing
+// is remembered.
+func TestRepeatPushMounts(t *testing.T) {
+	counter := &mountCounter{}
+	reg := testregistry.Start(t, func(h http.Handler) http.Handler { counter.next = h; return counter })
+	recipe := smallRecipe(t, "scratch", "mounted\n")
+	cacheDir := t.TempDir()
+	push := func(repo, cache string) string {
+		t.Helper()
+		out, stderr, err := palletOut(t, "build", "-f", recipe, "--cache-dir", cache, "--record", filepath.Join(t.TempDir(), "r.json"),
+			"-q", "-o", "registry:"+reg.Host+"/"+repo+":1")
+		if err != nil {
+			t.Fatalf("push to %s: %v\n%s", repo, err, stderr)
+		}
+		return strings.TrimSpace(out)
+	}
+	first := push("first/app", cacheDir)
+	if up, _ := counter.take(); up != 2 {
+		t.Errorf("first push uploaded %d blobs, want 2 (layer and config)", up)
+	}
+	second := push("second/app", cacheDir)
+	if up, mounted := counter.take(); up != 0 || mounted != 2 {
+		t.Errorf("second push: %d uploads, %d mounts; want 0 and 2", up, mounted)
+	}
+	push("third/app", t.TempDir())
+	if up, mounted := counter.take(); up != 2 || mounted != 0 {
+		t.Errorf("push with another cache: %d uploads, %d mounts; want 2 and 0", up, mounted)
+	}
+	_, d1, _ := strings.Cut(first, "@")
+	_, d2, _ := strings.Cut(second, "@")
+	if d1 == "" || d1 != d2 {
+		t.Fatalf("pushed %q and %q, want one digest", first, second)
+	}
+	ref, err := name.ParseReference(reg.Host + "/second/app:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := remote.Image(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := validate.Image(img); err != nil {
+		t.Errorf("the mounted image does not pull whole: %v", err)
 	}
 }
