@@ -191,7 +191,7 @@ type pushSession struct {
 	// the PUT. base are the same without the pusher.
 	opts, base []remote.Option
 	sources    Sources
-	reg     name.Registry
+	reg        name.Registry
 	// hints are all the hints (remembered ones overridden by this Write's);
 	// pushed are this Write's alone.
 	hints, pushed mountHints
