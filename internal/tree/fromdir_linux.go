@@ -76,11 +76,12 @@ func ReadDirStats(dir string) ([]Stat, error) {
 		return nil, err
 	}
 	defer unix.Close(fd)
-	bufp := direntBufs.Get().(*[]byte)
-	defer direntBufs.Put(bufp)
-	buf := *bufp
-	var raw []byte // names, each followed by a NUL
-	var ends []int // where each name's NUL is in raw
+	sc := listScratch.Get().(*scratch)
+	defer listScratch.Put(sc)
+	buf := sc.dirents[:]
+	raw := sc.raw[:0]   // names, each followed by a NUL
+	ends := sc.ends[:0] // where each name's NUL is in raw
+	defer func() { sc.raw, sc.ends = raw[:0], ends[:0] }()
 	for {
 		n, err := unix.Getdents(fd, buf)
 		if err == unix.EINTR {
@@ -106,15 +107,16 @@ func ReadDirStats(dir string) ([]Stat, error) {
 				continue
 			}
 			raw = append(append(raw, name...), 0)
-			ends = append(ends, len(raw)-1)
+			ends = append(ends, int32(len(raw)-1))
 		}
 	}
 	all := string(raw)
-	names := make([]string, len(ends))
+	names := sc.names[:0]
+	defer func() { clear(names); sc.names = names[:0] }()
 	start := 0
-	for i, end := range ends {
-		names[i] = all[start:end]
-		start = end + 1
+	for _, end := range ends {
+		names = append(names, all[start:int(end)])
+		start = int(end) + 1
 	}
 	// Listed in the file system's order (a hash on ext4): sorted here.
 	slices.Sort(names)
@@ -136,9 +138,15 @@ const (
 	direntName   = 19
 )
 
-// direntBufs holds the buffers directories are listed into: one
-// listing of 100 entries of short names fits in 4 KiB.
-var direntBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+// scratch is what listing a directory needs only while it lists.
+type scratch struct {
+	dirents [32 << 10]byte
+	raw     []byte
+	ends    []int32
+	names   []string
+}
+
+var listScratch = sync.Pool{New: func() any { return new(scratch) }}
 
 func openDir(dir string) (int, error) {
 	for {
