@@ -67,8 +67,14 @@ func TestFromDirAllocations(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	if per := allocs / entries; per > 5 {
-		t.Errorf("FromDir made %.1f allocations per entry, want at most 5", per)
+	// On Linux a directory is listed without os.ReadDir (an allocation
+	// or more per name): what is allocated is per directory.
+	want := 5.0
+	if runtime.GOOS == "linux" {
+		want = 1
+	}
+	if per := allocs / entries; per > want {
+		t.Errorf("FromDir made %.1f allocations per entry, want at most %.0f", per, want)
 	}
 }
 
