@@ -139,13 +139,15 @@ func (d *dir) fstatat(name string, st *unix.Stat_t) error {
 	return nil
 }
 
+// stampOf converts each field: their types differ between platforms
+// (32-bit times and devices on some).
 func stampOf(st *unix.Stat_t) Stamp {
 	return Stamp{
-		Size:    st.Size,
-		ModTime: st.Mtim.Sec*1e9 + st.Mtim.Nsec,
-		CTime:   st.Ctim.Sec*1e9 + st.Ctim.Nsec,
-		Ino:     st.Ino,
-		Dev:     st.Dev,
+		Size:    int64(st.Size),
+		ModTime: int64(st.Mtim.Sec)*1e9 + int64(st.Mtim.Nsec),
+		CTime:   int64(st.Ctim.Sec)*1e9 + int64(st.Ctim.Nsec),
+		Ino:     uint64(st.Ino),
+		Dev:     uint64(st.Dev),
 	}
 }
 
