@@ -163,7 +163,7 @@ func (w *walker) dir(dir string) ([32]byte, error) {
 			buf = buf[:0]
 		}
 		buf = appendString(buf, e.Name)
-		buf, err = w.appendStamp(buf, e)
+		buf, err = appendStamp(buf, e)
 		if err != nil {
 			return [32]byte{}, err
 		}
@@ -188,7 +188,7 @@ func (w *walker) dir(dir string) ([32]byte, error) {
 }
 
 func (w *walker) stamp(h hash.Hash, path string, st tree.Stat) error {
-	b, err := w.appendStamp(nil, st)
+	b, err := appendStamp(nil, st)
 	if err != nil {
 		return err
 	}
@@ -201,7 +201,7 @@ func (w *walker) stamp(h hash.Hash, path string, st tree.Stat) error {
 }
 
 // appendStamp appends the bytes st is hashed as.
-func (w *walker) appendStamp(b []byte, st tree.Stat) ([]byte, error) {
+func appendStamp(b []byte, st tree.Stat) ([]byte, error) {
 	s := st.Stamp
 	if s.CTime == 0 || s.Ino == 0 {
 		return b, ErrNoStamps
