@@ -68,10 +68,12 @@ func TestFromDirAllocations(t *testing.T) {
 		}
 	})
 	// On Linux a directory is listed without os.ReadDir (an allocation
-	// or more per name): what is allocated is per directory.
+	// or more per name): what is allocated is per directory (0.7 per
+	// entry in directories of 10; over 1 under -race, where sync.Pool
+	// drops some of what is put back).
 	want := 5.0
 	if runtime.GOOS == "linux" {
-		want = 1
+		want = 2
 	}
 	if per := allocs / entries; per > want {
 		t.Errorf("FromDir made %.1f allocations per entry, want at most %.0f", per, want)
