@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 )
@@ -120,78 +119,97 @@ func (w *walker) work() {
 // list reads j's directory: its entries, each file stat'ed, and a job for
 // each subdirectory. It says whether a name holds a backslash.
 func (j *dirJob) list() (backslash bool, err error) {
-	f, err := os.Open(j.disk)
+	d, err := openDir(j.disk)
 	if err != nil {
 		return false, err
 	}
-	defer f.Close()
-	des, err := f.ReadDir(-1)
+	defer d.close()
+	ents, err := d.list()
 	if err != nil {
 		return false, err
 	}
-	slices.SortFunc(des, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	// Every path on disk, and in the tree where the separator is a slash
 	// (the end of the path on disk), is a slice of one string.
 	prefix := j.disk + string(filepath.Separator)
 	var sb strings.Builder
 	n := 0
-	for _, d := range des {
-		n += len(prefix) + len(d.Name())
+	for _, d := range ents {
+		n += len(prefix) + len(d.name)
 	}
 	sb.Grow(n)
-	for _, d := range des {
+	for _, d := range ents {
 		sb.WriteString(prefix)
-		sb.WriteString(d.Name())
+		sb.WriteString(d.name)
 	}
 	all := sb.String()
-	j.entries = make([]Entry, len(des))
-	err = statFiles(f, j.disk, func(lstat func(name string) (Stamp, fs.FileMode, error)) error {
-		at := 0
-		for i, d := range des {
-			name := d.Name()
-			p := all[at : at+len(prefix)+len(name)]
-			at += len(p)
-			var rel string
-			switch {
-			case filepath.Separator == '/' && j.rel == "":
-				rel = p[len(prefix):]
-			case filepath.Separator == '/':
-				rel = p[len(prefix)-1-len(j.rel):]
-			case j.rel == "":
-				rel = name
-			default:
-				rel = j.rel + "/" + name
-			}
-			backslash = backslash || strings.Contains(name, `\`)
-			e := &j.entries[i]
-			e.Path = rel
-			switch typ := d.Type(); {
-			case typ.IsDir():
-				e.Kind, e.Mode = Dir, 0o755
-				j.subdirs = append(j.subdirs, &dirJob{disk: p, rel: rel})
-			case typ&fs.ModeSymlink != 0:
-				target, err := os.Readlink(p)
-				if err != nil {
-					return err
-				}
-				e.Kind, e.Mode, e.Link = Symlink, 0o777, filepath.ToSlash(target)
-			case typ.IsRegular():
-				st, mode, err := lstat(name)
-				if err != nil {
-					return err
-				}
-				if !mode.IsRegular() {
-					// Replaced since the directory was read.
-					return fmt.Errorf("%s: changed from a regular file to %s while being read", p, mode.Type())
-				}
-				e.Kind, e.Mode, e.Source, e.Size, e.Stamp = File, NormalMode(mode), p, st.Size, st
-			default:
-				return fmt.Errorf("%s: unsupported file type %s", p, typ)
-			}
+	j.entries = make([]Entry, len(ents))
+	at := 0
+	for i, de := range ents {
+		name := de.name
+		p := all[at : at+len(prefix)+len(name)]
+		at += len(p)
+		var rel string
+		switch {
+		case filepath.Separator == '/' && j.rel == "":
+			rel = p[len(prefix):]
+		case filepath.Separator == '/':
+			rel = p[len(prefix)-1-len(j.rel):]
+		case j.rel == "":
+			rel = name
+		default:
+			rel = j.rel + "/" + name
 		}
-		return nil
-	})
-	return backslash, err
+		backslash = backslash || strings.Contains(name, `\`)
+		e := &j.entries[i]
+		e.Path = rel
+		switch typ := de.typ; {
+		case typ.IsDir():
+			e.Kind, e.Mode = Dir, 0o755
+			j.subdirs = append(j.subdirs, &dirJob{disk: p, rel: rel})
+		case typ&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return false, err
+			}
+			e.Kind, e.Mode, e.Link = Symlink, 0o777, filepath.ToSlash(target)
+		case typ.IsRegular():
+			st, mode, err := d.lstat(name)
+			if err != nil {
+				return false, err
+			}
+			if !mode.IsRegular() {
+				// Replaced since the directory was read.
+				return false, fmt.Errorf("%s: changed from a regular file to %s while being read", p, mode.Type())
+			}
+			e.Kind, e.Mode, e.Source, e.Size, e.Stamp = File, NormalMode(mode), p, st.Size, st
+		default:
+			return false, fmt.Errorf("%s: unsupported file type %s", p, typ)
+		}
+	}
+	return backslash, nil
+}
+
+// ReadDirStats lists dir's entries, sorted by name, each with its stamp
+// and mode, not followed.
+func ReadDirStats(path string) ([]Stat, error) {
+	d, err := openDir(path)
+	if err != nil {
+		return nil, err
+	}
+	defer d.close()
+	ents, err := d.list()
+	if err != nil {
+		return nil, err
+	}
+	stats := make([]Stat, len(ents))
+	for i, e := range ents {
+		st, mode, err := d.lstat(e.name)
+		if err != nil {
+			return nil, err
+		}
+		stats[i] = Stat{Name: e.name, Stamp: st, Mode: mode}
+	}
+	return stats, nil
 }
 
 // addListed adds the entries j and its subdirectories listed, in the

@@ -8,36 +8,37 @@ import (
 	"path/filepath"
 )
 
-// statFiles calls do with an lstat of names in the open directory dir
-// (at path on disk). It gives a regular file's stamp and permissions,
-// and any other file's type.
-func statFiles(_ *os.File, path string, do func(lstat func(name string) (Stamp, fs.FileMode, error)) error) error {
-	return do(func(name string) (Stamp, fs.FileMode, error) {
-		info, err := os.Lstat(filepath.Join(path, name))
-		if err != nil {
-			return Stamp{}, 0, err
-		}
-		if !info.Mode().IsRegular() {
-			return Stamp{}, info.Mode(), nil
-		}
-		return StampOf(info), info.Mode(), nil
-	})
+// dir is a directory listed by os.ReadDir, its files stat'ed by path.
+type dir struct{ path string }
+
+// dirent is a name listed in a directory and its type.
+type dirent struct {
+	name string
+	typ  fs.FileMode
 }
 
-// ReadDirStats lists dir's entries, sorted by name, each with its stamp
-// and mode, not followed.
-func ReadDirStats(dir string) ([]Stat, error) {
-	des, err := os.ReadDir(dir) // sorted by name
+func openDir(path string) (*dir, error) { return &dir{path: path}, nil }
+
+func (d *dir) close() {}
+
+// list gives the directory's entries sorted by name.
+func (d *dir) list() ([]dirent, error) {
+	des, err := os.ReadDir(d.path) // sorted by name
 	if err != nil {
 		return nil, err
 	}
-	stats := make([]Stat, len(des))
-	for i, d := range des {
-		info, err := d.Info()
-		if err != nil {
-			return nil, err
-		}
-		stats[i] = Stat{Name: d.Name(), Stamp: StampOf(info), Mode: info.Mode()}
+	ents := make([]dirent, len(des))
+	for i, e := range des {
+		ents[i] = dirent{name: e.Name(), typ: e.Type()}
 	}
-	return stats, nil
+	return ents, nil
+}
+
+// lstat gives the stamp and mode of name in the directory, not followed.
+func (d *dir) lstat(name string) (Stamp, fs.FileMode, error) {
+	info, err := os.Lstat(filepath.Join(d.path, name))
+	if err != nil {
+		return Stamp{}, 0, err
+	}
+	return StampOf(info), info.Mode(), nil
 }

@@ -1,7 +1,9 @@
 package tree
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -65,8 +67,16 @@ func TestFromDirAllocations(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	if per := allocs / entries; per > 5 {
-		t.Errorf("FromDir made %.1f allocations per entry, want at most 5", per)
+	// On Linux a directory is listed without os.ReadDir (an allocation
+	// or more per name): what is allocated is per directory (0.7 per
+	// entry in directories of 10; over 1 under -race, where sync.Pool
+	// drops some of what is put back).
+	want := 5.0
+	if runtime.GOOS == "linux" {
+		want = 2
+	}
+	if per := allocs / entries; per > want {
+		t.Errorf("FromDir made %.1f allocations per entry, want at most %.0f", per, want)
 	}
 }
 
@@ -207,9 +217,11 @@ func TestFromDirOrderAndStamps(t *testing.T) {
 	}
 }
 
-// ReadDirStats gives what Lstat gives of each entry, sorted by name.
+// ReadDirStats gives what Lstat gives of each entry, sorted by name,
+// however many reads of the directory listing it takes.
 func TestReadDirStats(t *testing.T) {
 	dir := t.TempDir()
+	want := []string{"a", "b", "c", "d", "l"}
 	for _, name := range []string{"b", "a", "c"} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(name), 0o640); err != nil {
 			t.Fatal(err)
@@ -220,6 +232,17 @@ func TestReadDirStats(t *testing.T) {
 	}
 	if err := os.Symlink("a", filepath.Join(dir, "l")); err != nil {
 		t.Fatal(err)
+	}
+	if mkfifo(filepath.Join(dir, "p")) == nil {
+		want = append(want, "p")
+	}
+	// Long names, more than one read of the listing holds.
+	for i := range 600 {
+		name := fmt.Sprintf("z%03d%s", i, strings.Repeat("n", 200))
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, name)
 	}
 	stats, err := ReadDirStats(dir)
 	if err != nil {
@@ -236,7 +259,13 @@ func TestReadDirStats(t *testing.T) {
 			t.Errorf("%s: %+v, Lstat gives %+v", st.Name, st, want)
 		}
 	}
-	if got := strings.Join(names, ","); got != "a,b,c,d,l" {
-		t.Fatalf("names %s, want a,b,c,d,l", got)
+	if !slices.Equal(names, want) {
+		t.Fatalf("names %v,\nwant %v", names, want)
+	}
+	if _, err := ReadDirStats(filepath.Join(dir, "missing")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a missing directory: %v", err)
+	}
+	if _, err := ReadDirStats(filepath.Join(dir, "a")); err == nil {
+		t.Error("a file listed as a directory")
 	}
 }

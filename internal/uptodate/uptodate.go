@@ -26,6 +26,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pallet-dev/pallet/internal/tempfile"
@@ -67,7 +68,7 @@ func Take(paths []string, jobs int, now time.Time) (Snapshot, error) {
 		writeString(h, p)
 		h.Write(d[:])
 	}
-	s := Snapshot{Digest: hex.EncodeToString(h.Sum(nil)), Entries: int(w.entries)}
+	s := Snapshot{Digest: hex.EncodeToString(h.Sum(nil)), Entries: int(w.entries.Load())}
 	w.mu.Lock()
 	s.Unsettled = w.unsettled
 	w.mu.Unlock()
@@ -78,8 +79,8 @@ type walker struct {
 	now time.Time
 	// sem holds a token per extra goroutine reading a directory.
 	sem       chan struct{}
+	entries   atomic.Int64
 	mu        sync.Mutex
-	entries   int64
 	unsettled string
 }
 
@@ -121,7 +122,10 @@ func (w *walker) root(p string) ([32]byte, error) {
 }
 
 // dir digests the stamps of everything under dir, by name; its
-// subdirectories are read concurrently while tokens last.
+// subdirectories are read concurrently while tokens last. A tree of many
+// small files costs what listing and stat'ing it costs: the stamps go to
+// the hash through one buffer per directory, and no path is built but
+// for a directory or one found unsettled.
 func (w *walker) dir(dir string) ([32]byte, error) {
 	ents, err := tree.ReadDirStats(dir)
 	if err != nil {
@@ -132,14 +136,13 @@ func (w *walker) dir(dir string) ([32]byte, error) {
 		err  error
 		done chan struct{}
 	}
-	h := sha256.New()
-	subs := make([]*sub, len(ents))
-	for i, e := range ents {
+	var subs []*sub
+	for _, e := range ents {
 		if !e.Mode.IsDir() {
 			continue
 		}
 		s := &sub{done: make(chan struct{})}
-		subs[i] = s
+		subs = append(subs, s)
 		path := filepath.Join(dir, e.Name)
 		select {
 		case w.sem <- struct{}{}:
@@ -152,51 +155,81 @@ func (w *walker) dir(dir string) ([32]byte, error) {
 			close(s.done)
 		}
 	}
-	for i, e := range ents {
-		writeString(h, e.Name)
-		if err := w.stamp(h, filepath.Join(dir, e.Name), e); err != nil {
+	h := sha256.New()
+	buf := make([]byte, 0, 4<<10)
+	for _, e := range ents {
+		if len(buf) > 3<<10 {
+			h.Write(buf)
+			buf = buf[:0]
+		}
+		buf = appendString(buf, e.Name)
+		buf, err = appendStamp(buf, e)
+		if err != nil {
 			return [32]byte{}, err
 		}
-		if s := subs[i]; s != nil {
+		if !w.now.IsZero() && !e.Stamp.Settled(w.now, Settle) {
+			w.unsettle(filepath.Join(dir, e.Name))
+		}
+		if e.Mode.IsDir() {
+			s := subs[0]
+			subs = subs[1:]
 			<-s.done
 			if s.err != nil {
 				return [32]byte{}, s.err
 			}
-			h.Write(s.sum[:])
+			buf = append(buf, s.sum[:]...)
 		}
 	}
+	h.Write(buf)
+	w.entries.Add(int64(len(ents)))
 	var sum [32]byte
 	h.Sum(sum[:0])
 	return sum, nil
 }
 
 func (w *walker) stamp(h hash.Hash, path string, st tree.Stat) error {
-	s := st.Stamp
-	if s.CTime == 0 || s.Ino == 0 {
-		return ErrNoStamps
+	b, err := appendStamp(nil, st)
+	if err != nil {
+		return err
 	}
-	var b [8 * 6]byte
-	binary.LittleEndian.PutUint64(b[0:], uint64(st.Mode))
-	binary.LittleEndian.PutUint64(b[8:], uint64(s.Size))
-	binary.LittleEndian.PutUint64(b[16:], uint64(s.ModTime))
-	binary.LittleEndian.PutUint64(b[24:], uint64(s.CTime))
-	binary.LittleEndian.PutUint64(b[32:], s.Ino)
-	binary.LittleEndian.PutUint64(b[40:], s.Dev)
-	h.Write(b[:])
-	w.mu.Lock()
-	w.entries++
-	if w.unsettled == "" && !w.now.IsZero() && !s.Settled(w.now, Settle) {
-		w.unsettled = path
+	h.Write(b)
+	w.entries.Add(1)
+	if !w.now.IsZero() && !st.Stamp.Settled(w.now, Settle) {
+		w.unsettle(path)
 	}
-	w.mu.Unlock()
 	return nil
 }
 
+// appendStamp appends the bytes st is hashed as.
+func appendStamp(b []byte, st tree.Stat) ([]byte, error) {
+	s := st.Stamp
+	if s.CTime == 0 || s.Ino == 0 {
+		return b, ErrNoStamps
+	}
+	b = binary.LittleEndian.AppendUint64(b, uint64(st.Mode))
+	b = binary.LittleEndian.AppendUint64(b, uint64(s.Size))
+	b = binary.LittleEndian.AppendUint64(b, uint64(s.ModTime))
+	b = binary.LittleEndian.AppendUint64(b, uint64(s.CTime))
+	b = binary.LittleEndian.AppendUint64(b, s.Ino)
+	return binary.LittleEndian.AppendUint64(b, s.Dev), nil
+}
+
+// unsettle keeps path as the unsettled one, unless there is one.
+func (w *walker) unsettle(path string) {
+	w.mu.Lock()
+	if w.unsettled == "" {
+		w.unsettled = path
+	}
+	w.mu.Unlock()
+}
+
 func writeString(h hash.Hash, s string) {
-	var n [8]byte
-	binary.LittleEndian.PutUint64(n[:], uint64(len(s)))
-	h.Write(n[:])
-	h.Write([]byte(s))
+	h.Write(appendString(nil, s))
+}
+
+// appendString appends s, length first.
+func appendString(b []byte, s string) []byte {
+	return append(binary.LittleEndian.AppendUint64(b, uint64(len(s))), s...)
 }
 
 // Note is what a finished build leaves for the next one with the same

@@ -1,11 +1,18 @@
 package uptodate
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"fmt"
+	"hash"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/pallet-dev/pallet/internal/tree"
 )
 
 func write(t *testing.T, path, content string) {
@@ -181,5 +188,69 @@ func TestStore(t *testing.T) {
 	}
 	if _, err := os.Stat(foreign); err != nil {
 		t.Fatal("a file that is not a note was removed")
+	}
+}
+
+// The digest is the one a plain walk (os.ReadDir, os.Lstat, one hash per
+// directory) gives: listing and stat'ing without allocating per file
+// leaves out nothing, and a note written before still matches.
+func TestTakeAsPlainWalk(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 300 {
+		write(t, filepath.Join(dir, fmt.Sprintf("d%d", i%3), fmt.Sprintf("e%d", i%7), fmt.Sprintf("f%03d", i)), "x")
+	}
+	if err := os.Symlink("nowhere", filepath.Join(dir, "d0", "dangling")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(dir, "d1", "e1"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var walk func(dir string) [32]byte
+	walk = func(dir string) [32]byte {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := sha256.New()
+		for _, e := range ents {
+			p := filepath.Join(dir, e.Name())
+			st, err := tree.Lstat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeString(h, e.Name())
+			plainStamp(h, st.Mode.Type()|st.Mode.Perm(), st.Stamp)
+			if e.IsDir() {
+				sum := walk(p)
+				h.Write(sum[:])
+			}
+		}
+		var sum [32]byte
+		h.Sum(sum[:0])
+		return sum
+	}
+	st, err := tree.Lstat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.New()
+	plainStamp(h, st.Mode, st.Stamp) // a root's mode whole, as Lstat gives it
+	sub := walk(dir)
+	h.Write(sub[:])
+	root := h.Sum(nil)
+	h = sha256.New()
+	writeString(h, dir)
+	h.Write(root)
+	want := hex.EncodeToString(h.Sum(nil))
+	for _, jobs := range []int{1, 2} {
+		if s := take(t, jobs, dir); s.Digest != want {
+			t.Errorf("jobs %d: digest %s, a plain walk gives %s", jobs, s.Digest, want)
+		}
+	}
+}
+
+func plainStamp(h hash.Hash, mode fs.FileMode, s tree.Stamp) {
+	for _, v := range []uint64{uint64(mode), uint64(s.Size), uint64(s.ModTime), uint64(s.CTime), s.Ino, s.Dev} {
+		h.Write(binary.LittleEndian.AppendUint64(nil, v))
 	}
 }
