@@ -27,6 +27,7 @@ import (
 	"github.com/pallet-dev/pallet/internal/artifact"
 	"github.com/pallet-dev/pallet/internal/cache"
 	"github.com/pallet-dev/pallet/internal/exe"
+	"github.com/pallet-dev/pallet/internal/golicenses"
 	"github.com/pallet-dev/pallet/internal/image"
 	"github.com/pallet-dev/pallet/internal/layer"
 	"github.com/pallet-dev/pallet/internal/output"
@@ -594,6 +595,12 @@ func (b *builder) makeReady(ctx context.Context, a *plan.Artifact, r *ready) err
 	work, err := os.MkdirTemp(b.work, "artifact-*")
 	if err != nil {
 		return err
+	}
+	if local, ok := a.Kind.(*artifact.Go); ok && b.opt.ModuleLicenses {
+		// The licence classifier, if moduleLicenses will need it for
+		// the module's own licence files, loads while go build runs
+		// rather than after it: about a second.
+		golicenses.Prepare(golicenses.Options{SourceDir: local.Module, Remember: b.rememberLicence})
 	}
 	done := b.opt.Progress.Start(fmt.Sprintf("artifact %s (%s)", a.Name, a.Platform))
 	res, err := b.fetcher.Fetch(ctx, &a.Request, work)

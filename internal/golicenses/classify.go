@@ -85,11 +85,21 @@ func (c *collector) classify(text []byte) (classification, error) {
 	if err != nil {
 		return classification{}, err
 	}
-	var r remembered
-	if err := json.Unmarshal([]byte(v), &r); err != nil || r.SPDX == "" {
+	cl, ok := recalled(v)
+	if !ok {
 		return classify(text) // not what this version remembers: derive
 	}
-	return classification{spdx: r.SPDX, ids: r.IDs, confidence: r.Confidence}, nil
+	return cl, nil
+}
+
+// recalled is the classification Options.Remember kept as v, if v is
+// one this version wrote.
+func recalled(v string) (classification, bool) {
+	var r remembered
+	if err := json.Unmarshal([]byte(v), &r); err != nil || r.SPDX == "" {
+		return classification{}, false
+	}
+	return classification{spdx: r.SPDX, ids: r.IDs, confidence: r.Confidence}, true
 }
 
 // licenseMatches keeps the licence and header matches, in the order they
