@@ -24,6 +24,7 @@ import (
 
 	"github.com/gofrs/flock"
 
+	"github.com/pallet-dev/pallet/internal/regfile"
 	"github.com/pallet-dev/pallet/internal/tempfile"
 )
 
@@ -468,7 +469,7 @@ func (c *Cache) importLayer(key, src string, e LayerEntry) error {
 
 // HashFile returns the hex sha256 of the file at path.
 func HashFile(path string) (string, error) {
-	f, err := os.Open(path)
+	f, err := regfile.Open(path)
 	if err != nil {
 		return "", err
 	}

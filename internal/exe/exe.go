@@ -18,6 +18,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/pallet-dev/pallet/internal/regfile"
 )
 
 // Platform is what an executable file was built for, in Go/OCI terms.
@@ -117,7 +119,7 @@ func detectPath(path string) (result, bool, error) {
 	if !lst.Mode().IsRegular() {
 		return result{}, false, nil
 	}
-	f, err := os.Open(path)
+	f, err := regfile.Open(path)
 	if err != nil {
 		return result{}, false, err
 	}

@@ -27,6 +27,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/pallet-dev/pallet/internal/regfile"
 	"github.com/pallet-dev/pallet/internal/tempfile"
 	"github.com/pallet-dev/pallet/internal/tree"
 )
@@ -228,7 +229,7 @@ func modeBits(e tree.Entry) int64 {
 var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 128<<10); return &b }}
 
 func copyFile(w io.Writer, e tree.Entry, opt Options) error {
-	f, err := os.Open(e.Source)
+	f, err := regfile.Open(e.Source)
 	if err != nil {
 		return fmt.Errorf("%s: %w", e.Path, err)
 	}

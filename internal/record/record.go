@@ -18,6 +18,7 @@ import (
 
 	"github.com/pallet-dev/pallet/internal/artifact"
 	"github.com/pallet-dev/pallet/internal/cache"
+	"github.com/pallet-dev/pallet/internal/regfile"
 	"github.com/pallet-dev/pallet/internal/tempfile"
 	"github.com/pallet-dev/pallet/internal/tree"
 )
@@ -148,7 +149,12 @@ func Scan(res *artifact.Result, memo Memo) (Artifact, error) {
 // and empty for any other file: not being a Go binary is the common case,
 // not an error.
 func goBuildInfo(path string) (string, error) {
-	info, err := buildinfo.ReadFile(path)
+	f, err := regfile.Open(path)
+	if err != nil {
+		return "", nil
+	}
+	defer f.Close()
+	info, err := buildinfo.Read(f)
 	if err != nil {
 		return "", nil
 	}
