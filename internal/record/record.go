@@ -123,6 +123,9 @@ func Scan(res *artifact.Result, memo Memo) (Artifact, error) {
 			return a, err
 		}
 		a.Files = append(a.Files, File{Path: e.Path, SHA256: sum, Size: e.Size})
+		if e.Size < minGoBinary {
+			continue
+		}
 		info, err := memo(e.Source, e.Stamp, "go-buildinfo", goBuildInfo)
 		if err != nil {
 			return a, err
@@ -144,6 +147,14 @@ func Scan(res *artifact.Result, memo Memo) (Artifact, error) {
 	sort.Strings(a.Licenses)
 	return a, nil
 }
+
+// minGoBinary is a size under which no file is a Go binary: the runtime
+// alone makes the smallest program (an empty main, stripped) over 1 MB on
+// every GOOS/GOARCH of Go 1.26, and no release has made one under a few
+// hundred KB. Most files of a tree are smaller; each would be opened and
+// read for build info it cannot hold, one at a time (a tenth of a cold
+// build of 100,000 small files).
+const minGoBinary = 64 << 10
 
 // goBuildInfo is the JSON of a GoBinary (without path) for a Go binary,
 // and empty for any other file: not being a Go binary is the common case,

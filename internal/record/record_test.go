@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pallet-dev/pallet/internal/artifact"
+	"github.com/pallet-dev/pallet/internal/tree"
 )
 
 // Write streams each artifact's files, and writes the same bytes as
@@ -58,5 +59,46 @@ func TestWriteAsEncoder(t *testing.T) {
 		if left, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".*")); len(left) != 0 {
 			t.Errorf("%s: left %v beside the record", name, left)
 		}
+	}
+}
+
+// Scan looks for Go build info only in files large enough to hold a Go
+// program: a tree of small files is not opened a second time for it.
+func TestScanSkipsSmallFilesForBuildInfo(t *testing.T) {
+	dir := t.TempDir()
+	small, big := filepath.Join(dir, "small"), filepath.Join(dir, "big")
+	if err := os.WriteFile(small, []byte("\x7fELF small"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(big, bytes.Repeat([]byte{0}, minGoBinary), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tr := tree.New()
+	for _, p := range []string{small, big} {
+		info, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tr.Add(tree.Entry{Path: filepath.Base(p), Kind: tree.File, Mode: 0o755, Source: p, Size: info.Size()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	asked := map[string][]string{}
+	memo := func(path string, st tree.Stamp, fact string, derive func(string) (string, error)) (string, error) {
+		asked[fact] = append(asked[fact], filepath.Base(path))
+		return derive(path)
+	}
+	a, err := Scan(&artifact.Result{Tree: tr, Licenses: tree.New()}, memo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Files) != 2 || len(a.GoBinaries) != 0 {
+		t.Errorf("files %+v, Go binaries %+v; want both files, no Go binary", a.Files, a.GoBinaries)
+	}
+	if got := asked["go-buildinfo"]; len(got) != 1 || got[0] != "big" {
+		t.Errorf("build info asked of %v, want only big", got)
+	}
+	if got := asked["sha256"]; len(got) != 2 {
+		t.Errorf("sha256 asked of %v, want both", got)
 	}
 }
