@@ -41,6 +41,9 @@ type Cache struct {
 	// learnedDigests are the digests this build computed, by file: what
 	// it wrote (Learn), and what it read once settled.
 	learnedDigests map[fileID]learnedDigest
+	// young are facts this build derived of files too young to be
+	// remembered (see RememberAt), kept for this build only.
+	young map[youngKey]youngFact
 
 	// remote is the registry cache to import from, if any.
 	remote *remoteCache

@@ -359,6 +359,9 @@ func (c *Cache) RememberAt(path string, st tree.Stamp, fact string, derive func(
 	if v, ok := c.recall(path, fact, st); ok {
 		return v, nil
 	}
+	if v, ok := c.youngFact(path, fact, st); ok {
+		return v, nil
+	}
 	if fact == "sha256" {
 		// Written, or read in full, by this build: see Learn.
 		if sum, ok := c.learned(st); ok {
@@ -380,8 +383,41 @@ func (c *Cache) RememberAt(path string, st tree.Stamp, fact string, derive func(
 		if after, err := os.Stat(path); err == nil && tree.StampOf(after) == st {
 			return c.store(path, fact, v, st, fact == "sha256"), nil
 		}
+		return v, nil
 	}
+	// A young file may yet change without its stamp changing: the fact
+	// is not remembered past this build, nor is a digest Checked (the
+	// layer writer hashes the file again as it copies it, against the
+	// digest its key was made of). Within this build the same fact is
+	// asked for again (a layer's key, then the record: a freshly built
+	// binary was hashed twice), and is taken from here while the stamp
+	// holds and the file is still young: once settled, it is read again,
+	// so that the fact can be remembered and the digest Checked.
+	c.keepYoung(path, fact, st, v)
 	return v, nil
+}
+
+type youngKey struct{ path, fact string }
+
+type youngFact struct {
+	st tree.Stamp
+	v  string
+}
+
+func (c *Cache) keepYoung(path, fact string, st tree.Stamp, v string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.young == nil {
+		c.young = map[youngKey]youngFact{}
+	}
+	c.young[youngKey{path, fact}] = youngFact{st, v}
+}
+
+func (c *Cache) youngFact(path, fact string, st tree.Stamp) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f, ok := c.young[youngKey{path, fact}]
+	return f.v, ok && f.st == st && !st.Settled(time.Now(), settleTime)
 }
 
 // Learn records that this build wrote the file at path with content

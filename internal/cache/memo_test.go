@@ -564,3 +564,44 @@ func TestMemoLooksUpInPlace(t *testing.T) {
 		t.Error("a shard with its paths out of order was read")
 	}
 }
+
+// A fact about a young file is derived once per build while the file
+// keeps its stamp (asked again, for a layer's key and then the record, it
+// is not read again), is not remembered by the next build, and is derived
+// again once the stamp changes.
+func TestYoungFactsLastOneBuild(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := filepath.Join(dir, "fresh")
+	writeFile(t, p, []byte("just built"))
+	c, _ := openCache(t, filepath.Join(dir, "cache"))
+	n := 0
+	derive := func(path string) (string, error) { n++; return HashFile(path) }
+	for range 3 {
+		if got, err := c.RememberAt(p, tree.Stamp{}, "sha256", derive); err != nil || got != sha([]byte("just built")) {
+			t.Fatalf("RememberAt: %s, %v", got, err)
+		}
+	}
+	if n != 1 {
+		t.Errorf("a young file's digest derived %d times in one build, want 1", n)
+	}
+	info, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.Checked(p, info); ok {
+		t.Error("a young file's digest counts as checked")
+	}
+	writeFile(t, p, []byte("rebuilt, longer"))
+	if got, err := c.RememberAt(p, tree.Stamp{}, "sha256", derive); err != nil || got != sha([]byte("rebuilt, longer")) || n != 2 {
+		t.Errorf("after a change: %s, %v, derived %d times; want the new digest, derived again", got, err, n)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	next, _ := openCache(t, filepath.Join(dir, "cache"))
+	defer next.Close()
+	if _, err := next.RememberAt(p, tree.Stamp{}, "sha256", derive); err != nil || n != 3 {
+		t.Errorf("the next build derived %d times in all (err %v), want 3: a young fact is not kept", n, err)
+	}
+}
