@@ -599,8 +599,9 @@ func (b *builder) makeReady(ctx context.Context, a *plan.Artifact, r *ready) err
 	if local, ok := a.Kind.(*artifact.Go); ok && b.opt.ModuleLicenses {
 		// The licence classifier, if moduleLicenses will need it for
 		// the module's own licence files, loads while go build runs
-		// rather than after it: about a second.
-		golicenses.Prepare(golicenses.Options{SourceDir: local.Module, Remember: b.rememberLicence})
+		// rather than after it: about a second. Finding out walks the
+		// module, which need not hold up go build's start either.
+		go golicenses.Prepare(golicenses.Options{SourceDir: local.Module, Remember: b.rememberLicence})
 	}
 	done := b.opt.Progress.Start(fmt.Sprintf("artifact %s (%s)", a.Name, a.Platform))
 	res, err := b.fetcher.Fetch(ctx, &a.Request, work)

@@ -2,9 +2,8 @@ package output
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net/http"
+	"maps"
 	"slices"
 	"strings"
 
@@ -12,7 +11,6 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"github.com/pallet-dev/pallet/internal/regauth"
 )
@@ -193,13 +191,12 @@ type pushSession struct {
 	sources    Sources
 	reg        name.Registry
 	// hints are all the hints (remembered ones overridden by this Write's);
-	// pushed are this Write's alone.
-	hints, pushed mountHints
-	remembered    bool
+	// pushed are this Write's alone, remembered those Sources gave.
+	hints, pushed, remembered mountHints
 }
 
 func (r *Registry) session(ctx context.Context) (*pushSession, error) {
-	s := &pushSession{base: regauth.Options(ctx, r.Options...), sources: r.Sources, hints: mountHints{}, pushed: mountHints{}}
+	s := &pushSession{base: regauth.Options(ctx, r.Options...), sources: r.Sources, hints: mountHints{}, pushed: mountHints{}, remembered: mountHints{}}
 	if err := s.newPusher(); err != nil {
 		return nil, err
 	}
@@ -212,7 +209,7 @@ func (r *Registry) session(ctx context.Context) (*pushSession, error) {
 		return s, nil
 	}
 	s.reg = reg
-	for d, repo := range r.Sources.Lookup(reg.Name()) {
+	for d, repo := range r.Sources.Lookup(sourcesKey(reg)) {
 		h, err := v1.NewHash(d)
 		if err != nil {
 			continue
@@ -222,11 +219,14 @@ func (r *Registry) session(ctx context.Context) (*pushSession, error) {
 			continue
 		}
 		// The registry's options (insecure) come with reg.
-		s.hints[h] = reg.Repo(rp.RepositoryStr()).Digest(h.String())
-		s.remembered = true
+		s.remembered[h] = reg.Repo(rp.RepositoryStr()).Digest(h.String())
+		s.hints[h] = s.remembered[h]
 	}
 	return s, nil
 }
+
+// sourcesKey names reg in Sources: host names are not case-sensitive.
+func sourcesKey(reg name.Registry) string { return strings.ToLower(reg.Name()) }
 
 func (s *pushSession) newPusher() error {
 	p, err := remote.NewPusher(s.base...)
@@ -238,19 +238,18 @@ func (s *pushSession) newPusher() error {
 }
 
 // push writes im to ref, mounting the blobs the hints place in another
-// repository. A registry or token server may refuse a pull scope on a
-// remembered repository (it was deleted, or these credentials cannot read
-// it) outright rather than by answering the mount with an upload; the
-// push is then tried again with this Write's own hints only, and a new
-// pusher, since the old one would ask for the refused scope again
-// whenever it renews a token.
+// repository. A token server may refuse a pull scope on a remembered
+// repository (it was deleted, or these credentials cannot read it)
+// outright, with any status, rather than leave the scope out of the
+// token; go-containerregistry then fails the push instead of uploading.
+// A push that used a remembered repository and failed is tried again with
+// this Write's own hints only, and a new pusher, since the old one would
+// ask for the refused scope again whenever it renews a token; one that
+// used none is not, so wrong credentials are not tried twice.
 func (s *pushSession) push(ref name.Reference, im Image) error {
 	err := s.write(ref, im, s.hints)
-	if err != nil && s.remembered && refused(err) {
-		s.hints, s.remembered = mountHints{}, false
-		for d, r := range s.pushed {
-			s.hints[d] = r
-		}
+	if err != nil && s.usesRemembered(im) {
+		s.hints, s.remembered = maps.Clone(s.pushed), mountHints{}
 		if perr := s.newPusher(); perr != nil {
 			return perr
 		}
@@ -274,10 +273,22 @@ func (s *pushSession) write(ref name.Reference, im Image, h mountHints) error {
 	return remote.Write(ref, h.image(im.Image), s.opts...)
 }
 
-// refused is an authentication or authorization failure.
-func refused(err error) bool {
-	var te *transport.Error
-	return errors.As(err, &te) && (te.StatusCode == http.StatusUnauthorized || te.StatusCode == http.StatusForbidden)
+// usesRemembered says whether a blob of im was to be mounted from a
+// repository only Sources named.
+func (s *pushSession) usesRemembered(im Image) bool {
+	if len(s.remembered) == 0 {
+		return false
+	}
+	blobs := mountHints{}
+	blobs.remember(nil, im)
+	for d := range blobs {
+		if _, ok := s.pushed[d]; !ok {
+			if _, ok := s.remembered[d]; ok {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // save hands the blobs of every image pushed completely to Sources. It is
@@ -292,7 +303,7 @@ func (s *pushSession) save() {
 			blobs[d.String()] = ref.Context().RepositoryStr()
 		}
 	}
-	_ = s.sources.Remember(s.reg.Name(), blobs)
+	_ = s.sources.Remember(sourcesKey(s.reg), blobs)
 }
 
 // digestRef is where ByDigest pushes im: REPO@DIGEST.

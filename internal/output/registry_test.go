@@ -977,16 +977,25 @@ func TestPushStaleSourceUploads(t *testing.T) {
 }
 
 // tokenGate puts a bearer-token server in front of a registry, as Docker
-// Hub and most hosted registries have; its token endpoint refuses any
-// request naming a scope on a repository under "denied/", as some token
-// servers do rather than leave the scope out of the token.
-type tokenGate struct{ next http.Handler }
+// Hub and most hosted registries have. Its token endpoint refuses, with
+// status denied, any request naming a scope on a repository under
+// "denied/", as some token servers do rather than leave the scope out of
+// the token; it counts the token requests.
+type tokenGate struct {
+	next   http.Handler
+	denied int
+	mu     sync.Mutex
+	tokens int
+}
 
-func (g tokenGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (g *tokenGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/token" {
+		g.mu.Lock()
+		g.tokens++
+		g.mu.Unlock()
 		for _, sc := range r.URL.Query()["scope"] {
 			if strings.Contains(sc, ":denied/") {
-				http.Error(w, `{"errors":[{"code":"DENIED","message":"no access to `+sc+`"}]}`, http.StatusForbidden)
+				http.Error(w, `{"errors":[{"code":"DENIED","message":"no access to `+sc+`"}]}`, g.denied)
 				return
 			}
 		}
@@ -1002,38 +1011,81 @@ func (g tokenGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.next.ServeHTTP(w, r)
 }
 
-// A token server that refuses the pull scope on a remembered source does
-// not fail the push: it is pushed again without remembered sources.
+func (g *tokenGate) tokenRequests() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.tokens
+}
+
+// A token server that refuses the pull scope on a remembered source, with
+// whatever status, does not fail the push: the image is pushed again
+// without remembered sources.
 func TestPushRefusedSourceScope(t *testing.T) {
-	reg := testregistry.Start(t, func(h http.Handler) http.Handler { return tokenGate{next: h} })
-	r, err := name.NewRegistry(reg.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, other := newLayer(t), newLayer(t)
-	img := newImage(t, "amd64", l)
-	second := newImage(t, "amd64", l, other)
-	src := memSources{r.Name(): {digest(t, l).String(): "denied/secret"}}
-	out := &Registry{Ref: reg.Host + "/p/", Sources: src}
-	images := []Image{{Repository: "one", Tags: []string{"1"}, Image: img}, {Repository: "two", Tags: []string{"1"}, Image: second}}
-	if err := out.Write(context.Background(), images); err != nil {
-		t.Fatal(err)
-	}
-	// The check pulls through the gate, with a token.
-	for _, im := range images {
-		ref, err := name.ParseReference(reg.Host + "/p/" + im.Repository + ":1")
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := remote.Image(ref)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if g, w := digest(t, got), digest(t, im.Image); g != w {
-			t.Errorf("%s pulls as %s, want %s", ref, g, w)
-		}
-	}
-	if got := src[r.Name()][digest(t, l).String()]; got != "p/one" {
-		t.Errorf("Sources places the layer in %q, want p/one", got)
+	for _, status := range []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusBadRequest, http.StatusNotFound, http.StatusInternalServerError} {
+		t.Run(fmt.Sprint(status), func(t *testing.T) {
+			gate := &tokenGate{denied: status}
+			reg := testregistry.Start(t, func(h http.Handler) http.Handler { gate.next = h; return gate })
+			r, err := name.NewRegistry(reg.Host)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, other := newLayer(t), newLayer(t)
+			img := newImage(t, "amd64", l)
+			second := newImage(t, "amd64", l, other)
+			src := memSources{r.Name(): {digest(t, l).String(): "denied/secret"}}
+			out := &Registry{Ref: reg.Host + "/p/", Sources: src}
+			images := []Image{{Repository: "one", Tags: []string{"1"}, Image: img}, {Repository: "two", Tags: []string{"1"}, Image: second}}
+			if err := out.Write(context.Background(), images); err != nil {
+				t.Fatal(err)
+			}
+			// The check pulls through the gate, with a token.
+			for _, im := range images {
+				ref, err := name.ParseReference(reg.Host + "/p/" + im.Repository + ":1")
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := remote.Image(ref)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if g, w := digest(t, got), digest(t, im.Image); g != w {
+					t.Errorf("%s pulls as %s, want %s", ref, g, w)
+				}
+			}
+			if got := src[r.Name()][digest(t, l).String()]; got != "p/one" {
+				t.Errorf("Sources places the layer in %q, want p/one", got)
+			}
+		})
 	}
 }
+
+// A push that fails without having used a remembered source (here: the
+// target itself is refused) is not tried twice: wrong credentials cost
+// one attempt, as without Sources.
+func TestPushFailureWithoutRememberedSourceIsNotRetried(t *testing.T) {
+	attempts := func(sources Sources) int {
+		gate := &tokenGate{denied: http.StatusForbidden}
+		reg := testregistry.Start(t, func(h http.Handler) http.Handler { gate.next = h; return gate })
+		out := &Registry{Ref: reg.Host + "/denied/target:1", Sources: sources}
+		if err := out.Write(context.Background(), []Image{{Repository: "target", Image: newImage(t, "amd64", newLayer(t))}}); err == nil {
+			t.Fatal("a push to a refused repository succeeded")
+		}
+		return gate.tokenRequests()
+	}
+	without := attempts(nil)
+	// A remembered source for a blob this image does not have.
+	withUnrelated := attempts(rememberAny{})
+	if without == 0 || withUnrelated != without {
+		t.Errorf("token requests: %d without Sources, %d with an unrelated remembered source; want the same, not zero", without, withUnrelated)
+	}
+}
+
+// rememberAny places one blob no test image has in another repository of
+// whatever registry it is asked about.
+type rememberAny struct{}
+
+func (rememberAny) Lookup(string) map[string]string {
+	return map[string]string{"sha256:" + strings.Repeat("ab", 32): "elsewhere/repo"}
+}
+
+func (rememberAny) Remember(string, map[string]string) error { return nil }
