@@ -600,8 +600,15 @@ func (b *builder) makeReady(ctx context.Context, a *plan.Artifact, r *ready) err
 		// The licence classifier, if moduleLicenses will need it for
 		// the module's own licence files, loads while go build runs
 		// rather than after it: about a second. Finding out walks the
-		// module, which need not hold up go build's start either.
-		go golicenses.Prepare(golicenses.Options{SourceDir: local.Module, Remember: b.rememberLicence})
+		// module, which need not hold up go build's start either; it is
+		// over before this artifact is, so nothing touches the cache
+		// after the build.
+		prepared := make(chan struct{})
+		go func() {
+			defer close(prepared)
+			golicenses.Prepare(golicenses.Options{SourceDir: local.Module, Remember: b.rememberLicence})
+		}()
+		defer func() { <-prepared }()
 	}
 	done := b.opt.Progress.Start(fmt.Sprintf("artifact %s (%s)", a.Name, a.Platform))
 	res, err := b.fetcher.Fetch(ctx, &a.Request, work)
