@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/pallet-dev/pallet/internal/fixture"
 )
 
 // BenchmarkFromDir reads the tree at $PALLET_FROMDIR_BENCH (bench/workload
@@ -19,16 +21,7 @@ import (
 func BenchmarkFromDir(b *testing.B) {
 	dir := os.Getenv("PALLET_FROMDIR_BENCH")
 	if dir == "" {
-		dir = b.TempDir()
-		for i := range 2000 {
-			p := filepath.Join(dir, fmt.Sprintf("d%02d", i/100), fmt.Sprintf("f%04d", i))
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				b.Fatal(err)
-			}
-			if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
-				b.Fatal(err)
-			}
-		}
+		dir = fixture.SmallFiles(b, 2000, 100)
 	}
 	b.ReportAllocs()
 	for b.Loop() {

@@ -3,9 +3,10 @@ package uptodate
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/pallet-dev/pallet/internal/fixture"
 )
 
 // BenchmarkTake stamps the tree at $PALLET_TAKE_BENCH (bench/workload gen
@@ -13,16 +14,7 @@ import (
 func BenchmarkTake(b *testing.B) {
 	dir := os.Getenv("PALLET_TAKE_BENCH")
 	if dir == "" {
-		dir = b.TempDir()
-		for i := range 2000 {
-			p := filepath.Join(dir, fmt.Sprintf("d%02d", i/100), fmt.Sprintf("f%04d", i))
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				b.Fatal(err)
-			}
-			if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
-				b.Fatal(err)
-			}
-		}
+		dir = fixture.SmallFiles(b, 2000, 100)
 	}
 	for _, jobs := range []int{1, 2} {
 		b.Run(fmt.Sprintf("jobs=%d", jobs), func(b *testing.B) {
