@@ -32,20 +32,7 @@ func BenchmarkFromDir(b *testing.B) {
 }
 
 // fromDirFixture makes n files in directories of 10 under a new directory.
-func fromDirFixture(t *testing.T, n int) string {
-	t.Helper()
-	dir := t.TempDir()
-	for i := range n {
-		p := filepath.Join(dir, fmt.Sprintf("d%02d", i/10), fmt.Sprintf("f%03d", i))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
+func fromDirFixture(t *testing.T, n int) string { return fixture.SmallFiles(t, n, 10) }
 
 // FromDir reads a directory with few allocations per path: each
 // directory is listed once, its paths are one string and its entries one
@@ -81,7 +68,7 @@ func TestFromDirRoot(t *testing.T) {
 	if err := os.Symlink(dir, link); err != nil {
 		t.Fatal(err)
 	}
-	for _, root := range []string{link, filepath.Join(dir, "d00", "f000")} {
+	for _, root := range []string{link, filepath.Join(dir, "d00", "f0000")} {
 		if tr, err := FromDir(root); err != nil || tr.Len() != 0 {
 			t.Errorf("%s: %v entries, %v; want an empty tree", root, tr, err)
 		}
