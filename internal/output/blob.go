@@ -248,8 +248,7 @@ func (w *layoutWriter) sortBlobs(prev string) (unused, recent []string, err erro
 			if err != nil {
 				return nil, nil, err
 			}
-			st := tree.StampOf(info)
-			if now.Sub(time.Unix(0, max(st.ModTime, st.CTime))) < unflushedAge {
+			if !tree.StampOf(info).Settled(now, unflushedAge) {
 				recent = append(recent, path)
 			}
 		}
