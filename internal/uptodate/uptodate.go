@@ -167,7 +167,7 @@ func (w *walker) dir(dir string) ([32]byte, error) {
 		if err != nil {
 			return [32]byte{}, err
 		}
-		if !w.now.IsZero() && !e.Stamp.Settled(w.now, Settle) {
+		if !w.settled(e.Stamp) {
 			w.unsettle(filepath.Join(dir, e.Name))
 		}
 		if e.Mode.IsDir() {
@@ -194,7 +194,7 @@ func (w *walker) stamp(h hash.Hash, path string, st tree.Stat) error {
 	}
 	h.Write(b)
 	w.entries.Add(1)
-	if !w.now.IsZero() && !st.Stamp.Settled(w.now, Settle) {
+	if !w.settled(st.Stamp) {
 		w.unsettle(path)
 	}
 	return nil
@@ -213,6 +213,10 @@ func appendStamp(b []byte, st tree.Stat) ([]byte, error) {
 	b = binary.LittleEndian.AppendUint64(b, s.Ino)
 	return binary.LittleEndian.AppendUint64(b, s.Dev), nil
 }
+
+// settled says whether s has been left alone for Settle, as Take's now
+// sees it (always, for a Take without one).
+func (w *walker) settled(s tree.Stamp) bool { return w.now.IsZero() || s.Settled(w.now, Settle) }
 
 // unsettle keeps path as the unsettled one, unless there is one.
 func (w *walker) unsettle(path string) {
