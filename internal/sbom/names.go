@@ -139,7 +139,7 @@ func newBase(in *Input) *baseNode {
 	switch {
 	case ref == "" || ref == image.Scratch:
 		return nil
-	case ref == image.HostProcessScratch || ref == image.HostProcessScratchV1:
+	case image.IsBuiltin(ref):
 		// Built by pallet itself: no repository to name.
 		return &baseNode{name: ref, digest: digest, purl: ociPurlIf(ref, digest, arch(in.Platform), "")}
 	case strings.HasPrefix(ref, "oci:"):
