@@ -3,11 +3,11 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/pallet-dev/pallet/internal/bounded"
 	"github.com/pallet-dev/pallet/internal/regauth"
 )
 
@@ -38,12 +38,9 @@ func loginCmd() *cobra.Command {
 			case stdin && password != "":
 				return errors.New("give the password with --password-stdin or -p, not both")
 			case stdin:
-				data, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), maxPassword+1))
+				data, err := bounded.ReadAll(cmd.InOrStdin(), maxPassword)
 				if err != nil {
 					return fmt.Errorf("reading the password from standard input: %w", err)
-				}
-				if len(data) > maxPassword {
-					return fmt.Errorf("the password on standard input is over %d bytes", maxPassword)
 				}
 				password = strings.TrimRight(string(data), "\r\n")
 			case password != "":

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"net/url"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/pallet-dev/pallet/internal/bounded"
 	"github.com/pallet-dev/pallet/internal/build"
 	"github.com/pallet-dev/pallet/internal/layer"
 	"github.com/pallet-dev/pallet/internal/output"
@@ -265,7 +265,7 @@ func cacheRef(flag, s string) (string, error) {
 func parseModes(file string, flags []string) (map[string]recipe.Choice, error) {
 	out := map[string]recipe.Choice{}
 	if file != "" {
-		data, err := os.ReadFile(file)
+		data, err := bounded.ReadFile(file, recipe.MaxSize)
 		if err != nil {
 			return nil, err
 		}

@@ -45,6 +45,8 @@ func TestFlagErrors(t *testing.T) {
 		{"stall", []string{"--stall-timeout", "-1s"}, "--stall-timeout -1s: want a positive duration"},
 		{"output twice", []string{"-o", "oci:" + layoutDir + "/same", "-o", "oci:" + layoutDir + "/same"}, "same"},
 		{"record on an output", []string{"-o", "docker:" + layoutDir + "/x.tar", "--record", layoutDir + "/x.tar"}, "x.tar"},
+		// A file that never ends is read up to its bound, not into memory.
+		{"modes file without end", []string{"--modes", "/dev/zero"}, "read /dev/zero: over 4194304 bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "out")

@@ -3,13 +3,13 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/cobra"
 
+	"github.com/pallet-dev/pallet/internal/bounded"
 	"github.com/pallet-dev/pallet/internal/build"
 	"github.com/pallet-dev/pallet/internal/output"
 )
@@ -93,11 +93,15 @@ func digestArg(repo name.Repository, a string) (name.Digest, error) {
 	return d, nil
 }
 
+// maxMetadata bounds a build's metadata file read back: it names each
+// image's digest per output, a few hundred bytes an image.
+const maxMetadata = 16 << 20
+
 // digestFromMetadata is the image a build's metadata file names: the one
 // image it built, or the one called imageName. It is looked for where the
 // build pushed it (its outputs' REPO@DIGEST lines), in repo first.
 func digestFromMetadata(repo name.Repository, file, imageName string) (name.Digest, error) {
-	data, err := os.ReadFile(file)
+	data, err := bounded.ReadFile(file, maxMetadata)
 	if err != nil {
 		return name.Digest{}, fmt.Errorf("--from-metadata: %w", err)
 	}

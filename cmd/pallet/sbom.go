@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/spf13/cobra"
 
+	"github.com/pallet-dev/pallet/internal/bounded"
 	"github.com/pallet-dev/pallet/internal/platform"
 	"github.com/pallet-dev/pallet/internal/regauth"
 	"github.com/pallet-dev/pallet/internal/sbom"
@@ -194,6 +194,9 @@ func layoutReferrer(spec string, p *platform.Platform, want string) ([]byte, err
 	return nil, fmt.Errorf("oci:%s (%s) has no %s attached", spec, subject.Digest, want)
 }
 
+// maxDocument bounds an attached SBOM or provenance document read back.
+const maxDocument = 64 << 20
+
 // firstBlob reads an artifact manifest's one blob, checked against its
 // digest as it is read.
 func firstBlob(img v1.Image) ([]byte, error) {
@@ -206,9 +209,9 @@ func firstBlob(img v1.Image) ([]byte, error) {
 		return nil, err
 	}
 	defer rc.Close()
-	data, err := io.ReadAll(io.LimitReader(rc, 64<<20))
+	data, err := bounded.ReadAll(rc, maxDocument)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("the attachment's blob: %w", err)
 	}
 	d, err := layers[0].Digest()
 	if err != nil {

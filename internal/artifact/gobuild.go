@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pallet-dev/pallet/internal/bounded"
 	"github.com/pallet-dev/pallet/internal/platform"
 	"github.com/pallet-dev/pallet/internal/tree"
 )
@@ -184,7 +185,7 @@ func goEnvFile() map[string]string {
 		}
 		path = filepath.Join(dir, "go", "env")
 	}
-	data, err := os.ReadFile(path)
+	data, err := bounded.ReadFile(path, maxConfigFile)
 	if err != nil {
 		return nil
 	}

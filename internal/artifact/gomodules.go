@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"golang.org/x/mod/modfile"
+
+	"github.com/pallet-dev/pallet/internal/bounded"
 )
 
 // localModules lists dir and every directory its go.mod replaces a module
@@ -17,7 +19,7 @@ func localModules(dir string) ([]string, error) {
 	dir = filepath.Clean(dir)
 	out := []string{dir}
 	gomod := filepath.Join(dir, "go.mod")
-	data, err := os.ReadFile(gomod)
+	data, err := bounded.ReadFile(gomod, MaxGoMod)
 	if os.IsNotExist(err) {
 		return out, nil // go build will say what is wrong
 	}

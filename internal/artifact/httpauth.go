@@ -12,6 +12,8 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+
+	"github.com/pallet-dev/pallet/internal/bounded"
 )
 
 // HeaderEnv names the environment variables that add a header to the
@@ -84,7 +86,7 @@ func loadHTTPCreds() (*httpCreds, error) {
 		}
 		explicit = false
 	}
-	data, err := os.ReadFile(path)
+	data, err := bounded.ReadFile(path, maxConfigFile)
 	switch {
 	case err == nil:
 		c.machines, c.fallback, err = parseNetrc(string(data))

@@ -12,6 +12,14 @@ import (
 // that a wrong URL or a hostile server cannot fill the disk.
 const DefaultMaxDownload int64 = 16 << 30
 
+// MaxGoMod bounds a go.mod read into memory: the largest in the field
+// (Kubernetes') are tens of kilobytes.
+const MaxGoMod = 16 << 20
+
+// maxConfigFile bounds a user's configuration file read into memory
+// (a .netrc, the go command's env file).
+const maxConfigFile = 1 << 20
+
 // DefaultStallTimeout is how long a download may receive nothing before
 // the attempt is abandoned. It bounds a dead connection, not a slow one:
 // a transfer that keeps moving may take as long as it needs.

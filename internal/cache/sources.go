@@ -4,14 +4,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"time"
 
+	"github.com/pallet-dev/pallet/internal/bounded"
 	"github.com/pallet-dev/pallet/internal/tempfile"
 )
 
@@ -70,12 +69,9 @@ func (s *Sources) read(registry string) (*sourcesFile, error) {
 		return nil, err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxSourcesFile+1))
+	b, err := bounded.ReadAll(f, maxSourcesFile)
 	if err != nil {
 		return nil, err
-	}
-	if len(b) > maxSourcesFile {
-		return nil, errors.New("too large")
 	}
 	var sf sourcesFile
 	if err := json.Unmarshal(b, &sf); err != nil {

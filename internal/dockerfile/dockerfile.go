@@ -20,6 +20,7 @@ import (
 	"github.com/moby/buildkit/frontend/dockerfile/linter"
 	"github.com/moby/buildkit/frontend/dockerfile/parser"
 
+	"github.com/pallet-dev/pallet/internal/bounded"
 	"github.com/pallet-dev/pallet/internal/plan"
 )
 
@@ -99,7 +100,7 @@ func Load(file string) (*Dockerfile, error) {
 	if info.Size() > maxFileSize {
 		return nil, fmt.Errorf("%s: %d bytes; a Dockerfile is at most %d", file, info.Size(), maxFileSize)
 	}
-	data, err := os.ReadFile(file)
+	data, err := bounded.ReadFile(file, maxFileSize)
 	if err != nil {
 		return nil, err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -12,9 +11,11 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/pallet-dev/pallet/internal/artifact"
 	"golang.org/x/mod/modfile"
 	"golang.org/x/mod/module"
+
+	"github.com/pallet-dev/pallet/internal/artifact"
+	"github.com/pallet-dev/pallet/internal/bounded"
 )
 
 // collector carries one Collect call.
@@ -126,7 +127,7 @@ func (c *collector) atHand(ctx context.Context, r modRef) (found, bool, error) {
 // after checking it is that module.
 func (c *collector) fromMainDir(r modRef) (found, error) {
 	gomod := filepath.Join(c.opt.SourceDir, "go.mod")
-	data, err := os.ReadFile(gomod)
+	data, err := bounded.ReadFile(gomod, artifact.MaxGoMod)
 	if err == nil {
 		if p := modfile.ModulePath(data); p != r.Path {
 			return found{}, fmt.Errorf("main module %s: the source directory %s holds module %q", r.Path, c.opt.SourceDir, p)
@@ -237,14 +238,12 @@ func readRegular(root *os.Root, name string, max int64) ([]byte, error) {
 	if !info.Mode().IsRegular() {
 		return nil, fmt.Errorf("not a regular file")
 	}
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, err
+	data, err := bounded.ReadAll(f, max)
+	var tl *bounded.TooLargeError
+	if errors.As(err, &tl) {
+		return nil, fmt.Errorf("%w (MaxFileSize)", err)
 	}
-	if int64(len(data)) > max {
-		return nil, fmt.Errorf("over %d bytes (MaxFileSize)", max)
-	}
-	return data, nil
+	return data, err
 }
 
 // finish writes a module's files under the work directory, classifies

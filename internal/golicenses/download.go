@@ -164,18 +164,6 @@ func (w *capped) Write(p []byte) (int, error) {
 	return w.buf.Write(p)
 }
 
-// readAtMost reads r to its end, failing past max bytes.
-func readAtMost(r io.Reader, max int64) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(r, max+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > max {
-		return nil, fmt.Errorf("over %d bytes", max)
-	}
-	return data, nil
-}
-
 // lastValue is the value of the last key=... in env, as exec gives it.
 func lastValue(env []string, key string) (string, bool) {
 	for i := len(env) - 1; i >= 0; i-- {

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/pallet-dev/pallet/internal/bounded"
 )
 
 // maxModulesTxt bounds vendor/modules.txt: one line per vendored package,
@@ -33,7 +35,7 @@ func (c *collector) loadVendor() error {
 		return fmt.Errorf("vendor: %w", err)
 	}
 	defer f.Close()
-	data, err := readAtMost(f, maxModulesTxt)
+	data, err := bounded.ReadAll(f, maxModulesTxt)
 	if err != nil {
 		return fmt.Errorf("vendor: %s: %w", p, err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/pallet-dev/pallet/internal/bounded"
 	"github.com/pallet-dev/pallet/internal/platform"
 )
 
@@ -64,12 +65,13 @@ func (l *layoutReader) rootIndex() (*v1.IndexManifest, error) {
 	if info, err := f.Stat(); err == nil && info.Size() > l.limit {
 		return nil, fmt.Errorf("layout %s: index.json is %d bytes, over the %d-byte limit for manifests", l.dir, info.Size(), l.limit)
 	}
-	b, err := io.ReadAll(io.LimitReader(f, l.limit+1)) // it may have grown since
-	if err != nil {
-		return nil, fmt.Errorf("layout %s: index.json: %w", l.dir, err)
-	}
-	if int64(len(b)) > l.limit {
+	b, err := bounded.ReadAll(f, l.limit) // it may have grown since
+	var tl *bounded.TooLargeError
+	switch {
+	case errors.As(err, &tl):
 		return nil, fmt.Errorf("layout %s: index.json is over the %d-byte limit for manifests", l.dir, l.limit)
+	case err != nil:
+		return nil, fmt.Errorf("layout %s: index.json: %w", l.dir, err)
 	}
 	im, err := v1.ParseIndexManifest(bytes.NewReader(b))
 	if err != nil {

@@ -11,6 +11,8 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+
+	"github.com/pallet-dev/pallet/internal/bounded"
 )
 
 // pallet replaces an existing output only when it is certainly an earlier
@@ -155,12 +157,9 @@ func readJSON(p string, limit int64, v any) error {
 }
 
 func decodeLimited(r io.Reader, limit int64, what string, v any) error {
-	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	b, err := bounded.ReadAll(r, limit)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", what, err)
-	}
-	if int64(len(b)) > limit {
-		return fmt.Errorf("%s is larger than %d bytes", what, limit)
 	}
 	if err := json.Unmarshal(b, v); err != nil {
 		return fmt.Errorf("parse %s: %w", what, err)

@@ -21,6 +21,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/pallet-dev/pallet/internal/bounded"
 	"github.com/pallet-dev/pallet/internal/plan"
 	"github.com/pallet-dev/pallet/internal/platform"
 	"github.com/pallet-dev/pallet/internal/tree"
@@ -410,12 +411,13 @@ func ReadFile(file string) ([]byte, error) {
 		return nil, tooLarge(file)
 	}
 	// The limit, not the Stat, is what holds: file may be a pipe or grow.
-	data, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading recipe %s: %w", file, err)
-	}
-	if len(data) > MaxSize {
+	data, err := bounded.ReadAll(f, MaxSize)
+	var tl *bounded.TooLargeError
+	switch {
+	case errors.As(err, &tl):
 		return nil, tooLarge(file)
+	case err != nil:
+		return nil, fmt.Errorf("reading recipe %s: %w", file, err)
 	}
 	return data, nil
 }

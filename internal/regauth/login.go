@@ -15,6 +15,8 @@ import (
 	helpercreds "github.com/docker/docker-credential-helpers/credentials"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/pallet-dev/pallet/internal/bounded"
 )
 
 // ConfigFile is the docker config credentials are read from and written
@@ -54,6 +56,10 @@ type configFile struct {
 	auths  map[string]json.RawMessage
 }
 
+// maxConfig bounds the docker config read for an update; one with a
+// credential for each of thousands of registries is well under it.
+const maxConfig = 16 << 20
+
 func readConfig() (*configFile, error) {
 	p, err := ConfigFile()
 	if err != nil {
@@ -65,7 +71,7 @@ func readConfig() (*configFile, error) {
 		p = real
 	}
 	c := &configFile{path: p, fields: map[string]json.RawMessage{}, auths: map[string]json.RawMessage{}}
-	data, err := os.ReadFile(p)
+	data, err := bounded.ReadFile(p, maxConfig)
 	if errors.Is(err, fs.ErrNotExist) {
 		return c, nil
 	}

@@ -86,7 +86,7 @@ func Transport(base http.RoundTripper, t Timeouts) http.RoundTripper {
 		ht.TLSHandshakeTimeout = t.TLSHandshake
 		base = ht
 	}
-	return &bounded{base: base, t: t}
+	return &boundedTransport{base: base, t: t}
 }
 
 type dialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -130,13 +130,13 @@ func (e *StallError) Timeout() bool { return true }
 // Temporary reports true: the next attempt may find the network moving.
 func (e *StallError) Temporary() bool { return true }
 
-// bounded is the RoundTripper Transport returns.
-type bounded struct {
+// boundedTransport is the RoundTripper Transport returns.
+type boundedTransport struct {
 	base http.RoundTripper
 	t    Timeouts
 }
 
-func (b *bounded) RoundTrip(req *http.Request) (*http.Response, error) {
+func (b *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx, cancel := context.WithCancelCause(req.Context())
 	x := newExchange(req, b.t, cancel)
 	out := req.Clone(ctx)

@@ -29,6 +29,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pallet-dev/pallet/internal/bounded"
 	"github.com/pallet-dev/pallet/internal/tempfile"
 	"github.com/pallet-dev/pallet/internal/tree"
 )
@@ -264,8 +265,8 @@ func Key(parts ...[]byte) string {
 // Get returns the note under key, or nil when there is none (or it
 // cannot be read: a lost note costs one build).
 func (s Store) Get(key string) *Note {
-	b, err := os.ReadFile(filepath.Join(s.Dir, key+".json"))
-	if err != nil || len(b) > maxNote {
+	b, err := bounded.ReadFile(filepath.Join(s.Dir, key+".json"), maxNote)
+	if err != nil {
 		return nil
 	}
 	var n Note
