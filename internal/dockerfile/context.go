@@ -51,7 +51,7 @@ func openContext(dir, dockerfile string) (*buildContext, error) {
 	}
 	c := &buildContext{dir: real}
 	for _, f := range []string{dockerfile + ".dockerignore", filepath.Join(abs, ".dockerignore")} {
-		data, err := readSmall(f, maxIgnoreSize)
+		data, err := bounded.ReadFile(f, maxIgnoreSize)
 		if os.IsNotExist(err) {
 			continue
 		}
@@ -69,20 +69,6 @@ func openContext(dir, dockerfile string) (*buildContext, error) {
 		break
 	}
 	return c, nil
-}
-
-// readSmall reads a file of at most max bytes.
-func readSmall(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := bounded.ReadAll(f, max)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return data, nil
 }
 
 // rel is p's path relative to the context, slash-separated.
