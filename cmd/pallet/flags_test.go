@@ -362,3 +362,67 @@ func running(pid int) bool {
 	i := bytes.LastIndexByte(data, ')')
 	return i < 0 || i+2 >= len(data) || data[i+2] != 'Z'
 }
+
+// A build never writes over, into, or around what it reads: its record
+// and metadata file replace only files pallet wrote, and no output, record
+// or cache lies on the recipe, inside a local input, or over a base
+// layout. Each refusal comes before any work and leaves the files as
+// they were.
+func TestBuildSparesItsInputs(t *testing.T) {
+	dir := t.TempDir()
+	recipe := filepath.Join(dir, "pallet.yaml")
+	writeFile(t, filepath.Join(dir, "files", "a.txt"), "a")
+	writeFile(t, filepath.Join(dir, "notes.txt"), "keep me")
+	body := `version: 1
+artifacts:
+  files:
+    local: {path: ./files}
+    licenses: none
+images:
+  img:
+    base: scratch
+    platforms: [linux/amd64]
+    files: [{artifact: files, dest: /files/}]
+`
+	writeFile(t, recipe, body)
+	out := filepath.Join(dir, "out")
+	mustPallet(t, "build", "-q", "-f", recipe, "-o", "oci:"+out, "--cache-dir", filepath.Join(dir, "cache"))
+	baseRecipe := filepath.Join(dir, "onbase.yaml")
+	writeFile(t, baseRecipe, strings.Replace(body, "base: scratch", "base: oci:"+out, 1))
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"record over the recipe", []string{"-f", recipe, "-o", "oci:" + filepath.Join(dir, "o1"), "--record", recipe}, "is not one pallet wrote"},
+		{"record over a user's file", []string{"-f", recipe, "-o", "oci:" + filepath.Join(dir, "o2"), "--record", filepath.Join(dir, "notes.txt")}, "notes.txt: it exists and is not one pallet wrote"},
+		{"metadata over a user's file", []string{"-f", recipe, "-o", "oci:" + filepath.Join(dir, "o3"), "--metadata-file", filepath.Join(dir, "notes.txt")}, "metadata file"},
+		{"record over a local input", []string{"-f", recipe, "-o", "oci:" + filepath.Join(dir, "o4"), "--record", filepath.Join(dir, "files", "a.txt")}, "is not one pallet wrote"},
+		{"output inside a local input", []string{"-f", recipe, "-o", "oci:" + filepath.Join(dir, "files", "out")}, "is inside the local path of artifact files"},
+		{"output over its own base", []string{"-f", baseRecipe, "-o", "oci:" + out}, "is the base oci:" + out},
+		{"cache inside a local input", []string{"-f", recipe, "-o", "oci:" + filepath.Join(dir, "o5"), "--cache-dir", filepath.Join(dir, "files", "cache")}, "the cache directory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := pallet(t, append([]string{"build", "-q"}, tc.args...)...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+	for p, want := range map[string]string{recipe: body, filepath.Join(dir, "notes.txt"): "keep me", filepath.Join(dir, "files", "a.txt"): "a"} {
+		if b, err := os.ReadFile(p); err != nil || string(b) != want {
+			t.Errorf("%s changed: %q %v", p, b, err)
+		}
+	}
+	for _, p := range []string{"o1", "o2", "o3", "o4", "o5", "files/out", "files/cache"} {
+		if _, err := os.Stat(filepath.Join(dir, p)); err == nil {
+			t.Errorf("%s written by a refused build", p)
+		}
+	}
+	// An earlier record and metadata file are pallet's, and replaced.
+	meta := filepath.Join(dir, "meta.json")
+	rec := filepath.Join(dir, "rec.json")
+	for range 2 {
+		mustPallet(t, "build", "-q", "-f", recipe, "-o", "oci:"+out, "--cache-dir", filepath.Join(dir, "cache"), "--record", rec, "--metadata-file", meta)
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/pallet-dev/pallet/internal/image"
+	"github.com/pallet-dev/pallet/internal/output"
 	"github.com/pallet-dev/pallet/internal/plan"
 	"github.com/pallet-dev/pallet/internal/record"
 	"github.com/pallet-dev/pallet/internal/sbom"
@@ -182,6 +183,11 @@ func writeDocuments(dir string, docs map[string][]byte) error {
 		return err
 	}
 	for _, name := range slices.Sorted(maps.Keys(docs)) {
+		// The directory is the user's: only an earlier build's document
+		// is replaced.
+		if err := output.CheckOwnJSON(filepath.Join(dir, name), "--sbom-dir", []string{"spdxVersion"}, []string{"bomFormat"}, []string{"_type"}); err != nil {
+			return err
+		}
 		if err := tempfile.WriteFile(filepath.Join(dir, name), docs[name]); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}

@@ -188,6 +188,9 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 	if err := output.CheckDistinct(opt.Outputs, extra...); err != nil {
 		return nil, err
 	}
+	if err := checkWrites(p, opt, extra); err != nil {
+		return nil, err
+	}
 	planned := make([]output.Planned, len(p.Images))
 	for i, im := range p.Images {
 		planned[i] = output.Planned{Repository: im.Repository, Tags: im.Tags}
@@ -344,6 +347,62 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// checkWrites refuses, before any work, a build whose record or
+// metadata file would replace a file pallet did not write, or whose
+// outputs, written files or cache would overwrite, sit inside, or (an
+// oci:DIR replaced whole) hold what the build reads.
+func checkWrites(p *plan.Plan, opt Options, extra []string) error {
+	if opt.RecordPath != "" {
+		if err := output.CheckOwnJSON(opt.RecordPath, "build record", []string{"recipe", "epoch"}); err != nil {
+			return err
+		}
+	}
+	if opt.MetadataFile != "" {
+		if err := output.CheckOwnJSON(opt.MetadataFile, "metadata file", []string{"images", "outputs"}); err != nil {
+			return err
+		}
+	}
+	var inputs []output.Input
+	if p.Source != "" {
+		inputs = append(inputs, output.Input{Name: "the recipe", Path: p.Source})
+	}
+	for _, key := range p.Keys() {
+		a := p.Artifacts[key]
+		if l, ok := a.Kind.(*artifact.Local); ok {
+			inputs = append(inputs, output.Input{Name: fmt.Sprintf("the local path of artifact %s (%s)", a.Name, a.Pos), Path: l.Path})
+		}
+	}
+	for _, im := range p.Images {
+		for _, pi := range im.Platforms {
+			for _, ref := range pi.Bases {
+				if dir, _, ok := image.LayoutRef(ref, p.Dir); ok {
+					inputs = append(inputs, output.Input{Name: fmt.Sprintf("the base %s of image %s (%s)", ref, im.Name, im.Pos), Path: dir})
+				}
+			}
+		}
+	}
+	if opt.Attest.Dir != "" {
+		extra = append(extra, opt.Attest.Dir)
+	}
+	if err := output.CheckInputs(opt.Outputs, extra, inputs); err != nil {
+		return err
+	}
+	if opt.NoCache {
+		return nil
+	}
+	dir := opt.CacheDir
+	if dir == "" {
+		var err error
+		if dir, err = cache.DefaultDir(); err != nil {
+			return err
+		}
+	}
+	if err := output.CheckInputs(nil, []string{dir}, inputs); err != nil {
+		return fmt.Errorf("the cache directory: %w", err)
+	}
+	return nil
 }
 
 // displayPath is path relative to dir when it is inside dir, else its base

@@ -11,6 +11,8 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strings"
 
 	"github.com/pallet-dev/pallet/internal/bounded"
 )
@@ -240,4 +242,66 @@ func checkDockerArchive(r io.Reader) error {
 		}
 	}
 	return nil
+}
+
+// maxOwnJSON bounds what is read of a file to tell whether pallet wrote
+// it. The keys that tell come first in pallet's files, so a record of
+// 100,000 files (17 MB) is not read whole.
+const maxOwnJSON = 256 << 20
+
+// CheckOwnJSON says whether the file at p may be replaced by a new one of
+// pallet's: it does not exist, or is a JSON object holding every key of
+// one of keySets at its top level (an earlier build's file). Anything else
+// there is the user's, and is not overwritten: a recipe, notes, a file the
+// build reads. what names the file in the refusal ("--record").
+func CheckOwnJSON(p, what string, keySets ...[]string) error {
+	fi, err := os.Stat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", what, p, err)
+	}
+	refuse := func(why string) error {
+		return fmt.Errorf("%s %s: %s; pallet replaces only a missing file or one it wrote, so choose another path or remove it yourself", what, p, why)
+	}
+	if !fi.Mode().IsRegular() {
+		return refuse(fmt.Sprintf("it is not a regular file (%s)", fi.Mode().Type()))
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", what, p, err)
+	}
+	defer f.Close()
+	if !hasKeys(json.NewDecoder(io.LimitReader(f, maxOwnJSON)), keySets) {
+		return refuse(fmt.Sprintf("it exists and is not one pallet wrote (a JSON object with %s)", strings.Join(keySets[0], ", ")))
+	}
+	return nil
+}
+
+// hasKeys reads a JSON object's members until every key of one of
+// keySets has been seen.
+func hasKeys(d *json.Decoder, keySets [][]string) bool {
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		return false
+	}
+	seen := map[string]bool{}
+	for d.More() {
+		t, err := d.Token()
+		if err != nil {
+			return false
+		}
+		key, _ := t.(string)
+		seen[key] = true
+		for _, keys := range keySets {
+			if !slices.ContainsFunc(keys, func(k string) bool { return !seen[k] }) {
+				return true
+			}
+		}
+		var skip json.RawMessage
+		if err := d.Decode(&skip); err != nil {
+			return false
+		}
+	}
+	return false
 }

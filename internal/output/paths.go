@@ -92,6 +92,22 @@ type place struct {
 // write to standard output. Registry outputs have no path and are not
 // compared. Call it before any work.
 func CheckDistinct(targets []Target, extra ...string) error {
+	places, err := placesOf(targets, extra)
+	if err != nil {
+		return err
+	}
+	for i, a := range places {
+		for _, b := range places[i+1:] {
+			if err := clash(a, b); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// placesOf is where targets and the extra files lie, resolved.
+func placesOf(targets []Target, extra []string) ([]place, error) {
 	var places []place
 	for _, t := range targets {
 		var p place
@@ -109,7 +125,7 @@ func CheckDistinct(targets []Target, extra ...string) error {
 		}
 		r, err := resolve(p.path)
 		if err != nil {
-			return fmt.Errorf("output %s: %w", p.name, err)
+			return nil, fmt.Errorf("output %s: %w", p.name, err)
 		}
 		p.path = r
 		places = append(places, p)
@@ -117,14 +133,51 @@ func CheckDistinct(targets []Target, extra ...string) error {
 	for _, e := range extra {
 		r, err := resolve(e)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		places = append(places, place{name: e, path: r})
 	}
-	for i, a := range places {
-		for _, b := range places[i+1:] {
-			if err := clash(a, b); err != nil {
-				return err
+	return places, nil
+}
+
+// Input is a path the build reads: its recipe, a local artifact, an
+// oci: base, its cache.
+type Input struct {
+	// Name says what it is, as the user knows it: "the recipe",
+	// "artifact agent (pallet.yaml:12)".
+	Name string
+	Path string
+}
+
+// CheckInputs refuses an output, or a file pallet writes (extra), that
+// would change what the build reads: one on an input's path (a record
+// written over the recipe, a layout over its own base), one inside an
+// input directory (the next build would pack it into its image, and its
+// digest would change with every build), or an oci:DIR output holding an
+// input, which replacing the directory would destroy. Inputs that do not
+// exist are left to the build to report. Call it before any work.
+func CheckInputs(targets []Target, extra []string, inputs []Input) error {
+	places, err := placesOf(targets, extra)
+	if err != nil {
+		return err
+	}
+	for _, in := range inputs {
+		if _, err := os.Lstat(in.Path); err != nil {
+			continue
+		}
+		r, err := resolve(in.Path)
+		if err != nil {
+			continue
+		}
+		for _, pl := range places {
+			switch {
+			case pl.path == stdoutKey:
+			case pl.path == r:
+				return fmt.Errorf("%s is %s (%s): writing it would destroy what the build reads; give it another path", pl.name, in.Name, r)
+			case within(r, pl.path):
+				return fmt.Errorf("%s is inside %s (%s): the next build would read it back; put it elsewhere", pl.name, in.Name, r)
+			case pl.tree && within(pl.path, r):
+				return fmt.Errorf("%s (%s) is inside output %s, which is replaced whole on every build; put the output elsewhere", in.Name, r, pl.name)
 			}
 		}
 	}

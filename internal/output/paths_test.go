@@ -71,3 +71,66 @@ func TestResolveLinkCycle(t *testing.T) {
 		t.Error("CheckDistinct accepted an output on a link cycle")
 	}
 }
+
+func TestCheckInputs(t *testing.T) {
+	root := t.TempDir()
+	t.Chdir(root)
+	for _, d := range []string{"in", "layout/blobs"} {
+		os.MkdirAll(filepath.Join(root, d), 0o755)
+	}
+	os.WriteFile(filepath.Join(root, "recipe.yaml"), nil, 0o644)
+	os.WriteFile(filepath.Join(root, "layout/blobs/x"), nil, 0o644)
+	inputs := []Input{{"the recipe", "recipe.yaml"}, {"input in", "in"}, {"a blob", "layout/blobs/x"}, {"missing", "nowhere"}}
+	for _, tc := range []struct {
+		name    string
+		targets []Target
+		extra   []string
+		want    string
+	}{
+		{"apart", []Target{&Layout{Dir: "out"}, &DockerArchive{File: "in2.tar"}}, []string{"rec.json", "nowhere"}, ""},
+		{"on the recipe", nil, []string{"./recipe.yaml"}, "is the recipe"},
+		{"archive inside an input", []Target{&DockerArchive{File: "in/x.tar"}}, nil, "is inside input in"},
+		{"layout holding an input", []Target{&Layout{Dir: "layout"}}, nil, "a blob (" + filepath.Join(root, "layout/blobs/x") + ") is inside output oci:layout"},
+		{"archive on an input", []Target{&DockerArchive{File: "layout/blobs/x"}}, nil, "is a blob"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := CheckInputs(tc.targets, tc.extra, inputs)
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Fatalf("got %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestCheckOwnJSON(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(body), 0o644)
+		return p
+	}
+	record := []string{"recipe", "epoch"}
+	for _, tc := range []struct {
+		name, path string
+		ok         bool
+	}{
+		{"missing", filepath.Join(dir, "none.json"), true},
+		{"an earlier record", write("r.json", `{"recipe": "x", "epoch": 0, "artifacts": [`+strings.Repeat(`{"a": 1},`, 1000)+`{}]}`), true},
+		{"keys in another order", write("o.json", `{"epoch": 0, "other": {"recipe": 1}, "recipe": ""}`), true},
+		{"a key only nested", write("n.json", `{"epoch": 0, "other": {"recipe": 1}}`), false},
+		{"a recipe", write("pallet.yaml", "version: 1\n"), false},
+		{"empty", write("e.json", ""), false},
+		{"a JSON list", write("l.json", `["recipe", "epoch"]`), false},
+		{"a directory", dir, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := CheckOwnJSON(tc.path, "build record", record)
+			if tc.ok != (err == nil) {
+				t.Fatalf("got %v, want ok=%v", err, tc.ok)
+			}
+		})
+	}
+	if err := CheckOwnJSON(write("cdx.json", `{"bomFormat": "CycloneDX"}`), "--sbom-dir", []string{"spdxVersion"}, []string{"bomFormat"}); err != nil {
+		t.Errorf("a second key set: %v", err)
+	}
+}
