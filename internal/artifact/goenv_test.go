@@ -4,7 +4,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/pallet-dev/pallet/internal/platform"
 )
 
 // From the go env file, builds take where modules come from and where
@@ -38,5 +41,29 @@ func TestHostSettings(t *testing.T) {
 	t.Setenv("GOENV", "off")
 	if got := hostSettings(); len(got) != 0 {
 		t.Errorf("GOENV=off, yet %v", got)
+	}
+}
+
+// What cgo's tools read from the environment (pkg-config's search path,
+// the compiler's include and library paths) decides what is linked in,
+// and is not in the cache key: builds never take it from the user's
+// environment, only from the recipe's go.env.
+func TestGoEnvDropsCToolchainSettings(t *testing.T) {
+	for _, k := range []string{"PKG_CONFIG_PATH", "PKG_CONFIG_LIBDIR", "CPATH", "C_INCLUDE_PATH", "LIBRARY_PATH", "CGO_LDFLAGS", "CC"} {
+		t.Setenv(k, "/tmp/leak")
+	}
+	t.Setenv("PALLET_TEST_KEEP", "1")
+	p, err := platform.Parse("linux/amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := (&Fetcher{}).goEnv(&Go{CGO: true, Env: []string{"PKG_CONFIG_PATH=/recipe/pc"}}, p)
+	for _, kv := range env {
+		if strings.HasSuffix(kv, "=/tmp/leak") {
+			t.Errorf("%s reached the build from the environment", kv)
+		}
+	}
+	if !slices.Contains(env, "PKG_CONFIG_PATH=/recipe/pc") || !slices.Contains(env, "PALLET_TEST_KEEP=1") {
+		t.Errorf("the recipe's setting or an unrelated variable is missing: %v", env)
 	}
 }
