@@ -41,7 +41,10 @@ func (g *Git) Produce(ctx context.Context, f *Fetcher, r *Request, work string) 
 	if err := f.checkout(ctx, g, src); err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(src, filepath.FromSlash(g.Go.Module))
+	dir, err := g.Go.moduleIn(src)
+	if err != nil {
+		return nil, fmt.Errorf("%s at %s: %w", g.Repo, g.Commit, err)
+	}
 	res, err := f.goBuild(ctx, r, &g.Go, dir, work)
 	if err != nil {
 		return nil, err

@@ -68,6 +68,55 @@ func (g *Go) Produce(ctx context.Context, f *Fetcher, r *Request, work string) (
 	return f.goBuild(ctx, r, g, g.Module, work)
 }
 
+// moduleIn is the directory of g's module inside the source tree src (a
+// checkout, an unpacked module). The pin covers what is in src and
+// nothing else, so the module, and every package named by a path, must
+// be there once links are followed: a link in the tree to a directory of
+// the build machine would build what no pin names.
+func (g *Go) moduleIn(src string) (string, error) {
+	real, err := filepath.EvalSymlinks(src)
+	if err != nil {
+		return "", err
+	}
+	inside := func(what, p string) error {
+		r, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		if rel, err := filepath.Rel(real, r); err != nil || !filepath.IsLocal(rel) && rel != "." {
+			return fmt.Errorf("%s leads to %s, outside the pinned source", what, r)
+		}
+		return nil
+	}
+	mod := filepath.FromSlash(g.Module)
+	if !filepath.IsLocal(mod) && filepath.Clean(mod) != "." {
+		return "", fmt.Errorf("module %s is not a directory inside the pinned source", g.Module)
+	}
+	dir := filepath.Join(src, mod)
+	if err := inside("module "+g.Module, dir); err != nil {
+		return "", err
+	}
+	for _, pkg := range g.Packages {
+		if !isPathPattern(pkg) {
+			continue
+		}
+		p := strings.TrimSuffix(strings.TrimSuffix(filepath.FromSlash(pkg), "..."), string(filepath.Separator))
+		if !filepath.IsLocal(p) && filepath.Clean(p) != "." {
+			return "", fmt.Errorf("package %s is outside the pinned source", pkg)
+		}
+		if err := inside("package "+pkg, filepath.Join(dir, p)); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
+}
+
+// isPathPattern says whether a go build argument names a directory or
+// file by path (".", "./cmd/x", "./...", "../y"), not by import path.
+func isPathPattern(pkg string) bool {
+	return pkg == "." || pkg == ".." || strings.HasPrefix(pkg, "./") || strings.HasPrefix(pkg, "../") || filepath.IsAbs(pkg)
+}
+
 // Mirror downloads the module's dependencies and pinned toolchain.
 func (g *Go) Mirror(ctx context.Context, f *Fetcher, r *Request, dir string) error {
 	return f.mirrorGoModules(ctx, dir, r.Platform, g, g.Module)
@@ -76,6 +125,13 @@ func (g *Go) Mirror(ctx context.Context, f *Fetcher, r *Request, dir string) err
 // goBuild cross-compiles the packages of the module in dir. GOCACHE is left
 // alone so repeated builds reuse the user's build cache.
 func (f *Fetcher) goBuild(ctx context.Context, r *Request, g *Go, dir string, work string) (*Result, error) {
+	// Said here, rather than by go as "fork/exec .../go: no such file or
+	// directory" for its working directory.
+	if info, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("module directory: %w", err)
+	} else if !info.IsDir() {
+		return nil, fmt.Errorf("module directory %s is not a directory", dir)
+	}
 	out := filepath.Join(work, "bin") + string(filepath.Separator)
 	if err := os.RemoveAll(out); err != nil {
 		return nil, err

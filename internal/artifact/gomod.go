@@ -53,7 +53,10 @@ func (m *GoModule) Produce(ctx context.Context, f *Fetcher, r *Request, work str
 		return nil, err
 	}
 	g := m.build()
-	dir := filepath.Join(src, filepath.FromSlash(g.Module))
+	dir, err := g.moduleIn(src)
+	if err != nil {
+		return nil, fmt.Errorf("%s@%s: %w", m.Path, m.Version, err)
+	}
 	res, err := f.goBuild(ctx, r, &g, dir, work)
 	if err != nil {
 		return nil, err

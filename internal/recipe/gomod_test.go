@@ -3,6 +3,7 @@ package recipe
 import (
 	"encoding/json"
 	"reflect"
+	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -121,11 +122,19 @@ func TestGoModuleErrors(t *testing.T) {
 		{"no packages", "      packages: [./cmd/crictl]\n", "", 7, "gomod.packages is required"},
 		{"bad toolchain", `      toolchain: "{{GO}}"`, `      toolchain: "go1.23"`, 13, "want a release such as 1.23.4"},
 		{"bad expanded toolchain", `  GO: "1.23.4"`, `  GO: "1.23.x"`, 13, "want a release such as 1.23.4"},
+		{"package by absolute path", "      packages: [./cmd/crictl]", "      packages: [/tmp/x/main.go]", 11, "is outside the module"},
+		{"package above the module", "      packages: [./cmd/crictl]", "      packages: [./cmd/../../x]", 11, "is outside the module"},
+		{"output flag", "      packages: [./cmd/crictl]", "      packages: [./cmd/crictl]\n      flags: [-buildmode=pie, -o, /tmp/x]", 12, "flag -o: pallet chooses where"},
+		{"overlay flag", "      packages: [./cmd/crictl]", "      packages: [./cmd/crictl]\n      flags: [--overlay=/tmp/o.json]", 12, "builds files from outside"},
+		{"cgo across without cc", "          trimpath: false", "          trimpath: false\n          cgo: true", 26, "cgo for linux/arm64 needs a C compiler for that platform: name it in cc (cc: {linux/arm64: aarch64-linux-gnu-gcc})"},
 		{"bad cc platform", "      cc: {linux/arm64:", "      cc: {linux/arm46:", 14, "unknown platform"},
 		{"git too", "        gomod:\n", "        git: {repo: https://example.com/kind.git, commit: 0123456789abcdef0123456789abcdef01234567}\n        gomod:\n", 20, "give either git and go, or gomod"},
 		{"two kinds", "    gomod:\n      module: sigs.k8s.io/cri-tools", "    url: {url: https://example.com/x, sha256: 0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a}\n    gomod:\n      module: sigs.k8s.io/cri-tools", 5, "exactly one of local, url, go, gomod, modes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if strings.HasPrefix(tc.name, "cgo across") && (runtime.GOOS != "linux" || runtime.GOARCH != "amd64") {
+				t.Skip("linux/arm64 is the cross platform from linux/amd64 only")
+			}
 			if !strings.Contains(gomodRecipe, tc.old) {
 				t.Fatalf("recipe lacks %q", tc.old)
 			}

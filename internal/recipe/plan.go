@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -573,6 +575,11 @@ func (r *Recipe) goBuild(at string, g *GoBuild, pf platform.Platform, v Vars) (*
 		}
 	}
 	cc, _ := platform.Pick(g.CC, pf)
+	if g.CGO && cc == "" && (pf.OS != runtime.GOOS || pf.Arch != runtime.GOARCH) {
+		// go would run the host's gcc on the target's assembly and fail
+		// with hundreds of lines about instructions it does not know.
+		return nil, r.Errorf(at+".cgo", "cgo for %s needs a C compiler for that platform: name it in cc (cc: {%s: %s})", pf, pf, crossCC(pf))
+	}
 	sg := &artifact.Go{CC: cc, Module: mod, CGO: g.CGO, Trimpath: g.Trimpath == nil || *g.Trimpath, Version: ver}
 	if err := r.expandLists(v,
 		listField{at + ".packages", g.Packages, &sg.Packages},
@@ -583,7 +590,47 @@ func (r *Recipe) goBuild(at string, g *GoBuild, pf platform.Platform, v Vars) (*
 	); err != nil {
 		return nil, err
 	}
+	for i, pkg := range sg.Packages {
+		// A path out of the module builds files that no pin and no
+		// cache key cover (go builds a file anywhere given by path).
+		if filepath.IsAbs(pkg) || pkg == ".." || strings.HasPrefix(path.Clean(pkg), "../") {
+			return nil, r.Errorf(fmt.Sprintf("%s.packages.%d", at, i), "package %q is outside the module; name packages relative to it (./cmd/x) or by import path", pkg)
+		}
+	}
+	for i, f := range sg.Flags {
+		name, _, _ := strings.Cut(strings.TrimLeft(f, "-"), "=")
+		if why, ok := ownFlags[name]; ok && strings.HasPrefix(f, "-") {
+			return nil, r.Errorf(fmt.Sprintf("%s.flags.%d", at, i), "flag %s: %s", f, why)
+		}
+	}
 	return sg, nil
+}
+
+// ownFlags are the go build flags a recipe may not pass in flags: pallet
+// sets them itself, or they would make the build read or write what the
+// pin and the cache key do not cover.
+var ownFlags = map[string]string{
+	"o":        "pallet chooses where go build writes",
+	"C":        "it moves the build out of the module; use module",
+	"ldflags":  "use the ldflags field",
+	"tags":     "use the tags field",
+	"trimpath": "use the trimpath field",
+	"overlay":  "it builds files from outside the module, which no pin covers",
+	"modfile":  "it reads a go.mod from outside the module, which no pin covers",
+	"toolexec": "it runs a program of the build machine on every compile, which no pin covers",
+}
+
+// crossCC is the usual name of Debian's cross C compiler for p.
+func crossCC(p platform.Platform) string {
+	triple := map[string]string{"arm64": "aarch64-linux-gnu", "arm": "arm-linux-gnueabihf", "amd64": "x86_64-linux-gnu",
+		"ppc64le": "powerpc64le-linux-gnu", "s390x": "s390x-linux-gnu", "riscv64": "riscv64-linux-gnu", "386": "i686-linux-gnu"}[p.Arch]
+	if p.OS == "windows" {
+		triple = map[string]string{"amd64": "x86_64-w64-mingw32", "386": "i686-w64-mingw32"}[p.Arch]
+	}
+	if triple == "" {
+		return "CC"
+	}
+	return triple + "-gcc"
 }
 
 // listField is a recipe list at path to expand into out.

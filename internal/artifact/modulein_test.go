@@ -1,0 +1,53 @@
+package artifact
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A pinned source builds only what is in it: the module and every
+// package named by path must be inside it once links are followed.
+func TestModuleIn(t *testing.T) {
+	src := t.TempDir()
+	outside := t.TempDir()
+	for _, d := range []string{"mod/cmd/a", "cmd/b"} {
+		if err := os.MkdirAll(filepath.Join(src, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(outside, filepath.Join(src, "cmd", "evil")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("b", filepath.Join(src, "cmd", "alias")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		module   string
+		packages []string
+		want     string // in the error; "" = accepted
+	}{
+		{".", []string{"./cmd/b", "./...", "example.com/x/cmd/b", "./cmd/alias"}, ""},
+		{"mod", []string{"./cmd/a", "."}, ""},
+		{"./mod/", []string{"./cmd/..."}, ""},
+		{"../..", nil, "is not a directory inside the pinned source"},
+		{outside, nil, "is not a directory inside the pinned source"},
+		{"cmd/evil", nil, "outside the pinned source"},
+		{".", []string{"./cmd/evil"}, "package ./cmd/evil leads to"},
+		{".", []string{"./cmd/evil/..."}, "package ./cmd/evil/... leads to"},
+		{".", []string{"../x"}, "outside the pinned source"},
+		{"missing", nil, "no such file"},
+	} {
+		g := &Go{Module: tc.module, Packages: tc.packages}
+		dir, err := g.moduleIn(src)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("module %s, packages %v: %v", tc.module, tc.packages, err)
+		case tc.want == "" && !strings.HasPrefix(dir, src):
+			t.Errorf("module %s: dir %s", tc.module, dir)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("module %s, packages %v: got %v, want %q", tc.module, tc.packages, err, tc.want)
+		}
+	}
+}
