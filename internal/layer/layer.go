@@ -8,6 +8,7 @@ import (
 	"archive/tar"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -255,6 +256,9 @@ func copyFile(w io.Writer, e tree.Entry, opt Options) error {
 	// The size went into the header already; a file that changed since the
 	// tree was made would corrupt the tar, so say so instead.
 	n, err := io.CopyBuffer(w, io.LimitReader(f, e.Size+1), *buf)
+	if errors.Is(err, tar.ErrWriteTooLong) {
+		return fmt.Errorf("%s: %s grew while being read (it had %d bytes)", e.Path, e.Source, e.Size)
+	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", e.Path, err)
 	}

@@ -188,12 +188,30 @@ func windowsName(p string) error {
 		if strings.HasSuffix(c, ".") || strings.HasSuffix(c, " ") {
 			return fmt.Errorf("%q ends with a dot or space, which Windows drops from file names", c)
 		}
-		stem, _, _ := strings.Cut(c, ".")
-		switch s := strings.ToUpper(stem); {
-		case s == "CON", s == "PRN", s == "AUX", s == "NUL",
-			len(s) == 4 && (strings.HasPrefix(s, "COM") || strings.HasPrefix(s, "LPT")) && s[3] >= '0' && s[3] <= '9':
+		if reservedOnWindows(c) {
 			return fmt.Errorf("%q is a reserved device name on Windows", c)
 		}
 	}
 	return nil
+}
+
+// reservedOnWindows says whether Windows opens a device for the name c:
+// the part before its first dot, trailing spaces dropped ("CON .txt" is
+// CON), is CON, PRN, AUX, NUL, COM or LPT with a digit or a superscript
+// ¹²³, or the console's CONIN$ and CONOUT$, in any case.
+func reservedOnWindows(c string) bool {
+	stem, _, _ := strings.Cut(c, ".")
+	switch s := strings.ToUpper(strings.TrimRight(stem, " ")); s {
+	case "CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$":
+		return true
+	default:
+		if !strings.HasPrefix(s, "COM") && !strings.HasPrefix(s, "LPT") {
+			return false
+		}
+		switch n := s[3:]; n {
+		case "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "¹", "²", "³":
+			return true
+		}
+	}
+	return false
 }

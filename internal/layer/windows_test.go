@@ -184,6 +184,13 @@ func TestWindowsNamesRefused(t *testing.T) {
 		{"bin/CON", "reserved device name", false},
 		{"bin/aux.txt", "reserved device name", false},
 		{"bin/lpt1.log", "reserved device name", false},
+		{"bin/COM¹", "reserved device name", false},
+		{"bin/com².txt", "reserved device name", false},
+		{"bin/lpt³", "reserved device name", false},
+		{"bin/CONIN$", "reserved device name", false},
+		{"bin/conout$.log", "reserved device name", false},
+		{"bin/CON .txt", "reserved device name", false},
+		{"bin/nul  .x.y", "reserved device name", false},
 		{"bin/trail.", "ends with a dot or space", false},
 		{"bin/q?x", "contains '?'", false},
 		{"bin/.wh.keep", "whiteout", true},
@@ -203,7 +210,7 @@ func TestWindowsNamesRefused(t *testing.T) {
 	}
 	// Names that only look close are fine.
 	img := tree.New()
-	for _, p := range []string{"bin/console.exe", "bin/com10", "bin/auxiliary", "bin/a.b.c", "bin/x.wh.y"} {
+	for _, p := range []string{"bin/console.exe", "bin/com10", "bin/com⁴", "bin/auxiliary", "bin/a.b.c", "bin/x.wh.y", "bin/conin", "bin/CON$", "bin/ con"} {
 		if err := img.Add(tree.Entry{Path: p, Kind: tree.Dir, Mode: 0o755}); err != nil {
 			t.Fatal(err)
 		}
