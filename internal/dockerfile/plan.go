@@ -130,6 +130,9 @@ func (d *Dockerfile) Plan(opt Options) (*plan.Plan, error) {
 
 func epochOf(opt Options) (time.Time, error) {
 	if opt.Epoch != nil {
+		if *opt.Epoch < 0 || *opt.Epoch > plan.MaxEpoch {
+			return time.Time{}, fmt.Errorf("epoch %d: want Unix seconds from 0 to %d", *opt.Epoch, plan.MaxEpoch)
+		}
 		return time.Unix(*opt.Epoch, 0).UTC(), nil
 	}
 	v, from := opt.Args[epochArg], "--arg "+epochArg
@@ -139,9 +142,9 @@ func epochOf(opt Options) (time.Time, error) {
 	if v == "" {
 		return time.Unix(0, 0).UTC(), nil
 	}
-	sec, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || sec < 0 {
-		return time.Time{}, fmt.Errorf("%s=%q: want Unix seconds", from, v)
+	sec, err := plan.ParseEpoch(v)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%s=%q: %w", from, v, err)
 	}
 	return time.Unix(sec, 0).UTC(), nil
 }

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/pallet-dev/pallet/internal/artifact"
@@ -172,4 +173,18 @@ type Placement struct {
 	// /LICENSES/<artifact>/ (on the first placement of it in an image).
 	Licenses bool
 	Pos      Pos
+}
+
+// MaxEpoch is the last second of year 9999: image configs hold RFC 3339
+// times, which have four-digit years.
+const MaxEpoch = 253402300799
+
+// ParseEpoch reads an epoch given as text (SOURCE_DATE_EPOCH): Unix
+// seconds from 0 to MaxEpoch.
+func ParseEpoch(s string) (int64, error) {
+	sec, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || sec < 0 || sec > MaxEpoch {
+		return 0, fmt.Errorf("want Unix seconds from 0 to %d", MaxEpoch)
+	}
+	return sec, nil
 }

@@ -269,3 +269,20 @@ func TestSizeLimit(t *testing.T) {
 		wantErrorAt(t, err, 0, "larger than 4 MiB")
 	}
 }
+
+// An epoch past year 9999 cannot be written into an image config: it is
+// refused where it is given, from the recipe or the environment.
+func TestEpochPastYear9999(t *testing.T) {
+	const body = "version: 1\nimages:\n  a:\n    base: scratch\n    platforms: [linux/amd64]\n"
+	r, err := Parse("pallet.yaml", []byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for v, ok := range map[string]bool{"253402300799": true, "253402300800": false, "99999999999999999": false, "-1": false} {
+		t.Setenv("SOURCE_DATE_EPOCH", v)
+		_, err := r.Plan(Options{})
+		if ok != (err == nil) || !ok && !strings.Contains(err.Error(), "SOURCE_DATE_EPOCH=\""+v+"\": want Unix seconds from 0 to 253402300799") {
+			t.Errorf("SOURCE_DATE_EPOCH=%s: %v", v, err)
+		}
+	}
+}

@@ -76,7 +76,7 @@ func hostile() []hostileInput {
 		{"hex strip", "version: 1\nartifacts:\n  x:\n    local:\n      path: .\n      extract: {strip: 0xffffffffffffffffffff}\n" + image, "cannot unmarshal"},
 		// yaml.v3 truncates floats into integers: these are accepted.
 		{"float version", "version: 1.9\n" + image, ""},
-		{"epoch underflow", "version: 1\nepoch: -9223372036854775809\n" + image, "epoch must not be negative"},
+		{"epoch underflow", "version: 1\nepoch: -9223372036854775809\n" + image, "epoch must be Unix seconds from 0"},
 		{"tab indent", "version: 1\nimages:\n\ta:\n\t\tbase: scratch\n", "cannot start any token"},
 		{"tab separator", "version:\t1\n" + image, ""},
 		{"not utf-8 key", "version: 1\nimages:\n  a\xff\xfe: {}\n", "UTF-8"},

@@ -9,7 +9,6 @@ import (
 	"runtime"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -148,13 +147,16 @@ func epochOf(r *Recipe, opt Options) (time.Time, error) {
 	case opt.Epoch != nil:
 		sec = *opt.Epoch
 	case os.Getenv("SOURCE_DATE_EPOCH") != "":
-		v, err := strconv.ParseInt(os.Getenv("SOURCE_DATE_EPOCH"), 10, 64)
-		if err != nil || v < 0 {
-			return time.Time{}, fmt.Errorf("SOURCE_DATE_EPOCH=%q: want Unix seconds", os.Getenv("SOURCE_DATE_EPOCH"))
+		v, err := plan.ParseEpoch(os.Getenv("SOURCE_DATE_EPOCH"))
+		if err != nil {
+			return time.Time{}, fmt.Errorf("SOURCE_DATE_EPOCH=%q: %w", os.Getenv("SOURCE_DATE_EPOCH"), err)
 		}
 		sec = v
 	case r.Epoch != nil:
 		sec = *r.Epoch
+	}
+	if sec < 0 || sec > plan.MaxEpoch {
+		return time.Time{}, fmt.Errorf("epoch %d: want Unix seconds from 0 to %d", sec, plan.MaxEpoch)
 	}
 	return time.Unix(sec, 0).UTC(), nil
 }
@@ -598,8 +600,18 @@ func (r *Recipe) goBuild(at string, g *GoBuild, pf platform.Platform, v Vars) (*
 		}
 	}
 	for i, f := range sg.Flags {
-		name, _, _ := strings.Cut(strings.TrimLeft(f, "-"), "=")
-		if why, ok := ownFlags[name]; ok && strings.HasPrefix(f, "-") {
+		if !strings.HasPrefix(f, "-") {
+			continue
+		}
+		name, val, hasVal := strings.Cut(strings.TrimLeft(f, "-"), "=")
+		if !hasVal && i+1 < len(sg.Flags) {
+			val = sg.Flags[i+1]
+		}
+		why, own := ownFlags[name]
+		if !own && fileFlags[name] && (filepath.IsAbs(val) || val == ".." || strings.HasPrefix(path.Clean(filepath.ToSlash(val)), "../")) {
+			why, own = "it reads a file outside the module, which no pin covers", true
+		}
+		if own {
 			return nil, r.Errorf(fmt.Sprintf("%s.flags.%d", at, i), "flag %s: %s", f, why)
 		}
 	}
@@ -607,18 +619,18 @@ func (r *Recipe) goBuild(at string, g *GoBuild, pf platform.Platform, v Vars) (*
 }
 
 // ownFlags are the go build flags a recipe may not pass in flags: pallet
-// sets them itself, or they would make the build read or write what the
-// pin and the cache key do not cover.
+// sets them itself, or they move the build out of the module.
 var ownFlags = map[string]string{
 	"o":        "pallet chooses where go build writes",
 	"C":        "it moves the build out of the module; use module",
 	"ldflags":  "use the ldflags field",
 	"tags":     "use the tags field",
 	"trimpath": "use the trimpath field",
-	"overlay":  "it builds files from outside the module, which no pin covers",
-	"modfile":  "it reads a go.mod from outside the module, which no pin covers",
-	"toolexec": "it runs a program of the build machine on every compile, which no pin covers",
 }
+
+// fileFlags are the go build flags that read a file named by path: one
+// out of the module is neither pinned nor in the cache key.
+var fileFlags = map[string]bool{"overlay": true, "modfile": true, "pgo": true}
 
 // crossCC is the usual name of Debian's cross C compiler for p.
 func crossCC(p platform.Platform) string {

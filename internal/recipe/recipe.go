@@ -633,8 +633,8 @@ var (
 // check validates what the schema alone cannot: references, required
 // fields, exclusive kinds, digests and platforms.
 func (r *Recipe) check() error {
-	if r.Epoch != nil && *r.Epoch < 0 {
-		return r.Errorf("epoch", "epoch must not be negative (got %d)", *r.Epoch)
+	if r.Epoch != nil && (*r.Epoch < 0 || *r.Epoch > plan.MaxEpoch) {
+		return r.Errorf("epoch", "epoch must be Unix seconds from 0 to %d, the end of year 9999 (got %d)", plan.MaxEpoch, *r.Epoch)
 	}
 	if r.Version != 1 {
 		return r.Errorf("version", "version must be 1 (got %d)", r.Version)

@@ -83,7 +83,8 @@ func TestParseErrors(t *testing.T) {
 		{"unclosed list", "    platforms: linux/amd64", "    platforms: [linux/amd64", 18, "did not find expected ',' or ']'"},
 		{"negative strip", "        include: [host-local]", "        strip: -1", 14, "must not be negative"},
 		{"second document", "version: 1", "version: 1\n---\nimages: {}\n---\nx: y", 2, "one YAML document"},
-		{"negative epoch", "version: 1", "version: 1\nepoch: -5", 2, "epoch must not be negative"},
+		{"negative epoch", "version: 1", "version: 1\nepoch: -5", 2, "epoch must be Unix seconds from 0"},
+		{"epoch past year 9999", "version: 1", "version: 1\nepoch: 253402300800", 2, "the end of year 9999 (got 253402300800)"},
 		{"merge key panic in yaml.v3", "images:", "images: {<<: {}, [a]: c}\nimagez:", 0, "unhashable"},
 		{"bad port", "        owner: \"1000:1000\"", "        owner: \"1000:1000\"\n    config:\n      ports: [http]", 25, `port "http"`},
 	}
