@@ -504,6 +504,18 @@ var hostileCases = []hostileCase{
 	tarCase("tar name backslash inner dotdot", "path leaves the archive root", fixed(ent{name: `a\..\..\evil`, body: "x"})),
 	tarCase("tar name backslash rooted", "absolute path", fixed(ent{name: `\evil`, body: "x"})),
 	tarCase("tar name drive", "absolute path", fixed(ent{name: `C:evil`, body: "x"})),
+	// Five chains of 1000 directories, a few hundred bytes compressed,
+	// took 40 s to create before depth was bounded.
+	{name: "deep chains", format: TarGzip, wantErr: `entry "a/d/d/`,
+		data: func(t testing.TB, _ string) []byte {
+			var ents []ent
+			for _, b := range []string{"a", "b", "c", "d", "e"} {
+				ents = append(ents, ent{name: b + "/" + strings.Repeat("d/", 1000) + "f", body: "x"})
+			}
+			return compress(t, TarGzip, tarBytes(t, ents))
+		}},
+	tarCase("tar name too deep", "more than 256 directories deep", fixed(ent{name: strings.Repeat("d/", 257) + "f", body: "x"})),
+	tarCase("tar name too long", "or 4096 bytes long", fixed(ent{name: strings.Repeat("n", 200) + "/" + strings.Repeat(strings.Repeat("x", 250)+"/", 17) + "f", body: "x"})),
 	tarCase("tar hard link backslash", `hard link target "..\\canary\\x": path leaves the archive root`,
 		fixed(ent{name: "h", typ: tar.TypeLink, link: `..\canary\x`})),
 	zipCase("zip symlink drive relative", `symlink target "C:foo" is absolute`,
