@@ -122,6 +122,7 @@ func TestGoModuleErrors(t *testing.T) {
 		{"no packages", "      packages: [./cmd/crictl]\n", "", 7, "gomod.packages is required"},
 		{"bad toolchain", `      toolchain: "{{GO}}"`, `      toolchain: "go1.23"`, 13, "want a release such as 1.23.4"},
 		{"bad expanded toolchain", `  GO: "1.23.4"`, `  GO: "1.23.x"`, 13, "want a release such as 1.23.4"},
+		{"language version as toolchain", `  GO: "1.23.4"`, `  GO: "1.26"`, 13, "want 1.26.0 or a later 1.26.N"},
 		{"package by absolute path", "      packages: [./cmd/crictl]", "      packages: [/tmp/x/main.go]", 11, "is outside the module"},
 		{"package above the module", "      packages: [./cmd/crictl]", "      packages: [./cmd/../../x]", 11, "is outside the module"},
 		{"output flag", "      packages: [./cmd/crictl]", "      packages: [./cmd/crictl]\n      flags: [-buildmode=pie, -o, /tmp/x]", 12, "flag -o: pallet chooses where"},

@@ -999,6 +999,11 @@ func CheckGoVersion(v string) error {
 	if !goVersionRE.MatchString(v) {
 		return fmt.Errorf("go version %q: want a release such as 1.23.4", v)
 	}
+	// From 1.21 on a release is named with its patch (go1.21.0): "1.26"
+	// is a language version, and no toolchain has that name.
+	if minor, err := strconv.Atoi(strings.TrimPrefix(v, "1.")); err == nil && minor >= 21 {
+		return fmt.Errorf("go version %q: Go releases from 1.21 on are named with their patch; want %s.0 or a later %s.N", v, v, v)
+	}
 	return nil
 }
 
