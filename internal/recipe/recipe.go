@@ -617,9 +617,20 @@ func yamlError(file string, err error) *Error {
 		}
 		m = regexp.MustCompile(` in type [\w.*]+`).ReplaceAllString(m, "")
 		m = regexp.MustCompile(`into [\w.*\[\]]+`).ReplaceAllString(m, "where a different type is expected")
-		out = append(out, m)
+		if h, ok := misplaced[m]; ok {
+			m += "; " + h
+		}
+		if !slices.Contains(out, m) {
+			out = append(out, m)
+		}
 	}
 	return &Error{Pos: plan.Pos{File: file, Line: line}, Msg: strings.Join(out, "; ")}
+}
+
+// misplaced are hints for fields that exist, but elsewhere than where
+// they are often written.
+var misplaced = map[string]string{
+	"field git not found": "a git source is an artifact's source mode: write it as modes: {source: {git: {...}, go: {...}}} (with default: source)",
 }
 
 var (

@@ -73,6 +73,7 @@ func TestParseErrors(t *testing.T) {
 		{"relative dest", "dest: /bin/", "dest: bin/", 21, "absolute path"},
 		{"bad mode", `mode: "0755"`, `mode: "0985"`, 22, "octal mode"},
 		{"bad owner", `owner: "1000:1000"`, `owner: "root"`, 23, "numeric uid:gid"},
+		{"git outside modes", "    go:\n      packages: ./cmd/app", "    git: {repo: https://example.com/x.git, commit: 0123456789abcdef0123456789abcdef01234567}\n    go:\n      packages: ./cmd/app", 6, "field git not found; a git source is an artifact's source mode"},
 		{"two kinds", "    go:\n      packages: ./cmd/app", "    go:\n      packages: ./cmd/app\n    local:\n      path: x", 5, "exactly one of"},
 		{"no base", "    base: scratch\n", "", 16, "base is required"},
 		{"bad url", "url: https://example.com", "url: ftp://example.com", 10, "http:// or https://"},
