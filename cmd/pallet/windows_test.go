@@ -448,3 +448,51 @@ images:
 		t.Errorf("no warning:\n%s", log)
 	}
 }
+
+// A file a layer cannot hold as placed (a name Windows cannot create, a
+// whiteout's name) is said at the line of the placement that put it
+// there, with the name quoted when it does not print.
+func TestUnplaceableNamesSaidAtTheirPlacement(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "a", "ok.txt"), "x")
+	writeFile(t, filepath.Join(dir, "b", "sub", "aux.txt"), "x")
+	writeFile(t, filepath.Join(dir, "c", ".wh.gone"), "x")
+	writeFile(t, filepath.Join(dir, "d", "f\xff"), "x")
+	recipe := filepath.Join(dir, "pallet.yaml")
+	for _, tc := range []struct {
+		windows      bool
+		artifact     string
+		line         int
+		want1, want2 string
+	}{
+		{true, "b", 15, "layer files: k/b/sub/aux.txt: \"aux.txt\" is a reserved device name on Windows", ""},
+		{false, "c", 15, "layer files: opt/c/.wh.gone: a name starting with .wh.", ""},
+		{true, "d", 15, `"k/d/f\xff": "f\xff" is not UTF-8`, ""},
+	} {
+		base, plat, dest := "scratch", "linux/amd64", "/opt/"+tc.artifact+"/"
+		if tc.windows {
+			base, plat, dest = "windows-hostprocess-scratch", "windows/amd64", "/k/"+tc.artifact+"/"
+		}
+		writeFile(t, recipe, fmt.Sprintf(`version: 1
+artifacts:
+  a:
+    local: {path: ./a}
+    licenses: none
+  x:
+    local: {path: ./%s}
+    licenses: none
+images:
+  img:
+    base: %s
+    platforms: [%s]
+    files:
+      - {artifact: a, dest: /k/a/, layer: files}
+      - {artifact: x, dest: %s, layer: files}
+`, tc.artifact, base, plat, dest))
+		_, err := pallet(t, "build", "-q", "--no-cache", "-f", recipe, "-o", "oci:"+filepath.Join(t.TempDir(), "out"))
+		want := fmt.Sprintf("%s:%d:", recipe, tc.line)
+		if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), tc.want1) || !strings.Contains(err.Error(), tc.want2) {
+			t.Errorf("%s: got %v, want it at %s with %q", tc.artifact, err, want, tc.want1)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"go/version"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -965,6 +966,10 @@ func (b *builder) layers(ctx context.Context, name string, pi *plan.PlatformImag
 				return err
 			}
 			lay, err := b.layer(t, opt)
+			var bad *layer.EntryError
+			if errors.As(err, &bad) {
+				return plan.Errorf(placementOf(l, bad.Path).Pos, "image %s (%s), layer %s: %v", name, pi.Platform, l.Name, err)
+			}
 			if err != nil {
 				return fmt.Errorf("layer %s: %w", l.Name, err)
 			}
@@ -979,6 +984,20 @@ func (b *builder) layers(ctx context.Context, name string, pi *plan.PlatformImag
 		return nil, err
 	}
 	return layers, nil
+}
+
+// placementOf is the placement of l that put the file at p (slash
+// separated, from the root): the one with the longest destination
+// holding it, else the layer's first.
+func placementOf(l *plan.Layer, p string) plan.Placement {
+	best, n := l.Placements[0], -1
+	for _, pm := range l.Placements {
+		d := strings.Trim(path.Clean("/"+pm.Dest), "/")
+		if (d == "" || p == d || strings.HasPrefix(p, d+"/")) && len(d) > n {
+			best, n = pm, len(d)
+		}
+	}
+	return best
 }
 
 // checkLayers applies the checks across pi's layers, and sets links to

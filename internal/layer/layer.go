@@ -18,9 +18,12 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
@@ -142,6 +145,28 @@ func writeTree(w io.Writer, t *tree.Tree, opt Options) error {
 	return WriteTar(w, t.Entries(), opt)
 }
 
+// EntryError is a file that a layer cannot hold where it is placed: a
+// name Windows cannot create, a whiteout's name, a case collision. The
+// placement is at fault, and the caller can name it.
+type EntryError struct {
+	Path string
+	Err  error
+}
+
+func (e *EntryError) Error() string { return ShowPath(e.Path) + ": " + e.Err.Error() }
+
+func (e *EntryError) Unwrap() error { return e.Err }
+
+// ShowPath is p as a message shows it: quoted when it is not printable
+// UTF-8, so that two names differing only in bytes that print alike (or
+// not at all) are told apart.
+func ShowPath(p string) string {
+	if utf8.ValidString(p) && !strings.ContainsFunc(p, func(r rune) bool { return !unicode.IsPrint(r) }) {
+		return p
+	}
+	return strconv.Quote(p)
+}
+
 func writeTar(w io.Writer, entries iter.Seq[tree.Entry], enc encoder, opt Options) error {
 	tw := tar.NewWriter(w)
 	if err := enc.start(tw, opt.Epoch); err != nil {
@@ -150,7 +175,7 @@ func writeTar(w io.Writer, entries iter.Seq[tree.Entry], enc encoder, opt Option
 	for e := range entries {
 		hdr, err := enc.header(e, opt.Epoch)
 		if err != nil {
-			return fmt.Errorf("%s: %w", e.Path, err)
+			return &EntryError{Path: e.Path, Err: err}
 		}
 		if err := tw.WriteHeader(hdr); err != nil {
 			return fmt.Errorf("%s: %w", e.Path, err)

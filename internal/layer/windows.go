@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pallet-dev/pallet/internal/tree"
 )
@@ -82,7 +83,7 @@ func (w *windowsEncoder) header(e tree.Entry, epoch time.Time) (*tar.Header, err
 	}
 	key := ntfsKey(e.Path)
 	if prev, ok := w.seen[key]; ok {
-		return nil, fmt.Errorf("collides with %s: Windows paths are case-insensitive (NTFS compares names in upper case)", prev)
+		return nil, fmt.Errorf("collides with %s: Windows paths are case-insensitive (NTFS compares names in upper case)", ShowPath(prev))
 	}
 	w.seen[key] = e.Path
 	var link string
@@ -177,6 +178,9 @@ func windowsRecords(attr int, sd string, epoch time.Time) map[string]string {
 // trailing dot or space is silently dropped, so two files could merge.
 func windowsName(p string) error {
 	for _, c := range strings.Split(p, "/") {
+		if !utf8.ValidString(c) {
+			return fmt.Errorf("%q is not UTF-8, and Windows file names (UTF-16) cannot hold it", c)
+		}
 		if i := strings.IndexAny(c, `:<>"|?*\`); i >= 0 {
 			return fmt.Errorf("%q contains %q, which Windows file names cannot", c, c[i])
 		}
