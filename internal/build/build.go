@@ -279,7 +279,7 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 	}
 
 	b := &builder{plan: p, opt: opt, work: work, cache: c, fetcher: fetcher, bases: bases,
-		placed: map[string]*record.Image{}, writers: make(chan struct{}, opt.Jobs), memo: record.NoMemo,
+		placed: map[string]*record.Image{}, loaders: map[*plan.PlatformImage][]loaderNeed{}, writers: make(chan struct{}, opt.Jobs), memo: record.NoMemo,
 		compressors: layer.NewCompressors(opt.Jobs), started: time.Now()}
 	if c != nil {
 		b.memo = c.RememberAt
@@ -566,6 +566,9 @@ type builder struct {
 	mu      sync.Mutex
 	// placed records, per image manifest, which artifact went where.
 	placed map[string]*record.Image
+	// loaders are, per platform image, the dynamically linked
+	// executables placed in it and the loader each needs.
+	loaders map[*plan.PlatformImage][]loaderNeed
 	// unplaced counts, per artifact, the placements of it that no layer
 	// tree has taken yet: once none is left, its tree is let go (see
 	// placedAll).
@@ -1009,6 +1012,7 @@ func (b *builder) checkLayers(name string, pi *plan.PlatformImage, format layer.
 		}
 	}
 	if format != layer.Windows {
+		b.warnMissingLoaders(name, pi, trees)
 		return nil
 	}
 	if !pi.Overwrite {
@@ -1048,8 +1052,14 @@ func (b *builder) layerTree(ctx context.Context, name string, pi *plan.PlatformI
 		}
 		place := tree.Placement{Dest: pm.Dest, FileMode: pm.Mode, UID: pm.UID, GID: pm.GID, From: pm.Path, LinkAs: pm.LinkAs}
 		if b.plan.Artifacts[pm.Artifact].Check {
-			if err := b.checkExecutables(res, place, pi.Platform); err != nil {
+			needs, err := b.checkExecutables(res, place, pi.Platform)
+			if err != nil {
 				return nil, nil, plan.Wrap(pm.Pos, fmt.Errorf("image %s (%s): %w", name, pi.Platform, err))
+			}
+			if len(needs) > 0 {
+				b.mu.Lock()
+				b.loaders[pi] = append(b.loaders[pi], needs...)
+				b.mu.Unlock()
 			}
 		}
 		if err := t.Place(res.Tree, place); err != nil {
@@ -1214,27 +1224,64 @@ func cachedLayer(c *cache.Cache, key string, check func(cache.LayerEntry, string
 	return l, true
 }
 
+// loaderNeed is a dynamically linked executable placed in an image and
+// the loader (PT_INTERP) it needs there to start.
+type loaderNeed struct{ path, loader string }
+
 // checkExecutables refuses an executable built for another platform than
-// the image's, before any layer is written. A file that passed for this
-// platform once is not read again while it is untouched.
-func (b *builder) checkExecutables(res *artifact.Result, place tree.Placement, p platform.Platform) error {
+// the image's, before any layer is written, and returns the dynamically
+// linked ones with their loaders. A file that passed for this platform
+// once is not read again while it is untouched.
+func (b *builder) checkExecutables(res *artifact.Result, place tree.Placement, p platform.Platform) ([]loaderNeed, error) {
 	placed := tree.New()
 	if err := placed.Place(res.Tree, place); err != nil {
-		return err
+		return nil, err
 	}
-	fact := "exe-ok " + p.OS + "/" + p.Arch
+	fact := "exe-check " + p.OS + "/" + p.Arch
+	var needs []loaderNeed
 	for _, e := range placed.Entries() {
 		if e.Kind != tree.File {
 			continue
 		}
-		_, err := b.memo(e.Source, e.Stamp, fact, func(path string) (string, error) {
-			return "ok", exe.Check(path, "/"+e.Path, p.OS, p.Arch)
+		got, err := b.memo(e.Source, e.Stamp, fact, func(path string) (string, error) {
+			if err := exe.Check(path, "/"+e.Path, p.OS, p.Arch); err != nil {
+				return "", err
+			}
+			loader, err := exe.Loader(path)
+			return "ok " + loader, err
 		})
 		if err != nil {
-			return fmt.Errorf("artifact %s: %w (set check: false on the artifact to allow it)", res.Record.Name, err)
+			return nil, fmt.Errorf("artifact %s: %w (set check: false on the artifact to allow it)", res.Record.Name, err)
+		}
+		if loader := strings.TrimPrefix(got, "ok "); loader != "" && loader != got {
+			needs = append(needs, loaderNeed{path: "/" + e.Path, loader: loader})
 		}
 	}
-	return nil
+	return needs, nil
+}
+
+// warnMissingLoaders warns of dynamically linked executables placed on
+// scratch whose loader no layer of the image provides: the image builds,
+// and fails at its first start with "no such file or directory".
+func (b *builder) warnMissingLoaders(name string, pi *plan.PlatformImage, trees []*tree.Tree) {
+	if !slices.Contains(pi.Bases, image.Scratch) {
+		return
+	}
+	b.mu.Lock()
+	needs := b.loaders[pi]
+	b.mu.Unlock()
+	for _, n := range needs {
+		found := false
+		for _, t := range trees {
+			if _, ok := t.Get(strings.TrimPrefix(path.Clean(n.loader), "/")); ok {
+				found = true
+				break
+			}
+		}
+		if !found {
+			b.opt.Progress.Warn("image %s (%s): %s is dynamically linked and needs %s, which nothing in the image provides on scratch: it will not start; link it statically (CGO_ENABLED=0, or -extldflags -static) or build on a base with its C library", name, pi.Platform, n.path, n.loader)
+		}
+	}
 }
 
 // Mirror copies into dir what building reqs offline needs: downloads,

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"strings"
 )
 
 func detectELF(r io.ReaderAt, head []byte) (result, bool, error) {
@@ -26,25 +27,74 @@ func detectELF(r io.ReaderAt, head []byte) (result, bool, error) {
 	// e_machine sits inside the first 20 bytes, but a file cut off before
 	// the end of the ELF header cannot be loaded, so demand all of it.
 	class := elf.Class(head[elf.EI_CLASS])
-	var machine elf.Machine
+	var (
+		machine      elf.Machine
+		phoff        uint64
+		phent, phnum uint16
+	)
 	switch class {
 	case elf.ELFCLASS32:
 		var h elf.Header32
 		if err := readStruct(r, 0, bo, &h, "ELF header"); err != nil {
 			return result{}, false, err
 		}
-		machine = elf.Machine(h.Machine)
+		machine, phoff, phent, phnum = elf.Machine(h.Machine), uint64(h.Phoff), h.Phentsize, h.Phnum
 	case elf.ELFCLASS64:
 		var h elf.Header64
 		if err := readStruct(r, 0, bo, &h, "ELF header"); err != nil {
 			return result{}, false, err
 		}
-		machine = elf.Machine(h.Machine)
+		machine, phoff, phent, phnum = elf.Machine(h.Machine), h.Phoff, h.Phentsize, h.Phnum
 	default:
 		return result{}, false, corrupt("invalid ELF class %d", head[elf.EI_CLASS])
 	}
 	osabi := elf.OSABI(head[elf.EI_OSABI])
-	return single(elfOS(osabi), elfArch(machine, class, bo), "ELF"), true, nil
+	res := single(elfOS(osabi), elfArch(machine, class, bo), "ELF")
+	res.interp = elfInterpreter(r, bo, class, phoff, phent, phnum)
+	return res, true, nil
+}
+
+// maxInterp bounds the loader path read from PT_INTERP: real ones are a
+// few dozen bytes, and PATH_MAX is 4096.
+const maxInterp = 4096
+
+// elfInterpreter reads the program headers for PT_INTERP: the loader a
+// dynamically linked executable needs in the image to start. A header
+// table or an interpreter that cannot be read is none: the kernel would
+// refuse the file, but the check of its platform has passed it, and this
+// only serves a warning.
+func elfInterpreter(r io.ReaderAt, bo binary.ByteOrder, class elf.Class, phoff uint64, phent, phnum uint16) string {
+	for i := range uint64(phnum) {
+		off := int64(phoff + i*uint64(phent))
+		var typ elf.ProgType
+		var foff, size uint64
+		switch class {
+		case elf.ELFCLASS32:
+			var ph elf.Prog32
+			if phent < uint16(binary.Size(ph)) || readStruct(r, off, bo, &ph, "ELF program header") != nil {
+				return ""
+			}
+			typ, foff, size = elf.ProgType(ph.Type), uint64(ph.Off), uint64(ph.Filesz)
+		default:
+			var ph elf.Prog64
+			if phent < uint16(binary.Size(ph)) || readStruct(r, off, bo, &ph, "ELF program header") != nil {
+				return ""
+			}
+			typ, foff, size = elf.ProgType(ph.Type), ph.Off, ph.Filesz
+		}
+		if typ != elf.PT_INTERP {
+			continue
+		}
+		if size == 0 || size > maxInterp {
+			return ""
+		}
+		b := make([]byte, size)
+		if readAt(r, b, int64(foff), "ELF interpreter") != nil {
+			return ""
+		}
+		return strings.TrimRight(string(b), "\x00")
+	}
+	return ""
 }
 
 // elfOS maps the ELF OS ABI byte to a GOOS. Linux toolchains, Go's included,

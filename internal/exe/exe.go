@@ -51,6 +51,8 @@ type result struct {
 	// Windows architecture, and Windows images ship many of them, so
 	// treating the stamp literally would reject perfectly good images.
 	anyWindowsArch bool
+	// interp is the loader an ELF executable names (PT_INTERP).
+	interp string
 }
 
 // sniffLen covers every magic this package looks at, plus the DOS header's
@@ -104,6 +106,17 @@ func Check(path, name, wantOS, wantArch string) error {
 		return nil
 	}
 	return fmt.Errorf("%s: built for %s, image is %s/%s", name, r.Platform, wantOS, wantArch)
+}
+
+// Loader returns the program interpreter (PT_INTERP) that the ELF
+// executable at path needs to start, such as /lib64/ld-linux-x86-64.so.2;
+// "" for a static executable or any other file.
+func Loader(path string) (string, error) {
+	r, ok, err := detectPath(path)
+	if err != nil || !ok {
+		return "", err
+	}
+	return r.interp, nil
 }
 
 func detectPath(path string) (result, bool, error) {

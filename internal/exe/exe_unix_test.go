@@ -4,8 +4,10 @@ package exe
 
 import (
 	"debug/elf"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -44,5 +46,49 @@ func TestSymlinkNotFollowed(t *testing.T) {
 		if err := Check(link, "/usr/bin/link", "linux", "amd64"); err != nil {
 			t.Fatalf("Check(link to %s) = %v, want nil", dest, err)
 		}
+	}
+}
+
+// Loader agrees with debug/elf's full parser on the executables of this
+// machine: dynamic ones name their loader, static ones none.
+func TestLoaderAgreesWithDebugELF(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, p := range []string{"/bin/sh", "/usr/bin/env", "/usr/bin/gcc", self} {
+		// Loader, like Check, does not follow links.
+		if p, err = filepath.EvalSymlinks(p); err != nil {
+			continue
+		}
+		f, err := elf.Open(p)
+		if err != nil {
+			continue
+		}
+		want := ""
+		for _, prog := range f.Progs {
+			if prog.Type == elf.PT_INTERP {
+				b, err := io.ReadAll(prog.Open())
+				if err != nil {
+					t.Fatal(err)
+				}
+				want = strings.TrimRight(string(b), "\x00")
+			}
+		}
+		f.Close()
+		got, err := Loader(p)
+		if err != nil || got != want {
+			t.Errorf("Loader(%s) = %q, %v; debug/elf says %q", p, got, err, want)
+		}
+		if want != "" {
+			seen++
+		}
+	}
+	if seen == 0 {
+		t.Skip("no dynamically linked executable found to compare")
+	}
+	if got, err := Loader("/etc/hostname"); got != "" || err != nil {
+		t.Errorf("a text file: %q, %v", got, err)
 	}
 }

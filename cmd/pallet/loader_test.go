@@ -1,0 +1,67 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/pallet-dev/pallet/internal/exe"
+)
+
+// A dynamically linked executable on scratch cannot start: the build
+// says so, unless a layer of the image provides its loader.
+func TestDynamicExecutableOnScratchWarns(t *testing.T) {
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+		t.Skip("places this machine's /bin/true in a linux/amd64 image")
+	}
+	real, err := filepath.EvalSymlinks("/bin/true")
+	if err != nil {
+		t.Skip(err)
+	}
+	loader, err := exe.Loader(real)
+	if err != nil || loader == "" {
+		t.Skipf("/bin/true is not dynamically linked here (%v)", err)
+	}
+	dir := t.TempDir()
+	data, err := os.ReadFile(real)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "bin", "true"), string(data))
+	writeFile(t, filepath.Join(dir, "loader"), "stand-in")
+	recipe := filepath.Join(dir, "pallet.yaml")
+	body := `version: 1
+artifacts:
+  tool:
+    local: {path: ./bin/true}
+    licenses: none
+  loader:
+    local: {path: ./loader}
+    licenses: none
+images:
+  img:
+    base: scratch
+    platforms: [linux/amd64]
+    files:
+      - {artifact: tool, dest: /usr/bin/true}
+`
+	writeFile(t, recipe, body)
+	out, err := pallet(t, "build", "--progress", "plain", "--no-cache", "-f", recipe, "-o", "oci:"+filepath.Join(dir, "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "/usr/bin/true is dynamically linked and needs " + loader + ", which nothing in the image provides on scratch"
+	if !strings.Contains(out, want) {
+		t.Errorf("no warning %q in:\n%s", want, out)
+	}
+	writeFile(t, recipe, body+"      - {artifact: loader, dest: "+loader+"}\n")
+	out, err = pallet(t, "build", "--progress", "plain", "--no-cache", "-f", recipe, "-o", "oci:"+filepath.Join(dir, "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, "dynamically linked") {
+		t.Errorf("warned although the image holds %s:\n%s", loader, out)
+	}
+}
