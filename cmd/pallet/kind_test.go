@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"debug/buildinfo"
 	"debug/elf"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -266,12 +267,14 @@ func TestPinFailures(t *testing.T) {
 		{"moved tag", "tag: v1.2.4", "tag: v1.2.3", "runc=source", "has no tag v1.2.3"},
 		{"wrong sha256", "35554a66d3da566ab6e287f25fd3e3d5f9c35ec9aeddbd21aaf9b81967f17293", strings.Repeat("0", 64), "runc=release", "sha256 mismatch"},
 		{"short commit", e.commits["runc"], e.commits["runc"][:12], "runc=source", "must be a full commit hash"},
+		{"missing package", "          packages: .\n", "          packages: ./cmd/runc-nope\n", "runc=source", "package ./cmd/runc-nope"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if !strings.Contains(string(src), tc.old) {
 				t.Fatalf("recipe lacks %q", tc.old)
 			}
-			if err := os.WriteFile(e.recipe, []byte(strings.Replace(string(src), tc.old, tc.new, 1)), 0o644); err != nil {
+			changed := strings.Replace(string(src), tc.old, tc.new, 1)
+			if err := os.WriteFile(e.recipe, []byte(changed), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			defer os.WriteFile(e.recipe, src, 0o644)
@@ -279,6 +282,11 @@ func TestPinFailures(t *testing.T) {
 			_, err := pallet(t, append(e.args(out), "--platform", "linux/amd64", "--mode", tc.mode)...)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("got %v, want an error containing %q", err, tc.want)
+			}
+			// Said at the line of the pin that failed, not of its section.
+			at := fmt.Sprintf("%s:%d:", e.recipe, strings.Count(changed[:strings.Index(changed, tc.new)], "\n")+1)
+			if err != nil && !strings.HasPrefix(err.Error(), at) {
+				t.Errorf("got %v, want it at %s", err, at)
 			}
 			if _, err := os.Stat(out); err == nil {
 				t.Error("output written by a failed build")

@@ -200,3 +200,24 @@ func (f *Fetcher) MirrorTo(ctx context.Context, dir string, reqs []*Request) err
 	}
 	return nil
 }
+
+// FieldError blames one setting of an artifact, by its name in the
+// recipe's kind sections ("commit", "tag", "repo", "module", "packages",
+// "url", "sha256"), so that the message can be placed at the line where it
+// was written.
+type FieldError struct {
+	Field string
+	Err   error
+}
+
+func (e *FieldError) Error() string { return e.Err.Error() }
+
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// blame wraps err as a FieldError of field; nil stays nil.
+func blame(field string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &FieldError{Field: field, Err: err}
+}

@@ -103,11 +103,11 @@ func (f *Fetcher) checkout(ctx context.Context, g *Git, dir string) error {
 	// server that does not (or a dumb-http mirror) gets a full fetch.
 	if _, err := run("fetch", "-q", "--depth", "1", "origin", g.Commit); err != nil {
 		if _, err := run("fetch", "-q", "--tags", "origin", "+refs/heads/*:refs/remotes/origin/*"); err != nil {
-			return fmt.Errorf("fetch %s: %w", g.Repo, err)
+			return blame("repo", fmt.Errorf("fetch %s: %w", g.Repo, err))
 		}
 	}
 	if _, err := run("checkout", "-q", "--detach", g.Commit); err != nil {
-		return fmt.Errorf("commit %s is not in %s: %w", g.Commit, g.Repo, err)
+		return blame("commit", fmt.Errorf("commit %s is not in %s: %w", g.Commit, g.Repo, err))
 	}
 	head, err := run("rev-parse", "HEAD")
 	if err != nil {
@@ -119,10 +119,10 @@ func (f *Fetcher) checkout(ctx context.Context, g *Git, dir string) error {
 	if g.Tag != "" {
 		tagged, err := tagCommit(ctx, dir, "origin", g.Repo, g.Tag)
 		if err != nil {
-			return err
+			return blame("tag", err)
 		}
 		if tagged != g.Commit {
-			return fmt.Errorf("%s: tag %s points at %s, but the recipe pins %s", g.Repo, g.Tag, tagged, g.Commit)
+			return blame("tag", fmt.Errorf("%s: tag %s points at %s, but the recipe pins %s", g.Repo, g.Tag, tagged, g.Commit))
 		}
 	}
 	return nil

@@ -90,11 +90,11 @@ func (g *Go) moduleIn(src string) (string, error) {
 	}
 	mod := filepath.FromSlash(g.Module)
 	if !filepath.IsLocal(mod) && filepath.Clean(mod) != "." {
-		return "", fmt.Errorf("module %s is not a directory inside the pinned source", g.Module)
+		return "", blame("module", fmt.Errorf("module %s is not a directory inside the pinned source", g.Module))
 	}
 	dir := filepath.Join(src, mod)
 	if err := inside("module "+g.Module, dir); err != nil {
-		return "", err
+		return "", blame("module", err)
 	}
 	for _, pkg := range g.Packages {
 		if !isPathPattern(pkg) {
@@ -102,10 +102,10 @@ func (g *Go) moduleIn(src string) (string, error) {
 		}
 		p := strings.TrimSuffix(strings.TrimSuffix(filepath.FromSlash(pkg), "..."), string(filepath.Separator))
 		if !filepath.IsLocal(p) && filepath.Clean(p) != "." {
-			return "", fmt.Errorf("package %s is outside the pinned source", pkg)
+			return "", blame("packages", fmt.Errorf("package %s is outside the pinned source", pkg))
 		}
 		if err := inside("package "+pkg, filepath.Join(dir, p)); err != nil {
-			return "", err
+			return "", blame("packages", err)
 		}
 	}
 	return dir, nil

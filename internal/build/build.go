@@ -677,7 +677,7 @@ func (b *builder) makeReady(ctx context.Context, a *plan.Artifact, r *ready) err
 	res, err := b.fetcher.Fetch(ctx, &a.Request, work)
 	if err != nil {
 		done("", err)
-		return plan.Wrap(a.Pos, err)
+		return plan.Wrap(a.At(err), err)
 	}
 	how := a.How()
 	if res.Cached {

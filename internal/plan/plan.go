@@ -120,6 +120,29 @@ type Artifact struct {
 	// Check enables the platform check of its executables when placed.
 	Check bool
 	Pos   Pos
+	// Fields are where the settings an artifact.FieldError names were
+	// written ("commit", "packages"), when they were.
+	Fields map[string]Pos
+}
+
+// At is where the field of a's kind section that err blames was written,
+// else where the section is.
+func (a *Artifact) At(err error) Pos {
+	var (
+		fe *artifact.FieldError
+		mm *artifact.MismatchError
+	)
+	field := ""
+	switch {
+	case errors.As(err, &fe):
+		field = fe.Field
+	case errors.As(err, &mm):
+		field = "sha256"
+	}
+	if p, ok := a.Fields[field]; ok {
+		return p
+	}
+	return a.Pos
 }
 
 // Key names an artifact request: one per artifact and platform.

@@ -375,7 +375,7 @@ func (pln *planner) artifact(name string, pf platform.Platform, v Vars) (string,
 	if err != nil {
 		return "", err
 	}
-	a := &plan.Artifact{Request: *req, Check: true, Pos: pln.r.Pos(at)}
+	a := &plan.Artifact{Request: *req, Check: true, Pos: pln.r.Pos(at), Fields: pln.r.fieldsAt(at, pf)}
 	if ra := pln.r.Artifacts[name]; ra.Check != nil {
 		a.Check = *ra.Check
 	}
@@ -738,4 +738,28 @@ func (r *Recipe) Fetchable(opt Options) ([]*artifact.Request, error) {
 		}
 	}
 	return out, nil
+}
+
+// fieldsAt finds, under an artifact's kind section at, where each setting
+// an artifact.FieldError may blame was written: a git source's and a gomod
+// module's fields, a go section's, a download's (its sha256 per platform
+// when given so).
+func (r *Recipe) fieldsAt(at string, pf platform.Platform) map[string]plan.Pos {
+	out := map[string]plan.Pos{}
+	for field, paths := range map[string][]string{
+		"commit":   {".git.commit"},
+		"tag":      {".git.tag"},
+		"repo":     {".git.repo"},
+		"module":   {".go.module", ".module"},
+		"packages": {".go.packages", ".packages"},
+		"sha256":   {".sha256." + pf.String(), ".sha256", ".sum"},
+	} {
+		for _, p := range paths {
+			if _, ok := r.lines[at+p]; ok {
+				out[field] = r.Pos(at + p)
+				break
+			}
+		}
+	}
+	return out
 }
