@@ -3,6 +3,7 @@ package artifact
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -97,6 +98,36 @@ func copyVerified(src, want, dst string) error {
 	return os.Rename(tmp.Name(), dst)
 }
 
+// maxRedirects is how many redirects a download follows, as net/http's
+// default policy.
+const maxRedirects = 10
+
+// redirectError is a redirect a download does not follow: a loop, or
+// one to a scheme other than http and https (file:, ftp:).
+type redirectError struct{ msg string }
+
+func (e *redirectError) Error() string { return e.msg }
+
+// withRedirectPolicy is c following at most maxRedirects redirects, and
+// only to http and https, each refusal a redirectError.
+func withRedirectPolicy(c *http.Client) *http.Client {
+	cc := *c
+	next := c.CheckRedirect
+	cc.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if s := req.URL.Scheme; s != "http" && s != "https" {
+			return &redirectError{fmt.Sprintf("redirected to %s, which is not http or https", redactURL(req.URL.String()))}
+		}
+		if len(via) >= maxRedirects {
+			return &redirectError{fmt.Sprintf("stopped after %d redirects", maxRedirects)}
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		return nil
+	}
+	return &cc
+}
+
 // permanent marks a download failure that retrying cannot fix.
 type permanent struct{ error }
 
@@ -139,7 +170,7 @@ func (f *Fetcher) download(ctx context.Context, rawURL, want, file string, lim L
 	if err != nil {
 		return "", fmt.Errorf("download %s: credentials: %w", redactURL(rawURL), err)
 	}
-	client := f.authClient(creds, rawURL)
+	client := withRedirectPolicy(f.authClient(creds, rawURL))
 	wait := f.Backoff
 	for attempt := 1; ; attempt++ {
 		got, err := f.downloadOnce(ctx, client, rawURL, want, file, lim)
@@ -186,6 +217,14 @@ func (f *Fetcher) downloadOnce(ctx context.Context, client *http.Client, rawURL,
 	if err != nil {
 		if stalled(ctx) {
 			return "", fmt.Errorf("download %s: no response for %s", shown, lim.Stall)
+		}
+		var (
+			re *redirectError
+			cv *tls.CertificateVerificationError
+		)
+		if errors.As(err, &re) || errors.As(err, &cv) {
+			// The same answer again, however long one waits.
+			return "", permanent{fmt.Errorf("download %s: %w", shown, err)}
 		}
 		return "", fmt.Errorf("download %s: %w", shown, err)
 	}

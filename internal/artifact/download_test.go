@@ -217,6 +217,30 @@ func TestDownloadDoesNotRetryClientErrors(t *testing.T) {
 	}
 }
 
+// A redirect loop and a redirect out of http are the same answer on every
+// attempt: said at once, not retried.
+func TestDownloadDoesNotRetryBadRedirects(t *testing.T) {
+	for _, tc := range []struct{ name, to, want string }{
+		{"loop", "/loop", "stopped after 10 redirects"},
+		{"to a file", "file:///etc/passwd", "redirected to file:///etc/passwd, which is not http or https"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dst := filepath.Join(t.TempDir(), "download")
+			srv := serve(t, func(w http.ResponseWriter, r *http.Request, n int) {
+				http.Redirect(w, r, tc.to, http.StatusFound)
+			})
+			err := fetcher(t).Download(context.Background(), srv.URL+"/loop", sum(payload), dst)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "attempts") {
+				t.Fatalf("got %v, want %q at the first attempt", err, tc.want)
+			}
+			if max := map[string]int{"loop": 10, "to a file": 1}[tc.name]; srv.requests() != max {
+				t.Errorf("%d requests, want %d", srv.requests(), max)
+			}
+			noFile(t, dst)
+		})
+	}
+}
+
 func TestDownloadBackoffIsBoundedAndExponential(t *testing.T) {
 	tests := []struct {
 		retries int
