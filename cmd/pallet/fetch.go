@@ -49,7 +49,7 @@ func fetchCmd() *cobra.Command {
 			if err := build.Mirror(cmd.Context(), arts, dir, n, logf); err != nil {
 				return err
 			}
-			logf("mirrored %d download(s) and repositories into %s", len(arts), dir)
+			logf("mirrored what %d artifact request(s) need (downloads, repositories, Go modules and toolchains) into %s", len(arts), dir)
 			return nil
 		},
 	}
