@@ -31,6 +31,9 @@ func (r *Recipe) Vars(overrides map[string]string) (Vars, error) {
 			unknown = append(unknown, k)
 			continue
 		}
+		if strings.Contains(val, "{{") {
+			return nil, fmt.Errorf("arg %s=%q: an arg's value is taken as written, and {{...}} in it would not be replaced; give the whole value", k, val)
+		}
 		v[k] = val
 	}
 	if len(unknown) > 0 {

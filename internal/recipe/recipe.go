@@ -660,6 +660,9 @@ func (r *Recipe) check() error {
 		if builtinVars[k] {
 			return r.Errorf("args."+k, "arg name %q is reserved for the platform", k)
 		}
+		if strings.Contains(r.Args[k], "{{") {
+			return r.Errorf("args."+k, "arg %s: an arg's value is taken as written, and {{...}} in it would not be replaced; give the whole value", k)
+		}
 	}
 	if len(r.Images) == 0 {
 		return r.Errorf("images", "no images declared")

@@ -84,6 +84,7 @@ func TestParseErrors(t *testing.T) {
 		{"unclosed list", "    platforms: linux/amd64", "    platforms: [linux/amd64", 18, "did not find expected ',' or ']'"},
 		{"negative strip", "        include: [host-local]", "        strip: -1", 14, "must not be negative"},
 		{"second document", "version: 1", "version: 1\n---\nimages: {}\n---\nx: y", 2, "one YAML document"},
+		{"variable in an arg", `  VERSION: "1.0"`, `  VERSION: "1.0-{{arch}}"`, 3, "arg VERSION: an arg's value is taken as written"},
 		{"negative epoch", "version: 1", "version: 1\nepoch: -5", 2, "epoch must be Unix seconds from 0"},
 		{"epoch past year 9999", "version: 1", "version: 1\nepoch: 253402300800", 2, "the end of year 9999 (got 253402300800)"},
 		{"merge key panic in yaml.v3", "images:", "images: {<<: {}, [a]: c}\nimagez:", 0, "unhashable"},
