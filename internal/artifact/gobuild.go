@@ -174,6 +174,11 @@ func (f *Fetcher) goBuild(ctx context.Context, r *Request, g *Go, dir string, wo
 	}()
 	err := cmd.Run()
 	tc := <-version
+	if err != nil && ctx.Err() != nil {
+		// Killed because the build stopped (another step failed, or an
+		// interrupt): go's "signal: killed" would read as its own failure.
+		return nil, fmt.Errorf("go build stopped: %w", context.Cause(ctx))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("go %s (in %s, %s): %w\n%s", strings.Join(args, " "), dir, r.Platform, err, strings.TrimSpace(stderr.String()))
 	}

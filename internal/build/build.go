@@ -617,7 +617,7 @@ type ready struct {
 
 // errNotReady is what a layer waiting for a failed artifact gets; the
 // artifact's own error is the build's.
-var errNotReady = errors.New("an artifact it places failed")
+var errNotReady = errors.New("an artifact it places failed or was stopped")
 
 // await waits until the artifact under key is ready.
 func (b *builder) await(ctx context.Context, key string) (*artifact.Result, error) {
