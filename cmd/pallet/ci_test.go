@@ -255,3 +255,35 @@ func TestProvenanceTimestampsOnRequest(t *testing.T) {
 		}
 	}
 }
+
+// An artifact's own licence files name its licence in the SBOMs: hello
+// ships an MIT LICENSE; config ships none and says nothing.
+func TestSBOMNamesArtifactLicence(t *testing.T) {
+	recipe := copyExample(t, "hello")
+	docs := filepath.Join(t.TempDir(), "docs")
+	mustPallet(t, "build", "-q", "-f", recipe, "--platform", "linux/amd64", "--no-cache", "--sbom", "--sbom-dir", docs, "-o", "oci:"+filepath.Join(t.TempDir(), "out"))
+	names, _ := filepath.Glob(filepath.Join(docs, "*.spdx.json"))
+	if len(names) != 1 {
+		t.Fatalf("SPDX documents: %v", names)
+	}
+	data, err := os.ReadFile(names[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Packages []struct {
+			Name            string `json:"name"`
+			LicenseDeclared string `json:"licenseDeclared"`
+		} `json:"packages"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, p := range doc.Packages {
+		got[p.Name] = p.LicenseDeclared
+	}
+	if got["hello"] != "MIT" || got["config"] != "NOASSERTION" {
+		t.Errorf("declared licences: hello %q, config %q; want MIT and NOASSERTION (all: %v)", got["hello"], got["config"], got)
+	}
+}

@@ -702,6 +702,9 @@ func (b *builder) makeReady(ctx context.Context, a *plan.Artifact, r *ready) err
 		if err != nil {
 			return err
 		}
+		if d.License, err = b.declaredLicense(res); err != nil {
+			return plan.Wrap(a.Pos, fmt.Errorf("artifact %s: %w", a.Name, err))
+		}
 		r.described = &d
 	}
 	r.res, r.record = res, rec

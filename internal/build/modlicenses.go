@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/pallet-dev/pallet/internal/artifact"
+	"github.com/pallet-dev/pallet/internal/bounded"
 	"github.com/pallet-dev/pallet/internal/golicenses"
 	"github.com/pallet-dev/pallet/internal/plan"
 	"github.com/pallet-dev/pallet/internal/record"
@@ -155,4 +156,37 @@ func howToProceed(offline bool, k artifact.Kind) string {
 	default:
 		return "; make the module reachable through GOPROXY (a proxy or mirror that has it), " + off
 	}
+}
+
+// maxLicenseText bounds an artifact's licence file read to name its
+// licence; the longest common licence texts are tens of kilobytes.
+const maxLicenseText = 1 << 20
+
+// declaredLicense names the licences of an artifact's own licence files
+// for its SBOM package ("Apache-2.0"), "" when it ships none or none is
+// recognised (NOASSERTION). The texts' classifications are remembered by
+// their sha256, as for module licences.
+func (b *builder) declaredLicense(res *artifact.Result) (string, error) {
+	if res.Licenses == nil {
+		return "", nil
+	}
+	var texts [][]byte
+	for _, e := range res.Licenses.Entries() {
+		if e.Kind != tree.File {
+			continue
+		}
+		text, err := bounded.ReadFile(e.Source, maxLicenseText)
+		if err != nil {
+			return "", fmt.Errorf("licence %s: %w", e.Path, err)
+		}
+		texts = append(texts, text)
+	}
+	if len(texts) == 0 {
+		return "", nil
+	}
+	expr, err := golicenses.Identify(texts, b.rememberLicence)
+	if err != nil || expr == golicenses.NoAssertion {
+		return "", err
+	}
+	return expr, nil
 }

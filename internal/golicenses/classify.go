@@ -59,6 +59,31 @@ func classify(text []byte) (classification, error) {
 	return out, nil
 }
 
+// Identify names the licences of the licence texts given (an artifact's
+// own LICENSE, COPYING...), as one SPDX expression: the distinct
+// identifiers found, joined with AND, in a fixed order; NoAssertion when
+// none is recognised. remember, when set, is Options.Remember.
+func Identify(texts [][]byte, remember func(sum string, text []byte, derive func() (string, error)) (string, error)) (string, error) {
+	c := &collector{opt: Options{Remember: remember}}
+	var ids []string
+	for _, text := range texts {
+		cl, err := c.classify(text)
+		if err != nil {
+			return "", err
+		}
+		for _, id := range cl.ids {
+			if !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return NoAssertion, nil
+	}
+	slices.Sort(ids)
+	return strings.Join(ids, " AND "), nil
+}
+
 // remembered is a classification as Options.Remember keeps it.
 type remembered struct {
 	SPDX       string
