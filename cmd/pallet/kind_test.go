@@ -141,7 +141,7 @@ func TestKindEachMode(t *testing.T) {
 				switch mode {
 				case "source":
 					repo := map[string]string{"containerd": "containerd", "runc": "runc", "crictl": "cri-tools", "cni-plugins": "plugins"}[a.Name]
-					if a.Commit != e.commits[repo] || !strings.HasSuffix(a.Repo, "/"+repo) || a.GoVersion == "" {
+					if a.Commit != e.commits[repo] || a.Tag != "v"+a.Version || !strings.HasSuffix(a.Repo, "/"+repo) || a.GoVersion == "" {
 						t.Errorf("%s: source record %+v", a.Name, a.Record)
 					}
 					if len(a.GoBinaries) == 0 || a.GoBinaries[0].GoVersion != a.GoVersion {

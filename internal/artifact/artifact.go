@@ -45,6 +45,8 @@ type Origin struct {
 	Path   string `json:"path,omitempty"`
 	Repo   string `json:"repo,omitempty"`
 	Commit string `json:"commit,omitempty"`
+	// Tag is the tag a git source's commit was checked to carry.
+	Tag string `json:"tag,omitempty"`
 	// Module is module@version for a Go module fetched by version.
 	Module string `json:"module,omitempty"`
 	// SHA256 pins a download; for a module, its go.sum hash (h1:...).

@@ -340,6 +340,9 @@ func (f *Fetcher) fromCache(dir string, r *Request) (*Result, error) {
 	if err := f.checkDownloadPin(r, t, pins); err != nil {
 		return nil, fmt.Errorf("cache entry %s: %w", dir, err)
 	}
+	// The tag is in the key, so the entry was checked against it; an
+	// entry stored before records carried it gets it here.
+	res.Record.Tag = pins.Tag
 	return res, nil
 }
 

@@ -24,7 +24,7 @@ type Git struct {
 
 func (g *Git) Name() string { return "git" }
 
-func (g *Git) Origin() Origin { return Origin{Repo: g.Repo, Commit: g.Commit} }
+func (g *Git) Origin() Origin { return Origin{Repo: g.Repo, Commit: g.Commit, Tag: g.Tag} }
 
 // Key: the commit pins every file of the checkout, local replaces included.
 func (g *Git) Key(*Fetcher, *Request) ([]string, bool, error) {
