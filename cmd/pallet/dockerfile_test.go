@@ -359,3 +359,37 @@ func TestDockerfileLaterCopyReplaces(t *testing.T) {
 		t.Errorf("the last layer's /f is %q, want the second COPY's", last)
 	}
 }
+
+// A Dockerfile's context may hold the output when .dockerignore leaves
+// it out: the next build does not read it back. Without that, the output
+// would be copied into the next image, and is refused.
+func TestOutputInsideIgnoredContext(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM scratch\nCOPY . /ctx/\n")
+	writeFile(t, filepath.Join(dir, "app.txt"), "app")
+	out := filepath.Join(dir, "out")
+	_, err := pallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
+	if err == nil || !strings.Contains(err.Error(), "the next build would read it back") {
+		t.Fatalf("an output inside the context, not ignored: %v", err)
+	}
+	writeFile(t, filepath.Join(dir, ".dockerignore"), "out*\n")
+	for range 2 {
+		mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
+	}
+	img := dfImage(t, out)
+	layers, _ := img.Layers()
+	for _, l := range layers {
+		rc, _ := l.Uncompressed()
+		tr := tar.NewReader(rc)
+		for {
+			h, err := tr.Next()
+			if err != nil {
+				break
+			}
+			if strings.HasPrefix(h.Name, "ctx/out") {
+				t.Errorf("the output reached the image: %s", h.Name)
+			}
+		}
+		rc.Close()
+	}
+}

@@ -372,7 +372,7 @@ func checkWrites(p *plan.Plan, opt Options, extra []string) error {
 	for _, key := range p.Keys() {
 		a := p.Artifacts[key]
 		if l, ok := a.Kind.(*artifact.Local); ok {
-			inputs = append(inputs, output.Input{Name: fmt.Sprintf("the local path of artifact %s (%s)", a.Name, a.Pos), Path: l.Path})
+			inputs = append(inputs, output.Input{Name: fmt.Sprintf("the local path of artifact %s (%s)", a.Name, a.Pos), Path: l.Path, Ignores: p.Ignored})
 		}
 	}
 	for _, im := range p.Images {

@@ -89,6 +89,16 @@ func (c *buildContext) ignored(p string) (bool, error) {
 	return c.ignore.MatchesOrParentMatches(r)
 }
 
+// leavesOut says whether the ignore file leaves the absolute path p out of
+// the context (p inside it, resolved as the context's own path is).
+func (c *buildContext) leavesOut(p string) bool {
+	if c.ignore == nil || !strings.HasPrefix(p, c.dir+string(filepath.Separator)) {
+		return false
+	}
+	out, err := c.ignored(p)
+	return err == nil && out
+}
+
 // inside refuses a path that resolves, through symlinks, outside the
 // context: what a Dockerfile copies must be in what was sent to build.
 func (c *buildContext) inside(p string) error {

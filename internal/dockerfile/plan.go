@@ -109,7 +109,7 @@ func (d *Dockerfile) Plan(opt Options) (*plan.Plan, error) {
 	}
 	e := &evaluator{d: d, opt: opt, ctx: bc, lex: shell.NewLex(d.escape),
 		names: &names{byID: map[string]string{}, used: map[string]bool{}},
-		p:     &plan.Plan{Source: d.File, Dir: d.Dir, Epoch: epoch, Artifacts: map[string]*plan.Artifact{}}}
+		p:     &plan.Plan{Source: d.File, Dir: d.Dir, Epoch: epoch, Artifacts: map[string]*plan.Artifact{}, Ignored: bc.leavesOut}}
 	if e.build, err = buildPlatform(opt.BuildPlatform); err != nil {
 		return nil, err
 	}

@@ -147,6 +147,9 @@ type Input struct {
 	// "artifact agent (pallet.yaml:12)".
 	Name string
 	Path string
+	// Ignores, when set, says that a path inside the input is left out
+	// of what the build reads (a .dockerignore'd output directory).
+	Ignores func(path string) bool
 }
 
 // CheckInputs refuses an output, or a file pallet writes (extra), that
@@ -174,7 +177,7 @@ func CheckInputs(targets []Target, extra []string, inputs []Input) error {
 			case pl.path == stdoutKey:
 			case pl.path == r:
 				return fmt.Errorf("%s is %s (%s): writing it would destroy what the build reads; give it another path", pl.name, in.Name, r)
-			case within(r, pl.path):
+			case within(r, pl.path) && (in.Ignores == nil || !in.Ignores(pl.path)):
 				return fmt.Errorf("%s is inside %s (%s): the next build would read it back; put it elsewhere", pl.name, in.Name, r)
 			case pl.tree && within(pl.path, r):
 				return fmt.Errorf("%s (%s) is inside output %s, which is replaced whole on every build; put the output elsewhere", in.Name, r, pl.name)

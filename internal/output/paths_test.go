@@ -80,7 +80,7 @@ func TestCheckInputs(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(root, "recipe.yaml"), nil, 0o644)
 	os.WriteFile(filepath.Join(root, "layout/blobs/x"), nil, 0o644)
-	inputs := []Input{{"the recipe", "recipe.yaml"}, {"input in", "in"}, {"a blob", "layout/blobs/x"}, {"missing", "nowhere"}}
+	inputs := []Input{{Name: "the recipe", Path: "recipe.yaml"}, {Name: "input in", Path: "in"}, {Name: "a blob", Path: "layout/blobs/x"}, {Name: "missing", Path: "nowhere"}}
 	for _, tc := range []struct {
 		name    string
 		targets []Target

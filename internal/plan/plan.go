@@ -80,6 +80,11 @@ type Plan struct {
 	// Dir resolves relative paths of bases (oci:DIR) and local inputs.
 	Dir   string
 	Epoch time.Time
+	// Ignored, when set, says that the front end leaves the file or
+	// directory at an absolute path out of its inputs even when it lies
+	// inside one (a Dockerfile's .dockerignore): an output there is not
+	// read back by the next build.
+	Ignored func(path string) bool `json:"-"`
 	// Images, in the order outputs list them.
 	Images []*Image
 	// Artifacts are the distinct artifact requests by key, each fetched
