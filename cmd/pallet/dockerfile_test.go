@@ -393,3 +393,38 @@ func TestOutputInsideIgnoredContext(t *testing.T) {
 		rc.Close()
 	}
 }
+
+// Links inside a copied directory are copied as they are, absolute ones
+// and ones above the directory included, as BuildKit copies them.
+func TestCopyKeepsLinksInsideDirectories(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "root", "bin", "busybox"), "x")
+	for link, target := range map[string]string{"ls": "/bin/busybox", "up": "../../elsewhere"} {
+		if err := os.Symlink(target, filepath.Join(dir, "root", "bin", link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM scratch\nCOPY root/ /\n")
+	out := filepath.Join(t.TempDir(), "out")
+	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
+	layers, err := dfImage(t, out).Layers()
+	if err != nil || len(layers) != 1 {
+		t.Fatalf("layers: %v %v", layers, err)
+	}
+	rc, _ := layers[0].Uncompressed()
+	defer rc.Close()
+	got := map[string]string{}
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			break
+		}
+		if h.Typeflag == tar.TypeSymlink {
+			got[h.Name] = h.Linkname
+		}
+	}
+	if got["bin/ls"] != "/bin/busybox" || got["bin/up"] != "../../elsewhere" {
+		t.Errorf("links in the layer: %v", got)
+	}
+}

@@ -69,7 +69,10 @@ func (s *source) artifactKind() artifact.Kind {
 		if s.filtered {
 			return &localDir{Path: s.path, filter: s.filter}
 		}
-		return &artifact.Local{Path: s.path}
+		// COPY takes the links inside a directory as they are, as
+		// BuildKit does (a root file system's /bin/sh -> busybox, or
+		// node_modules/.bin): as the filtered directory above does.
+		return &artifact.Local{Path: s.path, KeepLinks: true}
 	case srcFile:
 		return &artifact.Local{Path: s.path}
 	case srcArchive:
