@@ -3,6 +3,7 @@ package dockerfile
 import (
 	"errors"
 	"fmt"
+	"path"
 	"regexp"
 	"slices"
 	"strconv"
@@ -176,6 +177,9 @@ func (e *evaluator) workdir(s *stageState, n *parser.Node, c *instructions.Workd
 	}
 	s.workdir = wd
 	s.cfg.Workdir = system.FromSlash(wd, s.platform.OS)
+	// The config keeps the path as BuildKit writes it; the directory is
+	// where it leads (/app/../b is /b, /a/ is /a).
+	wd = path.Clean(wd)
 	if wd == "/" || !s.emptyBase || s.content.isDir(wd) {
 		return nil
 	}

@@ -184,6 +184,13 @@ func TestDockerfileWorkdirLayer(t *testing.T) {
 	if got := placements(t, p); !reflect.DeepEqual(got, want) {
 		t.Errorf("layers %q, want %q", got, want)
 	}
+	// An absolute path through .. makes the directory it leads to; the
+	// config keeps it as written, as BuildKit's.
+	p = mustPlan(t, map[string]string{"Dockerfile": "FROM scratch\nWORKDIR /app/../b\nWORKDIR /c/\n"}, Options{})
+	want = []string{"/b/<-mkdir", "/c/<-mkdir"}
+	if got := placements(t, p); !reflect.DeepEqual(got, want) {
+		t.Errorf("layers %q, want %q", got, want)
+	}
 }
 
 func TestDockerfilePlatforms(t *testing.T) {
