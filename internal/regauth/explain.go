@@ -125,14 +125,21 @@ func Explain(err error) error {
 	}
 	where := configWhere()
 	login := fmt.Sprintf("`pallet auth login %s -u USER --password-stdin`", note.registry)
+	// A 403 is also how a registry applies its own rules to a request
+	// it let in (an immutable tag, a protected repository): say so
+	// rather than only blame the credentials.
+	policy := ""
+	if te.StatusCode == http.StatusForbidden {
+		policy = "; a 403 may also be the registry's own policy refusing this write (an immutable tag, a protected repository), which no login changes"
+	}
 	if note.found {
-		return fmt.Errorf("%w\n%s refused the credentials pallet found for it%s in %s or the credential helper it names: they are wrong or expired, or do not give access to this repository; replace them with %s", err, note.registry, via, where, login)
+		return fmt.Errorf("%w\n%s refused the credentials pallet found for it%s in %s or the credential helper it names: they are wrong or expired, or do not give access to this repository; replace them with %s%s", err, note.registry, via, where, login, policy)
 	}
 	what := "refused anonymous access"
 	if te.StatusCode == http.StatusUnauthorized {
 		what = "asks for credentials"
 	}
-	return fmt.Errorf("%w\n%s %s%s, and pallet found none for it in %s nor a credential helper it names: log in with %s (or docker login); some registries also answer so for a repository that does not exist", err, note.registry, what, via, where, login)
+	return fmt.Errorf("%w\n%s %s%s, and pallet found none for it in %s nor a credential helper it names: log in with %s (or docker login); some registries also answer so for a repository that does not exist%s", err, note.registry, what, via, where, login, policy)
 }
 
 // configWhere names the docker config for messages.
