@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -54,6 +55,40 @@ func (r *Registry) String() string { return "registry:" + r.Ref }
 // registry: a blob already pushed for an earlier image is mounted from that
 // repository instead of being uploaded again.
 func (r *Registry) Write(ctx context.Context, images []Image) error {
+	return redactQueries(r.write(ctx, images))
+}
+
+// signedQuery is a URL query parameter that carries a secret: an upload
+// session's state (distribution's _state is signed), a token, a
+// signature (pre-signed storage URLs).
+var signedQuery = regexp.MustCompile(`([?&](?:_state|[A-Za-z0-9_.-]*(?:[Tt]oken|[Ss]ignature|[Cc]redential|[Ss]ig))=)[^&\s"']+`)
+
+// redactQueries hides secrets carried in URLs in err's message: a
+// connection reset in the middle of an upload is reported by net/http
+// with the upload URL whole, and CI logs keep it.
+func redactQueries(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	red := signedQuery.ReplaceAllString(msg, "${1}REDACTED")
+	if red == msg {
+		return err
+	}
+	return &redactedError{msg: red, err: err}
+}
+
+// redactedError is err said without the secrets of its message.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+
+func (e *redactedError) Unwrap() error { return e.err }
+
+func (r *Registry) write(ctx context.Context, images []Image) error {
 	prefix := strings.HasSuffix(r.Ref, "/")
 	if err := r.holds(len(images)); err != nil {
 		return err
