@@ -175,7 +175,7 @@ func buildCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&file, "file", "f", "pallet.yaml", "recipe file, or a Dockerfile (Dockerfile, NAME.Dockerfile, Dockerfile.NAME)")
+	f.StringVarP(&file, "file", "f", "pallet.yaml", "recipe file, or a Dockerfile (Dockerfile, NAME.Dockerfile, Dockerfile.NAME; Containerfile alike)")
 	f.StringSliceVar(&platforms, "platform", nil, "build only these platforms (os/arch[/variant], repeatable or comma-separated)")
 	f.StringArrayVarP(&outputs, "output", "o", []string{"oci:out"}, "where images go: oci:DIR, docker:FILE.tar or registry:REF (repeatable)")
 	f.StringArrayVar(&args, "arg", nil, "override a recipe arg (K=V, repeatable)")

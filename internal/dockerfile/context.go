@@ -50,7 +50,8 @@ func openContext(dir, dockerfile string) (*buildContext, error) {
 		return nil, fmt.Errorf("build context %s is not a directory", dir)
 	}
 	c := &buildContext{dir: real}
-	for _, f := range []string{dockerfile + ".dockerignore", filepath.Join(abs, ".dockerignore")} {
+	// .containerignore is Podman's name for the same file.
+	for _, f := range []string{dockerfile + ".dockerignore", filepath.Join(abs, ".dockerignore"), filepath.Join(abs, ".containerignore")} {
 		data, err := bounded.ReadFile(f, maxIgnoreSize)
 		if os.IsNotExist(err) {
 			continue

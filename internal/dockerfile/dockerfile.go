@@ -76,13 +76,19 @@ func (s *stageDef) label() string {
 
 // IsDockerfile says whether a -f file is a Dockerfile by its name:
 // Dockerfile, NAME.Dockerfile or Dockerfile.NAME (any case), the names
-// docker and buildx users give them.
+// docker and buildx users give them, and the same with Containerfile,
+// Podman's and Buildah's name.
 func IsDockerfile(path string) bool {
 	base := strings.ToLower(filepath.Base(path))
-	if strings.HasSuffix(base, ".dockerignore") {
+	if strings.HasSuffix(base, ".dockerignore") || strings.HasSuffix(base, ".containerignore") {
 		return false
 	}
-	return base == "dockerfile" || strings.HasSuffix(base, ".dockerfile") || strings.HasPrefix(base, "dockerfile.")
+	for _, n := range []string{"dockerfile", "containerfile"} {
+		if base == n || strings.HasSuffix(base, "."+n) || strings.HasPrefix(base, n+".") {
+			return true
+		}
+	}
+	return false
 }
 
 // Load reads and parses a Dockerfile. Every instruction is checked by

@@ -120,6 +120,7 @@ func TestDockerfileNames(t *testing.T) {
 		"Dockerfile": true, "dir/Dockerfile": true, "dockerfile": true, "app.Dockerfile": true,
 		"Dockerfile.windows": true, "pallet.yaml": false, "Dockerfile.dockerignore": false,
 		"Dockerfiles/pallet.yaml": false, "notaDockerfile": false,
+		"Containerfile": true, "app.Containerfile": true, "Containerfile.prod": true, "Containerfile.containerignore": false,
 	} {
 		if got := IsDockerfile(name); got != want {
 			t.Errorf("IsDockerfile(%q) = %v, want %v", name, got, want)

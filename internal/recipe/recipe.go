@@ -444,6 +444,9 @@ func parseRecipe(file string, data []byte, unpinned bool) (*Recipe, error) {
 
 	var root yaml.Node
 	if err := decode(yaml.NewDecoder(bytes.NewReader(data)), &root); err != nil && err != io.EOF {
+		if looksLikeDockerfile(data) {
+			return nil, notARecipe(file)
+		}
 		e := yamlError(file, err)
 		if l := syntaxLine(data); l > 0 {
 			e.Line = l
@@ -452,6 +455,9 @@ func parseRecipe(file string, data []byte, unpinned bool) (*Recipe, error) {
 	}
 	if root.Kind == 0 || len(root.Content) == 0 {
 		return nil, &Error{Pos: plan.Pos{File: file}, Msg: "empty recipe"}
+	}
+	if root.Content[0].Kind != yaml.MappingNode && looksLikeDockerfile(data) {
+		return nil, notARecipe(file)
 	}
 	// Before the decode into r, which is where the cost lies.
 	if err := checkKeys(file, root.Content[0]); err != nil {
@@ -1103,4 +1109,26 @@ func ParseSize(s string) (int64, error) {
 		return 0, fmt.Errorf("%q: want a positive size such as 512MiB or 16GiB", s)
 	}
 	return v * mult, nil
+}
+
+// notARecipe is the error for a Dockerfile given under a name that is
+// not a Dockerfile's.
+func notARecipe(file string) error {
+	return &Error{Pos: plan.Pos{File: file, Line: 1}, Msg: "this is a Dockerfile, not a recipe; pallet reads a -f file as a Dockerfile when it is named Dockerfile, NAME.Dockerfile or Dockerfile.NAME (or Containerfile alike)"}
+}
+
+// dockerfileStart is the first instruction of a Dockerfile: FROM, or
+// ARG before it, after comments and parser directives.
+var dockerfileStart = regexp.MustCompile(`(?i)^(from|arg)\s`)
+
+// looksLikeDockerfile says whether data starts as a Dockerfile does.
+func looksLikeDockerfile(data []byte) bool {
+	for line := range strings.SplitSeq(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		return dockerfileStart.MatchString(line)
+	}
+	return false
 }

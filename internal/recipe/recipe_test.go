@@ -156,3 +156,13 @@ func TestParseModeOwner(t *testing.T) {
 		t.Errorf("ParseOwner(5) = %d %d %v", u, g, err)
 	}
 }
+
+// A Dockerfile under another name is said to be one, not a YAML error.
+func TestDockerfileGivenAsRecipe(t *testing.T) {
+	for _, df := range []string{"FROM scratch\nCOPY x /\n", "# syntax=docker/dockerfile:1\n\narg BASE=scratch\nFROM $BASE\nCOPY a: /b\n"} {
+		_, err := Parse("Dockerfile-prod", []byte(df))
+		if err == nil || !strings.Contains(err.Error(), "this is a Dockerfile, not a recipe") {
+			t.Errorf("%q: %v", df, err)
+		}
+	}
+}
