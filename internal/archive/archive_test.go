@@ -514,8 +514,8 @@ var hostileCases = []hostileCase{
 			}
 			return compress(t, TarGzip, tarBytes(t, ents))
 		}},
-	tarCase("tar name too deep", "more than 256 directories deep", fixed(ent{name: strings.Repeat("d/", 257) + "f", body: "x"})),
-	tarCase("tar name too long", "or 4096 bytes long", fixed(ent{name: strings.Repeat("n", 200) + "/" + strings.Repeat(strings.Repeat("x", 250)+"/", 17) + "f", body: "x"})),
+	tarCase("tar name too deep", "more than 256 components", fixed(ent{name: strings.Repeat("d/", 257) + "f", body: "x"})),
+	tarCase("tar name too long", "or 4096 bytes", fixed(ent{name: strings.Repeat("n", 200) + "/" + strings.Repeat(strings.Repeat("x", 250)+"/", 17) + "f", body: "x"})),
 	tarCase("tar hard link backslash", `hard link target "..\\canary\\x": path leaves the archive root`,
 		fixed(ent{name: "h", typ: tar.TypeLink, link: `..\canary\x`})),
 	zipCase("zip symlink drive relative", `symlink target "C:foo" is absolute`,

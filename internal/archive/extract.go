@@ -61,7 +61,7 @@ var (
 	errNUL        = errors.New("name contains a NUL byte")
 	errAbsolute   = errors.New("absolute path not allowed")
 	errLeavesRoot = errors.New("path leaves the archive root")
-	errTooDeep    = fmt.Errorf("path is more than %d directories deep or %d bytes long", maxDepth, maxPath)
+	errTooDeep    = fmt.Errorf("path has more than %d components or %d bytes", maxDepth, maxPath)
 )
 
 // maxDepth and maxPath bound an entry's path. Real archives are a few

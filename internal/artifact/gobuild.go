@@ -177,7 +177,9 @@ func (f *Fetcher) goBuild(ctx context.Context, r *Request, g *Go, dir string, wo
 	if err != nil && ctx.Err() != nil {
 		// Killed because the build stopped (another step failed, or an
 		// interrupt): go's "signal: killed" would read as its own failure.
-		return nil, fmt.Errorf("go build stopped: %w", context.Cause(ctx))
+		// The cause's text only: its error is another step's, and its
+		// position and kind must not be taken for this build's.
+		return nil, fmt.Errorf("go build stopped (%v): %w", context.Cause(ctx), ctx.Err())
 	}
 	if err != nil {
 		return nil, fmt.Errorf("go %s (in %s, %s): %w\n%s", strings.Join(args, " "), dir, r.Platform, err, strings.TrimSpace(stderr.String()))

@@ -1247,10 +1247,7 @@ func (b *builder) checkExecutables(res *artifact.Result, place tree.Placement, p
 			continue
 		}
 		got, err := b.memo(e.Source, e.Stamp, fact, func(path string) (string, error) {
-			if err := exe.Check(path, "/"+e.Path, p.OS, p.Arch); err != nil {
-				return "", err
-			}
-			loader, err := exe.Loader(path)
+			loader, err := exe.CheckLoader(path, "/"+e.Path, p.OS, p.Arch)
 			return "ok " + loader, err
 		})
 		if err != nil {
@@ -1273,15 +1270,26 @@ func (b *builder) warnMissingLoaders(name string, pi *plan.PlatformImage, trees 
 	b.mu.Lock()
 	needs := b.loaders[pi]
 	b.mu.Unlock()
+	if len(needs) == 0 {
+		return
+	}
+	// Loaders are looked for by name anywhere in the image: the path
+	// may run through links the layers make (lib64 -> usr/lib64), and a
+	// warning that cries wolf on a merged-/usr root file system is worse
+	// than one that misses a misplaced loader.
+	names := map[string]bool{}
 	for _, n := range needs {
-		found := false
-		for _, t := range trees {
-			if _, ok := t.Get(strings.TrimPrefix(path.Clean(n.loader), "/")); ok {
-				found = true
-				break
+		names[path.Base(n.loader)] = false
+	}
+	for _, t := range trees {
+		for e := range t.All() {
+			if _, ok := names[path.Base(e.Path)]; ok {
+				names[path.Base(e.Path)] = true
 			}
 		}
-		if !found {
+	}
+	for _, n := range needs {
+		if !names[path.Base(n.loader)] {
 			b.opt.Progress.Warn("image %s (%s): %s is dynamically linked and needs %s, which nothing in the image provides on scratch: it will not start; link it statically (CGO_ENABLED=0, or -extldflags -static) or build on a base with its C library", name, pi.Platform, n.path, n.loader)
 		}
 	}

@@ -95,17 +95,24 @@ func Detect(path string) (p Platform, ok bool, err error) {
 // architecture, since AnyCPU assemblies carry that stamp regardless of where
 // they run.
 func Check(path, name, wantOS, wantArch string) error {
+	_, err := CheckLoader(path, name, wantOS, wantArch)
+	return err
+}
+
+// CheckLoader is Check, and also returns the loader the executable needs
+// (as Loader), from one read of its headers.
+func CheckLoader(path, name, wantOS, wantArch string) (string, error) {
 	r, ok, err := detectPath(path)
 	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
+		return "", fmt.Errorf("%s: %w", name, err)
 	}
 	if !ok {
-		return nil
+		return "", nil
 	}
 	if r.OS == wantOS && (slices.Contains(r.archs, wantArch) || r.anyWindowsArch) {
-		return nil
+		return r.interp, nil
 	}
-	return fmt.Errorf("%s: built for %s, image is %s/%s", name, r.Platform, wantOS, wantArch)
+	return "", fmt.Errorf("%s: built for %s, image is %s/%s", name, r.Platform, wantOS, wantArch)
 }
 
 // Loader returns the program interpreter (PT_INTERP) that the ELF

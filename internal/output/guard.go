@@ -268,13 +268,20 @@ func CheckOwnJSON(p, what string, keySets ...[]string) error {
 	if !fi.Mode().IsRegular() {
 		return refuse(fmt.Sprintf("it is not a regular file (%s)", fi.Mode().Type()))
 	}
+	if fi.Size() == 0 {
+		return nil // nothing to lose: mktemp's, or a touch'd path
+	}
 	f, err := os.Open(p)
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", what, p, err)
 	}
 	defer f.Close()
 	if !hasKeys(json.NewDecoder(io.LimitReader(f, maxOwnJSON)), keySets) {
-		return refuse(fmt.Sprintf("it exists and is not one pallet wrote (a JSON object with %s)", strings.Join(keySets[0], ", ")))
+		var sets []string
+		for _, ks := range keySets {
+			sets = append(sets, strings.Join(ks, ", "))
+		}
+		return refuse(fmt.Sprintf("it exists and is not one pallet wrote (a JSON object with %s)", strings.Join(sets, "; or ")))
 	}
 	return nil
 }
