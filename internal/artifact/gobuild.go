@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -131,6 +132,9 @@ func (f *Fetcher) goBuild(ctx context.Context, r *Request, g *Go, dir string, wo
 		return nil, fmt.Errorf("module directory: %w", err)
 	} else if !info.IsDir() {
 		return nil, fmt.Errorf("module directory %s is not a directory", dir)
+	}
+	if err := needsCC(g, r.Platform); err != nil {
+		return nil, err
 	}
 	out := filepath.Join(work, "bin") + string(filepath.Separator)
 	if err := os.RemoveAll(out); err != nil {
@@ -368,4 +372,38 @@ func GoSettings(k Kind) *Go {
 		return &k.Go
 	}
 	return nil
+}
+
+// needsCC refuses a cgo build for a platform the build machine's C
+// compiler cannot target when the recipe names none (cc, or CC in env):
+// go would run the host's gcc on the target's assembly and fail with
+// hundreds of lines about instructions it does not know. Asked when the
+// build runs, not when the recipe is read: a fetch, a lock or a build
+// answered from the cache compiles nothing.
+func needsCC(g *Go, p platform.Platform) error {
+	if !g.CGO || g.CC != "" || slices.ContainsFunc(g.Env, func(kv string) bool { return strings.HasPrefix(kv, "CC=") }) {
+		return nil
+	}
+	// The host's gcc builds for its own platform, and on amd64 for 386
+	// too (-m32, which go passes).
+	if p.OS == runtime.GOOS && (p.Arch == runtime.GOARCH || runtime.GOARCH == "amd64" && p.Arch == "386") {
+		return nil
+	}
+	return blame("cgo", fmt.Errorf("cgo for %s needs a C compiler for that platform: name it in cc (cc: {%s: %s})", p, p, crossCC(p)))
+}
+
+// crossCC is the usual name of Debian's cross C compiler for p.
+func crossCC(p platform.Platform) string {
+	var triple string
+	switch p.OS {
+	case "linux":
+		triple = map[string]string{"arm64": "aarch64-linux-gnu", "arm": "arm-linux-gnueabihf", "amd64": "x86_64-linux-gnu",
+			"ppc64le": "powerpc64le-linux-gnu", "s390x": "s390x-linux-gnu", "riscv64": "riscv64-linux-gnu", "386": "i686-linux-gnu"}[p.Arch]
+	case "windows":
+		triple = map[string]string{"amd64": "x86_64-w64-mingw32", "386": "i686-w64-mingw32"}[p.Arch]
+	}
+	if triple == "" {
+		return "CC" // no usual name: the user's compiler
+	}
+	return triple + "-gcc"
 }

@@ -1,8 +1,10 @@
 package artifact
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -65,5 +67,41 @@ func TestGoEnvDropsCToolchainSettings(t *testing.T) {
 	}
 	if !slices.Contains(env, "PKG_CONFIG_PATH=/recipe/pc") || !slices.Contains(env, "PALLET_TEST_KEEP=1") {
 		t.Errorf("the recipe's setting or an unrelated variable is missing: %v", env)
+	}
+}
+
+// cgo for a platform the host's C compiler cannot target needs a cc from
+// the recipe (cc, or CC in env); the host's own platform, and 386 on an
+// amd64 host, do not.
+func TestNeedsCC(t *testing.T) {
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+		t.Skip("cases written for a linux/amd64 host")
+	}
+	parse := func(s string) platform.Platform {
+		p, err := platform.Parse(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		g    Go
+		p    string
+		want string // in the error; "" = none
+	}{
+		{Go{CGO: true}, "linux/amd64", ""},
+		{Go{CGO: true}, "linux/386", ""},
+		{Go{CGO: false}, "linux/arm64", ""},
+		{Go{CGO: true, CC: "aarch64-linux-gnu-gcc"}, "linux/arm64", ""},
+		{Go{CGO: true, Env: []string{"CC=aarch64-linux-gnu-gcc"}}, "linux/arm64", ""},
+		{Go{CGO: true}, "linux/arm64", "cc: {linux/arm64: aarch64-linux-gnu-gcc}"},
+		{Go{CGO: true}, "windows/amd64", "x86_64-w64-mingw32-gcc"},
+		{Go{CGO: true}, "windows/arm64", "cc: {windows/arm64: CC}"},
+	} {
+		err := needsCC(&tc.g, parse(tc.p))
+		var fe *FieldError
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !errors.As(err, &fe) || fe.Field != "cgo") {
+			t.Errorf("%+v on %s: %v, want %q", tc.g, tc.p, err, tc.want)
+		}
 	}
 }

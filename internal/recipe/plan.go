@@ -6,7 +6,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -577,11 +576,6 @@ func (r *Recipe) goBuild(at string, g *GoBuild, pf platform.Platform, v Vars) (*
 		}
 	}
 	cc, _ := platform.Pick(g.CC, pf)
-	if g.CGO && cc == "" && (pf.OS != runtime.GOOS || pf.Arch != runtime.GOARCH) {
-		// go would run the host's gcc on the target's assembly and fail
-		// with hundreds of lines about instructions it does not know.
-		return nil, r.Errorf(at+".cgo", "cgo for %s needs a C compiler for that platform: name it in cc (cc: {%s: %s})", pf, pf, crossCC(pf))
-	}
 	sg := &artifact.Go{CC: cc, Module: mod, CGO: g.CGO, Trimpath: g.Trimpath == nil || *g.Trimpath, Version: ver}
 	if err := r.expandLists(v,
 		listField{at + ".packages", g.Packages, &sg.Packages},
@@ -631,19 +625,6 @@ var ownFlags = map[string]string{
 // fileFlags are the go build flags that read a file named by path: one
 // out of the module is neither pinned nor in the cache key.
 var fileFlags = map[string]bool{"overlay": true, "modfile": true, "pgo": true}
-
-// crossCC is the usual name of Debian's cross C compiler for p.
-func crossCC(p platform.Platform) string {
-	triple := map[string]string{"arm64": "aarch64-linux-gnu", "arm": "arm-linux-gnueabihf", "amd64": "x86_64-linux-gnu",
-		"ppc64le": "powerpc64le-linux-gnu", "s390x": "s390x-linux-gnu", "riscv64": "riscv64-linux-gnu", "386": "i686-linux-gnu"}[p.Arch]
-	if p.OS == "windows" {
-		triple = map[string]string{"amd64": "x86_64-w64-mingw32", "386": "i686-w64-mingw32"}[p.Arch]
-	}
-	if triple == "" {
-		return "CC"
-	}
-	return triple + "-gcc"
-}
 
 // listField is a recipe list at path to expand into out.
 type listField struct {
@@ -752,6 +733,7 @@ func (r *Recipe) fieldsAt(at string, pf platform.Platform) map[string]plan.Pos {
 		"repo":     {".git.repo"},
 		"module":   {".go.module", ".module"},
 		"packages": {".go.packages", ".packages"},
+		"cgo":      {".go.cgo", ".cgo"},
 		"sha256":   {".sha256." + pf.String(), ".sha256", ".sum"},
 	} {
 		for _, p := range paths {
