@@ -14,6 +14,10 @@ import (
 // that JSON does not write would let a changed recipe be taken as
 // unchanged. Every field must be written.
 func TestUpToDateKeySeesEveryField(t *testing.T) {
+	// Fields that change nothing a build writes, only what it refuses.
+	outsideKey := map[string]bool{
+		"Plan.Ignored": true, // which outputs may lie in a Dockerfile's context
+	}
 	marshaler := reflect.TypeFor[json.Marshaler]()
 	seen := map[reflect.Type]bool{}
 	var walk func(ty reflect.Type, path string)
@@ -40,6 +44,9 @@ func TestUpToDateKeySeesEveryField(t *testing.T) {
 		case reflect.Struct:
 			for i := range ty.NumField() {
 				f := ty.Field(i)
+				if outsideKey[path+"."+f.Name] {
+					continue
+				}
 				if !f.IsExported() {
 					t.Errorf("%s.%s: unexported, so left out of the up-to-date key", path, f.Name)
 					continue
