@@ -426,3 +426,28 @@ images:
 		mustPallet(t, "build", "-q", "-f", recipe, "-o", "oci:"+out, "--cache-dir", filepath.Join(dir, "cache"), "--record", rec, "--metadata-file", meta)
 	}
 }
+
+// --sbom-dir is checked before any work: a file there with a document's
+// name that is not an earlier document stops the build with nothing
+// written, not after the outputs.
+func TestSBOMDirCheckedBeforeWork(t *testing.T) {
+	recipe := copyExample(t, "hello")
+	docs := filepath.Join(t.TempDir(), "docs")
+	writeFile(t, filepath.Join(docs, "hello_linux-arm64.sbom.cdx.json"), "my notes")
+	out := filepath.Join(t.TempDir(), "out")
+	_, err := pallet(t, "build", "-q", "-f", recipe, "--no-cache", "--sbom", "--sbom-dir", docs, "-o", "oci:"+out)
+	if err == nil || !strings.Contains(err.Error(), "hello_linux-arm64.sbom.cdx.json: it exists and is not one pallet wrote") || !strings.Contains(err.Error(), "bomFormat") {
+		t.Fatalf("got %v", err)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("the output was written before --sbom-dir was refused")
+	}
+	if ents, _ := os.ReadDir(docs); len(ents) != 1 {
+		t.Errorf("--sbom-dir changed: %v", ents)
+	}
+	// An earlier build's documents are replaced.
+	os.Remove(filepath.Join(docs, "hello_linux-arm64.sbom.cdx.json"))
+	for range 2 {
+		mustPallet(t, "build", "-q", "-f", recipe, "--no-cache", "--sbom", "--sbom-dir", docs, "-o", "oci:"+out)
+	}
+}

@@ -103,7 +103,7 @@ func (b *builder) attest(ctx context.Context, im *plan.Image, pi *plan.PlatformI
 			docs = append(docs, doc)
 		}
 	}
-	stem := strings.NewReplacer("/", "-").Replace(im.Name + "_" + pi.Platform.String())
+	stem := documentStem(im, pi)
 	if len(pi.Bases) > 1 {
 		stem += "_" + d.Hex[:12]
 	}
@@ -178,6 +178,38 @@ func withAttestations(idx v1.ImageIndex, imgs, atts []v1.Image) (v1.ImageIndex, 
 
 // writeDocuments writes the SBOMs and provenances into dir, replacing
 // what an earlier build wrote there.
+// documentStem begins the names of an image's documents for one platform
+// in --sbom-dir (one per base follows, with the manifest's digest).
+func documentStem(im *plan.Image, pi *plan.PlatformImage) string {
+	return strings.NewReplacer("/", "-").Replace(im.Name + "_" + pi.Platform.String())
+}
+
+// documentKinds are the top-level keys of the documents --sbom-dir holds
+// (SPDX, CycloneDX, in-toto): only such a file there is replaced.
+var documentKinds = [][]string{{"spdxVersion"}, {"bomFormat"}, {"_type"}}
+
+// checkDocuments refuses, before any work, a --sbom-dir whose files with
+// the names this build's documents take are not earlier documents.
+func checkDocuments(dir string, p *plan.Plan) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil // missing: made when written; unreadable: said then
+	}
+	for _, im := range p.Images {
+		for _, pi := range im.Platforms {
+			stem := documentStem(im, pi)
+			for _, e := range ents {
+				if n := e.Name(); strings.HasPrefix(n, stem+".") || strings.HasPrefix(n, stem+"_") {
+					if err := output.CheckOwnJSON(filepath.Join(dir, n), "--sbom-dir", documentKinds...); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
 func writeDocuments(dir string, docs map[string][]byte) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -185,7 +217,7 @@ func writeDocuments(dir string, docs map[string][]byte) error {
 	for _, name := range slices.Sorted(maps.Keys(docs)) {
 		// The directory is the user's: only an earlier build's document
 		// is replaced.
-		if err := output.CheckOwnJSON(filepath.Join(dir, name), "--sbom-dir", []string{"spdxVersion"}, []string{"bomFormat"}, []string{"_type"}); err != nil {
+		if err := output.CheckOwnJSON(filepath.Join(dir, name), "--sbom-dir", documentKinds...); err != nil {
 			return err
 		}
 		if err := tempfile.WriteFile(filepath.Join(dir, name), docs[name]); err != nil {

@@ -386,6 +386,9 @@ func checkWrites(p *plan.Plan, opt Options, extra []string) error {
 	}
 	if opt.Attest.Dir != "" {
 		extra = append(extra, opt.Attest.Dir)
+		if err := checkDocuments(opt.Attest.Dir, p); err != nil {
+			return err
+		}
 	}
 	if err := output.CheckInputs(opt.Outputs, extra, inputs); err != nil {
 		return err

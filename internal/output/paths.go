@@ -178,7 +178,7 @@ func CheckInputs(targets []Target, extra []string, inputs []Input) error {
 			case pl.path == r:
 				return fmt.Errorf("%s is %s (%s): writing it would destroy what the build reads; give it another path", pl.name, in.Name, r)
 			case within(r, pl.path) && (in.Ignores == nil || !in.Ignores(pl.path)):
-				return fmt.Errorf("%s is inside %s (%s): the next build would read it back; put it elsewhere", pl.name, in.Name, r)
+				return fmt.Errorf("%s is inside %s (%s): the next build would read it back; put it elsewhere (-o, --record, --metadata-file, --sbom-dir, --cache-dir)", pl.name, in.Name, r)
 			case pl.tree && within(pl.path, r):
 				return fmt.Errorf("%s (%s) is inside output %s, which is replaced whole on every build; put the output elsewhere", in.Name, r, pl.name)
 			}
