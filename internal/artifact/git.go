@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -39,6 +40,9 @@ func (g *Git) Key(*Fetcher, *Request) ([]string, bool, error) {
 func (g *Git) Produce(ctx context.Context, f *Fetcher, r *Request, work string) (*Result, error) {
 	src := filepath.Join(work, "src")
 	if err := f.checkout(ctx, g, src); err != nil {
+		return nil, err
+	}
+	if err := dropOutwardLinks(src, f.Log); err != nil {
 		return nil, err
 	}
 	dir, err := g.Go.moduleIn(src)
@@ -223,4 +227,43 @@ func git(ctx context.Context, dir string, args ...string) (string, error) {
 		return "", fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return strings.TrimSpace(stdout.String()), nil
+}
+
+// dropOutwardLinks removes the symlinks of a checkout that lead out of it
+// (absolute, or climbing above its root): the commit pins the link, not
+// what it leads to on the build machine, and go build follows links to
+// directories and files wherever a package or its embedded files are
+// named (by path, by import path, by file). A package that needed one
+// fails to build, as it would on another machine.
+func dropOutwardLinks(root string, log func(string, ...any)) error {
+	var dropped []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == ".git" && filepath.Dir(p) == root {
+			return filepath.SkipDir
+		}
+		if d.Type()&fs.ModeSymlink == 0 {
+			return nil
+		}
+		target, err := os.Readlink(p)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, filepath.Join(filepath.Dir(p), target))
+		if !filepath.IsAbs(target) && err == nil && (rel == "." || filepath.IsLocal(rel)) {
+			return nil
+		}
+		if err := os.Remove(p); err != nil {
+			return err
+		}
+		r, _ := filepath.Rel(root, p)
+		dropped = append(dropped, filepath.ToSlash(r)+" -> "+target)
+		return nil
+	})
+	if len(dropped) > 0 && log != nil {
+		log("left out %d symlink(s) of the checkout that lead out of it (%s): the pin does not cover what they point at", len(dropped), strings.Join(dropped[:min(len(dropped), 3)], ", "))
+	}
+	return err
 }

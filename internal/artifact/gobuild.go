@@ -101,7 +101,19 @@ func (g *Go) moduleIn(src string) (string, error) {
 		if !isPathPattern(pkg) {
 			continue
 		}
-		p := strings.TrimSuffix(strings.TrimSuffix(filepath.FromSlash(pkg), "..."), string(filepath.Separator))
+		// The directory a pattern starts from: before its first element
+		// holding "..." (./cmd/kube... and ./cmd/.../x start at ./cmd).
+		var dirs []string
+		for el := range strings.SplitSeq(pkg, "/") {
+			if strings.Contains(el, "...") {
+				break
+			}
+			dirs = append(dirs, el)
+		}
+		p := filepath.FromSlash(strings.Join(dirs, "/"))
+		if p == "" {
+			p = "."
+		}
 		if !filepath.IsLocal(p) && filepath.Clean(p) != "." {
 			return "", blame("packages", fmt.Errorf("package %s is outside the pinned source", pkg))
 		}

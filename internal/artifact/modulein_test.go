@@ -1,6 +1,7 @@
 package artifact
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,7 +29,7 @@ func TestModuleIn(t *testing.T) {
 		packages []string
 		want     string // in the error; "" = accepted
 	}{
-		{".", []string{"./cmd/b", "./...", "example.com/x/cmd/b", "./cmd/alias"}, ""},
+		{".", []string{"./cmd/b", "./...", "example.com/x/cmd/b", "./cmd/alias", "./cmd/b...", "./cmd/.../x", "./..."}, ""},
 		{"mod", []string{"./cmd/a", "."}, ""},
 		{"./mod/", []string{"./cmd/..."}, ""},
 		{"../..", nil, "is not a directory inside the pinned source"},
@@ -49,5 +50,41 @@ func TestModuleIn(t *testing.T) {
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("module %s, packages %v: got %v, want %q", tc.module, tc.packages, err, tc.want)
 		}
+	}
+}
+
+// A checkout's links that lead out of it are left out before the build;
+// those that stay inside are kept.
+func TestDropOutwardLinks(t *testing.T) {
+	root := t.TempDir()
+	outside := t.TempDir()
+	for _, d := range []string{"a/b", ".git"} {
+		os.MkdirAll(filepath.Join(root, d), 0o755)
+	}
+	links := map[string]string{
+		"abs":       outside,
+		"a/up":      "../../x",
+		"a/b/up":    "../../../etc",
+		"a/in":      "b",
+		"a/b/top":   "../../a",
+		"a/chain":   "b/up",
+		".git/hook": "/etc/passwd",
+	}
+	for l, target := range links {
+		if err := os.Symlink(target, filepath.Join(root, l)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var said string
+	if err := dropOutwardLinks(root, func(f string, a ...any) { said = fmt.Sprintf(f, a...) }); err != nil {
+		t.Fatal(err)
+	}
+	for l, kept := range map[string]bool{"abs": false, "a/up": false, "a/b/up": false, "a/in": true, "a/b/top": true, "a/chain": true, ".git/hook": true} {
+		if _, err := os.Lstat(filepath.Join(root, l)); (err == nil) != kept {
+			t.Errorf("%s: kept %v, want %v", l, err == nil, kept)
+		}
+	}
+	if !strings.Contains(said, "left out 3 symlink(s)") {
+		t.Errorf("said %q", said)
 	}
 }
