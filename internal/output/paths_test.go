@@ -80,6 +80,9 @@ func TestCheckInputs(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(root, "recipe.yaml"), nil, 0o644)
 	os.WriteFile(filepath.Join(root, "layout/blobs/x"), nil, 0o644)
+	if err := os.Symlink("in", filepath.Join(root, "into-input")); err != nil {
+		t.Fatal(err)
+	}
 	inputs := []Input{{Name: "the recipe", Path: "recipe.yaml"}, {Name: "input in", Path: "in"}, {Name: "a blob", Path: "layout/blobs/x"}, {Name: "missing", Path: "nowhere"}}
 	for _, tc := range []struct {
 		name    string
@@ -92,6 +95,7 @@ func TestCheckInputs(t *testing.T) {
 		{"archive inside an input", []Target{&DockerArchive{File: "in/x.tar"}}, nil, "is inside input in"},
 		{"layout holding an input", []Target{&Layout{Dir: "layout"}}, nil, "a blob (" + filepath.Join(root, "layout/blobs/x") + ") is inside output oci:layout"},
 		{"archive on an input", []Target{&DockerArchive{File: "layout/blobs/x"}}, nil, "is a blob"},
+		{"through a link into an input", []Target{&Layout{Dir: "into-input/out"}}, nil, "is inside input in"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := CheckInputs(tc.targets, tc.extra, inputs)
