@@ -376,22 +376,11 @@ func TestOutputInsideIgnoredContext(t *testing.T) {
 	for range 2 {
 		mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
 	}
-	img := dfImage(t, out)
-	layers, _ := img.Layers()
-	for _, l := range layers {
-		rc, _ := l.Uncompressed()
-		tr := tar.NewReader(rc)
-		for {
-			h, err := tr.Next()
-			if err != nil {
-				break
-			}
-			if strings.HasPrefix(h.Name, "ctx/out") {
-				t.Errorf("the output reached the image: %s", h.Name)
-			}
+	walkImage(t, dfImage(t, out), func(h *tar.Header, _ io.Reader) {
+		if strings.HasPrefix(h.Name, "ctx/out") {
+			t.Errorf("the output reached the image: %s", h.Name)
 		}
-		rc.Close()
-	}
+	})
 }
 
 // Links inside a copied directory are copied as they are, absolute ones
@@ -407,23 +396,12 @@ func TestCopyKeepsLinksInsideDirectories(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM scratch\nCOPY root/ /\n")
 	out := filepath.Join(t.TempDir(), "out")
 	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
-	layers, err := dfImage(t, out).Layers()
-	if err != nil || len(layers) != 1 {
-		t.Fatalf("layers: %v %v", layers, err)
-	}
-	rc, _ := layers[0].Uncompressed()
-	defer rc.Close()
 	got := map[string]string{}
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if err != nil {
-			break
-		}
+	walkImage(t, dfImage(t, out), func(h *tar.Header, _ io.Reader) {
 		if h.Typeflag == tar.TypeSymlink {
 			got[h.Name] = h.Linkname
 		}
-	}
+	})
 	if got["bin/ls"] != "/bin/busybox" || got["bin/up"] != "../../elsewhere" {
 		t.Errorf("links in the layer: %v", got)
 	}
