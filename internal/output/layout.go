@@ -76,10 +76,11 @@ func (l *Layout) Write(ctx context.Context, images []Image) error {
 		defer lock.Unlock()
 		inPlace = true
 	}
-	tmp, err := tempfile.Dir(parent, pattern)
+	tmp, release, err := tempfile.DirLocked(parent, pattern)
 	if err != nil {
 		return err
 	}
+	defer release()
 	defer os.RemoveAll(tmp)
 	p, err := layout.Write(tmp, empty.Index)
 	if err != nil {

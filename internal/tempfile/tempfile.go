@@ -20,6 +20,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gofrs/flock"
 )
 
 // Create creates a new file in dir, named from pattern as os.CreateTemp
@@ -42,6 +44,45 @@ func Dir(dir, pattern string) (string, error) {
 		return os.Mkdir(name, 0o777)
 	})
 	return path, err
+}
+
+// ownerSuffix names the lock file beside a directory made by DirLocked.
+const ownerSuffix = ".lock"
+
+// DirLocked is Dir with a lock held, until release, on a file beside the
+// directory (its name and ".lock"): Sweep then removes the directory as
+// soon as the lock is free (its process was killed) rather than after it
+// has been idle. A build killed in a loop (a CI job cancelled again and
+// again) otherwise leaves a whole output beside the real one each time
+// for an hour. release unlocks and removes the lock file; the directory
+// is the caller's to rename or remove.
+func DirLocked(dir, pattern string) (path string, release func(), err error) {
+	var lock *flock.Flock
+	err = try(dir, pattern, func(name string) error {
+		// The lock first, then the directory: Sweep never sees the
+		// directory without a live owner's lock beside it.
+		l := flock.New(name+ownerSuffix, flock.SetFlag(os.O_CREATE|os.O_EXCL|os.O_RDWR))
+		if ok, err := l.TryLock(); err != nil || !ok {
+			if err == nil {
+				err = fs.ErrExist
+			}
+			return err
+		}
+		if err := os.Mkdir(name, 0o777); err != nil {
+			l.Unlock()
+			os.Remove(name + ownerSuffix)
+			return err
+		}
+		path, lock = name, l
+		return nil
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	return path, func() {
+		os.Remove(path + ownerSuffix)
+		lock.Unlock()
+	}, nil
 }
 
 func try(dir, pattern string, create func(string) error) error {
@@ -92,16 +133,46 @@ func Sweep(dir, pattern string, idle time.Duration) {
 	if err != nil {
 		return
 	}
+	names := map[string]bool{}
+	for _, e := range entries {
+		names[e.Name()] = true
+	}
 	for _, e := range entries {
 		n := e.Name()
 		if len(n) < len(prefix)+len(suffix) || !strings.HasPrefix(n, prefix) || !strings.HasSuffix(n, suffix) {
 			continue
 		}
 		p := filepath.Join(dir, n)
+		if base, ok := strings.CutSuffix(n, ownerSuffix); ok && e.Type().IsRegular() {
+			// A lock left without its directory (renamed into place,
+			// or removed, by an owner killed before release).
+			if !names[base] {
+				sweepOwnerless(p, "")
+			}
+			continue
+		}
+		if names[n+ownerSuffix] {
+			sweepOwnerless(p+ownerSuffix, p)
+			continue
+		}
 		if time.Since(lastChange(p)) > idle {
 			os.RemoveAll(p)
 		}
 	}
+}
+
+// sweepOwnerless removes the lock file lock and what it guards (path,
+// when not "") if no process holds the lock.
+func sweepOwnerless(lock, path string) {
+	l := flock.New(lock)
+	if ok, err := l.TryLock(); err != nil || !ok {
+		return // its owner is running
+	}
+	defer l.Unlock()
+	if path != "" {
+		os.RemoveAll(path)
+	}
+	os.Remove(lock)
 }
 
 // lastChange is the newest modification time in the tree at p.

@@ -120,3 +120,36 @@ func TestSweep(t *testing.T) {
 		}
 	}
 }
+
+// A directory made by DirLocked is swept as soon as its owner is gone,
+// however fresh; while the owner runs it is left alone; a lock left
+// without its directory goes too.
+func TestSweepLockedDirs(t *testing.T) {
+	parent := t.TempDir()
+	alive, release, err := DirLocked(parent, ".out.new-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	os.WriteFile(filepath.Join(alive, "blob"), []byte("x"), 0o644)
+	// A killed owner: its lock file is there, nobody holds it.
+	dead := filepath.Join(parent, ".out.new-dead")
+	os.Mkdir(dead, 0o777)
+	os.WriteFile(dead+ownerSuffix, nil, 0o644)
+	// An owner killed after renaming its directory into place.
+	os.WriteFile(filepath.Join(parent, ".out.new-gone"+ownerSuffix), nil, 0o644)
+	// An unlocked temporary of an older pallet: the idle rule.
+	old := filepath.Join(parent, ".out.new-old")
+	os.Mkdir(old, 0o777)
+	Sweep(parent, ".out.new-*", time.Hour)
+	for p, kept := range map[string]bool{alive: true, alive + ownerSuffix: true, dead: false, dead + ownerSuffix: false,
+		filepath.Join(parent, ".out.new-gone"+ownerSuffix): false, old: true} {
+		if _, err := os.Stat(p); (err == nil) != kept {
+			t.Errorf("%s: kept %v, want %v", filepath.Base(p), err == nil, kept)
+		}
+	}
+	release()
+	if _, err := os.Stat(alive + ownerSuffix); err == nil {
+		t.Error("release left the lock file")
+	}
+}
