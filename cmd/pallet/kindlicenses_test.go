@@ -337,6 +337,18 @@ func TestKindSBOMReproducible(t *testing.T) {
 	if err := json.Unmarshal(docs[0][1], &cdx); err != nil {
 		t.Fatal(err)
 	}
+	// runc, built from its source at a tagged commit, names its main
+	// module by the tag (the binary itself says (devel)).
+	runc := "pkg:golang/github.com/opencontainers/runc@v1.2.4"
+	if !slices.ContainsFunc(cdx.Components, func(c struct {
+		Purl     string
+		Licenses []struct{ Expression string }
+		Hashes   []struct{ Content string }
+	}) bool {
+		return c.Purl == runc
+	}) {
+		t.Errorf("CycloneDX: no component %s", runc)
+	}
 	// containerd and crictl, from their releases, link every stand-in
 	// module between them, each by version and hash.
 	for _, m := range fixture.KindModules {

@@ -9,11 +9,14 @@ import (
 	"path/filepath"
 	"strings"
 
+	"golang.org/x/mod/module"
+
 	"github.com/pallet-dev/pallet/internal/artifact"
 	"github.com/pallet-dev/pallet/internal/bounded"
 	"github.com/pallet-dev/pallet/internal/golicenses"
 	"github.com/pallet-dev/pallet/internal/plan"
 	"github.com/pallet-dev/pallet/internal/record"
+	"github.com/pallet-dev/pallet/internal/sbom"
 	"github.com/pallet-dev/pallet/internal/tree"
 )
 
@@ -189,4 +192,24 @@ func (b *builder) declaredLicense(res *artifact.Result) (string, error) {
 		return "", err
 	}
 	return expr, nil
+}
+
+// taggedMainVersion names the main module of a git source's Go binaries
+// by the tag the build checked its commit carries, where the binary says
+// only (devel) (go build stamps no version without VCS information, which
+// pallet leaves out for reproducible binaries): the SBOM then has
+// pkg:golang/<module>@<tag>. Only for a module at the repository's root,
+// whose tags are its versions, and a tag that is a valid version of that
+// module path (v2 tags for a /v2 module).
+func taggedMainVersion(a *plan.Artifact, d *sbom.Artifact) {
+	g, ok := a.Kind.(*artifact.Git)
+	if !ok || g.Tag == "" || path.Clean(g.Go.Module) != "." {
+		return
+	}
+	for i := range d.Go {
+		m := &d.Go[i].Main
+		if m.Version == "(devel)" && m.Replace == nil && module.Check(m.Path, g.Tag) == nil {
+			m.Version = g.Tag
+		}
+	}
 }
