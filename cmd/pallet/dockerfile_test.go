@@ -372,7 +372,14 @@ func TestOutputInsideIgnoredContext(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "the next build would read it back") {
 		t.Fatalf("an output inside the context, not ignored: %v", err)
 	}
-	writeFile(t, filepath.Join(dir, ".dockerignore"), "out*\n")
+	// A context the ignore file filters, but not of the output, is an
+	// input all the same.
+	writeFile(t, filepath.Join(dir, ".dockerignore"), "Dockerfile\n")
+	_, err = pallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
+	if err == nil || !strings.Contains(err.Error(), "the next build would read it back") {
+		t.Fatalf("an output inside a filtered context, not ignored: %v", err)
+	}
+	writeFile(t, filepath.Join(dir, ".dockerignore"), "out*\nDockerfile\n")
 	for range 2 {
 		mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
 	}

@@ -371,8 +371,13 @@ func checkWrites(p *plan.Plan, opt Options, extra []string) error {
 	}
 	for _, key := range p.Keys() {
 		a := p.Artifacts[key]
-		if l, ok := a.Kind.(*artifact.Local); ok {
-			inputs = append(inputs, output.Input{Name: fmt.Sprintf("the local path of artifact %s (%s)", a.Name, a.Pos), Path: l.Path, Ignores: p.Ignored})
+		// Files taken as they are: a local file or directory, a
+		// Dockerfile's context (filtered or not). Not a Go module: go
+		// build reads its packages only, and an output in the module's
+		// tree (pallet build at the root of the repository) is common
+		// and harmless.
+		if _, isGo := a.Kind.(*artifact.Go); !isGo && a.Kind.Origin().Path != "" {
+			inputs = append(inputs, output.Input{Name: fmt.Sprintf("the local path of artifact %s (%s)", a.Name, a.Pos), Path: a.Kind.Origin().Path, Ignores: p.Ignored})
 		}
 	}
 	for _, im := range p.Images {
