@@ -181,6 +181,12 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 	if opt.RecordPath == "" && len(opt.Outputs) > 0 {
 		opt.RecordPath = RecordFor(opt.Outputs[0])
 	}
+	if !opt.NoCache && opt.CacheDir == "" {
+		var err error
+		if opt.CacheDir, err = cache.DefaultDir(); err != nil {
+			return nil, err
+		}
+	}
 
 	extra := []string{opt.RecordPath}
 	if opt.MetadataFile != "" {
@@ -246,13 +252,7 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 
 	var c *cache.Cache
 	if !opt.NoCache {
-		dir := opt.CacheDir
-		if dir == "" {
-			if dir, err = cache.DefaultDir(); err != nil {
-				return nil, err
-			}
-		}
-		if c, err = cache.Open(dir); err != nil {
+		if c, err = cache.Open(opt.CacheDir); err != nil {
 			return nil, err
 		}
 		defer c.Close()
@@ -401,14 +401,7 @@ func checkWrites(p *plan.Plan, opt Options, extra []string) error {
 	if opt.NoCache {
 		return nil
 	}
-	dir := opt.CacheDir
-	if dir == "" {
-		var err error
-		if dir, err = cache.DefaultDir(); err != nil {
-			return err
-		}
-	}
-	if err := output.CheckInputs(nil, []string{dir}, inputs); err != nil {
+	if err := output.CheckInputs(nil, []string{opt.CacheDir}, inputs); err != nil {
 		return fmt.Errorf("the cache directory: %w", err)
 	}
 	return nil

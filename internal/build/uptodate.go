@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/pallet-dev/pallet/internal/artifact"
-	"github.com/pallet-dev/pallet/internal/cache"
 	"github.com/pallet-dev/pallet/internal/image"
 	"github.com/pallet-dev/pallet/internal/output"
 	"github.com/pallet-dev/pallet/internal/plan"
@@ -110,13 +109,7 @@ func checkUpToDate(p *plan.Plan, opt Options) (*upToDate, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir := opt.CacheDir
-	if dir == "" {
-		if dir, err = cache.DefaultDir(); err != nil {
-			return nil, err
-		}
-	}
-	u.store = uptodate.Store{Dir: filepath.Join(dir, "uptodate")}
+	u.store = uptodate.Store{Dir: filepath.Join(opt.CacheDir, "uptodate")}
 	u.key = key
 	return u, nil
 }
