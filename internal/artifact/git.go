@@ -252,7 +252,7 @@ func dropOutwardLinks(root string, log func(string, ...any)) error {
 			return err
 		}
 		rel, err := filepath.Rel(root, filepath.Join(filepath.Dir(p), target))
-		if !filepath.IsAbs(target) && err == nil && (rel == "." || filepath.IsLocal(rel)) {
+		if !filepath.IsAbs(target) && err == nil && filepath.IsLocal(rel) {
 			return nil
 		}
 		if err := os.Remove(p); err != nil {

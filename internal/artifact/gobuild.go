@@ -84,13 +84,13 @@ func (g *Go) moduleIn(src string) (string, error) {
 		if err != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}
-		if rel, err := filepath.Rel(real, r); err != nil || !filepath.IsLocal(rel) && rel != "." {
+		if rel, err := filepath.Rel(real, r); err != nil || !filepath.IsLocal(rel) {
 			return fmt.Errorf("%s leads to %s, outside the pinned source", what, r)
 		}
 		return nil
 	}
 	mod := filepath.FromSlash(g.Module)
-	if !filepath.IsLocal(mod) && filepath.Clean(mod) != "." {
+	if !filepath.IsLocal(mod) {
 		return "", blame("module", fmt.Errorf("module %s is not a directory inside the pinned source", g.Module))
 	}
 	dir := filepath.Join(src, mod)
@@ -114,7 +114,7 @@ func (g *Go) moduleIn(src string) (string, error) {
 		if p == "" {
 			p = "."
 		}
-		if !filepath.IsLocal(p) && filepath.Clean(p) != "." {
+		if !filepath.IsLocal(p) {
 			return "", blame("packages", fmt.Errorf("package %s is outside the pinned source", pkg))
 		}
 		if err := inside("package "+pkg, filepath.Join(dir, p)); err != nil {

@@ -589,7 +589,7 @@ func (r *Recipe) goBuild(at string, g *GoBuild, pf platform.Platform, v Vars) (*
 	for i, pkg := range sg.Packages {
 		// A path out of the module builds files that no pin and no
 		// cache key cover (go builds a file anywhere given by path).
-		if filepath.IsAbs(pkg) || pkg == ".." || strings.HasPrefix(path.Clean(pkg), "../") {
+		if outsideModule(pkg) {
 			return nil, r.Errorf(fmt.Sprintf("%s.packages.%d", at, i), "package %q is outside the module; name packages relative to it (./cmd/x) or by import path", pkg)
 		}
 	}
@@ -602,7 +602,7 @@ func (r *Recipe) goBuild(at string, g *GoBuild, pf platform.Platform, v Vars) (*
 			val = sg.Flags[i+1]
 		}
 		why, own := ownFlags[name]
-		if !own && fileFlags[name] && (filepath.IsAbs(val) || val == ".." || strings.HasPrefix(path.Clean(filepath.ToSlash(val)), "../")) {
+		if !own && fileFlags[name] && outsideModule(val) {
 			why, own = "it reads a file outside the module, which no pin covers", true
 		}
 		if own {
@@ -620,6 +620,12 @@ var ownFlags = map[string]string{
 	"ldflags":  "use the ldflags field",
 	"tags":     "use the tags field",
 	"trimpath": "use the trimpath field",
+}
+
+// outsideModule says whether a path given to go build (a package, a
+// flag's file) leads out of the module: absolute, or climbing above it.
+func outsideModule(p string) bool {
+	return filepath.IsAbs(p) || p == ".." || strings.HasPrefix(path.Clean(filepath.ToSlash(p)), "../")
 }
 
 // fileFlags are the go build flags that read a file named by path: one
