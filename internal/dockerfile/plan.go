@@ -130,8 +130,8 @@ func (d *Dockerfile) Plan(opt Options) (*plan.Plan, error) {
 
 func epochOf(opt Options) (time.Time, error) {
 	if opt.Epoch != nil {
-		if *opt.Epoch < 0 || *opt.Epoch > plan.MaxEpoch {
-			return time.Time{}, fmt.Errorf("epoch %d: want Unix seconds from 0 to %d", *opt.Epoch, plan.MaxEpoch)
+		if err := plan.CheckEpoch(*opt.Epoch); err != nil {
+			return time.Time{}, err
 		}
 		return time.Unix(*opt.Epoch, 0).UTC(), nil
 	}

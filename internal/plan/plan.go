@@ -207,12 +207,23 @@ type Placement struct {
 // times, which have four-digit years.
 const MaxEpoch = 253402300799
 
+// errEpochRange says what an epoch may be.
+var errEpochRange = fmt.Errorf("want Unix seconds from 0 to %d", MaxEpoch)
+
+// CheckEpoch refuses an epoch before 1970 or after year 9999.
+func CheckEpoch(sec int64) error {
+	if sec < 0 || sec > MaxEpoch {
+		return fmt.Errorf("epoch %d: %w", sec, errEpochRange)
+	}
+	return nil
+}
+
 // ParseEpoch reads an epoch given as text (SOURCE_DATE_EPOCH): Unix
 // seconds from 0 to MaxEpoch.
 func ParseEpoch(s string) (int64, error) {
 	sec, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || sec < 0 || sec > MaxEpoch {
-		return 0, fmt.Errorf("want Unix seconds from 0 to %d", MaxEpoch)
+	if err != nil || CheckEpoch(sec) != nil {
+		return 0, errEpochRange
 	}
 	return sec, nil
 }

@@ -154,8 +154,8 @@ func epochOf(r *Recipe, opt Options) (time.Time, error) {
 	case r.Epoch != nil:
 		sec = *r.Epoch
 	}
-	if sec < 0 || sec > plan.MaxEpoch {
-		return time.Time{}, fmt.Errorf("epoch %d: want Unix seconds from 0 to %d", sec, plan.MaxEpoch)
+	if err := plan.CheckEpoch(sec); err != nil {
+		return time.Time{}, err
 	}
 	return time.Unix(sec, 0).UTC(), nil
 }

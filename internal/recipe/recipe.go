@@ -650,7 +650,7 @@ var (
 // check validates what the schema alone cannot: references, required
 // fields, exclusive kinds, digests and platforms.
 func (r *Recipe) check() error {
-	if r.Epoch != nil && (*r.Epoch < 0 || *r.Epoch > plan.MaxEpoch) {
+	if r.Epoch != nil && plan.CheckEpoch(*r.Epoch) != nil {
 		return r.Errorf("epoch", "epoch must be Unix seconds from 0 to %d, the end of year 9999 (got %d)", plan.MaxEpoch, *r.Epoch)
 	}
 	if r.Version != 1 {
