@@ -164,11 +164,11 @@ func Sweep(dir, pattern string, idle time.Duration) {
 // sweepOwnerless removes the lock file lock and what it guards (path,
 // when not "") if no process holds the lock.
 func sweepOwnerless(lock, path string) {
-	l := flock.New(lock)
-	if ok, err := l.TryLock(); err != nil || !ok {
-		return // its owner is running
+	l, free := freeLock(lock)
+	if !free {
+		return // its owner is running, or another sweeper took it
 	}
-	defer l.Unlock()
+	defer l.Close()
 	if path != "" {
 		os.RemoveAll(path)
 	}

@@ -136,11 +136,8 @@ func sweepOne(dir string) (bool, error) {
 	if err != nil || !li.Mode().IsRegular() || time.Since(li.ModTime()) < lockGrace {
 		return false, nil
 	}
-	// Opened as is, never created: the file exists, and creating it here
-	// could put a lock into a directory just being removed.
-	l := flock.New(lockPath, flock.SetFlag(os.O_RDONLY))
-	ok, err := l.TryLock()
-	if err != nil || !ok {
+	l, free := freeLock(lockPath)
+	if !free {
 		return false, nil
 	}
 	defer l.Close()
@@ -148,6 +145,17 @@ func sweepOne(dir string) (bool, error) {
 		return false, err
 	}
 	return true, nil
+}
+
+// freeLock takes the lock at path if no process holds it. The file is
+// opened as it is, never created: creating it here could put a lock into
+// a directory just being removed.
+func freeLock(path string) (*flock.Flock, bool) {
+	l := flock.New(path, flock.SetFlag(os.O_RDONLY))
+	if ok, err := l.TryLock(); err != nil || !ok {
+		return nil, false
+	}
+	return l, true
 }
 
 // removeTree removes dir, making read-only directories in it writable
