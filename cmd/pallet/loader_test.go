@@ -20,7 +20,7 @@ func TestDynamicExecutableOnScratchWarns(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	loader, err := exe.Loader(real)
+	loader, err := exe.CheckLoader(real, real, "linux", "amd64")
 	if err != nil || loader == "" {
 		t.Skipf("/bin/true is not dynamically linked here (%v)", err)
 	}

@@ -99,8 +99,10 @@ func Check(path, name, wantOS, wantArch string) error {
 	return err
 }
 
-// CheckLoader is Check, and also returns the loader the executable needs
-// (as Loader), from one read of its headers.
+// CheckLoader is Check, and also returns the program interpreter
+// (PT_INTERP) the executable needs to start, such as
+// /lib64/ld-linux-x86-64.so.2: "" for a static executable or any other
+// file. One read of its headers serves both.
 func CheckLoader(path, name, wantOS, wantArch string) (string, error) {
 	r, ok, err := detectPath(path)
 	if err != nil {
@@ -113,17 +115,6 @@ func CheckLoader(path, name, wantOS, wantArch string) (string, error) {
 		return r.interp, nil
 	}
 	return "", fmt.Errorf("%s: built for %s, image is %s/%s", name, r.Platform, wantOS, wantArch)
-}
-
-// Loader returns the program interpreter (PT_INTERP) that the ELF
-// executable at path needs to start, such as /lib64/ld-linux-x86-64.so.2;
-// "" for a static executable or any other file.
-func Loader(path string) (string, error) {
-	r, ok, err := detectPath(path)
-	if err != nil || !ok {
-		return "", err
-	}
-	return r.interp, nil
 }
 
 func detectPath(path string) (result, bool, error) {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -49,7 +50,7 @@ func TestSymlinkNotFollowed(t *testing.T) {
 	}
 }
 
-// Loader agrees with debug/elf's full parser on the executables of this
+// CheckLoader agrees with debug/elf's full parser on the executables of this
 // machine: dynamic ones name their loader, static ones none.
 func TestLoaderAgreesWithDebugELF(t *testing.T) {
 	self, err := os.Executable()
@@ -58,7 +59,7 @@ func TestLoaderAgreesWithDebugELF(t *testing.T) {
 	}
 	seen := 0
 	for _, p := range []string{"/bin/sh", "/usr/bin/env", "/usr/bin/gcc", self} {
-		// Loader, like Check, does not follow links.
+		// CheckLoader, like Check, does not follow links.
 		if p, err = filepath.EvalSymlinks(p); err != nil {
 			continue
 		}
@@ -77,9 +78,9 @@ func TestLoaderAgreesWithDebugELF(t *testing.T) {
 			}
 		}
 		f.Close()
-		got, err := Loader(p)
+		got, err := CheckLoader(p, p, runtime.GOOS, runtime.GOARCH)
 		if err != nil || got != want {
-			t.Errorf("Loader(%s) = %q, %v; debug/elf says %q", p, got, err, want)
+			t.Errorf("CheckLoader(%s) = %q, %v; debug/elf says %q", p, got, err, want)
 		}
 		if want != "" {
 			seen++
@@ -88,7 +89,7 @@ func TestLoaderAgreesWithDebugELF(t *testing.T) {
 	if seen == 0 {
 		t.Skip("no dynamically linked executable found to compare")
 	}
-	if got, err := Loader("/etc/hostname"); got != "" || err != nil {
+	if got, err := CheckLoader("/etc/hostname", "/etc/hostname", runtime.GOOS, runtime.GOARCH); got != "" || err != nil {
 		t.Errorf("a text file: %q, %v", got, err)
 	}
 }
