@@ -10,7 +10,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -158,6 +160,19 @@ func TestGomodBuild(t *testing.T) {
 		t.Errorf("recorded modes %v", modes)
 	}
 
+	// The SBOM names the main module by the version its pin proves,
+	// though the binary's build information says (devel).
+	sboms := filepath.Join(t.TempDir(), "sbom")
+	mustPallet(t, "build", "-q", "-f", recipe, "--cache-dir", cache, "-o", "oci:"+filepath.Join(t.TempDir(), "out"), "--sbom", "--sbom-dir", sboms)
+	cdx, err := os.ReadFile(filepath.Join(sboms, "hello_"+strings.ReplaceAll(plat, "/", "-")+".sbom.cdx.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	purls := regexp.MustCompile(`"pkg:golang/`+regexp.QuoteMeta(gomodPath)+`[^"]*"`).FindAllString(string(cdx), -1)
+	if want := `"pkg:golang/` + gomodPath + `@v1.0.0"`; len(purls) < 3 || slices.ContainsFunc(purls, func(p string) bool { return p != want }) {
+		t.Errorf("the CycloneDX SBOM's purls of the module are %q, want %s for both artifacts and the module", purls, want)
+	}
+
 	// Again, with the same cache: nothing is downloaded or built.
 	served := zips.Load()
 	entries := countFiles(t, filepath.Join(cache, "artifacts"))
@@ -172,7 +187,7 @@ func TestGomodBuild(t *testing.T) {
 	// A pin the module does not match: no image, an error naming both.
 	wrong := "h1:" + strings.Repeat("A", 43) + "="
 	bad := filepath.Join(t.TempDir(), "out")
-	_, err := pallet(t, "build", "-q", "-f", gomodRecipe(t, plat, wrong), "--cache-dir", cache, "-o", "oci:"+bad)
+	_, err = pallet(t, "build", "-q", "-f", gomodRecipe(t, plat, wrong), "--cache-dir", cache, "-o", "oci:"+bad)
 	if err == nil {
 		t.Fatal("a wrong go.sum hash was accepted")
 	}

@@ -706,7 +706,7 @@ func (b *builder) makeReady(ctx context.Context, a *plan.Artifact, r *ready) err
 		if d.License, err = b.declaredLicense(res); err != nil {
 			return plan.Wrap(a.Pos, fmt.Errorf("artifact %s: %w", a.Name, err))
 		}
-		taggedMainVersion(a, &d)
+		pinnedMainVersion(a, &d)
 		r.described = &d
 	}
 	r.res, r.record = res, rec

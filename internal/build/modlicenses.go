@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"golang.org/x/mod/module"
+	"golang.org/x/mod/semver"
 
 	"github.com/pallet-dev/pallet/internal/artifact"
 	"github.com/pallet-dev/pallet/internal/bounded"
@@ -194,22 +195,59 @@ func (b *builder) declaredLicense(res *artifact.Result) (string, error) {
 	return expr, nil
 }
 
-// taggedMainVersion names the main module of a git source's Go binaries
-// by the tag the build checked its commit carries, where the binary says
-// only (devel) (go build stamps no version without VCS information, which
-// pallet leaves out for reproducible binaries): the SBOM then has
-// pkg:golang/<module>@<tag>. Only for a module at the repository's root,
-// whose tags are its versions, and a tag that is a valid version of that
-// module path (v2 tags for a /v2 module).
-func taggedMainVersion(a *plan.Artifact, d *sbom.Artifact) {
-	g, ok := a.Kind.(*artifact.Git)
-	if !ok || g.Tag == "" || path.Clean(g.Go.Module) != "." {
+// pinnedMainVersion names the main module of an artifact's Go binaries by
+// the version its pin proves, where the binary says only (devel) (go build
+// stamps no version for a build from a directory, and pallet leaves VCS
+// stamps out for reproducible binaries): the SBOM then has
+// pkg:golang/<module>@<version>. For a gomod source that is the module's
+// version, for the binaries of that module. For a git source, it is the tag
+// the build checked the commit carries, when the tag is a version of the
+// module as the go command reads tags: "v1.2.3" for a module at the
+// repository's root, "api/v1.2.3" for one in api/, and a v2 tag only for a
+// /v2 module.
+func pinnedMainVersion(a *plan.Artifact, d *sbom.Artifact) {
+	var version func(modPath string) (string, bool)
+	switch k := a.Kind.(type) {
+	case *artifact.Git:
+		if k.Tag == "" {
+			return
+		}
+		version = func(modPath string) (string, bool) { return moduleTagVersion(k.Go.Module, modPath, k.Tag) }
+	case *artifact.GoModule:
+		version = func(modPath string) (string, bool) { return k.Version, modPath == k.Path }
+	default:
 		return
 	}
 	for i := range d.Go {
 		m := &d.Go[i].Main
-		if m.Version == "(devel)" && m.Replace == nil && module.Check(m.Path, g.Tag) == nil {
-			m.Version = g.Tag
+		if m.Version != "(devel)" || m.Replace != nil {
+			continue
+		}
+		if v, ok := version(m.Path); ok {
+			m.Version = v
 		}
 	}
+}
+
+// moduleTagVersion is the version tag gives the module modPath kept in the
+// repository's directory dir, if it gives one. As for the go command, the
+// tags of a module in a subdirectory carry the directory as a prefix, less
+// a major-version directory: module .../api/v2 in api/v2 is tagged
+// api/v2.0.0.
+func moduleTagVersion(dir, modPath, tag string) (string, bool) {
+	prefix := path.Clean(filepath.ToSlash(dir))
+	if _, major, ok := module.SplitPathVersion(modPath); ok && major != "" && path.Base(prefix) == strings.TrimPrefix(major, "/") {
+		prefix = path.Dir(prefix)
+	}
+	if prefix == "." {
+		prefix = ""
+	} else {
+		prefix += "/"
+	}
+	v, ok := strings.CutPrefix(tag, prefix)
+	// The go command takes only canonical tags as versions (not v1.2).
+	if !ok || semver.Canonical(v) != v || module.Check(modPath, v) != nil {
+		return "", false
+	}
+	return v, true
 }
