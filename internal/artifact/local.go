@@ -58,9 +58,7 @@ func (l *Local) Produce(ctx context.Context, f *Fetcher, r *Request, work string
 		return nil, fmt.Errorf("local path: %w", err)
 	}
 	if !info.IsDir() && !info.Mode().IsRegular() {
-		// A device or a pipe has no end to hash or place (/dev/zero
-		// would be read for ever), as inside a directory.
-		return nil, fmt.Errorf("local path %s is a %s, not a file or a directory", l.Path, fileType(info.Mode()))
+		return nil, fmt.Errorf("local path: %w", tree.Unplaceable(l.Path, info.Mode()))
 	}
 	var rec Record
 	if info.IsDir() {
@@ -113,20 +111,4 @@ func LocalArchive(path string, ex *Extract) *Local {
 		}
 	}
 	return &Local{Path: path, Extract: ex}
-}
-
-// fileType names a file type that is neither a regular file nor a
-// directory.
-func fileType(m os.FileMode) string {
-	switch {
-	case m&os.ModeCharDevice != 0:
-		return "character device"
-	case m&os.ModeDevice != 0:
-		return "block device"
-	case m&os.ModeNamedPipe != 0:
-		return "named pipe"
-	case m&os.ModeSocket != 0:
-		return "socket"
-	}
-	return "special file"
 }

@@ -15,7 +15,7 @@ func TestLocalRefusesDevices(t *testing.T) {
 			t.Errorf("%s: Key = %v %v %v, want no key", path, key, ok, err)
 		}
 		_, err := l.Produce(context.Background(), New(), &Request{}, t.TempDir())
-		if err == nil || !strings.Contains(err.Error(), path+" is a character device, not a file or a directory") {
+		if err == nil || !strings.Contains(err.Error(), path+" is a character device: only files, directories and symlinks can be placed") {
 			t.Errorf("%s: got %v", path, err)
 		}
 	}

@@ -237,7 +237,7 @@ func scan(root string, f *filter) ([]entry, bool, error) {
 		case info.Mode().IsRegular():
 			e.kind = tree.File
 		default:
-			return fmt.Errorf("%s: unsupported file type %s", p, info.Mode().Type())
+			return tree.Unplaceable(p, info.Mode())
 		}
 		out = append(out, e)
 		return nil

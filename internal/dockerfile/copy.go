@@ -399,7 +399,7 @@ func (e *evaluator) contextItem(op *copyOp, src, host string, wild bool, pos pla
 		}
 	}
 	if !info.Mode().IsRegular() {
-		return item{}, false, fmt.Errorf("%s: unsupported file type %s", src, info.Mode().Type())
+		return item{}, false, tree.Unplaceable(src, info.Mode())
 	}
 	if op.add && (op.unpack == nil || *op.unpack) {
 		unpack, err := tarArchive(host)

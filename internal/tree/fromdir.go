@@ -179,11 +179,11 @@ func (j *dirJob) list() (backslash bool, err error) {
 			}
 			if !mode.IsRegular() {
 				// Replaced since the directory was read.
-				return false, fmt.Errorf("%s: changed from a regular file to %s while being read", p, mode.Type())
+				return false, fmt.Errorf("%s: changed from a regular file to a %s while being read", p, TypeName(mode))
 			}
 			e.Kind, e.Mode, e.Source, e.Size, e.Stamp = File, NormalMode(mode), p, st.Size, st
 		default:
-			return false, fmt.Errorf("%s: unsupported file type %s", p, typ)
+			return false, Unplaceable(p, typ)
 		}
 	}
 	return backslash, nil

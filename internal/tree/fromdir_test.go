@@ -249,3 +249,20 @@ func TestReadDirStats(t *testing.T) {
 		t.Error("a file listed as a directory")
 	}
 }
+
+// A pipe in a directory is refused by name and type: it has no content
+// to hash or place.
+func TestFromDirRefusesPipe(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "sub", "fifo")
+	if err := os.Mkdir(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if mkfifo(p) != nil {
+		t.Skip("no named pipes here")
+	}
+	_, err := FromDir(dir)
+	if err == nil || !strings.Contains(err.Error(), "sub/fifo is a named pipe: only files, directories and symlinks can be placed") {
+		t.Errorf("FromDir: %v", err)
+	}
+}

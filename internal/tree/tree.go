@@ -38,6 +38,34 @@ func (k Kind) String() string {
 	return fmt.Sprintf("kind(%d)", k)
 }
 
+// Unplaceable is the error for a path that is none of the kinds a tree
+// holds: a device, a pipe or a socket has no content to hash or place
+// (/dev/zero would be read for ever).
+func Unplaceable(path string, m fs.FileMode) error {
+	return fmt.Errorf("%s is a %s: only files, directories and symlinks can be placed", path, TypeName(m))
+}
+
+// TypeName names a file type as the errors about it say it.
+func TypeName(m fs.FileMode) string {
+	switch {
+	case m.IsRegular():
+		return "regular file"
+	case m.IsDir():
+		return "directory"
+	case m&fs.ModeSymlink != 0:
+		return "symlink"
+	case m&fs.ModeCharDevice != 0:
+		return "character device"
+	case m&fs.ModeDevice != 0:
+		return "block device"
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	}
+	return "special file"
+}
+
 // Entry is one path in a tree.
 type Entry struct {
 	// Path is slash-separated, clean, relative to the tree root, with no
