@@ -2,6 +2,8 @@ package golicenses
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -27,6 +29,8 @@ type collector struct {
 	cache  string // module cache, once asked
 	// vendorEmpty are the modules vendored without licence files.
 	vendorEmpty map[string]bool
+	// stored are the files written under out, by content.
+	stored map[string]bool
 }
 
 // found is where a module's files were read and what they are.
@@ -274,13 +278,12 @@ func (c *collector) finish(r modRef, f found) (Module, error) {
 		classified[n] = cl
 	}
 	keep := nestedKept(classified)
-	dir := filepath.Join(c.out, filepath.FromSlash(r.Path))
 	for _, n := range names {
 		if !keep(n) {
 			delete(f.files, n)
 			continue
 		}
-		file, err := c.writeFile(dir, r, n, f.files[n], classified[n])
+		file, err := c.writeFile(r, n, f.files[n], classified[n])
 		if err != nil {
 			return m, err
 		}
@@ -298,8 +301,8 @@ func (c *collector) finish(r modRef, f found) (Module, error) {
 		m.Missing, m.Reason = true, "only notice files, no licence file"
 	}
 	if ids := needsSourceOffer(m.Licenses); len(ids) > 0 {
-		note := filepath.Join(dir, sourceOfferName)
-		if err := writeNew(note, sourceOffer(m, ids)); err != nil {
+		note, err := c.store(sourceOffer(m, ids))
+		if err != nil {
 			return m, fmt.Errorf("module %s: %w", r.ref(), err)
 		}
 		m.SourceOffer = note
@@ -353,16 +356,35 @@ type classifiedFile struct {
 	ids []string
 }
 
-func (c *collector) writeFile(dir string, r modRef, name string, data []byte, cl classification) (classifiedFile, error) {
-	p := filepath.Join(dir, filepath.FromSlash(name))
-	if err := writeNew(p, data); err != nil {
+// writeFile keeps a licence file's bytes under the work directory once per
+// content: the many modules shipping the same Apache-2.0 text share one
+// copy, and a binary linking a hundred modules writes a few dozen files in
+// one directory, not a directory per module path (creating those was most
+// of a rebuild's licence work).
+func (c *collector) writeFile(r modRef, name string, data []byte, cl classification) (classifiedFile, error) {
+	p, err := c.store(data)
+	if err != nil {
 		return classifiedFile{}, fmt.Errorf("module %s: %w", r.ref(), err)
 	}
 	return classifiedFile{File: File{Name: name, Path: p, Size: int64(len(data)), SPDX: cl.spdx, Confidence: cl.confidence}, ids: cl.ids}, nil
 }
 
-// writeNew writes a file that must not exist yet: two modules whose paths
-// and file names collide are an error, not a silent overwrite.
+// store writes data under the work directory by its sha256, once.
+func (c *collector) store(data []byte) (string, error) {
+	sum := sha256.Sum256(data)
+	p := filepath.Join(c.out, hex.EncodeToString(sum[:]))
+	if c.stored[p] {
+		return p, nil
+	}
+	if err := writeNew(p, data); err != nil {
+		return "", err
+	}
+	c.stored[p] = true
+	return p, nil
+}
+
+// writeNew writes a file that must not exist yet: Collect writes over
+// nothing, its own files included.
 func writeNew(p string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err

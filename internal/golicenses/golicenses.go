@@ -67,6 +67,11 @@ type Options struct {
 	// keeps it. Loading the classifier costs about a second and 65 MiB,
 	// which a build whose licence texts were all seen before need not pay.
 	Remember func(sum string, text []byte, derive func() (string, error)) (string, error)
+	// RememberHash, when set, keeps the h1: hash of a module zip in the
+	// module cache across calls and builds, by the zip's stamp: given the
+	// zip's path, the fact's name and how to hash it, it returns the hash
+	// kept for the zip as it is now, or hashes and keeps it.
+	RememberHash func(path, fact string, hash func() (string, error)) (string, error)
 	// RequireLicenses makes a module without any licence file an error.
 	RequireLicenses bool
 	// MaxModules, MaxFileSize and MaxFilesPerModule bound the work; zero
@@ -203,7 +208,7 @@ func Collect(ctx context.Context, binary string, opt Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &collector{opt: opt, binary: binary, out: filepath.Join(opt.Work, "files"), vendorEmpty: map[string]bool{}}
+	c := &collector{opt: opt, binary: binary, out: filepath.Join(opt.Work, "files"), vendorEmpty: map[string]bool{}, stored: map[string]bool{}}
 	mods, err := c.collect(ctx, refs)
 	if err != nil {
 		return nil, fmt.Errorf("licences of %s: %w", binary, err)

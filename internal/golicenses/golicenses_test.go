@@ -768,3 +768,102 @@ func TestRemember(t *testing.T) {
 		}
 	}
 }
+
+// TestRememberedHash: a zip whose hash is remembered is not hashed again;
+// its licence files are still read from it, the same bytes as when it was
+// hashed. A remembered hash that is not the binary's is a mismatch, not a
+// pass: what is remembered is the zip's hash, the pin is still checked.
+func TestRememberedHash(t *testing.T) {
+	f := getFixture(t)
+	cache := fillCache(t, f)
+	kept := map[string]string{}
+	var hashed int
+	remember := func(path, fact string, hash func() (string, error)) (string, error) {
+		if v, ok := kept[path+" "+fact]; ok {
+			return v, nil
+		}
+		hashed++
+		v, err := hash()
+		if err == nil {
+			kept[path+" "+fact] = v
+		}
+		return v, err
+	}
+	opt := Options{Env: f.env(cache), SourceDir: f.src, RememberHash: remember}
+	first, err := collect(t, f.binary, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hashed == 0 {
+		t.Fatal("no zip was hashed through RememberHash")
+	}
+	n := hashed
+	again, err := collect(t, f.binary, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hashed != n {
+		t.Errorf("%d zips hashed again although their hashes were remembered", hashed-n)
+	}
+	for _, m := range first.Modules {
+		m2 := modOf(t, again, m.Path)
+		if len(m2.Files) != len(m.Files) || m2.Sum != m.Sum || !slices.Equal(m2.Licenses, m.Licenses) {
+			t.Errorf("%s: remembered %+v, hashed %+v", m.Path, m2, m)
+			continue
+		}
+		for _, fl := range m.Files {
+			want, err := os.ReadFile(fl.Path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			file(t, m2, fl.Name, string(want))
+		}
+	}
+
+	zipFile := cacheZip(cache, "example.com/mit", "v1.2.0")
+	for k := range kept {
+		if strings.HasPrefix(k, zipFile+" ") {
+			kept[k] = "h1:" + strings.Repeat("A", 43) + "="
+		}
+	}
+	_, err = collect(t, f.binary, opt)
+	if err == nil || !strings.Contains(err.Error(), "module example.com/mit@v1.2.0") || !strings.Contains(err.Error(), "hash mismatch") {
+		t.Errorf("a remembered hash other than the binary's: err = %v", err)
+	}
+}
+
+// TestSameTextStoredOnce: modules shipping the same licence text share
+// one copy under the work directory; each is still its own file in the
+// tree, under its module's path.
+func TestSameTextStoredOnce(t *testing.T) {
+	c := &collector{out: filepath.Join(t.TempDir(), "files"), stored: map[string]bool{}}
+	text := []byte(corpus("Apache-2.0"))
+	var res Result
+	for _, p := range []string{"example.com/a", "example.org/b/v2"} {
+		f, err := c.writeFile(modRef{Path: p}, "LICENSE", text, classification{spdx: "Apache-2.0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Modules = append(res.Modules, Module{Path: p, Files: []File{f.File}})
+	}
+	if a, b := res.Modules[0].Files[0].Path, res.Modules[1].Files[0].Path; a != b {
+		t.Errorf("one text, two copies: %s, %s", a, b)
+	}
+	entries, err := os.ReadDir(c.out)
+	if err != nil || len(entries) != 1 {
+		t.Errorf("work directory holds %v (%v), want one file", entries, err)
+	}
+	tr, err := res.Tree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"example.com/a/LICENSE", "example.org/b/v2/LICENSE"} {
+		e, ok := tr.Get(p)
+		if !ok {
+			t.Fatalf("tree has no %s", p)
+		}
+		if got, err := os.ReadFile(e.Source); err != nil || !bytes.Equal(got, text) || e.Size != int64(len(text)) {
+			t.Errorf("%s: %d bytes from %s (%v), want the text", p, e.Size, e.Source, err)
+		}
+	}
+}

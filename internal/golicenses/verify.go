@@ -9,6 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+
+	kflate "github.com/klauspost/compress/flate"
 
 	"github.com/pallet-dev/pallet/internal/artifact"
 	"golang.org/x/mod/module"
@@ -89,22 +92,20 @@ func (t *teeCapture) Close() error { return t.r.Close() }
 var errMismatch = errors.New("hash mismatch")
 
 // verifyZip proves a module zip against sum and returns the licence files
-// at its root. The zip's names and declared sizes are checked first
-// (golang.org/x/mod/zip: 500 MiB in all), so hashing reads no more than a
-// module may hold.
+// at its root. Before it is hashed, the zip's names and declared sizes are
+// checked (golang.org/x/mod/zip: 500 MiB in all), so hashing reads no more
+// than a module may hold. The zip's hash is remembered by its stamp
+// (Options.RememberHash), as pallet remembers the digests of its inputs:
+// the modules a build links are many and large (a Kubernetes binary's
+// hash to gigabytes), and the same modules come back in every binary and
+// every build. With the hash remembered, only the licence files are read.
 func verifyZip(zipFile, mod string, v module.Version, sum string, opt Options) (licenseFiles, error) {
-	cf, err := modzip.CheckZip(v, zipFile)
-	if err == nil {
-		err = cf.Err()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("module %s: zip %s: %w", mod, zipFile, err)
-	}
 	z, err := zip.OpenReader(zipFile)
 	if err != nil {
 		return nil, fmt.Errorf("module %s: %w", mod, err)
 	}
 	defer z.Close()
+	z.RegisterDecompressor(zip.Deflate, inflater)
 	byName := map[string]*zip.File{}
 	var names []string
 	for _, f := range z.File {
@@ -115,20 +116,119 @@ func verifyZip(zipFile, mod string, v module.Version, sum string, opt Options) (
 		names = append(names, f.Name)
 	}
 	c := newCapture(mod, v, opt, names)
-	got, err := dirhash.Hash1(names, func(name string) (io.ReadCloser, error) {
+	buf := make([]byte, 64<<10)
+	open := func(name string) (io.ReadCloser, error) {
 		r, err := byName[name].Open()
 		if err != nil {
 			return nil, err
 		}
-		return c.wrap(name, r)
-	})
+		r, err = c.wrap(name, r)
+		if err != nil {
+			return nil, err
+		}
+		return &copyReader{ReadCloser: r, buf: buf}, nil
+	}
+	hashed := false
+	hash := func() (string, error) {
+		hashed = true
+		cf, err := modzip.CheckZip(v, zipFile)
+		if err == nil {
+			err = cf.Err()
+		}
+		if err != nil {
+			return "", fmt.Errorf("zip: %w", err)
+		}
+		return dirhash.Hash1(names, open)
+	}
+	var got string
+	if opt.RememberHash != nil {
+		got, err = opt.RememberHash(zipFile, "golicenses-h1-v1", hash)
+	} else {
+		got, err = hash()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("module %s: hashing %s: %w", mod, zipFile, err)
 	}
 	if got != sum {
 		return nil, fmt.Errorf("module %s: %w: %s hashes to %s, the binary records %s", mod, errMismatch, zipFile, got, sum)
 	}
+	if !hashed {
+		// The zip is the one hashed before (same stamp): its licence
+		// files are read from it alone.
+		if err := c.readAll(names, open); err != nil {
+			return nil, fmt.Errorf("module %s: %s: %w", mod, zipFile, err)
+		}
+	}
 	return c.files, nil
+}
+
+// readAll reads the files c keeps through open, as hashing them would.
+func (c *capture) readAll(names []string, open func(string) (io.ReadCloser, error)) error {
+	for _, n := range names {
+		rel, ok := strings.CutPrefix(n, c.prefix)
+		if !ok || !c.keep(rel) {
+			continue
+		}
+		r, err := open(n)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(io.Discard, r)
+		if cerr := r.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// copyReader gives io.Copy, as dirhash calls it for every file, one buffer
+// for all the files of a module instead of 32 KiB of garbage per file:
+// with the licence classifier's tens of megabytes live, that garbage made
+// the collector the larger part of a build's licence work.
+type copyReader struct {
+	io.ReadCloser
+	buf []byte
+}
+
+func (r *copyReader) WriteTo(w io.Writer) (int64, error) {
+	return io.CopyBuffer(w, struct{ io.Reader }{r.ReadCloser}, r.buf)
+}
+
+// inflaters are the deflate decoders of module zips, kept for the next
+// file: a decoder holds a 32 KiB window and its tables.
+var inflaters sync.Pool
+
+// inflater is archive/zip's Deflate decompressor, with klauspost's
+// decoder (faster than compress/flate's) from the pool.
+func inflater(r io.Reader) io.ReadCloser {
+	if d, ok := inflaters.Get().(io.ReadCloser); ok {
+		if err := d.(kflate.Resetter).Reset(r, nil); err == nil {
+			return &pooledInflater{d: d}
+		}
+	}
+	return &pooledInflater{d: kflate.NewReader(r)}
+}
+
+type pooledInflater struct{ d io.ReadCloser }
+
+func (p *pooledInflater) Read(b []byte) (int, error) {
+	if p.d == nil {
+		return 0, errors.New("read after close")
+	}
+	return p.d.Read(b)
+}
+
+func (p *pooledInflater) Close() error {
+	if p.d == nil {
+		return nil
+	}
+	err := p.d.Close()
+	inflaters.Put(p.d)
+	p.d = nil
+	return err
 }
 
 // verifyDir proves a module cache's extracted directory against sum, as
@@ -148,13 +248,18 @@ func verifyDir(dir, mod string, v module.Version, sum string, opt Options) (lice
 	defer root.Close()
 	budget := &limitedBudget{left: modzip.MaxZipFile, what: fmt.Sprintf("module %s: directory %s", mod, dir)}
 	c := newCapture(mod, v, opt, names)
+	buf := make([]byte, 64<<10)
 	got, err := dirhash.Hash1(names, func(name string) (io.ReadCloser, error) {
 		rel := filepath.FromSlash(strings.TrimPrefix(name, prefix+"/"))
 		f, err := root.Open(rel)
 		if err != nil {
 			return nil, err
 		}
-		return c.wrap(name, &budgetReader{ReadCloser: f, b: budget})
+		r, err := c.wrap(name, &budgetReader{ReadCloser: f, b: budget})
+		if err != nil {
+			return nil, err
+		}
+		return &copyReader{ReadCloser: r, buf: buf}, nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("module %s: hashing %s: %w", mod, dir, err)

@@ -1,0 +1,65 @@
+package cache
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A fact about content is derived once, kept whatever the age of the
+// files that hold the content, and found again by a later build.
+func TestContentFact(t *testing.T) {
+	dir := t.TempDir()
+	c, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha([]byte("Apache License 2.0"))
+	calls := 0
+	derive := func() (string, error) { calls++; return `{"SPDX":"Apache-2.0"}`, nil }
+	for range 2 {
+		v, err := c.ContentFact("licence-v1", sum, derive)
+		if err != nil || v != `{"SPDX":"Apache-2.0"}` {
+			t.Fatalf("ContentFact = %q, %v", v, err)
+		}
+	}
+	c2, err := Open(dir) // the next build
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := c2.ContentFact("licence-v1", sum, derive); err != nil || v != `{"SPDX":"Apache-2.0"}` || calls != 1 {
+		t.Errorf("ContentFact = %q, %v after %d derivations, want one", v, err, calls)
+	}
+	// Another fact about the same content is its own.
+	if v, _ := c2.ContentFact("other-v1", sum, func() (string, error) { return "x", nil }); v != "x" {
+		t.Errorf("another fact's value: %q", v)
+	}
+	// A derivation that fails keeps nothing.
+	boom := errors.New("boom")
+	other := sha([]byte("other text"))
+	if _, err := c.ContentFact("licence-v1", other, func() (string, error) { return "", boom }); !errors.Is(err, boom) {
+		t.Errorf("err = %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "facts", "licence-v1", other[:2], other)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a failed derivation left a fact: %v", err)
+	}
+	// Names that would leave the facts directory are refused.
+	for _, bad := range [][2]string{{"../x", sum}, {"a/b", sum}, {"licence-v1", "../../" + sum[6:]}, {"licence-v1", strings.ToUpper(sum)}} {
+		if _, err := c.ContentFact(bad[0], bad[1], derive); err == nil {
+			t.Errorf("ContentFact(%q, %q) accepted", bad[0], bad[1])
+		}
+	}
+	// A fact that cannot be read is derived again, and said.
+	var warned []string
+	c.Log = func(f string, a ...any) { warned = append(warned, f) }
+	third := sha([]byte("third"))
+	p := filepath.Join(dir, "facts", "licence-v1", third[:2], third)
+	if err := os.MkdirAll(p, 0o755); err != nil { // a directory where the fact goes
+		t.Fatal(err)
+	}
+	if v, err := c.ContentFact("licence-v1", third, func() (string, error) { return "again", nil }); err != nil || v != "again" || len(warned) == 0 {
+		t.Errorf("unreadable fact: %q, %v, warnings %v", v, err, warned)
+	}
+}
