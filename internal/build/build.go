@@ -690,7 +690,13 @@ func (b *builder) makeReady(ctx context.Context, a *plan.Artifact, r *ready) err
 		return err
 	}
 	if b.opt.ModuleLicenses && len(rec.GoBinaries) > 0 {
-		if err := b.moduleLicenses(ctx, a, res, &rec); err != nil {
+		// A step of its own: for a binary linking a hundred modules,
+		// proving their sources can take longer than the build did.
+		done := b.opt.Progress.Start(fmt.Sprintf("module licences %s (%s)", a.Name, a.Platform))
+		err := b.moduleLicenses(ctx, a, res, &rec)
+		n := linkedModules(rec.GoBinaries)
+		done(fmt.Sprintf("%d module%s", n, map[bool]string{true: "s"}[n != 1]), err)
+		if err != nil {
 			return plan.Wrap(a.Pos, err)
 		}
 	}
@@ -711,6 +717,17 @@ func (b *builder) makeReady(ctx context.Context, a *plan.Artifact, r *ready) err
 	}
 	r.res, r.record = res, rec
 	return nil
+}
+
+// linkedModules counts the distinct modules the binaries link.
+func linkedModules(bins []record.GoBinary) int {
+	seen := map[string]bool{}
+	for _, gb := range bins {
+		for _, m := range gb.Modules {
+			seen[m.Path+"@"+m.Version] = true
+		}
+	}
+	return len(seen)
 }
 
 // describedAll is the SBOMs' view of every artifact, in the plan's

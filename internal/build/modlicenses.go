@@ -48,7 +48,7 @@ func (b *builder) moduleLicenses(ctx context.Context, pa *plan.Artifact, res *ar
 			return err
 		}
 		src, selected := goSource(pa, res)
-		opt := golicenses.Options{Work: work, Env: env, Offline: b.fetcher.Offline, SourceDir: src, SourceSelected: selected, Remember: b.rememberLicence}
+		opt := golicenses.Options{Work: work, Env: env, Offline: b.fetcher.Offline, SourceDir: src, SourceSelected: selected, Remember: b.rememberLicence, RememberHash: b.rememberHash}
 		got, err := golicenses.Collect(ctx, e.Source, opt)
 		if err != nil && !errors.Is(err, golicenses.ErrMissing) {
 			return fmt.Errorf("licences of the modules in %s: %w%s", gb.Path, err, howToProceed(b.fetcher.Offline, pa.Kind))
@@ -109,29 +109,20 @@ func (b *builder) moduleLicenses(ctx context.Context, pa *plan.Artifact, res *ar
 	return nil
 }
 
-// rememberLicence keeps the classification of a licence text with the
-// cache's facts about files, on the text stored as a blob by its sha256:
-// a rebuild whose licence texts were all seen never loads the classifier.
-func (b *builder) rememberLicence(sum string, text []byte, derive func() (string, error)) (string, error) {
+// rememberLicence keeps the classification of a licence text in the
+// cache, by the text's sha256: a rebuild whose licence texts were all
+// seen never loads the classifier.
+func (b *builder) rememberLicence(sum string, _ []byte, derive func() (string, error)) (string, error) {
 	if b.cache == nil {
 		return derive()
 	}
-	p, ok := b.cache.VerifiedBlob(sum)
-	if !ok {
-		tmp, err := b.cache.TempDir()
-		if err != nil {
-			return derive()
-		}
-		defer os.RemoveAll(tmp)
-		f := filepath.Join(tmp, "licence")
-		if err := os.WriteFile(f, text, 0o644); err != nil {
-			return derive()
-		}
-		if p, err = b.cache.PutBlob(sum, f); err != nil {
-			return derive()
-		}
-	}
-	return b.memo(p, tree.Stamp{}, "golicenses-classification-v1", func(string) (string, error) { return derive() })
+	return b.cache.ContentFact("golicenses-classification-v1", sum, derive)
+}
+
+// rememberHash keeps a module zip's hash with the cache's facts about
+// files, as an input's digest is kept.
+func (b *builder) rememberHash(path, fact string, hash func() (string, error)) (string, error) {
+	return b.memo(path, tree.Stamp{}, fact, func(string) (string, error) { return hash() })
 }
 
 // goSource is where the artifact's Go build read its source, for the
