@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -1315,12 +1316,65 @@ func (b *builder) warnMissingLoaders(name string, pi *plan.PlatformImage, trees 
 }
 
 // Mirror copies into dir what building reqs offline needs: downloads,
-// repositories, Go modules and toolchains (pallet fetch).
+// repositories, Go modules and toolchains (pallet fetch), and the modules
+// whose licences the Go binaries of downloaded releases and local files
+// ship (--module-licenses, the default).
 func Mirror(ctx context.Context, reqs []*artifact.Request, dir string, n Network, log func(string, ...any)) error {
 	f := artifact.New()
 	f.Log = log
 	f.Mirror, f.MirrorURL, f.Offline = n.Mirror, n.MirrorURL, n.Offline
-	return f.MirrorTo(ctx, dir, reqs)
+	if err := f.MirrorTo(ctx, dir, reqs); err != nil {
+		return err
+	}
+	return mirrorLinkedModules(ctx, f, reqs, dir)
+}
+
+// mirrorLinkedModules puts in the mirror's module cache every module the
+// Go binaries of reqs' releases and local files link: what a build's
+// module licences read, and which no go.mod of the recipe's names. Each
+// artifact is unpacked from the mirror just filled, offline, as the
+// build will unpack it; the modules are proven against the sums the
+// binaries record as they are fetched.
+func mirrorLinkedModules(ctx context.Context, network *artifact.Fetcher, reqs []*artifact.Request, dir string) error {
+	f := artifact.New()
+	f.Log = network.Log
+	f.Mirror, f.Offline = dir, true
+	tmp, err := os.MkdirTemp("", "pallet-fetch-*")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	for i, r := range reqs {
+		if artifact.GoSettings(r.Kind) != nil {
+			continue // its go.mod's modules are mirrored with it
+		}
+		work := filepath.Join(tmp, strconv.Itoa(i))
+		res, err := f.Fetch(ctx, r, work)
+		if err != nil {
+			return fmt.Errorf("%s: %w", r, err)
+		}
+		rec, err := record.Scan(res, record.NoMemo)
+		if err != nil {
+			return fmt.Errorf("%s: %w", r, err)
+		}
+		env := append(network.GoEnv(&artifact.Go{}, r.Platform),
+			"GOMODCACHE="+artifact.ModuleCache(dir),
+			"GOFLAGS=-modcacherw")
+		for j, gb := range rec.GoBinaries {
+			e, ok := res.Tree.Get(gb.Path)
+			if !ok {
+				continue
+			}
+			opt := golicenses.Options{Work: filepath.Join(work, "licences-"+strconv.Itoa(j)), Env: env}
+			if _, err := golicenses.Collect(ctx, e.Source, opt); err != nil {
+				return fmt.Errorf("%s: modules of %s: %w", r, gb.Path, err)
+			}
+		}
+		if len(rec.GoBinaries) > 0 {
+			network.Log("mirrored the modules the %d Go binaries of %s link", len(rec.GoBinaries), r)
+		}
+	}
+	return nil
 }
 
 // Metadata is what --metadata-file holds.

@@ -137,15 +137,14 @@ func goSource(pa *plan.Artifact, res *artifact.Result) (dir string, selected boo
 }
 
 // howToProceed says what to do when a module's licence files cannot be
-// had. pallet fetch mirrors the modules of the Go builds it can see, not
-// those a downloaded release names.
+// had.
 func howToProceed(offline bool, k artifact.Kind) string {
 	const off = "or build with --module-licenses=false"
 	switch {
 	case offline && artifact.GoSettings(k) != nil:
 		return "; pallet fetch puts a Go build's modules in the mirror, " + off
 	case offline:
-		return "; put the module in the mirror's module cache (GOMODCACHE=MIRROR/gomod go mod download MODULE@VERSION), " + off
+		return "; pallet fetch mirrors the modules a release's Go binaries link: fetch again into this mirror, or put the module in the mirror's module cache (GOMODCACHE=MIRROR/gomod go mod download MODULE@VERSION), " + off
 	case artifact.GoSettings(k) != nil:
 		return "; " + off
 	default:
