@@ -470,13 +470,7 @@ const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bi
 // replacing one of the same name in place, as BuildKit does.
 func (s *stageState) setEnv(k, v string) {
 	s.env.set(k, v)
-	for i, kv := range s.cfg.Env {
-		if name, _, _ := strings.Cut(kv, "="); name == k {
-			s.cfg.Env[i] = k + "=" + v
-			return
-		}
-	}
-	s.cfg.Env = append(s.cfg.Env, k+"="+v)
+	s.cfg.Env = image.SetEnv(s.cfg.Env, k+"="+v, s.platform.IsWindows())
 }
 
 // artifact registers the artifact of src for the image's platform and

@@ -126,6 +126,12 @@ func TestDockerfileConfig(t *testing.T) {
 		{"ENV replaces in place", "FROM scratch\nENV PATH=/bin A=1\nENV PATH=/x", "", func(c image.Config) bool {
 			return reflect.DeepEqual(c.Env, []string{"PATH=/x", "A=1"})
 		}},
+		{"ENV names keep their case on Linux", "FROM scratch\nENV Path=/x", "", func(c image.Config) bool {
+			return reflect.DeepEqual(c.Env, []string{"PATH=" + defaultPath, "Path=/x"})
+		}},
+		{"ENV names are one variable whatever their case on Windows", "# escape=`\nFROM windows-hostprocess-scratch\nENV PATH=C:\\a A=1\nENV Path=C:\\k", "windows/amd64", func(c image.Config) bool {
+			return reflect.DeepEqual(c.Env, []string{`Path=C:\k`, "A=1"})
+		}},
 		{"no PATH on an image base, whose own pallet does not read", "FROM example.com/base", "", func(c image.Config) bool { return c.Env == nil }},
 		{"shell form on Linux", "FROM scratch\nCMD echo $HOME  hi", "", func(c image.Config) bool {
 			return reflect.DeepEqual(c.Cmd, []string{"/bin/sh", "-c", "echo $HOME  hi"})

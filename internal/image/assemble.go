@@ -76,7 +76,7 @@ func Assemble(base v1.Image, layers []Layer, cfg Config, epoch time.Time) (v1.Im
 		return nil, err
 	}
 	cf = cf.DeepCopy()
-	apply(&cf.Config, cfg)
+	apply(&cf.Config, cfg, cf.OS == "windows")
 	cf.Created = v1.Time{Time: epoch}
 	img, err = mutate.ConfigFile(img, cf)
 	if err != nil {
@@ -94,7 +94,7 @@ type typedLayer struct {
 
 func (l typedLayer) MediaType() (types.MediaType, error) { return l.mediaType, nil }
 
-func apply(c *v1.Config, cfg Config) {
+func apply(c *v1.Config, cfg Config, windows bool) {
 	// An empty list clears the base's value. The config JSON omits empty
 	// lists, so it is nil here too: the image's config as held and as
 	// written must be the same.
@@ -118,7 +118,9 @@ func apply(c *v1.Config, cfg Config) {
 	if cfg.Cmd != nil {
 		c.Cmd = cfg.Cmd
 	}
-	c.Env = mergeEnv(c.Env, cfg.Env)
+	for _, kv := range cfg.Env {
+		c.Env = SetEnv(c.Env, kv, windows)
+	}
 	if cfg.Workdir != "" {
 		c.WorkingDir = cfg.Workdir
 	}
@@ -149,25 +151,24 @@ func apply(c *v1.Config, cfg Config) {
 	}
 }
 
-// mergeEnv overrides base variables by name and appends new ones, keeping
-// the base's order.
-func mergeEnv(base, add []string) []string {
-	out := append([]string(nil), base...)
-	for _, kv := range add {
-		k, _, _ := strings.Cut(kv, "=")
-		replaced := false
-		for i, old := range out {
-			if ok, _, _ := strings.Cut(old, "="); ok == k {
-				out[i] = kv
-				replaced = true
-				break
-			}
-		}
-		if !replaced {
-			out = append(out, kv)
+// SetEnv sets the variable kv (NAME=VALUE) in env: it replaces one of the
+// same name where it stands, keeping env's order, or is appended. On
+// Windows, names that differ only in case are one variable (a base's PATH
+// is the recipe's Path), so there they are compared without case and the
+// new spelling is kept, as BuildKit's addEnv does. BuildKit compares
+// without case when it runs on Windows; pallet does for a Windows image,
+// wherever it runs, since the Windows host running the image is what
+// reads the names. Like append, it may write into env's array.
+func SetEnv(env []string, kv string, windows bool) []string {
+	k, _, _ := strings.Cut(kv, "=")
+	for i, old := range env {
+		name, _, _ := strings.Cut(old, "=")
+		if name == k || windows && strings.EqualFold(name, k) {
+			env[i] = kv
+			return env
 		}
 	}
-	return out
+	return append(env, kv)
 }
 
 // Index gathers per-platform images into an OCI index. The entry platform

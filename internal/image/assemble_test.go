@@ -53,6 +53,7 @@ func testLayer(t *testing.T) Layer {
 func TestAssemble(t *testing.T) {
 	epoch := time.Unix(1700000000, 0).UTC()
 	linux := v1.Platform{OS: "linux", Architecture: "amd64"}
+	windows := v1.Platform{OS: "windows", Architecture: "amd64"}
 	for _, tc := range []struct {
 		name      string
 		base      v1.Image
@@ -74,6 +75,26 @@ func TestAssemble(t *testing.T) {
 				}
 				if _, ok := c.ExposedPorts["80/tcp"]; !ok {
 					t.Errorf("ports %v", c.ExposedPorts)
+				}
+			},
+		},
+		{
+			// One recipe over a Linux and a Windows base: each platform
+			// merges as its OS reads names.
+			name: "linux env names keep their case", base: testBase(t, linux, types.OCIManifestSchema1), layers: 1,
+			cfg: Config{Env: []string{`Path=C:\k`, "lang=en"}},
+			check: func(t *testing.T, c v1.Config) {
+				if want := []string{"PATH=/usr/bin", "LANG=C", `Path=C:\k`, "lang=en"}; !reflect.DeepEqual(c.Env, want) {
+					t.Errorf("env %v, want %v", c.Env, want)
+				}
+			},
+		},
+		{
+			name: "windows env names are one variable whatever their case", base: testBase(t, windows, types.OCIManifestSchema1), layers: 1,
+			cfg: Config{Env: []string{`Path=C:\k`, "lang=en", "NEW=1", "new=2"}},
+			check: func(t *testing.T, c v1.Config) {
+				if want := []string{`Path=C:\k`, "lang=en", "new=2"}; !reflect.DeepEqual(c.Env, want) {
+					t.Errorf("env %v, want %v", c.Env, want)
 				}
 			},
 		},
