@@ -173,7 +173,7 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 				// and Docker's Windows daemon not at all: an image that
 				// some nodes cannot pull must be asked for by name.
 				if !opt.WindowsZstd {
-					return nil, plan.Errorf(im.Pos, "image %s (%s): zstd layers are not pulled by every Windows runtime (Docker on Windows, containerd before 1.7); use gzip, or allow zstd for Windows images explicitly", im.Name, pi.Platform)
+					return nil, plan.Errorf(im.Pos, "image %s (%s): zstd layers are not pulled by every Windows runtime (Docker on Windows, containerd before 1.7); use gzip, or allow zstd for Windows images with --windows-zstd", im.Name, pi.Platform)
 				}
 				opt.Progress.Warn("image %s (%s): zstd layers, which Docker on Windows and containerd before 1.7 cannot pull", im.Name, pi.Platform)
 			}
