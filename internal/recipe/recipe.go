@@ -903,6 +903,9 @@ func (r *Recipe) checkImage(name string, im *Image) error {
 				return r.Errorf(fat+".owner", "image %s: %v", name, err)
 			}
 		}
+		if err := r.checkWindowsAccess(name, fat, im, f); err != nil {
+			return err
+		}
 		if _, err := tree.ParseLinkKind(f.Link); err != nil {
 			return r.Errorf(fat+".link", "image %s: %v", name, err)
 		}
@@ -922,6 +925,43 @@ func (r *Recipe) checkImage(name string, im *Image) error {
 		if err := checkPort(p); err != nil {
 			return r.Errorf(fmt.Sprintf("%s.config.ports.%d", at, i), "image %s: %v", name, err)
 		}
+	}
+	return nil
+}
+
+// checkWindowsAccess refuses owner and mode on a placement made only on
+// Windows platforms: Windows reads neither, a file's access there is the
+// layer's security descriptor (Users may read and execute), so either
+// would promise what the image does not do. Owner 0:0 is what pallet
+// writes anyway. A placement that is made on Linux too keeps both, for
+// Linux; the build warns of its Windows platforms.
+func (r *Recipe) checkWindowsAccess(name, fat string, im *Image, f *Place) error {
+	if f.Owner == "" && f.Mode == "" {
+		return nil
+	}
+	var windows []string
+	for _, ps := range im.Platforms {
+		pl, err := platform.Parse(ps)
+		if err != nil {
+			return nil // templated: a Linux platform, perhaps
+		}
+		if !f.AppliesTo(pl) {
+			continue
+		}
+		if !pl.IsWindows() {
+			return nil
+		}
+		windows = append(windows, pl.String())
+	}
+	if len(windows) == 0 {
+		return nil
+	}
+	const why = "Windows reads no owner or mode from a layer, access is the security descriptor pallet writes (Administrators and SYSTEM full control, Users read and execute)"
+	if uid, gid, _ := ParseOwner(f.Owner); f.Owner != "" && uid|gid != 0 {
+		return r.Errorf(fat+".owner", "image %s: owner %s on %s: %s; remove it", name, f.Owner, strings.Join(windows, ", "), why)
+	}
+	if f.Mode != "" {
+		return r.Errorf(fat+".mode", "image %s: mode %s on %s: %s; remove it", name, f.Mode, strings.Join(windows, ", "), why)
 	}
 	return nil
 }

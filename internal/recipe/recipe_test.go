@@ -166,3 +166,47 @@ func TestDockerfileGivenAsRecipe(t *testing.T) {
 		}
 	}
 }
+
+// Owner and mode on a placement made only on Windows are refused at their
+// line: Windows reads neither. One also made on Linux keeps them.
+func TestWindowsOwnerAndMode(t *testing.T) {
+	const recipe = `version: 1
+artifacts:
+  app: {local: {path: ./app}, licenses: none}
+images:
+  app:
+    base: {linux: scratch, windows: windows-hostprocess-scratch}
+    platforms: PLATFORMS
+    files:
+      - artifact: app
+        dest: /k/
+        FIELD
+`
+	for _, tc := range []struct {
+		name, platforms, field string
+		line                   int
+		want                   string
+	}{
+		{"owner on windows", "[windows/amd64]", `owner: "1000:1000"`, 11, "image app: owner 1000:1000 on windows/amd64: Windows reads no owner or mode"},
+		{"mode on windows", "[windows/amd64, windows/arm64]", `mode: "0600"`, 11, "image app: mode 0600 on windows/amd64, windows/arm64: Windows reads no owner or mode"},
+		{"a placement only for windows", "[linux/amd64, windows/amd64]", "owner: \"1:1\"\n        platforms: [windows]", 11, "owner 1:1 on windows/amd64"},
+		{"owner 0:0 on windows, what pallet writes anyway", "[windows/amd64]", `owner: "0:0"`, 0, ""},
+		{"linux and windows", "[linux/amd64, windows/amd64]", `owner: "1000:1000"`, 0, ""},
+		{"a placement only for linux", "[linux/amd64, windows/amd64]", "mode: \"0600\"\n        platforms: [linux]", 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := strings.NewReplacer("PLATFORMS", tc.platforms, "FIELD", tc.field).Replace(recipe)
+			_, err := Parse("pallet.yaml", []byte(src))
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			re, ok := err.(*Error)
+			if !ok || re.Line != tc.line || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want %q at line %d", err, tc.want, tc.line)
+			}
+		})
+	}
+}
