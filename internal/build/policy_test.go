@@ -3,12 +3,14 @@ package build
 import (
 	"context"
 	"go/version"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/pallet-dev/pallet/internal/layer"
 	"github.com/pallet-dev/pallet/internal/plan"
 	"github.com/pallet-dev/pallet/internal/platform"
+	"github.com/pallet-dev/pallet/internal/progress"
 )
 
 func TestGoRelease(t *testing.T) {
@@ -45,5 +47,38 @@ func TestWindowsZstdNamesTheFlag(t *testing.T) {
 	_, err := Run(context.Background(), p, Options{Compression: layer.Zstd})
 	if err == nil || !strings.Contains(err.Error(), "image agent (windows/amd64)") || !strings.Contains(err.Error(), "--windows-zstd") || !strings.HasPrefix(err.Error(), "pallet.yaml:7") {
 		t.Errorf("zstd on a Windows image: %v", err)
+	}
+}
+
+// Owner and mode on a Windows platform are warned of once per line, with
+// the Windows platforms only; Linux platforms and a plain placement say
+// nothing.
+func TestWindowsAccessWarnsOncePerLine(t *testing.T) {
+	quiet, _ := progress.New("quiet", nil)
+	linux := platform.Platform{OS: "linux", Arch: "amd64"}
+	win := platform.Platform{OS: "windows", Arch: "amd64"}
+	winArm := platform.Platform{OS: "windows", Arch: "arm64"}
+	owned := plan.Placement{Artifact: "agent", Dest: "/k/", UID: 1000, GID: 1000, Mode: 0o600, Pos: plan.Pos{File: "pallet.yaml", Line: 12, Col: 9}}
+	plain := plan.Placement{Artifact: "cni", Dest: "/opt/", Pos: plan.Pos{File: "pallet.yaml", Line: 15, Col: 9}}
+	copyA := plan.Placement{Artifact: "a", Dest: "/k/", Mode: 0o755, Pos: plan.Pos{File: "Dockerfile", Line: 3, Col: 20}}
+	copyB := copyA
+	copyB.Artifact, copyB.Pos.Col = "b", 22
+	layers := func(pms ...plan.Placement) []*plan.Layer { return []*plan.Layer{{Name: "0", Placements: pms}} }
+	p := &plan.Plan{Images: []*plan.Image{
+		{Name: "agent", Platforms: []*plan.PlatformImage{
+			{Platform: linux, Layers: layers(owned, plain)},
+			{Platform: win, Layers: layers(owned, plain)},
+			{Platform: winArm, Layers: layers(owned, plain)},
+		}},
+		{Name: "df", Platforms: []*plan.PlatformImage{{Platform: win, Layers: layers(copyA, copyB)}}},
+	}}
+	w := &warnings{Reporter: quiet}
+	warnWindowsAccess(p, w)
+	want := []string{
+		"Dockerfile:3:20: image df: ignored on windows/amd64: mode 0755; Windows reads no owner or mode from a layer, access is the security descriptor pallet writes (Users may read and execute)",
+		"pallet.yaml:12:9: image agent: ignored on windows/amd64, windows/arm64: owner 1000:1000 and mode 0600; Windows reads no owner or mode from a layer, access is the security descriptor pallet writes (Users may read and execute)",
+	}
+	if got := w.sorted(); !reflect.DeepEqual(got, want) {
+		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
