@@ -10,10 +10,12 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 
 	"golang.org/x/mod/modfile"
+	"golang.org/x/sync/errgroup"
 	"golang.org/x/mod/module"
 
 	"github.com/pallet-dev/pallet/internal/artifact"
@@ -44,24 +46,57 @@ type found struct {
 
 // collect finds every module's files: first those at hand (source tree,
 // vendor directory, module cache), then the rest with one batch of
-// downloads.
+// downloads. The module cache's zips are proven in parallel: hashing them
+// is most of the work when their hashes are not yet remembered.
 func (c *collector) collect(ctx context.Context, refs []modRef) ([]Module, error) {
 	if err := c.loadVendor(); err != nil {
 		return nil, err
 	}
 	results := make([]found, len(refs))
-	var pending []int
+	at := make([]bool, len(refs)) // results[i] is found
+	var inCache []int
 	for i, r := range refs {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		f, ok, err := c.atHand(ctx, r)
+		f, ok, err := c.atHand(r)
 		if err != nil {
 			return nil, err
 		}
-		if ok {
-			results[i] = f
-		} else {
+		switch {
+		case ok:
+			results[i], at[i] = f, true
+		case r.Sum != "":
+			inCache = append(inCache, i)
+		}
+	}
+	if len(inCache) > 0 {
+		if _, err := c.modCache(ctx); err != nil {
+			return nil, err
+		}
+		// Every zip is proven, and the first failure in the binary's
+		// order is the one said: the same error whatever finished first.
+		errs := make([]error, len(refs))
+		var g errgroup.Group
+		g.SetLimit(runtime.GOMAXPROCS(0))
+		for _, i := range inCache {
+			g.Go(func() error {
+				if errs[i] = ctx.Err(); errs[i] == nil {
+					results[i], at[i], errs[i] = c.fromCache(ctx, refs[i])
+				}
+				return nil
+			})
+		}
+		g.Wait()
+		for _, i := range inCache {
+			if errs[i] != nil {
+				return nil, errs[i]
+			}
+		}
+	}
+	var pending []int
+	for i := range refs {
+		if !at[i] {
 			pending = append(pending, i)
 		}
 	}
@@ -89,10 +124,10 @@ func (c *collector) collect(ctx context.Context, refs []modRef) ([]Module, error
 	return mods, nil
 }
 
-// atHand finds a module's files without the network: in the caller's
-// source tree or vendor directory, else in the module cache. ok is false
-// when the module is to be downloaded.
-func (c *collector) atHand(ctx context.Context, r modRef) (found, bool, error) {
+// atHand finds a module's files in the caller's source tree or vendor
+// directory. ok is false when the module is to be looked for in the module
+// cache (when the binary pins it) or downloaded.
+func (c *collector) atHand(r modRef) (found, bool, error) {
 	if r.Main && r.Sum == "" {
 		if c.opt.SourceDir != "" {
 			f, err := c.fromMainDir(r)
@@ -120,11 +155,8 @@ func (c *collector) atHand(ctx context.Context, r modRef) (found, bool, error) {
 		f, err := c.fromReplaceDir(r)
 		return f, true, err
 	}
-	if r.Sum == "" {
-		// Not pinned by the binary: only the go command can check it.
-		return found{}, false, nil
-	}
-	return c.fromCache(ctx, r)
+	// Not pinned by the binary (Sum ""): only the go command can check it.
+	return found{}, false, nil
 }
 
 // fromMainDir reads the main module's files from the source directory,

@@ -70,7 +70,8 @@ type Options struct {
 	// RememberHash, when set, keeps the h1: hash of a module zip in the
 	// module cache across calls and builds, by the zip's stamp: given the
 	// zip's path, the fact's name and how to hash it, it returns the hash
-	// kept for the zip as it is now, or hashes and keeps it.
+	// kept for the zip as it is now, or hashes and keeps it. It is called
+	// for several zips at once.
 	RememberHash func(path, fact string, hash func() (string, error)) (string, error)
 	// RequireLicenses makes a module without any licence file an error.
 	RequireLicenses bool

@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -778,12 +779,18 @@ func TestRememberedHash(t *testing.T) {
 	cache := fillCache(t, f)
 	kept := map[string]string{}
 	var hashed int
+	var mu sync.Mutex // called for several zips at once
 	remember := func(path, fact string, hash func() (string, error)) (string, error) {
-		if v, ok := kept[path+" "+fact]; ok {
+		mu.Lock()
+		v, ok := kept[path+" "+fact]
+		mu.Unlock()
+		if ok {
 			return v, nil
 		}
-		hashed++
 		v, err := hash()
+		mu.Lock()
+		defer mu.Unlock()
+		hashed++
 		if err == nil {
 			kept[path+" "+fact] = v
 		}
