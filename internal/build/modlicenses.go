@@ -53,6 +53,9 @@ func (b *builder) moduleLicenses(ctx context.Context, pa *plan.Artifact, res *ar
 		if err != nil && !errors.Is(err, golicenses.ErrMissing) {
 			return fmt.Errorf("licences of the modules in %s: %w%s", gb.Path, err, howToProceed(b.fetcher.Offline, pa.Kind))
 		}
+		if got.OutsideModules() {
+			b.opt.Progress.Warn("%s: %s was built outside module mode (package %s): the licences of what it links are not known", &pa.Request, gb.Path, got.Package)
+		}
 		var missing []string
 		var mainPath string
 		for _, m := range got.Modules {

@@ -43,7 +43,13 @@ func readBuildInfo(binary string, maxModules int) (*buildinfo.BuildInfo, []modRe
 		return nil, nil, fmt.Errorf("reading the Go build info of %s: %w", binary, err)
 	}
 	if info.Main.Path == "" {
-		return nil, nil, fmt.Errorf("%s was not built in module mode: its build info lists no modules", binary)
+		if len(info.Deps) > 0 {
+			return nil, nil, fmt.Errorf("build info of %s lists modules but no main module", binary)
+		}
+		// Built outside module mode: the Go distribution's own
+		// commands (cmd/asm, gofmt: Go's licence, as for the standard
+		// library of any binary), or a GOPATH build. No module to read.
+		return info, nil, nil
 	}
 	if n := 1 + len(info.Deps); n > maxModules {
 		return nil, nil, fmt.Errorf("%s links %d modules, over the limit of %d (MaxModules)", binary, n, maxModules)

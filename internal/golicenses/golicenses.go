@@ -119,9 +119,18 @@ const (
 // Result is what Collect found for one binary.
 type Result struct {
 	// GoVersion and Modules come from the binary's build info; Modules
-	// are sorted by path.
+	// are sorted by path. A binary built outside module mode has none.
 	GoVersion string
 	Modules   []Module
+	// Package is the main package's import path ("cmd/asm").
+	Package string
+}
+
+// OutsideModules says the binary was built outside module mode, and was
+// not one of the Go distribution's commands (cmd/...), whose licence is
+// Go's: what it links is not known.
+func (r *Result) OutsideModules() bool {
+	return len(r.Modules) == 0 && r.Package != "cmd" && !strings.HasPrefix(r.Package, "cmd/")
 }
 
 // Module is one module linked into the binary.
@@ -214,7 +223,7 @@ func Collect(ctx context.Context, binary string, opt Options) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("licences of %s: %w", binary, err)
 	}
-	res := &Result{GoVersion: info.GoVersion, Modules: mods}
+	res := &Result{GoVersion: info.GoVersion, Modules: mods, Package: info.Path}
 	if opt.RequireLicenses {
 		if err := res.checkMissing(); err != nil {
 			return res, fmt.Errorf("licences of %s: %w", binary, err)

@@ -874,3 +874,38 @@ func TestSameTextStoredOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestOutsideModuleMode: the Go distribution's own commands and binaries
+// built outside module mode have no module to read: no error, no
+// modules, and only the latter are said to link what is not known.
+func TestOutsideModuleMode(t *testing.T) {
+	goroot, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	asm := filepath.Join(strings.TrimSpace(string(goroot)), "pkg", "tool", runtime.GOOS+"_"+runtime.GOARCH, "asm")
+	if _, err := os.Stat(asm); err != nil {
+		t.Skipf("no toolchain command to read: %v", err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "hello.go"), []byte("package main\n\nfunc main() { println(\"hi\") }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gopath := filepath.Join(dir, "gopath-hello")
+	cmd := exec.Command("go", "build", "-o", gopath, "hello.go")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GO111MODULE=off", "GOPATH="+filepath.Join(dir, "gopath"), "GOFLAGS=")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("GOPATH-mode build: %v\n%s", err, out)
+	}
+	for bin, outside := range map[string]bool{asm: false, gopath: true} {
+		res, err := collect(t, bin, Options{})
+		if err != nil {
+			t.Errorf("%s: %v", bin, err)
+			continue
+		}
+		if len(res.Modules) != 0 || res.OutsideModules() != outside {
+			t.Errorf("%s (package %s): %d modules, outside module mode %v; want none, %v", bin, res.Package, len(res.Modules), res.OutsideModules(), outside)
+		}
+	}
+}
