@@ -560,13 +560,15 @@ func goRelease(v string) string {
 }
 
 type builder struct {
-	plan    *plan.Plan
-	opt     Options
-	work    string
-	cache   *cache.Cache
-	fetcher *artifact.Fetcher
-	bases   *image.Resolver
-	mu      sync.Mutex
+	// modCaches are the go command's module caches, by environment.
+	modCaches sync.Map
+	plan      *plan.Plan
+	opt       Options
+	work      string
+	cache     *cache.Cache
+	fetcher   *artifact.Fetcher
+	bases     *image.Resolver
+	mu        sync.Mutex
 	// placed records, per image manifest, which artifact went where.
 	placed map[string]*record.Image
 	// loaders are, per platform image, the dynamically linked

@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"golang.org/x/mod/modfile"
 	"golang.org/x/sync/errgroup"
@@ -33,6 +34,8 @@ type collector struct {
 	vendorEmpty map[string]bool
 	// stored are the files written under out, by content.
 	stored map[string]bool
+	// loading says the classifier is being loaded (preload).
+	loading atomic.Bool
 }
 
 // found is where a module's files were read and what they are.
@@ -66,6 +69,7 @@ func (c *collector) collect(ctx context.Context, refs []modRef) ([]Module, error
 		switch {
 		case ok:
 			results[i], at[i] = f, true
+			c.preload(f.files)
 		case r.Sum != "":
 			inCache = append(inCache, i)
 		}
@@ -83,6 +87,9 @@ func (c *collector) collect(ctx context.Context, refs []modRef) ([]Module, error
 			g.Go(func() error {
 				if errs[i] = ctx.Err(); errs[i] == nil {
 					results[i], at[i], errs[i] = c.fromCache(ctx, refs[i])
+				}
+				if errs[i] == nil && at[i] {
+					c.preload(results[i].files)
 				}
 				return nil
 			})
@@ -122,6 +129,23 @@ func (c *collector) collect(ctx context.Context, refs []modRef) ([]Module, error
 		mods[i] = m
 	}
 	return mods, nil
+}
+
+// preload starts loading the classifier as soon as a text is found that
+// Options.Remember keeps no classification of: the load (about a second)
+// then runs while the other zips are proven, not after them.
+func (c *collector) preload(files licenseFiles) {
+	if c.loading.Load() {
+		return
+	}
+	for _, text := range files {
+		if !isRemembered(c.opt, text) {
+			if !c.loading.Swap(true) {
+				loadClassifier()
+			}
+			return
+		}
+	}
 }
 
 // atHand finds a module's files in the caller's source tree or vendor

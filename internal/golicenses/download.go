@@ -39,15 +39,26 @@ func (c *collector) modCache(ctx context.Context) (string, error) {
 	if c.cache != "" {
 		return c.cache, nil
 	}
+	dir, err := ModuleCache(ctx, c.goEnv(), c.opt.Work)
+	if err != nil {
+		return "", err
+	}
+	c.cache = dir
+	return dir, nil
+}
+
+// ModuleCache asks the go command, run in dir with env, where its module
+// cache is (go env GOMODCACHE): a caller collecting for many binaries
+// with one environment asks once and passes it as Options.ModCache.
+func ModuleCache(ctx context.Context, env []string, dir string) (string, error) {
 	cmd := exec.CommandContext(ctx, "go", "env", "GOMODCACHE")
-	cmd.Env = c.goEnv()
-	cmd.Dir = c.opt.Work
+	cmd.Env = env
+	cmd.Dir = dir
 	out, err := cmd.Output()
 	if err != nil {
 		return "", fmt.Errorf("go env GOMODCACHE: %w", err)
 	}
-	c.cache = strings.TrimSpace(string(out))
-	return c.cache, nil
+	return strings.TrimSpace(string(out)), nil
 }
 
 // downloaded is one object of go mod download -json's output.
