@@ -16,8 +16,8 @@ import (
 	"sync/atomic"
 
 	"golang.org/x/mod/modfile"
-	"golang.org/x/sync/errgroup"
 	"golang.org/x/mod/module"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/pallet-dev/pallet/internal/artifact"
 	"github.com/pallet-dev/pallet/internal/bounded"
