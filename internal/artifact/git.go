@@ -27,6 +27,15 @@ func (g *Git) Name() string { return "git" }
 
 func (g *Git) Origin() Origin { return Origin{Repo: g.Repo, Commit: g.Commit, Tag: g.Tag} }
 
+func (g *Git) ref() gitRef { return gitRef{Repo: g.Repo, Commit: g.Commit, Tag: g.Tag} }
+
+// gitRef is what pins a checkout, whatever is then done with it.
+type gitRef struct {
+	Repo, Commit string
+	// Tag, when given, must point at Commit.
+	Tag string
+}
+
 // Key: the commit pins every file of the checkout, local replaces included.
 func (g *Git) Key(*Fetcher, *Request) ([]string, bool, error) {
 	parts, err := g.Go.settingsKey()
@@ -39,7 +48,7 @@ func (g *Git) Key(*Fetcher, *Request) ([]string, bool, error) {
 // Produce checks out the pinned commit and builds the module in it.
 func (g *Git) Produce(ctx context.Context, f *Fetcher, r *Request, work string) (*Result, error) {
 	src := filepath.Join(work, "src")
-	if err := f.checkout(ctx, g, src); err != nil {
+	if err := f.checkout(ctx, g.ref(), src); err != nil {
 		return nil, err
 	}
 	if err := dropOutwardLinks(src, f.Log); err != nil {
@@ -68,7 +77,7 @@ func (g *Git) Produce(ctx context.Context, f *Fetcher, r *Request, work string) 
 // Mirror keeps a bare copy of the repository holding the commit, and the
 // module's dependencies and toolchain.
 func (g *Git) Mirror(ctx context.Context, f *Fetcher, r *Request, dir string) error {
-	if err := f.mirrorRepo(ctx, dir, g); err != nil {
+	if err := f.mirrorRepo(ctx, dir, g.ref()); err != nil {
 		return err
 	}
 	tmp, err := os.MkdirTemp("", "pallet-fetch-*")
@@ -80,7 +89,7 @@ func (g *Git) Mirror(ctx context.Context, f *Fetcher, r *Request, dir string) er
 	// From the mirror just written, not the upstream again.
 	m := *f
 	m.Mirror, m.Offline = dir, true
-	if err := m.checkout(ctx, g, src); err != nil {
+	if err := m.checkout(ctx, g.ref(), src); err != nil {
 		return err
 	}
 	return f.mirrorGoModules(ctx, dir, r.Platform, &g.Go, filepath.Join(src, filepath.FromSlash(g.Go.Module)))
@@ -88,7 +97,7 @@ func (g *Git) Mirror(ctx context.Context, f *Fetcher, r *Request, dir string) er
 
 // checkout puts g.Commit of g.Repo in dir and proves it: the commit must
 // exist, HEAD must be it, and a tag, when given, must point at it.
-func (f *Fetcher) checkout(ctx context.Context, g *Git, dir string) error {
+func (f *Fetcher) checkout(ctx context.Context, g gitRef, dir string) error {
 	from, err := f.repoSource(g.Repo)
 	if err != nil {
 		return err

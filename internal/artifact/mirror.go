@@ -13,7 +13,7 @@ import (
 // mirrorRepo keeps a bare mirror of g's repository holding the pinned
 // commit, with the files a dumb-http server needs, so the directory can
 // also be served as a --mirror-url.
-func (f *Fetcher) mirrorRepo(ctx context.Context, dir string, g *Git) error {
+func (f *Fetcher) mirrorRepo(ctx context.Context, dir string, g gitRef) error {
 	dst := MirrorRepo(dir, g.Repo)
 	if _, err := os.Stat(dst); err != nil {
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
