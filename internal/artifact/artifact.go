@@ -1,7 +1,8 @@
 // Package artifact obtains artifacts: one artifact, for one platform, as a
 // file tree on disk plus the licence files that go with it. Each kind of
 // artifact (a local path, a pinned download, a Go build of a local module,
-// a Go build of a pinned git commit, a Go module from the module proxy) is
+// a Go build of a pinned git commit, files of a pinned git commit, a Go
+// module from the module proxy) is
 // one file implementing Kind. A front end picks the kind from the mode the
 // build chose, so a mode that was not chosen never reaches this package.
 package artifact
@@ -47,6 +48,9 @@ type Origin struct {
 	Commit string `json:"commit,omitempty"`
 	// Tag is the tag a git source's commit was checked to carry.
 	Tag string `json:"tag,omitempty"`
+	// GitPath is the file or directory taken from a git source's
+	// checkout, relative to the repository's root.
+	GitPath string `json:"gitPath,omitempty"`
 	// Module is module@version for a Go module fetched by version.
 	Module string `json:"module,omitempty"`
 	// SHA256 pins a download; for a module, its go.sum hash (h1:...).

@@ -1,0 +1,178 @@
+package artifact
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/pallet-dev/pallet/internal/archive"
+	"github.com/pallet-dev/pallet/internal/tree"
+)
+
+// GitFiles takes a file or a directory of a git repository pinned by
+// commit, as it is: scripts, configuration, units that upstream keeps
+// beside its code.
+type GitFiles struct {
+	Repo   string
+	Commit string
+	// Tag, when given, must point at Commit.
+	Tag string
+	// Path names the file or directory, slash-separated, relative to the
+	// repository's root (CleanRepoPath).
+	Path string
+}
+
+func (g *GitFiles) Name() string { return "git-files" }
+
+func (g *GitFiles) Origin() Origin {
+	return Origin{Repo: g.Repo, Commit: g.Commit, Tag: g.Tag, GitPath: g.Path}
+}
+
+func (g *GitFiles) ref() gitRef { return gitRef{Repo: g.Repo, Commit: g.Commit, Tag: g.Tag} }
+
+// Key: the commit pins every byte of the checkout, and the path says
+// which of them are taken.
+func (g *GitFiles) Key(*Fetcher, *Request) ([]string, bool, error) {
+	return []string{g.Repo, g.Commit, g.Tag, g.Path}, true, nil
+}
+
+// Mirror keeps a bare copy of the repository holding the commit: the
+// files need nothing else.
+func (g *GitFiles) Mirror(ctx context.Context, f *Fetcher, _ *Request, dir string) error {
+	return f.mirrorRepo(ctx, dir, g.ref())
+}
+
+// Produce checks out the pinned commit and takes Path from it.
+func (g *GitFiles) Produce(ctx context.Context, f *Fetcher, r *Request, work string) (*Result, error) {
+	src := filepath.Join(work, "src")
+	if err := f.checkout(ctx, g.ref(), src); err != nil {
+		return nil, err
+	}
+	// What .git holds is the clone's, not the commit's: no path may
+	// take it, "." included.
+	if err := os.RemoveAll(filepath.Join(src, ".git")); err != nil {
+		return nil, err
+	}
+	at := fmt.Sprintf("%s at %s", g.Repo, g.Commit)
+	full, info, err := inCheckout(src, g.Path)
+	if err != nil {
+		return nil, blame("path", fmt.Errorf("%s: %w", at, err))
+	}
+	var t *tree.Tree
+	switch {
+	case info.IsDir():
+		if t, err = tree.FromDir(full); err != nil {
+			return nil, err
+		}
+		// Refused, not dropped as a Go build's checkout drops them: these
+		// links are placed, and in the image one leading out of the
+		// directory points at whatever is there (the host, in a
+		// host-process container), which the commit does not pin. It is
+		// a local directory's rule, for the same reason.
+		for e := range t.All() {
+			if e.Kind != tree.Symlink {
+				continue
+			}
+			if err := archive.CheckLinkTarget(e.Link, e.Path); err != nil {
+				return nil, blame("path", fmt.Errorf("%s: %s: %w (take the directory that holds its target, or the target itself)", at, path.Join(g.Path, e.Path), err))
+			}
+		}
+	case info.Mode().IsRegular():
+		if t, err = tree.FromFile(full, path.Base(g.Path)); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, blame("path", fmt.Errorf("%s: %w", at, tree.Unplaceable(g.Path, info.Mode())))
+	}
+	lic, err := g.licenses(src, t, r)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Tree: t, Licenses: lic}, nil
+}
+
+// licenses are the repository's, as for a Go build of it: named ones are
+// relative to its root, where a licence is kept whatever part of it is
+// taken; found ones are those of the files taken, or else the root's.
+func (g *GitFiles) licenses(src string, t *tree.Tree, r *Request) (*tree.Tree, error) {
+	if r.NoLicense {
+		return tree.New(), nil
+	}
+	if len(r.Licenses) == 0 {
+		lic, err := findLicenses(t, nil, false)
+		if err != nil || lic.Len() > 0 {
+			return lic, err
+		}
+		return findLicenses(shallowTree(src), nil, false)
+	}
+	out := tree.New()
+	for _, n := range r.Licenses {
+		p, err := tree.CleanPath(n)
+		if err != nil {
+			return nil, fmt.Errorf("licence %q: %w", n, err)
+		}
+		full, info, err := inCheckout(src, p)
+		if err != nil || !info.Mode().IsRegular() {
+			return nil, fmt.Errorf("licence file %s not found in %s at %s", n, g.Repo, g.Commit)
+		}
+		one, err := tree.FromFile(full, p)
+		if err != nil {
+			return nil, err
+		}
+		for e := range one.All() {
+			if err := out.Add(e); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// inCheckout finds p in the checkout root, following symlinks only while
+// they stay in it: a link on the way that leads out would take files the
+// commit does not pin. It returns the path on disk, links resolved.
+func inCheckout(root, p string) (string, fs.FileInfo, error) {
+	rt, err := os.OpenRoot(root)
+	if err != nil {
+		return "", nil, err
+	}
+	defer rt.Close()
+	info, err := rt.Stat(filepath.FromSlash(p))
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		return "", nil, fmt.Errorf("no file or directory %s at that commit", p)
+	case err != nil:
+		return "", nil, fmt.Errorf("%s: %w (a symlink on the way leads out of the repository)", p, errors.Unwrap(err))
+	}
+	full, err := filepath.EvalSymlinks(filepath.Join(root, filepath.FromSlash(p)))
+	if err != nil {
+		return "", nil, err
+	}
+	return full, info, nil
+}
+
+// CleanRepoPath checks a path into a repository as a recipe gives it
+// (slash-separated, relative to the repository's root, never climbing out
+// of it) and returns it cleaned; "." is the whole repository.
+func CleanRepoPath(p string) (string, error) {
+	switch {
+	case p == "":
+		return "", errors.New("empty path")
+	case strings.HasPrefix(p, "/") || strings.HasPrefix(p, `\`) || filepath.VolumeName(p) != "":
+		return "", fmt.Errorf("path %q is absolute; name it relative to the repository's root", p)
+	case strings.Contains(p, `\`):
+		return "", fmt.Errorf("path %q: separate its parts with /", p)
+	}
+	for _, part := range strings.Split(p, "/") {
+		if part == ".." {
+			return "", fmt.Errorf("path %q climbs out of the repository (contains ..)", p)
+		}
+	}
+	return path.Clean(p), nil
+}

@@ -1,0 +1,218 @@
+package artifact_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/pallet-dev/pallet/internal/artifact"
+	"github.com/pallet-dev/pallet/internal/fixture"
+	"github.com/pallet-dev/pallet/internal/platform"
+	"github.com/pallet-dev/pallet/internal/tree"
+)
+
+// filesRepo is a repository with scripts, a licence at its root and
+// links of every kind, committed once; it returns the repository and
+// the commit.
+func filesRepo(t *testing.T) (string, string) {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	repo := t.TempDir()
+	write := func(name, content string, mode os.FileMode) {
+		t.Helper()
+		p := filepath.Join(repo, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := func(name, target string) {
+		t.Helper()
+		if err := os.Symlink(target, filepath.Join(repo, filepath.FromSlash(name))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("LICENSE", "Apache License\n", 0o644)
+	write("hack/windows/Install-OVS.ps1", "Write-Host ovs\n", 0o755)
+	write("hack/windows/lib/common.ps1", "# common\n", 0o644)
+	link("hack/windows/common.ps1", "lib/common.ps1")
+	write("third_party/ovs/COPYING", "ovs licence\n", 0o644)
+	write("third_party/ovs/ovs.conf", "x\n", 0o644)
+	write("etc/out/a.conf", "a\n", 0o644)
+	link("etc/out/up", "../../LICENSE") // stays in the repository, not in etc/out
+	link("escape", "/etc")
+	link("install.ps1", "hack/windows/Install-OVS.ps1")
+	fixture.Git(t, repo, "init", "-q", "-b", "main")
+	fixture.Git(t, repo, "add", "-A")
+	fixture.Git(t, repo, "commit", "-q", "-m", "files")
+	fixture.Git(t, repo, "tag", "v1.0.0")
+	return repo, fixture.Git(t, repo, "rev-parse", "HEAD")
+}
+
+func filesRequest(t *testing.T, k *artifact.GitFiles, licenses ...string) *artifact.Request {
+	t.Helper()
+	p, err := platform.Parse("linux/amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &artifact.Request{Name: "scripts", Platform: p, Licenses: licenses, Kind: k}
+}
+
+func paths(t *tree.Tree) []string {
+	var out []string
+	for e := range t.All() {
+		out = append(out, e.Path)
+	}
+	return out
+}
+
+// A file, a directory and a link to a file are taken from the commit as
+// they are, with the repository's licence unless the files carry their
+// own; what is not at the commit, or leads out of what is taken, is
+// blamed on the path.
+func TestGitFiles(t *testing.T) {
+	repo, commit := filesRepo(t)
+	f := fetcher(t)
+	fetch := func(p string, licenses ...string) (*artifact.Result, error) {
+		t.Helper()
+		k := &artifact.GitFiles{Repo: repo, Commit: commit, Tag: "v1.0.0", Path: p}
+		return f.Fetch(context.Background(), filesRequest(t, k, licenses...), t.TempDir())
+	}
+
+	res, err := fetch("hack/windows/Install-OVS.ps1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, ok := res.Tree.Get("Install-OVS.ps1")
+	if got := paths(res.Tree); !ok || len(got) != 1 || e.Mode&0o111 == 0 {
+		t.Errorf("a file: %v, mode %v", got, e)
+	}
+	if got := paths(res.Licenses); !slices.Equal(got, []string{"LICENSE"}) {
+		t.Errorf("licences of a file: %v, want the repository's", got)
+	}
+	if o := res.Record.Origin; o.Repo != repo || o.Commit != commit || o.Tag != "v1.0.0" || o.GitPath != "hack/windows/Install-OVS.ps1" || res.Record.Kind != "git-files" {
+		t.Errorf("record: %+v", res.Record)
+	}
+
+	res, err = fetch("hack/windows")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := paths(res.Tree), []string{"Install-OVS.ps1", "common.ps1", "lib", "lib/common.ps1"}; !slices.Equal(got, want) {
+		t.Errorf("a directory: %v, want %v", got, want)
+	}
+	if e, _ := res.Tree.Get("common.ps1"); e.Kind != tree.Symlink || e.Link != "lib/common.ps1" {
+		t.Errorf("a link inside the directory: %+v", e)
+	}
+
+	res, err = fetch("third_party/ovs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := paths(res.Licenses); !slices.Equal(got, []string{"COPYING"}) {
+		t.Errorf("licences of a directory with its own: %v", got)
+	}
+	res, err = fetch("hack/windows", "LICENSE", "third_party/ovs/COPYING")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := paths(res.Licenses); !slices.Equal(got, []string{"LICENSE", "third_party", "third_party/ovs", "third_party/ovs/COPYING"}) {
+		t.Errorf("named licences, from the repository's root: %v", got)
+	}
+
+	res, err = fetch("install.ps1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := res.Tree.Get("install.ps1"); !ok || e.Kind != tree.File {
+		t.Errorf("a link to a file in the repository: %v", paths(res.Tree))
+	}
+
+	for _, tc := range []struct{ path, want string }{
+		{"hack/linux/install.sh", "no file or directory hack/linux/install.sh at that commit"},
+		{"install.ps1/x", "no file or directory install.ps1/x"},
+		{"escape/passwd", "escapes"},
+		{"etc/out", "etc/out/up"},
+		{".", `escape: symlink target "/etc" is absolute`},
+		{".git/config", "no file or directory .git/config"},
+	} {
+		_, err := fetch(tc.path)
+		var fe *artifact.FieldError
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.As(err, &fe) || fe.Field != "path" {
+			t.Errorf("path %s: %v, want a FieldError of path saying %q", tc.path, err, tc.want)
+		}
+	}
+	if _, err := fetch("hack/windows", "NOTICE"); err == nil || !strings.Contains(err.Error(), "licence file NOTICE not found") {
+		t.Errorf("a named licence missing: %v", err)
+	}
+}
+
+// A mirror holds the repository; an offline fetch takes the files from it.
+func TestGitFilesMirrorThenOffline(t *testing.T) {
+	repo, commit := filesRepo(t)
+	k := &artifact.GitFiles{Repo: repo, Commit: commit, Path: "hack/windows/Install-OVS.ps1"}
+	mirror := t.TempDir()
+	if err := fetcher(t).MirrorTo(context.Background(), mirror, []*artifact.Request{filesRequest(t, k)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(repo); err != nil {
+		t.Fatal(err)
+	}
+	f := fetcher(t)
+	f.Offline, f.Mirror = true, mirror
+	res, err := f.Fetch(context.Background(), filesRequest(t, k), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := res.Tree.Get("Install-OVS.ps1"); !ok {
+		t.Errorf("offline: %v", paths(res.Tree))
+	}
+}
+
+// The key follows every pin and the path; the path a recipe gives stays
+// in the repository.
+func TestGitFilesKeyAndPath(t *testing.T) {
+	base := artifact.GitFiles{Repo: "https://example.com/r", Commit: strings.Repeat("a", 40), Tag: "v1", Path: "hack"}
+	key := func(g artifact.GitFiles) string {
+		parts, ok, err := g.Key(nil, nil)
+		if err != nil || !ok {
+			t.Fatalf("key: %v, %v", ok, err)
+		}
+		return strings.Join(parts, "\x00")
+	}
+	seen := map[string]bool{key(base): true}
+	for _, change := range []func(*artifact.GitFiles){
+		func(g *artifact.GitFiles) { g.Repo += "2" },
+		func(g *artifact.GitFiles) { g.Commit = strings.Repeat("b", 40) },
+		func(g *artifact.GitFiles) { g.Tag = "" },
+		func(g *artifact.GitFiles) { g.Path = "hack/windows" },
+	} {
+		g := base
+		change(&g)
+		if k := key(g); seen[k] {
+			t.Errorf("%+v has the key of another", g)
+		} else {
+			seen[k] = true
+		}
+	}
+
+	for in, want := range map[string]string{"hack/windows/": "hack/windows", "./a//b": "a/b", ".": ".", "a/./b": "a/b"} {
+		if got, err := artifact.CleanRepoPath(in); err != nil || got != want {
+			t.Errorf("CleanRepoPath(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "/etc/passwd", "../x", "a/../../x", "a/..", `a\b`, `\x`} {
+		if got, err := artifact.CleanRepoPath(in); err == nil {
+			t.Errorf("CleanRepoPath(%q) = %q, want an error", in, got)
+		}
+	}
+}
