@@ -446,7 +446,7 @@ func (r *Recipe) request(name, mode, localPath string, pf platform.Platform, var
 			at += ".gomod"
 			req.Kind, err = r.goModule(name, at, m, pf, v)
 		} else {
-			req.Kind, err = r.gitSource(at, ra.Modes.Source, pf, v)
+			req.Kind, err = r.gitSource(name, at, ra.Modes.Source, pf, v)
 		}
 	default:
 		return nil, "", r.Errorf("artifacts."+name, "artifact %s: unknown mode %q", name, mode)
@@ -541,8 +541,9 @@ func (r *Recipe) url(name string, pf platform.Platform, at string, d *URL, v Var
 	return &artifact.URL{URL: u, SHA256: sum, Filename: fname, Extract: ex}, nil
 }
 
-// gitSource is the kind of a source mode: a Go build of a pinned commit.
-func (r *Recipe) gitSource(at string, src *Source, pf platform.Platform, v Vars) (artifact.Kind, error) {
+// gitSource is the kind of a source mode: a Go build of a pinned commit,
+// or files of it.
+func (r *Recipe) gitSource(name, at string, src *Source, pf platform.Platform, v Vars) (artifact.Kind, error) {
 	repo, err := r.Expand(at+".git.repo", src.Git.Repo, v)
 	if err != nil {
 		return nil, err
@@ -550,6 +551,16 @@ func (r *Recipe) gitSource(at string, src *Source, pf platform.Platform, v Vars)
 	tag, err := r.Expand(at+".git.tag", src.Git.Tag, v)
 	if err != nil {
 		return nil, err
+	}
+	if src.Git.Path != "" {
+		p, err := r.Expand(at+".git.path", src.Git.Path, v)
+		if err != nil {
+			return nil, err
+		}
+		if p, err = artifact.CleanRepoPath(p); err != nil {
+			return nil, r.Errorf(at+".git.path", "artifact %s: %v", name, err)
+		}
+		return &artifact.GitFiles{Repo: repo, Commit: src.Git.Commit, Tag: tag, Path: p}, nil
 	}
 	g, err := r.goBuild(at+".go", &src.Go, pf, v)
 	if err != nil {
@@ -728,15 +739,16 @@ func (r *Recipe) Fetchable(opt Options) ([]*artifact.Request, error) {
 }
 
 // fieldsAt finds, under an artifact's kind section at, where each setting
-// an artifact.FieldError may blame was written: a git source's and a gomod
-// module's fields, a go section's, a download's (its sha256 per platform
-// when given so).
+// an artifact.FieldError may blame was written: a git source's (its path
+// when it takes files) and a gomod module's fields, a go section's, a
+// download's (its sha256 per platform when given so).
 func (r *Recipe) fieldsAt(at string, pf platform.Platform) map[string]plan.Pos {
 	out := map[string]plan.Pos{}
 	for field, paths := range map[string][]string{
 		"commit":   {".git.commit"},
 		"tag":      {".git.tag"},
 		"repo":     {".git.repo"},
+		"path":     {".git.path"},
 		"module":   {".go.module", ".module"},
 		"packages": {".go.packages", ".packages"},
 		"cgo":      {".go.cgo", ".cgo"},

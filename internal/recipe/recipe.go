@@ -21,6 +21,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/pallet-dev/pallet/internal/artifact"
 	"github.com/pallet-dev/pallet/internal/bounded"
 	"github.com/pallet-dev/pallet/internal/plan"
 	"github.com/pallet-dev/pallet/internal/platform"
@@ -103,7 +104,8 @@ type Modes struct {
 }
 
 // Source builds an artifact from source: a git repository pinned by
-// commit (git and go), or a Go module pinned by its go.sum hash (gomod).
+// commit (git and go), or a Go module pinned by its go.sum hash (gomod);
+// or takes files of a pinned commit as they are (git with a path).
 type Source struct {
 	Git   Git       `yaml:"git"`
 	Go    GoBuild   `yaml:"go"`
@@ -117,6 +119,10 @@ type Git struct {
 	Commit string `yaml:"commit"`
 	// Tag, when given, must point at Commit.
 	Tag string `yaml:"tag"`
+	// Path takes this file or directory of the checkout, relative to the
+	// repository's root, instead of building it: scripts and
+	// configuration that upstream keeps beside its code.
+	Path string `yaml:"path"`
 }
 
 // ModeNames lists the modes an artifact declares, in a fixed order.
@@ -745,8 +751,22 @@ func (r *Recipe) checkArtifact(name string, a *Artifact) error {
 			}
 			return r.Errorf(sat+".git.commit", "artifact %s: %s (got %q)", name, msg, s.Git.Commit)
 		}
-		if err := r.checkGo(name, sat+".go", &s.Go); err != nil {
-			return err
+		_, hasGo := r.lines[sat+".go"]
+		switch {
+		case s.Git.Path != "" && hasGo:
+			return r.Errorf(sat+".git.path", "artifact %s: source mode: git.path takes files of the checkout as they are and go builds it; give one of them", name)
+		case s.Git.Path != "":
+			if !strings.Contains(s.Git.Path, "{{") {
+				if _, err := artifact.CleanRepoPath(s.Git.Path); err != nil {
+					return r.Errorf(sat+".git.path", "artifact %s: %v", name, err)
+				}
+			}
+		case !hasGo:
+			return r.Errorf(sat, "artifact %s: source mode: give go (to build the checkout) or git.path (to take files of it)", name)
+		default:
+			if err := r.checkGo(name, sat+".go", &s.Go); err != nil {
+				return err
+			}
 		}
 	}
 	if u := a.Modes.Release; u != nil {
