@@ -10,7 +10,7 @@ import (
 )
 
 // builtinVars are set per platform and cannot be declared as args.
-var builtinVars = map[string]bool{"os": true, "arch": true, "variant": true, "platform": true, "version": true, "commit": true, "tag": true}
+var builtinVars = map[string]bool{"os": true, "arch": true, "variant": true, "platform": true, "exe": true, "version": true, "commit": true, "tag": true}
 
 var varRE = regexp.MustCompile(`\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}`)
 

@@ -2,7 +2,6 @@ package recipe
 
 import (
 	"fmt"
-	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/pallet-dev/pallet/internal/artifact"
-	"github.com/pallet-dev/pallet/internal/image"
 	"github.com/pallet-dev/pallet/internal/plan"
 	"github.com/pallet-dev/pallet/internal/platform"
 	"github.com/pallet-dev/pallet/internal/tree"
@@ -275,6 +273,7 @@ func platformVars(pl platform.Platform) map[string]string {
 		"arch":     pl.Arch,
 		"variant":  pl.Variant,
 		"platform": pl.String(),
+		"exe":      pl.ExeSuffix(),
 	}
 }
 
@@ -331,34 +330,9 @@ func (pln *planner) platformImage(name string, ri *Image, vars Vars, pl platform
 		l.Placements = append(l.Placements, pm)
 	}
 
-	c := ri.Config
-	cfg := image.Config{Workdir: c.Workdir, User: c.User, StopSignal: c.StopSignal}
-	if err := r.expandLists(v,
-		listField{at + ".config.entrypoint", c.Entrypoint, &cfg.Entrypoint},
-		listField{at + ".config.cmd", c.Cmd, &cfg.Cmd},
-		listField{at + ".config.env", c.Env, &cfg.Env},
-		listField{at + ".config.ports", c.ExposedPorts, &cfg.ExposedPorts},
-	); err != nil {
+	if pi.Config, err = r.imageConfig(at, &ri.Config, pl, v); err != nil {
 		return nil, err
 	}
-	// ExpandList keeps nil (inherit from the base) apart from an empty list
-	// in the recipe ("cmd: []"), which clears the value.
-	for _, s := range []*string{&cfg.Workdir, &cfg.User} {
-		if *s, err = r.Expand(at+".config", *s, v); err != nil {
-			return nil, err
-		}
-	}
-	if len(c.Labels) > 0 {
-		cfg.Labels = map[string]string{}
-		// In key order, so a recipe with two bad labels always reports
-		// the same one.
-		for _, k := range slices.Sorted(maps.Keys(c.Labels)) {
-			if cfg.Labels[k], err = r.Expand(at+".config.labels."+k, c.Labels[k], v); err != nil {
-				return nil, err
-			}
-		}
-	}
-	pi.Config = cfg
 	return pi, nil
 }
 

@@ -263,6 +263,10 @@ type Config struct {
 	Labels       map[string]string `yaml:"labels"`
 	ExposedPorts List              `yaml:"ports"`
 	StopSignal   string            `yaml:"stopSignal"`
+	// For holds settings for some of the image's platforms, by OS or
+	// platform ("windows", "linux/arm64"): one index of Linux and Windows
+	// images needs two entrypoints and two PATHs.
+	For map[string]*Config `yaml:"for"`
 }
 
 // List is a YAML sequence of strings that also accepts a single string.
@@ -936,17 +940,7 @@ func (r *Recipe) checkImage(name string, im *Image) error {
 	if err := r.checkPins(name, im); err != nil {
 		return err
 	}
-	for i, e := range im.Config.Env {
-		if !strings.Contains(e, "=") {
-			return r.Errorf(fmt.Sprintf("%s.config.env.%d", at, i), "image %s: env entry %q is not K=V", name, e)
-		}
-	}
-	for i, p := range im.Config.ExposedPorts {
-		if err := checkPort(p); err != nil {
-			return r.Errorf(fmt.Sprintf("%s.config.ports.%d", at, i), "image %s: %v", name, err)
-		}
-	}
-	return nil
+	return r.checkConfig(name, at, im)
 }
 
 // checkWindowsAccess refuses owner and mode on a placement made only on

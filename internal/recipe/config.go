@@ -1,0 +1,155 @@
+package recipe
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/pallet-dev/pallet/internal/image"
+	"github.com/pallet-dev/pallet/internal/platform"
+)
+
+// configSection is one config section of an image and where it is.
+type configSection struct {
+	at string
+	c  *Config
+}
+
+// sections are the config sections that apply to pl, in the order they
+// are laid over each other: the image's, then its OS's, then its
+// platform's, so the most specific says last.
+func (c *Config) sections(at string, pl platform.Platform) []configSection {
+	out := []configSection{{at, c}}
+	type match struct {
+		sel  string
+		rank int
+	}
+	var ms []match
+	for sel, sc := range c.For {
+		if rank, ok := pl.Selects(sel); ok && sc != nil {
+			ms = append(ms, match{sel, rank})
+		}
+	}
+	slices.SortFunc(ms, func(a, b match) int { return cmp.Or(cmp.Compare(a.rank, b.rank), cmp.Compare(a.sel, b.sel)) })
+	for _, m := range ms {
+		out = append(out, configSection{at + ".for." + m.sel, c.For[m.sel]})
+	}
+	return out
+}
+
+// imageConfig is the config of image at on pl, expanded: each section
+// that applies sets what it gives. Entrypoint, cmd, workdir, user and
+// stop signal are replaced; env and ports add to what was given before
+// (a later variable of the same name wins when the config is applied);
+// labels are merged by key. A list given empty ("cmd: []") clears the
+// base's value, a list not given leaves it.
+func (r *Recipe) imageConfig(at string, c *Config, pl platform.Platform, v Vars) (image.Config, error) {
+	var cfg image.Config
+	for _, s := range c.sections(at+".config", pl) {
+		var one image.Config
+		if err := r.expandLists(v,
+			listField{s.at + ".entrypoint", s.c.Entrypoint, &one.Entrypoint},
+			listField{s.at + ".cmd", s.c.Cmd, &one.Cmd},
+			listField{s.at + ".env", s.c.Env, &one.Env},
+			listField{s.at + ".ports", s.c.ExposedPorts, &one.ExposedPorts},
+		); err != nil {
+			return cfg, err
+		}
+		for _, f := range []struct {
+			field, in string
+			out       *string
+		}{{"workdir", s.c.Workdir, &cfg.Workdir}, {"user", s.c.User, &cfg.User}, {"stopSignal", s.c.StopSignal, &cfg.StopSignal}} {
+			if f.in == "" {
+				continue
+			}
+			var err error
+			if *f.out, err = r.Expand(s.at+"."+f.field, f.in, v); err != nil {
+				return cfg, err
+			}
+		}
+		if one.Entrypoint != nil {
+			cfg.Entrypoint = one.Entrypoint
+		}
+		if one.Cmd != nil {
+			cfg.Cmd = one.Cmd
+		}
+		if one.Env != nil {
+			cfg.Env = append(slices.Clip(cfg.Env), one.Env...)
+		}
+		if one.ExposedPorts != nil {
+			cfg.ExposedPorts = append(slices.Clip(cfg.ExposedPorts), one.ExposedPorts...)
+		}
+		// In key order, so a recipe with two bad labels always reports
+		// the same one.
+		for _, k := range slices.Sorted(maps.Keys(s.c.Labels)) {
+			if cfg.Labels == nil {
+				cfg.Labels = map[string]string{}
+			}
+			var err error
+			if cfg.Labels[k], err = r.Expand(s.at+".labels."+k, s.c.Labels[k], v); err != nil {
+				return cfg, err
+			}
+		}
+	}
+	return cfg, nil
+}
+
+// checkConfig checks image name's config sections where they are
+// written: a section for some platforms must name one of the image's, as
+// a misspelt or stale one would silently configure nothing.
+func (r *Recipe) checkConfig(name, at string, im *Image) error {
+	sections := []configSection{{at + ".config", &im.Config}}
+	for _, sel := range slices.Sorted(maps.Keys(im.Config.For)) {
+		sat := at + ".config.for." + sel
+		c := im.Config.For[sel]
+		if err := platform.ParseSelector(sel); err != nil || sel == "" {
+			if err == nil {
+				err = fmt.Errorf("an empty OS or platform")
+			}
+			return r.Errorf(sat, "image %s: config.for: %v", name, err)
+		}
+		if !r.namesPlatformOf(sel, im) {
+			return r.Errorf(sat, "image %s: config.for.%s names none of the image's platforms (%s)", name, sel, strings.Join(im.Platforms, ", "))
+		}
+		if c == nil {
+			continue
+		}
+		if len(c.For) > 0 {
+			return r.Errorf(sat+".for", "image %s: config.for.%s: a section for some platforms has no sections of its own", name, sel)
+		}
+		sections = append(sections, configSection{sat, c})
+	}
+	for _, s := range sections {
+		for i, e := range s.c.Env {
+			if !strings.Contains(e, "=") {
+				return r.Errorf(fmt.Sprintf("%s.env.%d", s.at, i), "image %s: env entry %q is not K=V", name, e)
+			}
+		}
+		for i, p := range s.c.ExposedPorts {
+			if err := checkPort(p); err != nil {
+				return r.Errorf(fmt.Sprintf("%s.ports.%d", s.at, i), "image %s: %v", name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// namesPlatformOf reports whether selector sel names one of the image's
+// platforms as written (an expanded one may name any).
+func (r *Recipe) namesPlatformOf(sel string, im *Image) bool {
+	for _, ps := range im.Platforms {
+		if strings.Contains(ps, "{{") {
+			return true
+		}
+		p, err := platform.Parse(ps)
+		if err != nil {
+			return true // reported where the platform is checked
+		}
+		if _, ok := p.Selects(sel); ok {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,106 @@
+package recipe
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/pallet-dev/pallet/internal/image"
+)
+
+const configRecipe = `version: 1
+args:
+  V: "1.0"
+artifacts:
+  agent: {local: {path: ./agent}, licenses: none}
+images:
+  agent:
+    base: {linux: scratch, windows: windows-hostprocess-scratch}
+    platforms: [linux/amd64, linux/arm64, windows/amd64]
+    files:
+      - {artifact: agent, dest: /k/}
+    config:
+      entrypoint: ["/k/agent{{exe}}"]
+      env: [MODE=node, LEVEL=2]
+      labels: {org.opencontainers.image.version: "{{V}}", os: any}
+      ports: ["8080"]
+      for:
+        windows:
+          env: ['PATH=C:\k;C:\Windows\system32']
+          workdir: 'C:\k'
+          labels: {os: windows}
+        linux/arm64:
+          cmd: [--arm]
+          env: [LEVEL=3]
+          ports: [9090/udp]
+        linux:
+          user: "65532"
+          cmd: []
+`
+
+// Each platform gets the image's config with its OS's section laid over
+// it, then its platform's: lists replaced, env and ports added to, labels
+// merged; {{exe}} is .exe on Windows.
+func TestConfigPerPlatform(t *testing.T) {
+	r, err := Parse("pallet.yaml", []byte(configRecipe))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := compileSchema(t).Validate(yamlToJSONValue(t, []byte(configRecipe))); err != nil {
+		t.Errorf("schema: %v", err)
+	}
+	p, err := r.Plan(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]image.Config{}
+	for _, pi := range p.Images[0].Platforms {
+		got[pi.Platform.String()] = pi.Config
+	}
+	want := map[string]image.Config{
+		"linux/amd64": {Entrypoint: []string{"/k/agent"}, Cmd: []string{}, Env: []string{"MODE=node", "LEVEL=2"}, User: "65532",
+			Labels: map[string]string{"org.opencontainers.image.version": "1.0", "os": "any"}, ExposedPorts: []string{"8080"}},
+		"linux/arm64": {Entrypoint: []string{"/k/agent"}, Cmd: []string{"--arm"}, Env: []string{"MODE=node", "LEVEL=2", "LEVEL=3"}, User: "65532",
+			Labels: map[string]string{"org.opencontainers.image.version": "1.0", "os": "any"}, ExposedPorts: []string{"8080", "9090/udp"}},
+		"windows/amd64": {Entrypoint: []string{"/k/agent.exe"}, Env: []string{"MODE=node", "LEVEL=2", `PATH=C:\k;C:\Windows\system32`}, Workdir: `C:\k`,
+			Labels: map[string]string{"org.opencontainers.image.version": "1.0", "os": "windows"}, ExposedPorts: []string{"8080"}},
+	}
+	for pl, w := range want {
+		if !reflect.DeepEqual(got[pl], w) {
+			t.Errorf("%s:\n got %#v\nwant %#v", pl, got[pl], w)
+		}
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, old, new string
+		line           int
+		want           string
+	}{
+		{"unknown os", "        windows:\n", "        widows:\n", 18, `unknown OS "widows"`},
+		{"no such platform", "        linux/arm64:\n", "        linux/arm/v7:\n", 22, "config.for.linux/arm/v7 names none of the image's platforms (linux/amd64, linux/arm64, windows/amd64)"},
+		{"nested", "          cmd: []\n", "          cmd: []\n          for: {linux/amd64: {cmd: [x]}}\n", 29, "has no sections of its own"},
+		{"bad env", "PATH=C:", "PATH", 19, "is not K=V"},
+		{"bad port", "[9090/udp]", "[9090/icmp]", 25, "9090/icmp"},
+		{"unknown field", "          workdir: 'C:\\k'\n", "          workdir: 'C:\\k'\n          entrypont: [x]\n", 21, "entrypont"},
+		{"undeclared var", "cmd: [--arm]", `cmd: ["--{{W}}"]`, 23, "W"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if !strings.Contains(configRecipe, tc.old) {
+				t.Fatalf("recipe lacks %q", tc.old)
+			}
+			r, err := Parse("pallet.yaml", []byte(strings.Replace(configRecipe, tc.old, tc.new, 1)))
+			if err == nil {
+				_, err = r.Plan(Options{})
+			}
+			e, ok := err.(*Error)
+			if !ok {
+				t.Fatalf("got %v (%T), want a located error containing %q", err, err, tc.want)
+			}
+			if e.Line != tc.line || !strings.Contains(e.Msg, tc.want) {
+				t.Errorf("got %v (line %d), want line %d containing %q", e, e.Line, tc.line, tc.want)
+			}
+		})
+	}
+}
