@@ -9,37 +9,50 @@ import (
 
 	"github.com/moby/buildkit/frontend/dockerfile/instructions"
 
+	"github.com/pallet-dev/pallet/internal/image"
 	"github.com/pallet-dev/pallet/internal/plan"
 	"github.com/pallet-dev/pallet/internal/platform"
 )
 
 // vars is an ordered set of variables, the environment BuildKit's lexer
-// expands words with.
+// expands words with. They are set by image.SetEnv, as the config's env
+// is, so that in a Windows stage, where PATH and Path are one variable, a
+// word expands with the very variable the image will hold.
 type vars struct {
-	keys []string
-	vals map[string]string
+	env     []string // NAME=VALUE
+	windows bool
 }
 
-func newVars() *vars { return &vars{vals: map[string]string{}} }
+func newVars(windows bool) *vars { return &vars{windows: windows} }
 
 // Get implements shell.EnvGetter.
 func (v *vars) Get(k string) (string, bool) {
-	val, ok := v.vals[k]
-	return val, ok
+	for _, kv := range v.env {
+		if name, val, _ := strings.Cut(kv, "="); sameName(name, k, v.windows) {
+			return val, true
+		}
+	}
+	return "", false
 }
 
 // Keys implements shell.EnvGetter.
-func (v *vars) Keys() []string { return v.keys }
-
-func (v *vars) set(k, val string) {
-	if _, ok := v.vals[k]; !ok {
-		v.keys = append(v.keys, k)
+func (v *vars) Keys() []string {
+	keys := make([]string, len(v.env))
+	for i, kv := range v.env {
+		keys[i], _, _ = strings.Cut(kv, "=")
 	}
-	v.vals[k] = val
+	return keys
 }
 
-func (v *vars) clone() *vars {
-	return &vars{keys: slices.Clone(v.keys), vals: maps.Clone(v.vals)}
+func (v *vars) set(k, val string) { v.env = image.SetEnv(v.env, k+"="+val, v.windows) }
+
+func (v *vars) clone() *vars { return &vars{env: slices.Clone(v.env), windows: v.windows} }
+
+// sameName is image.SetEnv's rule for which names are one variable,
+// restated for looking a name up, which SetEnv does not offer: on
+// Windows, names that differ only in case are.
+func sameName(a, b string, windows bool) bool {
+	return a == b || windows && strings.EqualFold(a, b)
 }
 
 // automaticArgs are the ARGs BuildKit defines for every build: usable in
@@ -79,7 +92,9 @@ func (d *Dockerfile) checkOverrides(args map[string]string) error {
 // then the ARGs before the first FROM, each taking its override or its
 // default expanded with the ones before it.
 func (e *evaluator) globals() (*vars, error) {
-	g := newVars()
+	// FROM lines belong to no stage, and BuildKit keeps the global ARGs
+	// apart by exact name: a stage's ARG v does not bring in a global V.
+	g := newVars(false)
 	t, b := e.target, e.build
 	auto := map[string]string{
 		"BUILDPLATFORM": b.String(), "BUILDOS": b.OS, "BUILDOSVERSION": "", "BUILDARCH": b.Arch, "BUILDVARIANT": b.Variant,
@@ -148,7 +163,7 @@ func (e *evaluator) expand(s *stageState, word string) (string, error) {
 	}
 	for _, name := range slices.Sorted(maps.Keys(res.Unmatched)) {
 		switch {
-		case s.declared[name]:
+		case s.isDeclared(name):
 		case e.declaredGlobally(name):
 			return "", fmt.Errorf("$%s is an ARG of the global scope (before the first FROM), which only FROM lines see; declare it in this stage too: ARG %s", name, name)
 		case slices.Contains(automaticArgs, name):
@@ -158,6 +173,17 @@ func (e *evaluator) expand(s *stageState, word string) (string, error) {
 		}
 	}
 	return res.Result, nil
+}
+
+// isDeclared says a stage ARG stands for name: "ARG foo" with no value
+// makes $FOO empty, not unknown, in a Windows stage.
+func (s *stageState) isDeclared(name string) bool {
+	for k := range s.declared {
+		if sameName(k, name, s.platform.IsWindows()) {
+			return true
+		}
+	}
+	return false
 }
 
 func (e *evaluator) declaredGlobally(name string) bool {

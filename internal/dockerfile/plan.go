@@ -429,7 +429,7 @@ func cloneConfig(c image.Config) image.Config {
 // known environment; an oci: layout or a registry image is read only when
 // the build assembles it.
 func (e *evaluator) startStage(sd *stageDef, base string) (*stageState, error) {
-	s := &stageState{def: sd, base: base, basePos: sd.basePos, platform: e.target, env: newVars(),
+	s := &stageState{def: sd, base: base, basePos: sd.basePos, platform: e.target,
 		declared: map[string]bool{}, workdir: "/", content: newContent()}
 	if sd.platformRaw != "" {
 		p, err := e.expandPlatform(sd)
@@ -438,6 +438,10 @@ func (e *evaluator) startStage(sd *stageDef, base string) (*stageState, error) {
 		}
 		s.platform = p
 	}
+	// The stage's own platform decides how names compare, not the
+	// target's: a Windows stage a Linux image copies from is still read
+	// the Windows way.
+	s.env = newVars(s.platform.IsWindows())
 	switch {
 	case base == image.Scratch:
 		s.envKnown, s.emptyBase = true, true
@@ -467,7 +471,8 @@ func (e *evaluator) startStage(sd *stageDef, base string) (*stageState, error) {
 const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 // setEnv sets a variable for later instructions and in the image config,
-// replacing one of the same name in place, as BuildKit does.
+// replacing one of the same name in place, as BuildKit does; both follow
+// image.SetEnv, so on Windows they agree on which names are one.
 func (s *stageState) setEnv(k, v string) {
 	s.env.set(k, v)
 	s.cfg.Env = image.SetEnv(s.cfg.Env, k+"="+v, s.platform.IsWindows())
