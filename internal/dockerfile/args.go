@@ -28,7 +28,7 @@ func newVars(windows bool) *vars { return &vars{windows: windows} }
 // Get implements shell.EnvGetter.
 func (v *vars) Get(k string) (string, bool) {
 	for _, kv := range v.env {
-		if name, val, _ := strings.Cut(kv, "="); sameName(name, k, v.windows) {
+		if name, val, _ := strings.Cut(kv, "="); image.SameEnvName(name, k, v.windows) {
 			return val, true
 		}
 	}
@@ -47,13 +47,6 @@ func (v *vars) Keys() []string {
 func (v *vars) set(k, val string) { v.env = image.SetEnv(v.env, k+"="+val, v.windows) }
 
 func (v *vars) clone() *vars { return &vars{env: slices.Clone(v.env), windows: v.windows} }
-
-// sameName is image.SetEnv's rule for which names are one variable,
-// restated for looking a name up, which SetEnv does not offer: on
-// Windows, names that differ only in case are.
-func sameName(a, b string, windows bool) bool {
-	return a == b || windows && strings.EqualFold(a, b)
-}
 
 // automaticArgs are the ARGs BuildKit defines for every build: usable in
 // FROM lines, and in a stage once declared there with ARG NAME.
@@ -179,7 +172,7 @@ func (e *evaluator) expand(s *stageState, word string) (string, error) {
 // makes $FOO empty, not unknown, in a Windows stage.
 func (s *stageState) isDeclared(name string) bool {
 	for k := range s.declared {
-		if sameName(k, name, s.platform.IsWindows()) {
+		if image.SameEnvName(k, name, s.platform.IsWindows()) {
 			return true
 		}
 	}

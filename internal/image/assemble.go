@@ -163,12 +163,18 @@ func SetEnv(env []string, kv string, windows bool) []string {
 	k, _, _ := strings.Cut(kv, "=")
 	for i, old := range env {
 		name, _, _ := strings.Cut(old, "=")
-		if name == k || windows && strings.EqualFold(name, k) {
+		if SameEnvName(name, k, windows) {
 			env[i] = kv
 			return env
 		}
 	}
 	return append(env, kv)
+}
+
+// SameEnvName reports whether a and b name one environment variable: on
+// Windows whatever their case (see SetEnv).
+func SameEnvName(a, b string, windows bool) bool {
+	return a == b || windows && strings.EqualFold(a, b)
 }
 
 // Index gathers per-platform images into an OCI index. The entry platform
