@@ -176,7 +176,7 @@ func buildCmd() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVarP(&file, "file", "f", "pallet.yaml", "recipe file, or a Dockerfile (Dockerfile, NAME.Dockerfile, Dockerfile.NAME; Containerfile alike)")
-	f.StringSliceVar(&platforms, "platform", nil, "build only these platforms (os/arch[/variant], repeatable or comma-separated)")
+	f.StringSliceVar(&platforms, "platform", nil, "build only these platforms (os/arch[/variant], or an OS for each of its in the recipe; repeatable or comma-separated)")
 	f.StringArrayVarP(&outputs, "output", "o", []string{"oci:out"}, "where images go: oci:DIR, docker:FILE.tar or registry:REF (repeatable)")
 	f.StringArrayVar(&args, "arg", nil, "override a recipe arg (K=V, repeatable)")
 	f.StringSliceVar(&images, "image", nil, "build only these images of the recipe")

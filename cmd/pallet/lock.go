@@ -63,7 +63,7 @@ is missing or stale: for CI.`,
 	f := cmd.Flags()
 	f.StringVarP(&opt.File, "file", "f", "pallet.yaml", "recipe file")
 	f.StringSliceVar(&opt.Artifacts, "artifact", nil, "only these artifacts (repeatable or comma-separated)")
-	f.StringSliceVar(&opt.Platforms, "platform", nil, "only these platforms (os/arch[/variant], repeatable or comma-separated)")
+	f.StringSliceVar(&opt.Platforms, "platform", nil, "only these platforms (os/arch[/variant] or an OS; repeatable or comma-separated)")
 	f.BoolVar(&opt.Check, "check", false, "write nothing; fail if a pin is missing or stale")
 	f.BoolVar(&opt.Update, "update", false, "re-pin pins that no longer match (moved tags, re-published downloads)")
 	f.BoolVarP(&quiet, "quiet", "q", false, "print nothing but errors")

@@ -104,3 +104,35 @@ func TestConfigErrors(t *testing.T) {
 		})
 	}
 }
+
+// --platform takes an OS for every platform of it the images have.
+func TestPlatformSelectionByOS(t *testing.T) {
+	r, err := Parse("pallet.yaml", []byte(configRecipe))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for sel, want := range map[string]string{
+		"linux":                   "linux/amd64 linux/arm64",
+		"windows":                 "windows/amd64",
+		"windows,linux/arm64":     "linux/arm64 windows/amd64",
+		"linux/amd64,linux/amd64": "linux/amd64",
+	} {
+		p, err := r.Plan(Options{Platforms: []string{sel}})
+		if err != nil {
+			t.Errorf("%s: %v", sel, err)
+			continue
+		}
+		var got []string
+		for _, pi := range p.Images[0].Platforms {
+			got = append(got, pi.Platform.String())
+		}
+		if strings.Join(got, " ") != want {
+			t.Errorf("--platform %s: %v, want %s", sel, got, want)
+		}
+	}
+	for sel, want := range map[string]string{"macos": `unknown OS "macos"`, "linux,": "empty platform", "freebsd/amd64": "unknown platform"} {
+		if _, err := r.Plan(Options{Platforms: []string{sel}}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("--platform %s: %v, want %q", sel, err, want)
+		}
+	}
+}

@@ -107,7 +107,7 @@ func (r *Recipe) served(vars Vars) (map[string][]platform.Platform, error) {
 
 // pinArtifacts returns the artifacts sel names, or all that images place,
 // in name order, with the platforms each serves and those selected.
-func (r *Recipe) pinArtifacts(sel PinSelection) (Vars, []string, map[string][]platform.Platform, map[string]bool, error) {
+func (r *Recipe) pinArtifacts(sel PinSelection) (Vars, []string, map[string][]platform.Platform, platforms, error) {
 	vars, err := r.Vars(nil)
 	if err != nil {
 		return nil, nil, nil, nil, err
@@ -156,7 +156,7 @@ func (r *Recipe) GitPins(sel PinSelection) ([]*GitPin, error) {
 		at := "artifacts." + name + ".modes.source.git"
 		var pin *GitPin
 		for _, pl := range served[name] {
-			if want != nil && !want[pl.String()] {
+			if !want.has(pl) {
 				continue
 			}
 			v, err := r.artifactVars(name, pl, vars, "")
@@ -210,7 +210,7 @@ func (r *Recipe) Downloads(sel PinSelection) ([]*Download, error) {
 			if err != nil {
 				return nil, err
 			}
-			t := &Target{Platform: pl, Selected: want == nil || want[pl.String()]}
+			t := &Target{Platform: pl, Selected: want.has(pl)}
 			if t.URL, err = r.Expand(at+".url", u.URL, v); err != nil {
 				return nil, err
 			}

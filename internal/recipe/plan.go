@@ -160,7 +160,7 @@ func epochOf(r *Recipe, opt Options) (time.Time, error) {
 
 // selection reads what the options select: the variables, the images (in
 // order) and the platforms (nil for all).
-func selection(r *Recipe, opt Options) (Vars, []string, map[string]bool, error) {
+func selection(r *Recipe, opt Options) (Vars, []string, platforms, error) {
 	vars, err := r.Vars(opt.Args)
 	if err != nil {
 		return nil, nil, nil, err
@@ -197,24 +197,40 @@ func selectImages(r *Recipe, only []string) ([]string, error) {
 	return slices.DeleteFunc(all, func(n string) bool { return !want[n] }), nil
 }
 
-func parsePlatforms(list []string) (map[string]bool, error) {
+// platforms is the platforms a build is limited to: selectors, an OS
+// ("windows") or a platform; nil selects every platform.
+type platforms []string
+
+func (s platforms) has(p platform.Platform) bool { return s == nil || p.SelectedBy(s) }
+
+func parsePlatforms(list []string) (platforms, error) {
 	if len(list) == 0 {
 		return nil, nil
 	}
-	want := map[string]bool{}
+	var want platforms
 	for _, s := range list {
 		for _, part := range strings.Split(s, ",") {
+			if !strings.Contains(part, "/") {
+				if err := platform.ParseSelector(part); err != nil || part == "" {
+					if err == nil {
+						err = fmt.Errorf("empty platform")
+					}
+					return nil, fmt.Errorf("platform selection: %w", err)
+				}
+				want = append(want, part)
+				continue
+			}
 			p, err := platform.Parse(part)
 			if err != nil {
 				return nil, fmt.Errorf("platform selection: %w", err)
 			}
-			want[p.String()] = true
+			want = append(want, p.String())
 		}
 	}
 	return want, nil
 }
 
-func (pl *planner) image(name string, ri *Image, vars Vars, want map[string]bool) (*plan.Image, error) {
+func (pl *planner) image(name string, ri *Image, vars Vars, want platforms) (*plan.Image, error) {
 	r := pl.r
 	at := "images." + name
 	im := &plan.Image{Name: name, Repository: name, Pos: r.Pos(at)}
@@ -251,7 +267,7 @@ func (pl *planner) image(name string, ri *Image, vars Vars, want map[string]bool
 		if err != nil {
 			return nil, r.Errorf(fmt.Sprintf("%s.platforms.%d", at, i), "%v", err)
 		}
-		if want != nil && !want[pf.String()] {
+		if !want.has(pf) {
 			continue
 		}
 		pi, err := pl.platformImage(name, ri, vars, pf)
@@ -673,7 +689,7 @@ func (r *Recipe) Fetchable(opt Options) ([]*artifact.Request, error) {
 			if err != nil {
 				return nil, r.Errorf("images."+name+".platforms", "%v", err)
 			}
-			if want != nil && !want[pl.String()] {
+			if !want.has(pl) {
 				continue
 			}
 			for _, f := range ri.Files {
