@@ -73,11 +73,7 @@ func TestConfigPerPlatform(t *testing.T) {
 }
 
 func TestConfigErrors(t *testing.T) {
-	for _, tc := range []struct {
-		name, old, new string
-		line           int
-		want           string
-	}{
+	checkEdits(t, configRecipe, []editCase{
 		{"unknown os", "        windows:\n", "        widows:\n", 18, `unknown OS "widows"`},
 		{"no such platform", "        linux/arm64:\n", "        linux/arm/v7:\n", 22, "config.for.linux/arm/v7 names none of the image's platforms (linux/amd64, linux/arm64, windows/amd64)"},
 		{"nested", "          cmd: []\n", "          cmd: []\n          for: {linux/amd64: {cmd: [x]}}\n", 29, "has no sections of its own"},
@@ -85,24 +81,7 @@ func TestConfigErrors(t *testing.T) {
 		{"bad port", "[9090/udp]", "[9090/icmp]", 25, "9090/icmp"},
 		{"unknown field", "          workdir: 'C:\\k'\n", "          workdir: 'C:\\k'\n          entrypont: [x]\n", 21, "entrypont"},
 		{"undeclared var", "cmd: [--arm]", `cmd: ["--{{W}}"]`, 23, "W"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if !strings.Contains(configRecipe, tc.old) {
-				t.Fatalf("recipe lacks %q", tc.old)
-			}
-			r, err := Parse("pallet.yaml", []byte(strings.Replace(configRecipe, tc.old, tc.new, 1)))
-			if err == nil {
-				_, err = r.Plan(Options{})
-			}
-			e, ok := err.(*Error)
-			if !ok {
-				t.Fatalf("got %v (%T), want a located error containing %q", err, err, tc.want)
-			}
-			if e.Line != tc.line || !strings.Contains(e.Msg, tc.want) {
-				t.Errorf("got %v (line %d), want line %d containing %q", e, e.Line, tc.line, tc.want)
-			}
-		})
-	}
+	})
 }
 
 // --platform takes an OS for every platform of it the images have.

@@ -2,7 +2,6 @@ package recipe
 
 import (
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/pallet-dev/pallet/internal/artifact"
@@ -58,35 +57,12 @@ func TestGitFilesPlan(t *testing.T) {
 }
 
 func TestGitFilesErrors(t *testing.T) {
-	for _, tc := range []struct {
-		name, old, new string
-		line           int
-		want           string
-	}{
+	checkEdits(t, gitFilesRecipe, []editCase{
 		{"go too", "          path: hack/windows/{{os}}\n", "          path: hack/windows/{{os}}\n        go: {packages: [./cmd/agent]}\n", 12, "git.path takes files of the checkout as they are and go builds it"},
 		{"neither", "          path: hack/windows/{{os}}\n", "", 7, "give go (to build the checkout) or git.path"},
 		{"climbs", "path: hack/windows/{{os}}", "path: hack/../../etc", 12, "climbs out of the repository"},
 		{"absolute", "path: hack/windows/{{os}}", "path: /etc/passwd", 12, "is absolute"},
-		{"expanded climbs", "path: hack/windows/{{os}}", `path: "{{version}}/x"`, 12, "climbs out of the repository"},
+		{"expanded climbs", "path: hack/windows/{{os}}", `path: "{{os}}/../../x"`, 12, "climbs out of the repository"},
 		{"backslash", "path: hack/windows/{{os}}", `path: hack\windows`, 12, "separate its parts with /"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if !strings.Contains(gitFilesRecipe, tc.old) {
-				t.Fatalf("recipe lacks %q", tc.old)
-			}
-			src := strings.Replace(gitFilesRecipe, tc.old, tc.new, 1)
-			src = strings.Replace(src, `version: "2.3.0"`, `version: "../.."`, map[bool]int{true: 1}[tc.name == "expanded climbs"])
-			r, err := Parse("pallet.yaml", []byte(src))
-			if err == nil {
-				_, err = r.Plan(Options{})
-			}
-			e, ok := err.(*Error)
-			if !ok {
-				t.Fatalf("got %v (%T), want a located error containing %q", err, err, tc.want)
-			}
-			if e.Line != tc.line || !strings.Contains(e.Msg, tc.want) {
-				t.Errorf("got %v (line %d), want line %d containing %q", e, e.Line, tc.line, tc.want)
-			}
-		})
-	}
+	})
 }

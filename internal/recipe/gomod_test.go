@@ -106,11 +106,7 @@ func TestGoModulePlan(t *testing.T) {
 
 // Each pin and setting is checked where it is written.
 func TestGoModuleErrors(t *testing.T) {
-	for _, tc := range []struct {
-		name, old, new string
-		line           int
-		want           string
-	}{
+	checkEdits(t, gomodRecipe, []editCase{
 		{"no sum", "      sum: " + testSum + "\n", "", 7, "gomod.sum must be the module's go.sum hash"},
 		{"sha256 as sum", "      sum: " + testSum, "      sum: 0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a", 10, `h1: and 44 base64 characters (got "0a0a`},
 		{"query", "      version: v{{version}}", "      version: latest", 9, "a query such as latest does not"},
@@ -130,24 +126,7 @@ func TestGoModuleErrors(t *testing.T) {
 		{"bad cc platform", "      cc: {linux/arm64:", "      cc: {linux/arm46:", 14, "unknown platform"},
 		{"git too", "        gomod:\n", "        git: {repo: https://example.com/kind.git, commit: 0123456789abcdef0123456789abcdef01234567}\n        gomod:\n", 20, "give either git and go, or gomod"},
 		{"two kinds", "    gomod:\n      module: sigs.k8s.io/cri-tools", "    url: {url: https://example.com/x, sha256: 0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a}\n    gomod:\n      module: sigs.k8s.io/cri-tools", 5, "exactly one of local, url, go, gomod, modes"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if !strings.Contains(gomodRecipe, tc.old) {
-				t.Fatalf("recipe lacks %q", tc.old)
-			}
-			r, err := Parse("pallet.yaml", []byte(strings.Replace(gomodRecipe, tc.old, tc.new, 1)))
-			if err == nil {
-				_, err = r.Plan(Options{})
-			}
-			e, ok := err.(*Error)
-			if !ok {
-				t.Fatalf("got %v (%T), want a located error containing %q", err, err, tc.want)
-			}
-			if e.Line != tc.line || !strings.Contains(e.Msg, tc.want) {
-				t.Errorf("got %v (line %d), want line %d containing %q", e, e.Line, tc.line, tc.want)
-			}
-		})
-	}
+	})
 }
 
 // The schema knows both forms, rejects what the parser rejects for shape,
@@ -186,5 +165,37 @@ func TestGoModuleSchema(t *testing.T) {
 	sort.Strings(names)
 	if !reflect.DeepEqual(fields, names) {
 		t.Errorf("GoModule fields %v, schema properties %v", fields, names)
+	}
+}
+
+// editCase is a recipe edited to be wrong, the line its error must name
+// and what the message must say.
+type editCase struct {
+	name, old, new string
+	line           int
+	want           string
+}
+
+// checkEdits parses and plans src with each case's edit, and wants the
+// located error it describes.
+func checkEdits(t *testing.T, src string, cases []editCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if !strings.Contains(src, tc.old) {
+				t.Fatalf("recipe lacks %q", tc.old)
+			}
+			r, err := Parse("pallet.yaml", []byte(strings.Replace(src, tc.old, tc.new, 1)))
+			if err == nil {
+				_, err = r.Plan(Options{})
+			}
+			e, ok := err.(*Error)
+			if !ok {
+				t.Fatalf("got %v (%T), want a located error containing %q", err, err, tc.want)
+			}
+			if e.Line != tc.line || !strings.Contains(e.Msg, tc.want) {
+				t.Errorf("got %v (line %d), want line %d containing %q", e, e.Line, tc.line, tc.want)
+			}
+		})
 	}
 }
