@@ -146,6 +146,9 @@ type Fetcher struct {
 	Cache *cache.Cache
 	// Log receives one line per notable event (retries, warnings).
 	Log func(format string, args ...any)
+	// shared, when set, is where checkouts of one commit fetch it once
+	// (ShareCheckouts).
+	shared *gitShare
 }
 
 // New returns a Fetcher with sensible network defaults.

@@ -88,7 +88,7 @@ func (g *Git) Mirror(ctx context.Context, f *Fetcher, r *Request, dir string) er
 	src := filepath.Join(tmp, "src")
 	// From the mirror just written, not the upstream again.
 	m := *f
-	m.Mirror, m.Offline = dir, true
+	m.Mirror, m.Offline, m.shared = dir, true, nil
 	if err := m.checkout(ctx, g.ref(), src); err != nil {
 		return err
 	}
@@ -98,6 +98,19 @@ func (g *Git) Mirror(ctx context.Context, f *Fetcher, r *Request, dir string) er
 // checkout puts g.Commit of g.Repo in dir and proves it: the commit must
 // exist, HEAD must be it, and a tag, when given, must point at it.
 func (f *Fetcher) checkout(ctx context.Context, g gitRef, dir string) error {
+	if f.shared != nil {
+		objects, err := f.shared.objects(ctx, f, g)
+		if err != nil {
+			return err
+		}
+		return checkoutShared(ctx, objects, g, dir)
+	}
+	return f.fetchCommit(ctx, g, dir, false)
+}
+
+// fetchCommit fetches g.Commit into a new repository at dir, bare or
+// checked out, and proves it.
+func (f *Fetcher) fetchCommit(ctx context.Context, g gitRef, dir string, bare bool) error {
 	from, err := f.repoSource(g.Repo)
 	if err != nil {
 		return err
@@ -106,7 +119,11 @@ func (f *Fetcher) checkout(ctx context.Context, g gitRef, dir string) error {
 		return err
 	}
 	run := func(args ...string) (string, error) { return git(ctx, dir, args...) }
-	if _, err := run("init", "-q"); err != nil {
+	init := []string{"init", "-q"}
+	if bare {
+		init = append(init, "--bare")
+	}
+	if _, err := run(init...); err != nil {
 		return err
 	}
 	if _, err := run("remote", "add", "origin", from); err != nil {
@@ -119,12 +136,19 @@ func (f *Fetcher) checkout(ctx context.Context, g gitRef, dir string) error {
 			return blame("repo", fmt.Errorf("fetch %s: %w", g.Repo, err))
 		}
 	}
-	if _, err := run("checkout", "-q", "--detach", g.Commit); err != nil {
-		return blame("commit", fmt.Errorf("commit %s is not in %s: %w", g.Commit, g.Repo, err))
-	}
-	head, err := run("rev-parse", "HEAD")
-	if err != nil {
-		return err
+	var head string
+	if bare {
+		head, err = run("rev-parse", "--verify", "--quiet", g.Commit+"^{commit}")
+		if err != nil {
+			return blame("commit", fmt.Errorf("commit %s is not in %s", g.Commit, g.Repo))
+		}
+	} else {
+		if _, err := run("checkout", "-q", "--detach", g.Commit); err != nil {
+			return blame("commit", fmt.Errorf("commit %s is not in %s: %w", g.Commit, g.Repo, err))
+		}
+		if head, err = run("rev-parse", "HEAD"); err != nil {
+			return err
+		}
 	}
 	if head != g.Commit {
 		return fmt.Errorf("%s: checked out %s, but the recipe pins %s", g.Repo, head, g.Commit)

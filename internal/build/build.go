@@ -246,6 +246,7 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 
 	fetcher := artifact.New()
 	fetcher.Log = direct.Warn
+	fetcher.ShareCheckouts(filepath.Join(work, "git"))
 	fetcher.Mirror, fetcher.MirrorURL, fetcher.Offline = opt.Network.Mirror, opt.Network.MirrorURL, opt.Network.Offline
 	lim := limits(opt.Limits, p.Limits)
 	fetcher.Limits = artifact.Limits{MaxBytes: lim.MaxDownload, Stall: lim.Stall,
