@@ -155,20 +155,7 @@ func (f *Fetcher) goBuild(ctx context.Context, r *Request, g *Go, dir string, wo
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return nil, err
 	}
-	// -buildvcs=false by default: otherwise the commit of whatever
-	// repository encloses the module (and whether it is dirty) ends up in
-	// the binary and two checkouts of the same code give different images.
-	args := []string{"build", "-o", out, "-buildvcs=false"}
-	if g.Trimpath {
-		args = append(args, "-trimpath")
-	}
-	if len(g.Ldflags) > 0 {
-		args = append(args, "-ldflags="+strings.Join(g.Ldflags, " "))
-	}
-	if len(g.Tags) > 0 {
-		args = append(args, "-tags="+strings.Join(g.Tags, ","))
-	}
-	args = append(args, g.Flags...)
+	args := append([]string{"build", "-o", out}, g.buildFlags()...)
 	args = append(args, g.Packages...)
 
 	env := f.goEnv(g, r.Platform)
@@ -215,6 +202,26 @@ func (f *Fetcher) goBuild(ctx context.Context, r *Request, g *Go, dir string, wo
 		return nil, err
 	}
 	return &Result{Tree: t, Licenses: lic, Record: Record{GoVersion: tc.version}, GoSource: dir}, nil
+}
+
+// buildFlags are the go build flags of g, but for -o: what decides which
+// packages, files and modules the build reads, for the steps that must
+// read the same (the mirror's).
+func (g *Go) buildFlags() []string {
+	// -buildvcs=false by default: otherwise the commit of whatever
+	// repository encloses the module (and whether it is dirty) ends up in
+	// the binary and two checkouts of the same code give different images.
+	args := []string{"-buildvcs=false"}
+	if g.Trimpath {
+		args = append(args, "-trimpath")
+	}
+	if len(g.Ldflags) > 0 {
+		args = append(args, "-ldflags="+strings.Join(g.Ldflags, " "))
+	}
+	if len(g.Tags) > 0 {
+		args = append(args, "-tags="+strings.Join(g.Tags, ","))
+	}
+	return append(args, g.Flags...)
 }
 
 type versionOrErr struct {
