@@ -76,7 +76,7 @@ func (m *GoModule) Mirror(ctx context.Context, f *Fetcher, r *Request, dir strin
 	}
 	defer os.RemoveAll(tmp)
 	f.Log("mirror %s", m.ref())
-	env := append(f.goEnv(&m.Go, r.Platform), "GOMODCACHE="+ModuleCache(dir), "GOFLAGS=-modcacherw")
+	env := mirrorEnv(f.goEnv(&m.Go, r.Platform), dir)
 	src := filepath.Join(tmp, "src")
 	if err := m.fetch(ctx, f, env, tmp, src); err != nil {
 		return err
