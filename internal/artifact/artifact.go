@@ -207,7 +207,9 @@ func (f *Fetcher) MirrorTo(ctx context.Context, dir string, reqs []*Request) err
 			return fmt.Errorf("%s: %w", r, err)
 		}
 	}
-	return nil
+	// Once all are in: pruned after each, a pinned toolchain would be
+	// unpacked again for every request that uses it.
+	return pruneModuleCache(dir)
 }
 
 // FieldError blames one setting of an artifact, by its name in the

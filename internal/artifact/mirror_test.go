@@ -81,8 +81,9 @@ func mirroredZips(t *testing.T, mirror string) []string {
 // The mirror holds what the build of the selected packages reads, for
 // its platform and with its settings (tags, GOFLAGS): not the modules that
 // only a test, an unset build tag or another GOOS import, which go mod
-// download fetched too. An offline build with the proxy gone and an empty
-// module cache builds from that mirror alone.
+// download fetched too. Nor the unpacked trees: only the file:// proxy
+// is read. An offline build with the proxy gone and an empty module cache
+// builds from that mirror alone.
 func TestMirrorHoldsWhatTheBuildReads(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -106,6 +107,9 @@ func TestMirrorHoldsWhatTheBuildReads(t *testing.T) {
 			}
 			if got := mirroredZips(t, mirror); !slices.Equal(got, tc.zips) {
 				t.Errorf("the mirror holds the zips of %v, want %v", got, tc.zips)
+			}
+			if entries, err := os.ReadDir(artifact.ModuleCache(mirror)); err != nil || len(entries) != 1 || entries[0].Name() != "cache" {
+				t.Errorf("the mirror's module cache holds %v (%v), want only cache/", entries, err)
 			}
 
 			p.Close()
@@ -148,5 +152,37 @@ func TestMirrorVendoredModules(t *testing.T) {
 	}
 	if got, want := mirroredZips(t, mirror), []string{"example.com/lib/greet"}; !slices.Equal(got, want) {
 		t.Errorf("the mirror holds the zips of %v, want %v", got, want)
+	}
+}
+
+// Modules unpacked into the mirror by a go command without -modcacherw,
+// as the docs' GOMODCACHE=MIRROR/gomod go mod download leaves them, are
+// read-only: fetch prunes them all the same, and keeps cache/. (Root
+// removes them whatever their mode: run as another user to see that.)
+func TestMirrorPrunesReadOnlyTrees(t *testing.T) {
+	mirror := t.TempDir()
+	cache := artifact.ModuleCache(mirror)
+	tree := filepath.Join(cache, "example.com", "lib", "greet@v1.0.0")
+	zip := filepath.Join(cache, "cache", "download", "example.com", "lib", "greet", "@v", "v1.0.0.zip")
+	for _, f := range []string{filepath.Join(tree, "greet.go"), zip} {
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, []byte("x"), 0o444); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(tree, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(tree, 0o755) })
+	if err := fetcher(t).MirrorTo(context.Background(), mirror, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(cache, "example.com")); !os.IsNotExist(err) {
+		t.Errorf("the unpacked module is still there: %v", err)
+	}
+	if _, err := os.Stat(zip); err != nil {
+		t.Errorf("the zip went too: %v", err)
 	}
 }
