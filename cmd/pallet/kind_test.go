@@ -300,7 +300,10 @@ func TestPinFailures(t *testing.T) {
 // the same mirror served over http works as --mirror-url.
 func TestFetchThenOffline(t *testing.T) {
 	e := newKindEnv(t)
-	mirror := filepath.Join(t.TempDir(), "mirror")
+	// Named relative to where pallet runs, as a user would: the go
+	// command is given it absolute.
+	t.Chdir(t.TempDir())
+	mirror := "mirror"
 	fetchArgs := []string{"fetch", "-q", "-f", e.recipe, "--mirror", mirror,
 		"--arg", "GIT=file://" + filepath.Join(e.dir, "git"), "--arg", "RELEASES=" + e.srv.URL}
 	mustPallet(t, fetchArgs...)

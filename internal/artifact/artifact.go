@@ -209,7 +209,7 @@ func (f *Fetcher) MirrorTo(ctx context.Context, dir string, reqs []*Request) err
 	}
 	// Once all are in: pruned after each, a pinned toolchain would be
 	// unpacked again for every request that uses it.
-	return pruneModuleCache(dir)
+	return PruneModuleCache(dir)
 }
 
 // FieldError blames one setting of an artifact, by its name in the

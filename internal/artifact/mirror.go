@@ -186,14 +186,14 @@ func mirrorEnv(env []string, mirror string) []string {
 	return append(env, "GOMODCACHE="+ModuleCache(mirror), "GOFLAGS="+flags)
 }
 
-// pruneModuleCache removes from the mirror's module cache everything but
+// PruneModuleCache removes from the mirror's module cache everything but
 // cache/: the modules unpacked, and the pinned toolchains. Offline builds
 // read the mirror only as a GOPROXY, file://.../cache/download, whose
 // .info, .mod and .zip files hold all of it; unpacked, the same files
 // take some three times the space (Go 1.25.5 for linux/amd64: 64 MB
 // zipped, 214 MB unpacked). A later fetch that needs a tree unpacks it
 // again from there.
-func pruneModuleCache(mirror string) error {
+func PruneModuleCache(mirror string) error {
 	cache := ModuleCache(mirror)
 	entries, err := os.ReadDir(cache)
 	if os.IsNotExist(err) {

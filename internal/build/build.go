@@ -4,6 +4,7 @@
 package build
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -22,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gofrs/flock"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"golang.org/x/sync/errgroup"
@@ -98,6 +100,21 @@ type Network struct {
 	// Mirror is a directory written by pallet fetch; MirrorURL serves
 	// one over http(s).
 	Mirror, MirrorURL string
+}
+
+// fetcher is a Fetcher reading through n. A mirror named relative to
+// where pallet runs is made absolute: the go command refuses a relative
+// module cache or file:// proxy.
+func (n Network) fetcher() (*artifact.Fetcher, error) {
+	f := artifact.New()
+	f.MirrorURL, f.Offline = n.MirrorURL, n.Offline
+	if n.Mirror != "" {
+		var err error
+		if f.Mirror, err = filepath.Abs(n.Mirror); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
 }
 
 // Limits bound the inputs of a build: a non-zero field wins over the
@@ -244,10 +261,12 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 	defer wd.Remove()
 	work := wd.Path
 
-	fetcher := artifact.New()
+	fetcher, err := opt.Network.fetcher()
+	if err != nil {
+		return nil, err
+	}
 	fetcher.Log = direct.Warn
 	fetcher.ShareCheckouts(filepath.Join(work, "git"))
-	fetcher.Mirror, fetcher.MirrorURL, fetcher.Offline = opt.Network.Mirror, opt.Network.MirrorURL, opt.Network.Offline
 	lim := limits(opt.Limits, p.Limits)
 	fetcher.Limits = artifact.Limits{MaxBytes: lim.MaxDownload, Stall: lim.Stall,
 		Unpack: artifact.UnpackLimits{MaxBytes: lim.MaxExtract, MaxEntries: lim.MaxEntries, MaxWindow: lim.MaxWindow}}
@@ -1378,13 +1397,36 @@ func (b *builder) warnMissingLoaders(name string, pi *plan.PlatformImage, trees 
 // whose licences the Go binaries of downloaded releases and local files
 // ship (--module-licenses, the default).
 func Mirror(ctx context.Context, reqs []*artifact.Request, dir string, n Network, log func(string, ...any)) error {
-	f := artifact.New()
+	// The go command refuses a relative GOMODCACHE, and the mirror's is
+	// one.
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	// Two fetches into one mirror would each prune the module trees the
+	// other's go command is reading.
+	lock := flock.New(filepath.Join(dir, ".pallet-fetch.lock"))
+	if ok, err := lock.TryLockContext(ctx, 200*time.Millisecond); err != nil || !ok {
+		return fmt.Errorf("lock the mirror %s: %w", dir, cmp.Or(err, ctx.Err()))
+	}
+	defer lock.Unlock()
+	f, err := n.fetcher()
+	if err != nil {
+		return err
+	}
 	f.Log = log
-	f.Mirror, f.MirrorURL, f.Offline = n.Mirror, n.MirrorURL, n.Offline
 	if err := f.MirrorTo(ctx, dir, reqs); err != nil {
 		return err
 	}
-	return mirrorLinkedModules(ctx, f, reqs, dir)
+	if err := mirrorLinkedModules(ctx, f, reqs, dir); err != nil {
+		return err
+	}
+	// What the licences of linked modules unpacked, as MirrorTo prunes
+	// what the builds did.
+	return artifact.PruneModuleCache(dir)
 }
 
 // mirrorLinkedModules puts in the mirror's module cache every module the

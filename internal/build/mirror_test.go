@@ -1,0 +1,50 @@
+package build
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gofrs/flock"
+)
+
+// A fetch into a mirror another fetch is filling waits for it, as each
+// prunes the module trees the other's go command may be reading; it
+// leaves the trees of neither, but cache/.
+func TestMirrorIsLocked(t *testing.T) {
+	dir := t.TempDir()
+	tree := filepath.Join(dir, "gomod", "example.com", "m@v1.0.0")
+	if err := os.MkdirAll(tree, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "gomod", "cache", "download"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	other := flock.New(filepath.Join(dir, ".pallet-fetch.lock"))
+	if err := other.Lock(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	err := Mirror(ctx, nil, dir, Network{}, t.Logf)
+	if err == nil || !strings.Contains(err.Error(), "lock the mirror") || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a fetch while another holds the mirror: %v", err)
+	}
+	if _, err := os.Stat(tree); err != nil {
+		t.Fatalf("the waiting fetch pruned the other's tree: %v", err)
+	}
+	other.Unlock()
+	if err := Mirror(context.Background(), nil, dir, Network{}, t.Logf); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(tree); !os.IsNotExist(err) {
+		t.Errorf("the unpacked tree is still in the mirror: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "gomod", "cache", "download")); err != nil {
+		t.Errorf("cache/ is gone: %v", err)
+	}
+}
