@@ -227,6 +227,11 @@ func parsePlatforms(list []string) ([]platform.Platform, error) {
 		for _, part := range strings.Split(s, ",") {
 			p, err := platform.Parse(part)
 			if err != nil {
+				if !strings.Contains(part, "/") && part != "" && platform.ParseSelector(part) == nil {
+					// A recipe's --platform windows picks from the
+					// image's platforms; a Dockerfile has no such list.
+					return nil, fmt.Errorf("platform selection: %q is an OS; a Dockerfile build is given platforms (%s/amd64)", part, part)
+				}
 				return nil, fmt.Errorf("platform selection: %w", err)
 			}
 			if !seen[p.String()] {

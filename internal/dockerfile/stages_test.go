@@ -256,3 +256,18 @@ func TestDockerfileTargetAndName(t *testing.T) {
 		t.Errorf("last stage: %+v", im)
 	}
 }
+
+// --platform windows, which a recipe takes for each of its Windows
+// platforms, is refused with the platform to give instead.
+func TestPlatformSelectionNeedsArch(t *testing.T) {
+	files := map[string]string{"Dockerfile": "FROM scratch\n"}
+	for sel, want := range map[string]string{
+		"windows":     `"windows" is an OS; a Dockerfile build is given platforms (windows/amd64)`,
+		"linux/amd46": `unknown platform "linux/amd46"`,
+		"solaris":     `want os/arch`,
+	} {
+		if _, err := planFiles(t, files, Options{Platforms: []string{sel}}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("--platform %s: %v, want %q", sel, err, want)
+		}
+	}
+}
