@@ -119,12 +119,16 @@ func (e *evaluator) globals() (*vars, error) {
 }
 
 // arg runs an ARG instruction inside a stage, with BuildKit's rules: an
-// override wins, then the default given here, then the global value of
-// the same name (which is how a global ARG is brought into a stage);
-// without any, the name is declared and expands to nothing.
+// ENV of the same name wins (BuildKit's toEnvMap keeps the first), then
+// an override, then the default given here, then the global value of the
+// same name (which is how a global ARG is brought into a stage); without
+// any, the name is declared and expands to nothing.
 func (e *evaluator) arg(s *stageState, c *instructions.ArgCommand) error {
 	for _, a := range c.Args {
 		s.declared[a.Key] = true
+		if s.hasEnv(a.Key) {
+			continue
+		}
 		if ov, ok := e.opt.Args[a.Key]; ok {
 			s.env.set(a.Key, ov)
 			continue

@@ -478,6 +478,17 @@ const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bi
 // setEnv sets a variable for later instructions and in the image config,
 // replacing one of the same name in place, as BuildKit does; both follow
 // image.SetEnv, so on Windows they agree on which names are one.
+// hasEnv says whether the stage's config sets k (by ENV, or inherited
+// from the stage it is built on).
+func (s *stageState) hasEnv(k string) bool {
+	for _, kv := range s.cfg.Env {
+		if name, _, _ := strings.Cut(kv, "="); image.SameEnvName(name, k, s.platform.IsWindows()) {
+			return true
+		}
+	}
+	return false
+}
+
 func (s *stageState) setEnv(k, v string) {
 	s.env.set(k, v)
 	s.cfg.Env = image.SetEnv(s.cfg.Env, k+"="+v, s.platform.IsWindows())
