@@ -17,8 +17,15 @@ import (
 // there: a kind base image builds containerd for two platforms, and each
 // fetched it from upstream. dir lasts as long as the checkouts do (the
 // build's work directory).
-func (f *Fetcher) ShareCheckouts(dir string) {
-	f.shared = &gitShare{dir: dir}
+func (f *Fetcher) ShareCheckouts(dir string) error {
+	// Absolute: git reads a relative alternate from the checkout's
+	// objects directory, not from where pallet runs (TMPDIR=tmp).
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	f.shared = &gitShare{dir: abs}
+	return nil
 }
 
 // gitShare is the commits fetched in a build, each once, by pin.
@@ -70,8 +77,11 @@ func checkoutShared(ctx context.Context, objects string, g gitRef, dir string) e
 	case !errors.Is(err, fs.ErrNotExist):
 		return err
 	}
+	// The commit is there, proven when it was fetched: what git refuses
+	// now is the commit's tree (a path it will not write, such as a
+	// .git inside it), not the pin.
 	if _, err := git(ctx, dir, "checkout", "-q", "--detach", g.Commit); err != nil {
-		return blame("commit", fmt.Errorf("commit %s is not in %s: %w", g.Commit, g.Repo, err))
+		return fmt.Errorf("%s at %s cannot be checked out: %w", g.Repo, g.Commit, err)
 	}
 	head, err := git(ctx, dir, "rev-parse", "HEAD")
 	if err != nil {

@@ -33,7 +33,15 @@ func TestSharedCheckouts(t *testing.T) {
 	commit = fixture.Git(t, repo, "rev-parse", "HEAD")
 
 	f := fetcher(t)
-	f.ShareCheckouts(t.TempDir())
+	// Named relative, as a relative TMPDIR names the build's work
+	// directory: git must be given the objects absolute.
+	t.Chdir(t.TempDir())
+	if err := os.Mkdir("shared", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.ShareCheckouts("shared"); err != nil {
+		t.Fatal(err)
+	}
 	ctx := context.Background()
 	build := func(pl string) (*artifact.Result, error) {
 		p, err := platform.Parse(pl)

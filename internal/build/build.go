@@ -266,7 +266,9 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 		return nil, err
 	}
 	fetcher.Log = direct.Warn
-	fetcher.ShareCheckouts(filepath.Join(work, "git"))
+	if err := fetcher.ShareCheckouts(filepath.Join(work, "git")); err != nil {
+		return nil, err
+	}
 	lim := limits(opt.Limits, p.Limits)
 	fetcher.Limits = artifact.Limits{MaxBytes: lim.MaxDownload, Stall: lim.Stall,
 		Unpack: artifact.UnpackLimits{MaxBytes: lim.MaxExtract, MaxEntries: lim.MaxEntries, MaxWindow: lim.MaxWindow}}
