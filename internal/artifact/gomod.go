@@ -76,7 +76,10 @@ func (m *GoModule) Mirror(ctx context.Context, f *Fetcher, r *Request, dir strin
 	}
 	defer os.RemoveAll(tmp)
 	f.Log("mirror %s", m.ref())
-	env := mirrorEnv(f.goEnv(&m.Go, r.Platform), dir)
+	env, err := mirrorEnv(f.goEnv(&m.Go, r.Platform), dir)
+	if err != nil {
+		return err
+	}
 	src := filepath.Join(tmp, "src")
 	if err := m.fetch(ctx, f, env, tmp, src); err != nil {
 		return err

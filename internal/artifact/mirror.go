@@ -57,7 +57,10 @@ func (f *Fetcher) mirrorRepo(ctx context.Context, dir string, g gitRef) error {
 // dependencies, tools, other platforms' packages): for the CNI plugins
 // v1.10.0, 53 zips where the build reads 29.
 func (f *Fetcher) mirrorGoModules(ctx context.Context, dir string, p platform.Platform, g *Go, moduleDir string) error {
-	env := mirrorEnv(f.goEnv(g, p), dir)
+	env, err := mirrorEnv(f.goEnv(g, p), dir)
+	if err != nil {
+		return err
+	}
 	// -json=Module after the recipe's flags, so that it chooses the
 	// output even when they hold go build's -json.
 	args := append(append([]string{"list", "-deps"}, g.buildFlags()...), "-json=Module")
@@ -173,7 +176,10 @@ func downloadModules(ctx context.Context, env []string, mods []module.Version) e
 // mirrorEnv is env with the go command's module cache the mirror's,
 // written with -modcacherw (so the mirror can be deleted and copied like
 // any directory), added to the GOFLAGS the build sets.
-func mirrorEnv(env []string, mirror string) []string {
+func mirrorEnv(env []string, mirror string) ([]string, error) {
+	if err := ClaimModuleCache(mirror); err != nil {
+		return nil, err
+	}
 	var flags string
 	for _, kv := range env {
 		if v, ok := strings.CutPrefix(kv, "GOFLAGS="); ok {
@@ -183,7 +189,7 @@ func mirrorEnv(env []string, mirror string) []string {
 	if !slices.Contains(strings.Fields(flags), "-modcacherw") {
 		flags = strings.TrimSpace(flags + " -modcacherw")
 	}
-	return append(env, "GOMODCACHE="+ModuleCache(mirror), "GOFLAGS="+flags)
+	return append(env, "GOMODCACHE="+ModuleCache(mirror), "GOFLAGS="+flags), nil
 }
 
 // PruneModuleCache removes from the mirror's module cache everything but
@@ -193,17 +199,23 @@ func mirrorEnv(env []string, mirror string) []string {
 // take some three times the space (Go 1.25.5 for linux/amd64: 64 MB
 // zipped, 214 MB unpacked). A later fetch that needs a tree unpacks it
 // again from there.
+//
+// Only a module cache pallet made (ClaimModuleCache) is pruned: --mirror
+// may name a directory whose gomod/ is someone else's.
 func PruneModuleCache(mirror string) error {
 	cache := ModuleCache(mirror)
-	entries, err := os.ReadDir(cache)
-	if os.IsNotExist(err) {
-		return nil
+	if _, err := os.Stat(filepath.Join(cache, ownerMark)); err != nil {
+		if os.IsNotExist(err) {
+			return nil
+		}
+		return err
 	}
+	entries, err := os.ReadDir(cache)
 	if err != nil {
 		return err
 	}
 	for _, e := range entries {
-		if e.Name() == "cache" {
+		if e.Name() == "cache" || e.Name() == ownerMark {
 			continue
 		}
 		p := filepath.Join(cache, e.Name())
@@ -222,6 +234,25 @@ func PruneModuleCache(mirror string) error {
 		}
 	}
 	return nil
+}
+
+// ownerMark, in a mirror's module cache, says pallet made it.
+const ownerMark = ".pallet-module-cache"
+
+// ClaimModuleCache marks the mirror's module cache as pallet's when
+// pallet is the one to make it; one that exists unmarked is left as it is.
+func ClaimModuleCache(mirror string) error {
+	cache := ModuleCache(mirror)
+	switch _, err := os.Stat(cache); {
+	case err == nil:
+		return nil
+	case !os.IsNotExist(err):
+		return err
+	}
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(cache, ownerMark), []byte("Made by pallet fetch: a Go module cache served as a GOPROXY (cache/download); pallet removes what else is here.\n"), 0o644)
 }
 
 // ModuleCache is the Go module cache inside a mirror.

@@ -108,8 +108,8 @@ func TestMirrorHoldsWhatTheBuildReads(t *testing.T) {
 			if got := mirroredZips(t, mirror); !slices.Equal(got, tc.zips) {
 				t.Errorf("the mirror holds the zips of %v, want %v", got, tc.zips)
 			}
-			if entries, err := os.ReadDir(artifact.ModuleCache(mirror)); err != nil || len(entries) != 1 || entries[0].Name() != "cache" {
-				t.Errorf("the mirror's module cache holds %v (%v), want only cache/", entries, err)
+			if entries, err := os.ReadDir(artifact.ModuleCache(mirror)); err != nil || len(entries) != 2 || entries[0].Name() != ".pallet-module-cache" || entries[1].Name() != "cache" {
+				t.Errorf("the mirror's module cache holds %v (%v), want only pallet's mark and cache/", entries, err)
 			}
 
 			p.Close()
@@ -161,6 +161,9 @@ func TestMirrorVendoredModules(t *testing.T) {
 // removes them whatever their mode: run as another user to see that.)
 func TestMirrorPrunesReadOnlyTrees(t *testing.T) {
 	mirror := t.TempDir()
+	if err := artifact.ClaimModuleCache(mirror); err != nil {
+		t.Fatal(err)
+	}
 	cache := artifact.ModuleCache(mirror)
 	tree := filepath.Join(cache, "example.com", "lib", "greet@v1.0.0")
 	zip := filepath.Join(cache, "cache", "download", "example.com", "lib", "greet", "@v", "v1.0.0.zip")

@@ -1459,6 +1459,12 @@ func mirrorLinkedModules(ctx context.Context, network *artifact.Fetcher, reqs []
 		if err != nil {
 			return fmt.Errorf("%s: %w", r, err)
 		}
+		if len(rec.GoBinaries) == 0 {
+			continue
+		}
+		if err := artifact.ClaimModuleCache(dir); err != nil {
+			return err
+		}
 		env := append(network.GoEnv(&artifact.Go{}, r.Platform),
 			"GOMODCACHE="+artifact.ModuleCache(dir),
 			"GOFLAGS=-modcacherw")
@@ -1472,9 +1478,7 @@ func mirrorLinkedModules(ctx context.Context, network *artifact.Fetcher, reqs []
 				return fmt.Errorf("%s: modules of %s: %w", r, gb.Path, err)
 			}
 		}
-		if len(rec.GoBinaries) > 0 {
-			network.Log("mirrored the modules the %d Go binaries of %s link", len(rec.GoBinaries), r)
-		}
+		network.Log("mirrored the modules the %d Go binaries of %s link", len(rec.GoBinaries), r)
 	}
 	return nil
 }

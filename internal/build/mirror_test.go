@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+
+	"github.com/pallet-dev/pallet/internal/artifact"
 )
 
 // A fetch into a mirror another fetch is filling waits for it, as each
@@ -17,6 +19,9 @@ import (
 // leaves the trees of neither, but cache/.
 func TestMirrorIsLocked(t *testing.T) {
 	dir := t.TempDir()
+	if err := artifact.ClaimModuleCache(dir); err != nil {
+		t.Fatal(err)
+	}
 	tree := filepath.Join(dir, "gomod", "example.com", "m@v1.0.0")
 	if err := os.MkdirAll(tree, 0o755); err != nil {
 		t.Fatal(err)
@@ -46,5 +51,30 @@ func TestMirrorIsLocked(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "gomod", "cache", "download")); err != nil {
 		t.Errorf("cache/ is gone: %v", err)
+	}
+}
+
+// A gomod/ pallet did not make, in a directory named as the mirror, is
+// left as it is: pallet deletes nothing it did not write.
+func TestMirrorLeavesAModuleCacheNotItsOwn(t *testing.T) {
+	dir := t.TempDir()
+	mine := filepath.Join(dir, "gomod", "myproject", "main.go")
+	if err := os.MkdirAll(filepath.Dir(mine), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(mine, []byte("package main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Mirror(context.Background(), nil, dir, Network{}, t.Logf); err != nil {
+		t.Fatal(err)
+	}
+	if err := artifact.ClaimModuleCache(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := artifact.PruneModuleCache(dir); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(mine); err != nil || string(b) != "package main\n" {
+		t.Errorf("a file pallet did not write: %q, %v", b, err)
 	}
 }
