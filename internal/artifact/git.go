@@ -1,16 +1,22 @@
 package artifact
 
 import (
+	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
+
+	"github.com/pallet-dev/pallet/internal/archive"
 )
 
 // Git builds a module of a git repository pinned by commit.
@@ -136,22 +142,28 @@ func (f *Fetcher) fetchCommit(ctx context.Context, g gitRef, dir string, bare bo
 			return blame("repo", fmt.Errorf("fetch %s: %w", g.Repo, err))
 		}
 	}
-	var head string
-	if bare {
-		head, err = run("rev-parse", "--verify", "--quiet", g.Commit+"^{commit}")
-		if err != nil {
-			return blame("commit", fmt.Errorf("commit %s is not in %s", g.Commit, g.Repo))
-		}
-	} else {
+	head, err := run("rev-parse", "--verify", "--quiet", g.Commit+"^{commit}")
+	if err != nil {
+		return blame("commit", fmt.Errorf("commit %s is not in %s", g.Commit, g.Repo))
+	}
+	if head != g.Commit {
+		return fmt.Errorf("%s: fetched %s, but the recipe pins %s", g.Repo, head, g.Commit)
+	}
+	// Before a file is written: the fetch was compressed, and a small
+	// pack can hold a tree as large as any archive bomb.
+	if err := checkTreeSize(ctx, dir, g, f.Limits.Unpack); err != nil {
+		return err
+	}
+	if !bare {
 		if _, err := run("checkout", "-q", "--detach", g.Commit); err != nil {
-			return blame("commit", fmt.Errorf("commit %s is not in %s: %w", g.Commit, g.Repo, err))
+			return fmt.Errorf("%s at %s cannot be checked out: %w", g.Repo, g.Commit, err)
 		}
 		if head, err = run("rev-parse", "HEAD"); err != nil {
 			return err
 		}
-	}
-	if head != g.Commit {
-		return fmt.Errorf("%s: checked out %s, but the recipe pins %s", g.Repo, head, g.Commit)
+		if head != g.Commit {
+			return fmt.Errorf("%s: checked out %s, but the recipe pins %s", g.Repo, head, g.Commit)
+		}
 	}
 	if g.Tag != "" {
 		tagged, err := tagCommit(ctx, dir, "origin", g.Repo, g.Tag)
@@ -242,6 +254,88 @@ func repoKey(repo string) string {
 }
 
 func git(ctx context.Context, dir string, args ...string) (string, error) {
+	cmd := gitCommand(ctx, dir, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return strings.TrimSpace(stdout.String()), nil
+}
+
+// checkTreeSize refuses a commit whose files, checked out, would pass
+// the limits an archive's extraction keeps: their bytes and their number.
+// git ls-tree says both from the tree objects alone, which are read as
+// they stream, so a tree of a million entries costs no memory to refuse.
+func checkTreeSize(ctx context.Context, dir string, g gitRef, lim UnpackLimits) error {
+	maxBytes, maxEntries := cmp.Or(lim.MaxBytes, archive.DefaultMaxBytes), cmp.Or(lim.MaxEntries, archive.DefaultMaxEntries)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cmd := gitCommand(ctx, dir, "ls-tree", "-r", "-l", "--full-tree", "-z", g.Commit)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	var (
+		entries int
+		total   int64
+		over    error
+	)
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	sc.Split(splitNUL)
+	for sc.Scan() {
+		// <mode> SP <type> SP <object> SP+ <size> TAB <path>
+		meta, _, _ := strings.Cut(sc.Text(), "\t")
+		fields := strings.Fields(meta)
+		entries++
+		if len(fields) == 4 && fields[1] == "blob" {
+			n, err := strconv.ParseInt(fields[3], 10, 64)
+			if err == nil {
+				total += n
+			}
+		}
+		switch {
+		case entries > maxEntries:
+			over = fmt.Errorf("%s at %s: more than %d files (limits.entries)", g.Repo, g.Commit, maxEntries)
+		case total > maxBytes:
+			over = fmt.Errorf("%s at %s: its files hold more than %d bytes (limits.extract, --max-extract)", g.Repo, g.Commit, maxBytes)
+		}
+		if over != nil {
+			cancel()
+			break
+		}
+	}
+	waitErr := cmd.Wait()
+	switch {
+	case over != nil:
+		return over
+	case sc.Err() != nil:
+		return fmt.Errorf("git ls-tree %s: %w", g.Commit, sc.Err())
+	case waitErr != nil:
+		return fmt.Errorf("git ls-tree %s: %w: %s", g.Commit, waitErr, strings.TrimSpace(stderr.String()))
+	}
+	return nil
+}
+
+// splitNUL splits NUL-terminated records.
+func splitNUL(data []byte, atEOF bool) (int, []byte, error) {
+	if i := bytes.IndexByte(data, 0); i >= 0 {
+		return i + 1, data[:i], nil
+	}
+	if atEOF && len(data) > 0 {
+		return len(data), data, nil
+	}
+	return 0, nil, nil
+}
+
+// gitCommand is git run in dir the same way on every machine.
+func gitCommand(ctx context.Context, dir string, args ...string) *exec.Cmd {
 	cmd := command(ctx, "git", args...)
 	cmd.Dir = dir
 	// No prompts, no user configuration: a build must not hang on a
@@ -254,12 +348,7 @@ func git(ctx context.Context, dir string, args ...string) (string, error) {
 	if os.Getenv("GIT_SSH") == "" && os.Getenv("GIT_SSH_COMMAND") == "" {
 		cmd.Env = append(cmd.Env, "GIT_SSH_COMMAND=ssh -o ControlMaster=no -o BatchMode=yes")
 	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return strings.TrimSpace(stdout.String()), nil
+	return cmd
 }
 
 // dropOutwardLinks removes the symlinks of a checkout that lead out of it

@@ -54,12 +54,24 @@ func (g *GitFiles) Produce(ctx context.Context, f *Fetcher, r *Request, work str
 	if err := f.checkout(ctx, g.ref(), src); err != nil {
 		return nil, err
 	}
+	at := fmt.Sprintf("%s at %s", g.Repo, g.Commit)
+	// A submodule's directory is empty in the checkout: taken, it would
+	// place nothing where the recipe expects its files.
+	out, err := git(ctx, src, "--literal-pathspecs", "ls-files", "--stage", "-z", "--", g.Path)
+	if err != nil {
+		return nil, err
+	}
+	for _, rec := range strings.Split(out, "\x00") {
+		if mode, _, _ := strings.Cut(rec, " "); mode == "160000" {
+			_, name, _ := strings.Cut(rec, "\t")
+			return nil, blame("path", fmt.Errorf("%s: %s is a git submodule, whose files pallet does not fetch; take them from its own repository, as another artifact", at, name))
+		}
+	}
 	// What .git holds is the clone's, not the commit's: no path may
 	// take it, "." included.
 	if err := os.RemoveAll(filepath.Join(src, ".git")); err != nil {
 		return nil, err
 	}
-	at := fmt.Sprintf("%s at %s", g.Repo, g.Commit)
 	full, info, err := inCheckout(src, g.Path)
 	if err != nil {
 		return nil, blame("path", fmt.Errorf("%s: %w", at, err))

@@ -216,3 +216,61 @@ func TestGitFilesKeyAndPath(t *testing.T) {
 		}
 	}
 }
+
+// A submodule's directory is empty in a checkout: a path that is one, or
+// holds one, is refused rather than placing nothing.
+func TestGitFilesRefusesSubmodules(t *testing.T) {
+	repo, commit := filesRepo(t)
+	fixture.Git(t, repo, "update-index", "--add", "--cacheinfo", "160000,"+commit+",hack/windows/vendored")
+	fixture.Git(t, repo, "commit", "-q", "-m", "a submodule")
+	commit = fixture.Git(t, repo, "rev-parse", "HEAD")
+	f := fetcher(t)
+	for p, ok := range map[string]bool{"hack/windows/vendored": false, "hack/windows": false, ".": false, "hack": false, "third_party": true, "hack/windows/Install-OVS.ps1": true} {
+		k := &artifact.GitFiles{Repo: repo, Commit: commit, Path: p}
+		_, err := f.Fetch(context.Background(), filesRequest(t, k), t.TempDir())
+		var fe *artifact.FieldError
+		switch {
+		case ok && err != nil:
+			t.Errorf("path %s: %v", p, err)
+		case !ok && (err == nil || !strings.Contains(err.Error(), "hack/windows/vendored is a git submodule") || !errors.As(err, &fe) || fe.Field != "path"):
+			t.Errorf("path %s: %v, want the submodule refused", p, err)
+		}
+	}
+}
+
+// A checkout is bounded as an archive's extraction is, before a file is
+// written, whether the commit is fetched for one checkout or shared.
+func TestGitCheckoutLimits(t *testing.T) {
+	repo, commit := filesRepo(t)
+	for _, shared := range []bool{false, true} {
+		for _, tc := range []struct {
+			lim  artifact.UnpackLimits
+			want string
+		}{
+			{artifact.UnpackLimits{MaxEntries: 5}, "more than 5 files (limits.entries)"},
+			{artifact.UnpackLimits{MaxBytes: 40}, "hold more than 40 bytes (limits.extract"},
+		} {
+			f := fetcher(t)
+			f.Limits.Unpack = tc.lim
+			if shared {
+				if err := f.ShareCheckouts(t.TempDir()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			work := t.TempDir()
+			k := &artifact.GitFiles{Repo: repo, Commit: commit, Path: "hack"}
+			_, err := f.Fetch(context.Background(), filesRequest(t, k), work)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("shared %v, %+v: %v, want %q", shared, tc.lim, err, tc.want)
+			}
+			if _, err := os.Stat(filepath.Join(work, "src", "LICENSE")); !os.IsNotExist(err) {
+				t.Errorf("shared %v, %+v: files were checked out: %v", shared, tc.lim, err)
+			}
+		}
+		f := fetcher(t)
+		f.Limits.Unpack = artifact.UnpackLimits{MaxEntries: 11, MaxBytes: 1000}
+		if _, err := f.Fetch(context.Background(), filesRequest(t, &artifact.GitFiles{Repo: repo, Commit: commit, Path: "hack"}), t.TempDir()); err != nil {
+			t.Errorf("within the limits: %v", err)
+		}
+	}
+}
