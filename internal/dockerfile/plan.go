@@ -225,6 +225,7 @@ func parsePlatforms(list []string) ([]platform.Platform, error) {
 	seen := map[string]bool{}
 	for _, s := range list {
 		for _, part := range strings.Split(s, ",") {
+			part = strings.TrimSpace(part)
 			p, err := platform.Parse(part)
 			if err != nil {
 				if !strings.Contains(part, "/") && part != "" && platform.ParseSelector(part) == nil {

@@ -114,7 +114,7 @@ func (r *Recipe) checkConfig(name, at string, im *Image) error {
 			return r.Errorf(sat, "image %s: config.for.%s names none of the image's platforms (%s)", name, sel, strings.Join(im.Platforms, ", "))
 		}
 		if c == nil {
-			continue
+			return r.Errorf(sat, "image %s: config.for.%s is empty; give its settings or remove it", name, sel)
 		}
 		if len(c.For) > 0 {
 			return r.Errorf(sat+".for", "image %s: config.for.%s: a section for some platforms has no sections of its own", name, sel)

@@ -46,8 +46,20 @@ func TestConfigPerPlatform(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := compileSchema(t).Validate(yamlToJSONValue(t, []byte(configRecipe))); err != nil {
+	schema := compileSchema(t)
+	if err := schema.Validate(yamlToJSONValue(t, []byte(configRecipe))); err != nil {
 		t.Errorf("schema: %v", err)
+	}
+	// What the parser refuses, the schema does.
+	for _, edit := range [][2]string{
+		{"        windows:\n", "        macos:\n"},
+		{"          cmd: []\n", "          cmd: []\n          for: {linux/amd64: {cmd: [x]}}\n"},
+		{"        linux:\n          user: \"65532\"\n          cmd: []\n", "        linux:\n"},
+	} {
+		bad := strings.Replace(configRecipe, edit[0], edit[1], 1)
+		if err := schema.Validate(yamlToJSONValue(t, []byte(bad))); err == nil {
+			t.Errorf("schema accepted:\n%s", bad)
+		}
 	}
 	p, err := r.Plan(Options{})
 	if err != nil {
@@ -77,6 +89,7 @@ func TestConfigErrors(t *testing.T) {
 		{"unknown os", "        windows:\n", "        widows:\n", 18, `unknown OS "widows"`},
 		{"no such platform", "        linux/arm64:\n", "        linux/arm/v7:\n", 22, "config.for.linux/arm/v7 names none of the image's platforms (linux/amd64, linux/arm64, windows/amd64)"},
 		{"nested", "          cmd: []\n", "          cmd: []\n          for: {linux/amd64: {cmd: [x]}}\n", 29, "has no sections of its own"},
+		{"empty section", "        linux:\n          user: \"65532\"\n          cmd: []\n", "        linux:\n", 26, "config.for.linux is empty"},
 		{"bad env", "PATH=C:", "PATH", 19, "is not K=V"},
 		{"bad port", "[9090/udp]", "[9090/icmp]", 25, "9090/icmp"},
 		{"unknown field", "          workdir: 'C:\\k'\n", "          workdir: 'C:\\k'\n          entrypont: [x]\n", 21, "entrypont"},

@@ -73,7 +73,7 @@ func (r *Recipe) Expand(path, s string, v Vars) (string, error) {
 			// Known names, unset here: say what would set them.
 			return "", r.Errorf(path, "{{%s}} is the %s of the artifact's git source (modes.source.git.%s), and this artifact has none", m, m, m)
 		}
-		return "", r.Errorf(path, "unknown variable {{%s}} (args: %s; per platform: os, arch, variant, platform; per artifact: version, and commit and tag of a git source)", missing[0], strings.Join(slices.Sorted(maps.Keys(r.Args)), ", "))
+		return "", r.Errorf(path, "unknown variable {{%s}} (args: %s; per platform: os, arch, variant, platform, exe; per artifact: version, and commit and tag of a git source)", missing[0], strings.Join(slices.Sorted(maps.Keys(r.Args)), ", "))
 	}
 	if strings.Contains(out, "{{") {
 		return "", r.Errorf(path, "malformed {{...}} in %q", s)

@@ -210,6 +210,7 @@ func parsePlatforms(list []string) (platforms, error) {
 	var want platforms
 	for _, s := range list {
 		for _, part := range strings.Split(s, ",") {
+			part = strings.TrimSpace(part)
 			if !strings.Contains(part, "/") {
 				if err := platform.ParseSelector(part); err != nil || part == "" {
 					if err == nil {
