@@ -703,7 +703,13 @@ func (b *builder) makeReady(ctx context.Context, a *plan.Artifact, r *ready) err
 	done := b.opt.Progress.Start(fmt.Sprintf("artifact %s (%s)", a.Name, a.Platform))
 	res, err := b.fetcher.Fetch(ctx, &a.Request, work)
 	if err != nil {
-		done("", err)
+		// Stopped because another failed: what its killed command said
+		// would read as a failure of its own.
+		shown := err
+		if ctx.Err() != nil {
+			shown = ctx.Err()
+		}
+		done("", shown)
 		return plan.Wrap(a.At(err), err)
 	}
 	how := a.How()
