@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/pallet-dev/pallet/internal/archive"
 )
@@ -135,12 +137,8 @@ func (f *Fetcher) fetchCommit(ctx context.Context, g gitRef, dir string, bare bo
 	if _, err := run("remote", "add", "origin", from); err != nil {
 		return err
 	}
-	// Fetching just the commit is fast where the server allows it; a
-	// server that does not (or a dumb-http mirror) gets a full fetch.
-	if _, err := run("fetch", "-q", "--depth", "1", "origin", g.Commit); err != nil {
-		if _, err := run("fetch", "-q", "--tags", "origin", "+refs/heads/*:refs/remotes/origin/*"); err != nil {
-			return blame("repo", fmt.Errorf("fetch %s: %w", g.Repo, err))
-		}
+	if err := f.fetchObjects(ctx, dir, g); err != nil {
+		return err
 	}
 	head, err := run("rev-parse", "--verify", "--quiet", g.Commit+"^{commit}")
 	if err != nil {
@@ -175,6 +173,76 @@ func (f *Fetcher) fetchCommit(ctx context.Context, g gitRef, dir string, bare bo
 		}
 	}
 	return nil
+}
+
+// errFetchTooLarge stops a fetch that has written more than a download
+// may be.
+var errFetchTooLarge = errors.New("fetch too large")
+
+// fetchObjects fetches g.Commit from origin into the repository at dir,
+// held to the download limits: git's transfer is an input like any
+// other. Its size is what it writes (the pack, or loose objects), looked
+// at as it grows and once it is done; a stall is git's own low-speed
+// limit, for http(s).
+func (f *Fetcher) fetchObjects(ctx context.Context, dir string, g gitRef) error {
+	lim := f.Limits.withDefaults()
+	fctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-fctx.Done():
+				return
+			case <-t.C:
+				if dirSize(dir) > lim.MaxBytes {
+					cancel(errFetchTooLarge)
+					return
+				}
+			}
+		}
+	}()
+	run := func(args ...string) error {
+		args = append([]string{"-c", "http.lowSpeedLimit=1", "-c", "http.lowSpeedTime=" + strconv.Itoa(max(1, int(lim.Stall.Seconds())))}, args...)
+		_, err := git(fctx, dir, args...)
+		return err
+	}
+	// Fetching just the commit is fast where the server allows it; a
+	// server that does not (or a dumb-http mirror) gets a full fetch.
+	err := run("fetch", "-q", "--depth", "1", "origin", g.Commit)
+	if err != nil && context.Cause(fctx) != errFetchTooLarge {
+		err = run("fetch", "-q", "--tags", "origin", "+refs/heads/*:refs/remotes/origin/*")
+	}
+	cancel(nil)
+	<-watched
+	if err == nil && dirSize(dir) > lim.MaxBytes {
+		err = errFetchTooLarge
+	}
+	switch {
+	case errors.Is(err, errFetchTooLarge) || context.Cause(fctx) == errFetchTooLarge:
+		return blame("repo", fmt.Errorf("fetch %s: more than %d bytes (limits.download, --max-download)", g.Repo, lim.MaxBytes))
+	case err != nil:
+		return blame("repo", fmt.Errorf("fetch %s: %w", g.Repo, err))
+	}
+	return nil
+}
+
+// dirSize is the bytes of the regular files under dir, as far as it can
+// be read.
+func dirSize(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if info, err := d.Info(); err == nil {
+				n += info.Size()
+			}
+		}
+		return nil
+	})
+	return n
 }
 
 // ResolveTag returns the commit tag names in repo now, asking the

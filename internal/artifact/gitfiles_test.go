@@ -2,6 +2,7 @@ package artifact_test
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"os"
 	"os/exec"
@@ -271,6 +272,43 @@ func TestGitCheckoutLimits(t *testing.T) {
 		f.Limits.Unpack = artifact.UnpackLimits{MaxEntries: 11, MaxBytes: 1000}
 		if _, err := f.Fetch(context.Background(), filesRequest(t, &artifact.GitFiles{Repo: repo, Commit: commit, Path: "hack"}), t.TempDir()); err != nil {
 			t.Errorf("within the limits: %v", err)
+		}
+	}
+}
+
+// A fetch is held to the download limit as a download is: what git
+// writes of the repository counts.
+func TestGitFetchLimit(t *testing.T) {
+	repo, _ := filesRepo(t)
+	big := make([]byte, 256<<10)
+	if _, err := rand.Read(big); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, "blob.bin"), big, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fixture.Git(t, repo, "add", "-A")
+	fixture.Git(t, repo, "commit", "-q", "-m", "big")
+	commit := fixture.Git(t, repo, "rev-parse", "HEAD")
+	for _, shared := range []bool{false, true} {
+		f := fetcher(t)
+		f.Limits.MaxBytes = 64 << 10
+		if shared {
+			if err := f.ShareCheckouts(t.TempDir()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err := f.Fetch(context.Background(), filesRequest(t, &artifact.GitFiles{Repo: repo, Commit: commit, Path: "hack"}), t.TempDir())
+		var fe *artifact.FieldError
+		if err == nil || !strings.Contains(err.Error(), "more than 65536 bytes (limits.download") || !errors.As(err, &fe) || fe.Field != "repo" {
+			t.Errorf("shared %v: %v, want the fetch refused at the repo's line", shared, err)
+		}
+		if shared {
+			continue // a commit fetched once per build fails once per build
+		}
+		f.Limits.MaxBytes = 1 << 20
+		if _, err := f.Fetch(context.Background(), filesRequest(t, &artifact.GitFiles{Repo: repo, Commit: commit, Path: "hack"}), t.TempDir()); err != nil {
+			t.Errorf("within the limit: %v", err)
 		}
 	}
 }
