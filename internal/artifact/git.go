@@ -179,14 +179,31 @@ func (f *Fetcher) fetchCommit(ctx context.Context, g gitRef, dir string, bare bo
 // may be.
 var errFetchTooLarge = errors.New("fetch too large")
 
-// fetchObjects fetches g.Commit from origin into the repository at dir,
-// held to the download limits: git's transfer is an input like any
-// other. Its size is what it writes (the pack, or loose objects), looked
-// at as it grows and once it is done; a stall is git's own low-speed
-// limit, for http(s).
+// fetchObjects fetches g.Commit from origin into the repository at dir.
 func (f *Fetcher) fetchObjects(ctx context.Context, dir string, g gitRef) error {
+	// Fetching just the commit is fast where the server allows it; a
+	// server that does not (or a dumb-http mirror) gets a full fetch.
+	err := f.gitTransfer(ctx, dir, dir, "fetch", "-q", "--depth", "1", "origin", g.Commit)
+	if err != nil && !errors.Is(err, errFetchTooLarge) {
+		err = f.gitTransfer(ctx, dir, dir, "fetch", "-q", "--tags", "origin", "+refs/heads/*:refs/remotes/origin/*")
+	}
+	if err != nil {
+		return blame("repo", fmt.Errorf("fetch %s: %w", g.Repo, err))
+	}
+	return nil
+}
+
+// gitTransfer runs a git command that fetches (in dir, writing into
+// repo), held to the download limits: git's transfer is an input like
+// any other. Its size is what it writes (the pack, or loose objects),
+// looked at as it grows and once it is done; a stall is git's own
+// low-speed limit, for http(s).
+func (f *Fetcher) gitTransfer(ctx context.Context, dir, repo string, args ...string) error {
 	lim := f.Limits.withDefaults()
-	fctx, cancel := context.WithCancelCause(ctx)
+	tooLarge := fmt.Errorf("more than %d bytes (limits.download, --max-download): %w", lim.MaxBytes, errFetchTooLarge)
+	// What is already there (a mirror updated) is not this transfer's.
+	before := dirSize(repo)
+	tctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	watched := make(chan struct{})
 	go func() {
@@ -195,37 +212,27 @@ func (f *Fetcher) fetchObjects(ctx context.Context, dir string, g gitRef) error 
 		defer t.Stop()
 		for {
 			select {
-			case <-fctx.Done():
+			case <-tctx.Done():
 				return
 			case <-t.C:
-				if dirSize(dir) > lim.MaxBytes {
-					cancel(errFetchTooLarge)
+				if dirSize(repo)-before > lim.MaxBytes {
+					cancel(tooLarge)
 					return
 				}
 			}
 		}
 	}()
-	run := func(args ...string) error {
-		args = append([]string{"-c", "http.lowSpeedLimit=1", "-c", "http.lowSpeedTime=" + strconv.Itoa(max(1, int(lim.Stall.Seconds())))}, args...)
-		_, err := git(fctx, dir, args...)
-		return err
-	}
-	// Fetching just the commit is fast where the server allows it; a
-	// server that does not (or a dumb-http mirror) gets a full fetch.
-	err := run("fetch", "-q", "--depth", "1", "origin", g.Commit)
-	if err != nil && context.Cause(fctx) != errFetchTooLarge {
-		err = run("fetch", "-q", "--tags", "origin", "+refs/heads/*:refs/remotes/origin/*")
-	}
+	args = append([]string{"-c", "http.lowSpeedLimit=1", "-c", "http.lowSpeedTime=" + strconv.Itoa(max(1, int(lim.Stall.Seconds())))}, args...)
+	_, err := git(tctx, dir, args...)
 	cancel(nil)
 	<-watched
-	if err == nil && dirSize(dir) > lim.MaxBytes {
-		err = errFetchTooLarge
-	}
 	switch {
-	case errors.Is(err, errFetchTooLarge) || context.Cause(fctx) == errFetchTooLarge:
-		return blame("repo", fmt.Errorf("fetch %s: more than %d bytes (limits.download, --max-download)", g.Repo, lim.MaxBytes))
+	case context.Cause(tctx) == tooLarge:
+		return tooLarge
 	case err != nil:
-		return blame("repo", fmt.Errorf("fetch %s: %w", g.Repo, err))
+		return err
+	case dirSize(repo)-before > lim.MaxBytes:
+		return tooLarge
 	}
 	return nil
 }

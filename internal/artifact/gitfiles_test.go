@@ -312,3 +312,27 @@ func TestGitFetchLimit(t *testing.T) {
 		}
 	}
 }
+
+// pallet fetch's clone of a repository is held to the same limit.
+func TestGitMirrorLimit(t *testing.T) {
+	repo, commit := filesRepo(t)
+	big := make([]byte, 256<<10)
+	if _, err := rand.Read(big); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, "blob.bin"), big, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fixture.Git(t, repo, "add", "-A")
+	fixture.Git(t, repo, "commit", "-q", "-m", "big")
+	f := fetcher(t)
+	f.Limits.MaxBytes = 64 << 10
+	mirror := t.TempDir()
+	err := f.MirrorTo(context.Background(), mirror, []*artifact.Request{filesRequest(t, &artifact.GitFiles{Repo: repo, Commit: commit, Path: "hack"})})
+	if err == nil || !strings.Contains(err.Error(), "more than 65536 bytes (limits.download") {
+		t.Errorf("mirror of a repository over the limit: %v", err)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(mirror, "git")); len(entries) != 0 {
+		t.Errorf("the mirror keeps %v", entries)
+	}
+}

@@ -30,15 +30,16 @@ func (f *Fetcher) mirrorRepo(ctx context.Context, dir string, g gitRef) error {
 		f.Log("mirror %s", g.Repo)
 		tmp := dst + ".new"
 		os.RemoveAll(tmp)
-		if _, err := git(ctx, filepath.Dir(dst), "clone", "-q", "--mirror", g.Repo, tmp); err != nil {
-			return err
+		if err := f.gitTransfer(ctx, filepath.Dir(dst), tmp, "clone", "-q", "--mirror", g.Repo, tmp); err != nil {
+			os.RemoveAll(tmp)
+			return fmt.Errorf("clone %s: %w", g.Repo, err)
 		}
 		if err := os.Rename(tmp, dst); err != nil {
 			return err
 		}
 	} else if _, err := git(ctx, dst, "cat-file", "-e", g.Commit+"^{commit}"); err != nil {
-		if _, err := git(ctx, dst, "remote", "update", "--prune"); err != nil {
-			return err
+		if err := f.gitTransfer(ctx, dst, dst, "remote", "update", "--prune"); err != nil {
+			return fmt.Errorf("update %s: %w", g.Repo, err)
 		}
 	}
 	if _, err := git(ctx, dst, "cat-file", "-e", g.Commit+"^{commit}"); err != nil {
