@@ -279,17 +279,7 @@ func TestGitCheckoutLimits(t *testing.T) {
 // A fetch is held to the download limit as a download is: what git
 // writes of the repository counts.
 func TestGitFetchLimit(t *testing.T) {
-	repo, _ := filesRepo(t)
-	big := make([]byte, 256<<10)
-	if _, err := rand.Read(big); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(repo, "blob.bin"), big, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	fixture.Git(t, repo, "add", "-A")
-	fixture.Git(t, repo, "commit", "-q", "-m", "big")
-	commit := fixture.Git(t, repo, "rev-parse", "HEAD")
+	repo, commit := bigRepo(t)
 	for _, shared := range []bool{false, true} {
 		f := fetcher(t)
 		f.Limits.MaxBytes = 64 << 10
@@ -315,16 +305,7 @@ func TestGitFetchLimit(t *testing.T) {
 
 // pallet fetch's clone of a repository is held to the same limit.
 func TestGitMirrorLimit(t *testing.T) {
-	repo, commit := filesRepo(t)
-	big := make([]byte, 256<<10)
-	if _, err := rand.Read(big); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(repo, "blob.bin"), big, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	fixture.Git(t, repo, "add", "-A")
-	fixture.Git(t, repo, "commit", "-q", "-m", "big")
+	repo, commit := bigRepo(t)
 	f := fetcher(t)
 	f.Limits.MaxBytes = 64 << 10
 	mirror := t.TempDir()
@@ -335,4 +316,21 @@ func TestGitMirrorLimit(t *testing.T) {
 	if entries, _ := os.ReadDir(filepath.Join(mirror, "git")); len(entries) != 0 {
 		t.Errorf("the mirror keeps %v", entries)
 	}
+}
+
+// bigRepo is filesRepo with 256 KiB of random bytes committed on top,
+// which no compression makes smaller.
+func bigRepo(t *testing.T) (string, string) {
+	t.Helper()
+	repo, _ := filesRepo(t)
+	big := make([]byte, 256<<10)
+	if _, err := rand.Read(big); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, "blob.bin"), big, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fixture.Git(t, repo, "add", "-A")
+	fixture.Git(t, repo, "commit", "-q", "-m", "big")
+	return repo, fixture.Git(t, repo, "rev-parse", "HEAD")
 }
