@@ -192,7 +192,7 @@ func (g *graph) cdxArtifact(an *artNode) cdxComponent {
 	}
 	props := [][2]string{
 		{"pallet:kind", a.Kind}, {"pallet:mode", a.Mode}, {"pallet:platform", a.Platform},
-		{"pallet:git:commit", a.Commit}, {"pallet:go:toolchain", a.GoVersion},
+		{"pallet:git:commit", a.Commit}, {"pallet:git:path", a.GitPath}, {"pallet:go:toolchain", a.GoVersion},
 	}
 	if a.Module != "" {
 		props = append(props, [2]string{"pallet:go:sum", a.SHA256})

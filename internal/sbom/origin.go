@@ -45,7 +45,11 @@ func (in *Input) downloadLocation(a *Artifact) string {
 	case a.URL != "":
 		loc = remote(a.URL)
 	case a.Repo != "":
-		loc = gitLocation(a.Repo, a.Commit)
+		// SPDX's own form for a part of a repository: #path after the
+		// commit.
+		if loc = gitLocation(a.Repo, a.Commit); loc != "" && a.GitPath != "" {
+			loc += "#" + a.GitPath
+		}
 	case a.isLocal():
 		return none
 	}
@@ -61,6 +65,8 @@ func (in *Input) origin(a *Artifact) string {
 	switch {
 	case a.URL != "":
 		s = fmt.Sprintf("Downloaded from %s and checked against its pinned sha256.", in.where(a.URL))
+	case a.Repo != "" && a.GitPath != "":
+		s = fmt.Sprintf("Taken as it is from %s at commit %s of %s.", a.GitPath, a.Commit, in.where(a.Repo))
 	case a.Repo != "":
 		s = fmt.Sprintf("Built with %s from commit %s of %s.", orUnknown(a.GoVersion), a.Commit, in.where(a.Repo))
 	case a.Module != "":

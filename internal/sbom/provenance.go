@@ -245,6 +245,12 @@ func (in *Input) artifactDependency(a *Artifact) []resourceDescriptor {
 		if uri == "" {
 			rd.Annotations = map[string]string{"path": in.localPath(strings.TrimPrefix(a.Repo, "file://"))}
 		}
+		if a.GitPath != "" {
+			if rd.Annotations == nil {
+				rd.Annotations = map[string]string{}
+			}
+			rd.Annotations["gitPath"] = a.GitPath
+		}
 		return []resourceDescriptor{rd}
 	case a.Module != "":
 		path, version, _ := strings.Cut(a.Module, "@")

@@ -179,6 +179,16 @@ func TestLocations(t *testing.T) {
 			t.Errorf("localPath(%q) = %q, want %q", p, got, want)
 		}
 	}
+	// Files of a commit: SPDX's #path after the commit, and said as
+	// taken, not built.
+	files := &Artifact{}
+	files.Repo, files.Commit, files.GitPath = "https://github.com/antrea-io/antrea", strings.Repeat("a", 40), "hack/windows"
+	if got, want := in.downloadLocation(files), "git+https://github.com/antrea-io/antrea@"+files.Commit+"#hack/windows"; got != want {
+		t.Errorf("download location of files of a commit: %s, want %s", got, want)
+	}
+	if got := in.origin(files); !strings.HasPrefix(got, "Taken as it is from hack/windows at commit "+files.Commit) {
+		t.Errorf("origin of files of a commit: %s", got)
+	}
 	if got := goPurl("github.com/docker/docker", "v24.0.7+incompatible"); got != "pkg:golang/github.com/docker/docker@v24.0.7%2Bincompatible" {
 		t.Errorf("purl %s", got)
 	}
