@@ -153,14 +153,8 @@ func (f *Fetcher) fetchCommit(ctx context.Context, g gitRef, dir string, bare bo
 		return err
 	}
 	if !bare {
-		if _, err := run("checkout", "-q", "--detach", g.Commit); err != nil {
-			return fmt.Errorf("%s at %s cannot be checked out: %w", g.Repo, g.Commit, err)
-		}
-		if head, err = run("rev-parse", "HEAD"); err != nil {
+		if err := checkoutCommit(ctx, dir, g); err != nil {
 			return err
-		}
-		if head != g.Commit {
-			return fmt.Errorf("%s: checked out %s, but the recipe pins %s", g.Repo, head, g.Commit)
 		}
 	}
 	if g.Tag != "" {
@@ -171,6 +165,24 @@ func (f *Fetcher) fetchCommit(ctx context.Context, g gitRef, dir string, bare bo
 		if tagged != g.Commit {
 			return blame("tag", fmt.Errorf("%s: tag %s points at %s, but the recipe pins %s", g.Repo, g.Tag, tagged, g.Commit))
 		}
+	}
+	return nil
+}
+
+// checkoutCommit checks out g.Commit, already proven present, in the
+// repository at dir and proves HEAD is it. What git refuses now is the
+// commit's tree (a path it will not write, such as a .git inside it),
+// not the pin.
+func checkoutCommit(ctx context.Context, dir string, g gitRef) error {
+	if _, err := git(ctx, dir, "checkout", "-q", "--detach", g.Commit); err != nil {
+		return fmt.Errorf("%s at %s cannot be checked out: %w", g.Repo, g.Commit, err)
+	}
+	head, err := git(ctx, dir, "rev-parse", "HEAD")
+	if err != nil {
+		return err
+	}
+	if head != g.Commit {
+		return fmt.Errorf("%s: checked out %s, but the recipe pins %s", g.Repo, head, g.Commit)
 	}
 	return nil
 }

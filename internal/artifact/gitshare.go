@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -77,18 +76,5 @@ func checkoutShared(ctx context.Context, objects string, g gitRef, dir string) e
 	case !errors.Is(err, fs.ErrNotExist):
 		return err
 	}
-	// The commit is there, proven when it was fetched: what git refuses
-	// now is the commit's tree (a path it will not write, such as a
-	// .git inside it), not the pin.
-	if _, err := git(ctx, dir, "checkout", "-q", "--detach", g.Commit); err != nil {
-		return fmt.Errorf("%s at %s cannot be checked out: %w", g.Repo, g.Commit, err)
-	}
-	head, err := git(ctx, dir, "rev-parse", "HEAD")
-	if err != nil {
-		return err
-	}
-	if head != g.Commit {
-		return fmt.Errorf("%s: checked out %s, but the recipe pins %s", g.Repo, head, g.Commit)
-	}
-	return nil
+	return checkoutCommit(ctx, dir, g)
 }
