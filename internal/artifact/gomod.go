@@ -76,7 +76,7 @@ func (m *GoModule) Mirror(ctx context.Context, f *Fetcher, r *Request, dir strin
 	}
 	defer os.RemoveAll(tmp)
 	f.Log("mirror %s", m.ref())
-	env, err := mirrorEnv(f.goEnv(&m.Go, r.Platform), dir)
+	env, err := f.MirrorGoEnv(&m.Go, r.Platform, dir)
 	if err != nil {
 		return err
 	}

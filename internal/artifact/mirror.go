@@ -58,7 +58,7 @@ func (f *Fetcher) mirrorRepo(ctx context.Context, dir string, g gitRef) error {
 // dependencies, tools, other platforms' packages): for the CNI plugins
 // v1.10.0, 53 zips where the build reads 29.
 func (f *Fetcher) mirrorGoModules(ctx context.Context, dir string, p platform.Platform, g *Go, moduleDir string) error {
-	env, err := mirrorEnv(f.goEnv(g, p), dir)
+	env, err := f.MirrorGoEnv(g, p, dir)
 	if err != nil {
 		return err
 	}
@@ -174,13 +174,15 @@ func downloadModules(ctx context.Context, env []string, mods []module.Version) e
 	return nil
 }
 
-// mirrorEnv is env with the go command's module cache the mirror's,
-// written with -modcacherw (so the mirror can be deleted and copied like
-// any directory), added to the GOFLAGS the build sets.
-func mirrorEnv(env []string, mirror string) ([]string, error) {
+// MirrorGoEnv is the environment of g's go command for p with the
+// mirror's module cache, claimed (ClaimModuleCache), written with
+// -modcacherw (so the mirror can be deleted and copied like any
+// directory), added to the GOFLAGS the build sets.
+func (f *Fetcher) MirrorGoEnv(g *Go, p platform.Platform, mirror string) ([]string, error) {
 	if err := ClaimModuleCache(mirror); err != nil {
 		return nil, err
 	}
+	env := f.goEnv(g, p)
 	var flags string
 	for _, kv := range env {
 		if v, ok := strings.CutPrefix(kv, "GOFLAGS="); ok {

@@ -1468,12 +1468,10 @@ func mirrorLinkedModules(ctx context.Context, network *artifact.Fetcher, reqs []
 		if len(rec.GoBinaries) == 0 {
 			continue
 		}
-		if err := artifact.ClaimModuleCache(dir); err != nil {
+		env, err := network.MirrorGoEnv(&artifact.Go{}, r.Platform, dir)
+		if err != nil {
 			return err
 		}
-		env := append(network.GoEnv(&artifact.Go{}, r.Platform),
-			"GOMODCACHE="+artifact.ModuleCache(dir),
-			"GOFLAGS=-modcacherw")
 		for j, gb := range rec.GoBinaries {
 			e, ok := res.Tree.Get(gb.Path)
 			if !ok {
