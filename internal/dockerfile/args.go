@@ -27,12 +27,7 @@ func newVars(windows bool) *vars { return &vars{windows: windows} }
 
 // Get implements shell.EnvGetter.
 func (v *vars) Get(k string) (string, bool) {
-	for _, kv := range v.env {
-		if name, val, _ := strings.Cut(kv, "="); image.SameEnvName(name, k, v.windows) {
-			return val, true
-		}
-	}
-	return "", false
+	return image.LookupEnv(v.env, k, v.windows)
 }
 
 // Keys implements shell.EnvGetter.

@@ -482,12 +482,8 @@ const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bi
 // hasEnv says whether the stage's config sets k (by ENV, or inherited
 // from the stage it is built on).
 func (s *stageState) hasEnv(k string) bool {
-	for _, kv := range s.cfg.Env {
-		if name, _, _ := strings.Cut(kv, "="); image.SameEnvName(name, k, s.platform.IsWindows()) {
-			return true
-		}
-	}
-	return false
+	_, ok := image.LookupEnv(s.cfg.Env, k, s.platform.IsWindows())
+	return ok
 }
 
 func (s *stageState) setEnv(k, v string) {

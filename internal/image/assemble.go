@@ -161,14 +161,31 @@ func apply(c *v1.Config, cfg Config, windows bool) {
 // reads the names. Like append, it may write into env's array.
 func SetEnv(env []string, kv string, windows bool) []string {
 	k, _, _ := strings.Cut(kv, "=")
-	for i, old := range env {
-		name, _, _ := strings.Cut(old, "=")
-		if SameEnvName(name, k, windows) {
-			env[i] = kv
-			return env
-		}
+	if i := envIndex(env, k, windows); i >= 0 {
+		env[i] = kv
+		return env
 	}
 	return append(env, kv)
+}
+
+// LookupEnv is the value of variable k in env (NAME=VALUE entries), by
+// SetEnv's rule for which names are one.
+func LookupEnv(env []string, k string, windows bool) (string, bool) {
+	if i := envIndex(env, k, windows); i >= 0 {
+		_, v, _ := strings.Cut(env[i], "=")
+		return v, true
+	}
+	return "", false
+}
+
+// envIndex is the index of variable k in env, or -1.
+func envIndex(env []string, k string, windows bool) int {
+	for i, kv := range env {
+		if name, _, _ := strings.Cut(kv, "="); SameEnvName(name, k, windows) {
+			return i
+		}
+	}
+	return -1
 }
 
 // SameEnvName reports whether a and b name one environment variable: on
