@@ -5,11 +5,11 @@ import (
 	"maps"
 	"path"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/pallet-dev/pallet/internal/artifact"
+	"github.com/pallet-dev/pallet/internal/lazyre"
 	"github.com/pallet-dev/pallet/internal/plan"
 	"github.com/pallet-dev/pallet/internal/tree"
 )
@@ -176,7 +176,7 @@ type names struct {
 	used map[string]bool
 }
 
-var notName = regexp.MustCompile(`[^a-z0-9._-]+`)
+var notName = lazyre.New(`[^a-z0-9._-]+`)
 
 // name returns the source's artifact name: its hint made a valid name,
 // with a number added when another source has it already.
@@ -185,7 +185,7 @@ func (n *names) name(s *source) string {
 	if name, ok := n.byID[id]; ok {
 		return name
 	}
-	base := strings.Trim(notName.ReplaceAllString(strings.ToLower(s.hint), "-"), "-._")
+	base := strings.Trim(notName().ReplaceAllString(strings.ToLower(s.hint), "-"), "-._")
 	if base == "" {
 		base = "context"
 	}

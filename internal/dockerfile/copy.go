@@ -8,7 +8,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/moby/buildkit/util/system"
 
 	"github.com/pallet-dev/pallet/internal/archive"
+	"github.com/pallet-dev/pallet/internal/lazyre"
 	"github.com/pallet-dev/pallet/internal/plan"
 	"github.com/pallet-dev/pallet/internal/recipe"
 	"github.com/pallet-dev/pallet/internal/tree"
@@ -262,12 +262,12 @@ func isURL(s string) bool { return strings.HasPrefix(s, "http://") || strings.Ha
 
 // gitURL matches what BuildKit takes for a git repository rather than a
 // download.
-var gitURL = regexp.MustCompile(`^(git@|git://|ssh://)|^https?://[^#]+\.git(#.*)?$`)
+var gitURL = lazyre.New(`^(git@|git://|ssh://)|^https?://[^#]+\.git(#.*)?$`)
 
-func isGit(s string) bool { return gitURL.MatchString(s) }
+func isGit(s string) bool { return gitURL().MatchString(s) }
 
 // sha256Checksum is the only --checksum pallet verifies downloads with.
-var sha256Checksum = regexp.MustCompile(`^sha256:([0-9a-f]{64})$`)
+var sha256Checksum = lazyre.New(`^sha256:([0-9a-f]{64})$`)
 
 // urlItem is ADD URL: a download pinned by --checksum, placed as one
 // file (unpacked only with --unpack=true, as BuildKit does).
@@ -278,7 +278,7 @@ func (e *evaluator) urlItem(op *copyOp, src string, pos plan.Pos) ([]item, error
 	if *op.checksum == "" {
 		return nil, fmt.Errorf("%s: a download needs --checksum=sha256:<64 hex digits>; pallet pins every download by its digest", src)
 	}
-	m := sha256Checksum.FindStringSubmatch(*op.checksum)
+	m := sha256Checksum().FindStringSubmatch(*op.checksum)
 	if m == nil {
 		return nil, fmt.Errorf("--checksum=%s: want sha256:<64 lower-case hex digits>", *op.checksum)
 	}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"github.com/moby/buildkit/frontend/dockerfile/parser"
 	"github.com/moby/buildkit/util/system"
 
+	"github.com/pallet-dev/pallet/internal/lazyre"
 	"github.com/pallet-dev/pallet/internal/plan"
 	"github.com/pallet-dev/pallet/internal/tree"
 )
@@ -234,7 +234,7 @@ func numericOwner(s string) (int, int, bool) {
 }
 
 // portRE is [ip:][hostPort:]port[-end][/proto], as EXPOSE reads it.
-var portRE = regexp.MustCompile(`^(?:.*:)?([0-9]+)(?:-([0-9]+))?(?:/([A-Za-z]+))?$`)
+var portRE = lazyre.New(`^(?:.*:)?([0-9]+)(?:-([0-9]+))?(?:/([A-Za-z]+))?$`)
 
 func (e *evaluator) expose(s *stageState, c *instructions.ExposeCommand) error {
 	// A set, not a search of the list: one range can name 65535 ports.
@@ -266,7 +266,7 @@ func (e *evaluator) expose(s *stageState, c *instructions.ExposeCommand) error {
 // parsePort reads one EXPOSE word into port/proto entries, a range into
 // one per port.
 func parsePort(w string) ([]string, error) {
-	m := portRE.FindStringSubmatch(w)
+	m := portRE().FindStringSubmatch(w)
 	if m == nil {
 		return nil, fmt.Errorf("invalid port %q: want PORT[-END][/tcp|udp|sctp]", w)
 	}
@@ -294,13 +294,13 @@ func parsePort(w string) ([]string, error) {
 }
 
 // signalRE accepts a signal number or name (SIGTERM, TERM, SIGRTMIN+3).
-var signalRE = regexp.MustCompile(`^([0-9]+|(SIG)?[A-Z][A-Z0-9]*([+-][0-9]+)?)$`)
+var signalRE = lazyre.New(`^([0-9]+|(SIG)?[A-Z][A-Z0-9]*([+-][0-9]+)?)$`)
 
 func (e *evaluator) stopSignal(s *stageState, c *instructions.StopSignalCommand) error {
 	if err := c.Expand(e.expander(s)); err != nil {
 		return err
 	}
-	if !signalRE.MatchString(c.Signal) {
+	if !signalRE().MatchString(c.Signal) {
 		return fmt.Errorf("invalid signal %q: want a name such as SIGTERM or a number", c.Signal)
 	}
 	s.cfg.StopSignal = c.Signal

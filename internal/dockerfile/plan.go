@@ -213,7 +213,7 @@ func (e *evaluator) defaultRepository() string {
 	} else {
 		name = filepath.Base(e.d.Dir)
 	}
-	name = strings.Trim(notName.ReplaceAllString(strings.ToLower(name), "-"), "-._")
+	name = strings.Trim(notName().ReplaceAllString(strings.ToLower(name), "-"), "-._")
 	if name == "" {
 		return "image"
 	}

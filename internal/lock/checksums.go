@@ -5,15 +5,16 @@ import (
 	"fmt"
 	"io"
 	"path"
-	"regexp"
 	"strings"
+
+	"github.com/pallet-dev/pallet/internal/lazyre"
 )
 
 // hexRE is a sha256 as checksum files write it, in either case.
-var hexRE = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
+var hexRE = lazyre.New(`^[0-9a-fA-F]{64}$`)
 
 // bsdRE is a line of a BSD-style list: "SHA256 (NAME) = HEX".
-var bsdRE = regexp.MustCompile(`^SHA256 ?\((.+)\) ?= ?([0-9a-fA-F]{64})$`)
+var bsdRE = lazyre.New(`^SHA256 ?\((.+)\) ?= ?([0-9a-fA-F]{64})$`)
 
 // lookupChecksum reads a checksum file and returns the sha256 it gives
 // for the file called name. It reads what upstreams publish: sha256sum's
@@ -35,11 +36,11 @@ func lookupChecksum(r io.Reader, name string) (string, error) {
 			continue
 		}
 		var sum, file string
-		if m := bsdRE.FindStringSubmatch(line); m != nil {
+		if m := bsdRE().FindStringSubmatch(line); m != nil {
 			file, sum = m[1], m[2]
 		} else {
 			f := strings.Fields(line)
-			if len(f) == 0 || !hexRE.MatchString(f[0]) {
+			if len(f) == 0 || !hexRE().MatchString(f[0]) {
 				continue
 			}
 			sum = f[0]

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/pallet-dev/pallet/internal/bounded"
+	"github.com/pallet-dev/pallet/internal/lazyre"
 )
 
 // pallet replaces an existing output only when it is certainly an earlier
@@ -38,11 +39,11 @@ var (
 	// Algorithm and encoded-digest grammar of the OCI image spec
 	// (descriptor.md), with the registered algorithms held to their
 	// exact form.
-	blobAlgorithm = regexp.MustCompile(`^[a-z0-9]+(?:[+._-][a-z0-9]+)*$`)
-	blobEncoded   = regexp.MustCompile(`^[a-zA-Z0-9=_-]+$`)
-	registered    = map[string]*regexp.Regexp{
-		"sha256": regexp.MustCompile(`^[a-f0-9]{64}$`),
-		"sha512": regexp.MustCompile(`^[a-f0-9]{128}$`),
+	blobAlgorithm = lazyre.New(`^[a-z0-9]+(?:[+._-][a-z0-9]+)*$`)
+	blobEncoded   = lazyre.New(`^[a-zA-Z0-9=_-]+$`)
+	registered    = map[string]func() *regexp.Regexp{
+		"sha256": lazyre.New(`^[a-f0-9]{64}$`),
+		"sha512": lazyre.New(`^[a-f0-9]{128}$`),
 	}
 )
 
@@ -105,7 +106,7 @@ func checkBlobs(dir, blobs string) error {
 	}
 	for _, a := range algs {
 		ap := filepath.Join(blobs, a.Name())
-		if !a.IsDir() || !blobAlgorithm.MatchString(a.Name()) {
+		if !a.IsDir() || !blobAlgorithm().MatchString(a.Name()) {
 			return notOurs(dir, fmt.Sprintf("it holds %s, which is not a blob directory of an OCI image layout", ap))
 		}
 		files, err := os.ReadDir(ap)
@@ -117,7 +118,7 @@ func checkBlobs(dir, blobs string) error {
 			form = blobEncoded
 		}
 		for _, f := range files {
-			if !f.Type().IsRegular() || !form.MatchString(f.Name()) {
+			if !f.Type().IsRegular() || !form().MatchString(f.Name()) {
 				return notOurs(dir, fmt.Sprintf("it holds %s, which is not a blob of an OCI image layout", filepath.Join(ap, f.Name())))
 			}
 		}

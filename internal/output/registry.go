@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/pallet-dev/pallet/internal/lazyre"
 	"github.com/pallet-dev/pallet/internal/regauth"
 )
 
@@ -61,7 +61,7 @@ func (r *Registry) Write(ctx context.Context, images []Image) error {
 // signedQuery is a URL query parameter that carries a secret: an upload
 // session's state (distribution's _state is signed), a token, a
 // signature (pre-signed storage URLs).
-var signedQuery = regexp.MustCompile(`([?&](?:_state|[A-Za-z0-9_.-]*(?:[Tt]oken|[Ss]ignature|[Cc]redential|[Ss]ig))=)[^&\s"']+`)
+var signedQuery = lazyre.New(`([?&](?:_state|[A-Za-z0-9_.-]*(?:[Tt]oken|[Ss]ignature|[Cc]redential|[Ss]ig))=)[^&\s"']+`)
 
 // redactQueries hides secrets carried in URLs in err's message: a
 // connection reset in the middle of an upload is reported by net/http
@@ -71,7 +71,7 @@ func redactQueries(err error) error {
 		return nil
 	}
 	msg := err.Error()
-	red := signedQuery.ReplaceAllString(msg, "${1}REDACTED")
+	red := signedQuery().ReplaceAllString(msg, "${1}REDACTED")
 	if red == msg {
 		return err
 	}

@@ -3,16 +3,17 @@ package recipe
 import (
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/pallet-dev/pallet/internal/lazyre"
 )
 
 // builtinVars are set per platform and cannot be declared as args.
 var builtinVars = map[string]bool{"os": true, "arch": true, "variant": true, "platform": true, "exe": true, "version": true, "commit": true, "tag": true}
 
-var varRE = regexp.MustCompile(`\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}`)
+var varRE = lazyre.New(`\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}`)
 
 // Vars is the set of values {{NAME}} expands to.
 type Vars map[string]string
@@ -59,8 +60,8 @@ func (v Vars) With(extra map[string]string) Vars {
 // recipe error at that line.
 func (r *Recipe) Expand(path, s string, v Vars) (string, error) {
 	var missing []string
-	out := varRE.ReplaceAllStringFunc(s, func(m string) string {
-		name := varRE.FindStringSubmatch(m)[1]
+	out := varRE().ReplaceAllStringFunc(s, func(m string) string {
+		name := varRE().FindStringSubmatch(m)[1]
 		val, ok := v[name]
 		if !ok {
 			missing = append(missing, name)

@@ -1,12 +1,12 @@
 package recipe
 
 import (
-	"regexp"
 	"strings"
 
 	"golang.org/x/mod/module"
 
 	"github.com/pallet-dev/pallet/internal/artifact"
+	"github.com/pallet-dev/pallet/internal/lazyre"
 	"github.com/pallet-dev/pallet/internal/platform"
 )
 
@@ -36,7 +36,7 @@ type GoModule struct {
 }
 
 // goSumRE is an h1: hash as go.sum writes it: base64 of a sha256.
-var goSumRE = regexp.MustCompile(`^h1:[A-Za-z0-9+/]{43}=$`)
+var goSumRE = lazyre.New(`^h1:[A-Za-z0-9+/]{43}=$`)
 
 // goBuild is m's build as a go section says it; the toolchain is left to
 // the caller, as its field has another name here.
@@ -56,13 +56,13 @@ func (r *Recipe) checkGoModule(name, at string, m *GoModule) error {
 	if err := r.checkModuleVersion(name, at, m.Module, m.Version); err != nil {
 		return err
 	}
-	if !goSumRE.MatchString(m.Sum) {
+	if !goSumRE().MatchString(m.Sum) {
 		return r.Errorf(at+".sum", "artifact %s: gomod.sum must be the module's go.sum hash, h1: and 44 base64 characters (got %q)", name, m.Sum)
 	}
 	if len(m.Packages) == 0 {
 		return r.Errorf(at, "artifact %s: gomod.packages is required", name)
 	}
-	if m.Toolchain != "" && !strings.Contains(m.Toolchain, "{{") && !goVersionRE.MatchString(m.Toolchain) {
+	if m.Toolchain != "" && !strings.Contains(m.Toolchain, "{{") && !goVersionRE().MatchString(m.Toolchain) {
 		return r.Errorf(at+".toolchain", "artifact %s: %v", name, CheckGoVersion(m.Toolchain))
 	}
 	return r.checkGo(name, at, m.goBuild())

@@ -3,10 +3,10 @@ package recipe
 import (
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
 
+	"github.com/pallet-dev/pallet/internal/lazyre"
 	"github.com/pallet-dev/pallet/internal/plan"
 	"github.com/pallet-dev/pallet/internal/platform"
 )
@@ -70,7 +70,7 @@ type Target struct {
 func Path(keys ...string) string { return strings.Join(keys, ".") }
 
 // platformVarRE finds the per-platform variables in a template.
-var platformVarRE = regexp.MustCompile(`\{\{\s*(os|arch|variant|platform)\s*\}\}`)
+var platformVarRE = lazyre.New(`\{\{\s*(os|arch|variant|platform)\s*\}\}`)
 
 // served lists, for every artifact an image places, the platforms it is
 // placed on, in order, with vars expanded as the build would. Every image
@@ -199,7 +199,7 @@ func (r *Recipe) Downloads(sel PinSelection) ([]*Download, error) {
 		}
 		at := Path(keys...)
 		d := &Download{Artifact: name, Keys: keys, SHA256: u.SHA256,
-			PerPlatform: platformVarRE.MatchString(u.URL) || platformVarRE.MatchString(u.Checksums)}
+			PerPlatform: platformVarRE().MatchString(u.URL) || platformVarRE().MatchString(u.Checksums)}
 		selectors := map[string]string{}
 		for k := range u.SHA256 {
 			selectors[k] = k

@@ -23,6 +23,7 @@ import (
 
 	"github.com/pallet-dev/pallet/internal/artifact"
 	"github.com/pallet-dev/pallet/internal/bounded"
+	"github.com/pallet-dev/pallet/internal/lazyre"
 	"github.com/pallet-dev/pallet/internal/plan"
 	"github.com/pallet-dev/pallet/internal/platform"
 	"github.com/pallet-dev/pallet/internal/tree"
@@ -610,7 +611,7 @@ func indexLines(n *yaml.Node, path string, out, cols map[string]int) {
 	}
 }
 
-var yamlLine = regexp.MustCompile(`line (\d+): (.*)`)
+var yamlLine = lazyre.New(`line (\d+): (.*)`)
 
 // yamlError rewrites yaml.v3's messages into file:line form and drops Go
 // type names, which mean nothing to a recipe author.
@@ -624,7 +625,7 @@ func yamlError(file string, err error) *Error {
 	line := 0
 	for _, m := range msgs {
 		m = strings.TrimPrefix(m, "yaml: ")
-		if sm := yamlLine.FindStringSubmatch(m); sm != nil {
+		if sm := yamlLine().FindStringSubmatch(m); sm != nil {
 			l, _ := strconv.Atoi(sm[1])
 			if line == 0 {
 				line = l
@@ -650,11 +651,11 @@ var misplaced = map[string]string{
 }
 
 var (
-	nameRE      = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
-	argRE       = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	sha256RE    = regexp.MustCompile(`^[0-9a-f]{64}$`)
-	commitRE    = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
-	goVersionRE = regexp.MustCompile(`^1\.[0-9]+(\.[0-9]+|rc[0-9]+)?$`)
+	nameRE      = lazyre.New(`^[a-z0-9][a-z0-9._-]*$`)
+	argRE       = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	sha256RE    = lazyre.New(`^[0-9a-f]{64}$`)
+	commitRE    = lazyre.New(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
+	goVersionRE = lazyre.New(`^1\.[0-9]+(\.[0-9]+|rc[0-9]+)?$`)
 )
 
 // check validates what the schema alone cannot: references, required
@@ -670,7 +671,7 @@ func (r *Recipe) check() error {
 		return r.Errorf("limits", "%v", err)
 	}
 	for _, k := range slices.Sorted(maps.Keys(r.Args)) {
-		if !argRE.MatchString(k) {
+		if !argRE().MatchString(k) {
 			return r.Errorf("args."+k, "arg name %q: use letters, digits and _", k)
 		}
 		if builtinVars[k] {
@@ -698,7 +699,7 @@ func (r *Recipe) check() error {
 
 func (r *Recipe) checkArtifact(name string, a *Artifact) error {
 	at := "artifacts." + name
-	if !nameRE.MatchString(name) {
+	if !nameRE().MatchString(name) {
 		return r.Errorf(at, "artifact name %q: use lower-case letters, digits, '.', '_' and '-'", name)
 	}
 	if a == nil {
@@ -748,7 +749,7 @@ func (r *Recipe) checkArtifact(name string, a *Artifact) error {
 		if s.Git.Repo == "" {
 			return r.Errorf(sat+".git", "artifact %s: source.git.repo is required", name)
 		}
-		if !commitRE.MatchString(s.Git.Commit) && !(r.unpinned && s.Git.Commit == "" && s.Git.Tag != "") {
+		if !commitRE().MatchString(s.Git.Commit) && !(r.unpinned && s.Git.Commit == "" && s.Git.Tag != "") {
 			msg := "source.git.commit must be a full commit hash (40 or 64 hex digits)"
 			if s.Git.Tag != "" || s.Git.Commit != "" {
 				msg += "; a tag or short hash alone is not a pin (pallet lock resolves a tag to its commit)"
@@ -810,7 +811,7 @@ func (r *Recipe) checkURL(name, at string, u *URL) error {
 		if d == "" && r.unpinned {
 			continue // lock fills it in
 		}
-		if !sha256RE.MatchString(d) {
+		if !sha256RE().MatchString(d) {
 			return r.Errorf(where, "artifact %s: sha256 must be 64 lower-case hex digits (got %q)", name, d)
 		}
 	}
@@ -826,7 +827,7 @@ func (r *Recipe) checkGo(name, at string, g *GoBuild) error {
 			return r.Errorf(fmt.Sprintf("%s.env.%d", at, i), "artifact %s: env entry %q is not K=V", name, e)
 		}
 	}
-	if g.Version != "" && !strings.Contains(g.Version, "{{") && !goVersionRE.MatchString(g.Version) {
+	if g.Version != "" && !strings.Contains(g.Version, "{{") && !goVersionRE().MatchString(g.Version) {
 		return r.Errorf(at+".version", "artifact %s: %v", name, CheckGoVersion(g.Version))
 	}
 	for _, p := range slices.Sorted(maps.Keys(g.CC)) {
@@ -855,7 +856,7 @@ func (r *Recipe) checkExtract(at string, e *Extract) error {
 
 func (r *Recipe) checkImage(name string, im *Image) error {
 	at := "images." + name
-	if !nameRE.MatchString(name) {
+	if !nameRE().MatchString(name) {
 		return r.Errorf(at, "image name %q: use lower-case letters, digits, '.', '_' and '-'", name)
 	}
 	if im == nil {
@@ -1070,7 +1071,7 @@ func parseID(s string) (int, error) {
 
 // CheckGoVersion accepts a Go release such as 1.23.4 (or 1.24rc1).
 func CheckGoVersion(v string) error {
-	if !goVersionRE.MatchString(v) {
+	if !goVersionRE().MatchString(v) {
 		return fmt.Errorf("go version %q: want a release such as 1.23.4", v)
 	}
 	// From 1.21 on a release is named with its patch (go1.21.0): "1.26"
@@ -1173,7 +1174,7 @@ func notARecipe(file string) error {
 
 // dockerfileStart is the first instruction of a Dockerfile: FROM, or
 // ARG before it, after comments and parser directives.
-var dockerfileStart = regexp.MustCompile(`(?i)^(from|arg)\s`)
+var dockerfileStart = lazyre.New(`(?i)^(from|arg)\s`)
 
 // looksLikeDockerfile says whether data starts as a Dockerfile does.
 func looksLikeDockerfile(data []byte) bool {
@@ -1182,7 +1183,7 @@ func looksLikeDockerfile(data []byte) bool {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		return dockerfileStart.MatchString(line)
+		return dockerfileStart().MatchString(line)
 	}
 	return false
 }

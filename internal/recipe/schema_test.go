@@ -171,7 +171,7 @@ func TestSchemaPatternsFollowGo(t *testing.T) {
 		t.Fatal(err)
 	}
 	walk(root)
-	for _, re := range []*regexp.Regexp{nameRE, argRE, sha256RE, commitRE, goVersionRE} {
+	for _, re := range []*regexp.Regexp{nameRE(), argRE(), sha256RE(), commitRE(), goVersionRE()} {
 		src := strings.TrimSuffix(strings.TrimPrefix(re.String(), "^"), "$")
 		found := false
 		for _, p := range patterns {

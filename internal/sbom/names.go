@@ -10,13 +10,13 @@ import (
 	"net/url"
 	"path"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/pallet-dev/pallet/internal/image"
+	"github.com/pallet-dev/pallet/internal/lazyre"
 )
 
 // newID returns the SPDX id (and CycloneDX bom-ref) of an element: its
@@ -24,7 +24,7 @@ import (
 // is; so ids do not depend on the order elements are met in.
 func (g *graph) newID(kind, readable, key string) string {
 	sum := sha256.Sum256([]byte(key))
-	r := idUnsafe.ReplaceAllString(readable, "-")
+	r := idUnsafe().ReplaceAllString(readable, "-")
 	r = strings.Trim(r, "-.")
 	if len(r) > 64 {
 		r = strings.Trim(r[len(r)-64:], "-.")
@@ -45,7 +45,7 @@ func (g *graph) newID(kind, readable, key string) string {
 
 // idUnsafe is what SPDX ids may not hold: they are SPDXRef- and then
 // letters, digits, '.' and '-'.
-var idUnsafe = regexp.MustCompile(`[^A-Za-z0-9.-]+`)
+var idUnsafe = lazyre.New(`[^A-Za-z0-9.-]+`)
 
 // purlEscape percent-encodes s as a purl component: everything but
 // letters, digits and .-_~ (and the characters in keep).
@@ -203,7 +203,7 @@ func (in *Input) localPath(p string) string {
 // machine, or empty for a local path or file URL (whose path is the
 // builder's).
 func remote(u string) string {
-	if strings.HasPrefix(u, "git@") || scpLike.MatchString(u) {
+	if strings.HasPrefix(u, "git@") || scpLike().MatchString(u) {
 		// user@host:path, git's scp syntax.
 		host, p, _ := strings.Cut(u[strings.IndexByte(u, '@')+1:], ":")
 		return "ssh://" + host + "/" + strings.TrimPrefix(p, "/")
@@ -216,7 +216,7 @@ func remote(u string) string {
 	return pu.String()
 }
 
-var scpLike = regexp.MustCompile(`^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^/]`)
+var scpLike = lazyre.New(`^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[^/]`)
 
 // gitLocation is the SPDX download location of a repository at a commit
 // ("git+https://host/repo@<commit>"), or empty for a local repository.
@@ -254,7 +254,7 @@ type exprParser struct {
 	i    int
 }
 
-var licenseIDRE = regexp.MustCompile(`^((DocumentRef-[A-Za-z0-9.-]+:)?LicenseRef-[A-Za-z0-9.-]+|[A-Za-z0-9][A-Za-z0-9.-]*\+?)$`)
+var licenseIDRE = lazyre.New(`^((DocumentRef-[A-Za-z0-9.-]+:)?LicenseRef-[A-Za-z0-9.-]+|[A-Za-z0-9][A-Za-z0-9.-]*\+?)$`)
 
 func (p *exprParser) next() string {
 	if p.i >= len(p.toks) {
@@ -289,12 +289,12 @@ func (p *exprParser) term() error {
 			return errors.New("unbalanced parentheses")
 		}
 		return nil
-	case t == "" || t == ")" || isOperator(t) || !licenseIDRE.MatchString(t):
+	case t == "" || t == ")" || isOperator(t) || !licenseIDRE().MatchString(t):
 		return fmt.Errorf("want a licence identifier, got %q", t)
 	}
 	if p.i < len(p.toks) && p.toks[p.i] == "WITH" {
 		p.i++
-		if e := p.next(); e == "" || isOperator(e) || !licenseIDRE.MatchString(e) {
+		if e := p.next(); e == "" || isOperator(e) || !licenseIDRE().MatchString(e) {
 			return fmt.Errorf("want an exception identifier after WITH, got %q", e)
 		}
 	}

@@ -20,11 +20,11 @@ import (
 	"fmt"
 	"maps"
 	"path"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/pallet-dev/pallet/internal/lazyre"
 	"github.com/pallet-dev/pallet/internal/record"
 )
 
@@ -166,12 +166,12 @@ func marshal(v any) ([]byte, error) {
 }
 
 var (
-	hexRE    = regexp.MustCompile(`^[0-9a-f]+$`)
-	digestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+	hexRE    = lazyre.New(`^[0-9a-f]+$`)
+	digestRE = lazyre.New(`^sha256:[0-9a-f]{64}$`)
 )
 
 // isHex reports whether s is n lowercase hex digits.
-func isHex(s string, n int) bool { return len(s) == n && hexRE.MatchString(s) }
+func isHex(s string, n int) bool { return len(s) == n && hexRE().MatchString(s) }
 
 // sha256Hex is the hex of a sha256 given as hex or "sha256:<hex>", or
 // empty when s is neither.
@@ -191,10 +191,10 @@ func (in *Input) check() error {
 	if in.Platform == "" {
 		return fmt.Errorf("sbom: image %s: no platform", in.Image)
 	}
-	if !digestRE.MatchString(in.Digest) {
+	if !digestRE().MatchString(in.Digest) {
 		return fmt.Errorf("sbom: image %s (%s): manifest digest %q is not sha256:<64 hex>", in.Image, in.Platform, in.Digest)
 	}
-	if in.Base.Digest != "" && !digestRE.MatchString(in.Base.Digest) {
+	if in.Base.Digest != "" && !digestRE().MatchString(in.Base.Digest) {
 		return fmt.Errorf("sbom: image %s (%s): base %s digest %q is not sha256:<64 hex>", in.Image, in.Platform, in.Base.Ref, in.Base.Digest)
 	}
 	if in.Recipe.SHA256 != "" && sha256Hex(in.Recipe.SHA256) == "" {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+
+	"github.com/pallet-dev/pallet/internal/lazyre"
 )
 
 // A build's scratch directory is named pallet-build-<random> and holds a
@@ -38,7 +40,7 @@ const (
 )
 
 // workName is the exact shape of the names pallet gives work dirs.
-var workName = regexp.MustCompile(`^` + regexp.QuoteMeta(workPrefix) + `[0-9a-z]+$`)
+var workName = lazyre.New(`^` + regexp.QuoteMeta(workPrefix) + `[0-9a-z]+$`)
 
 // WorkDir is a build's scratch directory, locked while the build runs.
 type WorkDir struct {
@@ -103,7 +105,7 @@ func SweepWorkDirs(parent string) ([]string, error) {
 	var removed []string
 	var errs []error
 	for _, e := range entries {
-		if !workName.MatchString(e.Name()) || e.Type() != fs.ModeDir {
+		if !workName().MatchString(e.Name()) || e.Type() != fs.ModeDir {
 			continue
 		}
 		dir := filepath.Join(parent, e.Name())

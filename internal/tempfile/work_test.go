@@ -18,7 +18,7 @@ func TestNewWorkDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if filepath.Dir(w.Path) != parent || !workName.MatchString(filepath.Base(w.Path)) {
+	if filepath.Dir(w.Path) != parent || !workName().MatchString(filepath.Base(w.Path)) {
 		t.Errorf("work dir %s is not a pallet-build-* directory of %s", w.Path, parent)
 	}
 	fi, err := os.Stat(w.Path)
