@@ -309,6 +309,36 @@ OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE
 SOFTWARE.
 `
 
+// licenses: none declares the artifact's files the project's own: the
+// main module of a Go binary built from them is too, so its missing
+// licence file is neither a warning nor, with --require-licenses, an error.
+func TestModuleLicensesOwnMainModule(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "app", "go.mod"), "module example.com/own\n\ngo 1.22\n")
+	writeFile(t, filepath.Join(dir, "app", "main.go"), "package main\n\nfunc main() {}\n")
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
+artifacts:
+  app:
+    go: {module: app, packages: .}
+    licenses: none
+images:
+  app:
+    base: scratch
+    platforms: linux/amd64
+    files:
+      - {artifact: app, dest: /bin/}
+`)
+	log := mustPallet(t, "build", "--progress", "plain", "-f", filepath.Join(dir, "pallet.yaml"), "--module-licenses", "--require-licenses",
+		"--cache-dir", t.TempDir(), "-o", "oci:"+filepath.Join(dir, "out"))
+	if strings.Contains(log, "without a licence") {
+		t.Errorf("a warning for the project's own main module:\n%s", log)
+	}
+	rec := readRecord(t, filepath.Join(dir, "out")+".record.json")
+	if mods := rec.Artifacts[0].GoBinaries[0].Modules; len(mods) != 1 || mods[0].Path != "example.com/own" || !mods[0].Missing {
+		t.Errorf("the record should still say the main module has no licence file: %+v", mods)
+	}
+}
+
 // --module-licenses ships the licence of every module a Go binary links
 // under /LICENSES/<artifact>/<module>/, classified in the record; a module
 // without one is a warning, and an error with --require-licenses.

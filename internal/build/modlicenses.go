@@ -77,8 +77,10 @@ func (b *builder) moduleLicenses(ctx context.Context, pa *plan.Artifact, res *ar
 			}
 			gb.Modules = append(gb.Modules, rm)
 			// The main module's licence is the artifact's own, found
-			// with it (a build from a checkout has no sum to fetch by).
-			if m.Missing && !(m.Main && len(a.Licenses) > 0) {
+			// with it (a build from a checkout has no sum to fetch by),
+			// or declared needless: licenses: none says the files are
+			// the project's own, and so is the code built from them.
+			if m.Missing && !(m.Main && (len(a.Licenses) > 0 || pa.NoLicense)) {
 				missing = append(missing, m.Path+"@"+m.Version)
 			}
 		}
