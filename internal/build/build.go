@@ -700,6 +700,16 @@ func (b *builder) makeReady(ctx context.Context, a *plan.Artifact, r *ready) err
 		}()
 		defer func() { <-prepared }()
 	}
+	if g := artifact.GoSettings(a.Kind); g != nil && b.opt.ModuleLicenses {
+		// moduleLicenses asks the go command where its module cache is:
+		// asked now, the answer (30 ms) comes while go build runs.
+		asked := make(chan struct{})
+		go func() {
+			defer close(asked)
+			_, _ = b.moduleCache(ctx, b.fetcher.GoEnv(g, a.Platform))
+		}()
+		defer func() { <-asked }()
+	}
 	done := b.opt.Progress.Start(fmt.Sprintf("artifact %s (%s)", a.Name, a.Platform))
 	res, err := b.fetcher.Fetch(ctx, &a.Request, work)
 	if err != nil {
