@@ -261,6 +261,43 @@ images:
 	}
 }
 
+// A later layer putting a directory where an earlier one put a file, or
+// a file where an earlier one put a directory, would replace it (and
+// all the directory held): an error naming both, on Linux and Windows.
+func TestFileAndDirectoryFromTwoLayersIsAnError(t *testing.T) {
+	for _, pf := range []string{"linux/amd64", "windows/amd64"} {
+		for _, order := range [][2]string{{"/k/x", "/k/x/y"}, {"/k/x/y", "/k/x"}} {
+			dir := t.TempDir()
+			writeFile(t, filepath.Join(dir, "one"), "one\n")
+			base := "scratch"
+			if strings.HasPrefix(pf, "windows") {
+				base = "windows-hostprocess-scratch"
+			}
+			writeFile(t, filepath.Join(dir, "pallet.yaml"), fmt.Sprintf(`version: 1
+artifacts:
+  a: {local: {path: one}, licenses: none}
+  b: {local: {path: one}, licenses: none}
+images:
+  app:
+    base: %s
+    platforms: %s
+    files:
+      - {artifact: a, dest: %s}
+      - {artifact: b, dest: %s}
+`, base, pf, order[0], order[1]))
+			_, err := pallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "--no-cache", "-o", "oci:"+filepath.Join(dir, "out"))
+			first, later := "file", "directory"
+			if order[0] == "/k/x/y" {
+				first, later = later, first
+			}
+			want := fmt.Sprintf("pallet.yaml:11: image app (%s): /k/x is a %s in layer 0-a (a, at ", pf, first)
+			if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "and a "+later+" in layer 1-b (b)") {
+				t.Errorf("%s, %s then %s: got %v", pf, order[0], order[1], err)
+			}
+		}
+	}
+}
+
 // A local directory's symlinks follow the archives' policy: an absolute or
 // escaping link is refused, naming it, unless the recipe keeps links.
 func TestLocalDirectoryLinkPolicy(t *testing.T) {

@@ -1211,29 +1211,48 @@ func (b *builder) placedAll(l *plan.Layer) {
 	}
 }
 
-// sameFileInTwoLayers refuses a path that two layers both put a file or
-// link at: the later one would silently hide the earlier one's, which in
-// a recipe is a mistake (two artifacts shipping one file), not a wish.
+// sameFileInTwoLayers refuses a path that two layers both put something
+// at, unless both put a directory there: the later one would silently
+// hide the earlier one's file, link or directory, which in a recipe is a
+// mistake (two artifacts shipping one file), not a wish.
 func sameFileInTwoLayers(name string, pi *plan.PlatformImage, trees []*tree.Tree) error {
 	if len(trees) < 2 {
 		return nil
 	}
-	first := map[string]int{}
+	type placed struct {
+		layer int
+		kind  tree.Kind
+	}
+	first := map[string]placed{}
 	for i, t := range trees {
 		for _, e := range t.Entries() {
-			if e.Kind == tree.Dir {
-				continue
-			}
-			j, ok := first[e.Path]
+			f, ok := first[e.Path]
 			if !ok {
-				first[e.Path] = i
+				first[e.Path] = placed{i, e.Kind}
 				continue
 			}
-			a, b := pi.Layers[j], pi.Layers[i]
-			return plan.Errorf(b.Placements[0].Pos, "image %s (%s): /%s is placed by layer %s (%s, at %s) and again by layer %s (%s); the later one would hide the first: place it once, or put both placements in one layer to see which", name, pi.Platform, e.Path, a.Name, artifactsOf(a), a.Placements[0].Pos, b.Name, artifactsOf(b))
+			// Directories merge; anything else in a later layer
+			// replaces what an earlier one put there, a directory
+			// with all it holds.
+			if f.kind == tree.Dir && e.Kind == tree.Dir {
+				continue
+			}
+			a, b := pi.Layers[f.layer], pi.Layers[i]
+			if f.kind != tree.Dir && e.Kind != tree.Dir {
+				return plan.Errorf(b.Placements[0].Pos, "image %s (%s): /%s is placed by layer %s (%s, at %s) and again by layer %s (%s); the later one would hide the first: place it once, or put both placements in one layer to see which", name, pi.Platform, e.Path, a.Name, artifactsOf(a), a.Placements[0].Pos, b.Name, artifactsOf(b))
+			}
+			return plan.Errorf(b.Placements[0].Pos, "image %s (%s): /%s is a %s in layer %s (%s, at %s) and a %s in layer %s (%s); the later one would replace the first, and hide what it holds: place them at different paths", name, pi.Platform, e.Path, kindName(f.kind), a.Name, artifactsOf(a), a.Placements[0].Pos, kindName(e.Kind), b.Name, artifactsOf(b))
 		}
 	}
 	return nil
+}
+
+// kindName names a tree entry's kind in a sentence.
+func kindName(k tree.Kind) string {
+	if k == tree.Dir {
+		return "directory"
+	}
+	return k.String()
 }
 
 func artifactsOf(l *plan.Layer) string {
