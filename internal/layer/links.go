@@ -159,7 +159,7 @@ func CheckWindowsImage(trees ...*tree.Tree) error {
 	seen := map[string]first{}
 	for i, t := range trees {
 		for _, e := range t.Entries() {
-			k := ntfsKey(e.Path)
+			k := collisionKey(e.Path)
 			f, ok := seen[k]
 			if !ok {
 				seen[k] = first{e, i}
@@ -183,5 +183,5 @@ type CaseCollision struct {
 }
 
 func (c *CaseCollision) Error() string {
-	return fmt.Sprintf("%s (a %s, layer %d) and %s (a %s, layer %d) are one path on Windows, which compares names as NTFS does: the later would hide the earlier; place it once, spelled one way", ShowPath("/"+c.First), c.firstKind, c.FirstLayer+1, ShowPath("/"+c.Later), c.kind, c.Layer+1)
+	return fmt.Sprintf("%s (a %s, layer %d) and %s (a %s, layer %d) are one path on Windows, which compares names without case: the later would hide the earlier; place it once, spelled one way", ShowPath("/"+c.First), c.firstKind, c.FirstLayer+1, ShowPath("/"+c.Later), c.kind, c.Layer+1)
 }

@@ -68,3 +68,37 @@ func ntfsKey(p string) string {
 	}
 	return b.String()
 }
+
+// collisionKey is the form under which two Windows paths are refused as
+// one. It folds more than ntfsKey: Unicode simple case folding, of which
+// the Windows 7+ $UpCase is a refinement (every pair it maps alike is
+// one folding orbit; the tests check all 65536 code units). A layer is
+// imported onto volumes and read by tools pallet cannot see: a volume
+// formatted by Windows Vista or earlier maps ς to Σ, and tools that fold
+// case as Unicode does take the Kelvin sign for k and ſ for s. Refusing
+// those pairs too costs two names no one ships side by side; accepting
+// one that collides costs an image that fails to import. Links are still
+// resolved by ntfsKey, as NTFS finds their targets.
+func collisionKey(p string) string {
+	var b strings.Builder
+	b.Grow(len(p))
+	for _, r := range p {
+		b.WriteRune(foldRune(r))
+	}
+	return b.String()
+}
+
+// foldRune is the smallest character of r's case folding orbit.
+func foldRune(r rune) rune {
+	if r < 0x80 {
+		if 'a' <= r && r <= 'z' {
+			return r - 'a' + 'A'
+		}
+		return r
+	}
+	m := r
+	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+		m = min(m, f)
+	}
+	return m
+}

@@ -69,9 +69,7 @@ func stressImage(t *testing.T) []*tree.Tree {
 		{Name: "./" + strings.Join(deep, "/") + "/leaf.txt", Content: "deep"},
 		{Name: "./" + long + "/" + long + "/" + long + ".txt", Content: "long"},
 		{Name: "./données/σοφός.txt", Content: "final sigma"},
-		{Name: "./données/σοφόσ.txt", Content: "medial sigma: another name on NTFS"},
-		{Name: "./données/Kelvin \u212a.txt", Content: "Kelvin sign: not k on NTFS"},
-		{Name: "./données/Kelvin k.txt", Content: "k"},
+		{Name: "./données/Kelvin \u212a.txt", Content: "Kelvin sign"},
 		{Name: "./current", Link: "données"},
 		{Name: "./latest", Link: `.\current`},
 		{Name: "./données/readme", Link: `..\d0\d1\d2`},
@@ -182,8 +180,7 @@ func TestWindowsStressFixture(t *testing.T) {
 		"d0/d1/d2/d3/d4/d5/d6/d7/d8/d9/d10/d11/d12/d13/d14/d15/d16/d17/d18/d19/d20/d21/d22/d23/d24/d25/d26/d27/d28/d29/d30/d31/d32/d33/d34/d35/d36/d37/d38/d39/leaf.txt": "deep",
 		long + "/" + long + "/" + long + ".txt": "long",
 		"données/σοφός.txt":                     "final sigma",
-		"données/σοφόσ.txt":                     "medial sigma: another name on NTFS",
-		"données/Kelvin \u212a.txt":             "Kelvin sign: not k on NTFS",
+		"données/Kelvin \u212a.txt":             "Kelvin sign",
 		"Program Files/My App/app.exe":          "app!",
 		"bin/hard link.exe":                     "app!",
 		"opt/tools/x/y/z.dll":                   "z",
@@ -202,18 +199,23 @@ func TestWindowsStressRefusals(t *testing.T) {
 	trees := stressImage(t)
 
 	// Σ and σ are one letter on NTFS: the zip's ΣΟΦΌΣ.txt placed beside
-	// the tar's σοφόσ.txt, in the same layer.
-	same := tree.New()
-	for _, e := range []tree.Entry{
-		{Path: "données/σοφόσ.txt", Kind: tree.File, Mode: 0o644, Source: os.DevNull},
-		{Path: "données/ΣΟΦΌΣ.txt", Kind: tree.File, Mode: 0o644, Source: os.DevNull},
+	// a σοφόσ.txt, in the same layer. ς and σ, the Kelvin sign and k, are
+	// one only on older volumes and to tools that fold case as Unicode
+	// does: refused too (collisionKey).
+	for _, pair := range [][2]string{
+		{"données/σοφόσ.txt", "données/ΣΟΦΌΣ.txt"},
+		{"données/σοφός.txt", "données/σοφόσ.txt"},
+		{"données/Kelvin \u212a.txt", "données/Kelvin k.txt"},
 	} {
-		if err := same.Add(e); err != nil {
-			t.Fatal(err)
+		same := tree.New()
+		for _, p := range pair {
+			if err := same.Add(tree.Entry{Path: p, Kind: tree.File, Mode: 0o644, Source: os.DevNull}); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	if _, err := Build(same, t.TempDir(), Options{Format: Windows}); err == nil || !strings.Contains(err.Error(), "case-insensitive") {
-		t.Errorf("one layer: got %v, want the collision refused", err)
+		if _, err := Build(same, t.TempDir(), Options{Format: Windows}); err == nil || !strings.Contains(err.Error(), "case-insensitive") {
+			t.Errorf("one layer, %s and %s: got %v, want the collision refused", pair[0], pair[1], err)
+		}
 	}
 
 	// Across layers: a third layer spells the app's directory otherwise.

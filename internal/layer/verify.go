@@ -136,7 +136,7 @@ type WindowsEntry struct {
 // walkWindows reads a Windows layer tar entry by entry and checks its
 // layout: the roots first, in order, as directories; every other path under
 // a root; each parent before its children; no path twice, comparing names
-// as NTFS does (ntfsKey). check sees each entry (i counts from 0) and reports what
+// without case (collisionKey). check sees each entry (i counts from 0) and reports what
 // else is wrong with it.
 func walkWindows(r io.Reader, roots []string, check func(i int, h *tar.Header) error) error {
 	tr := tar.NewReader(r)
@@ -164,14 +164,14 @@ func walkWindows(r io.Reader, roots []string, check func(i int, h *tar.Header) e
 				slices.Reverse(under) // Files/ first: where content belongs
 				return fail("not under %s/", strings.Join(under, "/ or "))
 			}
-			if parent := name[:strings.LastIndex(name, "/")]; !seen[ntfsKey(parent)] {
+			if parent := name[:strings.LastIndex(name, "/")]; !seen[collisionKey(parent)] {
 				return fail("parent %s does not come before it", parent)
 			}
 		}
-		if seen[ntfsKey(name)] {
-			return fail("written twice (NTFS compares names in upper case)")
+		if seen[collisionKey(name)] {
+			return fail("written twice (Windows compares names without case)")
 		}
-		seen[ntfsKey(name)] = true
+		seen[collisionKey(name)] = true
 		if err := check(i, h); err != nil {
 			return fail("%v", err)
 		}

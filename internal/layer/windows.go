@@ -42,8 +42,8 @@ type windowsEncoder struct {
 	// links types each symlink as a directory or file link: Windows
 	// needs to know at creation.
 	links linkTyper
-	// seen catches paths NTFS takes for one (ntfsKey), which the importer
-	// would refuse as "file exists".
+	// seen catches paths Windows takes for one (collisionKey), which the
+	// importer would refuse as "file exists".
 	seen map[string]string
 }
 
@@ -81,9 +81,9 @@ func (w *windowsEncoder) header(e tree.Entry, epoch time.Time) (*tar.Header, err
 	if err := windowsName(e.Path); err != nil {
 		return nil, err
 	}
-	key := ntfsKey(e.Path)
+	key := collisionKey(e.Path)
 	if prev, ok := w.seen[key]; ok {
-		return nil, fmt.Errorf("collides with %s: Windows paths are case-insensitive (NTFS compares names in upper case)", ShowPath(prev))
+		return nil, fmt.Errorf("collides with %s: Windows paths are case-insensitive", ShowPath(prev))
 	}
 	w.seen[key] = e.Path
 	var link string

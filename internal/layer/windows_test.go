@@ -354,40 +354,46 @@ func TestSDDLRendering(t *testing.T) {
 	}
 }
 
-// Names compare as NTFS's $UpCase maps them, one UTF-16 code unit at a
-// time: what it maps alike collides, what it keeps apart does not.
+// Names NTFS's $UpCase maps alike collide, and so do those Unicode case
+// folding maps alike, which older volumes' tables and other tools take
+// for one (collisionKey); links still find their targets as NTFS does.
 func TestWindowsNamesCompareAsNTFS(t *testing.T) {
 	for _, tc := range []struct {
-		a, b    string
-		collide bool
-		why     string
+		a, b          string
+		ntfs, collide bool
+		why           string
 	}{
-		{"agent.exe", "AGENT.EXE", true, "ASCII"},
-		{"σ", "Σ", true, "Greek sigma and its capital"},
-		{"ς", "σ", false, "final sigma maps to itself in Windows 7+ $UpCase"},
-		{"ς", "Σ", false, "final sigma maps to itself in Windows 7+ $UpCase"},
-		{"\u212A", "k", false, "KELVIN SIGN is its own uppercase"},
-		{"\u212A", "K", false, "KELVIN SIGN is not LATIN K"},
-		{"\u212B", "å", false, "ANGSTROM SIGN is its own uppercase"},
-		{"k", "K", true, "ASCII"},
-		{"é", "É", true, "Latin-1"},
-		{"ÿ", "Ÿ", true, "ÿ uppercases out of Latin-1"},
-		{"ǆ", "Ǆ", true, "digraph, lower and upper"},
-		{"ǅ", "Ǆ", false, "titlecase digraph maps to itself"},
-		{"ı", "I", false, "dotless i maps to itself"},
-		{"ſ", "S", false, "long s maps to itself"},
-		{"µ", "Μ", false, "micro sign maps to itself"},
-		{"ß", "ẞ", false, "no simple uppercase for ß"},
-		{"д", "Д", true, "Cyrillic"},
-		{"ⰰ", "Ⰰ", true, "Glagolitic (Windows Vista+)"},
-		{"ꙁ", "Ꙁ", true, "Cyrillic Extended-B (Windows 7+)"},
-		{"ⓐ", "Ⓐ", true, "circled letters"},
-		{"ⅻ", "Ⅻ", true, "Roman numerals"},
-		{"ａ", "Ａ", true, "fullwidth"},
-		{"ა", "Ა", false, "Georgian Mtavruli came in Unicode 11"},
-		{"ꭰ", "Ꭰ", false, "Cherokee small letters came in Unicode 8"},
-		{"𐐨", "𐐀", false, "outside the BMP: surrogates map to themselves"},
+		{"agent.exe", "AGENT.EXE", true, true, "ASCII"},
+		{"σ", "Σ", true, true, "Greek sigma and its capital"},
+		{"ς", "σ", false, true, "final sigma maps to itself in Windows 7+ $UpCase, to Σ in Vista's"},
+		{"ς", "Σ", false, true, "final sigma maps to itself in Windows 7+ $UpCase, to Σ in Vista's"},
+		{"\u212A", "k", false, true, "KELVIN SIGN is its own uppercase, and folds to k"},
+		{"\u212A", "K", false, true, "KELVIN SIGN is not LATIN K, and folds to it"},
+		{"\u212B", "å", false, true, "ANGSTROM SIGN is its own uppercase, and folds to å"},
+		{"k", "K", true, true, "ASCII"},
+		{"é", "É", true, true, "Latin-1"},
+		{"ÿ", "Ÿ", true, true, "ÿ uppercases out of Latin-1"},
+		{"ǆ", "Ǆ", true, true, "digraph, lower and upper"},
+		{"ǅ", "Ǆ", false, true, "titlecase digraph maps to itself, and folds"},
+		{"ı", "I", false, false, "dotless i maps to itself, and folds only to itself"},
+		{"ſ", "S", false, true, "long s maps to itself, and folds to s"},
+		{"µ", "Μ", false, true, "micro sign maps to itself, and folds to μ"},
+		{"ß", "ẞ", false, true, "no simple uppercase for ß, but they fold together"},
+		{"ß", "SS", false, false, "full case folding is not simple folding"},
+		{"д", "Д", true, true, "Cyrillic"},
+		{"ⰰ", "Ⰰ", true, true, "Glagolitic (Windows Vista+)"},
+		{"ꙁ", "Ꙁ", true, true, "Cyrillic Extended-B (Windows 7+)"},
+		{"ⓐ", "Ⓐ", true, true, "circled letters"},
+		{"ⅻ", "Ⅻ", true, true, "Roman numerals"},
+		{"ａ", "Ａ", true, true, "fullwidth"},
+		{"ა", "Ა", false, true, "Georgian Mtavruli came in Unicode 11"},
+		{"ꭰ", "Ꭰ", false, true, "Cherokee small letters came in Unicode 8"},
+		{"𐐨", "𐐀", false, true, "outside the BMP: surrogates map to themselves"},
+		{"a", "b", false, false, "two letters"},
 	} {
+		if got := ntfsKey(tc.a) == ntfsKey(tc.b); got != tc.ntfs {
+			t.Errorf("%s and %s (%s): one name to NTFS %v, want %v", tc.a, tc.b, tc.why, got, tc.ntfs)
+		}
 		img := tree.New()
 		for _, p := range []string{"d/" + tc.a, "d/" + tc.b} {
 			if err := img.Add(tree.Entry{Path: p, Kind: tree.File, Source: os.DevNull}); err != nil {
@@ -447,6 +453,19 @@ func TestNTFSUpcaseTable(t *testing.T) {
 	}
 	if n != 973 {
 		t.Errorf("%d code units map to another, the Windows 7+ table maps 973", n)
+	}
+}
+
+// collisionKey refuses at least what NTFS takes for one name: every
+// pair $UpCase maps alike is one case folding orbit.
+func TestCollisionKeyRefinesNTFS(t *testing.T) {
+	for c := rune(0); c <= 0xFFFF; c++ {
+		if c >= 0xD800 && c < 0xE000 {
+			continue
+		}
+		if u := ntfsUpper(c); foldRune(u) != foldRune(c) {
+			t.Errorf("NTFS maps U+%04X to U+%04X, which collisionKey keeps apart", c, u)
+		}
 	}
 }
 
