@@ -496,3 +496,73 @@ images:
 		}
 	}
 }
+
+// A link into the built-in base is typed by what the base holds: a
+// directory link to Windows/System32, a file link to a hive, with no
+// warning; Windows must know which at creation.
+func TestLinksIntoBuiltinBaseAreTyped(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "l"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, target := range map[string]string{"sys32": "../Windows/System32", "sam": "../Windows/System32/config/SAM"} {
+		if err := os.Symlink(target, filepath.Join(dir, "l", name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
+artifacts:
+  l: {local: {path: l, links: keep}, licenses: none}
+images:
+  app:
+    base: windows-hostprocess-scratch
+    platforms: windows/amd64
+    files:
+      - {artifact: l, dest: /links/}
+`)
+	out := filepath.Join(dir, "out")
+	log := mustPallet(t, "build", "--progress", "plain", "--no-cache", "-f", filepath.Join(dir, "pallet.yaml"), "-o", "oci:"+out)
+	if strings.Contains(log, "not in the image's layers") {
+		t.Errorf("a link into the built-in base was not typed:\n%s", log)
+	}
+	idx, err := layout.ImageIndexFromPath(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := idx.Image(im.Manifests[0].Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readWindowsImage(t, img) // every layer verified
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := layers[len(layers)-1].Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	attrs := map[string]string{}
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag == tar.TypeSymlink {
+			attrs[h.Name] = h.PAXRecords["MSWINDOWS.fileattr"]
+		}
+	}
+	// FILE_ATTRIBUTE_REPARSE_POINT (0x400) with DIRECTORY (0x10) or ARCHIVE (0x20).
+	if attrs["Files/links/sys32"] != "1040" || attrs["Files/links/sam"] != "1056" {
+		t.Errorf("link attributes %v, want sys32 a directory link (1040) and sam a file link (1056)", attrs)
+	}
+}

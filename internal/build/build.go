@@ -1140,13 +1140,31 @@ func (b *builder) checkLayers(name string, pi *plan.PlatformImage, format layer.
 			return plan.Errorf(l.Placements[0].Pos, "image %s (%s), layer %s: %v", name, pi.Platform, l.Name, err)
 		}
 	}
-	*links = layer.ImageLinks(trees...)
+	// Links into a built-in base are typed by what it holds; other bases'
+	// layers are not read, so links into them take link: or a warning.
+	resolve := trees
+	if base := builtinBase(pi.Bases); base != nil {
+		resolve = append([]*tree.Tree{base}, trees...)
+	}
+	*links = layer.ImageLinks(resolve...)
 	for i, t := range trees {
 		for _, w := range layer.UntypedLinks(t, layer.Options{Format: format, LinkTarget: *links}) {
 			b.opt.Progress.Warn("image %s (%s), layer %s: %s", name, pi.Platform, pi.Layers[i].Name, w)
 		}
 	}
 	return nil
+}
+
+// builtinBase is the tree of the built-in base every one of bases is, or
+// nil: the layers are written once for all of them.
+func builtinBase(bases []string) *tree.Tree {
+	var t *tree.Tree
+	for _, b := range bases {
+		if t = image.BuiltinBaseTree(b); t == nil {
+			return nil
+		}
+	}
+	return t
 }
 
 // hasLinks says whether t holds a symlink.
