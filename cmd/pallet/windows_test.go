@@ -525,42 +525,14 @@ images:
 	if strings.Contains(log, "not in the image's layers") {
 		t.Errorf("a link into the built-in base was not typed:\n%s", log)
 	}
-	idx, err := layout.ImageIndexFromPath(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	im, err := idx.IndexManifest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := idx.Image(im.Manifests[0].Digest)
-	if err != nil {
-		t.Fatal(err)
-	}
+	img := dfImage(t, out)
 	readWindowsImage(t, img) // every layer verified
-	layers, err := img.Layers()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc, err := layers[len(layers)-1].Uncompressed()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
 	attrs := map[string]string{}
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	walkImage(t, img, func(h *tar.Header, _ io.Reader) {
 		if h.Typeflag == tar.TypeSymlink {
 			attrs[h.Name] = h.PAXRecords["MSWINDOWS.fileattr"]
 		}
-	}
+	})
 	// FILE_ATTRIBUTE_REPARSE_POINT (0x400) with DIRECTORY (0x10) or ARCHIVE (0x20).
 	if attrs["Files/links/sys32"] != "1040" || attrs["Files/links/sam"] != "1056" {
 		t.Errorf("link attributes %v, want sys32 a directory link (1040) and sam a file link (1056)", attrs)

@@ -60,14 +60,7 @@ func ntfsUpper(r rune) rune {
 // with the same key are the same file on Windows. Invalid UTF-8 bytes
 // become U+FFFD each, as they do when Windows tooling converts the tar
 // name to UTF-16.
-func ntfsKey(p string) string {
-	var b strings.Builder
-	b.Grow(len(p))
-	for _, r := range p {
-		b.WriteRune(ntfsUpper(r))
-	}
-	return b.String()
-}
+func ntfsKey(p string) string { return strings.Map(ntfsUpper, p) }
 
 // collisionKey is the form under which two Windows paths are refused as
 // one. It folds more than ntfsKey: Unicode simple case folding, of which
@@ -79,14 +72,7 @@ func ntfsKey(p string) string {
 // those pairs too costs two names no one ships side by side; accepting
 // one that collides costs an image that fails to import. Links are still
 // resolved by ntfsKey, as NTFS finds their targets.
-func collisionKey(p string) string {
-	var b strings.Builder
-	b.Grow(len(p))
-	for _, r := range p {
-		b.WriteRune(foldRune(r))
-	}
-	return b.String()
-}
+func collisionKey(p string) string { return strings.Map(foldRune, p) }
 
 // foldRune is the smallest character of r's case folding orbit.
 func foldRune(r rune) rune {
