@@ -80,6 +80,9 @@ func DefaultDir() (string, error) {
 
 // Open opens (creating if needed) the cache at dir.
 func Open(dir string) (*Cache, error) {
+	if err := claim(dir); err != nil {
+		return nil, err
+	}
 	for _, sub := range []string{"blobs/sha256", "artifacts", "layers", "tmp", "locks"} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
 			return nil, fmt.Errorf("cache %s: %w", dir, err)
@@ -97,10 +100,14 @@ func Open(dir string) (*Cache, error) {
 func (c *Cache) Dir() string { return c.dir }
 
 // sweep removes temporary entries left by builds that were killed. Only
-// entries old enough not to belong to a build still running are removed.
+// entries old enough not to belong to a build still running are removed,
+// and only under the names pallet gives them.
 func (c *Cache) sweep() {
 	entries, _ := os.ReadDir(filepath.Join(c.dir, "tmp"))
 	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), "build-") && !strings.HasPrefix(e.Name(), "fact-") {
+			continue
+		}
 		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > 24*time.Hour {
 			os.RemoveAll(filepath.Join(c.dir, "tmp", e.Name()))
 		}

@@ -496,6 +496,9 @@ func TestMemoLooksUpInPlace(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	cacheDir := filepath.Join(dir, "cache")
+	if err := claim(cacheDir); err != nil { // the cache is made before its memo is written into
+		t.Fatal(err)
+	}
 	var files []string
 	for i := range 50 {
 		p := filepath.Join(dir, fmt.Sprintf("f%02d", i))
