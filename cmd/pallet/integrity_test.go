@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -423,5 +424,44 @@ images:
 	}
 	if _, err := pallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "--module-licenses", "--require-licenses", "--no-cache", "-o", "oci:"+out); err == nil || !strings.Contains(err.Error(), "example.com/bare") {
 		t.Errorf("--require-licenses with a module without a licence: %v", err)
+	}
+}
+
+// A named pipe nothing writes to, where pallet reads a whole file (the
+// recipe, a modes file, a base layout's index.json), is an error at once:
+// opening it used to wait for a writer for ever.
+func TestNamedPipesAreNotWaitedOn(t *testing.T) {
+	dir := t.TempDir()
+	fifo := func(name string) string {
+		p := filepath.Join(dir, name)
+		if err := syscall.Mkfifo(p, 0o644); err != nil {
+			t.Skip("no mkfifo:", err)
+		}
+		return p
+	}
+	writeFile(t, filepath.Join(dir, "base", "oci-layout"), `{"imageLayoutVersion":"1.0.0"}`)
+	fifo("base/index.json")
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), "version: 1\nimages:\n  app: {base: \"oci:base\", platforms: linux/amd64}\n")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-f", fifo("recipe.yaml")}, "a named pipe that nothing writes to"},
+		{[]string{"-f", filepath.Join(dir, "pallet.yaml"), "--modes", fifo("modes.yaml")}, "a named pipe that nothing writes to"},
+		{[]string{"-f", filepath.Join(dir, "pallet.yaml")}, "index.json is not a regular file"},
+	} {
+		done := make(chan error, 1)
+		go func() {
+			_, err := pallet(t, append([]string{"build", "-q", "--no-cache", "-o", "oci:" + filepath.Join(t.TempDir(), "out")}, tc.args...)...)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%v: got %v, want %q", tc.args, err, tc.want)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%v: still waiting after 30 s", tc.args)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -133,5 +134,56 @@ func TestInterrupt(t *testing.T) {
 				t.Errorf("stderr %q, want %q", stderr.String(), c.line)
 			}
 		})
+	}
+}
+
+// TestStuckProcess is the process TestStuckCommandExitsAfterGrace signals:
+// a command that no cancellation reaches (a blocked system call).
+func TestStuckProcess(t *testing.T) {
+	if os.Getenv("PALLET_TEST_STUCK") == "" {
+		t.Skip("started by TestStuckCommandExitsAfterGrace")
+	}
+	_, stop := interruptible(context.Background(), 200*time.Millisecond, os.Exit)
+	defer stop()
+	fmt.Println("ready")
+	time.Sleep(time.Minute) // ignores the context, as a blocked open(2) does
+}
+
+// One SIGTERM ends a command stuck where cancellation cannot reach, once
+// the grace after the signal is over, with the signal's exit status: a
+// timeout(1) or a CI job's cancel sends only one.
+func TestStuckCommandExitsAfterGrace(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("signals are Unix's")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestStuckProcess$")
+	cmd.Env = append(os.Environ(), "PALLET_TEST_STUCK=1", "TMPDIR="+t.TempDir())
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 6)
+	if _, err := io.ReadFull(out, buf); err != nil || string(buf) != "ready\n" {
+		t.Fatalf("the process did not start: %q %v", buf, err)
+	}
+	start := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	go io.Copy(io.Discard, out)
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 143 {
+		t.Fatalf("ended with %v after %s, want exit 143\nstderr: %s", err, time.Since(start), stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "pallet: terminated received; not stopped 200ms later, exiting") {
+		t.Errorf("stderr %q", stderr.String())
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -20,7 +21,7 @@ import (
 
 func main() {
 	memlimit.Start()
-	ctx, stop := interruptible(context.Background())
+	ctx, stop := interruptible(context.Background(), stopGrace, os.Exit)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(exit(ctx, err, os.Stderr))
@@ -49,12 +50,21 @@ type interrupted struct{ sig syscall.Signal }
 
 func (i interrupted) Error() string { return i.sig.String() + " received" }
 
+// stopGrace is how long a command may take to stop after a signal
+// before the process exits without it.
+const stopGrace = 10 * time.Second
+
 // interruptible returns a context cancelled, with an interrupted cause,
 // at the first SIGINT or SIGTERM. The signals then get their default
-// action back, so a second Ctrl-C stops a command whose cleanup hangs.
-func interruptible(parent context.Context) (context.Context, func()) {
+// action back, so a second Ctrl-C stops a command whose cleanup hangs;
+// and a command that has not stopped grace after the first signal (a
+// system call no cancellation reaches) is ended by exit with the
+// signal's status, as one signal must do for timeout(1) and CI jobs.
+// Everything pallet writes is whole at every moment, as for a kill.
+func interruptible(parent context.Context, grace time.Duration, exit func(int)) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(parent)
 	ch := make(chan os.Signal, 1)
+	stopped := make(chan struct{})
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		select {
@@ -62,12 +72,19 @@ func interruptible(parent context.Context) (context.Context, func()) {
 			signal.Stop(ch)
 			sig, _ := s.(syscall.Signal)
 			cancel(interrupted{sig})
+			select {
+			case <-time.After(grace):
+				fmt.Fprintf(os.Stderr, "pallet: %s; not stopped %s later, exiting\n", interrupted{sig}, grace)
+				exit(128 + int(sig))
+			case <-stopped:
+			}
 		case <-ctx.Done():
 		}
 	}()
 	return ctx, func() {
 		signal.Stop(ch)
 		cancel(nil)
+		close(stopped)
 	}
 }
 

@@ -4,6 +4,7 @@
 package bounded
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -33,14 +34,35 @@ func ReadAll(r io.Reader, limit int64) ([]byte, error) {
 // past limit bytes. The limit is what holds, not a size asked of the
 // file first: path may be a pipe, or grow while it is read.
 func ReadFile(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
 	b, err := ReadAll(f, limit)
+	if err == nil && len(b) == 0 {
+		err = Unwritten(f)
+	}
 	if err != nil {
 		return nil, &fs.PathError{Op: "read", Path: path, Err: err}
 	}
 	return b, nil
+}
+
+// Open opens the file at path for reading without waiting for a writer:
+// os.Open of a named pipe blocks until something opens it to write, which
+// may be never, and no signal ends a blocked open. A pipe is read as its
+// writer writes; one that nothing writes to reads as empty (Unwritten).
+func Open(path string) (*os.File, error) { return open(path) }
+
+// ErrUnwritten is what reading a named pipe that nothing wrote to gives.
+var ErrUnwritten = errors.New("a named pipe that nothing writes to")
+
+// Unwritten is ErrUnwritten if f, from which nothing was read, is a named
+// pipe, and nil otherwise (an empty file is read as empty).
+func Unwritten(f *os.File) error {
+	if fi, err := f.Stat(); err == nil && fi.Mode()&fs.ModeNamedPipe != 0 {
+		return ErrUnwritten
+	}
+	return nil
 }

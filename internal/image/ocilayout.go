@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sync"
 
@@ -57,11 +56,15 @@ func openLayout(dir string, limit int64) (*layoutReader, error) {
 // rootIndex reads index.json. It has no digest to check; only its size is
 // bounded.
 func (l *layoutReader) rootIndex() (*v1.IndexManifest, error) {
-	f, err := os.Open(filepath.Join(l.dir, "index.json"))
+	// A layout's files are regular files: a pipe would be waited on.
+	f, err := bounded.Open(filepath.Join(l.dir, "index.json"))
 	if err != nil {
 		return nil, fmt.Errorf("layout %s: %w", l.dir, err)
 	}
 	defer f.Close()
+	if info, err := f.Stat(); err == nil && !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("layout %s: index.json is not a regular file (%s)", l.dir, info.Mode().Type())
+	}
 	if info, err := f.Stat(); err == nil && info.Size() > l.limit {
 		return nil, fmt.Errorf("layout %s: index.json is %d bytes, over the %d-byte limit for manifests", l.dir, info.Size(), l.limit)
 	}

@@ -413,7 +413,7 @@ func ParseUnpinned(file string, data []byte) (*Recipe, error) {
 
 // ReadFile reads a recipe's bytes, refusing a file over MaxSize.
 func ReadFile(file string) ([]byte, error) {
-	f, err := os.Open(file)
+	f, err := bounded.Open(file)
 	if err != nil {
 		return nil, err
 	}
@@ -427,7 +427,10 @@ func ReadFile(file string) ([]byte, error) {
 	switch {
 	case errors.As(err, &tl):
 		return nil, tooLarge(file)
-	case err != nil:
+	case err == nil && len(data) == 0:
+		err = bounded.Unwritten(f)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("reading recipe %s: %w", file, err)
 	}
 	return data, nil
