@@ -460,6 +460,7 @@ func TestBuildErrorsNameTheLine(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "etc/a.txt"), "a")
 	writeFile(t, filepath.Join(dir, "bin/tool"), string(fixture.ELF(elf.EM_X86_64, "tool")))
 	writeFile(t, filepath.Join(dir, "rel.tar"), string(fixture.Tar([]fixture.File{{Name: "etc/b.txt", Content: "b", Mode: 0o644}})))
+	writeFile(t, filepath.Join(dir, "empty.tar"), string(fixture.Tar(nil)))
 	const recipe = `version: 1
 artifacts:
   etc:
@@ -480,6 +481,17 @@ artifacts:
     local:
       path: bin
     licenses: none
+  deep:
+    local:
+      path: rel.tar
+      extract:
+        strip: 3
+    licenses: none
+  empty:
+    local:
+      path: empty.tar
+      extract: {strip: 0}
+    licenses: none
 images:
   app:
     base: BASE
@@ -495,11 +507,13 @@ images:
 		line                           int
 		want                           string
 	}{
-		{"Windows base on Linux", "windows-hostprocess-scratch", "linux/amd64", "etc", 23, "image app (linux/amd64): windows-hostprocess-scratch is a Windows base"},
-		{"missing layout", "oci:./no-layout", "linux/amd64", "etc", 23, "not an OCI image layout"},
+		{"Windows base on Linux", "windows-hostprocess-scratch", "linux/amd64", "etc", 34, "image app (linux/amd64): windows-hostprocess-scratch is a Windows base"},
+		{"missing layout", "oci:./no-layout", "linux/amd64", "etc", 34, "not an OCI image layout"},
 		{"missing local path", "scratch", "linux/amd64", "missing", 8, "artifact missing (linux/amd64, local mode): local path"},
-		{"include matches nothing", "scratch", "linux/amd64", "archive", 12, `include pattern(s) matched no entry: "bin/*"`},
-		{"platform check", "scratch", "linux/arm64", "tool", 28, "image app (linux/arm64): artifact tool"},
+		{"include matches nothing", "scratch", "linux/amd64", "archive", 15, `include pattern(s) matched no entry: "bin/*"`},
+		{"platform check", "scratch", "linux/arm64", "tool", 39, "image app (linux/arm64): artifact tool"},
+		{"strip too deep", "scratch", "linux/amd64", "deep", 25, "rel.tar: nothing is left once extract.strip removes 3 leading path component(s)"},
+		{"empty archive", "scratch", "linux/amd64", "empty", 28, "empty.tar: the archive holds nothing to place"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := strings.NewReplacer("BASE", tc.base, "PLATFORM", tc.platform, "ARTIFACT", tc.artifact).Replace(recipe)

@@ -240,6 +240,20 @@ func (x *extractor) include(rel string) bool {
 	return hit
 }
 
+// selected reports whether rel passes the Include filter, as include
+// does, without crediting any pattern.
+func (x *extractor) selected(rel string) bool {
+	if len(x.patterns) == 0 {
+		return true
+	}
+	for _, p := range append(x.patterns[:len(x.patterns):len(x.patterns)], x.extra...) {
+		if matchBelow(p, rel) {
+			return true
+		}
+	}
+	return false
+}
+
 // matchBelow matches pattern against name and each of its ancestors, so a
 // pattern naming a directory takes the whole subtree even when the archive
 // has no entry for the directory itself.
@@ -256,6 +270,9 @@ func matchBelow(pattern, name string) bool {
 	}
 }
 
+// ErrUnmatched is the error of include patterns that matched no entry.
+var ErrUnmatched = errors.New("include pattern(s) matched no entry")
+
 func (x *extractor) checkPatterns() error {
 	var missing []string
 	for i, ok := range x.matched {
@@ -264,7 +281,7 @@ func (x *extractor) checkPatterns() error {
 		}
 	}
 	if len(missing) > 0 {
-		return x.fail("include pattern(s) matched no entry: %s", strings.Join(missing, ", "))
+		return x.fail("%w: %s", ErrUnmatched, strings.Join(missing, ", "))
 	}
 	return nil
 }
@@ -601,6 +618,9 @@ func (x *extractor) makeHardlink(e *entry, rel string) error {
 	}
 	trel := strings.Join(parts[x.opt.Strip:], "/")
 	notYet := func() error {
+		if !x.selected(trel) {
+			return x.entryErr(e, "hard link target %q is left out by include: include it too, or leave out the link", e.link)
+		}
 		return x.entryErr(e, "hard link target %q not yet extracted", e.link)
 	}
 

@@ -2,6 +2,7 @@ package artifact
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -56,6 +57,9 @@ func (f *Fetcher) fileTree(ctx context.Context, r *Request, file, name string, e
 		opt.Written = func(path, sum string) { sums = append(sums, written{path, sum}) }
 	}
 	if err := archive.Extract(ctx, file, format, dir, opt); err != nil {
+		if errors.Is(err, archive.ErrUnmatched) {
+			err = blame("include", err)
+		}
 		return nil, nil, err
 	}
 	for _, w := range sums {
@@ -65,6 +69,14 @@ func (f *Fetcher) fileTree(ctx context.Context, r *Request, file, name string, e
 	all, err := tree.FromDir(dir)
 	if err != nil {
 		return nil, nil, err
+	}
+	// An artifact that places nothing is a mistake, as a path naming an
+	// empty directory is: most often a strip one too deep.
+	if all.Len() == 0 {
+		if ex.Strip > 0 {
+			return nil, nil, blame("strip", fmt.Errorf("%s: nothing is left once extract.strip removes %d leading path component(s): no entry of the archive is deeper", name, ex.Strip))
+		}
+		return nil, nil, fmt.Errorf("%s: the archive holds nothing to place", name)
 	}
 	lic, err := findLicenses(all, r.Licenses, r.NoLicense)
 	if err != nil {

@@ -732,7 +732,8 @@ func (r *Recipe) Fetchable(opt Options) ([]*artifact.Request, error) {
 // fieldsAt finds, under an artifact's kind section at, where each setting
 // an artifact.FieldError may blame was written: a git source's (its path
 // when it takes files) and a gomod module's fields, a go section's, a
-// download's (its sha256 per platform when given so).
+// download's (its sha256 per platform when given so), an archive's
+// extract settings.
 func (r *Recipe) fieldsAt(at string, pf platform.Platform) map[string]plan.Pos {
 	out := map[string]plan.Pos{}
 	for field, paths := range map[string][]string{
@@ -744,6 +745,8 @@ func (r *Recipe) fieldsAt(at string, pf platform.Platform) map[string]plan.Pos {
 		"packages": {".go.packages", ".packages"},
 		"cgo":      {".go.cgo", ".cgo"},
 		"sha256":   {".sha256." + pf.String(), ".sha256", ".sum"},
+		"strip":    {".extract.strip"},
+		"include":  {".extract.include"},
 	} {
 		for _, p := range paths {
 			if _, ok := r.lines[at+p]; ok {

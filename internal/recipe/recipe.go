@@ -12,6 +12,7 @@ import (
 	"maps"
 	"math"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -851,8 +852,16 @@ func contains(l []string, s string) bool {
 }
 
 func (r *Recipe) checkExtract(at string, e *Extract) error {
-	if e != nil && e.Strip < 0 {
+	if e == nil {
+		return nil
+	}
+	if e.Strip < 0 {
 		return r.Errorf(at+".strip", "strip must not be negative")
+	}
+	for i, p := range e.Include {
+		if _, err := path.Match(p, ""); err != nil {
+			return r.Errorf(fmt.Sprintf("%s.include.%d", at, i), "include pattern %q: %v (patterns are Go's path.Match: *, ?, [...], \\ escapes)", p, err)
+		}
 	}
 	return nil
 }
