@@ -217,6 +217,11 @@ func TestRegistryCache(t *testing.T) {
 	// writing those entries (no completion marker): they must be replaced
 	// by the registry's entries, not block them.
 	secondCache := t.TempDir()
+	for _, d := range []string{"blobs/sha256", "layers"} { // a cache Open made
+		if err := os.MkdirAll(filepath.Join(secondCache, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	keys, _ := os.ReadDir(filepath.Join(firstCache, "artifacts"))
 	for _, k := range keys {
 		writeFile(t, filepath.Join(secondCache, "artifacts", k.Name(), "tree", "half-written"), "x")
