@@ -56,6 +56,10 @@ type layoutWriter struct {
 	kept map[v1.Hash]bool
 	// written are the layer blobs this build put into p.
 	written []v1.Hash
+	// removable, when set (prev holds other tools' entries), are the
+	// only blobs of prev an update may remove: those of the entries
+	// that went (see sharing).
+	removable map[v1.Hash]bool
 }
 
 func (w *layoutWriter) keep(d v1.Hash) {
@@ -240,8 +244,10 @@ func (w *layoutWriter) sortBlobs(prev string) (unused, recent []string, err erro
 		}
 		for _, f := range files {
 			path := filepath.Join(prev, "blobs", a.Name(), f.Name())
-			if !w.kept[v1.Hash{Algorithm: a.Name(), Hex: f.Name()}] {
-				unused = append(unused, path)
+			if h := (v1.Hash{Algorithm: a.Name(), Hex: f.Name()}); !w.kept[h] {
+				if w.removable == nil || w.removable[h] {
+					unused = append(unused, path)
+				}
 				continue
 			}
 			info, err := f.Info()

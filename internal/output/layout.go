@@ -3,6 +3,7 @@ package output
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 
@@ -92,19 +93,46 @@ func (l *Layout) Write(ctx context.Context, images []Image) error {
 	// its full reference instead (repository:tag, which the OCI ref.name
 	// grammar allows), so one layout still holds them all.
 	full := sharedTags(images)
+	refName := func(repository, tag string) string {
+		if full {
+			return RefName(repository, tag)
+		}
+		return tag
+	}
+	if inPlace {
+		taken := map[string]bool{}
+		for _, im := range images {
+			for _, tag := range im.Tags {
+				taken[refName(im.Repository, tag)] = true
+			}
+		}
+		sh, err := readSharing(dir, taken)
+		if err != nil {
+			return fmt.Errorf("output %s: %w", l, err)
+		}
+		// Other tools' entries stay first, as they were.
+		for _, d := range sh.keep {
+			if err := p.AppendDescriptor(d); err != nil {
+				return err
+			}
+		}
+		for h := range sh.keepBlobs {
+			w.keep(h)
+		}
+		if len(sh.keep) > 0 {
+			w.removable = sh.dropBlobs
+		}
+	}
 	for _, im := range images {
 		for _, tag := range im.Tags {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 			ref := RefName(im.Repository, tag)
-			refName := tag
-			if full {
-				refName = ref
-			}
 			annotations := map[string]string{
-				"org.opencontainers.image.ref.name": refName,
+				"org.opencontainers.image.ref.name": refName(im.Repository, tag),
 				"io.containerd.image.name":          ref,
+				writtenKey:                          "true",
 			}
 			var desc *v1.Descriptor
 			if im.Index != nil {
@@ -128,7 +156,12 @@ func (l *Layout) Write(ctx context.Context, images []Image) error {
 				var mf *v1.Manifest
 				if mf, err = r.Manifest(); err == nil {
 					desc.ArtifactType = mf.ArtifactType
-					err = p.AppendDescriptor(*desc)
+					a := maps.Clone(desc.Annotations)
+					if a == nil {
+						a = map[string]string{}
+					}
+					a[writtenKey] = "true"
+					err = p.AppendDescriptor(withAnnotations(*desc, a))
 				}
 			}
 			if err != nil {
