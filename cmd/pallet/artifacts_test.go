@@ -257,8 +257,10 @@ images:
         dest: /
 `, srv.URL, fixture.SHA256(body)))
 			_, err := pallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "-o", "oci:"+filepath.Join(dir, "out"))
-			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "artifact evil") {
-				t.Errorf("got %v, want an error naming the artifact and %q", err, tc.want)
+			// The archive is named by its URL, not by the temporary file
+			// it was downloaded to.
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "artifact evil") || !strings.Contains(err.Error(), "extract "+srv.URL+"/evil.tgz: ") {
+				t.Errorf("got %v, want an error naming the artifact, its URL and %q", err, tc.want)
 			}
 			if _, err := os.Stat(filepath.Join(dir, "out")); err == nil {
 				t.Error("output written for a refused archive")

@@ -102,6 +102,10 @@ type Options struct {
 	// only a few binaries are wanted.
 	Extra []string
 
+	// Name is how errors name the archive: its URL, say, where src is a
+	// temporary download. Empty means src.
+	Name string
+
 	// Written, when set, receives each regular file written, by its path
 	// (the destination directory joined with the entry's), with the hex
 	// sha256 of the content as it was written, once the file is closed:
@@ -149,7 +153,11 @@ type Options struct {
 // and stops once the archive exceeds the limits in opt. On error, dir may
 // hold a partial extraction; the caller is expected to remove it.
 func Extract(ctx context.Context, src string, f Format, dir string, opt Options) error {
-	fail := func(err error) error { return fmt.Errorf("extract %s: %w", src, err) }
+	name := opt.Name
+	if name == "" {
+		name = src
+	}
+	fail := func(err error) error { return fmt.Errorf("extract %s: %w", name, err) }
 
 	switch f {
 	case Tar, TarGzip, TarXz, TarZstd, Zip:
@@ -190,7 +198,7 @@ func Extract(ctx context.Context, src string, f Format, dir string, opt Options)
 
 	x := &extractor{
 		ctx:      ctx,
-		src:      src,
+		src:      name,
 		root:     root,
 		opt:      opt,
 		patterns: patterns,

@@ -20,9 +20,10 @@ func (e *Extract) key() string {
 }
 
 // fileTree turns a file into a tree: unpacked if ex is set, else the file
-// itself under name. Licence files of an archive are taken apart from the
+// itself under name. Errors name the archive as shown (its URL, or its
+// path). Licence files of an archive are taken apart from the
 // include filter so that shipping one binary still ships its licence.
-func (f *Fetcher) fileTree(ctx context.Context, r *Request, file, name string, ex *Extract, work string) (*tree.Tree, *tree.Tree, error) {
+func (f *Fetcher) fileTree(ctx context.Context, r *Request, file, name, shown string, ex *Extract, work string) (*tree.Tree, *tree.Tree, error) {
 	if ex == nil {
 		t, err := tree.FromFile(file, name)
 		if err != nil {
@@ -43,7 +44,7 @@ func (f *Fetcher) fileTree(ctx context.Context, r *Request, file, name string, e
 		return nil, nil, err
 	}
 	u := f.Limits.Unpack
-	opt := archive.Options{Strip: ex.Strip, Include: ex.Include, MaxBytes: u.MaxBytes, MaxEntries: u.MaxEntries, MaxWindow: u.MaxWindow}
+	opt := archive.Options{Name: shown, Strip: ex.Strip, Include: ex.Include, MaxBytes: u.MaxBytes, MaxEntries: u.MaxEntries, MaxWindow: u.MaxWindow}
 	if len(ex.Include) > 0 {
 		opt.Extra = licensePatterns(r.Licenses)
 	}

@@ -91,7 +91,7 @@ func (l *Local) Produce(ctx context.Context, f *Fetcher, r *Request, work string
 	if rec.Digest, err = f.digest(l.Path, tree.Stamp{}); err != nil {
 		return nil, err
 	}
-	t, lic, err := f.fileTree(ctx, r, l.Path, filepath.Base(l.Path), l.Extract, work)
+	t, lic, err := f.fileTree(ctx, r, l.Path, filepath.Base(l.Path), l.Path, l.Extract, work)
 	if err != nil {
 		return nil, err
 	}

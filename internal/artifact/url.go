@@ -58,7 +58,7 @@ func (u *URL) Produce(ctx context.Context, f *Fetcher, r *Request, work string) 
 	if err := f.Get(ctx, u.URL, u.SHA256, file); err != nil {
 		return nil, err
 	}
-	t, lic, err := f.fileTree(ctx, r, file, name, u.Extract, work)
+	t, lic, err := f.fileTree(ctx, r, file, name, redactURL(u.URL), u.Extract, work)
 	if err != nil {
 		return nil, err
 	}
