@@ -14,7 +14,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -629,17 +628,22 @@ func yamlError(file string, err error) *Error {
 	line := 0
 	for _, m := range msgs {
 		m = strings.TrimPrefix(m, "yaml: ")
+		at := 0
 		if sm := yamlLine().FindStringSubmatch(m); sm != nil {
-			l, _ := strconv.Atoi(sm[1])
+			at, _ = strconv.Atoi(sm[1])
 			if line == 0 {
-				line = l
+				line = at
 			}
 			m = sm[2]
 		}
-		m = regexp.MustCompile(` in type [\w.*]+`).ReplaceAllString(m, "")
-		m = regexp.MustCompile(`into [\w.*\[\]]+`).ReplaceAllString(m, "where a different type is expected")
+		m = inType().ReplaceAllString(m, "")
+		m = intoType().ReplaceAllString(m, "where a different type is expected")
 		if h, ok := misplaced[m]; ok {
 			m += "; " + h
+		}
+		// The error is at the first one's line; the others say theirs.
+		if at != 0 && at != line {
+			m = fmt.Sprintf("line %d: %s", at, m)
 		}
 		if !slices.Contains(out, m) {
 			out = append(out, m)
@@ -647,6 +651,13 @@ func yamlError(file string, err error) *Error {
 	}
 	return &Error{Pos: plan.Pos{File: file, Line: line}, Msg: strings.Join(out, "; ")}
 }
+
+// inType and intoType are the Go type names yaml.v3 puts in its
+// messages, which mean nothing to a recipe's author.
+var (
+	inType   = lazyre.New(` in type [\w.*]+`)
+	intoType = lazyre.New(`into [\w.*\[\]]+`)
+)
 
 // misplaced are hints for fields that exist, but elsewhere than where
 // they are often written.
