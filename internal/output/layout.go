@@ -50,7 +50,8 @@ func (l *Layout) String() string { return "oci:" + l.Dir }
 // An earlier layout is updated in place instead: the blobs it lacks are
 // written next to it and moved in, its index.json is replaced in one
 // rename (only when it changed), and then the blobs the new index does
-// not name are removed. At every moment Dir holds a whole layout, the old
+// not name are removed. Entries other tools put there stay, with their
+// blobs (readSharing). At every moment Dir holds a whole layout, the old
 // or the new one, and a build that changed nothing writes nothing in it.
 func (l *Layout) Write(ctx context.Context, images []Image) error {
 	dir, err := resolve(l.Dir)
