@@ -55,9 +55,12 @@ func claim(dir string) error {
 	have := map[string]bool{}
 	for _, e := range entries {
 		name := e.Name()
-		// A tag being written when a build was killed.
-		if strings.HasPrefix(name, "."+tagName+".new-") {
-			continue
+		// A file being written when a build was killed (the tag, or
+		// an earlier pallet's digests.json).
+		if base, ok := strings.CutPrefix(name, "."); ok {
+			if file, _, ok := strings.Cut(base, ".new-"); ok && (file == tagName || file == "digests.json") {
+				continue
+			}
 		}
 		// Files are the old memo and the tag, which a build opening the
 		// cache at the same time may have just written.

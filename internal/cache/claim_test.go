@@ -67,7 +67,7 @@ func TestOpenClaimsOnlyACache(t *testing.T) {
 		}
 	})
 	t.Run("an earlier pallet's cache", func(t *testing.T) {
-		dir := mk(t, "artifacts/", "blobs/sha256/", "layers/", "locks/", "digests.json", "tmp/build-123/x", "tmp/keep-me")
+		dir := mk(t, "artifacts/", "blobs/sha256/", "layers/", "locks/", "digests.json", ".digests.json.new-42", "tmp/build-123/x", "tmp/keep-me")
 		if _, err := Open(dir); err != nil {
 			t.Fatal(err)
 		}
