@@ -465,3 +465,26 @@ func TestNamedPipesAreNotWaitedOn(t *testing.T) {
 		}
 	}
 }
+
+// A file that changes while its layer is written (a /proc file says it
+// has 0 bytes, then has more) is an error at the placement's line.
+func TestFileChangingUnderTheBuildNamesItsLine(t *testing.T) {
+	if _, err := os.Stat("/proc/self/status"); err != nil {
+		t.Skip("no /proc")
+	}
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
+artifacts:
+  status: {local: {path: /proc/self/status}, licenses: none}
+images:
+  app:
+    base: scratch
+    platforms: linux/amd64
+    files:
+      - {artifact: status, dest: /s/}
+`)
+	_, err := pallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "pallet.yaml"), "-o", "oci:"+filepath.Join(dir, "out"))
+	if err == nil || !strings.HasPrefix(err.Error(), filepath.Join(dir, "pallet.yaml")+":9: ") || !strings.Contains(err.Error(), "grew while being read") {
+		t.Errorf("got %v", err)
+	}
+}

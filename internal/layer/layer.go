@@ -282,19 +282,19 @@ func copyFile(w io.Writer, e tree.Entry, opt Options) error {
 	// tree was made would corrupt the tar, so say so instead.
 	n, err := io.CopyBuffer(w, io.LimitReader(f, e.Size+1), *buf)
 	if errors.Is(err, tar.ErrWriteTooLong) {
-		return fmt.Errorf("%s: %s grew while being read (it had %d bytes)", e.Path, e.Source, e.Size)
+		return &EntryError{Path: e.Path, Err: fmt.Errorf("%s grew while being read (it had %d bytes)", e.Source, e.Size)}
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", e.Path, err)
 	}
 	if n != e.Size {
-		return fmt.Errorf("%s: %s changed size while being read (%d bytes, expected %d)", e.Path, e.Source, n, e.Size)
+		return &EntryError{Path: e.Path, Err: fmt.Errorf("%s changed size while being read (%d bytes, expected %d)", e.Source, n, e.Size)}
 	}
 	if known {
 		// Only a file left alone while it was read has the content its
 		// status before names.
 		if after, err := f.Stat(); err != nil || !sameStatus(before, after) {
-			return fmt.Errorf("%s: %s changed while the build read it; run the build again", e.Path, e.Source)
+			return &EntryError{Path: e.Path, Err: fmt.Errorf("%s changed while the build read it; run the build again", e.Source)}
 		}
 		return nil
 	}
@@ -302,7 +302,7 @@ func copyFile(w io.Writer, e tree.Entry, opt Options) error {
 		return nil
 	}
 	if got, want := hex.EncodeToString(h.Sum(nil)), opt.Expect(e.Source); got != want {
-		return fmt.Errorf("%s: %s changed while the build read it (sha256 %s, then %s); run the build again", e.Path, e.Source, want, got)
+		return &EntryError{Path: e.Path, Err: fmt.Errorf("%s changed while the build read it (sha256 %s, then %s); run the build again", e.Source, want, got)}
 	}
 	return nil
 }
