@@ -71,8 +71,13 @@ func claim(dir string) error {
 			have[name] = true
 		}
 	}
-	// An earlier pallet's cache holds the directories every Open made.
+	// An earlier pallet's cache holds the directories every Open made;
+	// a new one may be half made by a build opening it at the same time,
+	// which wrote its tag first.
 	if len(have) > 0 && !(have["artifacts"] && have["blobs"] && have["layers"]) {
+		if data, err := readTag(tag); err == nil && isOurTag(data) {
+			return nil
+		}
 		return notACache(dir, "it is not empty and holds no cache pallet made")
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -94,3 +94,23 @@ func TestOpenClaimsOnlyACache(t *testing.T) {
 		}
 	})
 }
+
+// Builds opening one new cache at the same time all get it: one may see
+// the tag another wrote beside directories not all made yet.
+func TestOpenNewCacheConcurrently(t *testing.T) {
+	for range 300 {
+		dir := filepath.Join(t.TempDir(), "cache")
+		errs := make(chan error, 4)
+		for range 4 {
+			go func() {
+				_, err := Open(dir)
+				errs <- err
+			}()
+		}
+		for range 4 {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
