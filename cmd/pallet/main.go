@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -65,6 +66,9 @@ func interruptible(parent context.Context, grace time.Duration, exit func(int)) 
 	ctx, cancel := context.WithCancelCause(parent)
 	ch := make(chan os.Signal, 1)
 	stopped := make(chan struct{})
+	// done is held by whichever ends the process: the command, returning
+	// (stop), or the grace running out; never both.
+	var done sync.Mutex
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		select {
@@ -74,14 +78,18 @@ func interruptible(parent context.Context, grace time.Duration, exit func(int)) 
 			cancel(interrupted{sig})
 			select {
 			case <-time.After(grace):
-				fmt.Fprintf(os.Stderr, "pallet: %s; not stopped %s later, exiting\n", interrupted{sig}, grace)
-				exit(128 + int(sig))
+				if done.TryLock() {
+					fmt.Fprintf(os.Stderr, "pallet: %s; not stopped %s later, exiting\n", interrupted{sig}, grace)
+					exit(128 + int(sig))
+					done.Unlock() // an exit that returns (a test's)
+				}
 			case <-stopped:
 			}
 		case <-ctx.Done():
 		}
 	}()
 	return ctx, func() {
+		done.Lock() // after a grace exit began, this waits for it
 		signal.Stop(ch)
 		cancel(nil)
 		close(stopped)
