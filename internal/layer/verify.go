@@ -140,7 +140,9 @@ type WindowsEntry struct {
 // else is wrong with it.
 func walkWindows(r io.Reader, roots []string, check func(i int, h *tar.Header) error) error {
 	tr := tar.NewReader(r)
-	seen := map[string]bool{}
+	// seen finds duplicates as pallet refuses them (collisionKey); found
+	// finds parents as NTFS does (ntfsKey), which folds less.
+	seen, found := map[string]bool{}, map[string]bool{}
 	for i := 0; ; i++ {
 		h, err := tr.Next()
 		if err == io.EOF {
@@ -164,7 +166,7 @@ func walkWindows(r io.Reader, roots []string, check func(i int, h *tar.Header) e
 				slices.Reverse(under) // Files/ first: where content belongs
 				return fail("not under %s/", strings.Join(under, "/ or "))
 			}
-			if parent := name[:strings.LastIndex(name, "/")]; !seen[collisionKey(parent)] {
+			if parent := name[:strings.LastIndex(name, "/")]; !found[ntfsKey(parent)] {
 				return fail("parent %s does not come before it", parent)
 			}
 		}
@@ -172,6 +174,7 @@ func walkWindows(r io.Reader, roots []string, check func(i int, h *tar.Header) e
 			return fail("written twice (Windows compares names without case)")
 		}
 		seen[collisionKey(name)] = true
+		found[ntfsKey(name)] = true
 		if err := check(i, h); err != nil {
 			return fail("%v", err)
 		}

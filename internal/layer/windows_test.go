@@ -551,3 +551,11 @@ func TestVerifyWindowsRefusesEscapingLinks(t *testing.T) {
 		}
 	}
 }
+
+// The verifier finds a parent as NTFS does: ſ is not s there, so Files/s/x
+// after Files/ſ has no parent before it.
+func TestVerifyParentAsNTFSFindsIt(t *testing.T) {
+	if _, err := VerifyWindows(rawWindowsTar(t, "Files/ſ", "Files/s/x")); err == nil || !strings.Contains(err.Error(), "parent Files/s does not come before it") {
+		t.Errorf("got %v", err)
+	}
+}
