@@ -100,6 +100,7 @@ func (l *Layout) Write(ctx context.Context, images []Image) error {
 		}
 		return tag
 	}
+	var sh *sharing
 	if inPlace {
 		taken := map[string]bool{}
 		for _, im := range images {
@@ -107,21 +108,8 @@ func (l *Layout) Write(ctx context.Context, images []Image) error {
 				taken[refName(im.Repository, tag)] = true
 			}
 		}
-		sh, err := readSharing(dir, taken)
-		if err != nil {
+		if sh, err = readSharing(dir, taken); err != nil {
 			return fmt.Errorf("output %s: %w", l, err)
-		}
-		// Other tools' entries stay first, as they were.
-		for _, d := range sh.keep {
-			if err := p.AppendDescriptor(d); err != nil {
-				return err
-			}
-		}
-		for h := range sh.keepBlobs {
-			w.keep(h)
-		}
-		if len(sh.keep) > 0 {
-			w.removable = sh.dropBlobs
 		}
 	}
 	for _, im := range images {
@@ -133,7 +121,7 @@ func (l *Layout) Write(ctx context.Context, images []Image) error {
 			annotations := map[string]string{
 				"org.opencontainers.image.ref.name": refName(im.Repository, tag),
 				"io.containerd.image.name":          ref,
-				writtenKey:                          "true",
+				writtenKey:                          refName(im.Repository, tag),
 			}
 			var desc *v1.Descriptor
 			if im.Index != nil {
@@ -161,13 +149,28 @@ func (l *Layout) Write(ctx context.Context, images []Image) error {
 					if a == nil {
 						a = map[string]string{}
 					}
-					a[writtenKey] = "true"
+					a[writtenKey] = attachmentMark
 					err = p.AppendDescriptor(withAnnotations(*desc, a))
 				}
 			}
 			if err != nil {
 				return fmt.Errorf("write an attachment of %s to %s: %w", im.Repository, l.Dir, err)
 			}
+		}
+	}
+	if sh != nil {
+		// Other tools' entries follow pallet's, in their order.
+		sh.settle(string(p))
+		for _, d := range sh.keep {
+			if err := p.AppendDescriptor(d); err != nil {
+				return err
+			}
+		}
+		for h := range sh.keepBlobs {
+			w.keep(h)
+		}
+		if len(sh.keep) > 0 {
+			w.removable = sh.dropBlobs
 		}
 	}
 	if inPlace {

@@ -2,6 +2,8 @@ package output
 
 import (
 	"context"
+	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -117,7 +119,7 @@ func TestLayoutKeepsOtherToolsEntries(t *testing.T) {
 	}
 	od, _ := other.Digest()
 	o2, _ := ours2.Digest()
-	want := []string{"other=" + od.Hex[:8], "v3=" + o2.Hex[:8]}
+	want := []string{"v3=" + o2.Hex[:8], "other=" + od.Hex[:8]}
 	if !slices.Equal(got, want) {
 		t.Errorf("entries %v, want %v", got, want)
 	}
@@ -140,4 +142,113 @@ func TestLayoutKeepsOtherToolsEntries(t *testing.T) {
 	if _, err := os.Stat(orphan); err != nil {
 		t.Errorf("a blob no entry named was removed: %v", err)
 	}
+}
+
+// layoutEntries lists the entries of the layout at dir.
+func layoutEntries(t *testing.T, dir string) []v1.Descriptor {
+	t.Helper()
+	idx, err := layout.ImageIndexFromPath(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.Manifests
+}
+
+// Attachments and copies other tools make of pallet's entries are theirs:
+// a signature of an image the rebuild writes again stays; a copy of an
+// entry under another tag (umoci tag) stays, with its manifest; the
+// per-platform attachments a pallet that did not mark its entries wrote
+// go with the manifests they were attached to (found by helper-43).
+func TestLayoutAttachmentsAndCopies(t *testing.T) {
+	ctx := context.Background()
+	rnd := func(n int64) v1.Image {
+		img, err := random.Image(n, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return img
+	}
+	write := func(dir string, im Image) {
+		t.Helper()
+		if err := (&Layout{Dir: dir}).Write(ctx, []Image{im}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Run("a signature of an unchanged image", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "out")
+		img := rnd(256)
+		write(dir, Image{Repository: "app", Tags: []string{"v1"}, Image: img})
+		p, err := layout.FromPath(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, _ := partial.Descriptor(img)
+		if err := p.AppendImage(mutate.Subject(rnd(64), *d).(v1.Image)); err != nil {
+			t.Fatal(err)
+		}
+		write(dir, Image{Repository: "app", Tags: []string{"v1"}, Image: img})
+		if es := layoutEntries(t, dir); len(es) != 2 {
+			t.Errorf("%d entries, want the image and its signature", len(es))
+		}
+	})
+	t.Run("a copy under another tag", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "out")
+		write(dir, Image{Repository: "app", Tags: []string{"v1"}, Image: rnd(256)})
+		d := layoutEntries(t, dir)[0]
+		d.Annotations = maps.Clone(d.Annotations)
+		d.Annotations[refNameKey] = "stable" // umoci tag copies the rest
+		p, _ := layout.FromPath(dir)
+		if err := p.AppendDescriptor(d); err != nil {
+			t.Fatal(err)
+		}
+		write(dir, Image{Repository: "app", Tags: []string{"v1"}, Image: rnd(256)})
+		var refs []string
+		for _, e := range layoutEntries(t, dir) {
+			refs = append(refs, e.Annotations[refNameKey])
+		}
+		if !slices.Equal(refs, []string{"v1", "stable"}) {
+			t.Errorf("refs %v, want v1 and the user's stable", refs)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "blobs", "sha256", d.Digest.Hex)); err != nil {
+			t.Errorf("stable's manifest: %v", err)
+		}
+	})
+	t.Run("an earlier pallet's per-platform attachments", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "out")
+		a := rnd(256)
+		idx := mutate.AppendManifests(empty.Index, mutate.IndexAddendum{Add: a}, mutate.IndexAddendum{Add: rnd(256)})
+		ad, _ := partial.Descriptor(a)
+		sbom := mutate.Subject(rnd(64), *ad).(v1.Image)
+		write(dir, Image{Repository: "app", Tags: []string{"v1"}, Index: idx, Referrers: []v1.Image{sbom}})
+		// As a pallet that did not mark its entries wrote it.
+		var im v1.IndexManifest
+		raw, err := os.ReadFile(filepath.Join(dir, "index.json"))
+		if err == nil {
+			err = json.Unmarshal(raw, &im)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range im.Manifests {
+			delete(im.Manifests[i].Annotations, writtenKey)
+		}
+		if raw, err = json.Marshal(im); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "index.json"), raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		write(dir, Image{Repository: "app", Tags: []string{"v1"}, Index: mutate.AppendManifests(empty.Index, mutate.IndexAddendum{Add: rnd(256)})})
+		if es := layoutEntries(t, dir); len(es) != 1 {
+			t.Errorf("%d entries: the attachment of a replaced platform manifest stayed", len(es))
+		}
+		sd, _ := sbom.Digest()
+		if _, err := os.Stat(filepath.Join(dir, "blobs", "sha256", sd.Hex)); err == nil {
+			t.Error("the attachment's manifest stayed")
+		}
+	})
 }

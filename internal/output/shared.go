@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
@@ -12,22 +13,35 @@ import (
 )
 
 // A layout may hold images other tools put there (skopeo copy to
-// oci:DIR:other, crane, umoci): an oci: output replaces pallet's own
-// entries and the tags the build writes, and keeps every other entry with
-// the blobs it needs. Pallet marks the entries it writes (writtenKey);
-// those of an earlier pallet, which did not, go when the build writes
-// their tag, as a tag of another tool's does.
+// oci:DIR:other, crane, umoci, a signer attaching a signature): an oci:
+// output replaces pallet's own entries and the tags the build writes, and
+// keeps every other entry with the blobs it needs. Pallet marks each
+// entry it writes with the ref name it wrote it under (writtenKey), so
+// that a copy another tool makes under another name (umoci tag) is that
+// tool's. An untagged attachment (a referrer) of something that goes
+// goes too, unless the new index names its subject again.
 
-// writtenKey marks an index.json entry pallet wrote.
+// writtenKey marks an index.json entry pallet wrote: its value is the
+// entry's ref name, or attachmentMark for an untagged attachment.
 const writtenKey = "dev.pallet.written"
+
+const attachmentMark = "attachment"
 
 // maxManifest bounds a manifest or index read from a layout to find the
 // blobs an entry needs.
 const maxManifest = 16 << 20
 
+const refNameKey = "org.opencontainers.image.ref.name"
+
 // sharing is what an earlier layout's index.json holds besides what the
 // build replaces.
 type sharing struct {
+	dir string
+	// gone are the entries that go whatever the new index holds;
+	// maybe are other tools' attachments, which go with their subject.
+	gone, others []v1.Descriptor
+
+	// Set by settle, once the new index is known:
 	// keep are the entries the new index keeps, in their order.
 	keep []v1.Descriptor
 	// keepBlobs are the blobs they need, as far as the layout holds them.
@@ -38,52 +52,86 @@ type sharing struct {
 	dropBlobs map[v1.Hash]bool
 }
 
-// readSharing sorts the entries of the layout dir's index.json: pallet's,
-// and those tagged with a ref name in taken, go; so do the untagged
-// attachments (referrers) of what goes; the rest is kept.
+// readSharing sorts the entries of the layout dir's index.json: pallet's
+// own and those tagged with a ref name in taken go; the rest are other
+// tools', kept unless settle finds they are attachments of what goes.
 func readSharing(dir string, taken map[string]bool) (*sharing, error) {
 	var idx v1.IndexManifest
 	if err := readJSON(filepath.Join(dir, "index.json"), maxIndexJSON, &idx); err != nil {
 		return nil, err
 	}
-	gone := map[v1.Hash]bool{}
-	var rest []v1.Descriptor
+	s := &sharing{dir: dir}
 	for _, d := range idx.Manifests {
-		name, tagged := d.Annotations["org.opencontainers.image.ref.name"]
-		if _, ours := d.Annotations[writtenKey]; ours || tagged && taken[name] {
-			gone[d.Digest] = true
-			continue
+		name, tagged := d.Annotations[refNameKey]
+		mark, marked := d.Annotations[writtenKey]
+		ours := marked && (tagged && mark == name || !tagged && mark == attachmentMark)
+		if ours || tagged && taken[name] {
+			s.gone = append(s.gone, d)
+		} else {
+			s.others = append(s.others, d)
 		}
-		rest = append(rest, d)
-	}
-	s := &sharing{keepBlobs: map[v1.Hash]bool{}, dropBlobs: map[v1.Hash]bool{}}
-	var dropped []v1.Descriptor
-	for _, d := range idx.Manifests {
-		if gone[d.Digest] {
-			dropped = append(dropped, d)
-		}
-	}
-	for _, d := range rest {
-		if _, tagged := d.Annotations["org.opencontainers.image.ref.name"]; !tagged {
-			if subject := subjectOf(dir, d); subject != nil && gone[*subject] {
-				dropped = append(dropped, d)
-				continue
-			}
-		}
-		s.keep = append(s.keep, d)
-	}
-	for _, d := range s.keep {
-		reach(dir, d, s.keepBlobs)
-	}
-	for _, d := range dropped {
-		reach(dir, d, s.dropBlobs)
 	}
 	return s, nil
 }
 
+// settle decides, once the new index is written into newDir, which of
+// the other tools' entries stay: all but the untagged attachments whose
+// subject went and is not named again (repeated, for attachments of
+// attachments); and the blobs each side needs.
+func (s *sharing) settle(newDir string) {
+	read := func(h v1.Hash) ([]byte, bool) {
+		if b, ok := readBlob(newDir, h); ok {
+			return b, ok
+		}
+		return readBlob(s.dir, h)
+	}
+	named := map[v1.Hash]bool{}
+	if idx, err := readIndexFile(newDir); err == nil {
+		for _, d := range idx.Manifests {
+			reachManifests(read, d, named)
+		}
+	}
+	went := map[v1.Hash]bool{}
+	for _, d := range s.gone {
+		reachManifests(read, d, went)
+	}
+	dropped := slices.Clone(s.gone)
+	left := s.others
+	for changed := true; changed; {
+		changed = false
+		var next []v1.Descriptor
+		for _, d := range left {
+			if _, tagged := d.Annotations[refNameKey]; !tagged {
+				if subject := subjectOf(read, d); subject != nil && went[*subject] && !named[*subject] {
+					dropped = append(dropped, d)
+					reachManifests(read, d, went)
+					changed = true
+					continue
+				}
+			}
+			next = append(next, d)
+		}
+		left = next
+	}
+	s.keep = left
+	s.keepBlobs, s.dropBlobs = map[v1.Hash]bool{}, map[v1.Hash]bool{}
+	for _, d := range s.keep {
+		reach(read, d, s.keepBlobs)
+	}
+	for _, d := range dropped {
+		reach(read, d, s.dropBlobs)
+	}
+}
+
+func readIndexFile(dir string) (*v1.IndexManifest, error) {
+	var idx v1.IndexManifest
+	err := readJSON(filepath.Join(dir, "index.json"), maxIndexJSON, &idx)
+	return &idx, err
+}
+
 // subjectOf is the subject of the manifest d names, if it has one.
-func subjectOf(dir string, d v1.Descriptor) *v1.Hash {
-	b, ok := readBlob(dir, d.Digest)
+func subjectOf(read func(v1.Hash) ([]byte, bool), d v1.Descriptor) *v1.Hash {
+	b, ok := read(d.Digest)
 	if !ok {
 		return nil
 	}
@@ -98,15 +146,25 @@ func subjectOf(dir string, d v1.Descriptor) *v1.Hash {
 
 // reach adds to blobs d and every blob it names, through indexes and
 // manifests, that the layout holds.
-func reach(dir string, d v1.Descriptor, blobs map[v1.Hash]bool) {
-	if blobs[d.Digest] {
+func reach(read func(v1.Hash) ([]byte, bool), d v1.Descriptor, blobs map[v1.Hash]bool) {
+	walk(read, d, blobs, true)
+}
+
+// reachManifests adds to manifests d and the manifests and indexes it
+// names: what an attachment's subject can be.
+func reachManifests(read func(v1.Hash) ([]byte, bool), d v1.Descriptor, manifests map[v1.Hash]bool) {
+	walk(read, d, manifests, false)
+}
+
+func walk(read func(v1.Hash) ([]byte, bool), d v1.Descriptor, seen map[v1.Hash]bool, leaves bool) {
+	if seen[d.Digest] {
 		return
 	}
-	blobs[d.Digest] = true
+	seen[d.Digest] = true
 	if !d.MediaType.IsIndex() && !d.MediaType.IsImage() && !isManifestJSON(d) {
 		return
 	}
-	b, ok := readBlob(dir, d.Digest)
+	b, ok := read(d.Digest)
 	if !ok {
 		return
 	}
@@ -114,18 +172,22 @@ func reach(dir string, d v1.Descriptor, blobs map[v1.Hash]bool) {
 		Manifests []v1.Descriptor `json:"manifests"`
 		Config    *v1.Descriptor  `json:"config"`
 		Layers    []v1.Descriptor `json:"layers"`
+		Blobs     []v1.Descriptor `json:"blobs"` // an artifact manifest's
 	}
 	if json.Unmarshal(b, &m) != nil {
 		return
 	}
 	for _, c := range m.Manifests {
-		reach(dir, c, blobs)
+		walk(read, c, seen, leaves)
+	}
+	if !leaves {
+		return
 	}
 	if m.Config != nil {
-		blobs[m.Config.Digest] = true
+		seen[m.Config.Digest] = true
 	}
-	for _, l := range m.Layers {
-		blobs[l.Digest] = true
+	for _, l := range append(m.Layers, m.Blobs...) {
+		seen[l.Digest] = true
 	}
 }
 
