@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pallet-dev/pallet/internal/artifact"
+	"github.com/pallet-dev/pallet/internal/cache"
 	"github.com/pallet-dev/pallet/internal/image"
 	"github.com/pallet-dev/pallet/internal/output"
 	"github.com/pallet-dev/pallet/internal/plan"
@@ -55,6 +56,11 @@ func (u *upToDate) wrote(path string) {
 func checkUpToDate(p *plan.Plan, opt Options) (*upToDate, error) {
 	// Provenance with timestamps differs from build to build by design.
 	if opt.NoCache || opt.CacheFrom != "" || opt.CacheTo != "" || opt.MetadataFile != "" || opt.Attest.Dir != "" || opt.Attest.Timestamps || len(opt.Outputs) == 0 {
+		return nil, nil
+	}
+	// Notes live in the cache: one in a directory that is not pallet's
+	// cache (yet) answers nothing, and is not touched.
+	if !cache.Tagged(opt.CacheDir) {
 		return nil, nil
 	}
 	exe, err := os.Executable()

@@ -89,6 +89,13 @@ func claim(dir string) error {
 	return nil
 }
 
+// Tagged reports whether dir holds pallet's cache tag: a cache a build
+// has opened, whose notes may answer a build before the cache is opened.
+func Tagged(dir string) bool {
+	data, err := readTag(filepath.Join(dir, tagName))
+	return err == nil && isOurTag(data)
+}
+
 // readTag reads a tag file, refusing anything but a regular file (a FIFO
 // would block the open).
 func readTag(path string) ([]byte, error) {
