@@ -38,21 +38,10 @@ func TestLayoutEntryNamesPlatform(t *testing.T) {
 	if err := (&Layout{Dir: dir}).Write(context.Background(), []Image{{Repository: "app", Tags: []string{"v1"}, Image: img}}); err != nil {
 		t.Fatal(err)
 	}
-	p, err := layout.FromPath(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx, err := p.ImageIndex()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := idx.IndexManifest()
-	if err != nil {
-		t.Fatal(err)
-	}
+	es := layoutEntries(t, dir)
 	want := v1.Platform{OS: "windows", Architecture: "amd64", OSVersion: "10.0.17763.1"}
-	if len(m.Manifests) != 1 || m.Manifests[0].Platform == nil || !m.Manifests[0].Platform.Equals(want) || m.Manifests[0].ArtifactType != "" {
-		t.Errorf("entry %+v, want platform %+v and no artifactType", m.Manifests, want)
+	if len(es) != 1 || es[0].Platform == nil || !es[0].Platform.Equals(want) || es[0].ArtifactType != "" {
+		t.Errorf("entry %+v, want platform %+v and no artifactType", es, want)
 	}
 }
 
