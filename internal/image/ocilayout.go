@@ -62,11 +62,13 @@ func (l *layoutReader) rootIndex() (*v1.IndexManifest, error) {
 		return nil, fmt.Errorf("layout %s: %w", l.dir, err)
 	}
 	defer f.Close()
-	if info, err := f.Stat(); err == nil && !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("layout %s: index.json is not a regular file (%s)", l.dir, info.Mode().Type())
-	}
-	if info, err := f.Stat(); err == nil && info.Size() > l.limit {
-		return nil, fmt.Errorf("layout %s: index.json is %d bytes, over the %d-byte limit for manifests", l.dir, info.Size(), l.limit)
+	if info, err := f.Stat(); err == nil {
+		if !info.Mode().IsRegular() {
+			return nil, fmt.Errorf("layout %s: index.json is not a regular file (%s)", l.dir, info.Mode().Type())
+		}
+		if info.Size() > l.limit {
+			return nil, fmt.Errorf("layout %s: index.json is %d bytes, over the %d-byte limit for manifests", l.dir, info.Size(), l.limit)
+		}
 	}
 	b, err := bounded.ReadAll(f, l.limit) // it may have grown since
 	var tl *bounded.TooLargeError

@@ -119,9 +119,9 @@ func (l *Layout) Write(ctx context.Context, images []Image) error {
 			}
 			ref := RefName(im.Repository, tag)
 			annotations := map[string]string{
-				"org.opencontainers.image.ref.name": refName(im.Repository, tag),
-				"io.containerd.image.name":          ref,
-				writtenKey:                          refName(im.Repository, tag),
+				refNameKey:                 refName(im.Repository, tag),
+				"io.containerd.image.name": ref,
+				writtenKey:                 refName(im.Repository, tag),
 			}
 			var desc *v1.Descriptor
 			if im.Index != nil {

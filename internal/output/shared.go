@@ -38,7 +38,7 @@ const refNameKey = "org.opencontainers.image.ref.name"
 type sharing struct {
 	dir string
 	// gone are the entries that go whatever the new index holds;
-	// maybe are other tools' attachments, which go with their subject.
+	// others are other tools', whose attachments go with their subject.
 	gone, others []v1.Descriptor
 
 	// Set by settle, once the new index is known:
@@ -56,8 +56,8 @@ type sharing struct {
 // own and those tagged with a ref name in taken go; the rest are other
 // tools', kept unless settle finds they are attachments of what goes.
 func readSharing(dir string, taken map[string]bool) (*sharing, error) {
-	var idx v1.IndexManifest
-	if err := readJSON(filepath.Join(dir, "index.json"), maxIndexJSON, &idx); err != nil {
+	idx, err := readIndexFile(dir)
+	if err != nil {
 		return nil, err
 	}
 	s := &sharing{dir: dir}
@@ -95,19 +95,24 @@ func (s *sharing) settle(newDir string) {
 	for _, d := range s.gone {
 		reachManifests(read, d, went)
 	}
+	// The subject of each untagged entry, read once for every round.
+	subjects := map[v1.Hash]*v1.Hash{}
+	for _, d := range s.others {
+		if _, tagged := d.Annotations[refNameKey]; !tagged {
+			subjects[d.Digest] = subjectOf(read, d)
+		}
+	}
 	dropped := slices.Clone(s.gone)
 	left := s.others
 	for changed := true; changed; {
 		changed = false
 		var next []v1.Descriptor
 		for _, d := range left {
-			if _, tagged := d.Annotations[refNameKey]; !tagged {
-				if subject := subjectOf(read, d); subject != nil && went[*subject] && !named[*subject] {
-					dropped = append(dropped, d)
-					reachManifests(read, d, went)
-					changed = true
-					continue
-				}
+			if subject := subjects[d.Digest]; subject != nil && went[*subject] && !named[*subject] {
+				dropped = append(dropped, d)
+				reachManifests(read, d, went)
+				changed = true
+				continue
 			}
 			next = append(next, d)
 		}
@@ -123,6 +128,7 @@ func (s *sharing) settle(newDir string) {
 	}
 }
 
+// readIndexFile reads the index.json of the layout dir.
 func readIndexFile(dir string) (*v1.IndexManifest, error) {
 	var idx v1.IndexManifest
 	err := readJSON(filepath.Join(dir, "index.json"), maxIndexJSON, &idx)
