@@ -240,15 +240,7 @@ func withDefaults(opt Options) Options {
 // matches one of the patterns, with Include's rules.
 func Match(patterns []string, name string) bool {
 	clean, err := cleanPatterns(patterns)
-	if err != nil {
-		return false
-	}
-	for _, p := range clean {
-		if matchBelow(p, name) {
-			return true
-		}
-	}
-	return false
+	return err == nil && matchAny(clean, name)
 }
 
 // cleanPatterns normalizes Include patterns to the form entry paths take

@@ -231,23 +231,20 @@ func (x *extractor) include(rel string) bool {
 			hit = true
 		}
 	}
-	for _, p := range x.extra {
-		if hit {
-			break
-		}
-		hit = matchBelow(p, rel)
-	}
-	return hit
+	return hit || matchAny(x.extra, rel)
 }
 
 // selected reports whether rel passes the Include filter, as include
 // does, without crediting any pattern.
 func (x *extractor) selected(rel string) bool {
-	if len(x.patterns) == 0 {
-		return true
-	}
-	for _, p := range append(x.patterns[:len(x.patterns):len(x.patterns)], x.extra...) {
-		if matchBelow(p, rel) {
+	return len(x.patterns) == 0 || matchAny(x.patterns, rel) || matchAny(x.extra, rel)
+}
+
+// matchAny reports whether one of the clean patterns matches name or an
+// ancestor of it (matchBelow).
+func matchAny(patterns []string, name string) bool {
+	for _, p := range patterns {
+		if matchBelow(p, name) {
 			return true
 		}
 	}
