@@ -605,8 +605,10 @@ type builder struct {
 	// compressors they share, so memory does not grow with layer count.
 	writers     chan struct{}
 	compressors *layer.Compressors
-	// prefetched holds the bases being resolved since the build began.
+	// prefetched holds the bases being resolved since the build began;
+	// baseLinks the links read from them, once each.
 	prefetched map[baseKey]*baseFuture
+	baseLinks  map[baseKey]*linksFuture
 	// ready holds, per artifact key, the artifact being made ready;
 	// allReady closes once every one is, or the first has failed.
 	ready    map[string]*ready
@@ -1017,6 +1019,11 @@ func (b *builder) layers(ctx context.Context, name string, pi *plan.PlatformImag
 			t, what, err := b.layerTree(gctx, name, pi, l)
 			if err != nil {
 				return err
+			}
+			if format == layer.Linux {
+				if t, err = b.throughBaseLinks(gctx, name, pi, l, t); err != nil {
+					return err
+				}
 			}
 			trees[i], whats[i] = t, what
 			close(made[i])

@@ -1,7 +1,8 @@
 // Package image resolves base images and assembles pallet's layers and
 // config onto them, one image per platform, then gathers the platforms into
 // an index. Images stay go-containerregistry v1.Image values throughout:
-// nothing is read from a base until an output asks for it.
+// nothing is read from a base until an output asks for it, except the
+// tar headers DirLinks reads, once per base, to learn its links.
 package image
 
 import (
