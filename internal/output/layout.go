@@ -172,6 +172,9 @@ func (l *Layout) Write(ctx context.Context, images []Image) error {
 		if len(sh.keep) > 0 {
 			w.removable = sh.dropBlobs
 		}
+		if err := keepForeignFields(filepath.Join(dir, "index.json"), filepath.Join(string(p), "index.json")); err != nil {
+			return fmt.Errorf("output %s: %w", l, err)
+		}
 	}
 	if inPlace {
 		err = w.update(dir)

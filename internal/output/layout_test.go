@@ -241,3 +241,90 @@ func TestLayoutAttachmentsAndCopies(t *testing.T) {
 		}
 	})
 }
+
+// What go-containerregistry does not model in index.json, another tool's
+// top-level annotations and fields and its entries' unknown fields,
+// survives pallet's rewrite; a rebuild that changes nothing then writes
+// nothing.
+func TestLayoutKeepsForeignIndexFields(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "shared")
+	theirs, err := random.Image(128, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := layout.Write(dir, empty.Index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.AppendImage(theirs, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": "theirs"})); err != nil {
+		t.Fatal(err)
+	}
+	indexFile := filepath.Join(dir, "index.json")
+	var raw map[string]any
+	readRaw := func() {
+		t.Helper()
+		b, err := os.ReadFile(indexFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw = nil
+		if err := json.Unmarshal(b, &raw); err != nil {
+			t.Fatal(err)
+		}
+	}
+	readRaw()
+	raw["annotations"] = map[string]any{"org.example.owner": "team"}
+	raw["x-vendor"] = []any{1.0, "two"}
+	raw["manifests"].([]any)[0].(map[string]any)["x-signed"] = true
+	b, _ := json.Marshal(raw)
+	if err := os.WriteFile(indexFile, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	ours, err := random.Image(128, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func() {
+		t.Helper()
+		if err := (&Layout{Dir: dir}).Write(ctx, []Image{{Repository: "app", Tags: []string{"v1"}, Image: ours}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write()
+	readRaw()
+	if a, _ := raw["annotations"].(map[string]any); a["org.example.owner"] != "team" {
+		t.Errorf("top-level annotations %v", raw["annotations"])
+	}
+	if v, _ := raw["x-vendor"].([]any); len(v) != 2 {
+		t.Errorf("x-vendor %v", raw["x-vendor"])
+	}
+	var refs []string
+	for _, e := range raw["manifests"].([]any) {
+		m := e.(map[string]any)
+		ref := m["annotations"].(map[string]any)["org.opencontainers.image.ref.name"].(string)
+		refs = append(refs, ref)
+		if ref == "theirs" && m["x-signed"] != true {
+			t.Errorf("their entry lost its field: %v", m)
+		}
+	}
+	if !slices.Equal(refs, []string{"v1", "theirs"}) {
+		t.Errorf("entries %v", refs)
+	}
+	if _, err := layout.ImageIndexFromPath(dir); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.Stat(indexFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write()
+	after, err := os.Stat(indexFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(before, after) || !after.ModTime().Equal(before.ModTime()) {
+		t.Error("a rebuild that changed nothing rewrote index.json")
+	}
+}

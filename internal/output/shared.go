@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -221,4 +222,75 @@ func readBlob(dir string, h v1.Hash) ([]byte, bool) {
 		return nil, false
 	}
 	return b, true
+}
+
+// keepForeignFields carries into the new index.json at newIndex what
+// go-containerregistry does not model and the old one at oldIndex holds:
+// top-level fields and annotations pallet never writes (another tool's),
+// and the unknown fields of each kept entry, which re-encoding a
+// v1.Descriptor drops. With nothing to carry the file is left as written.
+func keepForeignFields(oldIndex, newIndex string) error {
+	var old, cur map[string]json.RawMessage
+	if err := readJSON(oldIndex, maxIndexJSON, &old); err != nil {
+		return err
+	}
+	if err := readJSON(newIndex, maxIndexJSON, &cur); err != nil {
+		return err
+	}
+	changed := false
+	for k, v := range old {
+		switch k {
+		case "schemaVersion", "mediaType", "manifests":
+			continue
+		}
+		if _, ok := cur[k]; !ok {
+			cur[k], changed = v, true
+		}
+	}
+	var oldEntries, entries []json.RawMessage
+	if json.Unmarshal(old["manifests"], &oldEntries) == nil && json.Unmarshal(cur["manifests"], &entries) == nil {
+		olds := make([]*v1.Descriptor, len(oldEntries))
+		for i, o := range oldEntries {
+			var od v1.Descriptor
+			if json.Unmarshal(o, &od) == nil {
+				olds[i] = &od
+			}
+		}
+		for i, e := range entries {
+			var d v1.Descriptor
+			if json.Unmarshal(e, &d) != nil {
+				continue
+			}
+			for j, od := range olds {
+				if od == nil || !reflect.DeepEqual(&d, od) {
+					continue
+				}
+				if !sameJSON(oldEntries[j], e) {
+					entries[i], changed = oldEntries[j], true
+				}
+				break
+			}
+		}
+		if changed {
+			b, err := json.Marshal(entries)
+			if err != nil {
+				return err
+			}
+			cur["manifests"] = b
+		}
+	}
+	if !changed {
+		return nil
+	}
+	b, err := json.MarshalIndent(cur, "", "   ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(newIndex, b, 0o644)
+}
+
+// sameJSON says whether a and b hold the same JSON value.
+func sameJSON(a, b json.RawMessage) bool {
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
 }
