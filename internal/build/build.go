@@ -302,6 +302,11 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 		}
 	}
 
+	for _, t := range opt.Outputs {
+		if p, ok := t.(output.Preparer); ok {
+			defer p.Finish()
+		}
+	}
 	b := &builder{plan: p, opt: opt, work: work, cache: c, fetcher: fetcher, bases: bases,
 		placed: map[string]*record.Image{}, loaders: map[*plan.PlatformImage][]loaderNeed{}, writers: make(chan struct{}, opt.Jobs), memo: record.NoMemo,
 		compressors: layer.NewCompressors(opt.Jobs), started: time.Now()}
@@ -931,7 +936,7 @@ func (b *builder) warnMixedHostProcess(name string, imgs []v1.Image) {
 // platformImages writes pi's layers once and puts them on each base.
 func (b *builder) platformImages(ctx context.Context, im *plan.Image, pi *plan.PlatformImage) (imgs, atts, referrers []v1.Image, err error) {
 	name := im.Name
-	layers, err := b.layers(ctx, name, pi)
+	layers, err := b.layers(ctx, im, pi)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -939,6 +944,11 @@ func (b *builder) platformImages(ctx context.Context, im *plan.Image, pi *plan.P
 		base, err := b.base(ctx, ref, pi.Platform)
 		if err != nil {
 			return nil, nil, nil, plan.Wrap(pi.BasePos, fmt.Errorf("image %s (%s): %w", name, pi.Platform, err))
+		}
+		if ls, err := base.Layers(); err == nil {
+			for _, l := range ls {
+				b.prepare(ctx, im, l)
+			}
 		}
 		img, err := image.Assemble(base, layers, pi.Config, b.plan.Epoch)
 		if err != nil {
@@ -981,7 +991,8 @@ func (b *builder) platformImages(ctx context.Context, im *plan.Image, pi *plan.P
 // layers may be written already (into the cache, where a whole layer
 // does no harm); a failed check is the error reported, and stops the
 // writing of the others.
-func (b *builder) layers(ctx context.Context, name string, pi *plan.PlatformImage) ([]image.Layer, error) {
+func (b *builder) layers(ctx context.Context, im *plan.Image, pi *plan.PlatformImage) ([]image.Layer, error) {
+	name := im.Name
 	format := layer.Linux
 	if pi.Platform.IsWindows() {
 		format = layer.Windows
@@ -1048,6 +1059,7 @@ func (b *builder) layers(ctx context.Context, name string, pi *plan.PlatformImag
 				return fmt.Errorf("layer %s: %w", l.Name, err)
 			}
 			layers[i] = image.Layer{Layer: lay, CreatedBy: "pallet: place " + strings.Join(whats[i], ", ")}
+			b.prepare(ctx, im, lay)
 			return nil
 		})
 	}
@@ -1058,6 +1070,16 @@ func (b *builder) layers(ctx context.Context, name string, pi *plan.PlatformImag
 		return nil, err
 	}
 	return layers, nil
+}
+
+// prepare hands layer l of im to the outputs that start on blobs early
+// (a registry uploads it while the build goes on).
+func (b *builder) prepare(ctx context.Context, im *plan.Image, l v1.Layer) {
+	for _, t := range b.opt.Outputs {
+		if p, ok := t.(output.Preparer); ok {
+			p.Prepare(ctx, im.Repository, im.Tags, l)
+		}
+	}
 }
 
 // warnWindowsAccess says, once per placement, that the owner and mode it

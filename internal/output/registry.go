@@ -31,6 +31,8 @@ type Registry struct {
 	// is asked which repository of the registry already holds each blob,
 	// and told where the blobs of every complete push went.
 	Sources Sources
+
+	early early
 }
 
 // Sources is a memory of pushed blobs across builds (the cache's): for a
@@ -93,9 +95,12 @@ func (r *Registry) write(ctx context.Context, images []Image) error {
 	if err := r.holds(len(images)); err != nil {
 		return err
 	}
-	pushed, err := r.session(ctx)
-	if err != nil {
-		return err
+	pushed := r.settleEarly()
+	if pushed == nil {
+		var err error
+		if pushed, err = r.session(ctx); err != nil {
+			return err
+		}
 	}
 	defer pushed.save()
 	if r.ByDigest {
