@@ -250,6 +250,7 @@ func (f *Fetcher) downloadOnce(ctx context.Context, client *http.Client, rawURL,
 		defer os.Remove(tmp.Name())
 		dst = tmp
 	}
+	dog.pace(int64(float64(lim.MinRate) * lim.Stall.Seconds()))
 	n, got, err := receive(dst, &progressReader{r: resp.Body, w: dog}, resp.ContentLength, lim.MaxBytes)
 	var cerr error
 	if tmp != nil {
@@ -258,6 +259,8 @@ func (f *Fetcher) downloadOnce(ctx context.Context, client *http.Client, rawURL,
 	switch {
 	case err != nil && stalled(ctx):
 		return "", fmt.Errorf("download %s: stopped after %s: nothing received for %s", shown, received(n, resp.ContentLength), lim.Stall)
+	case err != nil && tooSlow(ctx):
+		return "", fmt.Errorf("download %s: stopped after %s: fewer than %d bytes received in %s, slower than the %d bytes/s a download must keep up", shown, received(n, resp.ContentLength), int64(float64(lim.MinRate)*lim.Stall.Seconds()), lim.Stall, lim.MinRate)
 	case err != nil:
 		// A body cut short surfaces as a bare "unexpected EOF" or a reset;
 		// how far it got is what tells the user the transfer broke.

@@ -641,6 +641,45 @@ func TestDownloadSlowButSteadySucceeds(t *testing.T) {
 	}
 }
 
+// A server that sends a byte now and then, never pausing for a whole
+// Stall, is cut off once a Stall brings fewer bytes than MinRate asks:
+// each attempt, and so the download, ends instead of lasting as long as
+// the body takes at that pace.
+func TestDownloadSlowDripFails(t *testing.T) {
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		w.Header().Set("Content-Length", strconv.Itoa(len(payload)))
+		for _, b := range payload {
+			if _, err := w.Write([]byte{b}); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-time.After(stall / 5):
+			case <-r.Context().Done():
+				return
+			}
+		}
+	})
+	dir := t.TempDir()
+	dst := filepath.Join(dir, "download")
+	f := fetcher(t)
+	f.Retries = 1
+	start := time.Now()
+	err := f.DownloadWithin(context.Background(), srv.URL+"/drip.tgz", sum(payload), dst, artifact.Limits{Stall: stall, MinRate: 1000})
+	if err == nil || !strings.Contains(err.Error(), "slower than the 1000 bytes/s a download must keep up") || !strings.Contains(err.Error(), "gave up after 2 attempts") {
+		t.Fatalf("err = %v", err)
+	}
+	// Two attempts of about one Stall each, not the hours the body takes.
+	if elapsed := time.Since(start); elapsed > 10*stall {
+		t.Errorf("took %s", elapsed)
+	}
+	if got := srv.requests(); got != 2 {
+		t.Errorf("%d requests, want 2", got)
+	}
+	noFile(t, dst)
+	onlyFiles(t, dir)
+}
+
 func TestDownloadRefusesContentLengthOverLimit(t *testing.T) {
 	tests := []struct {
 		name   string

@@ -234,7 +234,8 @@ func (f *Fetcher) gitTransfer(ctx context.Context, dir, repo string, args ...str
 			}
 		}
 	}()
-	args = append([]string{"-c", "http.lowSpeedLimit=1", "-c", "http.lowSpeedTime=" + strconv.Itoa(max(1, int(lim.Stall.Seconds())))}, args...)
+	// git's own low-speed limit is the downloads' MinRate over Stall.
+	args = append([]string{"-c", "http.lowSpeedLimit=" + strconv.FormatInt(lim.withDefaults().MinRate, 10), "-c", "http.lowSpeedTime=" + strconv.Itoa(max(1, int(lim.Stall.Seconds())))}, args...)
 	_, err := git(tctx, dir, args...)
 	cancel(nil)
 	<-watched

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"sync/atomic"
 	"time"
 )
 
@@ -21,9 +22,17 @@ const MaxGoMod = 16 << 20
 const maxConfigFile = 1 << 20
 
 // DefaultStallTimeout is how long a download may receive nothing before
-// the attempt is abandoned. It bounds a dead connection, not a slow one:
-// a transfer that keeps moving may take as long as it needs.
+// the attempt is abandoned. It bounds a dead connection; MinRate bounds a
+// slow one.
 const DefaultStallTimeout = 60 * time.Second
+
+// DefaultMinRate is the slowest a download may go, in bytes per second
+// averaged over each Stall: a server that sends a byte now and then,
+// never pausing a whole Stall, would otherwise hold a build for as long
+// as MaxBytes takes at its pace. 1 KiB/s is far below any network a
+// release is fetched over: a large transfer that keeps moving may still
+// take as long as it needs.
+const DefaultMinRate int64 = 1 << 10
 
 // Limits bound each download. A zero field takes its default.
 type Limits struct {
@@ -35,6 +44,10 @@ type Limits struct {
 	// waiting for the response included; the attempt then fails and is
 	// retried like a broken connection. Zero means DefaultStallTimeout.
 	Stall time.Duration
+	// MinRate is the fewest bytes per second a response body may bring,
+	// over each Stall from its first byte on; the attempt then fails and
+	// is retried as a stalled one. Zero means DefaultMinRate.
+	MinRate int64
 	// Unpack bounds the archives unpacked.
 	Unpack UnpackLimits
 }
@@ -54,33 +67,82 @@ func (l Limits) withDefaults() Limits {
 	if l.Stall <= 0 {
 		l.Stall = DefaultStallTimeout
 	}
+	if l.MinRate <= 0 {
+		l.MinRate = DefaultMinRate
+	}
 	return l
 }
 
-// errStalled is the cause given to an attempt's context when its
-// watchdog fires, telling a stall apart from the caller's cancellation.
-var errStalled = errors.New("download stalled")
+// errStalled and errTooSlow are the causes given to an attempt's context
+// when its watchdog fires, telling a stall or a crawl apart from the
+// caller's cancellation.
+var (
+	errStalled = errors.New("download stalled")
+	errTooSlow = errors.New("download too slow")
+)
 
-// watchdog cancels an attempt's context when no byte arrives for idle.
+// watchdog cancels an attempt's context when no byte arrives for idle,
+// and, once the body has started (pace), when fewer than min bytes arrive
+// in any idle after that.
 type watchdog struct {
-	timer *time.Timer
-	idle  time.Duration
+	timer  *time.Timer
+	idle   time.Duration
+	cancel context.CancelCauseFunc
+	// n counts the body's bytes; the pace check reads it from its own
+	// goroutine, which closing paced ends.
+	n     atomic.Int64
+	paced chan struct{}
 }
 
 // newWatchdog derives from ctx a context that ends with cause errStalled
 // once idle passes without a kick. stop must be called when done.
 func newWatchdog(ctx context.Context, idle time.Duration) (context.Context, *watchdog, context.CancelCauseFunc) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	w := &watchdog{idle: idle, timer: time.AfterFunc(idle, func() { cancel(errStalled) })}
+	w := &watchdog{idle: idle, cancel: cancel, timer: time.AfterFunc(idle, func() { cancel(errStalled) })}
 	return ctx, w, cancel
 }
 
 func (w *watchdog) kick() { w.timer.Reset(w.idle) }
-func (w *watchdog) stop() { w.timer.Stop() }
+
+func (w *watchdog) stop() {
+	w.timer.Stop()
+	if w.paced != nil {
+		close(w.paced)
+	}
+}
+
+// pace starts the rate check: from now on, each idle must bring at
+// least min bytes. It is called once, before the body is read.
+func (w *watchdog) pace(min int64) {
+	w.paced = make(chan struct{})
+	go func() {
+		t := time.NewTicker(w.idle)
+		defer t.Stop()
+		last := w.n.Load()
+		for {
+			select {
+			case <-w.paced:
+				return
+			case <-t.C:
+				n := w.n.Load()
+				if n-last < min {
+					w.cancel(errTooSlow)
+					return
+				}
+				last = n
+			}
+		}
+	}()
+}
 
 // stalled tells whether ctx ended because its watchdog fired.
 func stalled(ctx context.Context) bool {
 	return errors.Is(context.Cause(ctx), errStalled)
+}
+
+// tooSlow tells whether ctx ended because the body came too slowly.
+func tooSlow(ctx context.Context) bool {
+	return errors.Is(context.Cause(ctx), errTooSlow)
 }
 
 // progressReader kicks the watchdog on every byte received and counts them.
@@ -94,6 +156,7 @@ func (p *progressReader) Read(b []byte) (int, error) {
 	n, err := p.r.Read(b)
 	if n > 0 {
 		p.n += int64(n)
+		p.w.n.Add(int64(n))
 		p.w.kick()
 	}
 	return n, err
