@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -532,4 +533,35 @@ func TestLayoutBaseIndexJSONOverLimit(t *testing.T) {
 		t.Fatalf("refusing a 64 MiB index.json allocated %d bytes", n)
 	}
 	wantErr(t, err, "index.json", "over the 4194304-byte limit", l.dir)
+}
+
+// A blob that is a named pipe is refused at once (go-containerregistry's
+// layout checks before it opens): opened, it would wait for a writer, and
+// no signal ends a blocked open.
+func TestLayoutBaseLayerIsAPipe(t *testing.T) {
+	l := newTestLayout(t)
+	img := l.image(linuxAMD64)
+	l.root(img.manifest)
+	p := l.path(img.layer.Digest)
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(p, 0o644); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	base, err := l.base(linuxAMD64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := readLayers(base)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		wantErr(t, err, "layer", img.layer.Digest.String(), "not a regular file")
+	case <-time.After(10 * time.Second):
+		t.Fatal("reading a base whose layer is a named pipe blocked")
+	}
 }
