@@ -124,8 +124,10 @@ func (w *watchdog) pace(min int64) {
 			case <-w.paced:
 				return
 			case <-t.C:
+				// Nothing at all is the stall timer's to say, as it
+				// will within idle.
 				n := w.n.Load()
-				if n-last < min {
+				if n > last && n-last < min {
 					w.cancel(errTooSlow)
 					return
 				}
