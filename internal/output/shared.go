@@ -41,10 +41,15 @@ type sharing struct {
 	// gone are the entries that go whatever the new index holds;
 	// others are other tools', whose attachments go with their subject.
 	gone, others []v1.Descriptor
+	// othersRaw are others as index.json has them, when it could be read
+	// so.
+	othersRaw []json.RawMessage
 
 	// Set by settle, once the new index is known:
-	// keep are the entries the new index keeps, in their order.
-	keep []v1.Descriptor
+	// keep are the entries the new index keeps, in their order; keepRaw
+	// the same as index.json had them (nil if unknown).
+	keep    []v1.Descriptor
+	keepRaw []json.RawMessage
 	// keepBlobs are the blobs they need, as far as the layout holds them.
 	keepBlobs map[v1.Hash]bool
 	// dropBlobs are the blobs the entries that go needed: only these may
@@ -62,7 +67,15 @@ func readSharing(dir string, taken map[string]bool) (*sharing, error) {
 		return nil, err
 	}
 	s := &sharing{dir: dir}
-	for _, d := range idx.Manifests {
+	// The entries as written, for what a v1.Descriptor does not hold
+	// (keepForeignFields).
+	var raw struct {
+		Manifests []json.RawMessage `json:"manifests"`
+	}
+	if readJSON(filepath.Join(dir, "index.json"), maxIndexJSON, &raw) != nil || len(raw.Manifests) != len(idx.Manifests) {
+		raw.Manifests = nil
+	}
+	for i, d := range idx.Manifests {
 		name, tagged := d.Annotations[refNameKey]
 		mark, marked := d.Annotations[writtenKey]
 		ours := marked && (tagged && mark == name || !tagged && mark == attachmentMark)
@@ -70,6 +83,9 @@ func readSharing(dir string, taken map[string]bool) (*sharing, error) {
 			s.gone = append(s.gone, d)
 		} else {
 			s.others = append(s.others, d)
+			if raw.Manifests != nil {
+				s.othersRaw = append(s.othersRaw, raw.Manifests[i])
+			}
 		}
 	}
 	return s, nil
@@ -120,6 +136,19 @@ func (s *sharing) settle(newDir string) {
 		left = next
 	}
 	s.keep = left
+	// keep is a subsequence of others: its entries as written.
+	if len(s.othersRaw) == len(s.others) {
+		j := 0
+		for i, d := range s.others {
+			if j < len(s.keep) && reflect.DeepEqual(d, s.keep[j]) {
+				s.keepRaw = append(s.keepRaw, s.othersRaw[i])
+				j++
+			}
+		}
+		if j != len(s.keep) {
+			s.keepRaw = nil
+		}
+	}
 	s.keepBlobs, s.dropBlobs = map[v1.Hash]bool{}, map[v1.Hash]bool{}
 	for _, d := range s.keep {
 		reach(read, d, s.keepBlobs)
@@ -227,9 +256,10 @@ func readBlob(dir string, h v1.Hash) ([]byte, bool) {
 // keepForeignFields carries into the new index.json at newIndex what
 // go-containerregistry does not model and the old one at oldIndex holds:
 // top-level fields and annotations pallet never writes (another tool's),
-// and the unknown fields of each kept entry, which re-encoding a
-// v1.Descriptor drops. With nothing to carry the file is left as written.
-func keepForeignFields(oldIndex, newIndex string) error {
+// and the kept entries (the last len(kept) of the new index) as they were
+// written, with the fields re-encoding a v1.Descriptor drops. With nothing
+// to carry the file is left as written.
+func keepForeignFields(oldIndex, newIndex string, kept []json.RawMessage) error {
 	var old, cur map[string]json.RawMessage
 	if err := readJSON(oldIndex, maxIndexJSON, &old); err != nil {
 		return err
@@ -247,28 +277,12 @@ func keepForeignFields(oldIndex, newIndex string) error {
 			cur[k], changed = v, true
 		}
 	}
-	var oldEntries, entries []json.RawMessage
-	if json.Unmarshal(old["manifests"], &oldEntries) == nil && json.Unmarshal(cur["manifests"], &entries) == nil {
-		olds := make([]*v1.Descriptor, len(oldEntries))
-		for i, o := range oldEntries {
-			var od v1.Descriptor
-			if json.Unmarshal(o, &od) == nil {
-				olds[i] = &od
-			}
-		}
-		for i, e := range entries {
-			var d v1.Descriptor
-			if json.Unmarshal(e, &d) != nil {
-				continue
-			}
-			for j, od := range olds {
-				if od == nil || !reflect.DeepEqual(&d, od) {
-					continue
-				}
-				if !sameJSON(oldEntries[j], e) {
-					entries[i], changed = oldEntries[j], true
-				}
-				break
+	var entries []json.RawMessage
+	if len(kept) > 0 && json.Unmarshal(cur["manifests"], &entries) == nil && len(entries) >= len(kept) {
+		tail := entries[len(entries)-len(kept):]
+		for i, raw := range kept {
+			if !sameJSON(raw, tail[i]) {
+				tail[i], changed = raw, true
 			}
 		}
 		if changed {
