@@ -7,6 +7,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/pallet-dev/pallet/internal/fixture"
 	"github.com/pallet-dev/pallet/internal/testregistry"
 )
 
@@ -18,15 +28,42 @@ import (
 func TestPlacedThroughBaseLinks(t *testing.T) {
 	umoci := needTool(t, "umoci")
 	dir := t.TempDir()
-	root := filepath.Join(dir, "root")
-	writeFile(t, filepath.Join(root, "usr", "bin", "sh"), "#!shell\n")
-	if err := os.MkdirAll(filepath.Join(root, "usr", "lib"), 0o755); err != nil {
+	// A merged-/usr base with a sticky /tmp; var/run leads nowhere yet: a
+	// placement through it makes /run.
+	baseFiles := []fixture.File{
+		{Name: "usr/", Dir: true, Mode: 0o755},
+		{Name: "usr/bin/", Dir: true, Mode: 0o755},
+		{Name: "usr/bin/sh", Content: "#!shell\n", Mode: 0o755},
+		{Name: "usr/lib/", Dir: true, Mode: 0o755},
+		{Name: "tmp/", Dir: true, Mode: 0o1777},
+		{Name: "var/", Dir: true, Mode: 0o755},
+		{Name: "bin", Link: "usr/bin"},
+		{Name: "lib", Link: "/usr/lib"},
+		{Name: "var/tmp", Link: "/tmp"},
+		{Name: "var/run", Link: "/run"},
+	}
+	baseImg, err := mutate.ConfigFile(mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON),
+		&v1.ConfigFile{OS: "linux", Architecture: "amd64", RootFS: v1.RootFS{Type: "layers"}})
+	if err != nil {
 		t.Fatal(err)
 	}
-	for link, target := range map[string]string{"bin": "usr/bin", "lib": "/usr/lib"} {
-		if err := os.Symlink(target, filepath.Join(root, link)); err != nil {
-			t.Fatal(err)
-		}
+	if baseImg, err = mutate.AppendLayers(baseImg, static.NewLayer(fixture.Tar(baseFiles), types.OCIUncompressedLayer)); err != nil {
+		t.Fatal(err)
+	}
+	lp, err := layout.Write(filepath.Join(dir, "base"), empty.Index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lp.AppendImage(baseImg, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": "latest"})); err != nil {
+		t.Fatal(err)
+	}
+	reg := testregistry.Start(t, nil)
+	baseRef, err := name.ParseReference(reg.Host + "/base:v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(baseRef, baseImg); err != nil {
+		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(dir, "app"), "app\n")
 	writeFile(t, filepath.Join(dir, "unit", "lib", "systemd", "system", "app.service"), "[Service]\n")
@@ -34,9 +71,6 @@ func TestPlacedThroughBaseLinks(t *testing.T) {
 args:
   BASE: oci:base
 artifacts:
-  root:
-    local: {path: root, links: keep}
-    licenses: none
   app:
     local: {path: app}
     licenses: none
@@ -44,11 +78,6 @@ artifacts:
     local: {path: unit}
     licenses: none
 images:
-  base:
-    base: scratch
-    platforms: [linux/amd64]
-    files:
-      - {artifact: root, dest: /}
   app:
     tags: [v1]
     base: "{{BASE}}"
@@ -56,11 +85,10 @@ images:
     files:
       - {artifact: app, dest: /bin/, mode: "0755"}
       - {artifact: unit, dest: /}
+      - {artifact: app, dest: /var/tmp/}
+      - {artifact: app, dest: /var/run/app/}
 `)
 	recipe := filepath.Join(dir, "pallet.yaml")
-	mustPallet(t, "build", "-q", "-f", recipe, "--image", "base", "-o", "oci:"+filepath.Join(dir, "base"))
-	reg := testregistry.Start(t, nil)
-	mustPallet(t, "build", "-q", "-f", recipe, "--image", "base", "-o", "registry:"+reg.Host+"/base:v1")
 
 	cache := filepath.Join(dir, "cache")
 	var digests []string
@@ -73,15 +101,18 @@ images:
 			t.Fatalf("umoci unpack: %v\n%s", err, b)
 		}
 		rootfs := filepath.Join(bundle, "rootfs")
-		for link, target := range map[string]string{"bin": "usr/bin", "lib": "/usr/lib"} {
+		for link, target := range map[string]string{"bin": "usr/bin", "lib": "/usr/lib", "var/tmp": "/tmp", "var/run": "/run"} {
 			if got, err := os.Readlink(filepath.Join(rootfs, link)); err != nil || got != target {
 				t.Errorf("base %s: /%s is no longer the base's link to %s: %q, %v", base, link, target, got, err)
 			}
 		}
-		for _, f := range []string{"usr/bin/sh", "usr/bin/app", "usr/lib/systemd/system/app.service"} {
+		for _, f := range []string{"usr/bin/sh", "usr/bin/app", "usr/lib/systemd/system/app.service", "tmp/app", "run/app/app"} {
 			if _, err := os.Stat(filepath.Join(rootfs, f)); err != nil {
 				t.Errorf("base %s: %v", base, err)
 			}
+		}
+		if info, err := os.Stat(filepath.Join(rootfs, "tmp")); err != nil || info.Mode()&(os.ModeSticky|os.ModePerm) != os.ModeSticky|0o777 {
+			t.Errorf("base %s: /tmp lost its mode: %v, %v", base, info.Mode(), err)
 		}
 	}
 	// The third build read the links from the cache, not the base: the
@@ -90,11 +121,30 @@ images:
 		t.Errorf("builds on one base differ: %s and %s", digests[0], digests[2])
 	}
 
+	// A layer that replaces the base's link, and a later one that goes
+	// through it, are refused: the second would land under the base's
+	// target while the image's /bin leads elsewhere (found by helper-44).
+	writeFile(t, filepath.Join(dir, "optlink", "bin-to-opt"), "")
+	if err := os.Remove(filepath.Join(dir, "optlink", "bin-to-opt")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/opt", filepath.Join(dir, "optlink", "bin")); err != nil {
+		t.Fatal(err)
+	}
+	relink := strings.Replace(readFileString(t, recipe), "  unit:\n", "  optlink:\n    local: {path: optlink, links: keep}\n    licenses: none\n  unit:\n", 1)
+	relink = strings.Replace(relink, "      - {artifact: app, dest: /bin/, mode: \"0755\"}\n", "      - {artifact: optlink, dest: /}\n      - {artifact: app, dest: /bin/, mode: \"0755\"}\n", 1)
+	relinked := filepath.Join(dir, "relink.yaml")
+	writeFile(t, relinked, relink)
+	_, err = pallet(t, "build", "-q", "-f", relinked, "--image", "app", "-o", "oci:"+filepath.Join(dir, "y"))
+	if err == nil || !strings.Contains(err.Error(), "/bin is a symlink in layer") {
+		t.Errorf("a layer through a link an earlier one replaced: %v", err)
+	}
+
 	// One file placed at two names for one path is refused, and said
 	// (here, in two layers).
 	writeFile(t, recipe, strings.Replace(readFileString(t, recipe), "      - {artifact: unit, dest: /}\n",
 		"      - {artifact: unit, dest: /}\n      - {artifact: app, dest: /usr/bin/app}\n", 1))
-	_, err := pallet(t, "build", "-q", "-f", recipe, "--image", "app", "-o", "oci:"+filepath.Join(dir, "x"))
+	_, err = pallet(t, "build", "-q", "-f", recipe, "--image", "app", "-o", "oci:"+filepath.Join(dir, "x"))
 	if err == nil || !strings.Contains(err.Error(), "/usr/bin/app is placed by layer") || !strings.Contains(err.Error(), "pallet.yaml:") {
 		t.Errorf("two names for one path: %v", err)
 	}

@@ -611,9 +611,9 @@ type builder struct {
 	writers     chan struct{}
 	compressors *layer.Compressors
 	// prefetched holds the bases being resolved since the build began;
-	// baseLinks the links read from them, once each.
+	// baseViews what they hold, read once each.
 	prefetched map[baseKey]*baseFuture
-	baseLinks  map[baseKey]*linksFuture
+	views      map[baseKey]*viewFuture
 	// ready holds, per artifact key, the artifact being made ready;
 	// allReady closes once every one is, or the first has failed.
 	ready    map[string]*ready
@@ -998,6 +998,9 @@ func (b *builder) layers(ctx context.Context, im *plan.Image, pi *plan.PlatformI
 		format = layer.Windows
 	}
 	n := len(pi.Layers)
+	// raw are the layer trees as placed; trees are where they land in
+	// the image, through what the bases and the layers below hold (Linux).
+	raw := make([]*tree.Tree, n)
 	trees := make([]*tree.Tree, n)
 	whats := make([][]string, n)
 	made := make([]chan struct{}, n)
@@ -1019,6 +1022,30 @@ func (b *builder) layers(ctx context.Context, im *plan.Image, pi *plan.PlatformI
 				return nil // another goroutine's error is the one
 			}
 		}
+		if format == layer.Linux {
+			// Each layer was written through its bases alone, as soon
+			// as its tree was made; placed through the layers below it
+			// too, a layer that goes through their links or directories
+			// lands elsewhere, and is written again.
+			if !pi.Overwrite {
+				if checkErr = sameFileInTwoLayers(name, pi, raw); checkErr != nil {
+					return checkErr
+				}
+			}
+			views, err := b.baseViews(gctx, name, pi)
+			if err != nil {
+				checkErr = err
+				return err
+			}
+			placed, err := placeOnBases(name, pi, views, raw)
+			if err != nil {
+				checkErr = err
+				return err
+			}
+			copy(trees, placed)
+		} else {
+			copy(trees, raw)
+		}
 		if checkErr = b.checkLayers(name, pi, format, trees, &links); checkErr != nil {
 			return checkErr
 		}
@@ -1031,12 +1058,17 @@ func (b *builder) layers(ctx context.Context, im *plan.Image, pi *plan.PlatformI
 			if err != nil {
 				return err
 			}
+			raw[i], whats[i] = t, what
 			if format == layer.Linux {
-				if t, err = b.throughBaseLinks(gctx, name, pi, l, t); err != nil {
+				views, err := b.baseViews(gctx, name, pi)
+				if err != nil {
 					return err
 				}
+				if t, err = t.Through(views[0]); err != nil {
+					return plan.Errorf(l.Placements[0].Pos, "image %s (%s), layer %s: %v", name, pi.Platform, l.Name, err)
+				}
 			}
-			trees[i], whats[i] = t, what
+			written := t
 			close(made[i])
 			opt := layer.Options{Format: format, Epoch: b.plan.Epoch, Compression: b.opt.Compression, Jobs: b.opt.Jobs, Compressors: b.compressors}
 			if format == layer.Windows && hasLinks(t) {
@@ -1050,13 +1082,32 @@ func (b *builder) layers(ctx context.Context, im *plan.Image, pi *plan.PlatformI
 			if err := gctx.Err(); err != nil {
 				return err
 			}
-			lay, err := b.layer(t, opt)
-			var bad *layer.EntryError
-			if errors.As(err, &bad) {
-				return plan.Errorf(placementOf(l, bad.Path).Pos, "image %s (%s), layer %s: %v", name, pi.Platform, l.Name, err)
+			write := func(t *tree.Tree) (v1.Layer, error) {
+				lay, err := b.layer(t, opt)
+				var bad *layer.EntryError
+				if errors.As(err, &bad) {
+					return nil, plan.Errorf(placementOf(l, bad.Path).Pos, "image %s (%s), layer %s: %v", name, pi.Platform, l.Name, err)
+				}
+				if err != nil {
+					return nil, fmt.Errorf("layer %s: %w", l.Name, err)
+				}
+				return lay, nil
 			}
+			lay, err := write(written)
 			if err != nil {
-				return fmt.Errorf("layer %s: %w", l.Name, err)
+				return err
+			}
+			if format == layer.Linux {
+				select {
+				case <-allTrees:
+				case <-gctx.Done():
+					return gctx.Err()
+				}
+				if !tree.Same(trees[i], written) {
+					if lay, err = write(trees[i]); err != nil {
+						return err
+					}
+				}
 			}
 			layers[i] = image.Layer{Layer: lay, CreatedBy: "pallet: place " + strings.Join(whats[i], ", ")}
 			b.prepare(ctx, im, lay)

@@ -126,7 +126,7 @@ func (b *builder) rememberLicence(sum string, _ []byte, derive func() (string, e
 	if b.cache == nil {
 		return derive()
 	}
-	return b.cache.ContentFact("golicenses-classification-v1", sum, derive)
+	return b.cache.ContentFact("golicenses-classification-v1", sum, nil, derive)
 }
 
 // moduleCache is the go command's module cache with env, asked once per

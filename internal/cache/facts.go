@@ -11,8 +11,10 @@ import (
 	"github.com/pallet-dev/pallet/internal/tempfile"
 )
 
-// maxFact bounds a remembered fact: a few identifiers and numbers.
-const maxFact = 64 << 10
+// maxFact bounds a remembered fact: a few identifiers and numbers, or
+// what a base image holds that placing depends on (its directories and
+// links: some thousands, in tens or hundreds of kilobytes).
+const maxFact = 4 << 20
 
 // ContentFact returns derive(), a fact named fact about the content whose
 // sha256 is sum, as kept in the cache, or derives and keeps it. A fact
@@ -21,14 +23,18 @@ const maxFact = 64 << 10
 // written moments ago, which a licence text stored by this very build
 // is, so the next build derived it again. The caller checks what it gets
 // back as it would any stored value, and derives again if that is not
-// one it wrote.
-func (c *Cache) ContentFact(fact, sum string, derive func() (string, error)) (string, error) {
+// one it wrote. With valid, a kept fact valid refuses is said, derived
+// again and replaced.
+func (c *Cache) ContentFact(fact, sum string, valid func(string) bool, derive func() (string, error)) (string, error) {
 	if !isSHA256Hex(sum) || !filepath.IsLocal(fact) || filepath.Base(fact) != fact {
 		return "", fmt.Errorf("cache: fact %q about %q: not a fact name and a sha256", fact, sum)
 	}
 	p := filepath.Join(c.dir, "facts", fact, sum[:2], sum)
 	if data, err := bounded.ReadFile(p, maxFact); err == nil {
-		return string(data), nil
+		if valid == nil || valid(string(data)) {
+			return string(data), nil
+		}
+		c.warn("cache: fact %s is damaged; derived again", p)
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		c.warn("cache: fact %s: %v; derived again", p, err)
 	}
@@ -36,10 +42,10 @@ func (c *Cache) ContentFact(fact, sum string, derive func() (string, error)) (st
 	if err != nil {
 		return "", err
 	}
-	if len(v) <= maxFact {
-		if err := c.putFact(p, v); err != nil {
-			c.warn("cache: keeping fact %s: %v", p, err)
-		}
+	if len(v) > maxFact {
+		c.warn("cache: fact %s is %d bytes, over the %d kept: derived again at every build", p, len(v), maxFact)
+	} else if err := c.putFact(p, v); err != nil {
+		c.warn("cache: keeping fact %s: %v", p, err)
 	}
 	return v, nil
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"path"
 	"strings"
 
@@ -15,37 +16,43 @@ import (
 	"github.com/pallet-dev/pallet/internal/tree"
 )
 
-// maxBaseEntries bounds the directories and links DirLinks keeps from a
+// maxBaseEntries bounds the directories and links BaseView keeps from a
 // base: a distribution's base holds some thousands.
-const maxBaseEntries = 4 << 20
+const maxBaseEntries = 1 << 20
 
-// maxInflate bounds a base layer's uncompressed size by its compressed
-// size: deflate cannot exceed about 1032 to 1, so only a zstd layer made
-// to explode (or a lying size) reaches it.
-const maxInflate = 1100
-
-// LinksKey names what DirLinks reads from img: its layers' diffIDs, in
-// order. Two images with the same key hold the same files.
-func LinksKey(img v1.Image) (string, error) {
+// ViewKey names what BaseView reads from img: its layers' media types
+// and diffIDs, in order. Two images with the same key hold the same files.
+func ViewKey(img v1.Image) (string, error) {
 	cf, err := img.ConfigFile()
 	if err != nil {
 		return "", err
 	}
+	layers, err := img.Layers()
+	if err != nil {
+		return "", err
+	}
 	h := sha256.New()
-	io.WriteString(h, "pallet dir links v1\n")
-	for _, d := range cf.RootFS.DiffIDs {
-		io.WriteString(h, d.String()+"\n")
+	io.WriteString(h, "pallet base view v1\n")
+	for i, d := range cf.RootFS.DiffIDs {
+		mt := ""
+		if i < len(layers) {
+			m, _ := layers[i].MediaType()
+			mt = string(m)
+		}
+		io.WriteString(h, mt+" "+d.String()+"\n")
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// DirLinks reads img's layers in order, as an importer applies them
-// (whiteouts included), and returns the symlinks of the result that lead
-// to a directory (see tree.Links). Only tar headers matter, but every
-// layer is read whole: its uncompressed bytes are checked against the
-// config's diffID, so what the links are derived from is what the image
-// names.
-func DirLinks(img v1.Image) (tree.Links, error) {
+// BaseView reads img's layers in order, as an importer applies them
+// (whiteouts included), and returns what placing into the result depends
+// on (see tree.View): its directories, and its symlinks that lead to a
+// directory or to nothing yet (an importer, like Docker's COPY, creates
+// what a placement through such a link needs). Only tar headers matter,
+// but every layer is read whole, to at most maxBytes uncompressed: its
+// uncompressed bytes are checked against the config's diffID, so what the
+// view is derived from is what the image names.
+func BaseView(img v1.Image, maxBytes int64) (*tree.View, error) {
 	cf, err := img.ConfigFile()
 	if err != nil {
 		return nil, err
@@ -57,63 +64,87 @@ func DirLinks(img v1.Image) (tree.Links, error) {
 	if len(layers) != len(cf.RootFS.DiffIDs) {
 		return nil, fmt.Errorf("base has %d layers and %d diffIDs", len(layers), len(cf.RootFS.DiffIDs))
 	}
-	fs := &baseFS{links: map[string]string{}, dirs: map[string]bool{}}
+	b := newBaseFS()
 	for i, l := range layers {
-		// A foreign layer is never downloaded (a Windows base's): its
-		// links, if any, are not known.
+		// A foreign layer is never downloaded (a Windows base's): what
+		// it holds is not known.
 		if mt, err := l.MediaType(); err == nil && !mt.IsDistributable() {
 			continue
 		}
-		if err := fs.apply(l, cf.RootFS.DiffIDs[i]); err != nil {
+		if err := b.apply(l, cf.RootFS.DiffIDs[i], maxBytes); err != nil {
 			d, _ := l.Digest()
 			return nil, fmt.Errorf("base layer %d (%s): %w", i+1, d, err)
 		}
 	}
-	all := tree.Links(fs.links)
-	out := tree.Links{}
-	for p, target := range fs.links {
-		// A link that loops, or leads to a file or nowhere, is no
-		// directory to place anything into: an entry under it is
-		// written as it is, and the importer says what is wrong.
-		if r, err := all.Resolve(p); err == nil && fs.dirs[r] {
-			out[p] = target
+	v := &tree.View{Links: tree.Links{}, Dirs: map[string]tree.DirMeta{}}
+	for p, n := range b.nodes {
+		if p == "." {
+			continue
+		}
+		switch {
+		case n.dir:
+			v.Dirs[p] = n.meta
+		case n.link != "":
+			// A link that loops, or leads to a file, is no directory
+			// to place anything into: left out, a placement under it
+			// replaces it with a directory, as an importer would.
+			r, err := b.links.Resolve(p)
+			if err != nil {
+				continue
+			}
+			if b.leadsToDir(r) {
+				v.Links[p] = n.link
+			}
 		}
 	}
-	return out, nil
+	return v, nil
 }
 
-// baseFS is what DirLinks keeps of a base's file system: its links and
-// its directories, by clean path.
+// baseFS is what BaseView keeps of a base's file system: a node per path,
+// with its children, so that a whiteout or a replaced directory removes
+// its subtree without looking at the rest, and its links.
 type baseFS struct {
-	links map[string]string
-	dirs  map[string]bool
+	nodes map[string]*node
+	links tree.Links
 }
 
-func (fs *baseFS) apply(l v1.Layer, diffID v1.Hash) error {
-	size, err := l.Size()
-	if err != nil {
-		return err
-	}
+type node struct {
+	dir      bool
+	meta     tree.DirMeta
+	link     string // a symlink's target; "" for anything else
+	children map[string]bool
+}
+
+func newBaseFS() *baseFS {
+	return &baseFS{nodes: map[string]*node{".": {dir: true, meta: tree.DirMeta{Mode: 0o755}}}, links: tree.Links{}}
+}
+
+func (b *baseFS) apply(l v1.Layer, diffID v1.Hash, maxBytes int64) error {
 	rc, err := l.Uncompressed()
 	if err != nil {
 		return err
 	}
 	defer rc.Close()
-	limit := maxInflate*size + 1<<20
 	h := sha256.New()
-	lr := &io.LimitedReader{R: rc, N: limit + 1}
+	lr := &io.LimitedReader{R: rc, N: maxBytes + 1}
 	tr := tar.NewReader(io.TeeReader(lr, h))
+	over := func() error {
+		return fmt.Errorf("more than %d bytes uncompressed (the extract limit)", maxBytes)
+	}
 	for {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
+		if lr.N <= 0 {
+			return over()
+		}
 		if err != nil {
 			return err
 		}
-		fs.entry(hdr)
-		if len(fs.links)+len(fs.dirs) > maxBaseEntries {
-			return fmt.Errorf("more than %d directories and links", maxBaseEntries)
+		b.entry(hdr)
+		if len(b.nodes) > maxBaseEntries {
+			return fmt.Errorf("more than %d paths", maxBaseEntries)
 		}
 	}
 	// The end of the archive is not the end of the stream: the rest
@@ -122,7 +153,7 @@ func (fs *baseFS) apply(l v1.Layer, diffID v1.Hash) error {
 		return err
 	}
 	if lr.N <= 0 {
-		return fmt.Errorf("more than %d bytes uncompressed, from %d compressed", limit, size)
+		return over()
 	}
 	if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); diffID.String() != got {
 		return fmt.Errorf("uncompressed, its content is %s, not the diffID %s the config gives", got, diffID)
@@ -130,8 +161,21 @@ func (fs *baseFS) apply(l v1.Layer, diffID v1.Hash) error {
 	return nil
 }
 
+// resolveDir is dir with the links along it followed.
+func (b *baseFS) resolveDir(dir string) string {
+	for d := dir; d != "."; d = path.Dir(d) {
+		if _, ok := b.links[d]; ok {
+			if r, err := b.links.Resolve(dir); err == nil {
+				return r
+			}
+			return dir
+		}
+	}
+	return dir
+}
+
 // entry applies one tar header.
-func (fs *baseFS) entry(hdr *tar.Header) {
+func (b *baseFS) entry(hdr *tar.Header) {
 	p := path.Clean("/" + hdr.Name)[1:]
 	if p == "" {
 		return
@@ -140,60 +184,124 @@ func (fs *baseFS) entry(hdr *tar.Header) {
 	// missing parents as directories.
 	dir, name := path.Split(p)
 	if dir = strings.TrimSuffix(dir, "/"); dir != "" {
-		if r, err := tree.Links(fs.links).Resolve(dir); err == nil {
-			dir = r
-		}
-		for d := dir; d != "." && !fs.dirs[d]; d = path.Dir(d) {
-			if _, ok := fs.links[d]; ok {
-				break
-			}
-			fs.dirs[d] = true
-		}
+		dir = b.resolveDir(dir)
+		b.mkdirAll(dir)
 		p = path.Join(dir, name)
 	}
 	switch {
 	case name == ".wh..wh..opq":
-		fs.remove(path.Dir(p), false)
+		if n, ok := b.nodes[path.Dir(p)]; ok {
+			for c := range n.children {
+				b.remove(c)
+			}
+		}
 		return
 	case strings.HasPrefix(name, ".wh."):
-		fs.remove(path.Join(path.Dir(p), name[len(".wh."):]), true)
+		b.remove(path.Join(path.Dir(p), name[len(".wh."):]))
 		return
 	}
 	switch hdr.Typeflag {
 	case tar.TypeDir:
-		delete(fs.links, p)
-		fs.dirs[p] = true
+		if n, ok := b.nodes[p]; ok && n.dir {
+			n.meta = dirMeta(hdr)
+			return
+		}
+		b.remove(p)
+		b.add(p, &node{dir: true, meta: dirMeta(hdr)})
 	case tar.TypeSymlink:
-		if fs.dirs[p] {
-			fs.remove(p, true)
-		}
-		fs.links[p] = hdr.Linkname
+		b.remove(p)
+		b.add(p, &node{link: hdr.Linkname})
 	default:
-		if fs.dirs[p] {
-			fs.remove(p, true)
-		}
-		delete(fs.links, p)
+		b.remove(p)
+		b.add(p, &node{})
 	}
 }
 
-// remove forgets what is under p, and p itself if self.
-func (fs *baseFS) remove(p string, self bool) {
-	if self {
-		delete(fs.links, p)
-		delete(fs.dirs, p)
-	}
-	prefix := p + "/"
-	if p == "" || p == "." {
-		prefix = ""
-	}
-	for q := range fs.links {
-		if strings.HasPrefix(q, prefix) {
-			delete(fs.links, q)
+// mkdirAll makes dir and its missing parents directories, as an importer
+// does for an entry whose parents the layer does not list.
+func (b *baseFS) mkdirAll(dir string) {
+	var missing []string
+	for d := dir; d != "."; d = path.Dir(d) {
+		if n, ok := b.nodes[d]; ok && (n.dir || n.link != "") {
+			break
 		}
+		missing = append(missing, d)
 	}
-	for q := range fs.dirs {
-		if strings.HasPrefix(q, prefix) {
-			delete(fs.dirs, q)
+	for i := len(missing) - 1; i >= 0; i-- {
+		b.remove(missing[i])
+		b.add(missing[i], &node{dir: true, meta: tree.DirMeta{Mode: 0o755}})
+	}
+}
+
+// add puts n at p, whose parent is there.
+func (b *baseFS) add(p string, n *node) {
+	b.nodes[p] = n
+	if n.link != "" {
+		b.links[p] = n.link
+	}
+	parent := b.nodes[path.Dir(p)]
+	if parent == nil {
+		return
+	}
+	if parent.children == nil {
+		parent.children = map[string]bool{}
+	}
+	parent.children[p] = true
+}
+
+// remove forgets p and what is under it.
+func (b *baseFS) remove(p string) {
+	if p == "." {
+		return
+	}
+	n, ok := b.nodes[p]
+	if !ok {
+		return
+	}
+	if parent := b.nodes[path.Dir(p)]; parent != nil {
+		delete(parent.children, p)
+	}
+	todo := []string{p}
+	for len(todo) > 0 {
+		q := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		if n = b.nodes[q]; n == nil {
+			continue
+		}
+		for c := range n.children {
+			todo = append(todo, c)
+		}
+		delete(b.nodes, q)
+		delete(b.links, q)
+	}
+}
+
+// dirMeta is a directory header's mode and owner, as a tree entry holds
+// them.
+func dirMeta(hdr *tar.Header) tree.DirMeta {
+	m := fs.FileMode(hdr.Mode) & fs.ModePerm
+	if hdr.Mode&04000 != 0 {
+		m |= fs.ModeSetuid
+	}
+	if hdr.Mode&02000 != 0 {
+		m |= fs.ModeSetgid
+	}
+	if hdr.Mode&01000 != 0 {
+		m |= fs.ModeSticky
+	}
+	return tree.DirMeta{Mode: m, UID: hdr.Uid, GID: hdr.Gid}
+}
+
+// leadsToDir says whether r, a resolved path, is a directory or could be
+// made one: it is one, or it is not there and every parent of it that is
+// there is a directory.
+func (b *baseFS) leadsToDir(r string) bool {
+	for p := r; ; p = path.Dir(p) {
+		if n, ok := b.nodes[p]; ok {
+			return n.dir
+		}
+		if p == "." {
+			return true
 		}
 	}
 }

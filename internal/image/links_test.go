@@ -3,10 +3,13 @@ package image
 import (
 	"archive/tar"
 	"bytes"
+	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -25,11 +28,11 @@ func tarLayer(t *testing.T, names ...string) v1.Layer {
 	for _, n := range names {
 		hdr := &tar.Header{Name: n, Mode: 0o644, Typeflag: tar.TypeReg}
 		switch {
-		case strings.HasSuffix(n, "/"):
-			hdr.Typeflag, hdr.Mode = tar.TypeDir, 0o755
 		case strings.Contains(n, "->"):
 			hdr.Name, hdr.Linkname, _ = strings.Cut(n, "->")
 			hdr.Typeflag = tar.TypeSymlink
+		case strings.HasSuffix(n, "/"):
+			hdr.Typeflag, hdr.Mode = tar.TypeDir, 0o755
 		}
 		if err := tw.WriteHeader(hdr); err != nil {
 			t.Fatal(err)
@@ -55,36 +58,74 @@ func imageOf(t *testing.T, layers ...v1.Layer) v1.Image {
 	return img
 }
 
-// The links of a base are those of its layers applied in order, as an
-// importer does: later entries replace, whiteouts remove, entries under a
-// link land where it leads; only links that lead to a directory are kept.
-func TestDirLinks(t *testing.T) {
+// What a base holds is its layers applied in order, as an importer does:
+// later entries replace, whiteouts remove, entries under a link land where
+// it leads. Links are kept that lead to a directory, or to nothing yet;
+// directories with their mode and owner.
+func TestBaseView(t *testing.T) {
 	img := imageOf(t,
-		tarLayer(t, "usr/", "usr/bin/", "usr/bin/sh", "usr/lib/", "usr/sbin/",
-			"bin->usr/bin", "lib->/usr/lib", "sbin->usr/sbin", "lib64->usr/lib64", // lib64 leads nowhere
+		tarLayer(t, "usr/", "usr/bin/", "usr/bin/sh", "usr/lib/", "usr/sbin/", "tmp/",
+			"bin->usr/bin", "lib->/usr/lib", "sbin->usr/sbin", "lib64->usr/lib64", // lib64 leads nowhere yet
 			"etc/", "etc/alt->/usr/bin/sh", // to a file
 			"loop1->loop2", "loop2->loop1",
-			"run/", "var/", "var/run->../run", "old->usr/lib"),
+			"sysroot->/", "up->../../..",
+			"run/", "var/", "var/run->../run", "old->usr/lib", "deep->usr/bin/sh/x"),
 		tarLayer(t, "sbin/", // a directory replaces a link
 			"bin/extra/", "bin/extra/x", // written through the link
 			"cur->usr/bin/extra",
 			".wh.old"),
 		tarLayer(t, "var/.wh..wh..opq", "var/tmp/"), // opaque: var/run goes
 	)
-	got, err := DirLinks(img)
+	got, err := BaseView(img, 1<<30)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := tree.Links{"bin": "usr/bin", "lib": "/usr/lib", "cur": "usr/bin/extra"}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("links %v\nwant  %v", got, want)
+	want := tree.Links{"bin": "usr/bin", "lib": "/usr/lib", "cur": "usr/bin/extra", "lib64": "usr/lib64", "sysroot": "/", "up": "../../.."}
+	if !reflect.DeepEqual(got.Links, want) {
+		t.Errorf("links %v\nwant  %v", got.Links, want)
 	}
-	k1, err := LinksKey(img)
+	var dirs []string
+	for p := range got.Dirs {
+		dirs = append(dirs, p)
+	}
+	slices.Sort(dirs)
+	wantDirs := []string{"etc", "run", "sbin", "tmp", "usr", "usr/bin", "usr/bin/extra", "usr/lib", "usr/sbin", "var", "var/tmp"}
+	if !slices.Equal(dirs, wantDirs) {
+		t.Errorf("dirs %v\nwant %v", dirs, wantDirs)
+	}
+	if m := got.Dirs["tmp"]; m.Mode != 0o755 {
+		t.Errorf("tmp: %+v", m)
+	}
+	k1, err := ViewKey(img)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if k2, _ := LinksKey(imageOf(t, tarLayer(t, "bin->usr/bin"))); k1 == k2 {
-		t.Error("two bases with different layers share a links key")
+	if k2, _ := ViewKey(imageOf(t, tarLayer(t, "bin->usr/bin"))); k1 == k2 {
+		t.Error("two bases with different layers share a key")
+	}
+}
+
+// A hostile base cannot make reading it cost more than its size: each
+// whiteout and each replaced directory removes its own subtree only, and
+// the uncompressed bytes are bounded.
+func TestBaseViewBounded(t *testing.T) {
+	var dirs, whiteouts []string
+	for i := range 100_000 {
+		dirs = append(dirs, fmt.Sprintf("f/d%d/", i))
+	}
+	for i := range 20_000 {
+		whiteouts = append(whiteouts, fmt.Sprintf("f/.wh.n%d", i))
+	}
+	img := imageOf(t, tarLayer(t, dirs...), tarLayer(t, whiteouts...))
+	start := time.Now()
+	if _, err := BaseView(img, 1<<30); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("reading 100,000 directories and 20,000 whiteouts took %s", d)
+	}
+	if _, err := BaseView(img, 4096); err == nil || !strings.Contains(err.Error(), "more than 4096 bytes uncompressed") {
+		t.Errorf("over the limit: %v", err)
 	}
 }
 
@@ -102,9 +143,9 @@ func (w wrongDiffIDs) ConfigFile() (*v1.ConfigFile, error) {
 	return cf, nil
 }
 
-func TestDirLinksChecksDiffIDs(t *testing.T) {
+func TestBaseViewChecksDiffIDs(t *testing.T) {
 	img := wrongDiffIDs{imageOf(t, tarLayer(t, "usr/bin/", "bin->usr/bin"))}
-	_, err := DirLinks(img)
+	_, err := BaseView(img, 1<<30)
 	if err == nil || !strings.Contains(err.Error(), "not the diffID sha256:0000") {
 		t.Errorf("err = %v", err)
 	}

@@ -2,6 +2,8 @@ package tree
 
 import (
 	"fmt"
+	"io/fs"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -11,16 +13,8 @@ import (
 // (ELOOP after 40).
 const maxLinkHops = 40
 
-// Links are the symlinks to directories an image already holds below the
-// layers being written (a base's: /bin → usr/bin on a merged-/usr
-// distribution), by clean path without the leading slash, each to its
-// target as written.
-//
-// A layer entry under such a link must be written at the link's target:
-// an importer creates a directory entry where a link is by replacing the
-// link with an empty directory, so a layer holding "bin/app" on a base
-// whose /bin is a link would leave the container a /bin with app alone,
-// and no shell. Docker's COPY follows the base's links in the same way.
+// Links are symlinks an image holds, by clean path without the leading
+// slash, each to its target as written.
 type Links map[string]string
 
 // Resolve returns p (clean, relative to the root) with every link along it
@@ -63,30 +57,76 @@ func (l Links) Resolve(p string) (string, error) {
 	return strings.Join(done, "/"), nil
 }
 
-// Touched lists the links of l that t places something at or under, in
-// order.
-func (l Links) Touched(t *Tree) []string {
-	t.orderMu.Lock()
-	defer t.orderMu.Unlock()
-	t.index()
-	var out []string
-	for p := range l {
-		if _, ok := t.entries[p]; ok || t.parents[p] {
-			out = append(out, p)
+// DirMeta is a directory's mode (permission and special bits), owner and
+// group.
+type DirMeta struct {
+	Mode fs.FileMode `json:"m"`
+	UID  int         `json:"u"`
+	GID  int         `json:"g"`
+}
+
+// defaultDir is what a directory a layer creates gets (see Entries).
+var defaultDir = DirMeta{Mode: 0o755}
+
+// View is what the image holds below a layer, as far as placing into it
+// goes: its symlinks that lead to directories (or nowhere yet), and its
+// directories.
+//
+// A layer entry under such a link must be written where the link leads:
+// an importer creates a directory entry where a link is by replacing the
+// link with an empty directory, so a layer holding "bin/app" on a base
+// whose /bin is a link would leave the container a /bin with app alone,
+// and no shell. A directory entry carries its mode and owner, and an
+// importer applies them: one written for a directory below with others
+// would change it (/tmp losing its sticky bit). A file placed where a
+// directory is would replace it with all it holds. Docker's COPY follows
+// the links, keeps the directories, and copies into them.
+type View struct {
+	Links Links              `json:"links,omitempty"`
+	Dirs  map[string]DirMeta `json:"dirs,omitempty"`
+}
+
+// Empty says whether v holds nothing to place through.
+func (v *View) Empty() bool { return v == nil || len(v.Links) == 0 && len(v.Dirs) == 0 }
+
+// With returns v with t applied over it, as an importer applies a layer:
+// its links and directories added, whatever it puts at a path replacing
+// what was there. t's paths are where its entries land (see Through).
+func (v *View) With(t *Tree) *View {
+	out := &View{Links: Links{}, Dirs: map[string]DirMeta{}}
+	if v != nil {
+		out.Links, out.Dirs = maps.Clone(v.Links), maps.Clone(v.Dirs)
+		if out.Links == nil {
+			out.Links = Links{}
+		}
+		if out.Dirs == nil {
+			out.Dirs = map[string]DirMeta{}
 		}
 	}
-	slices.Sort(out)
+	for e := range t.All() {
+		switch e.Kind {
+		case Symlink:
+			delete(out.Dirs, e.Path)
+			out.Links[e.Path] = e.Link
+		case Dir:
+			delete(out.Links, e.Path)
+			out.Dirs[e.Path] = DirMeta{Mode: e.Mode, UID: e.UID, GID: e.GID}
+		default:
+			delete(out.Links, e.Path)
+			delete(out.Dirs, e.Path)
+		}
+	}
 	return out
 }
 
-// Through returns t with every entry under one of links moved to where
-// the link leads. A directory at the link itself goes to the target too; a
-// file or link there replaces the link, as written. t itself is returned
-// when it places nothing through links, which is the usual case and costs
-// a lookup per link.
-func (t *Tree) Through(links Links) (*Tree, error) {
-	touched := links.Touched(t)
-	if len(touched) == 0 {
+// Through returns t placed into what v holds: every entry under one of
+// its links moved to where the link leads, and every directory that v
+// holds given v's mode and owner. A file or link placed at a link's path
+// replaces the link, as written; one placed where v holds a directory is
+// an error. t itself is returned when it goes through no link and meets
+// no directory of v that it would change, which is the usual case.
+func (t *Tree) Through(v *View) (*Tree, error) {
+	if v.Empty() || !t.meets(v) {
 		return t, nil
 	}
 	t.orderMu.Lock()
@@ -104,7 +144,7 @@ func (t *Tree) Through(links Links) (*Tree, error) {
 		if r, ok := dirs[p]; ok {
 			return r, nil
 		}
-		r, err := links.Resolve(p)
+		r, err := v.Links.Resolve(p)
 		if err == nil {
 			dirs[p] = r
 		}
@@ -128,6 +168,12 @@ func (t *Tree) Through(links Links) (*Tree, error) {
 		if ne.Path == "." {
 			continue // a directory that is the root, through a link
 		}
+		if m, ok := v.Dirs[ne.Path]; ok {
+			if ne.Kind != Dir {
+				return nil, fmt.Errorf("/%s: a %s placed where the image already holds a directory would replace it, and all it holds; place it into the directory (a destination ending in /) or elsewhere", ne.Path, ne.Kind)
+			}
+			ne.Mode, ne.UID, ne.GID = m.Mode, m.UID, m.GID
+		}
 		if err := out.Add(ne); err != nil {
 			if old, ok := moved[ne.Path]; ok && old != e.Path {
 				return nil, fmt.Errorf("/%s and /%s are one path in the image, /%s, through its links: %w", old, e.Path, ne.Path, err)
@@ -139,5 +185,52 @@ func (t *Tree) Through(links Links) (*Tree, error) {
 		}
 		moved[ne.Path] = e.Path
 	}
+	// The parents out synthesizes that v holds keep v's mode and owner.
+	var keep []Entry
+	for p := range out.parents {
+		if _, ok := out.entries[p]; ok {
+			continue
+		}
+		if m, ok := v.Dirs[p]; ok && m != defaultDir {
+			keep = append(keep, Entry{Path: p, Kind: Dir, Mode: m.Mode, UID: m.UID, GID: m.GID})
+		}
+	}
+	for _, e := range keep {
+		if err := out.Add(e); err != nil {
+			return nil, err
+		}
+	}
 	return out, nil
+}
+
+// meets says whether t goes through one of v's links, or has an entry
+// where v holds a directory that the entry would change.
+func (t *Tree) meets(v *View) bool {
+	t.orderMu.Lock()
+	defer t.orderMu.Unlock()
+	t.index()
+	for p := range v.Links {
+		if _, ok := t.entries[p]; ok || t.parents[p] {
+			return true
+		}
+	}
+	for p, m := range v.Dirs {
+		if e, ok := t.entries[p]; ok {
+			if e.Kind != Dir || (DirMeta{Mode: e.Mode, UID: e.UID, GID: e.GID}) != m {
+				return true
+			}
+		} else if t.parents[p] && m != defaultDir {
+			return true
+		}
+	}
+	return false
+}
+
+// Same says whether a and b hold the same entries.
+func Same(a, b *Tree) bool {
+	if a == b {
+		return true
+	}
+	ea, eb := a.Entries(), b.Entries()
+	return slices.Equal(ea, eb)
 }

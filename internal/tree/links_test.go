@@ -1,6 +1,7 @@
 package tree
 
 import (
+	"io/fs"
 	"reflect"
 	"strings"
 	"testing"
@@ -63,7 +64,7 @@ func TestThroughMovesEntriesUnderLinks(t *testing.T) {
 	if err := tr.Add(Entry{Path: "sbin", Kind: Symlink, Link: "usr/sbin"}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := tr.Through(mergedUsr)
+	got, err := tr.Through(&View{Links: mergedUsr})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +86,7 @@ func TestThroughMovesEntriesUnderLinks(t *testing.T) {
 	if err := plain.Add(Entry{Path: "usr/local/bin/x", Kind: File}); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := plain.Through(mergedUsr); err != nil || got != plain {
+	if got, err := plain.Through(&View{Links: mergedUsr}); err != nil || got != plain {
 		t.Errorf("an untouched tree was rebuilt: %v", err)
 	}
 }
@@ -97,8 +98,93 @@ func TestThroughRefusesTwoNamesForOneFile(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_, err := tr.Through(mergedUsr)
+	_, err := tr.Through(&View{Links: mergedUsr})
 	if err == nil || !strings.Contains(err.Error(), "/bin/x and /usr/bin/x are one path in the image, /usr/bin/x") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// Directories the image holds keep their mode and owner, whether the
+// layer names them or only implies them; a file where one is is refused.
+func TestThroughKeepsDirectories(t *testing.T) {
+	v := &View{
+		Links: Links{"var/tmp": "/tmp"},
+		Dirs: map[string]DirMeta{
+			"tmp":           {Mode: 0o777 | fs.ModeSticky},
+			"usr":           {Mode: 0o755},
+			"usr/local":     {Mode: 0o2775&0o777 | fs.ModeSetgid, GID: 50},
+			"usr/local/bin": {Mode: 0o755},
+			"home/app":      {Mode: 0o700, UID: 1000, GID: 1000},
+		},
+	}
+	tr := New()
+	src := New()
+	if err := src.Add(Entry{Path: "x", Kind: File, Mode: 0o644}); err != nil {
+		t.Fatal(err)
+	}
+	for _, dest := range []string{"/var/tmp/", "/usr/local/bin/", "/home/app/.config/"} {
+		if err := tr.Place(src, Placement{Dest: dest, UID: 7, GID: 7}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := tr.Through(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[string]DirMeta{
+		"tmp":              v.Dirs["tmp"],
+		"usr/local":        v.Dirs["usr/local"],
+		"usr/local/bin":    {Mode: 0o755}, // the base's, not the placement's owner
+		"home/app":         v.Dirs["home/app"],
+		"home/app/.config": {Mode: 0o755, UID: 7, GID: 7}, // new: the placement's
+	} {
+		e, ok := got.Get(p)
+		if !ok {
+			// An implied parent with the default metadata need not be
+			// written out: Entries synthesizes it the same.
+			if want == defaultDir {
+				continue
+			}
+			t.Errorf("%s: missing", p)
+			continue
+		}
+		if m := (DirMeta{Mode: e.Mode, UID: e.UID, GID: e.GID}); m != want {
+			t.Errorf("%s: %+v, want %+v", p, m, want)
+		}
+	}
+	if _, ok := got.Get("var"); ok {
+		t.Error("var/ written: the link var/tmp was not followed")
+	}
+
+	file := New()
+	if err := file.Add(Entry{Path: "usr/local/bin", Kind: File}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := file.Through(v); err == nil || !strings.Contains(err.Error(), "/usr/local/bin: a file placed where the image already holds a directory") {
+		t.Errorf("file onto a directory: %v", err)
+	}
+}
+
+// With applies a layer over a view: its links and directories are added,
+// and what it puts at a path replaces what was there.
+func TestViewWith(t *testing.T) {
+	v := &View{Links: Links{"bin": "usr/bin", "opt/cur": "v1"}, Dirs: map[string]DirMeta{"usr/bin": {Mode: 0o755}, "opt": {Mode: 0o755}}}
+	layer := New()
+	for _, e := range []Entry{
+		{Path: "bin", Kind: Symlink, Link: "/opt"},
+		{Path: "opt/cur", Kind: Dir, Mode: 0o750, UID: 3},
+		{Path: "usr/bin", Kind: File},
+	} {
+		if err := layer.Add(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := v.With(layer)
+	want := &View{Links: Links{"bin": "/opt"}, Dirs: map[string]DirMeta{"opt": {Mode: 0o755}, "opt/cur": {Mode: 0o750, UID: 3}, "usr": {Mode: 0o755}}}
+	if !reflect.DeepEqual(w, want) {
+		t.Errorf("view %+v\nwant %+v", w, want)
+	}
+	if len(v.Links) != 2 {
+		t.Error("With changed the view it was given")
 	}
 }
