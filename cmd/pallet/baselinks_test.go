@@ -121,6 +121,25 @@ images:
 		t.Errorf("builds on one base differ: %s and %s", digests[0], digests[2])
 	}
 
+	// A Dockerfile's COPY to a directory of the base without a trailing
+	// slash copies into it, as Docker does; through a link too.
+	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM oci:base\nCOPY app /usr/bin\nCOPY app /bin/app2\nCOPY app /sbin\n")
+	dout := filepath.Join(t.TempDir(), "dout")
+	mustPallet(t, "build", "-q", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+dout)
+	dbundle := filepath.Join(t.TempDir(), "dbundle")
+	if b, err := exec.Command(umoci, "unpack", "--image", dout+":latest", dbundle).CombinedOutput(); err != nil {
+		t.Fatalf("umoci unpack: %v\n%s", err, b)
+	}
+	for _, f := range []string{"usr/bin/sh", "usr/bin/app", "usr/bin/app2"} {
+		if _, err := os.Stat(filepath.Join(dbundle, "rootfs", f)); err != nil {
+			t.Errorf("Dockerfile: %v", err)
+		}
+	}
+	// A name the base does not hold is the file's own.
+	if info, err := os.Lstat(filepath.Join(dbundle, "rootfs", "sbin")); err != nil || !info.Mode().IsRegular() {
+		t.Errorf("Dockerfile: /sbin is not the copied file: %v", err)
+	}
+
 	// A layer that replaces the base's link, and a later one that goes
 	// through it, are refused: the second would land under the base's
 	// target while the image's /bin leads elsewhere (found by helper-44).

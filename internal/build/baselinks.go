@@ -173,3 +173,32 @@ func decodeView(s string) (*tree.View, error) {
 	}
 	return &v, nil
 }
+
+// dockerDest is dest as a Dockerfile's COPY means it: a destination
+// without a trailing slash that is a directory in the base (through its
+// links) is copied into, as Docker does ("COPY app /usr/local/bin"). A
+// recipe means the name it gives, and is refused if it would replace a
+// directory (see tree.Through).
+func (b *builder) dockerDest(ctx context.Context, name string, pi *plan.PlatformImage, dest string) (string, error) {
+	if !pi.Overwrite || strings.HasSuffix(dest, "/") || pi.Platform.IsWindows() {
+		return dest, nil
+	}
+	views, err := b.baseViews(ctx, name, pi)
+	if err != nil {
+		return "", err
+	}
+	v := views[0]
+	if v.Empty() {
+		return dest, nil
+	}
+	c, err := tree.CleanPath(dest)
+	if err != nil {
+		return dest, nil // placing says what is wrong
+	}
+	if r, err := v.Links.Resolve(c); err == nil {
+		if _, ok := v.Dirs[r]; ok {
+			return dest + "/", nil
+		}
+	}
+	return dest, nil
+}

@@ -106,6 +106,9 @@ func BaseView(img v1.Image, maxBytes int64) (*tree.View, error) {
 type baseFS struct {
 	nodes map[string]*node
 	links tree.Links
+	// visits counts the nodes remove looked at: the work whiteouts and
+	// replacements cost, which the tests bound.
+	visits int
 }
 
 type node struct {
@@ -265,6 +268,7 @@ func (b *baseFS) remove(p string) {
 	for len(todo) > 0 {
 		q := todo[len(todo)-1]
 		todo = todo[:len(todo)-1]
+		b.visits++
 		if n = b.nodes[q]; n == nil {
 			continue
 		}
