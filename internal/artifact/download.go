@@ -14,7 +14,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pallet-dev/pallet/internal/bounded"
 	"github.com/pallet-dev/pallet/internal/tempfile"
+	"github.com/pallet-dev/pallet/internal/tree"
 )
 
 // MismatchError reports a download whose content is not what the recipe pinned.
@@ -53,7 +55,13 @@ func (f *Fetcher) Get(ctx context.Context, rawURL, want, file string) error {
 			return nil
 		}
 		if !os.IsNotExist(err) {
-			return err
+			if f.Offline {
+				return err
+			}
+			// A mirror is a cache: a damaged entry is said and left
+			// as it is (the mirror is fetch's to mend), and the file
+			// comes from the network.
+			f.Log("%v; downloading %s instead", err, redactURL(rawURL))
 		}
 	}
 	if f.Offline {
@@ -74,11 +82,16 @@ func mirrorBlob(mirror, sum string) string {
 // copyVerified copies src to dst, failing unless its sha256 is want: a
 // mirror is a cache, and a cache is checked on read.
 func copyVerified(src, want, dst string) error {
-	in, err := os.Open(src)
+	in, err := bounded.Open(src)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
+	if info, err := in.Stat(); err != nil {
+		return err
+	} else if !info.Mode().IsRegular() {
+		return fmt.Errorf("%s is a %s, not a file", src, tree.TypeName(info.Mode()))
+	}
 	tmp, err := tempfile.Create(filepath.Dir(dst), ".mirror-*")
 	if err != nil {
 		return err

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -382,7 +383,9 @@ func TestGetMirror(t *testing.T) {
 	tests := []struct {
 		name string
 		// mirror is the content of mirror/sha256/<good>; nil for none.
-		mirror    []byte
+		mirror []byte
+		// fifo makes mirror/sha256/<good> a named pipe nothing writes to.
+		fifo      bool
 		offline   bool
 		mirrorURL string // path on the server to use as MirrorURL; "" for none
 		wantReqs  int
@@ -391,9 +394,11 @@ func TestGetMirror(t *testing.T) {
 	}{
 		{name: "mirror hit", mirror: payload, wantReqs: 0},
 		{name: "mirror hit offline", mirror: payload, offline: true, wantReqs: 0},
-		{name: "corrupt mirror", mirror: payload[:100], wantReqs: 0, wantErr: "corrupt"},
+		{name: "corrupt mirror goes upstream", mirror: payload[:100], wantReqs: 1, wantPath: "/upstream/pkg.tgz"},
 		{name: "corrupt mirror offline", mirror: []byte("x"), offline: true, wantReqs: 0, wantErr: "corrupt"},
 		{name: "offline miss", offline: true, wantReqs: 0, wantErr: "offline"},
+		{name: "pipe in the mirror offline", fifo: true, offline: true, wantReqs: 0, wantErr: "named pipe, not a file"},
+		{name: "pipe in the mirror goes upstream", fifo: true, wantReqs: 1, wantPath: "/upstream/pkg.tgz"},
 		{name: "mirror miss goes upstream", wantReqs: 1, wantPath: "/upstream/pkg.tgz"},
 		{name: "mirror url root", mirrorURL: "/", wantReqs: 1, wantPath: "/sha256/" + good},
 		{name: "mirror url prefix", mirrorURL: "/m", wantReqs: 1, wantPath: "/m/sha256/" + good},
@@ -410,12 +415,16 @@ func TestGetMirror(t *testing.T) {
 				full(w)
 			})
 			mirror := t.TempDir()
-			if tc.mirror != nil {
+			if tc.mirror != nil || tc.fifo {
 				blob := filepath.Join(mirror, "sha256", good)
 				if err := os.MkdirAll(filepath.Dir(blob), 0o755); err != nil {
 					t.Fatal(err)
 				}
-				if err := os.WriteFile(blob, tc.mirror, 0o644); err != nil {
+				if tc.fifo {
+					if err := syscall.Mkfifo(blob, 0o644); err != nil {
+						t.Skipf("mkfifo: %v", err)
+					}
+				} else if err := os.WriteFile(blob, tc.mirror, 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
