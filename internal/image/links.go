@@ -257,8 +257,7 @@ func (b *baseFS) remove(p string) {
 	if p == "." {
 		return
 	}
-	n, ok := b.nodes[p]
-	if !ok {
+	if _, ok := b.nodes[p]; !ok {
 		return
 	}
 	if parent := b.nodes[path.Dir(p)]; parent != nil {
@@ -269,7 +268,8 @@ func (b *baseFS) remove(p string) {
 		q := todo[len(todo)-1]
 		todo = todo[:len(todo)-1]
 		b.visits++
-		if n = b.nodes[q]; n == nil {
+		n := b.nodes[q]
+		if n == nil {
 			continue
 		}
 		for c := range n.children {
