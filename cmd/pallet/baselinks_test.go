@@ -121,9 +121,10 @@ images:
 		t.Errorf("builds on one base differ: %s and %s", digests[0], digests[2])
 	}
 
-	// A Dockerfile's COPY to a directory of the base without a trailing
-	// slash copies into it, as Docker does; through a link too.
-	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM oci:base\nCOPY app /usr/bin\nCOPY app /bin/app2\nCOPY app /sbin\n")
+	// A Dockerfile's COPY goes through the base's links too. One to a
+	// directory of the base without a trailing slash, which Docker copies
+	// into, is refused rather than made to replace the directory.
+	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM oci:base\nCOPY app /usr/bin/\nCOPY app /bin/app2\nCOPY app /sbin\n")
 	dout := filepath.Join(t.TempDir(), "dout")
 	mustPallet(t, "build", "-q", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+dout)
 	dbundle := filepath.Join(t.TempDir(), "dbundle")
@@ -138,6 +139,11 @@ images:
 	// A name the base does not hold is the file's own.
 	if info, err := os.Lstat(filepath.Join(dbundle, "rootfs", "sbin")); err != nil || !info.Mode().IsRegular() {
 		t.Errorf("Dockerfile: /sbin is not the copied file: %v", err)
+	}
+	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM oci:base\nCOPY app /bin\n")
+	_, err = pallet(t, "build", "-q", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+filepath.Join(t.TempDir(), "d2"))
+	if err == nil || !strings.Contains(err.Error(), "Dockerfile:2") || !strings.Contains(err.Error(), "/bin: a file placed where the image holds a link to a directory (usr/bin) would replace the link") {
+		t.Errorf("COPY onto a base directory: %v", err)
 	}
 
 	// A layer that replaces the base's link, and a later one that goes

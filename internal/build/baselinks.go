@@ -4,8 +4,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/pallet-dev/pallet/internal/archive"
@@ -43,8 +47,9 @@ func (b *builder) baseViews(ctx context.Context, name string, pi *plan.PlatformI
 // bases, so bases that would place a layer differently are refused.
 func placeOnBases(name string, pi *plan.PlatformImage, views []*tree.View, raw []*tree.Tree) ([]*tree.Tree, error) {
 	var first []*tree.Tree
-	for k, view := range views {
+	for k, base := range views {
 		placed := make([]*tree.Tree, len(raw))
+		view := base
 		for i, t := range raw {
 			l := pi.Layers[i]
 			p, err := t.Through(view)
@@ -52,8 +57,12 @@ func placeOnBases(name string, pi *plan.PlatformImage, views []*tree.View, raw [
 				return nil, plan.Errorf(l.Placements[0].Pos, "image %s (%s), layer %s: %v", name, pi.Platform, l.Name, err)
 			}
 			placed[i] = p
-			if i < len(raw)-1 {
-				view = view.With(p)
+			switch {
+			case i == len(raw)-1:
+			case i == 0:
+				view = base.With(p) // a copy: the base's view is shared
+			default:
+				view.Apply(p)
 			}
 		}
 		if k == 0 {
@@ -104,7 +113,7 @@ func (b *builder) viewOf(ctx context.Context, ref string, p platform.Platform) (
 }
 
 // viewFact names the cache's facts about bases' views.
-const viewFact = "base-view-v1"
+const viewFact = "base-view-v2"
 
 func (b *builder) readView(ctx context.Context, ref string, p platform.Platform) (*tree.View, error) {
 	img, err := b.base(ctx, ref, p)
@@ -123,6 +132,7 @@ func (b *builder) readView(ctx context.Context, ref string, p platform.Platform)
 		return encodeView(v)
 	}
 	var data string
+	var decoded *tree.View
 	if b.cache == nil {
 		data, err = read()
 	} else {
@@ -130,75 +140,92 @@ func (b *builder) readView(ctx context.Context, ref string, p platform.Platform)
 		if kerr != nil {
 			return nil, kerr
 		}
-		data, err = b.cache.ContentFact(viewFact, key, func(s string) bool { _, err := decodeView(s); return err == nil }, read)
+		// The check decodes what it is given; what it accepts is used.
+		valid := func(s string) bool {
+			decoded, err = decodeView(s)
+			return err == nil
+		}
+		data, err = b.cache.ContentFact(viewFact, key, valid, read)
 	}
 	if err != nil {
 		return nil, err
 	}
+	if decoded != nil {
+		return decoded, nil
+	}
 	return decodeView(data)
 }
 
-// encodeView is v as the cache keeps it: its JSON after the JSON's
-// sha256, so that a damaged entry is told from one this build wrote.
+// encodeView is v as the cache keeps it: a line per link ("L PATH
+// TARGET") and per directory ("D MODE UID GID PATH", paths and targets
+// quoted), sorted, after their sha256, so that a damaged entry is told
+// from one this build wrote. A base of 50,000 directories takes tens of
+// milliseconds to read back, where JSON took hundreds.
 func encodeView(v *tree.View) (string, error) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return "", err
+	lines := make([]string, 0, len(v.Links)+len(v.Dirs))
+	for p, target := range v.Links {
+		lines = append(lines, "L "+strconv.Quote(p)+" "+strconv.Quote(target))
 	}
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:]) + "\n" + string(data), nil
+	for p, m := range v.Dirs {
+		lines = append(lines, fmt.Sprintf("D %d %d %d %s", uint32(m.Mode), m.UID, m.GID, strconv.Quote(p)))
+	}
+	slices.Sort(lines)
+	body := strings.Join(lines, "\n")
+	sum := sha256.Sum256([]byte(body))
+	return hex.EncodeToString(sum[:]) + "\n" + body, nil
 }
 
 // decodeView reads what encodeView wrote, checking the sum and that every
-// path is clean and every link has a target.
+// path is relative and clean.
 func decodeView(s string) (*tree.View, error) {
-	sum, data, ok := strings.Cut(s, "\n")
-	got := sha256.Sum256([]byte(data))
-	if !ok || sum != hex.EncodeToString(got[:]) {
-		return nil, fmt.Errorf("base view: damaged (its sum does not match)")
+	sum, body, _ := strings.Cut(s, "\n")
+	got := sha256.Sum256([]byte(body))
+	if sum != hex.EncodeToString(got[:]) {
+		return nil, errors.New("base view: damaged (its sum does not match)")
 	}
-	var v tree.View
-	if err := json.Unmarshal([]byte(data), &v); err != nil {
-		return nil, fmt.Errorf("base view: %w", err)
+	v := &tree.View{Links: tree.Links{}, Dirs: map[string]tree.DirMeta{}}
+	bad := func(line string) (*tree.View, error) {
+		return nil, fmt.Errorf("base view: bad line %q", line)
 	}
-	for p, target := range v.Links {
-		if c, err := tree.CleanPath(p); err != nil || c != p || p == "." || target == "" {
-			return nil, fmt.Errorf("base view: bad link %q -> %q", p, target)
+	for line := range strings.SplitSeq(body, "\n") {
+		if line == "" {
+			continue
+		}
+		kind, rest, _ := strings.Cut(line, " ")
+		switch kind {
+		case "L":
+			ps, ts, ok := strings.Cut(rest, "\" \"")
+			if !ok {
+				return bad(line)
+			}
+			p, err1 := strconv.Unquote(ps + "\"")
+			target, err2 := strconv.Unquote("\"" + ts)
+			if err1 != nil || err2 != nil || !cleanRel(p) || target == "" {
+				return bad(line)
+			}
+			v.Links[p] = target
+		case "D":
+			f := strings.SplitN(rest, " ", 4)
+			if len(f) != 4 {
+				return bad(line)
+			}
+			mode, err1 := strconv.ParseUint(f[0], 10, 32)
+			uid, err2 := strconv.Atoi(f[1])
+			gid, err3 := strconv.Atoi(f[2])
+			p, err4 := strconv.Unquote(f[3])
+			if err1 != nil || err2 != nil || err3 != nil || err4 != nil || !cleanRel(p) {
+				return bad(line)
+			}
+			v.Dirs[p] = tree.DirMeta{Mode: fs.FileMode(mode), UID: uid, GID: gid}
+		default:
+			return bad(line)
 		}
 	}
-	for p := range v.Dirs {
-		if c, err := tree.CleanPath(p); err != nil || c != p || p == "." {
-			return nil, fmt.Errorf("base view: bad directory %q", p)
-		}
-	}
-	return &v, nil
+	return v, nil
 }
 
-// dockerDest is dest as a Dockerfile's COPY means it: a destination
-// without a trailing slash that is a directory in the base (through its
-// links) is copied into, as Docker does ("COPY app /usr/local/bin"). A
-// recipe means the name it gives, and is refused if it would replace a
-// directory (see tree.Through).
-func (b *builder) dockerDest(ctx context.Context, name string, pi *plan.PlatformImage, dest string) (string, error) {
-	if !pi.Overwrite || strings.HasSuffix(dest, "/") || pi.Platform.IsWindows() {
-		return dest, nil
-	}
-	views, err := b.baseViews(ctx, name, pi)
-	if err != nil {
-		return "", err
-	}
-	v := views[0]
-	if v.Empty() {
-		return dest, nil
-	}
-	c, err := tree.CleanPath(dest)
-	if err != nil {
-		return dest, nil // placing says what is wrong
-	}
-	if r, err := v.Links.Resolve(c); err == nil {
-		if _, ok := v.Dirs[r]; ok {
-			return dest + "/", nil
-		}
-	}
-	return dest, nil
+// cleanRel says whether p is a clean path below the root, as a tree
+// holds it.
+func cleanRel(p string) bool {
+	return p != "" && p != "." && path.Clean(p) == p && !strings.HasPrefix(p, "/") && p != ".." && !strings.HasPrefix(p, "../")
 }

@@ -109,6 +109,9 @@ type baseFS struct {
 	// visits counts the nodes remove looked at: the work whiteouts and
 	// replacements cost, which the tests bound.
 	visits int
+	// added are the paths the layer being applied put there: its
+	// whiteouts hide what the layers below hold, not these.
+	added map[string]bool
 }
 
 type node struct {
@@ -128,6 +131,7 @@ func (b *baseFS) apply(l v1.Layer, diffID v1.Hash, maxBytes int64) error {
 		return err
 	}
 	defer rc.Close()
+	b.added = map[string]bool{}
 	h := sha256.New()
 	lr := &io.LimitedReader{R: rc, N: maxBytes + 1}
 	tr := tar.NewReader(io.TeeReader(lr, h))
@@ -195,18 +199,23 @@ func (b *baseFS) entry(hdr *tar.Header) {
 	case name == ".wh..wh..opq":
 		if n, ok := b.nodes[path.Dir(p)]; ok {
 			for c := range n.children {
-				b.remove(c)
+				if !b.added[c] {
+					b.remove(c)
+				}
 			}
 		}
 		return
 	case strings.HasPrefix(name, ".wh."):
-		b.remove(path.Join(path.Dir(p), name[len(".wh."):]))
+		if target := path.Join(path.Dir(p), name[len(".wh."):]); !b.added[target] {
+			b.remove(target)
+		}
 		return
 	}
 	switch hdr.Typeflag {
 	case tar.TypeDir:
 		if n, ok := b.nodes[p]; ok && n.dir {
 			n.meta = dirMeta(hdr)
+			b.added[p] = true
 			return
 		}
 		b.remove(p)
@@ -239,6 +248,9 @@ func (b *baseFS) mkdirAll(dir string) {
 // add puts n at p, whose parent is there.
 func (b *baseFS) add(p string, n *node) {
 	b.nodes[p] = n
+	if b.added != nil {
+		b.added[p] = true
+	}
 	if n.link != "" {
 		b.links[p] = n.link
 	}

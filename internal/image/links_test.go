@@ -74,12 +74,15 @@ func TestBaseView(t *testing.T) {
 			"cur->usr/bin/extra",
 			".wh.old"),
 		tarLayer(t, "var/.wh..wh..opq", "var/tmp/"), // opaque: var/run goes
+		// An opaque marker after entries of its own layer hides only
+		// the layers below (found by helper-45).
+		tarLayer(t, "srv/", "srv/data/", "srv/lib->/usr/lib", "srv/.wh..wh..opq"),
 	)
 	got, err := BaseView(img, 1<<30)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := tree.Links{"bin": "usr/bin", "lib": "/usr/lib", "cur": "usr/bin/extra", "lib64": "usr/lib64", "sysroot": "/", "up": "../../.."}
+	want := tree.Links{"bin": "usr/bin", "lib": "/usr/lib", "cur": "usr/bin/extra", "lib64": "usr/lib64", "sysroot": "/", "up": "../../..", "srv/lib": "/usr/lib"}
 	if !reflect.DeepEqual(got.Links, want) {
 		t.Errorf("links %v\nwant  %v", got.Links, want)
 	}
@@ -88,7 +91,7 @@ func TestBaseView(t *testing.T) {
 		dirs = append(dirs, p)
 	}
 	slices.Sort(dirs)
-	wantDirs := []string{"etc", "run", "sbin", "tmp", "usr", "usr/bin", "usr/bin/extra", "usr/lib", "usr/sbin", "var", "var/tmp"}
+	wantDirs := []string{"etc", "run", "sbin", "srv", "srv/data", "tmp", "usr", "usr/bin", "usr/bin/extra", "usr/lib", "usr/sbin", "var", "var/tmp"}
 	if !slices.Equal(dirs, wantDirs) {
 		t.Errorf("dirs %v\nwant %v", dirs, wantDirs)
 	}

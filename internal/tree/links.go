@@ -90,40 +90,47 @@ type View struct {
 func (v *View) Empty() bool { return v == nil || len(v.Links) == 0 && len(v.Dirs) == 0 }
 
 // With returns v with t applied over it, as an importer applies a layer:
-// its links and directories added, whatever it puts at a path replacing
-// what was there. t's paths are where its entries land (see Through).
+// its links and the directories it names added, whatever it puts at a path
+// replacing what was there. A parent directory t only implies (see
+// Entries) is not added: its mode and owner were nobody's choice, and a
+// later layer that names it sets them. t's paths are where its entries
+// land (see Through).
 func (v *View) With(t *Tree) *View {
 	out := &View{Links: Links{}, Dirs: map[string]DirMeta{}}
 	if v != nil {
-		out.Links, out.Dirs = maps.Clone(v.Links), maps.Clone(v.Dirs)
-		if out.Links == nil {
-			out.Links = Links{}
-		}
-		if out.Dirs == nil {
-			out.Dirs = map[string]DirMeta{}
-		}
+		maps.Copy(out.Links, v.Links)
+		maps.Copy(out.Dirs, v.Dirs)
 	}
-	for e := range t.All() {
+	out.Apply(t)
+	return out
+}
+
+// Apply is With in place.
+func (v *View) Apply(t *Tree) {
+	t.orderMu.Lock()
+	t.index()
+	entries := t.entries
+	t.orderMu.Unlock()
+	for p, e := range entries {
 		switch e.Kind {
 		case Symlink:
-			delete(out.Dirs, e.Path)
-			out.Links[e.Path] = e.Link
+			delete(v.Dirs, p)
+			v.Links[p] = e.Link
 		case Dir:
-			delete(out.Links, e.Path)
-			out.Dirs[e.Path] = DirMeta{Mode: e.Mode, UID: e.UID, GID: e.GID}
+			delete(v.Links, p)
+			v.Dirs[p] = DirMeta{Mode: e.Mode, UID: e.UID, GID: e.GID}
 		default:
-			delete(out.Links, e.Path)
-			delete(out.Dirs, e.Path)
+			delete(v.Links, p)
+			delete(v.Dirs, p)
 		}
 	}
-	return out
 }
 
 // Through returns t placed into what v holds: every entry under one of
 // its links moved to where the link leads, and every directory that v
-// holds given v's mode and owner. A file or link placed at a link's path
-// replaces the link, as written; one placed where v holds a directory is
-// an error. t itself is returned when it goes through no link and meets
+// holds given v's mode and owner. A link placed at a link's path replaces
+// it, as written; a file placed there, or where v holds a directory, is
+// an error: it would replace the directory and all it holds. t itself is returned when it goes through no link and meets
 // no directory of v that it would change, which is the usual case.
 func (t *Tree) Through(v *View) (*Tree, error) {
 	if v.Empty() || !t.meets(v) {
@@ -168,9 +175,16 @@ func (t *Tree) Through(v *View) (*Tree, error) {
 		if ne.Path == "." {
 			continue // a directory that is the root, through a link
 		}
+		if target, ok := v.Links[ne.Path]; ok && ne.Kind == File {
+			return nil, fmt.Errorf("/%s: a file placed where the image holds a link to a directory (%s) would replace the link; place it into the directory (a destination ending in /) or elsewhere", ne.Path, target)
+		}
 		if m, ok := v.Dirs[ne.Path]; ok {
 			if ne.Kind != Dir {
-				return nil, fmt.Errorf("/%s: a %s placed where the image already holds a directory would replace it, and all it holds; place it into the directory (a destination ending in /) or elsewhere", ne.Path, ne.Kind)
+				where := "/" + ne.Path
+				if ne.Path != e.Path {
+					where = fmt.Sprintf("/%s, which the image's links make /%s,", e.Path, ne.Path)
+				}
+				return nil, fmt.Errorf("%s: a %s placed where the image already holds a directory would replace it, and all it holds; place it into the directory (a destination ending in /) or elsewhere", where, ne.Kind)
 			}
 			ne.Mode, ne.UID, ne.GID = m.Mode, m.UID, m.GID
 		}
@@ -204,22 +218,44 @@ func (t *Tree) Through(v *View) (*Tree, error) {
 }
 
 // meets says whether t goes through one of v's links, or has an entry
-// where v holds a directory that the entry would change.
+// where v holds a directory that the entry would change. It looks up the
+// smaller side in the larger.
 func (t *Tree) meets(v *View) bool {
 	t.orderMu.Lock()
 	defer t.orderMu.Unlock()
 	t.index()
-	for p := range v.Links {
-		if _, ok := t.entries[p]; ok || t.parents[p] {
+	changes := func(p string, m DirMeta) bool {
+		if e, ok := t.entries[p]; ok {
+			return e.Kind != Dir || (DirMeta{Mode: e.Mode, UID: e.UID, GID: e.GID}) != m
+		}
+		return t.parents[p] && m != defaultDir
+	}
+	if len(v.Links)+len(v.Dirs) <= len(t.entries)+len(t.parents) {
+		for p := range v.Links {
+			if _, ok := t.entries[p]; ok || t.parents[p] {
+				return true
+			}
+		}
+		for p, m := range v.Dirs {
+			if changes(p, m) {
+				return true
+			}
+		}
+		return false
+	}
+	for p := range t.parents {
+		if _, ok := v.Links[p]; ok {
+			return true
+		}
+		if m, ok := v.Dirs[p]; ok && changes(p, m) {
 			return true
 		}
 	}
-	for p, m := range v.Dirs {
-		if e, ok := t.entries[p]; ok {
-			if e.Kind != Dir || (DirMeta{Mode: e.Mode, UID: e.UID, GID: e.GID}) != m {
-				return true
-			}
-		} else if t.parents[p] && m != defaultDir {
+	for p := range t.entries {
+		if _, ok := v.Links[p]; ok {
+			return true
+		}
+		if m, ok := v.Dirs[p]; ok && changes(p, m) {
 			return true
 		}
 	}
