@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -124,36 +123,35 @@ func (b *builder) readView(ctx context.Context, ref string, p platform.Platform)
 	if max <= 0 {
 		max = archive.DefaultMaxBytes
 	}
+	// view is the base's view as read, or as decoded from the cache when
+	// the check accepts what is stored there: the encoding is only the
+	// cache's.
+	var view *tree.View
 	read := func() (string, error) {
 		v, err := image.BaseView(img, max)
 		if err != nil {
 			return "", err
 		}
-		return encodeView(v)
+		view = v
+		return encodeView(v), nil
 	}
-	var data string
-	var decoded *tree.View
 	if b.cache == nil {
-		data, err = read()
-	} else {
-		key, kerr := image.ViewKey(img)
-		if kerr != nil {
-			return nil, kerr
-		}
-		// The check decodes what it is given; what it accepts is used.
-		valid := func(s string) bool {
-			decoded, err = decodeView(s)
-			return err == nil
-		}
-		data, err = b.cache.ContentFact(viewFact, key, valid, read)
+		_, err = read()
+		return view, err
 	}
+	key, err := image.ViewKey(img)
 	if err != nil {
 		return nil, err
 	}
-	if decoded != nil {
-		return decoded, nil
+	valid := func(s string) bool {
+		v, err := decodeView(s)
+		view = v
+		return err == nil
 	}
-	return decodeView(data)
+	if _, err := b.cache.ContentFact(viewFact, key, valid, read); err != nil {
+		return nil, err
+	}
+	return view, nil
 }
 
 // encodeView is v as the cache keeps it: a line per link ("L PATH
@@ -161,7 +159,7 @@ func (b *builder) readView(ctx context.Context, ref string, p platform.Platform)
 // quoted), sorted, after their sha256, so that a damaged entry is told
 // from one this build wrote. A base of 50,000 directories takes tens of
 // milliseconds to read back, where JSON took hundreds.
-func encodeView(v *tree.View) (string, error) {
+func encodeView(v *tree.View) string {
 	lines := make([]string, 0, len(v.Links)+len(v.Dirs))
 	for p, target := range v.Links {
 		lines = append(lines, "L "+strconv.Quote(p)+" "+strconv.Quote(target))
@@ -172,7 +170,7 @@ func encodeView(v *tree.View) (string, error) {
 	slices.Sort(lines)
 	body := strings.Join(lines, "\n")
 	sum := sha256.Sum256([]byte(body))
-	return hex.EncodeToString(sum[:]) + "\n" + body, nil
+	return hex.EncodeToString(sum[:]) + "\n" + body
 }
 
 // decodeView reads what encodeView wrote, checking the sum and that every
@@ -200,7 +198,7 @@ func decodeView(s string) (*tree.View, error) {
 			}
 			p, err1 := strconv.Unquote(ps + "\"")
 			target, err2 := strconv.Unquote("\"" + ts)
-			if err1 != nil || err2 != nil || !cleanRel(p) || target == "" {
+			if err1 != nil || err2 != nil || !tree.IsClean(p) || target == "" {
 				return bad(line)
 			}
 			v.Links[p] = target
@@ -213,7 +211,7 @@ func decodeView(s string) (*tree.View, error) {
 			uid, err2 := strconv.Atoi(f[1])
 			gid, err3 := strconv.Atoi(f[2])
 			p, err4 := strconv.Unquote(f[3])
-			if err1 != nil || err2 != nil || err3 != nil || err4 != nil || !cleanRel(p) {
+			if err1 != nil || err2 != nil || err3 != nil || err4 != nil || !tree.IsClean(p) {
 				return bad(line)
 			}
 			v.Dirs[p] = tree.DirMeta{Mode: fs.FileMode(mode), UID: uid, GID: gid}
@@ -222,10 +220,4 @@ func decodeView(s string) (*tree.View, error) {
 		}
 	}
 	return v, nil
-}
-
-// cleanRel says whether p is a clean path below the root, as a tree
-// holds it.
-func cleanRel(p string) bool {
-	return p != "" && p != "." && path.Clean(p) == p && !strings.HasPrefix(p, "/") && p != ".." && !strings.HasPrefix(p, "../")
 }

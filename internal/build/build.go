@@ -611,7 +611,7 @@ type builder struct {
 	writers     chan struct{}
 	compressors *layer.Compressors
 	// prefetched holds the bases being resolved since the build began;
-	// baseViews what they hold, read once each.
+	// views what they hold, read once each.
 	prefetched map[baseKey]*baseFuture
 	views      map[baseKey]*viewFuture
 	// ready holds, per artifact key, the artifact being made ready;

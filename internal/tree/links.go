@@ -60,13 +60,16 @@ func (l Links) Resolve(p string) (string, error) {
 // DirMeta is a directory's mode (permission and special bits), owner and
 // group.
 type DirMeta struct {
-	Mode fs.FileMode `json:"m"`
-	UID  int         `json:"u"`
-	GID  int         `json:"g"`
+	Mode     fs.FileMode
+	UID, GID int
 }
 
-// defaultDir is what a directory a layer creates gets (see Entries).
+// defaultDir is what a parent directory a tree only implies gets (see
+// Entries).
 var defaultDir = DirMeta{Mode: 0o755}
+
+// meta is e's mode and owner, as a directory's.
+func (e *Entry) meta() DirMeta { return DirMeta{Mode: e.Mode, UID: e.UID, GID: e.GID} }
 
 // View is what the image holds below a layer, as far as placing into it
 // goes: its symlinks that lead to directories (or nowhere yet), and its
@@ -82,8 +85,8 @@ var defaultDir = DirMeta{Mode: 0o755}
 // directory is would replace it with all it holds. Docker's COPY follows
 // the links, keeps the directories, and copies into them.
 type View struct {
-	Links Links              `json:"links,omitempty"`
-	Dirs  map[string]DirMeta `json:"dirs,omitempty"`
+	Links Links
+	Dirs  map[string]DirMeta
 }
 
 // Empty says whether v holds nothing to place through.
@@ -118,7 +121,7 @@ func (v *View) Apply(t *Tree) {
 			v.Links[p] = e.Link
 		case Dir:
 			delete(v.Links, p)
-			v.Dirs[p] = DirMeta{Mode: e.Mode, UID: e.UID, GID: e.GID}
+			v.Dirs[p] = e.meta()
 		default:
 			delete(v.Links, p)
 			delete(v.Dirs, p)
@@ -130,8 +133,9 @@ func (v *View) Apply(t *Tree) {
 // its links moved to where the link leads, and every directory that v
 // holds given v's mode and owner. A link placed at a link's path replaces
 // it, as written; a file placed there, or where v holds a directory, is
-// an error: it would replace the directory and all it holds. t itself is returned when it goes through no link and meets
-// no directory of v that it would change, which is the usual case.
+// an error: it would replace the directory and all it holds. t itself is
+// returned when it goes through no link and meets no directory of v that
+// it would change, which is the usual case.
 func (t *Tree) Through(v *View) (*Tree, error) {
 	if v.Empty() || !t.meets(v) {
 		return t, nil
@@ -224,11 +228,20 @@ func (t *Tree) meets(v *View) bool {
 	t.orderMu.Lock()
 	defer t.orderMu.Unlock()
 	t.index()
-	changes := func(p string, m DirMeta) bool {
-		if e, ok := t.entries[p]; ok {
-			return e.Kind != Dir || (DirMeta{Mode: e.Mode, UID: e.UID, GID: e.GID}) != m
+	// hit says whether p, a path of t, is a link of v, or a directory
+	// of v whose mode or owner t's entry there would change.
+	hit := func(p string) bool {
+		if _, ok := v.Links[p]; ok {
+			return true
 		}
-		return t.parents[p] && m != defaultDir
+		m, ok := v.Dirs[p]
+		if !ok {
+			return false
+		}
+		if e, ok := t.entries[p]; ok {
+			return e.Kind != Dir || e.meta() != m
+		}
+		return m != defaultDir
 	}
 	if len(v.Links)+len(v.Dirs) <= len(t.entries)+len(t.parents) {
 		for p := range v.Links {
@@ -236,26 +249,20 @@ func (t *Tree) meets(v *View) bool {
 				return true
 			}
 		}
-		for p, m := range v.Dirs {
-			if changes(p, m) {
+		for p := range v.Dirs {
+			if _, ok := t.entries[p]; (ok || t.parents[p]) && hit(p) {
 				return true
 			}
 		}
 		return false
 	}
 	for p := range t.parents {
-		if _, ok := v.Links[p]; ok {
-			return true
-		}
-		if m, ok := v.Dirs[p]; ok && changes(p, m) {
+		if hit(p) {
 			return true
 		}
 	}
 	for p := range t.entries {
-		if _, ok := v.Links[p]; ok {
-			return true
-		}
-		if m, ok := v.Dirs[p]; ok && changes(p, m) {
+		if hit(p) {
 			return true
 		}
 	}

@@ -180,6 +180,13 @@ func CleanPath(p string) (string, error) {
 	return c, nil
 }
 
+// IsClean says whether p is a path as a tree holds it: clean, relative,
+// within the root, and not the root itself. It is CleanPath's check
+// without its rewriting, for paths read back from a store pallet wrote.
+func IsClean(p string) bool {
+	return p != "" && p != "." && p != ".." && path.Clean(p) == p && !strings.HasPrefix(p, "/") && !strings.HasPrefix(p, "../")
+}
+
 // Add inserts an entry. Adding a directory where a directory already exists
 // is allowed (the later metadata wins); any other collision is an error
 // because it would make the image depend on placement order.
@@ -328,7 +335,7 @@ func (t *Tree) sort() {
 	for i, p := range paths {
 		e, ok := t.entries[p]
 		if !ok {
-			e = &Entry{Path: p, Kind: Dir, Mode: 0o755}
+			e = &Entry{Path: p, Kind: Dir, Mode: defaultDir.Mode}
 		}
 		t.order[i] = e
 	}
