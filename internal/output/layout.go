@@ -172,7 +172,7 @@ func (l *Layout) Write(ctx context.Context, images []Image) error {
 		if len(sh.keep) > 0 {
 			w.removable = sh.dropBlobs
 		}
-		if err := keepForeignFields(filepath.Join(dir, "index.json"), filepath.Join(string(p), "index.json"), sh.keepRaw); err != nil {
+		if err := keepForeignFields(sh.top, filepath.Join(string(p), "index.json"), sh.keepRaw); err != nil {
 			return fmt.Errorf("output %s: %w", l, err)
 		}
 	}

@@ -42,8 +42,9 @@ type sharing struct {
 	// others are other tools', whose attachments go with their subject.
 	gone, others []v1.Descriptor
 	// othersRaw are others as index.json has them, when it could be read
-	// so.
+	// so; top is index.json's top level as written.
 	othersRaw []json.RawMessage
+	top       map[string]json.RawMessage
 
 	// Set by settle, once the new index is known:
 	// keep are the entries the new index keeps, in their order; keepRaw
@@ -62,19 +63,11 @@ type sharing struct {
 // own and those tagged with a ref name in taken go; the rest are other
 // tools', kept unless settle finds they are attachments of what goes.
 func readSharing(dir string, taken map[string]bool) (*sharing, error) {
-	idx, err := readIndexFile(dir)
-	if err != nil {
+	var idx indexFile
+	if err := readJSON(filepath.Join(dir, "index.json"), maxIndexJSON, &idx); err != nil {
 		return nil, err
 	}
-	s := &sharing{dir: dir}
-	// The entries as written, for what a v1.Descriptor does not hold
-	// (keepForeignFields).
-	var raw struct {
-		Manifests []json.RawMessage `json:"manifests"`
-	}
-	if readJSON(filepath.Join(dir, "index.json"), maxIndexJSON, &raw) != nil || len(raw.Manifests) != len(idx.Manifests) {
-		raw.Manifests = nil
-	}
+	s := &sharing{dir: dir, top: idx.top}
 	for i, d := range idx.Manifests {
 		name, tagged := d.Annotations[refNameKey]
 		mark, marked := d.Annotations[writtenKey]
@@ -83,12 +76,34 @@ func readSharing(dir string, taken map[string]bool) (*sharing, error) {
 			s.gone = append(s.gone, d)
 		} else {
 			s.others = append(s.others, d)
-			if raw.Manifests != nil {
-				s.othersRaw = append(s.othersRaw, raw.Manifests[i])
+			if idx.entries != nil {
+				s.othersRaw = append(s.othersRaw, idx.entries[i])
 			}
 		}
 	}
 	return s, nil
+}
+
+// indexFile is an index.json read once, both as go-containerregistry
+// models it and as written: its top level and its entries, for what a
+// v1.IndexManifest does not hold (keepForeignFields).
+type indexFile struct {
+	v1.IndexManifest
+	top     map[string]json.RawMessage
+	entries []json.RawMessage // nil unless one per manifest
+}
+
+func (f *indexFile) UnmarshalJSON(b []byte) error {
+	if err := json.Unmarshal(b, &f.IndexManifest); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, &f.top); err != nil {
+		return err
+	}
+	if json.Unmarshal(f.top["manifests"], &f.entries) != nil || len(f.entries) != len(f.Manifests) {
+		f.entries = nil
+	}
+	return nil
 }
 
 // settle decides, once the new index is written into newDir, which of
@@ -120,33 +135,30 @@ func (s *sharing) settle(newDir string) {
 		}
 	}
 	dropped := slices.Clone(s.gone)
-	left := s.others
+	// left are the indexes in others of the entries still kept.
+	left := make([]int, len(s.others))
+	for i := range left {
+		left[i] = i
+	}
 	for changed := true; changed; {
 		changed = false
-		var next []v1.Descriptor
-		for _, d := range left {
+		var next []int
+		for _, i := range left {
+			d := s.others[i]
 			if subject := subjects[d.Digest]; subject != nil && went[*subject] && !named[*subject] {
 				dropped = append(dropped, d)
 				reachManifests(read, d, went)
 				changed = true
 				continue
 			}
-			next = append(next, d)
+			next = append(next, i)
 		}
 		left = next
 	}
-	s.keep = left
-	// keep is a subsequence of others: its entries as written.
-	if len(s.othersRaw) == len(s.others) {
-		j := 0
-		for i, d := range s.others {
-			if j < len(s.keep) && reflect.DeepEqual(d, s.keep[j]) {
-				s.keepRaw = append(s.keepRaw, s.othersRaw[i])
-				j++
-			}
-		}
-		if j != len(s.keep) {
-			s.keepRaw = nil
+	for _, i := range left {
+		s.keep = append(s.keep, s.others[i])
+		if s.othersRaw != nil {
+			s.keepRaw = append(s.keepRaw, s.othersRaw[i])
 		}
 	}
 	s.keepBlobs, s.dropBlobs = map[v1.Hash]bool{}, map[v1.Hash]bool{}
@@ -254,16 +266,13 @@ func readBlob(dir string, h v1.Hash) ([]byte, bool) {
 }
 
 // keepForeignFields carries into the new index.json at newIndex what
-// go-containerregistry does not model and the old one at oldIndex holds:
-// top-level fields and annotations pallet never writes (another tool's),
-// and the kept entries (the last len(kept) of the new index) as they were
+// go-containerregistry does not model and the old one held (old is its
+// top level): top-level fields and annotations pallet never writes
+// (another tool's), and the kept entries (the last len(kept) of the new index) as they were
 // written, with the fields re-encoding a v1.Descriptor drops. With nothing
 // to carry the file is left as written.
-func keepForeignFields(oldIndex, newIndex string, kept []json.RawMessage) error {
-	var old, cur map[string]json.RawMessage
-	if err := readJSON(oldIndex, maxIndexJSON, &old); err != nil {
-		return err
-	}
+func keepForeignFields(old map[string]json.RawMessage, newIndex string, kept []json.RawMessage) error {
+	var cur map[string]json.RawMessage
 	if err := readJSON(newIndex, maxIndexJSON, &cur); err != nil {
 		return err
 	}
