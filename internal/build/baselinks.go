@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,6 +38,35 @@ func (b *builder) baseViews(ctx context.Context, name string, pi *plan.PlatformI
 		views[i] = v
 	}
 	return views, nil
+}
+
+// destination is where placement pm of pi lands: its Dest, or, for a
+// file Docker's COPY puts into a directory the base holds there, that
+// directory under the file's name (plan.Placement.IntoDirAs).
+func (b *builder) destination(ctx context.Context, name string, pi *plan.PlatformImage, pm plan.Placement) (string, error) {
+	if pm.IntoDirAs == "" || pi.Platform.IsWindows() {
+		return pm.Dest, nil
+	}
+	if n := pm.IntoDirAs; n == "." || n == ".." || strings.ContainsAny(n, "/\\") {
+		return "", plan.Errorf(pm.Pos, "image %s (%s): %q is not a file name", name, pi.Platform, n)
+	}
+	views, err := b.baseViews(ctx, name, pi)
+	if err != nil {
+		return "", err
+	}
+	p := strings.Trim(path.Clean("/"+pm.Dest), "/")
+	into := false
+	for i, v := range views {
+		dir := v.IsDir(p)
+		if i > 0 && dir != into {
+			return "", plan.Errorf(pm.Pos, "image %s (%s): bases %s and %s differ at %s: one holds a directory there, so the file goes into it on one base and replaces nothing on the other; end the destination with / or name the file", name, pi.Platform, pi.Bases[0], pi.Bases[i], pm.Dest)
+		}
+		into = dir
+	}
+	if !into {
+		return pm.Dest, nil
+	}
+	return path.Join(pm.Dest, pm.IntoDirAs), nil
 }
 
 // placeOnBases places the layer trees of pi in order onto its bases (see

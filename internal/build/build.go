@@ -961,7 +961,11 @@ func (b *builder) platformImages(ctx context.Context, im *plan.Image, pi *plan.P
 		ir := &record.Image{Name: name, Platform: pi.Platform.String(), Base: ref, Digest: d.String(), Placed: []record.Placement{}}
 		for _, l := range pi.Layers {
 			for _, pm := range l.Placements {
-				ir.Placed = append(ir.Placed, record.Placement{Artifact: b.plan.Artifacts[pm.Artifact].Name, Dest: pm.Dest})
+				dest, err := b.destination(ctx, name, pi, pm)
+				if err != nil {
+					return nil, nil, nil, err
+				}
+				ir.Placed = append(ir.Placed, record.Placement{Artifact: b.plan.Artifacts[pm.Artifact].Name, Dest: dest})
 			}
 		}
 		b.mu.Lock()
@@ -1266,7 +1270,11 @@ func (b *builder) layerTree(ctx context.Context, name string, pi *plan.PlatformI
 		if err != nil {
 			return nil, nil, err
 		}
-		place := tree.Placement{Dest: pm.Dest, FileMode: pm.Mode, UID: pm.UID, GID: pm.GID, From: pm.Path, LinkAs: pm.LinkAs}
+		dest, err := b.destination(ctx, name, pi, pm)
+		if err != nil {
+			return nil, nil, err
+		}
+		place := tree.Placement{Dest: dest, FileMode: pm.Mode, UID: pm.UID, GID: pm.GID, From: pm.Path, LinkAs: pm.LinkAs}
 		if b.plan.Artifacts[pm.Artifact].Check {
 			needs, err := b.checkExecutables(res, place, pi.Platform)
 			if err != nil {
@@ -1279,9 +1287,9 @@ func (b *builder) layerTree(ctx context.Context, name string, pi *plan.PlatformI
 			}
 		}
 		if err := t.Place(res.Tree, place); err != nil {
-			return nil, nil, plan.Wrap(pm.Pos, fmt.Errorf("image %s (%s), layer %s: place %s at %s: %w", name, pi.Platform, l.Name, res.Record.Name, pm.Dest, err))
+			return nil, nil, plan.Wrap(pm.Pos, fmt.Errorf("image %s (%s), layer %s: place %s at %s: %w", name, pi.Platform, l.Name, res.Record.Name, dest, err))
 		}
-		what = append(what, res.Record.Name+" "+pm.Dest)
+		what = append(what, res.Record.Name+" "+dest)
 		if pm.Licenses && res.Licenses.Len() > 0 {
 			dest := "/LICENSES/" + res.Record.Name + "/"
 			if err := t.Place(res.Licenses, tree.Placement{Dest: dest}); err != nil {

@@ -115,6 +115,9 @@ type node struct {
 	kind   tree.Kind
 	by     int
 	opaque bool
+	// maybeDir marks a file that goes into a directory of the base, if
+	// the base holds one there (plan.Placement.IntoDirAs).
+	maybeDir bool
 }
 
 func newContent() *content {
@@ -143,8 +146,28 @@ func (c *content) add(p *placed) {
 		return
 	}
 	for _, rel := range slices.Sorted(maps.Keys(p.files)) {
-		c.nodes[path.Join(p.root, rel)] = node{kind: p.files[rel], by: i}
+		c.nodes[path.Join(p.root, rel)] = node{kind: p.files[rel], by: i, maybeDir: p.pm.IntoDirAs != ""}
 	}
+}
+
+// maybeDirAt returns the placement of a file at or above p, or under it,
+// that goes into a directory of the stage's base if it holds one: where
+// such a file is, the plan cannot know.
+func (c *content) maybeDirAt(p string) (*placed, bool) {
+	for dir := p; ; dir = path.Dir(dir) {
+		if n, ok := c.nodes[dir]; ok && n.maybeDir {
+			return c.placed[n.by], true
+		}
+		if dir == "/" {
+			break
+		}
+	}
+	for i, q := range c.placed {
+		if q.pm.IntoDirAs != "" && under(q.root, p) && c.nodes[q.root].by == i {
+			return q, true
+		}
+	}
+	return nil, false
 }
 
 // isDir says p is a directory in the stage as far as the plan knows.

@@ -115,6 +115,9 @@ func (e *evaluator) copy(s *stageState, n *parser.Node, op *copyOp) error {
 		if uid != nil {
 			pm.UID, pm.GID = *uid, *gid
 		}
+		if s.mayHoldDir(it, cleanDest, intoDir) {
+			pm.IntoDirAs = it.name
+		}
 		l.Placements = append(l.Placements, pm)
 		added = append(added, &placed{src: it.src, pm: pm, root: root, files: it.files})
 	}
@@ -165,6 +168,18 @@ func destination(s *stageState, raw string) (string, bool, error) {
 	}
 	clean := path.Clean(dest)
 	return clean, strings.HasSuffix(dest, "/") || strings.HasSuffix(dest, "/.") || s.content.isDir(clean), nil
+}
+
+// mayHoldDir says whether a file item copied to dest, without a trailing
+// /, may land in a directory of the stage's base: Docker copies it into a
+// directory there, which only the build, reading the base, can see. What
+// the stage's own COPYs put at dest the plan knows already.
+func (s *stageState) mayHoldDir(it item, dest string, intoDir bool) bool {
+	if intoDir || it.fromDir || it.files[""] != tree.File || s.emptyBase || s.platform.IsWindows() {
+		return false
+	}
+	n, ok := s.content.nodes[dest]
+	return !ok || n.maybeDir
 }
 
 // source resolves one source of a COPY or ADD, and says how many sources

@@ -93,6 +93,9 @@ func placements(t *testing.T, p *plan.Plan) []string {
 				what = "mkdir"
 			}
 			s := pm.Dest + "<-" + what
+			if pm.IntoDirAs != "" {
+				s = pm.Dest + " into=" + pm.IntoDirAs + "<-" + what
+			}
 			if pm.Mode != 0 {
 				s += fmt.Sprintf(" mode=%o", pm.Mode.Perm())
 			}

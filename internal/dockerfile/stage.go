@@ -53,6 +53,9 @@ func (e *evaluator) stageItems(st *stageState, src string, pos plan.Pos) ([]item
 // stagePath resolves one path of stage st.
 func (e *evaluator) stagePath(st *stageState, p string, pos plan.Pos) ([]item, error) {
 	c := st.content
+	if q, ok := c.maybeDirAt(p); ok {
+		return nil, fmt.Errorf("%s: stage %s copies %s to %s (line %d), into the directory there if its base %s holds one, else as that file; pallet reads the base only when it builds, so it cannot tell where the file is: end that destination with / (into the directory) or give the file's full path", p, st.def.label(), q.pm.IntoDirAs, q.root, q.pm.Pos.Line, st.base)
+	}
 	n, ok := c.nodes[p]
 	if !ok {
 		if q, ok := c.opaqueAbove(p); ok {

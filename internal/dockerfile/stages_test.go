@@ -271,3 +271,62 @@ func TestPlatformSelectionNeedsArch(t *testing.T) {
 		}
 	}
 }
+
+// A file copied to a name without a trailing / goes, as in Docker, into
+// the directory the base may hold there: the plan says so, and the
+// build, reading the base, decides. What the stage's own COPYs made
+// there, or an empty base, the plan knows.
+func TestDockerfileCopyIntoBaseDir(t *testing.T) {
+	files := map[string]string{"bin/hello": "h", "bin/tool": "t", "conf/a.conf": "a"}
+	tests := []struct {
+		name, df string
+		want     []string
+		err      string
+	}{
+		{"on an image base", "FROM example.com/base\nCOPY bin/hello /usr/bin\nCOPY bin/hello /usr/bin/\nCOPY bin/tool /usr/bin",
+			[]string{"/usr/bin into=hello<-local:bin/hello", "/usr/bin/<-local:bin/hello", "/usr/bin into=tool<-local:bin/tool"}, ""},
+		{"renamed", "FROM example.com/base\nCOPY bin/hello /opt/app",
+			[]string{"/opt/app into=hello<-local:bin/hello"}, ""},
+		{"a download", "FROM example.com/base\nADD --checksum=sha256:" + strings.Repeat("a", 64) + " https://example.com/dl/tool.bin /usr/local/bin",
+			[]string{"/usr/local/bin into=tool.bin<-url:https://example.com/dl/tool.bin mode=600"}, ""},
+		{"on scratch", "FROM scratch\nCOPY bin/hello /usr/bin",
+			[]string{"/usr/bin<-local:bin/hello"}, ""},
+		{"a file the stage placed is replaced", "FROM example.com/base\nCOPY bin/ /out/\nCOPY bin/tool /out/hello",
+			[]string{"/out/<-local:bin", "/out/hello<-local:bin/tool"}, ""},
+		{"a directory the stage made is copied into", "FROM example.com/base\nCOPY conf /etc/app/\nCOPY bin/hello /etc/app",
+			[]string{"/etc/app/<-local:conf", "/etc/app/<-local:bin/hello"}, ""},
+		{"a directory is not a file", "FROM example.com/base\nCOPY conf /etc/app",
+			[]string{"/etc/app/<-local:conf"}, ""},
+		{"a stage continued keeps not knowing", "FROM example.com/base AS a\nCOPY bin/hello /usr/bin\nFROM a\nCOPY bin/tool /usr/bin",
+			[]string{"/usr/bin into=hello<-local:bin/hello", "/usr/bin into=tool<-local:bin/tool"}, ""},
+		{"copying such a file from the stage is refused", "FROM example.com/base AS s\nCOPY bin/hello /usr/bin\nFROM scratch\nCOPY --from=s /usr/bin/hello /h",
+			nil, "into the directory there if its base example.com/base holds one"},
+		{"and the file's name", "FROM example.com/base AS s\nCOPY bin/hello /usr/bin\nFROM scratch\nCOPY --from=s /usr/bin /h",
+			nil, "stage s copies hello to /usr/bin (line 2)"},
+		{"and a directory above it", "FROM example.com/base AS s\nCOPY bin/hello /usr/bin\nCOPY conf /etc/\nFROM scratch\nCOPY --from=s / /",
+			nil, "cannot tell where the file is"},
+		{"other paths of the stage are not", "FROM example.com/base AS s\nCOPY bin/hello /usr/bin\nCOPY conf /etc/\nFROM scratch\nCOPY --from=s /etc /etc",
+			[]string{"/etc/<-local:conf"}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := map[string]string{"Dockerfile": tc.df + "\n"}
+			for k, v := range files {
+				fs[k] = v
+			}
+			p, err := planFiles(t, fs, Options{})
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := placements(t, p); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("layers\n got %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}

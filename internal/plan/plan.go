@@ -197,6 +197,12 @@ type Placement struct {
 	// Mode, when not zero, is the permission of every regular file placed.
 	Mode     os.FileMode
 	UID, GID int
+	// IntoDirAs, when set, places a single file into the directory at
+	// Dest, under this name, if the base holds one there (or a link to
+	// one), and at Dest itself otherwise: what Docker's COPY does with a
+	// destination without a trailing /, decided only once the base is
+	// read.
+	IntoDirAs string
 	// Licenses places the artifact's licence files under
 	// /LICENSES/<artifact>/ (on the first placement of it in an image).
 	Licenses bool

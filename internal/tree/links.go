@@ -92,6 +92,23 @@ type View struct {
 // Empty says whether v holds nothing to place through.
 func (v *View) Empty() bool { return v == nil || len(v.Links) == 0 && len(v.Dirs) == 0 }
 
+// IsDir says whether the image holds a directory at p (clean, relative
+// to the root), or a link that leads to one.
+func (v *View) IsDir(p string) bool {
+	if v == nil {
+		return false
+	}
+	r, err := v.Links.Resolve(p)
+	if err != nil {
+		return false
+	}
+	if r == "." {
+		return true
+	}
+	_, ok := v.Dirs[r]
+	return ok
+}
+
 // With returns v with t applied over it, as an importer applies a layer:
 // its links and the directories it names added, whatever it puts at a path
 // replacing what was there. A parent directory t only implies (see

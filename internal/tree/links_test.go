@@ -42,6 +42,24 @@ func TestLinksResolve(t *testing.T) {
 	}
 }
 
+// IsDir answers for a directory, a link that leads to one, and nothing
+// else: a dangling link, a loop, a name the view does not hold.
+func TestViewIsDir(t *testing.T) {
+	v := &View{Links: Links{"bin": "usr/bin", "sbin": "bin", "var/run": "/run", "a": "b", "b": "a", "up": "../.."},
+		Dirs: map[string]DirMeta{"usr": {Mode: 0o755}, "usr/bin": {Mode: 0o755}, "tmp": {Mode: 0o1777}}}
+	for p, want := range map[string]bool{
+		"usr/bin": true, "bin": true, "sbin": true, "tmp": true, ".": true, "up": true,
+		"var/run": false, "a": false, "etc": false, "usr/bin/sh": false,
+	} {
+		if got := v.IsDir(p); got != want {
+			t.Errorf("IsDir(%q) = %v, want %v", p, got, want)
+		}
+	}
+	if (*View)(nil).IsDir("usr") {
+		t.Error("an empty view holds a directory")
+	}
+}
+
 func TestThroughMovesEntriesUnderLinks(t *testing.T) {
 	src := New()
 	for _, e := range []Entry{
