@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/pallet-dev/pallet/internal/archive"
 )
@@ -158,7 +157,7 @@ func (f *Fetcher) fetchCommit(ctx context.Context, g gitRef, dir string, bare bo
 		}
 	}
 	if g.Tag != "" {
-		tagged, err := tagCommit(ctx, dir, "origin", g.Repo, g.Tag)
+		tagged, err := tagCommit(ctx, f.Limits, dir, "origin", g.Repo, g.Tag)
 		if err != nil {
 			return blame("tag", err)
 		}
@@ -195,9 +194,11 @@ var errFetchTooLarge = errors.New("fetch too large")
 func (f *Fetcher) fetchObjects(ctx context.Context, dir string, g gitRef) error {
 	// Fetching just the commit is fast where the server allows it; a
 	// server that does not (or a dumb-http mirror) gets a full fetch.
-	err := f.gitTransfer(ctx, dir, dir, "fetch", "-q", "--depth", "1", "origin", g.Commit)
-	if err != nil && !errors.Is(err, errFetchTooLarge) {
-		err = f.gitTransfer(ctx, dir, dir, "fetch", "-q", "--tags", "origin", "+refs/heads/*:refs/remotes/origin/*")
+	// --progress: what it prints is how a transfer over ssh or git://,
+	// which has no low-speed limit, is seen to go on.
+	err := f.gitTransfer(ctx, dir, dir, "fetch", "--progress", "--depth", "1", "origin", g.Commit)
+	if err != nil && !errors.Is(err, errFetchTooLarge) && !errors.Is(err, errStalled) {
+		err = f.gitTransfer(ctx, dir, dir, "fetch", "--progress", "--tags", "origin", "+refs/heads/*:refs/remotes/origin/*")
 	}
 	if err != nil {
 		return blame("repo", fmt.Errorf("fetch %s: %w", g.Repo, err))
@@ -206,48 +207,11 @@ func (f *Fetcher) fetchObjects(ctx context.Context, dir string, g gitRef) error 
 }
 
 // gitTransfer runs a git command that fetches (in dir, writing into
-// repo), held to the download limits: git's transfer is an input like
-// any other. Its size is what it writes (the pack, or loose objects),
-// looked at as it grows and once it is done; a stall is git's own
-// low-speed limit, for http(s).
+// repo), held to the download limits (see remoteGit): git's transfer is
+// an input like any other.
 func (f *Fetcher) gitTransfer(ctx context.Context, dir, repo string, args ...string) error {
-	lim := f.Limits.withDefaults()
-	tooLarge := fmt.Errorf("more than %d bytes (limits.download, --max-download): %w", lim.MaxBytes, errFetchTooLarge)
-	// What is already there (a mirror updated) is not this transfer's.
-	before := dirSize(repo)
-	tctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	watched := make(chan struct{})
-	go func() {
-		defer close(watched)
-		t := time.NewTicker(200 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-tctx.Done():
-				return
-			case <-t.C:
-				if dirSize(repo)-before > lim.MaxBytes {
-					cancel(tooLarge)
-					return
-				}
-			}
-		}
-	}()
-	// git's own low-speed limit is the downloads' MinRate over Stall.
-	args = append([]string{"-c", "http.lowSpeedLimit=" + strconv.FormatInt(lim.withDefaults().MinRate, 10), "-c", "http.lowSpeedTime=" + strconv.Itoa(max(1, int(lim.Stall.Seconds())))}, args...)
-	_, err := git(tctx, dir, args...)
-	cancel(nil)
-	<-watched
-	switch {
-	case context.Cause(tctx) == tooLarge:
-		return tooLarge
-	case err != nil:
-		return err
-	case dirSize(repo)-before > lim.MaxBytes:
-		return tooLarge
-	}
-	return nil
+	_, err := remoteGit(ctx, f.Limits, dir, repo, args...)
+	return err
 }
 
 // dirSize is the bytes of the regular files under dir, as far as it can
@@ -277,13 +241,13 @@ func (f *Fetcher) ResolveTag(ctx context.Context, repo, tag string) (string, err
 	if strings.HasPrefix(repo, "-") {
 		return "", fmt.Errorf("repository %q: a URL or path cannot start with -", repo)
 	}
-	return tagCommit(ctx, "", repo, repo, tag)
+	return tagCommit(ctx, f.Limits, "", repo, repo, tag)
 }
 
 // tagCommit asks remote (a name or URL, run in dir) for the commit tag
 // points at; repo names it in messages.
-func tagCommit(ctx context.Context, dir, remote, repo, tag string) (string, error) {
-	out, err := git(ctx, dir, "ls-remote", remote, "refs/tags/"+tag, "refs/tags/"+tag+"^{}")
+func tagCommit(ctx context.Context, lim Limits, dir, remote, repo, tag string) (string, error) {
+	out, err := remoteGit(ctx, lim, dir, "", "ls-remote", remote, "refs/tags/"+tag, "refs/tags/"+tag+"^{}")
 	if err != nil {
 		return "", err
 	}

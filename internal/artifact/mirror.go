@@ -30,7 +30,7 @@ func (f *Fetcher) mirrorRepo(ctx context.Context, dir string, g gitRef) error {
 		f.Log("mirror %s", g.Repo)
 		tmp := dst + ".new"
 		os.RemoveAll(tmp)
-		if err := f.gitTransfer(ctx, filepath.Dir(dst), tmp, "clone", "-q", "--mirror", g.Repo, tmp); err != nil {
+		if err := f.gitTransfer(ctx, filepath.Dir(dst), tmp, "clone", "--progress", "--mirror", g.Repo, tmp); err != nil {
 			os.RemoveAll(tmp)
 			return fmt.Errorf("clone %s: %w", g.Repo, err)
 		}
@@ -38,7 +38,7 @@ func (f *Fetcher) mirrorRepo(ctx context.Context, dir string, g gitRef) error {
 			return err
 		}
 	} else if _, err := git(ctx, dst, "cat-file", "-e", g.Commit+"^{commit}"); err != nil {
-		if err := f.gitTransfer(ctx, dst, dst, "remote", "update", "--prune"); err != nil {
+		if err := f.gitTransfer(ctx, dst, dst, "fetch", "--progress", "--prune", "origin"); err != nil {
 			return fmt.Errorf("update %s: %w", g.Repo, err)
 		}
 	}

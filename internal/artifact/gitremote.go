@@ -1,0 +1,152 @@
+package artifact
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pallet-dev/pallet/internal/lazyre"
+)
+
+// maxGitOutput bounds what pallet keeps of a remote git command's
+// output: ls-remote of one tag is two lines, and a fetch prints nothing
+// on stdout. A server that answers with more is refused, not buffered.
+const maxGitOutput = 1 << 20
+
+// errGitOutput stops a command whose output passed maxGitOutput.
+var errGitOutput = errors.New("git printed more than it should")
+
+// remoteGit runs git in dir for a command that talks to a remote, held
+// to the download limits, whatever the transport (git's own low-speed
+// limit covers http(s) alone; ssh and git:// have none):
+//   - a command that neither writes on stderr (the progress a fetch is
+//     told to print) nor adds to watch for a whole Stall is stalled,
+//     and ended;
+//   - watch, when set, is the repository the command writes into: what
+//     it adds is the transfer's size, held to MaxBytes as it grows and
+//     once it is done.
+func remoteGit(ctx context.Context, lim Limits, dir, watch string, args ...string) (string, error) {
+	lim = lim.withDefaults()
+	tooLarge := fmt.Errorf("more than %d bytes (limits.download, --max-download): %w", lim.MaxBytes, errFetchTooLarge)
+	wctx, dog, cancel := newWatchdog(ctx, lim.Stall)
+	defer cancel(nil)
+	defer dog.stop()
+	// What is already there (a mirror updated) is not this transfer's.
+	var before int64
+	if watch != "" {
+		before = dirSize(watch)
+	}
+	done := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		if watch == "" {
+			return
+		}
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		last := before
+		for {
+			select {
+			case <-done:
+				return
+			case <-wctx.Done():
+				return
+			case <-t.C:
+				n := dirSize(watch)
+				if n-before > lim.MaxBytes {
+					cancel(tooLarge)
+					return
+				}
+				if n != last {
+					dog.kick()
+					last = n
+				}
+			}
+		}
+	}()
+	full := append([]string{"-c", "http.lowSpeedLimit=" + strconv.FormatInt(lim.MinRate, 10), "-c", "http.lowSpeedTime=" + strconv.Itoa(max(1, int(lim.Stall.Seconds())))}, args...)
+	cmd := gitCommand(wctx, dir, full...)
+	stdout := &boundedBuffer{max: maxGitOutput, cancel: cancel}
+	stderr := &gitStderr{kick: dog.kick}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	err := cmd.Run()
+	close(done)
+	<-watched
+	cause := context.Cause(wctx)
+	switch {
+	case cause == tooLarge:
+		return "", tooLarge
+	case errors.Is(cause, errGitOutput):
+		return "", fmt.Errorf("git %s: %w (over %d bytes)", args[0], errGitOutput, maxGitOutput)
+	case stalled(wctx):
+		return "", fmt.Errorf("git %s: nothing received for %s (limits.stall): %w", args[0], lim.Stall, errStalled)
+	case err != nil:
+		return "", fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, stderr.last())
+	case watch != "" && dirSize(watch)-before > lim.MaxBytes:
+		return "", tooLarge
+	}
+	return strings.TrimSpace(stdout.String()), nil
+}
+
+// boundedBuffer keeps up to max bytes, and cancels the command that
+// writes more.
+type boundedBuffer struct {
+	bytes.Buffer
+	max    int
+	cancel context.CancelCauseFunc
+}
+
+func (b *boundedBuffer) Write(p []byte) (int, error) {
+	if b.Len()+len(p) > b.max {
+		b.cancel(errGitOutput)
+		return 0, errGitOutput
+	}
+	return b.Buffer.Write(p)
+}
+
+// gitStderr kicks the watchdog on every write, and keeps the end of what
+// was written for the error message.
+type gitStderr struct {
+	mu   sync.Mutex
+	tail []byte
+	kick func()
+}
+
+const gitStderrTail = 16 << 10
+
+func (g *gitStderr) Write(p []byte) (int, error) {
+	g.kick()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.tail = append(g.tail, p...)
+	if len(g.tail) > 2*gitStderrTail {
+		g.tail = append(g.tail[:0], g.tail[len(g.tail)-gitStderrTail:]...)
+	}
+	return len(p), nil
+}
+
+// gitProgress matches the progress lines a fetch prints, which say
+// nothing about why it failed.
+var gitProgress = lazyre.New(`^(remote: )?(Enumerating|Counting|Compressing|Receiving|Resolving|Unpacking|Total|Finding|Checking)\b`)
+
+// last is the end of stderr without its progress lines: git's reason.
+func (g *gitStderr) last() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var keep []string
+	for _, line := range strings.FieldsFunc(string(g.tail), func(r rune) bool { return r == '\n' || r == '\r' }) {
+		if line = strings.TrimSpace(line); line != "" && !gitProgress().MatchString(line) {
+			keep = append(keep, line)
+		}
+	}
+	if len(keep) > 8 {
+		keep = keep[len(keep)-8:]
+	}
+	return strings.Join(keep, "\n")
+}
