@@ -73,6 +73,7 @@ func buildCmd() *cobra.Command {
 				return err
 			}
 			defer prog.Close()
+			reportExitThrough(cmd.Context(), prog, cmd.ErrOrStderr())
 			// In json mode a failure ends the stream as an error event.
 			defer func() { err = prog.Fail(err) }()
 			// Flags and outputs are checked before any work so a typo

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -143,8 +144,15 @@ func TestStuckProcess(t *testing.T) {
 	if os.Getenv("PALLET_TEST_STUCK") == "" {
 		t.Skip("started by TestStuckCommandExitsAfterGrace")
 	}
-	_, stop := interruptible(context.Background(), 200*time.Millisecond, os.Exit)
+	ctx, stop := interruptible(context.Background(), 200*time.Millisecond, os.Exit)
 	defer stop()
+	if os.Getenv("PALLET_TEST_STUCK") == "json" {
+		prog, err := progress.New("json", os.Stderr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reportExitThrough(ctx, prog, os.Stderr)
+	}
 	fmt.Println("ready")
 	time.Sleep(time.Minute) // ignores the context, as a blocked open(2) does
 }
@@ -156,10 +164,27 @@ func TestStuckCommandExitsAfterGrace(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("signals are Unix's")
 	}
+	t.Run("plain", func(t *testing.T) {
+		if got := stuckExit(t, "1"); got != "pallet: terminated received; not stopped 200ms later, exiting\n" {
+			t.Errorf("stderr %q", got)
+		}
+	})
+	// With --progress json, the last word is the stream's error event.
+	t.Run("json", func(t *testing.T) {
+		got := stuckExit(t, "json")
+		var e struct{ Event, Error string }
+		if err := json.Unmarshal([]byte(got), &e); err != nil || strings.Count(got, "\n") != 1 || e.Event != "error" || e.Error != "terminated received; not stopped 200ms later, exiting" {
+			t.Errorf("stderr %q: %v", got, err)
+		}
+	})
+}
+
+// stuckExit runs TestStuckProcess, signals it, and returns its stderr.
+func stuckExit(t *testing.T, mode string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestStuckProcess$")
-	cmd.Env = append(os.Environ(), "PALLET_TEST_STUCK=1", "TMPDIR="+t.TempDir())
+	cmd.Env = append(os.Environ(), "PALLET_TEST_STUCK="+mode, "TMPDIR="+t.TempDir())
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -183,7 +208,5 @@ func TestStuckCommandExitsAfterGrace(t *testing.T) {
 	if !errors.As(err, &ee) || ee.ExitCode() != 143 {
 		t.Fatalf("ended with %v after %s, want exit 143\nstderr: %s", err, time.Since(start), stderr.String())
 	}
-	if !strings.Contains(stderr.String(), "pallet: terminated received; not stopped 200ms later, exiting") {
-		t.Errorf("stderr %q", stderr.String())
-	}
+	return stderr.String()
 }

@@ -63,7 +63,8 @@ const stopGrace = 10 * time.Second
 // signal's status, as one signal must do for timeout(1) and CI jobs.
 // Everything pallet writes is whole at every moment, as for a kill.
 func interruptible(parent context.Context, grace time.Duration, exit func(int)) (context.Context, func()) {
-	ctx, cancel := context.WithCancelCause(parent)
+	last := &lastWord{}
+	ctx, cancel := context.WithCancelCause(context.WithValue(parent, lastWordKey{}, last))
 	ch := make(chan os.Signal, 1)
 	stopped := make(chan struct{})
 	// done is held by whichever ends the process: the command, returning
@@ -79,7 +80,7 @@ func interruptible(parent context.Context, grace time.Duration, exit func(int)) 
 			select {
 			case <-time.After(grace):
 				if done.TryLock() {
-					fmt.Fprintf(os.Stderr, "pallet: %s; not stopped %s later, exiting\n", interrupted{sig}, grace)
+					last.tell(fmt.Sprintf("%s; not stopped %s later, exiting", interrupted{sig}, grace))
 					exit(128 + int(sig))
 					done.Unlock() // an exit that returns (a test's)
 				}
@@ -93,6 +94,46 @@ func interruptible(parent context.Context, grace time.Duration, exit func(int)) 
 		signal.Stop(ch)
 		cancel(nil)
 		close(stopped)
+	}
+}
+
+// lastWord is how a process ended after the grace says why: on stderr,
+// or through the command's progress reporter, so that a --progress json
+// stream gets an error event rather than a line of text.
+type lastWord struct {
+	mu  sync.Mutex
+	say func(msg string)
+}
+
+type lastWordKey struct{}
+
+func (w *lastWord) tell(msg string) {
+	w.mu.Lock()
+	say := w.say
+	w.mu.Unlock()
+	if say == nil {
+		fmt.Fprintln(os.Stderr, "pallet:", msg)
+		return
+	}
+	say(msg)
+}
+
+// reportExitThrough makes prog the reporter of a grace exit of the
+// command running under ctx (see interruptible).
+func reportExitThrough(ctx context.Context, prog progress.Reporter, stderr io.Writer) {
+	w, ok := ctx.Value(lastWordKey{}).(*lastWord)
+	if !ok {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.say = func(msg string) {
+		var f progress.Failure
+		if errors.As(prog.Fail(errors.New(msg)), &f) {
+			f.Report(msg)
+			return
+		}
+		fmt.Fprintln(stderr, "pallet:", msg)
 	}
 }
 
