@@ -149,6 +149,9 @@ type Fetcher struct {
 	// shared, when set, is where checkouts of one commit fetch it once
 	// (ShareCheckouts).
 	shared *gitShare
+	// gates holds the gate the go command reaches module proxies through
+	// (see proxyGate); nil leaves GOPROXY as it is. Close stops it.
+	gates *gateSlot
 }
 
 // New returns a Fetcher with sensible network defaults.
@@ -160,6 +163,7 @@ func New() *Fetcher {
 		Retries: 3,
 		Backoff: 500 * time.Millisecond,
 		Log:     func(string, ...any) {},
+		gates:   &gateSlot{},
 	}
 }
 

@@ -185,7 +185,7 @@ func (f *Fetcher) goBuild(ctx context.Context, r *Request, g *Go, dir string, wo
 		return nil, fmt.Errorf("go build stopped (%v): %w", context.Cause(ctx), ctx.Err())
 	}
 	if err != nil {
-		return nil, fmt.Errorf("go %s (in %s, %s): %w\n%s", strings.Join(args, " "), dir, r.Platform, err, strings.TrimSpace(stderr.String()))
+		return nil, fmt.Errorf("go %s (in %s, %s): %w\n%s", strings.Join(args, " "), dir, r.Platform, err, f.explainGo(strings.TrimSpace(stderr.String())))
 	}
 	if tc.err != nil {
 		return nil, tc.err
@@ -333,7 +333,7 @@ func (f *Fetcher) goEnv(g *Go, p platform.Platform) []string {
 		}
 		env = append(env, "GOPROXY="+proxy, "GOSUMDB=off")
 	}
-	return append(env, g.Env...)
+	return f.gated(append(env, g.Env...))
 }
 
 // toolchainVersion asks the go command which toolchain it used, which may

@@ -152,7 +152,7 @@ func (m *GoModule) download(ctx context.Context, f *Fetcher, env []string, dir s
 	if runErr == nil {
 		runErr = fmt.Errorf("no zip in its output (%v)", jsonErr)
 	}
-	return "", fmt.Errorf("go mod download %s: %w: %s", m.ref(), runErr, msg)
+	return "", fmt.Errorf("go mod download %s: %w: %s", m.ref(), runErr, f.explainGo(msg))
 }
 
 // verify proves a module zip against the recipe's go.sum hash. The zip's

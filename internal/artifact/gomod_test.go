@@ -12,10 +12,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"golang.org/x/mod/module"
 	"golang.org/x/mod/sumdb/dirhash"
@@ -35,6 +37,9 @@ type modProxy struct {
 	mu    sync.Mutex
 	files map[string][]byte // escaped path/@v/... -> content
 	zips  atomic.Int32
+	// stall, when set, makes the proxy send the first bytes of a path it
+	// says yes to, and then nothing.
+	stall func(path string) bool
 }
 
 // goSum is what a go.sum line pins for a module: its zip and its go.mod.
@@ -110,9 +115,17 @@ func newModProxy(t *testing.T) *modProxy {
 	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
 		body, ok := p.files[strings.TrimPrefix(r.URL.Path, "/")]
+		stall := p.stall
 		p.mu.Unlock()
 		if !ok {
 			http.NotFound(w, r)
+			return
+		}
+		if stall != nil && stall(r.URL.Path) {
+			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+			w.Write(body[:len(body)/2])
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
 			return
 		}
 		if strings.HasSuffix(r.URL.Path, ".zip") {
@@ -320,5 +333,38 @@ func TestGoModuleKeyAndOrigin(t *testing.T) {
 	}
 	if o := base.Origin(); o.Module != helloPath+"@v1.0.0" || o.SHA256 != base.Sum {
 		t.Errorf("origin %+v", o)
+	}
+}
+
+// A module proxy that stops sending in the middle of a zip ends the go
+// command's download after the stall timeout, with the proxy and the
+// limit named, instead of holding the build for ever; the next build,
+// once the proxy answers again, is not hurt by it.
+func TestGoProxyStallBounded(t *testing.T) {
+	p := newModProxy(t)
+	sum := p.addHello(t, "")
+	p.mu.Lock()
+	p.stall = func(path string) bool { return strings.HasSuffix(path, ".zip") }
+	p.mu.Unlock()
+	f := fetcher(t)
+	t.Cleanup(func() { f.Close() })
+	f.Limits.Stall = time.Second
+	start := time.Now()
+	_, err := f.Fetch(context.Background(), helloRequest(t, sum), t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "module proxy "+p.URL+"/") || !strings.Contains(err.Error(), "cut off after") || !strings.Contains(err.Error(), "(limits.stall)") {
+		t.Fatalf("fetch through a stalling proxy: %v", err)
+	}
+	if took := time.Since(start); took > 20*time.Second {
+		t.Errorf("took %s", took)
+	}
+	p.mu.Lock()
+	p.stall = nil
+	p.mu.Unlock()
+	res, err := f.Fetch(context.Background(), helloRequest(t, sum), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := runHello(t, res); !strings.Contains(got, "hello from a module") {
+		t.Errorf("hello printed %q", got)
 	}
 }

@@ -265,6 +265,7 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer fetcher.Close()
 	fetcher.Log = direct.Warn
 	if err := fetcher.ShareCheckouts(filepath.Join(work, "git")); err != nil {
 		return nil, err
@@ -1560,6 +1561,7 @@ func Mirror(ctx context.Context, reqs []*artifact.Request, dir string, n Network
 	if err != nil {
 		return err
 	}
+	defer f.Close()
 	f.Log = log
 	if err := f.MirrorTo(ctx, dir, reqs); err != nil {
 		return err
