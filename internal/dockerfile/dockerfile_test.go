@@ -109,6 +109,52 @@ func placements(t *testing.T, p *plan.Plan) []string {
 	return out
 }
 
+// placementCase is a Dockerfile's lines and the placements of its layers
+// (see placements), or the error it gives.
+type placementCase struct {
+	name, df string
+	want     []string
+	err      string
+}
+
+// checkPlacements plans each case's Dockerfile, prefix then df, in a
+// context holding files.
+func checkPlacements(t *testing.T, files map[string]string, prefix string, cases []placementCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := map[string]string{"Dockerfile": prefix + tc.df + "\n"}
+			for k, v := range files {
+				fs[k] = v
+			}
+			p := planCase(t, fs, Options{}, tc.err)
+			if p == nil {
+				return
+			}
+			if got := placements(t, p); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("layers\n got %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// planCase plans fs, and checks its error against wantErr ("" for none):
+// it returns the plan when there is one to look at.
+func planCase(t *testing.T, fs map[string]string, opt Options, wantErr string) *plan.Plan {
+	t.Helper()
+	p, err := planFiles(t, fs, opt)
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("error %v, want %q", err, wantErr)
+		}
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func located(t *testing.T, err error) *plan.Error {
 	t.Helper()
 	var pe *plan.Error
@@ -199,11 +245,7 @@ func TestDockerfileAdd(t *testing.T) {
 	files := map[string]string{"a.tar.gz": tgz.String(), "a.tar": plainTar.String(), "a.zip": zipped.String(),
 		"notes.txt.gz": gzText.String(), "renamed.bin": tgz.String(), "dir/a.tar": plainTar.String()}
 	sum := strings.Repeat("ab", 32)
-	tests := []struct {
-		name, df string
-		want     []string
-		err      string
-	}{
+	tests := []placementCase{
 		{"a local tar.gz is unpacked", "ADD a.tar.gz /opt/", []string{"/opt/<-unpack:a.tar.gz"}, ""},
 		{"into its destination even without /", "ADD a.tar /opt", []string{"/opt/<-unpack:a.tar"}, ""},
 		{"--unpack=false copies it", "ADD --unpack=false a.tar /opt/", []string{"/opt/<-local:a.tar"}, ""},
@@ -219,27 +261,7 @@ func TestDockerfileAdd(t *testing.T) {
 		{"a git repository", "ADD https://github.com/org/repo.git /src", nil, "git sources are not supported"},
 		{"an archive misnamed", "ADD renamed.bin /opt/", nil, "rename it to end in .tar.gz"},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			fs := map[string]string{"Dockerfile": "FROM scratch\n" + tc.df + "\n"}
-			for k, v := range files {
-				fs[k] = v
-			}
-			p, err := planFiles(t, fs, Options{})
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("error %v, want %q", err, tc.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := placements(t, p); !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("layers\n got %q\nwant %q", got, tc.want)
-			}
-		})
-	}
+	checkPlacements(t, files, "FROM scratch\n", tests)
 }
 
 func TestDockerfileURLArtifact(t *testing.T) {

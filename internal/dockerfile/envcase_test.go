@@ -2,7 +2,6 @@ package dockerfile
 
 import (
 	"reflect"
-	"strings"
 	"testing"
 )
 
@@ -54,15 +53,9 @@ func TestDockerfileEnvNameCase(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := planFiles(t, map[string]string{"Dockerfile": tc.df + "\n", "bin/hello": "h"}, tc.opt)
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("error %v, want %q", err, tc.err)
-				}
+			p := planCase(t, map[string]string{"Dockerfile": tc.df + "\n", "bin/hello": "h"}, tc.opt, tc.err)
+			if p == nil {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			c := p.Images[0].Platforms[0].Config
 			if !reflect.DeepEqual(c.Env, tc.env) {

@@ -37,15 +37,9 @@ func TestDockerfileArgScoping(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := planFiles(t, map[string]string{"Dockerfile": tc.df + "\n"}, Options{Args: tc.args})
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("error %v, want %q", err, tc.err)
-				}
+			p := planCase(t, map[string]string{"Dockerfile": tc.df + "\n"}, Options{Args: tc.args}, tc.err)
+			if p == nil {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if got := p.Images[0].Platforms[0].Config.Labels; !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("labels %v, want %v", got, tc.want)

@@ -17,11 +17,7 @@ func TestDockerfileCopyFromStage(t *testing.T) {
 		"bin/hello": "h", "bin/tool": "t", "conf/a.conf": "a", "conf/sub/b.conf": "b", "override.conf": "o",
 		"x.tar": tarOf(t, "inner/file"),
 	}
-	tests := []struct {
-		name, df string
-		want     []string
-		err      string
-	}{
+	tests := []placementCase{
 		{"a file", "FROM scratch AS build\nCOPY bin/ /out/\nFROM scratch\nCOPY --from=build /out/hello /usr/bin/",
 			[]string{"/usr/bin/<-local:bin/hello"}, ""},
 		{"a file renamed in the stage keeps its stage name", "FROM scratch AS build\nCOPY bin/hello /out/renamed\nFROM scratch\nCOPY --from=build /out/renamed /usr/bin/",
@@ -51,27 +47,7 @@ func TestDockerfileCopyFromStage(t *testing.T) {
 		{"a reached stage may not", "FROM scratch AS build\nRUN make\nFROM scratch\nCOPY --from=build /x /",
 			nil, "RUN is not supported"},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			fs := map[string]string{"Dockerfile": tc.df + "\n"}
-			for k, v := range files {
-				fs[k] = v
-			}
-			p, err := planFiles(t, fs, Options{})
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("error %v, want %q", err, tc.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := placements(t, p); !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("layers\n got %q\nwant %q", got, tc.want)
-			}
-		})
-	}
+	checkPlacements(t, files, "", tests)
 }
 
 // The flattened copy of a stage directory whose file was replaced holds
@@ -278,11 +254,7 @@ func TestPlatformSelectionNeedsArch(t *testing.T) {
 // there, or an empty base, the plan knows.
 func TestDockerfileCopyIntoBaseDir(t *testing.T) {
 	files := map[string]string{"bin/hello": "h", "bin/tool": "t", "conf/a.conf": "a"}
-	tests := []struct {
-		name, df string
-		want     []string
-		err      string
-	}{
+	tests := []placementCase{
 		{"on an image base", "FROM example.com/base\nCOPY bin/hello /usr/bin\nCOPY bin/hello /usr/bin/\nCOPY bin/tool /usr/bin",
 			[]string{"/usr/bin into=hello<-local:bin/hello", "/usr/bin/<-local:bin/hello", "/usr/bin into=tool<-local:bin/tool"}, ""},
 		{"renamed", "FROM example.com/base\nCOPY bin/hello /opt/app",
@@ -308,25 +280,5 @@ func TestDockerfileCopyIntoBaseDir(t *testing.T) {
 		{"other paths of the stage are not", "FROM example.com/base AS s\nCOPY bin/hello /usr/bin\nCOPY conf /etc/\nFROM scratch\nCOPY --from=s /etc /etc",
 			[]string{"/etc/<-local:conf"}, ""},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			fs := map[string]string{"Dockerfile": tc.df + "\n"}
-			for k, v := range files {
-				fs[k] = v
-			}
-			p, err := planFiles(t, fs, Options{})
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("error %v, want %q", err, tc.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := placements(t, p); !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("layers\n got %q\nwant %q", got, tc.want)
-			}
-		})
-	}
+	checkPlacements(t, files, "", tests)
 }
