@@ -368,3 +368,16 @@ func TestGoProxyStallBounded(t *testing.T) {
 		t.Errorf("hello printed %q", got)
 	}
 }
+
+// A module zip over limits.download is refused by the gate, named.
+func TestGoProxySizeBounded(t *testing.T) {
+	p := newModProxy(t)
+	sum := p.addHello(t, "")
+	f := fetcher(t)
+	t.Cleanup(func() { f.Close() })
+	f.Limits.MaxBytes = 300
+	_, err := f.Fetch(context.Background(), helloRequest(t, sum), t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "module proxy "+p.URL+"/") || !strings.Contains(err.Error(), "over the limit of 300 bytes (limits.download)") {
+		t.Fatalf("fetch of a zip over the limit: %v", err)
+	}
+}

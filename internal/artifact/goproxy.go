@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -31,9 +32,10 @@ type proxyGate struct {
 	// proxy it stands for; the path names it, so that a go command's
 	// message about the gate's URL still says which proxy failed.
 	upstream map[string]string
-	// notes say why the gate cut responses off, for the go command's
-	// failure, which reads only "unexpected EOF".
-	notes []string
+	// notes say why the gate cut responses off, by the gate's URL of
+	// each: the go command's failure names that URL, and reads only
+	// "unexpected EOF".
+	notes map[string]string
 }
 
 // gateSlot starts a Fetcher's gate once, when a go command first needs it.
@@ -117,7 +119,7 @@ func startGate(lim Limits, client *http.Client) (*proxyGate, error) {
 	if client == nil {
 		client = &http.Client{}
 	}
-	g := &proxyGate{lim: lim.withDefaults(), client: client, base: "http://" + ln.Addr().String(), upstream: map[string]string{}}
+	g := &proxyGate{lim: lim.withDefaults(), client: client, base: "http://" + ln.Addr().String(), upstream: map[string]string{}, notes: map[string]string{}}
 	g.srv = &http.Server{Handler: g, ReadHeaderTimeout: 10 * time.Second}
 	go g.srv.Serve(ln)
 	return g, nil
@@ -164,25 +166,36 @@ func (g *proxyGate) upstreamFor(escapedPath string) (string, bool) {
 	return "", false
 }
 
-func (g *proxyGate) note(format string, args ...any) {
+// maxGateNotes bounds the notes a gate keeps for one build.
+const maxGateNotes = 1024
+
+func (g *proxyGate) note(r *http.Request, format string, args ...any) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if len(g.notes) < 16 {
-		g.notes = append(g.notes, fmt.Sprintf(format, args...))
+	if len(g.notes) < maxGateNotes {
+		g.notes[g.base+r.URL.RequestURI()] = fmt.Sprintf(format, args...)
 	}
 }
 
-// explain is a go command's failure message with the gate's notes.
+// explain is a go command's failure message with the notes on the
+// responses it names.
 func (g *proxyGate) explain(msg string) string {
 	if g == nil {
 		return msg
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if len(g.notes) == 0 {
+	var add []string
+	for u, n := range g.notes {
+		if strings.Contains(msg, u) {
+			add = append(add, n)
+		}
+	}
+	if len(add) == 0 {
 		return msg
 	}
-	return msg + "\n" + strings.Join(g.notes, "\n")
+	slices.Sort(add)
+	return msg + "\n" + strings.Join(add, "\n")
 }
 
 func (g *proxyGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -215,7 +228,7 @@ func (g *proxyGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		if stalled(ctx) {
 			err = fmt.Errorf("no response for %s (limits.stall)", g.lim.Stall)
-			g.note("module proxy %s: %v", redactURL(target), err)
+			g.note(r, "module proxy %s: %v", redactURL(target), err)
 		}
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
@@ -223,7 +236,7 @@ func (g *proxyGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer resp.Body.Close()
 	if resp.ContentLength > g.lim.MaxBytes {
 		msg := fmt.Sprintf("module proxy %s: Content-Length %d bytes is over the limit of %d bytes (limits.download)", redactURL(target), resp.ContentLength, g.lim.MaxBytes)
-		g.note("%s", msg)
+		g.note(r, "%s", msg)
 		http.Error(w, msg, http.StatusBadGateway)
 		return
 	}
@@ -237,11 +250,11 @@ func (g *proxyGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	n, err := io.Copy(w, io.LimitReader(&progressReader{r: resp.Body, w: dog}, g.lim.MaxBytes+1))
 	switch {
 	case n > g.lim.MaxBytes:
-		g.note("module proxy %s: cut off at the limit of %d bytes (limits.download); the server kept sending", redactURL(target), g.lim.MaxBytes)
+		g.note(r, "module proxy %s: cut off at the limit of %d bytes (limits.download); the server kept sending", redactURL(target), g.lim.MaxBytes)
 	case err != nil && stalled(ctx):
-		g.note("module proxy %s: cut off after %d bytes: nothing received for %s (limits.stall)", redactURL(target), n, g.lim.Stall)
+		g.note(r, "module proxy %s: cut off after %d bytes: nothing received for %s (limits.stall)", redactURL(target), n, g.lim.Stall)
 	case err != nil && tooSlow(ctx):
-		g.note("module proxy %s: cut off after %d bytes: slower than %d bytes/s over %s (limits.stall)", redactURL(target), n, g.lim.MinRate, g.lim.Stall)
+		g.note(r, "module proxy %s: cut off after %d bytes: slower than %d bytes/s over %s (limits.stall)", redactURL(target), n, g.lim.MinRate, g.lim.Stall)
 	case err != nil && !errors.Is(err, context.Canceled):
 		// The go command sees the body end early and says so.
 	default:
