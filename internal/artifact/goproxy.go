@@ -226,18 +226,16 @@ func (g *proxyGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	resp, err := g.client.Do(req)
 	if err != nil {
+		// The go command shows the body of an error response.
 		if stalled(ctx) {
-			err = fmt.Errorf("no response for %s (limits.stall)", g.lim.Stall)
-			g.note(r, "module proxy %s: %v", redactURL(target), err)
+			err = fmt.Errorf("module proxy %s: no response for %s (limits.stall)", redactURL(target), g.lim.Stall)
 		}
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
 	}
 	defer resp.Body.Close()
 	if resp.ContentLength > g.lim.MaxBytes {
-		msg := fmt.Sprintf("module proxy %s: Content-Length %d bytes is over the limit of %d bytes (limits.download)", redactURL(target), resp.ContentLength, g.lim.MaxBytes)
-		g.note(r, "%s", msg)
-		http.Error(w, msg, http.StatusBadGateway)
+		http.Error(w, fmt.Sprintf("module proxy %s: Content-Length %d bytes is over the limit of %d bytes (limits.download)", redactURL(target), resp.ContentLength, g.lim.MaxBytes), http.StatusBadGateway)
 		return
 	}
 	for _, h := range []string{"Content-Type", "Content-Length", "Cache-Control", "Last-Modified", "ETag"} {
