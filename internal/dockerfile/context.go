@@ -100,17 +100,18 @@ func (c *buildContext) leavesOut(p string) bool {
 	return err == nil && out
 }
 
-// inside refuses a path that resolves, through symlinks, outside the
-// context: what a Dockerfile copies must be in what was sent to build.
-func (c *buildContext) inside(p string) error {
+// inside returns where p really is, refusing a path that resolves,
+// through symlinks, outside the context: what a Dockerfile copies must be
+// in what was sent to build.
+func (c *buildContext) inside(p string) (string, error) {
 	real, err := filepath.EvalSymlinks(p)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if real != c.dir && !strings.HasPrefix(real, c.dir+string(filepath.Separator)) {
-		return fmt.Errorf("resolves to %s, outside the build context %s", real, c.dir)
+		return "", fmt.Errorf("resolves to %s, outside the build context %s", real, c.dir)
 	}
-	return nil
+	return real, nil
 }
 
 // filter says which entries of a context directory a COPY leaves out:

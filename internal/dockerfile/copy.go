@@ -364,25 +364,32 @@ func (e *evaluator) contextItem(op *copyOp, src, host string, wild bool, pos pla
 		}
 		return item{}, false, err
 	}
-	if err := e.ctx.inside(host); err != nil {
+	real, err := e.ctx.inside(host)
+	if err != nil {
 		return item{}, false, fmt.Errorf("%s: %w", src, err)
 	}
 	info, err := os.Stat(host)
 	if err != nil {
 		return item{}, false, err
 	}
+	// The ignore file is asked of both names: BuildKit sends neither an
+	// ignored path nor what a link leads to there, so a link to an
+	// ignored file must not carry it into the image.
 	ignored, err := e.ctx.ignored(host)
 	if err != nil {
 		return item{}, false, err
+	}
+	if !ignored && real != host {
+		if ignored, err = e.ctx.ignored(real); err != nil {
+			return item{}, false, err
+		}
 	}
 	// A directory is walked where it really is: a walk does not enter a
 	// symlink it starts from. Its name does not matter, only what is in
 	// it; a file's name does, so a file keeps the path it was named by.
 	base := host
 	if info.IsDir() {
-		if base, err = filepath.EvalSymlinks(host); err != nil {
-			return item{}, false, err
-		}
+		base = real
 	}
 	f, err := newFilter(e.ctx, base, op.exclude)
 	if err != nil {

@@ -344,3 +344,44 @@ func TestDockerfileFetchable(t *testing.T) {
 		t.Errorf("fetchable %+v", reqs)
 	}
 }
+
+// A link does not carry what the ignore file leaves out into the image:
+// BuildKit does not send an ignored path, so nothing reaches it through a
+// link either.
+func TestDockerfileIgnoredBehindSymlink(t *testing.T) {
+	df := write(t, map[string]string{"secret/key": "k", "private.pem": "p", "public/a": "a",
+		".dockerignore": "secret\nprivate.pem\n", "Dockerfile": "FROM scratch\n"})
+	dir := filepath.Dir(df)
+	for link, target := range map[string]string{"linkfile": "private.pem", "linkdir": "secret", "pub": "public"} {
+		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, src := range []string{"linkfile", "linkdir", "linkdir/key", "linkdir/"} {
+		if err := os.WriteFile(df, []byte("FROM scratch\nCOPY "+src+" /x/\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		d, err := Load(df)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.Plan(Options{}); err == nil || !strings.Contains(err.Error(), "excluded from the build context") {
+			t.Errorf("COPY %s: %v, want it excluded", src, err)
+		}
+	}
+	// A pattern skips such a link, and a link to what is sent still works.
+	if err := os.WriteFile(df, []byte("FROM scratch\nCOPY link* pub/a /x/\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Load(df)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := d.Plan(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := placements(t, p), []string{"/x/<-local:pub/a"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("layers %q, want %q", got, want)
+	}
+}
