@@ -248,6 +248,19 @@ type Note struct {
 	// Warnings are the build's warnings, said again by a build that
 	// finds its outputs up to date.
 	Warnings []string `json:"warnings,omitempty"`
+	// Seal digests the rest with the note's key. A note answers a build
+	// in place of reading anything, so a damaged one would print a result
+	// the outputs do not hold: Get takes only a note whose seal matches.
+	Seal string `json:"seal"`
+}
+
+// seal is the digest Note.Seal holds for n under key.
+func (n *Note) seal(key string) string {
+	parts := [][]byte{[]byte("pallet note 1"), []byte(key), []byte(n.Inputs), []byte(n.Outputs), n.Result}
+	for _, w := range n.Warnings {
+		parts = append(parts, []byte(w))
+	}
+	return Key(parts...)
 }
 
 // Store keeps notes in a directory, one file per key.
@@ -263,14 +276,14 @@ func Key(parts ...[]byte) string {
 }
 
 // Get returns the note under key, or nil when there is none (or it
-// cannot be read: a lost note costs one build).
+// cannot be read, or is damaged: a lost note costs one build).
 func (s Store) Get(key string) *Note {
 	b, err := bounded.ReadFile(filepath.Join(s.Dir, key+".json"), maxNote)
 	if err != nil {
 		return nil
 	}
 	var n Note
-	if json.Unmarshal(b, &n) != nil || n.Inputs == "" || n.Outputs == "" {
+	if json.Unmarshal(b, &n) != nil || n.Inputs == "" || n.Outputs == "" || n.Seal != n.seal(key) {
 		return nil
 	}
 	return &n
@@ -281,7 +294,9 @@ const maxNote = 16 << 20
 
 // Put writes the note under key, whole or not at all.
 func (s Store) Put(key string, n *Note) error {
-	b, err := json.Marshal(n)
+	sealed := *n
+	sealed.Seal = n.seal(key)
+	b, err := json.Marshal(&sealed)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -155,6 +156,34 @@ func TestStore(t *testing.T) {
 	}
 	if st.Get(key) != nil {
 		t.Fatal("a torn note was read")
+	}
+	// A note whose parts were changed, still JSON, is no note either: it
+	// would print a result the outputs do not hold. Nor is a note moved
+	// under another key.
+	if err := st.Put(key, n); err != nil {
+		t.Fatal(err)
+	}
+	whole, err := os.ReadFile(filepath.Join(st.Dir, key+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, damage := range [][2]string{{`{"x":1}`, `{"x":2}`}, {`"w"`, `"v"`}, {`"i"`, `"j"`}, {`"o"`, `"p"`}} {
+		damaged := strings.Replace(string(whole), damage[0], damage[1], 1)
+		if damaged == string(whole) {
+			t.Fatalf("%s is not in the note %s", damage[0], whole)
+		}
+		write(t, filepath.Join(st.Dir, key+".json"), damaged)
+		if got := st.Get(key); got != nil {
+			t.Errorf("a note with %s for %s was read: %+v", damage[1], damage[0], got)
+		}
+	}
+	other := Key([]byte("c"))
+	write(t, filepath.Join(st.Dir, other+".json"), string(whole))
+	if st.Get(other) != nil {
+		t.Error("a note was read under another key")
+	}
+	if err := os.Remove(filepath.Join(st.Dir, other+".json")); err != nil {
+		t.Fatal(err)
 	}
 	if err := st.Put(key, n); err != nil {
 		t.Fatal(err)
