@@ -306,6 +306,41 @@ func TestCorruptCachedLayerIsRebuilt(t *testing.T) {
 	verifyBlobs(t, out)
 }
 
+// A cached layer entry whose diff ID or compression was damaged, its blob
+// whole, is not used either: those go into the image config as they are.
+func TestDamagedLayerEntryIsRebuilt(t *testing.T) {
+	cacheDir := t.TempDir()
+	recipe := copyExample(t, "hello")
+	out := filepath.Join(t.TempDir(), "out")
+	args := []string{"build", "-q", "-f", recipe, "--cache-dir", cacheDir, "--platform", "linux/amd64", "-o", "oci:" + out}
+	mustPallet(t, args...)
+	want := layoutIndex(t, out).Manifests[0].Digest
+	entries, _ := filepath.Glob(filepath.Join(cacheDir, "layers", "*.json"))
+	if len(entries) == 0 {
+		t.Fatal("no layer entries in the cache")
+	}
+	for _, damage := range []func(e map[string]any){
+		// Another digest that is well formed: the blob's own.
+		func(e map[string]any) { e["diffID"] = e["digest"] },
+		func(e map[string]any) { e["compression"] = "zstd" },
+	} {
+		for _, p := range entries {
+			var e map[string]any
+			if err := json.Unmarshal([]byte(readFileString(t, p)), &e); err != nil {
+				t.Fatal(err)
+			}
+			damage(e)
+			b, _ := json.Marshal(e)
+			writeFile(t, p, string(b))
+		}
+		os.RemoveAll(out)
+		mustPallet(t, args...)
+		if got := layoutIndex(t, out).Manifests[0].Digest; got != want {
+			t.Errorf("after damage to the layer entries: %s, want %s", got, want)
+		}
+	}
+}
+
 // verifyBlobs checks that every blob under dir/blobs/sha256 (a layout's
 // or the cache's) hashes to its name.
 func verifyBlobs(t *testing.T, dir string) {

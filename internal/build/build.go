@@ -1418,7 +1418,7 @@ func (b *builder) layer(t *tree.Tree, opt layer.Options) (v1.Layer, error) {
 		}
 		return nil
 	}
-	return cache.Aside(c, "layer-"+key, func(bool) (v1.Layer, bool) { return cachedLayer(c, key, check) }, func() (v1.Layer, error) {
+	return cache.Aside(c, "layer-"+key, func(bool) (v1.Layer, bool) { return cachedLayer(c, key, opt.Compression, check) }, func() (v1.Layer, error) {
 		tmp, err := c.TempDir()
 		if err != nil {
 			return nil, err
@@ -1440,15 +1440,25 @@ func (b *builder) layer(t *tree.Tree, opt layer.Options) (v1.Layer, error) {
 		if err := c.Learn(blob, digest.Hex); err != nil {
 			return nil, err
 		}
+		if err := c.LearnFact(blob, diffIDFact(opt.Compression), diffID.String()); err != nil {
+			return nil, err
+		}
 		out := layer.Open(blob, digest, diffID, size, opt.Compression)
 		out.Verified = true
 		return out, nil
 	})
 }
 
-func cachedLayer(c *cache.Cache, key string, check func(cache.LayerEntry, string) error) (v1.Layer, bool) {
+// diffIDFact names the memo's fact of a layer blob's diff ID.
+func diffIDFact(c layer.Compression) string { return "diffid " + string(c) }
+
+// cachedLayer is the cached layer for key, if its entry holds. The entry's
+// diff ID and compression reach the image config as they are, so they are
+// checked as the blob is: the diff ID against the blob decompressed, which
+// the memo keeps while the blob is untouched (learned as it was written).
+func cachedLayer(c *cache.Cache, key string, comp layer.Compression, check func(cache.LayerEntry, string) error) (v1.Layer, bool) {
 	e, blob, ok := c.LayerChecked(key, check)
-	if !ok {
+	if !ok || e.Compression != string(comp) {
 		return nil, false
 	}
 	digest, err1 := v1.NewHash(e.Digest)
@@ -1463,7 +1473,14 @@ func cachedLayer(c *cache.Cache, key string, check func(cache.LayerEntry, string
 	if err != nil || sum != digest.Hex {
 		return nil, false
 	}
-	l := layer.Open(blob, digest, diffID, e.Size, layer.Compression(e.Compression))
+	got, err := c.Remember(blob, diffIDFact(comp), func(p string) (string, error) {
+		h, err := layer.DiffIDOf(p, comp)
+		return h.String(), err
+	})
+	if err != nil || got != e.DiffID {
+		return nil, false
+	}
+	l := layer.Open(blob, digest, diffID, e.Size, comp)
 	l.Verified = true
 	return l, true
 }

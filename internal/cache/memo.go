@@ -439,6 +439,17 @@ func (c *Cache) Learn(path, sum string) error {
 	return nil
 }
 
+// LearnFact is Learn for another fact than the sha256, one this build
+// derived as it wrote the file (a layer blob's diff ID).
+func (c *Cache) LearnFact(path, fact, v string) error {
+	info, err := os.Lstat(path)
+	if err != nil || !info.Mode().IsRegular() {
+		return err
+	}
+	c.store(path, fact, v, tree.StampOf(info), false)
+	return nil
+}
+
 // Wrote is Learn for a file whose name does not last (unpacked into a
 // work directory, or in a cache entry not yet committed): this build
 // knows it by its stamp, whatever it is called when next looked up, and

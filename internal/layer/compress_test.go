@@ -493,3 +493,27 @@ func TestKeyNamesTheGzipLevel(t *testing.T) {
 		}
 	}
 }
+
+// DiffIDOf reads back the diff ID Build gave, for either compression, and
+// fails on a blob that is not in the compression it is asked for.
+func TestDiffIDOf(t *testing.T) {
+	tr := fileTree(t, t.TempDir(), "f", testData(7, 1<<20, false))
+	for _, comp := range []Compression{Gzip, Zstd} {
+		l, err := Build(tr, t.TempDir(), Options{Compression: comp})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := l.DiffID()
+		path := l.(*File).Path
+		if got, err := DiffIDOf(path, comp); err != nil || got != want {
+			t.Errorf("%s: %v, %v; want %v", comp, got, err, want)
+		}
+		other := Zstd
+		if comp == Zstd {
+			other = Gzip
+		}
+		if got, err := DiffIDOf(path, other); err == nil {
+			t.Errorf("%s blob read as %s: %v", comp, other, got)
+		}
+	}
+}

@@ -481,6 +481,21 @@ func (l *File) Uncompressed() (io.ReadCloser, error) {
 	}
 }
 
+// DiffIDOf decompresses the blob at path as c and returns the digest of
+// the tar in it: what a cache entry's diff ID is checked against.
+func DiffIDOf(path string, c Compression) (v1.Hash, error) {
+	rc, err := (&File{Path: path, compression: c}).Uncompressed()
+	if err != nil {
+		return v1.Hash{}, fmt.Errorf("layer blob %s: %w", path, err)
+	}
+	defer rc.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, rc); err != nil {
+		return v1.Hash{}, fmt.Errorf("layer blob %s: %w", path, err)
+	}
+	return hashOf(h), nil
+}
+
 // MediaType is the OCI layer media type for the blob's compression.
 func (l *File) MediaType() (types.MediaType, error) {
 	if l.compression == Zstd {
