@@ -341,6 +341,63 @@ func TestDamagedLayerEntryIsRebuilt(t *testing.T) {
 	}
 }
 
+// A digest memo that says the wrong thing of an input fails one build at
+// most: the build that finds it out drops it, and the next one is right.
+func TestWrongMemoDigestHeals(t *testing.T) {
+	dir, cacheDir := t.TempDir(), t.TempDir()
+	content := "tool content\n"
+	writeFile(t, filepath.Join(dir, "tool"), content)
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
+artifacts:
+  tool:
+    local: {path: tool}
+    licenses: none
+images:
+  app:
+    base: scratch
+    platforms: linux/amd64
+    files:
+      - {artifact: tool, dest: /tool}
+`)
+	// Only a file left alone for a while has its digest remembered.
+	time.Sleep(2100 * time.Millisecond)
+	out := filepath.Join(dir, "out")
+	args := []string{"build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "--cache-dir", cacheDir, "-o", "oci:" + out}
+	mustPallet(t, args...)
+	want := layoutIndex(t, out).Manifests[0].Digest
+	sum := fixture.SHA256([]byte(content))
+	wrong := fixture.SHA256([]byte("other content"))
+	shards, _ := filepath.Glob(filepath.Join(cacheDir, "memo", "*"))
+	damaged := 0
+	for _, p := range shards {
+		data := readFileString(t, p)
+		if strings.Contains(data, sum) {
+			writeFile(t, p, strings.ReplaceAll(data, sum, wrong))
+			damaged++
+		}
+	}
+	if damaged == 0 {
+		t.Fatalf("the memo (%v) does not hold the input's digest", shards)
+	}
+	os.RemoveAll(out)
+	os.RemoveAll(filepath.Join(cacheDir, "uptodate"))
+	var err error
+	for range 2 {
+		if _, err = pallet(t, args...); err == nil {
+			break
+		}
+		if !strings.Contains(err.Error(), "changed while the build read it") {
+			t.Fatalf("a wrong memo: %v", err)
+		}
+	}
+	if err != nil {
+		t.Fatalf("the build after one found the memo wrong still fails: %v", err)
+	}
+	if got := layoutIndex(t, out).Manifests[0].Digest; got != want {
+		t.Errorf("after a wrong memo: %s, want %s", got, want)
+	}
+}
+
 // verifyBlobs checks that every blob under dir/blobs/sha256 (a layout's
 // or the cache's) hashes to its name.
 func verifyBlobs(t *testing.T, dir string) {

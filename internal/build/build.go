@@ -1426,6 +1426,12 @@ func (b *builder) layer(t *tree.Tree, opt layer.Options) (v1.Layer, error) {
 		defer os.RemoveAll(tmp)
 		l, err := layer.Build(t, tmp, opt)
 		if err != nil {
+			// What the memo said of the file is not remembered for the
+			// next build, which reads it again: were the memo wrong, every
+			// build would fail here.
+			if ce := (*layer.ChangedError)(nil); errors.As(err, &ce) {
+				c.Forget(ce.Source)
+			}
 			return nil, err
 		}
 		digest, _ := l.Digest()

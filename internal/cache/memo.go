@@ -439,6 +439,26 @@ func (c *Cache) Learn(path, sum string) error {
 	return nil
 }
 
+// Forget drops every fact the memo holds of the file at path. A file
+// whose content is not the digest remembered for its stamp can only mean
+// a damaged memo (a rewrite changes the stamp): kept, it would fail every
+// build that reads the file; dropped, the next build hashes it again.
+func (c *Cache) Forget(path string) {
+	info, statErr := os.Lstat(path)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.shard(path)
+	// An entry without facts is what prune drops when the shard is saved;
+	// it hides the one read from disk until then.
+	s.entries[path] = &memoEntry{}
+	s.dirty = true
+	delete(c.young, youngKey{path, "sha256"})
+	if statErr == nil {
+		st := tree.StampOf(info)
+		delete(c.learnedDigests, fileID{st.Dev, st.Ino})
+	}
+}
+
 // LearnFact is Learn for another fact than the sha256, one this build
 // derived as it wrote the file (a layer blob's diff ID).
 func (c *Cache) LearnFact(path, fact, v string) error {

@@ -294,7 +294,7 @@ func copyFile(w io.Writer, e tree.Entry, opt Options) error {
 		// Only a file left alone while it was read has the content its
 		// status before names.
 		if after, err := f.Stat(); err != nil || !sameStatus(before, after) {
-			return &EntryError{Path: e.Path, Err: fmt.Errorf("%s changed while the build read it; run the build again", e.Source)}
+			return &EntryError{Path: e.Path, Err: &ChangedError{Source: e.Source}}
 		}
 		return nil
 	}
@@ -302,9 +302,24 @@ func copyFile(w io.Writer, e tree.Entry, opt Options) error {
 		return nil
 	}
 	if got, want := hex.EncodeToString(h.Sum(nil)), opt.Expect(e.Source); got != want {
-		return &EntryError{Path: e.Path, Err: fmt.Errorf("%s changed while the build read it (sha256 %s, then %s); run the build again", e.Source, want, got)}
+		return &EntryError{Path: e.Path, Err: &ChangedError{Source: e.Source, Want: want, Got: got}}
 	}
 	return nil
+}
+
+// ChangedError is a file whose content is not the digest the layer's key
+// was made of: changed while the build read it, or remembered wrongly.
+type ChangedError struct {
+	Source string
+	// Want and Got are the digests, when the file was hashed.
+	Want, Got string
+}
+
+func (e *ChangedError) Error() string {
+	if e.Want == "" {
+		return e.Source + " changed while the build read it; run the build again"
+	}
+	return fmt.Sprintf("%s changed while the build read it (sha256 %s, then %s); run the build again", e.Source, e.Want, e.Got)
 }
 
 // Build writes the layer for t into a new file under dir and returns it. The
