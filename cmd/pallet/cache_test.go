@@ -398,6 +398,91 @@ images:
 	}
 }
 
+// A named pipe or a directory where the cache keeps a file (a layer
+// blob or entry, an artifact's digest or record, a memo shard, a note)
+// neither hangs the build nor fails it: the entry is a miss, rebuilt, and
+// the file written again in its place.
+func TestCacheFilesReplacedByPipesOrDirs(t *testing.T) {
+	archive := fixture.TarGz([]fixture.File{{Name: "bin/tool", Content: "tool", Mode: 0o755}})
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "tool.tar.gz"), string(archive))
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
+artifacts:
+  tool:
+    local: {path: tool.tar.gz, extract: {}}
+    licenses: none
+images:
+  app:
+    base: scratch
+    platforms: linux/amd64
+    files:
+      - {artifact: tool, dest: /}
+`)
+	time.Sleep(2100 * time.Millisecond) // settled: remembered in the memo
+	globs := []string{"blobs/sha256/*", "layers/*.json", "artifacts/*/digest", "artifacts/*/record.json", "memo/*", "uptodate/*.json"}
+	for _, kind := range []string{"pipe", "dir"} {
+		t.Run(kind, func(t *testing.T) {
+			// Made by pallet, and so its own: notes are kept there.
+			cacheDir := filepath.Join(t.TempDir(), "cache")
+			out := filepath.Join(t.TempDir(), "out")
+			args := []string{"build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "--cache-dir", cacheDir, "-o", "oci:" + out}
+			// The second build leaves a note: the first made the cache.
+			mustPallet(t, args...)
+			mustPallet(t, args...)
+			want := layoutIndex(t, out).Manifests[0].Digest
+			for _, g := range globs {
+				ms, _ := filepath.Glob(filepath.Join(cacheDir, g))
+				if len(ms) == 0 {
+					t.Fatalf("nothing in the cache matches %s", g)
+				}
+				for _, m := range ms {
+					if err := os.Remove(m); err != nil {
+						t.Fatal(err)
+					}
+					if kind == "pipe" {
+						err := syscall.Mkfifo(m, 0o644)
+						if err != nil {
+							t.Fatal(err)
+						}
+					} else {
+						writeFile(t, filepath.Join(m, "x"), "x")
+					}
+				}
+			}
+			os.RemoveAll(out)
+			for i := range 2 {
+				done := make(chan error, 1)
+				go func() {
+					msgs, err := pallet(t, args...)
+					if err != nil {
+						err = fmt.Errorf("%w\n%s", err, msgs)
+					}
+					done <- err
+				}()
+				select {
+				case err := <-done:
+					if err != nil {
+						t.Fatalf("build %d with a %s in the cache: %v", i+1, kind, err)
+					}
+				case <-time.After(2 * time.Minute):
+					t.Fatalf("build %d with a %s in the cache hangs", i+1, kind)
+				}
+				if got := layoutIndex(t, out).Manifests[0].Digest; got != want {
+					t.Errorf("build %d with a %s in the cache: %s, want %s", i+1, kind, got, want)
+				}
+			}
+			for _, g := range globs {
+				ms, _ := filepath.Glob(filepath.Join(cacheDir, g))
+				for _, m := range ms {
+					if info, err := os.Lstat(m); err != nil || !info.Mode().IsRegular() {
+						t.Errorf("%s is not a file again after two builds: %v", m, info.Mode())
+					}
+				}
+			}
+		})
+	}
+}
+
 // verifyBlobs checks that every blob under dir/blobs/sha256 (a layout's
 // or the cache's) hashes to its name.
 func verifyBlobs(t *testing.T, dir string) {

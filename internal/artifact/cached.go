@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/pallet-dev/pallet/internal/bounded"
 	"github.com/pallet-dev/pallet/internal/cache"
 	"github.com/pallet-dev/pallet/internal/tree"
 )
@@ -305,12 +306,19 @@ func (f *Fetcher) entryDigest(dir string, digest tree.FileDigest) (string, *tree
 	return strings.Join(parts, " "), trees[0], trees[1], trees[2], nil
 }
 
+// maxEntryDigest and maxEntryRecord bound what of a cache entry is read
+// into memory: digests of three trees, and an artifact's record.
+const (
+	maxEntryDigest = 4 << 10
+	maxEntryRecord = 16 << 20
+)
+
 // fromCache reads the cache entry at dir for r, refusing one whose files
 // no longer match what was stored, or whose record does not carry r's
 // pins: an entry is found by a key, and a key made elsewhere (a shared
 // registry cache) is only a claim.
 func (f *Fetcher) fromCache(dir string, r *Request) (*Result, error) {
-	want, err := os.ReadFile(filepath.Join(dir, "digest"))
+	want, err := bounded.ReadRegular(filepath.Join(dir, "digest"), maxEntryDigest)
 	if err != nil {
 		return nil, fmt.Errorf("cache entry %s: %w", dir, err)
 	}
@@ -325,9 +333,9 @@ func (f *Fetcher) fromCache(dir string, r *Request) (*Result, error) {
 	case *GoModule:
 		res.GoSource, res.GoSourceSelected = filepath.Join(dir, "modsrc", filepath.FromSlash(k.build().Module)), true
 	}
-	data, err := os.ReadFile(filepath.Join(dir, "record.json"))
+	data, err := bounded.ReadRegular(filepath.Join(dir, "record.json"), maxEntryRecord)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("cache entry %s: %w", dir, err)
 	}
 	if err := json.Unmarshal(data, &res.Record); err != nil {
 		return nil, fmt.Errorf("cache entry %s: %w", dir, err)

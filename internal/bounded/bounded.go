@@ -49,6 +49,41 @@ func ReadFile(path string, limit int64) ([]byte, error) {
 	return b, nil
 }
 
+// ReadRegular is ReadFile for a file that must be a regular one: an entry
+// of pallet's own cache, which pallet wrote as one. Anything else put in
+// its place (a named pipe, a device, a directory) is an error at once,
+// instead of a read that waits for a writer or never ends.
+func ReadRegular(path string, limit int64) ([]byte, error) {
+	f, err := Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if err := Regular(f); err != nil {
+		return nil, err
+	}
+	b, err := ReadAll(f, limit)
+	if err != nil {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: err}
+	}
+	return b, nil
+}
+
+// ErrNotRegular is what Regular says of anything but a regular file.
+var ErrNotRegular = errors.New("not a regular file")
+
+// Regular refuses an open file that is not a regular one.
+func Regular(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return &fs.PathError{Op: "read", Path: f.Name(), Err: fmt.Errorf("%w (%s)", ErrNotRegular, fi.Mode().Type())}
+	}
+	return nil
+}
+
 // Open opens the file at path for reading without waiting for a writer:
 // os.Open of a named pipe blocks until something opens it to write, which
 // may be never, and no signal ends a blocked open. A pipe is read as its

@@ -24,6 +24,7 @@ import (
 
 	"github.com/gofrs/flock"
 
+	"github.com/pallet-dev/pallet/internal/bounded"
 	"github.com/pallet-dev/pallet/internal/regfile"
 	"github.com/pallet-dev/pallet/internal/tempfile"
 )
@@ -177,10 +178,30 @@ func (c *Cache) PutBlob(sum, src string) (string, error) {
 	}
 	defer unlock()
 	dst := c.Blob(sum)
-	if err := os.Rename(src, dst); err != nil {
+	if err := c.replace(dst, func() error { return os.Rename(src, dst) }); err != nil {
 		return "", fmt.Errorf("cache: put blob sha256:%s: %w", sum, err)
 	}
 	return dst, nil
+}
+
+// replace runs put, which renames a file to dst, again after moving what
+// is there out of the way when that is what stopped it: a rename does not
+// replace a directory, and one where the cache keeps a file (made by hand,
+// or by a damaged file system) would otherwise fail every build that
+// writes it. dst is a name the cache owns.
+func (c *Cache) replace(dst string, put func() error) error {
+	err := put()
+	if err == nil {
+		return nil
+	}
+	if info, lerr := os.Lstat(dst); lerr != nil || !info.IsDir() {
+		return err
+	}
+	c.warn("cache: %s is a directory where a file belongs; replaced", dst)
+	if derr := c.discard(dst); derr != nil {
+		return errors.Join(err, derr)
+	}
+	return put()
 }
 
 // VerifiedBlob returns the path of the blob sum if it is there and its
@@ -348,6 +369,9 @@ func (c *Cache) CommitArtifact(key, tmp string) (string, error) {
 	return dst, nil
 }
 
+// maxLayerEntry bounds a layer entry read back: four short fields.
+const maxLayerEntry = 64 << 10
+
 // LayerEntry describes a cached layer blob.
 type LayerEntry struct {
 	Digest      string `json:"digest"`
@@ -406,8 +430,11 @@ func (c *Cache) LayerChecked(key string, check func(e LayerEntry, blob string) e
 func (c *Cache) localLayer(key string) (LayerEntry, string, bool) {
 	var e LayerEntry
 	path := filepath.Join(c.dir, "layers", key+".json")
-	data, err := os.ReadFile(path)
+	data, err := bounded.ReadRegular(path, maxLayerEntry)
 	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			c.warn("cache: layer entry %s cannot be read (%v); not used", path, err)
+		}
 		return e, "", false
 	}
 	if err := json.Unmarshal(data, &e); err != nil {
@@ -455,7 +482,8 @@ func (c *Cache) putLayer(key, src string, e LayerEntry) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := tempfile.WriteFile(filepath.Join(c.dir, "layers", key+".json"), data); err != nil {
+	entry := filepath.Join(c.dir, "layers", key+".json")
+	if err := c.replace(entry, func() error { return tempfile.WriteFile(entry, data) }); err != nil {
 		return "", err
 	}
 	c.use(c.usedLayers, key)

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pallet-dev/pallet/internal/bounded"
 	"github.com/pallet-dev/pallet/internal/tempfile"
 	"github.com/pallet-dev/pallet/internal/tree"
 )
@@ -299,11 +300,14 @@ var shardBuffers = sync.Pool{New: func() any { b := make([]byte, 64<<10); return
 // keeps: os.ReadFile and a string of its bytes were twice the memory to
 // fill, a tenth of a no-op build's CPU. errShard says it is too big.
 func readShard(path string) (string, error) {
-	f, err := os.Open(path)
+	f, err := bounded.Open(path)
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
+	if err := bounded.Regular(f); err != nil {
+		return "", err
+	}
 	info, err := f.Stat()
 	if err != nil {
 		return "", err
@@ -353,6 +357,11 @@ func (c *Cache) RememberAt(path string, st tree.Stamp, fact string, derive func(
 		info, err := os.Stat(path)
 		if err != nil {
 			return "", err
+		}
+		// Facts are of a file's content: what is not a regular file has
+		// none, and opening a named pipe to read waits for a writer.
+		if !info.Mode().IsRegular() {
+			return "", &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w (%s)", bounded.ErrNotRegular, info.Mode().Type())}
 		}
 		st = tree.StampOf(info)
 	}
@@ -652,7 +661,8 @@ func (c *Cache) save() error {
 		// files up after they save the memo.
 		*s = memoShard{entries: s.all()}
 		s.prune(share)
-		if err := tempfile.WriteFile(c.shardPath(i), encodeShard(s.entries)); err != nil {
+		shard, data := c.shardPath(i), encodeShard(s.entries)
+		if err := c.replace(shard, func() error { return tempfile.WriteFile(shard, data) }); err != nil {
 			s.dirty = true
 			return fmt.Errorf("cache %s: digest memo: %w", c.dir, err)
 		}

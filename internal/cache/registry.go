@@ -28,6 +28,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pallet-dev/pallet/internal/archive"
+	"github.com/pallet-dev/pallet/internal/bounded"
 	"github.com/pallet-dev/pallet/internal/regauth"
 )
 
@@ -54,6 +55,9 @@ const keepFor = 14 * 24 * time.Hour
 // maxClockSkew is how far in the future another export's date may be
 // before its entry is taken for the work of a wrong clock and dropped.
 const maxClockSkew = time.Hour
+
+// maxMarker bounds an entry's completion marker read back: it holds a key.
+const maxMarker = 4 << 10
 
 // remoteCache is the index of a registry cache read at the start of a build.
 type remoteCache struct {
@@ -157,7 +161,7 @@ func (rc *remoteCache) fetchArtifact(tmp, key string, d v1.Descriptor) (string, 
 	if err != nil || !info.Mode().IsRegular() {
 		return "", errors.New("it has no completion marker")
 	}
-	named, err := os.ReadFile(marker)
+	named, err := bounded.ReadRegular(marker, maxMarker)
 	if err != nil {
 		return "", err
 	}

@@ -64,12 +64,7 @@ func (s *Sources) Lookup(registry string) map[string]string {
 }
 
 func (s *Sources) read(registry string) (*sourcesFile, error) {
-	f, err := os.Open(s.path(registry))
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := bounded.ReadAll(f, maxSourcesFile)
+	b, err := bounded.ReadRegular(s.path(registry), maxSourcesFile)
 	if err != nil {
 		return nil, err
 	}

@@ -303,7 +303,17 @@ func (s Store) Put(key string, n *Note) error {
 	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
 		return err
 	}
-	return tempfile.WriteFile(filepath.Join(s.Dir, key+".json"), b)
+	path := filepath.Join(s.Dir, key+".json")
+	err = tempfile.WriteFile(path, b)
+	// A directory under a note's name (no rename replaces one) would
+	// keep every later build from noting its result.
+	if info, lerr := os.Lstat(path); err != nil && lerr == nil && info.IsDir() {
+		if rerr := os.RemoveAll(path); rerr != nil {
+			return errors.Join(err, rerr)
+		}
+		err = tempfile.WriteFile(path, b)
+	}
+	return err
 }
 
 // Touch marks the note under key as used at t, for Prune.
