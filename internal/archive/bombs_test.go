@@ -206,3 +206,40 @@ func zipStoredMany(t testing.TB, n int) []byte {
 	}
 	return buf.Bytes()
 }
+
+// zipFlood is a zip whose central directory holds n records of 46 bytes,
+// the least one takes, while its end record declares the given count and
+// directory size. Each record costs archive/zip a File of some 200 bytes,
+// so a small file makes it allocate a lot. archive/zip reads records until
+// one is not a record, whatever the end record says, and checks the count
+// only modulo 65536, so a count of n%65536 passes it. zip64 writes the
+// count and size in a zip64 end record, as writers do past 65535 entries.
+func zipFlood(n int, declared, dirSize uint64, zip64 bool) []byte {
+	rec := binary.LittleEndian.AppendUint32(nil, 0x02014b50)
+	rec = append(rec, make([]byte, 42)...)
+	out := bytes.Repeat(rec, n)
+	le := binary.LittleEndian
+	if zip64 {
+		end64 := int64(len(out))
+		out = le.AppendUint32(out, 0x06064b50)
+		out = le.AppendUint64(out, 44)
+		out = le.AppendUint32(out, 0) // versions
+		out = le.AppendUint64(out, 0) // disks
+		out = le.AppendUint64(out, declared)
+		out = le.AppendUint64(out, declared)
+		out = le.AppendUint64(out, dirSize)
+		out = le.AppendUint64(out, 0) // directory offset
+		out = le.AppendUint32(out, 0x07064b50)
+		out = le.AppendUint32(out, 0)
+		out = le.AppendUint64(out, uint64(end64))
+		out = le.AppendUint32(out, 1)
+		declared, dirSize = 0xffff, 0xffffffff
+	}
+	out = le.AppendUint32(out, 0x06054b50)
+	out = le.AppendUint32(out, 0) // disks
+	out = le.AppendUint16(out, uint16(declared))
+	out = le.AppendUint16(out, uint16(declared))
+	out = le.AppendUint32(out, uint32(dirSize))
+	out = le.AppendUint32(out, 0) // directory offset
+	return le.AppendUint16(out, 0)
+}

@@ -2,6 +2,7 @@ package archive
 
 import (
 	"archive/tar"
+	"archive/zip"
 	"bytes"
 	"context"
 	"errors"
@@ -41,6 +42,11 @@ type limitCase struct {
 const (
 	mib = 1 << 20
 	gib = 1 << 30
+
+	// floodRecords is the count of records zipFlood cases hold: 24 MiB of
+	// them, which passes archive/zip's check of the count modulo 65536
+	// when 5 are declared.
+	floodRecords = 8<<16 + 5
 )
 
 // keep is a small file the Include tests select while the bomb is skipped.
@@ -142,6 +148,44 @@ func limitCases() []limitCase {
 			name: "zip entry count", format: Zip, opt: Options{MaxEntries: 100},
 			data:    func(t testing.TB) []byte { return zipStoredMany(t, 101) },
 			wantErr: `archive has more than 100 entries`,
+		},
+		limitCase{
+			name: "zip64 entry count", format: Zip, opt: Options{MaxEntries: 69999},
+			data:    func(t testing.TB) []byte { return zipStoredMany(t, 70000) },
+			wantErr: `archive has more than 69999 entries`,
+		},
+		// A directory of many records that declares few of them: the
+		// records must not all be read before the count is known.
+		limitCase{
+			name: "zip directory holding more records than it declares", format: Zip,
+			opt: Options{MaxEntries: 10}, claim: floodRecords * 200,
+			data:    func(t testing.TB) []byte { return zipFlood(floodRecords, 5, floodRecords*46, false) },
+			wantErr: `archive has more than 10 entries`,
+		},
+		limitCase{
+			name: "zip directory declaring a size of a few records", format: Zip,
+			opt: Options{MaxEntries: 10}, claim: floodRecords * 200,
+			data:    func(t testing.TB) []byte { return zipFlood(floodRecords, 5, 5*46, false) },
+			wantErr: `archive has more than 10 entries`,
+		},
+		limitCase{
+			name: "zip64 directory holding more records than it declares", format: Zip,
+			opt: Options{MaxEntries: 10}, claim: floodRecords * 200,
+			data:    func(t testing.TB) []byte { return zipFlood(floodRecords, 5, floodRecords*46, true) },
+			wantErr: `archive has more than 10 entries`,
+		},
+		limitCase{
+			name: "zip64 directory declaring a size of a few records", format: Zip,
+			opt: Options{MaxEntries: 10}, claim: floodRecords * 200,
+			data:    func(t testing.TB) []byte { return zipFlood(floodRecords, 5, 5*46, true) },
+			wantErr: `archive has more than 10 entries`,
+		},
+		limitCase{
+			// archive/zip accepts it holding 3,000,000%65536 records, fewer
+			// than the limit: only the declared count exceeds it.
+			name: "zip64 declaring 3,000,000 entries", format: Zip,
+			data:    func(t testing.TB) []byte { return zipFlood(3_000_000%65536, 3_000_000, 3_000_000%65536*46, true) },
+			wantErr: `archive has more than 1000000 entries`,
 		},
 
 		// Decoder windows. xz and zstd headers say how much history to
@@ -313,6 +357,38 @@ func TestLimitsLeaveRoomForRealArchives(t *testing.T) {
 		{name: "entries equal to MaxEntries", format: TarGzip, opt: Options{MaxEntries: 3},
 			data: func(t testing.TB) []byte { return build(t, TarGzip, manyEntries(3)) },
 			want: map[string]int64{"f0": 1, "f1": 1, "f2": 1}},
+		{name: "zip entries equal to MaxEntries", format: Zip, opt: Options{MaxEntries: 3},
+			data: func(t testing.TB) []byte { return zipStoredMany(t, 3) },
+			want: map[string]int64{"f0": 1, "f1": 1, "f2": 1}},
+		{name: "zip64 entries equal to MaxEntries", format: Zip,
+			opt:  Options{MaxEntries: 70000, Include: []string{"f69999"}},
+			data: func(t testing.TB) []byte { return zipStoredMany(t, 70000) },
+			want: map[string]int64{"f69999": 1}},
+		{name: "zip with the longest comment", format: Zip, opt: Options{MaxEntries: 2},
+			data: func(t testing.TB) []byte {
+				var buf bytes.Buffer
+				zw := zip.NewWriter(&buf)
+				for _, name := range []string{"f0", "f1"} {
+					w, err := zw.Create(name)
+					if err != nil {
+						t.Fatal(err)
+					}
+					w.Write([]byte("x"))
+				}
+				zw.SetComment(strings.Repeat("c", 0xffff))
+				if err := zw.Close(); err != nil {
+					t.Fatal(err)
+				}
+				return buf.Bytes()
+			},
+			want: map[string]int64{"f0": 1, "f1": 1}},
+		{name: "zip after a prefix", format: Zip, opt: Options{MaxEntries: 2},
+			data: func(t testing.TB) []byte {
+				// As a self-extracting archive is: its offsets do not count
+				// the prefix, and archive/zip finds the directory by its end.
+				return concat([]byte(strings.Repeat("#!/bin/sh\n", 1000)), zipStoredMany(t, 2))
+			},
+			want: map[string]int64{"f0": 1, "f1": 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -336,4 +412,39 @@ func TestNegativeLimitsRefused(t *testing.T) {
 			t.Errorf("%+v: error = %v", opt, err)
 		}
 	}
+}
+
+// FuzzZipDirectory checks checkZipDirectory's reading of a zip against
+// archive/zip's: every zip archive/zip opens must be found, and its
+// records counted, never fewer than archive/zip reads. A change in
+// archive/zip's reading (it is followed step by step) shows here.
+func FuzzZipDirectory(f *testing.F) {
+	f.Add(zipStoredMany(f, 3))
+	f.Add(build(f, Zip, sampleTree))
+	f.Add(concat([]byte("#!/bin/sh\n"), zipStoredMany(f, 2)))
+	f.Add(zipFlood(7, 5, 5*46, false))
+	f.Add(zipFlood(7, 5, 7*46, true))
+	f.Add(zipFlood(7, 5, 5*46, true))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, size := bytes.NewReader(data), int64(len(data))
+		zr, err := zip.NewReader(r, size)
+		if err != nil && !errors.Is(err, zip.ErrInsecurePath) {
+			return
+		}
+		_, starts, err := zipDirectory(r, size)
+		if err != nil {
+			t.Fatalf("archive/zip reads %d records, zipDirectory fails: %v", len(zr.File), err)
+		}
+		n := 0
+		for _, start := range starts {
+			c, err := countZipRecords(r, start, size, len(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			n = max(n, c)
+		}
+		if n < len(zr.File) {
+			t.Fatalf("archive/zip reads %d records, countZipRecords %d from %v", len(zr.File), n, starts)
+		}
+	})
 }

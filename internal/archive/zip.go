@@ -2,6 +2,8 @@ package archive
 
 import (
 	"archive/zip"
+	"bufio"
+	"encoding/binary"
 	"errors"
 	"io"
 	"io/fs"
@@ -17,9 +19,13 @@ func (x *extractor) extractZip(file *os.File) error {
 	if err != nil {
 		return x.fail("%w", err)
 	}
+	in := ctxReaderAt{x.ctx, file}
+	if err := x.checkZipDirectory(in, fi.Size()); err != nil {
+		return err
+	}
 	// ErrInsecurePath (GODEBUG zipinsecurepath=0) still returns a usable
 	// reader; names are checked per entry below anyway.
-	zr, err := zip.NewReader(ctxReaderAt{x.ctx, file}, fi.Size())
+	zr, err := zip.NewReader(in, fi.Size())
 	if err != nil && !errors.Is(err, zip.ErrInsecurePath) {
 		return x.fail("read zip: %w", err)
 	}
@@ -27,7 +33,9 @@ func (x *extractor) extractZip(file *os.File) error {
 	// faster on the large binaries release zips carry.
 	zr.RegisterDecompressor(zip.Deflate, func(r io.Reader) io.ReadCloser { return flate.NewReader(r) })
 
-	// The central directory gives the count up front: fail before writing.
+	// checkZipDirectory has counted these records already, unless it and
+	// archive/zip have come to disagree on where they start: fail before
+	// writing anyway.
 	if len(zr.File) > x.opt.MaxEntries {
 		return x.fail("%w", x.tooManyEntries())
 	}
@@ -77,4 +85,161 @@ func (x *extractor) meteredOpen(f *zip.File) func() (io.ReadCloser, error) {
 			io.Closer
 		}{meter{rc, x}, rc}, nil
 	}
+}
+
+// checkZipDirectory refuses a zip whose central directory holds more
+// records than MaxEntries before archive/zip reads them. archive/zip
+// keeps a File of a few hundred bytes for each record, and a record takes
+// as little as 46 bytes of the file: 3 million of them cost over 700 MB
+// before the count could be checked. What the end record declares does
+// not bound this: archive/zip reads records until it meets something
+// else, whatever size the directory declares, and compares their number
+// with the declared count only modulo 65536. So the records are counted
+// here first, from where archive/zip will start, stopping one past the
+// limit. archive/zip then holds at most MaxEntries Files, plus the names,
+// extra fields and comments, which it copies from the file about twice:
+// that part is bounded by the file's size, which the download limits
+// bound. The price is reading the directory twice.
+func (x *extractor) checkZipDirectory(r io.ReaderAt, size int64) error {
+	declared, starts, err := zipDirectory(r, size)
+	if err != nil {
+		return x.fail("read zip: %w", err)
+	}
+	// A declared count can only make the refusal come sooner.
+	if declared > uint64(x.opt.MaxEntries) {
+		return x.fail("%w", x.tooManyEntries())
+	}
+	for _, start := range starts {
+		n, err := countZipRecords(r, start, size, x.opt.MaxEntries)
+		if err != nil {
+			return x.fail("read zip: %w", err)
+		}
+		if n > x.opt.MaxEntries {
+			return x.fail("%w", x.tooManyEntries())
+		}
+	}
+	return nil
+}
+
+// Layout of a zip's end, as in archive/zip's struct.go.
+const (
+	zipRecordSig = 0x02014b50
+	zipEndSig    = 0x06054b50
+	zip64LocSig  = 0x07064b50
+	zip64EndSig  = 0x06064b50
+	zipRecordLen = 46
+	zipEndLen    = 22
+	zip64LocLen  = 20
+	zip64EndLen  = 56
+	zipEndSearch = 65 << 10
+)
+
+// zipDirectory returns the entry count a zip declares and where
+// archive/zip may begin to read its central directory records. It follows
+// archive/zip's readDirectoryEnd step by step, as of Go 1.26, quirks
+// included: a reading of its own, however sound, would count records
+// other than those archive/zip then reads. FuzzZipDirectory compares them. Where that guesses (the base offset of a zip after a
+// prefix), both places are returned. Where it fails, archive/zip would
+// too, so the zip is refused as malformed.
+func zipDirectory(r io.ReaderAt, size int64) (declared uint64, starts []int64, err error) {
+	le := binary.LittleEndian
+	tail := make([]byte, min(size, zipEndSearch))
+	if _, err := r.ReadAt(tail, size-int64(len(tail))); err != nil && err != io.EOF {
+		return 0, nil, err
+	}
+	// The last signature is the end record, even if its comment would
+	// overrun the file and an earlier one's would not.
+	p := -1
+	for i := len(tail) - zipEndLen; i >= 0; i-- {
+		if le.Uint32(tail[i:]) == zipEndSig {
+			p = i
+			break
+		}
+	}
+	if p < 0 || p+zipEndLen+int(le.Uint16(tail[p+20:])) > len(tail) {
+		return 0, nil, zip.ErrFormat
+	}
+	end := size - int64(len(tail)) + int64(p)
+	declared = uint64(le.Uint16(tail[p+10:]))
+	dirSize := uint64(le.Uint32(tail[p+12:]))
+	dirOffset := uint64(le.Uint32(tail[p+16:]))
+
+	// archive/zip looks for zip64 when the size is 0xffff, not 0xffffffff.
+	if declared == 0xffff || dirSize == 0xffff || dirOffset == 0xffffffff {
+		var loc [zip64LocLen]byte
+		if end >= zip64LocLen {
+			if _, err := r.ReadAt(loc[:], end-zip64LocLen); err != nil {
+				return 0, nil, err
+			}
+		}
+		// A locator that does not fit a single-disk zip64 is ignored,
+		// and the 32-bit fields stand.
+		if p64 := int64(le.Uint64(loc[8:])); le.Uint32(loc[:]) == zip64LocSig &&
+			le.Uint32(loc[4:]) == 0 && le.Uint32(loc[16:]) == 1 && p64 >= 0 {
+			var e [zip64EndLen]byte
+			if _, err := r.ReadAt(e[:], p64); err != nil {
+				return 0, nil, err
+			}
+			if le.Uint32(e[:]) != zip64EndSig {
+				return 0, nil, zip.ErrFormat
+			}
+			end = p64
+			declared = le.Uint64(e[32:])
+			dirSize = le.Uint64(e[40:])
+			dirOffset = le.Uint64(e[48:])
+		}
+	}
+	if dirSize > math.MaxInt64 || dirOffset > math.MaxInt64 {
+		return 0, nil, zip.ErrFormat
+	}
+	// The same arithmetic as archive/zip's, overflow included.
+	base := end - int64(dirSize) - int64(dirOffset)
+	start := base + int64(dirOffset)
+	if start < 0 || start >= size {
+		return 0, nil, zip.ErrFormat
+	}
+	starts = []int64{start}
+	if base > 0 {
+		// archive/zip takes the base as 0 instead if a record it can
+		// parse is found there.
+		starts = append(starts, int64(dirOffset))
+	}
+	return declared, starts, nil
+}
+
+// countZipRecords counts the records from start that archive/zip would
+// read, stopping at the first that is not one or is cut short by the end
+// of the file, or once there are more than limit. Unlike archive/zip it
+// does not parse extra fields, so it may count a record that archive/zip
+// stops at: never fewer.
+func countZipRecords(r io.ReaderAt, start, size int64, limit int) (int, error) {
+	if start >= size {
+		return 0, nil
+	}
+	br := bufio.NewReaderSize(io.NewSectionReader(r, start, size-start), 64<<10)
+	var h [zipRecordLen]byte
+	n := 0
+	for n <= limit {
+		if _, err := io.ReadFull(br, h[:]); err != nil {
+			return n, endOK(err)
+		}
+		if binary.LittleEndian.Uint32(h[:]) != zipRecordSig {
+			break
+		}
+		vars := int(binary.LittleEndian.Uint16(h[28:])) + int(binary.LittleEndian.Uint16(h[30:])) + int(binary.LittleEndian.Uint16(h[32:]))
+		if _, err := br.Discard(vars); err != nil {
+			return n, endOK(err)
+		}
+		n++
+	}
+	return n, nil
+}
+
+// endOK drops the errors of a record cut short, which only ends the
+// directory, and keeps those of reading (cancellation, I/O).
+func endOK(err error) error {
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		return nil
+	}
+	return err
 }
