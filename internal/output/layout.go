@@ -176,6 +176,13 @@ func (l *Layout) Write(ctx context.Context, images []Image) error {
 			return fmt.Errorf("output %s: %w", l, err)
 		}
 	}
+	// go-containerregistry creates these executable (os.ModePerm); they
+	// are data, as the blobs are.
+	for _, f := range []string{"index.json", "oci-layout"} {
+		if err := os.Chmod(filepath.Join(string(p), f), 0o644); err != nil {
+			return err
+		}
+	}
 	if inPlace {
 		err = w.update(dir)
 	} else {

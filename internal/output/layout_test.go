@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -341,5 +342,33 @@ func TestLayoutKeepsForeignIndexFields(t *testing.T) {
 	}
 	if !os.SameFile(before, after) || !after.ModTime().Equal(before.ModTime()) {
 		t.Error("a rebuild that changed nothing rewrote index.json")
+	}
+}
+
+// A layout's files are data, not programs, whether the layout is new or
+// updated in place.
+func TestLayoutFilesAreNotExecutable(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	for i := range 2 {
+		img, err := random.Image(64, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := (&Layout{Dir: dir}).Write(context.Background(), []Image{{Repository: "app", Tags: []string{"v1"}, Image: img}}); err != nil {
+			t.Fatal(err)
+		}
+		err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			info, err := d.Info()
+			if err == nil && info.Mode().Perm()&0o111 != 0 {
+				t.Errorf("write %d: %s is %v", i+1, p, info.Mode())
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 }
