@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"log"
 	"net/url"
 	"path/filepath"
 	"slices"
@@ -73,6 +74,7 @@ func buildCmd() *cobra.Command {
 				return err
 			}
 			defer prog.Close()
+			defer logThrough(prog)()
 			reportExitThrough(cmd.Context(), prog, cmd.ErrOrStderr())
 			// In json mode a failure ends the stream as an error event.
 			defer func() { err = prog.Fail(err) }()
@@ -318,4 +320,25 @@ func attestFlags(sboms []string, provenance, index bool, dir string) (build.Atte
 		return a, fmt.Errorf("--attest-index and --sbom-dir need --sbom or --provenance")
 	}
 	return a, nil
+}
+
+// logThrough sends what is written to the standard logger to rep as
+// warnings until the returned func is called. net/http's client writes
+// there (a server sending a response nobody asked for): a line of its
+// own on stderr would break a --progress json stream.
+func logThrough(rep progress.Reporter) func() {
+	w, flags := log.Writer(), log.Flags()
+	log.SetFlags(0)
+	log.SetOutput(warner{rep})
+	return func() {
+		log.SetOutput(w)
+		log.SetFlags(flags)
+	}
+}
+
+type warner struct{ rep progress.Reporter }
+
+func (w warner) Write(p []byte) (int, error) {
+	w.rep.Warn("%s", strings.TrimRight(string(p), "\n"))
+	return len(p), nil
 }

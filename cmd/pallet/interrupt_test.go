@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -209,4 +210,26 @@ func stuckExit(t *testing.T, mode string) string {
 		t.Fatalf("ended with %v after %s, want exit 143\nstderr: %s", err, time.Since(start), stderr.String())
 	}
 	return stderr.String()
+}
+
+// What net/http's client says through the standard logger reaches a
+// --progress json stream as a warning event, not as a line of text.
+func TestStandardLogIsAWarning(t *testing.T) {
+	var events bytes.Buffer
+	prog, err := progress.New("json", &events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restore := logThrough(prog)
+	log.Printf("Unsolicited response received on idle HTTP channel starting with %q; err=%v", "HTTP/1.1 200", nil)
+	restore()
+	prog.Close()
+	lines := strings.Split(strings.TrimSpace(events.String()), "\n")
+	var ev map[string]any
+	if len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &ev) != nil || ev["event"] != "warning" || !strings.Contains(fmt.Sprint(ev["message"]), "Unsolicited response") {
+		t.Errorf("events %q", events.String())
+	}
+	if log.Writer() != os.Stderr {
+		t.Error("the standard logger was not given back")
+	}
 }
