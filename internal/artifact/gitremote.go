@@ -43,33 +43,34 @@ func remoteGit(ctx context.Context, lim Limits, dir, watch string, args ...strin
 	}
 	done := make(chan struct{})
 	watched := make(chan struct{})
-	go func() {
-		defer close(watched)
-		if watch == "" {
-			return
-		}
-		t := time.NewTicker(200 * time.Millisecond)
-		defer t.Stop()
-		last := before
-		for {
-			select {
-			case <-done:
-				return
-			case <-wctx.Done():
-				return
-			case <-t.C:
-				n := dirSize(watch)
-				if n-before > lim.MaxBytes {
-					cancel(tooLarge)
+	if watch == "" {
+		close(watched)
+	} else {
+		go func() {
+			defer close(watched)
+			t := time.NewTicker(200 * time.Millisecond)
+			defer t.Stop()
+			last := before
+			for {
+				select {
+				case <-done:
 					return
-				}
-				if n != last {
-					dog.kick()
-					last = n
+				case <-wctx.Done():
+					return
+				case <-t.C:
+					n := dirSize(watch)
+					if n-before > lim.MaxBytes {
+						cancel(tooLarge)
+						return
+					}
+					if n != last {
+						dog.kick()
+						last = n
+					}
 				}
 			}
-		}
-	}()
+		}()
+	}
 	full := append([]string{"-c", "http.lowSpeedLimit=" + strconv.FormatInt(lim.MinRate, 10), "-c", "http.lowSpeedTime=" + strconv.Itoa(max(1, int(lim.Stall.Seconds())))}, args...)
 	cmd := gitCommand(wctx, dir, full...)
 	stdout := &boundedBuffer{max: maxGitOutput, cancel: cancel}
