@@ -490,6 +490,13 @@ func (r *Recipe) local(name, at string, l *Local, override string, v Vars) (arti
 		return nil, err
 	}
 	if override != "" {
+		// A path given when building may differ per platform as a
+		// recipe's does (local:./patched/{{arch}}/runc): one choice then
+		// serves a multi-platform build.
+		var err error
+		if override, err = r.Expand(at, override, v); err != nil {
+			return nil, fmt.Errorf("the mode choice %s=local:PATH: %w", name, err)
+		}
 		if !filepath.IsAbs(override) {
 			wd, err := os.Getwd()
 			if err != nil {

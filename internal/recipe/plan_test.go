@@ -109,6 +109,21 @@ func TestPlacementPlatformsAndConfig(t *testing.T) {
 	}
 }
 
+// A path given when building takes the platform's variables, as the
+// recipe's paths do: one choice serves every platform.
+func TestLocalChoiceExpands(t *testing.T) {
+	p, err := parse(t).Plan(Options{Images: []string{"keep"}, Modes: map[string]Choice{"tool": {Mode: "local", Path: "/patched/{{os}}-{{arch}}/tool-{{version}}"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pf := range []string{"linux/amd64", "linux/arm64"} {
+		want := "/patched/" + strings.ReplaceAll(pf, "/", "-") + "/tool-1.0"
+		if got := p.Artifacts["tool@"+pf].Kind.Origin().Path; got != want {
+			t.Errorf("%s: local path %s, want %s", pf, got, want)
+		}
+	}
+}
+
 func TestPlanErrors(t *testing.T) {
 	r := parse(t)
 	for _, tc := range []struct {
@@ -120,6 +135,7 @@ func TestPlanErrors(t *testing.T) {
 		{Options{Images: []string{"nope"}}, "image nope: not in pallet.yaml"},
 		{Options{Args: map[string]string{"W": "1"}}, "arg W: not declared"},
 		{Options{Modes: map[string]Choice{"tool": {Mode: "local"}}}, "the local mode needs a path"},
+		{Options{Modes: map[string]Choice{"tool": {Mode: "local", Path: "/x/{{cpu}}/tool"}}}, "the mode choice tool=local:PATH: pallet.yaml:"},
 	} {
 		_, err := r.Plan(tc.opt)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
