@@ -170,6 +170,60 @@ func (c *content) maybeDirAt(p string) (*placed, bool) {
 	return nil, false
 }
 
+// fileInTheWay returns a path placement p needs as a directory (where its
+// tree lands, a directory inside it, or a parent of either) at which the
+// stage holds a file one of its COPYs put there, and that placement.
+// Docker does not replace a file with a directory: its copy fails with
+// "not a directory". Replacing a file with a file is what a later COPY
+// may do.
+func (c *content) fileInTheWay(p *placed) (string, *placed, bool) {
+	if at, q, ok := c.fileAbove(p.root); ok {
+		return at, q, true
+	}
+	if p.src.opaque() {
+		return c.fileAt(p.root)
+	}
+	for _, rel := range slices.Sorted(maps.Keys(p.files)) {
+		if p.files[rel] != tree.Dir {
+			continue
+		}
+		if at, q, ok := c.fileAt(path.Join(p.root, rel)); ok {
+			return at, q, true
+		}
+	}
+	return "", nil, false
+}
+
+// from names where q's content at p came from: its source, or the path
+// in it of a directory's file.
+func (q *placed) from(p string) string {
+	if q.src.kind == srcDir {
+		return path.Join(q.src.hint, relTo(p, q.root))
+	}
+	return q.src.hint
+}
+
+// fileAbove is fileAt for the directories above p.
+func (c *content) fileAbove(p string) (string, *placed, bool) {
+	for dir := path.Dir(p); dir != "/"; dir = path.Dir(dir) {
+		if at, q, ok := c.fileAt(dir); ok {
+			return at, q, true
+		}
+	}
+	return "", nil, false
+}
+
+// fileAt says p is a file a COPY of the stage put there. A file that may
+// have gone into a directory of the base (maybeDir) is not known to be
+// one.
+func (c *content) fileAt(p string) (string, *placed, bool) {
+	n, ok := c.nodes[p]
+	if !ok || n.kind != tree.File || n.maybeDir || n.by < 0 {
+		return "", nil, false
+	}
+	return p, c.placed[n.by], true
+}
+
 // isDir says p is a directory in the stage as far as the plan knows.
 func (c *content) isDir(p string) bool {
 	n, ok := c.nodes[p]

@@ -121,6 +121,16 @@ func (e *evaluator) copy(s *stageState, n *parser.Node, op *copyOp) error {
 		l.Placements = append(l.Placements, pm)
 		added = append(added, &placed{src: it.src, pm: pm, root: root, files: it.files})
 	}
+	for _, p := range added {
+		if at, q, ok := s.content.fileInTheWay(p); ok {
+			what := "would put a directory there"
+			if !under(at, p.root) {
+				what = "needs a directory there to place " + p.root
+			}
+			return plan.Errorf(e.d.loc.node(n), "%s is a file, put there by line %d (%s), and this %s %s: Docker does not replace a file with a directory, its copy fails (not a directory); copy to another path, or the file to another name",
+				at, q.pm.Pos.Line, q.from(at), strings.ToUpper(n.Value), what)
+		}
+	}
 	// Added after all are placed: a directory this COPY creates does not
 	// change where its own other sources go.
 	for _, p := range added {

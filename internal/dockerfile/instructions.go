@@ -180,6 +180,13 @@ func (e *evaluator) workdir(s *stageState, n *parser.Node, c *instructions.Workd
 	// The config keeps the path as BuildKit writes it; the directory is
 	// where it leads (/app/../b is /b, /a/ is /a).
 	wd = path.Clean(wd)
+	at, q, ok := s.content.fileAt(wd)
+	if !ok {
+		at, q, ok = s.content.fileAbove(wd)
+	}
+	if ok {
+		return plan.Errorf(e.d.loc.node(n), "%s is a file, put there by line %d (%s), and the working directory %s needs a directory there: Docker does not replace a file with a directory, making it fails (not a directory); choose another working directory, or copy the file to another name", at, q.pm.Pos.Line, q.from(at), wd)
+	}
 	if wd == "/" || !s.emptyBase || s.content.isDir(wd) {
 		return nil
 	}

@@ -282,3 +282,39 @@ func TestDockerfileCopyIntoBaseDir(t *testing.T) {
 	}
 	checkPlacements(t, files, "", tests)
 }
+
+// A COPY that needs a directory where an earlier COPY of the stage put a
+// file is refused, as BuildKit's copy fails there ("not a directory"),
+// instead of a layer that replaces the file with a directory. A file
+// replacing a file is a later COPY's right.
+func TestDockerfileDirectoryOverFile(t *testing.T) {
+	files := map[string]string{"bin/hello": "h", "bin/tool": "t", "conf/a.conf": "a", "conf/sub/b.conf": "b",
+		"x.tar": tarOf(t, "inner/file")}
+	tests := []placementCase{
+		{"a directory onto a file", "FROM scratch\nCOPY conf/a.conf /etc/passwd\nCOPY conf/ /etc/passwd",
+			nil, "/etc/passwd is a file, put there by line 2 (conf/a.conf), and this COPY would put a directory there"},
+		{"into a file", "FROM scratch\nCOPY bin/hello /m/k\nCOPY bin/tool /m/k/",
+			nil, "/m/k is a file, put there by line 2 (bin/hello), and this COPY needs a directory there to place /m/k/tool"},
+		{"under a file", "FROM scratch\nCOPY bin/hello /m/k\nCOPY bin/tool /m/k/x/y",
+			nil, "/m/k is a file, put there by line 2 (bin/hello), and this COPY needs a directory there to place /m/k/x/y"},
+		{"a directory inside the copy onto a file", "FROM scratch\nCOPY bin/tool /x/sub\nCOPY conf/ /x/",
+			nil, "/x/sub is a file, put there by line 2 (bin/tool), and this COPY would put a directory there"},
+		{"into a file of a copied directory", "FROM scratch\nCOPY conf/ /etc/\nCOPY bin/ /etc/a.conf/",
+			nil, "/etc/a.conf is a file, put there by line 2 (conf/a.conf)"},
+		{"an archive onto a file", "FROM scratch\nCOPY bin/hello /opt\nADD x.tar /opt/",
+			nil, "/opt is a file, put there by line 2 (bin/hello), and this ADD would put a directory there"},
+		{"in a stage continued", "FROM scratch AS a\nCOPY bin/hello /k\nFROM a\nCOPY conf /k/",
+			nil, "/k is a file, put there by line 2"},
+		{"a file copied from a stage", "FROM scratch AS s\nCOPY bin/hello /h\nFROM scratch\nCOPY --from=s /h /k\nCOPY conf /k/",
+			nil, "/k is a file, put there by line 4 (bin/hello)"},
+		{"WORKDIR under a file", "FROM scratch\nCOPY bin/hello /w\nWORKDIR /w/sub",
+			nil, "/w is a file, put there by line 2 (bin/hello), and the working directory /w/sub needs a directory there"},
+		{"WORKDIR at a file, on an image base too", "FROM example.com/base\nCOPY bin/hello /w/\nWORKDIR /w/hello",
+			nil, "/w/hello is a file, put there by line 2 (bin/hello)"},
+		{"a file replaces a file", "FROM scratch\nCOPY bin/hello /m/k\nCOPY bin/tool /m/k",
+			[]string{"/m/k<-local:bin/hello", "/m/k<-local:bin/tool"}, ""},
+		{"a file that may have gone into a directory of the base", "FROM example.com/base\nCOPY bin/hello /usr/bin\nCOPY bin/tool /usr/bin/",
+			[]string{"/usr/bin into=hello<-local:bin/hello", "/usr/bin/<-local:bin/tool"}, ""},
+	}
+	checkPlacements(t, files, "", tests)
+}
