@@ -6,6 +6,7 @@ import (
 	"context"
 	"debug/elf"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -50,7 +51,9 @@ func dfImage(t *testing.T, dir string) v1.Image {
 // sameImageFiles is one small image written both ways: the recipe names
 // its artifacts as the Dockerfile front end does (the context path, made
 // a valid name) and its empty "workdir" directory stands for the layer
-// WORKDIR makes.
+// WORKDIR makes. The COPY --chown goes under /usr/local, which the COPY
+// before it made: the directories a COPY --chown makes are its owner's,
+// a recipe placement's are 0:0.
 var sameImageFiles = map[string]string{
 	"bin/hello":      "#!/bin/sh\necho hello\n",
 	"etc/hello.conf": "greeting = hi\n",
@@ -58,7 +61,7 @@ var sameImageFiles = map[string]string{
 	"Dockerfile": `# The same image as pallet.yaml
 FROM scratch
 COPY --chmod=0755 bin/hello /usr/local/bin/hello
-COPY --chown=10:20 etc /etc/hello/
+COPY --chown=10:20 etc /usr/local/hello/
 ENV GREETING=hi
 WORKDIR /data
 USER 1000
@@ -88,7 +91,7 @@ images:
         dest: /usr/local/bin/hello
         mode: "0755"
       - artifact: etc
-        dest: /etc/hello/
+        dest: /usr/local/hello/
         owner: "10:20"
       - artifact: workdir
         dest: /data/
@@ -411,5 +414,47 @@ func TestCopyKeepsLinksInsideDirectories(t *testing.T) {
 	})
 	if got["bin/ls"] != "/bin/busybox" || got["bin/up"] != "../../elsewhere" {
 		t.Errorf("links in the layer: %v", got)
+	}
+}
+
+// The directories a COPY --chown makes are its owner's, and those a
+// WORKDIR makes the USER's; those already there keep theirs: BuildKit
+// v0.29 writes these very layers.
+func TestDockerfileChownMakesParents(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "f"), "f\n")
+	writeFile(t, filepath.Join(dir, "g"), "g\n")
+	writeFile(t, filepath.Join(dir, "d", "sub", "y"), "y\n")
+	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM scratch\nCOPY g /a/g\nCOPY --chown=1000:1000 f /a/b/c/\nCOPY --chown=5:5 d/ /a/\nUSER 7\nWORKDIR /w/x\n")
+	out := filepath.Join(dir, "out")
+	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
+	layers, err := dfImage(t, out).Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for i, l := range layers {
+		rc, err := l.Uncompressed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := tar.NewReader(rc)
+		for {
+			h, err := tr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.Typeflag == tar.TypeDir {
+				got = append(got, fmt.Sprintf("%d %s %d:%d", i, strings.TrimSuffix(h.Name, "/"), h.Uid, h.Gid))
+			}
+		}
+		rc.Close()
+	}
+	want := []string{"0 a 0:0", "1 a 0:0", "1 a/b 1000:1000", "1 a/b/c 1000:1000", "2 a 0:0", "2 a/sub 5:5", "3 w 7:7", "3 w/x 7:7"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("directories by layer\n got %q\nwant %q", got, want)
 	}
 }

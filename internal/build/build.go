@@ -1275,7 +1275,7 @@ func (b *builder) layerTree(ctx context.Context, name string, pi *plan.PlatformI
 		if err != nil {
 			return nil, nil, err
 		}
-		place := tree.Placement{Dest: dest, FileMode: pm.Mode, UID: pm.UID, GID: pm.GID, From: pm.Path, LinkAs: pm.LinkAs}
+		place := tree.Placement{Dest: dest, FileMode: pm.Mode, UID: pm.UID, GID: pm.GID, From: pm.Path, LinkAs: pm.LinkAs, OwnNewDirs: pm.OwnNewDirs}
 		if b.plan.Artifacts[pm.Artifact].Check {
 			needs, err := b.checkExecutables(res, place, pi.Platform)
 			if err != nil {

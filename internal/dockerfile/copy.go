@@ -114,6 +114,10 @@ func (e *evaluator) copy(s *stageState, n *parser.Node, op *copyOp) error {
 		}
 		if uid != nil {
 			pm.UID, pm.GID = *uid, *gid
+			// BuildKit makes the directories a COPY --chown needs with
+			// its owner; the stage's owners a COPY --from keeps are not
+			// theirs.
+			pm.OwnNewDirs = !s.platform.IsWindows()
 		}
 		if s.mayHoldDir(it, cleanDest, intoDir) {
 			pm.IntoDirAs = it.name

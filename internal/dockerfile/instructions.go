@@ -196,7 +196,8 @@ func (e *evaluator) workdir(s *stageState, n *parser.Node, c *instructions.Workd
 	}
 	pos := e.d.loc.token(n, c.Path)
 	src := &source{kind: srcEmpty, hint: "workdir"}
-	pm := plan.Placement{Artifact: e.artifact(src, pos), Dest: wd + "/", UID: uid, GID: gid, Pos: pos}
+	// BuildKit makes the parents it needs as the USER too.
+	pm := plan.Placement{Artifact: e.artifact(src, pos), Dest: wd + "/", UID: uid, GID: gid, Pos: pos, OwnNewDirs: uid != 0 || gid != 0}
 	s.layers = append(s.layers, &plan.Layer{Name: e.layerName(n), Placements: []plan.Placement{pm}})
 	s.content.add(&placed{src: src, pm: pm, root: wd, files: map[string]tree.Kind{"": tree.Dir}})
 	return nil

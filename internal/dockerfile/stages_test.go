@@ -318,3 +318,38 @@ func TestDockerfileDirectoryOverFile(t *testing.T) {
 	}
 	checkPlacements(t, files, "", tests)
 }
+
+// The directories a COPY --chown makes on its way are its owner's, as
+// BuildKit makes them, and so are those a WORKDIR makes as the USER; a
+// COPY --from keeps the stage's owners of the files only, and Windows
+// reads no owner.
+func TestDockerfileOwnNewDirs(t *testing.T) {
+	files := map[string]string{"bin/hello": "h"}
+	for _, tc := range []struct {
+		name, df, plat string
+		want           []bool
+	}{
+		{"COPY --chown", "FROM scratch\nCOPY --chown=7:8 bin/hello /a/b/\nCOPY bin/hello /c/d", "", []bool{true, false}},
+		{"COPY --from", "FROM scratch AS s\nCOPY --chown=7 bin/hello /h\nFROM scratch\nCOPY --from=s /h /x/y\nCOPY --from=s --chown=9 /h /z/", "", []bool{false, true}},
+		{"WORKDIR as a USER", "FROM scratch\nWORKDIR /w\nUSER 7\nWORKDIR /a/b", "", []bool{false, true}},
+		{"on Windows", "FROM windows-hostprocess-scratch\nCOPY --chown=7 bin/hello /a/", "windows/amd64", []bool{false}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := map[string]string{"Dockerfile": tc.df + "\n"}
+			for k, v := range files {
+				fs[k] = v
+			}
+			opt := Options{}
+			if tc.plat != "" {
+				opt.Platforms = []string{tc.plat}
+			}
+			var got []bool
+			for _, l := range mustPlan(t, fs, opt).Images[0].Platforms[0].Layers {
+				got = append(got, l.Placements[0].OwnNewDirs)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("OwnNewDirs by layer %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -203,6 +203,10 @@ type Placement struct {
 	// destination without a trailing /, decided only once the base is
 	// read.
 	IntoDirAs string
+	// OwnNewDirs gives UID and GID to the directories the placement
+	// makes on its way, where the image holds none, as Docker's COPY
+	// --chown makes them (tree.Placement.OwnNewDirs).
+	OwnNewDirs bool
 	// Licenses places the artifact's licence files under
 	// /LICENSES/<artifact>/ (on the first placement of it in an image).
 	Licenses bool

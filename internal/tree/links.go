@@ -87,10 +87,16 @@ func (e *Entry) meta() DirMeta { return DirMeta{Mode: e.Mode, UID: e.UID, GID: e
 type View struct {
 	Links Links
 	Dirs  map[string]DirMeta
+	// Implied are the directories a layer applied only implies (see
+	// With): there, 0755 0:0, but nobody's choice. A directory a later
+	// layer makes only where there is none (Entry.IfNew) keeps them.
+	Implied map[string]bool
 }
 
 // Empty says whether v holds nothing to place through.
-func (v *View) Empty() bool { return v == nil || len(v.Links) == 0 && len(v.Dirs) == 0 }
+func (v *View) Empty() bool {
+	return v == nil || len(v.Links) == 0 && len(v.Dirs) == 0 && len(v.Implied) == 0
+}
 
 // IsDir says whether the image holds a directory at p (clean, relative
 // to the root), or a link that leads to one.
@@ -116,10 +122,11 @@ func (v *View) IsDir(p string) bool {
 // later layer that names it sets them. t's paths are where its entries
 // land (see Through).
 func (v *View) With(t *Tree) *View {
-	out := &View{Links: Links{}, Dirs: map[string]DirMeta{}}
+	out := &View{Links: Links{}, Dirs: map[string]DirMeta{}, Implied: map[string]bool{}}
 	if v != nil {
 		maps.Copy(out.Links, v.Links)
 		maps.Copy(out.Dirs, v.Dirs)
+		maps.Copy(out.Implied, v.Implied)
 	}
 	out.Apply(t)
 	return out
@@ -129,9 +136,13 @@ func (v *View) With(t *Tree) *View {
 func (v *View) Apply(t *Tree) {
 	t.orderMu.Lock()
 	t.index()
-	entries := t.entries
+	entries, parents := t.entries, t.parents
 	t.orderMu.Unlock()
+	if v.Implied == nil {
+		v.Implied = map[string]bool{}
+	}
 	for p, e := range entries {
+		delete(v.Implied, p)
 		switch e.Kind {
 		case Symlink:
 			delete(v.Dirs, p)
@@ -142,6 +153,13 @@ func (v *View) Apply(t *Tree) {
 		default:
 			delete(v.Links, p)
 			delete(v.Dirs, p)
+		}
+	}
+	for p := range parents {
+		if _, ok := entries[p]; !ok {
+			if _, ok := v.Dirs[p]; !ok {
+				v.Implied[p] = true
+			}
 		}
 	}
 }
@@ -199,6 +217,10 @@ func (t *Tree) Through(v *View) (*Tree, error) {
 		if target, ok := v.Links[ne.Path]; ok && ne.Kind == File {
 			return nil, fmt.Errorf("/%s: a file placed where the image holds a link to a directory (%s) would replace the link; place it into the directory (a destination ending in /) or elsewhere", ne.Path, target)
 		}
+		if ne.IfNew && v.Implied[ne.Path] {
+			// What a lower layer implied is there, as it wrote it.
+			ne.Mode, ne.UID, ne.GID = defaultDir.Mode, defaultDir.UID, defaultDir.GID
+		}
 		if m, ok := v.Dirs[ne.Path]; ok {
 			if ne.Kind != Dir {
 				where := "/" + ne.Path
@@ -253,14 +275,15 @@ func (t *Tree) meets(v *View) bool {
 		}
 		m, ok := v.Dirs[p]
 		if !ok {
-			return false
+			e, ok := t.entries[p]
+			return ok && e.IfNew && v.Implied[p] && e.meta() != defaultDir
 		}
 		if e, ok := t.entries[p]; ok {
 			return e.Kind != Dir || e.meta() != m
 		}
 		return m != defaultDir
 	}
-	if len(v.Links)+len(v.Dirs) <= len(t.entries)+len(t.parents) {
+	if len(v.Links)+len(v.Dirs)+len(v.Implied) <= len(t.entries)+len(t.parents) {
 		for p := range v.Links {
 			if _, ok := t.entries[p]; ok || t.parents[p] {
 				return true
@@ -268,6 +291,11 @@ func (t *Tree) meets(v *View) bool {
 		}
 		for p := range v.Dirs {
 			if _, ok := t.entries[p]; (ok || t.parents[p]) && hit(p) {
+				return true
+			}
+		}
+		for p := range v.Implied {
+			if hit(p) {
 				return true
 			}
 		}

@@ -198,13 +198,85 @@ func TestViewWith(t *testing.T) {
 		}
 	}
 	w := v.With(layer)
-	// usr, a parent the layer only implies, is not added: a later layer
-	// that names it sets its mode and owner.
-	want := &View{Links: Links{"bin": "/opt"}, Dirs: map[string]DirMeta{"opt": {Mode: 0o755}, "opt/cur": {Mode: 0o750, UID: 3}}}
+	// usr, a parent the layer only implies, is not a directory of the
+	// view: a later layer that names it sets its mode and owner. It is
+	// there for one that makes it only if new (Entry.IfNew).
+	want := &View{Links: Links{"bin": "/opt"}, Dirs: map[string]DirMeta{"opt": {Mode: 0o755}, "opt/cur": {Mode: 0o750, UID: 3}},
+		Implied: map[string]bool{"usr": true}}
 	if !reflect.DeepEqual(w, want) {
 		t.Errorf("view %+v\nwant %+v", w, want)
 	}
 	if len(v.Links) != 2 {
 		t.Error("With changed the view it was given")
+	}
+}
+
+// A placement with OwnNewDirs owns the directories it makes on its way,
+// as Docker's COPY --chown makes them, and leaves those the image holds:
+// the base's, those a lower layer names, and those it only implies.
+func TestOwnNewDirs(t *testing.T) {
+	file := New()
+	if err := file.Add(Entry{Path: "f", Kind: File, Mode: 0o644}); err != nil {
+		t.Fatal(err)
+	}
+	dir := New()
+	if err := dir.Add(Entry{Path: "sub/y", Kind: File, Mode: 0o644}); err != nil {
+		t.Fatal(err)
+	}
+	lower := New()
+	if err := lower.Place(file, Placement{Dest: "/old/deep/f"}); err != nil {
+		t.Fatal(err)
+	}
+	v := (&View{Links: Links{"bin": "usr/bin"}, Dirs: map[string]DirMeta{"usr": {Mode: 0o755}, "usr/bin": {Mode: 0o755},
+		"home": {Mode: 0o700, UID: 3, GID: 3}}}).With(lower)
+	tr := New()
+	for _, p := range []struct {
+		src  *Tree
+		dest string
+	}{{file, "/new/a/f"}, {file, "/old/deep/g"}, {file, "/bin/x/f"}, {dir, "/home/app/"}, {dir, "/old/"}, {file, "/new/a/b/f"}} {
+		if err := tr.Place(p.src, Placement{Dest: p.dest, UID: 7, GID: 8, OwnNewDirs: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A later placement names a directory an earlier one made: it sets it.
+	if err := tr.Place(file, Placement{Dest: "/new/", UID: 9, GID: 9}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := tr.Through(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owned := DirMeta{Mode: 0o755, UID: 7, GID: 8}
+	for p, want := range map[string]DirMeta{
+		"new":          {Mode: 0o755, UID: 9, GID: 9},
+		"new/a":        owned,
+		"new/a/b":      owned,
+		"old":          defaultDir, // implied by the lower layer
+		"old/deep":     defaultDir,
+		"usr/bin":      defaultDir, // the base's, through its link
+		"usr/bin/x":    owned,
+		"home":         v.Dirs["home"],
+		"home/app":     owned,
+		"home/app/sub": owned, // the tree's own: the placement's owner
+		"old/sub":      owned,
+	} {
+		m := defaultDir
+		if e, ok := got.Get(p); ok {
+			m = e.meta()
+		}
+		if m != want {
+			t.Errorf("%s: %+v, want %+v", p, m, want)
+		}
+	}
+	if _, ok := got.Get("bin"); ok {
+		t.Error("bin written: the link was not followed")
+	}
+	// Without it, the parents are implied: 0755 0:0.
+	plain := New()
+	if err := plain.Place(file, Placement{Dest: "/p/q/f", UID: 7, GID: 7}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := plain.Get("p/q"); ok {
+		t.Error("a parent of a placement without OwnNewDirs is written out")
 	}
 }

@@ -85,6 +85,11 @@ type Entry struct {
 	// not in the image's layers (in a base layer, or not there at all):
 	// Windows must know at creation whether a link is a directory link.
 	LinkAs LinkKind
+	// IfNew marks a directory a placement makes only where the image
+	// holds none: one the image holds already, or that a lower layer
+	// implies, keeps its own mode and owner (see Through), as the
+	// directories Docker's COPY finds on its way do.
+	IfNew bool
 	// Stamp is Source's status when FromDir or FromFile listed it (zero
 	// otherwise): what facts about the file are remembered under, so
 	// that the steps of a build after the listing need not stat it again.
@@ -405,6 +410,11 @@ type Placement struct {
 	From string
 	// LinkAs is given to every symlink placed (see Entry.LinkAs).
 	LinkAs LinkKind
+	// OwnNewDirs gives UID and GID to the directories the placement
+	// makes on its way (Dest's parents, and Dest when the tree goes into
+	// it) where the image holds none (Entry.IfNew), as Docker's COPY
+	// --chown makes them; else they are implied, 0755 0:0.
+	OwnNewDirs bool
 }
 
 // Place adds src to t according to pl.
@@ -434,11 +444,18 @@ func (t *Tree) Place(src *Tree, pl Placement) error {
 	if one && !intoDir {
 		e := first[0]
 		e.Path = dest
+		if err := t.newDirs(path.Dir(dest), pl); err != nil {
+			return err
+		}
 		return t.add(e, pl)
 	}
 	t.index()
 	empty := len(t.entries) == 0
-	if dest != "." {
+	if dest != "." && pl.OwnNewDirs {
+		if err := t.newDirs(dest, pl); err != nil {
+			return err
+		}
+	} else if dest != "." {
 		if err := t.Add(Entry{Path: dest, Kind: Dir, Mode: 0o755, UID: pl.UID, GID: pl.GID}); err != nil {
 			return err
 		}
@@ -452,6 +469,29 @@ func (t *Tree) Place(src *Tree, pl Placement) error {
 	for e := range entries {
 		e.Path = path.Join(dest, e.Path)
 		if err := t.add(e, pl); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// newDirs adds dir and its parents as directories placement pl makes
+// (Entry.IfNew), when pl.OwnNewDirs says so: those t holds already, made
+// by an earlier placement, are left as that one made them.
+func (t *Tree) newDirs(dir string, pl Placement) error {
+	if !pl.OwnNewDirs {
+		return nil
+	}
+	t.index()
+	var dirs []string
+	for ; dir != "."; dir = path.Dir(dir) {
+		if _, ok := t.entries[dir]; ok || t.parents[dir] {
+			break
+		}
+		dirs = append(dirs, dir)
+	}
+	for i := len(dirs) - 1; i >= 0; i-- {
+		if err := t.Add(Entry{Path: dirs[i], Kind: Dir, Mode: defaultDir.Mode, UID: pl.UID, GID: pl.GID, IfNew: true}); err != nil {
 			return err
 		}
 	}
