@@ -13,6 +13,7 @@ import (
 
 	"github.com/moby/buildkit/frontend/dockerfile/instructions"
 	"github.com/moby/buildkit/frontend/dockerfile/shell"
+	"github.com/moby/buildkit/util/system"
 
 	"github.com/pallet-dev/pallet/internal/artifact"
 	"github.com/pallet-dev/pallet/internal/image"
@@ -451,6 +452,8 @@ func (e *evaluator) startStage(sd *stageDef, base string) (*stageState, error) {
 	switch {
 	case base == image.Scratch:
 		s.envKnown, s.emptyBase = true, true
+		// BuildKit's empty image has a working directory (emptyImage).
+		s.cfg.Workdir = system.FromSlash("/", s.platform.OS)
 	case base == image.HostProcessScratch:
 		if !s.platform.IsWindows() {
 			return nil, plan.Errorf(sd.basePos, "FROM %s: a Windows base, and the platform is %s; build with --platform windows/amd64, or write FROM --platform=windows/amd64", base, s.platform)

@@ -109,6 +109,9 @@ func TestDockerfileConfig(t *testing.T) {
 			return reflect.DeepEqual(c.Env, []string{`Path=C:\k`, "A=1"})
 		}},
 		{"no PATH on an image base, whose own pallet does not read", "FROM example.com/base", "", func(c image.Config) bool { return c.Env == nil }},
+		{"the working directory of scratch is /, as BuildKit's", "FROM scratch", "", func(c image.Config) bool { return c.Workdir == "/" }},
+		{"and on Windows, as BuildKit writes it", "FROM scratch", "windows/amd64", func(c image.Config) bool { return c.Workdir == `\` }},
+		{"an image base's is its own", "FROM example.com/base", "", func(c image.Config) bool { return c.Workdir == "" }},
 		{"shell form on Linux", "FROM scratch\nCMD echo $HOME  hi", "", func(c image.Config) bool {
 			return reflect.DeepEqual(c.Cmd, []string{"/bin/sh", "-c", "echo $HOME  hi"})
 		}},
