@@ -458,3 +458,22 @@ func TestDockerfileChownMakesParents(t *testing.T) {
 		t.Errorf("directories by layer\n got %q\nwant %q", got, want)
 	}
 }
+
+// A file copied onto a link an earlier COPY made that leads nowhere is
+// refused at its line, and the error says it is a dangling link and
+// where Docker would write the file.
+func TestDockerfileCopyOntoDanglingLink(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "f"), "f\n")
+	if err := os.MkdirAll(filepath.Join(dir, "root"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/nowhere", filepath.Join(dir, "root", "x")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM scratch\nCOPY root/ /\nCOPY f /x\n")
+	_, err := pallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+filepath.Join(t.TempDir(), "o"))
+	if err == nil || !strings.Contains(err.Error(), "Dockerfile:3: ") || !strings.Contains(err.Error(), "/x: a file placed where the image holds a dangling link (to /nowhere") {
+		t.Errorf("error %v, want a dangling link at line 3", err)
+	}
+}

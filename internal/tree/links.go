@@ -215,7 +215,7 @@ func (t *Tree) Through(v *View) (*Tree, error) {
 			continue // a directory that is the root, through a link
 		}
 		if target, ok := v.Links[ne.Path]; ok && ne.Kind == File {
-			return nil, fmt.Errorf("/%s: a file placed where the image holds a link to a directory (%s) would replace the link; place it into the directory (a destination ending in /) or elsewhere", ne.Path, target)
+			return nil, linkInTheWay(v, ne.Path, target)
 		}
 		if ne.IfNew && v.Implied[ne.Path] {
 			// What a lower layer implied is there, as it wrote it.
@@ -258,6 +258,20 @@ func (t *Tree) Through(v *View) (*Tree, error) {
 		}
 	}
 	return out, nil
+}
+
+// linkInTheWay is the error for a file placed at p, where v holds a link
+// to target. A view holds links that lead to directories, and those that
+// lead nowhere yet (a directory placed under one makes its target).
+func linkInTheWay(v *View, p, target string) error {
+	if v.IsDir(p) {
+		return fmt.Errorf("/%s: a file placed where the image holds a link to a directory (%s) would replace the link; place it into the directory (a destination ending in /) or elsewhere", p, target)
+	}
+	to := target
+	if r, err := v.Links.Resolve(p); err == nil {
+		to = "/" + r
+	}
+	return fmt.Errorf("/%s: a file placed where the image holds a dangling link (to %s, which the image does not hold) would replace the link; Docker's COPY writes the file where the link leads: make %s the destination, or place the file elsewhere", p, target, to)
 }
 
 // meets says whether t goes through one of v's links, or has an entry

@@ -280,3 +280,23 @@ func TestOwnNewDirs(t *testing.T) {
 		t.Error("a parent of a placement without OwnNewDirs is written out")
 	}
 }
+
+// A file placed at a link is refused with what the link is: one to a
+// directory, or one that leads nowhere, whose target Docker's COPY
+// would write the file at.
+func TestThroughFileAtLink(t *testing.T) {
+	v := &View{Links: Links{"bin": "usr/bin", "x": "/nowhere", "y": "../gone/deeper"}, Dirs: map[string]DirMeta{"usr": {Mode: 0o755}, "usr/bin": {Mode: 0o755}}}
+	for p, want := range map[string]string{
+		"bin": "/bin: a file placed where the image holds a link to a directory (usr/bin)",
+		"x":   "/x: a file placed where the image holds a dangling link (to /nowhere, which the image does not hold) would replace the link; Docker's COPY writes the file where the link leads: make /nowhere the destination",
+		"y":   "dangling link (to ../gone/deeper, which the image does not hold) would replace the link; Docker's COPY writes the file where the link leads: make /gone/deeper the destination",
+	} {
+		tr := New()
+		if err := tr.Add(Entry{Path: p, Kind: File}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tr.Through(v); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("a file at %s: %v, want %q", p, err, want)
+		}
+	}
+}
