@@ -477,3 +477,32 @@ func TestDockerfileCopyOntoDanglingLink(t *testing.T) {
 		t.Errorf("error %v, want a dangling link at line 3", err)
 	}
 }
+
+// On a base pallet reads only when it builds, a COPY that needs a
+// directory where the base, or a COPY into it, put a file is refused at
+// its line, as BuildKit's copy fails there (not a directory): the layer
+// would replace the file with a directory.
+func TestDockerfileDirectoryOverBaseFile(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "root", "etc", "passwd"), "root:x:0:0::/root:/bin/sh\n")
+	writeFile(t, filepath.Join(dir, "d", "x"), "x\n")
+	writeFile(t, filepath.Join(dir, "f"), "f\n")
+	writeFile(t, filepath.Join(dir, "base.Dockerfile"), "FROM scratch\nCOPY root/ /\n")
+	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "base.Dockerfile"), "-o", "oci:"+filepath.Join(dir, "base"))
+	for _, tc := range []struct{ df, want string }{
+		{"FROM oci:base\nCOPY d/ /etc/passwd\n", "Dockerfile:2: "},
+		{"FROM oci:base\nCOPY d/ /etc/passwd\n", "/etc/passwd: the image holds a file there, and a directory placed there needs it to be a directory"},
+		// /opt/k is a file once the base is read: it holds no directory there.
+		{"FROM oci:base\nCOPY f /opt/k\nCOPY f /opt/k/\n", "Dockerfile:3: "},
+		{"FROM oci:base\nCOPY f /opt/k\nCOPY f /opt/k/\n", "/opt/k: the image holds a file there, and a directory placed there needs it to be a directory"},
+	} {
+		writeFile(t, filepath.Join(dir, "Dockerfile"), tc.df)
+		_, err := pallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+filepath.Join(t.TempDir(), "o"))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want %q", tc.df, err, tc.want)
+		}
+	}
+	// A file over the base's file replaces it.
+	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM oci:base\nCOPY f /etc/passwd\n")
+	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+filepath.Join(t.TempDir(), "o"))
+}

@@ -142,7 +142,7 @@ func (b *builder) viewOf(ctx context.Context, ref string, p platform.Platform) (
 }
 
 // viewFact names the cache's facts about bases' views.
-const viewFact = "base-view-v2"
+const viewFact = "base-view-v3"
 
 func (b *builder) readView(ctx context.Context, ref string, p platform.Platform) (*tree.View, error) {
 	img, err := b.base(ctx, ref, p)
@@ -185,17 +185,20 @@ func (b *builder) readView(ctx context.Context, ref string, p platform.Platform)
 }
 
 // encodeView is v as the cache keeps it: a line per link ("L PATH
-// TARGET") and per directory ("D MODE UID GID PATH", paths and targets
-// quoted), sorted, after their sha256, so that a damaged entry is told
+// TARGET"), per directory ("D MODE UID GID PATH") and per file ("F
+// PATH"), paths and targets quoted, sorted, after their sha256, so that a damaged entry is told
 // from one this build wrote. A base of 50,000 directories takes tens of
 // milliseconds to read back, where JSON took hundreds.
 func encodeView(v *tree.View) string {
-	lines := make([]string, 0, len(v.Links)+len(v.Dirs))
+	lines := make([]string, 0, len(v.Links)+len(v.Dirs)+len(v.Files))
 	for p, target := range v.Links {
 		lines = append(lines, "L "+strconv.Quote(p)+" "+strconv.Quote(target))
 	}
 	for p, m := range v.Dirs {
 		lines = append(lines, fmt.Sprintf("D %d %d %d %s", uint32(m.Mode), m.UID, m.GID, strconv.Quote(p)))
+	}
+	for p := range v.Files {
+		lines = append(lines, "F "+strconv.Quote(p))
 	}
 	slices.Sort(lines)
 	body := strings.Join(lines, "\n")
@@ -211,7 +214,7 @@ func decodeView(s string) (*tree.View, error) {
 	if sum != hex.EncodeToString(got[:]) {
 		return nil, errors.New("base view: damaged (its sum does not match)")
 	}
-	v := &tree.View{Links: tree.Links{}, Dirs: map[string]tree.DirMeta{}}
+	v := &tree.View{Links: tree.Links{}, Dirs: map[string]tree.DirMeta{}, Files: map[string]bool{}}
 	bad := func(line string) (*tree.View, error) {
 		return nil, fmt.Errorf("base view: bad line %q", line)
 	}
@@ -245,6 +248,12 @@ func decodeView(s string) (*tree.View, error) {
 				return bad(line)
 			}
 			v.Dirs[p] = tree.DirMeta{Mode: fs.FileMode(mode), UID: uid, GID: gid}
+		case "F":
+			p, err := strconv.Unquote(rest)
+			if err != nil || !tree.IsClean(p) {
+				return bad(line)
+			}
+			v.Files[p] = true
 		default:
 			return bad(line)
 		}

@@ -15,6 +15,7 @@ func TestViewEncoding(t *testing.T) {
 	v := &tree.View{
 		Links: tree.Links{"bin": "usr/bin", "odd \" name": "/x \" y", "nl\nname": "t\tt"},
 		Dirs:  map[string]tree.DirMeta{"tmp": {Mode: 0o777 | fs.ModeSticky}, "home/a b": {Mode: 0o700, UID: 1000, GID: 1000}},
+		Files: map[string]bool{"etc/passwd": true, "a \" b": true},
 	}
 	s := encodeView(v)
 	got, err := decodeView(s)
@@ -33,6 +34,7 @@ func TestViewEncoding(t *testing.T) {
 		{Links: tree.Links{"bin": ""}},
 		{Dirs: map[string]tree.DirMeta{"a/../b": {}}},
 		{Dirs: map[string]tree.DirMeta{".": {}}},
+		{Files: map[string]bool{"../x": true}},
 	} {
 		s := encodeView(evil) // a sum that matches: only the shape tells
 		if _, err := decodeView(s); err == nil {

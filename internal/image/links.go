@@ -16,8 +16,8 @@ import (
 	"github.com/pallet-dev/pallet/internal/tree"
 )
 
-// maxBaseEntries bounds the directories and links BaseView keeps from a
-// base: a distribution's base holds some thousands.
+// maxBaseEntries bounds the paths BaseView keeps from a base: a
+// distribution's base holds some thousands.
 const maxBaseEntries = 1 << 20
 
 // ViewKey names what BaseView reads from img: its layers' media types
@@ -46,9 +46,10 @@ func ViewKey(img v1.Image) (string, error) {
 
 // BaseView reads img's layers in order, as an importer applies them
 // (whiteouts included), and returns what placing into the result depends
-// on (see tree.View): its directories, and its symlinks that lead to a
+// on (see tree.View): its directories, its symlinks that lead to a
 // directory or to nothing yet (an importer, like Docker's COPY, creates
-// what a placement through such a link needs). Only tar headers matter,
+// what a placement through such a link needs), and its other paths,
+// files that no directory may replace. Only tar headers matter,
 // but every layer is read whole, to at most maxBytes uncompressed: its
 // uncompressed bytes are checked against the config's diffID, so what the
 // view is derived from is what the image names.
@@ -76,7 +77,7 @@ func BaseView(img v1.Image, maxBytes int64) (*tree.View, error) {
 			return nil, fmt.Errorf("base layer %d (%s): %w", i+1, d, err)
 		}
 	}
-	v := &tree.View{Links: tree.Links{}, Dirs: map[string]tree.DirMeta{}}
+	v := &tree.View{Links: tree.Links{}, Dirs: map[string]tree.DirMeta{}, Files: map[string]bool{}}
 	for p, n := range b.nodes {
 		if p == "." {
 			continue
@@ -84,6 +85,8 @@ func BaseView(img v1.Image, maxBytes int64) (*tree.View, error) {
 		switch {
 		case n.dir:
 			v.Dirs[p] = n.meta
+		case n.link == "":
+			v.Files[p] = true
 		case n.link != "":
 			// A link that loops, or leads to a file, is no directory
 			// to place anything into: left out, a placement under it

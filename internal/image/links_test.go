@@ -95,6 +95,14 @@ func TestBaseView(t *testing.T) {
 	if !slices.Equal(dirs, wantDirs) {
 		t.Errorf("dirs %v\nwant %v", dirs, wantDirs)
 	}
+	var files []string
+	for p := range got.Files {
+		files = append(files, p)
+	}
+	slices.Sort(files)
+	if want := []string{"usr/bin/extra/x", "usr/bin/sh"}; !slices.Equal(files, want) {
+		t.Errorf("files %v\nwant %v", files, want)
+	}
 	if m := got.Dirs["tmp"]; m.Mode != 0o755 {
 		t.Errorf("tmp: %+v", m)
 	}

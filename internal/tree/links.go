@@ -91,11 +91,15 @@ type View struct {
 	// With): there, 0755 0:0, but nobody's choice. A directory a later
 	// layer makes only where there is none (Entry.IfNew) keeps them.
 	Implied map[string]bool
+	// Files are the paths that hold neither a directory nor a link: a
+	// directory placed there would replace the file, where Docker's
+	// COPY fails (not a directory).
+	Files map[string]bool
 }
 
 // Empty says whether v holds nothing to place through.
 func (v *View) Empty() bool {
-	return v == nil || len(v.Links) == 0 && len(v.Dirs) == 0 && len(v.Implied) == 0
+	return v == nil || len(v.Links) == 0 && len(v.Dirs) == 0 && len(v.Implied) == 0 && len(v.Files) == 0
 }
 
 // IsDir says whether the image holds a directory at p (clean, relative
@@ -122,11 +126,12 @@ func (v *View) IsDir(p string) bool {
 // later layer that names it sets them. t's paths are where its entries
 // land (see Through).
 func (v *View) With(t *Tree) *View {
-	out := &View{Links: Links{}, Dirs: map[string]DirMeta{}, Implied: map[string]bool{}}
+	out := &View{Links: Links{}, Dirs: map[string]DirMeta{}, Implied: map[string]bool{}, Files: map[string]bool{}}
 	if v != nil {
 		maps.Copy(out.Links, v.Links)
 		maps.Copy(out.Dirs, v.Dirs)
 		maps.Copy(out.Implied, v.Implied)
+		maps.Copy(out.Files, v.Files)
 	}
 	out.Apply(t)
 	return out
@@ -141,22 +146,29 @@ func (v *View) Apply(t *Tree) {
 	if v.Implied == nil {
 		v.Implied = map[string]bool{}
 	}
+	if v.Files == nil {
+		v.Files = map[string]bool{}
+	}
 	for p, e := range entries {
 		delete(v.Implied, p)
 		switch e.Kind {
 		case Symlink:
 			delete(v.Dirs, p)
+			delete(v.Files, p)
 			v.Links[p] = e.Link
 		case Dir:
 			delete(v.Links, p)
+			delete(v.Files, p)
 			v.Dirs[p] = e.meta()
 		default:
 			delete(v.Links, p)
 			delete(v.Dirs, p)
+			v.Files[p] = true
 		}
 	}
 	for p := range parents {
 		if _, ok := entries[p]; !ok {
+			delete(v.Files, p)
 			if _, ok := v.Dirs[p]; !ok {
 				v.Implied[p] = true
 			}
@@ -242,6 +254,9 @@ func (t *Tree) Through(v *View) (*Tree, error) {
 		}
 		moved[ne.Path] = e.Path
 	}
+	if err := dirOverFile(v, out, moved); err != nil {
+		return nil, err
+	}
 	// The parents out synthesizes that v holds keep v's mode and owner.
 	var keep []Entry
 	for p := range out.parents {
@@ -260,6 +275,56 @@ func (t *Tree) Through(v *View) (*Tree, error) {
 	return out, nil
 }
 
+// dirOverFile refuses out, t placed through v, where it holds a directory,
+// its own or a parent of its entries, at a path where v holds a file.
+// moved names where each entry of out was in t.
+func dirOverFile(v *View, out *Tree, moved map[string]string) error {
+	if len(v.Files) == 0 {
+		return nil
+	}
+	var at []string
+	check := func(p string) {
+		if !v.Files[p] {
+			return
+		}
+		if e, ok := out.entries[p]; ok && e.Kind == Dir || out.parents[p] {
+			at = append(at, p)
+		}
+	}
+	// The smaller side is looked up in the larger.
+	if len(v.Files) <= len(out.entries)+len(out.parents) {
+		for p := range v.Files {
+			check(p)
+		}
+	} else {
+		for p := range out.parents {
+			check(p)
+		}
+		for p := range out.entries {
+			check(p)
+		}
+	}
+	if len(at) == 0 {
+		return nil
+	}
+	slices.Sort(at)
+	p := at[0]
+	what := "a directory placed there"
+	if e, ok := out.entries[p]; !ok || e.Kind != Dir {
+		// Name the first entry under it, as t named it.
+		first := ""
+		for q := range moved {
+			if strings.HasPrefix(q, p+"/") && (first == "" || q < first) {
+				first = q
+			}
+		}
+		if first != "" {
+			what = fmt.Sprintf("what is placed under it (/%s)", moved[first])
+		}
+	}
+	return fmt.Errorf("/%s: the image holds a file there, and %s needs it to be a directory; a layer would replace the file with one, where Docker's COPY fails (not a directory): place it elsewhere, or the file under another name", p, what)
+}
+
 // linkInTheWay is the error for a file placed at p, where v holds a link
 // to target. A view holds links that lead to directories, and those that
 // lead nowhere yet (a directory placed under one makes its target).
@@ -274,18 +339,23 @@ func linkInTheWay(v *View, p, target string) error {
 	return fmt.Errorf("/%s: a file placed where the image holds a dangling link (to %s, which the image does not hold) would replace the link; Docker's COPY writes the file where the link leads: make %s the destination, or place the file elsewhere", p, target, to)
 }
 
-// meets says whether t goes through one of v's links, or has an entry
-// where v holds a directory that the entry would change. It looks up the
-// smaller side in the larger.
+// meets says whether t goes through one of v's links, has an entry
+// where v holds a directory that the entry would change, or a directory
+// where v holds a file. It looks up the smaller side in the larger.
 func (t *Tree) meets(v *View) bool {
 	t.orderMu.Lock()
 	defer t.orderMu.Unlock()
 	t.index()
-	// hit says whether p, a path of t, is a link of v, or a directory
-	// of v whose mode or owner t's entry there would change.
+	// hit says whether p, a path of t, is a link of v, a directory of v
+	// whose mode or owner t's entry there would change, or a file of v
+	// where t has a directory.
 	hit := func(p string) bool {
 		if _, ok := v.Links[p]; ok {
 			return true
+		}
+		if v.Files[p] {
+			e, ok := t.entries[p]
+			return !ok || e.Kind == Dir
 		}
 		m, ok := v.Dirs[p]
 		if !ok {
@@ -297,7 +367,7 @@ func (t *Tree) meets(v *View) bool {
 		}
 		return m != defaultDir
 	}
-	if len(v.Links)+len(v.Dirs)+len(v.Implied) <= len(t.entries)+len(t.parents) {
+	if len(v.Links)+len(v.Dirs)+len(v.Implied)+len(v.Files) <= len(t.entries)+len(t.parents) {
 		for p := range v.Links {
 			if _, ok := t.entries[p]; ok || t.parents[p] {
 				return true
@@ -309,7 +379,12 @@ func (t *Tree) meets(v *View) bool {
 			}
 		}
 		for p := range v.Implied {
-			if hit(p) {
+			if _, ok := t.entries[p]; ok && hit(p) {
+				return true
+			}
+		}
+		for p := range v.Files {
+			if _, ok := t.entries[p]; (ok || t.parents[p]) && hit(p) {
 				return true
 			}
 		}

@@ -202,7 +202,7 @@ func TestViewWith(t *testing.T) {
 	// view: a later layer that names it sets its mode and owner. It is
 	// there for one that makes it only if new (Entry.IfNew).
 	want := &View{Links: Links{"bin": "/opt"}, Dirs: map[string]DirMeta{"opt": {Mode: 0o755}, "opt/cur": {Mode: 0o750, UID: 3}},
-		Implied: map[string]bool{"usr": true}}
+		Implied: map[string]bool{"usr": true}, Files: map[string]bool{"usr/bin": true}}
 	if !reflect.DeepEqual(w, want) {
 		t.Errorf("view %+v\nwant %+v", w, want)
 	}
@@ -297,6 +297,38 @@ func TestThroughFileAtLink(t *testing.T) {
 		}
 		if _, err := tr.Through(v); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("a file at %s: %v, want %q", p, err, want)
+		}
+	}
+}
+
+// A directory placed where the image holds a file, or a file placed
+// under one, is refused: the layer would replace the file with a
+// directory, where Docker's COPY fails. A file over a file replaces it.
+func TestThroughDirOverFile(t *testing.T) {
+	v := &View{Links: Links{"bin": "usr/bin"}, Dirs: map[string]DirMeta{"usr": {Mode: 0o755}, "usr/bin": {Mode: 0o755}},
+		Files: map[string]bool{"etc/passwd": true, "usr/bin/sh": true}}
+	lower := New()
+	if err := lower.Add(Entry{Path: "opt/k", Kind: File}); err != nil {
+		t.Fatal(err)
+	}
+	v = v.With(lower)
+	for _, c := range []struct {
+		e    Entry
+		want string
+	}{
+		{Entry{Path: "etc/passwd", Kind: Dir, Mode: 0o755}, "/etc/passwd: the image holds a file there, and a directory placed there needs it to be a directory"},
+		{Entry{Path: "opt/k/f", Kind: File}, "/opt/k: the image holds a file there, and what is placed under it (/opt/k/f) needs it to be a directory"},
+		{Entry{Path: "bin/sh/x", Kind: File}, "/usr/bin/sh: the image holds a file there, and what is placed under it (/bin/sh/x)"},
+		{Entry{Path: "etc/passwd", Kind: File}, ""},
+		{Entry{Path: "opt/k", Kind: File}, ""},
+	} {
+		tr := New()
+		if err := tr.Add(c.e); err != nil {
+			t.Fatal(err)
+		}
+		_, err := tr.Through(v)
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%s (%s): %v, want %q", c.e.Path, c.e.Kind, err, c.want)
 		}
 	}
 }
