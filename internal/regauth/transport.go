@@ -17,7 +17,7 @@ import (
 
 // Timeouts bound every registry request. A zero field takes its default.
 // None limits how long a transfer takes: a layer of many gigabytes may
-// move slowly for hours, but not stop.
+// move slowly for hours, but not stop, nor crawl below MinRate.
 type Timeouts struct {
 	// Stall is how long a request may go with no byte moving either way,
 	// whether sending, waiting for the answer or receiving it, before it
@@ -36,6 +36,10 @@ type Timeouts struct {
 	// gigabytes then. Requests without a body get Stall. Zero means
 	// DefaultResponseHeader.
 	ResponseHeader time.Duration
+	// MinRate is the fewest bytes a second a body must move, averaged
+	// over each Stall: a registry dripping a byte a second would never
+	// stall, and never finish. Zero means DefaultMinRate.
+	MinRate int64
 }
 
 // The defaults of Timeouts.
@@ -44,7 +48,16 @@ const (
 	DefaultDial           = 30 * time.Second
 	DefaultTLSHandshake   = 10 * time.Second
 	DefaultResponseHeader = 5 * time.Minute
+	// DefaultMinRate is the floor url downloads have too (limits.stall's
+	// companion): any link that can move an image is far above it.
+	DefaultMinRate = 1024
 )
+
+// maxRedirects is how many redirects one request may follow, net/http's
+// own cap: go-containerregistry replaces net/http's redirect check with
+// one that has none, and a registry redirecting to itself kept a build
+// going for ever (every hop moves bytes, so no stall ends it).
+const maxRedirects = 10
 
 // DefaultTimeouts are the bounds Options puts on every registry call. A
 // program that overrides them sets this once, before any registry call.
@@ -60,6 +73,9 @@ func (t Timeouts) withDefaults() Timeouts {
 	set(&t.Dial, DefaultDial)
 	set(&t.TLSHandshake, DefaultTLSHandshake)
 	set(&t.ResponseHeader, DefaultResponseHeader)
+	if t.MinRate <= 0 {
+		t.MinRate = DefaultMinRate
+	}
 	return t
 }
 
@@ -117,9 +133,16 @@ type StallError struct {
 	Idle  time.Duration
 	// Sent and Received count body bytes.
 	Sent, Received int64
+	// Moved is what moved in the last Idle, fewer bytes than MinRate
+	// asks for: a crawl rather than a stop when not zero.
+	Moved, MinRate int64
 }
 
 func (e *StallError) Error() string {
+	if e.Moved > 0 {
+		return fmt.Sprintf("%s %s: stalled: %d bytes moved in %s while %s, under the floor of %d bytes/s (%d body bytes sent, %d received)",
+			e.Method, e.URL, e.Moved, e.Idle, e.While, e.MinRate, e.Sent, e.Received)
+	}
 	return fmt.Sprintf("%s %s: stalled: nothing moved for %s while %s (%d body bytes sent, %d received)",
 		e.Method, e.URL, e.Idle, e.While, e.Sent, e.Received)
 }
@@ -137,6 +160,17 @@ type boundedTransport struct {
 }
 
 func (b *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	// A request net/http makes to follow a redirect carries the response
+	// that sent it there, which carries the request before: the chain.
+	hops := 0
+	for r := req.Response; r != nil && r.Request != nil; r = r.Request.Response {
+		hops++
+	}
+	if hops >= maxRedirects {
+		u := *req.URL
+		u.RawQuery, u.User = "", nil
+		return nil, fmt.Errorf("%s %s: stopped after %d redirects", req.Method, u.String(), hops)
+	}
 	ctx, cancel := context.WithCancelCause(req.Context())
 	x := newExchange(req, b.t, cancel)
 	out := req.Clone(ctx)
@@ -205,6 +239,15 @@ type exchange struct {
 	// (see sendingFile); probed is what it said last.
 	probe  func() int64
 	probed int64
+	// window counts the bytes moved since the timer was last pushed back:
+	// it is pushed back once they make MinRate over the idle time.
+	window int64
+}
+
+// floor is how many bytes must move within idle for the timer to be
+// pushed back. Called with mu held.
+func (x *exchange) floor() int64 {
+	return max(1, int64(float64(x.t.MinRate)*x.idle.Seconds()))
 }
 
 func newExchange(req *http.Request, t Timeouts, cancel context.CancelCauseFunc) *exchange {
@@ -228,13 +271,17 @@ func (x *exchange) fire() {
 	if x.phase == phaseSending && x.probe != nil {
 		if n := x.probe(); n > x.probed {
 			x.sent += n - x.probed
+			x.window += n - x.probed
 			x.probed = n
-			x.timer.Reset(x.idle)
-			x.mu.Unlock()
-			return
 		}
 	}
-	err := &StallError{Method: x.method, URL: x.url, While: x.phase, Idle: x.idle, Sent: x.sent, Received: x.received}
+	if x.window >= x.floor() {
+		x.window = 0
+		x.timer.Reset(x.idle)
+		x.mu.Unlock()
+		return
+	}
+	err := &StallError{Method: x.method, URL: x.url, While: x.phase, Idle: x.idle, Sent: x.sent, Received: x.received, Moved: x.window, MinRate: x.t.MinRate}
 	x.mu.Unlock()
 	x.cancel(err)
 }
@@ -248,6 +295,7 @@ func (x *exchange) enter(phase string, idle time.Duration) {
 		return
 	}
 	x.phase, x.idle = phase, idle
+	x.window = 0
 	x.timer.Reset(idle)
 }
 
@@ -258,8 +306,10 @@ func (x *exchange) moved(sent, received int) {
 	x.mu.Lock()
 	x.sent += int64(sent)
 	x.received += int64(received)
+	x.window += int64(sent + received)
 	all := x.phase == phaseSending && x.contentLength > 0 && x.sent >= x.contentLength
-	if !x.done {
+	if !x.done && x.window >= x.floor() {
+		x.window = 0
 		x.timer.Reset(x.idle)
 	}
 	x.mu.Unlock()

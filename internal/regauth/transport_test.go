@@ -347,3 +347,68 @@ func (l testLog) Write(p []byte) (int, error) {
 	l.t.Log(strings.TrimSpace(string(p)))
 	return len(p), nil
 }
+
+// A registry that redirects a request to itself is left after net/http's
+// ten hops, through go-containerregistry, which sets a redirect check of
+// its own without that cap.
+func TestTransportRedirectLoop(t *testing.T) {
+	var hits atomic.Int64
+	srv := server(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v2/" {
+			return
+		}
+		hits.Add(1)
+		http.Redirect(w, r, r.URL.Path, http.StatusFound)
+	})
+	ref, err := name.ParseReference(strings.TrimPrefix(srv.URL, "http://")+"/x/y:latest", name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := remote.Get(ref, regauth.WithTimeouts(regauth.Timeouts{Stall: stall}))
+		done <- err
+	}()
+	select {
+	case err = <-done:
+	case <-time.After(time.Minute):
+		t.Fatalf("still following redirects after a minute (%d requests)", hits.Load())
+	}
+	if err == nil || !strings.Contains(err.Error(), "stopped after 10 redirects") {
+		t.Errorf("error %v", err)
+	}
+	// go-containerregistry may retry; each attempt is bounded.
+	if n := hits.Load(); n > 100 {
+		t.Errorf("%d requests", n)
+	}
+}
+
+// A body that keeps moving, but slower than the floor, fails as a stall
+// after one Stall instead of lasting for ever.
+func TestTransportBelowTheFloor(t *testing.T) {
+	t.Parallel()
+	srv := server(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "100000")
+		for range 100000 {
+			if _, err := w.Write([]byte{'x'}); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			time.Sleep(stall / 10)
+		}
+	})
+	resp, err := client(t, regauth.Timeouts{Stall: stall, MinRate: 1024}).Get(srv.URL + "/v2/x/blobs/y")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	start := time.Now()
+	_, err = io.Copy(io.Discard, resp.Body)
+	var se *regauth.StallError
+	if !errors.As(err, &se) || se.Moved == 0 || !strings.Contains(err.Error(), "under the floor of 1024 bytes/s") {
+		t.Fatalf("a drip: %v", err)
+	}
+	if elapsed := time.Since(start); elapsed > 5*stall {
+		t.Errorf("the drip went on for %s", elapsed)
+	}
+}
