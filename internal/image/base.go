@@ -184,8 +184,25 @@ func (r *Resolver) fromRegistry(ctx context.Context, ref string, p platform.Plat
 	if err != nil {
 		return nil, regauth.Explain(err)
 	}
+	if err := CheckConfigSize(img); err != nil {
+		return nil, fmt.Errorf("%s: %w", ref, err)
+	}
 	if r.Blobs == nil {
 		return img, nil
 	}
 	return &storedImage{Image: img, store: r.Blobs, ref: nref}, nil
+}
+
+// CheckConfigSize refuses an image whose manifest declares a config over
+// DefaultMaxManifestSize before it is read: go-containerregistry reads a
+// config whole into memory, as many bytes as the manifest says.
+func CheckConfigSize(img v1.Image) error {
+	m, err := img.Manifest()
+	if err != nil {
+		return err
+	}
+	if m.Config.Size > DefaultMaxManifestSize || m.Config.Size < 0 {
+		return fmt.Errorf("its config is %d bytes, over the %d pallet reads", m.Config.Size, DefaultMaxManifestSize)
+	}
+	return nil
 }

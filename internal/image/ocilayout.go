@@ -16,11 +16,13 @@ import (
 
 	"github.com/pallet-dev/pallet/internal/bounded"
 	"github.com/pallet-dev/pallet/internal/platform"
+	"github.com/pallet-dev/pallet/internal/regauth"
 )
 
 // DefaultMaxManifestSize bounds index.json, nested indexes, manifests and
-// configs read from an OCI layout base (containerd's limit for manifests).
-const DefaultMaxManifestSize = 4 << 20
+// configs read from an OCI layout base, and configs from a registry
+// (containerd's limit for manifests, the one registry manifests get).
+const DefaultMaxManifestSize = regauth.MaxManifest
 
 // MaxIndexDepth is how deep indexes may nest under a layout's index.json.
 // Real layouts nest one or two; the bound turns a hostile chain into an

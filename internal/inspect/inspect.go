@@ -21,6 +21,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	pimage "github.com/pallet-dev/pallet/internal/image"
 	"github.com/pallet-dev/pallet/internal/regauth"
 )
 
@@ -409,6 +410,9 @@ func describe(tags []string, img v1.Image, p *v1.Platform) (Image, error) {
 		return out, err
 	}
 	out.MediaType = string(mt)
+	if err := pimage.CheckConfigSize(img); err != nil {
+		return out, fmt.Errorf("%s: %w", out.Digest, err)
+	}
 	cf, err := img.ConfigFile()
 	if err != nil {
 		return out, err

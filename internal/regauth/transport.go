@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -58,6 +59,11 @@ const (
 // one that has none, and a registry redirecting to itself kept a build
 // going for ever (every hop moves bytes, so no stall ends it).
 const maxRedirects = 10
+
+// MaxManifest bounds a manifest or index a registry sends, as containerd
+// bounds them: go-containerregistry reads up to 100 MiB into memory, and
+// a real one is a few KiB.
+const MaxManifest = 4 << 20
 
 // DefaultTimeouts are the bounds Options puts on every registry call. A
 // program that overrides them sets this once, before any registry call.
@@ -202,6 +208,13 @@ func (b *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	x.receiving()
 	resp.Request = req
 	resp.Body = &receiving{ReadCloser: resp.Body, x: x, ctx: ctx, cancel: cancel}
+	if req.Method == http.MethodGet && strings.Contains(req.URL.Path, "/manifests/") {
+		if resp.ContentLength > MaxManifest {
+			resp.Body.Close()
+			return nil, fmt.Errorf("%s %s: a manifest of %d bytes, over the %d pallet reads", req.Method, x.url, resp.ContentLength, MaxManifest)
+		}
+		resp.Body = &capped{ReadCloser: resp.Body, left: MaxManifest, what: req.Method + " " + x.url}
+	}
 	return resp, nil
 }
 
@@ -346,6 +359,30 @@ func (x *exchange) body(rc io.ReadCloser, plain bool) io.ReadCloser {
 		}
 	}
 	return &s
+}
+
+// capped fails a body that goes on past left bytes.
+type capped struct {
+	io.ReadCloser
+	left int64
+	what string
+}
+
+func (c *capped) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		// One byte more tells a body of exactly the limit from a longer.
+		var b [1]byte
+		if n, _ := c.ReadCloser.Read(b[:]); n > 0 {
+			return 0, fmt.Errorf("%s: a manifest over the %d bytes pallet reads", c.what, MaxManifest)
+		}
+		return c.ReadCloser.Read(p)
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.ReadCloser.Read(p)
+	c.left -= int64(n)
+	return n, err
 }
 
 // sending is a request body that reports its progress.

@@ -1,0 +1,69 @@
+package image
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pallet-dev/pallet/internal/platform"
+)
+
+// A registry base whose manifest declares a config of gigabytes, or whose
+// manifest itself goes on past containerd's 4 MiB, is refused before
+// either is read into memory.
+func TestRegistryBaseBounds(t *testing.T) {
+	const fakeDigest = "sha256:0000000000000000000000000000000000000000000000000000000000000001"
+	manifest := fmt.Sprintf(`{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json",`+
+		`"config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":%q,"size":%d},"layers":[]}`, fakeDigest, int64(3)<<30)
+	var blobBytes atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/v2/":
+		case strings.HasSuffix(r.URL.Path, "/manifests/bigconfig"):
+			w.Header().Set("Content-Type", "application/vnd.oci.image.manifest.v1+json")
+			w.Write([]byte(manifest))
+		case strings.HasSuffix(r.URL.Path, "/manifests/huge"):
+			// No length said: only the bytes tell.
+			w.Header().Set("Content-Type", "application/vnd.oci.image.manifest.v1+json")
+			w.Write([]byte(`{"schemaVersion":2,"annotations":{"x":"`))
+			chunk := []byte(strings.Repeat("x", 64<<10))
+			for range 200 { // 12.5 MiB
+				if _, err := w.Write(chunk); err != nil {
+					return
+				}
+			}
+			w.Write([]byte(`"}}`))
+		case strings.Contains(r.URL.Path, "/blobs/"):
+			chunk := make([]byte, 1<<20)
+			for {
+				n, err := w.Write(chunk)
+				blobBytes.Add(int64(n))
+				if err != nil {
+					return
+				}
+			}
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	for tag, want := range map[string]string{"bigconfig": "its config is 3221225472 bytes", "huge": "a manifest over the 4194304 bytes"} {
+		start := time.Now()
+		_, err := (&Resolver{}).Base(context.Background(), host+"/x/y:"+tag, platform.Platform{OS: "linux", Arch: "amd64"})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", tag, err, want)
+		}
+		if d := time.Since(start); d > 10*time.Second {
+			t.Errorf("%s: refused after %s", tag, d)
+		}
+	}
+	if n := blobBytes.Load(); n > 0 {
+		t.Errorf("%d bytes of the config were read", n)
+	}
+}
