@@ -323,6 +323,15 @@ func (f *Fetcher) goEnv(g *Go, p platform.Platform) []string {
 	if g.CC != "" {
 		env = append(env, "CC="+g.CC)
 	}
+	// The go command runs git itself for a module it fetches directly
+	// (GOPROXY=direct, GOPRIVATE), past the proxy gate: git's own
+	// low-speed limit holds those clones over http(s) to the floor and
+	// the stall pallet's git calls get, unless the user set one.
+	if os.Getenv("GIT_HTTP_LOW_SPEED_LIMIT") == "" && os.Getenv("GIT_HTTP_LOW_SPEED_TIME") == "" {
+		lim := f.Limits.withDefaults()
+		env = append(env, "GIT_HTTP_LOW_SPEED_LIMIT="+strconv.FormatInt(lim.MinRate, 10),
+			"GIT_HTTP_LOW_SPEED_TIME="+strconv.Itoa(max(1, int(lim.Stall.Seconds()))))
+	}
 	if f.Offline {
 		// Modules and the pinned toolchain come from the mirror's module
 		// cache, served as a file proxy; they were checked against the

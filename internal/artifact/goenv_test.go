@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pallet-dev/pallet/internal/platform"
 )
@@ -102,6 +103,27 @@ func TestNeedsCC(t *testing.T) {
 		var fe *FieldError
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !errors.As(err, &fe) || fe.Field != "cgo") {
 			t.Errorf("%+v on %s: %v, want %q", tc.g, tc.p, err, tc.want)
+		}
+	}
+}
+
+// The git the go command runs for direct module fetches gets pallet's
+// floor and stall through git's own low-speed limit, unless the user set
+// one.
+func TestGoEnvBoundsDirectGit(t *testing.T) {
+	p, err := platform.Parse("linux/amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &Fetcher{Limits: Limits{Stall: 42 * time.Second, MinRate: 2048}}
+	env := f.goEnv(&Go{}, p)
+	if !slices.Contains(env, "GIT_HTTP_LOW_SPEED_LIMIT=2048") || !slices.Contains(env, "GIT_HTTP_LOW_SPEED_TIME=42") {
+		t.Errorf("no low-speed limit for git: %v", env)
+	}
+	t.Setenv("GIT_HTTP_LOW_SPEED_TIME", "600")
+	for _, kv := range f.goEnv(&Go{}, p) {
+		if strings.HasPrefix(kv, "GIT_HTTP_LOW_SPEED_LIMIT=") {
+			t.Errorf("the user's own setting was joined by %s", kv)
 		}
 	}
 }
