@@ -30,10 +30,17 @@ const gomodPath = "example.com/tools/hello"
 // module's go.sum hash and the count of zips served.
 func gomodProxy(t *testing.T) (string, *atomic.Int32) {
 	t.Helper()
+	return gomodProxyOrigin(t, "")
+}
+
+// gomodProxyOrigin is gomodProxy whose .info says the version was made
+// from commit, as proxy.golang.org's do, unless commit is empty.
+func gomodProxyOrigin(t *testing.T, commit string) (string, *atomic.Int32) {
+	t.Helper()
 	src := t.TempDir()
 	writeFile(t, filepath.Join(src, "go.mod"), "module "+gomodPath+"\n\ngo 1.22\n")
 	writeFile(t, filepath.Join(src, "LICENSE"), "MIT, for the test\n")
-	writeFile(t, filepath.Join(src, "cmd", "hello", "main.go"), "package main\n\nfunc main() { println(\"hello from the module proxy\") }\n")
+	writeFile(t, filepath.Join(src, "cmd", "hello", "main.go"), "package main\n\nvar commit string\n\nfunc main() {\n\tprintln(\"hello from the module proxy\")\n\tif commit != \"\" {\n\t\tprintln(commit)\n\t}\n}\n")
 	mv := module.Version{Path: gomodPath, Version: "v1.0.0"}
 	var zip bytes.Buffer
 	if err := modzip.CreateFromDir(&zip, mv, src); err != nil {
@@ -47,7 +54,11 @@ func gomodProxy(t *testing.T) (string, *atomic.Int32) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, _ := json.Marshal(map[string]string{"Version": mv.Version, "Time": "2024-01-02T03:04:05Z"})
+	meta := map[string]any{"Version": mv.Version, "Time": "2024-01-02T03:04:05Z"}
+	if commit != "" {
+		meta["Origin"] = map[string]string{"VCS": "git", "URL": "https://example.com/tools/hello", "Hash": commit, "Ref": "refs/tags/v1.0.0"}
+	}
+	info, _ := json.Marshal(meta)
 	files := map[string][]byte{
 		"/@v/list":        []byte(mv.Version + "\n"),
 		"/@v/v1.0.0.info": info,
@@ -198,5 +209,55 @@ func TestGomodBuild(t *testing.T) {
 	}
 	if _, err := os.Stat(bad); err == nil {
 		t.Error("output written by a build with a wrong pin")
+	}
+}
+
+// gomod.commit gives {{commit}}, for the revision a program prints; it is
+// recorded, and a commit the module proxy contradicts stops the build.
+func TestGomodCommit(t *testing.T) {
+	const commit = "0123456789abcdef0123456789abcdef01234567"
+	sum, _ := gomodProxyOrigin(t, commit)
+	plat := "linux/" + runtime.GOARCH
+	recipe := filepath.Join(t.TempDir(), "pallet.yaml")
+	write := func(c string) {
+		writeFile(t, recipe, `version: 1
+artifacts:
+  hello:
+    gomod:
+      module: `+gomodPath+`
+      version: v1.0.0
+      sum: `+sum+`
+      commit: `+c+`
+      packages: ./cmd/hello
+      ldflags: ["-X main.commit={{commit}}"]
+images:
+  hello:
+    base: scratch
+    platforms: [`+plat+`]
+    files:
+      - {artifact: hello, dest: /usr/local/bin/}
+`)
+	}
+	write(commit)
+	out := filepath.Join(t.TempDir(), "out")
+	mustPallet(t, "build", "-q", "-f", recipe, "--cache-dir", t.TempDir(), "-o", "oci:"+out)
+	if runtime.GOOS == "linux" {
+		exe := filepath.Join(t.TempDir(), "hello")
+		if err := os.WriteFile(exe, imageFile(t, out, plat, "usr/local/bin/hello"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		got, err := exec.Command(exe).CombinedOutput()
+		if err != nil || !strings.Contains(string(got), commit) {
+			t.Errorf("the program printed %q (%v), without the commit", got, err)
+		}
+	}
+	if rec := readRecord(t, out+".record.json"); len(rec.Artifacts) != 1 || rec.Artifacts[0].Commit != commit {
+		t.Errorf("record %+v", rec.Artifacts)
+	}
+	other := strings.Repeat("ab", 20)
+	write(other)
+	_, err := pallet(t, "build", "-q", "-f", recipe, "--cache-dir", t.TempDir(), "-o", "oci:"+filepath.Join(t.TempDir(), "out"))
+	if err == nil || !strings.Contains(err.Error(), "the module proxy says the version was made from git "+commit) || !strings.Contains(err.Error(), other) {
+		t.Errorf("a commit the proxy contradicts: %v", err)
 	}
 }

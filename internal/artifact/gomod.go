@@ -24,6 +24,10 @@ type GoModule struct {
 	// Sum is the module's go.sum hash ("h1:..."): the zip is checked
 	// against it before anything in it is used.
 	Sum string
+	// Commit, when set, is the upstream commit the recipe says the
+	// version was made from; the proxy's word on it, when it has one, must
+	// agree.
+	Commit string
 	// Go is the build; its Module and Packages are relative to the
 	// module's root.
 	Go Go
@@ -31,7 +35,7 @@ type GoModule struct {
 
 func (m *GoModule) Name() string { return "gomod" }
 
-func (m *GoModule) Origin() Origin { return Origin{Module: m.ref(), SHA256: m.Sum} }
+func (m *GoModule) Origin() Origin { return Origin{Module: m.ref(), SHA256: m.Sum, Commit: m.Commit} }
 
 func (m *GoModule) ref() string { return m.Path + "@" + m.Version }
 
@@ -42,7 +46,12 @@ func (m *GoModule) Key(*Fetcher, *Request) ([]string, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	return append(parts, m.Path, m.Version, m.Sum), true, nil
+	parts = append(parts, m.Path, m.Version, m.Sum)
+	if m.Commit != "" {
+		// The record carries it; without one, keys stay as they were.
+		parts = append(parts, "commit="+m.Commit)
+	}
+	return parts, true, nil
 }
 
 // Produce downloads the module, proves it against the pin, unpacks it and
@@ -137,9 +146,17 @@ func (m *GoModule) download(ctx context.Context, f *Fetcher, env []string, dir s
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	runErr := cmd.Run()
-	var info struct{ Zip, Error string }
+	var info struct {
+		Zip, Error string
+		// Origin is where the proxy says the version came from; only
+		// some proxies say.
+		Origin *struct{ VCS, Hash string }
+	}
 	jsonErr := json.Unmarshal(stdout.Bytes(), &info)
 	if runErr == nil && jsonErr == nil && info.Error == "" && info.Zip != "" {
+		if o := info.Origin; m.Commit != "" && o != nil && o.Hash != "" && o.Hash != m.Commit {
+			return "", fmt.Errorf("module %s: the recipe names commit %s (gomod.commit), the module proxy says the version was made from %s %s", m.ref(), m.Commit, o.VCS, o.Hash)
+		}
 		return info.Zip, nil
 	}
 	msg := info.Error

@@ -72,6 +72,9 @@ func (r *Recipe) Expand(path, s string, v Vars) (string, error) {
 	if len(missing) > 0 {
 		if m := missing[0]; m == "commit" || m == "tag" {
 			// Known names, unset here: say what would set them.
+			if m == "commit" {
+				return "", r.Errorf(path, "{{commit}} is the commit of the artifact's git source (modes.source.git.commit) or the one its gomod section names (gomod.commit), and this artifact has none")
+			}
 			return "", r.Errorf(path, "{{%s}} is the %s of the artifact's git source (modes.source.git.%s), and this artifact has none", m, m, m)
 		}
 		return "", r.Errorf(path, "unknown variable {{%s}} (args: %s; per platform: os, arch, variant, platform, exe; per artifact: version, and commit and tag of a git source)", missing[0], strings.Join(slices.Sorted(maps.Keys(r.Args)), ", "))

@@ -23,6 +23,12 @@ type GoModule struct {
 	Version string `yaml:"version"`
 	// Sum is the module's go.sum hash ("h1:..."), required.
 	Sum string `yaml:"sum"`
+	// Commit is the upstream commit the version was made from, for
+	// {{commit}} (the revision a program prints): the module's sum does
+	// not cover it, so it is checked where something can be: against a
+	// pseudo-version's revision, and against the commit the module proxy
+	// reports for the version when it reports one.
+	Commit string `yaml:"commit"`
 	// Packages are relative to the module's root.
 	Packages  List              `yaml:"packages"`
 	Ldflags   List              `yaml:"ldflags"`
@@ -61,6 +67,9 @@ func (r *Recipe) checkGoModule(name, at string, m *GoModule) error {
 	}
 	if len(m.Packages) == 0 {
 		return r.Errorf(at, "artifact %s: gomod.packages is required", name)
+	}
+	if m.Commit != "" && !commitRE().MatchString(m.Commit) {
+		return r.Errorf(at+".commit", "artifact %s: gomod.commit must be a full commit hash (40 or 64 lower-case hex digits; got %q)", name, m.Commit)
 	}
 	if m.Toolchain != "" && !strings.Contains(m.Toolchain, "{{") && !goVersionRE().MatchString(m.Toolchain) {
 		return r.Errorf(at+".toolchain", "artifact %s: %v", name, CheckGoVersion(m.Toolchain))
@@ -110,6 +119,11 @@ func (r *Recipe) goModule(name, at string, m *GoModule, pf platform.Platform, v 
 	if err := r.checkModuleVersion(name, at, path, ver); err != nil {
 		return nil, err
 	}
+	if m.Commit != "" && module.IsPseudoVersion(ver) {
+		if rev, err := module.PseudoVersionRev(ver); err == nil && !strings.HasPrefix(m.Commit, rev) {
+			return nil, r.Errorf(at+".commit", "artifact %s: commit %s is not the one pseudo-version %s names (%s...)", name, m.Commit, ver, rev)
+		}
+	}
 	tc, err := r.Expand(at+".toolchain", m.Toolchain, v)
 	if err != nil {
 		return nil, err
@@ -124,5 +138,5 @@ func (r *Recipe) goModule(name, at string, m *GoModule, pf platform.Platform, v 
 		return nil, err
 	}
 	g.Version = tc
-	return &artifact.GoModule{Path: path, Version: ver, Sum: m.Sum, Go: *g}, nil
+	return &artifact.GoModule{Path: path, Version: ver, Sum: m.Sum, Commit: m.Commit, Go: *g}, nil
 }

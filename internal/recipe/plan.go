@@ -476,6 +476,9 @@ func (r *Recipe) artifactVars(name string, pf platform.Platform, vars Vars, comm
 			v["tag"] = tag
 		}
 	}
+	if m := ra.gomodSource(); m != nil && m.Commit != "" {
+		v["commit"] = m.Commit
+	}
 	return v, nil
 }
 

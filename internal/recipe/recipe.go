@@ -145,6 +145,18 @@ func (a *Artifact) ModeNames() []string {
 }
 
 // gitSource is the git section of the artifact's source mode, or nil.
+// gomodSource is the artifact's gomod section, as its kind or its source
+// mode, or nil.
+func (a *Artifact) gomodSource() *GoModule {
+	if a.Gomod != nil {
+		return a.Gomod
+	}
+	if a.Modes != nil && a.Modes.Source != nil {
+		return a.Modes.Source.Gomod
+	}
+	return nil
+}
+
 func (a *Artifact) gitSource() *Git {
 	if a.Modes == nil || a.Modes.Source == nil || a.Modes.Source.Gomod != nil {
 		return nil
