@@ -109,7 +109,10 @@ func (e *evaluator) copy(s *stageState, n *parser.Node, op *copyOp) error {
 	for _, it := range items {
 		root, dest := placeAt(it, cleanDest, intoDir)
 		pm := plan.Placement{Artifact: e.artifact(it.src, it.pos), Dest: dest, Mode: it.mode, UID: it.uid, GID: it.gid, Pos: it.pos}
-		if mode != nil {
+		// BuildKit's --chmod does not reach the files an ADD unpacks:
+		// they keep the archive's modes (pallet's normalized ones). A
+		// COPY --from of what a stage unpacked copies files, and does.
+		if mode != nil && !(it.src.opaque() && !it.fromDir) {
 			pm.Mode = *mode
 		}
 		if uid != nil {

@@ -254,6 +254,8 @@ func TestDockerfileAdd(t *testing.T) {
 		{"an archive in a directory is not unpacked", "ADD dir /d/", []string{"/d/<-local:dir"}, ""},
 		{"a URL with its checksum", "ADD --checksum=sha256:" + sum + " https://example.com/dl/tool.bin /usr/bin/", []string{"/usr/bin/<-url:https://example.com/dl/tool.bin mode=600"}, ""},
 		{"a URL renamed, chmod wins over 0600", "ADD --chmod=755 --checksum=sha256:" + sum + " https://example.com/dl/tool.bin /usr/bin/tool", []string{"/usr/bin/tool<-url:https://example.com/dl/tool.bin mode=755"}, ""},
+		{"--chmod does not reach an unpacked archive's files, as in BuildKit", "ADD --chmod=755 --chown=5:6 a.tar.gz /opt/", []string{"/opt/<-unpack:a.tar.gz owner=5:6"}, ""},
+		{"nor a downloaded one's", "ADD --chmod=755 --unpack=true --checksum=sha256:" + sum + " https://example.com/t.tar.gz /opt/", []string{"/opt/<-unpack-url:https://example.com/t.tar.gz"}, ""},
 		{"a URL unpacked", "ADD --unpack=true --checksum=sha256:" + sum + " https://example.com/t.tar.gz /opt/", []string{"/opt/<-unpack-url:https://example.com/t.tar.gz"}, ""},
 		{"a URL without checksum", "ADD https://example.com/dl/tool.bin /usr/bin/", nil, "ADD: https://example.com/dl/tool.bin: a download needs --checksum=sha256"},
 		{"a checksum that is not sha256", "ADD --checksum=sha512:abc https://example.com/x /x", nil, "want sha256:"},

@@ -38,6 +38,8 @@ func TestDockerfileCopyFromStage(t *testing.T) {
 			[]string{"/opt/x/<-unpack:x.tar"}, ""},
 		{"a pattern over the stage's paths", "FROM scratch AS s\nCOPY bin/ /out/\nFROM scratch\nCOPY --from=s /out/h* /b/",
 			[]string{"/b/<-local:bin/hello"}, ""},
+		{"--chmod reaches the files a stage unpacked, copied from it", "FROM scratch AS s\nADD --chmod=700 x.tar /opt/x/\nFROM scratch\nCOPY --from=s --chmod=755 /opt/x /y/",
+			[]string{"/y/<-unpack:x.tar mode=755"}, ""},
 		{"into an archive is refused", "FROM scratch AS s\nADD x.tar /opt/x/\nFROM scratch\nCOPY --from=s /opt/x/inner /i",
 			nil, "inside the archive unpacked at /opt/x"},
 		{"a stage on an image lists only what it copied", "FROM example.com/tools AS s\nCOPY bin/ /out/\nFROM scratch\nCOPY --from=s /usr/bin/tool /t",
