@@ -47,6 +47,7 @@ func TestDockerfileErrorsAt(t *testing.T) {
 		{"a here-document", "FROM scratch\nCOPY <<EOF /x\nhello\nEOF", 2, 1, "here-documents"},
 		{"a directory onto a file, at the COPY", "FROM scratch\nCOPY bin/hello /k\n  COPY bin/ /k", 3, 3, "COPY: /k is a file, put there by line 2 (bin/hello), and this COPY would put a directory there"},
 		{"a WORKDIR under a file", "FROM scratch\nCOPY bin/hello /k\nWORKDIR /k/w", 3, 1, "WORKDIR: /k is a file"},
+		{"COPY --from a directory of a stage on an image, at the source", "FROM example.com/base AS a\nCOPY bin/ /usr/bin/\nFROM scratch\nCOPY --from=a  /usr/bin /b/", 4, 16, "/usr/bin is a directory of stage a, whose base example.com/base pallet does not read"},
 		{"COPY --from a stage path it lacks", "FROM scratch AS a\nCOPY bin/hello /bin/\nFROM scratch\nCOPY --from=a /usr/bin/hello /", 4, 15, "/usr/bin/hello: not in stage a"},
 	}
 	for _, tc := range tests {

@@ -6,6 +6,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/moby/buildkit/util/system"
@@ -32,6 +33,9 @@ func (e *evaluator) stageItems(st *stageState, src string, pos plan.Pos) ([]item
 	p = path.Clean(p)
 	paths := []string{p}
 	if containsWildcards(p) {
+		if !st.emptyBase {
+			return nil, 0, fmt.Errorf("%s: a pattern over stage %s, whose base %s pallet does not read: BuildKit matches it against the base's files too, and pallet knows only what the stage's COPY and ADD put there; name the stage's files one by one, or copy them from the build context", src, st.def.label(), st.base)
+		}
 		paths = nil
 		for _, k := range slices.Sorted(maps.Keys(st.content.nodes)) {
 			if ok, _ := path.Match(p, k); ok {
@@ -67,6 +71,9 @@ func (e *evaluator) stagePath(st *stageState, p string, pos plan.Pos) ([]item, e
 		}
 		return nil, fmt.Errorf("%s: not in stage %s (pallet knows what the stage's COPY and ADD put there%s)", p, st.def.label(), base)
 	}
+	if n.kind == tree.Dir && !st.emptyBase {
+		return nil, e.baseDirError(st, p)
+	}
 	switch n.kind {
 	case tree.Symlink:
 		return nil, fmt.Errorf("%s is a symlink in stage %s; copy what it points to", p, st.def.label())
@@ -99,6 +106,25 @@ func (e *evaluator) stagePath(st *stageState, p string, pos plan.Pos) ([]item, e
 		}
 	}
 	return items, nil
+}
+
+// baseDirError refuses directory p of stage st, whose base pallet does
+// not read: BuildKit copies the directory whole, with what the base holds
+// there, and a flattened copy would hold the stage's COPYs' part alone.
+func (e *evaluator) baseDirError(st *stageState, p string) error {
+	var lines []string
+	seen := map[int]bool{}
+	for _, q := range st.content.placed {
+		if (under(q.root, p) || under(p, q.root) && q.src.isDir()) && !seen[q.pm.Pos.Line] {
+			seen[q.pm.Pos.Line] = true
+			lines = append(lines, strconv.Itoa(q.pm.Pos.Line))
+		}
+	}
+	by := ""
+	if len(lines) > 0 {
+		by = fmt.Sprintf(" (line %s)", strings.Join(lines, ", "))
+	}
+	return fmt.Errorf("%s is a directory of stage %s, whose base %s pallet does not read: BuildKit copies all the stage holds there, what the base holds too, and pallet knows only what the stage's COPY and ADD put there%s; copy their sources from the build context instead, or name the stage's files one by one, or start the stage FROM scratch", p, st.def.label(), st.base, by)
 }
 
 // within re-places placement q (number i), which lies at or under the
