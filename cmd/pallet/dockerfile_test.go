@@ -506,3 +506,52 @@ func TestDockerfileDirectoryOverBaseFile(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM oci:base\nCOPY f /etc/passwd\n")
 	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+filepath.Join(t.TempDir(), "o"))
 }
+
+// On a merged-/usr base, a directory a COPY copies where the base holds a
+// link (a bin/ inside the copied directory, at /bin) is refused at its
+// source, as BuildKit's copy fails there (cannot copy to non-directory);
+// so is an archive holding one, which BuildKit unpacks over the link or
+// through it as its entries say. A COPY to the link itself goes through.
+func TestDockerfileDirectoryAtBaseLink(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "root", "usr", "bin", "sh"), "#!shell\n")
+	if err := os.Symlink("usr/bin", filepath.Join(dir, "root", "bin")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "base.Dockerfile"), "FROM scratch\nCOPY root/ /\n")
+	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "base.Dockerfile"), "-o", "oci:"+filepath.Join(dir, "base"))
+	writeFile(t, filepath.Join(dir, "r", "bin", "y"), "y\n")
+	writeFile(t, filepath.Join(dir, "r.tar"), string(fixture.Tar([]fixture.File{{Name: "bin/", Dir: true, Mode: 0o755}, {Name: "bin/x", Content: "x\n", Mode: 0o644}})))
+	for _, tc := range []struct{ df, want string }{
+		{"FROM oci:base\nCOPY r/bin/y r/ /\n", "Dockerfile:2: "},
+		{"FROM oci:base\nCOPY r/ /\n", "/bin: a directory copied where the image holds a link (to usr/bin); Docker's COPY fails there (cannot copy to non-directory)"},
+		{"FROM oci:base\nADD r.tar /\n", "Dockerfile:2: "},
+		{"FROM oci:base\nADD r.tar /\n", "Docker's ADD replaces the link with the directory when the archive holds an entry for it"},
+	} {
+		writeFile(t, filepath.Join(dir, "Dockerfile"), tc.df)
+		_, err := pallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+filepath.Join(t.TempDir(), "o"))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want %q", tc.df, err, tc.want)
+		}
+	}
+	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM oci:base\nCOPY r/bin /bin\n")
+	out := filepath.Join(t.TempDir(), "o")
+	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
+	layers, err := dfImage(t, out).Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := layers[len(layers)-1].Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	var got []string
+	tr := tar.NewReader(rc)
+	for h, err := tr.Next(); err == nil; h, err = tr.Next() {
+		got = append(got, strings.TrimSuffix(h.Name, "/"))
+	}
+	if want := []string{"usr", "usr/bin", "usr/bin/y"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("layer holds %q, want %q", got, want)
+	}
+}

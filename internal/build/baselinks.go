@@ -83,7 +83,7 @@ func placeOnBases(name string, pi *plan.PlatformImage, views []*tree.View, raw [
 			l := pi.Layers[i]
 			p, err := t.Through(view)
 			if err != nil {
-				return nil, plan.Errorf(l.Placements[0].Pos, "image %s (%s), layer %s: %v", name, pi.Platform, l.Name, err)
+				return nil, throughError(name, pi, l, err)
 			}
 			placed[i] = p
 			switch {
@@ -259,4 +259,26 @@ func decodeView(s string) (*tree.View, error) {
 		}
 	}
 	return v, nil
+}
+
+// throughError locates an error of tree.Through at the layer's placement,
+// or, for a directory copied where the image holds a link, at the
+// placement that copies it, saying what Docker does there.
+func throughError(name string, pi *plan.PlatformImage, l *plan.Layer, err error) error {
+	var li *tree.LinkInside
+	if !errors.As(err, &li) {
+		return plan.Errorf(l.Placements[0].Pos, "image %s (%s), layer %s: %v", name, pi.Platform, l.Name, err)
+	}
+	pm := placementOf(l, li.Path)
+	leads := ""
+	if li.Leads != "" {
+		leads = " (/" + li.Leads + ")"
+	}
+	var why string
+	if pm.NoLinksArchive {
+		why = fmt.Sprintf("Docker's ADD replaces the link with the directory when the archive holds an entry for it (a /%s holding the archive's files alone), and unpacks through the link when it holds none; pallet cannot tell which once the archive is unpacked: make the archive hold that directory where the link leads%s, or ADD it to another directory", li.At, leads)
+	} else {
+		why = fmt.Sprintf("Docker's COPY fails there (cannot copy to non-directory) rather than copy through the link: copy that directory with a COPY of its own, to the link or where it leads%s, or leave it out", leads)
+	}
+	return plan.Errorf(pm.Pos, "image %s (%s), layer %s: %v; %s", name, pi.Platform, l.Name, err, why)
 }

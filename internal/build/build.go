@@ -1070,7 +1070,7 @@ func (b *builder) layers(ctx context.Context, im *plan.Image, pi *plan.PlatformI
 					return err
 				}
 				if t, err = t.Through(views[0]); err != nil {
-					return plan.Errorf(l.Placements[0].Pos, "image %s (%s), layer %s: %v", name, pi.Platform, l.Name, err)
+					return throughError(name, pi, l, err)
 				}
 			}
 			written := t
@@ -1275,7 +1275,7 @@ func (b *builder) layerTree(ctx context.Context, name string, pi *plan.PlatformI
 		if err != nil {
 			return nil, nil, err
 		}
-		place := tree.Placement{Dest: dest, FileMode: pm.Mode, UID: pm.UID, GID: pm.GID, From: pm.Path, LinkAs: pm.LinkAs, OwnNewDirs: pm.OwnNewDirs}
+		place := tree.Placement{Dest: dest, FileMode: pm.Mode, UID: pm.UID, GID: pm.GID, From: pm.Path, LinkAs: pm.LinkAs, OwnNewDirs: pm.OwnNewDirs, NoLinksBelow: pm.NoLinksBelow}
 		if b.plan.Artifacts[pm.Artifact].Check {
 			needs, err := b.checkExecutables(res, place, pi.Platform)
 			if err != nil {

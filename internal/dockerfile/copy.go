@@ -122,6 +122,12 @@ func (e *evaluator) copy(s *stageState, n *parser.Node, op *copyOp) error {
 			// theirs.
 			pm.OwnNewDirs = !s.platform.IsWindows()
 		}
+		if it.src.isDir() && !s.platform.IsWindows() {
+			// What the COPY copies is placed below its destination as
+			// it is, not through the image's links, as BuildKit copies.
+			pm.NoLinksBelow = cleanDest
+			pm.NoLinksArchive = it.src.opaque() && !it.fromDir
+		}
 		if s.mayHoldDir(it, cleanDest, intoDir) {
 			pm.IntoDirAs = it.name
 		}

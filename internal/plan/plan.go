@@ -207,6 +207,14 @@ type Placement struct {
 	// makes on its way, where the image holds none, as Docker's COPY
 	// --chown makes them (tree.Placement.OwnNewDirs).
 	OwnNewDirs bool
+	// NoLinksBelow, when set, is the destination of the Dockerfile COPY or
+	// ADD the placement is part of: Docker's COPY follows the image's
+	// links on its way there, not below it, where a directory copied at
+	// a link fails (tree.Placement.NoLinksBelow). NoLinksArchive says the
+	// placement unpacks an archive, whose directories Docker's ADD puts
+	// over such a link or through it, as the archive's entries say.
+	NoLinksBelow   string
+	NoLinksArchive bool
 	// Licenses places the artifact's licence files under
 	// /LICENSES/<artifact>/ (on the first placement of it in an image).
 	Licenses bool

@@ -214,11 +214,16 @@ func (t *Tree) Through(v *View) (*Tree, error) {
 		}
 		ne := *e
 		var err error
-		if e.Kind == Dir {
+		switch {
+		case e.NoLinksFrom > 0 && int(e.NoLinksFrom) <= strings.Count(e.Path, "/")+1:
+			ne.Path, err = noLinksInside(v, e, resolve)
+		case e.Kind == Dir:
 			ne.Path, err = resolve(e.Path)
-		} else if dir, name := path.Split(e.Path); dir != "" {
-			dir, err = resolve(strings.TrimSuffix(dir, "/"))
-			ne.Path = path.Join(dir, name)
+		default:
+			if dir, name := path.Split(e.Path); dir != "" {
+				dir, err = resolve(strings.TrimSuffix(dir, "/"))
+				ne.Path = path.Join(dir, name)
+			}
 		}
 		if err != nil {
 			return nil, err
@@ -273,6 +278,53 @@ func (t *Tree) Through(v *View) (*Tree, error) {
 		}
 	}
 	return out, nil
+}
+
+// LinkInside is a directory a Dockerfile's COPY copies (Entry.NoLinksFrom)
+// where the image holds a link.
+type LinkInside struct {
+	// Path is the entry's path as placed, At the link's path in the image
+	// and Leads where the link leads ("" if nowhere the image holds).
+	Path, At, Target, Leads string
+}
+
+func (e *LinkInside) Error() string {
+	if e.At == e.Path {
+		return fmt.Sprintf("/%s: a directory copied where the image holds a link (to %s)", e.Path, e.Target)
+	}
+	return fmt.Sprintf("/%s: a directory copied where the image holds a link (/%s, to %s)", e.Path, e.At, e.Target)
+}
+
+// noLinksInside is where e lands through v: the elements of its path
+// before e.NoLinksFrom through v's links, as resolve takes them, the
+// others as they are, none of those that are directories a link of v.
+func noLinksInside(v *View, e *Entry, resolve func(string) (string, error)) (string, error) {
+	elems := strings.Split(e.Path, "/")
+	k := int(e.NoLinksFrom) - 1
+	cur := "."
+	if k > 0 {
+		var err error
+		if cur, err = resolve(strings.Join(elems[:k], "/")); err != nil {
+			return "", err
+		}
+	}
+	dirs := len(elems)
+	if e.Kind != Dir {
+		dirs-- // a file or link at a link's path is Through's own case
+	}
+	for i := k; i < len(elems); i++ {
+		cur = path.Join(cur, elems[i])
+		if target, ok := v.Links[cur]; ok && i < dirs {
+			leads := ""
+			if v.IsDir(cur) {
+				if r, err := v.Links.Resolve(cur); err == nil {
+					leads = r
+				}
+			}
+			return "", &LinkInside{Path: strings.Join(elems[:i+1], "/"), At: cur, Target: target, Leads: leads}
+		}
+	}
+	return cur, nil
 }
 
 // dirOverFile refuses out, t placed through v, where it holds a directory,

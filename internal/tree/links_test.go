@@ -1,6 +1,7 @@
 package tree
 
 import (
+	"errors"
 	"io/fs"
 	"reflect"
 	"strings"
@@ -329,6 +330,49 @@ func TestThroughDirOverFile(t *testing.T) {
 		_, err := tr.Through(v)
 		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
 			t.Errorf("%s (%s): %v, want %q", c.e.Path, c.e.Kind, err, c.want)
+		}
+	}
+}
+
+// A placement marked NoLinksBelow goes through the image's links on its
+// way to that destination, and not below it: a directory it copies where
+// the image holds a link is refused, as Docker's COPY fails there (cannot
+// copy to non-directory). Unmarked (a recipe's), it goes through.
+func TestThroughNoLinksBelow(t *testing.T) {
+	v := &View{Links: Links{"bin": "usr/bin", "opt": "srv", "srv/x/lib": "/usr/lib"}, Dirs: map[string]DirMeta{"usr": {Mode: 0o755}, "usr/bin": {Mode: 0o755}, "usr/lib": {Mode: 0o755}, "srv": {Mode: 0o755}, "srv/x": {Mode: 0o755}}}
+	src := New()
+	for _, e := range []Entry{{Path: "bin/y", Kind: File}, {Path: "lib/z", Kind: File}} {
+		if err := src.Add(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		pl   Placement
+		want string // an error, or the paths placed
+	}{
+		{Placement{Dest: "/", NoLinksBelow: "/"}, "/bin: a directory copied where the image holds a link (to usr/bin)"},
+		{Placement{Dest: "/opt/x/", NoLinksBelow: "/opt/x"}, "/opt/x/lib: a directory copied where the image holds a link (/srv/x/lib, to /usr/lib)"},
+		// The stage's directory bin is copied with the others, below the COPY's destination.
+		{Placement{Dest: "/bin/", From: "bin", NoLinksBelow: "/"}, "/bin: a directory copied where the image holds a link"},
+		{Placement{Dest: "/bin/", From: "bin", NoLinksBelow: "/bin"}, "usr usr/bin usr/bin/y"},
+		{Placement{Dest: "/opt/", NoLinksBelow: "/opt"}, "srv srv/bin srv/bin/y srv/lib srv/lib/z"},
+		{Placement{Dest: "/"}, "lib lib/z usr usr/bin usr/bin/y"},
+	} {
+		tr := New()
+		if err := tr.Place(src, c.pl); err != nil {
+			t.Fatal(err)
+		}
+		got, err := tr.Through(v)
+		var li *LinkInside
+		switch {
+		case err != nil && !errors.As(err, &li):
+			t.Errorf("%+v: %v", c.pl, err)
+		case err != nil:
+			if !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%+v: %v, want %q", c.pl, err, c.want)
+			}
+		case strings.Join(paths(got.Entries()), " ") != c.want:
+			t.Errorf("%+v: placed %q, want %q", c.pl, paths(got.Entries()), c.want)
 		}
 	}
 }

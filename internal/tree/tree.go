@@ -90,6 +90,13 @@ type Entry struct {
 	// implies, keeps its own mode and owner (see Through), as the
 	// directories Docker's COPY finds on its way do.
 	IfNew bool
+	// NoLinksFrom, when not zero, is the first element of Path (counting
+	// from 1) that is inside what a Dockerfile's COPY copies rather than
+	// on its way there: Docker's COPY follows the image's links to its
+	// destination, but fails at a directory it copies where the image
+	// holds a link (cannot copy to non-directory). Through refuses such
+	// an entry instead of placing it through the link.
+	NoLinksFrom uint16
 	// Stamp is Source's status when FromDir or FromFile listed it (zero
 	// otherwise): what facts about the file are remembered under, so
 	// that the steps of a build after the listing need not stat it again.
@@ -415,12 +422,35 @@ type Placement struct {
 	// it) where the image holds none (Entry.IfNew), as Docker's COPY
 	// --chown makes them; else they are implied, 0755 0:0.
 	OwnNewDirs bool
+	// NoLinksBelow, when set, is the destination of the Dockerfile COPY
+	// the placement is part of (Dest or above it): the entries placed
+	// below it are marked Entry.NoLinksFrom.
+	NoLinksBelow string
+	noLinks      uint16
+}
+
+// noLinksFrom is Entry.NoLinksFrom for the entries pl places.
+func (pl Placement) noLinksFrom() (uint16, error) {
+	if pl.NoLinksBelow == "" {
+		return 0, nil
+	}
+	p, err := CleanPath(pl.NoLinksBelow)
+	if err != nil {
+		return 0, err
+	}
+	if p == "." {
+		return 1, nil
+	}
+	return uint16(strings.Count(p, "/") + 2), nil
 }
 
 // Place adds src to t according to pl.
 func (t *Tree) Place(src *Tree, pl Placement) error {
 	dest, err := CleanPath(pl.Dest)
 	if err != nil {
+		return err
+	}
+	if pl.noLinks, err = pl.noLinksFrom(); err != nil {
 		return err
 	}
 	intoDir := strings.HasSuffix(pl.Dest, "/") || dest == "."
@@ -456,7 +486,7 @@ func (t *Tree) Place(src *Tree, pl Placement) error {
 			return err
 		}
 	} else if dest != "." {
-		if err := t.Add(Entry{Path: dest, Kind: Dir, Mode: 0o755, UID: pl.UID, GID: pl.GID}); err != nil {
+		if err := t.Add(Entry{Path: dest, Kind: Dir, Mode: 0o755, UID: pl.UID, GID: pl.GID, NoLinksFrom: pl.noLinks}); err != nil {
 			return err
 		}
 	} else if err := checkIDs(Entry{Path: dest, UID: pl.UID, GID: pl.GID}); err != nil {
@@ -491,7 +521,7 @@ func (t *Tree) newDirs(dir string, pl Placement) error {
 		dirs = append(dirs, dir)
 	}
 	for i := len(dirs) - 1; i >= 0; i-- {
-		if err := t.Add(Entry{Path: dirs[i], Kind: Dir, Mode: defaultDir.Mode, UID: pl.UID, GID: pl.GID, IfNew: true}); err != nil {
+		if err := t.Add(Entry{Path: dirs[i], Kind: Dir, Mode: defaultDir.Mode, UID: pl.UID, GID: pl.GID, IfNew: true, NoLinksFrom: pl.noLinks}); err != nil {
 			return err
 		}
 	}
@@ -545,6 +575,7 @@ func (t *Tree) placeNew(src *Tree, dest string, pl Placement, empty bool) {
 			e.LinkAs = pl.LinkAs
 		}
 		e.UID, e.GID = pl.UID, pl.GID
+		e.NoLinksFrom = pl.noLinks
 		placed = append(placed, e)
 		if ne := &placed[len(placed)-1]; empty {
 			t.order = append(t.order, ne)
@@ -599,5 +630,6 @@ func (t *Tree) add(e Entry, pl Placement) error {
 		e.LinkAs = pl.LinkAs
 	}
 	e.UID, e.GID = pl.UID, pl.GID
+	e.NoLinksFrom = pl.noLinks
 	return t.Add(e)
 }
