@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net/url"
 	"os"
 	"path"
@@ -101,13 +102,26 @@ func (e *evaluator) copy(s *stageState, n *parser.Node, op *copyOp) error {
 		found += count
 	}
 	if (len(op.sd.SourcePaths) > 1 || found > 1) && !intoDir {
-		return fmt.Errorf("with more than one source, the destination must be a directory ending in /: %s", op.sd.DestPath)
+		return fmt.Errorf("%s: with more than one source, the destination must be a directory ending in /; BuildKit copies the sources to it one after another, each over the one before, so that a file there holds the last: end it with / to copy them into it, or copy the one source that is meant", op.sd.DestPath)
 	}
 
 	l := &plan.Layer{Name: e.layerName(n)}
 	var added []*placed
-	for _, it := range items {
+	// at maps each path this COPY places to the item that placed it.
+	at := map[string]placedBy{}
+	seen := map[string]bool{}
+	for i, it := range items {
 		root, dest := placeAt(it, cleanDest, intoDir)
+		// Sources that overlap (COPY a* ab*) name one file twice: BuildKit
+		// copies it twice, the same content, and one placement does.
+		if k := it.src.id() + "\x00" + root + "\x00" + dest; seen[k] {
+			continue
+		} else {
+			seen[k] = true
+		}
+		if err := placedTwice(n, items, at, i, root); err != nil {
+			return err
+		}
 		pm := plan.Placement{Artifact: e.artifact(it.src, it.pos), Dest: dest, Mode: it.mode, UID: it.uid, GID: it.gid, Pos: it.pos}
 		// BuildKit's --chmod does not reach the files an ADD unpacks:
 		// they keep the archive's modes (pallet's normalized ones). A
@@ -153,6 +167,38 @@ func (e *evaluator) copy(s *stageState, n *parser.Node, op *copyOp) error {
 		s.layers = append(s.layers, l)
 	}
 	return nil
+}
+
+// placedTwice refuses item i of a COPY when it places a path an earlier
+// item of the same COPY placed, other than a directory both hold
+// (COPY dir dir/x /d/): BuildKit copies one over the other, and pallet
+// writes the COPY as one layer, in which a path is placed once. at holds
+// the paths placed so far, with their items and kinds.
+func placedTwice(n *parser.Node, items []item, at map[string]placedBy, i int, root string) error {
+	it := items[i]
+	files := it.files
+	if files == nil {
+		files = map[string]tree.Kind{"": tree.Dir} // an archive: its root alone is known
+	}
+	for _, rel := range slices.Sorted(maps.Keys(files)) {
+		p := path.Join(root, rel)
+		q, ok := at[p]
+		if !ok {
+			at[p] = placedBy{i, files[rel]}
+			continue
+		}
+		if files[rel] == tree.Dir && q.kind == tree.Dir {
+			continue
+		}
+		return plan.Errorf(it.pos, "%s is placed by two sources of this %s, %s and %s: BuildKit copies the later over the earlier, and pallet writes one layer per %s, in which a path is placed once; copy one of them with a %s of its own, or leave it out",
+			p, strings.ToUpper(n.Value), items[q.item].src.hint, it.src.hint, strings.ToUpper(n.Value), strings.ToUpper(n.Value))
+	}
+	return nil
+}
+
+type placedBy struct {
+	item int
+	kind tree.Kind
 }
 
 // copyFrom refuses the flags pallet does not take and resolves --from.

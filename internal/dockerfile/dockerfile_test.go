@@ -193,6 +193,8 @@ func TestDockerfileCopyPlacements(t *testing.T) {
 		{"context root", "COPY . /src/", []string{"/src/<-local:."}},
 		{"several sources, one layer", "COPY bin/hello bin/tool /bin/", []string{"/bin/<-local:bin/hello, /bin/<-local:bin/tool"}},
 		{"pattern", "COPY *.txt /doc/", []string{"/doc/<-local:more.txt, /doc/<-local:notes.txt"}},
+		{"patterns that overlap copy a file once, as BuildKit copies it twice", "COPY *.txt n*.txt /doc/", []string{"/doc/<-local:more.txt, /doc/<-local:notes.txt"}},
+		{"and a directory and a pattern over it", "COPY bin b* /x/", []string{"/x/<-local:bin"}},
 		{"pattern matching nothing", "COPY *.md /doc/\nCOPY bin/hello /", []string{"/<-local:bin/hello"}},
 		{"one layer per COPY", "COPY bin/hello /a/\nCOPY bin/hello /b/", []string{"/a/<-local:bin/hello", "/b/<-local:bin/hello"}},
 		{"chmod and chown", "COPY --chmod=0755 --chown=10:20 bin/hello /usr/bin/", []string{"/usr/bin/<-local:bin/hello mode=755 owner=10:20"}},
