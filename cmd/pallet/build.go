@@ -2,11 +2,13 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"log"
 	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -325,20 +327,46 @@ func attestFlags(sboms []string, provenance, index bool, dir string) (build.Atte
 // logThrough sends what is written to the standard logger to rep as
 // warnings until the returned func is called. net/http's client writes
 // there (a server sending a response nobody asked for): a line of its
-// own on stderr would break a --progress json stream.
+// own on stderr would break a --progress json stream. Builds run in one
+// process (tests, a program calling run) share the logger: the latest
+// build still running hears it, and the last to end gives it back.
 func logThrough(rep progress.Reporter) func() {
-	w, flags := log.Writer(), log.Flags()
-	log.SetFlags(0)
-	log.SetOutput(warner{rep})
+	logSinks.mu.Lock()
+	defer logSinks.mu.Unlock()
+	if len(logSinks.reps) == 0 {
+		logSinks.w, logSinks.flags = log.Writer(), log.Flags()
+		log.SetFlags(0)
+		log.SetOutput(warner{})
+	}
+	logSinks.reps = append(logSinks.reps, rep)
 	return func() {
-		log.SetOutput(w)
-		log.SetFlags(flags)
+		logSinks.mu.Lock()
+		defer logSinks.mu.Unlock()
+		if i := slices.Index(logSinks.reps, rep); i >= 0 {
+			logSinks.reps = slices.Delete(logSinks.reps, i, i+1)
+		}
+		if len(logSinks.reps) == 0 {
+			log.SetOutput(logSinks.w)
+			log.SetFlags(logSinks.flags)
+		}
 	}
 }
 
-type warner struct{ rep progress.Reporter }
+var logSinks struct {
+	mu    sync.Mutex
+	reps  []progress.Reporter
+	w     io.Writer
+	flags int
+}
 
-func (w warner) Write(p []byte) (int, error) {
-	w.rep.Warn("%s", strings.TrimRight(string(p), "\n"))
-	return len(p), nil
+type warner struct{}
+
+func (warner) Write(p []byte) (int, error) {
+	logSinks.mu.Lock()
+	defer logSinks.mu.Unlock()
+	if n := len(logSinks.reps); n > 0 {
+		logSinks.reps[n-1].Warn("%s", strings.TrimRight(string(p), "\n"))
+		return len(p), nil
+	}
+	return logSinks.w.Write(p)
 }

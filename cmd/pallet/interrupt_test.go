@@ -220,6 +220,7 @@ func TestStandardLogIsAWarning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	before := log.Writer()
 	restore := logThrough(prog)
 	log.Printf("Unsolicited response received on idle HTTP channel starting with %q; err=%v", "HTTP/1.1 200", nil)
 	restore()
@@ -229,7 +230,19 @@ func TestStandardLogIsAWarning(t *testing.T) {
 	if len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &ev) != nil || ev["event"] != "warning" || !strings.Contains(fmt.Sprint(ev["message"]), "Unsolicited response") {
 		t.Errorf("events %q", events.String())
 	}
-	if log.Writer() != os.Stderr {
+	if log.Writer() != before {
 		t.Error("the standard logger was not given back")
+	}
+	// Two builds in one process, ending in the order they began: the
+	// logger goes back to what it was only when both are done.
+	endA := logThrough(prog)
+	endB := logThrough(prog)
+	endA()
+	if log.Writer() == before {
+		t.Error("the logger was given back while a build still runs")
+	}
+	endB()
+	if log.Writer() != before {
+		t.Error("the standard logger was not given back after two builds")
 	}
 }
