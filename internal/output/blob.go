@@ -180,7 +180,7 @@ func (w *layoutWriter) update(prev string) error {
 	// other bytes (replaceable checked it is a layout marker): it is the
 	// file builds lock, and a new inode under that name would let a
 	// second build take the lock while this one still holds the old.
-	fresh, err := os.ReadFile(filepath.Join(string(w.p), "index.json"))
+	fresh, err := readIndexBytes(filepath.Join(string(w.p), "index.json"))
 	if err != nil {
 		return err
 	}
@@ -188,7 +188,7 @@ func (w *layoutWriter) update(prev string) error {
 	if err != nil {
 		return err
 	}
-	if have, err := os.ReadFile(filepath.Join(prev, "index.json")); err != nil || !bytes.Equal(have, fresh) {
+	if have, err := readIndexBytes(filepath.Join(prev, "index.json")); err != nil || !bytes.Equal(have, fresh) {
 		// The blobs the new index names reach the disk before it does: a
 		// crash must not leave an index.json naming blobs whose content
 		// was never written (delayed allocation keeps new files' data in

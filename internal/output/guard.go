@@ -151,6 +151,9 @@ func checkIndexJSON(dir string) error {
 
 // readJSON decodes the file p, refusing one larger than limit.
 func readJSON(p string, limit int64, v any) error {
+	if indexJSONOps != nil && filepath.Base(p) == "index.json" {
+		indexJSONOps("read")
+	}
 	f, err := os.Open(p)
 	if err != nil {
 		return err

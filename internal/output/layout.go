@@ -2,6 +2,7 @@ package output
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -112,29 +113,34 @@ func (l *Layout) Write(ctx context.Context, images []Image) error {
 			return fmt.Errorf("output %s: %w", l, err)
 		}
 	}
+	// index.json is made in memory and written once: appending entry by
+	// entry (layout.Path.AppendDescriptor) reads and rewrites the whole
+	// file for each, which costs time quadratic in the number of tags.
+	var manifests []v1.Descriptor
 	for _, im := range images {
+		// An image's blobs are written, and its descriptor made, once
+		// for all its tags.
+		var desc *v1.Descriptor
 		for _, tag := range im.Tags {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 			ref := RefName(im.Repository, tag)
-			annotations := map[string]string{
+			if desc == nil {
+				if im.Index != nil {
+					desc, err = w.index(im.Index)
+				} else if desc, err = w.image(im.Image); err == nil {
+					err = describeImage(desc, im.Image)
+				}
+				if err != nil {
+					return fmt.Errorf("write %s to %s: %w", ref, l.Dir, err)
+				}
+			}
+			manifests = append(manifests, withAnnotations(*desc, map[string]string{
 				refNameKey:                 refName(im.Repository, tag),
 				"io.containerd.image.name": ref,
 				writtenKey:                 refName(im.Repository, tag),
-			}
-			var desc *v1.Descriptor
-			if im.Index != nil {
-				desc, err = w.index(im.Index)
-			} else if desc, err = w.image(im.Image); err == nil {
-				err = describeImage(desc, im.Image)
-			}
-			if err == nil {
-				err = p.AppendDescriptor(withAnnotations(*desc, annotations))
-			}
-			if err != nil {
-				return fmt.Errorf("write %s to %s: %w", ref, l.Dir, err)
-			}
+			}))
 		}
 		// Referrers are untagged entries of index.json: a layout has no
 		// referrers API, and readers (oras, pallet sbom) find them by
@@ -150,7 +156,7 @@ func (l *Layout) Write(ctx context.Context, images []Image) error {
 						a = map[string]string{}
 					}
 					a[writtenKey] = attachmentMark
-					err = p.AppendDescriptor(withAnnotations(*desc, a))
+					manifests = append(manifests, withAnnotations(*desc, a))
 				}
 			}
 			if err != nil {
@@ -158,30 +164,36 @@ func (l *Layout) Write(ctx context.Context, images []Image) error {
 			}
 		}
 	}
+	var (
+		top  map[string]json.RawMessage
+		kept []json.RawMessage
+	)
 	if sh != nil {
 		// Other tools' entries follow pallet's, in their order.
-		sh.settle(string(p))
-		for _, d := range sh.keep {
-			if err := p.AppendDescriptor(d); err != nil {
-				return err
-			}
-		}
+		sh.settle(string(p), manifests)
+		manifests = append(manifests, sh.keep...)
 		for h := range sh.keepBlobs {
 			w.keep(h)
 		}
 		if len(sh.keep) > 0 {
 			w.removable = sh.dropBlobs
 		}
-		if err := keepForeignFields(sh.top, filepath.Join(string(p), "index.json"), sh.keepRaw); err != nil {
-			return fmt.Errorf("output %s: %w", l, err)
-		}
+		top, kept = sh.top, sh.keepRaw
 	}
-	// go-containerregistry creates these executable (os.ModePerm); they
-	// are data, as the blobs are.
-	for _, f := range []string{"index.json", "oci-layout"} {
-		if err := os.Chmod(filepath.Join(string(p), f), 0o644); err != nil {
-			return err
-		}
+	raw, err := indexJSON(manifests)
+	if err == nil {
+		raw, err = keepForeignFields(top, raw, kept)
+	}
+	if err != nil {
+		return fmt.Errorf("output %s: %w", l, err)
+	}
+	if err := writeIndexJSON(filepath.Join(string(p), "index.json"), raw); err != nil {
+		return err
+	}
+	// go-containerregistry creates oci-layout executable (os.ModePerm);
+	// it is data, as the blobs are.
+	if err := os.Chmod(filepath.Join(string(p), "oci-layout"), 0o644); err != nil {
+		return err
 	}
 	if inPlace {
 		err = w.update(dir)
@@ -199,6 +211,45 @@ func (l *Layout) Write(ctx context.Context, images []Image) error {
 		_ = l.Learn(filepath.Join(dir, "blobs", d.Algorithm, d.Hex), d.Hex)
 	}
 	return nil
+}
+
+// indexJSON is the index.json listing manifests, in the bytes
+// go-containerregistry's layout.Path.AppendDescriptor writes (an empty
+// index as layout.Write writes it), so that a layout pallet wrote before
+// and rewrites unchanged is left as it is.
+func indexJSON(manifests []v1.Descriptor) ([]byte, error) {
+	if len(manifests) == 0 {
+		return empty.Index.RawManifest()
+	}
+	m, err := empty.Index.IndexManifest()
+	if err != nil {
+		return nil, err
+	}
+	m.Manifests = manifests
+	return json.MarshalIndent(m, "", "   ")
+}
+
+// indexJSONOps, when set (by tests), is told of each read and write of an
+// index.json the layout writer makes.
+var indexJSONOps func(op string)
+
+func writeIndexJSON(path string, b []byte) error {
+	if indexJSONOps != nil {
+		indexJSONOps("write")
+	}
+	// WriteFile keeps the mode of a file already there: the one
+	// layout.Write made is executable.
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return err
+	}
+	return os.Chmod(path, 0o644)
+}
+
+func readIndexBytes(path string) ([]byte, error) {
+	if indexJSONOps != nil {
+		indexJSONOps("read")
+	}
+	return os.ReadFile(path)
 }
 
 // sharedTags reports whether two images carry the same tag.

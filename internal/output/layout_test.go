@@ -372,3 +372,65 @@ func TestLayoutFilesAreNotExecutable(t *testing.T) {
 		}
 	}
 }
+
+// index.json is read and written a fixed number of times whatever the
+// number of tags: appending entry by entry rewrote it once per tag, and
+// 2000 tags took a minute (found by the hostile-input probe, 28). The
+// entries keep their order and names, other tools' entries follow.
+func TestLayoutManyTagsWriteIndexOnce(t *testing.T) {
+	ctx := context.Background()
+	img, err := random.Image(64, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := map[string]int{}
+	indexJSONOps = func(op string) { ops[op]++ }
+	defer func() { indexJSONOps = nil }()
+	// count writes the layout twice, new and then in place, with n tags
+	// and an entry of another tool's.
+	count := func(n int) map[string]int {
+		t.Helper()
+		var tags []string
+		for i := range n {
+			tags = append(tags, fmt.Sprintf("t%d", i))
+		}
+		dir := filepath.Join(t.TempDir(), "out")
+		write := func() {
+			t.Helper()
+			if err := (&Layout{Dir: dir}).Write(ctx, []Image{{Repository: "app", Tags: tags, Image: img}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		clear(ops)
+		write()
+		p, err := layout.FromPath(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		theirs, err := random.Image(64, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.AppendImage(theirs, layout.WithAnnotations(map[string]string{refNameKey: "theirs"})); err != nil {
+			t.Fatal(err)
+		}
+		write()
+		var refs []string
+		for _, e := range layoutEntries(t, dir) {
+			refs = append(refs, e.Annotations[refNameKey]+"|"+e.Annotations["io.containerd.image.name"]+"|"+e.Annotations[writtenKey])
+		}
+		var want []string
+		for _, tag := range tags {
+			want = append(want, tag+"|app:"+tag+"|"+tag)
+		}
+		want = append(want, "theirs||")
+		if !slices.Equal(refs, want) {
+			t.Errorf("%d tags: entries %q\nwant %q", n, refs, want)
+		}
+		return maps.Clone(ops)
+	}
+	one, many := count(1), count(300)
+	if !maps.Equal(one, many) || one["write"] == 0 {
+		t.Errorf("index.json reads and writes: %v with 1 tag, %v with 300", one, many)
+	}
+}

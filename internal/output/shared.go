@@ -106,11 +106,11 @@ func (f *indexFile) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// settle decides, once the new index is written into newDir, which of
-// the other tools' entries stay: all but the untagged attachments whose
+// settle decides, once the new index's entries (manifests, whose blobs
+// are written into newDir) are known, which of the other tools' entries stay: all but the untagged attachments whose
 // subject went and is not named again (repeated, for attachments of
 // attachments); and the blobs each side needs.
-func (s *sharing) settle(newDir string) {
+func (s *sharing) settle(newDir string, manifests []v1.Descriptor) {
 	read := func(h v1.Hash) ([]byte, bool) {
 		if b, ok := readBlob(newDir, h); ok {
 			return b, ok
@@ -118,10 +118,8 @@ func (s *sharing) settle(newDir string) {
 		return readBlob(s.dir, h)
 	}
 	named := map[v1.Hash]bool{}
-	if idx, err := readIndexFile(newDir); err == nil {
-		for _, d := range idx.Manifests {
-			reachManifests(read, d, named)
-		}
+	for _, d := range manifests {
+		reachManifests(read, d, named)
 	}
 	went := map[v1.Hash]bool{}
 	for _, d := range s.gone {
@@ -168,13 +166,6 @@ func (s *sharing) settle(newDir string) {
 	for _, d := range dropped {
 		reach(read, d, s.dropBlobs)
 	}
-}
-
-// readIndexFile reads the index.json of the layout dir.
-func readIndexFile(dir string) (*v1.IndexManifest, error) {
-	var idx v1.IndexManifest
-	err := readJSON(filepath.Join(dir, "index.json"), maxIndexJSON, &idx)
-	return &idx, err
 }
 
 // subjectOf is the subject of the manifest d names, if it has one.
@@ -265,16 +256,19 @@ func readBlob(dir string, h v1.Hash) ([]byte, bool) {
 	return b, true
 }
 
-// keepForeignFields carries into the new index.json at newIndex what
+// keepForeignFields carries into the new index.json, index, what
 // go-containerregistry does not model and the old one held (old is its
 // top level): top-level fields and annotations pallet never writes
-// (another tool's), and the kept entries (the last len(kept) of the new index) as they were
-// written, with the fields re-encoding a v1.Descriptor drops. With nothing
-// to carry the file is left as written.
-func keepForeignFields(old map[string]json.RawMessage, newIndex string, kept []json.RawMessage) error {
+// (another tool's), and the kept entries (the last len(kept) of the new
+// index) as they were written, with the fields re-encoding a
+// v1.Descriptor drops. With nothing to carry index is returned as it is.
+func keepForeignFields(old map[string]json.RawMessage, index []byte, kept []json.RawMessage) ([]byte, error) {
+	if len(old) == 0 && len(kept) == 0 {
+		return index, nil
+	}
 	var cur map[string]json.RawMessage
-	if err := readJSON(newIndex, maxIndexJSON, &cur); err != nil {
-		return err
+	if err := json.Unmarshal(index, &cur); err != nil {
+		return nil, err
 	}
 	changed := false
 	for k, v := range old {
@@ -297,19 +291,15 @@ func keepForeignFields(old map[string]json.RawMessage, newIndex string, kept []j
 		if changed {
 			b, err := json.Marshal(entries)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			cur["manifests"] = b
 		}
 	}
 	if !changed {
-		return nil
+		return index, nil
 	}
-	b, err := json.MarshalIndent(cur, "", "   ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(newIndex, b, 0o644)
+	return json.MarshalIndent(cur, "", "   ")
 }
 
 // sameJSON says whether a and b hold the same JSON value.
