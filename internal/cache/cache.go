@@ -56,6 +56,10 @@ type Cache struct {
 	// registry cache entries refused.
 	Log func(format string, args ...any)
 
+	// Limits bound what is pulled from the registry cache (ImportFrom);
+	// set before ImportFrom.
+	Limits Limits
+
 	// MemoLimit caps how many files the digest memo (memo/ in the cache
 	// directory) remembers; zero means DefaultMemoLimit.
 	MemoLimit int

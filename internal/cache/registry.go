@@ -11,7 +11,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -59,12 +62,100 @@ const maxClockSkew = time.Hour
 // maxMarker bounds an entry's completion marker read back: it holds a key.
 const maxMarker = 4 << 10
 
+// Limits bound what an import from a registry cache (ImportFrom) costs,
+// as the build's limits bound any download: a cache manifest is untrusted
+// input, and may declare entries of any size. A zero field takes its
+// default.
+type Limits struct {
+	// MaxDownload is the largest entry pulled (limits.download,
+	// --max-download): one whose manifest declares more is refused
+	// before any byte of it is read, and no more than the declared size
+	// is read of any. Zero means DefaultMaxDownload.
+	MaxDownload int64
+	// Stall is the window MinRate is measured over (limits.stall). That
+	// nothing moves for a Stall is the registry transport's to catch
+	// (regauth.Timeouts). Zero means DefaultStall.
+	Stall time.Duration
+	// MinRate is the fewest bytes per second an entry's body may bring,
+	// over each Stall from its response on: a registry that drips an
+	// entry would otherwise hold the build for as long as its declared
+	// size takes at that pace. Zero means DefaultMinRate.
+	MinRate int64
+	// MaxExtract, MaxEntries and MaxWindow bound the unpacking of an
+	// artifact entry, as archive.Options does any archive's
+	// (limits.extract, limits.entries, limits.window); zero takes
+	// archive's defaults.
+	MaxExtract int64
+	MaxEntries int
+	MaxWindow  int64
+}
+
+// The defaults of Limits, those of a download (internal/artifact).
+const (
+	DefaultMaxDownload int64 = 16 << 30
+	DefaultStall             = 60 * time.Second
+	DefaultMinRate     int64 = 1 << 10
+)
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxDownload <= 0 {
+		l.MaxDownload = DefaultMaxDownload
+	}
+	if l.Stall <= 0 {
+		l.Stall = DefaultStall
+	}
+	if l.MinRate <= 0 {
+		l.MinRate = DefaultMinRate
+	}
+	return l
+}
+
 // remoteCache is the index of a registry cache read at the start of a build.
 type remoteCache struct {
+	ctx       context.Context
 	ref       name.Reference
 	opts      []remote.Option
+	limits    Limits
 	artifacts map[string]v1.Descriptor
 	layers    map[string]v1.Descriptor
+
+	mu sync.Mutex
+	// pulls are the entries this build looked up, by kind and key: one
+	// refused is a miss, and one warning, for the rest of the build,
+	// however many times it is looked up (a lookup under Aside looks
+	// twice), and two lookups of one entry do not download it twice.
+	pulls map[string]*pull
+}
+
+// pull is the state of one entry's import.
+type pull struct {
+	mu             sync.Mutex
+	tried, refused bool
+}
+
+// once runs fetch, which imports the entry kind/key and reports whether
+// it was taken, unless an earlier call's fetch was refused, or succeeded
+// and the entry is still whole locally (have). Calls for one entry run
+// one at a time.
+func (rc *remoteCache) once(kind, key string, have, fetch func() bool) bool {
+	rc.mu.Lock()
+	p := rc.pulls[kind+" "+key]
+	if p == nil {
+		p = &pull{}
+		rc.pulls[kind+" "+key] = p
+	}
+	rc.mu.Unlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.refused:
+		return false
+	case p.tried && have():
+		return true
+	}
+	p.tried = true
+	p.refused = !fetch()
+	return !p.refused
 }
 
 // ImportFrom makes lookups that miss locally try the registry cache at
@@ -76,7 +167,8 @@ func (c *Cache) ImportFrom(ctx context.Context, ref string, opts ...remote.Optio
 		return fmt.Errorf("shared cache %s (reading): %w", ref, err)
 	}
 	opts = regauth.Options(ctx, opts...)
-	rc := &remoteCache{ref: r, opts: opts, artifacts: map[string]v1.Descriptor{}, layers: map[string]v1.Descriptor{}}
+	rc := &remoteCache{ctx: ctx, ref: r, opts: opts, limits: c.Limits.withDefaults(),
+		artifacts: map[string]v1.Descriptor{}, layers: map[string]v1.Descriptor{}, pulls: map[string]*pull{}}
 	img, err := remote.Image(r, opts...)
 	if err != nil {
 		var te *transport.Error
@@ -104,7 +196,8 @@ func (c *Cache) ImportFrom(ctx context.Context, ref string, opts ...remote.Optio
 
 // pullArtifact imports the registry's entry for key, if it has one that
 // passes the checks (see fetchArtifact). What fails them is a warning and
-// a miss. A whole local entry made meanwhile is kept (CommitArtifact).
+// a miss, once per build. A whole local entry made meanwhile is kept
+// (CommitArtifact).
 func (c *Cache) pullArtifact(key string, check func(dir string) error) (string, bool) {
 	rc := c.remote
 	if rc == nil {
@@ -114,22 +207,32 @@ func (c *Cache) pullArtifact(key string, check func(dir string) error) (string, 
 	if !ok {
 		return "", false
 	}
-	tmp, err := c.TempDir()
-	if err != nil {
-		return "", false
+	var out string
+	have := func() bool {
+		var ok bool
+		out, ok = c.localArtifact(key)
+		return ok
 	}
-	defer os.RemoveAll(tmp)
-	dir, err := rc.fetchArtifact(tmp, key, d)
-	if err == nil && check != nil {
-		err = check(dir)
-	}
-	if err != nil {
-		c.warn("shared cache %s (reading): artifact entry %s (%s) not used: %v", rc.ref, key, d.Digest, err)
-		return "", false
-	}
-	out, err := c.CommitArtifact(key, dir)
-	if err != nil {
-		c.warn("shared cache %s (reading): artifact entry %s: %v", rc.ref, key, err)
+	if !rc.once("artifact", key, have, func() bool {
+		tmp, err := c.TempDir()
+		if err != nil {
+			return false
+		}
+		defer os.RemoveAll(tmp)
+		dir, err := rc.fetchArtifact(tmp, key, d)
+		if err == nil && check != nil {
+			err = check(dir)
+		}
+		if err != nil {
+			c.warn("shared cache %s (reading): artifact entry %s (%s) not used: %v", rc.ref, key, d.Digest, err)
+			return false
+		}
+		if out, err = c.CommitArtifact(key, dir); err != nil {
+			c.warn("shared cache %s (reading): artifact entry %s: %v", rc.ref, key, err)
+			return false
+		}
+		return true
+	}) {
 		return "", false
 	}
 	return out, true
@@ -153,7 +256,8 @@ func (rc *remoteCache) fetchArtifact(tmp, key string, d v1.Descriptor) (string, 
 	}
 	// The entry is untrusted input like any archive: extracted with the
 	// same checks.
-	if err := archive.Extract(context.Background(), blob, archive.TarGzip, dir, archive.Options{}); err != nil {
+	opt := archive.Options{MaxBytes: rc.limits.MaxExtract, MaxEntries: rc.limits.MaxEntries, MaxWindow: rc.limits.MaxWindow}
+	if err := archive.Extract(rc.ctx, blob, archive.TarGzip, dir, opt); err != nil {
 		return "", fmt.Errorf("extract: %w", err)
 	}
 	marker := filepath.Join(dir, "complete")
@@ -180,7 +284,8 @@ func (rc *remoteCache) fetchArtifact(tmp, key string, d v1.Descriptor) (string, 
 
 // pullLayer imports the registry's layer for key, if it has one that
 // passes the checks (see fetchLayer). What fails them is a warning and a
-// miss. A whole local entry made meanwhile is kept (importLayer).
+// miss, once per build. A whole local entry made meanwhile is kept
+// (importLayer).
 func (c *Cache) pullLayer(key string, check func(e LayerEntry, blob string) error) bool {
 	rc := c.remote
 	if rc == nil {
@@ -190,24 +295,27 @@ func (c *Cache) pullLayer(key string, check func(e LayerEntry, blob string) erro
 	if !ok {
 		return false
 	}
-	tmp, err := c.TempDir()
-	if err != nil {
-		return false
-	}
-	defer os.RemoveAll(tmp)
-	blob := filepath.Join(tmp, "blob")
-	e, err := rc.fetchLayer(d, blob)
-	if err == nil && check != nil {
-		err = check(e, blob)
-	}
-	if err == nil {
-		err = c.importLayer(key, blob, e)
-	}
-	if err != nil {
-		c.warn("shared cache %s (reading): layer entry %s (%s) not used: %v", rc.ref, key, d.Digest, err)
-		return false
-	}
-	return true
+	have := func() bool { _, _, ok := c.localLayer(key); return ok }
+	return rc.once("layer", key, have, func() bool {
+		tmp, err := c.TempDir()
+		if err != nil {
+			return false
+		}
+		defer os.RemoveAll(tmp)
+		blob := filepath.Join(tmp, "blob")
+		e, err := rc.fetchLayer(d, blob)
+		if err == nil && check != nil {
+			err = check(e, blob)
+		}
+		if err == nil {
+			err = c.importLayer(key, blob, e)
+		}
+		if err != nil {
+			c.warn("shared cache %s (reading): layer entry %s (%s) not used: %v", rc.ref, key, d.Digest, err)
+			return false
+		}
+		return true
+	})
 }
 
 // fetchLayer downloads the layer d into file and returns its entry. The
@@ -282,13 +390,22 @@ func uncompressedDigest(blob, comp string) (string, error) {
 
 // download fetches the blob d of the cache repository into file. Its
 // size and sha256 are checked here, as it is written, whatever the client
-// library does: nothing unverified enters the local cache, and a registry
-// that sends more than the manifest says is cut off there.
+// library does: nothing unverified enters the local cache. A blob whose
+// declared size is over limits.download is refused before it is asked
+// for, no more than that size (and one byte to tell) is read of any, and
+// a body that comes slower than the minimum rate is abandoned.
 func (rc *remoteCache) download(d v1.Descriptor, file string) error {
 	if d.Digest.Algorithm != "sha256" || !isSHA256Hex(d.Digest.Hex) || d.Size < 0 {
 		return fmt.Errorf("descriptor %s (%d bytes) is not a sha256 blob", d.Digest, d.Size)
 	}
-	l, err := remote.Layer(rc.ref.Context().Digest(d.Digest.String()), rc.opts...)
+	lim := rc.limits
+	if d.Size > lim.MaxDownload {
+		return fmt.Errorf("blob %s: the manifest says %d bytes, over the limit of %d bytes (limits.download, --max-download)", d.Digest, d.Size, lim.MaxDownload)
+	}
+	ctx, cancel := context.WithCancelCause(rc.ctx)
+	defer cancel(nil)
+	opts := append(slices.Clone(rc.opts), remote.WithContext(ctx))
+	l, err := remote.Layer(rc.ref.Context().Digest(d.Digest.String()), opts...)
 	if err != nil {
 		return fmt.Errorf("fetch %s: %w", d.Digest, err)
 	}
@@ -301,12 +418,17 @@ func (rc *remoteCache) download(d v1.Descriptor, file string) error {
 	if err != nil {
 		return err
 	}
+	pr := &pacedReader{r: io.LimitReader(r, d.Size+1)}
+	stop := pr.pace(lim.Stall, int64(float64(lim.MinRate)*lim.Stall.Seconds()), func() { cancel(errTooSlow) })
 	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(r, d.Size+1))
+	n, err := io.Copy(io.MultiWriter(f, h), pr)
+	stop()
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	switch {
+	case errors.Is(context.Cause(ctx), errTooSlow):
+		return fmt.Errorf("fetch %s: stopped after %d of %d bytes: fewer than %d bytes/s over %s (limits.stall)", d.Digest, n, d.Size, lim.MinRate, lim.Stall)
 	case err != nil:
 		return fmt.Errorf("fetch %s: %w", d.Digest, err)
 	case n != d.Size:
@@ -315,6 +437,46 @@ func (rc *remoteCache) download(d v1.Descriptor, file string) error {
 		return fmt.Errorf("blob %s has sha256 %s", d.Digest, hex.EncodeToString(h.Sum(nil)))
 	}
 	return nil
+}
+
+// errTooSlow ends a download whose body came slower than Limits.MinRate.
+var errTooSlow = errors.New("too slow")
+
+// pacedReader counts the bytes read through it, for pace.
+type pacedReader struct {
+	r io.Reader
+	n atomic.Int64
+}
+
+func (p *pacedReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	p.n.Add(int64(n))
+	return n, err
+}
+
+// pace calls slow once, when a window passes in which fewer than min bytes
+// were read, until stop is called.
+func (p *pacedReader) pace(window time.Duration, min int64, slow func()) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(window)
+		defer t.Stop()
+		last := int64(0)
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				n := p.n.Load()
+				if n-last < min {
+					slow()
+					return
+				}
+				last = n
+			}
+		}
+	}()
+	return sync.OnceFunc(func() { close(done) })
 }
 
 // ExportTo pushes the entries this build used (found or made) to ref, so

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -31,14 +32,39 @@ type tamperer struct {
 	mu        sync.Mutex
 	manifests map[string][]byte        // by request path
 	blob      func(body []byte) []byte // rewrites every blob served
+	// gets counts the GETs of each blob, by digest.
+	gets map[string]int
+	// drip, when set, serves every blob a byte at a time, drip apart.
+	drip time.Duration
 }
 
 func (tp *tamperer) wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tp.mu.Lock()
 		m, fake := tp.manifests[r.URL.Path]
-		rewrite := tp.blob
+		rewrite, drip := tp.blob, tp.drip
+		isBlob := strings.Contains(r.URL.Path, "/blobs/sha256:") && r.Method == http.MethodGet
+		if isBlob {
+			if tp.gets == nil {
+				tp.gets = map[string]int{}
+			}
+			tp.gets[r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:]]++
+		}
 		tp.mu.Unlock()
+		if isBlob && drip > 0 {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, r)
+			w.Header().Set("Content-Length", fmt.Sprint(rec.Body.Len()))
+			w.WriteHeader(rec.Code)
+			for _, b := range rec.Body.Bytes() {
+				if _, err := w.Write([]byte{b}); err != nil {
+					return
+				}
+				w.(http.Flusher).Flush()
+				time.Sleep(drip)
+			}
+			return
+		}
 		if fake {
 			w.Header().Set("Content-Type", string(types.OCIManifestSchema1))
 			w.Header().Set("Docker-Content-Digest", "sha256:"+sha(m))
@@ -498,5 +524,85 @@ func TestRegistryCacheEntryWithoutKey(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), "does not name its key") {
 		t.Errorf("no warning; log:\n%s", log)
+	}
+}
+
+// An entry whose manifest declares more than limits.download is refused
+// before a byte of it is asked for: a hostile cache that claims 8 GiB an
+// entry and serves endless bytes filled the disk through --max-download
+// 1MiB (found by the hostile-input probe, 24). The refusal is one
+// warning, however many times the build looks the entry up, and the
+// cache stays as it was: the other entries are still imported.
+func TestRegistryCacheEntryOverDownloadLimit(t *testing.T) {
+	f := newFixture(t)
+	var bloated []string
+	ref := f.serve(t, "bloated", f.edited(t, func(m *v1.Manifest) {
+		for _, d := range []*v1.Descriptor{entry(m, annLayer, f.lay1), entry(m, annArtifact, f.art1)} {
+			d.Size = 8 << 30
+			bloated = append(bloated, d.Digest.String())
+		}
+	}))
+	c, log := openCache(t, t.TempDir())
+	defer c.Close()
+	c.Limits = Limits{MaxDownload: 1 << 20}
+	if err := c.ImportFrom(context.Background(), ref); err != nil {
+		t.Fatal(err)
+	}
+	// As the build looks entries up: once, and again under the key's lock.
+	for range 2 {
+		layer, err := Aside(c, "layer-"+f.lay1, func(bool) (bool, bool) { _, _, ok := c.Layer(f.lay1); return ok, ok },
+			func() (bool, error) { return false, nil })
+		if err != nil || layer {
+			t.Fatalf("the bloated layer entry was taken (%v)", err)
+		}
+		art, err := Aside(c, "artifact-"+f.art1, func(bool) (bool, bool) { _, ok := c.Artifact(f.art1); return ok, ok },
+			func() (bool, error) { return false, nil })
+		if err != nil || art {
+			t.Fatalf("the bloated artifact entry was taken (%v)", err)
+		}
+	}
+	f.tp.mu.Lock()
+	for _, d := range bloated {
+		if n := f.tp.gets[d]; n != 0 {
+			t.Errorf("blob %s was asked for %d times", d, n)
+		}
+	}
+	f.tp.mu.Unlock()
+	if n := strings.Count(log.String(), "limits.download"); n != 2 || len(log.lines) != 2 {
+		t.Errorf("%d warnings naming the limit, want one an entry; log:\n%s", n, log)
+	}
+	if got := entries(t, c); len(got) != 0 {
+		t.Errorf("the local cache took %v", got)
+	}
+	if _, _, ok := c.Layer(f.lay2); !ok {
+		t.Errorf("a sound entry was not imported; log:\n%s", log)
+	}
+	if _, ok := c.Artifact(f.art2); !ok {
+		t.Errorf("a sound entry was not imported; log:\n%s", log)
+	}
+}
+
+// A registry that drips an entry slower than the minimum rate loses it:
+// it would otherwise hold the build for as long as its size takes at that
+// pace.
+func TestRegistryCacheEntryTooSlow(t *testing.T) {
+	f := newFixture(t)
+	f.tp.mu.Lock()
+	f.tp.drip = 10 * time.Millisecond
+	f.tp.mu.Unlock()
+	c, log := openCache(t, t.TempDir())
+	defer c.Close()
+	c.Limits = Limits{Stall: 100 * time.Millisecond, MinRate: 1 << 20}
+	if err := c.ImportFrom(context.Background(), f.ref); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := c.Layer(f.lay1); ok {
+		t.Fatal("the dripped entry was taken")
+	}
+	if !strings.Contains(log.String(), "bytes/s") {
+		t.Errorf("no warning of the rate; log:\n%s", log)
+	}
+	if got := entries(t, c); len(got) != 0 {
+		t.Errorf("the local cache took %v", got)
 	}
 }
