@@ -82,6 +82,16 @@ func Assemble(base v1.Image, layers []Layer, cfg Config, epoch time.Time) (v1.Im
 	if err != nil {
 		return nil, err
 	}
+	// The front ends refuse what makes a config too large at its line;
+	// this is the guard for whatever adds up past them (a large base
+	// config, many layers' history, escaping in the JSON).
+	raw, err := img.RawConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	if len(raw) > DefaultMaxManifestSize {
+		return nil, fmt.Errorf("the image config would be %d bytes; at most %d are allowed (pallet reads no larger config from a base, nor does containerd): shorten the env, labels or command", len(raw), DefaultMaxManifestSize)
+	}
 	return img, nil
 }
 

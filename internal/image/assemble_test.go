@@ -120,6 +120,18 @@ func TestAssemble(t *testing.T) {
 			name: "docker base gets docker layers", base: testBase(t, linux, types.DockerManifestSchema2), layers: 1,
 			wantLayer: types.DockerLayer,
 		},
+		{
+			// No image is written that pallet would refuse as a base.
+			name: "a config over the base limit", base: testBase(t, linux, types.OCIManifestSchema1), layers: 1,
+			cfg:     Config{Labels: map[string]string{"a": strings.Repeat("x", 3<<20), "b": strings.Repeat("y", 1<<20)}},
+			wantErr: "at most 4194304 are allowed",
+		},
+		{
+			// The bytes written count, escapes included: each < is \u003c.
+			name: "a config over the limit once escaped", base: testBase(t, linux, types.OCIManifestSchema1), layers: 1,
+			cfg:     Config{Env: []string{"A=" + strings.Repeat("<", 1<<20)}},
+			wantErr: "at most 4194304 are allowed",
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var layers []Layer

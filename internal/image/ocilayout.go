@@ -22,7 +22,16 @@ import (
 // DefaultMaxManifestSize bounds index.json, nested indexes, manifests and
 // configs read from an OCI layout base, and configs from a registry
 // (containerd's limit for manifests, the one registry manifests get).
+// It bounds the config of an image pallet writes too (Assemble), and the
+// front ends refuse, at their line, the values that would make a config
+// larger: pallet writes no image it would refuse as a base.
 const DefaultMaxManifestSize = regauth.MaxManifest
+
+// MaxConfigValue bounds one value pallet writes into an image config (an
+// env entry, a label, an argument of the command) once expanded. Real
+// values are at most a few KiB (a long PATH, a JSON label); 1 MiB is far
+// above them and a quarter of the whole config.
+const MaxConfigValue = 1 << 20
 
 // MaxIndexDepth is how deep indexes may nest under a layout's index.json.
 // Real layouts nest one or two; the bound turns a hostile chain into an
