@@ -58,6 +58,9 @@ const epochArg = "SOURCE_DATE_EPOCH"
 // declares: it would change nothing, which is always a mistake (a typo,
 // or a build script written for another Dockerfile).
 func (d *Dockerfile) checkOverrides(args map[string]string) error {
+	if err := checkArgSizes(args); err != nil {
+		return err
+	}
 	var unknown []string
 	for k := range args {
 		if !d.declared[k] && !slices.Contains(automaticArgs, k) && k != epochArg {
@@ -104,7 +107,11 @@ func (e *evaluator) globals() (*vars, error) {
 		if a.value == nil {
 			continue
 		}
-		v, _, err := e.lex.ProcessWord(*a.value, g)
+		m := e.metered(*a.value, g, true)
+		v, _, err := e.lex.ProcessWord(*a.value, m)
+		if err == nil {
+			err = e.spent(m, *a.value, len(v), true)
+		}
 		if err != nil {
 			return nil, plan.Errorf(a.pos, "ARG %s: %v", a.key, err)
 		}
@@ -149,9 +156,13 @@ func (e *evaluator) arg(s *stageState, c *instructions.ArgCommand) error {
 // (Docker silently expands it to nothing), or a name that may come from
 // the base image's environment, which pallet does not read.
 func (e *evaluator) expand(s *stageState, word string) (string, error) {
-	res, err := e.lex.ProcessWordWithMatches(word, s.env)
+	m := e.metered(word, s.env, true)
+	res, err := e.lex.ProcessWordWithMatches(word, m)
 	if err != nil {
 		return "", fmt.Errorf("%q: %w", word, err)
+	}
+	if err := e.spent(m, word, len(res.Result), true); err != nil {
+		return "", err
 	}
 	for _, name := range slices.Sorted(maps.Keys(res.Unmatched)) {
 		switch {
@@ -189,7 +200,11 @@ func (e *evaluator) declaredGlobally(name string) bool {
 
 // expandPlatform reads a FROM --platform value.
 func (e *evaluator) expandPlatform(s *stageDef) (platform.Platform, error) {
-	v, _, err := e.lex.ProcessWord(s.platformRaw, e.global)
+	m := e.metered(s.platformRaw, e.global, false)
+	v, _, err := e.lex.ProcessWord(s.platformRaw, m)
+	if err == nil {
+		err = e.spent(m, s.platformRaw, len(v), false)
+	}
 	if err != nil {
 		return platform.Platform{}, plan.Errorf(s.platPos, "FROM --platform=%s: %v", s.platformRaw, err)
 	}

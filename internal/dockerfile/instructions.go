@@ -251,8 +251,16 @@ func (e *evaluator) expose(s *stageState, c *instructions.ExposeCommand) error {
 		seen[p] = true
 	}
 	for _, raw := range c.Ports {
-		words, err := e.lex.ProcessWords(raw, s.env)
+		m := e.metered(raw, s.env, true)
+		words, err := e.lex.ProcessWords(raw, m)
 		if err != nil {
+			return err
+		}
+		n := 0
+		for _, w := range words {
+			n += len(w)
+		}
+		if err := e.spent(m, raw, n, true); err != nil {
 			return err
 		}
 		for _, w := range words {

@@ -65,6 +65,9 @@ type evaluator struct {
 	art    platform.Platform
 	global *vars
 	states []*stageState
+	// expanded is the size of the words expanded so far for the target
+	// platform (see maxExpanded).
+	expanded int
 }
 
 // stageState is a stage as planned so far.
@@ -289,6 +292,7 @@ func (e *evaluator) platformImage(t platform.Platform, explicit bool) (*plan.Pla
 // image it gives.
 func (e *evaluator) setTarget(t platform.Platform) (platform.Platform, error) {
 	e.target = t
+	e.expanded = 0
 	var err error
 	if e.global, err = e.globals(); err != nil {
 		return platform.Platform{}, err
@@ -302,7 +306,11 @@ func (e *evaluator) setTarget(t platform.Platform) (platform.Platform, error) {
 
 // fromStage returns the earlier stage a FROM line names, if it names one.
 func (e *evaluator) fromStage(sd *stageDef) (*stageDef, string, error) {
-	base, _, err := e.lex.ProcessWord(sd.baseRaw, e.global)
+	m := e.metered(sd.baseRaw, e.global, false)
+	base, _, err := e.lex.ProcessWord(sd.baseRaw, m)
+	if err == nil {
+		err = e.spent(m, sd.baseRaw, len(base), false)
+	}
 	if err != nil {
 		return nil, "", plan.Errorf(sd.basePos, "FROM %s: %v", sd.baseRaw, err)
 	}

@@ -1,0 +1,127 @@
+package dockerfile
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/pallet-dev/pallet/internal/image"
+	"github.com/pallet-dev/pallet/internal/lazyre"
+)
+
+// Limits on what a Dockerfile's words expand to. A word that names a
+// variable many times multiplies its size: five lines of ENV B=$A$A...
+// (sixteen times each) made a 69 MB image config from a 360-byte
+// Dockerfile, and a sixth line ran for minutes. Each word is measured
+// while BuildKit's lexer expands it, so the work stops near the limit,
+// not at the size the word asks for.
+const (
+	// maxWord bounds one word once expanded: a value of the image config
+	// (image.MaxConfigValue, far above a real PATH or label).
+	maxWord = image.MaxConfigValue
+	// maxExpanded bounds all the words expanded for one platform, global
+	// ARGs included: what they make is the image config, which is at most
+	// image.DefaultMaxManifestSize, and the variables it is made from.
+	maxExpanded = image.DefaultMaxManifestSize
+	// maxArgs bounds the --arg values of a build, each at most maxWord.
+	maxArgs = image.DefaultMaxManifestSize
+)
+
+// substRE finds the names of ${NAME/pattern/replacement}: the one
+// expansion whose result can be larger than its parts added (the
+// replacement is put in once per match).
+var substRE = lazyre.New(`\$\{([\p{L}\p{N}_]+|[@*#?$!0-])/`)
+
+// meter is the lexer's view of some variables while it expands one word.
+// It keeps an upper bound of the word's expansion: the word's length,
+// plus each value the lexer asks for, or times it for a name the word
+// substitutes in. Once the bound would pass limit and the word's length
+// (the names the values replace), every value is empty: the lexer
+// finishes the word at little cost, and the word is refused. A word that
+// ends up over limit is refused too.
+type meter struct {
+	*vars
+	subst map[string]bool
+	// bound is an upper bound of the word's expansion so far; past cap,
+	// which is limit and the word's length, the meter is over.
+	bound, cap, limit int
+	over              bool
+}
+
+// Get implements shell.EnvGetter.
+func (m *meter) Get(k string) (string, bool) {
+	v, ok := m.vars.Get(k)
+	if !ok || m.over {
+		return "", ok
+	}
+	b := m.bound + len(v)
+	if m.subst[k] {
+		// ${K/p/r} is at most (len(K)+1)·(len(r)+1), r being expanded
+		// before K is asked for: it is within the bound so far.
+		if len(v)+1 > m.cap/(m.bound+1) {
+			b = m.cap + 1
+		} else {
+			b = (m.bound + 1) * (len(v) + 1)
+		}
+	}
+	if b > m.cap {
+		m.over = true
+		return "", true
+	}
+	m.bound = b
+	return v, true
+}
+
+// metered returns v measured while word is expanded, for an instruction
+// (counted against maxExpanded) or not (a FROM line, expanded for each
+// look at the stages).
+func (e *evaluator) metered(word string, v *vars, counted bool) *meter {
+	m := &meter{vars: v, bound: len(word), limit: maxWord}
+	if counted {
+		m.limit = min(maxWord, maxExpanded-e.expanded)
+	}
+	m.cap = m.limit + len(word)
+	for _, sm := range substRE().FindAllStringSubmatch(word, -1) {
+		if m.subst == nil {
+			m.subst = map[string]bool{}
+		}
+		m.subst[sm[1]] = true
+	}
+	return m
+}
+
+// spent checks a word expanded with m to result; a counted word adds its
+// size to the Dockerfile's.
+func (e *evaluator) spent(m *meter, word string, result int, counted bool) error {
+	if m.over || result > m.limit {
+		short := word
+		if len(short) > 40 {
+			short = short[:40] + "..."
+		}
+		if m.limit < maxWord {
+			return fmt.Errorf("%q: with it the Dockerfile's words would expand to over %d bytes (4 MiB) in all; the image config, which they make, is at most that", short, maxExpanded)
+		}
+		return fmt.Errorf("%q would expand to over %d bytes (1 MiB); a value of the image config is at most that", short, maxWord)
+	}
+	if counted {
+		e.expanded += result
+	}
+	return nil
+}
+
+// checkArgSizes refuses --arg values too large to be a value of the
+// image config, one by one and in all.
+func checkArgSizes(args map[string]string) error {
+	total := 0
+	for _, k := range slices.Sorted(maps.Keys(args)) {
+		v := args[k]
+		if len(v) > maxWord {
+			return fmt.Errorf("--arg %s: %d bytes; a value is at most %d (1 MiB), as a value of the image config is", k, len(v), maxWord)
+		}
+		total += len(k) + len(v)
+	}
+	if total > maxArgs {
+		return fmt.Errorf("--arg: %d bytes in all; at most %d (4 MiB), as the image config is", total, maxArgs)
+	}
+	return nil
+}

@@ -1,0 +1,96 @@
+package dockerfile
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// bomb is a Dockerfile whose ENV values each name the one before sixteen
+// times: line 2 sets 62 bytes, line 2+k asks for 62·16^k.
+func bomb(levels int) string {
+	var b strings.Builder
+	b.WriteString("FROM scratch\nENV A=" + strings.Repeat("a", 62) + "\n")
+	prev := "A"
+	for i := 1; i <= levels; i++ {
+		name := fmt.Sprintf("V%d", i)
+		fmt.Fprintf(&b, "ENV %s=%s\n", name, strings.Repeat("$"+prev, 16))
+		prev = name
+	}
+	return b.String()
+}
+
+// Words that expand past the limits are refused at their instruction, as
+// the lexer expands them: the work stops near the limit, however much
+// more the word asks for.
+func TestExpansionBounded(t *testing.T) {
+	mib := strings.Repeat("x", 1<<20-8)
+	tests := []struct {
+		name string
+		df   string
+		args map[string]string
+		line int
+		want string
+	}{
+		// 62·16^4 = 4 MB at line 6; eight levels would be 267 GB.
+		{"an ENV bomb", bomb(8), nil, 6, "would expand to over 1048576 bytes (1 MiB)"},
+		{"a LABEL bomb", bomb(3) + "LABEL l=\"$V3 $V3 $V3 $V3 $V3\"\n", nil, 6, "LABEL: "},
+		{"a global ARG bomb", "ARG A=" + strings.Repeat("a", 4097) + "\nARG B=$A$A$A$A$A$A$A$A$A$A$A$A$A$A$A$A\nARG C=$B$B$B$B$B$B$B$B$B$B$B$B$B$B$B$B\nFROM scratch", nil, 3, "ARG C: \"$B$B"},
+		// Each match of ? puts in 2 KiB: 4 MiB from a 40-byte line.
+		{"a pattern substitution", "FROM scratch\nENV A=" + strings.Repeat("a", 2048) + "\nENV B=${A//?/$A}", nil, 3, "over 1048576 bytes"},
+		{"words under 1 MiB, over 4 MiB in all", "FROM scratch\nARG X\nENV A=$X B=$X C=$X\nLABEL d=$X e=$X", map[string]string{"X": mib}, 4, "over 4194304 bytes (4 MiB) in all"},
+		{"EXPOSE", "FROM scratch\nENV A=" + strings.Repeat("1", 60000) + "\nEXPOSE " + strings.Repeat("$A", 18), nil, 3, "EXPOSE: "},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			_, err := planFiles(t, map[string]string{"Dockerfile": tc.df}, Options{Args: tc.args})
+			if took := time.Since(start); took > 5*time.Second {
+				t.Errorf("took %s", took)
+			}
+			if err == nil {
+				t.Fatalf("no error, want %q", tc.want)
+			}
+			pe := located(t, err)
+			if !strings.Contains(pe.Error(), tc.want) || pe.Line != tc.line {
+				t.Errorf("got %v, want line %d mentioning %q", err, tc.line, tc.want)
+			}
+		})
+	}
+}
+
+// What real Dockerfiles expand stays well within the limits: values up to
+// 1 MiB, a pattern substitution over PATH.
+func TestExpansionWithinBounds(t *testing.T) {
+	df := bomb(2) + "ARG X\nENV B=\"${PATH//:/ }\" C=$X\nLABEL c=$X\n"
+	p, err := planFiles(t, map[string]string{"Dockerfile": df}, Options{Args: map[string]string{"X": strings.Repeat("x", 1<<20)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := p.Images[0].Platforms[0].Config
+	if got := len(cfg.Labels["c"]); got != 1<<20 {
+		t.Errorf("label of %d bytes, want 1 MiB", got)
+	}
+	if !strings.Contains(strings.Join(cfg.Env, "\n"), "B=/usr/local/sbin /usr/local/bin") {
+		t.Errorf("env %q", cfg.Env)
+	}
+}
+
+// --arg values are bounded one by one and in all, before any expansion.
+func TestArgSizes(t *testing.T) {
+	big := strings.Repeat("x", 1<<20+1)
+	df := "FROM scratch\nARG A\nARG B\nARG C\nARG D\nARG E\n"
+	for _, tc := range []struct {
+		args map[string]string
+		want string
+	}{
+		{map[string]string{"A": big}, "--arg A: 1048577 bytes"},
+		{map[string]string{"A": big[:1<<20], "B": big[:1<<20], "C": big[:1<<20], "D": big[:1<<20], "E": "x"}, "--arg: 4194310 bytes in all"},
+	} {
+		_, err := planFiles(t, map[string]string{"Dockerfile": df}, Options{Args: tc.args})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("got %v, want %q", err, tc.want)
+		}
+	}
+}
