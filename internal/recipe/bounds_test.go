@@ -286,3 +286,62 @@ func TestEpochPastYear9999(t *testing.T) {
 		}
 	}
 }
+
+// amplified is a recipe of n labels, each {{X}} ten times, from line 9.
+func amplified(n int) string {
+	var b strings.Builder
+	b.WriteString("version: 1\nargs: {X: x}\nimages:\n  img:\n    base: scratch\n    platforms: [linux/amd64]\n    config:\n      labels:\n")
+	for i := range n {
+		fmt.Fprintf(&b, "        l%04d: '%s'\n", i, strings.Repeat("{{X}}", 10))
+	}
+	return b.String()
+}
+
+// A {{NAME}} used many times multiplies the recipe's size: each value is
+// refused over 1 MiB before it is made, and the config, all its values
+// counted, over 4 MiB, at the line of the value that goes over; quickly,
+// whatever the recipe asks for beyond.
+func TestExpansionBounded(t *testing.T) {
+	x100k := strings.Repeat("x", 100_000)
+	for _, tc := range []struct {
+		name string
+		src  string
+		args map[string]string
+		line int
+		want string
+	}{
+		// 1 MB a label: the fifth goes over 4 MiB.
+		{"many labels", amplified(1000), map[string]string{"X": x100k}, 13, "with this value the image config comes to over 4194304 bytes (4 MiB)"},
+		{"one label", amplified(1), map[string]string{"X": strings.Repeat("x", 110_000)}, 9, "expands to 1100000 bytes; a value is at most 1048576 (1 MiB)"},
+		{"env and sections", "version: 1\nargs: {X: x}\nimages:\n  img:\n    base: scratch\n    platforms: [linux/amd64]\n    config:\n      env: ['A={{X}}{{X}}{{X}}', 'B={{X}}{{X}}{{X}}']\n      for:\n        linux:\n          env: ['C={{X}}{{X}}{{X}}', 'D={{X}}{{X}}{{X}}', 'E={{X}}{{X}}{{X}}']\n          cmd: ['{{X}}']\n",
+			map[string]string{"X": strings.Repeat("x", 300_000)}, 11, "over 4194304 bytes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := Parse("pallet.yaml", []byte(tc.src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			_, err = r.Plan(Options{Args: tc.args})
+			if took := time.Since(start); took > 5*time.Second {
+				t.Errorf("took %s", took)
+			}
+			wantErrorAt(t, err, tc.line, tc.want)
+		})
+	}
+	r, err := Parse("pallet.yaml", []byte(amplified(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Plan(Options{Args: map[string]string{"X": strings.Repeat("x", 1<<20+1)}}); err == nil || !strings.Contains(err.Error(), "arg X: 1048577 bytes; a value is at most 1048576") {
+		t.Errorf("a 1 MiB arg: got %v", err)
+	}
+	// Up to the limits, the values are as given.
+	p, err := r.Plan(Options{Args: map[string]string{"X": strings.Repeat("x", 100_000)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(p.Images[0].Platforms[0].Config.Labels["l0000"]); got != 1_000_000 {
+		t.Errorf("label of %d bytes, want 1 MB", got)
+	}
+}

@@ -47,15 +47,19 @@ func (c *Config) sections(at string, pl platform.Platform) []configSection {
 // base's value, a list not given leaves it.
 func (r *Recipe) imageConfig(at string, c *Config, pl platform.Platform, v Vars) (image.Config, error) {
 	var cfg image.Config
+	b := &configBudget{r: r}
 	for _, s := range c.sections(at+".config", pl) {
 		var one image.Config
-		if err := r.expandLists(v,
-			listField{s.at + ".entrypoint", s.c.Entrypoint, &one.Entrypoint},
-			listField{s.at + ".cmd", s.c.Cmd, &one.Cmd},
-			listField{s.at + ".env", s.c.Env, &one.Env},
-			listField{s.at + ".ports", s.c.ExposedPorts, &one.ExposedPorts},
-		); err != nil {
-			return cfg, err
+		for _, f := range []listField{
+			{s.at + ".entrypoint", s.c.Entrypoint, &one.Entrypoint},
+			{s.at + ".cmd", s.c.Cmd, &one.Cmd},
+			{s.at + ".env", s.c.Env, &one.Env},
+			{s.at + ".ports", s.c.ExposedPorts, &one.ExposedPorts},
+		} {
+			var err error
+			if *f.out, err = b.list(f.path, f.in, v); err != nil {
+				return cfg, err
+			}
 		}
 		for _, f := range []struct {
 			field, in string
@@ -65,7 +69,7 @@ func (r *Recipe) imageConfig(at string, c *Config, pl platform.Platform, v Vars)
 				continue
 			}
 			var err error
-			if *f.out, err = r.Expand(s.at+"."+f.field, f.in, v); err != nil {
+			if *f.out, err = b.expand(s.at+"."+f.field, f.in, v); err != nil {
 				return cfg, err
 			}
 		}
@@ -87,13 +91,54 @@ func (r *Recipe) imageConfig(at string, c *Config, pl platform.Platform, v Vars)
 			if cfg.Labels == nil {
 				cfg.Labels = map[string]string{}
 			}
+			b.used += len(k)
 			var err error
-			if cfg.Labels[k], err = r.Expand(s.at+".labels."+k, s.c.Labels[k], v); err != nil {
+			if cfg.Labels[k], err = b.expand(s.at+".labels."+k, s.c.Labels[k], v); err != nil {
 				return cfg, err
 			}
 		}
 	}
 	return cfg, nil
+}
+
+// configBudget counts the bytes of an image's config on one platform as
+// its values are expanded, every section's, and refuses at its line the
+// value that takes them past image.DefaultMaxManifestSize: the config
+// pallet would write is larger than any it reads from a base. A {{NAME}}
+// used in many values multiplies the recipe's size (100 labels of ten
+// {{X}} and a 100 KB --arg make 100 MB), so the count is kept value by
+// value, each at most image.MaxConfigValue (Expand), and the work stops
+// there.
+type configBudget struct {
+	r    *Recipe
+	used int
+}
+
+func (b *configBudget) expand(path, s string, v Vars) (string, error) {
+	out, err := b.r.Expand(path, s, v)
+	if err != nil {
+		return "", err
+	}
+	b.used += len(out)
+	if b.used > image.DefaultMaxManifestSize {
+		return "", b.r.Errorf(path, "with this value the image config comes to over %d bytes (4 MiB) once expanded; pallet writes no config larger than it reads from a base", image.DefaultMaxManifestSize)
+	}
+	return out, nil
+}
+
+// list is ExpandList within the budget.
+func (b *configBudget) list(path string, l []string, v Vars) ([]string, error) {
+	if l == nil {
+		return nil, nil
+	}
+	out := make([]string, len(l))
+	for i, s := range l {
+		var err error
+		if out[i], err = b.expand(fmt.Sprintf("%s.%d", path, i), s, v); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // checkConfig checks image name's config sections where they are

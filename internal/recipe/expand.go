@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/pallet-dev/pallet/internal/image"
 	"github.com/pallet-dev/pallet/internal/lazyre"
 )
 
@@ -31,6 +32,9 @@ func (r *Recipe) Vars(overrides map[string]string) (Vars, error) {
 		if _, ok := r.Args[k]; !ok {
 			unknown = append(unknown, k)
 			continue
+		}
+		if len(val) > image.MaxConfigValue {
+			return nil, fmt.Errorf("arg %s: %d bytes; a value is at most %d (1 MiB), as a value of the image config is", k, len(val), image.MaxConfigValue)
 		}
 		if strings.Contains(val, "{{") {
 			return nil, fmt.Errorf("arg %s=%q: an arg's value is taken as written, and {{...}} in it would not be replaced; give the whole value", k, val)
@@ -59,6 +63,17 @@ func (v Vars) With(extra map[string]string) Vars {
 // Expand replaces {{NAME}} in the value found at path. An unknown name is a
 // recipe error at that line.
 func (r *Recipe) Expand(path, s string, v Vars) (string, error) {
+	// The size is known before anything is written: a value naming a
+	// large variable many times is refused without being made.
+	size := len(s)
+	for _, m := range varRE().FindAllStringSubmatchIndex(s, -1) {
+		if val, ok := v[s[m[2]:m[3]]]; ok {
+			size += len(val) - (m[1] - m[0])
+		}
+	}
+	if size > image.MaxConfigValue {
+		return "", r.Errorf(path, "expands to %d bytes; a value is at most %d (1 MiB) once expanded, as a value of the image config is", size, image.MaxConfigValue)
+	}
 	var missing []string
 	out := varRE().ReplaceAllStringFunc(s, func(m string) string {
 		name := varRE().FindStringSubmatch(m)[1]
