@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/CycloneDX/cyclonedx-go v0.12.0
 	github.com/distribution/distribution/v3 v3.1.2
+	github.com/distribution/reference v0.6.0
 	github.com/docker/cli v29.8.2+incompatible
 	github.com/docker/docker-credential-helpers v0.9.9
 	github.com/github/go-spdx/v2 v2.8.0
@@ -40,7 +41,6 @@ require (
 	github.com/containerd/typeurl/v2 v2.3.0 // indirect
 	github.com/davecgh/go-spew v1.1.1 // indirect
 	github.com/dgryski/go-rendezvous v0.0.0-20200823014737-9f7001d12a5f // indirect
-	github.com/distribution/reference v0.6.0 // indirect
 	github.com/docker/go-events v0.0.0-20250808211157-605354379745 // indirect
 	github.com/docker/go-metrics v0.1.0 // indirect
 	github.com/docker/go-units v0.5.0 // indirect

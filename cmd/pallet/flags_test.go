@@ -224,7 +224,8 @@ images:
 
 // Outputs that cannot take the images (a docker archive for a
 // two-platform image, an upper-case repository, a recipe repository that
-// names a host under a registry prefix) are refused before any download.
+// names a host under a registry prefix) are refused before any download;
+// an upper-case repository in the recipe at its line, whatever the output.
 func TestOutputsRefusedBeforeWork(t *testing.T) {
 	var mu sync.Mutex
 	requests := 0
@@ -257,7 +258,9 @@ images:
 		repo, out, want string
 	}{
 		{"app", "docker:" + filepath.Join(dir, "x.tar"), "would have 2 platforms"},
-		{"App", "oci:" + filepath.Join(dir, "ok"), ""}, // a layout's names are free text
+		// A layout's io.containerd.image.name is read as a reference.
+		{"App", "oci:" + filepath.Join(dir, "ok"), `App.yaml:8: image app: repository "App" is not an image name: it must be lower-case`},
+		{"app", "oci:" + filepath.Join(dir, "ok"), ""},
 		{"app", "registry:127.0.0.1:1/Team/app", "could not parse reference"},
 		{"ghcr.io/org/app", "registry:127.0.0.1:1/mirror/", "names a registry host"},
 	} {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/pallet-dev/pallet/internal/artifact"
 	"github.com/pallet-dev/pallet/internal/image"
+	"github.com/pallet-dev/pallet/internal/lazyre"
 	"github.com/pallet-dev/pallet/internal/plan"
 	"github.com/pallet-dev/pallet/internal/platform"
 )
@@ -184,9 +185,17 @@ func (e *evaluator) image() (*plan.Image, error) {
 	if repo == "" {
 		repo = e.defaultRepository()
 	}
+	if err := plan.CheckRepository(repo); err != nil {
+		return nil, err
+	}
 	tags := e.opt.Tags
 	if len(tags) == 0 {
 		tags = []string{"latest"}
+	}
+	for _, t := range tags {
+		if err := plan.CheckTag(t); err != nil {
+			return nil, err
+		}
 	}
 	im := &plan.Image{Name: repo, Repository: repo, Tags: tags, Pos: e.targetDef.pos}
 	targets, err := parsePlatforms(e.opt.Platforms)
@@ -218,11 +227,21 @@ func (e *evaluator) defaultRepository() string {
 		name = filepath.Base(e.d.Dir)
 	}
 	name = strings.Trim(notName().ReplaceAllString(strings.ToLower(name), "-"), "-._")
-	if name == "" {
+	// Separators are one '.' or '_', "__", or dashes: "a..b" is "a-b".
+	name = sepRun().ReplaceAllStringFunc(name, func(m string) string {
+		if m == "__" || strings.Trim(m, "-") == "" {
+			return m
+		}
+		return "-"
+	})
+	if name == "" || plan.CheckRepository(name) != nil {
 		return "image"
 	}
 	return name
 }
+
+// sepRun is a run of separators in a name.
+var sepRun = lazyre.New(`[._-]{2,}`)
 
 func parsePlatforms(list []string) ([]platform.Platform, error) {
 	var out []platform.Platform

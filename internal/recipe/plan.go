@@ -242,6 +242,15 @@ func (pl *planner) image(name string, ri *Image, vars Vars, want platforms) (*pl
 		}
 		im.Repository = repo
 	}
+	// Names are checked here, once expanded: an oci: layout would hold a
+	// name no tool resolves, and docker: and registry: outputs refuse it
+	// only when they write it, without the line.
+	if err := plan.CheckRepository(im.Repository); err != nil {
+		if ri.Repository == "" {
+			return nil, r.Errorf(at, "image %s: %v; name it with repository:", name, err)
+		}
+		return nil, r.Errorf(at+".repository", "image %s: %v", name, err)
+	}
 	tags, err := r.ExpandList(at+".tags", ri.Tags, vars)
 	if err != nil {
 		return nil, err
@@ -252,7 +261,10 @@ func (pl *planner) image(name string, ri *Image, vars Vars, want platforms) (*pl
 	// A tag repeated once variables are expanded ({{VERSION}} and latest
 	// with VERSION=latest) names the image once.
 	seen := map[string]bool{}
-	for _, t := range tags {
+	for i, t := range tags {
+		if err := plan.CheckTag(t); err != nil {
+			return nil, r.Errorf(fmt.Sprintf("%s.tags.%d", at, i), "image %s: %v", name, err)
+		}
 		if !seen[t] {
 			seen[t] = true
 			im.Tags = append(im.Tags, t)

@@ -1,6 +1,7 @@
 package recipe
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -251,5 +252,63 @@ images:
 	_, err = Parse("pallet.yaml", []byte(strings.Replace(src, "link: dir", "link: junction", 1)))
 	if err == nil || !strings.Contains(err.Error(), `link "junction": want dir or file`) || !strings.Contains(err.Error(), "pallet.yaml:19") {
 		t.Errorf("got %v, want link: junction refused at its line", err)
+	}
+}
+
+// Tags and repositories, once expanded, are names by the distribution
+// grammar, or refused at their line before any output is written: an
+// oci: layout would hold a name no tool resolves.
+func TestNamesCheckedAtTheirLine(t *testing.T) {
+	const names = `version: 1
+args:
+  V: "1"
+images:
+  app:
+    repository: "{{R}}"
+    tags:
+      - "{{V}}"
+      - latest
+    base: scratch
+    platforms: linux/amd64
+  "a.":
+    base: scratch
+    platforms: linux/amd64
+`
+	for _, tc := range []struct {
+		tag, repo string
+		images    []string
+		line      int
+		want      string
+	}{
+		{"-x", "example.com/app", nil, 8, `image app: tag "-x" is not an image tag`},
+		{".", "app", nil, 8, `tag "."`},
+		{"ü", "app", nil, 8, `tag "ü"`},
+		{"a:b", "app", nil, 8, `tag "a:b"`},
+		{"a/b", "app", nil, 8, `tag "a/b"`},
+		{strings.Repeat("y", 129), "app", nil, 8, "up to 128"},
+		{"1", "App", nil, 6, `image app: repository "App" is not an image name: it must be lower-case`},
+		{"1", "a..b", nil, 6, `repository "a..b"`},
+		{"1", "app", []string{"a."}, 12, `image a.: repository "a." is not an image name`},
+	} {
+		if tc.images == nil {
+			tc.images = []string{"app"}
+		}
+		src := strings.Replace(names, `"{{R}}"`, `"`+tc.repo+`"`, 1)
+		r, err := Parse("pallet.yaml", []byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = r.Plan(Options{Args: map[string]string{"V": tc.tag}, Images: tc.images})
+		var re *Error
+		if !errors.As(err, &re) || re.Line != tc.line || !strings.Contains(re.Msg, tc.want) {
+			t.Errorf("tag %q repository %q: got %v, want line %d mentioning %q", tc.tag, tc.repo, err, tc.line, tc.want)
+		}
+	}
+	r, err := Parse("pallet.yaml", []byte(strings.Replace(names, `"{{R}}"`, "localhost:5000/team/app", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Plan(Options{Args: map[string]string{"V": "v1.2.3_rc.1"}, Images: []string{"app"}}); err != nil {
+		t.Errorf("valid names: %v", err)
 	}
 }

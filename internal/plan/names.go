@@ -1,0 +1,40 @@
+package plan
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/distribution/reference"
+)
+
+// CheckRepository refuses an image repository that is not a name by the
+// distribution grammar docker, containerd and registries read: lower-case
+// components separated by /, each of letters and digits joined by ., _,
+// __ or dashes, after an optional registry host; at most 255 characters.
+// An oci: layout would otherwise hold a name no tool resolves, and a
+// docker: or registry: output refuse it only when it is written.
+func CheckRepository(repo string) error {
+	if _, err := reference.WithName(repo); err != nil {
+		why := "use lower-case letters and digits, joined by '.', '_', '__' or '-', in components separated by '/', as in example.com/team/app"
+		switch {
+		case len(repo) > reference.NameTotalLengthMax:
+			why = fmt.Sprintf("it is %d characters long; at most %d are allowed", len(repo), reference.NameTotalLengthMax)
+		case strings.ToLower(repo) != repo:
+			why = "it must be lower-case"
+		}
+		return fmt.Errorf("repository %q is not an image name: %s", repo, why)
+	}
+	return nil
+}
+
+// CheckTag refuses a tag that is not one by the distribution grammar:
+// [A-Za-z0-9_][A-Za-z0-9._-]{0,127}.
+func CheckTag(tag string) error {
+	if _, err := reference.WithTag(placeholder, tag); err != nil {
+		return fmt.Errorf("tag %q is not an image tag: up to 128 letters, digits, '_', '.' and '-', not starting with '.' or '-'", tag)
+	}
+	return nil
+}
+
+// placeholder is a valid name to check tags against.
+var placeholder, _ = reference.WithName("image")
