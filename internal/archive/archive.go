@@ -132,7 +132,12 @@ type Options struct {
 	MaxBytes int64
 
 	// MaxEntries bounds the number of entries read from the archive,
-	// skipped ones included. Zero means DefaultMaxEntries (1,000,000).
+	// skipped ones included. It also bounds the directories extraction
+	// opens or makes, to 4 for each entry allowed (and 256 more): an
+	// archive that lists each directory's entries together opens each
+	// directory once, but one that goes back and forth between deep
+	// directories would have every entry open all the directories down
+	// to it. Zero means DefaultMaxEntries (1,000,000).
 	MaxEntries int
 
 	// MaxWindow bounds, in bytes, the history a decompressor is allowed
@@ -204,9 +209,10 @@ func Extract(ctx context.Context, src string, f Format, dir string, opt Options)
 		patterns: patterns,
 		extra:    extra,
 		matched:  make([]bool, len(patterns)),
-		dirs:     map[string]bool{},
+		maxWalks: maxWalks(opt.MaxEntries),
 		buf:      make([]byte, 64<<10),
 	}
+	defer x.leave(0)
 	if f == Zip {
 		err = x.extractZip(file)
 	} else {

@@ -481,6 +481,42 @@ var hostileCases = []hostileCase{
 		ent{name: "d", body: "x"},
 		ent{name: "d/e", body: "x"},
 	)),
+	// Extraction holds the directories of the last entry open; what the
+	// next entries place beside or instead of them must be checked anyway.
+	tarCase("symlink beside the open directory", `path passes through symlink "a/c"`, fixed(
+		ent{name: "a/b/f", body: "x"},
+		ent{name: "a/c", typ: tar.TypeSymlink, link: "b"},
+		ent{name: "a/c/g", body: "x"},
+	)),
+	tarCase("symlink replacing the open directory", "would replace a directory", fixed(
+		ent{name: "a/b/f", body: "x"},
+		ent{name: "a/b", typ: tar.TypeSymlink, link: "."},
+		ent{name: "a/b/g", body: "x"},
+	)),
+	tarCase("file replacing an open ancestor", "would replace a directory", fixed(
+		ent{name: "a/b/c/f", body: "x"},
+		ent{name: "a", body: "x"},
+	)),
+	tarCase("dir through symlink in the open directory", "path is an already-extracted symlink", fixed(
+		ent{name: "a/b/f", body: "x"},
+		ent{name: "a/b/l", typ: tar.TypeSymlink, link: "."},
+		ent{name: "a/b/l/", typ: tar.TypeDir},
+	)),
+	tarCase("hard link through symlink in the open directory", `hard link target "a/s/f" passes through symlink "a/s"`, fixed(
+		ent{name: "a/b/f", body: "x"},
+		ent{name: "a/s", typ: tar.TypeSymlink, link: "b"},
+		ent{name: "a/h", typ: tar.TypeLink, link: "a/s/f"},
+	)),
+	tarCase("hard link placed through symlink", `path passes through symlink "s"`, fixed(
+		ent{name: "d/f", body: "x"},
+		ent{name: "s", typ: tar.TypeSymlink, link: "d"},
+		ent{name: "s/h", typ: tar.TypeLink, link: "d/f"},
+	)),
+	tarCase("symlink up from the open directory, then through it", `path passes through symlink "a/b/up"`, fixed(
+		ent{name: "a/b/f", body: "x"},
+		ent{name: "a/b/up", typ: tar.TypeSymlink, link: "../.."},
+		ent{name: "a/b/up/canary/evil", body: "x"},
+	)),
 	// Windows images are built from these trees, so '\' is read as a
 	// separator and drive letters as absolute in tars too.
 	tarCase("tar symlink backslash dotdot", `symlink target "..\\..\\Windows" leaves the archive root`,

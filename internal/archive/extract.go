@@ -15,6 +15,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 )
 
@@ -66,13 +67,24 @@ var (
 
 // maxDepth and maxPath bound an entry's path. Real archives are a few
 // dozen levels deep at most, and Linux refuses paths over 4096 bytes
-// anyway; but each directory is created through os.Root, which walks its
-// path from the root, so a chain of deep paths costs the square of their
-// depth: a 300-byte archive of a few 1000-level chains took 40 s.
+// anyway. maxDepth is also how many directories extraction holds open
+// at once (see extractor.cwd).
 const (
 	maxDepth = 256
 	maxPath  = 4096
 )
+
+// walksPerEntry is how many directories extraction may open or make, in
+// all, for each entry MaxEntries allows (maxDepth more for the first).
+// An archive that lists each directory's entries together, as tools
+// write them, opens each directory once, and real trees have fewer
+// directories than files. One that goes back and forth between deep
+// directories has every entry climb out of one and down the other, up
+// to maxDepth opens each; one that starts a new deep chain with every
+// entry makes that many directories, which take disk MaxBytes does not
+// count. Four per entry keeps either within a few times the cost of the
+// largest archive of flat files.
+const walksPerEntry = 4
 
 // extractor holds the state of one Extract call.
 type extractor struct {
@@ -84,10 +96,23 @@ type extractor struct {
 	extra    []string
 	matched  []bool
 
-	// dirs records paths known to be real directories. Directories are
-	// never removed or replaced during extraction, so once seen they can
-	// skip the Lstat that guards against writing through symlinks.
-	dirs map[string]bool
+	// cwd holds open the directories from the root down to where the
+	// last entry was placed, each found to be a real directory, not a
+	// symlink, when it was opened. Archives list a directory's entries
+	// together, so the next entry is placed through the same handle, or
+	// one a few levels away, not by walking its path from the root: an
+	// open per component for every entry took minutes for 100,000 files
+	// 241 levels deep.
+	//
+	// A handle cannot go stale: extraction never removes or replaces a
+	// directory (clearSlot refuses to), and an entry only makes or
+	// replaces the name it is placed at, a child of cwd's last directory,
+	// never one of cwd's own.
+	cwd []level
+
+	// walked counts the directories opened or made, up to maxWalks.
+	walked   int
+	maxWalks int
 
 	entries int
 	buf     []byte
@@ -123,6 +148,19 @@ func (x *extractor) count(e *entry) error {
 
 func (x *extractor) tooManyEntries() error {
 	return limitErr(fmt.Sprintf("archive has more than %d entries", x.opt.MaxEntries))
+}
+
+func (x *extractor) tooManyWalks() error {
+	return limitErr(fmt.Sprintf("archive makes extraction open or make more than %d directories (%d for each entry allowed)", x.maxWalks, walksPerEntry))
+}
+
+// maxWalks is how many directories extraction may open or make for an
+// archive allowed maxEntries entries.
+func maxWalks(maxEntries int) int {
+	if maxEntries > (math.MaxInt-maxDepth)/walksPerEntry {
+		return math.MaxInt
+	}
+	return maxEntries*walksPerEntry + maxDepth
 }
 
 func (x *extractor) tooBig() error {
@@ -179,14 +217,14 @@ func (x *extractor) add(e *entry) error {
 	if len(parts) <= x.opt.Strip {
 		return nil
 	}
-	rel := strings.Join(parts[x.opt.Strip:], "/")
-	if !x.include(rel) {
+	parts = parts[x.opt.Strip:]
+	if !x.include(strings.Join(parts, "/")) {
 		return nil
 	}
 
 	switch e.kind {
 	case kindDir:
-		return x.makeDir(e, rel)
+		return x.makeDir(e, parts)
 	case kindFile:
 		if e.size > x.opt.MaxBytes-x.written {
 			return x.bomb(e)
@@ -196,7 +234,7 @@ func (x *extractor) add(e *entry) error {
 			return x.entryErr(e, "%w", err)
 		}
 		defer r.Close()
-		return x.writeFile(e, rel, filePerm(e.exec), r)
+		return x.writeFile(e, parts, filePerm(e.exec), r)
 	case kindSymlink:
 		target := e.link
 		if e.linkInContent {
@@ -204,9 +242,9 @@ func (x *extractor) add(e *entry) error {
 				return err
 			}
 		}
-		return x.makeSymlink(e, rel, target)
+		return x.makeSymlink(e, parts, target)
 	case kindHardlink:
-		return x.makeHardlink(e, rel)
+		return x.makeHardlink(e, parts)
 	}
 	return nil
 }
@@ -329,7 +367,7 @@ func splitName(name string, slashes bool) ([]string, error) {
 	if len(name) > maxPath {
 		return nil, errTooDeep
 	}
-	var parts []string
+	parts := make([]string, 0, strings.Count(name, "/")+1)
 	for p := range strings.SplitSeq(name, "/") {
 		if p != "" && p != "." {
 			parts = append(parts, p)
@@ -410,58 +448,158 @@ func climb(target string, depth int) string {
 
 func native(rel string) string { return filepath.FromSlash(rel) }
 
-// mkParents creates the missing parents of rel and refuses to go through
-// anything that is not a real directory. This is what stops the classic
-// "a -> /etc, then a/passwd" attack; os.Root is only the second line of
-// defence, as it would happily follow a symlink that stays inside dir.
-func (x *extractor) mkParents(e *entry, rel string) error {
-	for i := 0; i < len(rel); i++ {
-		if rel[i] != '/' {
-			continue
-		}
-		p := rel[:i]
-		if x.dirs[p] {
-			continue
-		}
-		fi, err := x.root.Lstat(native(p))
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			if err := x.mkdir(p); err != nil {
-				return x.entryErr(e, "%w", err)
-			}
-		case err != nil:
-			return x.entryErr(e, "%w", err)
-		case fi.Mode()&fs.ModeSymlink != 0:
-			return x.entryErr(e, "path passes through symlink %q", p)
-		case !fi.IsDir():
-			return x.entryErr(e, "parent %q is not a directory", p)
-		}
-		x.dirs[p] = true
+// nativeJoin is the native path of the clean components parts.
+func nativeJoin(parts []string) string { return native(strings.Join(parts, "/")) }
+
+// level is one open directory of extractor.cwd.
+type level struct {
+	name string
+	dir  *os.Root
+}
+
+// at returns the open directory n levels below the root, n <= len(cwd).
+func (x *extractor) at(n int) *os.Root {
+	if n == 0 {
+		return x.root
 	}
+	return x.cwd[n-1].dir
+}
+
+// leave closes the directories of cwd below its first n.
+func (x *extractor) leave(n int) {
+	for _, l := range x.cwd[n:] {
+		l.dir.Close()
+	}
+	clear(x.cwd[n:])
+	x.cwd = x.cwd[:n]
+}
+
+// walk charges n directory opens against maxWalks.
+func (x *extractor) walk(n int) error {
+	if n > x.maxWalks-x.walked {
+		return x.tooManyWalks()
+	}
+	x.walked += n
 	return nil
 }
 
-// mkdir creates a directory with exactly 0755, whatever the umask.
-func (x *extractor) mkdir(rel string) error {
-	if err := x.root.Mkdir(native(rel), 0o755); err != nil {
-		return err
-	}
-	return x.root.Chmod(native(rel), 0o755)
+// notDir says why dirAt could not go into the directory at path.
+type notDir struct {
+	path    string
+	missing bool // only when dirAt makes nothing
+	symlink bool
 }
 
-// clearSlot makes room for a non-directory at rel. Replacing an earlier
-// file is normal (appended tars), but replacing a directory would discard
-// its subtree and replacing a symlink is how writes get redirected.
-func (x *extractor) clearSlot(e *entry, rel string) error {
-	if x.dirs[rel] {
-		return x.entryErr(e, "would replace a directory")
+func (n *notDir) Error() string {
+	switch {
+	case n.missing:
+		return fmt.Sprintf("%q does not exist", n.path)
+	case n.symlink:
+		return fmt.Sprintf("%q is a symlink", n.path)
 	}
-	fi, err := x.root.Lstat(native(rel))
+	return fmt.Sprintf("%q is not a directory", n.path)
+}
+
+// dirAt returns the directory at parts (clean components below the root),
+// which becomes cwd. Each directory not already in cwd is looked at with
+// Lstat in its parent and opened only if it is a real directory; with
+// mk, one that is missing is made. Anything else is a *notDir.
+//
+// Refusing symlinks here is what stops the classic "a -> /etc, then
+// a/passwd" attack. The handles are the second line of defence: each is
+// an os.Root opened from its parent's, so were a directory swapped for a
+// symlink behind our back, the open would stay inside the parent.
+func (x *extractor) dirAt(parts []string, mk bool) (*os.Root, error) {
+	n := 0
+	for n < len(x.cwd) && n < len(parts) && x.cwd[n].name == parts[n] {
+		n++
+	}
+	x.leave(n)
+	for ; n < len(parts); n++ {
+		if err := x.walk(1); err != nil {
+			return nil, err
+		}
+		parent, name := x.at(n), parts[n]
+		fi, err := parent.Lstat(name)
+		switch {
+		case errors.Is(err, fs.ErrNotExist) && mk:
+			err = mkdir(parent, name)
+		case errors.Is(err, fs.ErrNotExist):
+			return nil, &notDir{path: strings.Join(parts[:n+1], "/"), missing: true}
+		case err != nil:
+		case fi.Mode()&fs.ModeSymlink != 0:
+			return nil, &notDir{path: strings.Join(parts[:n+1], "/"), symlink: true}
+		case !fi.IsDir():
+			return nil, &notDir{path: strings.Join(parts[:n+1], "/")}
+		}
+		var d *os.Root
+		if err == nil {
+			d, err = parent.OpenRoot(name)
+		}
+		if err != nil {
+			return nil, inTree(err, parts[:n+1])
+		}
+		x.cwd = append(x.cwd, level{name, d})
+	}
+	return x.at(len(parts)), nil
+}
+
+// inTree makes an error of an operation on the last of parts, done in
+// the directory of the others, name all of parts (relative to the root),
+// as it would had the root done it.
+func inTree(err error, parts []string) error {
+	var pe *fs.PathError
+	var le *os.LinkError
+	switch {
+	case errors.As(err, &pe):
+		pe.Path = nativeJoin(parts)
+	case errors.As(err, &le):
+		le.New = nativeJoin(parts)
+	}
+	return err
+}
+
+// parentDir returns the directory an entry at parts goes into, making
+// any that are missing.
+func (x *extractor) parentDir(e *entry, parts []string) (*os.Root, error) {
+	d, err := x.dirAt(parts[:len(parts)-1], true)
+	if err != nil {
+		return nil, x.parentErr(e, err)
+	}
+	return d, nil
+}
+
+// parentErr reports a failure of dirAt to reach an entry's directory.
+func (x *extractor) parentErr(e *entry, err error) error {
+	var nd *notDir
+	switch {
+	case errors.As(err, &nd) && nd.symlink:
+		return x.entryErr(e, "path passes through symlink %q", nd.path)
+	case errors.As(err, &nd):
+		return x.entryErr(e, "parent %q is not a directory", nd.path)
+	}
+	return x.entryErr(e, "%w", err)
+}
+
+// mkdir makes a directory with exactly 0755, whatever the umask.
+func mkdir(parent *os.Root, name string) error {
+	if err := parent.Mkdir(name, 0o755); err != nil {
+		return err
+	}
+	return parent.Chmod(name, 0o755)
+}
+
+// clearSlot makes room for a non-directory named name in dir, where parts
+// places it. Replacing an earlier file is normal (appended tars), but
+// replacing a directory would discard its subtree and replacing a
+// symlink is how writes get redirected.
+func (x *extractor) clearSlot(e *entry, dir *os.Root, name string, parts []string) error {
+	fi, err := dir.Lstat(name)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil
 	case err != nil:
-		return x.entryErr(e, "%w", err)
+		return x.entryErr(e, "%w", inTree(err, parts))
 	case fi.Mode()&fs.ModeSymlink != 0:
 		return x.entryErr(e, "path is an already-extracted symlink")
 	case fi.IsDir():
@@ -469,49 +607,44 @@ func (x *extractor) clearSlot(e *entry, rel string) error {
 	case !fi.Mode().IsRegular():
 		return x.entryErr(e, "would replace a special file")
 	}
-	if err := x.root.Remove(native(rel)); err != nil {
-		return x.entryErr(e, "%w", err)
+	if err := dir.Remove(name); err != nil {
+		return x.entryErr(e, "%w", inTree(err, parts))
 	}
 	return nil
 }
 
-func (x *extractor) makeDir(e *entry, rel string) error {
-	if err := x.mkParents(e, rel); err != nil {
-		return err
-	}
-	if x.dirs[rel] {
-		return nil
-	}
-	fi, err := x.root.Lstat(native(rel))
+// makeDir makes the directory at parts, and leaves it as cwd, where the
+// entries that follow it are likely to go.
+func (x *extractor) makeDir(e *entry, parts []string) error {
+	_, err := x.dirAt(parts, true)
+	var nd *notDir
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		if err := x.mkdir(rel); err != nil {
-			return x.entryErr(e, "%w", err)
-		}
-	case err != nil:
-		return x.entryErr(e, "%w", err)
-	case fi.Mode()&fs.ModeSymlink != 0:
+	case err == nil:
+		return nil
+	case !errors.As(err, &nd) || nd.path != strings.Join(parts, "/"):
+		return x.parentErr(e, err)
+	case nd.symlink:
 		return x.entryErr(e, "path is an already-extracted symlink")
-	case !fi.IsDir():
-		return x.entryErr(e, "directory would replace a file")
 	}
-	x.dirs[rel] = true
-	return nil
+	return x.entryErr(e, "directory would replace a file")
 }
 
-// writeFile creates rel afresh and fills it from r. O_EXCL both keeps a
-// hard-linked twin of an earlier version intact (clearSlot unlinked it
-// rather than truncating) and refuses to follow a symlink raced into place.
-func (x *extractor) writeFile(e *entry, rel string, perm fs.FileMode, r io.Reader) error {
-	if err := x.mkParents(e, rel); err != nil {
-		return err
-	}
-	if err := x.clearSlot(e, rel); err != nil {
-		return err
-	}
-	f, err := x.root.OpenFile(native(rel), os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+// writeFile creates the file at parts afresh and fills it from r. O_EXCL
+// both keeps a hard-linked twin of an earlier version intact (clearSlot
+// unlinked it rather than truncating) and refuses to follow a symlink
+// raced into place.
+func (x *extractor) writeFile(e *entry, parts []string, perm fs.FileMode, r io.Reader) error {
+	dir, err := x.parentDir(e, parts)
 	if err != nil {
-		return x.entryErr(e, "%w", err)
+		return err
+	}
+	name := parts[len(parts)-1]
+	if err := x.clearSlot(e, dir, name, parts); err != nil {
+		return err
+	}
+	f, err := dir.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return x.entryErr(e, "%w", inTree(err, parts))
 	}
 	var w io.Writer = f
 	var h hash.Hash
@@ -530,7 +663,7 @@ func (x *extractor) writeFile(e *entry, rel string, perm fs.FileMode, r io.Reade
 		err = x.entryErr(e, "%w", cerr)
 	}
 	if err == nil && h != nil {
-		x.opt.Written(filepath.Join(x.root.Name(), native(rel)), hex.EncodeToString(h.Sum(nil)))
+		x.opt.Written(filepath.Join(x.root.Name(), nativeJoin(parts)), hex.EncodeToString(h.Sum(nil)))
 	}
 	return err
 }
@@ -581,59 +714,60 @@ func (x *extractor) readLinkContent(e *entry) (string, error) {
 	return sb.String(), nil
 }
 
-func (x *extractor) makeSymlink(e *entry, rel, target string) error {
-	target, err := checkLinkTarget(target, rel, e.slashes)
+func (x *extractor) makeSymlink(e *entry, parts []string, target string) error {
+	target, err := checkLinkTarget(target, strings.Join(parts, "/"), e.slashes)
 	if err != nil {
 		return x.entryErr(e, "%w", err)
 	}
-	if err := x.mkParents(e, rel); err != nil {
+	dir, err := x.parentDir(e, parts)
+	if err != nil {
 		return err
 	}
-	if err := x.clearSlot(e, rel); err != nil {
+	name := parts[len(parts)-1]
+	if err := x.clearSlot(e, dir, name, parts); err != nil {
 		return err
 	}
-	if err := x.root.Symlink(native(target), native(rel)); err != nil {
-		return x.entryErr(e, "%w", err)
+	if err := dir.Symlink(native(target), name); err != nil {
+		return x.entryErr(e, "%w", inTree(err, parts))
 	}
 	return nil
 }
 
-// makeHardlink links rel to an entry extracted earlier. The target must
-// already exist as a regular file (or symlink) reached through real
-// directories only; anything else means the archive is either hostile or
-// relies on content we skipped.
-func (x *extractor) makeHardlink(e *entry, rel string) error {
-	parts, err := splitName(e.link, e.slashes)
+// makeHardlink links the entry at parts to an entry extracted earlier.
+// The target must already exist as a regular file (or symlink) reached
+// through real directories only; anything else means the archive is
+// either hostile or relies on content we skipped.
+func (x *extractor) makeHardlink(e *entry, parts []string) error {
+	tparts, err := splitName(e.link, e.slashes)
 	if err != nil {
 		return x.entryErr(e, "hard link target %q: %w", e.link, err)
 	}
-	if len(parts) == 0 {
+	if len(tparts) == 0 {
 		return x.entryErr(e, "hard link target %q is the archive root", e.link)
 	}
-	if len(parts) <= x.opt.Strip {
+	if len(tparts) <= x.opt.Strip {
 		return x.entryErr(e, "hard link target %q is removed by Strip", e.link)
 	}
-	trel := strings.Join(parts[x.opt.Strip:], "/")
+	tparts = tparts[x.opt.Strip:]
 	notYet := func() error {
-		if !x.selected(trel) {
+		if !x.selected(strings.Join(tparts, "/")) {
 			return x.entryErr(e, "hard link target %q is left out by include: include it too, or leave out the link", e.link)
 		}
 		return x.entryErr(e, "hard link target %q not yet extracted", e.link)
 	}
 
-	for i := 0; i < len(trel); i++ {
-		if trel[i] != '/' || x.dirs[trel[:i]] {
-			continue
-		}
-		fi, err := x.root.Lstat(native(trel[:i]))
-		switch {
-		case err != nil || !fi.IsDir() && fi.Mode()&fs.ModeSymlink == 0:
-			return notYet()
-		case fi.Mode()&fs.ModeSymlink != 0:
-			return x.entryErr(e, "hard link target %q passes through symlink %q", e.link, trel[:i])
-		}
+	tdirParts, tname := tparts[:len(tparts)-1], tparts[len(tparts)-1]
+	tdir, err := x.dirAt(tdirParts, false)
+	var nd *notDir
+	switch {
+	case errors.As(err, &nd) && nd.symlink:
+		return x.entryErr(e, "hard link target %q passes through symlink %q", e.link, nd.path)
+	case errors.As(err, &nd):
+		return notYet()
+	case err != nil:
+		return x.entryErr(e, "%w", err)
 	}
-	fi, err := x.root.Lstat(native(trel))
+	fi, err := tdir.Lstat(tname)
 	switch {
 	case err != nil:
 		return notYet()
@@ -642,15 +776,15 @@ func (x *extractor) makeHardlink(e *entry, rel string) error {
 	case fi.Mode()&fs.ModeSymlink != 0:
 		// A hard link to a symlink is the same symlink at a new place,
 		// where a relative target means something else: check it again.
-		target, err := x.root.Readlink(native(trel))
+		target, err := tdir.Readlink(tname)
 		if err != nil {
-			return x.entryErr(e, "%w", err)
+			return x.entryErr(e, "%w", inTree(err, tparts))
 		}
-		return x.makeSymlink(e, rel, filepath.ToSlash(target))
+		return x.makeSymlink(e, parts, filepath.ToSlash(target))
 	case !fi.Mode().IsRegular():
 		return x.entryErr(e, "hard link target %q is not a regular file", e.link)
 	}
-	if trel == rel {
+	if slices.Equal(tparts, parts) {
 		return nil // a file linked to itself is already in place
 	}
 
@@ -661,26 +795,40 @@ func (x *extractor) makeHardlink(e *entry, rel string) error {
 	if size > x.opt.MaxBytes-x.written {
 		return x.bomb(e)
 	}
-	if err := x.mkParents(e, rel); err != nil {
+	dir, err := x.parentDir(e, parts)
+	if err != nil {
 		return err
 	}
-	if err := x.clearSlot(e, rel); err != nil {
+	if err := x.clearSlot(e, dir, parts[len(parts)-1], parts); err != nil {
 		return err
 	}
-	if x.root.Link(native(trel), native(rel)) == nil {
+	// os.Root links only names under one root: use the deepest directory
+	// holding both, still open in cwd. Its walks down to the two names
+	// go through directories just checked above, and cost what opening
+	// them does.
+	shared := 0
+	for shared < len(tdirParts) && shared < len(parts)-1 && tdirParts[shared] == parts[shared] {
+		shared++
+	}
+	if err := x.walk(len(tdirParts) - shared + len(parts) - 1 - shared); err != nil {
+		return x.entryErr(e, "%w", err)
+	}
+	base := x.at(shared)
+	oldname, newname := nativeJoin(tparts[shared:]), nativeJoin(parts[shared:])
+	if base.Link(oldname, newname) == nil {
 		x.written += size
 		return nil
 	}
 	// Some filesystems have no hard links; a copy is equivalent for an
 	// image and is charged against MaxBytes like any other content.
-	src, err := x.root.Open(native(trel))
+	src, err := base.Open(oldname)
 	if err != nil {
-		return x.entryErr(e, "%w", err)
+		return x.entryErr(e, "%w", inTree(err, tparts))
 	}
 	defer src.Close()
 	copyEntry := *e
 	copyEntry.exact = false
-	return x.writeFile(&copyEntry, rel, fi.Mode().Perm(), src)
+	return x.writeFile(&copyEntry, parts, fi.Mode().Perm(), src)
 }
 
 // CheckLinkTarget applies extraction's symlink policy to a link found
