@@ -345,7 +345,7 @@ func TestStripAndInclude(t *testing.T) {
 		{name: "include file creates parents", opt: Options{Strip: 1, Include: []string{"lib/a/b/data.txt"}},
 			want: []string{"lib", "lib/a", "lib/a/b", "lib/a/b/data.txt"}},
 		{name: "include unmatched", opt: Options{Strip: 1, Include: []string{"bin", "nope", "top/*"}},
-			wantErr: `include pattern(s) matched no entry: "nope", "top/*"`},
+			wantErr: `include pattern(s) matched no entry: "nope", "top/*"; the archive's names (patterns match names after strip: 1): "bin", "bin/tool", "bin/tool-link", "README", "lib`},
 		{name: "include bad pattern", opt: Options{Include: []string{"[x"}},
 			wantErr: `include pattern "[x"`},
 		{name: "include empty pattern", opt: Options{Include: []string{"./"}},

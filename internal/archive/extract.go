@@ -95,6 +95,9 @@ type extractor struct {
 	patterns []string
 	extra    []string
 	matched  []bool
+	// seen keeps the first names the patterns were matched against,
+	// for the error of a pattern that matched none.
+	seen []string
 
 	// cwd holds open the directories from the root down to where the
 	// last entry was placed, each found to be a real directory, not a
@@ -262,6 +265,9 @@ func (x *extractor) include(rel string) bool {
 	if len(x.patterns) == 0 {
 		return true
 	}
+	if len(x.seen) < maxSeen {
+		x.seen = append(x.seen, rel)
+	}
 	hit := false
 	for i, p := range x.patterns {
 		if matchBelow(p, rel) {
@@ -305,6 +311,10 @@ func matchBelow(pattern, name string) bool {
 	}
 }
 
+// maxSeen is how many of an archive's names an unmatched pattern's error
+// shows.
+const maxSeen = 8
+
 // ErrUnmatched is the error of include patterns that matched no entry.
 var ErrUnmatched = errors.New("include pattern(s) matched no entry")
 
@@ -316,7 +326,21 @@ func (x *extractor) checkPatterns() error {
 		}
 	}
 	if len(missing) > 0 {
-		return x.fail("%w: %s", ErrUnmatched, strings.Join(missing, ", "))
+		// The names patterns see are the ones left after strip, which is
+		// the usual surprise: say so, with what they looked like.
+		var after string
+		if x.opt.Strip > 0 {
+			after = fmt.Sprintf(" (patterns match names after strip: %d)", x.opt.Strip)
+		}
+		names := make([]string, len(x.seen))
+		for i, n := range x.seen {
+			names[i] = fmt.Sprintf("%q", n)
+		}
+		more := ""
+		if len(x.seen) == maxSeen {
+			more = ", ..."
+		}
+		return x.fail("%w: %s; the archive's names%s: %s%s", ErrUnmatched, strings.Join(missing, ", "), after, strings.Join(names, ", "), more)
 	}
 	return nil
 }
