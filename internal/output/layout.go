@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/pallet-dev/pallet/internal/bounded"
 	"github.com/pallet-dev/pallet/internal/tempfile"
 )
 
@@ -249,7 +250,10 @@ func readIndexBytes(path string) ([]byte, error) {
 	if indexJSONOps != nil {
 		indexJSONOps("read")
 	}
-	return os.ReadFile(path)
+	// The previous layout's index was checked when the build began, but
+	// may have been replaced since: read as a regular file, and bounded
+	// as layout indexes are.
+	return bounded.ReadRegular(path, maxManifest)
 }
 
 // sharedTags reports whether two images carry the same tag.
