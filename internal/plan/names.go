@@ -17,8 +17,8 @@ func CheckRepository(repo string) error {
 	if _, err := reference.WithName(repo); err != nil {
 		why := "use lower-case letters and digits, joined by '.', '_', '__' or '-', in components separated by '/', as in example.com/team/app"
 		switch {
-		case len(repo) > reference.NameTotalLengthMax:
-			why = fmt.Sprintf("it is %d characters long; at most %d are allowed", len(repo), reference.NameTotalLengthMax)
+		case len(repo) > reference.RepositoryNameTotalLengthMax:
+			why = fmt.Sprintf("it is %d characters long; at most %d are allowed", len(repo), reference.RepositoryNameTotalLengthMax)
 		case strings.ToLower(repo) != repo:
 			why = "it must be lower-case"
 		}
