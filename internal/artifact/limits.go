@@ -6,12 +6,16 @@ import (
 	"io"
 	"sync/atomic"
 	"time"
+
+	"github.com/pallet-dev/pallet/internal/transfer"
 )
 
-// DefaultMaxDownload is the largest download accepted unless Limits says
-// otherwise: far above any release archive or toolchain, yet small enough
-// that a wrong URL or a hostile server cannot fill the disk.
-const DefaultMaxDownload int64 = 16 << 30
+// The defaults of Limits: those of every transfer.
+const (
+	DefaultMaxDownload  = transfer.DefaultMaxBytes
+	DefaultStallTimeout = transfer.DefaultStall
+	DefaultMinRate      = transfer.DefaultMinRate
+)
 
 // MaxGoMod bounds a go.mod read into memory: the largest in the field
 // (Kubernetes') are tens of kilobytes.
@@ -20,19 +24,6 @@ const MaxGoMod = 16 << 20
 // maxConfigFile bounds a user's configuration file read into memory
 // (a .netrc, the go command's env file).
 const maxConfigFile = 1 << 20
-
-// DefaultStallTimeout is how long a download may receive nothing before
-// the attempt is abandoned. It bounds a dead connection; MinRate bounds a
-// slow one.
-const DefaultStallTimeout = 60 * time.Second
-
-// DefaultMinRate is the slowest a download may go, in bytes per second
-// averaged over each Stall: a server that sends a byte now and then,
-// never pausing a whole Stall, would otherwise hold a build for as long
-// as MaxBytes takes at its pace. 1 KiB/s is far below any network a
-// release is fetched over: a large transfer that keeps moving may still
-// take as long as it needs.
-const DefaultMinRate int64 = 1 << 10
 
 // Limits bound each download. A zero field takes its default.
 type Limits struct {

@@ -33,6 +33,7 @@ import (
 	"github.com/pallet-dev/pallet/internal/archive"
 	"github.com/pallet-dev/pallet/internal/bounded"
 	"github.com/pallet-dev/pallet/internal/regauth"
+	"github.com/pallet-dev/pallet/internal/transfer"
 )
 
 // A registry cache is one OCI manifest whose layers are cache entries: a
@@ -90,11 +91,11 @@ type Limits struct {
 	MaxWindow  int64
 }
 
-// The defaults of Limits, those of a download (internal/artifact).
+// The defaults of Limits: those of every transfer.
 const (
-	DefaultMaxDownload int64 = 16 << 30
-	DefaultStall             = 60 * time.Second
-	DefaultMinRate     int64 = 1 << 10
+	DefaultMaxDownload = transfer.DefaultMaxBytes
+	DefaultStall       = transfer.DefaultStall
+	DefaultMinRate     = transfer.DefaultMinRate
 )
 
 func (l Limits) withDefaults() Limits {

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/pallet-dev/pallet/internal/transfer"
 )
 
 // Timeouts bound every registry request. A zero field takes its default.
@@ -45,13 +47,11 @@ type Timeouts struct {
 
 // The defaults of Timeouts.
 const (
-	DefaultStall          = 60 * time.Second
+	DefaultStall          = transfer.DefaultStall
 	DefaultDial           = 30 * time.Second
 	DefaultTLSHandshake   = 10 * time.Second
 	DefaultResponseHeader = 5 * time.Minute
-	// DefaultMinRate is the floor url downloads have too (limits.stall's
-	// companion): any link that can move an image is far above it.
-	DefaultMinRate = 1024
+	DefaultMinRate        = transfer.DefaultMinRate
 )
 
 // maxRedirects is how many redirects one request may follow, net/http's

@@ -1,0 +1,26 @@
+// Package transfer holds the bounds every transfer pallet makes from the
+// network gets by default (a download, a git fetch, a module proxy
+// response, a registry request, a shared-cache entry), so that one
+// number is said in one place and a flag or a recipe's limits change
+// them all alike.
+package transfer
+
+import "time"
+
+// DefaultMaxBytes is the largest download accepted unless the build says
+// otherwise: far above any release archive, toolchain or base layer, yet
+// small enough that a wrong URL or a hostile server cannot fill the disk.
+const DefaultMaxBytes int64 = 16 << 30
+
+// DefaultStall is how long a transfer may move nothing before it is
+// abandoned. It bounds a dead connection; DefaultMinRate bounds a slow
+// one.
+const DefaultStall = 60 * time.Second
+
+// DefaultMinRate is the slowest a transfer may go, in bytes per second
+// averaged over each stall timeout: a server that sends a byte now and
+// then, never pausing a whole stall timeout, would otherwise hold a build
+// for as long as the size limit takes at its pace. 1 KiB/s is far below
+// any network an image is built over: a large transfer that keeps moving
+// may still take as long as it needs.
+const DefaultMinRate int64 = 1 << 10
