@@ -1449,22 +1449,16 @@ func (b *builder) layer(t *tree.Tree, opt layer.Options) (v1.Layer, error) {
 		if err := c.Learn(blob, digest.Hex); err != nil {
 			return nil, err
 		}
-		if err := c.LearnFact(blob, diffIDFact(opt.Compression), diffID.String()); err != nil {
-			return nil, err
-		}
 		out := layer.Open(blob, digest, diffID, size, opt.Compression)
 		out.Verified = true
 		return out, nil
 	})
 }
 
-// diffIDFact names the memo's fact of a layer blob's diff ID.
-func diffIDFact(c layer.Compression) string { return "diffid " + string(c) }
-
 // cachedLayer is the cached layer for key, if its entry holds. The entry's
 // diff ID and compression reach the image config as they are, so they are
 // checked as the blob is: the diff ID against the blob decompressed, which
-// the memo keeps while the blob is untouched (learned as it was written).
+// the memo keeps while the blob is untouched (learned as it was put).
 func cachedLayer(c *cache.Cache, key string, comp layer.Compression, check func(cache.LayerEntry, string) error) (v1.Layer, bool) {
 	e, blob, ok := c.LayerChecked(key, check)
 	if !ok || e.Compression != string(comp) {
@@ -1482,7 +1476,7 @@ func cachedLayer(c *cache.Cache, key string, comp layer.Compression, check func(
 	if err != nil || sum != digest.Hex {
 		return nil, false
 	}
-	got, err := c.Remember(blob, diffIDFact(comp), func(p string) (string, error) {
+	got, err := c.Remember(blob, cache.DiffIDFact(string(comp)), func(p string) (string, error) {
 		h, err := layer.DiffIDOf(p, comp)
 		return h.String(), err
 	})

@@ -400,6 +400,10 @@ func (e LayerEntry) validate() error {
 
 func (e LayerEntry) hex() string { return strings.TrimPrefix(e.Digest, "sha256:") }
 
+// DiffIDFact names the memo's fact of a layer blob's diff ID, as it
+// decompresses with compression.
+func DiffIDFact(compression string) string { return "diffid " + compression }
+
 // layerEntryLock serializes writing the entry for key, so that an import
 // never replaces an entry a build has just written.
 func layerEntryLock(key string) string { return "layer-entry-" + key }
@@ -480,6 +484,12 @@ func (c *Cache) putLayer(key, src string, e LayerEntry) (string, error) {
 	// under the same name, atomically.
 	blob, err := c.PutBlob(e.hex(), src)
 	if err != nil {
+		return "", err
+	}
+	// The diff ID was verified by the caller (written, or decompressed
+	// from a pull): readers of the entry check it against the memo's
+	// fact, without decompressing the blob again.
+	if err := c.learnFact(blob, DiffIDFact(e.Compression), e.DiffID); err != nil {
 		return "", err
 	}
 	data, err := json.Marshal(e)

@@ -468,9 +468,9 @@ func (c *Cache) Forget(path string) {
 	}
 }
 
-// LearnFact is Learn for another fact than the sha256, one this build
+// learnFact is Learn for another fact than the sha256, one this build
 // derived as it wrote the file (a layer blob's diff ID).
-func (c *Cache) LearnFact(path, fact, v string) error {
+func (c *Cache) learnFact(path, fact, v string) error {
 	info, err := os.Lstat(path)
 	if err != nil || !info.Mode().IsRegular() {
 		return err

@@ -27,11 +27,11 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/klauspost/compress/gzip"
-	"github.com/klauspost/compress/zstd"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pallet-dev/pallet/internal/archive"
 	"github.com/pallet-dev/pallet/internal/bounded"
+	"github.com/pallet-dev/pallet/internal/layer"
 	"github.com/pallet-dev/pallet/internal/regauth"
 	"github.com/pallet-dev/pallet/internal/transfer"
 )
@@ -334,11 +334,11 @@ func (rc *remoteCache) fetchLayer(d v1.Descriptor, file string) (LayerEntry, err
 	if err := rc.download(d, file); err != nil {
 		return LayerEntry{}, err
 	}
-	got, err := uncompressedDigest(file, comp)
+	got, err := layer.DiffIDOf(file, layer.Compression(comp))
 	if err != nil {
 		return LayerEntry{}, fmt.Errorf("uncompress as %s: %w", comp, err)
 	}
-	if got != diffID {
+	if got.String() != diffID {
 		return LayerEntry{}, fmt.Errorf("its diff ID is %s, the manifest says %s", got, diffID)
 	}
 	return e, nil
@@ -354,39 +354,6 @@ func layerMediaType(comp string) types.MediaType {
 		return types.OCILayerZStd
 	}
 	return ""
-}
-
-// uncompressedDigest is the diff ID of a layer blob compressed with comp.
-func uncompressedDigest(blob, comp string) (string, error) {
-	f, err := os.Open(blob)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	var r io.Reader
-	switch comp {
-	case "gzip":
-		zr, err := gzip.NewReader(f)
-		if err != nil {
-			return "", err
-		}
-		defer zr.Close()
-		r = zr
-	case "zstd":
-		zr, err := zstd.NewReader(f)
-		if err != nil {
-			return "", err
-		}
-		defer zr.Close()
-		r = zr
-	default:
-		return "", fmt.Errorf("unknown compression %q", comp)
-	}
-	h := sha256.New()
-	if _, err := io.Copy(h, r); err != nil {
-		return "", err
-	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // download fetches the blob d of the cache repository into file. Its
