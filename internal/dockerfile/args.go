@@ -107,11 +107,7 @@ func (e *evaluator) globals() (*vars, error) {
 		if a.value == nil {
 			continue
 		}
-		m := e.metered(*a.value, g, true)
-		v, _, err := e.lex.ProcessWord(*a.value, m)
-		if err == nil {
-			err = e.spent(m, *a.value, len(v), true)
-		}
+		v, err := e.processWord(*a.value, g, true)
 		if err != nil {
 			return nil, plan.Errorf(a.pos, "ARG %s: %v", a.key, err)
 		}
@@ -200,11 +196,7 @@ func (e *evaluator) declaredGlobally(name string) bool {
 
 // expandPlatform reads a FROM --platform value.
 func (e *evaluator) expandPlatform(s *stageDef) (platform.Platform, error) {
-	m := e.metered(s.platformRaw, e.global, false)
-	v, _, err := e.lex.ProcessWord(s.platformRaw, m)
-	if err == nil {
-		err = e.spent(m, s.platformRaw, len(v), false)
-	}
+	v, err := e.processWord(s.platformRaw, e.global, false)
 	if err != nil {
 		return platform.Platform{}, plan.Errorf(s.platPos, "FROM --platform=%s: %v", s.platformRaw, err)
 	}

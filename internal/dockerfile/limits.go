@@ -109,6 +109,17 @@ func (e *evaluator) spent(m *meter, word string, result int, counted bool) error
 	return nil
 }
 
+// processWord is the lexer's ProcessWord of word with the variables v,
+// metered and checked as metered and spent say.
+func (e *evaluator) processWord(word string, v *vars, counted bool) (string, error) {
+	m := e.metered(word, v, counted)
+	res, _, err := e.lex.ProcessWord(word, m)
+	if err == nil {
+		err = e.spent(m, word, len(res), counted)
+	}
+	return res, err
+}
+
 // checkArgSizes refuses --arg values too large to be a value of the
 // image config, one by one and in all.
 func checkArgSizes(args map[string]string) error {

@@ -325,11 +325,7 @@ func (e *evaluator) setTarget(t platform.Platform) (platform.Platform, error) {
 
 // fromStage returns the earlier stage a FROM line names, if it names one.
 func (e *evaluator) fromStage(sd *stageDef) (*stageDef, string, error) {
-	m := e.metered(sd.baseRaw, e.global, false)
-	base, _, err := e.lex.ProcessWord(sd.baseRaw, m)
-	if err == nil {
-		err = e.spent(m, sd.baseRaw, len(base), false)
-	}
+	base, err := e.processWord(sd.baseRaw, e.global, false)
 	if err != nil {
 		return nil, "", plan.Errorf(sd.basePos, "FROM %s: %v", sd.baseRaw, err)
 	}
