@@ -253,7 +253,7 @@ func readIndexBytes(path string) ([]byte, error) {
 	// The previous layout's index was checked when the build began, but
 	// may have been replaced since: read as a regular file, and bounded
 	// as layout indexes are.
-	return bounded.ReadRegular(path, maxManifest)
+	return bounded.ReadRegular(path, maxIndexJSON)
 }
 
 // sharedTags reports whether two images carry the same tag.
