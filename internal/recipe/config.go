@@ -128,17 +128,7 @@ func (b *configBudget) expand(path, s string, v Vars) (string, error) {
 
 // list is ExpandList within the budget.
 func (b *configBudget) list(path string, l []string, v Vars) ([]string, error) {
-	if l == nil {
-		return nil, nil
-	}
-	out := make([]string, len(l))
-	for i, s := range l {
-		var err error
-		if out[i], err = b.expand(fmt.Sprintf("%s.%d", path, i), s, v); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return expandEach(path, l, func(at, s string) (string, error) { return b.expand(at, s, v) })
 }
 
 // checkConfig checks image name's config sections where they are

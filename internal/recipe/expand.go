@@ -103,12 +103,17 @@ func (r *Recipe) Expand(path, s string, v Vars) (string, error) {
 // ExpandList expands each element of l, whose elements are at path.N. A
 // nil list stays nil: for image config, nil means "keep the base's value".
 func (r *Recipe) ExpandList(path string, l []string, v Vars) ([]string, error) {
+	return expandEach(path, l, func(at, s string) (string, error) { return r.Expand(at, s, v) })
+}
+
+// expandEach is ExpandList with expand in place of Expand.
+func expandEach(path string, l []string, expand func(at, s string) (string, error)) ([]string, error) {
 	if l == nil {
 		return nil, nil
 	}
 	out := make([]string, len(l))
 	for i, s := range l {
-		e, err := r.Expand(fmt.Sprintf("%s.%d", path, i), s, v)
+		e, err := expand(fmt.Sprintf("%s.%d", path, i), s)
 		if err != nil {
 			return nil, err
 		}
