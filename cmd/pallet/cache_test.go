@@ -261,15 +261,23 @@ func withoutQuiet(args []string) []string {
 	return out
 }
 
+// buildHelloCached builds the hello example for linux/amd64 into a fresh
+// cache and layout, and returns them, the build's arguments and the
+// image's digest.
+func buildHelloCached(t *testing.T) (cacheDir, out string, args []string, digest v1.Hash) {
+	t.Helper()
+	cacheDir = t.TempDir()
+	recipe := copyExample(t, "hello")
+	out = filepath.Join(t.TempDir(), "out")
+	args = []string{"build", "-q", "-f", recipe, "--cache-dir", cacheDir, "--platform", "linux/amd64", "-o", "oci:" + out}
+	mustPallet(t, args...)
+	return cacheDir, out, args, layoutIndex(t, out).Manifests[0].Digest
+}
+
 // A cached layer blob damaged on disk is not used: the build notices,
 // writes the layer again, and the output is right.
 func TestCorruptCachedLayerIsRebuilt(t *testing.T) {
-	cacheDir := t.TempDir()
-	recipe := copyExample(t, "hello")
-	out := filepath.Join(t.TempDir(), "out")
-	args := []string{"build", "-q", "-f", recipe, "--cache-dir", cacheDir, "--platform", "linux/amd64", "-o", "oci:" + out}
-	mustPallet(t, args...)
-	want := layoutIndex(t, out).Manifests[0].Digest
+	cacheDir, out, args, want := buildHelloCached(t)
 	blobs, _ := filepath.Glob(filepath.Join(cacheDir, "blobs", "sha256", "*"))
 	for _, b := range blobs {
 		data, err := os.ReadFile(b)
@@ -309,12 +317,7 @@ func TestCorruptCachedLayerIsRebuilt(t *testing.T) {
 // A cached layer entry whose diff ID or compression was damaged, its blob
 // whole, is not used either: those go into the image config as they are.
 func TestDamagedLayerEntryIsRebuilt(t *testing.T) {
-	cacheDir := t.TempDir()
-	recipe := copyExample(t, "hello")
-	out := filepath.Join(t.TempDir(), "out")
-	args := []string{"build", "-q", "-f", recipe, "--cache-dir", cacheDir, "--platform", "linux/amd64", "-o", "oci:" + out}
-	mustPallet(t, args...)
-	want := layoutIndex(t, out).Manifests[0].Digest
+	cacheDir, out, args, want := buildHelloCached(t)
 	entries, _ := filepath.Glob(filepath.Join(cacheDir, "layers", "*.json"))
 	if len(entries) == 0 {
 		t.Fatal("no layer entries in the cache")
