@@ -297,16 +297,10 @@ func TestDockerfileBuildErrorsNameTheLine(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "tool"), string(fixture.ELF(elf.EM_X86_64, "linux tool")))
 	bad := strings.Repeat("0", 64)
-	for _, tc := range []struct{ df, want string }{
+	refusedDockerfiles(t, dir, []dockerfileRefusal{
 		{"FROM --platform=windows/amd64 windows-hostprocess-scratch\n\nCOPY tool /bin/\n", "Dockerfile:3: "},
 		{"FROM scratch\nADD --checksum=sha256:" + bad + " " + srv.URL + "/tool.bin /bin/\n", "Dockerfile:2: "},
-	} {
-		writeFile(t, filepath.Join(dir, "Dockerfile"), tc.df)
-		_, err := pallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+filepath.Join(t.TempDir(), "o"))
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%q: error %v, want it at %q", tc.df, err, tc.want)
-		}
-	}
+	})
 	// The same download with its right digest is placed 0600, as BuildKit does.
 	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM scratch\nADD --checksum=sha256:"+fixture.SHA256([]byte("the tool\n"))+" "+srv.URL+"/tool.bin /bin/\n")
 	out := filepath.Join(t.TempDir(), "o")
@@ -489,22 +483,32 @@ func TestDockerfileDirectoryOverBaseFile(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "f"), "f\n")
 	writeFile(t, filepath.Join(dir, "base.Dockerfile"), "FROM scratch\nCOPY root/ /\n")
 	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "base.Dockerfile"), "-o", "oci:"+filepath.Join(dir, "base"))
-	for _, tc := range []struct{ df, want string }{
+	refusedDockerfiles(t, dir, []dockerfileRefusal{
 		{"FROM oci:base\nCOPY d/ /etc/passwd\n", "Dockerfile:2: "},
 		{"FROM oci:base\nCOPY d/ /etc/passwd\n", "/etc/passwd: the image holds a file there, and a directory placed there needs it to be a directory"},
 		// /opt/k is a file once the base is read: it holds no directory there.
 		{"FROM oci:base\nCOPY f /opt/k\nCOPY f /opt/k/\n", "Dockerfile:3: "},
 		{"FROM oci:base\nCOPY f /opt/k\nCOPY f /opt/k/\n", "/opt/k: the image holds a file there, and a directory placed there needs it to be a directory"},
-	} {
+	})
+	// A file over the base's file replaces it.
+	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM oci:base\nCOPY f /etc/passwd\n")
+	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+filepath.Join(t.TempDir(), "o"))
+}
+
+// dockerfileRefusal is a Dockerfile and what its build's error says.
+type dockerfileRefusal struct{ df, want string }
+
+// refusedDockerfiles builds each Dockerfile in dir, where its sources
+// are, and checks that the build fails saying what the case wants.
+func refusedDockerfiles(t *testing.T, dir string, cases []dockerfileRefusal) {
+	t.Helper()
+	for _, tc := range cases {
 		writeFile(t, filepath.Join(dir, "Dockerfile"), tc.df)
 		_, err := pallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+filepath.Join(t.TempDir(), "o"))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: error %v, want %q", tc.df, err, tc.want)
 		}
 	}
-	// A file over the base's file replaces it.
-	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM oci:base\nCOPY f /etc/passwd\n")
-	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+filepath.Join(t.TempDir(), "o"))
 }
 
 // On a merged-/usr base, a directory a COPY copies where the base holds a
@@ -522,18 +526,12 @@ func TestDockerfileDirectoryAtBaseLink(t *testing.T) {
 	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "base.Dockerfile"), "-o", "oci:"+filepath.Join(dir, "base"))
 	writeFile(t, filepath.Join(dir, "r", "bin", "y"), "y\n")
 	writeFile(t, filepath.Join(dir, "r.tar"), string(fixture.Tar([]fixture.File{{Name: "bin/", Dir: true, Mode: 0o755}, {Name: "bin/x", Content: "x\n", Mode: 0o644}})))
-	for _, tc := range []struct{ df, want string }{
+	refusedDockerfiles(t, dir, []dockerfileRefusal{
 		{"FROM oci:base\nCOPY r/bin/y r/ /\n", "Dockerfile:2: "},
 		{"FROM oci:base\nCOPY r/ /\n", "/bin: a directory copied where the image holds a link (to usr/bin); Docker's COPY fails there (cannot copy to non-directory)"},
 		{"FROM oci:base\nADD r.tar /\n", "Dockerfile:2: "},
 		{"FROM oci:base\nADD r.tar /\n", "Docker's ADD replaces the link with the directory when the archive holds an entry for it"},
-	} {
-		writeFile(t, filepath.Join(dir, "Dockerfile"), tc.df)
-		_, err := pallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+filepath.Join(t.TempDir(), "o"))
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%q: error %v, want %q", tc.df, err, tc.want)
-		}
-	}
+	})
 	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM oci:base\nCOPY r/bin /bin\n")
 	out := filepath.Join(t.TempDir(), "o")
 	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
