@@ -51,22 +51,28 @@ func walkImage(t *testing.T, img v1.Image, fn func(*tar.Header, io.Reader)) {
 		t.Fatal(err)
 	}
 	for _, l := range layers {
-		rc, err := l.Uncompressed()
+		walkLayer(t, l, fn)
+	}
+}
+
+// walkLayer calls fn for every entry of the layer l, in order.
+func walkLayer(t *testing.T, l v1.Layer, fn func(*tar.Header, io.Reader)) {
+	t.Helper()
+	rc, err := l.Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr := tar.NewReader(rc)
-		for {
-			h, err := tr.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			fn(h, tr)
-		}
-		rc.Close()
+		fn(h, tr)
 	}
 }
 

@@ -309,28 +309,15 @@ func TestDockerfileBuildErrorsNameTheLine(t *testing.T) {
 	if err != nil || len(layers) != 1 {
 		t.Fatalf("layers %v, %v", layers, err)
 	}
-	rc, err := layers[0].Uncompressed()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	tr := tar.NewReader(rc)
 	found := false
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	walkLayer(t, layers[0], func(h *tar.Header, _ io.Reader) {
 		if h.Name == "bin/tool.bin" {
 			found = true
 			if h.Mode != 0o600 {
 				t.Errorf("mode %o, want 600", h.Mode)
 			}
 		}
-	}
+	})
 	if !found {
 		t.Error("bin/tool.bin not in the layer")
 	}
@@ -428,24 +415,11 @@ func TestDockerfileChownMakesParents(t *testing.T) {
 	}
 	var got []string
 	for i, l := range layers {
-		rc, err := l.Uncompressed()
-		if err != nil {
-			t.Fatal(err)
-		}
-		tr := tar.NewReader(rc)
-		for {
-			h, err := tr.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+		walkLayer(t, l, func(h *tar.Header, _ io.Reader) {
 			if h.Typeflag == tar.TypeDir {
 				got = append(got, fmt.Sprintf("%d %s %d:%d", i, strings.TrimSuffix(h.Name, "/"), h.Uid, h.Gid))
 			}
-		}
-		rc.Close()
+		})
 	}
 	want := []string{"0 a 0:0", "1 a 0:0", "1 a/b 1000:1000", "1 a/b/c 1000:1000", "2 a 0:0", "2 a/sub 5:5", "3 w 7:7", "3 w/x 7:7"}
 	if !reflect.DeepEqual(got, want) {
@@ -539,16 +513,10 @@ func TestDockerfileDirectoryAtBaseLink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, err := layers[len(layers)-1].Uncompressed()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
 	var got []string
-	tr := tar.NewReader(rc)
-	for h, err := tr.Next(); err == nil; h, err = tr.Next() {
+	walkLayer(t, layers[len(layers)-1], func(h *tar.Header, _ io.Reader) {
 		got = append(got, strings.TrimSuffix(h.Name, "/"))
-	}
+	})
 	if want := []string{"usr", "usr/bin", "usr/bin/y"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("layer holds %q, want %q", got, want)
 	}
