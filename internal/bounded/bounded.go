@@ -78,8 +78,13 @@ func Regular(f *os.File) error {
 	if err != nil {
 		return err
 	}
+	return RegularInfo(f.Name(), fi)
+}
+
+// RegularInfo is Regular for the file at path whose status is fi.
+func RegularInfo(path string, fi fs.FileInfo) error {
 	if !fi.Mode().IsRegular() {
-		return &fs.PathError{Op: "read", Path: f.Name(), Err: fmt.Errorf("%w (%s)", ErrNotRegular, fi.Mode().Type())}
+		return &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w (%s)", ErrNotRegular, fi.Mode().Type())}
 	}
 	return nil
 }

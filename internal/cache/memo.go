@@ -360,8 +360,8 @@ func (c *Cache) RememberAt(path string, st tree.Stamp, fact string, derive func(
 		}
 		// Facts are of a file's content: what is not a regular file has
 		// none, and opening a named pipe to read waits for a writer.
-		if !info.Mode().IsRegular() {
-			return "", &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w (%s)", bounded.ErrNotRegular, info.Mode().Type())}
+		if err := bounded.RegularInfo(path, info); err != nil {
+			return "", err
 		}
 		st = tree.StampOf(info)
 	}
