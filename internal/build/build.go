@@ -684,7 +684,7 @@ func (b *builder) fetchAll(ctx context.Context) error {
 			defer close(r.done)
 			r.err = ctx.Err()
 			if r.err == nil {
-				r.err = b.makeReady(ctx, a, r)
+				r.err = b.makeReady(ctx, key, a, r)
 			}
 			return r.err
 		})
@@ -692,7 +692,7 @@ func (b *builder) fetchAll(ctx context.Context) error {
 	return g.Wait()
 }
 
-func (b *builder) makeReady(ctx context.Context, a *plan.Artifact, r *ready) error {
+func (b *builder) makeReady(ctx context.Context, key string, a *plan.Artifact, r *ready) error {
 	work, err := os.MkdirTemp(b.work, "artifact-*")
 	if err != nil {
 		return err
@@ -742,6 +742,7 @@ func (b *builder) makeReady(ctx context.Context, a *plan.Artifact, r *ready) err
 	if err != nil {
 		return err
 	}
+	rec.GoBinaries = placedGoBinaries(b.plan, key, rec.GoBinaries)
 	if b.opt.ModuleLicenses && len(rec.GoBinaries) > 0 {
 		// A step of its own: for a binary linking a hundred modules,
 		// proving their sources can take longer than the build did.
@@ -770,6 +771,45 @@ func (b *builder) makeReady(ctx context.Context, a *plan.Artifact, r *ready) err
 	}
 	r.res, r.record = res, rec
 	return nil
+}
+
+// placedGoBinaries keeps the Go binaries of the artifact under key that
+// the plan's images place: a placement with a path takes only that file
+// or directory of it. What links a binary left out (win-bridge.exe in a
+// CNI plugins archive of which only host-local.exe is placed) is not in
+// the image, so its modules' licences are not shipped nor fetched, its
+// Go is not held against --min-go, and the SBOM does not list them.
+func placedGoBinaries(p *plan.Plan, key string, bins []record.GoBinary) []record.GoBinary {
+	var from []string
+	for _, im := range p.Images {
+		for _, pi := range im.Platforms {
+			for _, l := range pi.Layers {
+				for _, pm := range l.Placements {
+					if pm.Artifact != key {
+						continue
+					}
+					f, err := tree.CleanPath(pm.Path)
+					if err != nil || f == "." {
+						return bins // the whole artifact, or a path placing refuses
+					}
+					from = append(from, f)
+				}
+			}
+		}
+	}
+	if from == nil {
+		return bins
+	}
+	var kept []record.GoBinary
+	for _, gb := range bins {
+		for _, f := range from {
+			if gb.Path == f || strings.HasPrefix(gb.Path, f+"/") {
+				kept = append(kept, gb)
+				break
+			}
+		}
+	}
+	return kept
 }
 
 // linkedModules counts the distinct modules the binaries link.

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pallet-dev/pallet/internal/record"
+)
+
+// TestModuleLicencesOfPlacedBinariesOnly places one of an artifact's two
+// Go programs, as Antrea's image takes host-local.exe alone from the CNI
+// plugins: the modules only the other one links are not in the image, so
+// their licences are neither shipped nor recorded.
+func TestModuleLicencesOfPlacedBinariesOnly(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "src", "go.mod"), "module example.com/plugins\n\ngo 1.22\n\nrequire example.com/winonly v0.0.0\n\nreplace example.com/winonly => ../winonly\n")
+	writeFile(t, filepath.Join(dir, "src", "LICENSE"), "MIT, the plugins' own\n")
+	writeFile(t, filepath.Join(dir, "src", "cmd", "host-local", "main.go"), "package main\n\nfunc main() { println(\"host-local\") }\n")
+	writeFile(t, filepath.Join(dir, "src", "cmd", "win-bridge", "main.go"), "package main\n\nimport \"example.com/winonly\"\n\nfunc main() { println(winonly.Name) }\n")
+	writeFile(t, filepath.Join(dir, "winonly", "go.mod"), "module example.com/winonly\n\ngo 1.22\n")
+	writeFile(t, filepath.Join(dir, "winonly", "LICENSE"), "BSD, the dependency's\n")
+	writeFile(t, filepath.Join(dir, "winonly", "winonly.go"), "package winonly\n\n// Name is linked by win-bridge only.\nconst Name = \"win-bridge\"\n\nvar Used = []string{Name}\n")
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
+artifacts:
+  plugins:
+    go:
+      module: ./src
+      packages: [./cmd/host-local, ./cmd/win-bridge]
+images:
+  cni:
+    base: scratch
+    platforms: [linux/amd64]
+    files:
+      - artifact: plugins
+        path: host-local
+        dest: /opt/cni/bin/
+`)
+	out := filepath.Join(dir, "out")
+	mustPallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "--cache-dir", t.TempDir(), "-o", "oci:"+out)
+	files := readImageFiles(t, out, "linux/amd64")
+	if _, ok := files["opt/cni/bin/host-local"]; !ok {
+		t.Fatalf("host-local not placed: %v", files)
+	}
+	for name := range files {
+		if strings.Contains(name, "example.com/winonly") {
+			t.Errorf("the image ships %s, a licence of a module only the unplaced win-bridge links", name)
+		}
+	}
+	var rec record.Build
+	readJSON(t, out+".record.json", &rec)
+	if got := recordModules(&rec); strings.Contains(got, "win-bridge") || !strings.Contains(got, "plugins host-local") {
+		t.Errorf("record's Go binaries: want host-local alone, got\n%s", got)
+	}
+}
