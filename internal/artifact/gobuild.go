@@ -3,7 +3,9 @@ package artifact
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -81,6 +83,12 @@ func (g *Go) moduleIn(src string) (string, error) {
 	}
 	inside := func(what, p string) error {
 		r, err := filepath.EvalSymlinks(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			// The path is this build's work directory, which says
+			// nothing to whoever wrote the recipe.
+			rel, _ := filepath.Rel(src, p)
+			return fmt.Errorf("%s: no directory %s in the pinned source", what, filepath.ToSlash(rel))
+		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}

@@ -38,7 +38,11 @@ func TestModuleIn(t *testing.T) {
 		{".", []string{"./cmd/evil"}, "package ./cmd/evil leads to"},
 		{".", []string{"./cmd/evil/..."}, "package ./cmd/evil/... leads to"},
 		{".", []string{"../x"}, "outside the pinned source"},
-		{"missing", nil, "no such file"},
+		// Named as the recipe names them: the work directory the source
+		// is in means nothing to its author.
+		{"missing", nil, "module missing: no directory missing in the pinned source"},
+		{"mod", []string{"./cmd/antcl"}, "package ./cmd/antcl: no directory mod/cmd/antcl in the pinned source"},
+		{".", []string{"./cmd/nope/..."}, "package ./cmd/nope/...: no directory cmd/nope in the pinned source"},
 	} {
 		g := &Go{Module: tc.module, Packages: tc.packages}
 		dir, err := g.moduleIn(src)
@@ -49,6 +53,8 @@ func TestModuleIn(t *testing.T) {
 			t.Errorf("module %s: dir %s", tc.module, dir)
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("module %s, packages %v: got %v, want %q", tc.module, tc.packages, err, tc.want)
+		case err != nil && tc.module != outside && strings.Contains(err.Error(), src):
+			t.Errorf("module %s, packages %v: %v names the work directory", tc.module, tc.packages, err)
 		}
 	}
 }
