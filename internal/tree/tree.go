@@ -617,9 +617,34 @@ func subtree(entries []Entry, from string) (out []Entry, one bool, err error) {
 	if len(out) == 0 {
 		// A path that names nothing is a mistake in the recipe, and an
 		// empty directory is not worth a placement.
-		return nil, false, fmt.Errorf("path %s: not in the artifact, or an empty directory", from)
+		return nil, false, fmt.Errorf("path %s: not in the artifact, or an empty directory%s", from, nearNames(entries, p))
 	}
 	return out, false, nil
+}
+
+// nearNames says which entries a path that names nothing was likely
+// meant for: the same name but for case or a ".exe" (path: antctl, in
+// the build of a Windows artifact, is antctl.exe; {{exe}} names both),
+// or the same base name elsewhere in the artifact. Empty when there are
+// none.
+func nearNames(entries []Entry, p string) string {
+	const most = 3
+	var near []string
+	for _, e := range entries {
+		bare := strings.TrimSuffix(strings.TrimSuffix(e.Path, ".exe"), ".EXE")
+		if strings.EqualFold(e.Path, p) || strings.EqualFold(bare, p) || path.Base(e.Path) == path.Base(p) {
+			near = append(near, e.Path)
+		}
+	}
+	if len(near) == 0 {
+		return ""
+	}
+	slices.Sort(near)
+	more := ""
+	if len(near) > most {
+		near, more = near[:most], ", ..."
+	}
+	return " (the artifact has " + strings.Join(near, ", ") + more + ")"
 }
 
 func (t *Tree) add(e Entry, pl Placement) error {

@@ -165,6 +165,25 @@ func TestPlaceFrom(t *testing.T) {
 			t.Errorf("path %s placed", from)
 		}
 	}
+	// A path that names nothing says what was likely meant: the name
+	// with .exe (a Windows build's), in another case, or elsewhere.
+	for from, want := range map[string]string{
+		"bin/antctl":  "path bin/antctl: not in the artifact, or an empty directory (the artifact has bin/antctl.exe)",
+		"BIN/Antctl":  "(the artifact has bin/antctl.exe)",
+		"antctl.exe":  "(the artifact has bin/antctl.exe)",
+		"only.txt":    "(the artifact has one/only.txt)",
+		"bin/kubectl": "path bin/kubectl: not in the artifact, or an empty directory",
+	} {
+		err := New().Place(src, Placement{Dest: "/x", From: from})
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("path %s: %v", from, err)
+		case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+			t.Errorf("path %s: got %v, want %q", from, err, want)
+		case from == "bin/kubectl" && strings.Contains(err.Error(), "(the artifact has"):
+			t.Errorf("path %s: %v suggests an unrelated name", from, err)
+		}
+	}
 }
 
 func TestParseLinkKind(t *testing.T) {
