@@ -724,13 +724,7 @@ func (b *builder) makeReady(ctx context.Context, key string, a *plan.Artifact, r
 	done := b.opt.Progress.Start(fmt.Sprintf("artifact %s (%s)", a.Name, a.Platform))
 	res, err := b.fetcher.Fetch(ctx, &a.Request, work)
 	if err != nil {
-		// Stopped because another failed: what its killed command said
-		// would read as a failure of its own.
-		shown := err
-		if ctx.Err() != nil {
-			shown = ctx.Err()
-		}
-		done("", shown)
+		done("", shown(ctx, err))
 		return plan.Wrap(a.At(err), err)
 	}
 	how := a.How()
@@ -749,7 +743,7 @@ func (b *builder) makeReady(ctx context.Context, key string, a *plan.Artifact, r
 		done := b.opt.Progress.Start(fmt.Sprintf("module licences %s (%s)", a.Name, a.Platform))
 		err := b.moduleLicenses(ctx, a, res, &rec)
 		n := linkedModules(rec.GoBinaries)
-		done(fmt.Sprintf("%d module%s", n, map[bool]string{true: "s"}[n != 1]), err)
+		done(fmt.Sprintf("%d module%s", n, map[bool]string{true: "s"}[n != 1]), shown(ctx, err))
 		if err != nil {
 			return plan.Wrap(a.Pos, err)
 		}
@@ -771,6 +765,16 @@ func (b *builder) makeReady(ctx context.Context, key string, a *plan.Artifact, r
 	}
 	r.res, r.record = res, rec
 	return nil
+}
+
+// shown is the error a step's progress says: a step stopped because
+// another failed says so, not what its killed command said ("go mod
+// download: signal: killed"), which would read as a failure of its own.
+func shown(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
 }
 
 // placedGoBinaries keeps the Go binaries of the artifact under key that
