@@ -53,3 +53,36 @@ images:
 		t.Errorf("record's Go binaries: want host-local alone, got\n%s", got)
 	}
 }
+
+// An artifact with no licence file of its own is said once, by the
+// artifact's warning, which says what to do; not again for each of its
+// programs as a module "without a licence file": the programs' main
+// module is the artifact, as an Antrea build given with --mode
+// antrea=local:DIR of three programs and no LICENSE shows.
+func TestMissingOwnLicenceSaidOnce(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "src", "go.mod"), "module example.com/own\n\ngo 1.22\n")
+	writeFile(t, filepath.Join(dir, "src", "cmd", "a", "main.go"), "package main\n\nfunc main() { println(\"a\") }\n")
+	writeFile(t, filepath.Join(dir, "src", "cmd", "b", "main.go"), "package main\n\nfunc main() { println(\"b\") }\n")
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
+artifacts:
+  own:
+    go:
+      module: ./src
+      packages: [./cmd/a, ./cmd/b]
+images:
+  own:
+    base: scratch
+    platforms: [linux/amd64]
+    files:
+      - {artifact: own, dest: /bin/}
+`)
+	log := mustPallet(t, "build", "-f", filepath.Join(dir, "pallet.yaml"), "--cache-dir", t.TempDir(), "-o", "oci:"+filepath.Join(dir, "out"))
+	if n := strings.Count(log, "warning:"); n != 1 || !strings.Contains(log, "no licence file found") {
+		t.Errorf("%d warnings, want the artifact's one:\n%s", n, log)
+	}
+	_, err := pallet(t, "build", "-f", filepath.Join(dir, "pallet.yaml"), "--require-licenses", "--cache-dir", t.TempDir(), "-o", "oci:"+filepath.Join(dir, "out2"))
+	if err == nil || !strings.Contains(err.Error(), "no licence file found; name its licence files, or declare that it has none") {
+		t.Errorf("--require-licenses: %v, want the artifact's own refusal", err)
+	}
+}

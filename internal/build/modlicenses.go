@@ -80,7 +80,9 @@ func (b *builder) moduleLicenses(ctx context.Context, pa *plan.Artifact, res *ar
 			// with it (a build from a checkout has no sum to fetch by),
 			// or declared needless: licenses: none says the files are
 			// the project's own, and so is the code built from them.
-			if m.Missing && !(m.Main && (len(a.Licenses) > 0 || pa.NoLicense)) {
+			// Without either, the artifact's own warning (policy) says
+			// it once, with what to do, rather than once more per binary.
+			if m.Missing && !m.Main {
 				missing = append(missing, m.Path+"@"+m.Version)
 			}
 		}
