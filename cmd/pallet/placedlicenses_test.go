@@ -1,6 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -84,5 +88,66 @@ images:
 	_, err := pallet(t, "build", "-f", filepath.Join(dir, "pallet.yaml"), "--require-licenses", "--cache-dir", t.TempDir(), "-o", "oci:"+filepath.Join(dir, "out2"))
 	if err == nil || !strings.Contains(err.Error(), "no licence file found; name its licence files, or declare that it has none") {
 		t.Errorf("--require-licenses: %v, want the artifact's own refusal", err)
+	}
+}
+
+// The SBOM's package for an artifact declares the artifact's own licence,
+// not with it those of the modules its programs link (Antrea, Apache-2.0,
+// was declared "Apache-2.0 AND BSD-3-Clause" for golang.org/x/sys), which
+// are packages of their own, each with its licence; so what it declares
+// does not depend on --module-licenses either.
+func TestSBOMDeclaresTheArtifactsOwnLicence(t *testing.T) {
+	apache, err := os.ReadFile(filepath.Join("..", "..", "examples", "kind-base", "modules", "Apache-2.0.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "lib", "go.mod"), "module example.com/lib\n\ngo 1.22\n")
+	writeFile(t, filepath.Join(dir, "lib", "lib.go"), "package lib\n\n// Name is linked by app.\nconst Name = \"lib\"\n\nvar Used = []string{Name}\n")
+	writeFile(t, filepath.Join(dir, "lib", "LICENSE"), string(apache))
+	writeFile(t, filepath.Join(dir, "app", "go.mod"), "module example.com/app\n\ngo 1.22\n\nrequire example.com/lib v0.0.0\n\nreplace example.com/lib => ../lib\n")
+	writeFile(t, filepath.Join(dir, "app", "main.go"), "package main\n\nimport \"example.com/lib\"\n\nfunc main() { println(lib.Used[0]) }\n")
+	writeFile(t, filepath.Join(dir, "app", "LICENSE"), mitLicense)
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
+artifacts:
+  app:
+    go: {module: app, packages: .}
+images:
+  image:
+    base: scratch
+    platforms: [linux/amd64]
+    files:
+      - {artifact: app, dest: /bin/}
+`)
+	for _, extra := range []string{"--module-licenses=true", "--module-licenses=false"} {
+		out := filepath.Join(t.TempDir(), "out")
+		mustPallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "--sbom", extra, "--cache-dir", t.TempDir(), "-o", "oci:"+out)
+		var stdout, stderr bytes.Buffer
+		if err := run(context.Background(), []string{"sbom", "oci:" + out, "--format", "spdx-json"}, &stdout, &stderr); err != nil {
+			t.Fatalf("pallet sbom: %v\n%s", err, stderr.String())
+		}
+		var doc struct {
+			Packages []struct {
+				Name, LicenseDeclared, LicenseConcluded string
+			}
+		}
+		if err := json.Unmarshal(stdout.Bytes(), &doc); err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, p := range doc.Packages {
+			if p.Name == "app" {
+				found = true
+				if p.LicenseDeclared != "MIT" || p.LicenseConcluded != "MIT" {
+					t.Errorf("%s: artifact app declared %q, concluded %q, want its own MIT", extra, p.LicenseDeclared, p.LicenseConcluded)
+				}
+			}
+			if p.Name == "example.com/lib" && p.LicenseConcluded != "Apache-2.0" {
+				t.Errorf("%s: module example.com/lib concluded %q, want Apache-2.0", extra, p.LicenseConcluded)
+			}
+		}
+		if !found {
+			t.Errorf("%s: no package for artifact app in %s", extra, stdout.String())
+		}
 	}
 }

@@ -737,6 +737,9 @@ func (b *builder) makeReady(ctx context.Context, key string, a *plan.Artifact, r
 		return err
 	}
 	rec.GoBinaries = placedGoBinaries(b.plan, key, rec.GoBinaries)
+	// The artifact's own licence files, before those of the modules its
+	// programs link join them: what the artifact declares.
+	own := res.Licenses
 	if b.opt.ModuleLicenses && len(rec.GoBinaries) > 0 {
 		// A step of its own: for a binary linking a hundred modules,
 		// proving their sources can take longer than the build did.
@@ -757,7 +760,7 @@ func (b *builder) makeReady(ctx context.Context, key string, a *plan.Artifact, r
 		if err != nil {
 			return err
 		}
-		if d.License, err = b.declaredLicense(res); err != nil {
+		if d.License, err = b.declaredLicense(own); err != nil {
 			return plan.Wrap(a.Pos, fmt.Errorf("artifact %s: %w", a.Name, err))
 		}
 		pinnedMainVersion(a, &d)

@@ -188,14 +188,15 @@ const maxLicenseText = 1 << 20
 
 // declaredLicense names the licences of an artifact's own licence files
 // for its SBOM package ("Apache-2.0"), "" when it ships none or none is
-// recognised (NOASSERTION). The texts' classifications are remembered by
+// recognised (NOASSERTION); not those of the modules its programs link,
+// which are packages of their own in the SBOM. The texts' classifications are remembered by
 // their sha256, as for module licences.
-func (b *builder) declaredLicense(res *artifact.Result) (string, error) {
-	if res.Licenses == nil {
+func (b *builder) declaredLicense(own *tree.Tree) (string, error) {
+	if own == nil {
 		return "", nil
 	}
 	var texts [][]byte
-	for _, e := range res.Licenses.Entries() {
+	for _, e := range own.Entries() {
 		if e.Kind != tree.File {
 			continue
 		}
