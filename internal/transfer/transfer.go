@@ -2,7 +2,8 @@
 // network gets by default (a download, a git fetch, a module proxy
 // response, a registry request, a shared-cache entry), so that one
 // number is said in one place and a flag or a recipe's limits change
-// them all alike.
+// them all alike, and the one Watchdog that holds a transfer to its
+// stall window and minimum rate.
 package transfer
 
 import "time"
