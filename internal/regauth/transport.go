@@ -234,69 +234,38 @@ const (
 	phaseReceiving = "receiving the response"
 )
 
-// exchange is the watchdog of one request: its timer is pushed back
-// whenever a byte moves, and cancels the request when it fires.
+// exchange is the watchdog of one request (a transfer.Watchdog) and what
+// its StallError tells: the phase, and the bytes sent and received.
 type exchange struct {
 	method, url   string
 	contentLength int64
 	t             Timeouts
-	cancel        context.CancelCauseFunc
+	dog           *transfer.Watchdog
 
+	// mu guards the fields below, and orders the phases' restarts of
+	// dog; it is taken before dog's own lock, never after.
 	mu             sync.Mutex
-	timer          *time.Timer
 	phase          string
-	idle           time.Duration
 	sent, received int64
-	done           bool
-	// probe, when set, says how many bytes of the body went out so far
-	// (see sendingFile); probed is what it said last.
-	probe  func() int64
+	// probed is how far the file a sendingFile hands the kernel was
+	// seen sent.
 	probed int64
-	// window counts the bytes moved since the timer was last pushed back:
-	// it is pushed back once they make MinRate over the idle time.
-	window int64
-}
-
-// floor is how many bytes must move within idle for the timer to be
-// pushed back. Called with mu held.
-func (x *exchange) floor() int64 {
-	return max(1, int64(float64(x.t.MinRate)*x.idle.Seconds()))
 }
 
 func newExchange(req *http.Request, t Timeouts, cancel context.CancelCauseFunc) *exchange {
 	u := *req.URL
 	u.RawQuery, u.ForceQuery, u.User = "", false, nil
-	x := &exchange{method: req.Method, url: u.String(), contentLength: req.ContentLength, t: t, cancel: cancel,
-		phase: phaseAwaiting, idle: t.Stall}
+	x := &exchange{method: req.Method, url: u.String(), contentLength: req.ContentLength, t: t, phase: phaseAwaiting}
 	if req.Body != nil && req.Body != http.NoBody {
 		x.phase = phaseSending
 	}
-	x.timer = time.AfterFunc(x.idle, x.fire)
+	x.dog = transfer.NewWatchdog(t.Stall, t.MinRate, func(e *transfer.StallError) {
+		x.mu.Lock()
+		err := &StallError{Method: x.method, URL: x.url, While: x.phase, Idle: e.Window, Sent: x.sent, Received: x.received, Moved: e.Moved, MinRate: e.MinRate}
+		x.mu.Unlock()
+		cancel(err)
+	})
 	return x
-}
-
-func (x *exchange) fire() {
-	x.mu.Lock()
-	if x.done {
-		x.mu.Unlock()
-		return
-	}
-	if x.phase == phaseSending && x.probe != nil {
-		if n := x.probe(); n > x.probed {
-			x.sent += n - x.probed
-			x.window += n - x.probed
-			x.probed = n
-		}
-	}
-	if x.window >= x.floor() {
-		x.window = 0
-		x.timer.Reset(x.idle)
-		x.mu.Unlock()
-		return
-	}
-	err := &StallError{Method: x.method, URL: x.url, While: x.phase, Idle: x.idle, Sent: x.sent, Received: x.received, Moved: x.window, MinRate: x.t.MinRate}
-	x.mu.Unlock()
-	x.cancel(err)
 }
 
 // enter moves to phase, where idle is allowed without progress; it never
@@ -304,12 +273,11 @@ func (x *exchange) fire() {
 func (x *exchange) enter(phase string, idle time.Duration) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.done || x.phase == phaseReceiving {
+	if x.phase == phaseReceiving {
 		return
 	}
-	x.phase, x.idle = phase, idle
-	x.window = 0
-	x.timer.Reset(idle)
+	x.phase = phase
+	x.dog.Restart(idle)
 }
 
 func (x *exchange) sentAll()   { x.enter(phaseAwaiting, x.t.ResponseHeader) }
@@ -319,24 +287,15 @@ func (x *exchange) moved(sent, received int) {
 	x.mu.Lock()
 	x.sent += int64(sent)
 	x.received += int64(received)
-	x.window += int64(sent + received)
 	all := x.phase == phaseSending && x.contentLength > 0 && x.sent >= x.contentLength
-	if !x.done && x.window >= x.floor() {
-		x.window = 0
-		x.timer.Reset(x.idle)
-	}
+	x.dog.Moved(int64(sent + received))
 	x.mu.Unlock()
 	if all {
 		x.sentAll()
 	}
 }
 
-func (x *exchange) end() {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	x.done = true
-	x.timer.Stop()
-}
+func (x *exchange) end() { x.dog.Stop() }
 
 // body wraps a request body to report its progress: a file the kernel
 // can send itself (over plain HTTP) as a sendingFile, anything else as a
@@ -346,15 +305,20 @@ func (x *exchange) body(rc io.ReadCloser, plain bool) io.ReadCloser {
 	if f, ok := sendable(rc); ok && plain {
 		if start, err := f.Seek(0, io.SeekCurrent); err == nil {
 			x.mu.Lock()
-			x.probe = func() int64 {
-				at, err := f.Seek(0, io.SeekCurrent)
-				if err != nil {
-					return 0
-				}
-				return at - start
-			}
 			x.probed = 0
 			x.mu.Unlock()
+			x.dog.Probe(func() int64 {
+				x.mu.Lock()
+				defer x.mu.Unlock()
+				at, err := f.Seek(0, io.SeekCurrent)
+				if x.phase != phaseSending || err != nil || at-start <= x.probed {
+					return 0
+				}
+				n := at - start - x.probed
+				x.sent += n
+				x.probed = at - start
+				return n
+			})
 			return &sendingFile{sending: s, f: f}
 		}
 	}
