@@ -16,6 +16,7 @@ import (
 
 	"github.com/pallet-dev/pallet/internal/bounded"
 	"github.com/pallet-dev/pallet/internal/tempfile"
+	"github.com/pallet-dev/pallet/internal/transfer"
 	"github.com/pallet-dev/pallet/internal/tree"
 )
 
@@ -217,9 +218,9 @@ func (f *Fetcher) download(ctx context.Context, rawURL, want, file string, lim L
 func (f *Fetcher) downloadOnce(ctx context.Context, client *http.Client, rawURL, want, file string, lim Limits) (string, error) {
 	// The watchdog, not a deadline, bounds the attempt: a large download
 	// may take hours as long as bytes keep coming.
-	ctx, dog, cancel := newWatchdog(ctx, lim.Stall)
+	ctx, dog, cancel := watchdog(ctx, lim.Stall, lim.MinRate)
 	defer cancel(nil)
-	defer dog.stop()
+	defer dog.Stop()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
 		return "", permanent{err}
@@ -228,7 +229,7 @@ func (f *Fetcher) downloadOnce(ctx context.Context, client *http.Client, rawURL,
 	shown := redactURL(rawURL)
 	resp, err := client.Do(req)
 	if err != nil {
-		if stalled(ctx) {
+		if stallOf(ctx) != nil {
 			return "", fmt.Errorf("download %s: no response for %s", shown, lim.Stall)
 		}
 		var (
@@ -263,17 +264,20 @@ func (f *Fetcher) downloadOnce(ctx context.Context, client *http.Client, rawURL,
 		defer os.Remove(tmp.Name())
 		dst = tmp
 	}
-	dog.pace(int64(float64(lim.MinRate) * lim.Stall.Seconds()))
-	n, got, err := receive(dst, &progressReader{r: resp.Body, w: dog}, resp.ContentLength, lim.MaxBytes)
+	// The rate is asked of the body from its first byte on, however
+	// long the answer took to start.
+	dog.Restart(lim.Stall)
+	n, got, err := receive(dst, dog.Reader(resp.Body), resp.ContentLength, lim.MaxBytes)
+	se := stallOf(ctx)
 	var cerr error
 	if tmp != nil {
 		cerr = tmp.Close()
 	}
 	switch {
-	case err != nil && stalled(ctx):
+	case err != nil && se != nil && se.Moved == 0:
 		return "", fmt.Errorf("download %s: stopped after %s: nothing received for %s", shown, received(n, resp.ContentLength), lim.Stall)
-	case err != nil && tooSlow(ctx):
-		return "", fmt.Errorf("download %s: stopped after %s: fewer than %d bytes received in %s, slower than the %d bytes/s a download must keep up", shown, received(n, resp.ContentLength), int64(float64(lim.MinRate)*lim.Stall.Seconds()), lim.Stall, lim.MinRate)
+	case err != nil && se != nil:
+		return "", fmt.Errorf("download %s: stopped after %s: fewer than %d bytes received in %s, slower than the %d bytes/s a download must keep up", shown, received(n, resp.ContentLength), transfer.Floor(lim.Stall, lim.MinRate), lim.Stall, lim.MinRate)
 	case err != nil:
 		// A body cut short surfaces as a bare "unexpected EOF" or a reset;
 		// how far it got is what tells the user the transfer broke.

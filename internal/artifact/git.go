@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/pallet-dev/pallet/internal/archive"
+	"github.com/pallet-dev/pallet/internal/transfer"
 )
 
 // Git builds a module of a git repository pinned by commit.
@@ -197,7 +198,7 @@ func (f *Fetcher) fetchObjects(ctx context.Context, dir string, g gitRef) error 
 	// --progress: what it prints is how a transfer over ssh or git://,
 	// which has no low-speed limit, is seen to go on.
 	err := f.gitTransfer(ctx, dir, dir, "fetch", "--progress", "--depth", "1", "origin", g.Commit)
-	if err != nil && !errors.Is(err, errFetchTooLarge) && !errors.Is(err, errStalled) {
+	if err != nil && !errors.Is(err, errFetchTooLarge) && !errors.As(err, new(*transfer.StallError)) {
 		err = f.gitTransfer(ctx, dir, dir, "fetch", "--progress", "--tags", "origin", "+refs/heads/*:refs/remotes/origin/*")
 	}
 	if err != nil {

@@ -33,9 +33,13 @@ var errGitOutput = errors.New("git printed more than it should")
 func remoteGit(ctx context.Context, lim Limits, dir, watch string, args ...string) (string, error) {
 	lim = lim.withDefaults()
 	tooLarge := fmt.Errorf("more than %d bytes (limits.download, --max-download): %w", lim.MaxBytes, errFetchTooLarge)
-	wctx, dog, cancel := newWatchdog(ctx, lim.Stall)
+	// No rate here: a sign of progress is not a count of bytes, and git's
+	// own low-speed limit holds http(s) to MinRate. Each counts as one
+	// byte, so a Stall without one is a stall.
+	wctx, dog, cancel := watchdog(ctx, lim.Stall, 0)
 	defer cancel(nil)
-	defer dog.stop()
+	defer dog.Stop()
+	kick := func() { dog.Moved(1) }
 	// What is already there (a mirror updated) is not this transfer's.
 	var before int64
 	if watch != "" {
@@ -64,7 +68,7 @@ func remoteGit(ctx context.Context, lim Limits, dir, watch string, args ...strin
 						return
 					}
 					if n != last {
-						dog.kick()
+						kick()
 						last = n
 					}
 				}
@@ -74,7 +78,7 @@ func remoteGit(ctx context.Context, lim Limits, dir, watch string, args ...strin
 	full := append([]string{"-c", "http.lowSpeedLimit=" + strconv.FormatInt(lim.MinRate, 10), "-c", "http.lowSpeedTime=" + strconv.Itoa(max(1, int(lim.Stall.Seconds())))}, args...)
 	cmd := gitCommand(wctx, dir, full...)
 	stdout := &boundedBuffer{max: maxGitOutput, cancel: cancel}
-	stderr := &gitStderr{kick: dog.kick}
+	stderr := &gitStderr{kick: kick}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	err := cmd.Run()
 	close(done)
@@ -85,8 +89,8 @@ func remoteGit(ctx context.Context, lim Limits, dir, watch string, args ...strin
 		return "", tooLarge
 	case errors.Is(cause, errGitOutput):
 		return "", fmt.Errorf("git %s: %w (over %d bytes)", args[0], errGitOutput, maxGitOutput)
-	case stalled(wctx):
-		return "", fmt.Errorf("git %s: nothing received for %s (limits.stall): %w", args[0], lim.Stall, errStalled)
+	case stallOf(wctx) != nil:
+		return "", fmt.Errorf("git %s: nothing received for %s (limits.stall): %w", args[0], lim.Stall, stallOf(wctx))
 	case err != nil:
 		return "", fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, stderr.last())
 	case watch != "" && dirSize(watch)-before > lim.MaxBytes:

@@ -211,9 +211,9 @@ func (g *proxyGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.RawQuery != "" {
 		target += "?" + r.URL.RawQuery
 	}
-	ctx, dog, cancel := newWatchdog(r.Context(), g.lim.Stall)
+	ctx, dog, cancel := watchdog(r.Context(), g.lim.Stall, g.lim.MinRate)
 	defer cancel(nil)
-	defer dog.stop()
+	defer dog.Stop()
 	req, err := http.NewRequestWithContext(ctx, r.Method, target, nil)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
@@ -227,7 +227,7 @@ func (g *proxyGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	resp, err := g.client.Do(req)
 	if err != nil {
 		// The go command shows the body of an error response.
-		if stalled(ctx) {
+		if stallOf(ctx) != nil {
 			err = fmt.Errorf("module proxy %s: no response for %s (limits.stall)", redactURL(target), g.lim.Stall)
 		}
 		http.Error(w, err.Error(), http.StatusBadGateway)
@@ -244,14 +244,15 @@ func (g *proxyGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	w.WriteHeader(resp.StatusCode)
-	dog.pace(int64(float64(g.lim.MinRate) * g.lim.Stall.Seconds()))
-	n, err := io.Copy(w, io.LimitReader(&progressReader{r: resp.Body, w: dog}, g.lim.MaxBytes+1))
+	dog.Restart(g.lim.Stall)
+	n, err := io.Copy(w, io.LimitReader(dog.Reader(resp.Body), g.lim.MaxBytes+1))
+	se := stallOf(ctx)
 	switch {
 	case n > g.lim.MaxBytes:
 		g.note(r, "module proxy %s: cut off at the limit of %d bytes (limits.download); the server kept sending", redactURL(target), g.lim.MaxBytes)
-	case err != nil && stalled(ctx):
+	case err != nil && se != nil && se.Moved == 0:
 		g.note(r, "module proxy %s: cut off after %d bytes: nothing received for %s (limits.stall)", redactURL(target), n, g.lim.Stall)
-	case err != nil && tooSlow(ctx):
+	case err != nil && se != nil:
 		g.note(r, "module proxy %s: cut off after %d bytes: slower than %d bytes/s over %s (limits.stall)", redactURL(target), n, g.lim.MinRate, g.lim.Stall)
 	case err != nil && !errors.Is(err, context.Canceled):
 		// The go command sees the body end early and says so.

@@ -3,8 +3,6 @@ package artifact
 import (
 	"context"
 	"errors"
-	"io"
-	"sync/atomic"
 	"time"
 
 	"github.com/pallet-dev/pallet/internal/transfer"
@@ -64,93 +62,21 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
-// errStalled and errTooSlow are the causes given to an attempt's context
-// when its watchdog fires, telling a stall or a crawl apart from the
-// caller's cancellation.
-var (
-	errStalled = errors.New("download stalled")
-	errTooSlow = errors.New("download too slow")
-)
-
-// watchdog cancels an attempt's context when no byte arrives for idle,
-// and, once the body has started (pace), when fewer than min bytes arrive
-// in any idle after that.
-type watchdog struct {
-	timer  *time.Timer
-	idle   time.Duration
-	cancel context.CancelCauseFunc
-	// n counts the body's bytes; the pace check reads it from its own
-	// goroutine, which closing paced ends.
-	n     atomic.Int64
-	paced chan struct{}
-}
-
-// newWatchdog derives from ctx a context that ends with cause errStalled
-// once idle passes without a kick. stop must be called when done.
-func newWatchdog(ctx context.Context, idle time.Duration) (context.Context, *watchdog, context.CancelCauseFunc) {
+// watchdog derives from ctx a context that a transfer.Watchdog ends, with
+// the *transfer.StallError as its cause, once a stall window brings fewer
+// bytes than minRate asks over it. Its Stop must be called when done.
+func watchdog(ctx context.Context, stall time.Duration, minRate int64) (context.Context, *transfer.Watchdog, context.CancelCauseFunc) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	w := &watchdog{idle: idle, cancel: cancel, timer: time.AfterFunc(idle, func() { cancel(errStalled) })}
-	return ctx, w, cancel
+	dog := transfer.NewWatchdog(stall, minRate, func(e *transfer.StallError) { cancel(e) })
+	return ctx, dog, cancel
 }
 
-func (w *watchdog) kick() { w.timer.Reset(w.idle) }
-
-func (w *watchdog) stop() {
-	w.timer.Stop()
-	if w.paced != nil {
-		close(w.paced)
+// stallOf is the *transfer.StallError that ended ctx, if that is what
+// ended it rather than the caller's cancellation.
+func stallOf(ctx context.Context) *transfer.StallError {
+	var se *transfer.StallError
+	if errors.As(context.Cause(ctx), &se) {
+		return se
 	}
-}
-
-// pace starts the rate check: from now on, each idle must bring at
-// least min bytes. It is called once, before the body is read.
-func (w *watchdog) pace(min int64) {
-	w.paced = make(chan struct{})
-	go func() {
-		t := time.NewTicker(w.idle)
-		defer t.Stop()
-		last := w.n.Load()
-		for {
-			select {
-			case <-w.paced:
-				return
-			case <-t.C:
-				// Nothing at all is the stall timer's to say, as it
-				// will within idle.
-				n := w.n.Load()
-				if n > last && n-last < min {
-					w.cancel(errTooSlow)
-					return
-				}
-				last = n
-			}
-		}
-	}()
-}
-
-// stalled tells whether ctx ended because its watchdog fired.
-func stalled(ctx context.Context) bool {
-	return errors.Is(context.Cause(ctx), errStalled)
-}
-
-// tooSlow tells whether ctx ended because the body came too slowly.
-func tooSlow(ctx context.Context) bool {
-	return errors.Is(context.Cause(ctx), errTooSlow)
-}
-
-// progressReader kicks the watchdog on every byte received and counts them.
-type progressReader struct {
-	r io.Reader
-	w *watchdog
-	n int64
-}
-
-func (p *progressReader) Read(b []byte) (int, error) {
-	n, err := p.r.Read(b)
-	if n > 0 {
-		p.n += int64(n)
-		p.w.n.Add(int64(n))
-		p.w.kick()
-	}
-	return n, err
+	return nil
 }
