@@ -14,7 +14,6 @@ import (
 	"slices"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -73,9 +72,10 @@ type Limits struct {
 	// before any byte of it is read, and no more than the declared size
 	// is read of any. Zero means DefaultMaxDownload.
 	MaxDownload int64
-	// Stall is the window MinRate is measured over (limits.stall). That
-	// nothing moves for a Stall is the registry transport's to catch
-	// (regauth.Timeouts). Zero means DefaultStall.
+	// Stall is how long an entry's request may wait for its answer, and
+	// the window MinRate is measured over (limits.stall): an entry is
+	// watched as any download (transfer.Watchdog). Zero means
+	// DefaultStall.
 	Stall time.Duration
 	// MinRate is the fewest bytes per second an entry's body may bring,
 	// over each Stall from its response on: a registry that drips an
@@ -372,6 +372,8 @@ func (rc *remoteCache) download(d v1.Descriptor, file string) error {
 	}
 	ctx, cancel := context.WithCancelCause(rc.ctx)
 	defer cancel(nil)
+	dog := transfer.NewWatchdog(lim.Stall, lim.MinRate, func(e *transfer.StallError) { cancel(e) })
+	defer dog.Stop()
 	opts := append(slices.Clone(rc.opts), remote.WithContext(ctx))
 	l, err := remote.Layer(rc.ref.Context().Digest(d.Digest.String()), opts...)
 	if err != nil {
@@ -386,17 +388,18 @@ func (rc *remoteCache) download(d v1.Descriptor, file string) error {
 	if err != nil {
 		return err
 	}
-	pr := &pacedReader{r: io.LimitReader(r, d.Size+1)}
-	stop := pr.pace(lim.Stall, int64(float64(lim.MinRate)*lim.Stall.Seconds()), func() { cancel(errTooSlow) })
+	// The rate is asked of the body from its first byte on.
+	dog.Restart(lim.Stall)
 	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(f, h), pr)
-	stop()
+	n, err := io.Copy(io.MultiWriter(f, h), dog.Reader(io.LimitReader(r, d.Size+1)))
+	dog.Stop()
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
+	var se *transfer.StallError
 	switch {
-	case errors.Is(context.Cause(ctx), errTooSlow):
-		return fmt.Errorf("fetch %s: stopped after %d of %d bytes: fewer than %d bytes/s over %s (limits.stall)", d.Digest, n, d.Size, lim.MinRate, lim.Stall)
+	case errors.As(context.Cause(ctx), &se):
+		return fmt.Errorf("fetch %s: stopped after %d of %d bytes: %w (limits.stall)", d.Digest, n, d.Size, se)
 	case err != nil:
 		return fmt.Errorf("fetch %s: %w", d.Digest, err)
 	case n != d.Size:
@@ -405,46 +408,6 @@ func (rc *remoteCache) download(d v1.Descriptor, file string) error {
 		return fmt.Errorf("blob %s has sha256 %s", d.Digest, hex.EncodeToString(h.Sum(nil)))
 	}
 	return nil
-}
-
-// errTooSlow ends a download whose body came slower than Limits.MinRate.
-var errTooSlow = errors.New("too slow")
-
-// pacedReader counts the bytes read through it, for pace.
-type pacedReader struct {
-	r io.Reader
-	n atomic.Int64
-}
-
-func (p *pacedReader) Read(b []byte) (int, error) {
-	n, err := p.r.Read(b)
-	p.n.Add(int64(n))
-	return n, err
-}
-
-// pace calls slow once, when a window passes in which fewer than min bytes
-// were read, until stop is called.
-func (p *pacedReader) pace(window time.Duration, min int64, slow func()) (stop func()) {
-	done := make(chan struct{})
-	go func() {
-		t := time.NewTicker(window)
-		defer t.Stop()
-		last := int64(0)
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				n := p.n.Load()
-				if n-last < min {
-					slow()
-					return
-				}
-				last = n
-			}
-		}
-	}()
-	return sync.OnceFunc(func() { close(done) })
 }
 
 // ExportTo pushes the entries this build used (found or made) to ref, so
