@@ -372,7 +372,10 @@ func (rc *remoteCache) download(d v1.Descriptor, file string) error {
 	}
 	ctx, cancel := context.WithCancelCause(rc.ctx)
 	defer cancel(nil)
-	dog := transfer.NewWatchdog(lim.Stall, lim.MinRate, func(e *transfer.StallError) { cancel(e) })
+	// The stall is wrapped so that it is no longer Temporary: the
+	// client library would retry it, after its backoff, on a context
+	// that is over.
+	dog := transfer.NewWatchdog(lim.Stall, lim.MinRate, func(e *transfer.StallError) { cancel(fmt.Errorf("%w", e)) })
 	defer dog.Stop()
 	opts := append(slices.Clone(rc.opts), remote.WithContext(ctx))
 	l, err := remote.Layer(rc.ref.Context().Digest(d.Digest.String()), opts...)

@@ -36,13 +36,15 @@ type tamperer struct {
 	gets map[string]int
 	// drip, when set, serves every blob a byte at a time, drip apart.
 	drip time.Duration
+	// hang, when set, answers no blob GET until the client gives up.
+	hang bool
 }
 
 func (tp *tamperer) wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tp.mu.Lock()
 		m, fake := tp.manifests[r.URL.Path]
-		rewrite, drip := tp.blob, tp.drip
+		rewrite, drip, hang := tp.blob, tp.drip, tp.hang
 		isBlob := strings.Contains(r.URL.Path, "/blobs/sha256:") && r.Method == http.MethodGet
 		if isBlob {
 			if tp.gets == nil {
@@ -51,6 +53,10 @@ func (tp *tamperer) wrap(h http.Handler) http.Handler {
 			tp.gets[r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:]]++
 		}
 		tp.mu.Unlock()
+		if isBlob && hang {
+			<-r.Context().Done()
+			return
+		}
 		if isBlob && drip > 0 {
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, r)
@@ -612,5 +618,32 @@ func TestRegistryCacheEntryTooSlow(t *testing.T) {
 	f.tp.mu.Unlock()
 	if got := entries(t, c); len(got) != 0 {
 		t.Errorf("the local cache took %v", got)
+	}
+}
+
+// A registry that never answers for an entry loses it after limits.stall,
+// not after the registry transport's own stall timeout (a minute).
+func TestRegistryCacheEntryNoAnswer(t *testing.T) {
+	f := newFixture(t)
+	f.tp.mu.Lock()
+	f.tp.hang = true
+	f.tp.mu.Unlock()
+	c, log := openCache(t, t.TempDir())
+	defer c.Close()
+	c.Limits = Limits{Stall: 100 * time.Millisecond}
+	if err := c.ImportFrom(context.Background(), f.ref); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, _, ok := c.Layer(f.lay1); ok {
+		t.Fatal("an entry never sent was taken")
+	}
+	// Nor after the client library's retries, which would meet the
+	// same ended context after seconds of backoff.
+	if elapsed := time.Since(start); elapsed > 3*time.Second {
+		t.Errorf("waited %s for an entry, with limits.stall 100ms", elapsed)
+	}
+	if !strings.Contains(log.String(), "nothing moved for 100ms") {
+		t.Errorf("no warning of the stall; log:\n%s", log)
 	}
 }
