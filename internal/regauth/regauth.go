@@ -16,7 +16,8 @@ import (
 
 // Options are the remote options every registry call starts from:
 // credentials from the default keychain, and a transport bounded by
-// DefaultTimeouts that reaches the registries WithInsecure put in ctx
+// ctx's bounds (WithBounds, else DefaultTimeouts) that reaches the
+// registries WithInsecure put in ctx
 // over plain HTTP or unverified TLS. Extra ones (jobs, platform) follow
 // and may override them; a caller's own transport should be wrapped by
 // Transport, or it loses the bounds. A 401 or 403 of a call made with
@@ -26,6 +27,6 @@ func Options(ctx context.Context, extra ...remote.Option) []remote.Option {
 	return append([]remote.Option{
 		remote.WithContext(ctx),
 		remote.WithAuthFromKeychain(noting{base: authn.DefaultKeychain, l: l}),
-		remote.WithTransport(marking{inner: transportFor(DefaultTimeouts, insecureOf(ctx)), l: l}),
+		remote.WithTransport(marking{inner: transportFor(boundsOf(ctx), insecureOf(ctx)), l: l}),
 	}, extra...)
 }

@@ -412,3 +412,29 @@ func TestTransportBelowTheFloor(t *testing.T) {
 		t.Errorf("the drip went on for %s", elapsed)
 	}
 }
+
+// The bounds a context carries (a build's limits.stall) are the ones its
+// registry calls get, not DefaultTimeouts'.
+func TestOptionsTakeTheContextsBounds(t *testing.T) {
+	t.Parallel()
+	srv := server(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v2/" {
+			return
+		}
+		hang(t, r)
+	})
+	ctx := regauth.WithBounds(context.Background(), regauth.Timeouts{Stall: stall})
+	ref, err := name.ParseReference(strings.TrimPrefix(srv.URL, "http://")+"/pallet/bounds:test", name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = remote.Get(ref, regauth.Options(ctx, remote.WithRetryBackoff(remote.Backoff{Steps: 1}))...)
+	var se *regauth.StallError
+	if !errors.As(err, &se) || se.Idle != stall || se.While != "waiting for the response" {
+		t.Fatalf("got %v, want a stall after %s waiting for the manifest", err, stall)
+	}
+	if elapsed := time.Since(start); elapsed > 5*time.Second {
+		t.Errorf("failed after %s; the context's stall timeout is %s", elapsed, stall)
+	}
+}
