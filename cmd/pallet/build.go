@@ -23,7 +23,6 @@ import (
 	"github.com/pallet-dev/pallet/internal/progress"
 	"github.com/pallet-dev/pallet/internal/recipe"
 	"github.com/pallet-dev/pallet/internal/record"
-	"github.com/pallet-dev/pallet/internal/regauth"
 )
 
 func buildCmd() *cobra.Command {
@@ -124,12 +123,8 @@ func buildCmd() *cobra.Command {
 			if stall < 0 {
 				return fmt.Errorf("--stall-timeout %s: want a positive duration", stall)
 			}
+			// The build bounds its registry calls by it too.
 			opt.Limits.Stall = stall
-			if stall > 0 {
-				// Registry access is process-wide (every push, pull and
-				// cache transfer shares the transport); set before any.
-				regauth.DefaultTimeouts.Stall = stall
-			}
 			for _, o := range outputs {
 				t, err := output.Parse(o, output.Options{Stdout: cmd.OutOrStdout()})
 				if err != nil {

@@ -12,7 +12,9 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
@@ -347,5 +349,38 @@ func TestRepeatPushMounts(t *testing.T) {
 	}
 	if err := validate.Image(img); err != nil {
 		t.Errorf("the mounted image does not pull whole: %v", err)
+	}
+}
+
+// The recipe's limits.stall bounds the build's registry transfers, as it
+// does its downloads: a base whose registry stops sending fails the
+// build after it, not after the default minute.
+func TestRecipeStallBoundsRegistryBase(t *testing.T) {
+	var stalling atomic.Bool
+	reg := testregistry.Start(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if stalling.Load() && r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/blobs/") {
+				<-r.Context().Done()
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	mustPallet(t, "build", "-q", "-f", smallRecipe(t, "scratch", "base\n"), "--no-cache", "-o", "registry:"+reg.Host+"/base:1", "--record", filepath.Join(t.TempDir(), "record.json"))
+	stalling.Store(true)
+	recipe := smallRecipe(t, reg.Host+"/base:1", "app\n")
+	b, err := os.ReadFile(recipe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, recipe, strings.Replace(string(b), "version: 1\n", "version: 1\nlimits:\n  stall: 300ms\n", 1))
+	start := time.Now()
+	_, _, err = palletOut(t, "build", "-q", "-f", recipe, "--no-cache", "-o", "oci:"+filepath.Join(t.TempDir(), "out"))
+	if err == nil || !strings.Contains(err.Error(), "stalled: nothing moved for 300ms") {
+		t.Fatalf("a base whose blobs never come: %v", err)
+	}
+	// go-containerregistry retries a stall twice, after 1s and 3s.
+	if elapsed := time.Since(start); elapsed > 20*time.Second {
+		t.Errorf("the build failed after %s, with limits.stall 300ms", elapsed)
 	}
 }

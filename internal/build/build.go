@@ -39,6 +39,7 @@ import (
 	"github.com/pallet-dev/pallet/internal/platform"
 	"github.com/pallet-dev/pallet/internal/progress"
 	"github.com/pallet-dev/pallet/internal/record"
+	"github.com/pallet-dev/pallet/internal/regauth"
 	"github.com/pallet-dev/pallet/internal/sbom"
 	"github.com/pallet-dev/pallet/internal/tempfile"
 	"github.com/pallet-dev/pallet/internal/tree"
@@ -197,6 +198,10 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 		}
 	}
 	warnWindowsAccess(p, opt.Progress)
+	lim := limits(opt.Limits, p.Limits)
+	// Every registry call of the build (bases, outputs, the shared cache,
+	// the up-to-date check's) is bounded by its limits, as downloads are.
+	ctx = regauth.WithBounds(ctx, regauth.Timeouts{Stall: lim.Stall})
 	if opt.RecordPath == "" && len(opt.Outputs) > 0 {
 		opt.RecordPath = RecordFor(opt.Outputs[0])
 	}
@@ -270,7 +275,6 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 	if err := fetcher.ShareCheckouts(filepath.Join(work, "git")); err != nil {
 		return nil, err
 	}
-	lim := limits(opt.Limits, p.Limits)
 	fetcher.Limits = artifact.Limits{MaxBytes: lim.MaxDownload, Stall: lim.Stall,
 		Unpack: artifact.UnpackLimits{MaxBytes: lim.MaxExtract, MaxEntries: lim.MaxEntries, MaxWindow: lim.MaxWindow}}
 	bases := &image.Resolver{Dir: p.Dir, WorkDir: work, Epoch: p.Epoch}
