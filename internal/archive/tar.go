@@ -3,6 +3,7 @@ package archive
 import (
 	"archive/tar"
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -16,9 +17,43 @@ import (
 // stream is read to reach the compressor's checksum.
 const maxTrailer = 1 << 20
 
+// Decompress returns the stream inside r, compressed as f (Tar, TarGzip,
+// TarXz or TarZstd), held to opt's MaxBytes and MaxWindow as Extract holds
+// an archive's: reading past MaxBytes, or a frame claiming a window over
+// MaxWindow, fails with an error that wraps ErrLimit. It is how a blob
+// that is read rather than extracted (a layer whose diff ID is checked)
+// is kept from expanding without end. Close releases the decompressor,
+// not r.
+func Decompress(ctx context.Context, r io.Reader, f Format, opt Options) (io.ReadCloser, error) {
+	switch f {
+	case Tar, TarGzip, TarXz, TarZstd:
+	default:
+		return nil, fmt.Errorf("decompress %s: unsupported format %q", opt.Name, f)
+	}
+	if opt.MaxBytes < 0 || opt.MaxWindow < 0 {
+		return nil, fmt.Errorf("decompress %s: negative MaxBytes or MaxWindow", opt.Name)
+	}
+	x := &extractor{ctx: ctx, src: opt.Name, opt: withDefaults(opt)}
+	out, done, err := x.decompress(r, f)
+	if err != nil {
+		return nil, err
+	}
+	return &decompressed{Reader: out, done: done}, nil
+}
+
+type decompressed struct {
+	io.Reader
+	done func()
+}
+
+func (d *decompressed) Close() error {
+	d.done()
+	return nil
+}
+
 // decompress returns the decompressed tar stream of file, metered
 // against MaxBytes, and a function releasing the decompressor.
-func (x *extractor) decompress(file *os.File, f Format) (io.Reader, func(), error) {
+func (x *extractor) decompress(file io.Reader, f Format) (io.Reader, func(), error) {
 	in := bufio.NewReaderSize(ctxReader{x.ctx, file}, 64<<10)
 	var r io.Reader
 	done := func() {}
