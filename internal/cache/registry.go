@@ -84,8 +84,9 @@ type Limits struct {
 	MinRate int64
 	// MaxExtract, MaxEntries and MaxWindow bound the unpacking of an
 	// artifact entry, as archive.Options does any archive's
-	// (limits.extract, limits.entries, limits.window); zero takes
-	// archive's defaults.
+	// (limits.extract, limits.entries, limits.window), and MaxExtract and
+	// MaxWindow the decompression of a layer entry to check its diff ID;
+	// zero takes archive's defaults.
 	MaxExtract int64
 	MaxEntries int
 	MaxWindow  int64
@@ -321,7 +322,8 @@ func (c *Cache) pullLayer(key string, check func(e LayerEntry, blob string) erro
 
 // fetchLayer downloads the layer d into file and returns its entry. The
 // annotations end up in image configs (diff IDs) and manifests (media
-// types): they are checked against the blob, not trusted.
+// types): they are checked against the blob, not trusted; and the blob is
+// decompressed, to check its diff ID, within the limits of an archive.
 func (rc *remoteCache) fetchLayer(d v1.Descriptor, file string) (LayerEntry, error) {
 	comp, diffID := d.Annotations[annCompression], d.Annotations[annDiffID]
 	if want := layerMediaType(comp); want == "" || d.MediaType != want {
@@ -334,7 +336,11 @@ func (rc *remoteCache) fetchLayer(d v1.Descriptor, file string) (LayerEntry, err
 	if err := rc.download(d, file); err != nil {
 		return LayerEntry{}, err
 	}
-	got, err := layer.DiffIDOf(file, layer.Compression(comp))
+	opt := archive.Options{MaxBytes: rc.limits.MaxExtract, MaxWindow: rc.limits.MaxWindow}
+	got, err := layer.DiffIDWithin(rc.ctx, file, layer.Compression(comp), opt)
+	if errors.Is(err, archive.ErrLimit) {
+		return LayerEntry{}, fmt.Errorf("uncompress as %s: %w (limits.extract, --max-extract; limits.window)", comp, err)
+	}
 	if err != nil {
 		return LayerEntry{}, fmt.Errorf("uncompress as %s: %w", comp, err)
 	}

@@ -647,3 +647,31 @@ func TestRegistryCacheEntryNoAnswer(t *testing.T) {
 		t.Errorf("no warning of the stall; log:\n%s", log)
 	}
 }
+
+// A layer entry is decompressed, to check its diff ID, within
+// limits.extract: a small blob that expands to terabytes would otherwise
+// keep the build reading for hours. It is refused, said once, naming the
+// cache and the blob, and not kept.
+func TestRegistryCacheLayerOverExtractLimit(t *testing.T) {
+	f := newFixture(t)
+	c, log := openCache(t, t.TempDir())
+	defer c.Close()
+	// The fixture's layers expand to some 600 bytes.
+	c.Limits = Limits{MaxExtract: 100}
+	if err := c.ImportFrom(context.Background(), f.ref); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, _, ok := c.Layer(f.lay1); ok {
+			t.Fatal("a layer expanding past limits.extract was taken")
+		}
+	}
+	digest := f.layers[f.lay1].Digest
+	if len(log.lines) != 1 || !strings.Contains(log.String(), "expands beyond the limit of 100 bytes (limits.extract") ||
+		!strings.Contains(log.String(), f.ref) || !strings.Contains(log.String(), digest) {
+		t.Errorf("want one warning naming the cache, the blob and the limit; log:\n%s", log)
+	}
+	if got := entries(t, c); len(got) != 0 {
+		t.Errorf("the local cache took %v", got)
+	}
+}

@@ -2,6 +2,7 @@ package layer
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/klauspost/pgzip"
 
+	"github.com/pallet-dev/pallet/internal/archive"
 	"github.com/pallet-dev/pallet/internal/tree"
 )
 
@@ -514,6 +516,14 @@ func TestDiffIDOf(t *testing.T) {
 		}
 		if got, err := DiffIDOf(path, other); err == nil {
 			t.Errorf("%s blob read as %s: %v", comp, other, got)
+		}
+		// DiffIDWithin gives the same within the limits, and refuses a
+		// blob expanding past them.
+		if got, err := DiffIDWithin(context.Background(), path, comp, archive.Options{}); err != nil || got != want {
+			t.Errorf("%s within the default limits: %v, %v; want %v", comp, got, err, want)
+		}
+		if got, err := DiffIDWithin(context.Background(), path, comp, archive.Options{MaxBytes: 1 << 19}); !errors.Is(err, archive.ErrLimit) {
+			t.Errorf("%s blob of 1 MiB within 512 KiB: %v, %v", comp, got, err)
 		}
 	}
 }

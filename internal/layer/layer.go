@@ -6,6 +6,7 @@ package layer
 
 import (
 	"archive/tar"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -31,6 +32,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/pallet-dev/pallet/internal/archive"
 	"github.com/pallet-dev/pallet/internal/regfile"
 	"github.com/pallet-dev/pallet/internal/tempfile"
 	"github.com/pallet-dev/pallet/internal/tree"
@@ -502,6 +504,37 @@ func DiffIDOf(path string, c Compression) (v1.Hash, error) {
 	rc, err := (&File{Path: path, compression: c}).Uncompressed()
 	if err != nil {
 		return v1.Hash{}, fmt.Errorf("layer blob %s: %w", path, err)
+	}
+	defer rc.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, rc); err != nil {
+		return v1.Hash{}, fmt.Errorf("layer blob %s: %w", path, err)
+	}
+	return hashOf(h), nil
+}
+
+// DiffIDWithin is DiffIDOf for a blob from elsewhere (a shared cache),
+// whose decompression is held to opt's MaxBytes and MaxWindow
+// (archive.Decompress): a small blob that expands to terabytes is
+// refused, with an error wrapping archive.ErrLimit, once past them.
+func DiffIDWithin(ctx context.Context, path string, c Compression, opt archive.Options) (v1.Hash, error) {
+	f := archive.TarGzip
+	switch c {
+	case Gzip:
+	case Zstd:
+		f = archive.TarZstd
+	default:
+		return v1.Hash{}, fmt.Errorf("layer blob %s: compression %q", path, c)
+	}
+	in, err := os.Open(path)
+	if err != nil {
+		return v1.Hash{}, err
+	}
+	defer in.Close()
+	opt.Name = path
+	rc, err := archive.Decompress(ctx, in, f, opt)
+	if err != nil {
+		return v1.Hash{}, err
 	}
 	defer rc.Close()
 	h := sha256.New()
