@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
@@ -244,5 +245,72 @@ func TestStandardLogIsAWarning(t *testing.T) {
 	endB()
 	if log.Writer() != before {
 		t.Error("the standard logger was not given back after two builds")
+	}
+}
+
+// TestStoppedGoBuildLeavesNoWorkInTMPDIR stops a go build half-way (its C
+// compiler never returns; another artifact fails meanwhile): the go
+// command, killed, cannot remove its go-build* work directory, which must
+// then be inside pallet's own work directory, not left in TMPDIR.
+func TestStoppedGoBuildLeavesNoWorkInTMPDIR(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the stand-in C compiler is a shell script")
+	}
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	dir := t.TempDir()
+	compiling := filepath.Join(dir, "compiling")
+	cc := filepath.Join(dir, "cc.sh")
+	if err := os.WriteFile(cc, []byte("#!/bin/sh\ntouch '"+compiling+"'\nexec sleep 60\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "go.mod"), "module example.com/slow\n\ngo 1.22\n")
+	writeFile(t, filepath.Join(dir, "main.go"), "package main\n\n// int answer(void) { return 42; }\nimport \"C\"\n\nfunc main() { println(C.answer()) }\n")
+	// The download fails only once the go build is inside its compiler,
+	// its work directory made.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for {
+			if _, err := os.Stat(compiling); err == nil {
+				break
+			}
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+		http.NotFound(w, r)
+	}))
+	defer srv.Close()
+	p := "linux/" + runtime.GOARCH
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), fmt.Sprintf(`version: 1
+artifacts:
+  slow:
+    go: {module: ., packages: ., cgo: true, cc: {%s: %s}}
+    licenses: none
+  gone:
+    url: {url: %s/gone, sha256: %s}
+    licenses: none
+images:
+  app:
+    base: scratch
+    platforms: [%s]
+    files:
+      - {artifact: slow, dest: /bin/}
+      - {artifact: gone, dest: /etc/}
+`, p, cc, srv.URL, strings.Repeat("0", 64), p))
+	out, err := pallet(t, "build", "--no-cache", "-f", filepath.Join(dir, "pallet.yaml"), "-o", "oci:"+filepath.Join(dir, "out"))
+	if err == nil || !strings.Contains(out, "404") {
+		t.Fatalf("the build did not fail on the download: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(compiling); err != nil {
+		t.Fatalf("the go build never reached its C compiler: %v", err)
+	}
+	left, err := os.ReadDir(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range left {
+		t.Errorf("TMPDIR holds %s after the build", e.Name())
 	}
 }

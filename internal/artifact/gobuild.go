@@ -167,6 +167,19 @@ func (f *Fetcher) goBuild(ctx context.Context, r *Request, g *Go, dir string, wo
 	args = append(args, g.Packages...)
 
 	env := f.goEnv(g, r.Platform)
+	if !slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "GOTMPDIR=") }) {
+		// The go command's own work directory (go-build*, every compiled
+		// package and the link) goes inside the build's, not into TMPDIR:
+		// a go build stopped because another step failed, or a pallet
+		// killed, leaves it behind, and only the build's work directory
+		// is removed (or swept) whatever happens. Where it lives changes
+		// no binary: go names it $WORK in what it records.
+		tmp := filepath.Join(work, "tmp")
+		if err := os.MkdirAll(tmp, 0o700); err != nil {
+			return nil, err
+		}
+		env = append(env, "GOTMPDIR="+tmp)
+	}
 	cmd := command(ctx, "go", args...)
 	cmd.Dir = dir
 	cmd.Env = env
