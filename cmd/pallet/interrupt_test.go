@@ -314,3 +314,53 @@ images:
 		t.Errorf("TMPDIR holds %s after the build", e.Name())
 	}
 }
+
+// TestKilledFileWritesAreSwept: a build killed while it writes its record,
+// metadata file or SBOMs leaves a temporary beside each, in a directory
+// of the user's; the next build writing the same file removes it once
+// abandoned, and leaves one a running build may still be writing.
+func TestKilledFileWritesAreSwept(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "file.txt"), "data\n")
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
+artifacts:
+  file:
+    local: {path: file.txt}
+    licenses: none
+images:
+  app:
+    base: scratch
+    platforms: [linux/amd64]
+    files:
+      - {artifact: file, dest: /etc/}
+`)
+	sboms := filepath.Join(dir, "sboms")
+	if err := os.Mkdir(sboms, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-2 * time.Hour)
+	var stale []string
+	for _, p := range []string{
+		filepath.Join(dir, ".out.record.json.new-killed"),
+		filepath.Join(dir, ".meta.json.new-killed"),
+		filepath.Join(sboms, ".app_linux-amd64.sbom.spdx.json.new-killed"),
+	} {
+		writeFile(t, p, "half a file")
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+		stale = append(stale, p)
+	}
+	running := filepath.Join(dir, ".out.record.json.new-running")
+	writeFile(t, running, "being written")
+	mustPallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "-o", "oci:"+filepath.Join(dir, "out"),
+		"--metadata-file", filepath.Join(dir, "meta.json"), "--sbom=spdx", "--sbom-dir", sboms)
+	for _, p := range stale {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s is still there", p)
+		}
+	}
+	if _, err := os.Lstat(running); err != nil {
+		t.Errorf("a temporary a running build may own was removed: %v", err)
+	}
+}

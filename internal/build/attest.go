@@ -220,6 +220,7 @@ func writeDocuments(dir string, docs map[string][]byte) error {
 		if err := output.CheckOwnJSON(filepath.Join(dir, name), "--sbom-dir", documentKinds...); err != nil {
 			return err
 		}
+		tempfile.SweepBeside(filepath.Join(dir, name))
 		if err := tempfile.WriteFile(filepath.Join(dir, name), docs[name]); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}

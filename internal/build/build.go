@@ -1738,5 +1738,6 @@ func writeMetadata(path string, outputs []output.Target, res *Result) error {
 	if err != nil {
 		return err
 	}
+	tempfile.SweepBeside(path)
 	return tempfile.WriteFile(path, append(data, '\n'))
 }

@@ -10,10 +10,11 @@ import (
 	"io"
 	"os"
 	"strings"
-	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/pallet-dev/pallet/internal/tempfile"
 )
 
 // Image is one built image with its names. Exactly one of Image (a single
@@ -30,7 +31,7 @@ type Image struct {
 
 // abandoned is how long a temporary output, untouched, is taken to be the
 // remains of a killed build and removed by the next build of that output.
-const abandoned = time.Hour
+const abandoned = tempfile.Abandoned
 
 // Target is where images go.
 type Target interface {

@@ -195,7 +195,8 @@ func Write(path string, b *Build) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	tmp, err := tempfile.Create(filepath.Dir(path), "."+filepath.Base(path)+".new-*")
+	tempfile.SweepBeside(path)
+	tmp, err := tempfile.Create(filepath.Dir(path), tempfile.Beside(path))
 	if err != nil {
 		return err
 	}

@@ -104,10 +104,24 @@ func try(dir, pattern string, create func(string) error) error {
 	return &fs.PathError{Op: "createtemp", Path: filepath.Join(dir, pattern), Err: fs.ErrExist}
 }
 
+// Abandoned is how long a temporary output, untouched, is taken to be the
+// remains of a killed build and removed by the next build of that output.
+const Abandoned = time.Hour
+
+// Beside is the pattern of the temporary files WriteFile writes path
+// through.
+func Beside(path string) string { return "." + filepath.Base(path) + ".new-*" }
+
+// SweepBeside removes what killed builds left of path's temporaries
+// (Beside), untouched for longer than Abandoned. A file pallet writes in a
+// directory of the user's (a record, a metadata file, an SBOM) sweeps its
+// own before it is written: nothing else would.
+func SweepBeside(path string) { Sweep(filepath.Dir(path), Beside(path), Abandoned) }
+
 // WriteFile writes data to path as a whole or not at all: into a new file
 // beside it, renamed over path once written.
 func WriteFile(path string, data []byte) error {
-	tmp, err := Create(filepath.Dir(path), "."+filepath.Base(path)+".new-*")
+	tmp, err := Create(filepath.Dir(path), Beside(path))
 	if err != nil {
 		return err
 	}
