@@ -488,3 +488,41 @@ images:
 		t.Errorf("got %v", err)
 	}
 }
+
+// TestRecordFailureSaysTheOutputIsWritten: the record is written once the
+// output beside it is; when it cannot be, the build fails, and says that
+// the output was replaced all the same, rather than reading as a failed
+// build that changed nothing.
+func TestRecordFailureSaysTheOutputIsWritten(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "file.txt"), "data\n")
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
+artifacts:
+  file:
+    local: {path: file.txt}
+    licenses: none
+images:
+  app:
+    base: scratch
+    platforms: [linux/amd64]
+    files:
+      - {artifact: file, dest: /etc/}
+`)
+	// A dangling link passes the check made before the build (no record
+	// there yet) and fails when the record's directory is made.
+	if err := os.Symlink(filepath.Join(dir, "nowhere"), filepath.Join(dir, "records")); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	msg, err := pallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "-o", "oci:"+out,
+		"--record", filepath.Join(dir, "records", "record.json"))
+	if err == nil {
+		t.Fatalf("the record was written through a dangling link:\n%s", msg)
+	}
+	if want := "oci:" + out + " is written, but the build record is not"; !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q does not say %q", err, want)
+	}
+	if _, err := os.Stat(filepath.Join(out, "index.json")); err != nil {
+		t.Errorf("the output is not there: %v", err)
+	}
+}

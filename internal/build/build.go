@@ -356,7 +356,9 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 		// next to an old record.
 		if i == 0 && opt.RecordPath != "" {
 			if err := record.Write(opt.RecordPath, res.Record); err != nil {
-				return nil, fmt.Errorf("build record: %w", err)
+				// The output is in place already: say so, or a failed
+				// build reads as one that changed nothing.
+				return nil, fmt.Errorf("%s is written, but the build record is not: %w", t, err)
 			}
 			if ud != nil {
 				ud.wrote(opt.RecordPath)
@@ -365,12 +367,12 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 	}
 	if opt.Attest.Dir != "" {
 		if err := writeDocuments(opt.Attest.Dir, b.documents); err != nil {
-			return nil, fmt.Errorf("SBOMs: %w", err)
+			return nil, fmt.Errorf("the images are built and written, but the SBOM files are not: %w", err)
 		}
 	}
 	if opt.MetadataFile != "" {
 		if err := writeMetadata(opt.MetadataFile, opt.Outputs, res); err != nil {
-			return nil, fmt.Errorf("metadata file: %w", err)
+			return nil, fmt.Errorf("the images are built and written, but the metadata file is not: %w", err)
 		}
 	}
 	if ud != nil {
