@@ -84,6 +84,16 @@ func TestOpenClaimsOnlyACache(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+	t.Run("a file", func(t *testing.T) {
+		file := filepath.Join(t.TempDir(), "notes")
+		writeFile(t, file, []byte("user data"))
+		if _, err := Open(file); err == nil || !strings.Contains(err.Error(), "it is not a directory (a file)") {
+			t.Fatalf("got %v", err)
+		}
+		if data, err := os.ReadFile(file); err != nil || string(data) != "user data" {
+			t.Errorf("the file became %q (%v)", data, err)
+		}
+	})
 	t.Run("new", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "new")
 		if _, err := Open(dir); err != nil {
