@@ -188,10 +188,11 @@ func toolchainIdentity(pinned string) (string, error) {
 // returns the result as read back from it, so every later build sees the
 // same paths.
 func (f *Fetcher) store(key string, res *Result, work string, r *Request) (*Result, error) {
-	tmp, err := f.Cache.TempDir()
+	tmp, release, err := f.Cache.TempDir()
 	if err != nil {
 		return nil, err
 	}
+	defer release()
 	defer os.RemoveAll(tmp)
 	// The digests this build took of the files (while unpacking them),
 	// looked up before they are linked: a link changes a file's ctime.

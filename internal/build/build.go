@@ -1475,10 +1475,11 @@ func (b *builder) layer(t *tree.Tree, opt layer.Options) (v1.Layer, error) {
 		return nil
 	}
 	return cache.Aside(c, "layer-"+key, func(bool) (v1.Layer, bool) { return cachedLayer(c, key, opt.Compression, check) }, func() (v1.Layer, error) {
-		tmp, err := c.TempDir()
+		tmp, release, err := c.TempDir()
 		if err != nil {
 			return nil, err
 		}
+		defer release()
 		defer os.RemoveAll(tmp)
 		l, err := layer.Build(t, tmp, opt)
 		if err != nil {

@@ -104,24 +104,23 @@ func Open(dir string) (*Cache, error) {
 // Dir is the cache's directory.
 func (c *Cache) Dir() string { return c.dir }
 
-// sweep removes temporary entries left by builds that were killed. Only
-// entries old enough not to belong to a build still running are removed,
-// and only under the names pallet gives them.
+// sweep removes temporary entries left by builds that were killed, and
+// only under the names pallet gives them. A directory whose lock is free
+// goes at once: a build killed again and again (a CI job cancelled) would
+// otherwise leave a layer half written each time, for a day. What has no
+// lock (a fact, a directory of an earlier pallet) goes once old enough
+// not to belong to a build still running.
 func (c *Cache) sweep() {
-	entries, _ := os.ReadDir(filepath.Join(c.dir, "tmp"))
-	for _, e := range entries {
-		if !strings.HasPrefix(e.Name(), "build-") && !strings.HasPrefix(e.Name(), "fact-") {
-			continue
-		}
-		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > 24*time.Hour {
-			os.RemoveAll(filepath.Join(c.dir, "tmp", e.Name()))
-		}
-	}
+	tmp := filepath.Join(c.dir, "tmp")
+	tempfile.Sweep(tmp, "build-*", 24*time.Hour)
+	tempfile.Sweep(tmp, "fact-*", 24*time.Hour)
 }
 
-// TempDir makes a directory for building an entry; Commit moves it into place.
-func (c *Cache) TempDir() (string, error) {
-	return tempfile.Dir(filepath.Join(c.dir, "tmp"), "build-*")
+// TempDir makes a directory for building an entry; Commit moves it into
+// place. It is locked until release, which the caller calls once the
+// directory is moved or removed.
+func (c *Cache) TempDir() (dir string, release func(), err error) {
+	return tempfile.DirLocked(filepath.Join(c.dir, "tmp"), "build-*")
 }
 
 // Lock serializes work on key across processes until the returned function
@@ -308,10 +307,11 @@ func (c *Cache) DropArtifact(key string) error {
 
 // discard renames path into tmp/ and deletes it there.
 func (c *Cache) discard(path string) error {
-	trash, err := c.TempDir()
+	trash, release, err := c.TempDir()
 	if err != nil {
 		return err
 	}
+	defer release()
 	if err := os.Rename(path, filepath.Join(trash, "discarded")); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		os.Remove(trash)
 		return err

@@ -26,7 +26,7 @@ func TestIncompleteArtifactIsReplaced(t *testing.T) {
 	if _, ok := c.Artifact(key); ok {
 		t.Fatal("an entry without its marker was taken")
 	}
-	tmp, err := c.TempDir()
+	tmp, release, err := c.TempDir()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,6 +34,7 @@ func TestIncompleteArtifactIsReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir, err := c.CommitArtifact(key, tmp)
+	release()
 	if err != nil {
 		t.Fatalf("commit over remains: %v", err)
 	}
@@ -74,7 +75,7 @@ func TestConcurrentReplaceOfRemains(t *testing.T) {
 		dirs := make([]string, 2)
 		errs := make([]error, 2)
 		for i := range 2 {
-			tmp, err := c.TempDir()
+			tmp, _, err := c.TempDir()
 			if err != nil {
 				t.Fatal(err)
 			}

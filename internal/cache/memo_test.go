@@ -212,7 +212,7 @@ func TestVerifiedBlob(t *testing.T) {
 	defer c.Close()
 	data := []byte("blob content")
 	sum := sha(data)
-	tmp, err := c.TempDir()
+	tmp, _, err := c.TempDir()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -216,10 +216,11 @@ func (c *Cache) pullArtifact(key string, check func(dir string) error) (string, 
 		return ok
 	}
 	if !rc.once("artifact", key, have, func() bool {
-		tmp, err := c.TempDir()
+		tmp, release, err := c.TempDir()
 		if err != nil {
 			return false
 		}
+		defer release()
 		defer os.RemoveAll(tmp)
 		dir, err := rc.fetchArtifact(tmp, key, d)
 		if err == nil && check != nil {
@@ -299,10 +300,11 @@ func (c *Cache) pullLayer(key string, check func(e LayerEntry, blob string) erro
 	}
 	have := func() bool { _, _, ok := c.localLayer(key); return ok }
 	return rc.once("layer", key, have, func() bool {
-		tmp, err := c.TempDir()
+		tmp, release, err := c.TempDir()
 		if err != nil {
 			return false
 		}
+		defer release()
 		defer os.RemoveAll(tmp)
 		blob := filepath.Join(tmp, "blob")
 		e, err := rc.fetchLayer(d, blob)
@@ -439,10 +441,11 @@ func (c *Cache) ExportTo(ctx context.Context, ref string, opts ...remote.Option)
 
 	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 	img = mutate.ConfigMediaType(img, cacheConfigType)
-	tmp, err := c.TempDir()
+	tmp, release, err := c.TempDir()
 	if err != nil {
 		return err
 	}
+	defer release()
 	defer os.RemoveAll(tmp)
 	// Only local entries are exported: a used entry since dropped keeps
 	// the registry's copy. Under a key the registry has too, the later

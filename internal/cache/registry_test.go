@@ -109,7 +109,7 @@ type fixture struct {
 
 func commitArtifact(t *testing.T, c *Cache, key string, files map[string]string) string {
 	t.Helper()
-	tmp, err := c.TempDir()
+	tmp, _, err := c.TempDir()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -147,7 +147,7 @@ func gzipped(t *testing.T, data []byte) []byte {
 func putLayer(t *testing.T, c *Cache, key string, content []byte) (LayerEntry, string) {
 	t.Helper()
 	blob := gzipped(t, content)
-	tmp, err := c.TempDir()
+	tmp, _, err := c.TempDir()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +324,7 @@ func TestConcurrentLayerRepair(t *testing.T) {
 			for range 20 {
 				got, path, ok := c.Layer(key)
 				if !ok {
-					tmp, err := c.TempDir()
+					tmp, _, err := c.TempDir()
 					if err != nil {
 						errs <- err
 						return

@@ -23,8 +23,8 @@ type BlobStore interface {
 	// PutBlob moves src, whose digest the caller checked, in as sum.
 	PutBlob(sum, src string) (string, error)
 	// TempDir is a directory on the store's file system for a blob being
-	// written.
-	TempDir() (string, error)
+	// written, held until release, called once it is removed.
+	TempDir() (dir string, release func(), err error)
 }
 
 // storedImage serves a registry base's layers from a BlobStore, so they
@@ -153,10 +153,11 @@ func (b *storedBlob) fetch(sum string) error {
 		return err
 	}
 	defer rc.Close()
-	dir, err := b.store.TempDir()
+	dir, release, err := b.store.TempDir()
 	if err != nil {
 		return err
 	}
+	defer release()
 	defer os.RemoveAll(dir)
 	tmp := filepath.Join(dir, "blob")
 	f, err := os.Create(tmp)

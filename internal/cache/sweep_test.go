@@ -1,0 +1,79 @@
+package cache
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// TestTempDirProcess is a build that is killed while it writes an entry:
+// it opens the cache, makes a temporary directory, writes into it, says
+// so, and waits. It runs only when TestKilledBuildsTempDirIsSwept starts it.
+func TestTempDirProcess(t *testing.T) {
+	dir := os.Getenv("PALLET_TEST_CACHE_TEMPDIR")
+	if dir == "" {
+		t.Skip("started by TestKilledBuildsTempDirIsSwept")
+	}
+	c, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp, _, err := c.TempDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "layer.tmp"), []byte("half a layer"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Stdout.WriteString(tmp + "\n")
+	time.Sleep(time.Minute)
+}
+
+// TestKilledBuildsTempDirIsSwept: what a killed build was writing into
+// the cache is removed by the next build that opens it, at once rather
+// than a day later, while a running build's is left alone.
+func TestKilledBuildsTempDirIsSwept(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("kills a process with SIGKILL")
+	}
+	dir := filepath.Join(t.TempDir(), "cache")
+	start := func() (*exec.Cmd, string) {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestTempDirProcess$")
+		cmd.Env = append(os.Environ(), "PALLET_TEST_CACHE_TEMPDIR="+dir)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		line, err := bufio.NewReader(out).ReadString('\n')
+		if err != nil {
+			t.Fatalf("the build never made its temporary directory: %v", err)
+		}
+		return cmd, line[:len(line)-1]
+	}
+	killed, gone := start()
+	if err := killed.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	killed.Wait()
+	_, running := start()
+	if _, err := Open(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(gone); err == nil {
+		t.Errorf("%s, of a killed build, is still there", gone)
+	}
+	if _, err := os.Lstat(gone + ".lock"); err == nil {
+		t.Errorf("%s.lock, of a killed build, is still there", gone)
+	}
+	if _, err := os.Stat(filepath.Join(running, "layer.tmp")); err != nil {
+		t.Errorf("a running build's temporary was removed: %v", err)
+	}
+}
