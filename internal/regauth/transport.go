@@ -65,42 +65,22 @@ const maxRedirects = 10
 // a real one is a few KiB.
 const MaxManifest = 4 << 20
 
-// DefaultTimeouts are the bounds Options puts on every registry call
-// whose context has none of its own (WithBounds). A program that
-// overrides them sets this once, before any registry call.
-var DefaultTimeouts Timeouts
-
 // boundsKey is the context key of the bounds WithBounds sets.
 type boundsKey struct{}
 
 // WithBounds returns ctx with t as the bounds Options puts on the
 // registry calls made with it: how a build's limits (limits.stall, over
 // --stall-timeout's default) reach its pulls, pushes and shared-cache
-// transfers, as they reach its downloads. A zero field of t takes
-// DefaultTimeouts'.
+// transfers, as they reach its downloads. A zero field of t takes its
+// default (DefaultStall, ...).
 func WithBounds(ctx context.Context, t Timeouts) context.Context {
 	return context.WithValue(ctx, boundsKey{}, t)
 }
 
-// boundsOf is what WithBounds set in ctx over DefaultTimeouts.
+// boundsOf is what WithBounds set in ctx; its zero fields are filled in
+// later, by withDefaults.
 func boundsOf(ctx context.Context) Timeouts {
-	t := DefaultTimeouts
-	own, ok := ctx.Value(boundsKey{}).(Timeouts)
-	if !ok {
-		return t
-	}
-	set := func(d *time.Duration, v time.Duration) {
-		if v > 0 {
-			*d = v
-		}
-	}
-	set(&t.Stall, own.Stall)
-	set(&t.Dial, own.Dial)
-	set(&t.TLSHandshake, own.TLSHandshake)
-	set(&t.ResponseHeader, own.ResponseHeader)
-	if own.MinRate > 0 {
-		t.MinRate = own.MinRate
-	}
+	t, _ := ctx.Value(boundsKey{}).(Timeouts)
 	return t
 }
 
@@ -126,7 +106,7 @@ var transports sync.Map // Timeouts or transportKey -> http.RoundTripper
 
 // WithTimeouts is the remote option that sends requests through
 // remote.DefaultTransport bounded by t. After Options' own, it replaces
-// DefaultTimeouts for that call, and with them the insecure registries of
+// the context's bounds for that call, and with them the insecure registries of
 // Options' context and the record of credentials Explain reads.
 func WithTimeouts(t Timeouts) remote.Option {
 	return remote.WithTransport(transportFor(t, nil))

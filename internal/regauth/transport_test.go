@@ -292,11 +292,7 @@ func TestOptionsBoundAuthenticatedPulls(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("DOCKER_CONFIG", cfg)
-	saved := regauth.DefaultTimeouts
-	regauth.DefaultTimeouts = regauth.Timeouts{Stall: stall}
-	t.Cleanup(func() { regauth.DefaultTimeouts = saved })
-
-	ctx := context.Background()
+	ctx := regauth.WithBounds(context.Background(), regauth.Timeouts{Stall: stall})
 	ref, err := name.ParseReference(host + "/pallet/stall:test")
 	if err != nil {
 		t.Fatal(err)
@@ -414,7 +410,7 @@ func TestTransportBelowTheFloor(t *testing.T) {
 }
 
 // The bounds a context carries (a build's limits.stall) are the ones its
-// registry calls get, not DefaultTimeouts'.
+// registry calls get, not the defaults.
 func TestOptionsTakeTheContextsBounds(t *testing.T) {
 	t.Parallel()
 	srv := server(t, func(w http.ResponseWriter, r *http.Request) {
