@@ -504,7 +504,7 @@ func TestDockerfileDirectoryAtBaseLink(t *testing.T) {
 		{"FROM oci:base\nCOPY r/bin/y r/ /\n", "Dockerfile:2: "},
 		{"FROM oci:base\nCOPY r/ /\n", "/bin: a directory copied where the image holds a link (to usr/bin); Docker's COPY fails there (cannot copy to non-directory)"},
 		{"FROM oci:base\nADD r.tar /\n", "Dockerfile:2: "},
-		{"FROM oci:base\nADD r.tar /\n", "Docker's ADD replaces the link with the directory when the archive holds an entry for it"},
+		{"FROM oci:base\nADD r.tar /\n", "the archive holds an entry of its own for that directory, and Docker's ADD replaces the link with it"},
 	})
 	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM oci:base\nCOPY r/bin /bin\n")
 	out := filepath.Join(t.TempDir(), "o")
@@ -519,5 +519,39 @@ func TestDockerfileDirectoryAtBaseLink(t *testing.T) {
 	})
 	if want := []string{"usr", "usr/bin", "usr/bin/y"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("layer holds %q, want %q", got, want)
+	}
+}
+
+// An archive ADD unpacks onto a merged-/usr base that holds ./bin/x but
+// no entry of its own for bin/ writes x through the link, as BuildKit's
+// unpack does (go-archive's Unpack makes a missing parent only where
+// nothing is, and writes through the link that is there): the layer
+// holds /usr/bin/x. So does a build that takes the archive's unpacking
+// from the cache, where it was stored by the first.
+func TestDockerfileArchiveThroughBaseLink(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "root", "usr", "bin", "sh"), "#!shell\n")
+	if err := os.Symlink("usr/bin", filepath.Join(dir, "root", "bin")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "base.Dockerfile"), "FROM scratch\nCOPY root/ /\n")
+	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "base.Dockerfile"), "-o", "oci:"+filepath.Join(dir, "base"))
+	writeFile(t, filepath.Join(dir, "r.tar"), string(fixture.Tar([]fixture.File{{Name: "./bin/x", Content: "x\n", Mode: 0o755}, {Name: "./etc/", Dir: true, Mode: 0o755}, {Name: "./etc/y", Content: "y\n", Mode: 0o644}})))
+	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM oci:base\nADD r.tar /\n")
+	cache := filepath.Join(dir, "cache")
+	for _, run := range []string{"cold", "cached"} {
+		out := filepath.Join(t.TempDir(), "o")
+		mustPallet(t, "build", "-q", "--cache-dir", cache, "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
+		layers, err := dfImage(t, out).Layers()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		walkLayer(t, layers[len(layers)-1], func(h *tar.Header, _ io.Reader) {
+			got = append(got, fmt.Sprintf("%s %o", strings.TrimSuffix(h.Name, "/"), h.Mode))
+		})
+		if want := []string{"etc 755", "etc/y 644", "usr 755", "usr/bin 755", "usr/bin/x 755"}; !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: layer holds %q, want %q", run, got, want)
+		}
 	}
 }

@@ -113,6 +113,14 @@ type Options struct {
 	// are not reported: they name a file reported already.
 	Written func(path, sha256 string)
 
+	// Dirs, when set, receives each directory the archive holds an entry
+	// of its own for, by its slash-separated path below dir (after
+	// Strip). The other directories extraction makes are only implied,
+	// as parents of the entries below them: an unpacker writing onto an
+	// existing tree (Docker's ADD) makes those only where nothing is,
+	// and goes through a symlink it finds there.
+	Dirs func(rel string)
+
 	// The limits below bound what a hostile archive can cost in disk,
 	// memory and time. Sizes an archive declares are never trusted to
 	// respect them: content is counted as it is decoded, and a declared

@@ -954,3 +954,28 @@ func TestHardLinkToExcludedTarget(t *testing.T) {
 		t.Fatalf("with the target included: %v", err)
 	}
 }
+
+// Dirs reports the directories the archive holds entries for, by their
+// path after Strip, and not those made only as parents of other entries.
+func TestDirsReportsOwnEntries(t *testing.T) {
+	for _, f := range allFormats {
+		t.Run(string(f), func(t *testing.T) {
+			ents := []ent{
+				{name: "top/", typ: tar.TypeDir, mode: 0o755},
+				{name: "top/bin/x", typ: tar.TypeReg, mode: 0o755, body: "x"},
+				{name: "top/etc/", typ: tar.TypeDir, mode: 0o755},
+				{name: "top/etc/y", typ: tar.TypeReg, mode: 0o644, body: "y"},
+				{name: "top/lib/a/z", typ: tar.TypeReg, mode: 0o644, body: "z"},
+			}
+			s := newSandbox(t, f, build(t, f, ents))
+			var got []string
+			opt := Options{Strip: 1, Dirs: func(rel string) { got = append(got, rel) }}
+			if err := Extract(context.Background(), s.src, f, s.out, opt); err != nil {
+				t.Fatal(err)
+			}
+			if want := []string{"etc"}; !slices.Equal(got, want) {
+				t.Errorf("Dirs got %q, want %q", got, want)
+			}
+		})
+	}
+}

@@ -644,6 +644,9 @@ func (x *extractor) makeDir(e *entry, parts []string) error {
 	var nd *notDir
 	switch {
 	case err == nil:
+		if x.opt.Dirs != nil {
+			x.opt.Dirs(strings.Join(parts, "/"))
+		}
 		return nil
 	case !errors.As(err, &nd) || nd.path != strings.Join(parts, "/"):
 		return x.parentErr(e, err)

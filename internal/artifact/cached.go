@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -251,6 +252,11 @@ func (f *Fetcher) store(key string, res *Result, work string, r *Request) (*Resu
 			return nil, err
 		}
 	}
+	if implied := impliedDirs(res.Tree); implied != "" {
+		if err := os.WriteFile(filepath.Join(tmp, "implied"), []byte(implied), 0o644); err != nil {
+			return nil, err
+		}
+	}
 	data, err := json.Marshal(res.Record)
 	if err != nil {
 		return nil, err
@@ -304,7 +310,35 @@ func (f *Fetcher) entryDigest(dir string, digest tree.FileDigest) (string, *tree
 		trees[i] = t
 		parts = append(parts, sum)
 	}
+	// The directories of the tree an archive only implied, which a
+	// directory on disk does not tell (tree.Entry.Implied).
+	implied, err := bounded.ReadRegular(filepath.Join(dir, "implied"), maxEntryImplied)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return "", nil, nil, nil, err
+	default:
+		set := map[string]bool{}
+		for p := range strings.SplitSeq(string(implied), "\n") {
+			set[p] = true
+		}
+		trees[0].Imply(func(p string) bool { return set[p] })
+		sum := sha256.Sum256(implied)
+		parts = append(parts, "implied:"+hex.EncodeToString(sum[:]))
+	}
 	return strings.Join(parts, " "), trees[0], trees[1], trees[2], nil
+}
+
+// impliedDirs lists the directories of t marked tree.Entry.Implied, one
+// a line, as a cache entry keeps them ("" if none).
+func impliedDirs(t *tree.Tree) string {
+	var dirs []string
+	for e := range t.All() {
+		if e.Implied {
+			dirs = append(dirs, e.Path)
+		}
+	}
+	return strings.Join(dirs, "\n")
 }
 
 // maxEntryDigest and maxEntryRecord bound what of a cache entry is read
@@ -312,6 +346,11 @@ func (f *Fetcher) entryDigest(dir string, digest tree.FileDigest) (string, *tree
 const (
 	maxEntryDigest = 4 << 10
 	maxEntryRecord = 16 << 20
+	// maxEntryImplied bounds the list of the directories an archive
+	// only implied: paths of at most 4096 bytes, of no more directories
+	// than the archive may hold entries (1,000,000 by default), would be
+	// 4 GB; real archives imply a few.
+	maxEntryImplied = 64 << 20
 )
 
 // fromCache reads the cache entry at dir for r, refusing one whose files

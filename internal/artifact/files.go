@@ -16,7 +16,9 @@ func (e *Extract) key() string {
 	if e == nil {
 		return "-"
 	}
-	return fmt.Sprintf("%d|%s", e.Strip, strings.Join(e.Include, "\x00"))
+	// v2: the entry keeps the directories the archive only implied
+	// (tree.Entry.Implied); one stored before does not say them.
+	return fmt.Sprintf("v2|%d|%s", e.Strip, strings.Join(e.Include, "\x00"))
 }
 
 // fileTree turns a file into a tree: unpacked if ex is set, else the file
@@ -57,6 +59,10 @@ func (f *Fetcher) fileTree(ctx context.Context, r *Request, file, name, shown st
 	if f.Cache != nil {
 		opt.Written = func(path, sum string) { sums = append(sums, written{path, sum}) }
 	}
+	// The directories the archive names itself, told from those it only
+	// implies (tree.Entry.Implied).
+	explicit := map[string]bool{}
+	opt.Dirs = func(rel string) { explicit[rel] = true }
 	if err := archive.Extract(ctx, file, format, dir, opt); err != nil {
 		if errors.Is(err, archive.ErrUnmatched) {
 			err = blame("include", err)
@@ -71,6 +77,7 @@ func (f *Fetcher) fileTree(ctx context.Context, r *Request, file, name, shown st
 	if err != nil {
 		return nil, nil, err
 	}
+	all.Imply(func(p string) bool { return !explicit[p] })
 	// An artifact that places nothing is a mistake, as a path naming an
 	// empty directory is: most often a strip one too deep.
 	if all.Len() == 0 {

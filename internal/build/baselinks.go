@@ -276,7 +276,7 @@ func throughError(name string, pi *plan.PlatformImage, l *plan.Layer, err error)
 	}
 	var why string
 	if pm.NoLinksArchive {
-		why = fmt.Sprintf("Docker's ADD replaces the link with the directory when the archive holds an entry for it (a /%s holding the archive's files alone), and unpacks through the link when it holds none; pallet cannot tell which once the archive is unpacked: make the archive hold that directory where the link leads%s, or ADD it to another directory", li.At, leads)
+		why = fmt.Sprintf("the archive holds an entry of its own for that directory, and Docker's ADD replaces the link with it (a /%s holding the archive's files alone), which pallet does not do to the image's links; one the archive only implies (its files, without an entry for it) is unpacked through the link: leave the directory's entry out of the archive, make the archive hold it where the link leads%s, or ADD it to another directory", li.At, leads)
 	} else {
 		why = fmt.Sprintf("Docker's COPY fails there (cannot copy to non-directory) rather than copy through the link: copy that directory with a COPY of its own, to the link or where it leads%s, or leave it out", leads)
 	}

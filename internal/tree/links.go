@@ -216,7 +216,10 @@ func (t *Tree) Through(v *View) (*Tree, error) {
 		var err error
 		switch {
 		case e.NoLinksFrom > 0 && int(e.NoLinksFrom) <= strings.Count(e.Path, "/")+1:
-			ne.Path, err = noLinksInside(v, e, resolve)
+			ne.Path, err = noLinksInside(v, e, resolve, func(p string) bool {
+				d, ok := explicit[p]
+				return ok && d.Implied
+			})
 		case e.Kind == Dir:
 			ne.Path, err = resolve(e.Path)
 		default:
@@ -297,8 +300,12 @@ func (e *LinkInside) Error() string {
 
 // noLinksInside is where e lands through v: the elements of its path
 // before e.NoLinksFrom through v's links, as resolve takes them, the
-// others as they are, none of those that are directories a link of v.
-func noLinksInside(v *View, e *Entry, resolve func(string) (string, error)) (string, error) {
+// others as they are, none of those that are directories a link of v
+// unless implied says the tree holds that directory only as a parent
+// (Entry.Implied) and the link leads to a directory: that one goes
+// through the link too, as Docker's ADD unpacks such an archive (a link
+// that leads nowhere fails there: not a directory).
+func noLinksInside(v *View, e *Entry, resolve func(string) (string, error), implied func(string) bool) (string, error) {
 	elems := strings.Split(e.Path, "/")
 	k := int(e.NoLinksFrom) - 1
 	cur := "."
@@ -314,7 +321,15 @@ func noLinksInside(v *View, e *Entry, resolve func(string) (string, error)) (str
 	}
 	for i := k; i < len(elems); i++ {
 		cur = path.Join(cur, elems[i])
-		if target, ok := v.Links[cur]; ok && i < dirs {
+		target, ok := v.Links[cur]
+		if ok && i < dirs && implied(strings.Join(elems[:i+1], "/")) && v.IsDir(cur) {
+			var err error
+			if cur, err = resolve(cur); err != nil {
+				return "", err
+			}
+			continue
+		}
+		if ok && i < dirs {
 			leads := ""
 			if v.IsDir(cur) {
 				if r, err := v.Links.Resolve(cur); err == nil {

@@ -376,3 +376,38 @@ func TestThroughNoLinksBelow(t *testing.T) {
 		}
 	}
 }
+
+// A directory an archive only implies (Entry.Implied) goes through the
+// image's link where the placement copies it, as Docker's ADD unpacks
+// through it; one the archive holds, or a link that leads nowhere, is
+// still refused.
+func TestThroughNoLinksBelowImplied(t *testing.T) {
+	v := &View{Links: Links{"bin": "usr/bin", "sbin": "nowhere"}, Dirs: map[string]DirMeta{"usr": {Mode: 0o755}, "usr/bin": {Mode: 0o755}}}
+	for _, c := range []struct {
+		dir     string
+		implied bool
+		want    string // an error, or the paths placed
+	}{
+		{"bin", true, "usr usr/bin usr/bin/y"},
+		{"bin", false, "/bin: a directory copied where the image holds a link (to usr/bin)"},
+		{"sbin", true, "/sbin: a directory copied where the image holds a link (to nowhere)"},
+	} {
+		src := New()
+		for _, e := range []Entry{{Path: c.dir, Kind: Dir, Mode: 0o755, Implied: c.implied}, {Path: c.dir + "/y", Kind: File}} {
+			if err := src.Add(e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tr := New()
+		if err := tr.Place(src, Placement{Dest: "/", NoLinksBelow: "/"}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := tr.Through(v)
+		switch {
+		case err != nil && !strings.Contains(err.Error(), c.want):
+			t.Errorf("%s implied=%v: %v, want %q", c.dir, c.implied, err, c.want)
+		case err == nil && strings.Join(paths(got.Entries()), " ") != c.want:
+			t.Errorf("%s implied=%v: placed %q, want %q", c.dir, c.implied, paths(got.Entries()), c.want)
+		}
+	}
+}

@@ -97,6 +97,12 @@ type Entry struct {
 	// holds a link (cannot copy to non-directory). Through refuses such
 	// an entry instead of placing it through the link.
 	NoLinksFrom uint16
+	// Implied marks a directory an archive held no entry of its own for,
+	// made as the parent of those below it: where the image holds a link
+	// there, Docker's ADD unpacks through the link, as it does on the
+	// way to its destination, so Through does too for an entry marked
+	// NoLinksFrom.
+	Implied bool
 	// Stamp is Source's status when FromDir or FromFile listed it (zero
 	// otherwise): what facts about the file are remembered under, so
 	// that the steps of a build after the listing need not stat it again.
@@ -260,6 +266,20 @@ func checkIDs(e Entry) error {
 		}
 	}
 	return nil
+}
+
+// Imply marks the directories of t that implied says are Implied (see
+// Entry.Implied). It is for the tree an archive was just unpacked into,
+// or read back from where it was kept, before anyone reads it.
+func (t *Tree) Imply(implied func(p string) bool) {
+	t.orderMu.Lock()
+	defer t.orderMu.Unlock()
+	t.index()
+	for p, e := range t.entries {
+		if e.Kind == Dir && implied(p) {
+			e.Implied = true
+		}
+	}
 }
 
 // Get returns the entry at p, if any.
