@@ -1332,6 +1332,10 @@ func (b *builder) layerTree(ctx context.Context, name string, pi *plan.PlatformI
 			return nil, nil, err
 		}
 		place := tree.Placement{Dest: dest, FileMode: pm.Mode, UID: pm.UID, GID: pm.GID, From: pm.Path, LinkAs: pm.LinkAs, OwnNewDirs: pm.OwnNewDirs, NoLinksBelow: pm.NoLinksBelow}
+		// A file put into a directory the base holds at Dest is at a
+		// name below the destination, which Docker's COPY does not
+		// resolve.
+		place.FollowLink = pm.FollowLink && dest == pm.Dest
 		if b.plan.Artifacts[pm.Artifact].Check {
 			needs, err := b.checkExecutables(res, place, pi.Platform)
 			if err != nil {

@@ -142,6 +142,11 @@ func (e *evaluator) copy(s *stageState, n *parser.Node, op *copyOp) error {
 			pm.NoLinksBelow = cleanDest
 			pm.NoLinksArchive = it.src.opaque() && !it.fromDir
 		}
+		if !intoDir && !it.fromDir && !it.src.isDir() && !s.platform.IsWindows() {
+			// The file is the destination itself, which BuildKit
+			// resolves through the image's links, the last one too.
+			pm.FollowLink = true
+		}
 		if s.mayHoldDir(it, cleanDest, intoDir) {
 			pm.IntoDirAs = it.name
 		}

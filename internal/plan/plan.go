@@ -215,6 +215,12 @@ type Placement struct {
 	// over such a link or through it, as the archive's entries say.
 	NoLinksBelow   string
 	NoLinksArchive bool
+	// FollowLink says the placement is a Dockerfile COPY of one file to
+	// its destination named without a trailing /, which Docker's COPY
+	// resolves through the image's links, the last element too: at a
+	// link that leads nowhere, the file is written where it leads
+	// (tree.Placement.FollowLink).
+	FollowLink bool
 	// Licenses places the artifact's licence files under
 	// /LICENSES/<artifact>/ (on the first placement of it in an image).
 	Licenses bool

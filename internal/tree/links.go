@@ -235,7 +235,15 @@ func (t *Tree) Through(v *View) (*Tree, error) {
 			continue // a directory that is the root, through a link
 		}
 		if target, ok := v.Links[ne.Path]; ok && ne.Kind == File {
-			return nil, linkInTheWay(v, ne.Path, target)
+			if !e.FollowLink || v.IsDir(ne.Path) {
+				return nil, linkInTheWay(v, ne.Path, target)
+			}
+			// Where the link leads, within the root: BuildKit resolves
+			// the destination as Links.Resolve does (continuity's
+			// RootPath).
+			if ne.Path, err = v.Links.Resolve(ne.Path); err != nil {
+				return nil, err
+			}
 		}
 		if ne.IfNew && v.Implied[ne.Path] {
 			// What a lower layer implied is there, as it wrote it.

@@ -411,3 +411,35 @@ func TestThroughNoLinksBelowImplied(t *testing.T) {
 		}
 	}
 }
+
+// A file placed with FollowLink at a link that leads nowhere lands where
+// the link leads, within the root; without it, or at a link to a
+// directory, it is refused.
+func TestThroughFollowLink(t *testing.T) {
+	v := &View{Links: Links{"x": "/a/b", "lib/y": "../../../c", "bin": "usr/bin"}, Dirs: map[string]DirMeta{"lib": {Mode: 0o755}, "usr": {Mode: 0o755}, "usr/bin": {Mode: 0o755}}}
+	src := New()
+	if err := src.Add(Entry{Path: "f", Kind: File}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		pl   Placement
+		want string // an error, or the paths placed
+	}{
+		{Placement{Dest: "/x", FollowLink: true}, "a a/b"},
+		{Placement{Dest: "/lib/y", FollowLink: true}, "c"},
+		{Placement{Dest: "/x"}, "/x: a file placed where the image holds a dangling link"},
+		{Placement{Dest: "/bin", FollowLink: true}, "/bin: a file placed where the image holds a link to a directory"},
+	} {
+		tr := New()
+		if err := tr.Place(src, c.pl); err != nil {
+			t.Fatal(err)
+		}
+		got, err := tr.Through(v)
+		switch {
+		case err != nil && !strings.Contains(err.Error(), c.want):
+			t.Errorf("%+v: %v, want %q", c.pl, err, c.want)
+		case err == nil && strings.Join(paths(got.Entries()), " ") != c.want:
+			t.Errorf("%+v: placed %q, want %q", c.pl, paths(got.Entries()), c.want)
+		}
+	}
+}

@@ -97,6 +97,12 @@ type Entry struct {
 	// holds a link (cannot copy to non-directory). Through refuses such
 	// an entry instead of placing it through the link.
 	NoLinksFrom uint16
+	// FollowLink marks a file placed at the destination of a Dockerfile
+	// COPY itself, which Docker's COPY resolves through the image's
+	// links, the last element too: where the image holds a link that
+	// leads nowhere, Through places the file where the link leads, as
+	// BuildKit writes it there (making the directories on its way).
+	FollowLink bool
 	// Implied marks a directory an archive held no entry of its own for,
 	// made as the parent of those below it: where the image holds a link
 	// there, Docker's ADD unpacks through the link, as it does on the
@@ -447,6 +453,9 @@ type Placement struct {
 	// below it are marked Entry.NoLinksFrom.
 	NoLinksBelow string
 	noLinks      uint16
+	// FollowLink marks the file a one-file placement puts at Dest, named
+	// without a trailing slash, Entry.FollowLink.
+	FollowLink bool
 }
 
 // noLinksFrom is Entry.NoLinksFrom for the entries pl places.
@@ -494,6 +503,7 @@ func (t *Tree) Place(src *Tree, pl Placement) error {
 	if one && !intoDir {
 		e := first[0]
 		e.Path = dest
+		e.FollowLink = pl.FollowLink
 		if err := t.newDirs(path.Dir(dest), pl); err != nil {
 			return err
 		}
