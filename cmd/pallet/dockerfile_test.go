@@ -574,3 +574,53 @@ func TestDockerfileArchiveThroughBaseLink(t *testing.T) {
 		}
 	}
 }
+
+// Several sources copied to a name without a trailing / are copied there
+// one after another, as BuildKit copies them (one fsutil Copy per source,
+// each into what the one before left): files one over the other, so the
+// name holds the last; a directory first makes it a directory the others
+// go into; a directory the base holds there takes them all. A file and
+// then a directory fails, as BuildKit's copy does.
+func TestDockerfileSeveralSourcesToOneName(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "a"), "a\n")
+	writeFile(t, filepath.Join(dir, "b"), "b\n")
+	writeFile(t, filepath.Join(dir, "d", "c"), "c\n")
+	writeFile(t, filepath.Join(dir, "root", "opt", "k"), "k\n")
+	writeFile(t, filepath.Join(dir, "base.Dockerfile"), "FROM scratch\nCOPY root/ /\n")
+	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "base.Dockerfile"), "-o", "oci:"+filepath.Join(dir, "base"))
+	for _, tc := range []struct {
+		df   string
+		want []string // the last layer's entries, with a file's content
+	}{
+		{"FROM scratch\nCOPY a b /x\n", []string{"x b"}},
+		{"FROM scratch\nCOPY a* b /x\n", []string{"x b"}},
+		{"FROM scratch\nCOPY d a /y\n", []string{"y", "y/a a", "y/c c"}},
+		{"FROM oci:base\nCOPY b a /opt\n", []string{"opt", "opt/a a", "opt/b b"}},
+		{"FROM oci:base\nCOPY b a /z\n", []string{"z a"}},
+	} {
+		writeFile(t, filepath.Join(dir, "Dockerfile"), tc.df)
+		out := filepath.Join(t.TempDir(), "o")
+		mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
+		layers, err := dfImage(t, out).Layers()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		walkLayer(t, layers[len(layers)-1], func(h *tar.Header, r io.Reader) {
+			e := strings.TrimSuffix(h.Name, "/")
+			if h.Typeflag == tar.TypeReg {
+				b, _ := io.ReadAll(r)
+				e += " " + strings.TrimSpace(string(b))
+			}
+			got = append(got, e)
+		})
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%q: layer holds %q, want %q", tc.df, got, tc.want)
+		}
+	}
+	refusedDockerfiles(t, dir, []dockerfileRefusal{
+		{"FROM scratch\nCOPY a d /w\n", "Dockerfile:2: "},
+		{"FROM scratch\nCOPY a d /w\n", "/w: BuildKit copies the sources there one after another: a, a file, is written at /w, and then d, a directory, fails there (cannot copy to non-directory)"},
+	})
+}

@@ -1331,6 +1331,9 @@ func (b *builder) layerTree(ctx context.Context, name string, pi *plan.PlatformI
 		if err != nil {
 			return nil, nil, err
 		}
+		if pm.OnlyIntoDir && dest == pm.Dest {
+			continue // a later placement of the layer replaces it
+		}
 		place := tree.Placement{Dest: dest, FileMode: pm.Mode, UID: pm.UID, GID: pm.GID, From: pm.Path, LinkAs: pm.LinkAs, OwnNewDirs: pm.OwnNewDirs, NoLinksBelow: pm.NoLinksBelow}
 		// A file put into a directory the base holds at Dest is at a
 		// name below the destination, which Docker's COPY does not

@@ -101,8 +101,14 @@ func (e *evaluator) copy(s *stageState, n *parser.Node, op *copyOp) error {
 		items = append(items, got...)
 		found += count
 	}
-	if (len(op.sd.SourcePaths) > 1 || found > 1) && !intoDir {
-		return fmt.Errorf("%s: with more than one source, the destination must be a directory ending in /; BuildKit copies the sources to it one after another, each over the one before, so that a file there holds the last: end it with / to copy them into it, or copy the one source that is meant", op.sd.DestPath)
+	// replaced, when set, says the files of this COPY but its last
+	// are copied over by the next, at the destination itself.
+	replaced := false
+	if (len(op.sd.SourcePaths) > 1 || found > 1) && !intoDir && len(items) > 0 {
+		if intoDir, err = severalToOne(op.sd.DestPath, items); err != nil {
+			return err
+		}
+		replaced = !intoDir
 	}
 
 	l := &plan.Layer{Name: e.layerName(n)}
@@ -112,16 +118,6 @@ func (e *evaluator) copy(s *stageState, n *parser.Node, op *copyOp) error {
 	seen := map[string]bool{}
 	for i, it := range items {
 		root, dest := placeAt(it, cleanDest, intoDir)
-		// Sources that overlap (COPY a* ab*) name one file twice: BuildKit
-		// copies it twice, the same content, and one placement does.
-		if k := it.src.id() + "\x00" + root + "\x00" + dest; seen[k] {
-			continue
-		} else {
-			seen[k] = true
-		}
-		if err := placedTwice(n, items, at, i, root); err != nil {
-			return err
-		}
 		pm := plan.Placement{Artifact: e.artifact(it.src, it.pos), Dest: dest, Mode: it.mode, UID: it.uid, GID: it.gid, Pos: it.pos}
 		// BuildKit's --chmod does not reach the files an ADD unpacks:
 		// they keep the archive's modes (pallet's normalized ones). A
@@ -135,6 +131,27 @@ func (e *evaluator) copy(s *stageState, n *parser.Node, op *copyOp) error {
 			// its owner; the stage's owners a COPY --from keeps are not
 			// theirs.
 			pm.OwnNewDirs = !s.platform.IsWindows()
+		}
+		if replaced && i < len(items)-1 {
+			// A file a later source replaces at the destination is
+			// left out, as nothing of it is left in BuildKit's layer;
+			// where the base holds a directory there, it goes into
+			// it, which only the build can see.
+			if s.mayHoldDir(it, cleanDest, intoDir) && !slices.ContainsFunc(items[i+1:], func(o item) bool { return o.src.id() == it.src.id() && o.name == it.name }) {
+				pm.IntoDirAs, pm.OnlyIntoDir = it.name, true
+				l.Placements = append(l.Placements, pm)
+			}
+			continue
+		}
+		// Sources that overlap (COPY a* ab*) name one file twice: BuildKit
+		// copies it twice, the same content, and one placement does.
+		if k := it.src.id() + "\x00" + root + "\x00" + dest; seen[k] {
+			continue
+		} else {
+			seen[k] = true
+		}
+		if err := placedTwice(n, items, at, i, root); err != nil {
+			return err
 		}
 		if it.src.isDir() && !s.platform.IsWindows() {
 			// What the COPY copies is placed below its destination as
@@ -172,6 +189,27 @@ func (e *evaluator) copy(s *stageState, n *parser.Node, op *copyOp) error {
 		s.layers = append(s.layers, l)
 	}
 	return nil
+}
+
+// severalToOne is what BuildKit makes of several sources (items, in
+// order) copied to dest, a name without a trailing / that the stage
+// holds no directory at: it copies them one after another, each as if
+// alone (fsutil's Copy, once per source, into the state the one before
+// left). A directory first makes dest a directory, into which the
+// others go (into is true); a file first is written at dest, a later
+// file replaces it, and a later directory fails (cannot copy to
+// non-directory), unless the base holds a directory there.
+func severalToOne(dest string, items []item) (into bool, err error) {
+	dirLike := func(it item) bool { return it.fromDir || it.src.isDir() }
+	if dirLike(items[0]) {
+		return true, nil
+	}
+	for _, it := range items[1:] {
+		if dirLike(it) {
+			return false, fmt.Errorf("%s: BuildKit copies the sources there one after another: %s, a file, is written at %s, and then %s, a directory, fails there (cannot copy to non-directory), unless the base holds a directory at %s; end the destination with / to copy them into a directory, or copy the directory first", dest, items[0].src.hint, dest, it.src.hint, dest)
+		}
+	}
+	return false, nil
 }
 
 // placedTwice refuses item i of a COPY when it places a path an earlier

@@ -33,7 +33,7 @@ func TestDockerfileErrorsAt(t *testing.T) {
 		{"--from with a variable", "ARG S=a\nFROM scratch AS a\nFROM scratch\nCOPY --from=$S / /", 4, 6, "variables are not expanded in --from"},
 		{"--exclude with --from", "FROM scratch AS a\nCOPY bin/hello /b/\nFROM scratch\nCOPY --from=a --exclude=*.md /b /c/", 4, 15, "--exclude is not supported with --from"},
 		{"--parents", "FROM scratch\nCOPY --parents bin/hello /", 2, 6, "--parents is not supported"},
-		{"several sources need a directory", "FROM scratch\nCOPY bin/hello bin/hello /x", 2, 1, "/x: with more than one source, the destination must be a directory ending in /; BuildKit copies the sources to it one after another"},
+		{"a file, then a directory, to one name", "FROM scratch\nCOPY bin/hello bin /x", 2, 1, "/x: BuildKit copies the sources there one after another: bin/hello, a file, is written at /x, and then bin, a directory, fails there (cannot copy to non-directory)"},
 		{"one path placed by two sources, at the later", "FROM scratch\nCOPY bin/ bin/hello /d/", 2, 11, "/d/hello is placed by two sources of this COPY, bin and bin/hello: BuildKit copies the later over the earlier"},
 		{"a global ARG used in a stage", "ARG V=1\nFROM scratch\nLABEL v=$V", 3, 1, "ARG of the global scope"},
 		{"an automatic ARG used undeclared", "FROM scratch\nCOPY bin/hello /$TARGETARCH/", 2, 1, "ARG TARGETARCH"},

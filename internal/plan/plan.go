@@ -203,6 +203,11 @@ type Placement struct {
 	// destination without a trailing /, decided only once the base is
 	// read.
 	IntoDirAs string
+	// OnlyIntoDir places the file only where it goes into a directory
+	// (IntoDirAs): at Dest itself, a later file of the same Dockerfile
+	// COPY replaces it, as BuildKit copies several sources one after
+	// another.
+	OnlyIntoDir bool
 	// OwnNewDirs gives UID and GID to the directories the placement
 	// makes on its way, where the image holds none, as Docker's COPY
 	// --chown makes them (tree.Placement.OwnNewDirs).
