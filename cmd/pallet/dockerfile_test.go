@@ -624,3 +624,43 @@ func TestDockerfileSeveralSourcesToOneName(t *testing.T) {
 		{"FROM scratch\nCOPY a d /w\n", "/w: BuildKit copies the sources there one after another: a, a file, is written at /w, and then d, a directory, fails there (cannot copy to non-directory)"},
 	})
 }
+
+// COPY --chmod gives its mode to the directories it copies too, and to
+// those it makes on the way to its destination, as BuildKit v0.29 does
+// (fsutil's copyFileInfo chmods every entry it creates, and its MkdirAll
+// makes the missing ones with the mode's permission bits); the
+// directories the image holds keep theirs, and an ADD unpacking an
+// archive leaves its directories as they are.
+func TestDockerfileChmodDirectories(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "d", "g"), "g\n")
+	writeFile(t, filepath.Join(dir, "d", "sub", "f"), "f\n")
+	writeFile(t, filepath.Join(dir, "f"), "f\n")
+	writeFile(t, filepath.Join(dir, "r.tar"), string(fixture.Tar([]fixture.File{{Name: "t/", Dir: true, Mode: 0o755}, {Name: "t/x", Content: "x\n", Mode: 0o644}})))
+	writeFile(t, filepath.Join(dir, "root", "opt", "k"), "k\n")
+	writeFile(t, filepath.Join(dir, "base.Dockerfile"), "FROM scratch\nCOPY root/ /\n")
+	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "base.Dockerfile"), "-o", "oci:"+filepath.Join(dir, "base"))
+	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM oci:base\nCOPY --chmod=750 d/ /a/b/\nCOPY --chmod=640 f /p/q/f\nCOPY --chmod=2750 d/ /s/\nCOPY --chmod=700 d/ /opt/\nADD --chmod=600 r.tar /u/\n")
+	out := filepath.Join(t.TempDir(), "o")
+	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
+	layers, err := dfImage(t, out).Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for i, l := range layers[1:] {
+		walkLayer(t, l, func(h *tar.Header, _ io.Reader) {
+			got = append(got, fmt.Sprintf("%d %s %o", i+2, strings.TrimSuffix(h.Name, "/"), h.Mode))
+		})
+	}
+	want := []string{
+		"2 a 750", "2 a/b 750", "2 a/b/g 750", "2 a/b/sub 750", "2 a/b/sub/f 750",
+		"3 p 640", "3 p/q 640", "3 p/q/f 640",
+		"4 s 750", "4 s/g 2750", "4 s/sub 2750", "4 s/sub/f 2750",
+		"5 opt 755", "5 opt/g 700", "5 opt/sub 700", "5 opt/sub/f 700",
+		"6 u 755", "6 u/t 755", "6 u/t/x 644",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("layers 2 to 6 hold\n got %q\nwant %q", got, want)
+	}
+}

@@ -1334,7 +1334,7 @@ func (b *builder) layerTree(ctx context.Context, name string, pi *plan.PlatformI
 		if pm.OnlyIntoDir && dest == pm.Dest {
 			continue // a later placement of the layer replaces it
 		}
-		place := tree.Placement{Dest: dest, FileMode: pm.Mode, UID: pm.UID, GID: pm.GID, From: pm.Path, LinkAs: pm.LinkAs, OwnNewDirs: pm.OwnNewDirs, NoLinksBelow: pm.NoLinksBelow}
+		place := tree.Placement{Dest: dest, FileMode: pm.Mode, DirMode: pm.DirMode, UID: pm.UID, GID: pm.GID, From: pm.Path, LinkAs: pm.LinkAs, OwnNewDirs: pm.OwnNewDirs, NoLinksBelow: pm.NoLinksBelow}
 		// A file put into a directory the base holds at Dest is at a
 		// name below the destination, which Docker's COPY does not
 		// resolve.

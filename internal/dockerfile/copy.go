@@ -124,6 +124,10 @@ func (e *evaluator) copy(s *stageState, n *parser.Node, op *copyOp) error {
 		// COPY --from of what a stage unpacked copies files, and does.
 		if mode != nil && !(it.src.opaque() && !it.fromDir) {
 			pm.Mode = *mode
+			if !s.platform.IsWindows() {
+				// And to the directories it copies and makes.
+				pm.DirMode = *mode
+			}
 		}
 		if uid != nil {
 			pm.UID, pm.GID = *uid, *gid

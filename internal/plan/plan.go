@@ -195,7 +195,11 @@ type Placement struct {
 	// cannot tell (tree.Entry.LinkAs).
 	LinkAs tree.LinkKind
 	// Mode, when not zero, is the permission of every regular file placed.
-	Mode     os.FileMode
+	Mode os.FileMode
+	// DirMode, when not zero, is the mode of the directories placed
+	// and made on the way, as a Dockerfile COPY --chmod gives it to them
+	// (tree.Placement.DirMode).
+	DirMode  os.FileMode
 	UID, GID int
 	// IntoDirAs, when set, places a single file into the directory at
 	// Dest, under this name, if the base holds one there (or a link to

@@ -435,6 +435,12 @@ type Placement struct {
 	Dest string
 	// FileMode, when non-zero, replaces the mode of every regular file.
 	FileMode fs.FileMode
+	// DirMode, when non-zero, is the mode of the directories the
+	// placement places, as Docker's COPY --chmod gives it to them: those
+	// it copies get it whole, those it makes on its way (Dest's parents,
+	// and Dest for a tree that goes into it) its permission bits, as a
+	// mkdir makes them; those the image holds keep theirs (Through).
+	DirMode  fs.FileMode
 	UID, GID int
 	// From, when set, takes only this path of src (relative to its root):
 	// a file or link is placed alone, as Dest or into it with a trailing
@@ -456,6 +462,15 @@ type Placement struct {
 	// FollowLink marks the file a one-file placement puts at Dest, named
 	// without a trailing slash, Entry.FollowLink.
 	FollowLink bool
+}
+
+// madeDirMode is the mode of a directory pl makes on its way (see
+// DirMode).
+func (pl Placement) madeDirMode() fs.FileMode {
+	if pl.DirMode != 0 {
+		return pl.DirMode.Perm()
+	}
+	return defaultDir.Mode
 }
 
 // noLinksFrom is Entry.NoLinksFrom for the entries pl places.
@@ -516,7 +531,11 @@ func (t *Tree) Place(src *Tree, pl Placement) error {
 			return err
 		}
 	} else if dest != "." {
-		if err := t.Add(Entry{Path: dest, Kind: Dir, Mode: 0o755, UID: pl.UID, GID: pl.GID, NoLinksFrom: pl.noLinks}); err != nil {
+		// dest's parents are made with DirMode, if set.
+		if err := t.newDirs(path.Dir(dest), pl); err != nil {
+			return err
+		}
+		if err := t.Add(Entry{Path: dest, Kind: Dir, Mode: pl.madeDirMode(), UID: pl.UID, GID: pl.GID, NoLinksFrom: pl.noLinks}); err != nil {
 			return err
 		}
 	} else if err := checkIDs(Entry{Path: dest, UID: pl.UID, GID: pl.GID}); err != nil {
@@ -536,11 +555,17 @@ func (t *Tree) Place(src *Tree, pl Placement) error {
 }
 
 // newDirs adds dir and its parents as directories placement pl makes
-// (Entry.IfNew), when pl.OwnNewDirs says so: those t holds already, made
-// by an earlier placement, are left as that one made them.
+// (Entry.IfNew), when pl.OwnNewDirs or pl.DirMode says so: those t holds
+// already, made by an earlier placement, are left as that one made them.
+// They are pl's owner's only with OwnNewDirs (0:0 otherwise, as Docker's
+// COPY without --chown makes them).
 func (t *Tree) newDirs(dir string, pl Placement) error {
-	if !pl.OwnNewDirs {
+	if !pl.OwnNewDirs && pl.DirMode == 0 {
 		return nil
+	}
+	uid, gid := 0, 0
+	if pl.OwnNewDirs {
+		uid, gid = pl.UID, pl.GID
 	}
 	t.index()
 	var dirs []string
@@ -551,7 +576,7 @@ func (t *Tree) newDirs(dir string, pl Placement) error {
 		dirs = append(dirs, dir)
 	}
 	for i := len(dirs) - 1; i >= 0; i-- {
-		if err := t.Add(Entry{Path: dirs[i], Kind: Dir, Mode: defaultDir.Mode, UID: pl.UID, GID: pl.GID, IfNew: true, NoLinksFrom: pl.noLinks}); err != nil {
+		if err := t.Add(Entry{Path: dirs[i], Kind: Dir, Mode: pl.madeDirMode(), UID: uid, GID: gid, IfNew: true, NoLinksFrom: pl.noLinks}); err != nil {
 			return err
 		}
 	}
@@ -600,6 +625,9 @@ func (t *Tree) placeNew(src *Tree, dest string, pl Placement, empty bool) {
 		e.Path = p
 		if pl.FileMode != 0 && e.Kind == File {
 			e.Mode = pl.FileMode
+		}
+		if pl.DirMode != 0 && e.Kind == Dir {
+			e.Mode = pl.DirMode
 		}
 		if pl.LinkAs != LinkUnknown && e.Kind == Symlink {
 			e.LinkAs = pl.LinkAs
@@ -680,6 +708,9 @@ func nearNames(entries []Entry, p string) string {
 func (t *Tree) add(e Entry, pl Placement) error {
 	if pl.FileMode != 0 && e.Kind == File {
 		e.Mode = pl.FileMode
+	}
+	if pl.DirMode != 0 && e.Kind == Dir {
+		e.Mode = pl.DirMode
 	}
 	if pl.LinkAs != LinkUnknown && e.Kind == Symlink {
 		e.LinkAs = pl.LinkAs
