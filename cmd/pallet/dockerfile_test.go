@@ -619,6 +619,34 @@ func TestDockerfileSeveralSourcesToOneName(t *testing.T) {
 			t.Errorf("%q: layer holds %q, want %q", tc.df, got, tc.want)
 		}
 	}
+	// The record lists the files placed, not the ones left out, whether
+	// the plan (on scratch) or the build (on a base) leaves them out;
+	// only the build's is an artifact, read in case the base held a
+	// directory there.
+	for df, artifacts := range map[string]int{"FROM scratch\nCOPY b a /z\n": 1, "FROM oci:base\nCOPY b a /z\n": 2} {
+		writeFile(t, filepath.Join(dir, "Dockerfile"), df)
+		rec := filepath.Join(t.TempDir(), "r.json")
+		mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+filepath.Join(t.TempDir(), "o"), "--record", rec)
+		data, err := os.ReadFile(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r struct {
+			Artifacts []struct{ Name string }
+			Images    []struct {
+				Placed []struct{ Artifact, Dest string }
+			}
+		}
+		if err := json.Unmarshal(data, &r); err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Images) != 1 || len(r.Images[0].Placed) != 1 || r.Images[0].Placed[0].Dest != "/z" || r.Images[0].Placed[0].Artifact != "a" {
+			t.Errorf("%q: record places %+v, want a at /z", df, r.Images)
+		}
+		if len(r.Artifacts) != artifacts {
+			t.Errorf("%q: record lists artifacts %+v, want %d", df, r.Artifacts, artifacts)
+		}
+	}
 	refusedDockerfiles(t, dir, []dockerfileRefusal{
 		{"FROM scratch\nCOPY a d /w\n", "Dockerfile:2: "},
 		{"FROM scratch\nCOPY a d /w\n", "/w: BuildKit copies the sources there one after another: a, a file, is written at /w, and then d, a directory, fails there (cannot copy to non-directory)"},

@@ -1022,6 +1022,9 @@ func (b *builder) platformImages(ctx context.Context, im *plan.Image, pi *plan.P
 				if err != nil {
 					return nil, nil, nil, err
 				}
+				if pm.OnlyIntoDir && dest == pm.Dest {
+					continue // not placed (see layerTree)
+				}
 				ir.Placed = append(ir.Placed, record.Placement{Artifact: b.plan.Artifacts[pm.Artifact].Name, Dest: dest})
 			}
 		}

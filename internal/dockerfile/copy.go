@@ -118,6 +118,17 @@ func (e *evaluator) copy(s *stageState, n *parser.Node, op *copyOp) error {
 	seen := map[string]bool{}
 	for i, it := range items {
 		root, dest := placeAt(it, cleanDest, intoDir)
+		// A file a later source replaces at the destination is left
+		// out, as nothing of it is left in BuildKit's layer; where the
+		// base may hold a directory there, it goes into it if it does,
+		// which only the build can see.
+		intoBaseDir := false
+		if replaced && i < len(items)-1 {
+			if !s.mayHoldDir(it, cleanDest, intoDir) || slices.ContainsFunc(items[i+1:], func(o item) bool { return o.src.id() == it.src.id() && o.name == it.name }) {
+				continue
+			}
+			intoBaseDir = true
+		}
 		pm := plan.Placement{Artifact: e.artifact(it.src, it.pos), Dest: dest, Mode: it.mode, UID: it.uid, GID: it.gid, Pos: it.pos}
 		// BuildKit's --chmod does not reach the files an ADD unpacks:
 		// they keep the archive's modes (pallet's normalized ones). A
@@ -136,15 +147,9 @@ func (e *evaluator) copy(s *stageState, n *parser.Node, op *copyOp) error {
 			// theirs.
 			pm.OwnNewDirs = !s.platform.IsWindows()
 		}
-		if replaced && i < len(items)-1 {
-			// A file a later source replaces at the destination is
-			// left out, as nothing of it is left in BuildKit's layer;
-			// where the base holds a directory there, it goes into
-			// it, which only the build can see.
-			if s.mayHoldDir(it, cleanDest, intoDir) && !slices.ContainsFunc(items[i+1:], func(o item) bool { return o.src.id() == it.src.id() && o.name == it.name }) {
-				pm.IntoDirAs, pm.OnlyIntoDir = it.name, true
-				l.Placements = append(l.Placements, pm)
-			}
+		if intoBaseDir {
+			pm.IntoDirAs, pm.OnlyIntoDir = it.name, true
+			l.Placements = append(l.Placements, pm)
 			continue
 		}
 		// Sources that overlap (COPY a* ab*) name one file twice: BuildKit
