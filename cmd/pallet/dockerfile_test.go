@@ -436,7 +436,7 @@ func TestDockerfileChownMakesParents(t *testing.T) {
 func TestDockerfileCopyOntoDanglingLink(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "f"), "f\n")
-	for link, target := range map[string]string{"x": "/nowhere/deep/f", "lib/y": "../opt/y", "z": "../../../z2"} {
+	for link, target := range map[string]string{"x": "/nowhere/deep/f", "lib/y": "../opt/y", "z": "../../../z2", "w": "m/n/w"} {
 		if err := os.MkdirAll(filepath.Join(dir, "root", filepath.Dir(link)), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -446,7 +446,7 @@ func TestDockerfileCopyOntoDanglingLink(t *testing.T) {
 	}
 	writeFile(t, filepath.Join(dir, "base.Dockerfile"), "FROM scratch\nCOPY root/ /\n")
 	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "base.Dockerfile"), "-o", "oci:"+filepath.Join(dir, "base"))
-	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM oci:base\nCOPY f /x\nCOPY f /lib/y\nCOPY f /z\n")
+	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM oci:base\nCOPY f /x\nCOPY f /lib/y\nCOPY f /z\nCOPY --chown=5:5 --chmod=640 f /w\n")
 	out := filepath.Join(t.TempDir(), "o")
 	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
 	layers, err := dfImage(t, out).Layers()
@@ -456,12 +456,15 @@ func TestDockerfileCopyOntoDanglingLink(t *testing.T) {
 	var got []string
 	for i, l := range layers[1:] {
 		walkLayer(t, l, func(h *tar.Header, _ io.Reader) {
-			got = append(got, fmt.Sprintf("%d %s", i+2, strings.TrimSuffix(h.Name, "/")))
+			got = append(got, fmt.Sprintf("%d %s %o %d:%d", i+2, strings.TrimSuffix(h.Name, "/"), h.Mode, h.Uid, h.Gid))
 		})
 	}
-	want := []string{"2 nowhere", "2 nowhere/deep", "2 nowhere/deep/f", "3 opt", "3 opt/y", "4 z2"}
+	// The directories made on the way are --chown's and --chmod's, as
+	// BuildKit's MkdirAll makes them.
+	want := []string{"2 nowhere 755 0:0", "2 nowhere/deep 755 0:0", "2 nowhere/deep/f 644 0:0", "3 opt 755 0:0", "3 opt/y 644 0:0", "4 z2 644 0:0",
+		"5 m 640 5:5", "5 m/n 640 5:5", "5 m/n/w 640 5:5"}
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("layers 2 to 4 hold\n got %q\nwant %q", got, want)
+		t.Errorf("layers 2 to 5 hold\n got %q\nwant %q", got, want)
 	}
 }
 

@@ -235,13 +235,16 @@ func (t *Tree) Through(v *View) (*Tree, error) {
 			continue // a directory that is the root, through a link
 		}
 		if target, ok := v.Links[ne.Path]; ok && ne.Kind == File {
-			if !e.FollowLink || v.IsDir(ne.Path) {
+			if e.FollowLink == nil || v.IsDir(ne.Path) {
 				return nil, linkInTheWay(v, ne.Path, target)
 			}
 			// Where the link leads, within the root: BuildKit resolves
 			// the destination as Links.Resolve does (continuity's
 			// RootPath).
 			if ne.Path, err = v.Links.Resolve(ne.Path); err != nil {
+				return nil, err
+			}
+			if err := madeOnTheWay(v, out, ne.Path, *e.FollowLink); err != nil {
 				return nil, err
 			}
 		}
@@ -289,6 +292,29 @@ func (t *Tree) Through(v *View) (*Tree, error) {
 		}
 	}
 	return out, nil
+}
+
+// madeOnTheWay adds to out the directories above p that neither v nor
+// out hold, made with meta m, as BuildKit's MkdirAll makes the parents
+// of a destination it resolved through a link (with --chmod's mode and
+// --chown's owner). Those left to out to imply are 0755 0:0 already.
+func madeOnTheWay(v *View, out *Tree, p string, m DirMeta) error {
+	if m == defaultDir {
+		return nil
+	}
+	out.index()
+	for dir := path.Dir(p); dir != "."; dir = path.Dir(dir) {
+		if _, ok := v.Dirs[dir]; ok || v.Implied[dir] {
+			break // there, and so are its parents
+		}
+		if _, ok := out.entries[dir]; ok {
+			continue
+		}
+		if err := out.Add(Entry{Path: dir, Kind: Dir, Mode: m.Mode, UID: m.UID, GID: m.GID, IfNew: true}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // LinkInside is a directory a Dockerfile's COPY copies (Entry.NoLinksFrom)

@@ -97,12 +97,13 @@ type Entry struct {
 	// holds a link (cannot copy to non-directory). Through refuses such
 	// an entry instead of placing it through the link.
 	NoLinksFrom uint16
-	// FollowLink marks a file placed at the destination of a Dockerfile
-	// COPY itself, which Docker's COPY resolves through the image's
-	// links, the last element too: where the image holds a link that
-	// leads nowhere, Through places the file where the link leads, as
-	// BuildKit writes it there (making the directories on its way).
-	FollowLink bool
+	// FollowLink, when set, marks a file placed at the destination of a
+	// Dockerfile COPY itself, which Docker's COPY resolves through the
+	// image's links, the last element too: where the image holds a link
+	// that leads nowhere, Through places the file where the link leads,
+	// as BuildKit writes it there, and makes the directories on its way
+	// that the image does not hold with this mode and owner.
+	FollowLink *DirMeta
 	// Implied marks a directory an archive held no entry of its own for,
 	// made as the parent of those below it: where the image holds a link
 	// there, Docker's ADD unpacks through the link, as it does on the
@@ -518,7 +519,13 @@ func (t *Tree) Place(src *Tree, pl Placement) error {
 	if one && !intoDir {
 		e := first[0]
 		e.Path = dest
-		e.FollowLink = pl.FollowLink
+		if pl.FollowLink {
+			made := DirMeta{Mode: pl.madeDirMode()}
+			if pl.OwnNewDirs {
+				made.UID, made.GID = pl.UID, pl.GID
+			}
+			e.FollowLink = &made
+		}
 		if err := t.newDirs(path.Dir(dest), pl); err != nil {
 			return err
 		}
