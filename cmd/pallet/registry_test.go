@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -383,4 +384,63 @@ func TestRecipeStallBoundsRegistryBase(t *testing.T) {
 	if elapsed := time.Since(start); elapsed > 20*time.Second {
 		t.Errorf("the build failed after %s, with limits.stall 300ms", elapsed)
 	}
+}
+
+// requestLog keeps, behind a registry, the order of blob commits (PUT
+// ...?digest=D, as "blob D") and manifest requests ("manifest METHOD").
+type requestLog struct {
+	next   http.Handler
+	mu     sync.Mutex
+	events []string
+}
+
+func (l *requestLog) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	l.mu.Lock()
+	switch {
+	case r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/blobs/uploads/"):
+		l.events = append(l.events, "blob "+r.URL.Query().Get("digest"))
+	case strings.Contains(r.URL.Path, "/manifests/"):
+		l.events = append(l.events, "manifest "+r.Method)
+	}
+	l.mu.Unlock()
+	l.next.ServeHTTP(w, r)
+}
+
+// A push uploads the image's config with its layers, while the build
+// goes on, not after them: by the time the push writes the manifest,
+// every blob is up, and the push ends with the manifest's requests alone.
+func TestPushUploadsConfigEarly(t *testing.T) {
+	reqs := &requestLog{}
+	reg := testregistry.Start(t, func(h http.Handler) http.Handler { reqs.next = h; return reqs })
+	recipe := smallRecipe(t, "scratch", "config early\n")
+	ref := reg.Host + "/early/config:1"
+	if _, stderr, err := palletOut(t, "build", "-f", recipe, "--cache-dir", t.TempDir(), "--record", filepath.Join(t.TempDir(), "r.json"),
+		"-q", "-o", "registry:"+ref); err != nil {
+		t.Fatalf("push: %v\n%s", err, stderr)
+	}
+	img, err := remote.Image(mustRef(t, ref))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := img.ConfigName()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs.mu.Lock()
+	events := slices.Clone(reqs.events)
+	reqs.mu.Unlock()
+	blob := slices.Index(events, "blob "+cfg.String())
+	manifest := slices.IndexFunc(events, func(e string) bool { return strings.HasPrefix(e, "manifest ") })
+	if blob < 0 || manifest < 0 || blob > manifest {
+		t.Errorf("the config %s was not committed before the first manifest request: %v", cfg, events)
+	}
+}
+
+func mustRef(t *testing.T, s string) name.Reference {
+	t.Helper()
+	ref, err := name.ParseReference(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ref
 }

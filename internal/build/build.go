@@ -25,6 +25,7 @@ import (
 
 	"github.com/gofrs/flock"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"golang.org/x/sync/errgroup"
 
@@ -1010,6 +1011,11 @@ func (b *builder) platformImages(ctx context.Context, im *plan.Image, pi *plan.P
 		img, err := image.Assemble(base, layers, pi.Config, b.plan.Epoch)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("on base %s: %w", ref, err)
+		}
+		// The config goes up with the last layers rather than after
+		// them: the push then ends with the manifest alone.
+		if cl, err := partial.ConfigLayer(img); err == nil {
+			b.prepare(ctx, im, cl)
 		}
 		d, err := img.Digest()
 		if err != nil {
