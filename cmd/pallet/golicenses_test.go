@@ -279,3 +279,44 @@ images:
 	mustPallet(t, append([]string{"build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "--cache-dir", t.TempDir(), "-o", "oci:" + out}, extra...)...)
 	return root, out
 }
+
+// A module that requires no other links none, so its module licences
+// never need the module cache: the build does not ask the go command
+// where it is (a go command beside go build takes a core from it), and
+// still records the main module.
+func TestStdOnlyModuleAsksNoModuleCache(t *testing.T) {
+	real, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go on PATH")
+	}
+	bin, log := t.TempDir(), filepath.Join(t.TempDir(), "go.log")
+	writeFile(t, filepath.Join(bin, "go"), "#!/bin/sh\necho \"$*\" >>"+log+"\nexec "+real+" \"$@\"\n")
+	if err := os.Chmod(filepath.Join(bin, "go"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	rec := filepath.Join(t.TempDir(), "r.json")
+	mustPallet(t, "build", "-q", "-f", copyExample(t, "hello"), "--platform", "linux/amd64", "--cache-dir", t.TempDir(),
+		"--record", rec, "-o", "oci:"+filepath.Join(t.TempDir(), "out"))
+	calls, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(calls), "build ") {
+		t.Fatalf("go build did not go through the wrapper: %q", calls)
+	}
+	if strings.Contains(string(calls), "GOMODCACHE") {
+		t.Errorf("the build asked for the module cache of a module that requires nothing:\n%s", calls)
+	}
+	var mods []string
+	for _, a := range readRecord(t, rec).Artifacts {
+		for _, gb := range a.GoBinaries {
+			for _, m := range gb.Modules {
+				mods = append(mods, m.Path)
+			}
+		}
+	}
+	if strings.Join(mods, " ") != "example.com/hello" {
+		t.Errorf("modules recorded: %v, want the main module alone", mods)
+	}
+}

@@ -718,9 +718,12 @@ func (b *builder) makeReady(ctx context.Context, key string, a *plan.Artifact, r
 		}()
 		defer func() { <-prepared }()
 	}
-	if g := artifact.GoSettings(a.Kind); g != nil && b.opt.ModuleLicenses {
+	if g := artifact.GoSettings(a.Kind); g != nil && b.opt.ModuleLicenses && !requiresNothing(a.Kind) {
 		// moduleLicenses asks the go command where its module cache is:
-		// asked now, the answer (30 ms) comes while go build runs.
+		// asked now, the answer (30 ms) comes while go build runs. A
+		// module that requires no other links none: its licences never
+		// need the cache, and a go command run beside go build would only
+		// take a core from it.
 		asked := make(chan struct{})
 		go func() {
 			defer close(asked)

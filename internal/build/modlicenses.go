@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"golang.org/x/mod/modfile"
 	"golang.org/x/mod/module"
 	"golang.org/x/mod/semver"
 
@@ -32,7 +33,9 @@ func (b *builder) moduleLicenses(ctx context.Context, pa *plan.Artifact, res *ar
 		g = &artifact.Go{} // a downloaded release: the build's own settings
 	}
 	env := b.fetcher.GoEnv(g, pa.Platform)
-	modCache, err := b.moduleCache(ctx, env)
+	// The answer asked for while the artifact was made, if it was: else
+	// golicenses asks, once a linked module needs the cache.
+	modCache, err := b.askedModuleCache(env)
 	if err != nil {
 		return err
 	}
@@ -129,6 +132,36 @@ func (b *builder) rememberLicence(sum string, _ []byte, derive func() (string, e
 		return derive()
 	}
 	return b.cache.ContentFact("golicenses-classification-v1", sum, nil, derive)
+}
+
+// askedModuleCache is moduleCache's answer for env, waited for, if it was
+// asked; "" if not, which golicenses takes as its own to ask, when a
+// linked module needs the cache.
+func (b *builder) askedModuleCache(env []string) (string, error) {
+	v, ok := b.modCaches.Load(strings.Join(env, "\x00"))
+	if !ok {
+		return "", nil
+	}
+	o := v.(*onceString)
+	o.once.Do(func() {}) // waits for the asking one
+	return o.v, o.err
+}
+
+// requiresNothing says whether k builds a local Go module whose go.mod
+// requires no other module: its binaries link the main module and the
+// standard library alone. Unreadable, or another kind: false.
+func requiresNothing(k artifact.Kind) bool {
+	g, ok := k.(*artifact.Go)
+	if !ok {
+		return false
+	}
+	path := filepath.Join(g.Module, "go.mod")
+	data, err := bounded.ReadFile(path, artifact.MaxGoMod)
+	if err != nil {
+		return false
+	}
+	f, err := modfile.ParseLax(path, data, nil)
+	return err == nil && len(f.Require) == 0
 }
 
 // moduleCache is the go command's module cache with env, asked once per
