@@ -22,10 +22,13 @@ import (
 
 func main() {
 	memlimit.Start()
+	stopProfiles := startProfiles()
 	ctx, stop := interruptible(context.Background(), stopGrace, os.Exit)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
-	os.Exit(exit(ctx, err, os.Stderr))
+	code := exit(ctx, err, os.Stderr)
+	stopProfiles()
+	os.Exit(code)
 }
 
 // run executes one pallet command line; tests call it in-process.
