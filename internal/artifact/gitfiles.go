@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -72,7 +73,23 @@ func (g *GitFiles) Produce(ctx context.Context, f *Fetcher, r *Request, work str
 	if err := os.RemoveAll(filepath.Join(src, ".git")); err != nil {
 		return nil, err
 	}
-	full, info, err := inCheckout(src, g.Path)
+	t, err := takeFiles(src, g.Path, at, "at that commit")
+	if err != nil {
+		return nil, err
+	}
+	lic, err := sourceLicenses(src, t, r, at)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Tree: t, Licenses: lic}, nil
+}
+
+// takeFiles takes the file or directory p of root, a pinned source
+// unpacked (a checkout, a module), as it is; at names the source and its
+// pin, and where says where p was looked for ("at that commit"), in
+// messages. Errors in p are blamed on the recipe's path.
+func takeFiles(root, p, at, where string) (*tree.Tree, error) {
+	full, info, err := inCheckout(root, p, where)
 	if err != nil {
 		return nil, blame("path", fmt.Errorf("%s: %w", at, err))
 	}
@@ -85,34 +102,32 @@ func (g *GitFiles) Produce(ctx context.Context, f *Fetcher, r *Request, work str
 		// Refused, not dropped as a Go build's checkout drops them: these
 		// links are placed, and in the image one leading out of the
 		// directory points at whatever is there (the host, in a
-		// host-process container), which the commit does not pin. It is
+		// host-process container), which the pin does not cover. It is
 		// a local directory's rule, for the same reason.
 		for e := range t.All() {
 			if e.Kind != tree.Symlink {
 				continue
 			}
 			if err := archive.CheckLinkTarget(e.Link, e.Path); err != nil {
-				return nil, blame("path", fmt.Errorf("%s: %s: %w (take the directory that holds its target, or the target itself)", at, path.Join(g.Path, e.Path), err))
+				return nil, blame("path", fmt.Errorf("%s: %s: %w (take the directory that holds its target, or the target itself)", at, path.Join(p, e.Path), err))
 			}
 		}
 	case info.Mode().IsRegular():
-		if t, err = tree.FromFile(full, path.Base(g.Path)); err != nil {
+		if t, err = tree.FromFile(full, path.Base(p)); err != nil {
 			return nil, err
 		}
 	default:
-		return nil, blame("path", fmt.Errorf("%s: %w", at, tree.Unplaceable(g.Path, info.Mode())))
+		return nil, blame("path", fmt.Errorf("%s: %w", at, tree.Unplaceable(p, info.Mode())))
 	}
-	lic, err := g.licenses(src, t, r)
-	if err != nil {
-		return nil, err
-	}
-	return &Result{Tree: t, Licenses: lic}, nil
+	return t, nil
 }
 
-// licenses are the repository's, as for a Go build of it: named ones are
-// relative to its root, where a licence is kept whatever part of it is
-// taken; found ones are those of the files taken, or else the root's.
-func (g *GitFiles) licenses(src string, t *tree.Tree, r *Request) (*tree.Tree, error) {
+// sourceLicenses are those of the source unpacked at src (a repository,
+// a module) that files t were taken from, as for a Go build of it: named
+// ones are relative to its root, where a licence is kept whatever part of
+// it is taken; found ones are those of the files taken, or else the
+// root's. at names the source and its pin in messages.
+func sourceLicenses(src string, t *tree.Tree, r *Request, at string) (*tree.Tree, error) {
 	if r.NoLicense {
 		return tree.New(), nil
 	}
@@ -129,9 +144,9 @@ func (g *GitFiles) licenses(src string, t *tree.Tree, r *Request) (*tree.Tree, e
 		if err != nil {
 			return nil, fmt.Errorf("licence %q: %w", n, err)
 		}
-		full, info, err := inCheckout(src, p)
+		full, info, err := inCheckout(src, p, "")
 		if err != nil || !info.Mode().IsRegular() {
-			return nil, fmt.Errorf("licence file %s not found in %s at %s", n, g.Repo, g.Commit)
+			return nil, fmt.Errorf("licence file %s not found in %s", n, at)
 		}
 		one, err := tree.FromFile(full, p)
 		if err != nil {
@@ -146,10 +161,13 @@ func (g *GitFiles) licenses(src string, t *tree.Tree, r *Request) (*tree.Tree, e
 	return out, nil
 }
 
-// inCheckout finds p in the checkout root, following symlinks only while
-// they stay in it: a link on the way that leads out would take files the
-// commit does not pin. It returns the path on disk, links resolved.
-func inCheckout(root, p string) (string, fs.FileInfo, error) {
+// inCheckout finds p in root, a pinned source unpacked (a checkout, a
+// module), following symlinks only while they stay in it: a link on the
+// way that leads out would take files the pin does not cover. It returns
+// the path on disk, links resolved. where says where p was looked for
+// ("at that commit"), when it is not there; the message then names what
+// is near it (nearIn).
+func inCheckout(root, p, where string) (string, fs.FileInfo, error) {
 	rt, err := os.OpenRoot(root)
 	if err != nil {
 		return "", nil, err
@@ -158,9 +176,9 @@ func inCheckout(root, p string) (string, fs.FileInfo, error) {
 	info, err := rt.Stat(filepath.FromSlash(p))
 	switch {
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
-		return "", nil, fmt.Errorf("no file or directory %s at that commit", p)
+		return "", nil, fmt.Errorf("no file or directory %s %s%s", p, where, nearIn(rt, p))
 	case err != nil:
-		return "", nil, fmt.Errorf("%s: %w (a symlink on the way leads out of the repository)", p, errors.Unwrap(err))
+		return "", nil, fmt.Errorf("%s: %w (a symlink on the way leads out of it)", p, errors.Unwrap(err))
 	}
 	full, err := filepath.EvalSymlinks(filepath.Join(root, filepath.FromSlash(p)))
 	if err != nil {
@@ -169,21 +187,93 @@ func inCheckout(root, p string) (string, fs.FileInfo, error) {
 	return full, info, nil
 }
 
+// nearIn names what a path p that is not in rt was likely meant for: the
+// names in the deepest directory of p's that is there, those closest to
+// the part of p missing from it first ("hack/windws": hack/windows,
+// hack/linux). Empty when that directory holds nothing.
+func nearIn(rt *os.Root, p string) string {
+	const most = 4
+	dir, missing := ".", p
+	for parts := strings.Split(p, "/"); len(parts) > 1; parts = parts[:len(parts)-1] {
+		d := path.Join(parts[:len(parts)-1]...)
+		if info, err := rt.Stat(filepath.FromSlash(d)); err == nil && info.IsDir() {
+			dir, missing = d, parts[len(parts)-1]
+			break
+		}
+	}
+	f, err := rt.Open(filepath.FromSlash(dir))
+	if err != nil {
+		return ""
+	}
+	names, err := f.Readdirnames(-1)
+	f.Close()
+	if err != nil || len(names) == 0 {
+		return ""
+	}
+	dist := make(map[string]int, len(names))
+	for _, n := range names {
+		dist[n] = editDistance(strings.ToLower(n), strings.ToLower(missing))
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		if c := dist[a] - dist[b]; c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	more := ""
+	if len(names) > most {
+		names, more = names[:most], ", ..."
+	}
+	for i, n := range names {
+		names[i] = path.Join(dir, n)
+	}
+	return " (nearest: " + strings.Join(names, ", ") + more + ")"
+}
+
+// editDistance is the Levenshtein distance between a and b, by bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
 // CleanRepoPath checks a path into a repository as a recipe gives it
 // (slash-separated, relative to the repository's root, never climbing out
 // of it) and returns it cleaned; "." is the whole repository.
-func CleanRepoPath(p string) (string, error) {
+func CleanRepoPath(p string) (string, error) { return cleanPathIn(p, "repository") }
+
+// CleanModulePath checks a path into a module as a recipe gives it, as
+// CleanRepoPath does a path into a repository.
+func CleanModulePath(p string) (string, error) { return cleanPathIn(p, "module") }
+
+// cleanPathIn checks a path relative to the root of what (a repository, a
+// module).
+func cleanPathIn(p, what string) (string, error) {
 	switch {
 	case p == "":
 		return "", errors.New("empty path")
 	case strings.HasPrefix(p, "/") || strings.HasPrefix(p, `\`) || filepath.VolumeName(p) != "":
-		return "", fmt.Errorf("path %q is absolute; name it relative to the repository's root", p)
+		return "", fmt.Errorf("path %q is absolute; name it relative to the %s's root", p, what)
 	case strings.Contains(p, `\`):
 		return "", fmt.Errorf("path %q: separate its parts with /", p)
 	}
 	for _, part := range strings.Split(p, "/") {
 		if part == ".." {
-			return "", fmt.Errorf("path %q climbs out of the repository (contains ..)", p)
+			return "", fmt.Errorf("path %q climbs out of the %s (contains ..)", p, what)
 		}
 	}
 	return path.Clean(p), nil

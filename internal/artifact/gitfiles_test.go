@@ -139,7 +139,9 @@ func TestGitFiles(t *testing.T) {
 	}
 
 	for _, tc := range []struct{ path, want string }{
-		{"hack/linux/install.sh", "no file or directory hack/linux/install.sh at that commit"},
+		{"hack/linux/install.sh", "no file or directory hack/linux/install.sh at that commit (nearest: hack/windows)"},
+		{"hack/windows/Install-OVS.ps", "(nearest: hack/windows/Install-OVS.ps1, hack/windows/common.ps1, hack/windows/lib)"},
+		{"LICENCE", "no file or directory LICENCE at that commit (nearest: LICENSE, "},
 		{"install.ps1/x", "no file or directory install.ps1/x"},
 		{"escape/passwd", "escapes"},
 		{"etc/out", "etc/out/up"},
