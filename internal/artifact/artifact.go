@@ -2,7 +2,7 @@
 // file tree on disk plus the licence files that go with it. Each kind of
 // artifact (a local path, a pinned download, a Go build of a local module,
 // a Go build of a pinned git commit, files of a pinned git commit, a Go
-// module from the module proxy) is
+// module from the module proxy, files of such a module) is
 // one file implementing Kind. A front end picks the kind from the mode the
 // build chose, so a mode that was not chosen never reaches this package.
 package artifact
@@ -53,6 +53,10 @@ type Origin struct {
 	GitPath string `json:"gitPath,omitempty"`
 	// Module is module@version for a Go module fetched by version.
 	Module string `json:"module,omitempty"`
+	// InModule is the file or directory taken from such a module,
+	// relative to its root (not "modulePath", the go command's name for
+	// the module's import path).
+	InModule string `json:"inModule,omitempty"`
 	// SHA256 pins a download; for a module, its go.sum hash (h1:...).
 	SHA256 string `json:"sha256,omitempty"`
 }

@@ -37,7 +37,12 @@ func (m *GoModule) Name() string { return "gomod" }
 
 func (m *GoModule) Origin() Origin { return Origin{Module: m.ref(), SHA256: m.Sum, Commit: m.Commit} }
 
-func (m *GoModule) ref() string { return m.Path + "@" + m.Version }
+func (m *GoModule) ref() string { return m.pin().ref() }
+
+// pin is the module version m builds, as its sum pins it.
+func (m *GoModule) pin() modulePin {
+	return modulePin{Path: m.Path, Version: m.Version, Sum: m.Sum, Commit: m.Commit}
+}
 
 // Key: the sum pins every file of the module, and the go.sum inside it
 // every dependency, so nothing needs to be read to name the result.
@@ -113,12 +118,56 @@ func (m *GoModule) build() Go {
 	return g
 }
 
+// fetch downloads the module, proves it against the pin and unpacks it
+// into dir (modulePin.fetch); as the main module of the build, its
+// go.mod may not replace modules with directories.
+func (m *GoModule) fetch(ctx context.Context, f *Fetcher, env []string, work, dir string) error {
+	if err := m.pin().fetch(ctx, f, env, work, dir); err != nil {
+		return err
+	}
+	return m.checkReplaces(dir)
+}
+
+// checkReplaces refuses a module whose go.mod replaces a module with a
+// directory: as the main module of the build its replaces apply, and a
+// directory would bring in files the go.sum hash does not cover (a nested
+// module is never in the zip; a path outside it is the build machine's).
+func (m *GoModule) checkReplaces(dir string) error {
+	dirs, err := localModules(dir)
+	var outside []string
+	for _, d := range dirs {
+		if d != filepath.Clean(dir) {
+			outside = append(outside, d)
+		}
+	}
+	if err == nil && len(outside) > 0 {
+		err = fmt.Errorf("go.mod replaces modules with directories (%s)", strings.Join(outside, ", "))
+	}
+	if err != nil {
+		return fmt.Errorf("module %s: %w; a module built by version may only use modules go.sum pins", m.ref(), err)
+	}
+	return nil
+}
+
+// modulePin is a module version pinned by its go.sum hash, fetched through
+// the module proxy: what a gomod build and files taken from a module
+// (GoModuleFiles) share.
+type modulePin struct {
+	Path, Version string
+	// Sum is the module's go.sum hash ("h1:...").
+	Sum string
+	// Commit, when set, must agree with the proxy's word on the version.
+	Commit string
+}
+
+func (m modulePin) ref() string { return m.Path + "@" + m.Version }
+
 // fetch downloads the module zip with the go command (with env, so the
 // build's GOPROXY, GONOSUMDB, GOPRIVATE and the mirror apply), copies it
 // into work, proves the copy against the pin and unpacks it into dir.
 // The copy is what is hashed and unpacked: the module cache is shared,
 // and writable with -modcacherw.
-func (m *GoModule) fetch(ctx context.Context, f *Fetcher, env []string, work, dir string) error {
+func (m modulePin) fetch(ctx context.Context, f *Fetcher, env []string, work, dir string) error {
 	cached, err := m.download(ctx, f, env, work)
 	if err != nil {
 		return err
@@ -133,13 +182,13 @@ func (m *GoModule) fetch(ctx context.Context, f *Fetcher, env []string, work, di
 	if err := modzip.Unzip(dir, module.Version{Path: m.Path, Version: m.Version}, zipFile); err != nil {
 		return fmt.Errorf("module %s: %w", m.ref(), err)
 	}
-	return m.checkReplaces(dir)
+	return nil
 }
 
 // download runs go mod download -json for the module in dir, an empty
 // directory (no go.mod around to change what is resolved), and returns
 // the zip in the module cache.
-func (m *GoModule) download(ctx context.Context, f *Fetcher, env []string, dir string) (string, error) {
+func (m modulePin) download(ctx context.Context, f *Fetcher, env []string, dir string) (string, error) {
 	cmd := command(ctx, "go", "mod", "download", "-json", m.ref())
 	cmd.Dir = dir
 	cmd.Env = env
@@ -175,7 +224,7 @@ func (m *GoModule) download(ctx context.Context, f *Fetcher, env []string, dir s
 // verify proves a module zip against the recipe's go.sum hash. The zip's
 // layout and declared sizes are checked first, so that hashing reads no
 // more than a module may hold (500 MiB unpacked).
-func (m *GoModule) verify(zipFile string) error {
+func (m modulePin) verify(zipFile string) error {
 	cf, err := modzip.CheckZip(module.Version{Path: m.Path, Version: m.Version}, zipFile)
 	if err == nil {
 		err = cf.Err()
@@ -189,27 +238,6 @@ func (m *GoModule) verify(zipFile string) error {
 	}
 	if got != m.Sum {
 		return fmt.Errorf("module %s: go.sum hash mismatch: the recipe pins %s, the module downloaded has %s", m.ref(), m.Sum, got)
-	}
-	return nil
-}
-
-// checkReplaces refuses a module whose go.mod replaces a module with a
-// directory: as the main module of the build its replaces apply, and a
-// directory would bring in files the go.sum hash does not cover (a nested
-// module is never in the zip; a path outside it is the build machine's).
-func (m *GoModule) checkReplaces(dir string) error {
-	dirs, err := localModules(dir)
-	var outside []string
-	for _, d := range dirs {
-		if d != filepath.Clean(dir) {
-			outside = append(outside, d)
-		}
-	}
-	if err == nil && len(outside) > 0 {
-		err = fmt.Errorf("go.mod replaces modules with directories (%s)", strings.Join(outside, ", "))
-	}
-	if err != nil {
-		return fmt.Errorf("module %s: %w; a module built by version may only use modules go.sum pins", m.ref(), err)
 	}
 	return nil
 }
