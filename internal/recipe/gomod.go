@@ -29,6 +29,10 @@ type GoModule struct {
 	// pseudo-version's revision, and against the commit the module proxy
 	// reports for the version when it reports one.
 	Commit string `yaml:"commit"`
+	// Path takes this file or directory of the module, relative to its
+	// root, instead of building it: the scripts and configuration a
+	// module keeps beside its code, pinned by the same sum.
+	Path string `yaml:"path"`
 	// Packages are relative to the module's root.
 	Packages  List              `yaml:"packages"`
 	Ldflags   List              `yaml:"ldflags"`
@@ -65,16 +69,43 @@ func (r *Recipe) checkGoModule(name, at string, m *GoModule) error {
 	if !goSumRE().MatchString(m.Sum) {
 		return r.Errorf(at+".sum", "artifact %s: gomod.sum must be the module's go.sum hash, h1: and 44 base64 characters (got %q)", name, m.Sum)
 	}
-	if len(m.Packages) == 0 {
-		return r.Errorf(at, "artifact %s: gomod.packages is required", name)
-	}
 	if m.Commit != "" && !commitRE().MatchString(m.Commit) {
 		return r.Errorf(at+".commit", "artifact %s: gomod.commit must be a full commit hash (40 or 64 lower-case hex digits; got %q)", name, m.Commit)
+	}
+	if _, ok := r.lines[at+".path"]; ok {
+		return r.checkModuleFiles(name, at, m)
+	}
+	if len(m.Packages) == 0 {
+		return r.Errorf(at, "artifact %s: gomod.packages is required (to build the module), or gomod.path (to take files of it)", name)
 	}
 	if m.Toolchain != "" && !strings.Contains(m.Toolchain, "{{") && !goVersionRE().MatchString(m.Toolchain) {
 		return r.Errorf(at+".toolchain", "artifact %s: %v", name, CheckGoVersion(m.Toolchain))
 	}
 	return r.checkGo(name, at, m.goBuild())
+}
+
+// buildFields are a gomod section's settings of its build, which files
+// taken by path do not have.
+var buildFields = []string{"ldflags", "tags", "cgo", "trimpath", "flags", "env", "toolchain", "cc"}
+
+// checkModuleFiles checks a gomod section that takes files of the module
+// (path) instead of building it: nothing of a build goes with it.
+func (r *Recipe) checkModuleFiles(name, at string, m *GoModule) error {
+	if _, ok := r.lines[at+".packages"]; ok {
+		return r.Errorf(at+".path", "artifact %s: gomod.path takes files of the module as they are and gomod.packages builds it; give one of them", name)
+	}
+	for _, f := range buildFields {
+		if _, ok := r.lines[at+"."+f]; ok {
+			return r.Errorf(at+"."+f, "artifact %s: gomod.%s is a setting of a build, and gomod.path takes files of the module as they are, unbuilt", name, f)
+		}
+	}
+	if strings.Contains(m.Path, "{{") {
+		return nil
+	}
+	if _, err := artifact.CleanModulePath(m.Path); err != nil {
+		return r.Errorf(at+".path", "artifact %s: %v", name, err)
+	}
+	return nil
 }
 
 // checkModuleVersion checks a module path and version, each once it holds
@@ -106,7 +137,8 @@ func (r *Recipe) checkModuleSource(name, at string, s *Source) error {
 	return r.checkGoModule(name, at+".gomod", s.Gomod)
 }
 
-// goModule is the kind of a gomod section.
+// goModule is the kind of a gomod section: a build of the module, or
+// files of it (path).
 func (r *Recipe) goModule(name, at string, m *GoModule, pf platform.Platform, v Vars) (artifact.Kind, error) {
 	path, err := r.Expand(at+".module", m.Module, v)
 	if err != nil {
@@ -123,6 +155,16 @@ func (r *Recipe) goModule(name, at string, m *GoModule, pf platform.Platform, v 
 		if rev, err := module.PseudoVersionRev(ver); err == nil && !strings.HasPrefix(m.Commit, rev) {
 			return nil, r.Errorf(at+".commit", "artifact %s: commit %s is not the one pseudo-version %s names (%s...)", name, m.Commit, ver, rev)
 		}
+	}
+	if m.Path != "" {
+		p, err := r.Expand(at+".path", m.Path, v)
+		if err != nil {
+			return nil, err
+		}
+		if p, err = artifact.CleanModulePath(p); err != nil {
+			return nil, r.Errorf(at+".path", "artifact %s: %v", name, err)
+		}
+		return &artifact.GoModuleFiles{Module: path, Version: ver, Sum: m.Sum, Commit: m.Commit, Path: p}, nil
 	}
 	tc, err := r.Expand(at+".toolchain", m.Toolchain, v)
 	if err != nil {

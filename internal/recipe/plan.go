@@ -753,16 +753,16 @@ func (r *Recipe) Fetchable(opt Options) ([]*artifact.Request, error) {
 
 // fieldsAt finds, under an artifact's kind section at, where each setting
 // an artifact.FieldError may blame was written: a git source's (its path
-// when it takes files) and a gomod module's fields, a go section's, a
-// download's (its sha256 per platform when given so), an archive's
-// extract settings.
+// when it takes files) and a gomod module's fields (its path too), a go
+// section's, a download's (its sha256 per platform when given so), an
+// archive's extract settings.
 func (r *Recipe) fieldsAt(at string, pf platform.Platform) map[string]plan.Pos {
 	out := map[string]plan.Pos{}
 	for field, paths := range map[string][]string{
 		"commit":   {".git.commit"},
 		"tag":      {".git.tag"},
 		"repo":     {".git.repo"},
-		"path":     {".git.path"},
+		"path":     {".git.path", ".path"},
 		"module":   {".go.module", ".module"},
 		"packages": {".go.packages", ".packages"},
 		"cgo":      {".go.cgo", ".cgo"},
