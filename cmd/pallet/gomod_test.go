@@ -37,16 +37,34 @@ func gomodProxy(t *testing.T) (string, *atomic.Int32) {
 // from commit, as proxy.golang.org's do, unless commit is empty.
 func gomodProxyOrigin(t *testing.T, commit string) (string, *atomic.Int32) {
 	t.Helper()
+	var origin map[string]string
+	if commit != "" {
+		origin = map[string]string{"VCS": "git", "URL": "https://example.com/tools/hello", "Hash": commit, "Ref": "refs/tags/v1.0.0"}
+	}
+	return serveModule(t, gomodPath, "v1.0.0", origin, map[string]string{
+		"go.mod":            "module " + gomodPath + "\n\ngo 1.22\n",
+		"LICENSE":           "MIT, for the test\n",
+		"cmd/hello/main.go": "package main\n\nvar commit string\n\nfunc main() {\n\tprintln(\"hello from the module proxy\")\n\tif commit != \"\" {\n\t\tprintln(commit)\n\t}\n}\n",
+	})
+}
+
+// serveModule serves one module, modPath@version made of files, over the
+// GOPROXY protocol on loopback, points the go command at it with a module
+// cache of the test's own, and returns the module's go.sum hash and the
+// count of zips served. The .info carries origin when it is not nil, as
+// proxy.golang.org's do.
+func serveModule(t *testing.T, modPath, version string, origin map[string]string, files map[string]string) (string, *atomic.Int32) {
+	t.Helper()
 	src := t.TempDir()
-	writeFile(t, filepath.Join(src, "go.mod"), "module "+gomodPath+"\n\ngo 1.22\n")
-	writeFile(t, filepath.Join(src, "LICENSE"), "MIT, for the test\n")
-	writeFile(t, filepath.Join(src, "cmd", "hello", "main.go"), "package main\n\nvar commit string\n\nfunc main() {\n\tprintln(\"hello from the module proxy\")\n\tif commit != \"\" {\n\t\tprintln(commit)\n\t}\n}\n")
-	mv := module.Version{Path: gomodPath, Version: "v1.0.0"}
+	for name, content := range files {
+		writeFile(t, filepath.Join(src, filepath.FromSlash(name)), content)
+	}
+	mv := module.Version{Path: modPath, Version: version}
 	var zip bytes.Buffer
 	if err := modzip.CreateFromDir(&zip, mv, src); err != nil {
 		t.Fatal(err)
 	}
-	zipFile := filepath.Join(t.TempDir(), "hello.zip")
+	zipFile := filepath.Join(t.TempDir(), "module.zip")
 	if err := os.WriteFile(zipFile, zip.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -55,19 +73,19 @@ func gomodProxyOrigin(t *testing.T, commit string) (string, *atomic.Int32) {
 		t.Fatal(err)
 	}
 	meta := map[string]any{"Version": mv.Version, "Time": "2024-01-02T03:04:05Z"}
-	if commit != "" {
-		meta["Origin"] = map[string]string{"VCS": "git", "URL": "https://example.com/tools/hello", "Hash": commit, "Ref": "refs/tags/v1.0.0"}
+	if origin != nil {
+		meta["Origin"] = origin
 	}
 	info, _ := json.Marshal(meta)
-	files := map[string][]byte{
-		"/@v/list":        []byte(mv.Version + "\n"),
-		"/@v/v1.0.0.info": info,
-		"/@v/v1.0.0.mod":  []byte("module " + gomodPath + "\n\ngo 1.22\n"),
-		"/@v/v1.0.0.zip":  zip.Bytes(),
+	served := map[string][]byte{
+		"/@v/list":                 []byte(version + "\n"),
+		"/@v/" + version + ".info": info,
+		"/@v/" + version + ".mod":  []byte(files["go.mod"]),
+		"/@v/" + version + ".zip":  zip.Bytes(),
 	}
 	var zips atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, ok := files[strings.TrimPrefix(r.URL.Path, "/"+gomodPath)]
+		body, ok := served[strings.TrimPrefix(r.URL.Path, "/"+modPath)]
 		if !ok {
 			http.NotFound(w, r)
 			return
