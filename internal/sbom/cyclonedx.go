@@ -195,7 +195,7 @@ func (g *graph) cdxArtifact(an *artNode) cdxComponent {
 		{"pallet:git:commit", a.Commit}, {"pallet:git:path", a.GitPath}, {"pallet:go:toolchain", a.GoVersion},
 	}
 	if a.Module != "" {
-		props = append(props, [2]string{"pallet:go:sum", a.SHA256})
+		props = append(props, [2]string{"pallet:go:sum", a.SHA256}, [2]string{"pallet:gomod:path", a.InModule})
 	}
 	if a.isLocal() {
 		props = append(props, [2]string{"pallet:local:path", g.in.localPath(a.Path)})

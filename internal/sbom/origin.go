@@ -69,6 +69,8 @@ func (in *Input) origin(a *Artifact) string {
 		s = fmt.Sprintf("Taken as it is from %s at commit %s of %s.", a.GitPath, a.Commit, in.where(a.Repo))
 	case a.Repo != "":
 		s = fmt.Sprintf("Built with %s from commit %s of %s.", orUnknown(a.GoVersion), a.Commit, in.where(a.Repo))
+	case a.Module != "" && a.InModule != "":
+		s = fmt.Sprintf("Taken as it is from %s of Go module %s (go.sum %s) from the module proxy.", a.InModule, a.Module, a.SHA256)
 	case a.Module != "":
 		s = fmt.Sprintf("Go module %s (go.sum %s) from the module proxy, built with %s.", a.Module, a.SHA256, orUnknown(a.GoVersion))
 	case a.GoVersion != "":

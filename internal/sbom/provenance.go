@@ -255,6 +255,9 @@ func (in *Input) artifactDependency(a *Artifact) []resourceDescriptor {
 	case a.Module != "":
 		path, version, _ := strings.Cut(a.Module, "@")
 		rd := resourceDescriptor{Name: name, URI: goPurl(path, version), Annotations: map[string]string{"goSum": a.SHA256}}
+		if a.InModule != "" {
+			rd.Annotations["inModule"] = a.InModule
+		}
 		if h := h1Hex(a.SHA256); h != "" {
 			rd.Digest = map[string]string{"dirHash": h}
 		}

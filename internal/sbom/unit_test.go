@@ -3,6 +3,7 @@ package sbom
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -188,6 +189,19 @@ func TestLocations(t *testing.T) {
 	}
 	if got := in.origin(files); !strings.HasPrefix(got, "Taken as it is from hack/windows at commit "+files.Commit) {
 		t.Errorf("origin of files of a commit: %s", got)
+	}
+	// Files of a module version: said as taken, with the path, and the
+	// provenance annotates the module with it.
+	mod := &Artifact{}
+	mod.Name, mod.Kind, mod.Module, mod.SHA256, mod.InModule = "scripts", "gomod-files", "antrea.io/antrea/v2@v2.4.0", "h1:"+strings.Repeat("A", 43)+"=", "hack/windows"
+	if got := in.origin(mod); !strings.HasPrefix(got, "Taken as it is from hack/windows of Go module antrea.io/antrea/v2@v2.4.0 (go.sum "+mod.SHA256+")") {
+		t.Errorf("origin of files of a module: %s", got)
+	}
+	if rds := in.artifactDependency(mod); len(rds) != 1 || rds[0].Annotations["inModule"] != "hack/windows" || rds[0].URI != "pkg:golang/antrea.io/antrea/v2@v2.4.0" {
+		t.Errorf("provenance of files of a module: %+v", rds)
+	}
+	if c := (&graph{in: &in}).cdxArtifact(&artNode{a: mod}); !slices.Contains(c.Properties, cdxProperty{Name: "pallet:gomod:path", Value: "hack/windows"}) {
+		t.Errorf("CycloneDX properties of files of a module: %+v", c.Properties)
 	}
 	if got := goPurl("github.com/docker/docker", "v24.0.7+incompatible"); got != "pkg:golang/github.com/docker/docker@v24.0.7%2Bincompatible" {
 		t.Errorf("purl %s", got)
