@@ -33,7 +33,7 @@ images:
 // A gomod section with a path takes those files of the module version as
 // the proxy serves them, proved by the sum: the layer holds them, the
 // record says which module, sum and path, the licence is the module's, a
-// second build is the cache's; a wrong sum stops the build before
+// second build is the cache's, an offline one the mirror's; a wrong sum stops the build before
 // anything is placed, and a path not in the module is said at its line
 // with what is near it.
 func TestGomodFilesBuild(t *testing.T) {
@@ -82,6 +82,18 @@ func TestGomodFilesBuild(t *testing.T) {
 	}
 	if n := zips.Load(); n != served {
 		t.Errorf("the second build fetched %d zips", n-served)
+	}
+
+	// pallet fetch mirrors the module; an offline build with a module
+	// cache and a pallet cache of its own takes the files from there.
+	mirror := t.TempDir()
+	mustPallet(t, "fetch", "-q", "-f", recipe, "--mirror", mirror)
+	t.Setenv("GOMODCACHE", t.TempDir())
+	served = zips.Load()
+	offline := filepath.Join(t.TempDir(), "offline")
+	mustPallet(t, "build", "-q", "-f", recipe, "--cache-dir", t.TempDir(), "--offline", "--mirror", mirror, "-o", "oci:"+offline)
+	if got := readImageFiles(t, offline, "windows/amd64")["Files/k/antrea/Install-OVS.ps1"]; !strings.HasPrefix(got, "Write-Host ovs\n") || zips.Load() != served {
+		t.Errorf("offline: Install-OVS.ps1 %q, %d zips fetched", got, zips.Load()-served)
 	}
 
 	// A pin the module does not match: nothing placed, no output, an
