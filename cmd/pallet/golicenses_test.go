@@ -285,16 +285,7 @@ images:
 // where it is (a go command beside go build takes a core from it), and
 // still records the main module.
 func TestStdOnlyModuleAsksNoModuleCache(t *testing.T) {
-	real, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go on PATH")
-	}
-	bin, log := t.TempDir(), filepath.Join(t.TempDir(), "go.log")
-	writeFile(t, filepath.Join(bin, "go"), "#!/bin/sh\necho \"$*\" >>"+log+"\nexec "+real+" \"$@\"\n")
-	if err := os.Chmod(filepath.Join(bin, "go"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	log := logGoCalls(t)
 	rec := filepath.Join(t.TempDir(), "r.json")
 	mustPallet(t, "build", "-q", "-f", copyExample(t, "hello"), "--platform", "linux/amd64", "--cache-dir", t.TempDir(),
 		"--record", rec, "-o", "oci:"+filepath.Join(t.TempDir(), "out"))
@@ -319,4 +310,22 @@ func TestStdOnlyModuleAsksNoModuleCache(t *testing.T) {
 	if strings.Join(mods, " ") != "example.com/hello" {
 		t.Errorf("modules recorded: %v, want the main module alone", mods)
 	}
+}
+
+// logGoCalls puts a go command first on PATH that writes the arguments
+// of each call, a line each, to the returned file, then runs the real
+// one.
+func logGoCalls(t *testing.T) (log string) {
+	t.Helper()
+	real, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go on PATH")
+	}
+	bin, log := t.TempDir(), filepath.Join(t.TempDir(), "go.log")
+	writeFile(t, filepath.Join(bin, "go"), "#!/bin/sh\necho \"$*\" >>"+log+"\nexec "+real+" \"$@\"\n")
+	if err := os.Chmod(filepath.Join(bin, "go"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	return log
 }
