@@ -410,3 +410,24 @@ func recordModules(rec *record.Build) string {
 	}
 	return b.String()
 }
+
+// The module cache's place is asked of the go command once per
+// environment in a build, not once per binary: releases (containerd's
+// and crictl's, one Go program each, with one environment) ask once, as
+// a release of 18 CNI plugins would.
+func TestReleasesAskModuleCacheOnce(t *testing.T) {
+	e, proxy := kindReleaseEnv(t)
+	t.Setenv("GOPROXY", proxy.URL)
+	t.Setenv("GONOSUMDB", "example.com/standin")
+	t.Setenv("GOFLAGS", "-modcacherw")
+	t.Setenv("GOMODCACHE", t.TempDir())
+	log := logGoCalls(t)
+	e.build(t, "--platform", "linux/amd64", "--cache-dir", t.TempDir(), "--modes", filepath.Join(filepath.Dir(e.recipe), "release-modes.yaml"))
+	calls, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(calls), "env GOMODCACHE"); n != 1 {
+		t.Errorf("the module cache was asked for %d times, want once:\n%s", n, calls)
+	}
+}

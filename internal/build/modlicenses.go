@@ -33,11 +33,16 @@ func (b *builder) moduleLicenses(ctx context.Context, pa *plan.Artifact, res *ar
 		g = &artifact.Go{} // a downloaded release: the build's own settings
 	}
 	env := b.fetcher.GoEnv(g, pa.Platform)
-	// The answer asked for while the artifact was made, if it was: else
-	// golicenses asks, once a linked module needs the cache.
-	modCache, err := b.askedModuleCache(env)
-	if err != nil {
-		return err
+	// Asked once per environment in the build, not by golicenses once per
+	// binary; by makeReady already, if it could. A module that requires
+	// nothing links no module the cache holds: golicenses asks, should
+	// one need it after all.
+	var modCache string
+	if !requiresNothing(pa.Kind) {
+		var err error
+		if modCache, err = b.moduleCache(ctx, env); err != nil {
+			return err
+		}
 	}
 	merged := tree.New()
 	for _, e := range res.Licenses.Entries() {
@@ -132,19 +137,6 @@ func (b *builder) rememberLicence(sum string, _ []byte, derive func() (string, e
 		return derive()
 	}
 	return b.cache.ContentFact("golicenses-classification-v1", sum, nil, derive)
-}
-
-// askedModuleCache is moduleCache's answer for env, waited for, if it was
-// asked; "" if not, which golicenses takes as its own to ask, when a
-// linked module needs the cache.
-func (b *builder) askedModuleCache(env []string) (string, error) {
-	v, ok := b.modCaches.Load(strings.Join(env, "\x00"))
-	if !ok {
-		return "", nil
-	}
-	o := v.(*onceString)
-	o.once.Do(func() {}) // waits for the asking one
-	return o.v, o.err
 }
 
 // requiresNothing says whether k builds a local Go module whose go.mod
