@@ -74,9 +74,8 @@ func (d *DockerArchive) Write(ctx context.Context, images []Image) error {
 	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
 		return err
 	}
-	pattern := "." + filepath.Base(file) + ".new-*"
-	tempfile.Sweep(filepath.Dir(file), pattern, abandoned)
-	tmp, err := tempfile.Create(filepath.Dir(file), pattern)
+	tempfile.SweepBeside(file)
+	tmp, err := tempfile.Create(filepath.Dir(file), tempfile.Beside(file))
 	if err != nil {
 		return err
 	}

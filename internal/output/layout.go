@@ -67,8 +67,7 @@ func (l *Layout) Write(ctx context.Context, images []Image) error {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return err
 	}
-	pattern := "." + filepath.Base(dir) + ".new-*"
-	tempfile.Sweep(parent, pattern, abandoned)
+	tempfile.SweepBeside(dir)
 	inPlace := false
 	if _, err := os.Stat(filepath.Join(dir, "index.json")); err == nil {
 		// Two builds updating one layout must not remove each other's
@@ -80,7 +79,7 @@ func (l *Layout) Write(ctx context.Context, images []Image) error {
 		defer lock.Unlock()
 		inPlace = true
 	}
-	tmp, release, err := tempfile.DirLocked(parent, pattern)
+	tmp, release, err := tempfile.DirLocked(parent, tempfile.Beside(dir))
 	if err != nil {
 		return err
 	}

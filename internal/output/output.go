@@ -13,8 +13,6 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-
-	"github.com/pallet-dev/pallet/internal/tempfile"
 )
 
 // Image is one built image with its names. Exactly one of Image (a single
@@ -28,10 +26,6 @@ type Image struct {
 	// manifests (SBOMs, provenance), each naming its subject.
 	Referrers []v1.Image
 }
-
-// abandoned is how long a temporary output, untouched, is taken to be the
-// remains of a killed build and removed by the next build of that output.
-const abandoned = tempfile.Abandoned
 
 // Target is where images go.
 type Target interface {

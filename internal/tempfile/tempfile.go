@@ -108,8 +108,8 @@ func try(dir, pattern string, create func(string) error) error {
 // remains of a killed build and removed by the next build of that output.
 const Abandoned = time.Hour
 
-// Beside is the pattern of the temporary files WriteFile writes path
-// through.
+// Beside is the pattern of the temporaries path is written through, by
+// WriteFile or as an output (a docker archive, a layout's directory).
 func Beside(path string) string { return "." + filepath.Base(path) + ".new-*" }
 
 // SweepBeside removes what killed builds left of path's temporaries
