@@ -89,10 +89,7 @@ func try(dir, pattern string, create func(string) error) error {
 	if strings.ContainsRune(pattern, os.PathSeparator) {
 		return errors.New("tempfile: pattern contains a path separator")
 	}
-	prefix, suffix := pattern, ""
-	if i := strings.LastIndexByte(pattern, '*'); i >= 0 {
-		prefix, suffix = pattern[:i], pattern[i+1:]
-	}
+	prefix, suffix := split(pattern)
 	for range 100 {
 		name := filepath.Join(dir, prefix+strconv.FormatUint(rand.Uint64(), 36)+suffix)
 		err := create(name)
@@ -102,6 +99,15 @@ func try(dir, pattern string, create func(string) error) error {
 		return err
 	}
 	return &fs.PathError{Op: "createtemp", Path: filepath.Join(dir, pattern), Err: fs.ErrExist}
+}
+
+// split cuts pattern at its last "*", which the random string replaces:
+// one before it is part of the name (a path's, in Beside).
+func split(pattern string) (prefix, suffix string) {
+	if i := strings.LastIndexByte(pattern, '*'); i >= 0 {
+		return pattern[:i], pattern[i+1:]
+	}
+	return pattern, ""
 }
 
 // Abandoned is how long a temporary output, untouched, is taken to be the
@@ -137,12 +143,12 @@ func WriteFile(path string, data []byte) error {
 }
 
 // Sweep removes what killed processes left in dir under names made from
-// pattern (a Create or Dir pattern, its "*" any string) and untouched for
+// pattern (a Create or Dir pattern, its last "*" any string) and untouched for
 // longer than idle: a temporary still being written changes as it grows
 // (for a directory, somewhere inside), so one that has not for that long
 // belongs to no running build.
 func Sweep(dir, pattern string, idle time.Duration) {
-	prefix, suffix, _ := strings.Cut(pattern, "*")
+	prefix, suffix := split(pattern)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return

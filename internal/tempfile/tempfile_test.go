@@ -153,3 +153,33 @@ func TestSweepLockedDirs(t *testing.T) {
 		t.Error("release left the lock file")
 	}
 }
+
+// A "*" in the name a temporary is made beside is part of the name, as
+// Create takes it: the temporaries of out*.json are swept once abandoned,
+// and a file that only shares the name's two ends is not.
+func TestSweepBesideAStar(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "out*.json")
+	tmp, err := Create(dir, Beside(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp.Close()
+	other := filepath.Join(dir, ".out-x-.json.new-*")
+	if err := os.WriteFile(other, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	long := time.Now().Add(-2 * Abandoned)
+	for _, p := range []string{tmp.Name(), other} {
+		if err := os.Chtimes(p, long, long); err != nil {
+			t.Fatal(err)
+		}
+	}
+	SweepBeside(path)
+	if _, err := os.Stat(tmp.Name()); err == nil {
+		t.Errorf("%s, abandoned, was kept", tmp.Name())
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Errorf("%s, not a temporary of %s, was removed: %v", other, path, err)
+	}
+}
