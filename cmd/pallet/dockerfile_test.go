@@ -444,8 +444,7 @@ func TestDockerfileCopyOntoDanglingLink(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	writeFile(t, filepath.Join(dir, "base.Dockerfile"), "FROM scratch\nCOPY root/ /\n")
-	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "base.Dockerfile"), "-o", "oci:"+filepath.Join(dir, "base"))
+	dfBase(t, dir)
 	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM oci:base\nCOPY f /x\nCOPY f /lib/y\nCOPY f /z\nCOPY --chown=5:5 --chmod=640 f /w\n")
 	out := filepath.Join(t.TempDir(), "o")
 	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
@@ -477,8 +476,7 @@ func TestDockerfileDirectoryOverBaseFile(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "root", "etc", "passwd"), "root:x:0:0::/root:/bin/sh\n")
 	writeFile(t, filepath.Join(dir, "d", "x"), "x\n")
 	writeFile(t, filepath.Join(dir, "f"), "f\n")
-	writeFile(t, filepath.Join(dir, "base.Dockerfile"), "FROM scratch\nCOPY root/ /\n")
-	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "base.Dockerfile"), "-o", "oci:"+filepath.Join(dir, "base"))
+	dfBase(t, dir)
 	refusedDockerfiles(t, dir, []dockerfileRefusal{
 		{"FROM oci:base\nCOPY d/ /etc/passwd\n", "Dockerfile:2: "},
 		{"FROM oci:base\nCOPY d/ /etc/passwd\n", "/etc/passwd: the image holds a file there, and a directory placed there needs it to be a directory"},
@@ -518,8 +516,7 @@ func TestDockerfileDirectoryAtBaseLink(t *testing.T) {
 	if err := os.Symlink("usr/bin", filepath.Join(dir, "root", "bin")); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, filepath.Join(dir, "base.Dockerfile"), "FROM scratch\nCOPY root/ /\n")
-	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "base.Dockerfile"), "-o", "oci:"+filepath.Join(dir, "base"))
+	dfBase(t, dir)
 	writeFile(t, filepath.Join(dir, "r", "bin", "y"), "y\n")
 	writeFile(t, filepath.Join(dir, "r.tar"), string(fixture.Tar([]fixture.File{{Name: "bin/", Dir: true, Mode: 0o755}, {Name: "bin/x", Content: "x\n", Mode: 0o644}})))
 	refusedDockerfiles(t, dir, []dockerfileRefusal{
@@ -556,8 +553,7 @@ func TestDockerfileArchiveThroughBaseLink(t *testing.T) {
 	if err := os.Symlink("usr/bin", filepath.Join(dir, "root", "bin")); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, filepath.Join(dir, "base.Dockerfile"), "FROM scratch\nCOPY root/ /\n")
-	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "base.Dockerfile"), "-o", "oci:"+filepath.Join(dir, "base"))
+	dfBase(t, dir)
 	writeFile(t, filepath.Join(dir, "r.tar"), string(fixture.Tar([]fixture.File{{Name: "./bin/x", Content: "x\n", Mode: 0o755}, {Name: "./etc/", Dir: true, Mode: 0o755}, {Name: "./etc/y", Content: "y\n", Mode: 0o644}})))
 	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM oci:base\nADD r.tar /\n")
 	cache := filepath.Join(dir, "cache")
@@ -604,8 +600,7 @@ func TestDockerfileSeveralSourcesToOneName(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "b"), "b\n")
 	writeFile(t, filepath.Join(dir, "d", "c"), "c\n")
 	writeFile(t, filepath.Join(dir, "root", "opt", "k"), "k\n")
-	writeFile(t, filepath.Join(dir, "base.Dockerfile"), "FROM scratch\nCOPY root/ /\n")
-	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "base.Dockerfile"), "-o", "oci:"+filepath.Join(dir, "base"))
+	dfBase(t, dir)
 	for _, tc := range []struct {
 		df   string
 		want []string // the last layer's entries, with a file's content
@@ -683,8 +678,7 @@ func TestDockerfileChmodDirectories(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "f"), "f\n")
 	writeFile(t, filepath.Join(dir, "r.tar"), string(fixture.Tar([]fixture.File{{Name: "t/", Dir: true, Mode: 0o755}, {Name: "t/x", Content: "x\n", Mode: 0o644}})))
 	writeFile(t, filepath.Join(dir, "root", "opt", "k"), "k\n")
-	writeFile(t, filepath.Join(dir, "base.Dockerfile"), "FROM scratch\nCOPY root/ /\n")
-	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "base.Dockerfile"), "-o", "oci:"+filepath.Join(dir, "base"))
+	dfBase(t, dir)
 	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM oci:base\nCOPY --chmod=750 d/ /a/b/\nCOPY --chmod=640 f /p/q/f\nCOPY --chmod=2750 d/ /s/\nCOPY --chmod=700 d/ /opt/\nADD --chmod=600 r.tar /u/\n")
 	out := filepath.Join(t.TempDir(), "o")
 	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
@@ -708,4 +702,12 @@ func TestDockerfileChmodDirectories(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("layers 2 to 6 hold\n got %q\nwant %q", got, want)
 	}
+}
+
+// dfBase builds the base image the Dockerfiles of dir name as oci:base:
+// dir/root, as it is, on scratch.
+func dfBase(t *testing.T, dir string) {
+	t.Helper()
+	writeFile(t, filepath.Join(dir, "base.Dockerfile"), "FROM scratch\nCOPY root/ /\n")
+	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "base.Dockerfile"), "-o", "oci:"+filepath.Join(dir, "base"))
 }
