@@ -17,8 +17,8 @@ import (
 // Options are the remote options every registry call starts from:
 // credentials from the default keychain, and a transport bounded by
 // ctx's bounds (WithBounds, else the defaults) that reaches the
-// registries WithInsecure put in ctx
-// over plain HTTP or unverified TLS. Extra ones (jobs, platform) follow
+// registries WithInsecure put in ctx over plain HTTP or unverified TLS.
+// Extra ones (jobs, platform) follow
 // and may override them; a caller's own transport should be wrapped by
 // Transport, or it loses the bounds. A 401 or 403 of a call made with
 // these options carries to Explain whether the keychain had credentials.

@@ -106,8 +106,9 @@ var transports sync.Map // Timeouts or transportKey -> http.RoundTripper
 
 // WithTimeouts is the remote option that sends requests through
 // remote.DefaultTransport bounded by t. After Options' own, it replaces
-// the context's bounds for that call, and with them the insecure registries of
-// Options' context and the record of credentials Explain reads.
+// the context's bounds for that call, and with them the insecure
+// registries of Options' context and the record of credentials Explain
+// reads.
 func WithTimeouts(t Timeouts) remote.Option {
 	return remote.WithTransport(transportFor(t, nil))
 }
