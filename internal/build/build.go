@@ -1031,8 +1031,8 @@ func (b *builder) platformImages(ctx context.Context, im *plan.Image, pi *plan.P
 				if err != nil {
 					return nil, nil, nil, err
 				}
-				if pm.OnlyIntoDir && dest == pm.Dest {
-					continue // not placed (see layerTree)
+				if pm.Replaced(dest) {
+					continue
 				}
 				ir.Placed = append(ir.Placed, record.Placement{Artifact: b.plan.Artifacts[pm.Artifact].Name, Dest: dest})
 			}
@@ -1343,8 +1343,8 @@ func (b *builder) layerTree(ctx context.Context, name string, pi *plan.PlatformI
 		if err != nil {
 			return nil, nil, err
 		}
-		if pm.OnlyIntoDir && dest == pm.Dest {
-			continue // a later placement of the layer replaces it
+		if pm.Replaced(dest) {
+			continue
 		}
 		place := tree.Placement{Dest: dest, FileMode: pm.Mode, DirMode: pm.DirMode, UID: pm.UID, GID: pm.GID, From: pm.Path, LinkAs: pm.LinkAs, OwnNewDirs: pm.OwnNewDirs, NoLinksBelow: pm.NoLinksBelow}
 		// A file put into a directory the base holds at Dest is at a

@@ -236,6 +236,11 @@ type Placement struct {
 	Pos      Pos
 }
 
+// Replaced says the placement places nothing at dest, its destination
+// once the base is read: a file OnlyIntoDir that found no directory
+// there, which a later placement of its layer replaces.
+func (pm Placement) Replaced(dest string) bool { return pm.OnlyIntoDir && dest == pm.Dest }
+
 // MaxEpoch is the last second of year 9999: image configs hold RFC 3339
 // times, which have four-digit years.
 const MaxEpoch = 253402300799
