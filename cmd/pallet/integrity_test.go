@@ -495,19 +495,7 @@ images:
 // build that changed nothing.
 func TestRecordFailureSaysTheOutputIsWritten(t *testing.T) {
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "file.txt"), "data\n")
-	writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
-artifacts:
-  file:
-    local: {path: file.txt}
-    licenses: none
-images:
-  app:
-    base: scratch
-    platforms: [linux/amd64]
-    files:
-      - {artifact: file, dest: /etc/}
-`)
+	writeOneFileRecipe(t, dir)
 	// A dangling link passes the check made before the build (no record
 	// there yet) and fails when the record's directory is made.
 	if err := os.Symlink(filepath.Join(dir, "nowhere"), filepath.Join(dir, "records")); err != nil {

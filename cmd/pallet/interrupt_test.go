@@ -321,19 +321,7 @@ images:
 // abandoned, and leaves one a running build may still be writing.
 func TestKilledFileWritesAreSwept(t *testing.T) {
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "file.txt"), "data\n")
-	writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
-artifacts:
-  file:
-    local: {path: file.txt}
-    licenses: none
-images:
-  app:
-    base: scratch
-    platforms: [linux/amd64]
-    files:
-      - {artifact: file, dest: /etc/}
-`)
+	writeOneFileRecipe(t, dir)
 	sboms := filepath.Join(dir, "sboms")
 	if err := os.Mkdir(sboms, 0o755); err != nil {
 		t.Fatal(err)
@@ -363,4 +351,23 @@ images:
 	if _, err := os.Lstat(running); err != nil {
 		t.Errorf("a temporary a running build may own was removed: %v", err)
 	}
+}
+
+// writeOneFileRecipe writes dir/pallet.yaml, a recipe of the least that
+// writes an output: a local file placed in /etc/ of an image on scratch.
+func writeOneFileRecipe(t *testing.T, dir string) {
+	t.Helper()
+	writeFile(t, filepath.Join(dir, "file.txt"), "data\n")
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
+artifacts:
+  file:
+    local: {path: file.txt}
+    licenses: none
+images:
+  app:
+    base: scratch
+    platforms: [linux/amd64]
+    files:
+      - {artifact: file, dest: /etc/}
+`)
 }
