@@ -711,3 +711,56 @@ func dfBase(t *testing.T, dir string) {
 	writeFile(t, filepath.Join(dir, "base.Dockerfile"), "FROM scratch\nCOPY root/ /\n")
 	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "base.Dockerfile"), "-o", "oci:"+filepath.Join(dir, "base"))
 }
+
+// A symbolic COPY --chmod changes each file's and directory's own mode,
+// as BuildKit v0.29 does (dispatchCopy passes it as ModeStr; fsutil's
+// copyFileInfo applies it, parsed by dchapes-mode with a umask of 0, to
+// each entry it copies): X adds execute to directories and to files
+// with an execute bit only; the directories made on the way are 0755
+// (fsutil's MkdirAll takes defaultDirectoryMode when no octal mode is
+// given); a COPY --from keeps what the stage's --chmod made, and its
+// own --chmod applies after it; an ADD unpacking an archive leaves it.
+func TestDockerfileSymbolicChmod(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "d", "g"), "g\n")
+	writeFile(t, filepath.Join(dir, "d", "x"), "x\n")
+	if err := os.Chmod(filepath.Join(dir, "d", "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "d", "sub", "f"), "f\n")
+	writeFile(t, filepath.Join(dir, "f"), "f\n")
+	writeFile(t, filepath.Join(dir, "r.tar"), string(fixture.Tar([]fixture.File{{Name: "t/", Dir: true, Mode: 0o755}, {Name: "t/x", Content: "x\n", Mode: 0o644}})))
+	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM scratch AS s\nCOPY --chmod=go-rx d/ /d/\n"+
+		"FROM scratch\nCOPY --chmod=u+x,g+w f /p/q/f\nCOPY --chmod=a+rX,o-r d/ /a/\nCOPY --chmod=g=u d/x /y\nCOPY --chmod=u+s f /z\n"+
+		"ADD --chmod=u-w r.tar /u/\nCOPY --from=s /d/ /e/\nCOPY --from=s --chmod=+X /d/ /h/\n")
+	out := filepath.Join(t.TempDir(), "o")
+	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
+	layers, err := dfImage(t, out).Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for i, l := range layers {
+		walkLayer(t, l, func(h *tar.Header, _ io.Reader) {
+			got = append(got, fmt.Sprintf("%d %s %o", i+1, strings.TrimSuffix(h.Name, "/"), h.Mode))
+		})
+	}
+	want := []string{
+		"1 p 755", "1 p/q 755", "1 p/q/f 764",
+		"2 a 755", "2 a/g 640", "2 a/sub 751", "2 a/sub/f 640", "2 a/x 751",
+		"3 y 775",
+		"4 z 4644",
+		"5 u 755", "5 u/t 755", "5 u/t/x 644",
+		"6 e 755", "6 e/g 600", "6 e/sub 700", "6 e/sub/f 600", "6 e/x 700",
+		"7 h 755", "7 h/g 600", "7 h/sub 711", "7 h/sub/f 600", "7 h/x 711",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("layers hold\n got %q\nwant %q", got, want)
+	}
+	refusedDockerfiles(t, dir, []dockerfileRefusal{
+		{"FROM scratch\nCOPY --chmod=u+q f /x\n", "--chmod=u+q: neither an octal mode (0755) nor a symbolic one"},
+		{"FROM scratch\nCOPY --chmod=17777 f /x\n", "--chmod=17777: an octal mode is between 0 and 07777"},
+		{"FROM scratch\nCOPY --chmod=9 f /x\n", "--chmod=9: an octal mode is between 0 and 07777"},
+		{"FROM --platform=windows/amd64 windows-hostprocess-scratch\nCOPY --chmod=u+x f /x\n", "a symbolic mode is refused on Windows"},
+	})
+}

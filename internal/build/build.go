@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"go/version"
+	"io/fs"
 	"maps"
 	"os"
 	"path"
@@ -27,6 +28,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	chmod "github.com/tonistiigi/dchapes-mode"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pallet-dev/pallet/internal/artifact"
@@ -1330,6 +1332,31 @@ func hasLinks(t *tree.Tree) bool {
 	return false
 }
 
+// modeChanges is the function that applies symbolic modes one after
+// another, as BuildKit's copy (fsutil) applies a COPY --chmod=u+x to
+// each entry's own mode: parsed with a umask of 0, so "+x" is "a+x",
+// and "X" adds execute to a directory or to a file with an execute
+// bit. Nil for none.
+func modeChanges(syms []string) (func(fs.FileMode) fs.FileMode, error) {
+	if len(syms) == 0 {
+		return nil, nil
+	}
+	sets := make([]chmod.Set, len(syms))
+	for i, s := range syms {
+		set, err := chmod.ParseWithUmask(s, 0)
+		if err != nil {
+			return nil, fmt.Errorf("mode %s: %w", s, err)
+		}
+		sets[i] = set
+	}
+	return func(m fs.FileMode) fs.FileMode {
+		for _, set := range sets {
+			m = set.Apply(m)
+		}
+		return m
+	}, nil
+}
+
 // layerTree places l's artifacts (and their licences) into one tree.
 func (b *builder) layerTree(ctx context.Context, name string, pi *plan.PlatformImage, l *plan.Layer) (*tree.Tree, []string, error) {
 	t := tree.New()
@@ -1347,6 +1374,9 @@ func (b *builder) layerTree(ctx context.Context, name string, pi *plan.PlatformI
 			continue
 		}
 		place := tree.Placement{Dest: dest, FileMode: pm.Mode, DirMode: pm.DirMode, UID: pm.UID, GID: pm.GID, From: pm.Path, LinkAs: pm.LinkAs, OwnNewDirs: pm.OwnNewDirs, NoLinksBelow: pm.NoLinksBelow}
+		if place.Chmod, err = modeChanges(pm.ModeChanges); err != nil {
+			return nil, nil, plan.Wrap(pm.Pos, err)
+		}
 		// A file put into a directory the base holds at Dest is at a
 		// name below the destination, which Docker's COPY does not
 		// resolve.

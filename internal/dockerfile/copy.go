@@ -10,11 +10,13 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/moby/buildkit/frontend/dockerfile/instructions"
 	"github.com/moby/buildkit/frontend/dockerfile/parser"
 	"github.com/moby/buildkit/util/system"
+	modebits "github.com/tonistiigi/dchapes-mode"
 
 	"github.com/pallet-dev/pallet/internal/archive"
 	"github.com/pallet-dev/pallet/internal/lazyre"
@@ -64,9 +66,11 @@ type item struct {
 	fromDir bool
 	// owner and mode are kept from the stage when --chown or --chmod do
 	// not set them; a download is 0600, as BuildKit makes it.
-	mode     fs.FileMode
-	uid, gid int
-	pos      plan.Pos
+	// modeChanges are the symbolic --chmod the stage applied to them.
+	mode        fs.FileMode
+	modeChanges []string
+	uid, gid    int
+	pos         plan.Pos
 }
 
 // copy plans a COPY or ADD: one layer, one placement per source found.
@@ -80,6 +84,10 @@ func (e *evaluator) copy(s *stageState, n *parser.Node, op *copyOp) error {
 		return err
 	}
 	mode, uid, gid, err := e.modeOwner(n, *op.chmod, *op.chown)
+	if err != nil {
+		return err
+	}
+	sym, err := e.symbolicMode(s, n, *op.chmod, mode)
 	if err != nil {
 		return err
 	}
@@ -129,16 +137,22 @@ func (e *evaluator) copy(s *stageState, n *parser.Node, op *copyOp) error {
 			}
 			intoBaseDir = true
 		}
-		pm := plan.Placement{Artifact: e.artifact(it.src, it.pos), Dest: dest, Mode: it.mode, UID: it.uid, GID: it.gid, Pos: it.pos}
+		pm := plan.Placement{Artifact: e.artifact(it.src, it.pos), Dest: dest, Mode: it.mode, ModeChanges: it.modeChanges, UID: it.uid, GID: it.gid, Pos: it.pos}
 		// BuildKit's --chmod does not reach the files an ADD unpacks:
 		// they keep the archive's modes (pallet's normalized ones). A
 		// COPY --from of what a stage unpacked copies files, and does.
 		if mode != nil && !(it.src.opaque() && !it.fromDir) {
-			pm.Mode = *mode
+			pm.Mode, pm.ModeChanges = *mode, nil
 			if !s.platform.IsWindows() {
 				// And to the directories it copies and makes.
 				pm.DirMode = *mode
 			}
+		}
+		if sym != "" && !(it.src.opaque() && !it.fromDir) {
+			// A symbolic one changes each file's and directory's own
+			// mode, after what the stage it comes from gave it; the
+			// directories it makes on its way are 0755.
+			pm.ModeChanges = append(slices.Clip(it.modeChanges), sym)
 		}
 		if uid != nil {
 			pm.UID, pm.GID = *uid, *gid
@@ -374,14 +388,11 @@ func (e *evaluator) copySource(s *stageState, n *parser.Node, from string) (*sta
 	return e.states[ref.index], nil
 }
 
-// modeOwner reads --chmod and --chown; nil when not given.
+// modeOwner reads --chmod and --chown; nil when not given, and the mode
+// nil when it is symbolic (symbolicMode).
 func (e *evaluator) modeOwner(n *parser.Node, chmod, chown string) (*fs.FileMode, *int, *int, error) {
 	var mode *fs.FileMode
-	if chmod != "" {
-		m, err := recipe.ParseMode(chmod)
-		if err != nil {
-			return nil, nil, nil, plan.Errorf(e.d.loc.token(n, "--chmod="+chmod), "--chmod=%s: pallet takes an octal mode such as 0755 (not a symbolic one)", chmod)
-		}
+	if m, err := recipe.ParseMode(chmod); err == nil {
 		mode = &m
 	}
 	if chown == "" {
@@ -392,6 +403,37 @@ func (e *evaluator) modeOwner(n *parser.Node, chmod, chown string) (*fs.FileMode
 		return nil, nil, nil, plan.Errorf(e.d.loc.token(n, "--chown="+chown), "--chown=%s: pallet takes a numeric uid[:gid]; a user or group name needs the image's /etc/passwd and /etc/group, which pallet does not read", chown)
 	}
 	return mode, &uid, &gid, nil
+}
+
+// symbolicMode reads a --chmod that is not octal (mode is nil) as
+// BuildKit's Dockerfile frontend does (dispatchCopy): a value that
+// parses as a number is octal, and refused above 07777 or with digits
+// other than octal ones; any other is a symbolic mode (chmod(1):
+// u+x,g-w, a+rX) that github.com/tonistiigi/dchapes-mode parses, which
+// fsutil's copy applies to each entry's own mode. BuildKit's copy on
+// Windows refuses it (fsutil copy_windows.go: non-octal mode not
+// supported on windows). "" when --chmod is octal or not given.
+func (e *evaluator) symbolicMode(s *stageState, n *parser.Node, chmod string, mode *fs.FileMode) (string, error) {
+	if chmod == "" || mode != nil {
+		return "", nil
+	}
+	pos := e.d.loc.token(n, "--chmod="+chmod)
+	octal := func() error {
+		return plan.Errorf(pos, "--chmod=%s: an octal mode is between 0 and 07777 (BuildKit: invalid chmod parameter)", chmod)
+	}
+	if _, err := strconv.ParseUint(chmod, 8, 32); err == nil {
+		return "", octal()
+	}
+	if _, err := modebits.Parse(chmod); err != nil {
+		if ne := (*strconv.NumError)(nil); errors.As(err, &ne) {
+			return "", octal()
+		}
+		return "", plan.Errorf(pos, "--chmod=%s: neither an octal mode (0755) nor a symbolic one (u+x,g-w, a+rX): %v", chmod, err)
+	}
+	if s.platform.IsWindows() {
+		return "", plan.Errorf(pos, "--chmod=%s: a symbolic mode is refused on Windows, as BuildKit's copy refuses it there (non-octal mode not supported on windows); give an octal one, which Windows ignores too", chmod)
+	}
+	return chmod, nil
 }
 
 func isURL(s string) bool { return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://") }

@@ -27,7 +27,7 @@ func TestDockerfileErrorsAt(t *testing.T) {
 		{"an ignored source", "FROM scratch\nCOPY secret.key /", 2, 6, "excluded from the build context"},
 		{"a URL without checksum, at the URL", "FROM scratch\nADD --chmod=644 https://example.com/x.bin /x", 2, 17, "--checksum=sha256"},
 		{"a named --chown, at the flag", "FROM scratch\nCOPY --chown=app:app bin/hello /", 2, 6, "numeric uid[:gid]"},
-		{"a symbolic --chmod", "FROM scratch\nCOPY --chmod=u+x bin/hello /", 2, 6, "octal mode"},
+		{"a --chmod neither octal nor symbolic, at the flag", "FROM scratch\nCOPY --chmod=u+q bin/hello /", 2, 6, "neither an octal mode"},
 		{"--from an image", "FROM scratch\nCOPY --from=golang:1.24 /usr/local/go /go", 2, 6, "not a stage of this Dockerfile"},
 		{"--from a later stage", "FROM scratch AS a\nCOPY --from=b / /\nFROM scratch AS b\nFROM a", 2, 6, "not before this one"},
 		{"--from with a variable", "ARG S=a\nFROM scratch AS a\nFROM scratch\nCOPY --from=$S / /", 4, 6, "variables are not expanded in --from"},

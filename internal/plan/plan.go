@@ -199,8 +199,14 @@ type Placement struct {
 	// DirMode, when not zero, is the mode of the directories placed
 	// and made on the way, as a Dockerfile COPY --chmod gives it to them
 	// (tree.Placement.DirMode).
-	DirMode  os.FileMode
-	UID, GID int
+	DirMode os.FileMode
+	// ModeChanges are symbolic modes (chmod(1): u+x,g-w, a+rX), applied
+	// in order, after Mode and DirMode, to the mode of each file and
+	// directory placed, as a Dockerfile COPY --chmod=u+x changes each
+	// one's own mode; not to the directories made on the way
+	// (tree.Placement.Chmod).
+	ModeChanges []string
+	UID, GID    int
 	// IntoDirAs, when set, places a single file into the directory at
 	// Dest, under this name, if the base holds one there (or a link to
 	// one), and at Dest itself otherwise: what Docker's COPY does with a

@@ -441,7 +441,14 @@ type Placement struct {
 	// it copies get it whole, those it makes on its way (Dest's parents,
 	// and Dest for a tree that goes into it) its permission bits, as a
 	// mkdir makes them; those the image holds keep theirs (Through).
-	DirMode  fs.FileMode
+	DirMode fs.FileMode
+	// Chmod, when set, changes the mode of each regular file and
+	// directory the placement copies, after FileMode and DirMode: it is
+	// given the entry's mode, with fs.ModeDir for a directory, and
+	// returns the new one, as a Dockerfile COPY's symbolic --chmod
+	// (u+x, a+rX) changes each entry's own mode. The directories the
+	// placement makes on its way are not copied: it does not change them.
+	Chmod    func(fs.FileMode) fs.FileMode
 	UID, GID int
 	// From, when set, takes only this path of src (relative to its root):
 	// a file or link is placed alone, as Dest or into it with a trailing
@@ -636,6 +643,7 @@ func (t *Tree) placeNew(src *Tree, dest string, pl Placement, empty bool) {
 		if pl.DirMode != 0 && e.Kind == Dir {
 			e.Mode = pl.DirMode
 		}
+		e.Mode = pl.chmod(e)
 		if pl.LinkAs != LinkUnknown && e.Kind == Symlink {
 			e.LinkAs = pl.LinkAs
 		}
@@ -719,10 +727,24 @@ func (t *Tree) add(e Entry, pl Placement) error {
 	if pl.DirMode != 0 && e.Kind == Dir {
 		e.Mode = pl.DirMode
 	}
+	e.Mode = pl.chmod(e)
 	if pl.LinkAs != LinkUnknown && e.Kind == Symlink {
 		e.LinkAs = pl.LinkAs
 	}
 	e.UID, e.GID = pl.UID, pl.GID
 	e.NoLinksFrom = pl.noLinks
 	return t.Add(e)
+}
+
+// chmod is e's mode once pl.Chmod changed it; a link's mode is not
+// changed (BuildKit's copy chmods no symlink).
+func (pl Placement) chmod(e Entry) fs.FileMode {
+	if pl.Chmod == nil || e.Kind != File && e.Kind != Dir {
+		return e.Mode
+	}
+	m := e.Mode
+	if e.Kind == Dir {
+		m |= fs.ModeDir
+	}
+	return pl.Chmod(m) & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
 }
