@@ -764,3 +764,42 @@ func TestDockerfileSymbolicChmod(t *testing.T) {
 		{"FROM --platform=windows/amd64 windows-hostprocess-scratch\nCOPY --chmod=u+x f /x\n", "a symbolic mode is refused on Windows"},
 	})
 }
+
+// ADD --chown gives its owner to what an archive holds and to the
+// directories made on the way to its destination, but the directories
+// the archive only implies (t/x without t/) are 0:0, as BuildKit v0.29
+// unpacks it (solver/llbsolver/file unpack: ChownOpts for the entries;
+// go-archive's createImpliedDirectories makes the missing parents with
+// the daemon's root pair). A COPY --from of what the stage unpacked keeps
+// them so, unless its own --chown gives everything copied its owner
+// (its destination here is a directory the image holds, which keeps its
+// owner).
+func TestDockerfileAddChownImpliedDirs(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "r.tar"), string(fixture.Tar([]fixture.File{
+		{Name: "k/", Dir: true, Mode: 0o755}, {Name: "k/y", Content: "y\n", Mode: 0o644},
+		{Name: "t/v/x", Content: "x\n", Mode: 0o644},
+	})))
+	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM scratch AS s\nADD --chown=5:6 r.tar /u/\n"+
+		"FROM scratch\nADD --chown=5:6 r.tar /a/u/\nCOPY --from=s /u/ /a/\nCOPY --from=s --chown=7 /u/ /f/\n")
+	out := filepath.Join(t.TempDir(), "o")
+	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
+	layers, err := dfImage(t, out).Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for i, l := range layers {
+		walkLayer(t, l, func(h *tar.Header, _ io.Reader) {
+			got = append(got, fmt.Sprintf("%d %s %d:%d", i+1, strings.TrimSuffix(h.Name, "/"), h.Uid, h.Gid))
+		})
+	}
+	want := []string{
+		"1 a 5:6", "1 a/u 5:6", "1 a/u/k 5:6", "1 a/u/k/y 5:6", "1 a/u/t 0:0", "1 a/u/t/v 0:0", "1 a/u/t/v/x 5:6",
+		"2 a 5:6", "2 a/k 5:6", "2 a/k/y 5:6", "2 a/t 0:0", "2 a/t/v 0:0", "2 a/t/v/x 5:6",
+		"3 f 7:7", "3 f/k 7:7", "3 f/k/y 7:7", "3 f/t 7:7", "3 f/t/v 7:7", "3 f/t/v/x 7:7",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("layers hold\n got %q\nwant %q", got, want)
+	}
+}

@@ -66,11 +66,14 @@ type item struct {
 	fromDir bool
 	// owner and mode are kept from the stage when --chown or --chmod do
 	// not set them; a download is 0600, as BuildKit makes it.
-	// modeChanges are the symbolic --chmod the stage applied to them.
-	mode        fs.FileMode
-	modeChanges []string
-	uid, gid    int
-	pos         plan.Pos
+	// modeChanges are the symbolic --chmod the stage applied to them,
+	// and impliedRootOwned says its ADD --chown left the directories an
+	// archive only implies 0:0.
+	mode             fs.FileMode
+	modeChanges      []string
+	impliedRootOwned bool
+	uid, gid         int
+	pos              plan.Pos
 }
 
 // copy plans a COPY or ADD: one layer, one placement per source found.
@@ -137,7 +140,7 @@ func (e *evaluator) copy(s *stageState, n *parser.Node, op *copyOp) error {
 			}
 			intoBaseDir = true
 		}
-		pm := plan.Placement{Artifact: e.artifact(it.src, it.pos), Dest: dest, Mode: it.mode, ModeChanges: it.modeChanges, UID: it.uid, GID: it.gid, Pos: it.pos}
+		pm := plan.Placement{Artifact: e.artifact(it.src, it.pos), Dest: dest, Mode: it.mode, ModeChanges: it.modeChanges, UID: it.uid, GID: it.gid, ImpliedRootOwned: it.impliedRootOwned, Pos: it.pos}
 		// BuildKit's --chmod does not reach the files an ADD unpacks:
 		// they keep the archive's modes (pallet's normalized ones). A
 		// COPY --from of what a stage unpacked copies files, and does.
@@ -156,6 +159,11 @@ func (e *evaluator) copy(s *stageState, n *parser.Node, op *copyOp) error {
 		}
 		if uid != nil {
 			pm.UID, pm.GID = *uid, *gid
+			// BuildKit's unpack gives --chown's owner to what the
+			// archive holds, and makes the directories it only implies
+			// 0:0 (go-archive's createImpliedDirectories); a COPY --from
+			// of what a stage unpacked copies them, and chowns them too.
+			pm.ImpliedRootOwned = it.src.opaque() && !it.fromDir && !s.platform.IsWindows()
 			// BuildKit makes the directories a COPY --chown needs with
 			// its owner; the stage's owners a COPY --from keeps are not
 			// theirs.

@@ -222,6 +222,10 @@ type Placement struct {
 	// makes on its way, where the image holds none, as Docker's COPY
 	// --chown makes them (tree.Placement.OwnNewDirs).
 	OwnNewDirs bool
+	// ImpliedRootOwned leaves the directories an archive placed only
+	// implies 0:0 whatever UID and GID say, as a Dockerfile ADD --chown
+	// unpacks them (tree.Placement.ImpliedRootOwned).
+	ImpliedRootOwned bool
 	// NoLinksBelow, when set, is the destination of the Dockerfile COPY or
 	// ADD the placement is part of: Docker's COPY follows the image's
 	// links on its way there, not below it, where a directory copied at

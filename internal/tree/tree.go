@@ -462,6 +462,11 @@ type Placement struct {
 	// it) where the image holds none (Entry.IfNew), as Docker's COPY
 	// --chown makes them; else they are implied, 0755 0:0.
 	OwnNewDirs bool
+	// ImpliedRootOwned places the directories src only implies
+	// (Entry.Implied) 0:0 whatever UID and GID say, as Docker's ADD
+	// --chown unpacks an archive: go-archive's createImpliedDirectories
+	// makes them with the daemon's root pair, not --chown's owner.
+	ImpliedRootOwned bool
 	// NoLinksBelow, when set, is the destination of the Dockerfile COPY
 	// the placement is part of (Dest or above it): the entries placed
 	// below it are marked Entry.NoLinksFrom.
@@ -647,7 +652,7 @@ func (t *Tree) placeNew(src *Tree, dest string, pl Placement, empty bool) {
 		if pl.LinkAs != LinkUnknown && e.Kind == Symlink {
 			e.LinkAs = pl.LinkAs
 		}
-		e.UID, e.GID = pl.UID, pl.GID
+		e.UID, e.GID = pl.owner(e)
 		e.NoLinksFrom = pl.noLinks
 		placed = append(placed, e)
 		if ne := &placed[len(placed)-1]; empty {
@@ -731,9 +736,17 @@ func (t *Tree) add(e Entry, pl Placement) error {
 	if pl.LinkAs != LinkUnknown && e.Kind == Symlink {
 		e.LinkAs = pl.LinkAs
 	}
-	e.UID, e.GID = pl.UID, pl.GID
+	e.UID, e.GID = pl.owner(e)
 	e.NoLinksFrom = pl.noLinks
 	return t.Add(e)
+}
+
+// owner is the owner pl gives e (see ImpliedRootOwned).
+func (pl Placement) owner(e Entry) (uid, gid int) {
+	if pl.ImpliedRootOwned && e.Implied {
+		return 0, 0
+	}
+	return pl.UID, pl.GID
 }
 
 // chmod is e's mode once pl.Chmod changed it; a link's mode is not

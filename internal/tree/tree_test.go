@@ -1,6 +1,7 @@
 package tree
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"path"
@@ -373,6 +374,49 @@ func TestTypeName(t *testing.T) {
 	} {
 		if got := TypeName(m); got != want {
 			t.Errorf("TypeName(%v) = %q, want %q", m, got, want)
+		}
+	}
+}
+
+// ImpliedRootOwned leaves the directories an archive only implies 0:0,
+// placed into a new directory (placeNew) or beside what is there (add);
+// without it, as a recipe places an archive, they get UID and GID too.
+func TestPlaceImpliedRootOwned(t *testing.T) {
+	src := New()
+	for _, e := range []Entry{
+		{Path: "k", Kind: Dir, Mode: 0o755}, {Path: "k/y", Kind: File, Mode: 0o644},
+		{Path: "t", Kind: Dir, Mode: 0o755}, {Path: "t/x", Kind: File, Mode: 0o644},
+	} {
+		if err := src.Add(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src.Imply(func(p string) bool { return p == "t" })
+	for _, rootOwned := range []bool{false, true} {
+		for _, before := range [][]string{nil, {"u/other"}} {
+			dst := New()
+			for _, p := range before {
+				if err := dst.Add(Entry{Path: p, Kind: File, Mode: 0o644}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := dst.Place(src, Placement{Dest: "/u/", UID: 5, GID: 6, ImpliedRootOwned: rootOwned}); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, e := range dst.Entries() {
+				got = append(got, fmt.Sprintf("%s %d:%d", e.Path, e.UID, e.GID))
+			}
+			want := []string{"u 5:6", "u/k 5:6", "u/k/y 5:6", "u/t 5:6", "u/t/x 5:6"}
+			if rootOwned {
+				want[3] = "u/t 0:0"
+			}
+			if before != nil {
+				want = slices.Insert(want, 3, "u/other 0:0")
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("ImpliedRootOwned %v, before %v: placed %q, want %q", rootOwned, before, got, want)
+			}
 		}
 	}
 }
