@@ -803,3 +803,45 @@ func TestDockerfileAddChownImpliedDirs(t *testing.T) {
 		t.Errorf("layers hold\n got %q\nwant %q", got, want)
 	}
 }
+
+// A file a COPY or ADD places below its destination, where the base
+// holds a link (to a directory, or leading nowhere), replaces the link,
+// as BuildKit v0.29 does: fsutil's copy removes what is at the target
+// path unless it is a directory (ensureEmptyFileTarget), and go-archive's
+// unpack does the same; neither writes where the link leads. The layer
+// holds the file at the link's path, and nothing where it leads.
+func TestDockerfileFileReplacesLinkBelowDestination(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "root", "e", "k"), "k\n")
+	for link, target := range map[string]string{"d/tod": "../e", "d/dang": "nowhere", "d/sub/todir": "/e", "u/a": "../e"} {
+		if err := os.MkdirAll(filepath.Join(dir, "root", filepath.Dir(link)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, filepath.Join(dir, "root", link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, filepath.Join(dir, "tod"), "tod\n")
+	writeFile(t, filepath.Join(dir, "dd", "dang"), "dang\n")
+	writeFile(t, filepath.Join(dir, "dd", "sub", "todir"), "todir\n")
+	writeFile(t, filepath.Join(dir, "r.tar"), string(fixture.Tar([]fixture.File{{Name: "a", Content: "a\n", Mode: 0o644}})))
+	writeFile(t, filepath.Join(dir, "base.Dockerfile"), "FROM scratch\nCOPY root/ /\n")
+	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "base.Dockerfile"), "-o", "oci:"+filepath.Join(dir, "base"))
+	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM oci:base\nCOPY tod /d/\nCOPY dd/ /d/\nADD r.tar /u/\n")
+	out := filepath.Join(t.TempDir(), "o")
+	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
+	layers, err := dfImage(t, out).Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for i, l := range layers[1:] {
+		walkLayer(t, l, func(h *tar.Header, _ io.Reader) {
+			got = append(got, fmt.Sprintf("%d %s %c", i+2, strings.TrimSuffix(h.Name, "/"), h.Typeflag))
+		})
+	}
+	want := []string{"2 d 5", "2 d/tod 0", "3 d 5", "3 d/dang 0", "3 d/sub 5", "3 d/sub/todir 0", "4 u 5", "4 u/a 0"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("layers 2 to 4 hold\n got %q\nwant %q", got, want)
+	}
+}

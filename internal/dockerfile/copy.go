@@ -190,6 +190,10 @@ func (e *evaluator) copy(s *stageState, n *parser.Node, op *copyOp) error {
 			pm.NoLinksBelow = cleanDest
 			pm.NoLinksArchive = it.src.opaque() && !it.fromDir
 		}
+		// A file below the destination replaces a link of the image at
+		// its path: BuildKit's copy removes the link (fsutil's
+		// ensureEmptyFileTarget), and so does its unpack (go-archive).
+		pm.ReplaceLinks = !s.platform.IsWindows()
 		if !intoDir && !it.fromDir && !it.src.isDir() && !s.platform.IsWindows() {
 			// The file is the destination itself, which BuildKit
 			// resolves through the image's links, the last one too.

@@ -226,6 +226,11 @@ type Placement struct {
 	// implies 0:0 whatever UID and GID say, as a Dockerfile ADD --chown
 	// unpacks them (tree.Placement.ImpliedRootOwned).
 	ImpliedRootOwned bool
+	// ReplaceLinks says the placement is a Dockerfile COPY or ADD, whose
+	// files below its destination replace the links the image holds at
+	// their paths, as Docker's COPY and ADD replace them
+	// (tree.Placement.ReplaceLinks).
+	ReplaceLinks bool
 	// NoLinksBelow, when set, is the destination of the Dockerfile COPY or
 	// ADD the placement is part of: Docker's COPY follows the image's
 	// links on its way there, not below it, where a directory copied at

@@ -234,7 +234,7 @@ func (t *Tree) Through(v *View) (*Tree, error) {
 		if ne.Path == "." {
 			continue // a directory that is the root, through a link
 		}
-		if target, ok := v.Links[ne.Path]; ok && ne.Kind == File {
+		if target, ok := v.Links[ne.Path]; ok && ne.Kind == File && !e.ReplaceLink {
 			if e.FollowLink == nil || v.IsDir(ne.Path) {
 				return nil, linkInTheWay(v, ne.Path, target)
 			}

@@ -302,6 +302,40 @@ func TestThroughFileAtLink(t *testing.T) {
 	}
 }
 
+// A file marked ReplaceLink (a Dockerfile's, below its destination) at a
+// link replaces the link, wherever it leads, and nothing is placed where
+// it leads; unmarked (a recipe's), it is refused as before.
+func TestThroughFileReplacesLink(t *testing.T) {
+	v := &View{Links: Links{"bin": "usr/bin", "d": "usr", "usr/l": "bin", "x": "/nowhere"}, Dirs: map[string]DirMeta{"usr": {Mode: 0o755}, "usr/bin": {Mode: 0o755}}}
+	for p, want := range map[string]string{"bin": "bin", "x": "x", "d/l": "usr/l"} {
+		for _, replace := range []bool{false, true} {
+			tr := New()
+			if err := tr.Add(Entry{Path: p, Kind: File, Mode: 0o644, ReplaceLink: replace}); err != nil {
+				t.Fatal(err)
+			}
+			got, err := tr.Through(v)
+			if !replace {
+				if err == nil {
+					t.Errorf("a file at %s, not marked: placed", p)
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatalf("a file at %s: %v", p, err)
+			}
+			var paths []string
+			for _, e := range got.Entries() {
+				if e.Kind == File {
+					paths = append(paths, e.Path)
+				}
+			}
+			if !reflect.DeepEqual(paths, []string{want}) {
+				t.Errorf("a file at %s: files %q, want %q", p, paths, want)
+			}
+		}
+	}
+}
+
 // A directory placed where the image holds a file, or a file placed
 // under one, is refused: the layer would replace the file with a
 // directory, where Docker's COPY fails. A file over a file replaces it.

@@ -110,6 +110,13 @@ type Entry struct {
 	// way to its destination, so Through does too for an entry marked
 	// NoLinksFrom.
 	Implied bool
+	// ReplaceLink marks a file placed by a Dockerfile COPY or ADD below
+	// its destination: where the image holds a link at its path, the
+	// file replaces the link, as BuildKit's copy removes it first
+	// (fsutil's ensureEmptyFileTarget) and go-archive's unpack too; it
+	// writes nothing where the link leads. Through refuses such a file
+	// otherwise.
+	ReplaceLink bool
 	// Stamp is Source's status when FromDir or FromFile listed it (zero
 	// otherwise): what facts about the file are remembered under, so
 	// that the steps of a build after the listing need not stat it again.
@@ -467,6 +474,9 @@ type Placement struct {
 	// --chown unpacks an archive: go-archive's createImpliedDirectories
 	// makes them with the daemon's root pair, not --chown's owner.
 	ImpliedRootOwned bool
+	// ReplaceLinks marks the files the placement places, but the one at
+	// Dest itself (FollowLink), Entry.ReplaceLink.
+	ReplaceLinks bool
 	// NoLinksBelow, when set, is the destination of the Dockerfile COPY
 	// the placement is part of (Dest or above it): the entries placed
 	// below it are marked Entry.NoLinksFrom.
@@ -654,6 +664,7 @@ func (t *Tree) placeNew(src *Tree, dest string, pl Placement, empty bool) {
 		}
 		e.UID, e.GID = pl.owner(e)
 		e.NoLinksFrom = pl.noLinks
+		e.ReplaceLink = pl.ReplaceLinks && e.Kind == File
 		placed = append(placed, e)
 		if ne := &placed[len(placed)-1]; empty {
 			t.order = append(t.order, ne)
@@ -738,6 +749,7 @@ func (t *Tree) add(e Entry, pl Placement) error {
 	}
 	e.UID, e.GID = pl.owner(e)
 	e.NoLinksFrom = pl.noLinks
+	e.ReplaceLink = pl.ReplaceLinks && e.Kind == File && e.FollowLink == nil
 	return t.Add(e)
 }
 
