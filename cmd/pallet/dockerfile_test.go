@@ -761,7 +761,7 @@ func TestDockerfileSymbolicChmod(t *testing.T) {
 		{"FROM scratch\nCOPY --chmod=u+q f /x\n", "--chmod=u+q: neither an octal mode (0755) nor a symbolic one"},
 		{"FROM scratch\nCOPY --chmod=17777 f /x\n", "--chmod=17777: an octal mode is between 0 and 07777"},
 		{"FROM scratch\nCOPY --chmod=9 f /x\n", "--chmod=9: an octal mode is between 0 and 07777"},
-		{"FROM --platform=windows/amd64 windows-hostprocess-scratch\nCOPY --chmod=u+x f /x\n", "a symbolic mode is refused on Windows"},
+		{"FROM --platform=windows/amd64 windows-hostprocess-scratch\nCOPY --chmod=u+x f /x\n", "a symbolic mode is refused on a Windows stage"},
 	})
 }
 

@@ -422,9 +422,11 @@ func (e *evaluator) modeOwner(n *parser.Node, chmod, chown string) (*fs.FileMode
 // parses as a number is octal, and refused above 07777 or with digits
 // other than octal ones; any other is a symbolic mode (chmod(1):
 // u+x,g-w, a+rX) that github.com/tonistiigi/dchapes-mode parses, which
-// fsutil's copy applies to each entry's own mode. BuildKit's copy on
-// Windows refuses it (fsutil copy_windows.go: non-octal mode not
-// supported on windows). "" when --chmod is octal or not given.
+// fsutil's copy applies to each entry's own mode. On a Windows stage it
+// is refused: BuildKit's copy on a Windows worker refuses it (fsutil
+// copy_windows.go: non-octal mode not supported on windows), while one
+// on Linux applies it to tar headers Windows does not read. "" when
+// --chmod is octal or not given.
 func (e *evaluator) symbolicMode(s *stageState, n *parser.Node, chmod string, mode *fs.FileMode) (string, error) {
 	if chmod == "" || mode != nil {
 		return "", nil
@@ -443,7 +445,7 @@ func (e *evaluator) symbolicMode(s *stageState, n *parser.Node, chmod string, mo
 		return "", plan.Errorf(pos, "--chmod=%s: neither an octal mode (0755) nor a symbolic one (u+x,g-w, a+rX): %v", chmod, err)
 	}
 	if s.platform.IsWindows() {
-		return "", plan.Errorf(pos, "--chmod=%s: a symbolic mode is refused on Windows, as BuildKit's copy refuses it there (non-octal mode not supported on windows); give an octal one, which Windows ignores too", chmod)
+		return "", plan.Errorf(pos, "--chmod=%s: a symbolic mode is refused on a Windows stage, as BuildKit on a Windows worker refuses it (non-octal mode not supported on windows); Windows reads no mode from a layer: leave it out, or give an octal one, which pallet writes and warns of", chmod)
 	}
 	return chmod, nil
 }
