@@ -73,7 +73,14 @@ func (g *GitFiles) Produce(ctx context.Context, f *Fetcher, r *Request, work str
 	if err := os.RemoveAll(filepath.Join(src, ".git")); err != nil {
 		return nil, err
 	}
-	t, err := takeFiles(src, g.Path, at, "at that commit")
+	return takeWithLicenses(src, g.Path, r, at, "at that commit")
+}
+
+// takeWithLicenses is the result of taking the file or directory p of the
+// pinned source unpacked at src (takeFiles) with its licences
+// (sourceLicenses).
+func takeWithLicenses(src, p string, r *Request, at, where string) (*Result, error) {
+	t, err := takeFiles(src, p, at, where)
 	if err != nil {
 		return nil, err
 	}

@@ -55,16 +55,7 @@ func (m *GoModuleFiles) Produce(ctx context.Context, f *Fetcher, r *Request, wor
 	if err := m.pin().fetch(ctx, f, f.goEnv(&Go{}, r.Platform), work, src); err != nil {
 		return nil, err
 	}
-	at := "module " + m.pin().ref()
-	t, err := takeFiles(src, m.Path, at, "in that module version")
-	if err != nil {
-		return nil, err
-	}
-	lic, err := sourceLicenses(src, t, r, at)
-	if err != nil {
-		return nil, err
-	}
-	return &Result{Tree: t, Licenses: lic}, nil
+	return takeWithLicenses(src, m.Path, r, "module "+m.pin().ref(), "in that module version")
 }
 
 // Mirror puts the module zip in the mirror's module cache, which offline
