@@ -485,6 +485,32 @@ type Placement struct {
 	// FollowLink marks the file a one-file placement puts at Dest, named
 	// without a trailing slash, Entry.FollowLink.
 	FollowLink bool
+	// StageDest, when set, is the destination of the Dockerfile COPY
+	// --from a stage the placement is part of (Dest or above it), and
+	// StageMade the mode and owner of the directories the placement makes
+	// at and above it, as BuildKit's copy makes them there (fsutil's
+	// MkdirAll, with the COPY's own --chmod and --chown, else 0755 0:0).
+	// DirMode, UID, GID and OwnNewDirs are then the stage's, for what the
+	// placement copies and makes below StageDest, which BuildKit copies
+	// from the stage with each directory's own mode and owner.
+	StageDest string
+	StageMade DirMeta
+}
+
+// madeMeta is the mode and owner of directory p (a clean path), which pl
+// makes on its way: StageMade at and above StageDest, else DirMode's
+// permission bits, owned by pl's owner only with OwnNewDirs.
+func (pl Placement) madeMeta(p string) DirMeta {
+	if pl.StageDest != "" {
+		if d, err := CleanPath(pl.StageDest); err == nil && (p == d || p == "." || strings.HasPrefix(d, p+"/")) {
+			return pl.StageMade
+		}
+	}
+	m := DirMeta{Mode: pl.madeDirMode()}
+	if pl.OwnNewDirs {
+		m.UID, m.GID = pl.UID, pl.GID
+	}
+	return m
 }
 
 // madeDirMode is the mode of a directory pl makes on its way (see
@@ -542,10 +568,7 @@ func (t *Tree) Place(src *Tree, pl Placement) error {
 		e := first[0]
 		e.Path = dest
 		if pl.FollowLink {
-			made := DirMeta{Mode: pl.madeDirMode()}
-			if pl.OwnNewDirs {
-				made.UID, made.GID = pl.UID, pl.GID
-			}
+			made := pl.madeMeta(path.Dir(dest))
 			e.FollowLink = &made
 		}
 		if err := t.newDirs(path.Dir(dest), pl); err != nil {
@@ -564,7 +587,12 @@ func (t *Tree) Place(src *Tree, pl Placement) error {
 		if err := t.newDirs(path.Dir(dest), pl); err != nil {
 			return err
 		}
-		if err := t.Add(Entry{Path: dest, Kind: Dir, Mode: pl.madeDirMode(), UID: pl.UID, GID: pl.GID, NoLinksFrom: pl.noLinks}); err != nil {
+		uid, gid := pl.UID, pl.GID
+		made := pl.madeMeta(dest)
+		if pl.StageDest != "" {
+			uid, gid = made.UID, made.GID
+		}
+		if err := t.Add(Entry{Path: dest, Kind: Dir, Mode: made.Mode, UID: uid, GID: gid, NoLinksFrom: pl.noLinks}); err != nil {
 			return err
 		}
 	} else if err := checkIDs(Entry{Path: dest, UID: pl.UID, GID: pl.GID}); err != nil {
@@ -592,10 +620,6 @@ func (t *Tree) newDirs(dir string, pl Placement) error {
 	if !pl.OwnNewDirs && pl.DirMode == 0 {
 		return nil
 	}
-	uid, gid := 0, 0
-	if pl.OwnNewDirs {
-		uid, gid = pl.UID, pl.GID
-	}
 	t.index()
 	var dirs []string
 	for ; dir != "."; dir = path.Dir(dir) {
@@ -605,7 +629,8 @@ func (t *Tree) newDirs(dir string, pl Placement) error {
 		dirs = append(dirs, dir)
 	}
 	for i := len(dirs) - 1; i >= 0; i-- {
-		if err := t.Add(Entry{Path: dirs[i], Kind: Dir, Mode: pl.madeDirMode(), UID: uid, GID: gid, IfNew: true, NoLinksFrom: pl.noLinks}); err != nil {
+		m := pl.madeMeta(dirs[i])
+		if err := t.Add(Entry{Path: dirs[i], Kind: Dir, Mode: m.Mode, UID: m.UID, GID: m.GID, IfNew: true, NoLinksFrom: pl.noLinks}); err != nil {
 			return err
 		}
 	}

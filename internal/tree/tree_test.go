@@ -420,3 +420,41 @@ func TestPlaceImpliedRootOwned(t *testing.T) {
 		}
 	}
 }
+
+// TestPlaceStageDest places what a Dockerfile COPY --from copies of a
+// stage: below its destination, the directories it copies and makes are
+// the stage's (DirMode, UID, OwnNewDirs); the destination and those above
+// it are StageMade, as BuildKit's MkdirAll makes them.
+func TestPlaceStageDest(t *testing.T) {
+	src := New()
+	for _, e := range []Entry{{Path: "sub", Kind: Dir, Mode: 0o755}, {Path: "sub/f", Kind: File, Mode: 0o644}} {
+		if err := src.Add(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		pl   Placement
+		want []string
+	}{
+		{Placement{Dest: "/e/", DirMode: 0o700, UID: 5, GID: 6, StageDest: "/e", StageMade: DirMeta{Mode: 0o755}},
+			[]string{"e 755 0:0", "e/sub 700 5:6", "e/sub/f 644 5:6"}},
+		{Placement{Dest: "/a/e/", DirMode: 0o700, UID: 9, GID: 9, OwnNewDirs: true, StageDest: "/a/e", StageMade: DirMeta{Mode: 0o755, UID: 9, GID: 9}},
+			[]string{"a 755 9:9", "a/e 755 9:9", "a/e/sub 700 9:9", "a/e/sub/f 644 9:9"}},
+		{Placement{Dest: "/e/b/c/", DirMode: 0o700, UID: 5, GID: 6, OwnNewDirs: true, StageDest: "/e", StageMade: DirMeta{Mode: 0o755}},
+			[]string{"e 755 0:0", "e/b 700 5:6", "e/b/c 700 5:6", "e/b/c/sub 700 5:6", "e/b/c/sub/f 644 5:6"}},
+		{Placement{Dest: "/e/b/c/", DirMode: 0o700, UID: 5, GID: 6, StageDest: "/e", StageMade: DirMeta{Mode: 0o755}},
+			[]string{"e 755 0:0", "e/b 700 0:0", "e/b/c 700 0:0", "e/b/c/sub 700 5:6", "e/b/c/sub/f 644 5:6"}},
+	} {
+		dst := New()
+		if err := dst.Place(src, tc.pl); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range dst.Entries() {
+			got = append(got, fmt.Sprintf("%s %o %d:%d", e.Path, e.Mode, e.UID, e.GID))
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%+v: placed %q, want %q", tc.pl, got, tc.want)
+		}
+	}
+}
