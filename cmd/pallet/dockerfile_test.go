@@ -845,3 +845,42 @@ func TestDockerfileFileReplacesLinkBelowDestination(t *testing.T) {
 		t.Errorf("layers 2 to 4 hold\n got %q\nwant %q", got, want)
 	}
 }
+
+// A COPY --from copies each directory of the stage below its
+// destination with the mode and owner the stage's filesystem gives it,
+// those the stage's --chmod and --chown made on the way included, as
+// BuildKit v0.29 does (fsutil's copyDirectory and createParentDirs copy
+// each one's file info); the destination and the directories above it
+// are made as a COPY's are (fsutil's prepareTargetDir: MkdirAll with the
+// COPY's own --chmod and --chown, else 0755 0:0), not as the stage's.
+func TestDockerfileCopyFromStageDirs(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "d", "g"), "g\n")
+	writeFile(t, filepath.Join(dir, "d", "sub", "f"), "f\n")
+	writeFile(t, filepath.Join(dir, "f"), "f\n")
+	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM scratch AS s\nCOPY --chmod=700 d/ /d/\nCOPY --chown=5:6 f /u/v/w/f\nCOPY --chmod=750 --chown=7:8 d/ /m/n/\nCOPY --chown=5:6 d/ /o/\n"+
+		"FROM scratch\nCOPY --from=s /d/ /e/\nCOPY --from=s /u/ /g/\nCOPY --from=s /m/ /r/\nCOPY --from=s /o/ /p/q/\nCOPY --from=s --chown=9:9 /u/ /k/\nCOPY --from=s --chmod=710 /m/ /x/y/\n")
+	out := filepath.Join(t.TempDir(), "o")
+	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
+	layers, err := dfImage(t, out).Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for i, l := range layers {
+		walkLayer(t, l, func(h *tar.Header, _ io.Reader) {
+			got = append(got, fmt.Sprintf("%d %s %o %d:%d", i+1, strings.TrimSuffix(h.Name, "/"), h.Mode, h.Uid, h.Gid))
+		})
+	}
+	want := []string{
+		"1 e 755 0:0", "1 e/g 700 0:0", "1 e/sub 700 0:0", "1 e/sub/f 700 0:0",
+		"2 g 755 0:0", "2 g/v 755 5:6", "2 g/v/w 755 5:6", "2 g/v/w/f 644 5:6",
+		"3 r 755 0:0", "3 r/n 750 7:8", "3 r/n/g 750 7:8", "3 r/n/sub 750 7:8", "3 r/n/sub/f 750 7:8",
+		"4 p 755 0:0", "4 p/q 755 0:0", "4 p/q/g 644 5:6", "4 p/q/sub 755 5:6", "4 p/q/sub/f 644 5:6",
+		"5 k 755 9:9", "5 k/v 755 9:9", "5 k/v/w 755 9:9", "5 k/v/w/f 644 9:9",
+		"6 x 710 0:0", "6 x/y 710 0:0", "6 x/y/n 710 7:8", "6 x/y/n/g 710 7:8", "6 x/y/n/sub 710 7:8", "6 x/y/n/sub/f 710 7:8",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("layers hold\n got %q\nwant %q", got, want)
+	}
+}

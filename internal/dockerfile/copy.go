@@ -68,10 +68,14 @@ type item struct {
 	// not set them; a download is 0600, as BuildKit makes it.
 	// modeChanges are the symbolic --chmod the stage applied to them,
 	// and impliedRootOwned says its ADD --chown left the directories an
-	// archive only implies 0:0.
+	// archive only implies 0:0. dirMode and ownNewDirs are the mode the
+	// stage gave the directories it copied and made, and whether those
+	// it made are its owner's (plan.Placement.DirMode, OwnNewDirs).
 	mode             fs.FileMode
 	modeChanges      []string
 	impliedRootOwned bool
+	dirMode          fs.FileMode
+	ownNewDirs       bool
 	uid, gid         int
 	pos              plan.Pos
 }
@@ -140,7 +144,21 @@ func (e *evaluator) copy(s *stageState, n *parser.Node, op *copyOp) error {
 			}
 			intoBaseDir = true
 		}
-		pm := plan.Placement{Artifact: e.artifact(it.src, it.pos), Dest: dest, Mode: it.mode, ModeChanges: it.modeChanges, UID: it.uid, GID: it.gid, ImpliedRootOwned: it.impliedRootOwned, Pos: it.pos}
+		pm := plan.Placement{Artifact: e.artifact(it.src, it.pos), Dest: dest, Mode: it.mode, DirMode: it.dirMode, ModeChanges: it.modeChanges, UID: it.uid, GID: it.gid, OwnNewDirs: it.ownNewDirs, ImpliedRootOwned: it.impliedRootOwned, Pos: it.pos}
+		if from != nil && !s.platform.IsWindows() {
+			// BuildKit copies each directory of the stage below the
+			// destination with its own mode and owner, and makes the
+			// destination and those above it as it makes a COPY's
+			// (fsutil's MkdirAll): --chmod's mode or 0755, --chown's
+			// owner or 0:0, never the stage's.
+			pm.StageDest, pm.StageMade = cleanDest, tree.DirMeta{Mode: 0o755}
+			if mode != nil {
+				pm.StageMade.Mode = mode.Perm()
+			}
+			if uid != nil {
+				pm.StageMade.UID, pm.StageMade.GID = *uid, *gid
+			}
+		}
 		// BuildKit's --chmod does not reach the files an ADD unpacks:
 		// they keep the archive's modes (pallet's normalized ones). A
 		// COPY --from of what a stage unpacked copies files, and does.

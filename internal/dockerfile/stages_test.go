@@ -338,8 +338,9 @@ func TestDockerfileDirectoryOverFile(t *testing.T) {
 
 // The directories a COPY --chown makes on its way are its owner's, as
 // BuildKit makes them, and so are those a WORKDIR makes as the USER; a
-// COPY --from keeps the stage's owners of the files only, and Windows
-// reads no owner.
+// COPY --from makes its destination and the directories above it 0:0,
+// not the stage's owner's (plan.Placement.StageMade), and Windows reads
+// no owner.
 func TestDockerfileOwnNewDirs(t *testing.T) {
 	files := map[string]string{"bin/hello": "h"}
 	for _, tc := range []struct {
@@ -362,7 +363,12 @@ func TestDockerfileOwnNewDirs(t *testing.T) {
 			}
 			var got []bool
 			for _, l := range mustPlan(t, fs, opt).Images[0].Platforms[0].Layers {
-				got = append(got, l.Placements[0].OwnNewDirs)
+				pm := l.Placements[0]
+				if pm.StageDest != "" {
+					got = append(got, pm.StageMade.UID != 0 || pm.StageMade.GID != 0)
+					continue
+				}
+				got = append(got, pm.OwnNewDirs)
 			}
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("OwnNewDirs by layer %v, want %v", got, tc.want)

@@ -245,6 +245,14 @@ type Placement struct {
 	// link that leads nowhere, the file is written where it leads
 	// (tree.Placement.FollowLink).
 	FollowLink bool
+	// StageDest, when set, is the destination of the Dockerfile COPY
+	// --from a stage the placement is part of, and StageMade the mode and
+	// owner of the directories it makes at and above it; DirMode, UID,
+	// GID and OwnNewDirs are then the stage's, for what it copies and
+	// makes below it, as BuildKit copies each directory of the stage with
+	// its own mode and owner (tree.Placement.StageDest).
+	StageDest string
+	StageMade tree.DirMeta
 	// Licenses places the artifact's licence files under
 	// /LICENSES/<artifact>/ (on the first placement of it in an image).
 	Licenses bool
