@@ -884,3 +884,42 @@ func TestDockerfileCopyFromStageDirs(t *testing.T) {
 		t.Errorf("layers hold\n got %q\nwant %q", got, want)
 	}
 }
+
+// The directories a COPY --from copies are as the stage's filesystem has
+// them when two of the stage's COPYs wrote one, or one of them was itself
+// a COPY --from: BuildKit's MkdirAll leaves a directory an earlier COPY
+// made, the copy below a destination gives each directory the source's
+// mode (fsutil's copyDirectoryOnly with overwriteTargetMetadata), and a
+// stage's COPY --from made its destination 0755 0:0.
+func TestDockerfileCopyFromStageDirsOrder(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "d", "g"), "g\n")
+	writeFile(t, filepath.Join(dir, "d", "sub", "f"), "f\n")
+	writeFile(t, filepath.Join(dir, "f"), "f\n")
+	for _, tc := range []struct {
+		df   string
+		want []string
+	}{
+		{"FROM scratch AS s\nCOPY --chmod=700 f /d/x/f\nCOPY d/ /d/x/\nFROM scratch\nCOPY --from=s /d/ /e/\n",
+			[]string{"e 755 0:0", "e/x 700 0:0", "e/x/f 700 0:0", "e/x/g 644 0:0", "e/x/sub 755 0:0", "e/x/sub/f 644 0:0"}},
+		{"FROM scratch AS s\nCOPY d/ /d/x/\nCOPY --chmod=700 d/ /d/x/\nFROM scratch\nCOPY --from=s /d/ /e/\n",
+			[]string{"e 755 0:0", "e/x 755 0:0", "e/x/g 700 0:0", "e/x/sub 700 0:0", "e/x/sub/f 700 0:0"}},
+		{"FROM scratch AS s1\nCOPY --chmod=700 --chown=5:6 d/ /d/\nFROM scratch AS s2\nCOPY --from=s1 /d/ /x/y/\nFROM scratch\nCOPY --from=s2 / /z/\n",
+			[]string{"z 755 0:0", "z/x 755 0:0", "z/x/y 755 0:0", "z/x/y/g 700 5:6", "z/x/y/sub 700 5:6", "z/x/y/sub/f 700 5:6"}},
+	} {
+		writeFile(t, filepath.Join(dir, "Dockerfile"), tc.df)
+		out := filepath.Join(t.TempDir(), "o")
+		mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
+		layers, err := dfImage(t, out).Layers()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		walkLayer(t, layers[len(layers)-1], func(h *tar.Header, _ io.Reader) {
+			got = append(got, fmt.Sprintf("%s %o %d:%d", strings.TrimSuffix(h.Name, "/"), h.Mode, h.Uid, h.Gid))
+		})
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%q: the last layer holds\n got %q\nwant %q", tc.df, got, tc.want)
+		}
+	}
+}

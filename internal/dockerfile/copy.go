@@ -70,12 +70,15 @@ type item struct {
 	// and impliedRootOwned says its ADD --chown left the directories an
 	// archive only implies 0:0. dirMode and ownNewDirs are the mode the
 	// stage gave the directories it copied and made, and whether those
-	// it made are its owner's (plan.Placement.DirMode, OwnNewDirs).
+	// it made are its owner's (plan.Placement.DirMode, OwnNewDirs);
+	// madeBelow, when set, how it made them otherwise
+	// (plan.Placement.StageMadeBelow).
 	mode             fs.FileMode
 	modeChanges      []string
 	impliedRootOwned bool
 	dirMode          fs.FileMode
 	ownNewDirs       bool
+	madeBelow        *tree.DirMeta
 	uid, gid         int
 	pos              plan.Pos
 }
@@ -157,6 +160,16 @@ func (e *evaluator) copy(s *stageState, n *parser.Node, op *copyOp) error {
 			}
 			if uid != nil {
 				pm.StageMade.UID, pm.StageMade.GID = *uid, *gid
+			}
+			if it.madeBelow != nil {
+				below := *it.madeBelow
+				if mode != nil {
+					below.Mode = mode.Perm()
+				}
+				if uid != nil {
+					below.UID, below.GID = *uid, *gid
+				}
+				pm.StageMadeBelow = &below
 			}
 		}
 		// BuildKit's --chmod does not reach the files an ADD unpacks:

@@ -495,6 +495,11 @@ type Placement struct {
 	// from the stage with each directory's own mode and owner.
 	StageDest string
 	StageMade DirMeta
+	// StageMadeBelow, when set, is the mode and owner of the directories
+	// the placement makes below StageDest, the stage's, where the stage
+	// made them otherwise than it made those it copied (DirMode): a
+	// stage's own COPY --from made its destination 0755 0:0.
+	StageMadeBelow *DirMeta
 }
 
 // madeMeta is the mode and owner of directory p (a clean path), which pl
@@ -505,6 +510,9 @@ func (pl Placement) madeMeta(p string) DirMeta {
 		if d, err := CleanPath(pl.StageDest); err == nil && (p == d || p == "." || strings.HasPrefix(d, p+"/")) {
 			return pl.StageMade
 		}
+	}
+	if pl.StageDest != "" && pl.StageMadeBelow != nil {
+		return *pl.StageMadeBelow
 	}
 	m := DirMeta{Mode: pl.madeDirMode()}
 	if pl.OwnNewDirs {
@@ -592,8 +600,14 @@ func (t *Tree) Place(src *Tree, pl Placement) error {
 		if pl.StageDest != "" {
 			uid, gid = made.UID, made.GID
 		}
-		if err := t.Add(Entry{Path: dest, Kind: Dir, Mode: made.Mode, UID: uid, GID: gid, NoLinksFrom: pl.noLinks}); err != nil {
-			return err
+		// An earlier placement of a COPY --from that made dest made
+		// it as the stage did: the first of the stage's COPYs that
+		// made a directory made it, BuildKit's MkdirAll leaves it.
+		_, held := t.entries[dest]
+		if pl.StageDest == "" || !held && !t.parents[dest] {
+			if err := t.Add(Entry{Path: dest, Kind: Dir, Mode: made.Mode, UID: uid, GID: gid, NoLinksFrom: pl.noLinks}); err != nil {
+				return err
+			}
 		}
 	} else if err := checkIDs(Entry{Path: dest, UID: pl.UID, GID: pl.GID}); err != nil {
 		return err

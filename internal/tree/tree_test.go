@@ -458,3 +458,38 @@ func TestPlaceStageDest(t *testing.T) {
 		}
 	}
 }
+
+// TestPlaceStageDestMade: a directory an earlier placement of a COPY
+// --from made is left as it made it, and StageMadeBelow makes those
+// below StageDest.
+func TestPlaceStageDestMade(t *testing.T) {
+	src := New()
+	for _, e := range []Entry{{Path: "sub", Kind: Dir, Mode: 0o755}, {Path: "sub/f", Kind: File, Mode: 0o644}} {
+		if err := src.Add(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	one := New()
+	if err := one.Add(Entry{Path: "f", Kind: File, Mode: 0o700}); err != nil {
+		t.Fatal(err)
+	}
+	dst := New()
+	if err := dst.Place(one, Placement{Dest: "/e/x/f", DirMode: 0o700, StageDest: "/e", StageMade: DirMeta{Mode: 0o755}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := dst.Place(src, Placement{Dest: "/e/x/", StageDest: "/e", StageMade: DirMeta{Mode: 0o755}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := dst.Place(src, Placement{Dest: "/z/x/y/", DirMode: 0o700, UID: 5, GID: 6, OwnNewDirs: true, StageDest: "/z", StageMade: DirMeta{Mode: 0o755}, StageMadeBelow: &DirMeta{Mode: 0o755}}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range dst.Entries() {
+		got = append(got, fmt.Sprintf("%s %o %d:%d", e.Path, e.Mode, e.UID, e.GID))
+	}
+	want := []string{"e 755 0:0", "e/x 700 0:0", "e/x/f 700 0:0", "e/x/sub 755 0:0", "e/x/sub/f 644 0:0",
+		"z 755 0:0", "z/x 755 0:0", "z/x/y 755 0:0", "z/x/y/sub 700 5:6", "z/x/y/sub/f 644 5:6"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("placed %q, want %q", got, want)
+	}
+}
