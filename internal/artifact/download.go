@@ -218,7 +218,7 @@ func (f *Fetcher) download(ctx context.Context, rawURL, want, file string, lim L
 func (f *Fetcher) downloadOnce(ctx context.Context, client *http.Client, rawURL, want, file string, lim Limits) (string, error) {
 	// The watchdog, not a deadline, bounds the attempt: a large download
 	// may take hours as long as bytes keep coming.
-	ctx, dog, cancel := watchdog(ctx, lim.Stall, lim.MinRate)
+	ctx, dog, cancel := transfer.Watch(ctx, lim.Stall, lim.MinRate)
 	defer cancel(nil)
 	defer dog.Stop()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
@@ -229,7 +229,7 @@ func (f *Fetcher) downloadOnce(ctx context.Context, client *http.Client, rawURL,
 	shown := redactURL(rawURL)
 	resp, err := client.Do(req)
 	if err != nil {
-		if stallOf(ctx) != nil {
+		if transfer.StallOf(ctx) != nil {
 			return "", fmt.Errorf("download %s: no response for %s", shown, lim.Stall)
 		}
 		var (
@@ -268,7 +268,7 @@ func (f *Fetcher) downloadOnce(ctx context.Context, client *http.Client, rawURL,
 	// long the answer took to start.
 	dog.Restart(lim.Stall)
 	n, got, err := receive(dst, dog.Reader(resp.Body), resp.ContentLength, lim.MaxBytes)
-	se := stallOf(ctx)
+	se := transfer.StallOf(ctx)
 	var cerr error
 	if tmp != nil {
 		cerr = tmp.Close()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pallet-dev/pallet/internal/lazyre"
+	"github.com/pallet-dev/pallet/internal/transfer"
 )
 
 // maxGitOutput bounds what pallet keeps of a remote git command's
@@ -36,7 +37,7 @@ func remoteGit(ctx context.Context, lim Limits, dir, watch string, args ...strin
 	// No rate here: a sign of progress is not a count of bytes, and git's
 	// own low-speed limit holds http(s) to MinRate. Each counts as one
 	// byte, so a Stall without one is a stall.
-	wctx, dog, cancel := watchdog(ctx, lim.Stall, 0)
+	wctx, dog, cancel := transfer.Watch(ctx, lim.Stall, 0)
 	defer cancel(nil)
 	defer dog.Stop()
 	kick := func() { dog.Moved(1) }
@@ -89,8 +90,8 @@ func remoteGit(ctx context.Context, lim Limits, dir, watch string, args ...strin
 		return "", tooLarge
 	case errors.Is(cause, errGitOutput):
 		return "", fmt.Errorf("git %s: %w (over %d bytes)", args[0], errGitOutput, maxGitOutput)
-	case stallOf(wctx) != nil:
-		return "", fmt.Errorf("git %s: nothing received for %s (limits.stall): %w", args[0], lim.Stall, stallOf(wctx))
+	case transfer.StallOf(wctx) != nil:
+		return "", fmt.Errorf("git %s: nothing received for %s (limits.stall): %w", args[0], lim.Stall, transfer.StallOf(wctx))
 	case err != nil:
 		return "", fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, stderr.last())
 	case watch != "" && dirSize(watch)-before > lim.MaxBytes:

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/pallet-dev/pallet/internal/transfer"
 )
 
 // proxyGate stands between the go command and the module proxies it is
@@ -211,7 +213,7 @@ func (g *proxyGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.RawQuery != "" {
 		target += "?" + r.URL.RawQuery
 	}
-	ctx, dog, cancel := watchdog(r.Context(), g.lim.Stall, g.lim.MinRate)
+	ctx, dog, cancel := transfer.Watch(r.Context(), g.lim.Stall, g.lim.MinRate)
 	defer cancel(nil)
 	defer dog.Stop()
 	req, err := http.NewRequestWithContext(ctx, r.Method, target, nil)
@@ -227,7 +229,7 @@ func (g *proxyGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	resp, err := g.client.Do(req)
 	if err != nil {
 		// The go command shows the body of an error response.
-		if stallOf(ctx) != nil {
+		if transfer.StallOf(ctx) != nil {
 			err = fmt.Errorf("module proxy %s: no response for %s (limits.stall)", redactURL(target), g.lim.Stall)
 		}
 		http.Error(w, err.Error(), http.StatusBadGateway)
@@ -246,7 +248,7 @@ func (g *proxyGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(resp.StatusCode)
 	dog.Restart(g.lim.Stall)
 	n, err := io.Copy(w, io.LimitReader(dog.Reader(resp.Body), g.lim.MaxBytes+1))
-	se := stallOf(ctx)
+	se := transfer.StallOf(ctx)
 	switch {
 	case n > g.lim.MaxBytes:
 		g.note(r, "module proxy %s: cut off at the limit of %d bytes (limits.download); the server kept sending", redactURL(target), g.lim.MaxBytes)

@@ -1,8 +1,6 @@
 package artifact
 
 import (
-	"context"
-	"errors"
 	"time"
 
 	"github.com/pallet-dev/pallet/internal/transfer"
@@ -60,23 +58,4 @@ func (l Limits) withDefaults() Limits {
 		l.MinRate = DefaultMinRate
 	}
 	return l
-}
-
-// watchdog derives from ctx a context that a transfer.Watchdog ends, with
-// the *transfer.StallError as its cause, once a stall window brings fewer
-// bytes than minRate asks over it. Its Stop must be called when done.
-func watchdog(ctx context.Context, stall time.Duration, minRate int64) (context.Context, *transfer.Watchdog, context.CancelCauseFunc) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	dog := transfer.NewWatchdog(stall, minRate, func(e *transfer.StallError) { cancel(e) })
-	return ctx, dog, cancel
-}
-
-// stallOf is the *transfer.StallError that ended ctx, if that is what
-// ended it rather than the caller's cancellation.
-func stallOf(ctx context.Context) *transfer.StallError {
-	var se *transfer.StallError
-	if errors.As(context.Cause(ctx), &se) {
-		return se
-	}
-	return nil
 }

@@ -378,12 +378,8 @@ func (rc *remoteCache) download(d v1.Descriptor, file string) error {
 	if d.Size > lim.MaxDownload {
 		return fmt.Errorf("blob %s: the manifest says %d bytes, over the limit of %d bytes (limits.download, --max-download)", d.Digest, d.Size, lim.MaxDownload)
 	}
-	ctx, cancel := context.WithCancelCause(rc.ctx)
+	ctx, dog, cancel := transfer.Watch(rc.ctx, lim.Stall, lim.MinRate)
 	defer cancel(nil)
-	// The stall is wrapped so that it is no longer Temporary: the
-	// client library would retry it, after its backoff, on a context
-	// that is over.
-	dog := transfer.NewWatchdog(lim.Stall, lim.MinRate, func(e *transfer.StallError) { cancel(fmt.Errorf("%w", e)) })
 	defer dog.Stop()
 	opts := append(slices.Clone(rc.opts), remote.WithContext(ctx))
 	l, err := remote.Layer(rc.ref.Context().Digest(d.Digest.String()), opts...)
@@ -407,9 +403,8 @@ func (rc *remoteCache) download(d v1.Descriptor, file string) error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	var se *transfer.StallError
-	switch {
-	case errors.As(context.Cause(ctx), &se):
+	switch se := transfer.StallOf(ctx); {
+	case se != nil:
 		return fmt.Errorf("fetch %s: stopped after %d of %d bytes: %w (limits.stall)", d.Digest, n, d.Size, se)
 	case err != nil:
 		return fmt.Errorf("fetch %s: %w", d.Digest, err)

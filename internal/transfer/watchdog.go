@@ -1,6 +1,8 @@
 package transfer
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -164,4 +166,26 @@ func (r *watched) Read(p []byte) (int, error) {
 	n, err := r.r.Read(p)
 	r.w.Moved(int64(n))
 	return n, err
+}
+
+// Watch derives from ctx a context that the returned Watchdog ends once a
+// window brings fewer bytes than minRate asks over it, the *StallError
+// (wrapped) as its cause; StallOf finds it there. The wrapping hides the
+// error's Temporary: a client library (go-containerregistry) would retry
+// a temporary error, after its backoff, on a context that is over. Stop
+// must be called on the Watchdog, and the cancel function, when done.
+func Watch(ctx context.Context, window time.Duration, minRate int64) (context.Context, *Watchdog, context.CancelCauseFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	dog := NewWatchdog(window, minRate, func(e *StallError) { cancel(fmt.Errorf("%w", e)) })
+	return ctx, dog, cancel
+}
+
+// StallOf is the *StallError that ended ctx, if a Watch's Watchdog ended
+// it rather than a cancellation of the caller's.
+func StallOf(ctx context.Context) *StallError {
+	var se *StallError
+	if errors.As(context.Cause(ctx), &se) {
+		return se
+	}
+	return nil
 }
