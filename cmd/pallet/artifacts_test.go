@@ -56,6 +56,19 @@ func walkImage(t *testing.T, img v1.Image, fn func(*tar.Header, io.Reader)) {
 }
 
 // walkLayer calls fn for every entry of the layer l, in order.
+// layerLines walks layers, numbered from first, and gives one line for
+// each entry: "N name what", name without a trailing slash.
+func layerLines(t *testing.T, layers []v1.Layer, first int, what func(*tar.Header) string) []string {
+	t.Helper()
+	var got []string
+	for i, l := range layers {
+		walkLayer(t, l, func(h *tar.Header, _ io.Reader) {
+			got = append(got, fmt.Sprintf("%d %s %s", first+i, strings.TrimSuffix(h.Name, "/"), what(h)))
+		})
+	}
+	return got
+}
+
 func walkLayer(t *testing.T, l v1.Layer, fn func(*tar.Header, io.Reader)) {
 	t.Helper()
 	rc, err := l.Uncompressed()

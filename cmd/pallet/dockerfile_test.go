@@ -452,12 +452,7 @@ func TestDockerfileCopyOntoDanglingLink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for i, l := range layers[1:] {
-		walkLayer(t, l, func(h *tar.Header, _ io.Reader) {
-			got = append(got, fmt.Sprintf("%d %s %o %d:%d", i+2, strings.TrimSuffix(h.Name, "/"), h.Mode, h.Uid, h.Gid))
-		})
-	}
+	got := layerLines(t, layers[1:], 2, func(h *tar.Header) string { return fmt.Sprintf("%o %d:%d", h.Mode, h.Uid, h.Gid) })
 	// The directories made on the way are --chown's and --chmod's, as
 	// BuildKit's MkdirAll makes them.
 	want := []string{"2 nowhere 755 0:0", "2 nowhere/deep 755 0:0", "2 nowhere/deep/f 644 0:0", "3 opt 755 0:0", "3 opt/y 644 0:0", "4 z2 644 0:0",
@@ -686,12 +681,7 @@ func TestDockerfileChmodDirectories(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for i, l := range layers[1:] {
-		walkLayer(t, l, func(h *tar.Header, _ io.Reader) {
-			got = append(got, fmt.Sprintf("%d %s %o", i+2, strings.TrimSuffix(h.Name, "/"), h.Mode))
-		})
-	}
+	got := layerLines(t, layers[1:], 2, func(h *tar.Header) string { return fmt.Sprintf("%o", h.Mode) })
 	want := []string{
 		"2 a 750", "2 a/b 750", "2 a/b/g 750", "2 a/b/sub 750", "2 a/b/sub/f 750",
 		"3 p 640", "3 p/q 640", "3 p/q/f 640",
@@ -739,12 +729,7 @@ func TestDockerfileSymbolicChmod(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for i, l := range layers {
-		walkLayer(t, l, func(h *tar.Header, _ io.Reader) {
-			got = append(got, fmt.Sprintf("%d %s %o", i+1, strings.TrimSuffix(h.Name, "/"), h.Mode))
-		})
-	}
+	got := layerLines(t, layers, 1, func(h *tar.Header) string { return fmt.Sprintf("%o", h.Mode) })
 	want := []string{
 		"1 p 755", "1 p/q 755", "1 p/q/f 764",
 		"2 a 755", "2 a/g 640", "2 a/sub 751", "2 a/sub/f 640", "2 a/x 751",
@@ -788,12 +773,7 @@ func TestDockerfileAddChownImpliedDirs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for i, l := range layers {
-		walkLayer(t, l, func(h *tar.Header, _ io.Reader) {
-			got = append(got, fmt.Sprintf("%d %s %d:%d", i+1, strings.TrimSuffix(h.Name, "/"), h.Uid, h.Gid))
-		})
-	}
+	got := layerLines(t, layers, 1, func(h *tar.Header) string { return fmt.Sprintf("%d:%d", h.Uid, h.Gid) })
 	want := []string{
 		"1 a 5:6", "1 a/u 5:6", "1 a/u/k 5:6", "1 a/u/k/y 5:6", "1 a/u/t 0:0", "1 a/u/t/v 0:0", "1 a/u/t/v/x 5:6",
 		"2 a 5:6", "2 a/k 5:6", "2 a/k/y 5:6", "2 a/t 0:0", "2 a/t/v 0:0", "2 a/t/v/x 5:6",
@@ -834,12 +814,7 @@ func TestDockerfileFileReplacesLinkBelowDestination(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for i, l := range layers[1:] {
-		walkLayer(t, l, func(h *tar.Header, _ io.Reader) {
-			got = append(got, fmt.Sprintf("%d %s %c", i+2, strings.TrimSuffix(h.Name, "/"), h.Typeflag))
-		})
-	}
+	got := layerLines(t, layers[1:], 2, func(h *tar.Header) string { return fmt.Sprintf("%c", h.Typeflag) })
 	want := []string{"2 d 5", "2 d/tod 0", "3 d 5", "3 d/dang 0", "3 d/sub 5", "3 d/sub/todir 0", "4 u 5", "4 u/a 0"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("layers 2 to 4 hold\n got %q\nwant %q", got, want)
@@ -866,12 +841,7 @@ func TestDockerfileCopyFromStageDirs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
-	for i, l := range layers {
-		walkLayer(t, l, func(h *tar.Header, _ io.Reader) {
-			got = append(got, fmt.Sprintf("%d %s %o %d:%d", i+1, strings.TrimSuffix(h.Name, "/"), h.Mode, h.Uid, h.Gid))
-		})
-	}
+	got := layerLines(t, layers, 1, func(h *tar.Header) string { return fmt.Sprintf("%o %d:%d", h.Mode, h.Uid, h.Gid) })
 	want := []string{
 		"1 e 755 0:0", "1 e/g 700 0:0", "1 e/sub 700 0:0", "1 e/sub/f 700 0:0",
 		"2 g 755 0:0", "2 g/v 755 5:6", "2 g/v/w 755 5:6", "2 g/v/w/f 644 5:6",
