@@ -755,3 +755,36 @@ func TestRegistryCacheChecksDiffIDs(t *testing.T) {
 		}
 	}
 }
+
+// The digest memo only saves rehashing: a cache whose memo cannot be
+// written (here a file stands where its directory belongs, as a full
+// disk would fail the write) costs the next build that saving, with a
+// warning, not this build its output; and the file is left as it is.
+func TestMemoUnwritableOnlyWarns(t *testing.T) {
+	dir := t.TempDir()
+	writeOneFileRecipe(t, dir)
+	recipe, cacheDir := filepath.Join(dir, "pallet.yaml"), filepath.Join(dir, "cache")
+	mustPallet(t, "build", "-q", "-f", recipe, "--cache-dir", cacheDir, "-o", "oci:"+filepath.Join(dir, "first"))
+	memo := filepath.Join(cacheDir, "memo")
+	if err := os.RemoveAll(memo); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, memo, "not pallet's\n")
+	// A new input, so that the memo has something to save.
+	writeFile(t, filepath.Join(dir, "file.txt"), "other data\n")
+	log, err := pallet(t, "build", "--progress", "plain", "-f", recipe, "--cache-dir", cacheDir, "-o", "oci:"+filepath.Join(dir, "second"))
+	if err != nil {
+		t.Fatalf("the build failed on its digest memo: %v\n%s", err, log)
+	}
+	if !strings.Contains(log, "digest memo") {
+		t.Errorf("no warning about the memo:\n%s", log)
+	}
+	if b, err := os.ReadFile(memo); err != nil || string(b) != "not pallet's\n" {
+		t.Errorf("the file at %s was changed: %q, %v", memo, b, err)
+	}
+	fresh := filepath.Join(dir, "fresh")
+	mustPallet(t, "build", "-q", "-f", recipe, "--cache-dir", filepath.Join(dir, "cache2"), "-o", "oci:"+fresh)
+	if a, b := layoutIndex(t, filepath.Join(dir, "second")).Manifests[0].Digest, layoutIndex(t, fresh).Manifests[0].Digest; a != b {
+		t.Errorf("built with an unwritable memo: %s, with a fresh cache: %s", a, b)
+	}
+}

@@ -334,8 +334,10 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 	// otherwise stay live while the record is encoded.
 	b.ready = nil
 	if c != nil {
+		// The memo only saves the next build its hashing: one that
+		// cannot be written (a full disk) costs that, not this build.
 		if err := c.Flush(); err != nil {
-			return nil, err
+			opt.Progress.Warn("%v; the next build hashes its inputs again", err)
 		}
 	}
 	res.RecordPath = opt.RecordPath
