@@ -154,7 +154,20 @@ func (w *layoutWriter) putBytes(d v1.Hash, b []byte) error {
 // update removes.
 func (w *layoutWriter) update(prev string) error {
 	src := filepath.Join(string(w.p), "blobs")
-	var moved []string
+	var moved, added []string
+	// Until the new index is in place, the blobs moved in are named by
+	// no index: a failure takes them out again, so that the layout is
+	// the old one, not the old one with strays that only a later build
+	// of pallet would know to remove. (A damaged blob replaced stays
+	// replaced: the old index names it.)
+	placed := false
+	defer func() {
+		if !placed {
+			for _, f := range added {
+				os.Remove(f)
+			}
+		}
+	}()
 	algs, err := os.ReadDir(src)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
@@ -169,10 +182,14 @@ func (w *layoutWriter) update(prev string) error {
 		}
 		for _, f := range files {
 			dst := filepath.Join(prev, "blobs", a.Name(), f.Name())
+			_, statErr := os.Lstat(dst)
 			if err := os.Rename(filepath.Join(src, a.Name(), f.Name()), dst); err != nil {
 				return err
 			}
 			moved = append(moved, dst)
+			if errors.Is(statErr, fs.ErrNotExist) {
+				added = append(added, dst)
+			}
 			w.keep(v1.Hash{Algorithm: a.Name(), Hex: f.Name()})
 		}
 	}
@@ -208,15 +225,17 @@ func (w *layoutWriter) update(prev string) error {
 		if err := syncFiles(toSync); err != nil {
 			return err
 		}
-		if err := os.Rename(filepath.Join(string(w.p), "index.json"), filepath.Join(prev, "index.json")); err != nil {
+		if err := renameIndex(filepath.Join(string(w.p), "index.json"), filepath.Join(prev, "index.json")); err != nil {
 			return err
 		}
 		// And the new index is in place before the blobs only the old
 		// one named are removed.
+		placed = true
 		if err := syncFiles([]string{filepath.Join(prev, "index.json")}); err != nil {
 			return err
 		}
 	}
+	placed = true
 	for _, f := range unused {
 		if err := os.Remove(f); err != nil {
 			return err
@@ -224,6 +243,10 @@ func (w *layoutWriter) update(prev string) error {
 	}
 	return nil
 }
+
+// renameIndex moves the new index.json into the layout; a variable, so
+// that a test can make it fail.
+var renameIndex = os.Rename
 
 // unflushedAge is how long written data may stay in memory before the
 // kernel writes it back (dirty_expire_centisecs is 30 s by default).

@@ -214,3 +214,34 @@ func TestLayoutUpdateKeepsMarker(t *testing.T) {
 		t.Errorf("the layout no longer reads: %v", err)
 	}
 }
+
+// An update whose index.json cannot be put in place leaves the layout as
+// it was: the old index, and no blob it does not name.
+func TestLayoutUpdateFailingLeavesNoStrays(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out")
+	l := &Layout{Dir: out}
+	if err := l.Write(context.Background(), testImages(t)); err != nil {
+		t.Fatal(err)
+	}
+	before := snapshotLayout(t, out)
+	renameIndex = func(string, string) error { return syscall.EIO }
+	defer func() { renameIndex = os.Rename }()
+	other, err := random.Image(256, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Write(context.Background(), []Image{{Repository: "example.com/app", Tags: []string{"2"}, Image: other}}); err == nil {
+		t.Fatal("the update succeeded without its index")
+	}
+	after := snapshotLayout(t, out)
+	for p := range after {
+		if _, ok := before[p]; !ok {
+			t.Errorf("left in the layout, named by no index: %s", p)
+		}
+	}
+	for p, st := range before {
+		if after[p] != st {
+			t.Errorf("%s changed", p)
+		}
+	}
+}
