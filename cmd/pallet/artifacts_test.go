@@ -598,3 +598,30 @@ images:
 		}
 	}
 }
+
+// A placement's path that names nothing in the artifact is blamed on the
+// line it was written on, with the name the artifact has for it.
+func TestPathNotInArtifactNamesItsLine(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "in", "Hello.txt"), "data\n")
+	recipe := filepath.Join(dir, "pallet.yaml")
+	writeFile(t, recipe, `version: 1
+artifacts:
+  file:
+    local: {path: in}
+    licenses: none
+images:
+  app:
+    base: scratch
+    platforms: [linux/amd64]
+    files:
+      - artifact: file
+        dest: /etc/
+        path: hello.txt
+`)
+	_, err := pallet(t, "build", "-q", "-f", recipe, "--cache-dir", t.TempDir(), "-o", "oci:"+filepath.Join(dir, "out"))
+	want := recipe + ":13: image app (linux/amd64): path hello.txt: not in the artifact, or an empty directory (the artifact has Hello.txt)"
+	if err == nil || err.Error() != want {
+		t.Errorf("got %v\nwant %s", err, want)
+	}
+}

@@ -1386,7 +1386,7 @@ func (b *builder) layerTree(ctx context.Context, name string, pi *plan.PlatformI
 		if b.plan.Artifacts[pm.Artifact].Check {
 			needs, err := b.checkExecutables(res, place, pi.Platform)
 			if err != nil {
-				return nil, nil, plan.Wrap(pm.Pos, fmt.Errorf("image %s (%s): %w", name, pi.Platform, err))
+				return nil, nil, plan.Wrap(placedAt(pm, err), fmt.Errorf("image %s (%s): %w", name, pi.Platform, err))
 			}
 			if len(needs) > 0 {
 				b.mu.Lock()
@@ -1395,7 +1395,7 @@ func (b *builder) layerTree(ctx context.Context, name string, pi *plan.PlatformI
 			}
 		}
 		if err := t.Place(res.Tree, place); err != nil {
-			return nil, nil, plan.Wrap(pm.Pos, fmt.Errorf("image %s (%s), layer %s: place %s at %s: %w", name, pi.Platform, l.Name, res.Record.Name, dest, err))
+			return nil, nil, plan.Wrap(placedAt(pm, err), fmt.Errorf("image %s (%s), layer %s: place %s at %s: %w", name, pi.Platform, l.Name, res.Record.Name, dest, err))
 		}
 		what = append(what, res.Record.Name+" "+dest)
 		if pm.Licenses && res.Licenses.Len() > 0 {
@@ -1794,4 +1794,13 @@ func writeMetadata(path string, outputs []output.Target, res *Result) error {
 	}
 	tempfile.SweepBeside(path)
 	return tempfile.WriteFile(path, append(data, '\n'))
+}
+
+// placedAt is where the recipe wrote what err, from placing pm, blames:
+// its path, when that names nothing in the artifact.
+func placedAt(pm plan.Placement, err error) plan.Pos {
+	if errors.Is(err, tree.ErrNoPath) && pm.PathPos.Line != 0 {
+		return pm.PathPos
+	}
+	return pm.Pos
 }

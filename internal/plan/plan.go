@@ -191,6 +191,9 @@ type Placement struct {
 	// Path, when set, places only this path of the artifact (relative to
 	// its root): one file can be renamed (tree.Placement.From).
 	Path string
+	// PathPos is where Path was written, when the front end knows: a
+	// path the artifact does not hold is a mistake there.
+	PathPos Pos
 	// LinkAs types, on Windows, the symlinks placed whose target the image
 	// cannot tell (tree.Entry.LinkAs).
 	LinkAs tree.LinkKind

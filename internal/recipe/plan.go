@@ -342,6 +342,7 @@ func (pln *planner) platformImage(name string, ri *Image, vars Vars, pl platform
 		if f.Owner != "" {
 			pm.UID, pm.GID, _ = ParseOwner(f.Owner)
 		}
+		pm.PathPos = r.Pos(fat + ".path")
 		if pm.Path, err = r.Expand(fat+".path", f.Path, v); err != nil {
 			return nil, err
 		}

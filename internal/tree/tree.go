@@ -6,6 +6,7 @@ package tree
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"io/fs"
 	"iter"
@@ -745,10 +746,13 @@ func subtree(entries []Entry, from string) (out []Entry, one bool, err error) {
 	if len(out) == 0 {
 		// A path that names nothing is a mistake in the recipe, and an
 		// empty directory is not worth a placement.
-		return nil, false, fmt.Errorf("path %s: not in the artifact, or an empty directory%s", from, nearNames(entries, p))
+		return nil, false, fmt.Errorf("path %s: %w%s", from, ErrNoPath, nearNames(entries, p))
 	}
 	return out, false, nil
 }
+
+// ErrNoPath is a placement's path that names nothing the artifact holds.
+var ErrNoPath = errors.New("not in the artifact, or an empty directory")
 
 // nearNames says which entries a path that names nothing was likely
 // meant for: the same name but for case or a ".exe" (path: antctl, in
