@@ -181,8 +181,7 @@ func (g *graph) cdxArtifact(an *artNode) cdxComponent {
 		c.Licenses = []cdxLicense{{Expression: a.License, Acknowledgement: "declared"}}
 	}
 	if a.Module != "" {
-		path, version, _ := strings.Cut(a.Module, "@")
-		c.Purl = goPurl(path, version)
+		c.Purl = artifactPurl(a)
 	}
 	if u := remote(a.URL); u != "" {
 		c.ExternalReferences = append(c.ExternalReferences, cdxExternalReference{Type: "distribution", URL: u, Hashes: c.Hashes})

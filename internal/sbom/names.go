@@ -89,6 +89,24 @@ func purl(typ, namePath, version string, qualifiers map[string]string) string {
 // without a version (a local main module, a directory replacement).
 func goPurl(modPath, version string) string { return purl("golang", modPath, version, nil) }
 
+// artifactPurl is the purl of an artifact from a Go module: the module's,
+// with the path in it as the subpath for files taken from the module (so
+// that a scanner does not take a script for the whole module).
+func artifactPurl(a *Artifact) string {
+	path, version, _ := strings.Cut(a.Module, "@")
+	p := goPurl(path, version)
+	var segs []string
+	for _, s := range strings.Split(a.InModule, "/") {
+		if s != "" && s != "." && s != ".." {
+			segs = append(segs, purlEscape(s, ""))
+		}
+	}
+	if len(segs) > 0 {
+		p += "#" + strings.Join(segs, "/")
+	}
+	return p
+}
+
 // stdlibPurl is the purl scanners match Go's standard library by
 // ("pkg:golang/stdlib@1.22.7"): the release, without "go" or the
 // experiments a toolchain string may carry.

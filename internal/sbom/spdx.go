@@ -211,8 +211,7 @@ func (g *graph) spdxArtifact(an *artNode) spdxPackage {
 		p.Checksums = []spdxChecksum{{Algorithm: "SHA256", Value: h}}
 	}
 	if a.Module != "" {
-		path, version, _ := strings.Cut(a.Module, "@")
-		p.ExternalRefs = []spdxExternalReference{purlRef(goPurl(path, version))}
+		p.ExternalRefs = []spdxExternalReference{purlRef(artifactPurl(a))}
 	}
 	if len(a.Go) > 0 {
 		p.PrimaryPackagePurpose = "APPLICATION"

@@ -200,8 +200,17 @@ func TestLocations(t *testing.T) {
 	if rds := in.artifactDependency(mod); len(rds) != 1 || rds[0].Annotations["inModule"] != "hack/windows" || rds[0].URI != "pkg:golang/antrea.io/antrea/v2@v2.4.0" {
 		t.Errorf("provenance of files of a module: %+v", rds)
 	}
-	if c := (&graph{in: &in}).cdxArtifact(&artNode{a: mod}); !slices.Contains(c.Properties, cdxProperty{Name: "pallet:gomod:path", Value: "hack/windows"}) {
+	c := (&graph{in: &in}).cdxArtifact(&artNode{a: mod})
+	if !slices.Contains(c.Properties, cdxProperty{Name: "pallet:gomod:path", Value: "hack/windows"}) {
 		t.Errorf("CycloneDX properties of files of a module: %+v", c.Properties)
+	}
+	// The component is the files, not the module: the purl's subpath.
+	if want := "pkg:golang/antrea.io/antrea/v2@v2.4.0#hack/windows"; c.Purl != want {
+		t.Errorf("CycloneDX purl of files of a module: %s, want %s", c.Purl, want)
+	}
+	mod.InModule = "hack/win dows/Install-OVS.ps1"
+	if got, want := artifactPurl(mod), "pkg:golang/antrea.io/antrea/v2@v2.4.0#hack/win%20dows/Install-OVS.ps1"; got != want {
+		t.Errorf("purl %s, want %s", got, want)
 	}
 	if got := goPurl("github.com/docker/docker", "v24.0.7+incompatible"); got != "pkg:golang/github.com/docker/docker@v24.0.7%2Bincompatible" {
 		t.Errorf("purl %s", got)
