@@ -9,6 +9,7 @@
 package dockerfile
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -123,6 +124,11 @@ func Parse(file, dir string, data []byte) (*Dockerfile, error) {
 	d := &Dockerfile{File: file, Dir: dir, loc: newLocator(file, data), declared: map[string]bool{}}
 	res, err := parser.Parse(bytes.NewReader(data))
 	if err != nil {
+		// BuildKit's reader stops at a line longer than it takes and,
+		// when none was an instruction yet, says only that there is none.
+		if n, l := longLine(data); n > 0 {
+			return nil, plan.Errorf(d.loc.line(n), "line of %d bytes: a Dockerfile line is at most %d (BuildKit's limit)", l, bufio.MaxScanTokenSize-1)
+		}
 		return nil, d.parseError(err, 0)
 	}
 	d.escape = res.EscapeToken
@@ -196,4 +202,17 @@ func (d *Dockerfile) Stages() []string {
 // configures it); one without a warning function reports nothing.
 func parseInstruction(n *parser.Node) (any, error) {
 	return instructions.ParseInstructionWithLinter(n, linter.New(&linter.Config{}))
+}
+
+// longLine gives the number and length of the first line of data longer
+// than BuildKit's reader takes, or 0.
+func longLine(data []byte) (n, length int) {
+	for i := 1; len(data) > 0; i++ {
+		line, rest, _ := bytes.Cut(data, []byte("\n"))
+		if len(line) > bufio.MaxScanTokenSize-1 {
+			return i, len(line)
+		}
+		data = rest
+	}
+	return 0, 0
 }

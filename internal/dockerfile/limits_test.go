@@ -94,3 +94,27 @@ func TestArgSizes(t *testing.T) {
 		}
 	}
 }
+
+// A line longer than BuildKit's reader takes is named, with its number,
+// wherever it is: first (a comment, where BuildKit's reader would only
+// say there are no instructions) or later.
+func TestLongLineNamed(t *testing.T) {
+	long := strings.Repeat("x", 70000)
+	for _, tc := range []struct {
+		df   string
+		line int
+	}{
+		{"# " + long + "\nFROM scratch\nCOPY a /a\n", 1},
+		{"FROM scratch\nCOPY a /a" + long + "\n", 2},
+		{"FROM scratch\n# a\nLABEL a=" + long, 3},
+	} {
+		_, err := Parse("Dockerfile", t.TempDir(), []byte(tc.df))
+		if err == nil {
+			t.Fatalf("line %d: no error", tc.line)
+		}
+		pe := located(t, err)
+		if pe.Line != tc.line || !strings.Contains(pe.Error(), "a Dockerfile line is at most 65535") {
+			t.Errorf("got %v, want line %d", err, tc.line)
+		}
+	}
+}
