@@ -37,13 +37,29 @@ func bigRecipe(n int) (string, int) {
 func parseWithin(t *testing.T, src string, d time.Duration) (*Recipe, error) {
 	t.Helper()
 	data := []byte(src)
-	start := time.Now()
-	var n yaml.Node
-	yaml.Unmarshal(data, &n) // errors too are part of the yardstick
-	read := time.Since(start)
-	start = time.Now()
-	r, err := Parse("big/pallet.yaml", data)
-	took := time.Since(start)
+	var (
+		r          *Recipe
+		err        error
+		read, took time.Duration
+	)
+	// The best of three tries where one is over: a machine busy with
+	// other tests slows a try now and then, a quadratic step every one.
+	for try := 0; try < 3; try++ {
+		start := time.Now()
+		var n yaml.Node
+		yaml.Unmarshal(data, &n) // errors too are part of the yardstick
+		if d := time.Since(start); try == 0 || d < read {
+			read = d
+		}
+		start = time.Now()
+		r, err = Parse("big/pallet.yaml", data)
+		if d := time.Since(start); try == 0 || d < took {
+			took = d
+		}
+		if took <= 10*read+250*time.Millisecond && (raceEnabled || took <= d) {
+			break
+		}
+	}
 	if limit := 10*read + 250*time.Millisecond; took > limit {
 		t.Errorf("Parse of %d bytes took %s, over %s (10 YAML reads of it)", len(src), took, limit)
 	}
