@@ -20,6 +20,10 @@ const (
 	attrReparsePoint = 0x400
 )
 
+// wcidirs ends the name of the file in which hcsshim's layer importer
+// keeps a directory's metadata, beside the directory (compared in upper case).
+const wcidirs = ".$WCIDIRS$"
+
 // PAX record names read by Windows' layer importer (hcsshim/go-winio).
 const (
 	paxFileAttr     = "MSWINDOWS.fileattr"
@@ -176,6 +180,10 @@ func windowsRecords(attr int, sd string, epoch time.Time) map[string]string {
 // would make an alternate data stream of the file before it, reserved
 // device names and the characters <>"|?* cannot be created, and a
 // trailing dot or space is silently dropped, so two files could merge.
+// A name ending in .$wcidirs$ is the importer's own: hcsshim's layer
+// writer keeps each directory's metadata in a file NAME.$wcidirs$ beside
+// it, created new, so such a file beside a directory NAME fails the
+// import ("file exists"), and alone it is read as a directory's metadata.
 func windowsName(p string) error {
 	for _, c := range strings.Split(p, "/") {
 		if !utf8.ValidString(c) {
@@ -194,6 +202,9 @@ func windowsName(p string) error {
 		}
 		if reservedOnWindows(c) {
 			return fmt.Errorf("%q is a reserved device name on Windows", c)
+		}
+		if strings.HasSuffix(strings.ToUpper(c), wcidirs) {
+			return fmt.Errorf("%q ends with %s, which the Windows layer importer reserves for its directory metadata files", c, wcidirs)
 		}
 	}
 	return nil

@@ -194,6 +194,8 @@ func TestWindowsNamesRefused(t *testing.T) {
 		{"bin/f\xff", "is not UTF-8", false},
 		{"bin/trail.", "ends with a dot or space", false},
 		{"bin/q?x", "contains '?'", false},
+		{"bin/x.$wcidirs$", "reserves for its directory metadata files", false},
+		{"bin/X.$WCIDirs$", "reserves for its directory metadata files", false},
 		{"bin/.wh.keep", "whiteout", true},
 	} {
 		img := tree.New()
@@ -211,7 +213,7 @@ func TestWindowsNamesRefused(t *testing.T) {
 	}
 	// Names that only look close are fine.
 	img := tree.New()
-	for _, p := range []string{"bin/console.exe", "bin/com10", "bin/com⁴", "bin/auxiliary", "bin/a.b.c", "bin/x.wh.y", "bin/conin", "bin/CON$", "bin/ con"} {
+	for _, p := range []string{"bin/console.exe", "bin/com10", "bin/com⁴", "bin/auxiliary", "bin/a.b.c", "bin/x.wh.y", "bin/conin", "bin/CON$", "bin/ con", "bin/$wcidirs$", "bin/x.$wcidirs$.txt"} {
 		if err := img.Add(tree.Entry{Path: p, Kind: tree.Dir, Mode: 0o755}); err != nil {
 			t.Fatal(err)
 		}
