@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -55,7 +56,16 @@ func newWindowsEncoder(entries []tree.Entry, base bool, opt Options) *windowsEnc
 	return &windowsEncoder{base: base, links: newLinkTyper(entries, opt), seen: map[string]string{}}
 }
 
+// lastWindowsTime is the last time a Windows layer can carry: go-winio's
+// backuptar turns each entry's times into FILETIMEs through
+// time.Time.UnixNano, which overflows after it, and the file would get a
+// garbage time, or a negative one that setting its times refuses.
+var lastWindowsTime = time.Unix(0, math.MaxInt64)
+
 func (w *windowsEncoder) start(tw *tar.Writer, epoch time.Time) error {
+	if epoch.After(lastWindowsTime) {
+		return fmt.Errorf("epoch %d (%s) is after %s, the last time Windows' layer importer reads (go-winio converts times through Unix nanoseconds); give an earlier epoch", epoch.Unix(), epoch.UTC().Format(time.RFC3339), lastWindowsTime.UTC().Format(time.RFC3339))
+	}
 	roots := []string{"Hives", "Files"}
 	if w.base {
 		roots = roots[1:]

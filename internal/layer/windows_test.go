@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -220,6 +221,28 @@ func TestWindowsNamesRefused(t *testing.T) {
 	}
 	if _, err := Build(img, t.TempDir(), Options{Format: Windows}); err != nil {
 		t.Error(err)
+	}
+}
+
+// Windows' importer reads each time through Unix nanoseconds: an epoch
+// after 2262 is refused in both Windows formats, the last one it reads is
+// written.
+func TestWindowsEpochRange(t *testing.T) {
+	img := tree.New()
+	if err := img.Add(tree.Entry{Path: "bin", Kind: tree.Dir, Mode: 0o755}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []Format{Windows, WindowsBase} {
+		_, err := Build(img, t.TempDir(), Options{Format: f, Epoch: time.Unix(253402300799, 0)})
+		if err == nil || !strings.Contains(err.Error(), "epoch 253402300799 (9999-12-31T23:59:59Z) is after 2262-04-11T23:47:16Z") {
+			t.Errorf("%s: got %v, want the epoch refused", f, err)
+		}
+		if _, err := Build(img, t.TempDir(), Options{Format: f, Epoch: time.Unix(math.MaxInt64/int64(time.Second), 0)}); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	if _, err := Build(img, t.TempDir(), Options{Format: Linux, Epoch: time.Unix(253402300799, 0)}); err != nil {
+		t.Errorf("linux: %v", err)
 	}
 }
 
