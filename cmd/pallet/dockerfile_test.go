@@ -191,6 +191,7 @@ func TestDockerfileAntreaWindows(t *testing.T) {
 
 	out := filepath.Join(t.TempDir(), "out")
 	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
+	checkWindowsLayout(t, out, "")
 	img := dfImage(t, out)
 	cf, err := img.ConfigFile()
 	if err != nil {

@@ -114,6 +114,7 @@ func TestAntreaWindowsExample(t *testing.T) {
 	if len(cf.Config.Env) != 1 || !strings.HasPrefix(cf.Config.Env[0], `PATH=C:\Windows\system32;C:\Windows;C:\Windows\System32\WindowsPowerShell\v1.0\;`) {
 		t.Errorf("env %q: want upstream's PATH, PowerShell included", cf.Config.Env)
 	}
+	checkWindowsLayout(t, out, "")
 	files := readWindowsImage(t, img)
 	var exes []string
 	for p, b := range files {
@@ -263,6 +264,7 @@ images:
 		t.Fatal(err)
 	}
 	checkIndex(t, "layout", idx, foreign2019, foreign2022)
+	checkWindowsLayout(t, out, "10.0.17763.6054", "10.0.20348.2582")
 	for _, f := range []string{foreign2019, foreign2022} {
 		h, _ := v1.NewHash(f)
 		if _, err := os.Stat(filepath.Join(out, "blobs", "sha256", h.Hex)); err == nil {
@@ -401,6 +403,7 @@ images:
 	if d := layoutIndex(t, out).Manifests[0]; d.Platform != nil && d.Platform.OSVersion != "" {
 		t.Errorf("index entry has os.version %q", d.Platform.OSVersion)
 	}
+	checkWindowsLayout(t, out, "")
 	files := readWindowsImage(t, img)
 	if _, ok := files["Windows/System32/config/SAM"]; !ok {
 		t.Error("the base's hive files are missing")
@@ -525,6 +528,7 @@ images:
 	if strings.Contains(log, "not in the image's layers") {
 		t.Errorf("a link into the built-in base was not typed:\n%s", log)
 	}
+	checkWindowsLayout(t, out, "")
 	img := dfImage(t, out)
 	readWindowsImage(t, img) // every layer verified
 	attrs := map[string]string{}

@@ -1,0 +1,685 @@
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+// This file is a reader of Windows images written apart from pallet's own
+// (layer.VerifyWindows): it shares no code with the writer, and follows
+// entry by entry what the Windows importer does with a layer: hcsshim's
+// ociwclayer.ImportLayerFromTar hands each tar entry to go-winio's
+// backuptar (FileInfoFromHeader, WriteBackupStreamFromTarFile) and to a
+// layer writer that creates it with a create-new call (FILE_CREATE) in an
+// empty import directory, on a file system that compares names without
+// case. What would fail there fails here, with the entry named.
+
+// The BuildKit descriptors (util/winlayers), as BuildKit writes them.
+const (
+	buildkitDirSD  = "AQAEgBQAAAAkAAAAAAAAADAAAAABAgAAAAAABSAAAAAgAgAAAQEAAAAAAAUSAAAAAgCoAAcAAAAAAxgA/wEfAAECAAAAAAAFIAAAACACAAAAAxQA/wEfAAEBAAAAAAAFEgAAAAAAGAD/AR8AAQIAAAAAAAUgAAAAIAIAAAALFAAAAAAQAQEAAAAAAAMAAAAAAAMYAKkAEgABAgAAAAAABSAAAAAhAgAAAAIYAAQAAAABAgAAAAAABSAAAAAhAgAAAAIYAAIAAAABAgAAAAAABSAAAAAhAgAA"
+	buildkitFileSD = "AQAEgBQAAAAkAAAAAAAAADAAAAABAgAAAAAABSAAAAAgAgAAAQEAAAAAAAUSAAAAAgBMAAMAAAAAABgA/wEfAAECAAAAAAAFIAAAACACAAAAABQA/wEfAAEBAAAAAAAFEgAAAAAAGACpABIAAQIAAAAAAAUgAAAAIQIAAA=="
+)
+
+const (
+	wAttrReadonly     = 0x1
+	wAttrHidden       = 0x2
+	wAttrSystem       = 0x4
+	wAttrDirectory    = 0x10
+	wAttrArchive      = 0x20
+	wAttrNormal       = 0x80
+	wAttrReparsePoint = 0x400
+)
+
+// wnode is one path of a Windows image as the importer has made it.
+type wnode struct {
+	name string // as written, without Files/
+	kind byte   // tar typeflag: '5' directory, '0' file, '2' symlink
+	link string // symlink target, '\' made '/'
+	dir  bool   // for a symlink: a directory link
+}
+
+// winFold is the key under which a case-insensitive file system finds a
+// name: upper case of lower case, rune by rune.
+func winFold(s string) string {
+	return strings.Map(func(r rune) rune { return unicode.ToUpper(unicode.ToLower(r)) }, s)
+}
+
+// checkWindowsLayout checks every Windows image under the layout at dir,
+// and that the index entry of each repeats its config's platform.
+// wantOSVersion, when given, is the os.version of each Windows image in
+// index order ("" for none, as on a host-process base).
+func checkWindowsLayout(t *testing.T, dir string, wantOSVersion ...string) {
+	t.Helper()
+	p, err := layout.FromPath(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, err := p.ImageIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	var walk func(idx v1.ImageIndex)
+	walk = func(idx v1.ImageIndex) {
+		m, err := idx.IndexManifest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range m.Manifests {
+			switch {
+			case d.MediaType.IsIndex():
+				sub, err := idx.ImageIndex(d.Digest)
+				if err != nil {
+					t.Fatal(err)
+				}
+				walk(sub)
+			case d.MediaType.IsImage():
+				img, err := idx.Image(d.Digest)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cf, err := img.ConfigFile()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if cf.OS != "windows" {
+					if d.Platform != nil && d.Platform.OS == "windows" {
+						t.Errorf("%s: index entry says windows, config %s", d.Digest, cf.OS)
+					}
+					continue
+				}
+				if d.Platform == nil || d.Platform.OS != "windows" || d.Platform.Architecture != cf.Architecture || d.Platform.OSVersion != cf.OSVersion {
+					t.Errorf("%s: index platform %+v, config %s/%s os.version %q", d.Digest, d.Platform, cf.OS, cf.Architecture, cf.OSVersion)
+				}
+				seen = append(seen, cf.OSVersion)
+				if err := checkWindowsImage(img); err != nil {
+					t.Errorf("image %s: %v", d.Digest, err)
+				}
+			}
+		}
+	}
+	walk(idx)
+	if len(seen) == 0 {
+		t.Fatalf("%s: no Windows image", dir)
+	}
+	if len(wantOSVersion) > 0 && strings.Join(seen, ",") != strings.Join(wantOSVersion, ",") {
+		t.Errorf("os.version of the Windows images %q, want %q", seen, wantOSVersion)
+	}
+}
+
+// checkWindowsImage reads the image as a Windows host pulling it would:
+// each blob against its digest and size, each layer's tar against the
+// config's diffID, and then every entry through the importer's rules.
+func checkWindowsImage(img v1.Image) error {
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return err
+	}
+	m, err := img.Manifest()
+	if err != nil {
+		return err
+	}
+	if cf.Architecture != "amd64" && cf.Architecture != "arm64" {
+		return fmt.Errorf("architecture %q", cf.Architecture)
+	}
+	if len(m.Layers) != len(cf.RootFS.DiffIDs) {
+		return fmt.Errorf("%d layers, %d diffIDs", len(m.Layers), len(cf.RootFS.DiffIDs))
+	}
+	nonEmpty := 0
+	for _, h := range cf.History {
+		if !h.EmptyLayer {
+			nonEmpty++
+		}
+	}
+	if len(cf.History) > 0 && nonEmpty != len(m.Layers) {
+		return fmt.Errorf("%d layers, %d history entries with a layer", len(m.Layers), nonEmpty)
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		return err
+	}
+	imp := &winImport{image: map[string]*wnode{}}
+	for i, l := range layers {
+		d := m.Layers[i]
+		if !d.MediaType.IsDistributable() {
+			if i != imp.count {
+				return fmt.Errorf("layer %d: foreign layer above pallet's", i)
+			}
+			imp.count++
+			imp.foreignBase = true
+			continue
+		}
+		raw, err := readBlob(l)
+		if err != nil {
+			return fmt.Errorf("layer %d: %v", i, err)
+		}
+		if sum := sha256.Sum256(raw); "sha256:"+hex.EncodeToString(sum[:]) != d.Digest.String() || int64(len(raw)) != d.Size {
+			return fmt.Errorf("layer %d: blob of %d bytes does not match its descriptor %s (%d bytes)", i, len(raw), d.Digest, d.Size)
+		}
+		var tarBytes []byte
+		switch d.MediaType {
+		case types.OCILayer, types.DockerLayer:
+			zr, err := gzip.NewReader(bytes.NewReader(raw))
+			if err != nil {
+				return fmt.Errorf("layer %d: gzip: %v", i, err)
+			}
+			if tarBytes, err = io.ReadAll(zr); err != nil {
+				return fmt.Errorf("layer %d: gzip: %v", i, err)
+			}
+		case types.OCIUncompressedLayer, types.DockerUncompressedLayer:
+			tarBytes = raw
+		default:
+			return fmt.Errorf("layer %d: media type %s, which Windows does not pull everywhere", i, d.MediaType)
+		}
+		if sum := sha256.Sum256(tarBytes); "sha256:"+hex.EncodeToString(sum[:]) != cf.RootFS.DiffIDs[i].String() {
+			return fmt.Errorf("layer %d: tar sha256 %x, config diffID %s", i, sum, cf.RootFS.DiffIDs[i])
+		}
+		if err := imp.layer(tarBytes); err != nil {
+			return fmt.Errorf("layer %d: %v", i, err)
+		}
+	}
+	return imp.finish()
+}
+
+func readBlob(l v1.Layer) ([]byte, error) {
+	rc, err := l.Compressed()
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	return io.ReadAll(rc)
+}
+
+// winImport is the importer's state across the layers of one image.
+type winImport struct {
+	count       int
+	foreignBase bool
+	image       map[string]*wnode // by winFold of the path under Files/
+}
+
+var paxTime = regexp.MustCompile(`^-?[0-9]+(\.[0-9]+)?$`)
+
+// layer imports one layer: a base layer (the first, with no parent) by
+// hcsshim's base layer writer, any other by its legacy layer writer.
+func (w *winImport) layer(b []byte) error {
+	base := w.count == 0
+	w.count++
+	tr := tar.NewReader(bytes.NewReader(b))
+	// created is what this layer's import directory holds, by winFold of
+	// the full name (Files/..., Hives/...), as NTFS finds it; exact is
+	// the same by exact name, as hcsshim's addedFiles finds hard link
+	// targets.
+	created := map[string]byte{}
+	exact := map[string]byte{}
+	for i := 0; ; i++ {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("tar: %v", err)
+		}
+		name := strings.TrimSuffix(h.Name, "/")
+		fail := func(format string, a ...any) error {
+			return fmt.Errorf("entry %d %q: %s", i, h.Name, fmt.Sprintf(format, a...))
+		}
+		// go-winio turns every time into a FILETIME through UnixNano:
+		// past 2262 it overflows, and the file gets a garbage time, or a
+		// negative one that setting the file's times refuses.
+		if h.ModTime.Before(time.Unix(0, 0)) || h.ModTime.After(time.Unix(0, math.MaxInt64)) {
+			return fail("mtime %s outside what go-winio converts (1970 to 2262)", h.ModTime)
+		}
+		if s := h.PAXRecords["LIBARCHIVE.creationtime"]; paxTime.MatchString(s) {
+			sec, _, _ := strings.Cut(strings.TrimPrefix(s, "-"), ".")
+			if n, err := strconv.ParseInt(sec, 10, 64); err != nil || n > math.MaxInt64/int64(time.Second) {
+				return fail("LIBARCHIVE.creationtime %s outside what go-winio converts", s)
+			}
+		}
+		if strings.HasPrefix(h.Name, "/") || name == "" || path.Clean(name) != name {
+			return fail("not a clean relative name")
+		}
+		if !base && i < 2 {
+			if want := [2]string{"Hives", "Files"}[i]; name != want || h.Typeflag != tar.TypeDir {
+				return fail("a layer above the base starts with the directories Hives and Files, in that order")
+			}
+		}
+		if base && i == 0 && (name != "Files" || h.Typeflag != tar.TypeDir) {
+			return fail("a base layer starts with the directory Files")
+		}
+		comps := strings.Split(name, "/")
+		if comps[0] != "Files" && comps[0] != "Hives" {
+			return fail("outside Files/ and Hives/")
+		}
+		for _, c := range comps[1:] {
+			if err := winComponent(c); err != nil {
+				return fail("%v", err)
+			}
+		}
+		if h.Typeflag != tar.TypeDir && h.Typeflag != tar.TypeReg && h.Typeflag != tar.TypeSymlink && h.Typeflag != tar.TypeLink {
+			return fail("typeflag %q, which the importer cannot make", h.Typeflag)
+		}
+		if h.Typeflag == tar.TypeDir && h.Size != 0 {
+			return fail("directory with size %d", h.Size)
+		}
+		if strings.HasPrefix(comps[len(comps)-1], ".wh.") {
+			// pallet deletes nothing: a whiteout would be a file's name
+			// taken for a deletion.
+			return fail("a whiteout")
+		}
+		for k := range h.PAXRecords {
+			switch {
+			case k == "MSWINDOWS.fileattr", k == "MSWINDOWS.rawsd", k == "LIBARCHIVE.creationtime":
+			case strings.HasPrefix(k, "MSWINDOWS."):
+				return fail("unexpected record %s", k)
+			}
+		}
+		if len(comps) > 1 {
+			parent := strings.Join(comps[:len(comps)-1], "/")
+			if k, ok := created[winFold(parent)]; !ok || k != tar.TypeDir {
+				return fail("parent %s not created before it as a directory in this layer (the import fails: path not found)", parent)
+			}
+		}
+		key := winFold(name)
+		if _, ok := created[key]; ok {
+			return fail("created twice (names compared without case): file exists")
+		}
+		if h.Typeflag == tar.TypeLink {
+			if base {
+				return fail("a hard link in a base layer")
+			}
+			target := strings.TrimSuffix(h.Linkname, "/")
+			if !strings.HasPrefix(target, "Files/") || comps[0] != "Files" {
+				return fail("hard link %q outside Files/: invalid hard link in layer", h.Linkname)
+			}
+			if exact[target] != tar.TypeReg {
+				return fail("hard link target %q is not a file added before it", h.Linkname)
+			}
+			created[key], exact[name] = tar.TypeLink, tar.TypeReg
+			w.image[winFold(strings.TrimPrefix(name, "Files/"))] = &wnode{name: name, kind: tar.TypeReg}
+			continue
+		}
+		created[key], exact[name] = h.Typeflag, h.Typeflag
+		var attr uint64
+		if s, ok := h.PAXRecords["MSWINDOWS.fileattr"]; ok {
+			if attr, err = strconv.ParseUint(s, 10, 32); err != nil {
+				return fail("MSWINDOWS.fileattr %q: %v", s, err)
+			}
+			if attr&^(wAttrReadonly|wAttrHidden|wAttrSystem|wAttrDirectory|wAttrArchive|wAttrNormal|wAttrReparsePoint) != 0 {
+				return fail("MSWINDOWS.fileattr %#x has unexpected bits", attr)
+			}
+		} else if !base {
+			return fail("no MSWINDOWS.fileattr")
+		} else if h.Typeflag == tar.TypeDir {
+			attr = wAttrDirectory
+		}
+		isDir := attr&wAttrDirectory != 0
+		switch h.Typeflag {
+		case tar.TypeDir:
+			if !isDir || attr&wAttrReparsePoint != 0 {
+				return fail("a directory with attributes %#x", attr)
+			}
+		case tar.TypeReg:
+			if isDir || attr&wAttrReparsePoint != 0 {
+				return fail("a file with attributes %#x", attr)
+			}
+		case tar.TypeSymlink:
+			if base && attr == 0 {
+				break
+			}
+			if attr&wAttrReparsePoint == 0 {
+				return fail("a symlink without FILE_ATTRIBUTE_REPARSE_POINT (%#x)", attr)
+			}
+			if err := winLinkTarget(h.Linkname); err != nil {
+				return fail("%v", err)
+			}
+		}
+		// The legacy writer keeps the metadata of a directory (or a
+		// directory link) in a file beside it, NAME.$wcidirs$, created new.
+		if !base && isDir {
+			k := winFold(name + ".$wcidirs$")
+			if _, ok := created[k]; ok {
+				return fail("its metadata file %s.$wcidirs$ exists", name)
+			}
+			created[k] = tar.TypeReg
+		}
+		if !base && name != "Files" && name != "Hives" {
+			if s, ok := h.PAXRecords["LIBARCHIVE.creationtime"]; !ok || !paxTime.MatchString(s) {
+				return fail("LIBARCHIVE.creationtime %q", s)
+			}
+			sd, ok := h.PAXRecords["MSWINDOWS.rawsd"]
+			if !ok {
+				return fail("no MSWINDOWS.rawsd: the file gets no ACL")
+			}
+			raw, err := base64.StdEncoding.DecodeString(sd)
+			if err != nil {
+				return fail("MSWINDOWS.rawsd: %v", err)
+			}
+			if err := parseSD(raw); err != nil {
+				return fail("MSWINDOWS.rawsd: %v", err)
+			}
+			want := buildkitFileSD
+			if isDir {
+				want = buildkitDirSD
+			}
+			if sd != want {
+				return fail("MSWINDOWS.rawsd is not BuildKit's %s descriptor", map[bool]string{true: "directory", false: "file"}[isDir])
+			}
+		}
+		if base && len(h.PAXRecords) > 0 {
+			for k := range h.PAXRecords {
+				if strings.HasPrefix(k, "MSWINDOWS.") || strings.HasPrefix(k, "LIBARCHIVE.") {
+					return fail("record %s in a base layer", k)
+				}
+			}
+		}
+		if comps[0] != "Files" || name == "Files" {
+			continue
+		}
+		p := strings.TrimPrefix(name, "Files/")
+		n := &wnode{name: p, kind: h.Typeflag, dir: isDir}
+		if h.Typeflag == tar.TypeSymlink {
+			n.link = strings.ReplaceAll(h.Linkname, `\`, "/")
+		}
+		// A later layer's path hides the earlier one's; a directory above
+		// a directory merges. A directory placed where a lower layer has
+		// a file or link, or the other way, hides it and all below.
+		if old, ok := w.image[winFold(p)]; ok && (old.kind == tar.TypeDir) != (h.Typeflag == tar.TypeDir) {
+			for k := range w.image {
+				if strings.HasPrefix(k, winFold(p)+"/") {
+					delete(w.image, k)
+				}
+			}
+		}
+		w.image[winFold(p)] = n
+	}
+	if !base && len(created) < 2 {
+		return errors.New("empty layer: no Hives and Files")
+	}
+	return nil
+}
+
+// finish checks what needs the whole image: each link typed as its target
+// is, when the image holds the target.
+func (w *winImport) finish() error {
+	for _, n := range w.image {
+		if n.kind != tar.TypeSymlink {
+			continue
+		}
+		kind, ok := w.resolve(path.Join(path.Dir(n.name), n.link), 0)
+		if !ok {
+			continue
+		}
+		if (kind == tar.TypeDir) != n.dir {
+			return fmt.Errorf("Files/%s: link to %s, a %s, typed as a directory link: %v", n.name, n.link, map[byte]string{'0': "file", '5': "directory"}[kind], n.dir)
+		}
+	}
+	return nil
+}
+
+func (w *winImport) resolve(p string, hops int) (byte, bool) {
+	if hops > 63 {
+		return 0, false
+	}
+	p = path.Clean(p)
+	if p == "." {
+		return tar.TypeDir, true
+	}
+	if strings.HasPrefix(p, "../") || p == ".." {
+		return 0, false
+	}
+	comps := strings.Split(p, "/")
+	for i := range comps {
+		cur := strings.Join(comps[:i+1], "/")
+		n, ok := w.image[winFold(cur)]
+		if !ok {
+			return 0, false
+		}
+		if n.kind == tar.TypeSymlink {
+			rest := append([]string{path.Dir(cur), n.link}, comps[i+1:]...)
+			return w.resolve(path.Join(rest...), hops+1)
+		}
+		if i == len(comps)-1 {
+			return n.kind, true
+		}
+		if n.kind != tar.TypeDir {
+			return 0, false
+		}
+	}
+	return 0, false
+}
+
+// winLinkTarget: the target becomes a reparse point's substitute name as
+// it is; it stays relative and inside C:\ (Files/), and is not prefixed.
+func winLinkTarget(t string) error {
+	s := strings.ReplaceAll(t, `\`, "/")
+	switch {
+	case s == "":
+		return errors.New("empty symlink target")
+	case strings.HasPrefix(s, "Files/"):
+		return fmt.Errorf("symlink target %q carries the Files/ prefix (BuildKit's bug)", t)
+	case strings.HasPrefix(s, "/"), strings.Contains(s, ":"):
+		return fmt.Errorf("symlink target %q is not relative", t)
+	}
+	return nil
+}
+
+var winReserved = regexp.MustCompile(`(?i)^(CON|PRN|AUX|NUL|CONIN\$|CONOUT\$|COM[0-9¹²³]|LPT[0-9¹²³]) *(\..*)?$`)
+
+// winComponent says why Windows cannot create a file named c as written.
+func winComponent(c string) error {
+	switch {
+	case c == "" || c == "." || c == "..":
+		return fmt.Errorf("component %q", c)
+	case !utf8.ValidString(c):
+		return fmt.Errorf("component %q is not UTF-8", c)
+	case strings.ContainsAny(c, `<>:"\|?*`):
+		return fmt.Errorf("component %q has a character Windows refuses", c)
+	case strings.ContainsFunc(c, func(r rune) bool { return r < 0x20 }):
+		return fmt.Errorf("component %q has a control character", c)
+	case strings.HasSuffix(c, ".") || strings.HasSuffix(c, " "):
+		return fmt.Errorf("component %q ends with a dot or a space", c)
+	case winReserved.MatchString(c):
+		return fmt.Errorf("component %q is a device name", c)
+	case len(utf16.Encode([]rune(c))) > 255:
+		return fmt.Errorf("component of %d UTF-16 units: NTFS names hold 255", len(utf16.Encode([]rune(c))))
+	}
+	return nil
+}
+
+// parseSD reads a self-relative security descriptor as
+// RtlValidRelativeSecurityDescriptor would.
+func parseSD(b []byte) error {
+	if len(b) < 20 {
+		return fmt.Errorf("%d bytes", len(b))
+	}
+	if b[0] != 1 || b[1] != 0 {
+		return fmt.Errorf("revision %d sbz1 %d", b[0], b[1])
+	}
+	ctl := binary.LittleEndian.Uint16(b[2:])
+	const (
+		ownerDefaulted = 0x1
+		daclPresent    = 0x4
+		saclPresent    = 0x10
+		selfRelative   = 0x8000
+	)
+	if ctl&selfRelative == 0 {
+		return errors.New("not self-relative")
+	}
+	off := func(at int) int { return int(binary.LittleEndian.Uint32(b[at:])) }
+	owner, group, sacl, dacl := off(4), off(8), off(12), off(16)
+	if owner == 0 || group == 0 {
+		return errors.New("no owner or group")
+	}
+	for _, o := range []int{owner, group} {
+		if o < 20 || o%4 != 0 {
+			return fmt.Errorf("SID offset %d", o)
+		}
+		if _, err := sidAt(b, o); err != nil {
+			return err
+		}
+	}
+	if (ctl&saclPresent != 0) != (sacl != 0) {
+		return fmt.Errorf("SACL offset %d with control %#x", sacl, ctl)
+	}
+	if ctl&daclPresent == 0 || dacl == 0 {
+		return errors.New("no DACL: everyone gets full access")
+	}
+	if dacl < 20 || dacl%4 != 0 || dacl+8 > len(b) {
+		return fmt.Errorf("DACL offset %d", dacl)
+	}
+	a := b[dacl:]
+	if a[0] != 2 && a[0] != 4 || a[1] != 0 {
+		return fmt.Errorf("ACL revision %d", a[0])
+	}
+	size, count := int(binary.LittleEndian.Uint16(a[2:])), int(binary.LittleEndian.Uint16(a[4:]))
+	if size < 8 || size > len(a) || size%4 != 0 {
+		return fmt.Errorf("ACL size %d (%d bytes left)", size, len(a))
+	}
+	p := 8
+	for i := 0; i < count; i++ {
+		if p+8 > size {
+			return fmt.Errorf("ACE %d past the ACL", i)
+		}
+		typ, asz := a[p], int(binary.LittleEndian.Uint16(a[p+2:]))
+		if asz < 16 || asz%4 != 0 || p+asz > size {
+			return fmt.Errorf("ACE %d size %d", i, asz)
+		}
+		if typ != 0 && typ != 1 {
+			return fmt.Errorf("ACE %d type %d", i, typ)
+		}
+		n, err := sidAt(a[:p+asz], p+8)
+		if err != nil {
+			return fmt.Errorf("ACE %d: %v", i, err)
+		}
+		if 8+n != asz {
+			return fmt.Errorf("ACE %d size %d, SID of %d", i, asz, n)
+		}
+		p += asz
+	}
+	if p != size {
+		return fmt.Errorf("ACEs end at %d, ACL size %d", p, size)
+	}
+	return nil
+}
+
+func sidAt(b []byte, o int) (int, error) {
+	if o+8 > len(b) || b[o] != 1 || b[o+1] > 15 {
+		return 0, fmt.Errorf("SID at %d malformed", o)
+	}
+	n := 8 + 4*int(b[o+1])
+	if o+n > len(b) {
+		return 0, fmt.Errorf("SID at %d truncated", o)
+	}
+	return n, nil
+}
+
+// The reader refuses what the importer would: each case is a good layer
+// with one thing wrong.
+func TestWindowsCheckerRefuses(t *testing.T) {
+	rec := func(attr, sd string) map[string]string {
+		return map[string]string{"MSWINDOWS.fileattr": attr, "MSWINDOWS.rawsd": sd, "LIBARCHIVE.creationtime": "0"}
+	}
+	dir := func(name string) *tar.Header {
+		return &tar.Header{Name: name + "/", Typeflag: tar.TypeDir, PAXRecords: rec("16", buildkitDirSD)}
+	}
+	file := func(name string) *tar.Header {
+		return &tar.Header{Name: name, Typeflag: tar.TypeReg, PAXRecords: rec("32", buildkitFileSD)}
+	}
+	with := func(h *tar.Header, f func(h *tar.Header)) *tar.Header { f(h); return h }
+	roots := func() []*tar.Header {
+		return []*tar.Header{
+			{Name: "Hives/", Typeflag: tar.TypeDir, PAXRecords: map[string]string{"MSWINDOWS.fileattr": "16", "LIBARCHIVE.creationtime": "0"}},
+			{Name: "Files/", Typeflag: tar.TypeDir, PAXRecords: map[string]string{"MSWINDOWS.fileattr": "16", "LIBARCHIVE.creationtime": "0"}},
+		}
+	}
+	sd, _ := base64.StdEncoding.DecodeString(buildkitFileSD)
+	badSD := func(f func(b []byte) []byte) string {
+		return base64.StdEncoding.EncodeToString(f(bytes.Clone(sd)))
+	}
+	for _, tc := range []struct {
+		want string
+		hdrs []*tar.Header
+	}{
+		{"", []*tar.Header{dir("Files/a"), file("Files/a/x.exe"), with(file("Files/a/l"), func(h *tar.Header) {
+			h.Typeflag, h.Linkname, h.PAXRecords["MSWINDOWS.fileattr"] = tar.TypeSymlink, "x.exe", "1056"
+		}), with(file("Files/a/h"), func(h *tar.Header) { h.Typeflag, h.Linkname = tar.TypeLink, "Files/a/x.exe" })}},
+		{"parent Files/a not created", []*tar.Header{file("Files/a/x.exe")}},
+		{"created twice", []*tar.Header{dir("Files/a"), file("Files/a/X.exe"), file("Files/A/x.EXE")}},
+		{"outside Files/", []*tar.Header{file("x.exe")}},
+		{"created twice", []*tar.Header{dir("Files/a"), file("Files/a.$wcidirs$")}},
+		{"its metadata file Files/a.$wcidirs$ exists", []*tar.Header{file("Files/a.$wcidirs$"), dir("Files/a")}},
+		{"MSWINDOWS.fileattr \"0x20\"", []*tar.Header{with(file("Files/x"), func(h *tar.Header) { h.PAXRecords["MSWINDOWS.fileattr"] = "0x20" })}},
+		{"a file with attributes 0x10", []*tar.Header{with(file("Files/x"), func(h *tar.Header) { h.PAXRecords["MSWINDOWS.fileattr"] = "16" })}},
+		{"a symlink without FILE_ATTRIBUTE_REPARSE_POINT", []*tar.Header{with(file("Files/l"), func(h *tar.Header) { h.Typeflag, h.Linkname = tar.TypeSymlink, "x" })}},
+		{"Files/ prefix", []*tar.Header{with(file("Files/l"), func(h *tar.Header) {
+			h.Typeflag, h.Linkname, h.PAXRecords["MSWINDOWS.fileattr"] = tar.TypeSymlink, "Files/x", "1056"
+		})}},
+		{"not relative", []*tar.Header{with(file("Files/l"), func(h *tar.Header) {
+			h.Typeflag, h.Linkname, h.PAXRecords["MSWINDOWS.fileattr"] = tar.TypeSymlink, `C:\x`, "1056"
+		})}},
+		{"hard link target \"Files/y\" is not a file added before it", []*tar.Header{with(file("Files/h"), func(h *tar.Header) { h.Typeflag, h.Linkname = tar.TypeLink, "Files/y" })}},
+		{"invalid hard link", []*tar.Header{file("Files/y"), with(file("Files/h"), func(h *tar.Header) { h.Typeflag, h.Linkname = tar.TypeLink, "y" })}},
+		{"a whiteout", []*tar.Header{file("Files/.wh.x")}},
+		{"ends with a dot", []*tar.Header{file("Files/x.")}},
+		{"device name", []*tar.Header{file("Files/aux.txt")}},
+		{"NTFS names hold 255", []*tar.Header{file("Files/" + strings.Repeat("x", 256))}},
+		{"LIBARCHIVE.creationtime \"yesterday\"", []*tar.Header{with(file("Files/x"), func(h *tar.Header) { h.PAXRecords["LIBARCHIVE.creationtime"] = "yesterday" })}},
+		{"outside what go-winio converts", []*tar.Header{with(file("Files/x"), func(h *tar.Header) { h.ModTime = time.Unix(253402300799, 0) })}},
+		{"no MSWINDOWS.rawsd", []*tar.Header{with(file("Files/x"), func(h *tar.Header) { delete(h.PAXRecords, "MSWINDOWS.rawsd") })}},
+		{"revision 2", []*tar.Header{with(file("Files/x"), func(h *tar.Header) {
+			h.PAXRecords["MSWINDOWS.rawsd"] = badSD(func(b []byte) []byte { b[0] = 2; return b })
+		})}},
+		{"not self-relative", []*tar.Header{with(file("Files/x"), func(h *tar.Header) {
+			h.PAXRecords["MSWINDOWS.rawsd"] = badSD(func(b []byte) []byte { b[3] = 0; return b })
+		})}},
+		{"SID at 20 malformed", []*tar.Header{with(file("Files/x"), func(h *tar.Header) {
+			h.PAXRecords["MSWINDOWS.rawsd"] = badSD(func(b []byte) []byte { b[20] = 9; return b })
+		})}},
+		{"ACL size 76 (56 bytes left)", []*tar.Header{with(file("Files/x"), func(h *tar.Header) {
+			h.PAXRecords["MSWINDOWS.rawsd"] = badSD(func(b []byte) []byte { return b[:len(b)-20] })
+		})}},
+		{"no DACL", []*tar.Header{with(file("Files/x"), func(h *tar.Header) {
+			h.PAXRecords["MSWINDOWS.rawsd"] = badSD(func(b []byte) []byte { b[2] &^= 4; return b })
+		})}},
+		{"not BuildKit's file descriptor", []*tar.Header{with(file("Files/x"), func(h *tar.Header) { h.PAXRecords["MSWINDOWS.rawsd"] = buildkitDirSD })}},
+	} {
+		var buf bytes.Buffer
+		tw := tar.NewWriter(&buf)
+		for _, h := range append(roots(), tc.hdrs...) {
+			h.Format = tar.FormatPAX
+			if h.ModTime.IsZero() {
+				h.ModTime = time.Unix(0, 0)
+			}
+			if err := tw.WriteHeader(h); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tw.Close()
+		err := (&winImport{count: 1, image: map[string]*wnode{}}).layer(buf.Bytes())
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("got %v, want %q", err, tc.want)
+		}
+	}
+}
