@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/pallet-dev/pallet/internal/tree"
 )
@@ -136,7 +137,8 @@ type WindowsEntry struct {
 // walkWindows reads a Windows layer tar entry by entry and checks its
 // layout: the roots first, in order, as directories; every other path under
 // a root; each parent before its children; no path twice, comparing names
-// without case (collisionKey). check sees each entry (i counts from 0) and reports what
+// without case (collisionKey), names Windows can create (windowsName), and
+// times go-winio can read. check sees each entry (i counts from 0) and reports what
 // else is wrong with it.
 func walkWindows(r io.Reader, roots []string, check func(i int, h *tar.Header) error) error {
 	tr := tar.NewReader(r)
@@ -169,6 +171,12 @@ func walkWindows(r io.Reader, roots []string, check func(i int, h *tar.Header) e
 			if parent := name[:strings.LastIndex(name, "/")]; !found[ntfsKey(parent)] {
 				return fail("parent %s does not come before it", parent)
 			}
+			if err := windowsName(name[slash+1:]); err != nil {
+				return fail("%v", err)
+			}
+		}
+		if h.ModTime.After(lastWindowsTime) {
+			return fail("time %s is after %s, the last go-winio reads", h.ModTime.UTC().Format(time.RFC3339), lastWindowsTime.UTC().Format(time.RFC3339))
 		}
 		if seen[collisionKey(name)] {
 			return fail("written twice (Windows compares names without case)")
@@ -184,7 +192,8 @@ func walkWindows(r io.Reader, roots []string, check func(i int, h *tar.Header) e
 // VerifyWindows reads a Windows layer tar entry by entry and checks what
 // the Windows importer relies on: Hives and Files first, every other path
 // under Files/ (or Hives/), each parent before its children, no path twice
-// (ignoring case as NTFS does), symlink targets without the Files/ prefix
+// (ignoring case as NTFS does), names Windows can create, times the
+// importer can read, symlink targets without the Files/ prefix
 // that stay inside it (see windowsLinkTarget), a link whose target the
 // layer itself holds typed as that target is (a directory link to a
 // directory, a file link to anything else), on every

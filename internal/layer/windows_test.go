@@ -64,6 +64,7 @@ func TestVerifyWindowsRejects(t *testing.T) {
 		}
 		return &tar.Header{Name: n + "/", Typeflag: tar.TypeDir, PAXRecords: windowsRecords(attrDirectory, sd, time.Unix(0, 0))}
 	}
+	with := func(h *tar.Header, f func(*tar.Header)) *tar.Header { f(h); return h }
 	for name, tc := range map[string]struct {
 		r    io.Reader
 		want string
@@ -73,6 +74,9 @@ func TestVerifyWindowsRejects(t *testing.T) {
 		"twice":          {write(dir("Hives"), dir("Files"), dir("Files/a"), dir("Files/A")), "written twice"},
 		"outside Files":  {write(dir("Hives"), dir("Files"), dir("etc")), "not under Files/"},
 		"no rawsd":       {write(dir("Hives"), dir("Files"), &tar.Header{Name: "Files/a/", Typeflag: tar.TypeDir, PAXRecords: map[string]string{paxFileAttr: "16", paxCreationTime: "0"}}), "MSWINDOWS.rawsd missing"},
+		"device name":    {write(dir("Hives"), dir("Files"), dir("Files/aux.txt")), `"aux.txt" is a reserved device name`},
+		"wcidirs":        {write(dir("Hives"), dir("Files"), dir("Files/a"), dir("Files/a.$wcidirs$")), "reserves for its directory metadata"},
+		"year 9999":      {write(dir("Hives"), dir("Files"), with(dir("Files/a"), func(h *tar.Header) { h.ModTime = time.Unix(253402300799, 0) })), "is after 2262-04-11T23:47:16Z"},
 		"rawsd on root":  {write(&tar.Header{Name: "Hives/", Typeflag: tar.TypeDir, PAXRecords: windowsRecords(attrDirectory, dirSD, time.Unix(0, 0))}), "a root with a security descriptor"},
 	} {
 		if _, err := VerifyWindows(tc.r); err == nil || !strings.Contains(err.Error(), tc.want) {
