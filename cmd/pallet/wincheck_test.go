@@ -481,6 +481,10 @@ func winLinkTarget(t string) error {
 		return fmt.Errorf("symlink target %q carries the Files/ prefix (BuildKit's bug)", t)
 	case strings.HasPrefix(s, "/"), strings.Contains(s, ":"):
 		return fmt.Errorf("symlink target %q is not relative", t)
+	case 20+4*(len(utf16.Encode([]rune(t)))+1) > 16<<10:
+		// go-winio's reparse buffer: header, flags, and the target twice
+		// with a NUL each, within MAXIMUM_REPARSE_DATA_BUFFER_SIZE.
+		return fmt.Errorf("symlink target of %d UTF-16 units does not fit a reparse point", len(utf16.Encode([]rune(t))))
 	}
 	return nil
 }
@@ -635,6 +639,9 @@ func TestWindowsCheckerRefuses(t *testing.T) {
 		{"a symlink without FILE_ATTRIBUTE_REPARSE_POINT", []*tar.Header{with(file("Files/l"), func(h *tar.Header) { h.Typeflag, h.Linkname = tar.TypeSymlink, "x" })}},
 		{"Files/ prefix", []*tar.Header{with(file("Files/l"), func(h *tar.Header) {
 			h.Typeflag, h.Linkname, h.PAXRecords["MSWINDOWS.fileattr"] = tar.TypeSymlink, "Files/x", "1056"
+		})}},
+		{"does not fit a reparse point", []*tar.Header{with(file("Files/l"), func(h *tar.Header) {
+			h.Typeflag, h.Linkname, h.PAXRecords["MSWINDOWS.fileattr"] = tar.TypeSymlink, strings.Repeat("x", 4091), "1056"
 		})}},
 		{"not relative", []*tar.Header{with(file("Files/l"), func(h *tar.Header) {
 			h.Typeflag, h.Linkname, h.PAXRecords["MSWINDOWS.fileattr"] = tar.TypeSymlink, `C:\x`, "1056"

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/pallet-dev/pallet/internal/tree"
@@ -154,6 +155,8 @@ func windowsLinkTarget(p, target string) (string, error) {
 	case strings.IndexByte(t, ':') >= 0:
 		// A drive ("C:") or an alternate data stream: neither stays in the layer.
 		return "", fmt.Errorf("symlink target %q names a drive or a stream (':'); Windows links in a layer must be relative", target)
+	case len(utf16.Encode([]rune(t))) > maxLinkTarget:
+		return "", fmt.Errorf("symlink target of %d UTF-16 units: a Windows link holds %d", len(utf16.Encode([]rune(t))), maxLinkTarget)
 	}
 	depth := strings.Count(p, "/")
 	named := false
@@ -174,6 +177,13 @@ func windowsLinkTarget(p, target string) (string, error) {
 	}
 	return t, nil
 }
+
+// maxLinkTarget is the longest target, in UTF-16 units, a Windows link
+// can hold as the importer makes it: go-winio's EncodeReparsePoint writes
+// a relative target twice (substitute and print name), each with a NUL,
+// after 20 bytes of header and flags, and a reparse buffer holds at most
+// 16 KiB (MAXIMUM_REPARSE_DATA_BUFFER_SIZE): 20+4(n+1) <= 16384.
+const maxLinkTarget = 4090
 
 func windowsRecords(attr int, sd string, epoch time.Time) map[string]string {
 	r := map[string]string{

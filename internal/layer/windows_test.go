@@ -518,6 +518,8 @@ func TestWindowsSymlinkTargets(t *testing.T) {
 		{`..\Data`, ""},
 		{`..\data\x.dll`, ""},
 		{`.\sub`, ""},
+		{strings.Repeat("x/", 2045), ""},
+		{strings.Repeat("x/", 2045) + "y", "symlink target of 4091 UTF-16 units: a Windows link holds 4090"},
 	} {
 		img := tree.New()
 		for _, e := range []tree.Entry{
