@@ -405,6 +405,11 @@ func (w *winImport) layer(b []byte) error {
 		// A later layer's path hides the earlier one's; a directory above
 		// a directory merges. A directory placed where a lower layer has
 		// a file or link, or the other way, hides it and all below.
+		// A directory where a lower layer has a link replaces the link on
+		// Windows, where Docker's COPY would have written through it.
+		if old, ok := w.image[winFold(p)]; ok && old.kind == tar.TypeSymlink && h.Typeflag == tar.TypeDir && old.dir {
+			return fail("a directory over the directory link %s -> %s of a lower layer: Windows replaces the link, and the files never reach its target", old.name, old.link)
+		}
 		if old, ok := w.image[winFold(p)]; ok && (old.kind == tar.TypeDir) != (h.Typeflag == tar.TypeDir) {
 			for k := range w.image {
 				if strings.HasPrefix(k, winFold(p)+"/") {
@@ -688,5 +693,43 @@ func TestWindowsCheckerRefuses(t *testing.T) {
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("got %v, want %q", err, tc.want)
 		}
+	}
+}
+
+// A directory where a lower layer holds a directory link replaces the
+// link on Windows: the reader refuses it, as what Docker's COPY would not
+// have written.
+func TestWindowsCheckerRefusesDirOverLink(t *testing.T) {
+	layer := func(hdrs ...*tar.Header) []byte {
+		var buf bytes.Buffer
+		tw := tar.NewWriter(&buf)
+		for _, h := range append([]*tar.Header{
+			{Name: "Hives/", Typeflag: tar.TypeDir, PAXRecords: map[string]string{"MSWINDOWS.fileattr": "16"}},
+			{Name: "Files/", Typeflag: tar.TypeDir, PAXRecords: map[string]string{"MSWINDOWS.fileattr": "16"}},
+		}, hdrs...) {
+			h.Format, h.ModTime = tar.FormatPAX, time.Unix(0, 0)
+			if len(h.PAXRecords) == 1 && h.Name != "Hives/" && h.Name != "Files/" {
+				h.PAXRecords["LIBARCHIVE.creationtime"] = "0"
+				h.PAXRecords["MSWINDOWS.rawsd"] = map[bool]string{true: buildkitDirSD, false: buildkitFileSD}[h.PAXRecords["MSWINDOWS.fileattr"] != "32" && h.PAXRecords["MSWINDOWS.fileattr"] != "1056"]
+			}
+			if err := tw.WriteHeader(h); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tw.Close()
+		return buf.Bytes()
+	}
+	d := func(name string) *tar.Header {
+		return &tar.Header{Name: name + "/", Typeflag: tar.TypeDir, PAXRecords: map[string]string{"MSWINDOWS.fileattr": "16"}}
+	}
+	link := func(name, target, attr string) *tar.Header {
+		return &tar.Header{Name: name, Typeflag: tar.TypeSymlink, Linkname: target, PAXRecords: map[string]string{"MSWINDOWS.fileattr": attr}}
+	}
+	w := &winImport{count: 1, image: map[string]*wnode{}}
+	if err := w.layer(layer(d("Files/k"), d("Files/k/data"), link("Files/k/todir", "data", "1040"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.layer(layer(d("Files/k"), d("Files/k/TODIR"))); err == nil || !strings.Contains(err.Error(), "a directory over the directory link k/todir -> data") {
+		t.Errorf("got %v", err)
 	}
 }
