@@ -461,6 +461,7 @@ func TestUnplaceableNamesSaidAtTheirPlacement(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "b", "sub", "aux.txt"), "x")
 	writeFile(t, filepath.Join(dir, "c", ".wh.gone"), "x")
 	writeFile(t, filepath.Join(dir, "d", "f\xff"), "x")
+	writeFile(t, filepath.Join(dir, "e", "x.$wcidirs$"), "x")
 	recipe := filepath.Join(dir, "pallet.yaml")
 	for _, tc := range []struct {
 		windows      bool
@@ -471,6 +472,7 @@ func TestUnplaceableNamesSaidAtTheirPlacement(t *testing.T) {
 		{true, "b", 15, "layer files: k/b/sub/aux.txt: \"aux.txt\" is a reserved device name on Windows", ""},
 		{false, "c", 15, "layer files: opt/c/.wh.gone: a name starting with .wh.", ""},
 		{true, "d", 15, `"k/d/f\xff": "f\xff" is not UTF-8`, ""},
+		{true, "e", 15, "layer files: k/e/x.$wcidirs$: \"x.$wcidirs$\" ends with .$WCIDIRS$, which the Windows layer importer reserves", ""},
 	} {
 		base, plat, dest := "scratch", "linux/amd64", "/opt/"+tc.artifact+"/"
 		if tc.windows {
