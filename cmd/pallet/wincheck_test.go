@@ -410,6 +410,12 @@ func (w *winImport) layer(b []byte) error {
 		if old, ok := w.image[winFold(p)]; ok && old.kind == tar.TypeSymlink && h.Typeflag == tar.TypeDir && old.dir {
 			return fail("a directory over the directory link %s -> %s of a lower layer: Windows replaces the link, and the files never reach its target", old.name, old.link)
 		}
+		// A file or link where a lower layer has a directory hides the
+		// directory and all it holds on Windows; Docker's COPY would have
+		// put the file into it, and a recipe refuses it.
+		if old, ok := w.image[winFold(p)]; ok && old.kind == tar.TypeDir && h.Typeflag != tar.TypeDir {
+			return fail("a %s over the directory %s of a lower layer: Windows hides the directory and all it holds", map[byte]string{tar.TypeReg: "file", tar.TypeSymlink: "link"}[h.Typeflag], old.name)
+		}
 		if old, ok := w.image[winFold(p)]; ok && (old.kind == tar.TypeDir) != (h.Typeflag == tar.TypeDir) {
 			for k := range w.image {
 				if strings.HasPrefix(k, winFold(p)+"/") {
@@ -697,8 +703,9 @@ func TestWindowsCheckerRefuses(t *testing.T) {
 }
 
 // A directory where a lower layer holds a directory link replaces the
-// link on Windows: the reader refuses it, as what Docker's COPY would not
-// have written.
+// link on Windows, and a file where it holds a directory hides the
+// directory: the reader refuses both, as what Docker's COPY would not have
+// written.
 func TestWindowsCheckerRefusesDirOverLink(t *testing.T) {
 	layer := func(hdrs ...*tar.Header) []byte {
 		var buf bytes.Buffer
@@ -730,6 +737,10 @@ func TestWindowsCheckerRefusesDirOverLink(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := w.layer(layer(d("Files/k"), d("Files/k/TODIR"))); err == nil || !strings.Contains(err.Error(), "a directory over the directory link k/todir -> data") {
+		t.Errorf("got %v", err)
+	}
+	file := &tar.Header{Name: "Files/K/Data", Typeflag: tar.TypeReg, PAXRecords: map[string]string{"MSWINDOWS.fileattr": "32"}}
+	if err := w.layer(layer(d("Files/K"), file)); err == nil || !strings.Contains(err.Error(), "a file over the directory k/data of a lower layer") {
 		t.Errorf("got %v", err)
 	}
 }
