@@ -894,3 +894,36 @@ func TestDockerfileCopyFromStageDirsOrder(t *testing.T) {
 		}
 	}
 }
+
+// A COPY whose destination is a link the base holds to a file writes
+// the file it leads to, through every link on the way, and leaves the
+// link, as BuildKit v0.29 does: fsutil's Copy resolves its destination
+// with continuity's RootPath, the last element too, and its
+// ensureEmptyFileTarget removes the file found there before writing.
+func TestDockerfileCopyOntoFileLink(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "f"), "f\n")
+	writeFile(t, filepath.Join(dir, "root", "etc", "real"), "old\n")
+	writeFile(t, filepath.Join(dir, "root", "etc", "real2"), "old\n")
+	for link, target := range map[string]string{"x": "/etc/real", "lib/y": "../etc/real2", "c": "x"} {
+		if err := os.MkdirAll(filepath.Join(dir, "root", filepath.Dir(link)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, filepath.Join(dir, "root", link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dfBase(t, dir)
+	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM oci:base\nCOPY f /x\nCOPY f /lib/y\nCOPY --chmod=600 f /c\n")
+	out := filepath.Join(t.TempDir(), "o")
+	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
+	layers, err := dfImage(t, out).Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := layerLines(t, layers[1:], 2, func(h *tar.Header) string { return fmt.Sprintf("%c %o", h.Typeflag, h.Mode) })
+	want := []string{"2 etc 5 755", "2 etc/real 0 644", "3 etc 5 755", "3 etc/real2 0 644", "4 etc 5 755", "4 etc/real 0 600"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("layers 2 to 4 hold\n got %q\nwant %q", got, want)
+	}
+}

@@ -142,7 +142,7 @@ func (b *builder) viewOf(ctx context.Context, ref string, p platform.Platform) (
 }
 
 // viewFact names the cache's facts about bases' views.
-const viewFact = "base-view-v3"
+const viewFact = "base-view-v4"
 
 func (b *builder) readView(ctx context.Context, ref string, p platform.Platform) (*tree.View, error) {
 	img, err := b.base(ctx, ref, p)
@@ -185,14 +185,17 @@ func (b *builder) readView(ctx context.Context, ref string, p platform.Platform)
 }
 
 // encodeView is v as the cache keeps it: a line per link ("L PATH
-// TARGET"), per directory ("D MODE UID GID PATH") and per file ("F
+// TARGET", or "K PATH TARGET" for one that leads to a file), per directory ("D MODE UID GID PATH") and per file ("F
 // PATH"), paths and targets quoted, sorted, after their sha256, so that a damaged entry is told
 // from one this build wrote. A base of 50,000 directories takes tens of
 // milliseconds to read back, where JSON took hundreds.
 func encodeView(v *tree.View) string {
-	lines := make([]string, 0, len(v.Links)+len(v.Dirs)+len(v.Files))
+	lines := make([]string, 0, len(v.Links)+len(v.FileLinks)+len(v.Dirs)+len(v.Files))
 	for p, target := range v.Links {
 		lines = append(lines, "L "+strconv.Quote(p)+" "+strconv.Quote(target))
+	}
+	for p, target := range v.FileLinks {
+		lines = append(lines, "K "+strconv.Quote(p)+" "+strconv.Quote(target))
 	}
 	for p, m := range v.Dirs {
 		lines = append(lines, fmt.Sprintf("D %d %d %d %s", uint32(m.Mode), m.UID, m.GID, strconv.Quote(p)))
@@ -214,7 +217,7 @@ func decodeView(s string) (*tree.View, error) {
 	if sum != hex.EncodeToString(got[:]) {
 		return nil, errors.New("base view: damaged (its sum does not match)")
 	}
-	v := &tree.View{Links: tree.Links{}, Dirs: map[string]tree.DirMeta{}, Files: map[string]bool{}}
+	v := &tree.View{Links: tree.Links{}, Dirs: map[string]tree.DirMeta{}, Files: map[string]bool{}, FileLinks: tree.Links{}}
 	bad := func(line string) (*tree.View, error) {
 		return nil, fmt.Errorf("base view: bad line %q", line)
 	}
@@ -224,7 +227,7 @@ func decodeView(s string) (*tree.View, error) {
 		}
 		kind, rest, _ := strings.Cut(line, " ")
 		switch kind {
-		case "L":
+		case "L", "K":
 			ps, ts, ok := strings.Cut(rest, "\" \"")
 			if !ok {
 				return bad(line)
@@ -234,7 +237,11 @@ func decodeView(s string) (*tree.View, error) {
 			if err1 != nil || err2 != nil || !tree.IsClean(p) || target == "" {
 				return bad(line)
 			}
-			v.Links[p] = target
+			if kind == "K" {
+				v.FileLinks[p] = target
+			} else {
+				v.Links[p] = target
+			}
 		case "D":
 			f := strings.SplitN(rest, " ", 4)
 			if len(f) != 4 {

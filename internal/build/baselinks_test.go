@@ -13,9 +13,10 @@ import (
 // and newlines included; a damaged or hand-made entry is refused.
 func TestViewEncoding(t *testing.T) {
 	v := &tree.View{
-		Links: tree.Links{"bin": "usr/bin", "odd \" name": "/x \" y", "nl\nname": "t\tt"},
-		Dirs:  map[string]tree.DirMeta{"tmp": {Mode: 0o777 | fs.ModeSticky}, "home/a b": {Mode: 0o700, UID: 1000, GID: 1000}},
-		Files: map[string]bool{"etc/passwd": true, "a \" b": true},
+		Links:     tree.Links{"bin": "usr/bin", "odd \" name": "/x \" y", "nl\nname": "t\tt"},
+		Dirs:      map[string]tree.DirMeta{"tmp": {Mode: 0o777 | fs.ModeSticky}, "home/a b": {Mode: 0o700, UID: 1000, GID: 1000}},
+		Files:     map[string]bool{"etc/passwd": true, "a \" b": true},
+		FileLinks: tree.Links{"etc/os-release": "../usr/lib/os-release", "x y": "/a \" b"},
 	}
 	s := encodeView(v)
 	got, err := decodeView(s)
@@ -32,6 +33,8 @@ func TestViewEncoding(t *testing.T) {
 		{Links: tree.Links{"../etc": "x"}},
 		{Links: tree.Links{"/bin": "x"}},
 		{Links: tree.Links{"bin": ""}},
+		{FileLinks: tree.Links{"../x": "y"}},
+		{FileLinks: tree.Links{"x": ""}},
 		{Dirs: map[string]tree.DirMeta{"a/../b": {}}},
 		{Dirs: map[string]tree.DirMeta{".": {}}},
 		{Files: map[string]bool{"../x": true}},

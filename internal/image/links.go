@@ -48,7 +48,8 @@ func ViewKey(img v1.Image) (string, error) {
 // (whiteouts included), and returns what placing into the result depends
 // on (see tree.View): its directories, its symlinks that lead to a
 // directory or to nothing yet (an importer, like Docker's COPY, creates
-// what a placement through such a link needs), and its other paths,
+// what a placement through such a link needs), those that lead to a
+// file (tree.View.FileLinks), and its other paths,
 // files that no directory may replace. Only tar headers matter,
 // but every layer is read whole, to at most maxBytes uncompressed: its
 // uncompressed bytes are checked against the config's diffID, so what the
@@ -77,7 +78,7 @@ func BaseView(img v1.Image, maxBytes int64) (*tree.View, error) {
 			return nil, fmt.Errorf("base layer %d (%s): %w", i+1, d, err)
 		}
 	}
-	v := &tree.View{Links: tree.Links{}, Dirs: map[string]tree.DirMeta{}, Files: map[string]bool{}}
+	v := &tree.View{Links: tree.Links{}, Dirs: map[string]tree.DirMeta{}, Files: map[string]bool{}, FileLinks: tree.Links{}}
 	for p, n := range b.nodes {
 		if p == "." {
 			continue
@@ -88,15 +89,19 @@ func BaseView(img v1.Image, maxBytes int64) (*tree.View, error) {
 		case n.link == "":
 			v.Files[p] = true
 		case n.link != "":
-			// A link that loops, or leads to a file, is no directory
-			// to place anything into: left out, a placement under it
-			// replaces it with a directory, as an importer would.
+			// A link that loops is no directory to place anything
+			// into: left out, a placement under it replaces it with a
+			// directory, as an importer would. One that leads to a
+			// file is kept apart: a Dockerfile COPY to it writes the
+			// file it leads to.
 			r, err := b.links.Resolve(p)
 			if err != nil {
 				continue
 			}
 			if b.leadsToDir(r) {
 				v.Links[p] = n.link
+			} else if t, ok := b.nodes[r]; ok && !t.dir && t.link == "" {
+				v.FileLinks[p] = n.link
 			}
 		}
 	}

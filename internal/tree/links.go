@@ -22,6 +22,11 @@ type Links map[string]string
 // target starts again at the root, and ".." stops there, as it does in a
 // chroot.
 func (l Links) Resolve(p string) (string, error) {
+	return resolveIn(p, l, nil)
+}
+
+// resolveIn is Links.Resolve over the links of l and of more.
+func resolveIn(p string, l, more Links) (string, error) {
 	var done []string
 	todo := strings.Split(p, "/")
 	hops := 0
@@ -39,6 +44,9 @@ func (l Links) Resolve(p string) (string, error) {
 		}
 		next := strings.Join(append(done, c), "/")
 		target, ok := l[next]
+		if !ok {
+			target, ok = more[next]
+		}
 		if !ok {
 			done = append(done, c)
 			continue
@@ -95,11 +103,26 @@ type View struct {
 	// directory placed there would replace the file, where Docker's
 	// COPY fails (not a directory).
 	Files map[string]bool
+	// FileLinks are the base's symlinks that lead to files (through
+	// other links too), each to its target as written. Only the file a
+	// Dockerfile COPY places at its destination itself (FollowLink)
+	// goes through one, written over the file it leads to, as
+	// BuildKit's copy resolves its destination (continuity's RootPath)
+	// and writes there; anything else placed at one replaces it, as an
+	// importer does.
+	FileLinks Links
 }
 
 // Empty says whether v holds nothing to place through.
 func (v *View) Empty() bool {
-	return v == nil || len(v.Links) == 0 && len(v.Dirs) == 0 && len(v.Implied) == 0 && len(v.Files) == 0
+	return v == nil || len(v.Links) == 0 && len(v.Dirs) == 0 && len(v.Implied) == 0 && len(v.Files) == 0 && len(v.FileLinks) == 0
+}
+
+// followed is p (clean, relative to the root) with every link along it
+// followed, the base's links to files too (FileLinks), as BuildKit
+// resolves a COPY's destination.
+func (v *View) followed(p string) (string, error) {
+	return resolveIn(p, v.Links, v.FileLinks)
 }
 
 // IsDir says whether the image holds a directory at p (clean, relative
@@ -126,9 +149,10 @@ func (v *View) IsDir(p string) bool {
 // later layer that names it sets them. t's paths are where its entries
 // land (see Through).
 func (v *View) With(t *Tree) *View {
-	out := &View{Links: Links{}, Dirs: map[string]DirMeta{}, Implied: map[string]bool{}, Files: map[string]bool{}}
+	out := &View{Links: Links{}, Dirs: map[string]DirMeta{}, Implied: map[string]bool{}, Files: map[string]bool{}, FileLinks: Links{}}
 	if v != nil {
 		maps.Copy(out.Links, v.Links)
+		maps.Copy(out.FileLinks, v.FileLinks)
 		maps.Copy(out.Dirs, v.Dirs)
 		maps.Copy(out.Implied, v.Implied)
 		maps.Copy(out.Files, v.Files)
@@ -151,6 +175,7 @@ func (v *View) Apply(t *Tree) {
 	}
 	for p, e := range entries {
 		delete(v.Implied, p)
+		delete(v.FileLinks, p)
 		switch e.Kind {
 		case Symlink:
 			delete(v.Dirs, p)
@@ -169,6 +194,7 @@ func (v *View) Apply(t *Tree) {
 	for p := range parents {
 		if _, ok := entries[p]; !ok {
 			delete(v.Files, p)
+			delete(v.FileLinks, p)
 			if _, ok := v.Dirs[p]; !ok {
 				v.Implied[p] = true
 			}
@@ -234,14 +260,16 @@ func (t *Tree) Through(v *View) (*Tree, error) {
 		if ne.Path == "." {
 			continue // a directory that is the root, through a link
 		}
-		if target, ok := v.Links[ne.Path]; ok && ne.Kind == File && !e.ReplaceLink {
+		_, toFile := v.FileLinks[ne.Path]
+		if target, ok := v.Links[ne.Path]; (ok || toFile && e.FollowLink != nil) && ne.Kind == File && !e.ReplaceLink {
 			if e.FollowLink == nil || v.IsDir(ne.Path) {
 				return nil, linkInTheWay(v, ne.Path, target)
 			}
 			// Where the link leads, within the root: BuildKit resolves
 			// the destination as Links.Resolve does (continuity's
-			// RootPath).
-			if ne.Path, err = v.Links.Resolve(ne.Path); err != nil {
+			// RootPath), through the links to files too, and writes
+			// over the file there (fsutil's ensureEmptyFileTarget).
+			if ne.Path, err = v.followed(ne.Path); err != nil {
 				return nil, err
 			}
 			if err := madeOnTheWay(v, out, ne.Path, *e.FollowLink); err != nil {
@@ -454,6 +482,11 @@ func (t *Tree) meets(v *View) bool {
 		if _, ok := v.Links[p]; ok {
 			return true
 		}
+		if _, ok := v.FileLinks[p]; ok {
+			if e, ok := t.entries[p]; ok && e.Kind == File && e.FollowLink != nil {
+				return true
+			}
+		}
 		if v.Files[p] {
 			e, ok := t.entries[p]
 			return !ok || e.Kind == Dir
@@ -468,9 +501,14 @@ func (t *Tree) meets(v *View) bool {
 		}
 		return m != defaultDir
 	}
-	if len(v.Links)+len(v.Dirs)+len(v.Implied)+len(v.Files) <= len(t.entries)+len(t.parents) {
+	if len(v.Links)+len(v.Dirs)+len(v.Implied)+len(v.Files)+len(v.FileLinks) <= len(t.entries)+len(t.parents) {
 		for p := range v.Links {
 			if _, ok := t.entries[p]; ok || t.parents[p] {
+				return true
+			}
+		}
+		for p := range v.FileLinks {
+			if _, ok := t.entries[p]; ok && hit(p) {
 				return true
 			}
 		}

@@ -187,10 +187,12 @@ func TestThroughKeepsDirectories(t *testing.T) {
 // With applies a layer over a view: its links and directories are added,
 // and what it puts at a path replaces what was there.
 func TestViewWith(t *testing.T) {
-	v := &View{Links: Links{"bin": "usr/bin", "opt/cur": "v1"}, Dirs: map[string]DirMeta{"usr/bin": {Mode: 0o755}, "opt": {Mode: 0o755}}}
+	v := &View{Links: Links{"bin": "usr/bin", "opt/cur": "v1"}, Dirs: map[string]DirMeta{"usr/bin": {Mode: 0o755}, "opt": {Mode: 0o755}},
+		FileLinks: Links{"etc/a": "b", "keep": "etc/b"}}
 	layer := New()
 	for _, e := range []Entry{
 		{Path: "bin", Kind: Symlink, Link: "/opt"},
+		{Path: "etc/a", Kind: File},
 		{Path: "opt/cur", Kind: Dir, Mode: 0o750, UID: 3},
 		{Path: "usr/bin", Kind: File},
 	} {
@@ -203,7 +205,7 @@ func TestViewWith(t *testing.T) {
 	// view: a later layer that names it sets its mode and owner. It is
 	// there for one that makes it only if new (Entry.IfNew).
 	want := &View{Links: Links{"bin": "/opt"}, Dirs: map[string]DirMeta{"opt": {Mode: 0o755}, "opt/cur": {Mode: 0o750, UID: 3}},
-		Implied: map[string]bool{"usr": true}, Files: map[string]bool{"usr/bin": true}}
+		Implied: map[string]bool{"usr": true, "etc": true}, Files: map[string]bool{"usr/bin": true, "etc/a": true}, FileLinks: Links{"keep": "etc/b"}}
 	if !reflect.DeepEqual(w, want) {
 		t.Errorf("view %+v\nwant %+v", w, want)
 	}
@@ -473,6 +475,42 @@ func TestThroughFollowLink(t *testing.T) {
 		case err != nil && !strings.Contains(err.Error(), c.want):
 			t.Errorf("%+v: %v, want %q", c.pl, err, c.want)
 		case err == nil && strings.Join(paths(got.Entries()), " ") != c.want:
+			t.Errorf("%+v: placed %q, want %q", c.pl, paths(got.Entries()), c.want)
+		}
+	}
+}
+
+// A file placed with FollowLink at a link of the base to a file (or at a
+// link to such a link) lands on the file it leads to; without it, as a
+// recipe places it, it replaces the link.
+func TestThroughFollowFileLink(t *testing.T) {
+	v := &View{
+		Links:     Links{"ln": "o"},
+		FileLinks: Links{"etc/os-release": "../usr/lib/os-release", "o": "etc/os-release"},
+		Dirs:      map[string]DirMeta{"etc": {Mode: 0o755}, "usr": {Mode: 0o755}, "usr/lib": {Mode: 0o755}},
+		Files:     map[string]bool{"usr/lib/os-release": true},
+	}
+	src := New()
+	if err := src.Add(Entry{Path: "f", Kind: File}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		pl   Placement
+		want string // the paths placed
+	}{
+		{Placement{Dest: "/etc/os-release", FollowLink: true}, "usr usr/lib usr/lib/os-release"},
+		{Placement{Dest: "/o", FollowLink: true}, "usr usr/lib usr/lib/os-release"},
+		{Placement{Dest: "/ln", FollowLink: true}, "usr usr/lib usr/lib/os-release"},
+		{Placement{Dest: "/etc/os-release"}, "etc etc/os-release"},
+	} {
+		tr := New()
+		if err := tr.Place(src, c.pl); err != nil {
+			t.Fatal(err)
+		}
+		got, err := tr.Through(v)
+		if err != nil {
+			t.Errorf("%+v: %v", c.pl, err)
+		} else if strings.Join(paths(got.Entries()), " ") != c.want {
 			t.Errorf("%+v: placed %q, want %q", c.pl, paths(got.Entries()), c.want)
 		}
 	}
