@@ -927,3 +927,50 @@ func TestDockerfileCopyOntoFileLink(t *testing.T) {
 		t.Errorf("layers 2 to 4 hold\n got %q\nwant %q", got, want)
 	}
 }
+
+// A directory a COPY copies below its destination, where the image holds
+// one already, is written as it is copied, as BuildKit v0.29 writes it:
+// fsutil's copy chmods and chowns each directory below the destination
+// (copyDirectoryOnly and copyFileInfo, overwriteTargetMetadata), to
+// --chmod's and --chown's or the source's, the stage's for a COPY
+// --from; go-archive's unpack does so for the directories an archive
+// holds entries for (createTarFile), not for those it only implies. The
+// destination itself keeps the image's (copy's top level, and MkdirAll,
+// leave a directory that is there).
+func TestDockerfileCopiedDirOverBaseDir(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "broot", "sub", "deep", "k"), "k\n")
+	writeFile(t, filepath.Join(dir, "d", "sub", "f"), "f\n")
+	writeFile(t, filepath.Join(dir, "d", "sub", "deep", "g"), "g\n")
+	writeFile(t, filepath.Join(dir, "r.tar"), string(fixture.Tar([]fixture.File{{Name: "sub/", Dir: true, Mode: 0o755}, {Name: "sub/deep/x", Content: "x\n", Mode: 0o644}})))
+	writeFile(t, filepath.Join(dir, "base.Dockerfile"), "FROM scratch\nCOPY --chown=3:4 --chmod=1770 broot/ /opt/\n")
+	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "base.Dockerfile"), "-o", "oci:"+filepath.Join(dir, "base"))
+	writeFile(t, filepath.Join(dir, "f"), "f\n")
+	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM scratch AS s\nCOPY --chmod=700 d/ /d/\nFROM scratch AS s2\nCOPY f /u/sub/deep/f\n"+
+		"FROM oci:base\nCOPY d/ /opt/\nCOPY --chown=5:6 --chmod=750 d/ /opt/\nCOPY --from=s /d/ /opt/\nADD --chown=7:7 r.tar /opt/\n"+
+		"COPY --from=s2 /u/ /opt/\nCOPY --from=s2 --chmod=g-x /u/ /opt/\n")
+	out := filepath.Join(t.TempDir(), "o")
+	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
+	layers, err := dfImage(t, out).Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range layerLines(t, layers, 1, func(h *tar.Header) string { return fmt.Sprintf("%c %o %d:%d", h.Typeflag, h.Mode, h.Uid, h.Gid) }) {
+		if strings.Contains(s, " 5 ") { // the directories
+			got = append(got, s)
+		}
+	}
+	want := []string{
+		"1 opt 5 770 3:4", "1 opt/sub 5 1770 3:4", "1 opt/sub/deep 5 1770 3:4",
+		"2 opt 5 770 3:4", "2 opt/sub 5 755 0:0", "2 opt/sub/deep 5 755 0:0",
+		"3 opt 5 770 3:4", "3 opt/sub 5 750 5:6", "3 opt/sub/deep 5 750 5:6",
+		"4 opt 5 770 3:4", "4 opt/sub 5 700 0:0", "4 opt/sub/deep 5 700 0:0",
+		"5 opt 5 770 3:4", "5 opt/sub 5 755 7:7", "5 opt/sub/deep 5 700 0:0",
+		"6 opt 5 770 3:4", "6 opt/sub 5 755 0:0", "6 opt/sub/deep 5 755 0:0",
+		"7 opt 5 770 3:4", "7 opt/sub 5 745 0:0", "7 opt/sub/deep 5 745 0:0",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("directories by layer\n got %q\nwant %q", got, want)
+	}
+}

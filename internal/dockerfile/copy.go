@@ -225,6 +225,11 @@ func (e *evaluator) copy(s *stageState, n *parser.Node, op *copyOp) error {
 		// its path: BuildKit's copy removes the link (fsutil's
 		// ensureEmptyFileTarget), and so does its unpack (go-archive).
 		pm.ReplaceLinks = !s.platform.IsWindows()
+		// A directory it copies below its destination gets its own mode
+		// and owner where the image holds one: BuildKit's copy chmods
+		// and chowns it (fsutil's copyDirectoryOnly and copyFileInfo),
+		// and its unpack an archive's own entries (go-archive).
+		pm.CopiedDirs = !s.platform.IsWindows()
 		if !intoDir && !it.fromDir && !it.src.isDir() && !s.platform.IsWindows() {
 			// The file is the destination itself, which BuildKit
 			// resolves through the image's links, the last one too.

@@ -234,6 +234,11 @@ type Placement struct {
 	// their paths, as Docker's COPY and ADD replace them
 	// (tree.Placement.ReplaceLinks).
 	ReplaceLinks bool
+	// CopiedDirs says the placement is a Dockerfile COPY or ADD, which
+	// gives the directories it copies below its destination their own
+	// mode and owner where the image holds them already, as BuildKit's
+	// copy and unpack do (tree.Placement.CopiedDirs).
+	CopiedDirs bool
 	// NoLinksBelow, when set, is the destination of the Dockerfile COPY or
 	// ADD the placement is part of: Docker's COPY follows the image's
 	// links on its way there, not below it, where a directory copied at

@@ -288,7 +288,9 @@ func (t *Tree) Through(v *View) (*Tree, error) {
 				}
 				return nil, fmt.Errorf("%s: a %s placed where the image already holds a directory would replace it, and all it holds; place it into the directory (a destination ending in /) or elsewhere", where, ne.Kind)
 			}
-			ne.Mode, ne.UID, ne.GID = m.Mode, m.UID, m.GID
+			if !ne.Copied {
+				ne.Mode, ne.UID, ne.GID = m.Mode, m.UID, m.GID
+			}
 		}
 		if err := out.Add(ne); err != nil {
 			if old, ok := moved[ne.Path]; ok && old != e.Path {

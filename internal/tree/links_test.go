@@ -515,3 +515,36 @@ func TestThroughFollowFileLink(t *testing.T) {
 		}
 	}
 }
+
+// A directory a placement with CopiedDirs copies where the image holds
+// one is placed as copied; the destination, and the directories of a
+// placement without it, keep the image's mode and owner.
+func TestThroughCopiedDirs(t *testing.T) {
+	sticky := DirMeta{Mode: 0o1770, UID: 3, GID: 4}
+	v := &View{Links: Links{}, Dirs: map[string]DirMeta{"opt": sticky, "opt/sub": sticky}}
+	src := New()
+	for _, e := range []Entry{{Path: "sub", Kind: Dir, Mode: 0o755}, {Path: "sub/f", Kind: File, Mode: 0o644}} {
+		if err := src.Add(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, copied := range []bool{false, true} {
+		tr := New()
+		if err := tr.Place(src, Placement{Dest: "/opt/", CopiedDirs: copied}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := tr.Through(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]DirMeta{"opt": sticky, "opt/sub": sticky}
+		if copied {
+			want["opt/sub"] = DirMeta{Mode: 0o755}
+		}
+		for _, e := range got.Entries() {
+			if m, ok := want[e.Path]; ok && e.meta() != m {
+				t.Errorf("CopiedDirs=%v: %s is %+v, want %+v", copied, e.Path, e.meta(), m)
+			}
+		}
+	}
+}

@@ -118,6 +118,15 @@ type Entry struct {
 	// writes nothing where the link leads. Through refuses such a file
 	// otherwise.
 	ReplaceLink bool
+	// Copied marks a directory a Dockerfile COPY or ADD copies below its
+	// destination: where the image holds a directory there, the layer
+	// gives it the entry's mode and owner, as BuildKit's copy chmods and
+	// chowns it (fsutil's copyDirectoryOnly and copyFileInfo, with
+	// overwriteTargetMetadata below the destination) and its unpack
+	// does for an archive's own entries (go-archive's createTarFile).
+	// Those at and above the destination, which its MkdirAll finds, and
+	// those an archive only implies keep the image's (see Through).
+	Copied bool
 	// Stamp is Source's status when FromDir or FromFile listed it (zero
 	// otherwise): what facts about the file are remembered under, so
 	// that the steps of a build after the listing need not stat it again.
@@ -478,6 +487,12 @@ type Placement struct {
 	// ReplaceLinks marks the files the placement places, but the one at
 	// Dest itself (FollowLink), Entry.ReplaceLink.
 	ReplaceLinks bool
+	// CopiedDirs marks the directories the placement copies below the
+	// Dockerfile COPY's destination Entry.Copied: those of src (but the
+	// ones an archive only implies, unless it is a COPY --from, which
+	// copies them from the stage), and, with StageDest, those it makes
+	// below StageDest, which BuildKit copies from the stage.
+	CopiedDirs bool
 	// NoLinksBelow, when set, is the destination of the Dockerfile COPY
 	// the placement is part of (Dest or above it): the entries placed
 	// below it are marked Entry.NoLinksFrom.
@@ -520,6 +535,21 @@ func (pl Placement) madeMeta(p string) DirMeta {
 		m.UID, m.GID = pl.UID, pl.GID
 	}
 	return m
+}
+
+// copiedMade says whether directory p (a clean path), which pl makes,
+// is one BuildKit copies from the stage (CopiedDirs): below StageDest.
+func (pl Placement) copiedMade(p string) bool {
+	if !pl.CopiedDirs || pl.StageDest == "" {
+		return false
+	}
+	d, err := CleanPath(pl.StageDest)
+	return err == nil && (d == "." || strings.HasPrefix(p, d+"/"))
+}
+
+// copied is Entry.Copied for e, an entry of the tree pl places.
+func (pl Placement) copied(e Entry) bool {
+	return pl.CopiedDirs && e.Kind == Dir && (!e.Implied || pl.StageDest != "")
 }
 
 // madeDirMode is the mode of a directory pl makes on its way (see
@@ -606,7 +636,11 @@ func (t *Tree) Place(src *Tree, pl Placement) error {
 		// made a directory made it, BuildKit's MkdirAll leaves it.
 		_, held := t.entries[dest]
 		if pl.StageDest == "" || !held && !t.parents[dest] {
-			if err := t.Add(Entry{Path: dest, Kind: Dir, Mode: made.Mode, UID: uid, GID: gid, NoLinksFrom: pl.noLinks}); err != nil {
+			copied := pl.copiedMade(dest)
+			if copied {
+				made.Mode = pl.chmod(Entry{Kind: Dir, Mode: made.Mode})
+			}
+			if err := t.Add(Entry{Path: dest, Kind: Dir, Mode: made.Mode, UID: uid, GID: gid, NoLinksFrom: pl.noLinks, Copied: copied}); err != nil {
 				return err
 			}
 		}
@@ -632,7 +666,7 @@ func (t *Tree) Place(src *Tree, pl Placement) error {
 // They are pl's owner's only with OwnNewDirs (0:0 otherwise, as Docker's
 // COPY without --chown makes them).
 func (t *Tree) newDirs(dir string, pl Placement) error {
-	if !pl.OwnNewDirs && pl.DirMode == 0 {
+	if !pl.OwnNewDirs && pl.DirMode == 0 && !pl.copiedMade(dir) {
 		return nil
 	}
 	t.index()
@@ -644,8 +678,17 @@ func (t *Tree) newDirs(dir string, pl Placement) error {
 		dirs = append(dirs, dir)
 	}
 	for i := len(dirs) - 1; i >= 0; i-- {
+		// One below StageDest is copied from the stage, whatever the
+		// image holds there, and --chmod's symbolic mode changes it.
+		copied := pl.copiedMade(dirs[i])
+		if !copied && !pl.OwnNewDirs && pl.DirMode == 0 {
+			continue // implied, 0755 0:0
+		}
 		m := pl.madeMeta(dirs[i])
-		if err := t.Add(Entry{Path: dirs[i], Kind: Dir, Mode: m.Mode, UID: m.UID, GID: m.GID, IfNew: true, NoLinksFrom: pl.noLinks}); err != nil {
+		if copied {
+			m.Mode = pl.chmod(Entry{Kind: Dir, Mode: m.Mode})
+		}
+		if err := t.Add(Entry{Path: dirs[i], Kind: Dir, Mode: m.Mode, UID: m.UID, GID: m.GID, IfNew: !copied, Copied: copied, NoLinksFrom: pl.noLinks}); err != nil {
 			return err
 		}
 	}
@@ -705,6 +748,7 @@ func (t *Tree) placeNew(src *Tree, dest string, pl Placement, empty bool) {
 		e.UID, e.GID = pl.owner(e)
 		e.NoLinksFrom = pl.noLinks
 		e.ReplaceLink = pl.ReplaceLinks && e.Kind == File
+		e.Copied = pl.copied(e)
 		placed = append(placed, e)
 		if ne := &placed[len(placed)-1]; empty {
 			t.order = append(t.order, ne)
@@ -793,6 +837,7 @@ func (t *Tree) add(e Entry, pl Placement) error {
 	e.UID, e.GID = pl.owner(e)
 	e.NoLinksFrom = pl.noLinks
 	e.ReplaceLink = pl.ReplaceLinks && e.Kind == File && e.FollowLink == nil
+	e.Copied = pl.copied(e)
 	return t.Add(e)
 }
 
