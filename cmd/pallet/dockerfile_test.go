@@ -974,3 +974,47 @@ func TestDockerfileCopiedDirOverBaseDir(t *testing.T) {
 		t.Errorf("directories by layer\n got %q\nwant %q", got, want)
 	}
 }
+
+// Through a chain of stages, each COPY --from copies the directories as
+// the stage before had them, as BuildKit v0.29 copies each stage's
+// filesystem: at each depth, the directories a stage's COPY --from made
+// at and above its destination are as its MkdirAll made them (its own
+// --chmod's permission bits and --chown's owner, else 0755 0:0), those
+// it copied below as the stage it copied from had them, with its
+// --chmod and --chown (fsutil's prepareTargetDir, MkdirAll, copyDirectory
+// and copyFileInfo).
+func TestDockerfileStageChains(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "d", "g"), "g\n")
+	writeFile(t, filepath.Join(dir, "d", "sub", "f"), "f\n")
+	writeFile(t, filepath.Join(dir, "f"), "f\n")
+	for _, tc := range []struct {
+		df   string
+		want []string
+	}{
+		{"FROM scratch AS a\nCOPY --chmod=700 --chown=5:6 d/ /d/\nFROM scratch AS b\nCOPY --from=a --chmod=750 /d/ /x/y/\n" +
+			"FROM scratch AS c\nCOPY --from=b --chown=7:8 /x/ /p/q/\nFROM scratch\nCOPY --from=c /p/ /z/\n",
+			[]string{"z 755 0:0", "z/q 755 7:8", "z/q/y 750 7:8", "z/q/y/g 750 7:8", "z/q/y/sub 750 7:8", "z/q/y/sub/f 750 7:8"}},
+		{"FROM scratch AS a\nCOPY --chown=1:1 f /a1/a2/f\nFROM scratch AS b\nCOPY --from=a --chmod=711 /a1/ /b1/\n" +
+			"FROM scratch AS c\nCOPY --from=b --chown=3:3 / /c1/c2/\nFROM scratch AS d\nCOPY --from=c /c1/ /d1/\nFROM scratch\nCOPY --from=d / /z/\n",
+			[]string{"z 755 0:0", "z/d1 755 0:0", "z/d1/c2 755 3:3", "z/d1/c2/b1 711 3:3", "z/d1/c2/b1/a2 711 3:3", "z/d1/c2/b1/a2/f 711 3:3"}},
+		{"FROM scratch AS a\nCOPY f /u/v/f\nFROM scratch AS b\nCOPY --from=a --chown=2:2 /u/ /m/\n" +
+			"FROM scratch AS c\nCOPY --from=b --chmod=710 / /n/\nFROM scratch\nCOPY --from=c /n/ /o/\n",
+			[]string{"o 755 0:0", "o/m 710 2:2", "o/m/v 710 2:2", "o/m/v/f 710 2:2"}},
+	} {
+		writeFile(t, filepath.Join(dir, "Dockerfile"), tc.df)
+		out := filepath.Join(t.TempDir(), "o")
+		mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
+		layers, err := dfImage(t, out).Layers()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		walkLayer(t, layers[len(layers)-1], func(h *tar.Header, _ io.Reader) {
+			got = append(got, fmt.Sprintf("%s %o %d:%d", strings.TrimSuffix(h.Name, "/"), h.Mode, h.Uid, h.Gid))
+		})
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%q: the last layer holds\n got %q\nwant %q", tc.df, got, tc.want)
+		}
+	}
+}

@@ -71,14 +71,15 @@ type item struct {
 	// archive only implies 0:0. dirMode and ownNewDirs are the mode the
 	// stage gave the directories it copied and made, and whether those
 	// it made are its owner's (plan.Placement.DirMode, OwnNewDirs);
-	// madeBelow, when set, how it made them otherwise
-	// (plan.Placement.StageMadeBelow).
+	// stageDirs, how the stage made the directories between the path
+	// copied and where the item lands, by their path relative to the
+	// former, where it made them otherwise (plan.Placement.StageDirs).
 	mode             fs.FileMode
 	modeChanges      []string
 	impliedRootOwned bool
 	dirMode          fs.FileMode
 	ownNewDirs       bool
-	madeBelow        *tree.DirMeta
+	stageDirs        map[string]tree.DirMeta
 	uid, gid         int
 	pos              plan.Pos
 }
@@ -161,15 +162,20 @@ func (e *evaluator) copy(s *stageState, n *parser.Node, op *copyOp) error {
 			if uid != nil {
 				pm.StageMade.UID, pm.StageMade.GID = *uid, *gid
 			}
-			if it.madeBelow != nil {
-				below := *it.madeBelow
-				if mode != nil {
-					below.Mode = mode.Perm()
+			if len(it.stageDirs) > 0 {
+				// Copied from the stage, they take this COPY's
+				// --chmod (its whole mode, as fsutil's copyFileInfo
+				// gives it) and --chown.
+				pm.StageDirs = map[string]tree.DirMeta{}
+				for rel, m := range it.stageDirs {
+					if mode != nil {
+						m.Mode = *mode
+					}
+					if uid != nil {
+						m.UID, m.GID = *uid, *gid
+					}
+					pm.StageDirs[strings.TrimPrefix(path.Join(cleanDest, rel), "/")] = m
 				}
-				if uid != nil {
-					below.UID, below.GID = *uid, *gid
-				}
-				pm.StageMadeBelow = &below
 			}
 		}
 		// BuildKit's --chmod does not reach the files an ADD unpacks:

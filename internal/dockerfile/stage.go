@@ -83,7 +83,7 @@ func (e *evaluator) stagePath(st *stageState, p string, pos plan.Pos) ([]item, e
 		if q.src.kind == srcDir {
 			s = &source{kind: srcFile, path: hostPath(q.src, relTo(p, q.root)), hint: path.Join(q.src.hint, relTo(p, q.root))}
 		}
-		return []item{{src: s, name: path.Base(p), files: map[string]tree.Kind{"": tree.File}, mode: q.pm.Mode, modeChanges: q.pm.ModeChanges, impliedRootOwned: q.pm.ImpliedRootOwned, dirMode: q.pm.DirMode, ownNewDirs: q.pm.OwnNewDirs, madeBelow: stageMadeBelow(q), uid: q.pm.UID, gid: q.pm.GID, pos: pos}}, nil
+		return []item{{src: s, name: path.Base(p), files: map[string]tree.Kind{"": tree.File}, mode: q.pm.Mode, modeChanges: q.pm.ModeChanges, impliedRootOwned: q.pm.ImpliedRootOwned, dirMode: q.pm.DirMode, ownNewDirs: q.pm.OwnNewDirs, uid: q.pm.UID, gid: q.pm.GID, pos: pos}}, nil
 	}
 	var items []item
 	for i, q := range c.placed {
@@ -133,7 +133,7 @@ func (e *evaluator) within(c *content, i int, q *placed, p string) (*item, error
 	if n := c.nodes[q.root]; n.by != i && !(n.kind == tree.Dir && q.src.isDir()) {
 		return nil, nil // replaced whole by a later instruction
 	}
-	it := &item{src: q.src, files: q.files, rel: relTo(q.root, p), fromDir: true, mode: q.pm.Mode, modeChanges: q.pm.ModeChanges, impliedRootOwned: q.pm.ImpliedRootOwned, dirMode: q.pm.DirMode, ownNewDirs: q.pm.OwnNewDirs, madeBelow: stageMadeBelow(q), uid: q.pm.UID, gid: q.pm.GID}
+	it := &item{src: q.src, files: q.files, rel: relTo(q.root, p), fromDir: true, mode: q.pm.Mode, modeChanges: q.pm.ModeChanges, impliedRootOwned: q.pm.ImpliedRootOwned, dirMode: q.pm.DirMode, ownNewDirs: q.pm.OwnNewDirs, stageDirs: stageDirs(q, p), uid: q.pm.UID, gid: q.pm.GID}
 	if q.src.kind != srcDir {
 		return it, nil
 	}
@@ -158,7 +158,7 @@ func (e *evaluator) inside(c *content, i int, q *placed, p string, st *stageStat
 	if err != nil {
 		return nil, err
 	}
-	return &item{src: s, files: files, fromDir: true, mode: q.pm.Mode, modeChanges: q.pm.ModeChanges, impliedRootOwned: q.pm.ImpliedRootOwned, dirMode: q.pm.DirMode, ownNewDirs: q.pm.OwnNewDirs, madeBelow: stageMadeBelow(q), uid: q.pm.UID, gid: q.pm.GID}, nil
+	return &item{src: s, files: files, fromDir: true, mode: q.pm.Mode, modeChanges: q.pm.ModeChanges, impliedRootOwned: q.pm.ImpliedRootOwned, dirMode: q.pm.DirMode, ownNewDirs: q.pm.OwnNewDirs, uid: q.pm.UID, gid: q.pm.GID}, nil
 }
 
 // narrowed is the context directory of placement q (number i) from its
@@ -187,19 +187,29 @@ func (e *evaluator) narrowed(c *content, i int, q *placed, at string) (*source, 
 	return s, files, nil
 }
 
-// stageMadeBelow is how the stage made the directories placement q made
-// on its way, where it made them otherwise than q's DirMode and owner
-// say: a COPY --from made its destination as its own (StageMade). Nil
-// for a placement of the stage's own COPY or ADD.
-func stageMadeBelow(q *placed) *tree.DirMeta {
-	switch {
-	case q.pm.StageDest == "":
+// stageDirs is how the stage made the directories below p, a directory
+// a COPY --from copies, on the way to placement q (number i) within it:
+// those q made (its destination too, when it places a directory's
+// content there), as q's own placement made them (tree.Placement.MadeDir:
+// StageMade at and above a COPY --from's destination, its StageDirs
+// below it, else its DirMode and owner), by path relative to p; nil when
+// q is none of the stage's COPY --from, whose directories the item's
+// DirMode and owner describe.
+func stageDirs(q *placed, p string) map[string]tree.DirMeta {
+	if q.pm.StageDest == "" {
 		return nil
-	case q.root == q.pm.StageDest:
-		m := q.pm.StageMade
-		return &m
 	}
-	return q.pm.StageMadeBelow
+	pl := tree.Placement{DirMode: q.pm.DirMode, UID: q.pm.UID, GID: q.pm.GID, OwnNewDirs: q.pm.OwnNewDirs,
+		StageDest: q.pm.StageDest, StageMade: q.pm.StageMade, StageDirs: q.pm.StageDirs}
+	end := q.root
+	if !q.src.isDir() {
+		end = path.Dir(end)
+	}
+	dirs := map[string]tree.DirMeta{}
+	for d := end; d != p && d != "/" && under(d, p); d = path.Dir(d) {
+		dirs[relTo(d, p)] = pl.MadeDir(strings.TrimPrefix(d, "/"))
+	}
+	return dirs
 }
 
 // relTo is p relative to root ("" for root itself).

@@ -261,9 +261,9 @@ type Placement struct {
 	// its own mode and owner (tree.Placement.StageDest).
 	StageDest string
 	StageMade tree.DirMeta
-	// StageMadeBelow, when set, is how the stage made the directories the
-	// placement makes below StageDest (tree.Placement.StageMadeBelow).
-	StageMadeBelow *tree.DirMeta
+	// StageDirs are how the stage made the directories the placement
+	// makes below StageDest, by path (tree.Placement.StageDirs).
+	StageDirs map[string]tree.DirMeta
 	// Licenses places the artifact's licence files under
 	// /LICENSES/<artifact>/ (on the first placement of it in an image).
 	Licenses bool

@@ -511,24 +511,27 @@ type Placement struct {
 	// from the stage with each directory's own mode and owner.
 	StageDest string
 	StageMade DirMeta
-	// StageMadeBelow, when set, is the mode and owner of the directories
-	// the placement makes below StageDest, the stage's, where the stage
-	// made them otherwise than it made those it copied (DirMode): a
-	// stage's own COPY --from made its destination 0755 0:0.
-	StageMadeBelow *DirMeta
+	// StageDirs are the mode and owner the stage gave the directories the
+	// placement makes below StageDest, by path (clean, relative to the
+	// root), where the stage made them otherwise than DirMode and
+	// OwnNewDirs say: a stage's own COPY --from made its destination and
+	// the directories above it as its own (StageMade), and those below it
+	// as its stage had them, at each depth of a chain of stages.
+	StageDirs map[string]DirMeta
 }
 
-// madeMeta is the mode and owner of directory p (a clean path), which pl
-// makes on its way: StageMade at and above StageDest, else DirMode's
-// permission bits, owned by pl's owner only with OwnNewDirs.
-func (pl Placement) madeMeta(p string) DirMeta {
+// MadeDir is the mode and owner of directory p (a clean path), which pl
+// makes on its way: StageMade at and above StageDest, StageDirs' below
+// it, else DirMode's permission bits, owned by pl's owner only with
+// OwnNewDirs.
+func (pl Placement) MadeDir(p string) DirMeta {
 	if pl.StageDest != "" {
 		if d, err := CleanPath(pl.StageDest); err == nil && (p == d || p == "." || strings.HasPrefix(d, p+"/")) {
 			return pl.StageMade
 		}
-	}
-	if pl.StageDest != "" && pl.StageMadeBelow != nil {
-		return *pl.StageMadeBelow
+		if m, ok := pl.StageDirs[p]; ok {
+			return m
+		}
 	}
 	m := DirMeta{Mode: pl.madeDirMode()}
 	if pl.OwnNewDirs {
@@ -607,7 +610,7 @@ func (t *Tree) Place(src *Tree, pl Placement) error {
 		e := first[0]
 		e.Path = dest
 		if pl.FollowLink {
-			made := pl.madeMeta(path.Dir(dest))
+			made := pl.MadeDir(path.Dir(dest))
 			e.FollowLink = &made
 		}
 		if err := t.newDirs(path.Dir(dest), pl); err != nil {
@@ -627,7 +630,7 @@ func (t *Tree) Place(src *Tree, pl Placement) error {
 			return err
 		}
 		uid, gid := pl.UID, pl.GID
-		made := pl.madeMeta(dest)
+		made := pl.MadeDir(dest)
 		if pl.StageDest != "" {
 			uid, gid = made.UID, made.GID
 		}
@@ -684,7 +687,7 @@ func (t *Tree) newDirs(dir string, pl Placement) error {
 		if !copied && !pl.OwnNewDirs && pl.DirMode == 0 {
 			continue // implied, 0755 0:0
 		}
-		m := pl.madeMeta(dirs[i])
+		m := pl.MadeDir(dirs[i])
 		if copied {
 			m.Mode = pl.chmod(Entry{Kind: Dir, Mode: m.Mode})
 		}

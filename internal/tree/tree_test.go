@@ -460,7 +460,7 @@ func TestPlaceStageDest(t *testing.T) {
 }
 
 // TestPlaceStageDestMade: a directory an earlier placement of a COPY
-// --from made is left as it made it, and StageMadeBelow makes those
+// --from made is left as it made it, and StageDirs makes those
 // below StageDest.
 func TestPlaceStageDestMade(t *testing.T) {
 	src := New()
@@ -480,7 +480,7 @@ func TestPlaceStageDestMade(t *testing.T) {
 	if err := dst.Place(src, Placement{Dest: "/e/x/", StageDest: "/e", StageMade: DirMeta{Mode: 0o755}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := dst.Place(src, Placement{Dest: "/z/x/y/", DirMode: 0o700, UID: 5, GID: 6, OwnNewDirs: true, StageDest: "/z", StageMade: DirMeta{Mode: 0o755}, StageMadeBelow: &DirMeta{Mode: 0o755}}); err != nil {
+	if err := dst.Place(src, Placement{Dest: "/z/x/y/", DirMode: 0o700, UID: 5, GID: 6, OwnNewDirs: true, StageDest: "/z", StageMade: DirMeta{Mode: 0o755}, StageDirs: map[string]DirMeta{"z/x": {Mode: 0o755}, "z/x/y": {Mode: 0o755}}}); err != nil {
 		t.Fatal(err)
 	}
 	var got []string
