@@ -588,8 +588,9 @@ func TestDockerfileArchiveThroughBaseLink(t *testing.T) {
 // one after another, as BuildKit copies them (one fsutil Copy per source,
 // each into what the one before left): files one over the other, so the
 // name holds the last; a directory first makes it a directory the others
-// go into; a directory the base holds there takes them all. A file and
-// then a directory fails, as BuildKit's copy does.
+// go into; a directory the base holds there takes them all, a file and
+// then a directory too. A file and then a directory elsewhere fails, as
+// BuildKit's copy does.
 func TestDockerfileSeveralSourcesToOneName(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "a"), "a\n")
@@ -606,6 +607,7 @@ func TestDockerfileSeveralSourcesToOneName(t *testing.T) {
 		{"FROM scratch\nCOPY d a /y\n", []string{"y", "y/a a", "y/c c"}},
 		{"FROM oci:base\nCOPY b a /opt\n", []string{"opt", "opt/a a", "opt/b b"}},
 		{"FROM oci:base\nCOPY b a /z\n", []string{"z a"}},
+		{"FROM oci:base\nCOPY a d b /opt\n", []string{"opt", "opt/a a", "opt/b b", "opt/c c"}},
 	} {
 		writeFile(t, filepath.Join(dir, "Dockerfile"), tc.df)
 		out := filepath.Join(t.TempDir(), "o")
@@ -658,6 +660,11 @@ func TestDockerfileSeveralSourcesToOneName(t *testing.T) {
 	refusedDockerfiles(t, dir, []dockerfileRefusal{
 		{"FROM scratch\nCOPY a d /w\n", "Dockerfile:2: "},
 		{"FROM scratch\nCOPY a d /w\n", "/w: BuildKit copies the sources there one after another: a, a file, is written at /w, and then d, a directory, fails there (cannot copy to non-directory)"},
+		// On a base, only the build can tell: it refuses where the base
+		// holds no directory, a file or nothing.
+		{"FROM oci:base\nCOPY a d /w\n", "Dockerfile:2:"},
+		{"FROM oci:base\nCOPY a d /w\n", "/w: the base oci:base holds no directory there, so BuildKit copies the sources one after another: the first, a file, is written at /w, and a directory copied there after it fails (cannot copy to non-directory)"},
+		{"FROM oci:base\nCOPY a d /opt/k\n", "/opt/k: the base oci:base holds no directory there"},
 	})
 }
 

@@ -44,6 +44,11 @@ func (b *builder) baseViews(ctx context.Context, name string, pi *plan.PlatformI
 // file Docker's COPY puts into a directory the base holds there, that
 // directory under the file's name (plan.Placement.IntoDirAs).
 func (b *builder) destination(ctx context.Context, name string, pi *plan.PlatformImage, pm plan.Placement) (string, error) {
+	if pm.DirNeeded != "" && !pi.Platform.IsWindows() {
+		if err := b.dirNeeded(ctx, name, pi, pm); err != nil {
+			return "", err
+		}
+	}
 	if pm.IntoDirAs == "" || pi.Platform.IsWindows() {
 		return pm.Dest, nil
 	}
@@ -67,6 +72,22 @@ func (b *builder) destination(ctx context.Context, name string, pi *plan.Platfor
 		return pm.Dest, nil
 	}
 	return path.Join(pm.Dest, pm.IntoDirAs), nil
+}
+
+// dirNeeded refuses placement pm (plan.Placement.DirNeeded) where a
+// base of pi holds no directory at its COPY's destination.
+func (b *builder) dirNeeded(ctx context.Context, name string, pi *plan.PlatformImage, pm plan.Placement) error {
+	views, err := b.baseViews(ctx, name, pi)
+	if err != nil {
+		return err
+	}
+	p := strings.Trim(path.Clean("/"+pm.DirNeeded), "/")
+	for i, v := range views {
+		if !v.IsDir(p) {
+			return plan.Errorf(pm.Pos, "image %s (%s): %s: the base %s holds no directory there, so BuildKit copies the sources one after another: the first, a file, is written at %s, and a directory copied there after it fails (cannot copy to non-directory); end the destination with / to copy them into a directory, or copy the directory first", name, pi.Platform, pm.DirNeeded, pi.Bases[i], pm.DirNeeded)
+		}
+	}
+	return nil
 }
 
 // placeOnBases places the layer trees of pi in order onto its bases (see

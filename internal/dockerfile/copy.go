@@ -122,9 +122,12 @@ func (e *evaluator) copy(s *stageState, n *parser.Node, op *copyOp) error {
 	}
 	// replaced, when set, says the files of this COPY but its last
 	// are copied over by the next, at the destination itself.
-	replaced := false
+	// dirNeeded, when set, says they go into a directory only the base
+	// may hold there (plan.Placement.DirNeeded).
+	replaced, dirNeeded := false, false
 	if (len(op.sd.SourcePaths) > 1 || found > 1) && !intoDir && len(items) > 0 {
-		if intoDir, err = severalToOne(op.sd.DestPath, items); err != nil {
+		baseDir := s.mayHoldDir(items[0], cleanDest, false)
+		if intoDir, dirNeeded, err = severalToOne(op.sd.DestPath, items, baseDir); err != nil {
 			return err
 		}
 		replaced = !intoDir
@@ -149,6 +152,9 @@ func (e *evaluator) copy(s *stageState, n *parser.Node, op *copyOp) error {
 			intoBaseDir = true
 		}
 		pm := plan.Placement{Artifact: e.artifact(it.src, it.pos), Dest: dest, Mode: it.mode, DirMode: it.dirMode, ModeChanges: it.modeChanges, UID: it.uid, GID: it.gid, OwnNewDirs: it.ownNewDirs, ImpliedRootOwned: it.impliedRootOwned, Pos: it.pos}
+		if dirNeeded && i == 0 {
+			pm.DirNeeded = cleanDest
+		}
 		if from != nil && !s.platform.IsWindows() {
 			// BuildKit copies each directory of the stage below the
 			// destination with its own mode and owner, and makes the
@@ -275,18 +281,24 @@ func (e *evaluator) copy(s *stageState, n *parser.Node, op *copyOp) error {
 // left). A directory first makes dest a directory, into which the
 // others go (into is true); a file first is written at dest, a later
 // file replaces it, and a later directory fails (cannot copy to
-// non-directory), unless the base holds a directory there.
-func severalToOne(dest string, items []item) (into bool, err error) {
+// non-directory), unless the base holds a directory there: where
+// baseDir says it may, they all go into it, and the build checks that
+// it does (dirNeeded).
+func severalToOne(dest string, items []item, baseDir bool) (into, dirNeeded bool, err error) {
 	dirLike := func(it item) bool { return it.fromDir || it.src.isDir() }
 	if dirLike(items[0]) {
-		return true, nil
+		return true, false, nil
 	}
 	for _, it := range items[1:] {
-		if dirLike(it) {
-			return false, fmt.Errorf("%s: BuildKit copies the sources there one after another: %s, a file, is written at %s, and then %s, a directory, fails there (cannot copy to non-directory), unless the base holds a directory at %s; end the destination with / to copy them into a directory, or copy the directory first", dest, items[0].src.hint, dest, it.src.hint, dest)
+		if !dirLike(it) {
+			continue
 		}
+		if baseDir {
+			return true, true, nil
+		}
+		return false, false, fmt.Errorf("%s: BuildKit copies the sources there one after another: %s, a file, is written at %s, and then %s, a directory, fails there (cannot copy to non-directory), unless the base holds a directory at %s; end the destination with / to copy them into a directory, or copy the directory first", dest, items[0].src.hint, dest, it.src.hint, dest)
 	}
-	return false, nil
+	return false, false, nil
 }
 
 // placedTwice refuses item i of a COPY when it places a path an earlier

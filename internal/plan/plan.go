@@ -216,6 +216,13 @@ type Placement struct {
 	// destination without a trailing /, decided only once the base is
 	// read.
 	IntoDirAs string
+	// DirNeeded, when set, is the destination of a Dockerfile COPY of
+	// several sources, a file first and a directory after it, to a name
+	// without a trailing /: the build refuses it unless the base holds
+	// a directory there (or a link to one), into which BuildKit copies
+	// them all; without one, it writes the file at that name and fails
+	// at the directory (cannot copy to non-directory).
+	DirNeeded string
 	// OnlyIntoDir places the file only where it goes into a directory
 	// (IntoDirAs): at Dest itself, a later file of the same Dockerfile
 	// COPY replaces it, as BuildKit copies several sources one after
