@@ -437,7 +437,7 @@ func TestDockerfileChownMakesParents(t *testing.T) {
 func TestDockerfileCopyOntoDanglingLink(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "f"), "f\n")
-	for link, target := range map[string]string{"x": "/nowhere/deep/f", "lib/y": "../opt/y", "z": "../../../z2", "w": "m/n/w"} {
+	for link, target := range map[string]string{"x": "/nowhere/deep/f", "lib/y": "../opt/y", "z": "../../../z2", "w": "m/n/w", "q": "x/../q2"} {
 		if err := os.MkdirAll(filepath.Join(dir, "root", filepath.Dir(link)), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -446,7 +446,7 @@ func TestDockerfileCopyOntoDanglingLink(t *testing.T) {
 		}
 	}
 	dfBase(t, dir)
-	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM oci:base\nCOPY f /x\nCOPY f /lib/y\nCOPY f /z\nCOPY --chown=5:5 --chmod=640 f /w\n")
+	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM oci:base\nCOPY f /x\nCOPY f /lib/y\nCOPY f /z\nCOPY --chown=5:5 --chmod=640 f /w\nCOPY f /q\n")
 	out := filepath.Join(t.TempDir(), "o")
 	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
 	layers, err := dfImage(t, out).Layers()
@@ -457,9 +457,13 @@ func TestDockerfileCopyOntoDanglingLink(t *testing.T) {
 	// The directories made on the way are --chown's and --chmod's, as
 	// BuildKit's MkdirAll makes them.
 	want := []string{"2 nowhere 755 0:0", "2 nowhere/deep 755 0:0", "2 nowhere/deep/f 644 0:0", "3 opt 755 0:0", "3 opt/y 644 0:0", "4 z2 644 0:0",
-		"5 m 640 5:5", "5 m/n 640 5:5", "5 m/n/w 640 5:5"}
+		"5 m 640 5:5", "5 m/n 640 5:5", "5 m/n/w 640 5:5",
+		// A target's ".." is taken lexically (continuity's walkLinks
+		// joins it to the link's directory and cleans it): x/../q2 is
+		// /q2, not beside where x leads.
+		"6 q2 644 0:0"}
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("layers 2 to 5 hold\n got %q\nwant %q", got, want)
+		t.Errorf("layers 2 to 6 hold\n got %q\nwant %q", got, want)
 	}
 }
 

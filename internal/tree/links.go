@@ -18,9 +18,13 @@ const maxLinkHops = 40
 type Links map[string]string
 
 // Resolve returns p (clean, relative to the root) with every link along it
-// followed, the last element too, without leaving the root: an absolute
-// target starts again at the root, and ".." stops there, as it does in a
-// chroot.
+// followed, the last element too, without leaving the root, as
+// continuity's RootPath resolves it for BuildKit's copy and containerd's
+// unpacking: a link's target is joined to the link's directory, or to
+// the root when absolute, and cleaned as a path, its ".." taken
+// lexically, before what it names is looked up (a target "x/../y" is
+// "y" beside the link, wherever a link x leads), and stopping at the
+// root.
 func (l Links) Resolve(p string) (string, error) {
 	return resolveIn(p, l, nil)
 }
@@ -54,10 +58,14 @@ func resolveIn(p string, l, more Links) (string, error) {
 		if hops++; hops > maxLinkHops {
 			return "", fmt.Errorf("/%s: more than %d links to follow (a loop?)", p, maxLinkHops)
 		}
-		if strings.HasPrefix(target, "/") {
-			done = done[:0]
+		// continuity's walkLinks: filepath.Join(newdir, target), the
+		// link's resolved directory and its target, cleaned.
+		joined := target
+		if !strings.HasPrefix(target, "/") {
+			joined = "/" + strings.Join(done, "/") + "/" + target
 		}
-		todo = append(strings.Split(target, "/"), todo...)
+		done = done[:0]
+		todo = append(strings.Split(strings.TrimPrefix(path.Clean(joined), "/"), "/"), todo...)
 	}
 	if len(done) == 0 {
 		return ".", nil

@@ -17,6 +17,10 @@ var mergedUsr = Links{
 	"var/run":        "../run",
 	"opt/up":         "../../../../srv",
 	"usr/lib/latest": "./v2",
+	"odd/x":          "/usr/lib",
+	"odd/l":          "x/../y",
+	"odd/m":          "../odd/x/../../z",
+	"odd/n":          "../../..",
 }
 
 func TestLinksResolve(t *testing.T) {
@@ -31,6 +35,11 @@ func TestLinksResolve(t *testing.T) {
 		{"binary/x", "binary/x"}, // a name that starts like a link
 		{"etc", "etc"},
 		{".", "."},
+		// A target's ".." is taken lexically, as continuity's RootPath
+		// takes it, not after the link before it.
+		{"odd/l", "odd/y"},
+		{"odd/m/f", "z/f"},
+		{"odd/n", "."},
 	} {
 		got, err := mergedUsr.Resolve(c.in)
 		if err != nil || got != c.want {
