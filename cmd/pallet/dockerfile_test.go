@@ -1029,3 +1029,45 @@ func TestDockerfileStageChains(t *testing.T) {
 		}
 	}
 }
+
+// The directories a COPY or ADD makes new in a setgid directory of the
+// image take its setgid bit and, unless --chown owns them, its group,
+// as BuildKit v0.29 makes them: fsutil's MkdirAll (copy/mkdir.go) calls
+// os.Mkdir, where Linux gives a new directory a setgid parent's bit and
+// group, and chowns only with --chown; go-archive's
+// createImpliedDirectories chowns those an archive implies to 0:0,
+// which keeps the bit on a directory. Those a COPY copies are chmodded
+// and chowned as copied (copyFileInfo), and files too.
+func TestDockerfileSetgidParent(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "broot", "data", "x"), "x\n")
+	writeFile(t, filepath.Join(dir, "d", "sub", "s"), "s\n")
+	writeFile(t, filepath.Join(dir, "f"), "f\n")
+	writeFile(t, filepath.Join(dir, "r.tar"), string(fixture.Tar([]fixture.File{{Name: "t/x", Content: "x\n", Mode: 0o644}})))
+	writeFile(t, filepath.Join(dir, "base.Dockerfile"), "FROM scratch\nCOPY --chmod=2775 --chown=0:50 broot/ /srv/\n")
+	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "base.Dockerfile"), "-o", "oci:"+filepath.Join(dir, "base"))
+	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM oci:base\nCOPY f /srv/data/new/deep/f\nCOPY --chown=3:3 f /srv/data/own/f\n"+
+		"COPY d/ /srv/data/dd/\nCOPY --chmod=700 f /srv/data/m/f\nADD r.tar /srv/data/ar/\n")
+	out := filepath.Join(t.TempDir(), "o")
+	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
+	layers, err := dfImage(t, out).Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range layerLines(t, layers[1:], 2, func(h *tar.Header) string { return fmt.Sprintf("%o %d:%d", h.Mode, h.Uid, h.Gid) }) {
+		if !strings.Contains(s, " srv ") && !strings.Contains(s, " srv/data ") {
+			got = append(got, s)
+		}
+	}
+	want := []string{
+		"2 srv/data/new 2755 0:50", "2 srv/data/new/deep 2755 0:50", "2 srv/data/new/deep/f 644 0:0",
+		"3 srv/data/own 2755 3:3", "3 srv/data/own/f 644 3:3",
+		"4 srv/data/dd 2755 0:50", "4 srv/data/dd/sub 755 0:0", "4 srv/data/dd/sub/s 644 0:0",
+		"5 srv/data/m 2700 0:50", "5 srv/data/m/f 700 0:0",
+		"6 srv/data/ar 2755 0:50", "6 srv/data/ar/t 2755 0:0", "6 srv/data/ar/t/x 644 0:0",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("layers 2 to 6 hold\n got %q\nwant %q", got, want)
+	}
+}

@@ -280,7 +280,7 @@ func (t *Tree) Through(v *View) (*Tree, error) {
 			if ne.Path, err = v.followed(ne.Path); err != nil {
 				return nil, err
 			}
-			if err := madeOnTheWay(v, out, ne.Path, *e.FollowLink); err != nil {
+			if err := madeOnTheWay(v, out, ne.Path, *e.FollowLink, e.Chowned); err != nil {
 				return nil, err
 			}
 		}
@@ -329,14 +329,65 @@ func (t *Tree) Through(v *View) (*Tree, error) {
 			return nil, err
 		}
 	}
+	if t.mkdirs {
+		if err := setgidParents(v, out); err != nil {
+			return nil, err
+		}
+	}
 	return out, nil
+}
+
+// setgidParents gives the directories out, a Dockerfile COPY's or
+// ADD's tree placed through v, makes new in the image (not those it
+// copies, Entry.Copied) the setgid bit of a setgid parent, and its group
+// unless --chown owns them (Entry.Chowned) or an archive implies them
+// (Entry.Implied): BuildKit's MkdirAll (fsutil copy/mkdir.go) makes them
+// with os.Mkdir, where Linux gives a new directory the bit and group of
+// a setgid parent, and chowns them only with --chown; go-archive's
+// createImpliedDirectories chowns them to 0:0. Those it copies are
+// chmodded and chowned as copied, and files too.
+func setgidParents(v *View, out *Tree) error {
+	var changed []Entry
+	// metas are out's directories' modes and owners, as set here.
+	metas := map[string]DirMeta{}
+	for _, e := range out.Entries() {
+		if e.Kind != Dir {
+			continue
+		}
+		m := e.meta()
+		_, held := v.Dirs[e.Path]
+		if !e.Copied && !held && !v.Implied[e.Path] {
+			parent := path.Dir(e.Path)
+			pm, ok := metas[parent]
+			if !ok {
+				pm, ok = v.Dirs[parent]
+			}
+			if ok && pm.Mode&fs.ModeSetgid != 0 {
+				m.Mode |= fs.ModeSetgid
+				if !e.Chowned && !e.Implied {
+					m.GID = pm.GID
+				}
+			}
+		}
+		metas[e.Path] = m
+		if m != e.meta() {
+			e.Mode, e.UID, e.GID = m.Mode, m.UID, m.GID
+			changed = append(changed, e)
+		}
+	}
+	for _, e := range changed {
+		if err := out.Add(e); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // madeOnTheWay adds to out the directories above p that neither v nor
 // out hold, made with meta m, as BuildKit's MkdirAll makes the parents
 // of a destination it resolved through a link (with --chmod's mode and
 // --chown's owner). Those left to out to imply are 0755 0:0 already.
-func madeOnTheWay(v *View, out *Tree, p string, m DirMeta) error {
+func madeOnTheWay(v *View, out *Tree, p string, m DirMeta, chowned bool) error {
 	if m == defaultDir {
 		return nil
 	}
@@ -348,7 +399,7 @@ func madeOnTheWay(v *View, out *Tree, p string, m DirMeta) error {
 		if _, ok := out.entries[dir]; ok {
 			continue
 		}
-		if err := out.Add(Entry{Path: dir, Kind: Dir, Mode: m.Mode, UID: m.UID, GID: m.GID, IfNew: true}); err != nil {
+		if err := out.Add(Entry{Path: dir, Kind: Dir, Mode: m.Mode, UID: m.UID, GID: m.GID, IfNew: true, Chowned: chowned}); err != nil {
 			return err
 		}
 	}

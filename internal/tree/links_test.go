@@ -2,6 +2,7 @@ package tree
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"reflect"
 	"strings"
@@ -554,6 +555,41 @@ func TestThroughCopiedDirs(t *testing.T) {
 			if m, ok := want[e.Path]; ok && e.meta() != m {
 				t.Errorf("CopiedDirs=%v: %s is %+v, want %+v", copied, e.Path, e.meta(), m)
 			}
+		}
+	}
+}
+
+// A directory a Dockerfile's placement (CopiedDirs) makes new in a
+// setgid directory takes its bit and group, unless Chowned; a recipe's
+// placement writes its directories as placed.
+func TestThroughSetgidParent(t *testing.T) {
+	v := &View{Links: Links{}, Dirs: map[string]DirMeta{"srv": {Mode: 0o775 | fs.ModeSetgid, GID: 50}}}
+	src := New()
+	if err := src.Add(Entry{Path: "f", Kind: File, Mode: 0o644}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		pl   Placement
+		want string
+	}{
+		{Placement{Dest: "/srv/a/b/", CopiedDirs: true}, "srv grwxrwxr-x 0:50, srv/a grwxr-xr-x 0:50, srv/a/b grwxr-xr-x 0:50, srv/a/b/f -rw-r--r-- 0:0"},
+		{Placement{Dest: "/srv/a/", CopiedDirs: true, UID: 3, GID: 3, OwnNewDirs: true}, "srv grwxrwxr-x 0:50, srv/a grwxr-xr-x 3:3, srv/a/f -rw-r--r-- 3:3"},
+		{Placement{Dest: "/srv/a/"}, "srv grwxrwxr-x 0:50, srv/a -rwxr-xr-x 0:0, srv/a/f -rw-r--r-- 0:0"},
+	} {
+		tr := New()
+		if err := tr.Place(src, c.pl); err != nil {
+			t.Fatal(err)
+		}
+		got, err := tr.Through(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lines []string
+		for _, e := range got.Entries() {
+			lines = append(lines, fmt.Sprintf("%s %v %d:%d", e.Path, e.Mode, e.UID, e.GID))
+		}
+		if s := strings.Join(lines, ", "); s != c.want {
+			t.Errorf("%+v: placed %s, want %s", c.pl, s, c.want)
 		}
 	}
 }

@@ -127,6 +127,12 @@ type Entry struct {
 	// Those at and above the destination, which its MkdirAll finds, and
 	// those an archive only implies keep the image's (see Through).
 	Copied bool
+	// Chowned marks a directory a Dockerfile COPY makes on its way with
+	// --chown's owner (OwnNewDirs), and a file placed at its destination
+	// (FollowLink) whose COPY makes them so: BuildKit's MkdirAll chowns
+	// it, where one made without --chown keeps the group a setgid
+	// parent gives it (see Through).
+	Chowned bool
 	// Stamp is Source's status when FromDir or FromFile listed it (zero
 	// otherwise): what facts about the file are remembered under, so
 	// that the steps of a build after the listing need not stat it again.
@@ -182,6 +188,11 @@ const MaxID = 1<<32 - 2
 // Tree is a set of entries keyed by path. The zero value is not usable; call New.
 type Tree struct {
 	entries map[string]*Entry
+	// mkdirs says a Dockerfile's COPY or ADD placed the tree
+	// (Placement.CopiedDirs): the directories it makes on its way, new
+	// in the image, are made as BuildKit's MkdirAll makes them, taking
+	// a setgid parent's bit and group (see Through).
+	mkdirs bool
 	// unindexed are entries FromDir or Place added, in order, but not to
 	// entries: most trees of many files are only walked, and a map of
 	// 100,000 paths was 4.5 MB and a tenth of a second per tree. index
@@ -588,6 +599,9 @@ func (t *Tree) Place(src *Tree, pl Placement) error {
 	if pl.noLinks, err = pl.noLinksFrom(); err != nil {
 		return err
 	}
+	if pl.CopiedDirs {
+		t.mkdirs = true
+	}
 	intoDir := strings.HasSuffix(pl.Dest, "/") || dest == "."
 	// The whole of src is walked, not copied: placing 100,000 files
 	// need not hold a second list of them.
@@ -612,6 +626,7 @@ func (t *Tree) Place(src *Tree, pl Placement) error {
 		if pl.FollowLink {
 			made := pl.MadeDir(path.Dir(dest))
 			e.FollowLink = &made
+			e.Chowned = pl.OwnNewDirs
 		}
 		if err := t.newDirs(path.Dir(dest), pl); err != nil {
 			return err
@@ -643,7 +658,7 @@ func (t *Tree) Place(src *Tree, pl Placement) error {
 			if copied {
 				made.Mode = pl.chmod(Entry{Kind: Dir, Mode: made.Mode})
 			}
-			if err := t.Add(Entry{Path: dest, Kind: Dir, Mode: made.Mode, UID: uid, GID: gid, NoLinksFrom: pl.noLinks, Copied: copied}); err != nil {
+			if err := t.Add(Entry{Path: dest, Kind: Dir, Mode: made.Mode, UID: uid, GID: gid, NoLinksFrom: pl.noLinks, Copied: copied, Chowned: pl.OwnNewDirs}); err != nil {
 				return err
 			}
 		}
@@ -691,7 +706,7 @@ func (t *Tree) newDirs(dir string, pl Placement) error {
 		if copied {
 			m.Mode = pl.chmod(Entry{Kind: Dir, Mode: m.Mode})
 		}
-		if err := t.Add(Entry{Path: dirs[i], Kind: Dir, Mode: m.Mode, UID: m.UID, GID: m.GID, IfNew: !copied, Copied: copied, NoLinksFrom: pl.noLinks}); err != nil {
+		if err := t.Add(Entry{Path: dirs[i], Kind: Dir, Mode: m.Mode, UID: m.UID, GID: m.GID, IfNew: !copied, Copied: copied, Chowned: pl.OwnNewDirs, NoLinksFrom: pl.noLinks}); err != nil {
 			return err
 		}
 	}
