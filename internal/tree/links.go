@@ -347,10 +347,22 @@ func (t *Tree) Through(v *View) (*Tree, error) {
 // createImpliedDirectories chowns them to 0:0. Those it copies are
 // chmodded and chowned as copied, and files too.
 func setgidParents(v *View, out *Tree) error {
+	// A new directory takes the bit only below one of v's: most images
+	// hold none.
+	setgid := false
+	for _, m := range v.Dirs {
+		if m.Mode&fs.ModeSetgid != 0 {
+			setgid = true
+			break
+		}
+	}
+	if !setgid {
+		return nil
+	}
 	var changed []Entry
 	// metas are out's directories' modes and owners, as set here.
 	metas := map[string]DirMeta{}
-	for _, e := range out.Entries() {
+	for e := range out.All() {
 		if e.Kind != Dir {
 			continue
 		}
