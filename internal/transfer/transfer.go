@@ -25,3 +25,37 @@ const DefaultStall = 60 * time.Second
 // any network an image is built over: a large transfer that keeps moving
 // may still take as long as it needs.
 const DefaultMinRate int64 = 1 << 10
+
+// Limits bound one transfer: how large it may be, and the pace a
+// Watchdog holds it to. Each consumer (a download, a registry request, a
+// shared-cache entry) takes them as they are, its own bounds beside
+// them, so that a default is filled in here and nowhere else. A zero (or
+// negative) field takes its default.
+type Limits struct {
+	// MaxBytes is the largest body accepted: a larger declared size is
+	// refused before reading, and a body running past it is cut off.
+	// Zero means DefaultMaxBytes.
+	MaxBytes int64
+	// Stall is how long a transfer may move nothing, waiting for the
+	// response included, and the window MinRate is measured over.
+	// Zero means DefaultStall.
+	Stall time.Duration
+	// MinRate is the fewest bytes per second a body must bring, over
+	// each Stall from its first byte on (see Floor). Zero means
+	// DefaultMinRate.
+	MinRate int64
+}
+
+// WithDefaults returns l with each field not set taking its default.
+func (l Limits) WithDefaults() Limits {
+	if l.MaxBytes <= 0 {
+		l.MaxBytes = DefaultMaxBytes
+	}
+	if l.Stall <= 0 {
+		l.Stall = DefaultStall
+	}
+	if l.MinRate <= 0 {
+		l.MinRate = DefaultMinRate
+	}
+	return l
+}
