@@ -153,7 +153,7 @@ func (p permanent) Unwrap() error { return p.error }
 // connections and stalls are retried with exponential backoff; 4xx,
 // digest mismatches and oversized bodies are not.
 func (f *Fetcher) Download(ctx context.Context, rawURL, want, file string) error {
-	return f.DownloadWithin(ctx, rawURL, want, file, f.Limits)
+	return f.DownloadWithin(ctx, rawURL, want, file, f.Limits.Limits)
 }
 
 // DownloadWithin is Download bounded by lim: each attempt is abandoned
@@ -163,7 +163,7 @@ func (f *Fetcher) Download(ctx context.Context, rawURL, want, file string) error
 // Requests carry the credentials of their host from the environment
 // (HeaderEnv) and the netrc file (NetrcEnv), added per request so that a
 // redirect to another host carries none of them.
-func (f *Fetcher) DownloadWithin(ctx context.Context, rawURL, want, file string, lim Limits) error {
+func (f *Fetcher) DownloadWithin(ctx context.Context, rawURL, want, file string, lim transfer.Limits) error {
 	_, err := f.download(ctx, rawURL, want, file, lim)
 	return err
 }
@@ -172,14 +172,14 @@ func (f *Fetcher) DownloadWithin(ctx context.Context, rawURL, want, file string,
 // check, and returns the sha256 of what it received: how pallet lock
 // learns a pin. With file "", the body is hashed as it streams and kept
 // nowhere, so a large release costs no disk and no memory.
-func (f *Fetcher) DownloadUnpinned(ctx context.Context, rawURL, file string, lim Limits) (string, error) {
+func (f *Fetcher) DownloadUnpinned(ctx context.Context, rawURL, file string, lim transfer.Limits) (string, error) {
 	return f.download(ctx, rawURL, "", file, lim)
 }
 
 // download is Download, DownloadWithin and DownloadUnpinned: want ""
 // accepts any content, file "" keeps none.
-func (f *Fetcher) download(ctx context.Context, rawURL, want, file string, lim Limits) (string, error) {
-	lim = lim.withDefaults()
+func (f *Fetcher) download(ctx context.Context, rawURL, want, file string, lim transfer.Limits) (string, error) {
+	lim = lim.WithDefaults()
 	creds, err := loadHTTPCreds()
 	if err != nil {
 		return "", fmt.Errorf("download %s: credentials: %w", redactURL(rawURL), err)
@@ -215,7 +215,7 @@ func (f *Fetcher) download(ctx context.Context, rawURL, want, file string, lim L
 	}
 }
 
-func (f *Fetcher) downloadOnce(ctx context.Context, client *http.Client, rawURL, want, file string, lim Limits) (string, error) {
+func (f *Fetcher) downloadOnce(ctx context.Context, client *http.Client, rawURL, want, file string, lim transfer.Limits) (string, error) {
 	// The watchdog, not a deadline, bounds the attempt: a large download
 	// may take hours as long as bytes keep coming.
 	ctx, dog, cancel := transfer.Watch(ctx, lim.Stall, lim.MinRate)

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/pallet-dev/pallet/internal/artifact"
+	"github.com/pallet-dev/pallet/internal/transfer"
 )
 
 // payload is large enough that a partial write leaves the client mid-body
@@ -564,7 +565,7 @@ func TestDownloadStall(t *testing.T) {
 			})
 			url := srv.URL + "/pkg.tgz"
 			start := time.Now()
-			err := fetcher(t).DownloadWithin(context.Background(), url, sum(payload), dst, artifact.Limits{Stall: stall})
+			err := fetcher(t).DownloadWithin(context.Background(), url, sum(payload), dst, transfer.Limits{Stall: stall})
 			elapsed := time.Since(start)
 			if got := srv.requests(); got != tc.wantReqs {
 				t.Errorf("%d requests, want %d", got, tc.wantReqs)
@@ -630,7 +631,7 @@ func TestDownloadSlowButSteadySucceeds(t *testing.T) {
 	dir := t.TempDir()
 	dst := filepath.Join(dir, "download")
 	start := time.Now()
-	err := fetcher(t).DownloadWithin(context.Background(), srv.URL+"/slow.tgz", sum(payload), dst, artifact.Limits{Stall: stall})
+	err := fetcher(t).DownloadWithin(context.Background(), srv.URL+"/slow.tgz", sum(payload), dst, transfer.Limits{Stall: stall})
 	if err != nil {
 		t.Fatalf("a download that never paused for %s failed: %v", stall, err)
 	}
@@ -674,7 +675,7 @@ func TestDownloadSlowDripFails(t *testing.T) {
 	f := fetcher(t)
 	f.Retries = 1
 	start := time.Now()
-	err := f.DownloadWithin(context.Background(), srv.URL+"/drip.tgz", sum(payload), dst, artifact.Limits{Stall: stall, MinRate: 1000})
+	err := f.DownloadWithin(context.Background(), srv.URL+"/drip.tgz", sum(payload), dst, transfer.Limits{Stall: stall, MinRate: 1000})
 	if err == nil || !strings.Contains(err.Error(), "slower than the 1000 bytes/s a download must keep up") || !strings.Contains(err.Error(), "gave up after 2 attempts") {
 		t.Fatalf("err = %v", err)
 	}
@@ -692,14 +693,14 @@ func TestDownloadSlowDripFails(t *testing.T) {
 func TestDownloadRefusesContentLengthOverLimit(t *testing.T) {
 	tests := []struct {
 		name   string
-		lim    artifact.Limits
+		lim    transfer.Limits
 		claim  int64
 		wantIn []string
 	}{
 		// The default needs no giant body: the claim alone must be refused.
-		{"default limit", artifact.Limits{}, artifact.DefaultMaxDownload + 1,
-			[]string{strconv.FormatInt(artifact.DefaultMaxDownload+1, 10), strconv.FormatInt(artifact.DefaultMaxDownload, 10)}},
-		{"set limit", artifact.Limits{MaxBytes: int64(len(payload)) - 1}, int64(len(payload)),
+		{"default limit", transfer.Limits{}, transfer.DefaultMaxBytes + 1,
+			[]string{strconv.FormatInt(transfer.DefaultMaxBytes+1, 10), strconv.FormatInt(transfer.DefaultMaxBytes, 10)}},
+		{"set limit", transfer.Limits{MaxBytes: int64(len(payload)) - 1}, int64(len(payload)),
 			[]string{strconv.Itoa(len(payload)), strconv.Itoa(len(payload) - 1)}},
 	}
 	for _, tc := range tests {
@@ -758,7 +759,7 @@ func TestDownloadStopsAtLimitWithoutContentLength(t *testing.T) {
 	f.Client = client
 	dir := t.TempDir()
 	url := srv.URL + "/endless"
-	err := f.DownloadWithin(context.Background(), url, sum(payload), filepath.Join(dir, "endless"), artifact.Limits{MaxBytes: limit})
+	err := f.DownloadWithin(context.Background(), url, sum(payload), filepath.Join(dir, "endless"), transfer.Limits{MaxBytes: limit})
 	if err == nil {
 		t.Fatal("download succeeded")
 	}
@@ -804,7 +805,7 @@ func TestDownloadMoreThanContentLength(t *testing.T) {
 		f.Client = client
 		dir := t.TempDir()
 		dst := filepath.Join(dir, "download")
-		if err := f.DownloadWithin(context.Background(), srv.URL+"/f", sum(payload), dst, artifact.Limits{}); err != nil {
+		if err := f.DownloadWithin(context.Background(), srv.URL+"/f", sum(payload), dst, transfer.Limits{}); err != nil {
 			t.Fatal(err)
 		}
 		got, err := os.ReadFile(dst)
@@ -825,7 +826,7 @@ func TestDownloadMoreThanContentLength(t *testing.T) {
 		f.Client = client
 		dir := t.TempDir()
 		url := srv.URL + "/f"
-		err := f.DownloadWithin(context.Background(), url, sum(payload), filepath.Join(dir, "f"), artifact.Limits{})
+		err := f.DownloadWithin(context.Background(), url, sum(payload), filepath.Join(dir, "f"), transfer.Limits{})
 		if err == nil {
 			t.Fatal("download succeeded")
 		}

@@ -158,7 +158,7 @@ func (f *Fetcher) fetchCommit(ctx context.Context, g gitRef, dir string, bare bo
 		}
 	}
 	if g.Tag != "" {
-		tagged, err := tagCommit(ctx, f.Limits, dir, "origin", g.Repo, g.Tag)
+		tagged, err := tagCommit(ctx, f.Limits.Limits, dir, "origin", g.Repo, g.Tag)
 		if err != nil {
 			return blame("tag", err)
 		}
@@ -211,7 +211,7 @@ func (f *Fetcher) fetchObjects(ctx context.Context, dir string, g gitRef) error 
 // repo), held to the download limits (see remoteGit): git's transfer is
 // an input like any other.
 func (f *Fetcher) gitTransfer(ctx context.Context, dir, repo string, args ...string) error {
-	_, err := remoteGit(ctx, f.Limits, dir, repo, args...)
+	_, err := remoteGit(ctx, f.Limits.Limits, dir, repo, args...)
 	return err
 }
 
@@ -242,12 +242,12 @@ func (f *Fetcher) ResolveTag(ctx context.Context, repo, tag string) (string, err
 	if strings.HasPrefix(repo, "-") {
 		return "", fmt.Errorf("repository %q: a URL or path cannot start with -", repo)
 	}
-	return tagCommit(ctx, f.Limits, "", repo, repo, tag)
+	return tagCommit(ctx, f.Limits.Limits, "", repo, repo, tag)
 }
 
 // tagCommit asks remote (a name or URL, run in dir) for the commit tag
 // points at; repo names it in messages.
-func tagCommit(ctx context.Context, lim Limits, dir, remote, repo, tag string) (string, error) {
+func tagCommit(ctx context.Context, lim transfer.Limits, dir, remote, repo, tag string) (string, error) {
 	out, err := remoteGit(ctx, lim, dir, "", "ls-remote", remote, "refs/tags/"+tag, "refs/tags/"+tag+"^{}")
 	if err != nil {
 		return "", err

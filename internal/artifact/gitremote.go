@@ -31,8 +31,8 @@ var errGitOutput = errors.New("git printed more than it should")
 //   - watch, when set, is the repository the command writes into: what
 //     it adds is the transfer's size, held to MaxBytes as it grows and
 //     once it is done.
-func remoteGit(ctx context.Context, lim Limits, dir, watch string, args ...string) (string, error) {
-	lim = lim.withDefaults()
+func remoteGit(ctx context.Context, lim transfer.Limits, dir, watch string, args ...string) (string, error) {
+	lim = lim.WithDefaults()
 	tooLarge := fmt.Errorf("more than %d bytes (limits.download, --max-download): %w", lim.MaxBytes, errFetchTooLarge)
 	// No rate here: a sign of progress is not a count of bytes, and git's
 	// own low-speed limit holds http(s) to MinRate. Each counts as one

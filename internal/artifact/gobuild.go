@@ -349,7 +349,7 @@ func (f *Fetcher) goEnv(g *Go, p platform.Platform) []string {
 	// low-speed limit holds those clones over http(s) to the floor and
 	// the stall pallet's git calls get, unless the user set one.
 	if os.Getenv("GIT_HTTP_LOW_SPEED_LIMIT") == "" && os.Getenv("GIT_HTTP_LOW_SPEED_TIME") == "" {
-		lim := f.Limits.withDefaults()
+		lim := f.Limits.WithDefaults()
 		env = append(env, "GIT_HTTP_LOW_SPEED_LIMIT="+strconv.FormatInt(lim.MinRate, 10),
 			"GIT_HTTP_LOW_SPEED_TIME="+strconv.Itoa(max(1, int(lim.Stall.Seconds()))))
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pallet-dev/pallet/internal/platform"
+	"github.com/pallet-dev/pallet/internal/transfer"
 )
 
 // From the go env file, builds take where modules come from and where
@@ -115,7 +116,7 @@ func TestGoEnvBoundsDirectGit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &Fetcher{Limits: Limits{Stall: 42 * time.Second, MinRate: 2048}}
+	f := &Fetcher{Limits: Limits{Limits: transfer.Limits{Stall: 42 * time.Second, MinRate: 2048}}}
 	env := f.goEnv(&Go{}, p)
 	if !slices.Contains(env, "GIT_HTTP_LOW_SPEED_LIMIT=2048") || !slices.Contains(env, "GIT_HTTP_LOW_SPEED_TIME=42") {
 		t.Errorf("no low-speed limit for git: %v", env)

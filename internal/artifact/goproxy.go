@@ -23,7 +23,7 @@ import (
 // Responses pass through unchanged otherwise, and the go command still
 // proves every module against go.sum and the checksum database.
 type proxyGate struct {
-	lim    Limits
+	lim    transfer.Limits
 	client *http.Client
 	srv    *http.Server
 	// base is the gate's own URL, http://127.0.0.1:PORT.
@@ -82,7 +82,7 @@ func (f *Fetcher) gated(env []string) []string {
 		}
 		creds = c
 	}
-	f.gates.once.Do(func() { f.gates.gate, f.gates.err = startGate(f.Limits, f.Client) })
+	f.gates.once.Do(func() { f.gates.gate, f.gates.err = startGate(f.Limits.Limits, f.Client) })
 	g := f.gates.gate
 	if f.gates.err != nil {
 		f.Log("module proxies not bounded by pallet's download limits: %v", f.gates.err)
@@ -113,7 +113,7 @@ func (f *Fetcher) gated(env []string) []string {
 }
 
 // startGate listens on loopback for the go command's requests.
-func startGate(lim Limits, client *http.Client) (*proxyGate, error) {
+func startGate(lim transfer.Limits, client *http.Client) (*proxyGate, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -121,7 +121,7 @@ func startGate(lim Limits, client *http.Client) (*proxyGate, error) {
 	if client == nil {
 		client = &http.Client{}
 	}
-	g := &proxyGate{lim: lim.withDefaults(), client: client, base: "http://" + ln.Addr().String(), upstream: map[string]string{}, notes: map[string]string{}}
+	g := &proxyGate{lim: lim.WithDefaults(), client: client, base: "http://" + ln.Addr().String(), upstream: map[string]string{}, notes: map[string]string{}}
 	g.srv = &http.Server{Handler: g, ReadHeaderTimeout: 10 * time.Second}
 	go g.srv.Serve(ln)
 	return g, nil

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pallet-dev/pallet/internal/artifact"
 	"github.com/pallet-dev/pallet/internal/fixture"
+	"github.com/pallet-dev/pallet/internal/transfer"
 )
 
 // DownloadUnpinned learns a digest: hashed as it streams when no file is
@@ -28,13 +28,13 @@ func TestDownloadUnpinned(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct {
 		name, path, file string
-		lim              artifact.Limits
+		lim              transfer.Limits
 		err              string
 	}{
 		{name: "hash only", path: "/f"},
 		{name: "into a file", path: "/f", file: filepath.Join(dir, "kept")},
 		{name: "retried", path: "/flaky"},
-		{name: "over the limit", path: "/f", lim: artifact.Limits{MaxBytes: 1000}, err: "limit of 1000 bytes"},
+		{name: "over the limit", path: "/f", lim: transfer.Limits{MaxBytes: 1000}, err: "limit of 1000 bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := fetcher(t).DownloadUnpinned(ctx, srv.URL+tc.path, tc.file, tc.lim)

@@ -45,6 +45,7 @@ import (
 	"github.com/pallet-dev/pallet/internal/regauth"
 	"github.com/pallet-dev/pallet/internal/sbom"
 	"github.com/pallet-dev/pallet/internal/tempfile"
+	"github.com/pallet-dev/pallet/internal/transfer"
 	"github.com/pallet-dev/pallet/internal/tree"
 )
 
@@ -278,7 +279,7 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 	if err := fetcher.ShareCheckouts(filepath.Join(work, "git")); err != nil {
 		return nil, err
 	}
-	fetcher.Limits = artifact.Limits{MaxBytes: lim.MaxDownload, Stall: lim.Stall,
+	fetcher.Limits = artifact.Limits{Limits: transfer.Limits{MaxBytes: lim.MaxDownload, Stall: lim.Stall},
 		Unpack: artifact.UnpackLimits{MaxBytes: lim.MaxExtract, MaxEntries: lim.MaxEntries, MaxWindow: lim.MaxWindow}}
 	bases := &image.Resolver{Dir: p.Dir, WorkDir: work, Epoch: p.Epoch}
 

@@ -440,7 +440,7 @@ func (l *locker) resolve(ctx context.Context, d *recipe.Download, t *recipe.Targ
 	sum, ok := l.hashes[t.URL]
 	if !ok {
 		var err error
-		if sum, err = l.f.DownloadUnpinned(ctx, t.URL, "", l.f.Limits); err != nil {
+		if sum, err = l.f.DownloadUnpinned(ctx, t.URL, "", l.f.Limits.Limits); err != nil {
 			return "", plan.Errorf(l.r.Pos(at+".url"), "artifact %s (%s): %v", d.Artifact, t.Platform, err)
 		}
 		l.hashes[t.URL] = sum
@@ -473,7 +473,7 @@ func (l *locker) checksum(ctx context.Context, u, name string) (string, error) {
 		return s, nil
 	}
 	file := filepath.Join(l.work, fmt.Sprintf("checksums-%d", len(l.sums)))
-	lim := l.f.Limits
+	lim := l.f.Limits.Limits
 	if lim.MaxBytes <= 0 || lim.MaxBytes > maxChecksumFile {
 		lim.MaxBytes = maxChecksumFile
 	}
