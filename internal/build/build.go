@@ -291,7 +291,7 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 		defer c.Close()
 		c.Log = direct.Warn
 		// The shared cache's entries are downloads like any other.
-		c.Limits = cache.Limits{MaxDownload: lim.MaxDownload, Stall: lim.Stall,
+		c.Limits = cache.Limits{Limits: transfer.Limits{MaxBytes: lim.MaxDownload, Stall: lim.Stall},
 			MaxExtract: lim.MaxExtract, MaxEntries: lim.MaxEntries, MaxWindow: lim.MaxWindow}
 		fetcher.Cache = c
 		bases.Blobs = c

@@ -67,21 +67,15 @@ const maxMarker = 4 << 10
 // input, and may declare entries of any size. A zero field takes its
 // default.
 type Limits struct {
-	// MaxDownload is the largest entry pulled (limits.download,
-	// --max-download): one whose manifest declares more is refused
-	// before any byte of it is read, and no more than the declared size
-	// is read of any. Zero means DefaultMaxDownload.
-	MaxDownload int64
-	// Stall is how long an entry's request may wait for its answer, and
-	// the window MinRate is measured over (limits.stall): an entry is
-	// watched as any download (transfer.Watchdog). Zero means
-	// DefaultStall.
-	Stall time.Duration
-	// MinRate is the fewest bytes per second an entry's body may bring,
-	// over each Stall from its response on: a registry that drips an
-	// entry would otherwise hold the build for as long as its declared
-	// size takes at that pace. Zero means DefaultMinRate.
-	MinRate int64
+	// Limits bound each entry pulled as any download (limits.download,
+	// --max-download; limits.stall): an entry whose manifest declares
+	// more than MaxBytes is refused before any byte of it is read, and no
+	// more than the declared size is read of any; its request may wait
+	// Stall for its answer, and its body must bring MinRate over each
+	// Stall from its response on, or a registry that drips an entry
+	// would hold the build for as long as its declared size takes at
+	// that pace.
+	transfer.Limits
 	// MaxExtract, MaxEntries and MaxWindow bound the unpacking of an
 	// artifact entry, as archive.Options does any archive's
 	// (limits.extract, limits.entries, limits.window), and MaxExtract and
@@ -90,26 +84,6 @@ type Limits struct {
 	MaxExtract int64
 	MaxEntries int
 	MaxWindow  int64
-}
-
-// The defaults of Limits: those of every transfer.
-const (
-	DefaultMaxDownload = transfer.DefaultMaxBytes
-	DefaultStall       = transfer.DefaultStall
-	DefaultMinRate     = transfer.DefaultMinRate
-)
-
-func (l Limits) withDefaults() Limits {
-	if l.MaxDownload <= 0 {
-		l.MaxDownload = DefaultMaxDownload
-	}
-	if l.Stall <= 0 {
-		l.Stall = DefaultStall
-	}
-	if l.MinRate <= 0 {
-		l.MinRate = DefaultMinRate
-	}
-	return l
 }
 
 // remoteCache is the index of a registry cache read at the start of a build.
@@ -169,7 +143,7 @@ func (c *Cache) ImportFrom(ctx context.Context, ref string, opts ...remote.Optio
 		return fmt.Errorf("shared cache %s (reading): %w", ref, err)
 	}
 	opts = regauth.Options(ctx, opts...)
-	rc := &remoteCache{ctx: ctx, ref: r, opts: opts, limits: c.Limits.withDefaults(),
+	rc := &remoteCache{ctx: ctx, ref: r, opts: opts, limits: c.Limits,
 		artifacts: map[string]v1.Descriptor{}, layers: map[string]v1.Descriptor{}, pulls: map[string]*pull{}}
 	img, err := remote.Image(r, opts...)
 	if err != nil {
@@ -374,9 +348,9 @@ func (rc *remoteCache) download(d v1.Descriptor, file string) error {
 	if d.Digest.Algorithm != "sha256" || !isSHA256Hex(d.Digest.Hex) || d.Size < 0 {
 		return fmt.Errorf("descriptor %s (%d bytes) is not a sha256 blob", d.Digest, d.Size)
 	}
-	lim := rc.limits
-	if d.Size > lim.MaxDownload {
-		return fmt.Errorf("blob %s: the manifest says %d bytes, over the limit of %d bytes (limits.download, --max-download)", d.Digest, d.Size, lim.MaxDownload)
+	lim := rc.limits.WithDefaults()
+	if d.Size > lim.MaxBytes {
+		return fmt.Errorf("blob %s: the manifest says %d bytes, over the limit of %d bytes (limits.download, --max-download)", d.Digest, d.Size, lim.MaxBytes)
 	}
 	ctx, dog, cancel := transfer.Watch(rc.ctx, lim.Stall, lim.MinRate)
 	defer cancel(nil)

@@ -23,6 +23,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/pallet-dev/pallet/internal/testregistry"
+	"github.com/pallet-dev/pallet/internal/transfer"
 )
 
 // tamperer sits in front of the test registry as a hostile or broken one
@@ -550,7 +551,7 @@ func TestRegistryCacheEntryOverDownloadLimit(t *testing.T) {
 	}))
 	c, log := openCache(t, t.TempDir())
 	defer c.Close()
-	c.Limits = Limits{MaxDownload: 1 << 20}
+	c.Limits = Limits{Limits: transfer.Limits{MaxBytes: 1 << 20}}
 	if err := c.ImportFrom(context.Background(), ref); err != nil {
 		t.Fatal(err)
 	}
@@ -598,7 +599,7 @@ func TestRegistryCacheEntryTooSlow(t *testing.T) {
 	f.tp.mu.Unlock()
 	c, log := openCache(t, t.TempDir())
 	defer c.Close()
-	c.Limits = Limits{Stall: 100 * time.Millisecond, MinRate: 1 << 20}
+	c.Limits = Limits{Limits: transfer.Limits{Stall: 100 * time.Millisecond, MinRate: 1 << 20}}
 	if err := c.ImportFrom(context.Background(), f.ref); err != nil {
 		t.Fatal(err)
 	}
@@ -630,7 +631,7 @@ func TestRegistryCacheEntryNoAnswer(t *testing.T) {
 	f.tp.mu.Unlock()
 	c, log := openCache(t, t.TempDir())
 	defer c.Close()
-	c.Limits = Limits{Stall: 100 * time.Millisecond}
+	c.Limits = Limits{Limits: transfer.Limits{Stall: 100 * time.Millisecond}}
 	if err := c.ImportFrom(context.Background(), f.ref); err != nil {
 		t.Fatal(err)
 	}
