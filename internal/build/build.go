@@ -203,9 +203,12 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 	}
 	warnWindowsAccess(p, opt.Progress)
 	lim := limits(opt.Limits, p.Limits)
-	// Every registry call of the build (bases, outputs, the shared cache,
-	// the up-to-date check's) is bounded by its limits, as downloads are.
-	ctx = regauth.WithBounds(ctx, regauth.Timeouts{Stall: lim.Stall})
+	// What bounds each of the build's transfers: its downloads, git
+	// fetches and module proxy responses, its shared-cache entries, and
+	// every registry call (bases, outputs, the shared cache, the
+	// up-to-date check's).
+	xfer := transfer.Limits{MaxBytes: lim.MaxDownload, Stall: lim.Stall}
+	ctx = regauth.WithBounds(ctx, regauth.Timeouts{Limits: xfer})
 	if opt.RecordPath == "" && len(opt.Outputs) > 0 {
 		opt.RecordPath = RecordFor(opt.Outputs[0])
 	}
@@ -279,7 +282,7 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 	if err := fetcher.ShareCheckouts(filepath.Join(work, "git")); err != nil {
 		return nil, err
 	}
-	fetcher.Limits = artifact.Limits{Limits: transfer.Limits{MaxBytes: lim.MaxDownload, Stall: lim.Stall},
+	fetcher.Limits = artifact.Limits{Limits: xfer,
 		Unpack: artifact.UnpackLimits{MaxBytes: lim.MaxExtract, MaxEntries: lim.MaxEntries, MaxWindow: lim.MaxWindow}}
 	bases := &image.Resolver{Dir: p.Dir, WorkDir: work, Epoch: p.Epoch}
 
@@ -291,7 +294,7 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 		defer c.Close()
 		c.Log = direct.Warn
 		// The shared cache's entries are downloads like any other.
-		c.Limits = cache.Limits{Limits: transfer.Limits{MaxBytes: lim.MaxDownload, Stall: lim.Stall},
+		c.Limits = cache.Limits{Limits: xfer,
 			MaxExtract: lim.MaxExtract, MaxEntries: lim.MaxEntries, MaxWindow: lim.MaxWindow}
 		fetcher.Cache = c
 		bases.Blobs = c

@@ -22,13 +22,18 @@ import (
 // None limits how long a transfer takes: a layer of many gigabytes may
 // move slowly for hours, but not stop, nor crawl below MinRate.
 type Timeouts struct {
-	// Stall is how long a request may go with no byte moving either way,
-	// whether sending, waiting for the answer or receiving it, before it
-	// fails with a *StallError. Zero means DefaultStall. A body that is
-	// a file the kernel sends (over plain HTTP) is seen moving only when
-	// the watchdog looks, so its stall fails after between one and two
-	// Stalls.
-	Stall time.Duration
+	// Limits are the pace a request is held to, as any transfer. Stall
+	// is how long it may go with no byte moving either way, whether
+	// sending, waiting for the answer or receiving it, before it fails
+	// with a *StallError; MinRate is the fewest bytes a second a body
+	// must move, averaged over each Stall: a registry dripping a byte a
+	// second would never stall, and never finish. A body that is a file
+	// the kernel sends (over plain HTTP) is seen moving only when the
+	// watchdog looks, so its stall fails after between one and two
+	// Stalls. MaxBytes is not the transport's to hold: a blob's size is
+	// its descriptor's, which the caller checks (as the shared cache
+	// does its entries').
+	transfer.Limits
 	// Dial bounds opening a TCP connection. Zero means DefaultDial.
 	Dial time.Duration
 	// TLSHandshake bounds the TLS handshake. Zero means
@@ -39,19 +44,13 @@ type Timeouts struct {
 	// gigabytes then. Requests without a body get Stall. Zero means
 	// DefaultResponseHeader.
 	ResponseHeader time.Duration
-	// MinRate is the fewest bytes a second a body must move, averaged
-	// over each Stall: a registry dripping a byte a second would never
-	// stall, and never finish. Zero means DefaultMinRate.
-	MinRate int64
 }
 
-// The defaults of Timeouts.
+// The defaults of Timeouts beside those of its Limits.
 const (
-	DefaultStall          = transfer.DefaultStall
 	DefaultDial           = 30 * time.Second
 	DefaultTLSHandshake   = 10 * time.Second
 	DefaultResponseHeader = 5 * time.Minute
-	DefaultMinRate        = transfer.DefaultMinRate
 )
 
 // maxRedirects is how many redirects one request may follow, net/http's
@@ -72,7 +71,7 @@ type boundsKey struct{}
 // registry calls made with it: how a build's limits (limits.stall, over
 // --stall-timeout's default) reach its pulls, pushes and shared-cache
 // transfers, as they reach its downloads. A zero field of t takes its
-// default (DefaultStall, ...).
+// default (transfer.DefaultStall, DefaultDial, ...).
 func WithBounds(ctx context.Context, t Timeouts) context.Context {
 	return context.WithValue(ctx, boundsKey{}, t)
 }
@@ -90,13 +89,10 @@ func (t Timeouts) withDefaults() Timeouts {
 			*d = def
 		}
 	}
-	set(&t.Stall, DefaultStall)
+	t.Limits = t.Limits.WithDefaults()
 	set(&t.Dial, DefaultDial)
 	set(&t.TLSHandshake, DefaultTLSHandshake)
 	set(&t.ResponseHeader, DefaultResponseHeader)
-	if t.MinRate <= 0 {
-		t.MinRate = DefaultMinRate
-	}
 	return t
 }
 

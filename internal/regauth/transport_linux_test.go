@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pallet-dev/pallet/internal/regauth"
+	"github.com/pallet-dev/pallet/internal/transfer"
 )
 
 // blobFile writes size bytes that are not all alike to a file and opens it.
@@ -67,7 +68,7 @@ func TestTransportSendsFileSteadily(t *testing.T) {
 	base := &http.Transport{}
 	t.Cleanup(base.CloseIdleConnections)
 	saw := make(chan bool, 1)
-	c := &http.Client{Transport: regauth.Transport(seesFile{base, saw}, regauth.Timeouts{Stall: stall})}
+	c := &http.Client{Transport: regauth.Transport(seesFile{base, saw}, regauth.Timeouts{Limits: transfer.Limits{Stall: stall}})}
 	req, err := http.NewRequest(http.MethodPatch, srv.URL+"/v2/x/blobs/uploads/1", f)
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +103,7 @@ func TestTransportFileStall(t *testing.T) {
 	}
 	req.ContentLength = size
 	start := time.Now()
-	resp, err := client(t, regauth.Timeouts{Stall: stall}).Do(req)
+	resp, err := client(t, regauth.Timeouts{Limits: transfer.Limits{Stall: stall}}).Do(req)
 	if err == nil {
 		resp.Body.Close()
 	}
@@ -139,7 +140,7 @@ func TestTransportFileOverTLSIsRead(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	saw := make(chan bool, 1)
-	c := &http.Client{Transport: regauth.Transport(seesFile{srv.Client().Transport, saw}, regauth.Timeouts{Stall: stall})}
+	c := &http.Client{Transport: regauth.Transport(seesFile{srv.Client().Transport, saw}, regauth.Timeouts{Limits: transfer.Limits{Stall: stall}})}
 	req, err := http.NewRequest(http.MethodPatch, srv.URL+"/v2/x/blobs/uploads/1", f)
 	if err != nil {
 		t.Fatal(err)

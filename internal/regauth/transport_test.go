@@ -25,6 +25,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/pallet-dev/pallet/internal/regauth"
+	"github.com/pallet-dev/pallet/internal/transfer"
 )
 
 // stall is the tests' stall timeout: long enough for loopback to deliver
@@ -95,7 +96,7 @@ func TestTransportStall(t *testing.T) {
 		while string
 		check func(t *testing.T, se *regauth.StallError)
 	}{
-		{"response body", regauth.Timeouts{Stall: stall},
+		{"response body", regauth.Timeouts{Limits: transfer.Limits{Stall: stall}},
 			func(t *testing.T, w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Length", "1048576")
 				w.Write(bytes.Repeat([]byte{'x'}, sent))
@@ -107,10 +108,10 @@ func TestTransportStall(t *testing.T) {
 					t.Errorf("Received = %d, want %d", se.Received, sent)
 				}
 			}},
-		{"response headers", regauth.Timeouts{Stall: stall},
+		{"response headers", regauth.Timeouts{Limits: transfer.Limits{Stall: stall}},
 			func(t *testing.T, w http.ResponseWriter, r *http.Request) { hang(t, r) },
 			nil, "waiting for the response", nil},
-		{"request body the registry stops reading", regauth.Timeouts{Stall: stall},
+		{"request body the registry stops reading", regauth.Timeouts{Limits: transfer.Limits{Stall: stall}},
 			func(t *testing.T, w http.ResponseWriter, r *http.Request) { hang(t, r) },
 			io.LimitReader(zeros{}, upload), "connecting or sending the request",
 			func(t *testing.T, se *regauth.StallError) {
@@ -119,7 +120,7 @@ func TestTransportStall(t *testing.T) {
 					t.Errorf("Sent = %d, want some of the %d bytes", se.Sent, upload)
 				}
 			}},
-		{"answer to an upload", regauth.Timeouts{Stall: stall, ResponseHeader: stall},
+		{"answer to an upload", regauth.Timeouts{Limits: transfer.Limits{Stall: stall}, ResponseHeader: stall},
 			func(t *testing.T, w http.ResponseWriter, r *http.Request) {
 				io.Copy(io.Discard, r.Body)
 				hang(t, r)
@@ -198,18 +199,18 @@ func TestTransportSlowButSteady(t *testing.T) {
 		handler http.HandlerFunc
 		body    func() io.Reader
 	}{
-		{"download", regauth.Timeouts{Stall: stall},
+		{"download", regauth.Timeouts{Limits: transfer.Limits{Stall: stall}},
 			func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Length", fmt.Sprint(len(payload)))
 				io.Copy(flushing{w}, &trickle{payload, size, stall / 4})
 			}, nil},
-		{"upload", regauth.Timeouts{Stall: stall},
+		{"upload", regauth.Timeouts{Limits: transfer.Limits{Stall: stall}},
 			func(w http.ResponseWriter, r *http.Request) {
 				got, _ := io.ReadAll(r.Body)
 				w.Write(got)
 			}, func() io.Reader { return &trickle{payload, size, stall / 4} }},
 		// The registry digesting what it got for longer than Stall.
-		{"slow answer to an upload", regauth.Timeouts{Stall: stall, ResponseHeader: 10 * stall},
+		{"slow answer to an upload", regauth.Timeouts{Limits: transfer.Limits{Stall: stall}, ResponseHeader: 10 * stall},
 			func(w http.ResponseWriter, r *http.Request) {
 				got, _ := io.ReadAll(r.Body)
 				time.Sleep(3 * stall)
@@ -292,7 +293,7 @@ func TestOptionsBoundAuthenticatedPulls(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("DOCKER_CONFIG", cfg)
-	ctx := regauth.WithBounds(context.Background(), regauth.Timeouts{Stall: stall})
+	ctx := regauth.WithBounds(context.Background(), regauth.Timeouts{Limits: transfer.Limits{Stall: stall}})
 	ref, err := name.ParseReference(host + "/pallet/stall:test")
 	if err != nil {
 		t.Fatal(err)
@@ -362,7 +363,7 @@ func TestTransportRedirectLoop(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := remote.Get(ref, regauth.WithTimeouts(regauth.Timeouts{Stall: stall}))
+		_, err := remote.Get(ref, regauth.WithTimeouts(regauth.Timeouts{Limits: transfer.Limits{Stall: stall}}))
 		done <- err
 	}()
 	select {
@@ -393,7 +394,7 @@ func TestTransportBelowTheFloor(t *testing.T) {
 			time.Sleep(stall / 10)
 		}
 	})
-	resp, err := client(t, regauth.Timeouts{Stall: stall, MinRate: 1024}).Get(srv.URL + "/v2/x/blobs/y")
+	resp, err := client(t, regauth.Timeouts{Limits: transfer.Limits{Stall: stall, MinRate: 1024}}).Get(srv.URL + "/v2/x/blobs/y")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -419,7 +420,7 @@ func TestOptionsTakeTheContextsBounds(t *testing.T) {
 		}
 		hang(t, r)
 	})
-	ctx := regauth.WithBounds(context.Background(), regauth.Timeouts{Stall: stall})
+	ctx := regauth.WithBounds(context.Background(), regauth.Timeouts{Limits: transfer.Limits{Stall: stall}})
 	ref, err := name.ParseReference(strings.TrimPrefix(srv.URL, "http://")+"/pallet/bounds:test", name.Insecure)
 	if err != nil {
 		t.Fatal(err)
