@@ -27,6 +27,6 @@ func Options(ctx context.Context, extra ...remote.Option) []remote.Option {
 	return append([]remote.Option{
 		remote.WithContext(ctx),
 		remote.WithAuthFromKeychain(noting{base: authn.DefaultKeychain, l: l}),
-		remote.WithTransport(marking{inner: transportFor(boundsOf(ctx), insecureOf(ctx)), l: l}),
+		remote.WithTransport(marking{inner: transportFor(BoundsOf(ctx), insecureOf(ctx)), l: l}),
 	}, extra...)
 }

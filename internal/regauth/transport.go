@@ -44,6 +44,11 @@ type Timeouts struct {
 	// gigabytes then. Requests without a body get Stall. Zero means
 	// DefaultResponseHeader.
 	ResponseHeader time.Duration
+	// FinalStall makes a stall end the call: its *StallError comes
+	// wrapped, no longer Temporary, so go-containerregistry does not
+	// retry the request after its backoff. For calls that only save
+	// work (the shared cache's entries), better given up at once.
+	FinalStall bool
 }
 
 // The defaults of Timeouts beside those of its Limits.
@@ -76,9 +81,9 @@ func WithBounds(ctx context.Context, t Timeouts) context.Context {
 	return context.WithValue(ctx, boundsKey{}, t)
 }
 
-// boundsOf is what WithBounds set in ctx; its zero fields are filled in
-// later, by withDefaults.
-func boundsOf(ctx context.Context) Timeouts {
+// BoundsOf is what WithBounds set in ctx; its zero fields take their
+// defaults when a call is made with them.
+func BoundsOf(ctx context.Context) Timeouts {
 	t, _ := ctx.Value(boundsKey{}).(Timeouts)
 	return t
 }
@@ -140,7 +145,7 @@ func boundDial(base dialFunc, limit time.Duration) dialFunc {
 
 // StallError reports a registry request abandoned because nothing moved
 // for Idle. It is a temporary timeout, so go-containerregistry's retries
-// treat it as the network flake it is.
+// treat it as the network flake it is (unless Timeouts.FinalStall).
 type StallError struct {
 	// Method and URL are the request's; the URL is without its query,
 	// which may hold upload state or a signature.
@@ -213,7 +218,7 @@ func (b *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		x.end()
 		cancel(nil)
 		if se := stallOf(ctx); se != nil {
-			return nil, se
+			return nil, x.stalled(se)
 		}
 		return nil, err
 	}
@@ -308,6 +313,15 @@ func (x *exchange) moved(sent, received int) {
 }
 
 func (x *exchange) end() { x.dog.Stop() }
+
+// stalled is se as the request's caller gets it: wrapped when the stall
+// is final, so that the client library does not take it for a flake.
+func (x *exchange) stalled(se *StallError) error {
+	if x.t.FinalStall {
+		return fmt.Errorf("%w", se)
+	}
+	return se
+}
 
 // body wraps a request body to report its progress: a file the kernel
 // can send itself (over plain HTTP) as a sendingFile, anything else as a
@@ -404,7 +418,7 @@ func (r *receiving) Read(p []byte) (int, error) {
 	}
 	if err != nil && err != io.EOF {
 		if se := stallOf(r.ctx); se != nil {
-			return n, se
+			return n, r.x.stalled(se)
 		}
 	}
 	return n, err

@@ -380,6 +380,33 @@ func TestTransportRedirectLoop(t *testing.T) {
 	}
 }
 
+// With FinalStall, a stall ends the call: go-containerregistry, which
+// retries a stall after its backoff, asks once, and the *StallError is
+// still there to be found.
+func TestTransportFinalStall(t *testing.T) {
+	t.Parallel()
+	var asked atomic.Int64
+	srv := server(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v2/" {
+			return
+		}
+		asked.Add(1)
+		hang(t, r)
+	})
+	ref, err := name.ParseReference(strings.TrimPrefix(srv.URL, "http://")+"/x/y:latest", name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = remote.Get(ref, regauth.WithTimeouts(regauth.Timeouts{Limits: transfer.Limits{Stall: stall}, FinalStall: true}))
+	var se *regauth.StallError
+	if !errors.As(err, &se) || se.While != "waiting for the response" {
+		t.Fatalf("error %v, want a stall waiting for the response", err)
+	}
+	if n := asked.Load(); n != 1 {
+		t.Errorf("the manifest was asked for %d times", n)
+	}
+}
+
 // A body that keeps moving, but slower than the floor, fails as a stall
 // after one Stall instead of lasting for ever.
 func TestTransportBelowTheFloor(t *testing.T) {

@@ -171,8 +171,8 @@ func (r *watched) Read(p []byte) (int, error) {
 // Watch derives from ctx a context that the returned Watchdog ends once a
 // window brings fewer bytes than minRate asks over it, the *StallError
 // (wrapped) as its cause; StallOf finds it there. The wrapping hides the
-// error's Temporary: a client library (go-containerregistry) would retry
-// a temporary error, after its backoff, on a context that is over. Stop
+// error's Temporary: a client library that retries temporary errors would
+// retry it, after its backoff, on a context that is over. Stop
 // must be called on the Watchdog, and the cancel function, when done.
 func Watch(ctx context.Context, window time.Duration, minRate int64) (context.Context, *Watchdog, context.CancelCauseFunc) {
 	ctx, cancel := context.WithCancelCause(ctx)
