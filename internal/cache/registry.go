@@ -11,7 +11,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -88,9 +87,10 @@ type Limits struct {
 
 // remoteCache is the index of a registry cache read at the start of a build.
 type remoteCache struct {
-	ctx       context.Context
-	ref       name.Reference
-	opts      []remote.Option
+	ctx context.Context
+	ref name.Reference
+	// entryOpts are the options an entry is pulled with (see ImportFrom).
+	entryOpts []remote.Option
 	limits    Limits
 	artifacts map[string]v1.Descriptor
 	layers    map[string]v1.Descriptor
@@ -142,8 +142,18 @@ func (c *Cache) ImportFrom(ctx context.Context, ref string, opts ...remote.Optio
 	if err != nil {
 		return fmt.Errorf("shared cache %s (reading): %w", ref, err)
 	}
+	// An entry is watched once, by the registry transport, as any
+	// registry request but to the cache's limits rather than the
+	// context's bounds: each of its requests may wait limits.stall for
+	// its answer, and its body must bring the minimum rate over each
+	// stall from its first byte on. Its stall is final: the client
+	// library would retry it, after seconds of backoff, for an entry that
+	// only saves work.
+	bounds := regauth.BoundsOf(ctx)
+	bounds.Limits, bounds.FinalStall = c.Limits.Limits, true
+	entryOpts := regauth.Options(regauth.WithBounds(ctx, bounds), opts...)
 	opts = regauth.Options(ctx, opts...)
-	rc := &remoteCache{ctx: ctx, ref: r, opts: opts, limits: c.Limits,
+	rc := &remoteCache{ctx: ctx, ref: r, entryOpts: entryOpts, limits: c.Limits,
 		artifacts: map[string]v1.Descriptor{}, layers: map[string]v1.Descriptor{}, pulls: map[string]*pull{}}
 	img, err := remote.Image(r, opts...)
 	if err != nil {
@@ -352,16 +362,17 @@ func (rc *remoteCache) download(d v1.Descriptor, file string) error {
 	if d.Size > lim.MaxBytes {
 		return fmt.Errorf("blob %s: the manifest says %d bytes, over the limit of %d bytes (limits.download, --max-download)", d.Digest, d.Size, lim.MaxBytes)
 	}
-	ctx, dog, cancel := transfer.Watch(rc.ctx, lim.Stall, lim.MinRate)
-	defer cancel(nil)
-	defer dog.Stop()
-	opts := append(slices.Clone(rc.opts), remote.WithContext(ctx))
-	l, err := remote.Layer(rc.ref.Context().Digest(d.Digest.String()), opts...)
-	if err != nil {
-		return fmt.Errorf("fetch %s: %w", d.Digest, err)
+	var r io.ReadCloser
+	l, err := remote.Layer(rc.ref.Context().Digest(d.Digest.String()), rc.entryOpts...)
+	if err == nil {
+		r, err = l.Compressed()
 	}
-	r, err := l.Compressed()
 	if err != nil {
+		var se *regauth.StallError
+		if errors.As(err, &se) {
+			// It names the request, and what it waited for.
+			return fmt.Errorf("fetch %s: %w (limits.stall)", d.Digest, se)
+		}
 		return fmt.Errorf("fetch %s: %w", d.Digest, err)
 	}
 	defer r.Close()
@@ -369,16 +380,14 @@ func (rc *remoteCache) download(d v1.Descriptor, file string) error {
 	if err != nil {
 		return err
 	}
-	// The rate is asked of the body from its first byte on.
-	dog.Restart(lim.Stall)
 	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(f, h), dog.Reader(io.LimitReader(r, d.Size+1)))
-	dog.Stop()
+	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(r, d.Size+1))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	switch se := transfer.StallOf(ctx); {
-	case se != nil:
+	var se *regauth.StallError
+	switch {
+	case errors.As(err, &se):
 		return fmt.Errorf("fetch %s: stopped after %d of %d bytes: %w (limits.stall)", d.Digest, n, d.Size, se)
 	case err != nil:
 		return fmt.Errorf("fetch %s: %w", d.Digest, err)

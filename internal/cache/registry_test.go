@@ -39,13 +39,16 @@ type tamperer struct {
 	drip time.Duration
 	// hang, when set, answers no blob GET until the client gives up.
 	hang bool
+	// slow, when set, answers the client library's ping (GET /v2/) and
+	// every blob GET after slow.
+	slow time.Duration
 }
 
 func (tp *tamperer) wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tp.mu.Lock()
 		m, fake := tp.manifests[r.URL.Path]
-		rewrite, drip, hang := tp.blob, tp.drip, tp.hang
+		rewrite, drip, hang, slow := tp.blob, tp.drip, tp.hang, tp.slow
 		isBlob := strings.Contains(r.URL.Path, "/blobs/sha256:") && r.Method == http.MethodGet
 		if isBlob {
 			if tp.gets == nil {
@@ -54,6 +57,9 @@ func (tp *tamperer) wrap(h http.Handler) http.Handler {
 			tp.gets[r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:]]++
 		}
 		tp.mu.Unlock()
+		if isBlob || r.Method == http.MethodGet && r.URL.Path == "/v2/" {
+			time.Sleep(slow)
+		}
 		if isBlob && hang {
 			<-r.Context().Done()
 			return
@@ -646,6 +652,27 @@ func TestRegistryCacheEntryNoAnswer(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), "nothing moved for 100ms") {
 		t.Errorf("no warning of the stall; log:\n%s", log)
+	}
+}
+
+// Each request for an entry (the client library's ping, then the blob's
+// GET) may wait limits.stall for its answer, as any registry request: a
+// registry that answers each within it, however long they take together,
+// gives the entry.
+func TestRegistryCacheEntryAnswersWithinStall(t *testing.T) {
+	f := newFixture(t)
+	c, log := openCache(t, t.TempDir())
+	defer c.Close()
+	const stall = time.Second
+	c.Limits = Limits{Limits: transfer.Limits{Stall: stall}}
+	if err := c.ImportFrom(context.Background(), f.ref); err != nil {
+		t.Fatal(err)
+	}
+	f.tp.mu.Lock()
+	f.tp.slow = 7 * stall / 10
+	f.tp.mu.Unlock()
+	if _, _, ok := c.Layer(f.lay1); !ok {
+		t.Fatalf("an entry whose requests each answered within limits.stall was not taken; log:\n%s", log)
 	}
 }
 
