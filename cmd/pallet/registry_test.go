@@ -386,6 +386,61 @@ func TestRecipeStallBoundsRegistryBase(t *testing.T) {
 	}
 }
 
+// The recipe's limits.stall bounds the entries of a --cache-from registry
+// too: an entry the registry never sends is given up after it, asked for
+// once (a cache only saves work: its stall is not retried), and the build
+// does the work itself.
+func TestRecipeStallBoundsRegistryCacheEntry(t *testing.T) {
+	var (
+		stalling atomic.Bool
+		mu       sync.Mutex
+		gets     = map[string]int{}
+	)
+	reg := testregistry.Start(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if stalling.Load() && r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/blobs/") {
+				mu.Lock()
+				gets[r.URL.Path]++
+				mu.Unlock()
+				<-r.Context().Done()
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	cacheRef := "registry:" + reg.Host + "/ci/stalled-cache:main"
+	recipe := smallRecipe(t, "scratch", "app\n")
+	first := filepath.Join(t.TempDir(), "out")
+	mustPallet(t, "build", "-q", "-f", recipe, "--cache-dir", t.TempDir(), "--cache-to", cacheRef, "-o", "oci:"+first)
+	b, err := os.ReadFile(recipe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, recipe, strings.Replace(string(b), "version: 1\n", "version: 1\nlimits:\n  stall: 300ms\n", 1))
+	stalling.Store(true)
+	second := filepath.Join(t.TempDir(), "out")
+	_, out, err := palletOut(t, "build", "--progress", "plain", "-f", recipe, "--cache-dir", t.TempDir(), "--cache-from", cacheRef, "-o", "oci:"+second)
+	if err != nil {
+		t.Fatalf("a build whose shared cache never sends its entries: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "not used") || !strings.Contains(out, "nothing moved for 300ms") {
+		t.Errorf("no warning of an entry stalled for limits.stall:\n%s", out)
+	}
+	mu.Lock()
+	if len(gets) == 0 {
+		t.Error("no entry was asked for")
+	}
+	for path, n := range gets {
+		if n != 1 {
+			t.Errorf("%s was asked for %d times", path, n)
+		}
+	}
+	mu.Unlock()
+	if a, b := layoutIndex(t, first).Manifests[0].Digest, layoutIndex(t, second).Manifests[0].Digest; a != b {
+		t.Errorf("the build without its cache made %s, the first %s", b, a)
+	}
+}
+
 // requestLog keeps, behind a registry, the order of blob commits (PUT
 // ...?digest=D, as "blob D") and manifest requests ("manifest METHOD").
 type requestLog struct {
