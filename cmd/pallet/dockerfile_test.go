@@ -889,18 +889,7 @@ func TestDockerfileCopyFromStageDirsOrder(t *testing.T) {
 		{"FROM scratch AS s1\nCOPY --chmod=700 --chown=5:6 d/ /d/\nFROM scratch AS s2\nCOPY --from=s1 /d/ /x/y/\nFROM scratch\nCOPY --from=s2 / /z/\n",
 			[]string{"z 755 0:0", "z/x 755 0:0", "z/x/y 755 0:0", "z/x/y/g 700 5:6", "z/x/y/sub 700 5:6", "z/x/y/sub/f 700 5:6"}},
 	} {
-		writeFile(t, filepath.Join(dir, "Dockerfile"), tc.df)
-		out := filepath.Join(t.TempDir(), "o")
-		mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
-		layers, err := dfImage(t, out).Layers()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got []string
-		walkLayer(t, layers[len(layers)-1], func(h *tar.Header, _ io.Reader) {
-			got = append(got, fmt.Sprintf("%s %o %d:%d", strings.TrimSuffix(h.Name, "/"), h.Mode, h.Uid, h.Gid))
-		})
-		if !reflect.DeepEqual(got, tc.want) {
+		if got := lastLayerModes(t, dir, tc.df); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%q: the last layer holds\n got %q\nwant %q", tc.df, got, tc.want)
 		}
 	}
@@ -1013,18 +1002,7 @@ func TestDockerfileStageChains(t *testing.T) {
 			"FROM scratch AS c\nCOPY --from=b --chmod=710 / /n/\nFROM scratch\nCOPY --from=c /n/ /o/\n",
 			[]string{"o 755 0:0", "o/m 710 2:2", "o/m/v 710 2:2", "o/m/v/f 710 2:2"}},
 	} {
-		writeFile(t, filepath.Join(dir, "Dockerfile"), tc.df)
-		out := filepath.Join(t.TempDir(), "o")
-		mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
-		layers, err := dfImage(t, out).Layers()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got []string
-		walkLayer(t, layers[len(layers)-1], func(h *tar.Header, _ io.Reader) {
-			got = append(got, fmt.Sprintf("%s %o %d:%d", strings.TrimSuffix(h.Name, "/"), h.Mode, h.Uid, h.Gid))
-		})
-		if !reflect.DeepEqual(got, tc.want) {
+		if got := lastLayerModes(t, dir, tc.df); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%q: the last layer holds\n got %q\nwant %q", tc.df, got, tc.want)
 		}
 	}
@@ -1070,4 +1048,22 @@ func TestDockerfileSetgidParent(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("layers 2 to 6 hold\n got %q\nwant %q", got, want)
 	}
+}
+
+// lastLayerModes builds the Dockerfile df in dir, without a cache, and
+// gives the entries of its image's last layer as "name mode uid:gid".
+func lastLayerModes(t *testing.T, dir, df string) []string {
+	t.Helper()
+	writeFile(t, filepath.Join(dir, "Dockerfile"), df)
+	out := filepath.Join(t.TempDir(), "o")
+	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
+	layers, err := dfImage(t, out).Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	walkLayer(t, layers[len(layers)-1], func(h *tar.Header, _ io.Reader) {
+		got = append(got, fmt.Sprintf("%s %o %d:%d", strings.TrimSuffix(h.Name, "/"), h.Mode, h.Uid, h.Gid))
+	})
+	return got
 }
