@@ -109,6 +109,15 @@ type placed struct {
 type content struct {
 	placed []*placed
 	nodes  map[string]node
+	// fold, on a Windows stage, is how Windows compares names
+	// (layer.NTFSKey): C:\k and C:\K are one directory there. spelled
+	// maps the folded form of every path the stage holds to the one
+	// spelling it was first given, under which nodes keeps it.
+	fold    func(string) string
+	spelled map[string]string
+	// baseDirs are the directories of the stage's base, where pallet
+	// knows them at plan time (its built-in Windows base).
+	baseDirs map[string]bool
 }
 
 type node struct {
@@ -124,8 +133,64 @@ func newContent() *content {
 	return &content{nodes: map[string]node{"/": {kind: tree.Dir, by: -1}}}
 }
 
+// foldNames makes c compare names as Windows does: fold is
+// layer.NTFSKey.
+func (c *content) foldNames(fold func(string) string) {
+	c.fold = fold
+	c.spelled = map[string]string{}
+	for p := range c.nodes {
+		c.spelled[fold(p)] = p
+	}
+}
+
+// holdBase records the directories of base, the tree of a base pallet
+// knows at plan time: a file copied to one of them without a trailing
+// separator goes into it, as Docker copies it.
+func (c *content) holdBase(base *tree.Tree) {
+	if c.baseDirs == nil {
+		c.baseDirs = map[string]bool{}
+	}
+	for _, e := range base.Entries() {
+		for dir := path.Dir("/" + e.Path); dir != "/"; dir = path.Dir(dir) {
+			c.baseDirs[dir] = true
+			c.remember(dir)
+		}
+		if e.Kind == tree.Dir {
+			c.baseDirs["/"+e.Path] = true
+			c.remember("/" + e.Path)
+		}
+	}
+}
+
+// remember keeps p's spelling, unless the stage holds it spelled
+// otherwise already.
+func (c *content) remember(p string) {
+	if c.fold == nil {
+		return
+	}
+	if _, ok := c.spelled[c.fold(p)]; !ok {
+		c.spelled[c.fold(p)] = p
+	}
+}
+
+// spell returns p (clean, absolute) spelled as the stage holds it: on a
+// Windows stage, the longest part of it that the stage holds under
+// another case takes that spelling (C:\K\x is /k/x once /k is there),
+// so that every lookup and placement names what Windows would find.
+func (c *content) spell(p string) string {
+	if c.fold == nil {
+		return p
+	}
+	for d := p; d != "/" && d != "."; d = path.Dir(d) {
+		if s, ok := c.spelled[c.fold(d)]; ok {
+			return s + p[len(d):]
+		}
+	}
+	return p
+}
+
 func (c *content) clone() *content {
-	return &content{placed: slices.Clone(c.placed), nodes: maps.Clone(c.nodes)}
+	return &content{placed: slices.Clone(c.placed), nodes: maps.Clone(c.nodes), fold: c.fold, spelled: maps.Clone(c.spelled), baseDirs: c.baseDirs}
 }
 
 // add records a placement; p.files holds paths relative to p.root ("" is
@@ -136,6 +201,7 @@ func (c *content) add(p *placed) {
 	for dir := path.Dir(p.root); ; dir = path.Dir(dir) {
 		if _, ok := c.nodes[dir]; !ok {
 			c.nodes[dir] = node{kind: tree.Dir, by: -1}
+			c.remember(dir)
 		}
 		if dir == "/" {
 			break
@@ -143,10 +209,12 @@ func (c *content) add(p *placed) {
 	}
 	if p.src.opaque() {
 		c.nodes[p.root] = node{kind: tree.Dir, by: i, opaque: true}
+		c.remember(p.root)
 		return
 	}
 	for _, rel := range slices.Sorted(maps.Keys(p.files)) {
 		c.nodes[path.Join(p.root, rel)] = node{kind: p.files[rel], by: i, maybeDir: p.pm.IntoDirAs != ""}
+		c.remember(path.Join(p.root, rel))
 	}
 }
 
@@ -224,10 +292,15 @@ func (c *content) fileAt(p string) (string, *placed, bool) {
 	return p, c.placed[n.by], true
 }
 
-// isDir says p is a directory in the stage as far as the plan knows.
+// isDir says p is a directory in the stage as far as the plan knows: one
+// its COPYs made, or one of a base it knows (baseDirs) that no COPY
+// replaced.
 func (c *content) isDir(p string) bool {
 	n, ok := c.nodes[p]
-	return ok && n.kind == tree.Dir
+	if ok {
+		return n.kind == tree.Dir
+	}
+	return c.baseDirs[p]
 }
 
 // opaqueAbove returns the placement of an archive unpacked above p, if

@@ -367,16 +367,19 @@ func destination(s *stageState, raw string) (string, bool, error) {
 	if err != nil {
 		return "", false, fmt.Errorf("destination %s: %w", raw, err)
 	}
-	clean := path.Clean(dest)
+	// On Windows, C:\K is the C:\k the stage holds already.
+	clean := s.content.spell(path.Clean(dest))
 	return clean, strings.HasSuffix(dest, "/") || strings.HasSuffix(dest, "/.") || s.content.isDir(clean), nil
 }
 
 // mayHoldDir says whether a file item copied to dest, without a trailing
 // /, may land in a directory of the stage's base: Docker copies it into a
 // directory there, which only the build, reading the base, can see. What
-// the stage's own COPYs put at dest the plan knows already.
+// the stage's own COPYs put at dest the plan knows already, and so are
+// the directories of an empty or built-in base (emptyBase). Windows
+// stages too: BuildKit copies a file to C:\Windows\System32 into it.
 func (s *stageState) mayHoldDir(it item, dest string, intoDir bool) bool {
-	if intoDir || it.fromDir || it.files[""] != tree.File || s.emptyBase || s.platform.IsWindows() {
+	if intoDir || it.fromDir || it.files[""] != tree.File || s.emptyBase {
 		return false
 	}
 	n, ok := s.content.nodes[dest]

@@ -178,8 +178,9 @@ func (e *evaluator) workdir(s *stageState, n *parser.Node, c *instructions.Workd
 	s.workdir = wd
 	s.cfg.Workdir = system.FromSlash(wd, s.platform.OS)
 	// The config keeps the path as BuildKit writes it; the directory is
-	// where it leads (/app/../b is /b, /a/ is /a).
-	wd = path.Clean(wd)
+	// where it leads (/app/../b is /b, /a/ is /a), on Windows spelled
+	// as the stage holds it (C:\K is the C:\k a COPY made).
+	wd = s.content.spell(path.Clean(wd))
 	at, q, ok := s.content.fileAt(wd)
 	if !ok {
 		at, q, ok = s.content.fileAbove(wd)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/pallet-dev/pallet/internal/artifact"
 	"github.com/pallet-dev/pallet/internal/image"
+	"github.com/pallet-dev/pallet/internal/layer"
 	"github.com/pallet-dev/pallet/internal/lazyre"
 	"github.com/pallet-dev/pallet/internal/plan"
 	"github.com/pallet-dev/pallet/internal/platform"
@@ -472,6 +473,9 @@ func (e *evaluator) startStage(sd *stageDef, base string) (*stageState, error) {
 	// target's: a Windows stage a Linux image copies from is still read
 	// the Windows way.
 	s.env = newVars(s.platform.IsWindows())
+	if s.platform.IsWindows() {
+		s.content.foldNames(layer.NTFSKey)
+	}
 	switch {
 	case base == image.Scratch:
 		s.envKnown, s.emptyBase = true, true
@@ -482,6 +486,7 @@ func (e *evaluator) startStage(sd *stageDef, base string) (*stageState, error) {
 			return nil, plan.Errorf(sd.basePos, "FROM %s: a Windows base, and the platform is %s; build with --platform windows/amd64, or write FROM --platform=windows/amd64", base, s.platform)
 		}
 		s.envKnown, s.emptyBase = true, true
+		s.content.holdBase(image.BuiltinBaseTree(base))
 	case strings.HasPrefix(base, "oci:"):
 		if strings.TrimPrefix(base, "oci:") == "" {
 			return nil, plan.Errorf(sd.basePos, "FROM oci: needs a layout directory, oci:DIR[:TAG]")

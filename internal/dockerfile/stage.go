@@ -30,7 +30,8 @@ func (e *evaluator) stageItems(st *stageState, src string, pos plan.Pos) ([]item
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s: %w", src, err)
 	}
-	p = path.Clean(p)
+	// On a Windows stage, C:\K names the C:\k it holds.
+	p = st.content.spell(path.Clean(p))
 	paths := []string{p}
 	if containsWildcards(p) {
 		if !st.emptyBase {

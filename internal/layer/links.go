@@ -23,7 +23,7 @@ func ImageLinks(trees ...*tree.Tree) func(p string) (isDir, known bool) {
 	ix := linkIndex{}
 	for _, t := range trees {
 		for _, e := range t.Entries() {
-			ix[ntfsKey(e.Path)] = e
+			ix[NTFSKey(e.Path)] = e
 		}
 	}
 	return func(p string) (bool, bool) {
@@ -45,7 +45,7 @@ func (ix linkIndex) resolve(p string, hops int) (tree.Kind, bool) {
 	comps := strings.Split(p, "/")
 	for i := range comps {
 		cur := strings.Join(comps[:i+1], "/")
-		e, ok := ix[ntfsKey(cur)]
+		e, ok := ix[NTFSKey(cur)]
 		if !ok {
 			return 0, false
 		}
@@ -93,7 +93,7 @@ func newLinkTyper(entries []tree.Entry, opt Options) linkTyper {
 	}
 	ix := linkIndex{}
 	for _, e := range entries {
-		ix[ntfsKey(e.Path)] = e
+		ix[NTFSKey(e.Path)] = e
 	}
 	return func(p string) (bool, bool) {
 		k, ok := ix.resolve(p, 0)

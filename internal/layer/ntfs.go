@@ -60,7 +60,7 @@ func ntfsUpper(r rune) rune {
 // with the same key are the same file on Windows. Invalid UTF-8 bytes
 // become U+FFFD each, as they do when Windows tooling converts the tar
 // name to UTF-16.
-func ntfsKey(p string) string { return strings.Map(ntfsUpper, p) }
+func NTFSKey(p string) string { return strings.Map(ntfsUpper, p) }
 
 // collisionKey is the form under which two Windows paths are refused as
 // one. It folds more than ntfsKey: Unicode simple case folding, of which

@@ -168,7 +168,7 @@ func walkWindows(r io.Reader, roots []string, check func(i int, h *tar.Header) e
 				slices.Reverse(under) // Files/ first: where content belongs
 				return fail("not under %s/", strings.Join(under, "/ or "))
 			}
-			if parent := name[:strings.LastIndex(name, "/")]; !found[ntfsKey(parent)] {
+			if parent := name[:strings.LastIndex(name, "/")]; !found[NTFSKey(parent)] {
 				return fail("parent %s does not come before it", parent)
 			}
 			if err := windowsName(name[slash+1:]); err != nil {
@@ -182,7 +182,7 @@ func walkWindows(r io.Reader, roots []string, check func(i int, h *tar.Header) e
 			return fail("written twice (Windows compares names without case)")
 		}
 		seen[collisionKey(name)] = true
-		found[ntfsKey(name)] = true
+		found[NTFSKey(name)] = true
 		if err := check(i, h); err != nil {
 			return fail("%v", err)
 		}
@@ -205,7 +205,7 @@ func VerifyWindows(r io.Reader) ([]WindowsEntry, error) {
 	files := linkIndex{}
 	err := walkWindows(r, []string{"Hives", "Files"}, func(i int, h *tar.Header) error {
 		if p, ok := strings.CutPrefix(strings.TrimSuffix(h.Name, "/"), "Files/"); ok {
-			files[ntfsKey(p)] = headerEntry(p, h)
+			files[NTFSKey(p)] = headerEntry(p, h)
 		}
 		attr, err := strconv.Atoi(h.PAXRecords[paxFileAttr])
 		if err != nil {

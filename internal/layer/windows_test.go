@@ -420,7 +420,7 @@ func TestWindowsNamesCompareAsNTFS(t *testing.T) {
 		{"𐐨", "𐐀", false, true, "outside the BMP: surrogates map to themselves"},
 		{"a", "b", false, false, "two letters"},
 	} {
-		if got := ntfsKey(tc.a) == ntfsKey(tc.b); got != tc.ntfs {
+		if got := NTFSKey(tc.a) == NTFSKey(tc.b); got != tc.ntfs {
 			t.Errorf("%s and %s (%s): one name to NTFS %v, want %v", tc.a, tc.b, tc.why, got, tc.ntfs)
 		}
 		img := tree.New()
