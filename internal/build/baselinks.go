@@ -23,6 +23,7 @@ import (
 type viewFuture struct {
 	done chan struct{}
 	view *tree.View
+	win  *windowsView // a Windows base's (windowsViewOf)
 	err  error
 }
 
@@ -44,12 +45,15 @@ func (b *builder) baseViews(ctx context.Context, name string, pi *plan.PlatformI
 // file Docker's COPY puts into a directory the base holds there, that
 // directory under the file's name (plan.Placement.IntoDirAs).
 func (b *builder) destination(ctx context.Context, name string, pi *plan.PlatformImage, pm plan.Placement) (string, error) {
-	if pm.DirNeeded != "" && !pi.Platform.IsWindows() {
+	if pi.Platform.IsWindows() {
+		return b.windowsDestination(ctx, name, pi, pm)
+	}
+	if pm.DirNeeded != "" {
 		if err := b.dirNeeded(ctx, name, pi, pm); err != nil {
 			return "", err
 		}
 	}
-	if pm.IntoDirAs == "" || pi.Platform.IsWindows() {
+	if pm.IntoDirAs == "" {
 		return pm.Dest, nil
 	}
 	if n := pm.IntoDirAs; n == "." || n == ".." || strings.ContainsAny(n, "/\\") {

@@ -55,6 +55,12 @@ func ViewKey(img v1.Image) (string, error) {
 // uncompressed bytes are checked against the config's diffID, so what the
 // view is derived from is what the image names.
 func BaseView(img v1.Image, maxBytes int64) (*tree.View, error) {
+	return baseView(img, maxBytes, nil)
+}
+
+// baseView is BaseView with the tar names mapped by rename (nil: as
+// they are).
+func baseView(img v1.Image, maxBytes int64, rename func(string) (string, bool)) (*tree.View, error) {
 	cf, err := img.ConfigFile()
 	if err != nil {
 		return nil, err
@@ -67,6 +73,7 @@ func BaseView(img v1.Image, maxBytes int64) (*tree.View, error) {
 		return nil, fmt.Errorf("base has %d layers and %d diffIDs", len(layers), len(cf.RootFS.DiffIDs))
 	}
 	b := newBaseFS()
+	b.rename = rename
 	for i, l := range layers {
 		// A foreign layer is never downloaded (a Windows base's): what
 		// it holds is not known.
@@ -120,6 +127,9 @@ type baseFS struct {
 	// added are the paths the layer being applied put there: its
 	// whiteouts hide what the layers below hold, not these.
 	added map[string]bool
+	// rename, when set, maps a tar name to the path it stands for, or
+	// says to skip the entry (a Windows layer's Hives/).
+	rename func(string) (string, bool)
 }
 
 type node struct {
@@ -156,6 +166,13 @@ func (b *baseFS) apply(l v1.Layer, diffID v1.Hash, maxBytes int64) error {
 		}
 		if err != nil {
 			return err
+		}
+		if b.rename != nil {
+			name, ok := b.rename(hdr.Name)
+			if !ok {
+				continue
+			}
+			hdr.Name = name
 		}
 		b.entry(hdr)
 		if len(b.nodes) > maxBaseEntries {

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+// hostProcessLikeBase writes at dir an OCI layout holding a Windows base
+// shaped like Microsoft's host-process base: one plain tar layer of
+// Files/ entries, hives under Files/Windows/System32/config, no Hives/.
+func hostProcessLikeBase(t *testing.T, dir string) {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, d := range []string{"Files/", "Files/Windows/", "Files/Windows/System32/", "Files/Windows/System32/config/", "Files/License/"} {
+		if err := tw.WriteHeader(&tar.Header{Name: d, Typeflag: tar.TypeDir, Mode: 0o755}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"Files/Windows/System32/config/SAM", "Files/Windows/System32/config/SYSTEM", "Files/License/LICENSE"} {
+		if err := tw.WriteHeader(&tar.Header{Name: f, Typeflag: tar.TypeReg, Mode: 0o644}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf.Bytes())), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := mutate.AppendLayers(empty.Image, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, _ := img.ConfigFile()
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture = "windows", "amd64"
+	cf.Config.Cmd = []string{`c:\windows\system32\cmd.exe`}
+	if img, err = mutate.ConfigFile(img, cf); err != nil {
+		t.Fatal(err)
+	}
+	p, err := layout.Write(dir, empty.Index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.AppendImage(img); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// layerNames lists the entries of each layer of img above the base's
+// baseLayers, one string per layer.
+func layerNames(t *testing.T, img v1.Image, baseLayers int) []string {
+	t.Helper()
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, l := range layers[baseLayers:] {
+		rc, err := l.Uncompressed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := tar.NewReader(rc)
+		var names []string
+		for {
+			h, err := tr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.Typeflag == tar.TypeReg {
+				names = append(names, h.Name)
+			}
+		}
+		rc.Close()
+		slices.Sort(names)
+		out = append(out, strings.Join(names, " "))
+	}
+	return out
+}
+
+// TestDockerfileWindowsCopyIntoDirectory builds Windows stages whose
+// COPY names, without a trailing \, a directory the base or an earlier
+// COPY holds, in any case: the file goes into it, as BuildKit copies it,
+// and never becomes a file that hides the directory on Windows (which
+// the independent reader, checkWindowsLayout, refuses).
+func TestDockerfileWindowsCopyIntoDirectory(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "f.txt"), "f\n")
+	writeFile(t, filepath.Join(dir, "g"), "g\n")
+	writeFile(t, filepath.Join(dir, "d", "x"), "x\n")
+	hostProcessLikeBase(t, filepath.Join(dir, "hpc"))
+	cases := []struct {
+		name, df string
+		want     []string
+	}{
+		{"the built-in base's System32", "FROM windows-hostprocess-scratch\nCOPY f.txt C:\\Windows\\System32\n",
+			[]string{"Files/Windows/System32/f.txt"}},
+		{"the built-in base's System32, in another case", "FROM windows-hostprocess-scratch\nCOPY f.txt c:\\windows\\system32\n",
+			[]string{"Files/Windows/System32/f.txt"}},
+		{"a directory an earlier COPY made, in another case", "FROM windows-hostprocess-scratch\nCOPY d C:\\k\\Data\\\nCOPY g C:\\K\nCOPY f.txt C:\\k\\data\n",
+			[]string{"Files/k/Data/x", "Files/k/g", "Files/k/Data/f.txt"}},
+		{"an OCI base shaped like the host-process base", "FROM --platform=windows/amd64 oci:hpc\nCOPY f.txt c:\\windows\\SYSTEM32\nCOPY g C:\\License\n",
+			[]string{"Files/Windows/System32/f.txt", "Files/License/g"}},
+		{"a name no base directory has stays the file's", "FROM --platform=windows/amd64 oci:hpc\nCOPY f.txt C:\\Windows\\notes.txt\n",
+			[]string{"Files/Windows/notes.txt"}},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			df := filepath.Join(dir, "Dockerfile."+string(rune('a'+i)))
+			writeFile(t, df, "# escape=`\n"+tc.df)
+			out := filepath.Join(t.TempDir(), "out")
+			mustPallet(t, "build", "-q", "--no-cache", "--platform", "windows/amd64", "-f", df, "-o", "oci:"+out)
+			checkWindowsLayout(t, out, "")
+			if got := layerNames(t, dfImage(t, out), 1); !slices.Equal(got, tc.want) {
+				t.Errorf("layers hold\n %q\nwant\n %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestDockerfileWindowsForeignBaseAmbiguous checks that a file copied to
+// a name without a trailing \ on a base whose foreign layers pallet does
+// not read is refused, not written where those layers may hold a
+// directory it would hide; with a trailing \ it goes into the directory.
+func TestDockerfileWindowsForeignBaseAmbiguous(t *testing.T) {
+	dir := t.TempDir()
+	windowsBase(t, filepath.Join(dir, "nano"), "10.0.20348.2582")
+	writeFile(t, filepath.Join(dir, "f.txt"), "f\n")
+	df := filepath.Join(dir, "Dockerfile")
+	writeFile(t, df, "# escape=`\nFROM --platform=windows/amd64 oci:nano\nCOPY f.txt C:\\Windows\\System32\n")
+	_, err := pallet(t, "build", "-q", "--no-cache", "-f", df, "-o", "oci:"+filepath.Join(t.TempDir(), "out"))
+	if err == nil || !strings.Contains(err.Error(), "are foreign") || !strings.Contains(err.Error(), `end the destination with \`) || !strings.Contains(err.Error(), "Dockerfile:3") {
+		t.Fatalf("want the ambiguous destination refused at its line, got %v", err)
+	}
+	writeFile(t, df, "# escape=`\nFROM --platform=windows/amd64 oci:nano\nCOPY f.txt C:\\Windows\\System32\\\n")
+	o := filepath.Join(t.TempDir(), "out")
+	mustPallet(t, "build", "-q", "--no-cache", "-f", df, "-o", "oci:"+o)
+	if got := layerNames(t, dfImage(t, o), 1); !slices.Equal(got, []string{"Files/Windows/System32/f.txt"}) {
+		t.Errorf("layers hold %q", got)
+	}
+}

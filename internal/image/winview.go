@@ -1,0 +1,41 @@
+package image
+
+import (
+	"strings"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/pallet-dev/pallet/internal/tree"
+)
+
+// WindowsBaseView is BaseView for a Windows base: the file system is what
+// its layers hold under Files/ (C:\ at run time), without that prefix;
+// the registry hives under Hives/, and anything else (a base layer's
+// UtilityVM/), are left out. Names are kept as the layers spell them:
+// the caller compares them as NTFS does. Foreign (non-distributable)
+// layers, which Windows bases such as nanoserver and servercore start
+// with, are never downloaded: unread counts them, and what they hold is
+// not in the view.
+func WindowsBaseView(img v1.Image, maxBytes int64) (v *tree.View, unread int, err error) {
+	layers, err := img.Layers()
+	if err != nil {
+		return nil, 0, err
+	}
+	for _, l := range layers {
+		if mt, err := l.MediaType(); err == nil && !mt.IsDistributable() {
+			unread++
+		}
+	}
+	v, err = baseView(img, maxBytes, windowsFiles)
+	return v, unread, err
+}
+
+// windowsFiles maps a Windows layer's tar name to the path it stands for
+// under C:\, or skips it.
+func windowsFiles(name string) (string, bool) {
+	first, rest, _ := strings.Cut(strings.TrimPrefix(name, "/"), "/")
+	if !strings.EqualFold(first, "Files") || strings.Trim(rest, "/") == "" {
+		return "", false
+	}
+	return rest, true
+}
