@@ -112,7 +112,10 @@ func TestWindowsDockerfileLayersImportable(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "ctx", "b", "app.conf"), "two")
 	writeFile(t, filepath.Join(dir, "ctx", "Data", "x.txt"), "x")
 	writeFile(t, filepath.Join(dir, "ctx", "data2", "y.txt"), "y")
-	writeFile(t, filepath.Join(dir, "ctx", "hive"), "not a hive")
+	// Named as the base's file it replaces: on the base with foreign
+	// layers, a file copied to another name there is refused (pallet
+	// cannot tell whether they hold a directory at that name).
+	writeFile(t, filepath.Join(dir, "ctx", "SAM"), "not a hive")
 	writeFile(t, filepath.Join(dir, "ctx", "empty.txt"), "")
 	if err := os.MkdirAll(filepath.Join(dir, "ctx", "emptydir"), 0o755); err != nil {
 		t.Fatal(err)
@@ -139,7 +142,7 @@ COPY b/app.conf C:\app\app.conf
 COPY Data C:\k\Data\
 COPY data2 C:\k\data\
 COPY --from=files /data C:\k\DATA\more\
-COPY hive C:\Windows\System32\config\SAM
+COPY SAM C:\Windows\System32\config\SAM
 COPY empty.txt emptydir C:\e\
 ADD tree.tar C:\t\
 `)

@@ -149,10 +149,13 @@ func TestDockerfileWindowsForeignBaseAmbiguous(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "are foreign") || !strings.Contains(err.Error(), `end the destination with \`) || !strings.Contains(err.Error(), "Dockerfile:3") {
 		t.Fatalf("want the ambiguous destination refused at its line, got %v", err)
 	}
-	writeFile(t, df, "# escape=`\nFROM --platform=windows/amd64 oci:nano\nCOPY f.txt C:\\Windows\\System32\\\n")
+	// With a trailing \ it goes into the directory; named with its own
+	// name, it is that file.
+	writeFile(t, df, "# escape=`\nFROM --platform=windows/amd64 oci:nano\nCOPY f.txt C:\\Windows\\System32\\\nCOPY f.txt C:\\app\\F.TXT\n")
 	o := filepath.Join(t.TempDir(), "out")
 	mustPallet(t, "build", "-q", "--no-cache", "-f", df, "-o", "oci:"+o)
-	if got := layerNames(t, dfImage(t, o), 1); !slices.Equal(got, []string{"Files/Windows/System32/f.txt"}) {
+	checkWindowsLayout(t, o, "10.0.20348.2582")
+	if got := layerNames(t, dfImage(t, o), 1); !slices.Equal(got, []string{"Files/Windows/System32/f.txt", "Files/app/F.TXT"}) {
 		t.Errorf("layers hold %q", got)
 	}
 }

@@ -136,7 +136,10 @@ func (b *builder) readWindowsView(ctx context.Context, ref string, p platform.Pl
 // to a name the base holds a directory at, whatever its case, goes into
 // it, under the directory's own spelling. Where a foreign layer of the
 // base may hold a directory, it is refused rather than written over one
-// (a file named System32 hides the whole directory on Windows).
+// (a file named System32 hides the whole directory on Windows), unless
+// the destination ends with the file's own name: pallet does not
+// download foreign layers (a servercore base is gigabytes) to answer a
+// question the line answers.
 func (b *builder) windowsDestination(ctx context.Context, name string, pi *plan.PlatformImage, pm plan.Placement) (string, error) {
 	if pm.IntoDirAs == "" && pm.DirNeeded == "" {
 		return pm.Dest, nil
@@ -156,8 +159,14 @@ func (b *builder) windowsDestination(ctx context.Context, name string, pi *plan.
 			return "", plan.Wrap(pi.BasePos, fmt.Errorf("image %s (%s): base %s: reading what it holds: %w", name, pi.Platform, ref, err))
 		}
 		s, dir, known := v.at(p)
+		if !known && pm.DirNeeded == "" && layer.NTFSKey(path.Base(p)) == layer.NTFSKey(pm.IntoDirAs) {
+			// COPY app.exe C:\app\app.exe names the file itself: a
+			// directory of that name would make it C:\app\app.exe\app.exe,
+			// which is not what the line asks for. Written at its name.
+			s, dir, known = "", false, true
+		}
 		if !known {
-			return "", plan.Errorf(pm.Pos, "image %s (%s): %s: the base %s may hold a directory there: %d of its layers are foreign, which pallet does not download, and the others hold nothing there; Docker copies a file to a directory's name into the directory, and a file written at that name would hide the directory on Windows, so pallet does not guess: end the destination with \\ to copy into a directory, or copy the file, under the name it is to have, into the directory it goes in (a trailing \\ again)", name, pi.Platform, dest, ref, v.unread)
+			return "", plan.Errorf(pm.Pos, "image %s (%s): %s: the base %s may hold a directory there: %d of its layers are foreign, which pallet does not download, and the others hold nothing there; Docker copies a file to a directory's name into the directory, and a file written at that name would hide the directory on Windows, so pallet does not guess: end the destination with \\ to copy into a directory, or name the file with its own name (COPY app.exe C:\\app\\app.exe), renaming it in the build context if it is to have another", name, pi.Platform, dest, ref, v.unread)
 		}
 		if i > 0 && dir != into {
 			return "", plan.Errorf(pm.Pos, "image %s (%s): bases %s and %s differ at %s: one holds a directory there, so the file goes into it on one base and replaces nothing on the other; end the destination with \\ or name the file", name, pi.Platform, pi.Bases[0], ref, dest)
