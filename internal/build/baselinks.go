@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
 	"github.com/pallet-dev/pallet/internal/archive"
 	"github.com/pallet-dev/pallet/internal/image"
 	"github.com/pallet-dev/pallet/internal/plan"
@@ -174,6 +176,12 @@ func (b *builder) readView(ctx context.Context, ref string, p platform.Platform)
 	if err != nil {
 		return nil, err
 	}
+	return b.cachedView(img, viewFact, image.BaseView)
+}
+
+// cachedView is what baseView reads of img, kept in the cache under the
+// fact name fact by the base's layers.
+func (b *builder) cachedView(img v1.Image, fact string, baseView func(v1.Image, int64) (*tree.View, error)) (*tree.View, error) {
 	max := b.fetcher.Limits.Unpack.MaxBytes
 	if max <= 0 {
 		max = archive.DefaultMaxBytes
@@ -183,7 +191,7 @@ func (b *builder) readView(ctx context.Context, ref string, p platform.Platform)
 	// cache's.
 	var view *tree.View
 	read := func() (string, error) {
-		v, err := image.BaseView(img, max)
+		v, err := baseView(img, max)
 		if err != nil {
 			return "", err
 		}
@@ -191,7 +199,7 @@ func (b *builder) readView(ctx context.Context, ref string, p platform.Platform)
 		return encodeView(v), nil
 	}
 	if b.cache == nil {
-		_, err = read()
+		_, err := read()
 		return view, err
 	}
 	key, err := image.ViewKey(img)
@@ -203,7 +211,7 @@ func (b *builder) readView(ctx context.Context, ref string, p platform.Platform)
 		view = v
 		return err == nil
 	}
-	if _, err := b.cache.ContentFact(viewFact, key, valid, read); err != nil {
+	if _, err := b.cache.ContentFact(fact, key, valid, read); err != nil {
 		return nil, err
 	}
 	return view, nil

@@ -6,7 +6,6 @@ import (
 	"path"
 	"strings"
 
-	"github.com/pallet-dev/pallet/internal/archive"
 	"github.com/pallet-dev/pallet/internal/image"
 	"github.com/pallet-dev/pallet/internal/layer"
 	"github.com/pallet-dev/pallet/internal/plan"
@@ -83,8 +82,8 @@ func builtinWindowsView(t *tree.Tree) *windowsView {
 }
 
 // windowsViewOf returns the view of the Windows base ref for p, read once
-// per build: a Windows base is one small layer (the host-process base)
-// or foreign layers that are not read, so it is not kept in the cache.
+// per build and kept in the cache by the base's layers, as a Linux
+// base's is (viewOf).
 func (b *builder) windowsViewOf(ctx context.Context, ref string, p platform.Platform) (*windowsView, error) {
 	if t := image.BuiltinBaseTree(ref); t != nil {
 		return builtinWindowsView(t), nil
@@ -121,16 +120,16 @@ func (b *builder) readWindowsView(ctx context.Context, ref string, p platform.Pl
 	if err != nil {
 		return nil, err
 	}
-	max := b.fetcher.Limits.Unpack.MaxBytes
-	if max <= 0 {
-		max = archive.DefaultMaxBytes
-	}
-	t, unread, err := image.WindowsBaseView(img, max)
+	unread := image.ForeignLayers(img)
+	t, err := b.cachedView(img, windowsViewFact, image.WindowsBaseView)
 	if err != nil {
 		return nil, err
 	}
 	return newWindowsView(t, unread), nil
 }
+
+// windowsViewFact names the cache's facts about Windows bases' views.
+const windowsViewFact = "base-view-windows-v1"
 
 // windowsDestination is destination for a Windows image: a file copied
 // to a name the base holds a directory at, whatever its case, goes into

@@ -13,21 +13,27 @@ import (
 // the registry hives under Hives/, and anything else (a base layer's
 // UtilityVM/), are left out. Names are kept as the layers spell them:
 // the caller compares them as NTFS does. Foreign (non-distributable)
-// layers, which Windows bases such as nanoserver and servercore start
-// with, are never downloaded: unread counts them, and what they hold is
-// not in the view.
-func WindowsBaseView(img v1.Image, maxBytes int64) (v *tree.View, unread int, err error) {
+// layers, which Windows bases such as nanoserver and servercore have
+// started with, are never downloaded: what they hold is not in the view
+// (ForeignLayers counts them).
+func WindowsBaseView(img v1.Image, maxBytes int64) (*tree.View, error) {
+	return baseView(img, maxBytes, windowsFiles)
+}
+
+// ForeignLayers counts img's foreign (non-distributable) layers, which
+// BaseView and WindowsBaseView do not read.
+func ForeignLayers(img v1.Image) int {
 	layers, err := img.Layers()
 	if err != nil {
-		return nil, 0, err
+		return 0
 	}
+	n := 0
 	for _, l := range layers {
 		if mt, err := l.MediaType(); err == nil && !mt.IsDistributable() {
-			unread++
+			n++
 		}
 	}
-	v, err = baseView(img, maxBytes, windowsFiles)
-	return v, unread, err
+	return n
 }
 
 // windowsFiles maps a Windows layer's tar name to the path it stands for

@@ -16,7 +16,7 @@ import (
 func TestWindowsBaseView(t *testing.T) {
 	img := imageOf(t, tarLayer(t, "Files/", "Files/Windows/", "Files/Windows/System32/", "Files/Windows/System32/config/SAM",
 		"Hives/", "Hives/DefaultUser_Delta", "UtilityVM/Files/x", "Files/License/NOTICE"))
-	v, unread, err := WindowsBaseView(img, 1<<20)
+	v, err := WindowsBaseView(img, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,8 +40,8 @@ func TestWindowsBaseView(t *testing.T) {
 	if want := []string{"License/NOTICE", "Windows/System32/config/SAM"}; !reflect.DeepEqual(files, want) {
 		t.Errorf("files %q, want %q", files, want)
 	}
-	if unread != 0 {
-		t.Errorf("unread %d", unread)
+	if n := ForeignLayers(img); n != 0 {
+		t.Errorf("foreign layers %d", n)
 	}
 
 	foreign := static.NewLayer([]byte("foreign"), types.DockerForeignLayer)
@@ -49,7 +49,7 @@ func TestWindowsBaseView(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, unread, err = WindowsBaseView(img, 1<<20); err != nil || unread != 1 {
-		t.Errorf("with a foreign layer: unread %d, %v", unread, err)
+	if _, err = WindowsBaseView(img, 1<<20); err != nil || ForeignLayers(img) != 1 {
+		t.Errorf("with a foreign layer: %d foreign layers, %v", ForeignLayers(img), err)
 	}
 }
