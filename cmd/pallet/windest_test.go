@@ -163,3 +163,31 @@ func TestDockerfileWindowsForeignBaseAmbiguous(t *testing.T) {
 		t.Errorf("layers hold %q", got)
 	}
 }
+
+// TestWindowsRecipeFileOverBaseDirectory checks what recipe.md promises
+// on Windows too: a file placed with a dest without a trailing / is that
+// name, and where the base holds a directory there (in any case) it is
+// refused, not written over it (on Windows a file named System32 hides
+// the directory); with a trailing / it goes into it.
+func TestWindowsRecipeFileOverBaseDirectory(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "f.txt"), "f\n")
+	hostProcessLikeBase(t, filepath.Join(dir, "hpc"))
+	for _, base := range []string{"windows-hostprocess-scratch", "oci:hpc"} {
+		recipe := func(dest string) string {
+			return "version: 1\nartifacts:\n  f:\n    local: {path: f.txt}\nimages:\n  app:\n    base: " + base + "\n    platforms: [windows/amd64]\n    files:\n      - artifact: f\n        dest: " + dest + "\n"
+		}
+		writeFile(t, filepath.Join(dir, "pallet.yaml"), recipe("/windows/system32"))
+		_, err := pallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "-o", "oci:"+filepath.Join(t.TempDir(), "out"))
+		if err == nil || !strings.Contains(err.Error(), "holds the directory /Windows/System32") || !strings.Contains(err.Error(), "pallet.yaml:10") {
+			t.Fatalf("%s: want the file over System32 refused at its line, got %v", base, err)
+		}
+		writeFile(t, filepath.Join(dir, "pallet.yaml"), recipe("/Windows/System32/"))
+		out := filepath.Join(t.TempDir(), "out")
+		mustPallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "-o", "oci:"+out)
+		checkWindowsLayout(t, out, "")
+		if got := layerNames(t, dfImage(t, out), 1); !slices.Equal(got, []string{"Files/Windows/System32/f.txt"}) {
+			t.Errorf("%s: layers hold %q", base, got)
+		}
+	}
+}

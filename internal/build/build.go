@@ -1130,6 +1130,11 @@ func (b *builder) layers(ctx context.Context, im *plan.Image, pi *plan.PlatformI
 		if checkErr = b.checkLayers(name, pi, format, trees, &links); checkErr != nil {
 			return checkErr
 		}
+		if format == layer.Windows {
+			if checkErr = b.windowsBaseClash(gctx, name, pi, trees); checkErr != nil {
+				return checkErr
+			}
+		}
 		close(allTrees)
 		return nil
 	})

@@ -185,3 +185,37 @@ func (b *builder) windowsDestination(ctx context.Context, name string, pi *plan.
 	}
 	return path.Join("/", spelled, pm.IntoDirAs), nil
 }
+
+// windowsBaseClash refuses a layer of pi that puts a file or link where a
+// base holds a directory, or a directory where it holds a file, names
+// compared as NTFS does: on Windows the later hides the earlier and all
+// it holds (a file named C:\Windows\System32 hides System32), where
+// Docker's COPY puts a file into the directory, and fails on a file in
+// the way. What the foreign layers of a base hold is not known, and not
+// checked.
+func (b *builder) windowsBaseClash(ctx context.Context, name string, pi *plan.PlatformImage, trees []*tree.Tree) error {
+	for _, ref := range pi.Bases {
+		v, err := b.windowsViewOf(ctx, ref, pi.Platform)
+		if err != nil {
+			return plan.Wrap(pi.BasePos, fmt.Errorf("image %s (%s): base %s: reading what it holds: %w", name, pi.Platform, ref, err))
+		}
+		if len(v.dirs) == 0 && len(v.files) == 0 {
+			continue
+		}
+		for i, t := range trees {
+			for _, e := range t.Entries() {
+				k := layer.NTFSKey(e.Path)
+				d, isDir := v.dirs[k]
+				switch {
+				case e.Kind != tree.Dir && isDir:
+					l := pi.Layers[i]
+					return plan.Errorf(placementOf(l, e.Path).Pos, "image %s (%s), layer %s: /%s would be a file where the base %s holds the directory /%s, which it would hide on Windows with all it holds; place the file into the directory (a destination ending with /), or under another name", name, pi.Platform, l.Name, e.Path, ref, d)
+				case e.Kind == tree.Dir && v.files[k]:
+					l := pi.Layers[i]
+					return plan.Errorf(placementOf(l, e.Path).Pos, "image %s (%s), layer %s: /%s would be a directory where the base %s holds a file, which it would replace (Docker's COPY fails there: not a directory); place it elsewhere", name, pi.Platform, l.Name, e.Path, ref)
+				}
+			}
+		}
+	}
+	return nil
+}
