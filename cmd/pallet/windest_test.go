@@ -153,6 +153,14 @@ func TestDockerfileWindowsForeignBaseAmbiguous(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "are foreign") || !strings.Contains(err.Error(), `end the destination with \`) || !strings.Contains(err.Error(), "Dockerfile:3") {
 		t.Fatalf("want the ambiguous destination refused at its line, got %v", err)
 	}
+	// A directory copied where the base holds a file (a hive) is
+	// refused at its line too.
+	writeFile(t, filepath.Join(dir, "d", "x"), "x\n")
+	hostProcessLikeBase(t, filepath.Join(dir, "hpc"))
+	writeFile(t, df, "# escape=`\nFROM --platform=windows/amd64 oci:hpc\nCOPY d C:\\windows\\system32\\config\\sam\\\n")
+	if _, err := pallet(t, "build", "-q", "-f", df, "-o", "oci:"+filepath.Join(t.TempDir(), "out")); err == nil || !strings.Contains(err.Error(), "holds a file") || !strings.Contains(err.Error(), "Dockerfile:3") {
+		t.Fatalf("want the directory over the base's file refused at its line, got %v", err)
+	}
 	// With a trailing \ it goes into the directory; named with its own
 	// name, it is that file.
 	writeFile(t, df, "# escape=`\nFROM --platform=windows/amd64 oci:nano\nCOPY f.txt C:\\Windows\\System32\\\nCOPY f.txt C:\\app\\F.TXT\n")
