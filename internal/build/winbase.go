@@ -24,18 +24,34 @@ type windowsView struct {
 	unread int
 }
 
+// systemDirs are directories every Windows OS image holds (nanoserver's
+// and servercore's foreign layers among them), spelled as Windows does.
+var systemDirs = func() map[string]string {
+	m := map[string]string{}
+	for _, d := range []string{"Windows", "Windows/System32", "Windows/System32/config", "Windows/System32/drivers",
+		"Windows/System32/drivers/etc", "Windows/Temp", "Program Files", "ProgramData", "Users", "Users/Public"} {
+		m[layer.NTFSKey(d)] = d
+	}
+	return m
+}()
+
 // at says what the base holds at p (clean, relative to C:\): a
-// directory, under its own spelling, or a file; known is false where a
-// foreign layer may hold either.
-func (v *windowsView) at(p string) (spelled string, dir, known bool) {
+// directory, under its own spelling, or a file. Of what the base's
+// foreign layers hold, never downloaded, only the system's directories
+// are known (systemDirs): any other name is taken for what the line
+// names, a file, as it is on a base pallet reads.
+func (v *windowsView) at(p string) (spelled string, dir bool) {
 	k := layer.NTFSKey(p)
 	if s, ok := v.dirs[k]; ok {
-		return s, true, true
+		return s, true
 	}
 	if v.files[k] {
-		return "", false, true
+		return "", false
 	}
-	return "", false, v.unread == 0
+	if s, ok := systemDirs[k]; ok && v.unread > 0 {
+		return s, true
+	}
+	return "", false
 }
 
 func newWindowsView(t *tree.View, unread int) *windowsView {
@@ -133,12 +149,12 @@ const windowsViewFact = "base-view-windows-v1"
 
 // windowsDestination is destination for a Windows image: a file copied
 // to a name the base holds a directory at, whatever its case, goes into
-// it, under the directory's own spelling. Where a foreign layer of the
-// base may hold a directory, it is refused rather than written over one
-// (a file named System32 hides the whole directory on Windows), unless
-// the destination ends with the file's own name: pallet does not
-// download foreign layers (a servercore base is gigabytes) to answer a
-// question the line answers.
+// it, under the directory's own spelling. pallet does not download a
+// base's foreign layers (a servercore base is gigabytes): of what they
+// hold, it takes the system's directories for known (systemDirs), so
+// that a file copied to C:\Windows\System32 does not hide it, and any
+// other name for the file name the line gives (COPY out.exe
+// C:\app\svc.exe renames, as it commonly does).
 func (b *builder) windowsDestination(ctx context.Context, name string, pi *plan.PlatformImage, pm plan.Placement) (string, error) {
 	if pm.IntoDirAs == "" && pm.DirNeeded == "" {
 		return pm.Dest, nil
@@ -157,16 +173,7 @@ func (b *builder) windowsDestination(ctx context.Context, name string, pi *plan.
 		if err != nil {
 			return "", plan.Wrap(pi.BasePos, fmt.Errorf("image %s (%s): base %s: reading what it holds: %w", name, pi.Platform, ref, err))
 		}
-		s, dir, known := v.at(p)
-		if !known && pm.DirNeeded == "" && layer.NTFSKey(path.Base(p)) == layer.NTFSKey(pm.IntoDirAs) {
-			// COPY app.exe C:\app\app.exe names the file itself: a
-			// directory of that name would make it C:\app\app.exe\app.exe,
-			// which is not what the line asks for. Written at its name.
-			s, dir, known = "", false, true
-		}
-		if !known {
-			return "", plan.Errorf(pm.Pos, "image %s (%s): %s: the base %s may hold a directory there: %d of its layers are foreign, which pallet does not download, and the others hold nothing there; Docker copies a file to a directory's name into the directory, and a file written at that name would hide the directory on Windows, so pallet does not guess: end the destination with \\ to copy into a directory, or name the file with its own name (COPY app.exe C:\\app\\app.exe), renaming it in the build context if it is to have another", name, pi.Platform, dest, ref, v.unread)
-		}
+		s, dir := v.at(p)
 		if i > 0 && dir != into {
 			return "", plan.Errorf(pm.Pos, "image %s (%s): bases %s and %s differ at %s: one holds a directory there, so the file goes into it on one base and replaces nothing on the other; end the destination with \\ or name the file", name, pi.Platform, pi.Bases[0], ref, dest)
 		}
@@ -191,21 +198,24 @@ func (b *builder) windowsDestination(ctx context.Context, name string, pi *plan.
 // compared as NTFS does: on Windows the later hides the earlier and all
 // it holds (a file named C:\Windows\System32 hides System32), where
 // Docker's COPY puts a file into the directory, and fails on a file in
-// the way. What the foreign layers of a base hold is not known, and not
-// checked.
+// the way. Of what the foreign layers of a base hold, only the system's
+// directories are known (systemDirs).
 func (b *builder) windowsBaseClash(ctx context.Context, name string, pi *plan.PlatformImage, trees []*tree.Tree) error {
 	for _, ref := range pi.Bases {
 		v, err := b.windowsViewOf(ctx, ref, pi.Platform)
 		if err != nil {
 			return plan.Wrap(pi.BasePos, fmt.Errorf("image %s (%s): base %s: reading what it holds: %w", name, pi.Platform, ref, err))
 		}
-		if len(v.dirs) == 0 && len(v.files) == 0 {
+		if len(v.dirs) == 0 && len(v.files) == 0 && v.unread == 0 {
 			continue
 		}
 		for i, t := range trees {
 			for _, e := range t.Entries() {
 				k := layer.NTFSKey(e.Path)
 				d, isDir := v.dirs[k]
+				if !isDir && v.unread > 0 {
+					d, isDir = systemDirs[k]
+				}
 				switch {
 				case e.Kind != tree.Dir && isDir:
 					l := pi.Layers[i]
