@@ -169,7 +169,7 @@ func (b *builder) viewOf(ctx context.Context, ref string, p platform.Platform) (
 }
 
 // viewFact names the cache's facts about bases' views.
-const viewFact = "base-view-v4"
+const viewFact = "base-view-v5"
 
 func (b *builder) readView(ctx context.Context, ref string, p platform.Platform) (*tree.View, error) {
 	img, err := b.base(ctx, ref, p)
@@ -181,7 +181,7 @@ func (b *builder) readView(ctx context.Context, ref string, p platform.Platform)
 
 // cachedView is what baseView reads of img, kept in the cache under the
 // fact name fact by the base's layers.
-func (b *builder) cachedView(img v1.Image, fact string, baseView func(v1.Image, int64) (*tree.View, error)) (*tree.View, error) {
+func (b *builder) cachedView(img v1.Image, fact string, baseView func(img v1.Image, maxBytes, maxWindow int64) (*tree.View, error)) (*tree.View, error) {
 	max := b.fetcher.Limits.Unpack.MaxBytes
 	if max <= 0 {
 		max = archive.DefaultMaxBytes
@@ -191,7 +191,7 @@ func (b *builder) cachedView(img v1.Image, fact string, baseView func(v1.Image, 
 	// cache's.
 	var view *tree.View
 	read := func() (string, error) {
-		v, err := baseView(img, max)
+		v, err := baseView(img, max, b.fetcher.Limits.Unpack.MaxWindow)
 		if err != nil {
 			return "", err
 		}

@@ -145,7 +145,7 @@ func (b *builder) readWindowsView(ctx context.Context, ref string, p platform.Pl
 }
 
 // windowsViewFact names the cache's facts about Windows bases' views.
-const windowsViewFact = "base-view-windows-v1"
+const windowsViewFact = "base-view-windows-v2"
 
 // windowsDestination is destination for a Windows image: a file copied
 // to a name the base holds a directory at, whatever its case, goes into

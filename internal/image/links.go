@@ -2,17 +2,23 @@ package image
 
 import (
 	"archive/tar"
+	"bufio"
+	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"path"
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/pallet-dev/pallet/internal/archive"
 	"github.com/pallet-dev/pallet/internal/tree"
 )
 
@@ -51,16 +57,19 @@ func ViewKey(img v1.Image) (string, error) {
 // what a placement through such a link needs), those that lead to a
 // file (tree.View.FileLinks), and its other paths,
 // files that no directory may replace. Only tar headers matter,
-// but every layer is read whole, to at most maxBytes uncompressed: its
+// but every layer is read whole, to at most maxBytes uncompressed, and a
+// zstd layer's window held to maxWindow, as an archive's are: its
 // uncompressed bytes are checked against the config's diffID, so what the
-// view is derived from is what the image names.
-func BaseView(img v1.Image, maxBytes int64) (*tree.View, error) {
-	return baseView(img, maxBytes, nil)
+// view is derived from is what the image names. A layer whose media type
+// is not one of a layer an importer unpacks is refused: the image made
+// on it would fail where it is pulled.
+func BaseView(img v1.Image, maxBytes, maxWindow int64) (*tree.View, error) {
+	return baseView(img, maxBytes, maxWindow, nil)
 }
 
 // baseView is BaseView with the tar names mapped by rename (nil: as
 // they are).
-func baseView(img v1.Image, maxBytes int64, rename func(string) (string, bool)) (*tree.View, error) {
+func baseView(img v1.Image, maxBytes, maxWindow int64, rename func(string) (string, bool)) (*tree.View, error) {
 	cf, err := img.ConfigFile()
 	if err != nil {
 		return nil, err
@@ -77,10 +86,17 @@ func baseView(img v1.Image, maxBytes int64, rename func(string) (string, bool)) 
 	for i, l := range layers {
 		// A foreign layer is never downloaded (a Windows base's): what
 		// it holds is not known.
-		if mt, err := l.MediaType(); err == nil && !mt.IsDistributable() {
+		mt, err := l.MediaType()
+		if err == nil && !mt.IsDistributable() {
 			continue
 		}
-		if err := b.apply(l, cf.RootFS.DiffIDs[i], maxBytes); err != nil {
+		if err == nil && !layerTypes[mt] {
+			err = fmt.Errorf("media type %q is not a layer's (%s); an importer would not unpack it", mt, knownLayerTypes)
+		}
+		if err == nil {
+			err = b.apply(l, cf.RootFS.DiffIDs[i], maxBytes, maxWindow)
+		}
+		if err != nil {
 			d, _ := l.Digest()
 			return nil, fmt.Errorf("base layer %d (%s): %w", i+1, d, err)
 		}
@@ -143,8 +159,63 @@ func newBaseFS() *baseFS {
 	return &baseFS{nodes: map[string]*node{".": {dir: true, meta: tree.DirMeta{Mode: 0o755}}}, links: tree.Links{}}
 }
 
-func (b *baseFS) apply(l v1.Layer, diffID v1.Hash, maxBytes int64) error {
-	rc, err := l.Uncompressed()
+// layerTypes are the media types of the distributable layers containerd
+// and Docker unpack (containerd's images.DiffCompression knows no others).
+var layerTypes = map[types.MediaType]bool{
+	types.OCILayer:                true,
+	types.OCILayerZStd:            true,
+	types.OCIUncompressedLayer:    true,
+	types.DockerLayer:             true,
+	types.DockerUncompressedLayer: true,
+}
+
+const knownLayerTypes = "OCI or Docker tar, tar+gzip or tar+zstd"
+
+// uncompressed is l's tar, decompressed as its first bytes say, as
+// go-containerregistry and containerd decompress it whatever its media
+// type claims, but with a zstd frame's window held to maxWindow as an
+// archive's is (go-containerregistry's decoder allows 512 MiB).
+func uncompressed(l v1.Layer, maxWindow int64) (io.ReadCloser, error) {
+	rc, err := l.Compressed()
+	if err != nil {
+		return nil, err
+	}
+	br := bufio.NewReader(rc)
+	magic, _ := br.Peek(4)
+	f := archive.Tar
+	switch {
+	case bytes.HasPrefix(magic, []byte{0x1f, 0x8b}):
+		f = archive.TarGzip
+	case bytes.HasPrefix(magic, []byte{0x28, 0xb5, 0x2f, 0xfd}):
+		f = archive.TarZstd
+	}
+	// The caller bounds the bytes; the limit here would be the default.
+	dr, err := archive.Decompress(context.Background(), br, f, archive.Options{Name: "layer", MaxBytes: math.MaxInt64, MaxWindow: maxWindow})
+	if err != nil {
+		rc.Close()
+		return nil, err
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{dr, closers{dr, rc}}, nil
+}
+
+// closers closes each in turn, and reports the first error.
+type closers []io.Closer
+
+func (cs closers) Close() error {
+	var first error
+	for _, c := range cs {
+		if err := c.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+func (b *baseFS) apply(l v1.Layer, diffID v1.Hash, maxBytes, maxWindow int64) error {
+	rc, err := uncompressed(l, maxWindow)
 	if err != nil {
 		return err
 	}

@@ -3,8 +3,11 @@ package image
 import (
 	"archive/tar"
 	"bytes"
+	"compress/gzip"
+	"errors"
 	"fmt"
 	"io"
+	"math/rand"
 	"reflect"
 	"slices"
 	"strings"
@@ -13,8 +16,12 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/klauspost/compress/zstd"
 
+	"github.com/pallet-dev/pallet/internal/archive"
 	"github.com/pallet-dev/pallet/internal/tree"
 )
 
@@ -78,7 +85,7 @@ func TestBaseView(t *testing.T) {
 		// the layers below (found by helper-45).
 		tarLayer(t, "srv/", "srv/data/", "srv/lib->/usr/lib", "srv/.wh..wh..opq"),
 	)
-	got, err := BaseView(img, 1<<30)
+	got, err := BaseView(img, 1<<30, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +141,7 @@ func TestBaseViewBounded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := b.apply(l, d, 1<<30); err != nil {
+		if err := b.apply(l, d, 1<<30, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -145,7 +152,7 @@ func TestBaseViewBounded(t *testing.T) {
 		t.Errorf("%d whiteouts looked at %d paths", len(whiteouts), b.visits)
 	}
 	img := imageOf(t, layers...)
-	if _, err := BaseView(img, 4096); err == nil || !strings.Contains(err.Error(), "more than 4096 bytes uncompressed") {
+	if _, err := BaseView(img, 4096, 0); err == nil || !strings.Contains(err.Error(), "more than 4096 bytes uncompressed") {
 		t.Errorf("over the limit: %v", err)
 	}
 }
@@ -166,8 +173,89 @@ func (w wrongDiffIDs) ConfigFile() (*v1.ConfigFile, error) {
 
 func TestBaseViewChecksDiffIDs(t *testing.T) {
 	img := wrongDiffIDs{imageOf(t, tarLayer(t, "usr/bin/", "bin->usr/bin"))}
-	_, err := BaseView(img, 1<<30)
+	_, err := BaseView(img, 1<<30, 0)
 	if err == nil || !strings.Contains(err.Error(), "not the diffID sha256:0000") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// rawLayer is a layer whose blob is blob, labelled mt.
+type rawLayer struct {
+	blob []byte
+	mt   types.MediaType
+}
+
+func (r rawLayer) Digest() (v1.Hash, error) {
+	h, _, err := v1.SHA256(bytes.NewReader(r.blob))
+	return h, err
+}
+func (r rawLayer) Compressed() (io.ReadCloser, error) {
+	return io.NopCloser(bytes.NewReader(r.blob)), nil
+}
+func (r rawLayer) Size() (int64, error)                { return int64(len(r.blob)), nil }
+func (r rawLayer) MediaType() (types.MediaType, error) { return r.mt, nil }
+
+// tarOf is a tar of one file of size bytes, from a reproducible source.
+func tarOf(t *testing.T, size int) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	data := make([]byte, size)
+	rand.New(rand.NewSource(1)).Read(data) // incompressible: a frame's window must span it
+	if err := tw.WriteHeader(&tar.Header{Name: "f", Mode: 0o644, Size: int64(size), Typeflag: tar.TypeReg}); err != nil {
+		t.Fatal(err)
+	}
+	tw.Write(data)
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func layerOf(t *testing.T, blob []byte, mt types.MediaType) v1.Layer {
+	t.Helper()
+	l, err := partial.CompressedToLayer(rawLayer{blob, mt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// A base layer labelled with a type no importer unpacks is refused at
+// the build, not where the image is pulled.
+func TestBaseViewRefusesUnknownLayerTypes(t *testing.T) {
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(tarOf(t, 10))
+	zw.Close()
+	img := imageOf(t, layerOf(t, gz.Bytes(), "application/vnd.example.weird"))
+	_, err := BaseView(img, 1<<30, 0)
+	if err == nil || !strings.Contains(err.Error(), `media type "application/vnd.example.weird" is not a layer's`) {
+		t.Errorf("err = %v", err)
+	}
+	// The known types, whatever the compression their bytes have.
+	for _, mt := range []types.MediaType{types.OCILayer, types.DockerLayer, types.OCIUncompressedLayer} {
+		if _, err := BaseView(imageOf(t, layerOf(t, gz.Bytes(), mt)), 1<<30, 0); err != nil {
+			t.Errorf("%s: %v", mt, err)
+		}
+	}
+}
+
+// A zstd base layer is held to the archive window limit: the
+// go-containerregistry decoder alone lets a frame claim 512 MiB.
+func TestBaseViewBoundsZstdWindow(t *testing.T) {
+	var zs bytes.Buffer
+	zw, err := zstd.NewWriter(&zs, zstd.WithWindowSize(1<<20), zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw.Write(tarOf(t, 1<<20))
+	zw.Close()
+	img := imageOf(t, layerOf(t, zs.Bytes(), types.OCILayerZStd))
+	if _, err := BaseView(img, 1<<30, 64<<10); !errors.Is(err, archive.ErrLimit) || !strings.Contains(err.Error(), "window") {
+		t.Errorf("err = %v", err)
+	}
+	if _, err := BaseView(img, 1<<30, 0); err != nil {
+		t.Errorf("within the default window: %v", err)
 	}
 }

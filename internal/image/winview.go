@@ -16,8 +16,8 @@ import (
 // layers, which Windows bases such as nanoserver and servercore have
 // started with, are never downloaded: what they hold is not in the view
 // (ForeignLayers counts them).
-func WindowsBaseView(img v1.Image, maxBytes int64) (*tree.View, error) {
-	return baseView(img, maxBytes, windowsFiles)
+func WindowsBaseView(img v1.Image, maxBytes, maxWindow int64) (*tree.View, error) {
+	return baseView(img, maxBytes, maxWindow, windowsFiles)
 }
 
 // ForeignLayers counts img's foreign (non-distributable) layers, which

@@ -16,7 +16,7 @@ import (
 func TestWindowsBaseView(t *testing.T) {
 	img := imageOf(t, tarLayer(t, "Files/", "Files/Windows/", "Files/Windows/System32/", "Files/Windows/System32/config/SAM",
 		"Hives/", "Hives/DefaultUser_Delta", "UtilityVM/Files/x", "Files/License/NOTICE"))
-	v, err := WindowsBaseView(img, 1<<20)
+	v, err := WindowsBaseView(img, 1<<20, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestWindowsBaseView(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err = WindowsBaseView(img, 1<<20); err != nil || ForeignLayers(img) != 1 {
+	if _, err = WindowsBaseView(img, 1<<20, 0); err != nil || ForeignLayers(img) != 1 {
 		t.Errorf("with a foreign layer: %d foreign layers, %v", ForeignLayers(img), err)
 	}
 }
