@@ -514,3 +514,27 @@ func TestRecordFailureSaysTheOutputIsWritten(t *testing.T) {
 		t.Errorf("the output is not there: %v", err)
 	}
 }
+
+// A NUL in a placement's dest or path (a YAML escape, "\0") is refused
+// at its line, before any layer is written: the tar writer would refuse
+// it later, with no line and the NUL raw in the message.
+func TestNULInDestIsRefusedAtItsLine(t *testing.T) {
+	for _, field := range []string{`dest: "/x\0y"`, `dest: /x/, path: "tool\0"`} {
+		dir := t.TempDir()
+		writeFile(t, filepath.Join(dir, "a", "tool"), "a\n")
+		writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
+artifacts:
+  a: {local: {path: a}, licenses: none}
+images:
+  app:
+    base: scratch
+    platforms: linux/amd64
+    files:
+      - {artifact: a, `+field+`}
+`)
+		_, err := pallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "--no-cache", "-o", "oci:"+filepath.Join(dir, "out"))
+		if err == nil || !strings.Contains(err.Error(), "pallet.yaml:9: ") || !strings.Contains(err.Error(), `holds a NUL byte`) || strings.ContainsRune(err.Error(), 0) {
+			t.Errorf("%s: got %v", field, err)
+		}
+	}
+}

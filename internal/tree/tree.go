@@ -219,6 +219,12 @@ func New() *Tree { return &Tree{entries: map[string]*Entry{}, parents: map[strin
 // CleanPath turns a user or archive path into the form used in a tree, and
 // refuses paths that would leave the root.
 func CleanPath(p string) (string, error) {
+	// No file system, and no tar header, holds a NUL in a name: a dest
+	// given as "/x\0" in YAML would fail only when the layer is written,
+	// with the byte raw in the message and no line.
+	if strings.IndexByte(p, 0) >= 0 {
+		return "", fmt.Errorf("path %q holds a NUL byte", p)
+	}
 	p = strings.ReplaceAll(p, "\\", "/")
 	for _, part := range strings.Split(p, "/") {
 		if part == ".." {
@@ -790,7 +796,7 @@ func (t *Tree) placeNew(src *Tree, dest string, pl Placement, empty bool) {
 func subtree(entries []Entry, from string) (out []Entry, one bool, err error) {
 	p, err := CleanPath(from)
 	if err != nil {
-		return nil, false, fmt.Errorf("path %s: %w", from, err)
+		return nil, false, err // it names the path, quoted
 	}
 	if p == "." {
 		return entries, false, nil
