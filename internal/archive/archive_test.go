@@ -569,6 +569,8 @@ var hostileCases = []hostileCase{
 		ent{name: "a", typ: tar.TypeSymlink, link: "."},
 		ent{name: "a/passwd", body: "x"},
 	)),
+	{name: "zip encrypted entry", format: Zip, wantErr: `entry "secret": encrypted, and pallet does not decrypt archives`,
+		data: func(t testing.TB, _ string) []byte { return encryptedZip(t) }},
 	{name: "zip bomb", format: Zip, wantErr: "expands beyond the limit of 1048576 bytes",
 		opt:  Options{MaxBytes: 1 << 20},
 		data: func(t testing.TB, _ string) []byte { return zipBomb(t, 50<<20) }},
@@ -594,6 +596,23 @@ var hostileCases = []hostileCase{
 	{name: "zip entry bomb", format: Zip, wantErr: "more than 1000 entries",
 		opt:  Options{MaxEntries: 1000},
 		data: func(t testing.TB, _ string) []byte { return zipStoredMany(t, 1001) }},
+}
+
+// encryptedZip is a zip with an entry flagged encrypted whose bytes are
+// not: archive/zip would place them as they are.
+func encryptedZip(t testing.TB) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	w, err := zw.CreateHeader(&zip.FileHeader{Name: "secret", Method: zip.Store, Flags: 0x1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(w, "ciphertext")
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }
 
 func TestHostile(t *testing.T) {

@@ -72,10 +72,24 @@ func (x *extractor) extractZip(file *os.File) error {
 	return nil
 }
 
+// errEncrypted is the error of an encrypted zip entry. archive/zip
+// ignores the flag and reads the ciphertext as content: a real entry then
+// fails its size or checksum check with a message that says nothing of
+// why, and one whose header claims no CRC, or the ciphertext's size, would
+// be placed as the file.
+var errEncrypted = errors.New("encrypted, and pallet does not decrypt archives")
+
+// zipEncrypted is the general purpose flag of an encrypted entry (bit 6,
+// strong encryption, comes with it).
+const zipEncrypted = 0x1
+
 // meteredOpen charges what an entry decompresses to against MaxBytes.
 // Entries that are skipped are never opened, so cost nothing.
 func (x *extractor) meteredOpen(f *zip.File) func() (io.ReadCloser, error) {
 	return func() (io.ReadCloser, error) {
+		if f.Flags&zipEncrypted != 0 {
+			return nil, errEncrypted
+		}
 		rc, err := f.Open()
 		if err != nil {
 			return nil, err
