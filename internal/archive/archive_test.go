@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -996,5 +997,42 @@ func TestDirsReportsOwnEntries(t *testing.T) {
 				t.Errorf("Dirs got %q, want %q", got, want)
 			}
 		})
+	}
+}
+
+// matchBelow tries only the ancestors a pattern can match, and finds
+// what trying every ancestor finds.
+func TestMatchBelowTriesOnlyAncestorsItCanMatch(t *testing.T) {
+	every := func(pattern, name string) bool {
+		for {
+			if ok, _ := path.Match(pattern, name); ok {
+				return true
+			}
+			i := strings.LastIndexByte(name, '/')
+			if i < 0 {
+				return false
+			}
+			name = name[:i]
+		}
+	}
+	names := []string{"a", "a/b", "a/b/c", "a/x/c/d", "bin/tool", "lib/a/b/data.txt", "a/b/", "x/y/z/w/v"}
+	patterns := []string{"a", "a/b", "a/*", "*/b", "*", "*/*/*", "a/?/c", "a[/]b", "a[^x]b", "a[!x]b/c", `a\/b`, "a[.-0]b", "lib/*/b", "[a-z]/[a-z]", "x*y"}
+	for _, p := range patterns {
+		for _, n := range names {
+			if got, want := matchBelow(p, n), every(p, n); got != want {
+				t.Errorf("matchBelow(%q, %q) = %v, trying every ancestor gives %v", p, n, got, want)
+			}
+		}
+	}
+
+	calls := 0
+	defer func(m func(string, string) (bool, error)) { match = m }(match)
+	match = func(p, n string) (bool, error) { calls++; return path.Match(p, n) }
+	deep := strings.Repeat("d/", maxDepth-1) + "f"
+	if matchBelow("x*y", deep) || matchBelow("d/x", deep) {
+		t.Fatal("matched")
+	}
+	if calls > 3 {
+		t.Errorf("%d matches for two patterns against a name %d deep", calls, maxDepth)
 	}
 }
