@@ -561,6 +561,11 @@ var hostileCases = []hostileCase{
 		fixed(ent{name: "l", typ: tar.TypeSymlink, link: `\Windows`})),
 	zipCase("zip backslash dotdot", "path leaves the archive root", fixed(ent{name: `..\canary\evil`, body: "x"})),
 	zipCase("zip drive letter", "absolute path", fixed(ent{name: `C:\evil`, body: "x"})),
+	// A zip has no append order: of two entries of one name, readers
+	// take either.
+	zipCase("zip duplicate name", `the zip holds this name twice (also as "a.txt")`, fixed(ent{name: "a.txt", body: "x"}, ent{name: "a.txt", body: "y"})),
+	zipCase("zip duplicate name by separator", `the zip holds this name twice (also as "d/a")`, fixed(ent{name: "d/a", body: "x"}, ent{name: `d\a`, body: "y"})),
+	zipCase("zip file then directory of one name", `the zip holds this name twice (also as "d")`, fixed(ent{name: "d", body: "x"}, ent{name: "d/", typ: tar.TypeDir})),
 	zipCase("zip backslash rooted", "absolute path", fixed(ent{name: `\evil`, body: "x"})),
 	zipCase("zip symlink to /etc", `symlink target "/etc" is absolute`,
 		fixed(ent{name: "etc", typ: tar.TypeSymlink, link: "/etc"})),
@@ -1034,5 +1039,21 @@ func TestMatchBelowTriesOnlyAncestorsItCanMatch(t *testing.T) {
 	}
 	if calls > 3 {
 		t.Errorf("%d matches for two patterns against a name %d deep", calls, maxDepth)
+	}
+}
+
+// A directory a zip lists twice is one directory: only two entries of a
+// name that are not both directories are refused.
+func TestZipDirectoryTwice(t *testing.T) {
+	s := newSandbox(t, Zip, nil)
+	data := zipBytes(t, []ent{{name: "d/", typ: tar.TypeDir}, {name: `d\`, typ: tar.TypeDir}, {name: "d/f", body: "x"}})
+	if err := os.WriteFile(s.src, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Extract(context.Background(), s.src, Zip, s.out, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(s.out, "d", "f")); err != nil || string(b) != "x" {
+		t.Errorf("d/f: %q, %v", b, err)
 	}
 }

@@ -39,6 +39,15 @@ func (x *extractor) extractZip(file *os.File) error {
 	if len(zr.File) > x.opt.MaxEntries {
 		return x.fail("%w", x.tooManyEntries())
 	}
+	// A zip has no order in which a later entry replaces an earlier one
+	// (a tar's is its appends), and readers differ on which of two
+	// entries of one name they take: two of a name, unless both are
+	// directories, are refused rather than one of them chosen.
+	type seenName struct {
+		name string
+		dir  bool
+	}
+	seen := make(map[string]seenName, len(zr.File))
 	for _, f := range zr.File {
 		e := &entry{
 			name:    f.Name,
@@ -64,6 +73,13 @@ func (x *extractor) extractZip(file *os.File) error {
 			e.kind = kindFile
 		default:
 			e.kind = kindOther
+		}
+		if parts, err := splitName(e.name, e.slashes); err == nil && e.kind != kindOther {
+			key := strings.Join(parts, "/")
+			if prev, ok := seen[key]; ok && (!prev.dir || e.kind != kindDir) {
+				return x.entryErr(e, "the zip holds this name twice (also as %q), and zip readers differ on which they take: pallet does not choose", prev.name)
+			}
+			seen[key] = seenName{e.name, e.kind == kindDir}
 		}
 		if err := x.add(e); err != nil {
 			return err
