@@ -59,8 +59,20 @@ func newWindowsView(t *tree.View, unread int) *windowsView {
 	if t == nil {
 		return v
 	}
+	// The view's names are case-sensitive, and may spell one Windows
+	// name apart (pallet merges directories spelled apart across
+	// layers): which spelling NTFS kept, the first layer's, is not
+	// known here, so the smallest is taken, never the one the maps'
+	// order gives, which would change a destination, and the layer's
+	// digest, from one build to the next.
+	spell := func(m map[string]string, p, s string) {
+		k := layer.NTFSKey(p)
+		if old, ok := m[k]; !ok || s < old {
+			m[k] = s
+		}
+	}
 	for p := range t.Dirs {
-		v.dirs[layer.NTFSKey(p)] = p
+		spell(v.dirs, p, p)
 	}
 	for p := range t.Files {
 		v.files[layer.NTFSKey(p)] = true
@@ -68,13 +80,20 @@ func newWindowsView(t *tree.View, unread int) *windowsView {
 	for p := range t.FileLinks {
 		v.files[layer.NTFSKey(p)] = true
 	}
+	// A link to a directory: a file copied there goes where it leads,
+	// as BuildKit's copy resolves its destination. A directory spelled
+	// like it wins.
+	links := map[string]string{}
 	for p := range t.Links {
-		// A link to a directory: a file copied there goes where it
-		// leads, as BuildKit's copy resolves its destination.
 		if r, err := t.Links.Resolve(p); err == nil {
 			if _, ok := t.Dirs[r]; ok {
-				v.dirs[layer.NTFSKey(p)] = r
+				spell(links, p, r)
 			}
+		}
+	}
+	for k, r := range links {
+		if _, ok := v.dirs[k]; !ok {
+			v.dirs[k] = r
 		}
 	}
 	return v
