@@ -144,7 +144,19 @@ func (b *builder) viewOf(ctx context.Context, ref string, p platform.Platform) (
 	if image.IsBuiltin(ref) {
 		return nil, nil // scratch, or a Windows base
 	}
-	k := baseKey{ref, p.String()}
+	f, err := b.viewOnce(ctx, baseKey{ref, p.String()}, func(f *viewFuture) {
+		f.view, f.err = b.readView(ctx, ref, p)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return f.view, nil
+}
+
+// viewOnce returns the view kept under k, which read fills in (its view
+// or win, and err) for the first caller; the others wait for it, or for
+// their ctx.
+func (b *builder) viewOnce(ctx context.Context, k baseKey, read func(*viewFuture)) (*viewFuture, error) {
 	b.mu.Lock()
 	if b.views == nil {
 		b.views = map[baseKey]*viewFuture{}
@@ -155,17 +167,17 @@ func (b *builder) viewOf(ctx context.Context, ref string, p platform.Platform) (
 		b.views[k] = f
 	}
 	b.mu.Unlock()
-	if ok {
-		select {
-		case <-f.done:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		return f.view, f.err
+	if !ok {
+		read(f)
+		close(f.done)
+		return f, f.err
 	}
-	f.view, f.err = b.readView(ctx, ref, p)
-	close(f.done)
-	return f.view, f.err
+	select {
+	case <-f.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return f, f.err
 }
 
 // viewFact names the cache's facts about bases' views.

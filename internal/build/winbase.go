@@ -126,28 +126,13 @@ func (b *builder) windowsViewOf(ctx context.Context, ref string, p platform.Plat
 	if image.IsBuiltin(ref) {
 		return &windowsView{}, nil
 	}
-	k := baseKey{ref, "windows view " + p.String()}
-	b.mu.Lock()
-	if b.views == nil {
-		b.views = map[baseKey]*viewFuture{}
-	}
-	f, ok := b.views[k]
-	if !ok {
-		f = &viewFuture{done: make(chan struct{})}
-		b.views[k] = f
-	}
-	b.mu.Unlock()
-	if !ok {
+	f, err := b.viewOnce(ctx, baseKey{ref, "windows view " + p.String()}, func(f *viewFuture) {
 		f.win, f.err = b.readWindowsView(ctx, ref, p)
-		close(f.done)
-		return f.win, f.err
+	})
+	if err != nil {
+		return nil, err
 	}
-	select {
-	case <-f.done:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	return f.win, f.err
+	return f.win, nil
 }
 
 func (b *builder) readWindowsView(ctx context.Context, ref string, p platform.Platform) (*windowsView, error) {
