@@ -23,13 +23,16 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/pallet-dev/pallet/internal/fixture"
+	"github.com/pallet-dev/pallet/internal/plan"
 	"github.com/pallet-dev/pallet/internal/testregistry"
 )
 
@@ -786,5 +789,45 @@ func TestMemoUnwritableOnlyWarns(t *testing.T) {
 	mustPallet(t, "build", "-q", "-f", recipe, "--cache-dir", filepath.Join(dir, "cache2"), "-o", "oci:"+fresh)
 	if a, b := layoutIndex(t, filepath.Join(dir, "second")).Manifests[0].Digest, layoutIndex(t, fresh).Manifests[0].Digest; a != b {
 		t.Errorf("built with an unwritable memo: %s, with a fresh cache: %s", a, b)
+	}
+}
+
+// An image whose base brings layers past the number Docker runs is
+// built, with a warning that says so at the base's line: the recipe's
+// own layers are capped, a base's cannot be.
+func TestManyBaseLayersWarn(t *testing.T) {
+	dir := t.TempDir()
+	writeOneFileRecipe(t, dir)
+	for _, n := range []int{plan.MaxLayers - 1, plan.MaxLayers} {
+		img, err := random.Image(16, int64(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cf, _ := img.ConfigFile()
+		cf = cf.DeepCopy()
+		cf.OS, cf.Architecture = "linux", "amd64"
+		if img, err = mutate.ConfigFile(img, cf); err != nil {
+			t.Fatal(err)
+		}
+		base := filepath.Join(dir, fmt.Sprintf("base%d", n))
+		p, err := layout.Write(base, empty.Index)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.AppendImage(img); err != nil {
+			t.Fatal(err)
+		}
+		recipe := filepath.Join(dir, "pallet.yaml")
+		data, _ := os.ReadFile(recipe)
+		writeFile(t, recipe, strings.Replace(string(data), "base: scratch", "base: oci:"+base, 1))
+		log, err := pallet(t, "build", "--progress", "plain", "-f", recipe, "-o", "oci:"+filepath.Join(dir, "out"))
+		if err != nil {
+			t.Fatalf("%d base layers: %v\n%s", n, err, log)
+		}
+		warned := strings.Contains(log, "Docker refuses to run an image of more than 125")
+		if want := n+1 > plan.MaxLayers; warned != want || (want && !strings.Contains(log, "pallet.yaml:8")) {
+			t.Errorf("%d base layers and one: warned %v, want %v:\n%s", n, warned, want, log)
+		}
+		writeFile(t, recipe, string(data))
 	}
 }

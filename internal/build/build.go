@@ -1018,6 +1018,10 @@ func (b *builder) platformImages(ctx context.Context, im *plan.Image, pi *plan.P
 			for _, l := range ls {
 				b.prepare(ctx, im, l)
 			}
+			// The recipe's own layers are capped; a base can bring more.
+			if n := len(ls) + len(layers); n > plan.MaxLayers {
+				b.opt.Progress.Warn("%s: image %s (%s): %d layers, %d of them from base %s: Docker refuses to run an image of more than %d layers (max depth exceeded), and overlay mounts of that many may fail", pi.BasePos, name, pi.Platform, n, len(ls), ref, plan.MaxLayers)
+			}
 		}
 		img, err := image.Assemble(base, layers, pi.Config, b.plan.Epoch)
 		if err != nil {

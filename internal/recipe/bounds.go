@@ -22,10 +22,8 @@ const (
 	// MaxPlacements is the most files: entries one image may have.
 	MaxPlacements = 10_000
 	// MaxLayers is the most layers the placements of an image may make on
-	// one platform. Docker refuses an image of more than 125 layers
-	// (maxLayerDepth), the base's included; placements without layer:
-	// each make one.
-	MaxLayers = 125
+	// one platform (placements without layer: each make one).
+	MaxLayers = plan.MaxLayers
 )
 
 // checkKeys refuses a document whose mappings would make the decoder
