@@ -279,3 +279,24 @@ images:
 		t.Errorf("a commit the proxy contradicts: %v", err)
 	}
 }
+
+// A version the module proxy does not serve fails naming the proxy the
+// user set (GOPROXY), not the loopback gate pallet puts in front of it,
+// whose address means nothing to whoever reads the error.
+func TestGomodUnservedVersionNamesProxy(t *testing.T) {
+	sum, _ := gomodProxy(t)
+	proxy := os.Getenv("GOPROXY")
+	recipe := strings.Replace(readFileString(t, gomodRecipe(t, "linux/"+runtime.GOARCH, sum)), "version: v1.0.0", "version: v1.0.1", 1)
+	file := filepath.Join(t.TempDir(), "pallet.yaml")
+	writeFile(t, file, recipe)
+	_, err := pallet(t, "build", "-q", "-f", file, "--cache-dir", t.TempDir(), "-o", "oci:"+filepath.Join(t.TempDir(), "out"))
+	if err == nil {
+		t.Fatal("a version the proxy does not serve was built")
+	}
+	if want := proxy + "/" + gomodPath + "/@v/v1.0.1."; !strings.Contains(err.Error(), want) {
+		t.Errorf("the error names no %s...:\n%v", want, err)
+	}
+	if regexp.MustCompile(`127\.0\.0\.1:\d+/\d+/http/`).MatchString(err.Error()) {
+		t.Errorf("the error names pallet's module proxy gate:\n%v", err)
+	}
+}

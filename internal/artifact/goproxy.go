@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -180,7 +181,10 @@ func (g *proxyGate) note(r *http.Request, format string, args ...any) {
 }
 
 // explain is a go command's failure message with the notes on the
-// responses it names.
+// responses it names, and the gate's URLs in it put back as the proxies
+// they stand for: the go command names what it was given, and
+// "reading http://127.0.0.1:35707/1/https/proxy.golang.org/..." would
+// send whoever reads it looking for a server on loopback.
 func (g *proxyGate) explain(msg string) string {
 	if g == nil {
 		return msg
@@ -192,6 +196,12 @@ func (g *proxyGate) explain(msg string) string {
 		if strings.Contains(msg, u) {
 			add = append(add, n)
 		}
+	}
+	// Longest first: no gate path is a prefix of another's (each starts
+	// with its own number), but the order need not depend on that.
+	paths := slices.SortedFunc(maps.Keys(g.upstream), func(a, b string) int { return len(b) - len(a) })
+	for _, p := range paths {
+		msg = strings.ReplaceAll(msg, g.base+p, redactURL(g.upstream[p]))
 	}
 	if len(add) == 0 {
 		return msg
