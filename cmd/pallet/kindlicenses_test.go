@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -262,6 +263,15 @@ func TestKindModuleLicencesFromRelease(t *testing.T) {
 		t.Errorf("a release whose modules cannot be fetched: %v", err)
 	}
 	mustPallet(t, append(e.args(filepath.Join(t.TempDir(), "out")), append(modes, "--module-licenses=false")...)...)
+	// A proxy that has not the module is named as the user set it, not
+	// as the loopback gate pallet puts in front of it.
+	empty := fixture.Serve(t, map[string][]byte{})
+	t.Setenv("GOPROXY", empty.URL)
+	t.Setenv("GOMODCACHE", t.TempDir())
+	_, err = pallet(t, append(e.args(filepath.Join(t.TempDir(), "out")), modes...)...)
+	if err == nil || !strings.Contains(err.Error(), empty.URL+"/example.com/standin/") || regexp.MustCompile(`127\.0\.0\.1:\d+/\d+/http/`).MatchString(err.Error()) {
+		t.Errorf("a release whose modules the proxy has not, the error names no %s/example.com/standin/... or names pallet's gate: %v", empty.URL, err)
+	}
 
 	// Air-gapped: pallet fetch mirrors the releases and the modules their
 	// binaries link, so that an offline build with an empty module cache

@@ -290,3 +290,26 @@ func (f *Fetcher) explainGo(msg string) string {
 	}
 	return f.gates.gate.explain(msg)
 }
+
+// ExplainGoError is err, from a step that ran the go command with an
+// environment of GoEnv (the licences of a binary's modules), said as
+// explainGo says a go command's failure; errors.Is and As see err.
+func (f *Fetcher) ExplainGoError(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := f.explainGo(err.Error())
+	if msg == err.Error() {
+		return err
+	}
+	return &explainedError{msg: msg, err: err}
+}
+
+// explainedError is an error said otherwise.
+type explainedError struct {
+	msg string
+	err error
+}
+
+func (e *explainedError) Error() string { return e.msg }
+func (e *explainedError) Unwrap() error { return e.err }

@@ -63,6 +63,9 @@ func (b *builder) moduleLicenses(ctx context.Context, pa *plan.Artifact, res *ar
 		src, selected := goSource(pa, res)
 		opt := golicenses.Options{Work: work, Env: env, ModCache: modCache, Offline: b.fetcher.Offline, SourceDir: src, SourceSelected: selected, Remember: b.rememberLicence, RememberHash: b.rememberHash}
 		got, err := golicenses.Collect(ctx, e.Source, opt)
+		// The go command names the proxies by the gate pallet put in
+		// front of them; the error names them as the user set them.
+		err = b.fetcher.ExplainGoError(err)
 		if err != nil && !errors.Is(err, golicenses.ErrMissing) {
 			return fmt.Errorf("licences of the modules in %s: %w%s", gb.Path, err, howToProceed(b.fetcher.Offline, pa.Kind))
 		}
