@@ -61,13 +61,16 @@ func (b *builder) moduleLicenses(ctx context.Context, pa *plan.Artifact, res *ar
 			return err
 		}
 		src, selected := goSource(pa, res)
-		opt := golicenses.Options{Work: work, Env: env, ModCache: modCache, Offline: b.fetcher.Offline, SourceDir: src, SourceSelected: selected, Remember: b.rememberLicence, RememberHash: b.rememberHash}
+		// Name: the binary's path in the artifact; e.Source is a cache
+		// entry or a work directory, which says nothing to the reader.
+		opt := golicenses.Options{Work: work, Env: env, ModCache: modCache, Offline: b.fetcher.Offline, SourceDir: src, SourceSelected: selected, Remember: b.rememberLicence, RememberHash: b.rememberHash, Name: gb.Path}
 		got, err := golicenses.Collect(ctx, e.Source, opt)
 		// The go command names the proxies by the gate pallet put in
 		// front of them; the error names them as the user set them.
 		err = b.fetcher.ExplainGoError(err)
 		if err != nil && !errors.Is(err, golicenses.ErrMissing) {
-			return fmt.Errorf("licences of the modules in %s: %w%s", gb.Path, err, howToProceed(b.fetcher.Offline, pa.Kind))
+			// Collect's error names the binary (opt.Name).
+			return fmt.Errorf("%w%s", err, howToProceed(b.fetcher.Offline, pa.Kind))
 		}
 		if got.OutsideModules() {
 			b.opt.Progress.Warn("%s: %s was built outside module mode (package %s): the licences of what it links are not known", &pa.Request, gb.Path, got.Package)

@@ -34,17 +34,18 @@ func (r modRef) ref() string {
 // machine rather than a module version.
 func (r modRef) local() bool { return r.From.Version == "" || r.From.Version == "(devel)" }
 
-// readBuildInfo lists the modules linked into binary, sorted by path.
+// readBuildInfo lists the modules linked into binary, sorted by path;
+// errors call it name.
 // Every path must be a valid import path: they name directories of the
 // output, and a binary is not trusted to be well-formed.
-func readBuildInfo(binary string, maxModules int) (*buildinfo.BuildInfo, []modRef, error) {
+func readBuildInfo(binary, name string, maxModules int) (*buildinfo.BuildInfo, []modRef, error) {
 	info, err := buildinfo.ReadFile(binary)
 	if err != nil {
-		return nil, nil, fmt.Errorf("reading the Go build info of %s: %w", binary, err)
+		return nil, nil, fmt.Errorf("reading the Go build info of %s: %w", name, err)
 	}
 	if info.Main.Path == "" {
 		if len(info.Deps) > 0 {
-			return nil, nil, fmt.Errorf("build info of %s lists modules but no main module", binary)
+			return nil, nil, fmt.Errorf("build info of %s lists modules but no main module", name)
 		}
 		// Built outside module mode: the Go distribution's own
 		// commands (cmd/asm, gofmt: Go's licence, as for the standard
@@ -52,7 +53,7 @@ func readBuildInfo(binary string, maxModules int) (*buildinfo.BuildInfo, []modRe
 		return info, nil, nil
 	}
 	if n := 1 + len(info.Deps); n > maxModules {
-		return nil, nil, fmt.Errorf("%s links %d modules, over the limit of %d (MaxModules)", binary, n, maxModules)
+		return nil, nil, fmt.Errorf("%s links %d modules, over the limit of %d (MaxModules)", name, n, maxModules)
 	}
 	refs := []modRef{toRef(info.Main, true)}
 	for _, d := range info.Deps {
@@ -120,7 +121,7 @@ func (r modRef) fetchable() bool {
 // without a hash (a vendored build). The main module aside: its files are
 // the program's own, found with it.
 func NeedsSource(binary string) (bool, error) {
-	_, refs, err := readBuildInfo(binary, DefaultMaxModules)
+	_, refs, err := readBuildInfo(binary, binary, DefaultMaxModules)
 	if err != nil {
 		return false, err
 	}

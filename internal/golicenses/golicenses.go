@@ -73,6 +73,10 @@ type Options struct {
 	// kept for the zip as it is now, or hashes and keeps it. It is called
 	// for several zips at once.
 	RememberHash func(path, fact string, hash func() (string, error)) (string, error)
+	// Name is how errors name the binary, when its path on disk (a
+	// cache entry, a work directory) would say nothing to the reader:
+	// the caller's name for it. Empty: the path.
+	Name string
 	// RequireLicenses makes a module without any licence file an error.
 	RequireLicenses bool
 	// MaxModules, MaxFileSize and MaxFilesPerModule bound the work; zero
@@ -206,27 +210,31 @@ func Collect(ctx context.Context, binary string, opt Options) (*Result, error) {
 	if opt.Work == "" {
 		return nil, errors.New("golicenses: Options.Work is required")
 	}
+	name := binary
+	if opt.Name != "" {
+		name = opt.Name
+	}
 	if err := prepareWork(opt.Work); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("licences of %s: %w", name, err)
 	}
 	if opt.Offline {
 		if err := checkOffline(opt.Env); err != nil {
-			return nil, fmt.Errorf("licences of %s: %w", binary, err)
+			return nil, fmt.Errorf("licences of %s: %w", name, err)
 		}
 	}
-	info, refs, err := readBuildInfo(binary, opt.MaxModules)
+	info, refs, err := readBuildInfo(binary, name, opt.MaxModules)
 	if err != nil {
 		return nil, err
 	}
 	c := &collector{opt: opt, binary: binary, out: filepath.Join(opt.Work, "files"), vendorEmpty: map[string]bool{}, stored: map[string]bool{}}
 	mods, err := c.collect(ctx, refs)
 	if err != nil {
-		return nil, fmt.Errorf("licences of %s: %w", binary, err)
+		return nil, fmt.Errorf("licences of %s: %w", name, err)
 	}
 	res := &Result{GoVersion: info.GoVersion, Modules: mods, Package: info.Path}
 	if opt.RequireLicenses {
 		if err := res.checkMissing(); err != nil {
-			return res, fmt.Errorf("licences of %s: %w", binary, err)
+			return res, fmt.Errorf("licences of %s: %w", name, err)
 		}
 	}
 	return res, nil
