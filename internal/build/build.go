@@ -1131,7 +1131,7 @@ func (b *builder) layers(ctx context.Context, im *plan.Image, pi *plan.PlatformI
 		} else {
 			copy(trees, raw)
 		}
-		if checkErr = b.checkLayers(name, pi, format, trees, &links); checkErr != nil {
+		if checkErr = b.checkLayers(gctx, name, pi, format, trees, &links); checkErr != nil {
 			return checkErr
 		}
 		if format == layer.Windows {
@@ -1293,14 +1293,14 @@ func placementOf(l *plan.Layer, p string) plan.Placement {
 
 // checkLayers applies the checks across pi's layers, and sets links to
 // the image's link typing (Windows).
-func (b *builder) checkLayers(name string, pi *plan.PlatformImage, format layer.Format, trees []*tree.Tree, links *func(string) (bool, bool)) error {
+func (b *builder) checkLayers(ctx context.Context, name string, pi *plan.PlatformImage, format layer.Format, trees []*tree.Tree, links *func(string) (bool, bool)) error {
 	if !pi.Overwrite {
 		if err := sameFileInTwoLayers(name, pi, trees); err != nil {
 			return err
 		}
 	}
 	if format != layer.Windows {
-		b.warnMissingLoaders(name, pi, trees)
+		b.warnMissingLoaders(ctx, name, pi, trees)
 		return nil
 	}
 	if !pi.Overwrite {
@@ -1639,20 +1639,19 @@ func (b *builder) checkExecutables(res *artifact.Result, place tree.Placement, p
 	return needs, nil
 }
 
-// warnMissingLoaders warns of dynamically linked executables placed on
-// scratch whose loader no layer of the image provides: the image builds,
-// and fails at its first start with "no such file or directory".
-func (b *builder) warnMissingLoaders(name string, pi *plan.PlatformImage, trees []*tree.Tree) {
-	if !slices.Contains(pi.Bases, image.Scratch) {
-		return
-	}
+// warnMissingLoaders warns of dynamically linked executables whose
+// loader neither the image's layers nor its base provide: the image
+// builds, and fails at its first start with "no such file or directory"
+// (a cgo binary on scratch, or on a base of another C library: musl's
+// loader is not glibc's).
+func (b *builder) warnMissingLoaders(ctx context.Context, name string, pi *plan.PlatformImage, trees []*tree.Tree) {
 	b.mu.Lock()
 	needs := b.loaders[pi]
 	b.mu.Unlock()
 	if len(needs) == 0 {
 		return
 	}
-	// Loaders are looked for by name anywhere in the image: the path
+	// In the layers, loaders are looked for by name anywhere: the path
 	// may run through links the layers make (lib64 -> usr/lib64), and a
 	// warning that cries wolf on a merged-/usr root file system is worse
 	// than one that misses a misplaced loader.
@@ -1667,11 +1666,43 @@ func (b *builder) warnMissingLoaders(name string, pi *plan.PlatformImage, trees 
 			}
 		}
 	}
-	for _, n := range needs {
-		if !names[path.Base(n.loader)] {
-			b.opt.Progress.Warn("image %s (%s): %s is dynamically linked and needs %s, which nothing in the image provides on scratch: it will not start; link it statically (CGO_ENABLED=0, or -extldflags -static) or build on a base with its C library", name, pi.Platform, n.path, n.loader)
+	views, err := b.baseViews(ctx, name, pi)
+	if err != nil {
+		return // said where the layers are placed on the bases
+	}
+	for i, ref := range pi.Bases {
+		if ref != image.Scratch && views[i] == nil {
+			continue // a built-in base pallet does not read this way
+		}
+		for _, n := range needs {
+			if names[path.Base(n.loader)] || viewHasFile(views[i], n.loader) {
+				continue
+			}
+			if ref == image.Scratch {
+				b.opt.Progress.Warn("image %s (%s): %s is dynamically linked and needs %s, which nothing in the image provides on scratch: it will not start; link it statically (CGO_ENABLED=0, or -extldflags -static) or build on a base with its C library", name, pi.Platform, n.path, n.loader)
+			} else {
+				b.opt.Progress.Warn("%s: image %s (%s): %s is dynamically linked and needs %s, which neither the base %s nor the image's layers hold: it will not start; build it for the base's C library (the base distro's compiler, cc:), link it statically, or use a base that has it", pi.BasePos, name, pi.Platform, n.path, n.loader, ref)
+			}
 		}
 	}
+}
+
+// viewHasFile says whether the base whose view is v holds a file (or a
+// link to one) at the absolute path p, through its links.
+func viewHasFile(v *tree.View, p string) bool {
+	if v == nil {
+		return false
+	}
+	dir, err := v.Links.Resolve(strings.Trim(path.Dir(path.Clean("/"+p)), "/"))
+	if err != nil {
+		return false
+	}
+	at := path.Join(dir, path.Base(p))
+	if dir == "." {
+		at = path.Base(p)
+	}
+	_, link := v.FileLinks[at]
+	return v.Files[at] || link
 }
 
 // Mirror copies into dir what building reqs offline needs: downloads,
