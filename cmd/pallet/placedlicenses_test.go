@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -149,5 +150,75 @@ images:
 		if !found {
 			t.Errorf("%s: no package for artifact app in %s", extra, stdout.String())
 		}
+	}
+}
+
+// A release binary that names its main module by version (go install
+// module@version, as many upstream releases are built) has its licence
+// from that module, proven by the sum it records: the artifact is not
+// unlicensed, even with --require-licenses, and the licence is shipped
+// under the module's path.
+func TestReleaseBinaryLicensedByItsMainModule(t *testing.T) {
+	gomodProxy(t)
+	gobin := t.TempDir()
+	cmd := exec.Command("go", "install", gomodPath+"/cmd/hello@v1.0.0")
+	cmd.Env = append(os.Environ(), "GOBIN="+gobin, "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64", "GOTOOLCHAIN=local", "GOWORK=off")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go install: %v\n%s", err, out)
+	}
+	dir := t.TempDir()
+	data, err := os.ReadFile(filepath.Join(gobin, "hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "hello"), string(data))
+	recipe := filepath.Join(dir, "pallet.yaml")
+	writeFile(t, recipe, `version: 1
+artifacts:
+  hello:
+    local: {path: hello}
+images:
+  app:
+    base: scratch
+    platforms: [linux/amd64]
+    files:
+      - {artifact: hello, dest: /usr/bin/}
+`)
+	out := filepath.Join(dir, "out")
+	log, err := pallet(t, "build", "--progress", "plain", "--require-licenses", "-f", recipe, "-o", "oci:"+out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log)
+	}
+	if strings.Contains(log, "no licence file found") {
+		t.Errorf("warned of no licence:\n%s", log)
+	}
+	if got := readImageFiles(t, out, "linux/amd64")["LICENSES/hello/"+gomodPath+"/LICENSE"]; got != "MIT, for the test\n (644)" {
+		t.Errorf("the main module's licence in the image: %q", got)
+	}
+}
+
+// An artifact without a licence is warned of once, not once per
+// platform it is fetched for.
+func TestNoLicenceWarnedOncePerArtifact(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "f"), "f\n")
+	recipe := filepath.Join(dir, "pallet.yaml")
+	writeFile(t, recipe, `version: 1
+artifacts:
+  f:
+    local: {path: f}
+images:
+  app:
+    base: scratch
+    platforms: [linux/amd64, linux/arm64]
+    files:
+      - {artifact: f, dest: /etc/}
+`)
+	log, err := pallet(t, "build", "--progress", "plain", "-f", recipe, "-o", "oci:"+filepath.Join(dir, "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(log, "no licence file found"); n != 1 {
+		t.Errorf("warned %d times:\n%s", n, log)
 	}
 }

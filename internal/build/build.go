@@ -571,12 +571,22 @@ func (b *builder) build(ctx context.Context) (*Result, error) {
 
 // policy applies the build's rules on what may be shipped.
 func (b *builder) policy(a record.Artifact, src *plan.Artifact) error {
-	if len(a.Licenses) == 0 && !src.NoLicense {
+	if len(a.Licenses) == 0 && !src.NoLicense && !mainModulesLicensed(a.GoBinaries) {
 		msg := fmt.Sprintf("%s: no licence file found; name its licence files, or declare that it has none (licenses: none)", &src.Request)
 		if b.opt.RequireLicenses {
 			return errors.New(msg + "; licences are required")
 		}
-		b.opt.Progress.Warn("%s", msg)
+		// Once per artifact, not once more per platform.
+		b.mu.Lock()
+		warned := b.unlicensed[src.Name]
+		if b.unlicensed == nil {
+			b.unlicensed = map[string]bool{}
+		}
+		b.unlicensed[src.Name] = true
+		b.mu.Unlock()
+		if !warned {
+			b.opt.Progress.Warn("%s", msg)
+		}
 	}
 	if b.opt.MinGo != "" {
 		min := "go" + strings.TrimPrefix(b.opt.MinGo, "go")
@@ -591,6 +601,29 @@ func (b *builder) policy(a record.Artifact, src *plan.Artifact) error {
 		}
 	}
 	return nil
+}
+
+// mainModulesLicensed says whether the artifact's placed files are Go
+// binaries whose main modules' licence files were found (a release binary
+// stamped with its module version, whose licence comes from the module
+// proxy, proven by its sum): their licences are the artifact's, shipped
+// under the module's path.
+func mainModulesLicensed(bins []record.GoBinary) bool {
+	if len(bins) == 0 {
+		return false
+	}
+	for _, g := range bins {
+		found := false
+		for _, m := range g.Modules {
+			if m.Path == g.MainModule && !m.Missing && len(m.Files) > 0 {
+				found = true
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
 }
 
 // goRelease is the release a binary's recorded Go version belongs to:
@@ -620,6 +653,8 @@ type builder struct {
 	// loaders are, per platform image, the dynamically linked
 	// executables placed in it and the loader each needs.
 	loaders map[*plan.PlatformImage][]loaderNeed
+	// unlicensed are the artifacts warned of for having no licence file.
+	unlicensed map[string]bool
 	// unplaced counts, per artifact, the placements of it that no layer
 	// tree has taken yet: once none is left, its tree is let go (see
 	// placedAll).
