@@ -91,7 +91,7 @@ func localInputs(t *testing.T, arch string) map[string]string {
 			{Name: "bin/containerd-shim-runc-v2", Content: bin("shim"), Mode: 0o755},
 			{Name: "LICENSE", Content: "Apache-2.0\n"},
 		})),
-		"runc":   write("runc-patched/runc", []byte(bin("runc"))),
+		"runc":   write("runc-patched/runc."+arch, []byte(bin("runc"))),
 		"crictl": write("crictl", []byte(bin("crictl"))),
 		"cni-plugins": filepath.Dir(write("cni/host-local", []byte(bin("host-local")))) + func() string {
 			write("cni/LICENSE", []byte("Apache-2.0\n"))
@@ -187,6 +187,10 @@ func TestKindMixedModesAndDeterminism(t *testing.T) {
 		if modes[k] != v {
 			t.Errorf("%s built in %s mode, want %s", k, modes[k], v)
 		}
+	}
+	// runc.arm64 given at build time is placed as runc (filename).
+	if got := readImageFiles(t, out, "linux/arm64")["usr/local/sbin/runc"]; !strings.Contains(got, "patched runc") {
+		t.Errorf("/usr/local/sbin/runc holds %q", got)
 	}
 	// A second machine: fresh clones of the same commits, same digest.
 	e2 := newKindEnv(t)

@@ -21,6 +21,9 @@ type Local struct {
 	// out of it; by default they are refused, as in archives: in a
 	// host-process container a rooted link points at the host.
 	KeepLinks bool
+	// Filename, when set, names a file placed as it is (not extracted)
+	// in the tree, instead of its own name.
+	Filename string
 }
 
 // Extract asks for an archive to be unpacked.
@@ -65,6 +68,9 @@ func (l *Local) Produce(ctx context.Context, f *Fetcher, r *Request, work string
 		if l.Extract != nil {
 			return nil, fmt.Errorf("%s is a directory; extract applies to archives", l.Path)
 		}
+		if l.Filename != "" {
+			return nil, fmt.Errorf("%s is a directory; filename names a file", l.Path)
+		}
 		t, err := tree.FromDir(l.Path)
 		if err != nil {
 			return nil, err
@@ -91,7 +97,11 @@ func (l *Local) Produce(ctx context.Context, f *Fetcher, r *Request, work string
 	if rec.Digest, err = f.digest(l.Path, tree.Stamp{}); err != nil {
 		return nil, err
 	}
-	t, lic, err := f.fileTree(ctx, r, l.Path, filepath.Base(l.Path), l.Path, l.Extract, work)
+	name := filepath.Base(l.Path)
+	if l.Filename != "" {
+		name = l.Filename
+	}
+	t, lic, err := f.fileTree(ctx, r, l.Path, name, l.Path, l.Extract, work)
 	if err != nil {
 		return nil, err
 	}

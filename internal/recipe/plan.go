@@ -505,6 +505,16 @@ func (r *Recipe) local(name, at string, l *Local, override string, v Vars) (arti
 	if err != nil {
 		return nil, err
 	}
+	fname, err := r.Expand(at+".filename", l.Filename, v)
+	if err != nil {
+		return nil, err
+	}
+	if fname != "" && (fname == "." || fname == ".." || strings.ContainsAny(fname, "/\\\x00")) {
+		return nil, r.Errorf(at+".filename", "artifact %s: filename %q: want a file name, without a directory", name, fname)
+	}
+	if fname != "" && ex != nil {
+		return nil, r.Errorf(at+".filename", "artifact %s: filename names a file placed as it is, and extract unpacks it: give one of them", name)
+	}
 	if override != "" {
 		// A path given when building may differ per platform as a
 		// recipe's does (local:./patched/{{arch}}/runc): one choice then
@@ -521,14 +531,14 @@ func (r *Recipe) local(name, at string, l *Local, override string, v Vars) (arti
 			override = filepath.Join(wd, override)
 		}
 		a := artifact.LocalArchive(override, ex)
-		a.KeepLinks = l.Links == "keep"
+		a.KeepLinks, a.Filename = l.Links == "keep", fname
 		return a, nil
 	}
 	path, err := r.Expand(at+".path", l.Path, v)
 	if err != nil {
 		return nil, err
 	}
-	return &artifact.Local{Path: abs(r.Dir, path), Extract: ex, KeepLinks: l.Links == "keep"}, nil
+	return &artifact.Local{Path: abs(r.Dir, path), Extract: ex, KeepLinks: l.Links == "keep", Filename: fname}, nil
 }
 
 // url is the kind of a url or release section.

@@ -312,3 +312,35 @@ images:
 		t.Errorf("valid names: %v", err)
 	}
 }
+
+// A local section's filename names a file placed as it is: a name, not a
+// path, and not with extract.
+func TestLocalFilename(t *testing.T) {
+	recipe := func(local string) string {
+		return "version: 1\nartifacts:\n  tool:\n    local: " + local + "\n    licenses: none\nimages:\n  app:\n    base: scratch\n    platforms: linux/amd64\n    files:\n      - artifact: tool\n        dest: /bin/\n"
+	}
+	r, err := Parse("pallet.yaml", []byte(recipe(`{path: "tool.{{arch}}", filename: tool}`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := r.Plan(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := p.Artifacts["tool@linux/amd64"].Kind.(*artifact.Local); l.Filename != "tool" || !strings.HasSuffix(l.Path, "/tool.amd64") {
+		t.Errorf("local %+v", l)
+	}
+	for local, want := range map[string]string{
+		"{path: t, filename: a/b}":                "pallet.yaml:4: artifact tool: filename \"a/b\": want a file name",
+		"{path: t, filename: ..}":                 "want a file name",
+		"{path: t.tgz, filename: t, extract: {}}": "pallet.yaml:4: artifact tool: filename names a file placed as it is, and extract unpacks it",
+	} {
+		r, err := Parse("pallet.yaml", []byte(recipe(local)))
+		if err == nil {
+			_, err = r.Plan(Options{})
+		}
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want %q", local, err, want)
+		}
+	}
+}

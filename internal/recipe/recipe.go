@@ -177,6 +177,10 @@ type Local struct {
 	// Links: "keep" keeps a directory's absolute or escaping symlinks,
 	// which are refused by default.
 	Links string `yaml:"links"`
+	// Filename names a file (not extracted) in the tree, as a download's
+	// does: a path given at build time (local:./runc.{{arch}}) is placed
+	// under the name the other modes give it.
+	Filename string `yaml:"filename"`
 }
 
 // URL downloads a file over http(s), pinned by sha256.
