@@ -13,23 +13,8 @@ import (
 // A dynamically linked executable on scratch cannot start: the build
 // says so, unless a layer of the image provides its loader.
 func TestDynamicExecutableOnScratchWarns(t *testing.T) {
-	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
-		t.Skip("places this machine's /bin/true in a linux/amd64 image")
-	}
-	real, err := filepath.EvalSymlinks("/bin/true")
-	if err != nil {
-		t.Skip(err)
-	}
-	loader, err := exe.CheckLoader(real, real, "linux", "amd64")
-	if err != nil || loader == "" {
-		t.Skipf("/bin/true is not dynamically linked here (%v)", err)
-	}
 	dir := t.TempDir()
-	data, err := os.ReadFile(real)
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, filepath.Join(dir, "bin", "true"), string(data))
+	loader := hostTrue(t, filepath.Join(dir, "bin", "true"))
 	writeFile(t, filepath.Join(dir, "loader"), "stand-in")
 	recipe := filepath.Join(dir, "pallet.yaml")
 	body := `version: 1
@@ -75,23 +60,8 @@ images:
 // link to the file): a base without it (another C library's, or none)
 // gets the warning, at the base's line.
 func TestDynamicExecutableOnBaseWithoutLoaderWarns(t *testing.T) {
-	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
-		t.Skip("places this machine's /bin/true in a linux/amd64 image")
-	}
-	real, err := filepath.EvalSymlinks("/bin/true")
-	if err != nil {
-		t.Skip(err)
-	}
-	loader, err := exe.CheckLoader(real, real, "linux", "amd64")
-	if err != nil || loader == "" {
-		t.Skipf("/bin/true is not dynamically linked here (%v)", err)
-	}
 	dir := t.TempDir()
-	data, err := os.ReadFile(real)
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, filepath.Join(dir, "bin", "true"), string(data))
+	loader := hostTrue(t, filepath.Join(dir, "bin", "true"))
 	// Two bases: one with the loader, as Debian holds it, one with
 	// another C library's.
 	glibc, musl := filepath.Join(dir, "glibc"), filepath.Join(dir, "musl")
@@ -136,4 +106,28 @@ images:
 			t.Errorf("base %s: warned %v, want %v:\n%s", filepath.Base(tc.base), got, tc.warn, out)
 		}
 	}
+}
+
+// hostTrue copies this machine's /bin/true, a dynamically linked
+// linux/amd64 executable, to dst and gives its loader; it skips the test
+// where there is none.
+func hostTrue(t *testing.T, dst string) (loader string) {
+	t.Helper()
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+		t.Skip("places this machine's /bin/true in a linux/amd64 image")
+	}
+	real, err := filepath.EvalSymlinks("/bin/true")
+	if err != nil {
+		t.Skip(err)
+	}
+	loader, err = exe.CheckLoader(real, real, "linux", "amd64")
+	if err != nil || loader == "" {
+		t.Skipf("/bin/true is not dynamically linked here (%v)", err)
+	}
+	data, err := os.ReadFile(real)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dst, string(data))
+	return loader
 }

@@ -14,10 +14,7 @@ import (
 func TestWindowsDestinationDirectory(t *testing.T) {
 	files := map[string]string{"f.txt": "f", "g": "g", "d/x": "x"}
 	const hpc = "# escape=`\nFROM windows-hostprocess-scratch\n"
-	cases := []struct {
-		name, df string
-		want     []string
-	}{
+	cases := []windowsCase{
 		{"a directory of the built-in base", hpc + `COPY f.txt C:\Windows\System32`,
 			[]string{"/Windows/System32/<-local:f.txt"}},
 		{"a directory of the built-in base, in another case", hpc + `COPY f.txt c:\windows\SYSTEM32\Config`,
@@ -33,33 +30,31 @@ func TestWindowsDestinationDirectory(t *testing.T) {
 		{"another base: the build decides", "# escape=`\nFROM --platform=windows/amd64 oci:base\nCOPY f.txt C:\\Windows\\System32",
 			[]string{"/Windows/System32 into=f.txt<-local:f.txt"}},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			fs := map[string]string{"Dockerfile": tc.df + "\n"}
-			for k, v := range files {
-				fs[k] = v
-			}
-			p := mustPlan(t, fs, Options{Platforms: []string{"windows/amd64"}})
-			if got := placements(t, p); !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("layers\n got %q\nwant %q", got, tc.want)
-			}
-		})
-	}
+	planWindowsCases(t, files, cases)
 }
 
 // TestWindowsStageNamesFold checks that a Windows stage's WORKDIR and a
 // COPY --from of it name what the stage holds whatever their case.
 func TestWindowsStageNamesFold(t *testing.T) {
 	files := map[string]string{"g": "g", "d/x": "x"}
-	cases := []struct {
-		name, df string
-		want     []string
-	}{
+	cases := []windowsCase{
 		{"a COPY to . goes into the WORKDIR of another case", "# escape=`\nFROM windows-hostprocess-scratch\nCOPY d C:\\k\\\nWORKDIR C:\\K\nCOPY g .",
 			[]string{"/k/<-local:d", "/k/<-local:g"}},
 		{"a COPY --from names the stage's file in another case", "# escape=`\nFROM windows-hostprocess-scratch AS w\nCOPY g C:\\k\\G\nFROM windows-hostprocess-scratch\nCOPY --from=w C:\\K\\g C:\\out\\",
 			[]string{"/out/G<-local:g"}},
 	}
+	planWindowsCases(t, files, cases)
+}
+
+// windowsCase is a Dockerfile planned for windows/amd64 and the
+// placements it should give.
+type windowsCase struct {
+	name, df string
+	want     []string
+}
+
+func planWindowsCases(t *testing.T, files map[string]string, cases []windowsCase) {
+	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := map[string]string{"Dockerfile": tc.df + "\n"}
