@@ -31,17 +31,7 @@ images:
 // git with a path and no go takes the checkout's files; the kind carries
 // every pin and the path, expanded per platform.
 func TestGitFilesPlan(t *testing.T) {
-	r, err := Parse("pallet.yaml", []byte(gitFilesRecipe))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := compileSchema(t).Validate(yamlToJSONValue(t, []byte(gitFilesRecipe))); err != nil {
-		t.Errorf("schema: %v", err)
-	}
-	p, err := r.Plan(Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, p := planValid(t, gitFilesRecipe)
 	a := p.Artifacts["scripts@windows/amd64"]
 	g, ok := a.Kind.(*artifact.GitFiles)
 	if !ok {

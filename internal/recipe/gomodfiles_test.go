@@ -51,17 +51,7 @@ images:
 // gomod with a path and no packages takes the module's files; the kind
 // carries the pin and the path, expanded per platform.
 func TestGoModuleFilesPlan(t *testing.T) {
-	r, err := Parse("pallet.yaml", []byte(gomodFilesRecipe))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := compileSchema(t).Validate(yamlToJSONValue(t, []byte(gomodFilesRecipe))); err != nil {
-		t.Errorf("schema: %v", err)
-	}
-	p, err := r.Plan(Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, p := planValid(t, gomodFilesRecipe)
 	a := p.Artifacts["scripts@windows/amd64"]
 	m, ok := a.Kind.(*artifact.GoModuleFiles)
 	if !ok {

@@ -14,6 +14,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/pallet-dev/pallet/internal/plan"
 	"github.com/pallet-dev/pallet/internal/platform"
 )
 
@@ -194,4 +195,22 @@ func TestSchemaPatternsFollowGo(t *testing.T) {
 			}
 		}
 	}
+}
+
+// planValid parses src, which the schema must accept too, and plans it
+// with the default options.
+func planValid(t *testing.T, src string) (*Recipe, *plan.Plan) {
+	t.Helper()
+	r, err := Parse("pallet.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := compileSchema(t).Validate(yamlToJSONValue(t, []byte(src))); err != nil {
+		t.Errorf("schema: %v", err)
+	}
+	p, err := r.Plan(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, p
 }
