@@ -45,55 +45,74 @@ func (b *builder) baseViews(ctx context.Context, name string, pi *plan.PlatformI
 
 // destination is where placement pm of pi lands: its Dest, or, for a
 // file Docker's COPY puts into a directory the base holds there, that
-// directory under the file's name (plan.Placement.IntoDirAs).
+// directory under the file's name (plan.Placement.IntoDirAs), spelled as
+// the base spells it (Windows names are one whatever their case). A
+// placement that needs a directory there (plan.Placement.DirNeeded) is
+// refused where a base holds none.
 func (b *builder) destination(ctx context.Context, name string, pi *plan.PlatformImage, pm plan.Placement) (string, error) {
+	if pm.IntoDirAs == "" && pm.DirNeeded == "" {
+		return pm.Dest, nil
+	}
+	if n := pm.IntoDirAs; n != "" && (n == "." || n == ".." || strings.ContainsAny(n, "/\\")) {
+		return "", plan.Errorf(pm.Pos, "image %s (%s): %q is not a file name", name, pi.Platform, n)
+	}
+	dirAt, err := b.baseDirs(ctx, name, pi)
+	if err != nil {
+		return "", err
+	}
+	sep := "/"
 	if pi.Platform.IsWindows() {
-		return b.windowsDestination(ctx, name, pi, pm)
+		sep = `\`
 	}
 	if pm.DirNeeded != "" {
-		if err := b.dirNeeded(ctx, name, pi, pm); err != nil {
-			return "", err
+		p := strings.Trim(path.Clean("/"+pm.DirNeeded), "/")
+		for i := range pi.Bases {
+			if _, dir := dirAt(i, p); !dir {
+				return "", plan.Errorf(pm.Pos, "image %s (%s): %s: the base %s holds no directory there, so BuildKit copies the sources one after another: the first, a file, is written at %s, and a directory copied there after it fails (cannot copy to non-directory); end the destination with %s to copy them into a directory, or copy the directory first", name, pi.Platform, pm.DirNeeded, pi.Bases[i], pm.DirNeeded, sep)
+			}
 		}
 	}
 	if pm.IntoDirAs == "" {
 		return pm.Dest, nil
 	}
-	if n := pm.IntoDirAs; n == "." || n == ".." || strings.ContainsAny(n, "/\\") {
-		return "", plan.Errorf(pm.Pos, "image %s (%s): %q is not a file name", name, pi.Platform, n)
-	}
-	views, err := b.baseViews(ctx, name, pi)
-	if err != nil {
-		return "", err
-	}
 	p := strings.Trim(path.Clean("/"+pm.Dest), "/")
-	into := false
-	for i, v := range views {
-		dir := v.IsDir(p)
+	into, spelled := false, ""
+	for i := range pi.Bases {
+		s, dir := dirAt(i, p)
 		if i > 0 && dir != into {
-			return "", plan.Errorf(pm.Pos, "image %s (%s): bases %s and %s differ at %s: one holds a directory there, so the file goes into it on one base and replaces nothing on the other; end the destination with / or name the file", name, pi.Platform, pi.Bases[0], pi.Bases[i], pm.Dest)
+			return "", plan.Errorf(pm.Pos, "image %s (%s): bases %s and %s differ at %s: one holds a directory there, so the file goes into it on one base and replaces nothing on the other; end the destination with %s or name the file", name, pi.Platform, pi.Bases[0], pi.Bases[i], pm.Dest, sep)
 		}
-		into = dir
+		if i == 0 {
+			into, spelled = dir, s
+		}
 	}
 	if !into {
 		return pm.Dest, nil
 	}
-	return path.Join(pm.Dest, pm.IntoDirAs), nil
+	return path.Join("/", spelled, pm.IntoDirAs), nil
 }
 
-// dirNeeded refuses placement pm (plan.Placement.DirNeeded) where a
-// base of pi holds no directory at its COPY's destination.
-func (b *builder) dirNeeded(ctx context.Context, name string, pi *plan.PlatformImage, pm plan.Placement) error {
-	views, err := b.baseViews(ctx, name, pi)
-	if err != nil {
-		return err
-	}
-	p := strings.Trim(path.Clean("/"+pm.DirNeeded), "/")
-	for i, v := range views {
-		if !v.IsDir(p) {
-			return plan.Errorf(pm.Pos, "image %s (%s): %s: the base %s holds no directory there, so BuildKit copies the sources one after another: the first, a file, is written at %s, and a directory copied there after it fails (cannot copy to non-directory); end the destination with / to copy them into a directory, or copy the directory first", name, pi.Platform, pm.DirNeeded, pi.Bases[i], pm.DirNeeded)
+// baseDirs gives, for the bases of pi, whether base i holds a directory
+// at p (clean, relative to the root), through its links, and how it
+// spells it: a Linux base's view as read, a Windows base's whatever the
+// case (windowsView.at).
+func (b *builder) baseDirs(ctx context.Context, name string, pi *plan.PlatformImage) (func(i int, p string) (string, bool), error) {
+	if !pi.Platform.IsWindows() {
+		views, err := b.baseViews(ctx, name, pi)
+		if err != nil {
+			return nil, err
 		}
+		return func(i int, p string) (string, bool) { return p, views[i].IsDir(p) }, nil
 	}
-	return nil
+	views := make([]*windowsView, len(pi.Bases))
+	for i, ref := range pi.Bases {
+		v, err := b.windowsViewOf(ctx, ref, pi.Platform)
+		if err != nil {
+			return nil, plan.Wrap(pi.BasePos, fmt.Errorf("image %s (%s): base %s: reading what it holds: %w", name, pi.Platform, ref, err))
+		}
+		views[i] = v
+	}
+	return func(i int, p string) (string, bool) { return views[i].at(p) }, nil
 }
 
 // placeOnBases places the layer trees of pi in order onto its bases (see

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path"
-	"strings"
 
 	"github.com/pallet-dev/pallet/internal/image"
 	"github.com/pallet-dev/pallet/internal/layer"
@@ -37,9 +36,12 @@ var systemDirs = func() map[string]string {
 
 // at says what the base holds at p (clean, relative to C:\): a
 // directory, under its own spelling, or a file. Of what the base's
-// foreign layers hold, never downloaded, only the system's directories
-// are known (systemDirs): any other name is taken for what the line
-// names, a file, as it is on a base pallet reads.
+// foreign layers hold, never downloaded (a servercore base is
+// gigabytes), only the system's directories are known (systemDirs), so
+// that a file copied to C:\Windows\System32 does not hide it: any other
+// name is taken for what the line names, a file, as it is on a base
+// pallet reads (COPY out.exe C:\app\svc.exe renames, as it commonly
+// does).
 func (v *windowsView) at(p string) (spelled string, dir bool) {
 	k := layer.NTFSKey(p)
 	if s, ok := v.dirs[k]; ok {
@@ -151,52 +153,6 @@ func (b *builder) readWindowsView(ctx context.Context, ref string, p platform.Pl
 // windowsViewFact names the cache's facts about Windows bases' views.
 const windowsViewFact = "base-view-windows-v2"
 
-// windowsDestination is destination for a Windows image: a file copied
-// to a name the base holds a directory at, whatever its case, goes into
-// it, under the directory's own spelling. pallet does not download a
-// base's foreign layers (a servercore base is gigabytes): of what they
-// hold, it takes the system's directories for known (systemDirs), so
-// that a file copied to C:\Windows\System32 does not hide it, and any
-// other name for the file name the line gives (COPY out.exe
-// C:\app\svc.exe renames, as it commonly does).
-func (b *builder) windowsDestination(ctx context.Context, name string, pi *plan.PlatformImage, pm plan.Placement) (string, error) {
-	if pm.IntoDirAs == "" && pm.DirNeeded == "" {
-		return pm.Dest, nil
-	}
-	if n := pm.IntoDirAs; pm.IntoDirAs != "" && (n == "." || n == ".." || strings.ContainsAny(n, "/\\")) {
-		return "", plan.Errorf(pm.Pos, "image %s (%s): %q is not a file name", name, pi.Platform, n)
-	}
-	dest := pm.Dest
-	if pm.DirNeeded != "" {
-		dest = pm.DirNeeded
-	}
-	p := strings.Trim(path.Clean("/"+dest), "/")
-	into, spelled := false, ""
-	for i, ref := range pi.Bases {
-		v, err := b.windowsViewOf(ctx, ref, pi.Platform)
-		if err != nil {
-			return "", plan.Wrap(pi.BasePos, fmt.Errorf("image %s (%s): base %s: reading what it holds: %w", name, pi.Platform, ref, err))
-		}
-		s, dir := v.at(p)
-		if i > 0 && dir != into {
-			return "", plan.Errorf(pm.Pos, "image %s (%s): bases %s and %s differ at %s: one holds a directory there, so the file goes into it on one base and replaces nothing on the other; end the destination with \\ or name the file", name, pi.Platform, pi.Bases[0], ref, dest)
-		}
-		if i == 0 {
-			into, spelled = dir, s
-		}
-	}
-	if pm.DirNeeded != "" && !into {
-		return "", plan.Errorf(pm.Pos, "image %s (%s): %s: the base %s holds no directory there, so BuildKit copies the sources one after another: the first, a file, is written at %s, and a directory copied there after it fails (cannot copy to non-directory); end the destination with \\ to copy them into a directory, or copy the directory first", name, pi.Platform, pm.DirNeeded, pi.Bases[0], pm.DirNeeded)
-	}
-	if pm.IntoDirAs == "" {
-		return pm.Dest, nil
-	}
-	if !into {
-		return pm.Dest, nil
-	}
-	return path.Join("/", spelled, pm.IntoDirAs), nil
-}
-
 // windowsBaseClash refuses a layer of pi that puts a file or link where a
 // base holds a directory, or a directory where it holds a file, names
 // compared as NTFS does: on Windows the later hides the earlier and all
@@ -215,16 +171,12 @@ func (b *builder) windowsBaseClash(ctx context.Context, name string, pi *plan.Pl
 		}
 		for i, t := range trees {
 			for _, e := range t.Entries() {
-				k := layer.NTFSKey(e.Path)
-				d, isDir := v.dirs[k]
-				if !isDir && v.unread > 0 {
-					d, isDir = systemDirs[k]
-				}
+				d, isDir := v.at(e.Path)
 				switch {
 				case e.Kind != tree.Dir && isDir:
 					l := pi.Layers[i]
 					return plan.Errorf(placementOf(l, e.Path).Pos, "image %s (%s), layer %s: /%s would be a file where the base %s holds the directory /%s, which it would hide on Windows with all it holds; place the file into the directory (a destination ending with /), or under another name", name, pi.Platform, l.Name, e.Path, ref, d)
-				case e.Kind == tree.Dir && v.files[k]:
+				case e.Kind == tree.Dir && v.files[layer.NTFSKey(e.Path)]:
 					l := pi.Layers[i]
 					return plan.Errorf(placementOf(l, e.Path).Pos, "image %s (%s), layer %s: /%s would be a directory where the base %s holds a file, which it would replace (Docker's COPY fails there: not a directory); place it elsewhere", name, pi.Platform, l.Name, e.Path, ref)
 				}
