@@ -1169,11 +1169,6 @@ func (b *builder) layers(ctx context.Context, im *plan.Image, pi *plan.PlatformI
 		if checkErr = b.checkLayers(gctx, name, pi, format, trees, &links); checkErr != nil {
 			return checkErr
 		}
-		if format == layer.Windows {
-			if checkErr = b.windowsBaseClash(gctx, name, pi, trees); checkErr != nil {
-				return checkErr
-			}
-		}
 		close(allTrees)
 		return nil
 	})
@@ -1357,7 +1352,7 @@ func (b *builder) checkLayers(ctx context.Context, name string, pi *plan.Platfor
 			b.opt.Progress.Warn("image %s (%s), layer %s: %s", name, pi.Platform, pi.Layers[i].Name, w)
 		}
 	}
-	return nil
+	return b.windowsBaseClash(ctx, name, pi, trees)
 }
 
 // builtinBase is the tree of the built-in base every one of bases is, or
