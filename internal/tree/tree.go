@@ -759,21 +759,7 @@ func (t *Tree) placeNew(src *Tree, dest string, pl Placement, empty bool) {
 			p, paths = paths[:len(prefix)+len(p)], paths[len(prefix)+len(p):]
 		}
 		e.Path = p
-		if pl.FileMode != 0 && e.Kind == File {
-			e.Mode = pl.FileMode
-		}
-		if pl.DirMode != 0 && e.Kind == Dir {
-			e.Mode = pl.DirMode
-		}
-		e.Mode = pl.chmod(e)
-		if pl.LinkAs != LinkUnknown && e.Kind == Symlink {
-			e.LinkAs = pl.LinkAs
-		}
-		e.UID, e.GID = pl.owner(e)
-		e.NoLinksFrom = pl.noLinks
-		e.ReplaceLink = pl.ReplaceLinks && e.Kind == File
-		e.Copied = pl.copied(e)
-		placed = append(placed, e)
+		placed = append(placed, pl.onto(e))
 		if ne := &placed[len(placed)-1]; empty {
 			t.order = append(t.order, ne)
 		} else {
@@ -848,6 +834,12 @@ func nearNames(entries []Entry, p string) string {
 }
 
 func (t *Tree) add(e Entry, pl Placement) error {
+	return t.Add(pl.onto(e))
+}
+
+// onto is e as pl places it: its modes, link kind and owner, and how it
+// meets what the image holds at its path.
+func (pl Placement) onto(e Entry) Entry {
 	if pl.FileMode != 0 && e.Kind == File {
 		e.Mode = pl.FileMode
 	}
@@ -860,9 +852,11 @@ func (t *Tree) add(e Entry, pl Placement) error {
 	}
 	e.UID, e.GID = pl.owner(e)
 	e.NoLinksFrom = pl.noLinks
+	// A file that goes through a link to the file it leads to does not
+	// replace the link.
 	e.ReplaceLink = pl.ReplaceLinks && e.Kind == File && e.FollowLink == nil
 	e.Copied = pl.copied(e)
-	return t.Add(e)
+	return e
 }
 
 // owner is the owner pl gives e (see ImpliedRootOwned).
