@@ -3,7 +3,6 @@ package build
 import (
 	"context"
 	"fmt"
-	"path"
 
 	"github.com/pallet-dev/pallet/internal/image"
 	"github.com/pallet-dev/pallet/internal/layer"
@@ -102,17 +101,15 @@ func newWindowsView(t *tree.View, unread int) *windowsView {
 }
 
 // builtinWindowsView is the view of a built-in Windows base, whose layer
-// pallet writes: its directories are those its files are in.
+// pallet writes: its directories are those its files are in, which the
+// tree's entries list.
 func builtinWindowsView(t *tree.Tree) *windowsView {
 	v := &windowsView{dirs: map[string]string{}, files: map[string]bool{}}
-	for _, e := range t.Entries() {
+	for e := range t.All() {
 		if e.Kind == tree.Dir {
 			v.dirs[layer.NTFSKey(e.Path)] = e.Path
 		} else {
 			v.files[layer.NTFSKey(e.Path)] = true
-		}
-		for d := path.Dir(e.Path); d != "."; d = path.Dir(d) {
-			v.dirs[layer.NTFSKey(d)] = d
 		}
 	}
 	return v

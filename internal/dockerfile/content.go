@@ -150,11 +150,8 @@ func (c *content) holdBase(base *tree.Tree) {
 	if c.baseDirs == nil {
 		c.baseDirs = map[string]bool{}
 	}
-	for _, e := range base.Entries() {
-		for dir := path.Dir("/" + e.Path); dir != "/"; dir = path.Dir(dir) {
-			c.baseDirs[dir] = true
-			c.remember(dir)
-		}
+	// The entries list the directories the files are in too.
+	for e := range base.All() {
 		if e.Kind == tree.Dir {
 			c.baseDirs["/"+e.Path] = true
 			c.remember("/" + e.Path)
