@@ -84,7 +84,9 @@ func (e *evaluator) stagePath(st *stageState, p string, pos plan.Pos) ([]item, e
 		if q.src.kind == srcDir {
 			s = &source{kind: srcFile, path: hostPath(q.src, relTo(p, q.root)), hint: path.Join(q.src.hint, relTo(p, q.root))}
 		}
-		return []item{{src: s, name: path.Base(p), files: map[string]tree.Kind{"": tree.File}, mode: q.pm.Mode, modeChanges: q.pm.ModeChanges, impliedRootOwned: q.pm.ImpliedRootOwned, dirMode: q.pm.DirMode, ownNewDirs: q.pm.OwnNewDirs, uid: q.pm.UID, gid: q.pm.GID, pos: pos}}, nil
+		it := q.item(s)
+		it.name, it.files, it.pos = path.Base(p), map[string]tree.Kind{"": tree.File}, pos
+		return []item{it}, nil
 	}
 	var items []item
 	for i, q := range c.placed {
@@ -134,7 +136,9 @@ func (e *evaluator) within(c *content, i int, q *placed, p string) (*item, error
 	if n := c.nodes[q.root]; n.by != i && !(n.kind == tree.Dir && q.src.isDir()) {
 		return nil, nil // replaced whole by a later instruction
 	}
-	it := &item{src: q.src, files: q.files, rel: relTo(q.root, p), fromDir: true, mode: q.pm.Mode, modeChanges: q.pm.ModeChanges, impliedRootOwned: q.pm.ImpliedRootOwned, dirMode: q.pm.DirMode, ownNewDirs: q.pm.OwnNewDirs, stageDirs: stageDirs(q, p), uid: q.pm.UID, gid: q.pm.GID}
+	copied := q.item(q.src)
+	it := &copied
+	it.files, it.rel, it.fromDir, it.stageDirs = q.files, relTo(q.root, p), true, stageDirs(q, p)
 	if q.src.kind != srcDir {
 		return it, nil
 	}
@@ -159,7 +163,9 @@ func (e *evaluator) inside(c *content, i int, q *placed, p string, st *stageStat
 	if err != nil {
 		return nil, err
 	}
-	return &item{src: s, files: files, fromDir: true, mode: q.pm.Mode, modeChanges: q.pm.ModeChanges, impliedRootOwned: q.pm.ImpliedRootOwned, dirMode: q.pm.DirMode, ownNewDirs: q.pm.OwnNewDirs, uid: q.pm.UID, gid: q.pm.GID}, nil
+	it := q.item(s)
+	it.files, it.fromDir = files, true
+	return &it, nil
 }
 
 // narrowed is the context directory of placement q (number i) from its
@@ -226,4 +232,11 @@ func relTo(p, root string) string {
 
 func hostPath(s *source, rel string) string {
 	return filepath.Join(s.path, filepath.FromSlash(rel))
+}
+
+// item is an item of src copied as q placed it: with q's modes and owner,
+// which a COPY --from of the stage keeps.
+func (q *placed) item(src *source) item {
+	return item{src: src, mode: q.pm.Mode, modeChanges: q.pm.ModeChanges, impliedRootOwned: q.pm.ImpliedRootOwned,
+		dirMode: q.pm.DirMode, ownNewDirs: q.pm.OwnNewDirs, uid: q.pm.UID, gid: q.pm.GID}
 }
