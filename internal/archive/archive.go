@@ -4,6 +4,7 @@
 package archive
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -79,6 +80,33 @@ func Detect(name string) (Format, bool) {
 		}
 	}
 	return "", false
+}
+
+// compressions are the magic numbers of the compressions a tar stream
+// comes in, by the format pallet reads it as ("" for bzip2, which it
+// does not unpack).
+var compressions = []struct {
+	magic  []byte
+	format Format
+	name   string
+}{
+	{[]byte{0x1f, 0x8b}, TarGzip, "gzip"},
+	{[]byte{0xfd, '7', 'z', 'X', 'Z', 0x00}, TarXz, "xz"},
+	{[]byte{0x28, 0xb5, 0x2f, 0xfd}, TarZstd, "zstd"},
+	{[]byte{'B', 'Z', 'h'}, "", "bzip2"},
+}
+
+// Sniff says, from the first bytes of a stream (8 are enough), how a tar
+// stream in it is compressed: the format pallet reads it as and the
+// compression's name (gzip, xz, zstd, or bzip2 with no format), or Tar
+// and no name when it starts with none of their magic numbers.
+func Sniff(head []byte) (Format, string) {
+	for _, c := range compressions {
+		if bytes.HasPrefix(head, c.magic) {
+			return c.format, c.name
+		}
+	}
+	return Tar, ""
 }
 
 // Options controls extraction.

@@ -3,7 +3,6 @@ package dockerfile
 import (
 	"archive/tar"
 	"bufio"
-	"bytes"
 	"compress/bzip2"
 	"compress/gzip"
 	"fmt"
@@ -16,19 +15,6 @@ import (
 
 	"github.com/pallet-dev/pallet/internal/archive"
 )
-
-// compressions are the magic numbers of the compressions ADD unpacks, by
-// the archive format pallet reads them as.
-var compressions = []struct {
-	magic  []byte
-	format archive.Format
-	name   string
-}{
-	{[]byte{0x1f, 0x8b}, archive.TarGzip, "gzip"},
-	{[]byte{0xfd, '7', 'z', 'X', 'Z', 0x00}, archive.TarXz, "xz"},
-	{[]byte{0x28, 0xb5, 0x2f, 0xfd}, archive.TarZstd, "zstd"},
-	{[]byte{'B', 'Z', 'h'}, "", "bzip2"},
-}
 
 // tarArchive says whether ADD unpacks a local file: as Docker, when its
 // content is a tar archive, plain or compressed, whatever its name. Any
@@ -43,19 +29,15 @@ func tarArchive(file string) (bool, error) {
 	defer f.Close()
 	br := bufio.NewReader(f)
 	head, _ := br.Peek(8)
-	format, name := archive.Tar, ""
+	format, name := archive.Sniff(head)
 	var r io.Reader = br
-	for _, c := range compressions {
-		if bytes.HasPrefix(head, c.magic) {
-			format, name = c.format, c.name
-			dr, err := decompress(name, br)
-			if err != nil {
-				return false, nil // not a stream we can read: not an archive
-			}
-			defer dr.Close()
-			r = dr
-			break
+	if name != "" {
+		dr, err := decompress(name, br)
+		if err != nil {
+			return false, nil // not a stream we can read: not an archive
 		}
+		defer dr.Close()
+		r = dr
 	}
 	// Only the first header is read: enough to tell a tar archive, and a
 	// bounded read whatever the file.

@@ -3,7 +3,6 @@ package image
 import (
 	"archive/tar"
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -181,13 +180,11 @@ func uncompressed(l v1.Layer, maxWindow int64) (io.ReadCloser, error) {
 		return nil, err
 	}
 	br := bufio.NewReader(rc)
-	magic, _ := br.Peek(4)
-	f := archive.Tar
-	switch {
-	case bytes.HasPrefix(magic, []byte{0x1f, 0x8b}):
-		f = archive.TarGzip
-	case bytes.HasPrefix(magic, []byte{0x28, 0xb5, 0x2f, 0xfd}):
-		f = archive.TarZstd
+	head, _ := br.Peek(8)
+	// Layers come gzipped, zstd-compressed or plain.
+	f, _ := archive.Sniff(head)
+	if f != archive.TarGzip && f != archive.TarZstd {
+		f = archive.Tar
 	}
 	// The caller bounds the bytes; the limit here would be the default.
 	dr, err := archive.Decompress(context.Background(), br, f, archive.Options{Name: "layer", MaxBytes: math.MaxInt64, MaxWindow: maxWindow})
