@@ -70,25 +70,12 @@ func layerNames(t *testing.T, img v1.Image, baseLayers int) []string {
 	}
 	var out []string
 	for _, l := range layers[baseLayers:] {
-		rc, err := l.Uncompressed()
-		if err != nil {
-			t.Fatal(err)
-		}
-		tr := tar.NewReader(rc)
 		var names []string
-		for {
-			h, err := tr.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+		walkLayer(t, l, func(h *tar.Header, _ io.Reader) {
 			if h.Typeflag == tar.TypeReg {
 				names = append(names, h.Name)
 			}
-		}
-		rc.Close()
+		})
 		slices.Sort(names)
 		out = append(out, strings.Join(names, " "))
 	}
