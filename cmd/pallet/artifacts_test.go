@@ -625,3 +625,35 @@ images:
 		t.Errorf("got %v\nwant %s", err, want)
 	}
 }
+
+// A licence a recipe names is blamed on the licenses line: one that can
+// name no file when the recipe is read, one the artifact lacks when it is
+// built, with the name quoted, as an empty one would read as nothing.
+func TestLicenceNamesItsLine(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "in", "data.txt"), "data\n")
+	recipe := filepath.Join(dir, "pallet.yaml")
+	for licences, want := range map[string]string{
+		`[""]`:            `:5: artifact file: licence "": names no file`,
+		`[COPYING, ../x]`: `:5: artifact file: licence "../x": path "../x" leaves the tree (contains ..)`,
+		`[COPYING]`:       `:5: artifact file (linux/amd64, local mode): licence file "COPYING" not found in the artifact`,
+	} {
+		writeFile(t, recipe, `version: 1
+artifacts:
+  file:
+    local: {path: in}
+    licenses: `+licences+`
+images:
+  app:
+    base: scratch
+    platforms: [linux/amd64]
+    files:
+      - artifact: file
+        dest: /etc/
+`)
+		_, err := pallet(t, "build", "-q", "-f", recipe, "--cache-dir", t.TempDir(), "-o", "oci:"+filepath.Join(dir, "out"))
+		if err == nil || err.Error() != recipe+want {
+			t.Errorf("licenses: %s: got %v\nwant %s", licences, err, recipe+want)
+		}
+	}
+}

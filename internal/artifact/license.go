@@ -76,7 +76,7 @@ func findLicenses(t *tree.Tree, names []string, none bool) (*tree.Tree, error) {
 			}
 			e, ok := t.Get(p)
 			if !ok || e.Kind != tree.File {
-				return nil, fmt.Errorf("licence file %s not found in the artifact", n)
+				return nil, blame("licenses", fmt.Errorf("licence file %q not found in the artifact", n))
 			}
 			if err := out.Add(*e); err != nil {
 				return nil, err

@@ -1,6 +1,7 @@
 package recipe
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -379,6 +380,10 @@ func (pln *planner) artifact(name string, pf platform.Platform, v Vars) (string,
 		return "", err
 	}
 	a := &plan.Artifact{Request: *req, Check: true, Pos: pln.r.Pos(at), Fields: pln.r.fieldsAt(at, pf)}
+	// licenses is the artifact's, beside its kind sections, in every mode.
+	if lat := "artifacts." + name + ".licenses"; pln.r.lines[lat] != 0 {
+		a.Fields["licenses"] = pln.r.Pos(lat)
+	}
 	if ra := pln.r.Artifacts[name]; ra.Check != nil {
 		a.Check = *ra.Check
 	}
@@ -403,6 +408,17 @@ func (r *Recipe) request(name, mode, localPath string, pf platform.Platform, var
 		lic, err := r.ExpandList(at+".licenses", ra.Licenses, v)
 		if err != nil {
 			return nil, "", err
+		}
+		for i, l := range lic {
+			// Named here, at its own line: found missing only after the
+			// artifact is built, it would be blamed on the artifact's kind.
+			c, err := tree.CleanPath(l)
+			if err == nil && c == "." {
+				err = errors.New("names no file")
+			}
+			if err != nil {
+				return nil, "", r.Errorf(fmt.Sprintf("%s.licenses.%d", at, i), "artifact %s: licence %q: %v", name, l, err)
+			}
 		}
 		req.Licenses = lic
 	}
