@@ -1,6 +1,7 @@
 package exe
 
 import (
+	"bytes"
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
@@ -50,51 +51,179 @@ func detectELF(r io.ReaderAt, head []byte) (result, bool, error) {
 	}
 	osabi := elf.OSABI(head[elf.EI_OSABI])
 	res := single(elfOS(osabi), elfArch(machine, class, bo), "ELF")
-	res.interp = elfInterpreter(r, bo, class, phoff, phent, phnum)
+	res.dynamic = elfDynamic(r, bo, class, phoff, phent, phnum)
 	return res, true, nil
 }
 
 // maxInterp bounds the loader path read from PT_INTERP: real ones are a
-// few dozen bytes, and PATH_MAX is 4096.
+// few dozen bytes, and PATH_MAX is 4096. It bounds each name the dynamic
+// section gives (DT_NEEDED, DT_RUNPATH, DT_RPATH) too.
 const maxInterp = 4096
 
-// elfInterpreter reads the program headers for PT_INTERP: the loader a
-// dynamically linked executable needs in the image to start. A header
-// table or an interpreter that cannot be read is none: the kernel would
-// refuse the file, but the check of its platform has passed it, and this
-// only serves a warning.
-func elfInterpreter(r io.ReaderAt, bo binary.ByteOrder, class elf.Class, phoff uint64, phent, phnum uint16) string {
+// maxDynamic bounds the dynamic section read (PT_DYNAMIC): real ones hold
+// a few dozen entries of 16 bytes, this 4096 of them.
+const maxDynamic = 64 << 10
+
+// Dynamic is what a dynamically linked ELF executable needs in the image
+// to start: its loader, and the shared libraries the loader looks for.
+type Dynamic struct {
+	// Interp is the program interpreter (PT_INTERP), the loader.
+	Interp string `json:"interp,omitempty"`
+	// Needed are the shared libraries it names (DT_NEEDED), by soname.
+	Needed []string `json:"needed,omitempty"`
+	// RunPath and RPath are the directories it asks the loader to look
+	// in first (DT_RUNPATH; DT_RPATH, which glibc's loader reads only
+	// when there is no DT_RUNPATH), each a colon-separated list as
+	// written, $ORIGIN unexpanded.
+	RunPath string `json:"runpath,omitempty"`
+	RPath   string `json:"rpath,omitempty"`
+}
+
+// elfSegment is a PT_LOAD segment: where its bytes are in the file and
+// in memory, which the dynamic section's addresses are.
+type elfSegment struct{ vaddr, off, filesz uint64 }
+
+// elfDynamic reads the program headers for PT_INTERP, and for an
+// executable that has one, its dynamic section's needed libraries and
+// search paths. A header table or an interpreter that cannot be read is
+// none, and a dynamic section that cannot be read names nothing: the
+// kernel or the loader would refuse the file, but the check of its
+// platform has passed it, and this only serves warnings.
+func elfDynamic(r io.ReaderAt, bo binary.ByteOrder, class elf.Class, phoff uint64, phent, phnum uint16) Dynamic {
+	var (
+		d              Dynamic
+		loads          []elfSegment
+		dynOff, dynLen uint64
+		haveDyn        bool
+	)
 	for i := range uint64(phnum) {
 		off := int64(phoff + i*uint64(phent))
 		var typ elf.ProgType
-		var foff, size uint64
+		var foff, vaddr, size uint64
 		switch class {
 		case elf.ELFCLASS32:
 			var ph elf.Prog32
 			if phent < uint16(binary.Size(ph)) || readStruct(r, off, bo, &ph, "ELF program header") != nil {
-				return ""
+				return Dynamic{}
 			}
-			typ, foff, size = elf.ProgType(ph.Type), uint64(ph.Off), uint64(ph.Filesz)
+			typ, foff, vaddr, size = elf.ProgType(ph.Type), uint64(ph.Off), uint64(ph.Vaddr), uint64(ph.Filesz)
 		default:
 			var ph elf.Prog64
 			if phent < uint16(binary.Size(ph)) || readStruct(r, off, bo, &ph, "ELF program header") != nil {
-				return ""
+				return Dynamic{}
 			}
-			typ, foff, size = elf.ProgType(ph.Type), ph.Off, ph.Filesz
+			typ, foff, vaddr, size = elf.ProgType(ph.Type), ph.Off, ph.Vaddr, ph.Filesz
 		}
-		if typ != elf.PT_INTERP {
-			continue
+		switch typ {
+		case elf.PT_INTERP:
+			if d.Interp != "" || size == 0 || size > maxInterp {
+				continue
+			}
+			b := make([]byte, size)
+			if readAt(r, b, int64(foff), "ELF interpreter") != nil {
+				return Dynamic{}
+			}
+			d.Interp = strings.TrimRight(string(b), "\x00")
+		case elf.PT_LOAD:
+			loads = append(loads, elfSegment{vaddr: vaddr, off: foff, filesz: size})
+		case elf.PT_DYNAMIC:
+			if !haveDyn {
+				dynOff, dynLen, haveDyn = foff, min(size, maxDynamic), true
+			}
 		}
-		if size == 0 || size > maxInterp {
-			return ""
-		}
-		b := make([]byte, size)
-		if readAt(r, b, int64(foff), "ELF interpreter") != nil {
-			return ""
-		}
-		return strings.TrimRight(string(b), "\x00")
 	}
-	return ""
+	if d.Interp == "" || !haveDyn {
+		return d
+	}
+	d.Needed, d.RunPath, d.RPath = elfNeeded(r, bo, class, dynOff, dynLen, loads)
+	return d
+}
+
+// elfNeeded reads the dynamic section of dynLen bytes at dynOff: the
+// sonames of DT_NEEDED and the DT_RUNPATH and DT_RPATH strings, from the
+// string table DT_STRTAB gives by address, found in the file through the
+// PT_LOAD segment that maps it.
+func elfNeeded(r io.ReaderAt, bo binary.ByteOrder, class elf.Class, dynOff, dynLen uint64, loads []elfSegment) (needed []string, runpath, rpath string) {
+	entSize := uint64(16)
+	if class == elf.ELFCLASS32 {
+		entSize = 8
+	}
+	buf := make([]byte, dynLen-dynLen%entSize)
+	if readAt(r, buf, int64(dynOff), "ELF dynamic section") != nil {
+		return nil, "", ""
+	}
+	var (
+		strtab, strsz  uint64
+		haveTab        bool
+		neededAt       []uint64
+		runAt, rAt     uint64
+		haveRun, haveR bool
+	)
+	for off := uint64(0); off+entSize <= uint64(len(buf)); off += entSize {
+		var tag, val uint64
+		if class == elf.ELFCLASS32 {
+			tag, val = uint64(int32(bo.Uint32(buf[off:]))), uint64(bo.Uint32(buf[off+4:]))
+		} else {
+			tag, val = bo.Uint64(buf[off:]), bo.Uint64(buf[off+8:])
+		}
+		switch elf.DynTag(tag) {
+		case elf.DT_NULL:
+			off = uint64(len(buf))
+		case elf.DT_NEEDED:
+			neededAt = append(neededAt, val)
+		case elf.DT_STRTAB:
+			strtab, haveTab = val, true
+		case elf.DT_STRSZ:
+			strsz = val
+		case elf.DT_RUNPATH:
+			runAt, haveRun = val, true
+		case elf.DT_RPATH:
+			rAt, haveR = val, true
+		}
+	}
+	if !haveTab {
+		return nil, "", ""
+	}
+	// The string table's file offset: the segment that maps its address.
+	var tabOff uint64
+	found := false
+	for _, s := range loads {
+		if strtab >= s.vaddr && strtab-s.vaddr < s.filesz {
+			tabOff, found = s.off+(strtab-s.vaddr), true
+			// The table ends with the segment's bytes in the file.
+			strsz = min(strsz, s.filesz-(strtab-s.vaddr))
+			break
+		}
+	}
+	if !found {
+		return nil, "", ""
+	}
+	str := func(at uint64) (string, bool) {
+		if at >= strsz {
+			return "", false
+		}
+		b := make([]byte, min(strsz-at, maxInterp))
+		if readAt(r, b, int64(tabOff+at), "ELF string table") != nil {
+			return "", false
+		}
+		n := bytes.IndexByte(b, 0)
+		if n < 0 {
+			return "", false
+		}
+		return string(b[:n]), true
+	}
+	for _, at := range neededAt {
+		if s, ok := str(at); ok && s != "" {
+			needed = append(needed, s)
+		}
+	}
+	if haveRun {
+		runpath, _ = str(runAt)
+	}
+	if haveR {
+		rpath, _ = str(rAt)
+	}
+	return needed, runpath, rpath
 }
 
 // elfOS maps the ELF OS ABI byte to a GOOS. Linux toolchains, Go's included,

@@ -51,8 +51,9 @@ type result struct {
 	// Windows architecture, and Windows images ship many of them, so
 	// treating the stamp literally would reject perfectly good images.
 	anyWindowsArch bool
-	// interp is the loader an ELF executable names (PT_INTERP).
-	interp string
+	// dynamic is what an ELF executable needs to start: its loader
+	// (PT_INTERP) and shared libraries.
+	dynamic Dynamic
 }
 
 // sniffLen covers every magic this package looks at, plus the DOS header's
@@ -104,17 +105,29 @@ func Check(path, name, wantOS, wantArch string) error {
 // /lib64/ld-linux-x86-64.so.2: "" for a static executable or any other
 // file. One read of its headers serves both.
 func CheckLoader(path, name, wantOS, wantArch string) (string, error) {
+	d, err := CheckDynamic(path, name, wantOS, wantArch)
+	return d.Interp, err
+}
+
+// CheckDynamic is Check, and also returns what a dynamically linked ELF
+// executable needs to start: its loader and the shared libraries it
+// names (DT_NEEDED), with the directories it has the loader look in.
+// It is zero for a static executable or any other file. The headers and
+// the dynamic section are read with bounds (names of at most 4096 bytes,
+// a dynamic section of at most 64 KiB), and what cannot be read is left
+// out rather than failing: it only serves warnings.
+func CheckDynamic(path, name, wantOS, wantArch string) (Dynamic, error) {
 	r, ok, err := detectPath(path)
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", name, err)
+		return Dynamic{}, fmt.Errorf("%s: %w", name, err)
 	}
 	if !ok {
-		return "", nil
+		return Dynamic{}, nil
 	}
 	if r.OS == wantOS && (slices.Contains(r.archs, wantArch) || r.anyWindowsArch) {
-		return r.interp, nil
+		return r.dynamic, nil
 	}
-	return "", fmt.Errorf("%s: built for %s, image is %s/%s", name, r.Platform, wantOS, wantArch)
+	return Dynamic{}, fmt.Errorf("%s: built for %s, image is %s/%s", name, r.Platform, wantOS, wantArch)
 }
 
 func detectPath(path string) (result, bool, error) {

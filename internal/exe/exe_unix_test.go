@@ -6,8 +6,10 @@ import (
 	"debug/elf"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -91,5 +93,61 @@ func TestLoaderAgreesWithDebugELF(t *testing.T) {
 	}
 	if got, err := CheckLoader("/etc/hostname", "/etc/hostname", runtime.GOOS, runtime.GOARCH); got != "" || err != nil {
 		t.Errorf("a text file: %q, %v", got, err)
+	}
+}
+
+// CheckDynamic agrees with debug/elf's full parser on the needed
+// libraries and search paths of this machine's executables, and of one
+// linked here with a run path.
+func TestDynamicAgreesWithDebugELF(t *testing.T) {
+	paths := []string{"/bin/sh", "/usr/bin/env", "/usr/bin/gcc"}
+	if cc, err := exec.LookPath("cc"); err == nil {
+		dir := t.TempDir()
+		src := filepath.Join(dir, "m.c")
+		if err := os.WriteFile(src, []byte("#include <math.h>\nint main(int c, char **v) { return (int)sqrt((double)c); }\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, "m")
+		if b, err := exec.Command(cc, "-o", out, src, "-lm", "-Wl,--no-as-needed", "-Wl,-rpath,$ORIGIN/../lib:/opt/x", "-Wl,--enable-new-dtags").CombinedOutput(); err == nil {
+			paths = append(paths, out)
+		} else {
+			t.Logf("cc: %v: %s", err, b)
+		}
+	}
+	seen := 0
+	for _, p := range paths {
+		if p, err := filepath.EvalSymlinks(p); err == nil {
+			f, err := elf.Open(p)
+			if err != nil {
+				continue
+			}
+			want, err := f.ImportedLibraries()
+			if err != nil {
+				t.Fatal(err)
+			}
+			runpath, _ := f.DynString(elf.DT_RUNPATH)
+			rpath, _ := f.DynString(elf.DT_RPATH)
+			f.Close()
+			d, err := CheckDynamic(p, p, runtime.GOOS, runtime.GOARCH)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Interp == "" {
+				continue
+			}
+			seen++
+			if strings.Join(d.Needed, ",") != strings.Join(want, ",") {
+				t.Errorf("%s: needed %q, debug/elf says %q", p, d.Needed, want)
+			}
+			if d.RunPath != strings.Join(runpath, ":") || d.RPath != strings.Join(rpath, ":") {
+				t.Errorf("%s: run path %q, rpath %q; debug/elf says %q, %q", p, d.RunPath, d.RPath, runpath, rpath)
+			}
+			if strings.HasSuffix(p, "/m") && (d.RunPath != "$ORIGIN/../lib:/opt/x" || !slices.Contains(d.Needed, "libm.so.6")) {
+				t.Errorf("%s: %+v, want libm.so.6 and the run path given", p, d)
+			}
+		}
+	}
+	if seen == 0 {
+		t.Skip("no dynamically linked executable found to compare")
 	}
 }
