@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -130,4 +131,117 @@ func hostTrue(t *testing.T, dst string) (loader string) {
 	}
 	writeFile(t, dst, string(data))
 	return loader
+}
+
+// A dynamically linked executable whose loader the base holds still
+// needs its shared libraries (DT_NEEDED) where the loader looks: a base
+// without one gets a warning naming it, at the base's line; one that
+// holds it through a chain of links (merged /usr, soname -> file) none;
+// and a run path with $ORIGIN is searched from the executable's place.
+func TestMissingSharedLibraryWarns(t *testing.T) {
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+		t.Skip("links a linux/amd64 executable with this machine's C compiler")
+	}
+	cc := needTool(t, "cc")
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "foo.c"), "int foo(void) { return 0; }\n")
+	writeFile(t, filepath.Join(dir, "main.c"), "int foo(void);\nint main(void) { return foo(); }\n")
+	build := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
+			t.Fatalf("cc %v: %v: %s", args, err, out)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lib := filepath.Join(dir, "libfoo.so.1.2.3")
+	build("-shared", "-fPIC", "-Wl,-soname,libfoo.so.1", "-o", lib, filepath.Join(dir, "foo.c"))
+	build("-o", filepath.Join(dir, "bin", "tool"), filepath.Join(dir, "main.c"), lib)
+	build("-o", filepath.Join(dir, "bin", "tool-origin"), filepath.Join(dir, "main.c"), lib, "-Wl,-rpath,$ORIGIN/../lib", "-Wl,--enable-new-dtags")
+	loader, err := exe.CheckLoader(filepath.Join(dir, "bin", "tool"), "tool", "linux", "amd64")
+	if err != nil || loader == "" {
+		t.Fatalf("tool: loader %q, %v", loader, err)
+	}
+	// A merged-/usr glibc base: the loader, and libc where Debian keeps it.
+	base := func(name string, extra func(root string)) string {
+		b := filepath.Join(dir, name)
+		root := filepath.Join(b, "root")
+		writeFile(t, filepath.Join(root, "usr", strings.TrimPrefix(loader, "/")), "loader")
+		writeFile(t, filepath.Join(root, "usr", "lib", "x86_64-linux-gnu", "libc.so.6"), "libc")
+		for _, l := range []string{"lib", "lib64"} {
+			if err := os.MkdirAll(filepath.Join(root, "usr", l), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink("usr/"+l, filepath.Join(root, l)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if extra != nil {
+			extra(root)
+		}
+		dfBase(t, b)
+		return filepath.Join(b, "base")
+	}
+	symlink := func(target, link string) {
+		t.Helper()
+		if err := os.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	without := base("without", nil)
+	// /lib/x86_64-linux-gnu/libfoo.so.1 -> libfoo.so.1.2 -> libfoo.so.1.2.3,
+	// through lib -> usr/lib.
+	with := base("with", func(root string) {
+		d := filepath.Join(root, "usr", "lib", "x86_64-linux-gnu")
+		writeFile(t, filepath.Join(d, "libfoo.so.1.2.3"), "libfoo")
+		symlink("libfoo.so.1.2.3", filepath.Join(d, "libfoo.so.1.2"))
+		symlink("/lib/x86_64-linux-gnu/libfoo.so.1.2", filepath.Join(d, "libfoo.so.1"))
+	})
+	// Beside the executable only, where $ORIGIN/../lib leads.
+	beside := base("beside", func(root string) {
+		writeFile(t, filepath.Join(root, "opt", "app", "lib", "libfoo.so.1"), "libfoo")
+	})
+	// A link to nowhere is no library.
+	dangling := base("dangling", func(root string) {
+		symlink("libfoo.so.1.2.3", filepath.Join(root, "usr", "lib", "x86_64-linux-gnu", "libfoo.so.1"))
+	})
+	recipe := filepath.Join(dir, "pallet.yaml")
+	for _, tc := range []struct {
+		base, bin string
+		warn      bool
+	}{
+		{without, "tool", true},
+		{with, "tool", false},
+		{dangling, "tool", true},
+		{beside, "tool", true},
+		{beside, "tool-origin", false},
+		{without, "tool-origin", true},
+	} {
+		writeFile(t, recipe, `version: 1
+artifacts:
+  tool:
+    local: {path: ./bin/`+tc.bin+`}
+    licenses: none
+images:
+  img:
+    base: oci:`+tc.base+`
+    platforms: [linux/amd64]
+    files:
+      - {artifact: tool, dest: /opt/app/bin/tool}
+`)
+		out, err := pallet(t, "build", "--progress", "plain", "--no-cache", "-f", recipe, "-o", "oci:"+filepath.Join(t.TempDir(), "out"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "pallet.yaml:8:5: image img (linux/amd64): /opt/app/bin/tool needs the shared library libfoo.so.1, which neither the base oci:" + tc.base + " nor the image's layers hold"
+		if got := strings.Contains(out, want); got != tc.warn {
+			t.Errorf("%s on %s: warned %v, want %v:\n%s", tc.bin, filepath.Base(filepath.Dir(tc.base)), got, tc.warn, out)
+		}
+		// One message per executable, and none for libc, which all the
+		// bases hold.
+		if n := strings.Count(out, "/opt/app/bin/tool"); n > 1 || strings.Contains(out, "libc.so.6") {
+			t.Errorf("%s on %s: more than the one message:\n%s", tc.bin, filepath.Base(filepath.Dir(tc.base)), out)
+		}
+	}
 }

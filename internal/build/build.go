@@ -1637,33 +1637,44 @@ func cachedLayer(c *cache.Cache, key string, comp layer.Compression, check func(
 }
 
 // loaderNeed is a dynamically linked executable placed in an image and
-// the loader (PT_INTERP) it needs there to start.
-type loaderNeed struct{ path, loader string }
+// what it needs there to start: its loader (PT_INTERP) and shared
+// libraries.
+type loaderNeed struct {
+	path string
+	exe.Dynamic
+}
 
 // checkExecutables refuses an executable built for another platform than
 // the image's, before any layer is written, and returns the dynamically
-// linked ones with their loaders. A file that passed for this platform
+// linked ones with what they need. A file that passed for this platform
 // once is not read again while it is untouched.
 func (b *builder) checkExecutables(res *artifact.Result, place tree.Placement, p platform.Platform) ([]loaderNeed, error) {
 	placed := tree.New()
 	if err := placed.Place(res.Tree, place); err != nil {
 		return nil, err
 	}
-	fact := "exe-check " + p.OS + "/" + p.Arch
+	fact := "exe-dynamic " + p.OS + "/" + p.Arch
 	var needs []loaderNeed
 	for _, e := range placed.Entries() {
 		if e.Kind != tree.File {
 			continue
 		}
 		got, err := b.memo(e.Source, e.Stamp, fact, func(path string) (string, error) {
-			loader, err := exe.CheckLoader(path, "/"+e.Path, p.OS, p.Arch)
-			return "ok " + loader, err
+			d, err := exe.CheckDynamic(path, "/"+e.Path, p.OS, p.Arch)
+			if err != nil || d.Interp == "" {
+				return "ok", err
+			}
+			j, err := json.Marshal(d)
+			return "ok " + string(j), err
 		})
 		if err != nil {
 			return nil, fmt.Errorf("artifact %s: %w (set check: false on the artifact to allow it)", res.Record.Name, err)
 		}
-		if loader := strings.TrimPrefix(got, "ok "); loader != "" && loader != got {
-			needs = append(needs, loaderNeed{path: "/" + e.Path, loader: loader})
+		if j, ok := strings.CutPrefix(got, "ok "); ok {
+			var d exe.Dynamic
+			if json.Unmarshal([]byte(j), &d) == nil && d.Interp != "" {
+				needs = append(needs, loaderNeed{path: "/" + e.Path, Dynamic: d})
+			}
 		}
 	}
 	return needs, nil
@@ -1673,7 +1684,9 @@ func (b *builder) checkExecutables(res *artifact.Result, place tree.Placement, p
 // loader neither the image's layers nor its base provide: the image
 // builds, and fails at its first start with "no such file or directory"
 // (a cgo binary on scratch, or on a base of another C library: musl's
-// loader is not glibc's).
+// loader is not glibc's). An executable whose loader is there is checked
+// for the shared libraries it needs (see missingLibraries): one the
+// image lacks fails the start too (runc without libseccomp.so.2).
 func (b *builder) warnMissingLoaders(ctx context.Context, name string, pi *plan.PlatformImage, trees []*tree.Tree) {
 	b.mu.Lock()
 	needs := b.loaders[pi]
@@ -1687,13 +1700,12 @@ func (b *builder) warnMissingLoaders(ctx context.Context, name string, pi *plan.
 	// than one that misses a misplaced loader.
 	names := map[string]bool{}
 	for _, n := range needs {
-		names[path.Base(n.loader)] = false
+		names[path.Base(n.Interp)] = false
 	}
-	for _, t := range trees {
-		for e := range t.All() {
-			if _, ok := names[path.Base(e.Path)]; ok {
-				names[path.Base(e.Path)] = true
-			}
+	placed := newLayerFiles(trees)
+	for p := range placed.files {
+		if _, ok := names[path.Base(p)]; ok {
+			names[path.Base(p)] = true
 		}
 	}
 	views, err := b.baseViews(ctx, name, pi)
@@ -1705,16 +1717,30 @@ func (b *builder) warnMissingLoaders(ctx context.Context, name string, pi *plan.
 			continue // a built-in base pallet does not read this way
 		}
 		for _, n := range needs {
-			if names[path.Base(n.loader)] || viewHasFile(views[i], n.loader) {
+			if names[path.Base(n.Interp)] || viewHasFile(views[i], n.Interp) {
+				if missing := missingLibraries(n, pi.Platform.Arch, views[i], placed); len(missing) > 0 {
+					on := "the base " + ref
+					if ref == image.Scratch {
+						on = "scratch"
+					}
+					b.opt.Progress.Warn("%s: image %s (%s): %s needs the shared %s %s, which neither %s nor the image's layers hold where its loader %s looks: it will not start (error while loading shared libraries); install %s in the base, place %s in a directory the loader searches (or one the executable's run path names), or link it statically", pi.BasePos, name, pi.Platform, n.path, plural(len(missing), "library", "libraries"), strings.Join(missing, ", "), on, n.Interp, plural(len(missing), "it", "them"), plural(len(missing), "it", "them"))
+				}
 				continue
 			}
 			if ref == image.Scratch {
-				b.opt.Progress.Warn("image %s (%s): %s is dynamically linked and needs %s, which nothing in the image provides on scratch: it will not start; link it statically (CGO_ENABLED=0, or -extldflags -static) or build on a base with its C library", name, pi.Platform, n.path, n.loader)
+				b.opt.Progress.Warn("image %s (%s): %s is dynamically linked and needs %s, which nothing in the image provides on scratch: it will not start; link it statically (CGO_ENABLED=0, or -extldflags -static) or build on a base with its C library", name, pi.Platform, n.path, n.Interp)
 			} else {
-				b.opt.Progress.Warn("%s: image %s (%s): %s is dynamically linked and needs %s, which neither the base %s nor the image's layers hold: it will not start; build it for the base's C library (the base distro's compiler, cc:), link it statically, or use a base that has it", pi.BasePos, name, pi.Platform, n.path, n.loader, ref)
+				b.opt.Progress.Warn("%s: image %s (%s): %s is dynamically linked and needs %s, which neither the base %s nor the image's layers hold: it will not start; build it for the base's C library (the base distro's compiler, cc:), link it statically, or use a base that has it", pi.BasePos, name, pi.Platform, n.path, n.Interp, ref)
 			}
 		}
 	}
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // viewHasFile says whether the base whose view is v holds a file (or a

@@ -1,0 +1,238 @@
+package build
+
+import (
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/pallet-dev/pallet/internal/tree"
+)
+
+// layerFiles are the files and links an image's own layers place, by
+// clean path without the leading slash.
+type layerFiles struct {
+	files map[string]bool
+	links tree.Links
+}
+
+func newLayerFiles(trees []*tree.Tree) layerFiles {
+	l := layerFiles{files: map[string]bool{}, links: tree.Links{}}
+	for _, t := range trees {
+		for e := range t.All() {
+			switch e.Kind {
+			case tree.File:
+				l.files[e.Path] = true
+				delete(l.links, e.Path)
+			case tree.Symlink:
+				l.links[e.Path] = e.Link
+				delete(l.files, e.Path)
+			}
+		}
+	}
+	return l
+}
+
+// multiarch are the Debian multiarch triplets of a GOARCH: the
+// directories under /lib and /usr/lib (and /usr/local/lib) a Debian or
+// Ubuntu base keeps its libraries in, which its /etc/ld.so.conf.d names.
+var multiarch = map[string][]string{
+	"amd64":    {"x86_64-linux-gnu"},
+	"arm64":    {"aarch64-linux-gnu"},
+	"arm":      {"arm-linux-gnueabihf", "arm-linux-gnueabi"},
+	"386":      {"i386-linux-gnu"},
+	"ppc64le":  {"powerpc64le-linux-gnu"},
+	"ppc64":    {"powerpc64-linux-gnu"},
+	"s390x":    {"s390x-linux-gnu"},
+	"riscv64":  {"riscv64-linux-gnu"},
+	"mips64le": {"mips64el-linux-gnuabi64"},
+	"mipsle":   {"mipsel-linux-gnu"},
+	"loong64":  {"loongarch64-linux-gnu"},
+}
+
+// machine is the kernel's name of a GOARCH's machine, what $PLATFORM in
+// a run path stands for.
+var machine = map[string]string{
+	"amd64": "x86_64", "arm64": "aarch64", "386": "i686", "ppc64le": "ppc64le",
+	"s390x": "s390x", "riscv64": "riscv64", "arm": "armv7l",
+}
+
+// isMusl says whether loader is musl's (/lib/ld-musl-x86_64.so.1).
+func isMusl(loader string) bool {
+	return strings.HasPrefix(path.Base(loader), "ld-musl-")
+}
+
+// libraryDirs are the directories the loader of n looks in for the
+// libraries n needs, in its order, as clean paths without the leading
+// slash; ok is false when that cannot be known here (a musl base's
+// /etc/ld-musl-*.path, whose content a base's view does not hold, or a
+// run path naming what is not expanded here).
+//
+// The run path (DT_RUNPATH, else DT_RPATH) comes first, $ORIGIN the
+// executable's directory in the image. Then glibc's loader reads its
+// cache, which ldconfig made from /etc/ld.so.conf; a base's view holds
+// the names of its files, not what they hold, so the cache's directories
+// are taken to be those Debian, Ubuntu and Fedora configure: the
+// multiarch directories of the machine and /usr/local/lib. Its defaults
+// follow: /lib and /usr/lib, and /lib64 and /usr/lib64 where the
+// machine's libraries are there. musl's loader has no cache: /lib,
+// /usr/local/lib and /usr/lib, unless the base has an
+// /etc/ld-musl-ARCH.path to say otherwise.
+func libraryDirs(n loaderNeed, arch string, has func(string) bool, placed layerFiles) (dirs []string, ok bool) {
+	rp := n.RunPath
+	if rp == "" {
+		rp = n.RPath
+	}
+	origin := path.Dir(path.Clean("/" + n.path))
+	for d := range strings.SplitSeq(rp, ":") {
+		if d == "" {
+			continue // the working directory, unknown here
+		}
+		alts := []string{d}
+		if strings.Contains(d, "$LIB") || strings.Contains(d, "${LIB}") {
+			alts = nil
+			for _, lib := range []string{"lib", "lib64"} {
+				alts = append(alts, strings.NewReplacer("${LIB}", lib, "$LIB", lib).Replace(d))
+			}
+		}
+		for _, a := range alts {
+			a = strings.NewReplacer("${ORIGIN}", origin, "$ORIGIN", origin, "${PLATFORM}", machine[arch], "$PLATFORM", machine[arch]).Replace(a)
+			if strings.Contains(a, "$") || !strings.HasPrefix(a, "/") {
+				return nil, false
+			}
+			dirs = append(dirs, a)
+		}
+	}
+	if isMusl(n.Interp) {
+		for p := range placed.files {
+			if isMuslPath(p) {
+				return nil, false
+			}
+		}
+		if has("") {
+			return nil, false
+		}
+		dirs = append(dirs, "/lib", "/usr/local/lib", "/usr/lib")
+	} else {
+		for _, t := range multiarch[arch] {
+			dirs = append(dirs, "/lib/"+t, "/usr/lib/"+t, "/usr/local/lib/"+t)
+		}
+		dirs = append(dirs, "/usr/local/lib", "/lib", "/usr/lib", "/lib64", "/usr/lib64")
+	}
+	for i, d := range dirs {
+		dirs[i] = strings.Trim(path.Clean(d), "/")
+	}
+	return dirs, true
+}
+
+// isMuslPath says whether p is musl's loader's search path file,
+// etc/ld-musl-ARCH.path.
+func isMuslPath(p string) bool {
+	d, f := path.Split(p)
+	return d == "etc/" && strings.HasPrefix(f, "ld-musl-") && strings.HasSuffix(f, ".path")
+}
+
+// missingLibraries are the shared libraries n needs (DT_NEEDED) that
+// neither the base whose view is v nor the image's layers hold in the
+// directories its loader looks in, through the links of both: a
+// library placed at a soname that is a link to the file
+// (libseccomp.so.2 -> libseccomp.so.2.5.4) is there if the file is.
+//
+// What is not looked at: the libraries those libraries need (the base's
+// files are known by name only), LD_LIBRARY_PATH, and glibc's hwcaps
+// subdirectories. A library the loader provides itself (glibc's
+// ld-linux, musl's libc.so and the names it answers for) is there with
+// the loader.
+func missingLibraries(n loaderNeed, arch string, v *tree.View, placed layerFiles) []string {
+	if len(n.Needed) == 0 {
+		return nil
+	}
+	var links tree.Links
+	var files map[string]bool
+	if v != nil {
+		links = make(tree.Links, len(v.Links)+len(v.FileLinks)+len(placed.links))
+		for p, t := range v.Links {
+			links[p] = t
+		}
+		for p, t := range v.FileLinks {
+			links[p] = t
+		}
+		files = v.Files
+	} else {
+		links = make(tree.Links, len(placed.links))
+	}
+	for p, t := range placed.links {
+		links[p] = t
+	}
+	has := func(p string) bool {
+		if p == "" { // musl's search path file
+			if v == nil {
+				return false
+			}
+			for f := range v.Files {
+				if isMuslPath(f) {
+					return true
+				}
+			}
+			for f := range v.FileLinks {
+				if isMuslPath(f) {
+					return true
+				}
+			}
+			return false
+		}
+		if placed.files[p] {
+			return true
+		}
+		r, err := links.Resolve(p)
+		return err == nil && (files[r] || placed.files[r])
+	}
+	dirs, ok := libraryDirs(n, arch, has, placed)
+	if !ok {
+		return nil
+	}
+	var missing []string
+	for _, so := range n.Needed {
+		if slices.Contains(missing, so) || providedByLoader(so, n.Interp) {
+			continue
+		}
+		if strings.Contains(so, "/") {
+			// A path, not a name to look for: relative to the working
+			// directory, unknown here, unless absolute.
+			if strings.HasPrefix(so, "/") && !has(strings.Trim(path.Clean(so), "/")) {
+				missing = append(missing, so)
+			}
+			continue
+		}
+		found := false
+		for _, d := range dirs {
+			if has(path.Join(d, so)) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			missing = append(missing, so)
+		}
+	}
+	return missing
+}
+
+// providedByLoader says whether the loader at interp answers for the
+// library so itself: glibc's loader for its own name, musl's, which is
+// its C library too, for libc and the libraries merged into it
+// (libpthread, librt, libm, libdl, libutil, libxnet), as its
+// load_library does.
+func providedByLoader(so, interp string) bool {
+	if so == path.Base(interp) {
+		return true
+	}
+	if !isMusl(interp) {
+		return false
+	}
+	for _, r := range []string{"c", "pthread", "rt", "m", "dl", "util", "xnet"} {
+		if strings.HasPrefix(so, "lib"+r+".") {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,35 @@
+package build
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/pallet-dev/pallet/internal/exe"
+	"github.com/pallet-dev/pallet/internal/tree"
+)
+
+// musl's loader is its C library: the names it answers for are not
+// looked for; the others are, in /lib, /usr/local/lib and /usr/lib, not
+// in glibc's multiarch directories; and a base with its own search path
+// file, whose content is not known here, gets no warning.
+func TestMissingLibrariesMusl(t *testing.T) {
+	n := loaderNeed{path: "/usr/bin/tool", Dynamic: exe.Dynamic{Interp: "/lib/ld-musl-x86_64.so.1", Needed: []string{"libc.musl-x86_64.so.1", "libz.so.1", "libssl.so.3"}}}
+	v := &tree.View{Files: map[string]bool{"lib/ld-musl-x86_64.so.1": true, "usr/local/lib/libz.so.1": true, "usr/lib/x86_64-linux-gnu/libssl.so.3": true}}
+	if got := missingLibraries(n, "amd64", v, newLayerFiles(nil)); !slices.Equal(got, []string{"libssl.so.3"}) {
+		t.Errorf("missing %q, want libssl.so.3 only", got)
+	}
+	v.Files["etc/ld-musl-x86_64.path"] = true
+	if got := missingLibraries(n, "amd64", v, newLayerFiles(nil)); got != nil {
+		t.Errorf("with a search path file: missing %q, want nothing said", got)
+	}
+	// glibc's loader looks in the multiarch directory, and a layer's
+	// link to a base file is the library.
+	n.Interp, n.Needed = "/lib64/ld-linux-x86-64.so.2", []string{"libssl.so.3", "libz.so.1", "libfoo.so.1"}
+	l := tree.New()
+	if err := l.Add(tree.Entry{Path: "usr/lib/libfoo.so.1", Kind: tree.Symlink, Link: "/usr/local/lib/libz.so.1"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := missingLibraries(n, "amd64", v, newLayerFiles([]*tree.Tree{l})); got != nil {
+		t.Errorf("glibc: missing %q, want none", got)
+	}
+}
