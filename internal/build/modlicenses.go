@@ -131,7 +131,44 @@ func (b *builder) moduleLicenses(ctx context.Context, pa *plan.Artifact, res *ar
 			b.opt.Progress.Warn("%s", msg)
 		}
 	}
+	if err := b.addGoLicense(ctx, pa, env, a, merged); err != nil {
+		return err
+	}
 	res.Licenses = merged
+	return nil
+}
+
+// addGoLicense ships, beside the modules' licences, the LICENSE of the Go
+// toolchain pallet runs for the artifact (its pinned one), which its Go
+// binaries' standard library is under, once per toolchain version, and
+// records it on each binary. A release's binaries were built by
+// another's toolchain, whose licence is not at hand: they get the text
+// of pallet's, which has been Go's BSD licence in every release.
+func (b *builder) addGoLicense(ctx context.Context, pa *plan.Artifact, env []string, a *record.Artifact, merged *tree.Tree) error {
+	var gl goToolchainLicense
+	for i := range a.GoBinaries {
+		gb := &a.GoBinaries[i]
+		if gb.GoVersion == "" {
+			continue
+		}
+		if gl.file == "" {
+			var err error
+			if gl, err = b.goLicense(ctx, env); err != nil {
+				if b.opt.RequireLicenses {
+					return fmt.Errorf("%s: the Go toolchain's licence, which its Go binaries' standard library is under: %w; licences are required", &pa.Request, err)
+				}
+				b.opt.Progress.Warn("%s: the Go toolchain's licence, which its Go binaries' standard library is under, is not shipped: %v", &pa.Request, err)
+				return nil
+			}
+			p := goLicensePath(gl.version)
+			if _, dup := merged.Get(p); !dup {
+				if err := merged.Add(tree.Entry{Path: p, Kind: tree.File, Mode: 0o644, Source: gl.file, Size: gl.size}); err != nil {
+					return err
+				}
+			}
+		}
+		gb.GoLicense = goLicensePath(gl.version)
+	}
 	return nil
 }
 

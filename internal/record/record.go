@@ -67,6 +67,11 @@ type GoBinary struct {
 	MainVersion string `json:"mainVersion,omitempty"`
 	// Modules are the licences of every module linked, when asked for.
 	Modules []Module `json:"modules,omitempty"`
+	// GoLicense is the licence of the Go toolchain pallet ran for the
+	// artifact, the standard library's, shipped under
+	// /LICENSES/<artifact>/ ("std@go1.26.8/LICENSE"), when module
+	// licences are asked for.
+	GoLicense string `json:"goLicense,omitempty"`
 }
 
 // Module is one module linked into a Go binary and its licences.

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The standard library every Go binary links is under the Go
+// toolchain's licence: the build ships the LICENSE of the toolchain it
+// ran, byte for byte, once beside the modules' licences of each
+// artifact, however many binaries it has, and the record names it.
+func TestGoToolchainLicenseShipped(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "app", "go.mod"), "module example.com/app\n\ngo 1.22\n")
+	writeFile(t, filepath.Join(dir, "app", "cmd", "one", "main.go"), "package main\n\nfunc main() { println(1) }\n")
+	writeFile(t, filepath.Join(dir, "app", "cmd", "two", "main.go"), "package main\n\nfunc main() { println(2) }\n")
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
+artifacts:
+  app:
+    go: {module: app, packages: [./cmd/one, ./cmd/two]}
+    licenses: none
+images:
+  app:
+    base: scratch
+    platforms: linux/amd64
+    files:
+      - {artifact: app, dest: /bin/}
+`)
+	out := filepath.Join(dir, "out")
+	mustPallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "--sbom", "--cache-dir", t.TempDir(), "-o", "oci:"+out)
+	env, err := exec.Command("go", "env", "GOROOT", "GOVERSION").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	goroot, version, _ := strings.Cut(strings.TrimSpace(string(env)), "\n")
+	want, err := os.ReadFile(filepath.Join(goroot, "LICENSE"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := readImageFiles(t, out, "linux/amd64")
+	p := "LICENSES/app/std@" + version + "/LICENSE"
+	if got := files[p]; got != fmt.Sprintf("%s (644)", want) {
+		t.Errorf("%s: %q, want %s/LICENSE", p, got, goroot)
+	}
+	n := 0
+	for f := range files {
+		if strings.HasPrefix(f, "LICENSES/") && strings.HasSuffix(f, "/LICENSE") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d licence files shipped, want Go's once: %v", n, files)
+	}
+	rec := readRecord(t, out+".record.json")
+	if gbs := rec.Artifacts[0].GoBinaries; len(gbs) != 2 || gbs[0].GoLicense != "std@"+version+"/LICENSE" || gbs[1].GoLicense != gbs[0].GoLicense {
+		t.Errorf("the record's Go binaries do not name the licence: %+v", gbs)
+	}
+	// The SBOM lists it with the licence files.
+	var stdout, stderr bytes.Buffer
+	if err := run(context.Background(), []string{"sbom", "oci:" + out, "--format", "spdx-json"}, &stdout, &stderr); err != nil {
+		t.Fatalf("pallet sbom: %v\n%s", err, stderr.String())
+	}
+	var doc struct{ Files []struct{ FileName string } }
+	if err := json.Unmarshal(stdout.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(doc.Files, func(f struct{ FileName string }) bool { return strings.HasSuffix(f.FileName, "/"+p) }) {
+		t.Errorf("the SBOM lists no /%s: %s", p, stdout.String())
+	}
+	// Without module licences, none.
+	out = filepath.Join(dir, "out2")
+	mustPallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "--module-licenses=false", "--cache-dir", t.TempDir(), "-o", "oci:"+out)
+	if files := readImageFiles(t, out, "linux/amd64"); files[p] != "" {
+		t.Errorf("shipped without module licences")
+	}
+}

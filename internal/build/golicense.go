@@ -1,0 +1,115 @@
+package build
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/pallet-dev/pallet/internal/bounded"
+)
+
+// maxGoLicense bounds the Go toolchain's LICENSE read: it is 1.5 KB.
+const maxGoLicense = 64 << 10
+
+// goToolchainLicense is the LICENSE of a Go toolchain: the standard
+// library's, which every Go binary links.
+type goToolchainLicense struct {
+	version string // go1.26.8, as go env GOVERSION says
+	file    string // a copy in the build's work directory
+	size    int64
+}
+
+// goLicensePath is where the Go toolchain's licence is shipped, under
+// /LICENSES/<artifact>/: beside the modules' directories, named as the
+// standard library's module is (GOROOT/src/go.mod says "module std"),
+// with the toolchain's version, which no module path can hold ("@"), so
+// that binaries of two Go releases ship both.
+func goLicensePath(version string) string { return "std@" + version + "/LICENSE" }
+
+// goLicense is the LICENSE of the Go toolchain that env runs (the pinned
+// one pallet builds with), asked once per environment in a build. It is
+// taken only as the toolchain's own: a regular file at the root of the
+// GOROOT go env names, whose VERSION file, where there is one (a
+// release's), names the version go env says; it is read bounded and
+// copied, so that what is shipped is what was checked.
+func (b *builder) goLicense(ctx context.Context, env []string) (goToolchainLicense, error) {
+	key := "GOROOT\x00" + strings.Join(env, "\x00")
+	v, _ := b.modCaches.LoadOrStore(key, &onceLicense{})
+	o := v.(*onceLicense)
+	o.once.Do(func() { o.v, o.err = b.readGoLicense(ctx, env) })
+	return o.v, o.err
+}
+
+type onceLicense struct {
+	once sync.Once
+	v    goToolchainLicense
+	err  error
+}
+
+func (b *builder) readGoLicense(ctx context.Context, env []string) (goToolchainLicense, error) {
+	cmd := exec.CommandContext(ctx, "go", "env", "GOROOT", "GOVERSION")
+	cmd.Env = env
+	cmd.Dir = b.work
+	out, err := cmd.Output()
+	if err != nil {
+		return goToolchainLicense{}, fmt.Errorf("go env GOROOT GOVERSION: %w", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 2 || !filepath.IsAbs(lines[0]) || !strings.HasPrefix(lines[1], "go") {
+		return goToolchainLicense{}, fmt.Errorf("go env GOROOT GOVERSION said %q", out)
+	}
+	goroot, version := lines[0], strings.TrimSpace(lines[1])
+	// A release's VERSION file's first line is its version: a GOROOT
+	// that says another is not the toolchain that answered.
+	if data, err := bounded.ReadFile(filepath.Join(goroot, "VERSION"), 4096); err == nil {
+		first, _, _ := strings.Cut(string(data), "\n")
+		if strings.TrimSpace(first) != version {
+			return goToolchainLicense{}, fmt.Errorf("Go toolchain %s: %s/VERSION says %q", version, goroot, first)
+		}
+	}
+	src := filepath.Join(goroot, "LICENSE")
+	if st, err := os.Lstat(src); err != nil {
+		return goToolchainLicense{}, fmt.Errorf("Go toolchain %s: %w", version, err)
+	} else if !st.Mode().IsRegular() {
+		return goToolchainLicense{}, fmt.Errorf("Go toolchain %s: %s is not a regular file (%s)", version, src, st.Mode().Type())
+	}
+	text, err := bounded.ReadRegular(src, maxGoLicense)
+	if err != nil {
+		return goToolchainLicense{}, fmt.Errorf("Go toolchain %s: %w", version, err)
+	}
+	if !isGoLicense(text) {
+		return goToolchainLicense{}, fmt.Errorf("Go toolchain %s: %s is not Go's BSD licence", version, src)
+	}
+	dir, err := os.MkdirTemp(b.work, "go-license-*")
+	if err != nil {
+		return goToolchainLicense{}, err
+	}
+	copied := filepath.Join(dir, "LICENSE")
+	if err := os.WriteFile(copied, text, 0o644); err != nil {
+		return goToolchainLicense{}, err
+	}
+	return goToolchainLicense{version: version, file: copied, size: int64(len(text))}, nil
+}
+
+// isGoLicense says whether text is Go's LICENSE: the BSD 3-clause
+// licence of The Go Authors (its copyright line has read both
+// "Copyright (c) 2009 The Go Authors. All rights reserved." and
+// "Copyright 2009 The Go Authors.").
+func isGoLicense(text []byte) bool {
+	s := bufio.NewScanner(bytes.NewReader(text))
+	first := ""
+	for s.Scan() {
+		if first = strings.TrimSpace(s.Text()); first != "" {
+			break
+		}
+	}
+	return strings.HasPrefix(first, "Copyright") && strings.Contains(first, "The Go Authors") &&
+		bytes.Contains(text, []byte("Redistribution and use in source and binary forms")) &&
+		bytes.Contains(text, []byte("Neither the name of Google"))
+}
