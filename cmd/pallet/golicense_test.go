@@ -81,4 +81,32 @@ images:
 	if files := readImageFiles(t, out, "linux/amd64"); files[p] != "" {
 		t.Errorf("shipped without module licences")
 	}
+	// A binary pallet did not build was built by another's Go, whose
+	// licence is not at hand; the one running here would make the image
+	// depend on the build machine's Go.
+	build := exec.Command("go", "build", "-o", filepath.Join(dir, "bin", "one"), "./cmd/one")
+	build.Dir = filepath.Join(dir, "app")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, b)
+	}
+	writeFile(t, filepath.Join(dir, "prebuilt.yaml"), `version: 1
+artifacts:
+  app:
+    local: {path: bin}
+    licenses: none
+images:
+  app:
+    base: scratch
+    platforms: linux/amd64
+    files:
+      - {artifact: app, dest: /bin/}
+`)
+	out = filepath.Join(dir, "out3")
+	mustPallet(t, "build", "-q", "-f", filepath.Join(dir, "prebuilt.yaml"), "--cache-dir", t.TempDir(), "-o", "oci:"+out)
+	for f := range readImageFiles(t, out, "linux/amd64") {
+		if strings.Contains(f, "/std@") {
+			t.Errorf("a prebuilt binary's image ships %s", f)
+		}
+	}
 }

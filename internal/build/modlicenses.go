@@ -141,10 +141,15 @@ func (b *builder) moduleLicenses(ctx context.Context, pa *plan.Artifact, res *ar
 // addGoLicense ships, beside the modules' licences, the LICENSE of the Go
 // toolchain pallet runs for the artifact (its pinned one), which its Go
 // binaries' standard library is under, once per toolchain version, and
-// records it on each binary. A release's binaries were built by
-// another's toolchain, whose licence is not at hand: they get the text
-// of pallet's, which has been Go's BSD licence in every release.
+// records it on each binary. Only for binaries pallet built: a
+// release's were built by another's toolchain, whose licence is not at
+// hand, and the text of the toolchain that happens to run pallet would
+// make the image depend on the build machine's Go; the SBOM declares
+// their standard library's licence.
 func (b *builder) addGoLicense(ctx context.Context, pa *plan.Artifact, env []string, a *record.Artifact, merged *tree.Tree) error {
+	if artifact.GoSettings(pa.Kind) == nil {
+		return nil
+	}
 	var gl goToolchainLicense
 	for i := range a.GoBinaries {
 		gb := &a.GoBinaries[i]
