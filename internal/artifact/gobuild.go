@@ -153,20 +153,46 @@ func (f *Fetcher) goBuild(ctx context.Context, r *Request, g *Go, dir string, wo
 	} else if !info.IsDir() {
 		return nil, fmt.Errorf("module directory %s is not a directory", dir)
 	}
+	out := filepath.Join(work, "bin") + string(filepath.Separator)
+	args := append([]string{"build", "-o", out}, g.buildFlags()...)
+	return f.runGo(ctx, r, g, goRun{args: append(args, g.Packages...), dir: dir, out: out, licenses: dir, work: work})
+}
+
+// goRun is one go command that builds g's packages into a directory.
+type goRun struct {
+	args []string
+	// dir is where the go command runs; licenses is the module's root,
+	// where its licences are looked for.
+	dir, licenses string
+	// env is added to the build's environment (goEnv).
+	env []string
+	// out is the directory the command writes the binaries to; made
+	// empty first. When sub is set and out holds that directory, the
+	// binaries are there (go install's $GOPATH/bin/$GOOS_$GOARCH).
+	out, sub string
+	work     string
+	// versionFromBinary: the toolchain is read from the binaries it
+	// built, not asked of go env in dir (go install picks its toolchain
+	// from the module's go line, which go env in a directory does not).
+	versionFromBinary bool
+}
+
+// runGo runs a go build or install of g's packages and takes the
+// binaries it wrote.
+func (f *Fetcher) runGo(ctx context.Context, r *Request, g *Go, run goRun) (*Result, error) {
 	if err := needsCC(g, r.Platform); err != nil {
 		return nil, err
 	}
-	out := filepath.Join(work, "bin") + string(filepath.Separator)
+	out := run.out
 	if err := os.RemoveAll(out); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return nil, err
 	}
-	args := append([]string{"build", "-o", out}, g.buildFlags()...)
-	args = append(args, g.Packages...)
-
-	env := f.goEnv(g, r.Platform)
+	args := run.args
+	dir := run.dir
+	env := append(f.goEnv(g, r.Platform), run.env...)
 	if !slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "GOTMPDIR=") }) {
 		// The go command's own work directory (go-build*, every compiled
 		// package and the link) goes inside the build's, not into TMPDIR:
@@ -174,7 +200,7 @@ func (f *Fetcher) goBuild(ctx context.Context, r *Request, g *Go, dir string, wo
 		// killed, leaves it behind, and only the build's work directory
 		// is removed (or swept) whatever happens. Where it lives changes
 		// no binary: go names it $WORK in what it records.
-		tmp := filepath.Join(work, "tmp")
+		tmp := filepath.Join(run.work, "tmp")
 		if err := os.MkdirAll(tmp, 0o700); err != nil {
 			return nil, err
 		}
@@ -192,10 +218,14 @@ func (f *Fetcher) goBuild(ctx context.Context, r *Request, g *Go, dir string, wo
 	// toolchain; it is waited for even when the build fails, so that no
 	// go command outlives this one.
 	version := make(chan versionOrErr, 1)
-	go func() {
-		v, err := toolchainVersion(ctx, dir, env)
-		version <- versionOrErr{v, err}
-	}()
+	if run.versionFromBinary {
+		version <- versionOrErr{}
+	} else {
+		go func() {
+			v, err := toolchainVersion(ctx, dir, env)
+			version <- versionOrErr{v, err}
+		}()
+	}
 	err := cmd.Run()
 	tc := <-version
 	if err != nil && ctx.Err() != nil {
@@ -203,7 +233,7 @@ func (f *Fetcher) goBuild(ctx context.Context, r *Request, g *Go, dir string, wo
 		// interrupt): go's "signal: killed" would read as its own failure.
 		// The cause's text only: its error is another step's, and its
 		// position and kind must not be taken for this build's.
-		return nil, fmt.Errorf("go build stopped (%v): %w", context.Cause(ctx), ctx.Err())
+		return nil, fmt.Errorf("go %s stopped (%v): %w", args[0], context.Cause(ctx), ctx.Err())
 	}
 	if err != nil {
 		return nil, fmt.Errorf("go %s (in %s, %s): %w\n%s", strings.Join(args, " "), dir, r.Platform, err, f.explainGo(strings.TrimSpace(stderr.String())))
@@ -211,18 +241,23 @@ func (f *Fetcher) goBuild(ctx context.Context, r *Request, g *Go, dir string, wo
 	if tc.err != nil {
 		return nil, tc.err
 	}
+	if run.sub != "" {
+		if info, err := os.Stat(filepath.Join(out, run.sub)); err == nil && info.IsDir() {
+			out = filepath.Join(out, run.sub)
+		}
+	}
 	t, err := tree.FromDir(out)
 	if err != nil {
 		return nil, err
 	}
 	if t.Len() == 0 {
-		return nil, fmt.Errorf("go build of %s produced no executable (are they main packages?)", strings.Join(g.Packages, " "))
+		return nil, fmt.Errorf("go %s of %s produced no executable (are they main packages?)", args[0], strings.Join(g.Packages, " "))
 	}
-	lic, err := findLicenses(shallowTree(dir), r.Licenses, r.NoLicense)
+	lic, err := findLicenses(shallowTree(run.licenses), r.Licenses, r.NoLicense)
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Tree: t, Licenses: lic, Record: Record{GoVersion: tc.version}, GoSource: dir}, nil
+	return &Result{Tree: t, Licenses: lic, Record: Record{GoVersion: tc.version}, GoSource: run.licenses}, nil
 }
 
 // buildFlags are the go build flags of g, but for -o: what decides which

@@ -51,7 +51,9 @@ func (m *GoModule) Key(*Fetcher, *Request) ([]string, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	parts = append(parts, m.Path, m.Version, m.Sum)
+	// "install": binaries built by go install name their module version
+	// (install); those built before said (devel) and are not reused.
+	parts = append(parts, m.Path, m.Version, m.Sum, "install")
 	if m.Commit != "" {
 		// The record carries it; without one, keys stay as they were.
 		parts = append(parts, "commit="+m.Commit)
@@ -59,11 +61,14 @@ func (m *GoModule) Key(*Fetcher, *Request) ([]string, bool, error) {
 	return parts, true, nil
 }
 
-// Produce downloads the module, proves it against the pin, unpacks it and
-// builds its packages; the licences are those at the module's root.
+// Produce downloads the module, proves it against the pin, unpacks it
+// and builds its packages as go install <pkg>@<version> does (install),
+// or, when go install cannot, in the unpacked module; the licences are
+// those at the module's root.
 func (m *GoModule) Produce(ctx context.Context, f *Fetcher, r *Request, work string) (*Result, error) {
 	src := filepath.Join(work, "src")
-	if err := m.fetch(ctx, f, f.goEnv(&m.Go, r.Platform), work, src); err != nil {
+	extracted, err := m.fetch(ctx, f, f.goEnv(&m.Go, r.Platform), work, src)
+	if err != nil {
 		return nil, err
 	}
 	g := m.build()
@@ -71,7 +76,13 @@ func (m *GoModule) Produce(ctx context.Context, f *Fetcher, r *Request, work str
 	if err != nil {
 		return nil, fmt.Errorf("%s@%s: %w", m.Path, m.Version, err)
 	}
-	res, err := f.goBuild(ctx, r, &g, dir, work)
+	var res *Result
+	if pkgs, why := m.installable(&m.Go, src, dir); why != "" {
+		f.Log("%s: built in the unpacked module, so its binaries name their module version (devel), not %s: %s", m.ref(), m.Version, why)
+		res, err = f.goBuild(ctx, r, &g, dir, work)
+	} else {
+		res, err = m.install(ctx, f, r, pkgs, src, dir, extracted, work)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +106,7 @@ func (m *GoModule) Mirror(ctx context.Context, f *Fetcher, r *Request, dir strin
 		return err
 	}
 	src := filepath.Join(tmp, "src")
-	if err := m.fetch(ctx, f, env, tmp, src); err != nil {
+	if _, err := m.fetch(ctx, f, env, tmp, src); err != nil {
 		return err
 	}
 	g := m.build()
@@ -121,11 +132,12 @@ func (m *GoModule) build() Go {
 // fetch downloads the module, proves it against the pin and unpacks it
 // into dir (modulePin.fetch); as the main module of the build, its
 // go.mod may not replace modules with directories.
-func (m *GoModule) fetch(ctx context.Context, f *Fetcher, env []string, work, dir string) error {
-	if err := m.pin().fetch(ctx, f, env, work, dir); err != nil {
-		return err
+func (m *GoModule) fetch(ctx context.Context, f *Fetcher, env []string, work, dir string) (string, error) {
+	extracted, err := m.pin().fetch(ctx, f, env, work, dir)
+	if err != nil {
+		return "", err
 	}
-	return m.checkReplaces(dir)
+	return extracted, m.checkReplaces(dir)
 }
 
 // checkReplaces refuses a module whose go.mod replaces a module with a
@@ -167,28 +179,31 @@ func (m modulePin) ref() string { return m.Path + "@" + m.Version }
 // into work, proves the copy against the pin and unpacks it into dir.
 // The copy is what is hashed and unpacked: the module cache is shared,
 // and writable with -modcacherw.
-func (m modulePin) fetch(ctx context.Context, f *Fetcher, env []string, work, dir string) error {
-	cached, err := m.download(ctx, f, env, work)
+//
+// It returns the directory the go command unpacked the module into in the
+// module cache, which it reads when it builds the module by version.
+func (m modulePin) fetch(ctx context.Context, f *Fetcher, env []string, work, dir string) (string, error) {
+	cached, extracted, err := m.download(ctx, f, env, work)
 	if err != nil {
-		return err
+		return "", err
 	}
 	zipFile := filepath.Join(work, "module.zip")
 	if _, _, err := linkOrCopy(cached, zipFile, 0o644, false); err != nil {
-		return fmt.Errorf("module %s: copying %s: %w", m.ref(), cached, err)
+		return "", fmt.Errorf("module %s: copying %s: %w", m.ref(), cached, err)
 	}
 	if err := m.verify(zipFile); err != nil {
-		return err
+		return "", err
 	}
 	if err := modzip.Unzip(dir, module.Version{Path: m.Path, Version: m.Version}, zipFile); err != nil {
-		return fmt.Errorf("module %s: %w", m.ref(), err)
+		return "", fmt.Errorf("module %s: %w", m.ref(), err)
 	}
-	return nil
+	return extracted, nil
 }
 
 // download runs go mod download -json for the module in dir, an empty
 // directory (no go.mod around to change what is resolved), and returns
-// the zip in the module cache.
-func (m modulePin) download(ctx context.Context, f *Fetcher, env []string, dir string) (string, error) {
+// the zip in the module cache and the directory it was unpacked into there.
+func (m modulePin) download(ctx context.Context, f *Fetcher, env []string, dir string) (zip, extracted string, err error) {
 	cmd := command(ctx, "go", "mod", "download", "-json", m.ref())
 	cmd.Dir = dir
 	cmd.Env = env
@@ -196,7 +211,7 @@ func (m modulePin) download(ctx context.Context, f *Fetcher, env []string, dir s
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	runErr := cmd.Run()
 	var info struct {
-		Zip, Error string
+		Zip, Dir, Error string
 		// Origin is where the proxy says the version came from; only
 		// some proxies say.
 		Origin *struct{ VCS, Hash string }
@@ -204,21 +219,21 @@ func (m modulePin) download(ctx context.Context, f *Fetcher, env []string, dir s
 	jsonErr := json.Unmarshal(stdout.Bytes(), &info)
 	if runErr == nil && jsonErr == nil && info.Error == "" && info.Zip != "" {
 		if o := info.Origin; m.Commit != "" && o != nil && o.Hash != "" && o.Hash != m.Commit {
-			return "", fmt.Errorf("module %s: the recipe names commit %s (gomod.commit), the module proxy says the version was made from %s %s", m.ref(), m.Commit, o.VCS, o.Hash)
+			return "", "", fmt.Errorf("module %s: the recipe names commit %s (gomod.commit), the module proxy says the version was made from %s %s", m.ref(), m.Commit, o.VCS, o.Hash)
 		}
-		return info.Zip, nil
+		return info.Zip, info.Dir, nil
 	}
 	msg := info.Error
 	if msg == "" {
 		msg = strings.TrimSpace(stderr.String())
 	}
 	if f.Offline {
-		return "", fmt.Errorf("offline: module %s is not in the mirror %s (run pallet fetch first): %s", m.ref(), f.Mirror, msg)
+		return "", "", fmt.Errorf("offline: module %s is not in the mirror %s (run pallet fetch first): %s", m.ref(), f.Mirror, msg)
 	}
 	if runErr == nil {
 		runErr = fmt.Errorf("no zip in its output (%v)", jsonErr)
 	}
-	return "", fmt.Errorf("go mod download %s: %w: %s", m.ref(), runErr, f.explainGo(msg))
+	return "", "", fmt.Errorf("go mod download %s: %w: %s", m.ref(), runErr, f.explainGo(msg))
 }
 
 // verify proves a module zip against the recipe's go.sum hash. The zip's

@@ -302,6 +302,8 @@ func TestGoModuleMirrorThenOffline(t *testing.T) {
 	if got := runHello(t, res); got != "hello from a module" {
 		t.Errorf("hello printed %q", got)
 	}
+	// go install, offline, from the mirror: the binary names the pin.
+	checkPinned(t, binInfo(t, res, "hello"), sum)
 }
 
 // The key follows everything that changes the result; the origin carries

@@ -52,7 +52,7 @@ func (m *GoModuleFiles) Produce(ctx context.Context, f *Fetcher, r *Request, wor
 	src := filepath.Join(work, "src")
 	// No build: the environment is the go command's for downloading, with
 	// the build's proxy settings, gate and mirror.
-	if err := m.pin().fetch(ctx, f, f.goEnv(&Go{}, r.Platform), work, src); err != nil {
+	if _, err := m.pin().fetch(ctx, f, f.goEnv(&Go{}, r.Platform), work, src); err != nil {
 		return nil, err
 	}
 	return takeWithLicenses(src, m.Path, r, "module "+m.pin().ref(), "in that module version")
@@ -71,7 +71,7 @@ func (m *GoModuleFiles) Mirror(ctx context.Context, f *Fetcher, r *Request, dir 
 	if err != nil {
 		return err
 	}
-	if err := m.pin().fetch(ctx, f, env, tmp, filepath.Join(tmp, "src")); err != nil {
+	if _, err := m.pin().fetch(ctx, f, env, tmp, filepath.Join(tmp, "src")); err != nil {
 		return fmt.Errorf("module %s: %w", m.pin().ref(), err)
 	}
 	return nil

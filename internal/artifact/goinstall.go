@@ -1,0 +1,256 @@
+package artifact
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"debug/buildinfo"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"golang.org/x/mod/modfile"
+	"golang.org/x/mod/module"
+	"golang.org/x/mod/sumdb/dirhash"
+
+	"github.com/pallet-dev/pallet/internal/bounded"
+	"github.com/pallet-dev/pallet/internal/tree"
+)
+
+// A gomod build is the go command's `go install <pkg>@<version>`, so that
+// its binaries say which module version they are, as they do when a user
+// installs them: the build info holds "mod <path> <version> <h1:sum>"
+// (debug.ReadBuildInfo().Main), which vulnerability scanners read. A go
+// build in the unpacked module would say "(devel)".
+//
+// The go command builds a module by version from its module cache, not
+// from the zip pallet proved against the pin, so the pin is checked
+// there too:
+//
+//   - the main module: go reads the tree it unpacked into the module
+//     cache (<GOMODCACHE>/<path>@<version>). pallet hashes that tree with
+//     dirhash.HashDir, the hash go.sum's h1: is of, before go runs and
+//     again after, and each must equal the pin; the zip it came from was
+//     copied and proved as before (modulePin.fetch). go unpacks module
+//     trees read-only (unless -modcacherw), and the bytes the build read
+//     are those hashed unless something wrote the module cache during the
+//     build and put the files back before it ended: the trust every
+//     dependency's tree in that cache already has in any go build.
+//   - the dependencies: go install ignores the module's go.sum (it checks
+//     them against the checksum database, or not at all with GOSUMDB=off
+//     or GONOSUMDB), so pallet checks each module linked into each binary,
+//     as its build info names it with the hash go recorded when it
+//     verified its zip (the module cache's .ziphash, what a go build
+//     compares with go.sum), against the go.sum inside the pinned module:
+//     a module not in it, or with another hash, fails the build.
+//
+// go install refuses a module whose go.mod has replace or exclude
+// directives (they would apply only when it is the main module), any
+// -mod or -modfile flag, and packages of other modules: those are built
+// as before, in the unpacked module, and say (devel) (installable).
+func (m *GoModule) install(ctx context.Context, f *Fetcher, r *Request, pkgs []string, src, dir, extracted, work string) (*Result, error) {
+	modcache, err := m.moduleCache(extracted)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.verifyTree(extracted); err != nil {
+		return nil, err
+	}
+	work, err = filepath.Abs(work)
+	if err != nil {
+		return nil, err
+	}
+	gopath := filepath.Join(work, "gopath")
+	g := m.Go
+	args := append([]string{"install"}, g.buildFlags()...)
+	for _, p := range pkgs {
+		args = append(args, p+"@"+m.Version)
+	}
+	p := r.Platform
+	res, err := f.runGo(ctx, r, &g, goRun{
+		args: args,
+		// Any directory: go install by version reads no go.mod around it.
+		dir:      work,
+		licenses: dir,
+		// GOBIN must be unset for a cross-compile: binaries go to
+		// $GOPATH/bin, or $GOPATH/bin/$GOOS_$GOARCH for another platform
+		// than the toolchain's. GOPATH is the build's own; the module
+		// cache stays the shared one (its default is under GOPATH).
+		env:               []string{"GOPATH=" + gopath, "GOBIN=", "GOMODCACHE=" + modcache},
+		out:               filepath.Join(gopath, "bin"),
+		sub:               p.OS + "_" + p.Arch,
+		work:              work,
+		versionFromBinary: true,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := m.verifyTree(extracted); err != nil {
+		return nil, fmt.Errorf("%w (changed in the module cache during the build)", err)
+	}
+	sums, err := readGoSum(filepath.Join(src, "go.sum"))
+	if err != nil {
+		return nil, fmt.Errorf("module %s: %w", m.ref(), err)
+	}
+	for _, e := range res.Tree.Entries() {
+		if e.Kind != tree.File {
+			continue
+		}
+		v, err := m.checkBuildInfo(e.Source, sums)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", e.Path, err)
+		}
+		if res.Record.GoVersion == "" {
+			res.Record.GoVersion = v
+		}
+	}
+	return res, nil
+}
+
+// installable returns the go install arguments (without @version) for
+// the packages of g, the build of the module unpacked in src, whose
+// module directory is dir; or, when go install cannot build them as the
+// recipe says, why not.
+func (m *GoModule) installable(g *Go, src, dir string) (pkgs []string, why string) {
+	data, err := bounded.ReadFile(filepath.Join(src, "go.mod"), MaxGoMod)
+	if err != nil {
+		return nil, fmt.Sprintf("reading its go.mod: %v", err)
+	}
+	mf, err := modfile.Parse("go.mod", data, nil)
+	if err != nil {
+		return nil, fmt.Sprintf("reading its go.mod: %v", err)
+	}
+	if len(mf.Replace) > 0 || len(mf.Exclude) > 0 {
+		return nil, "its go.mod has replace or exclude directives, which go install refuses"
+	}
+	flags := slices.Clone(g.Flags)
+	for _, kv := range g.Env {
+		if v, ok := strings.CutPrefix(kv, "GOFLAGS="); ok {
+			flags = append(flags, strings.Fields(v)...)
+		}
+	}
+	for _, fl := range flags {
+		name, _, _ := strings.Cut(strings.TrimLeft(fl, "-"), "=")
+		if name == "mod" || name == "modfile" {
+			return nil, fmt.Sprintf("go install refuses the flag %s", fl)
+		}
+	}
+	rel, err := filepath.Rel(src, dir)
+	if err != nil {
+		return nil, err.Error()
+	}
+	base := path.Join(m.Path, filepath.ToSlash(rel))
+	for _, p := range g.Packages {
+		var ip string
+		switch {
+		case filepath.IsAbs(p):
+			return nil, fmt.Sprintf("package %s is an absolute path", p)
+		case isPathPattern(p):
+			ip = path.Join(base, p)
+		default:
+			ip = p
+		}
+		sub, ok := strings.CutPrefix(ip, m.Path)
+		if !ok || sub != "" && sub[0] != '/' {
+			return nil, fmt.Sprintf("package %s is not in module %s", p, m.Path)
+		}
+		// A package path under the module's may be another module's (a
+		// nested one, never in the zip): its directory must be here.
+		var elems []string
+		for el := range strings.SplitSeq(strings.TrimPrefix(sub, "/"), "/") {
+			if strings.Contains(el, "...") {
+				break
+			}
+			elems = append(elems, el)
+		}
+		if info, err := os.Stat(filepath.Join(src, filepath.FromSlash(path.Join(elems...)))); err != nil || !info.IsDir() {
+			return nil, fmt.Sprintf("package %s is not in module %s", p, m.Path)
+		}
+		pkgs = append(pkgs, ip)
+	}
+	return pkgs, ""
+}
+
+// moduleCache is the module cache the go command unpacked m into, at
+// extracted.
+func (m *GoModule) moduleCache(extracted string) (string, error) {
+	ep, err1 := module.EscapePath(m.Path)
+	ev, err2 := module.EscapeVersion(m.Version)
+	suffix := string(filepath.Separator) + filepath.FromSlash(ep+"@"+ev)
+	cache, ok := strings.CutSuffix(filepath.Clean(extracted), suffix)
+	if err1 != nil || err2 != nil || !ok || extracted == "" {
+		return "", fmt.Errorf("module %s: go mod download unpacked it in %q, not a module cache's directory for it", m.ref(), extracted)
+	}
+	return cache, nil
+}
+
+// verifyTree proves the module's tree unpacked in the module cache against
+// the pin, as go mod verify does.
+func (m *GoModule) verifyTree(dir string) error {
+	got, err := dirhash.HashDir(dir, m.ref(), dirhash.Hash1)
+	if err != nil {
+		return fmt.Errorf("module %s: hashing %s: %w", m.ref(), dir, err)
+	}
+	if got != m.Sum {
+		return fmt.Errorf("module %s: go.sum hash mismatch: the recipe pins %s, the module cache's %s has %s", m.ref(), m.Sum, dir, got)
+	}
+	return nil
+}
+
+// checkBuildInfo reads the build info of the binary bin: its main module
+// must be m at its pin, and every module linked in must be pinned, with
+// the hash go recorded, by the module's go.sum (sums). It returns the
+// toolchain that built it.
+func (m *GoModule) checkBuildInfo(bin string, sums map[module.Version]string) (string, error) {
+	info, err := buildinfo.ReadFile(bin)
+	if err != nil {
+		return "", fmt.Errorf("reading its build info: %w", err)
+	}
+	if mm := info.Main; mm.Path != m.Path || mm.Version != m.Version || mm.Sum != m.Sum {
+		return "", fmt.Errorf("its build info names module %s %s %s, not the pin %s %s", mm.Path, mm.Version, mm.Sum, m.ref(), m.Sum)
+	}
+	for _, d := range info.Deps {
+		if d.Replace != nil {
+			return "", fmt.Errorf("module %s@%s is replaced by %s@%s, which the module's go.mod does not say", d.Path, d.Version, d.Replace.Path, d.Replace.Version)
+		}
+		want, ok := sums[module.Version{Path: d.Path, Version: d.Version}]
+		if !ok {
+			return "", fmt.Errorf("module %s@%s is linked in, but the go.sum of %s does not pin it", d.Path, d.Version, m.ref())
+		}
+		if d.Sum != want {
+			return "", fmt.Errorf("module %s@%s: go.sum hash mismatch: the go.sum of %s pins %s, the module built has %q", d.Path, d.Version, m.ref(), want, d.Sum)
+		}
+	}
+	v, _, _ := strings.Cut(info.GoVersion, " ")
+	return v, nil
+}
+
+// maxGoSum bounds the go.sum read from a module: one line per module
+// version, a few hundred kilobytes for the largest projects.
+const maxGoSum = 64 << 20
+
+// readGoSum reads the zip hashes of a go.sum file (not the /go.mod ones);
+// a missing file pins nothing.
+func readGoSum(file string) (map[module.Version]string, error) {
+	sums := map[module.Version]string{}
+	data, err := bounded.ReadFile(file, maxGoSum)
+	if os.IsNotExist(err) {
+		return sums, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(nil, len(data)+1)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) != 3 || strings.HasSuffix(f[1], "/go.mod") {
+			continue
+		}
+		sums[module.Version{Path: f[0], Version: f[1]}] = f[2]
+	}
+	return sums, sc.Err()
+}

@@ -1,0 +1,185 @@
+package artifact_test
+
+import (
+	"bytes"
+	"context"
+	"debug/buildinfo"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/pallet-dev/pallet/internal/artifact"
+	"github.com/pallet-dev/pallet/internal/platform"
+)
+
+// binInfo reads the build info of the binary name in res.
+func binInfo(t *testing.T, res *artifact.Result, name string) *buildinfo.BuildInfo {
+	t.Helper()
+	e, ok := res.Tree.Get(name)
+	if !ok {
+		t.Fatalf("no %s in the tree: %v", name, res.Tree.Entries())
+	}
+	info, err := buildinfo.ReadFile(e.Source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info
+}
+
+// checkPinned says whether the binary's main module is hello at its pin,
+// as go install hello/cmd/hello@v1.0.0 records it, with greet linked in.
+func checkPinned(t *testing.T, info *buildinfo.BuildInfo, sum string) {
+	t.Helper()
+	if m := info.Main; m.Path != helloPath || m.Version != "v1.0.0" || m.Sum != sum {
+		t.Errorf("main module %s %s %s, want %s v1.0.0 %s", m.Path, m.Version, m.Sum, helloPath, sum)
+	}
+	if info.Path != helloPath+"/cmd/hello" {
+		t.Errorf("path %q", info.Path)
+	}
+	if len(info.Deps) != 1 || info.Deps[0].Path != greetPath || info.Deps[0].Version != "v1.0.0" || info.Deps[0].Sum == "" {
+		t.Errorf("deps %+v", info.Deps)
+	}
+}
+
+// A module built by version names its version and pin in its binaries'
+// build info, as go install does, for scanners to read; two builds in
+// different work directories give the same bytes.
+func TestGoModuleBuildInfo(t *testing.T) {
+	p := newModProxy(t)
+	sum := p.addHello(t, "")
+	f := fetcher(t)
+	var bins [][]byte
+	for range 2 {
+		res, err := f.Fetch(context.Background(), helloRequest(t, sum), t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkPinned(t, binInfo(t, res, "hello"), sum)
+		if v := binInfo(t, res, "hello").GoVersion; !strings.HasPrefix(v, res.Record.GoVersion) || res.Record.GoVersion == "" {
+			t.Errorf("record's toolchain %q, binary's %q", res.Record.GoVersion, v)
+		}
+		e, _ := res.Tree.Get("hello")
+		b, err := os.ReadFile(e.Source)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bins = append(bins, b)
+	}
+	if !bytes.Equal(bins[0], bins[1]) {
+		t.Error("two builds of the same pin in different work directories differ")
+	}
+}
+
+// Cross-compiled binaries (go install puts them in $GOPATH/bin/$GOOS_$GOARCH)
+// name the module version too, with the recipe's ldflags and tags.
+func TestGoModuleBuildInfoCross(t *testing.T) {
+	p := newModProxy(t)
+	sum := p.addHello(t, "")
+	for _, plat := range []string{"windows/amd64", "linux/arm64", "linux/amd64"} {
+		if plat == runtime.GOOS+"/"+runtime.GOARCH {
+			continue
+		}
+		pl, err := platform.Parse(plat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := helloRequest(t, sum)
+		r.Platform = pl
+		// go leaves -ldflags out of the build info with -trimpath.
+		r.Kind.(*artifact.GoModule).Go.Ldflags = []string{"-s", "-X", "main.unused=1"}
+		r.Kind.(*artifact.GoModule).Go.Tags = []string{"netgo"}
+		res, err := fetcher(t).Fetch(context.Background(), r, t.TempDir())
+		if err != nil {
+			t.Fatalf("%s: %v", plat, err)
+		}
+		name := "hello"
+		if pl.OS == "windows" {
+			name = "hello.exe"
+		}
+		if res.Tree.Len() != 1 {
+			t.Errorf("%s: tree %v", plat, res.Tree.Entries())
+		}
+		info := binInfo(t, res, name)
+		checkPinned(t, info, sum)
+		settings := map[string]string{}
+		for _, s := range info.Settings {
+			settings[s.Key] = s.Value
+		}
+		if settings["GOOS"] != pl.OS || settings["GOARCH"] != pl.Arch || settings["-tags"] != "netgo" || settings["-trimpath"] != "true" {
+			t.Errorf("%s: settings %v", plat, settings)
+		}
+	}
+}
+
+// A module whose go.mod has an exclude (or a replace) directive cannot be
+// built by go install: it is built in its unpacked directory as before,
+// says (devel), and the log says why.
+func TestGoModuleExcludeFallsBack(t *testing.T) {
+	p := newModProxy(t)
+	sum := p.addHello(t, "\nexclude "+greetPath+" v0.9.0\n")
+	f := fetcher(t)
+	var mu sync.Mutex
+	var logged []string
+	f.Log = func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		logged = append(logged, fmt.Sprintf(format, args...))
+	}
+	res, err := f.Fetch(context.Background(), helloRequest(t, sum), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := runHello(t, res); got != "hello from a module" {
+		t.Errorf("hello printed %q", got)
+	}
+	if v := binInfo(t, res, "hello").Main.Version; v != "(devel)" {
+		t.Errorf("main module version %q", v)
+	}
+	if s := strings.Join(logged, "\n"); !strings.Contains(s, helloPath+"@v1.0.0") || !strings.Contains(s, "(devel)") || !strings.Contains(s, "replace or exclude") {
+		t.Errorf("log %q", s)
+	}
+}
+
+// The tree go install reads is the module cache's, not pallet's copy: a
+// file changed there after the go command unpacked it is refused.
+func TestGoModuleTamperedTree(t *testing.T) {
+	p := newModProxy(t)
+	sum := p.addHello(t, "")
+	f := fetcher(t)
+	if _, err := f.Fetch(context.Background(), helloRequest(t, sum), t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	main := filepath.Join(os.Getenv("GOMODCACHE"), helloPath+"@v1.0.0", "cmd", "hello", "main.go")
+	if err := os.WriteFile(main, []byte("package main\n\nfunc main() { println(\"evil\") }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := f.Fetch(context.Background(), helloRequest(t, sum), t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "go.sum hash mismatch") || !strings.Contains(err.Error(), "module cache") {
+		t.Errorf("a tampered module tree: %v", err)
+	}
+}
+
+// go install does not read the module's go.sum: a dependency the module's
+// go.sum pins with another hash than the one built is refused all the same.
+func TestGoModuleDependencyAgainstGoSum(t *testing.T) {
+	p := newModProxy(t)
+	greetMod := "module " + greetPath + "\n\ngo 1.22\n"
+	greet := p.addModule(t, greetPath, "v1.0.0", map[string]string{
+		"go.mod":   greetMod,
+		"greet.go": "package greet\n\nfunc Hello() string { return \"hi\" }\n",
+	})
+	wrong := "h1:" + strings.Repeat("A", 43) + "="
+	sum := p.addModule(t, helloPath, "v1.0.0", map[string]string{
+		"go.mod":            "module " + helloPath + "\n\ngo 1.22\n\nrequire " + greetPath + " v1.0.0\n",
+		"go.sum":            fmt.Sprintf("%s v1.0.0 %s\n%s v1.0.0/go.mod %s\n", greetPath, wrong, greetPath, greet.mod),
+		"cmd/hello/main.go": "package main\n\nimport \"" + greetPath + "\"\n\nfunc main() { println(greet.Hello()) }\n",
+	}).zip
+	_, err := fetcher(t).Fetch(context.Background(), helloRequest(t, sum), t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), greetPath+"@v1.0.0") || !strings.Contains(err.Error(), wrong) {
+		t.Errorf("a dependency go.sum does not pin: %v", err)
+	}
+}
