@@ -3,6 +3,7 @@ package main
 import (
 	"archive/tar"
 	"bytes"
+	"debug/buildinfo"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -159,6 +160,13 @@ func TestGomodBuild(t *testing.T) {
 
 	for _, p := range []string{"usr/local/bin/hello", "opt/src/bin/hello"} {
 		bin := imageFile(t, out, plat, p)
+		info, err := buildinfo.Read(bytes.NewReader(bin))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := info.Main; m.Path != gomodPath || m.Version != "v1.0.0" || m.Sum != sum {
+			t.Errorf("%s: build info's main module %s %s %s, want %s v1.0.0 %s", p, m.Path, m.Version, m.Sum, gomodPath, sum)
+		}
 		if runtime.GOOS != "linux" {
 			continue
 		}
@@ -181,7 +189,9 @@ func TestGomodBuild(t *testing.T) {
 		if a.Kind != "gomod" || a.Module != gomodPath+"@v1.0.0" || a.SHA256 != sum || a.Repo != "" || a.URL != "" {
 			t.Errorf("%s: record %+v", a.Name, a.Record)
 		}
-		if len(a.GoBinaries) != 1 || a.GoBinaries[0].MainModule != gomodPath {
+		// Built as go install builds a module version: the binary
+		// itself names the version (not (devel)) for scanners to read.
+		if len(a.GoBinaries) != 1 || a.GoBinaries[0].MainModule != gomodPath || a.GoBinaries[0].MainVersion != "v1.0.0" {
 			t.Errorf("%s: Go binaries %+v", a.Name, a.GoBinaries)
 		}
 	}
@@ -189,8 +199,7 @@ func TestGomodBuild(t *testing.T) {
 		t.Errorf("recorded modes %v", modes)
 	}
 
-	// The SBOM names the main module by the version its pin proves,
-	// though the binary's build information says (devel).
+	// The SBOM names the main module by the version its pin proves.
 	sboms := filepath.Join(t.TempDir(), "sbom")
 	mustPallet(t, "build", "-q", "-f", recipe, "--cache-dir", cache, "-o", "oci:"+filepath.Join(t.TempDir(), "out"), "--sbom", "--sbom-dir", sboms)
 	cdx, err := os.ReadFile(filepath.Join(sboms, "hello_"+strings.ReplaceAll(plat, "/", "-")+".sbom.cdx.json"))

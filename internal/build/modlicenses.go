@@ -294,7 +294,9 @@ func (b *builder) declaredLicense(own *tree.Tree) (string, error) {
 // stamps no version for a build from a directory, and pallet leaves VCS
 // stamps out for reproducible binaries): the SBOM then has
 // pkg:golang/<module>@<version>. For a gomod source that is the module's
-// version, for the binaries of that module. For a git source, it is the tag
+// version, for the binaries of that module (those go install built say it
+// themselves; those built in the unpacked module, when go install could
+// not, say (devel)). For a git source, it is the tag
 // the build checked the commit carries, when the tag is a version of the
 // module as the go command reads tags: "v1.2.3" for a module at the
 // repository's root, "api/v1.2.3" for one in api/, and a v2 tag only for a
