@@ -170,7 +170,8 @@ type goRun struct {
 	// empty first. When sub is set and out holds that directory, the
 	// binaries are there (go install's $GOPATH/bin/$GOOS_$GOARCH).
 	out, sub string
-	work     string
+	// work is the build's work directory, where go's own goes (GOTMPDIR).
+	work string
 	// versionFromBinary: the toolchain is read from the binaries it
 	// built, not asked of go env in dir (go install picks its toolchain
 	// from the module's go line, which go env in a directory does not).
