@@ -351,6 +351,12 @@ func (w *winImport) layer(b []byte) error {
 			if attr&wAttrReparsePoint == 0 {
 				return fail("a symlink without FILE_ATTRIBUTE_REPARSE_POINT (%#x)", attr)
 			}
+			// A base layer's link may lead anywhere (C:\ProgramData,
+			// \Windows): Windows reads it as written. pallet's own
+			// links stay relative, inside the image.
+			if base {
+				break
+			}
 			if err := winLinkTarget(h.Linkname); err != nil {
 				return fail("%v", err)
 			}
@@ -389,6 +395,11 @@ func (w *winImport) layer(b []byte) error {
 		}
 		if base && len(h.PAXRecords) > 0 {
 			for k := range h.PAXRecords {
+				// A link's attributes say whether it is a directory
+				// link, as a base exported from Windows types it.
+				if k == "MSWINDOWS.fileattr" && h.Typeflag == tar.TypeSymlink {
+					continue
+				}
 				if strings.HasPrefix(k, "MSWINDOWS.") || strings.HasPrefix(k, "LIBARCHIVE.") {
 					return fail("record %s in a base layer", k)
 				}
