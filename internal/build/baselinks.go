@@ -48,17 +48,26 @@ func (b *builder) baseViews(ctx context.Context, name string, pi *plan.PlatformI
 // directory under the file's name (plan.Placement.IntoDirAs), spelled as
 // the base spells it (Windows names are one whatever their case). A
 // placement that needs a directory there (plan.Placement.DirNeeded) is
-// refused where a base holds none.
-func (b *builder) destination(ctx context.Context, name string, pi *plan.PlatformImage, pm plan.Placement) (string, error) {
+// refused where a base holds none. On Windows, a Dest on the way to
+// which a base holds a link goes where the link leads (windowsThrough).
+// replaced says the placement is not made at all (plan.Placement.OnlyIntoDir
+// at a destination that is no directory).
+func (b *builder) destination(ctx context.Context, name string, pi *plan.PlatformImage, pm plan.Placement) (dest string, replaced bool, err error) {
+	dest = pm.Dest
+	if pi.Platform.IsWindows() {
+		if dest, err = b.windowsThrough(ctx, name, pi, pm); err != nil {
+			return "", false, err
+		}
+	}
 	if pm.IntoDirAs == "" && pm.DirNeeded == "" {
-		return pm.Dest, nil
+		return dest, pm.OnlyIntoDir, nil
 	}
 	if n := pm.IntoDirAs; n != "" && (n == "." || n == ".." || strings.ContainsAny(n, "/\\")) {
-		return "", plan.Errorf(pm.Pos, "image %s (%s): %q is not a file name", name, pi.Platform, n)
+		return "", false, plan.Errorf(pm.Pos, "image %s (%s): %q is not a file name", name, pi.Platform, n)
 	}
 	dirAt, err := b.baseDirs(ctx, name, pi)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	sep := "/"
 	if pi.Platform.IsWindows() {
@@ -67,42 +76,94 @@ func (b *builder) destination(ctx context.Context, name string, pi *plan.Platfor
 	if pm.DirNeeded != "" {
 		p := strings.Trim(path.Clean("/"+pm.DirNeeded), "/")
 		for i := range pi.Bases {
-			if _, dir := dirAt(i, p); !dir {
-				return "", plan.Errorf(pm.Pos, "image %s (%s): %s: the base %s holds no directory there, so BuildKit copies the sources one after another: the first, a file, is written at %s, and a directory copied there after it fails (cannot copy to non-directory); end the destination with %s to copy them into a directory, or copy the directory first", name, pi.Platform, pm.DirNeeded, pi.Bases[i], pm.DirNeeded, sep)
+			_, dir, err := dirAt(i, p)
+			if err != nil {
+				return "", false, plan.Errorf(pm.Pos, "image %s (%s): %s: the base %s: %v, so whether it holds a directory there cannot be told", name, pi.Platform, pm.DirNeeded, pi.Bases[i], err)
+			}
+			if !dir {
+				return "", false, plan.Errorf(pm.Pos, "image %s (%s): %s: the base %s holds no directory there, so BuildKit copies the sources one after another: the first, a file, is written at %s, and a directory copied there after it fails (cannot copy to non-directory); end the destination with %s to copy them into a directory, or copy the directory first", name, pi.Platform, pm.DirNeeded, pi.Bases[i], pm.DirNeeded, sep)
 			}
 		}
 	}
 	if pm.IntoDirAs == "" {
-		return pm.Dest, nil
+		return dest, pm.OnlyIntoDir, nil
 	}
 	p := strings.Trim(path.Clean("/"+pm.Dest), "/")
 	into, spelled := false, ""
 	for i := range pi.Bases {
-		s, dir := dirAt(i, p)
+		s, dir, err := dirAt(i, p)
+		if err != nil {
+			return "", false, plan.Errorf(pm.Pos, "image %s (%s): %s: the base %s: %v, so whether the file goes into a directory there cannot be told; end the destination with %s or name the file elsewhere", name, pi.Platform, pm.Dest, pi.Bases[i], err, sep)
+		}
 		if i > 0 && dir != into {
-			return "", plan.Errorf(pm.Pos, "image %s (%s): bases %s and %s differ at %s: one holds a directory there, so the file goes into it on one base and replaces nothing on the other; end the destination with %s or name the file", name, pi.Platform, pi.Bases[0], pi.Bases[i], pm.Dest, sep)
+			return "", false, plan.Errorf(pm.Pos, "image %s (%s): bases %s and %s differ at %s: one holds a directory there, so the file goes into it on one base and replaces nothing on the other; end the destination with %s or name the file", name, pi.Platform, pi.Bases[0], pi.Bases[i], pm.Dest, sep)
 		}
 		if i == 0 {
 			into, spelled = dir, s
 		}
 	}
 	if !into {
+		return dest, pm.OnlyIntoDir, nil
+	}
+	return path.Join("/", spelled, pm.IntoDirAs), false, nil
+}
+
+// windowsThrough is pm's Dest through the links of pi's Windows bases:
+// Windows follows a link wherever it is on a path (the importer does
+// not: a layer's directory at a link's path replaces the link), so a
+// placement under one goes where it leads, spelled as the base spells
+// it, as Docker's COPY on Windows resolves its destination. The Dest
+// itself, when it names a file, is left to the placement
+// (IntoDirAs, or windowsBaseClash). Bases that lead one Dest apart, or
+// a link that leaves the container's C:\, are refused at pm's line.
+func (b *builder) windowsThrough(ctx context.Context, name string, pi *plan.PlatformImage, pm plan.Placement) (string, error) {
+	clean := strings.Trim(path.Clean("/"+pm.Dest), "/")
+	if clean == "" {
 		return pm.Dest, nil
 	}
-	return path.Join("/", spelled, pm.IntoDirAs), nil
+	dirForm := strings.HasSuffix(pm.Dest, "/")
+	dir, file := clean, ""
+	if !dirForm {
+		dir, file = path.Dir(clean), path.Base(clean)
+	}
+	out := ""
+	for i, ref := range pi.Bases {
+		v, err := b.windowsViewOf(ctx, ref, pi.Platform)
+		if err != nil {
+			return "", plan.Wrap(pi.BasePos, fmt.Errorf("image %s (%s): base %s: reading what it holds: %w", name, pi.Platform, ref, err))
+		}
+		dest := pm.Dest
+		if dir != "." {
+			s, kind, linked, err := v.resolve(dir)
+			if err != nil {
+				return "", plan.Errorf(pm.Pos, "image %s (%s): %s: the base %s: %v, so where the placement lands cannot be told; place it elsewhere", name, pi.Platform, pm.Dest, ref, err)
+			}
+			if linked && kind != winFile {
+				dest = "/" + path.Join(s, file)
+				if dirForm {
+					dest += "/"
+				}
+			}
+		}
+		if i > 0 && dest != out {
+			return "", plan.Errorf(pm.Pos, "image %s (%s): bases %s and %s lead %s apart (%s, %s) through their links, and the layer is written once for all bases: place it under paths the bases agree on", name, pi.Platform, pi.Bases[0], ref, pm.Dest, out, dest)
+		}
+		out = dest
+	}
+	return out, nil
 }
 
 // baseDirs gives, for the bases of pi, whether base i holds a directory
 // at p (clean, relative to the root), through its links, and how it
 // spells it: a Linux base's view as read, a Windows base's whatever the
-// case (windowsView.at).
-func (b *builder) baseDirs(ctx context.Context, name string, pi *plan.PlatformImage) (func(i int, p string) (string, bool), error) {
+// case (windowsView.at), or why it cannot be told.
+func (b *builder) baseDirs(ctx context.Context, name string, pi *plan.PlatformImage) (func(i int, p string) (string, bool, error), error) {
 	if !pi.Platform.IsWindows() {
 		views, err := b.baseViews(ctx, name, pi)
 		if err != nil {
 			return nil, err
 		}
-		return func(i int, p string) (string, bool) { return p, views[i].IsDir(p) }, nil
+		return func(i int, p string) (string, bool, error) { return p, views[i].IsDir(p), nil }, nil
 	}
 	views := make([]*windowsView, len(pi.Bases))
 	for i, ref := range pi.Bases {
@@ -112,7 +173,7 @@ func (b *builder) baseDirs(ctx context.Context, name string, pi *plan.PlatformIm
 		}
 		views[i] = v
 	}
-	return func(i int, p string) (string, bool) { return views[i].at(p) }, nil
+	return func(i int, p string) (string, bool, error) { return views[i].at(p) }, nil
 }
 
 // placeOnBases places the layer trees of pi in order onto its bases (see

@@ -1074,11 +1074,11 @@ func (b *builder) platformImages(ctx context.Context, im *plan.Image, pi *plan.P
 		ir := &record.Image{Name: name, Platform: pi.Platform.String(), Base: ref, Digest: d.String(), Placed: []record.Placement{}}
 		for _, l := range pi.Layers {
 			for _, pm := range l.Placements {
-				dest, err := b.destination(ctx, name, pi, pm)
+				dest, replaced, err := b.destination(ctx, name, pi, pm)
 				if err != nil {
 					return nil, nil, nil, err
 				}
-				if pm.Replaced(dest) {
+				if replaced {
 					continue
 				}
 				ir.Placed = append(ir.Placed, record.Placement{Artifact: b.plan.Artifacts[pm.Artifact].Name, Dest: dest})
@@ -1411,11 +1411,11 @@ func (b *builder) layerTree(ctx context.Context, name string, pi *plan.PlatformI
 		if err != nil {
 			return nil, nil, err
 		}
-		dest, err := b.destination(ctx, name, pi, pm)
+		dest, replaced, err := b.destination(ctx, name, pi, pm)
 		if err != nil {
 			return nil, nil, err
 		}
-		if pm.Replaced(dest) {
+		if replaced {
 			continue
 		}
 		place := tree.Placement{Dest: dest, FileMode: pm.Mode, DirMode: pm.DirMode, UID: pm.UID, GID: pm.GID, From: pm.Path, LinkAs: pm.LinkAs, OwnNewDirs: pm.OwnNewDirs, ImpliedRootOwned: pm.ImpliedRootOwned, ReplaceLinks: pm.ReplaceLinks, CopiedDirs: pm.CopiedDirs, NoLinksBelow: pm.NoLinksBelow, StageDest: pm.StageDest, StageMade: pm.StageMade, StageDirs: pm.StageDirs}

@@ -3,6 +3,8 @@ package build
 import (
 	"context"
 	"fmt"
+	"path"
+	"strings"
 
 	"github.com/pallet-dev/pallet/internal/image"
 	"github.com/pallet-dev/pallet/internal/layer"
@@ -12,15 +14,20 @@ import (
 )
 
 // windowsView is what a Windows base holds, as far as a destination
-// depends on it: its directories and files by layer.NTFSKey (Windows
-// names are one whatever their case), each with the spelling the base
-// gives it, and how many of its layers are foreign, never downloaded,
-// so that what they hold is not known.
+// depends on it: its directories, files and links by layer.NTFSKey
+// (Windows names are one whatever their case), each with the spelling
+// the base gives it, and how many of its layers are foreign, never
+// downloaded, so that what they hold is not known.
 type windowsView struct {
-	dirs   map[string]string
-	files  map[string]bool
+	dirs  map[string]string
+	files map[string]bool
+	// links are the base's symlinks (reparse points), by key, each to
+	// its spelling and its target as written.
+	links  map[string]winLink
 	unread int
 }
+
+type winLink struct{ spelled, target string }
 
 // systemDirs are directories every Windows OS image holds (nanoserver's
 // and servercore's foreign layers among them), spelled as Windows does.
@@ -33,30 +40,151 @@ var systemDirs = func() map[string]string {
 	return m
 }()
 
-// at says what the base holds at p (clean, relative to C:\): a
-// directory, under its own spelling, or a file. Of what the base's
-// foreign layers hold, never downloaded (a servercore base is
-// gigabytes), only the system's directories are known (systemDirs), so
-// that a file copied to C:\Windows\System32 does not hide it: any other
-// name is taken for what the line names, a file, as it is on a base
-// pallet reads (COPY out.exe C:\app\svc.exe renames, as it commonly
-// does).
-func (v *windowsView) at(p string) (spelled string, dir bool) {
-	k := layer.NTFSKey(p)
-	if s, ok := v.dirs[k]; ok {
-		return s, true
+// maxWinLinkHops is how many reparse points Windows follows in one path
+// before it gives up (ERROR_CANT_RESOLVE_FILENAME).
+const maxWinLinkHops = 63
+
+// winKind is what a path of a Windows base is once its links are
+// followed.
+type winKind int
+
+const (
+	winNone winKind = iota // nothing there, or only what a foreign layer may hold
+	winDir
+	winFile
+)
+
+// resolve follows p (clean, relative to C:\) through the base's links as
+// Windows does: every component, the last too, compared without case;
+// a target read with '\' and '/' as separators, relative to the link's
+// directory, or from C:\ when it is rooted (\Windows) or names the drive
+// (C:\Windows, \\?\C:\Windows; C: is the container's volume). It
+// returns the path reached, spelled as the base spells what it holds,
+// what is there, and whether a link was followed. A target that leaves
+// the container's C:\ (another drive, a share, above the root), or a
+// chain of more than 63 links, cannot be followed: that is an error
+// naming the link.
+func (v *windowsView) resolve(p string) (spelled string, kind winKind, linked bool, err error) {
+	var done []string
+	todo := strings.Split(p, "/")
+	hops := 0
+	kind = winDir
+	for len(todo) > 0 {
+		c := todo[0]
+		todo = todo[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			if len(done) == 0 {
+				return "", 0, linked, fmt.Errorf("/%s goes above C:\\", p)
+			}
+			done, kind = done[:len(done)-1], winDir
+			continue
+		}
+		if kind == winFile {
+			return strings.Join(append(done, c), "/"), winNone, linked, nil // a file is no directory to go through
+		}
+		cur := strings.Join(append(done, c), "/")
+		k := layer.NTFSKey(cur)
+		if d, ok := v.dirs[k]; ok {
+			done, kind = strings.Split(d, "/"), winDir
+			continue
+		}
+		if l, ok := v.links[k]; ok {
+			if hops++; hops > maxWinLinkHops {
+				return "", 0, linked, fmt.Errorf("/%s: more than %d links to follow (a loop?)", p, maxWinLinkHops)
+			}
+			rooted, comps, ok := winTarget(l.target)
+			if !ok {
+				return "", 0, linked, fmt.Errorf("the link /%s -> %s leads outside the container's C:\\", l.spelled, l.target)
+			}
+			linked = true
+			if rooted {
+				done = nil
+			} else {
+				done = done[:len(done):len(done)]
+			}
+			kind = winDir
+			todo = append(comps, todo...)
+			continue
+		}
+		if v.files[k] {
+			done, kind = append(done, c), winFile
+			continue
+		}
+		if s, ok := systemDirs[k]; ok && v.unread > 0 {
+			done, kind = strings.Split(s, "/"), winDir
+			continue
+		}
+		done, kind = append(done, c), winNone
+		// What is not there holds nothing: the rest is taken as written.
+		for _, c := range todo {
+			switch c {
+			case "", ".":
+			case "..":
+				return "", 0, linked, fmt.Errorf("/%s: .. below a name the base does not hold", p)
+			default:
+				done = append(done, c)
+			}
+		}
+		todo = nil
 	}
-	if v.files[k] {
-		return "", false
+	return strings.Join(done, "/"), kind, linked, nil
+}
+
+// winTarget reads a link's target as Windows does (go-winio's
+// EncodeReparsePoint writes it as the tar gives it; C:\ and \\?\C:\ are
+// absolute, anything else relative, \ rooted at the link's volume): its
+// components, '\' and '/' separating, and whether it starts at C:\.
+// ok is false for a target outside C:\: another drive, a share or
+// device (\\server, \\.\), a drive-relative C:name, or none.
+func winTarget(t string) (rooted bool, comps []string, ok bool) {
+	s := strings.ReplaceAll(t, `\`, "/")
+	if rest, found := strings.CutPrefix(s, "//?/"); found {
+		s = rest
+		if len(s) < 2 || s[1] != ':' {
+			return false, nil, false
+		}
+	} else if strings.HasPrefix(s, "//") {
+		return false, nil, false
 	}
-	if s, ok := systemDirs[k]; ok && v.unread > 0 {
-		return s, true
+	if len(s) >= 2 && s[1] == ':' {
+		if s[0] != 'C' && s[0] != 'c' || !strings.HasPrefix(s[2:], "/") {
+			return false, nil, false
+		}
+		s = s[2:]
 	}
-	return "", false
+	if s == "" {
+		return false, nil, false
+	}
+	return strings.HasPrefix(s, "/"), strings.Split(s, "/"), true
+}
+
+// at says what the base holds at p (clean, relative to C:\), through its
+// links: a directory, under its own spelling, or not; err says a link on
+// the way cannot be followed. Of what the base's foreign layers hold,
+// never downloaded (a servercore base is gigabytes), only the system's
+// directories are known (systemDirs), so that a file copied to
+// C:\Windows\System32 does not hide it: any other name is taken for what
+// the line names, a file, as it is on a base pallet reads (COPY out.exe
+// C:\app\svc.exe renames, as it commonly does).
+func (v *windowsView) at(p string) (spelled string, dir bool, err error) {
+	if p == "" || p == "." {
+		return "", false, nil
+	}
+	s, kind, _, err := v.resolve(p)
+	if err != nil {
+		return "", false, err
+	}
+	if kind != winDir {
+		return "", false, nil
+	}
+	return s, true, nil
 }
 
 func newWindowsView(t *tree.View, unread int) *windowsView {
-	v := &windowsView{dirs: map[string]string{}, files: map[string]bool{}, unread: unread}
+	v := &windowsView{dirs: map[string]string{}, files: map[string]bool{}, links: map[string]winLink{}, unread: unread}
 	if t == nil {
 		return v
 	}
@@ -81,20 +209,16 @@ func newWindowsView(t *tree.View, unread int) *windowsView {
 	for p := range t.FileLinks {
 		v.files[layer.NTFSKey(p)] = true
 	}
-	// A link to a directory: a file copied there goes where it leads,
-	// as BuildKit's copy resolves its destination. A directory spelled
-	// like it wins.
-	links := map[string]string{}
-	for p := range t.Links {
-		if r, err := t.Links.Resolve(p); err == nil {
-			if _, ok := t.Dirs[r]; ok {
-				spell(links, p, r)
-			}
+	// The links, which Windows follows wherever they are on a path
+	// (resolve). A directory spelled like one wins, then a file, as
+	// before a link; of links spelled apart, the smallest spelling.
+	for p, target := range t.Links {
+		k := layer.NTFSKey(p)
+		if _, ok := v.dirs[k]; ok || v.files[k] {
+			continue
 		}
-	}
-	for k, r := range links {
-		if _, ok := v.dirs[k]; !ok {
-			v.dirs[k] = r
+		if old, ok := v.links[k]; !ok || p < old.spelled {
+			v.links[k] = winLink{p, target}
 		}
 	}
 	return v
@@ -104,7 +228,7 @@ func newWindowsView(t *tree.View, unread int) *windowsView {
 // pallet writes: its directories are those its files are in, which the
 // tree's entries list.
 func builtinWindowsView(t *tree.Tree) *windowsView {
-	v := &windowsView{dirs: map[string]string{}, files: map[string]bool{}}
+	v := &windowsView{dirs: map[string]string{}, files: map[string]bool{}, links: map[string]winLink{}}
 	for e := range t.All() {
 		if e.Kind == tree.Dir {
 			v.dirs[layer.NTFSKey(e.Path)] = e.Path
@@ -148,7 +272,7 @@ func (b *builder) readWindowsView(ctx context.Context, ref string, p platform.Pl
 }
 
 // windowsViewFact names the cache's facts about Windows bases' views.
-const windowsViewFact = "base-view-windows-v2"
+const windowsViewFact = "base-view-windows-v3"
 
 // windowsBaseClash refuses a layer of pi that puts a file or link where a
 // base holds a directory, or a directory where it holds a file, names
@@ -163,18 +287,37 @@ func (b *builder) windowsBaseClash(ctx context.Context, name string, pi *plan.Pl
 		if err != nil {
 			return plan.Wrap(pi.BasePos, fmt.Errorf("image %s (%s): base %s: reading what it holds: %w", name, pi.Platform, ref, err))
 		}
-		if len(v.dirs) == 0 && len(v.files) == 0 && v.unread == 0 {
+		if len(v.dirs) == 0 && len(v.files) == 0 && len(v.links) == 0 && v.unread == 0 {
 			continue
 		}
 		for i, t := range trees {
+			l := pi.Layers[i]
 			for _, e := range t.Entries() {
-				d, isDir := v.at(e.Path)
+				// The layer writes each directory on e's way, e too
+				// when it is one: over a link the base holds there,
+				// Windows replaces the link (the importer does not
+				// follow it), and what is placed below never reaches
+				// where it leads.
+				for q := e.Path; q != "."; q = path.Dir(q) {
+					if q != e.Path || e.Kind == tree.Dir {
+						if lk, ok := v.links[layer.NTFSKey(q)]; ok {
+							to := ""
+							if s, kind, _, err := v.resolve(q); err == nil && kind == winDir {
+								to = fmt.Sprintf(": place it under /%s, where the link leads", s)
+							} else if err != nil {
+								to = fmt.Sprintf(" (%v)", err)
+							}
+							return plan.Errorf(placementOf(l, e.Path).Pos, "image %s (%s), layer %s: /%s would be written as a directory where the base %s holds the link /%s -> %s, which Windows would replace with it: nothing placed there would reach where the link leads%s", name, pi.Platform, l.Name, e.Path, ref, lk.spelled, lk.target, to)
+						}
+					}
+				}
+				// A link at e's own path that leads outside the
+				// image is only replaced.
+				d, isDir, _ := v.at(e.Path)
 				switch {
 				case e.Kind != tree.Dir && isDir:
-					l := pi.Layers[i]
 					return plan.Errorf(placementOf(l, e.Path).Pos, "image %s (%s), layer %s: /%s would be a file where the base %s holds the directory /%s, which it would hide on Windows with all it holds; place the file into the directory (a destination ending with /), or under another name", name, pi.Platform, l.Name, e.Path, ref, d)
 				case e.Kind == tree.Dir && v.files[layer.NTFSKey(e.Path)]:
-					l := pi.Layers[i]
 					return plan.Errorf(placementOf(l, e.Path).Pos, "image %s (%s), layer %s: /%s would be a directory where the base %s holds a file, which it would replace (Docker's COPY fails there: not a directory); place it elsewhere", name, pi.Platform, l.Name, e.Path, ref)
 				}
 			}

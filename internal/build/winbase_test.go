@@ -1,6 +1,7 @@
 package build
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/pallet-dev/pallet/internal/tree"
@@ -19,7 +20,10 @@ func TestWindowsViewSpellingIsStable(t *testing.T) {
 	for i := 0; i < 50; i++ {
 		v := newWindowsView(base, 0)
 		for _, p := range []string{"k", "program files", "kl"} {
-			got, dir := v.at(p)
+			got, dir, err := v.at(p)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if !dir {
 				t.Fatalf("%s: no directory", p)
 			}
@@ -28,6 +32,45 @@ func TestWindowsViewSpellingIsStable(t *testing.T) {
 			} else if got != first[p] {
 				t.Fatalf("%s: spelled %q, then %q", p, first[p], got)
 			}
+		}
+	}
+}
+
+// resolve follows a Windows base's links as Windows reads their targets,
+// and says which it cannot follow.
+func TestWindowsViewResolve(t *testing.T) {
+	base := &tree.View{
+		Dirs:  map[string]tree.DirMeta{"Program Files": {}, "Program Files/App": {}, "ProgramData": {}},
+		Files: map[string]bool{"Program Files/App/a.exe": true},
+		Links: tree.Links{
+			"abs": `C:\Program Files\App`, "lower": `c:/program files/app`, "nt": `\\?\C:\ProgramData`,
+			"rooted": `\ProgramData`, "rel": `Program Files\APP`, "up": `..\..\x`, "d": `D:\x`, "unc": `\\srv\share`,
+			"drel": `C:x`, "loop1": "loop2", "loop2": "loop1", "exe": `rel\a.exe`,
+		},
+	}
+	v := newWindowsView(base, 0)
+	for _, tc := range []struct{ p, want, err string }{
+		{p: "abs/bin", want: "Program Files/App/bin"},
+		{p: "LOWER", want: "Program Files/App"},
+		{p: "nt", want: "ProgramData"},
+		{p: "Rooted/x", want: "ProgramData/x"},
+		{p: "rel", want: "Program Files/App"},
+		{p: "exe", want: "Program Files/App/a.exe"},
+		{p: "up", err: "above"},
+		{p: "d/y", err: `leads outside`},
+		{p: "unc", err: `leads outside`},
+		{p: "drel", err: `leads outside`},
+		{p: "loop1", err: "more than 63 links"},
+	} {
+		got, _, _, err := v.resolve(tc.p)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: got %q, %v; want an error with %q", tc.p, got, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("%s: got %q, %v; want %q", tc.p, got, err, tc.want)
 		}
 	}
 }

@@ -110,6 +110,12 @@ func baseView(img v1.Image, maxBytes, maxWindow int64, rename func(string) (stri
 			v.Dirs[p] = n.meta
 		case n.link == "":
 			v.Files[p] = true
+		case n.link != "" && rename != nil:
+			// A Windows base's link is kept as written, whatever it
+			// leads to: Windows reads its target ('\' separators,
+			// C:\ and \ roots, names without case), which the
+			// caller resolves as Windows does.
+			v.Links[p] = n.link
 		case n.link != "":
 			// A link that loops is no directory to place anything
 			// into: left out, a placement under it replaces it with a

@@ -12,7 +12,9 @@ import (
 // its layers hold under Files/ (C:\ at run time), without that prefix;
 // the registry hives under Hives/, and anything else (a base layer's
 // UtilityVM/), are left out. Names are kept as the layers spell them:
-// the caller compares them as NTFS does. Foreign (non-distributable)
+// the caller compares them as NTFS does. Its Links are every symlink,
+// each to its target as written, unresolved: Windows reads a target
+// otherwise than Linux (see the build's windowsView). Foreign (non-distributable)
 // layers, which Windows bases such as nanoserver and servercore have
 // started with, are never downloaded: what they hold is not in the view
 // (ForeignLayers counts them).

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+// windowsBaseOf writes at dir an OCI layout holding a Windows base of one
+// plain tar layer, b.
+func windowsBaseOf(t *testing.T, dir string, b []byte) {
+	t.Helper()
+	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := mutate.AppendLayers(empty.Image, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, _ := img.ConfigFile()
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture = "windows", "amd64"
+	if img, err = mutate.ConfigFile(img, cf); err != nil {
+		t.Fatal(err)
+	}
+	p, err := layout.Write(dir, empty.Index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.AppendImage(img); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// linkedWindowsBase is a Windows base whose links Windows follows in the
+// forms a base layer may write them: C:\ absolute, rooted at \, relative
+// with '\', spelled in another case than what they lead to; and one
+// leading to another drive, outside the image.
+func linkedWindowsBase(t *testing.T, dir string) {
+	t.Helper()
+	d := func(n string) *tar.Header { return &tar.Header{Name: n, Typeflag: tar.TypeDir, Mode: 0o755} }
+	// Directory links, as a base exported from Windows types them:
+	// FILE_ATTRIBUTE_DIRECTORY|FILE_ATTRIBUTE_REPARSE_POINT.
+	ln := func(n, to string) *tar.Header {
+		return &tar.Header{Name: n, Typeflag: tar.TypeSymlink, Linkname: to, Format: tar.FormatPAX, PAXRecords: map[string]string{"MSWINDOWS.fileattr": "1040"}}
+	}
+	windowsBaseOf(t, dir, rawTar(t,
+		d("Files/"), d("Files/Program Files/"), d("Files/Program Files/App/"), d("Files/Program Files/App/bin/"),
+		d("Files/Windows/"), d("Files/Windows/System32/"),
+		&tar.Header{Name: "Files/Program Files/App/readme.txt", Typeflag: tar.TypeReg, Size: 1},
+		ln("Files/app", `C:\Program Files\App`),
+		ln("Files/tools", `\program files\app\BIN`),
+		ln("Files/rel", `Program Files\app`),
+		ln("Files/chain", `rel\bin`),
+		ln("Files/ext", `D:\data`),
+	))
+}
+
+// A placement whose destination goes through a link of a Windows base
+// lands where the link leads, as Windows (and Docker's COPY on Windows)
+// follows it: the importer does not, and a layer directory at the
+// link's path would replace the link, its files never reaching the
+// target. A link that leaves the image is refused at the line.
+func TestWindowsBaseLinksFollowed(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "f.txt"), "f\n")
+	writeFile(t, filepath.Join(dir, "d", "x"), "x\n")
+	linkedWindowsBase(t, filepath.Join(dir, "base"))
+	cases := []struct {
+		name, df string
+		want     []string
+	}{
+		{"an absolute C: link, into a directory below it", "COPY f.txt C:\\app\\bin\\\n", []string{"Files/Program Files/App/bin/f.txt"}},
+		{"the same, spelled in another case", "COPY f.txt c:\\APP\\Bin\\\n", []string{"Files/Program Files/App/bin/f.txt"}},
+		{"a rooted link, named without a trailing \\", "COPY f.txt C:\\tools\n", []string{"Files/Program Files/App/bin/f.txt"}},
+		{"a relative link, a new name below it", "COPY f.txt C:\\rel\\new\\g.txt\n", []string{"Files/Program Files/App/new/g.txt"}},
+		{"a chain of links", "COPY f.txt C:\\chain\\\n", []string{"Files/Program Files/App/bin/f.txt"}},
+		{"a directory copied through a link", "COPY d C:\\app\\\n", []string{"Files/Program Files/App/x"}},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			df := filepath.Join(dir, "Dockerfile."+string(rune('a'+i)))
+			writeFile(t, df, "# escape=`\nFROM --platform=windows/amd64 oci:base\n"+tc.df)
+			for range 2 { // the second build reads the base's view from the cache
+				out := filepath.Join(t.TempDir(), "out")
+				mustPallet(t, "build", "-q", "-f", df, "-o", "oci:"+out)
+				checkWindowsLayout(t, out, "")
+				if got := layerNames(t, dfImage(t, out), 1); !slices.Equal(got, tc.want) {
+					t.Errorf("layers hold\n %q\nwant\n %q", got, tc.want)
+				}
+			}
+		})
+	}
+	// A recipe's placement goes through them too.
+	recipe := func(dest string) string {
+		return "version: 1\nartifacts:\n  f:\n    local: {path: f.txt}\n  d:\n    local: {path: d}\nimages:\n  app:\n    base: oci:base\n    platforms: [windows/amd64]\n    files:\n      - artifact: " + dest + "\n"
+	}
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), recipe("f\n        dest: /App/Bin/f.txt"))
+	out := filepath.Join(t.TempDir(), "out")
+	mustPallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "-o", "oci:"+out)
+	checkWindowsLayout(t, out, "")
+	if got := layerNames(t, dfImage(t, out), 1); !slices.Equal(got, []string{"Files/Program Files/App/bin/f.txt"}) {
+		t.Errorf("recipe: layers hold %q", got)
+	}
+	// A link to another drive cannot be followed: refused at its line.
+	df := filepath.Join(dir, "Dockerfile.ext")
+	writeFile(t, df, "# escape=`\nFROM --platform=windows/amd64 oci:base\nCOPY f.txt C:\\ext\\\n")
+	if _, err := pallet(t, "build", "-q", "-f", df, "-o", "oci:"+filepath.Join(t.TempDir(), "out")); err == nil || !strings.Contains(err.Error(), `/ext -> D:\data leads outside`) || !strings.Contains(err.Error(), "Dockerfile.ext:3") {
+		t.Fatalf("want the link to D: refused at its line, got %v", err)
+	}
+	// A directory placed at / whose own directory meets a link would
+	// replace the link on Windows: refused at its line.
+	writeFile(t, filepath.Join(dir, "tree", "app", "y"), "y\n")
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), "version: 1\nartifacts:\n  t:\n    local: {path: tree}\nimages:\n  app:\n    base: oci:base\n    platforms: [windows/amd64]\n    files:\n      - artifact: t\n        dest: /\n")
+	if _, err := pallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "-o", "oci:"+filepath.Join(t.TempDir(), "out")); err == nil || !strings.Contains(err.Error(), `holds the link /app -> C:\Program Files\App`) || !strings.Contains(err.Error(), "place it under /Program Files/App") || !strings.Contains(err.Error(), "pallet.yaml:10") {
+		t.Fatalf("want the directory over the link refused at its line, got %v", err)
+	}
+}
