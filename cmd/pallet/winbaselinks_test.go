@@ -63,6 +63,8 @@ func linkedWindowsBase(t *testing.T, dir string) {
 		ln("Files/rel", `Program Files\app`),
 		ln("Files/chain", `rel\bin`),
 		ln("Files/ext", `D:\data`),
+		// A file link, typed as one (FILE_ATTRIBUTE_REPARSE_POINT).
+		&tar.Header{Name: "Files/README", Typeflag: tar.TypeSymlink, Linkname: `program files\app\README.TXT`, Format: tar.FormatPAX, PAXRecords: map[string]string{"MSWINDOWS.fileattr": "1024"}},
 	))
 }
 
@@ -86,6 +88,7 @@ func TestWindowsBaseLinksFollowed(t *testing.T) {
 		{"a relative link, a new name below it", "COPY f.txt C:\\rel\\new\\g.txt\n", []string{"Files/Program Files/App/new/g.txt"}},
 		{"a chain of links", "COPY f.txt C:\\chain\\\n", []string{"Files/Program Files/App/bin/f.txt"}},
 		{"a directory copied through a link", "COPY d C:\\app\\\n", []string{"Files/Program Files/App/x"}},
+		{"a file copied at a file link writes the file it leads to", "COPY f.txt C:\\readme\n", []string{"Files/Program Files/App/readme.txt"}},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/pallet-dev/pallet/internal/archive"
 	"github.com/pallet-dev/pallet/internal/image"
+	"github.com/pallet-dev/pallet/internal/layer"
 	"github.com/pallet-dev/pallet/internal/plan"
 	"github.com/pallet-dev/pallet/internal/platform"
 	"github.com/pallet-dev/pallet/internal/tree"
@@ -113,7 +114,8 @@ func (b *builder) destination(ctx context.Context, name string, pi *plan.Platfor
 // not: a layer's directory at a link's path replaces the link), so a
 // placement under one goes where it leads, spelled as the base spells
 // it, as Docker's COPY on Windows resolves its destination. The Dest
-// itself, when it names a file, is left to the placement
+// itself, when it names a file, goes through a link there only for a
+// Dockerfile COPY (FollowLink); else it is left to the placement
 // (IntoDirAs, or windowsBaseClash). Bases that lead one Dest apart, or
 // a link that leaves the container's C:\, are refused at pm's line.
 func (b *builder) windowsThrough(ctx context.Context, name string, pi *plan.PlatformImage, pm plan.Placement) (string, error) {
@@ -133,15 +135,34 @@ func (b *builder) windowsThrough(ctx context.Context, name string, pi *plan.Plat
 			return "", plan.Wrap(pi.BasePos, fmt.Errorf("image %s (%s): base %s: reading what it holds: %w", name, pi.Platform, ref, err))
 		}
 		dest := pm.Dest
+		refuse := func(err error) error {
+			return plan.Errorf(pm.Pos, "image %s (%s): %s: the base %s: %v, so where the placement lands cannot be told; place it elsewhere", name, pi.Platform, pm.Dest, ref, err)
+		}
+		at := dir
 		if dir != "." {
 			s, kind, linked, err := v.resolve(dir)
 			if err != nil {
-				return "", plan.Errorf(pm.Pos, "image %s (%s): %s: the base %s: %v, so where the placement lands cannot be told; place it elsewhere", name, pi.Platform, pm.Dest, ref, err)
+				return "", refuse(err)
 			}
+			at = s
 			if linked && kind != winFile {
 				dest = "/" + path.Join(s, file)
 				if dirForm {
 					dest += "/"
+				}
+			}
+		}
+		// A Dockerfile COPY's one file at a link that is not to a
+		// directory (IntoDirAs puts it into one) is written where the
+		// link leads, as BuildKit resolves its destination.
+		if pm.FollowLink && file != "" {
+			if _, ok := v.links[layer.NTFSKey(path.Join(at, file))]; ok {
+				s, kind, _, err := v.resolve(path.Join(at, file))
+				if err != nil {
+					return "", refuse(err)
+				}
+				if kind != winDir {
+					dest = "/" + s
 				}
 			}
 		}

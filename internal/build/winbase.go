@@ -16,11 +16,11 @@ import (
 // windowsView is what a Windows base holds, as far as a destination
 // depends on it: its directories, files and links by layer.NTFSKey
 // (Windows names are one whatever their case), each with the spelling
-// the base gives it, and how many of its layers are foreign, never
-// downloaded, so that what they hold is not known.
+// the base gives it (the smallest, of several), and how many of its
+// layers are foreign, never downloaded, so that what they hold is not
+// known.
 type windowsView struct {
-	dirs  map[string]string
-	files map[string]bool
+	dirs, files map[string]string
 	// links are the base's symlinks (reparse points), by key, each to
 	// its spelling and its target as written.
 	links  map[string]winLink
@@ -109,8 +109,8 @@ func (v *windowsView) resolve(p string) (spelled string, kind winKind, linked bo
 			todo = append(comps, todo...)
 			continue
 		}
-		if v.files[k] {
-			done, kind = append(done, c), winFile
+		if f, ok := v.files[k]; ok {
+			done, kind = strings.Split(f, "/"), winFile
 			continue
 		}
 		if s, ok := systemDirs[k]; ok && v.unread > 0 {
@@ -184,7 +184,7 @@ func (v *windowsView) at(p string) (spelled string, dir bool, err error) {
 }
 
 func newWindowsView(t *tree.View, unread int) *windowsView {
-	v := &windowsView{dirs: map[string]string{}, files: map[string]bool{}, links: map[string]winLink{}, unread: unread}
+	v := &windowsView{dirs: map[string]string{}, files: map[string]string{}, links: map[string]winLink{}, unread: unread}
 	if t == nil {
 		return v
 	}
@@ -204,17 +204,20 @@ func newWindowsView(t *tree.View, unread int) *windowsView {
 		spell(v.dirs, p, p)
 	}
 	for p := range t.Files {
-		v.files[layer.NTFSKey(p)] = true
+		spell(v.files, p, p)
 	}
 	for p := range t.FileLinks {
-		v.files[layer.NTFSKey(p)] = true
+		spell(v.files, p, p)
 	}
 	// The links, which Windows follows wherever they are on a path
 	// (resolve). A directory spelled like one wins, then a file, as
 	// before a link; of links spelled apart, the smallest spelling.
 	for p, target := range t.Links {
 		k := layer.NTFSKey(p)
-		if _, ok := v.dirs[k]; ok || v.files[k] {
+		if _, ok := v.dirs[k]; ok {
+			continue
+		}
+		if _, ok := v.files[k]; ok {
 			continue
 		}
 		if old, ok := v.links[k]; !ok || p < old.spelled {
@@ -228,12 +231,12 @@ func newWindowsView(t *tree.View, unread int) *windowsView {
 // pallet writes: its directories are those its files are in, which the
 // tree's entries list.
 func builtinWindowsView(t *tree.Tree) *windowsView {
-	v := &windowsView{dirs: map[string]string{}, files: map[string]bool{}, links: map[string]winLink{}}
+	v := &windowsView{dirs: map[string]string{}, files: map[string]string{}, links: map[string]winLink{}}
 	for e := range t.All() {
 		if e.Kind == tree.Dir {
 			v.dirs[layer.NTFSKey(e.Path)] = e.Path
 		} else {
-			v.files[layer.NTFSKey(e.Path)] = true
+			v.files[layer.NTFSKey(e.Path)] = e.Path
 		}
 	}
 	return v
@@ -317,7 +320,7 @@ func (b *builder) windowsBaseClash(ctx context.Context, name string, pi *plan.Pl
 				switch {
 				case e.Kind != tree.Dir && isDir:
 					return plan.Errorf(placementOf(l, e.Path).Pos, "image %s (%s), layer %s: /%s would be a file where the base %s holds the directory /%s, which it would hide on Windows with all it holds; place the file into the directory (a destination ending with /), or under another name", name, pi.Platform, l.Name, e.Path, ref, d)
-				case e.Kind == tree.Dir && v.files[layer.NTFSKey(e.Path)]:
+				case e.Kind == tree.Dir && v.files[layer.NTFSKey(e.Path)] != "":
 					return plan.Errorf(placementOf(l, e.Path).Pos, "image %s (%s), layer %s: /%s would be a directory where the base %s holds a file, which it would replace (Docker's COPY fails there: not a directory); place it elsewhere", name, pi.Platform, l.Name, e.Path, ref)
 				}
 			}

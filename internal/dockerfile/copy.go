@@ -242,9 +242,11 @@ func (e *evaluator) copy(s *stageState, n *parser.Node, op *copyOp) error {
 		// and chowns it (fsutil's copyDirectoryOnly and copyFileInfo),
 		// and its unpack an archive's own entries (go-archive).
 		pm.CopiedDirs = !s.platform.IsWindows()
-		if !intoDir && !it.fromDir && !it.src.isDir() && !s.platform.IsWindows() {
+		if !intoDir && !it.fromDir && !it.src.isDir() {
 			// The file is the destination itself, which BuildKit
-			// resolves through the image's links, the last one too.
+			// resolves through the image's links, the last one too
+			// (on Windows, through the base's: the build's
+			// windowsThrough).
 			pm.FollowLink = true
 		}
 		if s.mayHoldDir(it, cleanDest, intoDir) {
