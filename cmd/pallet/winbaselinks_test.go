@@ -4,6 +4,8 @@ import (
 	"archive/tar"
 	"bytes"
 	"io"
+	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -127,5 +129,48 @@ func TestWindowsBaseLinksFollowed(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "pallet.yaml"), "version: 1\nartifacts:\n  t:\n    local: {path: tree}\nimages:\n  app:\n    base: oci:base\n    platforms: [windows/amd64]\n    files:\n      - artifact: t\n        dest: /\n")
 	if _, err := pallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "-o", "oci:"+filepath.Join(t.TempDir(), "out")); err == nil || !strings.Contains(err.Error(), `holds the link /app -> C:\Program Files\App`) || !strings.Contains(err.Error(), "place it under /Program Files/App") || !strings.Contains(err.Error(), "pallet.yaml:10") {
 		t.Fatalf("want the directory over the link refused at its line, got %v", err)
+	}
+}
+
+// A link a layer places into a Windows base pallet reads is typed by what
+// the base holds there, through the base's own links: a directory link
+// to a directory, a file link to a file, with no warning. Typed as a
+// file link, a link to a directory does not open on Windows.
+func TestLinksIntoWindowsBaseAreTyped(t *testing.T) {
+	dir := t.TempDir()
+	linkedWindowsBase(t, filepath.Join(dir, "base"))
+	if err := os.MkdirAll(filepath.Join(dir, "l"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, target := range map[string]string{"app": "../Program Files/App", "readme": "../program files/app/README.TXT", "via": "../tools"} {
+		if err := os.Symlink(target, filepath.Join(dir, "l", name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
+artifacts:
+  l: {local: {path: l, links: keep}, licenses: none}
+images:
+  app:
+    base: oci:base
+    platforms: windows/amd64
+    files:
+      - {artifact: l, dest: /links/}
+`)
+	out := filepath.Join(dir, "out")
+	log := mustPallet(t, "build", "--progress", "plain", "-f", filepath.Join(dir, "pallet.yaml"), "-o", "oci:"+out)
+	if strings.Contains(log, "not in the image's layers") {
+		t.Errorf("a link into the base was not typed:\n%s", log)
+	}
+	checkWindowsLayout(t, out, "")
+	attrs := map[string]string{}
+	walkImage(t, dfImage(t, out), func(h *tar.Header, _ io.Reader) {
+		if h.Typeflag == tar.TypeSymlink && strings.HasPrefix(h.Name, "Files/links/") {
+			attrs[h.Name] = h.PAXRecords["MSWINDOWS.fileattr"]
+		}
+	})
+	want := map[string]string{"Files/links/app": "1040", "Files/links/readme": "1056", "Files/links/via": "1040"}
+	if !maps.Equal(attrs, want) {
+		t.Errorf("link attributes %v, want %v", attrs, want)
 	}
 }

@@ -1340,19 +1340,51 @@ func (b *builder) checkLayers(ctx context.Context, name string, pi *plan.Platfor
 			return plan.Errorf(l.Placements[0].Pos, "image %s (%s), layer %s: %v", name, pi.Platform, l.Name, err)
 		}
 	}
-	// Links into a built-in base are typed by what it holds; other bases'
-	// layers are not read, so links into them take link: or a warning.
+	// Links into a built-in base are typed by what it holds, and links
+	// into another base by its view (what its layers pallet reads hold,
+	// through its links); what none holds takes link: or a warning.
 	resolve := trees
-	if base := builtinBase(pi.Bases); base != nil {
-		resolve = append([]*tree.Tree{base}, trees...)
+	var base func(string) (bool, bool)
+	if bt := builtinBase(pi.Bases); bt != nil {
+		resolve = append([]*tree.Tree{bt}, trees...)
+	} else {
+		var err error
+		if base, err = b.windowsBasesKind(ctx, name, pi); err != nil {
+			return err
+		}
 	}
-	*links = layer.ImageLinks(resolve...)
+	*links = layer.ImageLinksOn(base, resolve...)
 	for i, t := range trees {
 		for _, w := range layer.UntypedLinks(t, layer.Options{Format: format, LinkTarget: *links}) {
 			b.opt.Progress.Warn("image %s (%s), layer %s: %s", name, pi.Platform, pi.Layers[i].Name, w)
 		}
 	}
 	return b.windowsBaseClash(ctx, name, pi, trees)
+}
+
+// windowsBasesKind says, for the Windows bases of pi, whether they hold
+// a directory at a path (clean, relative to C:\), following their
+// links, and whether that is known: only when every base knows, and
+// all agree (the layers are written once for all of them).
+func (b *builder) windowsBasesKind(ctx context.Context, name string, pi *plan.PlatformImage) (func(string) (bool, bool), error) {
+	views := make([]*windowsView, len(pi.Bases))
+	for i, ref := range pi.Bases {
+		v, err := b.windowsViewOf(ctx, ref, pi.Platform)
+		if err != nil {
+			return nil, plan.Wrap(pi.BasePos, fmt.Errorf("image %s (%s): base %s: reading what it holds: %w", name, pi.Platform, ref, err))
+		}
+		views[i] = v
+	}
+	return func(p string) (isDir, known bool) {
+		for i, v := range views {
+			_, kind, _, err := v.resolve(p)
+			if err != nil || kind == winNone || i > 0 && (kind == winDir) != isDir {
+				return false, false
+			}
+			isDir = kind == winDir
+		}
+		return isDir, len(views) > 0
+	}, nil
 }
 
 // builtinBase is the tree of the built-in base every one of bases is, or

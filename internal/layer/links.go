@@ -20,10 +20,18 @@ const maxLinkHops = 63
 // chains), and comparing names as NTFS does. It knows only the trees: a
 // path in none of them (in the base, or nowhere) is not known.
 func ImageLinks(trees ...*tree.Tree) func(p string) (isDir, known bool) {
-	ix := linkIndex{}
+	return ImageLinksOn(nil, trees...)
+}
+
+// ImageLinksOn is ImageLinks over a base that base describes, when it
+// is not nil: a path the trees do not hold is asked of it (whether it
+// holds a directory there, and whether it knows), once the trees'
+// links on the way are followed.
+func ImageLinksOn(base func(p string) (isDir, known bool), trees ...*tree.Tree) func(p string) (isDir, known bool) {
+	ix := linkIndex{entries: map[string]tree.Entry{}, base: base}
 	for _, t := range trees {
 		for _, e := range t.Entries() {
-			ix[NTFSKey(e.Path)] = e
+			ix.entries[NTFSKey(e.Path)] = e
 		}
 	}
 	return func(p string) (bool, bool) {
@@ -32,8 +40,12 @@ func ImageLinks(trees ...*tree.Tree) func(p string) (isDir, known bool) {
 	}
 }
 
-// linkIndex holds an image's entries by ntfsKey.
-type linkIndex map[string]tree.Entry
+// linkIndex holds an image's entries by ntfsKey, and what is below
+// them (base, when not nil).
+type linkIndex struct {
+	entries map[string]tree.Entry
+	base    func(p string) (isDir, known bool)
+}
 
 // resolve returns the kind of what p names once every link on the way is
 // followed.
@@ -45,9 +57,19 @@ func (ix linkIndex) resolve(p string, hops int) (tree.Kind, bool) {
 	comps := strings.Split(p, "/")
 	for i := range comps {
 		cur := strings.Join(comps[:i+1], "/")
-		e, ok := ix[NTFSKey(cur)]
+		e, ok := ix.entries[NTFSKey(cur)]
 		if !ok {
-			return 0, false
+			if ix.base == nil {
+				return 0, false
+			}
+			isDir, known := ix.base(p)
+			if !known {
+				return 0, false
+			}
+			if isDir {
+				return tree.Dir, true
+			}
+			return tree.File, true
 		}
 		switch {
 		case e.Kind == tree.Symlink:
@@ -91,9 +113,9 @@ func newLinkTyper(entries []tree.Entry, opt Options) linkTyper {
 	if opt.LinkTarget != nil {
 		return opt.LinkTarget
 	}
-	ix := linkIndex{}
+	ix := linkIndex{entries: map[string]tree.Entry{}}
 	for _, e := range entries {
-		ix[NTFSKey(e.Path)] = e
+		ix.entries[NTFSKey(e.Path)] = e
 	}
 	return func(p string) (bool, bool) {
 		k, ok := ix.resolve(p, 0)

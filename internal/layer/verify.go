@@ -202,10 +202,10 @@ func walkWindows(r io.Reader, roots []string, check func(i int, h *tar.Header) e
 // callers to check contents.
 func VerifyWindows(r io.Reader) ([]WindowsEntry, error) {
 	var out []WindowsEntry
-	files := linkIndex{}
+	files := linkIndex{entries: map[string]tree.Entry{}}
 	err := walkWindows(r, []string{"Hives", "Files"}, func(i int, h *tar.Header) error {
 		if p, ok := strings.CutPrefix(strings.TrimSuffix(h.Name, "/"), "Files/"); ok {
-			files[NTFSKey(p)] = headerEntry(p, h)
+			files.entries[NTFSKey(p)] = headerEntry(p, h)
 		}
 		attr, err := strconv.Atoi(h.PAXRecords[paxFileAttr])
 		if err != nil {
