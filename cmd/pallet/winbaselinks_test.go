@@ -15,6 +15,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/pallet-dev/pallet/internal/fixture"
 )
 
 // windowsBaseOf writes at dir an OCI layout holding a Windows base of one
@@ -172,5 +174,31 @@ images:
 	want := map[string]string{"Files/links/app": "1040", "Files/links/readme": "1056", "Files/links/via": "1040"}
 	if !maps.Equal(attrs, want) {
 		t.Errorf("link attributes %v, want %v", attrs, want)
+	}
+}
+
+// A name a Windows layer cannot hold, unpacked from an archive, is said
+// at the placement's line with the image path, and with the archive and
+// the entry it came from: the archive is what its author must look into.
+func TestUnplaceableArchiveEntryNamed(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ entry, extract, dest, want string }{
+		// One file taken by path, placed under another name: its entry
+		// is the one, whatever the name it is placed under.
+		{"pkg/x.txt", "{}", "/k/nul.txt, path: pkg/x.txt", `: k/nul.txt: "nul.txt" is a reserved device name on Windows (artifact a: the archive ` + filepath.Join(dir, "a.tar.gz") + `, its entry pkg/x.txt)`},
+		{"pkg/sub/aux.txt", "{}", "/k/", `: k/pkg/sub/aux.txt: "aux.txt" is a reserved device name on Windows (artifact a: the archive ` + filepath.Join(dir, "a.tar.gz") + `, its entry pkg/sub/aux.txt)`},
+		{"pkg/notes.", "{strip: 1}", "/k/", `: k/notes.: "notes." ends with a dot or space, which Windows drops from file names (artifact a: the archive ` + filepath.Join(dir, "a.tar.gz") + `, its entry named notes. once extract.strip removed 1 leading component(s))`},
+		{"pkg/a:b", "{strip: 1}", "/k/c", `: k/c/a:b: "a:b" contains ':', which Windows file names cannot (artifact a: the archive ` + filepath.Join(dir, "a.tar.gz") + `, its entry named a:b once extract.strip removed 1 leading component(s))`},
+		{"pkg/sub/a:b", "{}", "/k/", `k/pkg/sub/a:b: "a:b" contains ':', which Windows file names cannot (artifact a: the archive ` + filepath.Join(dir, "a.tar.gz") + `, its entry pkg/sub/a:b)`},
+	} {
+		if err := os.WriteFile(filepath.Join(dir, "a.tar.gz"), fixture.TarGz([]fixture.File{{Name: "pkg/ok.txt", Content: "x"}, {Name: tc.entry, Content: "x"}}), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		recipe := filepath.Join(dir, "pallet.yaml")
+		writeFile(t, recipe, "version: 1\nartifacts:\n  a:\n    local: {path: a.tar.gz, extract: "+tc.extract+"}\n    licenses: none\nimages:\n  img:\n    base: windows-hostprocess-scratch\n    platforms: [windows/amd64]\n    files:\n      - {artifact: a, dest: "+tc.dest+", layer: files}\n")
+		_, err := pallet(t, "build", "-q", "--no-cache", "-f", recipe, "-o", "oci:"+filepath.Join(t.TempDir(), "out"))
+		if err == nil || !strings.HasPrefix(err.Error(), recipe+":11:") || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want it at %s:11 with %q", tc.entry, err, recipe, tc.want)
+		}
 	}
 }

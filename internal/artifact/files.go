@@ -104,3 +104,20 @@ func (f *Fetcher) fileTree(ctx context.Context, r *Request, file, name, shown st
 	}
 	return t, lic, nil
 }
+
+// ArchiveOf says whether k unpacks an archive, which one (as errors show
+// it: its URL without a password, or its path), and how many leading
+// components of each entry's name extract.strip removes.
+func ArchiveOf(k Kind) (shown string, strip int, ok bool) {
+	switch k := k.(type) {
+	case *URL:
+		if k.Extract != nil {
+			return withoutPassword(k.URL), k.Extract.Strip, true
+		}
+	case *Local:
+		if k.Extract != nil {
+			return k.Path, k.Extract.Strip, true
+		}
+	}
+	return "", 0, false
+}

@@ -659,6 +659,9 @@ type builder struct {
 	// tree has taken yet: once none is left, its tree is let go (see
 	// placedAll).
 	unplaced map[string]int
+	// singles are the archive entries placements of one file take
+	// (entryOrigin).
+	singles map[placed]string
 	// writers bounds the layers being filled at once across all images
 	// and platforms to --jobs; compressors bounds (and reuses) the
 	// compressors they share, so memory does not grow with layer count.
@@ -1206,7 +1209,8 @@ func (b *builder) layers(ctx context.Context, im *plan.Image, pi *plan.PlatformI
 				lay, err := b.layer(t, opt)
 				var bad *layer.EntryError
 				if errors.As(err, &bad) {
-					return nil, plan.Errorf(placementOf(l, bad.Path).Pos, "image %s (%s), layer %s: %v", name, pi.Platform, l.Name, err)
+					pm, from := b.entryOrigin(gctx, name, pi, l, bad.Path)
+					return nil, plan.Errorf(pm.Pos, "image %s (%s), layer %s: %v%s", name, pi.Platform, l.Name, err, from)
 				}
 				if err != nil {
 					return nil, fmt.Errorf("layer %s: %w", l.Name, err)
@@ -1319,6 +1323,81 @@ func placementOf(l *plan.Layer, p string) plan.Placement {
 		}
 	}
 	return best
+}
+
+// entryOrigin is the placement of l that put the file at p (slash
+// separated, relative to the root), found where it lands through the
+// bases (destination), and, when it unpacks an archive, the archive and
+// the entry p came from, as a message says them: the archive is what a
+// recipe's author must look into, and the image path alone does not
+// name it. The artifact's tree is let go by then (placedAll): what
+// layerTree kept of a placement of one file (singles) says its entry,
+// and any other entry is the path below the destination, below the
+// placement's path.
+func (b *builder) entryOrigin(ctx context.Context, name string, pi *plan.PlatformImage, l *plan.Layer, p string) (plan.Placement, string) {
+	best, at, n, dest := placementOf(l, p), -1, -1, ""
+	for i, pm := range l.Placements {
+		d, replaced, err := b.destination(ctx, name, pi, pm)
+		if err != nil || replaced {
+			continue
+		}
+		d = strings.Trim(path.Clean("/"+d), "/")
+		if (d == "" || p == d || strings.HasPrefix(p, d+"/")) && len(d) > n {
+			best, at, n, dest = pm, i, len(d), d
+		}
+	}
+	if at < 0 {
+		return best, ""
+	}
+	a := b.plan.Artifacts[best.Artifact]
+	shown, strip, ok := artifact.ArchiveOf(a.Kind)
+	if !ok {
+		return best, ""
+	}
+	b.mu.Lock()
+	entry := b.singles[placed{l, at}]
+	b.mu.Unlock()
+	if entry == "" && p != dest {
+		entry = strings.TrimPrefix(p, dest+"/")
+		if from := strings.Trim(path.Clean("/"+best.Path), "/"); from != "" {
+			entry = path.Join(from, entry)
+		}
+	}
+	if entry == "" {
+		return best, ""
+	}
+	if strip > 0 {
+		return best, fmt.Sprintf(" (artifact %s: the archive %s, its entry named %s once extract.strip removed %d leading component(s))", a.Name, shown, layer.ShowPath(entry), strip)
+	}
+	return best, fmt.Sprintf(" (artifact %s: the archive %s, its entry %s)", a.Name, shown, layer.ShowPath(entry))
+}
+
+// placed names the placement at of layer l.
+type placed struct {
+	l  *plan.Layer
+	at int
+}
+
+// singleFile is the file a placement from of an artifact's tree t puts
+// at, or into, its destination alone (tree.Placement), or "" when it
+// places a directory's content.
+func singleFile(t *tree.Tree, from string) string {
+	from = strings.Trim(path.Clean("/"+from), "/")
+	if from != "" {
+		if e, ok := t.Get(from); ok && e.Kind != tree.Dir {
+			return from
+		}
+		return ""
+	}
+	if t.Len() != 1 {
+		return ""
+	}
+	for e := range t.All() {
+		if e.Kind != tree.Dir {
+			return e.Path
+		}
+	}
+	return ""
 }
 
 // checkLayers applies the checks across pi's layers, and sets links to
@@ -1438,10 +1517,22 @@ func modeChanges(syms []string) (func(fs.FileMode) fs.FileMode, error) {
 func (b *builder) layerTree(ctx context.Context, name string, pi *plan.PlatformImage, l *plan.Layer) (*tree.Tree, []string, error) {
 	t := tree.New()
 	var what []string
-	for _, pm := range l.Placements {
+	for i, pm := range l.Placements {
 		res, err := b.await(ctx, pm.Artifact)
 		if err != nil {
 			return nil, nil, err
+		}
+		// Of an archive, the entry a placement of one file takes, for
+		// the errors that name it once the tree is let go (entryOrigin).
+		if _, _, ok := artifact.ArchiveOf(b.plan.Artifacts[pm.Artifact].Kind); ok {
+			if f := singleFile(res.Tree, pm.Path); f != "" {
+				b.mu.Lock()
+				if b.singles == nil {
+					b.singles = map[placed]string{}
+				}
+				b.singles[placed{l, i}] = f
+				b.mu.Unlock()
+			}
 		}
 		dest, replaced, err := b.destination(ctx, name, pi, pm)
 		if err != nil {
