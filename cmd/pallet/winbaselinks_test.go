@@ -119,6 +119,13 @@ func TestWindowsBaseLinksFollowed(t *testing.T) {
 	if got := layerNames(t, dfImage(t, out), 1); !slices.Equal(got, []string{"Files/Program Files/App/bin/f.txt"}) {
 		t.Errorf("recipe: layers hold %q", got)
 	}
+	// A placement through a link that meets the base where it leads is
+	// refused at its own line, not the layer's first.
+	writeFile(t, filepath.Join(dir, "clash", "bin"), "a file named as the base's directory\n")
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), "version: 1\nartifacts:\n  f:\n    local: {path: f.txt}\n  c:\n    local: {path: clash}\nimages:\n  app:\n    base: oci:base\n    platforms: [windows/amd64]\n    files:\n      - {artifact: f, dest: /k/, layer: one}\n      - {artifact: c, dest: /app/, layer: one}\n")
+	if _, err := pallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "-o", "oci:"+filepath.Join(t.TempDir(), "out")); err == nil || !strings.Contains(err.Error(), "/Program Files/App/bin would be a file where the base") || !strings.Contains(err.Error(), "pallet.yaml:13") {
+		t.Fatalf("want the file over the directory the link leads to refused at its line, got %v", err)
+	}
 	// A link to another drive cannot be followed: refused at its line.
 	df := filepath.Join(dir, "Dockerfile.ext")
 	writeFile(t, df, "# escape=`\nFROM --platform=windows/amd64 oci:base\nCOPY f.txt C:\\ext\\\n")

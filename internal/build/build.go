@@ -1335,17 +1335,7 @@ func placementOf(l *plan.Layer, p string) plan.Placement {
 // and any other entry is the path below the destination, below the
 // placement's path.
 func (b *builder) entryOrigin(ctx context.Context, name string, pi *plan.PlatformImage, l *plan.Layer, p string) (plan.Placement, string) {
-	best, at, n, dest := placementOf(l, p), -1, -1, ""
-	for i, pm := range l.Placements {
-		d, replaced, err := b.destination(ctx, name, pi, pm)
-		if err != nil || replaced {
-			continue
-		}
-		d = strings.Trim(path.Clean("/"+d), "/")
-		if (d == "" || p == d || strings.HasPrefix(p, d+"/")) && len(d) > n {
-			best, at, n, dest = pm, i, len(d), d
-		}
-	}
+	best, at, dest := b.landedAt(ctx, name, pi, l, p)
 	if at < 0 {
 		return best, ""
 	}
@@ -1370,6 +1360,25 @@ func (b *builder) entryOrigin(ctx context.Context, name string, pi *plan.Platfor
 		return best, fmt.Sprintf(" (artifact %s: the archive %s, its entry named %s once extract.strip removed %d leading component(s))", a.Name, shown, layer.ShowPath(entry), strip)
 	}
 	return best, fmt.Sprintf(" (artifact %s: the archive %s, its entry %s)", a.Name, shown, layer.ShowPath(entry))
+}
+
+// landedAt is placementOf with each placement's destination where it
+// lands through the bases (destination: into a directory, through a
+// Windows base's links), and its index in l and that destination, clean
+// (-1 and "" when none holds p: placementOf's answer).
+func (b *builder) landedAt(ctx context.Context, name string, pi *plan.PlatformImage, l *plan.Layer, p string) (best plan.Placement, at int, dest string) {
+	best, at, n := placementOf(l, p), -1, -1
+	for i, pm := range l.Placements {
+		d, replaced, err := b.destination(ctx, name, pi, pm)
+		if err != nil || replaced {
+			continue
+		}
+		d = strings.Trim(path.Clean("/"+d), "/")
+		if (d == "" || p == d || strings.HasPrefix(p, d+"/")) && len(d) > n {
+			best, at, n, dest = pm, i, len(d), d
+		}
+	}
+	return best, at, dest
 }
 
 // placed names the placement at of layer l.

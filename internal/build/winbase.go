@@ -310,7 +310,7 @@ func (b *builder) windowsBaseClash(ctx context.Context, name string, pi *plan.Pl
 							} else if err != nil {
 								to = fmt.Sprintf(" (%v)", err)
 							}
-							return plan.Errorf(placementOf(l, e.Path).Pos, "image %s (%s), layer %s: /%s would be written as a directory where the base %s holds the link /%s -> %s, which Windows would replace with it: nothing placed there would reach where the link leads%s", name, pi.Platform, l.Name, e.Path, ref, lk.spelled, lk.target, to)
+							return plan.Errorf(b.placedPos(ctx, name, pi, l, e.Path), "image %s (%s), layer %s: /%s would be written as a directory where the base %s holds the link /%s -> %s, which Windows would replace with it: nothing placed there would reach where the link leads%s", name, pi.Platform, l.Name, e.Path, ref, lk.spelled, lk.target, to)
 						}
 					}
 				}
@@ -319,12 +319,18 @@ func (b *builder) windowsBaseClash(ctx context.Context, name string, pi *plan.Pl
 				d, isDir, _ := v.at(e.Path)
 				switch {
 				case e.Kind != tree.Dir && isDir:
-					return plan.Errorf(placementOf(l, e.Path).Pos, "image %s (%s), layer %s: /%s would be a file where the base %s holds the directory /%s, which it would hide on Windows with all it holds; place the file into the directory (a destination ending with /), or under another name", name, pi.Platform, l.Name, e.Path, ref, d)
+					return plan.Errorf(b.placedPos(ctx, name, pi, l, e.Path), "image %s (%s), layer %s: /%s would be a file where the base %s holds the directory /%s, which it would hide on Windows with all it holds; place the file into the directory (a destination ending with /), or under another name", name, pi.Platform, l.Name, e.Path, ref, d)
 				case e.Kind == tree.Dir && v.files[layer.NTFSKey(e.Path)] != "":
-					return plan.Errorf(placementOf(l, e.Path).Pos, "image %s (%s), layer %s: /%s would be a directory where the base %s holds a file, which it would replace (Docker's COPY fails there: not a directory); place it elsewhere", name, pi.Platform, l.Name, e.Path, ref)
+					return plan.Errorf(b.placedPos(ctx, name, pi, l, e.Path), "image %s (%s), layer %s: /%s would be a directory where the base %s holds a file, which it would replace (Docker's COPY fails there: not a directory); place it elsewhere", name, pi.Platform, l.Name, e.Path, ref)
 				}
 			}
 		}
 	}
 	return nil
+}
+
+// placedPos is the line of the placement of l that put p where it is.
+func (b *builder) placedPos(ctx context.Context, name string, pi *plan.PlatformImage, l *plan.Layer, p string) plan.Pos {
+	pm, _, _ := b.landedAt(ctx, name, pi, l, p)
+	return pm.Pos
 }
