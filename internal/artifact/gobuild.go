@@ -479,16 +479,8 @@ func needsCC(g *Go, p platform.Platform) error {
 
 // crossCC is the usual name of Debian's cross C compiler for p.
 func crossCC(p platform.Platform) string {
-	var triple string
-	switch p.OS {
-	case "linux":
-		triple = map[string]string{"arm64": "aarch64-linux-gnu", "arm": "arm-linux-gnueabihf", "amd64": "x86_64-linux-gnu",
-			"ppc64le": "powerpc64le-linux-gnu", "s390x": "s390x-linux-gnu", "riscv64": "riscv64-linux-gnu", "386": "i686-linux-gnu"}[p.Arch]
-	case "windows":
-		triple = map[string]string{"amd64": "x86_64-w64-mingw32", "386": "i686-w64-mingw32"}[p.Arch]
+	if t := p.GNUTriple(); t != "" {
+		return t + "-gcc"
 	}
-	if triple == "" {
-		return "CC" // no usual name: the user's compiler
-	}
-	return triple + "-gcc"
+	return "CC" // no usual name: the user's compiler
 }

@@ -1850,7 +1850,7 @@ func (b *builder) warnMissingLoaders(ctx context.Context, name string, pi *plan.
 		}
 		for _, n := range needs {
 			if names[path.Base(n.Interp)] || viewHasFile(views[i], n.Interp) {
-				if missing := missingLibraries(n, pi.Platform.Arch, views[i], placed); len(missing) > 0 {
+				if missing := missingLibraries(n, pi.Platform, views[i], placed); len(missing) > 0 {
 					on := "the base " + ref
 					if ref == image.Scratch {
 						on = "scratch"

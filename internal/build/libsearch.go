@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pallet-dev/pallet/internal/platform"
 	"github.com/pallet-dev/pallet/internal/tree"
 )
 
@@ -32,30 +33,6 @@ func newLayerFiles(trees []*tree.Tree) layerFiles {
 	return l
 }
 
-// multiarch are the Debian multiarch triplets of a GOARCH: the
-// directories under /lib and /usr/lib (and /usr/local/lib) a Debian or
-// Ubuntu base keeps its libraries in, which its /etc/ld.so.conf.d names.
-var multiarch = map[string][]string{
-	"amd64":    {"x86_64-linux-gnu"},
-	"arm64":    {"aarch64-linux-gnu"},
-	"arm":      {"arm-linux-gnueabihf", "arm-linux-gnueabi"},
-	"386":      {"i386-linux-gnu"},
-	"ppc64le":  {"powerpc64le-linux-gnu"},
-	"ppc64":    {"powerpc64-linux-gnu"},
-	"s390x":    {"s390x-linux-gnu"},
-	"riscv64":  {"riscv64-linux-gnu"},
-	"mips64le": {"mips64el-linux-gnuabi64"},
-	"mipsle":   {"mipsel-linux-gnu"},
-	"loong64":  {"loongarch64-linux-gnu"},
-}
-
-// machine is the kernel's name of a GOARCH's machine, what $PLATFORM in
-// a run path stands for.
-var machine = map[string]string{
-	"amd64": "x86_64", "arm64": "aarch64", "386": "i686", "ppc64le": "ppc64le",
-	"s390x": "s390x", "riscv64": "riscv64", "arm": "armv7l",
-}
-
 // isMusl says whether loader is musl's (/lib/ld-musl-x86_64.so.1).
 func isMusl(loader string) bool {
 	return strings.HasPrefix(path.Base(loader), "ld-musl-")
@@ -77,7 +54,7 @@ func isMusl(loader string) bool {
 // machine's libraries are there. musl's loader has no cache: /lib,
 // /usr/local/lib and /usr/lib, unless the base has an
 // /etc/ld-musl-ARCH.path to say otherwise.
-func libraryDirs(n loaderNeed, arch string, has func(string) bool, placed layerFiles) (dirs []string, ok bool) {
+func libraryDirs(n loaderNeed, pf platform.Platform, has func(string) bool, placed layerFiles) (dirs []string, ok bool) {
 	rp := n.RunPath
 	if rp == "" {
 		rp = n.RPath
@@ -95,7 +72,11 @@ func libraryDirs(n loaderNeed, arch string, has func(string) bool, placed layerF
 			}
 		}
 		for _, a := range alts {
-			a = strings.NewReplacer("${ORIGIN}", origin, "$ORIGIN", origin, "${PLATFORM}", machine[arch], "$PLATFORM", machine[arch]).Replace(a)
+			a = strings.NewReplacer("${ORIGIN}", origin, "$ORIGIN", origin).Replace(a)
+			if pl := pf.ELFPlatform(); pl != "" {
+				// Else left, and the run path is not known (below).
+				a = strings.NewReplacer("${PLATFORM}", pl, "$PLATFORM", pl).Replace(a)
+			}
 			if strings.Contains(a, "$") || !strings.HasPrefix(a, "/") {
 				return nil, false
 			}
@@ -113,7 +94,7 @@ func libraryDirs(n loaderNeed, arch string, has func(string) bool, placed layerF
 		}
 		dirs = append(dirs, "/lib", "/usr/local/lib", "/usr/lib")
 	} else {
-		for _, t := range multiarch[arch] {
+		if t := pf.Multiarch(); t != "" {
 			dirs = append(dirs, "/lib/"+t, "/usr/lib/"+t, "/usr/local/lib/"+t)
 		}
 		dirs = append(dirs, "/usr/local/lib", "/lib", "/usr/lib", "/lib64", "/usr/lib64")
@@ -142,7 +123,7 @@ func isMuslPath(p string) bool {
 // subdirectories. A library the loader provides itself (glibc's
 // ld-linux, musl's libc.so and the names it answers for) is there with
 // the loader.
-func missingLibraries(n loaderNeed, arch string, v *tree.View, placed layerFiles) []string {
+func missingLibraries(n loaderNeed, pf platform.Platform, v *tree.View, placed layerFiles) []string {
 	if len(n.Needed) == 0 {
 		return nil
 	}
@@ -186,7 +167,7 @@ func missingLibraries(n loaderNeed, arch string, v *tree.View, placed layerFiles
 		r, err := links.Resolve(p)
 		return err == nil && (files[r] || placed.files[r])
 	}
-	dirs, ok := libraryDirs(n, arch, has, placed)
+	dirs, ok := libraryDirs(n, pf, has, placed)
 	if !ok {
 		return nil
 	}

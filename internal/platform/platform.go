@@ -99,6 +99,79 @@ func (p Platform) GoEnv() []string {
 	return env
 }
 
+// gnuNames are the names GNU tools and Debian give a GOARCH's Linux
+// machine: Debian's multiarch tuple (the directory under /usr/lib of its
+// libraries) and the GNU target triple (the prefix of Debian's cross
+// compilers: i686 where the directory says i386).
+var gnuNames = map[string]struct{ multiarch, triple string }{
+	"amd64":    {"x86_64-linux-gnu", "x86_64-linux-gnu"},
+	"arm64":    {"aarch64-linux-gnu", "aarch64-linux-gnu"},
+	"arm":      {"arm-linux-gnueabihf", "arm-linux-gnueabihf"},
+	"386":      {"i386-linux-gnu", "i686-linux-gnu"},
+	"ppc64le":  {"powerpc64le-linux-gnu", "powerpc64le-linux-gnu"},
+	"ppc64":    {"powerpc64-linux-gnu", "powerpc64-linux-gnu"},
+	"s390x":    {"s390x-linux-gnu", "s390x-linux-gnu"},
+	"riscv64":  {"riscv64-linux-gnu", "riscv64-linux-gnu"},
+	"mips64le": {"mips64el-linux-gnuabi64", "mips64el-linux-gnuabi64"},
+	"mipsle":   {"mipsel-linux-gnu", "mipsel-linux-gnu"},
+	"loong64":  {"loongarch64-linux-gnu", "loongarch64-linux-gnu"},
+}
+
+// armel is Debian's arm port for the machines before ARMv7, which armhf
+// (the hard-float one, ARMv7) does not run on.
+func (p Platform) armel() bool { return p.Arch == "arm" && (p.Variant == "v5" || p.Variant == "v6") }
+
+// Multiarch is Debian's multiarch tuple of a Linux platform
+// ("aarch64-linux-gnu"): where Debian and Ubuntu keep its libraries
+// (/usr/lib/aarch64-linux-gnu) and their pkg-config files. Empty for
+// other systems and for machines Debian has no port for.
+func (p Platform) Multiarch() string {
+	if p.OS != "linux" {
+		return ""
+	}
+	if p.armel() {
+		return "arm-linux-gnueabi"
+	}
+	return gnuNames[p.Arch].multiarch
+}
+
+// GNUTriple is the target of GNU tools building for p, the prefix of
+// Debian's cross compilers ("aarch64-linux-gnu" for aarch64-linux-gnu-gcc,
+// "x86_64-w64-mingw32" for Windows' mingw-w64); empty when there is no
+// usual one.
+func (p Platform) GNUTriple() string {
+	switch {
+	case p.OS == "windows":
+		return map[string]string{"amd64": "x86_64-w64-mingw32", "386": "i686-w64-mingw32"}[p.Arch]
+	case p.OS != "linux":
+		return ""
+	case p.armel():
+		return "arm-linux-gnueabi"
+	}
+	return gnuNames[p.Arch].triple
+}
+
+// ELFPlatform is what the Linux kernel tells a process of p its platform
+// is (AT_PLATFORM), which $PLATFORM in a run path stands for; empty where
+// it depends on the processor (ppc64le's "power9", s390x's "z15") or is
+// not known.
+func (p Platform) ELFPlatform() string {
+	if p.OS != "linux" {
+		return ""
+	}
+	switch p.Arch {
+	case "arm":
+		return "v" + strings.TrimPrefix(p.Variant, "v") + "l"
+	case "amd64":
+		return "x86_64"
+	case "arm64":
+		return "aarch64"
+	case "386":
+		return "i686"
+	}
+	return ""
+}
+
 // ExeSuffix is ".exe" for Windows and empty elsewhere.
 func (p Platform) ExeSuffix() string {
 	if p.IsWindows() {

@@ -84,3 +84,27 @@ func TestSelectors(t *testing.T) {
 		t.Error("os.version on the entry must not prevent a match")
 	}
 }
+
+// The names GNU tools and Debian give a platform: its libraries'
+// directory differs from its compilers' prefix on 386, and ARM before v7
+// is Debian's armel port, not armhf.
+func TestGNUNames(t *testing.T) {
+	for in, want := range map[string][3]string{
+		"linux/amd64":   {"x86_64-linux-gnu", "x86_64-linux-gnu", "x86_64"},
+		"linux/arm64":   {"aarch64-linux-gnu", "aarch64-linux-gnu", "aarch64"},
+		"linux/386":     {"i386-linux-gnu", "i686-linux-gnu", "i686"},
+		"linux/arm/v7":  {"arm-linux-gnueabihf", "arm-linux-gnueabihf", "v7l"},
+		"linux/arm/v6":  {"arm-linux-gnueabi", "arm-linux-gnueabi", "v6l"},
+		"linux/ppc64le": {"powerpc64le-linux-gnu", "powerpc64le-linux-gnu", ""},
+		"windows/amd64": {"", "x86_64-w64-mingw32", ""},
+		"windows/arm64": {"", "", ""},
+	} {
+		p, err := Parse(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := [3]string{p.Multiarch(), p.GNUTriple(), p.ELFPlatform()}; got != want {
+			t.Errorf("%s: multiarch, triple, AT_PLATFORM %q, want %q", in, got, want)
+		}
+	}
+}

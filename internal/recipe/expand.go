@@ -12,7 +12,7 @@ import (
 )
 
 // builtinVars are set per platform and cannot be declared as args.
-var builtinVars = map[string]bool{"os": true, "arch": true, "variant": true, "platform": true, "exe": true, "version": true, "commit": true, "tag": true}
+var builtinVars = map[string]bool{"os": true, "arch": true, "variant": true, "platform": true, "exe": true, "multiarch": true, "version": true, "commit": true, "tag": true}
 
 var varRE = lazyre.New(`\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}`)
 
@@ -85,6 +85,9 @@ func (r *Recipe) Expand(path, s string, v Vars) (string, error) {
 		return val
 	})
 	if len(missing) > 0 {
+		if missing[0] == "multiarch" {
+			return "", r.Errorf(path, "{{multiarch}} is Debian's multiarch tuple of a Linux platform (aarch64-linux-gnu for linux/arm64), and this platform has none")
+		}
 		if m := missing[0]; m == "commit" || m == "tag" {
 			// Known names, unset here: say what would set them.
 			if m == "commit" {
@@ -92,7 +95,7 @@ func (r *Recipe) Expand(path, s string, v Vars) (string, error) {
 			}
 			return "", r.Errorf(path, "{{%s}} is the %s of the artifact's git source (modes.source.git.%s), and this artifact has none", m, m, m)
 		}
-		return "", r.Errorf(path, "unknown variable {{%s}} (args: %s; per platform: os, arch, variant, platform, exe; per artifact: version, and commit and tag of a git source)", missing[0], strings.Join(slices.Sorted(maps.Keys(r.Args)), ", "))
+		return "", r.Errorf(path, "unknown variable {{%s}} (args: %s; per platform: os, arch, variant, platform, exe, multiarch; per artifact: version, and commit and tag of a git source)", missing[0], strings.Join(slices.Sorted(maps.Keys(r.Args)), ", "))
 	}
 	if strings.Contains(out, "{{") {
 		return "", r.Errorf(path, "malformed {{...}} in %q", s)

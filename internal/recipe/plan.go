@@ -298,13 +298,19 @@ func (pl *planner) image(name string, ri *Image, vars Vars, want platforms) (*pl
 
 // platformVars are the per-platform built-ins.
 func platformVars(pl platform.Platform) map[string]string {
-	return map[string]string{
+	v := map[string]string{
 		"os":       pl.OS,
 		"arch":     pl.Arch,
 		"variant":  pl.Variant,
 		"platform": pl.String(),
 		"exe":      pl.ExeSuffix(),
 	}
+	// Unset where there is none, so that a use is an error at its line
+	// rather than an empty directory name.
+	if m := pl.Multiarch(); m != "" {
+		v["multiarch"] = m
+	}
+	return v
 }
 
 func (pln *planner) platformImage(name string, ri *Image, vars Vars, pl platform.Platform) (*plan.PlatformImage, error) {

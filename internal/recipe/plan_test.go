@@ -344,3 +344,32 @@ func TestLocalFilename(t *testing.T) {
 		}
 	}
 }
+
+// {{multiarch}} is the platform's Debian multiarch tuple, for a cgo cross
+// build's environment; a platform without one fails at the line that
+// uses it.
+func TestMultiarchVar(t *testing.T) {
+	recipe := func(platforms string) string {
+		return "version: 1\nartifacts:\n  tool:\n    go:\n      packages: .\n      env: [\"PKG_CONFIG_LIBDIR=/usr/lib/{{multiarch}}/pkgconfig\"]\n    licenses: none\nimages:\n  app:\n    base: scratch\n    platforms: " + platforms + "\n    files:\n      - artifact: tool\n        dest: /bin/\n"
+	}
+	r, err := Parse("pallet.yaml", []byte(recipe("[linux/arm64, linux/386]")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := r.Plan(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]string{"tool@linux/arm64": "aarch64-linux-gnu", "tool@linux/386": "i386-linux-gnu"} {
+		if env := p.Artifacts[key].Kind.(*artifact.Go).Env; len(env) != 1 || env[0] != "PKG_CONFIG_LIBDIR=/usr/lib/"+want+"/pkgconfig" {
+			t.Errorf("%s: env %q", key, env)
+		}
+	}
+	r, err = Parse("pallet.yaml", []byte(recipe("windows/amd64")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Plan(Options{}); err == nil || !strings.Contains(err.Error(), "pallet.yaml:6: {{multiarch}} is Debian's multiarch tuple of a Linux platform") {
+		t.Errorf("windows: %v", err)
+	}
+}
