@@ -1067,3 +1067,36 @@ func lastLayerModes(t *testing.T, dir, df string) []string {
 	})
 	return got
 }
+
+// A stage's symbolic --chmod changes what its COPY copies, not the
+// directories the COPY makes on its way (0755: fsutil's MkdirAll, with no
+// octal mode), so a COPY --from copies those as 0755, changed by its own
+// symbolic --chmod only, as BuildKit v0.29 copies the stage's filesystem
+// (fsutil's copyDirectory and copyFileInfo apply the ModeStr to each
+// entry's own mode); through a chain of stages, each COPY --from's own
+// --chmod changes what it copies, its destination it makes as 0755.
+func TestDockerfileSymbolicChmodStageMadeDirs(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "d", "g"), "g\n")
+	writeFile(t, filepath.Join(dir, "d", "sub", "f"), "f\n")
+	writeFile(t, filepath.Join(dir, "f"), "f\n")
+	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM scratch AS s\nCOPY --chmod=go-rx f /a/b/f\nCOPY --chmod=go-rx d/ /m/n/\n"+
+		"FROM scratch AS s2\nCOPY --from=s --chmod=g+w /a/ /x/\n"+
+		"FROM scratch\nCOPY --from=s /a/ /e/\nCOPY --from=s / /h/\nCOPY --from=s --chmod=g+w /a/ /k/\nCOPY --from=s2 --chmod=o+w / /z/\n")
+	out := filepath.Join(t.TempDir(), "o")
+	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
+	layers, err := dfImage(t, out).Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := layerLines(t, layers, 1, func(h *tar.Header) string { return fmt.Sprintf("%o", h.Mode) })
+	want := []string{
+		"1 e 755", "1 e/b 755", "1 e/b/f 600",
+		"2 h 755", "2 h/a 755", "2 h/a/b 755", "2 h/a/b/f 600", "2 h/m 755", "2 h/m/n 755", "2 h/m/n/g 600", "2 h/m/n/sub 700", "2 h/m/n/sub/f 600",
+		"3 k 755", "3 k/b 775", "3 k/b/f 620",
+		"4 z 755", "4 z/x 757", "4 z/x/b 777", "4 z/x/b/f 622",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("layers hold\n got %q\nwant %q", got, want)
+	}
+}

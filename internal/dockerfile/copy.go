@@ -171,11 +171,19 @@ func (e *evaluator) copy(s *stageState, n *parser.Node, op *copyOp) error {
 			if len(it.stageDirs) > 0 {
 				// Copied from the stage, they take this COPY's
 				// --chmod (its whole mode, as fsutil's copyFileInfo
-				// gives it) and --chown.
+				// gives it, or its symbolic changes to the stage's
+				// mode, not those the stage made to what it copied)
+				// and --chown.
 				pm.StageDirs = map[string]tree.DirMeta{}
 				for rel, m := range it.stageDirs {
 					if mode != nil {
 						m.Mode = *mode
+					} else if sym != "" {
+						set, err := modebits.ParseWithUmask(sym, 0)
+						if err != nil {
+							return plan.Wrap(it.pos, err)
+						}
+						m.Mode = set.Apply(m.Mode|fs.ModeDir) &^ fs.ModeDir
 					}
 					if uid != nil {
 						m.UID, m.GID = *uid, *gid

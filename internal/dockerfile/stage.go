@@ -201,9 +201,11 @@ func (e *evaluator) narrowed(c *content, i int, q *placed, at string) (*source, 
 // StageMade at and above a COPY --from's destination, its StageDirs
 // below it, else its DirMode and owner), by path relative to p; nil when
 // q is none of the stage's COPY --from, whose directories the item's
-// DirMode and owner describe.
+// DirMode and owner describe, unless q's symbolic --chmod changes what
+// it copies: the directories it makes on its way it does not change
+// (fsutil's MkdirAll makes them 0755).
 func stageDirs(q *placed, p string) map[string]tree.DirMeta {
-	if q.pm.StageDest == "" {
+	if q.pm.StageDest == "" && len(q.pm.ModeChanges) == 0 {
 		return nil
 	}
 	pl := tree.Placement{DirMode: q.pm.DirMode, UID: q.pm.UID, GID: q.pm.GID, OwnNewDirs: q.pm.OwnNewDirs,

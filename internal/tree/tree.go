@@ -533,7 +533,9 @@ type Placement struct {
 	// root), where the stage made them otherwise than DirMode and
 	// OwnNewDirs say: a stage's own COPY --from made its destination and
 	// the directories above it as its own (StageMade), and those below it
-	// as its stage had them, at each depth of a chain of stages.
+	// as its stage had them, at each depth of a chain of stages. Their
+	// modes are as the COPY --from leaves them, its own symbolic --chmod
+	// applied: Chmod, which holds the stage's too, does not change them.
 	StageDirs map[string]DirMeta
 }
 
@@ -555,6 +557,19 @@ func (pl Placement) MadeDir(p string) DirMeta {
 		m.UID, m.GID = pl.UID, pl.GID
 	}
 	return m
+}
+
+// stageDir says whether directory p (a clean path), which pl makes,
+// is one of StageDirs, whose mode MadeDir gives as it is to be.
+func (pl Placement) stageDir(p string) bool {
+	if pl.StageDest == "" {
+		return false
+	}
+	if d, err := CleanPath(pl.StageDest); err != nil || p == d || p == "." || strings.HasPrefix(d, p+"/") {
+		return false
+	}
+	_, ok := pl.StageDirs[p]
+	return ok
 }
 
 // copiedMade says whether directory p (a clean path), which pl makes,
@@ -661,7 +676,7 @@ func (t *Tree) Place(src *Tree, pl Placement) error {
 		_, held := t.entries[dest]
 		if pl.StageDest == "" || !held && !t.parents[dest] {
 			copied := pl.copiedMade(dest)
-			if copied {
+			if copied && !pl.stageDir(dest) {
 				made.Mode = pl.chmod(Entry{Kind: Dir, Mode: made.Mode})
 			}
 			if err := t.Add(Entry{Path: dest, Kind: Dir, Mode: made.Mode, UID: uid, GID: gid, NoLinksFrom: pl.noLinks, Copied: copied, Chowned: pl.OwnNewDirs}); err != nil {
@@ -709,7 +724,7 @@ func (t *Tree) newDirs(dir string, pl Placement) error {
 			continue // implied, 0755 0:0
 		}
 		m := pl.MadeDir(dirs[i])
-		if copied {
+		if copied && !pl.stageDir(dirs[i]) {
 			m.Mode = pl.chmod(Entry{Kind: Dir, Mode: m.Mode})
 		}
 		if err := t.Add(Entry{Path: dirs[i], Kind: Dir, Mode: m.Mode, UID: m.UID, GID: m.GID, IfNew: !copied, Copied: copied, Chowned: pl.OwnNewDirs, NoLinksFrom: pl.noLinks}); err != nil {
