@@ -19,6 +19,7 @@ import (
 	modebits "github.com/tonistiigi/dchapes-mode"
 
 	"github.com/pallet-dev/pallet/internal/archive"
+	"github.com/pallet-dev/pallet/internal/image"
 	"github.com/pallet-dev/pallet/internal/lazyre"
 	"github.com/pallet-dev/pallet/internal/plan"
 	"github.com/pallet-dev/pallet/internal/recipe"
@@ -37,18 +38,19 @@ type copyOp struct {
 	checksum *string
 	exclude  []string
 	parents  bool
+	link     bool
 	unpack   *bool
 	keepGit  *bool
 }
 
 func copyOf(c *instructions.CopyCommand) *copyOp {
 	return &copyOp{expand: c.Expand, sd: &c.SourcesAndDest, from: c.From, chown: &c.Chown, chmod: &c.Chmod,
-		checksum: new(string), exclude: c.ExcludePatterns, parents: c.Parents}
+		checksum: new(string), exclude: c.ExcludePatterns, parents: c.Parents, link: c.Link}
 }
 
 func addOf(c *instructions.AddCommand) *copyOp {
 	return &copyOp{add: true, expand: c.Expand, sd: &c.SourcesAndDest, chown: &c.Chown, chmod: &c.Chmod,
-		checksum: &c.Checksum, exclude: c.ExcludePatterns, unpack: c.Unpack, keepGit: c.KeepGitDir}
+		checksum: &c.Checksum, exclude: c.ExcludePatterns, unpack: c.Unpack, keepGit: c.KeepGitDir, link: c.Link}
 }
 
 // item is one thing a COPY or ADD source resolved to: one placement.
@@ -98,6 +100,11 @@ func (e *evaluator) copy(s *stageState, n *parser.Node, op *copyOp) error {
 	if err != nil {
 		return err
 	}
+	if err := e.chownName(s, n, op); err != nil {
+		return err
+	}
+	// BuildKit's state is no longer scratch, whatever was copied.
+	defer func() { s.touched = true }()
 	sym, err := e.symbolicMode(s, n, *op.chmod, mode)
 	if err != nil {
 		return err
@@ -482,6 +489,29 @@ func (e *evaluator) modeOwner(n *parser.Node, chmod, chown string) (*fs.FileMode
 		return nil, nil, nil, plan.Errorf(e.d.loc.token(n, "--chown="+chown), "--chown=%s: pallet takes a numeric uid[:gid]; a user or group name needs the image's /etc/passwd and /etc/group, which pallet does not read", chown)
 	}
 	return mode, &uid, &gid, nil
+}
+
+// chownName refuses a --chown that names root (the only name pallet
+// takes) where BuildKit has no /etc/passwd to read it from: its file op
+// reads a name from the filesystem the COPY copies onto, and with --link
+// that is an empty layer, as it is on a scratch stage no COPY or WORKDIR
+// has changed yet (client/llb fileop.go: the base input is -1, and
+// solver/llbsolver/ops/file.go fails: invalid user index: -1; v0.34's
+// dispatchCopy refuses a name with --link outright, chownByName).
+func (e *evaluator) chownName(s *stageState, n *parser.Node, op *copyOp) error {
+	chown := *op.chown
+	u, g, _ := strings.Cut(chown, ":")
+	if u != "root" && g != "root" || s.platform.IsWindows() {
+		return nil
+	}
+	pos := e.d.loc.token(n, "--chown="+chown)
+	if op.link {
+		return plan.Errorf(pos, "--chown=%s: a name, and with --link, BuildKit copies into an empty layer, where it finds no /etc/passwd to read it from (invalid user index: -1); give the number (0 for root)", chown)
+	}
+	if s.base == image.Scratch && !s.touched {
+		return plan.Errorf(pos, "--chown=%s: a name, which BuildKit reads in the stage's /etc/passwd, and the stage holds nothing yet (FROM scratch, no COPY or WORKDIR before this one), so it has none to read (invalid user index: -1); give the number (0 for root)", chown)
+	}
+	return nil
 }
 
 // symbolicMode reads a --chmod that is not octal (mode is nil) as

@@ -177,6 +177,8 @@ func (e *evaluator) workdir(s *stageState, n *parser.Node, c *instructions.Workd
 	}
 	s.workdir = wd
 	s.cfg.Workdir = system.FromSlash(wd, s.platform.OS)
+	// BuildKit makes it with a file op (dispatchWorkdir), but for /.
+	s.touched = s.touched || wd != "/"
 	// The config keeps the path as BuildKit writes it; the directory is
 	// where it leads (/app/../b is /b, /a/ is /a), on Windows spelled
 	// as the stage holds it (C:\K is the C:\k a COPY made).

@@ -93,6 +93,9 @@ type stageState struct {
 	user      string
 	layers    []*plan.Layer
 	content   *content
+	// touched says a COPY, ADD or WORKDIR changed the stage's files:
+	// BuildKit's state is no longer scratch (see chownName).
+	touched bool
 }
 
 // Plan expands the Dockerfile for the given options into a build plan:
