@@ -96,11 +96,11 @@ func (e *evaluator) copy(s *stageState, n *parser.Node, op *copyOp) error {
 	if err := op.expand(e.expander(s)); err != nil {
 		return err
 	}
-	mode, uid, gid, err := e.modeOwner(n, *op.chmod, *op.chown)
-	if err != nil {
+	if err := e.chownName(s, n, op); err != nil {
 		return err
 	}
-	if err := e.chownName(s, n, op); err != nil {
+	mode, uid, gid, err := e.modeOwner(s, n, *op.chmod, *op.chown)
+	if err != nil {
 		return err
 	}
 	// BuildKit's state is no longer scratch, whatever was copied.
@@ -476,7 +476,7 @@ func (e *evaluator) copySource(s *stageState, n *parser.Node, from string) (*sta
 
 // modeOwner reads --chmod and --chown; nil when not given, and the mode
 // nil when it is symbolic (symbolicMode).
-func (e *evaluator) modeOwner(n *parser.Node, chmod, chown string) (*fs.FileMode, *int, *int, error) {
+func (e *evaluator) modeOwner(s *stageState, n *parser.Node, chmod, chown string) (*fs.FileMode, *int, *int, error) {
 	var mode *fs.FileMode
 	if m, err := recipe.ParseMode(chmod); err == nil {
 		mode = &m
@@ -486,13 +486,19 @@ func (e *evaluator) modeOwner(n *parser.Node, chmod, chown string) (*fs.FileMode
 	}
 	uid, gid, ok := numericOwner(chown)
 	if !ok {
-		return nil, nil, nil, plan.Errorf(e.d.loc.token(n, "--chown="+chown), "--chown=%s: pallet takes a numeric uid[:gid]; a user or group name needs the image's /etc/passwd and /etc/group, which pallet does not read", chown)
+		var err error
+		if uid, gid, ok, err = s.namedOwner(chown); err != nil {
+			return nil, nil, nil, plan.Wrap(e.d.loc.token(n, "--chown="+chown), err)
+		}
+	}
+	if !ok {
+		return nil, nil, nil, plan.Errorf(e.d.loc.token(n, "--chown="+chown), "--chown=%s: pallet takes a numeric uid[:gid] here; a user or group name is read from the stage's /etc/passwd and /etc/group, which pallet reads only on a stage FROM scratch that copies them from the build context, not from a base image or an unpacked archive", chown)
 	}
 	return mode, &uid, &gid, nil
 }
 
-// chownName refuses a --chown that names root (the only name pallet
-// takes) where BuildKit has no /etc/passwd to read it from: its file op
+// chownName refuses a --chown that names a user or group where BuildKit
+// has no /etc/passwd to read it from: its file op
 // reads a name from the filesystem the COPY copies onto, and with --link
 // that is an empty layer, as it is on a scratch stage no COPY or WORKDIR
 // has changed yet (client/llb fileop.go: the base input is -1, and
@@ -500,16 +506,15 @@ func (e *evaluator) modeOwner(n *parser.Node, chmod, chown string) (*fs.FileMode
 // dispatchCopy refuses a name with --link outright, chownByName).
 func (e *evaluator) chownName(s *stageState, n *parser.Node, op *copyOp) error {
 	chown := *op.chown
-	u, g, _ := strings.Cut(chown, ":")
-	if u != "root" && g != "root" || s.platform.IsWindows() {
+	if !namesOwner(chown) || s.platform.IsWindows() {
 		return nil
 	}
 	pos := e.d.loc.token(n, "--chown="+chown)
 	if op.link {
-		return plan.Errorf(pos, "--chown=%s: a name, and with --link, BuildKit copies into an empty layer, where it finds no /etc/passwd to read it from (invalid user index: -1); give the number (0 for root)", chown)
+		return plan.Errorf(pos, "--chown=%s: a name, and with --link, BuildKit copies into an empty layer, where it finds no /etc/passwd to read it from (invalid user index: -1); give a numeric uid[:gid] (0 for root)", chown)
 	}
 	if s.base == image.Scratch && !s.touched {
-		return plan.Errorf(pos, "--chown=%s: a name, which BuildKit reads in the stage's /etc/passwd, and the stage holds nothing yet (FROM scratch, no COPY or WORKDIR before this one), so it has none to read (invalid user index: -1); give the number (0 for root)", chown)
+		return plan.Errorf(pos, "--chown=%s: a name, which BuildKit reads in the stage's /etc/passwd, and the stage holds nothing yet (FROM scratch, no COPY or WORKDIR before this one), so it has none to read (invalid user index: -1); give a numeric uid[:gid] (0 for root)", chown)
 	}
 	return nil
 }

@@ -89,3 +89,50 @@ func TestChownRootOnceTheStageHoldsALayer(t *testing.T) {
 		}
 	}
 }
+
+// On a stage FROM scratch, a --chown name (and the USER that owns the
+// directory WORKDIR makes) is read from the /etc/passwd and /etc/group
+// the stage's COPYs put there from the build context, as BuildKit reads
+// them in the stage's filesystem (solver/llbsolver/ops/user_linux.go
+// readUser): a user name gives its uid and, without a group, its gid; a
+// name the file lacks, or a file the stage lacks, leaves 0 (a group
+// name then leaves the user's gid). Where the stage may hold one pallet
+// cannot read (an unpacked archive, a base image), a name is refused.
+func TestChownNamesFromTheStage(t *testing.T) {
+	files := map[string]string{"bin/hello": "x", "passwd": "root:x:0:0::/root:/bin/sh\n# a comment\napp:x:1000:1001::/home/app:/sbin/nologin\nnobody:x:65534:65534:::\n",
+		"group": "root:x:0:\nstaff:x:50:\n", "rootfs.tar": tarOf(t, "etc/passwd")}
+	for _, tc := range []struct{ df, want string }{
+		{"COPY passwd /etc/passwd\nCOPY --chown=app bin/hello /a", "/a<-local:bin/hello owner=1000:1001"},
+		{"COPY passwd /etc/\nCOPY group /etc/group\nCOPY --chown=nobody:staff bin/hello /a", "/a<-local:bin/hello owner=65534:50"},
+		{"COPY passwd /etc/passwd\nCOPY --chown=7:staff bin/hello /a", "/a<-local:bin/hello owner=7:7"},
+		{"COPY passwd /etc/passwd\nCOPY --chown=ghost bin/hello /a", "/a<-local:bin/hello"},
+		{"WORKDIR /w\nCOPY --chown=app:staff bin/hello /a", "/a<-local:bin/hello"},
+		{"COPY passwd /etc/passwd\nUSER app\nWORKDIR /w", "/w/<-mkdir owner=1000:1001"},
+	} {
+		fs := map[string]string{"Dockerfile": "FROM scratch\n" + tc.df + "\n"}
+		for k, v := range files {
+			fs[k] = v
+		}
+		p, err := planFiles(t, fs, Options{})
+		if err != nil {
+			t.Errorf("%q: %v", tc.df, err)
+			continue
+		}
+		got := placements(t, p)
+		if got[len(got)-1] != tc.want {
+			t.Errorf("%q: the last layer places %q, want %q", tc.df, got[len(got)-1], tc.want)
+		}
+	}
+	for _, df := range []string{
+		"FROM example.com/base\nCOPY --chown=app bin/hello /a",
+		"FROM scratch\nADD rootfs.tar /\nCOPY --chown=app bin/hello /a",
+	} {
+		fs := map[string]string{"Dockerfile": df + "\n"}
+		for k, v := range files {
+			fs[k] = v
+		}
+		if _, err := planFiles(t, fs, Options{}); err == nil || !strings.Contains(err.Error(), "numeric uid[:gid]") {
+			t.Errorf("%q: %v, want it refused", df, err)
+		}
+	}
+}

@@ -216,10 +216,14 @@ func (e *evaluator) workdirOwner(s *stageState) (int, int, error) {
 	if uid, gid, ok := numericOwner(s.user); ok {
 		return uid, gid, nil
 	}
-	if _, ok := s.content.nodes["/etc/passwd"]; ok {
-		return 0, 0, fmt.Errorf("the directory is owned by USER %s, a name pallet would have to read from the stage's /etc/passwd; give USER as a numeric uid:gid", s.user)
+	uid, gid, ok, err := s.namedOwner(s.user)
+	if err != nil {
+		return 0, 0, err
 	}
-	return 0, 0, nil
+	if !ok {
+		return 0, 0, fmt.Errorf("the directory is owned by USER %s, a name pallet would have to read from the stage's /etc/passwd, which it cannot read when it plans; give USER as a numeric uid:gid", s.user)
+	}
+	return uid, gid, nil
 }
 
 // numericOwner reads uid[:gid] ("root" is 0); a uid alone is also the

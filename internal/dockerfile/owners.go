@@ -1,0 +1,147 @@
+package dockerfile
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/pallet-dev/pallet/internal/image"
+	"github.com/pallet-dev/pallet/internal/tree"
+)
+
+// maxUserFile bounds the /etc/passwd or /etc/group read, as BuildKit
+// bounds it (solver/llbsolver/ops/user_linux.go maxUserFileBytes).
+const maxUserFile = 10 << 20
+
+// stageFile is the build-context file stage s holds at p, "" when it
+// holds none there; known is false where s may hold one pallet cannot
+// read when it plans: a stage not FROM scratch (its base is read only
+// when it builds), a Windows one, or one whose path there is not a
+// context file (inside an unpacked archive, a download, a link).
+func (s *stageState) stageFile(p string) (file string, known bool) {
+	if s.base != image.Scratch || s.platform.IsWindows() {
+		return "", false
+	}
+	c := s.content
+	if c.nodes["/"].opaque {
+		return "", false
+	}
+	if _, ok := c.opaqueAbove(p); ok {
+		return "", false
+	}
+	n, ok := c.nodes[p]
+	if !ok {
+		return "", true
+	}
+	if n.kind != tree.File || n.by < 0 {
+		return "", false
+	}
+	q := c.placed[n.by]
+	switch q.src.kind {
+	case srcFile:
+		return q.src.path, true
+	case srcDir:
+		return hostPath(q.src, relTo(p, q.root)), true
+	}
+	return "", false
+}
+
+// namedOwner resolves an owner (--chown's, or USER's for WORKDIR) that
+// names a user or group on a stage FROM scratch, from the /etc/passwd
+// and /etc/group its COPYs put there, as BuildKit's readUser reads them
+// in the stage's filesystem: a user name gives the first line's uid and
+// gid, a group name the first line's gid; one the file lacks, or a file
+// the stage lacks, leaves the ids 0 (a group name, the user's gid). ok is
+// false where the stage may hold a file pallet cannot read.
+func (s *stageState) namedOwner(spec string) (uid, gid int, ok bool, err error) {
+	u, g, _ := strings.Cut(spec, ":")
+	if n, err := strconv.ParseUint(u, 10, 31); err == nil {
+		uid, gid = int(n), int(n)
+	} else {
+		file, known := s.stageFile("/etc/passwd")
+		if !known {
+			return 0, 0, false, nil
+		}
+		if file != "" {
+			var found bool
+			if uid, gid, found, err = lookup(file, u, true); err != nil || !found {
+				uid, gid = 0, 0
+			}
+			if err != nil {
+				return 0, 0, false, err
+			}
+		}
+	}
+	if g == "" {
+		return uid, gid, true, nil
+	}
+	if n, err := strconv.ParseUint(g, 10, 31); err == nil {
+		return uid, int(n), true, nil
+	}
+	file, known := s.stageFile("/etc/group")
+	if !known {
+		return 0, 0, false, nil
+	}
+	if file != "" {
+		_, id, found, err := lookup(file, g, false)
+		if err != nil {
+			return 0, 0, false, err
+		}
+		if found {
+			gid = id
+		}
+	}
+	return uid, gid, true, nil
+}
+
+// lookup finds name in a passwd file (name:pass:uid:gid:...) or a group
+// file (name:pass:gid:...), as github.com/moby/sys/user parses them:
+// lines trimmed, empty ones skipped (and in a group file those starting
+// with #), an id that is not a number read as 0; the first line wins.
+func lookup(file, name string, passwd bool) (uid, gid int, found bool, err error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(io.LimitReader(f, maxUserFile))
+	if !passwd {
+		sc.Buffer(nil, 1024*1024)
+	}
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 || !passwd && line[0] == '#' {
+			continue
+		}
+		parts := strings.Split(string(line), ":")
+		if parts[0] != name {
+			continue
+		}
+		id := func(i int) int {
+			if i >= len(parts) {
+				return 0
+			}
+			n, _ := strconv.Atoi(parts[i])
+			return n
+		}
+		if passwd {
+			return id(2), id(3), true, nil
+		}
+		return 0, id(2), true, nil
+	}
+	return 0, 0, false, sc.Err()
+}
+
+// namesOwner says an owner spec (uid[:gid]) names a user or a group.
+func namesOwner(spec string) bool {
+	u, g, _ := strings.Cut(spec, ":")
+	for _, part := range []string{u, g} {
+		if _, err := strconv.ParseUint(part, 10, 31); part != "" && err != nil {
+			return true
+		}
+	}
+	return false
+}
