@@ -497,8 +497,9 @@ func (e *evaluator) modeOwner(s *stageState, n *parser.Node, chmod, chown string
 	return mode, &uid, &gid, nil
 }
 
-// chownName refuses a --chown that names a user or group where BuildKit
-// has no /etc/passwd to read it from: its file op
+// chownName refuses a --chown that names a user or group (root is none,
+// as BuildKit's llb reads it as 0) where BuildKit has no /etc/passwd to
+// read it from: its file op
 // reads a name from the filesystem the COPY copies onto, and with --link
 // that is an empty layer, as it is on a scratch stage no COPY or WORKDIR
 // has changed yet (client/llb fileop.go: the base input is -1, and

@@ -27,8 +27,9 @@ func TestDockerfileErrorsAt(t *testing.T) {
 		{"an ignored source", "FROM scratch\nCOPY secret.key /", 2, 6, "excluded from the build context"},
 		{"a URL without checksum, at the URL", "FROM scratch\nADD --chmod=644 https://example.com/x.bin /x", 2, 17, "--checksum=sha256"},
 		{"a named --chown, at the flag", "FROM scratch\nCOPY --chown=app:app bin/hello /", 2, 6, "numeric uid[:gid]"},
-		{"a named --chown with --link, at the flag", "FROM scratch\nCOPY bin/hello /a\nCOPY --link --chown=root bin/hello /", 3, 13, "with --link, BuildKit copies into an empty layer"},
-		{"a named --chown on an untouched scratch stage", "FROM scratch AS s\nFROM s\nCOPY --chown=0:root bin/hello /", 3, 6, "holds nothing yet (FROM scratch"},
+		{"a named --chown with --link, at the flag", "FROM scratch\nCOPY bin/hello /a\nCOPY --link --chown=app bin/hello /", 3, 13, "with --link, BuildKit copies into an empty layer"},
+		{"a USER name for WORKDIR's directory on an untouched scratch stage", "FROM scratch\nUSER app\nWORKDIR /w", 3, 1, "holds nothing yet (FROM scratch"},
+		{"a named --chown on an untouched scratch stage", "FROM scratch AS s\nFROM s\nCOPY --chown=0:staff bin/hello /", 3, 6, "holds nothing yet (FROM scratch"},
 		{"a --chmod neither octal nor symbolic, at the flag", "FROM scratch\nCOPY --chmod=u+q bin/hello /", 2, 6, "neither an octal mode"},
 		{"--from an image", "FROM scratch\nCOPY --from=golang:1.24 /usr/local/go /go", 2, 6, "not a stage of this Dockerfile"},
 		{"--from a later stage", "FROM scratch AS a\nCOPY --from=b / /\nFROM scratch AS b\nFROM a", 2, 6, "not before this one"},
@@ -78,11 +79,15 @@ func TestDockerfileErrorsAt(t *testing.T) {
 // copies onto, and where that is an empty filesystem (a --link layer, or
 // a scratch stage nothing has changed yet) its file op has no input to
 // read it from (invalid user index: -1); once a COPY or WORKDIR made the
-// stage's first layer, a name it does not find there is root, 0:0.
-func TestChownRootOnceTheStageHoldsALayer(t *testing.T) {
+// stage's first layer, a name it does not find there is root, 0:0. root
+// is no name: BuildKit's llb reads it as uid 0 (parseUID).
+func TestChownNamesOnceTheStageHoldsALayer(t *testing.T) {
 	for _, df := range []string{
-		"FROM scratch\nWORKDIR /w\nCOPY --chown=root bin/hello /",
-		"FROM scratch AS s\nCOPY nothing* /\nFROM s\nCOPY --chown=root:root bin/hello /",
+		"FROM scratch\nWORKDIR /w\nCOPY --chown=nobody bin/hello /",
+		"FROM scratch AS s\nCOPY nothing* /\nFROM s\nCOPY --chown=app:staff bin/hello /",
+		"FROM scratch\nCOPY --chown=root:root bin/hello /",
+		"FROM scratch\nCOPY --link --chown=root bin/hello /",
+		"FROM scratch\nUSER root\nWORKDIR /w",
 	} {
 		if _, err := planFiles(t, map[string]string{"Dockerfile": df + "\n", "bin/hello": "x"}, Options{}); err != nil {
 			t.Errorf("%q: %v", df, err)

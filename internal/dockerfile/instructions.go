@@ -12,6 +12,7 @@ import (
 	"github.com/moby/buildkit/frontend/dockerfile/parser"
 	"github.com/moby/buildkit/util/system"
 
+	"github.com/pallet-dev/pallet/internal/image"
 	"github.com/pallet-dev/pallet/internal/lazyre"
 	"github.com/pallet-dev/pallet/internal/plan"
 	"github.com/pallet-dev/pallet/internal/tree"
@@ -177,7 +178,9 @@ func (e *evaluator) workdir(s *stageState, n *parser.Node, c *instructions.Workd
 	}
 	s.workdir = wd
 	s.cfg.Workdir = system.FromSlash(wd, s.platform.OS)
-	// BuildKit makes it with a file op (dispatchWorkdir), but for /.
+	// BuildKit makes it with a file op (dispatchWorkdir), but for /,
+	// which reads a USER name where the stage holds files already.
+	touched := s.touched
 	s.touched = s.touched || wd != "/"
 	// The config keeps the path as BuildKit writes it; the directory is
 	// where it leads (/app/../b is /b, /a/ is /a), on Windows spelled
@@ -192,6 +195,9 @@ func (e *evaluator) workdir(s *stageState, n *parser.Node, c *instructions.Workd
 	}
 	if wd == "/" || !s.emptyBase || s.content.isDir(wd) {
 		return nil
+	}
+	if namesOwner(s.user) && s.base == image.Scratch && !touched && !s.platform.IsWindows() {
+		return plan.Errorf(e.d.loc.node(n), "USER %s: a name, which BuildKit reads in the stage's /etc/passwd to own the directory WORKDIR makes, and the stage holds nothing yet (FROM scratch, no COPY or WORKDIR before this one), so it has none to read (invalid user index: -1); give USER as a numeric uid[:gid]", s.user)
 	}
 	uid, gid, err := e.workdirOwner(s)
 	if err != nil {

@@ -135,11 +135,12 @@ func lookup(file, name string, passwd bool) (uid, gid int, found bool, err error
 	return 0, 0, false, sc.Err()
 }
 
-// namesOwner says an owner spec (uid[:gid]) names a user or a group.
+// namesOwner says an owner spec (uid[:gid]) names a user or a group
+// BuildKit looks up: root is none, its llb reads it as 0 (parseUID).
 func namesOwner(spec string) bool {
 	u, g, _ := strings.Cut(spec, ":")
 	for _, part := range []string{u, g} {
-		if _, err := strconv.ParseUint(part, 10, 31); part != "" && err != nil {
+		if _, err := strconv.ParseUint(part, 10, 31); part != "" && part != "root" && err != nil {
 			return true
 		}
 	}
