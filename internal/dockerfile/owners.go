@@ -58,6 +58,12 @@ func (s *stageState) stageFile(p string) (file string, known bool) {
 // false where the stage may hold a file pallet cannot read.
 func (s *stageState) namedOwner(spec string) (uid, gid int, ok bool, err error) {
 	u, g, _ := strings.Cut(spec, ":")
+	if u == "root" {
+		u = "0" // an id to BuildKit's llb (parseUID), not a name
+	}
+	if g == "root" {
+		g = "0"
+	}
 	if n, err := strconv.ParseUint(u, 10, 31); err == nil {
 		uid, gid = int(n), int(n)
 	} else {
