@@ -105,13 +105,14 @@ func TestChownNamesOnceTheStageHoldsALayer(t *testing.T) {
 // cannot read (an unpacked archive, a base image), a name is refused.
 func TestChownNamesFromTheStage(t *testing.T) {
 	files := map[string]string{"bin/hello": "x", "passwd": "root:x:0:0::/root:/bin/sh\n# a comment\napp:x:1000:1001::/home/app:/sbin/nologin\nnobody:x:65534:65534:::\n",
-		"group": "root:x:0:\nstaff:x:50:\n", "rootfs.tar": tarOf(t, "etc/passwd")}
+		"group": "root:x:0:\nstaff:x:50:\n", "rootfs.tar": tarOf(t, "etc/passwd"), "passwd2": "root:x:0:1::/:\n"}
 	for _, tc := range []struct{ df, want string }{
 		{"COPY passwd /etc/passwd\nCOPY --chown=app bin/hello /a", "/a<-local:bin/hello owner=1000:1001"},
 		{"COPY passwd /etc/\nCOPY group /etc/group\nCOPY --chown=nobody:staff bin/hello /a", "/a<-local:bin/hello owner=65534:50"},
 		{"COPY passwd /etc/passwd\nCOPY --chown=7:staff bin/hello /a", "/a<-local:bin/hello owner=7:7"},
 		{"COPY passwd /etc/passwd\nCOPY --chown=ghost bin/hello /a", "/a<-local:bin/hello"},
 		{"WORKDIR /w\nCOPY --chown=app:staff bin/hello /a", "/a<-local:bin/hello"},
+		{"COPY passwd2 /etc/passwd\nCOPY --chown=root:staff bin/hello /a", "/a<-local:bin/hello"},
 		{"COPY passwd /etc/passwd\nUSER app\nWORKDIR /w", "/w/<-mkdir owner=1000:1001"},
 	} {
 		fs := map[string]string{"Dockerfile": "FROM scratch\n" + tc.df + "\n"}
