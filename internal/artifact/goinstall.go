@@ -59,6 +59,9 @@ func (m *GoModule) install(ctx context.Context, f *Fetcher, r *Request, pkgs []s
 	if err := m.verifyTree(extracted); err != nil {
 		return nil, err
 	}
+	if err := m.verifyGoMod(modcache, src); err != nil {
+		return nil, err
+	}
 	work, err = filepath.Abs(work)
 	if err != nil {
 		return nil, err
@@ -89,6 +92,9 @@ func (m *GoModule) install(ctx context.Context, f *Fetcher, r *Request, pkgs []s
 		return nil, err
 	}
 	if err := m.verifyTree(extracted); err != nil {
+		return nil, fmt.Errorf("%w (changed in the module cache during the build)", err)
+	}
+	if err := m.verifyGoMod(modcache, src); err != nil {
 		return nil, fmt.Errorf("%w (changed in the module cache during the build)", err)
 	}
 	sums, err := readGoSum(filepath.Join(src, "go.sum"))
@@ -185,6 +191,36 @@ func (m *GoModule) moduleCache(extracted string) (string, error) {
 		return "", fmt.Errorf("module %s: go mod download unpacked it in %q, not a module cache's directory for it", m.ref(), extracted)
 	}
 	return cache, nil
+}
+
+// verifyGoMod proves the go.mod go install reads against the pin: the
+// module's requirements (and its go, toolchain and godebug lines) come
+// from the .mod file the proxy served, kept in the module cache's
+// cache/download, which neither the zip's hash covers nor anything checks
+// with GOSUMDB=off (offline) or GONOSUMDB. It must be the go.mod of the
+// proved zip, unpacked in src.
+func (m *GoModule) verifyGoMod(modcache, src string) error {
+	ep, err := module.EscapePath(m.Path)
+	if err != nil {
+		return err
+	}
+	ev, err := module.EscapeVersion(m.Version)
+	if err != nil {
+		return err
+	}
+	file := filepath.Join(modcache, "cache", "download", filepath.FromSlash(ep), "@v", ev+".mod")
+	got, err := bounded.ReadFile(file, MaxGoMod)
+	if err != nil {
+		return fmt.Errorf("module %s: reading the go.mod go install reads: %w", m.ref(), err)
+	}
+	want, err := bounded.ReadFile(filepath.Join(src, "go.mod"), MaxGoMod)
+	if err != nil {
+		return fmt.Errorf("module %s: %w", m.ref(), err)
+	}
+	if !bytes.Equal(got, want) {
+		return fmt.Errorf("module %s: the go.mod go install reads (%s, as the module proxy served it) is not the one in the pinned zip", m.ref(), file)
+	}
+	return nil
 }
 
 // verifyTree proves the module's tree unpacked in the module cache against

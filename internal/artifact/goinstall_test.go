@@ -183,3 +183,37 @@ func TestGoModuleDependencyAgainstGoSum(t *testing.T) {
 		t.Errorf("a dependency go.sum does not pin: %v", err)
 	}
 }
+
+// go install takes the requirements of the module it builds from the
+// .mod file the proxy serves (the module cache's cache/download), not from
+// the go.mod in the zip the pin proves: a proxy (with GONOSUMDB, or
+// offline's GOSUMDB=off) or a module cache whose .mod says otherwise must
+// not change what is linked, even to another version the go.sum knows.
+func TestGoModuleModFileAgainstPin(t *testing.T) {
+	p := newModProxy(t)
+	greetMod := "module " + greetPath + "\n\ngo 1.22\n"
+	good := p.addModule(t, greetPath, "v1.0.0", map[string]string{
+		"go.mod":   greetMod,
+		"greet.go": "package greet\n\nfunc Hello() string { return \"hello from a module\" }\n",
+	})
+	evil := p.addModule(t, greetPath, "v1.1.0", map[string]string{
+		"go.mod":   greetMod,
+		"greet.go": "package greet\n\nfunc Hello() string { return \"evil\" }\n",
+	})
+	files := map[string]string{
+		"go.mod": "module " + helloPath + "\n\ngo 1.22\n\nrequire " + greetPath + " v1.0.0\n",
+		// A go.sum may hold more versions of a module than are selected.
+		"go.sum": fmt.Sprintf("%s v1.0.0 %s\n%s v1.0.0/go.mod %s\n%s v1.1.0 %s\n%s v1.1.0/go.mod %s\n",
+			greetPath, good.zip, greetPath, good.mod, greetPath, evil.zip, greetPath, evil.mod),
+		"cmd/hello/main.go": "package main\n\nimport \"" + greetPath + "\"\n\nfunc main() { println(greet.Hello()) }\n",
+	}
+	sum := p.addModule(t, helloPath, "v1.0.0", files).zip
+	p.setModule(t, helloPath, "v1.0.0", "module "+helloPath+"\n\ngo 1.22\n\nrequire "+greetPath+" v1.1.0\n", zipModule(t, helloPath, "v1.0.0", files))
+	res, err := fetcher(t).Fetch(context.Background(), helloRequest(t, sum), t.TempDir())
+	if err == nil {
+		t.Fatalf("built with the proxy's go.mod, not the pinned one: hello prints %q", runHello(t, res))
+	}
+	if !strings.Contains(err.Error(), "go.mod") || !strings.Contains(err.Error(), helloPath+"@v1.0.0") {
+		t.Errorf("error %v", err)
+	}
+}
