@@ -1848,9 +1848,13 @@ func (b *builder) warnMissingLoaders(ctx context.Context, name string, pi *plan.
 		if ref != image.Scratch && views[i] == nil {
 			continue // a built-in base pallet does not read this way
 		}
+		var libs *libLookup
 		for _, n := range needs {
 			if names[path.Base(n.Interp)] || viewHasFile(views[i], n.Interp) {
-				if missing := missingLibraries(n, pi.Platform, views[i], placed); len(missing) > 0 {
+				if libs == nil {
+					libs = newLibLookup(views[i], placed)
+				}
+				if missing := libs.missing(n, pi.Platform); len(missing) > 0 {
 					on := "the base " + ref
 					if ref == image.Scratch {
 						on = "scratch"

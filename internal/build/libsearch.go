@@ -54,7 +54,9 @@ func isMusl(loader string) bool {
 // machine's libraries are there. musl's loader has no cache: /lib,
 // /usr/local/lib and /usr/lib, unless the base has an
 // /etc/ld-musl-ARCH.path to say otherwise.
-func libraryDirs(n loaderNeed, pf platform.Platform, has func(string) bool, placed layerFiles) (dirs []string, ok bool) {
+//
+// muslPath says whether the base or the layers hold such a file.
+func libraryDirs(n loaderNeed, pf platform.Platform, muslPath bool) (dirs []string, ok bool) {
 	rp := n.RunPath
 	if rp == "" {
 		rp = n.RPath
@@ -84,12 +86,7 @@ func libraryDirs(n loaderNeed, pf platform.Platform, has func(string) bool, plac
 		}
 	}
 	if isMusl(n.Interp) {
-		for p := range placed.files {
-			if isMuslPath(p) {
-				return nil, false
-			}
-		}
-		if has("") {
+		if muslPath {
 			return nil, false
 		}
 		dirs = append(dirs, "/lib", "/usr/local/lib", "/usr/lib")
@@ -124,50 +121,65 @@ func isMuslPath(p string) bool {
 // ld-linux, musl's libc.so and the names it answers for) is there with
 // the loader.
 func missingLibraries(n loaderNeed, pf platform.Platform, v *tree.View, placed layerFiles) []string {
+	return newLibLookup(v, placed).missing(n, pf)
+}
+
+// libLookup answers, for one base's view and the image's layers, whether
+// a path holds a file through the links of both. Made once per base: an
+// image holds thousands of executables, a base thousands of links.
+type libLookup struct {
+	links    tree.Links
+	files    map[string]bool
+	placed   layerFiles
+	muslPath bool // an etc/ld-musl-ARCH.path in the base or the layers
+}
+
+func newLibLookup(v *tree.View, placed layerFiles) *libLookup {
+	lk := &libLookup{placed: placed}
+	if v != nil {
+		lk.links = make(tree.Links, len(v.Links)+len(v.FileLinks)+len(placed.links))
+		for p, t := range v.Links {
+			lk.links[p] = t
+		}
+		for p, t := range v.FileLinks {
+			lk.links[p] = t
+		}
+		lk.files = v.Files
+		for f := range v.Files {
+			lk.muslPath = lk.muslPath || isMuslPath(f)
+		}
+		for f := range v.FileLinks {
+			lk.muslPath = lk.muslPath || isMuslPath(f)
+		}
+	} else {
+		lk.links = make(tree.Links, len(placed.links))
+	}
+	for p, t := range placed.links {
+		lk.links[p] = t
+	}
+	for p := range placed.files {
+		lk.muslPath = lk.muslPath || isMuslPath(p)
+	}
+	return lk
+}
+
+// has says whether the image holds a file at p, a clean path without the
+// leading slash.
+func (lk *libLookup) has(p string) bool {
+	if lk.placed.files[p] {
+		return true
+	}
+	r, err := lk.links.Resolve(p)
+	return err == nil && (lk.files[r] || lk.placed.files[r])
+}
+
+// missing is missingLibraries.
+func (lk *libLookup) missing(n loaderNeed, pf platform.Platform) []string {
 	if len(n.Needed) == 0 {
 		return nil
 	}
-	var links tree.Links
-	var files map[string]bool
-	if v != nil {
-		links = make(tree.Links, len(v.Links)+len(v.FileLinks)+len(placed.links))
-		for p, t := range v.Links {
-			links[p] = t
-		}
-		for p, t := range v.FileLinks {
-			links[p] = t
-		}
-		files = v.Files
-	} else {
-		links = make(tree.Links, len(placed.links))
-	}
-	for p, t := range placed.links {
-		links[p] = t
-	}
-	has := func(p string) bool {
-		if p == "" { // musl's search path file
-			if v == nil {
-				return false
-			}
-			for f := range v.Files {
-				if isMuslPath(f) {
-					return true
-				}
-			}
-			for f := range v.FileLinks {
-				if isMuslPath(f) {
-					return true
-				}
-			}
-			return false
-		}
-		if placed.files[p] {
-			return true
-		}
-		r, err := links.Resolve(p)
-		return err == nil && (files[r] || placed.files[r])
-	}
-	dirs, ok := libraryDirs(n, pf, has, placed)
+	has := lk.has
+	dirs, ok := libraryDirs(n, pf, lk.muslPath)
 	if !ok {
 		return nil
 	}
