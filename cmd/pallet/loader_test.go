@@ -210,14 +210,22 @@ func TestMissingSharedLibraryWarns(t *testing.T) {
 	for _, tc := range []struct {
 		base, bin string
 		warn      bool
+		env       string
 	}{
-		{without, "tool", true},
-		{with, "tool", false},
-		{dangling, "tool", true},
-		{beside, "tool", true},
-		{beside, "tool-origin", false},
-		{without, "tool-origin", true},
+		{without, "tool", true, ""},
+		{with, "tool", false, ""},
+		{dangling, "tool", true, ""},
+		{beside, "tool", true, ""},
+		{beside, "tool-origin", false, ""},
+		{without, "tool-origin", true, ""},
+		// The image's LD_LIBRARY_PATH is looked in too.
+		{beside, "tool", false, "LD_LIBRARY_PATH=/usr/local/nvidia/lib64:/opt/app/lib"},
+		{without, "tool", true, "LD_LIBRARY_PATH=/opt/app/lib"},
 	} {
+		config := ""
+		if tc.env != "" {
+			config = "    config: {env: [\"" + tc.env + "\"]}\n"
+		}
 		writeFile(t, recipe, `version: 1
 artifacts:
   tool:
@@ -229,14 +237,14 @@ images:
     platforms: [linux/amd64]
     files:
       - {artifact: tool, dest: /opt/app/bin/tool}
-`)
+`+config)
 		out, err := pallet(t, "build", "--progress", "plain", "--no-cache", "-f", recipe, "-o", "oci:"+filepath.Join(t.TempDir(), "out"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		want := "pallet.yaml:8:5: image img (linux/amd64): /opt/app/bin/tool needs the shared library libfoo.so.1, which neither the base oci:" + tc.base + " nor the image's layers hold"
 		if got := strings.Contains(out, want); got != tc.warn {
-			t.Errorf("%s on %s: warned %v, want %v:\n%s", tc.bin, filepath.Base(filepath.Dir(tc.base)), got, tc.warn, out)
+			t.Errorf("%s on %s (%s): warned %v, want %v:\n%s", tc.bin, filepath.Base(filepath.Dir(tc.base)), tc.env, got, tc.warn, out)
 		}
 		// One message per executable, and none for libc, which all the
 		// bases hold.

@@ -1853,6 +1853,11 @@ func (b *builder) warnMissingLoaders(ctx context.Context, name string, pi *plan.
 			if names[path.Base(n.Interp)] || viewHasFile(views[i], n.Interp) {
 				if libs == nil {
 					libs = newLibLookup(views[i], placed)
+					for _, kv := range pi.Config.Env {
+						if v, ok := strings.CutPrefix(kv, "LD_LIBRARY_PATH="); ok {
+							libs.libraryPath = v
+						}
+					}
 				}
 				if missing := libs.missing(n, pi.Platform); len(missing) > 0 {
 					on := "the base " + ref

@@ -55,11 +55,16 @@ func isMusl(loader string) bool {
 // /usr/local/lib and /usr/lib, unless the base has an
 // /etc/ld-musl-ARCH.path to say otherwise.
 //
-// muslPath says whether the base or the layers hold such a file.
-func libraryDirs(n loaderNeed, pf platform.Platform, muslPath bool) (dirs []string, ok bool) {
+// muslPath says whether the base or the layers hold such a file;
+// libraryPath is the image's LD_LIBRARY_PATH, which both loaders search
+// too (glibc's between DT_RPATH and DT_RUNPATH, musl's before both).
+func libraryDirs(n loaderNeed, pf platform.Platform, muslPath bool, libraryPath string) (dirs []string, ok bool) {
 	rp := n.RunPath
 	if rp == "" {
 		rp = n.RPath
+	}
+	if libraryPath != "" {
+		rp = libraryPath + ":" + rp
 	}
 	origin := path.Dir(path.Clean("/" + n.path))
 	for d := range strings.SplitSeq(rp, ":") {
@@ -116,7 +121,8 @@ func isMuslPath(p string) bool {
 // (libseccomp.so.2 -> libseccomp.so.2.5.4) is there if the file is.
 //
 // What is not looked at: the libraries those libraries need (the base's
-// files are known by name only), LD_LIBRARY_PATH, and glibc's hwcaps
+// files are known by name only), an LD_LIBRARY_PATH the base's config
+// sets (the image's own is: libLookup.libraryPath), and glibc's hwcaps
 // subdirectories. A library the loader provides itself (glibc's
 // ld-linux, musl's libc.so and the names it answers for) is there with
 // the loader.
@@ -132,6 +138,8 @@ type libLookup struct {
 	files    map[string]bool
 	placed   layerFiles
 	muslPath bool // an etc/ld-musl-ARCH.path in the base or the layers
+	// libraryPath is the image's LD_LIBRARY_PATH (its config's env).
+	libraryPath string
 }
 
 func newLibLookup(v *tree.View, placed layerFiles) *libLookup {
@@ -179,7 +187,7 @@ func (lk *libLookup) missing(n loaderNeed, pf platform.Platform) []string {
 		return nil
 	}
 	has := lk.has
-	dirs, ok := libraryDirs(n, pf, lk.muslPath)
+	dirs, ok := libraryDirs(n, pf, lk.muslPath, lk.libraryPath)
 	if !ok {
 		return nil
 	}

@@ -34,3 +34,20 @@ func TestMissingLibrariesMusl(t *testing.T) {
 		t.Errorf("glibc: missing %q, want none", got)
 	}
 }
+
+// The image's LD_LIBRARY_PATH is searched too: a library placed in a
+// directory it names is found, by either loader.
+func TestMissingLibrariesLibraryPath(t *testing.T) {
+	v := &tree.View{Files: map[string]bool{"lib/ld-musl-x86_64.so.1": true, "usr/lib/x86_64-linux-gnu/libc.so.6": true, "opt/app/lib/libapp.so.1": true}}
+	for _, interp := range []string{"/lib/ld-musl-x86_64.so.1", "/lib64/ld-linux-x86-64.so.2"} {
+		n := loaderNeed{path: "/opt/app/bin/app", Dynamic: exe.Dynamic{Interp: interp, Needed: []string{"libapp.so.1"}}}
+		lk := newLibLookup(v, newLayerFiles(nil))
+		if got := lk.missing(n, platform.Platform{OS: "linux", Arch: "amd64"}); !slices.Equal(got, []string{"libapp.so.1"}) {
+			t.Errorf("%s, no LD_LIBRARY_PATH: missing %q", interp, got)
+		}
+		lk.libraryPath = "/usr/local/nvidia/lib64:/opt/app/lib"
+		if got := lk.missing(n, platform.Platform{OS: "linux", Arch: "amd64"}); got != nil {
+			t.Errorf("%s, LD_LIBRARY_PATH=%s: missing %q, want none", interp, lk.libraryPath, got)
+		}
+	}
+}
