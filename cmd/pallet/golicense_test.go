@@ -110,3 +110,47 @@ images:
 		}
 	}
 }
+
+// The licence shipped is that of the toolchain that built the binaries,
+// labelled with its version: the go command picks it in the module (its
+// go and toolchain lines, under GOTOOLCHAIN=<min>+auto), not in an empty
+// directory.
+func TestGoToolchainLicenseOfTheBuildingToolchain(t *testing.T) {
+	env, err := exec.Command("go", "env", "GOVERSION", "GOMODCACHE").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, modcache, _ := strings.Cut(strings.TrimSpace(string(env)), "\n")
+	// An older toolchain this machine has: no download.
+	const older = "go1.25.5"
+	if _, err := os.Stat(filepath.Join(modcache, "golang.org", "toolchain@v0.0.1-"+older+".linux-amd64", "LICENSE")); err != nil || host == older {
+		t.Skipf("no %s toolchain in the module cache: %v", older, err)
+	}
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "app", "go.mod"), "module example.com/app\n\ngo 1.22\n\ntoolchain "+host+"\n")
+	writeFile(t, filepath.Join(dir, "app", "main.go"), "package main\n\nfunc main() { println(1) }\n")
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
+artifacts:
+  app:
+    go: {module: app, packages: [.], env: [GOTOOLCHAIN=`+older+`+auto]}
+    licenses: none
+images:
+  app:
+    base: scratch
+    platforms: linux/amd64
+    files:
+      - {artifact: app, dest: /bin/}
+`)
+	out := filepath.Join(dir, "out")
+	mustPallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "--cache-dir", t.TempDir(), "-o", "oci:"+out)
+	rec := readRecord(t, out+".record.json")
+	gbs := rec.Artifacts[0].GoBinaries
+	if len(gbs) != 1 || gbs[0].GoVersion != host || gbs[0].GoLicense != "std@"+host+"/LICENSE" {
+		t.Errorf("the binary, built by %s, names the licence of: %+v", host, gbs)
+	}
+	for f := range readImageFiles(t, out, "linux/amd64") {
+		if strings.HasSuffix(f, "/LICENSE") && strings.Contains(f, "/std@") && f != "LICENSES/app/std@"+host+"/LICENSE" {
+			t.Errorf("ships %s, not %s's", f, host)
+		}
+	}
+}

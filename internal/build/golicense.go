@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"go/version"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -38,11 +40,26 @@ func goLicensePath(version string) string { return "std@" + version + "/LICENSE"
 // GOROOT go env names, whose VERSION file, where there is one (a
 // release's), names the version go env says; it is read bounded and
 // copied, so that what is shipped is what was checked.
-func (b *builder) goLicense(ctx context.Context, env []string) (goToolchainLicense, error) {
+//
+// built is the toolchain that built the binaries, as their build info
+// says (go1.26.8): the go command picked it in the module, by its go and
+// toolchain lines under GOTOOLCHAIN=auto, where the empty directory this
+// asks in has none, so a release is asked for by name (GOTOOLCHAIN), and
+// the answer must be it.
+func (b *builder) goLicense(ctx context.Context, env []string, built string) (goToolchainLicense, error) {
+	want, _, _ := strings.Cut(built, " ")
+	if !version.IsValid(want) { // a devel toolchain, which GOTOOLCHAIN cannot name
+		want = ""
+	} else {
+		env = append(slices.Clip(env), "GOTOOLCHAIN="+want)
+	}
 	key := "GOROOT\x00" + strings.Join(env, "\x00")
 	v, _ := b.modCaches.LoadOrStore(key, &onceLicense{})
 	o := v.(*onceLicense)
 	o.once.Do(func() { o.v, o.err = b.readGoLicense(ctx, env) })
+	if o.err == nil && want != "" && o.v.version != want {
+		return goToolchainLicense{}, fmt.Errorf("the binaries were built by %s, GOTOOLCHAIN=%s runs %s", want, want, o.v.version)
+	}
 	return o.v, o.err
 }
 

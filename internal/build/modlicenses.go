@@ -150,29 +150,26 @@ func (b *builder) addGoLicense(ctx context.Context, pa *plan.Artifact, env []str
 	if artifact.GoSettings(pa.Kind) == nil {
 		return nil
 	}
-	var gl goToolchainLicense
 	for i := range a.GoBinaries {
 		gb := &a.GoBinaries[i]
 		if gb.GoVersion == "" {
 			continue
 		}
-		if gl.file == "" {
-			var err error
-			if gl, err = b.goLicense(ctx, env); err != nil {
-				if b.opt.RequireLicenses {
-					return fmt.Errorf("%s: the Go toolchain's licence, which its Go binaries' standard library is under: %w; licences are required", &pa.Request, err)
-				}
-				b.opt.Progress.Warn("%s: the Go toolchain's licence, which its Go binaries' standard library is under, is not shipped: %v", &pa.Request, err)
-				return nil
+		gl, err := b.goLicense(ctx, env, gb.GoVersion)
+		if err != nil {
+			if b.opt.RequireLicenses {
+				return fmt.Errorf("%s: the Go toolchain's licence, which its Go binaries' standard library is under: %w; licences are required", &pa.Request, err)
 			}
-			p := goLicensePath(gl.version)
-			if _, dup := merged.Get(p); !dup {
-				if err := merged.Add(tree.Entry{Path: p, Kind: tree.File, Mode: 0o644, Source: gl.file, Size: gl.size}); err != nil {
-					return err
-				}
+			b.opt.Progress.Warn("%s: the Go toolchain's licence, which its Go binaries' standard library is under, is not shipped: %v", &pa.Request, err)
+			return nil
+		}
+		p := goLicensePath(gl.version)
+		if _, dup := merged.Get(p); !dup {
+			if err := merged.Add(tree.Entry{Path: p, Kind: tree.File, Mode: 0o644, Source: gl.file, Size: gl.size}); err != nil {
+				return err
 			}
 		}
-		gb.GoLicense = goLicensePath(gl.version)
+		gb.GoLicense = p
 	}
 	return nil
 }
