@@ -49,8 +49,9 @@ import (
 //
 // go install refuses a module whose go.mod has replace or exclude
 // directives (they would apply only when it is the main module), any
-// -mod or -modfile flag, and packages of other modules: those are built
-// as before, in the unpacked module, and say (devel) (installable).
+// -mod or -modfile flag, and packages of other modules, and ignores a
+// go.mod's godebug directives (the same): those are built as before, in
+// the unpacked module, and say (devel) (installable).
 func (m *GoModule) install(ctx context.Context, f *Fetcher, r *Request, pkgs []string, src, dir, extracted, work string) (*Result, error) {
 	modcache, err := m.moduleCache(extracted)
 	if err != nil {
@@ -131,6 +132,12 @@ func (m *GoModule) installable(g *Go, src, dir string) (pkgs []string, why strin
 	}
 	if len(mf.Replace) > 0 || len(mf.Exclude) > 0 {
 		return nil, "its go.mod has replace or exclude directives, which go install refuses"
+	}
+	if len(mf.Godebug) > 0 {
+		// go install takes the default GODEBUG of the module's go line
+		// only: the directives would be lost, and the binaries would run
+		// with other defaults than the module declares.
+		return nil, "its go.mod has godebug directives, which go install ignores"
 	}
 	flags := slices.Clone(g.Flags)
 	for _, kv := range g.Env {

@@ -217,3 +217,25 @@ func TestGoModuleModFileAgainstPin(t *testing.T) {
 		t.Errorf("error %v", err)
 	}
 }
+
+// go install applies the godebug directives of no go.mod but the main
+// module's, and a module built by version is not the main module: one
+// whose go.mod sets them is built in the unpacked module, so that its
+// binaries run with the defaults its authors declared.
+func TestGoModuleGodebugKept(t *testing.T) {
+	p := newModProxy(t)
+	sum := p.addHello(t, "\ngodebug panicnil=1\n")
+	res, err := fetcher(t).Fetch(context.Background(), helloRequest(t, sum), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var def string
+	for _, s := range binInfo(t, res, "hello").Settings {
+		if s.Key == "DefaultGODEBUG" {
+			def = s.Value
+		}
+	}
+	if !strings.Contains(def, "panicnil=1") {
+		t.Errorf("DefaultGODEBUG %q, the module's go.mod says panicnil=1", def)
+	}
+}
