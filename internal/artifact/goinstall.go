@@ -73,6 +73,22 @@ func (m *GoModule) install(ctx context.Context, f *Fetcher, r *Request, pkgs []s
 	for _, p := range pkgs {
 		args = append(args, p+"@"+m.Version)
 	}
+	env := []string{"GOPATH=" + gopath, "GOBIN=", "GOMODCACHE=" + modcache}
+	if g.Version == "" {
+		// Unpinned, go install by version picks a toolchain by the
+		// module's go line alone (the newest patch the proxy lists when
+		// that line is newer than the host's), where a build in the module
+		// also reads its toolchain line: the one such a build would use is
+		// asked in the unpacked module and named exactly, so the binary
+		// does not depend on what the proxy lists today.
+		v, err := toolchainVersion(ctx, dir, f.goEnv(&g, r.Platform))
+		if err != nil {
+			return nil, err
+		}
+		if strings.HasPrefix(v, "go") && !strings.ContainsAny(v, " \t") {
+			env = append(env, "GOTOOLCHAIN="+v)
+		}
+	}
 	p := r.Platform
 	res, err := f.runGo(ctx, r, &g, goRun{
 		args: args,
@@ -83,7 +99,7 @@ func (m *GoModule) install(ctx context.Context, f *Fetcher, r *Request, pkgs []s
 		// $GOPATH/bin, or $GOPATH/bin/$GOOS_$GOARCH for another platform
 		// than the toolchain's. GOPATH is the build's own; the module
 		// cache stays the shared one (its default is under GOPATH).
-		env:               []string{"GOPATH=" + gopath, "GOBIN=", "GOMODCACHE=" + modcache},
+		env:               env,
 		out:               filepath.Join(gopath, "bin"),
 		sub:               p.OS + "_" + p.Arch,
 		work:              work,

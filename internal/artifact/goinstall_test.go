@@ -6,6 +6,7 @@ import (
 	"debug/buildinfo"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -237,5 +238,39 @@ func TestGoModuleGodebugKept(t *testing.T) {
 	}
 	if !strings.Contains(def, "panicnil=1") {
 		t.Errorf("DefaultGODEBUG %q, the module's go.mod says panicnil=1", def)
+	}
+}
+
+// Unpinned, a gomod build uses the toolchain a build in the module would
+// choose: go install by version reads the module's go line alone. With
+// GOTOOLCHAIN=go1.25.5+path, go install would switch to the go1.25.5 on
+// PATH where the module's toolchain line keeps this Go. That go1.25.5 is
+// a stand-in, which logs what it is asked and runs this Go.
+func TestGoModuleToolchainLine(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the stand-in toolchain is a shell script")
+	}
+	p := newModProxy(t)
+	sum := p.addHello(t, "\ntoolchain "+runtime.Version()+"\n")
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	log := filepath.Join(bin, "go1.25.5.log")
+	script := "#!/bin/sh\necho \"$@\" >> " + log + "\nunset GOTOOLCHAIN_INTERNAL_SWITCH_VERSION GOTOOLCHAIN_INTERNAL_SWITCH_COUNT\nGOTOOLCHAIN=local exec " + goBin + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(bin, "go1.25.5"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	t.Setenv("GOTOOLCHAIN", "go1.25.5+path")
+	res, err := fetcher(t).Fetch(context.Background(), helloRequest(t, sum), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPinned(t, binInfo(t, res, "hello"), sum)
+	asked, _ := os.ReadFile(log)
+	if strings.Contains(string(asked), "install") {
+		t.Errorf("go install ran as go1.25.5, not as the module's toolchain line says:\n%s", asked)
 	}
 }
