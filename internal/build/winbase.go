@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"unicode/utf16"
 
 	"github.com/pallet-dev/pallet/internal/image"
 	"github.com/pallet-dev/pallet/internal/layer"
@@ -43,6 +44,30 @@ var systemDirs = func() map[string]string {
 // maxWinLinkHops is how many reparse points Windows follows in one path
 // before it gives up (ERROR_CANT_RESOLVE_FILENAME).
 const maxWinLinkHops = 63
+
+// maxWinPath is the longest path Windows opens, in UTF-16 units (a
+// UNICODE_STRING holds 65,535 bytes); a link's target that makes the
+// path longer is not followed (ERROR_FILENAME_EXCED_RANGE). It bounds
+// what resolve holds, whatever a hostile base's targets (a PAX record
+// holds 1 MiB).
+const maxWinPath = 32767
+
+// winTargetFits says whether a link's target fits the reparse point
+// go-winio writes for it (its header, flags, and the target twice with
+// a NUL each, within MAXIMUM_REPARSE_DATA_BUFFER_SIZE, 16 KiB): one
+// that does not was never a link Windows holds.
+func winTargetFits(t string) bool {
+	return 20+4*(utf16Len(t)+1) <= 16<<10
+}
+
+// utf16Len is how many UTF-16 units s takes.
+func utf16Len(s string) int {
+	n := 0
+	for _, r := range s {
+		n += utf16.RuneLen(r)
+	}
+	return n
+}
 
 // winKind is what a path of a Windows base is once its links are
 // followed.
@@ -95,6 +120,9 @@ func (v *windowsView) resolve(p string) (spelled string, kind winKind, linked bo
 			if hops++; hops > maxWinLinkHops {
 				return "", 0, linked, fmt.Errorf("/%s: more than %d links to follow (a loop?)", p, maxWinLinkHops)
 			}
+			if !winTargetFits(l.target) {
+				return "", 0, linked, fmt.Errorf("the link /%s has a target of %d UTF-16 units, more than a reparse point holds", l.spelled, utf16Len(l.target))
+			}
 			rooted, comps, ok := winTarget(l.target)
 			if !ok {
 				return "", 0, linked, fmt.Errorf("the link /%s -> %s leads outside the container's C:\\", l.spelled, l.target)
@@ -107,6 +135,15 @@ func (v *windowsView) resolve(p string) (spelled string, kind winKind, linked bo
 			}
 			kind = winDir
 			todo = append(comps, todo...)
+			n := len(done) + len(todo)
+			for _, c := range done {
+				n += utf16Len(c)
+			}
+			for _, c := range todo {
+				if n += utf16Len(c); n > maxWinPath {
+					return "", 0, linked, fmt.Errorf("/%s: through the link /%s, a path longer than Windows' %d characters", p, l.spelled, maxWinPath)
+				}
+			}
 			continue
 		}
 		if f, ok := v.files[k]; ok {

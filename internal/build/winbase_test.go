@@ -1,8 +1,10 @@
 package build
 
 import (
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pallet-dev/pallet/internal/tree"
 )
@@ -72,5 +74,31 @@ func TestWindowsViewResolve(t *testing.T) {
 		if err != nil || got != tc.want {
 			t.Errorf("%s: got %q, %v; want %q", tc.p, got, err, tc.want)
 		}
+	}
+}
+
+// A base layer's link may hold a target as long as a PAX record takes
+// (1 MiB), which Windows could never hold: a reparse point holds 16 KiB,
+// and a path 32,767 UTF-16 units. A link that names itself again and
+// again is refused as Windows refuses it, without the components of 63
+// expansions held at once (hundreds of MB from a 1 MB base).
+func TestWindowsViewResolveBounded(t *testing.T) {
+	long := strings.TrimSuffix(strings.Repeat("a/", 500_000), "/")
+	v := newWindowsView(&tree.View{Links: tree.Links{"a": long, "b": strings.Repeat("x", 40_000)}}, 0)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	for _, p := range []string{"a/x", "b/y"} {
+		if _, _, _, err := v.resolve(p); err == nil {
+			t.Errorf("%s: followed", p)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("took %v", d)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 64<<20 {
+		t.Errorf("allocated %d MB", n>>20)
 	}
 }
