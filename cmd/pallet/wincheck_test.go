@@ -345,15 +345,22 @@ func (w *winImport) layer(b []byte) error {
 				return fail("a file with attributes %#x", attr)
 			}
 		case tar.TypeSymlink:
-			if base && attr == 0 {
-				break
+			if base {
+				// A base layer's link may lead anywhere (C:\ProgramData,
+				// \Windows): Windows reads it as written. pallet's own
+				// links stay relative, inside the image. Its reparse
+				// point is still set as go-winio encodes it: the
+				// target must fit one.
+				if err := winReparseFits(h.Linkname); err != nil {
+					return fail("%v", err)
+				}
+				if attr == 0 {
+					break
+				}
 			}
 			if attr&wAttrReparsePoint == 0 {
 				return fail("a symlink without FILE_ATTRIBUTE_REPARSE_POINT (%#x)", attr)
 			}
-			// A base layer's link may lead anywhere (C:\ProgramData,
-			// \Windows): Windows reads it as written. pallet's own
-			// links stay relative, inside the image.
 			if base {
 				break
 			}
@@ -503,10 +510,20 @@ func winLinkTarget(t string) error {
 		return fmt.Errorf("symlink target %q carries the Files/ prefix (BuildKit's bug)", t)
 	case strings.HasPrefix(s, "/"), strings.Contains(s, ":"):
 		return fmt.Errorf("symlink target %q is not relative", t)
-	case 20+4*(len(utf16.Encode([]rune(t)))+1) > 16<<10:
-		// go-winio's reparse buffer: header, flags, and the target twice
-		// with a NUL each, within MAXIMUM_REPARSE_DATA_BUFFER_SIZE.
-		return fmt.Errorf("symlink target of %d UTF-16 units does not fit a reparse point", len(utf16.Encode([]rune(t))))
+	}
+	return winReparseFits(t)
+}
+
+// winReparseFits says why a symlink target cannot be the reparse point
+// go-winio encodes for it: none, or too long for its buffer (header,
+// flags, and the target twice with a NUL each, within
+// MAXIMUM_REPARSE_DATA_BUFFER_SIZE).
+func winReparseFits(t string) error {
+	switch n := len(utf16.Encode([]rune(t))); {
+	case t == "":
+		return errors.New("empty symlink target")
+	case 20+4*(n+1) > 16<<10:
+		return fmt.Errorf("symlink target of %d UTF-16 units does not fit a reparse point", n)
 	}
 	return nil
 }
@@ -753,5 +770,35 @@ func TestWindowsCheckerRefusesDirOverLink(t *testing.T) {
 	file := &tar.Header{Name: "Files/K/Data", Typeflag: tar.TypeReg, PAXRecords: map[string]string{"MSWINDOWS.fileattr": "32"}}
 	if err := w.layer(layer(d("Files/K"), file)); err == nil || !strings.Contains(err.Error(), "a file over the directory k/data of a lower layer") {
 		t.Errorf("got %v", err)
+	}
+}
+
+// A base layer's link may lead anywhere, typed or not, but hcsshim's base
+// writer still sets its reparse point as go-winio encodes it: a target
+// that is none, or too long for the buffer, fails the import.
+func TestWindowsCheckerBaseLinks(t *testing.T) {
+	for _, tc := range []struct{ target, attr, want string }{
+		{`C:\ProgramData`, "1040", ""},
+		{`\Windows`, "", ""},
+		{"", "1040", "empty symlink target"},
+		{"", "", "empty symlink target"},
+		{`C:\` + strings.Repeat("x", 4091), "1040", "does not fit a reparse point"},
+	} {
+		var buf bytes.Buffer
+		tw := tar.NewWriter(&buf)
+		l := &tar.Header{Name: "Files/l", Typeflag: tar.TypeSymlink, Linkname: tc.target, Format: tar.FormatPAX, ModTime: time.Unix(0, 0)}
+		if tc.attr != "" {
+			l.PAXRecords = map[string]string{"MSWINDOWS.fileattr": tc.attr}
+		}
+		for _, h := range []*tar.Header{{Name: "Files/", Typeflag: tar.TypeDir, ModTime: time.Unix(0, 0)}, l} {
+			if err := tw.WriteHeader(h); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tw.Close()
+		err := (&winImport{image: map[string]*wnode{}}).layer(buf.Bytes())
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%.20q %s: got %v, want %q", tc.target, tc.attr, err, tc.want)
+		}
 	}
 }
