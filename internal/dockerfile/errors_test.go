@@ -142,3 +142,34 @@ func TestChownNamesFromTheStage(t *testing.T) {
 		}
 	}
 }
+
+// BuildKit reads the whole /etc/passwd or /etc/group (moby/sys/user's
+// ParsePasswdFilter and ParseGroupFilter keep every match, the first
+// wins) and fails on a line longer than its scanner takes (64 KiB in
+// passwd, 1 MiB in group), after the name's line too: pallet fails
+// there as well, at the --chown, naming the file, rather than take the
+// ids BuildKit never gets to.
+func TestChownNamesLongLineAfterTheEntry(t *testing.T) {
+	files := map[string]string{"bin/hello": "x",
+		"passwd":  "app:x:1000:1001::/:\n" + strings.Repeat("y", 70_000) + "\n",
+		"group":   "staff:x:50:\n" + strings.Repeat("y", 1<<20+1) + "\n",
+		"passwd1": "app:x:1000:1001::/:\n"}
+	for _, tc := range []struct{ df, want string }{
+		{"COPY passwd /etc/passwd\nCOPY --chown=app bin/hello /a", "/etc/passwd"},
+		{"COPY passwd1 /etc/passwd\nCOPY group /etc/group\nCOPY --chown=app:staff bin/hello /a", "/etc/group"},
+	} {
+		fs := map[string]string{"Dockerfile": "FROM scratch\n" + tc.df + "\n"}
+		for k, v := range files {
+			fs[k] = v
+		}
+		_, err := planFiles(t, fs, Options{})
+		if err == nil {
+			t.Errorf("%q: planned", tc.df)
+			continue
+		}
+		pe := located(t, err)
+		if pe.Line != strings.Count(tc.df, "\n")+2 || pe.Col != 6 || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "too long") {
+			t.Errorf("%q: %v at %s, want it at the --chown, naming %s", tc.df, err, pe.Pos, tc.want)
+		}
+	}
+}

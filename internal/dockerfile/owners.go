@@ -3,6 +3,7 @@ package dockerfile
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"strconv"
@@ -106,7 +107,11 @@ func (s *stageState) namedOwner(spec string) (uid, gid int, ok bool, err error) 
 // lookup finds name in a passwd file (name:pass:uid:gid:...) or a group
 // file (name:pass:gid:...), as github.com/moby/sys/user parses them:
 // lines trimmed, empty ones skipped (and in a group file those starting
-// with #), an id that is not a number read as 0; the first line wins.
+// with #), an id that is not a number read as 0; the first line wins,
+// but the whole file is read, as ParsePasswdFilter and ParseGroupFilter
+// read it: a line longer than their scanner takes (64 KiB, 1 MiB in a
+// group file), before the name's line or after it, fails BuildKit's
+// COPY, and fails here.
 func lookup(file, name string, passwd bool) (uid, gid int, found bool, err error) {
 	f, err := os.Open(file)
 	if err != nil {
@@ -114,12 +119,14 @@ func lookup(file, name string, passwd bool) (uid, gid int, found bool, err error
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(io.LimitReader(f, maxUserFile))
+	which := "/etc/passwd"
 	if !passwd {
 		sc.Buffer(nil, 1024*1024)
+		which = "/etc/group"
 	}
 	for sc.Scan() {
 		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 || !passwd && line[0] == '#' {
+		if found || len(line) == 0 || !passwd && line[0] == '#' {
 			continue
 		}
 		parts := strings.Split(string(line), ":")
@@ -133,12 +140,17 @@ func lookup(file, name string, passwd bool) (uid, gid int, found bool, err error
 			n, _ := strconv.Atoi(parts[i])
 			return n
 		}
+		found = true
 		if passwd {
-			return id(2), id(3), true, nil
+			uid, gid = id(2), id(3)
+		} else {
+			gid = id(2)
 		}
-		return 0, id(2), true, nil
 	}
-	return 0, 0, false, sc.Err()
+	if err := sc.Err(); err != nil {
+		return 0, 0, false, fmt.Errorf("the stage's %s (%s), where BuildKit looks %s up: %w", which, file, name, err)
+	}
+	return uid, gid, found, nil
 }
 
 // namesOwner says an owner spec (uid[:gid]) names a user or a group
