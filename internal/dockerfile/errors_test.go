@@ -173,3 +173,24 @@ func TestChownNamesLongLineAfterTheEntry(t *testing.T) {
 		}
 	}
 }
+
+// BuildKit's llb reads an owner's id with strconv.ParseInt (parseUID):
+// a sign is part of the number, so --chown=+5 is uid 5, on any base,
+// never a name looked up (and not found: 0).
+func TestChownSignedID(t *testing.T) {
+	for _, tc := range []struct{ df, want string }{
+		{"FROM scratch\nWORKDIR /w\nCOPY --chown=+5 bin/hello /a", "/a<-local:bin/hello owner=5:5"},
+		{"FROM scratch\nWORKDIR /w\nCOPY --chown=7:+8 bin/hello /a", "/a<-local:bin/hello owner=7:8"},
+		{"FROM example.com/base\nCOPY --chown=+5 bin/hello /a", "/a into=hello<-local:bin/hello owner=5:5"},
+		{"FROM scratch\nUSER +5\nWORKDIR /w", "/w/<-mkdir owner=5:5"},
+	} {
+		p, err := planFiles(t, map[string]string{"Dockerfile": tc.df + "\n", "bin/hello": "x"}, Options{})
+		if err != nil {
+			t.Errorf("%q: %v", tc.df, err)
+			continue
+		}
+		if got := placements(t, p); got[len(got)-1] != tc.want {
+			t.Errorf("%q: the last layer places %q, want %q", tc.df, got[len(got)-1], tc.want)
+		}
+	}
+}

@@ -235,13 +235,7 @@ func (e *evaluator) workdirOwner(s *stageState) (int, int, error) {
 // numericOwner reads uid[:gid] ("root" is 0); a uid alone is also the
 // gid, as BuildKit does.
 func numericOwner(s string) (int, int, bool) {
-	id := func(v string) (int, bool) {
-		if v == "root" {
-			return 0, true
-		}
-		n, err := strconv.ParseUint(v, 10, 31)
-		return int(n), err == nil
-	}
+	id := ownerID
 	u, g, hasGroup := strings.Cut(s, ":")
 	uid, ok := id(u)
 	if !ok {

@@ -59,14 +59,8 @@ func (s *stageState) stageFile(p string) (file string, known bool) {
 // false where the stage may hold a file pallet cannot read.
 func (s *stageState) namedOwner(spec string) (uid, gid int, ok bool, err error) {
 	u, g, _ := strings.Cut(spec, ":")
-	if u == "root" {
-		u = "0" // an id to BuildKit's llb (parseUID), not a name
-	}
-	if g == "root" {
-		g = "0"
-	}
-	if n, err := strconv.ParseUint(u, 10, 31); err == nil {
-		uid, gid = int(n), int(n)
+	if n, ok := ownerID(u); ok {
+		uid, gid = n, n
 	} else {
 		file, known := s.stageFile("/etc/passwd")
 		if !known {
@@ -85,8 +79,8 @@ func (s *stageState) namedOwner(spec string) (uid, gid int, ok bool, err error) 
 	if g == "" {
 		return uid, gid, true, nil
 	}
-	if n, err := strconv.ParseUint(g, 10, 31); err == nil {
-		return uid, int(n), true, nil
+	if n, ok := ownerID(g); ok {
+		return uid, n, true, nil
 	}
 	file, known := s.stageFile("/etc/group")
 	if !known {
@@ -158,9 +152,22 @@ func lookup(file, name string, passwd bool) (uid, gid int, found bool, err error
 func namesOwner(spec string) bool {
 	u, g, _ := strings.Cut(spec, ":")
 	for _, part := range []string{u, g} {
-		if _, err := strconv.ParseUint(part, 10, 31); part != "" && part != "root" && err != nil {
+		if _, ok := ownerID(part); part != "" && !ok {
 			return true
 		}
 	}
 	return false
+}
+
+// ownerID reads one part of an owner spec as an id, as BuildKit's llb
+// does (parseUID): root is 0, and a number strconv.ParseInt reads in 32
+// bits, a sign included (+5 is 5). ok is false for a name, and for a
+// negative number, which pallet takes for one (BuildKit passes it on as
+// a uint32).
+func ownerID(v string) (int, bool) {
+	if v == "root" {
+		return 0, true
+	}
+	n, err := strconv.ParseInt(v, 10, 32)
+	return int(n), err == nil && n >= 0
 }
