@@ -492,7 +492,7 @@ func (e *evaluator) modeOwner(s *stageState, n *parser.Node, chmod, chown string
 		}
 	}
 	if !ok {
-		return nil, nil, nil, plan.Errorf(e.d.loc.token(n, "--chown="+chown), "--chown=%s: pallet takes a numeric uid[:gid] here; a user or group name is read from the stage's /etc/passwd and /etc/group, which pallet reads only on a stage FROM scratch that copies them from the build context, not from a base image or an unpacked archive", chown)
+		return nil, nil, nil, plan.Errorf(e.d.loc.token(n, "--chown="+chown), "--chown=%s: pallet takes a numeric uid[:gid] here; a user or group name is read from the stage's /etc/passwd and /etc/group, which pallet reads only on a stage FROM scratch that copies them from the build context, not from a base image or an unpacked archive, nor through a link", chown)
 	}
 	return mode, &uid, &gid, nil
 }

@@ -1,6 +1,8 @@
 package dockerfile
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -192,5 +194,27 @@ func TestChownSignedID(t *testing.T) {
 		if got := placements(t, p); got[len(got)-1] != tc.want {
 			t.Errorf("%q: the last layer places %q, want %q", tc.df, got[len(got)-1], tc.want)
 		}
+	}
+}
+
+// BuildKit opens the stage's /etc/passwd through its links (fs.RootPath):
+// a COPY that made /etc a link to another directory has it read there.
+// pallet does not follow the stage's links when it plans: it refuses the
+// name, rather than take it for absent and give 0.
+func TestChownNameThroughALinkedEtc(t *testing.T) {
+	df := write(t, map[string]string{"Dockerfile": "FROM scratch\nCOPY root/ /\nCOPY --chown=app bin/hello /a\n", "bin/hello": "x", "root/real/passwd": "app:x:1000:1001::/:\n"})
+	if err := os.Symlink("real", filepath.Join(filepath.Dir(df), "root", "etc")); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Load(df)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := d.Plan(Options{})
+	if err == nil {
+		t.Fatalf("planned %q, want the name refused", placements(t, p))
+	}
+	if pe := located(t, err); pe.Line != 3 || !strings.Contains(err.Error(), "--chown=app") {
+		t.Errorf("got %v at %s, want it at line 3", err, pe.Pos)
 	}
 }

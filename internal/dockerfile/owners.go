@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"strconv"
 	"strings"
 
@@ -32,6 +33,16 @@ func (s *stageState) stageFile(p string) (file string, known bool) {
 	}
 	if _, ok := c.opaqueAbove(p); ok {
 		return "", false
+	}
+	// BuildKit opens p through the stage's links (fs.RootPath), which
+	// pallet does not follow when it plans; a file on the way is no
+	// directory, and the open's ENOTDIR is no file to BuildKit.
+	for d := path.Dir(p); d != "/"; d = path.Dir(d) {
+		if n, ok := c.nodes[d]; ok && n.kind == tree.Symlink {
+			return "", false
+		} else if ok && n.kind != tree.Dir {
+			return "", true
+		}
 	}
 	n, ok := c.nodes[p]
 	if !ok {
