@@ -15,7 +15,8 @@ import (
 )
 
 // maxUserFile bounds the /etc/passwd or /etc/group read, as BuildKit
-// bounds it (solver/llbsolver/ops/user_linux.go maxUserFileBytes).
+// bounds it (solver/llbsolver/ops/user_linux.go maxUserFileBytes): a
+// longer one fails its COPY, wherever the name's line is.
 const maxUserFile = 10 << 20
 
 // stageFile is the build-context file stage s holds at p, "" when it
@@ -115,15 +116,16 @@ func (s *stageState) namedOwner(spec string) (uid, gid int, ok bool, err error) 
 // with #), an id that is not a number read as 0; the first line wins,
 // but the whole file is read, as ParsePasswdFilter and ParseGroupFilter
 // read it: a line longer than their scanner takes (64 KiB, 1 MiB in a
-// group file), before the name's line or after it, fails BuildKit's
-// COPY, and fails here.
+// group file), or a file longer than maxUserFile, before the name's
+// line or after it, fails BuildKit's COPY, and fails here.
 func lookup(file, name string, passwd bool) (uid, gid int, found bool, err error) {
 	f, err := os.Open(file)
 	if err != nil {
 		return 0, 0, false, err
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(io.LimitReader(f, maxUserFile))
+	lr := &io.LimitedReader{R: f, N: maxUserFile + 1}
+	sc := bufio.NewScanner(lr)
 	which := "/etc/passwd"
 	if !passwd {
 		sc.Buffer(nil, 1024*1024)
@@ -152,7 +154,11 @@ func lookup(file, name string, passwd bool) (uid, gid int, found bool, err error
 			gid = id(2)
 		}
 	}
-	if err := sc.Err(); err != nil {
+	err = sc.Err()
+	if lr.N == 0 {
+		err = fmt.Errorf("%q exceeds %d bytes", which, maxUserFile)
+	}
+	if err != nil {
 		return 0, 0, false, fmt.Errorf("the stage's %s (%s), where BuildKit looks %s up: %w", which, file, name, err)
 	}
 	return uid, gid, found, nil
