@@ -222,3 +222,23 @@ func TestChownNameThroughALinkedEtc(t *testing.T) {
 		t.Errorf("got %v at %s, want it at line 3", err, pe.Pos)
 	}
 }
+
+// BuildKit's llb takes an empty user in --chown=:gid for uid 0 (a
+// UserOpt with neither name nor id marshals as ByID 0), on any base,
+// and never looks it up.
+func TestChownEmptyUser(t *testing.T) {
+	for _, tc := range []struct{ df, want string }{
+		{"FROM example.com/base\nCOPY --chown=:5 bin/hello /a", "/a into=hello<-local:bin/hello owner=0:5"},
+		{"FROM scratch\nCOPY passwd /etc/passwd\nCOPY --chown=:5 bin/hello /a", "/a<-local:bin/hello owner=0:5"},
+		{"FROM scratch\nCOPY --link --chown=: bin/hello /a", "/a<-local:bin/hello"},
+	} {
+		p, err := planFiles(t, map[string]string{"Dockerfile": tc.df + "\n", "bin/hello": "x", "passwd": ":x:7:7::/:\n"}, Options{})
+		if err != nil {
+			t.Errorf("%q: %v", tc.df, err)
+			continue
+		}
+		if got := placements(t, p); got[len(got)-1] != tc.want {
+			t.Errorf("%q: the last layer places %q, want %q", tc.df, got[len(got)-1], tc.want)
+		}
+	}
+}

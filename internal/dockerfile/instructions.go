@@ -238,6 +238,10 @@ func numericOwner(s string) (int, int, bool) {
 	id := ownerID
 	u, g, hasGroup := strings.Cut(s, ":")
 	uid, ok := id(u)
+	if u == "" && hasGroup {
+		// none (:gid) is 0 to BuildKit's llb (WithUser), not a name
+		uid, ok = 0, true
+	}
 	if !ok {
 		return 0, 0, false
 	}

@@ -73,7 +73,7 @@ func (s *stageState) namedOwner(spec string) (uid, gid int, ok bool, err error) 
 	u, g, _ := strings.Cut(spec, ":")
 	if n, ok := ownerID(u); ok {
 		uid, gid = n, n
-	} else {
+	} else if u != "" { // none (:gid) is 0 to BuildKit's llb, never looked up
 		file, known := s.stageFile("/etc/passwd")
 		if !known {
 			return 0, 0, false, nil
