@@ -186,13 +186,9 @@ func (b *builder) baseDirs(ctx context.Context, name string, pi *plan.PlatformIm
 		}
 		return func(i int, p string) (string, bool, error) { return p, views[i].IsDir(p), nil }, nil
 	}
-	views := make([]*windowsView, len(pi.Bases))
-	for i, ref := range pi.Bases {
-		v, err := b.windowsViewOf(ctx, ref, pi.Platform)
-		if err != nil {
-			return nil, plan.Wrap(pi.BasePos, fmt.Errorf("image %s (%s): base %s: reading what it holds: %w", name, pi.Platform, ref, err))
-		}
-		views[i] = v
+	views, err := b.windowsViews(ctx, name, pi)
+	if err != nil {
+		return nil, err
 	}
 	return func(i int, p string) (string, bool, error) { return views[i].at(p) }, nil
 }

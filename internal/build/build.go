@@ -1455,13 +1455,9 @@ func (b *builder) checkLayers(ctx context.Context, name string, pi *plan.Platfor
 // links, and whether that is known: only when every base knows, and
 // all agree (the layers are written once for all of them).
 func (b *builder) windowsBasesKind(ctx context.Context, name string, pi *plan.PlatformImage) (func(string) (bool, bool), error) {
-	views := make([]*windowsView, len(pi.Bases))
-	for i, ref := range pi.Bases {
-		v, err := b.windowsViewOf(ctx, ref, pi.Platform)
-		if err != nil {
-			return nil, plan.Wrap(pi.BasePos, fmt.Errorf("image %s (%s): base %s: reading what it holds: %w", name, pi.Platform, ref, err))
-		}
-		views[i] = v
+	views, err := b.windowsViews(ctx, name, pi)
+	if err != nil {
+		return nil, err
 	}
 	return func(p string) (isDir, known bool) {
 		for i, v := range views {
