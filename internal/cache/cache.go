@@ -25,6 +25,7 @@ import (
 	"github.com/gofrs/flock"
 
 	"github.com/pallet-dev/pallet/internal/bounded"
+	"github.com/pallet-dev/pallet/internal/regauth"
 	"github.com/pallet-dev/pallet/internal/regfile"
 	"github.com/pallet-dev/pallet/internal/tempfile"
 )
@@ -66,9 +67,16 @@ type Cache struct {
 }
 
 func (c *Cache) warn(format string, args ...any) {
-	if c.Log != nil {
-		c.Log(format, args...)
+	if c.Log == nil {
+		return
 	}
+	// A registry cache's errors may name a URL whole, with its secrets.
+	for i, a := range args {
+		if err, ok := a.(error); ok {
+			args[i] = regauth.Redact(err)
+		}
+	}
+	c.Log(format, args...)
 }
 
 // DefaultDir is the user's cache directory for pallet.

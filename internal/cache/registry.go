@@ -137,7 +137,8 @@ func (rc *remoteCache) once(kind, key string, have, fetch func() bool) bool {
 // ImportFrom makes lookups that miss locally try the registry cache at
 // ref. A cache that does not exist yet is not an error: the first build of
 // a fleet has nothing to import.
-func (c *Cache) ImportFrom(ctx context.Context, ref string, opts ...remote.Option) error {
+func (c *Cache) ImportFrom(ctx context.Context, ref string, opts ...remote.Option) (err error) {
+	defer func() { err = regauth.Redact(err) }()
 	r, err := name.ParseReference(ref)
 	if err != nil {
 		return fmt.Errorf("shared cache %s (reading): %w", ref, err)
@@ -404,7 +405,8 @@ func (rc *remoteCache) download(d v1.Descriptor, file string) error {
 // that this build did not use are kept (see keepFor): their blobs are in
 // the repository already, so keeping them costs no upload. Other exports
 // to ref at the same moment keep each other's entries too (see publish).
-func (c *Cache) ExportTo(ctx context.Context, ref string, opts ...remote.Option) error {
+func (c *Cache) ExportTo(ctx context.Context, ref string, opts ...remote.Option) (err error) {
+	defer func() { err = regauth.Redact(err) }()
 	r, err := name.ParseReference(ref)
 	if err != nil {
 		return fmt.Errorf("shared cache %s (writing): %w", ref, err)

@@ -12,7 +12,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/pallet-dev/pallet/internal/lazyre"
 	"github.com/pallet-dev/pallet/internal/regauth"
 )
 
@@ -57,38 +56,8 @@ func (r *Registry) String() string { return "registry:" + r.Ref }
 // registry: a blob already pushed for an earlier image is mounted from that
 // repository instead of being uploaded again.
 func (r *Registry) Write(ctx context.Context, images []Image) error {
-	return redactQueries(r.write(ctx, images))
+	return regauth.Redact(r.write(ctx, images))
 }
-
-// signedQuery is a URL query parameter that carries a secret: an upload
-// session's state (distribution's _state is signed), a token, a
-// signature (pre-signed storage URLs).
-var signedQuery = lazyre.New(`([?&](?:_state|[A-Za-z0-9_.-]*(?:[Tt]oken|[Ss]ignature|[Cc]redential|[Ss]ig))=)[^&\s"']+`)
-
-// redactQueries hides secrets carried in URLs in err's message: a
-// connection reset in the middle of an upload is reported by net/http
-// with the upload URL whole, and CI logs keep it.
-func redactQueries(err error) error {
-	if err == nil {
-		return nil
-	}
-	msg := err.Error()
-	red := signedQuery().ReplaceAllString(msg, "${1}REDACTED")
-	if red == msg {
-		return err
-	}
-	return &redactedError{msg: red, err: err}
-}
-
-// redactedError is err said without the secrets of its message.
-type redactedError struct {
-	msg string
-	err error
-}
-
-func (e *redactedError) Error() string { return e.msg }
-
-func (e *redactedError) Unwrap() error { return e.err }
 
 func (r *Registry) write(ctx context.Context, images []Image) error {
 	prefix := strings.HasSuffix(r.Ref, "/")
