@@ -3,10 +3,13 @@ package output
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/gofrs/flock"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -72,8 +75,8 @@ func (l *Layout) Write(ctx context.Context, images []Image) error {
 	if _, err := os.Stat(filepath.Join(dir, "index.json")); err == nil {
 		// Two builds updating one layout must not remove each other's
 		// blobs: the layout's marker file is the lock.
-		lock := flock.New(filepath.Join(dir, "oci-layout"))
-		if err := lock.Lock(); err != nil {
+		lock, err := lockLayout(dir)
+		if err != nil {
 			return fmt.Errorf("output %s: %w", l, err)
 		}
 		defer lock.Unlock()
@@ -196,9 +199,20 @@ func (l *Layout) Write(ctx context.Context, images []Image) error {
 		return err
 	}
 	if inPlace {
+		if layoutStep != nil {
+			layoutStep("update")
+		}
 		err = w.update(dir)
 	} else {
-		err = swapDir(tmp, dir)
+		if layoutStep != nil {
+			layoutStep("swap")
+		}
+		var again bool
+		if again, err = l.swapIn(tmp, dir); again {
+			// Another build put a layout at dir since this one found
+			// none: update it in place, as if it had been there.
+			return l.Write(ctx, images)
+		}
 	}
 	if err != nil || l.Learn == nil {
 		return err
@@ -228,6 +242,10 @@ func indexJSON(manifests []v1.Descriptor) ([]byte, error) {
 	m.Manifests = manifests
 	return json.MarshalIndent(m, "", "   ")
 }
+
+// layoutStep, when set (by tests), is called as a layout is about to be
+// put in place: "swap" for a new layout, "update" for one updated in place.
+var layoutStep func(step string)
 
 // indexJSONOps, when set (by tests), is told of each read and write of an
 // index.json the layout writer makes.
@@ -380,6 +398,60 @@ func (w *layoutWriter) index(idx v1.ImageIndex) (*v1.Descriptor, error) {
 		return nil, err
 	}
 	return partial.Descriptor(idx)
+}
+
+// lockLayout takes the lock of the layout at dir, its oci-layout file, as
+// every build writing that layout does. A build that swaps a new layout in
+// replaces the file: a lock on the one it replaced guards nothing, so the
+// lock is taken again until it is on the file at dir.
+func lockLayout(dir string) (*flock.Flock, error) {
+	path := filepath.Join(dir, "oci-layout")
+	for {
+		lock := flock.New(path)
+		if err := lock.Lock(); err != nil {
+			return nil, err
+		}
+		held, herr := lock.Stat()
+		now, nerr := os.Stat(path)
+		if herr == nil && nerr == nil && os.SameFile(held, now) {
+			return lock, nil
+		}
+		lock.Unlock()
+		if herr != nil {
+			return nil, herr
+		}
+		if nerr != nil {
+			return nil, nerr
+		}
+	}
+}
+
+// swapIn puts the new layout tmp at dir, which held no layout when the
+// build began. If a layout is there now (another build's, written since),
+// it swaps nothing and reports again: replacing it whole would drop what
+// other tools keep in it, and the blobs a build updating it in place
+// counts on. While it swaps, it holds the lock of what is at dir, so that
+// no update in place is under way.
+func (l *Layout) swapIn(tmp, dir string) (again bool, err error) {
+	if _, err := os.Lstat(filepath.Join(dir, "oci-layout")); err == nil {
+		lock, err := lockLayout(dir)
+		if err != nil {
+			return false, fmt.Errorf("output %s: %w", l, err)
+		}
+		defer lock.Unlock()
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "index.json")); err == nil {
+		return true, nil
+	}
+	if err := replaceable(dir); err != nil {
+		return false, fmt.Errorf("output %s: %w", l, err)
+	}
+	err = swapDir(tmp, dir)
+	if errors.Is(err, fs.ErrExist) || errors.Is(err, syscall.ENOTEMPTY) {
+		// dir appeared, not empty, between the look and the rename.
+		return true, nil
+	}
+	return false, err
 }
 
 // swapDir puts the directory tmp at dir, replacing what was there. Where
