@@ -66,6 +66,9 @@ func (l *Layout) Write(ctx context.Context, images []Image) error {
 	if err := replaceable(dir); err != nil {
 		return fmt.Errorf("output %s: %w", l, err)
 	}
+	if err := movableInto(dir); err != nil {
+		return fmt.Errorf("output %s: %w", l, err)
+	}
 	parent := filepath.Dir(dir)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return err
@@ -398,6 +401,34 @@ func (w *layoutWriter) index(idx v1.ImageIndex) (*v1.Descriptor, error) {
 		return nil, err
 	}
 	return partial.Descriptor(idx)
+}
+
+// check refuses, before the build, a layout directory pallet could not
+// write (movableInto).
+func (l *Layout) check([]Planned) error {
+	dir, err := resolve(l.Dir)
+	if err != nil {
+		return err
+	}
+	return movableInto(dir)
+}
+
+// movableInto refuses a directory that is a mount point (a container's
+// volume, a CI cache mount): a layout is written beside its directory and
+// renamed into place, new or blob by blob, and a rename cannot cross
+// into another file system, nor move a mount point. Without this, the
+// build failed at its end with "device or resource busy" or "invalid
+// cross-device link".
+func movableInto(dir string) error {
+	fi, err := os.Lstat(dir)
+	if err != nil || !fi.IsDir() {
+		return nil // missing, or not a directory: replaceable tells
+	}
+	other, err := otherFileSystem(dir)
+	if err != nil || !other {
+		return err
+	}
+	return fmt.Errorf("%s is a mount point (another file system than %s): pallet writes a layout beside its directory and renames it into place, which cannot cross file systems; write into a directory inside it instead (oci:%s)", dir, filepath.Dir(dir), filepath.Join(dir, "NAME"))
 }
 
 // lockLayout takes the lock of the layout at dir, its oci-layout file, as
