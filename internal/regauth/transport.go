@@ -39,10 +39,12 @@ type Timeouts struct {
 	// TLSHandshake bounds the TLS handshake. Zero means
 	// DefaultTLSHandshake.
 	TLSHandshake time.Duration
-	// ResponseHeader is how long the registry may take to answer once it
-	// has a request's whole body: it may be digesting or moving a blob of
-	// gigabytes then. Requests without a body get Stall. Zero means
-	// DefaultResponseHeader.
+	// ResponseHeader bounds how long the registry may take to answer
+	// once it has a request's whole body: it may be digesting or moving
+	// a blob of gigabytes then. Within it, a body gets Stall and the time
+	// its bytes take at slowStore (answerWindow): a registry that never
+	// answers a manifest held a push 5 minutes a try. Requests without a
+	// body get Stall. Zero means DefaultResponseHeader.
 	ResponseHeader time.Duration
 	// FinalStall makes a stall end the call: its *StallError comes
 	// wrapped, no longer Temporary, so go-containerregistry does not
@@ -297,7 +299,27 @@ func (x *exchange) enter(phase string, idle time.Duration) {
 	x.dog.Restart(idle)
 }
 
-func (x *exchange) sentAll()   { x.enter(phaseAwaiting, x.t.ResponseHeader) }
+// slowStore is the slowest a registry is taken to digest or move what it
+// was sent before it answers: object storage copying a blob into place.
+const slowStore = 8 << 20 // bytes a second
+
+// answerWindow is how long the registry may take to answer once it has a
+// body of n bytes: Stall, and the time n takes at slowStore, up to
+// ResponseHeader (never less than Stall).
+func (t Timeouts) answerWindow(n int64) time.Duration {
+	w := t.ResponseHeader
+	if n/slowStore < int64(w/time.Second) { // else n's time would overflow
+		w = min(w, t.Stall+time.Duration(n)*(time.Second/slowStore))
+	}
+	return max(t.Stall, w)
+}
+
+func (x *exchange) sentAll() {
+	x.mu.Lock()
+	n := x.sent
+	x.mu.Unlock()
+	x.enter(phaseAwaiting, x.t.answerWindow(n))
+}
 func (x *exchange) receiving() { x.enter(phaseReceiving, x.t.Stall) }
 
 func (x *exchange) moved(sent, received int) {

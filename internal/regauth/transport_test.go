@@ -120,6 +120,13 @@ func TestTransportStall(t *testing.T) {
 					t.Errorf("Sent = %d, want some of the %d bytes", se.Sent, upload)
 				}
 			}},
+		// A small body leaves the registry nothing to digest for long:
+		// Stall, not the 5 minutes a blob of gigabytes may take.
+		{"answer to a small upload", regauth.Timeouts{Limits: transfer.Limits{Stall: stall}},
+			func(t *testing.T, w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				hang(t, r)
+			}, io.LimitReader(zeros{}, 1<<10), "waiting for the response", nil},
 		{"answer to an upload", regauth.Timeouts{Limits: transfer.Limits{Stall: stall}, ResponseHeader: stall},
 			func(t *testing.T, w http.ResponseWriter, r *http.Request) {
 				io.Copy(io.Discard, r.Body)
@@ -141,6 +148,9 @@ func TestTransportStall(t *testing.T) {
 				method, size = http.MethodPut, upload
 				if tc.while == "waiting for the response" {
 					size = 1 << 20
+					if tc.name == "answer to a small upload" {
+						size = 1 << 10
+					}
 				}
 			}
 			req, err := http.NewRequest(method, srv.URL+"/v2/x/blobs/uploads/1?_state=secret", tc.body)
@@ -165,10 +175,14 @@ func TestTransportStall(t *testing.T) {
 			if se.While != tc.while {
 				t.Errorf("stalled while %q, want %q", se.While, tc.while)
 			}
-			if se.Method != method || se.Idle != stall {
-				t.Errorf("StallError %+v, want method %s and idle %s", *se, method, stall)
+			idle := stall
+			if tc.name == "answer to a small upload" {
+				idle += (1 << 10) * (time.Second / (8 << 20)) // 1 KiB's time at 8 MiB/s
 			}
-			for _, want := range []string{srv.URL + "/v2/x/blobs/uploads/1", "stalled", stall.String(), tc.while} {
+			if se.Method != method || se.Idle != idle {
+				t.Errorf("StallError %+v, want method %s and idle %s", *se, method, idle)
+			}
+			for _, want := range []string{srv.URL + "/v2/x/blobs/uploads/1", "stalled", idle.String(), tc.while} {
 				if !strings.Contains(err.Error(), want) {
 					t.Errorf("error %q does not mention %q", err, want)
 				}
@@ -190,7 +204,9 @@ func TestTransportStall(t *testing.T) {
 }
 
 func TestTransportSlowButSteady(t *testing.T) {
-	payload := bytes.Repeat([]byte("registry trickle\n"), 1024)
+	// 8.5 MiB: time for the registry to digest it, at the slowest it is
+	// taken to store (regauth's slowStore), is over a second.
+	payload := bytes.Repeat([]byte("registry trickle\n"), 512<<10)
 	const chunks = 12
 	size := (len(payload) + chunks - 1) / chunks
 	tests := []struct {
@@ -209,7 +225,8 @@ func TestTransportSlowButSteady(t *testing.T) {
 				got, _ := io.ReadAll(r.Body)
 				w.Write(got)
 			}, func() io.Reader { return &trickle{payload, size, stall / 4} }},
-		// The registry digesting what it got for longer than Stall.
+		// The registry digesting what it got for longer than Stall,
+		// within the time it may take for the payload's size.
 		{"slow answer to an upload", regauth.Timeouts{Limits: transfer.Limits{Stall: stall}, ResponseHeader: 10 * stall},
 			func(w http.ResponseWriter, r *http.Request) {
 				got, _ := io.ReadAll(r.Body)
