@@ -147,6 +147,23 @@ type permanent struct{ error }
 
 func (p permanent) Unwrap() error { return p.error }
 
+// diskWriter marks the errors of writing what arrived: the disk's (no
+// space left, a read-only or over-quota file system), which retrying the
+// transfer does not mend, and which the retries' backoff only delayed.
+type diskWriter struct{ w io.Writer }
+
+type diskError struct{ error }
+
+func (e diskError) Unwrap() error { return e.error }
+
+func (d diskWriter) Write(p []byte) (int, error) {
+	n, err := d.w.Write(p)
+	if err != nil {
+		err = diskError{err}
+	}
+	return n, err
+}
+
 // Download fetches rawURL into file, verifying its sha256, within the
 // default Limits. The file appears only once verified: a truncated or
 // wrong download never sits under the final name. Server errors, broken
@@ -262,7 +279,7 @@ func (f *Fetcher) downloadOnce(ctx context.Context, client *http.Client, rawURL,
 			return "", permanent{err}
 		}
 		defer os.Remove(tmp.Name())
-		dst = tmp
+		dst = diskWriter{tmp}
 	}
 	// The rate is asked of the body from its first byte on, however
 	// long the answer took to start.
@@ -273,7 +290,10 @@ func (f *Fetcher) downloadOnce(ctx context.Context, client *http.Client, rawURL,
 	if tmp != nil {
 		cerr = tmp.Close()
 	}
+	var de diskError
 	switch {
+	case errors.As(err, &de):
+		return "", permanent{fmt.Errorf("download %s: stopped after %s: writing it: %w", shown, received(n, resp.ContentLength), de.error)}
 	case err != nil && se != nil && se.Moved == 0:
 		return "", fmt.Errorf("download %s: stopped after %s: nothing received for %s", shown, received(n, resp.ContentLength), lim.Stall)
 	case err != nil && se != nil:
@@ -288,7 +308,8 @@ func (f *Fetcher) downloadOnce(ctx context.Context, client *http.Client, rawURL,
 	case n > lim.MaxBytes:
 		return "", permanent{fmt.Errorf("download %s: stopped at the limit of %d bytes; the server kept sending", shown, lim.MaxBytes)}
 	case cerr != nil:
-		return "", fmt.Errorf("download %s: %w", shown, cerr)
+		// What the disk took, as the writes' errors.
+		return "", permanent{fmt.Errorf("download %s: writing it: %w", shown, cerr)}
 	case resp.ContentLength >= 0 && n != resp.ContentLength:
 		return "", fmt.Errorf("download %s: got %d of %d bytes", shown, n, resp.ContentLength)
 	case want != "" && got != want:
