@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/pallet-dev/pallet/internal/cache"
@@ -156,6 +157,8 @@ type Fetcher struct {
 	// gates holds the gate the go command reaches module proxies through
 	// (see proxyGate); nil leaves GOPROXY as it is. Close stops it.
 	gates *gateSlot
+	// getting serialises Gets of one digest into the cache (getOnce).
+	getting *sync.Map // sha256 → chan struct{}
 }
 
 // New returns a Fetcher with sensible network defaults.
@@ -168,6 +171,7 @@ func New() *Fetcher {
 		Backoff: 500 * time.Millisecond,
 		Log:     func(string, ...any) {},
 		gates:   &gateSlot{},
+		getting: &sync.Map{},
 	}
 }
 

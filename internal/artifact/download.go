@@ -33,6 +33,19 @@ func (e *MismatchError) Error() string {
 // when it holds it, else from the mirror URL or the upstream URL unless
 // offline.
 func (f *Fetcher) Get(ctx context.Context, rawURL, want, file string) error {
+	if f.Cache != nil && f.getting != nil {
+		// One file many requests share (an archive of scripts every
+		// platform places) is downloaded once: the others wait, then
+		// take it from the cache.
+		v, _ := f.getting.LoadOrStore(want, make(chan struct{}, 1))
+		turn := v.(chan struct{})
+		select {
+		case turn <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		defer func() { <-turn }()
+	}
 	if f.Cache != nil {
 		err := copyVerified(f.Cache.Blob(want), want, file)
 		if err == nil {

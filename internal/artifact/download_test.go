@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/pallet-dev/pallet/internal/artifact"
+	"github.com/pallet-dev/pallet/internal/cache"
 	"github.com/pallet-dev/pallet/internal/transfer"
 )
 
@@ -844,4 +845,42 @@ func TestDownloadMoreThanContentLength(t *testing.T) {
 		}
 		onlyFiles(t, dir)
 	})
+}
+
+// Two requests for one pinned file at once (an archive every platform
+// places) download it once: the second takes the first's from the cache.
+func TestGetSharedDigestDownloadsOnce(t *testing.T) {
+	release := make(chan struct{})
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		<-release
+		w.Write(payload)
+	})
+	c, err := cache.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := fetcher(t)
+	f.Cache = c
+	dir := t.TempDir()
+	errs := make(chan error, 2)
+	for i := range 2 {
+		go func() {
+			errs <- f.Get(context.Background(), srv.URL+"/scripts.tgz", sum(payload), filepath.Join(dir, strconv.Itoa(i)))
+		}()
+	}
+	time.Sleep(100 * time.Millisecond) // both asked
+	close(release)
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := srv.requests(); got != 1 {
+		t.Errorf("%d requests, want 1", got)
+	}
+	for i := range 2 {
+		if b, err := os.ReadFile(filepath.Join(dir, strconv.Itoa(i))); err != nil || !bytes.Equal(b, payload) {
+			t.Errorf("file %d: %v", i, err)
+		}
+	}
 }
