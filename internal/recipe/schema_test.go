@@ -115,6 +115,9 @@ func TestSchemaFollowsTypes(t *testing.T) {
 		{Recipe{}, root},
 		{Artifact{}, get(defs, "artifact")},
 		{Local{}, get(defs, "local")},
+		// A local mode decodes into Local too (its path usually given
+		// at build time): the same keys.
+		{Local{}, get(defs, "localMode")},
 		{URL{}, get(defs, "download")},
 		{GoBuild{}, get(defs, "goBuild")},
 		{Modes{}, get(artifact, "modes")},
