@@ -22,7 +22,8 @@ type Local struct {
 	// host-process container a rooted link points at the host.
 	KeepLinks bool
 	// Filename, when set, names a file placed as it is (not extracted)
-	// in the tree, instead of its own name.
+	// in the tree, instead of its own name; an archive that is
+	// extracted keeps its entries' names.
 	Filename string
 }
 
@@ -98,7 +99,10 @@ func (l *Local) Produce(ctx context.Context, f *Fetcher, r *Request, work string
 		return nil, err
 	}
 	name := filepath.Base(l.Path)
-	if l.Filename != "" {
+	if l.Filename != "" && l.Extract == nil {
+		// Only a file placed as it is is renamed: an archive given at
+		// build time to a mode that names one is unpacked, and its name
+		// says its format.
 		name = l.Filename
 	}
 	t, lic, err := f.fileTree(ctx, r, l.Path, name, l.Path, l.Extract, work)

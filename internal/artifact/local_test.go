@@ -2,8 +2,12 @@ package artifact
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pallet-dev/pallet/internal/fixture"
 )
 
 // A local path that is a device has no end to hash or place: it is
@@ -17,6 +21,38 @@ func TestLocalRefusesDevices(t *testing.T) {
 		_, err := l.Produce(context.Background(), New(), &Request{}, t.TempDir())
 		if err == nil || !strings.Contains(err.Error(), path+" is a character device: only files, directories and symlinks can be placed") {
 			t.Errorf("%s: got %v", path, err)
+		}
+	}
+}
+
+// filename names a file placed as it is; an archive given at build time
+// for a local mode that names one (local: {filename: runc}, --mode
+// runc=local:./runc.tar.gz) is unpacked, as any archive given so is, its
+// entries under their own names: renamed first, it lost the extension
+// that says its format and failed.
+func TestLocalFilenameOnlyForAFilePlacedAsItIs(t *testing.T) {
+	dir := t.TempDir()
+	archive := filepath.Join(dir, "runc.amd64.tar.gz")
+	if err := os.WriteFile(archive, fixture.TarGz([]fixture.File{{Name: "runc", Content: "#!/bin/sh\n", Mode: 0o755}}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plain := filepath.Join(dir, "runc.amd64")
+	if err := os.WriteFile(plain, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{archive: "runc", plain: "runc"} {
+		l := LocalArchive(path, nil)
+		l.Filename = "runc"
+		res, err := l.Produce(context.Background(), New(), &Request{Name: "runc", NoLicense: true}, t.TempDir())
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		var got []string
+		for _, e := range res.Tree.Entries() {
+			got = append(got, e.Path)
+		}
+		if len(got) != 1 || got[0] != want {
+			t.Errorf("%s: tree holds %q, want [%s]", path, got, want)
 		}
 	}
 }
