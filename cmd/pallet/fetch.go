@@ -54,7 +54,7 @@ func fetchCmd() *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVarP(&file, "file", "f", "pallet.yaml", "recipe file, or a Dockerfile (Dockerfile, NAME.Dockerfile, Dockerfile.NAME)")
+	fl.StringVarP(&file, "file", "f", "pallet.yaml", "recipe file, or a Dockerfile (Dockerfile, NAME.Dockerfile, Dockerfile.NAME; Containerfile alike)")
 	fl.StringSliceVar(&platforms, "platform", nil, "only these platforms (os/arch[/variant] or an OS; repeatable or comma-separated)")
 	fl.StringSliceVar(&images, "image", nil, "only these images")
 	fl.StringArrayVar(&args, "arg", nil, "override a recipe arg (K=V, repeatable)")
