@@ -36,7 +36,7 @@ func (f *Fetcher) fileTree(ctx context.Context, r *Request, file, name, shown st
 	}
 	format, ok := archive.Detect(name)
 	if !ok {
-		return nil, nil, fmt.Errorf("%s: extract is set but the name has no known archive extension (.tar, .tar.gz, .tgz, .tar.xz, .tar.zst, .zip)", name)
+		return nil, nil, fmt.Errorf("%s: extract is set but the name has no known archive extension (.tar, .tar.gz, .tgz, .tar.xz, .txz, .tar.zst, .tzst, .zip)", name)
 	}
 	dir := filepath.Join(work, "tree")
 	if err := os.RemoveAll(dir); err != nil {
