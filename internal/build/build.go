@@ -337,13 +337,29 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 	// input's digest, which for 100,000 files is about 60 MB that would
 	// otherwise stay live while the record is encoded.
 	b.ready = nil
+	// The memo is saved while the outputs are written: a cold build
+	// saves a shard file for most of its 256 shards, one after another
+	// (30-100 ms on the bench's Windows workload), and an output copies
+	// its blobs meanwhile. What an output asks of the cache (a blob's
+	// digest, a blob learned) waits on the cache's lock while the memo
+	// is saved, then reads its shard again, as after a Flush before.
+	flushed := make(chan struct{})
 	if c != nil {
-		// The memo only saves the next build its hashing: one that
-		// cannot be written (a full disk) costs that, not this build.
-		if err := c.Flush(); err != nil {
-			opt.Progress.Warn("%v; the next build hashes its inputs again", err)
-		}
+		go func() {
+			defer close(flushed)
+			// The memo only saves the next build its hashing: one that
+			// cannot be written (a full disk) costs that, not this build.
+			if err := c.Flush(); err != nil {
+				opt.Progress.Warn("%v; the next build hashes its inputs again", err)
+			}
+		}()
+	} else {
+		close(flushed)
 	}
+	// Saved before what follows the outputs, and before the cache is
+	// closed (deferred above: this runs first) on any return.
+	waitFlush := sync.OnceFunc(func() { <-flushed })
+	defer waitFlush()
 	res.RecordPath = opt.RecordPath
 	for i, t := range opt.Outputs {
 		done := opt.Progress.Start("output " + t.String())
@@ -374,6 +390,7 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 			}
 		}
 	}
+	waitFlush()
 	if opt.Attest.Dir != "" {
 		if err := writeDocuments(opt.Attest.Dir, b.documents); err != nil {
 			return nil, fmt.Errorf("the images are built and written, but the SBOM files are not: %w", err)
