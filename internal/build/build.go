@@ -530,6 +530,21 @@ func (b *builder) build(ctx context.Context) (*Result, error) {
 	defer stop(nil)
 	fetched := make(chan error, 1)
 	go func() { fetched <- b.fetchAll(fctx) }()
+	if b.cache != nil {
+		// Once every artifact is ready, the memo shards their files
+		// filled from nothing are saved while the layers are written,
+		// rather than at the end (see cache.SaveNew). build returns
+		// only after fetchAll (below), so the wait ends.
+		saved := make(chan struct{})
+		go func() {
+			defer close(saved)
+			<-b.allReady
+			if fctx.Err() == nil {
+				b.cache.SaveNew()
+			}
+		}()
+		defer func() { <-saved }()
+	}
 
 	// Images are assembled in parallel with each other, as their
 	// platforms are within each; Jobs bounds the layer writing below.

@@ -35,6 +35,10 @@ type Cache struct {
 	dir string
 
 	mu sync.Mutex
+	// saveMu is held while memo shards are written (save, SaveNew), so
+	// that two writes of one shard land in the order they were made.
+	// Taken before mu.
+	saveMu sync.Mutex
 	// shards are the parts of the digest memo (facts about files, by
 	// path) this build has read, by number.
 	shards map[int]*memoShard

@@ -608,3 +608,79 @@ func TestYoungFactsLastOneBuild(t *testing.T) {
 		t.Errorf("the next build derived %d times in all (err %v), want 3: a young fact is not kept", n, err)
 	}
 }
+
+// SaveNew writes the shards a build made from nothing, while lookups go
+// on; a shard changed after is saved again by Flush, and the memo on disk
+// is then what Flush alone would have written. A shard read from disk is
+// left to Flush.
+func TestSaveNew(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cacheDir := filepath.Join(dir, "cache")
+	var files []string
+	for i := range 40 {
+		p := filepath.Join(dir, "src", fmt.Sprintf("f%d", i))
+		writeFile(t, p, []byte(p))
+		files = append(files, p)
+	}
+	// A shard on disk before the build: one file's, by an earlier build.
+	c0, _ := openCache(t, cacheDir)
+	if err := c0.Learn(files[0], sha([]byte("earlier"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := c0.Close(); err != nil {
+		t.Fatal(err)
+	}
+	old, err := os.ReadFile(c0.shardPath(c0.shardOf(files[0])))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	c, _ := openCache(t, cacheDir)
+	defer c.Close()
+	for _, p := range files[:30] {
+		if err := c.Learn(p, sha([]byte(p))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan struct{})
+	go func() { // lookups meanwhile (go test -race)
+		defer close(done)
+		for _, p := range files[:30] {
+			if got, err := c.FileSHA256(p); err != nil || got != sha([]byte(p)) {
+				t.Errorf("%s: %s (%v) while saving", p, got, err)
+			}
+		}
+	}()
+	c.SaveNew()
+	<-done
+	saved := readMemo(t, cacheDir)
+	for _, p := range files[1:30] {
+		if c.shardOf(p) == c.shardOf(files[0]) {
+			continue // in the shard read from disk
+		}
+		if m, ok := saved[p]; !ok {
+			t.Errorf("%s: not saved by SaveNew", p)
+		} else if v, _ := m.get("sha256"); v != sha([]byte(p)) {
+			t.Errorf("%s: saved %s", p, v)
+		}
+	}
+	if now, err := os.ReadFile(c.shardPath(c.shardOf(files[0]))); err != nil || !bytes.Equal(now, old) {
+		t.Errorf("SaveNew wrote the shard read from disk (%v)", err)
+	}
+	// Changed after: saved again, over SaveNew's.
+	for _, p := range files {
+		if err := c.Learn(p, sha([]byte("again "+p))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	saved = readMemo(t, cacheDir)
+	for _, p := range files {
+		if v, _ := saved[p].get("sha256"); v != sha([]byte("again "+p)) {
+			t.Errorf("%s: %s after Flush", p, v)
+		}
+	}
+}
