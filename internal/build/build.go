@@ -530,21 +530,9 @@ func (b *builder) build(ctx context.Context) (*Result, error) {
 	defer stop(nil)
 	fetched := make(chan error, 1)
 	go func() { fetched <- b.fetchAll(fctx) }()
-	if b.cache != nil {
-		// Once every artifact is ready, the memo shards their files
-		// filled from nothing are saved while the layers are written,
-		// rather than at the end (see cache.SaveNew). build returns
-		// only after fetchAll (below), so the wait ends.
-		saved := make(chan struct{})
-		go func() {
-			defer close(saved)
-			<-b.allReady
-			if fctx.Err() == nil {
-				b.cache.SaveNew()
-			}
-		}()
-		defer func() { <-saved }()
-	}
+	// The memo shards saved while layers are written (see saveNew) are
+	// saved before build returns.
+	defer b.saving.Wait()
 
 	// Images are assembled in parallel with each other, as their
 	// platforms are within each; Jobs bounds the layer writing below.
@@ -707,6 +695,8 @@ type builder struct {
 	// allReady closes once every one is, or the first has failed.
 	ready    map[string]*ready
 	allReady chan struct{}
+	// saving are the memo saves started while layers are written.
+	saving sync.WaitGroup
 	// started is when the build began (for provenance timestamps).
 	started time.Time
 	// memo derives facts about input files (digests, executable kinds),
@@ -1205,6 +1195,7 @@ func (b *builder) layers(ctx context.Context, im *plan.Image, pi *plan.PlatformI
 			return checkErr
 		}
 		close(allTrees)
+		b.saveNew()
 		return nil
 	})
 	for i, l := range pi.Layers {
@@ -1277,6 +1268,18 @@ func (b *builder) layers(ctx context.Context, im *plan.Image, pi *plan.PlatformI
 		return nil, err
 	}
 	return layers, nil
+}
+
+// saveNew saves, beside the layer writing, the memo shards this build
+// made from nothing (cache.SaveNew): called once an image's layer trees
+// are made, when its inputs are hashed and checked (the executables'
+// facts), so that the end of the build writes only what changed since
+// (the layer blobs', the outputs'). A cold build's inputs fill most of
+// the memo's 256 shards, each a file created and renamed into place.
+func (b *builder) saveNew() {
+	if b.cache != nil {
+		b.saving.Go(b.cache.SaveNew)
+	}
 }
 
 // prepare hands layer l of im to the outputs that start on blobs early
