@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"unicode/utf16"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/pallet-dev/pallet/internal/layer"
 	"github.com/pallet-dev/pallet/internal/plan"
 	"github.com/pallet-dev/pallet/internal/platform"
+	"github.com/pallet-dev/pallet/internal/progress"
 	"github.com/pallet-dev/pallet/internal/tree"
 )
 
@@ -383,4 +385,58 @@ func (b *builder) windowsBaseClash(ctx context.Context, name string, pi *plan.Pl
 func (b *builder) placedPos(ctx context.Context, name string, pi *plan.PlatformImage, l *plan.Layer, p string) plan.Pos {
 	pm, _, _ := b.landedAt(ctx, name, pi, l, p)
 	return pm.Pos
+}
+
+// warnWindowsAccess says, once per placement, that the owner and mode it
+// sets do nothing on the Windows platforms it is made on. A Windows layer
+// still carries them in its tar headers, as BuildKit's does, but Windows
+// reads only the security descriptor, which lets Users read and execute
+// whatever the mode. The front ends refuse what can only mislead (a
+// recipe's placement made only on Windows); this is the rest: a placement
+// made on Linux too, and a Dockerfile's COPY --chown or --chmod, which
+// BuildKit accepts on Windows and does not apply either.
+func warnWindowsAccess(p *plan.Plan, rep progress.Reporter) {
+	type use struct {
+		image     string
+		pm        plan.Placement
+		platforms []string
+	}
+	var uses []*use
+	// By line, not column: a COPY of several sources is several
+	// placements, one instruction.
+	byLine := map[plan.Pos]*use{}
+	for _, im := range p.Images {
+		for _, pi := range im.Platforms {
+			if !pi.Platform.IsWindows() {
+				continue
+			}
+			for _, l := range pi.Layers {
+				for _, pm := range l.Placements {
+					if pm.UID == 0 && pm.GID == 0 && pm.Mode == 0 {
+						continue
+					}
+					line := plan.Pos{File: pm.Pos.File, Line: pm.Pos.Line}
+					u := byLine[line]
+					if u == nil {
+						u = &use{image: im.Name, pm: pm}
+						byLine[line] = u
+						uses = append(uses, u)
+					}
+					if !slices.Contains(u.platforms, pi.Platform.String()) {
+						u.platforms = append(u.platforms, pi.Platform.String())
+					}
+				}
+			}
+		}
+	}
+	for _, u := range uses {
+		var set []string
+		if u.pm.UID != 0 || u.pm.GID != 0 {
+			set = append(set, fmt.Sprintf("owner %d:%d", u.pm.UID, u.pm.GID))
+		}
+		if u.pm.Mode != 0 {
+			set = append(set, fmt.Sprintf("mode %04o", u.pm.Mode.Perm()))
+		}
+		rep.Warn("%s: image %s: ignored on %s: %s; Windows reads no owner or mode from a layer, access is the security descriptor pallet writes (Users may read and execute)", u.pm.Pos, u.image, strings.Join(u.platforms, ", "), strings.Join(set, " and "))
+	}
 }

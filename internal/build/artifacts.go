@@ -1,0 +1,302 @@
+package build
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"go/version"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/pallet-dev/pallet/internal/artifact"
+	"github.com/pallet-dev/pallet/internal/golicenses"
+	"github.com/pallet-dev/pallet/internal/plan"
+	"github.com/pallet-dev/pallet/internal/record"
+	"github.com/pallet-dev/pallet/internal/sbom"
+	"github.com/pallet-dev/pallet/internal/tree"
+)
+
+// policy applies the build's rules on what may be shipped.
+func (b *builder) policy(a record.Artifact, src *plan.Artifact) error {
+	if len(a.Licenses) == 0 && !src.NoLicense && !mainModulesLicensed(a.GoBinaries) {
+		msg := fmt.Sprintf("%s: no licence file found; name its licence files, or declare that it has none (licenses: none)", &src.Request)
+		if b.opt.RequireLicenses {
+			return errors.New(msg + "; licences are required")
+		}
+		// Once per artifact, not once more per platform.
+		b.mu.Lock()
+		warned := b.unlicensed[src.Name]
+		if b.unlicensed == nil {
+			b.unlicensed = map[string]bool{}
+		}
+		b.unlicensed[src.Name] = true
+		b.mu.Unlock()
+		if !warned {
+			b.opt.Progress.Warn("%s", msg)
+		}
+	}
+	if b.opt.MinGo != "" {
+		min := "go" + strings.TrimPrefix(b.opt.MinGo, "go")
+		for _, g := range a.GoBinaries {
+			v := goRelease(g.GoVersion)
+			if !version.IsValid(v) {
+				return fmt.Errorf("%s: %s was built with Go %q, which cannot be ordered against the minimum Go", &src.Request, g.Path, g.GoVersion)
+			}
+			if version.Compare(v, min) < 0 {
+				return fmt.Errorf("%s: %s was built with %s, older than the minimum Go %s", &src.Request, g.Path, g.GoVersion, strings.TrimPrefix(min, "go"))
+			}
+		}
+	}
+	return nil
+}
+
+// mainModulesLicensed says whether the artifact's placed files are Go
+// binaries whose main modules' licence files were found (a release binary
+// stamped with its module version, whose licence comes from the module
+// proxy, proven by its sum): their licences are the artifact's, shipped
+// under the module's path.
+func mainModulesLicensed(bins []record.GoBinary) bool {
+	if len(bins) == 0 {
+		return false
+	}
+	for _, g := range bins {
+		found := false
+		for _, m := range g.Modules {
+			if m.Path == g.MainModule && !m.Missing && len(m.Files) > 0 {
+				found = true
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// goRelease is the release a binary's recorded Go version belongs to:
+// "go1.22.0 X:boringcrypto" is go1.22.0 with an experiment, and a toolchain
+// built from the development branch, "devel go1.27-abc123 ...", is counted
+// as go1.27, ahead of every go1.26 point release and behind go1.27.0.
+func goRelease(v string) string {
+	v = strings.TrimPrefix(v, "devel ")
+	if i := strings.IndexAny(v, " -"); i >= 0 {
+		v = v[:i]
+	}
+	return v
+}
+
+// ready is an artifact being made ready for placing: fetched, scanned
+// for the record, its module licences found, the build's rules applied
+// and, with SBOMs, described. done closes once it is, or has failed.
+type ready struct {
+	done      chan struct{}
+	err       error
+	res       *artifact.Result
+	record    record.Artifact
+	described *sbom.Artifact
+}
+
+// errNotReady is what a layer waiting for a failed artifact gets; the
+// artifact's own error is the build's.
+var errNotReady = errors.New("an artifact it places failed or was stopped")
+
+// await waits until the artifact under key is ready.
+func (b *builder) await(ctx context.Context, key string) (*artifact.Result, error) {
+	r := b.ready[key]
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if r.err != nil {
+		return nil, errNotReady
+	}
+	return r.res, nil
+}
+
+// fetchAll makes every artifact ready, Jobs at a time, and stops at the
+// first failure: the artifacts not started then fail as not ready.
+func (b *builder) fetchAll(ctx context.Context) error {
+	defer close(b.allReady)
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(b.opt.Jobs)
+	for _, key := range slices.Sorted(maps.Keys(b.plan.Artifacts)) {
+		a := b.plan.Artifacts[key]
+		r := b.ready[key]
+		g.Go(func() error {
+			defer close(r.done)
+			r.err = ctx.Err()
+			if r.err == nil {
+				r.err = b.makeReady(ctx, key, a, r)
+			}
+			return r.err
+		})
+	}
+	return g.Wait()
+}
+
+func (b *builder) makeReady(ctx context.Context, key string, a *plan.Artifact, r *ready) error {
+	work, err := os.MkdirTemp(b.work, "artifact-*")
+	if err != nil {
+		return err
+	}
+	if local, ok := a.Kind.(*artifact.Go); ok && b.opt.ModuleLicenses {
+		// The licence classifier, if moduleLicenses will need it for
+		// the module's own licence files, loads while go build runs
+		// rather than after it: about a second. Finding out walks the
+		// module, which need not hold up go build's start either; it is
+		// over before this artifact is, so nothing touches the cache
+		// after the build.
+		prepared := make(chan struct{})
+		go func() {
+			defer close(prepared)
+			golicenses.Prepare(golicenses.Options{SourceDir: local.Module, Remember: b.rememberLicence})
+		}()
+		defer func() { <-prepared }()
+	}
+	if g := artifact.GoSettings(a.Kind); g != nil && b.opt.ModuleLicenses && !requiresNothing(a.Kind) {
+		// moduleLicenses asks the go command where its module cache is:
+		// asked now, the answer (30 ms) comes while go build runs. A
+		// module that requires no other links none: its licences never
+		// need the cache, and a go command run beside go build would only
+		// take a core from it.
+		asked := make(chan struct{})
+		go func() {
+			defer close(asked)
+			_, _ = b.moduleCache(ctx, b.fetcher.GoEnv(g, a.Platform))
+		}()
+		defer func() { <-asked }()
+	}
+	done := b.opt.Progress.Start(fmt.Sprintf("artifact %s (%s)", a.Name, a.Platform))
+	res, err := b.fetcher.Fetch(ctx, &a.Request, work)
+	if err != nil {
+		done("", shown(ctx, err))
+		return plan.Wrap(a.At(err), err)
+	}
+	how := a.How()
+	if res.Cached {
+		how += ", cached"
+	}
+	done(how, nil)
+	rec, err := record.Scan(res, b.memo)
+	if err != nil {
+		return err
+	}
+	rec.GoBinaries = placedGoBinaries(b.plan, key, rec.GoBinaries)
+	// The artifact's own licence files, before those of the modules its
+	// programs link join them: what the artifact declares.
+	own := res.Licenses
+	if b.opt.ModuleLicenses && len(rec.GoBinaries) > 0 {
+		// A step of its own: for a binary linking a hundred modules,
+		// proving their sources can take longer than the build did.
+		done := b.opt.Progress.Start(fmt.Sprintf("module licences %s (%s)", a.Name, a.Platform))
+		err := b.moduleLicenses(ctx, a, res, &rec)
+		n := linkedModules(rec.GoBinaries)
+		done(fmt.Sprintf("%d module%s", n, map[bool]string{true: "s"}[n != 1]), shown(ctx, err))
+		if err != nil {
+			return plan.Wrap(a.Pos, err)
+		}
+	}
+	if err := b.policy(rec, a); err != nil {
+		return plan.Wrap(a.Pos, err)
+	}
+	if b.opt.Attest.any() {
+		// Described from the tree, which goes once the layers placed it.
+		d, err := sbom.Describe(rec, res, b.memo)
+		if err != nil {
+			return err
+		}
+		if d.License, err = b.declaredLicense(own); err != nil {
+			return plan.Wrap(a.Pos, fmt.Errorf("artifact %s: %w", a.Name, err))
+		}
+		pinnedMainVersion(a, &d)
+		r.described = &d
+	}
+	r.res, r.record = res, rec
+	return nil
+}
+
+// shown is the error a step's progress says: a step stopped because
+// another failed says so, not what its killed command said ("go mod
+// download: signal: killed"), which would read as a failure of its own.
+func shown(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
+// placedGoBinaries keeps the Go binaries of the artifact under key that
+// the plan's images place: a placement with a path takes only that file
+// or directory of it. What links a binary left out (win-bridge.exe in a
+// CNI plugins archive of which only host-local.exe is placed) is not in
+// the image, so its modules' licences are not shipped nor fetched, its
+// Go is not held against --min-go, and the SBOM does not list them.
+func placedGoBinaries(p *plan.Plan, key string, bins []record.GoBinary) []record.GoBinary {
+	var from []string
+	for _, im := range p.Images {
+		for _, pi := range im.Platforms {
+			for _, l := range pi.Layers {
+				for _, pm := range l.Placements {
+					if pm.Artifact != key {
+						continue
+					}
+					f, err := tree.CleanPath(pm.Path)
+					if err != nil || f == "." {
+						return bins // the whole artifact, or a path placing refuses
+					}
+					from = append(from, f)
+				}
+			}
+		}
+	}
+	if from == nil {
+		return bins
+	}
+	var kept []record.GoBinary
+	for _, gb := range bins {
+		for _, f := range from {
+			if gb.Path == f || strings.HasPrefix(gb.Path, f+"/") {
+				kept = append(kept, gb)
+				break
+			}
+		}
+	}
+	return kept
+}
+
+// linkedModules counts the distinct modules the binaries link.
+func linkedModules(bins []record.GoBinary) int {
+	seen := map[string]bool{}
+	for _, gb := range bins {
+		for _, m := range gb.Modules {
+			seen[m.Path+"@"+m.Version] = true
+		}
+	}
+	return len(seen)
+}
+
+// describedAll is the SBOMs' view of every artifact, in the plan's
+// order, once all are ready.
+func (b *builder) describedAll(ctx context.Context) ([]sbom.Artifact, error) {
+	select {
+	case <-b.allReady:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	var all []sbom.Artifact
+	for _, key := range b.plan.Keys() {
+		r := b.ready[key]
+		if r.err != nil {
+			return nil, errNotReady
+		}
+		if r.described != nil {
+			all = append(all, *r.described)
+		}
+	}
+	return all, nil
+}

@@ -1,0 +1,94 @@
+package build
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/pallet-dev/pallet/internal/image"
+	"github.com/pallet-dev/pallet/internal/platform"
+)
+
+// base resolves a base image under the build's network policy: offline,
+// only bases that need no registry.
+func (b *builder) base(ctx context.Context, ref string, p platform.Platform) (v1.Image, error) {
+	if f, ok := b.prefetched[baseKey{ref, p.String()}]; ok {
+		<-f.done
+		return f.img, f.err
+	}
+	return b.resolveBase(ctx, ref, p)
+}
+
+func (b *builder) resolveBase(ctx context.Context, ref string, p platform.Platform) (v1.Image, error) {
+	if b.opt.Network.Offline && !image.IsBuiltin(ref) && !strings.HasPrefix(ref, "oci:") {
+		return nil, fmt.Errorf("base %s is in a registry, and the build is offline; give it as an OCI layout (oci:DIR)", ref)
+	}
+	return b.bases.Base(ctx, ref, p)
+}
+
+// baseKey names a base for one platform.
+type baseKey struct{ ref, platform string }
+
+// baseFuture is a base being resolved.
+type baseFuture struct {
+	done chan struct{}
+	img  v1.Image
+	err  error
+}
+
+// prefetchBases starts resolving every base of the plan, once per
+// platform, while the artifacts are fetched and built: a registry's
+// manifest and config round trips, or a built-in base's layer, then
+// overlap that work instead of following it. It returns a wait for the
+// built-in bases, which write into the work directory and must be done
+// before it is removed, even when the build fails; the others only read,
+// into memory, and a failing build does not wait for them.
+func (b *builder) prefetchBases(ctx context.Context) (wait func()) {
+	b.prefetched = map[baseKey]*baseFuture{}
+	var builtins []*baseFuture
+	for _, im := range b.plan.Images {
+		for _, pi := range im.Platforms {
+			for _, ref := range pi.Bases {
+				k := baseKey{ref, pi.Platform.String()}
+				if b.prefetched[k] != nil {
+					continue
+				}
+				f := &baseFuture{done: make(chan struct{})}
+				b.prefetched[k] = f
+				if image.IsBuiltin(ref) {
+					builtins = append(builtins, f)
+				}
+				go func() {
+					defer close(f.done)
+					f.img, f.err = b.resolveBase(ctx, ref, pi.Platform)
+				}()
+			}
+		}
+	}
+	return func() {
+		for _, f := range builtins {
+			<-f.done
+		}
+	}
+}
+
+// warnMixedHostProcess warns of an index that holds Linux entries and a
+// Windows entry without os.version (a host-process image): containerd on
+// Windows matches an entry without os.version only from 1.6.18 and 1.7.0
+// on; older ones find no match in such an index.
+func (b *builder) warnMixedHostProcess(name string, imgs []v1.Image) {
+	var linux, hpc bool
+	for _, img := range imgs {
+		cf, err := img.ConfigFile()
+		if err != nil {
+			return
+		}
+		linux = linux || cf.OS == "linux"
+		hpc = hpc || (cf.OS == "windows" && cf.OSVersion == "")
+	}
+	if linux && hpc {
+		b.opt.Progress.Warn("image %s: its index holds Linux images and a Windows image without os.version (host-process); Windows nodes need containerd 1.6.18 or 1.7.0 and later to pull it", name)
+	}
+}

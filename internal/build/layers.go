@@ -1,0 +1,653 @@
+package build
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"slices"
+	"strings"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	chmod "github.com/tonistiigi/dchapes-mode"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/pallet-dev/pallet/internal/artifact"
+	"github.com/pallet-dev/pallet/internal/cache"
+	"github.com/pallet-dev/pallet/internal/image"
+	"github.com/pallet-dev/pallet/internal/layer"
+	"github.com/pallet-dev/pallet/internal/output"
+	"github.com/pallet-dev/pallet/internal/plan"
+	"github.com/pallet-dev/pallet/internal/tree"
+)
+
+// layers writes pi's layers. Each layer's tree is made as soon as the
+// artifacts it places are ready, and written at once unless it holds a
+// Windows link, whose type comes from the whole image (its target may be
+// in another layer, through other links): those wait for every tree.
+// The checks across layers (a file placed twice, names equal under
+// Windows' case folding) run once every tree is made, while the first
+// layers may be written already (into the cache, where a whole layer
+// does no harm); a failed check is the error reported, and stops the
+// writing of the others.
+func (b *builder) layers(ctx context.Context, im *plan.Image, pi *plan.PlatformImage) ([]image.Layer, error) {
+	name := im.Name
+	format := layer.Linux
+	if pi.Platform.IsWindows() {
+		format = layer.Windows
+	}
+	n := len(pi.Layers)
+	// raw are the layer trees as placed; trees are where they land in
+	// the image, through what the bases and the layers below hold (Linux).
+	raw := make([]*tree.Tree, n)
+	trees := make([]*tree.Tree, n)
+	whats := make([][]string, n)
+	made := make([]chan struct{}, n)
+	for i := range made {
+		made[i] = make(chan struct{})
+	}
+	// allTrees closes once every tree is made; links is then the image's
+	// link typing (Windows).
+	allTrees := make(chan struct{})
+	var links func(string) (bool, bool)
+	layers := make([]image.Layer, n)
+	g, gctx := errgroup.WithContext(ctx)
+	var checkErr error
+	g.Go(func() error {
+		for i := range made {
+			select {
+			case <-made[i]:
+			case <-gctx.Done():
+				return nil // another goroutine's error is the one
+			}
+		}
+		if format == layer.Linux {
+			// Each layer was written through its bases alone, as soon
+			// as its tree was made; placed through the layers below it
+			// too, a layer that goes through their links or directories
+			// lands elsewhere, and is written again.
+			if !pi.Overwrite {
+				if checkErr = sameFileInTwoLayers(name, pi, raw); checkErr != nil {
+					return checkErr
+				}
+			}
+			views, err := b.baseViews(gctx, name, pi)
+			if err != nil {
+				checkErr = err
+				return err
+			}
+			placed, err := placeOnBases(name, pi, views, raw)
+			if err != nil {
+				checkErr = err
+				return err
+			}
+			copy(trees, placed)
+		} else {
+			copy(trees, raw)
+		}
+		if checkErr = b.checkLayers(gctx, name, pi, format, trees, &links); checkErr != nil {
+			return checkErr
+		}
+		close(allTrees)
+		b.saveNew()
+		return nil
+	})
+	for i, l := range pi.Layers {
+		g.Go(func() error {
+			t, what, err := b.layerTree(gctx, name, pi, l)
+			if err != nil {
+				return err
+			}
+			raw[i], whats[i] = t, what
+			if format == layer.Linux {
+				views, err := b.baseViews(gctx, name, pi)
+				if err != nil {
+					return err
+				}
+				if t, err = t.Through(views[0]); err != nil {
+					return throughError(name, pi, l, err)
+				}
+			}
+			written := t
+			close(made[i])
+			opt := layer.Options{Format: format, Epoch: b.plan.Epoch, Compression: b.opt.Compression, Jobs: b.opt.Jobs, Compressors: b.compressors}
+			if format == layer.Windows && hasLinks(t) {
+				select {
+				case <-allTrees:
+				case <-gctx.Done():
+					return gctx.Err()
+				}
+				opt.LinkTarget = links
+			}
+			if err := gctx.Err(); err != nil {
+				return err
+			}
+			write := func(t *tree.Tree) (v1.Layer, error) {
+				lay, err := b.layer(t, opt)
+				var bad *layer.EntryError
+				if errors.As(err, &bad) {
+					pm, from := b.entryOrigin(gctx, name, pi, l, bad.Path)
+					return nil, plan.Errorf(pm.Pos, "image %s (%s), layer %s: %v%s", name, pi.Platform, l.Name, err, from)
+				}
+				if err != nil {
+					return nil, fmt.Errorf("layer %s: %w", l.Name, err)
+				}
+				return lay, nil
+			}
+			lay, err := write(written)
+			if err != nil {
+				return err
+			}
+			if format == layer.Linux {
+				select {
+				case <-allTrees:
+				case <-gctx.Done():
+					return gctx.Err()
+				}
+				if !tree.Same(trees[i], written) {
+					if lay, err = write(trees[i]); err != nil {
+						return err
+					}
+				}
+			}
+			layers[i] = image.Layer{Layer: lay, CreatedBy: "pallet: place " + strings.Join(whats[i], ", ")}
+			b.prepare(ctx, im, lay)
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		if checkErr != nil {
+			return nil, checkErr
+		}
+		return nil, err
+	}
+	return layers, nil
+}
+
+// saveNew saves, beside the layer writing, the memo shards this build
+// made from nothing (cache.SaveNew): called once an image's layer trees
+// are made, when its inputs are hashed and checked (the executables'
+// facts), so that the end of the build writes only what changed since
+// (the layer blobs', the outputs'). A cold build's inputs fill most of
+// the memo's 256 shards, each a file created and renamed into place.
+func (b *builder) saveNew() {
+	if b.cache != nil {
+		b.saving.Go(b.cache.SaveNew)
+	}
+}
+
+// prepare hands layer l of im to the outputs that start on blobs early
+// (a registry uploads it while the build goes on).
+func (b *builder) prepare(ctx context.Context, im *plan.Image, l v1.Layer) {
+	for _, t := range b.opt.Outputs {
+		if p, ok := t.(output.Preparer); ok {
+			p.Prepare(ctx, im.Repository, im.Tags, l)
+		}
+	}
+}
+
+// placementOf is the placement of l that put the file at p (slash
+// separated, from the root): the one with the longest destination
+// holding it, else the layer's first.
+func placementOf(l *plan.Layer, p string) plan.Placement {
+	best, n := l.Placements[0], -1
+	for _, pm := range l.Placements {
+		d := strings.Trim(path.Clean("/"+pm.Dest), "/")
+		if (d == "" || p == d || strings.HasPrefix(p, d+"/")) && len(d) > n {
+			best, n = pm, len(d)
+		}
+	}
+	return best
+}
+
+// entryOrigin is the placement of l that put the file at p (slash
+// separated, relative to the root), found where it lands through the
+// bases (destination), and, when it unpacks an archive, the archive and
+// the entry p came from, as a message says them: the archive is what a
+// recipe's author must look into, and the image path alone does not
+// name it. The artifact's tree is let go by then (placedAll): what
+// layerTree kept of a placement of one file (singles) says its entry,
+// and any other entry is the path below the destination, below the
+// placement's path.
+func (b *builder) entryOrigin(ctx context.Context, name string, pi *plan.PlatformImage, l *plan.Layer, p string) (plan.Placement, string) {
+	best, at, dest := b.landedAt(ctx, name, pi, l, p)
+	if at < 0 {
+		return best, ""
+	}
+	a := b.plan.Artifacts[best.Artifact]
+	shown, strip, ok := artifact.ArchiveOf(a.Kind)
+	if !ok {
+		return best, ""
+	}
+	b.mu.Lock()
+	entry := b.singles[placed{l, at}]
+	b.mu.Unlock()
+	if entry == "" && p != dest {
+		entry = strings.TrimPrefix(p, dest+"/")
+		if from := strings.Trim(path.Clean("/"+best.Path), "/"); from != "" {
+			entry = path.Join(from, entry)
+		}
+	}
+	if entry == "" {
+		return best, ""
+	}
+	if strip > 0 {
+		return best, fmt.Sprintf(" (artifact %s: the archive %s, its entry named %s once extract.strip removed %d leading component(s))", a.Name, shown, layer.ShowPath(entry), strip)
+	}
+	return best, fmt.Sprintf(" (artifact %s: the archive %s, its entry %s)", a.Name, shown, layer.ShowPath(entry))
+}
+
+// landedAt is placementOf with each placement's destination where it
+// lands through the bases (destination: into a directory, through a
+// Windows base's links), and its index in l and that destination, clean
+// (-1 and "" when none holds p: placementOf's answer).
+func (b *builder) landedAt(ctx context.Context, name string, pi *plan.PlatformImage, l *plan.Layer, p string) (best plan.Placement, at int, dest string) {
+	best, at, n := placementOf(l, p), -1, -1
+	for i, pm := range l.Placements {
+		d, replaced, err := b.destination(ctx, name, pi, pm)
+		if err != nil || replaced {
+			continue
+		}
+		d = strings.Trim(path.Clean("/"+d), "/")
+		if (d == "" || p == d || strings.HasPrefix(p, d+"/")) && len(d) > n {
+			best, at, n, dest = pm, i, len(d), d
+		}
+	}
+	return best, at, dest
+}
+
+// placed names the placement at of layer l.
+type placed struct {
+	l  *plan.Layer
+	at int
+}
+
+// singleFile is the file a placement from of an artifact's tree t puts
+// at, or into, its destination alone (tree.Placement), or "" when it
+// places a directory's content.
+func singleFile(t *tree.Tree, from string) string {
+	from = strings.Trim(path.Clean("/"+from), "/")
+	if from != "" {
+		if e, ok := t.Get(from); ok && e.Kind != tree.Dir {
+			return from
+		}
+		return ""
+	}
+	if t.Len() != 1 {
+		return ""
+	}
+	for e := range t.All() {
+		if e.Kind != tree.Dir {
+			return e.Path
+		}
+	}
+	return ""
+}
+
+// checkLayers applies the checks across pi's layers, and sets links to
+// the image's link typing (Windows).
+func (b *builder) checkLayers(ctx context.Context, name string, pi *plan.PlatformImage, format layer.Format, trees []*tree.Tree, links *func(string) (bool, bool)) error {
+	if !pi.Overwrite {
+		if err := sameFileInTwoLayers(name, pi, trees); err != nil {
+			return err
+		}
+	}
+	if format != layer.Windows {
+		b.warnMissingLoaders(ctx, name, pi, trees)
+		return nil
+	}
+	if !pi.Overwrite {
+		var c *layer.CaseCollision
+		if err := layer.CheckWindowsImage(trees...); errors.As(err, &c) {
+			l := pi.Layers[c.Layer]
+			return plan.Errorf(l.Placements[0].Pos, "image %s (%s), layer %s: %v", name, pi.Platform, l.Name, err)
+		}
+	}
+	// Links into a built-in base are typed by what it holds, and links
+	// into another base by its view (what its layers pallet reads hold,
+	// through its links); what none holds takes link: or a warning.
+	resolve := trees
+	var base func(string) (bool, bool)
+	if bt := builtinBase(pi.Bases); bt != nil {
+		resolve = append([]*tree.Tree{bt}, trees...)
+	} else {
+		var err error
+		if base, err = b.windowsBasesKind(ctx, name, pi); err != nil {
+			return err
+		}
+	}
+	*links = layer.ImageLinksOn(base, resolve...)
+	for i, t := range trees {
+		for _, w := range layer.UntypedLinks(t, layer.Options{Format: format, LinkTarget: *links}) {
+			b.opt.Progress.Warn("image %s (%s), layer %s: %s", name, pi.Platform, pi.Layers[i].Name, w)
+		}
+	}
+	return b.windowsBaseClash(ctx, name, pi, trees)
+}
+
+// windowsBasesKind says, for the Windows bases of pi, whether they hold
+// a directory at a path (clean, relative to C:\), following their
+// links, and whether that is known: only when every base knows, and
+// all agree (the layers are written once for all of them).
+func (b *builder) windowsBasesKind(ctx context.Context, name string, pi *plan.PlatformImage) (func(string) (bool, bool), error) {
+	views, err := b.windowsViews(ctx, name, pi)
+	if err != nil {
+		return nil, err
+	}
+	return func(p string) (isDir, known bool) {
+		for i, v := range views {
+			_, kind, _, err := v.resolve(p)
+			if err != nil || kind == winNone || i > 0 && (kind == winDir) != isDir {
+				return false, false
+			}
+			isDir = kind == winDir
+		}
+		return isDir, len(views) > 0
+	}, nil
+}
+
+// builtinBase is the tree of the built-in base every one of bases is, or
+// nil: the layers are written once for all of them.
+func builtinBase(bases []string) *tree.Tree {
+	var t *tree.Tree
+	for _, b := range bases {
+		if t = image.BuiltinBaseTree(b); t == nil {
+			return nil
+		}
+	}
+	return t
+}
+
+// hasLinks says whether t holds a symlink.
+func hasLinks(t *tree.Tree) bool {
+	for _, e := range t.Entries() {
+		if e.Kind == tree.Symlink {
+			return true
+		}
+	}
+	return false
+}
+
+// modeChanges is the function that applies symbolic modes one after
+// another, as BuildKit's copy (fsutil) applies a COPY --chmod=u+x to
+// each entry's own mode: parsed with a umask of 0, so "+x" is "a+x",
+// and "X" adds execute to a directory or to a file with an execute
+// bit. Nil for none.
+func modeChanges(syms []string) (func(fs.FileMode) fs.FileMode, error) {
+	if len(syms) == 0 {
+		return nil, nil
+	}
+	sets := make([]chmod.Set, len(syms))
+	for i, s := range syms {
+		set, err := chmod.ParseWithUmask(s, 0)
+		if err != nil {
+			return nil, fmt.Errorf("mode %s: %w", s, err)
+		}
+		sets[i] = set
+	}
+	return func(m fs.FileMode) fs.FileMode {
+		for _, set := range sets {
+			m = set.Apply(m)
+		}
+		return m
+	}, nil
+}
+
+// layerTree places l's artifacts (and their licences) into one tree.
+func (b *builder) layerTree(ctx context.Context, name string, pi *plan.PlatformImage, l *plan.Layer) (*tree.Tree, []string, error) {
+	t := tree.New()
+	var what []string
+	for i, pm := range l.Placements {
+		res, err := b.await(ctx, pm.Artifact)
+		if err != nil {
+			return nil, nil, err
+		}
+		// Of an archive, the entry a placement of one file takes, for
+		// the errors that name it once the tree is let go (entryOrigin).
+		if _, _, ok := artifact.ArchiveOf(b.plan.Artifacts[pm.Artifact].Kind); ok {
+			if f := singleFile(res.Tree, pm.Path); f != "" {
+				b.mu.Lock()
+				if b.singles == nil {
+					b.singles = map[placed]string{}
+				}
+				b.singles[placed{l, i}] = f
+				b.mu.Unlock()
+			}
+		}
+		dest, replaced, err := b.destination(ctx, name, pi, pm)
+		if err != nil {
+			return nil, nil, err
+		}
+		if replaced {
+			continue
+		}
+		place := tree.Placement{Dest: dest, FileMode: pm.Mode, DirMode: pm.DirMode, UID: pm.UID, GID: pm.GID, From: pm.Path, LinkAs: pm.LinkAs, OwnNewDirs: pm.OwnNewDirs, ImpliedRootOwned: pm.ImpliedRootOwned, ReplaceLinks: pm.ReplaceLinks, CopiedDirs: pm.CopiedDirs, NoLinksBelow: pm.NoLinksBelow, StageDest: pm.StageDest, StageMade: pm.StageMade, StageDirs: pm.StageDirs}
+		if place.Chmod, err = modeChanges(pm.ModeChanges); err != nil {
+			return nil, nil, plan.Wrap(pm.Pos, err)
+		}
+		// A file put into a directory the base holds at Dest is at a
+		// name below the destination, which Docker's COPY does not
+		// resolve.
+		place.FollowLink = pm.FollowLink && dest == pm.Dest
+		if b.plan.Artifacts[pm.Artifact].Check {
+			needs, err := b.checkExecutables(res, place, pi.Platform)
+			if err != nil {
+				return nil, nil, plan.Wrap(placedAt(pm, err), fmt.Errorf("image %s (%s): %w", name, pi.Platform, err))
+			}
+			if len(needs) > 0 {
+				b.mu.Lock()
+				b.loaders[pi] = append(b.loaders[pi], needs...)
+				b.mu.Unlock()
+			}
+		}
+		if err := t.Place(res.Tree, place); err != nil {
+			return nil, nil, plan.Wrap(placedAt(pm, err), fmt.Errorf("image %s (%s), layer %s: place %s at %s: %w", name, pi.Platform, l.Name, res.Record.Name, dest, err))
+		}
+		what = append(what, res.Record.Name+" "+dest)
+		if pm.Licenses && res.Licenses.Len() > 0 {
+			dest := "/LICENSES/" + res.Record.Name + "/"
+			if err := t.Place(res.Licenses, tree.Placement{Dest: dest}); err != nil {
+				return nil, nil, fmt.Errorf("layer %s: licences of %s: %w", l.Name, res.Record.Name, err)
+			}
+		}
+	}
+	b.placedAll(l)
+	return t, what, nil
+}
+
+// placedAll counts l's placements as taken, and lets go of the tree of
+// an artifact no layer tree will place again. The layer trees hold what
+// they placed; keeping the artifact's tree as well, while the layers'
+// keys are made and the memo of every file's digest is in memory, was a
+// fifth of the live heap of a 100,000-file no-op. The record, the SBOMs
+// and module licences were made from the tree before it was ready.
+func (b *builder) placedAll(l *plan.Layer) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, pm := range l.Placements {
+		if b.unplaced[pm.Artifact]--; b.unplaced[pm.Artifact] == 0 {
+			b.ready[pm.Artifact].res.Tree = nil
+		}
+	}
+}
+
+// sameFileInTwoLayers refuses a path that two layers both put something
+// at, unless both put a directory there: the later one would silently
+// hide the earlier one's file, link or directory, which in a recipe is a
+// mistake (two artifacts shipping one file), not a wish.
+func sameFileInTwoLayers(name string, pi *plan.PlatformImage, trees []*tree.Tree) error {
+	if len(trees) < 2 {
+		return nil
+	}
+	type placed struct {
+		layer int
+		kind  tree.Kind
+	}
+	first := map[string]placed{}
+	for i, t := range trees {
+		for _, e := range t.Entries() {
+			f, ok := first[e.Path]
+			if !ok {
+				first[e.Path] = placed{i, e.Kind}
+				continue
+			}
+			// Directories merge; anything else in a later layer
+			// replaces what an earlier one put there, a directory
+			// with all it holds.
+			if f.kind == tree.Dir && e.Kind == tree.Dir {
+				continue
+			}
+			a, b := pi.Layers[f.layer], pi.Layers[i]
+			if f.kind != tree.Dir && e.Kind != tree.Dir {
+				return plan.Errorf(b.Placements[0].Pos, "image %s (%s): /%s is placed by layer %s (%s, at %s) and again by layer %s (%s); the later one would hide the first: place it once, or put both placements in one layer to see which", name, pi.Platform, e.Path, a.Name, artifactsOf(a), a.Placements[0].Pos, b.Name, artifactsOf(b))
+			}
+			return plan.Errorf(b.Placements[0].Pos, "image %s (%s): /%s is a %s in layer %s (%s, at %s) and a %s in layer %s (%s); the later one would replace the first, and hide what it holds: place them at different paths", name, pi.Platform, e.Path, kindName(f.kind), a.Name, artifactsOf(a), a.Placements[0].Pos, kindName(e.Kind), b.Name, artifactsOf(b))
+		}
+	}
+	return nil
+}
+
+// kindName names a tree entry's kind in a sentence.
+func kindName(k tree.Kind) string {
+	if k == tree.Dir {
+		return "directory"
+	}
+	return k.String()
+}
+
+func artifactsOf(l *plan.Layer) string {
+	var names []string
+	for _, pm := range l.Placements {
+		n, _, _ := strings.Cut(pm.Artifact, "@")
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+// layer returns the layer for t: from the cache when the same tree was
+// written before (no tar, no compression), else written now and kept.
+func (b *builder) layer(t *tree.Tree, opt layer.Options) (v1.Layer, error) {
+	if opt.Compression == "" {
+		opt.Compression = layer.Gzip
+	}
+	b.writers <- struct{}{}
+	defer func() { <-b.writers }()
+	c := b.cache
+	if c == nil {
+		return layer.Build(t, b.work, opt)
+	}
+	// The digests the key is made of are the ones the written layer must
+	// have: layer.Build checks each file against them as it writes it.
+	keyed := map[string]string{}
+	keyer := cache.NewKeyer()
+	err := layer.KeyParts(t, opt, func(path string, st tree.Stamp) (string, error) {
+		sum, err := c.FileDigest(path, st)
+		keyed[path] = sum
+		return sum, err
+	}, keyer.Add)
+	if err != nil {
+		return nil, err
+	}
+	opt.Expect = func(path string) string { return keyed[path] }
+	// A file this build hashed already (unpacked it, or read it for the
+	// key once it had settled) is not hashed again as it is written.
+	opt.Known = c.Checked
+	key := keyer.Sum()
+	// A layer pulled from a shared registry cache must be this tree's:
+	// equal keys give identical tars, so its diff ID must be the digest of
+	// the tar this build would write (read, not compressed).
+	check := func(e cache.LayerEntry, _ string) error {
+		if e.Compression != string(opt.Compression) {
+			return fmt.Errorf("layer entry is %s, not %s", e.Compression, opt.Compression)
+		}
+		h := sha256.New()
+		if err := layer.WriteTar(h, t.Entries(), opt); err != nil {
+			return err
+		}
+		if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != e.DiffID {
+			return fmt.Errorf("layer entry claims diff ID %s, but this tree's tar is %s", e.DiffID, got)
+		}
+		return nil
+	}
+	return cache.Aside(c, "layer-"+key, func(bool) (v1.Layer, bool) { return cachedLayer(c, key, opt.Compression, check) }, func() (v1.Layer, error) {
+		tmp, release, err := c.TempDir()
+		if err != nil {
+			return nil, err
+		}
+		defer release()
+		defer os.RemoveAll(tmp)
+		l, err := layer.Build(t, tmp, opt)
+		if err != nil {
+			// What the memo said of the file is not remembered for the
+			// next build, which reads it again: were the memo wrong, every
+			// build would fail here.
+			if ce := (*layer.ChangedError)(nil); errors.As(err, &ce) {
+				c.Forget(ce.Source)
+			}
+			return nil, err
+		}
+		digest, _ := l.Digest()
+		diffID, _ := l.DiffID()
+		size, _ := l.Size()
+		blob, err := c.PutLayer(key, l.(*layer.File).Path, cache.LayerEntry{Digest: digest.String(), DiffID: diffID.String(), Size: size, Compression: string(opt.Compression)})
+		if err != nil {
+			return nil, err
+		}
+		// The blob was hashed as it was written: the outputs and the next
+		// build take that digest instead of reading it again.
+		if err := c.Learn(blob, digest.Hex); err != nil {
+			return nil, err
+		}
+		out := layer.Open(blob, digest, diffID, size, opt.Compression)
+		out.Verified = true
+		return out, nil
+	})
+}
+
+// cachedLayer is the cached layer for key, if its entry holds. The entry's
+// diff ID and compression reach the image config as they are, so they are
+// checked as the blob is: the diff ID against the blob decompressed, which
+// the memo keeps while the blob is untouched (learned as it was put).
+func cachedLayer(c *cache.Cache, key string, comp layer.Compression, check func(cache.LayerEntry, string) error) (v1.Layer, bool) {
+	e, blob, ok := c.LayerChecked(key, check)
+	if !ok || e.Compression != string(comp) {
+		return nil, false
+	}
+	digest, err1 := v1.NewHash(e.Digest)
+	diffID, err2 := v1.NewHash(e.DiffID)
+	if err1 != nil || err2 != nil {
+		return nil, false
+	}
+	// The blob is checked against its digest here (from the cache's memory
+	// of it while the file is untouched, else by reading it): a damaged
+	// entry is a miss, rebuilt, rather than a failed output.
+	sum, err := c.FileSHA256(blob)
+	if err != nil || sum != digest.Hex {
+		return nil, false
+	}
+	got, err := c.Remember(blob, cache.DiffIDFact(string(comp)), func(p string) (string, error) {
+		h, err := layer.DiffIDOf(p, comp)
+		return h.String(), err
+	})
+	if err != nil || got != e.DiffID {
+		return nil, false
+	}
+	l := layer.Open(blob, digest, diffID, e.Size, comp)
+	l.Verified = true
+	return l, true
+}
+
+// placedAt is where the recipe wrote what err, from placing pm, blames:
+// its path, when that names nothing in the artifact.
+func placedAt(pm plan.Placement, err error) plan.Pos {
+	if errors.Is(err, tree.ErrNoPath) && pm.PathPos.Line != 0 {
+		return pm.PathPos
+	}
+	return pm.Pos
+}

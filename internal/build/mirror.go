@@ -1,0 +1,105 @@
+package build
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/gofrs/flock"
+
+	"github.com/pallet-dev/pallet/internal/artifact"
+	"github.com/pallet-dev/pallet/internal/golicenses"
+	"github.com/pallet-dev/pallet/internal/record"
+)
+
+// Mirror copies into dir what building reqs offline needs: downloads,
+// repositories, Go modules and toolchains (pallet fetch), and the modules
+// whose licences the Go binaries of downloaded releases and local files
+// ship (--module-licenses, the default).
+func Mirror(ctx context.Context, reqs []*artifact.Request, dir string, n Network, log func(string, ...any)) error {
+	// The go command refuses a relative GOMODCACHE, and the mirror's is
+	// one.
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	// Two fetches into one mirror would each prune the module trees the
+	// other's go command is reading.
+	lock := flock.New(filepath.Join(dir, ".pallet-fetch.lock"))
+	if ok, err := lock.TryLockContext(ctx, 200*time.Millisecond); err != nil || !ok {
+		return fmt.Errorf("lock the mirror %s: %w", dir, cmp.Or(err, ctx.Err()))
+	}
+	defer lock.Unlock()
+	f, err := n.fetcher()
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	f.Log = log
+	if err := f.MirrorTo(ctx, dir, reqs); err != nil {
+		return err
+	}
+	if err := mirrorLinkedModules(ctx, f, reqs, dir); err != nil {
+		return err
+	}
+	// What the licences of linked modules unpacked, as MirrorTo prunes
+	// what the builds did.
+	return artifact.PruneModuleCache(dir)
+}
+
+// mirrorLinkedModules puts in the mirror's module cache every module the
+// Go binaries of reqs' releases and local files link: what a build's
+// module licences read, and which no go.mod of the recipe's names. Each
+// artifact is unpacked from the mirror just filled, offline, as the
+// build will unpack it; the modules are proven against the sums the
+// binaries record as they are fetched.
+func mirrorLinkedModules(ctx context.Context, network *artifact.Fetcher, reqs []*artifact.Request, dir string) error {
+	f := artifact.New()
+	f.Log = network.Log
+	f.Mirror, f.Offline = dir, true
+	tmp, err := os.MkdirTemp("", "pallet-fetch-*")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	for i, r := range reqs {
+		if artifact.GoSettings(r.Kind) != nil {
+			continue // its go.mod's modules are mirrored with it
+		}
+		work := filepath.Join(tmp, strconv.Itoa(i))
+		res, err := f.Fetch(ctx, r, work)
+		if err != nil {
+			return fmt.Errorf("%s: %w", r, err)
+		}
+		rec, err := record.Scan(res, record.NoMemo)
+		if err != nil {
+			return fmt.Errorf("%s: %w", r, err)
+		}
+		if len(rec.GoBinaries) == 0 {
+			continue
+		}
+		env, err := network.MirrorGoEnv(&artifact.Go{}, r.Platform, dir)
+		if err != nil {
+			return err
+		}
+		for j, gb := range rec.GoBinaries {
+			e, ok := res.Tree.Get(gb.Path)
+			if !ok {
+				continue
+			}
+			opt := golicenses.Options{Work: filepath.Join(work, "licences-"+strconv.Itoa(j)), Env: env}
+			if _, err := golicenses.Collect(ctx, e.Source, opt); err != nil {
+				return fmt.Errorf("%s: modules of %s: %w", r, gb.Path, err)
+			}
+		}
+		network.Log("mirrored the modules the %d Go binaries of %s link", len(rec.GoBinaries), r)
+	}
+	return nil
+}
