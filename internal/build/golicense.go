@@ -87,21 +87,21 @@ func (b *builder) readGoLicense(ctx context.Context, env []string) (goToolchainL
 	if data, err := bounded.ReadFile(filepath.Join(goroot, "VERSION"), 4096); err == nil {
 		first, _, _ := strings.Cut(string(data), "\n")
 		if strings.TrimSpace(first) != version {
-			return goToolchainLicense{}, fmt.Errorf("Go toolchain %s: %s/VERSION says %q", version, goroot, first)
+			return goToolchainLicense{}, fmt.Errorf("toolchain %s: %s/VERSION says %q", version, goroot, first)
 		}
 	}
 	src := filepath.Join(goroot, "LICENSE")
 	if st, err := os.Lstat(src); err != nil {
-		return goToolchainLicense{}, fmt.Errorf("Go toolchain %s: %w", version, err)
+		return goToolchainLicense{}, fmt.Errorf("toolchain %s: %w", version, err)
 	} else if !st.Mode().IsRegular() {
-		return goToolchainLicense{}, fmt.Errorf("Go toolchain %s: %s is not a regular file (%s)", version, src, st.Mode().Type())
+		return goToolchainLicense{}, fmt.Errorf("toolchain %s: %s is not a regular file (%s)", version, src, st.Mode().Type())
 	}
 	text, err := bounded.ReadRegular(src, maxGoLicense)
 	if err != nil {
-		return goToolchainLicense{}, fmt.Errorf("Go toolchain %s: %w", version, err)
+		return goToolchainLicense{}, fmt.Errorf("toolchain %s: %w", version, err)
 	}
 	if !isGoLicense(text) {
-		return goToolchainLicense{}, fmt.Errorf("Go toolchain %s: %s is not Go's BSD licence", version, src)
+		return goToolchainLicense{}, fmt.Errorf("toolchain %s: %s is not Go's BSD licence", version, src)
 	}
 	dir, err := os.MkdirTemp(b.work, "go-license-*")
 	if err != nil {
