@@ -3,6 +3,7 @@ package artifact
 import (
 	"context"
 	"os/exec"
+	"strings"
 	"time"
 )
 
@@ -19,4 +20,25 @@ func command(ctx context.Context, name string, args ...string) *exec.Cmd {
 	// hold the build: Wait gives up on its pipes after this.
 	cmd.WaitDelay = 10 * time.Second
 	return cmd
+}
+
+// shellJoin writes args as a POSIX shell would read them back: an
+// argument holding a space or a character the shell treats specially is
+// single-quoted, so that a command named in an error (go install
+// '-ldflags=-s -w' ...) can be pasted to run it again.
+func shellJoin(args []string) string {
+	quoted := make([]string, len(args))
+	for i, a := range args {
+		quoted[i] = shellQuote(a)
+	}
+	return strings.Join(quoted, " ")
+}
+
+func shellQuote(s string) string {
+	if s != "" && !strings.ContainsFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_=+./,:@%^", r))
+	}) {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -93,7 +93,7 @@ func remoteGit(ctx context.Context, lim transfer.Limits, dir, watch string, args
 	case transfer.StallOf(wctx) != nil:
 		return "", fmt.Errorf("git %s: nothing received for %s (limits.stall): %w", args[0], lim.Stall, transfer.StallOf(wctx))
 	case err != nil:
-		return "", fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, stderr.last())
+		return "", fmt.Errorf("git %s: %w: %s", shellJoin(args), err, stderr.last())
 	case watch != "" && dirSize(watch)-before > lim.MaxBytes:
 		return "", tooLarge
 	}

@@ -237,7 +237,7 @@ func (f *Fetcher) runGo(ctx context.Context, r *Request, g *Go, run goRun) (*Res
 		return nil, fmt.Errorf("go %s stopped (%v): %w", args[0], context.Cause(ctx), ctx.Err())
 	}
 	if err != nil {
-		return nil, fmt.Errorf("go %s (in %s, %s): %w\n%s", strings.Join(args, " "), dir, r.Platform, err, f.explainGo(strings.TrimSpace(stderr.String())))
+		return nil, fmt.Errorf("go %s (in %s, %s): %w\n%s", shellJoin(args), dir, r.Platform, err, f.explainGo(strings.TrimSpace(stderr.String())))
 	}
 	if tc.err != nil {
 		return nil, tc.err

@@ -383,3 +383,29 @@ func TestGoProxySizeBounded(t *testing.T) {
 		t.Fatalf("fetch of a zip over the limit: %v", err)
 	}
 }
+
+// A build that fails names the go command as a shell would take it: an
+// argument with a space in it (the -ldflags the recipe's list makes) is
+// quoted, so that the command can be pasted to run it again.
+func TestGoModuleFailedBuildQuotesCommand(t *testing.T) {
+	p := newModProxy(t)
+	const path = "example.com/tools/broken"
+	sum := p.addModule(t, path, "v1.0.0", map[string]string{
+		"go.mod":             "module " + path + "\n\ngo 1.22\n",
+		"cmd/broken/main.go": "package main\n\nfunc main() { undefinedName() }\n",
+	}).zip
+	req := &artifact.Request{Name: "broken", Platform: hostPlatform(t), Kind: &artifact.GoModule{
+		Path: path, Version: "v1.0.0", Sum: sum,
+		Go: artifact.Go{Module: ".", Packages: []string{"./cmd/broken"}, Ldflags: []string{"-s", "-w"}, Trimpath: true},
+	}}
+	_, err := fetcher(t).Fetch(context.Background(), req, t.TempDir())
+	if err == nil {
+		t.Fatal("a module that does not compile was built")
+	}
+	if want := "go install -buildvcs=false -trimpath '-ldflags=-s -w' " + path + "/cmd/broken@v1.0.0"; !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q does not name the command %q", err, want)
+	}
+	if !strings.Contains(err.Error(), "undefinedName") {
+		t.Errorf("error %q does not say what go said", err)
+	}
+}

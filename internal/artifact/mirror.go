@@ -72,7 +72,7 @@ func (f *Fetcher) mirrorGoModules(ctx context.Context, dir string, p platform.Pl
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("go %s (in %s, %s): %w\n%s", strings.Join(args, " "), g.Module, p, err, f.explainGo(strings.TrimSpace(stderr.String())))
+		return fmt.Errorf("go %s (in %s, %s): %w\n%s", shellJoin(args), g.Module, p, err, f.explainGo(strings.TrimSpace(stderr.String())))
 	}
 	mods, err := packageModules(stdout.Bytes())
 	if err != nil {
