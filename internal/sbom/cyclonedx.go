@@ -180,9 +180,7 @@ func (g *graph) cdxArtifact(an *artNode) cdxComponent {
 	if a.License != "" {
 		c.Licenses = []cdxLicense{{Expression: a.License, Acknowledgement: "declared"}}
 	}
-	if a.Module != "" {
-		c.Purl = artifactPurl(a)
-	}
+	c.Purl = g.artifactPurl(a)
 	if u := remote(a.URL); u != "" {
 		c.ExternalReferences = append(c.ExternalReferences, cdxExternalReference{Type: "distribution", URL: u, Hashes: c.Hashes})
 	}

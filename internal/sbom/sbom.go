@@ -225,6 +225,23 @@ type graph struct {
 	modules []*modNode
 	stdlibs []*stdlibNode
 	ids     map[string]string // id -> what it names, to catch collisions
+	// modPurls are the purls of the modules in the document.
+	modPurls map[string]bool
+}
+
+// artifactPurl is a's purl, or "" when a module of the document has it:
+// a gomod artifact's binaries name their module at its version, and two
+// elements with one purl (three for two artifacts of one module) had a
+// scanner report each advisory as many times.
+func (g *graph) artifactPurl(a *Artifact) string {
+	if a.Module == "" {
+		return ""
+	}
+	p := artifactPurl(a)
+	if g.modPurls[p] {
+		return ""
+	}
+	return p
 }
 
 type imageNode struct {
@@ -528,8 +545,10 @@ func (g *graph) goModules() error {
 			fn.stdlib = s
 		}
 	}
+	g.modPurls = map[string]bool{}
 	for _, m := range mods {
 		g.modules = append(g.modules, m)
+		g.modPurls[goPurl(m.path, m.version)] = true
 	}
 	slices.SortFunc(g.modules, func(a, b *modNode) int {
 		return strings.Compare(a.path+"\x00"+a.version+"\x00"+a.id, b.path+"\x00"+b.version+"\x00"+b.id)

@@ -210,8 +210,8 @@ func (g *graph) spdxArtifact(an *artNode) spdxPackage {
 	if h := a.fileDigest(); h != "" {
 		p.Checksums = []spdxChecksum{{Algorithm: "SHA256", Value: h}}
 	}
-	if a.Module != "" {
-		p.ExternalRefs = []spdxExternalReference{purlRef(artifactPurl(a))}
+	if purl := g.artifactPurl(a); purl != "" {
+		p.ExternalRefs = []spdxExternalReference{purlRef(purl)}
 	}
 	if len(a.Go) > 0 {
 		p.PrimaryPackagePurpose = "APPLICATION"

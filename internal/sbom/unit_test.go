@@ -272,3 +272,32 @@ func unwrapAll(err error) error {
 		err = u.Unwrap()
 	}
 }
+
+// A gomod artifact's binaries name their module at its version: the
+// module's element carries the purl, and the artifacts built from it do
+// not repeat it, so that a scanner reports an advisory once.
+func TestModulePurlOnce(t *testing.T) {
+	in := sampleInput()
+	var crictl Artifact
+	for _, a := range in.Artifacts {
+		if a.Name == "crictl" {
+			crictl = a
+		}
+	}
+	// A second artifact of the same module version, as containerd's shim
+	// is built apart from containerd.
+	second := crictl
+	second.Name = "critest"
+	in.Artifacts = append(in.Artifacts, second)
+	in.Placed = append(in.Placed, record.Placement{Artifact: "critest", Dest: "/usr/local/bin/critest"})
+	const purl = `"pkg:golang/sigs.k8s.io/cri-tools@v1.30.0"`
+	for name, gen := range map[string]func(Input) ([]byte, error){"SPDX": SPDX, "CycloneDX": CycloneDX} {
+		doc, err := gen(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(string(doc), purl); n != 1 {
+			t.Errorf("%s: %s %d times, want once", name, purl, n)
+		}
+	}
+}
