@@ -128,12 +128,13 @@ func (b *builder) windowsThrough(ctx context.Context, name string, pi *plan.Plat
 	if !dirForm {
 		dir, file = path.Dir(clean), path.Base(clean)
 	}
+	views, err := b.windowsViews(ctx, name, pi)
+	if err != nil {
+		return "", err
+	}
 	out := ""
-	for i, ref := range pi.Bases {
-		v, err := b.windowsViewOf(ctx, ref, pi.Platform)
-		if err != nil {
-			return "", plan.Wrap(pi.BasePos, fmt.Errorf("image %s (%s): base %s: reading what it holds: %w", name, pi.Platform, ref, err))
-		}
+	for i, v := range views {
+		ref := pi.Bases[i]
 		dest := pm.Dest
 		refuse := func(err error) error {
 			return plan.Errorf(pm.Pos, "image %s (%s): %s: the base %s: %v, so where the placement lands cannot be told; place it elsewhere", name, pi.Platform, pm.Dest, ref, err)

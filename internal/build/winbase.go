@@ -337,11 +337,12 @@ const windowsViewFact = "base-view-windows-v3"
 // the way. Of what the foreign layers of a base hold, only the system's
 // directories are known (systemDirs).
 func (b *builder) windowsBaseClash(ctx context.Context, name string, pi *plan.PlatformImage, trees []*tree.Tree) error {
-	for _, ref := range pi.Bases {
-		v, err := b.windowsViewOf(ctx, ref, pi.Platform)
-		if err != nil {
-			return plan.Wrap(pi.BasePos, fmt.Errorf("image %s (%s): base %s: reading what it holds: %w", name, pi.Platform, ref, err))
-		}
+	views, err := b.windowsViews(ctx, name, pi)
+	if err != nil {
+		return err
+	}
+	for j, v := range views {
+		ref := pi.Bases[j]
 		if len(v.dirs) == 0 && len(v.files) == 0 && len(v.links) == 0 && v.unread == 0 {
 			continue
 		}
