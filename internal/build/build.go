@@ -599,6 +599,9 @@ type builder struct {
 	// singles are the archive entries placements of one file take
 	// (entryOrigin).
 	singles map[placed]string
+	// goLicenses are the Go toolchains' licences, by environment
+	// (goLicense).
+	goLicenses sync.Map
 	// writers bounds the layers being filled at once across all images
 	// and platforms to --jobs; compressors bounds (and reuses) the
 	// compressors they share, so memory does not grow with layer count.

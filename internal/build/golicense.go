@@ -53,8 +53,8 @@ func (b *builder) goLicense(ctx context.Context, env []string, built string) (go
 	} else {
 		env = append(slices.Clip(env), "GOTOOLCHAIN="+want)
 	}
-	key := "GOROOT\x00" + strings.Join(env, "\x00")
-	v, _ := b.modCaches.LoadOrStore(key, &onceLicense{})
+	key := strings.Join(env, "\x00")
+	v, _ := b.goLicenses.LoadOrStore(key, &onceLicense{})
 	o := v.(*onceLicense)
 	o.once.Do(func() { o.v, o.err = b.readGoLicense(ctx, env) })
 	if o.err == nil && want != "" && o.v.version != want {
