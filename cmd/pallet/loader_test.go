@@ -121,7 +121,8 @@ func hostTrue(t *testing.T, dst string) (loader string) {
 	if err != nil {
 		t.Skip(err)
 	}
-	loader, err = exe.CheckLoader(real, real, "linux", "amd64")
+	d, err := exe.CheckDynamic(real, real, "linux", "amd64")
+	loader = d.Interp
 	if err != nil || loader == "" {
 		t.Skipf("/bin/true is not dynamically linked here (%v)", err)
 	}
@@ -159,7 +160,8 @@ func TestMissingSharedLibraryWarns(t *testing.T) {
 	build("-shared", "-fPIC", "-Wl,-soname,libfoo.so.1", "-o", lib, filepath.Join(dir, "foo.c"))
 	build("-o", filepath.Join(dir, "bin", "tool"), filepath.Join(dir, "main.c"), lib)
 	build("-o", filepath.Join(dir, "bin", "tool-origin"), filepath.Join(dir, "main.c"), lib, "-Wl,-rpath,$ORIGIN/../lib", "-Wl,--enable-new-dtags")
-	loader, err := exe.CheckLoader(filepath.Join(dir, "bin", "tool"), "tool", "linux", "amd64")
+	d, err := exe.CheckDynamic(filepath.Join(dir, "bin", "tool"), "tool", "linux", "amd64")
+	loader := d.Interp
 	if err != nil || loader == "" {
 		t.Fatalf("tool: loader %q, %v", loader, err)
 	}

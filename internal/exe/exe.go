@@ -96,17 +96,8 @@ func Detect(path string) (p Platform, ok bool, err error) {
 // architecture, since AnyCPU assemblies carry that stamp regardless of where
 // they run.
 func Check(path, name, wantOS, wantArch string) error {
-	_, err := CheckLoader(path, name, wantOS, wantArch)
+	_, err := CheckDynamic(path, name, wantOS, wantArch)
 	return err
-}
-
-// CheckLoader is Check, and also returns the program interpreter
-// (PT_INTERP) the executable needs to start, such as
-// /lib64/ld-linux-x86-64.so.2: "" for a static executable or any other
-// file. One read of its headers serves both.
-func CheckLoader(path, name, wantOS, wantArch string) (string, error) {
-	d, err := CheckDynamic(path, name, wantOS, wantArch)
-	return d.Interp, err
 }
 
 // CheckDynamic is Check, and also returns what a dynamically linked ELF

@@ -52,8 +52,8 @@ func TestSymlinkNotFollowed(t *testing.T) {
 	}
 }
 
-// CheckLoader agrees with debug/elf's full parser on the executables of this
-// machine: dynamic ones name their loader, static ones none.
+// CheckDynamic agrees with debug/elf's full parser on the executables of
+// this machine: dynamic ones name their loader, static ones none.
 func TestLoaderAgreesWithDebugELF(t *testing.T) {
 	self, err := os.Executable()
 	if err != nil {
@@ -61,7 +61,7 @@ func TestLoaderAgreesWithDebugELF(t *testing.T) {
 	}
 	seen := 0
 	for _, p := range []string{"/bin/sh", "/usr/bin/env", "/usr/bin/gcc", self} {
-		// CheckLoader, like Check, does not follow links.
+		// CheckDynamic, like Check, does not follow links.
 		if p, err = filepath.EvalSymlinks(p); err != nil {
 			continue
 		}
@@ -80,9 +80,9 @@ func TestLoaderAgreesWithDebugELF(t *testing.T) {
 			}
 		}
 		f.Close()
-		got, err := CheckLoader(p, p, runtime.GOOS, runtime.GOARCH)
-		if err != nil || got != want {
-			t.Errorf("CheckLoader(%s) = %q, %v; debug/elf says %q", p, got, err, want)
+		d, err := CheckDynamic(p, p, runtime.GOOS, runtime.GOARCH)
+		if got := d.Interp; err != nil || got != want {
+			t.Errorf("CheckDynamic(%s).Interp = %q, %v; debug/elf says %q", p, got, err, want)
 		}
 		if want != "" {
 			seen++
@@ -91,8 +91,8 @@ func TestLoaderAgreesWithDebugELF(t *testing.T) {
 	if seen == 0 {
 		t.Skip("no dynamically linked executable found to compare")
 	}
-	if got, err := CheckLoader("/etc/hostname", "/etc/hostname", runtime.GOOS, runtime.GOARCH); got != "" || err != nil {
-		t.Errorf("a text file: %q, %v", got, err)
+	if d, err := CheckDynamic("/etc/hostname", "/etc/hostname", runtime.GOOS, runtime.GOARCH); d.Interp != "" || err != nil {
+		t.Errorf("a text file: %q, %v", d.Interp, err)
 	}
 }
 
