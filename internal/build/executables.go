@@ -64,7 +64,7 @@ func (b *builder) checkExecutables(res *artifact.Result, place tree.Placement, p
 // builds, and fails at its first start with "no such file or directory"
 // (a cgo binary on scratch, or on a base of another C library: musl's
 // loader is not glibc's). An executable whose loader is there is checked
-// for the shared libraries it needs (see missingLibraries): one the
+// for the shared libraries it needs (see libLookup.missing): one the
 // image lacks fails the start too (runc without libseccomp.so.2).
 func (b *builder) warnMissingLoaders(ctx context.Context, name string, pi *plan.PlatformImage, trees []*tree.Tree) {
 	b.mu.Lock()

@@ -114,22 +114,6 @@ func isMuslPath(p string) bool {
 	return d == "etc/" && strings.HasPrefix(f, "ld-musl-") && strings.HasSuffix(f, ".path")
 }
 
-// missingLibraries are the shared libraries n needs (DT_NEEDED) that
-// neither the base whose view is v nor the image's layers hold in the
-// directories its loader looks in, through the links of both: a
-// library placed at a soname that is a link to the file
-// (libseccomp.so.2 -> libseccomp.so.2.5.4) is there if the file is.
-//
-// What is not looked at: the libraries those libraries need (the base's
-// files are known by name only), an LD_LIBRARY_PATH the base's config
-// sets (the image's own is: libLookup.libraryPath), and glibc's hwcaps
-// subdirectories. A library the loader provides itself (glibc's
-// ld-linux, musl's libc.so and the names it answers for) is there with
-// the loader.
-func missingLibraries(n loaderNeed, pf platform.Platform, v *tree.View, placed layerFiles) []string {
-	return newLibLookup(v, placed).missing(n, pf)
-}
-
 // libLookup answers, for one base's view and the image's layers, whether
 // a path holds a file through the links of both. Made once per base: an
 // image holds thousands of executables, a base thousands of links.
@@ -181,7 +165,18 @@ func (lk *libLookup) has(p string) bool {
 	return err == nil && (lk.files[r] || lk.placed.files[r])
 }
 
-// missing is missingLibraries.
+// missing are the shared libraries n needs (DT_NEEDED) that neither the
+// base nor the image's layers hold in the directories its loader looks
+// in, through the links of both: a library placed at a soname that is a
+// link to the file (libseccomp.so.2 -> libseccomp.so.2.5.4) is there if
+// the file is.
+//
+// What is not looked at: the libraries those libraries need (the base's
+// files are known by name only), an LD_LIBRARY_PATH the base's config
+// sets (the image's own is: libraryPath), and glibc's hwcaps
+// subdirectories. A library the loader provides itself (glibc's
+// ld-linux, musl's libc.so and the names it answers for) is there with
+// the loader.
 func (lk *libLookup) missing(n loaderNeed, pf platform.Platform) []string {
 	if len(n.Needed) == 0 {
 		return nil
