@@ -17,16 +17,11 @@ func Redact(err error) error {
 		return nil
 	}
 	msg := err.Error()
-	red := RedactString(msg)
+	red := signedQuery().ReplaceAllString(msg, "${1}REDACTED")
 	if red == msg {
 		return err
 	}
 	return &redactedError{msg: red, err: err}
-}
-
-// RedactString is s without the secrets of the URLs in it.
-func RedactString(s string) string {
-	return signedQuery().ReplaceAllString(s, "${1}REDACTED")
 }
 
 // redactedError is err said without the secrets of its message.
