@@ -157,7 +157,7 @@ type Fetcher struct {
 	// gates holds the gate the go command reaches module proxies through
 	// (see proxyGate); nil leaves GOPROXY as it is. Close stops it.
 	gates *gateSlot
-	// getting serialises Gets of one digest into the cache (getOnce).
+	// getting serialises Gets of one digest into the cache (see Get).
 	getting *sync.Map // sha256 → chan struct{}
 }
 
