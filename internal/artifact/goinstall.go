@@ -223,15 +223,11 @@ func (m *GoModule) moduleCache(extracted string) (string, error) {
 // with GOSUMDB=off (offline) or GONOSUMDB. It must be the go.mod of the
 // proved zip, unpacked in src.
 func (m *GoModule) verifyGoMod(modcache, src string) error {
-	ep, err := module.EscapePath(m.Path)
+	base, err := downloaded(modcache, module.Version{Path: m.Path, Version: m.Version})
 	if err != nil {
 		return err
 	}
-	ev, err := module.EscapeVersion(m.Version)
-	if err != nil {
-		return err
-	}
-	file := filepath.Join(modcache, "cache", "download", filepath.FromSlash(ep), "@v", ev+".mod")
+	file := base + ".mod"
 	got, err := bounded.ReadFile(file, MaxGoMod)
 	if err != nil {
 		return fmt.Errorf("module %s: reading the go.mod go install reads: %w", m.ref(), err)

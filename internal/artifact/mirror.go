@@ -130,18 +130,31 @@ func packageModules(out []byte) ([]module.Version, error) {
 // proxyHas says whether the module cache cache, served as a file://
 // GOPROXY, has what go mod download of m reads: its .info, .mod and .zip.
 func proxyHas(cache string, m module.Version) bool {
-	ep, err1 := module.EscapePath(m.Path)
-	ev, err2 := module.EscapeVersion(m.Version)
-	if err1 != nil || err2 != nil {
+	base, err := downloaded(cache, m)
+	if err != nil {
 		return false
 	}
-	base := filepath.Join(cache, "cache", "download", filepath.FromSlash(ep), "@v", ev)
 	for _, ext := range []string{".info", ".mod", ".zip"} {
 		if info, err := os.Stat(base + ext); err != nil || !info.Mode().IsRegular() {
 			return false
 		}
 	}
 	return true
+}
+
+// downloaded is where the module cache cache keeps what go mod download
+// of m fetched, without the extension (.info, .mod, .zip) of each file:
+// cache/download/<path>/@v/<version>, both escaped.
+func downloaded(cache string, m module.Version) (string, error) {
+	ep, err := module.EscapePath(m.Path)
+	if err != nil {
+		return "", err
+	}
+	ev, err := module.EscapeVersion(m.Version)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(cache, "cache", "download", filepath.FromSlash(ep), "@v", ev), nil
 }
 
 // downloadBatch bounds the modules one go mod download is given, and so
