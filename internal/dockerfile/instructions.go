@@ -232,26 +232,6 @@ func (e *evaluator) workdirOwner(s *stageState) (int, int, error) {
 	return uid, gid, nil
 }
 
-// numericOwner reads uid[:gid] ("root" is 0); a uid alone is also the
-// gid, as BuildKit does.
-func numericOwner(s string) (int, int, bool) {
-	id := ownerID
-	u, g, hasGroup := strings.Cut(s, ":")
-	uid, ok := id(u)
-	if u == "" && hasGroup {
-		// none (:gid) is 0 to BuildKit's llb (WithUser), not a name
-		uid, ok = 0, true
-	}
-	if !ok {
-		return 0, 0, false
-	}
-	if !hasGroup || g == "" {
-		return uid, uid, true
-	}
-	gid, ok := id(g)
-	return uid, gid, ok
-}
-
 // portRE is [ip:][hostPort:]port[-end][/proto], as EXPOSE reads it.
 var portRE = lazyre.New(`^(?:.*:)?([0-9]+)(?:-([0-9]+))?(?:/([A-Za-z]+))?$`)
 

@@ -164,6 +164,25 @@ func lookup(file, name string, passwd bool) (uid, gid int, found bool, err error
 	return uid, gid, found, nil
 }
 
+// numericOwner reads uid[:gid] ("root" is 0); a uid alone is also the
+// gid, as BuildKit does.
+func numericOwner(s string) (int, int, bool) {
+	u, g, hasGroup := strings.Cut(s, ":")
+	uid, ok := ownerID(u)
+	if u == "" && hasGroup {
+		// none (:gid) is 0 to BuildKit's llb (WithUser), not a name
+		uid, ok = 0, true
+	}
+	if !ok {
+		return 0, 0, false
+	}
+	if !hasGroup || g == "" {
+		return uid, uid, true
+	}
+	gid, ok := ownerID(g)
+	return uid, gid, ok
+}
+
 // namesOwner says an owner spec (uid[:gid]) names a user or a group
 // BuildKit looks up: root is none, its llb reads it as 0 (parseUID).
 func namesOwner(spec string) bool {
