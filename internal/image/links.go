@@ -63,12 +63,13 @@ func ViewKey(img v1.Image) (string, error) {
 // is not one of a layer an importer unpacks is refused: the image made
 // on it would fail where it is pulled.
 func BaseView(img v1.Image, maxBytes, maxWindow int64) (*tree.View, error) {
-	return baseView(img, maxBytes, maxWindow, nil)
+	return baseView(img, maxBytes, maxWindow, false)
 }
 
-// baseView is BaseView with the tar names mapped by rename (nil: as
-// they are).
-func baseView(img v1.Image, maxBytes, maxWindow int64, rename func(string) (string, bool)) (*tree.View, error) {
+// baseView is BaseView, or WindowsBaseView when windows is set: the tar
+// names mapped to the paths under C:\ they stand for (windowsFiles), and
+// the links kept as written.
+func baseView(img v1.Image, maxBytes, maxWindow int64, windows bool) (*tree.View, error) {
 	cf, err := img.ConfigFile()
 	if err != nil {
 		return nil, err
@@ -81,7 +82,9 @@ func baseView(img v1.Image, maxBytes, maxWindow int64, rename func(string) (stri
 		return nil, fmt.Errorf("base has %d layers and %d diffIDs", len(layers), len(cf.RootFS.DiffIDs))
 	}
 	b := newBaseFS()
-	b.rename = rename
+	if windows {
+		b.rename = windowsFiles
+	}
 	for i, l := range layers {
 		// A foreign layer is never downloaded (a Windows base's): what
 		// it holds is not known.
@@ -110,7 +113,7 @@ func baseView(img v1.Image, maxBytes, maxWindow int64, rename func(string) (stri
 			v.Dirs[p] = n.meta
 		case n.link == "":
 			v.Files[p] = true
-		case n.link != "" && rename != nil:
+		case n.link != "" && windows:
 			// A Windows base's link is kept as written, whatever it
 			// leads to: Windows reads its target ('\' separators,
 			// C:\ and \ roots, names without case), which the

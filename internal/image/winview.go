@@ -19,7 +19,7 @@ import (
 // started with, are never downloaded: what they hold is not in the view
 // (ForeignLayers counts them).
 func WindowsBaseView(img v1.Image, maxBytes, maxWindow int64) (*tree.View, error) {
-	return baseView(img, maxBytes, maxWindow, windowsFiles)
+	return baseView(img, maxBytes, maxWindow, true)
 }
 
 // ForeignLayers counts img's foreign (non-distributable) layers, which
