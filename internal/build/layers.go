@@ -320,7 +320,7 @@ func (b *builder) checkLayers(ctx context.Context, name string, pi *plan.Platfor
 			return err
 		}
 	}
-	*links = layer.ImageLinksOn(base, resolve...)
+	*links = layer.ImageLinks(base, resolve...)
 	for i, t := range trees {
 		for _, w := range layer.UntypedLinks(t, layer.Options{Format: format, LinkTarget: *links}) {
 			b.opt.Progress.Warn("image %s (%s), layer %s: %s", name, pi.Platform, pi.Layers[i].Name, w)

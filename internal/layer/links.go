@@ -17,27 +17,18 @@ const maxLinkHops = 63
 // platform image, lowest layer first: a later tree's entry at a path wins,
 // as a later layer's does in the image. It answers whether an image path
 // is a directory, following links on the way (in any component, through
-// chains), and comparing names as NTFS does. It knows only the trees: a
-// path in none of them (in the base, or nowhere) is not known.
-func ImageLinks(trees ...*tree.Tree) func(p string) (isDir, known bool) {
-	return ImageLinksOn(nil, trees...)
-}
-
-// ImageLinksOn is ImageLinks over a base that base describes, when it
-// is not nil: a path the trees do not hold is asked of it (whether it
-// holds a directory there, and whether it knows), once the trees'
-// links on the way are followed.
-func ImageLinksOn(base func(p string) (isDir, known bool), trees ...*tree.Tree) func(p string) (isDir, known bool) {
+// chains), and comparing names as NTFS does. A path the trees do not hold
+// is asked of base, once the trees' links on the way are followed
+// (whether it holds a directory there, and whether it knows); with base
+// nil, such a path (in the base, or nowhere) is not known.
+func ImageLinks(base func(p string) (isDir, known bool), trees ...*tree.Tree) func(p string) (isDir, known bool) {
 	ix := linkIndex{entries: map[string]tree.Entry{}, base: base}
 	for _, t := range trees {
 		for _, e := range t.Entries() {
 			ix.entries[NTFSKey(e.Path)] = e
 		}
 	}
-	return func(p string) (bool, bool) {
-		k, ok := ix.resolve(p, 0)
-		return ok && k == tree.Dir, ok
-	}
+	return ix.isDir
 }
 
 // linkIndex holds an image's entries by ntfsKey, and what is below
@@ -45,6 +36,13 @@ func ImageLinksOn(base func(p string) (isDir, known bool), trees ...*tree.Tree) 
 type linkIndex struct {
 	entries map[string]tree.Entry
 	base    func(p string) (isDir, known bool)
+}
+
+// isDir says whether p is a directory once every link on the way is
+// followed, and whether that is known.
+func (ix linkIndex) isDir(p string) (isDir, known bool) {
+	k, ok := ix.resolve(p, 0)
+	return ok && k == tree.Dir, ok
 }
 
 // resolve returns the kind of what p names once every link on the way is
@@ -117,10 +115,7 @@ func newLinkTyper(entries []tree.Entry, opt Options) linkTyper {
 	for _, e := range entries {
 		ix.entries[NTFSKey(e.Path)] = e
 	}
-	return func(p string) (bool, bool) {
-		k, ok := ix.resolve(p, 0)
-		return ok && k == tree.Dir, ok
-	}
+	return ix.isDir
 }
 
 // dirLink reports whether the link e (its target already checked by

@@ -86,7 +86,7 @@ func TestWindowsLinksTypedFromTheImage(t *testing.T) {
 		tree.Entry{Path: "k/loop2", Kind: tree.Symlink, Link: "loop1"},
 		tree.Entry{Path: "k/via-file", Kind: tree.Symlink, Link: "../opt/file.txt/x"},
 	)
-	opt := Options{Format: Windows, LinkTarget: ImageLinks(lower, upper)}
+	opt := Options{Format: Windows, LinkTarget: ImageLinks(nil, lower, upper)}
 	got := linkAttrs(t, upper, opt)
 	want := map[string]string{
 		"k/d": dirLinkAttr, "k/chain": dirLinkAttr, "k/chain2": dirLinkAttr, "k/through": dirLinkAttr,
@@ -126,8 +126,8 @@ func TestWindowsLinksTypedFromTheImage(t *testing.T) {
 // was missing must not be reused once the target is a directory.
 func TestWindowsKeyFollowsLinkTypes(t *testing.T) {
 	upper := mustTree(t, tree.Entry{Path: "k/d", Kind: tree.Symlink, Link: "../opt/data"})
-	withDir := ImageLinks(mustTree(t, tree.Entry{Path: "opt/data", Kind: tree.Dir, Mode: 0o755}), upper)
-	withFile := ImageLinks(mustTree(t, tree.Entry{Path: "opt/data", Kind: tree.File, Mode: 0o644, Source: os.DevNull}), upper)
+	withDir := ImageLinks(nil, mustTree(t, tree.Entry{Path: "opt/data", Kind: tree.Dir, Mode: 0o755}), upper)
+	withFile := ImageLinks(nil, mustTree(t, tree.Entry{Path: "opt/data", Kind: tree.File, Mode: 0o644, Source: os.DevNull}), upper)
 	key := func(opt Options) string {
 		parts, err := Key(upper, opt, func(string, tree.Stamp) (string, error) { return "", nil })
 		if err != nil {

@@ -123,7 +123,7 @@ func TestWindowsStressFixture(t *testing.T) {
 	if err := CheckWindowsImage(trees...); err != nil {
 		t.Fatal(err)
 	}
-	links := ImageLinks(trees...)
+	links := ImageLinks(nil, trees...)
 	wantDir := map[string]bool{
 		"current": true, "latest": true, "données/readme": true,
 		"opt/links/to-deep": true, "opt/links/to-latest": true, "opt/links/to-app": false, "opt/links/to-base": true,
