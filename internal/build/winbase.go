@@ -349,35 +349,44 @@ func (b *builder) windowsBaseClash(ctx context.Context, name string, pi *plan.Pl
 		for i, t := range trees {
 			l := pi.Layers[i]
 			for _, e := range t.Entries() {
-				// The layer writes each directory on e's way, e too
-				// when it is one: over a link the base holds there,
-				// Windows replaces the link (the importer does not
-				// follow it), and what is placed below never reaches
-				// where it leads.
-				for q := e.Path; q != "."; q = path.Dir(q) {
-					if q != e.Path || e.Kind == tree.Dir {
-						if lk, ok := v.links[layer.NTFSKey(q)]; ok {
-							to := ""
-							if s, kind, _, err := v.resolve(q); err == nil && kind == winDir {
-								to = fmt.Sprintf(": place it under /%s, where the link leads", s)
-							} else if err != nil {
-								to = fmt.Sprintf(" (%v)", err)
-							}
-							return plan.Errorf(b.placedPos(ctx, name, pi, l, e.Path), "image %s (%s), layer %s: /%s would be written as a directory where the base %s holds the link /%s -> %s, which Windows would replace with it: nothing placed there would reach where the link leads%s", name, pi.Platform, l.Name, e.Path, ref, lk.spelled, lk.target, to)
-						}
-					}
-				}
-				// A link at e's own path that leads outside the
-				// image is only replaced.
-				d, isDir, _ := v.at(e.Path)
-				switch {
-				case e.Kind != tree.Dir && isDir:
-					return plan.Errorf(b.placedPos(ctx, name, pi, l, e.Path), "image %s (%s), layer %s: /%s would be a file where the base %s holds the directory /%s, which it would hide on Windows with all it holds; place the file into the directory (a destination ending with /), or under another name", name, pi.Platform, l.Name, e.Path, ref, d)
-				case e.Kind == tree.Dir && v.files[layer.NTFSKey(e.Path)] != "":
-					return plan.Errorf(b.placedPos(ctx, name, pi, l, e.Path), "image %s (%s), layer %s: /%s would be a directory where the base %s holds a file, which it would replace (Docker's COPY fails there: not a directory); place it elsewhere", name, pi.Platform, l.Name, e.Path, ref)
+				if err := v.clash(ref, e); err != nil {
+					return plan.Errorf(b.placedPos(ctx, name, pi, l, e.Path), "image %s (%s), layer %s: %v", name, pi.Platform, l.Name, err)
 				}
 			}
 		}
+	}
+	return nil
+}
+
+// clash is what Windows would make of e, written over the base ref whose
+// view is v, that is not what it says (windowsBaseClash), or nil.
+func (v *windowsView) clash(ref string, e tree.Entry) error {
+	// The layer writes each directory on e's way, e too when it is one:
+	// over a link the base holds there, Windows replaces the link (the
+	// importer does not follow it), and what is placed below never
+	// reaches where it leads.
+	for q := e.Path; q != "."; q = path.Dir(q) {
+		if q == e.Path && e.Kind != tree.Dir {
+			continue
+		}
+		if lk, ok := v.links[layer.NTFSKey(q)]; ok {
+			to := ""
+			if s, kind, _, err := v.resolve(q); err == nil && kind == winDir {
+				to = fmt.Sprintf(": place it under /%s, where the link leads", s)
+			} else if err != nil {
+				to = fmt.Sprintf(" (%v)", err)
+			}
+			return fmt.Errorf("/%s would be written as a directory where the base %s holds the link /%s -> %s, which Windows would replace with it: nothing placed there would reach where the link leads%s", e.Path, ref, lk.spelled, lk.target, to)
+		}
+	}
+	// A link at e's own path that leads outside the image is only
+	// replaced.
+	d, isDir, _ := v.at(e.Path)
+	switch {
+	case e.Kind != tree.Dir && isDir:
+		return fmt.Errorf("/%s would be a file where the base %s holds the directory /%s, which it would hide on Windows with all it holds; place the file into the directory (a destination ending with /), or under another name", e.Path, ref, d)
+	case e.Kind == tree.Dir && v.files[layer.NTFSKey(e.Path)] != "":
+		return fmt.Errorf("/%s would be a directory where the base %s holds a file, which it would replace (Docker's COPY fails there: not a directory); place it elsewhere", e.Path, ref)
 	}
 	return nil
 }
