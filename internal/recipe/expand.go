@@ -11,8 +11,22 @@ import (
 	"github.com/pallet-dev/pallet/internal/lazyre"
 )
 
-// builtinVars are set per platform and cannot be declared as args.
-var builtinVars = map[string]bool{"os": true, "arch": true, "variant": true, "platform": true, "exe": true, "multiarch": true, "version": true, "commit": true, "tag": true}
+// platformVarNames are the variables set per platform (platformVars),
+// in the order messages list them.
+var platformVarNames = []string{"os", "arch", "variant", "platform", "exe", "multiarch"}
+
+// artifactVarNames are the variables set per artifact.
+var artifactVarNames = []string{"version", "commit", "tag"}
+
+// builtinVars are set per platform or artifact and cannot be declared as
+// args.
+var builtinVars = func() map[string]bool {
+	m := map[string]bool{}
+	for _, n := range append(slices.Clone(platformVarNames), artifactVarNames...) {
+		m[n] = true
+	}
+	return m
+}()
 
 var varRE = lazyre.New(`\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}`)
 
@@ -95,7 +109,7 @@ func (r *Recipe) Expand(path, s string, v Vars) (string, error) {
 			}
 			return "", r.Errorf(path, "{{%s}} is the %s of the artifact's git source (modes.source.git.%s), and this artifact has none", m, m, m)
 		}
-		return "", r.Errorf(path, "unknown variable {{%s}} (args: %s; per platform: os, arch, variant, platform, exe, multiarch; per artifact: version, and commit and tag of a git source)", missing[0], strings.Join(slices.Sorted(maps.Keys(r.Args)), ", "))
+		return "", r.Errorf(path, "unknown variable {{%s}} (args: %s; per platform: %s; per artifact: version, and commit and tag of a git source)", missing[0], strings.Join(slices.Sorted(maps.Keys(r.Args)), ", "), strings.Join(platformVarNames, ", "))
 	}
 	if strings.Contains(out, "{{") {
 		return "", r.Errorf(path, "malformed {{...}} in %q", s)

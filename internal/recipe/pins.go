@@ -70,7 +70,7 @@ type Target struct {
 func Path(keys ...string) string { return strings.Join(keys, ".") }
 
 // platformVarRE finds the per-platform variables in a template.
-var platformVarRE = lazyre.New(`\{\{\s*(os|arch|variant|platform|exe|multiarch)\s*\}\}`)
+var platformVarRE = lazyre.New(`\{\{\s*(` + strings.Join(platformVarNames, "|") + `)\s*\}\}`)
 
 // served lists, for every artifact an image places, the platforms it is
 // placed on, in order, with vars expanded as the build would. Every image

@@ -2,11 +2,14 @@ package recipe
 
 import (
 	"errors"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/pallet-dev/pallet/internal/artifact"
 	"github.com/pallet-dev/pallet/internal/plan"
+	"github.com/pallet-dev/pallet/internal/platform"
 	"github.com/pallet-dev/pallet/internal/tree"
 )
 
@@ -371,5 +374,13 @@ func TestMultiarchVar(t *testing.T) {
 	}
 	if _, err := r.Plan(Options{}); err == nil || !strings.Contains(err.Error(), "pallet.yaml:6: {{multiarch}} is Debian's multiarch tuple of a Linux platform") {
 		t.Errorf("windows: %v", err)
+	}
+}
+
+// The names the recipe reserves per platform are those the planner sets.
+func TestPlatformVarNames(t *testing.T) {
+	got := slices.Sorted(maps.Keys(platformVars(platform.Platform{OS: "linux", Arch: "arm64"})))
+	if want := slices.Sorted(slices.Values(platformVarNames)); !slices.Equal(got, want) {
+		t.Errorf("platformVars sets %v, platformVarNames lists %v", got, want)
 	}
 }
