@@ -5,11 +5,11 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"os"
 	"path"
 	"strconv"
 	"strings"
 
+	"github.com/pallet-dev/pallet/internal/bounded"
 	"github.com/pallet-dev/pallet/internal/image"
 	"github.com/pallet-dev/pallet/internal/tree"
 )
@@ -119,11 +119,16 @@ func (s *stageState) namedOwner(spec string) (uid, gid int, ok bool, err error) 
 // group file), or a file longer than maxUserFile, before the name's
 // line or after it, fails BuildKit's COPY, and fails here.
 func lookup(file, name string, passwd bool) (uid, gid int, found bool, err error) {
-	f, err := os.Open(file)
+	// Opened without waiting for a writer, and only a regular file: the
+	// COPY refused a named pipe, but one may take the file's place since.
+	f, err := bounded.Open(file)
 	if err != nil {
 		return 0, 0, false, err
 	}
 	defer f.Close()
+	if err := bounded.Regular(f); err != nil {
+		return 0, 0, false, fmt.Errorf("%s: %w", file, err)
+	}
 	lr := &io.LimitedReader{R: f, N: maxUserFile + 1}
 	sc := bufio.NewScanner(lr)
 	which := "/etc/passwd"
