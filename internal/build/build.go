@@ -147,12 +147,9 @@ type Result struct {
 	UpToDate bool
 }
 
-// Run carries out p: it checks the outputs, opens the cache (and imports
-// the shared one), fetches every artifact once, writes the layers,
-// assembles each platform's image on its bases, gathers platforms into
-// indexes, writes the outputs and the record, and exports the shared
-// cache. Independent work runs in parallel.
-func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
+// settle fills opt's defaults and refuses what cannot be built as asked,
+// before any work.
+func settle(p *plan.Plan, opt *Options) error {
 	if opt.Jobs <= 0 {
 		opt.Jobs = runtime.NumCPU()
 	}
@@ -163,13 +160,13 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 		opt.Compression = layer.Gzip
 	}
 	if opt.MinGo != "" && !version.IsValid("go"+strings.TrimPrefix(opt.MinGo, "go")) {
-		return nil, fmt.Errorf("minimum Go %q: want a Go release such as 1.22.7", opt.MinGo)
+		return fmt.Errorf("minimum Go %q: want a Go release such as 1.22.7", opt.MinGo)
 	}
 	if (opt.CacheFrom != "" || opt.CacheTo != "") && opt.NoCache {
-		return nil, errors.New("a shared registry cache needs the local cache, which is turned off")
+		return errors.New("a shared registry cache needs the local cache, which is turned off")
 	}
 	if opt.Network.Offline && opt.Network.Mirror == "" {
-		return nil, errors.New("an offline build needs a mirror directory (written by pallet fetch)")
+		return errors.New("an offline build needs a mirror directory (written by pallet fetch)")
 	}
 	if opt.Compression == layer.Zstd {
 		for _, im := range p.Images {
@@ -181,11 +178,85 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 				// and Docker's Windows daemon not at all: an image that
 				// some nodes cannot pull must be asked for by name.
 				if !opt.WindowsZstd {
-					return nil, plan.Errorf(im.Pos, "image %s (%s): zstd layers are not pulled by every Windows runtime (Docker on Windows, containerd before 1.7); use gzip, or allow zstd for Windows images with --windows-zstd", im.Name, pi.Platform)
+					return plan.Errorf(im.Pos, "image %s (%s): zstd layers are not pulled by every Windows runtime (Docker on Windows, containerd before 1.7); use gzip, or allow zstd for Windows images with --windows-zstd", im.Name, pi.Platform)
 				}
 				opt.Progress.Warn("image %s (%s): zstd layers, which Docker on Windows and containerd before 1.7 cannot pull", im.Name, pi.Platform)
 			}
 		}
+	}
+	return nil
+}
+
+// checkOutputs refuses, before any work, outputs that would overwrite
+// one another or a file pallet did not write, or that cannot take the
+// plan's images.
+func checkOutputs(p *plan.Plan, opt Options) error {
+	extra := []string{opt.RecordPath}
+	if opt.MetadataFile != "" {
+		extra = append(extra, opt.MetadataFile)
+	}
+	if err := output.CheckDistinct(opt.Outputs, extra...); err != nil {
+		return err
+	}
+	if err := checkWrites(p, opt, extra); err != nil {
+		return err
+	}
+	planned := make([]output.Planned, len(p.Images))
+	for i, im := range p.Images {
+		planned[i] = output.Planned{Repository: im.Repository, Tags: im.Tags}
+		for _, pi := range im.Platforms {
+			planned[i].Manifests += max(1, len(pi.Bases))
+		}
+	}
+	if err := output.CheckImages(opt.Outputs, planned); err != nil {
+		return err
+	}
+	return nil
+}
+
+// writeOutputs writes the images to every output, in order, and the
+// record beside the first.
+func writeOutputs(ctx context.Context, opt Options, res *Result, ud *upToDate) error {
+	for i, t := range opt.Outputs {
+		done := opt.Progress.Start("output " + t.String())
+		err := t.Write(ctx, res.Images)
+		done("", err)
+		if err != nil {
+			return fmt.Errorf("output %s: %w", t, err)
+		}
+		lines, err := output.Written(t, res.Images)
+		if err != nil {
+			return err
+		}
+		res.Written = append(res.Written, lines)
+		if ud != nil {
+			ud.wrote(outputPath(t))
+		}
+		// The record is written as soon as the output it sits beside is:
+		// an output or cache export that fails later leaves no new images
+		// next to an old record.
+		if i == 0 && opt.RecordPath != "" {
+			if err := record.Write(opt.RecordPath, res.Record); err != nil {
+				// The output is in place already: say so, or a failed
+				// build reads as one that changed nothing.
+				return fmt.Errorf("%s is written, but the build record is not: %w", t, err)
+			}
+			if ud != nil {
+				ud.wrote(opt.RecordPath)
+			}
+		}
+	}
+	return nil
+}
+
+// Run carries out p: it checks the outputs, opens the cache (and imports
+// the shared one), fetches every artifact once, writes the layers,
+// assembles each platform's image on its bases, gathers platforms into
+// indexes, writes the outputs and the record, and exports the shared
+// cache. Independent work runs in parallel.
+func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
+	if err := settle(p, &opt); err != nil {
+		return nil, err
 	}
 	warnWindowsAccess(p, opt.Progress)
 	lim := limits(opt.Limits, p.Limits)
@@ -205,24 +276,7 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 		}
 	}
 
-	extra := []string{opt.RecordPath}
-	if opt.MetadataFile != "" {
-		extra = append(extra, opt.MetadataFile)
-	}
-	if err := output.CheckDistinct(opt.Outputs, extra...); err != nil {
-		return nil, err
-	}
-	if err := checkWrites(p, opt, extra); err != nil {
-		return nil, err
-	}
-	planned := make([]output.Planned, len(p.Images))
-	for i, im := range p.Images {
-		planned[i] = output.Planned{Repository: im.Repository, Tags: im.Tags}
-		for _, pi := range im.Platforms {
-			planned[i].Manifests += max(1, len(pi.Bases))
-		}
-	}
-	if err := output.CheckImages(opt.Outputs, planned); err != nil {
+	if err := checkOutputs(p, opt); err != nil {
 		return nil, err
 	}
 	ud, err := checkUpToDate(p, opt)
@@ -347,34 +401,8 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 	waitFlush := sync.OnceFunc(func() { <-flushed })
 	defer waitFlush()
 	res.RecordPath = opt.RecordPath
-	for i, t := range opt.Outputs {
-		done := opt.Progress.Start("output " + t.String())
-		err := t.Write(ctx, res.Images)
-		done("", err)
-		if err != nil {
-			return nil, fmt.Errorf("output %s: %w", t, err)
-		}
-		lines, err := output.Written(t, res.Images)
-		if err != nil {
-			return nil, err
-		}
-		res.Written = append(res.Written, lines)
-		if ud != nil {
-			ud.wrote(outputPath(t))
-		}
-		// The record is written as soon as the output it sits beside is:
-		// an output or cache export that fails later leaves no new images
-		// next to an old record.
-		if i == 0 && opt.RecordPath != "" {
-			if err := record.Write(opt.RecordPath, res.Record); err != nil {
-				// The output is in place already: say so, or a failed
-				// build reads as one that changed nothing.
-				return nil, fmt.Errorf("%s is written, but the build record is not: %w", t, err)
-			}
-			if ud != nil {
-				ud.wrote(opt.RecordPath)
-			}
-		}
+	if err := writeOutputs(ctx, opt, res, ud); err != nil {
+		return nil, err
 	}
 	waitFlush()
 	if opt.Attest.Dir != "" {
