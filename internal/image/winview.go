@@ -14,10 +14,10 @@ import (
 // UtilityVM/), are left out. Names are kept as the layers spell them:
 // the caller compares them as NTFS does. Its Links are every symlink,
 // each to its target as written, unresolved: Windows reads a target
-// otherwise than Linux (see the build's windowsView). Foreign (non-distributable)
-// layers, which Windows bases such as nanoserver and servercore have
-// started with, are never downloaded: what they hold is not in the view
-// (ForeignLayers counts them).
+// otherwise than Linux (see the build's windowsView). Foreign
+// (non-distributable) layers, which Windows bases such as nanoserver and
+// servercore have started with, are never downloaded: what they hold is
+// not in the view (ForeignLayers counts them).
 func WindowsBaseView(img v1.Image, maxBytes, maxWindow int64) (*tree.View, error) {
 	return baseView(img, maxBytes, maxWindow, true)
 }
