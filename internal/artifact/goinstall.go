@@ -206,11 +206,9 @@ func (m *GoModule) installable(g *Go, src, dir string) (pkgs []string, why strin
 // moduleCache is the module cache the go command unpacked m into, at
 // extracted.
 func (m *GoModule) moduleCache(extracted string) (string, error) {
-	ep, err1 := module.EscapePath(m.Path)
-	ev, err2 := module.EscapeVersion(m.Version)
-	suffix := string(filepath.Separator) + filepath.FromSlash(ep+"@"+ev)
-	cache, ok := strings.CutSuffix(filepath.Clean(extracted), suffix)
-	if err1 != nil || err2 != nil || !ok || extracted == "" {
+	_, unpacked, err := ModuleCachePaths("", module.Version{Path: m.Path, Version: m.Version})
+	cache, ok := strings.CutSuffix(filepath.Clean(extracted), string(filepath.Separator)+unpacked)
+	if err != nil || !ok || extracted == "" {
 		return "", fmt.Errorf("module %s: go mod download unpacked it in %q, not a module cache's directory for it", m.ref(), extracted)
 	}
 	return cache, nil
@@ -223,7 +221,7 @@ func (m *GoModule) moduleCache(extracted string) (string, error) {
 // with GOSUMDB=off (offline) or GONOSUMDB. It must be the go.mod of the
 // proved zip, unpacked in src.
 func (m *GoModule) verifyGoMod(modcache, src string) error {
-	base, err := downloaded(modcache, module.Version{Path: m.Path, Version: m.Version})
+	base, _, err := ModuleCachePaths(modcache, module.Version{Path: m.Path, Version: m.Version})
 	if err != nil {
 		return err
 	}

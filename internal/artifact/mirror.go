@@ -130,7 +130,7 @@ func packageModules(out []byte) ([]module.Version, error) {
 // proxyHas says whether the module cache cache, served as a file://
 // GOPROXY, has what go mod download of m reads: its .info, .mod and .zip.
 func proxyHas(cache string, m module.Version) bool {
-	base, err := downloaded(cache, m)
+	base, _, err := ModuleCachePaths(cache, m)
 	if err != nil {
 		return false
 	}
@@ -142,19 +142,23 @@ func proxyHas(cache string, m module.Version) bool {
 	return true
 }
 
-// downloaded is where the module cache cache keeps what go mod download
-// of m fetched, without the extension (.info, .mod, .zip) of each file:
-// cache/download/<path>/@v/<version>, both escaped.
-func downloaded(cache string, m module.Version) (string, error) {
+// ModuleCachePaths are where the module cache cache (GOMODCACHE) keeps
+// module version m, path and version escaped as the go command escapes
+// them: download, what go mod download fetched without each file's
+// extension (.info, .mod, .zip, .ziphash), at
+// cache/download/<path>/@v/<version>; unpacked, the tree it unpacked, at
+// <path>@<version>. The one spelling of that layout, which the builds,
+// the mirror and the module licences read.
+func ModuleCachePaths(cache string, m module.Version) (download, unpacked string, err error) {
 	ep, err := module.EscapePath(m.Path)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	ev, err := module.EscapeVersion(m.Version)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	return filepath.Join(cache, "cache", "download", filepath.FromSlash(ep), "@v", ev), nil
+	return filepath.Join(cache, "cache", "download", filepath.FromSlash(ep), "@v", ev), filepath.Join(cache, filepath.FromSlash(ep)+"@"+ev), nil
 }
 
 // downloadBatch bounds the modules one go mod download is given, and so

@@ -225,20 +225,15 @@ func (c *collector) fromCache(ctx context.Context, r modRef) (found, bool, error
 	if cache == "" {
 		return found{}, false, nil
 	}
-	ep, err := module.EscapePath(r.From.Path)
+	download, dir, err := artifact.ModuleCachePaths(cache, r.From)
 	if err != nil {
 		return found{}, false, fmt.Errorf("module %s: %w", r.ref(), err)
 	}
-	ev, err := module.EscapeVersion(r.From.Version)
-	if err != nil {
-		return found{}, false, fmt.Errorf("module %s: %w", r.ref(), err)
-	}
-	zipFile := filepath.Join(cache, "cache", "download", filepath.FromSlash(ep), "@v", ev+".zip")
+	zipFile := download + ".zip"
 	if regular(zipFile) {
 		files, err := verifyZip(zipFile, r.ref(), r.From, r.Sum, c.opt)
 		return found{source: FromCacheZip, sum: r.Sum, pinned: true, files: files}, true, err
 	}
-	dir := filepath.Join(cache, filepath.FromSlash(ep)+"@"+ev)
 	if info, err := os.Stat(dir); err == nil && info.IsDir() {
 		files, err := verifyDir(dir, r.ref(), r.From, r.Sum, c.opt)
 		return found{source: FromCacheDir, sum: r.Sum, pinned: true, files: files}, true, err
