@@ -140,6 +140,7 @@ func (e *evaluator) copy(s *stageState, n *parser.Node, op *copyOp) error {
 		replaced = !intoDir
 	}
 
+	o := copyOptions{mode: mode, sym: sym, uid: uid, gid: gid}
 	l := &plan.Layer{Name: e.layerName(n)}
 	var added []*placed
 	// at maps each path this COPY places to the item that placed it.
@@ -162,70 +163,8 @@ func (e *evaluator) copy(s *stageState, n *parser.Node, op *copyOp) error {
 		if dirNeeded && i == 0 {
 			pm.DirNeeded = cleanDest
 		}
-		if from != nil && !s.platform.IsWindows() {
-			// BuildKit copies each directory of the stage below the
-			// destination with its own mode and owner, and makes the
-			// destination and those above it as it makes a COPY's
-			// (fsutil's MkdirAll): --chmod's mode or 0755, --chown's
-			// owner or 0:0, never the stage's.
-			pm.StageDest, pm.StageMade = cleanDest, tree.DirMeta{Mode: 0o755}
-			if mode != nil {
-				pm.StageMade.Mode = mode.Perm()
-			}
-			if uid != nil {
-				pm.StageMade.UID, pm.StageMade.GID = *uid, *gid
-			}
-			if len(it.stageDirs) > 0 {
-				// Copied from the stage, they take this COPY's
-				// --chmod (its whole mode, as fsutil's copyFileInfo
-				// gives it, or its symbolic changes to the stage's
-				// mode, not those the stage made to what it copied)
-				// and --chown.
-				pm.StageDirs = map[string]tree.DirMeta{}
-				for rel, m := range it.stageDirs {
-					if mode != nil {
-						m.Mode = *mode
-					} else if sym != "" {
-						set, err := modebits.ParseWithUmask(sym, 0)
-						if err != nil {
-							return plan.Wrap(it.pos, err)
-						}
-						m.Mode = set.Apply(m.Mode|fs.ModeDir) &^ fs.ModeDir
-					}
-					if uid != nil {
-						m.UID, m.GID = *uid, *gid
-					}
-					pm.StageDirs[strings.TrimPrefix(path.Join(cleanDest, rel), "/")] = m
-				}
-			}
-		}
-		// BuildKit's --chmod does not reach the files an ADD unpacks:
-		// they keep the archive's modes (pallet's normalized ones). A
-		// COPY --from of what a stage unpacked copies files, and does.
-		if mode != nil && !(it.src.opaque() && !it.fromDir) {
-			pm.Mode, pm.ModeChanges = *mode, nil
-			if !s.platform.IsWindows() {
-				// And to the directories it copies and makes.
-				pm.DirMode = *mode
-			}
-		}
-		if sym != "" && !(it.src.opaque() && !it.fromDir) {
-			// A symbolic one changes each file's and directory's own
-			// mode, after what the stage it comes from gave it; the
-			// directories it makes on its way are 0755.
-			pm.ModeChanges = append(slices.Clip(it.modeChanges), sym)
-		}
-		if uid != nil {
-			pm.UID, pm.GID = *uid, *gid
-			// BuildKit's unpack gives --chown's owner to what the
-			// archive holds, and makes the directories it only implies
-			// 0:0 (go-archive's createImpliedDirectories); a COPY --from
-			// of what a stage unpacked copies them, and chowns them too.
-			pm.ImpliedRootOwned = it.src.opaque() && !it.fromDir && !s.platform.IsWindows()
-			// BuildKit makes the directories a COPY --chown needs with
-			// its owner; the stage's owners a COPY --from keeps are not
-			// theirs.
-			pm.OwnNewDirs = !s.platform.IsWindows()
+		if err := o.apply(&pm, s, it, from != nil, cleanDest); err != nil {
+			return err
 		}
 		if intoBaseDir {
 			pm.IntoDirAs, pm.OnlyIntoDir = it.name, true
@@ -242,31 +181,7 @@ func (e *evaluator) copy(s *stageState, n *parser.Node, op *copyOp) error {
 		if err := placedTwice(n, items, at, i, root); err != nil {
 			return err
 		}
-		if it.src.isDir() && !s.platform.IsWindows() {
-			// What the COPY copies is placed below its destination as
-			// it is, not through the image's links, as BuildKit copies.
-			pm.NoLinksBelow = cleanDest
-			pm.NoLinksArchive = it.src.opaque() && !it.fromDir
-		}
-		// A file below the destination replaces a link of the image at
-		// its path: BuildKit's copy removes the link (fsutil's
-		// ensureEmptyFileTarget), and so does its unpack (go-archive).
-		pm.ReplaceLinks = !s.platform.IsWindows()
-		// A directory it copies below its destination gets its own mode
-		// and owner where the image holds one: BuildKit's copy chmods
-		// and chowns it (fsutil's copyDirectoryOnly and copyFileInfo),
-		// and its unpack an archive's own entries (go-archive).
-		pm.CopiedDirs = !s.platform.IsWindows()
-		if !intoDir && !it.fromDir && !it.src.isDir() {
-			// The file is the destination itself, which BuildKit
-			// resolves through the image's links, the last one too
-			// (on Windows, through the base's: the build's
-			// windowsThrough).
-			pm.FollowLink = true
-		}
-		if s.mayHoldDir(it, cleanDest, intoDir) {
-			pm.IntoDirAs = it.name
-		}
+		linkRules(&pm, s, it, cleanDest, intoDir)
 		l.Placements = append(l.Placements, pm)
 		added = append(added, &placed{src: it.src, pm: pm, root: root, files: it.files})
 	}
@@ -348,6 +263,117 @@ func placedTwice(n *parser.Node, items []item, at map[string]placedBy, i int, ro
 type placedBy struct {
 	item int
 	kind tree.Kind
+}
+
+// linkRules says how the placement of one of a COPY's items meets the
+// links and directories the image already holds, as BuildKit's copy and
+// unpack meet them.
+func linkRules(pm *plan.Placement, s *stageState, it item, cleanDest string, intoDir bool) {
+	if it.src.isDir() && !s.platform.IsWindows() {
+		// What the COPY copies is placed below its destination as
+		// it is, not through the image's links, as BuildKit copies.
+		pm.NoLinksBelow = cleanDest
+		pm.NoLinksArchive = it.src.opaque() && !it.fromDir
+	}
+	// A file below the destination replaces a link of the image at
+	// its path: BuildKit's copy removes the link (fsutil's
+	// ensureEmptyFileTarget), and so does its unpack (go-archive).
+	pm.ReplaceLinks = !s.platform.IsWindows()
+	// A directory it copies below its destination gets its own mode
+	// and owner where the image holds one: BuildKit's copy chmods
+	// and chowns it (fsutil's copyDirectoryOnly and copyFileInfo),
+	// and its unpack an archive's own entries (go-archive).
+	pm.CopiedDirs = !s.platform.IsWindows()
+	if !intoDir && !it.fromDir && !it.src.isDir() {
+		// The file is the destination itself, which BuildKit
+		// resolves through the image's links, the last one too
+		// (on Windows, through the base's: the build's
+		// windowsThrough).
+		pm.FollowLink = true
+	}
+	if s.mayHoldDir(it, cleanDest, intoDir) {
+		pm.IntoDirAs = it.name
+	}
+}
+
+// copyOptions are a COPY's --chmod (whole or symbolic) and --chown, as
+// evaluated.
+type copyOptions struct {
+	mode     *fs.FileMode
+	sym      string
+	uid, gid *int
+}
+
+// apply puts a COPY's --chmod and --chown on the placement of one of its
+// items, as BuildKit applies them to what it copies and makes; fromStage
+// says the COPY copies from a stage (--from).
+func (o copyOptions) apply(pm *plan.Placement, s *stageState, it item, fromStage bool, cleanDest string) error {
+	if fromStage && !s.platform.IsWindows() {
+		// BuildKit copies each directory of the stage below the
+		// destination with its own mode and owner, and makes the
+		// destination and those above it as it makes a COPY's
+		// (fsutil's MkdirAll): --chmod's mode or 0755, --chown's
+		// owner or 0:0, never the stage's.
+		pm.StageDest, pm.StageMade = cleanDest, tree.DirMeta{Mode: 0o755}
+		if o.mode != nil {
+			pm.StageMade.Mode = o.mode.Perm()
+		}
+		if o.uid != nil {
+			pm.StageMade.UID, pm.StageMade.GID = *o.uid, *o.gid
+		}
+		if len(it.stageDirs) > 0 {
+			// Copied from the stage, they take this COPY's
+			// --chmod (its whole mode, as fsutil's copyFileInfo
+			// gives it, or its symbolic changes to the stage's
+			// mode, not those the stage made to what it copied)
+			// and --chown.
+			pm.StageDirs = map[string]tree.DirMeta{}
+			for rel, m := range it.stageDirs {
+				if o.mode != nil {
+					m.Mode = *o.mode
+				} else if o.sym != "" {
+					set, err := modebits.ParseWithUmask(o.sym, 0)
+					if err != nil {
+						return plan.Wrap(it.pos, err)
+					}
+					m.Mode = set.Apply(m.Mode|fs.ModeDir) &^ fs.ModeDir
+				}
+				if o.uid != nil {
+					m.UID, m.GID = *o.uid, *o.gid
+				}
+				pm.StageDirs[strings.TrimPrefix(path.Join(cleanDest, rel), "/")] = m
+			}
+		}
+	}
+	// BuildKit's --chmod does not reach the files an ADD unpacks:
+	// they keep the archive's modes (pallet's normalized ones). A
+	// COPY --from of what a stage unpacked copies files, and does.
+	if o.mode != nil && !(it.src.opaque() && !it.fromDir) {
+		pm.Mode, pm.ModeChanges = *o.mode, nil
+		if !s.platform.IsWindows() {
+			// And to the directories it copies and makes.
+			pm.DirMode = *o.mode
+		}
+	}
+	if o.sym != "" && !(it.src.opaque() && !it.fromDir) {
+		// A symbolic one changes each file's and directory's own
+		// mode, after what the stage it comes from gave it; the
+		// directories it makes on its way are 0755.
+		pm.ModeChanges = append(slices.Clip(it.modeChanges), o.sym)
+	}
+	if o.uid != nil {
+		pm.UID, pm.GID = *o.uid, *o.gid
+		// BuildKit's unpack gives --chown's owner to what the
+		// archive holds, and makes the directories it only implies
+		// 0:0 (go-archive's createImpliedDirectories); a COPY --from
+		// of what a stage unpacked copies them, and chowns them too.
+		pm.ImpliedRootOwned = it.src.opaque() && !it.fromDir && !s.platform.IsWindows()
+		// BuildKit makes the directories a COPY --chown needs with
+		// its owner; the stage's owners a COPY --from keeps are not
+		// theirs.
+		pm.OwnNewDirs = !s.platform.IsWindows()
+	}
+	return nil
 }
 
 // copyFrom refuses the flags pallet does not take and resolves --from.
