@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"context"
 	"debug/buildinfo"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -138,7 +140,7 @@ func (m *GoModule) install(ctx context.Context, f *Fetcher, r *Request, pkgs []s
 // module directory is dir; or, when go install cannot build them as the
 // recipe says, why not.
 func (m *GoModule) installable(g *Go, src, dir string) (pkgs []string, why string) {
-	data, err := bounded.ReadFile(filepath.Join(src, "go.mod"), MaxGoMod)
+	data, err := m.goMod(src)
 	if err != nil {
 		return nil, fmt.Sprintf("reading its go.mod: %v", err)
 	}
@@ -230,7 +232,7 @@ func (m *GoModule) verifyGoMod(modcache, src string) error {
 	if err != nil {
 		return fmt.Errorf("module %s: reading the go.mod go install reads: %w", m.ref(), err)
 	}
-	want, err := bounded.ReadFile(filepath.Join(src, "go.mod"), MaxGoMod)
+	want, err := m.goMod(src)
 	if err != nil {
 		return fmt.Errorf("module %s: %w", m.ref(), err)
 	}
@@ -238,6 +240,18 @@ func (m *GoModule) verifyGoMod(modcache, src string) error {
 		return fmt.Errorf("module %s: the go.mod go install reads (%s, as the module proxy served it) is not the one in the pinned zip", m.ref(), file)
 	}
 	return nil
+}
+
+// goMod is the go.mod of the module unpacked in src. A module version
+// without one (made before modules, or a +incompatible one) has the go.mod
+// the go command makes up for it, a module line alone, which is what the
+// module proxy serves and what go install then reads.
+func (m *GoModule) goMod(src string) ([]byte, error) {
+	data, err := bounded.ReadFile(filepath.Join(src, "go.mod"), MaxGoMod)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Appendf(nil, "module %s\n", modfile.AutoQuote(m.Path)), nil
+	}
+	return data, err
 }
 
 // verifyTree proves the module's tree unpacked in the module cache against

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -108,6 +110,18 @@ func (m *GoModule) Mirror(ctx context.Context, f *Fetcher, r *Request, dir strin
 	src := filepath.Join(tmp, "src")
 	if _, err := m.fetch(ctx, f, env, tmp, src); err != nil {
 		return err
+	}
+	// A module version without a go.mod (made before modules) is built
+	// with the one the go command makes up for it; go list needs it too,
+	// here in a copy nothing else reads.
+	if _, err := os.Stat(filepath.Join(src, "go.mod")); errors.Is(err, fs.ErrNotExist) {
+		data, err := m.goMod(src)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(src, "go.mod"), data, 0o644)
+		}
+		if err != nil {
+			return fmt.Errorf("module %s: %w", m.ref(), err)
+		}
 	}
 	g := m.build()
 	if err := f.mirrorGoModules(ctx, dir, r.Platform, &g, filepath.Join(src, filepath.FromSlash(g.Module))); err != nil {
