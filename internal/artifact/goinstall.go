@@ -3,6 +3,7 @@ package artifact
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"debug/buildinfo"
 	"errors"
@@ -91,6 +92,20 @@ func (m *GoModule) install(ctx context.Context, f *Fetcher, r *Request, pkgs []s
 			env = append(env, "GOTOOLCHAIN="+v)
 		}
 	}
+	proxy, err := m.pinnedProxy(modcache, src, work)
+	if err != nil {
+		return nil, err
+	}
+	// Before the build's own proxies (the last GOPROXY its environment
+	// sets is the one the go command reads): what it does not hold (404)
+	// is asked of them.
+	next := defaultGoProxy
+	for _, kv := range f.goEnv(&g, r.Platform) {
+		if v, ok := strings.CutPrefix(kv, "GOPROXY="); ok {
+			next = cmp.Or(v, defaultGoProxy)
+		}
+	}
+	env = append(env, "GOPROXY="+proxy+","+next)
 	p := r.Platform
 	res, err := f.runGo(ctx, r, &g, goRun{
 		args: args,
@@ -252,6 +267,45 @@ func (m *GoModule) goMod(src string) ([]byte, error) {
 		return fmt.Appendf(nil, "module %s\n", modfile.AutoQuote(m.Path)), nil
 	}
 	return data, err
+}
+
+// pinnedProxy writes, under work, a file module proxy that lists m's
+// version alone, with its .info and the go.mod proved with the zip, and
+// returns it as a GOPROXY entry. go install by version asks the proxy for
+// the module's latest version, for its deprecation notice, and fails when
+// the proxy cannot say (a version it lists but does not serve): a pinned
+// build needs no other version, and asks nothing of the network for one.
+func (m *GoModule) pinnedProxy(modcache, src, work string) (string, error) {
+	mv := module.Version{Path: m.Path, Version: m.Version}
+	dir := filepath.Join(work, "pinned-proxy")
+	download, _, err := ModuleCachePaths(dir, mv)
+	if err != nil {
+		return "", err
+	}
+	// ModuleCachePaths under a module cache's cache/download is the
+	// file proxy's own layout: <path>/@v/<version>.
+	download = filepath.Join(dir, strings.TrimPrefix(download, filepath.Join(dir, "cache", "download")))
+	if err := os.MkdirAll(filepath.Dir(download), 0o755); err != nil {
+		return "", err
+	}
+	gomod, err := m.goMod(src)
+	if err != nil {
+		return "", fmt.Errorf("module %s: %w", m.ref(), err)
+	}
+	files := map[string][]byte{filepath.Join(filepath.Dir(download), "list"): []byte(m.Version + "\n"), download + ".mod": gomod}
+	cached, _, err := ModuleCachePaths(modcache, mv)
+	if err != nil {
+		return "", err
+	}
+	if info, err := bounded.ReadFile(cached+".info", 1<<20); err == nil {
+		files[download+".info"] = info
+	}
+	for name, data := range files {
+		if err := os.WriteFile(name, data, 0o644); err != nil {
+			return "", err
+		}
+	}
+	return "file://" + filepath.ToSlash(dir), nil
 }
 
 // verifyTree proves the module's tree unpacked in the module cache against

@@ -206,3 +206,15 @@ func TestGoModuleNoGoModMirrorThenOffline(t *testing.T) {
 	f.Mirror = mirror
 	buildPinnedWith(t, f, req)
 }
+
+// go install by version asks the proxy for the module's latest version,
+// for its deprecation notice, and fails when the proxy cannot say: here
+// it lists a v1.1.0 it does not serve. A pinned build needs nothing but
+// its version: it builds, and asks the proxy nothing about others.
+func TestGoModuleLatestUnreachable(t *testing.T) {
+	p := newModProxy(t)
+	const path = "example.com/tools/pinned"
+	sum := p.addCmd(t, path, "v1.0.0", "module "+path+"\n\ngo 1.22\n")
+	p.addList(t, path, "v1.0.0", "v1.1.0")
+	buildPinned(t, cmdRequest(t, path, "v1.0.0", sum, artifact.Go{}))
+}
