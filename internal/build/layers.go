@@ -134,7 +134,13 @@ func (b *builder) layers(ctx context.Context, im *plan.Image, pi *plan.PlatformI
 					return nil, plan.Errorf(pm.Pos, "image %s (%s), layer %s: %v%s", name, pi.Platform, l.Name, err, from)
 				}
 				if err != nil {
-					return nil, fmt.Errorf("layer %s: %w", l.Name, err)
+					// Said at the layer's line, as its other errors are: a
+					// full disk there is this layer's to free room for.
+					err = fmt.Errorf("image %s (%s), layer %s: %w", name, pi.Platform, l.Name, err)
+					if len(l.Placements) > 0 && gctx.Err() == nil {
+						err = plan.Wrap(l.Placements[0].Pos, err)
+					}
+					return nil, err
 				}
 				return lay, nil
 			}
