@@ -405,14 +405,33 @@ func (f *Fetcher) goEnv(g *Go, p platform.Platform) []string {
 // toolchainVersion asks the go command which toolchain it used, which may
 // differ from the one on PATH when GOTOOLCHAIN or go.mod selects another.
 func toolchainVersion(ctx context.Context, dir string, env []string) (string, error) {
-	cmd := command(ctx, "go", "env", "GOVERSION")
+	v, err := AskGoEnv(ctx, dir, env, "GOVERSION")
+	if err != nil {
+		return "", err
+	}
+	return v[0], nil
+}
+
+// AskGoEnv asks the go command, run in dir with env, for the values of
+// names (go env NAME...), one each, in their order: what the go command
+// would use there, a toolchain GOTOOLCHAIN or go.mod selects included.
+func AskGoEnv(ctx context.Context, dir string, env []string, names ...string) ([]string, error) {
+	cmd := command(ctx, "go", append([]string{"env"}, names...)...)
 	cmd.Dir = dir
 	cmd.Env = env
 	out, err := cmd.Output()
+	what := "go env " + strings.Join(names, " ")
 	if err != nil {
-		return "", fmt.Errorf("go env GOVERSION: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	return strings.TrimSpace(string(out)), nil
+	values := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	if len(values) != len(names) {
+		return nil, fmt.Errorf("%s said %q", what, out)
+	}
+	for i := range values {
+		values[i] = strings.TrimSpace(values[i])
+	}
+	return values, nil
 }
 
 // shallowTree lists the files at the top of dir and one directory down,

@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"go/version"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 
+	"github.com/pallet-dev/pallet/internal/artifact"
 	"github.com/pallet-dev/pallet/internal/bounded"
 )
 
@@ -70,18 +70,14 @@ type onceLicense struct {
 }
 
 func (b *builder) readGoLicense(ctx context.Context, env []string) (goToolchainLicense, error) {
-	cmd := exec.CommandContext(ctx, "go", "env", "GOROOT", "GOVERSION")
-	cmd.Env = env
-	cmd.Dir = b.work
-	out, err := cmd.Output()
+	v, err := artifact.AskGoEnv(ctx, b.work, env, "GOROOT", "GOVERSION")
 	if err != nil {
-		return goToolchainLicense{}, fmt.Errorf("go env GOROOT GOVERSION: %w", err)
+		return goToolchainLicense{}, err
 	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if len(lines) != 2 || !filepath.IsAbs(lines[0]) || !strings.HasPrefix(lines[1], "go") {
-		return goToolchainLicense{}, fmt.Errorf("go env GOROOT GOVERSION said %q", out)
+	goroot, version := v[0], v[1]
+	if !filepath.IsAbs(goroot) || !strings.HasPrefix(version, "go") {
+		return goToolchainLicense{}, fmt.Errorf("go env GOROOT GOVERSION said %q, %q", goroot, version)
 	}
-	goroot, version := lines[0], strings.TrimSpace(lines[1])
 	// A release's VERSION file's first line is its version: a GOROOT
 	// that says another is not the toolchain that answered.
 	if data, err := bounded.ReadFile(filepath.Join(goroot, "VERSION"), 4096); err == nil {

@@ -11,6 +11,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/pallet-dev/pallet/internal/artifact"
 )
 
 // downloadBatch is how many modules one go mod download is asked for:
@@ -51,14 +53,11 @@ func (c *collector) modCache(ctx context.Context) (string, error) {
 // cache is (go env GOMODCACHE): a caller collecting for many binaries
 // with one environment asks once and passes it as Options.ModCache.
 func ModuleCache(ctx context.Context, env []string, dir string) (string, error) {
-	cmd := exec.CommandContext(ctx, "go", "env", "GOMODCACHE")
-	cmd.Env = env
-	cmd.Dir = dir
-	out, err := cmd.Output()
+	v, err := artifact.AskGoEnv(ctx, dir, env, "GOMODCACHE")
 	if err != nil {
-		return "", fmt.Errorf("go env GOMODCACHE: %w", err)
+		return "", err
 	}
-	return strings.TrimSpace(string(out)), nil
+	return v[0], nil
 }
 
 // downloaded is one object of go mod download -json's output.
