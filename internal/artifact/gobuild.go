@@ -395,7 +395,7 @@ func (f *Fetcher) goEnv(g *Go, p platform.Platform) []string {
 		// checksum database when pallet fetch downloaded them.
 		proxy := "off"
 		if f.Mirror != "" {
-			proxy = "file://" + filepath.ToSlash(filepath.Join(ModuleCache(f.Mirror), "cache", "download"))
+			proxy = "file://" + filepath.ToSlash(proxyDir(ModuleCache(f.Mirror)))
 		}
 		env = append(env, "GOPROXY="+proxy, "GOSUMDB=off")
 	}

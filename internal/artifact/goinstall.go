@@ -77,6 +77,8 @@ func (m *GoModule) install(ctx context.Context, f *Fetcher, r *Request, pkgs []s
 		args = append(args, p+"@"+m.Version)
 	}
 	env := []string{"GOPATH=" + gopath, "GOBIN=", "GOMODCACHE=" + modcache}
+	// The build's environment, before what this adds to it.
+	base := f.goEnv(&g, r.Platform)
 	if g.Version == "" {
 		// Unpinned, go install by version picks a toolchain by the
 		// module's go line alone (the newest patch the proxy lists when
@@ -84,7 +86,7 @@ func (m *GoModule) install(ctx context.Context, f *Fetcher, r *Request, pkgs []s
 		// also reads its toolchain line: the one such a build would use is
 		// asked in the unpacked module and named exactly, so the binary
 		// does not depend on what the proxy lists today.
-		v, err := toolchainVersion(ctx, dir, f.goEnv(&g, r.Platform))
+		v, err := toolchainVersion(ctx, dir, base)
 		if err != nil {
 			return nil, err
 		}
@@ -100,7 +102,7 @@ func (m *GoModule) install(ctx context.Context, f *Fetcher, r *Request, pkgs []s
 	// sets is the one the go command reads): what it does not hold (404)
 	// is asked of them.
 	next := defaultGoProxy
-	for _, kv := range f.goEnv(&g, r.Platform) {
+	for _, kv := range base {
 		if v, ok := strings.CutPrefix(kv, "GOPROXY="); ok {
 			next = cmp.Or(v, defaultGoProxy)
 		}
@@ -278,13 +280,10 @@ func (m *GoModule) goMod(src string) ([]byte, error) {
 func (m *GoModule) pinnedProxy(modcache, src, work string) (string, error) {
 	mv := module.Version{Path: m.Path, Version: m.Version}
 	dir := filepath.Join(work, "pinned-proxy")
-	download, _, err := ModuleCachePaths(dir, mv)
+	download, err := proxyPath(dir, mv)
 	if err != nil {
 		return "", err
 	}
-	// ModuleCachePaths under a module cache's cache/download is the
-	// file proxy's own layout: <path>/@v/<version>.
-	download = filepath.Join(dir, strings.TrimPrefix(download, filepath.Join(dir, "cache", "download")))
 	if err := os.MkdirAll(filepath.Dir(download), 0o755); err != nil {
 		return "", err
 	}

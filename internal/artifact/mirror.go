@@ -145,20 +145,45 @@ func proxyHas(cache string, m module.Version) bool {
 // ModuleCachePaths are where the module cache cache (GOMODCACHE) keeps
 // module version m, path and version escaped as the go command escapes
 // them: download, what go mod download fetched without each file's
-// extension (.info, .mod, .zip, .ziphash), at
-// cache/download/<path>/@v/<version>; unpacked, the tree it unpacked, at
-// <path>@<version>. The one spelling of that layout, which the builds,
-// the mirror and the module licences read.
+// extension (.info, .mod, .zip, .ziphash), in the file proxy the cache
+// holds (proxyDir); unpacked, the tree it unpacked, at <path>@<version>.
+// The one spelling of that layout, which the builds, the mirror and the
+// module licences read.
 func ModuleCachePaths(cache string, m module.Version) (download, unpacked string, err error) {
-	ep, err := module.EscapePath(m.Path)
+	ep, ev, err := escaped(m)
 	if err != nil {
 		return "", "", err
 	}
-	ev, err := module.EscapeVersion(m.Version)
+	return proxyFiles(proxyDir(cache), ep, ev), filepath.Join(cache, filepath.FromSlash(ep)+"@"+ev), nil
+}
+
+// proxyDir is the file module proxy a module cache holds: what go mod
+// download fetched, in a proxy's layout, served by GOPROXY=file://<it>.
+func proxyDir(cache string) string { return filepath.Join(cache, "cache", "download") }
+
+// proxyPath is where the file module proxy at root keeps m's files,
+// without their extension: <path>/@v/<version>, escaped.
+func proxyPath(root string, m module.Version) (string, error) {
+	ep, ev, err := escaped(m)
 	if err != nil {
+		return "", err
+	}
+	return proxyFiles(root, ep, ev), nil
+}
+
+func proxyFiles(root, ep, ev string) string {
+	return filepath.Join(root, filepath.FromSlash(ep), "@v", ev)
+}
+
+// escaped is m's path and version as the go command spells them on disk.
+func escaped(m module.Version) (ep, ev string, err error) {
+	if ep, err = module.EscapePath(m.Path); err != nil {
 		return "", "", err
 	}
-	return filepath.Join(cache, "cache", "download", filepath.FromSlash(ep), "@v", ev), filepath.Join(cache, filepath.FromSlash(ep)+"@"+ev), nil
+	if ev, err = module.EscapeVersion(m.Version); err != nil {
+		return "", "", err
+	}
+	return ep, ev, nil
 }
 
 // downloadBatch bounds the modules one go mod download is given, and so
