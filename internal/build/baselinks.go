@@ -33,9 +33,15 @@ type viewFuture struct {
 // baseViews are the views of pi's bases (see tree.View), nil for a base
 // that holds nothing to place through (scratch, a built-in base).
 func (b *builder) baseViews(ctx context.Context, name string, pi *plan.PlatformImage) ([]*tree.View, error) {
-	views := make([]*tree.View, len(pi.Bases))
+	return eachBase(name, pi, func(ref string) (*tree.View, error) { return b.viewOf(ctx, ref, pi.Platform) })
+}
+
+// eachBase reads, with read, what each of pi's bases holds, in its order;
+// a base that cannot be read is named at the image's base line.
+func eachBase[V any](name string, pi *plan.PlatformImage, read func(ref string) (V, error)) ([]V, error) {
+	views := make([]V, len(pi.Bases))
 	for i, ref := range pi.Bases {
-		v, err := b.viewOf(ctx, ref, pi.Platform)
+		v, err := read(ref)
 		if err != nil {
 			return nil, plan.Wrap(pi.BasePos, fmt.Errorf("image %s (%s): base %s: reading what it holds: %w", name, pi.Platform, ref, err))
 		}

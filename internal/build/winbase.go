@@ -283,15 +283,7 @@ func builtinWindowsView(t *tree.Tree) *windowsView {
 
 // windowsViews are the views of pi's Windows bases, in its order.
 func (b *builder) windowsViews(ctx context.Context, name string, pi *plan.PlatformImage) ([]*windowsView, error) {
-	views := make([]*windowsView, len(pi.Bases))
-	for i, ref := range pi.Bases {
-		v, err := b.windowsViewOf(ctx, ref, pi.Platform)
-		if err != nil {
-			return nil, plan.Wrap(pi.BasePos, fmt.Errorf("image %s (%s): base %s: reading what it holds: %w", name, pi.Platform, ref, err))
-		}
-		views[i] = v
-	}
-	return views, nil
+	return eachBase(name, pi, func(ref string) (*windowsView, error) { return b.windowsViewOf(ctx, ref, pi.Platform) })
 }
 
 // windowsViewOf returns the view of the Windows base ref for p, read once
