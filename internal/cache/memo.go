@@ -645,9 +645,7 @@ func (c *Cache) SaveNew() {
 		if !s.dirty || s.data != "" || len(s.at) > 0 || len(s.entries) == 0 {
 			continue
 		}
-		// What save writes of it: its entries, pruned.
-		w := memoShard{entries: s.all()}
-		w.prune(share)
+		w := s.written(share)
 		writes = append(writes, write{i, s, encodeShard(w.entries)})
 		s.dirty = false
 	}
@@ -657,16 +655,27 @@ func (c *Cache) SaveNew() {
 	}
 	err := os.MkdirAll(c.memoDir(), 0o755)
 	for _, w := range writes {
-		if err == nil {
-			shard := c.shardPath(w.i)
-			if err := c.replace(shard, func() error { return tempfile.WriteFile(shard, w.data) }); err == nil {
-				continue
-			}
+		if err == nil && c.writeShard(w.i, w.data) == nil {
+			continue
 		}
 		c.mu.Lock()
 		w.s.dirty = true
 		c.mu.Unlock()
 	}
+}
+
+// written is s as the memo's file holds it once saved: its entries, whole
+// as a map, pruned to share.
+func (s *memoShard) written(share int) memoShard {
+	w := memoShard{entries: s.all()}
+	w.prune(share)
+	return w
+}
+
+// writeShard puts data in the place of shard i's file.
+func (c *Cache) writeShard(i int, data []byte) error {
+	shard := c.shardPath(i)
+	return c.replace(shard, func() error { return tempfile.WriteFile(shard, data) })
 }
 
 // memoShare is how many entries one shard keeps at most.
@@ -718,10 +727,8 @@ func (c *Cache) save() error {
 		s := c.shards[i]
 		// Written, the shard is held whole as a map, as few builds look
 		// files up after they save the memo.
-		*s = memoShard{entries: s.all()}
-		s.prune(share)
-		shard, data := c.shardPath(i), encodeShard(s.entries)
-		if err := c.replace(shard, func() error { return tempfile.WriteFile(shard, data) }); err != nil {
+		*s = s.written(share)
+		if err := c.writeShard(i, encodeShard(s.entries)); err != nil {
 			s.dirty = true
 			return fmt.Errorf("cache %s: digest memo: %w", c.dir, err)
 		}
