@@ -91,6 +91,12 @@ func (b *builder) warnMissingLoaders(ctx context.Context, name string, pi *plan.
 	if err != nil {
 		return // said where the layers are placed on the bases
 	}
+	libraryPath := ""
+	for _, kv := range pi.Config.Env {
+		if v, ok := strings.CutPrefix(kv, "LD_LIBRARY_PATH="); ok {
+			libraryPath = v
+		}
+	}
 	for i, ref := range pi.Bases {
 		if ref != image.Scratch && views[i] == nil {
 			continue // a built-in base pallet does not read this way
@@ -99,12 +105,7 @@ func (b *builder) warnMissingLoaders(ctx context.Context, name string, pi *plan.
 		for _, n := range needs {
 			if names[path.Base(n.Interp)] || viewHasFile(views[i], n.Interp) {
 				if libs == nil {
-					libs = newLibLookup(views[i], placed)
-					for _, kv := range pi.Config.Env {
-						if v, ok := strings.CutPrefix(kv, "LD_LIBRARY_PATH="); ok {
-							libs.libraryPath = v
-						}
-					}
+					libs = newLibLookup(views[i], placed, libraryPath)
 				}
 				if missing := libs.missing(n, pi.Platform); len(missing) > 0 {
 					on := "the base " + ref

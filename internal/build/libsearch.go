@@ -126,8 +126,8 @@ type libLookup struct {
 	libraryPath string
 }
 
-func newLibLookup(v *tree.View, placed layerFiles) *libLookup {
-	lk := &libLookup{placed: placed}
+func newLibLookup(v *tree.View, placed layerFiles, libraryPath string) *libLookup {
+	lk := &libLookup{placed: placed, libraryPath: libraryPath}
 	if v != nil {
 		lk.links = make(tree.Links, len(v.Links)+len(v.FileLinks)+len(placed.links))
 		for p, t := range v.Links {

@@ -16,11 +16,11 @@ import (
 func TestMissingLibrariesMusl(t *testing.T) {
 	n := loaderNeed{path: "/usr/bin/tool", Dynamic: exe.Dynamic{Interp: "/lib/ld-musl-x86_64.so.1", Needed: []string{"libc.musl-x86_64.so.1", "libz.so.1", "libssl.so.3"}}}
 	v := &tree.View{Files: map[string]bool{"lib/ld-musl-x86_64.so.1": true, "usr/local/lib/libz.so.1": true, "usr/lib/x86_64-linux-gnu/libssl.so.3": true}}
-	if got := newLibLookup(v, newLayerFiles(nil)).missing(n, platform.Platform{OS: "linux", Arch: "amd64"}); !slices.Equal(got, []string{"libssl.so.3"}) {
+	if got := newLibLookup(v, newLayerFiles(nil), "").missing(n, platform.Platform{OS: "linux", Arch: "amd64"}); !slices.Equal(got, []string{"libssl.so.3"}) {
 		t.Errorf("missing %q, want libssl.so.3 only", got)
 	}
 	v.Files["etc/ld-musl-x86_64.path"] = true
-	if got := newLibLookup(v, newLayerFiles(nil)).missing(n, platform.Platform{OS: "linux", Arch: "amd64"}); got != nil {
+	if got := newLibLookup(v, newLayerFiles(nil), "").missing(n, platform.Platform{OS: "linux", Arch: "amd64"}); got != nil {
 		t.Errorf("with a search path file: missing %q, want nothing said", got)
 	}
 	// glibc's loader looks in the multiarch directory, and a layer's
@@ -30,7 +30,7 @@ func TestMissingLibrariesMusl(t *testing.T) {
 	if err := l.Add(tree.Entry{Path: "usr/lib/libfoo.so.1", Kind: tree.Symlink, Link: "/usr/local/lib/libz.so.1"}); err != nil {
 		t.Fatal(err)
 	}
-	if got := newLibLookup(v, newLayerFiles([]*tree.Tree{l})).missing(n, platform.Platform{OS: "linux", Arch: "amd64"}); got != nil {
+	if got := newLibLookup(v, newLayerFiles([]*tree.Tree{l}), "").missing(n, platform.Platform{OS: "linux", Arch: "amd64"}); got != nil {
 		t.Errorf("glibc: missing %q, want none", got)
 	}
 }
@@ -41,7 +41,7 @@ func TestMissingLibrariesLibraryPath(t *testing.T) {
 	v := &tree.View{Files: map[string]bool{"lib/ld-musl-x86_64.so.1": true, "usr/lib/x86_64-linux-gnu/libc.so.6": true, "opt/app/lib/libapp.so.1": true}}
 	for _, interp := range []string{"/lib/ld-musl-x86_64.so.1", "/lib64/ld-linux-x86-64.so.2"} {
 		n := loaderNeed{path: "/opt/app/bin/app", Dynamic: exe.Dynamic{Interp: interp, Needed: []string{"libapp.so.1"}}}
-		lk := newLibLookup(v, newLayerFiles(nil))
+		lk := newLibLookup(v, newLayerFiles(nil), "")
 		if got := lk.missing(n, platform.Platform{OS: "linux", Arch: "amd64"}); !slices.Equal(got, []string{"libapp.so.1"}) {
 			t.Errorf("%s, no LD_LIBRARY_PATH: missing %q", interp, got)
 		}
