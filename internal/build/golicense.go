@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/pallet-dev/pallet/internal/artifact"
 	"github.com/pallet-dev/pallet/internal/bounded"
@@ -53,20 +52,13 @@ func (b *builder) goLicense(ctx context.Context, env []string, built string) (go
 	} else {
 		env = append(slices.Clip(env), "GOTOOLCHAIN="+want)
 	}
-	key := strings.Join(env, "\x00")
-	v, _ := b.goLicenses.LoadOrStore(key, &onceLicense{})
-	o := v.(*onceLicense)
-	o.once.Do(func() { o.v, o.err = b.readGoLicense(ctx, env) })
-	if o.err == nil && want != "" && o.v.version != want {
-		return goToolchainLicense{}, fmt.Errorf("the binaries were built by %s, GOTOOLCHAIN=%s runs %s", want, want, o.v.version)
+	gl, err := onceFor(&b.goLicenses, strings.Join(env, "\x00"), func() (goToolchainLicense, error) {
+		return b.readGoLicense(ctx, env)
+	})
+	if err == nil && want != "" && gl.version != want {
+		return goToolchainLicense{}, fmt.Errorf("the binaries were built by %s, GOTOOLCHAIN=%s runs %s", want, want, gl.version)
 	}
-	return o.v, o.err
-}
-
-type onceLicense struct {
-	once sync.Once
-	v    goToolchainLicense
-	err  error
+	return gl, err
 }
 
 func (b *builder) readGoLicense(ctx context.Context, env []string) (goToolchainLicense, error) {

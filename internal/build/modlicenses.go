@@ -205,17 +205,24 @@ func requiresNothing(k artifact.Kind) bool {
 // environment in a build: the go command takes 20-30 ms to say, and a
 // recipe of CNI plugins has 18 binaries for each platform.
 func (b *builder) moduleCache(ctx context.Context, env []string) (string, error) {
-	key := strings.Join(env, "\x00")
-	v, _ := b.modCaches.LoadOrStore(key, &onceString{})
-	o := v.(*onceString)
-	o.once.Do(func() { o.v, o.err = golicenses.ModuleCache(ctx, env, b.work) })
+	return onceFor(&b.modCaches, strings.Join(env, "\x00"), func() (string, error) {
+		return golicenses.ModuleCache(ctx, env, b.work)
+	})
+}
+
+// onceFor is what derive gives for key, derived once per key of m: later
+// callers wait for the first's answer and get it, error included.
+func onceFor[V any](m *sync.Map, key string, derive func() (V, error)) (V, error) {
+	v, _ := m.LoadOrStore(key, &onceValue[V]{})
+	o := v.(*onceValue[V])
+	o.once.Do(func() { o.v, o.err = derive() })
 	return o.v, o.err
 }
 
-// onceString is a string derived once, and the error deriving it gave.
-type onceString struct {
+// onceValue is a value derived once, and the error deriving it gave.
+type onceValue[V any] struct {
 	once sync.Once
-	v    string
+	v    V
 	err  error
 }
 
