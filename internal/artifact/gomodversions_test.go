@@ -176,17 +176,7 @@ func TestGoModuleRetractedMirrorThenOffline(t *testing.T) {
 	sum := p.addCmd(t, path, "v1.0.0", "module "+path+"\n\ngo 1.22\n")
 	p.addCmd(t, path, "v1.1.0", "// Deprecated: use other\nmodule "+path+"\n\ngo 1.22\n\nretract v1.0.0\n")
 	p.addList(t, path, "v1.0.0", "v1.1.0")
-	req := cmdRequest(t, path, "v1.0.0", sum, artifact.Go{})
-	mirror := t.TempDir()
-	if err := fetcher(t).MirrorTo(context.Background(), mirror, []*artifact.Request{req}); err != nil {
-		t.Fatal(err)
-	}
-	p.Close()
-	t.Setenv("GOMODCACHE", t.TempDir())
-	f := fetcher(t)
-	f.Offline = true
-	f.Mirror = mirror
-	buildPinnedWith(t, f, req)
+	buildMirroredOffline(t, p, cmdRequest(t, path, "v1.0.0", sum, artifact.Go{}))
 }
 
 // A version without a go.mod is mirrored and built offline.
@@ -194,7 +184,13 @@ func TestGoModuleNoGoModMirrorThenOffline(t *testing.T) {
 	p := newModProxy(t)
 	path := "example.com/inc"
 	sum := p.addCmd(t, path, "v2.0.0+incompatible", "")
-	req := cmdRequest(t, path, "v2.0.0+incompatible", sum, artifact.Go{})
+	buildMirroredOffline(t, p, cmdRequest(t, path, "v2.0.0+incompatible", sum, artifact.Go{}))
+}
+
+// buildMirroredOffline mirrors what req needs from p, stops p, and builds
+// req offline from the mirror alone, with an empty module cache.
+func buildMirroredOffline(t *testing.T, p *modProxy, req *artifact.Request) {
+	t.Helper()
 	mirror := t.TempDir()
 	if err := fetcher(t).MirrorTo(context.Background(), mirror, []*artifact.Request{req}); err != nil {
 		t.Fatal(err)
