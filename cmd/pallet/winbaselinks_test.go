@@ -20,8 +20,8 @@ import (
 )
 
 // windowsBaseOf writes at dir an OCI layout holding a Windows base of one
-// plain tar layer, b.
-func windowsBaseOf(t *testing.T, dir string, b []byte) {
+// plain tar layer, b, whose config has cmd when given.
+func windowsBaseOf(t *testing.T, dir string, b []byte, cmd ...string) {
 	t.Helper()
 	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil })
 	if err != nil {
@@ -34,6 +34,9 @@ func windowsBaseOf(t *testing.T, dir string, b []byte) {
 	cf, _ := img.ConfigFile()
 	cf = cf.DeepCopy()
 	cf.OS, cf.Architecture = "windows", "amd64"
+	if len(cmd) > 0 {
+		cf.Config.Cmd = cmd
+	}
 	if img, err = mutate.ConfigFile(img, cf); err != nil {
 		t.Fatal(err)
 	}
