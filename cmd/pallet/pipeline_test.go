@@ -54,3 +54,59 @@ images:
 `)
 	mustPallet(t, "build", "-f", recipe, "--cache-dir", cacheDir, "-o", "oci:"+filepath.Join(t.TempDir(), "out"))
 }
+
+// A base's view (what its layers hold, which every layer placed on it
+// goes through) is read while the artifacts are fetched and built, not
+// after: the download here is held until the view is in the cache, which
+// only a build that reads it early gets past.
+func TestBaseViewReadWhileArtifactsAreFetched(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "base.txt"), "base\n")
+	baseRecipe := filepath.Join(dir, "base.yaml")
+	writeFile(t, baseRecipe, `version: 1
+artifacts:
+  f:
+    local: {path: ./base.txt}
+    licenses: none
+images:
+  base:
+    base: scratch
+    platforms: [linux/amd64]
+    files:
+      - {artifact: f, dest: /etc/base.txt}
+`)
+	mustPallet(t, "build", "-q", "-f", baseRecipe, "--cache-dir", t.TempDir(), "-o", "oci:"+filepath.Join(dir, "base"))
+
+	cacheDir := t.TempDir()
+	views := filepath.Join(cacheDir, "facts", "base-view-v5")
+	release := []byte("a release\n")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			if ents, _ := os.ReadDir(views); len(ents) > 0 {
+				w.Write(release)
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		http.Error(w, "the base's view was not read while the download was held", http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	sum := sha256.Sum256(release)
+	recipe := filepath.Join(dir, "pallet.yaml")
+	writeFile(t, recipe, `version: 1
+artifacts:
+  release:
+    url:
+      url: "`+srv.URL+`/release.txt"
+      sha256: `+hex.EncodeToString(sum[:])+`
+    licenses: none
+images:
+  app:
+    base: oci:base
+    platforms: [linux/amd64]
+    files:
+      - {artifact: release, dest: /release.txt}
+`)
+	mustPallet(t, "build", "-q", "-f", recipe, "--cache-dir", cacheDir, "-o", "oci:"+filepath.Join(t.TempDir(), "out"))
+}

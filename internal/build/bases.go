@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
@@ -41,13 +42,21 @@ type baseFuture struct {
 // prefetchBases starts resolving every base of the plan, once per
 // platform, while the artifacts are fetched and built: a registry's
 // manifest and config round trips, or a built-in base's layer, then
-// overlap that work instead of following it. It returns a wait for the
-// built-in bases, which write into the work directory and must be done
-// before it is removed, even when the build fails; the others only read,
-// into memory, and a failing build does not wait for them.
+// overlap that work instead of following it. So does the reading of
+// each base's view (its layers, downloaded and listed on a fresh
+// cache), which every layer placed on a Linux base, and every Windows
+// layer, waits for.
+//
+// It returns a wait for the built-in bases, which write into the work
+// directory and must be done before it is removed, and for the views,
+// which write into the cache, even when the build fails; a view not
+// started by then is not started. Resolving the others only reads, into
+// memory, and a failing build does not wait for it.
 func (b *builder) prefetchBases(ctx context.Context) (wait func()) {
 	b.prefetched = map[baseKey]*baseFuture{}
 	var builtins []*baseFuture
+	var views sync.WaitGroup
+	over := make(chan struct{})
 	for _, im := range b.plan.Images {
 		for _, pi := range im.Platforms {
 			for _, ref := range pi.Bases {
@@ -64,13 +73,39 @@ func (b *builder) prefetchBases(ctx context.Context) (wait func()) {
 					defer close(f.done)
 					f.img, f.err = b.resolveBase(ctx, ref, pi.Platform)
 				}()
+				if image.IsBuiltin(ref) {
+					continue
+				}
+				views.Add(1)
+				go func() {
+					defer views.Done()
+					select {
+					case <-f.done:
+					case <-over:
+						return
+					}
+					select {
+					case <-over:
+						return
+					default:
+					}
+					// Its error, kept in the view's future, is the
+					// placing layer's to report, with its names.
+					if pi.Platform.IsWindows() {
+						_, _ = b.windowsViewOf(ctx, ref, pi.Platform)
+					} else {
+						_, _ = b.viewOf(ctx, ref, pi.Platform)
+					}
+				}()
 			}
 		}
 	}
 	return func() {
+		close(over)
 		for _, f := range builtins {
 			<-f.done
 		}
+		views.Wait()
 	}
 }
 
