@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"strings"
@@ -148,6 +149,14 @@ type Options struct {
 	// existing tree (Docker's ADD) makes those only where nothing is,
 	// and goes through a symlink it finds there.
 	Dirs func(rel string)
+
+	// Headers, when set, receives the mode and owner the header of each
+	// tar entry placed gives it (a later entry at the same path comes
+	// later), by its slash-separated path below dir (after Strip). What
+	// is written on disk is pallet's normalized mode (0755 or 0644 for
+	// a file, 0755 for a directory) and the extracting user: an unpacker
+	// that keeps them (Docker's ADD) takes them from here.
+	Headers func(rel string, h Header)
 
 	// The limits below bound what a hostile archive can cost in disk,
 	// memory and time. Sizes an archive declares are never trusted to
@@ -348,4 +357,12 @@ func (c ctxReaderAt) ReadAt(p []byte, off int64) (int, error) {
 		return 0, err
 	}
 	return c.r.ReadAt(p, off)
+}
+
+// Header is what a tar entry's header says of its mode and owner: the
+// permission bits with setuid, setgid and sticky, and the numeric ids.
+type Header struct {
+	Mode     fs.FileMode
+	UID, GID int
+	Dir      bool // the entry is a directory
 }

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -1055,5 +1056,52 @@ func TestZipDirectoryTwice(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(s.out, "d", "f")); err != nil || string(b) != "x" {
 		t.Errorf("d/f: %q, %v", b, err)
+	}
+}
+
+// Headers tells, for each tar entry placed, the mode (special bits
+// included) and owner its header gives, by its path after Strip, a
+// later entry at one path after the earlier; the files on disk keep
+// pallet's normalized modes. Entries left out (by Strip or Include) are
+// not told.
+func TestHeaders(t *testing.T) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, h := range []*tar.Header{
+		{Name: "top/", Typeflag: tar.TypeDir, Mode: 0o1777, Uid: 3, Gid: 4},
+		{Name: "top/suid", Typeflag: tar.TypeReg, Mode: 0o4750, Uid: 1000, Gid: 42},
+		{Name: "top/l", Typeflag: tar.TypeSymlink, Linkname: "suid", Mode: 0o777, Uid: 7, Gid: 8},
+		{Name: "top/suid", Typeflag: tar.TypeReg, Mode: 0o2700, Uid: 5, Gid: 6},
+		{Name: "top/skip", Typeflag: tar.TypeReg, Mode: 0o600, Uid: 9, Gid: 9},
+		{Name: "top/d/", Typeflag: tar.TypeDir, Mode: 0o700},
+		{Name: "lone", Typeflag: tar.TypeReg, Mode: 0o600},
+	} {
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s := newSandbox(t, Tar, buf.Bytes())
+	got := map[string]Header{}
+	opt := Options{Strip: 1, Include: []string{"suid", "l", "d"}, Headers: func(rel string, h Header) { got[rel] = h }}
+	if err := Extract(context.Background(), s.src, Tar, s.out, opt); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]Header{
+		"suid": {Mode: 0o700 | fs.ModeSetgid, UID: 5, GID: 6},
+		"d":    {Mode: 0o700, Dir: true},
+		"l":    {Mode: 0o777, UID: 7, GID: 8},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("headers told\n got %v\nwant %v", got, want)
+	}
+	info, err := os.Stat(filepath.Join(s.out, "suid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := info.Mode(); m != 0o755 {
+		t.Errorf("suid on disk is %v, want the normalized -rwxr-xr-x", m)
 	}
 }

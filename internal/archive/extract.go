@@ -54,6 +54,10 @@ type entry struct {
 	// linkInContent marks zip symlinks, whose target is the content.
 	linkInContent bool
 
+	// header is the mode and owner a tar header gives the entry (nil for
+	// zip), told to Options.Headers once the entry is in place.
+	header *Header
+
 	open func() (io.ReadCloser, error)
 }
 
@@ -225,6 +229,17 @@ func (x *extractor) add(e *entry) error {
 		return nil
 	}
 
+	if err := x.place(e, parts); err != nil {
+		return err
+	}
+	if e.header != nil && x.opt.Headers != nil {
+		x.opt.Headers(strings.Join(parts, "/"), *e.header)
+	}
+	return nil
+}
+
+// place writes e at parts.
+func (x *extractor) place(e *entry, parts []string) error {
 	switch e.kind {
 	case kindDir:
 		return x.makeDir(e, parts)
@@ -241,6 +256,7 @@ func (x *extractor) add(e *entry) error {
 	case kindSymlink:
 		target := e.link
 		if e.linkInContent {
+			var err error
 			if target, err = x.readLinkContent(e); err != nil {
 				return err
 			}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 
 	"github.com/klauspost/compress/gzip"
@@ -137,6 +138,7 @@ func (x *extractor) extractTar(file *os.File, f Format) error {
 			size:     hdr.Size,
 			streamed: true,
 			open:     func() (io.ReadCloser, error) { return io.NopCloser(tr), nil },
+			header:   &Header{Mode: hdr.FileInfo().Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky), UID: hdr.Uid, GID: hdr.Gid, Dir: hdr.Typeflag == tar.TypeDir},
 		}
 		last = e
 		switch hdr.Typeflag {

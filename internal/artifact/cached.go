@@ -257,6 +257,11 @@ func (f *Fetcher) store(key string, res *Result, work string, r *Request) (*Resu
 			return nil, err
 		}
 	}
+	if archived := archivedEntries(res.Tree); archived != "" {
+		if err := os.WriteFile(filepath.Join(tmp, "archived"), []byte(archived), 0o644); err != nil {
+			return nil, err
+		}
+	}
 	data, err := json.Marshal(res.Record)
 	if err != nil {
 		return nil, err
@@ -326,7 +331,85 @@ func (f *Fetcher) entryDigest(dir string, digest tree.FileDigest) (string, *tree
 		sum := sha256.Sum256(implied)
 		parts = append(parts, "implied:"+hex.EncodeToString(sum[:]))
 	}
+	// The modes and owners of an archive's headers, which the files on
+	// disk do not keep (tree.Entry.Archived).
+	archived, err := bounded.ReadRegular(filepath.Join(dir, "archived"), maxEntryArchived)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return "", nil, nil, nil, err
+	default:
+		headers, err := parseArchived(archived)
+		if err != nil {
+			return "", nil, nil, nil, err
+		}
+		trees[0].Archive(func(p string) (tree.DirMeta, bool) {
+			h, ok := headers[p]
+			return h, ok
+		})
+		sum := sha256.Sum256(archived)
+		parts = append(parts, "archived:"+hex.EncodeToString(sum[:]))
+	}
 	return strings.Join(parts, " "), trees[0], trees[1], trees[2], nil
+}
+
+// archivedEntries lists the entries of t that keep an archive's mode and
+// owner (tree.Entry.Archived), as a cache entry keeps them: for each, its
+// path, mode (octal), uid and gid, each ended by a NUL, which no path
+// holds ("" if none).
+func archivedEntries(t *tree.Tree) string {
+	var sb strings.Builder
+	for e := range t.All() {
+		if a := e.Archived; a != nil {
+			fmt.Fprintf(&sb, "%s\x00%o\x00%d\x00%d\x00", e.Path, uint32(a.Mode.Perm())|specialBits(a.Mode), a.UID, a.GID)
+		}
+	}
+	return sb.String()
+}
+
+// specialBits are m's setuid, setgid and sticky bits as chmod(2) numbers
+// them.
+func specialBits(m fs.FileMode) uint32 {
+	var b uint32
+	if m&fs.ModeSetuid != 0 {
+		b |= 0o4000
+	}
+	if m&fs.ModeSetgid != 0 {
+		b |= 0o2000
+	}
+	if m&fs.ModeSticky != 0 {
+		b |= 0o1000
+	}
+	return b
+}
+
+// parseArchived reads what archivedEntries wrote.
+func parseArchived(data []byte) (map[string]tree.DirMeta, error) {
+	fields := strings.Split(strings.TrimSuffix(string(data), "\x00"), "\x00")
+	if len(fields)%4 != 0 {
+		return nil, errors.New("archived modes and owners: not path, mode, uid, gid records")
+	}
+	out := make(map[string]tree.DirMeta, len(fields)/4)
+	for i := 0; i < len(fields); i += 4 {
+		mode, err1 := strconv.ParseUint(fields[i+1], 8, 32)
+		uid, err2 := strconv.ParseUint(fields[i+2], 10, 32)
+		gid, err3 := strconv.ParseUint(fields[i+3], 10, 32)
+		if err := errors.Join(err1, err2, err3); err != nil || mode > 0o7777 || uid > tree.MaxID || gid > tree.MaxID {
+			return nil, fmt.Errorf("archived modes and owners of %q: %q %q %q", fields[i], fields[i+1], fields[i+2], fields[i+3])
+		}
+		m := fs.FileMode(mode & 0o777)
+		if mode&0o4000 != 0 {
+			m |= fs.ModeSetuid
+		}
+		if mode&0o2000 != 0 {
+			m |= fs.ModeSetgid
+		}
+		if mode&0o1000 != 0 {
+			m |= fs.ModeSticky
+		}
+		out[fields[i]] = tree.DirMeta{Mode: m, UID: int(uid), GID: int(gid)}
+	}
+	return out, nil
 }
 
 // impliedDirs lists the directories of t marked tree.Entry.Implied, one
@@ -351,6 +434,11 @@ const (
 	// than the archive may hold entries (1,000,000 by default), would be
 	// 4 GB; real archives imply a few.
 	maxEntryImplied = 64 << 20
+	// maxEntryArchived bounds the modes and owners kept of an archive's
+	// entries, where they are not pallet's normalized ones: about 4 KiB
+	// each for as many entries as an archive may hold would be 4 GB; a
+	// Debian rootfs keeps a few hundred.
+	maxEntryArchived = 64 << 20
 )
 
 // fromCache reads the cache entry at dir for r, refusing one whose files

@@ -1,6 +1,7 @@
 package artifact
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,8 +18,9 @@ func (e *Extract) key() string {
 		return "-"
 	}
 	// v2: the entry keeps the directories the archive only implied
-	// (tree.Entry.Implied); one stored before does not say them.
-	return fmt.Sprintf("v2|%d|%s", e.Strip, strings.Join(e.Include, "\x00"))
+	// (tree.Entry.Implied); v3: the modes and owners of its tar headers
+	// (tree.Entry.Archived). One stored before does not say them.
+	return fmt.Sprintf("v3|%d|%s", e.Strip, strings.Join(e.Include, "\x00"))
 }
 
 // fileTree turns a file into a tree: unpacked if ex is set, else the file
@@ -63,11 +65,34 @@ func (f *Fetcher) fileTree(ctx context.Context, r *Request, file, name, shown st
 	// implies (tree.Entry.Implied).
 	explicit := map[string]bool{}
 	opt.Dirs = func(rel string) { explicit[rel] = true }
+	// The modes and owners the tar headers give, which the files on
+	// disk do not keep (tree.Entry.Archived): only those that are not
+	// what the disk holds, a file 0755 or 0644 and a directory 0755
+	// owned by 0:0, so that a million-entry archive is not a million
+	// headers kept.
+	headers := map[string]archive.Header{}
+	var badOwner error
+	opt.Headers = func(rel string, h archive.Header) {
+		for _, id := range []int{h.UID, h.GID} {
+			if id < 0 || uint64(id) > tree.MaxID {
+				badOwner = cmp.Or(badOwner, fmt.Errorf("%s: entry %q: owner %d:%d: ids must be 0 to %d", shown, rel, h.UID, h.GID, uint64(tree.MaxID)))
+				return
+			}
+		}
+		if h.UID == 0 && h.GID == 0 && (h.Mode == 0o755 || !h.Dir && h.Mode == 0o644) {
+			delete(headers, rel) // a later entry at the path, as the disk holds it
+			return
+		}
+		headers[rel] = h
+	}
 	if err := archive.Extract(ctx, file, format, dir, opt); err != nil {
 		if errors.Is(err, archive.ErrUnmatched) {
 			err = blame("include", err)
 		}
 		return nil, nil, err
+	}
+	if badOwner != nil {
+		return nil, nil, badOwner
 	}
 	for _, w := range sums {
 		// Not learning a file only costs reading it again.
@@ -78,6 +103,10 @@ func (f *Fetcher) fileTree(ctx context.Context, r *Request, file, name, shown st
 		return nil, nil, err
 	}
 	all.Imply(func(p string) bool { return !explicit[p] })
+	all.Archive(func(p string) (tree.DirMeta, bool) {
+		h, ok := headers[p]
+		return tree.DirMeta{Mode: h.Mode, UID: h.UID, GID: h.GID}, ok
+	})
 	// An artifact that places nothing is a mistake, as a path naming an
 	// empty directory is: most often a strip one too deep.
 	if all.Len() == 0 {

@@ -431,7 +431,7 @@ func (b *builder) layerTree(ctx context.Context, name string, pi *plan.PlatformI
 		if replaced {
 			continue
 		}
-		place := tree.Placement{Dest: dest, FileMode: pm.Mode, DirMode: pm.DirMode, UID: pm.UID, GID: pm.GID, From: pm.Path, LinkAs: pm.LinkAs, OwnNewDirs: pm.OwnNewDirs, ImpliedRootOwned: pm.ImpliedRootOwned, ReplaceLinks: pm.ReplaceLinks, CopiedDirs: pm.CopiedDirs, NoLinksBelow: pm.NoLinksBelow, StageDest: pm.StageDest, StageMade: pm.StageMade, StageDirs: pm.StageDirs}
+		place := tree.Placement{Dest: dest, FileMode: pm.Mode, DirMode: pm.DirMode, UID: pm.UID, GID: pm.GID, From: pm.Path, LinkAs: pm.LinkAs, OwnNewDirs: pm.OwnNewDirs, ImpliedRootOwned: pm.ImpliedRootOwned, KeepArchiveModes: pm.KeepArchiveModes, KeepArchiveOwners: pm.KeepArchiveOwners, ReplaceLinks: pm.ReplaceLinks, CopiedDirs: pm.CopiedDirs, NoLinksBelow: pm.NoLinksBelow, StageDest: pm.StageDest, StageMade: pm.StageMade, StageDirs: pm.StageDirs}
 		if place.Chmod, err = modeChanges(pm.ModeChanges); err != nil {
 			return nil, nil, plan.Wrap(pm.Pos, err)
 		}

@@ -79,11 +79,14 @@ type item struct {
 	mode             fs.FileMode
 	modeChanges      []string
 	impliedRootOwned bool
-	dirMode          fs.FileMode
-	ownNewDirs       bool
-	stageDirs        map[string]tree.DirMeta
-	uid, gid         int
-	pos              plan.Pos
+	// archiveOwners says the stage's ADD gave what it unpacked the
+	// owners of its archive's headers (no --chown).
+	archiveOwners bool
+	dirMode       fs.FileMode
+	ownNewDirs    bool
+	stageDirs     map[string]tree.DirMeta
+	uid, gid      int
+	pos           plan.Pos
 }
 
 // copy plans a COPY or ADD: one layer, one placement per source found.
@@ -308,6 +311,14 @@ type copyOptions struct {
 // items, as BuildKit applies them to what it copies and makes; fromStage
 // says the COPY copies from a stage (--from).
 func (o copyOptions) apply(pm *plan.Placement, s *stageState, it item, fromStage bool, cleanDest string) error {
+	if it.src.opaque() && !s.platform.IsWindows() {
+		// BuildKit's unpack gives each entry its tar header's mode
+		// and, without --chown, its owner (go-archive's
+		// createTarFile); a COPY --from of what a stage unpacked
+		// copies them so, or as the stage's --chown owned them.
+		pm.KeepArchiveModes = true
+		pm.KeepArchiveOwners = o.uid == nil && (!fromStage || it.archiveOwners)
+	}
 	if fromStage && !s.platform.IsWindows() {
 		// BuildKit copies each directory of the stage below the
 		// destination with its own mode and owner, and makes the
@@ -346,7 +357,7 @@ func (o copyOptions) apply(pm *plan.Placement, s *stageState, it item, fromStage
 		}
 	}
 	// BuildKit's --chmod does not reach the files an ADD unpacks:
-	// they keep the archive's modes (pallet's normalized ones). A
+	// they keep the archive's modes (plan.Placement.KeepArchiveModes). A
 	// COPY --from of what a stage unpacked copies files, and does.
 	if o.mode != nil && !(it.src.opaque() && !it.fromDir) {
 		pm.Mode, pm.ModeChanges = *o.mode, nil

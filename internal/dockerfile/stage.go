@@ -239,6 +239,6 @@ func hostPath(s *source, rel string) string {
 // item is an item of src copied as q placed it: with q's modes and owner,
 // which a COPY --from of the stage keeps.
 func (q *placed) item(src *source) item {
-	return item{src: src, mode: q.pm.Mode, modeChanges: q.pm.ModeChanges, impliedRootOwned: q.pm.ImpliedRootOwned,
+	return item{src: src, mode: q.pm.Mode, modeChanges: q.pm.ModeChanges, impliedRootOwned: q.pm.ImpliedRootOwned, archiveOwners: q.pm.KeepArchiveOwners,
 		dirMode: q.pm.DirMode, ownNewDirs: q.pm.OwnNewDirs, uid: q.pm.UID, gid: q.pm.GID}
 }

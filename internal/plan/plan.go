@@ -236,6 +236,11 @@ type Placement struct {
 	// implies 0:0 whatever UID and GID say, as a Dockerfile ADD --chown
 	// unpacks them (tree.Placement.ImpliedRootOwned).
 	ImpliedRootOwned bool
+	// KeepArchiveModes and KeepArchiveOwners give what an archive
+	// unpacks the modes and owners its tar headers say, as a Dockerfile
+	// ADD unpacks it (tree.Placement.KeepArchiveModes); a recipe's
+	// extract normalizes them.
+	KeepArchiveModes, KeepArchiveOwners bool
 	// ReplaceLinks says the placement is a Dockerfile COPY or ADD, whose
 	// files below its destination replace the links the image holds at
 	// their paths, as Docker's COPY and ADD replace them

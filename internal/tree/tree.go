@@ -111,6 +111,12 @@ type Entry struct {
 	// way to its destination, so Through does too for an entry marked
 	// NoLinksFrom.
 	Implied bool
+	// Archived is the mode and owner an archive's header gave the entry
+	// (nil for one with no header, or with the mode the tree holds it
+	// with and owner 0:0): what a Dockerfile's ADD keeps
+	// (Placement.KeepArchiveModes, KeepArchiveOwners) where pallet
+	// normalizes them otherwise.
+	Archived *DirMeta
 	// ReplaceLink marks a file placed by a Dockerfile COPY or ADD below
 	// its destination: where the image holds a link at its path, the
 	// file replaces the link, as BuildKit's copy removes it first
@@ -323,6 +329,21 @@ func (t *Tree) Imply(implied func(p string) bool) {
 	}
 }
 
+// Archive gives the entries of t the mode and owner header says an
+// archive's header gave them (see Entry.Archived). It is for the tree an
+// archive was just unpacked into, or read back from where it was kept,
+// before anyone reads it.
+func (t *Tree) Archive(header func(p string) (DirMeta, bool)) {
+	t.orderMu.Lock()
+	defer t.orderMu.Unlock()
+	t.index()
+	for p, e := range t.entries {
+		if h, ok := header(p); ok && h != (DirMeta{Mode: e.Mode}) {
+			e.Archived = &h
+		}
+	}
+}
+
 // Get returns the entry at p, if any.
 func (t *Tree) Get(p string) (*Entry, bool) {
 	t.orderMu.Lock()
@@ -501,6 +522,13 @@ type Placement struct {
 	// --chown unpacks an archive: go-archive's createImpliedDirectories
 	// makes them with the daemon's root pair, not --chown's owner.
 	ImpliedRootOwned bool
+	// KeepArchiveModes gives the files and directories the mode their
+	// archive's header gave them (Entry.Archived), before FileMode,
+	// DirMode and Chmod, and KeepArchiveOwners their owner, as Docker's
+	// ADD unpacks a tar archive (go-archive's createTarFile chmods and
+	// lchowns each entry as its header says): a rootfs keeps its sticky
+	// /tmp, its setuid binaries and its users' files.
+	KeepArchiveModes, KeepArchiveOwners bool
 	// ReplaceLinks marks the files the placement places, but the one at
 	// Dest itself (FollowLink), Entry.ReplaceLink.
 	ReplaceLinks bool
@@ -855,6 +883,9 @@ func (t *Tree) add(e Entry, pl Placement) error {
 // onto is e as pl places it: its modes, link kind and owner, and how it
 // meets what the image holds at its path.
 func (pl Placement) onto(e Entry) Entry {
+	if pl.KeepArchiveModes && e.Archived != nil && (e.Kind == File || e.Kind == Dir) {
+		e.Mode = e.Archived.Mode
+	}
 	if pl.FileMode != 0 && e.Kind == File {
 		e.Mode = pl.FileMode
 	}
@@ -874,10 +905,14 @@ func (pl Placement) onto(e Entry) Entry {
 	return e
 }
 
-// owner is the owner pl gives e (see ImpliedRootOwned).
+// owner is the owner pl gives e (see ImpliedRootOwned,
+// KeepArchiveOwners).
 func (pl Placement) owner(e Entry) (uid, gid int) {
 	if pl.ImpliedRootOwned && e.Implied {
 		return 0, 0
+	}
+	if pl.KeepArchiveOwners && e.Archived != nil {
+		return e.Archived.UID, e.Archived.GID
 	}
 	return pl.UID, pl.GID
 }

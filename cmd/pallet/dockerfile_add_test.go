@@ -1,0 +1,109 @@
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/pallet-dev/pallet/internal/fixture"
+)
+
+// What an ADD unpacks keeps each tar entry's mode (setuid, setgid and
+// sticky included) and, without --chown, its owner, as BuildKit's unpack
+// does (go-archive's createTarFile chmods and lchowns each entry as its
+// header says): a rootfs ADDed on scratch keeps its sticky /tmp, its
+// setuid binaries and its users' homes. --chown owns every entry but the
+// directories the archive only implies; a COPY --from of what a stage
+// unpacked copies the modes and owners, or gives its own --chown's.
+// The expected lines are what BuildKit v0.29 (bench/buildkit.sh, built
+// from source) wrote for this Dockerfile and archive, entry by entry.
+func TestDockerfileAddKeepsArchiveModesAndOwners(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "rootfs.tar"), string(fixture.Tar([]fixture.File{
+		{Name: "tmp/", Dir: true, Mode: 0o1777},
+		{Name: "usr/", Dir: true, Mode: 0o755},
+		{Name: "usr/bin/", Dir: true, Mode: 0o755},
+		{Name: "usr/bin/passwd", Content: "p\n", Mode: 0o4755},
+		{Name: "usr/bin/wall", Content: "w\n", Mode: 0o2755, GID: 5},
+		{Name: "home/u/", Dir: true, Mode: 0o700, UID: 1000, GID: 1000},
+		{Name: "home/u/.profile", Content: "x\n", Mode: 0o600, UID: 1000, GID: 1000},
+		{Name: "home/u/link", Link: ".profile", Mode: 0o777, UID: 1000, GID: 1000},
+		{Name: "etc/", Dir: true, Mode: 0o755},
+		{Name: "etc/shadow", Content: "s\n", Mode: 0o640, GID: 42},
+		{Name: "opt/x", Content: "x\n", Mode: 0o744},
+	})))
+	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM scratch AS s\nADD rootfs.tar /\n"+
+		"FROM scratch\nADD rootfs.tar /r/\nADD --chown=5:6 rootfs.tar /c/\nCOPY --from=s / /s/\nCOPY --from=s --chown=7:8 / /t/\n")
+	out := filepath.Join(t.TempDir(), "o")
+	digest := mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
+	// The cache keeps them beside the unpacked files: a build that
+	// stores the archive's entry, and one that reads it back, give the
+	// same image.
+	cacheDir := t.TempDir()
+	for i := range 2 {
+		if got := mustPallet(t, "build", "-q", "--cache-dir", cacheDir, "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+filepath.Join(t.TempDir(), "o")); got != digest {
+			t.Errorf("build %d with a cache: %s, without: %s", i+1, got, digest)
+		}
+	}
+	layers, err := dfImage(t, out).Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := layerLines(t, layers, 1, func(h *tar.Header) string { return fmt.Sprintf("%o %d:%d", h.Mode, h.Uid, h.Gid) })
+	// The rootfs as each layer holds it under its directory, and the
+	// owner of what the archive holds and of what it only implies.
+	layer := func(n int, d string, owner func(uid, gid int) string, implied string) []string {
+		return []string{
+			fmt.Sprintf("%d %s 755 %s", n, d, owner(0, 0)),
+			fmt.Sprintf("%d %s/etc 755 %s", n, d, owner(0, 0)),
+			fmt.Sprintf("%d %s/etc/shadow 640 %s", n, d, owner(0, 42)),
+			fmt.Sprintf("%d %s/home 755 %s", n, d, implied),
+			fmt.Sprintf("%d %s/home/u 700 %s", n, d, owner(1000, 1000)),
+			fmt.Sprintf("%d %s/home/u/.profile 600 %s", n, d, owner(1000, 1000)),
+			fmt.Sprintf("%d %s/home/u/link 777 %s", n, d, owner(1000, 1000)),
+			fmt.Sprintf("%d %s/opt 755 %s", n, d, implied),
+			fmt.Sprintf("%d %s/opt/x 744 %s", n, d, owner(0, 0)),
+			fmt.Sprintf("%d %s/tmp 1777 %s", n, d, owner(0, 0)),
+			fmt.Sprintf("%d %s/usr 755 %s", n, d, owner(0, 0)),
+			fmt.Sprintf("%d %s/usr/bin 755 %s", n, d, owner(0, 0)),
+			fmt.Sprintf("%d %s/usr/bin/passwd 4755 %s", n, d, owner(0, 0)),
+			fmt.Sprintf("%d %s/usr/bin/wall 2755 %s", n, d, owner(0, 5)),
+		}
+	}
+	own := func(uid, gid int) string { return fmt.Sprintf("%d:%d", uid, gid) }
+	chown := func(u, g int) func(int, int) string {
+		return func(int, int) string { return own(u, g) }
+	}
+	var want []string
+	want = append(want, layer(1, "r", own, "0:0")...)
+	want = append(want, layer(2, "c", chown(5, 6), "0:0")...)
+	want = append(want, layer(3, "s", own, "0:0")...)
+	want = append(want, layer(4, "t", chown(7, 8), "7:8")...)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("layers hold\n got %q\nwant %q", got, want)
+	}
+}
+
+// An owner no runtime reads as written (a PAX uid past 32 bits, or
+// negative) is refused at the ADD's line, naming the entry, as GNU tar
+// refuses it (out of range), rather than kept as another.
+func TestDockerfileAddRefusesArchiveOwnerOutOfRange(t *testing.T) {
+	dir := t.TempDir()
+	for _, uid := range []int{1 << 33, -5} {
+		var buf bytes.Buffer
+		tw := tar.NewWriter(&buf)
+		if err := tw.WriteHeader(&tar.Header{Name: "f", Typeflag: tar.TypeReg, Mode: 0o644, Uid: uid, Format: tar.FormatPAX}); err != nil {
+			t.Fatal(err)
+		}
+		if err := tw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(dir, "r.tar"), buf.String())
+		refusedDockerfiles(t, dir, []dockerfileRefusal{
+			{"FROM scratch\nADD r.tar /\n", fmt.Sprintf(`Dockerfile:2: artifact r.tar (linux/amd64, local mode): %s: entry "f": owner %d:0: ids must be 0 to 4294967294`, filepath.Join(dir, "r.tar"), uid)},
+		})
+	}
+}
