@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/pallet-dev/pallet/internal/fixture"
@@ -105,5 +106,62 @@ func TestDockerfileAddRefusesArchiveOwnerOutOfRange(t *testing.T) {
 		refusedDockerfiles(t, dir, []dockerfileRefusal{
 			{"FROM scratch\nADD r.tar /\n", fmt.Sprintf(`Dockerfile:2: artifact r.tar (linux/amd64, local mode): %s: entry "f": owner %d:0: ids must be 0 to 4294967294`, filepath.Join(dir, "r.tar"), uid)},
 		})
+	}
+}
+
+// ADD keeps an archive's absolute links as links of the image's root, as
+// BuildKit unpacks a root file system's /etc/localtime; one that climbs
+// out ("/../x") is refused, as BuildKit's breakout check refuses it. A
+// recipe's extract of the same archive refuses absolute links, and says
+// how to keep them: with links: keep, it places them so too.
+func TestDockerfileAddKeepsRootedLinks(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "r.tar"), string(fixture.Tar([]fixture.File{
+		{Name: "etc/", Dir: true, Mode: 0o755},
+		{Name: "etc/localtime", Link: "/usr/share/zoneinfo/UTC"},
+		{Name: "etc/alternatives/", Dir: true, Mode: 0o755},
+		{Name: "etc/alternatives/awk", Link: "/usr/bin/mawk"},
+	})))
+	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM scratch\nADD r.tar /\n")
+	out := filepath.Join(t.TempDir(), "o")
+	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
+	layers, err := dfImage(t, out).Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := layerLines(t, layers, 1, func(h *tar.Header) string { return h.Linkname })
+	want := []string{"1 etc ", "1 etc/alternatives ", "1 etc/alternatives/awk /usr/bin/mawk", "1 etc/localtime /usr/share/zoneinfo/UTC"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("layer holds\n got %q\nwant %q", got, want)
+	}
+
+	writeFile(t, filepath.Join(dir, "up.tar"), string(fixture.Tar([]fixture.File{{Name: "l", Link: "/../x"}})))
+	refusedDockerfiles(t, dir, []dockerfileRefusal{
+		{"FROM scratch\nADD up.tar /\n", `entry "l": symlink target "/../x" leaves the archive root`},
+	})
+	recipe := filepath.Join(dir, "pallet.yaml")
+	writeFile(t, recipe, `version: 1
+artifacts:
+  r:
+    local: {path: ./r.tar, extract: {}}
+    licenses: none
+images:
+  app:
+    base: scratch
+    platforms: [linux/amd64]
+    files:
+      - {artifact: r, dest: /}
+`)
+	if _, err := pallet(t, "build", "-q", "--no-cache", "-f", recipe, "-o", "oci:"+filepath.Join(t.TempDir(), "o")); err == nil || !strings.Contains(err.Error(), `pallet.yaml:4: artifact r (linux/amd64, local mode): extract `+filepath.Join(dir, "r.tar")+`: entry "etc/localtime": symlink target "/usr/share/zoneinfo/UTC" is absolute (set links: keep on extract to keep it, as a link from the image's root)`) {
+		t.Errorf("a recipe's extract of absolute links: %v, want them refused", err)
+	}
+	writeFile(t, recipe, strings.Replace(readFileString(t, recipe), "extract: {}", "extract: {links: keep}", 1))
+	out = filepath.Join(t.TempDir(), "o")
+	mustPallet(t, "build", "-q", "--no-cache", "-f", recipe, "-o", "oci:"+out)
+	if layers, err = dfImage(t, out).Layers(); err != nil {
+		t.Fatal(err)
+	}
+	if got := layerLines(t, layers, 1, func(h *tar.Header) string { return h.Linkname }); !reflect.DeepEqual(got, want) {
+		t.Errorf("with links: keep, the layer holds\n got %q\nwant %q", got, want)
 	}
 }

@@ -150,6 +150,15 @@ type Options struct {
 	// and goes through a symlink it finds there.
 	Dirs func(rel string)
 
+	// RootedLinks takes a tar symlink whose target is absolute
+	// ("/usr/share/zoneinfo/UTC") as a link from the root of what is
+	// unpacked, as a container's root file system reads it, and keeps
+	// it as it is, where it is refused otherwise: a root file system's
+	// archive holds many (Docker's ADD of one keeps them). Such a link
+	// is never followed while unpacking, and one that climbs above the
+	// root ("/../x") is still refused.
+	RootedLinks bool
+
 	// Headers, when set, receives the mode and owner the header of each
 	// tar entry placed gives it (a later entry at the same path comes
 	// later), by its slash-separated path below dir (after Strip). What

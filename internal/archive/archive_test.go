@@ -177,8 +177,10 @@ func newSandbox(t testing.TB, f Format, data []byte) sandbox {
 }
 
 // checkContained fails if anything appeared next to out or in the canary,
-// or if a symlink inside out resolves outside it.
-func (s sandbox) checkContained(t testing.TB) {
+// or if a symlink inside out resolves outside it (but one whose target
+// is absolute, with rooted: Options.RootedLinks keeps those as links of
+// the image's root, and never follows them).
+func (s sandbox) checkContained(t testing.TB, rooted ...bool) {
 	t.Helper()
 	names, err := os.ReadDir(s.parent)
 	if err != nil {
@@ -200,6 +202,9 @@ func (s sandbox) checkContained(t testing.TB) {
 	}
 	filepath.WalkDir(s.out, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.Type()&fs.ModeSymlink == 0 {
+			return nil
+		}
+		if target, err := os.Readlink(p); err == nil && filepath.IsAbs(target) && len(rooted) > 0 && rooted[0] {
 			return nil
 		}
 		resolved, err := filepath.EvalSymlinks(p)
@@ -603,6 +608,54 @@ var hostileCases = []hostileCase{
 	{name: "zip entry bomb", format: Zip, wantErr: "more than 1000 entries",
 		opt:  Options{MaxEntries: 1000},
 		data: func(t testing.TB, _ string) []byte { return zipStoredMany(t, 1001) }},
+	// RootedLinks keeps an absolute link as it is, as a link of the
+	// image's root, but never follows it, nor lets it climb out.
+	rooted(tarCase("rooted link to canary then write", `path passes through symlink "a"`, func(c string) []ent {
+		return []ent{
+			{name: "a", typ: tar.TypeSymlink, link: c},
+			{name: "a/passwd", body: "x"},
+		}
+	})),
+	rooted(tarCase("rooted link to canary then hard link through it", `hard link target "a/x" passes through symlink "a"`, func(c string) []ent {
+		return []ent{
+			{name: "a", typ: tar.TypeSymlink, link: c},
+			{name: "h", typ: tar.TypeLink, link: "a/x"},
+		}
+	})),
+	rooted(tarCase("rooted link climbing", `symlink target "/../x" leaves the archive root`,
+		fixed(ent{name: "l", typ: tar.TypeSymlink, link: "/../x"}))),
+	rooted(tarCase("rooted link climbing after a name", `symlink target "/a/../../x" may leave the archive root`,
+		fixed(ent{name: "l", typ: tar.TypeSymlink, link: "/a/../../x"}))),
+	rooted(tarCase("rooted link backslash", `symlink target "\\Windows" is absolute`,
+		fixed(ent{name: "l", typ: tar.TypeSymlink, link: `\Windows`}))),
+	rooted(zipCase("rooted link in a zip", `symlink target "/etc" is absolute`,
+		fixed(ent{name: "l", typ: tar.TypeSymlink, link: "/etc"}))),
+}
+
+// rooted is c with Options.RootedLinks.
+func rooted(c hostileCase) hostileCase {
+	c.opt.RootedLinks = true
+	return c
+}
+
+// With RootedLinks, an absolute tar link is kept as it is: a link from
+// the root of what is unpacked, as a root file system's archive holds
+// /etc/localtime.
+func TestRootedLinks(t *testing.T) {
+	s := newSandbox(t, Tar, tarBytes(t, []ent{
+		{name: "etc/", typ: tar.TypeDir},
+		{name: "etc/localtime", typ: tar.TypeSymlink, link: "/usr/share/zoneinfo/UTC"},
+		{name: "h", typ: tar.TypeLink, link: "etc/localtime"},
+	}))
+	if err := Extract(context.Background(), s.src, Tar, s.out, Options{RootedLinks: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"etc/localtime", "h"} {
+		if got, err := os.Readlink(filepath.Join(s.out, p)); err != nil || got != "/usr/share/zoneinfo/UTC" {
+			t.Errorf("%s: link to %q (%v), want /usr/share/zoneinfo/UTC", p, got, err)
+		}
+	}
+	s.checkContained(t, true)
 }
 
 // encryptedZip is a zip with an entry flagged encrypted whose bytes are
@@ -636,7 +689,7 @@ func TestHostile(t *testing.T) {
 			if err != nil && !strings.HasPrefix(err.Error(), "extract "+s.src+": ") {
 				t.Errorf("error %q does not name the archive", err)
 			}
-			s.checkContained(t)
+			s.checkContained(t, tc.opt.RootedLinks)
 			var size int64
 			filepath.WalkDir(s.out, func(p string, d fs.DirEntry, err error) error {
 				if err == nil && d.Type().IsRegular() {

@@ -469,7 +469,7 @@ func checkLinkTarget(target, rel string, slashes bool) (string, error) {
 	}
 	win := strings.ReplaceAll(target, `\`, "/")
 	if win[0] == '/' || hasDrive(win) {
-		return "", fmt.Errorf("symlink target %q is absolute", orig)
+		return "", &AbsoluteLinkError{Target: orig}
 	}
 	depth := strings.Count(rel, "/")
 	readings := []string{win}
@@ -484,6 +484,32 @@ func checkLinkTarget(target, rel string, slashes bool) (string, error) {
 		}
 	}
 	return target, nil
+}
+
+// AbsoluteLinkError is a symlink whose target is absolute, refused
+// where Options.RootedLinks does not keep it.
+type AbsoluteLinkError struct{ Target string }
+
+func (e *AbsoluteLinkError) Error() string {
+	return fmt.Sprintf("symlink target %q is absolute", e.Target)
+}
+
+// Keepable says whether Options.RootedLinks would keep the link: a tar
+// link to a path from the root ('/'), not a drive or a share.
+func (e *AbsoluteLinkError) Keepable() bool { return strings.HasPrefix(e.Target, "/") }
+
+// checkRootedTarget checks an absolute tar symlink target, which
+// Options.RootedLinks takes from the root the archive is unpacked into:
+// it must not climb above it ("/../etc"), as BuildKit's unpack refuses
+// (go-archive's breakout check joins it below the link's directory).
+func checkRootedTarget(target string) error {
+	if strings.IndexByte(target, 0) >= 0 {
+		return errors.New("symlink target contains a NUL byte")
+	}
+	if why := climb(target[1:], 0); why != "" {
+		return fmt.Errorf("symlink target %q %s", target, why)
+	}
+	return nil
 }
 
 // climb follows a relative slash path from a link at the given depth below
@@ -781,7 +807,12 @@ func (x *extractor) readLinkContent(e *entry) (string, error) {
 }
 
 func (x *extractor) makeSymlink(e *entry, parts []string, target string) error {
-	target, err := checkLinkTarget(target, strings.Join(parts, "/"), e.slashes)
+	var err error
+	if x.opt.RootedLinks && !e.slashes && strings.HasPrefix(target, "/") {
+		err = checkRootedTarget(target)
+	} else {
+		target, err = checkLinkTarget(target, strings.Join(parts, "/"), e.slashes)
+	}
 	if err != nil {
 		return x.entryErr(e, "%w", err)
 	}

@@ -20,7 +20,7 @@ func (e *Extract) key() string {
 	// v2: the entry keeps the directories the archive only implied
 	// (tree.Entry.Implied); v3: the modes and owners of its tar headers
 	// (tree.Entry.Archived). One stored before does not say them.
-	return fmt.Sprintf("v3|%d|%s", e.Strip, strings.Join(e.Include, "\x00"))
+	return fmt.Sprintf("v3|%d|%s|%t", e.Strip, strings.Join(e.Include, "\x00"), e.RootedLinks)
 }
 
 // fileTree turns a file into a tree: unpacked if ex is set, else the file
@@ -48,7 +48,7 @@ func (f *Fetcher) fileTree(ctx context.Context, r *Request, file, name, shown st
 		return nil, nil, err
 	}
 	u := f.Limits.Unpack
-	opt := archive.Options{Name: shown, Strip: ex.Strip, Include: ex.Include, MaxBytes: u.MaxBytes, MaxEntries: u.MaxEntries, MaxWindow: u.MaxWindow}
+	opt := archive.Options{Name: shown, Strip: ex.Strip, Include: ex.Include, MaxBytes: u.MaxBytes, MaxEntries: u.MaxEntries, MaxWindow: u.MaxWindow, RootedLinks: ex.RootedLinks}
 	if len(ex.Include) > 0 {
 		opt.Extra = licensePatterns(r.Licenses)
 	}
@@ -86,8 +86,12 @@ func (f *Fetcher) fileTree(ctx context.Context, r *Request, file, name, shown st
 		headers[rel] = h
 	}
 	if err := archive.Extract(ctx, file, format, dir, opt); err != nil {
-		if errors.Is(err, archive.ErrUnmatched) {
+		var abs *archive.AbsoluteLinkError
+		switch {
+		case errors.Is(err, archive.ErrUnmatched):
 			err = blame("include", err)
+		case format != archive.Zip && errors.As(err, &abs) && abs.Keepable():
+			err = fmt.Errorf("%w (set links: keep on extract to keep it, as a link from the image's root)", err)
 		}
 		return nil, nil, err
 	}

@@ -31,6 +31,10 @@ type Local struct {
 type Extract struct {
 	Strip   int
 	Include []string
+	// RootedLinks keeps the archive's absolute symlinks, as links from
+	// the image's root (archive.Options.RootedLinks), as a Dockerfile's
+	// ADD unpacks them.
+	RootedLinks bool
 }
 
 func (l *Local) Name() string { return "local" }

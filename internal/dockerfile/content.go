@@ -76,11 +76,13 @@ func (s *source) artifactKind() artifact.Kind {
 	case srcFile:
 		return &artifact.Local{Path: s.path}
 	case srcArchive:
-		return &artifact.Local{Path: s.path, Extract: &artifact.Extract{}}
+		// ADD keeps an archive's absolute links, as BuildKit unpacks
+		// them: a root file system's /etc/localtime and alternatives.
+		return &artifact.Local{Path: s.path, Extract: &artifact.Extract{RootedLinks: true}}
 	case srcURL:
 		u := &artifact.URL{URL: s.url, SHA256: s.sha256, Filename: s.filename}
 		if s.unpack {
-			u.Extract = &artifact.Extract{}
+			u.Extract = &artifact.Extract{RootedLinks: true}
 		}
 		return u
 	}

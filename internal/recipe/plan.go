@@ -710,11 +710,14 @@ func (r *Recipe) extract(at string, e *Extract, v Vars) (*artifact.Extract, erro
 	if e == nil {
 		return nil, nil
 	}
+	if e.Links != "" && e.Links != "keep" && e.Links != "refuse" {
+		return nil, r.Errorf(at+".links", "extract.links %q: want keep or refuse", e.Links)
+	}
 	inc, err := r.ExpandList(at+".include", e.Include, v)
 	if err != nil {
 		return nil, err
 	}
-	return &artifact.Extract{Strip: e.Strip, Include: inc}, nil
+	return &artifact.Extract{Strip: e.Strip, Include: inc, RootedLinks: e.Links == "keep"}, nil
 }
 
 func abs(dir, p string) string {

@@ -203,6 +203,11 @@ type URL struct {
 type Extract struct {
 	Strip   int      `yaml:"strip"`
 	Include []string `yaml:"include"`
+	// Links: "keep" keeps a tar archive's absolute symlinks, as links
+	// from the image's root (a root file system's /etc/localtime), where
+	// they are refused by default ("refuse"); one that climbs out of the
+	// archive is refused either way.
+	Links string `yaml:"links"`
 }
 
 // GoBuild builds Go packages from a module on disk with the host toolchain.
