@@ -643,6 +643,16 @@ func (r *Recipe) goBuild(at string, g *GoBuild, pf platform.Platform, v Vars) (*
 	); err != nil {
 		return nil, err
 	}
+	for i, f := range g.Ldflags {
+		if err := checkLinkerWords(f, sg.Ldflags[i], v); err != nil {
+			return nil, r.Errorf(fmt.Sprintf("%s.ldflags.%d", at, i), "ldflags: %v", err)
+		}
+	}
+	for i, f := range g.Tags {
+		if err := checkTagWords(f, v); err != nil {
+			return nil, r.Errorf(fmt.Sprintf("%s.tags.%d", at, i), "tags: %v", err)
+		}
+	}
 	for i, pkg := range sg.Packages {
 		// A path out of the module builds files that no pin and no
 		// cache key cover (go builds a file anywhere given by path).
