@@ -255,6 +255,12 @@ func (f *Fetcher) downloadOnce(ctx context.Context, client *http.Client, rawURL,
 	if err != nil {
 		return "", permanent{err}
 	}
+	// The pin is of the file as the server stores it, what upstream's
+	// checksums and curl see. Left alone, net/http would ask for gzip and
+	// hand over a body sent with Content-Encoding: gzip decompressed (a
+	// .tar.gz stored so in S3 arrives as its .tar). With identity asked,
+	// a body sent encoded anyway is passed on as it came.
+	req.Header.Set("Accept-Encoding", "identity")
 	// A password in the URL itself is not repeated in messages.
 	shown := redactURL(rawURL)
 	resp, err := client.Do(req)

@@ -2,6 +2,7 @@ package artifact_test
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -882,5 +883,38 @@ func TestGetSharedDigestDownloadsOnce(t *testing.T) {
 		if b, err := os.ReadFile(filepath.Join(dir, strconv.Itoa(i))); err != nil || !bytes.Equal(b, payload) {
 			t.Errorf("file %d: %v", i, err)
 		}
+	}
+}
+
+// A download is the file as the server stores it, the bytes upstream's
+// checksums and curl see: a .tar.gz stored with Content-Encoding: gzip
+// (an S3 object uploaded so) is not handed over decompressed.
+func TestDownloadKeepsContentEncoding(t *testing.T) {
+	var stored bytes.Buffer
+	zw := gzip.NewWriter(&stored)
+	zw.Write(payload)
+	zw.Close()
+	var asked atomic.Value
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		asked.Store(r.Header.Get("Accept-Encoding"))
+		// Sent encoded whatever the request accepts, as such an object is.
+		w.Header().Set("Content-Encoding", "gzip")
+		w.Header().Set("Content-Length", strconv.Itoa(stored.Len()))
+		w.Write(stored.Bytes())
+	})
+	dir := t.TempDir()
+	dst := filepath.Join(dir, "download")
+	if err := fetcher(t).DownloadWithin(context.Background(), srv.URL+"/x.tar.gz", sum(stored.Bytes()), dst, transfer.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, stored.Bytes()) {
+		t.Errorf("file holds %d bytes, not the %d stored", len(got), stored.Len())
+	}
+	if a, _ := asked.Load().(string); a != "identity" {
+		t.Errorf("Accept-Encoding %q, want identity", a)
 	}
 }
