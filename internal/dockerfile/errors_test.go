@@ -50,6 +50,7 @@ func TestDockerfileErrorsAt(t *testing.T) {
 		{"BuildKit's own parse errors", "FROM scratch\nCOPY onlyone", 2, 1, "COPY requires at least two arguments"},
 		{"an unknown instruction", "FROM scratch\nFORM x", 2, 1, "unknown instruction"},
 		{"a bad port", "FROM scratch\nEXPOSE 70000", 2, 1, "ports are 1 to 65535"},
+		{"a stop signal no runtime knows, as BuildKit refuses it", "FROM scratch\nSTOPSIGNAL SIGFOO", 2, 1, `stop signal "SIGFOO" is no signal the runtime knows`},
 		{"a here-document", "FROM scratch\nCOPY <<EOF /x\nhello\nEOF", 2, 1, "here-documents"},
 		{"a directory onto a file, at the COPY", "FROM scratch\nCOPY bin/hello /k\n  COPY bin/ /k", 3, 3, "COPY: /k is a file, put there by line 2 (bin/hello), and this COPY would put a directory there"},
 		{"a WORKDIR under a file", "FROM scratch\nCOPY bin/hello /k\nWORKDIR /k/w", 3, 1, "WORKDIR: /k is a file"},

@@ -300,15 +300,12 @@ func parsePort(w string) ([]string, error) {
 	return out, nil
 }
 
-// signalRE accepts a signal number or name (SIGTERM, TERM, SIGRTMIN+3).
-var signalRE = lazyre.New(`^([0-9]+|(SIG)?[A-Z][A-Z0-9]*([+-][0-9]+)?)$`)
-
 func (e *evaluator) stopSignal(s *stageState, c *instructions.StopSignalCommand) error {
 	if err := c.Expand(e.expander(s)); err != nil {
 		return err
 	}
-	if !signalRE().MatchString(c.Signal) {
-		return fmt.Errorf("invalid signal %q: want a name such as SIGTERM or a number", c.Signal)
+	if err := image.CheckStopSignal(c.Signal, s.platform.OS); err != nil {
+		return err
 	}
 	s.cfg.StopSignal = c.Signal
 	return nil

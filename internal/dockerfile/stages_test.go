@@ -147,6 +147,7 @@ func TestDockerfileConfig(t *testing.T) {
 		{"WORKDIR, USER, STOPSIGNAL", "FROM scratch\nWORKDIR /a\nWORKDIR b\nUSER 1000:1000\nSTOPSIGNAL SIGINT", "", func(c image.Config) bool {
 			return c.Workdir == "/a/b" && c.User == "1000:1000" && c.StopSignal == "SIGINT"
 		}},
+		{"STOPSIGNAL in any case, as BuildKit's table reads it", "FROM scratch\nSTOPSIGNAL rtmin+3", "", func(c image.Config) bool { return c.StopSignal == "rtmin+3" }},
 		{"WORKDIR on Windows", "# escape=`\nFROM windows-hostprocess-scratch\nWORKDIR C:\\k\\antrea", "windows/amd64", func(c image.Config) bool {
 			return c.Workdir == `\k\antrea`
 		}},

@@ -73,6 +73,11 @@ func (r *Recipe) imageConfig(at string, c *Config, pl platform.Platform, v Vars)
 				return cfg, err
 			}
 		}
+		if s.c.StopSignal != "" {
+			if err := image.CheckStopSignal(cfg.StopSignal, pl.OS); err != nil {
+				return cfg, r.Errorf(s.at+".stopSignal", "%v", err)
+			}
+		}
 		if one.Entrypoint != nil {
 			cfg.Entrypoint = one.Entrypoint
 		}

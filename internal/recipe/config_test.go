@@ -94,6 +94,10 @@ func TestConfigErrors(t *testing.T) {
 		{"bad port", "[9090/udp]", "[9090/icmp]", 25, "9090/icmp"},
 		{"unknown field", "          workdir: 'C:\\k'\n", "          workdir: 'C:\\k'\n          entrypont: [x]\n", 21, "entrypont"},
 		{"undeclared var", "cmd: [--arm]", `cmd: ["--{{W}}"]`, 23, "W"},
+		// A runtime reads the stop signal when it stops the container, and
+		// one it does not know fails the stop: refused where it is given.
+		{"unknown stop signal", "      ports: [\"8080\"]\n", "      ports: [\"8080\"]\n      stopSignal: SIGFOO\n", 17, `stop signal "SIGFOO" is no signal the runtime knows`},
+		{"real-time stop signal on Windows", "          labels: {os: windows}\n", "          labels: {os: windows}\n          stopSignal: SIGRTMIN+3\n", 22, "(windows)"},
 	})
 }
 
