@@ -78,6 +78,9 @@ func (r *Recipe) imageConfig(at string, c *Config, pl platform.Platform, v Vars)
 				return cfg, r.Errorf(s.at+".stopSignal", "%v", err)
 			}
 		}
+		if err := r.checkRunnable(s, one, cfg, pl); err != nil {
+			return cfg, err
+		}
 		if one.Entrypoint != nil {
 			cfg.Entrypoint = one.Entrypoint
 		}
@@ -106,6 +109,30 @@ func (r *Recipe) imageConfig(at string, c *Config, pl platform.Platform, v Vars)
 	return cfg, nil
 }
 
+// checkRunnable refuses, at their lines, config values of section s that
+// a Linux runtime cannot start a container with, which would otherwise
+// fail only where the image runs: runc takes only an absolute working
+// directory, containerd and Docker read the user as user[:group], and
+// runc refuses a variable with no name. Windows has its own rules for
+// these, left to it.
+func (r *Recipe) checkRunnable(s configSection, one, cfg image.Config, pl platform.Platform) error {
+	if pl.OS != "linux" {
+		return nil
+	}
+	if s.c.Workdir != "" && !strings.HasPrefix(cfg.Workdir, "/") {
+		return r.Errorf(s.at+".workdir", "workdir %q is not an absolute path, and the runtime starts a container only in one", cfg.Workdir)
+	}
+	if s.c.User != "" && strings.Count(cfg.User, ":") > 1 {
+		return r.Errorf(s.at+".user", "user %q is not user[:group]: the runtime reads at most one ':'", cfg.User)
+	}
+	for i, e := range one.Env {
+		if strings.HasPrefix(e, "=") {
+			return r.Errorf(fmt.Sprintf("%s.env.%d", s.at, i), "env entry %q has no variable name", e)
+		}
+	}
+	return nil
+}
+
 // configBudget counts the bytes of an image's config on one platform as
 // its values are expanded, every section's, and refuses at its line the
 // value that takes them past image.DefaultMaxManifestSize: the config
@@ -123,6 +150,11 @@ func (b *configBudget) expand(path, s string, v Vars) (string, error) {
 	out, err := b.r.Expand(path, s, v)
 	if err != nil {
 		return "", err
+	}
+	if strings.IndexByte(out, 0) >= 0 {
+		// No argument, variable or path handed to a process can hold
+		// one: the container would fail to start.
+		return "", b.r.Errorf(path, "%q holds a NUL byte, which no command, variable or path of a container can", out)
 	}
 	b.used += len(out)
 	if b.used > image.DefaultMaxManifestSize {
