@@ -100,6 +100,9 @@ func Open(dir string) (*Cache, error) {
 	if err := claim(dir); err != nil {
 		return nil, err
 	}
+	if err := unlinkDirs(dir); err != nil {
+		return nil, err
+	}
 	for _, sub := range []string{"blobs/sha256", "artifacts", "layers", "tmp", "locks"} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
 			return nil, fmt.Errorf("cache %s: %w", dir, err)
@@ -111,6 +114,35 @@ func Open(dir string) (*Cache, error) {
 	os.Remove(filepath.Join(dir, "digests.json"))
 	c.sweep()
 	return c, nil
+}
+
+// cacheDirs are the directories inside a cache, parents first.
+var cacheDirs = []string{"artifacts", "blobs", "blobs/sha256", "facts", "layers", "locks", "memo", "sources", "tmp", "uptodate"}
+
+// unlinkDirs removes a symlink found where the cache keeps one of its
+// directories (a cache restored from elsewhere, a CI cache an untrusted
+// job wrote): followed, it would have the sweep remove what lies under
+// another directory's build-* names and the writes land there. The link
+// goes, not what it points at, and the directory is made anew. Anything
+// else that is not a directory there is not pallet's to remove.
+func unlinkDirs(dir string) error {
+	for _, sub := range cacheDirs {
+		p := filepath.Join(dir, sub)
+		fi, err := os.Lstat(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist), err == nil && fi.IsDir():
+			continue
+		case err != nil:
+			return fmt.Errorf("cache %s: %w", dir, err)
+		case fi.Mode()&fs.ModeSymlink != 0:
+			if err := os.Remove(p); err != nil {
+				return fmt.Errorf("cache %s: %s is a symlink, which pallet does not follow: %w", dir, sub, err)
+			}
+		default:
+			return fmt.Errorf("cache %s: %s is not a directory (%s); the cache holds only what pallet writes there, so remove it or choose another cache", dir, sub, fi.Mode().Type())
+		}
+	}
+	return nil
 }
 
 // Dir is the cache's directory.

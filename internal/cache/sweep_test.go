@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 )
@@ -75,5 +76,65 @@ func TestKilledBuildsTempDirIsSwept(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(running, "layer.tmp")); err != nil {
 		t.Errorf("a running build's temporary was removed: %v", err)
+	}
+}
+
+// A cache directory found as a symlink (a cache restored from a source
+// that could write one) is not followed: the sweep would remove what
+// another directory holds under build-* names, and writes would land
+// there. The link is replaced by a directory; its target is untouched.
+func TestCacheDirsThatAreLinksAreNotFollowed(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "cache")
+	if _, err := Open(dir); err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(root, "project")
+	victim := filepath.Join(outside, "build-release")
+	if err := os.MkdirAll(victim, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(victim, "app"), []byte("precious"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-72 * time.Hour)
+	for _, p := range []string{filepath.Join(victim, "app"), victim} {
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, sub := range []string{"tmp", "memo"} {
+		if err := os.RemoveAll(filepath.Join(dir, sub)); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(outside, filepath.Join(dir, sub)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := Open(dir); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(victim, "app")); err != nil || string(b) != "precious" {
+		t.Errorf("the file under the link's target: %q, %v", b, err)
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, "tmp")); err != nil || !fi.IsDir() {
+		t.Errorf("tmp is not a directory again: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "memo")); !os.IsNotExist(err) {
+		t.Errorf("memo link left (%v)", err)
+	}
+
+	// What is neither a directory nor a link is not pallet's to remove.
+	if err := os.WriteFile(filepath.Join(dir, "layers2"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "layers")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(dir, "layers2"), filepath.Join(dir, "layers")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(dir); err == nil || !strings.Contains(err.Error(), "layers is not a directory") {
+		t.Errorf("a file at layers: %v", err)
 	}
 }
