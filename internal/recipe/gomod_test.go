@@ -123,6 +123,11 @@ func TestGoModuleErrors(t *testing.T) {
 		{"output flag", "      packages: [./cmd/crictl]", "      packages: [./cmd/crictl]\n      flags: [-buildmode=pie, -o, /tmp/x]", 12, "flag -o: pallet chooses where"},
 		{"overlay flag", "      packages: [./cmd/crictl]", "      packages: [./cmd/crictl]\n      flags: [--overlay=/tmp/o.json]", 12, "reads a file outside the module"},
 		{"modfile flag", "      packages: [./cmd/crictl]", "      packages: [./cmd/crictl]\n      flags: [-modfile, ../other.mod]", 12, "reads a file outside the module"},
+		// GOFLAGS in env is read as flags: the same are refused there.
+		{"modfile in GOFLAGS", "      packages: [./cmd/crictl]", "      packages: [./cmd/crictl]\n      env: [GOAMD64=v2, \"GOFLAGS=-v -modfile=/tmp/x.mod\"]", 12, "GOFLAGS flag -modfile=/tmp/x.mod: it reads a file outside the module"},
+		{"ldflags in GOFLAGS", "      packages: [./cmd/crictl]", "      packages: [./cmd/crictl]\n      env: [GOFLAGS=-ldflags=-X=main.v=2]", 12, "GOFLAGS flag -ldflags=-X=main.v=2: use the ldflags field"},
+		{"a go.work", "      packages: [./cmd/crictl]", "      packages: [./cmd/crictl]\n      env: [GOWORK=/tmp/go.work]", 12, "GOWORK=/tmp/go.work: the build reads no work file"},
+		{"a go env file", "      packages: [./cmd/crictl]", "      packages: [./cmd/crictl]\n      env: [GOENV=/tmp/env]", 12, "GOENV=/tmp/env: the build reads no env file"},
 		{"short commit", "      sum: " + testSum + "\n      packages: [./cmd/crictl]", "      sum: " + testSum + "\n      commit: 0123abc\n      packages: [./cmd/crictl]", 11, "gomod.commit must be a full commit hash"},
 		{"{{commit}} without one", `"-X main.v={{version}}"`, `"-X main.c={{commit}}"`, 12, "the one its gomod section names (gomod.commit)"},
 		{"commit not the pseudo-version's", "    version: 1.32.0\n    gomod:\n      module: sigs.k8s.io/cri-tools\n      version: v{{version}}\n      sum: " + testSum + "\n",

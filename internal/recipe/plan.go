@@ -664,19 +664,52 @@ func (r *Recipe) goBuild(at string, g *GoBuild, pf platform.Platform, v Vars) (*
 		if !strings.HasPrefix(f, "-") {
 			continue
 		}
-		name, val, hasVal := strings.Cut(strings.TrimLeft(f, "-"), "=")
-		if !hasVal && i+1 < len(sg.Flags) {
-			val = sg.Flags[i+1]
+		next := ""
+		if i+1 < len(sg.Flags) {
+			next = sg.Flags[i+1]
 		}
-		why, own := ownFlags[name]
-		if !own && fileFlags[name] && outsideModule(val) {
-			why, own = "it reads a file outside the module, which no pin covers", true
-		}
-		if own {
+		if why := refusedFlag(f, next); why != "" {
 			return nil, r.Errorf(fmt.Sprintf("%s.flags.%d", at, i), "flag %s: %s", f, why)
 		}
 	}
+	for i, kv := range sg.Env {
+		k, val, _ := strings.Cut(kv, "=")
+		switch k {
+		case "GOFLAGS":
+			// The go command reads these as flags given on its command
+			// line (each -name or -name=value): the same are refused.
+			for _, f := range strings.Fields(val) {
+				if why := refusedFlag(f, ""); why != "" {
+					return nil, r.Errorf(fmt.Sprintf("%s.env.%d", at, i), "GOFLAGS flag %s: %s", f, why)
+				}
+			}
+		case "GOWORK", "GOENV":
+			// pallet sets both off: a go.work or go env file names other
+			// modules, directories and flags, out of the module and of
+			// the cache key, which holds only this setting's path.
+			if val != "off" {
+				return nil, r.Errorf(fmt.Sprintf("%s.env.%d", at, i), "%s: the build reads no %s file, which no pin covers; give what it would set in this section (flags, env)", kv, strings.ToLower(strings.TrimPrefix(k, "GO")))
+			}
+		}
+	}
 	return sg, nil
+}
+
+// refusedFlag says why the go build flag f (followed by next, for a flag
+// whose value is the next argument) may not be given in a recipe, or ""
+// if it may.
+func refusedFlag(f, next string) string {
+	name, val, hasVal := strings.Cut(strings.TrimLeft(f, "-"), "=")
+	if !hasVal {
+		val = next
+	}
+	if why, own := ownFlags[name]; own {
+		return why
+	}
+	if fileFlags[name] && outsideModule(val) {
+		return "it reads a file outside the module, which no pin covers"
+	}
+	return ""
 }
 
 // ownFlags are the go build flags a recipe may not pass in flags: pallet
