@@ -119,6 +119,7 @@ func TestGoModuleErrors(t *testing.T) {
 		{"bad expanded toolchain", `  GO: "1.23.4"`, `  GO: "1.23.x"`, 13, "want a release such as 1.23.4"},
 		{"language version as toolchain", `  GO: "1.23.4"`, `  GO: "1.26"`, 13, "want 1.26.0 or a later 1.26.N"},
 		{"package by absolute path", "      packages: [./cmd/crictl]", "      packages: [/tmp/x/main.go]", 11, "is outside the module"},
+		{"a flag as a package", "      packages: [./cmd/crictl]", "      packages: [-toolexec=/tmp/x, ./cmd/crictl]", 11, `package "-toolexec=/tmp/x" begins with '-', which go build reads as a flag`},
 		{"package above the module", "      packages: [./cmd/crictl]", "      packages: [./cmd/../../x]", 11, "is outside the module"},
 		{"output flag", "      packages: [./cmd/crictl]", "      packages: [./cmd/crictl]\n      flags: [-buildmode=pie, -o, /tmp/x]", 12, "flag -o: pallet chooses where"},
 		{"overlay flag", "      packages: [./cmd/crictl]", "      packages: [./cmd/crictl]\n      flags: [--overlay=/tmp/o.json]", 12, "reads a file outside the module"},

@@ -654,6 +654,11 @@ func (r *Recipe) goBuild(at string, g *GoBuild, pf platform.Platform, v Vars) (*
 		}
 	}
 	for i, pkg := range sg.Packages {
+		if strings.HasPrefix(pkg, "-") {
+			// The go command reads it as a flag, past every check of
+			// flags (-o elsewhere, -toolexec, a second -ldflags).
+			return nil, r.Errorf(fmt.Sprintf("%s.packages.%d", at, i), "package %q begins with '-', which go build reads as a flag; give flags in flags", pkg)
+		}
 		// A path out of the module builds files that no pin and no
 		// cache key cover (go builds a file anywhere given by path).
 		if outsideModule(pkg) {
