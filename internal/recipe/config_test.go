@@ -107,6 +107,16 @@ func TestConfigErrors(t *testing.T) {
 	})
 }
 
+// A base that is no kind pallet takes is refused at its line before it is
+// taken for a registry name: "file:///x" and "../x" would be looked up on
+// the hosts "file:" and "..".
+func TestBaseNotAReference(t *testing.T) {
+	checkEdits(t, configRecipe, []editCase{
+		{"a file URL", "{linux: scratch,", "{linux: \"file:///etc/passwd\",", 8, `base "file:///etc/passwd" is not scratch, windows-hostprocess-scratch, windows-hostprocess-scratch-v1, oci:PATH[:TAG] or a registry reference`},
+		{"a path", "{linux: scratch,", "{linux: ../images/base,", 8, "or a registry reference (invalid reference format)"},
+	})
+}
+
 // --platform takes an OS for every platform of it the images have.
 func TestPlatformSelectionByOS(t *testing.T) {
 	r, err := Parse("pallet.yaml", []byte(configRecipe))
