@@ -46,6 +46,7 @@ func TestDockerfileErrorsAt(t *testing.T) {
 		{"a relative destination on an unread base", "FROM example.com/base\nCOPY bin/hello app/", 2, 1, "relative to the working directory of the base"},
 		{"the built-in Windows base on Linux", "FROM   windows-hostprocess-scratch", 1, 8, "a Windows base"},
 		{"an unknown platform", "FROM --platform=linux/amd46 scratch", 1, 6, "unknown platform"},
+		{"a base that is no reference, at the name", "FROM   ../images/base", 1, 8, `base "../images/base" is not scratch`},
 		{"instructions before FROM", "LABEL a=b\nFROM scratch", 1, 1, "before the first FROM"},
 		{"BuildKit's own parse errors", "FROM scratch\nCOPY onlyone", 2, 1, "COPY requires at least two arguments"},
 		{"an unknown instruction", "FROM scratch\nFORM x", 2, 1, "unknown instruction"},

@@ -341,6 +341,9 @@ func (e *evaluator) fromStage(sd *stageDef) (*stageDef, string, error) {
 			return other, base, nil
 		}
 	}
+	if err := image.CheckBaseRef(base); err != nil {
+		return nil, "", plan.Errorf(sd.basePos, "FROM %s: %v", sd.baseRaw, err)
+	}
 	return nil, base, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/distribution/reference"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -89,6 +90,22 @@ func scratch(p platform.Platform) (v1.Image, error) {
 		Variant:      p.Variant,
 		RootFS:       v1.RootFS{Type: "layers"},
 	})
+}
+
+// CheckBaseRef refuses a base that is none of the kinds Base takes
+// before it is taken for a registry reference: go-containerregistry's
+// parser lets "file:///x" or "../img" through as names on the hosts
+// "file:" and "..", which would be asked for them over the network, and
+// the build would fail on a name lookup that says nothing of the base.
+// The grammar is the one docker and containerd read references by.
+func CheckBaseRef(ref string) error {
+	if IsBuiltin(ref) || strings.HasPrefix(ref, "oci:") {
+		return nil
+	}
+	if _, err := reference.ParseNormalizedNamed(ref); err != nil {
+		return fmt.Errorf("base %q is not scratch, %s, %s, oci:PATH[:TAG] or a registry reference (%v)", ref, HostProcessScratch, HostProcessScratchV1, err)
+	}
+	return nil
 }
 
 // IsBuiltin says whether ref is a base pallet makes itself: one that

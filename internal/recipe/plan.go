@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/distribution/reference"
-
 	"github.com/pallet-dev/pallet/internal/artifact"
 	"github.com/pallet-dev/pallet/internal/image"
 	"github.com/pallet-dev/pallet/internal/plan"
@@ -328,7 +326,7 @@ func (pln *planner) platformImage(name string, ri *Image, vars Vars, pl platform
 		return nil, r.Errorf(at+".base", "image %s: no base for platform %s", name, pl)
 	}
 	for _, b := range bases {
-		if err := checkBase(b); err != nil {
+		if err := image.CheckBaseRef(b); err != nil {
 			return nil, r.Errorf(at+".base", "image %s: %v", name, err)
 		}
 	}
@@ -723,22 +721,6 @@ func refusedFlag(f, next string) string {
 		return "it reads a file outside the module, which no pin covers"
 	}
 	return ""
-}
-
-// checkBase refuses a base that is none of the kinds pallet takes before
-// it is taken for a registry reference: go-containerregistry's parser
-// lets "file:///x" or "../img" through as names on the hosts "file:" and
-// "..", which would be asked for them over the network, and the build
-// would fail with a name lookup error that says nothing of the recipe.
-// The grammar is the one docker and containerd read references by.
-func checkBase(ref string) error {
-	if image.IsBuiltin(ref) || strings.HasPrefix(ref, "oci:") {
-		return nil
-	}
-	if _, err := reference.ParseNormalizedNamed(ref); err != nil {
-		return fmt.Errorf("base %q is not scratch, %s, %s, oci:PATH[:TAG] or a registry reference (%v)", ref, image.HostProcessScratch, image.HostProcessScratchV1, err)
-	}
-	return nil
 }
 
 // ownFlags are the go build flags a recipe may not pass in flags: pallet
