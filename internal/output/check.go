@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/distribution/reference"
 	"github.com/google/go-containerregistry/pkg/name"
 )
 
@@ -70,6 +71,16 @@ func (r *Registry) check(images []Planned) error {
 		}
 		if err != nil {
 			return err
+		}
+		// go-containerregistry takes "file:///x" or "../x" for a name on
+		// the host "file:" or "..", which the push would look up only
+		// once the build is done.
+		full := r.Ref
+		if prefix {
+			full += im.Repository
+		}
+		if _, err := reference.ParseNormalizedNamed(full); err != nil {
+			return fmt.Errorf("registry:%s: %s is not a registry reference, as docker reads one (%v)", r.Ref, full, err)
 		}
 	}
 	return nil

@@ -350,3 +350,27 @@ func TestDockerStdout(t *testing.T) {
 		t.Error("standard output differs from the archive written to a file")
 	}
 }
+
+// A registry output that is no reference is refused before the build,
+// not once it is done and the push looks up the host "file:" or "..".
+func TestRegistryOutputMustBeAReference(t *testing.T) {
+	images := []Planned{{Repository: "app", Tags: []string{"v1"}, Manifests: 1}}
+	for _, ref := range []string{"file:///x", "../x", "file:///"} {
+		target, err := Parse("registry:"+ref, Options{})
+		if err == nil {
+			err = CheckImages([]Target{target}, images)
+		}
+		if err == nil || !strings.Contains(err.Error(), "is not a registry reference") {
+			t.Errorf("registry:%s: %v", ref, err)
+		}
+	}
+	for _, ref := range []string{"localhost:5000/team/app", "example.com/app:v1", "app", "localhost:5000/mirror/"} {
+		target, err := Parse("registry:"+ref, Options{})
+		if err == nil {
+			err = CheckImages([]Target{target}, images)
+		}
+		if err != nil {
+			t.Errorf("registry:%s: %v", ref, err)
+		}
+	}
+}
