@@ -124,22 +124,21 @@ var cacheDirs = []string{"artifacts", "blobs", "blobs/sha256", "facts", "layers"
 // job wrote): followed, it would have the sweep remove what lies under
 // another directory's build-* names and the writes land there. The link
 // goes, not what it points at, and the directory is made anew. Anything
-// else that is not a directory there is not pallet's to remove.
+// else that is not a directory there is not pallet's to remove: where
+// the cache needs the directory, making it fails and says so; where it
+// only saves work (memo/), the build warns and goes on without it.
 func unlinkDirs(dir string) error {
 	for _, sub := range cacheDirs {
 		p := filepath.Join(dir, sub)
 		fi, err := os.Lstat(p)
 		switch {
-		case errors.Is(err, fs.ErrNotExist), err == nil && fi.IsDir():
+		case errors.Is(err, fs.ErrNotExist), err == nil && fi.Mode()&fs.ModeSymlink == 0:
 			continue
 		case err != nil:
 			return fmt.Errorf("cache %s: %w", dir, err)
-		case fi.Mode()&fs.ModeSymlink != 0:
-			if err := os.Remove(p); err != nil {
-				return fmt.Errorf("cache %s: %s is a symlink, which pallet does not follow: %w", dir, sub, err)
-			}
-		default:
-			return fmt.Errorf("cache %s: %s is not a directory (%s); the cache holds only what pallet writes there, so remove it or choose another cache", dir, sub, fi.Mode().Type())
+		}
+		if err := os.Remove(p); err != nil {
+			return fmt.Errorf("cache %s: %s is a symlink, which pallet does not follow: %w", dir, sub, err)
 		}
 	}
 	return nil

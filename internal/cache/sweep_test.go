@@ -134,7 +134,10 @@ func TestCacheDirsThatAreLinksAreNotFollowed(t *testing.T) {
 	if err := os.Rename(filepath.Join(dir, "layers2"), filepath.Join(dir, "layers")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(dir); err == nil || !strings.Contains(err.Error(), "layers is not a directory") {
+	if _, err := Open(dir); err == nil || !strings.Contains(err.Error(), "layers: not a directory") {
 		t.Errorf("a file at layers: %v", err)
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, "layers")); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("the file at layers was not left as it was: %v", err)
 	}
 }
