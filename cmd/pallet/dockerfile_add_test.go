@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -163,5 +164,54 @@ images:
 	}
 	if got := layerLines(t, layers, 1, func(h *tar.Header) string { return h.Linkname }); !reflect.DeepEqual(got, want) {
 		t.Errorf("with links: keep, the layer holds\n got %q\nwant %q", got, want)
+	}
+}
+
+// An archive's device nodes and named pipes are not placed (the cache, a
+// directory of the build's, has no place for them); the build says so,
+// once, at the line that unpacks the archive, where BuildKit's unpack
+// (as root) makes them. One left out by include is not named.
+func TestArchiveSpecialFilesWarned(t *testing.T) {
+	dir := t.TempDir()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, h := range []*tar.Header{
+		{Name: "dev/", Typeflag: tar.TypeDir, Mode: 0o755},
+		{Name: "dev/null", Typeflag: tar.TypeChar, Mode: 0o666, Devmajor: 1, Devminor: 3},
+		{Name: "dev/sda", Typeflag: tar.TypeBlock, Mode: 0o660, Devmajor: 8},
+		{Name: "run/initctl", Typeflag: tar.TypeFifo, Mode: 0o600},
+		{Name: "bin/app", Typeflag: tar.TypeReg, Mode: 0o755},
+	} {
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "r.tar"), buf.String())
+	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM scratch\nADD r.tar /\n")
+	log := mustPallet(t, "build", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "--platform", "linux/amd64,linux/arm64", "-o", "oci:"+filepath.Join(t.TempDir(), "o"))
+	// Once for both platforms, naming the one that got there first.
+	want := regexp.MustCompile(`warning: ` + regexp.QuoteMeta(filepath.Join(dir, "Dockerfile")) + `:2:5: artifact r\.tar \(linux/(amd|arm)64, local mode\): the archive holds 3 entries pallet does not place, which the image will not have: dev/null \(character device\), dev/sda \(block device\), run/initctl \(named pipe\)\n`)
+	if n := strings.Count(log, "does not place"); n != 1 || !want.MatchString(log) {
+		t.Errorf("the build said\n%s\nwant once: %s", log, want)
+	}
+
+	recipe := filepath.Join(dir, "pallet.yaml")
+	writeFile(t, recipe, `version: 1
+artifacts:
+  r:
+    local: {path: ./r.tar, extract: {include: [bin]}}
+    licenses: none
+images:
+  app:
+    base: scratch
+    platforms: [linux/amd64]
+    files:
+      - {artifact: r, dest: /}
+`)
+	if log := mustPallet(t, "build", "--no-cache", "-f", recipe, "-o", "oci:"+filepath.Join(t.TempDir(), "o")); strings.Contains(log, "does not place") {
+		t.Errorf("entries include leaves out were named:\n%s", log)
 	}
 }

@@ -150,6 +150,12 @@ type Options struct {
 	// and goes through a symlink it finds there.
 	Dirs func(rel string)
 
+	// Skipped, when set, is told of each entry Extract does not place
+	// (a device node, a named pipe: a file system of the build's has no
+	// place for them), by its name in the archive and what it is, where
+	// Strip and Include would have placed it.
+	Skipped func(name, what string)
+
 	// RootedLinks takes a tar symlink whose target is absolute
 	// ("/usr/share/zoneinfo/UTC") as a link from the root of what is
 	// unpacked, as a container's root file system reads it, and keeps

@@ -58,6 +58,10 @@ type entry struct {
 	// zip), told to Options.Headers once the entry is in place.
 	header *Header
 
+	// other says what an entry of kindOther is, as Options.Skipped
+	// tells it ("character device").
+	other string
+
 	open func() (io.ReadCloser, error)
 }
 
@@ -214,11 +218,11 @@ func (x *extractor) add(e *entry) error {
 	if e.streamed && e.kind == kindFile && e.size > x.opt.MaxBytes-x.decompressed {
 		return x.bomb(e)
 	}
-	if e.kind == kindOther {
-		return nil
-	}
 	parts, err := splitName(e.name, e.slashes)
 	if err != nil {
+		if e.kind == kindOther {
+			return nil // never placed, so never named
+		}
 		return x.entryErr(e, "%w", err)
 	}
 	if len(parts) <= x.opt.Strip {
@@ -226,6 +230,12 @@ func (x *extractor) add(e *entry) error {
 	}
 	parts = parts[x.opt.Strip:]
 	if !x.include(strings.Join(parts, "/")) {
+		return nil
+	}
+	if e.kind == kindOther {
+		if x.opt.Skipped != nil {
+			x.opt.Skipped(e.name, e.other)
+		}
 		return nil
 	}
 

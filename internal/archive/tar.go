@@ -158,7 +158,7 @@ func (x *extractor) extractTar(file *os.File, f Format) error {
 			}
 			continue
 		default:
-			e.kind = kindOther
+			e.kind, e.other = kindOther, tarTypeName(hdr.Typeflag)
 		}
 		if err := x.add(e); err != nil {
 			return err
@@ -190,4 +190,17 @@ func (x *extractor) readErr(last *entry, err error) error {
 		return x.fail("read tar: %w", err)
 	}
 	return x.fail("read tar after entry %q: %w", last.name, err)
+}
+
+// tarTypeName says what a tar entry of a type Extract does not place is.
+func tarTypeName(t byte) string {
+	switch t {
+	case tar.TypeChar:
+		return "character device"
+	case tar.TypeBlock:
+		return "block device"
+	case tar.TypeFifo:
+		return "named pipe"
+	}
+	return fmt.Sprintf("tar entry of type %q", t)
 }

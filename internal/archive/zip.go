@@ -72,7 +72,7 @@ func (x *extractor) extractZip(file *os.File) error {
 		case mode.IsRegular():
 			e.kind = kindFile
 		default:
-			e.kind = kindOther
+			e.kind, e.other = kindOther, "zip entry of mode "+mode.String()
 		}
 		if parts, err := splitName(e.name, e.slashes); err == nil && e.kind != kindOther {
 			key := strings.Join(parts, "/")

@@ -126,7 +126,15 @@ type Record struct {
 	Digest string `json:"digest,omitempty"`
 	// GoVersion is the toolchain that built a source or go artifact.
 	GoVersion string `json:"goToolchain,omitempty"`
+	// Skipped counts the entries of an archive that are not placed
+	// (device nodes, named pipes), and SkippedNames names the first of
+	// them, with what each is: the image has none of them.
+	Skipped      int      `json:"skipped,omitempty"`
+	SkippedNames []string `json:"skippedNames,omitempty"`
 }
+
+// maxSkippedNames bounds the names Record.SkippedNames keeps.
+const maxSkippedNames = 8
 
 // Fetcher obtains artifacts, with the build-wide policy every kind obeys:
 // network, mirror, offline, cache, limits. Its zero value is not usable;

@@ -27,7 +27,8 @@ func (e *Extract) key() string {
 // itself under name. Errors name the archive as shown (its URL, or its
 // path). Licence files of an archive are taken apart from the
 // include filter so that shipping one binary still ships its licence.
-func (f *Fetcher) fileTree(ctx context.Context, r *Request, file, name, shown string, ex *Extract, work string) (*tree.Tree, *tree.Tree, error) {
+// The entries of the archive it does not place are counted in rec.
+func (f *Fetcher) fileTree(ctx context.Context, r *Request, file, name, shown string, ex *Extract, work string, rec *Record) (*tree.Tree, *tree.Tree, error) {
 	if ex == nil {
 		t, err := tree.FromFile(file, name)
 		if err != nil {
@@ -84,6 +85,12 @@ func (f *Fetcher) fileTree(ctx context.Context, r *Request, file, name, shown st
 			return
 		}
 		headers[rel] = h
+	}
+	opt.Skipped = func(name, what string) {
+		rec.Skipped++
+		if len(rec.SkippedNames) < maxSkippedNames {
+			rec.SkippedNames = append(rec.SkippedNames, fmt.Sprintf("%s (%s)", name, what))
+		}
 	}
 	if err := archive.Extract(ctx, file, format, dir, opt); err != nil {
 		var abs *archive.AbsoluteLinkError

@@ -109,7 +109,7 @@ func (l *Local) Produce(ctx context.Context, f *Fetcher, r *Request, work string
 		// says its format.
 		name = l.Filename
 	}
-	t, lic, err := f.fileTree(ctx, r, l.Path, name, l.Path, l.Extract, work)
+	t, lic, err := f.fileTree(ctx, r, l.Path, name, l.Path, l.Extract, work, &rec)
 	if err != nil {
 		return nil, err
 	}

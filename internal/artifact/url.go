@@ -58,11 +58,12 @@ func (u *URL) Produce(ctx context.Context, f *Fetcher, r *Request, work string) 
 	if err := f.Get(ctx, u.URL, u.SHA256, file); err != nil {
 		return nil, err
 	}
-	t, lic, err := f.fileTree(ctx, r, file, name, redactURL(u.URL), u.Extract, work)
+	var rec Record
+	t, lic, err := f.fileTree(ctx, r, file, name, redactURL(u.URL), u.Extract, work, &rec)
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Tree: t, Licenses: lic}, nil
+	return &Result{Tree: t, Licenses: lic, Record: rec}, nil
 }
 
 // Mirror keeps the download under sha256/<digest>, verified.

@@ -27,17 +27,18 @@ func (b *builder) policy(a record.Artifact, src *plan.Artifact) error {
 		if b.opt.RequireLicenses {
 			return errors.New(msg + "; licences are required")
 		}
-		// Once per artifact, not once more per platform.
-		b.mu.Lock()
-		warned := b.unlicensed[src.Name]
-		if b.unlicensed == nil {
-			b.unlicensed = map[string]bool{}
+		b.warnOnce("unlicensed "+src.Name, msg)
+	}
+	if a.Skipped > 0 {
+		names := strings.Join(a.SkippedNames, ", ")
+		if a.Skipped > len(a.SkippedNames) {
+			names += fmt.Sprintf(" and %d more", a.Skipped-len(a.SkippedNames))
 		}
-		b.unlicensed[src.Name] = true
-		b.mu.Unlock()
-		if !warned {
-			b.opt.Progress.Warn("%s", msg)
+		msg := fmt.Sprintf("%s: the archive holds %d entries pallet does not place, which the image will not have: %s", &src.Request, a.Skipped, names)
+		if src.Pos.Line > 0 {
+			msg = src.Pos.String() + ": " + msg
 		}
+		b.warnOnce("skipped "+src.Name, msg)
 	}
 	if b.opt.MinGo != "" {
 		min := "go" + strings.TrimPrefix(b.opt.MinGo, "go")
@@ -299,4 +300,19 @@ func (b *builder) describedAll(ctx context.Context) ([]sbom.Artifact, error) {
 		}
 	}
 	return all, nil
+}
+
+// warnOnce warns of msg once per key: once per artifact, not once more
+// per platform.
+func (b *builder) warnOnce(key, msg string) {
+	b.mu.Lock()
+	warned := b.warned[key]
+	if b.warned == nil {
+		b.warned = map[string]bool{}
+	}
+	b.warned[key] = true
+	b.mu.Unlock()
+	if !warned {
+		b.opt.Progress.Warn("%s", msg)
+	}
 }

@@ -618,8 +618,8 @@ type builder struct {
 	// loaders are, per platform image, the dynamically linked
 	// executables placed in it and the loader each needs.
 	loaders map[*plan.PlatformImage][]loaderNeed
-	// unlicensed are the artifacts warned of for having no licence file.
-	unlicensed map[string]bool
+	// warned are the warnings given once (warnOnce), by key.
+	warned map[string]bool
 	// unplaced counts, per artifact, the placements of it that no layer
 	// tree has taken yet: once none is left, its tree is let go (see
 	// placedAll).
