@@ -19,13 +19,7 @@ import (
 // their licences are neither shipped nor recorded.
 func TestModuleLicencesOfPlacedBinariesOnly(t *testing.T) {
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "src", "go.mod"), "module example.com/plugins\n\ngo 1.22\n\nrequire example.com/winonly v0.0.0\n\nreplace example.com/winonly => ../winonly\n")
-	writeFile(t, filepath.Join(dir, "src", "LICENSE"), "MIT, the plugins' own\n")
-	writeFile(t, filepath.Join(dir, "src", "cmd", "host-local", "main.go"), "package main\n\nfunc main() { println(\"host-local\") }\n")
-	writeFile(t, filepath.Join(dir, "src", "cmd", "win-bridge", "main.go"), "package main\n\nimport \"example.com/winonly\"\n\nfunc main() { println(winonly.Name) }\n")
-	writeFile(t, filepath.Join(dir, "winonly", "go.mod"), "module example.com/winonly\n\ngo 1.22\n")
-	writeFile(t, filepath.Join(dir, "winonly", "LICENSE"), "BSD, the dependency's\n")
-	writeFile(t, filepath.Join(dir, "winonly", "winonly.go"), "package winonly\n\n// Name is linked by win-bridge only.\nconst Name = \"win-bridge\"\n\nvar Used = []string{Name}\n")
+	writePlugins(t, dir)
 	writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
 artifacts:
   plugins:
@@ -56,6 +50,68 @@ images:
 	readJSON(t, out+".record.json", &rec)
 	if got := recordModules(&rec); strings.Contains(got, "win-bridge") || !strings.Contains(got, "plugins host-local") {
 		t.Errorf("record's Go binaries: want host-local alone, got\n%s", got)
+	}
+}
+
+// writePlugins writes under dir/src a module of two programs, host-local
+// and win-bridge, of which win-bridge alone links example.com/winonly.
+func writePlugins(t *testing.T, dir string) {
+	t.Helper()
+	writeFile(t, filepath.Join(dir, "src", "go.mod"), "module example.com/plugins\n\ngo 1.22\n\nrequire example.com/winonly v0.0.0\n\nreplace example.com/winonly => ../winonly\n")
+	writeFile(t, filepath.Join(dir, "src", "LICENSE"), "MIT, the plugins' own\n")
+	writeFile(t, filepath.Join(dir, "src", "cmd", "host-local", "main.go"), "package main\n\nfunc main() { println(\"host-local\") }\n")
+	writeFile(t, filepath.Join(dir, "src", "cmd", "win-bridge", "main.go"), "package main\n\nimport \"example.com/winonly\"\n\nfunc main() { println(winonly.Name) }\n")
+	writeFile(t, filepath.Join(dir, "winonly", "go.mod"), "module example.com/winonly\n\ngo 1.22\n")
+	writeFile(t, filepath.Join(dir, "winonly", "LICENSE"), "BSD, the dependency's\n")
+	writeFile(t, filepath.Join(dir, "winonly", "winonly.go"), "package winonly\n\n// Name is linked by win-bridge only.\nconst Name = \"win-bridge\"\n\nvar Used = []string{Name}\n")
+}
+
+// TestModuleLicencesOfPlacementNotOfBuild builds Antrea's image, which
+// takes host-local.exe alone from the CNI plugins, beside a node image
+// that places all of them: the first ships no licence of what only
+// win-bridge links, and is the image it is when built alone. The
+// artifact's licences are the union of what the build places, which is
+// not what each placement places.
+func TestModuleLicencesOfPlacementNotOfBuild(t *testing.T) {
+	dir := t.TempDir()
+	writePlugins(t, dir)
+	recipe := filepath.Join(dir, "pallet.yaml")
+	writeFile(t, recipe, `version: 1
+artifacts:
+  plugins:
+    go:
+      module: ./src
+      packages: [./cmd/host-local, ./cmd/win-bridge]
+images:
+  cni:
+    base: scratch
+    platforms: [linux/amd64]
+    files:
+      - artifact: plugins
+        path: host-local
+        dest: /opt/cni/bin/
+  node:
+    base: scratch
+    platforms: [linux/amd64]
+    files:
+      - artifact: plugins
+        dest: /opt/cni/bin/
+`)
+	cache := t.TempDir()
+	both := filepath.Join(dir, "both")
+	digests := strings.Fields(mustPallet(t, "build", "-q", "-f", recipe, "--cache-dir", cache, "-o", "oci:"+both))
+	alone := strings.TrimSpace(mustPallet(t, "build", "-q", "-f", recipe, "--image", "cni", "--cache-dir", cache, "-o", "oci:"+filepath.Join(dir, "alone")))
+	files := readImageFiles(t, both, "linux/amd64")
+	if _, ok := files["opt/cni/bin/win-bridge"]; ok {
+		t.Fatalf("the first image of the layout is not cni: %v", files)
+	}
+	for name := range files {
+		if strings.Contains(name, "example.com/winonly") {
+			t.Errorf("the cni image ships %s, a licence of a module only win-bridge links, which another image places", name)
+		}
+	}
+	if len(digests) != 2 || digests[0] != alone {
+		t.Errorf("the cni image built beside node is %v, alone %s: it must not depend on what else the build places", digests, alone)
 	}
 }
 

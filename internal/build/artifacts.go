@@ -261,13 +261,19 @@ func placedGoBinaries(p *plan.Plan, key string, bins []record.GoBinary) []record
 	var kept []record.GoBinary
 	for _, gb := range bins {
 		for _, f := range from {
-			if gb.Path == f || strings.HasPrefix(gb.Path, f+"/") {
+			if placesPath(f, gb.Path) {
 				kept = append(kept, gb)
 				break
 			}
 		}
 	}
 	return kept
+}
+
+// placesPath says whether a placement of the artifact's path from, a
+// clean path, places the artifact's p: the file itself, or one below it.
+func placesPath(from, p string) bool {
+	return p == from || strings.HasPrefix(p, from+"/")
 }
 
 // linkedModules counts the distinct modules the binaries link.

@@ -456,13 +456,93 @@ func (b *builder) layerTree(ctx context.Context, name string, pi *plan.PlatformI
 		what = append(what, res.Record.Name+" "+dest)
 		if pm.Licenses && res.Licenses.Len() > 0 {
 			dest := "/LICENSES/" + res.Record.Name + "/"
-			if err := t.Place(res.Licenses, tree.Placement{Dest: dest}); err != nil {
+			lic, err := b.licencesPlaced(&l.Placements[i], res)
+			if err != nil {
+				return nil, nil, fmt.Errorf("layer %s: licences of %s: %w", l.Name, res.Record.Name, err)
+			}
+			if err := t.Place(lic, tree.Placement{Dest: dest}); err != nil {
 				return nil, nil, fmt.Errorf("layer %s: licences of %s: %w", l.Name, res.Record.Name, err)
 			}
 		}
 	}
 	b.placedAll(l)
 	return t, what, nil
+}
+
+// licencesPlaced is what of its artifact's licences pm ships. The
+// artifact's are those of every Go binary the build places, in any image;
+// a placement with a path (host-local.exe alone, in Antrea's image) places
+// some of them, and the modules only the others link are not in its image
+// though another image of the build places them: shipping their licences
+// would make an image depend on what else is built with it.
+func (b *builder) licencesPlaced(pm *plan.Placement, res *artifact.Result) (*tree.Tree, error) {
+	from, err := tree.CleanPath(pm.Path)
+	if err != nil || from == "." {
+		return res.Licenses, nil
+	}
+	// Licence directories, by the module (or Go toolchain, std@version)
+	// whose files they hold: those of the binaries placed, and all.
+	placed, all := map[string]bool{}, map[string]bool{}
+	for _, gb := range b.ready[pm.Artifact].record.GoBinaries {
+		in := placesPath(from, gb.Path)
+		var dirs []string
+		for _, m := range gb.Modules {
+			dirs = append(dirs, m.Path)
+		}
+		if gb.GoLicense != "" {
+			dirs = append(dirs, path.Dir(gb.GoLicense))
+		}
+		for _, d := range dirs {
+			all[d] = true
+			placed[d] = placed[d] || in
+		}
+	}
+	dropped := false
+	for d := range all {
+		dropped = dropped || !placed[d]
+	}
+	if !dropped {
+		return res.Licenses, nil
+	}
+	var kept []tree.Entry
+	// The directories above an entry kept, and above one dropped: a
+	// directory that only dropped modules' licences were in (example.com
+	// above example.com/winonly) goes with them.
+	holding, emptied := map[string]bool{}, map[string]bool{}
+	for _, e := range res.Licenses.Entries() {
+		above := holding
+		if owner := licenceOwner(e.Path, all); owner != "" && !placed[owner] {
+			above = emptied
+		} else {
+			kept = append(kept, e)
+		}
+		for d := path.Dir(e.Path); d != "." && !above[d]; d = path.Dir(d) {
+			above[d] = true
+		}
+	}
+	t := tree.New()
+	for _, e := range kept {
+		if e.Kind == tree.Dir && emptied[e.Path] && !holding[e.Path] {
+			continue
+		}
+		if err := t.Add(e); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// licenceOwner is the directory of dirs that p is in, the longest: a
+// module nested in another (go.opentelemetry.io/otel/trace in
+// go.opentelemetry.io/otel) has its licences in its own directory,
+// which the go command leaves out of the outer module's.
+func licenceOwner(p string, dirs map[string]bool) string {
+	for d := p; d != "."; d = path.Dir(d) {
+		if dirs[d] {
+			return d
+		}
+	}
+	return ""
 }
 
 // placedAll counts l's placements as taken, and lets go of the tree of
