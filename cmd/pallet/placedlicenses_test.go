@@ -66,17 +66,9 @@ func writePlugins(t *testing.T, dir string) {
 	writeFile(t, filepath.Join(dir, "winonly", "winonly.go"), "package winonly\n\n// Name is linked by win-bridge only.\nconst Name = \"win-bridge\"\n\nvar Used = []string{Name}\n")
 }
 
-// TestModuleLicencesOfPlacementNotOfBuild builds Antrea's image, which
-// takes host-local.exe alone from the CNI plugins, beside a node image
-// that places all of them: the first ships no licence of what only
-// win-bridge links, and is the image it is when built alone. The
-// artifact's licences are the union of what the build places, which is
-// not what each placement places.
-func TestModuleLicencesOfPlacementNotOfBuild(t *testing.T) {
-	dir := t.TempDir()
-	writePlugins(t, dir)
-	recipe := filepath.Join(dir, "pallet.yaml")
-	writeFile(t, recipe, `version: 1
+// cniAndNode is a recipe of two images: cni places host-local alone of
+// the plugins (as Antrea's image does), node places them all.
+const cniAndNode = `version: 1
 artifacts:
   plugins:
     go:
@@ -96,7 +88,19 @@ images:
     files:
       - artifact: plugins
         dest: /opt/cni/bin/
-`)
+`
+
+// TestModuleLicencesOfPlacementNotOfBuild builds Antrea's image, which
+// takes host-local.exe alone from the CNI plugins, beside a node image
+// that places all of them: the first ships no licence of what only
+// win-bridge links, and is the image it is when built alone. The
+// artifact's licences are the union of what the build places, which is
+// not what each placement places.
+func TestModuleLicencesOfPlacementNotOfBuild(t *testing.T) {
+	dir := t.TempDir()
+	writePlugins(t, dir)
+	recipe := filepath.Join(dir, "pallet.yaml")
+	writeFile(t, recipe, cniAndNode)
 	cache := t.TempDir()
 	both := filepath.Join(dir, "both")
 	digests := strings.Fields(mustPallet(t, "build", "-q", "-f", recipe, "--cache-dir", cache, "-o", "oci:"+both))
@@ -112,6 +116,42 @@ images:
 	}
 	if len(digests) != 2 || digests[0] != alone {
 		t.Errorf("the cni image built beside node is %v, alone %s: it must not depend on what else the build places", digests, alone)
+	}
+}
+
+// TestSBOMOfPlacementWithPath: the SBOMs of an image list what it holds,
+// not every file of an artifact of which a placement takes one
+// (host-local, not win-bridge), nor the modules only the others link.
+func TestSBOMOfPlacementWithPath(t *testing.T) {
+	dir := t.TempDir()
+	writePlugins(t, dir)
+	recipe := filepath.Join(dir, "pallet.yaml")
+	writeFile(t, recipe, cniAndNode)
+	sboms := filepath.Join(dir, "sboms")
+	mustPallet(t, "build", "-q", "-f", recipe, "--cache-dir", t.TempDir(), "-o", "oci:"+filepath.Join(dir, "out"), "--sbom", "--sbom-dir", sboms)
+	for _, doc := range []string{"cni_linux-amd64.sbom.spdx.json", "cni_linux-amd64.sbom.cdx.json"} {
+		data, err := os.ReadFile(filepath.Join(sboms, doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, absent := range []string{"win-bridge", "winonly"} {
+			if bytes.Contains(data, []byte(absent)) {
+				t.Errorf("%s names %s, which the cni image does not hold", doc, absent)
+			}
+		}
+		if !bytes.Contains(data, []byte("/opt/cni/bin/host-local")) {
+			t.Errorf("%s does not name /opt/cni/bin/host-local", doc)
+		}
+	}
+	// The node image holds both, and what win-bridge links.
+	data, err := os.ReadFile(filepath.Join(sboms, "node_linux-amd64.sbom.spdx.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, present := range []string{"/opt/cni/bin/win-bridge", "/opt/cni/bin/host-local", "LICENSES/plugins/example.com/winonly/LICENSE"} {
+		if !bytes.Contains(data, []byte(present)) {
+			t.Errorf("node's SPDX SBOM does not name %s", present)
+		}
 	}
 }
 

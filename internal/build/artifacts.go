@@ -17,7 +17,6 @@ import (
 	"github.com/pallet-dev/pallet/internal/plan"
 	"github.com/pallet-dev/pallet/internal/record"
 	"github.com/pallet-dev/pallet/internal/sbom"
-	"github.com/pallet-dev/pallet/internal/tree"
 )
 
 // policy applies the build's rules on what may be shipped.
@@ -246,9 +245,9 @@ func placedGoBinaries(p *plan.Plan, key string, bins []record.GoBinary) []record
 					if pm.Artifact != key {
 						continue
 					}
-					f, err := tree.CleanPath(pm.Path)
-					if err != nil || f == "." {
-						return bins // the whole artifact, or a path placing refuses
+					f := placedPath(&pm)
+					if f == "" {
+						return bins
 					}
 					from = append(from, f)
 				}
@@ -261,19 +260,13 @@ func placedGoBinaries(p *plan.Plan, key string, bins []record.GoBinary) []record
 	var kept []record.GoBinary
 	for _, gb := range bins {
 		for _, f := range from {
-			if placesPath(f, gb.Path) {
+			if record.PlacesPath(f, gb.Path) {
 				kept = append(kept, gb)
 				break
 			}
 		}
 	}
 	return kept
-}
-
-// placesPath says whether a placement of the artifact's path from, a
-// clean path, places the artifact's p: the file itself, or one below it.
-func placesPath(from, p string) bool {
-	return p == from || strings.HasPrefix(p, from+"/")
 }
 
 // linkedModules counts the distinct modules the binaries link.

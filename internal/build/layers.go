@@ -469,59 +469,31 @@ func (b *builder) layerTree(ctx context.Context, name string, pi *plan.PlatformI
 	return t, what, nil
 }
 
-// licencesPlaced is what of its artifact's licences pm ships. The
-// artifact's are those of every Go binary the build places, in any image;
-// a placement with a path (host-local.exe alone, in Antrea's image) places
-// some of them, and the modules only the others link are not in its image
-// though another image of the build places them: shipping their licences
-// would make an image depend on what else is built with it.
+// licencesPlaced is what of its artifact's licences pm ships: with a
+// path, those of the Go binaries it places (record.Artifact.LicenceKept).
 func (b *builder) licencesPlaced(pm *plan.Placement, res *artifact.Result) (*tree.Tree, error) {
-	from, err := tree.CleanPath(pm.Path)
-	if err != nil || from == "." {
+	kept := b.ready[pm.Artifact].record.LicenceKept(placedPath(pm))
+	if kept == nil {
 		return res.Licenses, nil
 	}
-	// Licence directories, by the module (or Go toolchain, std@version)
-	// whose files they hold: those of the binaries placed, and all.
-	placed, all := map[string]bool{}, map[string]bool{}
-	for _, gb := range b.ready[pm.Artifact].record.GoBinaries {
-		in := placesPath(from, gb.Path)
-		var dirs []string
-		for _, m := range gb.Modules {
-			dirs = append(dirs, m.Path)
-		}
-		if gb.GoLicense != "" {
-			dirs = append(dirs, path.Dir(gb.GoLicense))
-		}
-		for _, d := range dirs {
-			all[d] = true
-			placed[d] = placed[d] || in
-		}
-	}
-	dropped := false
-	for d := range all {
-		dropped = dropped || !placed[d]
-	}
-	if !dropped {
-		return res.Licenses, nil
-	}
-	var kept []tree.Entry
-	// The directories above an entry kept, and above one dropped: a
-	// directory that only dropped modules' licences were in (example.com
-	// above example.com/winonly) goes with them.
+	var taken []tree.Entry
+	// The directories above an entry taken, and above one left out: a
+	// directory that only left-out modules' licences were in
+	// (example.com above example.com/winonly) goes with them.
 	holding, emptied := map[string]bool{}, map[string]bool{}
 	for _, e := range res.Licenses.Entries() {
 		above := holding
-		if owner := licenceOwner(e.Path, all); owner != "" && !placed[owner] {
-			above = emptied
+		if kept(e.Path) {
+			taken = append(taken, e)
 		} else {
-			kept = append(kept, e)
+			above = emptied
 		}
 		for d := path.Dir(e.Path); d != "." && !above[d]; d = path.Dir(d) {
 			above[d] = true
 		}
 	}
 	t := tree.New()
-	for _, e := range kept {
+	for _, e := range taken {
 		if e.Kind == tree.Dir && emptied[e.Path] && !holding[e.Path] {
 			continue
 		}
@@ -532,17 +504,14 @@ func (b *builder) licencesPlaced(pm *plan.Placement, res *artifact.Result) (*tre
 	return t, nil
 }
 
-// licenceOwner is the directory of dirs that p is in, the longest: a
-// module nested in another (go.opentelemetry.io/otel/trace in
-// go.opentelemetry.io/otel) has its licences in its own directory,
-// which the go command leaves out of the outer module's.
-func licenceOwner(p string, dirs map[string]bool) string {
-	for d := p; d != "."; d = path.Dir(d) {
-		if dirs[d] {
-			return d
-		}
+// placedPath is the path of its artifact pm takes, clean, as the record
+// names it: "" for the whole artifact, or a path placing refuses.
+func placedPath(pm *plan.Placement) string {
+	f, err := tree.CleanPath(pm.Path)
+	if err != nil || f == "." {
+		return ""
 	}
-	return ""
+	return f
 }
 
 // placedAll counts l's placements as taken, and lets go of the tree of

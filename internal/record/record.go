@@ -100,6 +100,9 @@ type Image struct {
 type Placement struct {
 	Artifact string `json:"artifact"`
 	Dest     string `json:"dest"`
+	// Path, when set, is the one file or directory of the artifact
+	// placed (clean, relative to the artifact's root).
+	Path string `json:"path,omitempty"`
 }
 
 // Memo derives a fact about a file's content, possibly from memory (the

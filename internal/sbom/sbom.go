@@ -408,10 +408,27 @@ func (g *graph) placeFiles(byName map[string]*Artifact) error {
 	slices.SortFunc(placements, func(a, b record.Placement) int {
 		return strings.Compare(a.Artifact+"\x00"+a.Dest, b.Artifact+"\x00"+b.Dest)
 	})
+	// The licence files the image's placements of each artifact ship:
+	// nil, all of them.
+	kept := map[*artNode]func(string) bool{}
 	for _, pl := range placements {
 		an := arts[pl.Artifact]
+		k, seen := kept[an]
+		if !seen || k != nil {
+			if pk := an.a.LicenceKept(pl.Path); pk == nil {
+				kept[an] = nil
+			} else if !seen {
+				kept[an] = pk
+			} else {
+				kept[an] = func(p string) bool { return k(p) || pk(p) }
+			}
+		}
 		for _, f := range an.a.Files {
-			p, err := placedPath(pl.Dest, f.Path, an.a.Single)
+			rel, single, ok := fromPath(pl.Path, f.Path, an.a.Single)
+			if !ok {
+				continue
+			}
+			p, err := placedPath(pl.Dest, rel, single)
 			if err != nil {
 				return fmt.Errorf("sbom: image %s (%s): artifact %s at %s: %w", g.in.Image, g.in.Platform, pl.Artifact, pl.Dest, err)
 			}
@@ -424,6 +441,9 @@ func (g *graph) placeFiles(byName map[string]*Artifact) error {
 	// for every artifact placed (plan.Placement.Licenses).
 	for _, an := range g.arts {
 		for _, f := range an.a.LicenseFiles {
+			if k := kept[an]; k != nil && !k(f.Path) {
+				continue
+			}
 			if err := add(an, "/LICENSES/"+an.a.Name+"/"+f.Path, f.File, f.SHA1, true); err != nil {
 				return err
 			}
@@ -437,6 +457,23 @@ func (g *graph) placeFiles(byName map[string]*Artifact) error {
 		slices.SortFunc(an.files, func(a, b *fileNode) int { return strings.Compare(a.path, b.path) })
 	}
 	return nil
+}
+
+// fromPath is the path of the artifact's file p in the tree a placement
+// that takes the artifact's path from (clean; "" for all of it) places,
+// and whether that tree is this file alone, by tree.Place's rule: the
+// file named is placed alone, a directory's contents go where it is
+// placed. Not ok when the placement does not take p.
+func fromPath(from, p string, single bool) (rel string, one, ok bool) {
+	switch {
+	case from == "":
+		return p, single, true
+	case p == from:
+		return path.Base(p), true, true
+	case strings.HasPrefix(p, from+"/"):
+		return strings.TrimPrefix(p, from+"/"), false, true
+	}
+	return "", false, false
 }
 
 // placedPath is where a file at p in an artifact's tree lands when the
