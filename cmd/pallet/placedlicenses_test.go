@@ -54,14 +54,16 @@ images:
 }
 
 // writePlugins writes under dir/src a module of two programs, host-local
-// and win-bridge, of which win-bridge alone links example.com/winonly.
+// and win-bridge, of which win-bridge alone links example.com/winonly/v2
+// (its licence two directories below example.com, as
+// github.com/cespare/xxhash/v2's is).
 func writePlugins(t *testing.T, dir string) {
 	t.Helper()
-	writeFile(t, filepath.Join(dir, "src", "go.mod"), "module example.com/plugins\n\ngo 1.22\n\nrequire example.com/winonly v0.0.0\n\nreplace example.com/winonly => ../winonly\n")
+	writeFile(t, filepath.Join(dir, "src", "go.mod"), "module example.com/plugins\n\ngo 1.22\n\nrequire example.com/winonly/v2 v2.0.0\n\nreplace example.com/winonly/v2 => ../winonly\n")
 	writeFile(t, filepath.Join(dir, "src", "LICENSE"), "MIT, the plugins' own\n")
 	writeFile(t, filepath.Join(dir, "src", "cmd", "host-local", "main.go"), "package main\n\nfunc main() { println(\"host-local\") }\n")
-	writeFile(t, filepath.Join(dir, "src", "cmd", "win-bridge", "main.go"), "package main\n\nimport \"example.com/winonly\"\n\nfunc main() { println(winonly.Name) }\n")
-	writeFile(t, filepath.Join(dir, "winonly", "go.mod"), "module example.com/winonly\n\ngo 1.22\n")
+	writeFile(t, filepath.Join(dir, "src", "cmd", "win-bridge", "main.go"), "package main\n\nimport \"example.com/winonly/v2\"\n\nfunc main() { println(winonly.Name) }\n")
+	writeFile(t, filepath.Join(dir, "winonly", "go.mod"), "module example.com/winonly/v2\n\ngo 1.22\n")
 	writeFile(t, filepath.Join(dir, "winonly", "LICENSE"), "BSD, the dependency's\n")
 	writeFile(t, filepath.Join(dir, "winonly", "winonly.go"), "package winonly\n\n// Name is linked by win-bridge only.\nconst Name = \"win-bridge\"\n\nvar Used = []string{Name}\n")
 }
@@ -148,7 +150,7 @@ func TestSBOMOfPlacementWithPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, present := range []string{"/opt/cni/bin/win-bridge", "/opt/cni/bin/host-local", "LICENSES/plugins/example.com/winonly/LICENSE"} {
+	for _, present := range []string{"/opt/cni/bin/win-bridge", "/opt/cni/bin/host-local", "LICENSES/plugins/example.com/winonly/v2/LICENSE"} {
 		if !bytes.Contains(data, []byte(present)) {
 			t.Errorf("node's SPDX SBOM does not name %s", present)
 		}

@@ -477,19 +477,24 @@ func (b *builder) licencesPlaced(pm *plan.Placement, res *artifact.Result) (*tre
 		return res.Licenses, nil
 	}
 	var taken []tree.Entry
-	// The directories above an entry taken, and above one left out: a
-	// directory that only left-out modules' licences were in
-	// (example.com above example.com/winonly) goes with them.
+	// The directories above a file taken, and above an entry left out:
+	// a directory that only left-out modules' licences were in
+	// (github.com/cespare and github.com/cespare/xxhash, above
+	// github.com/cespare/xxhash/v2) goes with them.
 	holding, emptied := map[string]bool{}, map[string]bool{}
-	for _, e := range res.Licenses.Entries() {
-		above := holding
-		if kept(e.Path) {
-			taken = append(taken, e)
-		} else {
-			above = emptied
+	mark := func(dirs map[string]bool, p string) {
+		for d := path.Dir(p); d != "." && !dirs[d]; d = path.Dir(d) {
+			dirs[d] = true
 		}
-		for d := path.Dir(e.Path); d != "." && !above[d]; d = path.Dir(d) {
-			above[d] = true
+	}
+	for _, e := range res.Licenses.Entries() {
+		if !kept(e.Path) {
+			mark(emptied, e.Path)
+			continue
+		}
+		taken = append(taken, e)
+		if e.Kind != tree.Dir {
+			mark(holding, e.Path)
 		}
 	}
 	t := tree.New()
