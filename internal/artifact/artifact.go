@@ -167,6 +167,21 @@ type Fetcher struct {
 	gates *gateSlot
 	// getting serialises Gets of one digest into the cache (see Get).
 	getting *sync.Map // sha256 → chan struct{}
+	// said holds the lines logOnce has logged.
+	said *sync.Map
+}
+
+// logOnce logs a line once per Fetcher: one that says the same of an
+// artifact for each of its platforms, as the build of a module in its
+// unpacked tree does, says nothing more the second time.
+func (f *Fetcher) logOnce(format string, args ...any) {
+	line := fmt.Sprintf(format, args...)
+	if f.said != nil {
+		if _, dup := f.said.LoadOrStore(line, true); dup {
+			return
+		}
+	}
+	f.Log("%s", line)
 }
 
 // New returns a Fetcher with sensible network defaults.
@@ -180,6 +195,7 @@ func New() *Fetcher {
 		Log:     func(string, ...any) {},
 		gates:   &gateSlot{},
 		getting: &sync.Map{},
+		said:    &sync.Map{},
 	}
 }
 

@@ -274,3 +274,33 @@ func TestGoModuleToolchainLine(t *testing.T) {
 		t.Errorf("go install ran as go1.25.5, not as the module's toolchain line says:\n%s", asked)
 	}
 }
+
+// A module built in its unpacked tree (its go.mod has directives go
+// install refuses) is said to be so once, not once more per platform:
+// hcsshim for windows/amd64 and windows/arm64 said it twice, word for word.
+func TestGoModuleUnpackedSaidOnce(t *testing.T) {
+	p := newModProxy(t)
+	sum := p.addHello(t, "\ngodebug panicnil=1\n")
+	f := fetcher(t)
+	var said []string
+	f.Log = func(format string, args ...any) { said = append(said, fmt.Sprintf(format, args...)) }
+	for _, pl := range []string{"windows/amd64", "windows/arm64"} {
+		r := helloRequest(t, sum)
+		var err error
+		if r.Platform, err = platform.Parse(pl); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Fetch(context.Background(), r, t.TempDir()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := 0
+	for _, line := range said {
+		if strings.Contains(line, "built in the unpacked module") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("said %d times that the module is built in its unpacked tree, want once:\n%s", n, strings.Join(said, "\n"))
+	}
+}

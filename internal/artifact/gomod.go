@@ -80,7 +80,8 @@ func (m *GoModule) Produce(ctx context.Context, f *Fetcher, r *Request, work str
 	}
 	var res *Result
 	if pkgs, why := m.installable(&m.Go, src, dir); why != "" {
-		f.Log("%s: built in the unpacked module, so its binaries name their module version (devel), not %s: %s", m.ref(), m.Version, why)
+		// Said once: it holds for every platform the module is built for.
+		f.logOnce("%s: built in the unpacked module, so its binaries name their module version (devel), not %s: %s", m.ref(), m.Version, why)
 		res, err = f.goBuild(ctx, r, &g, dir, work)
 	} else {
 		res, err = m.install(ctx, f, r, pkgs, src, dir, extracted, work)
