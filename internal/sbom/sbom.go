@@ -406,22 +406,18 @@ func (g *graph) placeFiles(byName map[string]*Artifact) error {
 	}
 	placements := slices.Clone(g.in.Placed)
 	slices.SortFunc(placements, func(a, b record.Placement) int {
-		return strings.Compare(a.Artifact+"\x00"+a.Dest, b.Artifact+"\x00"+b.Dest)
+		return strings.Compare(a.Artifact+"\x00"+a.Dest+"\x00"+a.Path, b.Artifact+"\x00"+b.Dest+"\x00"+b.Path)
 	})
-	// The licence files the image's placements of each artifact ship:
-	// nil, all of them.
-	kept := map[*artNode]func(string) bool{}
+	// Which licence files of each artifact the image's placements of it
+	// ship: all, or those some placement's path keeps.
+	shipsAll := map[*artNode]bool{}
+	keeps := map[*artNode][]func(string) bool{}
 	for _, pl := range placements {
 		an := arts[pl.Artifact]
-		k, seen := kept[an]
-		if !seen || k != nil {
-			if pk := an.a.LicenceKept(pl.Path); pk == nil {
-				kept[an] = nil
-			} else if !seen {
-				kept[an] = pk
-			} else {
-				kept[an] = func(p string) bool { return k(p) || pk(p) }
-			}
+		if k := an.a.LicenceKept(pl.Path); k == nil {
+			shipsAll[an] = true
+		} else {
+			keeps[an] = append(keeps[an], k)
 		}
 		for _, f := range an.a.Files {
 			rel, single, ok := fromPath(pl.Path, f.Path, an.a.Single)
@@ -441,7 +437,7 @@ func (g *graph) placeFiles(byName map[string]*Artifact) error {
 	// for every artifact placed (plan.Placement.Licenses).
 	for _, an := range g.arts {
 		for _, f := range an.a.LicenseFiles {
-			if k := kept[an]; k != nil && !k(f.Path) {
+			if !shipsAll[an] && !slices.ContainsFunc(keeps[an], func(k func(string) bool) bool { return k(f.Path) }) {
 				continue
 			}
 			if err := add(an, "/LICENSES/"+an.a.Name+"/"+f.Path, f.File, f.SHA1, true); err != nil {
