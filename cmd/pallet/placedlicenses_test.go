@@ -320,3 +320,29 @@ images:
 		t.Errorf("warned %d times:\n%s", n, log)
 	}
 }
+
+// TestSBOMOfLayoutImageByName reads an image's SBOM back from a layout of
+// two images sharing a tag, where each entry is named repository:tag:
+// by the full name (a colon in the reference, as inspect takes it), and
+// not by a tag or no name, which would be either image.
+func TestSBOMOfLayoutImageByName(t *testing.T) {
+	dir := t.TempDir()
+	writePlugins(t, dir)
+	recipe := filepath.Join(dir, "pallet.yaml")
+	writeFile(t, recipe, cniAndNode)
+	out := filepath.Join(dir, "out")
+	mustPallet(t, "build", "-q", "-f", recipe, "--cache-dir", t.TempDir(), "-o", "oci:"+out, "--sbom")
+	doc := mustPallet(t, "sbom", "oci:"+out+":node:latest")
+	if !strings.Contains(doc, "/opt/cni/bin/win-bridge") {
+		t.Errorf("oci:OUT:node:latest is not node's SBOM:\n%.300s", doc)
+	}
+	if doc := mustPallet(t, "sbom", "oci:"+out+":cni:latest"); strings.Contains(doc, "win-bridge") {
+		t.Errorf("oci:OUT:cni:latest is not cni's SBOM:\n%.300s", doc)
+	}
+	for _, ref := range []string{"oci:" + out + ":latest", "oci:" + out} {
+		got, err := pallet(t, "sbom", ref)
+		if err == nil || !strings.Contains(err.Error(), "cni:latest") || !strings.Contains(err.Error(), "node:latest") {
+			t.Errorf("pallet sbom %s: want an error naming both images, got %v:\n%.300s", ref, err, got)
+		}
+	}
+}

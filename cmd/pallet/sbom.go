@@ -5,8 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -16,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pallet-dev/pallet/internal/bounded"
+	"github.com/pallet-dev/pallet/internal/inspect"
 	"github.com/pallet-dev/pallet/internal/platform"
 	"github.com/pallet-dev/pallet/internal/regauth"
 	"github.com/pallet-dev/pallet/internal/sbom"
@@ -132,12 +131,9 @@ func registryReferrer(cmd *cobra.Command, ref string, p *platform.Platform, want
 // layoutReferrer finds it in a layout, among the untagged entries whose
 // manifest names the image as its subject.
 func layoutReferrer(spec string, p *platform.Platform, want string) ([]byte, error) {
-	dir, tag := spec, ""
-	if i := strings.LastIndex(spec, ":"); i > 0 {
-		if _, err := os.Stat(filepath.Join(spec, "index.json")); err != nil {
-			dir, tag = spec[:i], spec[i+1:]
-		}
-	}
+	// As inspect reads it: a layout of images sharing a tag names each
+	// repository:tag, a reference with a colon of its own.
+	dir, tag := inspect.SplitLayout(spec)
 	lp, err := layout.FromPath(dir)
 	if err != nil {
 		return nil, err
@@ -150,18 +146,31 @@ func layoutReferrer(spec string, p *platform.Platform, want string) ([]byte, err
 	if err != nil {
 		return nil, err
 	}
-	var top *v1.Descriptor
-	for i, d := range m.Manifests {
-		name, tagged := d.Annotations["org.opencontainers.image.ref.name"]
-		if tagged && (tag == "" || name == tag) {
-			top = &m.Manifests[i]
-			break
+	var named []v1.Descriptor
+	if tag != "" {
+		if named, err = inspect.SelectRef(m.Manifests, tag); err != nil {
+			return nil, fmt.Errorf("oci:%s: %w", spec, err)
+		}
+	} else {
+		var names []string
+		for _, d := range m.Manifests {
+			if n, tagged := d.Annotations["org.opencontainers.image.ref.name"]; tagged {
+				named = append(named, d)
+				names = append(names, n)
+			}
+		}
+		if len(named) == 0 {
+			return nil, fmt.Errorf("oci:%s names no image", dir)
+		}
+		// Not the first of several: which one is the reader's to say.
+		for _, d := range named[1:] {
+			if d.Digest != named[0].Digest {
+				return nil, fmt.Errorf("oci:%s holds several images (%s): name one, as oci:%s:NAME", dir, strings.Join(names, ", "), dir)
+			}
 		}
 	}
-	if top == nil {
-		return nil, fmt.Errorf("oci:%s has no image named %q", dir, tag)
-	}
-	subject := *top
+	top := named[0]
+	subject := top
 	if top.MediaType.IsIndex() {
 		idx, err := root.ImageIndex(top.Digest)
 		if err != nil {

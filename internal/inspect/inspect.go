@@ -81,7 +81,7 @@ func Open(ctx context.Context, spec string, opts ...remote.Option) (*Report, err
 	r := &Report{Source: spec}
 	switch {
 	case strings.HasPrefix(spec, "oci:"):
-		dir, ref := splitLayout(strings.TrimPrefix(spec, "oci:"))
+		dir, ref := SplitLayout(strings.TrimPrefix(spec, "oci:"))
 		return r, r.layout(dir, ref)
 	case strings.HasPrefix(spec, "docker:"):
 		return r, r.docker(strings.TrimPrefix(spec, "docker:"))
@@ -107,7 +107,7 @@ func notAPath(spec string) error {
 		}
 		return fmt.Errorf("%s is a path on this machine, not a registry reference; did you mean %s%s?", spec, kind, spec)
 	}
-	if dir, ref := splitLayout(spec); ref != "" {
+	if dir, ref := SplitLayout(spec); ref != "" {
 		return fmt.Errorf("%s is a directory on this machine, not a registry; did you mean oci:%s:%s?", dir, dir, ref)
 	}
 	if spec == "." || spec == ".." || strings.HasPrefix(spec, "/") || strings.HasPrefix(spec, "./") || strings.HasPrefix(spec, "../") || strings.HasPrefix(spec, "~") {
@@ -116,11 +116,12 @@ func notAPath(spec string) error {
 	return nil
 }
 
-// splitLayout splits "DIR:REF" at the colon after which an existing
-// directory ends, trying the longest first, since a directory's name and
-// a full reference (localhost:5000/a:tag) may both hold colons. Without
-// such a directory, all of s is the directory.
-func splitLayout(s string) (dir, ref string) {
+// SplitLayout splits "DIR:REF" (an oci: output without its prefix) at
+// the colon after which an existing directory ends, trying the longest
+// first, since a directory's name and a full reference
+// (localhost:5000/a:tag) may both hold colons. Without such a directory,
+// all of s is the directory.
+func SplitLayout(s string) (dir, ref string) {
 	if isDir(s) {
 		return s, ""
 	}
@@ -168,7 +169,7 @@ func (r *Report) layout(dir, ref string) error {
 	})
 	defer r.attach(func(d v1.Hash) []string { return attached[d] })
 	if ref != "" {
-		if entries, err = selectRef(entries, ref); err != nil {
+		if entries, err = SelectRef(entries, ref); err != nil {
 			return fmt.Errorf("oci:%s:%s: %w", dir, ref, err)
 		}
 	}
@@ -181,10 +182,11 @@ func (r *Report) layout(dir, ref string) error {
 	return nil
 }
 
-// selectRef returns the entries whose ref.name is ref or, when the names
-// are full references (a layout holding several repositories' images),
-// whose tag is ref, as long as those are one digest.
-func selectRef(entries []v1.Descriptor, ref string) ([]v1.Descriptor, error) {
+// SelectRef returns the entries of a layout's index whose ref.name is
+// ref or, when the names are full references (a layout holding several
+// repositories' images), whose tag is ref, as long as those are one
+// digest.
+func SelectRef(entries []v1.Descriptor, ref string) ([]v1.Descriptor, error) {
 	var exact, byTag []v1.Descriptor
 	var names []string
 	for _, d := range entries {
