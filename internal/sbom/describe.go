@@ -32,7 +32,9 @@ type Artifact struct {
 	// beside the SHA-256 of every file.
 	SHA1 map[string]string
 	// LicenseFiles are the artifact's licence files, by path under
-	// /LICENSES/<artifact>/, where every image placing it has them.
+	// /LICENSES/<artifact>/, where every image placing it has them, but
+	// for those of modules only Go binaries a placement's path leaves
+	// out link (record.Artifact.LicenceKept).
 	LicenseFiles []LicenseFile
 	// Go is the build info of each Go binary among Files.
 	Go []GoBinary
