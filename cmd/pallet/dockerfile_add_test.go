@@ -140,23 +140,11 @@ func TestDockerfileAddKeepsRootedLinks(t *testing.T) {
 	refusedDockerfiles(t, dir, []dockerfileRefusal{
 		{"FROM scratch\nADD up.tar /\n", `entry "l": symlink target "/../x" leaves the archive root`},
 	})
-	recipe := filepath.Join(dir, "pallet.yaml")
-	writeFile(t, recipe, `version: 1
-artifacts:
-  r:
-    local: {path: ./r.tar, extract: {}}
-    licenses: none
-images:
-  app:
-    base: scratch
-    platforms: [linux/amd64]
-    files:
-      - {artifact: r, dest: /}
-`)
+	recipe := extractRecipe(t, dir, "{}")
 	if _, err := pallet(t, "build", "-q", "--no-cache", "-f", recipe, "-o", "oci:"+filepath.Join(t.TempDir(), "o")); err == nil || !strings.Contains(err.Error(), `pallet.yaml:4: artifact r (linux/amd64, local mode): extract `+filepath.Join(dir, "r.tar")+`: entry "etc/localtime": symlink target "/usr/share/zoneinfo/UTC" is absolute (set links: keep on extract to keep it, as a link from the image's root)`) {
 		t.Errorf("a recipe's extract of absolute links: %v, want them refused", err)
 	}
-	writeFile(t, recipe, strings.Replace(readFileString(t, recipe), "extract: {}", "extract: {links: keep}", 1))
+	extractRecipe(t, dir, "{links: keep}")
 	out = filepath.Join(t.TempDir(), "o")
 	mustPallet(t, "build", "-q", "--no-cache", "-f", recipe, "-o", "oci:"+out)
 	if layers, err = dfImage(t, out).Layers(); err != nil {
@@ -198,11 +186,22 @@ func TestArchiveSpecialFilesWarned(t *testing.T) {
 		t.Errorf("the build said\n%s\nwant once: %s", log, want)
 	}
 
+	recipe := extractRecipe(t, dir, "{include: [bin]}")
+	if log := mustPallet(t, "build", "--no-cache", "-f", recipe, "-o", "oci:"+filepath.Join(t.TempDir(), "o")); strings.Contains(log, "does not place") {
+		t.Errorf("entries include leaves out were named:\n%s", log)
+	}
+}
+
+// extractRecipe writes dir/pallet.yaml, which places the archive
+// dir/r.tar at / on scratch, unpacked with extract (YAML flow form), and
+// returns its path.
+func extractRecipe(t *testing.T, dir, extract string) string {
+	t.Helper()
 	recipe := filepath.Join(dir, "pallet.yaml")
 	writeFile(t, recipe, `version: 1
 artifacts:
   r:
-    local: {path: ./r.tar, extract: {include: [bin]}}
+    local: {path: ./r.tar, extract: `+extract+`}
     licenses: none
 images:
   app:
@@ -211,7 +210,5 @@ images:
     files:
       - {artifact: r, dest: /}
 `)
-	if log := mustPallet(t, "build", "--no-cache", "-f", recipe, "-o", "oci:"+filepath.Join(t.TempDir(), "o")); strings.Contains(log, "does not place") {
-		t.Errorf("entries include leaves out were named:\n%s", log)
-	}
+	return recipe
 }

@@ -16,19 +16,7 @@ import (
 // only a build that does not wait for every artifact first gets past.
 func TestLayerDoesNotWaitForOtherArtifacts(t *testing.T) {
 	cacheDir := t.TempDir()
-	release := []byte("a release\n")
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		deadline := time.Now().Add(30 * time.Second)
-		for time.Now().Before(deadline) {
-			if ents, _ := os.ReadDir(filepath.Join(cacheDir, "layers")); len(ents) > 0 {
-				w.Write(release)
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		http.Error(w, "no layer was written while the download was held", http.StatusServiceUnavailable)
-	}))
-	defer srv.Close()
+	srv, release := heldDownload(t, 30*time.Second, filepath.Join(cacheDir, "layers"), "no layer was written while the download was held")
 	sum := sha256.Sum256(release)
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "local.txt"), "local\n")
@@ -78,20 +66,7 @@ images:
 	mustPallet(t, "build", "-q", "-f", baseRecipe, "--cache-dir", t.TempDir(), "-o", "oci:"+filepath.Join(dir, "base"))
 
 	cacheDir := t.TempDir()
-	views := filepath.Join(cacheDir, "facts", "base-view-v5")
-	release := []byte("a release\n")
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		deadline := time.Now().Add(10 * time.Second)
-		for time.Now().Before(deadline) {
-			if ents, _ := os.ReadDir(views); len(ents) > 0 {
-				w.Write(release)
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		http.Error(w, "the base's view was not read while the download was held", http.StatusServiceUnavailable)
-	}))
-	defer srv.Close()
+	srv, release := heldDownload(t, 10*time.Second, filepath.Join(cacheDir, "facts", "base-view-v5"), "the base's view was not read while the download was held")
 	sum := sha256.Sum256(release)
 	recipe := filepath.Join(dir, "pallet.yaml")
 	writeFile(t, recipe, `version: 1
@@ -109,4 +84,24 @@ images:
       - {artifact: release, dest: /release.txt}
 `)
 	mustPallet(t, "build", "-q", "-f", recipe, "--cache-dir", cacheDir, "-o", "oci:"+filepath.Join(t.TempDir(), "out"))
+}
+
+// heldDownload serves a release, held until something is in dir (for at
+// most wait; then it fails with why), and says what it serves.
+func heldDownload(t *testing.T, wait time.Duration, dir, why string) (*httptest.Server, []byte) {
+	t.Helper()
+	release := []byte("a release\n")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		deadline := time.Now().Add(wait)
+		for time.Now().Before(deadline) {
+			if ents, _ := os.ReadDir(dir); len(ents) > 0 {
+				w.Write(release)
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		http.Error(w, why, http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, release
 }
