@@ -361,26 +361,10 @@ func archivedEntries(t *tree.Tree) string {
 	var sb strings.Builder
 	for e := range t.All() {
 		if a := e.Archived; a != nil {
-			fmt.Fprintf(&sb, "%s\x00%o\x00%d\x00%d\x00", e.Path, uint32(a.Mode.Perm())|specialBits(a.Mode), a.UID, a.GID)
+			fmt.Fprintf(&sb, "%s\x00%o\x00%d\x00%d\x00", e.Path, tree.UnixMode(a.Mode), a.UID, a.GID)
 		}
 	}
 	return sb.String()
-}
-
-// specialBits are m's setuid, setgid and sticky bits as chmod(2) numbers
-// them.
-func specialBits(m fs.FileMode) uint32 {
-	var b uint32
-	if m&fs.ModeSetuid != 0 {
-		b |= 0o4000
-	}
-	if m&fs.ModeSetgid != 0 {
-		b |= 0o2000
-	}
-	if m&fs.ModeSticky != 0 {
-		b |= 0o1000
-	}
-	return b
 }
 
 // parseArchived reads what archivedEntries wrote.
@@ -397,17 +381,7 @@ func parseArchived(data []byte) (map[string]tree.DirMeta, error) {
 		if err := errors.Join(err1, err2, err3); err != nil || mode > 0o7777 || uid > tree.MaxID || gid > tree.MaxID {
 			return nil, fmt.Errorf("archived modes and owners of %q: %q %q %q", fields[i], fields[i+1], fields[i+2], fields[i+3])
 		}
-		m := fs.FileMode(mode & 0o777)
-		if mode&0o4000 != 0 {
-			m |= fs.ModeSetuid
-		}
-		if mode&0o2000 != 0 {
-			m |= fs.ModeSetgid
-		}
-		if mode&0o1000 != 0 {
-			m |= fs.ModeSticky
-		}
-		out[fields[i]] = tree.DirMeta{Mode: m, UID: int(uid), GID: int(gid)}
+		out[fields[i]] = tree.DirMeta{Mode: tree.FromUnixMode(uint32(mode)), UID: int(uid), GID: int(gid)}
 	}
 	return out, nil
 }

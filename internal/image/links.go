@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
 	"path"
 	"strings"
@@ -397,17 +396,7 @@ func (b *baseFS) remove(p string) {
 // dirMeta is a directory header's mode and owner, as a tree entry holds
 // them.
 func dirMeta(hdr *tar.Header) tree.DirMeta {
-	m := fs.FileMode(hdr.Mode) & fs.ModePerm
-	if hdr.Mode&04000 != 0 {
-		m |= fs.ModeSetuid
-	}
-	if hdr.Mode&02000 != 0 {
-		m |= fs.ModeSetgid
-	}
-	if hdr.Mode&01000 != 0 {
-		m |= fs.ModeSticky
-	}
-	return tree.DirMeta{Mode: m, UID: hdr.Uid, GID: hdr.Gid}
+	return tree.DirMeta{Mode: tree.FromUnixMode(uint32(hdr.Mode & 0o7777)), UID: hdr.Uid, GID: hdr.Gid}
 }
 
 // leadsToDir says whether r, a resolved path, is a directory or could be

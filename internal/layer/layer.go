@@ -216,7 +216,7 @@ func baseHeader(e tree.Entry, name string, epoch time.Time) (*tar.Header, error)
 	}
 	hdr := &tar.Header{
 		Name:    name,
-		Mode:    int64(e.Mode.Perm()) | modeBits(e),
+		Mode:    int64(tree.UnixMode(e.Mode)),
 		Uid:     e.UID,
 		Gid:     e.GID,
 		ModTime: epoch,
@@ -236,20 +236,6 @@ func baseHeader(e tree.Entry, name string, epoch time.Time) (*tar.Header, error)
 		return nil, fmt.Errorf("unsupported entry kind %s", e.Kind)
 	}
 	return hdr, nil
-}
-
-func modeBits(e tree.Entry) int64 {
-	var m int64
-	if e.Mode&os.ModeSetuid != 0 {
-		m |= 0o4000
-	}
-	if e.Mode&os.ModeSetgid != 0 {
-		m |= 0o2000
-	}
-	if e.Mode&os.ModeSticky != 0 {
-		m |= 0o1000
-	}
-	return m
 }
 
 // copyBuffers are the buffers files are copied into the tar through: one

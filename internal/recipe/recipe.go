@@ -1063,17 +1063,7 @@ func ParseMode(s string) (os.FileMode, error) {
 	if err != nil || v > 0o7777 {
 		return 0, fmt.Errorf("mode %q: want an octal mode such as 0755", s)
 	}
-	m := os.FileMode(v & 0o777)
-	if v&0o4000 != 0 {
-		m |= os.ModeSetuid
-	}
-	if v&0o2000 != 0 {
-		m |= os.ModeSetgid
-	}
-	if v&0o1000 != 0 {
-		m |= os.ModeSticky
-	}
-	return m, nil
+	return tree.FromUnixMode(uint32(v)), nil
 }
 
 // MaxID is the largest uid or gid an owner may name; tree.MaxID says why.

@@ -329,6 +329,38 @@ func (t *Tree) Imply(implied func(p string) bool) {
 	}
 }
 
+// UnixMode is m's permission bits with setuid, setgid and sticky, as
+// chmod(2) and tar headers number them (04000, 02000, 01000).
+func UnixMode(m fs.FileMode) uint32 {
+	u := uint32(m.Perm())
+	if m&fs.ModeSetuid != 0 {
+		u |= 0o4000
+	}
+	if m&fs.ModeSetgid != 0 {
+		u |= 0o2000
+	}
+	if m&fs.ModeSticky != 0 {
+		u |= 0o1000
+	}
+	return u
+}
+
+// FromUnixMode is the Mode of an Entry for chmod(2) bits u: its
+// permission, setuid, setgid and sticky bits (u&07777), the rest ignored.
+func FromUnixMode(u uint32) fs.FileMode {
+	m := fs.FileMode(u & 0o777)
+	if u&0o4000 != 0 {
+		m |= fs.ModeSetuid
+	}
+	if u&0o2000 != 0 {
+		m |= fs.ModeSetgid
+	}
+	if u&0o1000 != 0 {
+		m |= fs.ModeSticky
+	}
+	return m
+}
+
 // Archive gives the entries of t the mode and owner header says an
 // archive's header gave them (see Entry.Archived). It is for the tree an
 // archive was just unpacked into, or read back from where it was kept,
