@@ -173,6 +173,16 @@ type Options struct {
 	// that keeps them (Docker's ADD) takes them from here.
 	Headers func(rel string, h Header)
 
+	// Links, when set, receives each group of names the archive's hard
+	// links make one file of, once the archive is unpacked: the names
+	// sorted, slash-separated below dir (after Strip), two or more. It
+	// is what the archive's entries say, in their order (a later entry
+	// at a name takes it out of its group), not what the disk holds:
+	// the same archive gives the same groups wherever it is unpacked,
+	// and a layer writer can write the later names as links to the
+	// first. A hard link to a symlink is a symlink, in no group.
+	Links func(names []string)
+
 	// The limits below bound what a hostile archive can cost in disk,
 	// memory and time. Sizes an archive declares are never trusted to
 	// respect them: content is counted as it is decoded, and a declared
@@ -272,6 +282,9 @@ func Extract(ctx context.Context, src string, f Format, dir string, opt Options)
 		maxWalks: maxWalks(opt.MaxEntries),
 		buf:      make([]byte, 64<<10),
 	}
+	if opt.Links != nil {
+		x.linked = map[string]int{}
+	}
 	defer x.leave(0)
 	if f == Zip {
 		err = x.extractZip(file)
@@ -286,7 +299,11 @@ func Extract(ctx context.Context, src string, f Format, dir string, opt Options)
 		}
 		return err
 	}
-	return x.checkPatterns()
+	if err := x.checkPatterns(); err != nil {
+		return err
+	}
+	x.tellLinks()
+	return nil
 }
 
 func withDefaults(opt Options) Options {

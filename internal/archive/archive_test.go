@@ -1158,3 +1158,54 @@ func TestHeaders(t *testing.T) {
 		t.Errorf("suid on disk is %v, want the normalized -rwxr-xr-x", m)
 	}
 }
+
+// Links tells the groups the archive's hard links make, from its entries
+// in their order: a link to a link joins the first file's group, a later
+// entry at a name takes the name out of its group (the names linked to
+// the file it replaces stay one group), a hard link to a symlink is in
+// none, and names Strip and Include leave out are not told.
+func TestLinks(t *testing.T) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, h := range []*tar.Header{
+		{Name: "top/", Typeflag: tar.TypeDir, Mode: 0o755},
+		{Name: "top/perl", Typeflag: tar.TypeReg, Mode: 0o755, Size: 1},
+		{Name: "top/perl5.36", Typeflag: tar.TypeLink, Linkname: "top/perl"},
+		{Name: "top/sub/", Typeflag: tar.TypeDir, Mode: 0o755},
+		{Name: "top/sub/perl", Typeflag: tar.TypeLink, Linkname: "top/perl5.36"},
+		{Name: "top/gzip", Typeflag: tar.TypeReg, Mode: 0o755, Size: 1},
+		{Name: "top/gunzip", Typeflag: tar.TypeLink, Linkname: "top/gzip"},
+		{Name: "top/zcat", Typeflag: tar.TypeLink, Linkname: "top/gzip"},
+		// gzip is a new file: gunzip and zcat keep the old one.
+		{Name: "top/gzip", Typeflag: tar.TypeReg, Mode: 0o755, Size: 1},
+		{Name: "top/lone", Typeflag: tar.TypeReg, Mode: 0o644, Size: 1},
+		{Name: "top/self", Typeflag: tar.TypeLink, Linkname: "top/lone"},
+		{Name: "top/self", Typeflag: tar.TypeReg, Mode: 0o644, Size: 1},
+		{Name: "top/sym", Typeflag: tar.TypeSymlink, Linkname: "perl"},
+		{Name: "top/sym2", Typeflag: tar.TypeLink, Linkname: "top/sym"},
+		{Name: "top/skip", Typeflag: tar.TypeLink, Linkname: "top/perl"},
+	} {
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if h.Size > 0 {
+			if _, err := tw.Write([]byte("x")); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s := newSandbox(t, Tar, buf.Bytes())
+	var got [][]string
+	opt := Options{Strip: 1, Include: []string{"perl", "perl5.36", "sub", "gzip", "gunzip", "zcat", "lone", "self", "sym", "sym2"},
+		Links: func(names []string) { got = append(got, names) }}
+	if err := Extract(context.Background(), s.src, Tar, s.out, opt); err != nil {
+		t.Fatal(err)
+	}
+	want := [][]string{{"gunzip", "zcat"}, {"perl", "perl5.36", "sub/perl"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("groups told\n got %q\nwant %q", got, want)
+	}
+}

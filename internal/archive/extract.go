@@ -133,6 +133,12 @@ type extractor struct {
 	// decompressor. Both are bounded by MaxBytes.
 	written      int64
 	decompressed int64
+
+	// linked holds, with Options.Links, the group of each name placed
+	// as a hard link or linked to, numbered from 1 in the order the
+	// groups were made.
+	linked map[string]int
+	groups int
 }
 
 func (x *extractor) fail(format string, args ...any) error {
@@ -239,6 +245,10 @@ func (x *extractor) add(e *entry) error {
 		return nil
 	}
 
+	if x.linked != nil && e.kind != kindHardlink {
+		// A new file at a name is no longer the file linked there.
+		delete(x.linked, strings.Join(parts, "/"))
+	}
 	if err := x.place(e, parts); err != nil {
 		return err
 	}
@@ -887,6 +897,9 @@ func (x *extractor) makeHardlink(e *entry, parts []string) error {
 		if err != nil {
 			return x.entryErr(e, "%w", inTree(err, tparts))
 		}
+		if x.linked != nil {
+			delete(x.linked, strings.Join(parts, "/"))
+		}
 		return x.makeSymlink(e, parts, filepath.ToSlash(target))
 	case !fi.Mode().IsRegular():
 		return x.entryErr(e, "hard link target %q is not a regular file", e.link)
@@ -922,6 +935,7 @@ func (x *extractor) makeHardlink(e *entry, parts []string) error {
 	}
 	base := x.at(shared)
 	oldname, newname := nativeJoin(tparts[shared:]), nativeJoin(parts[shared:])
+	x.link(tparts, parts)
 	if base.Link(oldname, newname) == nil {
 		x.written += size
 		return nil
@@ -945,4 +959,42 @@ func (x *extractor) makeHardlink(e *entry, parts []string) error {
 func CheckLinkTarget(target, rel string) error {
 	_, err := checkLinkTarget(target, rel, false)
 	return err
+}
+
+// link puts the name at parts in the group of the file at tparts, which
+// it is a hard link to (see Options.Links).
+func (x *extractor) link(tparts, parts []string) {
+	if x.linked == nil {
+		return
+	}
+	target := strings.Join(tparts, "/")
+	g, ok := x.linked[target]
+	if !ok {
+		x.groups++
+		g = x.groups
+		x.linked[target] = g
+	}
+	x.linked[strings.Join(parts, "/")] = g
+}
+
+// tellLinks gives Options.Links the groups of two names or more.
+func (x *extractor) tellLinks() {
+	if x.linked == nil {
+		return
+	}
+	byGroup := map[int][]string{}
+	for name, g := range x.linked {
+		byGroup[g] = append(byGroup[g], name)
+	}
+	var groups [][]string
+	for _, names := range byGroup {
+		if len(names) > 1 {
+			slices.Sort(names)
+			groups = append(groups, names)
+		}
+	}
+	slices.SortFunc(groups, func(a, b []string) int { return strings.Compare(a[0], b[0]) })
+	for _, names := range groups {
+		x.opt.Links(names)
+	}
 }
