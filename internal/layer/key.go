@@ -33,6 +33,7 @@ func KeyParts(t *tree.Tree, opt Options, digest tree.FileDigest, add func(part s
 	if opt.Format == Windows {
 		links = newLinkTyper(t.Entries(), opt)
 	}
+	hard := newHardLinks(opt)
 	// Each part is what fmt.Sprintf("%s|%s|%o|%d|%d|%s|%d|%s", ...)
 	// gave, put together in one buffer: fmt was a tenth of a no-op
 	// build's CPU.
@@ -60,6 +61,10 @@ func KeyParts(t *tree.Tree, opt Options, digest tree.FileDigest, add func(part s
 		buf = strconv.AppendInt(buf, e.Size, 10)
 		buf = append(buf, '|')
 		buf = append(buf, sum...)
+		if target := hard.target(e); target != "" {
+			buf = append(buf, "|hardlink:"...)
+			buf = append(buf, target...)
+		}
 		if links != nil && e.Kind == tree.Symlink {
 			if isDir, _ := links.dirLink(e); isDir {
 				buf = append(buf, "|dir"...)

@@ -174,21 +174,68 @@ func writeTar(w io.Writer, entries iter.Seq[tree.Entry], enc encoder, opt Option
 	if err := enc.start(tw, opt.Epoch); err != nil {
 		return err
 	}
+	links := newHardLinks(opt)
 	for e := range entries {
 		hdr, err := enc.header(e, opt.Epoch)
 		if err != nil {
 			return &EntryError{Path: e.Path, Err: err}
 		}
+		target := links.target(e)
+		if target != "" {
+			hdr.Typeflag, hdr.Linkname, hdr.Size = tar.TypeLink, target, 0
+		}
 		if err := tw.WriteHeader(hdr); err != nil {
 			return fmt.Errorf("%s: %w", e.Path, err)
 		}
-		if e.Kind == tree.File {
+		if e.Kind == tree.File && target == "" {
 			if err := copyFile(tw, e, opt); err != nil {
 				return err
 			}
 		}
 	}
 	return tw.Close()
+}
+
+// hardLinks finds the files a Linux layer writes as hard links: the later
+// names of a file an archive's hard links name several times
+// (tree.Entry.Linked), linked to the first the layer writes, which a
+// reader has made by then, as BuildKit's layers hold them. Only names
+// placed alike (mode, owner) are linked: they share an inode once
+// unpacked, and each keeps the mode and owner pallet gives it.
+//
+// A Windows layer holds copies: the importer takes hard links, but
+// archives for Windows are mostly zips, which have none, and pallet's
+// Windows checks would need to follow them.
+type hardLinks struct {
+	first map[hardLinkKey]string
+}
+
+type hardLinkKey struct {
+	group    *tree.LinkGroup
+	mode     fs.FileMode
+	uid, gid int
+	size     int64
+}
+
+func newHardLinks(opt Options) hardLinks {
+	if opt.Format != Linux {
+		return hardLinks{}
+	}
+	return hardLinks{first: map[hardLinkKey]string{}}
+}
+
+// target is the path e is written as a hard link to, or "" where e is
+// written as itself.
+func (h hardLinks) target(e tree.Entry) string {
+	if h.first == nil || e.Linked == nil || e.Kind != tree.File {
+		return ""
+	}
+	k := hardLinkKey{group: e.Linked, mode: e.Mode, uid: e.UID, gid: e.GID, size: e.Size}
+	if p, ok := h.first[k]; ok {
+		return p
+	}
+	h.first[k] = e.Path
+	return ""
 }
 
 // encoder is the per-format part of a layer: what comes before the entries

@@ -117,6 +117,13 @@ type Entry struct {
 	// (Placement.KeepArchiveModes, KeepArchiveOwners) where pallet
 	// normalizes them otherwise.
 	Archived *DirMeta
+	// Linked is the file an archive's hard links name several times,
+	// shared by the entries of its names (nil for a file with one): a
+	// Linux layer holds the later of those it places as hard links to
+	// the first (see Placement). Which names share it comes from the
+	// archive's entries (archive.Options.Links), never from the inodes
+	// of the disk the files are on.
+	Linked *LinkGroup
 	// ReplaceLink marks a file placed by a Dockerfile COPY or ADD below
 	// its destination: where the image holds a link at its path, the
 	// file replaces the link, as BuildKit's copy removes it first
@@ -144,6 +151,13 @@ type Entry struct {
 	// that the steps of a build after the listing need not stat it again.
 	// A file changed since is caught when the layer is written.
 	Stamp Stamp
+}
+
+// LinkGroup is the identity of one file an archive names several times
+// (Entry.Linked): entries are in one group when they share the pointer.
+type LinkGroup struct {
+	// A LinkGroup of size zero could share its address with another.
+	_ byte
 }
 
 // LinkKind is what a symlink is taken to point at when the image cannot
@@ -376,6 +390,27 @@ func (t *Tree) Archive(header func(p string) (DirMeta, bool)) {
 	}
 }
 
+// Link makes each group of names of t one file an archive's hard links
+// name several times (see Entry.Linked). It is for the tree an archive
+// was just unpacked into, or read back from where it was kept, before
+// anyone reads it. A name that is no regular file of t is an error.
+func (t *Tree) Link(groups [][]string) error {
+	t.orderMu.Lock()
+	defer t.orderMu.Unlock()
+	t.index()
+	for _, names := range groups {
+		g := new(LinkGroup)
+		for _, p := range names {
+			e, ok := t.entries[p]
+			if !ok || e.Kind != File {
+				return fmt.Errorf("hard link group names %q, which is no file of the tree", p)
+			}
+			e.Linked = g
+		}
+	}
+	return nil
+}
+
 // Get returns the entry at p, if any.
 func (t *Tree) Get(p string) (*Entry, bool) {
 	t.orderMu.Lock()
@@ -597,6 +632,12 @@ type Placement struct {
 	// modes are as the COPY --from leaves them, its own symbolic --chmod
 	// applied: Chmod, which holds the stage's too, does not change them.
 	StageDirs map[string]DirMeta
+	// linked gives the link groups of the entries placed new ones, the
+	// same for the entries of one group: the names one placement places
+	// are linked to each other, not to those another placement of the
+	// same tree places, which are other files, as unpacking the archive
+	// twice makes them.
+	linked map[*LinkGroup]*LinkGroup
 }
 
 // MadeDir is the mode and owner of directory p (a clean path), which pl
@@ -683,6 +724,7 @@ func (t *Tree) Place(src *Tree, pl Placement) error {
 	if pl.CopiedDirs {
 		t.mkdirs = true
 	}
+	pl.linked = map[*LinkGroup]*LinkGroup{}
 	intoDir := strings.HasSuffix(pl.Dest, "/") || dest == "."
 	// The whole of src is walked, not copied: placing 100,000 files
 	// need not hold a second list of them.
@@ -934,6 +976,14 @@ func (pl Placement) onto(e Entry) Entry {
 	// replace the link.
 	e.ReplaceLink = pl.ReplaceLinks && e.Kind == File && e.FollowLink == nil
 	e.Copied = pl.copied(e)
+	if e.Linked != nil && pl.linked != nil {
+		g, ok := pl.linked[e.Linked]
+		if !ok {
+			g = new(LinkGroup)
+			pl.linked[e.Linked] = g
+		}
+		e.Linked = g
+	}
 	return e
 }
 
