@@ -262,6 +262,11 @@ func (f *Fetcher) store(key string, res *Result, work string, r *Request) (*Resu
 			return nil, err
 		}
 	}
+	if linked := linkedFiles(res.Tree); linked != "" {
+		if err := os.WriteFile(filepath.Join(tmp, "linked"), []byte(linked), 0o644); err != nil {
+			return nil, err
+		}
+	}
 	data, err := json.Marshal(res.Record)
 	if err != nil {
 		return nil, err
@@ -350,7 +355,68 @@ func (f *Fetcher) entryDigest(dir string, digest tree.FileDigest) (string, *tree
 		sum := sha256.Sum256(archived)
 		parts = append(parts, "archived:"+hex.EncodeToString(sum[:]))
 	}
+	// The names an archive's hard links make one file of, which the
+	// files of the entry need not be (a copy of the cache holds copies):
+	// tree.Entry.Linked.
+	linked, err := bounded.ReadRegular(filepath.Join(dir, "linked"), maxEntryLinked)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return "", nil, nil, nil, err
+	default:
+		groups, err := parseLinked(linked)
+		if err != nil {
+			return "", nil, nil, nil, err
+		}
+		if err := trees[0].Link(groups); err != nil {
+			return "", nil, nil, nil, err
+		}
+		sum := sha256.Sum256(linked)
+		parts = append(parts, "linked:"+hex.EncodeToString(sum[:]))
+	}
 	return strings.Join(parts, " "), trees[0], trees[1], trees[2], nil
+}
+
+// linkedFiles lists the files of t an archive's hard links make one
+// file of (tree.Entry.Linked), as a cache entry keeps them: for each, its
+// path and the number of its group (from 1, in the order of t's
+// entries), each ended by a NUL, which no path holds ("" if none).
+func linkedFiles(t *tree.Tree) string {
+	var sb strings.Builder
+	number := map[*tree.LinkGroup]int{}
+	for e := range t.All() {
+		if e.Linked == nil {
+			continue
+		}
+		n, ok := number[e.Linked]
+		if !ok {
+			n = len(number) + 1
+			number[e.Linked] = n
+		}
+		fmt.Fprintf(&sb, "%s\x00%d\x00", e.Path, n)
+	}
+	return sb.String()
+}
+
+// parseLinked reads what linkedFiles wrote.
+func parseLinked(data []byte) ([][]string, error) {
+	fields := strings.Split(strings.TrimSuffix(string(data), "\x00"), "\x00")
+	if len(fields)%2 != 0 {
+		return nil, errors.New("hard-linked files: not path, group records")
+	}
+	var groups [][]string
+	for i := 0; i < len(fields); i += 2 {
+		n, err := strconv.Atoi(fields[i+1])
+		// Groups are numbered in order: a number is one seen, or the next.
+		if err != nil || n < 1 || n > len(groups)+1 {
+			return nil, fmt.Errorf("hard-linked file %q: group %q", fields[i], fields[i+1])
+		}
+		if n > len(groups) {
+			groups = append(groups, nil)
+		}
+		groups[n-1] = append(groups[n-1], fields[i])
+	}
+	return groups, nil
 }
 
 // archivedEntries lists the entries of t that keep an archive's mode and
@@ -413,6 +479,9 @@ const (
 	// each for as many entries as an archive may hold would be 4 GB; a
 	// Debian rootfs keeps a few hundred.
 	maxEntryArchived = 64 << 20
+	// maxEntryLinked bounds the hard-linked files kept, a path and a
+	// group number each, as maxEntryArchived does their headers.
+	maxEntryLinked = 64 << 20
 )
 
 // fromCache reads the cache entry at dir for r, refusing one whose files

@@ -19,8 +19,9 @@ func (e *Extract) key() string {
 	}
 	// v2: the entry keeps the directories the archive only implied
 	// (tree.Entry.Implied); v3: the modes and owners of its tar headers
-	// (tree.Entry.Archived). One stored before does not say them.
-	return fmt.Sprintf("v3|%d|%s|%t", e.Strip, strings.Join(e.Include, "\x00"), e.RootedLinks)
+	// (tree.Entry.Archived); v4: the names its hard links make one file
+	// of (tree.Entry.Linked). One stored before does not say them.
+	return fmt.Sprintf("v4|%d|%s|%t", e.Strip, strings.Join(e.Include, "\x00"), e.RootedLinks)
 }
 
 // fileTree turns a file into a tree: unpacked if ex is set, else the file
@@ -86,6 +87,10 @@ func (f *Fetcher) fileTree(ctx context.Context, r *Request, file, name, shown st
 		}
 		headers[rel] = h
 	}
+	// The names the archive's hard links make one file of, which a
+	// layer writes as links (tree.Entry.Linked).
+	var linked [][]string
+	opt.Links = func(names []string) { linked = append(linked, names) }
 	opt.Skipped = func(name, what string) {
 		rec.Skipped++
 		if len(rec.SkippedNames) < maxSkippedNames {
@@ -118,6 +123,9 @@ func (f *Fetcher) fileTree(ctx context.Context, r *Request, file, name, shown st
 		h, ok := headers[p]
 		return tree.DirMeta{Mode: h.Mode, UID: h.UID, GID: h.GID}, ok
 	})
+	if err := all.Link(linked); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", shown, err)
+	}
 	// An artifact that places nothing is a mistake, as a path naming an
 	// empty directory is: most often a strip one too deep.
 	if all.Len() == 0 {
