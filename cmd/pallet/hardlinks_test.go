@@ -4,10 +4,12 @@ import (
 	"archive/tar"
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/v1/validate"
@@ -201,5 +203,61 @@ images:
 	)
 	if got := layerLines(t, layers, 1, hardLinkLine); !reflect.DeepEqual(got, want) {
 		t.Errorf("layers hold\n got %q\nwant %q", got, want)
+	}
+}
+
+// A Windows layer holds each name of an archive's hard-linked file as a
+// copy of its own, which the independent checker reads as the importer
+// would.
+func TestDockerfileAddHardLinksWindows(t *testing.T) {
+	dir := hardLinkedRootfs(t)
+	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM windows-hostprocess-scratch\nADD rootfs.tar /\n")
+	out := filepath.Join(t.TempDir(), "o")
+	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "--platform", "windows/amd64", "-o", "oci:"+out)
+	checkWindowsLayout(t, out)
+	layers, err := dfImage(t, out).Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	walkLayer(t, layers[len(layers)-1], func(h *tar.Header, r io.Reader) {
+		if h.Typeflag == tar.TypeLink {
+			t.Errorf("%s is a hard link", h.Name)
+		}
+		if h.Typeflag == tar.TypeReg {
+			b, err := io.ReadAll(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got[h.Name] = string(b)
+		}
+	})
+	want := map[string]string{
+		"Files/usr/bin/gunzip": "gzip\n", "Files/usr/bin/uncompress": "gzip\n", "Files/usr/bin/zcat": "zcat\n",
+		"Files/usr/bin/perl": "perl\n", "Files/usr/bin/perl5.36.0": "perl\n",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("files\n got %q\nwant %q", got, want)
+	}
+}
+
+// A COPY --from of what a stage unpacked links the names of one file
+// it copies, as BuildKit's copy does (fsutil's copier links each file
+// whose inode it copied already to the first name it copied it as).
+func TestDockerfileCopyFromHardLinks(t *testing.T) {
+	dir := hardLinkedRootfs(t)
+	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM scratch AS s\nADD rootfs.tar /\nFROM scratch\nCOPY --from=s / /b/\n")
+	out := filepath.Join(t.TempDir(), "o")
+	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "--platform", "linux/amd64", "-o", "oci:"+out)
+	layers, err := dfImage(t, out).Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"1 b dir"}
+	for _, l := range hardLinkLines(1, "755") {
+		want = append(want, strings.ReplaceAll(strings.Replace(l, "1 ", "1 b/", 1), "to usr/", "to b/usr/"))
+	}
+	if got := layerLines(t, layers, 1, hardLinkLine); !reflect.DeepEqual(got, want) {
+		t.Errorf("layer holds\n got %q\nwant %q", got, want)
 	}
 }
