@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/v1/validate"
@@ -128,6 +129,25 @@ func TestDockerfileAddHardLinks(t *testing.T) {
 		if got := mustPallet(t, "build", "-q", "--cache-dir", cache, "-f", filepath.Join(dir, "Dockerfile"), "--platform", "linux/amd64", "-o", "oci:"+filepath.Join(t.TempDir(), "o")); got != digest {
 			t.Errorf("%s: build with a cache gave %s, without %s", run, got, digest)
 		}
+	}
+
+	// A copy of the cache holds each name as a file of its own, with
+	// inodes of its own: the layer is the same, from the entry's list.
+	copied := filepath.Join(t.TempDir(), "cache")
+	if err := os.CopyFS(copied, os.DirFS(cache)); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []string{"perl", "perl5.36.0"} {
+		names, err := filepath.Glob(filepath.Join(copied, "artifacts", "*", "tree", "usr", "bin", l))
+		if err != nil || len(names) != 1 {
+			t.Fatalf("the cache entry's %s: %q, %v", l, names, err)
+		}
+		if info, err := os.Stat(names[0]); err != nil || info.Sys().(*syscall.Stat_t).Nlink != 1 {
+			t.Fatalf("the copied cache's %s is linked: %v", names[0], err)
+		}
+	}
+	if got := mustPallet(t, "build", "-q", "--cache-dir", copied, "-f", filepath.Join(dir, "Dockerfile"), "--platform", "linux/amd64", "-o", "oci:"+filepath.Join(t.TempDir(), "o")); got != digest {
+		t.Errorf("build with a copy of the cache gave %s, without a cache %s", got, digest)
 	}
 
 	umoci := needTool(t, "umoci")
