@@ -52,7 +52,15 @@ type baseFuture struct {
 // which write into the cache, even when the build fails; a view not
 // started by then is not started. Resolving the others only reads, into
 // memory, and a failing build does not wait for it.
-func (b *builder) prefetchBases(ctx context.Context) (wait func()) {
+//
+// The bases are resolved under a context of their own, which the wait
+// of a failed build cancels first: the images it resolves read their
+// layers under it, and a view being read would otherwise download a
+// base's layers, gigabytes on a fresh cache, before the failure is
+// reported. A build that succeeds leaves it be, as its outputs read the
+// bases' layers after it returns.
+func (b *builder) prefetchBases(ctx context.Context) (wait func(failed bool)) {
+	ctx, cancel := context.WithCancel(ctx)
 	b.prefetched = map[baseKey]*baseFuture{}
 	var builtins []*baseFuture
 	var views sync.WaitGroup
@@ -100,7 +108,10 @@ func (b *builder) prefetchBases(ctx context.Context) (wait func()) {
 			}
 		}
 	}
-	return func() {
+	return func(failed bool) {
+		if failed {
+			cancel()
+		}
 		close(over)
 		for _, f := range builtins {
 			<-f.done

@@ -513,11 +513,11 @@ func RecordFor(t output.Target) string {
 // scanned, their licences found and the build's rules applied), while
 // the others are still fetched: the compressors do not wait for the
 // slowest download.
-func (b *builder) build(ctx context.Context) (*Result, error) {
+func (b *builder) build(ctx context.Context) (_ *Result, err error) {
 	p := b.plan
-	defer b.prefetchBases(ctx)()
+	wait := b.prefetchBases(ctx)
+	defer func() { wait(err != nil) }()
 	if b.opt.Attest.any() {
-		var err error
 		if b.recipeFile, err = sbom.RecipeFile(p.Source); err != nil {
 			return nil, err
 		}
