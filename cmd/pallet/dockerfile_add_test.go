@@ -91,10 +91,25 @@ func TestDockerfileAddKeepsArchiveModesAndOwners(t *testing.T) {
 
 // An owner no runtime reads as written (a PAX uid past 32 bits, or
 // negative) is refused at the ADD's line, naming the entry, as GNU tar
-// refuses it (out of range), rather than kept as another.
+// refuses it (out of range), rather than kept as another. Only where it
+// would be kept: ADD --chown, and a recipe's extract, which give their
+// own owner, place the archive.
 func TestDockerfileAddRefusesArchiveOwnerOutOfRange(t *testing.T) {
 	dir := t.TempDir()
-	for _, uid := range []int{1 << 33, -5} {
+	recipe := filepath.Join(dir, "pallet.yaml")
+	writeFile(t, recipe, `version: 1
+artifacts:
+  r:
+    local: {path: ./r.tar, extract: {}}
+    licenses: none
+images:
+  app:
+    base: scratch
+    platforms: [linux/amd64]
+    files:
+      - {artifact: r, dest: /}
+`)
+	for _, uid := range []int{1 << 33, -5, 1<<32 - 1} {
 		var buf bytes.Buffer
 		tw := tar.NewWriter(&buf)
 		if err := tw.WriteHeader(&tar.Header{Name: "f", Typeflag: tar.TypeReg, Mode: 0o644, Uid: uid, Format: tar.FormatPAX}); err != nil {
@@ -105,8 +120,17 @@ func TestDockerfileAddRefusesArchiveOwnerOutOfRange(t *testing.T) {
 		}
 		writeFile(t, filepath.Join(dir, "r.tar"), buf.String())
 		refusedDockerfiles(t, dir, []dockerfileRefusal{
-			{"FROM scratch\nADD r.tar /\n", fmt.Sprintf(`Dockerfile:2: artifact r.tar (linux/amd64, local mode): %s: entry "f": owner %d:0: ids must be 0 to 4294967294`, filepath.Join(dir, "r.tar"), uid)},
+			{"FROM scratch\nADD r.tar /\n", fmt.Sprintf(`Dockerfile:2: image %s (linux/amd64): f: owner %d:0: ids must be 0 to 4294967294`, filepath.Base(dir), uid)},
+			{"FROM scratch\nCOPY r.tar /d/\nADD r.tar /d/\n", fmt.Sprintf(`Dockerfile:3: image %s (linux/amd64): d/f: owner %d:0: ids must be 0 to 4294967294`, filepath.Base(dir), uid)},
 		})
+		writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM scratch\nADD --chown=1:1 r.tar /\n")
+		cacheDir := t.TempDir()
+		for _, f := range []string{recipe, filepath.Join(dir, "Dockerfile")} {
+			// Twice: the entry stored, then read back.
+			for range 2 {
+				mustPallet(t, "build", "-q", "--cache-dir", cacheDir, "-f", f, "-o", "oci:"+filepath.Join(t.TempDir(), "o"))
+			}
+		}
 	}
 }
 

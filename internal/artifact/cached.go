@@ -442,9 +442,11 @@ func parseArchived(data []byte) (map[string]tree.DirMeta, error) {
 	out := make(map[string]tree.DirMeta, len(fields)/4)
 	for i := 0; i < len(fields); i += 4 {
 		mode, err1 := strconv.ParseUint(fields[i+1], 8, 32)
-		uid, err2 := strconv.ParseUint(fields[i+2], 10, 32)
-		gid, err3 := strconv.ParseUint(fields[i+3], 10, 32)
-		if err := errors.Join(err1, err2, err3); err != nil || mode > 0o7777 || uid > tree.MaxID || gid > tree.MaxID {
+		// Any id a tar header holds: the tree refuses one out of
+		// tree.MaxID where a placement keeps it (see fileTree).
+		uid, err2 := strconv.ParseInt(fields[i+2], 10, strconv.IntSize)
+		gid, err3 := strconv.ParseInt(fields[i+3], 10, strconv.IntSize)
+		if err := errors.Join(err1, err2, err3); err != nil || mode > 0o7777 {
 			return nil, fmt.Errorf("archived modes and owners of %q: %q %q %q", fields[i], fields[i+1], fields[i+2], fields[i+3])
 		}
 		out[fields[i]] = tree.DirMeta{Mode: tree.FromUnixMode(uint32(mode)), UID: int(uid), GID: int(gid)}

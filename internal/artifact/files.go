@@ -1,7 +1,6 @@
 package artifact
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -72,15 +71,13 @@ func (f *Fetcher) fileTree(ctx context.Context, r *Request, file, name, shown st
 	// what the disk holds, a file 0755 or 0644 and a directory 0755
 	// owned by 0:0, so that a million-entry archive is not a million
 	// headers kept.
+	// An owner no runtime reads as written (tree.MaxID) is kept too: only
+	// a placement that keeps the archive's owners (a Dockerfile's ADD
+	// without --chown) places it, and the tree refuses it there, at its
+	// line; one that gives its own owner (a recipe's extract) places the
+	// archive as it did before owners were read.
 	headers := map[string]archive.Header{}
-	var badOwner error
 	opt.Headers = func(rel string, h archive.Header) {
-		for _, id := range []int{h.UID, h.GID} {
-			if id < 0 || uint64(id) > tree.MaxID {
-				badOwner = cmp.Or(badOwner, fmt.Errorf("%s: entry %q: owner %d:%d: ids must be 0 to %d", shown, rel, h.UID, h.GID, uint64(tree.MaxID)))
-				return
-			}
-		}
 		if h.UID == 0 && h.GID == 0 && (h.Mode == 0o755 || !h.Dir && h.Mode == 0o644) {
 			delete(headers, rel) // a later entry at the path, as the disk holds it
 			return
@@ -106,9 +103,6 @@ func (f *Fetcher) fileTree(ctx context.Context, r *Request, file, name, shown st
 			err = fmt.Errorf("%w (set links: keep on extract to keep it, as a link from the image's root)", err)
 		}
 		return nil, nil, err
-	}
-	if badOwner != nil {
-		return nil, nil, badOwner
 	}
 	for _, w := range sums {
 		// Not learning a file only costs reading it again.

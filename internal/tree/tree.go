@@ -789,6 +789,17 @@ func (t *Tree) Place(src *Tree, pl Placement) error {
 		return err
 	}
 	if pl.From == "" && (dest == "." && empty || dest != "." && !t.parents[dest]) {
+		// placeNew does not check each entry's owner, as Add does: an
+		// archive's own owners, where pl keeps them, are checked here.
+		if pl.KeepArchiveOwners {
+			for e := range src.All() {
+				if a := e.Archived; a != nil {
+					if err := checkIDs(Entry{Path: path.Join(dest, e.Path), UID: a.UID, GID: a.GID}); err != nil {
+						return err
+					}
+				}
+			}
+		}
 		t.placeNew(src, dest, pl, empty)
 		return nil
 	}
