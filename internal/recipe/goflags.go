@@ -54,7 +54,13 @@ func checkLinkerWords(tmpl, expanded string, v Vars) error {
 		want[i] = wb.String()
 	}
 	got, err := splitQuoted(expanded)
-	if err == nil && slices.Equal(got, want) {
+	// A word that is only a variable left empty ("-s -w {{EXTRA}}" with
+	// EXTRA unset) is no word once expanded: an empty argument more or
+	// less passes the linker no flag.
+	noEmpty := func(ws []string) []string {
+		return slices.DeleteFunc(ws, func(w string) bool { return w == "" })
+	}
+	if err == nil && slices.Equal(noEmpty(got), noEmpty(want)) {
 		return nil
 	}
 	return fmt.Errorf("%q expands to %q, which the linker would read as other arguments than the recipe writes (%q): a variable's value holds a space or a quote; quote the word in the recipe (-X 'main.v={{V}}') if the value may hold spaces", tmpl, expanded, want)

@@ -90,3 +90,25 @@ func TestSplitQuoted(t *testing.T) {
 		t.Error("an unterminated quote split")
 	}
 }
+
+// A word that is only a variable, left empty, is no word: the recipe
+// builds as the go command would read it, with that argument gone. Given,
+// it is still one word.
+func TestLinkerWordLeftEmpty(t *testing.T) {
+	for _, tc := range []struct {
+		v    Vars
+		ok   bool
+		tmpl string
+	}{
+		{Vars{"EXTRA": ""}, true, "-s -w {{EXTRA}}"},
+		{Vars{"EXTRA": ""}, true, "{{EXTRA}}"},
+		{Vars{"EXTRA": "-linkmode=internal"}, true, "-s -w {{EXTRA}}"},
+		{Vars{"EXTRA": "-s -extld=/tmp/x"}, false, "-s -w {{EXTRA}}"},
+		{Vars{"EXTRA": " "}, false, "-X main.v={{EXTRA}}"},
+	} {
+		expanded := strings.ReplaceAll(tc.tmpl, "{{EXTRA}}", tc.v["EXTRA"])
+		if err := checkLinkerWords(tc.tmpl, expanded, tc.v); (err == nil) != tc.ok {
+			t.Errorf("%q with %q: %v, want accepted %t", tc.tmpl, tc.v["EXTRA"], err, tc.ok)
+		}
+	}
+}
