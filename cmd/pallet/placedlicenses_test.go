@@ -346,3 +346,41 @@ func TestSBOMOfLayoutImageByName(t *testing.T) {
 		}
 	}
 }
+
+// An image that takes two binaries of an artifact by their paths ships
+// the licences of the modules either links: the first placement ships
+// the artifact's licences, for both, as the image's SBOM lists them.
+func TestModuleLicencesOfTwoPathPlacements(t *testing.T) {
+	dir := t.TempDir()
+	writePlugins(t, dir)
+	recipe := filepath.Join(dir, "pallet.yaml")
+	writeFile(t, recipe, `version: 1
+artifacts:
+  plugins:
+    go:
+      module: ./src
+      packages: [./cmd/host-local, ./cmd/win-bridge]
+images:
+  cni:
+    base: scratch
+    platforms: [linux/amd64]
+    files:
+      - {artifact: plugins, path: host-local, dest: /opt/cni/bin/}
+      - {artifact: plugins, path: win-bridge, dest: /opt/cni/bin/}
+`)
+	sboms := filepath.Join(dir, "sboms")
+	out := filepath.Join(dir, "out")
+	mustPallet(t, "build", "-q", "-f", recipe, "--cache-dir", t.TempDir(), "-o", "oci:"+out, "--sbom", "--sbom-dir", sboms)
+	files := readImageFiles(t, out, "linux/amd64")
+	const lic = "LICENSES/plugins/example.com/winonly/v2/LICENSE"
+	if _, ok := files[lic]; !ok {
+		t.Errorf("the image places win-bridge without the licence of the module it links (%s)", lic)
+	}
+	data, err := os.ReadFile(filepath.Join(sboms, "cni_linux-amd64.sbom.spdx.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(data, []byte(lic)) {
+		t.Errorf("the SBOM does not name %s", lic)
+	}
+}

@@ -456,7 +456,7 @@ func (b *builder) layerTree(ctx context.Context, name string, pi *plan.PlatformI
 		what = append(what, res.Record.Name+" "+dest)
 		if pm.Licenses && res.Licenses.Len() > 0 {
 			dest := "/LICENSES/" + res.Record.Name + "/"
-			lic, err := b.licencesPlaced(&l.Placements[i], res)
+			lic, err := b.licencesPlaced(pi, &l.Placements[i], res)
 			if err != nil {
 				return nil, nil, fmt.Errorf("layer %s: licences of %s: %w", l.Name, res.Record.Name, err)
 			}
@@ -469,12 +469,29 @@ func (b *builder) layerTree(ctx context.Context, name string, pi *plan.PlatformI
 	return t, what, nil
 }
 
-// licencesPlaced is what of its artifact's licences pm ships: with a
-// path, those of the Go binaries it places (record.Artifact.LicenceKept).
-func (b *builder) licencesPlaced(pm *plan.Placement, res *artifact.Result) (*tree.Tree, error) {
-	kept := b.ready[pm.Artifact].record.LicenceKept(placedPath(pm))
-	if kept == nil {
-		return res.Licenses, nil
+// licencesPlaced is what of its artifact's licences pm ships for pi:
+// pm alone ships them (plan.Placement.Licenses), for every placement of
+// the artifact in pi; one with a path, those of the Go binaries it
+// places (record.Artifact.LicenceKept). An image that takes two
+// binaries of an artifact by their paths ships the licences of both, as
+// its SBOM says.
+func (b *builder) licencesPlaced(pi *plan.PlatformImage, pm *plan.Placement, res *artifact.Result) (*tree.Tree, error) {
+	rec := b.ready[pm.Artifact].record
+	var keeps []func(string) bool
+	for _, l := range pi.Layers {
+		for i := range l.Placements {
+			if l.Placements[i].Artifact != pm.Artifact {
+				continue
+			}
+			k := rec.LicenceKept(placedPath(&l.Placements[i]))
+			if k == nil {
+				return res.Licenses, nil
+			}
+			keeps = append(keeps, k)
+		}
+	}
+	kept := func(p string) bool {
+		return slices.ContainsFunc(keeps, func(k func(string) bool) bool { return k(p) })
 	}
 	var taken []tree.Entry
 	// The directories above a file taken, and above an entry left out:
