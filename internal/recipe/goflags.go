@@ -66,8 +66,8 @@ func checkLinkerWords(tmpl, expanded string, v Vars) error {
 	return fmt.Errorf("%q expands to %q, which the linker would read as other arguments than the recipe writes (%q): a variable's value holds a space or a quote; quote the word in the recipe (-X 'main.v={{V}}') if the value may hold spaces", tmpl, expanded, want)
 }
 
-// splitQuoted splits s into words as the go command splits -ldflags
-// (cmd/internal/quoted.Split): at spaces, a word that begins with ' or "
+// splitQuoted splits s into words as the go command splits -ldflags and
+// GOFLAGS (cmd/internal/quoted.Split): at spaces, a word that begins with ' or "
 // running to the next such quote, quotes inside a word being plain
 // characters.
 func splitQuoted(s string) ([]string, error) {

@@ -127,6 +127,11 @@ func TestGoModuleErrors(t *testing.T) {
 		// GOFLAGS in env is read as flags: the same are refused there.
 		{"modfile in GOFLAGS", "      packages: [./cmd/crictl]", "      packages: [./cmd/crictl]\n      env: [GOAMD64=v2, \"GOFLAGS=-v -modfile=/tmp/x.mod\"]", 12, "GOFLAGS flag -modfile=/tmp/x.mod: it reads a file outside the module"},
 		{"ldflags in GOFLAGS", "      packages: [./cmd/crictl]", "      packages: [./cmd/crictl]\n      env: [GOFLAGS=-ldflags=-X=main.v=2]", 12, "GOFLAGS flag -ldflags=-X=main.v=2: use the ldflags field"},
+		// The go command splits GOFLAGS at spaces outside quotes, and
+		// strips the quotes (cmd/internal/quoted.Split).
+		{"quoted modfile in GOFLAGS", "      packages: [./cmd/crictl]", "      packages: [./cmd/crictl]\n      env: [\"GOFLAGS='-modfile=/tmp/x.mod'\"]", 12, "GOFLAGS flag -modfile=/tmp/x.mod: it reads a file outside the module"},
+		{"quoted ldflags in GOFLAGS", "      packages: [./cmd/crictl]", "      packages: [./cmd/crictl]\n      env: ['GOFLAGS=-v \"-ldflags=-s -extld=/tmp/x\"']", 12, "GOFLAGS flag -ldflags=-s -extld=/tmp/x: use the ldflags field"},
+		{"unterminated quote in GOFLAGS", "      packages: [./cmd/crictl]", "      packages: [./cmd/crictl]\n      env: [\"GOFLAGS='-modfile=/tmp/x.mod\"]", 12, "GOFLAGS: unterminated ' string"},
 		{"a go.work", "      packages: [./cmd/crictl]", "      packages: [./cmd/crictl]\n      env: [GOWORK=/tmp/go.work]", 12, "GOWORK=/tmp/go.work: the build reads no work file"},
 		{"a go env file", "      packages: [./cmd/crictl]", "      packages: [./cmd/crictl]\n      env: [GOENV=/tmp/env]", 12, "GOENV=/tmp/env: the build reads no env file"},
 		{"short commit", "      sum: " + testSum + "\n      packages: [./cmd/crictl]", "      sum: " + testSum + "\n      commit: 0123abc\n      packages: [./cmd/crictl]", 11, "gomod.commit must be a full commit hash"},

@@ -689,7 +689,14 @@ func (r *Recipe) goBuild(at string, g *GoBuild, pf platform.Platform, v Vars) (*
 		case "GOFLAGS":
 			// The go command reads these as flags given on its command
 			// line (each -name or -name=value): the same are refused.
-			for _, f := range strings.Fields(val) {
+			// It splits them as it splits -ldflags, quotes stripped
+			// ('-modfile=/tmp/x' is -modfile), and refuses a quote
+			// left open.
+			flags, err := splitQuoted(val)
+			if err != nil {
+				return nil, r.Errorf(fmt.Sprintf("%s.env.%d", at, i), "GOFLAGS: %v", err)
+			}
+			for _, f := range flags {
 				if why := refusedFlag(f, ""); why != "" {
 					return nil, r.Errorf(fmt.Sprintf("%s.env.%d", at, i), "GOFLAGS flag %s: %s", f, why)
 				}
