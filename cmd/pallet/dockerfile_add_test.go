@@ -236,3 +236,28 @@ images:
 `)
 	return recipe
 }
+
+// A recipe's extract normalizes modes and owners, so its cache entry
+// keeps none of the headers' (an ADD's does): a release tarball owned by
+// 1001:121 costs nothing for them.
+func TestRecipeExtractKeepsNoHeaders(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "r.tar"), string(fixture.Tar([]fixture.File{
+		{Name: "bin/", Dir: true, Mode: 0o750, UID: 1001, GID: 121},
+		{Name: "bin/tool", Content: "t\n", Mode: 0o700, UID: 1001, GID: 121},
+	})))
+	archived := func(cacheDir string) []string {
+		found, _ := filepath.Glob(filepath.Join(cacheDir, "artifacts", "*", "archived"))
+		return found
+	}
+	cacheDir := t.TempDir()
+	mustPallet(t, "build", "-q", "--cache-dir", cacheDir, "-f", extractRecipe(t, dir, "{}"), "-o", "oci:"+filepath.Join(t.TempDir(), "o"))
+	if found := archived(cacheDir); len(found) != 0 {
+		t.Errorf("a recipe's extract kept headers: %v", found)
+	}
+	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM scratch\nADD r.tar /\n")
+	mustPallet(t, "build", "-q", "--cache-dir", cacheDir, "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+filepath.Join(t.TempDir(), "o"))
+	if found := archived(cacheDir); len(found) != 1 {
+		t.Errorf("an ADD's entry kept headers %v times, want once", found)
+	}
+}

@@ -20,7 +20,7 @@ func (e *Extract) key() string {
 	// (tree.Entry.Implied); v3: the modes and owners of its tar headers
 	// (tree.Entry.Archived); v4: the names its hard links make one file
 	// of (tree.Entry.Linked). One stored before does not say them.
-	return fmt.Sprintf("v4|%d|%s|%t", e.Strip, strings.Join(e.Include, "\x00"), e.RootedLinks)
+	return fmt.Sprintf("v4|%d|%s|%t|%t", e.Strip, strings.Join(e.Include, "\x00"), e.RootedLinks, e.Headers)
 }
 
 // fileTree turns a file into a tree: unpacked if ex is set, else the file
@@ -76,13 +76,18 @@ func (f *Fetcher) fileTree(ctx context.Context, r *Request, file, name, shown st
 	// without --chown) places it, and the tree refuses it there, at its
 	// line; one that gives its own owner (a recipe's extract) places the
 	// archive as it did before owners were read.
+	// Only an extract that keeps them (Extract.Headers) reads them: a
+	// recipe's normalizes them, and would keep 80 bytes an entry of a
+	// release tarball owned by 1001:121 for nothing.
 	headers := map[string]archive.Header{}
-	opt.Headers = func(rel string, h archive.Header) {
-		if h.UID == 0 && h.GID == 0 && (h.Mode == 0o755 || !h.Dir && h.Mode == 0o644) {
-			delete(headers, rel) // a later entry at the path, as the disk holds it
-			return
+	if ex.Headers {
+		opt.Headers = func(rel string, h archive.Header) {
+			if h.UID == 0 && h.GID == 0 && (h.Mode == 0o755 || !h.Dir && h.Mode == 0o644) {
+				delete(headers, rel) // a later entry at the path, as the disk holds it
+				return
+			}
+			headers[rel] = h
 		}
-		headers[rel] = h
 	}
 	// The names the archive's hard links make one file of, which a
 	// layer writes as links (tree.Entry.Linked).

@@ -35,6 +35,10 @@ type Extract struct {
 	// the image's root (archive.Options.RootedLinks), as a Dockerfile's
 	// ADD unpacks them.
 	RootedLinks bool
+	// Headers keeps the modes and owners of the archive's tar headers
+	// (tree.Entry.Archived), for a placement that gives them (a
+	// Dockerfile's ADD: tree.Placement.KeepArchiveModes).
+	Headers bool
 }
 
 func (l *Local) Name() string { return "local" }

@@ -76,13 +76,14 @@ func (s *source) artifactKind() artifact.Kind {
 	case srcFile:
 		return &artifact.Local{Path: s.path}
 	case srcArchive:
-		// ADD keeps an archive's absolute links, as BuildKit unpacks
-		// them: a root file system's /etc/localtime and alternatives.
-		return &artifact.Local{Path: s.path, Extract: &artifact.Extract{RootedLinks: true}}
+		// ADD keeps an archive's absolute links and its headers' modes
+		// and owners, as BuildKit unpacks them: a root file system's
+		// /etc/localtime, sticky /tmp and setuid passwd.
+		return &artifact.Local{Path: s.path, Extract: &artifact.Extract{RootedLinks: true, Headers: true}}
 	case srcURL:
 		u := &artifact.URL{URL: s.url, SHA256: s.sha256, Filename: s.filename}
 		if s.unpack {
-			u.Extract = &artifact.Extract{RootedLinks: true}
+			u.Extract = &artifact.Extract{RootedLinks: true, Headers: true}
 		}
 		return u
 	}
