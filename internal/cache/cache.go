@@ -100,7 +100,7 @@ func Open(dir string) (*Cache, error) {
 	if err := claim(dir); err != nil {
 		return nil, err
 	}
-	if err := unlinkDirs(dir); err != nil {
+	if err := refuseLinkedDirs(dir); err != nil {
 		return nil, err
 	}
 	for _, sub := range []string{"blobs/sha256", "artifacts", "layers", "tmp", "locks"} {
@@ -119,26 +119,24 @@ func Open(dir string) (*Cache, error) {
 // cacheDirs are the directories inside a cache, parents first.
 var cacheDirs = []string{"artifacts", "blobs", "blobs/sha256", "facts", "layers", "locks", "memo", "sources", "tmp", "uptodate"}
 
-// unlinkDirs removes a symlink found where the cache keeps one of its
-// directories (a cache restored from elsewhere, a CI cache an untrusted
-// job wrote): followed, it would have the sweep remove what lies under
-// another directory's build-* names and the writes land there. The link
-// goes, not what it points at, and the directory is made anew. Anything
-// else that is not a directory there is not pallet's to remove: where
-// the cache needs the directory, making it fails and says so; where it
-// only saves work (memo/), the build warns and goes on without it.
-func unlinkDirs(dir string) error {
+// refuseLinkedDirs refuses a cache with a symlink where it keeps one of
+// its directories (a cache restored from elsewhere, a CI cache an
+// untrusted job wrote): followed, the sweep would remove what lies under
+// another directory's build-* names, and the writes would land there.
+// The link is not pallet's, so it is not removed either: the error names
+// it. Anything else that is not a directory there is left to the
+// directories' making: where the cache needs the directory, making it
+// fails and says so; where it only saves work (memo/), the build warns
+// and goes on without it.
+func refuseLinkedDirs(dir string) error {
 	for _, sub := range cacheDirs {
-		p := filepath.Join(dir, sub)
-		fi, err := os.Lstat(p)
+		fi, err := os.Lstat(filepath.Join(dir, sub))
 		switch {
-		case errors.Is(err, fs.ErrNotExist), err == nil && fi.Mode()&fs.ModeSymlink == 0:
-			continue
+		case errors.Is(err, fs.ErrNotExist):
 		case err != nil:
 			return fmt.Errorf("cache %s: %w", dir, err)
-		}
-		if err := os.Remove(p); err != nil {
-			return fmt.Errorf("cache %s: %s is a symlink, which pallet does not follow: %w", dir, sub, err)
+		case fi.Mode()&fs.ModeSymlink != 0:
+			return fmt.Errorf("cache %s: %s is a symlink, which pallet neither follows nor removes: make it a directory, or give the directory it leads to as the cache", dir, sub)
 		}
 	}
 	return nil
