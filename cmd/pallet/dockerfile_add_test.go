@@ -163,9 +163,11 @@ func TestDockerfileAddKeepsRootedLinks(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "up.tar"), string(fixture.Tar([]fixture.File{{Name: "l", Link: "/../x"}})))
 	refusedDockerfiles(t, dir, []dockerfileRefusal{
 		{"FROM scratch\nADD up.tar /\n", `entry "l": symlink target "/../x" leaves the archive root`},
+		// A Windows layer's links are relative: refused as it unpacks.
+		{"FROM --platform=windows/amd64 windows-hostprocess-scratch\nADD r.tar /\n", `Dockerfile:2: artifact r.tar (windows/amd64, local mode): extract ` + filepath.Join(dir, "r.tar") + `: entry "etc/localtime": symlink target "/usr/share/zoneinfo/UTC" is absolute`},
 	})
 	recipe := extractRecipe(t, dir, "{}")
-	if _, err := pallet(t, "build", "-q", "--no-cache", "-f", recipe, "-o", "oci:"+filepath.Join(t.TempDir(), "o")); err == nil || !strings.Contains(err.Error(), `pallet.yaml:4: artifact r (linux/amd64, local mode): extract `+filepath.Join(dir, "r.tar")+`: entry "etc/localtime": symlink target "/usr/share/zoneinfo/UTC" is absolute (set links: keep on extract to keep it, as a link from the image's root)`) {
+	if _, err := pallet(t, "build", "-q", "--no-cache", "-f", recipe, "-o", "oci:"+filepath.Join(t.TempDir(), "o")); err == nil || !strings.Contains(err.Error(), `pallet.yaml:4: artifact r (linux/amd64, local mode): extract `+filepath.Join(dir, "r.tar")+`: entry "etc/localtime": symlink target "/usr/share/zoneinfo/UTC" is absolute (a recipe's extract keeps it with links: keep, as a link from a Linux image's root)`) {
 		t.Errorf("a recipe's extract of absolute links: %v, want them refused", err)
 	}
 	extractRecipe(t, dir, "{links: keep}")

@@ -105,7 +105,7 @@ func (f *Fetcher) fileTree(ctx context.Context, r *Request, file, name, shown st
 		case errors.Is(err, archive.ErrUnmatched):
 			err = blame("include", err)
 		case format != archive.Zip && errors.As(err, &abs) && abs.Keepable():
-			err = fmt.Errorf("%w (set links: keep on extract to keep it, as a link from the image's root)", err)
+			err = fmt.Errorf("%w (a recipe's extract keeps it with links: keep, as a link from a Linux image's root)", err)
 		}
 		return nil, nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/pallet-dev/pallet/internal/artifact"
 	"github.com/pallet-dev/pallet/internal/lazyre"
 	"github.com/pallet-dev/pallet/internal/plan"
+	"github.com/pallet-dev/pallet/internal/platform"
 	"github.com/pallet-dev/pallet/internal/tree"
 )
 
@@ -62,8 +63,15 @@ func (s *source) id() string {
 	return "workdir"
 }
 
-// kind is the artifact kind that makes the source.
-func (s *source) artifactKind() artifact.Kind {
+// kind is the artifact kind that makes the source, for an image of
+// platform p.
+func (s *source) artifactKind(p platform.Platform) artifact.Kind {
+	// ADD keeps an archive's absolute links and its headers' modes and
+	// owners, as BuildKit unpacks them: a root file system's
+	// /etc/localtime, sticky /tmp and setuid passwd. A Windows layer
+	// holds neither (its links are relative, its files carry no mode),
+	// so there the archive's absolute links are refused as they unpack.
+	unpack := &artifact.Extract{RootedLinks: !p.IsWindows(), Headers: !p.IsWindows()}
 	switch s.kind {
 	case srcDir:
 		if s.filtered {
@@ -76,14 +84,11 @@ func (s *source) artifactKind() artifact.Kind {
 	case srcFile:
 		return &artifact.Local{Path: s.path}
 	case srcArchive:
-		// ADD keeps an archive's absolute links and its headers' modes
-		// and owners, as BuildKit unpacks them: a root file system's
-		// /etc/localtime, sticky /tmp and setuid passwd.
-		return &artifact.Local{Path: s.path, Extract: &artifact.Extract{RootedLinks: true, Headers: true}}
+		return &artifact.Local{Path: s.path, Extract: unpack}
 	case srcURL:
 		u := &artifact.URL{URL: s.url, SHA256: s.sha256, Filename: s.filename}
 		if s.unpack {
-			u.Extract = &artifact.Extract{RootedLinks: true, Headers: true}
+			u.Extract = unpack
 		}
 		return u
 	}

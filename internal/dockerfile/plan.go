@@ -537,7 +537,7 @@ func (e *evaluator) artifact(src *source, pos plan.Pos) string {
 		e.p.Artifacts[key] = &plan.Artifact{
 			// A Dockerfile ships what it copies and nothing more: no
 			// licence files are looked for or added.
-			Request: artifact.Request{Name: name, Platform: e.art, NoLicense: true, Kind: src.artifactKind()},
+			Request: artifact.Request{Name: name, Platform: e.art, NoLicense: true, Kind: src.artifactKind(e.art)},
 			Check:   true,
 			Pos:     pos,
 		}
