@@ -11,6 +11,9 @@ import (
 	"hash/crc32"
 	"hash/crc64"
 	"io"
+	"math"
+	"runtime"
+	"sync/atomic"
 
 	"github.com/ulikunitz/xz/lzma"
 )
@@ -25,6 +28,16 @@ import (
 //
 // The format is xz-file-format 1.x (tukaani.org/xz/xz-file-format.txt)
 // restricted, like ulikunitz/xz, to a single LZMA2 filter per block.
+//
+// The pure-Go decoder is several times slower than liblzma, and runs on
+// one core. Multi-threaded xz (the default of xz 5.4 and later with more
+// than one thread) writes independent blocks whose headers declare both
+// their sizes; such blocks, after the first of their stream, are read
+// ahead and decoded on other goroutines (see xzJob), up to workers blocks
+// at a time counting the one being read. The container is still parsed
+// in order on the reading goroutine, and each block is decoded by the
+// same code either way, so errors are the same and come after the same
+// output; a parse error met ahead waits behind the blocks before it.
 type xzReader struct {
 	in      *bufio.Reader
 	maxDict int64
@@ -33,14 +46,37 @@ type xzReader struct {
 	inStream bool
 	streams  int
 	flags    byte      // check type of the current stream
-	blocks   uint64    // blocks decoded so far in the current stream
+	blocks   uint64    // blocks parsed so far in the current stream
 	records  hash.Hash // their index records, to compare with the index
-	blk      *xzBlock
+
+	// queue holds the blocks parsed and not yet read, in order; only its
+	// last can be one decoded here from in, which stops the parse until
+	// it ends. parseErr is what ended the parse (io.EOF at the clean
+	// end), reported once the queue is empty.
+	workers  int
+	queue    []xzItem
+	parseErr error
+	cur      *xzJob // queue[0] once done
+	out      []byte // what is left of cur's output
+	jobs     int64  // jobs started
+	failed   *atomic.Int64
+	spareOut []byte // a read job's buffers, for the next one
+	spareIn  []byte
 }
 
-// xzBlock is the state of the block being decoded.
+// xzItem is a block in the queue: blk is decoded here, job elsewhere.
+type xzItem struct {
+	blk *xzBlock
+	job *xzJob
+}
+
+// xzBlock is the state of a block being decoded, here or by a job.
 type xzBlock struct {
+	num          uint64 // in its stream, from 1
+	flags        byte   // the stream's check type
 	headerLen    int64
+	dict         int64     // the dictionary size the header asks for
+	in           io.Reader // the compressed data, padding and check
 	compressed   *byteCounter
 	lz           io.Reader
 	check        hash.Hash // nil for check type None
@@ -49,20 +85,46 @@ type xzBlock struct {
 	wantCompressed, wantUncompressed int64
 }
 
+// xzJob is a block decoded on its own goroutine from a copy of its bytes.
+// done is closed once out and err are set.
+type xzJob struct {
+	seq  int64
+	done chan struct{}
+	out  []byte
+	err  error
+	in   []byte // the copy, handed back for reuse once done
+}
+
 const (
 	xzHeaderLen = 12
 	xzFooterLen = 12
 	xzLZMA2     = 0x21
+
+	// xzMaxJob bounds the sizes, compressed and not, and the dictionary a
+	// block decoded ahead declares: the reader then holds at most three
+	// times this per worker (input, dictionary and output), whatever the
+	// file says. The dictionary is the declared one, though the block
+	// cannot use more than its size, so that a block lying about its size
+	// fails as it would decoded as it is read. Multi-threaded xz makes
+	// blocks of three times the dictionary, 24 MiB at its default level;
+	// larger blocks are decoded as they are read.
+	xzMaxJob = 64 << 20
 )
 
 var (
 	xzMagic       = []byte{0xfd, '7', 'z', 'X', 'Z', 0}
 	xzFooterMagic = []byte{'Y', 'Z'}
 	crc64Table    = crc64.MakeTable(crc64.ECMA)
+
+	// errXzStopped ends a job after an earlier block failed; it is never
+	// reported, as the earlier failure is.
+	errXzStopped = errors.New("xz: decoding stopped")
 )
 
 func newXzReader(in *bufio.Reader, maxDict int64) *xzReader {
-	return &xzReader{in: in, maxDict: maxDict}
+	failed := new(atomic.Int64)
+	failed.Store(math.MaxInt64)
+	return &xzReader{in: in, maxDict: maxDict, workers: runtime.GOMAXPROCS(0), failed: failed}
 }
 
 func (z *xzReader) Read(p []byte) (int, error) {
@@ -78,59 +140,124 @@ func (z *xzReader) Read(p []byte) (int, error) {
 
 func (z *xzReader) read(p []byte) (int, error) {
 	for {
-		if z.blk == nil {
-			if err := z.nextBlock(); err != nil {
-				return 0, err
+		if len(z.out) > 0 {
+			n := copy(p, z.out)
+			z.out = z.out[n:]
+			if len(z.out) == 0 {
+				// Start the next job before the caller works on these bytes.
+				z.doneJob()
 			}
+			return n, nil
 		}
-		b := z.blk
-		n, err := b.lz.Read(p)
-		b.uncompressed += int64(n)
-		if b.check != nil {
-			b.check.Write(p[:n])
+		if z.cur != nil {
+			// Read in full, and failed.
+			return 0, z.cur.err
 		}
-		if b.wantUncompressed >= 0 && b.uncompressed > b.wantUncompressed {
-			return n, z.corrupt("block holds more than its declared %d bytes", b.wantUncompressed)
+		z.fill()
+		if len(z.queue) == 0 {
+			return 0, z.parseErr
 		}
-		switch {
-		case err == io.EOF:
-			if err := z.endBlock(); err != nil {
-				return n, err
+		if j := z.queue[0].job; j != nil {
+			<-j.done
+			z.cur, z.out = j, j.out
+			if len(z.out) == 0 {
+				z.doneJob()
 			}
+			continue
+		}
+		b := z.queue[0].blk
+		n, err := b.Read(p)
+		if err == io.EOF {
+			z.queue = z.queue[:0]
+			z.record(b.headerLen+b.compressed.n+int64(checkSize(b.flags)), b.uncompressed)
 			if n > 0 {
 				return n, nil
 			}
-		case err != nil:
-			return n, fmt.Errorf("xz: block %d: %w", z.blocks+1, err)
-		default:
-			return n, nil
+			continue
 		}
+		return n, err
 	}
 }
 
+// doneJob drops cur, read in full, from the queue unless it failed, keeps
+// its buffers, and starts the next job.
+func (z *xzReader) doneJob() {
+	j := z.cur
+	if j.err != nil {
+		return
+	}
+	z.cur = nil
+	z.spareOut, z.spareIn = j.out[:0], j.in
+	z.queue[0] = xzItem{}
+	z.queue = z.queue[1:]
+	z.fill()
+}
+
+// fill parses ahead until the queue is full, the parse has ended, or a
+// block decoded here from in must be read first.
+func (z *xzReader) fill() {
+	for z.parseErr == nil && len(z.queue) < max(z.workers, 1) {
+		if n := len(z.queue); n > 0 && z.queue[n-1].blk != nil {
+			return
+		}
+		b, err := z.nextBlock()
+		if err != nil {
+			z.parseErr = err
+			return
+		}
+		if !z.ahead(b) {
+			if err := z.startHere(b); err != nil {
+				z.parseErr = err
+				return
+			}
+			z.queue = append(z.queue, xzItem{blk: b})
+			return
+		}
+		z.queue = append(z.queue, xzItem{job: z.startJob(b)})
+	}
+}
+
+// ahead says whether to decode b on another goroutine. The first block of
+// a stream is decoded here, so that a stream of one block, which gains
+// nothing, is read as it always was: streamed, with nothing held.
+func (z *xzReader) ahead(b *xzBlock) bool {
+	return z.workers > 1 && b.num > 1 &&
+		b.wantCompressed >= 0 && b.wantCompressed <= xzMaxJob &&
+		b.wantUncompressed >= 0 && b.wantUncompressed <= xzMaxJob &&
+		b.dict <= xzMaxJob
+}
+
+func (z *xzReader) record(unpadded, uncompressed int64) {
+	binary.Write(z.records, binary.LittleEndian, [2]int64{unpadded, uncompressed})
+}
+
 func (z *xzReader) corrupt(format string, args ...any) error {
+	return xzCorrupt(format, args...)
+}
+
+func xzCorrupt(format string, args ...any) error {
 	return fmt.Errorf("xz: corrupt input: "+format, args...)
 }
 
 // nextBlock reads up to and including the next block header, passing over
 // stream boundaries. It returns io.EOF at the clean end of the input.
-func (z *xzReader) nextBlock() error {
+func (z *xzReader) nextBlock() (*xzBlock, error) {
 	for {
 		if !z.inStream {
 			if err := z.readStreamHeader(); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		size, err := z.in.ReadByte()
 		if err != nil {
-			return noEOF(err)
+			return nil, noEOF(err)
 		}
 		if size != 0 {
 			return z.readBlockHeader(size)
 		}
 		// A zero where a block header would start is the index indicator.
 		if err := z.readIndex(); err != nil {
-			return err
+			return nil, err
 		}
 		z.inStream = false
 	}
@@ -214,103 +341,216 @@ func checkSize(flags byte) int {
 }
 
 // readBlockHeader parses a block header whose first byte, size, has been
-// read, checks the dictionary it claims, and starts decoding the block.
-func (z *xzReader) readBlockHeader(size byte) error {
+// read, and checks the dictionary it claims.
+func (z *xzReader) readBlockHeader(size byte) (*xzBlock, error) {
+	num := z.blocks + 1
 	n := (int(size) + 1) * 4
 	h := make([]byte, n)
 	h[0] = size
 	if _, err := io.ReadFull(z.in, h[1:]); err != nil {
-		return noEOF(err)
+		return nil, noEOF(err)
 	}
 	if crc32.ChecksumIEEE(h[:n-4]) != binary.LittleEndian.Uint32(h[n-4:]) {
-		return z.corrupt("block %d: header checksum mismatch", z.blocks+1)
+		return nil, z.corrupt("block %d: header checksum mismatch", num)
 	}
 	flags := h[1]
 	if flags&0x3c != 0 {
-		return z.corrupt("block %d: reserved header flags set", z.blocks+1)
+		return nil, z.corrupt("block %d: reserved header flags set", num)
 	}
 	if flags&0x03 != 0 {
-		return fmt.Errorf("xz: block %d: filter chains other than LZMA2 alone are not supported", z.blocks+1)
+		return nil, fmt.Errorf("xz: block %d: filter chains other than LZMA2 alone are not supported", num)
 	}
 	r := bytes.NewReader(h[2 : n-4])
-	b := &xzBlock{headerLen: int64(n), wantCompressed: -1, wantUncompressed: -1}
+	b := &xzBlock{num: num, flags: z.flags, headerLen: int64(n), wantCompressed: -1, wantUncompressed: -1}
 	var err error
 	if flags&0x40 != 0 {
 		if b.wantCompressed, err = xzSize(r); err != nil || b.wantCompressed == 0 {
-			return z.corrupt("block %d: bad compressed size", z.blocks+1)
+			return nil, z.corrupt("block %d: bad compressed size", num)
 		}
 	}
 	if flags&0x80 != 0 {
 		if b.wantUncompressed, err = xzSize(r); err != nil {
-			return z.corrupt("block %d: bad uncompressed size", z.blocks+1)
+			return nil, z.corrupt("block %d: bad uncompressed size", num)
 		}
 	}
 	id, err1 := xzVarint(r)
 	propLen, err2 := xzVarint(r)
 	prop, err3 := r.ReadByte()
 	if err := errors.Join(err1, err2, err3); err != nil {
-		return z.corrupt("block %d: bad filter flags: %v", z.blocks+1, err)
+		return nil, z.corrupt("block %d: bad filter flags: %v", num, err)
 	}
 	if id != xzLZMA2 || propLen != 1 {
-		return fmt.Errorf("xz: block %d: filter %#x is not supported (only LZMA2)", z.blocks+1, id)
+		return nil, fmt.Errorf("xz: block %d: filter %#x is not supported (only LZMA2)", num, id)
 	}
 	for r.Len() > 0 {
 		if c, _ := r.ReadByte(); c != 0 {
-			return z.corrupt("block %d: nonzero header padding", z.blocks+1)
+			return nil, z.corrupt("block %d: nonzero header padding", num)
 		}
 	}
 	dict, err := lzma.DecodeDictCap(prop)
 	if err != nil {
-		return z.corrupt("block %d: %v", z.blocks+1, err)
+		return nil, z.corrupt("block %d: %v", num, err)
 	}
 	if dict > z.maxDict {
-		return limitErr(fmt.Sprintf("xz block %d needs a %d-byte dictionary, more than the limit of %d bytes",
-			z.blocks+1, dict, z.maxDict))
+		return nil, limitErr(fmt.Sprintf("xz block %d needs a %d-byte dictionary, more than the limit of %d bytes",
+			num, dict, z.maxDict))
 	}
+	b.dict = dict
+	if b.check, err = newCheck(z.flags); err != nil {
+		return nil, err
+	}
+	z.blocks = num
+	return b, nil
+}
 
-	b.compressed = &byteCounter{r: z.in}
-	var in io.Reader = b.compressed
+// start starts decoding b from in.
+func (b *xzBlock) start(in io.Reader, dict int64) error {
+	b.in = in
+	b.compressed = &byteCounter{r: in}
+	var lz io.Reader = b.compressed
 	if b.wantCompressed >= 0 {
-		in = io.LimitReader(in, b.wantCompressed)
+		lz = io.LimitReader(lz, b.wantCompressed)
 	}
 	cfg := lzma.Reader2Config{DictCap: int(max(dict, lzma.MinDictCap))}
-	if b.lz, err = cfg.NewReader2(in); err != nil {
-		return fmt.Errorf("xz: block %d: %w", z.blocks+1, err)
+	var err error
+	if b.lz, err = cfg.NewReader2(lz); err != nil {
+		return fmt.Errorf("xz: block %d: %w", b.num, err)
 	}
-	if b.check, err = newCheck(z.flags); err != nil {
-		return err
-	}
-	z.blk = b
 	return nil
 }
 
-// endBlock reads the padding and check after a block's LZMA2 data and
-// records the block for the index.
-func (z *xzReader) endBlock() error {
-	b := z.blk
-	z.blk = nil
-	z.blocks++
+// startHere starts decoding b from the input, as it is read.
+func (z *xzReader) startHere(b *xzBlock) error {
+	return b.start(z.in, b.dict)
+}
+
+// startJob reads b's bytes, records b for the index as its header
+// describes it (the job fails unless it decodes to that), and starts
+// decoding it on its own goroutine.
+//
+// The copy of the bytes is short when the input is: the job then sees the
+// input end or fail where the block would have, and so fails as the
+// block would have; the parse stops there.
+func (z *xzReader) startJob(b *xzBlock) *xzJob {
+	tail := int64(checkSize(b.flags))
+	pad := (4 - (b.headerLen+b.wantCompressed)%4) % 4
+	buf := grow(z.spareIn, b.wantCompressed+pad+tail)
+	n, err := io.ReadFull(z.in, buf)
+	var in io.Reader = bytes.NewReader(buf[:n])
+	if err != nil {
+		if err == io.ErrUnexpectedEOF {
+			err = io.EOF
+		}
+		in = io.MultiReader(in, errReader{err})
+		z.parseErr = noEOF(err)
+	}
+	z.record(b.headerLen+b.wantCompressed+tail, b.wantUncompressed)
+
+	j := &xzJob{seq: z.jobs, done: make(chan struct{}), in: buf, out: grow(z.spareOut, b.wantUncompressed)}
+	z.jobs++
+	z.spareIn, z.spareOut = nil, nil
+	go j.run(b, xzStopReader{in, j.seq, z.failed}, z.failed)
+	return j
+}
+
+func (j *xzJob) run(b *xzBlock, in io.Reader, failed *atomic.Int64) {
+	defer close(j.done)
+	err := b.start(in, b.dict)
+	n := 0
+	if err == nil {
+		n, err = io.ReadFull(b, j.out)
+	}
+	// A block of the declared size must end there; reading on checks
+	// that it does, and its padding and check.
+	var one [1]byte
+	for err == nil {
+		_, err = b.Read(one[:])
+	}
+	if err == io.EOF {
+		err = nil
+	}
+	j.out, j.err = j.out[:n], err
+	if err != nil {
+		// Stop the jobs after this one: nothing past it will be read.
+		for {
+			f := failed.Load()
+			if f <= j.seq || failed.CompareAndSwap(f, j.seq) {
+				break
+			}
+		}
+	}
+}
+
+// Read decodes b, and at its end checks its sizes, padding and check.
+func (b *xzBlock) Read(p []byte) (int, error) {
+	n, err := b.lz.Read(p)
+	b.uncompressed += int64(n)
+	if b.check != nil {
+		b.check.Write(p[:n])
+	}
+	if b.wantUncompressed >= 0 && b.uncompressed > b.wantUncompressed {
+		return n, xzCorrupt("block holds more than its declared %d bytes", b.wantUncompressed)
+	}
+	switch {
+	case err == io.EOF:
+		if err := b.end(); err != nil {
+			return n, err
+		}
+		return n, io.EOF
+	case err != nil:
+		return n, fmt.Errorf("xz: block %d: %w", b.num, err)
+	}
+	return n, nil
+}
+
+// end reads the padding and check after b's LZMA2 data.
+func (b *xzBlock) end() error {
 	c := b.compressed.n
 	if b.wantCompressed >= 0 && c != b.wantCompressed {
-		return z.corrupt("block %d: %d compressed bytes, header says %d", z.blocks, c, b.wantCompressed)
+		return xzCorrupt("block %d: %d compressed bytes, header says %d", b.num, c, b.wantCompressed)
 	}
 	if b.wantUncompressed >= 0 && b.uncompressed != b.wantUncompressed {
-		return z.corrupt("block %d: %d bytes, header says %d", z.blocks, b.uncompressed, b.wantUncompressed)
+		return xzCorrupt("block %d: %d bytes, header says %d", b.num, b.uncompressed, b.wantUncompressed)
 	}
 	pad := (4 - (b.headerLen+c)%4) % 4
-	tail := make([]byte, pad+int64(checkSize(z.flags)))
-	if _, err := io.ReadFull(z.in, tail); err != nil {
+	tail := make([]byte, pad+int64(checkSize(b.flags)))
+	if _, err := io.ReadFull(b.in, tail); err != nil {
 		return noEOF(err)
 	}
 	if !allZero(tail[:pad]) {
-		return z.corrupt("block %d: nonzero padding", z.blocks)
+		return xzCorrupt("block %d: nonzero padding", b.num)
 	}
 	if b.check != nil && !checkMatches(b.check, tail[pad:]) {
-		return fmt.Errorf("xz: block %d: checksum mismatch", z.blocks)
+		return fmt.Errorf("xz: block %d: checksum mismatch", b.num)
 	}
-	unpadded := b.headerLen + c + int64(checkSize(z.flags))
-	binary.Write(z.records, binary.LittleEndian, [2]int64{unpadded, b.uncompressed})
 	return nil
+}
+
+// xzStopReader is a job's input. It fails once a job before it (lower
+// seq) has failed, so that blocks nobody will read are not decoded.
+type xzStopReader struct {
+	r      io.Reader
+	seq    int64
+	failed *atomic.Int64
+}
+
+func (s xzStopReader) Read(p []byte) (int, error) {
+	if s.failed.Load() < s.seq {
+		return 0, errXzStopped
+	}
+	return s.r.Read(p)
+}
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+// grow returns b resized to n bytes, reallocated if too small.
+func grow(b []byte, n int64) []byte {
+	if int64(cap(b)) < n {
+		return make([]byte, n)
+	}
+	return b[:n]
 }
 
 // checkMatches compares a check with its stored form: CRCs are stored
