@@ -187,7 +187,7 @@ func (z *xzReader) doneJob() {
 		return
 	}
 	z.cur = nil
-	z.spareOut, z.spareIn = j.out[:0], j.in
+	z.spareOut, z.spareIn = j.out, j.in
 	z.queue[0] = xzItem{}
 	z.queue = z.queue[1:]
 	z.fill()
@@ -430,23 +430,22 @@ func (z *xzReader) startHere(b *xzBlock) error {
 //
 // The copy of the bytes is short when the input is: the job then sees the
 // input end or fail where the block would have, and so fails as the
-// block would have; the parse stops there.
+// block would have; the parse stops there. Both the copy and the output
+// grow as bytes come, rather than being sized from the header, so that
+// the header's claims cost no memory the input does not back.
 func (z *xzReader) startJob(b *xzBlock) *xzJob {
 	tail := int64(checkSize(b.flags))
 	pad := (4 - (b.headerLen+b.wantCompressed)%4) % 4
-	buf := grow(z.spareIn, b.wantCompressed+pad+tail)
-	n, err := io.ReadFull(z.in, buf)
-	var in io.Reader = bytes.NewReader(buf[:n])
+	w := bytes.NewBuffer(z.spareIn[:0])
+	_, err := io.CopyN(w, z.in, b.wantCompressed+pad+tail)
+	var in io.Reader = bytes.NewReader(w.Bytes())
 	if err != nil {
-		if err == io.ErrUnexpectedEOF {
-			err = io.EOF
-		}
 		in = io.MultiReader(in, errReader{err})
 		z.parseErr = noEOF(err)
 	}
 	z.record(b.headerLen+b.wantCompressed+tail, b.wantUncompressed)
 
-	j := &xzJob{seq: z.jobs, done: make(chan struct{}), in: buf, out: grow(z.spareOut, b.wantUncompressed)}
+	j := &xzJob{seq: z.jobs, done: make(chan struct{}), in: w.Bytes(), out: z.spareOut[:0]}
 	z.jobs++
 	z.spareIn, z.spareOut = nil, nil
 	go j.run(b, xzStopReader{in, j.seq, z.failed}, z.failed)
@@ -455,10 +454,11 @@ func (z *xzReader) startJob(b *xzBlock) *xzJob {
 
 func (j *xzJob) run(b *xzBlock, in io.Reader, failed *atomic.Int64) {
 	defer close(j.done)
+	out := bytes.NewBuffer(j.out)
 	err := b.start(in, b.dict)
-	n := 0
 	if err == nil {
-		n, err = io.ReadFull(b, j.out)
+		// Short of the declared size, b fails rather than ending.
+		_, err = io.CopyN(out, b, b.wantUncompressed)
 	}
 	// A block of the declared size must end there; reading on checks
 	// that it does, and its padding and check.
@@ -469,7 +469,7 @@ func (j *xzJob) run(b *xzBlock, in io.Reader, failed *atomic.Int64) {
 	if err == io.EOF {
 		err = nil
 	}
-	j.out, j.err = j.out[:n], err
+	j.out, j.err = out.Bytes(), err
 	if err != nil {
 		// Stop the jobs after this one: nothing past it will be read.
 		for {
@@ -544,14 +544,6 @@ func (s xzStopReader) Read(p []byte) (int, error) {
 type errReader struct{ err error }
 
 func (e errReader) Read([]byte) (int, error) { return 0, e.err }
-
-// grow returns b resized to n bytes, reallocated if too small.
-func grow(b []byte, n int64) []byte {
-	if int64(cap(b)) < n {
-		return make([]byte, n)
-	}
-	return b[:n]
-}
 
 // checkMatches compares a check with its stored form: CRCs are stored
 // little-endian, SHA-256 as is.

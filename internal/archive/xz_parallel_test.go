@@ -330,6 +330,28 @@ func TestXzParallelBounds(t *testing.T) {
 	if _, err := decodeXzWith(file, 4); err == nil || !strings.HasPrefix(err.Error(), "xz: corrupt input: block 3: ") {
 		t.Fatalf("error = %v", err)
 	}
+
+	// Claims within the bound, decoded ahead, cost only what the input
+	// backs.
+	s = specs(data, 64<<10)
+	for i := 1; i < len(s); i++ {
+		s[i].hdrC, s[i].hdrU = xzMaxJob, xzMaxJob
+	}
+	file = xzStream(t, 0x01, s...)
+	z = newXzReader(bufio.NewReader(bytes.NewReader(file)), DefaultMaxWindow)
+	z.workers = 4
+	runtime.ReadMemStats(&before)
+	_, err = io.ReadAll(z)
+	for _, it := range z.queue {
+		<-it.job.done
+	}
+	runtime.ReadMemStats(&after)
+	if want := "xz: corrupt input: block 2: "; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("error = %v, want %q...", err, want)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 8<<20 {
+		t.Errorf("decoding allocated %d bytes", n)
+	}
 }
 
 // waitGoroutines waits for the goroutines to come back to n.
