@@ -36,8 +36,10 @@ import (
 // ahead and decoded on other goroutines (see xzJob), up to workers blocks
 // at a time counting the one being read. The container is still parsed
 // in order on the reading goroutine, and each block is decoded by the
-// same code either way, so errors are the same and come after the same
-// output; a parse error met ahead waits behind the blocks before it.
+// same code either way, so errors are the same and come after the whole
+// output of the blocks before; a parse error met ahead waits behind them.
+// (How much of a failing block comes out first depends, either way, on
+// how the decoder is read.)
 type xzReader struct {
 	in      *bufio.Reader
 	maxDict int64
@@ -59,7 +61,7 @@ type xzReader struct {
 	cur      *xzJob // queue[0] once done
 	out      []byte // what is left of cur's output
 	jobs     int64  // jobs started
-	failed   *atomic.Int64
+	failed   *atomic.Int64 // the lowest seq of a failed job
 	spareOut []byte // a read job's buffers, for the next one
 	spareIn  []byte
 }
@@ -101,9 +103,9 @@ const (
 	xzLZMA2     = 0x21
 
 	// xzMaxJob bounds the sizes, compressed and not, and the dictionary a
-	// block decoded ahead declares: the reader then holds at most three
-	// times this per worker (input, dictionary and output), whatever the
-	// file says. The dictionary is the declared one, though the block
+	// block decoded ahead declares: each worker then holds an input copy,
+	// a dictionary and an output of at most this (the buffers, grown as
+	// bytes come, up to twice), whatever the file says. The dictionary is the declared one, though the block
 	// cannot use more than its size, so that a block lying about its size
 	// fails as it would decoded as it is read. Multi-threaded xz makes
 	// blocks of three times the dictionary, 24 MiB at its default level;
