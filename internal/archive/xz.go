@@ -58,11 +58,11 @@ type xzReader struct {
 	workers  int
 	queue    []xzItem
 	parseErr error
-	cur      *xzJob // queue[0] once done
-	out      []byte // what is left of cur's output
-	jobs     int64  // jobs started
+	cur      *xzJob        // queue[0] once done
+	out      []byte        // what is left of cur's output
+	jobs     int64         // jobs started
 	failed   *atomic.Int64 // the lowest seq of a failed job
-	spareOut []byte // a read job's buffers, for the next one
+	spareOut []byte        // a read job's buffers, for the next one
 	spareIn  []byte
 }
 
