@@ -252,19 +252,11 @@ func (f *Fetcher) store(key string, res *Result, work string, r *Request) (*Resu
 			return nil, err
 		}
 	}
-	if implied := impliedDirs(res.Tree); implied != "" {
-		if err := os.WriteFile(filepath.Join(tmp, "implied"), []byte(implied), 0o644); err != nil {
-			return nil, err
-		}
-	}
-	if archived := archivedEntries(res.Tree); archived != "" {
-		if err := os.WriteFile(filepath.Join(tmp, "archived"), []byte(archived), 0o644); err != nil {
-			return nil, err
-		}
-	}
-	if linked := linkedFiles(res.Tree); linked != "" {
-		if err := os.WriteFile(filepath.Join(tmp, "linked"), []byte(linked), 0o644); err != nil {
-			return nil, err
+	for _, sc := range sidecars {
+		if data := sc.write(res.Tree); data != "" {
+			if err := os.WriteFile(filepath.Join(tmp, sc.name), []byte(data), 0o644); err != nil {
+				return nil, err
+			}
 		}
 	}
 	data, err := json.Marshal(res.Record)
@@ -320,61 +312,64 @@ func (f *Fetcher) entryDigest(dir string, digest tree.FileDigest) (string, *tree
 		trees[i] = t
 		parts = append(parts, sum)
 	}
-	// The directories of the tree an archive only implied, which a
-	// directory on disk does not tell (tree.Entry.Implied).
-	implied, err := bounded.ReadRegular(filepath.Join(dir, "implied"), maxEntryImplied)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return "", nil, nil, nil, err
-	default:
-		set := map[string]bool{}
-		for p := range strings.SplitSeq(string(implied), "\n") {
-			set[p] = true
-		}
-		trees[0].Imply(func(p string) bool { return set[p] })
-		sum := sha256.Sum256(implied)
-		parts = append(parts, "implied:"+hex.EncodeToString(sum[:]))
-	}
-	// The modes and owners of an archive's headers, which the files on
-	// disk do not keep (tree.Entry.Archived).
-	archived, err := bounded.ReadRegular(filepath.Join(dir, "archived"), maxEntryArchived)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return "", nil, nil, nil, err
-	default:
-		headers, err := parseArchived(archived)
-		if err != nil {
+	for _, sc := range sidecars {
+		data, err := bounded.ReadRegular(filepath.Join(dir, sc.name), sc.max)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue
+		case err != nil:
 			return "", nil, nil, nil, err
 		}
-		trees[0].Archive(func(p string) (tree.DirMeta, bool) {
+		if err := sc.read(trees[0], data); err != nil {
+			return "", nil, nil, nil, err
+		}
+		sum := sha256.Sum256(data)
+		parts = append(parts, sc.name+":"+hex.EncodeToString(sum[:]))
+	}
+	return strings.Join(parts, " "), trees[0], trees[1], trees[2], nil
+}
+
+// sidecars are what a cache entry keeps beside its trees of what the
+// files on disk do not tell of an archive's entries, each in a file of
+// its name (none when write gives ""), bounded by max when read back
+// into the tree, and covered by the entry's digest.
+var sidecars = []struct {
+	name  string
+	max   int64
+	write func(t *tree.Tree) string
+	read  func(t *tree.Tree, data []byte) error
+}{
+	// The directories an archive only implied (tree.Entry.Implied).
+	{"implied", maxEntryImplied, impliedDirs, func(t *tree.Tree, data []byte) error {
+		set := map[string]bool{}
+		for p := range strings.SplitSeq(string(data), "\n") {
+			set[p] = true
+		}
+		t.Imply(func(p string) bool { return set[p] })
+		return nil
+	}},
+	// The modes and owners of its tar headers (tree.Entry.Archived).
+	{"archived", maxEntryArchived, archivedEntries, func(t *tree.Tree, data []byte) error {
+		headers, err := parseArchived(data)
+		if err != nil {
+			return err
+		}
+		t.Archive(func(p string) (tree.DirMeta, bool) {
 			h, ok := headers[p]
 			return h, ok
 		})
-		sum := sha256.Sum256(archived)
-		parts = append(parts, "archived:"+hex.EncodeToString(sum[:]))
-	}
-	// The names an archive's hard links make one file of, which the
-	// files of the entry need not be (a copy of the cache holds copies):
+		return nil
+	}},
+	// The names its hard links make one file of, which the files of the
+	// entry need not be (a copy of the cache holds copies):
 	// tree.Entry.Linked.
-	linked, err := bounded.ReadRegular(filepath.Join(dir, "linked"), maxEntryLinked)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return "", nil, nil, nil, err
-	default:
-		groups, err := parseLinked(linked)
+	{"linked", maxEntryLinked, linkedFiles, func(t *tree.Tree, data []byte) error {
+		groups, err := parseLinked(data)
 		if err != nil {
-			return "", nil, nil, nil, err
+			return err
 		}
-		if err := trees[0].Link(groups); err != nil {
-			return "", nil, nil, nil, err
-		}
-		sum := sha256.Sum256(linked)
-		parts = append(parts, "linked:"+hex.EncodeToString(sum[:]))
-	}
-	return strings.Join(parts, " "), trees[0], trees[1], trees[2], nil
+		return t.Link(groups)
+	}},
 }
 
 // linkedFiles lists the files of t an archive's hard links make one
