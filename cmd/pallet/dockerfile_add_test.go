@@ -216,6 +216,10 @@ func TestArchiveSpecialFilesWarned(t *testing.T) {
 	if log := mustPallet(t, "build", "--no-cache", "-f", recipe, "-o", "oci:"+filepath.Join(t.TempDir(), "o")); strings.Contains(log, "does not place") {
 		t.Errorf("entries include leaves out were named:\n%s", log)
 	}
+	extractRecipe(t, dir, "{include: [bin, run]}")
+	if log := mustPallet(t, "build", "--no-cache", "-f", recipe, "-o", "oci:"+filepath.Join(t.TempDir(), "o")); !strings.Contains(log, "the archive holds 1 entry pallet does not place, which the image will not have: run/initctl (named pipe)") {
+		t.Errorf("one entry not placed is said so:\n%s", log)
+	}
 }
 
 // extractRecipe writes dir/pallet.yaml, which places the archive

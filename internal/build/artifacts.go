@@ -33,7 +33,7 @@ func (b *builder) policy(a record.Artifact, src *plan.Artifact) error {
 		if a.Skipped > len(a.SkippedNames) {
 			names += fmt.Sprintf(" and %d more", a.Skipped-len(a.SkippedNames))
 		}
-		msg := fmt.Sprintf("%s: the archive holds %d entries pallet does not place, which the image will not have: %s", &src.Request, a.Skipped, names)
+		msg := fmt.Sprintf("%s: the archive holds %d %s pallet does not place, which the image will not have: %s", &src.Request, a.Skipped, plural(a.Skipped, "entry", "entries"), names)
 		if src.Pos.Line > 0 {
 			msg = src.Pos.String() + ": " + msg
 		}
