@@ -393,23 +393,38 @@ func linkedFiles(t *tree.Tree) string {
 	return sb.String()
 }
 
+// nulRecords splits what a sidecar wrote, fields each ended by a NUL,
+// into records of width fields; what says what they are, for the error
+// of data that is not.
+func nulRecords(data []byte, width int, what string) ([][]string, error) {
+	fields := strings.Split(strings.TrimSuffix(string(data), "\x00"), "\x00")
+	if len(fields)%width != 0 {
+		return nil, fmt.Errorf("%s: not records of %d fields", what, width)
+	}
+	records := make([][]string, 0, len(fields)/width)
+	for i := 0; i < len(fields); i += width {
+		records = append(records, fields[i:i+width])
+	}
+	return records, nil
+}
+
 // parseLinked reads what linkedFiles wrote.
 func parseLinked(data []byte) ([][]string, error) {
-	fields := strings.Split(strings.TrimSuffix(string(data), "\x00"), "\x00")
-	if len(fields)%2 != 0 {
-		return nil, errors.New("hard-linked files: not path, group records")
+	records, err := nulRecords(data, 2, "hard-linked files (path, group)")
+	if err != nil {
+		return nil, err
 	}
 	var groups [][]string
-	for i := 0; i < len(fields); i += 2 {
-		n, err := strconv.Atoi(fields[i+1])
+	for _, r := range records {
+		n, err := strconv.Atoi(r[1])
 		// Groups are numbered in order: a number is one seen, or the next.
 		if err != nil || n < 1 || n > len(groups)+1 {
-			return nil, fmt.Errorf("hard-linked file %q: group %q", fields[i], fields[i+1])
+			return nil, fmt.Errorf("hard-linked file %q: group %q", r[0], r[1])
 		}
 		if n > len(groups) {
 			groups = append(groups, nil)
 		}
-		groups[n-1] = append(groups[n-1], fields[i])
+		groups[n-1] = append(groups[n-1], r[0])
 	}
 	return groups, nil
 }
@@ -430,21 +445,21 @@ func archivedEntries(t *tree.Tree) string {
 
 // parseArchived reads what archivedEntries wrote.
 func parseArchived(data []byte) (map[string]tree.DirMeta, error) {
-	fields := strings.Split(strings.TrimSuffix(string(data), "\x00"), "\x00")
-	if len(fields)%4 != 0 {
-		return nil, errors.New("archived modes and owners: not path, mode, uid, gid records")
+	records, err := nulRecords(data, 4, "archived modes and owners (path, mode, uid, gid)")
+	if err != nil {
+		return nil, err
 	}
-	out := make(map[string]tree.DirMeta, len(fields)/4)
-	for i := 0; i < len(fields); i += 4 {
-		mode, err1 := strconv.ParseUint(fields[i+1], 8, 32)
+	out := make(map[string]tree.DirMeta, len(records))
+	for _, r := range records {
+		mode, err1 := strconv.ParseUint(r[1], 8, 32)
 		// Any id a tar header holds: the tree refuses one out of
 		// tree.MaxID where a placement keeps it (see fileTree).
-		uid, err2 := strconv.ParseInt(fields[i+2], 10, strconv.IntSize)
-		gid, err3 := strconv.ParseInt(fields[i+3], 10, strconv.IntSize)
+		uid, err2 := strconv.ParseInt(r[2], 10, strconv.IntSize)
+		gid, err3 := strconv.ParseInt(r[3], 10, strconv.IntSize)
 		if err := errors.Join(err1, err2, err3); err != nil || mode > 0o7777 {
-			return nil, fmt.Errorf("archived modes and owners of %q: %q %q %q", fields[i], fields[i+1], fields[i+2], fields[i+3])
+			return nil, fmt.Errorf("archived modes and owners of %q: %q %q %q", r[0], r[1], r[2], r[3])
 		}
-		out[fields[i]] = tree.DirMeta{Mode: tree.FromUnixMode(uint32(mode)), UID: int(uid), GID: int(gid)}
+		out[r[0]] = tree.DirMeta{Mode: tree.FromUnixMode(uint32(mode)), UID: int(uid), GID: int(gid)}
 	}
 	return out, nil
 }
