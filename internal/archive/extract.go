@@ -235,7 +235,8 @@ func (x *extractor) add(e *entry) error {
 		return nil
 	}
 	parts = parts[x.opt.Strip:]
-	if !x.include(strings.Join(parts, "/")) {
+	rel := strings.Join(parts, "/")
+	if !x.include(rel) {
 		return nil
 	}
 	if e.kind == kindOther {
@@ -247,13 +248,13 @@ func (x *extractor) add(e *entry) error {
 
 	if x.linked != nil && e.kind != kindHardlink {
 		// A new file at a name is no longer the file linked there.
-		delete(x.linked, strings.Join(parts, "/"))
+		delete(x.linked, rel)
 	}
 	if err := x.place(e, parts); err != nil {
 		return err
 	}
 	if e.header != nil && x.opt.Headers != nil {
-		x.opt.Headers(strings.Join(parts, "/"), *e.header)
+		x.opt.Headers(rel, *e.header)
 	}
 	return nil
 }

@@ -138,7 +138,11 @@ func (x *extractor) extractTar(file *os.File, f Format) error {
 			size:     hdr.Size,
 			streamed: true,
 			open:     func() (io.ReadCloser, error) { return io.NopCloser(tr), nil },
-			header:   &Header{Mode: hdr.FileInfo().Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky), UID: hdr.Uid, GID: hdr.Gid, Dir: hdr.Typeflag == tar.TypeDir},
+		}
+		if x.opt.Headers != nil {
+			// Only for a caller that reads it: one allocation less an
+			// entry of a 100,000-entry archive otherwise.
+			e.header = &Header{Mode: hdr.FileInfo().Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky), UID: hdr.Uid, GID: hdr.Gid, Dir: hdr.Typeflag == tar.TypeDir}
 		}
 		last = e
 		switch hdr.Typeflag {
