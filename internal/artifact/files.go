@@ -67,18 +67,14 @@ func (f *Fetcher) fileTree(ctx context.Context, r *Request, file, name, shown st
 	explicit := map[string]bool{}
 	opt.Dirs = func(rel string) { explicit[rel] = true }
 	// The modes and owners the tar headers give, which the files on
-	// disk do not keep (tree.Entry.Archived): only those that are not
-	// what the disk holds, a file 0755 or 0644 and a directory 0755
-	// owned by 0:0, so that a million-entry archive is not a million
-	// headers kept.
-	// An owner no runtime reads as written (tree.MaxID) is kept too: only
-	// a placement that keeps the archive's owners (a Dockerfile's ADD
-	// without --chown) places it, and the tree refuses it there, at its
-	// line; one that gives its own owner (a recipe's extract) places the
-	// archive as it did before owners were read.
-	// Only an extract that keeps them (Extract.Headers) reads them: a
-	// recipe's normalizes them, and would keep 80 bytes an entry of a
-	// release tarball owned by 1001:121 for nothing.
+	// disk do not keep (tree.Entry.Archived), read only by an extract
+	// that keeps them (Extract.Headers: a recipe's normalizes them, and
+	// would keep 80 bytes an entry of a release tarball owned by
+	// 1001:121 for nothing), and only where they are not what the disk
+	// holds (a file 0755 or 0644, a directory 0755, owned by 0:0), so
+	// that a million-entry archive is not a million headers kept. An
+	// owner no runtime reads as written (past tree.MaxID) is kept too:
+	// the tree refuses it where a placement keeps it, at its line.
 	headers := map[string]archive.Header{}
 	if ex.Headers {
 		opt.Headers = func(rel string, h archive.Header) {
