@@ -44,8 +44,9 @@ func (c *Config) sections(at string, pl platform.Platform) []configSection {
 // stop signal are replaced; env and ports add to what was given before
 // (a later variable of the same name wins when the config is applied);
 // labels are merged by key. A list given empty ("cmd: []") clears the
-// base's value, a list not given leaves it.
-func (r *Recipe) imageConfig(at string, c *Config, pl platform.Platform, v Vars) (image.Config, error) {
+// base's value, a list not given leaves it. name is the image's, for
+// errors.
+func (r *Recipe) imageConfig(name, at string, c *Config, pl platform.Platform, v Vars) (image.Config, error) {
 	var cfg image.Config
 	b := &configBudget{r: r}
 	for _, s := range c.sections(at+".config", pl) {
@@ -75,10 +76,10 @@ func (r *Recipe) imageConfig(at string, c *Config, pl platform.Platform, v Vars)
 		}
 		if s.c.StopSignal != "" {
 			if err := image.CheckStopSignal(cfg.StopSignal, pl.OS); err != nil {
-				return cfg, r.Errorf(s.at+".stopSignal", "%v", err)
+				return cfg, r.Errorf(s.at+".stopSignal", "image %s on %s: %v", name, pl, err)
 			}
 		}
-		if err := r.checkRunnable(s, one, cfg, pl); err != nil {
+		if err := r.checkRunnable(name, s, one, cfg, pl); err != nil {
 			return cfg, err
 		}
 		if one.Entrypoint != nil {
@@ -114,20 +115,22 @@ func (r *Recipe) imageConfig(at string, c *Config, pl platform.Platform, v Vars)
 // fail only where the image runs: runc takes only an absolute working
 // directory, containerd and Docker read the user as user[:group], and
 // runc refuses a variable with no name. Windows has its own rules for
-// these, left to it.
-func (r *Recipe) checkRunnable(s configSection, one, cfg image.Config, pl platform.Platform) error {
+// these, left to it. The value may come from a variable, so the error
+// names the image and platform it was expanded for.
+func (r *Recipe) checkRunnable(name string, s configSection, one, cfg image.Config, pl platform.Platform) error {
 	if pl.OS != "linux" {
 		return nil
 	}
+	on := fmt.Sprintf("image %s on %s", name, pl)
 	if s.c.Workdir != "" && !strings.HasPrefix(cfg.Workdir, "/") {
-		return r.Errorf(s.at+".workdir", "workdir %q is not an absolute path, and the runtime starts a container only in one", cfg.Workdir)
+		return r.Errorf(s.at+".workdir", "%s: workdir %q is not an absolute path, and the runtime starts a container only in one", on, cfg.Workdir)
 	}
 	if s.c.User != "" && strings.Count(cfg.User, ":") > 1 {
-		return r.Errorf(s.at+".user", "user %q is not user[:group]: the runtime reads at most one ':'", cfg.User)
+		return r.Errorf(s.at+".user", "%s: user %q is not user[:group]: the runtime reads at most one ':'", on, cfg.User)
 	}
 	for i, e := range one.Env {
 		if strings.HasPrefix(e, "=") {
-			return r.Errorf(fmt.Sprintf("%s.env.%d", s.at, i), "env entry %q has no variable name", e)
+			return r.Errorf(fmt.Sprintf("%s.env.%d", s.at, i), "%s: env entry %q has no variable name", on, e)
 		}
 	}
 	return nil

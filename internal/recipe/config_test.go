@@ -98,9 +98,9 @@ func TestConfigErrors(t *testing.T) {
 		// one it does not know fails the stop: refused where it is given.
 		{"unknown stop signal", "      ports: [\"8080\"]\n", "      ports: [\"8080\"]\n      stopSignal: SIGFOO\n", 17, `stop signal "SIGFOO" is no signal the runtime knows`},
 		// Values a Linux runtime cannot start the container with.
-		{"relative workdir on Linux", "          user: \"65532\"\n", "          user: \"65532\"\n          workdir: app\n", 28, `workdir "app" is not an absolute path`},
+		{"relative workdir on Linux", "          user: \"65532\"\n", "          user: \"65532\"\n          workdir: app\n", 28, `image agent on linux/amd64: workdir "app" is not an absolute path`},
 		{"user with two colons", `user: "65532"`, `user: "a:b:c"`, 27, `user "a:b:c" is not user[:group]`},
-		{"env without a name", "env: [MODE=node, LEVEL=2]", "env: [MODE=node, =2]", 14, `env entry "=2" has no variable name`},
+		{"env without a name", "env: [MODE=node, LEVEL=2]", "env: [MODE=node, =2]", 14, `image agent on linux/amd64: env entry "=2" has no variable name`},
 		{"a NUL byte", `cmd: [--arm]`, `cmd: ["--a\0rm"]`, 23, "holds a NUL byte"},
 		{"a NUL byte from an arg", `  V: "1.0"`, `  V: "1\0"`, 15, "holds a NUL byte"},
 		{"real-time stop signal on Windows", "          labels: {os: windows}\n", "          labels: {os: windows}\n          stopSignal: SIGRTMIN+3\n", 22, "(windows)"},

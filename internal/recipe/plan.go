@@ -373,7 +373,7 @@ func (pln *planner) platformImage(name string, ri *Image, vars Vars, pl platform
 		l.Placements = append(l.Placements, pm)
 	}
 
-	if pi.Config, err = r.imageConfig(at, &ri.Config, pl, v); err != nil {
+	if pi.Config, err = r.imageConfig(name, at, &ri.Config, pl, v); err != nil {
 		return nil, err
 	}
 	return pi, nil
