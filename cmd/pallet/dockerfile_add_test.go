@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -219,6 +220,16 @@ func TestArchiveSpecialFilesWarned(t *testing.T) {
 	extractRecipe(t, dir, "{include: [bin, run]}")
 	if log := mustPallet(t, "build", "--no-cache", "-f", recipe, "-o", "oci:"+filepath.Join(t.TempDir(), "o")); !strings.Contains(log, "the archive holds 1 entry pallet does not place, which the image will not have: run/initctl (named pipe)") {
 		t.Errorf("one entry not placed is said so:\n%s", log)
+	}
+	// A placement that takes only bin/ of the archive places none of
+	// them either: nothing the image misses.
+	b, err := os.ReadFile(recipe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, recipe, strings.Replace(string(b), "{artifact: r, dest: /}", "{artifact: r, dest: /usr/bin/, path: bin}", 1))
+	if log := mustPallet(t, "build", "--no-cache", "-f", recipe, "-o", "oci:"+filepath.Join(t.TempDir(), "o")); strings.Contains(log, "does not place") {
+		t.Errorf("entries the placement's path leaves out were named:\n%s", log)
 	}
 }
 

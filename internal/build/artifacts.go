@@ -187,6 +187,7 @@ func (b *builder) makeReady(ctx context.Context, key string, a *plan.Artifact, r
 		return err
 	}
 	rec.GoBinaries = placedGoBinaries(b.plan, key, rec.GoBinaries)
+	placedSkipped(b.plan, key, &rec)
 	// The artifact's own licence files, before those of the modules its
 	// programs link join them: what the artifact declares.
 	own := res.Licenses
@@ -230,13 +231,10 @@ func shown(ctx context.Context, err error) error {
 	return err
 }
 
-// placedGoBinaries keeps the Go binaries of the artifact under key that
-// the plan's images place: a placement with a path takes only that file
-// or directory of it. What links a binary left out (win-bridge.exe in a
-// CNI plugins archive of which only host-local.exe is placed) is not in
-// the image, so its modules' licences are not shipped nor fetched, its
-// Go is not held against --min-go, and the SBOM does not list them.
-func placedGoBinaries(p *plan.Plan, key string, bins []record.GoBinary) []record.GoBinary {
+// placedFrom is what of the artifact under key the plan's images place:
+// the paths its placements take, or nil when one takes it whole (or none
+// names a path).
+func placedFrom(p *plan.Plan, key string) []string {
 	var from []string
 	for _, im := range p.Images {
 		for _, pi := range im.Platforms {
@@ -247,26 +245,71 @@ func placedGoBinaries(p *plan.Plan, key string, bins []record.GoBinary) []record
 					}
 					f := placedPath(&pm)
 					if f == "" {
-						return bins
+						return nil
 					}
 					from = append(from, f)
 				}
 			}
 		}
 	}
+	return from
+}
+
+// placesAny says whether a placement taking one of from places p.
+func placesAny(from []string, p string) bool {
+	if from == nil {
+		return true
+	}
+	for _, f := range from {
+		if record.PlacesPath(f, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// placedGoBinaries keeps the Go binaries of the artifact under key that
+// the plan's images place: a placement with a path takes only that file
+// or directory of it. What links a binary left out (win-bridge.exe in a
+// CNI plugins archive of which only host-local.exe is placed) is not in
+// the image, so its modules' licences are not shipped nor fetched, its
+// Go is not held against --min-go, and the SBOM does not list them.
+func placedGoBinaries(p *plan.Plan, key string, bins []record.GoBinary) []record.GoBinary {
+	from := placedFrom(p, key)
 	if from == nil {
 		return bins
 	}
 	var kept []record.GoBinary
 	for _, gb := range bins {
-		for _, f := range from {
-			if record.PlacesPath(f, gb.Path) {
-				kept = append(kept, gb)
-				break
-			}
+		if placesAny(from, gb.Path) {
+			kept = append(kept, gb)
 		}
 	}
 	return kept
+}
+
+// placedSkipped keeps, of the archive entries the record says were not
+// placed, those the plan's placements would have taken: a device node
+// under /dev of a root file system of which only /usr/bin is placed is
+// nothing the image misses. The record keeps only the first names, so
+// while some are unnamed the count stands.
+func placedSkipped(p *plan.Plan, key string, rec *record.Artifact) {
+	if rec.Skipped == 0 || rec.Skipped > len(rec.SkippedNames) {
+		return
+	}
+	from := placedFrom(p, key)
+	var kept []string
+	for _, n := range rec.SkippedNames {
+		// Each is "name (what)", as artifact.Record writes it.
+		name := n
+		if i := strings.LastIndex(n, " ("); i >= 0 {
+			name = n[:i]
+		}
+		if placesAny(from, name) {
+			kept = append(kept, n)
+		}
+	}
+	rec.Skipped, rec.SkippedNames = len(kept), kept
 }
 
 // linkedModules counts the distinct modules the binaries link.

@@ -459,17 +459,18 @@ func (g *graph) placeFiles(byName map[string]*Artifact) error {
 // that takes the artifact's path from (clean; "" for all of it) places,
 // and whether that tree is this file alone, by tree.Place's rule: the
 // file named is placed alone, a directory's contents go where it is
-// placed. Not ok when the placement does not take p.
+// placed. Not ok when the placement does not take p (record.PlacesPath,
+// the one rule of what a path takes).
 func fromPath(from, p string, single bool) (rel string, one, ok bool) {
 	switch {
+	case !record.PlacesPath(from, p):
+		return "", false, false
 	case from == "":
 		return p, single, true
 	case p == from:
 		return path.Base(p), true, true
-	case strings.HasPrefix(p, from+"/"):
-		return strings.TrimPrefix(p, from+"/"), false, true
 	}
-	return "", false, false
+	return strings.TrimPrefix(p, from+"/"), false, true
 }
 
 // placedPath is where a file at p in an artifact's tree lands when the
