@@ -55,6 +55,19 @@ func TestQuietPrintsResultAndMetadata(t *testing.T) {
 		if mf.Platform == "" || !strings.HasPrefix(mf.Digest, "sha256:") || mf.Base != "scratch" {
 			t.Errorf("manifest entry %+v", mf)
 		}
+		// The config digest, docker's image ID, as the manifest names it.
+		f, err := os.Open(filepath.Join(out, "blobs", "sha256", strings.TrimPrefix(mf.Digest, "sha256:")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		man, err := v1.ParseManifest(f)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mf.Config != man.Config.Digest.String() {
+			t.Errorf("manifest %s: config %q, want the manifest's %s", mf.Digest, mf.Config, man.Config.Digest)
+		}
 	}
 	rec := readRecord(t, out+".record.json")
 	if len(rec.Results) != 1 || rec.Results[0].Digest != idx {

@@ -750,7 +750,11 @@ func (b *builder) platformImages(ctx context.Context, im *plan.Image, pi *plan.P
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		ir := &record.Image{Name: name, Platform: pi.Platform.String(), Base: ref, Digest: d.String(), Placed: []record.Placement{}}
+		id, err := img.ConfigName()
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		ir := &record.Image{Name: name, Platform: pi.Platform.String(), Base: ref, Digest: d.String(), Config: id.String(), Placed: []record.Placement{}}
 		for _, l := range pi.Layers {
 			for _, pm := range l.Placements {
 				dest, replaced, err := b.destination(ctx, name, pi, pm)

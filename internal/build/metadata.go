@@ -25,6 +25,8 @@ type MetadataManifest struct {
 	Platform string `json:"platform"`
 	Base     string `json:"base"`
 	Digest   string `json:"digest"`
+	// Config is the config's digest, the image ID docker shows.
+	Config string `json:"config"`
 }
 
 // MetadataOutput is what one output holds.
@@ -39,7 +41,7 @@ func writeMetadata(path string, outputs []output.Target, res *Result) error {
 		mi := MetadataImage{Result: r, Manifests: []MetadataManifest{}}
 		for _, im := range res.Record.Images {
 			if im.Name == r.Name {
-				mi.Manifests = append(mi.Manifests, MetadataManifest{Platform: im.Platform, Base: im.Base, Digest: im.Digest})
+				mi.Manifests = append(mi.Manifests, MetadataManifest{Platform: im.Platform, Base: im.Base, Digest: im.Digest, Config: im.Config})
 			}
 		}
 		m.Images = append(m.Images, mi)

@@ -32,9 +32,15 @@ type Image struct {
 	// Tags are every name the location gives this digest: the
 	// org.opencontainers.image.ref.name of each layout entry, the
 	// RepoTags of a docker archive, the reference given for a registry.
-	Tags      []string     `json:"tags,omitempty"`
-	Digest    string       `json:"digest"`
-	MediaType string       `json:"mediaType"`
+	Tags      []string `json:"tags,omitempty"`
+	Digest    string   `json:"digest"`
+	MediaType string   `json:"mediaType"`
+	// ID is the config's digest: the image ID docker shows once it has
+	// loaded or pulled the image, and the one name of an image in a
+	// docker archive, which holds no manifest (its Digest is that of the
+	// manifest go-containerregistry makes for it, as crane digest
+	// --tarball prints).
+	ID        string       `json:"id"`
 	Platform  string       `json:"platform"`
 	OSVersion string       `json:"osVersion,omitempty"`
 	Layers    []Layer      `json:"layers"`
@@ -415,6 +421,11 @@ func describe(tags []string, img v1.Image, p *v1.Platform) (Image, error) {
 	if err := pimage.CheckConfigSize(img); err != nil {
 		return out, fmt.Errorf("%s: %w", out.Digest, err)
 	}
+	id, err := img.ConfigName()
+	if err != nil {
+		return out, err
+	}
+	out.ID = id.String()
 	cf, err := img.ConfigFile()
 	if err != nil {
 		return out, err
@@ -478,6 +489,7 @@ func platform(im Image) string {
 
 // printImage writes an image's layers and config, indented by in.
 func printImage(w io.Writer, im Image, in string) {
+	field(w, in, "id", []string{im.ID})
 	var total int64
 	for _, l := range im.Layers {
 		total += l.Size

@@ -208,7 +208,11 @@ func TestDockerArchiveTags(t *testing.T) {
 	}
 	var b bytes.Buffer
 	r.Print(&b)
-	if !strings.Contains(b.String(), "labels     k=v\n") || !strings.Contains(b.String(), "\n  platform   linux/arm64\n") {
+	id, err := img.ConfigName()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "labels     k=v\n") || !strings.Contains(b.String(), "\n  platform   linux/arm64\n  id         "+id.String()+"\n") {
 		t.Errorf("output:\n%s", b.String())
 	}
 }

@@ -89,11 +89,15 @@ type Module struct {
 
 // Image lists where each artifact went in one image manifest.
 type Image struct {
-	Name     string      `json:"name"`
-	Platform string      `json:"platform"`
-	Base     string      `json:"base"`
-	Digest   string      `json:"digest"`
-	Placed   []Placement `json:"placed"`
+	Name     string `json:"name"`
+	Platform string `json:"platform"`
+	Base     string `json:"base"`
+	Digest   string `json:"digest"`
+	// Config is the config's digest: the image ID docker shows for the
+	// image once loaded (from a docker archive, which holds no manifest)
+	// or pulled.
+	Config string      `json:"config"`
+	Placed []Placement `json:"placed"`
 }
 
 // Placement is one artifact put at a destination.
