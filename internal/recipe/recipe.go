@@ -486,7 +486,7 @@ func parseRecipe(file string, data []byte, unpinned bool) (*Recipe, error) {
 		if l := syntaxLine(data); l > 0 {
 			e.Line = l
 		}
-		return nil, e
+		return nil, withTemplateHint(data, e)
 	}
 	if root.Kind == 0 || len(root.Content) == 0 {
 		return nil, &Error{Pos: plan.Pos{File: file}, Msg: "empty recipe"}
@@ -503,7 +503,7 @@ func parseRecipe(file string, data []byte, unpinned bool) (*Recipe, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := decode(dec, r); err != nil {
-		return nil, yamlError(file, err)
+		return nil, withTemplateHint(data, yamlError(file, err))
 	}
 	// A second document would be ignored silently by a plain decode; a
 	// recipe is one document.
@@ -633,6 +633,76 @@ func indexLines(n *yaml.Node, path string, out, cols map[string]int) {
 			indexLines(c, join(strconv.Itoa(i)), out, cols)
 		}
 	}
+}
+
+// withTemplateHint adds to a YAML error the likely reason when the line
+// it names holds a {{...}} outside quotes where YAML reads it as a
+// mapping: at the start of a value (version: {{VERSION}}), or anywhere
+// inside a flow collection (env: [V={{VERSION}}]). yaml.v3's own words
+// ("cannot unmarshal !!map", "did not find expected ',' or ']'") do
+// not point there.
+func withTemplateHint(data []byte, e *Error) *Error {
+	if h := templateHint(data, e.Line); h != "" {
+		e.Msg += "; " + h
+	}
+	return e
+}
+
+// templateHint scans line n (1-based) of data for a {{ that YAML reads
+// as the start of a mapping, and says how to quote it.
+func templateHint(data []byte, n int) string {
+	lines := bytes.Split(data, []byte("\n"))
+	if n <= 0 || n > len(lines) {
+		return ""
+	}
+	l := string(lines[n-1])
+	depth := 0
+	var quote byte
+	atValue := true // where a scalar may start: the line's start, after ": ", "- ", "[", "{" or ","
+	for i := 0; i < len(l); i++ {
+		c := l[i]
+		if quote != 0 {
+			switch {
+			case quote == '"' && c == '\\':
+				i++
+			case c == quote:
+				quote = 0
+			}
+			continue
+		}
+		switch {
+		case strings.HasPrefix(l[i:], "{{"):
+			v := l[i:]
+			if j := strings.Index(v, "}}"); j >= 0 {
+				v = v[:j+2]
+			}
+			if depth > 0 {
+				return fmt.Sprintf("YAML reads { inside [...] or {...} as a mapping: quote the item that holds %s", v)
+			}
+			if atValue {
+				return fmt.Sprintf("quote a value that starts with {{ (%q): unquoted, YAML reads it as a mapping", v)
+			}
+			i++
+		case c == '#' && (i == 0 || l[i-1] == ' ' || l[i-1] == '\t'):
+			return ""
+		case (c == '"' || c == '\'') && atValue:
+			quote = c
+		case c == '[' || c == '{':
+			depth++
+			atValue = true
+		case c == ']' || c == '}':
+			depth--
+		case c == ',' && depth > 0:
+			atValue = true
+		case c == ':' && (i+1 == len(l) || l[i+1] == ' '):
+			atValue = true
+		case c == '-' && atValue:
+		case c == ' ' || c == '\t' || c == '\r':
+		default:
+			atValue = false
+		}
+	}
+	return ""
 }
 
 var yamlLine = lazyre.New(`line (\d+): (.*)`)

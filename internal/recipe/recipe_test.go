@@ -90,6 +90,8 @@ func TestParseErrors(t *testing.T) {
 		{"negative epoch", "version: 1", "version: 1\nepoch: -5", 2, "epoch must be Unix seconds from 0"},
 		{"epoch past year 9999", "version: 1", "version: 1\nepoch: 253402300800", 2, "the end of year 9999 (got 253402300800)"},
 		{"merge key panic in yaml.v3", "images:", "images: {<<: {}, [a]: c}\nimagez:", 0, "unhashable"},
+		{"unquoted variable as a value", "      packages: ./cmd/app", "      packages: ./cmd/app\n      env: {{VERSION}}", 8, `quote a value that starts with {{ ("{{VERSION}}")`},
+		{"unquoted variable in a flow list", "      packages: ./cmd/app", "      packages: ./cmd/app\n      env: [V={{VERSION}}]", 8, "YAML reads { inside [...] or {...} as a mapping"},
 		{"bad port", "        owner: \"1000:1000\"", "        owner: \"1000:1000\"\n    config:\n      ports: [http]", 25, `port "http"`},
 	}
 	for _, tc := range tests {
