@@ -176,7 +176,7 @@ func buildCmd() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVarP(&file, "file", "f", "pallet.yaml", "recipe file, or a Dockerfile (Dockerfile, NAME.Dockerfile, Dockerfile.NAME; Containerfile alike)")
-	f.StringSliceVar(&platforms, "platform", nil, "build only these platforms (os/arch[/variant], or an OS for each of its in the recipe; repeatable or comma-separated)")
+	f.StringSliceVar(&platforms, "platform", nil, "build only these platforms (os/arch[/variant], or an OS: each of its platforms the recipe has; repeatable or comma-separated)")
 	f.StringArrayVarP(&outputs, "output", "o", []string{"oci:out"}, "where images go: oci:DIR, docker:FILE.tar or registry:REF (repeatable)")
 	f.StringArrayVar(&args, "arg", nil, "override a recipe arg (K=V, repeatable)")
 	f.StringSliceVar(&images, "image", nil, "build only these images of the recipe")
@@ -269,12 +269,26 @@ func parseModes(file string, flags []string) (map[string]recipe.Choice, error) {
 		if err != nil {
 			return nil, err
 		}
-		var m map[string]string
-		if err := yaml.Unmarshal(data, &m); err != nil {
+		// A node, not a map, so that a choice the recipe refuses is said
+		// at its line of this file.
+		var doc yaml.Node
+		if err := yaml.Unmarshal(data, &doc); err != nil {
 			return nil, fmt.Errorf("%s: %w", file, err)
 		}
-		for k, v := range m {
-			out[k] = recipe.ParseChoice(v)
+		if len(doc.Content) > 0 {
+			m := doc.Content[0]
+			if m.Kind != yaml.MappingNode {
+				return nil, fmt.Errorf("%s:%d: want a map of artifact: mode (source, release, local or local:PATH)", file, m.Line)
+			}
+			for i := 0; i+1 < len(m.Content); i += 2 {
+				k, v := m.Content[i], m.Content[i+1]
+				if v.Kind != yaml.ScalarNode {
+					return nil, fmt.Errorf("%s:%d: %s: want a mode (source, release, local or local:PATH)", file, v.Line, k.Value)
+				}
+				c := recipe.ParseChoice(v.Value)
+				c.From = fmt.Sprintf("%s:%d", file, k.Line)
+				out[k.Value] = c
+			}
 		}
 	}
 	for _, s := range flags {

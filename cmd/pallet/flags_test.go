@@ -24,6 +24,10 @@ import (
 func TestFlagErrors(t *testing.T) {
 	recipe := copyExample(t, "hello")
 	layoutDir := t.TempDir()
+	modesFile := filepath.Join(t.TempDir(), "modes.yaml")
+	if err := os.WriteFile(modesFile, []byte("# CI\nhello: release\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -46,6 +50,7 @@ func TestFlagErrors(t *testing.T) {
 		{"output twice", []string{"-o", "oci:" + layoutDir + "/same", "-o", "oci:" + layoutDir + "/same"}, "same"},
 		{"record on an output", []string{"-o", "docker:" + layoutDir + "/x.tar", "--record", layoutDir + "/x.tar"}, "x.tar"},
 		// A file that never ends is read up to its bound, not into memory.
+		{"modes file choice", []string{"--modes", modesFile}, modesFile + ":2: mode choice hello: artifact hello has no modes"},
 		{"modes file without end", []string{"--modes", "/dev/zero"}, "read /dev/zero: over 4194304 bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

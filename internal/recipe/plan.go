@@ -43,6 +43,17 @@ type planner struct {
 type Choice struct {
 	Mode string
 	Path string
+	// From is where the choice was made, FILE:LINE of a --modes file;
+	// empty for a --mode flag.
+	From string
+}
+
+// at prefixes an error about the choice with where it was made.
+func (c Choice) at() string {
+	if c.From == "" {
+		return ""
+	}
+	return c.From + ": "
 }
 
 // ParseChoice reads "release", "source", "local" or "local:PATH".
@@ -120,21 +131,21 @@ func checkModes(r *Recipe, modes map[string]Choice) error {
 				}
 			}
 			sort.Strings(all)
-			return fmt.Errorf("mode choice %s: no artifact %s in %s (artifacts with modes: %s)", name, name, r.File, strings.Join(all, ", "))
+			return fmt.Errorf("%smode choice %s: no artifact %s in %s (artifacts with modes: %s)", c.at(), name, name, r.File, strings.Join(all, ", "))
 		}
 		declared := a.ModeNames()
 		if len(declared) == 0 {
-			return fmt.Errorf("mode choice %s: artifact %s has no modes (%s)", name, name, r.Pos("artifacts."+name))
+			return fmt.Errorf("%smode choice %s: artifact %s has no modes (%s)", c.at(), name, name, r.Pos("artifacts."+name))
 		}
 		found := false
 		for _, m := range declared {
 			found = found || m == c.Mode
 		}
 		if !found {
-			return fmt.Errorf("mode choice %s=%s: artifact %s has modes %s (%s)", name, c.Mode, name, strings.Join(declared, ", "), r.Pos("artifacts."+name))
+			return fmt.Errorf("%smode choice %s=%s: artifact %s has modes %s (%s)", c.at(), name, c.Mode, name, strings.Join(declared, ", "), r.Pos("artifacts."+name))
 		}
 		if c.Path != "" && c.Mode != "local" {
-			return fmt.Errorf("mode choice %s=%s:%s: only the local mode takes a path", name, c.Mode, c.Path)
+			return fmt.Errorf("%smode choice %s=%s:%s: only the local mode takes a path", c.at(), name, c.Mode, c.Path)
 		}
 	}
 	return nil
@@ -468,7 +479,7 @@ func (r *Recipe) request(name, mode, localPath string, pf platform.Platform, var
 			l = &Local{}
 		}
 		if l.Path == "" && localPath == "" {
-			return nil, "", r.Errorf(at, "artifact %s: the local mode needs a path, given when building (a mode choice local:PATH)", name)
+			return nil, "", r.Errorf(at, "artifact %s: the local mode needs a path, given when building: --mode %s=local:PATH (or %s: local:PATH in a --modes file)", name, name, name)
 		}
 		req.Kind, err = r.local(name, at, l, localPath, v)
 	case "release":
