@@ -625,7 +625,13 @@ func (e *evaluator) urlItem(op *copyOp, src string, pos plan.Pos) ([]item, error
 	s := &source{kind: srcURL, url: src, sha256: m[1], filename: name, hint: name}
 	it := item{src: s, name: name, pos: pos}
 	if op.unpack != nil && *op.unpack {
-		if f, ok := archive.Detect(name); !ok || f == archive.Zip {
+		f, ok := archive.Detect(name)
+		if ok && f == archive.Zip {
+			// BuildKit's ADD copies a zip as it is too; say where zips
+			// are unpacked instead.
+			return nil, fmt.Errorf("%s: --unpack takes a tar archive (.tar, .tar.gz, .tgz, .tar.xz, .tar.zst), not a zip, as in BuildKit: unzip it before the build and COPY the directory, or use a url artifact with extract in a pallet.yaml recipe (docs/recipe.md), which unpacks zips", src)
+		}
+		if !ok {
 			return nil, fmt.Errorf("%s: --unpack takes a tar archive named .tar, .tar.gz, .tgz, .tar.xz or .tar.zst", src)
 		}
 		s.unpack = true

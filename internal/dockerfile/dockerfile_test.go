@@ -259,6 +259,7 @@ func TestDockerfileAdd(t *testing.T) {
 		{"--chmod does not reach an unpacked archive's files, as in BuildKit", "ADD --chmod=755 --chown=5:6 a.tar.gz /opt/", []string{"/opt/<-unpack:a.tar.gz owner=5:6"}, ""},
 		{"nor a downloaded one's", "ADD --chmod=755 --unpack=true --checksum=sha256:" + sum + " https://example.com/t.tar.gz /opt/", []string{"/opt/<-unpack-url:https://example.com/t.tar.gz"}, ""},
 		{"a URL unpacked", "ADD --unpack=true --checksum=sha256:" + sum + " https://example.com/t.tar.gz /opt/", []string{"/opt/<-unpack-url:https://example.com/t.tar.gz"}, ""},
+		{"a zip URL is not unpacked, and the error says what unpacks it", "ADD --unpack=true --checksum=sha256:" + sum + " https://example.com/ovs.zip /", nil, "not a zip, as in BuildKit: unzip it before the build and COPY the directory, or use a url artifact with extract"},
 		{"a URL without checksum", "ADD https://example.com/dl/tool.bin /usr/bin/", nil, "ADD: https://example.com/dl/tool.bin: a download needs --checksum=sha256"},
 		{"a checksum that is not sha256", "ADD --checksum=sha512:abc https://example.com/x /x", nil, "want sha256:"},
 		{"COPY of a URL", "COPY https://example.com/x /x", nil, "COPY does not download; use ADD"},
