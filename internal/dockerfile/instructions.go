@@ -33,7 +33,13 @@ func (e *evaluator) instruction(s *stageState, n *parser.Node) error {
 	pos := e.d.loc.node(n)
 	kw := strings.ToLower(n.Value)
 	if kw == "run" {
-		return plan.Errorf(pos, "%s", runRefusal(n.Original))
+		msg := runRefusal(n.Original)
+		if by := e.neededBy[s.def.index]; by != "" {
+			// A build stage's RUN stops a build whose target only
+			// copies from it: say why that stage is read at all.
+			msg += fmt.Sprintf(". This RUN is in stage %s, which %s needs (only the stages the target needs are read): make what the target copies from it before the build, and COPY it from the build context", s.def.label(), by)
+		}
+		return plan.Errorf(pos, "%s", msg)
 	}
 	if msg, ok := refused[kw]; ok {
 		return plan.Errorf(pos, "%s", msg)

@@ -67,6 +67,10 @@ type evaluator struct {
 	art    platform.Platform
 	global *vars
 	states []*stageState
+	// neededBy says, for each stage other than the target that the
+	// target reaches, the line that makes it needed ("COPY --from at
+	// line 24"), for errors inside it.
+	neededBy map[int]string
 	// expanded is the size of the words expanded so far for the target
 	// platform (see maxExpanded).
 	expanded int
@@ -364,18 +368,22 @@ func (e *evaluator) rootOf(sd *stageDef) *stageDef {
 // stages COPY --from names, transitively, as BuildKit builds only those.
 func (e *evaluator) reachable() (map[int]bool, error) {
 	reach := map[int]bool{}
-	var visit func(sd *stageDef) error
-	visit = func(sd *stageDef) error {
+	e.neededBy = map[int]string{}
+	var visit func(sd *stageDef, by string) error
+	visit = func(sd *stageDef, by string) error {
 		if reach[sd.index] {
 			return nil
 		}
 		reach[sd.index] = true
+		if by != "" {
+			e.neededBy[sd.index] = by
+		}
 		parent, _, err := e.fromStage(sd)
 		if err != nil {
 			return err
 		}
 		if parent != nil {
-			if err := visit(parent); err != nil {
+			if err := visit(parent, fmt.Sprintf("the FROM at line %d", sd.pos.Line)); err != nil {
 				return err
 			}
 		}
@@ -389,7 +397,7 @@ func (e *evaluator) reachable() (map[int]bool, error) {
 			}
 			if c, ok := v.(*instructions.CopyCommand); ok && c.From != "" {
 				if dep := e.d.stageRef(c.From); dep != nil && dep.index < sd.index {
-					if err := visit(dep); err != nil {
+					if err := visit(dep, fmt.Sprintf("the COPY --from at line %d", n.StartLine)); err != nil {
 						return err
 					}
 				}
@@ -397,7 +405,7 @@ func (e *evaluator) reachable() (map[int]bool, error) {
 		}
 		return nil
 	}
-	return reach, visit(e.targetDef)
+	return reach, visit(e.targetDef, "")
 }
 
 // stageRef is the stage a --from value names, by name or index.

@@ -59,7 +59,7 @@ func TestDockerfileCopyFromStage(t *testing.T) {
 		{"an unreached stage may RUN", "FROM scratch AS unused\nRUN make\nFROM scratch\nCOPY bin/hello /",
 			[]string{"/<-local:bin/hello"}, ""},
 		{"a reached stage may not", "FROM scratch AS build\nRUN make\nFROM scratch\nCOPY --from=build /x /",
-			nil, "RUN is not supported"},
+			nil, "This RUN is in stage build, which the COPY --from at line 4 needs (only the stages the target needs are read)"},
 	}
 	checkPlacements(t, files, "", tests)
 }
