@@ -18,6 +18,7 @@ func TestDockerfileErrorsAt(t *testing.T) {
 		want      string
 	}{
 		{"RUN names the artifact kind that replaces it", "FROM scratch\n  RUN go build -o /app ./cmd/app", 2, 3, "a `go` artifact"},
+		{"RUN fetching Go modules", "FROM scratch\nRUN go mod download", 2, 1, "a `go` or `gomod` artifact downloads the modules it builds itself"},
 		{"RUN downloading", "FROM scratch\nRUN curl -fsSL https://x/y -o /y", 2, 1, "a `url` artifact"},
 		{"RUN of anything", "FROM scratch\nRUN echo hi > /x", 2, 1, "a `local` artifact"},
 		{"RUN on a continuation line", "FROM scratch\nCOPY bin/hello /\nRUN echo a \\\n  && echo b", 3, 1, "RUN is not supported"},

@@ -110,6 +110,8 @@ func runRefusal(line string) string {
 	switch {
 	case strings.Contains(l, "go build") || strings.Contains(l, "go install"):
 		hint = "this RUN builds Go: a `go` artifact cross-compiles it (packages, ldflags, tags, pinned Go version) for every platform"
+	case strings.Contains(l, "go mod download"):
+		hint = "this RUN fetches Go modules: a `go` or `gomod` artifact downloads the modules it builds itself, into its own cache, and needs no such step"
 	case strings.Contains(l, "curl") || strings.Contains(l, "wget") || strings.Contains(l, "invoke-webrequest"):
 		hint = "this RUN downloads: a `url` artifact fetches it pinned by sha256, and unpacks it with `extract`"
 	case strings.Contains(l, "tar ") || strings.Contains(l, "unzip") || strings.Contains(l, "expand-archive"):
