@@ -94,20 +94,29 @@ func (m *GoModule) install(ctx context.Context, f *Fetcher, r *Request, pkgs []s
 			env = append(env, "GOTOOLCHAIN="+v)
 		}
 	}
-	proxy, err := m.pinnedProxy(modcache, src, work)
-	if err != nil {
-		return nil, err
-	}
-	// Before the build's own proxies (the last GOPROXY its environment
-	// sets is the one the go command reads): what it does not hold (404)
-	// is asked of them.
-	next := defaultGoProxy
-	for _, kv := range base {
-		if v, ok := strings.CutPrefix(kv, "GOPROXY="); ok {
-			next = cmp.Or(v, defaultGoProxy)
+	// Offline, the build's proxy is the mirror's, one file:// proxy, and
+	// it stays alone: the go command verifies a toolchain it switches to
+	// (a pinned one) against the checksum database even with GOSUMDB=off,
+	// unless GOPROXY is a single file:// proxy (cmd/go's useSumDB), which
+	// a list with the pinned proxy before it is not. The mirror's module
+	// cache lists only the versions it holds, which is what the pinned
+	// proxy is for.
+	if !f.Offline {
+		proxy, err := m.pinnedProxy(modcache, src, work)
+		if err != nil {
+			return nil, err
 		}
+		// Before the build's own proxies (the last GOPROXY its environment
+		// sets is the one the go command reads): what it does not hold (404)
+		// is asked of them.
+		next := defaultGoProxy
+		for _, kv := range base {
+			if v, ok := strings.CutPrefix(kv, "GOPROXY="); ok {
+				next = cmp.Or(v, defaultGoProxy)
+			}
+		}
+		env = append(env, "GOPROXY="+proxy+","+next)
 	}
-	env = append(env, "GOPROXY="+proxy+","+next)
 	p := r.Platform
 	res, err := f.runGo(ctx, r, &g, goRun{
 		args: args,

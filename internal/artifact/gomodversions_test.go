@@ -2,6 +2,9 @@ package artifact_test
 
 import (
 	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -213,4 +216,62 @@ func TestGoModuleLatestUnreachable(t *testing.T) {
 	sum := p.addCmd(t, path, "v1.0.0", "module "+path+"\n\ngo 1.22\n")
 	p.addList(t, path, "v1.0.0", "v1.1.0")
 	buildPinned(t, cmdRequest(t, path, "v1.0.0", sum, artifact.Go{}))
+}
+
+// Offline, a module built by version with a pinned toolchain takes the
+// toolchain from the mirror. The go command verifies a toolchain it
+// switches to against the checksum database even with GOSUMDB=off
+// (offline), unless GOPROXY is a single file:// proxy: a list of two
+// failed every such build ("verifying module: checksum database disabled
+// by GOSUMDB=off"). The toolchain is taken from the host's module cache,
+// where the test of a pinned toolchain offline (cmd/pallet) or any
+// earlier build with GOTOOLCHAIN put it; without it, the test skips.
+func TestGoModulePinnedToolchainOffline(t *testing.T) {
+	const pinned = "1.25.5"
+	out, err := exec.Command("go", "env", "GOMODCACHE").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "v0.0.1-go" + pinned + "." + runtime.GOOS + "-" + runtime.GOARCH
+	hostDir := filepath.Join(strings.TrimSpace(string(out)), "cache", "download", "golang.org", "toolchain", "@v")
+	if _, err := os.Stat(filepath.Join(hostDir, name+".zip")); err != nil {
+		t.Skipf("toolchain go%s not in the host's module cache: %v", pinned, err)
+	}
+	p := newModProxy(t)
+	path := "example.com/pinnedgo"
+	sum := p.addCmd(t, path, "v1.0.0", "module "+path+"\n\ngo 1.22\n")
+	mirror := t.TempDir()
+	// The test proxy holds no toolchain: mirror the module, then put the
+	// toolchain where pallet fetch puts it.
+	if err := fetcher(t).MirrorTo(context.Background(), mirror, []*artifact.Request{cmdRequest(t, path, "v1.0.0", sum, artifact.Go{})}); err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	dst := filepath.Join(artifact.ModuleCache(mirror), "cache", "download", "golang.org", "toolchain", "@v")
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, ext := range []string{".zip", ".ziphash"} {
+		data, err := os.ReadFile(filepath.Join(hostDir, name+ext))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, name+ext), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("GOMODCACHE", t.TempDir())
+	f := fetcher(t)
+	f.Offline = true
+	f.Mirror = mirror
+	req := cmdRequest(t, path, "v1.0.0", sum, artifact.Go{Version: pinned})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	res, err := f.Fetch(ctx, req, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := binInfo(t, res, "pinnedgo").GoVersion; got != "go"+pinned {
+		t.Errorf("built offline with %s, want go%s", got, pinned)
+	}
 }
