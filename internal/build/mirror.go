@@ -99,7 +99,11 @@ func mirrorLinkedModules(ctx context.Context, network *artifact.Fetcher, reqs []
 				return fmt.Errorf("%s: modules of %s: %w", r, gb.Path, err)
 			}
 		}
-		network.Log("mirrored the modules the %d Go binaries of %s link", len(rec.GoBinaries), r)
+		bins := "Go binaries"
+		if len(rec.GoBinaries) == 1 {
+			bins = "Go binary"
+		}
+		network.Log("mirrored the modules the %d %s of %s link", len(rec.GoBinaries), bins, r)
 	}
 	return nil
 }
