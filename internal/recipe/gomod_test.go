@@ -108,6 +108,7 @@ func TestGoModulePlan(t *testing.T) {
 func TestGoModuleErrors(t *testing.T) {
 	checkEdits(t, gomodRecipe, []editCase{
 		{"no sum", "      sum: " + testSum + "\n", "", 7, "gomod.sum must be the module's go.sum hash"},
+		{"no sum, and where it comes from", "      sum: " + testSum + "\n", "", 7, "`go mod download -json sigs.k8s.io/cri-tools@v1.32.0` prints it as Sum"},
 		{"sha256 as sum", "      sum: " + testSum, "      sum: 0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a", 10, `h1: and 44 base64 characters (got "0a0a`},
 		{"query", "      version: v{{version}}", "      version: latest", 9, "a query such as latest does not"},
 		{"expanded query", "    version: 1.32.0", "    version: latest", 9, "a query such as latest does not"},
