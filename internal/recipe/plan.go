@@ -479,7 +479,7 @@ func (r *Recipe) request(name, mode, localPath string, pf platform.Platform, var
 			l = &Local{}
 		}
 		if l.Path == "" && localPath == "" {
-			return nil, "", r.Errorf(at, "artifact %s: the local mode needs a path, given when building: --mode %s=local:PATH (or %s: local:PATH in a --modes file)", name, name, name)
+			return nil, "", r.Errorf(at, "artifact %s: the local mode needs a path, given when building (a mode choice local:PATH): --mode %s=local:PATH, or %s: local:PATH in a --modes file", name, name, name)
 		}
 		req.Kind, err = r.local(name, at, l, localPath, v)
 	case "release":
