@@ -108,6 +108,11 @@ func TestSBOMAttestationManifestsReproducible(t *testing.T) {
 		// Each image is named once by its entry and once by an attestation.
 		refs := map[string]int{}
 		for _, d := range idx.Manifests {
+			// Neither an image nor its attestation manifest is an
+			// artifact; BuildKit names no artifactType on either.
+			if d.ArtifactType != "" {
+				t.Errorf("entry %s has artifactType %q", d.Digest, d.ArtifactType)
+			}
 			if d.Annotations["vnd.docker.reference.type"] == "attestation-manifest" {
 				atts++
 				if d.Platform == nil || d.Platform.OS != "unknown" {

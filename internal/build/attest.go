@@ -167,7 +167,7 @@ func withAttestations(idx v1.ImageIndex, imgs, atts []v1.Image) (v1.ImageIndex, 
 		if err != nil {
 			return nil, err
 		}
-		adds = append(adds, mutate.IndexAddendum{Add: att, Descriptor: v1.Descriptor{
+		adds = append(adds, mutate.IndexAddendum{Add: image.NotArtifact(att), Descriptor: v1.Descriptor{
 			MediaType:   types.OCIManifestSchema1,
 			Platform:    &v1.Platform{OS: "unknown", Architecture: "unknown"},
 			Annotations: map[string]string{refTypeAnnotation: attestationManifest, refDigestAnnotation: d.String()},

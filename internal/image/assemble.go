@@ -220,7 +220,20 @@ func Index(imgs []v1.Image) (v1.ImageIndex, error) {
 		if err != nil {
 			return nil, err
 		}
-		adds = append(adds, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{MediaType: mt, Platform: &p}})
+		adds = append(adds, mutate.IndexAddendum{Add: NotArtifact(img), Descriptor: v1.Descriptor{MediaType: mt, Platform: &p}})
 	}
 	return mutate.AppendManifests(idx, adds...), nil
 }
+
+// NotArtifact is img with no artifact type: go-containerregistry gives an
+// image's index entry one, the config's media type, where the image spec
+// reserves the field for artifacts; an image is not one, and BuildKit's
+// and docker's indexes name none (nor do a layout's entries, see
+// output's describeImage).
+func NotArtifact(img v1.Image) v1.Image { return notArtifact{img} }
+
+type notArtifact struct{ v1.Image }
+
+// ArtifactType is what partial.Descriptor asks before it falls back on
+// the config's media type.
+func (notArtifact) ArtifactType() (string, error) { return "", nil }

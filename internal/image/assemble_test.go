@@ -228,5 +228,22 @@ func TestIndexPlatforms(t *testing.T) {
 		if dd, _ := imgs[i].Digest(); d.Digest != dd {
 			t.Errorf("entry %d is %s, want %s", i, d.Digest, dd)
 		}
+		// An image is no artifact: BuildKit's and docker's entries
+		// name no artifactType (go-containerregistry's would, the
+		// config's media type).
+		if d.ArtifactType != "" {
+			t.Errorf("entry %d has artifactType %q", i, d.ArtifactType)
+		}
+	}
+	// The entries stand for the images themselves.
+	for i := range imgs {
+		d, _ := imgs[i].Digest()
+		img, err := idx.Image(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := img.Digest(); got != d {
+			t.Errorf("image %d read back as %s, want %s", i, got, d)
+		}
 	}
 }
