@@ -2,6 +2,7 @@ package archive
 
 import (
 	"archive/zip"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -759,13 +760,19 @@ func (x *extractor) writeFile(e *entry, parts []string, perm fs.FileMode, r io.R
 	if err != nil {
 		return x.entryErr(e, "%w", inTree(err, parts))
 	}
-	var w io.Writer = f
+	hw := &holeWriter{f: f}
+	var w io.Writer = hw
 	var h hash.Hash
 	if x.opt.Written != nil {
 		h = sha256.New()
-		w = io.MultiWriter(f, h)
+		w = io.MultiWriter(hw, h)
 	}
 	err = x.copy(e, w, r)
+	if err == nil {
+		if cerr := hw.finish(); cerr != nil {
+			err = x.entryErr(e, "%w", cerr)
+		}
+	}
 	if err == nil {
 		// The umask may have narrowed the mode given to OpenFile.
 		if cerr := f.Chmod(perm); cerr != nil {
@@ -779,6 +786,72 @@ func (x *extractor) writeFile(e *entry, parts []string, perm fs.FileMode, r io.R
 		x.opt.Written(filepath.Join(x.root.Name(), nativeJoin(parts)), hex.EncodeToString(h.Sum(nil)))
 	}
 	return err
+}
+
+// holeBlock is the unit holeWriter leaves a hole for: a file system
+// block, the least a hole saves.
+const holeBlock = 4 << 10
+
+var zeroBlock [holeBlock]byte
+
+// holeWriter writes a new file, leaving a hole where a block of it is
+// zeros instead of writing them: a sparse tar entry's holes (which
+// archive/tar reads out as zeros), or the zeros a compression bomb is
+// usually made of, take no disk, where they would fill MaxBytes of it
+// from an archive of a few KiB. The file reads the same; MaxBytes still
+// counts its length. finish gives the file its length when it ends in a
+// hole.
+type holeWriter struct {
+	f     *os.File
+	off   int64
+	holed bool
+}
+
+func (w *holeWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		// Split p at block boundaries of the file: data runs are
+		// written, runs of zeros skipped. A piece of a block at either
+		// end of p is skipped when it is zeros too: the rest of its
+		// block may be, in the writes before or after.
+		data := 0
+		for data < len(p) {
+			k := min(len(p), data+holeBlock-int((w.off+int64(data))%holeBlock))
+			if bytes.Equal(p[data:k], zeroBlock[:k-data]) {
+				break
+			}
+			data = k
+		}
+		if data > 0 {
+			if _, err := w.f.WriteAt(p[:data], w.off); err != nil {
+				return n - len(p), err
+			}
+			w.off += int64(data)
+			p = p[data:]
+		}
+		hole := 0
+		for hole < len(p) {
+			k := min(len(p), hole+holeBlock-int((w.off+int64(hole))%holeBlock))
+			if !bytes.Equal(p[hole:k], zeroBlock[:k-hole]) {
+				break
+			}
+			hole = k
+		}
+		if hole > 0 {
+			w.off += int64(hole)
+			w.holed = true
+			p = p[hole:]
+		}
+	}
+	return n, nil
+}
+
+// finish extends the file over a hole at its end.
+func (w *holeWriter) finish() error {
+	if !w.holed {
+		return nil
+	}
+	return w.f.Truncate(w.off)
 }
 
 // copy moves content from r to w, charging the bytes actually read against
