@@ -5,7 +5,9 @@ import (
 	"archive/zip"
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
+	"slices"
 	"testing"
 
 	"github.com/klauspost/compress/flate"
@@ -242,4 +244,93 @@ func zipFlood(n int, declared, dirSize uint64, zip64 bool) []byte {
 	out = le.AppendUint32(out, uint32(dirSize))
 	out = le.AppendUint32(out, 0) // directory offset
 	return le.AppendUint16(out, 0)
+}
+
+// overlapZip is a zip bomb in the manner of David Fifield's: one local
+// file of deflated zeros, size bytes of them, and n central directory
+// records that all point at it, named zeros0, zeros1, and so on.
+func overlapZip(t testing.TB, n int, size int64) []byte {
+	t.Helper()
+	le := binary.LittleEndian
+	data := deflateZeros(t, nil, size)
+	crc := crcZeros(nil, size)
+	fields := func(out []byte, name string) []byte {
+		out = le.AppendUint16(out, 20) // version needed
+		out = le.AppendUint16(out, 0)  // flags
+		out = le.AppendUint16(out, 8)  // deflate
+		out = le.AppendUint32(out, 0)  // time, date
+		out = le.AppendUint32(out, crc)
+		out = le.AppendUint32(out, uint32(len(data)))
+		out = le.AppendUint32(out, uint32(size))
+		return le.AppendUint16(out, uint16(len(name)))
+	}
+	out := le.AppendUint32(nil, 0x04034b50)
+	out = fields(out, "zeros")
+	out = le.AppendUint16(out, 0) // extra
+	out = append(out, "zeros"...)
+	out = append(out, data...)
+	dir := len(out)
+	for i := range n {
+		name := fmt.Sprintf("zeros%d", i)
+		out = le.AppendUint32(out, 0x02014b50)
+		out = le.AppendUint16(out, 20) // version made by
+		out = fields(out, name)
+		out = append(out, make([]byte, 12)...) // extra, comment, disk, attributes
+		out = le.AppendUint32(out, 0)          // the local header's offset
+		out = append(out, name...)
+	}
+	dirSize := len(out) - dir
+	out = le.AppendUint32(out, 0x06054b50)
+	out = le.AppendUint32(out, 0)
+	out = le.AppendUint16(out, uint16(n))
+	out = le.AppendUint16(out, uint16(n))
+	out = le.AppendUint32(out, uint32(dirSize))
+	out = le.AppendUint32(out, uint32(dir))
+	return le.AppendUint16(out, 0)
+}
+
+// quotedZip is a zip of stored entries "outer" and "inner" where inner's
+// local file, header and data, is the data of outer: the overlap of
+// Fifield's "quoted" bombs, in which each entry's data holds the next.
+func quotedZip(t testing.TB) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	inner := []byte("inner data")
+	innerLocal := concat(
+		binary.LittleEndian.AppendUint32(nil, 0x04034b50),
+		[]byte{20, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+		binary.LittleEndian.AppendUint32(nil, crc32.ChecksumIEEE(inner)),
+		binary.LittleEndian.AppendUint32(nil, uint32(len(inner))),
+		binary.LittleEndian.AppendUint32(nil, uint32(len(inner))),
+		[]byte{5, 0, 0, 0}, []byte("inner"), inner)
+	w, err := zw.CreateRaw(&zip.FileHeader{Name: "outer", Method: zip.Store,
+		CRC32: crc32.ChecksumIEEE(innerLocal), CompressedSize64: uint64(len(innerLocal)), UncompressedSize64: uint64(len(innerLocal))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(innerLocal)
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// A second central record, for inner, at outer's data.
+	b := buf.Bytes()
+	le := binary.LittleEndian
+	end := len(b) - 22
+	dirSize, dirOff := le.Uint32(b[end+12:]), le.Uint32(b[end+16:])
+	rec := slices.Clone(b[dirOff : dirOff+dirSize])
+	rec = rec[:46]
+	le.PutUint32(rec[16:], crc32.ChecksumIEEE(inner))
+	le.PutUint32(rec[20:], uint32(len(inner)))
+	le.PutUint32(rec[24:], uint32(len(inner)))
+	le.PutUint16(rec[28:], 5)
+	le.PutUint16(rec[30:], 0)    // no extra
+	le.PutUint32(rec[42:], 30+5) // outer's data: its header and name
+	rec = append(rec, "inner"...)
+	out := concat(b[:end], rec)
+	tail := slices.Clone(b[end:])
+	le.PutUint16(tail[8:], 2)
+	le.PutUint16(tail[10:], 2)
+	le.PutUint32(tail[12:], dirSize+uint32(len(rec)))
+	return concat(out, tail)
 }

@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 // allocated runs f and returns the bytes allocated meanwhile. TotalAlloc
@@ -282,6 +283,41 @@ func TestLimits(t *testing.T) {
 				t.Errorf("%d bytes written despite the limit", written)
 			}
 			s.checkContained(t)
+		})
+	}
+}
+
+// TestZipOverlapsRefused extracts zips whose entries share compressed
+// data, as zip bombs' do: they must be refused before anything is
+// inflated, not once MaxBytes is written.
+func TestZipOverlapsRefused(t *testing.T) {
+	tests := []struct {
+		name    string
+		data    func(t testing.TB) []byte
+		wantErr string
+	}{
+		{name: "entries sharing one local file",
+			// 32 GiB from 32 MiB of zip: without the check the first 16
+			// entries fill the default MaxBytes.
+			data:    func(t testing.TB) []byte { return overlapZip(t, 32, gib) },
+			wantErr: `entries "zeros0" and "zeros1" share compressed data, as a zip bomb's do: pallet refuses a zip whose entries overlap`},
+		{name: "entry whose data holds another", data: quotedZip,
+			wantErr: `entries "outer" and "inner" share compressed data, as a zip bomb's do: pallet refuses a zip whose entries overlap`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newSandbox(t, Zip, tt.data(t))
+			start := time.Now()
+			err := Extract(context.Background(), s.src, Zip, s.out, Options{})
+			if want := "extract " + s.src + ": " + tt.wantErr; err == nil || err.Error() != want {
+				t.Errorf("error = %v\nwant    %s", err, want)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("refused after %v", d)
+			}
+			if files, err := os.ReadDir(s.out); err != nil || len(files) > 0 {
+				t.Errorf("extracted %d files (%v)", len(files), err)
+			}
 		})
 	}
 }
