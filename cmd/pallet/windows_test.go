@@ -502,6 +502,47 @@ images:
 	}
 }
 
+// Two entries of one archive that differ only in case are one path in a
+// Windows layer: the error is said at the line of the placement that
+// unpacks that archive, not of the layer's first placement, and names
+// the archive and the entry.
+func TestCaseCollisionInAnArchiveSaidAtItsPlacement(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "a", "ok.txt"), "x")
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, n := range []string{"bin/Tool.exe", "bin/tool.exe"} {
+		if err := tw.WriteHeader(&tar.Header{Name: n, Typeflag: tar.TypeReg, Mode: 0o644, Size: 1}); err != nil {
+			t.Fatal(err)
+		}
+		tw.Write([]byte("x"))
+	}
+	tw.Close()
+	writeFile(t, filepath.Join(dir, "x.tar"), buf.String())
+	recipe := filepath.Join(dir, "pallet.yaml")
+	writeFile(t, recipe, `version: 1
+artifacts:
+  a:
+    local: {path: ./a}
+    licenses: none
+  x:
+    local: {path: ./x.tar, extract: {}}
+    licenses: none
+images:
+  img:
+    base: windows-hostprocess-scratch
+    platforms: [windows/amd64]
+    files:
+      - {artifact: a, dest: /k/a/, layer: files}
+      - {artifact: x, dest: /k/x/, layer: files}
+`)
+	_, err := pallet(t, "build", "-q", "--no-cache", "-f", recipe, "-o", "oci:"+filepath.Join(dir, "out"))
+	want := fmt.Sprintf("%s:15: image img (windows/amd64), layer files: /k/x/bin/Tool.exe (a file, layer 1) and /k/x/bin/tool.exe (a file, layer 1) are one path on Windows, which compares names without case: the later would hide the earlier; place it once, spelled one way (artifact x: the archive %s, its entry bin/tool.exe)", recipe, filepath.Join(dir, "x.tar"))
+	if err == nil || err.Error() != want {
+		t.Errorf("error = %v\nwant    %s", err, want)
+	}
+}
+
 // A link into the built-in base is typed by what the base holds: a
 // directory link to Windows/System32, a file link to a hive, with no
 // warning; Windows must know which at creation.

@@ -309,8 +309,12 @@ func (b *builder) checkLayers(ctx context.Context, name string, pi *plan.Platfor
 	if !pi.Overwrite {
 		var c *layer.CaseCollision
 		if err := layer.CheckWindowsImage(trees...); errors.As(err, &c) {
+			// Said where the later path was placed, with the archive
+			// entry it came from: the layer's first placement may be
+			// another artifact's.
 			l := pi.Layers[c.Layer]
-			return plan.Errorf(l.Placements[0].Pos, "image %s (%s), layer %s: %v", name, pi.Platform, l.Name, err)
+			pm, from := b.entryOrigin(ctx, name, pi, l, c.Later)
+			return plan.Errorf(pm.Pos, "image %s (%s), layer %s: %v%s", name, pi.Platform, l.Name, err, from)
 		}
 	}
 	// Links into a built-in base are typed by what it holds, and links
