@@ -149,3 +149,38 @@ func TestHolesTakeNoDisk(t *testing.T) {
 		t.Errorf("%d bytes of disk for %d of zeros, want %d of zeros", used, size, 64*mib)
 	}
 }
+
+// TestHoleWriterContent writes contents with runs of zeros, in pieces
+// of every alignment, and reads back what was written.
+func TestHoleWriterContent(t *testing.T) {
+	z := func(n int) string { return string(make([]byte, n)) }
+	contents := []string{
+		"", z(10), z(holeBlock), z(3*holeBlock + 7),
+		z(5000) + "a", "a" + z(5000), "a" + z(3*holeBlock) + "b",
+		z(holeBlock-1) + "ab" + z(2*holeBlock+1) + "c" + z(holeBlock),
+	}
+	for i, content := range contents {
+		for _, piece := range []int{1, 7, 512, holeBlock - 1, holeBlock, holeBlock + 3, 1 << 20} {
+			p := filepath.Join(t.TempDir(), "f")
+			f, err := os.Create(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := &holeWriter{f: f}
+			for rest := []byte(content); len(rest) > 0; {
+				n := min(piece, len(rest))
+				if m, err := w.Write(rest[:n]); m != n || err != nil {
+					t.Fatalf("Write: %d, %v", m, err)
+				}
+				rest = rest[n:]
+			}
+			if err := w.finish(); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			if got, _ := os.ReadFile(p); string(got) != content {
+				t.Errorf("content %d in pieces of %d: read back %d bytes, differing", i, piece, len(got))
+			}
+		}
+	}
+}
