@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"io"
 	"log"
 	"net/http"
@@ -498,4 +499,101 @@ func mustRef(t *testing.T, s string) name.Reference {
 		t.Fatal(err)
 	}
 	return ref
+}
+
+// A registry that resets the connection on one layer's upload: the push
+// fails naming the layer's digest, the line that places it and the line
+// that declares the image, moves no tag, and once the registry recovers
+// the same build pushes, uploading only that layer.
+func TestPushFailureNamesLayerAndLine(t *testing.T) {
+	var (
+		failing atomic.Bool
+		patches atomic.Int32
+	)
+	failing.Store(true)
+	reg := testregistry.Start(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPatch {
+				patches.Add(1)
+				// Only the large layer is over 32 KiB.
+				if failing.Load() && r.ContentLength > 32<<10 {
+					conn, _, err := http.NewResponseController(w).Hijack()
+					if err != nil {
+						panic(err)
+					}
+					conn.Close()
+					return
+				}
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	dir := t.TempDir()
+	big := make([]byte, 64<<10)
+	if _, err := rand.Read(big); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "small.txt"), "small\n")
+	writeFile(t, filepath.Join(dir, "big.bin"), string(big))
+	recipe := filepath.Join(dir, "pallet.yaml")
+	writeFile(t, recipe, `version: 1
+artifacts:
+  small: {local: {path: small.txt}, licenses: none}
+  big: {local: {path: big.bin}, licenses: none}
+images:
+  app:
+    tags: ["1", latest]
+    base: scratch
+    platforms: [linux/amd64, linux/arm64]
+    files:
+      - artifact: small
+        dest: /small.txt
+      - artifact: big
+        dest: /big.bin
+`)
+	args := []string{"build", "-q", "-f", recipe, "--cache-dir", t.TempDir(), "--record", filepath.Join(t.TempDir(), "r.json"), "-o", "registry:" + reg.Host + "/fail/app"}
+	_, _, err := palletOut(t, args...)
+	if err == nil {
+		t.Fatal("the push succeeded though the registry never took the large layer")
+	}
+	for _, want := range []string{
+		"image app at " + recipe + ":6",
+		"upload sha256:",
+		"(layer placing big of linux/amd64, linux/arm64, " + recipe + ":13)",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error does not say %q: %v", want, err)
+		}
+	}
+	for _, tag := range []string{"1", "latest"} {
+		if _, err := remote.Head(mustRef(t, reg.Host+"/fail/app:"+tag)); err == nil {
+			t.Errorf("tag %s was set by a push that failed", tag)
+		}
+	}
+
+	failing.Store(false)
+	patches.Store(0)
+	stdout, stderr, err := palletOut(t, args...)
+	if err != nil {
+		t.Fatalf("the push once the registry recovered: %v\n%s", err, stderr)
+	}
+	if n := patches.Load(); n != 1 {
+		t.Errorf("the second push uploaded %d blobs, want 1 (the layer the first could not)", n)
+	}
+	m := digestLine.FindStringSubmatch(strings.TrimSpace(strings.Split(stdout, "\n")[0]))
+	if m == nil {
+		t.Fatalf("the push printed %q", stdout)
+	}
+	for _, tag := range []string{"1", "latest"} {
+		idx, err := remote.Index(mustRef(t, reg.Host+"/fail/app:"+tag))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, err := idx.Digest(); err != nil || d.String() != m[2] {
+			t.Errorf("tag %s is %v, the push printed %s", tag, d, m[2])
+		}
+		if err := validate.Index(idx); err != nil {
+			t.Errorf("tag %s does not pull whole: %v", tag, err)
+		}
+	}
 }

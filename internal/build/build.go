@@ -699,7 +699,10 @@ func (b *builder) image(ctx context.Context, im *plan.Image) (output.Image, erro
 		atts = append(atts, attPerPlatform[i]...)
 		refs = append(refs, refPerPlatform[i]...)
 	}
-	out := output.Image{Repository: im.Repository, Tags: im.Tags, Referrers: refs}
+	out := output.Image{Repository: im.Repository, Tags: im.Tags, Referrers: refs, About: b.about(im, perPlatform, attPerPlatform)}
+	if im.Pos.Line > 0 {
+		out.Pos = plan.Pos{File: im.Pos.File, Line: im.Pos.Line}.String()
+	}
 	if len(imgs) == 1 && len(atts) == 0 {
 		out.Image = imgs[0]
 		return out, nil

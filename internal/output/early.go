@@ -65,7 +65,7 @@ func (r *Registry) Prepare(ctx context.Context, repository string, tags []string
 	e.once.Do(func() {
 		e.ctx, e.cancel = context.WithCancel(ctx)
 		e.session, e.err = r.session(e.ctx)
-		e.slots = make(chan struct{}, earlyJobs)
+		e.slots = make(chan struct{}, r.jobs())
 		e.started = map[string]bool{}
 	})
 	if e.err != nil {

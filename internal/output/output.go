@@ -25,6 +25,12 @@ type Image struct {
 	// Referrers are OCI 1.1 artifact manifests about the image's
 	// manifests (SBOMs, provenance), each naming its subject.
 	Referrers []v1.Image
+	// Pos, when set, is where the front end declares the image
+	// ("pallet.yaml:9"), and About what each of its blobs and manifests
+	// is ("layer of linux/amd64 placing app (pallet.yaml:14)"): a push
+	// that fails names them, not only the request that failed.
+	Pos   string
+	About map[v1.Hash]string
 }
 
 // Target is where images go.

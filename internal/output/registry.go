@@ -11,6 +11,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/pallet-dev/pallet/internal/regauth"
 )
@@ -26,6 +27,9 @@ type Registry struct {
 	// index `pallet index create` assembles later. Ref then names only
 	// the repository (or a PREFIX/).
 	ByDigest bool
+	// Jobs bounds the blobs and manifests of an image sent at once
+	// (earlyJobs when 0).
+	Jobs int
 	// Sources, when set, carries mount hints from one push to the next: it
 	// is asked which repository of the registry already holds each blob,
 	// and told where the blobs of every complete push went.
@@ -49,8 +53,8 @@ func (r *Registry) String() string { return "registry:" + r.Ref }
 // only after the first one is complete.
 //
 // Blobs the repository already has are skipped (go-containerregistry asks
-// with HEAD first), blobs of one image are uploaded in parallel (4 at a
-// time unless Options has remote.WithJobs), and a failed blob upload is
+// with HEAD first), blobs of one image are uploaded in parallel (Jobs at a
+// time), and a failed blob upload is
 // retried (remote.WithRetryBackoff and remote.WithRetryStatusCodes tune
 // that). With a PREFIX/ several images go to several repositories of one
 // registry: a blob already pushed for an earlier image is mounted from that
@@ -108,7 +112,7 @@ func (r *Registry) write(ctx context.Context, images []Image) error {
 			target = tags[0]
 		}
 		if err := pushed.push(target, im); err != nil {
-			return fmt.Errorf("push %s (as %s): %w", tags[0], target, regauth.Explain(err))
+			return fmt.Errorf("push %s (%sas %s): %w", tags[0], declared(im), target, regauth.Explain(err))
 		}
 		// Referrers (SBOMs, provenance) name their subject by digest; the
 		// registry lists them through its referrers API, or ggcr keeps the
@@ -119,7 +123,7 @@ func (r *Registry) write(ctx context.Context, images []Image) error {
 				return err
 			}
 			if err := remote.Write(tags[0].Context().Digest(d.String()), ref, pushed.opts...); err != nil {
-				return fmt.Errorf("push an attachment of %s: %w", tags[0], regauth.Explain(err))
+				return fmt.Errorf("push an attachment of %s (%s%s): %w", tags[0], declared(im), d, regauth.Explain(err))
 			}
 		}
 		if !direct {
@@ -140,6 +144,22 @@ func (r *Registry) write(ctx context.Context, images []Image) error {
 		}
 	}
 	return nil
+}
+
+func (r *Registry) jobs() int {
+	if r.Jobs > 0 {
+		return r.Jobs
+	}
+	return earlyJobs
+}
+
+// declared says where the front end declares im, to begin a
+// parenthesis: "image app at pallet.yaml:9; ", or "" when unknown.
+func declared(im Image) string {
+	if im.Pos == "" {
+		return ""
+	}
+	return "image " + im.Repository + " at " + im.Pos + "; "
 }
 
 // holds refuses n images for a Ref that names one repository.
@@ -168,6 +188,9 @@ func (r *Registry) writeByDigest(images []Image, pushed *pushSession) error {
 			return err
 		}
 		if err := pushed.push(ref, im); err != nil {
+			if w := declared(im); w != "" {
+				return fmt.Errorf("push %s (%s): %w", ref, strings.TrimSuffix(w, "; "), regauth.Explain(err))
+			}
 			return fmt.Errorf("push %s: %w", ref, regauth.Explain(err))
 		}
 	}
@@ -197,15 +220,19 @@ type pushSession struct {
 	// further tag costs one PUT instead of a ping, a token exchange and
 	// the PUT. base are the same without the pusher.
 	opts, base []remote.Option
-	sources    Sources
-	reg        name.Registry
+	// ctx bounds the steps of a push; jobs is how many blobs or
+	// manifests of one image go up at once.
+	ctx     context.Context
+	jobs    int
+	sources Sources
+	reg     name.Registry
 	// hints are all the hints (remembered ones overridden by this Write's);
 	// pushed are this Write's alone, remembered those Sources gave.
 	hints, pushed, remembered mountHints
 }
 
 func (r *Registry) session(ctx context.Context) (*pushSession, error) {
-	s := &pushSession{base: regauth.Options(ctx, r.Options...), sources: r.Sources, hints: mountHints{}, pushed: mountHints{}, remembered: mountHints{}}
+	s := &pushSession{base: regauth.Options(ctx, r.Options...), ctx: ctx, jobs: r.jobs(), sources: r.Sources, hints: mountHints{}, pushed: mountHints{}, remembered: mountHints{}}
 	if err := s.newPusher(); err != nil {
 		return nil, err
 	}
@@ -275,11 +302,113 @@ func (s *pushSession) push(ref name.Reference, im Image) error {
 	return nil
 }
 
+// write pushes im to ref in steps, each of which names what it failed
+// on: the blobs of every image (layers and configs), then, for an index,
+// each image's manifest by digest, and last the manifest ref names.
+// go-containerregistry would do the same in one call, but its error names
+// only the request that failed, and an upload's PATCH does not carry the
+// blob's digest. The pusher remembers what each step put, so the next one
+// sends none of it again.
 func (s *pushSession) write(ref name.Reference, im Image, h mountHints) error {
-	if im.Index != nil {
-		return remote.WriteIndex(ref, h.index(im.Index), s.opts...)
+	repo := ref.Context()
+	if im.Index == nil {
+		img := h.image(im.Image)
+		if err := s.blobs(repo, []v1.Image{img}, im.About); err != nil {
+			return err
+		}
+		return remote.Write(ref, img, s.opts...)
 	}
-	return remote.Write(ref, h.image(im.Image), s.opts...)
+	idx := h.index(im.Index)
+	children, err := partial.Manifests(idx)
+	if err != nil {
+		return err
+	}
+	var imgs []v1.Image
+	for _, c := range children {
+		if img, ok := c.(v1.Image); ok {
+			imgs = append(imgs, img)
+		}
+	}
+	if err := s.blobs(repo, imgs, im.About); err != nil {
+		return err
+	}
+	g, ctx := errgroup.WithContext(s.ctx)
+	g.SetLimit(s.jobs)
+	for _, img := range imgs {
+		g.Go(func() error {
+			d, err := img.Digest()
+			if err != nil {
+				return err
+			}
+			if err := remote.Write(repo.Digest(d.String()), img, s.with(ctx)...); err != nil {
+				return fmt.Errorf("manifest %s%s: %w", d, about(im.About, d), err)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	return remote.WriteIndex(ref, idx, s.opts...)
+}
+
+// blobs uploads what imgs are made of and the repository lacks, s.jobs
+// at a time; the first that fails stops the others, and is named.
+func (s *pushSession) blobs(repo name.Repository, imgs []v1.Image, notes map[v1.Hash]string) error {
+	var todo []v1.Layer
+	seen := map[v1.Hash]bool{}
+	for _, img := range imgs {
+		ls, err := img.Layers()
+		if err != nil {
+			return err
+		}
+		cl, err := partial.ConfigLayer(img)
+		if err != nil {
+			return err
+		}
+		for _, l := range append(ls, cl) {
+			mt, err := l.MediaType()
+			if err != nil {
+				return err
+			}
+			if !mt.IsDistributable() {
+				continue // a foreign layer stays where its URLs say
+			}
+			d, err := l.Digest()
+			if err != nil {
+				return err
+			}
+			if !seen[d] {
+				seen[d] = true
+				todo = append(todo, l)
+			}
+		}
+	}
+	g, ctx := errgroup.WithContext(s.ctx)
+	g.SetLimit(s.jobs)
+	for _, l := range todo {
+		g.Go(func() error {
+			if err := remote.WriteLayer(repo, l, s.with(ctx)...); err != nil {
+				d, _ := l.Digest()
+				return fmt.Errorf("upload %s%s: %w", d, about(notes, d), err)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// with is s.opts bound to ctx.
+func (s *pushSession) with(ctx context.Context) []remote.Option {
+	return append(slices.Clip(s.opts), remote.WithContext(ctx))
+}
+
+// about says, for an error, what blob or manifest d is, when notes know.
+func about(notes map[v1.Hash]string, d v1.Hash) string {
+	if n := notes[d]; n != "" {
+		return " (" + n + ")"
+	}
+	return ""
 }
 
 // usesRemembered says whether a blob of im was to be mounted from a

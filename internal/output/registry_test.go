@@ -521,6 +521,58 @@ func TestPushFailingLayerLeavesNoTag(t *testing.T) {
 	})
 }
 
+// A push that fails says what it failed on: the blob's digest and what
+// the build says it is, or the platform manifest, and where the image is
+// declared; an upload's PATCH, which fails most, carries no digest, so
+// the request alone would not say.
+func TestPushErrorNamesTheBlob(t *testing.T) {
+	p, host := newProxy(t)
+	ctx := context.Background()
+	bad := newLayer(t)
+	badDigest := digest(t, bad)
+
+	t.Run("layer", func(t *testing.T) {
+		p.setFault(func(method string, blob v1.Hash, _ int) fault {
+			if method == http.MethodPatch && blob == badDigest {
+				return hangUp
+			}
+			return pass
+		})
+		defer p.setFault(nil)
+		img := newImage(t, "amd64", newLayer(t), bad)
+		idx := newIndex(t, map[string]v1.Image{"amd64": img, "arm64": newImage(t, "arm64", newLayer(t))})
+		about := map[v1.Hash]string{badDigest: "layer placing app of linux/amd64, pallet.yaml:14"}
+		for _, im := range []Image{
+			{Repository: "img", Tags: []string{"1"}, Image: img, Pos: "pallet.yaml:9", About: about},
+			{Repository: "idx", Tags: []string{"1"}, Index: idx, Pos: "pallet.yaml:9", About: about},
+		} {
+			r := &Registry{Ref: host + "/named/" + im.Repository, Options: []remote.Option{fastRetry}}
+			err := r.Write(ctx, []Image{im})
+			want := "upload " + badDigest.String() + " (layer placing app of linux/amd64, pallet.yaml:14)"
+			if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "image "+im.Repository+" at pallet.yaml:9") {
+				t.Errorf("push of %s: %v\nwant it to say %q and where the image is declared", im.Repository, err, want)
+			}
+		}
+	})
+
+	t.Run("manifest", func(t *testing.T) {
+		arm := newImage(t, "arm64", newLayer(t))
+		armDigest := digest(t, arm)
+		host := refuseWhere(t, func(r *http.Request) bool {
+			return r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/manifests/"+armDigest.String())
+		})
+		idx := newIndex(t, map[string]v1.Image{"amd64": newImage(t, "amd64", newLayer(t)), "arm64": arm})
+		about := map[v1.Hash]string{armDigest: "image manifest of linux/arm64"}
+		err := (&Registry{Ref: host + "/named/idx"}).Write(ctx, []Image{{Repository: "idx", Tags: []string{"1"}, Index: idx, About: about}})
+		if want := "manifest " + armDigest.String() + " (image manifest of linux/arm64)"; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("got %v, want it to say %q", err, want)
+		}
+		if s := status(t, host, "named/idx", "manifests", "1"); s != http.StatusNotFound {
+			t.Errorf("the tag after a failed child manifest: HTTP %d, want 404", s)
+		}
+	})
+}
+
 // Blobs, child manifests and the index itself (by digest) are all in
 // before the first tag, and the other tags come only after it.
 func TestPushTagsLast(t *testing.T) {
@@ -695,22 +747,22 @@ func TestPushMountsRemoteBaseLayers(t *testing.T) {
 	checkPulled(t, host+"/apps/svc:1", app)
 }
 
-// The blobs of an image are uploaded in parallel unless remote.WithJobs(1)
-// says otherwise.
+// The blobs of an image are uploaded in parallel unless Jobs says
+// otherwise.
 func TestPushUploadsInParallel(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		opts []remote.Option
+		jobs int
 		want func(int) bool
 	}{
-		{"default", nil, func(n int) bool { return n > 1 }},
-		{"jobs=1", []remote.Option{remote.WithJobs(1)}, func(n int) bool { return n == 1 }},
+		{"default", 0, func(n int) bool { return n > 1 }},
+		{"jobs=1", 1, func(n int) bool { return n == 1 }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p, host := newProxy(t)
 			p.delay = 50 * time.Millisecond
 			img := newImage(t, "amd64", newLayer(t), newLayer(t), newLayer(t), newLayer(t))
-			r := &Registry{Ref: host + "/par/img:1", Options: c.opts}
+			r := &Registry{Ref: host + "/par/img:1", Jobs: c.jobs}
 			if err := r.Write(context.Background(), []Image{{Repository: "img", Image: img}}); err != nil {
 				t.Fatal(err)
 			}
