@@ -11,6 +11,7 @@ import (
 
 func stopGroupOnCancel(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	dieWithPallet(cmd.SysProcAttr)
 	cmd.Cancel = func() error {
 		// Not once the process is reaped: its pid, and with it the
 		// group id, may belong to someone else by then.
