@@ -37,9 +37,15 @@ const earlyJobs = 4
 // and says what fails. No manifest or tag is written early: a build that
 // fails leaves at most blobs no tag points at.
 type early struct {
-	once    sync.Once
-	ctx     context.Context
-	cancel  context.CancelFunc
+	once   sync.Once
+	ctx    context.Context
+	cancel context.CancelFunc
+	// uploads bounds the uploads alone: the first that fails stops the
+	// others, since a registry that fails one (down, stalled, refusing)
+	// most likely fails the next, each after its retries, and Write
+	// tries them all again anyway; the session goes on to Write.
+	uploads context.Context
+	stop    context.CancelFunc
 	session *pushSession
 	err     error
 	slots   chan struct{}
@@ -64,6 +70,7 @@ func (r *Registry) Prepare(ctx context.Context, repository string, tags []string
 	e := &r.early
 	e.once.Do(func() {
 		e.ctx, e.cancel = context.WithCancel(ctx)
+		e.uploads, e.stop = context.WithCancel(e.ctx)
 		e.session, e.err = r.session(e.ctx)
 		e.slots = make(chan struct{}, r.jobs())
 		e.started = map[string]bool{}
@@ -84,15 +91,16 @@ func (r *Registry) Prepare(ctx context.Context, repository string, tags []string
 		defer e.wg.Done()
 		select {
 		case e.slots <- struct{}{}:
-		case <-e.ctx.Done():
+		case <-e.uploads.Done():
 			return
 		}
 		defer func() { <-e.slots }()
-		if e.ctx.Err() != nil {
+		if e.uploads.Err() != nil {
 			return
 		}
-		opts := append(e.session.opts[:len(e.session.opts):len(e.session.opts)], remote.WithContext(e.ctx))
-		_ = remote.WriteLayer(repo, e.session.hints.layer(l), opts...)
+		if err := remote.WriteLayer(repo, e.session.hints.layer(l), e.session.with(e.uploads)...); err != nil {
+			e.stop()
+		}
 	}()
 }
 

@@ -2,6 +2,7 @@ package output
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -85,4 +86,37 @@ func manifestEvents(events []string) []string {
 		}
 	}
 	return out
+}
+
+// A registry that fails an early upload most likely fails the next: the
+// first failure stops the early uploads still to go, each of which would
+// otherwise spend its own retries (a stalled registry a stall timeout
+// each) before Write, which tries again and names what fails.
+func TestPrepareStopsAtTheFirstFailure(t *testing.T) {
+	p, host := newProxy(t)
+	p.setFault(func(method string, _ v1.Hash, _ int) fault {
+		if method == http.MethodPatch {
+			return fail500
+		}
+		return pass
+	})
+	ctx := context.Background()
+	r := &Registry{Ref: host + "/early/down:v1", Options: []remote.Option{fastRetry}}
+	defer r.Finish()
+	var ls []v1.Layer
+	for range 3 * earlyJobs {
+		l := newLayer(t)
+		ls = append(ls, l)
+		r.Prepare(ctx, "down", []string{"v1"}, l)
+	}
+	r.settleEarly()
+	// go-containerregistry tries each upload 3 times; at most earlyJobs
+	// were under way when the first gave up.
+	if n := p.record().injected; n > 3*earlyJobs {
+		t.Errorf("%d uploads of %d layers were tried before Write, want at most %d", n, len(ls), 3*earlyJobs)
+	}
+	err := r.Write(ctx, []Image{{Repository: "down", Tags: []string{"v1"}, Image: newImage(t, "amd64", ls...)}})
+	if err == nil || !strings.Contains(err.Error(), "upload sha256:") {
+		t.Errorf("Write to a registry that takes no blob: %v", err)
+	}
 }
