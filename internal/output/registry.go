@@ -104,9 +104,10 @@ func (r *Registry) write(ctx context.Context, images []Image) error {
 		if err != nil {
 			return err
 		}
-		// One image with one tag needs no second step: its tag is the
-		// last thing the push writes anyway.
-		direct := len(images) == 1 && len(tags) == 1
+		// One image with one tag and no attachments needs no second
+		// step: its tag is the last thing the push writes anyway. The
+		// attachments go before the tag: one that fails moves no tag.
+		direct := len(images) == 1 && len(tags) == 1 && len(im.Referrers) == 0
 		var target name.Reference = tags[0].Context().Digest(d.String())
 		if direct {
 			target = tags[0]

@@ -573,6 +573,29 @@ func TestPushErrorNamesTheBlob(t *testing.T) {
 	})
 }
 
+// An image's attachments (SBOMs, provenance) are part of its push: one
+// that cannot be written leaves the tag where it was, also for an image
+// with a single tag, which would otherwise be pushed to the tag first.
+func TestPushFailedAttachmentMovesNoTag(t *testing.T) {
+	img := newImage(t, "amd64", newLayer(t))
+	m, err := partial.Descriptor(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sbom := mutate.Subject(newImage(t, "amd64", newLayer(t)), *m).(v1.Image)
+	sbomDigest := digest(t, sbom)
+	host := refuseWhere(t, func(r *http.Request) bool {
+		return r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/manifests/"+sbomDigest.String())
+	})
+	err = (&Registry{Ref: host + "/att/app:1"}).Write(context.Background(), []Image{{Repository: "app", Tags: []string{"1"}, Image: img, Referrers: []v1.Image{sbom}}})
+	if err == nil || !strings.Contains(err.Error(), "push an attachment of "+host+"/att/app:1") {
+		t.Fatalf("got %v", err)
+	}
+	if s := status(t, host, "att/app", "manifests", "1"); s != http.StatusNotFound {
+		t.Errorf("the tag after a failed attachment: HTTP %d, want 404", s)
+	}
+}
+
 // Blobs, child manifests and the index itself (by digest) are all in
 // before the first tag, and the other tags come only after it.
 func TestPushTagsLast(t *testing.T) {
