@@ -46,4 +46,8 @@ func TestExportErrorHidesUploadState(t *testing.T) {
 	if !strings.Contains(err.Error(), "shared cache") {
 		t.Errorf("the error does not name the shared cache: %v", err)
 	}
+	// The PATCH that was cut names no blob: the error says which entry.
+	if !strings.Contains(err.Error(), "upload layer entry "+key+" (blob sha256:") && !strings.Contains(err.Error(), "upload the cache's config (blob sha256:") {
+		t.Errorf("the error does not name the entry it failed on: %v", err)
+	}
 }

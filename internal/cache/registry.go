@@ -497,10 +497,31 @@ func uploadBlobs(ctx context.Context, p *remote.Pusher, repo name.Repository, im
 	if err != nil {
 		return err
 	}
+	m, err := img.Manifest()
+	if err != nil {
+		return err
+	}
+	// An upload's PATCH holds no digest: the error says which entry.
+	what := make([]string, len(ls))
+	for i, d := range m.Layers {
+		switch {
+		case i >= len(what):
+		case d.Annotations[annArtifact] != "":
+			what[i] = fmt.Sprintf("artifact entry %s (blob %s)", d.Annotations[annArtifact], d.Digest)
+		default:
+			what[i] = fmt.Sprintf("layer entry %s (blob %s)", d.Annotations[annLayer], d.Digest)
+		}
+	}
+	what = append(what, fmt.Sprintf("the cache's config (blob %s)", m.Config.Digest))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(4)
-	for _, l := range append(ls, cfg) {
-		g.Go(func() error { return p.Upload(gctx, repo, l) })
+	for i, l := range append(ls, cfg) {
+		g.Go(func() error {
+			if err := p.Upload(gctx, repo, l); err != nil {
+				return fmt.Errorf("upload %s: %w", what[i], err)
+			}
+			return nil
+		})
 	}
 	return g.Wait()
 }
