@@ -354,6 +354,53 @@ func TestWroteIgnoresLinks(t *testing.T) {
 	}
 }
 
+// A digest learned by a file's identity is kept as bytes: it comes back
+// as it was given, only while the file keeps its stamp, and what is not a
+// sha256 in hex is not learned (reading the file again is all it costs).
+func TestLearnedDigestAsGiven(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	c, _ := openCache(t, filepath.Join(dir, "cache"))
+	p := filepath.Join(dir, "tmp", "f")
+	writeFile(t, p, []byte("data"))
+	st := stampOf(t, p)
+	for _, bad := range []string{"", "abc", strings.ToUpper(sha([]byte("data"))), sha([]byte("data")) + "00", "sha256:" + sha([]byte("data"))[7:]} {
+		if err := c.Wrote(p, bad); err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := c.Learned(st); ok {
+			t.Errorf("Wrote(%q): learned %q", bad, got)
+		}
+	}
+	want := sha([]byte("data"))
+	if err := c.Wrote(p, want); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := c.Learned(st); !ok || got != want {
+		t.Errorf("learned %q, %v; want %q", got, ok, want)
+	}
+	for _, other := range []tree.Stamp{
+		{Size: st.Size + 1, ModTime: st.ModTime, CTime: st.CTime, Ino: st.Ino, Dev: st.Dev},
+		{Size: st.Size, ModTime: st.ModTime + 1, CTime: st.CTime, Ino: st.Ino, Dev: st.Dev},
+		{Size: st.Size, ModTime: st.ModTime, CTime: st.CTime + 1, Ino: st.Ino, Dev: st.Dev},
+		{Size: st.Size, ModTime: st.ModTime, CTime: st.CTime, Ino: st.Ino + 1, Dev: st.Dev},
+		{Size: st.Size, ModTime: st.ModTime, CTime: st.CTime, Ino: st.Ino, Dev: st.Dev + 1},
+	} {
+		if got, ok := c.Learned(other); ok {
+			t.Errorf("stamp %+v (learned as %+v): %q", other, st, got)
+		}
+	}
+}
+
+func stampOf(t *testing.T, p string) tree.Stamp {
+	t.Helper()
+	info, err := os.Lstat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tree.StampOf(info)
+}
+
 func TestWroteLeavesNoEntry(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
