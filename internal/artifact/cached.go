@@ -202,7 +202,7 @@ func (f *Fetcher) store(key string, res *Result, work string, r *Request) (*Resu
 		if t == nil {
 			continue
 		}
-		for _, e := range t.Entries() {
+		for e := range t.All() {
 			if e.Kind != tree.File {
 				continue
 			}
@@ -591,7 +591,7 @@ func materialize(t *tree.Tree, dir, work string) ([]placedFile, error) {
 		return nil, err
 	}
 	var files []placedFile
-	for _, e := range t.Entries() {
+	for e := range t.All() {
 		p := filepath.Join(dir, filepath.FromSlash(e.Path))
 		switch e.Kind {
 		case tree.Dir:

@@ -34,7 +34,7 @@ func (b *builder) checkExecutables(res *artifact.Result, place tree.Placement, p
 	}
 	fact := "exe-dynamic " + p.OS + "/" + p.Arch
 	var needs []loaderNeed
-	for _, e := range placed.Entries() {
+	for e := range placed.All() {
 		if e.Kind != tree.File {
 			continue
 		}

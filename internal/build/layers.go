@@ -374,7 +374,7 @@ func builtinBase(bases []string) *tree.Tree {
 
 // hasLinks says whether t holds a symlink.
 func hasLinks(t *tree.Tree) bool {
-	for _, e := range t.Entries() {
+	for e := range t.All() {
 		if e.Kind == tree.Symlink {
 			return true
 		}

@@ -335,11 +335,23 @@ func checkIDs(e Entry) error {
 func (t *Tree) Imply(implied func(p string) bool) {
 	t.orderMu.Lock()
 	defer t.orderMu.Unlock()
-	t.index()
-	for p, e := range t.entries {
-		if e.Kind == Dir && implied(p) {
+	// Walked, not indexed: a tree of 200,000 files read back from the
+	// cache would get a map of every path (12 MB) for its directories.
+	t.each(func(e *Entry) {
+		if e.Kind == Dir && implied(e.Path) {
 			e.Implied = true
 		}
+	})
+}
+
+// each calls f with every entry added to t, indexed or not (not the
+// parents Entries synthesizes). Called with orderMu held.
+func (t *Tree) each(f func(*Entry)) {
+	for _, e := range t.entries {
+		f(e)
+	}
+	for _, e := range t.unindexed {
+		f(e)
 	}
 }
 
@@ -382,12 +394,11 @@ func FromUnixMode(u uint32) fs.FileMode {
 func (t *Tree) Archive(header func(p string) (DirMeta, bool)) {
 	t.orderMu.Lock()
 	defer t.orderMu.Unlock()
-	t.index()
-	for p, e := range t.entries {
-		if h, ok := header(p); ok && h != (DirMeta{Mode: e.Mode}) {
+	t.each(func(e *Entry) {
+		if h, ok := header(e.Path); ok && h != (DirMeta{Mode: e.Mode}) {
 			e.Archived = &h
 		}
-	}
+	})
 }
 
 // Link makes each group of names of t one file an archive's hard links
@@ -395,6 +406,9 @@ func (t *Tree) Archive(header func(p string) (DirMeta, bool)) {
 // was just unpacked into, or read back from where it was kept, before
 // anyone reads it. A name that is no regular file of t is an error.
 func (t *Tree) Link(groups [][]string) error {
+	if len(groups) == 0 {
+		return nil // no index of every path for nothing
+	}
 	t.orderMu.Lock()
 	defer t.orderMu.Unlock()
 	t.index()
