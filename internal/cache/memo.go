@@ -203,6 +203,9 @@ type memoShard struct {
 	// data's.
 	entries map[string]*memoEntry
 	dirty   bool
+	// evictAt is the size of entries at which evict next looks for
+	// entries no save would keep (0: the shard's share and a quarter).
+	evictAt int
 }
 
 // find looks path up in the entries as read.
@@ -526,6 +529,13 @@ func (c *Cache) Checked(path string, info fs.FileInfo) (string, bool) {
 }
 
 func (c *Cache) learn(st tree.Stamp, sum string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.learnLocked(st, sum)
+}
+
+// learnLocked is learn with c.mu held.
+func (c *Cache) learnLocked(st tree.Stamp, sum string) {
 	if st.Ino == 0 {
 		return // no file identity on this system
 	}
@@ -534,9 +544,7 @@ func (c *Cache) learn(st tree.Stamp, sum string) {
 		return // not a sha256: not learned, which costs only reading the file
 	}
 	hex.Decode(l.sum[:], []byte(sum))
-	c.mu.Lock()
 	c.learnedDigests[fileID{st.Dev, st.Ino}] = l
-	c.mu.Unlock()
 }
 
 // Learned gives the sha256 this build wrote the file whose stamp is st
@@ -619,7 +627,45 @@ func (c *Cache) store(path, fact, v string, st tree.Stamp, checked bool) string 
 	m.used = true
 	s.dirty = true
 	v, _ = m.get(fact)
+	c.evict(s)
 	return v
+}
+
+// evict keeps a shard's entries within what saving it keeps: of the
+// entries this build used, prune keeps the share with the last paths,
+// so the others are dropped now rather than at the end of the build. A
+// build of a million files held a memo entry for each (some 200 MB),
+// of which a shard saves its share of the limit (400,000 in all). A
+// sha256 this build derived (Checked) is kept as it learns the digests
+// of files it wrote, by file identity, so that the file is not read
+// again this build; other facts are derived again if asked for. Called
+// with c.mu held.
+func (c *Cache) evict(s *memoShard) {
+	share := c.memoShare()
+	if s.evictAt == 0 {
+		s.evictAt = share + share/4 + 1
+	}
+	if len(s.entries) < s.evictAt {
+		return
+	}
+	// Entries a build made unused (Forget's, a test's) are left to prune.
+	var paths []string
+	for p, m := range s.entries {
+		if m.used {
+			paths = append(paths, p)
+		}
+	}
+	if len(paths) > share {
+		slices.Sort(paths)
+		for _, p := range paths[:len(paths)-share] {
+			m := s.entries[p]
+			if sum, ok := m.get("sha256"); ok && m.checked {
+				c.learnLocked(m.st, sum)
+			}
+			delete(s.entries, p)
+		}
+	}
+	s.evictAt = len(s.entries) + share/4 + 1
 }
 
 // Close saves the shards of the digest memo this build changed, pruned:

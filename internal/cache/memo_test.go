@@ -3,8 +3,10 @@ package cache
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -728,6 +730,72 @@ func TestSaveNew(t *testing.T) {
 	for _, p := range files {
 		if v, _ := saved[p].get("sha256"); v != sha([]byte("again "+p)) {
 			t.Errorf("%s: %s after Flush", p, v)
+		}
+	}
+}
+
+// A build looking up more files than the memo keeps holds no more
+// entries than saving keeps (the last paths of those it used, each
+// shard its share: those prune keeps), and still hashes each file once: a digest it derived
+// from a settled file stays known, by file identity, for Checked and
+// the next lookup. Young files' and other facts are not kept past the
+// share.
+func TestMemoHoldsItsShareWhileBuilding(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cacheDir := filepath.Join(dir, "cache")
+	var files []string
+	for i := range 40 {
+		p := filepath.Join(dir, "src", fmt.Sprintf("f%02d", i))
+		writeFile(t, p, []byte(p))
+		files = append(files, p)
+	}
+	settle()
+	c, _ := openCache(t, cacheDir)
+	c.memoShards = 1
+	c.MemoLimit = 8
+	derived := map[string]int{}
+	derive := func(p string) (string, error) {
+		derived[p]++
+		return HashFile(p)
+	}
+	for range 2 {
+		for _, p := range files {
+			if got, err := c.RememberAt(p, tree.Stamp{}, "sha256", derive); err != nil || got != sha([]byte(p)) {
+				t.Fatalf("%s: %s, %v", p, got, err)
+			}
+			c.mu.Lock()
+			n := len(c.shard(p).entries)
+			c.mu.Unlock()
+			if n > 8+8/4+1 {
+				t.Fatalf("after %s: %d entries held, for a limit of 8", p, n)
+			}
+		}
+	}
+	for _, p := range files {
+		if derived[p] != 1 {
+			t.Errorf("%s: hashed %d times", p, derived[p])
+		}
+		info, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := c.Checked(p, info); !ok || got != sha([]byte(p)) {
+			t.Errorf("%s: Checked gave %s, %v", p, got, ok)
+		}
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	saved := readMemo(t, cacheDir)
+	if len(saved) != 8 {
+		t.Errorf("saved %d entries, want 8", len(saved))
+	}
+	for _, p := range files[len(files)-8:] {
+		if m, ok := saved[p]; !ok {
+			t.Errorf("%s: not saved, of the last paths (saved: %v)", p, slices.Sorted(maps.Keys(saved)))
+		} else if v, _ := m.get("sha256"); v != sha([]byte(p)) {
+			t.Errorf("%s: saved %q, want it as derived", p, v)
 		}
 	}
 }
