@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -50,8 +51,14 @@ const memoMaxAge = 30 // days
 // granularity would keep the stamp it had when it was read.
 const settleTime = 2 * time.Second
 
-// memoMagic starts every shard; another version's shards are not read.
-const memoMagic = "pallet memo 1\n"
+// memoMagic starts every shard; another version's shards are not read
+// (version 1 held every path whole: see encodeShard).
+const memoMagic = "pallet memo 2\n"
+
+// memoRestart is how often a shard holds a path whole: every
+// memoRestart-th entry, from the first. Those are what a lookup searches
+// by bisection; it then reads at most memoRestart paths on from there.
+const memoRestart = 16
 
 // memoEntry remembers facts derived from a file's content (its digest,
 // what kind of executable it is) with the stamp that was true when they
@@ -199,6 +206,8 @@ type memoShard struct {
 	at   []uint32
 	// used has bit i set when this build used the entry at at[i].
 	used []uint64
+	// buf is where find puts the paths it reads back.
+	buf []byte
 	// entries are the entries this build made or changed, which hide
 	// data's.
 	entries map[string]*memoEntry
@@ -208,30 +217,50 @@ type memoShard struct {
 	evictAt int
 }
 
-// find looks path up in the entries as read.
+// find looks path up in the entries as read: by bisection among those
+// holding their path whole, then on from there.
 func (s *memoShard) find(path string) (int, memoEntry, bool) {
-	i, ok := slices.BinarySearchFunc(s.at, path, func(off uint32, path string) int {
-		return strings.Compare(pathAt(s.data, off), path)
-	})
-	if !ok {
+	if len(s.at) == 0 {
 		return 0, memoEntry{}, false
 	}
-	_, m := entryAt(s.data, s.at[i])
-	m.used = s.used[i/64]&(1<<(i%64)) != 0
-	return i, m, true
+	restarts := (len(s.at) + memoRestart - 1) / memoRestart
+	// The first restart whose path is past path; the block before it
+	// holds path, if any does.
+	r := sort.Search(restarts, func(r int) bool {
+		_, whole := keyAt(s.data, s.at[r*memoRestart])
+		return whole > path
+	})
+	if r == 0 {
+		return 0, memoEntry{}, false
+	}
+	start := (r - 1) * memoRestart
+	buf := s.buf[:0]
+	defer func() { s.buf = buf[:0] }()
+	for i := start; i < min(start+memoRestart, len(s.at)); i++ {
+		shared, suffix := keyAt(s.data, s.at[i])
+		buf = append(buf[:shared], suffix...)
+		switch c := strings.Compare(string(buf), path); {
+		case c == 0:
+			m := entryAt(s.data, s.at[i])
+			m.used = s.used[i/64]&(1<<(i%64)) != 0
+			return i, m, true
+		case c > 0:
+			return 0, memoEntry{}, false
+		}
+	}
+	return 0, memoEntry{}, false
 }
 
 // all gives every entry, those read as the last build left them but
 // for what this build did: marked used, and seen today.
 func (s *memoShard) all() map[string]*memoEntry {
 	out := make(map[string]*memoEntry, len(s.at)+len(s.entries))
-	for i, off := range s.at {
-		p, m := entryAt(s.data, off)
+	eachEntry(s.data, s.at, func(i int, p string, m memoEntry) {
 		if s.used[i/64]&(1<<(i%64)) != 0 {
 			m.used, m.seen = true, today()
 		}
 		out[p] = &m
-	}
+	})
 	maps.Copy(out, s.entries)
 	return out
 }
@@ -848,8 +877,9 @@ func (s *memoShard) prune(limit int) {
 }
 
 // encodeShard writes entries sorted by path, so that equal memos are
-// equal files: per entry the path, the stamp, the day last seen and the
-// facts, lengths and numbers as varints.
+// equal files: per entry the path (after what it shares with the one
+// before, but for every memoRestart-th), the stamp, the day last seen and
+// the facts, lengths and numbers as varints.
 func encodeShard(entries map[string]*memoEntry) []byte {
 	paths := make([]string, 0, len(entries))
 	for p := range entries {
@@ -861,9 +891,22 @@ func encodeShard(entries map[string]*memoEntry) []byte {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		b = append(b, s...)
 	}
-	for _, p := range paths {
+	prev := ""
+	for i, p := range paths {
 		m := entries[p]
-		str(p)
+		// Each path but every memoRestart-th is the length of what it
+		// shares with the one before, and the rest: sorted paths share
+		// most of theirs (a cache entry's directory), and whole they
+		// were half of a shard, read into memory by every no-op build.
+		shared := 0
+		if i%memoRestart != 0 {
+			for shared < min(len(p), len(prev)) && p[shared] == prev[shared] {
+				shared++
+			}
+		}
+		b = binary.AppendUvarint(b, uint64(shared))
+		str(p[shared:])
+		prev = p
 		b = binary.AppendVarint(b, m.st.Size)
 		b = binary.AppendVarint(b, m.st.ModTime)
 		b = binary.AppendVarint(b, m.st.CTime)
@@ -888,10 +931,7 @@ func decodeShard(data []byte) (map[string]*memoEntry, error) {
 		return nil, err
 	}
 	out := make(map[string]*memoEntry, len(at))
-	for _, off := range at {
-		p, m := entryAt(whole, off)
-		out[p] = &m
-	}
+	eachEntry(whole, at, func(_ int, p string, m memoEntry) { out[p] = &m })
 	return out, nil
 }
 
@@ -904,14 +944,19 @@ func indexShard(whole string) (string, []uint32, error) {
 	}
 	r := shardReader{s: whole, n: len(memoMagic), ok: true}
 	var at []uint32
-	last := ""
+	var last []byte
 	for r.n < len(whole) && r.ok {
 		off := r.n
-		p := r.str()
-		if len(at) > 0 && p <= last {
+		shared, suffix := r.key()
+		if !r.ok {
+			break
+		}
+		// Every memoRestart-th path is whole, and each comes after the
+		// one before: what it does not share with it sorts later.
+		if len(at)%memoRestart == 0 && shared != 0 || shared > len(last) || len(at) > 0 && string(last[shared:]) >= suffix {
 			return "", nil, errShard // not written by encodeShard
 		}
-		last = p
+		last = append(last[:shared], suffix...)
 		r.varint()  // size
 		r.varint()  // mtime
 		r.varint()  // ctime
@@ -935,16 +980,18 @@ func indexShard(whole string) (string, []uint32, error) {
 	return whole, at, nil
 }
 
-// pathAt is the path of the entry at off in a shard indexShard checked.
-func pathAt(data string, off uint32) string {
+// keyAt is how much of the path before it the path of the entry at off
+// shares, and the rest, in a shard indexShard checked.
+func keyAt(data string, off uint32) (int, string) {
 	r := shardReader{s: data, n: int(off), ok: true}
-	return r.str()
+	return r.key()
 }
 
-// entryAt decodes the entry at off in a shard indexShard checked.
-func entryAt(data string, off uint32) (string, memoEntry) {
+// entryAt decodes the entry at off in a shard indexShard checked, but
+// for its path.
+func entryAt(data string, off uint32) memoEntry {
 	r := shardReader{s: data, n: int(off), ok: true}
-	p := r.str()
+	r.key()
 	var m memoEntry
 	m.st.Size, m.st.ModTime, m.st.CTime = r.varint(), r.varint(), r.varint()
 	m.st.Ino, m.st.Dev = r.uvarint(), r.uvarint()
@@ -952,7 +999,18 @@ func entryAt(data string, off uint32) (string, memoEntry) {
 	var buf [4]fact
 	_, n, _ := decodeFacts(buf[:0], data[r.n:])
 	m.facts = data[r.n : r.n+n]
-	return p, m
+	return m
+}
+
+// eachEntry calls f with each entry of a shard indexShard checked, in
+// order, and its path whole.
+func eachEntry(data string, at []uint32, f func(i int, path string, m memoEntry)) {
+	var path []byte
+	for i, off := range at {
+		shared, suffix := keyAt(data, off)
+		path = append(path[:shared], suffix...)
+		f(i, string(path), entryAt(data, off))
+	}
 }
 
 // shardReader reads the varints and strings of a shard in a string,
@@ -988,6 +1046,17 @@ func (r *shardReader) varint() int64 {
 		x = ^x
 	}
 	return x
+}
+
+// key reads a path as encodeShard writes it: the length of what it
+// shares with the path before, and the rest.
+func (r *shardReader) key() (int, string) {
+	shared := r.uvarint()
+	suffix := r.str()
+	if shared > math.MaxUint32 {
+		r.ok = false
+	}
+	return int(shared), suffix
 }
 
 func (r *shardReader) str() string {

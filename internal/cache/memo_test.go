@@ -2,6 +2,7 @@ package cache
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"maps"
 	"os"
@@ -171,7 +172,10 @@ func TestOversizedOrDamagedShardIsIgnored(t *testing.T) {
 		entries := map[string]*memoEntry{p: {st: tree.StampOf(info), seen: today(), facts: encodeFacts(fact{"sha256", sha([]byte("bogus"))})}}
 		if tc == "oversized" {
 			for i := range 20 {
-				entries[filepath.Join(dir, "gone", strings.Repeat("x", 40)+string(rune('a'+i)))] = &memoEntry{facts: encodeFacts(fact{"sha256", "0"})}
+				// Names that differ from their first letter: a shard
+				// holds only what a path does not share with the one
+				// before.
+				entries[filepath.Join(dir, "gone", strings.Repeat(string(rune('a'+i)), 41))] = &memoEntry{facts: encodeFacts(fact{"sha256", "0"})}
 			}
 		}
 		data := encodeShard(entries)
@@ -797,5 +801,98 @@ func TestMemoHoldsItsShareWhileBuilding(t *testing.T) {
 		} else if v, _ := m.get("sha256"); v != sha([]byte(p)) {
 			t.Errorf("%s: saved %q, want it as derived", p, v)
 		}
+	}
+}
+
+// A shard holds most paths as what they share with the one before and
+// the rest, every memoRestart-th whole: each path is found, none other
+// is, and a shard whose paths do not read back in order, or that an
+// earlier version wrote (every path whole), is not used.
+func TestShardPathsShared(t *testing.T) {
+	t.Parallel()
+	entries := map[string]*memoEntry{}
+	var paths []string
+	for i := range 100 {
+		p := fmt.Sprintf("/cache/artifacts/%02x/tree/d%d/f%03d", i%3, i%7, i)
+		paths = append(paths, p)
+		entries[p] = &memoEntry{st: tree.Stamp{Size: int64(i), ModTime: 1, CTime: 2, Ino: uint64(i) + 10, Dev: 1}, seen: 20000, facts: encodeFacts(fact{"sha256", sha([]byte(p))})}
+	}
+	data := encodeShard(entries)
+	// Without facts, a shard is mostly its paths.
+	bare := map[string]*memoEntry{}
+	whole := 0
+	for _, p := range paths {
+		bare[p] = &memoEntry{facts: noFacts}
+		whole += len(p)
+	}
+	if n := len(encodeShard(bare)); n > whole/2 {
+		t.Errorf("a shard of paths alone is %d bytes, the paths %d", n, whole)
+	}
+	got, err := decodeShard(data)
+	if err != nil || len(got) != len(entries) {
+		t.Fatalf("read back %d entries, %v", len(got), err)
+	}
+	s := &memoShard{}
+	if s.data, s.at, err = indexShard(string(data)); err != nil {
+		t.Fatal(err)
+	}
+	s.used = make([]uint64, (len(s.at)+63)/64)
+	for _, p := range paths {
+		if m := got[p]; m == nil || m.st != entries[p].st || m.facts != entries[p].facts {
+			t.Errorf("%s: read back %+v", p, m)
+		}
+		if _, m, ok := s.find(p); !ok || m.st != entries[p].st {
+			t.Errorf("%s: found %v, %+v", p, ok, m.st)
+		}
+		for _, other := range []string{p + "x", p[:len(p)-1], p[:len(p)-1] + "~"} {
+			if _, ok := entries[other]; ok {
+				continue
+			}
+			if _, _, ok := s.find(other); ok {
+				t.Errorf("%s: found", other)
+			}
+		}
+	}
+	for _, other := range []string{"", "/", "/a", "/z", "/cache/artifacts/03"} {
+		if _, _, ok := s.find(other); ok {
+			t.Errorf("%q: found", other)
+		}
+	}
+
+	// Entries of one path each, to damage: "/a/b" "/a/c" "/a/d".
+	enc := func(shared int, suffix string) []byte {
+		b := binary.AppendUvarint(nil, uint64(shared))
+		b = binary.AppendUvarint(b, uint64(len(suffix)))
+		b = append(b, suffix...)
+		for range 6 {
+			b = binary.AppendVarint(b, 1)
+		}
+		return append(b, encodeFacts(fact{"sha256", sha(nil)})...)
+	}
+	shard := func(parts ...[]byte) string { return memoMagic + string(bytes.Join(parts, nil)) }
+	if _, _, err := indexShard(shard(enc(0, "/a/b"), enc(3, "c"), enc(3, "d"))); err != nil {
+		t.Errorf("a shard as written: %v", err)
+	}
+	for name, bad := range map[string]string{
+		"first path not whole":     shard(enc(1, "a/b"), enc(3, "c")),
+		"sharing more than before": shard(enc(0, "/a/b"), enc(5, "c")),
+		"out of order":             shard(enc(0, "/a/c"), enc(3, "b")),
+		"twice":                    shard(enc(0, "/a/b"), enc(3, "b")),
+		"earlier version":          "pallet memo 1\n" + string(enc(0, "/a/b"))[1:],
+	} {
+		if _, _, err := indexShard(bad); err == nil {
+			t.Errorf("%s: read", name)
+		}
+	}
+	var restart [][]byte
+	for i := range memoRestart + 1 {
+		shared := 3
+		if i == 0 {
+			shared = 0
+		}
+		restart = append(restart, enc(shared, fmt.Sprintf("/a/%c", 'b'+i)[shared:]))
+	}
+	if _, _, err := indexShard(shard(restart...)); err == nil {
+		t.Errorf("the %d-th path not whole: read", memoRestart)
 	}
 }
