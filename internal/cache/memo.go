@@ -236,16 +236,26 @@ func (s *memoShard) find(path string) (int, memoEntry, bool) {
 	start := (r - 1) * memoRestart
 	buf := s.buf[:0]
 	defer func() { s.buf = buf[:0] }()
+	// match is how much of path the path read last (buf) holds: the
+	// next, which shares shared bytes with buf, is compared from the
+	// lesser of the two on, not from its start (the cache entry's
+	// directory, a hundred bytes, at each step).
+	match := 0
 	for i := start; i < min(start+memoRestart, len(s.at)); i++ {
 		shared, suffix := keyAt(s.data, s.at[i])
+		from := min(shared, match)
 		buf = append(buf[:shared], suffix...)
-		switch c := strings.Compare(string(buf), path); {
-		case c == 0:
+		match = from
+		for match < len(buf) && match < len(path) && buf[match] == path[match] {
+			match++
+		}
+		switch {
+		case match == len(buf) && match == len(path):
 			m := entryAt(s.data, s.at[i])
 			m.used = s.used[i/64]&(1<<(i%64)) != 0
 			return i, m, true
-		case c > 0:
-			return 0, memoEntry{}, false
+		case match == len(path) || match < len(buf) && buf[match] > path[match]:
+			return 0, memoEntry{}, false // buf sorts after path
 		}
 	}
 	return 0, memoEntry{}, false
