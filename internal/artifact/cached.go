@@ -195,38 +195,41 @@ func (f *Fetcher) store(key string, res *Result, work string, r *Request) (*Resu
 	}
 	defer release()
 	defer os.RemoveAll(tmp)
-	// The digests this build took of the files (while unpacking them),
-	// looked up before they are linked: a link changes a file's ctime.
-	known := map[string]string{}
-	for _, t := range []*tree.Tree{res.Tree, res.Licenses, res.ModuleSource} {
-		if t == nil {
-			continue
-		}
-		for e := range t.All() {
-			if e.Kind != tree.File {
-				continue
-			}
-			if info, err := os.Stat(e.Source); err == nil {
-				if sum, ok := f.Cache.Learned(tree.StampOf(info)); ok {
-					known[e.Source] = sum
-				}
-			}
-		}
-	}
-	var files []placedFile
 	src := res.ModuleSource
 	if src == nil {
 		src = tree.New()
 	}
-	for _, m := range []struct {
+	trees := []struct {
 		t   *tree.Tree
 		sub string
-	}{{res.Tree, "tree"}, {res.Licenses, "licenses"}, {src, "modsrc"}} {
-		p, err := materialize(m.t, filepath.Join(tmp, m.sub), work)
+	}{{res.Tree, "tree"}, {res.Licenses, "licenses"}, {src, "modsrc"}}
+	// The digests this build took of the files (while unpacking them),
+	// looked up before any is linked: a link changes a file's ctime. Kept
+	// in the order materialize walks the files, not by path: a map of
+	// each path to its digest in hex was 130 MB for a million files.
+	known := make([][]knownSum, len(trees))
+	for i, m := range trees {
+		for e := range m.t.All() {
+			if e.Kind != tree.File {
+				continue
+			}
+			var k knownSum
+			if info, err := os.Stat(e.Source); err == nil {
+				if sum, ok := f.Cache.Learned(tree.StampOf(info)); ok {
+					k.ok = decodeSum(&k, sum)
+				}
+			}
+			known[i] = append(known[i], k)
+		}
+	}
+	var files []placedFile
+	for i, m := range trees {
+		p, err := materialize(m.t, filepath.Join(tmp, m.sub), work, known[i])
 		if err != nil {
 			return nil, err
 		}
 		files = append(files, p...)
+		known[i] = nil
 	}
 	// The work directory's names of what was linked go now rather than
 	// when the build ends, so that the entry's files have their final
@@ -238,17 +241,17 @@ func (f *Fetcher) store(key string, res *Result, work string, r *Request) (*Resu
 		}
 	}
 	for _, p := range files {
-		sum := p.sum
-		if sum == "" {
-			sum = known[p.src]
-		}
-		if sum == "" {
+		dst := p.dst()
+		var sum string
+		if p.summed {
+			sum = hex.EncodeToString(p.sum.sum[:])
+		} else {
 			var err error
-			if sum, err = cache.HashFile(p.dst); err != nil {
+			if sum, err = cache.HashFile(dst); err != nil {
 				return nil, err
 			}
 		}
-		if err := f.Cache.Wrote(p.dst, sum); err != nil {
+		if err := f.Cache.Wrote(dst, sum); err != nil {
 			return nil, err
 		}
 	}
@@ -575,22 +578,44 @@ func (f *Fetcher) checkDownloadPin(r *Request, t *tree.Tree, pins Origin) error 
 }
 
 // placedFile is a file materialize put into a cache entry: linked from
-// src, or copied, with the sha256 of what was written.
+// src, or copied, with the sha256 of what was written, or of what this
+// build wrote at src. Its place is dir and the tree's path, joined when
+// asked for: a million joined paths were 130 MB.
 type placedFile struct {
-	src, dst string
-	linked   bool
-	sum      string
+	src, dir, rel string
+	linked        bool
+	summed        bool
+	sum           knownSum
+}
+
+func (p placedFile) dst() string { return filepath.Join(p.dir, filepath.FromSlash(p.rel)) }
+
+// knownSum is a sha256, if ok.
+type knownSum struct {
+	sum [sha256.Size]byte
+	ok  bool
+}
+
+// decodeSum puts the hex sha256 s in dst, and says whether it was one.
+func decodeSum(dst *knownSum, s string) bool {
+	if len(s) != hex.EncodedLen(sha256.Size) {
+		return false
+	}
+	_, err := hex.Decode(dst.sum[:], []byte(s))
+	return err == nil
 }
 
 // materialize writes t under dir, with the modes tree.FromDir reads back.
 // Files pallet made under work are hard linked; any other file (the
 // user's own) is copied, so that editing it in place cannot change the
-// cache entry.
-func materialize(t *tree.Tree, dir, work string) ([]placedFile, error) {
+// cache entry. known holds, in the order of t's files, the digests this
+// build wrote them with (nil: none).
+func materialize(t *tree.Tree, dir, work string, known []knownSum) ([]placedFile, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
 	var files []placedFile
+	k := 0
 	for e := range t.All() {
 		p := filepath.Join(dir, filepath.FromSlash(e.Path))
 		switch e.Kind {
@@ -607,7 +632,15 @@ func materialize(t *tree.Tree, dir, work string) ([]placedFile, error) {
 			if err != nil {
 				return nil, err
 			}
-			files = append(files, placedFile{src: e.Source, dst: p, linked: linked, sum: sum})
+			pf := placedFile{src: e.Source, dir: dir, rel: e.Path, linked: linked}
+			switch {
+			case sum != "":
+				pf.summed = decodeSum(&pf.sum, sum)
+			case k < len(known) && known[k].ok:
+				pf.sum, pf.summed = known[k], true
+			}
+			k++
+			files = append(files, pf)
 		}
 	}
 	return files, nil

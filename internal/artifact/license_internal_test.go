@@ -62,7 +62,7 @@ func TestModuleSnapshot(t *testing.T) {
 	// Read back as a snapshot, the main module's licence files are its
 	// own, not the replaced module's nor the vendored ones.
 	dir := t.TempDir()
-	if _, err := materialize(snap, dir, root); err != nil {
+	if _, err := materialize(snap, dir, root, nil); err != nil {
 		t.Fatal(err)
 	}
 	names, err := ModuleLicenseFiles(filepath.Join(dir, "mod"), nil, true)
