@@ -92,7 +92,7 @@ func TestConfigErrors(t *testing.T) {
 		{"empty section", "        linux:\n          user: \"65532\"\n          cmd: []\n", "        linux:\n", 26, "config.for.linux is empty"},
 		{"bad env", "PATH=C:", "PATH", 19, "is not K=V"},
 		{"bad port", "[9090/udp]", "[9090/icmp]", 25, "9090/icmp"},
-		{"unknown field", "          workdir: 'C:\\k'\n", "          workdir: 'C:\\k'\n          entrypont: [x]\n", 21, "entrypont"},
+		{"unknown field", "          workdir: 'C:\\k'\n", "          workdir: 'C:\\k'\n          entrypont: [x]\n", 21, "field entrypont not found; did you mean entrypoint?"},
 		{"undeclared var", "cmd: [--arm]", `cmd: ["--{{W}}"]`, 23, "W"},
 		// A runtime reads the stop signal when it stops the container, and
 		// one it does not know fails the stop: refused where it is given.

@@ -727,10 +727,18 @@ func yamlError(file string, err error) *Error {
 			}
 			m = sm[2]
 		}
+		suggest := ""
+		if sm := notFound().FindStringSubmatch(m); sm != nil {
+			if name := didYouMean(sm[2], sm[1]); name != "" {
+				suggest = "; did you mean " + name + "?"
+			}
+		}
 		m = inType().ReplaceAllString(m, "")
 		m = intoType().ReplaceAllString(m, "where a different type is expected")
 		if h, ok := misplaced[m]; ok {
 			m += "; " + h
+		} else {
+			m += suggest
 		}
 		// The error is at the first one's line; the others say theirs.
 		if at != 0 && at != line {
@@ -747,6 +755,7 @@ func yamlError(file string, err error) *Error {
 // messages, which mean nothing to a recipe's author.
 var (
 	inType   = lazyre.New(` in type [\w.*]+`)
+	notFound = lazyre.New(`^field (\S+) not found in type ([\w.*]+)$`)
 	intoType = lazyre.New(`into [\w.*\[\]]+`)
 )
 
