@@ -17,10 +17,12 @@ func lockCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "lock",
-		Short: "Pin a recipe's downloads by sha256 and its git tags by commit, writing the pins into the recipe",
+		Short: "Pin a recipe's downloads by sha256, its git tags by commit and its Go modules by go.sum hash, writing the pins into the recipe",
 		Long: `lock resolves every pin the recipe leaves open: it downloads each URL for
 every platform an image places it on (checking it against the checksums
-file the recipe names) and resolves each git tag to its commit, then
+file the recipe names), resolves each git tag to its commit, and fetches
+each gomod module version through the module proxy as a build does (the
+go command, GOPROXY and the checksum database) for its go.sum hash, then
 writes the pins into the recipe, changing no other byte of it.
 
 A pin that no longer matches (a moved tag, a re-published download) is
@@ -45,6 +47,7 @@ is missing or stale: for CI.`,
 				}
 			}
 			opt.Fetcher = artifact.New()
+			defer opt.Fetcher.Close()
 			opt.Fetcher.Log = logf
 			opt.Log = logf
 			rep, err := lock.Run(cmd.Context(), opt)

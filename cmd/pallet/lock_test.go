@@ -244,3 +244,37 @@ func TestLockKindExample(t *testing.T) {
 		t.Errorf("locked example differs from the original:\n%s", got)
 	}
 }
+
+// pallet lock writes the go.sum hash of a gomod module version, as a
+// kind and as a source mode, where --check reported it missing; a build
+// then reads the recipe.
+func TestLockGomodSum(t *testing.T) {
+	sum, _ := serveModule(t, gomodPath, "v1.0.0", nil, map[string]string{
+		"go.mod":            "module " + gomodPath + "\n\ngo 1.22\n",
+		"cmd/hello/main.go": "package main\n\nfunc main() { println(\"hello\") }\n",
+	})
+	file := gomodRecipe(t, "linux/amd64", "")
+	before, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = pallet(t, "lock", "--check", "-f", file)
+	if err == nil || !strings.Contains(err.Error(), "2 pin(s) missing, 0 stale") || !strings.Contains(err.Error(), "artifact hello-src: no sum of "+gomodPath+"@v1.0.0 (the module proxy gives "+sum+")") {
+		t.Fatalf("lock --check of a recipe without sums: %v", err)
+	}
+	if _, err := pallet(t, "lock", "-f", file); err != nil {
+		t.Fatal(err)
+	}
+	after, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The sum goes after the colon; every other byte stays, the space
+	// after it included.
+	if want := strings.ReplaceAll(string(before), "sum: \n", "sum: "+sum+" \n"); string(after) != want {
+		t.Errorf("locked recipe:\n%s\nwant:\n%s", after, want)
+	}
+	if out, err := pallet(t, "lock", "--check", "-f", file); err != nil || !strings.Contains(out, "2 pin(s) checked, all current") {
+		t.Errorf("lock --check after lock: %q, %v", out, err)
+	}
+}

@@ -14,6 +14,8 @@ import (
 	"golang.org/x/mod/module"
 	"golang.org/x/mod/sumdb/dirhash"
 	modzip "golang.org/x/mod/zip"
+
+	"github.com/pallet-dev/pallet/internal/platform"
 )
 
 // GoModule builds main packages of a module version fetched through the Go
@@ -255,19 +257,55 @@ func (m modulePin) download(ctx context.Context, f *Fetcher, env []string, dir s
 // layout and declared sizes are checked first, so that hashing reads no
 // more than a module may hold (500 MiB unpacked).
 func (m modulePin) verify(zipFile string) error {
-	cf, err := modzip.CheckZip(module.Version{Path: m.Path, Version: m.Version}, zipFile)
-	if err == nil {
-		err = cf.Err()
-	}
+	got, err := m.hash(zipFile)
 	if err != nil {
-		return fmt.Errorf("module %s: %w", m.ref(), err)
-	}
-	got, err := dirhash.HashZip(zipFile, dirhash.Hash1)
-	if err != nil {
-		return fmt.Errorf("module %s: hashing %s: %w", m.ref(), zipFile, err)
+		return err
 	}
 	if got != m.Sum {
 		return fmt.Errorf("module %s: go.sum hash mismatch: the recipe pins %s, the module downloaded has %s", m.ref(), m.Sum, got)
 	}
 	return nil
+}
+
+// hash is the go.sum hash of a module zip, once its layout and declared
+// sizes are checked, so that hashing reads no more than a module may hold
+// (500 MiB unpacked).
+func (m modulePin) hash(zipFile string) (string, error) {
+	cf, err := modzip.CheckZip(module.Version{Path: m.Path, Version: m.Version}, zipFile)
+	if err == nil {
+		err = cf.Err()
+	}
+	if err != nil {
+		return "", fmt.Errorf("module %s: %w", m.ref(), err)
+	}
+	got, err := dirhash.HashZip(zipFile, dirhash.Hash1)
+	if err != nil {
+		return "", fmt.Errorf("module %s: hashing %s: %w", m.ref(), zipFile, err)
+	}
+	return got, nil
+}
+
+// ModuleSum fetches module path@version as a gomod build for p with env
+// (the section's) does: the go command, with the build's GOPROXY,
+// checksum database and module cache, behind the proxy gate that holds
+// each response to f.Limits. It returns the go.sum hash of the zip, for
+// pallet lock; commit, when set, must agree with the proxy's word on the
+// version, as for a build. The zip's layout and sizes are checked before
+// it is hashed.
+func (f *Fetcher) ModuleSum(ctx context.Context, path, version, commit string, env []string, p platform.Platform) (string, error) {
+	work, err := os.MkdirTemp("", "pallet-lock-gomod-*")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(work)
+	m := modulePin{Path: path, Version: version, Commit: commit}
+	cached, _, err := m.download(ctx, f, f.goEnv(&Go{Env: env}, p), work)
+	if err != nil {
+		return "", err
+	}
+	zipFile := filepath.Join(work, "module.zip")
+	if _, _, err := linkOrCopy(cached, zipFile, 0o644, false); err != nil {
+		return "", fmt.Errorf("module %s: copying %s: %w", m.ref(), cached, err)
+	}
+	return m.hash(zipFile)
 }

@@ -1,9 +1,10 @@
-// Package lock maintains a recipe's pins, so that nobody types a sha256 or
-// a commit hash by hand: it resolves each download's digest (checked
-// against upstream's checksum file where the recipe names one) and each
-// git tag's commit, reports the pins that are missing or no longer match,
-// and writes them into pallet.yaml itself, leaving every other byte of
-// the file as it was.
+// Package lock maintains a recipe's pins, so that nobody types a sha256,
+// a commit hash or a go.sum hash by hand: it resolves each download's
+// digest (checked against upstream's checksum file where the recipe names
+// one), each git tag's commit and each gomod module version's sum (fetched
+// as a build fetches it), reports the pins that are missing or no longer
+// match, and writes them into pallet.yaml itself, leaving every other
+// byte of the file as it was.
 package lock
 
 import (
@@ -114,7 +115,8 @@ type locker struct {
 	hashes map[string]string
 	sums   map[string]string
 	// want is what each written pin must read as once the file is
-	// re-parsed: artifact@platform → sha256, artifact → commit.
+	// re-parsed: artifact@platform → sha256, artifact → commit,
+	// gomodKey(artifact) → sum.
 	want map[string]string
 	work string
 }
@@ -126,6 +128,7 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 	l := &locker{opt: opt, f: opt.Fetcher, rep: &Report{}, hashes: map[string]string{}, sums: map[string]string{}, want: map[string]string{}}
 	if l.f == nil {
 		l.f = artifact.New()
+		defer l.f.Close()
 	}
 	if l.opt.Log == nil {
 		l.opt.Log = func(string, ...any) {}
@@ -176,6 +179,15 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 	}
 	for _, d := range downloads {
 		if err := l.download(ctx, d); err != nil {
+			return nil, err
+		}
+	}
+	mods, err := l.r.GoModPins(sel)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range mods {
+		if err := l.gomod(ctx, m); err != nil {
 			return nil, err
 		}
 	}
@@ -254,6 +266,46 @@ func (l *locker) git(ctx context.Context, g *recipe.GitPin, commits map[string]s
 	}
 	if err != nil {
 		return plan.Errorf(l.r.Pos(at), "artifact %s: writing the commit: %v", g.Artifact, err)
+	}
+	return nil
+}
+
+// gomodKey is the key of want for the sum of artifact's gomod section.
+func gomodKey(artifact string) string { return "gomod\x00" + artifact }
+
+// gomod resolves m's module version with the module proxy, as a build
+// fetches it, and plans the edit that pins its sum when missing (or
+// stale, with Update).
+func (l *locker) gomod(ctx context.Context, m *recipe.GoModPin) error {
+	at := recipe.Path(m.Keys...)
+	ref := m.Module + "@" + m.Version
+	sum, err := l.f.ModuleSum(ctx, m.Module, m.Version, m.Commit, m.Env, m.Platform)
+	if err != nil {
+		return plan.Errorf(l.r.Pos(at+".version"), "artifact %s: %v", m.Artifact, err)
+	}
+	if m.Sum == sum {
+		l.rep.Current++
+		return nil
+	}
+	l.rep.Findings = append(l.rep.Findings, Finding{Pos: l.r.Pos(at + ".sum"), Artifact: m.Artifact,
+		Pin: "sum of " + ref, Source: "the module proxy", Old: m.Sum, New: sum})
+	if m.Sum != "" && !l.opt.Update {
+		return nil
+	}
+	l.want[gomodKey(m.Artifact)] = sum
+	if l.opt.Check {
+		return nil
+	}
+	loc, parent, err := l.doc.find(append(slices.Clone(m.Keys), "sum"))
+	if err == nil {
+		if loc.key != nil {
+			err = l.doc.setScalar(loc, sum)
+		} else {
+			err = l.doc.add(parent, "version", []entry{{key: "sum", value: sum}})
+		}
+	}
+	if err != nil {
+		return plan.Errorf(l.r.Pos(at), "artifact %s: writing the sum: %v", m.Artifact, err)
 	}
 	return nil
 }
@@ -554,6 +606,26 @@ func (l *locker) verify(out []byte, sel recipe.PinSelection) error {
 		}
 		if g.Commit != want {
 			return fmt.Errorf("artifact %s: commit reads %q, want %q", g.Artifact, g.Commit, want)
+		}
+	}
+	mods, err := r2.GoModPins(sel)
+	if err != nil {
+		return err
+	}
+	oldMods, err := l.r.GoModPins(sel)
+	if err != nil {
+		return err
+	}
+	if len(mods) != len(oldMods) {
+		return fmt.Errorf("%d gomod sections, %d before", len(mods), len(oldMods))
+	}
+	for i, m := range mods {
+		want, ok := l.want[gomodKey(m.Artifact)]
+		if !ok {
+			want = oldMods[i].Sum
+		}
+		if m.Sum != want {
+			return fmt.Errorf("artifact %s: gomod.sum reads %q, want %q", m.Artifact, m.Sum, want)
 		}
 	}
 	return nil

@@ -81,6 +81,7 @@ func fetcher(t *testing.T) *artifact.Fetcher {
 	f.Client = &http.Client{Timeout: 10 * time.Second}
 	f.Backoff = time.Millisecond
 	f.Log = t.Logf
+	t.Cleanup(func() { f.Close() }) // the module proxy gate, if a go command started it
 	return f
 }
 

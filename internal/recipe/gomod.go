@@ -66,8 +66,8 @@ func (r *Recipe) checkGoModule(name, at string, m *GoModule) error {
 	if err := r.checkModuleVersion(name, at, m.Module, m.Version); err != nil {
 		return err
 	}
-	if !goSumRE().MatchString(m.Sum) {
-		// pallet lock does not write it: say where it comes from.
+	if !goSumRE().MatchString(m.Sum) && !(r.unpinned && m.Sum == "") {
+		// Say where it comes from.
 		v := m.Version
 		if a := r.Artifacts[name]; a != nil && a.Version != "" && !strings.Contains(a.Version, "{{") {
 			v = strings.ReplaceAll(v, "{{version}}", a.Version)
@@ -75,7 +75,7 @@ func (r *Recipe) checkGoModule(name, at string, m *GoModule) error {
 		if strings.Contains(v, "{{") {
 			v = "VERSION"
 		}
-		return r.Errorf(at+".sum", "artifact %s: gomod.sum must be the module's go.sum hash, h1: and 44 base64 characters (got %q); `go mod download -json %s@%s` prints it as Sum", name, m.Sum, m.Module, v)
+		return r.Errorf(at+".sum", "artifact %s: gomod.sum must be the module's go.sum hash, h1: and 44 base64 characters (got %q); pallet lock writes it, and `go mod download -json %s@%s` prints it as Sum", name, m.Sum, m.Module, v)
 	}
 	if m.Commit != "" && !commitRE().MatchString(m.Commit) {
 		return r.Errorf(at+".commit", "artifact %s: gomod.commit must be a full commit hash (40 or 64 lower-case hex digits; got %q)", name, m.Commit)

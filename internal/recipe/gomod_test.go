@@ -109,6 +109,7 @@ func TestGoModuleErrors(t *testing.T) {
 	checkEdits(t, gomodRecipe, []editCase{
 		{"no sum", "      sum: " + testSum + "\n", "", 7, "gomod.sum must be the module's go.sum hash"},
 		{"no sum, and where it comes from", "      sum: " + testSum + "\n", "", 7, "`go mod download -json sigs.k8s.io/cri-tools@v1.32.0` prints it as Sum"},
+		{"no sum, and that lock writes it", "      sum: " + testSum + "\n", "", 7, "pallet lock writes it"},
 		{"sha256 as sum", "      sum: " + testSum, "      sum: 0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a", 10, `h1: and 44 base64 characters (got "0a0a`},
 		{"query", "      version: v{{version}}", "      version: latest", 9, "a query such as latest does not"},
 		{"expanded query", "    version: 1.32.0", "    version: latest", 9, "a query such as latest does not"},
@@ -213,5 +214,17 @@ func checkEdits(t *testing.T, src string, cases []editCase) {
 				t.Errorf("got %v (line %d), want line %d containing %q", e, e.Line, tc.line, tc.want)
 			}
 		})
+	}
+}
+
+// pallet lock reads a recipe whose gomod sum is missing, as it is the pin
+// lock writes; one that is written must still be well formed.
+func TestGoModuleUnpinned(t *testing.T) {
+	if _, err := ParseUnpinned("pallet.yaml", []byte(strings.Replace(gomodRecipe, "      sum: "+testSum+"\n", "", 1))); err != nil {
+		t.Errorf("lock's reading of a recipe without a sum: %v", err)
+	}
+	_, err := ParseUnpinned("pallet.yaml", []byte(strings.Replace(gomodRecipe, "      sum: "+testSum, "      sum: h1:short", 1)))
+	if err == nil || !strings.Contains(err.Error(), "gomod.sum must be the module's go.sum hash") {
+		t.Errorf("lock's reading of a recipe with a malformed sum: %v", err)
 	}
 }

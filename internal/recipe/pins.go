@@ -237,3 +237,75 @@ func (r *Recipe) Downloads(sel PinSelection) ([]*Download, error) {
 	}
 	return out, nil
 }
+
+// GoModPin is a gomod section, as an artifact's kind or its source mode:
+// a module version pinned by its go.sum hash.
+type GoModPin struct {
+	Artifact string
+	// Keys are the mapping keys leading to the gomod section.
+	Keys []string
+	// Module and Version are expanded; Sum and Commit are as written
+	// ("" if missing).
+	Module, Version, Sum, Commit string
+	// Env is the section's env, expanded for Platform, the first platform
+	// selected: the go command fetches the module with it, as a build does.
+	Env      []string
+	Platform platform.Platform
+}
+
+// GoModPins lists the gomod sections of the selected artifacts on the
+// selected platforms: the sums lock resolves with the module proxy. The
+// module version must be the same on every platform, as one sum pins it.
+func (r *Recipe) GoModPins(sel PinSelection) ([]*GoModPin, error) {
+	vars, names, served, want, err := r.pinArtifacts(sel)
+	if err != nil {
+		return nil, err
+	}
+	var out []*GoModPin
+	for _, name := range names {
+		a := r.Artifacts[name]
+		m := a.gomodSource()
+		if m == nil {
+			continue
+		}
+		keys := []string{"artifacts", name, "gomod"}
+		if a.Gomod == nil {
+			keys = []string{"artifacts", name, "modes", "source", "gomod"}
+		}
+		at := Path(keys...)
+		var pin *GoModPin
+		for _, pl := range served[name] {
+			if !want.has(pl) {
+				continue
+			}
+			v, err := r.artifactVars(name, pl, vars, "")
+			if err != nil {
+				return nil, err
+			}
+			p := &GoModPin{Artifact: name, Keys: keys, Sum: m.Sum, Commit: m.Commit}
+			if p.Module, err = r.Expand(at+".module", m.Module, v); err != nil {
+				return nil, err
+			}
+			if p.Version, err = r.Expand(at+".version", m.Version, v); err != nil {
+				return nil, err
+			}
+			if err := r.checkModuleVersion(name, at, p.Module, p.Version); err != nil {
+				return nil, err
+			}
+			if err := r.expandLists(v, listField{at + ".env", m.Env, &p.Env}); err != nil {
+				return nil, err
+			}
+			p.Platform = pl
+			if pin != nil && (pin.Module != p.Module || pin.Version != p.Version) {
+				return nil, r.Errorf(at, "artifact %s: the module or its version differs by platform (%s@%s, %s@%s), but a gomod section has one sum", name, pin.Module, pin.Version, p.Module, p.Version)
+			}
+			if pin == nil {
+				pin = p
+			}
+		}
+		if pin != nil {
+			out = append(out, pin)
+		}
+	}
+	return out, nil
+}
