@@ -688,11 +688,18 @@ func (c *Cache) evict(s *memoShard) {
 		return
 	}
 	// Entries a build made unused (Forget's, a test's) are left to prune.
+	// So is one hiding an entry read from disk of the same stamp: dropped,
+	// it would let lookups find that entry again, which Forget may have
+	// found wrong. Such entries are at most the shard as read.
 	var paths []string
 	for p, m := range s.entries {
-		if m.used {
-			paths = append(paths, p)
+		if !m.used {
+			continue
 		}
+		if _, read, ok := s.find(p); ok && read.st == m.st {
+			continue
+		}
+		paths = append(paths, p)
 	}
 	if len(paths) > share {
 		slices.Sort(paths)

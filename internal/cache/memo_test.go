@@ -896,3 +896,57 @@ func TestShardPathsShared(t *testing.T) {
 		t.Errorf("the %d-th path not whole: read", memoRestart)
 	}
 }
+
+// A file the memo was found wrong about (Forget) is not given the wrong
+// digest again later in the build, however many files the build looks up
+// after: keeping the shard within its share must not drop what hides the
+// entry read from disk.
+func TestForgottenStaysForgottenWhileBuilding(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cacheDir := filepath.Join(dir, "cache")
+	// "a" sorts before the others: the first the shard's share drops.
+	p := filepath.Join(dir, "src", "a")
+	writeFile(t, p, []byte("content"))
+	var files []string
+	for i := range 40 {
+		f := filepath.Join(dir, "src", fmt.Sprintf("f%02d", i))
+		writeFile(t, f, []byte(f))
+		files = append(files, f)
+	}
+	settle()
+	info, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bogus := sha([]byte("bogus"))
+	c, _ := openCache(t, cacheDir)
+	c.memoShards = 1
+	c.MemoLimit = 8
+	// A damaged memo: p's stamp with another content's digest.
+	writeFile(t, c.shardPath(0), encodeShard(map[string]*memoEntry{p: {st: tree.StampOf(info), seen: today(), facts: encodeFacts(fact{"sha256", bogus})}}))
+	if got, err := c.FileSHA256(p); err != nil || got != bogus {
+		t.Fatalf("the damaged memo gave %s, %v", got, err)
+	}
+	c.Forget(p)
+	want := sha([]byte("content"))
+	if got, err := c.FileSHA256(p); err != nil || got != want {
+		t.Fatalf("after Forget: %s, %v", got, err)
+	}
+	for _, f := range files {
+		if _, err := c.FileSHA256(f); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := c.FileSHA256(p); err != nil || got != want {
+			t.Fatalf("after looking up %s: %s gave %s (%v), the digest Forget dropped", f, p, got, err)
+		}
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if m, ok := readMemo(t, cacheDir)[p]; ok {
+		if v, _ := m.get("sha256"); v != want {
+			t.Errorf("saved %s for %s", v, p)
+		}
+	}
+}
