@@ -49,7 +49,14 @@ func TestToolDiesWithPallet(t *testing.T) {
 		parent.Process.Kill()
 		t.Fatalf("the process did not start its tool: %q %v", line, err)
 	}
-	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	// Killed after the test only while it still runs: once it ended, its
+	// pid may be another process's.
+	ended := false
+	t.Cleanup(func() {
+		if !ended {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
 	parent.Process.Kill()
 	parent.Wait()
 	deadline := time.Now().Add(5 * time.Second)
@@ -59,6 +66,7 @@ func TestToolDiesWithPallet(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	ended = true
 }
 
 // alive says whether pid runs: a zombie (killed, not reaped by an init
