@@ -7,13 +7,13 @@ import (
 	"time"
 )
 
-// command is exec.CommandContext for the tools kinds run, which start
+// Command is exec.CommandContext for the tools pallet runs, which start
 // tools of their own (go build runs compile and link; git runs its
 // transport helpers). Cancelling ctx (another artifact failed, Ctrl-C)
 // stops the whole process group, not only the process pallet started:
 // otherwise the children keep the output pipe open and the build waits
 // for an orphaned compile or link to finish.
-func command(ctx context.Context, name string, args ...string) *exec.Cmd {
+func Command(ctx context.Context, name string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, name, args...)
 	stopGroupOnCancel(cmd)
 	// A child that escaped the group (it started its own) still cannot

@@ -20,7 +20,7 @@ func TestCommandProcess(t *testing.T) {
 	if os.Getenv("PALLET_TEST_COMMAND") == "" {
 		t.Skip("started by TestToolDiesWithPallet")
 	}
-	cmd := command(context.Background(), "sleep", "60")
+	cmd := Command(context.Background(), "sleep", "60")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

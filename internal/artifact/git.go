@@ -389,7 +389,7 @@ func splitNUL(data []byte, atEOF bool) (int, []byte, error) {
 
 // gitCommand is git run in dir the same way on every machine.
 func gitCommand(ctx context.Context, dir string, args ...string) *exec.Cmd {
-	cmd := command(ctx, "git", args...)
+	cmd := Command(ctx, "git", args...)
 	cmd.Dir = dir
 	// No prompts, no user configuration: a build must not hang on a
 	// credential question or behave differently per machine.

@@ -207,7 +207,7 @@ func (f *Fetcher) runGo(ctx context.Context, r *Request, g *Go, run goRun) (*Res
 		}
 		env = append(env, "GOTMPDIR="+tmp)
 	}
-	cmd := command(ctx, "go", args...)
+	cmd := Command(ctx, "go", args...)
 	cmd.Dir = dir
 	cmd.Env = env
 	var stderr bytes.Buffer
@@ -416,7 +416,7 @@ func toolchainVersion(ctx context.Context, dir string, env []string) (string, er
 // names (go env NAME...), one each, in their order: what the go command
 // would use there, a toolchain GOTOOLCHAIN or go.mod selects included.
 func AskGoEnv(ctx context.Context, dir string, env []string, names ...string) ([]string, error) {
-	cmd := command(ctx, "go", append([]string{"env"}, names...)...)
+	cmd := Command(ctx, "go", append([]string{"env"}, names...)...)
 	cmd.Dir = dir
 	cmd.Env = env
 	out, err := cmd.Output()

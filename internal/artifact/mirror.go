@@ -66,7 +66,7 @@ func (f *Fetcher) mirrorGoModules(ctx context.Context, dir string, p platform.Pl
 	// output even when they hold go build's -json.
 	args := append(append([]string{"list", "-deps"}, g.buildFlags()...), "-json=Module")
 	args = append(args, g.Packages...)
-	cmd := command(ctx, "go", args...)
+	cmd := Command(ctx, "go", args...)
 	cmd.Dir = moduleDir
 	cmd.Env = env
 	var stdout, stderr bytes.Buffer
@@ -206,7 +206,7 @@ func downloadModules(ctx context.Context, env []string, mods []module.Version) e
 		for _, m := range mods[start:min(start+downloadBatch, len(mods))] {
 			args = append(args, m.String())
 		}
-		cmd := command(ctx, "go", args...)
+		cmd := Command(ctx, "go", args...)
 		cmd.Dir = tmp
 		cmd.Env = env
 		if out, err := cmd.CombinedOutput(); err != nil {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -129,7 +128,10 @@ func (c *collector) runDownload(ctx context.Context, refs []modRef) (map[string]
 	for _, r := range refs {
 		args = append(args, r.From.Path+"@"+r.From.Version)
 	}
-	cmd := exec.CommandContext(ctx, "go", args...)
+	// Stopped with its children when the build is cancelled, killed
+	// when pallet is: a go mod download left behind would hold the
+	// module cache's locks while the next build runs.
+	cmd := artifact.Command(ctx, "go", args...)
 	cmd.Dir = dir
 	cmd.Env = c.goEnv()
 	stdout := &capped{max: maxGoOutput}
