@@ -240,34 +240,12 @@ func (l *locker) git(ctx context.Context, g *recipe.GitPin, commits map[string]s
 	if err != nil {
 		return plan.Errorf(l.r.Pos(at+".tag"), "artifact %s: %v", g.Artifact, err)
 	}
-	if g.Commit == commit {
-		l.rep.Current++
-		return nil
+	pinned, err := l.pinScalar(Finding{Pos: l.r.Pos(at + ".commit"), Artifact: g.Artifact,
+		Pin: "commit of tag " + g.Tag, Source: g.Repo, Old: g.Commit, New: commit}, g.Keys, "commit", "repo", g.Artifact)
+	if pinned {
+		commits[g.Artifact] = commit
 	}
-	l.rep.Findings = append(l.rep.Findings, Finding{Pos: l.r.Pos(at + ".commit"), Artifact: g.Artifact,
-		Pin: "commit of tag " + g.Tag, Source: g.Repo, Old: g.Commit, New: commit})
-	if g.Commit != "" && !l.opt.Update {
-		return nil
-	}
-	commits[g.Artifact] = commit
-	l.want[g.Artifact] = commit
-	if l.opt.Check {
-		// Nothing is written: a pin lock could not write (through an
-		// alias, say) is still reported as missing, not as an error.
-		return nil
-	}
-	loc, parent, err := l.doc.find(append(slices.Clone(g.Keys), "commit"))
-	if err == nil {
-		if loc.key != nil {
-			err = l.doc.setScalar(loc, commit)
-		} else {
-			err = l.doc.add(parent, "repo", []entry{{key: "commit", value: commit}})
-		}
-	}
-	if err != nil {
-		return plan.Errorf(l.r.Pos(at), "artifact %s: writing the commit: %v", g.Artifact, err)
-	}
-	return nil
+	return err
 }
 
 // gomodKey is the key of want for the sum of artifact's gomod section.
@@ -278,36 +256,48 @@ func gomodKey(artifact string) string { return "gomod\x00" + artifact }
 // stale, with Update).
 func (l *locker) gomod(ctx context.Context, m *recipe.GoModPin) error {
 	at := recipe.Path(m.Keys...)
-	ref := m.Module + "@" + m.Version
 	sum, err := l.f.ModuleSum(ctx, m.Module, m.Version, m.Commit, m.Env, m.Platform)
 	if err != nil {
 		return plan.Errorf(l.r.Pos(at+".version"), "artifact %s: %v", m.Artifact, err)
 	}
-	if m.Sum == sum {
+	_, err = l.pinScalar(Finding{Pos: l.r.Pos(at + ".sum"), Artifact: m.Artifact,
+		Pin: "sum of " + m.Module + "@" + m.Version, Source: "the module proxy", Old: m.Sum, New: sum}, m.Keys, "sum", "version", gomodKey(m.Artifact))
+	return err
+}
+
+// pinScalar settles the pin f is about, the scalar key of the mapping at
+// keys: current when it reads f.New already; otherwise a finding, and,
+// when it is missing or Update re-pins it, the pin verify reads back
+// (under wantKey) and, unless lock only checks, the edit that writes it
+// (added after the key after when the mapping lacks it). pinned says
+// the pin is to be f.New.
+func (l *locker) pinScalar(f Finding, keys []string, key, after, wantKey string) (pinned bool, err error) {
+	if f.Old == f.New {
 		l.rep.Current++
-		return nil
+		return false, nil
 	}
-	l.rep.Findings = append(l.rep.Findings, Finding{Pos: l.r.Pos(at + ".sum"), Artifact: m.Artifact,
-		Pin: "sum of " + ref, Source: "the module proxy", Old: m.Sum, New: sum})
-	if m.Sum != "" && !l.opt.Update {
-		return nil
+	l.rep.Findings = append(l.rep.Findings, f)
+	if f.Old != "" && !l.opt.Update {
+		return false, nil
 	}
-	l.want[gomodKey(m.Artifact)] = sum
+	l.want[wantKey] = f.New
 	if l.opt.Check {
-		return nil
+		// Nothing is written: a pin lock could not write (through an
+		// alias, say) is still reported as missing, not as an error.
+		return true, nil
 	}
-	loc, parent, err := l.doc.find(append(slices.Clone(m.Keys), "sum"))
+	loc, parent, err := l.doc.find(append(slices.Clone(keys), key))
 	if err == nil {
 		if loc.key != nil {
-			err = l.doc.setScalar(loc, sum)
+			err = l.doc.setScalar(loc, f.New)
 		} else {
-			err = l.doc.add(parent, "version", []entry{{key: "sum", value: sum}})
+			err = l.doc.add(parent, after, []entry{{key: key, value: f.New}})
 		}
 	}
 	if err != nil {
-		return plan.Errorf(l.r.Pos(at), "artifact %s: writing the sum: %v", m.Artifact, err)
+		return true, plan.Errorf(l.r.Pos(recipe.Path(keys...)), "artifact %s: writing the %s: %v", f.Artifact, key, err)
 	}
-	return nil
+	return true, nil
 }
 
 // pinned is a target with the digest its URL gives.
