@@ -139,6 +139,24 @@ func (r *Recipe) pinArtifacts(sel PinSelection) (Vars, []string, map[string][]pl
 	return vars, names, served, want, nil
 }
 
+// onSelected calls each with artifact name's variables on every platform
+// of served the selection wants, in order, until one fails.
+func (r *Recipe) onSelected(name string, served []platform.Platform, want platforms, vars Vars, each func(platform.Platform, Vars) error) error {
+	for _, pl := range served {
+		if !want.has(pl) {
+			continue
+		}
+		v, err := r.artifactVars(name, pl, vars, "")
+		if err != nil {
+			return err
+		}
+		if err := each(pl, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // GitPins lists the git sources of the selected artifacts that name a
 // tag: the pins lock resolves with the repository. A source without a
 // tag is pinned by its commit alone and has nothing to resolve.
@@ -155,23 +173,20 @@ func (r *Recipe) GitPins(sel PinSelection) ([]*GitPin, error) {
 		}
 		at := "artifacts." + name + ".modes.source.git"
 		var pin *GitPin
-		for _, pl := range served[name] {
-			if !want.has(pl) {
-				continue
-			}
-			v, err := r.artifactVars(name, pl, vars, "")
-			if err != nil {
-				return nil, err
-			}
+		err := r.onSelected(name, served[name], want, vars, func(_ platform.Platform, v Vars) error {
 			repo, err := r.Expand(at+".repo", g.Repo, v)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			p := &GitPin{Artifact: name, Keys: []string{"artifacts", name, "modes", "source", "git"}, Repo: repo, Tag: v["tag"], Commit: g.Commit}
 			if pin != nil && (pin.Repo != p.Repo || pin.Tag != p.Tag) {
-				return nil, r.Errorf(at, "artifact %s: the repository or tag differs by platform (%s %s, %s %s), but a source has one commit", name, pin.Repo, pin.Tag, p.Repo, p.Tag)
+				return r.Errorf(at, "artifact %s: the repository or tag differs by platform (%s %s, %s %s), but a source has one commit", name, pin.Repo, pin.Tag, p.Repo, p.Tag)
 			}
 			pin = p
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
 		if pin != nil {
 			out = append(out, pin)
@@ -274,34 +289,31 @@ func (r *Recipe) GoModPins(sel PinSelection) ([]*GoModPin, error) {
 		}
 		at := Path(keys...)
 		var pin *GoModPin
-		for _, pl := range served[name] {
-			if !want.has(pl) {
-				continue
-			}
-			v, err := r.artifactVars(name, pl, vars, "")
-			if err != nil {
-				return nil, err
-			}
-			p := &GoModPin{Artifact: name, Keys: keys, Sum: m.Sum, Commit: m.Commit}
+		err := r.onSelected(name, served[name], want, vars, func(pl platform.Platform, v Vars) error {
+			p := &GoModPin{Artifact: name, Keys: keys, Sum: m.Sum, Commit: m.Commit, Platform: pl}
+			var err error
 			if p.Module, err = r.Expand(at+".module", m.Module, v); err != nil {
-				return nil, err
+				return err
 			}
 			if p.Version, err = r.Expand(at+".version", m.Version, v); err != nil {
-				return nil, err
+				return err
 			}
 			if err := r.checkModuleVersion(name, at, p.Module, p.Version); err != nil {
-				return nil, err
+				return err
 			}
 			if err := r.expandLists(v, listField{at + ".env", m.Env, &p.Env}); err != nil {
-				return nil, err
+				return err
 			}
-			p.Platform = pl
 			if pin != nil && (pin.Module != p.Module || pin.Version != p.Version) {
-				return nil, r.Errorf(at, "artifact %s: the module or its version differs by platform (%s@%s, %s@%s), but a gomod section has one sum", name, pin.Module, pin.Version, p.Module, p.Version)
+				return r.Errorf(at, "artifact %s: the module or its version differs by platform (%s@%s, %s@%s), but a gomod section has one sum", name, pin.Module, pin.Version, p.Module, p.Version)
 			}
 			if pin == nil {
 				pin = p
 			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
 		if pin != nil {
 			out = append(out, pin)
