@@ -97,19 +97,7 @@ func TestDockerfileAddKeepsArchiveModesAndOwners(t *testing.T) {
 // own owner, place the archive.
 func TestDockerfileAddRefusesArchiveOwnerOutOfRange(t *testing.T) {
 	dir := t.TempDir()
-	recipe := filepath.Join(dir, "pallet.yaml")
-	writeFile(t, recipe, `version: 1
-artifacts:
-  r:
-    local: {path: ./r.tar, extract: {}}
-    licenses: none
-images:
-  app:
-    base: scratch
-    platforms: [linux/amd64]
-    files:
-      - {artifact: r, dest: /}
-`)
+	recipe := extractRecipe(t, dir, "{}")
 	for _, uid := range []int{1 << 33, -5, 1<<32 - 1} {
 		var buf bytes.Buffer
 		tw := tar.NewWriter(&buf)
