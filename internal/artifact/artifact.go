@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -135,6 +136,18 @@ type Record struct {
 
 // maxSkippedNames bounds the names Record.SkippedNames keeps.
 const maxSkippedNames = 8
+
+// skippedName is how Record.SkippedNames says an entry: its name, and
+// what it is ("dev/null (character device)").
+func skippedName(name, what string) string { return name + " (" + what + ")" }
+
+// SkippedPath is the entry's path in a name of Record.SkippedNames.
+func SkippedPath(skipped string) string {
+	if i := strings.LastIndex(skipped, " ("); i >= 0 {
+		return skipped[:i]
+	}
+	return skipped
+}
 
 // Fetcher obtains artifacts, with the build-wide policy every kind obeys:
 // network, mirror, offline, cache, limits. Its zero value is not usable;

@@ -92,7 +92,7 @@ func (f *Fetcher) fileTree(ctx context.Context, r *Request, file, name, shown st
 	opt.Skipped = func(name, what string) {
 		rec.Skipped++
 		if len(rec.SkippedNames) < maxSkippedNames {
-			rec.SkippedNames = append(rec.SkippedNames, fmt.Sprintf("%s (%s)", name, what))
+			rec.SkippedNames = append(rec.SkippedNames, skippedName(name, what))
 		}
 	}
 	if err := archive.Extract(ctx, file, format, dir, opt); err != nil {

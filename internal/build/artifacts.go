@@ -300,12 +300,7 @@ func placedSkipped(p *plan.Plan, key string, rec *record.Artifact) {
 	from := placedFrom(p, key)
 	var kept []string
 	for _, n := range rec.SkippedNames {
-		// Each is "name (what)", as artifact.Record writes it.
-		name := n
-		if i := strings.LastIndex(n, " ("); i >= 0 {
-			name = n[:i]
-		}
-		if placesAny(from, name) {
+		if placesAny(from, artifact.SkippedPath(n)) {
 			kept = append(kept, n)
 		}
 	}
