@@ -220,3 +220,21 @@ func TestLockGomodLimit(t *testing.T) {
 		t.Errorf("lock wrote the recipe:\n%s", w.read(t))
 	}
 }
+
+// Lock asked for one platform writes the sum of a gomod section whose
+// module version reads otherwise on a platform it was not asked about:
+// its check of what it wrote reads the sections where it was asked.
+func TestLockGomodSumOnePlatform(t *testing.T) {
+	zip, sum := moduleZip(t, helloFiles)
+	serveModuleProxy(t, zip)
+	src := strings.Replace(gomodRecipe(""), "version: v1.0.0   # the release", "version: v1.0.0{{exe}}", 1)
+	src = strings.Replace(src, "[linux/amd64, linux/arm64]", "[linux/amd64, windows/amd64]", 1)
+	w := writeRecipe(t, src)
+	rep, err := w.lock(t, Options{Platforms: []string{"linux/amd64"}})
+	if err != nil || !rep.Written {
+		t.Fatalf("lock --platform linux/amd64: %v, %+v", err, rep)
+	}
+	if got, want := w.read(t), strings.Replace(src, "{{exe}}\n", "{{exe}}\n      sum: "+sum+"\n", 1); got != want {
+		t.Errorf("locked recipe:\n%s\nwant:\n%s", got, want)
+	}
+}
