@@ -1,0 +1,67 @@
+package clibs
+
+import (
+	"reflect"
+	"testing"
+)
+
+func TestDEP5Licenses(t *testing.T) {
+	for _, c := range []struct {
+		name, text string
+		want       []string
+		ok         bool
+	}{
+		{"libseccomp", `Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
+Upstream-Name: libseccomp
+
+Files: *
+Copyright: 2012 Paul Moore
+License: LGPL-2.1
+
+Files: src/hash.*
+Copyright: 2006 Bob Jenkins
+License: LGPL-2.1
+
+Files: debian/*
+Copyright: 2012 Kees Cook
+License: GPL-2+
+
+License: LGPL-2.1
+ This library is free software; ...
+ .
+ On Debian systems, ...
+`, []string{"LGPL-2.1"}, true},
+		{"header licence, expressions, CRLF", "Format: http://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\r\nLicense: GPL-2+ or Artistic\r\n\r\nFiles: *\r\nLicense: Expat\r\n\r\nFiles: lib/*\r\nLicense: GPL-3+  with GCC-exception-3.1 exception\r\n", []string{"Expat", "GPL-2+ or Artistic", "GPL-3+ with GCC-exception-3.1 exception"}, true},
+		{"free-form (glibc, gcc)", "This is the Debian prepackaged version of the GNU C Library.\n\nLicense: LGPL\n", nil, false},
+		{"empty", "", nil, false},
+	} {
+		got, ok := DEP5Licenses([]byte(c.text))
+		if ok != c.ok || !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: %q, %v; want %q, %v", c.name, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+func TestExtldflags(t *testing.T) {
+	for _, c := range []struct {
+		ldflags []string
+		want    []string
+	}{
+		{[]string{"-s", "-w", "-extldflags", "-static"}, []string{"-static"}},
+		{[]string{"-extldflags '-static -L/opt/x -lfoo'"}, []string{"-static", "-L/opt/x", "-lfoo"}},
+		{[]string{`-extldflags="-static"`}, []string{"-static"}},
+		{[]string{"-X main.v=1"}, nil},
+	} {
+		if got := extldflags(c.ldflags); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("extldflags(%q) = %q, want %q", c.ldflags, got, c.want)
+		}
+	}
+}
+
+func TestBinaryName(t *testing.T) {
+	for in, want := range map[string]string{"github.com/opencontainers/runc": "runc", "example.com/cmd/x/v2": "x", "example.com/v2": "example.com", "x": "x"} {
+		if got := binaryName(in); got != want {
+			t.Errorf("binaryName(%s) = %s, want %s", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,197 @@
+package clibs
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/pallet-dev/pallet/internal/bounded"
+)
+
+// Package is a Debian package as dpkg knows it.
+type Package struct {
+	// Name is the package's name ("libseccomp-dev"), Arch its
+	// architecture ("amd64", "all"), Version its version.
+	Name    string `json:"package,omitempty"`
+	Arch    string `json:"arch,omitempty"`
+	Version string `json:"version,omitempty"`
+	// Distro is the distribution's id and version, from os-release
+	// ("debian-12").
+	Distro string `json:"distro,omitempty"`
+}
+
+// Dpkg reads dpkg's database and the packages' documentation under Root
+// ("/" for the build machine; a directory of fixtures in tests).
+type Dpkg struct{ Root string }
+
+// Bounds on what of dpkg's database is read: a .list file names a
+// package's files (a few MB for the largest), the status file every
+// package (tens of MB for a full desktop); a copyright file is kilobytes
+// (gcc's 70 KB).
+const (
+	maxList      = 16 << 20
+	maxStatus    = 128 << 20
+	maxCopyright = 1 << 20
+	maxOSRelease = 64 << 10
+)
+
+// usrMerged is the path dpkg may list a file under on a merged-/usr
+// system: /lib/x/libc.so.6 is /usr/lib/x/libc.so.6.
+func usrMerged(p string) string {
+	for _, d := range []string{"/lib/", "/lib32/", "/lib64/", "/libx32/", "/bin/", "/sbin/"} {
+		if strings.HasPrefix(p, d) {
+			return "/usr" + p
+		}
+	}
+	return p
+}
+
+// Owners finds the package owning each of files (absolute, links followed):
+// by the .list files of dpkg's info directory, then its version in the
+// status file. A file no package owns is not in the map.
+func (d Dpkg) Owners(files []string) (map[string]Package, error) {
+	want := map[string][]string{} // as listed, usr-merged -> files
+	for _, f := range files {
+		want[usrMerged(f)] = append(want[usrMerged(f)], f)
+	}
+	info := filepath.Join(d.Root, "var/lib/dpkg/info")
+	lists, err := filepath.Glob(filepath.Join(info, "*.list"))
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(lists)
+	owner := map[string]string{} // file -> package[:arch] as named by its list
+	for _, l := range lists {
+		data, err := bounded.ReadRegular(l, maxList)
+		if err != nil {
+			return nil, fmt.Errorf("dpkg: %w", err)
+		}
+		name := strings.TrimSuffix(filepath.Base(l), ".list")
+		for line := range bytes.SplitSeq(data, []byte("\n")) {
+			for _, f := range want[usrMerged(string(line))] {
+				if _, ok := owner[f]; !ok {
+					owner[f] = name
+				}
+			}
+		}
+		if len(owner) == len(files) {
+			break
+		}
+	}
+	if len(owner) == 0 {
+		return map[string]Package{}, nil
+	}
+	status, err := d.status()
+	if err != nil {
+		return nil, err
+	}
+	distro := d.distro()
+	out := map[string]Package{}
+	for f, name := range owner {
+		p, ok := status[name]
+		if !ok {
+			return nil, fmt.Errorf("dpkg: %s owns %s but is not installed by dpkg's status", name, f)
+		}
+		p.Distro = distro
+		out[f] = p
+	}
+	return out, nil
+}
+
+// status reads the installed packages of dpkg's status file, by the names
+// their .list files go by: "name:arch" for a package of a Multi-Arch:
+// same package, "name" otherwise; both are kept.
+func (d Dpkg) status() (map[string]Package, error) {
+	data, err := bounded.ReadRegular(filepath.Join(d.Root, "var/lib/dpkg/status"), maxStatus)
+	if err != nil {
+		return nil, fmt.Errorf("dpkg: %w", err)
+	}
+	out := map[string]Package{}
+	for para := range bytes.SplitSeq(data, []byte("\n\n")) {
+		f := fields(para)
+		if !strings.HasSuffix(f["Status"], " installed") || f["Package"] == "" {
+			continue
+		}
+		p := Package{Name: f["Package"], Arch: f["Architecture"], Version: f["Version"]}
+		out[p.Name+":"+p.Arch] = p
+		if _, ok := out[p.Name]; !ok || f["Multi-Arch"] != "same" {
+			out[p.Name] = p
+		}
+	}
+	return out, nil
+}
+
+// fields are the single-line fields of a deb822 paragraph.
+func fields(para []byte) map[string]string {
+	out := map[string]string{}
+	s := bufio.NewScanner(bytes.NewReader(para))
+	s.Buffer(nil, 1<<20)
+	for s.Scan() {
+		line := s.Text()
+		if line == "" || line[0] == ' ' || line[0] == '\t' {
+			continue
+		}
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			out[k] = strings.TrimSpace(v)
+		}
+	}
+	return out
+}
+
+// distro is the build machine's distribution as a purl's distro
+// qualifier names it: os-release's ID and VERSION_ID ("debian-12"), or
+// its ID alone (a testing release has no version).
+func (d Dpkg) distro() string {
+	data, err := bounded.ReadFile(filepath.Join(d.Root, "etc/os-release"), maxOSRelease)
+	if errors.Is(err, fs.ErrNotExist) {
+		data, err = bounded.ReadFile(filepath.Join(d.Root, "usr/lib/os-release"), maxOSRelease)
+	}
+	if err != nil {
+		return ""
+	}
+	vals := map[string]string{}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); ok {
+			vals[k] = strings.Trim(v, `"'`)
+		}
+	}
+	id := vals["ID"]
+	if id != "" && vals["VERSION_ID"] != "" {
+		return id + "-" + vals["VERSION_ID"]
+	}
+	return id
+}
+
+// Copyright is the text of the package's copyright file,
+// usr/share/doc/<name>/copyright, following the links Debian makes from a
+// -dev package's directory to its library's, within usr/share/doc; nil
+// when there is none.
+func (d Dpkg) Copyright(name string) ([]byte, error) {
+	doc := filepath.Join(d.Root, "usr/share/doc")
+	realDoc, err := filepath.EvalSymlinks(doc)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	if name == "" || strings.ContainsAny(name, "/\\") || name == "." || name == ".." {
+		return nil, fmt.Errorf("package name %q", name)
+	}
+	p, err := filepath.EvalSymlinks(filepath.Join(doc, name, "copyright"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if rel, err := filepath.Rel(realDoc, p); err != nil || !filepath.IsLocal(rel) {
+		return nil, fmt.Errorf("the copyright file of %s leads out of %s, to %s", name, doc, p)
+	}
+	return bounded.ReadRegular(p, maxCopyright)
+}

@@ -1,0 +1,113 @@
+package clibs
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+)
+
+// fixtureRoot writes a dpkg database and documentation tree as Debian
+// lays them out: a Multi-Arch: same -dev package listed as name:arch, a
+// cross package of arch all, a -dev package whose doc directory is a link
+// to its library's, and a file no package owns.
+func fixtureRoot(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	write := func(p, s string) {
+		t.Helper()
+		p = filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("var/lib/dpkg/info/libseccomp-dev:amd64.list", "/.\n/usr\n/usr/lib/x86_64-linux-gnu/libseccomp.a\n/usr/lib/x86_64-linux-gnu/libseccomp.so\n")
+	write("var/lib/dpkg/info/libseccomp-dev:arm64.list", "/.\n/usr/lib/aarch64-linux-gnu/libseccomp.a\n")
+	write("var/lib/dpkg/info/libc6-dev-arm64-cross.list", "/.\n/usr/aarch64-linux-gnu/lib/libc.a\n")
+	// Listed under /lib on a merged-/usr system: found by its /usr path.
+	write("var/lib/dpkg/info/libfoo1:amd64.list", "/lib/x86_64-linux-gnu/libfoo.a\n")
+	write("var/lib/dpkg/status", `Package: libseccomp-dev
+Status: install ok installed
+Architecture: amd64
+Multi-Arch: same
+Version: 2.5.4-1+deb12u1
+Description: high level interface
+ to Linux seccomp filter
+
+Package: libseccomp-dev
+Status: install ok installed
+Architecture: arm64
+Multi-Arch: same
+Version: 2.5.4-1+deb12u1
+
+Package: libc6-dev-arm64-cross
+Status: install ok installed
+Architecture: all
+Version: 2.36-8cross1
+
+Package: libfoo1
+Status: install ok installed
+Architecture: amd64
+Multi-Arch: same
+Version: 1.0-1
+
+Package: removed
+Status: deinstall ok config-files
+Architecture: amd64
+Version: 0.1
+`)
+	write("etc/os-release", "PRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\nID=debian\nVERSION_ID=\"12\"\n")
+	write("usr/share/doc/libseccomp2/copyright", "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n\nFiles: *\nLicense: LGPL-2.1\n")
+	if err := os.Symlink("libseccomp2", filepath.Join(root, "usr/share/doc/libseccomp-dev")); err != nil {
+		t.Fatal(err)
+	}
+	write("outside/copyright", "not Debian's")
+	if err := os.Symlink("../../../outside", filepath.Join(root, "usr/share/doc/escapes")); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+func TestOwners(t *testing.T) {
+	d := Dpkg{Root: fixtureRoot(t)}
+	got, err := d.Owners([]string{
+		"/usr/lib/x86_64-linux-gnu/libseccomp.a",
+		"/usr/lib/aarch64-linux-gnu/libseccomp.a",
+		"/usr/aarch64-linux-gnu/lib/libc.a",
+		"/usr/lib/x86_64-linux-gnu/libfoo.a",
+		"/usr/local/lib/libbar.a",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]Package{
+		"/usr/lib/x86_64-linux-gnu/libseccomp.a":  {Name: "libseccomp-dev", Arch: "amd64", Version: "2.5.4-1+deb12u1", Distro: "debian-12"},
+		"/usr/lib/aarch64-linux-gnu/libseccomp.a": {Name: "libseccomp-dev", Arch: "arm64", Version: "2.5.4-1+deb12u1", Distro: "debian-12"},
+		"/usr/aarch64-linux-gnu/lib/libc.a":       {Name: "libc6-dev-arm64-cross", Arch: "all", Version: "2.36-8cross1", Distro: "debian-12"},
+		"/usr/lib/x86_64-linux-gnu/libfoo.a":      {Name: "libfoo1", Arch: "amd64", Version: "1.0-1", Distro: "debian-12"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Owners:\n got %v\nwant %v", got, want)
+	}
+}
+
+func TestCopyright(t *testing.T) {
+	d := Dpkg{Root: fixtureRoot(t)}
+	// A -dev package's doc directory links to its library's.
+	text, err := d.Copyright("libseccomp-dev")
+	if err != nil || len(text) == 0 {
+		t.Fatalf("libseccomp-dev: %q, %v", text, err)
+	}
+	if text, err := d.Copyright("libnone"); err != nil || text != nil {
+		t.Errorf("a package without a copyright file: %q, %v", text, err)
+	}
+	if _, err := d.Copyright("escapes"); err == nil {
+		t.Error("a doc directory linking out of usr/share/doc was followed")
+	}
+	if _, err := d.Copyright("../x"); err == nil {
+		t.Error("a package name with a slash was taken")
+	}
+}

@@ -1,0 +1,490 @@
+// Package clibs finds the C libraries a cgo build linked into its
+// binaries, from the build's own inputs (go list, pkg-config, the C
+// compiler's search path) and the binaries themselves (their ELF
+// interpreter and DT_NEEDED), and the Debian packages that own them, with
+// their copyright files: what a binary contains of them is shipped with
+// it, and needs their licences as its Go modules do.
+package clibs
+
+import (
+	"bytes"
+	"context"
+	"debug/elf"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Build is a cgo build as it ran: where, with which environment, and what
+// of the recipe decides what the linker was given.
+type Build struct {
+	// Dir is where the go command ran, Env its environment (CC, CGO_*,
+	// PKG_CONFIG*, GOOS, GOARCH...).
+	Dir string
+	Env []string
+	// Packages are the packages built, Tags their build tags, Ldflags the
+	// go linker flags (for -extldflags).
+	Packages []string
+	Tags     []string
+	Ldflags  []string
+}
+
+// Binary is what one binary of the build links of C libraries.
+type Binary struct {
+	// Path is the binary's path in the artifact.
+	Path string `json:"path"`
+	// Static says the binary has no ELF interpreter: everything it links,
+	// the C library included, is inside it.
+	Static bool `json:"static,omitempty"`
+	// Libraries are the libraries linked into the binary (static
+	// archives), by their owning package; sorted by file.
+	Libraries []Library `json:"libraries,omitempty"`
+	// Needed are the shared libraries it loads at run time (DT_NEEDED):
+	// the base image's to ship, not this binary's.
+	Needed []string `json:"needed,omitempty"`
+}
+
+// Library is one library file linked into a binary.
+type Library struct {
+	// File is the file the linker took, on the build machine, links
+	// followed; Flag is how the build named it (-lseccomp).
+	File string `json:"file"`
+	Flag string `json:"flag,omitempty"`
+	// Package is the Debian package that owns File, empty when none does.
+	Package
+	// Copyright is the package's copyright file as shipped, by its path
+	// under /LICENSES/<artifact>/ (debian/<package>/copyright); empty
+	// when the package has none.
+	Copyright string `json:"copyright,omitempty"`
+	// Licenses are the SPDX identifiers its copyright file declares, when
+	// it is machine-readable; set by the build, not found here.
+	Licenses []string `json:"licenses,omitempty"`
+}
+
+// maxGoList bounds what go list says of a build's packages: a few KB a
+// package, for thousands.
+const maxGoList = 64 << 20
+
+// listed is what go list -json says of a package, as far as linking C
+// goes.
+type listed struct {
+	ImportPath   string
+	Name         string
+	DepOnly      bool
+	CgoFiles     []string
+	CgoLDFLAGS   []string
+	CgoPkgConfig []string
+	Deps         []string
+}
+
+// Find says, for each binary of a cgo build (path in the artifact, and
+// its file), what it links of C libraries. It lists the build's packages
+// with the build's environment (go list -deps), and for those using cgo
+// expands their #cgo pkg-config directives with pkg-config (--static for a
+// static binary) and resolves each -lNAME as the linker would: in the -L
+// directories named, then the C compiler's search path ($CC
+// -print-file-name). A dynamic binary links a library's shared object
+// where there is one, loaded at run time (DT_NEEDED) and not contained;
+// a static one, or a library with no shared object, is linked from its
+// archive, into the binary. A static binary also contains the C library
+// and libgcc, which the compiler driver links; every binary libgcc.
+// binaries maps a binary's path in the artifact to its file; a binary
+// no listed main package is named for is credited with every package's
+// libraries.
+func Find(ctx context.Context, b Build, binaries map[string]string) ([]Binary, error) {
+	pkgs, err := goList(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	byPath := map[string]*listed{}
+	var cgo []*listed
+	for i := range pkgs {
+		byPath[pkgs[i].ImportPath] = &pkgs[i]
+		if len(pkgs[i].CgoFiles) > 0 {
+			cgo = append(cgo, &pkgs[i])
+		}
+	}
+	if len(cgo) == 0 {
+		return nil, nil
+	}
+	r := &resolver{b: b, ctx: ctx, printed: map[string]string{}}
+	var out []Binary
+	for _, p := range slices.Sorted(maps.Keys(binaries)) {
+		bin, err := readELF(binaries[p])
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		if bin == nil {
+			continue // not an ELF file: not for here
+		}
+		bin.Path = p
+		uses := cgoOf(path.Base(p), pkgs, byPath, cgo)
+		if len(uses) == 0 {
+			continue
+		}
+		flags, err := r.linkFlags(uses, bin.Static)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		libs, err := r.resolve(flags, bin)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		bin.Libraries = libs
+		out = append(out, *bin)
+	}
+	return out, nil
+}
+
+// cgoOf is the packages using cgo that the main package a binary is
+// named for links; all of cgo when no main package listed has its name.
+func cgoOf(name string, pkgs []listed, byPath map[string]*listed, cgo []*listed) []*listed {
+	for i := range pkgs {
+		m := &pkgs[i]
+		if m.Name != "main" || m.DepOnly || binaryName(m.ImportPath) != name {
+			continue
+		}
+		var out []*listed
+		for _, d := range append([]string{m.ImportPath}, m.Deps...) {
+			if p, ok := byPath[d]; ok && len(p.CgoFiles) > 0 {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	return cgo
+}
+
+// binaryName is the name go build gives a main package's binary: its
+// last path element, or the one before a major version (cmd/x/v2 is x).
+func binaryName(importPath string) string {
+	base := path.Base(importPath)
+	if len(base) > 1 && base[0] == 'v' && strings.Trim(base[1:], "0123456789") == "" {
+		if d := path.Dir(importPath); d != "." {
+			return path.Base(d)
+		}
+	}
+	return base
+}
+
+// goList runs go list -deps -json on the build's packages, as the build
+// saw them.
+func goList(ctx context.Context, b Build) ([]listed, error) {
+	args := []string{"list", "-deps", "-json=ImportPath,Name,DepOnly,CgoFiles,CgoLDFLAGS,CgoPkgConfig,Deps"}
+	if len(b.Tags) > 0 {
+		args = append(args, "-tags="+strings.Join(b.Tags, ","))
+	}
+	out, err := run(ctx, b.Dir, b.Env, "go", append(args, b.Packages...)...)
+	if err != nil {
+		return nil, err
+	}
+	var pkgs []listed
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p listed
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return nil, fmt.Errorf("go list: %w", err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs, nil
+}
+
+// run runs a command of the build and gives its output, bounded; its
+// error says what it wrote to stderr.
+func run(ctx context.Context, dir string, env []string, name string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir, cmd.Env = dir, env
+	cmd.WaitDelay = 5 * time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &limited{&stdout, maxGoList}, &limited{&stderr, 64 << 10}
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	if stdout.Len() >= maxGoList {
+		return nil, fmt.Errorf("%s %s: over %d bytes of output", name, strings.Join(args, " "), maxGoList)
+	}
+	return stdout.Bytes(), nil
+}
+
+// limited keeps at most n bytes of what is written to it.
+type limited struct {
+	b *bytes.Buffer
+	n int
+}
+
+func (l *limited) Write(p []byte) (int, error) {
+	if room := l.n - l.b.Len(); room > 0 {
+		l.b.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+// readELF reads what the binary at file says of how it was linked: a
+// static one has no interpreter; a dynamic one names the shared
+// libraries it needs. nil for a file that is not ELF.
+func readELF(file string) (*Binary, error) {
+	f, err := elf.Open(file)
+	if err != nil {
+		var fe *elf.FormatError
+		if errors.As(err, &fe) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	defer f.Close()
+	b := &Binary{Static: true}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			b.Static = false
+		}
+	}
+	needed, err := f.ImportedLibraries()
+	if err != nil && !b.Static {
+		return nil, fmt.Errorf("reading its DT_NEEDED: %w", err)
+	}
+	slices.Sort(needed)
+	b.Needed = needed
+	return b, nil
+}
+
+// resolver resolves a build's link flags to files, asking the C compiler
+// once per name.
+type resolver struct {
+	ctx     context.Context
+	b       Build
+	printed map[string]string // file name -> what $CC -print-file-name said
+}
+
+// getenv is the last value of key in the build's environment.
+func (r *resolver) getenv(key string) string {
+	v := ""
+	for _, kv := range r.b.Env {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
+			v = val
+		}
+	}
+	return v
+}
+
+// linkFlags are the flags the link was given of C libraries for the
+// packages uses: their #cgo LDFLAGS, their pkg-config libraries, the
+// build's CGO_LDFLAGS and -extldflags, and what the compiler driver adds
+// (libgcc; for a static binary the C library and libgcc_eh).
+func (r *resolver) linkFlags(uses []*listed, static bool) ([]string, error) {
+	var flags []string
+	var pc []string
+	for _, p := range uses {
+		flags = append(flags, p.CgoLDFLAGS...)
+		for _, n := range p.CgoPkgConfig {
+			if !slices.Contains(pc, n) {
+				pc = append(pc, n)
+			}
+		}
+	}
+	if len(pc) > 0 {
+		args := []string{"--libs"}
+		if static {
+			args = append(args, "--static")
+		}
+		// As cgo runs it: "--" ends the options, so that a name cannot be one.
+		tool := cmpOr(r.getenv("PKG_CONFIG"), "pkg-config")
+		out, err := run(r.ctx, r.b.Dir, r.b.Env, tool, append(append(args, "--"), pc...)...)
+		if err != nil {
+			return nil, err
+		}
+		flags = append(flags, strings.Fields(string(out))...)
+	}
+	flags = append(flags, strings.Fields(r.getenv("CGO_LDFLAGS"))...)
+	flags = append(flags, extldflags(r.b.Ldflags)...)
+	if static {
+		flags = append(flags, "-lc", "-lgcc", "-lgcc_eh")
+	} else {
+		flags = append(flags, "-lgcc")
+	}
+	return flags, nil
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// extldflags are the words of the value of -extldflags in the go linker
+// flags, which go passes to the C linker.
+func extldflags(ldflags []string) []string {
+	words := splitQuoted(strings.Join(ldflags, " "))
+	var out []string
+	for i := 0; i < len(words); i++ {
+		w := strings.TrimPrefix(words[i], "-")
+		if v, ok := strings.CutPrefix(w, "-extldflags="); ok || strings.HasPrefix(w, "extldflags=") {
+			if !ok {
+				v = strings.TrimPrefix(w, "extldflags=")
+			}
+			out = append(out, splitQuoted(v)...)
+			continue
+		}
+		if (w == "extldflags" || w == "-extldflags") && i+1 < len(words) {
+			out = append(out, splitQuoted(words[i+1])...)
+			i++
+		}
+	}
+	return out
+}
+
+// splitQuoted splits s into words at spaces, as the go command splits
+// -ldflags: a word may be quoted with ' or ".
+func splitQuoted(s string) []string {
+	var out []string
+	var cur strings.Builder
+	in, quote := false, rune(0)
+	for _, c := range s {
+		switch {
+		case quote != 0 && c == quote:
+			quote = 0
+		case quote == 0 && (c == '\'' || c == '"'):
+			quote, in = c, true
+		case quote == 0 && (c == ' ' || c == '\t' || c == '\n'):
+			if in {
+				out = append(out, cur.String())
+				cur.Reset()
+				in = false
+			}
+		default:
+			cur.WriteRune(c)
+			in = true
+		}
+	}
+	if in {
+		out = append(out, cur.String())
+	}
+	return out
+}
+
+// resolve turns link flags into the library files a binary contains:
+// each -lNAME (and -l:FILE, and a library named by path) found as the
+// linker finds it. In a dynamic binary a library with a shared object
+// is loaded at run time, not contained; in a static one every library is
+// its archive. Each file once, sorted.
+func (r *resolver) resolve(flags []string, bin *Binary) ([]Library, error) {
+	var dirs []string
+	for _, f := range flags {
+		if d, ok := strings.CutPrefix(f, "-L"); ok && d != "" {
+			dirs = append(dirs, d)
+		}
+	}
+	seen := map[string]bool{}
+	var out []Library
+	add := func(flag, file string) error {
+		real, err := filepath.EvalSymlinks(file)
+		if err != nil {
+			return fmt.Errorf("%s: %w", flag, err)
+		}
+		if !seen[real] {
+			seen[real] = true
+			out = append(out, Library{File: real, Flag: flag})
+		}
+		return nil
+	}
+	for _, f := range flags {
+		var names []string // candidate file names, in the linker's order
+		switch {
+		case strings.HasPrefix(f, "-l:"):
+			names = []string{f[len("-l:"):]}
+		case strings.HasPrefix(f, "-l") && len(f) > 2:
+			n := f[2:]
+			if bin.Static {
+				names = []string{"lib" + n + ".a"}
+			} else {
+				names = []string{"lib" + n + ".so", "lib" + n + ".a"}
+			}
+		case filepath.IsAbs(f) && (strings.HasSuffix(f, ".a") || strings.Contains(path.Base(f), ".so")):
+			if strings.HasSuffix(f, ".a") {
+				if err := add(f, f); err != nil {
+					return nil, err
+				}
+			}
+			continue
+		default:
+			continue
+		}
+		file, err := r.find(names, dirs)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		if file == "" {
+			// The link succeeded, so the linker found it where this does
+			// not look (a -Wl,-rpath-link, a linker script): said by name.
+			return nil, fmt.Errorf("%s: no %s in the -L directories or the C compiler's search path", f, strings.Join(names, " or "))
+		}
+		if !strings.HasSuffix(file, ".a") {
+			continue // a shared object or a linker script: loaded at run time
+		}
+		if err := add(f, file); err != nil {
+			return nil, err
+		}
+	}
+	slices.SortFunc(out, func(a, b Library) int { return strings.Compare(a.File, b.File) })
+	return out, nil
+}
+
+// find is the first of names in dirs, else in the C compiler's search
+// path, as the linker looks: each directory for every name before the
+// next directory.
+func (r *resolver) find(names, dirs []string) (string, error) {
+	for _, d := range dirs {
+		for _, n := range names {
+			p := filepath.Join(d, n)
+			if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+				return p, nil
+			}
+		}
+	}
+	for _, n := range names {
+		p, err := r.printFileName(n)
+		if err != nil {
+			return "", err
+		}
+		if p != "" {
+			return p, nil
+		}
+	}
+	return "", nil
+}
+
+// printFileName is where the C compiler finds the file n, or "" when it
+// does not ($CC -print-file-name=n says n back).
+func (r *resolver) printFileName(n string) (string, error) {
+	if p, ok := r.printed[n]; ok {
+		return p, nil
+	}
+	cc := strings.Fields(cmpOr(r.getenv("CC"), "gcc"))
+	if len(cc) == 0 {
+		return "", errors.New("no C compiler")
+	}
+	out, err := run(r.ctx, r.b.Dir, r.b.Env, cc[0], append(cc[1:], "-print-file-name="+n)...)
+	if err != nil {
+		return "", err
+	}
+	p := strings.TrimSpace(string(out))
+	if !filepath.IsAbs(p) {
+		p = ""
+	} else if _, err := os.Stat(p); err != nil {
+		p = ""
+	}
+	r.printed[n] = p
+	return p, nil
+}
