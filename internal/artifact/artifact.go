@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/pallet-dev/pallet/internal/cache"
+	"github.com/pallet-dev/pallet/internal/clibs"
 	"github.com/pallet-dev/pallet/internal/platform"
 	"github.com/pallet-dev/pallet/internal/tree"
 )
@@ -112,6 +113,11 @@ type Result struct {
 	// (moduleSnapshot); the cache keeps them with the result, so a build
 	// taken from it needs neither the repository nor the network for them.
 	ModuleSource *tree.Tree
+	// CLicenses holds the copyright files of the Debian packages owning
+	// the C libraries a cgo build's binaries contain (Record.CLinked), by
+	// path under /LICENSES/<artifact>/ (CLicenseDir); nil when none. Kept
+	// apart from Licenses, the artifact's own.
+	CLicenses *tree.Tree
 }
 
 // Record describes where an artifact came from, for logs and the build record.
@@ -132,6 +138,10 @@ type Record struct {
 	// them, with what each is: the image has none of them.
 	Skipped      int      `json:"skipped,omitempty"`
 	SkippedNames []string `json:"skippedNames,omitempty"`
+	// CLinked says, for each binary of a cgo build, the C libraries it
+	// contains and the shared ones it loads; the build moves it onto its
+	// Go binaries in the record.
+	CLinked []clibs.Binary `json:"cLinked,omitempty"`
 }
 
 // maxSkippedNames bounds the names Record.SkippedNames keeps.
@@ -168,6 +178,10 @@ type Fetcher struct {
 	Offline bool
 	// Limits bound each download (size, stall).
 	Limits Limits
+	// Dpkg is where a cgo build's C libraries are looked up: the build
+	// machine's dpkg database and documentation (its zero value), or a
+	// test's.
+	Dpkg clibs.Dpkg
 	// Cache, when set, keeps downloads and built artifacts between builds.
 	Cache *cache.Cache
 	// Log receives one line per notable event (retries, warnings).

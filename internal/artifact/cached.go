@@ -203,6 +203,14 @@ func (f *Fetcher) store(key string, res *Result, work string, r *Request) (*Resu
 		t   *tree.Tree
 		sub string
 	}{{res.Tree, "tree"}, {res.Licenses, "licenses"}, {src, "modsrc"}}
+	if res.CLicenses != nil && res.CLicenses.Len() > 0 {
+		// Only where there are any: an entry without the directory reads
+		// back, and digests, as entries did before it existed.
+		trees = append(trees, struct {
+			t   *tree.Tree
+			sub string
+		}{res.CLicenses, "clibs"})
+	}
 	// The digests this build took of the files (while unpacking them),
 	// looked up before any is linked: a link changes a file's ctime. Kept
 	// in the order materialize walks the files, not by path: a map of
@@ -272,7 +280,7 @@ func (f *Fetcher) store(key string, res *Result, work string, r *Request) (*Resu
 	// The entry's files are under a temporary name: their digests, just
 	// learned, are taken by stamp, not remembered under names that are
 	// about to go.
-	sum, _, _, _, err := f.entryDigest(tmp, func(path string, st tree.Stamp) (string, error) {
+	sum, _, _, _, _, err := f.entryDigest(tmp, func(path string, st tree.Stamp) (string, error) {
 		if sum, ok := f.Cache.Learned(st); ok {
 			return sum, nil
 		}
@@ -300,19 +308,25 @@ func (f *Fetcher) store(key string, res *Result, work string, r *Request) (*Resu
 // made and compared when it is used: file digests come from the cache's
 // memory while files are untouched, so the check costs little, and a file
 // changed or damaged since is caught.
-func (f *Fetcher) entryDigest(dir string, digest tree.FileDigest) (string, *tree.Tree, *tree.Tree, *tree.Tree, error) {
-	var trees [3]*tree.Tree
+func (f *Fetcher) entryDigest(dir string, digest tree.FileDigest) (string, *tree.Tree, *tree.Tree, *tree.Tree, *tree.Tree, error) {
+	var trees [4]*tree.Tree
 	var parts []string
-	for i, sub := range []string{"tree", "licenses", "modsrc"} {
+	for i, sub := range []string{"tree", "licenses", "modsrc", "clibs"} {
+		if _, err := os.Lstat(filepath.Join(dir, sub)); sub == "clibs" && errors.Is(err, fs.ErrNotExist) {
+			continue // none: the digest is what it was before clibs
+		}
 		t, err := tree.FromDir(filepath.Join(dir, sub))
 		if err != nil {
-			return "", nil, nil, nil, err
+			return "", nil, nil, nil, nil, err
 		}
 		sum, err := tree.Digest(t, digest)
 		if err != nil {
-			return "", nil, nil, nil, err
+			return "", nil, nil, nil, nil, err
 		}
 		trees[i] = t
+		if sub == "clibs" {
+			sum = sub + ":" + sum
+		}
 		parts = append(parts, sum)
 	}
 	for _, sc := range sidecars {
@@ -321,15 +335,15 @@ func (f *Fetcher) entryDigest(dir string, digest tree.FileDigest) (string, *tree
 		case errors.Is(err, fs.ErrNotExist):
 			continue
 		case err != nil:
-			return "", nil, nil, nil, err
+			return "", nil, nil, nil, nil, err
 		}
 		if err := sc.read(trees[0], data); err != nil {
-			return "", nil, nil, nil, err
+			return "", nil, nil, nil, nil, err
 		}
 		sum := sha256.Sum256(data)
 		parts = append(parts, sc.name+":"+hex.EncodeToString(sum[:]))
 	}
-	return strings.Join(parts, " "), trees[0], trees[1], trees[2], nil
+	return strings.Join(parts, " "), trees[0], trees[1], trees[2], trees[3], nil
 }
 
 // sidecars are what a cache entry keeps beside its trees of what the
@@ -508,11 +522,11 @@ func (f *Fetcher) fromCache(dir string, r *Request) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cache entry %s: %w", dir, err)
 	}
-	got, t, lic, src, err := f.entryDigest(dir, f.digest)
+	got, t, lic, src, clic, err := f.entryDigest(dir, f.digest)
 	if err != nil || got != string(want) {
 		return nil, fmt.Errorf("cache entry %s is damaged (its files changed since it was stored)", dir)
 	}
-	res := &Result{Tree: t, Licenses: lic, Cached: true, ModuleSource: src}
+	res := &Result{Tree: t, Licenses: lic, Cached: true, ModuleSource: src, CLicenses: clic}
 	switch k := r.Kind.(type) {
 	case *Git:
 		res.GoSource, res.GoSourceSelected = filepath.Join(dir, "modsrc", filepath.FromSlash(k.Go.Module)), true

@@ -62,9 +62,16 @@ func (g *Go) settingsKey() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []string{tc, g.Module, strings.Join(g.Packages, "\x00"), strings.Join(g.Ldflags, "\x00"),
+	parts := []string{tc, g.Module, strings.Join(g.Packages, "\x00"), strings.Join(g.Ldflags, "\x00"),
 		strings.Join(g.Tags, "\x00"), strings.Join(g.Flags, "\x00"), strings.Join(g.Env, "\x00"),
-		strconv.FormatBool(g.CGO), strconv.FormatBool(g.Trimpath), g.CC}, nil
+		strconv.FormatBool(g.CGO), strconv.FormatBool(g.Trimpath), g.CC}
+	if g.CGO {
+		// A cgo build's result holds the C libraries it links
+		// (Record.CLinked, CLicenses): an entry stored before it did is
+		// not taken for one. Builds without cgo keep their keys.
+		parts = append(parts, "clibs-v1")
+	}
+	return parts, nil
 }
 
 func (g *Go) Produce(ctx context.Context, f *Fetcher, r *Request, work string) (*Result, error) {
@@ -155,7 +162,7 @@ func (f *Fetcher) goBuild(ctx context.Context, r *Request, g *Go, dir string, wo
 	}
 	out := filepath.Join(work, "bin") + string(filepath.Separator)
 	args := append([]string{"build", "-o", out}, g.buildFlags()...)
-	return f.runGo(ctx, r, g, goRun{args: append(args, g.Packages...), dir: dir, out: out, licenses: dir, work: work})
+	return f.runGo(ctx, r, g, goRun{args: append(args, g.Packages...), dir: dir, out: out, licenses: dir, work: work, list: g.Packages})
 }
 
 // goRun is one go command that builds g's packages into a directory.
@@ -172,6 +179,10 @@ type goRun struct {
 	out, sub string
 	// work is the build's work directory, where go's own goes (GOTMPDIR).
 	work string
+	// list are the packages built, for go list to say what a cgo build
+	// links of C libraries; none for a go install by version, which go
+	// list cannot name.
+	list []string
 	// versionFromBinary: the toolchain is read from the binaries it
 	// built, not asked of go env in dir (go install picks its toolchain
 	// from the module's go line, which go env in a directory does not).
@@ -258,7 +269,11 @@ func (f *Fetcher) runGo(ctx context.Context, r *Request, g *Go, run goRun) (*Res
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Tree: t, Licenses: lic, Record: Record{GoVersion: tc.version}, GoSource: run.licenses}, nil
+	linked, clic, err := f.cLibraries(ctx, g, run, env, t)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Tree: t, Licenses: lic, Record: Record{GoVersion: tc.version, CLinked: linked}, GoSource: run.licenses, CLicenses: clic}, nil
 }
 
 // buildFlags are the go build flags of g, but for -o: what decides which

@@ -196,12 +196,18 @@ func (b *builder) makeReady(ctx context.Context, key string, a *plan.Artifact, r
 		// proving their sources can take longer than the build did.
 		done := b.opt.Progress.Start(fmt.Sprintf("module licences %s (%s)", a.Name, a.Platform))
 		err := b.moduleLicenses(ctx, a, res, &rec)
+		if err == nil {
+			err = b.cLicenses(a, res, &rec)
+		}
 		n := linkedModules(rec.GoBinaries)
 		done(fmt.Sprintf("%d module%s", n, map[bool]string{true: "s"}[n != 1]), shown(ctx, err))
 		if err != nil {
 			return plan.Wrap(a.Pos, err)
 		}
 	}
+	// What a cgo build linked is said per binary, by cLicenses, with the
+	// licences shipped; not otherwise.
+	rec.CLinked = nil
 	if err := b.policy(rec, a); err != nil {
 		return plan.Wrap(a.Pos, err)
 	}

@@ -20,14 +20,24 @@ type Package struct {
 	Name    string `json:"package,omitempty"`
 	Arch    string `json:"arch,omitempty"`
 	Version string `json:"version,omitempty"`
-	// Distro is the distribution's id and version, from os-release
-	// ("debian-12").
+	// OS is the distribution's id, from os-release ("debian"), and
+	// Distro its id and version ("debian-12"): the purl's namespace and
+	// distro qualifier.
+	OS     string `json:"os,omitempty"`
 	Distro string `json:"distro,omitempty"`
 }
 
 // Dpkg reads dpkg's database and the packages' documentation under Root
 // ("/" for the build machine; a directory of fixtures in tests).
 type Dpkg struct{ Root string }
+
+// root is Root, "/" when unset.
+func (d Dpkg) root() string {
+	if d.Root == "" {
+		return "/"
+	}
+	return d.Root
+}
 
 // Bounds on what of dpkg's database is read: a .list file names a
 // package's files (a few MB for the largest), the status file every
@@ -59,7 +69,7 @@ func (d Dpkg) Owners(files []string) (map[string]Package, error) {
 	for _, f := range files {
 		want[usrMerged(f)] = append(want[usrMerged(f)], f)
 	}
-	info := filepath.Join(d.Root, "var/lib/dpkg/info")
+	info := filepath.Join(d.root(), "var/lib/dpkg/info")
 	lists, err := filepath.Glob(filepath.Join(info, "*.list"))
 	if err != nil {
 		return nil, err
@@ -90,14 +100,14 @@ func (d Dpkg) Owners(files []string) (map[string]Package, error) {
 	if err != nil {
 		return nil, err
 	}
-	distro := d.distro()
+	osID, distro := d.distro()
 	out := map[string]Package{}
 	for f, name := range owner {
 		p, ok := status[name]
 		if !ok {
 			return nil, fmt.Errorf("dpkg: %s owns %s but is not installed by dpkg's status", name, f)
 		}
-		p.Distro = distro
+		p.OS, p.Distro = osID, distro
 		out[f] = p
 	}
 	return out, nil
@@ -107,7 +117,7 @@ func (d Dpkg) Owners(files []string) (map[string]Package, error) {
 // their .list files go by: "name:arch" for a package of a Multi-Arch:
 // same package, "name" otherwise; both are kept.
 func (d Dpkg) status() (map[string]Package, error) {
-	data, err := bounded.ReadRegular(filepath.Join(d.Root, "var/lib/dpkg/status"), maxStatus)
+	data, err := bounded.ReadRegular(filepath.Join(d.root(), "var/lib/dpkg/status"), maxStatus)
 	if err != nil {
 		return nil, fmt.Errorf("dpkg: %w", err)
 	}
@@ -143,16 +153,16 @@ func fields(para []byte) map[string]string {
 	return out
 }
 
-// distro is the build machine's distribution as a purl's distro
-// qualifier names it: os-release's ID and VERSION_ID ("debian-12"), or
+// distro is the build machine's distribution: os-release's ID, and as a
+// purl's distro qualifier names it, ID and VERSION_ID ("debian-12"), or
 // its ID alone (a testing release has no version).
-func (d Dpkg) distro() string {
-	data, err := bounded.ReadFile(filepath.Join(d.Root, "etc/os-release"), maxOSRelease)
+func (d Dpkg) distro() (id, distro string) {
+	data, err := bounded.ReadFile(filepath.Join(d.root(), "etc/os-release"), maxOSRelease)
 	if errors.Is(err, fs.ErrNotExist) {
-		data, err = bounded.ReadFile(filepath.Join(d.Root, "usr/lib/os-release"), maxOSRelease)
+		data, err = bounded.ReadFile(filepath.Join(d.root(), "usr/lib/os-release"), maxOSRelease)
 	}
 	if err != nil {
-		return ""
+		return "", ""
 	}
 	vals := map[string]string{}
 	for line := range strings.SplitSeq(string(data), "\n") {
@@ -160,11 +170,11 @@ func (d Dpkg) distro() string {
 			vals[k] = strings.Trim(v, `"'`)
 		}
 	}
-	id := vals["ID"]
+	id = vals["ID"]
 	if id != "" && vals["VERSION_ID"] != "" {
-		return id + "-" + vals["VERSION_ID"]
+		return id, id + "-" + vals["VERSION_ID"]
 	}
-	return id
+	return id, id
 }
 
 // Copyright is the text of the package's copyright file,
@@ -172,7 +182,7 @@ func (d Dpkg) distro() string {
 // -dev package's directory to its library's, within usr/share/doc; nil
 // when there is none.
 func (d Dpkg) Copyright(name string) ([]byte, error) {
-	doc := filepath.Join(d.Root, "usr/share/doc")
+	doc := filepath.Join(d.root(), "usr/share/doc")
 	realDoc, err := filepath.EvalSymlinks(doc)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {

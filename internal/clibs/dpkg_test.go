@@ -84,10 +84,10 @@ func TestOwners(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]Package{
-		"/usr/lib/x86_64-linux-gnu/libseccomp.a":  {Name: "libseccomp-dev", Arch: "amd64", Version: "2.5.4-1+deb12u1", Distro: "debian-12"},
-		"/usr/lib/aarch64-linux-gnu/libseccomp.a": {Name: "libseccomp-dev", Arch: "arm64", Version: "2.5.4-1+deb12u1", Distro: "debian-12"},
-		"/usr/aarch64-linux-gnu/lib/libc.a":       {Name: "libc6-dev-arm64-cross", Arch: "all", Version: "2.36-8cross1", Distro: "debian-12"},
-		"/usr/lib/x86_64-linux-gnu/libfoo.a":      {Name: "libfoo1", Arch: "amd64", Version: "1.0-1", Distro: "debian-12"},
+		"/usr/lib/x86_64-linux-gnu/libseccomp.a":  {Name: "libseccomp-dev", Arch: "amd64", Version: "2.5.4-1+deb12u1", OS: "debian", Distro: "debian-12"},
+		"/usr/lib/aarch64-linux-gnu/libseccomp.a": {Name: "libseccomp-dev", Arch: "arm64", Version: "2.5.4-1+deb12u1", OS: "debian", Distro: "debian-12"},
+		"/usr/aarch64-linux-gnu/lib/libc.a":       {Name: "libc6-dev-arm64-cross", Arch: "all", Version: "2.36-8cross1", OS: "debian", Distro: "debian-12"},
+		"/usr/lib/x86_64-linux-gnu/libfoo.a":      {Name: "libfoo1", Arch: "amd64", Version: "1.0-1", OS: "debian", Distro: "debian-12"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Owners:\n got %v\nwant %v", got, want)

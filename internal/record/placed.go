@@ -17,7 +17,7 @@ func PlacesPath(from, p string) bool {
 // ships; nil when all of them. The artifact's licences are those of
 // every Go binary the build places in any image; a placement of one
 // (host-local.exe alone, in Antrea's image) leaves out the modules only
-// the others link, and the Go toolchain's licence if none it places was
+// the others link (Go modules and C libraries), and the Go toolchain's licence if none it places was
 // built by that toolchain, though another image of the build places
 // them: an image must not depend on what else is built with it.
 func (a *Artifact) LicenceKept(from string) func(p string) bool {
@@ -35,6 +35,11 @@ func (a *Artifact) LicenceKept(from string) func(p string) bool {
 		}
 		if gb.GoLicense != "" {
 			dirs = append(dirs, path.Dir(gb.GoLicense))
+		}
+		for _, l := range gb.CLibraries {
+			if l.Copyright != "" {
+				dirs = append(dirs, path.Dir(l.Copyright))
+			}
 		}
 		for _, d := range dirs {
 			placed[d] = placed[d] || in

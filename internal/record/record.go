@@ -18,6 +18,7 @@ import (
 
 	"github.com/pallet-dev/pallet/internal/artifact"
 	"github.com/pallet-dev/pallet/internal/cache"
+	"github.com/pallet-dev/pallet/internal/clibs"
 	"github.com/pallet-dev/pallet/internal/regfile"
 	"github.com/pallet-dev/pallet/internal/tempfile"
 	"github.com/pallet-dev/pallet/internal/tree"
@@ -72,6 +73,16 @@ type GoBinary struct {
 	// /LICENSES/<artifact>/ ("std@go1.26.8/LICENSE"), when module
 	// licences are asked for.
 	GoLicense string `json:"goLicense,omitempty"`
+	// Static says a cgo binary has no ELF interpreter; CLibraries are the
+	// C libraries it contains, each with the Debian package owning it and
+	// the copyright file shipped under /LICENSES/<artifact>/
+	// (debian/<package>/copyright), and Needed the shared libraries it
+	// loads at run time (DT_NEEDED), which are the base image's to ship.
+	// Set for binaries pallet built with cgo, when module licences are
+	// asked for.
+	Static     bool            `json:"static,omitempty"`
+	CLibraries []clibs.Library `json:"cLibraries,omitempty"`
+	Needed     []string        `json:"needed,omitempty"`
 }
 
 // Module is one module linked into a Go binary and its licences.

@@ -127,6 +127,9 @@ func CycloneDX(in Input) ([]byte, error) {
 	for _, m := range g.modules {
 		bom.Components = append(bom.Components, cdxModule(m))
 	}
+	for _, d := range g.debs {
+		bom.Components = append(bom.Components, cdxDeb(d))
+	}
 	for _, f := range g.files {
 		if f.bin == nil {
 			continue
@@ -140,6 +143,9 @@ func CycloneDX(in Input) ([]byte, error) {
 		}
 		if f.stdlib != nil {
 			d.DependsOn = append(d.DependsOn, ref(f.stdlib.id))
+		}
+		for _, n := range f.debs {
+			d.DependsOn = append(d.DependsOn, ref(n.id))
 		}
 		slices.Sort(d.DependsOn)
 		d.DependsOn = slices.Compact(d.DependsOn)

@@ -224,6 +224,7 @@ type graph struct {
 	files   []*fileNode
 	modules []*modNode
 	stdlibs []*stdlibNode
+	debs    []*debNode
 	ids     map[string]string // id -> what it names, to catch collisions
 	// modPurls are the purls of the modules in the document.
 	modPurls map[string]bool
@@ -273,6 +274,9 @@ type fileNode struct {
 	main    *modNode
 	deps    []*modNode
 	stdlib  *stdlibNode
+	// debs are the Debian packages of the C libraries a cgo binary
+	// contains.
+	debs []*debNode
 }
 
 type modNode struct {
@@ -297,16 +301,21 @@ type modNode struct {
 // root and an Apache-2.0 fork is under both), or "" when none was found
 // or one is not on the SPDX list (a LicenseRef- would need the text
 // extracted into the document).
-func (m *modNode) concluded() string {
-	if len(m.licenses) == 0 {
+func (m *modNode) concluded() string { return concludedOf(m.licenses) }
+
+// concludedOf is the licence of ids: every one, joined by AND, or "" when
+// there are none or one is not on the SPDX list (a LicenseRef- would need
+// the text extracted into the document).
+func concludedOf(ids []string) string {
+	if len(ids) == 0 {
 		return ""
 	}
-	for _, id := range m.licenses {
-		if strings.HasPrefix(id, "LicenseRef-") {
+	for _, id := range ids {
+		if strings.Contains(id, "LicenseRef-") {
 			return ""
 		}
 	}
-	expr := strings.Join(m.licenses, " AND ")
+	expr := strings.Join(ids, " AND ")
 	if checkLicenseExpression(expr) != nil {
 		return ""
 	}
@@ -344,6 +353,7 @@ func build(in *Input) (*graph, error) {
 	if err := g.goModules(); err != nil {
 		return nil, err
 	}
+	g.cLibraries()
 	for id, what := range g.ids {
 		if id == "" {
 			return nil, fmt.Errorf("sbom: empty id for %s", what)

@@ -122,6 +122,9 @@ func SPDX(in Input) ([]byte, error) {
 	for _, m := range g.modules {
 		doc.Packages = append(doc.Packages, spdxModule(m))
 	}
+	for _, d := range g.debs {
+		doc.Packages = append(doc.Packages, spdxDeb(d))
+	}
 	for _, an := range g.arts {
 		for _, f := range an.files {
 			rel(an.id, "CONTAINS", f.id)
@@ -139,6 +142,9 @@ func SPDX(in Input) ([]byte, error) {
 		}
 		if f.stdlib != nil {
 			rel(f.id, "DEPENDS_ON", f.stdlib.id)
+		}
+		for _, d := range f.debs {
+			rel(f.id, "DEPENDS_ON", d.id)
 		}
 	}
 	return marshal(doc)
