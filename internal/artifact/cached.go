@@ -540,6 +540,15 @@ func (f *Fetcher) fromCache(dir string, r *Request) (*Result, error) {
 	if err := json.Unmarshal(data, &res.Record); err != nil {
 		return nil, fmt.Errorf("cache entry %s: %w", dir, err)
 	}
+	// A cgo build's result contains the build machine's C libraries,
+	// which its key does not cover (they are known once built): one whose
+	// packages dpkg no longer has at the versions it was made with is not
+	// what a build now gives.
+	if changed, err := f.Dpkg.Changed(res.Record.CLinked); err != nil {
+		return nil, fmt.Errorf("cache entry %s: the C libraries it links: %w", dir, err)
+	} else if len(changed) > 0 {
+		return nil, fmt.Errorf("cache entry %s links C libraries of packages since changed (%s)", dir, strings.Join(changed, "; "))
+	}
 	pins := r.Kind.Origin()
 	stored := res.Record.Origin
 	if stored.SHA256 != pins.SHA256 || stored.Commit != pins.Commit || stored.Module != pins.Module {

@@ -205,3 +205,41 @@ func (d Dpkg) Copyright(name string) ([]byte, error) {
 	}
 	return bounded.ReadRegular(p, maxCopyright)
 }
+
+// Changed names the packages owning the libraries of bins that dpkg no
+// longer has at the version recorded ("libseccomp-dev:amd64 2.5.4-1,
+// now 2.5.5-1"; "... now not installed"): a result that contains them
+// is not what a build now would give. Sorted, each once.
+func (d Dpkg) Changed(bins []Binary) ([]string, error) {
+	var status map[string]Package
+	var out []string
+	for _, b := range bins {
+		for _, l := range b.Libraries {
+			if l.Package.Name == "" {
+				continue
+			}
+			if status == nil {
+				var err error
+				if status, err = d.status(); err != nil {
+					return nil, err
+				}
+			}
+			name := l.Package.Name + ":" + l.Package.Arch
+			now, ok := status[name]
+			if ok && now.Version == l.Package.Version {
+				continue
+			}
+			what := name + " " + l.Package.Version + ", now "
+			if ok {
+				what += now.Version
+			} else {
+				what += "not installed"
+			}
+			if !slices.Contains(out, what) {
+				out = append(out, what)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}

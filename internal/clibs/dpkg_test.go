@@ -111,3 +111,24 @@ func TestCopyright(t *testing.T) {
 		t.Error("a package name with a slash was taken")
 	}
 }
+
+func TestChanged(t *testing.T) {
+	d := Dpkg{Root: fixtureRoot(t)}
+	lib := func(name, arch, version string) Library {
+		return Library{File: "/x/" + name + ".a", Package: Package{Name: name, Arch: arch, Version: version}}
+	}
+	got, err := d.Changed([]Binary{{Path: "a", Libraries: []Library{
+		lib("libseccomp-dev", "amd64", "2.5.4-1+deb12u1"),
+		lib("libseccomp-dev", "arm64", "2.5.3-1"),
+		lib("libc6-dev-arm64-cross", "all", "2.36-8cross1"),
+		lib("removed", "amd64", "0.1"),
+		{File: "/usr/local/lib/libbar.a"},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"libseccomp-dev:arm64 2.5.3-1, now 2.5.4-1+deb12u1", "removed:amd64 0.1, now not installed"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Changed: %q, want %q", got, want)
+	}
+}

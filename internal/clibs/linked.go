@@ -433,6 +433,9 @@ func (r *resolver) resolve(flags []string, bin *Binary) ([]Library, error) {
 		if !strings.HasSuffix(file, ".a") {
 			continue // a shared object or a linker script: loaded at run time
 		}
+		if emptyArchive(file) {
+			continue // glibc's libpthread.a since 2.34: nothing to link
+		}
 		if err := add(f, file); err != nil {
 			return nil, err
 		}
@@ -487,4 +490,11 @@ func (r *resolver) printFileName(n string) (string, error) {
 	}
 	r.printed[n] = p
 	return p, nil
+}
+
+// emptyArchive says whether the archive at file holds no member (its
+// magic alone): the linker takes nothing from it.
+func emptyArchive(file string) bool {
+	st, err := os.Stat(file)
+	return err == nil && st.Size() <= int64(len("!<arch>\n"))
 }

@@ -1,0 +1,121 @@
+package artifact_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/pallet-dev/pallet/internal/artifact"
+	"github.com/pallet-dev/pallet/internal/cache"
+	"github.com/pallet-dev/pallet/internal/clibs"
+	"github.com/pallet-dev/pallet/internal/platform"
+)
+
+// needCgoSeccomp skips a test needing gcc, pkg-config and libseccomp-dev
+// on a machine without them, and fails it in CI, where .ci/run installs
+// them.
+func needCgoSeccomp(t *testing.T) {
+	t.Helper()
+	for _, tool := range []string{"gcc", "pkg-config"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("%s is not installed; .ci/run must install it", tool)
+			}
+			t.Skipf("%s is not installed; skipping", tool)
+		}
+	}
+	if _, err := os.Stat("/usr/lib/x86_64-linux-gnu/libseccomp.a"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("libseccomp-dev is not installed; .ci/run must install it")
+		}
+		t.Skip("libseccomp-dev is not installed; skipping")
+	}
+}
+
+// A static cgo build's result keeps the C libraries it links and their
+// packages' copyright files, and a build from the cache has the same; an
+// entry whose packages dpkg no longer has at those versions is rebuilt.
+func TestCgoLibrariesCachedAndRechecked(t *testing.T) {
+	needCgoSeccomp(t)
+	dir := t.TempDir()
+	for name, text := range map[string]string{
+		"go.mod":  "module example.com/seccomp\n\ngo 1.22\n",
+		"main.go": "package main\n\n// #cgo pkg-config: libseccomp\n// #include <seccomp.h>\nimport \"C\"\n\nfunc main() { println(C.seccomp_version().major) }\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := cache.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := fetcher(t)
+	f.Cache = c
+	var mu sync.Mutex
+	var logged []string
+	f.Log = func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		logged = append(logged, fmt.Sprintf(format, args...))
+	}
+	p, err := platform.Parse("linux/amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &artifact.Request{Name: "seccomp", Platform: p, NoLicense: true,
+		Kind: &artifact.Go{Module: dir, Packages: []string{"."}, Ldflags: []string{"-extldflags", "-static"}, CGO: true, CC: "gcc"}}
+	seccomp := func(res *artifact.Result) clibs.Library {
+		t.Helper()
+		if len(res.Record.CLinked) != 1 || !res.Record.CLinked[0].Static {
+			t.Fatalf("linked: %+v", res.Record.CLinked)
+		}
+		libs := res.Record.CLinked[0].Libraries
+		i := slices.IndexFunc(libs, func(l clibs.Library) bool { return l.Package.Name == "libseccomp-dev" })
+		if i < 0 {
+			t.Fatalf("no libseccomp-dev among %+v", libs)
+		}
+		if _, ok := res.CLicenses.Get(libs[i].Copyright); !ok {
+			t.Fatalf("%s is not in the result's C licences", libs[i].Copyright)
+		}
+		return libs[i]
+	}
+	first, err := f.Fetch(context.Background(), r, t.TempDir())
+	if err != nil || first.Cached {
+		t.Fatalf("first: %v", err)
+	}
+	lib := seccomp(first)
+	again, err := f.Fetch(context.Background(), r, t.TempDir())
+	if err != nil || !again.Cached {
+		t.Fatalf("second: cached %v, %v", again != nil && again.Cached, err)
+	}
+	if got := seccomp(again); got.Copyright != lib.Copyright || got.Version != lib.Version {
+		t.Errorf("from the cache: %+v, built: %+v", got, lib)
+	}
+
+	// The package has since changed (dpkg, as a fixture, says another
+	// version): the entry is not taken.
+	root := t.TempDir()
+	status := fmt.Sprintf("Package: libseccomp-dev\nStatus: install ok installed\nArchitecture: %s\nMulti-Arch: same\nVersion: %s.1\n", lib.Arch, lib.Version)
+	if err := os.MkdirAll(filepath.Join(root, "var/lib/dpkg/info"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "var/lib/dpkg/status"), []byte(status), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.Dpkg = clibs.Dpkg{Root: root}
+	rebuilt, err := f.Fetch(context.Background(), r, t.TempDir())
+	if err != nil || rebuilt.Cached {
+		t.Fatalf("after the package changed: cached %v, %v", rebuilt != nil && rebuilt.Cached, err)
+	}
+	want := "libseccomp-dev:" + lib.Arch + " " + lib.Version + ", now " + lib.Version + ".1"
+	if !slices.ContainsFunc(logged, func(l string) bool { return strings.Contains(l, want) }) {
+		t.Errorf("the log does not say %q: %q", want, logged)
+	}
+}
