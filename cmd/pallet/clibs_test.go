@@ -264,3 +264,110 @@ func osRelease(t *testing.T) string {
 	}
 	return vals["ID"] + "-" + vals["VERSION_ID"]
 }
+
+// Cross-compiled for arm64, the static binary contains the arm64
+// libseccomp.a of Debian's multiarch package (libseccomp-dev:arm64), and
+// the cross toolchain's C library: credited by their own packages.
+func TestCgoLibraryLicencesArm64(t *testing.T) {
+	needTool(t, "aarch64-linux-gnu-gcc")
+	needTool(t, "pkg-config")
+	needTool(t, "dpkg-query")
+	needFile(t, "/usr/lib/aarch64-linux-gnu/libseccomp.a", "libseccomp-dev:arm64")
+	recipe := seccompRecipe(t, "linux/arm64")
+	out := filepath.Join(t.TempDir(), "out")
+	docs := filepath.Join(t.TempDir(), "docs")
+	mustPallet(t, "build", "-q", "-f", recipe, "--sbom", "--sbom-dir", docs, "--cache-dir", t.TempDir(), "-o", "oci:"+out)
+	files := readImageFiles(t, out, "linux/arm64")
+	if _, ok := files["LICENSES/static/debian/libseccomp-dev/copyright"]; !ok {
+		t.Error("static: no copyright file of libseccomp-dev")
+	}
+	if _, ok := files["LICENSES/dynamic/debian/libseccomp-dev/copyright"]; ok {
+		t.Error("dynamic: libseccomp-dev's copyright file shipped, but the binary does not contain it")
+	}
+	version := dpkgVersion(t, "libseccomp-dev:arm64")
+	purl := "pkg:deb/debian/libseccomp-dev@" + strings.ReplaceAll(version, "+", "%2B") + "?arch=arm64&distro=" + osRelease(t)
+	if spdx := readSBOM(t, docs, "*.spdx.json"); !strings.Contains(string(spdx), `"referenceLocator": "`+purl+`"`) {
+		t.Errorf("SPDX: no package %s:\n%s", purl, spdx)
+	}
+	rec := readRecord(t, out+".record.json")
+	for _, a := range rec.Artifacts {
+		if a.Name != "static" {
+			continue
+		}
+		if !slices.ContainsFunc(a.GoBinaries[0].CLibraries, func(l clibs.Library) bool {
+			return l.Package.Name == "libseccomp-dev" && l.Arch == "arm64" && strings.HasPrefix(l.File, "/usr/lib/aarch64-linux-gnu/")
+		}) {
+			t.Errorf("static: the record says %+v", a.GoBinaries[0].CLibraries)
+		}
+	}
+}
+
+// A library linked from a directory no package owns (a /usr/local/lib,
+// here one of the test's) has no known licence: a warning naming the file
+// and the recipe's line, an error with --require-licenses. An archive the
+// module's own source carries is under the module's licence: recorded,
+// not warned of.
+func TestCgoLibraryWithoutPackage(t *testing.T) {
+	cc := needTool(t, "gcc")
+	ar := needTool(t, "ar")
+	dir := t.TempDir()
+	archive := func(libDir, name string) {
+		t.Helper()
+		writeFile(t, filepath.Join(libDir, name+".c"), "int "+name+"(void) { return 1; }\n")
+		if out, err := exec.Command(cc, "-c", "-o", filepath.Join(libDir, name+".o"), filepath.Join(libDir, name+".c")).CombinedOutput(); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		if out, err := exec.Command(ar, "rcs", filepath.Join(libDir, "lib"+name+".a"), filepath.Join(libDir, name+".o")).CombinedOutput(); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+	}
+	local := filepath.Join(dir, "usr-local", "lib")
+	archive(local, "foo")
+	archive(filepath.Join(dir, "app", "third_party"), "bar")
+	writeFile(t, filepath.Join(dir, "app", "go.mod"), "module example.com/foo\n\ngo 1.22\n")
+	writeFile(t, filepath.Join(dir, "app", "main.go"), `package main
+
+// #cgo LDFLAGS: -L`+local+` -lfoo -L${SRCDIR}/third_party -lbar
+// int foo(void);
+// int bar(void);
+import "C"
+
+func main() { println(C.foo() + C.bar()) }
+`)
+	recipe := filepath.Join(dir, "pallet.yaml")
+	writeFile(t, recipe, `version: 1
+artifacts:
+  foo:
+    go: {module: app, packages: ., cgo: true}
+    licenses: none
+images:
+  foo:
+    base: scratch
+    platforms: linux/amd64
+    files:
+      - {artifact: foo, dest: /bin/}
+`)
+	out := filepath.Join(t.TempDir(), "out")
+	log := mustPallet(t, "build", "--progress", "plain", "-f", recipe, "--cache-dir", t.TempDir(), "-o", "oci:"+out)
+	libfoo := filepath.Join(local, "libfoo.a")
+	if real, err := filepath.EvalSymlinks(libfoo); err == nil {
+		libfoo = real
+	}
+	want := recipe + ":4:5: artifact foo (linux/amd64, go mode): cgo links C libraries whose licence is not known: " + libfoo + " (-lfoo, in foo) is owned by no Debian package"
+	if !strings.Contains(log, want) {
+		t.Errorf("no warning %q:\n%s", want, log)
+	}
+	if strings.Contains(log, "libbar.a") {
+		t.Errorf("warned of the module's own archive:\n%s", log)
+	}
+	rec := readRecord(t, out+".record.json")
+	libs := rec.Artifacts[0].GoBinaries[0].CLibraries
+	if !slices.ContainsFunc(libs, func(l clibs.Library) bool { return l.InModule && strings.HasSuffix(l.File, "/libbar.a") }) ||
+		!slices.ContainsFunc(libs, func(l clibs.Library) bool { return l.File == libfoo && l.Package.Name == "" }) {
+		t.Errorf("the record says %+v", libs)
+	}
+	_, err := pallet(t, "build", "-q", "-f", recipe, "--require-licenses", "--cache-dir", t.TempDir(), "-o", "oci:"+filepath.Join(t.TempDir(), "out"))
+	if err == nil || !strings.Contains(err.Error(), "is owned by no Debian package") || !strings.Contains(err.Error(), "licences are required") {
+		t.Errorf("--require-licenses: %v", err)
+	}
+}

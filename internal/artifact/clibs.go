@@ -38,9 +38,20 @@ func (f *Fetcher) cLibraries(ctx context.Context, g *Go, run goRun, env []string
 	if err != nil {
 		return nil, nil, fmt.Errorf("the C libraries its cgo binaries link: %w", err)
 	}
+	// An archive in the module's own source is under its licence, as its
+	// C code is: not the distribution's to credit.
+	module, err := filepath.EvalSymlinks(run.licenses)
+	if err != nil {
+		return nil, nil, err
+	}
 	var files []string
-	for _, b := range found {
-		for _, l := range b.Libraries {
+	for i := range found {
+		for j := range found[i].Libraries {
+			l := &found[i].Libraries[j]
+			if rel, err := filepath.Rel(module, l.File); err == nil && filepath.IsLocal(rel) {
+				l.InModule = true
+				continue
+			}
 			files = append(files, l.File)
 		}
 	}
@@ -57,7 +68,7 @@ func (f *Fetcher) cLibraries(ctx context.Context, g *Go, run goRun, env []string
 		for j := range found[i].Libraries {
 			l := &found[i].Libraries[j]
 			p, ok := owners[l.File]
-			if !ok {
+			if !ok || l.InModule {
 				continue // said by the build, with the recipe's line
 			}
 			l.Package = p

@@ -47,6 +47,8 @@ func (b *builder) cLicenses(pa *plan.Artifact, res *artifact.Result, a *record.A
 		gb.Static, gb.Needed = c.Static, c.Needed
 		for _, l := range c.Libraries {
 			switch {
+			case l.InModule:
+				// Under the module's licence, shipped with the module's.
 			case l.Package.Name == "":
 				missing = append(missing, fmt.Sprintf("%s (%s, in %s) is owned by no Debian package", l.File, l.Flag, gb.Path))
 			case l.Copyright == "":

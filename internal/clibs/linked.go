@@ -59,6 +59,10 @@ type Library struct {
 	// followed; Flag is how the build named it (-lseccomp).
 	File string `json:"file"`
 	Flag string `json:"flag,omitempty"`
+	// InModule says File is in the source of the module built (an
+	// archive its repository carries): under the module's licence, as
+	// its C code is, and not looked up.
+	InModule bool `json:"inModule,omitempty"`
 	// Package is the Debian package that owns File, empty when none does.
 	Package
 	// Copyright is the package's copyright file as shipped, by its path
