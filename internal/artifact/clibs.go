@@ -48,6 +48,9 @@ func (f *Fetcher) cLibraries(ctx context.Context, g *Go, run goRun, env []string
 	for i := range found {
 		for j := range found[i].Libraries {
 			l := &found[i].Libraries[j]
+			if l.File == "" {
+				continue // not found: said by the build
+			}
 			if rel, err := filepath.Rel(module, l.File); err == nil && filepath.IsLocal(rel) {
 				l.InModule = true
 				continue

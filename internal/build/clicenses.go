@@ -49,6 +49,8 @@ func (b *builder) cLicenses(pa *plan.Artifact, res *artifact.Result, a *record.A
 			switch {
 			case l.InModule:
 				// Under the module's licence, shipped with the module's.
+			case l.File == "":
+				missing = append(missing, fmt.Sprintf("%s (in %s) is not where the linker looks, as pallet finds it", l.Flag, gb.Path))
 			case l.Package.Name == "":
 				missing = append(missing, fmt.Sprintf("%s (%s, in %s) is owned by no Debian package", l.File, l.Flag, gb.Path))
 			case l.Copyright == "":

@@ -41,27 +41,3 @@ License: LGPL-2.1
 		}
 	}
 }
-
-func TestExtldflags(t *testing.T) {
-	for _, c := range []struct {
-		ldflags []string
-		want    []string
-	}{
-		{[]string{"-s", "-w", "-extldflags", "-static"}, []string{"-static"}},
-		{[]string{"-extldflags '-static -L/opt/x -lfoo'"}, []string{"-static", "-L/opt/x", "-lfoo"}},
-		{[]string{`-extldflags="-static"`}, []string{"-static"}},
-		{[]string{"-X main.v=1"}, nil},
-	} {
-		if got := extldflags(c.ldflags); !reflect.DeepEqual(got, c.want) {
-			t.Errorf("extldflags(%q) = %q, want %q", c.ldflags, got, c.want)
-		}
-	}
-}
-
-func TestBinaryName(t *testing.T) {
-	for in, want := range map[string]string{"github.com/opencontainers/runc": "runc", "example.com/cmd/x/v2": "x", "example.com/v2": "example.com", "x": "x"} {
-		if got := binaryName(in); got != want {
-			t.Errorf("binaryName(%s) = %s, want %s", in, got, want)
-		}
-	}
-}

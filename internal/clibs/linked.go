@@ -56,7 +56,8 @@ type Binary struct {
 // Library is one library file linked into a binary.
 type Library struct {
 	// File is the file the linker took, on the build machine, links
-	// followed; Flag is how the build named it (-lseccomp).
+	// followed (empty when it was not found where the linker looks);
+	// Flag is how the build named it (-lseccomp).
 	File string `json:"file"`
 	Flag string `json:"flag,omitempty"`
 	// InModule says File is in the source of the module built (an
@@ -431,8 +432,13 @@ func (r *resolver) resolve(flags []string, bin *Binary) ([]Library, error) {
 		}
 		if file == "" {
 			// The link succeeded, so the linker found it where this does
-			// not look (a -Wl,-rpath-link, a linker script): said by name.
-			return nil, fmt.Errorf("%s: no %s in the -L directories or the C compiler's search path", f, strings.Join(names, " or "))
+			// not look (a linker script's directory, -Wl options): kept
+			// by its flag alone, a library whose licence is not known.
+			if !seen[f] {
+				seen[f] = true
+				out = append(out, Library{Flag: f})
+			}
+			continue
 		}
 		if !strings.HasSuffix(file, ".a") {
 			continue // a shared object or a linker script: loaded at run time
@@ -444,7 +450,7 @@ func (r *resolver) resolve(flags []string, bin *Binary) ([]Library, error) {
 			return nil, err
 		}
 	}
-	slices.SortFunc(out, func(a, b Library) int { return strings.Compare(a.File, b.File) })
+	slices.SortFunc(out, func(a, b Library) int { return strings.Compare(a.File+"\x00"+a.Flag, b.File+"\x00"+b.Flag) })
 	return out, nil
 }
 
