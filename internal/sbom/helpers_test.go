@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pallet-dev/pallet/internal/artifact"
+	"github.com/pallet-dev/pallet/internal/clibs"
 	"github.com/pallet-dev/pallet/internal/record"
 )
 
@@ -81,6 +82,19 @@ func sampleInput() Input {
 	content(&containerd, map[string]string{"bin/containerd": "containerd binary", "bin/ctr": "ctr binary"})
 	licenses(&containerd, map[string]string{"LICENSE": "Apache License 2.0 text", "NOTICE": "notice"})
 	containerd.GoBinaries = []record.GoBinary{{Path: "bin/containerd", GoVersion: "go1.22.7"}, {Path: "bin/ctr", GoVersion: "go1.22.7"}}
+	// ctr built with cgo, static: libseccomp and glibc's archives, by
+	// their Debian packages, and one no package owns.
+	deb := clibs.Package{Arch: "amd64", OS: "debian", Distro: "debian-12"}
+	seccomp, libc := deb, deb
+	seccomp.Name, seccomp.Version = "libseccomp-dev", "2.5.4-1+deb12u1"
+	libc.Name, libc.Version = "libc6-dev", "2.36-9+deb12u14"
+	containerd.GoBinaries[1].Static = true
+	containerd.GoBinaries[1].CLibraries = []clibs.Library{
+		{File: "/usr/lib/x86_64-linux-gnu/libc.a", Flag: "-lc", Package: libc, Copyright: "debian/libc6-dev/copyright"},
+		{File: "/usr/lib/x86_64-linux-gnu/libpthread.a", Flag: "-lpthread", Package: libc, Copyright: "debian/libc6-dev/copyright"},
+		{File: "/usr/lib/x86_64-linux-gnu/libseccomp.a", Flag: "-lseccomp", Package: seccomp, Copyright: "debian/libseccomp-dev/copyright", Licenses: []string{"LGPL-2.1-only"}},
+		{File: recipeDir + "/../usr-local/lib/libfoo.a", Flag: "-lfoo"},
+	}
 	for _, p := range []string{"bin/containerd", "bin/ctr"} {
 		containerd.Go = append(containerd.Go, GoBinary{Path: p, GoVersion: "go1.22.7", Main: Module{Path: "github.com/containerd/containerd/v2", Version: "(devel)"}, Deps: goDeps})
 	}

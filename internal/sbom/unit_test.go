@@ -1,6 +1,7 @@
 package sbom
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -298,6 +299,87 @@ func TestModulePurlOnce(t *testing.T) {
 		}
 		if n := strings.Count(string(doc), purl); n != 1 {
 			t.Errorf("%s: %s %d times, want once", name, purl, n)
+		}
+	}
+}
+
+// The Debian packages of the C libraries a cgo binary contains are
+// packages of the documents, one each however many of their files are
+// linked, by pkg:deb purl, with the licence their copyright file
+// declares, depended on by that binary alone; no build-machine path of a
+// library shows.
+func TestCLibraryPackages(t *testing.T) {
+	in := sampleInput()
+	spdx, err := SPDX(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Packages []struct {
+			SPDXID           string
+			Name             string `json:"name"`
+			LicenseConcluded string `json:"licenseConcluded"`
+			ExternalRefs     []struct {
+				Locator string `json:"referenceLocator"`
+			} `json:"externalRefs"`
+		} `json:"packages"`
+		Files []struct {
+			SPDXID   string
+			FileName string `json:"fileName"`
+		} `json:"files"`
+		Relationships []struct {
+			Element string `json:"spdxElementId"`
+			Type    string `json:"relationshipType"`
+			Related string `json:"relatedSpdxElement"`
+		} `json:"relationships"`
+	}
+	if err := json.Unmarshal(spdx, &doc); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][2]string{
+		"libseccomp-dev": {"pkg:deb/debian/libseccomp-dev@2.5.4-1%2Bdeb12u1?arch=amd64&distro=debian-12", "LGPL-2.1-only"},
+		"libc6-dev":      {"pkg:deb/debian/libc6-dev@2.36-9%2Bdeb12u14?arch=amd64&distro=debian-12", "NOASSERTION"},
+	}
+	ids := map[string]string{}
+	for _, p := range doc.Packages {
+		w, ok := want[p.Name]
+		if !ok {
+			continue
+		}
+		if _, dup := ids[p.Name]; dup {
+			t.Errorf("%s is two packages", p.Name)
+		}
+		ids[p.Name] = p.SPDXID
+		if len(p.ExternalRefs) != 1 || p.ExternalRefs[0].Locator != w[0] || p.LicenseConcluded != w[1] {
+			t.Errorf("%s: %+v, want %s under %s", p.Name, p, w[0], w[1])
+		}
+	}
+	if len(ids) != len(want) {
+		t.Fatalf("packages %v, want %v", ids, want)
+	}
+	files := map[string]string{}
+	for _, f := range doc.Files {
+		files[f.SPDXID] = f.FileName
+	}
+	for _, r := range doc.Relationships {
+		for name, id := range ids {
+			if r.Related == id && (r.Type != "DEPENDS_ON" || !strings.HasSuffix(files[r.Element], "/bin/ctr")) {
+				t.Errorf("%s: %s %s %s", name, files[r.Element], r.Type, name)
+			}
+		}
+	}
+	cdx, err := CycloneDX(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range [][]byte{spdx, cdx} {
+		for _, leak := range []string{"/usr/lib/x86_64-linux-gnu", "libfoo", "-lseccomp"} {
+			if strings.Contains(string(b), leak) {
+				t.Errorf("a document holds %q", leak)
+			}
+		}
+		if !strings.Contains(string(b), want["libseccomp-dev"][0]) {
+			t.Errorf("a document has no %s", want["libseccomp-dev"][0])
 		}
 	}
 }
