@@ -34,7 +34,7 @@ func (f *Fetcher) cLibraries(ctx context.Context, g *Go, run goRun, env []string
 			bins[e.Path] = e.Source
 		}
 	}
-	found, err := clibs.Find(ctx, clibs.Build{Dir: run.dir, Env: env, Packages: run.list, Tags: g.Tags, Ldflags: g.Ldflags}, bins)
+	found, err := clibs.Find(ctx, clibs.Build{Dir: run.dir, Env: env, Packages: run.list, Tags: g.Tags, Flags: g.Flags, Ldflags: g.Ldflags}, bins)
 	if err != nil {
 		return nil, nil, fmt.Errorf("the C libraries its cgo binaries link: %w", err)
 	}

@@ -31,10 +31,13 @@ type Build struct {
 	// PKG_CONFIG*, GOOS, GOARCH...).
 	Dir string
 	Env []string
-	// Packages are the packages built, Tags their build tags, Ldflags the
-	// go linker flags (for -extldflags).
+	// Packages are the packages built, Tags their build tags, Flags the
+	// recipe's other go build flags (-mod=vendor, -race...: go list takes
+	// them as go build does), Ldflags the go linker flags (for
+	// -extldflags).
 	Packages []string
 	Tags     []string
+	Flags    []string
 	Ldflags  []string
 }
 
@@ -188,6 +191,7 @@ func goList(ctx context.Context, b Build) ([]listed, error) {
 	if len(b.Tags) > 0 {
 		args = append(args, "-tags="+strings.Join(b.Tags, ","))
 	}
+	args = append(args, b.Flags...)
 	out, err := run(ctx, b.Dir, b.Env, "go", append(args, b.Packages...)...)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,10 @@
 package record
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/pallet-dev/pallet/internal/clibs"
+)
 
 func TestLicenceKept(t *testing.T) {
 	a := &Artifact{GoBinaries: []GoBinary{
@@ -38,5 +42,27 @@ func TestLicenceKept(t *testing.T) {
 	}
 	if a.LicenceKept("win-bridge.exe")("go.opentelemetry.io/otel/trace/LICENSE") {
 		t.Error("win-bridge.exe alone keeps the licence of a module only host-local.exe links")
+	}
+}
+
+// The copyright files of the C libraries a cgo binary contains go with
+// that binary, as its modules' licences do.
+func TestLicenceKeptCLibraries(t *testing.T) {
+	a := &Artifact{GoBinaries: []GoBinary{
+		{Path: "runc", CLibraries: []clibs.Library{{Copyright: "debian/libseccomp-dev/copyright"}, {Copyright: "debian/libc6-dev/copyright"}}},
+		{Path: "tool", CLibraries: []clibs.Library{{Copyright: "debian/libc6-dev/copyright"}, {File: "/usr/local/lib/libx.a"}}},
+	}}
+	kept := a.LicenceKept("tool")
+	if kept == nil {
+		t.Fatal("tool alone keeps every licence")
+	}
+	for p, want := range map[string]bool{
+		"debian/libc6-dev/copyright":      true,
+		"debian/libseccomp-dev/copyright": false,
+		"LICENSE":                         true,
+	} {
+		if got := kept(p); got != want {
+			t.Errorf("kept(%s) = %v, want %v", p, got, want)
+		}
 	}
 }
