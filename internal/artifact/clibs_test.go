@@ -119,3 +119,30 @@ func TestCgoLibrariesCachedAndRechecked(t *testing.T) {
 		t.Errorf("the log does not say %q: %q", want, logged)
 	}
 }
+
+// A gomod build (go install module@version) of a cgo command is listed in
+// the unpacked module: its static libseccomp is found as a go build's is.
+func TestCgoLibrariesOfGoInstall(t *testing.T) {
+	needCgoSeccomp(t)
+	p := newModProxy(t)
+	const path = "example.com/seccomp"
+	sum := p.addModule(t, path, "v1.0.0", map[string]string{
+		"go.mod":            "module " + path + "\n\ngo 1.22\n",
+		"cmd/sec/main.go":   "package main\n\n// #cgo pkg-config: libseccomp\n// #include <seccomp.h>\nimport \"C\"\n\nfunc main() { println(C.seccomp_version().major) }\n",
+		"LICENSE":           "MIT, for the test\n",
+		"cmd/sec/README.md": "x\n",
+	}).zip
+	r := &artifact.Request{Name: "sec", Platform: hostPlatform(t), Kind: &artifact.GoModule{
+		Path: path, Version: "v1.0.0", Sum: sum,
+		Go: artifact.Go{Module: ".", Packages: []string{"./cmd/sec"}, Ldflags: []string{"-extldflags", "-static"}, CGO: true, CC: "gcc"},
+	}}
+	res, err := fetcher(t).Fetch(context.Background(), r, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Record.CLinked) != 1 || res.Record.CLinked[0].Path != "sec" || !slices.ContainsFunc(res.Record.CLinked[0].Libraries, func(l clibs.Library) bool {
+		return l.Package.Name == "libseccomp-dev" && l.Copyright == "debian/libseccomp-dev/copyright"
+	}) {
+		t.Errorf("linked: %+v", res.Record.CLinked)
+	}
+}

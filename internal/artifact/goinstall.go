@@ -132,6 +132,12 @@ func (m *GoModule) install(ctx context.Context, f *Fetcher, r *Request, pkgs []s
 		sub:               p.OS + "_" + p.Arch,
 		work:              work,
 		versionFromBinary: true,
+		// go list cannot name pkg@version: the packages are listed in
+		// the unpacked module, whose go.mod go install read (it refuses
+		// one with replace or exclude directives, so the build lists
+		// are the same).
+		list:    pkgs,
+		listDir: dir,
 	})
 	if err != nil {
 		return nil, err
