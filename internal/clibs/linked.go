@@ -103,11 +103,11 @@ type listed struct {
 // -print-file-name). A dynamic binary links a library's shared object
 // where there is one, loaded at run time (DT_NEEDED) and not contained;
 // a static one, or a library with no shared object, is linked from its
-// archive, into the binary. A static binary also contains the C library
-// and libgcc, which the compiler driver links; every binary libgcc.
+// archive, into the binary. The compiler driver links libgcc into every
+// binary, and into a static one the C library and libgcc_eh too.
 // binaries maps a binary's path in the artifact to its file; a binary
 // no listed main package is named for is credited with every package's
-// libraries.
+// libraries. Nothing when no package of the build uses cgo.
 func Find(ctx context.Context, b Build, binaries map[string]string) ([]Binary, error) {
 	pkgs, err := goList(ctx, b)
 	if err != nil {
