@@ -157,6 +157,12 @@ func (b *builder) addGoLicense(ctx context.Context, pa *plan.Artifact, env []str
 		}
 		gl, err := b.goLicense(ctx, env, gb.GoVersion)
 		if err != nil {
+			// A build being stopped (another artifact failed, or the
+			// user interrupted it) kills the go command it asks: that
+			// is no word on the toolchain, and no licence to warn of.
+			if ctxErr := ctx.Err(); ctxErr != nil {
+				return ctxErr
+			}
 			if b.opt.RequireLicenses {
 				return fmt.Errorf("%s: the Go toolchain's licence, which its Go binaries' standard library is under: %w; licences are required", &pa.Request, err)
 			}
