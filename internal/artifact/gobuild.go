@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -437,6 +438,14 @@ func AskGoEnv(ctx context.Context, dir string, env []string, names ...string) ([
 	out, err := cmd.Output()
 	what := "go env " + strings.Join(names, " ")
 	if err != nil {
+		// Output keeps the go command's stderr (its last 32 KiB) in the
+		// exit error: that is what says why ("exit status 1" does not).
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			if msg := strings.TrimSpace(string(exit.Stderr)); msg != "" {
+				return nil, fmt.Errorf("%s: %w: %s", what, err, msg)
+			}
+		}
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	values := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")

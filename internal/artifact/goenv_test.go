@@ -128,3 +128,17 @@ func TestGoEnvBoundsDirectGit(t *testing.T) {
 		}
 	}
 }
+
+// A go env the go command fails says why, from its stderr: "go env
+// GOMODCACHE: exit status 1" alone left an offline build with a pinned
+// toolchain it could not switch to with nothing to go on.
+func TestAskGoEnvSaysWhy(t *testing.T) {
+	env := append(os.Environ(), "GOTOOLCHAIN=go1.999.0", "GOPROXY=off", "GOFLAGS=")
+	_, err := AskGoEnv(t.Context(), t.TempDir(), env, "GOVERSION")
+	if err == nil {
+		t.Fatal("go env with an unavailable toolchain succeeded")
+	}
+	if !strings.Contains(err.Error(), "go1.999.0") {
+		t.Errorf("error does not say why the go command failed: %v", err)
+	}
+}
