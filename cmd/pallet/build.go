@@ -219,14 +219,11 @@ type mirrorFlags struct {
 func (m *mirrorFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&m.dir, "mirror", "", "mirror directory written by pallet fetch; used when it holds a download or repository")
 	f.StringVar(&m.url, "mirror-url", "", "fetch downloads (BASE/sha256/DIGEST) and repositories (BASE/git/...) from this mirror instead of upstream")
-	f.BoolVar(&m.offline, "offline", false, "use no network: everything must be in --mirror")
+	f.BoolVar(&m.offline, "offline", false, "use no network: everything must be in --mirror, or without it in the cache and the go command's module cache")
 }
 
 // network checks the flags and returns the build's network policy.
 func (m *mirrorFlags) network() (build.Network, error) {
-	if m.offline && m.dir == "" {
-		return build.Network{}, fmt.Errorf("--offline needs --mirror DIR (written by pallet fetch)")
-	}
 	if m.url != "" {
 		u, err := url.Parse(m.url)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

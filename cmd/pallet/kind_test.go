@@ -337,6 +337,31 @@ func TestFetchThenOffline(t *testing.T) {
 	}
 }
 
+// --offline without --mirror builds from what earlier builds kept: the
+// cache's downloads and artifacts, and the go command's module cache. The
+// network gone, a rebuild gives the same image; what the cache lacks is
+// named, with the way to get it.
+func TestOfflineFromTheCache(t *testing.T) {
+	e := newKindEnv(t)
+	cacheDir := t.TempDir()
+	modes := filepath.Join(filepath.Dir(e.recipe), "release-modes.yaml")
+	online, _ := e.build(t, "--cache-dir", cacheDir, "--platform", "linux/amd64", "--modes", modes)
+
+	e.srv.Close()
+	if err := os.RemoveAll(filepath.Join(e.dir, "git")); err != nil {
+		t.Fatal(err)
+	}
+	offline, _ := e.build(t, "--cache-dir", cacheDir, "--offline", "--platform", "linux/amd64", "--modes", modes)
+	if a, b := layoutIndex(t, online).Manifests[0].Digest, layoutIndex(t, offline).Manifests[0].Digest; a != b {
+		t.Errorf("offline build %s differs from online %s", b, a)
+	}
+
+	_, err := pallet(t, append(e.args(filepath.Join(t.TempDir(), "out")), "--cache-dir", t.TempDir(), "--offline", "--platform", "linux/amd64", "--modes", modes)...)
+	if err == nil || !strings.Contains(err.Error(), "offline: ") || !strings.Contains(err.Error(), "is not in the cache") {
+		t.Errorf("offline with an empty cache: %v", err)
+	}
+}
+
 // The Go that builds a source artifact is the recipe's, not the host's:
 // GOTOOLCHAIN fetches it from the module proxy. The record and --min-go
 // read the version from the binaries themselves.

@@ -174,8 +174,13 @@ type Fetcher struct {
 	// MirrorURL serves a mirror's layout over http(s); downloads and
 	// repositories come from there instead of their upstream URLs.
 	MirrorURL string
-	// Offline forbids the network: everything must be in Mirror.
+	// Offline forbids the network: everything must be in Mirror, or,
+	// without one, in the cache and in ModCache.
 	Offline bool
+	// ModCache is, offline without a mirror, the go command's own module
+	// cache, read by Go builds as their only module proxy (file://), as
+	// a mirror's is: the modules and toolchains earlier builds fetched.
+	ModCache string
 	// Limits bound each download (size, stall).
 	Limits Limits
 	// Dpkg is where a cgo build's C libraries are looked up: the build

@@ -79,7 +79,7 @@ func (f *Fetcher) Get(ctx context.Context, rawURL, want, file string) error {
 		}
 	}
 	if f.Offline {
-		return fmt.Errorf("offline: %s (sha256 %s) is not in the mirror %s; run pallet fetch first", rawURL, want, f.Mirror)
+		return fmt.Errorf("offline: %s (sha256 %s) is not %s", rawURL, want, f.offlineWhere())
 	}
 	from := rawURL
 	if f.MirrorURL != "" {
@@ -359,4 +359,13 @@ func received(n, contentLength int64) string {
 		return fmt.Sprintf("%d of %d bytes", n, contentLength)
 	}
 	return fmt.Sprintf("%d bytes", n)
+}
+
+// offlineWhere says, for an offline build's error, where what it lacks
+// was looked for and how to get it there.
+func (f *Fetcher) offlineWhere() string {
+	if f.Mirror != "" {
+		return "in the mirror " + f.Mirror + "; run pallet fetch first"
+	}
+	return "in the cache (offline without --mirror, a build takes only what earlier builds kept); build once online, or run pallet fetch --mirror DIR and build with --mirror DIR"
 }

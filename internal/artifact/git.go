@@ -286,7 +286,7 @@ func (f *Fetcher) repoSource(repo string) (string, error) {
 		}
 	}
 	if f.Offline {
-		return "", fmt.Errorf("offline: repository %s is not in the mirror %s; run pallet fetch first", repo, f.Mirror)
+		return "", fmt.Errorf("offline: repository %s is not %s", repo, f.offlineWhere())
 	}
 	if f.MirrorURL != "" {
 		return strings.TrimSuffix(f.MirrorURL, "/") + "/git/" + repoKey(repo), nil

@@ -412,6 +412,8 @@ func (f *Fetcher) goEnv(g *Go, p platform.Platform) []string {
 		proxy := "off"
 		if f.Mirror != "" {
 			proxy = "file://" + filepath.ToSlash(proxyDir(ModuleCache(f.Mirror)))
+		} else if f.ModCache != "" {
+			proxy = "file://" + filepath.ToSlash(proxyDir(f.ModCache))
 		}
 		env = append(env, "GOPROXY="+proxy, "GOSUMDB=off")
 	}

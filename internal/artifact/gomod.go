@@ -245,7 +245,7 @@ func (m modulePin) download(ctx context.Context, f *Fetcher, env []string, dir s
 		msg = strings.TrimSpace(stderr.String())
 	}
 	if f.Offline {
-		return "", "", fmt.Errorf("offline: module %s is not in the mirror %s (run pallet fetch first): %s", m.ref(), f.Mirror, msg)
+		return "", "", fmt.Errorf("offline: module %s is not %s: %s", m.ref(), f.offlineWhere(), msg)
 	}
 	if runErr == nil {
 		runErr = fmt.Errorf("no zip in its output (%v)", jsonErr)

@@ -291,7 +291,7 @@ func TestGoModuleMirrorThenOffline(t *testing.T) {
 	f := fetcher(t)
 	f.Offline = true
 	_, err := f.Fetch(context.Background(), helloRequest(t, sum), t.TempDir())
-	if err == nil || !strings.Contains(err.Error(), "offline: module "+helloPath+"@v1.0.0 is not in the mirror") {
+	if err == nil || !strings.Contains(err.Error(), "offline: module "+helloPath+"@v1.0.0 is not in the cache") {
 		t.Errorf("offline without a mirror: %v", err)
 	}
 	f.Mirror = mirror

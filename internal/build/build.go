@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"go/version"
 	"maps"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -104,6 +105,21 @@ func (n Network) fetcher() (*artifact.Fetcher, error) {
 		if f.Mirror, err = filepath.Abs(n.Mirror); err != nil {
 			return nil, err
 		}
+	} else if n.Offline {
+		// Offline without a mirror: Go builds take their modules and
+		// toolchains from the go command's own module cache, where
+		// earlier builds fetched them, as from a mirror's. The go command
+		// that answers is the one on PATH (GOTOOLCHAIN=local: switching
+		// to another would need the network).
+		env := append(os.Environ(), "GOTOOLCHAIN=local")
+		v, err := artifact.AskGoEnv(context.Background(), "", env, "GOMODCACHE")
+		if err != nil {
+			return nil, fmt.Errorf("offline without --mirror, Go modules come from the go command's module cache: %w", err)
+		}
+		if !filepath.IsAbs(v[0]) {
+			return nil, fmt.Errorf("offline without --mirror: go env GOMODCACHE said %q, not an absolute path", v[0])
+		}
+		f.ModCache = v[0]
 	}
 	return f, nil
 }
@@ -164,9 +180,6 @@ func settle(p *plan.Plan, opt *Options) error {
 	}
 	if (opt.CacheFrom != "" || opt.CacheTo != "") && opt.NoCache {
 		return errors.New("a shared registry cache needs the local cache, which is turned off")
-	}
-	if opt.Network.Offline && opt.Network.Mirror == "" {
-		return errors.New("an offline build needs a mirror directory (written by pallet fetch)")
 	}
 	if opt.Compression == layer.Zstd {
 		for _, im := range p.Images {
