@@ -537,3 +537,31 @@ func TestKindCgoCrossCompile(t *testing.T) {
 		}
 	}
 }
+
+// Offline without --mirror, a recipe with no Go build needs no go
+// command: a machine without Go builds it from its files.
+func TestOfflineWithoutGo(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "etc", "agent.conf"), "mode: offline\n")
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
+artifacts:
+  config:
+    local: {path: ./etc/agent.conf}
+    licenses: none
+    check: false
+images:
+  agent:
+    base: scratch
+    platforms: [linux/amd64]
+    files:
+      - {artifact: config, dest: /etc/agent.conf}
+`)
+	t.Setenv("PATH", t.TempDir())
+	out := filepath.Join(dir, "out")
+	if msg, err := pallet(t, "build", "-f", filepath.Join(dir, "pallet.yaml"), "--offline", "--cache-dir", t.TempDir(), "-o", "oci:"+out); err != nil {
+		t.Fatalf("offline build without a go command: %v\n%s", err, msg)
+	}
+	if n := len(layoutIndex(t, out).Manifests); n != 1 {
+		t.Errorf("%d images in the layout, want 1", n)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"go/version"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -110,7 +111,11 @@ func (n Network) fetcher() (*artifact.Fetcher, error) {
 		// toolchains from the go command's own module cache, where
 		// earlier builds fetched them, as from a mirror's. The go command
 		// that answers is the one on PATH (GOTOOLCHAIN=local: switching
-		// to another would need the network).
+		// to another would need the network). Without one there are no Go
+		// builds to serve, and a recipe of downloads builds as before.
+		if _, err := exec.LookPath("go"); err != nil {
+			return f, nil
+		}
 		env := append(os.Environ(), "GOTOOLCHAIN=local")
 		v, err := artifact.AskGoEnv(context.Background(), "", env, "GOMODCACHE")
 		if err != nil {
