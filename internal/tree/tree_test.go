@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unsafe"
 )
 
 func paths(es []Entry) []string {
@@ -491,5 +492,16 @@ func TestPlaceStageDestMade(t *testing.T) {
 		"z 755 0:0", "z/x 755 0:0", "z/x/y 755 0:0", "z/x/y/sub 700 5:6", "z/x/y/sub/f 644 5:6"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("placed %q, want %q", got, want)
+	}
+}
+
+// A build holds an Entry per file, two while it places an artifact: its
+// fields are ordered so that they pack with no padding between them.
+func TestEntrySize(t *testing.T) {
+	if unsafe.Sizeof(uintptr(0)) != 8 {
+		t.Skip("the size is a 64-bit platform's")
+	}
+	if got := unsafe.Sizeof(Entry{}); got > 152 {
+		t.Errorf("Entry is %d bytes, want at most 152: a field added or moved pads it", got)
 	}
 }
