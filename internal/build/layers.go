@@ -454,7 +454,11 @@ func (b *builder) layerTree(ctx context.Context, name string, pi *plan.PlatformI
 				b.mu.Unlock()
 			}
 		}
-		if err := t.Place(res.Tree, place); err != nil {
+		placeTree := t.Place
+		if b.lastPlacement(pm.Artifact) {
+			placeTree = t.Move
+		}
+		if err := placeTree(res.Tree, place); err != nil {
 			return nil, nil, plan.Wrap(placedAt(pm, err), fmt.Errorf("image %s (%s), layer %s: place %s at %s: %w", name, pi.Platform, l.Name, res.Record.Name, dest, err))
 		}
 		what = append(what, res.Record.Name+" "+dest)
@@ -538,6 +542,17 @@ func placedPath(pm *plan.Placement) string {
 		return ""
 	}
 	return f
+}
+
+// lastPlacement says whether no placement of the artifact key but the
+// one being made is left (see placedAll): no layer tree, of this image or
+// another, reads its tree again, so the placement may take the tree's
+// entries rather than copy them (tree.Move). A layer placing the artifact
+// twice copies it both times.
+func (b *builder) lastPlacement(key string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.unplaced[key] == 1
 }
 
 // placedAll counts l's placements as taken, and lets go of the tree of

@@ -657,6 +657,9 @@ type Placement struct {
 	// same tree places, which are other files, as unpacking the archive
 	// twice makes them.
 	linked map[*LinkGroup]*LinkGroup
+	// take says the entries of the tree placed are the placement's to
+	// change and keep (see Move).
+	take bool
 }
 
 // MadeDir is the mode and owner of directory p (a clean path), which pl
@@ -733,6 +736,29 @@ func (pl Placement) noLinksFrom() (uint16, error) {
 
 // Place adds src to t according to pl.
 func (t *Tree) Place(src *Tree, pl Placement) error {
+	return t.place(src, pl)
+}
+
+// Move is Place for a src that no one reads again, which it leaves
+// empty: where Place copies the entries of src, Move changes them into
+// t's. The artifact placed once, the common case, is then not held
+// twice while it is placed: for 100,000 files, the second copy was 17 MB
+// at the peak of a build's memory.
+func (t *Tree) Move(src *Tree, pl Placement) error {
+	pl.take = true
+	defer src.clear()
+	return t.place(src, pl)
+}
+
+// clear empties t, which Move took the entries of.
+func (t *Tree) clear() {
+	t.orderMu.Lock()
+	defer t.orderMu.Unlock()
+	t.entries, t.parents = map[string]*Entry{}, map[string]bool{}
+	t.unindexed, t.chunk, t.order = nil, nil, nil
+}
+
+func (t *Tree) place(src *Tree, pl Placement) error {
 	dest, err := CleanPath(pl.Dest)
 	if err != nil {
 		return err
@@ -897,17 +923,34 @@ func (t *Tree) placeNew(src *Tree, dest string, pl Placement, empty bool) {
 	} else {
 		t.order = nil
 	}
-	placed := make([]Entry, 0, n)
+	src.orderMu.Lock()
+	if src.order == nil {
+		src.sort()
+	}
+	order := src.order
+	src.orderMu.Unlock()
+	// Moved, src's entries become t's, changed where they are; placed,
+	// they are copied into one slice.
+	var placed []Entry
+	if !pl.take {
+		placed = make([]Entry, 0, n)
+	}
 	start := len(t.order)
 	lastDir := ""
-	for e := range src.All() {
+	for _, ne := range order {
+		e := *ne
 		p := e.Path
 		if prefix != "" {
 			p, paths = paths[:len(prefix)+len(p)], paths[len(prefix)+len(p):]
 		}
 		e.Path = p
-		placed = append(placed, pl.onto(e))
-		if ne := &placed[len(placed)-1]; empty {
+		if pl.take {
+			*ne = pl.onto(e)
+		} else {
+			placed = append(placed, pl.onto(e))
+			ne = &placed[len(placed)-1]
+		}
+		if empty {
 			t.order = append(t.order, ne)
 		} else {
 			t.unindexed = append(t.unindexed, ne)

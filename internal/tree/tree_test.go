@@ -310,10 +310,36 @@ func TestPlaceNewAsAdd(t *testing.T) {
 			if !reflect.DeepEqual(got.parents, want.parents) {
 				t.Errorf("parents %v, want %v", got.parents, want.parents)
 			}
+			// Moved, the entries of a tree of its own are the same, and
+			// it is left empty.
+			moved, taken := New(), New()
+			for _, p := range tc.before {
+				if err := moved.Add(Entry{Path: p, Kind: File}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if taken, err = FromDir(dir); err != nil {
+				t.Fatal(err)
+			}
+			if err := moved.Move(taken, pl); err != nil {
+				t.Fatal(err)
+			}
+			if g, w := moved.Entries(), got.Entries(); !reflect.DeepEqual(g, w) {
+				t.Errorf("moved:\n%v\nplaced:\n%v", g, w)
+			}
+			if !reflect.DeepEqual(moved.parents, got.parents) {
+				t.Errorf("moved: parents %v, want %v", moved.parents, got.parents)
+			}
+			if n := taken.Len(); n != 0 || len(taken.Entries()) != 0 {
+				t.Errorf("the tree moved still holds %d entries", n)
+			}
 			// What Add refuses after adding each, it refuses after placing.
 			for _, e := range []Entry{{Path: dest + "/a/x/under", Kind: File}, {Path: dest + "/a", Kind: File}, {Path: dest + "/a/x", Kind: File}} {
 				if err := got.Add(e); err == nil {
 					t.Errorf("%s: added after the placement", e.Path)
+				}
+				if err := moved.Add(e); err == nil {
+					t.Errorf("%s: added after the move", e.Path)
 				}
 			}
 		})
