@@ -544,6 +544,7 @@ func (b *builder) build(ctx context.Context) (_ *Result, err error) {
 	b.unplaced = map[string]int{}
 	for _, im := range p.Images {
 		for _, pi := range im.Platforms {
+			b.unkeyed += len(pi.Layers)
 			for _, l := range pi.Layers {
 				for _, pm := range l.Placements {
 					b.unplaced[pm.Artifact]++
@@ -642,6 +643,10 @@ type builder struct {
 	// tree has taken yet: once none is left, its tree is let go (see
 	// placedAll).
 	unplaced map[string]int
+	// unkeyed counts the layers, of every image, whose key is not made
+	// yet: once none is left, the memo lets go of what it saved (see
+	// keyed).
+	unkeyed int
 	// singles are the archive entries placements of one file take
 	// (entryOrigin).
 	singles map[placed]string

@@ -11,6 +11,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	chmod "github.com/tonistiigi/dchapes-mode"
@@ -126,8 +127,9 @@ func (b *builder) layers(ctx context.Context, im *plan.Image, pi *plan.PlatformI
 			if err := gctx.Err(); err != nil {
 				return err
 			}
+			var keyed sync.Once
 			write := func(t *tree.Tree) (v1.Layer, error) {
-				lay, err := b.layer(t, opt)
+				lay, err := b.layer(t, opt, func() { keyed.Do(b.keyed) })
 				var bad *layer.EntryError
 				if errors.As(err, &bad) {
 					pm, from := b.entryOrigin(gctx, name, pi, l, bad.Path)
@@ -183,6 +185,18 @@ func (b *builder) layers(ctx context.Context, im *plan.Image, pi *plan.PlatformI
 func (b *builder) saveNew() {
 	if b.cache != nil {
 		b.saving.Go(b.cache.SaveNew)
+	}
+}
+
+// keyed counts one more layer's key as made. Once every layer's is, no
+// step of the build looks up most of the files it hashed: the memo
+// lets go of the entries it saved (cache.Release) while the layers are
+// written, which for 100,000 files is 14 MB of the build's peak.
+func (b *builder) keyed() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.unkeyed--; b.unkeyed == 0 && b.cache != nil {
+		b.saving.Go(b.cache.Release)
 	}
 }
 
@@ -628,7 +642,8 @@ func artifactsOf(l *plan.Layer) string {
 
 // layer returns the layer for t: from the cache when the same tree was
 // written before (no tar, no compression), else written now and kept.
-func (b *builder) layer(t *tree.Tree, opt layer.Options) (v1.Layer, error) {
+// It calls keyed once the layer's key is made.
+func (b *builder) layer(t *tree.Tree, opt layer.Options, keyed func()) (v1.Layer, error) {
 	if opt.Compression == "" {
 		opt.Compression = layer.Gzip
 	}
@@ -640,17 +655,18 @@ func (b *builder) layer(t *tree.Tree, opt layer.Options) (v1.Layer, error) {
 	}
 	// The digests the key is made of are the ones the written layer must
 	// have: layer.Build checks each file against them as it writes it.
-	keyed := map[string]string{}
+	keyedSums := map[string]string{}
 	keyer := cache.NewKeyer()
 	err := layer.KeyParts(t, opt, func(path string, st tree.Stamp) (string, error) {
 		sum, err := c.FileDigest(path, st)
-		keyed[path] = sum
+		keyedSums[path] = sum
 		return sum, err
 	}, keyer.Add)
 	if err != nil {
 		return nil, err
 	}
-	opt.Expect = func(path string) string { return keyed[path] }
+	keyed()
+	opt.Expect = func(path string) string { return keyedSums[path] }
 	// A file this build hashed already (unpacked it, or read it for the
 	// key once it had settled) is not hashed again as it is written.
 	opt.Known = c.Checked

@@ -42,6 +42,9 @@ type Cache struct {
 	// shards are the parts of the digest memo (facts about files, by
 	// path) this build has read, by number.
 	shards map[int]*memoShard
+	// releasing says Release was called: SaveNew lets go of each shard
+	// it writes.
+	releasing bool
 	// memoShards is how many shards the memo has (memoShards when zero).
 	memoShards int
 	// learnedDigests are the digests this build computed, by file: what

@@ -766,12 +766,56 @@ func (c *Cache) SaveNew() {
 			dirErr, made = os.MkdirAll(c.memoDir(), 0o755), true
 		}
 		if dirErr == nil && c.writeShard(i, data) == nil {
+			c.mu.Lock()
+			if c.releasing {
+				c.releaseLocked(i, s)
+			}
+			c.mu.Unlock()
 			continue
 		}
 		c.mu.Lock()
 		s.dirty = true
 		c.mu.Unlock()
 	}
+}
+
+// keepChecked is the size from which a file's digest this build derived
+// outlives its memo entry once Release lets go of it (learned by the
+// file's identity, see Checked): the layer writer copies a smaller file
+// without it, hashing it as it copies, which costs less than opening
+// and reading the file, which it does anyway. A tree of 100,000 small
+// files saves the entries' 14 MB while its layer is written; one of big
+// files keeps the digests that spare reading them twice.
+const keepChecked = 64 << 10
+
+// Release lets go of the memo shards SaveNew wrote, and from now on of
+// each it writes, saving those it has not yet: for a build that has made
+// every layer's key, which holds each file's digest, so that only
+// Checked asks about most files again. A lookup of one of their files
+// reads its shard back. Shards read from disk, or changed since they
+// were saved, are kept.
+func (c *Cache) Release() {
+	c.mu.Lock()
+	c.releasing = true
+	for i, s := range c.shards {
+		c.releaseLocked(i, s)
+	}
+	c.mu.Unlock()
+	c.SaveNew()
+}
+
+// releaseLocked lets go of shard i, s, if SaveNew wrote it and it has
+// not changed since. Called with c.mu held.
+func (c *Cache) releaseLocked(i int, s *memoShard) {
+	if s.dirty || s.data != "" || len(s.at) > 0 || c.shards[i] != s {
+		return
+	}
+	for _, m := range s.entries {
+		if sum, ok := m.get("sha256"); ok && m.checked && m.st.Size >= keepChecked {
+			c.learnLocked(m.st, sum)
+		}
+	}
+	delete(c.shards, i)
 }
 
 // written is s as the memo's file holds it once saved: its entries, whole

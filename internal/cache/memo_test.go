@@ -950,3 +950,80 @@ func TestForgottenStaysForgottenWhileBuilding(t *testing.T) {
 		}
 	}
 }
+
+// Release lets go of the shards SaveNew wrote, having saved them: the
+// next lookup reads its shard back. Of the digests the build derived,
+// Checked still gives those of big files, which the layer writer would
+// otherwise read twice.
+func TestRelease(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cacheDir := filepath.Join(dir, "cache")
+	var files []string
+	for i := range 20 {
+		p := filepath.Join(dir, "src", fmt.Sprintf("f%d", i))
+		writeFile(t, p, []byte(p))
+		files = append(files, p)
+	}
+	big := filepath.Join(dir, "src", "big")
+	writeFile(t, big, bytes.Repeat([]byte{'b'}, keepChecked))
+	files = append(files, big)
+	settle()
+	c, _ := openCache(t, cacheDir)
+	defer c.Close()
+	want := map[string]string{}
+	for _, p := range files {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[p] = sha(data)
+		if got, err := c.FileSHA256(p); err != nil || got != want[p] {
+			t.Fatalf("%s: %s (%v)", p, got, err)
+		}
+	}
+	done := make(chan struct{})
+	go func() { // lookups meanwhile (go test -race)
+		defer close(done)
+		for _, p := range files {
+			if got, err := c.FileSHA256(p); err != nil || got != want[p] {
+				t.Errorf("%s: %s (%v) while releasing", p, got, err)
+			}
+		}
+	}()
+	c.Release()
+	<-done
+	saved := readMemo(t, cacheDir)
+	for _, p := range files {
+		if v, _ := saved[p].get("sha256"); v != want[p] {
+			t.Errorf("%s: saved %q, want %s", p, v, want[p])
+		}
+	}
+	// The lookups meanwhile may have read shards back, which hold no
+	// entries of their own.
+	c.mu.Lock()
+	held := 0
+	for _, s := range c.shards {
+		held += len(s.entries)
+	}
+	c.mu.Unlock()
+	if held != 0 {
+		t.Errorf("%d entries held after Release", held)
+	}
+	for _, p := range files {
+		info, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum, ok := c.Checked(p, info)
+		if p == big && (!ok || sum != want[p]) {
+			t.Errorf("%s: Checked gives %s, %v after Release, want its digest", p, sum, ok)
+		}
+		if p != big && ok {
+			t.Errorf("%s: Checked after Release, which let go of it", p)
+		}
+		if got, err := c.FileSHA256(p); err != nil || got != want[p] {
+			t.Errorf("%s: %s (%v) after Release", p, got, err)
+		}
+	}
+}
