@@ -655,18 +655,29 @@ func (b *builder) layer(t *tree.Tree, opt layer.Options, keyed func()) (v1.Layer
 	}
 	// The digests the key is made of are the ones the written layer must
 	// have: layer.Build checks each file against them as it writes it.
-	keyedSums := map[string]string{}
+	// They are kept sorted by file, not in a map: for 100,000 files a map
+	// was 4 to 8 MB (twice that while it grew) at the peak of the build's
+	// memory, the slice is 3 MB; the tree's order is mostly the files'
+	// already, which sorts fast.
+	sums := make([]sourceSum, 0, t.Len())
 	keyer := cache.NewKeyer()
 	err := layer.KeyParts(t, opt, func(path string, st tree.Stamp) (string, error) {
 		sum, err := c.FileDigest(path, st)
-		keyedSums[path] = sum
+		sums = append(sums, sourceSum{path, sum})
 		return sum, err
 	}, keyer.Add)
 	if err != nil {
 		return nil, err
 	}
 	keyed()
-	opt.Expect = func(path string) string { return keyedSums[path] }
+	slices.SortFunc(sums, func(a, b sourceSum) int { return strings.Compare(a.source, b.source) })
+	opt.Expect = func(path string) string {
+		i, ok := slices.BinarySearchFunc(sums, path, func(s sourceSum, p string) int { return strings.Compare(s.source, p) })
+		if !ok {
+			return ""
+		}
+		return sums[i].sum
+	}
 	// A file this build hashed already (unpacked it, or read it for the
 	// key once it had settled) is not hashed again as it is written.
 	opt.Known = c.Checked
@@ -721,6 +732,9 @@ func (b *builder) layer(t *tree.Tree, opt layer.Options, keyed func()) (v1.Layer
 		return out, nil
 	})
 }
+
+// sourceSum is the sha256 a layer's key holds of the file at source.
+type sourceSum struct{ source, sum string }
 
 // cachedLayer is the cached layer for key, if its entry holds. The entry's
 // diff ID and compression reach the image config as they are, so they are
