@@ -5,8 +5,10 @@
 // With the runtime's default (GOGC=100) the heap grows to twice what is
 // live before each collection; a no-op build of 100,000 small files, with
 // about 65 MB live at its peak, reached 125-155 MB of RSS, and 95 MB
-// with this limit (bench/RESULTS.md has what it costs in CPU: little for
-// a no-op, a quarter more for a cold build). A fixed limit alone
+// with a limit of 84 MB. Once such a build held about 50 MB at its peak
+// (a cold one, 45-55 MB while it writes its layer), the limit came down
+// to 64 MB: 70-78 MB of RSS, for no more CPU than the build took before
+// with the higher limit (it makes less garbage too). A fixed limit alone
 // would make a build whose live heap outgrows it collect without pause
 // (up to half the CPU, where the runtime caps it): after each collection
 // the limit is raised to a quarter over the live heap, so such a build
@@ -24,9 +26,10 @@ import (
 )
 
 // Soft is the limit while the live heap is under Soft/1.25: with the
-// runtime's own memory (stacks, metadata) and the program's text, a
-// process so limited stays under 100 MB of RSS.
-const Soft = 84 << 20
+// runtime's own memory (stacks, metadata) and the program's text (about
+// 16 MB of it paged in by a build), a process so limited stays under
+// 80 MB of RSS.
+const Soft = 64 << 20
 
 // limitFor is the limit after a collection that left live bytes live.
 func limitFor(live uint64) int64 {
