@@ -312,13 +312,14 @@ func TestPlaceNewAsAdd(t *testing.T) {
 			}
 			// Moved, the entries of a tree of its own are the same, and
 			// it is left empty.
-			moved, taken := New(), New()
+			moved := New()
 			for _, p := range tc.before {
 				if err := moved.Add(Entry{Path: p, Kind: File}); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if taken, err = FromDir(dir); err != nil {
+			taken, err := FromDir(dir)
+			if err != nil {
 				t.Fatal(err)
 			}
 			if err := moved.Move(taken, pl); err != nil {
