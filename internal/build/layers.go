@@ -665,7 +665,7 @@ func (b *builder) layer(t *tree.Tree, opt layer.Options, keyed func()) (v1.Layer
 		sum, err := c.FileDigest(path, st)
 		sums = append(sums, sourceSum{path, sum})
 		return sum, err
-	}, keyer.Add)
+	}, keyer.AddBytes)
 	if err != nil {
 		return nil, err
 	}

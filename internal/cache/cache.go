@@ -18,6 +18,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -196,13 +197,30 @@ func Key(parts ...string) string {
 }
 
 // Keyer makes the key Key makes of the parts added, one part at a time.
-type Keyer struct{ h hash.Hash }
+type Keyer struct {
+	h   hash.Hash
+	buf []byte
+}
 
 // NewKeyer starts a key.
 func NewKeyer() *Keyer { return &Keyer{h: sha256.New()} }
 
 // Add appends part to the key.
-func (k *Keyer) Add(part string) { fmt.Fprintf(k.h, "%d:%s;", len(part), part) }
+func (k *Keyer) Add(part string) { k.buf = appendPart(k.buf[:0], part); k.h.Write(k.buf) }
+
+// AddBytes is Add for a part held as bytes, which it does not keep: a
+// layer's key adds one part per file, and a string of each was 12 MB of
+// garbage for 100,000 files.
+func (k *Keyer) AddBytes(part []byte) { k.buf = appendPart(k.buf[:0], part); k.h.Write(k.buf) }
+
+// appendPart appends part as a key holds it, what fmt's "%d:%s;" of its
+// length and itself gives.
+func appendPart[T string | []byte](b []byte, part T) []byte {
+	b = strconv.AppendInt(b, int64(len(part)), 10)
+	b = append(b, ':')
+	b = append(b, part...)
+	return append(b, ';')
+}
 
 // Sum is the key of the parts added.
 func (k *Keyer) Sum() string { return hex.EncodeToString(k.h.Sum(nil)) }

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -111,6 +112,17 @@ func TestKeyerIsKey(t *testing.T) {
 	}
 	if got, want := k.Sum(), Key(parts...); got != want {
 		t.Errorf("Keyer %s, Key %s", got, want)
+	}
+	// Parts as bytes make the same key, and both the key the cache's
+	// entries were stored under: fmt's "%d:%s;" of each part.
+	kb := NewKeyer()
+	var formatted string
+	for _, p := range parts {
+		kb.AddBytes([]byte(p))
+		formatted += fmt.Sprintf("%d:%s;", len(p), p)
+	}
+	if got, want := kb.Sum(), sha([]byte(formatted)); got != want || Key(parts...) != want {
+		t.Errorf("AddBytes %s, Key %s, want %s", got, Key(parts...), want)
 	}
 	if Key("ab", "c") == Key("a", "bc") {
 		t.Error("two lists with the same concatenation have one key")

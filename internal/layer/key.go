@@ -15,19 +15,20 @@ import (
 // of the image (opt.LinkTarget) as well as on the entry.
 func Key(t *tree.Tree, opt Options, digest tree.FileDigest) ([]string, error) {
 	var parts []string
-	err := KeyParts(t, opt, digest, func(part string) { parts = append(parts, part) })
+	err := KeyParts(t, opt, digest, func(part []byte) { parts = append(parts, string(part)) })
 	return parts, err
 }
 
 // KeyParts gives Key's parts to add one by one, for a caller that digests
-// them as they come rather than holding one string per file.
-func KeyParts(t *tree.Tree, opt Options, digest tree.FileDigest, add func(part string)) error {
+// them as they come rather than holding one string per file. A part is
+// add's only for the call.
+func KeyParts(t *tree.Tree, opt Options, digest tree.FileDigest, add func(part []byte)) error {
 	compression := string(opt.Compression)
 	if opt.Compression == Gzip || opt.Compression == "" {
 		compression = gzipKeyName(opt.GzipLevel)
 	}
 	for _, p := range []string{"layer-v3", opt.Format.String(), compression, strconv.FormatInt(opt.Epoch.Unix(), 10)} {
-		add(p)
+		add([]byte(p))
 	}
 	var links linkTyper
 	if opt.Format == Windows {
@@ -70,7 +71,7 @@ func KeyParts(t *tree.Tree, opt Options, digest tree.FileDigest, add func(part s
 				buf = append(buf, "|dir"...)
 			}
 		}
-		add(string(buf))
+		add(buf)
 	}
 	return nil
 }
