@@ -421,6 +421,10 @@ func destination(s *stageState, raw string) (string, bool, error) {
 	if err != nil {
 		return "", false, fmt.Errorf("destination %s: %w", raw, err)
 	}
+	// Refused here, before the stage's content records each parent.
+	if _, err := tree.CleanPath(path.Clean(dest)); err != nil {
+		return "", false, fmt.Errorf("destination: %w", err)
+	}
 	// On Windows, C:\K is the C:\k the stage holds already.
 	clean := s.content.spell(path.Clean(dest))
 	return clean, strings.HasSuffix(dest, "/") || strings.HasSuffix(dest, "/.") || s.content.isDir(clean), nil

@@ -184,6 +184,11 @@ func (e *evaluator) workdir(s *stageState, n *parser.Node, c *instructions.Workd
 	if err != nil {
 		return err
 	}
+	// Refused before the stage's content records each of its parents,
+	// and each WORKDIR's layer holds them all.
+	if _, err := tree.CleanPath(path.Clean(wd)); err != nil {
+		return err
+	}
 	s.workdir = wd
 	s.cfg.Workdir = system.FromSlash(wd, s.platform.OS)
 	// BuildKit makes it with a file op (dispatchWorkdir), but for /,

@@ -118,3 +118,35 @@ func TestLongLineNamed(t *testing.T) {
 		}
 	}
 }
+
+// A WORKDIR or a destination deeper than a runtime can unpack is refused
+// at its line, before the plan records each of its parents: 2000 nested
+// WORKDIRs, each a layer of its whole chain, ran for minutes, and one of
+// 16,000 directories took 40 s.
+func TestPathsBounded(t *testing.T) {
+	tests := []struct {
+		name, df string
+		line     int
+	}{
+		{"nested WORKDIRs", "FROM scratch\n" + strings.Repeat("WORKDIR a\n", 2000), 258},
+		{"one deep WORKDIR", "FROM scratch\nWORKDIR /" + strings.Repeat("a/", 16000), 2},
+		{"a deep destination", "FROM scratch\nCOPY a /" + strings.Repeat("a/", 300), 2},
+		{"a long destination", "FROM scratch\nWORKDIR /w\nCOPY a " + strings.Repeat("n", 5000), 3},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			_, err := planFiles(t, map[string]string{"Dockerfile": tc.df, "a": "a"}, Options{})
+			if took := time.Since(start); took > 5*time.Second {
+				t.Errorf("took %s", took)
+			}
+			if err == nil {
+				t.Fatal("no error")
+			}
+			pe := located(t, err)
+			if !strings.Contains(pe.Error(), "deeper than 256 directories") || pe.Line != tc.line {
+				t.Errorf("got %v, want line %d", err, tc.line)
+			}
+		})
+	}
+}

@@ -156,3 +156,27 @@ func TestEntriesAsBefore(t *testing.T) {
 		}
 	}
 }
+
+// A path is bounded as an archive entry's is: each directory placed adds
+// its parents, so a dest of 16,000 directories (32 KB) cost 40 s to place.
+// Paths up to the bounds are kept.
+func TestPathBounds(t *testing.T) {
+	deepest := strings.Repeat("d/", MaxDepth-1) + "f"
+	longest := strings.Repeat("n", MaxPath)
+	for _, p := range []string{deepest, "/" + deepest, longest} {
+		if _, err := CleanPath(p); err != nil {
+			t.Errorf("%.20s... (%d bytes): %v", p, len(p), err)
+		}
+	}
+	for _, p := range []string{"d/" + deepest, longest + "n", strings.Repeat("a/", 16000)} {
+		start := time.Now()
+		tr := New()
+		err := tr.Add(Entry{Path: p, Kind: Dir})
+		if err == nil || !strings.Contains(err.Error(), "deeper than 256") {
+			t.Errorf("%.20s... (%d bytes): %v, want it refused", p, len(p), err)
+		}
+		if took := time.Since(start); took > time.Second {
+			t.Errorf("took %s", took)
+		}
+	}
+}
