@@ -81,6 +81,11 @@ func (e *evaluator) instruction(s *stageState, n *parser.Node) error {
 	default:
 		err = fmt.Errorf("not supported by pallet")
 	}
+	// Refused here, before the plan of a stage with thousands of layers
+	// costs minutes.
+	if err == nil && len(s.layers) > image.MaxLayers {
+		err = fmt.Errorf("this makes layer %d of the image; an image has at most %d (Linux's overlayfs mounts no more, Docker no more than %d): copy more in one COPY", len(s.layers), image.MaxLayers, plan.MaxLayers)
+	}
 	if err != nil {
 		return locate(strings.ToUpper(kw), pos, err)
 	}

@@ -150,3 +150,25 @@ func TestPathsBounded(t *testing.T) {
 		})
 	}
 }
+
+// A stage's layers are held to image.MaxLayers at the instruction that
+// makes one too many: 3000 WORKDIRs took 51 s to build, and a 4 MiB
+// Dockerfile holds 300,000.
+func TestLayersBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("FROM scratch\n")
+	for i := range 3000 {
+		fmt.Fprintf(&b, "WORKDIR /w%d\n", i)
+	}
+	start := time.Now()
+	_, err := planFiles(t, map[string]string{"Dockerfile": b.String()}, Options{})
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("took %s", took)
+	}
+	if err == nil {
+		t.Fatal("no error")
+	}
+	if pe := located(t, err); !strings.Contains(pe.Error(), "layer 501 of the image; an image has at most 500") || pe.Line != 502 {
+		t.Errorf("got %v, want line 502", err)
+	}
+}

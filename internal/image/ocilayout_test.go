@@ -565,3 +565,43 @@ func TestLayoutBaseLayerIsAPipe(t *testing.T) {
 		t.Fatal("reading a base whose layer is a named pipe blocked")
 	}
 }
+
+// A base is held to MaxLayers before its config is read: one of 20,000
+// layers (a 3 MB manifest) ran for minutes in go-containerregistry's
+// appended image. One of MaxLayers is taken.
+func TestLayoutBaseLayerCount(t *testing.T) {
+	for _, n := range []int{MaxLayers, 20000} {
+		l := newTestLayout(t)
+		files := []fixture.File{{Name: "f", Content: "x"}}
+		layer := l.blob(fixture.TarGz(files), types.OCILayer)
+		layers := make([]v1.Descriptor, n)
+		diffIDs := make([]v1.Hash, n)
+		for i := range layers {
+			layers[i], diffIDs[i] = layer, sha256Hash(fixture.Tar(files))
+		}
+		cfg, err := json.Marshal(v1.ConfigFile{OS: "linux", Architecture: "amd64", RootFS: v1.RootFS{Type: "layers", DiffIDs: diffIDs}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := json.Marshal(v1.Manifest{SchemaVersion: 2, MediaType: types.OCIManifestSchema1, Config: l.blob(cfg, types.OCIConfigJSON), Layers: layers})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.root(l.blob(m, types.OCIManifestSchema1))
+		start := time.Now()
+		img, err := l.base(linuxAMD64)
+		if n <= MaxLayers {
+			if err != nil {
+				t.Fatalf("%d layers: %v", n, err)
+			}
+			if ls, err := img.Layers(); err != nil || len(ls) != n {
+				t.Fatalf("%d layers read, want %d: %v", len(ls), n, err)
+			}
+			continue
+		}
+		wantErr(t, err, "lists 20000 layers", "at most 500")
+		if took := time.Since(start); took > 2*time.Second {
+			t.Errorf("refused after %s", took)
+		}
+	}
+}
