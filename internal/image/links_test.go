@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -257,5 +258,25 @@ func TestBaseViewBoundsZstdWindow(t *testing.T) {
 	}
 	if _, err := BaseView(img, 1<<30, 0); err != nil {
 		t.Errorf("within the default window: %v", err)
+	}
+}
+
+// A base layer's names and link targets are held to archive extraction's
+// bounds before the view makes each parent: one name 20,000 directories
+// deep took 9 s and 1.2 GB. Names at the bounds are read.
+func TestBaseViewBoundsNames(t *testing.T) {
+	deepest := strings.Repeat("d/", tree.MaxDepth-1) + "f"
+	if _, err := BaseView(imageOf(t, tarLayer(t, deepest, strings.Repeat("n", tree.MaxPath), "l->"+strings.Repeat("t", tree.MaxPath))), 1<<30, 0); err != nil {
+		t.Fatalf("names at the bounds: %v", err)
+	}
+	for _, name := range []string{"d/" + deepest, strings.Repeat("n", tree.MaxPath+1), strings.Repeat("a/", 20000) + "f", "l->" + strings.Repeat("t", 100_000)} {
+		start := time.Now()
+		_, err := BaseView(imageOf(t, tarLayer(t, name)), 1<<30, 0)
+		if err == nil || !strings.Contains(err.Error(), "base layer 1") || !strings.Contains(err.Error(), "4096") {
+			t.Errorf("%.20s... (%d bytes): %v, want it refused", name, len(name), err)
+		}
+		if took := time.Since(start); took > time.Second {
+			t.Errorf("%.20s...: took %s", name, took)
+		}
 	}
 }
