@@ -361,3 +361,18 @@ func TestExpansionBounded(t *testing.T) {
 		t.Errorf("label of %d bytes, want 1 MB", got)
 	}
 }
+
+// yaml.v3 refuses a document whose aliases expand to much more than it
+// holds, without a line; the error points at the anchor aliased most.
+func TestExcessiveAliasingHasALine(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("version: 1\nartifacts:\n  f:\n    local: {path: a}\nimages:\n  x0: &img\n    base: scratch\n    platforms: [linux/amd64]\n    files:\n")
+	for i := range 500 {
+		fmt.Fprintf(&b, "      - {artifact: f, dest: /a%d, layer: one}\n", i)
+	}
+	for i := 1; i < 1000; i++ {
+		fmt.Fprintf(&b, "  x%d: *img\n", i)
+	}
+	_, err := parseWithin(t, b.String(), 5*time.Second)
+	wantErrorAt(t, err, 6, "excessive aliasing: the aliases of &img, 999 of them")
+}

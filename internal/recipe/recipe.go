@@ -503,7 +503,16 @@ func parseRecipe(file string, data []byte, unpinned bool) (*Recipe, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := decode(dec, r); err != nil {
-		return nil, withTemplateHint(data, yamlError(file, err))
+		e := yamlError(file, err)
+		if e.Line == 0 && strings.Contains(e.Msg, "excessive aliasing") {
+			// yaml.v3 says this of the whole document; point at the
+			// anchor its aliases repeat most.
+			if a, uses := mostAliased(root.Content[0]); a != nil {
+				e.Line = a.Line
+				e.Msg += fmt.Sprintf(": the aliases of &%s, %d of them, each repeat what it holds; write the values out, or alias less", a.Anchor, uses)
+			}
+		}
+		return nil, withTemplateHint(data, e)
 	}
 	// A second document would be ignored silently by a plain decode; a
 	// recipe is one document.
@@ -1299,4 +1308,28 @@ func looksLikeDockerfile(data []byte) bool {
 		return dockerfileStart().MatchString(line)
 	}
 	return false
+}
+
+// mostAliased returns the anchored node under n that the most aliases
+// name, and how many do; nil if none does.
+func mostAliased(n *yaml.Node) (*yaml.Node, int) {
+	uses := map[*yaml.Node]int{}
+	var walk func(*yaml.Node)
+	walk = func(n *yaml.Node) {
+		if n.Kind == yaml.AliasNode {
+			uses[n.Alias]++
+			return
+		}
+		for _, c := range n.Content {
+			walk(c)
+		}
+	}
+	walk(n)
+	var most *yaml.Node
+	for a, u := range uses {
+		if most == nil || u > uses[most] || u == uses[most] && a.Line < most.Line {
+			most = a
+		}
+	}
+	return most, uses[most]
 }
