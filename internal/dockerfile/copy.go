@@ -188,6 +188,16 @@ func (e *evaluator) copy(s *stageState, n *parser.Node, op *copyOp) error {
 		l.Placements = append(l.Placements, pm)
 		added = append(added, &placed{src: it.src, pm: pm, root: root, files: it.files})
 	}
+	// A COPY --from takes a placement for each of the stage's: stages
+	// that each copy the one before twice would double them, 2^40 from
+	// 40 stages.
+	total := len(l.Placements)
+	for _, l := range s.layers {
+		total += len(l.Placements)
+	}
+	if total > plan.MaxPlacements {
+		return plan.Errorf(e.d.loc.node(n), "the stage would place %d sources; at most %d are allowed (plan.MaxPlacements): a COPY --from=stage repeats each of that stage's, so copy from stages fewer times", total, plan.MaxPlacements)
+	}
 	for _, p := range added {
 		if at, q, ok := s.content.fileInTheWay(p); ok {
 			what := "would put a directory there"

@@ -172,3 +172,26 @@ func TestLayersBounded(t *testing.T) {
 		t.Errorf("got %v, want line 502", err)
 	}
 }
+
+// Stages that each copy the one before twice double the placements: 40
+// of them ran until killed. They are refused at the COPY that passes
+// plan.MaxPlacements.
+func TestStageCopiesBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("FROM scratch AS s0\nCOPY a /f\n")
+	for i := 1; i < 40; i++ {
+		fmt.Fprintf(&b, "FROM scratch AS s%d\nCOPY --from=s%d / /a/\nCOPY --from=s%d / /b/\n", i, i-1, i-1)
+	}
+	start := time.Now()
+	_, err := planFiles(t, map[string]string{"Dockerfile": b.String(), "a": "a"}, Options{})
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("took %s", took)
+	}
+	if err == nil {
+		t.Fatal("no error")
+	}
+	// s14's second COPY makes 2·2^13 placements.
+	if pe := located(t, err); !strings.Contains(pe.Error(), "would place 16384 sources; at most 10000") || pe.Line != 44 {
+		t.Errorf("got %v, want line 44", err)
+	}
+}

@@ -20,7 +20,7 @@ const (
 	// counted each time they are used, as the decoder repeats the check.
 	MaxKeyPairs = 100_000_000
 	// MaxPlacements is the most files: entries one image may have.
-	MaxPlacements = 10_000
+	MaxPlacements = plan.MaxPlacements
 	// MaxLayers is the most layers the placements of an image may make on
 	// one platform (placements without layer: each make one).
 	MaxLayers = plan.MaxLayers
