@@ -203,6 +203,9 @@ func (r *Resolver) fromRegistry(ctx context.Context, ref string, p platform.Plat
 		if err := unambiguous(ref, desc, p); err != nil {
 			return nil, err
 		}
+		if err := nestedWithin(nref, desc, p, opts); err != nil {
+			return nil, err
+		}
 	}
 	img, err := desc.Image()
 	if err != nil {
@@ -215,6 +218,49 @@ func (r *Resolver) fromRegistry(ctx context.Context, ref string, p platform.Plat
 		return img, nil
 	}
 	return &storedImage{Image: img, store: r.Blobs, ref: nref}, nil
+}
+
+// nestedWithin refuses a registry index whose child for p is an index
+// nested more than MaxIndexDepth deep, as a layout's may not be:
+// go-containerregistry's desc.Image follows nested indexes without a
+// bound, each a request, so a registry could serve a chain of thousands.
+// It follows the child go-containerregistry picks (the first whose
+// platform satisfies p's, linux/amd64 when it names none), and asks for
+// nothing more when that child is an image, as it is in real indexes.
+func nestedWithin(nref name.Reference, desc *remote.Descriptor, p platform.Platform, opts []remote.Option) error {
+	want := p.V1()
+	for depth := 1; ; depth++ {
+		idx, err := desc.ImageIndex()
+		if err != nil {
+			return err
+		}
+		m, err := idx.IndexManifest()
+		if err != nil {
+			return err
+		}
+		var child *v1.Descriptor
+		for i, d := range m.Manifests {
+			dp := v1.Platform{OS: "linux", Architecture: "amd64"}
+			if d.Platform != nil {
+				dp = *d.Platform
+			}
+			if dp.Satisfies(want) {
+				child = &m.Manifests[i]
+				break
+			}
+		}
+		// A child carried in the index itself (data) costs no request,
+		// and the manifest size bounds how deep those can nest.
+		if child == nil || !child.MediaType.IsIndex() || child.Data != nil {
+			return nil
+		}
+		if depth >= MaxIndexDepth {
+			return fmt.Errorf("%s: indexes nest more than %d deep", nref, MaxIndexDepth)
+		}
+		if desc, err = remote.Get(nref.Context().Digest(child.Digest.String()), opts...); err != nil {
+			return regauth.Explain(err)
+		}
+	}
 }
 
 // CheckConfigSize refuses an image whose manifest declares a config over

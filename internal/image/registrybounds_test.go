@@ -67,3 +67,45 @@ func TestRegistryBaseBounds(t *testing.T) {
 		t.Errorf("%d bytes of the config were read", n)
 	}
 }
+
+// A registry base's indexes may nest MaxIndexDepth deep, as a layout's:
+// go-containerregistry follows nested indexes without a bound, so a
+// registry serving a chain of 1000 was asked for each of them.
+func TestRegistryBaseNestedIndexes(t *testing.T) {
+	const n = 1000
+	indexes := make([][]byte, n)
+	child := fmt.Sprintf(`{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:%064d","size":10,"platform":{"os":"linux","architecture":"amd64"}}`, 1)
+	for i := n - 1; i >= 0; i-- {
+		indexes[i] = []byte(`{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[` + child + `]}`)
+		child = fmt.Sprintf(`{"mediaType":"application/vnd.oci.image.index.v1+json","digest":%q,"size":%d,"platform":{"os":"linux","architecture":"amd64"}}`, sha256Hash(indexes[i]), len(indexes[i]))
+	}
+	byRef := map[string][]byte{"top": indexes[0]}
+	for _, idx := range indexes {
+		byRef[sha256Hash(idx).String()] = idx
+	}
+	var asked atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v2/" {
+			return
+		}
+		_, ref, _ := strings.Cut(r.URL.Path, "/manifests/")
+		idx, ok := byRef[ref]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		asked.Add(1)
+		w.Header().Set("Content-Type", "application/vnd.oci.image.index.v1+json")
+		w.Header().Set("Docker-Content-Digest", sha256Hash(idx).String())
+		w.Write(idx)
+	}))
+	t.Cleanup(srv.Close)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	_, err := (&Resolver{}).Base(context.Background(), host+"/x/y:top", platform.Platform{OS: "linux", Arch: "amd64"})
+	if err == nil || !strings.Contains(err.Error(), "nest more than 8") {
+		t.Errorf("%v, want the nesting refused", err)
+	}
+	if got := asked.Load(); got > 2*MaxIndexDepth {
+		t.Errorf("%d indexes asked for", got)
+	}
+}
