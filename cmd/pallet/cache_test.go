@@ -32,6 +32,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/pallet-dev/pallet/internal/fixture"
+	"github.com/pallet-dev/pallet/internal/image"
 	"github.com/pallet-dev/pallet/internal/plan"
 	"github.com/pallet-dev/pallet/internal/testregistry"
 )
@@ -794,11 +795,12 @@ func TestMemoUnwritableOnlyWarns(t *testing.T) {
 
 // An image whose base brings layers past the number Docker runs is
 // built, with a warning that says so at the base's line: the recipe's
-// own layers are capped, a base's cannot be.
+// own layers are capped, a base's cannot be. Past the number overlayfs
+// mounts (image.MaxLayers), it is refused there.
 func TestManyBaseLayersWarn(t *testing.T) {
 	dir := t.TempDir()
 	writeOneFileRecipe(t, dir)
-	for _, n := range []int{plan.MaxLayers - 1, plan.MaxLayers} {
+	for _, n := range []int{plan.MaxLayers - 1, plan.MaxLayers, image.MaxLayers} {
 		img, err := random.Image(16, int64(n))
 		if err != nil {
 			t.Fatal(err)
@@ -821,6 +823,12 @@ func TestManyBaseLayersWarn(t *testing.T) {
 		data, _ := os.ReadFile(recipe)
 		writeFile(t, recipe, strings.Replace(string(data), "base: scratch", "base: oci:"+base, 1))
 		log, err := pallet(t, "build", "--progress", "plain", "-f", recipe, "-o", "oci:"+filepath.Join(dir, "out"))
+		if n+1 > image.MaxLayers {
+			if err == nil || !strings.Contains(log, "pallet.yaml:8: image app (linux/amd64): 501 layers, 500 of them from base") {
+				t.Errorf("%d base layers and one: %v, want them refused at the base's line:\n%s", n, err, log)
+			}
+			continue
+		}
 		if err != nil {
 			t.Fatalf("%d base layers: %v\n%s", n, err, log)
 		}
