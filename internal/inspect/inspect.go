@@ -11,6 +11,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/pallet-dev/pallet/internal/bounded"
 	pimage "github.com/pallet-dev/pallet/internal/image"
 	"github.com/pallet-dev/pallet/internal/regauth"
 )
@@ -144,9 +146,19 @@ func isDir(p string) bool {
 	return err == nil && info.IsDir()
 }
 
+// maxIndexJSON bounds a layout's index.json, as pallet's outputs bound
+// the one they replace.
+const maxIndexJSON = 16 << 20
+
 // layout describes the entries of the layout at dir, one per digest with
 // all its names; with ref, only the entries ref names.
 func (r *Report) layout(dir, ref string) error {
+	// go-containerregistry reads index.json whole, whatever it is: a
+	// named pipe would hold inspect until a writer came, a link to
+	// /dev/zero until memory ran out. Its blobs it checks itself.
+	if _, err := bounded.ReadRegular(filepath.Join(dir, "index.json"), maxIndexJSON); err != nil {
+		return fmt.Errorf("reading the OCI layout %s: %w", dir, err)
+	}
 	idx, err := layout.ImageIndexFromPath(dir)
 	if err != nil {
 		return fmt.Errorf("reading the OCI layout %s: %w", dir, err)
@@ -269,6 +281,17 @@ func byDigest(all, chosen []v1.Descriptor) []group {
 // docker describes the images of a docker archive, one per image with
 // all its RepoTags.
 func (r *Report) docker(file string) error {
+	// go-containerregistry opens the archive again and again, each time
+	// waiting for a writer if it is a named pipe.
+	f, err := bounded.Open(file)
+	if err != nil {
+		return fmt.Errorf("reading the docker archive %s: %w", file, err)
+	}
+	err = bounded.Regular(f)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("reading the docker archive %s: %w", file, err)
+	}
 	m, err := tarball.LoadManifest(func() (io.ReadCloser, error) { return os.Open(file) })
 	if err != nil {
 		return fmt.Errorf("reading the docker archive %s: %w", file, err)
