@@ -250,7 +250,7 @@ func (b *baseFS) apply(l v1.Layer, diffID v1.Hash, maxBytes, maxWindow int64) er
 			}
 			hdr.Name = name
 		}
-		if err := checkEntry(hdr); err != nil {
+		if err := checkEntry(hdr, b.rename != nil); err != nil {
 			return err
 		}
 		b.entry(hdr)
@@ -286,20 +286,29 @@ func (b *baseFS) resolveDir(dir string) string {
 }
 
 // checkEntry refuses a name or a link target past the bounds archive
-// extraction keeps (Linux refuses paths and link targets over 4096
-// bytes). The view holds each parent of a name, and the tar
+// extraction keeps: 256 directories deep and 4096 bytes, and link
+// targets of 4096 bytes (Linux's PATH_MAX), or on Windows 16 KiB (what a
+// reparse point holds). The view holds each parent of a name, and
+// resolves each link of a Linux base component by component; the tar
 // reader takes names and targets up to 1 MiB: one entry 20,000
 // directories deep, in a layer of a few hundred bytes, took 9 s and
 // 1.2 GB to apply, one of 1 MiB would take terabytes.
-func checkEntry(hdr *tar.Header) error {
+func checkEntry(hdr *tar.Header, windows bool) error {
 	if p := path.Clean("/" + hdr.Name); len(p) > tree.MaxPath+1 || strings.Count(p, "/") > tree.MaxDepth {
-		return fmt.Errorf("entry %.60q... (%d bytes, %d deep) is longer than %d bytes (Linux's PATH_MAX) or deeper than %d directories (pallet's bound for archives)", p, len(p)-1, strings.Count(p, "/"), tree.MaxPath, tree.MaxDepth)
+		return fmt.Errorf("entry %.60q... (%d bytes, %d deep) is longer than %d bytes or deeper than %d directories (the bounds of an archive's entries)", p, len(p)-1, strings.Count(p, "/"), tree.MaxPath, tree.MaxDepth)
 	}
-	if len(hdr.Linkname) > tree.MaxPath {
-		return fmt.Errorf("entry %.60q: a link target of %d bytes; Linux refuses over %d", hdr.Name, len(hdr.Linkname), tree.MaxPath)
+	limit, what := tree.MaxPath, "Linux's PATH_MAX"
+	if windows {
+		limit, what = maxWindowsLinkTarget, "what a Windows reparse point holds"
+	}
+	if len(hdr.Linkname) > limit {
+		return fmt.Errorf("entry %.60q: a link target of %d bytes, over %d (%s)", hdr.Name, len(hdr.Linkname), limit, what)
 	}
 	return nil
 }
+
+// maxWindowsLinkTarget is the most a Windows reparse point holds.
+const maxWindowsLinkTarget = 16 << 10
 
 // entry applies one tar header.
 func (b *baseFS) entry(hdr *tar.Header) {

@@ -279,4 +279,15 @@ func TestBaseViewBoundsNames(t *testing.T) {
 			t.Errorf("%.20s...: took %s", name, took)
 		}
 	}
+	// A Windows link holds up to what a reparse point does.
+	win := func(target string) error {
+		_, err := WindowsBaseView(imageOf(t, tarLayer(t, "Files/", "Files/l->"+target)), 1<<30, 0)
+		return err
+	}
+	if err := win(strings.Repeat("t", 10_000)); err != nil {
+		t.Errorf("a Windows link of 10,000 bytes: %v", err)
+	}
+	if err := win(strings.Repeat("t", 20_000)); err == nil || !strings.Contains(err.Error(), "reparse point") {
+		t.Errorf("a Windows link of 20,000 bytes: %v, want it refused", err)
+	}
 }
