@@ -130,6 +130,11 @@ func (e *evaluator) copy(s *stageState, n *parser.Node, op *copyOp) error {
 		items = append(items, got...)
 		found += count
 	}
+	if from != nil {
+		if e.fromStages += len(items); e.fromStages > maxFromStages {
+			return plan.Errorf(e.d.loc.node(n), "COPY --from=stage would have taken %d sources from stages in all; at most %d are allowed: each repeats every source that stage placed, so stages that copy from stages multiply them; copy from stages fewer times", e.fromStages, maxFromStages)
+		}
+	}
 	// replaced, when set, says the files of this COPY but its last
 	// are copied over by the next, at the destination itself.
 	// dirNeeded, when set, says they go into a directory only the base
@@ -187,16 +192,6 @@ func (e *evaluator) copy(s *stageState, n *parser.Node, op *copyOp) error {
 		linkRules(&pm, s, it, cleanDest, intoDir)
 		l.Placements = append(l.Placements, pm)
 		added = append(added, &placed{src: it.src, pm: pm, root: root, files: it.files})
-	}
-	// A COPY --from takes a placement for each of the stage's: stages
-	// that each copy the one before twice would double them, 2^40 from
-	// 40 stages.
-	total := len(l.Placements)
-	for _, l := range s.layers {
-		total += len(l.Placements)
-	}
-	if total > plan.MaxPlacements {
-		return plan.Errorf(e.d.loc.node(n), "the stage would place %d sources; at most %d are allowed (plan.MaxPlacements): a COPY --from=stage repeats each of that stage's, so copy from stages fewer times", total, plan.MaxPlacements)
 	}
 	for _, p := range added {
 		if at, q, ok := s.content.fileInTheWay(p); ok {

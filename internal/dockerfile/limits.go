@@ -7,6 +7,7 @@ import (
 
 	"github.com/pallet-dev/pallet/internal/image"
 	"github.com/pallet-dev/pallet/internal/lazyre"
+	"github.com/pallet-dev/pallet/internal/plan"
 )
 
 // Limits on what a Dockerfile's words expand to. A word that names a
@@ -25,6 +26,14 @@ const (
 	maxExpanded = image.DefaultMaxManifestSize
 	// maxArgs bounds the --arg values of a build, each at most maxWord.
 	maxArgs = image.DefaultMaxManifestSize
+	// maxFromStages bounds the sources COPY --from takes from stages,
+	// for one platform: a COPY --from=stage repeats each source the
+	// stage placed, so stages that each copy the one before twice double
+	// them (40 such stages ran until killed), and a chain of stages each
+	// copying the one before repeats them all at every step. The sources
+	// a COPY takes from the build context are not counted: they are the
+	// context's files, however many.
+	maxFromStages = plan.MaxPlacements
 )
 
 // substRE finds the names of ${NAME/pattern/replacement}: the one

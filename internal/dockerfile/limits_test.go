@@ -174,8 +174,8 @@ func TestLayersBounded(t *testing.T) {
 }
 
 // Stages that each copy the one before twice double the placements: 40
-// of them ran until killed. They are refused at the COPY that passes
-// plan.MaxPlacements.
+// of them ran until killed. They are refused at the COPY that takes more
+// than maxFromStages sources from stages in all.
 func TestStageCopiesBounded(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("FROM scratch AS s0\nCOPY a /f\n")
@@ -190,8 +190,18 @@ func TestStageCopiesBounded(t *testing.T) {
 	if err == nil {
 		t.Fatal("no error")
 	}
-	// s14's second COPY makes 2·2^13 placements.
-	if pe := located(t, err); !strings.Contains(pe.Error(), "would place 16384 sources; at most 10000") || pe.Line != 44 {
-		t.Errorf("got %v, want line 44", err)
+	// s13's first COPY brings the sources taken from stages to
+	// 2·(2^12-1)+2^12 (s_i copies 2^(i-1) twice).
+	if pe := located(t, err); !strings.Contains(pe.Error(), "would have taken 12286 sources from stages in all; at most 10000") || pe.Line != 40 {
+		t.Errorf("got %v, want line 40", err)
+	}
+	// The context's files are not counted, nor are the sources of a
+	// stage copied once.
+	files := map[string]string{"Dockerfile": "FROM scratch AS b\nCOPY ctx/* /d/\nFROM scratch\nCOPY ctx/* /d/\nCOPY --from=b /d/f1 /f1\n"}
+	for i := range 12000 {
+		files[fmt.Sprintf("ctx/f%d", i)] = "x"
+	}
+	if _, err := planFiles(t, files, Options{}); err != nil {
+		t.Errorf("12,000 files of the context: %v", err)
 	}
 }

@@ -74,6 +74,9 @@ type evaluator struct {
 	// expanded is the size of the words expanded so far for the target
 	// platform (see maxExpanded).
 	expanded int
+	// fromStages counts the sources COPY --from took from stages so far
+	// for the target platform (see maxFromStages).
+	fromStages int
 }
 
 // stageState is a stage as planned so far.
@@ -319,7 +322,7 @@ func (e *evaluator) platformImage(t platform.Platform, explicit bool) (*plan.Pla
 // image it gives.
 func (e *evaluator) setTarget(t platform.Platform) (platform.Platform, error) {
 	e.target = t
-	e.expanded = 0
+	e.expanded, e.fromStages = 0, 0
 	var err error
 	if e.global, err = e.globals(); err != nil {
 		return platform.Platform{}, err
