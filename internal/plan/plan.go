@@ -287,9 +287,9 @@ type Placement struct {
 // there, which a later placement of its layer replaces.
 func (pm Placement) Replaced(dest string) bool { return pm.OnlyIntoDir && dest == pm.Dest }
 
-// MaxPlacements is the most placements one image may have. A recipe
-// lists them; a Dockerfile's COPY --from=stage takes one for each of the
-// stage's, so stages that each copy the one before twice double them.
+// MaxPlacements is the most placements a recipe's image may list, and
+// the most sources a Dockerfile's COPY --from may take from stages for
+// one platform (each repeats every source the stage placed).
 const MaxPlacements = 10_000
 
 // MaxLayers is the most layers an image may have to run on Docker, which
