@@ -277,8 +277,18 @@ func parseModes(file string, flags []string) (map[string]recipe.Choice, error) {
 			if m.Kind != yaml.MappingNode {
 				return nil, fmt.Errorf("%s:%d: want a map of artifact: mode (source, release, local or local:PATH)", file, m.Line)
 			}
+			seen := map[string]int{}
 			for i := 0; i+1 < len(m.Content); i += 2 {
 				k, v := m.Content[i], m.Content[i+1]
+				// yaml.v3 checks keys only when it decodes into a map:
+				// a second choice would win without a word.
+				if k.Kind != yaml.ScalarNode {
+					return nil, fmt.Errorf("%s:%d: want an artifact's name as the key", file, k.Line)
+				}
+				if at, ok := seen[k.Value]; ok {
+					return nil, fmt.Errorf("%s:%d: %s: chosen again (first at line %d)", file, k.Line, k.Value, at)
+				}
+				seen[k.Value] = k.Line
 				if v.Kind != yaml.ScalarNode {
 					return nil, fmt.Errorf("%s:%d: %s: want a mode (source, release, local or local:PATH)", file, v.Line, k.Value)
 				}

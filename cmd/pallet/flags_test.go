@@ -28,6 +28,10 @@ func TestFlagErrors(t *testing.T) {
 	if err := os.WriteFile(modesFile, []byte("# CI\nhello: release\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	twice := filepath.Join(t.TempDir(), "twice.yaml")
+	if err := os.WriteFile(twice, []byte("hello: release\nhello: local\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -51,6 +55,8 @@ func TestFlagErrors(t *testing.T) {
 		// A file that never ends is read up to its bound, not into memory.
 		{"modes file choice", []string{"--modes", modesFile}, modesFile + ":2: mode choice hello: artifact hello has no modes"},
 		{"modes file without end", []string{"--modes", "/dev/zero"}, "read /dev/zero: over 4194304 bytes"},
+		// A second choice of one artifact is not taken silently.
+		{"modes file choosing twice", []string{"--modes", twice}, twice + ":2: hello: chosen again (first at line 1)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "out")
