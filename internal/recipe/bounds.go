@@ -24,6 +24,14 @@ const (
 	// MaxLayers is the most layers the placements of an image may make on
 	// one platform (placements without layer: each make one).
 	MaxLayers = plan.MaxLayers
+	// MaxGrowth bounds the bytes {{NAME}} adds to a recipe's values in
+	// all, over every image and platform it plans. Each value is at most
+	// 1 MiB and each config 4 MiB, but tags, destinations and paths are
+	// no config: 100,000 tags of a 100 KB --arg took 10 GB before the
+	// first was refused. Real recipes add kilobytes (a version, a
+	// platform's name); 64 MiB leaves a config of 4 MiB made from
+	// variables on 16 platforms.
+	MaxGrowth = 64 << 20
 )
 
 // checkKeys refuses a document whose mappings would make the decoder

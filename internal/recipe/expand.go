@@ -88,6 +88,11 @@ func (r *Recipe) Expand(path, s string, v Vars) (string, error) {
 	if size > image.MaxConfigValue {
 		return "", r.Errorf(path, "expands to %d bytes; a value is at most %d (1 MiB) once expanded, as a value of the image config is", size, image.MaxConfigValue)
 	}
+	if grow := size - len(s); grow > 0 {
+		if r.grown += grow; r.grown > MaxGrowth {
+			return "", r.Errorf(path, "with this value, {{...}} adds over %d bytes (64 MiB, recipe.MaxGrowth) to the recipe's values in all; use long variables in fewer places", MaxGrowth)
+		}
+	}
 	var missing []string
 	out := varRE().ReplaceAllStringFunc(s, func(m string) string {
 		name := varRE().FindStringSubmatch(m)[1]

@@ -66,6 +66,7 @@ func ParseChoice(s string) Choice {
 // chosen mode of each artifact is expanded: the others are never looked
 // at, so they cost nothing and cannot fail the build.
 func (r *Recipe) Plan(opt Options) (*plan.Plan, error) {
+	r.grown = 0
 	vars, names, want, err := selection(r, opt)
 	if err != nil {
 		return nil, err

@@ -53,6 +53,9 @@ type Recipe struct {
 	// unpinned allows pins to be missing: a recipe read by pallet lock,
 	// which fills them in. Every other check still holds.
 	unpinned bool
+	// grown is how many bytes Expand added to the recipe's values since
+	// Plan began (see MaxGrowth).
+	grown int
 }
 
 // Limits bound what a recipe's inputs may cost. Sizes are bytes or take a
