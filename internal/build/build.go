@@ -767,7 +767,7 @@ func (b *builder) platformImages(ctx context.Context, im *plan.Image, pi *plan.P
 		}
 		img, err := image.Assemble(base, layers, pi.Config, b.plan.Epoch)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("on base %s: %w", ref, err)
+			return nil, nil, nil, plan.Wrap(pi.BasePos, fmt.Errorf("image %s (%s): on base %s: %w", name, pi.Platform, ref, err))
 		}
 		// The config goes up with the last layers rather than after
 		// them: the push then ends with the manifest alone.

@@ -90,7 +90,11 @@ func Assemble(base v1.Image, layers []Layer, cfg Config, epoch time.Time) (v1.Im
 		return nil, err
 	}
 	if len(raw) > DefaultMaxManifestSize {
-		return nil, fmt.Errorf("the image config would be %d bytes; at most %d are allowed (pallet reads no larger config from a base, nor does containerd): shorten the env, labels or command", len(raw), DefaultMaxManifestSize)
+		hist := 0
+		for _, h := range cf.History {
+			hist += len(h.CreatedBy) + len(h.Comment)
+		}
+		return nil, fmt.Errorf("the image config would be %d bytes, %d of them the history (each layer's lists what it places); at most %d are allowed (pallet reads no larger config from a base, nor does containerd): shorten the env, labels or command, or place fewer files or shorter paths", len(raw), hist, DefaultMaxManifestSize)
 	}
 	return img, nil
 }

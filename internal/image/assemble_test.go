@@ -59,6 +59,7 @@ func TestAssemble(t *testing.T) {
 		base      v1.Image
 		cfg       Config
 		layers    int
+		createdBy string
 		wantLayer types.MediaType
 		check     func(t *testing.T, c v1.Config)
 		wantErr   string
@@ -132,11 +133,18 @@ func TestAssemble(t *testing.T) {
 			cfg:     Config{Env: []string{"A=" + strings.Repeat("<", 1<<20)}},
 			wantErr: "at most 4194304 are allowed",
 		},
+		{
+			// What each layer places is its history: the error says so,
+			// as the env, labels and command are small.
+			name: "a history over the limit", base: testBase(t, linux, types.OCIManifestSchema1), layers: 2,
+			createdBy: "pallet: place " + strings.Repeat("f /long/path, ", 200_000),
+			wantErr:   "of them the history (each layer's lists what it places)",
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var layers []Layer
 			for range tc.layers {
-				layers = append(layers, testLayer(t))
+				layers = append(layers, Layer{Layer: testLayer(t).Layer, CreatedBy: tc.createdBy})
 			}
 			img, err := Assemble(tc.base, layers, tc.cfg, epoch)
 			if tc.wantErr != "" {
