@@ -144,7 +144,11 @@ func TestAssemble(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var layers []Layer
 			for range tc.layers {
-				layers = append(layers, Layer{Layer: testLayer(t).Layer, CreatedBy: tc.createdBy})
+				l := testLayer(t)
+				if tc.createdBy != "" {
+					l.CreatedBy = tc.createdBy
+				}
+				layers = append(layers, l)
 			}
 			img, err := Assemble(tc.base, layers, tc.cfg, epoch)
 			if tc.wantErr != "" {
