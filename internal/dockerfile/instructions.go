@@ -48,6 +48,17 @@ func (e *evaluator) instruction(s *stageState, n *parser.Node) error {
 	if err != nil {
 		return e.d.parseError(err, n.StartLine)
 	}
+	// Each variable an ENV or ARG sets looks through those set so far.
+	pairs := 0
+	switch c := v.(type) {
+	case *instructions.ArgCommand:
+		pairs = len(c.Args)
+	case *instructions.EnvCommand:
+		pairs = len(c.Env)
+	}
+	if err := e.spend(pairs * (len(s.env.env) + len(s.cfg.Env))); err != nil {
+		return plan.Errorf(pos, "%s: %v", strings.ToUpper(kw), err)
+	}
 	switch c := v.(type) {
 	case *instructions.ArgCommand:
 		err = e.arg(s, c)

@@ -205,3 +205,53 @@ func TestStageCopiesBounded(t *testing.T) {
 		t.Errorf("12,000 files of the context: %v", err)
 	}
 }
+
+// Planning is held to maxWork steps: each ENV looks through the
+// variables set before it (100,000 ENV lines ran for minutes), each stage
+// built FROM another copies what it holds (a chain of 20,000 stages on
+// 2000 variables took 25 s and 1.5 GB). Many variables and stages within
+// reason plan.
+func TestPlanWorkBounded(t *testing.T) {
+	envs := func(n int) string {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, "ENV A%d=x\n", i)
+		}
+		return b.String()
+	}
+	chain := func(n int) string {
+		var b strings.Builder
+		for i := 1; i < n; i++ {
+			fmt.Fprintf(&b, "FROM s%d AS s%d\n", i-1, i)
+		}
+		return b.String()
+	}
+	for _, tc := range []struct {
+		name, df string
+		want     string
+	}{
+		{"many ENV lines", "FROM scratch\n" + envs(20000), "ENV: planning the Dockerfile would take over"},
+		{"a long chain of stages", "FROM scratch AS s0\n" + envs(2000) + chain(20000), "FROM s"},
+		{"within reason", "FROM scratch AS s0\n" + envs(1000) + chain(100) + "COPY a /a\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			_, err := planFiles(t, map[string]string{"Dockerfile": tc.df, "a": "a"}, Options{})
+			if took := time.Since(start); took > 15*time.Second {
+				t.Errorf("took %s", took)
+			}
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if pe := located(t, err); !strings.Contains(pe.Error(), tc.want) || !strings.Contains(pe.Error(), "over 100000000 steps") || pe.Line < 2 {
+				t.Errorf("got %v", err)
+			}
+		})
+	}
+}

@@ -77,6 +77,9 @@ type evaluator struct {
 	// fromStages counts the sources COPY --from took from stages so far
 	// for the target platform (see maxFromStages).
 	fromStages int
+	// work counts the steps of planning for the target platform (see
+	// maxWork).
+	work int
 }
 
 // stageState is a stage as planned so far.
@@ -322,7 +325,7 @@ func (e *evaluator) platformImage(t platform.Platform, explicit bool) (*plan.Pla
 // image it gives.
 func (e *evaluator) setTarget(t platform.Platform) (platform.Platform, error) {
 	e.target = t
-	e.expanded, e.fromStages = 0, 0
+	e.expanded, e.fromStages, e.work = 0, 0, 0
 	var err error
 	if e.global, err = e.globals(); err != nil {
 		return platform.Platform{}, err
@@ -436,7 +439,13 @@ func (e *evaluator) runStage(sd *stageDef) (*stageState, error) {
 	}
 	var s *stageState
 	if parentDef != nil {
-		s = e.states[parentDef.index].inherit(sd)
+		// A copy is kept for each stage, in maps: each thing copied
+		// costs some twenty steps of looking through variables.
+		p := e.states[parentDef.index]
+		if err := e.spend(20 * (len(p.env.env) + len(p.cfg.Env) + len(p.content.nodes) + len(p.content.placed) + len(p.layers))); err != nil {
+			return nil, plan.Errorf(sd.basePos, "FROM %s: %v", parentDef.label(), err)
+		}
+		s = p.inherit(sd)
 	} else if s, err = e.startStage(sd, base); err != nil {
 		return nil, err
 	}
