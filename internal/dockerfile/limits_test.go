@@ -237,7 +237,7 @@ func TestPlanWorkBounded(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			start := time.Now()
 			_, err := planFiles(t, map[string]string{"Dockerfile": tc.df, "a": "a"}, Options{})
-			if took := time.Since(start); took > 15*time.Second && !raceEnabled {
+			if took := time.Since(start); took > time.Minute && !raceEnabled {
 				t.Errorf("took %s", took)
 			}
 			if tc.want == "" {
