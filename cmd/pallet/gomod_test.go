@@ -309,3 +309,32 @@ func TestGomodUnservedVersionNamesProxy(t *testing.T) {
 		t.Errorf("the error names pallet's module proxy gate:\n%v", err)
 	}
 }
+
+// A commit the module proxy cannot vouch for (its .info names none) is
+// built with, and said to be unchecked.
+func TestGomodCommitUnchecked(t *testing.T) {
+	const commit = "0123456789abcdef0123456789abcdef01234567"
+	sum, _ := gomodProxy(t)
+	recipe := filepath.Join(t.TempDir(), "pallet.yaml")
+	writeFile(t, recipe, `version: 1
+artifacts:
+  hello:
+    gomod:
+      module: `+gomodPath+`
+      version: v1.0.0
+      sum: `+sum+`
+      commit: `+commit+`
+      packages: ./cmd/hello
+    licenses: none
+images:
+  hello:
+    base: scratch
+    platforms: [linux/`+runtime.GOARCH+`]
+    files:
+      - {artifact: hello, dest: /usr/local/bin/}
+`)
+	out := mustPallet(t, "build", "-f", recipe, "--cache-dir", t.TempDir(), "-o", "oci:"+filepath.Join(t.TempDir(), "out"))
+	if want := "gomod.commit " + commit + " is not checked: the module proxy names no commit"; !strings.Contains(out, want) {
+		t.Errorf("build output does not say %q:\n%s", want, out)
+	}
+}

@@ -238,6 +238,11 @@ func (m modulePin) download(ctx context.Context, f *Fetcher, env []string, dir s
 		if o := info.Origin; m.Commit != "" && o != nil && o.Hash != "" && o.Hash != m.Commit {
 			return "", "", fmt.Errorf("module %s: the recipe names commit %s (gomod.commit), the module proxy says the version was made from %s %s", m.ref(), m.Commit, o.VCS, o.Hash)
 		}
+		if m.Commit != "" && (info.Origin == nil || info.Origin.Hash == "") && !module.IsPseudoVersion(m.Version) {
+			// The sum does not cover the commit, and nothing else could
+			// check it: a typo ships as the binary's revision.
+			f.logOnce("module %s: the recipe's gomod.commit %s is not checked: the module proxy names no commit for this version (check it against upstream's tag by hand)", m.ref(), m.Commit)
+		}
 		return info.Zip, info.Dir, nil
 	}
 	msg := info.Error
