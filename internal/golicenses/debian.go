@@ -33,8 +33,27 @@ var debianException = regexp.MustCompile(`^(?i)(.+?) with (.+?) exception$`)
 // Expat is MIT; an exception is SPDX's WITH form where SPDX lists it. A
 // name that is none of these nor an SPDX identifier becomes a
 // LicenseRef- (as spdxID makes one), which the SBOMs do not conclude.
+//
+// An "and" or "or" after a comma binds loosest, as the format has it:
+// "GPL-2+ or Artistic, and BSD-3-clause" is (GPL-2+ or Artistic) and
+// BSD-3-clause, where SPDX's AND, binding tighter than OR, would read
+// the words without the comma the other way.
 func DebianLicense(expr string) string {
 	words := strings.Fields(expr)
+	for _, op := range []string{"or", "and"} {
+		var parts []string
+		start := 0
+		for i := 1; i < len(words); i++ {
+			if strings.HasSuffix(words[i-1], ",") && strings.EqualFold(words[i], op) {
+				parts = append(parts, DebianLicense(strings.Join(words[start:i], " ")))
+				start = i + 1
+			}
+		}
+		if parts != nil {
+			parts = append(parts, DebianLicense(strings.Join(words[start:], " ")))
+			return "(" + strings.Join(parts, " "+strings.ToUpper(op)+" ") + ")"
+		}
+	}
 	var out []string
 	var term []string
 	ops := 0
