@@ -62,7 +62,7 @@ func (b *builder) cLicenses(pa *plan.Artifact, res *artifact.Result, a *record.A
 				}
 				ids, ok := named[l.Copyright]
 				if !ok {
-					text, err := bounded.ReadFile(e.Source, maxLicenseText)
+					text, err := bounded.ReadFile(e.Source, clibs.MaxCopyright)
 					if err != nil {
 						return fmt.Errorf("%s: %w", l.Copyright, err)
 					}

@@ -41,14 +41,17 @@ func (d Dpkg) root() string {
 
 // Bounds on what of dpkg's database is read: a .list file names a
 // package's files (a few MB for the largest), the status file every
-// package (tens of MB for a full desktop); a copyright file is kilobytes
-// (gcc's 70 KB).
+// package (tens of MB for a full desktop).
 const (
 	maxList      = 16 << 20
 	maxStatus    = 128 << 20
-	maxCopyright = 1 << 20
 	maxOSRelease = 64 << 10
 )
+
+// MaxCopyright bounds a package's copyright file: most are kilobytes
+// (gcc's 70 KB), but Boost's libraries list every file's authors, 2 MB
+// (libboost-filesystem1.74-dev, a C++ archive a cgo build links).
+const MaxCopyright = 8 << 20
 
 // usrMerged is the path dpkg may list a file under on a merged-/usr
 // system: /lib/x/libc.so.6 is /usr/lib/x/libc.so.6.
@@ -203,7 +206,7 @@ func (d Dpkg) Copyright(name string) ([]byte, error) {
 	if rel, err := filepath.Rel(realDoc, p); err != nil || !filepath.IsLocal(rel) {
 		return nil, fmt.Errorf("the copyright file of %s leads out of %s, to %s", name, doc, p)
 	}
-	return bounded.ReadRegular(p, maxCopyright)
+	return bounded.ReadRegular(p, MaxCopyright)
 }
 
 // Changed names the packages owning the libraries of bins that dpkg no

@@ -1,6 +1,7 @@
 package clibs
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -130,5 +131,23 @@ func TestChanged(t *testing.T) {
 	want := []string{"libseccomp-dev:arm64 2.5.3-1, now 2.5.4-1+deb12u1", "removed:amd64 0.1, now not installed"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Changed: %q, want %q", got, want)
+	}
+}
+
+// Boost's copyright files list every file's authors: 2 MB, shipped as
+// any other (libboost-filesystem1.74-dev's is 2,050,085 bytes).
+func TestCopyrightOfBoostSize(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "usr/share/doc/libboost-filesystem1.74-dev")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	want := bytes.Repeat([]byte("Files: libs/filesystem/src/x.cpp\n"), 2050085/34+1)
+	if err := os.WriteFile(filepath.Join(dir, "copyright"), want, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Dpkg{Root: root}.Copyright("libboost-filesystem1.74-dev")
+	if err != nil || !bytes.Equal(got, want) {
+		t.Errorf("a 2 MB copyright file: %d bytes, %v", len(got), err)
 	}
 }
