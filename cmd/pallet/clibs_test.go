@@ -374,7 +374,7 @@ images:
 	}
 	rec := readRecord(t, out+".record.json")
 	libs := rec.Artifacts[0].GoBinaries[0].CLibraries
-	if !slices.ContainsFunc(libs, func(l clibs.Library) bool { return l.InModule && strings.HasSuffix(l.File, "/libbar.a") }) ||
+	if !slices.ContainsFunc(libs, func(l clibs.Library) bool { return l.InModule && l.File == "third_party/libbar.a" }) ||
 		!slices.ContainsFunc(libs, func(l clibs.Library) bool { return l.File == libfoo && l.Package.Name == "" }) {
 		t.Errorf("the record says %+v", libs)
 	}

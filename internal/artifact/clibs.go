@@ -53,7 +53,11 @@ func (f *Fetcher) cLibraries(ctx context.Context, g *Go, run goRun, env []string
 				continue // not found: said by the build
 			}
 			if rel, err := filepath.Rel(module, l.File); err == nil && filepath.IsLocal(rel) {
-				l.InModule = true
+				// By its path in the module, as the record names what
+				// is taken from a module: the work directory it was
+				// built in is gone once the result is cached, and is
+				// another on another machine.
+				l.InModule, l.File = true, filepath.ToSlash(rel)
 				continue
 			}
 			files = append(files, l.File)

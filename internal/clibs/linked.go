@@ -59,8 +59,9 @@ type Binary struct {
 // Library is one library file linked into a binary.
 type Library struct {
 	// File is the file the linker took, on the build machine, links
-	// followed (empty when it was not found where the linker looks);
-	// Flag is how the build named it (-lseccomp).
+	// followed (empty when it was not found where the linker looks;
+	// relative to the module, slash-separated, when InModule); Flag is
+	// how the build named it (-lseccomp).
 	File string `json:"file"`
 	Flag string `json:"flag,omitempty"`
 	// InModule says File is in the source of the module built (an
