@@ -146,3 +146,39 @@ func TestCgoLibrariesOfGoInstall(t *testing.T) {
 		t.Errorf("linked: %+v", res.Record.CLinked)
 	}
 }
+
+// A module's zip keeps its vendor/modules.txt but none of the vendored
+// packages: go install module@version does not vendor, and neither may
+// the listing of its packages, which go would otherwise do in a module
+// of go 1.14 or later with a vendor directory (and find nothing there:
+// the zips of go-criu v7.2.0 and docker-credential-helpers v0.9.3 are
+// such).
+func TestCgoLibrariesOfGoInstallVendored(t *testing.T) {
+	needCgoSeccomp(t)
+	p := newModProxy(t)
+	dep := p.addModule(t, "example.com/dep", "v1.0.0", map[string]string{
+		"go.mod": "module example.com/dep\n\ngo 1.22\n",
+		"dep.go": "package dep\n\nfunc X() int { return 1 }\n",
+	})
+	const path = "example.com/seccompv"
+	sum := p.addModule(t, path, "v1.0.0", map[string]string{
+		"go.mod":             "module " + path + "\n\ngo 1.22\n\nrequire example.com/dep v1.0.0\n",
+		"go.sum":             "example.com/dep v1.0.0 " + dep.zip + "\nexample.com/dep v1.0.0/go.mod " + dep.mod + "\n",
+		"vendor/modules.txt": "# example.com/dep v1.0.0\n## explicit; go 1.22\nexample.com/dep\n",
+		"cmd/sec/main.go":    "package main\n\n// #cgo pkg-config: libseccomp\n// #include <seccomp.h>\nimport \"C\"\n\nimport \"example.com/dep\"\n\nfunc main() { println(C.seccomp_version().major, dep.X()) }\n",
+		"LICENSE":            "MIT, for the test\n",
+	}).zip
+	r := &artifact.Request{Name: "sec", Platform: hostPlatform(t), Kind: &artifact.GoModule{
+		Path: path, Version: "v1.0.0", Sum: sum,
+		Go: artifact.Go{Module: ".", Packages: []string{"./cmd/sec"}, Ldflags: []string{"-extldflags", "-static"}, CGO: true, CC: "gcc"},
+	}}
+	res, err := fetcher(t).Fetch(context.Background(), r, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Record.CLinked) != 1 || !slices.ContainsFunc(res.Record.CLinked[0].Libraries, func(l clibs.Library) bool {
+		return l.Package.Name == "libseccomp-dev"
+	}) {
+		t.Errorf("linked: %+v", res.Record.CLinked)
+	}
+}

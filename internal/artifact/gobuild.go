@@ -181,9 +181,11 @@ type goRun struct {
 	// work is the build's work directory, where go's own goes (GOTMPDIR).
 	work string
 	// list are the packages built, for go list to say what a cgo build
-	// links of C libraries, run in listDir (dir when empty).
-	list    []string
-	listDir string
+	// links of C libraries, run in listDir (dir when empty) with
+	// listFlags before the recipe's.
+	list      []string
+	listDir   string
+	listFlags []string
 	// versionFromBinary: the toolchain is read from the binaries it
 	// built, not asked of go env in dir (go install picks its toolchain
 	// from the module's go line, which go env in a directory does not).

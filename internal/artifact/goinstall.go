@@ -138,6 +138,11 @@ func (m *GoModule) install(ctx context.Context, f *Fetcher, r *Request, pkgs []s
 		// are the same).
 		list:    pkgs,
 		listDir: dir,
+		// As go install module@version builds it: never from vendor/,
+		// which go list would take in a module of go 1.14 or later
+		// that has one, and a module's zip keeps vendor/modules.txt but
+		// none of the packages vendored (go-criu v7.2.0's).
+		listFlags: []string{"-mod=readonly"},
 	})
 	if err != nil {
 		return nil, err
