@@ -33,7 +33,7 @@ func DEP5Licenses(text []byte) (exprs []string, ok bool) {
 	add(header["License"])
 	for _, p := range paras[1:] {
 		f := fields(p)
-		files, isFiles := f["Files"]
+		files, isFiles := continued(p, "Files")
 		if !isFiles || packagingOnly(files) {
 			continue
 		}
@@ -41,6 +41,30 @@ func DEP5Licenses(text []byte) (exprs []string, ok bool) {
 	}
 	slices.Sort(exprs)
 	return exprs, true
+}
+
+// continued is the whole value of the field name in a deb822 paragraph,
+// its continuation lines too (a Files field may list its patterns one a
+// line), and whether the paragraph has it.
+func continued(para []byte, name string) (string, bool) {
+	var val []string
+	in, found := false, false
+	for line := range strings.SplitSeq(string(para), "\n") {
+		switch {
+		case line != "" && (line[0] == ' ' || line[0] == '\t'):
+			if in {
+				val = append(val, strings.TrimSpace(line))
+			}
+			continue
+		case in:
+			return strings.Join(val, " "), true
+		}
+		if k, v, ok := strings.Cut(line, ":"); ok && k == name && !found {
+			in, found = true, true
+			val = append(val, strings.TrimSpace(v))
+		}
+	}
+	return strings.Join(val, " "), found
 }
 
 // packagingOnly says whether a Files field names only debian/ paths.

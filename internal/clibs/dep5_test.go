@@ -32,6 +32,7 @@ License: LGPL-2.1
  On Debian systems, ...
 `, []string{"LGPL-2.1"}, true},
 		{"header licence, expressions, CRLF", "Format: http://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\r\nLicense: GPL-2+ or Artistic\r\n\r\nFiles: *\r\nLicense: Expat\r\n\r\nFiles: lib/*\r\nLicense: GPL-3+  with GCC-exception-3.1 exception\r\n", []string{"Expat", "GPL-2+ or Artistic", "GPL-3+ with GCC-exception-3.1 exception"}, true},
+		{"Files on several lines", "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n\nFiles: *\nLicense: Expat\n\nFiles: debian/*\n src/bundled/*\nCopyright: someone\nLicense: BSD-3-clause\n", []string{"BSD-3-clause", "Expat"}, true},
 		{"free-form (glibc, gcc)", "This is the Debian prepackaged version of the GNU C Library.\n\nLicense: LGPL\n", nil, false},
 		{"empty", "", nil, false},
 	} {
