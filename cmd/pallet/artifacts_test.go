@@ -657,3 +657,68 @@ images:
 		}
 	}
 }
+
+// An artifact placed by two layers of each of four images, each for two
+// platforms, is whole in every layer: the last placement takes its
+// tree's entries (tree.Move) rather than copying them, and no other may
+// find them gone, whichever image or platform comes last.
+func TestArtifactPlacedManyTimesWhole(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 50 {
+		writeFile(t, filepath.Join(dir, "files", "d", fmt.Sprintf("f%02d", i)), fmt.Sprintf("file %d\n", i))
+	}
+	var imgs strings.Builder
+	for i := range 4 {
+		fmt.Fprintf(&imgs, "  img%d:\n    base: scratch\n    platforms: [linux/amd64, linux/arm64]\n    files:\n      - {artifact: tree, dest: /a/, layer: one}\n      - {artifact: tree, dest: /b/, layer: two}\n", i)
+	}
+	recipe := filepath.Join(dir, "pallet.yaml")
+	writeFile(t, recipe, "version: 1\nartifacts:\n  tree:\n    local:\n      path: files\nimages:\n"+imgs.String())
+	one := filepath.Join(t.TempDir(), "one")
+	mustPallet(t, "build", "-q", "-f", recipe, "--image", "img0", "-o", "oci:"+one)
+	for _, p := range []string{"linux/amd64", "linux/arm64"} {
+		files := readImageFiles(t, one, p)
+		for _, d := range []string{"a", "b"} {
+			for j := range 50 {
+				if got := files[fmt.Sprintf("%s/d/f%02d", d, j)]; !strings.HasPrefix(got, fmt.Sprintf("file %d\n", j)) {
+					t.Fatalf("%s: %s/d/f%02d = %q", p, d, j, got)
+				}
+			}
+		}
+	}
+	want := layoutDigests(t, one)
+	// All four at once, their layers made side by side: each image the
+	// same as img0's alone.
+	all := filepath.Join(t.TempDir(), "all")
+	mustPallet(t, "build", "-q", "-f", recipe, "--no-cache", "-o", "oci:"+all)
+	got := layoutDigests(t, all)
+	if len(want) != 1 || len(got) != 4 {
+		t.Fatalf("index.json lists %v alone and %v together", want, got)
+	}
+	for _, d := range got {
+		if d != want[0] {
+			t.Errorf("an image built with the others is %s, alone %s", d, want[0])
+		}
+	}
+}
+
+// layoutDigests are the digests index.json lists in the layout at dir.
+func layoutDigests(t *testing.T, dir string) []string {
+	t.Helper()
+	p, err := layout.FromPath(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, err := p.ImageIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, d := range m.Manifests {
+		out = append(out, d.Digest.String())
+	}
+	return out
+}
