@@ -69,8 +69,12 @@ func usrMerged(p string) string {
 // status file. A file no package owns is not in the map.
 func (d Dpkg) Owners(files []string) (map[string]Package, error) {
 	want := map[string][]string{} // as listed, usr-merged -> files
+	n := 0                        // files, each once
 	for _, f := range files {
-		want[usrMerged(f)] = append(want[usrMerged(f)], f)
+		if !slices.Contains(want[usrMerged(f)], f) {
+			want[usrMerged(f)] = append(want[usrMerged(f)], f)
+			n++
+		}
 	}
 	info := filepath.Join(d.root(), "var/lib/dpkg/info")
 	lists, err := filepath.Glob(filepath.Join(info, "*.list"))
@@ -92,7 +96,9 @@ func (d Dpkg) Owners(files []string) (map[string]Package, error) {
 				}
 			}
 		}
-		if len(owner) == len(files) {
+		// Every file owned: the other lists (thousands, tens of MB) are
+		// not read. A file two binaries link is one.
+		if len(owner) == n {
 			break
 		}
 	}

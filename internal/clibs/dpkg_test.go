@@ -151,3 +151,18 @@ func TestCopyrightOfBoostSize(t *testing.T) {
 		t.Errorf("a 2 MB copyright file: %d bytes, %v", len(got), err)
 	}
 }
+
+// Once every file is owned, the lists after are not read, however many
+// binaries link one file (a static libc.a in each).
+func TestOwnersStopsOnceAllOwned(t *testing.T) {
+	root := fixtureRoot(t)
+	// Unreadable as a list: read, it would fail Owners.
+	if err := os.Mkdir(filepath.Join(root, "var/lib/dpkg/info/zz.list"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f := "/usr/lib/x86_64-linux-gnu/libseccomp.a"
+	got, err := Dpkg{Root: root}.Owners([]string{f, f})
+	if err != nil || got[f].Name != "libseccomp-dev" {
+		t.Errorf("Owners: %v, %v", got, err)
+	}
+}
