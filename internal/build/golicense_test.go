@@ -38,3 +38,24 @@ func TestGoLicenceNotWarnedWhenStopped(t *testing.T) {
 		t.Errorf("a stopped build warned:\n%s", out.String())
 	}
 }
+
+// Offline without a mirror, what to do names the module cache the
+// modules came from, not a mirror the build was not given.
+func TestHowToProceedOffline(t *testing.T) {
+	release := &artifact.URL{}
+	for _, c := range []struct {
+		offline, mirror bool
+		kind            artifact.Kind
+		want, not       string
+	}{
+		{true, false, &artifact.Go{}, "go env GOMODCACHE", "puts a Go build's modules in the mirror"},
+		{true, false, release, "go env GOMODCACHE", "this mirror"},
+		{true, true, &artifact.Go{}, "puts a Go build's modules in the mirror", "GOMODCACHE"},
+		{true, true, release, "fetch again into this mirror", "go env GOMODCACHE"},
+	} {
+		got := howToProceed(c.offline, c.mirror, c.kind)
+		if !strings.Contains(got, c.want) || strings.Contains(got, c.not) || !strings.Contains(got, "--module-licenses=false") {
+			t.Errorf("offline %v, mirror %v, %T: %q", c.offline, c.mirror, c.kind, got)
+		}
+	}
+}

@@ -70,7 +70,7 @@ func (b *builder) moduleLicenses(ctx context.Context, pa *plan.Artifact, res *ar
 		err = b.fetcher.ExplainGoError(err)
 		if err != nil && !errors.Is(err, golicenses.ErrMissing) {
 			// Collect's error names the binary (opt.Name).
-			return fmt.Errorf("%w%s", err, howToProceed(b.fetcher.Offline, pa.Kind))
+			return fmt.Errorf("%w%s", err, howToProceed(b.fetcher.Offline, b.fetcher.Mirror != "", pa.Kind))
 		}
 		if got.OutsideModules() {
 			b.opt.Progress.Warn("%s: %s was built outside module mode (package %s): the licences of what it links are not known", &pa.Request, gb.Path, got.Package)
@@ -251,9 +251,11 @@ func goSource(pa *plan.Artifact, res *artifact.Result) (dir string, selected boo
 
 // howToProceed says what to do when a module's licence files cannot be
 // had.
-func howToProceed(offline bool, k artifact.Kind) string {
+func howToProceed(offline, mirror bool, k artifact.Kind) string {
 	const off = "or build with --module-licenses=false"
 	switch {
+	case offline && !mirror:
+		return "; offline without --mirror, modules come from the go command's module cache (go env GOMODCACHE), which holds what earlier builds fetched: build once online, or run pallet fetch --mirror DIR and build with --mirror DIR, " + off
 	case offline && artifact.GoSettings(k) != nil:
 		return "; pallet fetch puts a Go build's modules in the mirror, " + off
 	case offline:
