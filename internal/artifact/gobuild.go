@@ -69,8 +69,10 @@ func (g *Go) settingsKey() ([]string, error) {
 	if g.CGO {
 		// A cgo build's result holds the C libraries it links
 		// (Record.CLinked, CLicenses): an entry stored before it did is
-		// not taken for one. Builds without cgo keep their keys.
-		parts = append(parts, "clibs-v1")
+		// not taken for one. Builds without cgo keep their keys. v2: a
+		// shared object is not static, and an archive in the module is
+		// recorded by its path there.
+		parts = append(parts, "clibs-v2")
 	}
 	return parts, nil
 }

@@ -45,8 +45,9 @@ type Build struct {
 type Binary struct {
 	// Path is the binary's path in the artifact.
 	Path string `json:"path"`
-	// Static says the binary has no ELF interpreter: everything it links,
-	// the C library included, is inside it.
+	// Static says the binary has no ELF interpreter and loads no shared
+	// library: everything it links, the C library included, is inside
+	// it.
 	Static bool `json:"static,omitempty"`
 	// Libraries are the libraries linked into the binary (static
 	// archives), by their owning package; sorted by file.
@@ -254,19 +255,21 @@ func readELF(file string) (*Binary, error) {
 		return nil, err
 	}
 	defer f.Close()
-	b := &Binary{Static: true}
+	interp := false
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_INTERP {
-			b.Static = false
+			interp = true
 		}
 	}
 	needed, err := f.ImportedLibraries()
-	if err != nil && !b.Static {
+	if err != nil && interp {
 		return nil, fmt.Errorf("reading its DT_NEEDED: %w", err)
 	}
 	slices.Sort(needed)
-	b.Needed = needed
-	return b, nil
+	// Static: no interpreter and nothing to load. A shared object
+	// (-buildmode=c-shared) has no interpreter either, but loads the C
+	// library as a dynamic executable does.
+	return &Binary{Static: !interp && len(needed) == 0, Needed: needed}, nil
 }
 
 // resolver resolves a build's link flags to files, asking the C compiler

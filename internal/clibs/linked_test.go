@@ -3,6 +3,7 @@ package clibs
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -76,5 +77,32 @@ func TestResolve(t *testing.T) {
 	slices.SortFunc(want, func(a, b Library) int { return strings.Compare(a.File+"\x00"+a.Flag, b.File+"\x00"+b.Flag) })
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("static:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+// A shared object (go build -buildmode=c-shared: a Fluent Bit output
+// plugin) has no ELF interpreter but loads the C library: it is not
+// static, and contains none of libc.a. A static binary needs nothing.
+func TestReadELFSharedObjectIsNotStatic(t *testing.T) {
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("gcc is not installed; skipping")
+	}
+	dir := t.TempDir()
+	src := filepath.Join(dir, "lib.c")
+	if err := os.WriteFile(src, []byte("#include <stdio.h>\nint f(void) { return puts(\"x\"); }\nint main(void) { return f(); }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	so, static := filepath.Join(dir, "lib.so"), filepath.Join(dir, "static")
+	for _, args := range [][]string{{"-shared", "-fPIC", "-o", so, src}, {"-static", "-o", static, src}} {
+		if out, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
+			t.Skipf("gcc %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	b, err := readELF(so)
+	if err != nil || b.Static || !slices.Contains(b.Needed, "libc.so.6") {
+		t.Errorf("a shared object: %+v, %v", b, err)
+	}
+	if b, err := readELF(static); err != nil || !b.Static || len(b.Needed) > 0 {
+		t.Errorf("a static binary: %+v, %v", b, err)
 	}
 }

@@ -73,7 +73,8 @@ type GoBinary struct {
 	// /LICENSES/<artifact>/ ("std@go1.26.8/LICENSE"), when module
 	// licences are asked for.
 	GoLicense string `json:"goLicense,omitempty"`
-	// Static says a cgo binary has no ELF interpreter; CLibraries are the
+	// Static says a cgo binary has no ELF interpreter and loads no
+	// shared library; CLibraries are the
 	// C libraries it contains, each with the Debian package owning it and
 	// the copyright file shipped under /LICENSES/<artifact>/
 	// (debian/<package>/copyright), and Needed the shared libraries it
