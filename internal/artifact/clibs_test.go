@@ -182,3 +182,40 @@ func TestCgoLibrariesOfGoInstallVendored(t *testing.T) {
 		t.Errorf("linked: %+v", res.Record.CLinked)
 	}
 }
+
+// A build of ./... credits each binary with what its own packages link:
+// the cgo command libseccomp, the other, built without a cgo package
+// (net's resolver aside), nothing of it.
+func TestCgoLibrariesOfEveryPackage(t *testing.T) {
+	needCgoSeccomp(t)
+	dir := t.TempDir()
+	for name, text := range map[string]string{
+		"go.mod":              "module example.com/tools\n\ngo 1.22\n",
+		"cmd/sec/main.go":     "package main\n\n// #cgo pkg-config: libseccomp\n// #include <seccomp.h>\nimport \"C\"\n\nfunc main() { println(C.seccomp_version().major) }\n",
+		"cmd/plain/main.go":   "package main\n\nfunc main() { println(1) }\n",
+		"internal/lib/lib.go": "package lib\n\nfunc X() int { return 1 }\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := &artifact.Request{Name: "tools", Platform: hostPlatform(t), NoLicense: true,
+		Kind: &artifact.Go{Module: dir, Packages: []string{"./..."}, Ldflags: []string{"-extldflags", "-static"}, CGO: true, CC: "gcc"}}
+	res, err := fetcher(t).Fetch(context.Background(), r, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, b := range res.Record.CLinked {
+		paths = append(paths, b.Path)
+		if b.Path == "sec" && !slices.ContainsFunc(b.Libraries, func(l clibs.Library) bool { return l.Package.Name == "libseccomp-dev" }) {
+			t.Errorf("sec: %+v", b.Libraries)
+		}
+	}
+	if !slices.Equal(paths, []string{"sec"}) {
+		t.Errorf("binaries credited with C libraries: %q, want sec alone", paths)
+	}
+}
