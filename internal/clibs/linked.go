@@ -93,7 +93,10 @@ type listed struct {
 	CgoFiles     []string
 	CgoLDFLAGS   []string
 	CgoPkgConfig []string
-	Deps         []string
+	// Imports, not Deps: each package's Deps names all below it, which
+	// for thousands of packages is hundreds of MB (Kubernetes), where
+	// its imports are the graph itself, the closure made here.
+	Imports []string
 }
 
 // Find says, for each binary of a cgo build (path in the artifact, and
@@ -163,11 +166,28 @@ func cgoOf(name string, pkgs []listed, byPath map[string]*listed, cgo []*listed)
 		if m.Name != "main" || m.DepOnly || binaryName(m.ImportPath) != name {
 			continue
 		}
+		// The packages it links: itself, then those below it by path,
+		// as go list orders a package's Deps.
 		var out []*listed
-		for _, d := range append([]string{m.ImportPath}, m.Deps...) {
-			if p, ok := byPath[d]; ok && len(p.CgoFiles) > 0 {
+		seen := map[string]bool{m.ImportPath: true}
+		for queue := []*listed{m}; len(queue) > 0; queue = queue[1:] {
+			p := queue[0]
+			if len(p.CgoFiles) > 0 {
 				out = append(out, p)
 			}
+			for _, d := range p.Imports {
+				if q, ok := byPath[d]; ok && !seen[d] {
+					seen[d] = true
+					queue = append(queue, q)
+				}
+			}
+		}
+		if len(out) > 1 {
+			rest := out[1:]
+			if out[0] != m {
+				rest = out
+			}
+			slices.SortFunc(rest, func(a, b *listed) int { return strings.Compare(a.ImportPath, b.ImportPath) })
 		}
 		return out
 	}
@@ -189,7 +209,7 @@ func binaryName(importPath string) string {
 // goList runs go list -deps -json on the build's packages, as the build
 // saw them.
 func goList(ctx context.Context, b Build) ([]listed, error) {
-	args := []string{"list", "-deps", "-json=ImportPath,Name,DepOnly,CgoFiles,CgoLDFLAGS,CgoPkgConfig,Deps"}
+	args := []string{"list", "-deps", "-json=ImportPath,Name,DepOnly,CgoFiles,CgoLDFLAGS,CgoPkgConfig,Imports"}
 	if len(b.Tags) > 0 {
 		args = append(args, "-tags="+strings.Join(b.Tags, ","))
 	}

@@ -2,6 +2,7 @@ package clibs
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -104,5 +105,60 @@ func TestReadELFSharedObjectIsNotStatic(t *testing.T) {
 	}
 	if b, err := readELF(static); err != nil || !b.Static || len(b.Needed) > 0 {
 		t.Errorf("a static binary: %+v, %v", b, err)
+	}
+}
+
+// go list is asked for each package's imports, not its Deps: a chain of
+// 2200 packages made 167 MB of Deps (each names all below it), past the
+// bound on go list's output, where Kubernetes-sized builds are. The
+// packages a binary links are its imports' closure.
+func TestGoListLinear(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command")
+	}
+	dir := t.TempDir()
+	write := func(p, s string) {
+		t.Helper()
+		p = filepath.Join(dir, p)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const n = 2200
+	pad := strings.Repeat("x", 40)
+	name := func(i int) string { return fmt.Sprintf("p%04d%s", i, pad) }
+	write("go.mod", "module example.com/chain\n\ngo 1.22\n")
+	write("cmd/tool/main.go", "package main\n\nimport _ \"example.com/chain/"+name(0)+"\"\n\nfunc main() {}\n")
+	for i := range n {
+		imp := ""
+		if i+1 < n {
+			imp = "import _ \"example.com/chain/" + name(i+1) + "\"\n"
+		}
+		if i == n-1 {
+			// The last links a C library, as cgo would have it.
+			write(name(i)+"/c.go", "package p\n\n// #cgo LDFLAGS: -lchain\nimport \"C\"\n")
+			continue
+		}
+		write(name(i)+"/a.go", "package p\n\n"+imp)
+	}
+	env := append(os.Environ(), "GOWORK=off", "GOFLAGS=", "CGO_ENABLED=1")
+	pkgs, err := goList(context.Background(), Build{Dir: dir, Env: env, Packages: []string{"./cmd/tool"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byPath := map[string]*listed{}
+	var cgo []*listed
+	for i := range pkgs {
+		byPath[pkgs[i].ImportPath] = &pkgs[i]
+		if len(pkgs[i].CgoFiles) > 0 {
+			cgo = append(cgo, &pkgs[i])
+		}
+	}
+	uses := cgoOf("tool", pkgs, byPath, cgo)
+	if !slices.ContainsFunc(uses, func(p *listed) bool { return p.ImportPath == "example.com/chain/"+name(n-1) }) {
+		t.Errorf("tool links %d packages using cgo, not the last of the chain", len(uses))
 	}
 }
