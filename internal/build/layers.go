@@ -475,7 +475,13 @@ func (b *builder) layerTree(ctx context.Context, name string, pi *plan.PlatformI
 		if err := placeTree(res.Tree, place); err != nil {
 			return nil, nil, plan.Wrap(placedAt(pm, err), fmt.Errorf("image %s (%s), layer %s: place %s at %s: %w", name, pi.Platform, l.Name, res.Record.Name, dest, err))
 		}
-		what = append(what, res.Record.Name+" "+dest)
+		if pm.Shows != nil {
+			for _, n := range pm.Shows {
+				what = append(what, n+" "+dest)
+			}
+		} else {
+			what = append(what, res.Record.Name+" "+dest)
+		}
 		if pm.Licenses && res.Licenses.Len() > 0 {
 			dest := "/LICENSES/" + res.Record.Name + "/"
 			lic, err := b.licencesPlaced(pi, &l.Placements[i], res)

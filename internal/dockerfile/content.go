@@ -43,6 +43,9 @@ type source struct {
 	sha256   string
 	filename string
 	unpack   bool
+	// members, when set, are the host paths of the files of a
+	// directory a pattern matched, placed as one (groupFiles), in order.
+	members []string
 }
 
 // id tells sources apart: two COPYs of the same path share an artifact.
@@ -343,6 +346,11 @@ func (n *names) name(s *source) string {
 	base := strings.Trim(notName().ReplaceAllString(strings.ToLower(s.hint), "-"), "-._")
 	if base == "" {
 		base = "context"
+	}
+	if s.members != nil {
+		// A name no hint makes, so that a group takes none of the
+		// names its files, or later sources, are given.
+		base += "+"
 	}
 	name := base
 	for i := 2; n.used[name]; i++ {

@@ -2,6 +2,7 @@ package dockerfile
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"fmt"
 	"io/fs"
 	"os"
@@ -126,6 +127,22 @@ type filter struct {
 	exclude  *patternmatcher.PatternMatcher
 	// omit holds absolute host paths, sorted.
 	omit []string
+	// keep, when set, holds the only absolute host paths kept (sorted),
+	// files directly in exclBase: a group of a pattern's matches
+	// (groupFiles). keepID names them in id.
+	keep   []string
+	keepID string
+}
+
+// keepOnly keeps only paths, files directly in f.exclBase.
+func (f *filter) keepOnly(paths []string) {
+	f.keep = slices.Sorted(slices.Values(paths))
+	h := sha256.New()
+	for _, p := range f.keep {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	f.keepID = fmt.Sprintf("%d:%x", len(f.keep), h.Sum(nil))
 }
 
 func newFilter(ctx *buildContext, base string, exclude []string) (*filter, error) {
@@ -154,13 +171,22 @@ func (f *filter) id() string {
 	if f.ctx != nil && f.ctx.ignore != nil {
 		ign = f.ctx.ignoreFile
 	}
-	return fmt.Sprintf("ignore=%s exclude=%s:%q omit=%q", ign, f.exclBase, f.exclRaw, f.omit)
+	id := fmt.Sprintf("ignore=%s exclude=%s:%q omit=%q", ign, f.exclBase, f.exclRaw, f.omit)
+	if f.keep != nil {
+		id += " keep=" + f.keepID
+	}
+	return id
 }
 
 // skip says whether p is left out.
 func (f *filter) skip(p string) (bool, error) {
 	if _, ok := slices.BinarySearch(f.omit, p); ok {
 		return true, nil
+	}
+	if f.keep != nil {
+		if _, ok := slices.BinarySearch(f.keep, p); !ok {
+			return true, nil
+		}
 	}
 	if f.ctx != nil {
 		if out, err := f.ctx.ignored(p); out || err != nil {

@@ -87,6 +87,11 @@ type item struct {
 	stageDirs     map[string]tree.DirMeta
 	uid, gid      int
 	pos           plan.Pos
+	// plain marks a regular file of the context named by its real
+	// path (no link on the way): a pattern's matches of that kind in
+	// one directory can be one artifact (groupFiles). grouped marks the
+	// item that is such a group, placed as its files one by one were.
+	plain, grouped bool
 }
 
 // copy plans a COPY or ADD: one layer, one placement per source found.
@@ -130,6 +135,9 @@ func (e *evaluator) copy(s *stageState, n *parser.Node, op *copyOp) error {
 		items = append(items, got...)
 		found += count
 	}
+	if intoDir && from == nil {
+		items = groupFiles(e.ctx, items)
+	}
 	if from != nil {
 		if e.fromStages += len(items); e.fromStages > maxFromStages {
 			return plan.Errorf(e.d.loc.node(n), "COPY --from=stage would have taken %d sources from stages in all; at most %d are allowed: each repeats every source that stage placed, so stages that copy from stages multiply them; copy from stages fewer times", e.fromStages, maxFromStages)
@@ -170,6 +178,14 @@ func (e *evaluator) copy(s *stageState, n *parser.Node, op *copyOp) error {
 		pm := plan.Placement{Artifact: e.artifact(it.src, it.pos), Dest: dest, Mode: it.mode, DirMode: it.dirMode, ModeChanges: it.modeChanges, UID: it.uid, GID: it.gid, OwnNewDirs: it.ownNewDirs, ImpliedRootOwned: it.impliedRootOwned, Pos: it.pos}
 		if dirNeeded && i == 0 {
 			pm.DirNeeded = cleanDest
+		}
+		if it.grouped {
+			// Each file is named as it was when it was an artifact
+			// of its own, in the same order.
+			pm.Shows = make([]string, len(it.src.members))
+			for j, m := range it.src.members {
+				pm.Shows[j] = e.names.name(e.memberSource(m))
+			}
 		}
 		if err := o.apply(&pm, s, it, from != nil, cleanDest); err != nil {
 			return err
@@ -277,7 +293,7 @@ type placedBy struct {
 // links and directories the image already holds, as BuildKit's copy and
 // unpack meet them.
 func linkRules(pm *plan.Placement, s *stageState, it item, cleanDest string, intoDir bool) {
-	if it.src.isDir() && !s.platform.IsWindows() {
+	if it.src.isDir() && !it.grouped && !s.platform.IsWindows() {
 		// What the COPY copies is placed below its destination as
 		// it is, not through the image's links, as BuildKit copies.
 		pm.NoLinksBelow = cleanDest
@@ -765,8 +781,68 @@ func (e *evaluator) contextItem(op *copyOp, src, host string, wild bool, pos pla
 			return item{src: s, pos: pos}, true, nil
 		}
 	}
-	s := &source{kind: srcFile, path: host, hint: e.ctx.rel(host)}
-	return item{src: s, name: filepath.Base(host), files: map[string]tree.Kind{"": tree.File}, pos: pos}, true, nil
+	s := e.memberSource(host)
+	return item{src: s, name: filepath.Base(host), files: map[string]tree.Kind{"": tree.File}, pos: pos, plain: real == host}, true, nil
+}
+
+// groupFiles makes each run of context files a pattern matched in one
+// directory (COPY src/* /app/), copied into the destination directory
+// under their own names, one item: one artifact of that directory
+// keeping only them, placed once, where each was an artifact and a
+// placement of its own, fetched, cached and recorded on its own (35 KB a
+// file: 100,000 matches took gigabytes, and minutes). The group is placed
+// as its files were (linkRules), shown in the layer's history as they
+// were (plan.Placement.Shows), and a COPY --from takes its files one by
+// one (within), so the image is the same. Only a run of items next to
+// each other is grouped, so the order of the placements stays. A file
+// placed again by a later pattern is left out, as the copy's seen set
+// leaves out a second item of one file.
+func groupFiles(ctx *buildContext, items []item) []item {
+	groupable := func(it item) bool { return it.plain && it.src.kind == srcFile }
+	out := items[:0:0]
+	taken := map[string]bool{}
+	for i := 0; i < len(items); {
+		it := items[i]
+		if !groupable(it) {
+			out = append(out, it)
+			i++
+			continue
+		}
+		if taken[it.src.path] {
+			i++
+			continue
+		}
+		dir := filepath.Dir(it.src.path)
+		var run []item
+		for ; i < len(items) && groupable(items[i]) && items[i].pos == it.pos && filepath.Dir(items[i].src.path) == dir; i++ {
+			if !taken[items[i].src.path] {
+				taken[items[i].src.path] = true
+				run = append(run, items[i])
+			}
+		}
+		if len(run) == 1 {
+			out = append(out, run[0])
+			continue
+		}
+		g := item{pos: it.pos, grouped: true, files: make(map[string]tree.Kind, len(run)+1)}
+		g.files[""] = tree.Dir
+		members := make([]string, len(run))
+		for j, m := range run {
+			g.files[m.name] = tree.File
+			members[j] = m.src.path
+		}
+		f := &filter{exclBase: dir}
+		f.keepOnly(members)
+		g.src = &source{kind: srcDir, path: dir, hint: ctx.rel(dir), filter: f, filtered: true, members: members}
+		out = append(out, g)
+	}
+	return out
+}
+
+// memberSource is the source of one file of a group (groupFiles): what
+// it was before it was grouped, which names it.
+func (e *evaluator) memberSource(host string) *source {
+	return &source{kind: srcFile, path: host, hint: e.ctx.rel(host)}
 }
 
 // shape scans a directory source: its kept paths (with "" for itself),

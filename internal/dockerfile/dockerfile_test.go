@@ -84,6 +84,10 @@ func placements(t *testing.T, p *plan.Plan) []string {
 			case *localDir:
 				rel, _ := filepath.Rel(real, k.Path)
 				what = "filtered:" + filepath.ToSlash(rel)
+				if k.filter.keep != nil {
+					// A pattern's files in one directory (groupFiles).
+					what = "files:" + filepath.ToSlash(rel) + "[" + strings.Join(pm.Shows, " ") + "]"
+				}
 			case *artifact.URL:
 				what = "url:" + k.URL
 				if k.Extract != nil {
@@ -192,8 +196,10 @@ func TestDockerfileCopyPlacements(t *testing.T) {
 		{"directory content", "COPY etc /etc/app", []string{"/etc/app/<-local:etc"}},
 		{"context root", "COPY . /src/", []string{"/src/<-local:."}},
 		{"several sources, one layer", "COPY bin/hello bin/tool /bin/", []string{"/bin/<-local:bin/hello, /bin/<-local:bin/tool"}},
-		{"pattern", "COPY *.txt /doc/", []string{"/doc/<-local:more.txt, /doc/<-local:notes.txt"}},
-		{"patterns that overlap copy a file once, as BuildKit copies it twice", "COPY *.txt n*.txt /doc/", []string{"/doc/<-local:more.txt, /doc/<-local:notes.txt"}},
+		{"pattern", "COPY *.txt /doc/", []string{"/doc/<-files:.[more.txt notes.txt]"}},
+		{"patterns that overlap copy a file once, as BuildKit copies it twice", "COPY *.txt n*.txt /doc/", []string{"/doc/<-files:.[more.txt notes.txt]"}},
+		{"the same, the other way round", "COPY n*.txt *.txt /doc/", []string{"/doc/<-local:notes.txt, /doc/<-local:more.txt"}},
+		{"a pattern's files one by one into a name that is no directory", "COPY *.txt /doc", []string{"/doc<-local:notes.txt"}},
 		{"and a directory and a pattern over it", "COPY bin b* /x/", []string{"/x/<-local:bin"}},
 		{"pattern matching nothing", "COPY *.md /doc/\nCOPY bin/hello /", []string{"/<-local:bin/hello"}},
 		{"one layer per COPY", "COPY bin/hello /a/\nCOPY bin/hello /b/", []string{"/a/<-local:bin/hello", "/b/<-local:bin/hello"}},

@@ -95,6 +95,12 @@ func (e *evaluator) stagePath(st *stageState, p string, pos plan.Pos) ([]item, e
 			err error
 		)
 		switch {
+		case under(q.root, p) && q.src.members != nil:
+			for _, it := range e.groupWithin(c, i, q, p) {
+				it.pos = pos
+				items = append(items, it)
+			}
+			continue
 		case under(q.root, p):
 			it, err = e.within(c, i, q, p)
 		case under(p, q.root) && q.src.isDir():
@@ -234,6 +240,23 @@ func relTo(p, root string) string {
 
 func hostPath(s *source, rel string) string {
 	return filepath.Join(s.path, filepath.FromSlash(rel))
+}
+
+// groupWithin is within for a group of files (groupFiles): its files one
+// by one, as they were placed before they were grouped, each left out
+// where a later instruction replaced it.
+func (e *evaluator) groupWithin(c *content, i int, q *placed, p string) []item {
+	var items []item
+	for _, m := range q.src.members {
+		root := path.Join(q.root, filepath.Base(m))
+		if n := c.nodes[root]; n.by != i {
+			continue
+		}
+		it := q.item(e.memberSource(m))
+		it.name, it.files, it.rel, it.fromDir, it.stageDirs = filepath.Base(m), map[string]tree.Kind{"": tree.File}, relTo(root, p), true, stageDirs(q, p)
+		items = append(items, it)
+	}
+	return items
 }
 
 // item is an item of src copied as q placed it: with q's modes and owner,

@@ -276,6 +276,12 @@ type Placement struct {
 	// StageDirs are how the stage made the directories the placement
 	// makes below StageDest, by path (tree.Placement.StageDirs).
 	StageDirs map[string]tree.DirMeta
+	// Shows, when set, are the names the layer's history gives what the
+	// placement places, in place of its artifact's: a Dockerfile COPY
+	// places the files a pattern matched in one directory as one
+	// artifact, and names each as it did when each was an artifact of
+	// its own, so that the image is the same.
+	Shows []string
 	// Licenses places the artifact's licence files under
 	// /LICENSES/<artifact>/ (on the first placement of it in an image).
 	Licenses bool
