@@ -739,9 +739,13 @@ func (e *evaluator) contextItem(op *copyOp, src, host string, wild bool, pos pla
 	if info.IsDir() {
 		base = real
 	}
-	f, err := newFilter(e.ctx, base, op.exclude)
-	if err != nil {
-		return item{}, false, err
+	// A file's filter is needed only for --exclude: a pattern's
+	// 100,000 matches need not hold one each.
+	var f *filter
+	if info.IsDir() || len(op.exclude) > 0 {
+		if f, err = newFilter(e.ctx, base, op.exclude); err != nil {
+			return item{}, false, err
+		}
 	}
 	excludedMsg := func() (item, bool, error) {
 		if wild {
@@ -763,7 +767,7 @@ func (e *evaluator) contextItem(op *copyOp, src, host string, wild bool, pos pla
 	if ignored {
 		return excludedMsg()
 	}
-	if f.exclude != nil {
+	if f != nil && f.exclude != nil {
 		if out, err := f.skip(host); err != nil || out {
 			return item{}, false, err
 		}
@@ -782,8 +786,12 @@ func (e *evaluator) contextItem(op *copyOp, src, host string, wild bool, pos pla
 		}
 	}
 	s := e.memberSource(host)
-	return item{src: s, name: filepath.Base(host), files: map[string]tree.Kind{"": tree.File}, pos: pos, plain: real == host}, true, nil
+	return item{src: s, name: filepath.Base(host), files: oneFile, pos: pos, plain: real == host}, true, nil
 }
+
+// oneFile is the files of an item of one file, shared: no one writes an
+// item's files.
+var oneFile = map[string]tree.Kind{"": tree.File}
 
 // groupFiles makes each run of context files a pattern matched in one
 // directory (COPY src/* /app/), copied into the destination directory
@@ -813,23 +821,23 @@ func groupFiles(ctx *buildContext, items []item) []item {
 			continue
 		}
 		dir := filepath.Dir(it.src.path)
-		var run []item
+		var run []int // indices in items
 		for ; i < len(items) && groupable(items[i]) && items[i].pos == it.pos && filepath.Dir(items[i].src.path) == dir; i++ {
 			if !taken[items[i].src.path] {
 				taken[items[i].src.path] = true
-				run = append(run, items[i])
+				run = append(run, i)
 			}
 		}
 		if len(run) == 1 {
-			out = append(out, run[0])
+			out = append(out, items[run[0]])
 			continue
 		}
 		g := item{pos: it.pos, grouped: true, files: make(map[string]tree.Kind, len(run)+1)}
 		g.files[""] = tree.Dir
 		members := make([]string, len(run))
-		for j, m := range run {
-			g.files[m.name] = tree.File
-			members[j] = m.src.path
+		for j, k := range run {
+			g.files[items[k].name] = tree.File
+			members[j] = items[k].src.path
 		}
 		f := &filter{exclBase: dir}
 		f.keepOnly(members)
