@@ -24,6 +24,19 @@ import (
 // distribution's base holds some thousands.
 const maxBaseEntries = 1 << 20
 
+// The work of resolving a base's links (tree.Budget, in bytes looked up)
+// is bounded by what a legitimate base needs: linkWorkBase, and
+// linkWorkPerEntry more for each tar entry, where resolving a link of a
+// distribution's base costs a few hundred (each prefix of its path, and
+// each of its target joined to its directory). Links made to loop
+// through 4 KiB targets cost megabytes each: 20,000 took 14 s to
+// resolve, and a million would have taken minutes; a base past the
+// budget is refused.
+const (
+	linkWorkBase     = 1 << 24
+	linkWorkPerEntry = 1 << 10
+)
+
 // ViewKey names what BaseView reads from img: its layers' media types
 // and diffIDs, in order. Two images with the same key hold the same files.
 func ViewKey(img v1.Image) (string, error) {
@@ -95,6 +108,7 @@ func baseView(img v1.Image, maxBytes, maxWindow int64, windows bool) (*tree.View
 			err = fmt.Errorf("media type %q is not a layer's (%s); an importer would not unpack it", mt, knownLayerTypes)
 		}
 		if err == nil {
+			b.layer = i
 			err = b.apply(l, cf.RootFS.DiffIDs[i], maxBytes, maxWindow)
 		}
 		if err != nil {
@@ -124,7 +138,11 @@ func baseView(img v1.Image, maxBytes, maxWindow int64, windows bool) (*tree.View
 			// directory, as an importer would. One that leads to a
 			// file is kept apart: a Dockerfile COPY to it writes the
 			// file it leads to.
-			r, err := b.links.Resolve(p)
+			r, err := b.links.ResolveWithin(p, &b.work)
+			if errors.Is(err, tree.ErrLinkWork) {
+				d, _ := layers[n.layer].Digest()
+				return nil, fmt.Errorf("base layer %d (%s): %w: more than %d bytes looked up, for %d entries (a base made to loop its links through long targets?)", n.layer+1, d, err, b.budget, b.entries)
+			}
 			if err != nil {
 				continue
 			}
@@ -153,17 +171,26 @@ type baseFS struct {
 	// rename, when set, maps a tar name to the path it stands for, or
 	// says to skip the entry (a Windows layer's Hives/).
 	rename func(string) (string, bool)
+	// work is what resolving links may still cost; budget is what it
+	// was given in all, for entries entries. layer is the index of the
+	// layer being applied.
+	work            tree.Budget
+	budget, entries int64
+	layer           int
 }
 
 type node struct {
-	dir      bool
+	dir bool
+	// layer is the index of the layer that made a link.
+	layer    int32
 	meta     tree.DirMeta
 	link     string // a symlink's target; "" for anything else
 	children map[string]bool
 }
 
 func newBaseFS() *baseFS {
-	return &baseFS{nodes: map[string]*node{".": {dir: true, meta: tree.DirMeta{Mode: 0o755}}}, links: tree.Links{}}
+	return &baseFS{nodes: map[string]*node{".": {dir: true, meta: tree.DirMeta{Mode: 0o755}}}, links: tree.Links{},
+		work: tree.Budget{Left: linkWorkBase}, budget: linkWorkBase}
 }
 
 // layerTypes are the media types of the distributable layers containerd
@@ -253,7 +280,12 @@ func (b *baseFS) apply(l v1.Layer, diffID v1.Hash, maxBytes, maxWindow int64) er
 		if err := checkEntry(hdr, b.rename != nil); err != nil {
 			return err
 		}
-		b.entry(hdr)
+		b.entries++
+		b.work.Left += linkWorkPerEntry
+		b.budget += linkWorkPerEntry
+		if err := b.entry(hdr); err != nil {
+			return fmt.Errorf("entry %.100q: %w: more than %d bytes looked up, for %d entries (a base made to loop its links through long targets?)", hdr.Name, err, b.budget, b.entries)
+		}
 		if len(b.nodes) > maxBaseEntries {
 			return fmt.Errorf("more than %d paths", maxBaseEntries)
 		}
@@ -272,17 +304,22 @@ func (b *baseFS) apply(l v1.Layer, diffID v1.Hash, maxBytes, maxWindow int64) er
 	return nil
 }
 
-// resolveDir is dir with the links along it followed.
-func (b *baseFS) resolveDir(dir string) string {
+// resolveDir is dir with the links along it followed; it fails only
+// when that is past the work allowed (tree.ErrLinkWork).
+func (b *baseFS) resolveDir(dir string) (string, error) {
 	for d := dir; d != "."; d = path.Dir(d) {
 		if _, ok := b.links[d]; ok {
-			if r, err := b.links.Resolve(dir); err == nil {
-				return r
+			r, err := b.links.ResolveWithin(dir, &b.work)
+			if errors.Is(err, tree.ErrLinkWork) {
+				return "", err
 			}
-			return dir
+			if err == nil {
+				return r, nil
+			}
+			return dir, nil
 		}
 	}
-	return dir
+	return dir, nil
 }
 
 // checkEntry refuses a name or a link target past the bounds archive
@@ -311,16 +348,19 @@ func checkEntry(hdr *tar.Header, windows bool) error {
 const maxWindowsLinkTarget = 16 << 10
 
 // entry applies one tar header.
-func (b *baseFS) entry(hdr *tar.Header) {
+func (b *baseFS) entry(hdr *tar.Header) error {
 	p := path.Clean("/" + hdr.Name)[1:]
 	if p == "" {
-		return
+		return nil
 	}
 	// The importer writes through a parent that is a link, and creates
 	// missing parents as directories.
 	dir, name := path.Split(p)
 	if dir = strings.TrimSuffix(dir, "/"); dir != "" {
-		dir = b.resolveDir(dir)
+		var err error
+		if dir, err = b.resolveDir(dir); err != nil {
+			return err
+		}
 		b.mkdirAll(dir)
 		p = path.Join(dir, name)
 	}
@@ -333,19 +373,19 @@ func (b *baseFS) entry(hdr *tar.Header) {
 				}
 			}
 		}
-		return
+		return nil
 	case strings.HasPrefix(name, ".wh."):
 		if target := path.Join(path.Dir(p), name[len(".wh."):]); !b.added[target] {
 			b.remove(target)
 		}
-		return
+		return nil
 	}
 	switch hdr.Typeflag {
 	case tar.TypeDir:
 		if n, ok := b.nodes[p]; ok && n.dir {
 			n.meta = dirMeta(hdr)
 			b.added[p] = true
-			return
+			return nil
 		}
 		b.remove(p)
 		b.add(p, &node{dir: true, meta: dirMeta(hdr)})
@@ -356,6 +396,7 @@ func (b *baseFS) entry(hdr *tar.Header) {
 		b.remove(p)
 		b.add(p, &node{})
 	}
+	return nil
 }
 
 // mkdirAll makes dir and its missing parents directories, as an importer
@@ -382,6 +423,7 @@ func (b *baseFS) add(p string, n *node) {
 	}
 	if n.link != "" {
 		b.links[p] = n.link
+		n.layer = int32(b.layer)
 	}
 	parent := b.nodes[path.Dir(p)]
 	if parent == nil {

@@ -291,3 +291,44 @@ func TestBaseViewBoundsNames(t *testing.T) {
 		t.Errorf("a Windows link of 20,000 bytes: %v, want it refused", err)
 	}
 }
+
+// TestBaseViewBoundsLinkWork refuses a base whose links are made to loop
+// through long targets: each of them costs megabytes to resolve (20,000
+// took 14 s, a million would take minutes), where a legitimate base's
+// links cost some hundred bytes each, as the libraries' links here do.
+func TestBaseViewBoundsLinkWork(t *testing.T) {
+	var names []string
+	for i := range 5000 {
+		names = append(names, fmt.Sprintf("usr/lib/libx%d.so.1", i), fmt.Sprintf("usr/lib/libx%d.so->libx%d.so.1", i, i))
+	}
+	libs := tarLayer(t, append([]string{"usr/", "usr/lib/", "lib->usr/lib"}, names...)...)
+	v, err := BaseView(imageOf(t, libs), 1<<30, 0)
+	if err != nil {
+		t.Fatalf("a base of 5000 library links: %v", err)
+	}
+	if len(v.FileLinks) != 5000 {
+		t.Errorf("%d links to files, want 5000", len(v.FileLinks))
+	}
+
+	// Links 200 directories deep, each to itself through 4 KiB of x/..,
+	// each x looked up below the 200: 40 hops of 300 KB each.
+	deep := strings.Repeat("d/", 200)
+	loops := []string{}
+	for i := range 200 {
+		loops = append(loops, deep[:2*(i+1)])
+	}
+	pad := strings.Repeat("x/../", (4000-len(deep))/5)
+	for i := range 20 {
+		l := fmt.Sprintf("%sl%d", deep, i)
+		loops = append(loops, l+"->/"+deep+pad+fmt.Sprintf("l%d", i))
+	}
+	layer := tarLayer(t, loops...)
+	start := time.Now()
+	_, err = BaseView(imageOf(t, libs, layer), 1<<30, 0)
+	if err == nil || !errors.Is(err, tree.ErrLinkWork) || !strings.Contains(err.Error(), "base layer 2 (sha256:") {
+		t.Errorf("links that loop through long targets: %v", err)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("refused after %s", d)
+	}
+}

@@ -1,6 +1,7 @@
 package tree
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -26,11 +27,32 @@ type Links map[string]string
 // "y" beside the link, wherever a link x leads), and stopping at the
 // root.
 func (l Links) Resolve(p string) (string, error) {
-	return resolveIn(p, l, nil)
+	return resolveIn(p, l, nil, nil)
 }
 
-// resolveIn is Links.Resolve over the links of l and of more.
-func resolveIn(p string, l, more Links) (string, error) {
+// Budget bounds the work of resolving links, in bytes of names looked
+// up: each element of a path costs the length of the path up to it, and
+// each link followed the length of where it leads. A path of 4096 bytes
+// through 40 links costs megabytes, so a base of many links made to loop
+// through long targets would take hours to resolve link by link, where
+// a legitimate one takes a few hundred bytes a link. Left is what may
+// still be spent; past it, resolving fails with ErrLinkWork.
+type Budget struct {
+	Left int64
+}
+
+// ErrLinkWork says resolving links took more work than its Budget.
+var ErrLinkWork = errors.New("resolving its links takes more work than allowed")
+
+// ResolveWithin is Resolve, its work taken from b: it fails with
+// ErrLinkWork once b is spent.
+func (l Links) ResolveWithin(p string, b *Budget) (string, error) {
+	return resolveIn(p, l, nil, b)
+}
+
+// resolveIn is Links.Resolve over the links of l and of more, within
+// budget b when it is not nil.
+func resolveIn(p string, l, more Links, b *Budget) (string, error) {
 	var done []string
 	todo := strings.Split(p, "/")
 	hops := 0
@@ -47,6 +69,11 @@ func resolveIn(p string, l, more Links) (string, error) {
 			continue
 		}
 		next := strings.Join(append(done, c), "/")
+		if b != nil {
+			if b.Left -= int64(len(next)) + 1; b.Left < 0 {
+				return "", fmt.Errorf("/%.100s: %w", p, ErrLinkWork)
+			}
+		}
 		target, ok := l[next]
 		if !ok {
 			target, ok = more[next]
@@ -63,6 +90,11 @@ func resolveIn(p string, l, more Links) (string, error) {
 		joined := target
 		if !strings.HasPrefix(target, "/") {
 			joined = "/" + strings.Join(done, "/") + "/" + target
+		}
+		if b != nil {
+			if b.Left -= int64(len(joined)) + 1; b.Left < 0 {
+				return "", fmt.Errorf("/%.100s: %w", p, ErrLinkWork)
+			}
 		}
 		done = done[:0]
 		todo = append(strings.Split(strings.TrimPrefix(path.Clean(joined), "/"), "/"), todo...)
@@ -130,7 +162,7 @@ func (v *View) Empty() bool {
 // followed, the base's links to files too (FileLinks), as BuildKit
 // resolves a COPY's destination.
 func (v *View) followed(p string) (string, error) {
-	return resolveIn(p, v.Links, v.FileLinks)
+	return resolveIn(p, v.Links, v.FileLinks, nil)
 }
 
 // IsDir says whether the image holds a directory at p (clean, relative

@@ -593,3 +593,19 @@ func TestThroughSetgidParent(t *testing.T) {
 		}
 	}
 }
+
+func TestResolveWithinBudget(t *testing.T) {
+	l := Links{"a": "b/c", "b": "d"}
+	b := &Budget{Left: 1 << 10}
+	if r, err := l.ResolveWithin("a/x", b); err != nil || r != "d/c/x" {
+		t.Fatalf("ResolveWithin = %q, %v", r, err)
+	}
+	spent := (1 << 10) - b.Left
+	if spent <= 0 || spent > 64 {
+		t.Errorf("a/x cost %d bytes", spent)
+	}
+	b.Left = spent - 1
+	if _, err := l.ResolveWithin("a/x", b); !errors.Is(err, ErrLinkWork) {
+		t.Errorf("past the budget: %v", err)
+	}
+}
