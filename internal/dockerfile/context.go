@@ -284,7 +284,10 @@ func treeOf(entries []entry) (*tree.Tree, error) {
 		case tree.Symlink:
 			err = t.Add(tree.Entry{Path: e.rel, Kind: tree.Symlink, Mode: 0o777, Link: filepath.ToSlash(e.link)})
 		default:
-			err = t.Add(tree.Entry{Path: e.rel, Kind: tree.File, Mode: tree.NormalMode(e.info.Mode()), Source: e.abs, Size: e.info.Size()})
+			// The stamp the scan took, as tree.FromDir keeps it: the
+			// cache's digest of the file is then looked up without a
+			// stat of its own (cache.RememberAt).
+			err = t.Add(tree.Entry{Path: e.rel, Kind: tree.File, Mode: tree.NormalMode(e.info.Mode()), Source: e.abs, Size: e.info.Size(), Stamp: tree.StampOf(e.info)})
 		}
 		if err != nil {
 			return nil, err
