@@ -270,7 +270,7 @@ func parseModes(file string, flags []string) (map[string]recipe.Choice, error) {
 		// at its line of this file.
 		var doc yaml.Node
 		if err := yaml.Unmarshal(data, &doc); err != nil {
-			return nil, fmt.Errorf("%s: %w", file, err)
+			return nil, recipe.SyntaxError(file, data, err)
 		}
 		if len(doc.Content) > 0 {
 			m := doc.Content[0]

@@ -32,6 +32,12 @@ func TestFlagErrors(t *testing.T) {
 	if err := os.WriteFile(twice, []byte("hello: release\nhello: local\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A syntax error is at its line, as in the recipe, not yaml.v3's
+	// "yaml: line 2: ..." after the file's name.
+	broken := filepath.Join(t.TempDir(), "broken.yaml")
+	if err := os.WriteFile(broken, []byte("other: release\nhello: [release\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -57,6 +63,7 @@ func TestFlagErrors(t *testing.T) {
 		{"modes file without end", []string{"--modes", "/dev/zero"}, "read /dev/zero: over 4194304 bytes"},
 		// A second choice of one artifact is not taken silently.
 		{"modes file choosing twice", []string{"--modes", twice}, twice + ":2: hello: chosen again (first at line 1)"},
+		{"modes file syntax", []string{"--modes", broken}, broken + ":2: did not find expected ',' or ']'"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "out")

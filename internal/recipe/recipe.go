@@ -485,11 +485,7 @@ func parseRecipe(file string, data []byte, unpinned bool) (*Recipe, error) {
 		if looksLikeDockerfile(data) {
 			return nil, notARecipe(file)
 		}
-		e := yamlError(file, err)
-		if l := syntaxLine(data); l > 0 {
-			e.Line = l
-		}
-		return nil, withTemplateHint(data, e)
+		return nil, withTemplateHint(data, syntaxError(file, data, err))
 	}
 	if root.Kind == 0 || len(root.Content) == 0 {
 		return nil, &Error{Pos: plan.Pos{File: file}, Msg: "empty recipe"}
@@ -718,6 +714,22 @@ func templateHint(data []byte, n int) string {
 }
 
 var yamlLine = lazyre.New(`line (\d+): (.*)`)
+
+// SyntaxError is a YAML error of data, read from file (a recipe's
+// neighbour, such as a --modes file), in the recipe's own FILE:LINE form.
+func SyntaxError(file string, data []byte, err error) error {
+	return syntaxError(file, data, err)
+}
+
+// syntaxError is yamlError at the line syntaxLine finds, where yaml.v3
+// often names a later one or none.
+func syntaxError(file string, data []byte, err error) *Error {
+	e := yamlError(file, err)
+	if l := syntaxLine(data); l > 0 {
+		e.Line = l
+	}
+	return e
+}
 
 // yamlError rewrites yaml.v3's messages into file:line form and drops Go
 // type names, which mean nothing to a recipe author.
