@@ -52,6 +52,11 @@ is missing or stale: for CI.`,
 			opt.Log = logf
 			rep, err := lock.Run(cmd.Context(), opt)
 			if err != nil {
+				// Pins written, others left to the author (a gomod
+				// section's commit): both are said.
+				if rep != nil && rep.Written {
+					logf("wrote %d pin(s) into %s", len(rep.Findings), opt.File)
+				}
 				return err
 			}
 			switch {

@@ -238,3 +238,41 @@ func TestLockGomodSumOnePlatform(t *testing.T) {
 		t.Errorf("locked recipe:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// A gomod section whose ldflags use {{commit}} without a commit is a pin
+// lock cannot fill (the module proxy gives no commit): --check fails at
+// its line saying to write upstream's commit, and lock writes the sum it
+// resolved and fails the same way.
+func TestLockGomodCommitUnfillable(t *testing.T) {
+	zip, sum := moduleZip(t, helloFiles)
+	serveModuleProxy(t, zip)
+	withFlags := func(sumLine string) string {
+		return strings.Replace(gomodRecipe(sumLine), "      packages: ./cmd/hello\n", "      packages: ./cmd/hello\n      ldflags: [\"-X main.commit={{commit}}\"]\n", 1)
+	}
+	w := writeRecipe(t, withFlags(""))
+	want := w.file + ":8: {{commit}} is the commit"
+
+	rep, err := w.lock(t, Options{Check: true})
+	var pe *PinsError
+	if !errors.As(err, &pe) || len(pe.Unfillable) != 1 || len(rep.Findings) != 1 {
+		t.Fatalf("check: %v, %+v", err, rep)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "2 pin(s) missing, 0 stale") || !strings.Contains(msg, want) || !strings.Contains(msg, "write upstream's commit by hand") {
+		t.Errorf("check: %v, want %q and a hint to write the commit", err, want)
+	}
+	if w.read(t) != w.src {
+		t.Errorf("check wrote the recipe:\n%s", w.read(t))
+	}
+
+	rep, err = w.lock(t, Options{})
+	if !errors.As(err, &pe) || len(pe.Unfillable) != 1 || !rep.Written || !strings.Contains(err.Error(), want) {
+		t.Fatalf("lock: %v, %+v", err, rep)
+	}
+	if got, want := w.read(t), withFlags("      sum: "+sum+"\n"); got != want {
+		t.Errorf("locked recipe:\n%s\nwant:\n%s", got, want)
+	}
+	// Locked, it still fails at the commit, with nothing else to pin.
+	if _, err = w.lock(t, Options{}); !errors.As(err, &pe) || len(pe.Unfillable) != 1 || len(pe.Findings) != 0 {
+		t.Errorf("lock again: %v", err)
+	}
+}

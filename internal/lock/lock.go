@@ -76,11 +76,17 @@ type Report struct {
 	Current int
 	// Written says the recipe was rewritten.
 	Written bool
+	// Unfillable are pins lock cannot resolve and the build needs: a
+	// {{commit}} with no commit (a gomod section's, which the module
+	// proxy does not give), each at its use.
+	Unfillable []error
 }
 
 // PinsError lists pins that are missing or stale and were left so.
 type PinsError struct {
 	Findings []Finding
+	// Unfillable are the pins lock cannot resolve (Report.Unfillable).
+	Unfillable []error
 	// Hint says what to do about them.
 	Hint string
 }
@@ -95,9 +101,15 @@ func (e *PinsError) Error() string {
 			missing++
 		}
 	}
-	fmt.Fprintf(&b, "%d pin(s) missing, %d stale:", missing, stale)
+	fmt.Fprintf(&b, "%d pin(s) missing, %d stale:", missing+len(e.Unfillable), stale)
 	for _, f := range e.Findings {
 		b.WriteString("\n  " + f.String())
+	}
+	for _, u := range e.Unfillable {
+		b.WriteString("\n  " + u.Error())
+	}
+	if len(e.Unfillable) > 0 {
+		b.WriteString("\n" + unfillableHint)
 	}
 	if e.Hint != "" {
 		b.WriteString("\n" + e.Hint)
@@ -191,7 +203,14 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 			return nil, err
 		}
 	}
+	gaps, err := l.r.CommitGaps(sel)
+	if err != nil {
+		return nil, err
+	}
 	rep := l.rep
+	for _, g := range gaps {
+		rep.Unfillable = append(rep.Unfillable, g)
+	}
 	slices.SortStableFunc(rep.Findings, func(a, b Finding) int { return a.Pos.Line - b.Pos.Line })
 
 	var stale []Finding
@@ -201,16 +220,20 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 		}
 	}
 	switch {
-	case opt.Check && len(rep.Findings) > 0:
-		return rep, &PinsError{Findings: rep.Findings, Hint: "pallet lock writes the missing pins; pallet lock --update re-pins the stale ones"}
+	case opt.Check && len(rep.Findings)+len(rep.Unfillable) > 0:
+		hint := ""
+		if len(rep.Findings) > 0 {
+			hint = "pallet lock writes the missing pins; pallet lock --update re-pins the stale ones"
+		}
+		return rep, &PinsError{Findings: rep.Findings, Unfillable: rep.Unfillable, Hint: hint}
 	case opt.Check:
 		return rep, nil
 	case len(stale) > 0 && !opt.Update:
 		// All or nothing: a recipe half locked while a pin it holds is
 		// disputed would be committed as if it were settled.
-		return rep, &PinsError{Findings: rep.Findings, Hint: "nothing was written: a moved tag or a changed download may be an attack or a mistake upstream; check it, then re-pin with pallet lock --update"}
+		return rep, &PinsError{Findings: rep.Findings, Unfillable: rep.Unfillable, Hint: "nothing was written: a moved tag or a changed download may be an attack or a mistake upstream; check it, then re-pin with pallet lock --update"}
 	case len(l.doc.edits) == 0:
-		return rep, nil
+		return rep, unfilled(rep)
 	}
 	out, err := l.doc.apply()
 	if err != nil {
@@ -230,7 +253,19 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 		}
 		l.opt.Log("%s: artifact %s: %s %s %s", plan.Pos{File: f.Pos.File, Line: f.Pos.Line}, f.Artifact, f.Pin, verb, f.New)
 	}
-	return rep, nil
+	return rep, unfilled(rep)
+}
+
+const unfillableHint = "lock cannot resolve a {{commit}} with no commit (the module proxy gives none): write upstream's commit by hand as gomod.commit (or the git source's commit)"
+
+// unfilled is the error of a run that wrote what it could but left pins
+// only an author can give: the recipe still does not build, so lock
+// fails as --check would, after keeping the pins it resolved.
+func unfilled(rep *Report) error {
+	if len(rep.Unfillable) == 0 {
+		return nil
+	}
+	return &PinsError{Unfillable: rep.Unfillable}
 }
 
 // git resolves g's tag and records the commit {{commit}} stands for.

@@ -110,7 +110,7 @@ func (r *Recipe) Expand(path, s string, v Vars) (string, error) {
 		if m := missing[0]; m == "commit" || m == "tag" {
 			// Known names, unset here: say what would set them.
 			if m == "commit" {
-				return "", r.Errorf(path, "{{commit}} is the commit of the artifact's git source (modes.source.git.commit) or the one its gomod section names (gomod.commit), and this artifact has none")
+				return "", r.Errorf(path, "%s", noCommit)
 			}
 			return "", r.Errorf(path, "{{%s}} is the %s of the artifact's git source (modes.source.git.%s), and this artifact has none", m, m, m)
 		}
@@ -121,6 +121,10 @@ func (r *Recipe) Expand(path, s string, v Vars) (string, error) {
 	}
 	return out, nil
 }
+
+// noCommit is the error of a {{commit}} with no commit to stand for,
+// which CommitGaps looks for.
+const noCommit = "{{commit}} is the commit of the artifact's git source (modes.source.git.commit) or the one its gomod section names (gomod.commit), and this artifact has none"
 
 // ExpandList expands each element of l, whose elements are at path.N. A
 // nil list stays nil: for image config, nil means "keep the base's value".

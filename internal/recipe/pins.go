@@ -1,6 +1,7 @@
 package recipe
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -317,6 +318,48 @@ func (r *Recipe) GoModPins(sel PinSelection) ([]*GoModPin, error) {
 		}
 		if pin != nil {
 			out = append(out, pin)
+		}
+	}
+	return out, nil
+}
+
+// CommitGaps lists the selected artifacts whose source fields use
+// {{commit}} with no commit to stand for, each at the use, as a build
+// refuses them: a gomod section without commit (the module proxy gives
+// none) or a git source with neither tag nor commit. lock cannot fill
+// these; their author writes upstream's commit. A git source with a tag
+// is not one: lock resolves its commit.
+func (r *Recipe) CommitGaps(sel PinSelection) ([]*Error, error) {
+	vars, names, served, want, err := r.pinArtifacts(sel)
+	if err != nil {
+		return nil, err
+	}
+	var out []*Error
+	for _, name := range names {
+		a := r.Artifacts[name]
+		if m := a.gomodSource(); m != nil && m.Commit != "" {
+			continue
+		}
+		if g := a.gitSource(); g != nil && (g.Tag != "" || g.Commit != "") {
+			continue
+		}
+		if a.gomodSource() == nil && a.gitSource() == nil {
+			continue
+		}
+		mode := ""
+		if a.Modes != nil {
+			mode = "source"
+		}
+		for _, pl := range served[name] {
+			if !want.has(pl) {
+				continue
+			}
+			_, _, err := r.request(name, mode, "", pl, vars)
+			var e *Error
+			if errors.As(err, &e) && e.Msg == noCommit {
+				out = append(out, e)
+				break
+			}
 		}
 	}
 	return out, nil
