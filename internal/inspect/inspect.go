@@ -5,12 +5,14 @@
 package inspect
 
 import (
+	"archive/tar"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -278,6 +280,59 @@ func byDigest(all, chosen []v1.Descriptor) []group {
 	return out
 }
 
+// maxArchiveJSON bounds a docker archive's manifest.json and each image
+// config in it: a docker save of many images writes some KiB of each.
+const maxArchiveJSON = 4 << 20
+
+// archiveJSON refuses entry name of the docker archive file when it is
+// over maxArchiveJSON, finding it as go-containerregistry's tarball
+// package does: the first entry of that name, links followed. One that
+// is missing is left to go-containerregistry to say.
+func archiveJSON(file, name string) error {
+	seen := map[string]bool{}
+	for {
+		if seen[name] {
+			return nil // a cycle, which go-containerregistry reports
+		}
+		seen[name] = true
+		h, err := archiveEntry(file, name)
+		if err != nil || h == nil {
+			return err
+		}
+		if h.Typeflag == tar.TypeSymlink || h.Typeflag == tar.TypeLink {
+			name = path.Join(filepath.Dir(name), path.Clean(h.Linkname))
+			continue
+		}
+		if h.Size > maxArchiveJSON {
+			return fmt.Errorf("%s: %d bytes, over %d (4 MiB): not a docker archive's JSON", name, h.Size, maxArchiveJSON)
+		}
+		return nil
+	}
+}
+
+// archiveEntry is the header of the first entry named name in the tar
+// file, or nil. Entries' contents are skipped, not read.
+func archiveEntry(file, name string) (*tar.Header, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if path.Clean(h.Name) == path.Clean(name) {
+			return h, nil
+		}
+	}
+}
+
 // docker describes the images of a docker archive, one per image with
 // all its RepoTags.
 func (r *Report) docker(file string) error {
@@ -292,9 +347,18 @@ func (r *Report) docker(file string) error {
 	if err != nil {
 		return fmt.Errorf("reading the docker archive %s: %w", file, err)
 	}
+	// go-containerregistry reads manifest.json and each config whole.
+	if err := archiveJSON(file, "manifest.json"); err != nil {
+		return fmt.Errorf("reading the docker archive %s: %w", file, err)
+	}
 	m, err := tarball.LoadManifest(func() (io.ReadCloser, error) { return os.Open(file) })
 	if err != nil {
 		return fmt.Errorf("reading the docker archive %s: %w", file, err)
+	}
+	for _, d := range m {
+		if err := archiveJSON(file, d.Config); err != nil {
+			return fmt.Errorf("reading the docker archive %s: %w", file, err)
+		}
 	}
 	var done []string // config paths, which identify an image in the archive
 	for _, d := range m {

@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"os"
@@ -214,5 +215,52 @@ func TestDockerArchiveTags(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "labels     k=v\n") || !strings.Contains(b.String(), "\n  platform   linux/arm64\n  id         "+id.String()+"\n") {
 		t.Errorf("output:\n%s", b.String())
+	}
+}
+
+// A docker archive's manifest.json and image configs are refused over
+// maxArchiveJSON, found as go-containerregistry finds them (links
+// followed), before it reads them whole.
+func TestDockerArchiveJSONBounded(t *testing.T) {
+	const bound = 4 << 20 // maxArchiveJSON
+	big := strings.Repeat(" ", bound) + "[]"
+	bigConfig := strings.Repeat(" ", bound) + "{}"
+	type entry struct{ name, link, body string }
+	for _, tc := range []struct {
+		name    string
+		entries []entry
+		want    string
+	}{
+		{"manifest", []entry{{name: "manifest.json", body: big}}, "manifest.json: 4194306 bytes, over 4194304"},
+		{"manifest through a link", []entry{{name: "manifest.json", link: "m/big.json"}, {name: "m/big.json", body: big}}, "m/big.json: 4194306 bytes, over 4194304"},
+		{"config", []entry{{name: "manifest.json", body: `[{"Config":"c.json","RepoTags":["x:1"],"Layers":[]}]`}, {name: "c.json", body: bigConfig}}, "c.json: 4194306 bytes, over 4194304"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "a.tar")
+			var b bytes.Buffer
+			tw := tar.NewWriter(&b)
+			for _, e := range tc.entries {
+				h := &tar.Header{Name: e.name, Mode: 0o644, Size: int64(len(e.body)), Typeflag: tar.TypeReg}
+				if e.link != "" {
+					h = &tar.Header{Name: e.name, Mode: 0o777, Linkname: e.link, Typeflag: tar.TypeSymlink}
+				}
+				if err := tw.WriteHeader(h); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := tw.Write([]byte(e.body)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := tw.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(file, b.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Open(context.Background(), "docker:"+file)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
 	}
 }
