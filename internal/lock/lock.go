@@ -256,7 +256,7 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 	return rep, unfilled(rep)
 }
 
-const unfillableHint = "lock cannot resolve a {{commit}} with no commit (the module proxy gives none): write upstream's commit by hand as gomod.commit (or the git source's commit)"
+const unfillableHint = "lock cannot resolve a {{commit}} with no commit (the module proxy gives none): write upstream's commit by hand as gomod.commit"
 
 // unfilled is the error of a run that wrote what it could but left pins
 // only an author can give: the recipe still does not build, so lock

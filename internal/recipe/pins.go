@@ -323,12 +323,12 @@ func (r *Recipe) GoModPins(sel PinSelection) ([]*GoModPin, error) {
 	return out, nil
 }
 
-// CommitGaps lists the selected artifacts whose source fields use
-// {{commit}} with no commit to stand for, each at the use, as a build
-// refuses them: a gomod section without commit (the module proxy gives
-// none) or a git source with neither tag nor commit. lock cannot fill
-// these; their author writes upstream's commit. A git source with a tag
-// is not one: lock resolves its commit.
+// CommitGaps lists the selected artifacts whose fields use {{commit}}
+// with no commit to stand for, each at the use, as a build refuses them:
+// those of a gomod section without commit (the module proxy gives none).
+// lock cannot fill these; their author writes upstream's commit. A git
+// source has a commit, or a tag whose commit lock resolves: one with
+// neither is refused when the recipe is read.
 func (r *Recipe) CommitGaps(sel PinSelection) ([]*Error, error) {
 	vars, names, served, want, err := r.pinArtifacts(sel)
 	if err != nil {
@@ -337,13 +337,7 @@ func (r *Recipe) CommitGaps(sel PinSelection) ([]*Error, error) {
 	var out []*Error
 	for _, name := range names {
 		a := r.Artifacts[name]
-		if m := a.gomodSource(); m != nil && m.Commit != "" {
-			continue
-		}
-		if g := a.gitSource(); g != nil && (g.Tag != "" || g.Commit != "") {
-			continue
-		}
-		if a.gomodSource() == nil && a.gitSource() == nil {
+		if m := a.gomodSource(); m == nil || m.Commit != "" {
 			continue
 		}
 		mode := ""
