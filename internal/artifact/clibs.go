@@ -35,7 +35,7 @@ func (f *Fetcher) cLibraries(ctx context.Context, g *Go, run goRun, env []string
 			bins[e.Path] = e.Source
 		}
 	}
-	found, err := clibs.Find(ctx, clibs.Build{Dir: cmp.Or(run.listDir, run.dir), Env: env, Packages: run.list, Tags: g.Tags, Flags: append(slices.Clip(run.listFlags), g.Flags...), Ldflags: g.Ldflags}, bins)
+	found, err := clibs.Find(ctx, clibs.Build{Dir: cmp.Or(run.listDir, run.dir), Env: env, Packages: run.list, Tags: g.Tags, Flags: append(slices.Clip(run.listFlags), g.Flags...), Ldflags: g.Ldflags, Command: Command}, bins)
 	if err != nil {
 		return nil, nil, fmt.Errorf("the C libraries its cgo binaries link: %w", err)
 	}

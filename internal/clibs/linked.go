@@ -8,6 +8,7 @@ package clibs
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"debug/elf"
 	"encoding/json"
@@ -22,6 +23,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/pallet-dev/pallet/internal/quoted"
 )
 
 // Build is a cgo build as it ran: where, with which environment, and what
@@ -39,6 +42,10 @@ type Build struct {
 	Tags     []string
 	Flags    []string
 	Ldflags  []string
+	// Command starts the tools asked (go, pkg-config, the C compiler)
+	// as the build started its own (artifact.Command: stopped with the
+	// build); exec.CommandContext when nil.
+	Command func(ctx context.Context, name string, args ...string) *exec.Cmd
 }
 
 // Binary is what one binary of the build links of C libraries.
@@ -214,7 +221,7 @@ func goList(ctx context.Context, b Build) ([]listed, error) {
 		args = append(args, "-tags="+strings.Join(b.Tags, ","))
 	}
 	args = append(args, b.Flags...)
-	out, err := run(ctx, b.Dir, b.Env, "go", append(args, b.Packages...)...)
+	out, err := b.run(ctx, "go", append(args, b.Packages...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -234,10 +241,16 @@ func goList(ctx context.Context, b Build) ([]listed, error) {
 
 // run runs a command of the build and gives its output, bounded; its
 // error says what it wrote to stderr.
-func run(ctx context.Context, dir string, env []string, name string, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Dir, cmd.Env = dir, env
-	cmd.WaitDelay = 5 * time.Second
+func (b Build) run(ctx context.Context, name string, args ...string) ([]byte, error) {
+	command := b.Command
+	if command == nil {
+		command = exec.CommandContext
+	}
+	cmd := command(ctx, name, args...)
+	cmd.Dir, cmd.Env = b.Dir, b.Env
+	if cmd.WaitDelay == 0 {
+		cmd.WaitDelay = 5 * time.Second
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &limited{&stdout, maxGoList}, &limited{&stderr, 64 << 10}
 	if err := cmd.Run(); err != nil {
@@ -332,15 +345,19 @@ func (r *resolver) linkFlags(uses []*listed, static bool) ([]string, error) {
 			args = append(args, "--static")
 		}
 		// As cgo runs it: "--" ends the options, so that a name cannot be one.
-		tool := cmpOr(r.getenv("PKG_CONFIG"), "pkg-config")
-		out, err := run(r.ctx, r.b.Dir, r.b.Env, tool, append(append(args, "--"), pc...)...)
+		tool := cmp.Or(r.getenv("PKG_CONFIG"), "pkg-config")
+		out, err := r.b.run(r.ctx, tool, append(append(args, "--"), pc...)...)
 		if err != nil {
 			return nil, err
 		}
 		flags = append(flags, strings.Fields(string(out))...)
 	}
 	flags = append(flags, strings.Fields(r.getenv("CGO_LDFLAGS"))...)
-	flags = append(flags, extldflags(r.b.Ldflags)...)
+	ext, err := extldflags(r.b.Ldflags)
+	if err != nil {
+		return nil, err
+	}
+	flags = append(flags, ext...)
 	if static {
 		flags = append(flags, "-lc", "-lgcc", "-lgcc_eh")
 	} else {
@@ -349,62 +366,34 @@ func (r *resolver) linkFlags(uses []*listed, static bool) ([]string, error) {
 	return flags, nil
 }
 
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
 // extldflags are the words of the value of -extldflags in the go linker
-// flags, which go passes to the C linker.
-func extldflags(ldflags []string) []string {
-	words := splitQuoted(strings.Join(ldflags, " "))
+// flags, which go passes to the C linker, each split as go and its
+// linker split them.
+func extldflags(ldflags []string) ([]string, error) {
+	words, err := quoted.Split(strings.Join(ldflags, " "))
+	if err != nil {
+		return nil, fmt.Errorf("ldflags: %w", err)
+	}
 	var out []string
 	for i := 0; i < len(words); i++ {
-		w := strings.TrimPrefix(words[i], "-")
-		if v, ok := strings.CutPrefix(w, "-extldflags="); ok || strings.HasPrefix(w, "extldflags=") {
-			if !ok {
-				v = strings.TrimPrefix(w, "extldflags=")
-			}
-			out = append(out, splitQuoted(v)...)
+		name, v, hasValue := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(words[i], "-"), "-"), "=")
+		if name != "extldflags" {
 			continue
 		}
-		if (w == "extldflags" || w == "-extldflags") && i+1 < len(words) {
-			out = append(out, splitQuoted(words[i+1])...)
-			i++
-		}
-	}
-	return out
-}
-
-// splitQuoted splits s into words at spaces, as the go command splits
-// -ldflags: a word may be quoted with ' or ".
-func splitQuoted(s string) []string {
-	var out []string
-	var cur strings.Builder
-	in, quote := false, rune(0)
-	for _, c := range s {
-		switch {
-		case quote != 0 && c == quote:
-			quote = 0
-		case quote == 0 && (c == '\'' || c == '"'):
-			quote, in = c, true
-		case quote == 0 && (c == ' ' || c == '\t' || c == '\n'):
-			if in {
-				out = append(out, cur.String())
-				cur.Reset()
-				in = false
+		if !hasValue {
+			if i+1 == len(words) {
+				continue
 			}
-		default:
-			cur.WriteRune(c)
-			in = true
+			i++
+			v = words[i]
 		}
+		ws, err := quoted.Split(v)
+		if err != nil {
+			return nil, fmt.Errorf("-extldflags: %w", err)
+		}
+		out = append(out, ws...)
 	}
-	if in {
-		out = append(out, cur.String())
-	}
-	return out
+	return out, nil
 }
 
 // resolve turns link flags into the library files a binary contains:
@@ -512,11 +501,11 @@ func (r *resolver) printFileName(n string) (string, error) {
 	if p, ok := r.printed[n]; ok {
 		return p, nil
 	}
-	cc := strings.Fields(cmpOr(r.getenv("CC"), "gcc"))
+	cc := strings.Fields(cmp.Or(r.getenv("CC"), "gcc"))
 	if len(cc) == 0 {
 		return "", errors.New("no C compiler")
 	}
-	out, err := run(r.ctx, r.b.Dir, r.b.Env, cc[0], append(cc[1:], "-print-file-name="+n)...)
+	out, err := r.b.run(r.ctx, cc[0], append(cc[1:], "-print-file-name="+n)...)
 	if err != nil {
 		return "", err
 	}

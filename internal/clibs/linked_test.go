@@ -22,8 +22,8 @@ func TestExtldflags(t *testing.T) {
 		{[]string{`-extldflags="-static"`}, []string{"-static"}},
 		{[]string{"-X main.v=1"}, nil},
 	} {
-		if got := extldflags(c.ldflags); !reflect.DeepEqual(got, c.want) {
-			t.Errorf("extldflags(%q) = %q, want %q", c.ldflags, got, c.want)
+		if got, err := extldflags(c.ldflags); err != nil || !reflect.DeepEqual(got, c.want) {
+			t.Errorf("extldflags(%q) = %q, %v; want %q", c.ldflags, got, err, c.want)
 		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/pallet-dev/pallet/internal/quoted"
 )
 
 // checkLinkerWords refuses an ldflags element whose variables, once
@@ -35,7 +37,7 @@ func checkLinkerWords(tmpl, expanded string, v Vars) error {
 		last = m[1]
 	}
 	b.WriteString(tmpl[last:])
-	words, err := splitQuoted(b.String())
+	words, err := quoted.Split(b.String())
 	if err != nil {
 		// An element that does not split alone (a quote closed in the
 		// next one) is the recipe's own text: the go command judges it.
@@ -53,7 +55,7 @@ func checkLinkerWords(tmpl, expanded string, v Vars) error {
 		}
 		want[i] = wb.String()
 	}
-	got, err := splitQuoted(expanded)
+	got, err := quoted.Split(expanded)
 	// A word that is only a variable left empty ("-s -w {{EXTRA}}" with
 	// EXTRA unset) is no word once expanded: an empty argument more or
 	// less passes the linker no flag.
@@ -64,36 +66,6 @@ func checkLinkerWords(tmpl, expanded string, v Vars) error {
 		return nil
 	}
 	return fmt.Errorf("%q expands to %q, which the linker would read as other arguments than the recipe writes (%q): a variable's value holds a space or a quote; quote the word in the recipe (-X 'main.v={{V}}') if the value may hold spaces", tmpl, expanded, want)
-}
-
-// splitQuoted splits s into words as the go command splits -ldflags and
-// GOFLAGS (cmd/internal/quoted.Split): at spaces, a word that begins with ' or "
-// running to the next such quote, quotes inside a word being plain
-// characters.
-func splitQuoted(s string) ([]string, error) {
-	var words []string
-	for len(s) > 0 {
-		s = strings.TrimLeft(s, " \t\n\r")
-		if s == "" {
-			break
-		}
-		if q := s[0]; q == '"' || q == '\'' {
-			i := strings.IndexByte(s[1:], q)
-			if i < 0 {
-				return nil, fmt.Errorf("unterminated %c string", q)
-			}
-			words = append(words, s[1:1+i])
-			s = s[2+i:]
-			continue
-		}
-		i := strings.IndexAny(s, " \t\n\r")
-		if i < 0 {
-			i = len(s)
-		}
-		words = append(words, s[:i])
-		s = s[i:]
-	}
-	return words, nil
 }
 
 // checkTagWords refuses a tags element whose variables, once expanded,

@@ -1,7 +1,6 @@
 package recipe
 
 import (
-	"reflect"
 	"strings"
 	"testing"
 
@@ -70,24 +69,6 @@ func TestGoFlagValuesStayOneArgument(t *testing.T) {
 				t.Errorf("got %v (line %d), want line %d containing %q", e, e.Line, tc.line, tc.want)
 			}
 		})
-	}
-}
-
-func TestSplitQuoted(t *testing.T) {
-	for in, want := range map[string][]string{
-		"":                   nil,
-		"  -s  -w ":          {"-s", "-w"},
-		`-X 'a=b c' "d" e'f`: {"-X", "a=b c", "d", "e'f"},
-		"-X\tmain.v=1\n-s":   {"-X", "main.v=1", "-s"},
-		`'' x`:               {"", "x"},
-	} {
-		got, err := splitQuoted(in)
-		if err != nil || !reflect.DeepEqual(got, want) {
-			t.Errorf("splitQuoted(%q) = %q, %v; want %q", in, got, err, want)
-		}
-	}
-	if _, err := splitQuoted(`-X 'a=b`); err == nil {
-		t.Error("an unterminated quote split")
 	}
 }
 

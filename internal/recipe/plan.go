@@ -15,6 +15,7 @@ import (
 	"github.com/pallet-dev/pallet/internal/image"
 	"github.com/pallet-dev/pallet/internal/plan"
 	"github.com/pallet-dev/pallet/internal/platform"
+	"github.com/pallet-dev/pallet/internal/quoted"
 	"github.com/pallet-dev/pallet/internal/tree"
 )
 
@@ -704,7 +705,7 @@ func (r *Recipe) goBuild(at string, g *GoBuild, pf platform.Platform, v Vars) (*
 			// It splits them as it splits -ldflags, quotes stripped
 			// ('-modfile=/tmp/x' is -modfile), and refuses a quote
 			// left open.
-			flags, err := splitQuoted(val)
+			flags, err := quoted.Split(val)
 			if err != nil {
 				return nil, r.Errorf(fmt.Sprintf("%s.env.%d", at, i), "GOFLAGS: %v", err)
 			}
