@@ -30,41 +30,21 @@ func DEP5Licenses(text []byte) (exprs []string, ok bool) {
 			exprs = append(exprs, expr)
 		}
 	}
-	add(header["License"])
+	// A License field's first line names the licence; the lines after
+	// it are its text.
+	license := func(f map[string]string) string {
+		name, _, _ := strings.Cut(f["License"], "\n")
+		return name
+	}
+	add(license(header))
 	for _, p := range paras[1:] {
 		f := fields(p)
-		files, isFiles := continued(p, "Files")
-		if !isFiles || packagingOnly(files) {
-			continue
+		if files, isFiles := f["Files"]; isFiles && !packagingOnly(files) {
+			add(license(f))
 		}
-		add(f["License"])
 	}
 	slices.Sort(exprs)
 	return exprs, true
-}
-
-// continued is the whole value of the field name in a deb822 paragraph,
-// its continuation lines too (a Files field may list its patterns one a
-// line), and whether the paragraph has it.
-func continued(para []byte, name string) (string, bool) {
-	var val []string
-	in, found := false, false
-	for line := range strings.SplitSeq(string(para), "\n") {
-		switch {
-		case line != "" && (line[0] == ' ' || line[0] == '\t'):
-			if in {
-				val = append(val, strings.TrimSpace(line))
-			}
-			continue
-		case in:
-			return strings.Join(val, " "), true
-		}
-		if k, v, ok := strings.Cut(line, ":"); ok && k == name && !found {
-			in, found = true, true
-			val = append(val, strings.TrimSpace(v))
-		}
-	}
-	return strings.Join(val, " "), found
 }
 
 // packagingOnly says whether a Files field names only debian/ paths.

@@ -1,7 +1,6 @@
 package clibs
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -145,18 +144,25 @@ func (d Dpkg) status() (map[string]Package, error) {
 	return out, nil
 }
 
-// fields are the single-line fields of a deb822 paragraph.
+// fields are the fields of a deb822 paragraph: each value trimmed, its
+// continuation lines after it, each on a line of its own (a Files
+// field's patterns, a License field's text after its name). A field
+// named twice, which dpkg refuses, counts once: its first.
 func fields(para []byte) map[string]string {
 	out := map[string]string{}
-	s := bufio.NewScanner(bytes.NewReader(para))
-	s.Buffer(nil, 1<<20)
-	for s.Scan() {
-		line := s.Text()
-		if line == "" || line[0] == ' ' || line[0] == '\t' {
+	key := "" // the field continuation lines add to
+	for line := range strings.SplitSeq(string(para), "\n") {
+		if line != "" && (line[0] == ' ' || line[0] == '\t') {
+			if key != "" {
+				out[key] += "\n" + strings.TrimSpace(line)
+			}
 			continue
 		}
+		key = ""
 		if k, v, ok := strings.Cut(line, ":"); ok {
-			out[k] = strings.TrimSpace(v)
+			if _, dup := out[k]; !dup {
+				out[k], key = strings.TrimSpace(v), k
+			}
 		}
 	}
 	return out
