@@ -106,8 +106,5 @@ func debianTerm(t string) string {
 			return id
 		}
 	}
-	if ok, id := spdxlicenses.IsActiveLicense(t); ok {
-		return id
-	}
 	return spdxID(t)
 }
