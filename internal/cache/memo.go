@@ -52,7 +52,7 @@ const memoMaxAge = 30 // days
 const settleTime = 2 * time.Second
 
 // memoMagic starts every shard; another version's shards are not read
-// (version 1 held every path whole: see encodeShard).
+// (version 1 held every path whole: see appendShard).
 const memoMagic = "pallet memo 2\n"
 
 // memoRestart is how often a shard holds a path whole: every
@@ -586,6 +586,15 @@ func (c *Cache) learnLocked(st tree.Stamp, sum string) {
 	c.learnedDigests[fileID{st.Dev, st.Ino}] = l
 }
 
+// learnChecked learns the sha256 of m's file, if this build derived it
+// (Checked), before m is let go of: the file is then not read again this
+// build. Called with c.mu held.
+func (c *Cache) learnChecked(m *memoEntry) {
+	if sum, ok := m.get("sha256"); ok && m.checked {
+		c.learnLocked(m.st, sum)
+	}
+}
+
 // Learned gives the sha256 this build wrote the file whose stamp is st
 // with, if it did (see Learn and Wrote).
 func (c *Cache) Learned(st tree.Stamp) (string, bool) { return c.learned(st) }
@@ -704,10 +713,7 @@ func (c *Cache) evict(s *memoShard) {
 	if len(paths) > share {
 		slices.Sort(paths)
 		for _, p := range paths[:len(paths)-share] {
-			m := s.entries[p]
-			if sum, ok := m.get("sha256"); ok && m.checked {
-				c.learnLocked(m.st, sum)
-			}
+			c.learnChecked(s.entries[p])
 			delete(s.entries, p)
 		}
 	}
@@ -816,8 +822,8 @@ func (c *Cache) releaseLocked(i int, s *memoShard) {
 		return
 	}
 	for _, m := range s.entries {
-		if sum, ok := m.get("sha256"); ok && m.checked && m.st.Size >= keepChecked {
-			c.learnLocked(m.st, sum)
+		if m.st.Size >= keepChecked {
+			c.learnChecked(m)
 		}
 	}
 	delete(c.shards, i)
@@ -944,15 +950,12 @@ func (s *memoShard) prune(limit int) {
 	}
 }
 
-// encodeShard writes entries sorted by path, so that equal memos are
-// equal files: per entry the path (after what it shares with the one
-// before, but for every memoRestart-th), the stamp, the day last seen and
-// the facts, lengths and numbers as varints.
-func encodeShard(entries map[string]*memoEntry) []byte { return appendShard(nil, entries) }
-
-// appendShard appends to b what encodeShard gives: a caller that writes
-// the shards one after another encodes each into the buffer of the one
-// before.
+// appendShard appends to b the shard of entries, sorted by path, so that
+// equal memos are equal files: per entry the path (after what it shares
+// with the one before, but for every memoRestart-th), the stamp, the day
+// last seen and the facts, lengths and numbers as varints. A caller that
+// writes the shards one after another encodes each into the buffer of
+// the one before.
 func appendShard(b []byte, entries map[string]*memoEntry) []byte {
 	paths := make([]string, 0, len(entries))
 	for p := range entries {
@@ -1015,7 +1018,7 @@ func decodeShard(data []byte) (map[string]*memoEntry, error) {
 	return out, nil
 }
 
-// indexShard checks a shard as encodeShard writes it, paths in order,
+// indexShard checks a shard as appendShard writes it, paths in order,
 // and gives the offset of each entry in it: the paths and facts of the
 // entries looked up are slices of whole.
 func indexShard(whole string) (string, []uint32, error) {
@@ -1034,7 +1037,7 @@ func indexShard(whole string) (string, []uint32, error) {
 		// Every memoRestart-th path is whole, and each comes after the
 		// one before: what it does not share with it sorts later.
 		if len(at)%memoRestart == 0 && shared != 0 || shared > len(last) || len(at) > 0 && string(last[shared:]) >= suffix {
-			return "", nil, errShard // not written by encodeShard
+			return "", nil, errShard // not written by appendShard
 		}
 		last = append(last[:shared], suffix...)
 		r.varint()  // size
@@ -1128,7 +1131,7 @@ func (r *shardReader) varint() int64 {
 	return x
 }
 
-// key reads a path as encodeShard writes it: the length of what it
+// key reads a path as appendShard writes it: the length of what it
 // shares with the path before, and the rest.
 func (r *shardReader) key() (int, string) {
 	shared := r.uvarint()

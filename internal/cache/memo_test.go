@@ -1027,3 +1027,6 @@ func TestRelease(t *testing.T) {
 		}
 	}
 }
+
+// encodeShard is the shard of entries as the memo writes it.
+func encodeShard(entries map[string]*memoEntry) []byte { return appendShard(nil, entries) }
