@@ -33,7 +33,6 @@ import (
 
 	"github.com/pallet-dev/pallet/internal/fixture"
 	"github.com/pallet-dev/pallet/internal/image"
-	"github.com/pallet-dev/pallet/internal/plan"
 	"github.com/pallet-dev/pallet/internal/testregistry"
 )
 
@@ -800,7 +799,7 @@ func TestMemoUnwritableOnlyWarns(t *testing.T) {
 func TestManyBaseLayersWarn(t *testing.T) {
 	dir := t.TempDir()
 	writeOneFileRecipe(t, dir)
-	for _, n := range []int{plan.MaxLayers - 1, plan.MaxLayers, image.MaxLayers} {
+	for _, n := range []int{image.DockerMaxLayers - 1, image.DockerMaxLayers, image.MaxLayers} {
 		img, err := random.Image(16, int64(n))
 		if err != nil {
 			t.Fatal(err)
@@ -833,7 +832,7 @@ func TestManyBaseLayersWarn(t *testing.T) {
 			t.Fatalf("%d base layers: %v\n%s", n, err, log)
 		}
 		warned := strings.Contains(log, "Docker refuses to run an image of more than 125")
-		if want := n+1 > plan.MaxLayers; warned != want || (want && !strings.Contains(log, "pallet.yaml:8")) {
+		if want := n+1 > image.DockerMaxLayers; warned != want || (want && !strings.Contains(log, "pallet.yaml:8")) {
 			t.Errorf("%d base layers and one: warned %v, want %v:\n%s", n, warned, want, log)
 		}
 		writeFile(t, recipe, string(data))

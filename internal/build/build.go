@@ -760,9 +760,9 @@ func (b *builder) platformImages(ctx context.Context, im *plan.Image, pi *plan.P
 			}
 			// The recipe's own layers are capped; a base can bring more.
 			if n := len(ls) + len(layers); n > image.MaxLayers {
-				return nil, nil, nil, plan.Wrap(pi.BasePos, fmt.Errorf("image %s (%s): %d layers, %d of them from base %s: an image has at most %d (Linux's overlayfs mounts no more, Docker no more than %d)", name, pi.Platform, n, len(ls), ref, image.MaxLayers, plan.MaxLayers))
-			} else if n > plan.MaxLayers {
-				b.opt.Progress.Warn("%s: image %s (%s): %d layers, %d of them from base %s: Docker refuses to run an image of more than %d layers (max depth exceeded), and overlay mounts of that many may fail", pi.BasePos, name, pi.Platform, n, len(ls), ref, plan.MaxLayers)
+				return nil, nil, nil, plan.Wrap(pi.BasePos, fmt.Errorf("image %s (%s): %d layers, %d of them from base %s: an image has at most %d (Linux's overlayfs mounts no more, Docker no more than %d)", name, pi.Platform, n, len(ls), ref, image.MaxLayers, image.DockerMaxLayers))
+			} else if n > image.DockerMaxLayers {
+				b.opt.Progress.Warn("%s: image %s (%s): %d layers, %d of them from base %s: Docker refuses to run an image of more than %d layers (max depth exceeded), and overlay mounts of that many may fail", pi.BasePos, name, pi.Platform, n, len(ls), ref, image.DockerMaxLayers)
 			}
 		}
 		img, err := image.Assemble(base, layers, pi.Config, b.plan.Epoch)

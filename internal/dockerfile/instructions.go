@@ -95,7 +95,7 @@ func (e *evaluator) instruction(s *stageState, n *parser.Node) error {
 	// Refused here, before the plan of a stage with thousands of layers
 	// costs minutes.
 	if err == nil && len(s.layers) > image.MaxLayers {
-		err = fmt.Errorf("this makes layer %d of the image; an image has at most %d (Linux's overlayfs mounts no more, Docker no more than %d): copy more in one COPY", len(s.layers), image.MaxLayers, plan.MaxLayers)
+		err = fmt.Errorf("this makes layer %d of the image; an image has at most %d (Linux's overlayfs mounts no more, Docker no more than %d): copy more in one COPY", len(s.layers), image.MaxLayers, image.DockerMaxLayers)
 	}
 	if err != nil {
 		return locate(strings.ToUpper(kw), pos, err)

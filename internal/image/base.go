@@ -76,7 +76,7 @@ func (r *Resolver) Base(ctx context.Context, ref string, p platform.Platform) (v
 		return nil, fmt.Errorf("base %s for %s: %w", ref, p, err)
 	}
 	if len(m.Layers) > MaxLayers {
-		return nil, fmt.Errorf("base %s for %s: its manifest lists %d layers; an image has at most %d (Linux's overlayfs mounts no more, Docker no more than 125)", ref, p, len(m.Layers), MaxLayers)
+		return nil, fmt.Errorf("base %s for %s: its manifest lists %d layers; an image has at most %d (Linux's overlayfs mounts no more, Docker no more than %d)", ref, p, len(m.Layers), MaxLayers, DockerMaxLayers)
 	}
 	cf, err := img.ConfigFile()
 	if err != nil {

@@ -36,10 +36,16 @@ const MaxConfigValue = 1 << 20
 // MaxLayers is the most layers an image may have, a base's and pallet's
 // together. Linux's overlayfs stacks at most 500 lower directories
 // (OVL_MAX_STACK), so no overlay-based runtime mounts a larger image
-// (Docker refuses over 125 already), while go-containerregistry's
+// (Docker refuses over DockerMaxLayers already), while go-containerregistry's
 // appended images take time quadratic in the layers: a base of 20,000
 // (a 3 MB manifest) ran for minutes, 2000 took 11 s, 500 take one.
 const MaxLayers = 500
+
+// DockerMaxLayers is the most layers an image may have to run on Docker,
+// which refuses more (its layer store's maxLayerDepth), the base's
+// included: a recipe's own layers are held to it, and a build with a
+// base warns past it, where MaxLayers refuses.
+const DockerMaxLayers = 125
 
 // MaxIndexDepth is how deep indexes may nest under a layout's index.json.
 // Real layouts nest one or two; the bound turns a hostile chain into an

@@ -298,10 +298,6 @@ func (pm Placement) Replaced(dest string) bool { return pm.OnlyIntoDir && dest =
 // one platform (each repeats every source the stage placed).
 const MaxPlacements = 10_000
 
-// MaxLayers is the most layers an image may have to run on Docker, which
-// refuses more (its layer store's maxLayerDepth), the base's included.
-const MaxLayers = 125
-
 // MaxEpoch is the last second of year 9999: image configs hold RFC 3339
 // times, which have four-digit years.
 const MaxEpoch = 253402300799

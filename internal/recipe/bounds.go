@@ -2,6 +2,8 @@ package recipe
 
 import (
 	"fmt"
+
+	"github.com/pallet-dev/pallet/internal/image"
 	"github.com/pallet-dev/pallet/internal/plan"
 
 	"go.yaml.in/yaml/v3"
@@ -23,7 +25,7 @@ const (
 	MaxPlacements = plan.MaxPlacements
 	// MaxLayers is the most layers the placements of an image may make on
 	// one platform (placements without layer: each make one).
-	MaxLayers = plan.MaxLayers
+	MaxLayers = image.DockerMaxLayers
 	// MaxGrowth bounds the bytes {{NAME}} adds to a recipe's values in
 	// all, over every image and platform it plans. Each value is at most
 	// 1 MiB and each config 4 MiB, but tags, destinations and paths are
@@ -142,7 +144,7 @@ func (r *Recipe) checkLayerCount(name string, im *Image) error {
 			}
 			layers[key] = true
 			if len(layers) > MaxLayers {
-				return r.Errorf(fmt.Sprintf("images.%s.files.%d", name, i), "image %s: this placement makes layer %d on %s; at most %d are allowed (Docker refuses images of more than 125 layers, the base's included): group placements with layer: NAME", name, len(layers), pl, MaxLayers)
+				return r.Errorf(fmt.Sprintf("images.%s.files.%d", name, i), "image %s: this placement makes layer %d on %s; at most %d are allowed (Docker refuses images of more than %d layers, the base's included): group placements with layer: NAME", name, len(layers), pl, MaxLayers, image.DockerMaxLayers)
 			}
 		}
 	}
