@@ -266,7 +266,7 @@ func CleanPath(p string) (string, error) {
 		if len(short) > 60 {
 			short = short[:60] + "..."
 		}
-		return "", fmt.Errorf("path %q (%d bytes, %d deep) is longer than %d bytes or deeper than %d directories: Linux refuses such paths, so no runtime could unpack it", short, len(c), strings.Count(c, "/")+1, MaxPath, MaxDepth)
+		return "", fmt.Errorf("path %q (%d bytes, %d deep) is longer than %d bytes or deeper than %d directories, the bound archive entries are held to as well (Linux refuses longer paths)", short, len(c), strings.Count(c, "/")+1, MaxPath, MaxDepth)
 	}
 	return c, nil
 }
