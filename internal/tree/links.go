@@ -44,6 +44,18 @@ type Budget struct {
 // ErrLinkWork says resolving links took more work than its Budget.
 var ErrLinkWork = errors.New("resolving its links takes more work than allowed")
 
+// spend takes the cost of looking name up from b, for resolving p; a
+// nil b has no bound.
+func (b *Budget) spend(name, p string) error {
+	if b == nil {
+		return nil
+	}
+	if b.Left -= int64(len(name)) + 1; b.Left < 0 {
+		return fmt.Errorf("/%.100s: %w", p, ErrLinkWork)
+	}
+	return nil
+}
+
 // ResolveWithin is Resolve, its work taken from b: it fails with
 // ErrLinkWork once b is spent.
 func (l Links) ResolveWithin(p string, b *Budget) (string, error) {
@@ -69,10 +81,8 @@ func resolveIn(p string, l, more Links, b *Budget) (string, error) {
 			continue
 		}
 		next := strings.Join(append(done, c), "/")
-		if b != nil {
-			if b.Left -= int64(len(next)) + 1; b.Left < 0 {
-				return "", fmt.Errorf("/%.100s: %w", p, ErrLinkWork)
-			}
+		if err := b.spend(next, p); err != nil {
+			return "", err
 		}
 		target, ok := l[next]
 		if !ok {
@@ -91,10 +101,8 @@ func resolveIn(p string, l, more Links, b *Budget) (string, error) {
 		if !strings.HasPrefix(target, "/") {
 			joined = "/" + strings.Join(done, "/") + "/" + target
 		}
-		if b != nil {
-			if b.Left -= int64(len(joined)) + 1; b.Left < 0 {
-				return "", fmt.Errorf("/%.100s: %w", p, ErrLinkWork)
-			}
+		if err := b.spend(joined, p); err != nil {
+			return "", err
 		}
 		done = done[:0]
 		todo = append(strings.Split(strings.TrimPrefix(path.Clean(joined), "/"), "/"), todo...)
