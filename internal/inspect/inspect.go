@@ -300,7 +300,7 @@ func archiveJSON(file, name string) error {
 			return err
 		}
 		if h.Typeflag == tar.TypeSymlink || h.Typeflag == tar.TypeLink {
-			name = path.Join(filepath.Dir(name), path.Clean(h.Linkname))
+			name = path.Join(path.Dir(name), path.Clean(h.Linkname))
 			continue
 		}
 		if h.Size > maxArchiveJSON {
