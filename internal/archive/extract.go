@@ -18,6 +18,8 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+
+	"github.com/pallet-dev/pallet/internal/tree"
 )
 
 type kind uint8
@@ -74,13 +76,14 @@ var (
 	errTooDeep    = fmt.Errorf("path has more than %d components or %d bytes", maxDepth, maxPath)
 )
 
-// maxDepth and maxPath bound an entry's path. Real archives are a few
+// maxDepth and maxPath bound an entry's path, as they bound every path
+// a tree holds (tree.MaxDepth, tree.MaxPath). Real archives are a few
 // dozen levels deep at most, and Linux refuses paths over 4096 bytes
 // anyway. maxDepth is also how many directories extraction holds open
 // at once (see extractor.cwd).
 const (
-	maxDepth = 256
-	maxPath  = 4096
+	maxDepth = tree.MaxDepth
+	maxPath  = tree.MaxPath
 )
 
 // walksPerEntry is how many directories extraction may open or make, in

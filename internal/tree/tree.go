@@ -271,8 +271,8 @@ func CleanPath(p string) (string, error) {
 	return c, nil
 }
 
-// MaxPath and MaxDepth bound a path in a tree, as archive extraction
-// bounds an entry's (Linux's PATH_MAX is 4096 bytes). A directory placed
+// MaxPath and MaxDepth bound a path in a tree, and archive extraction
+// an entry's by them (Linux's PATH_MAX is 4096 bytes). A directory placed
 // adds each of its parents to the tree, and a Dockerfile's WORKDIRs each
 // make a layer of the whole chain: a WORKDIR 16,000 directories deep, a
 // 32 KB line, took 40 s to place, and 2000 nested WORKDIRs of one
