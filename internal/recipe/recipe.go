@@ -485,7 +485,7 @@ func parseRecipe(file string, data []byte, unpinned bool) (*Recipe, error) {
 		if looksLikeDockerfile(data) {
 			return nil, notARecipe(file)
 		}
-		return nil, withTemplateHint(data, syntaxError(file, data, err))
+		return nil, withTemplateHint(data, SyntaxError(file, data, err))
 	}
 	if root.Kind == 0 || len(root.Content) == 0 {
 		return nil, &Error{Pos: plan.Pos{File: file}, Msg: "empty recipe"}
@@ -715,15 +715,11 @@ func templateHint(data []byte, n int) string {
 
 var yamlLine = lazyre.New(`line (\d+): (.*)`)
 
-// SyntaxError is a YAML error of data, read from file (a recipe's
-// neighbour, such as a --modes file), in the recipe's own FILE:LINE form.
-func SyntaxError(file string, data []byte, err error) error {
-	return syntaxError(file, data, err)
-}
-
-// syntaxError is yamlError at the line syntaxLine finds, where yaml.v3
-// often names a later one or none.
-func syntaxError(file string, data []byte, err error) *Error {
+// SyntaxError is a YAML syntax error of data, read from file (a recipe,
+// or its neighbour such as a --modes file), in the recipe's FILE:LINE
+// form: yamlError at the line syntaxLine finds, where yaml.v3 often
+// names a later one or none.
+func SyntaxError(file string, data []byte, err error) *Error {
 	e := yamlError(file, err)
 	if l := syntaxLine(data); l > 0 {
 		e.Line = l
