@@ -149,21 +149,25 @@ func (d Dpkg) status() (map[string]Package, error) {
 // field's patterns, a License field's text after its name). A field
 // named twice, which dpkg refuses, counts once: its first.
 func fields(para []byte) map[string]string {
-	out := map[string]string{}
+	lines := map[string][]string{}
 	key := "" // the field continuation lines add to
 	for line := range strings.SplitSeq(string(para), "\n") {
 		if line != "" && (line[0] == ' ' || line[0] == '\t') {
 			if key != "" {
-				out[key] += "\n" + strings.TrimSpace(line)
+				lines[key] = append(lines[key], strings.TrimSpace(line))
 			}
 			continue
 		}
 		key = ""
 		if k, v, ok := strings.Cut(line, ":"); ok {
-			if _, dup := out[k]; !dup {
-				out[k], key = strings.TrimSpace(v), k
+			if _, dup := lines[k]; !dup {
+				lines[k], key = []string{strings.TrimSpace(v)}, k
 			}
 		}
+	}
+	out := make(map[string]string, len(lines))
+	for k, ls := range lines {
+		out[k] = strings.Join(ls, "\n")
 	}
 	return out
 }
