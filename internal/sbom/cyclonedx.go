@@ -117,12 +117,18 @@ func CycloneDX(in Input) ([]byte, error) {
 	}
 	bom.Dependencies = append(bom.Dependencies, image)
 	for _, s := range g.stdlibs {
-		bom.Components = append(bom.Components, cdxComponent{
+		c := cdxComponent{
 			BOMRef: ref(s.id), Type: "library", Name: "stdlib", Version: s.goVersion,
 			Description: "The Go standard library and runtime, linked into the binaries that depend on it by the toolchain " + s.goVersion + ".",
 			Licenses:    []cdxLicense{{Expression: "BSD-3-Clause", Acknowledgement: "declared"}},
 			Purl:        stdlibPurl(s.goVersion),
-		})
+		}
+		// CycloneDX holds one licence expression at most: concluded
+		// where pallet read the text it shipped, which says the same.
+		if lic := s.concluded(); lic != "" {
+			c.Licenses = []cdxLicense{{Expression: lic, Acknowledgement: "concluded"}}
+		}
+		bom.Components = append(bom.Components, c)
 	}
 	for _, m := range g.modules {
 		bom.Components = append(bom.Components, cdxModule(m))

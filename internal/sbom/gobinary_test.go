@@ -265,6 +265,11 @@ func TestRealGoBinary(t *testing.T) {
 	if concluded["example.com/greet"] != "MIT" || concluded["example.com/hello"] != "NOASSERTION" {
 		t.Errorf("SPDX module licences concluded: greet %v, hello %v", concluded["example.com/greet"], concluded["example.com/hello"])
 	}
+	// No Go LICENSE was shipped with this binary: the stdlib's licence
+	// is declared, not concluded (below, with it shipped).
+	if concluded["stdlib"] != "NOASSERTION" {
+		t.Errorf("SPDX stdlib licence concluded %v without Go's LICENSE shipped", concluded["stdlib"])
+	}
 
 	// CycloneDX: greet's hash is its dirHash, as cyclonedx-gomod gives it.
 	var greet map[string]any
@@ -299,6 +304,28 @@ func TestRealGoBinary(t *testing.T) {
 	}
 	if d := found["pkg:golang/example.com/hello"]; d == nil || d["annotations"].(map[string]any)["path"] != "hello" {
 		t.Errorf("provenance: local module %v, want path hello", d)
+	}
+
+	// With the toolchain's LICENSE shipped beside the binary (the build
+	// checked it is Go's BSD text), the stdlib's licence is concluded.
+	a.GoBinaries[0].GoLicense = "std@" + runtime.Version() + "/LICENSE"
+	if docs, err = All(in); err != nil {
+		t.Fatal(err)
+	}
+	spdx, cdx = docs[0].Data, docs[1].Data
+	validate(t, "http://spdx.org/rdf/terms/2.3", spdx)
+	validate(t, "http://cyclonedx.org/schema/bom-1.6.schema.json", cdx)
+	for _, p := range decode(t, spdx)["packages"].([]any) {
+		if p := p.(map[string]any); p["name"] == "stdlib" && (p["licenseConcluded"] != "BSD-3-Clause" || p["licenseDeclared"] != "BSD-3-Clause") {
+			t.Errorf("SPDX stdlib licence concluded %v, declared %v; want BSD-3-Clause for both", p["licenseConcluded"], p["licenseDeclared"])
+		}
+	}
+	for _, c := range decode(t, cdx)["components"].([]any) {
+		if c := c.(map[string]any); c["name"] == "stdlib" {
+			if l, _ := c["licenses"].([]any); len(l) != 1 || fmt.Sprint(l[0]) != "map[acknowledgement:concluded expression:BSD-3-Clause]" {
+				t.Errorf("CycloneDX stdlib licences %v, want BSD-3-Clause, concluded", c["licenses"])
+			}
+		}
 	}
 }
 

@@ -324,6 +324,18 @@ func concludedOf(ids []string) string {
 
 type stdlibNode struct {
 	id, goVersion string
+	// licenseRead says pallet shipped the LICENSE of this toolchain
+	// beside a binary it built, after checking it is Go's BSD-3-Clause
+	// text: the licence is then concluded, not only declared.
+	licenseRead bool
+}
+
+// concluded is the stdlib's licence as pallet concluded it, or "".
+func (s *stdlibNode) concluded() string {
+	if s.licenseRead {
+		return "BSD-3-Clause"
+	}
+	return ""
 }
 
 // build gathers the graph of in.
@@ -587,6 +599,11 @@ func (g *graph) goModules() error {
 				stdlibs[b.GoVersion] = s
 			}
 			fn.stdlib = s
+			for _, gb := range fn.art.a.GoBinaries {
+				if gb.Path == b.Path && gb.GoLicense != "" {
+					s.licenseRead = true
+				}
+			}
 		}
 	}
 	g.modPurls = map[string]bool{}

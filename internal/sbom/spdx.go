@@ -1,6 +1,7 @@
 package sbom
 
 import (
+	"cmp"
 	"crypto/sha1"
 	"encoding/hex"
 	"net/url"
@@ -114,7 +115,7 @@ func SPDX(in Input) ([]byte, error) {
 	for _, s := range g.stdlibs {
 		doc.Packages = append(doc.Packages, spdxPackage{
 			SPDXID: s.id, Name: "stdlib", VersionInfo: s.goVersion, DownloadLocation: noAssertion,
-			LicenseConcluded: noAssertion, LicenseDeclared: "BSD-3-Clause",
+			LicenseConcluded: cmp.Or(s.concluded(), noAssertion), LicenseDeclared: "BSD-3-Clause",
 			Comment:      "The Go standard library and runtime, linked into the binaries that depend on it by the toolchain " + s.goVersion + ".",
 			ExternalRefs: []spdxExternalReference{purlRef(stdlibPurl(s.goVersion))},
 		})
