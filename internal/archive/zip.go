@@ -3,14 +3,12 @@ package archive
 import (
 	"archive/zip"
 	"bufio"
-	"cmp"
 	"encoding/binary"
 	"errors"
 	"io"
 	"io/fs"
 	"math"
 	"os"
-	"slices"
 	"strings"
 
 	"github.com/klauspost/compress/flate"
@@ -22,7 +20,8 @@ func (x *extractor) extractZip(file *os.File) error {
 		return x.fail("%w", err)
 	}
 	in := ctxReaderAt{x.ctx, file}
-	if err := x.checkZipDirectory(in, fi.Size()); err != nil {
+	starts, err := x.checkZipDirectory(in, fi.Size())
+	if err != nil {
 		return err
 	}
 	// ErrInsecurePath (GODEBUG zipinsecurepath=0) still returns a usable
@@ -41,7 +40,7 @@ func (x *extractor) extractZip(file *os.File) error {
 	if len(zr.File) > x.opt.MaxEntries {
 		return x.fail("%w", x.tooManyEntries())
 	}
-	if err := x.checkOverlaps(zr.File); err != nil {
+	if err := x.checkZipLayout(in, zr.File, starts); err != nil {
 		return err
 	}
 	// A zip has no order in which a later entry replaces an earlier one
@@ -93,48 +92,6 @@ func (x *extractor) extractZip(file *os.File) error {
 	return nil
 }
 
-// checkOverlaps refuses a zip in which two entries' data overlap. No
-// writer makes one: it is how a zip bomb makes many entries of one piece
-// of deflated data (its central directory pointing each at the same local
-// file, or each local file's data holding the next one's header), each
-// inflated in turn to MaxBytes' worth of output from a file of a few KiB
-// (David Fifield's "A better zip bomb"; Info-ZIP's unzip refuses them
-// too). Refused before anything is inflated, it costs reading each
-// entry's local header, which opening it reads anyway.
-func (x *extractor) checkOverlaps(files []*zip.File) error {
-	type span struct {
-		start, end int64
-		f          *zip.File
-	}
-	spans := make([]span, 0, len(files))
-	for _, f := range files {
-		if f.CompressedSize64 == 0 {
-			continue
-		}
-		start, err := f.DataOffset()
-		if err != nil {
-			// Opening the entry fails the same way, if it is extracted.
-			continue
-		}
-		end := int64(math.MaxInt64)
-		if f.CompressedSize64 < uint64(math.MaxInt64-start) {
-			end = start + int64(f.CompressedSize64)
-		}
-		spans = append(spans, span{start, end, f})
-	}
-	slices.SortStableFunc(spans, func(a, b span) int { return cmp.Compare(a.start, b.start) })
-	var last span
-	for i, s := range spans {
-		if i > 0 && s.start < last.end {
-			return x.fail("entries %q and %q share compressed data, as a zip bomb's do: pallet refuses a zip whose entries overlap", last.f.Name, s.f.Name)
-		}
-		if s.end > last.end {
-			last = s
-		}
-	}
-	return nil
-}
-
 // errEncrypted is the error of an encrypted zip entry. archive/zip
 // ignores the flag and reads the ciphertext as content: a real entry then
 // fails its size or checksum check with a message that says nothing of
@@ -177,25 +134,28 @@ func (x *extractor) meteredOpen(f *zip.File) func() (io.ReadCloser, error) {
 // extra fields and comments, which it copies from the file about twice:
 // that part is bounded by the file's size, which the download limits
 // bound. The price is reading the directory twice.
-func (x *extractor) checkZipDirectory(r io.ReaderAt, size int64) error {
+//
+// It returns where archive/zip may begin to read the central directory,
+// as zipDirectory does.
+func (x *extractor) checkZipDirectory(r io.ReaderAt, size int64) ([]int64, error) {
 	declared, starts, err := zipDirectory(r, size)
 	if err != nil {
-		return x.fail("read zip: %w", err)
+		return nil, x.fail("read zip: %w", err)
 	}
 	// A declared count can only make the refusal come sooner.
 	if declared > uint64(x.opt.MaxEntries) {
-		return x.fail("%w", x.tooManyEntries())
+		return nil, x.fail("%w", x.tooManyEntries())
 	}
 	for _, start := range starts {
 		n, err := countZipRecords(r, start, size, x.opt.MaxEntries)
 		if err != nil {
-			return x.fail("read zip: %w", err)
+			return nil, x.fail("read zip: %w", err)
 		}
 		if n > x.opt.MaxEntries {
-			return x.fail("%w", x.tooManyEntries())
+			return nil, x.fail("%w", x.tooManyEntries())
 		}
 	}
-	return nil
+	return starts, nil
 }
 
 // Layout of a zip's end, as in archive/zip's struct.go.
