@@ -281,6 +281,7 @@ func Extract(ctx context.Context, src string, f Format, dir string, opt Options)
 		matched:  make([]bool, len(patterns)),
 		maxWalks: maxWalks(opt.MaxEntries),
 		buf:      make([]byte, 64<<10),
+		declared: -1,
 	}
 	if opt.Links != nil {
 		x.linked = map[string]int{}

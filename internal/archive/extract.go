@@ -138,6 +138,11 @@ type extractor struct {
 	written      int64
 	decompressed int64
 
+	// declared, when not negative, is what an xz file's indexes say it
+	// decodes to (xzDeclared): decoding more is refused as it happens,
+	// not once the lying index is reached.
+	declared int64
+
 	// linked holds, with Options.Links, the group of each name placed
 	// as a hard link or linked to, numbered from 1 in the order the
 	// groups were made.
@@ -214,6 +219,9 @@ func (m meter) Read(p []byte) (int, error) {
 	m.x.decompressed += int64(n)
 	if m.x.decompressed > m.x.opt.MaxBytes {
 		return n, m.x.tooBig()
+	}
+	if m.x.declared >= 0 && m.x.decompressed > m.x.declared {
+		return n, xzCorrupt("the file decodes to more than the %d bytes its indexes declare", m.x.declared)
 	}
 	return n, err
 }

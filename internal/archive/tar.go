@@ -34,7 +34,7 @@ func Decompress(ctx context.Context, r io.Reader, f Format, opt Options) (io.Rea
 	if opt.MaxBytes < 0 || opt.MaxWindow < 0 {
 		return nil, fmt.Errorf("decompress %s: negative MaxBytes or MaxWindow", opt.Name)
 	}
-	x := &extractor{ctx: ctx, src: opt.Name, opt: withDefaults(opt)}
+	x := &extractor{ctx: ctx, src: opt.Name, opt: withDefaults(opt), declared: -1}
 	out, done, err := x.decompress(r, f)
 	if err != nil {
 		return nil, err
@@ -80,6 +80,25 @@ func (x *extractor) decompress(file io.Reader, f Format) (io.Reader, func(), err
 	return meter{r, x}, done, nil
 }
 
+// checkXzIndex refuses an xz file whose indexes declare more than
+// MaxBytes before anything is decoded, and holds the decoder to what they
+// declare (xzDeclared).
+func (x *extractor) checkXzIndex(file *os.File) error {
+	fi, err := file.Stat()
+	if err != nil {
+		return x.fail("%w", err)
+	}
+	declared, err := xzDeclared(ctxReaderAt{x.ctx, file}, fi.Size())
+	if err != nil {
+		return x.fail("read tar: %w", err)
+	}
+	if declared > x.opt.MaxBytes {
+		return x.fail("%w", limitErr(fmt.Sprintf("archive expands beyond the limit of %d bytes: its xz index declares %d", x.opt.MaxBytes, declared)))
+	}
+	x.declared = declared
+	return nil
+}
+
 // zstdReader bounds the window zstd allocates per frame. One decoder
 // goroutine is plenty for a single stream and keeps memory predictable.
 func (x *extractor) zstdReader(in io.Reader) (*zstd.Decoder, error) {
@@ -115,6 +134,11 @@ func (z zstdLimit) Read(p []byte) (int, error) {
 }
 
 func (x *extractor) extractTar(file *os.File, f Format) error {
+	if f == TarXz {
+		if err := x.checkXzIndex(file); err != nil {
+			return err
+		}
+	}
 	r, done, err := x.decompress(file, f)
 	if err != nil {
 		return err
