@@ -765,7 +765,13 @@ func (b *builder) platformImages(ctx context.Context, im *plan.Image, pi *plan.P
 				b.opt.Progress.Warn("%s: image %s (%s): %d layers, %d of them from base %s: Docker refuses to run an image of more than %d layers (max depth exceeded), and overlay mounts of that many may fail", pi.BasePos, name, pi.Platform, n, len(ls), ref, image.DockerMaxLayers)
 			}
 		}
-		img, err := image.Assemble(base, layers, pi.Config, b.plan.Epoch)
+		cfg := pi.Config
+		if pi.Platform.Arch == "amd64" {
+			// An amd64/v3 build's binaries need v3, whatever level the
+			// base was built for (platform.Rank lets it be lower).
+			cfg.Variant = pi.Platform.Variant
+		}
+		img, err := image.Assemble(base, layers, cfg, b.plan.Epoch)
 		if err != nil {
 			return nil, nil, nil, plan.Wrap(pi.BasePos, fmt.Errorf("image %s (%s): on base %s: %w", name, pi.Platform, ref, err))
 		}

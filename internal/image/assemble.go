@@ -20,6 +20,10 @@ type Config struct {
 	Labels          map[string]string
 	ExposedPorts    []string
 	StopSignal      string
+	// Variant, when set, is the platform variant the config says, where
+	// the base's says a lower one: a linux/amd64/v3 image built on a
+	// plain amd64 base runs only where v3 does.
+	Variant string
 }
 
 // Layer is a layer with the line recorded in the image history.
@@ -77,6 +81,9 @@ func Assemble(base v1.Image, layers []Layer, cfg Config, epoch time.Time) (v1.Im
 	}
 	cf = cf.DeepCopy()
 	apply(&cf.Config, cfg, cf.OS == "windows")
+	if cfg.Variant != "" {
+		cf.Variant = cfg.Variant
+	}
 	cf.Created = v1.Time{Time: epoch}
 	img, err = mutate.ConfigFile(img, cf)
 	if err != nil {

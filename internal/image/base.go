@@ -82,8 +82,12 @@ func (r *Resolver) Base(ctx context.Context, ref string, p platform.Platform) (v
 	if err != nil {
 		return nil, fmt.Errorf("base %s: config: %w", ref, err)
 	}
-	if cf.OS != p.OS || cf.Architecture != p.Arch {
-		return nil, fmt.Errorf("base %s is %s/%s, not %s", ref, cf.OS, cf.Architecture, p)
+	if _, ok := p.Rank(v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant}); !ok || cf.OS != p.OS || cf.Architecture != p.Arch {
+		got := cf.OS + "/" + cf.Architecture
+		if cf.Variant != "" {
+			got += "/" + cf.Variant
+		}
+		return nil, fmt.Errorf("base %s is %s, not %s", ref, got, p)
 	}
 	return img, nil
 }
@@ -206,6 +210,17 @@ func (r *Resolver) fromRegistry(ctx context.Context, ref string, p platform.Plat
 		if err := nestedWithin(nref, desc, p, opts); err != nil {
 			return nil, err
 		}
+		// go-containerregistry takes the first entry that satisfies p:
+		// none for an amd64/v3 build on an index of plain amd64, and an
+		// amd64/v3 image, listed first, for a plain amd64 build. The
+		// closest image (platform.Rank) is taken by its digest instead.
+		if child, err := closest(desc, p); err != nil {
+			return nil, err
+		} else if child != nil {
+			if desc, err = remote.Get(nref.Context().Digest(child.Digest.String()), opts...); err != nil {
+				return nil, regauth.Explain(err)
+			}
+		}
 	}
 	img, err := desc.Image()
 	if err != nil {
@@ -218,6 +233,37 @@ func (r *Resolver) fromRegistry(ctx context.Context, ref string, p platform.Plat
 		return img, nil
 	}
 	return &storedImage{Image: img, store: r.Blobs, ref: nref}, nil
+}
+
+// closest returns, for an amd64 platform, the image of a registry index
+// that is closest to p (platform.Rank), or nil to leave the choice to
+// go-containerregistry (other platforms, and an entry that is an index).
+func closest(desc *remote.Descriptor, p platform.Platform) (*v1.Descriptor, error) {
+	if p.Arch != "amd64" {
+		return nil, nil
+	}
+	idx, err := desc.ImageIndex()
+	if err != nil {
+		return nil, err
+	}
+	m, err := idx.IndexManifest()
+	if err != nil {
+		return nil, err
+	}
+	var best *v1.Descriptor
+	bestRank := 0
+	for i, d := range m.Manifests {
+		if d.Platform == nil {
+			continue
+		}
+		if r, ok := p.Rank(*d.Platform); ok && (best == nil || r > bestRank) {
+			best, bestRank = &m.Manifests[i], r
+		}
+	}
+	if best == nil || !best.MediaType.IsImage() {
+		return nil, nil
+	}
+	return best, nil
 }
 
 // nestedWithin refuses a registry index whose child for p is an index

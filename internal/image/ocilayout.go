@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"path/filepath"
 	"sync"
 
@@ -177,7 +178,7 @@ func (l *layoutReader) find(refName string, p platform.Platform) ([]v1.Image, er
 	if len(candidates) == 0 {
 		return nil, fmt.Errorf("%s has no image named %q", l.dir, refName)
 	}
-	var found []v1.Image
+	var found []rankedImage
 	for _, d := range candidates {
 		imgs, err := l.matching(d, p, 0)
 		if err != nil {
@@ -185,19 +186,42 @@ func (l *layoutReader) find(refName string, p platform.Platform) ([]v1.Image, er
 		}
 		found = append(found, imgs...)
 	}
-	return found, nil
+	// Only the closest are candidates: an amd64/v3 build takes an
+	// amd64/v3 image over a plain amd64 one beside it (platform.Rank).
+	best := math.MinInt
+	for _, f := range found {
+		best = max(best, f.rank)
+	}
+	var out []v1.Image
+	for _, f := range found {
+		if f.rank == best {
+			out = append(out, f.img)
+		}
+	}
+	return out, nil
+}
+
+// rankedImage is an image found for a platform, with its rank
+// (platform.Rank).
+type rankedImage struct {
+	img  v1.Image
+	rank int
 }
 
 // matching returns the images under d (an image or a nested index) that
 // are for platform p. depth is how many indexes are above d, index.json
 // not counted.
-func (l *layoutReader) matching(d v1.Descriptor, p platform.Platform, depth int) ([]v1.Image, error) {
+func (l *layoutReader) matching(d v1.Descriptor, p platform.Platform, depth int) ([]rankedImage, error) {
 	switch {
 	case d.MediaType.IsIndex():
 		return l.matchingIndex(d, p, depth+1)
 	case d.MediaType.IsImage():
-		if d.Platform != nil && !p.Describes(*d.Platform) {
-			return nil, nil
+		var rank int
+		if d.Platform != nil {
+			var ok bool
+			if rank, ok = p.Rank(*d.Platform); !ok {
+				return nil, nil
+			}
 		}
 		img, err := l.image(d)
 		if err != nil {
@@ -208,16 +232,17 @@ func (l *layoutReader) matching(d v1.Descriptor, p platform.Platform, depth int)
 			if err != nil {
 				return nil, err
 			}
-			if cf.OS != p.OS || cf.Architecture != p.Arch || (p.Variant != "" && cf.Variant != "" && cf.Variant != p.Variant) {
+			var ok bool
+			if rank, ok = p.Rank(v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant}); !ok {
 				return nil, nil
 			}
 		}
-		return []v1.Image{img}, nil
+		return []rankedImage{{img, rank}}, nil
 	}
 	return nil, nil // attestations and other artifacts
 }
 
-func (l *layoutReader) matchingIndex(d v1.Descriptor, p platform.Platform, depth int) ([]v1.Image, error) {
+func (l *layoutReader) matchingIndex(d v1.Descriptor, p platform.Platform, depth int) ([]rankedImage, error) {
 	// Checked digests already make a loop impossible (a blob cannot hold
 	// its own digest); the bound ends any walk regardless.
 	if depth > MaxIndexDepth {
@@ -235,7 +260,7 @@ func (l *layoutReader) matchingIndex(d v1.Descriptor, p platform.Platform, depth
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", l.name("index", d.Digest), err)
 	}
-	var out []v1.Image
+	var out []rankedImage
 	for _, cd := range im.Manifests {
 		imgs, err := l.matching(cd, p, depth)
 		if err != nil {

@@ -3,6 +3,7 @@
 package platform
 
 import (
+	"cmp"
 	"fmt"
 	"sort"
 	"strings"
@@ -18,20 +19,27 @@ type Platform struct {
 // known lists the platforms pallet can build for. A typo such as
 // "linux/amd46" must fail at parse time, not produce an image nobody can run.
 var known = map[string]bool{
-	"linux/amd64":   true,
-	"linux/arm64":   true,
-	"linux/arm/v6":  true,
-	"linux/arm/v7":  true,
-	"linux/386":     true,
-	"linux/ppc64le": true,
-	"linux/s390x":   true,
-	"linux/riscv64": true,
-	"windows/amd64": true,
-	"windows/arm64": true,
+	"linux/amd64":    true,
+	"linux/amd64/v2": true,
+	"linux/amd64/v3": true,
+	"linux/amd64/v4": true,
+	"linux/arm64":    true,
+	"linux/arm/v6":   true,
+	"linux/arm/v7":   true,
+	"linux/386":      true,
+	"linux/ppc64le":  true,
+	"linux/s390x":    true,
+	"linux/riscv64":  true,
+	"windows/amd64":  true,
+	"windows/arm64":  true,
 }
 
 // Parse reads "os/arch" or "os/arch/variant". "linux/arm64/v8" is accepted
-// as linux/arm64 (v8 is the only arm64 variant and registries omit it).
+// as linux/arm64 (v8 is the only arm64 variant and registries omit it),
+// and "linux/amd64/v1" as linux/amd64 (the baseline, which indexes name
+// without a variant). linux/amd64/v2, v3 and v4 are the x86-64
+// microarchitecture levels Go builds for with GOAMD64 and OCI indexes
+// name by variant.
 func Parse(s string) (Platform, error) {
 	parts := strings.Split(strings.TrimSpace(s), "/")
 	var p Platform
@@ -43,7 +51,7 @@ func Parse(s string) (Platform, error) {
 	default:
 		return Platform{}, fmt.Errorf("platform %q: want os/arch or os/arch/variant", s)
 	}
-	if p.Arch == "arm64" && p.Variant == "v8" {
+	if p.Arch == "arm64" && p.Variant == "v8" || p.Arch == "amd64" && p.Variant == "v1" {
 		p.Variant = ""
 	}
 	if p.Arch == "arm" && p.Variant == "" {
@@ -86,7 +94,7 @@ func (p Platform) GoEnv() []string {
 	case "arm":
 		env = append(env, "GOARM="+strings.TrimPrefix(p.Variant, "v"))
 	case "amd64":
-		env = append(env, "GOAMD64=v1")
+		env = append(env, "GOAMD64="+cmp.Or(p.Variant, "v1"))
 	case "arm64":
 		env = append(env, "GOARM64=v8.0")
 	case "386":

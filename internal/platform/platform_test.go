@@ -108,3 +108,66 @@ func TestGNUNames(t *testing.T) {
 		}
 	}
 }
+
+// x86-64 microarchitecture levels: linux/amd64/v2 to v4 are platforms of
+// their own, built with their GOAMD64 (v1 is plain amd64), and nest as
+// containerd's matcher has them: a level's image may be built on a base
+// of its level or a lower one, the closest ranked highest, never on a
+// higher one.
+func TestAmd64Levels(t *testing.T) {
+	for in, want := range map[string]string{
+		"linux/amd64":    "GOAMD64=v1",
+		"linux/amd64/v1": "GOAMD64=v1",
+		"linux/amd64/v2": "GOAMD64=v2",
+		"linux/amd64/v3": "GOAMD64=v3",
+		"linux/amd64/v4": "GOAMD64=v4",
+	} {
+		p, err := Parse(in)
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", in, err)
+		}
+		if env := strings.Join(p.GoEnv(), " "); env != "GOOS=linux GOARCH=amd64 "+want {
+			t.Errorf("%s: GoEnv = %s", in, env)
+		}
+		if in == "linux/amd64/v1" && p.String() != "linux/amd64" {
+			t.Errorf("Parse(%q) = %s, want linux/amd64", in, p)
+		}
+		if in == "linux/amd64/v3" && p.V1().Variant != "v3" {
+			t.Errorf("%s: V1 = %+v", in, p.V1())
+		}
+	}
+	for _, bad := range []string{"linux/amd64/v5", "linux/amd64/v0", "linux/amd64/x86-64-v3"} {
+		if _, err := Parse(bad); err == nil {
+			t.Errorf("Parse(%q) accepted", bad)
+		}
+	}
+	v3, _ := Parse("linux/amd64/v3")
+	plain, _ := Parse("linux/amd64")
+	entry := func(variant string) v1.Platform {
+		return v1.Platform{OS: "linux", Architecture: "amd64", Variant: variant}
+	}
+	for _, tc := range []struct {
+		p       Platform
+		d       v1.Platform
+		rank    int
+		ok      bool
+		comment string
+	}{
+		{v3, entry(""), 1, true, "a plain amd64 base under a v3 build"},
+		{v3, entry("v1"), 1, true, ""},
+		{v3, entry("v2"), 2, true, ""},
+		{v3, entry("v3"), 3, true, "the closest"},
+		{v3, entry("v4"), 0, false, "a v3 machine does not run v4"},
+		{v3, entry("v9"), 0, false, "unknown level"},
+		{v3, v1.Platform{OS: "windows", Architecture: "amd64"}, 0, false, ""},
+		{v3, v1.Platform{OS: "linux", Architecture: "arm64"}, 0, false, ""},
+		{plain, entry(""), 1, true, ""},
+		{plain, entry("v2"), 0, false, "a v1 machine does not run v2"},
+		{plain, v1.Platform{OS: "linux", Architecture: "amd64", OSVersion: "x"}, 1, true, ""},
+	} {
+		rank, ok := tc.p.Rank(tc.d)
+		if ok != tc.ok || ok && rank != tc.rank || tc.p.Describes(tc.d) != ok {
+			t.Errorf("%s on %+v (%s): %d %v, want %d %v", tc.p, tc.d, tc.comment, rank, ok, tc.rank, tc.ok)
+		}
+	}
+}

@@ -71,14 +71,45 @@ func Pick[V any](m map[string]V, p Platform) (V, bool) {
 	return best, found
 }
 
-// Describes reports whether an index entry's platform d is p. It is
-// go-containerregistry's Satisfies with one allowance: an entry that
-// names no variant is taken for p's (registries drop "v8" on arm64 and
-// some drop "v7" on arm, the only variant pallet builds there).
+// Describes reports whether an index entry's platform d is one p's
+// images may be built on (Rank).
 func (p Platform) Describes(d v1.Platform) bool {
+	_, ok := p.Rank(d)
+	return ok
+}
+
+// Rank reports whether an index entry's platform d is one p's images may
+// be built on, and how close it is: of the entries that are, a base takes
+// the highest ranked. It is go-containerregistry's Satisfies with two
+// allowances. An entry that names no variant is taken for p's (registries
+// drop "v8" on arm64 and some drop "v7" on arm, the only variant pallet
+// builds there). And x86-64 levels nest, as containerd's matcher has
+// them: a linux/amd64/v3 image may be built on an amd64/v2, v1 or plain
+// amd64 base (a v3 machine runs them all), closest level first, while a
+// plain amd64 one may not be built on a v2 base (a v1 machine would not
+// run it). The rank of an amd64 entry is its level.
+func (p Platform) Rank(d v1.Platform) (rank int, ok bool) {
+	if p.Arch == "amd64" && d.Architecture == "amd64" {
+		have, known := amd64Level(d.Variant)
+		want, _ := amd64Level(p.Variant)
+		d.Variant = ""
+		return have, known && have <= want && d.Satisfies(v1.Platform{OS: p.OS, Architecture: p.Arch})
+	}
 	want := p.V1()
 	if d.Variant == "" {
 		want.Variant = ""
 	}
-	return d.Satisfies(want)
+	return 0, d.Satisfies(want)
+}
+
+// amd64Level is the x86-64 microarchitecture level an amd64 variant
+// names: 1 for none.
+func amd64Level(variant string) (int, bool) {
+	switch variant {
+	case "", "v1":
+		return 1, true
+	case "v2", "v3", "v4":
+		return int(variant[1] - '0'), true
+	}
+	return 0, false
 }
