@@ -346,10 +346,8 @@ func (e *evaluator) fromStage(sd *stageDef) (*stageDef, string, error) {
 	if base == "" {
 		return nil, "", plan.Errorf(sd.basePos, "FROM %s: the base name is empty once expanded", sd.baseRaw)
 	}
-	for _, other := range e.d.stages[:sd.index] {
-		if other.name != "" && other.name == strings.ToLower(base) {
-			return other, base, nil
-		}
+	if i, ok := e.d.named[strings.ToLower(base)]; ok && i < sd.index {
+		return e.d.stages[i], base, nil
 	}
 	if err := image.CheckBaseRef(base); err != nil {
 		return nil, "", plan.Errorf(sd.basePos, "FROM %s: %v", sd.baseRaw, err)
@@ -422,10 +420,8 @@ func (d *Dockerfile) stageRef(ref string) *stageDef {
 		}
 		return nil
 	}
-	for _, s := range d.stages {
-		if s.name != "" && s.name == strings.ToLower(ref) {
-			return s
-		}
+	if i, ok := d.named[strings.ToLower(ref)]; ok {
+		return d.stages[i]
 	}
 	return nil
 }
