@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/binary"
 	"hash/crc32"
+	"math/rand/v2"
 	"os"
 	"testing"
 )
@@ -267,5 +268,32 @@ func TestZipLocalSizes(t *testing.T) {
 	}
 	if _, _, ok := localSizes(0xffffffff, 0xffffffff, nil); ok {
 		t.Error("localSizes found sizes in no zip64 field")
+	}
+}
+
+// TestWindowReaderAt reads a file through windowReaderAt as through the
+// file itself: the same bytes and the same io.EOF, small reads and
+// large, forwards, backwards and past the end.
+func TestWindowReaderAt(t *testing.T) {
+	data := make([]byte, 3*zipWindow+17)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	file := bytes.NewReader(data)
+	w := &windowReaderAt{r: file}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 20000 {
+		size := rng.IntN(64)
+		if rng.IntN(100) == 0 {
+			size = zipWindow
+		}
+		off := rng.Int64N(int64(len(data)) + 100)
+		want := make([]byte, size)
+		wn, werr := file.ReadAt(want, off)
+		got := make([]byte, size)
+		gn, gerr := w.ReadAt(got, off)
+		if gn != wn || (gerr == nil) != (werr == nil) || !bytes.Equal(got[:gn], want[:wn]) {
+			t.Fatalf("ReadAt(%d bytes, %d) = %d, %v; the file gives %d, %v", size, off, gn, gerr, wn, werr)
+		}
 	}
 }
