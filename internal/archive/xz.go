@@ -708,6 +708,15 @@ func noEOF(err error) error {
 // not (extractor.declared).
 func xzDeclared(r io.ReaderAt, size int64) (int64, error) {
 	le := binary.LittleEndian
+	// A file that is no xz at all (a gzip named .tar.xz) is said to be
+	// one, as the decoder says it, not found corrupt at its end.
+	var magic [6]byte
+	if _, err := r.ReadAt(magic[:], 0); err != nil && err != io.EOF {
+		return 0, err
+	}
+	if !bytes.Equal(magic[:], xzMagic) {
+		return 0, errors.New("xz: not an xz stream (bad magic)")
+	}
 	var total int64
 	pos := size
 	for streams := 0; ; streams++ {

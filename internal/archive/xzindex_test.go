@@ -44,14 +44,21 @@ func TestXzDeclared(t *testing.T) {
 		{"trailing garbage", concat(blocks, []byte("junk"))},
 		{"cut short", blocks[:len(blocks)-4]},
 		{"empty file", nil},
+		{"gzip", []byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
 		{"index size lies", func() []byte {
 			b := bytes.Clone(empty)
 			b[len(b)-7]++ // the footer's backward size, without its CRC
 			return b
 		}()},
 	} {
-		if n, err := xzDeclared(bytes.NewReader(bad.data), int64(len(bad.data))); err == nil {
+		n, err := xzDeclared(bytes.NewReader(bad.data), int64(len(bad.data)))
+		if err == nil {
 			t.Errorf("%s: xzDeclared = %d, want an error", bad.name, n)
+		}
+		if _, derr := decodeXz(bad.data, DefaultMaxWindow); derr == nil {
+			t.Errorf("%s: decodes, and xzDeclared refuses it: %v", bad.name, err)
+		} else if bad.name == "gzip" && err.Error() != derr.Error() {
+			t.Errorf("%s: xzDeclared says %v, the decoder %v", bad.name, err, derr)
 		}
 	}
 }
