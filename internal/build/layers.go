@@ -60,6 +60,16 @@ func (b *builder) layers(ctx context.Context, im *plan.Image, pi *plan.PlatformI
 	var checkErr error
 	g.Go(func() error {
 		for i := range made {
+			// A tree made is checked even when a layer writer has
+			// failed since (select picks among ready cases at random):
+			// the checks across layers say a Windows case collision
+			// better than the writer, which meets it too, and always
+			// the same way.
+			select {
+			case <-made[i]:
+				continue
+			default:
+			}
 			select {
 			case <-made[i]:
 			case <-gctx.Done():
