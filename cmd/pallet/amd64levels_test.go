@@ -160,3 +160,43 @@ images:
 }
 
 func nameRef(s string) (name.Reference, error) { return name.ParseReference(s) }
+
+// A go build whose env raises GOAMD64 above its platform's level makes
+// binaries that stop at start on machines the image says it runs on: the
+// build warns at the artifact's line, and not when the platform names
+// the level (nor on arm64, where Go ignores GOAMD64).
+func TestGOAMD64AboveThePlatformWarned(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "app/go.mod"), "module example.com/app\n\ngo 1.21\n")
+	writeFile(t, filepath.Join(dir, "app/main.go"), "package main\n\nfunc main() {}\n")
+	recipe := filepath.Join(dir, "pallet.yaml")
+	for _, tc := range []struct {
+		platforms string
+		warned    bool
+	}{
+		{"[linux/amd64, linux/arm64]", true},
+		{"[linux/amd64/v3, linux/arm64]", false},
+		{"[linux/amd64/v4]", false},
+	} {
+		writeFile(t, recipe, `version: 1
+artifacts:
+  app:
+    go: {module: app, packages: ., env: [GOAMD64=v3]}
+    licenses: none
+images:
+  app:
+    base: scratch
+    platforms: `+tc.platforms+`
+    files:
+      - {artifact: app, dest: /}
+`)
+		log := mustPallet(t, "build", "--progress", "plain", "-f", recipe, "-o", "oci:"+filepath.Join(t.TempDir(), "out"))
+		warning := recipe + ":4:5: artifact app (linux/amd64, go mode): its env sets GOAMD64=v3, so its binaries stop at start on an amd64 machine below v3"
+		if got := strings.Contains(log, warning); got != tc.warned {
+			t.Errorf("platforms %s: warned %v, want %v:\n%s", tc.platforms, got, tc.warned, log)
+		}
+		if strings.Contains(log, "sets GOAMD64") && !tc.warned {
+			t.Errorf("platforms %s: a warning of GOAMD64:\n%s", tc.platforms, log)
+		}
+	}
+}

@@ -127,6 +127,7 @@ func (b *builder) fetchAll(ctx context.Context) error {
 	for _, key := range slices.Sorted(maps.Keys(b.plan.Artifacts)) {
 		a := b.plan.Artifacts[key]
 		r := b.ready[key]
+		b.warnLevel(a)
 		g.Go(func() error {
 			defer close(r.done)
 			r.err = ctx.Err()
@@ -137,6 +138,18 @@ func (b *builder) fetchAll(ctx context.Context) error {
 		})
 	}
 	return g.Wait()
+}
+
+// warnLevel warns of a Go build whose environment raises GOAMD64 above
+// the level of the platform the image says it runs on.
+func (b *builder) warnLevel(a *plan.Artifact) {
+	g := artifact.GoSettings(a.Kind)
+	if g == nil {
+		return
+	}
+	if level := a.Platform.NeedsMore(g.Env); level != "" {
+		b.opt.Progress.Warn("%s: %s: its env sets GOAMD64=%s, so its binaries stop at start on an amd64 machine below %s, which the image's platform %s says it runs on; name the platform %s/%s instead (the image says so, and the build gets the level)", a.Pos, &a.Request, level, level, a.Platform, a.Platform.OS+"/"+a.Platform.Arch, level)
+	}
 }
 
 func (b *builder) makeReady(ctx context.Context, key string, a *plan.Artifact, r *ready) error {

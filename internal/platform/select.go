@@ -104,6 +104,28 @@ func (p Platform) Rank(d v1.Platform) (rank int, ok bool) {
 
 // amd64Level is the x86-64 microarchitecture level an amd64 variant
 // names: 1 for none.
+// NeedsMore says, of a build environment env for p (K=V, the last
+// setting winning, as for the go command), the x86-64 level it sets with
+// GOAMD64 when that is above p's: a binary built so stops at start on a
+// machine p names ("This program can only be run on ..."); "" otherwise,
+// and for other architectures, where Go ignores GOAMD64.
+func (p Platform) NeedsMore(env []string) string {
+	if p.Arch != "amd64" {
+		return ""
+	}
+	set := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "GOAMD64="); ok {
+			set = v
+		}
+	}
+	have, _ := amd64Level(p.Variant)
+	if want, ok := amd64Level(set); ok && set != "" && want > have {
+		return set
+	}
+	return ""
+}
+
 func amd64Level(variant string) (int, bool) {
 	switch variant {
 	case "", "v1":
