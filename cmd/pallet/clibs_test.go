@@ -162,7 +162,9 @@ func TestCgoLibraryLicences(t *testing.T) {
 		t.Errorf("dynamic: the record says %+v", dynamic)
 	}
 
-	purl := "pkg:deb/debian/libseccomp-dev@" + strings.ReplaceAll(version, "+", "%2B") + "?arch=amd64&distro=" + osRelease(t)
+	// upstream names the source package, by which scanners match
+	// Debian's vulnerabilities of libseccomp.
+	purl := "pkg:deb/debian/libseccomp-dev@" + strings.ReplaceAll(version, "+", "%2B") + "?arch=amd64&distro=" + osRelease(t) + "&upstream=libseccomp"
 	spdx := readSBOM(t, docs, "*.spdx.json")
 	var doc struct {
 		Packages []struct {
@@ -297,9 +299,21 @@ func TestCgoLibraryLicencesArm64(t *testing.T) {
 		t.Error("dynamic: libseccomp-dev's copyright file shipped, but the binary does not contain it")
 	}
 	version := dpkgVersion(t, "libseccomp-dev:arm64")
-	purl := "pkg:deb/debian/libseccomp-dev@" + strings.ReplaceAll(version, "+", "%2B") + "?arch=arm64&distro=" + osRelease(t)
-	if spdx := readSBOM(t, docs, "*.spdx.json"); !strings.Contains(string(spdx), `"referenceLocator": "`+purl+`"`) {
+	purl := "pkg:deb/debian/libseccomp-dev@" + strings.ReplaceAll(version, "+", "%2B") + "?arch=arm64&distro=" + osRelease(t) + "&upstream=libseccomp"
+	spdx := readSBOM(t, docs, "*.spdx.json")
+	if !strings.Contains(string(spdx), `"referenceLocator": "`+purl+`"`) {
 		t.Errorf("SPDX: no package %s:\n%s", purl, spdx)
+	}
+	// The cross toolchain's C library is built from another source
+	// package than glibc, at its own version: upstream says both.
+	q, err := exec.Command("dpkg-query", "-W", "-f=${Version} ${source:Package}@${source:Version}", "libc6-dev-arm64-cross").Output()
+	if err != nil {
+		t.Fatalf("dpkg-query libc6-dev-arm64-cross: %v", err)
+	}
+	cversion, upstream, _ := strings.Cut(string(q), " ")
+	cross := "pkg:deb/debian/libc6-dev-arm64-cross@" + strings.ReplaceAll(cversion, "+", "%2B") + "?arch=all&distro=" + osRelease(t) + "&upstream=" + strings.NewReplacer("@", "%40", "+", "%2B").Replace(upstream)
+	if !strings.Contains(string(spdx), `"referenceLocator": "`+cross+`"`) {
+		t.Errorf("SPDX: no package %s:\n%s", cross, spdx)
 	}
 	rec := readRecord(t, out+".record.json")
 	for _, a := range rec.Artifacts {

@@ -71,8 +71,9 @@ func (g *Go) settingsKey() ([]string, error) {
 		// (Record.CLinked, CLicenses): an entry stored before it did is
 		// not taken for one. Builds without cgo keep their keys. v2: a
 		// shared object is not static, and an archive in the module is
-		// recorded by its path there.
-		parts = append(parts, "clibs-v2")
+		// recorded by its path there. v3: a library's package names its
+		// source package.
+		parts = append(parts, "clibs-v3")
 	}
 	return parts, nil
 }

@@ -19,6 +19,15 @@ type Package struct {
 	Name    string `json:"package,omitempty"`
 	Arch    string `json:"arch,omitempty"`
 	Version string `json:"version,omitempty"`
+	// Source is the source package it was built from ("libseccomp",
+	// "glibc"), SourceVersion that package's version where it is not
+	// Version (a binNMU, a cross package: cross-toolchain-base 66); both
+	// empty when dpkg's status names none, the source being the package
+	// itself. Debian's security tracker, and the scanners reading it, name
+	// vulnerabilities by source package: libseccomp's are not
+	// libseccomp-dev's by name.
+	Source        string `json:"source,omitempty"`
+	SourceVersion string `json:"sourceVersion,omitempty"`
 	// OS is the distribution's id, from os-release ("debian"), and
 	// Distro its id and version ("debian-12"): the purl's namespace and
 	// distro qualifier.
@@ -136,12 +145,25 @@ func (d Dpkg) status() (map[string]Package, error) {
 			continue
 		}
 		p := Package{Name: f["Package"], Arch: f["Architecture"], Version: f["Version"]}
+		p.Source, p.SourceVersion = source(f["Source"])
 		out[p.Name+":"+p.Arch] = p
 		if _, ok := out[p.Name]; !ok || f["Multi-Arch"] != "same" {
 			out[p.Name] = p
 		}
 	}
 	return out, nil
+}
+
+// source splits a status file's Source field, "name" or "name
+// (version)" (dpkg writes the version only where it is not the binary
+// package's).
+func source(field string) (name, version string) {
+	name, rest, _ := strings.Cut(strings.TrimSpace(field), " ")
+	rest = strings.TrimSpace(rest)
+	if strings.HasPrefix(rest, "(") && strings.HasSuffix(rest, ")") {
+		version = strings.TrimSpace(rest[1 : len(rest)-1])
+	}
+	return name, version
 }
 
 // fields are the fields of a deb822 paragraph: each value trimmed, its

@@ -34,6 +34,7 @@ func fixtureRoot(t *testing.T) string {
 Status: install ok installed
 Architecture: amd64
 Multi-Arch: same
+Source: libseccomp
 Version: 2.5.4-1+deb12u1
 Description: high level interface
  to Linux seccomp filter
@@ -42,11 +43,13 @@ Package: libseccomp-dev
 Status: install ok installed
 Architecture: arm64
 Multi-Arch: same
+Source: libseccomp
 Version: 2.5.4-1+deb12u1
 
 Package: libc6-dev-arm64-cross
 Status: install ok installed
 Architecture: all
+Source: cross-toolchain-base (66)
 Version: 2.36-8cross1
 
 Package: libfoo1
@@ -85,9 +88,9 @@ func TestOwners(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]Package{
-		"/usr/lib/x86_64-linux-gnu/libseccomp.a":  {Name: "libseccomp-dev", Arch: "amd64", Version: "2.5.4-1+deb12u1", OS: "debian", Distro: "debian-12"},
-		"/usr/lib/aarch64-linux-gnu/libseccomp.a": {Name: "libseccomp-dev", Arch: "arm64", Version: "2.5.4-1+deb12u1", OS: "debian", Distro: "debian-12"},
-		"/usr/aarch64-linux-gnu/lib/libc.a":       {Name: "libc6-dev-arm64-cross", Arch: "all", Version: "2.36-8cross1", OS: "debian", Distro: "debian-12"},
+		"/usr/lib/x86_64-linux-gnu/libseccomp.a":  {Name: "libseccomp-dev", Arch: "amd64", Version: "2.5.4-1+deb12u1", Source: "libseccomp", OS: "debian", Distro: "debian-12"},
+		"/usr/lib/aarch64-linux-gnu/libseccomp.a": {Name: "libseccomp-dev", Arch: "arm64", Version: "2.5.4-1+deb12u1", Source: "libseccomp", OS: "debian", Distro: "debian-12"},
+		"/usr/aarch64-linux-gnu/lib/libc.a":       {Name: "libc6-dev-arm64-cross", Arch: "all", Version: "2.36-8cross1", Source: "cross-toolchain-base", SourceVersion: "66", OS: "debian", Distro: "debian-12"},
 		"/usr/lib/x86_64-linux-gnu/libfoo.a":      {Name: "libfoo1", Arch: "amd64", Version: "1.0-1", OS: "debian", Distro: "debian-12"},
 	}
 	if !reflect.DeepEqual(got, want) {

@@ -12,6 +12,10 @@ type debNode struct {
 	id                      string
 	name, arch, version, os string
 	distro                  string
+	// source is the package's source package, "name" or
+	// "name@version" where its version is not the package's: the purl's
+	// upstream qualifier.
+	source string
 	// files are the names of the library files linked (libseccomp.a),
 	// sorted; not their paths, which are the build machine's.
 	files []string
@@ -21,13 +25,17 @@ type debNode struct {
 	copyright string
 }
 
-// purl is the package's purl: pkg:deb/<os>/<name>@<version>?arch=&distro=.
+// purl is the package's purl:
+// pkg:deb/<os>/<name>@<version>?arch=&distro=&upstream=. upstream, as syft
+// writes it for a package dpkg names a source of, is what grype matches
+// Debian's vulnerabilities by: they are named by source package
+// (libseccomp, glibc), never by the -dev package a cgo build links.
 func (d *debNode) purl() string {
 	name := d.name
 	if d.os != "" {
 		name = d.os + "/" + name
 	}
-	return purl("deb", name, d.version, map[string]string{"arch": d.arch, "distro": d.distro})
+	return purl("deb", name, d.version, map[string]string{"arch": d.arch, "distro": d.distro, "upstream": d.source})
 }
 
 // concluded is the package's licence as its copyright file declares it,
@@ -63,7 +71,10 @@ func (g *graph) cLibraries() {
 				if l.Package.Name == "" {
 					continue // owned by none: said by the build, not a package
 				}
-				n := &debNode{name: l.Package.Name, arch: l.Package.Arch, version: l.Package.Version, os: l.Package.OS, distro: l.Package.Distro}
+				n := &debNode{name: l.Package.Name, arch: l.Package.Arch, version: l.Package.Version, os: l.Package.OS, distro: l.Package.Distro, source: l.Package.Source}
+				if l.Package.SourceVersion != "" {
+					n.source += "@" + l.Package.SourceVersion
+				}
 				key := n.purl()
 				if old, ok := debs[key]; ok {
 					n = old

@@ -86,8 +86,8 @@ func sampleInput() Input {
 	// their Debian packages, and one no package owns.
 	deb := clibs.Package{Arch: "amd64", OS: "debian", Distro: "debian-12"}
 	seccomp, libc := deb, deb
-	seccomp.Name, seccomp.Version = "libseccomp-dev", "2.5.4-1+deb12u1"
-	libc.Name, libc.Version = "libc6-dev", "2.36-9+deb12u14"
+	seccomp.Name, seccomp.Version, seccomp.Source = "libseccomp-dev", "2.5.4-1+deb12u1", "libseccomp"
+	libc.Name, libc.Version, libc.Source = "libc6-dev", "2.36-9+deb12u14", "glibc"
 	containerd.GoBinaries[1].Static = true
 	containerd.GoBinaries[1].CLibraries = []clibs.Library{
 		{File: "/usr/lib/x86_64-linux-gnu/libc.a", Flag: "-lc", Package: libc, Copyright: "debian/libc6-dev/copyright"},

@@ -337,8 +337,8 @@ func TestCLibraryPackages(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string][2]string{
-		"libseccomp-dev": {"pkg:deb/debian/libseccomp-dev@2.5.4-1%2Bdeb12u1?arch=amd64&distro=debian-12", "LGPL-2.1-only"},
-		"libc6-dev":      {"pkg:deb/debian/libc6-dev@2.36-9%2Bdeb12u14?arch=amd64&distro=debian-12", "NOASSERTION"},
+		"libseccomp-dev": {"pkg:deb/debian/libseccomp-dev@2.5.4-1%2Bdeb12u1?arch=amd64&distro=debian-12&upstream=libseccomp", "LGPL-2.1-only"},
+		"libc6-dev":      {"pkg:deb/debian/libc6-dev@2.36-9%2Bdeb12u14?arch=amd64&distro=debian-12&upstream=glibc", "NOASSERTION"},
 	}
 	ids := map[string]string{}
 	for _, p := range doc.Packages {
