@@ -62,6 +62,9 @@ func (f *Fetcher) cLibraries(ctx context.Context, g *Go, run goRun, env []string
 			}
 			files = append(files, l.File)
 		}
+		for _, l := range found[i].Shared {
+			files = append(files, l.File)
+		}
 	}
 	if len(files) == 0 {
 		return found, nil, nil
@@ -69,6 +72,14 @@ func (f *Fetcher) cLibraries(ctx context.Context, g *Go, run goRun, env []string
 	owners, err := f.Dpkg.Owners(files)
 	if err != nil {
 		return nil, nil, err
+	}
+	// What a dynamic binary was linked against is known by its package,
+	// for a cached result to be refused once it changes; it is not in the
+	// binary, so not credited.
+	for i := range found {
+		for j := range found[i].Shared {
+			found[i].Shared[j].Package = owners[found[i].Shared[j].File]
+		}
 	}
 	lic := tree.New()
 	dir := filepath.Join(run.work, "clibs")

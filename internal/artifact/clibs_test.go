@@ -120,6 +120,87 @@ func TestCgoLibrariesCachedAndRechecked(t *testing.T) {
 	}
 }
 
+// A dynamic cgo build contains no libseccomp, but was compiled against
+// libseccomp-dev's headers and linked against its libseccomp.so: its
+// result keeps that package, and an entry made with another version of
+// it is rebuilt, as a static build's is.
+func TestCgoDynamicLinkedAgainstRechecked(t *testing.T) {
+	needCgoSeccomp(t)
+	dir := t.TempDir()
+	for name, text := range map[string]string{
+		"go.mod":  "module example.com/seccomp\n\ngo 1.22\n",
+		"main.go": "package main\n\n// #cgo pkg-config: libseccomp\n// #include <seccomp.h>\nimport \"C\"\n\nfunc main() { println(C.SCMP_VER_MAJOR, C.seccomp_version().major) }\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := cache.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := fetcher(t)
+	f.Cache = c
+	p, err := platform.Parse("linux/amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &artifact.Request{Name: "seccomp", Platform: p, NoLicense: true,
+		Kind: &artifact.Go{Module: dir, Packages: []string{"."}, CGO: true, CC: "gcc"}}
+	first, err := f.Fetch(context.Background(), r, t.TempDir())
+	if err != nil || first.Cached {
+		t.Fatalf("first: %v", err)
+	}
+	if len(first.Record.CLinked) != 1 || first.Record.CLinked[0].Static {
+		t.Fatalf("linked: %+v", first.Record.CLinked)
+	}
+	bin := first.Record.CLinked[0]
+	if slices.ContainsFunc(bin.Libraries, func(l clibs.Library) bool { return l.Package.Name == "libseccomp-dev" }) {
+		t.Errorf("libseccomp-dev credited as contained: %+v", bin.Libraries)
+	}
+	i := slices.IndexFunc(bin.Shared, func(l clibs.Library) bool { return l.Package.Name == "libseccomp-dev" && l.Flag == "-lseccomp" })
+	if i < 0 {
+		t.Fatalf("libseccomp-dev is not among what it was linked against: %+v", bin.Shared)
+	}
+	lib := bin.Shared[i]
+	if again, err := f.Fetch(context.Background(), r, t.TempDir()); err != nil || !again.Cached {
+		t.Fatalf("second: cached %v, %v", again != nil && again.Cached, err)
+	}
+	// dpkg, as a fixture, has every package the result names at its
+	// version (libgcc's archive, glibc's libc.so), but libseccomp-dev at
+	// another.
+	root := t.TempDir()
+	var status strings.Builder
+	for _, l := range slices.Concat(bin.Libraries, bin.Shared) {
+		if l.Package.Name == "" || l.Package.Name == lib.Package.Name {
+			continue
+		}
+		fmt.Fprintf(&status, "Package: %s\nStatus: install ok installed\nArchitecture: %s\nMulti-Arch: same\nVersion: %s\n\n", l.Package.Name, l.Arch, l.Version)
+	}
+	fmt.Fprintf(&status, "Package: libseccomp-dev\nStatus: install ok installed\nArchitecture: %s\nMulti-Arch: same\nVersion: %s.1\n", lib.Arch, lib.Version)
+	if err := os.MkdirAll(filepath.Join(root, "var/lib/dpkg/info"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "var/lib/dpkg/status"), []byte(status.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.Dpkg = clibs.Dpkg{Root: root}
+	var mu sync.Mutex
+	var logged []string
+	f.Log = func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		logged = append(logged, fmt.Sprintf(format, args...))
+	}
+	if rebuilt, err := f.Fetch(context.Background(), r, t.TempDir()); err != nil || rebuilt.Cached {
+		t.Fatalf("after libseccomp-dev changed: cached %v, %v", rebuilt != nil && rebuilt.Cached, err)
+	}
+	want := "libseccomp-dev:" + lib.Arch + " " + lib.Version + ", now " + lib.Version + ".1"
+	if !slices.ContainsFunc(logged, func(l string) bool { return strings.Contains(l, want) }) || slices.ContainsFunc(logged, func(l string) bool { return strings.Contains(l, "not installed") }) {
+		t.Errorf("the log does not say %q alone: %q", want, logged)
+	}
+}
+
 // A gomod build (go install module@version) of a cgo command is listed in
 // the unpacked module: its static libseccomp is found as a go build's is.
 func TestCgoLibrariesOfGoInstall(t *testing.T) {

@@ -72,7 +72,8 @@ func (g *Go) settingsKey() ([]string, error) {
 		// not taken for one. Builds without cgo keep their keys. v2: a
 		// shared object is not static, and an archive in the module is
 		// recorded by its path there. v3: a library's package names its
-		// source package.
+		// source package, and a dynamic binary's shared objects linked
+		// against are kept by package.
 		parts = append(parts, "clibs-v3")
 	}
 	return parts, nil

@@ -72,7 +72,9 @@ func usrMerged(p string) string {
 	return p
 }
 
-// Owners finds the package owning each of files (absolute, links followed):
+// Owners finds the package owning each of files (absolute, by a path
+// dpkg lists: an archive's links followed, a -dev package's link to its
+// shared object not):
 // by the .list files of dpkg's info directory, then its version in the
 // status file. A file no package owns is not in the map.
 func (d Dpkg) Owners(files []string) (map[string]Package, error) {
@@ -247,15 +249,16 @@ func (d Dpkg) Copyright(name string) ([]byte, error) {
 	return bounded.ReadRegular(p, MaxCopyright)
 }
 
-// Changed names the packages owning the libraries of bins that dpkg no
-// longer has at the version recorded ("libseccomp-dev:amd64 2.5.4-1,
-// now 2.5.5-1"; "... now not installed"): a result that contains them
-// is not what a build now would give. Sorted, each once.
+// Changed names the packages owning the libraries of bins, contained or
+// linked against (Shared), that dpkg no longer has at the version
+// recorded ("libseccomp-dev:amd64 2.5.4-1, now 2.5.5-1"; "... now not
+// installed"): a result built with them is not what a build now would
+// give. Sorted, each once.
 func (d Dpkg) Changed(bins []Binary) ([]string, error) {
 	var status map[string]Package
 	var out []string
 	for _, b := range bins {
-		for _, l := range b.Libraries {
+		for _, l := range slices.Concat(b.Libraries, b.Shared) {
 			if l.Package.Name == "" {
 				continue
 			}

@@ -127,11 +127,15 @@ func TestChanged(t *testing.T) {
 		lib("libc6-dev-arm64-cross", "all", "2.36-8cross1"),
 		lib("removed", "amd64", "0.1"),
 		{File: "/usr/local/lib/libbar.a"},
+	}}, {Path: "dynamic", Shared: []Library{
+		// A dynamic binary was compiled against libfoo1's headers, now
+		// another version: as stale as one containing its archive.
+		lib("libfoo1", "amd64", "0.9-1"),
 	}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"libseccomp-dev:arm64 2.5.3-1, now 2.5.4-1+deb12u1", "removed:amd64 0.1, now not installed"}
+	want := []string{"libfoo1:amd64 0.9-1, now 1.0-1", "libseccomp-dev:arm64 2.5.3-1, now 2.5.4-1+deb12u1", "removed:amd64 0.1, now not installed"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Changed: %q, want %q", got, want)
 	}

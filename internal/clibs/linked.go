@@ -62,6 +62,14 @@ type Binary struct {
 	// Needed are the shared libraries it loads at run time (DT_NEEDED):
 	// the base image's to ship, not this binary's.
 	Needed []string `json:"needed,omitempty"`
+	// Shared are the shared objects (and linker scripts: libc.so) the
+	// link was given, as named where the linker found them
+	// (/usr/lib/x86_64-linux-gnu/libseccomp.so, of libseccomp-dev), by
+	// their owning package: not in the binary, so not credited, but what
+	// it was compiled and linked against (their -dev package's headers,
+	// glibc's crt1.o), so a package of them changed since makes a result
+	// stale as a changed archive's does; sorted by file.
+	Shared []Library `json:"shared,omitempty"`
 }
 
 // Library is one library file linked into a binary.
@@ -155,11 +163,11 @@ func Find(ctx context.Context, b Build, binaries map[string]string) ([]Binary, e
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", p, err)
 		}
-		libs, err := r.resolve(flags, bin)
+		libs, shared, err := r.resolve(flags, bin)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", p, err)
 		}
-		bin.Libraries = libs
+		bin.Libraries, bin.Shared = libs, shared
 		out = append(out, *bin)
 	}
 	return out, nil
@@ -361,7 +369,7 @@ func (r *resolver) linkFlags(uses []*listed, static bool) ([]string, error) {
 	if static {
 		flags = append(flags, "-lc", "-lgcc", "-lgcc_eh")
 	} else {
-		flags = append(flags, "-lgcc")
+		flags = append(flags, "-lc", "-lgcc")
 	}
 	return flags, nil
 }
@@ -399,16 +407,16 @@ func extldflags(ldflags []string) ([]string, error) {
 // resolve turns link flags into the library files a binary contains:
 // each -lNAME (and -l:FILE, and a library named by path) found as the
 // linker finds it. In a dynamic binary a library with a shared object
-// is loaded at run time, not contained; in a static one every library is
-// its archive. Each file once, sorted.
-func (r *resolver) resolve(flags []string, bin *Binary) ([]Library, error) {
+// is loaded at run time, not contained: it is among shared instead. In
+// a static one every library is its archive. Each file once, sorted.
+func (r *resolver) resolve(flags []string, bin *Binary) (libs, shared []Library, err error) {
 	var dirs []string
 	for _, f := range flags {
 		if d, ok := strings.CutPrefix(f, "-L"); ok && d != "" {
 			dirs = append(dirs, d)
 		}
 	}
-	seen := map[string]bool{}
+	seen, seenShared := map[string]bool{}, map[string]bool{}
 	var out []Library
 	add := func(flag, file string) error {
 		real, err := filepath.EvalSymlinks(file)
@@ -436,7 +444,7 @@ func (r *resolver) resolve(flags []string, bin *Binary) ([]Library, error) {
 		case filepath.IsAbs(f) && (strings.HasSuffix(f, ".a") || strings.Contains(path.Base(f), ".so")):
 			if strings.HasSuffix(f, ".a") {
 				if err := add(f, f); err != nil {
-					return nil, err
+					return nil, nil, err
 				}
 			}
 			continue
@@ -445,7 +453,7 @@ func (r *resolver) resolve(flags []string, bin *Binary) ([]Library, error) {
 		}
 		file, err := r.find(names, dirs)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
+			return nil, nil, fmt.Errorf("%s: %w", f, err)
 		}
 		if file == "" {
 			// The link succeeded, so the linker found it where this does
@@ -458,17 +466,31 @@ func (r *resolver) resolve(flags []string, bin *Binary) ([]Library, error) {
 			continue
 		}
 		if !strings.HasSuffix(file, ".a") {
-			continue // a shared object or a linker script: loaded at run time
+			// A shared object or a linker script: loaded at run time.
+			// Named as found, its directory's links followed but not
+			// its own: libseccomp.so is libseccomp-dev's, the library
+			// it leads to libseccomp2's.
+			dir, err := filepath.EvalSymlinks(filepath.Dir(file))
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s: %w", f, err)
+			}
+			if so := filepath.Join(dir, filepath.Base(file)); !seenShared[so] {
+				seenShared[so] = true
+				shared = append(shared, Library{File: so, Flag: f})
+			}
+			continue
 		}
 		if emptyArchive(file) {
 			continue // glibc's libpthread.a since 2.34: nothing to link
 		}
 		if err := add(f, file); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	slices.SortFunc(out, func(a, b Library) int { return strings.Compare(a.File+"\x00"+a.Flag, b.File+"\x00"+b.Flag) })
-	return out, nil
+	byFile := func(a, b Library) int { return strings.Compare(a.File+"\x00"+a.Flag, b.File+"\x00"+b.Flag) }
+	slices.SortFunc(out, byFile)
+	slices.SortFunc(shared, byFile)
+	return out, shared, nil
 }
 
 // find is the first of names in dirs, else in the C compiler's search

@@ -52,7 +52,12 @@ func TestResolve(t *testing.T) {
 	}
 	foo := write(first, "libfoo.a", "!<arch>\nmember")
 	write(second, "libfoo.a", "!<arch>\nother")
-	write(second, "libdyn.so", "\x7fELF")
+	// The -dev package's link to its library's shared object: named as
+	// the linker found it, the package whose headers built the binary.
+	write(second, "libdyn.so.1", "\x7fELF")
+	if err := os.Symlink("libdyn.so.1", filepath.Join(second, "libdyn.so")); err != nil {
+		t.Fatal(err)
+	}
 	dynA := write(second, "libdyn.a", "!<arch>\nmember")
 	write(first, "libempty.a", "!<arch>\n")
 	named := write(second, "named.a", "!<arch>\nmember")
@@ -61,7 +66,7 @@ func TestResolve(t *testing.T) {
 	r := &resolver{ctx: context.Background(), b: Build{Env: []string{"CC=echo"}}, printed: map[string]string{}}
 	flags := []string{"-L" + first, "-L" + second, "-lfoo", "-ldyn", "-lempty", "-lmissing", named, "-l:libexact.a"}
 	lib := func(flag, file string) Library { return Library{Flag: flag, File: file} }
-	got, err := r.resolve(flags, &Binary{})
+	got, shared, err := r.resolve(flags, &Binary{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,9 +75,19 @@ func TestResolve(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("dynamic:\n got %+v\nwant %+v", got, want)
 	}
-	got, err = r.resolve(flags, &Binary{Static: true})
+	realSecond, err := filepath.EvalSymlinks(second)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if w := []Library{lib("-ldyn", filepath.Join(realSecond, "libdyn.so"))}; !reflect.DeepEqual(shared, w) {
+		t.Errorf("dynamic, shared:\n got %+v\nwant %+v", shared, w)
+	}
+	got, shared, err = r.resolve(flags, &Binary{Static: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if shared != nil {
+		t.Errorf("static: shared objects %+v", shared)
 	}
 	want = append(want, lib("-ldyn", dynA))
 	slices.SortFunc(want, func(a, b Library) int { return strings.Compare(a.File+"\x00"+a.Flag, b.File+"\x00"+b.Flag) })
