@@ -337,9 +337,9 @@ func TestCgoLibraryWithoutPackage(t *testing.T) {
 	cc := needTool(t, "gcc")
 	ar := needTool(t, "ar")
 	dir := t.TempDir()
-	archive := func(libDir, name string) {
+	archive := func(libDir, name, returns string) {
 		t.Helper()
-		writeFile(t, filepath.Join(libDir, name+".c"), "int "+name+"(void) { return 1; }\n")
+		writeFile(t, filepath.Join(libDir, name+".c"), "int "+name+"(void) { return "+returns+"; }\n")
 		if out, err := exec.Command(cc, "-c", "-o", filepath.Join(libDir, name+".o"), filepath.Join(libDir, name+".c")).CombinedOutput(); err != nil {
 			t.Fatalf("%v\n%s", err, out)
 		}
@@ -348,8 +348,8 @@ func TestCgoLibraryWithoutPackage(t *testing.T) {
 		}
 	}
 	local := filepath.Join(dir, "usr-local", "lib")
-	archive(local, "foo")
-	archive(filepath.Join(dir, "app", "third_party"), "bar")
+	archive(local, "foo", "1")
+	archive(filepath.Join(dir, "app", "third_party"), "bar", "1")
 	writeFile(t, filepath.Join(dir, "app", "go.mod"), "module example.com/foo\n\ngo 1.22\n")
 	writeFile(t, filepath.Join(dir, "app", "main.go"), `package main
 
@@ -374,7 +374,8 @@ images:
       - {artifact: foo, dest: /bin/}
 `)
 	out := filepath.Join(t.TempDir(), "out")
-	log := mustPallet(t, "build", "--progress", "plain", "-f", recipe, "--cache-dir", t.TempDir(), "-o", "oci:"+out)
+	cache := t.TempDir()
+	log := mustPallet(t, "build", "--progress", "plain", "-f", recipe, "--cache-dir", cache, "-o", "oci:"+out)
 	libfoo := filepath.Join(local, "libfoo.a")
 	if real, err := filepath.EvalSymlinks(libfoo); err == nil {
 		libfoo = real
@@ -395,5 +396,21 @@ images:
 	_, err := pallet(t, "build", "-q", "-f", recipe, "--require-licenses", "--cache-dir", t.TempDir(), "-o", "oci:"+filepath.Join(t.TempDir(), "out"))
 	if err == nil || !strings.Contains(err.Error(), "is owned by no Debian package") || !strings.Contains(err.Error(), "licences are required") {
 		t.Errorf("--require-licenses: %v", err)
+	}
+
+	// No package version tells that libfoo.a changed: its digest does.
+	// Unchanged, the build is the cache's; rebuilt with another foo(),
+	// the cached binary, which contains the old one, is not taken.
+	again := filepath.Join(t.TempDir(), "out")
+	if log := mustPallet(t, "build", "--progress", "plain", "-f", recipe, "--cache-dir", cache, "-o", "oci:"+again); !strings.Contains(log, "[go, cached]") {
+		t.Errorf("an unchanged rebuild was not the cache's:\n%s", log)
+	}
+	archive(local, "foo", "2")
+	log = mustPallet(t, "build", "--progress", "plain", "-f", recipe, "--cache-dir", cache, "-o", "oci:"+again)
+	if strings.Contains(log, "[go, cached]") || !strings.Contains(log, libfoo+", owned by no package, changed since") {
+		t.Errorf("the cached build that contains the old %s was taken, or not said why not:\n%s", libfoo, log)
+	}
+	if slices.Equal(layoutDigests(t, out), layoutDigests(t, again)) {
+		t.Error("the image with the new libfoo.a is the old one")
 	}
 }

@@ -81,6 +81,21 @@ func (f *Fetcher) cLibraries(ctx context.Context, g *Go, run goRun, env []string
 			found[i].Shared[j].Package = owners[found[i].Shared[j].File]
 		}
 	}
+	// A file no package owns has no version to tell it changed: its
+	// digest does, for a cached result to be refused once it has.
+	for i := range found {
+		for _, ls := range [][]clibs.Library{found[i].Libraries, found[i].Shared} {
+			for j := range ls {
+				l := &ls[j]
+				if _, owned := owners[l.File]; owned || l.InModule || l.File == "" {
+					continue
+				}
+				if l.SHA256, err = clibs.FileDigest(l.File); err != nil {
+					return nil, nil, fmt.Errorf("the C library %s: %w", l.File, err)
+				}
+			}
+		}
+	}
 	lic := tree.New()
 	dir := filepath.Join(run.work, "clibs")
 	for i := range found {

@@ -2,8 +2,11 @@ package clibs
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path/filepath"
 	"slices"
@@ -252,14 +255,27 @@ func (d Dpkg) Copyright(name string) ([]byte, error) {
 // Changed names the packages owning the libraries of bins, contained or
 // linked against (Shared), that dpkg no longer has at the version
 // recorded ("libseccomp-dev:amd64 2.5.4-1, now 2.5.5-1"; "... now not
-// installed"): a result built with them is not what a build now would
-// give. Sorted, each once.
+// installed"), and the files no package owns whose content is no longer
+// the digest recorded: a result built with them is not what a build now
+// would give. Sorted, each once.
 func (d Dpkg) Changed(bins []Binary) ([]string, error) {
 	var status map[string]Package
 	var out []string
 	for _, b := range bins {
 		for _, l := range slices.Concat(b.Libraries, b.Shared) {
 			if l.Package.Name == "" {
+				if l.SHA256 == "" || l.InModule {
+					continue
+				}
+				if now, err := FileDigest(l.File); err != nil || now != l.SHA256 {
+					what := l.File + ", owned by no package, changed since"
+					if err != nil {
+						what = fmt.Sprintf("%s, owned by no package: %v", l.File, err)
+					}
+					if !slices.Contains(out, what) {
+						out = append(out, what)
+					}
+				}
 				continue
 			}
 			if status == nil {
@@ -286,4 +302,29 @@ func (d Dpkg) Changed(bins []Binary) ([]string, error) {
 	}
 	slices.Sort(out)
 	return out, nil
+}
+
+// maxLibrary bounds a library file hashed: glibc's libc.a is 6 MB.
+const maxLibrary = 1 << 30
+
+// FileDigest is the hex sha256 of the regular file at p, read to at most
+// maxLibrary bytes.
+func FileDigest(p string) (string, error) {
+	f, err := bounded.Open(p)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	if err := bounded.Regular(f); err != nil {
+		return "", fmt.Errorf("%s: %w", p, err)
+	}
+	h := sha256.New()
+	n, err := io.Copy(h, io.LimitReader(f, maxLibrary+1))
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", p, err)
+	}
+	if n > maxLibrary {
+		return "", fmt.Errorf("%s: over %d bytes", p, int64(maxLibrary))
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -138,6 +139,45 @@ func TestChanged(t *testing.T) {
 	want := []string{"libfoo1:amd64 0.9-1, now 1.0-1", "libseccomp-dev:arm64 2.5.3-1, now 2.5.4-1+deb12u1", "removed:amd64 0.1, now not installed"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Changed: %q, want %q", got, want)
+	}
+}
+
+// A library no package owns has no version to compare: its digest, taken
+// when it was linked, is; one that changed since, or is gone, makes the
+// result stale. One recorded without a digest (or from the module) is
+// not checked.
+func TestChangedUnowned(t *testing.T) {
+	dir := t.TempDir()
+	same, edited, gone := filepath.Join(dir, "libsame.a"), filepath.Join(dir, "libedited.a"), filepath.Join(dir, "libgone.a")
+	for _, f := range []string{same, edited, gone} {
+		if err := os.WriteFile(f, []byte("!<arch>\n"+f), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	digest := map[string]string{}
+	for _, f := range []string{same, edited, gone} {
+		d, err := FileDigest(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		digest[f] = d
+	}
+	if err := os.WriteFile(edited, []byte("!<arch>\npatched"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(gone); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Dpkg{Root: fixtureRoot(t)}.Changed([]Binary{{Path: "a", Libraries: []Library{
+		{File: same, SHA256: digest[same]},
+		{File: edited, SHA256: digest[edited]},
+		{File: filepath.Join(dir, "libold.a")}, // recorded before digests were
+	}}, {Path: "b", Shared: []Library{{File: gone, SHA256: digest[gone]}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0] != edited+", owned by no package, changed since" || !strings.HasPrefix(got[1], gone+", owned by no package: ") {
+		t.Errorf("Changed: %q, want %s changed and %s gone", got, edited, gone)
 	}
 }
 

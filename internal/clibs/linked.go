@@ -86,6 +86,10 @@ type Library struct {
 	InModule bool `json:"inModule,omitempty"`
 	// Package is the Debian package that owns File, empty when none does.
 	Package
+	// SHA256 is File's digest when no package owns it (/usr/local/lib,
+	// a PKG_CONFIG_PATH of the user's): no version then says that it
+	// changed, its content does (Changed).
+	SHA256 string `json:"sha256,omitempty"`
 	// Copyright is the package's copyright file as shipped, by its path
 	// under /LICENSES/<artifact>/ (debian/<package>/copyright); empty
 	// when the package has none.
