@@ -154,3 +154,67 @@ images:
 		}
 	}
 }
+
+// The toolchain's licence of a binary built in this run is read from the
+// GOROOT go env gave beside the build: no go command runs between the
+// build and its layer (go env took some 30 ms there, on the critical path
+// of every Go image). A binary from the cache, built by an earlier run,
+// asks go env for it, and ships the same licence.
+func TestGoLicenceAsksNoGoAfterTheBuild(t *testing.T) {
+	env, err := exec.Command("go", "env", "GOROOT", "GOVERSION").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	goroot, version, _ := strings.Cut(strings.TrimSpace(string(env)), "\n")
+	want, err := os.ReadFile(filepath.Join(goroot, "LICENSE"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := logGoCalls(t)
+	dir, cache := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(dir, "app", "go.mod"), "module example.com/app\n\ngo 1.22\n")
+	writeFile(t, filepath.Join(dir, "app", "main.go"), "package main\n\nfunc main() { println(1) }\n")
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
+artifacts:
+  app:
+    go: {module: app, packages: [.]}
+    licenses: none
+images:
+  app:
+    base: scratch
+    platforms: linux/amd64
+    files:
+      - {artifact: app, dest: /bin/}
+`)
+	goEnvCalls := func() []string {
+		t.Helper()
+		data, err := os.ReadFile(log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var calls []string
+		for l := range strings.Lines(string(data)) {
+			if strings.HasPrefix(l, "env ") {
+				calls = append(calls, strings.TrimSpace(l))
+			}
+		}
+		if err := os.Remove(log); err != nil {
+			t.Fatal(err)
+		}
+		return calls
+	}
+	p := "LICENSES/app/std@" + version + "/LICENSE"
+	for _, c := range []struct {
+		name string
+		envs int
+	}{{"built", 1}, {"from the cache", 1}} {
+		out := filepath.Join(t.TempDir(), "out")
+		mustPallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "--cache-dir", cache, "-o", "oci:"+out)
+		if calls := goEnvCalls(); len(calls) != c.envs {
+			t.Errorf("%s: %d go env calls, want %d: %q", c.name, len(calls), c.envs, calls)
+		}
+		if got := readImageFiles(t, out, "linux/amd64")[p]; got != fmt.Sprintf("%s (644)", want) {
+			t.Errorf("%s: %s: %q, want %s/LICENSE", c.name, p, got, goroot)
+		}
+	}
+}

@@ -118,6 +118,12 @@ type Result struct {
 	// path under /LICENSES/<artifact>/ (CLicenseDir); nil when none. Kept
 	// apart from Licenses, the artifact's own.
 	CLicenses *tree.Tree
+	// GoRoot is the GOROOT of the toolchain that a Go build of this run
+	// used (Record.GoVersion), as the go command said while it built:
+	// where that toolchain's licence is. Empty for a result from the
+	// cache, and for go install, whose toolchain is read from its
+	// binaries.
+	GoRoot string
 }
 
 // Record describes where an artifact came from, for logs and the build record.

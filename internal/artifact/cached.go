@@ -301,6 +301,8 @@ func (f *Fetcher) store(key string, res *Result, work string, r *Request) (*Resu
 		return nil, err
 	}
 	stored.Cached = false
+	// Not kept in the entry: true of this run's toolchain only.
+	stored.GoRoot = res.GoRoot
 	return stored, nil
 }
 

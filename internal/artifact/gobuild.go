@@ -231,9 +231,10 @@ func (f *Fetcher) runGo(ctx context.Context, r *Request, g *Go, run goRun) (*Res
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	cmd.Stdout = &stderr
-	// Which toolchain the build uses is asked while it runs, not after:
-	// go env answers in some 30 ms, which would otherwise add to every
-	// build. Both see the same directory and environment, so the same
+	// Which toolchain the build uses, and its GOROOT (where its licence
+	// is, Result.GoRoot), are asked while it runs, not after: go env
+	// answers in some 30 ms, which would otherwise add to every build.
+	// Both see the same directory and environment, so the same
 	// toolchain; it is waited for even when the build fails, so that no
 	// go command outlives this one.
 	version := make(chan versionOrErr, 1)
@@ -241,8 +242,12 @@ func (f *Fetcher) runGo(ctx context.Context, r *Request, g *Go, run goRun) (*Res
 		version <- versionOrErr{}
 	} else {
 		go func() {
-			v, err := toolchainVersion(ctx, dir, env)
-			version <- versionOrErr{v, err}
+			v, err := AskGoEnv(ctx, dir, env, "GOVERSION", "GOROOT")
+			if err != nil {
+				version <- versionOrErr{err: err}
+				return
+			}
+			version <- versionOrErr{version: v[0], root: v[1]}
 		}()
 	}
 	err := cmd.Run()
@@ -280,7 +285,7 @@ func (f *Fetcher) runGo(ctx context.Context, r *Request, g *Go, run goRun) (*Res
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Tree: t, Licenses: lic, Record: Record{GoVersion: tc.version, CLinked: linked}, GoSource: run.licenses, CLicenses: clic}, nil
+	return &Result{Tree: t, Licenses: lic, Record: Record{GoVersion: tc.version, CLinked: linked}, GoSource: run.licenses, CLicenses: clic, GoRoot: tc.root}, nil
 }
 
 // buildFlags are the go build flags of g, but for -o: what decides which
@@ -304,8 +309,8 @@ func (g *Go) buildFlags() []string {
 }
 
 type versionOrErr struct {
-	version string
-	err     error
+	version, root string
+	err           error
 }
 
 // buildKnobs are the variables that change what the go command produces.

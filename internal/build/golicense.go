@@ -33,6 +33,10 @@ type goToolchainLicense struct {
 // that binaries of two Go releases ship both.
 func goLicensePath(version string) string { return "std@" + version + "/LICENSE" }
 
+// goToolchain is a Go toolchain as go env names it: its version
+// (go1.26.8) and GOROOT.
+type goToolchain struct{ version, root string }
+
 // goLicense is the LICENSE of the Go toolchain that env runs (the pinned
 // one pallet builds with), asked once per environment in a build. It is
 // taken only as the toolchain's own: a regular file at the root of the
@@ -45,7 +49,14 @@ func goLicensePath(version string) string { return "std@" + version + "/LICENSE"
 // toolchain lines under GOTOOLCHAIN=auto, where the empty directory this
 // asks in has none, so a release is asked for by name (GOTOOLCHAIN), and
 // the answer must be it.
-func (b *builder) goLicense(ctx context.Context, env []string, built string) (goToolchainLicense, error) {
+//
+// ran is the toolchain the build of this run used, as go env said in the
+// module while it built (artifact.Result.GoRoot), or zero for binaries
+// from the cache. When it is the release that built the binaries, its
+// GOROOT is the one GOTOOLCHAIN=built names, and is read without asking
+// the go command again: that would be some 30 ms after the build, before
+// its layer can be written.
+func (b *builder) goLicense(ctx context.Context, env []string, built string, ran goToolchain) (goToolchainLicense, error) {
 	want, _, _ := strings.Cut(built, " ")
 	if !version.IsValid(want) { // a devel toolchain, which GOTOOLCHAIN cannot name
 		want = ""
@@ -53,6 +64,9 @@ func (b *builder) goLicense(ctx context.Context, env []string, built string) (go
 		env = append(slices.Clip(env), "GOTOOLCHAIN="+want)
 	}
 	gl, err := onceFor(&b.goLicenses, strings.Join(env, "\x00"), func() (goToolchainLicense, error) {
+		if want != "" && ran.version == want && ran.root != "" {
+			return b.readGoLicenseAt(ran.root, ran.version)
+		}
 		return b.readGoLicense(ctx, env)
 	})
 	if err == nil && want != "" && gl.version != want {
@@ -61,12 +75,18 @@ func (b *builder) goLicense(ctx context.Context, env []string, built string) (go
 	return gl, err
 }
 
+// readGoLicense asks go env, run with env, for the toolchain's GOROOT.
 func (b *builder) readGoLicense(ctx context.Context, env []string) (goToolchainLicense, error) {
 	v, err := artifact.AskGoEnv(ctx, b.work, env, "GOROOT", "GOVERSION")
 	if err != nil {
 		return goToolchainLicense{}, err
 	}
-	goroot, version := v[0], v[1]
+	return b.readGoLicenseAt(v[0], v[1])
+}
+
+// readGoLicenseAt takes the LICENSE of the toolchain version whose GOROOT
+// go env said is goroot.
+func (b *builder) readGoLicenseAt(goroot, version string) (goToolchainLicense, error) {
 	if !filepath.IsAbs(goroot) || !strings.HasPrefix(version, "go") {
 		return goToolchainLicense{}, fmt.Errorf("go env GOROOT GOVERSION said %q, %q", goroot, version)
 	}

@@ -30,7 +30,7 @@ func TestGoLicenceNotWarnedWhenStopped(t *testing.T) {
 	cancel()
 	pa := &plan.Artifact{Request: artifact.Request{Name: "agent", Kind: &artifact.Go{}}}
 	a := &record.Artifact{GoBinaries: []record.GoBinary{{Path: "agent", GoVersion: "go1.26.8"}}}
-	err = b.addGoLicense(ctx, pa, os.Environ(), a, tree.New())
+	err = b.addGoLicense(ctx, pa, os.Environ(), goToolchain{}, a, tree.New())
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("addGoLicense on a stopped build = %v, want context.Canceled", err)
 	}

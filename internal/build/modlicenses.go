@@ -131,7 +131,7 @@ func (b *builder) moduleLicenses(ctx context.Context, pa *plan.Artifact, res *ar
 			b.opt.Progress.Warn("%s", msg)
 		}
 	}
-	if err := b.addGoLicense(ctx, pa, env, a, merged); err != nil {
+	if err := b.addGoLicense(ctx, pa, env, goToolchain{res.Record.GoVersion, res.GoRoot}, a, merged); err != nil {
 		return err
 	}
 	res.Licenses = merged
@@ -145,8 +145,9 @@ func (b *builder) moduleLicenses(ctx context.Context, pa *plan.Artifact, res *ar
 // release's were built by another's toolchain, whose licence is not at
 // hand, and the text of the toolchain that happens to run pallet would
 // make the image depend on the build machine's Go; the SBOM declares
-// their standard library's licence.
-func (b *builder) addGoLicense(ctx context.Context, pa *plan.Artifact, env []string, a *record.Artifact, merged *tree.Tree) error {
+// their standard library's licence. ran is the toolchain a build of this
+// run used, when it said its GOROOT (see goLicense).
+func (b *builder) addGoLicense(ctx context.Context, pa *plan.Artifact, env []string, ran goToolchain, a *record.Artifact, merged *tree.Tree) error {
 	if artifact.GoSettings(pa.Kind) == nil {
 		return nil
 	}
@@ -155,7 +156,7 @@ func (b *builder) addGoLicense(ctx context.Context, pa *plan.Artifact, env []str
 		if gb.GoVersion == "" {
 			continue
 		}
-		gl, err := b.goLicense(ctx, env, gb.GoVersion)
+		gl, err := b.goLicense(ctx, env, gb.GoVersion, ran)
 		if err != nil {
 			// A build being stopped (another artifact failed, or the
 			// user interrupted it) kills the go command it asks: that
