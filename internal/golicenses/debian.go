@@ -1,10 +1,11 @@
 package golicenses
 
 import (
-	"regexp"
 	"strings"
 
 	"github.com/github/go-spdx/v2/spdxexp/spdxlicenses"
+
+	"github.com/pallet-dev/pallet/internal/lazyre"
 )
 
 // debianNames are the short names of Debian's copyright format
@@ -20,11 +21,11 @@ var debianNames = map[string]string{
 // debianVersioned are the versioned families whose Debian short names
 // (GPL-2, GPL-2+, LGPL-2.1+) say "only" or "or later" by a trailing +,
 // where SPDX's names say it in words.
-var debianVersioned = regexp.MustCompile(`^(?i)(A?GPL|LGPL|GFDL|GFDL-NIV)-?v?([0-9]+(?:\.[0-9]+)?)(\+)?$`)
+var debianVersioned = lazyre.New(`^(?i)(A?GPL|LGPL|GFDL|GFDL-NIV)-?v?([0-9]+(?:\.[0-9]+)?)(\+)?$`)
 
 // debianException is "X with Y exception", Debian's way to write a
 // licence exception.
-var debianException = regexp.MustCompile(`^(?i)(.+?) with (.+?) exception$`)
+var debianException = lazyre.New(`^(?i)(.+?) with (.+?) exception$`)
 
 // DebianLicense turns a licence expression of a machine-readable Debian
 // copyright file ("LGPL-2.1", "GPL-2+ or Artistic", "GPL-3+ with
@@ -83,7 +84,7 @@ func DebianLicense(expr string) string {
 
 // debianTerm is one licence of a Debian expression, as an SPDX one.
 func debianTerm(t string) string {
-	if m := debianException.FindStringSubmatch(t); m != nil {
+	if m := debianException().FindStringSubmatch(t); m != nil {
 		lic := debianTerm(m[1])
 		if ok, id := spdxlicenses.IsException(m[2]); ok && !strings.HasPrefix(lic, "LicenseRef-") {
 			return lic + " WITH " + id
@@ -93,7 +94,7 @@ func debianTerm(t string) string {
 	if id, ok := debianNames[strings.ToLower(t)]; ok {
 		return id
 	}
-	if m := debianVersioned.FindStringSubmatch(t); m != nil {
+	if m := debianVersioned().FindStringSubmatch(t); m != nil {
 		v := m[2]
 		if !strings.Contains(v, ".") {
 			v += ".0"
