@@ -54,8 +54,8 @@ type goToolchain struct{ version, root string }
 // module while it built (artifact.Result.GoRoot), or zero for binaries
 // from the cache. When it is the release that built the binaries, its
 // GOROOT is the one GOTOOLCHAIN=built names, and is read without asking
-// the go command again: that would be some 30 ms after the build, before
-// its layer can be written.
+// the go command again: that would take 4-6 ms (10-30 ms on a busy
+// machine) after the build, before its layer can be written.
 func (b *builder) goLicense(ctx context.Context, env []string, built string, ran goToolchain) (goToolchainLicense, error) {
 	want, _, _ := strings.Cut(built, " ")
 	if !version.IsValid(want) { // a devel toolchain, which GOTOOLCHAIN cannot name
