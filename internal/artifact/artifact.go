@@ -101,6 +101,10 @@ type Result struct {
 	Record   Record
 	// Cached says the result came from the cache: nothing was fetched or built.
 	Cached bool
+	// InCache says every file the result names is in the cache (an entry
+	// found, or stored by this run), not in the work directory the fetch
+	// was given, which can go as soon as the fetch returns.
+	InCache bool
 	// GoSource is the directory of the module a Go build compiled, for
 	// what must be read beside its binaries (module licences): the local
 	// module, the checkout or unpacked module of a build of this run (it

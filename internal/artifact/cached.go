@@ -528,7 +528,7 @@ func (f *Fetcher) fromCache(dir string, r *Request) (*Result, error) {
 	if err != nil || got != string(want) {
 		return nil, fmt.Errorf("cache entry %s is damaged (its files changed since it was stored)", dir)
 	}
-	res := &Result{Tree: t, Licenses: lic, Cached: true, ModuleSource: src, CLicenses: clic}
+	res := &Result{Tree: t, Licenses: lic, Cached: true, InCache: true, ModuleSource: src, CLicenses: clic}
 	switch k := r.Kind.(type) {
 	case *Git:
 		res.GoSource, res.GoSourceSelected = filepath.Join(dir, "modsrc", filepath.FromSlash(k.Go.Module)), true

@@ -386,6 +386,9 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 	if c != nil {
 		b.memo = c.RememberAt
 	}
+	// Before the work directory is removed (deferred above: this runs
+	// first), on any return.
+	defer b.cleanup.Wait()
 	res, err := b.build(ctx)
 	if err != nil {
 		return nil, err
@@ -668,6 +671,9 @@ type builder struct {
 	allReady chan struct{}
 	// saving are the memo saves started while layers are written.
 	saving sync.WaitGroup
+	// cleanup are the removals of artifacts' work directories started
+	// once their results were in the cache (makeReady).
+	cleanup sync.WaitGroup
 	// started is when the build began (for provenance timestamps).
 	started time.Time
 	// memo derives facts about input files (digests, executable kinds),

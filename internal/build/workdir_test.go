@@ -1,0 +1,108 @@
+package build
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pallet-dev/pallet/internal/output"
+	"github.com/pallet-dev/pallet/internal/progress"
+	"github.com/pallet-dev/pallet/internal/recipe"
+)
+
+// atOutput calls check when the build's first output step starts: the
+// layers are written, the build's end has not begun.
+type atOutput struct {
+	progress.Reporter
+	check func()
+	done  bool
+}
+
+func (r *atOutput) Start(name string) func(string, error) {
+	if strings.HasPrefix(name, "output ") && !r.done {
+		r.done = true
+		r.check()
+	}
+	return r.Reporter.Start(name)
+}
+
+// An artifact's work directory goes as soon as its result is in the
+// cache, not with the build's work directory at the end: removing a
+// directory can take milliseconds (ext4 mounted with discard), and a
+// build waits for what is left at its end.
+func TestArtifactWorkDirRemovedOnceCached(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go on PATH")
+	}
+	tmp := t.TempDir() // where the build's work directory goes
+	t.Setenv("TMPDIR", tmp)
+	dir := t.TempDir()
+	for name, data := range map[string]string{
+		"app/go.mod":  "module example.com/app\n\ngo 1.22\n",
+		"app/main.go": "package main\n\nfunc main() { println(1) }\n",
+		"pallet.yaml": `version: 1
+artifacts:
+  app:
+    go: {module: app, packages: [.]}
+    licenses: none
+images:
+  app:
+    base: scratch
+    platforms: linux/amd64
+    files:
+      - {artifact: app, dest: /bin/}
+`,
+	} {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := recipe.Load(filepath.Join(dir, "pallet.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := r.Plan(recipe.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := output.Parse("oci:"+filepath.Join(dir, "out"), output.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	quiet, err := progress.New("quiet", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	rep := &atOutput{Reporter: quiet, check: func() {
+		// The removal runs beside the build: given its time.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			left, _ = filepath.Glob(filepath.Join(tmp, "pallet-build-*", "artifact-*"))
+			if len(left) == 0 || time.Now().After(deadline) {
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}}
+	if _, err := Run(context.Background(), p, Options{Outputs: []output.Target{out}, CacheDir: t.TempDir(), Progress: rep}); err != nil {
+		t.Fatal(err)
+	}
+	if !rep.done {
+		t.Fatal("no output step started")
+	}
+	if len(left) > 0 {
+		t.Errorf("when the outputs are written, the artifact's work directory is still there: %v", left)
+	}
+	if work, _ := filepath.Glob(filepath.Join(tmp, "pallet-build-*")); len(work) > 0 {
+		t.Errorf("the build's work directory is left: %v", work)
+	}
+}
