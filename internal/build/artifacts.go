@@ -173,7 +173,8 @@ func (b *builder) makeReady(ctx context.Context, key string, a *plan.Artifact, r
 	}
 	if g := artifact.GoSettings(a.Kind); g != nil && b.opt.ModuleLicenses && !requiresNothing(a.Kind) {
 		// moduleLicenses asks the go command where its module cache is:
-		// asked now, the answer (30 ms) comes while go build runs. A
+		// asked now, the answer (5-30 ms, with the machine's load) comes
+		// while go build runs. A
 		// module that requires no other links none: its licences never
 		// need the cache, and a go command run beside go build would only
 		// take a core from it.

@@ -1,6 +1,8 @@
 // Package memlimit gives pallet a soft memory limit when the user set
-// none: the heap may grow to Soft before it is collected, or a quarter
-// over what was live at the last collection if that is more.
+// none: the heap is collected at the latest when it reaches Soft, or a
+// quarter over what was live at the last collection if that is more.
+// GOGC stays at its default, so a small heap is collected sooner, at
+// twice what was live, as without a limit.
 //
 // With the runtime's default (GOGC=100) the heap grows to twice what is
 // live before each collection; a no-op build of 100,000 small files, with
