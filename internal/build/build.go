@@ -451,7 +451,8 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 }
 
 // checkWrites refuses, before any work, a build whose record or
-// metadata file would replace a file pallet did not write, or whose
+// metadata file would replace a file pallet did not write or could not
+// be written (output.CheckWritable), or whose
 // outputs, written files or cache would overwrite, sit inside, or (an
 // oci:DIR replaced whole) hold what the build reads.
 func checkWrites(p *plan.Plan, opt Options, extra []string) error {
@@ -459,10 +460,16 @@ func checkWrites(p *plan.Plan, opt Options, extra []string) error {
 		if err := output.CheckOwnJSON(opt.RecordPath, "build record", []string{"recipe", "epoch"}); err != nil {
 			return err
 		}
+		if err := output.CheckWritable(opt.RecordPath); err != nil {
+			return fmt.Errorf("build record %s: %w", opt.RecordPath, err)
+		}
 	}
 	if opt.MetadataFile != "" {
 		if err := output.CheckOwnJSON(opt.MetadataFile, "metadata file", []string{"images", "outputs"}); err != nil {
 			return err
+		}
+		if err := output.CheckWritable(opt.MetadataFile); err != nil {
+			return fmt.Errorf("metadata file %s: %w", opt.MetadataFile, err)
 		}
 	}
 	var inputs []output.Input

@@ -404,13 +404,16 @@ func (w *layoutWriter) index(idx v1.ImageIndex) (*v1.Descriptor, error) {
 }
 
 // check refuses, before the build, a layout directory pallet could not
-// write (movableInto).
+// write (movableInto, CheckWritable).
 func (l *Layout) check([]Planned) error {
 	dir, err := resolve(l.Dir)
 	if err != nil {
 		return err
 	}
-	return movableInto(dir)
+	if err := movableInto(dir); err != nil {
+		return err
+	}
+	return CheckWritable(dir)
 }
 
 // movableInto refuses a directory that is a mount point (a container's

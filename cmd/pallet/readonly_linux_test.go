@@ -1,0 +1,66 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// An output, record or metadata file on a read-only file system is
+// refused before any work, naming the directory: the build did all its
+// work and then failed writing, and with the record alone read-only it
+// wrote the output and failed after it.
+func TestReadOnlyDestinationRefusedUpFront(t *testing.T) {
+	ro := t.TempDir()
+	if err := unix.Mount("tmpfs", ro, "tmpfs", unix.MS_RDONLY, "size=1m"); err != nil {
+		if errors.Is(err, unix.EPERM) {
+			t.Skip("mounting needs root")
+		}
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Unmount(ro, unix.MNT_DETACH) })
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "hello.txt"), "hello\n")
+	recipe := filepath.Join(dir, "pallet.yaml")
+	writeFile(t, recipe, `version: 1
+artifacts:
+  hello: {local: {path: hello.txt}, licenses: none}
+images:
+  app:
+    base: scratch
+    platforms: [linux/amd64]
+    files:
+      - artifact: hello
+        dest: /hello.txt
+`)
+	out := filepath.Join(t.TempDir(), "out")
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"layout", []string{"-o", "oci:" + filepath.Join(ro, "out"), "--record", filepath.Join(t.TempDir(), "r.json")}},
+		{"layout in a directory to make", []string{"-o", "oci:" + filepath.Join(ro, "a", "b", "out"), "--record", filepath.Join(t.TempDir(), "r.json")}},
+		{"archive", []string{"-o", "docker:" + filepath.Join(ro, "app.tar"), "--record", filepath.Join(t.TempDir(), "r.json")}},
+		{"record", []string{"-o", "oci:" + out, "--record", filepath.Join(ro, "r.json")}},
+		{"metadata", []string{"-o", "oci:" + out, "--metadata-file", filepath.Join(ro, "m.json")}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cache := filepath.Join(t.TempDir(), "cache")
+			args := append([]string{"build", "-q", "-f", recipe, "--cache-dir", cache}, c.args...)
+			_, err := pallet(t, args...)
+			if err == nil || !strings.Contains(err.Error(), "cannot write in "+ro+" (read-only file system)") {
+				t.Fatalf("got %v, want a refusal naming %s as read-only", err, ro)
+			}
+			if _, err := os.Stat(cache); err == nil {
+				t.Error("the build started: the cache was opened before the refusal")
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Error("the output was written though the build was refused")
+			}
+		})
+	}
+}
