@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/pallet-dev/pallet/internal/bounded"
 	"github.com/pallet-dev/pallet/internal/layer"
 	"github.com/pallet-dev/pallet/internal/tempfile"
 	"github.com/pallet-dev/pallet/internal/tree"
@@ -60,6 +62,9 @@ type layoutWriter struct {
 	// only blobs of prev an update may remove: those of the entries
 	// that went (see sharing).
 	removable map[v1.Hash]bool
+	// strays are the blobs an update killed before it finished may have
+	// left named by no entry (strayList), removable as its own.
+	strays map[v1.Hash]bool
 }
 
 func (w *layoutWriter) keep(d v1.Hash) {
@@ -172,25 +177,64 @@ func (w *layoutWriter) update(prev string) error {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
+	type move struct {
+		alg, name string
+		h         v1.Hash
+	}
+	var moves []move
 	for _, a := range algs {
 		files, err := os.ReadDir(filepath.Join(src, a.Name()))
 		if err != nil {
 			return err
 		}
+		for _, f := range files {
+			h := v1.Hash{Algorithm: a.Name(), Hex: f.Name()}
+			moves = append(moves, move{a.Name(), f.Name(), h})
+			w.keep(h)
+		}
+	}
+	// Until the update ends, a kill leaves named by no entry the blobs
+	// moved in (before the new index is in place) or those only the old
+	// index named (after). In a layout of pallet's alone the next update
+	// removes every such blob; where other tools' entries are kept, it
+	// removes only what the list beside the layout says is pallet's, as
+	// a blob no entry names may be another tool's, being written.
+	strays := strayList(prev)
+	w.strays = readStrays(strays)
+	if w.removable != nil {
+		unused, _, err := w.sortBlobs(prev)
+		if err != nil {
+			return err
+		}
+		var pending []string
+		for _, f := range unused {
+			pending = append(pending, filepath.Base(filepath.Dir(f))+":"+filepath.Base(f))
+		}
+		for _, m := range moves {
+			if _, err := os.Lstat(filepath.Join(prev, "blobs", m.alg, m.name)); errors.Is(err, fs.ErrNotExist) {
+				pending = append(pending, m.h.String())
+			}
+		}
+		if len(pending) > 0 {
+			if err := tempfile.WriteFile(strays, []byte(strings.Join(pending, "\n")+"\n")); err != nil {
+				return err
+			}
+		}
+	}
+	for _, a := range algs {
 		if err := os.MkdirAll(filepath.Join(prev, "blobs", a.Name()), 0o755); err != nil {
 			return err
 		}
-		for _, f := range files {
-			dst := filepath.Join(prev, "blobs", a.Name(), f.Name())
-			_, statErr := os.Lstat(dst)
-			if err := os.Rename(filepath.Join(src, a.Name(), f.Name()), dst); err != nil {
-				return err
-			}
-			moved = append(moved, dst)
-			if errors.Is(statErr, fs.ErrNotExist) {
-				added = append(added, dst)
-			}
-			w.keep(v1.Hash{Algorithm: a.Name(), Hex: f.Name()})
+	}
+	for _, m := range moves {
+		dst := filepath.Join(prev, "blobs", m.alg, m.name)
+		_, statErr := os.Lstat(dst)
+		if err := os.Rename(filepath.Join(src, m.alg, m.name), dst); err != nil {
+			return err
+		}
+		moved = append(moved, dst)
+		if errors.Is(statErr, fs.ErrNotExist) {
+			added = append(added, dst)
 		}
 	}
 	// oci-layout stays as it is, even when another tool wrote it in
@@ -241,7 +285,36 @@ func (w *layoutWriter) update(prev string) error {
 			return err
 		}
 	}
+	if err := os.Remove(strays); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
 	return nil
+}
+
+// strayList is the file beside the layout dir that lists, while an
+// update runs, the blobs it may leave named by no entry if it is killed.
+func strayList(dir string) string {
+	return filepath.Join(filepath.Dir(dir), "."+filepath.Base(dir)+".strays")
+}
+
+// maxStrayList bounds the stray list read: a line per blob of a layout,
+// 72 bytes for a sha256.
+const maxStrayList = 16 << 20
+
+// readStrays reads the blobs a stray list names; anything unreadable
+// names none, which only leaves them where they are.
+func readStrays(file string) map[v1.Hash]bool {
+	b, err := bounded.ReadRegular(file, maxStrayList)
+	if err != nil {
+		return nil
+	}
+	strays := map[v1.Hash]bool{}
+	for line := range strings.Lines(string(b)) {
+		if h, err := v1.NewHash(strings.TrimSpace(line)); err == nil {
+			strays[h] = true
+		}
+	}
+	return strays
 }
 
 // renameIndex moves the new index.json into the layout; a variable, so
@@ -268,7 +341,7 @@ func (w *layoutWriter) sortBlobs(prev string) (unused, recent []string, err erro
 		for _, f := range files {
 			path := filepath.Join(prev, "blobs", a.Name(), f.Name())
 			if h := (v1.Hash{Algorithm: a.Name(), Hex: f.Name()}); !w.kept[h] {
-				if w.removable == nil || w.removable[h] {
+				if w.removable == nil || w.removable[h] || w.strays[h] {
 					unused = append(unused, path)
 				}
 				continue

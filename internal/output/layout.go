@@ -216,6 +216,11 @@ func (l *Layout) Write(ctx context.Context, images []Image) error {
 			// none: update it in place, as if it had been there.
 			return l.Write(ctx, images)
 		}
+		if err == nil {
+			// The list of a killed update of a layout no longer there
+			// names nothing of this one's.
+			os.Remove(strayList(dir))
+		}
 	}
 	if err != nil || l.Learn == nil {
 		return err
