@@ -217,7 +217,7 @@ func (f *Fetcher) download(ctx context.Context, rawURL, want, file string, lim t
 	client := withRedirectPolicy(f.authClient(creds, rawURL))
 	wait := f.Backoff
 	for attempt := 1; ; attempt++ {
-		got, err := f.downloadOnce(ctx, client, rawURL, want, file, lim)
+		got, err := f.downloadOnce(ctx, client, creds, rawURL, want, file, lim)
 		var p permanent
 		switch {
 		case err == nil:
@@ -245,7 +245,7 @@ func (f *Fetcher) download(ctx context.Context, rawURL, want, file string, lim t
 	}
 }
 
-func (f *Fetcher) downloadOnce(ctx context.Context, client *http.Client, rawURL, want, file string, lim transfer.Limits) (string, error) {
+func (f *Fetcher) downloadOnce(ctx context.Context, client *http.Client, creds *httpCreds, rawURL, want, file string, lim transfer.Limits) (string, error) {
 	// The watchdog, not a deadline, bounds the attempt: a large download
 	// may take hours as long as bytes keep coming.
 	ctx, dog, cancel := transfer.Watch(ctx, lim.Stall, lim.MinRate)
@@ -283,6 +283,9 @@ func (f *Fetcher) downloadOnce(ctx context.Context, client *http.Client, rawURL,
 		err := fmt.Errorf("download %s: %s", shown, resp.Status)
 		if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
 			return "", err
+		}
+		if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+			err = fmt.Errorf("%w; %s", err, creds.refusal(resp.Request.URL, strings.HasPrefix(strings.ToLower(rawURL), "https:")))
 		}
 		return "", permanent{err}
 	}

@@ -276,6 +276,31 @@ func (c *httpCreds) netrcFor(hostport string) *netrcEntry {
 	return c.fallback
 }
 
+// refusal says, for a download refused with 401 or 403 by the server
+// that answered u, whether pallet sent that host credentials and where
+// they come from: the status alone does not tell a user whose netrc
+// names another host, or who has none, what to do. secure is set when
+// the download began over https (authTransport's).
+func (c *httpCreds) refusal(u *url.URL, secure bool) string {
+	host := u.Host
+	var from []string
+	if c != nil && !(secure && u.Scheme != "https") {
+		for _, h := range c.headers {
+			if matchHost(h.host, host) {
+				from = append(from, HeaderEnv+"_*")
+				break
+			}
+		}
+		if e := c.netrcFor(host); e != nil && e.login != "" {
+			from = append(from, "the netrc file")
+		}
+	}
+	if len(from) > 0 {
+		return fmt.Sprintf("%s refused the credentials pallet sent it (from %s)", host, strings.Join(from, " and "))
+	}
+	return fmt.Sprintf("pallet sent %s no credentials: give them in a netrc file (%s, ~/.netrc) or as %s_<ANY>=\"%s Name: value\"", host, NetrcEnv, HeaderEnv, host)
+}
+
 // authTransport adds the credentials for each request's own host.
 type authTransport struct {
 	base  http.RoundTripper

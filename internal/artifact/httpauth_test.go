@@ -256,3 +256,52 @@ func TestDownloadErrorsRedactURLPassword(t *testing.T) {
 		t.Errorf("error %v: want a 404 without the password", err)
 	}
 }
+
+// A download refused with 401 or 403 says whether pallet sent the host
+// credentials, and from where, or how to give them: the status alone
+// left a user whose netrc names another host, or who has none, guessing.
+func TestDownloadRefusalSaysWhatWasSent(t *testing.T) {
+	h := newHosts()
+	cdn := h.serve(t, "cdn.example.com", false, func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "who are you", http.StatusForbidden)
+	})
+	files := h.serve(t, "files.example.com", false, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/moved" {
+			http.Redirect(w, r, cdn+"/f", http.StatusFound)
+			return
+		}
+		serveAuthed(w, r)
+	})
+	host := strings.TrimPrefix(files, "http://")
+	cdnHost := strings.TrimPrefix(cdn, "http://")
+	for _, c := range []struct {
+		name, netrc, header, path string
+		want                      []string
+	}{
+		{"none", "", "", "/f", []string{"401 Unauthorized; pallet sent " + host + " no credentials: give them in a netrc file (NETRC, ~/.netrc) or as PALLET_HTTP_HEADER_<ANY>=\"" + host + " Name: value\""}},
+		{"another host's", "machine other.example.com login bob password nope\n", "", "/f", []string{"pallet sent " + host + " no credentials"}},
+		{"netrc", "machine files.example.com login alice password wrong\n", "", "/f", []string{"401 Unauthorized; " + host + " refused the credentials pallet sent it (from the netrc file)"}},
+		{"both", "machine files.example.com login alice password wrong\n", "files.example.com X-Token: wrong", "/f", []string{"refused the credentials pallet sent it (from PALLET_HTTP_HEADER_* and the netrc file)"}},
+		{"redirected", "machine files.example.com login alice password wrong\n", "", "/moved", []string{"403 Forbidden; pallet sent " + cdnHost + " no credentials"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			netrc(t, c.netrc)
+			if c.header != "" {
+				t.Setenv("PALLET_HTTP_HEADER_FILES", c.header)
+			}
+			f, _ := h.fetcher(t)
+			err := f.Download(context.Background(), files+c.path, sum(payload), filepath.Join(t.TempDir(), "f"))
+			if err == nil {
+				t.Fatal("a refused download succeeded")
+			}
+			for _, want := range c.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("got %v, want it to say %q", err, want)
+				}
+			}
+			if strings.Contains(err.Error(), "wrong") {
+				t.Errorf("the message shows a credential: %v", err)
+			}
+		})
+	}
+}
