@@ -84,9 +84,32 @@ func Regular(f *os.File) error {
 // RegularInfo is Regular for the file at path whose status is fi.
 func RegularInfo(path string, fi fs.FileInfo) error {
 	if !fi.Mode().IsRegular() {
-		return &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w (%s)", ErrNotRegular, fi.Mode().Type())}
+		return &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w (%s)", ErrNotRegular, TypeName(fi.Mode()))}
 	}
 	return nil
+}
+
+// TypeName names the type of a file of mode m for a refusal: "a
+// directory", where m.Type() reads "d---------".
+func TypeName(m fs.FileMode) string {
+	switch t := m.Type(); {
+	case t == 0:
+		return "a file"
+	case t&fs.ModeDir != 0:
+		return "a directory"
+	case t&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case t&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case t&fs.ModeSocket != 0:
+		return "a socket"
+	case t&fs.ModeCharDevice != 0:
+		return "a character device"
+	case t&fs.ModeDevice != 0:
+		return "a block device"
+	default:
+		return "a file of type " + t.String()
+	}
 }
 
 // Open opens the file at path for reading without waiting for a writer:

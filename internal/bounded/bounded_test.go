@@ -81,3 +81,49 @@ func TestReadFile(t *testing.T) {
 		t.Fatalf("/dev/zero: %v", err)
 	}
 }
+
+// A refusal names what stands where a regular file was wanted in words:
+// fs.FileMode's Type() reads "d---------" for a directory.
+func TestTypeName(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "l")
+	if err := os.Symlink("f", link); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{file: "a file", dir: "a directory", link: "a symbolic link"} {
+		fi, err := os.Lstat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := TypeName(fi.Mode()); got != want {
+			t.Errorf("%s: %q, want %q", path, got, want)
+		}
+	}
+	for m, want := range map[fs.FileMode]string{
+		fs.ModeNamedPipe:                  "a named pipe",
+		fs.ModeSocket:                     "a socket",
+		fs.ModeDevice:                     "a block device",
+		fs.ModeDevice | fs.ModeCharDevice: "a character device",
+		fs.ModeIrregular:                  "a file of type ?---------",
+	} {
+		if got := TypeName(m | 0o644); got != want {
+			t.Errorf("%v: %q, want %q", m, got, want)
+		}
+	}
+	if err := RegularInfo(dir, mustLstat(t, dir)); err == nil || !strings.Contains(err.Error(), "not a regular file (a directory)") {
+		t.Errorf("RegularInfo of a directory: %v", err)
+	}
+}
+
+func mustLstat(t *testing.T, p string) fs.FileInfo {
+	t.Helper()
+	fi, err := os.Lstat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi
+}

@@ -102,7 +102,7 @@ func (b *builder) readGoLicenseAt(goroot, version string) (goToolchainLicense, e
 	if st, err := os.Lstat(src); err != nil {
 		return goToolchainLicense{}, fmt.Errorf("toolchain %s: %w", version, err)
 	} else if !st.Mode().IsRegular() {
-		return goToolchainLicense{}, fmt.Errorf("toolchain %s: %s is not a regular file (%s)", version, src, st.Mode().Type())
+		return goToolchainLicense{}, fmt.Errorf("toolchain %s: %s is not a regular file (%s)", version, src, bounded.TypeName(st.Mode()))
 	}
 	text, err := bounded.ReadRegular(src, maxGoLicense)
 	if err != nil {

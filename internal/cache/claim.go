@@ -42,7 +42,7 @@ func claim(dir string) error {
 	// A file (a mistyped --cache-dir) is refused as such, not with the
 	// "not a directory" of a path under it.
 	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
-		return notACache(dir, fmt.Sprintf("it is not a directory (%s)", typeName(fi.Mode())))
+		return notACache(dir, fmt.Sprintf("it is not a directory (%s)", bounded.TypeName(fi.Mode())))
 	}
 	tag := filepath.Join(dir, tagName)
 	switch data, err := readTag(tag); {
@@ -120,12 +120,4 @@ func isOurTag(data []byte) bool {
 
 func notACache(dir, why string) error {
 	return fmt.Errorf("cache %s: %s; a cache directory is pallet's alone (it writes and removes entries there), so choose a new or empty one with --cache-dir or PALLET_CACHE_DIR", dir, why)
-}
-
-// typeName names a file's type for a refusal.
-func typeName(m fs.FileMode) string {
-	if m.IsRegular() {
-		return "a file"
-	}
-	return m.Type().String()
 }

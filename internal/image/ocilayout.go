@@ -90,7 +90,7 @@ func (l *layoutReader) rootIndex() (*v1.IndexManifest, error) {
 	defer f.Close()
 	if info, err := f.Stat(); err == nil {
 		if !info.Mode().IsRegular() {
-			return nil, fmt.Errorf("layout %s: index.json is not a regular file (%s)", l.dir, info.Mode().Type())
+			return nil, fmt.Errorf("layout %s: index.json is not a regular file (%s)", l.dir, bounded.TypeName(info.Mode()))
 		}
 		if info.Size() > l.limit {
 			return nil, fmt.Errorf("layout %s: index.json is %d bytes, over the %d-byte limit for manifests", l.dir, info.Size(), l.limit)

@@ -191,7 +191,7 @@ func replaceableArchive(file string) error {
 		return fmt.Errorf("check output %s: %w", file, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return notArchive(file, fmt.Sprintf("it is not a regular file (%s)", fi.Mode().Type()))
+		return notArchive(file, fmt.Sprintf("it is not a regular file (%s)", bounded.TypeName(fi.Mode())))
 	}
 	f, err := os.Open(file)
 	if err != nil {
@@ -270,7 +270,7 @@ func CheckOwnJSON(p, what string, keySets ...[]string) error {
 		return fmt.Errorf("%s %s: %s; pallet replaces only a missing file or one it wrote, so choose another path or remove it yourself", what, p, why)
 	}
 	if !fi.Mode().IsRegular() {
-		return refuse(fmt.Sprintf("it is not a regular file (%s)", fi.Mode().Type()))
+		return refuse(fmt.Sprintf("it is not a regular file (%s)", bounded.TypeName(fi.Mode())))
 	}
 	if fi.Size() == 0 {
 		return nil // nothing to lose: mktemp's, or a touch'd path

@@ -259,7 +259,7 @@ func TestDockerReplacesOnlyArchives(t *testing.T) {
 		{"manifest naming a missing config", func(t *testing.T, p string) {
 			writeFile(t, p, tarOf(t, map[string]string{"manifest.json": `[{"Config":"config.json","Layers":[]}]`}))
 		}, "config.json"},
-		{"directory", func(t *testing.T, p string) { os.MkdirAll(filepath.Join(p, "sub"), 0o755) }, "not a regular file"},
+		{"directory", func(t *testing.T, p string) { os.MkdirAll(filepath.Join(p, "sub"), 0o755) }, "not a regular file (a directory)"},
 		{"symlink to a text file", func(t *testing.T, p string) {
 			writeFile(t, p+".real", "my thesis")
 			os.Symlink(filepath.Base(p)+".real", p)
