@@ -10,10 +10,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// An output, record or metadata file on a read-only file system is
-// refused before any work, naming the directory: the build did all its
-// work and then failed writing, and with the record alone read-only it
-// wrote the output and failed after it.
+// An output, record, metadata file or --sbom-dir on a read-only file
+// system is refused before any work, naming the directory: the build did
+// all its work and then failed writing, and with the record alone
+// read-only it wrote the output and failed after it.
 func TestReadOnlyDestinationRefusedUpFront(t *testing.T) {
 	ro := t.TempDir()
 	if err := unix.Mount("tmpfs", ro, "tmpfs", unix.MS_RDONLY, "size=1m"); err != nil {
@@ -47,6 +47,7 @@ images:
 		{"archive", []string{"-o", "docker:" + filepath.Join(ro, "app.tar"), "--record", filepath.Join(t.TempDir(), "r.json")}},
 		{"record", []string{"-o", "oci:" + out, "--record", filepath.Join(ro, "r.json")}},
 		{"metadata", []string{"-o", "oci:" + out, "--metadata-file", filepath.Join(ro, "m.json")}},
+		{"documents", []string{"-o", "oci:" + out, "--sbom", "--sbom-dir", filepath.Join(ro, "docs")}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cache := filepath.Join(t.TempDir(), "cache")

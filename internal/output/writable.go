@@ -48,7 +48,7 @@ func CheckWritable(path string) error {
 		if errors.As(err, &pe) {
 			err = pe.Err
 		}
-		return fmt.Errorf("cannot write in %s (%v), where %s is written before it is renamed into place", dir, err, filepath.Base(p))
+		return fmt.Errorf("cannot write in %s (%v)", dir, err)
 	}
 	f.Close()
 	os.Remove(f.Name())
