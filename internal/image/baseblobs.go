@@ -1,10 +1,13 @@
 package image
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -144,10 +147,44 @@ func (b *storedBlob) openStored(path string, size int64) (*os.File, error) {
 	return f, nil
 }
 
-// fetch downloads the blob into the store. go-containerregistry checks the
-// digest as the blob is read and fails the read at its end if it differs,
-// so a blob that is put in is the one the manifest names.
+// fetchRetries is how many times more a base blob whose body broke off is
+// fetched, fetchBackoff the wait before the first retry, doubling, as a
+// download's (artifact.Fetcher): go-containerregistry retries a request
+// that fails, not a body that breaks off once the answer has begun, and
+// a base layer of hundreds of MiB cut by one reset failed the build.
+var (
+	fetchRetries = 3
+	fetchBackoff = 500 * time.Millisecond
+)
+
+// fetch downloads the blob into the store, again when its body breaks
+// off (brokenOff). go-containerregistry checks the digest as the blob is
+// read and fails the read at its end if it differs, so a blob that is
+// put in is the one the manifest names; a wrong one, a stalled one (the
+// watchdog's bound on time) or a disk that fails is not fetched again.
 func (b *storedBlob) fetch(sum string) error {
+	wait := fetchBackoff
+	for attempt := 1; ; attempt++ {
+		err := b.fetchOnce(sum)
+		if err == nil || !brokenOff(err) {
+			return err
+		}
+		if attempt > fetchRetries {
+			return fmt.Errorf("%w (gave up after %d attempts)", err, attempt)
+		}
+		time.Sleep(wait)
+		wait *= 2
+	}
+}
+
+// brokenOff says whether err is a body that ended before its length or
+// a connection reset while reading it (writing into the store fails
+// with neither).
+func brokenOff(err error) bool {
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
+}
+
+func (b *storedBlob) fetchOnce(sum string) error {
 	rc, err := b.remote.Compressed()
 	if err != nil {
 		return err

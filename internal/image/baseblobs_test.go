@@ -1,10 +1,13 @@
 package image
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -34,6 +37,13 @@ func registryBase(t *testing.T) (string, *atomic.Int64) {
 			h.ServeHTTP(w, r)
 		})
 	})
+	return pushRandomBase(t, reg.Host), &gets
+}
+
+// pushRandomBase pushes a one-layer linux/amd64 image of 256 KiB to the
+// registry at host and returns its reference.
+func pushRandomBase(t *testing.T, host string) string {
+	t.Helper()
 	img, err := random.Image(256<<10, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +57,7 @@ func registryBase(t *testing.T) (string, *atomic.Int64) {
 	if img, err = mutate.ConfigFile(img, cf); err != nil {
 		t.Fatal(err)
 	}
-	ref := reg.Host + "/base/tiny:1"
+	ref := host + "/base/tiny:1"
 	nref, err := name.ParseReference(ref)
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +65,7 @@ func registryBase(t *testing.T) (string, *atomic.Int64) {
 	if err := remote.Write(nref, img); err != nil {
 		t.Fatal(err)
 	}
-	return ref, &gets
+	return ref
 }
 
 // storedLayer resolves ref through a resolver keeping blobs in c and
@@ -168,5 +178,78 @@ func TestStoredBaseBlobServedFromStore(t *testing.T) {
 	}
 	if gets.Load() != fetched {
 		t.Fatalf("a stored blob was downloaded again (%d downloads)", gets.Load()-fetched)
+	}
+}
+
+// A base layer whose body breaks off (the connection closed or reset
+// half-way) is fetched again, as a download is: go-containerregistry
+// retries a request that fails, not a body cut short, and one reset
+// failed the build. A body that arrives whole with the wrong bytes is
+// not fetched again, nor is one that keeps breaking off past the retries.
+func TestBaseBlobBrokenOffIsFetchedAgain(t *testing.T) {
+	defer func(b time.Duration) { fetchBackoff = b }(fetchBackoff)
+	fetchBackoff = time.Millisecond
+	for _, c := range []struct {
+		name      string
+		breaks    int64 // how many blob GETs are cut short
+		corrupt   bool
+		wantGets  int64
+		wantError string
+	}{
+		{"once", 1, false, 2, ""},
+		{"every time", 100, false, 4, "gave up after 4 attempts"},
+		{"wrong bytes", 0, true, 1, "error verifying sha256 checksum"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var gets atomic.Int64
+			reg := testregistry.Start(t, func(h http.Handler) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if r.Method != http.MethodGet || !strings.Contains(r.URL.Path, "/blobs/") {
+						h.ServeHTTP(w, r)
+						return
+					}
+					rec := httptest.NewRecorder()
+					h.ServeHTTP(rec, r)
+					body := rec.Body.Bytes()
+					if len(body) < 64<<10 {
+						w.WriteHeader(rec.Code)
+						w.Write(body) // the config
+						return
+					}
+					n := gets.Add(1)
+					w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+					switch {
+					case n <= c.breaks:
+						w.Write(body[:len(body)/2])
+						conn, _, err := http.NewResponseController(w).Hijack()
+						if err != nil {
+							panic(err)
+						}
+						conn.Close()
+					case c.corrupt:
+						body = bytes.Clone(body)
+						body[len(body)/2] ^= 0xff
+						w.Write(body)
+					default:
+						w.Write(body)
+					}
+				})
+			})
+			ref := pushRandomBase(t, reg.Host)
+			cc, err := cache.Open(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = readAll(storedLayer(t, cc, ref))
+			switch {
+			case c.wantError == "" && err != nil:
+				t.Fatalf("reading the layer: %v", err)
+			case c.wantError != "" && (err == nil || !strings.Contains(err.Error(), c.wantError)):
+				t.Fatalf("got %v, want %q", err, c.wantError)
+			}
+			if got := gets.Load(); got != c.wantGets {
+				t.Errorf("the layer was fetched %d times, want %d", got, c.wantGets)
+			}
+		})
 	}
 }
