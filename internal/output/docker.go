@@ -75,10 +75,11 @@ func (d *DockerArchive) Write(ctx context.Context, images []Image) error {
 		return err
 	}
 	tempfile.SweepBeside(file)
-	tmp, err := tempfile.Create(filepath.Dir(file), tempfile.Beside(file))
+	tmp, release, err := tempfile.CreateLocked(filepath.Dir(file), tempfile.Beside(file))
 	if err != nil {
 		return err
 	}
+	defer release()
 	defer os.Remove(tmp.Name())
 	if err := writeDocker(ctx, tmp, entries); err != nil {
 		tmp.Close()

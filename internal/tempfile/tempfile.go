@@ -57,10 +57,28 @@ const ownerSuffix = ".lock"
 // for an hour. release unlocks and removes the lock file; the directory
 // is the caller's to rename or remove.
 func DirLocked(dir, pattern string) (path string, release func(), err error) {
+	return locked(dir, pattern, func(name string) error { return os.Mkdir(name, 0o777) })
+}
+
+// CreateLocked is Create with a lock held, until release, beside the
+// file, as DirLocked's: a docker archive a killed build was writing
+// (gigabytes) is removed by the next build of it at once, not after an
+// hour. The file is the caller's to close and rename or remove.
+func CreateLocked(dir, pattern string) (f *os.File, release func(), err error) {
+	_, release, err = locked(dir, pattern, func(name string) (err error) {
+		f, err = os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+		return err
+	})
+	return f, release, err
+}
+
+// locked makes a new name from pattern in dir with create, holding a
+// lock beside it until release.
+func locked(dir, pattern string, create func(string) error) (path string, release func(), err error) {
 	var lock *flock.Flock
 	err = try(dir, pattern, func(name string) error {
-		// The lock first, then the directory: Sweep never sees the
-		// directory without a live owner's lock beside it.
+		// The lock first, then what it guards: Sweep never sees the
+		// temporary without a live owner's lock beside it.
 		l := flock.New(name+ownerSuffix, flock.SetFlag(os.O_CREATE|os.O_EXCL|os.O_RDWR))
 		if ok, err := l.TryLock(); err != nil || !ok {
 			if err == nil {
@@ -68,7 +86,7 @@ func DirLocked(dir, pattern string) (path string, release func(), err error) {
 			}
 			return err
 		}
-		if err := os.Mkdir(name, 0o777); err != nil {
+		if err := create(name); err != nil {
 			l.Unlock()
 			os.Remove(name + ownerSuffix)
 			return err
