@@ -6,8 +6,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/pallet-dev/pallet/internal/uptodate"
 )
 
 // An output, record, metadata file or --sbom-dir on a read-only file
@@ -63,5 +66,38 @@ images:
 				t.Error("the output was written though the build was refused")
 			}
 		})
+	}
+}
+
+// A build answered from the note of the last one writes nothing, so its
+// outputs' file system turned read-only since is no refusal: the check
+// for it comes after the answer.
+func TestUpToDateNeedsNoWritableOutput(t *testing.T) {
+	fs := t.TempDir()
+	if err := unix.Mount("tmpfs", fs, "tmpfs", 0, "size=4m"); err != nil {
+		if errors.Is(err, unix.EPERM) {
+			t.Skip("mounting needs root")
+		}
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Unmount(fs, unix.MNT_DETACH) })
+	dir := t.TempDir()
+	writeOneFileRecipe(t, dir)
+	build := func() (string, error) {
+		return pallet(t, "build", "-f", filepath.Join(dir, "pallet.yaml"), "--cache-dir", filepath.Join(dir, "cache"), "-o", "oci:"+filepath.Join(fs, "out"))
+	}
+	if out, err := build(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	time.Sleep(uptodate.Settle + 100*time.Millisecond)
+	if out, err := build(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if err := unix.Mount("tmpfs", fs, "tmpfs", unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
+		t.Fatal(err)
+	}
+	out, err := build()
+	if err != nil || !strings.Contains(out, "up to date") {
+		t.Fatalf("got %v, want the build up to date:\n%s", err, out)
 	}
 }

@@ -309,6 +309,11 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 			return res, nil
 		}
 	}
+	// Checked only for a build that writes: one answered from its note
+	// writes nothing, not even a probe.
+	if err := checkWritable(opt); err != nil {
+		return nil, err
+	}
 
 	// Work directories of builds that were killed are swept first; a
 	// running build's is locked and left alone.
@@ -450,9 +455,36 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 	return res, nil
 }
 
+// checkWritable refuses, before any work, outputs, a record, a metadata
+// file or a --sbom-dir on a file system pallet cannot write to
+// (output.CheckWritable): the build did all its work, then failed at the
+// first of them, with the outputs before it written.
+func checkWritable(opt Options) error {
+	if err := output.CheckWritableTargets(opt.Outputs); err != nil {
+		return err
+	}
+	files := []struct{ what, path, probe string }{
+		{"build record", opt.RecordPath, opt.RecordPath},
+		{"metadata file", opt.MetadataFile, opt.MetadataFile},
+	}
+	if opt.Attest.Dir != "" {
+		// The directory, or the nearest one that exists, must take the
+		// documents.
+		files = append(files, struct{ what, path, probe string }{"--sbom-dir", opt.Attest.Dir, filepath.Join(opt.Attest.Dir, "document")})
+	}
+	for _, f := range files {
+		if f.path == "" {
+			continue
+		}
+		if err := output.CheckWritable(f.probe); err != nil {
+			return fmt.Errorf("%s %s: %w", f.what, f.path, err)
+		}
+	}
+	return nil
+}
+
 // checkWrites refuses, before any work, a build whose record or
-// metadata file would replace a file pallet did not write or could not
-// be written (output.CheckWritable), or whose
+// metadata file would replace a file pallet did not write, or whose
 // outputs, written files or cache would overwrite, sit inside, or (an
 // oci:DIR replaced whole) hold what the build reads.
 func checkWrites(p *plan.Plan, opt Options, extra []string) error {
@@ -460,16 +492,10 @@ func checkWrites(p *plan.Plan, opt Options, extra []string) error {
 		if err := output.CheckOwnJSON(opt.RecordPath, "build record", []string{"recipe", "epoch"}); err != nil {
 			return err
 		}
-		if err := output.CheckWritable(opt.RecordPath); err != nil {
-			return fmt.Errorf("build record %s: %w", opt.RecordPath, err)
-		}
 	}
 	if opt.MetadataFile != "" {
 		if err := output.CheckOwnJSON(opt.MetadataFile, "metadata file", []string{"images", "outputs"}); err != nil {
 			return err
-		}
-		if err := output.CheckWritable(opt.MetadataFile); err != nil {
-			return fmt.Errorf("metadata file %s: %w", opt.MetadataFile, err)
 		}
 	}
 	var inputs []output.Input

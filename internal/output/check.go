@@ -40,11 +40,6 @@ func CheckImages(targets []Target, images []Planned) error {
 }
 
 func (d *DockerArchive) check(images []Planned) error {
-	if d.Writer == nil {
-		if err := CheckWritable(d.File); err != nil {
-			return err
-		}
-	}
 	for _, im := range images {
 		if im.Manifests > 1 {
 			return fmt.Errorf("image %s would have %d platforms or bases and a docker archive holds one per name; build one platform for it (--platform)", im.Repository, im.Manifests)

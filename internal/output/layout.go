@@ -409,16 +409,13 @@ func (w *layoutWriter) index(idx v1.ImageIndex) (*v1.Descriptor, error) {
 }
 
 // check refuses, before the build, a layout directory pallet could not
-// write (movableInto, CheckWritable).
+// write (movableInto).
 func (l *Layout) check([]Planned) error {
 	dir, err := resolve(l.Dir)
 	if err != nil {
 		return err
 	}
-	if err := movableInto(dir); err != nil {
-		return err
-	}
-	return CheckWritable(dir)
+	return movableInto(dir)
 }
 
 // movableInto refuses a directory that is a mount point (a container's

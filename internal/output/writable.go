@@ -10,6 +10,29 @@ import (
 	"github.com/pallet-dev/pallet/internal/tempfile"
 )
 
+// CheckWritableTargets is CheckWritable for each output written to a
+// file or directory.
+func CheckWritableTargets(targets []Target) error {
+	for _, t := range targets {
+		var path string
+		switch t := t.(type) {
+		case *Layout:
+			path = t.Dir
+		case *DockerArchive:
+			if t.Writer != nil {
+				continue
+			}
+			path = t.File
+		default:
+			continue
+		}
+		if err := CheckWritable(path); err != nil {
+			return fmt.Errorf("output %s: %w", t, err)
+		}
+	}
+	return nil
+}
+
 // CheckWritable refuses, before any work, a file or directory pallet
 // could not write at path: every output is written beside its place
 // (tempfile.Beside) and renamed in, so the directory that holds path, or
