@@ -86,6 +86,15 @@ func (x *extractor) checkZipLayout(r io.ReaderAt, files []*zip.File, starts []in
 		} else {
 			dirStart = starts[1]
 		}
+	} else if len(byData) > 0 && !x.localAt(r, 0, byData) {
+		// A prefix whose length the offsets include, as zip -A and
+		// zip.Writer.SetOffset write a self-extracting zip: the local
+		// files start at the header of the entry whose data comes first.
+		if p, err := firstLocal(r, byData); err != nil {
+			return x.fail("read zip: %w", err)
+		} else if p > 0 {
+			from = p
+		}
 	}
 	if err := x.checkPrefix(r, from); err != nil {
 		return err
@@ -144,6 +153,36 @@ func (x *extractor) localAt(r io.ReaderAt, p int64, byData map[int64]*zip.File) 
 		return false
 	}
 	return byData[p+zipLocalLen+int64(binary.LittleEndian.Uint16(h[26:]))+int64(binary.LittleEndian.Uint16(h[28:]))] != nil
+}
+
+// firstLocal is the offset of the local header of the entry whose data
+// comes first, or -1 if none lies before it. The header's extra field,
+// which may differ from the directory's, is up to 64 KiB: of the
+// headers that end where the data starts, the last is taken, and
+// checkPrefix refuses the zip if there is another before it.
+func firstLocal(r io.ReaderAt, byData map[int64]*zip.File) (int64, error) {
+	d := int64(math.MaxInt64)
+	for off := range byData {
+		d = min(d, off)
+	}
+	nameLen := int64(len(byData[d].Name))
+	hi := d - zipLocalLen - nameLen // with no extra field
+	if hi < 0 {
+		return -1, nil
+	}
+	lo := max(0, hi-math.MaxUint16)
+	buf := make([]byte, d-lo)
+	if _, err := r.ReadAt(buf, lo); err != nil && err != io.EOF {
+		return 0, err
+	}
+	le := binary.LittleEndian
+	for p := hi; p >= lo; p-- {
+		h := buf[p-lo:]
+		if le.Uint32(h) == zipLocalSig && int64(le.Uint16(h[26:])) == nameLen && int64(le.Uint16(h[28:])) == hi-p {
+			return p, nil
+		}
+	}
+	return -1, nil
 }
 
 // checkPrefix refuses a prefix (the bytes before the first local file)

@@ -43,6 +43,27 @@ func storedZip(t testing.TB, descriptor bool, after map[string][]byte, ents ...s
 	return buf.Bytes()
 }
 
+// offsetZip is prefix followed by a zip of stored entries whose offsets
+// count the prefix, as zip -A and zip.Writer.SetOffset write a
+// self-extracting one.
+func offsetZip(t testing.TB, prefix []byte, ents ...string) []byte {
+	t.Helper()
+	buf := bytes.NewBuffer(bytes.Clone(prefix))
+	zw := zip.NewWriter(buf)
+	zw.SetOffset(int64(len(prefix)))
+	for i := 0; i < len(ents); i += 2 {
+		w, err := zw.CreateHeader(&zip.FileHeader{Name: ents[i], Method: zip.Store})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write([]byte(ents[i+1]))
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
 // localOf is the offset of the local header of the entry named name.
 func localOf(t testing.TB, b []byte, name string) int {
 	t.Helper()
@@ -137,6 +158,13 @@ func TestZipLocalHeadersAgree(t *testing.T) {
 			data:    concat(two(false), storedZip(t, false, nil, "x", "x data")),
 			wantErr: `the zip's prefix, the 211 bytes before its first entry, holds a local file header at offset 0: readers that stream a zip would take it for an entry, and pallet refuses the zip`},
 	}
+	tests = append(tests, struct {
+		name    string
+		data    []byte
+		wantErr string
+	}{name: "a zip in a prefix its offsets count",
+		data:    offsetZip(t, concat([]byte("stub"), two(false)), "x", "x data"),
+		wantErr: `the zip's prefix, the 215 bytes before its first entry, holds a local file header at offset 4: `})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := newSandbox(t, Zip, tt.data)
@@ -208,6 +236,9 @@ func TestZipLayoutsWritersMake(t *testing.T) {
 		{name: "after a prefix without local headers",
 			data: concat(bytes.Repeat([]byte("MZ stub "), 1000), storedZip(t, false, nil, "good", "good data")),
 			want: map[string]int64{"good": 9}},
+		{name: "after a prefix its offsets count (zip -A, SetOffset)",
+			data: offsetZip(t, bytes.Repeat([]byte("MZ stub "), 1000), "good", "good data", "other", "other data"),
+			want: map[string]int64{"good": 9, "other": 10}},
 		{name: "empty", data: emptyZip, want: map[string]int64{}},
 	}
 	for _, tt := range tests {
