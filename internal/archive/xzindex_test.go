@@ -113,3 +113,32 @@ func TestXzIndexThatLiesBoundsDecoding(t *testing.T) {
 		t.Errorf("refused after %v", d)
 	}
 }
+
+// countingReaderAt counts the reads made of r.
+type countingReaderAt struct {
+	r     *bytes.Reader
+	reads int
+}
+
+func (c *countingReaderAt) ReadAt(p []byte, off int64) (int, error) {
+	c.reads++
+	return c.r.ReadAt(p, off)
+}
+
+// TestXzDeclaredPaddingReads reads an xz file ending in 1 MiB of stream
+// padding, which the decoder passes at memory speed: xzDeclared must not
+// read it four bytes at a time (64 MiB of padding took 9.5 s so).
+func TestXzDeclaredPaddingReads(t *testing.T) {
+	blocks := readFixture(t, "seq-blocks-crc32.xz")
+	for _, pad := range []int{4, 64<<10 - 4, 64 << 10, 1 << 20} {
+		data := concat(blocks, make([]byte, pad), blocks, make([]byte, pad))
+		c := &countingReaderAt{r: bytes.NewReader(data)}
+		got, err := xzDeclared(c, int64(len(data)))
+		if want := 2 * int64(len(seqOutput())); err != nil || got != want {
+			t.Errorf("%d bytes of padding: xzDeclared = %d, %v, want %d", pad, got, err, want)
+		}
+		if c.reads > 100 { // 41 for 1 MiB twice; 524,288 four bytes at a time
+			t.Errorf("%d bytes of padding: %d reads", pad, c.reads)
+		}
+	}
+}
