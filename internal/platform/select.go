@@ -102,8 +102,6 @@ func (p Platform) Rank(d v1.Platform) (rank int, ok bool) {
 	return 0, d.Satisfies(want)
 }
 
-// amd64Level is the x86-64 microarchitecture level an amd64 variant
-// names: 1 for none.
 // NeedsMore says, of a build environment env for p (K=V, the last
 // setting winning, as for the go command), the x86-64 level it sets with
 // GOAMD64 when that is above p's: a binary built so stops at start on a
@@ -126,6 +124,8 @@ func (p Platform) NeedsMore(env []string) string {
 	return ""
 }
 
+// amd64Level is the x86-64 microarchitecture level an amd64 variant
+// names: 1 for none.
 func amd64Level(variant string) (int, bool) {
 	switch variant {
 	case "", "v1":
