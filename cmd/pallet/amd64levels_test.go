@@ -200,3 +200,31 @@ images:
 		}
 	}
 }
+
+// pallet sbom --platform linux/amd64/v3 of an image built for linux/amd64
+// and linux/amd64/v3 is the v3 image's document, though a v3 machine runs
+// both images: the closest, not "2 images for the platform asked".
+func TestSBOMOfAnAmd64Level(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "app"), "app\n")
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
+artifacts:
+  app:
+    local: {path: app}
+    licenses: none
+images:
+  app:
+    base: scratch
+    platforms: [linux/amd64, linux/amd64/v3]
+    files:
+      - {artifact: app, dest: /usr/bin/app, mode: "0755"}
+`)
+	out := filepath.Join(dir, "out")
+	mustPallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "--sbom", "-o", "oci:"+out)
+	for _, p := range []string{"linux/amd64", "linux/amd64/v3"} {
+		doc := mustPallet(t, "sbom", "--platform", p, "oci:"+out)
+		if want := `"name": "app (` + p + `)"`; !strings.Contains(doc, want) {
+			t.Errorf("sbom --platform %s: no %s in\n%.400s", p, want, doc)
+		}
+	}
+}

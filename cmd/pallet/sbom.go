@@ -64,16 +64,19 @@ func sbomCmd() *cobra.Command {
 	return cmd
 }
 
-// pick chooses the manifest of index m for p, or its only one.
+// pick chooses the manifest of index m for p, or its only one. Of an
+// index of linux/amd64 and linux/amd64/v3 images, both of which a v3
+// machine runs, p linux/amd64/v3 is the v3 one (platform.Closest).
 func pick(m *v1.IndexManifest, p *platform.Platform, what string) (v1.Descriptor, error) {
 	var found []v1.Descriptor
 	for _, d := range m.Manifests {
 		if !d.MediaType.IsImage() || d.Platform == nil || d.Platform.OS == "unknown" {
 			continue
 		}
-		if p == nil || p.Describes(*d.Platform) {
-			found = append(found, d)
-		}
+		found = append(found, d)
+	}
+	if p != nil {
+		found = p.Closest(found)
 	}
 	if len(found) != 1 {
 		return v1.Descriptor{}, fmt.Errorf("%s has %d images for the platform asked; name one with --platform", what, len(found))

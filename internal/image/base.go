@@ -250,20 +250,11 @@ func closest(desc *remote.Descriptor, p platform.Platform) (*v1.Descriptor, erro
 	if err != nil {
 		return nil, err
 	}
-	var best *v1.Descriptor
-	bestRank := 0
-	for i, d := range m.Manifests {
-		if d.Platform == nil {
-			continue
-		}
-		if r, ok := p.Rank(*d.Platform); ok && (best == nil || r > bestRank) {
-			best, bestRank = &m.Manifests[i], r
-		}
-	}
-	if best == nil || !best.MediaType.IsImage() {
+	best := p.Closest(m.Manifests)
+	if len(best) == 0 || !best[0].MediaType.IsImage() {
 		return nil, nil
 	}
-	return best, nil
+	return &best[0], nil
 }
 
 // nestedWithin refuses a registry index whose child for p is an index

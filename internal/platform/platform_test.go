@@ -171,3 +171,40 @@ func TestAmd64Levels(t *testing.T) {
 		}
 	}
 }
+
+// Closest keeps, of an index's entries, those a machine of the platform
+// takes: its own level over a lower one, in the index's order.
+func TestClosest(t *testing.T) {
+	entry := func(os, arch, variant, digest string) v1.Descriptor {
+		return v1.Descriptor{Digest: v1.Hash{Algorithm: "sha256", Hex: digest}, Platform: &v1.Platform{OS: os, Architecture: arch, Variant: variant}}
+	}
+	index := []v1.Descriptor{
+		entry("linux", "amd64", "v3", "v3"),
+		{Digest: v1.Hash{Algorithm: "sha256", Hex: "none"}},
+		entry("linux", "amd64", "", "plain"),
+		entry("linux", "arm64", "", "arm64"),
+		entry("linux", "amd64", "v2", "v2"),
+		entry("linux", "amd64", "v1", "v1"),
+		entry("linux", "arm64", "v8", "arm64v8"),
+	}
+	for _, tc := range []struct{ platform, want string }{
+		{"linux/amd64", "plain v1"},
+		{"linux/amd64/v2", "v2"},
+		{"linux/amd64/v3", "v3"},
+		{"linux/amd64/v4", "v3"},
+		{"linux/arm64", "arm64 arm64v8"},
+		{"linux/arm/v7", ""},
+	} {
+		p, err := Parse(tc.platform)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, d := range p.Closest(index) {
+			got = append(got, d.Digest.Hex)
+		}
+		if strings.Join(got, " ") != tc.want {
+			t.Errorf("%s: Closest = %v, want %s", tc.platform, got, tc.want)
+		}
+	}
+}

@@ -102,6 +102,30 @@ func (p Platform) Rank(d v1.Platform) (rank int, ok bool) {
 	return 0, d.Satisfies(want)
 }
 
+// Closest is, of index entries ds, those whose platform is one p's
+// images may be built on and ranked highest (Rank), in their order: the
+// image a machine of p takes of an index is the first of them (an
+// amd64/v3 image over a plain amd64 one beside it). Entries that name
+// no platform are left out.
+func (p Platform) Closest(ds []v1.Descriptor) []v1.Descriptor {
+	var out []v1.Descriptor
+	best := 0
+	for _, d := range ds {
+		if d.Platform == nil {
+			continue
+		}
+		r, ok := p.Rank(*d.Platform)
+		switch {
+		case !ok || len(out) > 0 && r < best:
+		case len(out) > 0 && r == best:
+			out = append(out, d)
+		default:
+			out, best = []v1.Descriptor{d}, r
+		}
+	}
+	return out
+}
+
 // NeedsMore says, of a build environment env for p (K=V, the last
 // setting winning, as for the go command), the x86-64 level it sets with
 // GOAMD64 when that is above p's: a binary built so stops at start on a
