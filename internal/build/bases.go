@@ -65,6 +65,15 @@ func (b *builder) prefetchBases(ctx context.Context) (wait func(failed bool)) {
 	var builtins []*baseFuture
 	var views sync.WaitGroup
 	over := make(chan struct{})
+	// Every future is in the map before any starts: reading a view
+	// looks its base up there (base), which would race with the map
+	// still being filled.
+	type prefetch struct {
+		ref string
+		p   platform.Platform
+		f   *baseFuture
+	}
+	var todo []prefetch
 	for _, im := range b.plan.Images {
 		for _, pi := range im.Platforms {
 			for _, ref := range pi.Bases {
@@ -74,39 +83,43 @@ func (b *builder) prefetchBases(ctx context.Context) (wait func(failed bool)) {
 				}
 				f := &baseFuture{done: make(chan struct{})}
 				b.prefetched[k] = f
-				if image.IsBuiltin(ref) {
-					builtins = append(builtins, f)
-				}
-				go func() {
-					defer close(f.done)
-					f.img, f.err = b.resolveBase(ctx, ref, pi.Platform)
-				}()
-				if image.IsBuiltin(ref) {
-					continue
-				}
-				views.Add(1)
-				go func() {
-					defer views.Done()
-					select {
-					case <-f.done:
-					case <-over:
-						return
-					}
-					select {
-					case <-over:
-						return
-					default:
-					}
-					// Its error, kept in the view's future, is the
-					// placing layer's to report, with its names.
-					if pi.Platform.IsWindows() {
-						_, _ = b.windowsViewOf(ctx, ref, pi.Platform)
-					} else {
-						_, _ = b.viewOf(ctx, ref, pi.Platform)
-					}
-				}()
+				todo = append(todo, prefetch{ref, pi.Platform, f})
 			}
 		}
+	}
+	for _, t := range todo {
+		ref, p, f := t.ref, t.p, t.f
+		if image.IsBuiltin(ref) {
+			builtins = append(builtins, f)
+		}
+		go func() {
+			defer close(f.done)
+			f.img, f.err = b.resolveBase(ctx, ref, p)
+		}()
+		if image.IsBuiltin(ref) {
+			continue
+		}
+		views.Add(1)
+		go func() {
+			defer views.Done()
+			select {
+			case <-f.done:
+			case <-over:
+				return
+			}
+			select {
+			case <-over:
+				return
+			default:
+			}
+			// Its error, kept in the view's future, is the
+			// placing layer's to report, with its names.
+			if p.IsWindows() {
+				_, _ = b.windowsViewOf(ctx, ref, p)
+			} else {
+				_, _ = b.viewOf(ctx, ref, p)
+			}
+		}()
 	}
 	return func(failed bool) {
 		if failed {
