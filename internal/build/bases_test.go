@@ -1,8 +1,6 @@
 package build
 
 import (
-	"context"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -14,9 +12,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/pallet-dev/pallet/internal/fixture"
-	"github.com/pallet-dev/pallet/internal/output"
-	"github.com/pallet-dev/pallet/internal/progress"
-	"github.com/pallet-dev/pallet/internal/recipe"
 )
 
 // The bases of several platforms are prefetched together, each view
@@ -49,7 +44,7 @@ func TestBasesPrefetchedForSeveralPlatforms(t *testing.T) {
 	if err := lp.AppendIndex(mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), adds...)); err != nil {
 		t.Fatal(err)
 	}
-	for name, data := range map[string]string{
+	writeFiles(t, dir, map[string]string{
 		"app": "app\n",
 		"pallet.yaml": `version: 1
 artifacts:
@@ -63,28 +58,6 @@ images:
     files:
       - {artifact: app, dest: /usr/bin/app, mode: "0755"}
 `,
-	} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	r, err := recipe.Load(filepath.Join(dir, "pallet.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := r.Plan(recipe.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := output.Parse("oci:"+filepath.Join(dir, "out"), output.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	quiet, err := progress.New("quiet", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Run(context.Background(), p, Options{Outputs: []output.Target{out}, CacheDir: t.TempDir(), Progress: quiet}); err != nil {
-		t.Fatal(err)
-	}
+	})
+	buildRecipe(t, dir, quietReporter(t))
 }

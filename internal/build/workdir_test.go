@@ -41,7 +41,7 @@ func TestArtifactWorkDirRemovedOnceCached(t *testing.T) {
 	tmp := t.TempDir() // where the build's work directory goes
 	t.Setenv("TMPDIR", tmp)
 	dir := t.TempDir()
-	for name, data := range map[string]string{
+	writeFiles(t, dir, map[string]string{
 		"app/go.mod":  "module example.com/app\n\ngo 1.22\n",
 		"app/main.go": "package main\n\nfunc main() { println(1) }\n",
 		"pallet.yaml": `version: 1
@@ -56,31 +56,8 @@ images:
     files:
       - {artifact: app, dest: /bin/}
 `,
-	} {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	r, err := recipe.Load(filepath.Join(dir, "pallet.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := r.Plan(recipe.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := output.Parse("oci:"+filepath.Join(dir, "out"), output.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	quiet, err := progress.New("quiet", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
+	quiet := quietReporter(t)
 	var left []string
 	rep := &atOutput{Reporter: quiet, check: func() {
 		// The removal runs beside the build: given its time.
@@ -93,9 +70,7 @@ images:
 			time.Sleep(5 * time.Millisecond)
 		}
 	}}
-	if _, err := Run(context.Background(), p, Options{Outputs: []output.Target{out}, CacheDir: t.TempDir(), Progress: rep}); err != nil {
-		t.Fatal(err)
-	}
+	buildRecipe(t, dir, rep)
 	if !rep.done {
 		t.Fatal("no output step started")
 	}
@@ -104,5 +79,49 @@ images:
 	}
 	if work, _ := filepath.Glob(filepath.Join(tmp, "pallet-build-*")); len(work) > 0 {
 		t.Errorf("the build's work directory is left: %v", work)
+	}
+}
+
+// writeFiles writes files, by their path under dir.
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, data := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func quietReporter(t *testing.T) progress.Reporter {
+	t.Helper()
+	quiet, err := progress.New("quiet", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return quiet
+}
+
+// buildRecipe builds dir/pallet.yaml into the OCI layout dir/out, with a
+// cache of its own.
+func buildRecipe(t *testing.T, dir string, rep progress.Reporter) {
+	t.Helper()
+	r, err := recipe.Load(filepath.Join(dir, "pallet.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := r.Plan(recipe.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := output.Parse("oci:"+filepath.Join(dir, "out"), output.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), p, Options{Outputs: []output.Target{out}, CacheDir: t.TempDir(), Progress: rep}); err != nil {
+		t.Fatal(err)
 	}
 }
