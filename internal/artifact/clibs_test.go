@@ -38,26 +38,36 @@ func needCgoSeccomp(t *testing.T) {
 	}
 }
 
-// A static cgo build's result keeps the C libraries it links and their
-// packages' copyright files, and a build from the cache has the same; an
-// entry whose packages dpkg no longer has at those versions is rebuilt.
-func TestCgoLibrariesCachedAndRechecked(t *testing.T) {
-	needCgoSeccomp(t)
+// seccompModule is a module whose main calls libseccomp through cgo:
+// body is main's.
+func seccompModule(t *testing.T, body string) string {
+	t.Helper()
 	dir := t.TempDir()
 	for name, text := range map[string]string{
 		"go.mod":  "module example.com/seccomp\n\ngo 1.22\n",
-		"main.go": "package main\n\n// #cgo pkg-config: libseccomp\n// #include <seccomp.h>\nimport \"C\"\n\nfunc main() { println(C.seccomp_version().major) }\n",
+		"main.go": "package main\n\n// #cgo pkg-config: libseccomp\n// #include <seccomp.h>\nimport \"C\"\n\nfunc main() { " + body + " }\n",
 	} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return dir
+}
+
+// cachedFetcher is a fetcher with a cache of its own.
+func cachedFetcher(t *testing.T) *artifact.Fetcher {
+	t.Helper()
 	c, err := cache.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	f := fetcher(t)
 	f.Cache = c
+	return f
+}
+
+// keepLog keeps what f logs from now on, for the function it returns.
+func keepLog(f *artifact.Fetcher) func() []string {
 	var mu sync.Mutex
 	var logged []string
 	f.Log = func(format string, args ...any) {
@@ -65,6 +75,34 @@ func TestCgoLibrariesCachedAndRechecked(t *testing.T) {
 		defer mu.Unlock()
 		logged = append(logged, fmt.Sprintf(format, args...))
 	}
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(logged)
+	}
+}
+
+// dpkgWith is a dpkg whose status file is status, as a fixture.
+func dpkgWith(t *testing.T, status string) clibs.Dpkg {
+	t.Helper()
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "var/lib/dpkg/info"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "var/lib/dpkg/status"), []byte(status), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return clibs.Dpkg{Root: root}
+}
+
+// A static cgo build's result keeps the C libraries it links and their
+// packages' copyright files, and a build from the cache has the same; an
+// entry whose packages dpkg no longer has at those versions is rebuilt.
+func TestCgoLibrariesCachedAndRechecked(t *testing.T) {
+	needCgoSeccomp(t)
+	dir := seccompModule(t, "println(C.seccomp_version().major)")
+	f := cachedFetcher(t)
+	logged := keepLog(f)
 	p, err := platform.Parse("linux/amd64")
 	if err != nil {
 		t.Fatal(err)
@@ -101,22 +139,14 @@ func TestCgoLibrariesCachedAndRechecked(t *testing.T) {
 
 	// The package has since changed (dpkg, as a fixture, says another
 	// version): the entry is not taken.
-	root := t.TempDir()
-	status := fmt.Sprintf("Package: libseccomp-dev\nStatus: install ok installed\nArchitecture: %s\nMulti-Arch: same\nVersion: %s.1\n", lib.Arch, lib.Version)
-	if err := os.MkdirAll(filepath.Join(root, "var/lib/dpkg/info"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(root, "var/lib/dpkg/status"), []byte(status), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f.Dpkg = clibs.Dpkg{Root: root}
+	f.Dpkg = dpkgWith(t, fmt.Sprintf("Package: libseccomp-dev\nStatus: install ok installed\nArchitecture: %s\nMulti-Arch: same\nVersion: %s.1\n", lib.Arch, lib.Version))
 	rebuilt, err := f.Fetch(context.Background(), r, t.TempDir())
 	if err != nil || rebuilt.Cached {
 		t.Fatalf("after the package changed: cached %v, %v", rebuilt != nil && rebuilt.Cached, err)
 	}
 	want := "libseccomp-dev:" + lib.Arch + " " + lib.Version + ", now " + lib.Version + ".1"
-	if !slices.ContainsFunc(logged, func(l string) bool { return strings.Contains(l, want) }) {
-		t.Errorf("the log does not say %q: %q", want, logged)
+	if !slices.ContainsFunc(logged(), func(l string) bool { return strings.Contains(l, want) }) {
+		t.Errorf("the log does not say %q: %q", want, logged())
 	}
 }
 
@@ -126,21 +156,8 @@ func TestCgoLibrariesCachedAndRechecked(t *testing.T) {
 // it is rebuilt, as a static build's is.
 func TestCgoDynamicLinkedAgainstRechecked(t *testing.T) {
 	needCgoSeccomp(t)
-	dir := t.TempDir()
-	for name, text := range map[string]string{
-		"go.mod":  "module example.com/seccomp\n\ngo 1.22\n",
-		"main.go": "package main\n\n// #cgo pkg-config: libseccomp\n// #include <seccomp.h>\nimport \"C\"\n\nfunc main() { println(C.SCMP_VER_MAJOR, C.seccomp_version().major) }\n",
-	} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c, err := cache.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := fetcher(t)
-	f.Cache = c
+	dir := seccompModule(t, "println(C.SCMP_VER_MAJOR, C.seccomp_version().major)")
+	f := cachedFetcher(t)
 	p, err := platform.Parse("linux/amd64")
 	if err != nil {
 		t.Fatal(err)
@@ -169,7 +186,6 @@ func TestCgoDynamicLinkedAgainstRechecked(t *testing.T) {
 	// dpkg, as a fixture, has every package the result names at its
 	// version (libgcc's archive, glibc's libc.so), but libseccomp-dev at
 	// another.
-	root := t.TempDir()
 	var status strings.Builder
 	for _, l := range slices.Concat(bin.Libraries, bin.Shared) {
 		if l.Package.Name == "" || l.Package.Name == lib.Package.Name {
@@ -178,26 +194,14 @@ func TestCgoDynamicLinkedAgainstRechecked(t *testing.T) {
 		fmt.Fprintf(&status, "Package: %s\nStatus: install ok installed\nArchitecture: %s\nMulti-Arch: same\nVersion: %s\n\n", l.Package.Name, l.Arch, l.Version)
 	}
 	fmt.Fprintf(&status, "Package: libseccomp-dev\nStatus: install ok installed\nArchitecture: %s\nMulti-Arch: same\nVersion: %s.1\n", lib.Arch, lib.Version)
-	if err := os.MkdirAll(filepath.Join(root, "var/lib/dpkg/info"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(root, "var/lib/dpkg/status"), []byte(status.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f.Dpkg = clibs.Dpkg{Root: root}
-	var mu sync.Mutex
-	var logged []string
-	f.Log = func(format string, args ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		logged = append(logged, fmt.Sprintf(format, args...))
-	}
+	f.Dpkg = dpkgWith(t, status.String())
+	logged := keepLog(f)
 	if rebuilt, err := f.Fetch(context.Background(), r, t.TempDir()); err != nil || rebuilt.Cached {
 		t.Fatalf("after libseccomp-dev changed: cached %v, %v", rebuilt != nil && rebuilt.Cached, err)
 	}
 	want := "libseccomp-dev:" + lib.Arch + " " + lib.Version + ", now " + lib.Version + ".1"
-	if !slices.ContainsFunc(logged, func(l string) bool { return strings.Contains(l, want) }) || slices.ContainsFunc(logged, func(l string) bool { return strings.Contains(l, "not installed") }) {
-		t.Errorf("the log does not say %q alone: %q", want, logged)
+	if log := logged(); !slices.ContainsFunc(log, func(l string) bool { return strings.Contains(l, want) }) || slices.ContainsFunc(log, func(l string) bool { return strings.Contains(l, "not installed") }) {
+		t.Errorf("the log does not say %q alone: %q", want, log)
 	}
 }
 
