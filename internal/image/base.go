@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -250,7 +251,16 @@ func closest(desc *remote.Descriptor, p platform.Platform) (*v1.Descriptor, erro
 	if err != nil {
 		return nil, err
 	}
-	best := p.Closest(m.Manifests)
+	// An entry that names no platform is linux/amd64, as
+	// go-containerregistry (and nestedWithin) take it: asked for
+	// linux/amd64/v3, go-containerregistry would not take it at all.
+	ds := slices.Clone(m.Manifests)
+	for i := range ds {
+		if ds[i].Platform == nil {
+			ds[i].Platform = &v1.Platform{OS: "linux", Architecture: "amd64"}
+		}
+	}
+	best := p.Closest(ds)
 	if len(best) == 0 || !best[0].MediaType.IsImage() {
 		return nil, nil
 	}
