@@ -25,8 +25,10 @@ import (
 //
 // No writer makes any of these, so pallet takes what both records agree
 // on and refuses the rest: checkZipLayout walks the local files from the
-// start of the zip to its central directory, each following the last
-// with nothing between them but its data descriptor, and requires them
+// start of the zip (or the end of a self-extracting program before it,
+// which may hold no local header) to its central directory, each
+// following the last with nothing between them but its data descriptor,
+// and requires them
 // to be the directory's entries, each once, agreeing with it on name,
 // method, encryption, CRC and sizes. It costs reading each entry's local
 // header and descriptor, before anything is inflated.
