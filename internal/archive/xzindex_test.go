@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -140,5 +141,29 @@ func TestXzDeclaredPaddingReads(t *testing.T) {
 		if c.reads > 100 { // 41 for 1 MiB twice; 524,288 four bytes at a time
 			t.Errorf("%d bytes of padding: %d reads", pad, c.reads)
 		}
+	}
+}
+
+// TestXzDeclaredStreamsReads reads an xz file of 1 MiB of empty streams,
+// each 32 bytes, which the decoder passes at memory speed: xzDeclared
+// must not read each stream's footer, index and header apart (16 MiB of
+// them took 3.7 s so).
+func TestXzDeclaredStreamsReads(t *testing.T) {
+	empty := readFixture(t, "empty.xz")
+	data := concat(readFixture(t, "seq-blocks-crc32.xz"), bytes.Repeat(empty, (1<<20)/len(empty)))
+	c := &countingReaderAt{r: bytes.NewReader(data)}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	got, err := xzDeclared(c, int64(len(data)))
+	runtime.ReadMemStats(&after)
+	if want := int64(len(seqOutput())); err != nil || got != want {
+		t.Errorf("xzDeclared = %d, %v, want %d", got, err, want)
+	}
+	if c.reads > 100 { // 19 here; 98,000 and more a stream at a time
+		t.Errorf("%d reads", c.reads)
+	}
+	// A buffer of 4 KiB for each stream's 8-byte index was 128 MiB.
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 32<<20 {
+		t.Errorf("%d bytes allocated for %d streams", alloc, len(data)/len(empty))
 	}
 }

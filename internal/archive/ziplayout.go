@@ -355,38 +355,3 @@ func descriptorLen(r io.ReaderAt, off int64, f *zip.File) (int64, error) {
 	}
 	return 0, fmt.Errorf("its data descriptor, at offset %d, does not hold the CRC-32 and sizes the central directory gives it (%08x, %d and %d bytes)", off, f.CRC32, f.CompressedSize64, f.UncompressedSize64)
 }
-
-// windowReaderAt serves small reads from a window of the file around the
-// last one, read whole; larger reads go to the file.
-type windowReaderAt struct {
-	r   io.ReaderAt
-	buf []byte
-	off int64 // of buf[0]
-	n   int   // bytes of buf read
-	eof bool  // the file ends at off+n
-}
-
-const zipWindow = 64 << 10
-
-func (w *windowReaderAt) ReadAt(b []byte, off int64) (int, error) {
-	if len(b) > zipWindow/2 || off < 0 {
-		return w.r.ReadAt(b, off)
-	}
-	end := w.off + int64(w.n)
-	if off < w.off || off+int64(len(b)) > end && !(w.eof && off <= end) {
-		if w.buf == nil {
-			w.buf = make([]byte, zipWindow)
-		}
-		n, err := w.r.ReadAt(w.buf, off)
-		if err != nil && err != io.EOF {
-			w.n = 0
-			return 0, err
-		}
-		w.off, w.n, w.eof = off, n, err == io.EOF
-	}
-	k := copy(b, w.buf[off-w.off:w.n])
-	if k < len(b) {
-		return k, io.EOF
-	}
-	return k, nil
-}

@@ -304,27 +304,38 @@ func TestZipLocalSizes(t *testing.T) {
 
 // TestWindowReaderAt reads a file through windowReaderAt as through the
 // file itself: the same bytes and the same io.EOF, small reads and
-// large, forwards, backwards and past the end.
+// large, at random and walking from the end, past the end too, with
+// windows read forwards and backwards.
 func TestWindowReaderAt(t *testing.T) {
-	data := make([]byte, 3*zipWindow+17)
+	data := make([]byte, 3*windowSize+17)
 	for i := range data {
 		data[i] = byte(i * 7)
 	}
 	file := bytes.NewReader(data)
-	w := &windowReaderAt{r: file}
-	rng := rand.New(rand.NewPCG(1, 2))
-	for range 20000 {
-		size := rng.IntN(64)
-		if rng.IntN(100) == 0 {
-			size = zipWindow
-		}
-		off := rng.Int64N(int64(len(data)) + 100)
-		want := make([]byte, size)
-		wn, werr := file.ReadAt(want, off)
-		got := make([]byte, size)
-		gn, gerr := w.ReadAt(got, off)
-		if gn != wn || (gerr == nil) != (werr == nil) || !bytes.Equal(got[:gn], want[:wn]) {
-			t.Fatalf("ReadAt(%d bytes, %d) = %d, %v; the file gives %d, %v", size, off, gn, gerr, wn, werr)
+	for _, back := range []bool{false, true} {
+		w := &windowReaderAt{r: file, back: back}
+		rng := rand.New(rand.NewPCG(1, 2))
+		down := int64(len(data)) + 50
+		for i := range 20000 {
+			size := rng.IntN(64)
+			if rng.IntN(100) == 0 {
+				size = windowSize
+			}
+			off := rng.Int64N(int64(len(data)) + 100)
+			if i%2 == 1 {
+				// A walk from the end, as xzDeclared's.
+				if down -= int64(rng.IntN(200)); down < 0 {
+					down = int64(len(data)) + 50
+				}
+				off = down
+			}
+			want := make([]byte, size)
+			wn, werr := file.ReadAt(want, off)
+			got := make([]byte, size)
+			gn, gerr := w.ReadAt(got, off)
+			if gn != wn || (gerr == nil) != (werr == nil) || !bytes.Equal(got[:gn], want[:wn]) {
+				t.Fatalf("back %v: ReadAt(%d bytes, %d) = %d, %v; the file gives %d, %v", back, size, off, gn, gerr, wn, werr)
+			}
 		}
 	}
 }
