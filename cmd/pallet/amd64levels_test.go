@@ -1,7 +1,15 @@
 package main
 
 import (
+	"archive/tar"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -227,4 +235,118 @@ images:
 			t.Errorf("sbom --platform %s: no %s in\n%.400s", p, want, doc)
 		}
 	}
+}
+
+// What a recipe keys by linux/amd64 (a download's pin, a placement's
+// platforms, a config section) serves the x86-64 levels too, unless the
+// level is keyed itself; --platform linux/amd64 names that platform
+// alone, not the recipe's levels.
+func TestAmd64KeysServeLevels(t *testing.T) {
+	dir := t.TempDir()
+	bin := "an amd64 release binary\n"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, bin) }))
+	t.Cleanup(srv.Close)
+	sum := sha256.Sum256([]byte(bin))
+	writeFile(t, filepath.Join(dir, "v3.txt"), "for v3 alone\n")
+	recipe := filepath.Join(dir, "pallet.yaml")
+	writeFile(t, recipe, fmt.Sprintf(`version: 1
+artifacts:
+  tool:
+    url:
+      url: %s/tool-{{arch}}
+      sha256: {linux/amd64: %x, linux/arm64: %s}
+    licenses: none
+  v3:
+    local: {path: v3.txt}
+    licenses: none
+images:
+  app:
+    base: scratch
+    platforms: [linux/amd64, linux/amd64/v3, linux/arm64]
+    config:
+      for:
+        linux/amd64: {env: [LEVEL=any]}
+        linux/amd64/v3: {env: [LEVEL=v3]}
+    files:
+      - {artifact: tool, dest: /tool, platforms: [linux/amd64]}
+      - {artifact: v3, dest: /v3.txt, platforms: [linux/amd64/v3]}
+`, srv.URL, sum, strings.Repeat("0", 64)))
+	out := filepath.Join(t.TempDir(), "out")
+	mustPallet(t, "build", "-q", "-f", recipe, "--platform", "linux/amd64", "--platform", "linux/amd64/v3", "-o", "oci:"+out)
+	files := map[string][]string{}
+	env := map[string][]string{}
+	for plat, img := range imagesByPlatform(t, out) {
+		variant := strings.TrimPrefix(strings.TrimPrefix(plat, "linux/amd64"), "/")
+		cf, err := img.ConfigFile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		env[variant] = cf.Config.Env
+		rc := mutate.Extract(img)
+		tr := tar.NewReader(rc)
+		for {
+			h, err := tr.Next()
+			if err != nil {
+				break
+			}
+			if h.Typeflag == tar.TypeReg {
+				files[variant] = append(files[variant], h.Name)
+			}
+		}
+		rc.Close()
+		slices.Sort(files[variant])
+	}
+	if fmt.Sprint(files) != "map[:[tool] v3:[tool v3.txt]]" {
+		t.Errorf("files by level: %v, want the pinned tool in both and v3.txt in v3 alone", files)
+	}
+	if !slices.Contains(env[""], "LEVEL=any") || !slices.Contains(env["v3"], "LEVEL=v3") {
+		t.Errorf("config env by level: %v", env)
+	}
+	// --platform linux/amd64 builds that one image of the three.
+	one := filepath.Join(t.TempDir(), "out")
+	mustPallet(t, "build", "-q", "-f", recipe, "--platform", "linux/amd64", "-o", "oci:"+one)
+	if got := imagesByPlatform(t, one); len(got) != 1 || got["linux/amd64"] == nil {
+		t.Errorf("--platform linux/amd64 built %v, want linux/amd64 alone", slices.Sorted(maps.Keys(got)))
+	}
+}
+
+// imagesByPlatform are the images of the one image index in the layout at
+// dir, by platform ("linux/amd64/v3").
+func imagesByPlatform(t *testing.T, dir string) map[string]v1.Image {
+	t.Helper()
+	p, err := layout.FromPath(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, err := p.ImageIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm, err := top.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A single image stands in index.json itself; several in an index
+	// it names.
+	idx, im := top, tm
+	if tm.Manifests[0].MediaType.IsIndex() {
+		if idx, err = top.ImageIndex(tm.Manifests[0].Digest); err != nil {
+			t.Fatal(err)
+		}
+		if im, err = idx.IndexManifest(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := map[string]v1.Image{}
+	for _, d := range im.Manifests {
+		if d.Platform == nil || d.Platform.OS == "unknown" {
+			continue // an attestation
+		}
+		img, err := idx.Image(d.Digest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[d.Platform.String()] = img
+	}
+	return out
 }

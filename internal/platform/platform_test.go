@@ -208,3 +208,37 @@ func TestClosest(t *testing.T) {
 		}
 	}
 }
+
+// A recipe's "linux/amd64" names every x86-64 level, less specifically
+// than the level itself; a level names no other.
+func TestSelectorsOfAmd64Levels(t *testing.T) {
+	v3, _ := Parse("linux/amd64/v3")
+	plain, _ := Parse("linux/amd64")
+	arm, _ := Parse("linux/arm64")
+	for _, tc := range []struct {
+		p    Platform
+		sel  string
+		rank int
+		ok   bool
+	}{
+		{v3, "linux/amd64", 2, true},
+		{v3, "linux/amd64/v3", 3, true},
+		{v3, "linux/amd64/v2", 3, false},
+		{v3, "linux", 1, true},
+		{plain, "linux/amd64/v3", 3, false},
+		{plain, "linux/amd64", 2, true},
+		{plain, "linux/amd64/v1", 2, true},
+		{arm, "linux/amd64", 2, false},
+	} {
+		if rank, ok := tc.p.Selects(tc.sel); ok != tc.ok || ok && rank != tc.rank {
+			t.Errorf("%s selected by %q: %d %v, want %d %v", tc.p, tc.sel, rank, ok, tc.rank, tc.ok)
+		}
+	}
+	v2, _ := Parse("linux/amd64/v2")
+	m := map[string]string{"linux/amd64": "any level", "linux/amd64/v3": "v3", "linux": "linux"}
+	for p, want := range map[Platform]string{v3: "v3", v2: "any level", plain: "any level", arm: "linux"} {
+		if got, _ := Pick(m, p); got != want {
+			t.Errorf("Pick for %s: %q, want %q", p, got, want)
+		}
+	}
+}

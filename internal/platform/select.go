@@ -30,7 +30,11 @@ func ParseSelector(s string) error {
 }
 
 // Selects reports whether selector sel names p, and how specifically:
-// 0 for "", 1 for an OS, 2 for a platform.
+// 0 for "", 1 for an OS, 2 for a platform, 3 for an x86-64 level.
+// "linux/amd64" names linux/amd64/v2, v3 and v4 too: a download pinned,
+// a base or a C compiler chosen for amd64 serves every level, and an
+// image built for one places what an amd64 image does, unless the recipe
+// keys that level itself.
 func (p Platform) Selects(sel string) (specificity int, ok bool) {
 	switch {
 	case sel == "":
@@ -39,7 +43,13 @@ func (p Platform) Selects(sel string) (specificity int, ok bool) {
 		return 1, sel == p.OS
 	}
 	q, err := Parse(sel)
-	return 2, err == nil && q == p
+	switch {
+	case err != nil:
+		return 2, false
+	case q.Arch == "amd64" && q.Variant != "":
+		return 3, q == p
+	}
+	return 2, q == p || q.Arch == "amd64" && q.OS == p.OS && q.Arch == p.Arch
 }
 
 // SelectedBy reports whether any of sels names p; an empty list names

@@ -216,7 +216,20 @@ func selectImages(r *Recipe, only []string) ([]string, error) {
 // ("windows") or a platform; nil selects every platform.
 type platforms []string
 
-func (s platforms) has(p platform.Platform) bool { return s == nil || p.SelectedBy(s) }
+// A platform given names that platform alone: --platform linux/amd64
+// does not build a recipe's linux/amd64/v3 images too, as a recipe's
+// selector does (platform.Selects).
+func (s platforms) has(p platform.Platform) bool {
+	if s == nil {
+		return true
+	}
+	for _, sel := range s {
+		if !strings.Contains(sel, "/") && sel == p.OS || sel == p.String() {
+			return true
+		}
+	}
+	return false
+}
 
 func parsePlatforms(list []string) (platforms, error) {
 	if len(list) == 0 {
