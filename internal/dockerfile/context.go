@@ -27,7 +27,7 @@ type buildContext struct {
 	// resolves outside it is seen for what it is.
 	dir string
 	// ignore holds the .dockerignore patterns; nil without any.
-	ignore     *patternmatcher.PatternMatcher
+	ignore     *patterns
 	ignoreFile string
 }
 
@@ -64,7 +64,7 @@ func openContext(dir, dockerfile string) (*buildContext, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", f, err)
 		}
-		if c.ignore, err = patternmatcher.New(patterns); err != nil {
+		if c.ignore, err = newPatterns(patterns); err != nil {
 			return nil, fmt.Errorf("%s: %w", f, err)
 		}
 		c.ignoreFile = f
@@ -88,7 +88,8 @@ func (c *buildContext) ignored(p string) (bool, error) {
 	if c.ignore == nil || r == "." {
 		return false, nil
 	}
-	return c.ignore.MatchesOrParentMatches(r)
+	out, _, err := c.ignore.match(r)
+	return out, err
 }
 
 // leavesOut says whether the ignore file leaves the absolute path p out of
@@ -124,7 +125,7 @@ type filter struct {
 	// exclBase is the directory the --exclude patterns are relative to.
 	exclBase string
 	exclRaw  []string
-	exclude  *patternmatcher.PatternMatcher
+	exclude  *patterns
 	// omit holds absolute host paths, sorted.
 	omit []string
 	// keep, when set, holds the only absolute host paths kept (sorted),
@@ -149,7 +150,7 @@ func newFilter(ctx *buildContext, base string, exclude []string) (*filter, error
 	f := &filter{ctx: ctx, exclBase: base, exclRaw: exclude}
 	if len(exclude) > 0 {
 		var err error
-		if f.exclude, err = patternmatcher.New(exclude); err != nil {
+		if f.exclude, err = newPatterns(exclude); err != nil {
 			return nil, fmt.Errorf("--exclude: %w", err)
 		}
 	}
@@ -180,13 +181,8 @@ func (f *filter) id() string {
 
 // skip says whether p is left out.
 func (f *filter) skip(p string) (bool, error) {
-	if _, ok := slices.BinarySearch(f.omit, p); ok {
+	if f.omitted(p) {
 		return true, nil
-	}
-	if f.keep != nil {
-		if _, ok := slices.BinarySearch(f.keep, p); !ok {
-			return true, nil
-		}
 	}
 	if f.ctx != nil {
 		if out, err := f.ctx.ignored(p); out || err != nil {
@@ -201,15 +197,133 @@ func (f *filter) skip(p string) (bool, error) {
 		if r == "." {
 			r = filepath.Base(p)
 		}
-		return f.exclude.MatchesOrParentMatches(filepath.ToSlash(r))
+		out, _, err := f.exclude.match(filepath.ToSlash(r))
+		return out, err
 	}
 	return false, nil
+}
+
+// omitted says whether p is left out whatever the patterns say: replaced
+// later in its stage, or not one of the files kept.
+func (f *filter) omitted(p string) bool {
+	if _, ok := slices.BinarySearch(f.omit, p); ok {
+		return true
+	}
+	if f.keep != nil {
+		if _, ok := slices.BinarySearch(f.keep, p); !ok {
+			return true
+		}
+	}
+	return false
 }
 
 // mayReinclude says whether an entry under a skipped directory can still
 // be kept ("!" patterns), so that the walk must go on into it.
 func (f *filter) mayReinclude() bool {
-	return (f.ctx != nil && f.ctx.ignore != nil && f.ctx.ignore.Exclusions()) || (f.exclude != nil && f.exclude.Exclusions())
+	return (f.ctx != nil && f.ctx.ignore != nil && f.ctx.ignore.pm.Exclusions()) || (f.exclude != nil && f.exclude.pm.Exclusions())
+}
+
+// walk is a filter's state along a walk of one directory: what the
+// patterns said of each directory the walk is in, which its entries are
+// matched from (patterns.next), as BuildKit's own walks do.
+type walk struct {
+	f *filter
+	// dirs holds the directories the walk is in, the root first.
+	dirs []walkDir
+}
+
+type walkDir struct {
+	// prefix is the directory's path and a separator: what the paths
+	// inside it begin with.
+	prefix string
+	// ignRel and exclRel are its path from the context and from the
+	// --exclude base, slash-separated; ign and excl what the patterns
+	// said of it.
+	ignRel, exclRel string
+	ign, excl       patternmatcher.MatchInfo
+}
+
+// walk starts a walk of root: the patterns are asked of root's own path
+// once, through each directory above it, so that its entries are then
+// matched from it.
+func (f *filter) walk(root string) (*walk, error) {
+	d := walkDir{prefix: root + string(filepath.Separator)}
+	if f.ctx != nil && f.ctx.ignore != nil {
+		if d.ignRel = f.ctx.rel(root); d.ignRel != "." {
+			var err error
+			if _, d.ign, err = f.ctx.ignore.match(d.ignRel); err != nil {
+				return nil, fmt.Errorf("%s: %w", f.ctx.ignoreFile, err)
+			}
+		}
+	}
+	if f.exclude != nil {
+		r, err := filepath.Rel(f.exclBase, root)
+		if err != nil {
+			return nil, err
+		}
+		// The source itself is not matched: BuildKit's copier matches
+		// only what is inside it.
+		if d.exclRel = filepath.ToSlash(r); d.exclRel != "." {
+			if _, d.excl, err = f.exclude.match(d.exclRel); err != nil {
+				return nil, fmt.Errorf("--exclude: %w", err)
+			}
+		}
+	}
+	return &walk{f: f, dirs: []walkDir{d}}, nil
+}
+
+// visit says whether the walk's next entry p, named name, is left out
+// (as skip would say), and for a directory left out whether nothing in it
+// can be kept, so that the walk need not go into it.
+func (w *walk) visit(p, name string, dir bool) (out, skipDir bool, err error) {
+	for len(w.dirs) > 1 && !strings.HasPrefix(p, w.dirs[len(w.dirs)-1].prefix) {
+		w.dirs = w.dirs[:len(w.dirs)-1]
+	}
+	parent := &w.dirs[len(w.dirs)-1]
+	f := w.f
+	omitted := f.omitted(p)
+	// A directory is matched even when left out: what is inside it is
+	// matched from it, should the walk go in.
+	ask := dir || !omitted
+	d := walkDir{prefix: p + string(filepath.Separator)}
+	var ignored, excluded bool
+	if f.ctx != nil && f.ctx.ignore != nil && ask {
+		d.ignRel = joinRel(parent.ignRel, name)
+		if ignored, d.ign, err = f.ctx.ignore.next(d.ignRel, parent.ign); err != nil {
+			return false, false, fmt.Errorf("%s: %w", f.ctx.ignoreFile, err)
+		}
+	}
+	// An ignored file is left out whatever --exclude says of it.
+	if f.exclude != nil && ask && (dir || !ignored) {
+		d.exclRel = joinRel(parent.exclRel, name)
+		if excluded, d.excl, err = f.exclude.next(d.exclRel, parent.excl); err != nil {
+			return false, false, fmt.Errorf("--exclude: %w", err)
+		}
+	}
+	if dir {
+		w.dirs = append(w.dirs, d)
+	}
+	switch {
+	case omitted:
+		return true, dir && !f.mayReinclude(), nil
+	case ignored || excluded:
+		// What BuildKit skips: a directory nothing inside of which a
+		// "!" pattern can take back (patterns.mayTakeBack). An ignored
+		// entry is out whatever --exclude says, and an excluded one
+		// whatever the ignore file says.
+		skipDir = dir && ((ignored && !f.ctx.ignore.mayTakeBack(d.ignRel)) || (excluded && !f.exclude.mayTakeBack(d.exclRel)))
+		return true, skipDir, nil
+	}
+	return false, false, nil
+}
+
+// joinRel is entry name of the directory dir, both slash-separated
+// relative paths.
+func joinRel(dir, name string) string {
+	if dir == "." {
+		return name
+	}
+	return dir + "/" + name
 }
 
 // entry is one kept path of a scanned directory.
@@ -224,22 +338,26 @@ type entry struct {
 // scan lists what of directory root the filter keeps, in walk order, and
 // says whether anything was left out.
 func scan(root string, f *filter) ([]entry, bool, error) {
+	w, err := f.walk(root)
+	if err != nil {
+		return nil, false, err
+	}
 	var out []entry
 	filtered := false
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		if p == root {
 			return nil
 		}
-		out1, err := f.skip(p)
+		out1, skipDir, err := w.visit(p, d.Name(), d.IsDir())
 		if err != nil {
 			return err
 		}
 		if out1 {
 			filtered = true
-			if d.IsDir() && !f.mayReinclude() {
+			if skipDir {
 				return filepath.SkipDir
 			}
 			return nil
