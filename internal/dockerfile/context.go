@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/moby/patternmatcher"
 	"github.com/moby/patternmatcher/ignorefile"
 
 	"github.com/pallet-dev/pallet/internal/bounded"
@@ -240,7 +239,7 @@ type walkDir struct {
 	// --exclude base, slash-separated; ign and excl what the patterns
 	// said of it.
 	ignRel, exclRel string
-	ign, excl       patternmatcher.MatchInfo
+	ign, excl       dirMatch
 }
 
 // walk starts a walk of root: the patterns are asked of root's own path
@@ -289,14 +288,14 @@ func (w *walk) visit(p, name string, dir bool) (out, skipDir bool, err error) {
 	var ignored, excluded bool
 	if f.ctx != nil && f.ctx.ignore != nil && ask {
 		d.ignRel = joinRel(parent.ignRel, name)
-		if ignored, d.ign, err = f.ctx.ignore.next(d.ignRel, parent.ign); err != nil {
+		if ignored, d.ign, err = f.ctx.ignore.next(d.ignRel, parent.ign, dir); err != nil {
 			return false, false, fmt.Errorf("%s: %w", f.ctx.ignoreFile, err)
 		}
 	}
 	// An ignored file is left out whatever --exclude says of it.
 	if f.exclude != nil && ask && (dir || !ignored) {
 		d.exclRel = joinRel(parent.exclRel, name)
-		if excluded, d.excl, err = f.exclude.next(d.exclRel, parent.excl); err != nil {
+		if excluded, d.excl, err = f.exclude.next(d.exclRel, parent.excl, dir); err != nil {
 			return false, false, fmt.Errorf("--exclude: %w", err)
 		}
 	}

@@ -3,6 +3,7 @@ package dockerfile
 import (
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/moby/patternmatcher"
 )
@@ -22,12 +23,39 @@ import (
 // "!a", a/x is left out (BuildKit) where MatchesOrParentMatches keeps it.
 type patterns struct {
 	pm *patternmatcher.PatternMatcher
+	// each holds the patterns one by one, to be asked in
+	// MatchesUsingParentResults's order by pallet (next) with a test
+	// before each that costs less than the match; nil when a pattern
+	// cannot be asked alone, and pm is asked.
+	each []pattern
 	// exceptions holds the "!" patterns, each without a trailing "/*" or
 	// "/**", when none has another wildcard (wild is false): a directory
 	// left out can then hold a path taken back only if one of them names
 	// a path inside it, as fsutil decides to skip one.
 	exceptions []string
 	wild       bool
+}
+
+// pattern is one pattern of a set, alone.
+type pattern struct {
+	exclusion bool
+	// alone is the pattern as the only one of a matcher, without its
+	// "!": what patternmatcher's unexported Pattern.match says of a path
+	// is then what alone's MatchesUsingParentResult says of it.
+	alone *patternmatcher.PatternMatcher
+	// literals are parts of the pattern a path it matches holds as
+	// they are (the runs between its "*" and "?"); none when that is not
+	// known (a class, an escape, an exact, prefix or suffix pattern,
+	// which are cheap to match anyway).
+	literals []string
+}
+
+// dirMatch is what the patterns found for a directory, which its
+// entries are matched from; the zero dirMatch is nothing found, as for
+// the top.
+type dirMatch struct {
+	info patternmatcher.MatchInfo // when pm was asked
+	bits []bool                   // when each was: which patterns matched
 }
 
 func newPatterns(list []string) (*patterns, error) {
@@ -52,29 +80,123 @@ func newPatterns(list []string) (*patterns, error) {
 		}
 		ps.exceptions = append(ps.exceptions, s)
 	}
+	ps.each, err = alone(pm)
+	if err != nil {
+		return nil, err
+	}
 	return ps, nil
 }
 
-// next matches rel, an entry of the directory that parent was found for
-// (the zero MatchInfo for an entry at the top); the MatchInfo it returns
-// is what rel's own entries are matched from. rel is slash-separated.
-func (ps *patterns) next(rel string, parent patternmatcher.MatchInfo) (bool, patternmatcher.MatchInfo, error) {
-	return ps.pm.MatchesUsingParentResults(rel, parent)
+// alone makes pm's patterns each a matcher of its own, or returns nil
+// when one is not the same pattern alone: patternmatcher.New trims and
+// reads a leading "!" again, so " a" (from "! a") or "!a" (from "!!a")
+// would change.
+func alone(pm *patternmatcher.PatternMatcher) ([]pattern, error) {
+	if filepath.Separator != '/' {
+		return nil, nil
+	}
+	var each []pattern
+	for _, p := range pm.Patterns() {
+		one, err := patternmatcher.New([]string{p.String()})
+		if err != nil {
+			return nil, err
+		}
+		if q := one.Patterns(); len(q) != 1 || q[0].Exclusion() || q[0].String() != p.String() {
+			return nil, nil
+		}
+		each = append(each, pattern{exclusion: p.Exclusion(), alone: one, literals: literals(p.String())})
+	}
+	return each, nil
+}
+
+// literals returns the runs of p between its "*" and "?", which
+// patternmatcher makes a regular expression of where each character of
+// them stands for itself: a path p matches holds each. It returns none
+// for a pattern with a class, an escape or a "^" (which would stand for
+// more than itself), or one patternmatcher matches without a regular
+// expression.
+func literals(p string) []string {
+	if !strings.ContainsAny(p, "*?") || strings.ContainsAny(p, "[]\\^\x00") || !utf8.ValidString(p) {
+		return nil
+	}
+	if rest, ok := strings.CutPrefix(p, "**"); ok && !strings.ContainsAny(rest, "*?") {
+		return nil // a suffix
+	}
+	if rest, ok := strings.CutSuffix(p, "**"); ok && !strings.ContainsAny(rest, "*?") {
+		return nil // a prefix
+	}
+	var out []string
+	for _, run := range strings.FieldsFunc(p, func(r rune) bool { return r == '*' || r == '?' }) {
+		// The separator after "**" is optional ("**/a" matches "a").
+		if run = strings.TrimLeft(run, "/"); run != "" {
+			out = append(out, run)
+		}
+	}
+	return out
+}
+
+// next matches rel, an entry of the directory parent was found for (the
+// zero dirMatch for an entry at the top: below it, an entry comes with
+// its directory's, or the walk starts with match); what it returns for
+// rel is what rel's own entries are matched from, when dir says there
+// are any. rel is slash-separated.
+func (ps *patterns) next(rel string, parent dirMatch, dir bool) (bool, dirMatch, error) {
+	if ps.each == nil {
+		m, info, err := ps.pm.MatchesUsingParentResults(rel, parent.info)
+		return m, dirMatch{info: info}, err
+	}
+	// MatchesUsingParentResults, pattern by pattern.
+	var bits []bool
+	if dir {
+		bits = make([]bool, len(ps.each))
+	}
+	matched := false
+	for i := range ps.each {
+		p := &ps.each[i]
+		match := parent.bits != nil && parent.bits[i]
+		if !match {
+			if p.exclusion != matched {
+				continue
+			}
+			var err error
+			if match, err = p.match(rel); err != nil {
+				return false, dirMatch{}, err
+			}
+		}
+		if bits != nil {
+			bits[i] = match
+		}
+		if match {
+			matched = !p.exclusion
+		}
+	}
+	return matched, dirMatch{bits: bits}, nil
+}
+
+// match says whether the pattern alone matches rel.
+func (p *pattern) match(rel string) (bool, error) {
+	for _, l := range p.literals {
+		if !strings.Contains(rel, l) {
+			return false, nil
+		}
+	}
+	//lint:ignore SA1019 with one pattern and no parent matched, this is Pattern.match, which is not exported; its fault (buildx#850) is in the parents.
+	return p.alone.MatchesUsingParentResult(rel, false)
 }
 
 // match matches rel as BuildKit's walk reaches it: through each directory
 // above it, from the top.
-func (ps *patterns) match(rel string) (bool, patternmatcher.MatchInfo, error) {
-	var info patternmatcher.MatchInfo
+func (ps *patterns) match(rel string) (bool, dirMatch, error) {
+	var d dirMatch
 	for i := 0; ; i++ {
 		j := strings.IndexByte(rel[i:], '/')
 		if j < 0 {
-			return ps.pm.MatchesUsingParentResults(rel, info)
+			return ps.next(rel, d, true)
 		}
 		i += j
 		var err error
-		if _, info, err = ps.pm.MatchesUsingParentResults(rel[:i], info); err != nil {
-			return false, info, err
+		if _, d, err = ps.next(rel[:i], d, true); err != nil {
+			return false, d, err
 		}
 	}
 }
