@@ -17,7 +17,6 @@ import (
 	"github.com/pallet-dev/pallet/internal/bounded"
 	"github.com/pallet-dev/pallet/internal/tempfile"
 	"github.com/pallet-dev/pallet/internal/transfer"
-	"github.com/pallet-dev/pallet/internal/tree"
 )
 
 // MismatchError reports a download whose content is not what the recipe pinned.
@@ -104,7 +103,7 @@ func copyVerified(src, want, dst string) error {
 	if info, err := in.Stat(); err != nil {
 		return err
 	} else if !info.Mode().IsRegular() {
-		return fmt.Errorf("%s is a %s, not a file", src, tree.TypeName(info.Mode()))
+		return fmt.Errorf("%s is %s, not a file", src, bounded.TypeName(info.Mode()))
 	}
 	tmp, err := tempfile.Create(filepath.Dir(dst), ".mirror-*")
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+
+	"github.com/pallet-dev/pallet/internal/bounded"
 )
 
 // FromDir builds a tree from a directory on disk. Modes are normalized and
@@ -179,7 +181,7 @@ func (j *dirJob) list() (backslash bool, err error) {
 			}
 			if !mode.IsRegular() {
 				// Replaced since the directory was read.
-				return false, fmt.Errorf("%s: changed from a regular file to a %s while being read", p, TypeName(mode))
+				return false, fmt.Errorf("%s: changed from a regular file to %s while being read", p, bounded.TypeName(mode))
 			}
 			e.Kind, e.Mode, e.Source, e.Size, e.Stamp = File, NormalMode(mode), p, st.Size, st
 		default:

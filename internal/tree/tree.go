@@ -16,6 +16,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/pallet-dev/pallet/internal/bounded"
 )
 
 // Kind is the type of a tree entry.
@@ -43,28 +45,7 @@ func (k Kind) String() string {
 // holds: a device, a pipe or a socket has no content to hash or place
 // (/dev/zero would be read for ever).
 func Unplaceable(path string, m fs.FileMode) error {
-	return fmt.Errorf("%s is a %s: only files, directories and symlinks can be placed", path, TypeName(m))
-}
-
-// TypeName names a file type as the errors about it say it.
-func TypeName(m fs.FileMode) string {
-	switch {
-	case m.IsRegular():
-		return "regular file"
-	case m.IsDir():
-		return "directory"
-	case m&fs.ModeSymlink != 0:
-		return "symlink"
-	case m&fs.ModeCharDevice != 0:
-		return "character device"
-	case m&fs.ModeDevice != 0:
-		return "block device"
-	case m&fs.ModeNamedPipe != 0:
-		return "named pipe"
-	case m&fs.ModeSocket != 0:
-		return "socket"
-	}
-	return "special file"
+	return fmt.Errorf("%s is %s: only files, directories and symlinks can be placed", path, bounded.TypeName(m))
 }
 
 // Entry is one path in a tree.

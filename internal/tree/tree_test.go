@@ -2,7 +2,6 @@ package tree
 
 import (
 	"fmt"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -386,23 +385,6 @@ func TestLookupsWhileWalking(t *testing.T) {
 			})
 		}
 		wg.Wait()
-	}
-}
-
-func TestTypeName(t *testing.T) {
-	for m, want := range map[fs.FileMode]string{
-		0o644:                             "regular file",
-		fs.ModeDir | 0o755:                "directory",
-		fs.ModeSymlink:                    "symlink",
-		fs.ModeDevice | fs.ModeCharDevice: "character device",
-		fs.ModeDevice:                     "block device",
-		fs.ModeNamedPipe:                  "named pipe",
-		fs.ModeSocket:                     "socket",
-		fs.ModeIrregular:                  "special file",
-	} {
-		if got := TypeName(m); got != want {
-			t.Errorf("TypeName(%v) = %q, want %q", m, got, want)
-		}
 	}
 }
 
