@@ -1,7 +1,6 @@
 package output
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -11,7 +10,6 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -89,37 +87,7 @@ func TestKilledUpdateLeavesNoStrays(t *testing.T) {
 
 			cmd := exec.Command(os.Args[0], "-test.run=^TestLayoutUpdateProcess$")
 			cmd.Env = append(os.Environ(), "PALLET_TEST_LAYOUT_DIR="+dir, "PALLET_TEST_LAYOUT_STOP="+stop)
-			out, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			cmd.Stderr = os.Stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			stopped := make(chan bool, 1)
-			go func() {
-				s := bufio.NewScanner(out)
-				for s.Scan() {
-					if s.Text() == "stopped" {
-						stopped <- true
-						return
-					}
-				}
-				stopped <- false
-			}()
-			select {
-			case ok := <-stopped:
-				if !ok {
-					cmd.Wait()
-					t.Fatal("the update ended before it reached the index")
-				}
-			case <-time.After(30 * time.Second):
-				cmd.Process.Kill()
-				t.Fatal("the update never reached the index")
-			}
-			cmd.Process.Kill()
-			cmd.Wait()
+			killWhenSaid(t, cmd, "stopped")
 
 			write()
 			named := map[string]bool{}
