@@ -233,7 +233,7 @@ func (r *Resolver) fromRegistry(ctx context.Context, ref string, p platform.Plat
 	if r.Blobs == nil {
 		return img, nil
 	}
-	return &storedImage{Image: img, store: r.Blobs, ref: nref}, nil
+	return &storedImage{Image: img, store: r.Blobs, ref: nref, ctx: ctx}, nil
 }
 
 // closest returns, for an amd64 platform, the image of a registry index

@@ -1,6 +1,7 @@
 package image
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -42,6 +43,10 @@ type storedImage struct {
 	v1.Image
 	store BlobStore
 	ref   name.Reference
+	// ctx is the build's, which the remote image's requests carry
+	// already: a blob fetched again waits out its backoff on it, so
+	// that an interrupted build stops at once rather than after it.
+	ctx context.Context
 }
 
 func (s *storedImage) Layers() ([]v1.Layer, error) {
@@ -82,7 +87,7 @@ func (s *storedImage) wrap(l v1.Layer) (v1.Layer, error) {
 	if !mt.IsDistributable() {
 		return l, nil // foreign: never fetched, so never stored
 	}
-	stored, err := partial.CompressedToLayer(&storedBlob{remote: l, store: s.store})
+	stored, err := partial.CompressedToLayer(&storedBlob{remote: l, store: s.store, ctx: s.ctx})
 	if err != nil {
 		return nil, err
 	}
@@ -93,6 +98,7 @@ func (s *storedImage) wrap(l v1.Layer) (v1.Layer, error) {
 type storedBlob struct {
 	remote v1.Layer
 	store  BlobStore
+	ctx    context.Context
 }
 
 func (b *storedBlob) Digest() (v1.Hash, error)            { return b.remote.Digest() }
@@ -172,7 +178,13 @@ func (b *storedBlob) fetch(sum string) error {
 		if attempt > fetchRetries {
 			return fmt.Errorf("%w (gave up after %d attempts)", err, attempt)
 		}
-		time.Sleep(wait)
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-b.ctx.Done():
+			t.Stop()
+			return b.ctx.Err()
+		}
 		wait *= 2
 	}
 }

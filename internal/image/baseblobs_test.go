@@ -3,6 +3,7 @@ package image
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -202,39 +203,7 @@ func TestBaseBlobBrokenOffIsFetchedAgain(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var gets atomic.Int64
-			reg := testregistry.Start(t, func(h http.Handler) http.Handler {
-				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-					if r.Method != http.MethodGet || !strings.Contains(r.URL.Path, "/blobs/") {
-						h.ServeHTTP(w, r)
-						return
-					}
-					rec := httptest.NewRecorder()
-					h.ServeHTTP(rec, r)
-					body := rec.Body.Bytes()
-					if len(body) < 64<<10 {
-						w.WriteHeader(rec.Code)
-						w.Write(body) // the config
-						return
-					}
-					n := gets.Add(1)
-					w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-					switch {
-					case n <= c.breaks:
-						w.Write(body[:len(body)/2])
-						conn, _, err := http.NewResponseController(w).Hijack()
-						if err != nil {
-							panic(err)
-						}
-						conn.Close()
-					case c.corrupt:
-						body = bytes.Clone(body)
-						body[len(body)/2] ^= 0xff
-						w.Write(body)
-					default:
-						w.Write(body)
-					}
-				})
-			})
+			reg := testregistry.Start(t, breakingLayers(&gets, c.breaks, c.corrupt))
 			ref := pushRandomBase(t, reg.Host)
 			cc, err := cache.Open(t.TempDir())
 			if err != nil {
@@ -251,5 +220,91 @@ func TestBaseBlobBrokenOffIsFetchedAgain(t *testing.T) {
 				t.Errorf("the layer was fetched %d times, want %d", got, c.wantGets)
 			}
 		})
+	}
+}
+
+// breakingLayers wraps a registry so that the first breaks GETs of a
+// layer blob (the config, smaller, passes) are cut off half-way by a
+// closed connection, and, with corrupt, the rest carry one byte flipped.
+// gets counts the layer GETs.
+func breakingLayers(gets *atomic.Int64, breaks int64, corrupt bool) func(http.Handler) http.Handler {
+	return func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodGet || !strings.Contains(r.URL.Path, "/blobs/") {
+				h.ServeHTTP(w, r)
+				return
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, r)
+			body := rec.Body.Bytes()
+			if len(body) < 64<<10 {
+				w.WriteHeader(rec.Code)
+				w.Write(body) // the config
+				return
+			}
+			n := gets.Add(1)
+			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+			switch {
+			case n <= breaks:
+				w.Write(body[:len(body)/2])
+				conn, _, err := http.NewResponseController(w).Hijack()
+				if err != nil {
+					panic(err)
+				}
+				conn.Close()
+			case corrupt:
+				body = bytes.Clone(body)
+				body[len(body)/2] ^= 0xff
+				w.Write(body)
+			default:
+				w.Write(body)
+			}
+		})
+	}
+}
+
+// A build interrupted while a broken-off base layer waits to be fetched
+// again stops at once, not after the backoff: the wait is on the
+// build's context.
+func TestBaseBlobRefetchStopsWhenInterrupted(t *testing.T) {
+	defer func(b time.Duration) { fetchBackoff = b }(fetchBackoff)
+	fetchBackoff = 30 * time.Second
+	var gets atomic.Int64
+	reg := testregistry.Start(t, breakingLayers(&gets, 100, false))
+	ref := pushRandomBase(t, reg.Host)
+	c, err := cache.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	img, err := (&Resolver{Blobs: c}).Base(ctx, ref, linuxAMD64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Cancelled once the first GET was cut off and its reader has had
+	// time to see so: the fetch is then in its backoff.
+	go func() {
+		for gets.Load() == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(200 * time.Millisecond)
+		cancel()
+	}()
+	start := time.Now()
+	_, err = readAll(ls[0])
+	took := time.Since(start)
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("reading the layer after the build was interrupted: %v, want context.Canceled", err)
+	}
+	if took > 10*time.Second {
+		t.Errorf("the read returned %s after it began, past the interruption; the backoff was waited out", took.Round(time.Millisecond))
+	}
+	if n := gets.Load(); n != 1 {
+		t.Errorf("the layer was fetched %d times, want 1", n)
 	}
 }
