@@ -34,7 +34,8 @@ const earlyJobs = 4
 // from the cache overlaps the checks that precede it. A blob already in
 // the repository is not sent again (go-containerregistry asks first); a
 // failed early upload is left for Write, which uploads what is missing
-// and says what fails. No manifest or tag is written early: a build that
+// and says what fails, but for one the registry stalled through its
+// retries, which Write reports at once (pushSession.tripped). No manifest or tag is written early: a build that
 // fails leaves at most blobs no tag points at.
 type early struct {
 	once   sync.Once
@@ -99,6 +100,7 @@ func (r *Registry) Prepare(ctx context.Context, repository string, tags []string
 			return
 		}
 		if err := remote.WriteLayer(repo, e.session.hints.layer(l), e.session.with(e.uploads)...); err != nil {
+			e.session.trip(err, d)
 			e.stop()
 		}
 	}()

@@ -2,10 +2,12 @@ package output
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -230,6 +232,53 @@ type pushSession struct {
 	// hints are all the hints (remembered ones overridden by this Write's);
 	// pushed are this Write's alone, remembered those Sources gave.
 	hints, pushed, remembered mountHints
+
+	// mu guards stall and stallBlob, which the early uploads set from
+	// their goroutines.
+	mu sync.Mutex
+	// stall is the first error of the push, early uploads included,
+	// that a stall of the registry ended after go-containerregistry's
+	// retries; stallBlob the blob that call uploaded (zero for another
+	// call). See tripped.
+	stall     error
+	stallBlob v1.Hash
+}
+
+// trip remembers err if a stall ended it, the call having uploaded
+// blob (zero if none).
+func (s *pushSession) trip(err error, blob v1.Hash) {
+	var se *regauth.StallError
+	if !errors.As(err, &se) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stall == nil {
+		s.stall, s.stallBlob = err, blob
+	}
+}
+
+// tripped is the error every later step of the push fails with, at
+// once, once one call stalled through its retries: a registry that
+// stalls one request most likely stalls the next, and each blob or step
+// tried again cost another stall timeout per try and the backoff (a
+// registry stalling every HEAD held a push 20 s at --stall-timeout 2s,
+// over 6 minutes at the default: the early uploads stopped at their
+// first failure, then Write tried every blob again; 10 s now). A
+// registry that stalls and then answers within the retries, or that is
+// merely slow (bytes keep coming), never trips it. notes name im's
+// blobs.
+func (s *pushSession) tripped(notes map[v1.Hash]string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stall == nil {
+		return nil
+	}
+	err := fmt.Errorf("%w (the registry stalled past its retries; pallet sent it nothing more)", s.stall)
+	if s.stallBlob.Hex != "" {
+		err = fmt.Errorf("upload %s%s: %w", s.stallBlob, about(notes, s.stallBlob), err)
+	}
+	return err
 }
 
 func (r *Registry) session(ctx context.Context) (*pushSession, error) {
@@ -282,10 +331,15 @@ func (s *pushSession) newPusher() error {
 // A push that used a remembered repository and failed is tried again with
 // this Write's own hints only, and a new pusher, since the old one would
 // ask for the refused scope again whenever it renews a token; one that
-// used none is not, so wrong credentials are not tried twice.
+// used none is not, so wrong credentials are not tried twice, nor is one
+// that stalled (tripped).
 func (s *pushSession) push(ref name.Reference, im Image) error {
+	if err := s.tripped(im.About); err != nil {
+		return err
+	}
 	err := s.write(ref, im, s.hints)
-	if err != nil && s.usesRemembered(im) {
+	s.trip(err, v1.Hash{})
+	if err != nil && s.tripped(nil) == nil && s.usesRemembered(im) {
 		s.hints, s.remembered = maps.Clone(s.pushed), mountHints{}
 		if perr := s.newPusher(); perr != nil {
 			return perr
