@@ -60,7 +60,9 @@ func (r *Registry) String() string { return "registry:" + r.Ref }
 // retried (remote.WithRetryBackoff and remote.WithRetryStatusCodes tune
 // that). With a PREFIX/ several images go to several repositories of one
 // registry: a blob already pushed for an earlier image is mounted from that
-// repository instead of being uploaded again.
+// repository instead of being uploaded again. A registry that stalled
+// through the retries of one request gets no further request
+// (pushSession.tripped).
 func (r *Registry) Write(ctx context.Context, images []Image) error {
 	return regauth.Redact(r.write(ctx, images))
 }
