@@ -214,34 +214,21 @@ func (f *Fetcher) download(ctx context.Context, rawURL, want, file string, lim t
 		return "", fmt.Errorf("download %s: credentials: %w", redactURL(rawURL), err)
 	}
 	client := withRedirectPolicy(f.authClient(creds, rawURL))
-	wait := f.Backoff
-	for attempt := 1; ; attempt++ {
-		got, err := f.downloadOnce(ctx, client, creds, rawURL, want, file, lim)
+	var got string
+	err = transfer.Retry(ctx, f.Retries, f.Backoff, func() (err error) {
+		got, err = f.downloadOnce(ctx, client, creds, rawURL, want, file, lim)
+		return err
+	}, func(err error) bool {
 		var p permanent
-		switch {
-		case err == nil:
-			return got, nil
-		case errors.As(err, &p):
-			return "", p.error
-		case ctx.Err() != nil:
-			return "", err
-		case attempt > f.Retries:
-			if attempt > 1 {
-				// Without the count, the last error reads like a one-off
-				// failure rather than one that outlasted every retry.
-				return "", fmt.Errorf("%w (gave up after %d attempts)", err, attempt)
-			}
-			return "", err
-		}
+		return !errors.As(err, &p)
+	}, func(err error, wait time.Duration) {
 		// err already names the URL.
 		f.Log("%v; retrying in %s", err, wait)
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-			return "", ctx.Err()
-		}
-		wait *= 2
+	})
+	if p := (permanent{}); errors.As(err, &p) {
+		return "", p.error
 	}
+	return got, err
 }
 
 func (f *Fetcher) downloadOnce(ctx context.Context, client *http.Client, creds *httpCreds, rawURL, want, file string, lim transfer.Limits) (string, error) {

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/pallet-dev/pallet/internal/transfer"
 )
 
 // BlobStore keeps blobs by sha256 on disk (pallet's cache does).
@@ -169,24 +170,7 @@ var (
 // put in is the one the manifest names; a wrong one, a stalled one (the
 // watchdog's bound on time) or a disk that fails is not fetched again.
 func (b *storedBlob) fetch(sum string) error {
-	wait := fetchBackoff
-	for attempt := 1; ; attempt++ {
-		err := b.fetchOnce(sum)
-		if err == nil || !brokenOff(err) {
-			return err
-		}
-		if attempt > fetchRetries {
-			return fmt.Errorf("%w (gave up after %d attempts)", err, attempt)
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-b.ctx.Done():
-			t.Stop()
-			return b.ctx.Err()
-		}
-		wait *= 2
-	}
+	return transfer.Retry(b.ctx, fetchRetries, fetchBackoff, func() error { return b.fetchOnce(sum) }, brokenOff, nil)
 }
 
 // brokenOff says whether err is a body that ended before its length or
