@@ -234,10 +234,9 @@ func (f *Fetcher) runGo(ctx context.Context, r *Request, g *Go, run goRun) (*Res
 	// Which toolchain the build uses, and its GOROOT (where its licence
 	// is, Result.GoRoot), are asked while it runs, not after: go env
 	// takes 4-6 ms on an idle machine and 10-30 ms on a busy one, which
-	// would otherwise add to every build.
-	// Both see the same directory and environment, so the same
-	// toolchain; it is waited for even when the build fails, so that no
-	// go command outlives this one.
+	// would otherwise add to every build. Both see the same directory
+	// and environment, so the same toolchain; it is waited for even when
+	// the build fails, so that no go command outlives this one.
 	version := make(chan versionOrErr, 1)
 	if run.versionFromBinary {
 		version <- versionOrErr{}

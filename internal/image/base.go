@@ -83,7 +83,7 @@ func (r *Resolver) Base(ctx context.Context, ref string, p platform.Platform) (v
 	if err != nil {
 		return nil, fmt.Errorf("base %s: config: %w", ref, err)
 	}
-	if _, ok := p.Rank(v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant}); !ok || cf.OS != p.OS || cf.Architecture != p.Arch {
+	if _, ok := p.Rank(v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant}); !ok {
 		got := cf.OS + "/" + cf.Architecture
 		if cf.Variant != "" {
 			got += "/" + cf.Variant

@@ -35,8 +35,9 @@ const earlyJobs = 4
 // the repository is not sent again (go-containerregistry asks first); a
 // failed early upload is left for Write, which uploads what is missing
 // and says what fails, but for one the registry stalled through its
-// retries, which Write reports at once (pushSession.tripped). No manifest or tag is written early: a build that
-// fails leaves at most blobs no tag points at.
+// retries, which Write reports at once (pushSession.tripped). No
+// manifest or tag is written early: a build that fails leaves at most
+// blobs no tag points at.
 type early struct {
 	once   sync.Once
 	ctx    context.Context

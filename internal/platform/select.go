@@ -152,7 +152,7 @@ func (p Platform) NeedsMore(env []string) string {
 		}
 	}
 	have, _ := amd64Level(p.Variant)
-	if want, ok := amd64Level(set); ok && set != "" && want > have {
+	if want, ok := amd64Level(set); ok && want > have {
 		return set
 	}
 	return ""
