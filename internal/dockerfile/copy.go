@@ -663,7 +663,7 @@ func (e *evaluator) urlItem(op *copyOp, src string, pos plan.Pos) ([]item, error
 		return []item{it}, nil
 	}
 	it.mode = 0o600
-	it.files = map[string]tree.Kind{"": tree.File}
+	it.files = oneFile
 	return []item{it}, nil
 }
 

@@ -85,7 +85,7 @@ func (e *evaluator) stagePath(st *stageState, p string, pos plan.Pos) ([]item, e
 			s = &source{kind: srcFile, path: hostPath(q.src, relTo(p, q.root)), hint: path.Join(q.src.hint, relTo(p, q.root))}
 		}
 		it := q.item(s)
-		it.name, it.files, it.pos = path.Base(p), map[string]tree.Kind{"": tree.File}, pos
+		it.name, it.files, it.pos = path.Base(p), oneFile, pos
 		return []item{it}, nil
 	}
 	var items []item
@@ -253,7 +253,7 @@ func (e *evaluator) groupWithin(c *content, i int, q *placed, p string) []item {
 			continue
 		}
 		it := q.item(e.memberSource(m))
-		it.name, it.files, it.rel, it.fromDir, it.stageDirs = filepath.Base(m), map[string]tree.Kind{"": tree.File}, relTo(root, p), true, stageDirs(q, p)
+		it.name, it.files, it.rel, it.fromDir, it.stageDirs = filepath.Base(m), oneFile, relTo(root, p), true, stageDirs(q, p)
 		items = append(items, it)
 	}
 	return items
