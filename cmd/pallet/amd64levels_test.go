@@ -102,37 +102,14 @@ images:
 	} {
 		out := filepath.Join(t.TempDir(), "out")
 		mustPallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "--arg", "BASE="+tc.base, "-o", "oci:"+out)
-		p, err := layout.FromPath(out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		top, err := p.ImageIndex()
-		if err != nil {
-			t.Fatal(err)
-		}
-		tm, err := top.IndexManifest()
-		if err != nil {
-			t.Fatal(err)
-		}
-		idx, err := top.ImageIndex(tm.Manifests[0].Digest)
-		if err != nil {
-			t.Fatal(err)
-		}
-		im, err := idx.IndexManifest()
-		if err != nil {
-			t.Fatal(err)
-		}
 		got := map[string]bool{}
-		for _, d := range im.Manifests {
-			if d.Platform == nil || d.Platform.OS != "linux" || d.Platform.Architecture != "amd64" {
+		for plat, img := range imagesByPlatform(t, out) {
+			variant, ok := strings.CutPrefix(plat, "linux/amd64")
+			if !ok {
 				continue
 			}
-			variant := d.Platform.Variant
+			variant = strings.TrimPrefix(variant, "/")
 			got[variant] = true
-			img, err := idx.Image(d.Digest)
-			if err != nil {
-				t.Fatal(err)
-			}
 			cf, err := img.ConfigFile()
 			if err != nil {
 				t.Fatal(err)
