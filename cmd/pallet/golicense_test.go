@@ -36,15 +36,7 @@ images:
 `)
 	out := filepath.Join(dir, "out")
 	mustPallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "--sbom", "--cache-dir", t.TempDir(), "-o", "oci:"+out)
-	env, err := exec.Command("go", "env", "GOROOT", "GOVERSION").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	goroot, version, _ := strings.Cut(strings.TrimSpace(string(env)), "\n")
-	want, err := os.ReadFile(filepath.Join(goroot, "LICENSE"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	goroot, version, want := hostGoLicense(t)
 	files := readImageFiles(t, out, "linux/amd64")
 	p := "LICENSES/app/std@" + version + "/LICENSE"
 	if got := files[p]; got != fmt.Sprintf("%s (644)", want) {
@@ -161,15 +153,7 @@ images:
 // of every Go image). A binary from the cache, built by an earlier run,
 // asks go env for it, and ships the same licence.
 func TestGoLicenceAsksNoGoAfterTheBuild(t *testing.T) {
-	env, err := exec.Command("go", "env", "GOROOT", "GOVERSION").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	goroot, version, _ := strings.Cut(strings.TrimSpace(string(env)), "\n")
-	want, err := os.ReadFile(filepath.Join(goroot, "LICENSE"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	goroot, version, want := hostGoLicense(t)
 	log := logGoCalls(t)
 	dir, cache := t.TempDir(), t.TempDir()
 	writeFile(t, filepath.Join(dir, "app", "go.mod"), "module example.com/app\n\ngo 1.22\n")
@@ -217,4 +201,19 @@ images:
 			t.Errorf("%s: %s: %q, want %s/LICENSE", c.name, p, got, goroot)
 		}
 	}
+}
+
+// hostGoLicense is the Go on PATH: its GOROOT, its version and its
+// LICENSE, which a build by it ships.
+func hostGoLicense(t *testing.T) (goroot, version string, license []byte) {
+	t.Helper()
+	env, err := exec.Command("go", "env", "GOROOT", "GOVERSION").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	goroot, version, _ = strings.Cut(strings.TrimSpace(string(env)), "\n")
+	if license, err = os.ReadFile(filepath.Join(goroot, "LICENSE")); err != nil {
+		t.Fatal(err)
+	}
+	return goroot, version, license
 }
