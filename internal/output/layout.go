@@ -26,7 +26,7 @@ import (
 // index.json once per tag, annotated with org.opencontainers.image.ref.name
 // set to the tag, as the OCI spec and most readers expect (`skopeo inspect
 // oci:DIR:TAG`, `umoci unpack --image DIR:TAG`), and io.containerd.image.name
-// set to "repository:tag" for `ctr import`.
+// set to the full reference for `ctr import` (containerdName).
 type Layout struct {
 	Dir string
 	// Digests, when set, gives a file's sha256 from the cache's memory of
@@ -132,6 +132,10 @@ func (l *Layout) Write(ctx context.Context, images []Image) error {
 				return err
 			}
 			ref := RefName(im.Repository, tag)
+			cname, err := containerdName(ref)
+			if err != nil {
+				return fmt.Errorf("write %s to %s: %w", ref, l.Dir, err)
+			}
 			if desc == nil {
 				if im.Index != nil {
 					desc, err = w.index(im.Index)
@@ -144,7 +148,7 @@ func (l *Layout) Write(ctx context.Context, images []Image) error {
 			}
 			manifests = append(manifests, withAnnotations(*desc, map[string]string{
 				refNameKey:                 refName(im.Repository, tag),
-				"io.containerd.image.name": ref,
+				"io.containerd.image.name": cname,
 				writtenKey:                 refName(im.Repository, tag),
 			}))
 		}

@@ -47,6 +47,38 @@ func TestLayoutEntryNamesPlatform(t *testing.T) {
 	}
 }
 
+// Each entry's io.containerd.image.name is the full reference, as
+// containerd names images: `ctr import` keeps the annotation as it stands,
+// and the CRI plugin finds "hello:latest" only as
+// docker.io/library/hello:latest. The OCI ref.name stays the tag.
+func TestLayoutContainerdNameIsFull(t *testing.T) {
+	img, err := random.Image(64, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		repo string
+		want []string
+	}{
+		{"hello", []string{"latest|docker.io/library/hello:latest", "0.1|docker.io/library/hello:0.1"}},
+		{"team/app", []string{"latest|docker.io/team/app:latest", "0.1|docker.io/team/app:0.1"}},
+		{"ghcr.io/org/app", []string{"latest|ghcr.io/org/app:latest", "0.1|ghcr.io/org/app:0.1"}},
+		{"127.0.0.1:5000/app", []string{"latest|127.0.0.1:5000/app:latest", "0.1|127.0.0.1:5000/app:0.1"}},
+	} {
+		dir := filepath.Join(t.TempDir(), "out")
+		if err := (&Layout{Dir: dir}).Write(context.Background(), []Image{{Repository: tc.repo, Tags: []string{"latest", "0.1"}, Image: img}}); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range layoutEntries(t, dir) {
+			got = append(got, e.Annotations[refNameKey]+"|"+e.Annotations["io.containerd.image.name"])
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: entries %q, want %q", tc.repo, got, tc.want)
+		}
+	}
+}
+
 // A layout other tools also write to keeps their entries, and the blobs
 // those need: pallet replaces its own entries (marked), the tags it
 // writes, and their attachments; it removes only the blobs of what it
@@ -421,7 +453,7 @@ func TestLayoutManyTagsWriteIndexOnce(t *testing.T) {
 		}
 		var want []string
 		for _, tag := range tags {
-			want = append(want, tag+"|app:"+tag+"|"+tag)
+			want = append(want, tag+"|docker.io/library/app:"+tag+"|"+tag)
 		}
 		want = append(want, "theirs||")
 		if !slices.Equal(refs, want) {

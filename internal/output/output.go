@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/distribution/reference"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
@@ -99,3 +100,18 @@ func stdoutArchive(spec string, w io.Writer) (Target, error) {
 // RefName is the name an image has inside a layout or archive:
 // "repository:tag".
 func RefName(repo, tag string) string { return repo + ":" + tag }
+
+// containerdName is ref as containerd names an image: in full, with
+// docker's default registry and library/ spelled out ("hello:latest" is
+// "docker.io/library/hello:latest"). `ctr import` takes a layout's
+// io.containerd.image.name as it stands, while the CRI plugin, and so the
+// kubelet, looks images up by the full name alone: a short one is an
+// image Kubernetes never finds and pulls instead. BuildKit's and docker's
+// layouts, and ctr's own import of a docker archive, name images so.
+func containerdName(ref string) (string, error) {
+	n, err := reference.ParseNormalizedNamed(ref)
+	if err != nil {
+		return "", fmt.Errorf("%s is not an image reference: %w", ref, err)
+	}
+	return n.String(), nil
+}
