@@ -94,6 +94,9 @@ func (d *DockerArchive) Write(ctx context.Context, images []Image) error {
 type dockerEntry struct {
 	img  v1.Image
 	tags []string
+	// refNames are the tags as the archive's index.json names them
+	// (org.opencontainers.image.ref.name), in the order of tags.
+	refNames []string
 }
 
 // runnable is the one image of im a docker archive can hold: im's image,
@@ -130,6 +133,8 @@ func dockerEntries(images []Image) ([]*dockerEntry, error) {
 	var out []*dockerEntry
 	byDigest := map[v1.Hash]*dockerEntry{}
 	seen := map[string]bool{}
+	// As in a layout: tags name the entries unless two images share one.
+	full := sharedTags(images)
 	for _, im := range images {
 		img, err := runnable(im)
 		if err != nil {
@@ -155,16 +160,42 @@ func dockerEntries(images []Image) ([]*dockerEntry, error) {
 			}
 			seen[t.String()] = true
 			e.tags = append(e.tags, t.String())
+			if full {
+				e.refNames = append(e.refNames, t.String())
+			} else {
+				e.refNames = append(e.refNames, tag)
+			}
 		}
 	}
 	return out, nil
 }
 
+// writeDocker writes the archive as `docker save` has since Docker 25: a
+// manifest.json for `docker load` (and podman, skopeo, ggcr, which read
+// only that) that is also an OCI image layout, index.json and blobs under
+// blobs/sha256/. containerd's import, and docker load from 25 on, read the
+// layout when there is one: the image keeps the manifest pallet built and
+// its digest, the one a push gives. From manifest.json alone, they make up
+// a docker manifest of their own, with another digest.
 func writeDocker(ctx context.Context, w io.Writer, entries []*dockerEntry) error {
 	tw := tar.NewWriter(w)
+	for _, dir := range []string{"blobs/", "blobs/sha256/"} {
+		if err := tw.WriteHeader(&tar.Header{Name: dir, Typeflag: tar.TypeDir, Mode: 0o755}); err != nil {
+			return err
+		}
+	}
 	written := map[string]bool{}
 	// Not nil: no images is "[]", which reads back as a docker archive.
 	manifest := tarball.Manifest{}
+	index := v1.IndexManifest{SchemaVersion: 2, MediaType: types.OCIImageIndex, Manifests: []v1.Descriptor{}}
+	writeBlob := func(dg v1.Hash, b []byte) (string, error) {
+		file := blobFile(dg)
+		if written[file] {
+			return file, nil
+		}
+		written[file] = true
+		return file, writeTarFile(tw, file, int64(len(b)), bytes.NewReader(b))
+	}
 	for _, e := range entries {
 		cfgName, err := e.img.ConfigName()
 		if err != nil {
@@ -174,17 +205,15 @@ func writeDocker(ctx context.Context, w io.Writer, entries []*dockerEntry) error
 		if err != nil {
 			return err
 		}
-		if !written[cfgName.String()] {
-			written[cfgName.String()] = true
-			if err := writeTarFile(tw, cfgName.String(), int64(len(cfg)), bytes.NewReader(cfg)); err != nil {
-				return err
-			}
+		cfgFile, err := writeBlob(cfgName, cfg)
+		if err != nil {
+			return err
 		}
 		layers, err := e.img.Layers()
 		if err != nil {
 			return err
 		}
-		desc := tarball.Descriptor{Config: cfgName.String(), RepoTags: e.tags}
+		desc := tarball.Descriptor{Config: cfgFile, RepoTags: e.tags}
 		for _, l := range layers {
 			if err := ctx.Err(); err != nil {
 				return err
@@ -197,8 +226,6 @@ func writeDocker(ctx context.Context, w io.Writer, entries []*dockerEntry) error
 			if err != nil {
 				return err
 			}
-			file := dg.Hex + dockerLayerExt(mt)
-			desc.Layers = append(desc.Layers, file)
 			if !mt.IsDistributable() {
 				var urls []string
 				if bd, err := partial.BlobDescriptor(e.img, dg); err == nil {
@@ -206,6 +233,8 @@ func writeDocker(ctx context.Context, w io.Writer, entries []*dockerEntry) error
 				}
 				return fmt.Errorf("%s has a foreign (non-distributable) layer %s (from %v) that a docker archive cannot carry: docker load would fail on a host that does not already have it; write oci:DIR or push to a registry instead, which keep it by reference", strings.Join(e.tags, ", "), dg, urls)
 			}
+			file := blobFile(dg)
+			desc.Layers = append(desc.Layers, file)
 			if written[file] {
 				continue
 			}
@@ -215,16 +244,62 @@ func writeDocker(ctx context.Context, w io.Writer, entries []*dockerEntry) error
 			}
 		}
 		manifest = append(manifest, desc)
+
+		raw, err := e.img.RawManifest()
+		if err != nil {
+			return err
+		}
+		mt, err := e.img.MediaType()
+		if err != nil {
+			return err
+		}
+		dg, err := e.img.Digest()
+		if err != nil {
+			return err
+		}
+		if _, err := writeBlob(dg, raw); err != nil {
+			return err
+		}
+		entry := v1.Descriptor{MediaType: mt, Size: int64(len(raw)), Digest: dg}
+		if err := describeImage(&entry, e.img); err != nil {
+			return err
+		}
+		if len(e.tags) == 0 {
+			index.Manifests = append(index.Manifests, entry)
+		}
+		for i, tag := range e.tags {
+			cname, err := containerdName(tag)
+			if err != nil {
+				return err
+			}
+			index.Manifests = append(index.Manifests, withAnnotations(entry, map[string]string{
+				refNameKey:                 e.refNames[i],
+				"io.containerd.image.name": cname,
+			}))
+		}
 	}
-	m, err := json.Marshal(manifest)
-	if err != nil {
-		return err
-	}
-	if err := writeTarFile(tw, "manifest.json", int64(len(m)), bytes.NewReader(m)); err != nil {
-		return err
+	for _, f := range []struct {
+		name string
+		v    any
+	}{{"manifest.json", manifest}, {"index.json", index}, {"oci-layout", layoutMarker}} {
+		b, err := json.Marshal(f.v)
+		if err != nil {
+			return err
+		}
+		if err := writeTarFile(tw, f.name, int64(len(b)), bytes.NewReader(b)); err != nil {
+			return err
+		}
 	}
 	return tw.Close()
 }
+
+// blobFile is where an OCI layout keeps the blob of digest dg.
+func blobFile(dg v1.Hash) string { return "blobs/" + dg.Algorithm + "/" + dg.Hex }
+
+// layoutMarker is an OCI layout's oci-layout file.
+var layoutMarker = struct {
+	Version string `json:"imageLayoutVersion"`
+}{"1.0.0"}
 
 func writeLayerFile(tw *tar.Writer, file string, l v1.Layer) error {
 	size, err := l.Size()
@@ -253,17 +328,4 @@ func writeTarFile(tw *tar.Writer, file string, size int64, r io.Reader) error {
 		return fmt.Errorf("%s: wrote %d bytes, expected %d", file, n, size)
 	}
 	return nil
-}
-
-// dockerLayerExt follows docker's own naming, which tools such as gunzip
-// rely on to recognise the compression.
-func dockerLayerExt(mt types.MediaType) string {
-	switch mt {
-	case types.OCILayerZStd:
-		return ".tar.zst"
-	case types.OCIUncompressedLayer, types.OCIUncompressedRestrictedLayer, types.DockerUncompressedLayer:
-		return ".tar"
-	default:
-		return ".tar.gz"
-	}
 }

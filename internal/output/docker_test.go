@@ -1,6 +1,7 @@
 package output
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"errors"
@@ -13,10 +14,12 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/google/go-containerregistry/pkg/v1/validate"
 )
 
 // The same images give the same archive bytes every time, with the tags in
@@ -85,6 +88,106 @@ func TestDockerArchiveDeterministic(t *testing.T) {
 			wd, _ := wl[i].Digest()
 			if gd != wd {
 				t.Errorf("%s layer %d: %s, want %s", tc.ref, i, gd, wd)
+			}
+		}
+	}
+}
+
+// The archive is also an OCI layout, as docker save writes since Docker
+// 25: containerd's import and docker load read index.json when there is
+// one, and keep the manifest pallet built, and its digest, where from
+// manifest.json alone they make up a docker manifest with another digest.
+// Each tag is one entry, named in full for containerd.
+func TestDockerArchiveIsOCILayout(t *testing.T) {
+	a, err := random.Image(512, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := random.Image(256, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, img := range []*v1.Image{&a, &b} {
+		cf, err := (*img).ConfigFile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cf.OS, cf.Architecture = "linux", "amd64"
+		if *img, err = mutate.ConfigFile(*img, cf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := filepath.Join(t.TempDir(), "out.tar")
+	images := []Image{
+		{Repository: "app", Tags: []string{"v1", "latest"}, Image: a},
+		{Repository: "ghcr.io/org/tool", Tags: []string{"2"}, Image: b},
+	}
+	if err := (&DockerArchive{File: f}).Write(context.Background(), images); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	data, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(bytes.NewReader(data))
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, filepath.FromSlash(h.Name))
+		if h.Typeflag == tar.TypeDir {
+			if err := os.MkdirAll(p, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatalf("%s: %v (its directory comes first in the archive)", h.Name, err)
+		}
+	}
+	lp, err := layout.FromPath(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range layoutEntries(t, dir) {
+		got = append(got, e.Digest.String()+" "+e.Annotations[refNameKey]+" "+e.Annotations["io.containerd.image.name"]+" "+e.Platform.String())
+		img, err := lp.Image(e.Digest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := validate.Image(img); err != nil {
+			t.Errorf("entry %s: %v", e.Digest, err)
+		}
+	}
+	ad, _ := a.Digest()
+	bd, _ := b.Digest()
+	want := []string{
+		ad.String() + " v1 docker.io/library/app:v1 linux/amd64",
+		ad.String() + " latest docker.io/library/app:latest linux/amd64",
+		bd.String() + " 2 ghcr.io/org/tool:2 linux/amd64",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("index.json entries\n%q\nwant\n%q", got, want)
+	}
+	// manifest.json names the layout's blobs: one copy of each.
+	m, err := tarball.LoadManifest(func() (io.ReadCloser, error) { return os.Open(f) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range m {
+		for _, p := range append([]string{d.Config}, d.Layers...) {
+			if !strings.HasPrefix(p, "blobs/sha256/") {
+				t.Errorf("manifest.json names %s, not a blob of the layout", p)
 			}
 		}
 	}
