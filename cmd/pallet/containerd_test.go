@@ -27,7 +27,9 @@ import (
 // (docker.io/library/hello:latest, the name the CRI plugin looks up), and
 // runs; `ctr image export` gives the same digest back. A Windows image is
 // imported for every platform (nothing to unpack on Linux): containerd
-// takes its manifest, config and layer media types.
+// takes its manifest, config and layer media types. With crictl on PATH
+// too, the CRI plugin finds the imported layout by the names the kubelet
+// asks for.
 //
 // containerd takes minutes to build, so neither .ci/run nor a developer
 // machine has it: the test runs where containerd, ctr and
@@ -48,7 +50,8 @@ func TestContainerdReadsOutputs(t *testing.T) {
 			t.Fatalf("containerd is on PATH but %s is not: %v", tool, err)
 		}
 	}
-	ctr := startContainerd(t)
+	crictl, _ := exec.LookPath("crictl")
+	ctr := startContainerd(t, crictl != "")
 	dir := t.TempDir()
 	recipe := copyExample(t, "hello")
 	greeting := fmt.Sprintf("hello from pallet (0.1.0, linux/%s)", runtime.GOARCH)
@@ -74,6 +77,22 @@ func TestContainerdReadsOutputs(t *testing.T) {
 	tarDir(t, multi, layoutTar)
 	ctr.run(t, "-n", "layout", "image", "import", "--all-platforms", layoutTar)
 	ctr.wantImage(t, "layout", "docker.io/library/hello:latest", index)
+	// The kubelet asks the CRI plugin for "hello:latest", which looks
+	// in namespace k8s.io for docker.io/library/hello:latest alone.
+	if crictl != "" {
+		ctr.run(t, "-n", "k8s.io", "image", "import", "--all-platforms", layoutTar)
+		for _, ref := range []string{"hello:latest", "docker.io/library/hello:0.1.0"} {
+			cmd := exec.Command(crictl, "--runtime-endpoint", "unix://"+ctr.address, "--image-endpoint", "unix://"+ctr.address, "inspecti", "-o", "json", ref)
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Errorf("crictl inspecti %s: %v\n%s", ref, err, out)
+			} else if !strings.Contains(string(out), "/usr/local/bin/hello") {
+				t.Errorf("crictl inspecti %s: %s", ref, out)
+			}
+		}
+	} else {
+		t.Log("crictl is not on PATH: the CRI plugin's lookup of the imported layout is not checked (go install sigs.k8s.io/cri-tools/cmd/crictl@v1.34.0)")
+	}
 	if out := ctr.run(t, "-n", "layout", "run", "--rm", "docker.io/library/hello:latest", "c2"); !strings.Contains(out, greeting) {
 		t.Errorf("the image from the layout printed %q, want %q", out, greeting)
 	}
@@ -128,7 +147,9 @@ images:
 // state and socket.
 type containerd struct{ address string }
 
-func startContainerd(t *testing.T) *containerd {
+// startContainerd starts containerd, with its CRI plugin (the kubelet's
+// way in) when cri is set.
+func startContainerd(t *testing.T, cri bool) *containerd {
 	t.Helper()
 	// A socket's path is limited to 108 bytes: t.TempDir's can be longer.
 	dir, err := os.MkdirTemp("", "ctrd")
@@ -136,16 +157,20 @@ func startContainerd(t *testing.T) *containerd {
 		t.Fatal(err)
 	}
 	c := &containerd{address: filepath.Join(dir, "containerd.sock")}
-	// The CRI plugins are not needed, and would want a CNI setup.
+	// Without crictl the CRI plugins serve nothing; they start faster off.
+	disabled := `disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.cri.v1.images", "io.containerd.cri.v1.runtime", "io.containerd.podsandbox.controller.v1.podsandbox", "io.containerd.sandbox.controller.v1.shim"]`
+	if cri {
+		disabled = ""
+	}
 	config := fmt.Sprintf(`version = 3
 root = %q
 state = %q
-disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.cri.v1.images", "io.containerd.cri.v1.runtime", "io.containerd.podsandbox.controller.v1.podsandbox", "io.containerd.sandbox.controller.v1.shim"]
+%s
 [grpc]
   address = %q
 [ttrpc]
   address = %q
-`, filepath.Join(dir, "root"), filepath.Join(dir, "state"), c.address, c.address+".ttrpc")
+`, filepath.Join(dir, "root"), filepath.Join(dir, "state"), disabled, c.address, c.address+".ttrpc")
 	writeFile(t, filepath.Join(dir, "config.toml"), config)
 	var log bytes.Buffer
 	cmd := exec.Command("containerd", "--config", filepath.Join(dir, "config.toml"))
