@@ -124,6 +124,35 @@ func TestLayoutReadBySkopeo(t *testing.T) {
 	}
 }
 
+// skopeo reads a docker archive both ways: as docker load does, from
+// manifest.json, and as an OCI layout archive, as containerd's import and
+// docker load from Docker 25 on do, where the manifest is pallet's own
+// and keeps the digest the build printed.
+func TestDockerArchiveReadBySkopeo(t *testing.T) {
+	skopeo := needTool(t, "skopeo")
+	file := filepath.Join(t.TempDir(), "hello.tar")
+	built := strings.TrimSpace(mustPallet(t, "build", "-q", "-f", copyExample(t, "hello"), "--platform", "linux/amd64", "-o", "docker:"+file))
+	for _, ref := range []string{"docker-archive:" + file + ":hello:latest", "oci-archive:" + file + ":latest"} {
+		b, err := exec.Command(skopeo, "inspect", ref).CombinedOutput()
+		if err != nil {
+			t.Fatalf("skopeo inspect %s: %v\n%s", ref, err, b)
+		}
+		var info struct {
+			Digest, Architecture string
+			Layers               []string
+		}
+		if err := json.Unmarshal(b, &info); err != nil {
+			t.Fatal(err)
+		}
+		if info.Architecture != "amd64" || len(info.Layers) != 2 {
+			t.Errorf("skopeo sees %s as %+v", ref, info)
+		}
+		if strings.HasPrefix(ref, "oci-archive:") && info.Digest != built {
+			t.Errorf("skopeo sees %s as manifest %s, pallet built %s", ref, info.Digest, built)
+		}
+	}
+}
+
 // A push goes to a real registry; pulled back, it has the digest the
 // layout has, under every tag.
 func TestPushToRegistry(t *testing.T) {
