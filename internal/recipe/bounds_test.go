@@ -43,8 +43,8 @@ func parseWithin(t *testing.T, src string, d time.Duration) (*Recipe, error) {
 		read, took time.Duration
 	)
 	// The race detector slows Parse's own checks more than yaml.v3's
-	// read (the aliasing error: 0.96 s against 0.03 s at load 13
-	// machine); a quadratic step is still hundreds of reads.
+	// read (the aliasing error: 0.96 s against 0.03 s at load 13);
+	// a quadratic step is still hundreds of reads.
 	reads := time.Duration(10)
 	if raceEnabled {
 		reads = 30
