@@ -75,13 +75,52 @@ func pick(m *v1.IndexManifest, p *platform.Platform, what string) (v1.Descriptor
 		}
 		found = append(found, d)
 	}
+	var has []string
+	for _, d := range found {
+		has = append(has, platformOf(*d.Platform))
+	}
 	if p != nil {
 		found = p.Closest(found)
 	}
-	if len(found) != 1 {
-		return v1.Descriptor{}, fmt.Errorf("%s has %d images for the platform asked; name one with --platform", what, len(found))
+	switch {
+	case len(found) == 0 && p != nil:
+		return v1.Descriptor{}, fmt.Errorf("%s has no image for %s (it has %s)", what, p, strings.Join(has, ", "))
+	case len(found) > 1 && p == nil:
+		return v1.Descriptor{}, fmt.Errorf("%s has %d images (%s); name one with --platform", what, len(found), strings.Join(has, ", "))
+	case len(found) != 1:
+		return v1.Descriptor{}, fmt.Errorf("%s has %d images for %s; it holds %s", what, len(found), p, strings.Join(has, ", "))
 	}
 	return found[0], nil
+}
+
+// onePlatform checks that the image of a reference that names a single
+// manifest, not an index, is of the platform asked: else its document
+// would be printed as the answer for another platform. The platform is
+// the descriptor's where it names one, else the image config's.
+func onePlatform(d v1.Descriptor, img func() (v1.Image, error), p *platform.Platform, what string) error {
+	if p == nil {
+		return nil
+	}
+	plat := d.Platform
+	if plat == nil {
+		im, err := img()
+		if err != nil {
+			return err
+		}
+		cf, err := im.ConfigFile()
+		if err != nil {
+			return fmt.Errorf("%s: reading its config for its platform: %w", what, err)
+		}
+		plat = cf.Platform()
+	}
+	if plat == nil || !p.Describes(*plat) {
+		name := "no platform"
+		if plat != nil {
+			name = platformOf(*plat)
+		}
+		return fmt.Errorf("%s has no image for %s (it is one image, of %s)", what, p, name)
+	}
+	return nil
 }
 
 // registryReferrer finds the document of artifact type want attached to
@@ -109,6 +148,8 @@ func registryReferrer(cmd *cobra.Command, ref string, p *platform.Platform, want
 		if subject, err = pick(m, p, ref); err != nil {
 			return nil, err
 		}
+	} else if err := onePlatform(subject, desc.Image, p, ref); err != nil {
+		return nil, err
 	}
 	refs, err := remote.Referrers(nref.Context().Digest(subject.Digest.String()), opts...)
 	if err != nil {
@@ -186,6 +227,8 @@ func layoutReferrer(spec string, p *platform.Platform, want string) ([]byte, err
 		if subject, err = pick(im, p, "oci:"+spec); err != nil {
 			return nil, err
 		}
+	} else if err := onePlatform(top, func() (v1.Image, error) { return root.Image(top.Digest) }, p, "oci:"+spec); err != nil {
+		return nil, err
 	}
 	for _, d := range m.Manifests {
 		if _, tagged := d.Annotations["org.opencontainers.image.ref.name"]; tagged || d.ArtifactType != want {
@@ -236,4 +279,9 @@ func firstBlob(img v1.Image) ([]byte, error) {
 		return nil, fmt.Errorf("the attachment is not JSON")
 	}
 	return data, nil
+}
+
+// platformOf writes an index entry's platform as --platform takes it.
+func platformOf(d v1.Platform) string {
+	return platform.Platform{OS: d.OS, Arch: d.Architecture, Variant: d.Variant}.String()
 }
