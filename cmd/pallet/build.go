@@ -102,10 +102,9 @@ func buildCmd() *cobra.Command {
 			if noCache && (cacheFrom != "" || cacheTo != "") {
 				return fmt.Errorf("--cache-from and --cache-to need the local cache; drop --no-cache")
 			}
-			if opt.Attest, err = attestFlags(sbomFlag, provenance, attestIndex, sbomDir); err != nil {
+			if opt.Attest, err = attestFlags(sbomFlag, provenance, provTimes, attestIndex, sbomDir); err != nil {
 				return err
 			}
-			opt.Attest.Timestamps = provTimes
 			if opt.Network, err = mirror.network(); err != nil {
 				return err
 			}
@@ -193,7 +192,7 @@ func buildCmd() *cobra.Command {
 	f.StringVar(&minGo, "min-go", "", "fail if a placed Go binary was built with a Go older than this (e.g. 1.22.7)")
 	f.BoolVar(&requireLic, "require-licenses", false, "fail when an artifact has no licence file")
 	f.BoolVar(&modLicenses, "module-licenses", true, "ship the licence and notice files of every module linked into each Go binary, proven against its go.sum hashes, under /LICENSES/<artifact>/<module>/ (--module-licenses=false: only each artifact's own)")
-	f.StringSliceVar(&sbomFlag, "sbom", nil, "attach SBOMs to every image: spdx, cyclonedx (both when given alone), or none")
+	f.StringSliceVar(&sbomFlag, "sbom", nil, "attach SBOMs to every image: spdx, cyclonedx (both when given alone), or none; a value follows = (--sbom=spdx), as --sbom spdx reads spdx as an argument")
 	f.Lookup("sbom").NoOptDefVal = "spdx,cyclonedx"
 	f.BoolVar(&provenance, "provenance", false, "attach an SLSA v1 provenance to every image")
 	f.BoolVar(&provTimes, "provenance-timestamps", false, "put the build's start and end times in the provenance (it then differs from build to build)")
@@ -320,9 +319,14 @@ func parseArgs(kvs []string) (map[string]string, error) {
 	return out, nil
 }
 
-// attestFlags reads --sbom, --provenance, --attest-index and --sbom-dir.
-func attestFlags(sboms []string, provenance, index bool, dir string) (build.Attest, error) {
-	a := build.Attest{Provenance: provenance, Index: index, Dir: dir}
+// attestFlags reads --sbom, --provenance, --provenance-timestamps,
+// --attest-index and --sbom-dir. The last three only qualify documents
+// the first two ask for: given alone they would do nothing, silently.
+func attestFlags(sboms []string, provenance, times, index bool, dir string) (build.Attest, error) {
+	a := build.Attest{Provenance: provenance, Timestamps: times, Index: index, Dir: dir}
+	if times && !provenance {
+		return a, fmt.Errorf("--provenance-timestamps needs --provenance")
+	}
 	for _, s := range sboms {
 		switch s {
 		case "spdx":
@@ -334,8 +338,13 @@ func attestFlags(sboms []string, provenance, index bool, dir string) (build.Atte
 			return a, fmt.Errorf("--sbom %q: want spdx, cyclonedx or none", s)
 		}
 	}
-	if (index || dir != "") && !a.SPDX && !a.CycloneDX && !a.Provenance {
-		return a, fmt.Errorf("--attest-index and --sbom-dir need --sbom or --provenance")
+	if !a.SPDX && !a.CycloneDX && !a.Provenance {
+		switch {
+		case index:
+			return a, fmt.Errorf("--attest-index needs --sbom or --provenance")
+		case dir != "":
+			return a, fmt.Errorf("--sbom-dir needs --sbom or --provenance")
+		}
 	}
 	return a, nil
 }

@@ -56,6 +56,11 @@ func TestFlagErrors(t *testing.T) {
 		{"max-download", []string{"--max-download", "lots"}, `--max-download: "lots": want a positive size`},
 		{"max-download overflow", []string{"--max-download", "9000000000TiB"}, `want a positive size`},
 		{"stall", []string{"--stall-timeout", "-1s"}, "--stall-timeout -1s: want a positive duration"},
+		// Flags that qualify documents are refused alone, where they did nothing.
+		{"provenance-timestamps alone", []string{"--provenance-timestamps"}, "--provenance-timestamps needs --provenance"},
+		{"provenance-timestamps with sbom", []string{"--sbom", "--provenance-timestamps"}, "--provenance-timestamps needs --provenance"},
+		{"attest-index alone", []string{"--attest-index"}, "--attest-index needs --sbom or --provenance"},
+		{"sbom-dir alone", []string{"--sbom-dir", layoutDir + "/docs"}, "--sbom-dir needs --sbom or --provenance"},
 		{"output twice", []string{"-o", "oci:" + layoutDir + "/same", "-o", "oci:" + layoutDir + "/same"}, "same"},
 		{"record on an output", []string{"-o", "docker:" + layoutDir + "/x.tar", "--record", layoutDir + "/x.tar"}, "x.tar"},
 		// A file that never ends is read up to its bound, not into memory.
