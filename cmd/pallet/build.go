@@ -65,7 +65,7 @@ func buildCmd() *cobra.Command {
 		Example: `  pallet build -f examples/hello/pallet.yaml
   pallet build --platform linux/arm64 --output docker:hello.tar
   pallet build --arg VERSION=1.2.3 --output registry:localhost:5000/hello`,
-		Args: cobra.NoArgs,
+		Args: fileArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			if quiet {
 				progressArg = "quiet"

@@ -22,7 +22,7 @@ func fetchCmd() *cobra.Command {
 		Short: "Download every pinned release and source a recipe could use into a mirror, for offline builds",
 		Example: `  pallet fetch -f examples/kind-base/pallet.yaml --mirror /srv/pallet-mirror
   pallet build -f examples/kind-base/pallet.yaml --offline --mirror /srv/pallet-mirror`,
-		Args: cobra.NoArgs,
+		Args: fileArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if mirror.dir == "" {
 				return fmt.Errorf("--mirror DIR is required")

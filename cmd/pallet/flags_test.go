@@ -56,6 +56,10 @@ func TestFlagErrors(t *testing.T) {
 		{"max-download", []string{"--max-download", "lots"}, `--max-download: "lots": want a positive size`},
 		{"max-download overflow", []string{"--max-download", "9000000000TiB"}, `want a positive size`},
 		{"stall", []string{"--stall-timeout", "-1s"}, "--stall-timeout -1s: want a positive duration"},
+		// A recipe named as docker build names its context, or a value of
+		// --sbom without =, is said to be so, not taken for a subcommand.
+		{"recipe as an argument", []string{"pallet.yaml"}, `pallet build takes no arguments, and got "pallet.yaml": name the file to read with -f FILE`},
+		{"sbom value without =", []string{"--sbom", "none"}, `a value of --sbom follows = (--sbom=none)`},
 		// Flags that qualify documents are refused alone, where they did nothing.
 		{"provenance-timestamps alone", []string{"--provenance-timestamps"}, "--provenance-timestamps needs --provenance"},
 		{"provenance-timestamps with sbom", []string{"--sbom", "--provenance-timestamps"}, "--provenance-timestamps needs --provenance"},

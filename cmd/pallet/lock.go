@@ -33,7 +33,7 @@ is missing or stale: for CI.`,
   pallet lock --artifact cni --platform linux/arm64
   pallet lock --check            # in CI
   pallet lock --update           # after checking why a tag moved`,
-		Args: cobra.NoArgs,
+		Args: fileArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dockerfile.IsDockerfile(opt.File) {
 				return fmt.Errorf("%s is a Dockerfile; pallet lock pins a recipe (pallet.yaml)", opt.File)

@@ -182,6 +182,7 @@ func TestLockFlagErrors(t *testing.T) {
 		{[]string{"--check", "--update", "-f", filepath.Join(dir, "pallet.yaml")}, "--check writes nothing"},
 		{[]string{"-f", filepath.Join(dir, "Dockerfile")}, "is a Dockerfile"},
 		{[]string{"-f", filepath.Join(dir, "none.yaml")}, "no such file"},
+		{[]string{filepath.Join(dir, "pallet.yaml")}, "pallet lock takes no arguments, and got \"" + filepath.Join(dir, "pallet.yaml") + "\": name the file to read with -f FILE"},
 	} {
 		if _, err := pallet(t, append([]string{"lock"}, tc.args...)...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("lock %v: %v, want %q", tc.args, err, tc.want)

@@ -175,3 +175,21 @@ func exit(ctx context.Context, err error, stderr io.Writer) int {
 	}
 	return code
 }
+
+// fileArgs refuses the arguments of a command that reads its recipe from
+// -f, saying so: cobra's "unknown command" would send a user who wrote
+// `pallet build pallet.yaml` (as docker build takes its context), or
+// `--sbom none` (a value of an optional-value flag needs =), looking for
+// a subcommand.
+func fileArgs(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	if f := cmd.Flags().Lookup("sbom"); f != nil && f.Changed {
+		switch args[0] {
+		case "spdx", "cyclonedx", "none", "spdx,cyclonedx", "cyclonedx,spdx":
+			return fmt.Errorf("%s takes no arguments, and got %q: a value of --sbom follows = (--sbom=%s)", cmd.CommandPath(), args[0], args[0])
+		}
+	}
+	return fmt.Errorf("%s takes no arguments, and got %q: name the file to read with -f FILE", cmd.CommandPath(), args[0])
+}
