@@ -198,7 +198,7 @@ func buildCmd() *cobra.Command {
 	f.BoolVar(&provTimes, "provenance-timestamps", false, "put the build's start and end times in the provenance (it then differs from build to build)")
 	f.BoolVar(&attestIndex, "attest-index", false, "attach SBOMs and provenance as BuildKit does, in the image's index (platform unknown/unknown), instead of as OCI 1.1 referrers")
 	f.StringVar(&sbomDir, "sbom-dir", "", "also write the SBOMs and provenance into this directory")
-	f.StringVar(&recordPath, "record", "", "where to write the build record (default: beside the first output)")
+	f.StringVar(&recordPath, "record", "", "where to write the build record (default: beside the first output, as OUT.record.json; pallet-record.json in the current directory when that output is a push or docker:-)")
 	f.StringVar(&cacheDir, "cache-dir", "", "cache directory (default: $PALLET_CACHE_DIR or the user cache dir)")
 	f.BoolVar(&noCache, "no-cache", false, "build everything anew, using and filling no cache")
 	f.StringVar(&maxDownload, "max-download", "", "refuse a download larger than this (bytes, or with KiB, MiB, GiB; default 16GiB)")
