@@ -480,3 +480,20 @@ func TestSBOMDirCheckedBeforeWork(t *testing.T) {
 		mustPallet(t, "build", "-q", "-f", recipe, "--no-cache", "--sbom", "--sbom-dir", docs, "-o", "oci:"+out)
 	}
 }
+
+// Without -f, a directory with a Dockerfile and no pallet.yaml is told
+// how to build the Dockerfile; one with neither is told what is missing.
+func TestDefaultRecipeMissingNamesDockerfile(t *testing.T) {
+	t.Chdir(t.TempDir())
+	_, err := pallet(t, "build", "-q")
+	if err == nil || !strings.Contains(err.Error(), "pallet.yaml") || strings.Contains(err.Error(), "Dockerfile") {
+		t.Errorf("build with neither file: %v", err)
+	}
+	writeFile(t, "Containerfile", "FROM scratch\n")
+	for _, cmd := range [][]string{{"build", "-q"}, {"fetch", "--mirror", "m"}} {
+		_, err := pallet(t, cmd...)
+		if err == nil || !strings.Contains(err.Error(), "open pallet.yaml") || !strings.Contains(err.Error(), "-f Containerfile") {
+			t.Errorf("%s beside a Containerfile: %v, want it named", cmd[0], err)
+		}
+	}
+}

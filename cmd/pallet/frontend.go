@@ -1,7 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 
 	"github.com/pallet-dev/pallet/internal/artifact"
 	"github.com/pallet-dev/pallet/internal/dockerfile"
@@ -50,7 +53,7 @@ func makePlan(file string, args map[string]string, platforms, images []string, m
 	}
 	r, err := recipe.Load(file)
 	if err != nil {
-		return nil, err
+		return nil, noRecipe(file, err)
 	}
 	choices, err := parseModes(modesFile, modes)
 	if err != nil {
@@ -71,7 +74,22 @@ func fetchable(file string, args map[string]string, platforms, images []string) 
 	}
 	r, err := recipe.Load(file)
 	if err != nil {
-		return nil, err
+		return nil, noRecipe(file, err)
 	}
 	return r.Fetchable(recipe.Options{Args: args, Platforms: platforms, Images: images})
+}
+
+// noRecipe adds to the error of a recipe that is not there the
+// Dockerfile beside it, when the recipe is -f's default: a user of docker
+// build, run where the Dockerfile is, is not told to write a recipe.
+func noRecipe(file string, err error) error {
+	if file != "pallet.yaml" || !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	for _, name := range []string{"Dockerfile", "Containerfile"} {
+		if fi, serr := os.Stat(name); serr == nil && fi.Mode().IsRegular() {
+			return fmt.Errorf("%w; to build the %s here, give it: -f %s", err, name, name)
+		}
+	}
+	return err
 }
