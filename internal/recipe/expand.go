@@ -57,7 +57,7 @@ func (r *Recipe) Vars(overrides map[string]string) (Vars, error) {
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
-		return nil, fmt.Errorf("arg %s: not declared in %s (declared: %s)", strings.Join(unknown, ", "), r.File, strings.Join(slices.Sorted(maps.Keys(r.Args)), ", "))
+		return nil, fmt.Errorf("arg %s: not declared in %s (declared: %s)", strings.Join(unknown, ", "), r.File, namesOf(r.Args))
 	}
 	return v, nil
 }
@@ -114,7 +114,7 @@ func (r *Recipe) Expand(path, s string, v Vars) (string, error) {
 			}
 			return "", r.Errorf(path, "{{%s}} is the %s of the artifact's git source (modes.source.git.%s), and this artifact has none", m, m, m)
 		}
-		return "", r.Errorf(path, "unknown variable {{%s}} (args: %s; per platform: %s; per artifact: version, and commit and tag of a git source)", missing[0], strings.Join(slices.Sorted(maps.Keys(r.Args)), ", "), strings.Join(platformVarNames, ", "))
+		return "", r.Errorf(path, "unknown variable {{%s}} (args: %s; per platform: %s; per artifact: version, and commit and tag of a git source)", missing[0], namesOf(r.Args), strings.Join(platformVarNames, ", "))
 	}
 	if strings.Contains(out, "{{") {
 		return "", r.Errorf(path, "malformed {{...}} in %q", s)
@@ -146,4 +146,13 @@ func expandEach(path string, l []string, expand func(at, s string) (string, erro
 		out[i] = e
 	}
 	return out, nil
+}
+
+// namesOf lists a recipe map's names for an error, sorted, or says there
+// are none, where an empty list would read as a cut-off message.
+func namesOf[V any](m map[string]V) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	return strings.Join(slices.Sorted(maps.Keys(m)), ", ")
 }

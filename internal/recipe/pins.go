@@ -126,7 +126,7 @@ func (r *Recipe) pinArtifacts(sel PinSelection) (Vars, []string, map[string][]pl
 		names = nil
 		for _, n := range sel.Artifacts {
 			if _, ok := r.Artifacts[n]; !ok {
-				return nil, nil, nil, nil, fmt.Errorf("artifact %s: not in %s (artifacts: %s)", n, r.File, strings.Join(slices.Sorted(maps.Keys(r.Artifacts)), ", "))
+				return nil, nil, nil, nil, fmt.Errorf("artifact %s: not in %s (artifacts: %s)", n, r.File, namesOf(r.Artifacts))
 			}
 			if len(served[n]) == 0 {
 				return nil, nil, nil, nil, r.Errorf("artifacts."+n, "artifact %s: no image places it, so no build uses its pins", n)

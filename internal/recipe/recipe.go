@@ -1051,7 +1051,7 @@ func (r *Recipe) checkImage(name string, im *Image) error {
 			return r.Errorf(fat, "image %s: files[%d]: artifact is required", name, i)
 		}
 		if _, ok := r.Artifacts[f.Artifact]; !ok {
-			return r.Errorf(fat+".artifact", "image %s: unknown artifact %q (declared: %s)", name, f.Artifact, strings.Join(slices.Sorted(maps.Keys(r.Artifacts)), ", "))
+			return r.Errorf(fat+".artifact", "image %s: unknown artifact %q (declared: %s)", name, f.Artifact, namesOf(r.Artifacts))
 		}
 		if !strings.HasPrefix(f.Dest, "/") {
 			return r.Errorf(fat+".dest", "image %s: dest must be an absolute path (got %q)", name, f.Dest)

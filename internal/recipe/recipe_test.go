@@ -214,3 +214,27 @@ images:
 		})
 	}
 }
+
+// An error listing a recipe's names says when it has none, rather than
+// ending in an empty list.
+func TestNoNamesSaidAsNone(t *testing.T) {
+	r, err := Parse("pallet.yaml", []byte(`version: 1
+artifacts:
+  a: {local: {path: a}, licenses: none}
+images:
+  app: {base: scratch, platforms: [linux/amd64], files: [{artifact: a, dest: /a}]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Vars(map[string]string{"X": "1"}); err == nil || !strings.Contains(err.Error(), "arg X: not declared in pallet.yaml (declared: none)") {
+		t.Errorf("--arg of a recipe without args: %v", err)
+	}
+	v, err := r.Vars(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Expand("images.app.files.0.dest", "/{{NOPE}}", v); err == nil || !strings.Contains(err.Error(), "unknown variable {{NOPE}} (args: none;") {
+		t.Errorf("unknown variable in a recipe without args: %v", err)
+	}
+}
