@@ -799,6 +799,10 @@ func (r *Recipe) check() error {
 	if r.Epoch != nil && plan.CheckEpoch(*r.Epoch) != nil {
 		return r.Errorf("epoch", "epoch must be Unix seconds from 0 to %d, the end of year 9999 (got %d)", plan.MaxEpoch, *r.Epoch)
 	}
+	if _, given := r.lines["version"]; !given {
+		// Not "got 0": the field is missing, not wrong.
+		return r.Errorf("version", "version must be 1, and is missing: a recipe starts with version: 1")
+	}
 	if r.Version != 1 {
 		return r.Errorf("version", "version must be 1 (got %d)", r.Version)
 	}

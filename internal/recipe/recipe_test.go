@@ -64,6 +64,7 @@ func TestParseErrors(t *testing.T) {
 	}{
 		{"unknown field", "      packages: ./cmd/app", "      packages: ./cmd/app\n      pakages: x", 8, "field pakages not found"},
 		{"bad version", "version: 1", "version: 2", 1, "version must be 1"},
+		{"no version", "version: 1", "", 0, "version must be 1, and is missing"},
 		{"missing sha256", "      sha256:\n        linux/amd64: a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f90011\n", "", 9, "sha256 is required"},
 		{"short sha256", "linux/amd64: a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f90011", "linux/amd64: abc", 12, "64 lower-case hex"},
 		{"unknown sha platform", "linux/amd64: a0b1", "linux/amd46: a0b1", 12, `unknown platform "linux/amd46"`},
