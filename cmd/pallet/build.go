@@ -186,7 +186,7 @@ func buildCmd() *cobra.Command {
 	f.StringVar(&metadata, "metadata-file", "", "write what the build produced (digests, tags, manifests, outputs) as JSON to this file")
 	f.StringVar(&cacheFrom, "cache-from", "", "also look for cached artifacts and layers in this registry cache (registry:REF)")
 	f.StringVar(&cacheTo, "cache-to", "", "store the artifacts and layers this build used in a registry cache (registry:REF)")
-	f.StringVar(&progressArg, "progress", "auto", "progress output: auto, tty, plain, json or quiet")
+	f.StringVar(&progressArg, "progress", "auto", "progress output: auto (tty on a terminal, else plain), tty, plain, json, or quiet (no steps and no warnings; errors and the closing line still print)")
 	f.StringArrayVar(&modes, "mode", nil, "choose an artifact's mode: NAME=source|release|local[:PATH] (repeatable)")
 	f.StringVar(&modesFile, "modes", "", "YAML file of artifact: mode choices (for CI); --mode wins")
 	f.StringVar(&minGo, "min-go", "", "fail if a placed Go binary was built with a Go older than this (e.g. 1.22.7)")
