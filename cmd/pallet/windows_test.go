@@ -537,7 +537,7 @@ images:
       - {artifact: x, dest: /k/x/, layer: files}
 `)
 	_, err := pallet(t, "build", "-q", "--no-cache", "-f", recipe, "-o", "oci:"+filepath.Join(dir, "out"))
-	want := fmt.Sprintf("%s:15: image img (windows/amd64), layer files: /k/x/bin/Tool.exe (a file, layer 1) and /k/x/bin/tool.exe (a file, layer 1) are one path on Windows, which compares names without case: the later would hide the earlier; place it once, spelled one way (artifact x: the archive %s, its entry bin/tool.exe)", recipe, filepath.Join(dir, "x.tar"))
+	want := fmt.Sprintf("%s:15: image img (windows/amd64), layer files: /k/x/bin/Tool.exe (a file, layer files) and /k/x/bin/tool.exe (a file, layer files) are one path on Windows, which compares names without case: the later would hide the earlier; place it once, spelled one way (artifact x: the archive %s, its entry bin/tool.exe)", recipe, filepath.Join(dir, "x.tar"))
 	if err == nil || err.Error() != want {
 		t.Errorf("error = %v\nwant    %s", err, want)
 	}
@@ -583,5 +583,30 @@ images:
 	// FILE_ATTRIBUTE_REPARSE_POINT (0x400) with DIRECTORY (0x10) or ARCHIVE (0x20).
 	if attrs["Files/links/sys32"] != "1040" || attrs["Files/links/sam"] != "1056" {
 		t.Errorf("link attributes %v, want sys32 a directory link (1040) and sam a file link (1056)", attrs)
+	}
+}
+
+// Two layers' paths that are one on Windows are named by the layers'
+// names, as every other error of a layer names it, not by an ordinal
+// that reads as another layer's name.
+func TestCaseCollisionNamesBothLayers(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "h.txt"), "h")
+	recipe := filepath.Join(dir, "pallet.yaml")
+	writeFile(t, recipe, `version: 1
+artifacts:
+  h: {local: {path: h.txt}, licenses: none}
+images:
+  app:
+    base: windows-hostprocess-scratch
+    platforms: [windows/amd64]
+    files:
+      - {artifact: h, dest: /k/App.txt}
+      - {artifact: h, dest: /K/app.txt}
+`)
+	_, err := pallet(t, "build", "-q", "--no-cache", "-f", recipe, "-o", "oci:"+filepath.Join(t.TempDir(), "out"))
+	want := recipe + ":10: image app (windows/amd64), layer 1-h: /k/App.txt (a file, layer 0-h) and /K/app.txt (a file, layer 1-h) are one path on Windows"
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("error = %v\nwant    %s...", err, want)
 	}
 }

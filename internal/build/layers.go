@@ -337,6 +337,9 @@ func (b *builder) checkLayers(ctx context.Context, name string, pi *plan.Platfor
 			// entry it came from: the layer's first placement may be
 			// another artifact's.
 			l := pi.Layers[c.Layer]
+			for _, l := range pi.Layers {
+				c.LayerNames = append(c.LayerNames, l.Name)
+			}
 			pm, from := b.entryOrigin(ctx, name, pi, l, c.Later)
 			return plan.Errorf(pm.Pos, "image %s (%s), layer %s: %v%s", name, pi.Platform, l.Name, err, from)
 		}

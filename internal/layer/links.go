@@ -3,6 +3,7 @@ package layer
 import (
 	"fmt"
 	"path"
+	"strconv"
 	"strings"
 
 	"github.com/pallet-dev/pallet/internal/tree"
@@ -192,13 +193,23 @@ func CheckWindowsImage(trees ...*tree.Tree) error {
 }
 
 // CaseCollision is two layers' paths that are one on Windows; layers count
-// from 0 in the order given to CheckWindowsImage.
+// from 0 in the order given to CheckWindowsImage. LayerNames, when the
+// caller sets it, names them by index in the error, as its other errors
+// name layers; else they are numbered from 1.
 type CaseCollision struct {
 	First, Later      string
 	FirstLayer, Layer int
+	LayerNames        []string
 	firstKind, kind   tree.Kind
 }
 
 func (c *CaseCollision) Error() string {
-	return fmt.Sprintf("%s (a %s, layer %d) and %s (a %s, layer %d) are one path on Windows, which compares names without case: the later would hide the earlier; place it once, spelled one way", ShowPath("/"+c.First), c.firstKind, c.FirstLayer+1, ShowPath("/"+c.Later), c.kind, c.Layer+1)
+	return fmt.Sprintf("%s (a %s, layer %s) and %s (a %s, layer %s) are one path on Windows, which compares names without case: the later would hide the earlier; place it once, spelled one way", ShowPath("/"+c.First), c.firstKind, c.layerName(c.FirstLayer), ShowPath("/"+c.Later), c.kind, c.layerName(c.Layer))
+}
+
+func (c *CaseCollision) layerName(i int) string {
+	if i < len(c.LayerNames) {
+		return c.LayerNames[i]
+	}
+	return strconv.Itoa(i + 1)
 }
