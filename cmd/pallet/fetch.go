@@ -41,7 +41,7 @@ func fetchCmd() *cobra.Command {
 				return err
 			}
 			dir := mirror.dir
-			mirror.dir, mirror.offline = "", false // fetch from upstream (or --mirror-url)
+			mirror.dir = "" // fetch from upstream (or --mirror-url)
 			n, err := mirror.network()
 			if err != nil {
 				return err
@@ -59,6 +59,10 @@ func fetchCmd() *cobra.Command {
 	fl.StringSliceVar(&images, "image", nil, "only these images")
 	fl.StringArrayVar(&args, "arg", nil, "override a recipe arg (K=V, repeatable)")
 	fl.BoolVarP(&quiet, "quiet", "q", false, "print nothing but errors")
-	mirror.register(fl)
+	// Not build's mirror flags: here --mirror is what is filled, and
+	// --offline, which would fetch nothing, is no flag at all (it was
+	// taken, and ignored, and the network used).
+	fl.StringVar(&mirror.dir, "mirror", "", "the mirror directory to fill (created if missing): downloads under sha256/, repositories under git/, Go modules and toolchains under gomod/")
+	fl.StringVar(&mirror.url, "mirror-url", "", "fetch downloads (BASE/sha256/DIGEST) and repositories (BASE/git/...) from this mirror instead of upstream")
 	return cmd
 }

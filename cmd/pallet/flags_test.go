@@ -497,3 +497,17 @@ func TestDefaultRecipeMissingNamesDockerfile(t *testing.T) {
 		}
 	}
 }
+
+// pallet fetch has no --offline: it fetches, and took the flag only to
+// ignore it and use the network all the same.
+func TestFetchHasNoOffline(t *testing.T) {
+	recipe := copyExample(t, "hello")
+	mirror := filepath.Join(t.TempDir(), "mirror")
+	_, err := pallet(t, "fetch", "-q", "-f", recipe, "--mirror", mirror, "--offline")
+	if err == nil || !strings.Contains(err.Error(), "unknown flag: --offline") {
+		t.Errorf("fetch --offline: %v, want it refused", err)
+	}
+	if _, err := os.Stat(mirror); err == nil {
+		t.Error("fetch --offline filled the mirror")
+	}
+}
