@@ -223,6 +223,11 @@ func (m *mirrorFlags) register(f *pflag.FlagSet) {
 
 // network checks the flags and returns the build's network policy.
 func (m *mirrorFlags) network() (build.Network, error) {
+	if m.offline && m.url != "" {
+		// Offline, the URL would be ignored, and a build meant to read
+		// it would fail naming the cache instead.
+		return build.Network{}, fmt.Errorf("--offline reaches no mirror URL: give --mirror-url alone, or --offline with --mirror DIR")
+	}
 	if m.url != "" {
 		u, err := url.Parse(m.url)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

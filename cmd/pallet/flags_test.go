@@ -50,6 +50,7 @@ func TestFlagErrors(t *testing.T) {
 		{"cache-from bad reference", []string{"--cache-from", "registry:Not A Ref"}, `--cache-from "registry:Not A Ref"`},
 		{"cache without cache", []string{"--no-cache", "--cache-to", "registry:localhost:5000/c:1"}, "--cache-from and --cache-to need the local cache"},
 		{"mirror-url", []string{"--mirror-url", "mirror.internal/pallet"}, `--mirror-url "mirror.internal/pallet": want an http(s) URL`},
+		{"offline with a mirror URL", []string{"--offline", "--mirror-url", "http://127.0.0.1:1/pallet"}, "--offline reaches no mirror URL"},
 		{"output kind", []string{"-o", "tar:x.tar"}, "tar:x.tar"},
 		{"platform", []string{"--platform", "linux/amd46"}, `unknown platform "linux/amd46"`},
 		{"arg", []string{"--arg", "VERSION"}, `--arg "VERSION": want K=V`},
