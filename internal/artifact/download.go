@@ -356,5 +356,8 @@ func (f *Fetcher) offlineWhere() string {
 	if f.Mirror != "" {
 		return "in the mirror " + f.Mirror + "; run pallet fetch first"
 	}
+	if f.Cache == nil {
+		return "in the cache, which --no-cache leaves unread (offline without --mirror, a build takes only what earlier builds kept); drop --no-cache, or run pallet fetch --mirror DIR and build with --mirror DIR"
+	}
 	return "in the cache (offline without --mirror, a build takes only what earlier builds kept); build once online, or run pallet fetch --mirror DIR and build with --mirror DIR"
 }

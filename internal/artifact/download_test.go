@@ -918,3 +918,25 @@ func TestDownloadKeepsContentEncoding(t *testing.T) {
 		t.Errorf("Accept-Encoding %q, want identity", a)
 	}
 }
+
+// Offline without a mirror, a download the cache lacks is said to be
+// missing from the cache, and with no cache (--no-cache) that the cache
+// was not read, rather than that it lacks the file.
+func TestOfflineMissSaysWhereItLooked(t *testing.T) {
+	good := strings.Repeat("0", 64)
+	f := fetcher(t)
+	f.Offline = true
+	err := f.Get(context.Background(), "http://127.0.0.1:1/pkg.tgz", good, filepath.Join(t.TempDir(), "download"))
+	if err == nil || !strings.Contains(err.Error(), "which --no-cache leaves unread") {
+		t.Errorf("offline, no cache: %v", err)
+	}
+	c, err := cache.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Cache = c
+	err = f.Get(context.Background(), "http://127.0.0.1:1/pkg.tgz", good, filepath.Join(t.TempDir(), "download"))
+	if err == nil || !strings.Contains(err.Error(), "is not in the cache (offline without --mirror") {
+		t.Errorf("offline, with a cache: %v", err)
+	}
+}
