@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"math"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -162,6 +164,28 @@ func (l *layoutReader) read(d v1.Descriptor, kind string) ([]byte, error) {
 	return io.ReadAll(rc) // at most d.Size+1 bytes: the reader stops there
 }
 
+// refNames says which names a layout's index gives its images, for a
+// user who asked for another: the first ten, in the index's order.
+func refNames(ds []v1.Descriptor) string {
+	var names []string
+	seen := map[string]bool{}
+	for _, d := range ds {
+		n := d.Annotations["org.opencontainers.image.ref.name"]
+		if n == "" || seen[n] {
+			continue
+		}
+		seen[n] = true
+		names = append(names, strconv.Quote(n))
+	}
+	switch {
+	case len(names) == 0:
+		return "it names none of its images"
+	case len(names) > 10:
+		return fmt.Sprintf("it names %s and %d more", strings.Join(names[:10], ", "), len(names)-10)
+	}
+	return "it names " + strings.Join(names, ", ")
+}
+
 // find returns the images for platform p under the index.json entries
 // named refName (all of them if it is empty).
 func (l *layoutReader) find(refName string, p platform.Platform) ([]v1.Image, error) {
@@ -176,7 +200,7 @@ func (l *layoutReader) find(refName string, p platform.Platform) ([]v1.Image, er
 		}
 	}
 	if len(candidates) == 0 {
-		return nil, fmt.Errorf("%s has no image named %q", l.dir, refName)
+		return nil, fmt.Errorf("%s has no image named %q (%s)", l.dir, refName, refNames(im.Manifests))
 	}
 	var found []rankedImage
 	for _, d := range candidates {

@@ -249,6 +249,19 @@ func TestLayoutBaseGoodBuilds(t *testing.T) {
 	}
 }
 
+// A name the layout does not hold is refused with the names it does:
+// the tag alone, as pallet and BuildKit write ref.name, is easy to get
+// wrong as "hello:latest" or a full reference.
+func TestLayoutBaseNameMissingSaysTheNames(t *testing.T) {
+	l := newTestLayout(t)
+	nested := l.index(l.image(linuxAMD64).manifest)
+	nested.Annotations = map[string]string{"org.opencontainers.image.ref.name": "1.0"}
+	l.root(nested)
+	r := &Resolver{Dir: t.TempDir()}
+	_, err := r.Base(context.Background(), "oci:"+l.dir+":hello:1.0", linuxAMD64)
+	wantErr(t, err, `has no image named "hello:1.0" (it names "1.0")`)
+}
+
 // Indexes nested as deep as allowed still resolve.
 func TestLayoutBaseNestedToTheLimit(t *testing.T) {
 	l := newTestLayout(t)
