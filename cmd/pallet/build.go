@@ -201,7 +201,7 @@ func buildCmd() *cobra.Command {
 	f.StringVar(&recordPath, "record", "", "where to write the build record (default: beside the first output, as OUT.record.json; pallet-record.json in the current directory when that output is a push or docker:-)")
 	f.StringVar(&cacheDir, "cache-dir", "", "cache directory (default: $PALLET_CACHE_DIR or the user cache dir)")
 	f.BoolVar(&noCache, "no-cache", false, "build everything anew, using and filling no cache")
-	f.StringVar(&maxDownload, "max-download", "", "refuse a download larger than this (bytes, or with KiB, MiB, GiB; default 16GiB)")
+	f.StringVar(&maxDownload, "max-download", "", "refuse a download larger than this (bytes, or with KiB, MiB, GiB, TiB, or KB, MB, GB, TB in powers of ten; default 16GiB)")
 	f.StringVar(&maxExtract, "max-extract", "", "refuse an archive that decompresses to more than this (default 16GiB)")
 	f.DurationVar(&stall, "stall-timeout", 0, "give up a download or registry transfer that moves no byte for this long (default 60s)")
 	f.BoolVar(&byDigest, "push-by-digest", false, "push to registry outputs by digest only, setting no tag (one runner's share; pallet index create merges them)")
