@@ -20,6 +20,7 @@ import (
 	"github.com/pallet-dev/pallet/internal/build"
 	"github.com/pallet-dev/pallet/internal/layer"
 	"github.com/pallet-dev/pallet/internal/output"
+	"github.com/pallet-dev/pallet/internal/plan"
 	"github.com/pallet-dev/pallet/internal/progress"
 	"github.com/pallet-dev/pallet/internal/recipe"
 	"github.com/pallet-dev/pallet/internal/record"
@@ -297,7 +298,7 @@ func parseModes(file string, flags []string) (map[string]recipe.Choice, error) {
 					return nil, fmt.Errorf("%s:%d: %s: want a mode (source, release, local or local:PATH)", file, v.Line, k.Value)
 				}
 				c := recipe.ParseChoice(v.Value)
-				c.From = fmt.Sprintf("%s:%d", file, k.Line)
+				c.From = plan.Pos{File: file, Line: k.Line}
 				out[k.Value] = c
 			}
 		}

@@ -257,6 +257,22 @@ func TestModeErrors(t *testing.T) {
 	mustPallet(t, append(e.args(out), "--platform", "linux/amd64", "--min-go", "1.22.0")...)
 }
 
+// A local path chosen in a --modes file that is not there is blamed on
+// the modes file's line, where the user wrote it, not on the recipe's
+// local mode.
+func TestModesFileLocalPathMissingSaidThere(t *testing.T) {
+	e := newKindEnv(t)
+	modes := filepath.Join(t.TempDir(), "modes.yaml")
+	if err := os.WriteFile(modes, []byte("# site choices\nrunc: local:/nonexistent/runc\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := pallet(t, append(e.args(filepath.Join(t.TempDir(), "out")), "--platform", "linux/amd64", "--modes", modes)...)
+	want := modes + ":2: artifact runc (linux/amd64, local mode): local path: stat /nonexistent/runc"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("got %v, want an error containing %q", err, want)
+	}
+}
+
 // Pins are checked: a commit the repository lacks, a tag that moved, a
 // digest that does not match. Each fails clearly and writes nothing.
 func TestPinFailures(t *testing.T) {

@@ -67,10 +67,10 @@ func (l *Local) Key(f *Fetcher, _ *Request) ([]string, bool, error) {
 func (l *Local) Produce(ctx context.Context, f *Fetcher, r *Request, work string) (*Result, error) {
 	info, err := os.Stat(l.Path)
 	if err != nil {
-		return nil, fmt.Errorf("local path: %w", err)
+		return nil, blame("path", fmt.Errorf("local path: %w", err))
 	}
 	if !info.IsDir() && !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("local path: %w", tree.Unplaceable(l.Path, info.Mode()))
+		return nil, blame("path", fmt.Errorf("local path: %w", tree.Unplaceable(l.Path, info.Mode())))
 	}
 	var rec Record
 	if info.IsDir() {

@@ -44,17 +44,17 @@ type planner struct {
 type Choice struct {
 	Mode string
 	Path string
-	// From is where the choice was made, FILE:LINE of a --modes file;
-	// empty for a --mode flag.
-	From string
+	// From is where the choice was made, in a --modes file; zero for a
+	// --mode flag.
+	From plan.Pos
 }
 
 // at prefixes an error about the choice with where it was made.
 func (c Choice) at() string {
-	if c.From == "" {
+	if c.From.File == "" {
 		return ""
 	}
-	return c.From + ": "
+	return c.From.String() + ": "
 }
 
 // ParseChoice reads "release", "source", "local" or "local:PATH".
@@ -418,6 +418,10 @@ func (pln *planner) artifact(name string, pf platform.Platform, v Vars) (string,
 		return "", err
 	}
 	a := &plan.Artifact{Request: *req, Check: true, Pos: pln.r.Pos(at), Fields: pln.r.fieldsAt(at, pf)}
+	// A path chosen in a --modes file is blamed there, not on the recipe.
+	if c.Path != "" && c.From.File != "" {
+		a.Fields["path"] = c.From
+	}
 	// licenses is the artifact's, beside its kind sections, in every mode.
 	if lat := "artifacts." + name + ".licenses"; pln.r.lines[lat] != 0 {
 		a.Fields["licenses"] = pln.r.Pos(lat)
