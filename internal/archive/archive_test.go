@@ -450,10 +450,6 @@ var hostileCases = []hostileCase{
 		ent{name: "a", typ: tar.TypeSymlink, link: "."},
 		ent{name: "a/d/", typ: tar.TypeDir},
 	)),
-	tarCase("file replacing symlink", "already-extracted symlink", fixed(
-		ent{name: "a", typ: tar.TypeSymlink, link: "b"},
-		ent{name: "a", body: "x"},
-	)),
 	tarCase("symlink via dot symlink", "may leave the archive root", fixed(
 		ent{name: "l", typ: tar.TypeSymlink, link: "."},
 		ent{name: "m", typ: tar.TypeSymlink, link: "l/../canary"},
@@ -476,13 +472,9 @@ var hostileCases = []hostileCase{
 		ent{name: "a/b/l", typ: tar.TypeSymlink, link: "../x"},
 		ent{name: "h", typ: tar.TypeLink, link: "a/b/l"},
 	)),
-	tarCase("file replaces dir", "would replace a directory", fixed(
+	tarCase("file replaces dir", "would replace a directory an earlier entry made", fixed(
 		ent{name: "d/", typ: tar.TypeDir},
 		ent{name: "d", body: "x"},
-	)),
-	tarCase("dir replaces file", "directory would replace a file", fixed(
-		ent{name: "d", body: "x"},
-		ent{name: "d/", typ: tar.TypeDir},
 	)),
 	tarCase("file under file", `parent "d" is not a directory`, fixed(
 		ent{name: "d", body: "x"},
@@ -503,11 +495,6 @@ var hostileCases = []hostileCase{
 	tarCase("file replacing an open ancestor", "would replace a directory", fixed(
 		ent{name: "a/b/c/f", body: "x"},
 		ent{name: "a", body: "x"},
-	)),
-	tarCase("dir through symlink in the open directory", "path is an already-extracted symlink", fixed(
-		ent{name: "a/b/f", body: "x"},
-		ent{name: "a/b/l", typ: tar.TypeSymlink, link: "."},
-		ent{name: "a/b/l/", typ: tar.TypeDir},
 	)),
 	tarCase("hard link through symlink in the open directory", `hard link target "a/s/f" passes through symlink "a/s"`, fixed(
 		ent{name: "a/b/f", body: "x"},

@@ -712,9 +712,12 @@ func mkdir(parent *os.Root, name string) error {
 }
 
 // clearSlot makes room for a non-directory named name in dir, where parts
-// places it. Replacing an earlier file is normal (appended tars), but
-// replacing a directory would discard its subtree and replacing a
-// symlink is how writes get redirected.
+// places it. A later entry at a name an earlier file or symlink holds
+// replaces it, as GNU tar and bsdtar unpack an appended tar: the name is
+// unlinked, never opened, so a symlink there redirects nothing (what is
+// placed next is created with O_EXCL, or is a link made afresh).
+// Replacing a directory would discard its subtree: refused, as both
+// refuse one that is not empty.
 func (x *extractor) clearSlot(e *entry, dir *os.Root, name string, parts []string) error {
 	fi, err := dir.Lstat(name)
 	switch {
@@ -722,11 +725,9 @@ func (x *extractor) clearSlot(e *entry, dir *os.Root, name string, parts []strin
 		return nil
 	case err != nil:
 		return x.entryErr(e, "%w", inTree(err, parts))
-	case fi.Mode()&fs.ModeSymlink != 0:
-		return x.entryErr(e, "path is an already-extracted symlink")
 	case fi.IsDir():
-		return x.entryErr(e, "would replace a directory")
-	case !fi.Mode().IsRegular():
+		return x.entryErr(e, "would replace a directory an earlier entry made")
+	case !fi.Mode().IsRegular() && fi.Mode()&fs.ModeSymlink == 0:
 		return x.entryErr(e, "would replace a special file")
 	}
 	if err := dir.Remove(name); err != nil {
@@ -736,22 +737,30 @@ func (x *extractor) clearSlot(e *entry, dir *os.Root, name string, parts []strin
 }
 
 // makeDir makes the directory at parts, and leaves it as cwd, where the
-// entries that follow it are likely to go.
+// entries that follow it are likely to go. A file or symlink an earlier
+// entry left at that name is replaced, as GNU tar and bsdtar replace it
+// (tar's --keep-directory-symlink is not their default): it is removed,
+// not gone through.
 func (x *extractor) makeDir(e *entry, parts []string) error {
 	_, err := x.dirAt(parts, true)
 	var nd *notDir
-	switch {
-	case err == nil:
-		if x.opt.Dirs != nil {
-			x.opt.Dirs(strings.Join(parts, "/"))
+	if errors.As(err, &nd) && nd.path == strings.Join(parts, "/") {
+		dir, perr := x.parentDir(e, parts)
+		if perr != nil {
+			return perr
 		}
-		return nil
-	case !errors.As(err, &nd) || nd.path != strings.Join(parts, "/"):
-		return x.parentErr(e, err)
-	case nd.symlink:
-		return x.entryErr(e, "path is an already-extracted symlink")
+		if err := x.clearSlot(e, dir, parts[len(parts)-1], parts); err != nil {
+			return err
+		}
+		_, err = x.dirAt(parts, true)
 	}
-	return x.entryErr(e, "directory would replace a file")
+	if err != nil {
+		return x.parentErr(e, err)
+	}
+	if x.opt.Dirs != nil {
+		x.opt.Dirs(strings.Join(parts, "/"))
+	}
+	return nil
 }
 
 // writeFile creates the file at parts afresh and fills it from r. O_EXCL
