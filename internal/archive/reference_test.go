@@ -3,8 +3,12 @@ package archive
 import (
 	"archive/tar"
 	"context"
+	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -97,6 +101,49 @@ func TestLaterEntryReplacesAsGNUTar(t *testing.T) {
 			ref := t.TempDir()
 			gnuTar(t, s.src, ref)
 			diffTrees(t, shapes(snapshot(t, ref)), tt.want)
+		})
+	}
+}
+
+// seqText is what testdata/seq-7z-*.zip hold as seq/seq.txt: seq 1 2000.
+func seqText() string {
+	var b strings.Builder
+	for i := 1; i <= 2000; i++ {
+		fmt.Fprintf(&b, "%d\n", i)
+	}
+	return b.String()
+}
+
+// TestZipMethodsOf7Zip: 7-Zip writes the methods -mm= names. bzip2 is
+// unpacked, as unzip and bsdtar unpack it; the others are refused naming
+// the method, where archive/zip says "unsupported compression algorithm".
+// The zips were made with p7zip 16.02: seq 1 2000 > seq/seq.txt;
+// 7z a -tzip -mm=BZip2 (Deflate64, LZMA) seq-7z-bzip2.zip seq.
+func TestZipMethodsOf7Zip(t *testing.T) {
+	for _, tt := range []struct {
+		file, wantErr string
+	}{
+		{"seq-7z-bzip2.zip", ""},
+		{"seq-7z-deflate64.zip", `entry "seq/seq.txt": compressed with Deflate64 (zip method 9), which pallet does not unpack`},
+		{"seq-7z-lzma.zip", `entry "seq/seq.txt": compressed with LZMA (zip method 14), which pallet does not unpack`},
+	} {
+		t.Run(tt.file, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("testdata", tt.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := newSandbox(t, Zip, data)
+			err = Extract(context.Background(), s.src, Zip, s.out, Options{})
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error = %v\nwant it to contain %s", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			diffTrees(t, snapshot(t, s.out), map[string]string{"seq": "dir 755", "seq/seq.txt": "file 644 " + seqText()})
 		})
 	}
 }

@@ -3,8 +3,10 @@ package archive
 import (
 	"archive/zip"
 	"bufio"
+	"compress/bzip2"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"math"
@@ -33,6 +35,10 @@ func (x *extractor) extractZip(file *os.File) error {
 	// klauspost's inflate is a drop-in for compress/flate and markedly
 	// faster on the large binaries release zips carry.
 	zr.RegisterDecompressor(zip.Deflate, func(r io.Reader) io.ReadCloser { return flate.NewReader(r) })
+	// 7-Zip (-mm=BZip2) and Info-ZIP (zip -Z bzip2) write bzip2, which
+	// unzip and bsdtar read. Its blocks are 900 kB at most, so it needs
+	// no window limit; MaxBytes meters its output as any entry's.
+	zr.RegisterDecompressor(zipBzip2, func(r io.Reader) io.ReadCloser { return io.NopCloser(bzip2.NewReader(r)) })
 
 	// checkZipDirectory has counted these records already, unless it and
 	// archive/zip have come to disagree on where they start: fail before
@@ -99,6 +105,28 @@ func (x *extractor) extractZip(file *os.File) error {
 // be placed as the file.
 var errEncrypted = errors.New("encrypted, and pallet does not decrypt archives")
 
+// zipBzip2 is bzip2's compression method (APPNOTE 4.4.5).
+const zipBzip2 = 12
+
+// zipMethods are the compression methods pallet unpacks, and names of
+// those it does not, which 7-Zip's -mm= and other tools write: archive/zip
+// says only "unsupported compression algorithm".
+var zipMethods = map[uint16]bool{zip.Store: true, zip.Deflate: true, zipBzip2: true}
+
+var zipOtherMethods = map[uint16]string{
+	9: "Deflate64", 14: "LZMA", 93: "zstd", 95: "xz", 96: "JPEG", 97: "WavPack", 98: "PPMd", 99: "AES encryption",
+}
+
+// unsupportedMethod says which method an entry is compressed with, and
+// what pallet reads instead.
+func unsupportedMethod(m uint16) error {
+	name, ok := zipOtherMethods[m]
+	if !ok {
+		name = "an unknown method"
+	}
+	return fmt.Errorf("compressed with %s (zip method %d), which pallet does not unpack: it reads stored, deflate and bzip2 entries (repack the zip with one of those)", name, m)
+}
+
 // zipEncrypted is the general purpose flag of an encrypted entry (bit 6,
 // strong encryption, comes with it).
 const zipEncrypted = 0x1
@@ -109,6 +137,9 @@ func (x *extractor) meteredOpen(f *zip.File) func() (io.ReadCloser, error) {
 	return func() (io.ReadCloser, error) {
 		if f.Flags&zipEncrypted != 0 {
 			return nil, errEncrypted
+		}
+		if !zipMethods[f.Method] {
+			return nil, unsupportedMethod(f.Method)
 		}
 		rc, err := f.Open()
 		if err != nil {
