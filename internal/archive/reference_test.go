@@ -2,6 +2,8 @@ package archive
 
 import (
 	"archive/tar"
+	"archive/zip"
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -144,6 +146,47 @@ func TestZipMethodsOf7Zip(t *testing.T) {
 				t.Fatal(err)
 			}
 			diffTrees(t, snapshot(t, s.out), map[string]string{"seq": "dir 755", "seq/seq.txt": "file 644 " + seqText()})
+		})
+	}
+}
+
+// TestZipNamesInCodePage437: a zip written on Windows without the UTF-8
+// flag holds its names in code page 437, as Python's zipfile and 7-Zip
+// read them (bsdtar keeps the bytes, unzip makes Latin-1 of them);
+// Info-ZIP on Unix writes UTF-8 without the flag, and a Unix zip's other
+// bytes are kept as they are.
+func TestZipNamesInCodePage437(t *testing.T) {
+	for _, tt := range []struct {
+		what    string
+		name    string // as the zip holds it
+		creator uint16 // system << 8 | version
+		flags   uint16
+		want    string
+	}{
+		{"Windows, code page 437", "caf\x82-\x81.txt", 0<<8 | 20, 0, "café-ü.txt"},
+		{"NTFS, code page 437", "\x9c\xe1", 11<<8 | 20, 0, "£ß"},
+		{"Windows, UTF-8 flag", "café.txt", 0<<8 | 20, 0x800, "café.txt"},
+		{"Windows, UTF-8 without the flag", "café.txt", 0<<8 | 20, 0, "café.txt"},
+		{"Info-ZIP on Unix", "café.txt", 3<<8 | 30, 0, "café.txt"},
+		{"Unix, Latin-1", "caf\xe9.txt", 3<<8 | 30, 0, "caf\xe9.txt"},
+	} {
+		t.Run(tt.what, func(t *testing.T) {
+			var buf bytes.Buffer
+			zw := zip.NewWriter(&buf)
+			// CreateHeader keeps the creator's system, and sets the UTF-8
+			// flag unless NonUTF8.
+			fh := &zip.FileHeader{Name: tt.name, Method: zip.Store, CreatorVersion: tt.creator, Flags: tt.flags, NonUTF8: tt.flags&0x800 == 0}
+			if _, err := zw.CreateHeader(fh); err != nil {
+				t.Fatal(err)
+			}
+			if err := zw.Close(); err != nil {
+				t.Fatal(err)
+			}
+			s := newSandbox(t, Zip, buf.Bytes())
+			if err := Extract(context.Background(), s.src, Zip, s.out, Options{}); err != nil {
+				t.Fatal(err)
+			}
+			diffTrees(t, snapshot(t, s.out), map[string]string{tt.want: "file 644 "})
 		})
 	}
 }

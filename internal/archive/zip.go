@@ -12,8 +12,10 @@ import (
 	"math"
 	"os"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/klauspost/compress/flate"
+	"golang.org/x/text/encoding/charmap"
 )
 
 func (x *extractor) extractZip(file *os.File) error {
@@ -60,7 +62,7 @@ func (x *extractor) extractZip(file *os.File) error {
 	seen := make(map[string]seenName, len(zr.File))
 	for _, f := range zr.File {
 		e := &entry{
-			name:    f.Name,
+			name:    zipName(f),
 			slashes: true,
 			exact:   true,
 			open:    x.meteredOpen(f),
@@ -97,6 +99,45 @@ func (x *extractor) extractZip(file *os.File) error {
 	}
 	return nil
 }
+
+// zipName is the name of a zip entry as Windows' and 7-Zip's unpackers
+// read it. Without the UTF-8 flag (general purpose bit 11) a name is in
+// the IBM PC code page 437 (APPNOTE appendix D), and Windows tools (the
+// Explorer, PowerShell 5's Compress-Archive, .NET before 4.6.1) wrote
+// their OEM code page so: "café" as "caf\x82", no UTF-8 at all, which a
+// Windows layer cannot hold and a Linux one would hold as bytes no one
+// wrote. Info-ZIP on Unix writes UTF-8 without the flag, though, and
+// Unix systems other encodings: only a name made on MS-DOS or Windows
+// (the creator's system, as unzip tells them) that is not valid UTF-8 is
+// read as code page 437. Other names are kept as the archive holds them,
+// as bsdtar keeps them.
+func zipName(f *zip.File) string {
+	if f.Flags&zipFlagUTF8 != 0 || utf8.ValidString(f.Name) {
+		return f.Name
+	}
+	switch f.CreatorVersion >> 8 {
+	case zipFAT, zipHPFS, zipNTFS, zipVFAT:
+	default:
+		return f.Name
+	}
+	name, err := charmap.CodePage437.NewDecoder().String(f.Name)
+	if err != nil {
+		return f.Name
+	}
+	return name
+}
+
+// zipFlagUTF8 is the general purpose flag of a name in UTF-8 (bit 11).
+const zipFlagUTF8 = 0x800
+
+// The creator systems of APPNOTE 4.4.2.2 on which zips were written in
+// an OEM code page.
+const (
+	zipFAT  = 0
+	zipHPFS = 6
+	zipNTFS = 11
+	zipVFAT = 14
+)
 
 // errEncrypted is the error of an encrypted zip entry. archive/zip
 // ignores the flag and reads the ciphertext as content: a real entry then

@@ -20,7 +20,9 @@ func (e *Extract) key() string {
 	// (tree.Entry.Implied); v3: the modes and owners of its tar headers
 	// (tree.Entry.Archived); v4: the names its hard links make one file
 	// of (tree.Entry.Linked). One stored before does not say them.
-	return fmt.Sprintf("v4|%d|%s|%t|%t", e.Strip, strings.Join(e.Include, "\x00"), e.RootedLinks, e.Headers)
+	// v5: a zip's names written on Windows in code page 437 are read as
+	// such, where v4 kept their bytes.
+	return fmt.Sprintf("v5|%d|%s|%t|%t", e.Strip, strings.Join(e.Include, "\x00"), e.RootedLinks, e.Headers)
 }
 
 // fileTree turns a file into a tree: unpacked if ex is set, else the file
