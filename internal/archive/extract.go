@@ -513,11 +513,17 @@ func checkLinkTarget(target, rel string, slashes bool) (string, error) {
 	}
 	for _, t := range readings {
 		if why := climb(t, depth); why != "" {
-			return "", fmt.Errorf("symlink target %q %s", orig, why)
+			return "", &climbError{target: orig, why: why}
 		}
 	}
 	return target, nil
 }
+
+// climbError is a relative symlink target that leaves, or may leave,
+// the tree from where the link is placed.
+type climbError struct{ target, why string }
+
+func (e *climbError) Error() string { return fmt.Sprintf("symlink target %q %s", e.target, e.why) }
 
 // AbsoluteLinkError is a symlink whose target is absolute, refused
 // where Options.RootedLinks does not keep it.
@@ -926,6 +932,17 @@ func (x *extractor) makeSymlink(e *entry, parts []string, target string) error {
 		err = checkRootedTarget(target)
 	} else {
 		target, err = checkLinkTarget(target, strings.Join(parts, "/"), e.slashes)
+	}
+	var ce *climbError
+	if errors.As(err, &ce) && x.opt.Strip > 0 {
+		// A link that stays inside the archive may climb out of what
+		// strip leaves: say where it was placed, and, for a name in
+		// "./", that strip did not count the ".", as GNU tar would.
+		dot := ""
+		if strings.HasPrefix(e.name, "./") {
+			dot = `; "." is not a component strip removes, where GNU tar's --strip-components counts it`
+		}
+		return x.entryErr(e, "%w, placed at %q once strip removes %d leading component(s)%s", err, strings.Join(parts, "/"), x.opt.Strip, dot)
 	}
 	if err != nil {
 		return x.entryErr(e, "%w", err)

@@ -190,3 +190,33 @@ func TestZipNamesInCodePage437(t *testing.T) {
 		})
 	}
 }
+
+// TestStripDoesNotCountDot: strip counts the components of a name
+// without its "." ones, so an archive of "./x" entries (tar -C dir .)
+// and one of "x" strip alike; GNU tar's --strip-components counts the
+// ".". A link that then climbs out of what is left is refused saying
+// so, not only that it leaves the root of an archive it stays inside.
+func TestStripDoesNotCountDot(t *testing.T) {
+	ents := []ent{
+		{name: "./", typ: tar.TypeDir},
+		{name: "./top/", typ: tar.TypeDir},
+		{name: "./top/README", body: "r"},
+		{name: "./top/bin/tool", body: "t"},
+	}
+	s := newSandbox(t, Tar, build(t, Tar, ents))
+	if err := Extract(context.Background(), s.src, Tar, s.out, Options{Strip: 1}); err != nil {
+		t.Fatal(err)
+	}
+	diffTrees(t, shapes(snapshot(t, s.out)), map[string]string{"README": "file r", "bin": "dir ", "bin/tool": "file t"})
+	ref := t.TempDir()
+	gnuTar(t, s.src, ref, "--strip-components=2")
+	diffTrees(t, shapes(snapshot(t, ref)), map[string]string{"README": "file r", "bin": "dir ", "bin/tool": "file t"})
+
+	ents = append(ents, ent{name: "./top/doc/README", typ: tar.TypeSymlink, link: "../README"})
+	s = newSandbox(t, Tar, build(t, Tar, ents))
+	err := Extract(context.Background(), s.src, Tar, s.out, Options{Strip: 2})
+	want := `entry "./top/doc/README": symlink target "../README" leaves the archive root, placed at "README" once strip removes 2 leading component(s); "." is not a component strip removes, where GNU tar's --strip-components counts it`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error = %v\nwant it to contain %s", err, want)
+	}
+}
