@@ -220,3 +220,124 @@ func TestStripDoesNotCountDot(t *testing.T) {
 		t.Fatalf("error = %v\nwant it to contain %s", err, want)
 	}
 }
+
+// TestGNUIncrementalAndLabel: GNU tar's incremental archives (tar -g)
+// give each directory a dumpdir entry ('D'), which GNU tar and bsdtar
+// unpack as the directory, empty ones included, and tar -V puts a volume
+// label first ('V'), which they pass over. Both are made here by GNU tar.
+func TestGNUIncrementalAndLabel(t *testing.T) {
+	src := t.TempDir()
+	for _, d := range []string{"top/bin", "top/empty"} {
+		if err := os.MkdirAll(filepath.Join(src, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(src, "top/bin/tool"), []byte("t"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"top": "dir ", "top/bin": "dir ", "top/bin/tool": "file t", "top/empty": "dir "}
+	for _, tt := range []struct {
+		name string
+		args []string
+	}{
+		{"incremental", []string{"-g", filepath.Join(t.TempDir(), "snapshot")}},
+		{"label", []string{"-V", "release 1.0"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tarPath, err := exec.LookPath("tar")
+			if err != nil {
+				t.Skip("no tar on PATH")
+			}
+			archive := filepath.Join(t.TempDir(), "a.tar")
+			cmd := exec.Command(tarPath, append(append([]string{"-cf", archive}, tt.args...), "-C", src, "top")...)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Skipf("tar %v (not GNU tar?): %v\n%s", tt.args, err, out)
+			}
+			out := t.TempDir()
+			var skipped []string
+			opt := Options{Skipped: func(name, what string) { skipped = append(skipped, name+" ("+what+")") }}
+			if err := Extract(context.Background(), archive, Tar, out, opt); err != nil {
+				t.Fatal(err)
+			}
+			if len(skipped) > 0 {
+				t.Errorf("skipped %v", skipped)
+			}
+			diffTrees(t, shapes(snapshot(t, out)), want)
+			ref := t.TempDir()
+			gnuTar(t, archive, ref)
+			diffTrees(t, shapes(snapshot(t, ref)), want)
+		})
+	}
+}
+
+// TestGNUSparseFormats: GNU tar writes a sparse file (--sparse) in four
+// forms: old GNU ('S' entries), and PAX records of versions 0.0, 0.1 and
+// 1.0, the last two under a made-up name ("./GNUSparseFile.%p/...") that
+// the records correct. Each is unpacked whole, under its own name, as
+// GNU tar unpacks it.
+func TestGNUSparseFormats(t *testing.T) {
+	src := t.TempDir()
+	const size = 3 << 20
+	f, err := os.Create(filepath.Join(src, "sparse"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, at := range []int64{0, 1 << 20, size - 3} {
+		if _, err := f.WriteAt([]byte("abc"), at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(filepath.Join(src, "sparse"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"--format=gnu"},
+		{"--format=posix", "--sparse-version=0.0"},
+		{"--format=posix", "--sparse-version=0.1"},
+		{"--format=posix", "--sparse-version=1.0"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			tarPath, err := exec.LookPath("tar")
+			if err != nil {
+				t.Skip("no tar on PATH")
+			}
+			archive := filepath.Join(t.TempDir(), "a.tar")
+			cmd := exec.Command(tarPath, append(append([]string{"--sparse", "-cf", archive}, args...), "-C", src, "sparse")...)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Skipf("tar %v (not GNU tar?): %v\n%s", args, err, out)
+			}
+			if fi, err := os.Stat(archive); err != nil || fi.Size() >= size {
+				t.Fatalf("tar wrote no sparse entry: %v, %v", fi, err)
+			}
+			for _, dir := range []string{"pallet", "gnu"} {
+				out := filepath.Join(t.TempDir(), dir)
+				if err := os.Mkdir(out, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if dir == "gnu" {
+					gnuTar(t, archive, out)
+				} else if err := Extract(context.Background(), archive, Tar, out, Options{}); err != nil {
+					t.Fatal(err)
+				}
+				names, err := os.ReadDir(out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(names) != 1 || names[0].Name() != "sparse" {
+					t.Fatalf("%s unpacked %v, want [sparse]", dir, names)
+				}
+				got, err := os.ReadFile(filepath.Join(out, "sparse"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got, want) {
+					t.Errorf("%s unpacked %d bytes unlike the %d of the file tarred", dir, len(got), len(want))
+				}
+			}
+		})
+	}
+}

@@ -166,21 +166,22 @@ func (x *extractor) extractTar(file *os.File, f Format) error {
 		if x.opt.Headers != nil {
 			// Only for a caller that reads it: one allocation less an
 			// entry of a 100,000-entry archive otherwise.
-			e.header = &Header{Mode: hdr.FileInfo().Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky), UID: hdr.Uid, GID: hdr.Gid, Dir: hdr.Typeflag == tar.TypeDir}
+			e.header = &Header{Mode: hdr.FileInfo().Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky), UID: hdr.Uid, GID: hdr.Gid, Dir: hdr.Typeflag == tar.TypeDir || hdr.Typeflag == typeGNUDumpDir}
 		}
 		last = e
 		switch hdr.Typeflag {
 		case tar.TypeReg, tar.TypeGNUSparse, tar.TypeCont:
 			e.kind = kindFile
-		case tar.TypeDir:
+		case tar.TypeDir, typeGNUDumpDir:
 			e.kind = kindDir
 		case tar.TypeSymlink:
 			e.kind = kindSymlink
 		case tar.TypeLink:
 			e.kind = kindHardlink
-		case tar.TypeXGlobalHeader:
+		case tar.TypeXGlobalHeader, typeGNUVolume:
 			// Names of global headers are often absolute temp paths
-			// ("/tmp/GlobalHead.1.1"); they carry no file, so only count them.
+			// ("/tmp/GlobalHead.1.1"), and a volume's is its label (tar
+			// -V); they carry no file, so only count them.
 			if err := x.count(e); err != nil {
 				return err
 			}
@@ -209,6 +210,16 @@ func (x *extractor) extractTar(file *os.File, f Format) error {
 	}
 	return nil
 }
+
+// GNU tar's entry types archive/tar reads but names no constant for.
+// A dumpdir is the directory entry of an incremental archive (tar -g):
+// its content lists what the directory held, which only an incremental
+// restore (tar -x -g) reads; GNU tar and bsdtar unpack it otherwise as
+// the directory. A volume header holds the label of tar -V, no file.
+const (
+	typeGNUDumpDir = 'D'
+	typeGNUVolume  = 'V'
+)
 
 // readErr reports a failure to read the next tar header. Next also reads
 // past whatever of the last entry's content was not consumed, so the error
