@@ -472,8 +472,9 @@ var hostileCases = []hostileCase{
 		ent{name: "a/b/l", typ: tar.TypeSymlink, link: "../x"},
 		ent{name: "h", typ: tar.TypeLink, link: "a/b/l"},
 	)),
-	tarCase("file replaces dir", "would replace a directory an earlier entry made", fixed(
+	tarCase("file replaces dir", "would replace a directory an earlier entry made, and all it holds", fixed(
 		ent{name: "d/", typ: tar.TypeDir},
+		ent{name: "d/x", body: "x"},
 		ent{name: "d", body: "x"},
 	)),
 	tarCase("file under file", `parent "d" is not a directory`, fixed(

@@ -718,12 +718,13 @@ func mkdir(parent *os.Root, name string) error {
 }
 
 // clearSlot makes room for a non-directory named name in dir, where parts
-// places it. A later entry at a name an earlier file or symlink holds
-// replaces it, as GNU tar and bsdtar unpack an appended tar: the name is
-// unlinked, never opened, so a symlink there redirects nothing (what is
-// placed next is created with O_EXCL, or is a link made afresh).
-// Replacing a directory would discard its subtree: refused, as both
-// refuse one that is not empty.
+// places it. A later entry at a name an earlier file, symlink or empty
+// directory holds replaces it, as GNU tar and bsdtar unpack an appended
+// tar: the name is unlinked, never opened, so a symlink there redirects
+// nothing (what is placed next is created with O_EXCL, or is a link made
+// afresh). Replacing a directory that holds anything would discard its
+// subtree: refused, as both refuse it. An empty directory removed is
+// never one of cwd's, which holds the entry's parents only.
 func (x *extractor) clearSlot(e *entry, dir *os.Root, name string, parts []string) error {
 	fi, err := dir.Lstat(name)
 	switch {
@@ -731,12 +732,14 @@ func (x *extractor) clearSlot(e *entry, dir *os.Root, name string, parts []strin
 		return nil
 	case err != nil:
 		return x.entryErr(e, "%w", inTree(err, parts))
-	case fi.IsDir():
-		return x.entryErr(e, "would replace a directory an earlier entry made")
-	case !fi.Mode().IsRegular() && fi.Mode()&fs.ModeSymlink == 0:
+	case !fi.IsDir() && !fi.Mode().IsRegular() && fi.Mode()&fs.ModeSymlink == 0:
 		return x.entryErr(e, "would replace a special file")
 	}
+	// Remove takes a directory only when it is empty.
 	if err := dir.Remove(name); err != nil {
+		if fi.IsDir() {
+			return x.entryErr(e, "would replace a directory an earlier entry made, and all it holds")
+		}
 		return x.entryErr(e, "%w", inTree(err, parts))
 	}
 	return nil

@@ -86,6 +86,15 @@ func TestLaterEntryReplacesAsGNUTar(t *testing.T) {
 			{name: "a/b/l", typ: tar.TypeSymlink, link: "."},
 			{name: "a/b/l/", typ: tar.TypeDir},
 		}, map[string]string{"a": "dir ", "a/b": "dir ", "a/b/f": "file x", "a/b/l": "dir "}},
+		{"empty directory then file", []ent{
+			{name: "a/", typ: tar.TypeDir},
+			{name: "a", body: "file"},
+		}, map[string]string{"a": "file file"}},
+		{"empty directory then symlink", []ent{
+			{name: "t", body: "target"},
+			{name: "a/", typ: tar.TypeDir},
+			{name: "a", typ: tar.TypeSymlink, link: "t"},
+		}, map[string]string{"t": "file target", "a": "-> t"}},
 		{"file then directory", []ent{
 			{name: "a", body: "file"},
 			{name: "a/", typ: tar.TypeDir},
