@@ -110,6 +110,13 @@ func Sniff(head []byte) (Format, string) {
 	return Tar, ""
 }
 
+// IsZip reports whether head (4 bytes are enough) starts a zip: with a
+// local file header, or with the end record of a zip of no entries. A
+// self-extracting zip, which starts with its program, is not seen.
+func IsZip(head []byte) bool {
+	return bytes.HasPrefix(head, []byte("PK\x03\x04")) || bytes.HasPrefix(head, []byte("PK\x05\x06"))
+}
+
 // Options controls extraction.
 type Options struct {
 	// Strip is the number of leading path components removed from each

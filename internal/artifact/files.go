@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,7 +43,15 @@ func (f *Fetcher) fileTree(ctx context.Context, r *Request, file, name, shown st
 	}
 	format, ok := archive.Detect(name)
 	if !ok {
-		return nil, nil, fmt.Errorf("%s: extract is set but the name has no known archive extension (.tar, .tar.gz, .tgz, .tar.xz, .txz, .tar.zst, .tzst, .zip)", name)
+		// A zip by another name (.jar, .whl, .nupkg, .vsix) is one by its
+		// first bytes: extract, given, says to unpack it. Only here: a
+		// .jar given at build time (LocalArchive) is placed as it is.
+		if head, err := readHead(file, 4); err == nil && archive.IsZip(head) {
+			format, ok = archive.Zip, true
+		}
+	}
+	if !ok {
+		return nil, nil, fmt.Errorf("%s: extract is set but the name has no known archive extension (.tar, .tar.gz, .tgz, .tar.xz, .txz, .tar.zst, .tzst, .zip) and the file is no zip", name)
 	}
 	dir := filepath.Join(work, "tree")
 	if err := os.RemoveAll(dir); err != nil {
@@ -166,4 +175,20 @@ func ArchiveOf(k Kind) (shown string, strip int, ok bool) {
 		}
 	}
 	return "", 0, false
+}
+
+// readHead reads the first n bytes of the file at path, fewer if it is
+// shorter.
+func readHead(path string, n int) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	head := make([]byte, n)
+	k, err := io.ReadFull(f, head)
+	if err == io.ErrUnexpectedEOF || err == io.EOF {
+		err = nil
+	}
+	return head[:k], err
 }

@@ -56,3 +56,35 @@ func TestLocalFilenameOnlyForAFilePlacedAsItIs(t *testing.T) {
 		}
 	}
 }
+
+// A zip by another name (a .jar, .whl, .nupkg) is unpacked when extract
+// asks for it, known by its first bytes; a file that is no zip is still
+// refused, saying so.
+func TestExtractTakesAZipByAnotherName(t *testing.T) {
+	dir := t.TempDir()
+	jar := filepath.Join(dir, "app.jar")
+	if err := os.WriteFile(jar, fixture.Zip([]fixture.File{{Name: "META-INF/MANIFEST.MF", Content: "Manifest-Version: 1.0\n"}, {Name: "com/example/A.class", Content: "\xca\xfe\xba\xbe"}}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := (&Local{Path: jar, Extract: &Extract{}}).Produce(context.Background(), New(), &Request{Name: "app", NoLicense: true}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range res.Tree.Entries() {
+		got = append(got, e.Path)
+	}
+	want := []string{"META-INF", "META-INF/MANIFEST.MF", "com", "com/example", "com/example/A.class"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("tree holds %q, want %q", got, want)
+	}
+
+	notZip := filepath.Join(dir, "app.bin")
+	if err := os.WriteFile(notZip, []byte("plain"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = (&Local{Path: notZip, Extract: &Extract{}}).Produce(context.Background(), New(), &Request{Name: "app", NoLicense: true}, t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "app.bin: extract is set but the name has no known archive extension") || !strings.Contains(err.Error(), "the file is no zip") {
+		t.Errorf("got %v", err)
+	}
+}
