@@ -160,8 +160,8 @@ func TestZipMethodsOf7Zip(t *testing.T) {
 }
 
 // TestZipNamesInCodePage437: a zip written on Windows without the UTF-8
-// flag holds its names in code page 437, as Python's zipfile and 7-Zip
-// read them (bsdtar keeps the bytes, unzip makes Latin-1 of them);
+// flag holds its names in code page 437, as Python's zipfile and Windows
+// read them (bsdtar and p7zip keep the bytes, unzip makes Latin-1 of them);
 // Info-ZIP on Unix writes UTF-8 without the flag, and a Unix zip's other
 // bytes are kept as they are.
 func TestZipNamesInCodePage437(t *testing.T) {

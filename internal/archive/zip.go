@@ -100,9 +100,10 @@ func (x *extractor) extractZip(file *os.File) error {
 	return nil
 }
 
-// zipName is the name of a zip entry as Windows' and 7-Zip's unpackers
-// read it. Without the UTF-8 flag (general purpose bit 11) a name is in
-// the IBM PC code page 437 (APPNOTE appendix D), and Windows tools (the
+// zipName is the name of a zip entry as the zip format, Python's zipfile
+// and Windows (in its OEM code page, 437 on an English system) read it.
+// Without the UTF-8 flag (general purpose bit 11) a name is in the IBM
+// PC code page 437 (APPNOTE appendix D), and Windows tools (the
 // Explorer, PowerShell 5's Compress-Archive, .NET before 4.6.1) wrote
 // their OEM code page so: "café" as "caf\x82", no UTF-8 at all, which a
 // Windows layer cannot hold and a Linux one would hold as bytes no one
