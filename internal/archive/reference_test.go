@@ -5,7 +5,9 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -171,20 +173,26 @@ func TestZipNamesInCodePage437(t *testing.T) {
 		creator uint16 // system << 8 | version
 		flags   uint16
 		want    string
+		extra   []byte
 	}{
-		{"Windows, code page 437", "caf\x82-\x81.txt", 0<<8 | 20, 0, "café-ü.txt"},
-		{"NTFS, code page 437", "\x9c\xe1", 11<<8 | 20, 0, "£ß"},
-		{"Windows, UTF-8 flag", "café.txt", 0<<8 | 20, 0x800, "café.txt"},
-		{"Windows, UTF-8 without the flag", "café.txt", 0<<8 | 20, 0, "café.txt"},
-		{"Info-ZIP on Unix", "café.txt", 3<<8 | 30, 0, "café.txt"},
-		{"Unix, Latin-1", "caf\xe9.txt", 3<<8 | 30, 0, "caf\xe9.txt"},
+		{"Windows, code page 437", "caf\x82-\x81.txt", 0<<8 | 20, 0, "café-ü.txt", nil},
+		{"NTFS, code page 437", "\x9c\xe1", 11<<8 | 20, 0, "£ß", nil},
+		{"Windows, UTF-8 flag", "café.txt", 0<<8 | 20, 0x800, "café.txt", nil},
+		{"Windows, UTF-8 without the flag", "café.txt", 0<<8 | 20, 0, "café.txt", nil},
+		{"Info-ZIP on Unix", "café.txt", 3<<8 | 30, 0, "café.txt", nil},
+		{"Unix, Latin-1", "caf\xe9.txt", 3<<8 | 30, 0, "caf\xe9.txt", nil},
+		// Info-ZIP on Windows and WinZip (neither here to run) add the
+		// UTF-8 name in an extra field, for the name the header holds.
+		{"Windows, code page 866 and its Unicode Path", "\xe4\xa0\xa9\xab.txt", 0<<8 | 20, 0, "файл.txt", unicodePathField("\xe4\xa0\xa9\xab.txt", "файл.txt")},
+		{"Unix, Latin-1 and its Unicode Path", "caf\xe9.txt", 3<<8 | 30, 0, "café.txt", unicodePathField("caf\xe9.txt", "café.txt")},
+		{"a Unicode Path for another name", "caf\x82.txt", 0<<8 | 20, 0, "café.txt", unicodePathField("renamed.txt", "renamed.txt")},
 	} {
 		t.Run(tt.what, func(t *testing.T) {
 			var buf bytes.Buffer
 			zw := zip.NewWriter(&buf)
 			// CreateHeader keeps the creator's system, and sets the UTF-8
 			// flag unless NonUTF8.
-			fh := &zip.FileHeader{Name: tt.name, Method: zip.Store, CreatorVersion: tt.creator, Flags: tt.flags, NonUTF8: tt.flags&0x800 == 0}
+			fh := &zip.FileHeader{Name: tt.name, Method: zip.Store, CreatorVersion: tt.creator, Flags: tt.flags, NonUTF8: tt.flags&0x800 == 0, Extra: tt.extra}
 			if _, err := zw.CreateHeader(fh); err != nil {
 				t.Fatal(err)
 			}
@@ -349,4 +357,14 @@ func TestGNUSparseFormats(t *testing.T) {
 			}
 		})
 	}
+}
+
+// unicodePathField is an Info-ZIP Unicode Path extra field (0x7075)
+// giving name, in UTF-8, to an entry whose header holds raw.
+func unicodePathField(raw, name string) []byte {
+	b := binary.LittleEndian.AppendUint16(nil, 0x7075)
+	b = binary.LittleEndian.AppendUint16(b, uint16(5+len(name)))
+	b = append(b, 1)
+	b = binary.LittleEndian.AppendUint32(b, crc32.ChecksumIEEE([]byte(raw)))
+	return append(b, name...)
 }

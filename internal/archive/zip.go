@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"io/fs"
 	"math"
@@ -111,9 +112,16 @@ func (x *extractor) extractZip(file *os.File) error {
 // Unix systems other encodings: only a name made on MS-DOS or Windows
 // (the creator's system, as unzip tells them) that is not valid UTF-8 is
 // read as code page 437. Other names are kept as the archive holds them,
-// as bsdtar keeps them.
+// as bsdtar keeps them. An Info-ZIP Unicode Path field, which unzip
+// reads, wins over both (unicodePath).
 func zipName(f *zip.File) string {
-	if f.Flags&zipFlagUTF8 != 0 || utf8.ValidString(f.Name) {
+	if f.Flags&zipFlagUTF8 != 0 {
+		return f.Name
+	}
+	if name, ok := unicodePath(f); ok {
+		return name
+	}
+	if utf8.ValidString(f.Name) {
 		return f.Name
 	}
 	switch f.CreatorVersion >> 8 {
@@ -127,6 +135,38 @@ func zipName(f *zip.File) string {
 	}
 	return name
 }
+
+// unicodePath is the name an Info-ZIP Unicode Path extra field (0x7075,
+// APPNOTE 4.6.9) gives an entry whose header name is in a code page:
+// Info-ZIP on Windows and WinZip write the name in the system's OEM code
+// page (866 for Russian, 932 for Japanese, not 437) and its UTF-8 here,
+// which unzip takes. The field is taken only while it is for the name
+// the header holds (its CRC-32 of that name matches), as the format
+// says: a tool that renamed the entry without knowing the field left it
+// stale.
+func unicodePath(f *zip.File) (string, bool) {
+	le := binary.LittleEndian
+	for extra := f.Extra; len(extra) >= 4; {
+		tag, size := le.Uint16(extra), int(le.Uint16(extra[2:]))
+		if len(extra) < 4+size {
+			return "", false
+		}
+		field := extra[4 : 4+size]
+		extra = extra[4+size:]
+		if tag != zipUnicodePathID || len(field) < 5 || field[0] != 1 {
+			continue
+		}
+		name := field[5:]
+		if le.Uint32(field[1:]) != crc32.ChecksumIEEE([]byte(f.Name)) || len(name) == 0 || !utf8.Valid(name) {
+			return "", false
+		}
+		return string(name), true
+	}
+	return "", false
+}
+
+// zipUnicodePathID is the tag of Info-ZIP's Unicode Path extra field.
+const zipUnicodePathID = 0x7075
 
 // zipFlagUTF8 is the general purpose flag of a name in UTF-8 (bit 11).
 const zipFlagUTF8 = 0x800

@@ -22,7 +22,8 @@ func (e *Extract) key() string {
 	// (tree.Entry.Archived); v4: the names its hard links make one file
 	// of (tree.Entry.Linked). One stored before does not say them.
 	// v5: a zip's names written on Windows in code page 437 are read as
-	// such, where v4 kept their bytes, and a GNU incremental tar's
+	// such, and Info-ZIP's Unicode Path fields taken, where v4 kept the
+	// header's bytes, and a GNU incremental tar's
 	// directories are made, where v4 skipped them.
 	return fmt.Sprintf("v5|%d|%s|%t|%t", e.Strip, strings.Join(e.Include, "\x00"), e.RootedLinks, e.Headers)
 }
