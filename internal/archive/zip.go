@@ -137,7 +137,9 @@ func zipName(f *zip.File) string {
 }
 
 // unicodePath is the name an Info-ZIP Unicode Path extra field (0x7075,
-// APPNOTE 4.6.9) gives an entry whose header name is in a code page:
+// APPNOTE 4.6.9) of the central directory gives an entry whose header
+// name is in a code page (checkLocal requires the local header's to say
+// the same):
 // Info-ZIP on Windows and WinZip write the name in the system's OEM code
 // page (866 for Russian, 932 for Japanese, not 437) and its UTF-8 here,
 // which unzip takes. The field is taken only while it is for the name
@@ -145,8 +147,14 @@ func zipName(f *zip.File) string {
 // says: a tool that renamed the entry without knowing the field left it
 // stale.
 func unicodePath(f *zip.File) (string, bool) {
+	return unicodePathIn(f.Extra, f.Name)
+}
+
+// unicodePathIn is the name the Unicode Path field in extra gives the
+// header name raw, if it holds one for raw.
+func unicodePathIn(extra []byte, raw string) (string, bool) {
 	le := binary.LittleEndian
-	for extra := f.Extra; len(extra) >= 4; {
+	for len(extra) >= 4 {
 		tag, size := le.Uint16(extra), int(le.Uint16(extra[2:]))
 		if len(extra) < 4+size {
 			return "", false
@@ -157,7 +165,7 @@ func unicodePath(f *zip.File) (string, bool) {
 			continue
 		}
 		name := field[5:]
-		if le.Uint32(field[1:]) != crc32.ChecksumIEEE([]byte(f.Name)) || len(name) == 0 || !utf8.Valid(name) {
+		if le.Uint32(field[1:]) != crc32.ChecksumIEEE([]byte(raw)) || len(name) == 0 || !utf8.Valid(name) {
 			return "", false
 		}
 		return string(name), true

@@ -247,6 +247,13 @@ func (x *extractor) checkLocal(r io.ReaderAt, p int64, h []byte, byData map[int6
 	if name != f.Name {
 		return nil, localSpan{}, disagree("the name is", fmt.Sprintf("%q", name), fmt.Sprintf("%q", f.Name))
 	}
+	// The name placed may come from a Unicode Path field (zipName),
+	// which a streaming reader takes from the local header.
+	localPath, _ := unicodePathIn(extra, name)
+	centralPath, _ := unicodePath(f)
+	if localPath != centralPath {
+		return nil, localSpan{}, disagree("the Unicode Path name is", fmt.Sprintf("%q", localPath), fmt.Sprintf("%q", centralPath))
+	}
 	if m := le.Uint16(h[8:]); m != f.Method {
 		return nil, localSpan{}, disagree("compression method", m, f.Method)
 	}

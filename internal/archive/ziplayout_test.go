@@ -158,6 +158,23 @@ func TestZipLocalHeadersAgree(t *testing.T) {
 			data:    concat(two(false), storedZip(t, false, nil, "x", "x data")),
 			wantErr: `the zip's prefix, the 211 bytes before its first entry, holds a local file header at offset 0: readers that stream a zip would take it for an entry, and pallet refuses the zip`},
 	}
+	// The name placed may come from a Unicode Path field: a streaming
+	// reader takes the local header's.
+	var upath bytes.Buffer
+	zw := zip.NewWriter(&upath)
+	if _, err := zw.CreateHeader(&zip.FileHeader{Name: "caf\x82", Method: zip.Store, NonUTF8: true, Extra: unicodePathField("caf\x82", "cafe")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tests = append(tests, struct {
+		name    string
+		data    []byte
+		wantErr string
+	}{name: "Unicode Path",
+		data:    patchLocal(t, "caf\x82", func(h []byte) { copy(h[30+4+9:], "life") }, upath.Bytes()),
+		wantErr: `entry "caf\x82": its local header says the Unicode Path name is "life" where the central directory says "cafe": `})
 	tests = append(tests, struct {
 		name    string
 		data    []byte
