@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"unicode/utf8"
 )
 
 // A zip says what each entry is twice: in its central directory, which
@@ -258,8 +259,14 @@ func (x *extractor) checkLocal(r io.ReaderAt, p int64, h []byte, byData map[int6
 		return nil, localSpan{}, disagree("compression method", m, f.Method)
 	}
 	flags := le.Uint16(h[6:])
-	if (flags^f.Flags)&zipFlagsCompared != 0 {
-		return nil, localSpan{}, disagree("flags", fmt.Sprintf("%#04x", flags&zipFlagsCompared), fmt.Sprintf("%#04x", f.Flags&zipFlagsCompared))
+	compared := uint16(zipFlagsCompared)
+	if !utf8.ValidString(f.Name) {
+		// The UTF-8 flag then says whether the name is code page 437
+		// (zipName), to a streaming reader by the local header's.
+		compared |= zipFlagUTF8
+	}
+	if (flags^f.Flags)&compared != 0 {
+		return nil, localSpan{}, disagree("flags", fmt.Sprintf("%#04x", flags&compared), fmt.Sprintf("%#04x", f.Flags&compared))
 	}
 	descriptor := flags&zipFlagDescriptor != 0
 	// With a data descriptor the local header may hold zeros, written

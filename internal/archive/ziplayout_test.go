@@ -179,6 +179,13 @@ func TestZipLocalHeadersAgree(t *testing.T) {
 		name    string
 		data    []byte
 		wantErr string
+	}{name: "UTF-8 flag of a name that is not UTF-8",
+		data:    patchLocal(t, "caf\x82", func(h []byte) { h[7] |= zipFlagUTF8 >> 8 }, upath.Bytes()),
+		wantErr: `entry "caf\x82": its local header says flags 0x0808 where the central directory says 0x0008: `})
+	tests = append(tests, struct {
+		name    string
+		data    []byte
+		wantErr string
 	}{name: "a zip in a prefix its offsets count",
 		data:    offsetZip(t, concat([]byte("stub"), two(false)), "x", "x data"),
 		wantErr: `the zip's prefix, the 215 bytes before its first entry, holds a local file header at offset 4: `})
