@@ -119,10 +119,10 @@ type extractor struct {
 	// open per component for every entry took minutes for 100,000 files
 	// 241 levels deep.
 	//
-	// A handle cannot go stale: extraction never removes or replaces a
-	// directory (clearSlot refuses to), and an entry only makes or
-	// replaces the name it is placed at, a child of cwd's last directory,
-	// never one of cwd's own.
+	// A handle cannot go stale: extraction removes a directory only when
+	// it is empty and a later entry takes its name (clearSlot), and an
+	// entry only makes or replaces the name it is placed at, a child of
+	// cwd's last directory, never one of cwd's own.
 	cwd []level
 
 	// walked counts the directories opened or made, up to maxWalks.
