@@ -47,8 +47,16 @@ func (f *Fetcher) fileTree(ctx context.Context, r *Request, file, name, shown st
 		// A zip by another name (.jar, .whl, .nupkg, .vsix) is one by its
 		// first bytes: extract, given, says to unpack it. Only here: a
 		// .jar given at build time (LocalArchive) is placed as it is.
-		if head, err := readHead(file, 4); err == nil && archive.IsZip(head) {
+		head, err := readHead(file, 8)
+		if err != nil {
+			return nil, nil, err
+		}
+		if archive.IsZip(head) {
 			format, ok = archive.Zip, true
+		} else if f, compression := archive.Sniff(head); f == "" {
+			// A .tar.bz2 (busybox, boost): say what it is, not only
+			// what its name is not.
+			return nil, nil, fmt.Errorf("%s: extract is set but the file is %s-compressed, which pallet does not unpack: take upstream's .tar.gz, .tar.xz or .zip if there is one, or recompress it", name, compression)
 		}
 	}
 	if !ok {

@@ -88,3 +88,18 @@ func TestExtractTakesAZipByAnotherName(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+// A .tar.bz2 is refused saying it is bzip2, which pallet does not
+// unpack, not only that its name is not one pallet knows.
+func TestExtractRefusesBzip2SayingSo(t *testing.T) {
+	dir := t.TempDir()
+	bz := filepath.Join(dir, "busybox-1.36.1.tar.bz2")
+	// The head of any bzip2 file: "BZh" and the block size digit.
+	if err := os.WriteFile(bz, []byte("BZh91AY&SY"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := (&Local{Path: bz, Extract: &Extract{}}).Produce(context.Background(), New(), &Request{Name: "busybox", NoLicense: true}, t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "busybox-1.36.1.tar.bz2: extract is set but the file is bzip2-compressed, which pallet does not unpack") {
+		t.Errorf("got %v", err)
+	}
+}
