@@ -138,14 +138,13 @@ func zipName(f *zip.File) string {
 
 // unicodePath is the name an Info-ZIP Unicode Path extra field (0x7075,
 // APPNOTE 4.6.9) of the central directory gives an entry whose header
-// name is in a code page (checkLocal requires the local header's to say
-// the same):
-// Info-ZIP on Windows and WinZip write the name in the system's OEM code
-// page (866 for Russian, 932 for Japanese, not 437) and its UTF-8 here,
-// which unzip takes. The field is taken only while it is for the name
-// the header holds (its CRC-32 of that name matches), as the format
-// says: a tool that renamed the entry without knowing the field left it
-// stale.
+// name is in a code page (checkLocal requires the local header's field
+// to say the same). Info-ZIP on Windows and WinZip write the name in
+// the system's OEM code page (866 for Russian, 932 for Japanese, not
+// only 437) and its UTF-8 here, which unzip and bsdtar take. The field is
+// taken only while it is for the name the header holds (its CRC-32 of
+// that name matches), as the format says: a tool that renamed the entry
+// without knowing the field left it stale.
 func unicodePath(f *zip.File) (string, bool) {
 	return unicodePathIn(f.Extra, f.Name)
 }
@@ -198,11 +197,12 @@ var errEncrypted = errors.New("encrypted, and pallet does not decrypt archives")
 // zipBzip2 is bzip2's compression method (APPNOTE 4.4.5).
 const zipBzip2 = 12
 
-// zipMethods are the compression methods pallet unpacks, and names of
-// those it does not, which 7-Zip's -mm= and other tools write: archive/zip
-// says only "unsupported compression algorithm".
+// zipMethods are the compression methods pallet unpacks.
 var zipMethods = map[uint16]bool{zip.Store: true, zip.Deflate: true, zipBzip2: true}
 
+// zipOtherMethods names methods it does not, which 7-Zip's -mm= and other
+// tools write, for the error: archive/zip says only "unsupported
+// compression algorithm".
 var zipOtherMethods = map[uint16]string{
 	9: "Deflate64", 14: "LZMA", 93: "zstd", 95: "xz", 96: "JPEG", 97: "WavPack", 98: "PPMd", 99: "AES encryption",
 }
