@@ -16,21 +16,32 @@ import (
 	"testing"
 )
 
-// gnuTar unpacks the archive at src into dir with GNU tar, or skips the
-// test where there is none (tar is in every Debian image, CI's too).
-func gnuTar(t *testing.T, src, dir string, args ...string) {
+// gnuTarPath is GNU tar's path, or skips the test where there is none
+// (tar is in every Debian image, CI's too).
+func gnuTarPath(t *testing.T) string {
 	t.Helper()
 	tarPath, err := exec.LookPath("tar")
 	if err != nil {
 		t.Skip("no tar on PATH")
 	}
-	if out, err := exec.Command(tarPath, "--version").Output(); err != nil || !regexp.MustCompile(`GNU tar`).Match(out) {
+	if out, err := exec.Command(tarPath, "--version").Output(); err != nil || !bytes.Contains(out, []byte("GNU tar")) {
 		t.Skip("tar on PATH is not GNU tar")
 	}
-	cmd := exec.Command(tarPath, append([]string{"-xf", src, "-C", dir}, args...)...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("GNU tar: %v\n%s", err, out)
+	return tarPath
+}
+
+// gnuTar runs GNU tar with args, failing the test if it fails.
+func gnuTar(t *testing.T, args ...string) {
+	t.Helper()
+	if out, err := exec.Command(gnuTarPath(t), args...).CombinedOutput(); err != nil {
+		t.Fatalf("GNU tar %v: %v\n%s", args, err, out)
 	}
+}
+
+// gnuUntar unpacks the archive at src into dir with GNU tar.
+func gnuUntar(t *testing.T, src, dir string, args ...string) {
+	t.Helper()
+	gnuTar(t, append([]string{"-xf", src, "-C", dir}, args...)...)
 }
 
 // modes drops the permission bits from a snapshot: pallet writes its
@@ -112,7 +123,7 @@ func TestLaterEntryReplacesAsGNUTar(t *testing.T) {
 			diffTrees(t, shapes(snapshot(t, s.out)), tt.want)
 
 			ref := t.TempDir()
-			gnuTar(t, s.src, ref)
+			gnuUntar(t, s.src, ref)
 			diffTrees(t, shapes(snapshot(t, ref)), tt.want)
 		})
 	}
@@ -226,7 +237,7 @@ func TestStripDoesNotCountDot(t *testing.T) {
 	}
 	diffTrees(t, shapes(snapshot(t, s.out)), map[string]string{"README": "file r", "bin": "dir ", "bin/tool": "file t"})
 	ref := t.TempDir()
-	gnuTar(t, s.src, ref, "--strip-components=2")
+	gnuUntar(t, s.src, ref, "--strip-components=2")
 	diffTrees(t, shapes(snapshot(t, ref)), map[string]string{"README": "file r", "bin": "dir ", "bin/tool": "file t"})
 
 	ents = append(ents, ent{name: "./top/doc/README", typ: tar.TypeSymlink, link: "../README"})
@@ -261,15 +272,8 @@ func TestGNUIncrementalAndLabel(t *testing.T) {
 		{"label", []string{"-V", "release 1.0"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			tarPath, err := exec.LookPath("tar")
-			if err != nil {
-				t.Skip("no tar on PATH")
-			}
 			archive := filepath.Join(t.TempDir(), "a.tar")
-			cmd := exec.Command(tarPath, append(append([]string{"-cf", archive}, tt.args...), "-C", src, "top")...)
-			if out, err := cmd.CombinedOutput(); err != nil {
-				t.Skipf("tar %v (not GNU tar?): %v\n%s", tt.args, err, out)
-			}
+			gnuTar(t, append(append([]string{"-cf", archive}, tt.args...), "-C", src, "top")...)
 			out := t.TempDir()
 			var skipped []string
 			opt := Options{Skipped: func(name, what string) { skipped = append(skipped, name+" ("+what+")") }}
@@ -281,7 +285,7 @@ func TestGNUIncrementalAndLabel(t *testing.T) {
 			}
 			diffTrees(t, shapes(snapshot(t, out)), want)
 			ref := t.TempDir()
-			gnuTar(t, archive, ref)
+			gnuUntar(t, archive, ref)
 			diffTrees(t, shapes(snapshot(t, ref)), want)
 		})
 	}
@@ -318,15 +322,8 @@ func TestGNUSparseFormats(t *testing.T) {
 		{"--format=posix", "--sparse-version=1.0"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
-			tarPath, err := exec.LookPath("tar")
-			if err != nil {
-				t.Skip("no tar on PATH")
-			}
 			archive := filepath.Join(t.TempDir(), "a.tar")
-			cmd := exec.Command(tarPath, append(append([]string{"--sparse", "-cf", archive}, args...), "-C", src, "sparse")...)
-			if out, err := cmd.CombinedOutput(); err != nil {
-				t.Skipf("tar %v (not GNU tar?): %v\n%s", args, err, out)
-			}
+			gnuTar(t, append(append([]string{"--sparse", "-cf", archive}, args...), "-C", src, "sparse")...)
 			if fi, err := os.Stat(archive); err != nil || fi.Size() >= size {
 				t.Fatalf("tar wrote no sparse entry: %v, %v", fi, err)
 			}
@@ -336,7 +333,7 @@ func TestGNUSparseFormats(t *testing.T) {
 					t.Fatal(err)
 				}
 				if dir == "gnu" {
-					gnuTar(t, archive, out)
+					gnuUntar(t, archive, out)
 				} else if err := Extract(context.Background(), archive, Tar, out, Options{}); err != nil {
 					t.Fatal(err)
 				}
