@@ -222,16 +222,26 @@ type Tree struct {
 // New returns an empty tree.
 func New() *Tree { return &Tree{entries: map[string]*Entry{}, parents: map[string]bool{}} }
 
-// CleanPath turns a user or archive path into the form used in a tree, and
-// refuses paths that would leave the root.
+// CleanPath turns a path a user wrote (a destination, a WORKDIR, a path
+// in an artifact) into the form used in a tree, and refuses paths that
+// would leave the root. A backslash separates, as in a Windows
+// destination (C:\k\bin\).
 func CleanPath(p string) (string, error) {
+	return cleanName(strings.ReplaceAll(p, "\\", "/"))
+}
+
+// cleanName is CleanPath for the name of an entry, found on disk or in an
+// archive, where a backslash is a character of the name, as Linux and
+// tar keep it: systemd's units are named system-systemd\x2dcryptsetup.slice.
+// (A Windows layer refuses such a name, saying why: Windows reads the
+// backslash as a separator.)
+func cleanName(p string) (string, error) {
 	// No file system, and no tar header, holds a NUL in a name: a dest
 	// given as "/x\0" in YAML would fail only when the layer is written,
 	// with the byte raw in the message and no line.
 	if strings.IndexByte(p, 0) >= 0 {
 		return "", fmt.Errorf("path %q holds a NUL byte", p)
 	}
-	p = strings.ReplaceAll(p, "\\", "/")
 	for _, part := range strings.Split(p, "/") {
 		if part == ".." {
 			return "", fmt.Errorf("path %q leaves the tree (contains ..)", p)
@@ -275,7 +285,7 @@ func IsClean(p string) bool {
 // is allowed (the later metadata wins); any other collision is an error
 // because it would make the image depend on placement order.
 func (t *Tree) Add(e Entry) error {
-	p, err := CleanPath(e.Path)
+	p, err := cleanName(e.Path)
 	if err != nil {
 		return err
 	}
