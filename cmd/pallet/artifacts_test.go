@@ -530,7 +530,7 @@ images:
 	}{
 		{"Windows base on Linux", "windows-hostprocess-scratch", "linux/amd64", "etc", 34, "image app (linux/amd64): windows-hostprocess-scratch is a Windows base"},
 		{"missing layout", "oci:./no-layout", "linux/amd64", "etc", 34, "not an OCI image layout"},
-		{"missing local path", "scratch", "linux/amd64", "missing", 8, "artifact missing (linux/amd64, local mode): local path"},
+		{"missing local path", "scratch", "linux/amd64", "missing", 9, "artifact missing (linux/amd64, local mode): local path"},
 		{"include matches nothing", "scratch", "linux/amd64", "archive", 15, `include pattern(s) matched no entry: "bin/*"`},
 		{"platform check", "scratch", "linux/arm64", "tool", 39, "image app (linux/arm64): artifact tool"},
 		{"strip too deep", "scratch", "linux/amd64", "deep", 25, "rel.tar: nothing is left once extract.strip removes 3 leading path component(s)"},
