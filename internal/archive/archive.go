@@ -144,9 +144,11 @@ type Options struct {
 
 	// Written, when set, receives each regular file written, by its path
 	// (the destination directory joined with the entry's), with the hex
-	// sha256 of the content as it was written, once the file is closed:
-	// a caller that remembers it need not read the file again. Hard links
-	// are not reported: they name a file reported already.
+	// sha256 of the content as it was written, once the archive is
+	// unpacked, in the order of the paths: a caller that remembers it
+	// need not read the file again. A name a later entry replaced is not
+	// reported (a hard link put there names another file), nor are hard
+	// links: they name a file reported already.
 	Written func(path, sha256 string)
 
 	// Dirs, when set, receives each directory the archive holds an entry
@@ -293,6 +295,9 @@ func Extract(ctx context.Context, src string, f Format, dir string, opt Options)
 	if opt.Links != nil {
 		x.linked = map[string]int{}
 	}
+	if opt.Written != nil {
+		x.sums = map[string]string{}
+	}
 	defer x.leave(0)
 	if f == Zip {
 		err = x.extractZip(file)
@@ -311,6 +316,7 @@ func Extract(ctx context.Context, src string, f Format, dir string, opt Options)
 		return err
 	}
 	x.tellLinks()
+	x.tellWritten()
 	return nil
 }
 

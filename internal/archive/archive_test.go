@@ -1197,3 +1197,27 @@ func TestLinks(t *testing.T) {
 		t.Errorf("groups told\n got %q\nwant %q", got, want)
 	}
 }
+
+// A name a later entry replaces is not reported with what was first
+// written there: a hard link put at it names another file, whose content
+// that digest is not, and a caller keying digests by file identity would
+// take it for that file's.
+func TestWrittenForgetsReplacedNames(t *testing.T) {
+	s := newSandbox(t, Tar, build(t, Tar, []ent{
+		{name: "t", body: "two"},
+		{name: "a", body: "one"},
+		{name: "a", typ: tar.TypeLink, link: "t"},
+		{name: "b", body: "one"},
+		{name: "b", body: "three"},
+	}))
+	got := map[string]string{}
+	opt := Options{Written: func(path, sum string) { got[filepath.Base(path)] = sum }}
+	if err := Extract(context.Background(), s.src, Tar, s.out, opt); err != nil {
+		t.Fatal(err)
+	}
+	hex := func(s string) string { h := sha256.Sum256([]byte(s)); return fmt.Sprintf("%x", h) }
+	want := map[string]string{"t": hex("two"), "b": hex("three")}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("reported %v, want %v", got, want)
+	}
+}

@@ -148,6 +148,13 @@ type extractor struct {
 	// groups were made.
 	linked map[string]int
 	groups int
+
+	// sums holds, with Options.Written, the sha256 of each file written,
+	// by its path below the root, until the archive ends: a later entry
+	// may replace the name (clearSlot forgets it), even with a hard link
+	// to another file, and a digest told at once would then be taken for
+	// that file's.
+	sums map[string]string
 }
 
 func (x *extractor) fail(format string, args ...any) error {
@@ -742,6 +749,9 @@ func (x *extractor) clearSlot(e *entry, dir *os.Root, name string, parts []strin
 		}
 		return x.entryErr(e, "%w", inTree(err, parts))
 	}
+	if x.sums != nil && fi.Mode().IsRegular() {
+		delete(x.sums, strings.Join(parts, "/"))
+	}
 	return nil
 }
 
@@ -812,7 +822,7 @@ func (x *extractor) writeFile(e *entry, parts []string, perm fs.FileMode, r io.R
 		err = x.entryErr(e, "%w", cerr)
 	}
 	if err == nil && h != nil {
-		x.opt.Written(filepath.Join(x.root.Name(), nativeJoin(parts)), hex.EncodeToString(h.Sum(nil)))
+		x.sums[strings.Join(parts, "/")] = hex.EncodeToString(h.Sum(nil))
 	}
 	return err
 }
@@ -1089,6 +1099,19 @@ func (x *extractor) link(tparts, parts []string) {
 		x.linked[target] = g
 	}
 	x.linked[strings.Join(parts, "/")] = g
+}
+
+// tellWritten gives Options.Written the digest of each file that still
+// holds what was written at its name, in the order of the names.
+func (x *extractor) tellWritten() {
+	rels := make([]string, 0, len(x.sums))
+	for rel := range x.sums {
+		rels = append(rels, rel)
+	}
+	slices.Sort(rels)
+	for _, rel := range rels {
+		x.opt.Written(filepath.Join(x.root.Name(), native(rel)), x.sums[rel])
+	}
 }
 
 // tellLinks gives Options.Links the groups of two names or more.

@@ -77,7 +77,8 @@ func (f *Fetcher) fileTree(ctx context.Context, r *Request, file, name, shown st
 	// The digests of what is unpacked are taken as it is written, and
 	// the cache learns them once the tree is whole: hard links made while
 	// unpacking change a file's ctime, and with it the stamp it is
-	// remembered under. A later copy of a path comes later, and wins.
+	// remembered under. Extract tells only the names that still hold
+	// what was written there.
 	type written struct{ path, sum string }
 	var sums []written
 	if f.Cache != nil {

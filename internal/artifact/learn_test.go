@@ -81,3 +81,74 @@ func within(dir, p string) bool {
 	rel, err := filepath.Rel(dir, p)
 	return err == nil && !filepath.IsAbs(rel) && !strings.HasPrefix(rel, "..")
 }
+
+// A later tar entry that replaces a name with a hard link (tar -r, or a
+// hostile archive) leaves that name a second name of another file: the
+// digest the earlier content was written with is not that file's. The
+// cache must know each file's digest as it ends up, whatever order the
+// names were written and replaced in, or a build takes a digest of
+// other content for it (in the layer, the record, the next build's memo).
+func TestUnpackedFilesKnownAfterHardLinkReplaces(t *testing.T) {
+	for name, ents := range map[string][]*tar.Header{
+		"file then a hard link at its name": {
+			{Name: "t", Typeflag: tar.TypeReg, Size: 3, Linkname: "two"},
+			{Name: "a", Typeflag: tar.TypeReg, Size: 3, Linkname: "one"},
+			{Name: "a", Typeflag: tar.TypeLink, Linkname: "t"},
+		},
+		"the linked-to name replaced in its turn": {
+			{Name: "t", Typeflag: tar.TypeReg, Size: 3, Linkname: "two"},
+			{Name: "a", Typeflag: tar.TypeReg, Size: 3, Linkname: "one"},
+			{Name: "a", Typeflag: tar.TypeLink, Linkname: "t"},
+			{Name: "t", Typeflag: tar.TypeReg, Size: 5, Linkname: "three"},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var buf bytes.Buffer
+			tw := tar.NewWriter(&buf)
+			for _, h := range ents {
+				h := *h
+				body := ""
+				if h.Typeflag == tar.TypeReg {
+					// Linkname carries a file's body in this table.
+					body, h.Linkname = h.Linkname, ""
+				}
+				h.Mode = 0o644
+				if err := tw.WriteHeader(&h); err != nil {
+					t.Fatal(err)
+				}
+				tw.Write([]byte(body))
+			}
+			tw.Close()
+			dir := t.TempDir()
+			src := filepath.Join(dir, "a.tar")
+			if err := os.WriteFile(src, buf.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			c, err := cache.Open(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			f := fetcher(t)
+			f.Cache = c
+			r := &artifact.Request{Name: "a", Platform: platform.Platform{OS: "linux", Arch: "amd64"},
+				Kind: &artifact.Local{Path: src, Extract: &artifact.Extract{}}}
+			res, err := f.Fetch(context.Background(), r, t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range res.Tree.Entries() {
+				if e.Kind != tree.File {
+					continue
+				}
+				data, err := os.ReadFile(e.Source)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, ok := c.Learned(e.Stamp); ok && got != sum(data) {
+					t.Errorf("%s holds %q, but the cache knows its digest as %s, not %s", e.Path, data, got, sum(data))
+				}
+			}
+		})
+	}
+}
