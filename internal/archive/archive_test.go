@@ -1221,3 +1221,137 @@ func TestWrittenForgetsReplacedNames(t *testing.T) {
 		t.Errorf("reported %v, want %v", got, want)
 	}
 }
+
+// A later entry replaces an earlier one at its name (TestLaterEntryReplacesAsGNUTar):
+// no order of symlinks, directories and hard links at one name, spelled
+// "./a", "a/" or "a//", makes extraction write through a symlink, out of
+// the root or into the canary, with links kept from the root too.
+func TestLaterEntriesStayContained(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		rooted  bool
+		ents    func(canary string) []ent
+		wantErr string // "" when the archive unpacks, contained
+		want    map[string]string
+	}{
+		{"rooted link to the canary replaced by a directory, then written in", true, func(c string) []ent {
+			return []ent{
+				{name: "a", typ: tar.TypeSymlink, link: c},
+				{name: "./a//", typ: tar.TypeDir},
+				{name: "a/passwd", body: "x"},
+			}
+		}, "", map[string]string{"a": "dir ", "a/passwd": "file x"}},
+		{"empty directory replaced by a rooted link to the canary, then written through", true, func(c string) []ent {
+			return []ent{
+				{name: "a/", typ: tar.TypeDir},
+				{name: "./a", typ: tar.TypeSymlink, link: c},
+				{name: "a/passwd", body: "x"},
+			}
+		}, `path passes through symlink "a"`, nil},
+		{"open directory replaced by a symlink to the root, then a file below it", false, func(string) []ent {
+			return []ent{
+				{name: "d/e/", typ: tar.TypeDir},
+				{name: "d/e", typ: tar.TypeSymlink, link: ".."},
+				{name: "d/e/x", body: "x"},
+			}
+		}, `path passes through symlink "d/e"`, nil},
+		{"open directory replaced by a symlink, then a directory below it", false, func(string) []ent {
+			return []ent{
+				{name: "d/e/", typ: tar.TypeDir},
+				{name: "d/e", typ: tar.TypeSymlink, link: "."},
+				{name: "d/e/f/", typ: tar.TypeDir},
+			}
+		}, `path passes through symlink "d/e"`, nil},
+		{"hard link at a symlink's name is made afresh, not through it", true, func(c string) []ent {
+			return []ent{
+				{name: "t", body: "t"},
+				{name: "a", typ: tar.TypeSymlink, link: c + "/x"},
+				{name: "a", typ: tar.TypeLink, link: "t"},
+			}
+		}, "", map[string]string{"t": "file t", "a": "file t"}},
+		{"hard link to a name a rooted symlink replaced is that symlink again", true, func(c string) []ent {
+			return []ent{
+				{name: "t", body: "t"},
+				{name: "t", typ: tar.TypeSymlink, link: c},
+				{name: "h", typ: tar.TypeLink, link: "./t"},
+				{name: "h/x", body: "x"},
+			}
+		}, `path passes through symlink "h"`, nil},
+		{"hard link through a directory a symlink replaced", false, func(string) []ent {
+			return []ent{
+				{name: "d/f", body: "f"},
+				{name: "e/", typ: tar.TypeDir},
+				{name: "e", typ: tar.TypeSymlink, link: "d"},
+				{name: "h", typ: tar.TypeLink, link: "e/f"},
+			}
+		}, `hard link target "e/f" passes through symlink "e"`, nil},
+		{"a directory holding files is not replaced", false, func(string) []ent {
+			return []ent{
+				{name: "d/f", body: "f"},
+				{name: "d", typ: tar.TypeSymlink, link: "."},
+			}
+		}, "would replace a directory an earlier entry made, and all it holds", nil},
+		{"hard link to a file a directory replaced", false, func(string) []ent {
+			return []ent{
+				{name: "f", body: "f"},
+				{name: "f/", typ: tar.TypeDir},
+				{name: "h", typ: tar.TypeLink, link: "f"},
+			}
+		}, `hard link target "f" is a directory`, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSandbox(t, Tar, nil)
+			if err := os.WriteFile(s.src, tarBytes(t, tc.ents(filepath.ToSlash(s.canary))), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			err := Extract(context.Background(), s.src, Tar, s.out, Options{RootedLinks: tc.rooted})
+			s.checkContained(t, tc.rooted)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatal(err)
+			case tc.wantErr == "":
+				diffTrees(t, shapes(snapshot(t, s.out)), tc.want)
+			case err == nil || !strings.Contains(err.Error(), tc.wantErr):
+				t.Errorf("error = %v, want it to contain %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// The names told as one file (Options.Links) are the ones that are one
+// file once the archive is unpacked, whatever later entries replaced: a
+// name a symlink, a directory or a hard link to another file took leaves
+// its group.
+func TestLinksAfterLaterEntriesReplace(t *testing.T) {
+	s := newSandbox(t, Tar, build(t, Tar, []ent{
+		{name: "a", body: "a"},
+		{name: "b", typ: tar.TypeLink, link: "a"},
+		{name: "c", typ: tar.TypeLink, link: "a"},
+		{name: "d", typ: tar.TypeLink, link: "a"},
+		{name: "e", typ: tar.TypeLink, link: "a"},
+		{name: "b", typ: tar.TypeSymlink, link: "a"},
+		{name: "c/", typ: tar.TypeDir},
+		{name: "n", body: "n"},
+		{name: "d", typ: tar.TypeLink, link: "n"},
+		{name: "a", body: "new a"},
+		{name: "f", typ: tar.TypeLink, link: "e"},
+	}))
+	var got [][]string
+	if err := Extract(context.Background(), s.src, Tar, s.out, Options{Links: func(names []string) { got = append(got, names) }}); err != nil {
+		t.Fatal(err)
+	}
+	if want := [][]string{{"d", "n"}, {"e", "f"}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("groups told\n got %q\nwant %q", got, want)
+	}
+	for _, g := range got {
+		first, err := os.Stat(filepath.Join(s.out, g[0]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range g[1:] {
+			if fi, err := os.Stat(filepath.Join(s.out, n)); err != nil || !os.SameFile(first, fi) {
+				t.Errorf("%s and %s are told as one file but are not", g[0], n)
+			}
+		}
+	}
+}
