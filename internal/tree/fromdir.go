@@ -43,11 +43,6 @@ func FromDir(root string) (*Tree, error) {
 		wg.Go(w.work)
 	}
 	wg.Wait()
-	if w.backslash {
-		// A backslash is a separator in a tree path (CleanPath): such a
-		// name may collide with another path, which Add catches.
-		return t, t.addChecked(top)
-	}
 	t.order = make([]*Entry, 0, w.entries)
 	if err := t.addListed(top); err != nil {
 		return nil, err
@@ -74,13 +69,12 @@ type dirJob struct {
 
 // walker hands the directories of a FromDir walk to its workers.
 type walker struct {
-	mu        sync.Mutex
-	cond      *sync.Cond
-	queue     []*dirJob
-	pending   int // jobs queued or being listed
-	failed    bool
-	backslash bool
-	entries   int
+	mu      sync.Mutex
+	cond    *sync.Cond
+	queue   []*dirJob
+	pending int // jobs queued or being listed
+	failed  bool
+	entries int
 }
 
 func (w *walker) work() {
@@ -98,9 +92,8 @@ func (w *walker) work() {
 		failed := w.failed
 		w.mu.Unlock()
 
-		var backslash bool
 		if !failed {
-			backslash, j.err = j.list()
+			j.err = j.list()
 		}
 
 		w.mu.Lock()
@@ -111,7 +104,6 @@ func (w *walker) work() {
 			w.queue = append(w.queue, j.subdirs...)
 			w.pending += len(j.subdirs)
 		}
-		w.backslash = w.backslash || backslash
 		w.entries += len(j.entries)
 		w.cond.Broadcast()
 		w.mu.Unlock()
@@ -119,16 +111,16 @@ func (w *walker) work() {
 }
 
 // list reads j's directory: its entries, each file stat'ed, and a job for
-// each subdirectory. It says whether a name holds a backslash.
-func (j *dirJob) list() (backslash bool, err error) {
+// each subdirectory.
+func (j *dirJob) list() error {
 	d, err := openDir(j.disk)
 	if err != nil {
-		return false, err
+		return err
 	}
 	defer d.close()
 	ents, err := d.list()
 	if err != nil {
-		return false, err
+		return err
 	}
 	// Every path on disk, and in the tree where the separator is a slash
 	// (the end of the path on disk), is a slice of one string.
@@ -161,7 +153,6 @@ func (j *dirJob) list() (backslash bool, err error) {
 		default:
 			rel = j.rel + "/" + name
 		}
-		backslash = backslash || strings.Contains(name, `\`)
 		e := &j.entries[i]
 		e.Path = rel
 		switch typ := de.typ; {
@@ -171,24 +162,24 @@ func (j *dirJob) list() (backslash bool, err error) {
 		case typ&fs.ModeSymlink != 0:
 			target, err := os.Readlink(p)
 			if err != nil {
-				return false, err
+				return err
 			}
 			e.Kind, e.Mode, e.Link = Symlink, 0o777, filepath.ToSlash(target)
 		case typ.IsRegular():
 			st, mode, err := d.lstat(name)
 			if err != nil {
-				return false, err
+				return err
 			}
 			if !mode.IsRegular() {
 				// Replaced since the directory was read.
-				return false, fmt.Errorf("%s: changed from a regular file to %s while being read", p, bounded.TypeName(mode))
+				return fmt.Errorf("%s: changed from a regular file to %s while being read", p, bounded.TypeName(mode))
 			}
 			e.Kind, e.Mode, e.Source, e.Size, e.Stamp = File, NormalMode(mode), p, st.Size, st
 		default:
-			return false, Unplaceable(p, typ)
+			return Unplaceable(p, typ)
 		}
 	}
-	return backslash, nil
+	return nil
 }
 
 // ReadDirStats lists dir's entries, sorted by name, each with its stamp
@@ -231,26 +222,6 @@ func (t *Tree) addListed(j *dirJob) error {
 		t.order = append(t.order, e)
 		if e.Kind == Dir {
 			if err := t.addListed(subdirs[0]); err != nil {
-				return err
-			}
-			subdirs = subdirs[1:]
-		}
-	}
-	return nil
-}
-
-// addChecked adds the entries j and its subdirectories listed with Add.
-func (t *Tree) addChecked(j *dirJob) error {
-	if j.err != nil {
-		return j.err
-	}
-	subdirs := j.subdirs
-	for _, e := range j.entries {
-		if err := t.Add(e); err != nil {
-			return err
-		}
-		if e.Kind == Dir {
-			if err := t.addChecked(subdirs[0]); err != nil {
 				return err
 			}
 			subdirs = subdirs[1:]
