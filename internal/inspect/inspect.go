@@ -1,7 +1,8 @@
 // Package inspect describes images from outside: what an OCI layout, a
 // docker archive or a registry holds, per platform, with layers and config.
-// It reads through go-containerregistry only, so it sees what any other
-// client would see.
+// It reads through go-containerregistry, so it sees what any other
+// client would see; the OCI layout inside a docker archive, which it has
+// no reader for, is read here into its partial images (dockerLayout).
 package inspect
 
 import (
@@ -359,6 +360,11 @@ func (r *Report) docker(file string) error {
 		if err := archiveJSON(file, d.Config); err != nil {
 			return fmt.Errorf("reading the docker archive %s: %w", file, err)
 		}
+	}
+	if ok, err := r.dockerLayout(file, m); err != nil {
+		return fmt.Errorf("reading the docker archive %s: %w", file, err)
+	} else if ok {
+		return nil
 	}
 	var done []string // config paths, which identify an image in the archive
 	for _, d := range m {

@@ -4,8 +4,10 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -17,6 +19,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/pallet-dev/pallet/internal/output"
 )
 
 func image(t *testing.T, labels map[string]string) v1.Image {
@@ -262,5 +267,98 @@ func TestDockerArchiveJSONBounded(t *testing.T) {
 				t.Fatalf("got %v, want an error containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// A docker archive that is also an OCI layout (pallet's, docker save's
+// since Docker 25) is described by the manifests its layout holds: the
+// digest is the one the build printed and a push gives, where
+// manifest.json alone made go-containerregistry describe a docker
+// manifest of its own. Tags are manifest.json's, as docker load sets them.
+func TestDockerArchiveLayoutDigest(t *testing.T) {
+	img := mutate.ConfigMediaType(mutate.MediaType(image(t, nil), types.OCIManifestSchema1), types.OCIConfigJSON)
+	other := mutate.ConfigMediaType(mutate.MediaType(image(t, map[string]string{"k": "v"}), types.OCIManifestSchema1), types.OCIConfigJSON)
+	file := filepath.Join(t.TempDir(), "a.tar")
+	if err := (&output.DockerArchive{File: file}).Write(context.Background(), []output.Image{
+		{Repository: "hello", Tags: []string{"1", "latest"}, Image: img},
+		{Repository: "example.com/other", Tags: []string{"2"}, Image: other},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(context.Background(), "docker:"+file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type got struct {
+		digest, mediaType string
+		tags              []string
+	}
+	var gots []got
+	for _, im := range r.Images {
+		gots = append(gots, got{im.Digest, im.MediaType, im.Tags})
+	}
+	want := []got{
+		{digest(t, img), string(types.OCIManifestSchema1), []string{"hello:1", "hello:latest"}},
+		{digest(t, other), string(types.OCIManifestSchema1), []string{"example.com/other:2"}},
+	}
+	if !reflect.DeepEqual(gots, want) {
+		t.Errorf("images\n got %v\nwant %v", gots, want)
+	}
+	if len(r.Images) == 2 && (len(r.Images[1].Layers) != 1 || r.Images[1].Config.Labels["k"] != "v") {
+		t.Errorf("the second image: %+v", r.Images[1])
+	}
+}
+
+// The layout in a docker archive is read as a layout reader reads one: a
+// manifest blob that is not of its digest is refused, not described.
+func TestDockerArchiveLayoutBlobChecked(t *testing.T) {
+	img := image(t, nil)
+	file := filepath.Join(t.TempDir(), "a.tar")
+	if err := (&output.DockerArchive{File: file}).Write(context.Background(), []output.Image{{Repository: "hello", Tags: []string{"1"}, Image: img}}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Rewrite the archive with the manifest blob's content changed,
+	// its length kept.
+	in, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	tr, tw := tar.NewReader(bytes.NewReader(in)), tar.NewWriter(&out)
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			break
+		}
+		body, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Name == "blobs/sha256/"+d.Hex {
+			if !bytes.Contains(body, []byte(`"schemaVersion":2`)) {
+				t.Fatalf("manifest %s", body)
+			}
+			body = bytes.Replace(body, []byte(`"schemaVersion":2`), []byte(`"schemaVersion":3`), 1)
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write(body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, out.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(context.Background(), "docker:"+file)
+	if err == nil || !strings.Contains(err.Error(), "blobs/sha256/"+d.Hex+": its content is not of that digest") {
+		t.Errorf("got %v, want the manifest blob refused", err)
 	}
 }
