@@ -6,6 +6,7 @@ package archive
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -296,7 +297,7 @@ func Extract(ctx context.Context, src string, f Format, dir string, opt Options)
 		x.linked = map[string]int{}
 	}
 	if opt.Written != nil {
-		x.sums = map[string]string{}
+		x.sums = map[string][sha256.Size]byte{}
 	}
 	defer x.leave(0)
 	if f == Zip {

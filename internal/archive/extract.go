@@ -154,7 +154,7 @@ type extractor struct {
 	// may replace the name (clearSlot forgets it), even with a hard link
 	// to another file, and a digest told at once would then be taken for
 	// that file's.
-	sums map[string]string
+	sums map[string][sha256.Size]byte
 }
 
 func (x *extractor) fail(format string, args ...any) error {
@@ -822,7 +822,7 @@ func (x *extractor) writeFile(e *entry, parts []string, perm fs.FileMode, r io.R
 		err = x.entryErr(e, "%w", cerr)
 	}
 	if err == nil && h != nil {
-		x.sums[strings.Join(parts, "/")] = hex.EncodeToString(h.Sum(nil))
+		x.sums[strings.Join(parts, "/")] = [sha256.Size]byte(h.Sum(nil))
 	}
 	return err
 }
@@ -1110,7 +1110,8 @@ func (x *extractor) tellWritten() {
 	}
 	slices.Sort(rels)
 	for _, rel := range rels {
-		x.opt.Written(filepath.Join(x.root.Name(), native(rel)), x.sums[rel])
+		sum := x.sums[rel]
+		x.opt.Written(filepath.Join(x.root.Name(), native(rel)), hex.EncodeToString(sum[:]))
 	}
 }
 

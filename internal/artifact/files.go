@@ -75,14 +75,13 @@ func (f *Fetcher) fileTree(ctx context.Context, r *Request, file, name, shown st
 		opt.Extra = licensePatterns(r.Licenses)
 	}
 	// The digests of what is unpacked are taken as it is written, and
-	// the cache learns them once the tree is whole: hard links made while
-	// unpacking change a file's ctime, and with it the stamp it is
-	// remembered under. Extract tells only the names that still hold
-	// what was written there.
-	type written struct{ path, sum string }
-	var sums []written
+	// the cache learns them once the tree is whole, as Extract tells
+	// them: hard links made while unpacking change a file's ctime, and
+	// with it the stamp it is remembered under. Extract tells only the
+	// names that still hold what was written there.
 	if f.Cache != nil {
-		opt.Written = func(path, sum string) { sums = append(sums, written{path, sum}) }
+		// Not learning a file only costs reading it again.
+		opt.Written = func(path, sum string) { _ = f.Cache.Wrote(path, sum) }
 	}
 	// The directories the archive names itself, told from those it only
 	// implies (tree.Entry.Implied).
@@ -126,10 +125,6 @@ func (f *Fetcher) fileTree(ctx context.Context, r *Request, file, name, shown st
 			err = fmt.Errorf("%w (a recipe's extract keeps it with links: keep, as a link from a Linux image's root)", err)
 		}
 		return nil, nil, err
-	}
-	for _, w := range sums {
-		// Not learning a file only costs reading it again.
-		_ = f.Cache.Wrote(w.path, w.sum)
 	}
 	all, err := tree.FromDir(dir)
 	if err != nil {
