@@ -210,7 +210,9 @@ func buildCmd() *cobra.Command {
 	return cmd
 }
 
-// mirrorFlags are the flags shared by build and fetch for air-gapped use.
+// mirrorFlags are build's flags for air-gapped use (register). fetch
+// sets dir and url with flags of its own, its --mirror being what it
+// fills, and has no --offline; both check them with network.
 type mirrorFlags struct {
 	dir, url string
 	offline  bool
