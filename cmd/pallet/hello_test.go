@@ -205,7 +205,7 @@ func TestDockerArchive(t *testing.T) {
 	recipe := copyExample(t, "hello")
 	dir := t.TempDir()
 	tarPath := filepath.Join(dir, "hello.tar")
-	mustPallet(t, "build", "-q", "-f", recipe, "--platform", "linux/arm64", "-o", "docker:"+tarPath, "-o", "oci:"+filepath.Join(dir, "out"))
+	built := strings.Fields(mustPallet(t, "build", "-q", "-f", recipe, "--platform", "linux/arm64", "-o", "docker:"+tarPath, "-o", "oci:"+filepath.Join(dir, "out")))
 
 	tag, _ := name.NewTag("hello:0.1.0")
 	img, err := tarball.ImageFromPath(tarPath, &tag)
@@ -236,6 +236,11 @@ func TestDockerArchive(t *testing.T) {
 	insp := mustPallet(t, "inspect", "docker:"+tarPath)
 	if !strings.Contains(insp, "linux/arm64") || !strings.Contains(insp, "hello:0.1.0") || !strings.Contains(insp, "2 layers") {
 		t.Errorf("inspect docker archive:\n%s", insp)
+	}
+	// The digest the build printed, the archive's layout's: not one
+	// made up from manifest.json.
+	if len(built) == 0 || !strings.Contains(insp, "image "+built[0]+" (oci manifest)") {
+		t.Errorf("inspect docker archive shows not the digest the build printed (%q):\n%s", built, insp)
 	}
 	var report struct {
 		Images []struct {
