@@ -308,3 +308,26 @@ func TestMarkingDoesNotIndex(t *testing.T) {
 		t.Errorf("a/b once indexed: %+v, %v", e, ok)
 	}
 }
+
+// A path the user writes with a backslash names the entry whose name
+// holds it, where the artifact has one (path:
+// lib/systemd/system/system-systemd\x2dcryptsetup.slice), and otherwise
+// takes it as a separator (bin\x.exe).
+func TestSubtreeBackslashLiteralFirst(t *testing.T) {
+	entries := []Entry{
+		{Path: "lib", Kind: Dir}, {Path: `lib/a\x2db.slice`, Kind: File},
+		{Path: "bin", Kind: Dir}, {Path: "bin/x.exe", Kind: File},
+	}
+	for from, want := range map[string]string{
+		`lib/a\x2db.slice`: `a\x2db.slice`,
+		`bin\x.exe`:        "x.exe",
+	} {
+		out, one, err := subtree(entries, from)
+		if err != nil || !one || len(out) != 1 || out[0].Path != want {
+			t.Errorf("subtree(%s) = %v, %v, %v; want the file %s", from, out, one, err, want)
+		}
+	}
+	if _, _, err := subtree(entries, `lib\a`); !errors.Is(err, ErrNoPath) {
+		t.Errorf(`subtree(lib\a): %v, want ErrNoPath`, err)
+	}
+}

@@ -981,22 +981,36 @@ func subtree(entries []Entry, from string) (out []Entry, one bool, err error) {
 	if p == "." {
 		return entries, false, nil
 	}
+	// A backslash the user wrote separates (bin\x.exe), unless the
+	// artifact has a name that holds it as a character (systemd's
+	// system-systemd\x2dcryptsetup.slice): that name is the one meant.
+	if lit, err := cleanName(from); err == nil && lit != p {
+		if out, one = under(entries, lit); len(out) > 0 {
+			return out, one, nil
+		}
+	}
+	if out, one = under(entries, p); len(out) == 0 {
+		// A path that names nothing is a mistake in the recipe, and an
+		// empty directory is not worth a placement.
+		return nil, false, fmt.Errorf("path %s: %w%s", from, ErrNoPath, nearNames(entries, p))
+	}
+	return out, one, nil
+}
+
+// under returns the entry at p if it is not a directory (one), else the
+// entries below p, with paths relative to it.
+func under(entries []Entry, p string) (out []Entry, one bool) {
 	for _, e := range entries {
 		switch {
 		case e.Path == p && e.Kind != Dir:
 			e.Path = path.Base(p)
-			return []Entry{e}, true, nil
+			return []Entry{e}, true
 		case strings.HasPrefix(e.Path, p+"/"):
 			e.Path = strings.TrimPrefix(e.Path, p+"/")
 			out = append(out, e)
 		}
 	}
-	if len(out) == 0 {
-		// A path that names nothing is a mistake in the recipe, and an
-		// empty directory is not worth a placement.
-		return nil, false, fmt.Errorf("path %s: %w%s", from, ErrNoPath, nearNames(entries, p))
-	}
-	return out, false, nil
+	return out, false
 }
 
 // ErrNoPath is a placement's path that names nothing the artifact holds.
