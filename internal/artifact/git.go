@@ -50,7 +50,14 @@ func (g *Git) Key(*Fetcher, *Request) ([]string, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	return append(parts, g.Repo, g.Commit, g.Tag), true, nil
+	parts = append(parts, g.Repo, g.Commit, g.Tag)
+	if g.Tag != "" {
+		// A tag that is a version of the module is stamped into the
+		// binaries (tagCheckout): those cached before, which said
+		// (devel), are not reused.
+		parts = append(parts, "vcs-v1")
+	}
+	return parts, true, nil
 }
 
 // Produce checks out the pinned commit and builds the module in it.
@@ -66,7 +73,11 @@ func (g *Git) Produce(ctx context.Context, f *Fetcher, r *Request, work string) 
 	if err != nil {
 		return nil, fmt.Errorf("%s at %s: %w", g.Repo, g.Commit, err)
 	}
-	res, err := f.goBuild(ctx, r, &g.Go, dir, work)
+	build := g.Go
+	if build.vcs, err = tagCheckout(ctx, src, g.Go.Module, dir, g.ref()); err != nil {
+		return nil, err
+	}
+	res, err := f.goBuild(ctx, r, &build, dir, work)
 	if err != nil {
 		return nil, err
 	}

@@ -36,6 +36,10 @@ type Go struct {
 	Version string
 	// CC is the C compiler for cgo, when set.
 	CC string
+	// vcs stamps the checkout's commit and tag into the binaries
+	// (-buildvcs=true): set by a Git build whose checkout tagCheckout
+	// made, never by a recipe.
+	vcs bool
 }
 
 func (g *Go) Name() string { return "go" }
@@ -167,7 +171,13 @@ func (f *Fetcher) goBuild(ctx context.Context, r *Request, g *Go, dir string, wo
 	}
 	out := filepath.Join(work, "bin") + string(filepath.Separator)
 	args := append([]string{"build", "-o", out}, g.buildFlags()...)
-	return f.runGo(ctx, r, g, goRun{args: append(args, g.Packages...), dir: dir, out: out, licenses: dir, work: work, list: g.Packages})
+	var env []string
+	if g.vcs {
+		// What the go command stamps is read with git (status, log,
+		// tags): no user or system configuration may change it.
+		env = []string{"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null"}
+	}
+	return f.runGo(ctx, r, g, goRun{args: append(args, g.Packages...), dir: dir, out: out, licenses: dir, work: work, list: g.Packages, env: env})
 }
 
 // goRun is one go command that builds g's packages into a directory.
@@ -295,7 +305,11 @@ func (g *Go) buildFlags() []string {
 	// -buildvcs=false by default: otherwise the commit of whatever
 	// repository encloses the module (and whether it is dirty) ends up in
 	// the binary and two checkouts of the same code give different images.
+	// A pinned checkout that pallet tagged itself stamps only its pins.
 	args := []string{"-buildvcs=false"}
+	if g.vcs {
+		args[0] = "-buildvcs=true"
+	}
 	if g.Trimpath {
 		args = append(args, "-trimpath")
 	}

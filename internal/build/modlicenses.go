@@ -11,8 +11,6 @@ import (
 	"sync"
 
 	"golang.org/x/mod/modfile"
-	"golang.org/x/mod/module"
-	"golang.org/x/mod/semver"
 
 	"github.com/pallet-dev/pallet/internal/artifact"
 	"github.com/pallet-dev/pallet/internal/bounded"
@@ -304,16 +302,15 @@ func (b *builder) declaredLicense(own *tree.Tree) (string, error) {
 
 // pinnedMainVersion names the main module of an artifact's Go binaries by
 // the version its pin proves, where the binary says only (devel) (go build
-// stamps no version for a build from a directory, and pallet leaves VCS
-// stamps out for reproducible binaries): the SBOM then has
+// stamps no version for a build from a directory): the SBOM then has
 // pkg:golang/<module>@<version>. For a gomod source that is the module's
 // version, for the binaries of that module (those go install built say it
 // themselves; those built in the unpacked module, when go install could
 // not, say (devel)). For a git source, it is the tag
 // the build checked the commit carries, when the tag is a version of the
-// module as the go command reads tags: "v1.2.3" for a module at the
-// repository's root, "api/v1.2.3" for one in api/, and a v2 tag only for a
-// /v2 module.
+// module as the go command reads tags (artifact.ModuleTagVersion): the
+// build stamps it into the binaries itself, but a Go before 1.24 stamps
+// only the commit and says (devel).
 func pinnedMainVersion(a *plan.Artifact, d *sbom.Artifact) {
 	var version func(modPath string) (string, bool)
 	switch k := a.Kind.(type) {
@@ -321,7 +318,7 @@ func pinnedMainVersion(a *plan.Artifact, d *sbom.Artifact) {
 		if k.Tag == "" {
 			return
 		}
-		version = func(modPath string) (string, bool) { return moduleTagVersion(k.Go.Module, modPath, k.Tag) }
+		version = func(modPath string) (string, bool) { return artifact.ModuleTagVersion(k.Go.Module, modPath, k.Tag) }
 	case *artifact.GoModule:
 		version = func(modPath string) (string, bool) { return k.Version, modPath == k.Path }
 	default:
@@ -336,27 +333,4 @@ func pinnedMainVersion(a *plan.Artifact, d *sbom.Artifact) {
 			m.Version = v
 		}
 	}
-}
-
-// moduleTagVersion is the version tag gives the module modPath kept in the
-// repository's directory dir, if it gives one. As for the go command, the
-// tags of a module in a subdirectory carry the directory as a prefix, less
-// a major-version directory: module .../api/v2 in api/v2 is tagged
-// api/v2.0.0.
-func moduleTagVersion(dir, modPath, tag string) (string, bool) {
-	prefix := path.Clean(filepath.ToSlash(dir))
-	if _, major, ok := module.SplitPathVersion(modPath); ok && major != "" && path.Base(prefix) == strings.TrimPrefix(major, "/") {
-		prefix = path.Dir(prefix)
-	}
-	if prefix == "." {
-		prefix = ""
-	} else {
-		prefix += "/"
-	}
-	v, ok := strings.CutPrefix(tag, prefix)
-	// The go command takes only canonical tags as versions (not v1.2).
-	if !ok || semver.Canonical(v) != v || module.Check(modPath, v) != nil {
-		return "", false
-	}
-	return v, true
 }

@@ -1,6 +1,10 @@
-package build
+package artifact_test
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/pallet-dev/pallet/internal/artifact"
+)
 
 func TestModuleTagVersion(t *testing.T) {
 	for _, c := range []struct {
@@ -25,9 +29,9 @@ func TestModuleTagVersion(t *testing.T) {
 		{".", "github.com/opencontainers/runc", "release-1.2", ""},
 		{".", "github.com/opencontainers/runc", "v1.2", ""},
 	} {
-		got, ok := moduleTagVersion(c.dir, c.mod, c.tag)
+		got, ok := artifact.ModuleTagVersion(c.dir, c.mod, c.tag)
 		if got != c.want || ok != (c.want != "") {
-			t.Errorf("moduleTagVersion(%q, %q, %q) = %q, %v; want %q", c.dir, c.mod, c.tag, got, ok, c.want)
+			t.Errorf("ModuleTagVersion(%q, %q, %q) = %q, %v; want %q", c.dir, c.mod, c.tag, got, ok, c.want)
 		}
 	}
 }

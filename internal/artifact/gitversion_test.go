@@ -1,0 +1,118 @@
+package artifact_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/pallet-dev/pallet/internal/artifact"
+	"github.com/pallet-dev/pallet/internal/fixture"
+	"github.com/pallet-dev/pallet/internal/platform"
+)
+
+// A build from a commit pinned with a tag that is a version of the module
+// names the main module by that tag and stamps the commit, as a build in
+// upstream's clone at the tag does: go version -m shows the version, not
+// (devel), for scanners to match. Only the recipe's tag counts, however
+// the commit was fetched: a fetch of the whole repository (a dumb-HTTP
+// server) brings upstream's other tags, one of them higher on the same
+// commit, and the binary is still the one a shallow fetch gives.
+func TestGitBuildStampsTag(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	repo := t.TempDir()
+	write := func(name, content string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(repo, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("go.mod", "module example.com/app\n\ngo 1.22\n")
+	write("main.go", "package main\n\nfunc main() {}\n")
+	fixture.Git(t, repo, "init", "-q")
+	fixture.Git(t, repo, "add", "-A")
+	fixture.Git(t, repo, "commit", "-q", "-m", "release")
+	fixture.Git(t, repo, "tag", "-a", "-m", "v1.2.0", "v1.2.0")
+	fixture.Git(t, repo, "tag", "v1.2.1")
+	fixture.Git(t, repo, "tag", "release-1.2")
+	commit := fixture.Git(t, repo, "rev-parse", "HEAD")
+	write("main.go", "package main\n\nfunc main() { println() }\n")
+	fixture.Git(t, repo, "commit", "-q", "-am", "later")
+	fixture.Git(t, repo, "tag", "v1.3.0")
+
+	// The dumb protocol: a bare copy's files, served as they are.
+	bare := filepath.Join(t.TempDir(), "app.git")
+	fixture.Git(t, repo, "clone", "-q", "--bare", repo, bare)
+	fixture.Git(t, bare, "update-server-info")
+	srv := httptest.NewServer(http.FileServer(http.Dir(bare)))
+	t.Cleanup(srv.Close)
+
+	p, err := platform.Parse("linux/amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	build := func(from, tag string) *artifact.Result {
+		t.Helper()
+		k := &artifact.Git{Repo: from, Commit: commit, Tag: tag, Go: artifact.Go{Module: ".", Packages: []string{"."}, Trimpath: true}}
+		res, err := fetcher(t).Fetch(context.Background(), &artifact.Request{Name: "app", Platform: p, NoLicense: true, Kind: k}, t.TempDir())
+		if err != nil {
+			t.Fatalf("%s at %s: %v", from, tag, err)
+		}
+		return res
+	}
+	settings := func(res *artifact.Result) map[string]string {
+		m := map[string]string{}
+		for _, s := range binInfo(t, res, "app").Settings {
+			m[s.Key] = s.Value
+		}
+		return m
+	}
+
+	byHTTP := build(srv.URL, "v1.2.0")
+	info := binInfo(t, byHTTP, "app")
+	if info.Main.Version != "v1.2.0" {
+		t.Errorf("main module version %q, want v1.2.0 (the recipe's tag)", info.Main.Version)
+	}
+	s := settings(byHTTP)
+	if s["vcs.revision"] != commit || s["vcs.modified"] != "false" || s["vcs"] != "git" {
+		t.Errorf("VCS stamps %v, want git at %s, unmodified", s, commit)
+	}
+	byPath := build(repo, "v1.2.0")
+	if a, b := fileSum(t, byHTTP, "app"), fileSum(t, byPath, "app"); a != b {
+		t.Errorf("the same pin fetched whole (dumb HTTP) and shallow (a path) gives two binaries: %s, %s", a, b)
+	}
+
+	// A tag that is no version of the module claims none: (devel), and
+	// no VCS stamp, as before.
+	other := build(repo, "release-1.2")
+	if v := binInfo(t, other, "app").Main.Version; v != "(devel)" {
+		t.Errorf("tag release-1.2: main module version %q, want (devel)", v)
+	}
+	if s := settings(other); s["vcs.revision"] != "" {
+		t.Errorf("tag release-1.2: VCS stamps %v, want none", s)
+	}
+}
+
+// fileSum is the sha256 of the file name in res.
+func fileSum(t *testing.T, res *artifact.Result, name string) string {
+	t.Helper()
+	e, ok := res.Tree.Get(name)
+	if !ok {
+		t.Fatalf("no %s in the tree", name)
+	}
+	return fixture.SHA256(mustRead(t, e.Source))
+}
+
+func mustRead(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
