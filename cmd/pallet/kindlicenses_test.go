@@ -351,7 +351,7 @@ func TestKindSBOMReproducible(t *testing.T) {
 		t.Fatal(err)
 	}
 	// runc, built from its source at a tagged commit, names its main
-	// module by the tag (the binary itself says (devel)).
+	// module by the tag (as the binary does, stamped from the tag).
 	runc := "pkg:golang/github.com/opencontainers/runc@v1.2.4"
 	if !slices.ContainsFunc(cdx.Components, func(c struct {
 		Purl     string
