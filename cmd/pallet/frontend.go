@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 
-	"github.com/pallet-dev/pallet/internal/artifact"
 	"github.com/pallet-dev/pallet/internal/dockerfile"
 	"github.com/pallet-dev/pallet/internal/plan"
 	"github.com/pallet-dev/pallet/internal/recipe"
@@ -64,7 +63,7 @@ func makePlan(file string, args map[string]string, platforms, images []string, m
 
 // fetchable lists what the -f file could download or clone, for pallet
 // fetch, with the front end its name calls for.
-func fetchable(file string, args map[string]string, platforms, images []string) ([]*artifact.Request, error) {
+func fetchable(file string, args map[string]string, platforms, images []string) ([]*plan.Artifact, error) {
 	sel := selection{file, args, platforms, images}
 	if d, opt, ok, err := sel.loadDockerfile(); ok {
 		if err != nil {

@@ -316,6 +316,28 @@ func TestPinFailures(t *testing.T) {
 	}
 }
 
+// pallet fetch says a pin upstream no longer matches where it was
+// written, as a build does: a moved tag at the tag's line.
+func TestFetchMovedTagAtLine(t *testing.T) {
+	e := newKindEnv(t)
+	runc := filepath.Join(e.dir, "git", "runc")
+	fixture.Git(t, runc, "commit", "-q", "--allow-empty", "-m", "after the release")
+	fixture.Git(t, runc, "tag", "-f", "-a", "-m", "moved", "v1.2.4")
+	src, err := os.ReadFile(e.recipe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// runc's own tag line, after its repository's.
+	i := strings.Index(string(src), "{{GIT}}/runc")
+	i += strings.Index(string(src[i:]), "tag: v1.2.4")
+	at := fmt.Sprintf("%s:%d:", e.recipe, strings.Count(string(src[:i]), "\n")+1)
+	_, err = pallet(t, "fetch", "-q", "-f", e.recipe, "--mirror", t.TempDir(), "--platform", "linux/amd64",
+		"--arg", "GIT=file://"+filepath.Join(e.dir, "git"), "--arg", "RELEASES="+e.srv.URL)
+	if err == nil || !strings.HasPrefix(err.Error(), at) || !strings.Contains(err.Error(), "tag v1.2.4 points at") {
+		t.Errorf("fetch with runc's tag moved: %v; want it at %s", err, at)
+	}
+}
+
 // pallet fetch fills a mirror; with the network gone (release server
 // closed, repositories deleted) an offline build still works from it, and
 // the same mirror served over http works as --mirror-url.

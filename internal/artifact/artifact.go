@@ -277,12 +277,23 @@ func (f *Fetcher) produce(ctx context.Context, r *Request, work string) (*Result
 	return r.Kind.Produce(ctx, f, r, work)
 }
 
+// RequestError is the failure of one of several requests (MirrorTo): the
+// caller knows where that request was written, and says it.
+type RequestError struct {
+	Request *Request
+	Err     error
+}
+
+func (e *RequestError) Error() string { return fmt.Sprintf("%s: %v", e.Request, e.Err) }
+
+func (e *RequestError) Unwrap() error { return e.Err }
+
 // MirrorTo copies what reqs download or clone into the mirror directory
 // dir, for builds with --offline.
 func (f *Fetcher) MirrorTo(ctx context.Context, dir string, reqs []*Request) error {
 	for _, r := range reqs {
 		if err := r.Kind.Mirror(ctx, f, r, dir); err != nil {
-			return fmt.Errorf("%s: %w", r, err)
+			return &RequestError{Request: r, Err: err}
 		}
 	}
 	// Once all are in: pruned after each, a pinned toolchain would be

@@ -3,6 +3,7 @@ package build
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/pallet-dev/pallet/internal/artifact"
 	"github.com/pallet-dev/pallet/internal/golicenses"
+	"github.com/pallet-dev/pallet/internal/plan"
 	"github.com/pallet-dev/pallet/internal/record"
 )
 
@@ -20,7 +22,24 @@ import (
 // repositories, Go modules and toolchains (pallet fetch), and the modules
 // whose licences the Go binaries of downloaded releases and local files
 // ship (--module-licenses, the default).
-func Mirror(ctx context.Context, reqs []*artifact.Request, dir string, n Network, log func(string, ...any)) error {
+func Mirror(ctx context.Context, arts []*plan.Artifact, dir string, n Network, log func(string, ...any)) error {
+	reqs := make([]*artifact.Request, len(arts))
+	for i, a := range arts {
+		reqs[i] = &a.Request
+	}
+	// A failure is said where its artifact was written, as a build says
+	// it: a tag that moved at the tag's line.
+	at := func(err error) error {
+		var re *artifact.RequestError
+		if errors.As(err, &re) {
+			for i, r := range reqs {
+				if r == re.Request {
+					return plan.Wrap(arts[i].At(err), err)
+				}
+			}
+		}
+		return err
+	}
 	// The go command refuses a relative GOMODCACHE, and the mirror's is
 	// one.
 	dir, err := filepath.Abs(dir)
@@ -44,10 +63,10 @@ func Mirror(ctx context.Context, reqs []*artifact.Request, dir string, n Network
 	defer f.Close()
 	f.Log = log
 	if err := f.MirrorTo(ctx, dir, reqs); err != nil {
-		return err
+		return at(err)
 	}
 	if err := mirrorLinkedModules(ctx, f, reqs, dir); err != nil {
-		return err
+		return at(err)
 	}
 	// What the licences of linked modules unpacked, as MirrorTo prunes
 	// what the builds did.
@@ -76,11 +95,11 @@ func mirrorLinkedModules(ctx context.Context, network *artifact.Fetcher, reqs []
 		work := filepath.Join(tmp, strconv.Itoa(i))
 		res, err := f.Fetch(ctx, r, work)
 		if err != nil {
-			return fmt.Errorf("%s: %w", r, err)
+			return &artifact.RequestError{Request: r, Err: err}
 		}
 		rec, err := record.Scan(res, record.NoMemo)
 		if err != nil {
-			return fmt.Errorf("%s: %w", r, err)
+			return &artifact.RequestError{Request: r, Err: err}
 		}
 		if len(rec.GoBinaries) == 0 {
 			continue
@@ -96,7 +115,7 @@ func mirrorLinkedModules(ctx context.Context, network *artifact.Fetcher, reqs []
 			}
 			opt := golicenses.Options{Work: filepath.Join(work, "licences-"+strconv.Itoa(j)), Env: env}
 			if _, err := golicenses.Collect(ctx, e.Source, opt); err != nil {
-				return fmt.Errorf("%s: modules of %s: %w", r, gb.Path, err)
+				return &artifact.RequestError{Request: r, Err: fmt.Errorf("modules of %s: %w", gb.Path, err)}
 			}
 		}
 		bins := "Go binaries"

@@ -564,15 +564,15 @@ func (e *evaluator) artifact(src *source, pos plan.Pos) string {
 // Fetchable lists the downloads the Dockerfile's ADD instructions make
 // for the given options: what an air-gapped site must mirror (pallet
 // fetch) before building offline.
-func (d *Dockerfile) Fetchable(opt Options) ([]*artifact.Request, error) {
+func (d *Dockerfile) Fetchable(opt Options) ([]*plan.Artifact, error) {
 	p, err := d.Plan(opt)
 	if err != nil {
 		return nil, err
 	}
-	var out []*artifact.Request
+	var out []*plan.Artifact
 	for _, k := range p.Keys() {
 		if _, ok := p.Artifacts[k].Kind.(*artifact.URL); ok {
-			out = append(out, &p.Artifacts[k].Request)
+			out = append(out, p.Artifacts[k])
 		}
 	}
 	return out, nil

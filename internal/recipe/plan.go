@@ -413,24 +413,34 @@ func (pln *planner) artifact(name string, pf platform.Platform, v Vars) (string,
 		return key, nil
 	}
 	c := pln.modes[name]
-	req, at, err := pln.r.request(name, c.Mode, c.Path, pf, v)
+	a, err := pln.r.planArtifact(name, c.Mode, c.Path, pf, v)
 	if err != nil {
 		return "", err
 	}
-	a := &plan.Artifact{Request: *req, Check: true, Pos: pln.r.Pos(at), Fields: pln.r.fieldsAt(at, pf)}
 	// A path chosen in a --modes file is blamed there, not on the recipe.
 	if c.Path != "" && c.From.File != "" {
 		a.Fields["path"] = c.From
 	}
-	// licenses is the artifact's, beside its kind sections, in every mode.
-	if lat := "artifacts." + name + ".licenses"; pln.r.lines[lat] != 0 {
-		a.Fields["licenses"] = pln.r.Pos(lat)
-	}
-	if ra := pln.r.Artifacts[name]; ra.Check != nil {
-		a.Check = *ra.Check
-	}
 	pln.p.Artifacts[key] = a
 	return key, nil
+}
+
+// planArtifact is the request for artifact name on pf in mode, with where
+// its settings were written.
+func (r *Recipe) planArtifact(name, mode, localPath string, pf platform.Platform, v Vars) (*plan.Artifact, error) {
+	req, at, err := r.request(name, mode, localPath, pf, v)
+	if err != nil {
+		return nil, err
+	}
+	a := &plan.Artifact{Request: *req, Check: true, Pos: r.Pos(at), Fields: r.fieldsAt(at, pf)}
+	// licenses is the artifact's, beside its kind sections, in every mode.
+	if lat := "artifacts." + name + ".licenses"; r.lines[lat] != 0 {
+		a.Fields["licenses"] = r.Pos(lat)
+	}
+	if ra := r.Artifacts[name]; ra.Check != nil {
+		a.Check = *ra.Check
+	}
+	return a, nil
 }
 
 // request expands artifact name in the given mode ("" for artifacts
@@ -821,13 +831,13 @@ func abs(dir, p string) string {
 // Fetchable lists every download, repository and Go build the recipe could
 // use for the selected images and platforms, in every mode but local: what
 // an air-gapped site must mirror before building offline.
-func (r *Recipe) Fetchable(opt Options) ([]*artifact.Request, error) {
+func (r *Recipe) Fetchable(opt Options) ([]*plan.Artifact, error) {
 	vars, names, want, err := selection(r, opt)
 	if err != nil {
 		return nil, err
 	}
 	seen := map[string]bool{}
-	var out []*artifact.Request
+	var out []*plan.Artifact
 	for _, name := range names {
 		ri := r.Images[name]
 		plats, err := r.ExpandList("images."+name+".platforms", ri.Platforms, vars)
@@ -866,11 +876,11 @@ func (r *Recipe) Fetchable(opt Options) ([]*artifact.Request, error) {
 						continue
 					}
 					seen[key] = true
-					req, _, err := r.request(f.Artifact, m, "", pl, vars)
+					a, err := r.planArtifact(f.Artifact, m, "", pl, vars)
 					if err != nil {
 						return nil, err
 					}
-					out = append(out, req)
+					out = append(out, a)
 				}
 			}
 		}
