@@ -3,7 +3,9 @@ package artifact
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 	"path/filepath"
 	"strings"
@@ -54,6 +56,9 @@ func tagCheckout(ctx context.Context, src, moduleDir, dirOnDisk string, g gitRef
 		return false, nil
 	}
 	data, err := bounded.ReadFile(filepath.Join(dirOnDisk, "go.mod"), MaxGoMod)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil // no module to name: go build says so
+	}
 	if err != nil {
 		return false, fmt.Errorf("%s at %s: %w", g.Repo, g.Commit, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/pallet-dev/pallet/internal/artifact"
@@ -115,4 +116,28 @@ func mustRead(t *testing.T, name string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// A tagged checkout with no go.mod is go build's to refuse, in its words.
+func TestGitBuildTagWithoutModule(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	repo := t.TempDir()
+	if err := os.WriteFile(filepath.Join(repo, "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fixture.Git(t, repo, "init", "-q")
+	fixture.Git(t, repo, "add", "-A")
+	fixture.Git(t, repo, "commit", "-q", "-m", "release")
+	fixture.Git(t, repo, "tag", "v1.0.0")
+	p, err := platform.Parse("linux/amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &artifact.Git{Repo: repo, Commit: fixture.Git(t, repo, "rev-parse", "HEAD"), Tag: "v1.0.0", Go: artifact.Go{Module: ".", Packages: []string{"."}}}
+	_, err = fetcher(t).Fetch(context.Background(), &artifact.Request{Name: "app", Platform: p, NoLicense: true, Kind: k}, t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "cannot find main module") {
+		t.Errorf("a module without go.mod: %v, want go build's refusal", err)
+	}
 }
