@@ -171,13 +171,10 @@ func (f *Fetcher) goBuild(ctx context.Context, r *Request, g *Go, dir string, wo
 	}
 	out := filepath.Join(work, "bin") + string(filepath.Separator)
 	args := append([]string{"build", "-o", out}, g.buildFlags()...)
-	var env []string
-	if g.vcs {
-		// What the go command stamps is read with git (status, log,
-		// tags): no user or system configuration may change it.
-		env = []string{"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null"}
-	}
-	return f.runGo(ctx, r, g, goRun{args: append(args, g.Packages...), dir: dir, out: out, licenses: dir, work: work, list: g.Packages, env: env})
+	// The user's git configuration stays: the go command reads the
+	// stamps with options of its own, and fetches private modules
+	// through it (url.insteadOf, credential helpers).
+	return f.runGo(ctx, r, g, goRun{args: append(args, g.Packages...), dir: dir, out: out, licenses: dir, work: work, list: g.Packages})
 }
 
 // goRun is one go command that builds g's packages into a directory.
