@@ -400,11 +400,13 @@ func splitNUL(data []byte, atEOF bool) (int, []byte, error) {
 
 // gitCommand is git run in dir the same way on every machine.
 func gitCommand(ctx context.Context, dir string, args ...string) *exec.Cmd {
-	cmd := Command(ctx, "git", args...)
+	cmd := Command(ctx, "git", append([]string{"-c", noUserAttributes}, args...)...)
 	cmd.Dir = dir
 	// No prompts, no user configuration: a build must not hang on a
-	// credential question or behave differently per machine.
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+	// credential question or behave differently per machine. Nor the
+	// user's attributes (noUserAttributes), which the configuration
+	// does not cover.
+	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", gitAttrNoSystem)
 	// Nor on ssh's own questions (an unknown host key, a passphrase),
 	// which it asks on the terminal: git runs in a process group of its
 	// own, where reading the terminal would stop it for good. The go
@@ -414,6 +416,19 @@ func gitCommand(ctx context.Context, dir string, args ...string) *exec.Cmd {
 	}
 	return cmd
 }
+
+// noUserAttributes and gitAttrNoSystem keep the user's and the system's
+// git attributes (~/.config/git/attributes, read whether or not the
+// user's configuration is, and /etc/gitattributes) from a checkout: what
+// they say of line ends or filters would change the files checked out
+// (an embedded text file's line ends) and what git status calls modified
+// (a file committed with CRLF, under "text"), so the binaries, on one
+// machine and not another. The repository's own .gitattributes still
+// apply, as they do in upstream's clone.
+const (
+	noUserAttributes = "core.attributesFile=/dev/null"
+	gitAttrNoSystem  = "GIT_ATTR_NOSYSTEM=1"
+)
 
 // dropOutwardLinks removes the symlinks of a checkout that lead out of it
 // (absolute, or climbing above its root): the commit pins the link, not

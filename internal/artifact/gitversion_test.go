@@ -141,3 +141,70 @@ func TestGitBuildTagWithoutModule(t *testing.T) {
 		t.Errorf("a module without go.mod: %v, want go build's refusal", err)
 	}
 }
+
+// The files a checkout holds, and what the go command stamps of it, are
+// the pin's alone: a user's git attributes (~/.config/git/attributes,
+// read even where their git configuration is not) would otherwise turn
+// an embedded file's line ends to CRLF on one machine, and show a file
+// upstream committed with CRLF as modified (vcs.modified=true, version
+// v1.0.0+dirty).
+func TestGitBuildIgnoresUserAttributes(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	repo := t.TempDir()
+	write := func(name, content string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(repo, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("go.mod", "module example.com/app\n\ngo 1.22\n")
+	write("main.go", "package main\n\nimport _ \"embed\"\n\n//go:embed data.txt\nvar data string\n\nfunc main() { print(data) }\n")
+	write("data.txt", "one\ntwo\n")
+	write("make.bat", "go build\r\n")
+	fixture.Git(t, repo, "init", "-q")
+	fixture.Git(t, repo, "add", "-A")
+	fixture.Git(t, repo, "commit", "-q", "-m", "release")
+	fixture.Git(t, repo, "tag", "v1.0.0")
+	commit := fixture.Git(t, repo, "rev-parse", "HEAD")
+	p, err := platform.Parse("linux/amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	build := func() *artifact.Result {
+		t.Helper()
+		k := &artifact.Git{Repo: repo, Commit: commit, Tag: "v1.0.0", Go: artifact.Go{Module: ".", Packages: []string{"."}, Trimpath: true}}
+		res, err := fetcher(t).Fetch(context.Background(), &artifact.Request{Name: "app", Platform: p, NoLicense: true, Kind: k}, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+
+	// The go command's cache is under HOME unless GOCACHE says where:
+	// the user's stays, so that the builds are warm.
+	if os.Getenv("GOCACHE") == "" {
+		if dir, err := os.UserCacheDir(); err == nil {
+			t.Setenv("GOCACHE", filepath.Join(dir, "go-build"))
+		}
+	}
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", "")
+	clean := build()
+	if err := os.MkdirAll(filepath.Join(home, ".config", "git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".config", "git", "attributes"), []byte("* text eol=crlf\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	withAttrs := build()
+	info := binInfo(t, withAttrs, "app")
+	if info.Main.Version != "v1.0.0" {
+		t.Errorf("with the user's git attributes, main module version %q, want v1.0.0", info.Main.Version)
+	}
+	if a, b := fileSum(t, clean, "app"), fileSum(t, withAttrs, "app"); a != b {
+		t.Errorf("the user's git attributes changed the binary: %s, then %s", a, b)
+	}
+}

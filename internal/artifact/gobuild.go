@@ -173,8 +173,15 @@ func (f *Fetcher) goBuild(ctx context.Context, r *Request, g *Go, dir string, wo
 	args := append([]string{"build", "-o", out}, g.buildFlags()...)
 	// The user's git configuration stays: the go command reads the
 	// stamps with options of its own, and fetches private modules
-	// through it (url.insteadOf, credential helpers).
-	return f.runGo(ctx, r, g, goRun{args: append(args, g.Packages...), dir: dir, out: out, licenses: dir, work: work, list: g.Packages})
+	// through it (url.insteadOf, credential helpers). Attributes are
+	// the checkout's alone, as when pallet checked it out: the system's
+	// are turned off here, the user's by the checkout's configuration
+	// (tagCheckout).
+	var env []string
+	if g.vcs {
+		env = []string{gitAttrNoSystem}
+	}
+	return f.runGo(ctx, r, g, goRun{args: append(args, g.Packages...), dir: dir, out: out, licenses: dir, work: work, list: g.Packages, env: env})
 }
 
 // goRun is one go command that builds g's packages into a directory.
