@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -406,7 +407,15 @@ func gitCommand(ctx context.Context, dir string, args ...string) *exec.Cmd {
 	// credential question or behave differently per machine. Nor the
 	// user's attributes (noUserAttributes), which the configuration
 	// does not cover.
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", gitAttrNoSystem)
+	// Nor the repository the user's environment names (gitRepoEnv), nor
+	// configuration given in it.
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(gitRepoEnv, k) && !slices.Contains(gitConfigEnv, k) {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", gitAttrNoSystem)
 	// Nor on ssh's own questions (an unknown host key, a passphrase),
 	// which it asks on the terminal: git runs in a process group of its
 	// own, where reading the terminal would stop it for good. The go
@@ -416,6 +425,27 @@ func gitCommand(ctx context.Context, dir string, args ...string) *exec.Cmd {
 	}
 	return cmd
 }
+
+// gitRepoEnv are the variables that tell git which repository to work
+// on, and where its parts are (git rev-parse --local-env-vars, less
+// gitConfigEnv). A git hook may run with them set for the user's own
+// repository (a pre-commit hook in a linked worktree has GIT_DIR and
+// GIT_INDEX_FILE), and so does whatever it runs: git run in a checkout
+// with GIT_DIR set works on that repository instead, and a pallet build
+// run so added a remote to it, detached its HEAD, replaced its index and
+// deleted its tags (tagCheckout). Neither pallet's git nor
+// the go command's (which stamps a checkout, and fetches private modules
+// with git) may see them.
+var gitRepoEnv = []string{
+	"GIT_DIR", "GIT_WORK_TREE", "GIT_IMPLICIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR",
+	"GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_SHALLOW_FILE", "GIT_GRAFT_FILE",
+	"GIT_NO_REPLACE_OBJECTS", "GIT_REPLACE_REF_BASE", "GIT_PREFIX", "GIT_INTERNAL_SUPER_PREFIX",
+}
+
+// gitConfigEnv give git configuration in the environment: pallet's git
+// reads none of the user's (gitCommand); the go command's keeps it
+// (goBuild).
+var gitConfigEnv = []string{"GIT_CONFIG", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT"}
 
 // noUserAttributes and gitAttrNoSystem keep the user's and the system's
 // git attributes (~/.config/git/attributes, read whether or not the

@@ -208,3 +208,71 @@ func TestGitBuildIgnoresUserAttributes(t *testing.T) {
 		t.Errorf("the user's git attributes changed the binary: %s, then %s", a, b)
 	}
 }
+
+// A build run from a git hook with GIT_DIR and GIT_INDEX_FILE set for the
+// user's repository (a pre-commit hook in a linked worktree: git sets
+// both, absolute) checks out and stamps the pin, and leaves the user's
+// repository alone: git would have worked on it instead of
+// the checkout (a remote added, HEAD detached, the index replaced, its
+// tags deleted), and the go command stamped nothing.
+func TestGitBuildIgnoresHookEnvironment(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	repo := t.TempDir()
+	if err := os.WriteFile(filepath.Join(repo, "go.mod"), []byte("module example.com/app\n\ngo 1.22\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fixture.Git(t, repo, "init", "-q")
+	fixture.Git(t, repo, "add", "-A")
+	fixture.Git(t, repo, "commit", "-q", "-m", "release")
+	fixture.Git(t, repo, "tag", "v1.0.0")
+	commit := fixture.Git(t, repo, "rev-parse", "HEAD")
+
+	mine := t.TempDir()
+	if err := os.WriteFile(filepath.Join(mine, "recipe.yaml"), []byte("artifacts: {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fixture.Git(t, mine, "init", "-q")
+	fixture.Git(t, mine, "add", "-A")
+	fixture.Git(t, mine, "commit", "-q", "-m", "mine")
+	fixture.Git(t, mine, "tag", "mine")
+	state := func() string {
+		return fixture.Git(t, mine, "rev-parse", "--abbrev-ref", "HEAD") + " tags=" + fixture.Git(t, mine, "tag") +
+			" remotes=" + fixture.Git(t, mine, "remote") + " status=" + fixture.Git(t, mine, "status", "--porcelain")
+	}
+	before := state()
+
+	p, err := platform.Parse("linux/amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hook := map[string]string{"GIT_DIR": filepath.Join(mine, ".git"), "GIT_INDEX_FILE": filepath.Join(mine, ".git", "index"), "GIT_WORK_TREE": mine}
+	for k, v := range hook {
+		t.Setenv(k, v)
+	}
+	k := &artifact.Git{Repo: repo, Commit: commit, Tag: "v1.0.0", Go: artifact.Go{Module: ".", Packages: []string{"."}, Trimpath: true}}
+	res, err := fetcher(t).Fetch(context.Background(), &artifact.Request{Name: "app", Platform: p, NoLicense: true, Kind: k}, t.TempDir())
+	for k := range hook {
+		os.Unsetenv(k)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := binInfo(t, res, "app")
+	revision := ""
+	for _, s := range info.Settings {
+		if s.Key == "vcs.revision" {
+			revision = s.Value
+		}
+	}
+	if info.Main.Version != "v1.0.0" || revision != commit {
+		t.Errorf("in a hook's environment: version %q at %q, want v1.0.0 at %s", info.Main.Version, revision, commit)
+	}
+	if after := state(); after != before {
+		t.Errorf("the build changed the user's repository: %q, was %q", after, before)
+	}
+}

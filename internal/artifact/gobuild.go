@@ -400,7 +400,7 @@ func (f *Fetcher) goEnv(g *Go, p platform.Platform) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
-		if !slices.Contains(buildKnobs, k) {
+		if !slices.Contains(buildKnobs, k) && !slices.Contains(gitRepoEnv, k) {
 			env = append(env, kv)
 		}
 	}
