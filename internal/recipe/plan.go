@@ -417,9 +417,15 @@ func (pln *planner) artifact(name string, pf platform.Platform, v Vars) (string,
 	if err != nil {
 		return "", err
 	}
-	// A path chosen in a --modes file is blamed there, not on the recipe.
-	if c.Path != "" && c.From.File != "" {
-		a.Fields["path"] = c.From
+	// A path chosen when building is blamed where it was given (a
+	// --modes file's line, the --mode flag), not on the recipe's own
+	// path, which names another file.
+	if c.Path != "" {
+		from := c.From
+		if from.File == "" {
+			from = plan.Pos{File: fmt.Sprintf("--mode %s=%s:%s", name, c.Mode, c.Path)}
+		}
+		a.Fields["path"] = from
 	}
 	pln.p.Artifacts[key] = a
 	return key, nil

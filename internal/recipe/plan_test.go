@@ -384,3 +384,50 @@ func TestPlatformVarNames(t *testing.T) {
 		t.Errorf("platformVars sets %v, platformVarNames lists %v", got, want)
 	}
 }
+
+// A local path given by a --mode flag that fails is said at the flag,
+// not at the recipe's own path, which names another file; one given in a
+// --modes file is said at that file's line.
+func TestLocalChoicePathBlamedWhereGiven(t *testing.T) {
+	r, err := Parse("pallet.yaml", []byte(`version: 1
+artifacts:
+  tool:
+    default: local
+    modes:
+      release:
+        url: https://example.com/tool
+        sha256: 0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a
+      local:
+        path: ./tool
+images:
+  keep:
+    base: scratch
+    platforms: [linux/amd64]
+    files:
+      - {artifact: tool, dest: /bin/}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing := &artifact.FieldError{Field: "path", Err: errors.New("local path: stat /patched/tool: no such file or directory")}
+	for _, c := range []struct {
+		choice Choice
+		want   string
+	}{
+		{Choice{}, "pallet.yaml:10:9"},
+		{Choice{Mode: "local", Path: "/patched/tool"}, "--mode tool=local:/patched/tool"},
+		{Choice{Mode: "local", Path: "/patched/tool", From: plan.Pos{File: "modes.yaml", Line: 2}}, "modes.yaml:2"},
+	} {
+		opt := Options{}
+		if c.choice.Mode != "" {
+			opt.Modes = map[string]Choice{"tool": c.choice}
+		}
+		p, err := r.Plan(opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Artifacts["tool@linux/amd64"].At(missing).String(); got != c.want {
+			t.Errorf("choice %+v: a missing local path said at %s, want %s", c.choice, got, c.want)
+		}
+	}
+}
