@@ -207,6 +207,19 @@ func TestGitBuildIgnoresUserAttributes(t *testing.T) {
 	if a, b := fileSum(t, clean, "app"), fileSum(t, withAttrs, "app"); a != b {
 		t.Errorf("the user's git attributes changed the binary: %s, then %s", a, b)
 	}
+
+	// Nor configuration given in the environment (git -c, which a hook
+	// inherits as GIT_CONFIG_PARAMETERS, or GIT_CONFIG_COUNT): with
+	// core.autocrlf=true the checkout's text files ended in CRLF.
+	if err := os.Remove(filepath.Join(home, ".config", "git", "attributes")); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GIT_CONFIG_COUNT", "1")
+	t.Setenv("GIT_CONFIG_KEY_0", "core.autocrlf")
+	t.Setenv("GIT_CONFIG_VALUE_0", "true")
+	if a, b := fileSum(t, clean, "app"), fileSum(t, build(), "app"); a != b {
+		t.Errorf("core.autocrlf=true in GIT_CONFIG_COUNT changed the binary: %s, then %s", a, b)
+	}
 }
 
 // A build run from a git hook with GIT_DIR and GIT_INDEX_FILE set for the
