@@ -289,3 +289,62 @@ func TestGitBuildIgnoresHookEnvironment(t *testing.T) {
 		t.Errorf("the build changed the user's repository: %q, was %q", after, before)
 	}
 }
+
+// A module in a subdirectory is stamped by its prefixed tag (api/v1.0.0
+// names v1.0.0 of module .../api), as in upstream's clone: the go command
+// finds the repository's module path in the go.mod at its root, and where
+// there is none it stamps the commit and says (devel).
+func TestGitBuildStampsSubdirectoryTag(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	p, err := platform.Parse("linux/amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		rootGoMod, want string
+	}{
+		{"module example.com/repo\n\ngo 1.22\n", "v1.0.0"},
+		{"", "(devel)"},
+	} {
+		repo := t.TempDir()
+		files := map[string]string{
+			"api/go.mod":  "module example.com/repo/api\n\ngo 1.22\n",
+			"api/main.go": "package main\n\nfunc main() {}\n",
+			"go.mod":      c.rootGoMod,
+		}
+		for name, content := range files {
+			if content == "" {
+				continue
+			}
+			if err := os.MkdirAll(filepath.Dir(filepath.Join(repo, name)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(repo, name), []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		fixture.Git(t, repo, "init", "-q")
+		fixture.Git(t, repo, "add", "-A")
+		fixture.Git(t, repo, "commit", "-q", "-m", "release")
+		fixture.Git(t, repo, "tag", "api/v1.0.0")
+		fixture.Git(t, repo, "tag", "v9.0.0") // the root module's, or no module's
+		commit := fixture.Git(t, repo, "rev-parse", "HEAD")
+		k := &artifact.Git{Repo: repo, Commit: commit, Tag: "api/v1.0.0", Go: artifact.Go{Module: "api", Packages: []string{"."}, Trimpath: true}}
+		res, err := fetcher(t).Fetch(context.Background(), &artifact.Request{Name: "api", Platform: p, NoLicense: true, Kind: k}, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		info := binInfo(t, res, "api")
+		revision := ""
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" {
+				revision = s.Value
+			}
+		}
+		if info.Main.Version != c.want || revision != commit {
+			t.Errorf("root go.mod %q: version %q at %q, want %s at %s", c.rootGoMod, info.Main.Version, revision, c.want, commit)
+		}
+	}
+}
