@@ -406,16 +406,16 @@ func gitCommand(ctx context.Context, dir string, args ...string) *exec.Cmd {
 	// No prompts, no user configuration: a build must not hang on a
 	// credential question or behave differently per machine. Nor the
 	// user's attributes (noUserAttributes), which the configuration
-	// does not cover.
-	// Nor the repository the user's environment names (gitRepoEnv), nor
-	// configuration given in it.
+	// does not cover, nor the repository the environment names
+	// (gitRepoEnv), nor configuration given in it.
+	var env []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		if !slices.Contains(gitRepoEnv, k) && !slices.Contains(gitConfigEnv, k) {
-			cmd.Env = append(cmd.Env, kv)
+			env = append(env, kv)
 		}
 	}
-	cmd.Env = append(cmd.Env, "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", gitAttrNoSystem)
+	cmd.Env = append(env, "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", gitAttrNoSystem)
 	// Nor on ssh's own questions (an unknown host key, a passphrase),
 	// which it asks on the terminal: git runs in a process group of its
 	// own, where reading the terminal would stop it for good. The go
