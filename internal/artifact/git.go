@@ -55,8 +55,9 @@ func (g *Git) Key(*Fetcher, *Request) ([]string, bool, error) {
 	if g.Tag != "" {
 		// A tag that is a version of the module is stamped into the
 		// binaries (tagCheckout): those cached before, which said
-		// (devel), are not reused.
-		parts = append(parts, "vcs-v1")
+		// (devel), are not reused; v2, nor those stamped where the build
+		// machine's git attributes reached the checkout (+dirty, CRLF).
+		parts = append(parts, "vcs-v2")
 	}
 	return parts, true, nil
 }
