@@ -64,7 +64,7 @@ func openContext(dir, dockerfile string) (*buildContext, error) {
 			return nil, fmt.Errorf("%s: %w", f, err)
 		}
 		if c.ignore, err = newPatterns(patterns); err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
+			return nil, badPatternLine(f, data, err)
 		}
 		c.ignoreFile = f
 		break
@@ -411,4 +411,20 @@ func treeOf(entries []entry) (*tree.Tree, error) {
 		}
 	}
 	return t, nil
+}
+
+// badPatternLine says which line of the ignore file f holds the pattern
+// patternmatcher refused (its error names neither), found by reading the
+// lines one at a time as the file is read whole.
+func badPatternLine(f string, data []byte, err error) error {
+	for i, line := range strings.Split(string(data), "\n") {
+		one, rerr := ignorefile.ReadAll(strings.NewReader(line))
+		if rerr != nil || len(one) != 1 {
+			continue
+		}
+		if _, perr := compiled(one); perr != nil {
+			return fmt.Errorf("%s:%d: %q: %w", f, i+1, strings.TrimSpace(line), perr)
+		}
+	}
+	return fmt.Errorf("%s: %w", f, err)
 }

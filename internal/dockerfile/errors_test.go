@@ -245,3 +245,18 @@ func TestChownEmptyUser(t *testing.T) {
 		}
 	}
 }
+
+// A .dockerignore pattern patternmatcher cannot compile is said with its
+// line, when the context is opened: patternmatcher compiles at the first
+// match and its error names neither pattern nor line.
+func TestIgnorePatternErrorAtItsLine(t *testing.T) {
+	fs := map[string]string{
+		"Dockerfile":    "FROM scratch\nCOPY . /\n",
+		"f":             "x",
+		".dockerignore": "# build outputs\nout\n\nkeep\\me\n",
+	}
+	_, err := planFiles(t, fs, Options{})
+	if err == nil || !strings.Contains(err.Error(), `.dockerignore:4: "keep\\me": syntax error in pattern`) {
+		t.Errorf("got %v, want the pattern at line 4", err)
+	}
+}

@@ -59,7 +59,7 @@ type dirMatch struct {
 }
 
 func newPatterns(list []string) (*patterns, error) {
-	pm, err := patternmatcher.New(list)
+	pm, err := compiled(list)
 	if err != nil {
 		return nil, err
 	}
@@ -85,6 +85,28 @@ func newPatterns(list []string) (*patterns, error) {
 		return nil, err
 	}
 	return ps, nil
+}
+
+// compiled is patternmatcher.New(list) with each pattern's regular
+// expression made now: patternmatcher makes it at the first match, so a
+// bad pattern would fail the scan, far from its line.
+func compiled(list []string) (*patternmatcher.PatternMatcher, error) {
+	pm, err := patternmatcher.New(list)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range pm.Patterns() {
+		// Matches skips an exclusion until something matched: each is
+		// asked alone, as an inclusion.
+		one, err := patternmatcher.New([]string{p.String()})
+		if err == nil {
+			_, err = one.Matches(".")
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return pm, nil
 }
 
 // alone makes pm's patterns each a matcher of its own, or returns nil
