@@ -209,7 +209,10 @@ func windowsName(p string) error {
 		if !utf8.ValidString(c) {
 			return fmt.Errorf("%q is not UTF-8, and Windows file names (UTF-16) cannot hold it", c)
 		}
-		if i := strings.IndexAny(c, `:<>"|?*\`); i >= 0 {
+		if strings.Contains(c, `\`) {
+			return fmt.Errorf("%s holds a backslash, which Windows reads as a separator (a Linux name may hold one: leave it out of what a Windows image places)", c)
+		}
+		if i := strings.IndexAny(c, `:<>"|?*`); i >= 0 {
 			return fmt.Errorf("%q contains %q, which Windows file names cannot", c, c[i])
 		}
 		for _, r := range c {
