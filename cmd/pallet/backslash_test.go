@@ -2,11 +2,12 @@ package main
 
 import (
 	"archive/tar"
-	"bytes"
 	"io"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pallet-dev/pallet/internal/fixture"
 )
 
 // A tar's names may hold a backslash as a character (Debian's systemd
@@ -17,24 +18,11 @@ import (
 // refused, naming it.
 func TestBackslashInAnArchiveNameKept(t *testing.T) {
 	const unit = `lib/systemd/system/system-systemd\x2dcryptsetup.slice`
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, h := range []*tar.Header{
-		{Name: "lib/systemd/system/", Typeflag: tar.TypeDir, Mode: 0o755},
-		{Name: unit, Typeflag: tar.TypeReg, Mode: 0o644, Size: 6},
-	} {
-		if err := tw.WriteHeader(h); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := tw.Write([]byte("[Unit]")); err != nil {
-		t.Fatal(err)
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "units.tar"), buf.String())
+	writeFile(t, filepath.Join(dir, "units.tar"), string(fixture.Tar([]fixture.File{
+		{Name: "lib/systemd/system/", Dir: true, Mode: 0o755},
+		{Name: unit, Content: "[Unit]", Mode: 0o644},
+	})))
 	recipe := filepath.Join(dir, "pallet.yaml")
 	writeFile(t, recipe, `version: 1
 artifacts:
