@@ -26,23 +26,16 @@ func TestGitBuildStampsTag(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed")
 	}
-	repo := t.TempDir()
-	write := func(name, content string) {
-		t.Helper()
-		if err := os.WriteFile(filepath.Join(repo, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("go.mod", "module example.com/app\n\ngo 1.22\n")
-	write("main.go", "package main\n\nfunc main() {}\n")
-	fixture.Git(t, repo, "init", "-q")
-	fixture.Git(t, repo, "add", "-A")
-	fixture.Git(t, repo, "commit", "-q", "-m", "release")
+	repo, commit := committedRepo(t, map[string]string{
+		"go.mod":  "module example.com/app\n\ngo 1.22\n",
+		"main.go": "package main\n\nfunc main() {}\n",
+	})
 	fixture.Git(t, repo, "tag", "-a", "-m", "v1.2.0", "v1.2.0")
 	fixture.Git(t, repo, "tag", "v1.2.1")
 	fixture.Git(t, repo, "tag", "release-1.2")
-	commit := fixture.Git(t, repo, "rev-parse", "HEAD")
-	write("main.go", "package main\n\nfunc main() { println() }\n")
+	if err := os.WriteFile(filepath.Join(repo, "main.go"), []byte("package main\n\nfunc main() { println() }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	fixture.Git(t, repo, "commit", "-q", "-am", "later")
 	fixture.Git(t, repo, "tag", "v1.3.0")
 
@@ -123,19 +116,13 @@ func TestGitBuildTagWithoutModule(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed")
 	}
-	repo := t.TempDir()
-	if err := os.WriteFile(filepath.Join(repo, "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	fixture.Git(t, repo, "init", "-q")
-	fixture.Git(t, repo, "add", "-A")
-	fixture.Git(t, repo, "commit", "-q", "-m", "release")
+	repo, commit := committedRepo(t, map[string]string{"main.go": "package main\n\nfunc main() {}\n"})
 	fixture.Git(t, repo, "tag", "v1.0.0")
 	p, err := platform.Parse("linux/amd64")
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := &artifact.Git{Repo: repo, Commit: fixture.Git(t, repo, "rev-parse", "HEAD"), Tag: "v1.0.0", Go: artifact.Go{Module: ".", Packages: []string{"."}}}
+	k := &artifact.Git{Repo: repo, Commit: commit, Tag: "v1.0.0", Go: artifact.Go{Module: ".", Packages: []string{"."}}}
 	_, err = fetcher(t).Fetch(context.Background(), &artifact.Request{Name: "app", Platform: p, NoLicense: true, Kind: k}, t.TempDir())
 	if err == nil || !strings.Contains(err.Error(), "cannot find main module") {
 		t.Errorf("a module without go.mod: %v, want go build's refusal", err)
@@ -152,22 +139,13 @@ func TestGitBuildIgnoresUserAttributes(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed")
 	}
-	repo := t.TempDir()
-	write := func(name, content string) {
-		t.Helper()
-		if err := os.WriteFile(filepath.Join(repo, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("go.mod", "module example.com/app\n\ngo 1.22\n")
-	write("main.go", "package main\n\nimport _ \"embed\"\n\n//go:embed data.txt\nvar data string\n\nfunc main() { print(data) }\n")
-	write("data.txt", "one\ntwo\n")
-	write("make.bat", "go build\r\n")
-	fixture.Git(t, repo, "init", "-q")
-	fixture.Git(t, repo, "add", "-A")
-	fixture.Git(t, repo, "commit", "-q", "-m", "release")
+	repo, commit := committedRepo(t, map[string]string{
+		"go.mod":   "module example.com/app\n\ngo 1.22\n",
+		"main.go":  "package main\n\nimport _ \"embed\"\n\n//go:embed data.txt\nvar data string\n\nfunc main() { print(data) }\n",
+		"data.txt": "one\ntwo\n",
+		"make.bat": "go build\r\n",
+	})
 	fixture.Git(t, repo, "tag", "v1.0.0")
-	commit := fixture.Git(t, repo, "rev-parse", "HEAD")
 	p, err := platform.Parse("linux/amd64")
 	if err != nil {
 		t.Fatal(err)
@@ -232,26 +210,13 @@ func TestGitBuildIgnoresHookEnvironment(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed")
 	}
-	repo := t.TempDir()
-	if err := os.WriteFile(filepath.Join(repo, "go.mod"), []byte("module example.com/app\n\ngo 1.22\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(repo, "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	fixture.Git(t, repo, "init", "-q")
-	fixture.Git(t, repo, "add", "-A")
-	fixture.Git(t, repo, "commit", "-q", "-m", "release")
+	repo, commit := committedRepo(t, map[string]string{
+		"go.mod":  "module example.com/app\n\ngo 1.22\n",
+		"main.go": "package main\n\nfunc main() {}\n",
+	})
 	fixture.Git(t, repo, "tag", "v1.0.0")
-	commit := fixture.Git(t, repo, "rev-parse", "HEAD")
 
-	mine := t.TempDir()
-	if err := os.WriteFile(filepath.Join(mine, "recipe.yaml"), []byte("artifacts: {}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	fixture.Git(t, mine, "init", "-q")
-	fixture.Git(t, mine, "add", "-A")
-	fixture.Git(t, mine, "commit", "-q", "-m", "mine")
+	mine, _ := committedRepo(t, map[string]string{"recipe.yaml": "artifacts: {}\n"})
 	fixture.Git(t, mine, "tag", "mine")
 	state := func() string {
 		return fixture.Git(t, mine, "rev-parse", "--abbrev-ref", "HEAD") + " tags=" + fixture.Git(t, mine, "tag") +
@@ -308,29 +273,16 @@ func TestGitBuildStampsSubdirectoryTag(t *testing.T) {
 		{"module example.com/repo\n\ngo 1.22\n", "v1.0.0"},
 		{"", "(devel)"},
 	} {
-		repo := t.TempDir()
 		files := map[string]string{
 			"api/go.mod":  "module example.com/repo/api\n\ngo 1.22\n",
 			"api/main.go": "package main\n\nfunc main() {}\n",
-			"go.mod":      c.rootGoMod,
 		}
-		for name, content := range files {
-			if content == "" {
-				continue
-			}
-			if err := os.MkdirAll(filepath.Dir(filepath.Join(repo, name)), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(repo, name), []byte(content), 0o644); err != nil {
-				t.Fatal(err)
-			}
+		if c.rootGoMod != "" {
+			files["go.mod"] = c.rootGoMod
 		}
-		fixture.Git(t, repo, "init", "-q")
-		fixture.Git(t, repo, "add", "-A")
-		fixture.Git(t, repo, "commit", "-q", "-m", "release")
+		repo, commit := committedRepo(t, files)
 		fixture.Git(t, repo, "tag", "api/v1.0.0")
 		fixture.Git(t, repo, "tag", "v9.0.0") // the root module's, or no module's
-		commit := fixture.Git(t, repo, "rev-parse", "HEAD")
 		k := &artifact.Git{Repo: repo, Commit: commit, Tag: "api/v1.0.0", Go: artifact.Go{Module: "api", Packages: []string{"."}, Trimpath: true}}
 		res, err := fetcher(t).Fetch(context.Background(), &artifact.Request{Name: "api", Platform: p, NoLicense: true, Kind: k}, t.TempDir())
 		if err != nil {
@@ -347,4 +299,24 @@ func TestGitBuildStampsSubdirectoryTag(t *testing.T) {
 			t.Errorf("root go.mod %q: version %q at %q, want %s at %s", c.rootGoMod, info.Main.Version, revision, c.want, commit)
 		}
 	}
+}
+
+// committedRepo makes a git repository of files, with one commit, and
+// returns it and the commit.
+func committedRepo(t *testing.T, files map[string]string) (repo, commit string) {
+	t.Helper()
+	repo = t.TempDir()
+	for name, content := range files {
+		p := filepath.Join(repo, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fixture.Git(t, repo, "init", "-q")
+	fixture.Git(t, repo, "add", "-A")
+	fixture.Git(t, repo, "commit", "-q", "-m", "release")
+	return repo, fixture.Git(t, repo, "rev-parse", "HEAD")
 }
