@@ -21,11 +21,12 @@ type Format string
 
 // Supported archive formats.
 const (
-	Tar     Format = "tar"
-	TarGzip Format = "tar.gz"
-	TarXz   Format = "tar.xz"
-	TarZstd Format = "tar.zst"
-	Zip     Format = "zip"
+	Tar      Format = "tar"
+	TarGzip  Format = "tar.gz"
+	TarXz    Format = "tar.xz"
+	TarZstd  Format = "tar.zst"
+	TarBzip2 Format = "tar.bz2"
+	Zip      Format = "zip"
 )
 
 // Defaults for the limits in Options. Real release archives stay far
@@ -68,12 +69,16 @@ var suffixes = []struct {
 	{".txz", TarXz},
 	{".tar.zst", TarZstd},
 	{".tzst", TarZstd},
+	{".tar.bz2", TarBzip2},
+	{".tbz2", TarBzip2},
+	{".tbz", TarBzip2},
 	{".tar", Tar},
 	{".zip", Zip},
 }
 
 // Detect returns the format from the file name (.tar, .tar.gz, .tgz,
-// .tar.xz, .txz, .tar.zst, .tzst, .zip; case-insensitive), or ok=false.
+// .tar.xz, .txz, .tar.zst, .tzst, .tar.bz2, .tbz2, .tbz, .zip;
+// case-insensitive), or ok=false.
 func Detect(name string) (Format, bool) {
 	lower := strings.ToLower(name)
 	for _, s := range suffixes {
@@ -85,8 +90,7 @@ func Detect(name string) (Format, bool) {
 }
 
 // compressions are the magic numbers of the compressions a tar stream
-// comes in, by the format pallet reads it as ("" for bzip2, which it
-// does not unpack).
+// comes in, by the format pallet reads it as.
 var compressions = []struct {
 	magic  []byte
 	format Format
@@ -95,20 +99,34 @@ var compressions = []struct {
 	{[]byte{0x1f, 0x8b}, TarGzip, "gzip"},
 	{[]byte{0xfd, '7', 'z', 'X', 'Z', 0x00}, TarXz, "xz"},
 	{[]byte{0x28, 0xb5, 0x2f, 0xfd}, TarZstd, "zstd"},
-	{[]byte{'B', 'Z', 'h'}, "", "bzip2"},
 }
 
-// Sniff says, from the first bytes of a stream (8 are enough), how a tar
-// stream in it is compressed: the format pallet reads it as and the
-// compression's name (gzip, xz, zstd, or bzip2 with no format), or Tar
-// and no name when it starts with none of their magic numbers.
+// SniffLen is how many first bytes of a stream Sniff needs.
+const SniffLen = 10
+
+// Sniff says, from the first bytes of a stream (SniffLen are enough),
+// how a tar stream in it is compressed: the format pallet reads it as and
+// the compression's name (gzip, xz, zstd or bzip2), or Tar and no name
+// when it starts with none of their magic numbers.
 func Sniff(head []byte) (Format, string) {
 	for _, c := range compressions {
 		if bytes.HasPrefix(head, c.magic) {
 			return c.format, c.name
 		}
 	}
+	if isBzip2(head) {
+		return TarBzip2, "bzip2"
+	}
 	return Tar, ""
+}
+
+// isBzip2 reports whether head starts a bzip2 stream holding data: "BZh",
+// the block size digit, and the first block's magic (the digits of pi,
+// 0x314159265359). "BZh" alone, which BuildKit takes, starts text too; a
+// stream of nothing (the end magic at once) holds no tar.
+func isBzip2(head []byte) bool {
+	return len(head) >= 10 && bytes.HasPrefix(head, []byte("BZh")) && head[3] >= '1' && head[3] <= '9' &&
+		bytes.Equal(head[4:10], []byte("1AY&SY"))
 }
 
 // IsZip reports whether head (4 bytes are enough) starts a zip: with a
@@ -225,7 +243,8 @@ type Options struct {
 	// dictionary of each xz block and the window of each zstd frame.
 	// Archives made with xz --lzma2=dict= over 256 MiB or zstd --long=29
 	// and up need it raised. gzip and zip's deflate have a fixed 32 KiB
-	// window. Zero means DefaultMaxWindow (256 MiB).
+	// window, and bzip2 blocks of at most 900 kB (its decoder holds one,
+	// some 4 MB). Zero means DefaultMaxWindow (256 MiB).
 	MaxWindow int64
 }
 
@@ -245,7 +264,7 @@ func Extract(ctx context.Context, src string, f Format, dir string, opt Options)
 	fail := func(err error) error { return fmt.Errorf("extract %s: %w", name, err) }
 
 	switch f {
-	case Tar, TarGzip, TarXz, TarZstd, Zip:
+	case Tar, TarGzip, TarXz, TarZstd, TarBzip2, Zip:
 	default:
 		return fail(fmt.Errorf("unsupported format %q", f))
 	}

@@ -141,6 +141,8 @@ func zerosArchive(t testing.TB, f Format, prefix []byte, n int64) []byte {
 		return zstdZeros(t, prefix, n, zstdWindow128K, 0)
 	case TarXz:
 		return xzZeros(t, prefix, n, 0)
+	case TarBzip2:
+		return bzip2Zeros(t, prefix, n)
 	}
 	t.Fatalf("zerosArchive: format %q", f)
 	return nil

@@ -213,6 +213,12 @@ type meter struct {
 }
 
 func (m meter) Read(p []byte) (int, error) {
+	// The input's reads see a cancelled context too, but a bzip2 block
+	// of a few dozen bytes expands to 45 MB: 64 KiB of input can be
+	// gigabytes of output, all decoded without reading more.
+	if err := m.x.ctx.Err(); err != nil {
+		return 0, err
+	}
 	left := m.x.opt.MaxBytes - m.x.decompressed
 	if left < 0 {
 		return 0, m.x.tooBig()

@@ -55,7 +55,7 @@ var keep = []ent{{name: "keep", body: "k"}}
 
 func limitCases() []limitCase {
 	var cases []limitCase
-	for _, f := range []Format{Tar, TarGzip, TarXz, TarZstd} {
+	for _, f := range []Format{Tar, TarGzip, TarXz, TarZstd, TarBzip2} {
 		// A plain tar has no compression: it really is as big as it
 		// claims, so it claims less.
 		limit, n := int64(mib), int64(64*mib)

@@ -3,6 +3,7 @@ package archive
 import (
 	"archive/tar"
 	"bufio"
+	"compress/bzip2"
 	"context"
 	"errors"
 	"fmt"
@@ -19,7 +20,7 @@ import (
 const maxTrailer = 1 << 20
 
 // Decompress returns the stream inside r, compressed as f (Tar, TarGzip,
-// TarXz or TarZstd), held to opt's MaxBytes and MaxWindow as Extract holds
+// TarXz, TarZstd or TarBzip2), held to opt's MaxBytes and MaxWindow as Extract holds
 // an archive's: reading past MaxBytes, or a frame claiming a window over
 // MaxWindow, fails with an error that wraps ErrLimit. It is how a blob
 // that is read rather than extracted (a layer whose diff ID is checked)
@@ -27,7 +28,7 @@ const maxTrailer = 1 << 20
 // not r.
 func Decompress(ctx context.Context, r io.Reader, f Format, opt Options) (io.ReadCloser, error) {
 	switch f {
-	case Tar, TarGzip, TarXz, TarZstd:
+	case Tar, TarGzip, TarXz, TarZstd, TarBzip2:
 	default:
 		return nil, fmt.Errorf("decompress %s: unsupported format %q", opt.Name, f)
 	}
@@ -76,9 +77,32 @@ func (x *extractor) decompress(file io.Reader, f Format) (io.Reader, func(), err
 			return nil, nil, x.fail("zstd: %w", err)
 		}
 		r, done = zstdLimit{zr, x.opt.MaxWindow}, zr.Close
+	case TarBzip2:
+		// The standard library's decoder reads the concatenated streams
+		// pbzip2 and lbzip2 write, as bzip2 -d does, and holds one block
+		// (900 kB at most) whatever the file says: no window to bound.
+		r = bzip2Reader{bzip2.NewReader(in)}
 	}
 	return meter{r, x}, done, nil
 }
+
+// bzip2Reader says that a stream cut short is bzip2's: compress/bzip2
+// reports it as a bare unexpected EOF. Its other errors say "bzip2 data
+// invalid" already.
+type bzip2Reader struct{ r io.Reader }
+
+func (b bzip2Reader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err == io.ErrUnexpectedEOF {
+		err = fmt.Errorf("bzip2 stream cut short: %w", err)
+	}
+	return n, err
+}
+
+// bzip2Garbage is what compress/bzip2 says of bytes after a stream that
+// start no other: bzip2 -d only warns of them ("trailing garbage after
+// EOF ignored"), and so does GNU tar, which pipes through it.
+const bzip2Garbage = bzip2.StructuralError("bad magic value in continuation file")
 
 // checkXzIndex refuses an xz file whose indexes declare more than
 // MaxBytes before anything is decoded, and holds the decoder to what they
@@ -205,6 +229,7 @@ func (x *extractor) extractTar(file *os.File, f Format) error {
 	case err == nil, err == io.EOF:
 	case f == TarGzip && errors.Is(err, gzip.ErrHeader):
 		// Garbage after a complete gzip member; gzip(1) only warns.
+	case f == TarBzip2 && errors.Is(err, bzip2Garbage):
 	default:
 		return x.fail("after end of tar: %w", err)
 	}
