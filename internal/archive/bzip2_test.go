@@ -11,35 +11,14 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-// bzip2Path is the bzip2 program's path. Go has no bzip2 writer, so the
-// tests make their .tar.bz2 files with it; without it they skip on a
-// developer's machine and fail in CI, whose .ci/run installs it.
-func bzip2Path(t testing.TB) string {
-	t.Helper()
-	p, err := exec.LookPath("bzip2")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("bzip2 is not installed; .ci/run must install it")
-		}
-		t.Skip("bzip2 is not installed (apt-get install -y bzip2); skipping")
-	}
-	return p
-}
+	"github.com/pallet-dev/pallet/internal/fixture"
+)
 
 // bzip2Bytes is data compressed by the bzip2 program, in one stream.
 func bzip2Bytes(t testing.TB, data []byte, args ...string) []byte {
 	t.Helper()
-	cmd := exec.Command(bzip2Path(t), append([]string{"-c"}, args...)...)
-	cmd.Stdin = bytes.NewReader(data)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("bzip2: %v\n%s", err, stderr.Bytes())
-	}
-	return out
+	return fixture.Bzip2(t, data, args...)
 }
 
 // bzip2Streams is data as pbzip2 and lbzip2 write it: cut into pieces of
@@ -101,7 +80,7 @@ func TestBzip2AsGNUTar(t *testing.T) {
 	}
 	work := t.TempDir()
 	made := filepath.Join(work, "made.tar.bz2")
-	bzip2Path(t)
+	fixture.NeedBzip2(t) // GNU tar -j runs it
 	gnuTar(t, "-cjf", made, "-C", src, "busybox-1.36.1")
 	one, err := os.ReadFile(made)
 	if err != nil {
