@@ -47,20 +47,21 @@ func (f *Fetcher) fileTree(ctx context.Context, r *Request, file, name, shown st
 		// A zip by another name (.jar, .whl, .nupkg, .vsix) is one by its
 		// first bytes: extract, given, says to unpack it. Only here: a
 		// .jar given at build time (LocalArchive) is placed as it is.
-		head, err := readHead(file, 8)
+		head, err := readHead(file, archive.SniffLen)
 		if err != nil {
 			return nil, nil, err
 		}
 		if archive.IsZip(head) {
 			format, ok = archive.Zip, true
-		} else if f, compression := archive.Sniff(head); f == "" {
-			// A .tar.bz2 (busybox, boost): say what it is, not only
-			// what its name is not.
-			return nil, nil, fmt.Errorf("%s: extract is set but the file is %s-compressed, which pallet does not unpack: take upstream's .tar.gz, .tar.xz or .zip if there is one, or recompress it", name, compression)
+		} else if f, compression := archive.Sniff(head); compression != "" {
+			// A compressed tar goes by its name, as a Dockerfile's ADD
+			// of one does (docs/dockerfile.md): say what it is and the
+			// name that unpacks it, not only what its name is not.
+			return nil, nil, fmt.Errorf("%s: extract is set but the name has no known archive extension, and the file is %s-compressed: a tar so compressed is unpacked named *.%s (a url's filename, or the local file's own name)", name, compression, f)
 		}
 	}
 	if !ok {
-		return nil, nil, fmt.Errorf("%s: extract is set but the name has no known archive extension (.tar, .tar.gz, .tgz, .tar.xz, .txz, .tar.zst, .tzst, .zip) and the file is no zip", name)
+		return nil, nil, fmt.Errorf("%s: extract is set but the name has no known archive extension (.tar, .tar.gz, .tgz, .tar.xz, .txz, .tar.zst, .tzst, .tar.bz2, .tbz2, .tbz, .zip) and the file is no zip", name)
 	}
 	dir := filepath.Join(work, "tree")
 	if err := os.RemoveAll(dir); err != nil {

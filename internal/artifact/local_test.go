@@ -89,17 +89,40 @@ func TestExtractTakesAZipByAnotherName(t *testing.T) {
 	}
 }
 
-// A .tar.bz2 is refused saying it is bzip2, which pallet does not
-// unpack, not only that its name is not one pallet knows.
-func TestExtractRefusesBzip2SayingSo(t *testing.T) {
+// A .tar.bz2 (.tbz2, .tbz) is unpacked as the other tarballs are. One
+// whose name says no format is refused, as a gzipped or xz tar so named
+// is, saying what the file is and the name that unpacks it.
+func TestExtractBzip2(t *testing.T) {
 	dir := t.TempDir()
-	bz := filepath.Join(dir, "busybox-1.36.1.tar.bz2")
-	// The head of any bzip2 file: "BZh" and the block size digit.
-	if err := os.WriteFile(bz, []byte("BZh91AY&SY"), 0o644); err != nil {
-		t.Fatal(err)
+	bz := fixture.TarBz2(t, []fixture.File{{Name: "busybox-1.36.1/", Dir: true, Mode: 0o755}, {Name: "busybox-1.36.1/LICENSE", Content: "GPL-2.0\n"}})
+	for _, name := range []string{"busybox-1.36.1.tar.bz2", "busybox-1.36.1.tbz2", "busybox-1.36.1.tbz"} {
+		file := filepath.Join(dir, name)
+		if err := os.WriteFile(file, bz, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		res, err := (&Local{Path: file, Extract: &Extract{Strip: 1}}).Produce(context.Background(), New(), &Request{Name: "busybox", NoLicense: true}, t.TempDir())
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var got []string
+		for _, e := range res.Tree.Entries() {
+			got = append(got, e.Path)
+		}
+		if strings.Join(got, " ") != "LICENSE" {
+			t.Errorf("%s: tree holds %q", name, got)
+		}
 	}
-	_, err := (&Local{Path: bz, Extract: &Extract{}}).Produce(context.Background(), New(), &Request{Name: "busybox", NoLicense: true}, t.TempDir())
-	if err == nil || !strings.Contains(err.Error(), "busybox-1.36.1.tar.bz2: extract is set but the file is bzip2-compressed, which pallet does not unpack") {
-		t.Errorf("got %v", err)
+	for _, tt := range []struct{ content, want string }{
+		{string(bz), "busybox: extract is set but the name has no known archive extension, and the file is bzip2-compressed: a tar so compressed is unpacked named *.tar.bz2"},
+		{string(fixture.TarGz(nil)), "busybox: extract is set but the name has no known archive extension, and the file is gzip-compressed: a tar so compressed is unpacked named *.tar.gz"},
+	} {
+		hidden := filepath.Join(dir, "busybox")
+		if err := os.WriteFile(hidden, []byte(tt.content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := (&Local{Path: hidden, Extract: &Extract{}}).Produce(context.Background(), New(), &Request{Name: "busybox", NoLicense: true}, t.TempDir())
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("got %v\nwant %s", err, tt.want)
+		}
 	}
 }
