@@ -654,10 +654,10 @@ func (e *evaluator) urlItem(op *copyOp, src string, pos plan.Pos) ([]item, error
 		if ok && f == archive.Zip {
 			// BuildKit's ADD copies a zip as it is too; say where zips
 			// are unpacked instead.
-			return nil, fmt.Errorf("%s: --unpack takes a tar archive (.tar, .tar.gz, .tgz, .tar.xz, .tar.zst), not a zip, as in BuildKit: unzip it before the build and COPY the directory, or use a url artifact with extract in a pallet.yaml recipe (docs/recipe.md), which unpacks zips", src)
+			return nil, fmt.Errorf("%s: --unpack takes a tar archive (.tar, .tar.gz, .tgz, .tar.xz, .tar.zst, .tar.bz2), not a zip, as in BuildKit: unzip it before the build and COPY the directory, or use a url artifact with extract in a pallet.yaml recipe (docs/recipe.md), which unpacks zips", src)
 		}
 		if !ok {
-			return nil, fmt.Errorf("%s: --unpack takes a tar archive named .tar, .tar.gz, .tgz, .tar.xz or .tar.zst", src)
+			return nil, fmt.Errorf("%s: --unpack takes a tar archive named .tar, .tar.gz, .tgz, .tar.xz, .tar.zst or .tar.bz2", src)
 		}
 		s.unpack = true
 		return []item{it}, nil

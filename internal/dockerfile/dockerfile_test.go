@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/pallet-dev/pallet/internal/artifact"
+	"github.com/pallet-dev/pallet/internal/fixture"
 	"github.com/pallet-dev/pallet/internal/plan"
 )
 
@@ -276,6 +277,40 @@ func TestDockerfileAdd(t *testing.T) {
 		{"an archive misnamed", "ADD renamed.bin /opt/", nil, "rename it to end in .tar.gz"},
 	}
 	checkPlacements(t, files, "FROM scratch\n", tests)
+}
+
+// ADD unpacks a local bzip2 tar, as BuildKit's DecompressStream knows
+// bzip2 by its first bytes; pallet goes by the name, so one named
+// otherwise is refused saying the name to give. A bzip2 file that holds
+// no tar, or a text that starts "BZh", is copied, as BuildKit copies it.
+func TestDockerfileAddBzip2(t *testing.T) {
+	bz := string(fixture.TarBz2(t, []fixture.File{{Name: "x/y", Content: "y"}}))
+	files := map[string]string{"a.tar.bz2": bz, "a.tbz": bz, "renamed.bin": bz,
+		"notes.txt.bz2": string(fixture.Bzip2(t, []byte("just text, bzip2ed"))), "bzh.txt": "BZhello, world\n"}
+	sum := strings.Repeat("ab", 32)
+	checkPlacements(t, files, "FROM scratch\n", []placementCase{
+		{"a local tar.bz2 is unpacked", "ADD a.tar.bz2 /opt/", []string{"/opt/<-unpack:a.tar.bz2"}, ""},
+		{"and a .tbz", "ADD a.tbz /opt/", []string{"/opt/<-unpack:a.tbz"}, ""},
+		{"a bzip2 file that is no tar is copied", "ADD notes.txt.bz2 /doc/", []string{"/doc/<-local:notes.txt.bz2"}, ""},
+		{"a text starting BZh is copied", "ADD bzh.txt /doc/", []string{"/doc/<-local:bzh.txt"}, ""},
+		{"a bzip2 archive misnamed", "ADD renamed.bin /opt/", nil, "a tar.bz2 archive whose name does not say so; pallet unpacks archives by name: rename it to end in .tar.bz2"},
+		{"a URL unpacked", "ADD --unpack=true --checksum=sha256:" + sum + " https://example.com/busybox.tar.bz2 /opt/", []string{"/opt/<-unpack-url:https://example.com/busybox.tar.bz2"}, ""},
+	})
+}
+
+// A tar.zst whose frame asks a 128 MiB window (zstd --long=27) is
+// unpacked by ADD, as unpacking allows that window: the sniff took it for
+// no archive (its decoder allowed 64 MiB) and copied it.
+func TestDockerfileAddZstdLongWindow(t *testing.T) {
+	data := fixture.Tar([]fixture.File{{Name: "x/y", Content: "y"}})
+	// A frame with no content size whose window descriptor says 2^27
+	// (exponent 17), holding the tar in one raw block, the last.
+	frame := []byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, 17 << 3}
+	h := uint32(len(data))<<3 | 1
+	frame = append(append(frame, byte(h), byte(h>>8), byte(h>>16)), data...)
+	checkPlacements(t, map[string]string{"long.tar.zst": string(frame)}, "FROM scratch\n", []placementCase{
+		{"unpacked", "ADD long.tar.zst /opt/", []string{"/opt/<-unpack:long.tar.zst"}, ""},
+	})
 }
 
 func TestDockerfileURLArtifact(t *testing.T) {

@@ -3,24 +3,20 @@ package dockerfile
 import (
 	"archive/tar"
 	"bufio"
-	"compress/bzip2"
-	"compress/gzip"
+	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-
-	"github.com/klauspost/compress/zstd"
-	"github.com/ulikunitz/xz"
 
 	"github.com/pallet-dev/pallet/internal/archive"
 )
 
 // tarArchive says whether ADD unpacks a local file: as Docker, when its
-// content is a tar archive, plain or compressed, whatever its name. Any
-// other file (a zip, a gzipped binary) is copied as it is. pallet unpacks
-// by name, so an archive whose name says otherwise is refused here
-// rather than failing the build later.
+// content is a tar archive, plain or compressed (gzip, bzip2, xz, zstd:
+// BuildKit's DecompressStream), whatever its name. Any other file (a zip,
+// a gzipped binary) is copied as it is. pallet unpacks by name, so an
+// archive whose name says otherwise is refused here rather than failing
+// the build later.
 func tarArchive(file string) (bool, error) {
 	f, err := os.Open(file)
 	if err != nil {
@@ -28,46 +24,24 @@ func tarArchive(file string) (bool, error) {
 	}
 	defer f.Close()
 	br := bufio.NewReader(f)
-	head, _ := br.Peek(8)
-	format, name := archive.Sniff(head)
-	var r io.Reader = br
-	if name != "" {
-		dr, err := decompress(name, br)
-		if err != nil {
-			return false, nil // not a stream we can read: not an archive
-		}
-		defer dr.Close()
-		r = dr
-	}
+	head, _ := br.Peek(archive.SniffLen)
+	format, _ := archive.Sniff(head)
 	// Only the first header is read: enough to tell a tar archive, and a
-	// bounded read whatever the file.
-	if _, err := tar.NewReader(io.LimitReader(r, 1<<20)).Next(); err != nil {
-		return false, nil
+	// bounded read whatever the file (a bzip2 block of a few bytes is
+	// 45 MB of output). The window is the one unpacking allows, so that
+	// what is taken for an archive here unpacks.
+	r, err := archive.Decompress(context.Background(), br, format, archive.Options{Name: file, MaxBytes: 1 << 20})
+	if err != nil {
+		return false, nil // not a stream we can read: not an archive
 	}
-	if format == "" {
-		return false, fmt.Errorf("a %s-compressed tar archive, which ADD unpacks and pallet cannot: recompress it (gzip, xz or zstd), or unpack it beforehand and COPY the files", name)
+	defer r.Close()
+	if _, err := tar.NewReader(r).Next(); err != nil {
+		return false, nil
 	}
 	if got, ok := archive.Detect(filepath.Base(file)); !ok || got != format {
 		return false, fmt.Errorf("a %s archive whose name does not say so; pallet unpacks archives by name: rename it to end in %s", format, suffixOf(format))
 	}
 	return true, nil
-}
-
-func decompress(name string, r io.Reader) (io.ReadCloser, error) {
-	switch name {
-	case "gzip":
-		return gzip.NewReader(r)
-	case "xz":
-		x, err := xz.NewReader(r)
-		return io.NopCloser(x), err
-	case "zstd":
-		d, err := zstd.NewReader(r, zstd.WithDecoderMaxMemory(64<<20), zstd.WithDecoderConcurrency(1))
-		if err != nil {
-			return nil, err
-		}
-		return d.IOReadCloser(), nil
-	}
-	return io.NopCloser(bzip2.NewReader(r)), nil
 }
 
 func suffixOf(f archive.Format) string {
