@@ -140,13 +140,14 @@ func TestURLArtifactsAllFormats(t *testing.T) {
 		"/dl/pkg.tgz":     fixture.TarGz(tree),
 		"/dl/pkg.tar.xz":  fixture.TarXz(tree),
 		"/dl/pkg.tar.zst": fixture.TarZst(tree),
+		"/dl/pkg.tar.bz2": fixture.TarBz2(t, tree),
 		"/dl/pkg.zip":     fixture.Zip(tree),
 		"/dl/plain-amd64": []byte("amd64 file"),
 		"/dl/plain-arm64": []byte("arm64 file"),
 	}
 	srv := fixture.Serve(t, files)
 	var arts, places strings.Builder
-	formats := []string{"tar", "tgz", "tar.xz", "tar.zst", "zip"}
+	formats := []string{"tar", "tgz", "tar.xz", "tar.zst", "tar.bz2", "zip"}
 	for _, f := range formats {
 		n := strings.ReplaceAll(f, ".", "-")
 		fmt.Fprintf(&arts, "  %s:\n    url:\n      url: %s/dl/pkg.%s\n      sha256: %s\n      extract:\n        strip: 1\n        include: [bin/tool, LICENSE]\n",

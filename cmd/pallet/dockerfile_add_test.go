@@ -4,10 +4,14 @@ import (
 	"archive/tar"
 	"bytes"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"sort"
 	"strings"
 	"testing"
 
@@ -265,4 +269,96 @@ func TestRecipeExtractKeepsNoHeaders(t *testing.T) {
 	if found := archived(cacheDir); len(found) != 1 {
 		t.Errorf("an ADD's entry kept headers %v times, want once", found)
 	}
+}
+
+// ADD of a local .tar.bz2 unpacks it, as BuildKit's ADD does: the layer
+// holds what GNU tar unpacks of the same file (names, modes, contents,
+// link targets), owned as its headers say.
+func TestDockerfileAddBzip2AsGNUTar(t *testing.T) {
+	dir := t.TempDir()
+	bz := fixture.TarBz2(t, []fixture.File{
+		{Name: "busybox-1.36.1/", Dir: true, Mode: 0o755},
+		{Name: "busybox-1.36.1/bin/", Dir: true, Mode: 0o755},
+		{Name: "busybox-1.36.1/bin/busybox", Content: "#!/bin/sh\necho busybox\n", Mode: 0o755},
+		{Name: "busybox-1.36.1/bin/sh", Link: "busybox", Mode: 0o777},
+		{Name: "busybox-1.36.1/LICENSE", Content: strings.Repeat("GPL-2.0\n", 1000), Mode: 0o644},
+		{Name: "busybox-1.36.1/etc/passwd", Content: "root:x:0:0::/root:/bin/sh\n", Mode: 0o600, UID: 0, GID: 0},
+	})
+	writeFile(t, filepath.Join(dir, "busybox.tar.bz2"), string(bz))
+	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM scratch\nADD busybox.tar.bz2 /\n")
+	out := filepath.Join(t.TempDir(), "o")
+	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
+	layers, err := dfImage(t, out).Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range layers {
+		walkLayer(t, l, func(h *tar.Header, r io.Reader) {
+			body, _ := io.ReadAll(r)
+			got = append(got, fmt.Sprintf("%s %o %s %q", strings.TrimSuffix(h.Name, "/"), h.Mode&0o7777, h.Linkname, body))
+		})
+	}
+
+	gnu := t.TempDir()
+	if out, err := exec.Command("tar", "-xjf", filepath.Join(dir, "busybox.tar.bz2"), "-C", gnu).CombinedOutput(); err != nil {
+		t.Fatalf("GNU tar: %v\n%s", err, out)
+	}
+	var want []string
+	if err := filepath.WalkDir(gnu, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == gnu {
+			return err
+		}
+		rel, _ := filepath.Rel(gnu, p)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		var link string
+		var body []byte
+		switch {
+		case d.Type()&fs.ModeSymlink != 0:
+			link, err = os.Readlink(p)
+		case d.Type().IsRegular():
+			body, err = os.ReadFile(p)
+		}
+		want = append(want, fmt.Sprintf("%s %o %s %q", rel, info.Mode().Perm(), link, body))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(got)
+	sort.Strings(want)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("the layer holds\n%s\nGNU tar unpacks\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// A .tar.bz2 whose stream is damaged is refused at the line that unpacks
+// it, naming the file and what bzip2 found: a block that fails its CRC, or
+// a stream cut short.
+func TestBzip2DamageSaidAtItsLine(t *testing.T) {
+	dir := t.TempDir()
+	good := fixture.TarBz2(t, []fixture.File{{Name: "bin/tool", Content: strings.Repeat("tool\n", 500), Mode: 0o755}})
+	badCRC := bytes.Clone(good)
+	badCRC[10] ^= 1 // the first block's CRC, after "BZh9" and the block magic
+	recipe := filepath.Join(dir, "pallet.yaml")
+	writeFile(t, recipe, "version: 1\nartifacts:\n  r:\n    local: {path: ./r.tar.bz2, extract: {}}\n    licenses: none\n"+
+		"images:\n  app:\n    base: scratch\n    platforms: [linux/amd64]\n    files:\n      - {artifact: r, dest: /}\n")
+	for _, tt := range []struct {
+		data []byte
+		want string
+	}{
+		{badCRC, "bzip2 data invalid: block checksum mismatch"},
+		{good[:len(good)-4], "bzip2 stream cut short: unexpected EOF"},
+	} {
+		writeFile(t, filepath.Join(dir, "r.tar.bz2"), string(tt.data))
+		prefix := recipe + `:4: artifact r (linux/amd64, local mode): extract ` + filepath.Join(dir, "r.tar.bz2") + `: `
+		_, err := pallet(t, "build", "-q", "--no-cache", "-f", recipe, "-o", "oci:"+filepath.Join(t.TempDir(), "o"))
+		if err == nil || !strings.Contains(err.Error(), prefix) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("got %v\nwant %s...%s", err, prefix, tt.want)
+		}
+	}
+	writeFile(t, filepath.Join(dir, "r.tar.bz2"), string(good))
+	mustPallet(t, "build", "-q", "--no-cache", "-f", recipe, "-o", "oci:"+filepath.Join(t.TempDir(), "o"))
 }
