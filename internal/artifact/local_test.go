@@ -89,7 +89,8 @@ func TestExtractTakesAZipByAnotherName(t *testing.T) {
 	}
 }
 
-// A .tar.bz2 (.tbz2, .tbz) is unpacked as the other tarballs are. One
+// A .tar.bz2 (.tbz2, .tbz) is unpacked as the other tarballs are, given
+// at build time too. One
 // whose name says no format is refused, as a gzipped or xz tar so named
 // is, saying what the file is and the name that unpacks it.
 func TestExtractBzip2(t *testing.T) {
@@ -99,6 +100,11 @@ func TestExtractBzip2(t *testing.T) {
 		file := filepath.Join(dir, name)
 		if err := os.WriteFile(file, bz, 0o644); err != nil {
 			t.Fatal(err)
+		}
+		// Given at build time (--mode busybox=local:PATH), it is an
+		// archive by its name, so unpacked.
+		if LocalArchive(file, nil).Extract == nil {
+			t.Errorf("%s given at build time is placed as a file", name)
 		}
 		res, err := (&Local{Path: file, Extract: &Extract{Strip: 1}}).Produce(context.Background(), New(), &Request{Name: "busybox", NoLicense: true}, t.TempDir())
 		if err != nil {
