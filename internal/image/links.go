@@ -215,7 +215,7 @@ func uncompressed(l v1.Layer, maxWindow int64) (io.ReadCloser, error) {
 		return nil, err
 	}
 	br := bufio.NewReader(rc)
-	head, _ := br.Peek(8)
+	head, _ := br.Peek(archive.SniffLen)
 	// Layers come gzipped, zstd-compressed or plain.
 	f, _ := archive.Sniff(head)
 	if f != archive.TarGzip && f != archive.TarZstd {
