@@ -172,7 +172,7 @@ func TestBzip2Bomb(t *testing.T) {
 		if written := treeSize(t, s.out); written > mib {
 			t.Errorf("%d bytes written despite the limit", written)
 		}
-		t.Logf("refused in %v", time.Since(start))
+		t.Logf("refused in %v, %d bytes allocated", time.Since(start), alloc)
 	})
 	t.Run("cancelled", func(t *testing.T) {
 		s := newSandbox(t, TarBzip2, data)
