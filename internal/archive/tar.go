@@ -20,12 +20,12 @@ import (
 const maxTrailer = 1 << 20
 
 // Decompress returns the stream inside r, compressed as f (Tar, TarGzip,
-// TarXz, TarZstd or TarBzip2), held to opt's MaxBytes and MaxWindow as Extract holds
-// an archive's: reading past MaxBytes, or a frame claiming a window over
-// MaxWindow, fails with an error that wraps ErrLimit. It is how a blob
-// that is read rather than extracted (a layer whose diff ID is checked)
-// is kept from expanding without end. Close releases the decompressor,
-// not r.
+// TarXz, TarZstd or TarBzip2), held to opt's MaxBytes and MaxWindow as
+// Extract holds an archive's: reading past MaxBytes, or a frame claiming
+// a window over MaxWindow, fails with an error that wraps ErrLimit. It is
+// how a blob that is read rather than extracted (a layer whose diff ID is
+// checked) is kept from expanding without end. Close releases the
+// decompressor, not r.
 func Decompress(ctx context.Context, r io.Reader, f Format, opt Options) (io.ReadCloser, error) {
 	switch f {
 	case Tar, TarGzip, TarXz, TarZstd, TarBzip2:
@@ -230,6 +230,7 @@ func (x *extractor) extractTar(file *os.File, f Format) error {
 	case f == TarGzip && errors.Is(err, gzip.ErrHeader):
 		// Garbage after a complete gzip member; gzip(1) only warns.
 	case f == TarBzip2 && errors.Is(err, bzip2Garbage):
+		// Likewise after the last bzip2 stream.
 	default:
 		return x.fail("after end of tar: %w", err)
 	}
