@@ -59,8 +59,9 @@ func zeros1G(t testing.TB) []byte {
 	return data
 }
 
-// TestBzip2AsGNUTar: a .tar.bz2 as bzip2 writes it (GNU tar -j), and as
-// pbzip2 and lbzip2 write it (a stream per piece, concatenated), unpacks
+// TestBzip2AsGNUTar: a .tar.bz2 as bzip2 writes it (GNU tar -j), as
+// pbzip2 writes it (a stream per piece, concatenated) and as lbzip2 does
+// (one stream of many blocks), unpacks
 // to what GNU tar unpacks of the same file, under each name bzip2 tars
 // go by.
 func TestBzip2AsGNUTar(t *testing.T) {
@@ -71,6 +72,9 @@ func TestBzip2AsGNUTar(t *testing.T) {
 		"busybox-1.36.1/LICENSE":           "GPL-2.0\n",
 		"busybox-1.36.1/scripts/gen.sh":    "#!/bin/sh\necho gen\n",
 		"busybox-1.36.1/include/applets.h": string(seqOutput()),
+		// Past bzip2 -1's 100 kB blocks: lbzip2 writes one stream of
+		// many blocks.
+		"busybox-1.36.1/docs/BusyBox.txt": strings.Repeat(string(seqOutput()), 20),
 	})
 	if err := os.Chmod(filepath.Join(src, "busybox-1.36.1/scripts/gen.sh"), 0o755); err != nil {
 		t.Fatal(err)
@@ -92,7 +96,13 @@ func TestBzip2AsGNUTar(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	many := bzip2Streams(t, tarData, 7000)
+	// Blocks after the first start anywhere in a byte: count them by
+	// what each holds, 100 kB at -1.
+	if len(tarData) < 300_000 {
+		t.Fatalf("the tar is %d bytes, want several blocks of 100 kB", len(tarData))
+	}
+	blocks := bzip2Bytes(t, tarData, "-1")
+	many := bzip2Streams(t, tarData, 70000)
 	if n := bytes.Count(many, []byte("BZh1")); n < 4 {
 		t.Fatalf("%d streams, want several", n)
 	}
@@ -104,6 +114,7 @@ func TestBzip2AsGNUTar(t *testing.T) {
 		{"busybox-1.36.1.tbz2", one},
 		{"x.TBZ", one},
 		{"pbzip2.tar.bz2", many},
+		{"blocks.tar.bz2", blocks},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f, ok := Detect(tt.name)
