@@ -298,6 +298,33 @@ func TestDockerfileAddBzip2(t *testing.T) {
 	})
 }
 
+// A tar whose first header comes after more than the sniff's 1 MiB of
+// long-name records (GNU tar's 'L' and 'K', each within archive/tar's
+// 1 MiB) is still a tar to BuildKit, whose check reads as far as the
+// header: ADD unpacks it, plain or bzip2ed, where the sniff ran out of
+// bytes and copied it as a file.
+func TestDockerfileAddLongFirstHeader(t *testing.T) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	long := strings.Repeat("d/", 300<<10) + "x"
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: long, Linkname: long, Format: tar.FormatGNU}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if buf.Len() <= 1<<20 {
+		t.Fatalf("the tar is %d bytes, not past the sniff's 1 MiB", buf.Len())
+	}
+	if _, err := tar.NewReader(bytes.NewReader(buf.Bytes())).Next(); err != nil {
+		t.Fatalf("archive/tar (BuildKit's check) refuses the tar: %v", err)
+	}
+	checkPlacements(t, map[string]string{"long.tar": buf.String(), "long.tar.bz2": string(fixture.Bzip2(t, buf.Bytes()))}, "FROM scratch\n", []placementCase{
+		{"plain", "ADD long.tar /opt/", []string{"/opt/<-unpack:long.tar"}, ""},
+		{"bzip2", "ADD long.tar.bz2 /opt/", []string{"/opt/<-unpack:long.tar.bz2"}, ""},
+	})
+}
+
 // A tar.zst whose frame asks a 128 MiB window (zstd --long=27) is
 // unpacked by ADD, as unpacking allows that window: the sniff took it for
 // no archive (its decoder allowed 64 MiB) and copied it.

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -35,7 +36,11 @@ func tarArchive(file string) (bool, error) {
 		return false, nil // not a stream we can read: not an archive
 	}
 	defer r.Close()
-	if _, err := tar.NewReader(r).Next(); err != nil {
+	if _, err := tar.NewReader(r).Next(); err != nil && !errors.Is(err, archive.ErrLimit) {
+		// The limit is the sniff's, not the archive's: a header checked
+		// and long-name or PAX records after it (each up to 1 MiB, and
+		// BuildKit reads them all) are a tar so far, which unpacking
+		// reads within its own limits.
 		return false, nil
 	}
 	if got, ok := archive.Detect(filepath.Base(file)); !ok || got != format {
