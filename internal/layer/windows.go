@@ -210,7 +210,9 @@ func windowsName(p string) error {
 			return fmt.Errorf("%q is not UTF-8, and Windows file names (UTF-16) cannot hold it", c)
 		}
 		if strings.Contains(c, `\`) {
-			return fmt.Errorf("%s holds a backslash, which Windows reads as a separator (a Linux name may hold one: leave it out of what a Windows image places)", c)
+			// As it is where it can be shown so (%q doubles the
+			// backslash), quoted when it holds what a terminal would act on.
+			return fmt.Errorf("%s holds a backslash, which Windows reads as a separator (a Linux name may hold one: leave it out of what a Windows image places)", ShowPath(c))
 		}
 		if i := strings.IndexAny(c, `:<>"|?*`); i >= 0 {
 			return fmt.Errorf("%q contains %q, which Windows file names cannot", c, c[i])

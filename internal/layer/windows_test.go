@@ -202,6 +202,10 @@ func TestWindowsNamesRefused(t *testing.T) {
 		{"bin/x.$wcidirs$", "reserves for its directory metadata files", false},
 		{"bin/X.$WCIDirs$", "reserves for its directory metadata files", false},
 		{"bin/.wh.keep", "whiteout", true},
+		// The backslash's message shows the name as it is, but a name
+		// with a control character beside it comes quoted, never raw.
+		{"bin/a\\b", `a\b holds a backslash`, false},
+		{"bin/a\\\x1b[2Jb", `"a\\\x1b[2Jb" holds a backslash`, false},
 	} {
 		img := tree.New()
 		if err := img.Add(tree.Entry{Path: tc.path, Kind: tree.Dir, Mode: 0o755}); err != nil {
