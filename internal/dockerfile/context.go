@@ -3,6 +3,7 @@ package dockerfile
 import (
 	"bytes"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/moby/patternmatcher"
 	"github.com/moby/patternmatcher/ignorefile"
 
 	"github.com/pallet-dev/pallet/internal/bounded"
@@ -64,8 +66,9 @@ func openContext(dir, dockerfile string) (*buildContext, error) {
 			return nil, fmt.Errorf("%s: %w", f, err)
 		}
 		if c.ignore, err = newPatterns(patterns); err != nil {
-			return nil, badPatternLine(f, data, err)
+			return nil, fmt.Errorf("%s: %w", f, err)
 		}
+		numberPatterns(c.ignore, data)
 		c.ignoreFile = f
 		break
 	}
@@ -88,7 +91,10 @@ func (c *buildContext) ignored(p string) (bool, error) {
 		return false, nil
 	}
 	out, _, err := c.ignore.match(r)
-	return out, err
+	if err != nil {
+		return false, c.ignoreErr(err)
+	}
+	return out, nil
 }
 
 // leavesOut says whether the ignore file leaves the absolute path p out of
@@ -251,7 +257,7 @@ func (f *filter) walk(root string) (*walk, error) {
 		if d.ignRel = f.ctx.rel(root); d.ignRel != "." {
 			var err error
 			if _, d.ign, err = f.ctx.ignore.match(d.ignRel); err != nil {
-				return nil, fmt.Errorf("%s: %w", f.ctx.ignoreFile, err)
+				return nil, f.ctx.ignoreErr(err)
 			}
 		}
 	}
@@ -289,7 +295,7 @@ func (w *walk) visit(p, name string, dir bool) (out, skipDir bool, err error) {
 	if f.ctx != nil && f.ctx.ignore != nil && ask {
 		d.ignRel = joinRel(parent.ignRel, name)
 		if ignored, d.ign, err = f.ctx.ignore.next(d.ignRel, parent.ign, dir); err != nil {
-			return false, false, fmt.Errorf("%s: %w", f.ctx.ignoreFile, err)
+			return false, false, f.ctx.ignoreErr(err)
 		}
 	}
 	// An ignored file is left out whatever --exclude says of it.
@@ -413,18 +419,36 @@ func treeOf(entries []entry) (*tree.Tree, error) {
 	return t, nil
 }
 
-// badPatternLine says which line of the ignore file f holds the pattern
-// patternmatcher refused (its error names neither), found by reading the
-// lines one at a time as the file is read whole.
-func badPatternLine(f string, data []byte, err error) error {
-	for i, line := range strings.Split(string(data), "\n") {
-		one, rerr := ignorefile.ReadAll(strings.NewReader(line))
-		if rerr != nil || len(one) != 1 {
+// numberPatterns puts in each of ps's patterns that cannot compile its
+// line of the ignore file data and its text as written there: the
+// lines that hold a pattern, read one at a time as the file is read
+// whole, in the order patternmatcher keeps them.
+func numberPatterns(ps *patterns, data []byte) {
+	if ps.bad == nil {
+		return
+	}
+	i := 0
+	for n, line := range strings.Split(string(data), "\n") {
+		one, err := ignorefile.ReadAll(strings.NewReader(line))
+		if err != nil || len(one) != 1 {
 			continue
 		}
-		if _, perr := compiled(one); perr != nil {
-			return fmt.Errorf("%s:%d: %q: %w", f, i+1, strings.TrimSpace(line), perr)
+		if pm, err := patternmatcher.New(one); err != nil || len(pm.Patterns()) != 1 {
+			continue
 		}
+		if i < len(ps.bad) && ps.bad[i] != nil {
+			ps.bad[i].line, ps.bad[i].text = n+1, strings.TrimSpace(line)
+		}
+		i++
 	}
-	return fmt.Errorf("%s: %w", f, err)
+}
+
+// ignoreErr says err, a match of the ignore file's patterns that failed,
+// at the ignore file's line where it is a pattern's.
+func (c *buildContext) ignoreErr(err error) error {
+	var b *badPattern
+	if errors.As(err, &b) && b.line > 0 {
+		return fmt.Errorf("%s:%d: %w", c.ignoreFile, b.line, err)
+	}
+	return fmt.Errorf("%s: %w", c.ignoreFile, err)
 }

@@ -260,3 +260,37 @@ func TestIgnorePatternErrorAtItsLine(t *testing.T) {
 		t.Errorf("got %v, want the pattern at line 4", err)
 	}
 }
+
+// A pattern that cannot compile fails a build only when a match asks it,
+// as in BuildKit's walk, which asks an exclusion only of a path something
+// before it matched and an inclusion only of one nothing before it did:
+// "*" first, or an exclusion after "*.tmp" with no .tmp file, leaves it
+// unasked and the build goes on; where it is asked, it is said at its
+// line.
+func TestIgnoreBadPatternOnlyWhenAsked(t *testing.T) {
+	for _, tc := range []struct {
+		name, ignore string
+		files        []string
+		want         string // "" for a build
+	}{
+		{"an exclusion nothing reaches", "*.tmp\n!keep\\me\n", []string{"f"}, ""},
+		{"an exclusion reached", "*.tmp\n!keep\\me\n", []string{"f", "a.tmp"}, `.dockerignore:2: "!keep\\me": syntax error in pattern`},
+		{"an inclusion after one matching all", "*\n# old\n[z-a]\n", []string{"f"}, ""},
+		{"an inclusion asked", "out\n\n[z-a]\n", []string{"f"}, `.dockerignore:3: "[z-a]": syntax error in pattern`},
+		{"a Windows-style exclusion asked", "*\n!bin\\kube\n", []string{"f"}, `.dockerignore:2: "!bin\\kube": syntax error in pattern`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := map[string]string{"Dockerfile": "FROM scratch\nCOPY . /\n", ".dockerignore": tc.ignore}
+			for _, f := range tc.files {
+				fs[f] = "x"
+			}
+			_, err := planFiles(t, fs, Options{})
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("got %v, want a build, as BuildKit's", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("got %v, want %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package dockerfile
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
@@ -34,6 +35,9 @@ type patterns struct {
 	// a path inside it, as fsutil decides to skip one.
 	exceptions []string
 	wild       bool
+	// bad holds, by index, the patterns that cannot compile (nil when
+	// none can fail), to be said when a match asks one.
+	bad []*badPattern
 }
 
 // pattern is one pattern of a set, alone.
@@ -59,11 +63,11 @@ type dirMatch struct {
 }
 
 func newPatterns(list []string) (*patterns, error) {
-	pm, err := compiled(list)
+	pm, bad, err := compiled(list)
 	if err != nil {
 		return nil, err
 	}
-	ps := &patterns{pm: pm}
+	ps := &patterns{pm: pm, bad: bad}
 	// fsutil's set: on Windows, \ is the separator and no escape.
 	wildcards := "*[]?^"
 	if filepath.Separator != '\\' {
@@ -88,14 +92,18 @@ func newPatterns(list []string) (*patterns, error) {
 }
 
 // compiled is patternmatcher.New(list) with each pattern's regular
-// expression made now: patternmatcher makes it at the first match, so a
-// bad pattern would fail the scan, far from its line.
-func compiled(list []string) (*patternmatcher.PatternMatcher, error) {
-	pm, err := patternmatcher.New(list)
+// expression made now, so that a pattern that cannot compile is known by
+// its index (patternmatcher makes it at the first match, and its error
+// names no pattern). Such a pattern is not refused: BuildKit's walk asks
+// a pattern only of some paths (an exclusion once something before it
+// matched, an inclusion while nothing did), so it fails only a build
+// whose walk asks it. bad holds those, by index, or is nil.
+func compiled(list []string) (pm *patternmatcher.PatternMatcher, bad []*badPattern, err error) {
+	pm, err = patternmatcher.New(list)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	for _, p := range pm.Patterns() {
+	for i, p := range pm.Patterns() {
 		// Matches skips an exclusion until something matched: each is
 		// asked alone, as an inclusion.
 		one, err := patternmatcher.New([]string{p.String()})
@@ -103,10 +111,42 @@ func compiled(list []string) (*patternmatcher.PatternMatcher, error) {
 			_, err = one.Matches(".")
 		}
 		if err != nil {
-			return nil, err
+			if bad == nil {
+				bad = make([]*badPattern, len(pm.Patterns()))
+			}
+			text := p.String()
+			if p.Exclusion() {
+				text = "!" + text
+			}
+			bad[i] = &badPattern{text: text, err: err}
 		}
 	}
-	return pm, nil
+	return pm, bad, nil
+}
+
+// badPattern is a pattern that cannot compile, said when a match asks
+// it: as written, and at its line of the ignore file (0 for --exclude).
+type badPattern struct {
+	text string
+	line int
+	err  error
+}
+
+func (b *badPattern) Error() string { return fmt.Sprintf("%q: %v", b.text, b.err) }
+func (b *badPattern) Unwrap() error { return b.err }
+
+// fault is err, a match's failure at pattern i (-1 when patternmatcher
+// matched them all), said as the pattern that cannot compile.
+func (ps *patterns) fault(i int, err error) error {
+	if i >= 0 && i < len(ps.bad) && ps.bad[i] != nil {
+		return ps.bad[i]
+	}
+	for _, b := range ps.bad {
+		if b != nil {
+			return b
+		}
+	}
+	return err
 }
 
 // alone makes pm's patterns each a matcher of its own, or returns nil
@@ -165,7 +205,10 @@ func literals(p string) []string {
 func (ps *patterns) next(rel string, parent dirMatch, dir bool) (bool, dirMatch, error) {
 	if ps.each == nil {
 		m, info, err := ps.pm.MatchesUsingParentResults(rel, parent.info)
-		return m, dirMatch{info: info}, err
+		if err != nil {
+			return false, dirMatch{}, ps.fault(-1, err)
+		}
+		return m, dirMatch{info: info}, nil
 	}
 	// MatchesUsingParentResults, pattern by pattern.
 	var bits []bool
@@ -182,7 +225,7 @@ func (ps *patterns) next(rel string, parent dirMatch, dir bool) (bool, dirMatch,
 			}
 			var err error
 			if match, err = p.match(rel); err != nil {
-				return false, dirMatch{}, err
+				return false, dirMatch{}, ps.fault(i, err)
 			}
 		}
 		if bits != nil {
