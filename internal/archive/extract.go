@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/pallet-dev/pallet/internal/tree"
@@ -162,7 +163,17 @@ func (x *extractor) fail(format string, args ...any) error {
 }
 
 func (x *extractor) entryErr(e *entry, format string, args ...any) error {
-	return fmt.Errorf("extract %s: entry %q: "+format, append([]any{x.src, e.name}, args...)...)
+	return fmt.Errorf("extract %s: entry %s: "+format, append([]any{x.src, shownName(e.name)}, args...)...)
+}
+
+// shownName is an entry's name for a message, quoted: whole where it
+// could be a path (maxPath bytes), else its start and its length, as
+// archive/tar reads names of up to 1 MiB.
+func shownName(name string) string {
+	if len(name) <= maxPath {
+		return strconv.Quote(name)
+	}
+	return fmt.Sprintf("%q... (%d bytes)", name[:60], len(name))
 }
 
 // count enforces cancellation and the entry limit. Every header read goes

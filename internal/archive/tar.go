@@ -254,7 +254,7 @@ func (x *extractor) readErr(last *entry, err error) error {
 	if last == nil {
 		return x.fail("read tar: %w", err)
 	}
-	return x.fail("read tar after entry %q: %w", last.name, err)
+	return x.fail("read tar after entry %s: %w", shownName(last.name), err)
 }
 
 // tarTypeName says what a tar entry of a type Extract does not place is.
