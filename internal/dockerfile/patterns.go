@@ -104,11 +104,11 @@ func compiled(list []string) (pm *patternmatcher.PatternMatcher, bad []*badPatte
 		return nil, nil, err
 	}
 	for i, p := range pm.Patterns() {
-		// Matches skips an exclusion until something matched: each is
+		// A match skips an exclusion until something matched: each is
 		// asked alone, as an inclusion.
 		one, err := patternmatcher.New([]string{p.String()})
 		if err == nil {
-			_, err = one.Matches(".")
+			_, err = one.MatchesOrParentMatches(".")
 		}
 		if err != nil {
 			if bad == nil {
