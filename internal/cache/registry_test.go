@@ -601,11 +601,14 @@ func TestRegistryCacheEntryOverDownloadLimit(t *testing.T) {
 func TestRegistryCacheEntryTooSlow(t *testing.T) {
 	f := newFixture(t)
 	f.tp.mu.Lock()
-	f.tp.drip = 10 * time.Millisecond
+	f.tp.drip = 50 * time.Millisecond
 	f.tp.mu.Unlock()
 	c, log := openCache(t, t.TempDir())
 	defer c.Close()
-	c.Limits = Limits{Limits: transfer.Limits{Stall: 100 * time.Millisecond, MinRate: 1 << 20}}
+	// The window is long enough for the registry's first answer under
+	// -race on a loaded machine (100 ms was not, at load 21), and ten of
+	// the drip's pauses, so that the rate, not a stall, ends the entry.
+	c.Limits = Limits{Limits: transfer.Limits{Stall: 500 * time.Millisecond, MinRate: 1 << 20}}
 	if err := c.ImportFrom(context.Background(), f.ref); err != nil {
 		t.Fatal(err)
 	}
