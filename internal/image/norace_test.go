@@ -1,0 +1,5 @@
+//go:build !race
+
+package image
+
+const raceSlowdown = 1
