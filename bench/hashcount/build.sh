@@ -11,8 +11,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-sed 's/^\tos\.Exit(exit(ctx, err, os\.Stderr))$/\tatExit()\n&/' "$repo/cmd/pallet/main.go" >"$tmp/main.go"
-grep -q '^	atExit()$' "$tmp/main.go" || { echo "build.sh: main.go no longer ends main with os.Exit(exit(ctx, err, os.Stderr)); update the sed" >&2; exit 1; }
+sed 's/^\tos\.Exit(code)$/\tatExit()\n&/' "$repo/cmd/pallet/main.go" >"$tmp/main.go"
+grep -q '^	atExit()$' "$tmp/main.go" || { echo "build.sh: main.go no longer ends main with os.Exit(code); update the sed" >&2; exit 1; }
 cat >"$tmp/overlay.json" <<JSON
 {"Replace":{
  "$(go env GOROOT)/src/crypto/sha256/sha256.go":"$here/sha256.go.txt",
