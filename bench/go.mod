@@ -5,8 +5,6 @@ go 1.26.8
 require (
 	github.com/distribution/distribution/v3 v3.1.2
 	github.com/google/go-containerregistry v0.22.1
-	github.com/klauspost/compress v1.20.4
-	github.com/klauspost/pgzip v1.3.0
 	github.com/pallet-dev/pallet v0.0.0
 	github.com/sirupsen/logrus v1.10.2
 )
@@ -30,6 +28,7 @@ require (
 	github.com/grpc-ecosystem/grpc-gateway/v2 v2.30.0 // indirect
 	github.com/hashicorp/golang-lru/arc/v2 v2.0.5 // indirect
 	github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
+	github.com/klauspost/compress v1.20.4 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/opencontainers/go-digest v1.0.0 // indirect
 	github.com/opencontainers/image-spec v1.1.1 // indirect

@@ -707,7 +707,7 @@ EOF
 
 What no layer writer can beat here, over the same bytes: the layers pallet
 wrote, uncompressed (\`workload limit\`: read from the page cache), put
-through the compressor alone (pgzip, pallet's settings, $NPROC blocks at
+through pallet's own compressor alone (its level, $NPROC blocks at
 once, into nothing), and one sha256 pass. The limit is the compressor's wall
 time, or the CPU time of both spread over the $NPROC cores if longer; the
 share is the limit over pallet's cold build (1.00: pallet is at the limit;

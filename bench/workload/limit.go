@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/v1/layout"
-	"github.com/klauspost/compress/zstd"
-	"github.com/klauspost/pgzip"
 
 	"github.com/pallet-dev/pallet/internal/layer"
 )
@@ -22,9 +20,9 @@ import (
 // same bytes pallet wrote: the uncompressed layers of an OCI layout.
 // Each is copied to a file first (not timed, and read once so that it is
 // in the page cache, as pallet's inputs are in a warm run); then timed:
-// the compressor alone, with pallet's settings (gzip: pgzip, 1 MiB
-// blocks, pallet's level, -jobs blocks at once; zstd: default level),
-// into nothing; and one sha256 pass over the same bytes. It prints
+// pallet's compressor alone (layer.NewCompressor: its level, -jobs
+// blocks or zstd jobs at once), into nothing; and one sha256 pass over
+// the same bytes. It prints
 // "bytes=N compress_s=W compress_cpu_s=C sha256_s=W sha256_cpu_s=C".
 func limit(args []string) error {
 	fs := flag.NewFlagSet("limit", flag.ExitOnError)
@@ -141,25 +139,13 @@ func readAll(path string, w io.Writer) error {
 }
 
 func compressFile(path, comp string, jobs, level int) error {
-	var zw io.WriteCloser
-	switch comp {
-	case "gzip":
-		pw, err := pgzip.NewWriterLevel(io.Discard, level)
-		if err != nil {
-			return err
-		}
-		if err := pw.SetConcurrency(1<<20, max(jobs, 1)); err != nil {
-			return err
-		}
-		zw = pw
-	case "zstd":
-		enc, err := zstd.NewWriter(io.Discard, zstd.WithEncoderConcurrency(max(jobs, 1)), zstd.WithEncoderLevel(zstd.SpeedDefault))
-		if err != nil {
-			return err
-		}
-		zw = enc
-	default:
-		return fmt.Errorf("unknown compression %q", comp)
+	c, err := layer.ParseCompression(comp)
+	if err != nil {
+		return err
+	}
+	zw, err := layer.NewCompressor(io.Discard, layer.Options{Compression: c, Jobs: max(jobs, 1), GzipLevel: level, Compressors: layer.NewCompressors(max(jobs, 1))})
+	if err != nil {
+		return err
 	}
 	if err := readAll(path, zw); err != nil {
 		return err

@@ -527,3 +527,36 @@ func TestDiffIDOf(t *testing.T) {
 		}
 	}
 }
+
+// NewCompressor, which the bench times as the limit a build could reach,
+// writes of a layer's tar the very blob Build writes: it is the same
+// compressor, not one like it.
+func TestNewCompressorWritesBuildsBlob(t *testing.T) {
+	tr := fileTree(t, t.TempDir(), "a", testData(4, 2<<20+17, true))
+	for _, comp := range []Compression{Gzip, Zstd} {
+		l, err := Build(tr, t.TempDir(), Options{Compression: comp, Jobs: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := l.Uncompressed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := sha256.New()
+		zw, err := NewCompressor(h, Options{Compression: comp, Jobs: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.Copy(zw, rc); err != nil {
+			t.Fatal(err)
+		}
+		rc.Close()
+		if err := zw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		want, _ := l.Digest()
+		if got := hex.EncodeToString(h.Sum(nil)); got != want.Hex {
+			t.Errorf("%s: NewCompressor wrote sha256:%s of the layer's tar, Build sha256:%s", comp, got, want.Hex)
+		}
+	}
+}

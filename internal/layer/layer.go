@@ -428,6 +428,20 @@ type compressor interface {
 // newCompressor starts opt.Compression's stream into w. Level,
 // implementation and block size are fixed: any of them changes the blob
 // digest of the same tar. Jobs does not: see gzipWriter and zstdWriter.
+// NewCompressor is the stream Build compresses a layer's tar with, on
+// its own: the bench's physical limit times it over the same bytes
+// (pallet's own gzip framing is faster than pgzip, whose bytes it writes,
+// so pgzip there overstated how near the limit a build comes).
+func NewCompressor(w io.Writer, opt Options) (io.WriteCloser, error) {
+	if opt.Compression == "" {
+		opt.Compression = Gzip
+	}
+	if opt.Compressors == nil {
+		opt.Compressors = shared()
+	}
+	return newCompressor(w, opt)
+}
+
 func newCompressor(w io.Writer, opt Options) (compressor, error) {
 	if opt.Compression == Zstd {
 		return newZstdWriter(w, opt.Compressors, opt.Jobs)
