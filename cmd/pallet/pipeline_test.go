@@ -66,7 +66,7 @@ images:
 	mustPallet(t, "build", "-q", "-f", baseRecipe, "--cache-dir", t.TempDir(), "-o", "oci:"+filepath.Join(dir, "base"))
 
 	cacheDir := t.TempDir()
-	srv, release := heldDownload(t, 10*time.Second, filepath.Join(cacheDir, "facts", "base-view-v5"), "the base's view was not read while the download was held")
+	srv, release := heldDownload(t, 10*time.Second, filepath.Join(cacheDir, "facts", "base-view-v6"), "the base's view was not read while the download was held")
 	sum := sha256.Sum256(release)
 	recipe := filepath.Join(dir, "pallet.yaml")
 	writeFile(t, recipe, `version: 1

@@ -285,7 +285,7 @@ func (b *builder) viewOnce(ctx context.Context, k baseKey, read func(*viewFuture
 }
 
 // viewFact names the cache's facts about bases' views.
-const viewFact = "base-view-v5"
+const viewFact = "base-view-v6"
 
 func (b *builder) readView(ctx context.Context, ref string, p platform.Platform) (*tree.View, error) {
 	img, err := b.base(ctx, ref, p)

@@ -283,8 +283,10 @@ func (b *baseFS) apply(l v1.Layer, diffID v1.Hash, maxBytes, maxWindow int64) er
 		b.entries++
 		b.work.Left += linkWorkPerEntry
 		b.budget += linkWorkPerEntry
-		if err := b.entry(hdr); err != nil {
+		if err := b.entry(hdr); errors.Is(err, tree.ErrLinkWork) {
 			return fmt.Errorf("entry %.100q: %w: more than %d bytes looked up, for %d entries (a base made to loop its links through long targets?)", hdr.Name, err, b.budget, b.entries)
+		} else if err != nil {
+			return fmt.Errorf("entry %.100q: %w", hdr.Name, err)
 		}
 		if len(b.nodes) > maxBaseEntries {
 			return fmt.Errorf("more than %d paths", maxBaseEntries)
@@ -392,9 +394,49 @@ func (b *baseFS) entry(hdr *tar.Header) error {
 	case tar.TypeSymlink:
 		b.remove(p)
 		b.add(p, &node{link: hdr.Linkname})
+	case tar.TypeLink:
+		// A Windows layer's hard links name paths its own way, which
+		// the view does not map.
+		if b.rename == nil {
+			if err := b.checkHardLink(hdr.Linkname); err != nil {
+				return err
+			}
+		}
+		b.remove(p)
+		b.add(p, &node{})
 	default:
 		b.remove(p)
 		b.add(p, &node{})
+	}
+	return nil
+}
+
+// checkHardLink refuses a hard link that every importer fails to make:
+// containerd, Docker and umoci call link(2) on the target, which must be
+// there already, from an earlier entry or a lower layer, and must not be
+// a directory. The target's parents are followed through the base's
+// links within the root, as containerd follows them; a target climbing
+// out is taken at the root, as containerd takes it (Docker refuses it).
+// Carried into pallet's output, such a layer would fail where the image
+// is pulled, not here.
+func (b *baseFS) checkHardLink(linkname string) error {
+	target := path.Clean("/" + linkname)[1:]
+	if target == "" {
+		return fmt.Errorf("a hard link to the root directory, which link(2) refuses: importers fail to unpack it")
+	}
+	dir, name := path.Split(target)
+	if dir = strings.TrimSuffix(dir, "/"); dir != "" {
+		var err error
+		if dir, err = b.resolveDir(dir); err != nil {
+			return err
+		}
+	}
+	n, ok := b.nodes[path.Join(dir, name)]
+	switch {
+	case !ok:
+		return fmt.Errorf("a hard link to %.100q, which no earlier entry or lower layer holds: importers (containerd, Docker, umoci) fail to unpack it", linkname)
+	case n.dir:
+		return fmt.Errorf("a hard link to the directory %.100q, which link(2) refuses: importers fail to unpack it", linkname)
 	}
 	return nil
 }

@@ -26,8 +26,8 @@ import (
 	"github.com/pallet-dev/pallet/internal/tree"
 )
 
-// tarLayer is a layer of hdrs, each a directory ("d/"), a link ("l->t")
-// or a file.
+// tarLayer is a layer of hdrs, each a directory ("d/"), a link ("l->t"),
+// a hard link ("h=>t") or a file.
 func tarLayer(t *testing.T, names ...string) v1.Layer {
 	t.Helper()
 	var buf bytes.Buffer
@@ -38,6 +38,9 @@ func tarLayer(t *testing.T, names ...string) v1.Layer {
 		case strings.Contains(n, "->"):
 			hdr.Name, hdr.Linkname, _ = strings.Cut(n, "->")
 			hdr.Typeflag = tar.TypeSymlink
+		case strings.Contains(n, "=>"):
+			hdr.Name, hdr.Linkname, _ = strings.Cut(n, "=>")
+			hdr.Typeflag = tar.TypeLink
 		case strings.HasSuffix(n, "/"):
 			hdr.Typeflag, hdr.Mode = tar.TypeDir, 0o755
 		}
@@ -330,5 +333,40 @@ func TestBaseViewBoundsLinkWork(t *testing.T) {
 	}
 	if d := time.Since(start); d > 30*time.Second {
 		t.Errorf("refused after %s", d)
+	}
+}
+
+// A base layer's hard link must name what is there when it is unpacked:
+// containerd, Docker and umoci each call link(2) on the target, and fail
+// the pull of an image whose link names a path no earlier entry or lower
+// layer holds, or a directory. Such a base is refused at the build.
+func TestBaseViewRefusesHardLinksToNothing(t *testing.T) {
+	lower := tarLayer(t, "usr/", "usr/bin/", "usr/bin/sh", "bin->usr/bin", "etc/", "etc/gone")
+	for _, ok := range [][]string{
+		{"usr/bin/sh2=>usr/bin/sh"},                     // a lower layer's file
+		{"usr/bin/dash", "usr/bin/dash2=>usr/bin/dash"}, // an earlier entry's
+		{"x=>/usr/bin/sh", "y=>./usr/bin/sh"},           // spelt absolute or from "."
+		{"z=>bin/sh"},                                   // through the base's link
+		{"w=>../../usr/bin/sh"},                         // climbing out: taken at the root
+		{"s=>bin"},                                      // a symlink is linked itself
+	} {
+		if _, err := BaseView(imageOf(t, lower, tarLayer(t, ok...)), 1<<30, 0); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+	for _, bad := range []struct {
+		entries []string
+		want    string
+	}{
+		{[]string{"a=>not/yet", "not/", "not/yet"}, `entry "a": a hard link to "not/yet", which no earlier entry or lower layer holds`},
+		{[]string{"a=>nowhere"}, `a hard link to "nowhere", which no earlier entry`},
+		{[]string{"etc/.wh.gone", "a=>etc/gone"}, `a hard link to "etc/gone", which no earlier entry`},
+		{[]string{"a=>usr/bin"}, `a hard link to the directory "usr/bin"`},
+		{[]string{"a=>/"}, "a hard link to the root directory"},
+	} {
+		_, err := BaseView(imageOf(t, lower, tarLayer(t, bad.entries...)), 1<<30, 0)
+		if err == nil || !strings.Contains(err.Error(), bad.want) || !strings.Contains(err.Error(), "base layer 2 (sha256:") {
+			t.Errorf("%q: err = %v, want %q", bad.entries, err, bad.want)
+		}
 	}
 }
