@@ -84,11 +84,9 @@ func (r *Resolver) Base(ctx context.Context, ref string, p platform.Platform) (v
 		return nil, fmt.Errorf("base %s: config: %w", ref, err)
 	}
 	if _, ok := p.Rank(v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant}); !ok {
-		got := cf.OS + "/" + cf.Architecture
-		if cf.Variant != "" {
-			got += "/" + cf.Variant
-		}
-		return nil, fmt.Errorf("base %s is %s, not %s", ref, got, p)
+		// An index's entry may name another platform than the config
+		// it leads to; the config is the image's own word.
+		return nil, fmt.Errorf("base %s is %s by its config, not %s", ref, platformName(cf.OS, cf.Architecture, cf.Variant), p)
 	}
 	return img, nil
 }
@@ -152,7 +150,7 @@ func (r *Resolver) fromLayout(dir, refName string, p platform.Platform) (v1.Imag
 	}
 	switch len(found) {
 	case 0:
-		return nil, fmt.Errorf("%s has no image for %s", dir, p)
+		return nil, fmt.Errorf("%s has no image for %s (%s)", dir, p, l.holds())
 	case 1:
 		return found[0], nil
 	}
@@ -203,6 +201,11 @@ func (r *Resolver) fromRegistry(ctx context.Context, ref string, p platform.Plat
 	desc, err := remote.Get(nref, opts...)
 	if err != nil {
 		return nil, regauth.Explain(err)
+	}
+	if isSchema1(desc.MediaType) {
+		// go-containerregistry's own error points at an issue of its
+		// tracker and says nothing of what to do.
+		return nil, fmt.Errorf("its manifest is Docker's schema 1 (%s), which pallet does not read, nor do current containerd and Docker; push it again as an OCI or Docker schema 2 image", desc.MediaType)
 	}
 	if desc.MediaType.IsIndex() {
 		if err := unambiguous(ref, desc, p); err != nil {

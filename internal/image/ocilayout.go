@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"math"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -68,6 +69,12 @@ type layoutReader struct {
 	// the layout names it: duplicate references cannot multiply the work.
 	searched map[v1.Hash]bool
 	images   map[v1.Hash]*layoutImage
+
+	// passed are what the search passed over, one line each, for a
+	// user whose platform none of them is: an image for another
+	// platform, an attestation, a manifest in a format pallet does not
+	// read.
+	passed []string
 }
 
 func openLayout(dir string, limit int64) (*layoutReader, error) {
@@ -244,6 +251,7 @@ func (l *layoutReader) matching(d v1.Descriptor, p platform.Platform, depth int)
 		if d.Platform != nil {
 			var ok bool
 			if rank, ok = p.Rank(*d.Platform); !ok {
+				l.pass(platformName(d.Platform.OS, d.Platform.Architecture, d.Platform.Variant))
 				return nil, nil
 			}
 		}
@@ -258,12 +266,59 @@ func (l *layoutReader) matching(d v1.Descriptor, p platform.Platform, depth int)
 			}
 			var ok bool
 			if rank, ok = p.Rank(v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant}); !ok {
+				l.pass(platformName(cf.OS, cf.Architecture, cf.Variant) + " (by its config)")
 				return nil, nil
 			}
 		}
 		return []rankedImage{{img, rank}}, nil
+	case isSchema1(d.MediaType):
+		l.pass(fmt.Sprintf("%s, a Docker schema 1 manifest (%s), which pallet does not read, nor do current containerd and Docker", d.Digest, d.MediaType))
+		return nil, nil
 	}
+	l.pass(fmt.Sprintf("%s, of media type %q, not an image", d.Digest, d.MediaType))
 	return nil, nil // attestations and other artifacts
+}
+
+// maxPassed is how many passed-over entries an error lists.
+const maxPassed = 10
+
+func (l *layoutReader) pass(what string) {
+	if len(l.passed) <= maxPassed && !slices.Contains(l.passed, what) {
+		l.passed = append(l.passed, what)
+	}
+}
+
+// holds says what the search passed over, for an error saying that
+// nothing is for the platform asked.
+func (l *layoutReader) holds() string {
+	switch {
+	case len(l.passed) == 0:
+		return "it holds no image"
+	case len(l.passed) > maxPassed:
+		return "it holds " + strings.Join(l.passed[:maxPassed], "; ") + "; and more"
+	}
+	return "it holds " + strings.Join(l.passed, "; ")
+}
+
+// platformName is os/arch[/variant] as a user writes it, saying so where
+// the config leaves the os or the architecture out.
+func platformName(os, arch, variant string) string {
+	if os == "" {
+		os = "(no os)"
+	}
+	if arch == "" {
+		arch = "(no architecture)"
+	}
+	if variant != "" {
+		return os + "/" + arch + "/" + variant
+	}
+	return os + "/" + arch
+}
+
+// isSchema1 says whether mt is Docker's image manifest schema 1, which
+// go-containerregistry reads as neither an image nor an index.
+func isSchema1(mt types.MediaType) bool {
+	return mt == types.DockerManifestSchema1 || mt == types.DockerManifestSchema1Signed
 }
 
 func (l *layoutReader) matchingIndex(d v1.Descriptor, p platform.Platform, depth int) ([]rankedImage, error) {

@@ -618,3 +618,67 @@ func TestLayoutBaseLayerCount(t *testing.T) {
 		}
 	}
 }
+
+// configImage writes an image of no layers whose config is cf, and
+// returns its manifest's descriptor, naming no platform.
+func (l *testLayout) configImage(cf v1.ConfigFile) v1.Descriptor {
+	l.t.Helper()
+	cf.RootFS = v1.RootFS{Type: "layers", DiffIDs: []v1.Hash{}}
+	cfg, err := json.Marshal(cf)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	m, err := json.Marshal(v1.Manifest{SchemaVersion: 2, MediaType: types.OCIManifestSchema1, Config: l.blob(cfg, types.OCIConfigJSON), Layers: []v1.Descriptor{}})
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	return l.blob(m, types.OCIManifestSchema1)
+}
+
+// A layout with nothing for the platform asked says what it holds: an
+// index of attestations (unknown/unknown, as BuildKit writes them), a
+// Docker schema 1 manifest, which go-containerregistry reads as neither
+// image nor index, a config that names no os. Each was "has no image for
+// linux/amd64", which left the user to guess.
+func TestLayoutBaseSaysWhatItHolds(t *testing.T) {
+	attestation := func(l *testLayout, of v1.Descriptor) v1.Descriptor {
+		d := l.configImage(v1.ConfigFile{})
+		d.Platform = &v1.Platform{OS: "unknown", Architecture: "unknown"}
+		d.Annotations = map[string]string{"vnd.docker.reference.type": "attestation-manifest", "vnd.docker.reference.digest": of.Digest.String()}
+		return d
+	}
+	for _, c := range []struct {
+		name string
+		make func(l *testLayout) []v1.Descriptor
+		want string
+	}{
+		{"another platform and its attestation", func(l *testLayout) []v1.Descriptor {
+			img := l.image(linuxARM64).manifest
+			return []v1.Descriptor{l.index(img, attestation(l, img))}
+		}, "has no image for linux/amd64 (it holds linux/arm64; unknown/unknown)"},
+		{"attestations alone", func(l *testLayout) []v1.Descriptor {
+			return []v1.Descriptor{attestation(l, l.image(linuxAMD64).manifest)}
+		}, "has no image for linux/amd64 (it holds unknown/unknown)"},
+		{"schema 1", func(l *testLayout) []v1.Descriptor {
+			return []v1.Descriptor{l.blob([]byte(`{"schemaVersion":1,"name":"x","tag":"y","architecture":"amd64","fsLayers":[],"history":[]}`), types.DockerManifestSchema1Signed)}
+		}, "a Docker schema 1 manifest (application/vnd.docker.distribution.manifest.v1+prettyjws), which pallet does not read"},
+		{"a config without os", func(l *testLayout) []v1.Descriptor {
+			return []v1.Descriptor{l.configImage(v1.ConfigFile{Architecture: "amd64"})}
+		}, "has no image for linux/amd64 (it holds (no os)/amd64 (by its config))"},
+		{"a config without os, an entry that names one", func(l *testLayout) []v1.Descriptor {
+			d := l.configImage(v1.ConfigFile{Architecture: "amd64"})
+			d.Platform = &v1.Platform{OS: "linux", Architecture: "amd64"}
+			return []v1.Descriptor{d}
+		}, "is (no os)/amd64 by its config, not linux/amd64"},
+		{"no image at all", func(l *testLayout) []v1.Descriptor {
+			return []v1.Descriptor{l.blob([]byte("{}"), "application/vnd.example.thing")}
+		}, `of media type "application/vnd.example.thing", not an image)`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l := newTestLayout(t)
+			l.root(c.make(l)...)
+			_, err := l.base(linuxAMD64)
+			wantErr(t, err, c.want)
+		})
+	}
+}

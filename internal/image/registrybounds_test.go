@@ -109,3 +109,26 @@ func TestRegistryBaseNestedIndexes(t *testing.T) {
 		t.Errorf("%d indexes asked for", got)
 	}
 }
+
+// A registry base served as a Docker schema 1 manifest is refused saying
+// so and what to do; go-containerregistry's own error names only the
+// media type and an issue of its tracker.
+func TestRegistryBaseSchema1(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/v2/":
+		case strings.HasSuffix(r.URL.Path, "/manifests/v1"):
+			w.Header().Set("Content-Type", "application/vnd.docker.distribution.manifest.v1+prettyjws")
+			w.Write([]byte(`{"schemaVersion":1,"name":"x/y","tag":"v1","architecture":"amd64","fsLayers":[],"history":[],"signatures":[]}`))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	ref := strings.TrimPrefix(srv.URL, "http://") + "/x/y:v1"
+	_, err := (&Resolver{}).Base(context.Background(), ref, platform.Platform{OS: "linux", Arch: "amd64"})
+	if err == nil || !strings.Contains(err.Error(), "base "+ref+" for linux/amd64: its manifest is Docker's schema 1 (application/vnd.docker.distribution.manifest.v1+prettyjws)") ||
+		!strings.Contains(err.Error(), "push it again as an OCI or Docker schema 2 image") {
+		t.Errorf("err = %v", err)
+	}
+}
