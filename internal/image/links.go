@@ -259,6 +259,7 @@ func (b *baseFS) apply(l v1.Layer, diffID v1.Hash, maxBytes, maxWindow int64) er
 	over := func() error {
 		return fmt.Errorf("more than %d bytes uncompressed (the extract limit)", maxBytes)
 	}
+	var entries int
 	for {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -267,9 +268,16 @@ func (b *baseFS) apply(l v1.Layer, diffID v1.Hash, maxBytes, maxWindow int64) er
 		if lr.N <= 0 {
 			return over()
 		}
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, tar.ErrHeader) {
+			// Bare, the tar reader's error ("unexpected EOF") said
+			// nothing of what was read: a layer whose bytes, as
+			// decompressed, are no tar.
+			return fmt.Errorf("not a tar, or one cut short: after %d entries, %w", entries, err)
+		}
 		if err != nil {
 			return err
 		}
+		entries++
 		if b.rename != nil {
 			name, ok := b.rename(hdr.Name)
 			if !ok {

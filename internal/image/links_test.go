@@ -370,3 +370,39 @@ func TestBaseViewRefusesHardLinksToNothing(t *testing.T) {
 		}
 	}
 }
+
+// A base layer whose bytes are no tar, or a tar cut short inside a
+// header, is refused saying so; the tar reader's own error was a bare
+// "unexpected EOF".
+func TestBaseViewSaysALayerIsNoTar(t *testing.T) {
+	whole := tarOf(t, 600)
+	for _, c := range []struct {
+		name string
+		blob []byte
+		want string
+	}{
+		{"text", []byte("not a tar at all, just text"), "not a tar, or one cut short: after 0 entries, unexpected EOF"},
+		{"cut in the third header", append(unendedTar(t, "a", "b"), whole[:100]...), "not a tar, or one cut short: after 2 entries, unexpected EOF"},
+	} {
+		_, err := BaseView(imageOf(t, layerOf(t, c.blob, types.OCIUncompressedLayer)), 1<<30, 0)
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "base layer 1 (sha256:") {
+			t.Errorf("%s: err = %v, want %q", c.name, err, c.want)
+		}
+	}
+}
+
+// unendedTar is a tar of empty files, without its end blocks.
+func unendedTar(t *testing.T, names ...string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, n := range names {
+		if err := tw.WriteHeader(&tar.Header{Name: n, Mode: 0o644, Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
