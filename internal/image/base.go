@@ -7,6 +7,7 @@ package image
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -207,6 +208,9 @@ func (r *Resolver) fromRegistry(ctx context.Context, ref string, p platform.Plat
 		// tracker and says nothing of what to do.
 		return nil, fmt.Errorf("its manifest is Docker's schema 1 (%s), which pallet does not read, nor do current containerd and Docker; push it again as an OCI or Docker schema 2 image", desc.MediaType)
 	}
+	if err := agrees(desc); err != nil {
+		return nil, err
+	}
 	if desc.MediaType.IsIndex() {
 		if err := unambiguous(ref, desc, p); err != nil {
 			return nil, err
@@ -224,6 +228,9 @@ func (r *Resolver) fromRegistry(ctx context.Context, ref string, p platform.Plat
 			if desc, err = remote.Get(nref.Context().Digest(child.Digest.String()), opts...); err != nil {
 				return nil, regauth.Explain(err)
 			}
+			if err := agrees(desc); err != nil {
+				return nil, fmt.Errorf("%s: %w", child.Digest, err)
+			}
 		}
 	}
 	img, err := desc.Image()
@@ -237,6 +244,38 @@ func (r *Resolver) fromRegistry(ctx context.Context, ref string, p platform.Plat
 		return img, nil
 	}
 	return &storedImage{Image: img, store: r.Blobs, ref: nref, ctx: ctx}, nil
+}
+
+// agrees refuses a manifest the registry sends as an index while it is
+// an image's, or the other way round, as containerd refuses it (its
+// images.validateMediaType): taken by the Content-Type, an image manifest
+// read as an index has no entries ("no child with platform linux/amd64"),
+// and an index read as an image no config. Another Content-Type
+// (text/plain from a static server) is left to go-containerregistry,
+// which reads the manifest as an image.
+func agrees(desc *remote.Descriptor) error {
+	var body struct {
+		MediaType types.MediaType `json:"mediaType"`
+		Manifests json.RawMessage `json:"manifests"`
+		Config    json.RawMessage `json:"config"`
+		Layers    json.RawMessage `json:"layers"`
+	}
+	if err := json.Unmarshal(desc.Manifest, &body); err != nil {
+		return nil // go-containerregistry says what is wrong with it
+	}
+	var is string
+	switch {
+	case desc.MediaType.IsImage() && (body.Manifests != nil || body.MediaType.IsIndex()):
+		is = "an index"
+	case desc.MediaType.IsIndex() && (body.Config != nil || body.Layers != nil || body.MediaType.IsImage()):
+		is = "an image manifest"
+	default:
+		return nil
+	}
+	if body.MediaType != "" {
+		is += " (" + string(body.MediaType) + ")"
+	}
+	return fmt.Errorf("the registry sends its manifest as %s (its Content-Type), but it is %s", desc.MediaType, is)
 }
 
 // closest returns, for an amd64 platform, the image of a registry index

@@ -3,6 +3,7 @@ package image
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -10,7 +11,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+
 	"github.com/pallet-dev/pallet/internal/platform"
+	"github.com/pallet-dev/pallet/internal/testregistry"
 )
 
 // A registry base whose manifest declares a config of gigabytes, or whose
@@ -131,4 +140,62 @@ func TestRegistryBaseSchema1(t *testing.T) {
 		!strings.Contains(err.Error(), "push it again as an OCI or Docker schema 2 image") {
 		t.Errorf("err = %v", err)
 	}
+}
+
+// A registry that sends an image manifest as an index, or an index as an
+// image manifest, is refused saying so, as containerd refuses it: read
+// by the Content-Type, the one said "no child with platform linux/amd64",
+// the other failed on its missing config. A Content-Type that is neither
+// (text/plain, from a static server) still reads as the image it is.
+func TestRegistryBaseContentTypeDisagrees(t *testing.T) {
+	var contentType atomic.Value
+	reg := testregistry.Start(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if ct, _ := contentType.Load().(string); ct != "" && strings.Contains(r.URL.Path, "/manifests/") {
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, r)
+				maps.Copy(w.Header(), rec.Header())
+				w.Header().Set("Content-Type", ct)
+				w.WriteHeader(rec.Code)
+				w.Write(rec.Body.Bytes())
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	img, err := mutate.ConfigFile(mutate.MediaType(empty.Image, types.OCIManifestSchema1), &v1.ConfigFile{OS: "linux", Architecture: "amd64"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), mutate.IndexAddendum{Add: img})
+	imgRef, idxRef := reg.Host+"/ct/img:v1", reg.Host+"/ct/idx:v1"
+	if err := remote.Write(mustRef(t, imgRef), img); err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.WriteIndex(mustRef(t, idxRef), idx); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ ref, contentType, want string }{
+		{imgRef, string(types.OCIImageIndex), "the registry sends its manifest as application/vnd.oci.image.index.v1+json (its Content-Type), but it is an image manifest (application/vnd.oci.image.manifest.v1+json)"},
+		{idxRef, string(types.DockerManifestSchema2), "the registry sends its manifest as application/vnd.docker.distribution.manifest.v2+json (its Content-Type), but it is an index (application/vnd.oci.image.index.v1+json)"},
+		{imgRef, "text/plain; charset=utf-8", ""},
+	} {
+		contentType.Store(c.contentType)
+		_, err := (&Resolver{}).Base(context.Background(), c.ref, linuxAMD64)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s sent as %s: %v", c.ref, c.contentType, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s sent as %s: err = %v, want %q", c.ref, c.contentType, err, c.want)
+		}
+	}
+}
+
+func mustRef(t *testing.T, s string) name.Reference {
+	t.Helper()
+	r, err := name.ParseReference(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
