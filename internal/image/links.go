@@ -385,6 +385,13 @@ func (b *baseFS) entry(hdr *tar.Header) error {
 		}
 		return nil
 	case strings.HasPrefix(name, ".wh."):
+		// containerd refuses a whiteout of no name, of "." or of ".."
+		// ("invalid whiteout name"), where umoci removes what the
+		// directory or its parent holds: the view would follow
+		// neither.
+		if hidden := name[len(".wh."):]; b.rename == nil && (hidden == "" || hidden == "." || hidden == "..") {
+			return fmt.Errorf("a whiteout of %q, which names no entry of its directory: containerd refuses the layer (invalid whiteout name)", hidden)
+		}
 		if target := path.Join(path.Dir(p), name[len(".wh."):]); !b.added[target] {
 			b.remove(target)
 		}

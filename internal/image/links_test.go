@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand"
+	"path"
 	"reflect"
 	"slices"
 	"strings"
@@ -405,4 +406,23 @@ func unendedTar(t *testing.T, names ...string) []byte {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
+}
+
+// A whiteout of no name, of "." or of ".." hides nothing of its
+// directory: containerd refuses the layer, umoci empties the directory or
+// its parent. The view, which took ".." for the parent, refuses it too,
+// naming the layer and the entry.
+func TestBaseViewRefusesWhiteoutsOfDots(t *testing.T) {
+	lower := tarLayer(t, "etc/", "etc/sub/", "etc/os-release")
+	for _, name := range []string{"etc/sub/.wh...", "etc/sub/.wh..", "etc/.wh.", ".wh..."} {
+		_, err := BaseView(imageOf(t, lower, tarLayer(t, name)), 1<<30, 0)
+		if err == nil || !strings.Contains(err.Error(), "base layer 2 (sha256:") ||
+			!strings.Contains(err.Error(), fmt.Sprintf("entry %q: a whiteout of %q, which names no entry of its directory: containerd refuses the layer", name, strings.TrimPrefix(path.Base(name), ".wh."))) {
+			t.Errorf("%s: err = %v", name, err)
+		}
+	}
+	// A name that only starts with dots is one.
+	if _, err := BaseView(imageOf(t, lower, tarLayer(t, "etc/.wh....x")), 1<<30, 0); err != nil {
+		t.Errorf("whiteout of ...x: %v", err)
+	}
 }
