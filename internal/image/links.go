@@ -91,7 +91,7 @@ func baseView(img v1.Image, maxBytes, maxWindow int64, windows bool) (*tree.View
 		return nil, err
 	}
 	if len(layers) != len(cf.RootFS.DiffIDs) {
-		return nil, fmt.Errorf("base has %d layers and %d diffIDs", len(layers), len(cf.RootFS.DiffIDs))
+		return nil, fmt.Errorf("its manifest lists %d layers and its config %d diffIDs (rootfs.diff_ids): an importer checks each layer against its own", len(layers), len(cf.RootFS.DiffIDs))
 	}
 	b := newBaseFS()
 	if windows {

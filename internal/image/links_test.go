@@ -426,3 +426,22 @@ func TestBaseViewRefusesWhiteoutsOfDots(t *testing.T) {
 		t.Errorf("whiteout of ...x: %v", err)
 	}
 }
+
+// A base whose manifest and config count its layers differently says
+// which says what; the error was "base has 1 layers and 2 diffIDs".
+func TestBaseViewLayersAndDiffIDsDiffer(t *testing.T) {
+	img := imageOf(t, tarLayer(t, "a"))
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf = cf.DeepCopy()
+	cf.RootFS.DiffIDs = append(cf.RootFS.DiffIDs, cf.RootFS.DiffIDs[0])
+	if img, err = mutate.ConfigFile(img, cf); err != nil {
+		t.Fatal(err)
+	}
+	_, err = BaseView(img, 1<<30, 0)
+	if want := "its manifest lists 1 layers and its config 2 diffIDs (rootfs.diff_ids)"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v, want %q", err, want)
+	}
+}
