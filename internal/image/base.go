@@ -218,18 +218,26 @@ func (r *Resolver) fromRegistry(ctx context.Context, ref string, p platform.Plat
 		if err := nestedWithin(nref, desc, p, opts); err != nil {
 			return nil, err
 		}
-		// go-containerregistry takes the first entry that satisfies p:
-		// none for an amd64/v3 build on an index of plain amd64, and an
-		// amd64/v3 image, listed first, for a plain amd64 build. The
-		// closest image (platform.Rank) is taken by its digest instead.
-		if child, err := closest(desc, p); err != nil {
+		// Images that name no platform are known by their configs.
+		child, err := byConfig(nref, desc, p, opts)
+		if err != nil {
 			return nil, err
-		} else if child != nil {
-			if desc, err = remote.Get(nref.Context().Digest(child.Digest.String()), opts...); err != nil {
+		}
+		if child != nil {
+			desc = child
+		} else if d, err := closest(desc, p); err != nil {
+			return nil, err
+		} else if d != nil {
+			// go-containerregistry takes the first entry that
+			// satisfies p: none for an amd64/v3 build on an index of
+			// plain amd64, and an amd64/v3 image, listed first, for a
+			// plain amd64 build. The closest image (platform.Rank) is
+			// taken by its digest instead.
+			if desc, err = remote.Get(nref.Context().Digest(d.Digest.String()), opts...); err != nil {
 				return nil, regauth.Explain(err)
 			}
 			if err := agrees(desc); err != nil {
-				return nil, fmt.Errorf("%s: %w", child.Digest, err)
+				return nil, fmt.Errorf("%s: %w", d.Digest, err)
 			}
 		}
 	}
@@ -278,6 +286,92 @@ func agrees(desc *remote.Descriptor) error {
 	return fmt.Errorf("the registry sends its manifest as %s (its Content-Type), but it is %s", desc.MediaType, is)
 }
 
+// maxConfigsRead bounds the images of a registry index that name no
+// platform whose configs byConfig reads, two requests each: real indexes
+// list a few platforms.
+const maxConfigsRead = 32
+
+// byConfig returns, for a registry index some of whose images name no
+// platform, the image closest to p (platform.Rank), each of those known
+// by its config, as containerd knows them (images.Manifest) and as a
+// layout's are read; nil when every image names its platform.
+// go-containerregistry takes each of them for linux/amd64: an arm64 build
+// found no image in an index of linux/amd64 and linux/arm64 images that
+// named none, and an amd64 build could take the arm64 one, listed first.
+func byConfig(nref name.Reference, desc *remote.Descriptor, p platform.Platform, opts []remote.Option) (*remote.Descriptor, error) {
+	idx, err := desc.ImageIndex()
+	if err != nil {
+		return nil, err
+	}
+	m, err := idx.IndexManifest()
+	if err != nil {
+		return nil, err
+	}
+	var unnamed int
+	for _, d := range m.Manifests {
+		if d.Platform == nil && d.MediaType.IsImage() {
+			unnamed++
+		}
+	}
+	if unnamed == 0 {
+		return nil, nil
+	}
+	if unnamed > maxConfigsRead {
+		return nil, fmt.Errorf("its index lists %d images that name no platform; pallet reads the configs of at most %d to learn theirs", unnamed, maxConfigsRead)
+	}
+	ds := slices.Clone(m.Manifests)
+	fetched := map[v1.Hash]*remote.Descriptor{}
+	var seen []string
+	for i, d := range ds {
+		if d.Platform != nil {
+			seen = append(seen, platformName(d.Platform.OS, d.Platform.Architecture, d.Platform.Variant))
+			continue
+		}
+		if !d.MediaType.IsImage() {
+			continue
+		}
+		child, err := remote.Get(nref.Context().Digest(d.Digest.String()), opts...)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", d.Digest, regauth.Explain(err))
+		}
+		if err := agrees(child); err != nil {
+			return nil, fmt.Errorf("%s: %w", d.Digest, err)
+		}
+		img, err := child.Image()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", d.Digest, regauth.Explain(err))
+		}
+		if err := CheckConfigSize(img); err != nil {
+			return nil, fmt.Errorf("%s: %w", d.Digest, err)
+		}
+		cf, err := img.ConfigFile()
+		if err != nil {
+			return nil, fmt.Errorf("%s: config: %w", d.Digest, regauth.Explain(err))
+		}
+		ds[i].Platform = &v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant}
+		fetched[d.Digest] = child
+		seen = append(seen, platformName(cf.OS, cf.Architecture, cf.Variant)+" (by its config)")
+	}
+	best := p.Closest(ds)
+	if len(best) == 0 {
+		return nil, fmt.Errorf("its index has no image for %s (it holds %s)", p, strings.Join(seen, "; "))
+	}
+	if child, ok := fetched[best[0].Digest]; ok {
+		return child, nil
+	}
+	if !best[0].MediaType.IsImage() {
+		return nil, nil // a nested index: go-containerregistry follows it
+	}
+	child, err := remote.Get(nref.Context().Digest(best[0].Digest.String()), opts...)
+	if err != nil {
+		return nil, regauth.Explain(err)
+	}
+	if err := agrees(child); err != nil {
+		return nil, fmt.Errorf("%s: %w", best[0].Digest, err)
+	}
+	return child, nil
+}
+
 // closest returns, for an amd64 platform, the image of a registry index
 // that is closest to p (platform.Rank), or nil to leave the choice to
 // go-containerregistry (other platforms, and an entry that is an index).
@@ -293,7 +387,8 @@ func closest(desc *remote.Descriptor, p platform.Platform) (*v1.Descriptor, erro
 	if err != nil {
 		return nil, err
 	}
-	// An entry that names no platform is linux/amd64, as
+	// An entry that names no platform (here a nested index: byConfig
+	// read the images' configs) is linux/amd64, as
 	// go-containerregistry (and nestedWithin) take it: asked for
 	// linux/amd64/v3, go-containerregistry would not take it at all.
 	ds := slices.Clone(m.Manifests)
