@@ -271,11 +271,12 @@ func agrees(desc *remote.Descriptor) error {
 	if err := json.Unmarshal(desc.Manifest, &body); err != nil {
 		return nil // go-containerregistry says what is wrong with it
 	}
+	given := func(v json.RawMessage) bool { return v != nil && string(v) != "null" }
 	var is string
 	switch {
-	case desc.MediaType.IsImage() && (body.Manifests != nil || body.MediaType.IsIndex()):
+	case desc.MediaType.IsImage() && (given(body.Manifests) || body.MediaType.IsIndex()):
 		is = "an index"
-	case desc.MediaType.IsIndex() && (body.Config != nil || body.Layers != nil || body.MediaType.IsImage()):
+	case desc.MediaType.IsIndex() && (given(body.Config) || given(body.Layers) || body.MediaType.IsImage()):
 		is = "an image manifest"
 	default:
 		return nil

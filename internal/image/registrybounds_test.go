@@ -199,3 +199,18 @@ func mustRef(t *testing.T, s string) name.Reference {
 	}
 	return r
 }
+
+// A field given as null is no field: an image manifest that says
+// "manifests": null is still an image's, as Go's encoders write an empty
+// slice of a struct without omitempty.
+func TestAgreesTakesNullForAbsent(t *testing.T) {
+	for mt, body := range map[types.MediaType]string{
+		types.OCIManifestSchema1: `{"schemaVersion":2,"config":{},"layers":[],"manifests":null}`,
+		types.OCIImageIndex:      `{"schemaVersion":2,"manifests":[],"config":null,"layers":null}`,
+	} {
+		d := &remote.Descriptor{Descriptor: v1.Descriptor{MediaType: mt}, Manifest: []byte(body)}
+		if err := agrees(d); err != nil {
+			t.Errorf("%s %s: %v", mt, body, err)
+		}
+	}
+}
