@@ -243,6 +243,11 @@ func (r *Resolver) fromRegistry(ctx context.Context, ref string, p platform.Plat
 	}
 	img, err := desc.Image()
 	if err != nil {
+		if desc.MediaType.IsIndex() && strings.Contains(err.Error(), "no child with platform") {
+			// go-containerregistry's error (no type to match) says
+			// nothing of what the index does hold.
+			return nil, fmt.Errorf("%w (%s)", regauth.Explain(err), indexHolds(desc))
+		}
 		return nil, regauth.Explain(err)
 	}
 	if err := CheckConfigSize(img); err != nil {
@@ -371,6 +376,37 @@ func byConfig(nref name.Reference, desc *remote.Descriptor, p platform.Platform,
 		return nil, fmt.Errorf("%s: %w", best[0].Digest, err)
 	}
 	return child, nil
+}
+
+// indexHolds says what a registry index lists, for an error saying that
+// none of it is for the platform asked: the first maxPassed entries'
+// platforms, as a layout's are said (layoutReader.holds).
+func indexHolds(desc *remote.Descriptor) string {
+	idx, err := desc.ImageIndex()
+	if err != nil {
+		return "its entries unread: " + err.Error()
+	}
+	m, err := idx.IndexManifest()
+	if err != nil {
+		return "its entries unread: " + err.Error()
+	}
+	var seen []string
+	for _, d := range m.Manifests {
+		what := string(d.MediaType) + " naming no platform"
+		if d.Platform != nil {
+			what = platformName(d.Platform.OS, d.Platform.Architecture, d.Platform.Variant)
+		}
+		if !slices.Contains(seen, what) {
+			seen = append(seen, what)
+		}
+	}
+	switch {
+	case len(seen) == 0:
+		return "it lists nothing"
+	case len(seen) > maxPassed:
+		return "it holds " + strings.Join(seen[:maxPassed], "; ") + "; and more"
+	}
+	return "it holds " + strings.Join(seen, "; ")
 }
 
 // closest returns, for an amd64 platform, the image of a registry index

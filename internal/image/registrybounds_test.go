@@ -214,3 +214,29 @@ func TestAgreesTakesNullForAbsent(t *testing.T) {
 		}
 	}
 }
+
+// A registry index with nothing for the platform says what it holds, as
+// a layout does: an index of an arm64 image and its BuildKit attestation
+// (unknown/unknown) said only "no child with platform linux/amd64".
+func TestRegistryBaseSaysWhatItsIndexHolds(t *testing.T) {
+	reg := testregistry.Start(t, nil)
+	img, err := mutate.ConfigFile(mutate.MediaType(empty.Image, types.OCIManifestSchema1), &v1.ConfigFile{OS: "linux", Architecture: "arm64"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	att, err := mutate.ConfigFile(mutate.MediaType(empty.Image, types.OCIManifestSchema1), &v1.ConfigFile{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex),
+		mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: "arm64"}}},
+		mutate.IndexAddendum{Add: att, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "unknown", Architecture: "unknown"}}})
+	ref := reg.Host + "/holds/base:v1"
+	if err := remote.WriteIndex(mustRef(t, ref), idx); err != nil {
+		t.Fatal(err)
+	}
+	_, err = (&Resolver{}).Base(context.Background(), ref, linuxAMD64)
+	if want := "(it holds linux/arm64; unknown/unknown)"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v, want %q", err, want)
+	}
+}
