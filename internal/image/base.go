@@ -82,7 +82,7 @@ func (r *Resolver) Base(ctx context.Context, ref string, p platform.Platform) (v
 	}
 	cf, err := img.ConfigFile()
 	if err != nil {
-		return nil, fmt.Errorf("base %s: config: %w", ref, err)
+		return nil, fmt.Errorf("base %s: config %s: %w", ref, m.Config.Digest, err)
 	}
 	if _, ok := p.Rank(v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant}); !ok {
 		// An index's entry may name another platform than the config

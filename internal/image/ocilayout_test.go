@@ -682,3 +682,19 @@ func TestLayoutBaseSaysWhatItHolds(t *testing.T) {
 		})
 	}
 }
+
+// A config that is no JSON is named by its digest: the error was the
+// decoder's alone ("config: invalid character 'h' in literal true").
+func TestLayoutBaseConfigNotJSON(t *testing.T) {
+	l := newTestLayout(t)
+	cfg := l.blob([]byte("this is not json"), types.OCIConfigJSON)
+	m, err := json.Marshal(v1.Manifest{SchemaVersion: 2, MediaType: types.OCIManifestSchema1, Config: cfg, Layers: []v1.Descriptor{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := l.blob(m, types.OCIManifestSchema1)
+	d.Platform = &v1.Platform{OS: "linux", Architecture: "amd64"}
+	l.root(d)
+	_, err = l.base(linuxAMD64)
+	wantErr(t, err, "config "+cfg.Digest.String()+": invalid character")
+}
