@@ -85,6 +85,13 @@ func localInputs(t *testing.T, arch string) map[string]string {
 		}
 		return full
 	}
+	write0644 := func(p string, b []byte) string {
+		full := write(p, b)
+		if err := os.Chmod(full, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return full
+	}
 	return map[string]string{
 		"containerd": write("containerd-patched.tar.gz", fixture.TarGz([]fixture.File{
 			{Name: "bin/containerd", Content: bin("containerd"), Mode: 0o755},
@@ -92,7 +99,8 @@ func localInputs(t *testing.T, arch string) map[string]string {
 			{Name: "bin/containerd-shim-runc-v2", Content: bin("shim"), Mode: 0o755},
 			{Name: "LICENSE", Content: "Apache-2.0\n"},
 		})),
-		"runc":   write("runc-patched/runc."+arch, []byte(bin("runc"))),
+		// As README's curl writes it: a download has no execute bit.
+		"runc":   write0644("runc-patched/runc."+arch, []byte(bin("runc"))),
 		"crictl": write("crictl", []byte(bin("crictl"))),
 		"cni-plugins": filepath.Dir(write("cni/host-local", []byte(bin("host-local")))) + func() string {
 			write("cni/LICENSE", []byte("Apache-2.0\n"))
@@ -124,6 +132,14 @@ func TestKindEachMode(t *testing.T) {
 			for _, f := range append(kindFiles, "etc/os-release") {
 				if files[f] == "" {
 					t.Errorf("%s missing from the image", f)
+				}
+			}
+			// readImageFiles ends a file with its mode: every binary must
+			// run, runc too, which the release and the local mode give
+			// as a bare file without an execute bit.
+			for _, f := range kindFiles {
+				if !strings.HasSuffix(files[f], " (755)") {
+					t.Errorf("%s is not executable: mode %s", f, files[f][strings.LastIndex(files[f], " (")+1:])
 				}
 			}
 			if mode == "release" && !strings.Contains(files["usr/local/bin/ctr"], "ctr release stand-in") {
