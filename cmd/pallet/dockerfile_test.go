@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -1098,5 +1099,45 @@ func TestDockerfileSymbolicChmodStageMadeDirs(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("layers hold\n got %q\nwant %q", got, want)
+	}
+}
+
+// The Antrea Dockerfile's header and docs/dockerfile.md give the shell
+// steps that make its files; a user pastes them into a shell, where the
+// Dockerfile's escape character (a backtick) ending a line opens a
+// command substitution. Each must at least parse as bash reads it.
+func TestAntreaDockerfileStepsParse(t *testing.T) {
+	bash := needTool(t, "bash")
+	df, err := os.ReadFile(filepath.Join("..", "..", "examples", "antrea-windows", "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var header []string
+	for _, l := range strings.Split(string(df), "\n") {
+		if cmd, ok := strings.CutPrefix(l, "#   "); ok {
+			header = append(header, cmd)
+		}
+	}
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "dockerfile.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(doc), "## Migrating a buildx Windows build")
+	if ok {
+		_, block, ok = strings.Cut(block, "```sh\n")
+	}
+	if ok {
+		block, _, ok = strings.Cut(block, "```")
+	}
+	if !ok || len(header) == 0 {
+		t.Fatalf("no steps found: %d header lines, docs block found %v", len(header), ok)
+	}
+	for name, script := range map[string]string{"Dockerfile header": strings.Join(header, "\n"), "docs/dockerfile.md": block} {
+		if !strings.Contains(script, "go -C agent build") || !strings.Contains(script, "pallet build -f Dockerfile") {
+			t.Errorf("%s: the steps are not where this test looks for them:\n%s", name, script)
+		}
+		if out, err := exec.Command(bash, "-n", "-c", script).CombinedOutput(); err != nil {
+			t.Errorf("%s: bash -n: %v\n%s\n%s", name, err, out, script)
+		}
 	}
 }
