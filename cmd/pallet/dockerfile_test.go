@@ -167,6 +167,14 @@ func TestDockerfileSameDigestAsRecipe(t *testing.T) {
 func TestDockerfileAntreaWindows(t *testing.T) {
 	dir := filepath.Dir(copyExample(t, "antrea-windows"))
 	pre := filepath.Join(dir, "dockerfile")
+	// A checkout where docs/dockerfile.md's steps were followed holds
+	// their outputs there (ignored by git, copied with the example):
+	// this test makes its own.
+	for _, made := range []string{"bin", "cni", "openvswitch"} {
+		if err := os.RemoveAll(filepath.Join(pre, made)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, exe := range []string{"antrea-agent", "antctl", "antrea-cni"} {
 		writeFile(t, filepath.Join(pre, "bin", exe+".exe"), string(fixture.PE(fixture.PEAMD64, "stand-in for "+exe+" v2.2.0\n")))
 	}
