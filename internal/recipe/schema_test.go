@@ -217,3 +217,42 @@ func planValid(t *testing.T, src string) (*Recipe, *plan.Plan) {
 	}
 	return r, p
 }
+
+// The reference recipe at the head of docs/recipe.md, its placeholder
+// pins filled in, parses, meets the schema and plans for every platform
+// and mode it names: it once placed an artifact it never declared and a
+// Windows setting on a Linux-only image, and no test read it.
+func TestDocsSampleRecipePlans(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/recipe.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)```yaml\n(version: 1.*?)```").FindSubmatch(doc)
+	if m == nil {
+		t.Fatal("docs/recipe.md has no yaml block starting with version: 1")
+	}
+	hex := strings.Repeat("ab", 32)
+	sample := regexp.MustCompile(`\b[0-9a-f]{4}\.\.\.`).ReplaceAllString(string(m[1]), hex)
+	sample = strings.ReplaceAll(sample, "h1:...", "h1:"+strings.Repeat("A", 43)+"=")
+	sample = strings.ReplaceAll(sample, ": ...", ": "+hex)
+	if regexp.MustCompile(`(?m)^[^#]*\.\.\.`).MatchString(sample) {
+		t.Fatalf("a placeholder is left outside comments:\n%s", sample)
+	}
+	r, err := Parse("docs/recipe.md sample", []byte(sample)) // lines counted from its version line
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	if err := compileSchema(t).Validate(yamlToJSONValue(t, []byte(sample))); err != nil {
+		t.Errorf("schema: %v", err)
+	}
+	for _, mode := range []string{"source", "release"} {
+		p, err := r.Plan(Options{Modes: map[string]Choice{"containerd": {Mode: mode}}})
+		if err != nil {
+			t.Errorf("plan with containerd=%s: %v", mode, err)
+			continue
+		}
+		if len(p.Images) != 1 || len(p.Images[0].Platforms) != 3 {
+			t.Errorf("plan with containerd=%s: %d images, want the agent on three platforms", mode, len(p.Images))
+		}
+	}
+}
