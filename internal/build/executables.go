@@ -25,38 +25,47 @@ type loaderNeed struct {
 
 // checkExecutables refuses an executable built for another platform than
 // the image's, before any layer is written, and returns the dynamically
-// linked ones with what they need. A file that passed for this platform
-// once is not read again while it is untouched.
-func (b *builder) checkExecutables(res *artifact.Result, place tree.Placement, p platform.Platform) ([]loaderNeed, error) {
+// linked ones with what they need, and the paths of the Linux programs
+// placed without an execute bit (a release binary downloaded as it is, a
+// file curl wrote: 0644), which no runtime would start. A file that
+// passed for this platform once is not read again while it is untouched.
+func (b *builder) checkExecutables(res *artifact.Result, place tree.Placement, p platform.Platform) (needs []loaderNeed, unrunnable []tree.Entry, err error) {
 	placed := tree.New()
 	if err := placed.Place(res.Tree, place); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	fact := "exe-dynamic " + p.OS + "/" + p.Arch
-	var needs []loaderNeed
+	fact := "exe-v2 " + p.OS + "/" + p.Arch
 	for e := range placed.All() {
 		if e.Kind != tree.File {
 			continue
 		}
 		got, err := b.memo(e.Source, e.Stamp, fact, func(path string) (string, error) {
-			d, err := exe.CheckDynamic(path, "/"+e.Path, p.OS, p.Arch)
-			if err != nil || d.Interp == "" {
+			info, err := exe.CheckDynamic(path, "/"+e.Path, p.OS, p.Arch)
+			if err != nil || !info.Program && info.Interp == "" {
 				return "ok", err
 			}
-			j, err := json.Marshal(d)
+			j, err := json.Marshal(info)
 			return "ok " + string(j), err
 		})
 		if err != nil {
-			return nil, fmt.Errorf("artifact %s: %w (set check: false on the artifact to allow it)", res.Record.Name, err)
+			return nil, nil, fmt.Errorf("artifact %s: %w (set check: false on the artifact to allow it)", res.Record.Name, err)
 		}
-		if j, ok := strings.CutPrefix(got, "ok "); ok {
-			var d exe.Dynamic
-			if json.Unmarshal([]byte(j), &d) == nil && d.Interp != "" {
-				needs = append(needs, loaderNeed{path: "/" + e.Path, Dynamic: d})
-			}
+		j, ok := strings.CutPrefix(got, "ok ")
+		if !ok {
+			continue
+		}
+		var info exe.Info
+		if json.Unmarshal([]byte(j), &info) != nil {
+			continue
+		}
+		if info.Interp != "" {
+			needs = append(needs, loaderNeed{path: "/" + e.Path, Dynamic: info.Dynamic})
+		}
+		if info.Program && !p.IsWindows() && e.Mode&0o111 == 0 {
+			unrunnable = append(unrunnable, e)
 		}
 	}
-	return needs, nil
+	return needs, unrunnable, nil
 }
 
 // warnMissingLoaders warns of dynamically linked executables whose

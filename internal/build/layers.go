@@ -471,9 +471,12 @@ func (b *builder) layerTree(ctx context.Context, name string, pi *plan.PlatformI
 		// resolve.
 		place.FollowLink = pm.FollowLink && dest == pm.Dest
 		if b.plan.Artifacts[pm.Artifact].Check {
-			needs, err := b.checkExecutables(res, place, pi.Platform)
+			needs, unrunnable, err := b.checkExecutables(res, place, pi.Platform)
 			if err != nil {
 				return nil, nil, plan.Wrap(placedAt(pm, err), fmt.Errorf("image %s (%s): %w", name, pi.Platform, err))
+			}
+			for _, e := range unrunnable {
+				b.opt.Progress.Warn("%s: image %s (%s): /%s is a program (ELF) placed with no execute bit (mode %04o): no runtime will start it; give the placement a mode (a recipe's mode: \"0755\", a Dockerfile's --chmod=755)", pm.Pos, name, pi.Platform, e.Path, tree.UnixMode(e.Mode))
 			}
 			if len(needs) > 0 {
 				b.mu.Lock()

@@ -32,6 +32,7 @@ func detectELF(r io.ReaderAt, head []byte) (result, bool, error) {
 		machine      elf.Machine
 		phoff        uint64
 		phent, phnum uint16
+		typ          elf.Type
 	)
 	switch class {
 	case elf.ELFCLASS32:
@@ -40,18 +41,23 @@ func detectELF(r io.ReaderAt, head []byte) (result, bool, error) {
 			return result{}, false, err
 		}
 		machine, phoff, phent, phnum = elf.Machine(h.Machine), uint64(h.Phoff), h.Phentsize, h.Phnum
+		typ = elf.Type(h.Type)
 	case elf.ELFCLASS64:
 		var h elf.Header64
 		if err := readStruct(r, 0, bo, &h, "ELF header"); err != nil {
 			return result{}, false, err
 		}
 		machine, phoff, phent, phnum = elf.Machine(h.Machine), h.Phoff, h.Phentsize, h.Phnum
+		typ = elf.Type(h.Type)
 	default:
 		return result{}, false, corrupt("invalid ELF class %d", head[elf.EI_CLASS])
 	}
 	osabi := elf.OSABI(head[elf.EI_OSABI])
 	res := single(elfOS(osabi), elfArch(machine, class, bo), "ELF")
 	res.dynamic = elfDynamic(r, bo, class, phoff, phent, phnum)
+	// A PIE is ET_DYN as a shared library is; its loader tells it apart
+	// (a static PIE, which has none, is not told apart here).
+	res.program = typ == elf.ET_EXEC || typ == elf.ET_DYN && res.dynamic.Interp != ""
 	return res, true, nil
 }
 

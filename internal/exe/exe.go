@@ -54,6 +54,18 @@ type result struct {
 	// dynamic is what an ELF executable needs to start: its loader
 	// (PT_INTERP) and shared libraries.
 	dynamic Dynamic
+	// program: an ELF file the kernel runs (Info.Program).
+	program bool
+}
+
+// Info is what CheckDynamic learns of a file beside its platform.
+type Info struct {
+	// Program says the file is an ELF program the kernel runs
+	// (ET_EXEC, or ET_DYN with a loader: a PIE), not a shared library
+	// or an object file: one placed without an execute bit is a
+	// mistake no runtime forgives.
+	Program bool `json:"program,omitempty"`
+	Dynamic
 }
 
 // sniffLen covers every magic this package looks at, plus the DOS header's
@@ -103,22 +115,22 @@ func Check(path, name, wantOS, wantArch string) error {
 // CheckDynamic is Check, and also returns what a dynamically linked ELF
 // executable needs to start: its loader and the shared libraries it
 // names (DT_NEEDED), with the directories it has the loader look in.
-// It is zero for a static executable or any other file. The headers and
+// Its Dynamic is zero for a static executable or any other file. The headers and
 // the dynamic section are read with bounds (names of at most 4096 bytes,
 // a dynamic section of at most 64 KiB), and what cannot be read is left
 // out rather than failing: it only serves warnings.
-func CheckDynamic(path, name, wantOS, wantArch string) (Dynamic, error) {
+func CheckDynamic(path, name, wantOS, wantArch string) (Info, error) {
 	r, ok, err := detectPath(path)
 	if err != nil {
-		return Dynamic{}, fmt.Errorf("%s: %w", name, err)
+		return Info{}, fmt.Errorf("%s: %w", name, err)
 	}
 	if !ok {
-		return Dynamic{}, nil
+		return Info{}, nil
 	}
 	if r.OS == wantOS && (slices.Contains(r.archs, wantArch) || r.anyWindowsArch) {
-		return r.dynamic, nil
+		return Info{Program: r.program, Dynamic: r.dynamic}, nil
 	}
-	return Dynamic{}, fmt.Errorf("%s: built for %s, image is %s/%s", name, r.Platform, wantOS, wantArch)
+	return Info{}, fmt.Errorf("%s: built for %s, image is %s/%s", name, r.Platform, wantOS, wantArch)
 }
 
 func detectPath(path string) (result, bool, error) {

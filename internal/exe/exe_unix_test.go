@@ -151,3 +151,48 @@ func TestDynamicAgreesWithDebugELF(t *testing.T) {
 		t.Skip("no dynamically linked executable found to compare")
 	}
 }
+
+// Program tells the programs of this machine (ET_EXEC, or a PIE: ET_DYN
+// with a loader) from its shared libraries (ET_DYN without one), as
+// debug/elf reads their headers; a text file is none.
+func TestProgramAgreesWithDebugELF(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	libs, _ := filepath.Glob("/usr/lib/*-linux-gnu/lib*.so.*")
+	var programs, libraries int
+	for _, p := range append([]string{"/bin/sh", "/usr/bin/env", "/usr/bin/gcc", self}, libs...) {
+		if p, err = filepath.EvalSymlinks(p); err != nil {
+			continue
+		}
+		f, err := elf.Open(p)
+		if err != nil {
+			continue
+		}
+		interp := false
+		for _, prog := range f.Progs {
+			interp = interp || prog.Type == elf.PT_INTERP
+		}
+		want := f.Type == elf.ET_EXEC || f.Type == elf.ET_DYN && interp
+		f.Close()
+		info, err := CheckDynamic(p, p, runtime.GOOS, runtime.GOARCH)
+		if err != nil {
+			continue // a library of another architecture (multiarch)
+		}
+		if info.Program != want {
+			t.Errorf("CheckDynamic(%s).Program = %v; debug/elf says type %s, loader %v", p, info.Program, f.Type, interp)
+		}
+		if want {
+			programs++
+		} else {
+			libraries++
+		}
+	}
+	if programs == 0 || libraries == 0 {
+		t.Fatalf("compared %d programs and %d libraries, want some of each", programs, libraries)
+	}
+	if info, err := CheckDynamic("/etc/hostname", "/etc/hostname", runtime.GOOS, runtime.GOARCH); info.Program || err != nil {
+		t.Errorf("a text file: %+v, %v", info, err)
+	}
+}
