@@ -56,8 +56,11 @@ func (g *Git) Key(*Fetcher, *Request) ([]string, bool, error) {
 		// A tag that is a version of the module is stamped into the
 		// binaries (tagCheckout): those cached before, which said
 		// (devel), are not reused; v2, nor those stamped where the build
-		// machine's git attributes reached the checkout (+dirty, CRLF).
-		parts = append(parts, "vcs-v2")
+		// machine's git attributes reached the checkout (+dirty, CRLF);
+		// v3, nor those where an attributes file named in the
+		// environment (GIT_CONFIG_COUNT, GIT_CONFIG_PARAMETERS) reached
+		// the go command's git status (+dirty).
+		parts = append(parts, "vcs-v3")
 	}
 	return parts, true, nil
 }
@@ -460,6 +463,20 @@ const (
 	noUserAttributes = "core.attributesFile=/dev/null"
 	gitAttrNoSystem  = "GIT_ATTR_NOSYSTEM=1"
 )
+
+// lastGitConfig is the environment variable that gives git the setting
+// kv (key=value, holding no quote) after every other: git reads
+// GIT_CONFIG_PARAMETERS (what git -c sets) last, after the files and
+// GIT_CONFIG_COUNT, so kv is added at the end of what the environment
+// already gives there, in the older of its two forms, which every git
+// reads.
+func lastGitConfig(kv string) string {
+	v := "'" + kv + "'"
+	if cur := os.Getenv("GIT_CONFIG_PARAMETERS"); cur != "" {
+		v = cur + " " + v
+	}
+	return "GIT_CONFIG_PARAMETERS=" + v
+}
 
 // dropOutwardLinks removes the symlinks of a checkout that lead out of it
 // (absolute, or climbing above its root): the commit pins the link, not

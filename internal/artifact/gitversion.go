@@ -65,15 +65,6 @@ func tagCheckout(ctx context.Context, src, moduleDir, dirOnDisk string, g gitRef
 	if _, ok := ModuleTagVersion(moduleDir, modfile.ModulePath(data), g.Tag); !ok {
 		return false, nil
 	}
-	// The go command reads the stamps with the user's git configuration,
-	// which a private module's fetch may need (goBuild): the checkout's
-	// own configuration, read last, keeps the user's attributes out of
-	// what git status calls modified, as gitCommand keeps them out of
-	// the checkout (noUserAttributes).
-	key, value, _ := strings.Cut(noUserAttributes, "=")
-	if _, err := git(ctx, src, "config", key, value); err != nil {
-		return false, err
-	}
 	refs, err := git(ctx, src, "for-each-ref", "--format=%(refname)", "refs/tags/")
 	if err != nil {
 		return false, err

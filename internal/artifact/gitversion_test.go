@@ -320,3 +320,49 @@ func committedRepo(t *testing.T, files map[string]string) (repo, commit string) 
 	fixture.Git(t, repo, "commit", "-q", "-m", "release")
 	return repo, fixture.Git(t, repo, "rev-parse", "HEAD")
 }
+
+// An attributes file named by git configuration in the environment
+// (GIT_CONFIG_COUNT, or GIT_CONFIG_PARAMETERS, which a hook inherits
+// from git -c) stays out of what the go command stamps, as one named in
+// ~/.gitconfig does: the go command's git reads the environment's after
+// the checkout's own .git/config, where pallet turned the user's
+// attributes off, and '* text eol=crlf' there showed a file committed
+// with CRLF as modified (v1.0.0+dirty).
+func TestGitBuildIgnoresAttributesFileInEnvironment(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	repo, commit := committedRepo(t, map[string]string{
+		"go.mod":   "module example.com/app\n\ngo 1.22\n",
+		"main.go":  "package main\n\nfunc main() {}\n",
+		"make.bat": "go build\r\n",
+	})
+	fixture.Git(t, repo, "tag", "v1.0.0")
+	p, err := platform.Parse("linux/amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	attrs := filepath.Join(t.TempDir(), "attributes")
+	if err := os.WriteFile(attrs, []byte("* text eol=crlf\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, env := range []map[string]string{
+		{"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "core.attributesFile", "GIT_CONFIG_VALUE_0": attrs},
+		{"GIT_CONFIG_PARAMETERS": "'core.attributesfile'='" + attrs + "'"},
+	} {
+		for k, v := range env {
+			t.Setenv(k, v)
+		}
+		k := &artifact.Git{Repo: repo, Commit: commit, Tag: "v1.0.0", Go: artifact.Go{Module: ".", Packages: []string{"."}, Trimpath: true}}
+		res, err := fetcher(t).Fetch(context.Background(), &artifact.Request{Name: "app", Platform: p, NoLicense: true, Kind: k}, t.TempDir())
+		for k := range env {
+			os.Unsetenv(k)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := binInfo(t, res, "app").Main.Version; v != "v1.0.0" {
+			t.Errorf("%v: main module version %q, want v1.0.0", env, v)
+		}
+	}
+}

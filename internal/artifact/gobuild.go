@@ -175,11 +175,14 @@ func (f *Fetcher) goBuild(ctx context.Context, r *Request, g *Go, dir string, wo
 	// stamps with options of its own, and fetches private modules
 	// through it (url.insteadOf, credential helpers). Attributes are
 	// the checkout's alone, as when pallet checked it out: the system's
-	// are turned off here, the user's by the checkout's configuration
-	// (tagCheckout).
+	// are turned off, and the user's attributes file by configuration
+	// git reads after all other (lastGitConfig), wherever the user's
+	// names one: in ~/.gitconfig, or in GIT_CONFIG_COUNT or
+	// GIT_CONFIG_PARAMETERS, which git reads after the checkout's own
+	// .git/config, so that setting it there stamped +dirty.
 	var env []string
 	if g.vcs {
-		env = []string{gitAttrNoSystem}
+		env = []string{gitAttrNoSystem, lastGitConfig(noUserAttributes)}
 	}
 	return f.runGo(ctx, r, g, goRun{args: append(args, g.Packages...), dir: dir, out: out, licenses: dir, work: work, list: g.Packages, env: env})
 }
