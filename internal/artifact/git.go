@@ -59,7 +59,8 @@ func (g *Git) Key(*Fetcher, *Request) ([]string, bool, error) {
 		// machine's git attributes reached the checkout (+dirty, CRLF);
 		// v3, nor those where an attributes file named in the
 		// environment (GIT_CONFIG_COUNT, GIT_CONFIG_PARAMETERS) reached
-		// the go command's git status (+dirty).
+		// the go command's git status, or a template's hook the
+		// checkout (+dirty).
 		parts = append(parts, "vcs-v3")
 	}
 	return parts, true, nil
@@ -411,7 +412,8 @@ func gitCommand(ctx context.Context, dir string, args ...string) *exec.Cmd {
 	// credential question or behave differently per machine. Nor the
 	// user's attributes (noUserAttributes), which the configuration
 	// does not cover, nor the repository the environment names
-	// (gitRepoEnv), nor configuration given in it.
+	// (gitRepoEnv), nor configuration given in it, nor hooks a template
+	// gives (noTemplates).
 	var env []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
@@ -419,7 +421,7 @@ func gitCommand(ctx context.Context, dir string, args ...string) *exec.Cmd {
 			env = append(env, kv)
 		}
 	}
-	cmd.Env = append(env, "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", gitAttrNoSystem)
+	cmd.Env = append(env, "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", gitAttrNoSystem, noTemplates)
 	// Nor on ssh's own questions (an unknown host key, a passphrase),
 	// which it asks on the terminal: git runs in a process group of its
 	// own, where reading the terminal would stop it for good. The go
@@ -463,6 +465,13 @@ const (
 	noUserAttributes = "core.attributesFile=/dev/null"
 	gitAttrNoSystem  = "GIT_ATTR_NOSYSTEM=1"
 )
+
+// noTemplates gives a repository pallet makes (git init) no templates:
+// those of a GIT_TEMPLATE_DIR in the environment, or the system's, may
+// hold hooks, and git checkout runs post-checkout, which then wrote into
+// the checkout what was built and stamped (+dirty), on that machine
+// alone. An empty directory is git's word for none.
+const noTemplates = "GIT_TEMPLATE_DIR="
 
 // lastGitConfig is the environment variable that gives git the setting
 // kv (key=value, holding no quote) after every other: git reads

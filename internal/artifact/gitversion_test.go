@@ -366,3 +366,39 @@ func TestGitBuildIgnoresAttributesFileInEnvironment(t *testing.T) {
 		}
 	}
 }
+
+// A template directory named in the environment (GIT_TEMPLATE_DIR) gives
+// the checkout no hooks: git init copied its post-checkout hook into
+// the checkout, and git checkout ran it, so that what the hook wrote
+// there was built and stamped (a file it left made v1.0.0+dirty), on the
+// machines that set it alone.
+func TestGitBuildIgnoresTemplateDirectory(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	repo, commit := committedRepo(t, map[string]string{
+		"go.mod":  "module example.com/app\n\ngo 1.22\n",
+		"main.go": "package main\n\nfunc main() {}\n",
+	})
+	fixture.Git(t, repo, "tag", "v1.0.0")
+	p, err := platform.Parse("linux/amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	templates := t.TempDir()
+	if err := os.Mkdir(filepath.Join(templates, "hooks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(templates, "hooks", "post-checkout"), []byte("#!/bin/sh\necho stray > stray.txt\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GIT_TEMPLATE_DIR", templates)
+	k := &artifact.Git{Repo: repo, Commit: commit, Tag: "v1.0.0", Go: artifact.Go{Module: ".", Packages: []string{"."}, Trimpath: true}}
+	res, err := fetcher(t).Fetch(context.Background(), &artifact.Request{Name: "app", Platform: p, NoLicense: true, Kind: k}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := binInfo(t, res, "app").Main.Version; v != "v1.0.0" {
+		t.Errorf("with GIT_TEMPLATE_DIR's post-checkout hook: main module version %q, want v1.0.0", v)
+	}
+}
