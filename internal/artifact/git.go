@@ -413,11 +413,12 @@ func gitCommand(ctx context.Context, dir string, args ...string) *exec.Cmd {
 	// user's attributes (noUserAttributes), which the configuration
 	// does not cover, nor the repository the environment names
 	// (gitRepoEnv), nor configuration given in it, nor hooks a template
-	// gives (noTemplates).
+	// gives (noTemplates), nor the object format it asks of a new
+	// repository (gitDefaultHash).
 	var env []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
-		if !slices.Contains(gitRepoEnv, k) && !slices.Contains(gitConfigEnv, k) {
+		if !slices.Contains(gitRepoEnv, k) && !slices.Contains(gitConfigEnv, k) && k != gitDefaultHash {
 			env = append(env, kv)
 		}
 	}
@@ -465,6 +466,12 @@ const (
 	noUserAttributes = "core.attributesFile=/dev/null"
 	gitAttrNoSystem  = "GIT_ATTR_NOSYSTEM=1"
 )
+
+// gitDefaultHash names the object format git init gives a repository
+// (sha256): pallet's, made to fetch a commit into, must take the
+// remote's, which git fetch does not change, and with it set every git
+// build failed ("mismatched algorithms: client sha256; server sha1").
+const gitDefaultHash = "GIT_DEFAULT_HASH"
 
 // noTemplates gives a repository pallet makes (git init) no templates:
 // those of a GIT_TEMPLATE_DIR in the environment, or the system's, may

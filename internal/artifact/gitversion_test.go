@@ -402,3 +402,26 @@ func TestGitBuildIgnoresTemplateDirectory(t *testing.T) {
 		t.Errorf("with GIT_TEMPLATE_DIR's post-checkout hook: main module version %q, want v1.0.0", v)
 	}
 }
+
+// A GIT_DEFAULT_HASH in the environment (sha256, for the repositories a
+// user makes) leaves the repository pallet fetches a pin into in the
+// remote's object format: every git build failed, "mismatched
+// algorithms: client sha256; server sha1".
+func TestGitBuildIgnoresDefaultHash(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	repo, commit := committedRepo(t, map[string]string{
+		"go.mod":  "module example.com/app\n\ngo 1.22\n",
+		"main.go": "package main\n\nfunc main() {}\n",
+	})
+	p, err := platform.Parse("linux/amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GIT_DEFAULT_HASH", "sha256")
+	k := &artifact.Git{Repo: repo, Commit: commit, Go: artifact.Go{Module: ".", Packages: []string{"."}, Trimpath: true}}
+	if _, err := fetcher(t).Fetch(context.Background(), &artifact.Request{Name: "app", Platform: p, NoLicense: true, Kind: k}, t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+}
