@@ -435,18 +435,20 @@ func gitCommand(ctx context.Context, dir string, args ...string) *exec.Cmd {
 
 // gitRepoEnv are the variables that tell git which repository to work
 // on, and where its parts are (git rev-parse --local-env-vars, less
-// gitConfigEnv). A git hook may run with them set for the user's own
-// repository (a pre-commit hook in a linked worktree has GIT_DIR and
-// GIT_INDEX_FILE), and so does whatever it runs: git run in a checkout
-// with GIT_DIR set works on that repository instead, and a pallet build
-// run so added a remote to it, detached its HEAD, replaced its index and
-// deleted its tags (tagCheckout). Neither pallet's git nor
-// the go command's (which stamps a checkout, and fetches private modules
-// with git) may see them.
+// gitConfigEnv), and which of its refs (GIT_NAMESPACE, which a server's
+// hook has, and which hid the pin's tag from pallet's git). A git hook
+// may run with them set for the user's own repository (a pre-commit
+// hook in a linked worktree has GIT_DIR and GIT_INDEX_FILE), and so does
+// whatever it runs: git run in a checkout with GIT_DIR set works on that
+// repository instead, and a pallet build run so added a remote to it,
+// detached its HEAD, replaced its index and deleted its tags
+// (tagCheckout). Neither pallet's git nor the go command's (which stamps
+// a checkout, and fetches private modules with git) may see them.
 var gitRepoEnv = []string{
 	"GIT_DIR", "GIT_WORK_TREE", "GIT_IMPLICIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR",
 	"GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_SHALLOW_FILE", "GIT_GRAFT_FILE",
 	"GIT_NO_REPLACE_OBJECTS", "GIT_REPLACE_REF_BASE", "GIT_PREFIX", "GIT_INTERNAL_SUPER_PREFIX",
+	"GIT_NAMESPACE",
 }
 
 // gitConfigEnv give git configuration in the environment: pallet's git

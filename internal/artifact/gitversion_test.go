@@ -228,7 +228,10 @@ func TestGitBuildIgnoresHookEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hook := map[string]string{"GIT_DIR": filepath.Join(mine, ".git"), "GIT_INDEX_FILE": filepath.Join(mine, ".git", "index"), "GIT_WORK_TREE": mine}
+	// A hook of a server that serves namespaces (gitnamespaces(7)) has
+	// GIT_NAMESPACE too: pallet's git then saw only the refs under it,
+	// in the pin's repository as well, and said it had no tag v1.0.0.
+	hook := map[string]string{"GIT_DIR": filepath.Join(mine, ".git"), "GIT_INDEX_FILE": filepath.Join(mine, ".git", "index"), "GIT_WORK_TREE": mine, "GIT_NAMESPACE": "mine"}
 	for k, v := range hook {
 		t.Setenv(k, v)
 	}
