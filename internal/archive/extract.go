@@ -47,8 +47,8 @@ type entry struct {
 	size  int64
 	exact bool
 
-	// slashes marks zip conventions: '\' separates components and drive
-	// letters make a path absolute.
+	// slashes marks a zip entry written on MS-DOS or Windows
+	// (backslashSeparates): '\' separates components.
 	slashes bool
 
 	// streamed marks tar entries, whose content is decompressed whether
@@ -958,7 +958,9 @@ func (x *extractor) readLinkContent(e *entry) (string, error) {
 
 func (x *extractor) makeSymlink(e *entry, parts []string, target string) error {
 	var err error
-	if x.opt.RootedLinks && !e.slashes && strings.HasPrefix(target, "/") {
+	// Rooted links are a tar's (Options.RootedLinks): a zip's, whose
+	// target is its content, stay refused.
+	if x.opt.RootedLinks && !e.linkInContent && strings.HasPrefix(target, "/") {
 		err = checkRootedTarget(target)
 	} else {
 		target, err = checkLinkTarget(target, strings.Join(parts, "/"), e.slashes)

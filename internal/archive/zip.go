@@ -62,9 +62,10 @@ func (x *extractor) extractZip(file *os.File) error {
 	}
 	seen := make(map[string]seenName, len(zr.File))
 	for _, f := range zr.File {
+		name := zipName(f)
 		e := &entry{
-			name:    zipName(f),
-			slashes: true,
+			name:    name,
+			slashes: backslashSeparates(f, name),
 			exact:   true,
 			open:    x.meteredOpen(f),
 		}
@@ -77,7 +78,7 @@ func (x *extractor) extractZip(file *os.File) error {
 		mode := f.Mode()
 		e.exec = mode&0o111 != 0
 		switch {
-		case mode.IsDir() || strings.HasSuffix(f.Name, `\`):
+		case mode.IsDir() || e.slashes && strings.HasSuffix(f.Name, `\`):
 			e.kind = kindDir
 		case mode&fs.ModeSymlink != 0:
 			e.kind = kindSymlink
@@ -174,6 +175,20 @@ func unicodePathIn(extra []byte, raw string) (string, bool) {
 
 // zipUnicodePathID is the tag of Info-ZIP's Unicode Path extra field.
 const zipUnicodePathID = 0x7075
+
+// backslashSeparates says whether a '\' in the zip entry name separates
+// directories, as unzip reads it: in a name written on MS-DOS or Windows
+// (the creator system the zip records) that holds no '/' (PowerShell 5's
+// Compress-Archive and .NET before 4.6.1 wrote "bin\x.dll" so). A zip
+// made on Unix may hold a '\' as a character of a name, as a tar does
+// (systemd's system-systemd\x2dcryptsetup.slice), and unzip keeps it so.
+func backslashSeparates(f *zip.File, name string) bool {
+	switch f.CreatorVersion >> 8 {
+	case zipFAT, zipHPFS, zipNTFS, zipVFAT:
+		return !strings.Contains(name, "/")
+	}
+	return false
+}
 
 // zipFlagUTF8 is the general purpose flag of a name in UTF-8 (bit 11).
 const zipFlagUTF8 = 0x800

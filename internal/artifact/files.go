@@ -23,8 +23,9 @@ func (e *Extract) key() string {
 	// of (tree.Entry.Linked). One stored before does not say them.
 	// v5: a zip's names written on Windows in code page 437 are read as
 	// such, and Info-ZIP's Unicode Path fields taken, where v4 kept the
-	// header's bytes, and a GNU incremental tar's
-	// directories are made, where v4 skipped them.
+	// header's bytes, a '\' in a zip made on Unix is a character of
+	// a name, where v4 split every zip name on it, and a GNU
+	// incremental tar's directories are made, where v4 skipped them.
 	return fmt.Sprintf("v5|%d|%s|%t|%t", e.Strip, strings.Join(e.Include, "\x00"), e.RootedLinks, e.Headers)
 }
 
