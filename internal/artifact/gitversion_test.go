@@ -146,14 +146,9 @@ func TestGitBuildIgnoresUserAttributes(t *testing.T) {
 		"make.bat": "go build\r\n",
 	})
 	fixture.Git(t, repo, "tag", "v1.0.0")
-	p, err := platform.Parse("linux/amd64")
-	if err != nil {
-		t.Fatal(err)
-	}
 	build := func() *artifact.Result {
 		t.Helper()
-		k := &artifact.Git{Repo: repo, Commit: commit, Tag: "v1.0.0", Go: artifact.Go{Module: ".", Packages: []string{"."}, Trimpath: true}}
-		res, err := fetcher(t).Fetch(context.Background(), &artifact.Request{Name: "app", Platform: p, NoLicense: true, Kind: k}, t.TempDir())
+		res, err := fetchTagged(t, repo, commit)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -224,10 +219,6 @@ func TestGitBuildIgnoresHookEnvironment(t *testing.T) {
 	}
 	before := state()
 
-	p, err := platform.Parse("linux/amd64")
-	if err != nil {
-		t.Fatal(err)
-	}
 	// A hook of a server that serves namespaces (gitnamespaces(7)) has
 	// GIT_NAMESPACE too: pallet's git then saw only the refs under it,
 	// in the pin's repository as well, and said it had no tag v1.0.0.
@@ -235,8 +226,7 @@ func TestGitBuildIgnoresHookEnvironment(t *testing.T) {
 	for k, v := range hook {
 		t.Setenv(k, v)
 	}
-	k := &artifact.Git{Repo: repo, Commit: commit, Tag: "v1.0.0", Go: artifact.Go{Module: ".", Packages: []string{"."}, Trimpath: true}}
-	res, err := fetcher(t).Fetch(context.Background(), &artifact.Request{Name: "app", Platform: p, NoLicense: true, Kind: k}, t.TempDir())
+	res, err := fetchTagged(t, repo, commit)
 	for k := range hook {
 		os.Unsetenv(k)
 	}
@@ -341,10 +331,6 @@ func TestGitBuildIgnoresAttributesFileInEnvironment(t *testing.T) {
 		"make.bat": "go build\r\n",
 	})
 	fixture.Git(t, repo, "tag", "v1.0.0")
-	p, err := platform.Parse("linux/amd64")
-	if err != nil {
-		t.Fatal(err)
-	}
 	attrs := filepath.Join(t.TempDir(), "attributes")
 	if err := os.WriteFile(attrs, []byte("* text eol=crlf\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -356,8 +342,7 @@ func TestGitBuildIgnoresAttributesFileInEnvironment(t *testing.T) {
 		for k, v := range env {
 			t.Setenv(k, v)
 		}
-		k := &artifact.Git{Repo: repo, Commit: commit, Tag: "v1.0.0", Go: artifact.Go{Module: ".", Packages: []string{"."}, Trimpath: true}}
-		res, err := fetcher(t).Fetch(context.Background(), &artifact.Request{Name: "app", Platform: p, NoLicense: true, Kind: k}, t.TempDir())
+		res, err := fetchTagged(t, repo, commit)
 		for k := range env {
 			os.Unsetenv(k)
 		}
@@ -384,10 +369,6 @@ func TestGitBuildIgnoresTemplateDirectory(t *testing.T) {
 		"main.go": "package main\n\nfunc main() {}\n",
 	})
 	fixture.Git(t, repo, "tag", "v1.0.0")
-	p, err := platform.Parse("linux/amd64")
-	if err != nil {
-		t.Fatal(err)
-	}
 	templates := t.TempDir()
 	if err := os.Mkdir(filepath.Join(templates, "hooks"), 0o755); err != nil {
 		t.Fatal(err)
@@ -396,8 +377,7 @@ func TestGitBuildIgnoresTemplateDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("GIT_TEMPLATE_DIR", templates)
-	k := &artifact.Git{Repo: repo, Commit: commit, Tag: "v1.0.0", Go: artifact.Go{Module: ".", Packages: []string{"."}, Trimpath: true}}
-	res, err := fetcher(t).Fetch(context.Background(), &artifact.Request{Name: "app", Platform: p, NoLicense: true, Kind: k}, t.TempDir())
+	res, err := fetchTagged(t, repo, commit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -427,4 +407,16 @@ func TestGitBuildIgnoresDefaultHash(t *testing.T) {
 	if _, err := fetcher(t).Fetch(context.Background(), &artifact.Request{Name: "app", Platform: p, NoLicense: true, Kind: k}, t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// fetchTagged builds the repository's module at commit, tagged v1.0.0,
+// for linux/amd64, as the stamping tests each do.
+func fetchTagged(t *testing.T, repo, commit string) (*artifact.Result, error) {
+	t.Helper()
+	p, err := platform.Parse("linux/amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &artifact.Git{Repo: repo, Commit: commit, Tag: "v1.0.0", Go: artifact.Go{Module: ".", Packages: []string{"."}, Trimpath: true}}
+	return fetcher(t).Fetch(context.Background(), &artifact.Request{Name: "app", Platform: p, NoLicense: true, Kind: k}, t.TempDir())
 }
