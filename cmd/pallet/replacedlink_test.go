@@ -1,14 +1,14 @@
 package main
 
 import (
-	"archive/tar"
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/pallet-dev/pallet/internal/fixture"
 )
 
 // A tar whose later entry puts a hard link where a file was (t, then a,
@@ -16,25 +16,9 @@ import (
 // content. The SBOM gives each file the digest of what it holds: it gave
 // both a's first content's, which the cache had learned for t's file.
 func TestSBOMDigestsAfterAHardLinkReplacesAFile(t *testing.T) {
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, e := range []struct{ name, body, link string }{{"t", "two", ""}, {"a", "one", ""}, {"a", "", "t"}} {
-		h := &tar.Header{Name: e.name, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(e.body))}
-		if e.link != "" {
-			h = &tar.Header{Name: e.name, Typeflag: tar.TypeLink, Linkname: e.link}
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write([]byte(e.body)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
+	a := fixture.Tar([]fixture.File{{Name: "t", Content: "two"}, {Name: "a", Content: "one"}, {Name: "a", HardLink: "t"}})
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "a.tar"), buf.String())
+	writeFile(t, filepath.Join(dir, "a.tar"), string(a))
 	recipe := filepath.Join(dir, "pallet.yaml")
 	writeFile(t, recipe, `version: 1
 artifacts:

@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/pallet-dev/pallet/internal/fixture"
 )
 
 // A tar whose later entries replace earlier ones at the same name, in
@@ -31,47 +33,26 @@ func TestReview120ReplacedEntriesShipWhatTheyHold(t *testing.T) {
 	if out, err := exec.Command(tarPath, "--version").Output(); err != nil || !bytes.Contains(out, []byte("GNU tar")) {
 		t.Skip("tar on PATH is not GNU tar")
 	}
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, e := range []struct {
-		name string
-		typ  byte
-		body string
-		link string
-	}{
-		{"top/thrice", tar.TypeReg, "one", ""},
-		{"top/thrice", tar.TypeReg, "two", ""},
-		{"top/thrice", tar.TypeReg, "three", ""},
-		{"top/t", tar.TypeReg, "t first", ""},
-		{"top/held", tar.TypeLink, "", "top/t"},
-		{"top/t", tar.TypeReg, "t second", ""},
-		{"top/u", tar.TypeReg, "u", ""},
-		{"top/t", tar.TypeLink, "", "top/u"},
-		{"top/d", tar.TypeDir, "", ""},
-		{"top/d", tar.TypeReg, "d as a file", ""},
-		{"top/d", tar.TypeDir, "", ""},
-		{"top/d/in", tar.TypeReg, "in d", ""},
-		{"top/l", tar.TypeSymlink, "", "d"},
-		{"top/l", tar.TypeDir, "", ""},
-		{"top/l/in", tar.TypeReg, "in l", ""},
-		{"other/thrice", tar.TypeReg, "from other", ""},
-	} {
-		h := &tar.Header{Name: e.name, Typeflag: e.typ, Mode: 0o644, Linkname: e.link, Size: int64(len(e.body))}
-		if e.typ == tar.TypeDir {
-			h.Mode = 0o755
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write([]byte(e.body)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
+	entries := fixture.Tar([]fixture.File{
+		{Name: "top/thrice", Content: "one"},
+		{Name: "top/thrice", Content: "two"},
+		{Name: "top/thrice", Content: "three"},
+		{Name: "top/t", Content: "t first"},
+		{Name: "top/held", HardLink: "top/t"},
+		{Name: "top/t", Content: "t second"},
+		{Name: "top/u", Content: "u"},
+		{Name: "top/t", HardLink: "top/u"},
+		{Name: "top/d", Dir: true, Mode: 0o755},
+		{Name: "top/d", Content: "d as a file"},
+		{Name: "top/d", Dir: true, Mode: 0o755},
+		{Name: "top/d/in", Content: "in d"},
+		{Name: "top/l", Link: "d"},
+		{Name: "top/l", Dir: true, Mode: 0o755},
+		{Name: "top/l/in", Content: "in l"},
+		{Name: "other/thrice", Content: "from other"},
+	})
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "a.tar"), buf.String())
+	writeFile(t, filepath.Join(dir, "a.tar"), string(entries))
 
 	// What GNU tar unpacks, stripped as the recipe strips: other/thrice
 	// comes last, and replaces top/thrice.
