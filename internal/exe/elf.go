@@ -54,10 +54,11 @@ func detectELF(r io.ReaderAt, head []byte) (result, bool, error) {
 	}
 	osabi := elf.OSABI(head[elf.EI_OSABI])
 	res := single(elfOS(osabi), elfArch(machine, class, bo), "ELF")
-	res.dynamic = elfDynamic(r, bo, class, phoff, phent, phnum)
-	// A PIE is ET_DYN as a shared library is; its loader tells it apart
-	// (a static PIE, which has none, is not told apart here).
-	res.program = typ == elf.ET_EXEC || typ == elf.ET_DYN && res.dynamic.Interp != ""
+	var staticPIE bool
+	res.dynamic, staticPIE = elfDynamic(r, bo, class, phoff, phent, phnum)
+	// A PIE is ET_DYN as a shared library is; its loader, or for a
+	// static one its DF_1_PIE, tells it apart.
+	res.program = typ == elf.ET_EXEC || typ == elf.ET_DYN && (res.dynamic.Interp != "" || staticPIE)
 	return res, true, nil
 }
 
@@ -95,9 +96,8 @@ type elfSegment struct{ vaddr, off, filesz uint64 }
 // none, and a dynamic section that cannot be read names nothing: the
 // kernel or the loader would refuse the file, but the check of its
 // platform has passed it, and this only serves warnings.
-func elfDynamic(r io.ReaderAt, bo binary.ByteOrder, class elf.Class, phoff uint64, phent, phnum uint16) Dynamic {
+func elfDynamic(r io.ReaderAt, bo binary.ByteOrder, class elf.Class, phoff uint64, phent, phnum uint16) (d Dynamic, staticPIE bool) {
 	var (
-		d              Dynamic
 		loads          []elfSegment
 		dynOff, dynLen uint64
 		haveDyn        bool
@@ -110,13 +110,13 @@ func elfDynamic(r io.ReaderAt, bo binary.ByteOrder, class elf.Class, phoff uint6
 		case elf.ELFCLASS32:
 			var ph elf.Prog32
 			if phent < uint16(binary.Size(ph)) || readStruct(r, off, bo, &ph, "ELF program header") != nil {
-				return Dynamic{}
+				return Dynamic{}, false
 			}
 			typ, foff, vaddr, size = elf.ProgType(ph.Type), uint64(ph.Off), uint64(ph.Vaddr), uint64(ph.Filesz)
 		default:
 			var ph elf.Prog64
 			if phent < uint16(binary.Size(ph)) || readStruct(r, off, bo, &ph, "ELF program header") != nil {
-				return Dynamic{}
+				return Dynamic{}, false
 			}
 			typ, foff, vaddr, size = elf.ProgType(ph.Type), ph.Off, ph.Vaddr, ph.Filesz
 		}
@@ -127,7 +127,7 @@ func elfDynamic(r io.ReaderAt, bo binary.ByteOrder, class elf.Class, phoff uint6
 			}
 			b := make([]byte, size)
 			if readAt(r, b, int64(foff), "ELF interpreter") != nil {
-				return Dynamic{}
+				return Dynamic{}, false
 			}
 			d.Interp = strings.TrimRight(string(b), "\x00")
 		case elf.PT_LOAD:
@@ -138,33 +138,31 @@ func elfDynamic(r io.ReaderAt, bo binary.ByteOrder, class elf.Class, phoff uint6
 			}
 		}
 	}
-	if d.Interp == "" || !haveDyn {
-		return d
+	if !haveDyn {
+		return d, false
+	}
+	if d.Interp == "" {
+		// A static PIE (Go's -buildmode=pie -static-pie, runc's
+		// releases) has no loader: its dynamic section's DT_FLAGS_1
+		// tells it from a shared library.
+		return d, elfFlags1(r, bo, class, dynOff, dynLen)&uint64(elf.DF_1_PIE) != 0
 	}
 	d.Needed, d.RunPath, d.RPath = elfNeeded(r, bo, class, dynOff, dynLen, loads)
-	return d
+	return d, false
 }
 
-// elfNeeded reads the dynamic section of dynLen bytes at dynOff: the
-// sonames of DT_NEEDED and the DT_RUNPATH and DT_RPATH strings, from the
-// string table DT_STRTAB gives by address, found in the file through the
-// PT_LOAD segment that maps it.
-func elfNeeded(r io.ReaderAt, bo binary.ByteOrder, class elf.Class, dynOff, dynLen uint64, loads []elfSegment) (needed []string, runpath, rpath string) {
+// elfDynEntries calls fn with each tag and value of the dynamic section
+// of dynLen bytes at dynOff, up to DT_NULL, or not at all where it
+// cannot be read.
+func elfDynEntries(r io.ReaderAt, bo binary.ByteOrder, class elf.Class, dynOff, dynLen uint64, fn func(tag elf.DynTag, val uint64)) {
 	entSize := uint64(16)
 	if class == elf.ELFCLASS32 {
 		entSize = 8
 	}
 	buf := make([]byte, dynLen-dynLen%entSize)
 	if readAt(r, buf, int64(dynOff), "ELF dynamic section") != nil {
-		return nil, "", ""
+		return
 	}
-	var (
-		strtab, strsz  uint64
-		haveTab        bool
-		neededAt       []uint64
-		runAt, rAt     uint64
-		haveRun, haveR bool
-	)
 	for off := uint64(0); off+entSize <= uint64(len(buf)); off += entSize {
 		var tag, val uint64
 		if class == elf.ELFCLASS32 {
@@ -172,9 +170,38 @@ func elfNeeded(r io.ReaderAt, bo binary.ByteOrder, class elf.Class, dynOff, dynL
 		} else {
 			tag, val = bo.Uint64(buf[off:]), bo.Uint64(buf[off+8:])
 		}
-		switch elf.DynTag(tag) {
-		case elf.DT_NULL:
-			off = uint64(len(buf))
+		if elf.DynTag(tag) == elf.DT_NULL {
+			return
+		}
+		fn(elf.DynTag(tag), val)
+	}
+}
+
+// elfFlags1 is the dynamic section's DT_FLAGS_1, or 0.
+func elfFlags1(r io.ReaderAt, bo binary.ByteOrder, class elf.Class, dynOff, dynLen uint64) uint64 {
+	var flags uint64
+	elfDynEntries(r, bo, class, dynOff, dynLen, func(tag elf.DynTag, val uint64) {
+		if tag == elf.DT_FLAGS_1 {
+			flags = val
+		}
+	})
+	return flags
+}
+
+// elfNeeded reads the dynamic section of dynLen bytes at dynOff: the
+// sonames of DT_NEEDED and the DT_RUNPATH and DT_RPATH strings, from the
+// string table DT_STRTAB gives by address, found in the file through the
+// PT_LOAD segment that maps it.
+func elfNeeded(r io.ReaderAt, bo binary.ByteOrder, class elf.Class, dynOff, dynLen uint64, loads []elfSegment) (needed []string, runpath, rpath string) {
+	var (
+		strtab, strsz  uint64
+		haveTab        bool
+		neededAt       []uint64
+		runAt, rAt     uint64
+		haveRun, haveR bool
+	)
+	elfDynEntries(r, bo, class, dynOff, dynLen, func(tag elf.DynTag, val uint64) {
+		switch tag {
 		case elf.DT_NEEDED:
 			neededAt = append(neededAt, val)
 		case elf.DT_STRTAB:
@@ -186,7 +213,7 @@ func elfNeeded(r io.ReaderAt, bo binary.ByteOrder, class elf.Class, dynOff, dynL
 		case elf.DT_RPATH:
 			rAt, haveR = val, true
 		}
-	}
+	})
 	if !haveTab {
 		return nil, "", ""
 	}

@@ -153,16 +153,29 @@ func TestDynamicAgreesWithDebugELF(t *testing.T) {
 }
 
 // Program tells the programs of this machine (ET_EXEC, or a PIE: ET_DYN
-// with a loader) from its shared libraries (ET_DYN without one), as
-// debug/elf reads their headers; a text file is none.
+// with a loader, or with DF_1_PIE where it is static, as runc's releases
+// are) from its shared libraries (ET_DYN without either), as debug/elf
+// reads them; a text file is none.
 func TestProgramAgreesWithDebugELF(t *testing.T) {
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
+	files := []string{"/bin/sh", "/usr/bin/env", "/usr/bin/gcc", self}
+	// A static PIE, where gcc and glibc can make one.
+	src := filepath.Join(t.TempDir(), "main.c")
+	if err := os.WriteFile(src, []byte("int main(void) { return 0; }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	staticPIE := filepath.Join(t.TempDir(), "static-pie")
+	if out, err := exec.Command("gcc", "-static-pie", "-o", staticPIE, src).CombinedOutput(); err != nil {
+		t.Logf("no static PIE to compare: gcc -static-pie: %v: %s", err, out)
+	} else {
+		files = append(files, staticPIE)
+	}
 	libs, _ := filepath.Glob("/usr/lib/*-linux-gnu/lib*.so.*")
 	var programs, libraries int
-	for _, p := range append([]string{"/bin/sh", "/usr/bin/env", "/usr/bin/gcc", self}, libs...) {
+	for _, p := range append(files, libs...) {
 		if p, err = filepath.EvalSymlinks(p); err != nil {
 			continue
 		}
@@ -174,8 +187,13 @@ func TestProgramAgreesWithDebugELF(t *testing.T) {
 		for _, prog := range f.Progs {
 			interp = interp || prog.Type == elf.PT_INTERP
 		}
-		want := f.Type == elf.ET_EXEC || f.Type == elf.ET_DYN && interp
+		flags1, _ := f.DynValue(elf.DT_FLAGS_1)
+		pie := len(flags1) > 0 && flags1[0]&uint64(elf.DF_1_PIE) != 0
+		want := f.Type == elf.ET_EXEC || f.Type == elf.ET_DYN && (interp || pie)
 		f.Close()
+		if p == staticPIE && (!want || interp) {
+			t.Errorf("gcc -static-pie made no static PIE by debug/elf: type %s, loader %v, DF_1_PIE %v", f.Type, interp, pie)
+		}
 		info, err := CheckDynamic(p, p, runtime.GOOS, runtime.GOARCH)
 		if err != nil {
 			continue // a library of another architecture (multiarch)
