@@ -125,9 +125,7 @@ func zipName(f *zip.File) string {
 	if utf8.ValidString(f.Name) {
 		return f.Name
 	}
-	switch f.CreatorVersion >> 8 {
-	case zipFAT, zipHPFS, zipNTFS, zipVFAT:
-	default:
+	if !madeOnWindows(f) {
 		return f.Name
 	}
 	name, err := charmap.CodePage437.NewDecoder().String(f.Name)
@@ -183,9 +181,15 @@ const zipUnicodePathID = 0x7075
 // made on Unix may hold a '\' as a character of a name, as a tar does
 // (systemd's system-systemd\x2dcryptsetup.slice), and unzip keeps it so.
 func backslashSeparates(f *zip.File, name string) bool {
+	return madeOnWindows(f) && !strings.Contains(name, "/")
+}
+
+// madeOnWindows says whether the zip records f as written on MS-DOS,
+// OS/2 or Windows, the systems of OEM code pages and '\' separators.
+func madeOnWindows(f *zip.File) bool {
 	switch f.CreatorVersion >> 8 {
 	case zipFAT, zipHPFS, zipNTFS, zipVFAT:
-		return !strings.Contains(name, "/")
+		return true
 	}
 	return false
 }
