@@ -233,11 +233,8 @@ func (r *Resolver) fromRegistry(ctx context.Context, ref string, p platform.Plat
 			// plain amd64, and an amd64/v3 image, listed first, for a
 			// plain amd64 build. The closest image (platform.Rank) is
 			// taken by its digest instead.
-			if desc, err = remote.Get(nref.Context().Digest(d.Digest.String()), opts...); err != nil {
-				return nil, regauth.Explain(err)
-			}
-			if err := agrees(desc); err != nil {
-				return nil, fmt.Errorf("%s: %w", d.Digest, err)
+			if desc, err = getManifest(nref, d.Digest, opts); err != nil {
+				return nil, err
 			}
 		}
 	}
@@ -336,12 +333,9 @@ func byConfig(nref name.Reference, desc *remote.Descriptor, p platform.Platform,
 		if !d.MediaType.IsImage() {
 			continue
 		}
-		child, err := remote.Get(nref.Context().Digest(d.Digest.String()), opts...)
+		child, err := getManifest(nref, d.Digest, opts)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", d.Digest, regauth.Explain(err))
-		}
-		if err := agrees(child); err != nil {
-			return nil, fmt.Errorf("%s: %w", d.Digest, err)
+			return nil, err
 		}
 		img, err := child.Image()
 		if err != nil {
@@ -368,14 +362,20 @@ func byConfig(nref name.Reference, desc *remote.Descriptor, p platform.Platform,
 	if !best[0].MediaType.IsImage() {
 		return nil, nil // a nested index: go-containerregistry follows it
 	}
-	child, err := remote.Get(nref.Context().Digest(best[0].Digest.String()), opts...)
+	return getManifest(nref, best[0].Digest, opts)
+}
+
+// getManifest fetches the manifest of digest d in nref's repository,
+// refused where its Content-Type and its body disagree (agrees).
+func getManifest(nref name.Reference, d v1.Hash, opts []remote.Option) (*remote.Descriptor, error) {
+	desc, err := remote.Get(nref.Context().Digest(d.String()), opts...)
 	if err != nil {
-		return nil, regauth.Explain(err)
+		return nil, fmt.Errorf("%s: %w", d, regauth.Explain(err))
 	}
-	if err := agrees(child); err != nil {
-		return nil, fmt.Errorf("%s: %w", best[0].Digest, err)
+	if err := agrees(desc); err != nil {
+		return nil, fmt.Errorf("%s: %w", d, err)
 	}
-	return child, nil
+	return desc, nil
 }
 
 // indexHolds says what a registry index lists, for an error saying that
@@ -400,13 +400,7 @@ func indexHolds(desc *remote.Descriptor) string {
 			seen = append(seen, what)
 		}
 	}
-	switch {
-	case len(seen) == 0:
-		return "it lists nothing"
-	case len(seen) > maxPassed:
-		return "it holds " + strings.Join(seen[:maxPassed], "; ") + "; and more"
-	}
-	return "it holds " + strings.Join(seen, "; ")
+	return holding(seen, "it lists nothing")
 }
 
 // closest returns, for an amd64 platform, the image of a registry index

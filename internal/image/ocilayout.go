@@ -290,14 +290,18 @@ func (l *layoutReader) pass(what string) {
 
 // holds says what the search passed over, for an error saying that
 // nothing is for the platform asked.
-func (l *layoutReader) holds() string {
+func (l *layoutReader) holds() string { return holding(l.passed, "it holds no image") }
+
+// holding says what an index holds, the first maxPassed of seen, or none
+// where seen is empty.
+func holding(seen []string, none string) string {
 	switch {
-	case len(l.passed) == 0:
-		return "it holds no image"
-	case len(l.passed) > maxPassed:
-		return "it holds " + strings.Join(l.passed[:maxPassed], "; ") + "; and more"
+	case len(seen) == 0:
+		return none
+	case len(seen) > maxPassed:
+		return "it holds " + strings.Join(seen[:maxPassed], "; ") + "; and more"
 	}
-	return "it holds " + strings.Join(l.passed, "; ")
+	return "it holds " + strings.Join(seen, "; ")
 }
 
 // platformName is os/arch[/variant] as a user writes it, saying so where
