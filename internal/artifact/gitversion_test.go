@@ -2,6 +2,7 @@ package artifact_test
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -136,16 +137,11 @@ func TestGitBuildTagWithoutModule(t *testing.T) {
 // upstream committed with CRLF as modified (vcs.modified=true, version
 // v1.0.0+dirty).
 func TestGitBuildIgnoresUserAttributes(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
-	repo, commit := committedRepo(t, map[string]string{
-		"go.mod":   "module example.com/app\n\ngo 1.22\n",
+	repo, commit := taggedApp(t, map[string]string{
 		"main.go":  "package main\n\nimport _ \"embed\"\n\n//go:embed data.txt\nvar data string\n\nfunc main() { print(data) }\n",
 		"data.txt": "one\ntwo\n",
 		"make.bat": "go build\r\n",
 	})
-	fixture.Git(t, repo, "tag", "v1.0.0")
 	build := func() *artifact.Result {
 		t.Helper()
 		res, err := fetchTagged(t, repo, commit)
@@ -202,14 +198,7 @@ func TestGitBuildIgnoresUserAttributes(t *testing.T) {
 // the checkout (a remote added, HEAD detached, the index replaced, its
 // tags deleted), and the go command stamped nothing.
 func TestGitBuildIgnoresHookEnvironment(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
-	repo, commit := committedRepo(t, map[string]string{
-		"go.mod":  "module example.com/app\n\ngo 1.22\n",
-		"main.go": "package main\n\nfunc main() {}\n",
-	})
-	fixture.Git(t, repo, "tag", "v1.0.0")
+	repo, commit := taggedApp(t, nil)
 
 	mine, _ := committedRepo(t, map[string]string{"recipe.yaml": "artifacts: {}\n"})
 	fixture.Git(t, mine, "tag", "mine")
@@ -322,15 +311,9 @@ func committedRepo(t *testing.T, files map[string]string) (repo, commit string) 
 // attributes off, and '* text eol=crlf' there showed a file committed
 // with CRLF as modified (v1.0.0+dirty).
 func TestGitBuildIgnoresAttributesFileInEnvironment(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
-	repo, commit := committedRepo(t, map[string]string{
-		"go.mod":   "module example.com/app\n\ngo 1.22\n",
-		"main.go":  "package main\n\nfunc main() {}\n",
+	repo, commit := taggedApp(t, map[string]string{
 		"make.bat": "go build\r\n",
 	})
-	fixture.Git(t, repo, "tag", "v1.0.0")
 	attrs := filepath.Join(t.TempDir(), "attributes")
 	if err := os.WriteFile(attrs, []byte("* text eol=crlf\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -361,14 +344,7 @@ func TestGitBuildIgnoresAttributesFileInEnvironment(t *testing.T) {
 // there was built and stamped (a file it left made v1.0.0+dirty), on the
 // machines that set it alone.
 func TestGitBuildIgnoresTemplateDirectory(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
-	}
-	repo, commit := committedRepo(t, map[string]string{
-		"go.mod":  "module example.com/app\n\ngo 1.22\n",
-		"main.go": "package main\n\nfunc main() {}\n",
-	})
-	fixture.Git(t, repo, "tag", "v1.0.0")
+	repo, commit := taggedApp(t, nil)
 	templates := t.TempDir()
 	if err := os.Mkdir(filepath.Join(templates, "hooks"), 0o755); err != nil {
 		t.Fatal(err)
@@ -419,4 +395,22 @@ func fetchTagged(t *testing.T, repo, commit string) (*artifact.Result, error) {
 	}
 	k := &artifact.Git{Repo: repo, Commit: commit, Tag: "v1.0.0", Go: artifact.Go{Module: ".", Packages: []string{"."}, Trimpath: true}}
 	return fetcher(t).Fetch(context.Background(), &artifact.Request{Name: "app", Platform: p, NoLicense: true, Kind: k}, t.TempDir())
+}
+
+// taggedApp makes a repository of a main package, module example.com/app
+// (files adds to or replaces its go.mod and main.go), committed and
+// tagged v1.0.0, as the stamping tests start; it skips without git.
+func taggedApp(t *testing.T, files map[string]string) (repo, commit string) {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	all := map[string]string{
+		"go.mod":  "module example.com/app\n\ngo 1.22\n",
+		"main.go": "package main\n\nfunc main() {}\n",
+	}
+	maps.Copy(all, files)
+	repo, commit = committedRepo(t, all)
+	fixture.Git(t, repo, "tag", "v1.0.0")
+	return repo, commit
 }
