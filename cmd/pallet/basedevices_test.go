@@ -2,7 +2,6 @@ package main
 
 import (
 	"archive/tar"
-	"bytes"
 	"io"
 	"net"
 	"os"
@@ -12,12 +11,7 @@ import (
 	"testing"
 	"time"
 
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/static"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // A base's device nodes and named pipes (a Debian rootfs has /dev/null
@@ -27,41 +21,14 @@ import (
 // Only what pallet places itself is held to files, directories and links.
 func TestBaseDevicesKept(t *testing.T) {
 	dir := t.TempDir()
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, h := range []*tar.Header{
+	baseDigest := linuxBaseLayout(t, dir, []tar.Header{
 		{Name: "dev/", Typeflag: tar.TypeDir, Mode: 0o755},
 		{Name: "dev/null", Typeflag: tar.TypeChar, Mode: 0o666, Devmajor: 1, Devminor: 3},
 		{Name: "dev/sda", Typeflag: tar.TypeBlock, Mode: 0o660, Devmajor: 8},
 		{Name: "dev/console", Typeflag: tar.TypeChar, Mode: 0o600, Devmajor: 5, Devminor: 1},
 		{Name: "run/", Typeflag: tar.TypeDir, Mode: 0o755},
 		{Name: "run/initctl", Typeflag: tar.TypeFifo, Mode: 0o600},
-	} {
-		if err := tw.WriteHeader(h); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tw.Close()
-	baseLayer := static.NewLayer(buf.Bytes(), types.OCIUncompressedLayer)
-	baseImg, err := mutate.ConfigFile(mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON),
-		&v1.ConfigFile{OS: "linux", Architecture: "amd64", RootFS: v1.RootFS{Type: "layers"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if baseImg, err = mutate.AppendLayers(baseImg, baseLayer); err != nil {
-		t.Fatal(err)
-	}
-	lp, err := layout.Write(filepath.Join(dir, "base"), empty.Index)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := lp.AppendImage(baseImg, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": "latest"})); err != nil {
-		t.Fatal(err)
-	}
-	baseDigest, err := baseLayer.Digest()
-	if err != nil {
-		t.Fatal(err)
-	}
+	}, layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": "latest"}))
 	writeFile(t, filepath.Join(dir, "app"), "app\n")
 	writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
 artifacts:

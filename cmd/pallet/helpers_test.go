@@ -1,6 +1,7 @@
 package main
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -12,6 +13,11 @@ import (
 	"testing"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // pallet runs one command line in-process and returns its stderr.
@@ -125,4 +131,42 @@ func readJSON(t *testing.T, file string, v any) {
 	if err := json.Unmarshal(data, v); err != nil {
 		t.Fatalf("%s: %v", file, err)
 	}
+}
+
+// linuxBaseLayout writes dir/base, an OCI layout of one linux/amd64
+// image of one uncompressed layer holding headers (no contents), and
+// returns that layer's digest: a base with the entries a test needs.
+func linuxBaseLayout(t *testing.T, dir string, headers []tar.Header, opts ...layout.Option) v1.Hash {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, h := range headers {
+		if err := tw.WriteHeader(&h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	layer := static.NewLayer(buf.Bytes(), types.OCIUncompressedLayer)
+	img, err := mutate.ConfigFile(mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON),
+		&v1.ConfigFile{OS: "linux", Architecture: "amd64", RootFS: v1.RootFS{Type: "layers"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img, err = mutate.AppendLayers(img, layer); err != nil {
+		t.Fatal(err)
+	}
+	lp, err := layout.Write(filepath.Join(dir, "base"), empty.Index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lp.AppendImage(img, opts...); err != nil {
+		t.Fatal(err)
+	}
+	d, err := layer.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

@@ -2,18 +2,10 @@ package main
 
 import (
 	"archive/tar"
-	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/static"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // A base whose layer no importer unpacks as pallet would read it (a hard
@@ -41,36 +33,7 @@ func TestHostileBaseLayersRefused(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
-			var buf bytes.Buffer
-			tw := tar.NewWriter(&buf)
-			for _, h := range c.entries {
-				if err := tw.WriteHeader(&h); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := tw.Close(); err != nil {
-				t.Fatal(err)
-			}
-			layer := static.NewLayer(buf.Bytes(), types.OCIUncompressedLayer)
-			img, err := mutate.ConfigFile(mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON),
-				&v1.ConfigFile{OS: "linux", Architecture: "amd64", RootFS: v1.RootFS{Type: "layers"}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if img, err = mutate.AppendLayers(img, layer); err != nil {
-				t.Fatal(err)
-			}
-			lp, err := layout.Write(filepath.Join(dir, "base"), empty.Index)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := lp.AppendImage(img); err != nil {
-				t.Fatal(err)
-			}
-			layerDigest, err := layer.Digest()
-			if err != nil {
-				t.Fatal(err)
-			}
+			layerDigest := linuxBaseLayout(t, dir, c.entries)
 			writeFile(t, filepath.Join(dir, "app"), "app\n")
 			writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
 artifacts:
