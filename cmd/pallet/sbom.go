@@ -77,7 +77,7 @@ func pick(m *v1.IndexManifest, p *platform.Platform, what string) (v1.Descriptor
 	}
 	var has []string
 	for _, d := range found {
-		has = append(has, platformOf(*d.Platform))
+		has = append(has, platform.Name(d.Platform.OS, d.Platform.Architecture, d.Platform.Variant))
 	}
 	if p != nil {
 		found = p.Closest(found)
@@ -116,7 +116,7 @@ func onePlatform(d v1.Descriptor, img func() (v1.Image, error), p *platform.Plat
 	if plat == nil || !p.Describes(*plat) {
 		name := "no platform"
 		if plat != nil {
-			name = platformOf(*plat)
+			name = platform.Name(plat.OS, plat.Architecture, plat.Variant)
 		}
 		return fmt.Errorf("%s has no image for %s (it is one image, of %s)", what, p, name)
 	}
@@ -279,9 +279,4 @@ func firstBlob(img v1.Image) ([]byte, error) {
 		return nil, fmt.Errorf("the attachment is not JSON")
 	}
 	return data, nil
-}
-
-// platformOf writes an index entry's platform as --platform takes it.
-func platformOf(d v1.Platform) string {
-	return platform.Platform{OS: d.OS, Arch: d.Architecture, Variant: d.Variant}.String()
 }

@@ -87,7 +87,7 @@ func (r *Resolver) Base(ctx context.Context, ref string, p platform.Platform) (v
 	if _, ok := p.Rank(v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant}); !ok {
 		// An index's entry may name another platform than the config
 		// it leads to; the config is the image's own word.
-		return nil, fmt.Errorf("base %s is %s by its config, not %s", ref, platformName(cf.OS, cf.Architecture, cf.Variant), p)
+		return nil, fmt.Errorf("base %s is %s by its config, not %s", ref, platform.Name(cf.OS, cf.Architecture, cf.Variant), p)
 	}
 	return img, nil
 }
@@ -327,7 +327,7 @@ func byConfig(nref name.Reference, desc *remote.Descriptor, p platform.Platform,
 	var seen []string
 	for i, d := range ds {
 		if d.Platform != nil {
-			seen = append(seen, platformName(d.Platform.OS, d.Platform.Architecture, d.Platform.Variant))
+			seen = append(seen, platform.Name(d.Platform.OS, d.Platform.Architecture, d.Platform.Variant))
 			continue
 		}
 		if !d.MediaType.IsImage() {
@@ -350,7 +350,7 @@ func byConfig(nref name.Reference, desc *remote.Descriptor, p platform.Platform,
 		}
 		ds[i].Platform = &v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant}
 		fetched[d.Digest] = child
-		seen = append(seen, platformName(cf.OS, cf.Architecture, cf.Variant)+" (by its config)")
+		seen = append(seen, platform.Name(cf.OS, cf.Architecture, cf.Variant)+" (by its config)")
 	}
 	best := p.Closest(ds)
 	if len(best) == 0 {
@@ -394,7 +394,7 @@ func indexHolds(desc *remote.Descriptor) string {
 	for _, d := range m.Manifests {
 		what := string(d.MediaType) + " naming no platform"
 		if d.Platform != nil {
-			what = platformName(d.Platform.OS, d.Platform.Architecture, d.Platform.Variant)
+			what = platform.Name(d.Platform.OS, d.Platform.Architecture, d.Platform.Variant)
 		}
 		if !slices.Contains(seen, what) {
 			seen = append(seen, what)

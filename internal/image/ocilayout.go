@@ -251,7 +251,7 @@ func (l *layoutReader) matching(d v1.Descriptor, p platform.Platform, depth int)
 		if d.Platform != nil {
 			var ok bool
 			if rank, ok = p.Rank(*d.Platform); !ok {
-				l.pass(platformName(d.Platform.OS, d.Platform.Architecture, d.Platform.Variant))
+				l.pass(platform.Name(d.Platform.OS, d.Platform.Architecture, d.Platform.Variant))
 				return nil, nil
 			}
 		}
@@ -266,7 +266,7 @@ func (l *layoutReader) matching(d v1.Descriptor, p platform.Platform, depth int)
 			}
 			var ok bool
 			if rank, ok = p.Rank(v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant}); !ok {
-				l.pass(platformName(cf.OS, cf.Architecture, cf.Variant) + " (by its config)")
+				l.pass(platform.Name(cf.OS, cf.Architecture, cf.Variant) + " (by its config)")
 				return nil, nil
 			}
 		}
@@ -302,21 +302,6 @@ func holding(seen []string, none string) string {
 		return "it holds " + strings.Join(seen[:maxPassed], "; ") + "; and more"
 	}
 	return "it holds " + strings.Join(seen, "; ")
-}
-
-// platformName is os/arch[/variant] as a user writes it, saying so where
-// the config leaves the os or the architecture out.
-func platformName(os, arch, variant string) string {
-	if os == "" {
-		os = "(no os)"
-	}
-	if arch == "" {
-		arch = "(no architecture)"
-	}
-	if variant != "" {
-		return os + "/" + arch + "/" + variant
-	}
-	return os + "/" + arch
 }
 
 // isSchema1 says whether mt is Docker's image manifest schema 1, which

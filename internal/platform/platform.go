@@ -80,6 +80,19 @@ func (p Platform) String() string {
 	return p.OS + "/" + p.Arch
 }
 
+// Name is an image's os/arch[/variant] (an index entry's or a config's)
+// as --platform takes it, saying so where it leaves the os or the
+// architecture out, for messages about what a base or an index holds.
+func Name(os, arch, variant string) string {
+	if os == "" {
+		os = "(no os)"
+	}
+	if arch == "" {
+		arch = "(no architecture)"
+	}
+	return Platform{OS: os, Arch: arch, Variant: variant}.String()
+}
+
 // IsWindows reports whether layers for p use the Windows layer format.
 func (p Platform) IsWindows() bool { return p.OS == "windows" }
 
