@@ -415,13 +415,7 @@ func gitCommand(ctx context.Context, dir string, args ...string) *exec.Cmd {
 	// (gitRepoEnv), nor configuration given in it, nor hooks a template
 	// gives (noTemplates), nor the object format it asks of a new
 	// repository (gitDefaultHash).
-	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		if !slices.Contains(gitRepoEnv, k) && !slices.Contains(gitConfigEnv, k) && k != gitDefaultHash {
-			env = append(env, kv)
-		}
-	}
+	env := environWithout(gitRepoEnv, gitConfigEnv, []string{gitDefaultHash})
 	cmd.Env = append(env, "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", gitAttrNoSystem, noTemplates)
 	// Nor on ssh's own questions (an unknown host key, a passphrase),
 	// which it asks on the terminal: git runs in a process group of its
@@ -431,6 +425,19 @@ func gitCommand(ctx context.Context, dir string, args ...string) *exec.Cmd {
 		cmd.Env = append(cmd.Env, "GIT_SSH_COMMAND=ssh -o ControlMaster=no -o BatchMode=yes")
 	}
 	return cmd
+}
+
+// environWithout is the process's environment less the variables each
+// list names.
+func environWithout(drop ...[]string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if !slices.ContainsFunc(drop, func(names []string) bool { return slices.Contains(names, k) }) {
+			env = append(env, kv)
+		}
+	}
+	return env
 }
 
 // gitRepoEnv are the variables that tell git which repository to work

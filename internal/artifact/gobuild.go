@@ -400,13 +400,7 @@ func goEnvFile() map[string]string {
 // change its output and the go env file, then the target platform, cgo, the
 // pinned toolchain and compiler, and the recipe's additions.
 func (f *Fetcher) goEnv(g *Go, p platform.Platform) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		if !slices.Contains(buildKnobs, k) && !slices.Contains(gitRepoEnv, k) {
-			env = append(env, kv)
-		}
-	}
+	env := environWithout(buildKnobs, gitRepoEnv)
 	// GOWORK=off: a go.work above the module is not part of the recipe.
 	env = append(append(env, hostSettings()...), "GOENV=off", "GOWORK=off")
 	// Of GOFLAGS, only -modcacherw passes: it changes the permissions of
