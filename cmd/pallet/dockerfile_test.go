@@ -25,6 +25,19 @@ import (
 )
 
 // dfImage is the single image of a layout pallet wrote.
+// dfLayers builds dir/Dockerfile into a layout and returns its image's
+// layers.
+func dfLayers(t *testing.T, dir string) []v1.Layer {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "o")
+	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
+	layers, err := dfImage(t, out).Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return layers
+}
+
 func dfImage(t *testing.T, dir string) v1.Image {
 	t.Helper()
 	p, err := layout.FromPath(dir)
@@ -456,12 +469,7 @@ func TestDockerfileCopyOntoDanglingLink(t *testing.T) {
 	}
 	dfBase(t, dir)
 	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM oci:base\nCOPY f /x\nCOPY f /lib/y\nCOPY f /z\nCOPY --chown=5:5 --chmod=640 f /w\nCOPY f /q\n")
-	out := filepath.Join(t.TempDir(), "o")
-	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
-	layers, err := dfImage(t, out).Layers()
-	if err != nil {
-		t.Fatal(err)
-	}
+	layers := dfLayers(t, dir)
 	got := layerLines(t, layers[1:], 2, func(h *tar.Header) string { return fmt.Sprintf("%o %d:%d", h.Mode, h.Uid, h.Gid) })
 	// The directories made on the way are --chown's and --chmod's, as
 	// BuildKit's MkdirAll makes them.
@@ -535,12 +543,7 @@ func TestDockerfileDirectoryAtBaseLink(t *testing.T) {
 		{"FROM oci:base\nADD r.tar /\n", "the archive holds an entry of its own for that directory, and Docker's ADD replaces the link with it"},
 	})
 	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM oci:base\nCOPY r/bin /bin\n")
-	out := filepath.Join(t.TempDir(), "o")
-	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
-	layers, err := dfImage(t, out).Layers()
-	if err != nil {
-		t.Fatal(err)
-	}
+	layers := dfLayers(t, dir)
 	var got []string
 	walkLayer(t, layers[len(layers)-1], func(h *tar.Header, _ io.Reader) {
 		got = append(got, strings.TrimSuffix(h.Name, "/"))
@@ -696,12 +699,7 @@ func TestDockerfileChmodDirectories(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "root", "opt", "k"), "k\n")
 	dfBase(t, dir)
 	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM oci:base\nCOPY --chmod=750 d/ /a/b/\nCOPY --chmod=640 f /p/q/f\nCOPY --chmod=2750 d/ /s/\nCOPY --chmod=700 d/ /opt/\nADD --chmod=600 r.tar /u/\n")
-	out := filepath.Join(t.TempDir(), "o")
-	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
-	layers, err := dfImage(t, out).Layers()
-	if err != nil {
-		t.Fatal(err)
-	}
+	layers := dfLayers(t, dir)
 	got := layerLines(t, layers[1:], 2, func(h *tar.Header) string { return fmt.Sprintf("%o", h.Mode) })
 	want := []string{
 		"2 a 750", "2 a/b 750", "2 a/b/g 750", "2 a/b/sub 750", "2 a/b/sub/f 750",
@@ -744,12 +742,7 @@ func TestDockerfileSymbolicChmod(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM scratch AS s\nCOPY --chmod=go-rx d/ /d/\n"+
 		"FROM scratch\nCOPY --chmod=u+x,g+w f /p/q/f\nCOPY --chmod=a+rX,o-r d/ /a/\nCOPY --chmod=g=u d/x /y\nCOPY --chmod=u+s f /z\n"+
 		"ADD --chmod=u-w r.tar /u/\nCOPY --from=s /d/ /e/\nCOPY --from=s --chmod=+X /d/ /h/\n")
-	out := filepath.Join(t.TempDir(), "o")
-	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
-	layers, err := dfImage(t, out).Layers()
-	if err != nil {
-		t.Fatal(err)
-	}
+	layers := dfLayers(t, dir)
 	got := layerLines(t, layers, 1, func(h *tar.Header) string { return fmt.Sprintf("%o", h.Mode) })
 	want := []string{
 		"1 p 755", "1 p/q 755", "1 p/q/f 764",
@@ -788,12 +781,7 @@ func TestDockerfileAddChownImpliedDirs(t *testing.T) {
 	})))
 	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM scratch AS s\nADD --chown=5:6 r.tar /u/\n"+
 		"FROM scratch\nADD --chown=5:6 r.tar /a/u/\nCOPY --from=s /u/ /a/\nCOPY --from=s --chown=7 /u/ /f/\n")
-	out := filepath.Join(t.TempDir(), "o")
-	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
-	layers, err := dfImage(t, out).Layers()
-	if err != nil {
-		t.Fatal(err)
-	}
+	layers := dfLayers(t, dir)
 	got := layerLines(t, layers, 1, func(h *tar.Header) string { return fmt.Sprintf("%d:%d", h.Uid, h.Gid) })
 	want := []string{
 		"1 a 5:6", "1 a/u 5:6", "1 a/u/k 5:6", "1 a/u/k/y 5:6", "1 a/u/t 0:0", "1 a/u/t/v 0:0", "1 a/u/t/v/x 5:6",
@@ -829,12 +817,7 @@ func TestDockerfileFileReplacesLinkBelowDestination(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "base.Dockerfile"), "FROM scratch\nCOPY root/ /\n")
 	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "base.Dockerfile"), "-o", "oci:"+filepath.Join(dir, "base"))
 	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM oci:base\nCOPY tod /d/\nCOPY dd/ /d/\nADD r.tar /u/\n")
-	out := filepath.Join(t.TempDir(), "o")
-	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
-	layers, err := dfImage(t, out).Layers()
-	if err != nil {
-		t.Fatal(err)
-	}
+	layers := dfLayers(t, dir)
 	got := layerLines(t, layers[1:], 2, func(h *tar.Header) string { return fmt.Sprintf("%c", h.Typeflag) })
 	want := []string{"2 d 5", "2 d/tod 0", "3 d 5", "3 d/dang 0", "3 d/sub 5", "3 d/sub/todir 0", "4 u 5", "4 u/a 0"}
 	if !reflect.DeepEqual(got, want) {
@@ -856,12 +839,7 @@ func TestDockerfileCopyFromStageDirs(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "f"), "f\n")
 	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM scratch AS s\nCOPY --chmod=700 d/ /d/\nCOPY --chown=5:6 f /u/v/w/f\nCOPY --chmod=750 --chown=7:8 d/ /m/n/\nCOPY --chown=5:6 d/ /o/\n"+
 		"FROM scratch\nCOPY --from=s /d/ /e/\nCOPY --from=s /u/ /g/\nCOPY --from=s /m/ /r/\nCOPY --from=s /o/ /p/q/\nCOPY --from=s --chown=9:9 /u/ /k/\nCOPY --from=s --chmod=710 /m/ /x/y/\n")
-	out := filepath.Join(t.TempDir(), "o")
-	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
-	layers, err := dfImage(t, out).Layers()
-	if err != nil {
-		t.Fatal(err)
-	}
+	layers := dfLayers(t, dir)
 	got := layerLines(t, layers, 1, func(h *tar.Header) string { return fmt.Sprintf("%o %d:%d", h.Mode, h.Uid, h.Gid) })
 	want := []string{
 		"1 e 755 0:0", "1 e/g 700 0:0", "1 e/sub 700 0:0", "1 e/sub/f 700 0:0",
@@ -924,12 +902,7 @@ func TestDockerfileCopyOntoFileLink(t *testing.T) {
 	}
 	dfBase(t, dir)
 	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM oci:base\nCOPY f /x\nCOPY f /lib/y\nCOPY --chmod=600 f /c\n")
-	out := filepath.Join(t.TempDir(), "o")
-	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
-	layers, err := dfImage(t, out).Layers()
-	if err != nil {
-		t.Fatal(err)
-	}
+	layers := dfLayers(t, dir)
 	got := layerLines(t, layers[1:], 2, func(h *tar.Header) string { return fmt.Sprintf("%c %o", h.Typeflag, h.Mode) })
 	want := []string{"2 etc 5 755", "2 etc/real 0 644", "3 etc 5 755", "3 etc/real2 0 644", "4 etc 5 755", "4 etc/real 0 600"}
 	if !reflect.DeepEqual(got, want) {
@@ -958,12 +931,7 @@ func TestDockerfileCopiedDirOverBaseDir(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM scratch AS s\nCOPY --chmod=700 d/ /d/\nFROM scratch AS s2\nCOPY f /u/sub/deep/f\n"+
 		"FROM oci:base\nCOPY d/ /opt/\nCOPY --chown=5:6 --chmod=750 d/ /opt/\nCOPY --from=s /d/ /opt/\nADD --chown=7:7 r.tar /opt/\n"+
 		"COPY --from=s2 /u/ /opt/\nCOPY --from=s2 --chmod=g-x /u/ /opt/\n")
-	out := filepath.Join(t.TempDir(), "o")
-	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
-	layers, err := dfImage(t, out).Layers()
-	if err != nil {
-		t.Fatal(err)
-	}
+	layers := dfLayers(t, dir)
 	var got []string
 	for _, s := range layerLines(t, layers, 1, func(h *tar.Header) string { return fmt.Sprintf("%c %o %d:%d", h.Typeflag, h.Mode, h.Uid, h.Gid) }) {
 		if strings.Contains(s, " 5 ") { // the directories
@@ -1035,12 +1003,7 @@ func TestDockerfileSetgidParent(t *testing.T) {
 	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "base.Dockerfile"), "-o", "oci:"+filepath.Join(dir, "base"))
 	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM oci:base\nCOPY f /srv/data/new/deep/f\nCOPY --chown=3:3 f /srv/data/own/f\n"+
 		"COPY d/ /srv/data/dd/\nCOPY --chmod=700 f /srv/data/m/f\nADD r.tar /srv/data/ar/\n")
-	out := filepath.Join(t.TempDir(), "o")
-	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
-	layers, err := dfImage(t, out).Layers()
-	if err != nil {
-		t.Fatal(err)
-	}
+	layers := dfLayers(t, dir)
 	var got []string
 	for _, s := range layerLines(t, layers[1:], 2, func(h *tar.Header) string { return fmt.Sprintf("%o %d:%d", h.Mode, h.Uid, h.Gid) }) {
 		if !strings.Contains(s, " srv ") && !strings.Contains(s, " srv/data ") {
@@ -1064,12 +1027,7 @@ func TestDockerfileSetgidParent(t *testing.T) {
 func lastLayerModes(t *testing.T, dir, df string) []string {
 	t.Helper()
 	writeFile(t, filepath.Join(dir, "Dockerfile"), df)
-	out := filepath.Join(t.TempDir(), "o")
-	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
-	layers, err := dfImage(t, out).Layers()
-	if err != nil {
-		t.Fatal(err)
-	}
+	layers := dfLayers(t, dir)
 	var got []string
 	walkLayer(t, layers[len(layers)-1], func(h *tar.Header, _ io.Reader) {
 		got = append(got, fmt.Sprintf("%s %o %d:%d", strings.TrimSuffix(h.Name, "/"), h.Mode, h.Uid, h.Gid))
@@ -1092,12 +1050,7 @@ func TestDockerfileSymbolicChmodStageMadeDirs(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM scratch AS s\nCOPY --chmod=go-rx f /a/b/f\nCOPY --chmod=go-rx d/ /m/n/\n"+
 		"FROM scratch AS s2\nCOPY --from=s --chmod=g+w /a/ /x/\n"+
 		"FROM scratch\nCOPY --from=s /a/ /e/\nCOPY --from=s / /h/\nCOPY --from=s --chmod=g+w /a/ /k/\nCOPY --from=s2 --chmod=o+w / /z/\n")
-	out := filepath.Join(t.TempDir(), "o")
-	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
-	layers, err := dfImage(t, out).Layers()
-	if err != nil {
-		t.Fatal(err)
-	}
+	layers := dfLayers(t, dir)
 	got := layerLines(t, layers, 1, func(h *tar.Header) string { return fmt.Sprintf("%o", h.Mode) })
 	want := []string{
 		"1 e 755", "1 e/b 755", "1 e/b/f 600",
