@@ -370,14 +370,9 @@ func (e *ChangedError) Error() string {
 // tar stream is hashed and compressed in one pass: nothing is held in
 // memory but the blocks being compressed, within opt.Compressors' bound.
 func Build(t *tree.Tree, dir string, opt Options) (v1.Layer, error) {
-	if opt.Compression == "" {
-		opt.Compression = Gzip
-	}
-	if opt.Compression != Gzip && opt.Compression != Zstd {
-		return nil, fmt.Errorf("unknown compression %q", opt.Compression)
-	}
-	if opt.Compressors == nil {
-		opt.Compressors = shared()
+	opt, err := opt.compressing()
+	if err != nil {
+		return nil, err
 	}
 	f, err := tempfile.Create(dir, "layer-*.tmp")
 	if err != nil {
@@ -425,23 +420,37 @@ type compressor interface {
 	abort()
 }
 
-// newCompressor starts opt.Compression's stream into w. Level,
-// implementation and block size are fixed: any of them changes the blob
-// digest of the same tar. Jobs does not: see gzipWriter and zstdWriter.
+// compressing is opt with the compression and the compressors a layer
+// is written with where opt leaves them out (gzip, the process's shared
+// bound), or an error for a compression pallet does not write.
+func (opt Options) compressing() (Options, error) {
+	if opt.Compression == "" {
+		opt.Compression = Gzip
+	}
+	if opt.Compression != Gzip && opt.Compression != Zstd {
+		return opt, fmt.Errorf("unknown compression %q", opt.Compression)
+	}
+	if opt.Compressors == nil {
+		opt.Compressors = shared()
+	}
+	return opt, nil
+}
+
 // NewCompressor is the stream Build compresses a layer's tar with, on
 // its own: the bench's physical limit times it over the same bytes
 // (pallet's own gzip framing is faster than pgzip, whose bytes it writes,
 // so pgzip there overstated how near the limit a build comes).
 func NewCompressor(w io.Writer, opt Options) (io.WriteCloser, error) {
-	if opt.Compression == "" {
-		opt.Compression = Gzip
-	}
-	if opt.Compressors == nil {
-		opt.Compressors = shared()
+	opt, err := opt.compressing()
+	if err != nil {
+		return nil, err
 	}
 	return newCompressor(w, opt)
 }
 
+// newCompressor starts opt.Compression's stream into w. Level,
+// implementation and block size are fixed: any of them changes the blob
+// digest of the same tar. Jobs does not: see gzipWriter and zstdWriter.
 func newCompressor(w io.Writer, opt Options) (compressor, error) {
 	if opt.Compression == Zstd {
 		return newZstdWriter(w, opt.Compressors, opt.Jobs)
