@@ -666,13 +666,16 @@ func TestRegistryCacheEntryAnswersWithinStall(t *testing.T) {
 	f := newFixture(t)
 	c, log := openCache(t, t.TempDir())
 	defer c.Close()
-	const stall = time.Second
+	// Each answer takes half the stall window: the other half is the
+	// margin a loaded machine under -race needs (0.3 s was not enough at
+	// load 20).
+	const stall = 2 * time.Second
 	c.Limits = Limits{Limits: transfer.Limits{Stall: stall}}
 	if err := c.ImportFrom(context.Background(), f.ref); err != nil {
 		t.Fatal(err)
 	}
 	f.tp.mu.Lock()
-	f.tp.slow = 7 * stall / 10
+	f.tp.slow = stall / 2
 	f.tp.mu.Unlock()
 	if _, _, ok := c.Layer(f.lay1); !ok {
 		t.Fatalf("an entry whose requests each answered within limits.stall was not taken; log:\n%s", log)

@@ -164,9 +164,11 @@ func isBlobHead(r *http.Request) bool {
 }
 
 // stallBounds is a context whose registry calls give up on a request
-// after 100 ms without a byte.
+// after 400 ms without a byte: long enough for the requests the tests
+// let through to be answered under -race on a loaded machine (100 ms
+// was not, at load 20), short enough for the stalled ones to cost little.
 func stallBounds() context.Context {
-	return regauth.WithBounds(context.Background(), regauth.Timeouts{Limits: transfer.Limits{Stall: 100 * time.Millisecond}})
+	return regauth.WithBounds(context.Background(), regauth.Timeouts{Limits: transfer.Limits{Stall: 400 * time.Millisecond}})
 }
 
 // A registry that stalls every request: once the early uploads' retries
