@@ -137,7 +137,7 @@ type WindowsEntry struct {
 // walkWindows reads a Windows layer tar entry by entry and checks its
 // layout: the roots first, in order, as directories; every other path under
 // a root; each parent before its children; no path twice, comparing names
-// without case (collisionKey), names Windows can create (windowsName), and
+// without case (collisionKey), names Windows can create (WindowsName), and
 // times go-winio can read. check sees each entry (i counts from 0) and reports what
 // else is wrong with it.
 func walkWindows(r io.Reader, roots []string, check func(i int, h *tar.Header) error) error {
@@ -171,7 +171,7 @@ func walkWindows(r io.Reader, roots []string, check func(i int, h *tar.Header) e
 			if parent := name[:strings.LastIndex(name, "/")]; !found[NTFSKey(parent)] {
 				return fail("parent %s does not come before it", parent)
 			}
-			if err := windowsName(name[slash+1:]); err != nil {
+			if err := WindowsName(name[slash+1:]); err != nil {
 				return fail("%v", err)
 			}
 		}

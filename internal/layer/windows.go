@@ -93,7 +93,7 @@ func (w *windowsEncoder) start(tw *tar.Writer, epoch time.Time) error {
 }
 
 func (w *windowsEncoder) header(e tree.Entry, epoch time.Time) (*tar.Header, error) {
-	if err := windowsName(e.Path); err != nil {
+	if err := WindowsName(e.Path); err != nil {
 		return nil, err
 	}
 	key := collisionKey(e.Path)
@@ -196,7 +196,7 @@ func windowsRecords(attr int, sd string, epoch time.Time) map[string]string {
 	return r
 }
 
-// windowsName refuses a path Windows cannot create as written: a ':'
+// WindowsName refuses a path Windows cannot create as written: a ':'
 // would make an alternate data stream of the file before it, reserved
 // device names and the characters <>"|?* cannot be created, and a
 // trailing dot or space is silently dropped, so two files could merge.
@@ -204,7 +204,7 @@ func windowsRecords(attr int, sd string, epoch time.Time) map[string]string {
 // writer keeps each directory's metadata in a file NAME.$wcidirs$ beside
 // it, created new, so such a file beside a directory NAME fails the
 // import ("file exists"), and alone it is read as a directory's metadata.
-func windowsName(p string) error {
+func WindowsName(p string) error {
 	for _, c := range strings.Split(p, "/") {
 		if !utf8.ValidString(c) {
 			return fmt.Errorf("%q is not UTF-8, and Windows file names (UTF-16) cannot hold it", c)
