@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -23,11 +24,27 @@ import (
 // plain tar layer, b, whose config has cmd when given.
 func windowsBaseOf(t *testing.T, dir string, b []byte, cmd ...string) {
 	t.Helper()
-	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil })
-	if err != nil {
-		t.Fatal(err)
+	windowsLayeredBase(t, dir, [][]byte{b}, cmd...)
+}
+
+// windowsLayeredBase is windowsBaseOf of several layers, blobs, in order;
+// it returns their digests.
+func windowsLayeredBase(t *testing.T, dir string, blobs [][]byte, cmd ...string) []v1.Hash {
+	t.Helper()
+	var layers []v1.Layer
+	var digests []v1.Hash
+	for _, b := range blobs {
+		l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := l.Digest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		layers, digests = append(layers, l), append(digests, d)
 	}
-	img, err := mutate.AppendLayers(empty.Image, l)
+	img, err := mutate.AppendLayers(empty.Image, layers...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,6 +64,7 @@ func windowsBaseOf(t *testing.T, dir string, b []byte, cmd ...string) {
 	if err := p.AppendImage(img); err != nil {
 		t.Fatal(err)
 	}
+	return digests
 }
 
 // linkedWindowsBase is a Windows base whose links Windows follows in the

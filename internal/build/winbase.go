@@ -227,10 +227,9 @@ func newWindowsView(t *tree.View, unread int) *windowsView {
 	if t == nil {
 		return v
 	}
-	// The view's names are case-sensitive, and may spell one Windows
-	// name apart (pallet merges directories spelled apart across
-	// layers): which spelling NTFS kept, the first layer's, is not
-	// known here, so the smallest is taken, never the one the maps'
+	// A read base's view holds each Windows name once (its first
+	// layer's spelling, for a directory, as NTFS keeps it); should it
+	// spell one apart, the smallest is taken, never the one the maps'
 	// order gives, which would change a destination, and the layer's
 	// digest, from one build to the next.
 	spell := func(m map[string]string, p, s string) {
@@ -319,7 +318,7 @@ func (b *builder) readWindowsView(ctx context.Context, ref string, p platform.Pl
 }
 
 // windowsViewFact names the cache's facts about Windows bases' views.
-const windowsViewFact = "base-view-windows-v3"
+const windowsViewFact = "base-view-windows-v4"
 
 // windowsBaseClash refuses a layer of pi that puts a file or link where a
 // base holds a directory, or a directory where it holds a file, names

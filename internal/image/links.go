@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/pallet-dev/pallet/internal/archive"
+	"github.com/pallet-dev/pallet/internal/layer"
 	"github.com/pallet-dev/pallet/internal/tree"
 )
 
@@ -95,7 +96,7 @@ func baseView(img v1.Image, maxBytes, maxWindow int64, windows bool) (*tree.View
 	}
 	b := newBaseFS()
 	if windows {
-		b.rename = windowsFiles
+		b.win = &winState{spell: map[string]string{}}
 	}
 	for i, l := range layers {
 		// A foreign layer is never downloaded (a Windows base's): what
@@ -168,9 +169,9 @@ type baseFS struct {
 	// added are the paths the layer being applied put there: its
 	// whiteouts hide what the layers below hold, not these.
 	added map[string]bool
-	// rename, when set, maps a tar name to the path it stands for, or
-	// says to skip the entry (a Windows layer's Hives/).
-	rename func(string) (string, bool)
+	// win, for a Windows base, is what applying its layers as the
+	// Windows importer does needs besides (winEntry).
+	win *winState
 	// work is what resolving links may still cost; budget is what it
 	// was given in all, for entries entries. layer is the index of the
 	// layer being applied.
@@ -253,6 +254,9 @@ func (b *baseFS) apply(l v1.Layer, diffID v1.Hash, maxBytes, maxWindow int64) er
 	}
 	defer rc.Close()
 	b.added = map[string]bool{}
+	if b.win != nil {
+		b.win.layer()
+	}
 	h := sha256.New()
 	lr := &io.LimitedReader{R: rc, N: maxBytes + 1}
 	tr := tar.NewReader(io.TeeReader(lr, h))
@@ -278,14 +282,16 @@ func (b *baseFS) apply(l v1.Layer, diffID v1.Hash, maxBytes, maxWindow int64) er
 			return err
 		}
 		entries++
-		if b.rename != nil {
-			name, ok := b.rename(hdr.Name)
-			if !ok {
-				continue
+		if b.win != nil {
+			if err := b.winEntry(hdr); err != nil {
+				return fmt.Errorf("entry %.100q: %w", hdr.Name, err)
 			}
-			hdr.Name = name
+			if len(b.nodes) > maxBaseEntries || len(b.win.created) > maxBaseEntries {
+				return fmt.Errorf("more than %d paths", maxBaseEntries)
+			}
+			continue
 		}
-		if err := checkEntry(hdr, b.rename != nil); err != nil {
+		if err := checkEntry(hdr, false); err != nil {
 			return err
 		}
 		b.entries++
@@ -357,7 +363,7 @@ func checkEntry(hdr *tar.Header, windows bool) error {
 // maxWindowsLinkTarget is the most a Windows reparse point holds.
 const maxWindowsLinkTarget = 16 << 10
 
-// entry applies one tar header.
+// entry applies one tar header of a Linux base (a Windows base's: winEntry).
 func (b *baseFS) entry(hdr *tar.Header) error {
 	p := path.Clean("/" + hdr.Name)[1:]
 	if p == "" {
@@ -389,7 +395,7 @@ func (b *baseFS) entry(hdr *tar.Header) error {
 		// ("invalid whiteout name"), where umoci removes what the
 		// directory or its parent holds: the view would follow
 		// neither.
-		if hidden := name[len(".wh."):]; b.rename == nil && (hidden == "" || hidden == "." || hidden == "..") {
+		if hidden := name[len(".wh."):]; hidden == "" || hidden == "." || hidden == ".." {
 			return fmt.Errorf("a whiteout of %q, which names no entry of its directory: containerd refuses the layer (invalid whiteout name)", hidden)
 		}
 		if target := path.Join(path.Dir(p), name[len(".wh."):]); !b.added[target] {
@@ -410,12 +416,8 @@ func (b *baseFS) entry(hdr *tar.Header) error {
 		b.remove(p)
 		b.add(p, &node{link: hdr.Linkname})
 	case tar.TypeLink:
-		// A Windows layer's hard links name paths its own way, which
-		// the view does not map.
-		if b.rename == nil {
-			if err := b.checkHardLink(hdr.Linkname); err != nil {
-				return err
-			}
+		if err := b.checkHardLink(hdr.Linkname); err != nil {
+			return err
 		}
 		b.remove(p)
 		b.add(p, &node{})
@@ -475,6 +477,9 @@ func (b *baseFS) mkdirAll(dir string) {
 // add puts n at p, whose parent is there.
 func (b *baseFS) add(p string, n *node) {
 	b.nodes[p] = n
+	if b.win != nil {
+		b.win.spell[layer.NTFSKey(p)] = p
+	}
 	if b.added != nil {
 		b.added[p] = true
 	}
@@ -517,6 +522,9 @@ func (b *baseFS) remove(p string) {
 		}
 		delete(b.nodes, q)
 		delete(b.links, q)
+		if b.win != nil {
+			delete(b.win.spell, layer.NTFSKey(q))
+		}
 	}
 }
 

@@ -1,18 +1,27 @@
 package image
 
 import (
+	"archive/tar"
+	"errors"
+	"fmt"
+	"path"
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/pallet-dev/pallet/internal/layer"
 	"github.com/pallet-dev/pallet/internal/tree"
 )
 
 // WindowsBaseView is BaseView for a Windows base: the file system is what
 // its layers hold under Files/ (C:\ at run time), without that prefix;
 // the registry hives under Hives/, and anything else (a base layer's
-// UtilityVM/), are left out. Names are kept as the layers spell them:
-// the caller compares them as NTFS does. Its Links are every symlink,
+// UtilityVM/), are left out. Its layers are applied as the Windows
+// importer applies them (winEntry), and a base that importer fails on,
+// or would make other files of than the view says, is refused naming the
+// layer and the entry. A name is one whatever its case, as on NTFS: the
+// view holds it once, spelled as a directory's first layer spells it, or
+// as the last file or link there. Its Links are every symlink,
 // each to its target as written, unresolved: Windows reads a target
 // otherwise than Linux (see the build's windowsView). Foreign
 // (non-distributable) layers, which Windows bases such as nanoserver and
@@ -38,12 +47,239 @@ func ForeignLayers(img v1.Image) int {
 	return n
 }
 
-// windowsFiles maps a Windows layer's tar name to the path it stands for
-// under C:\, or skips it.
-func windowsFiles(name string) (string, bool) {
-	first, rest, _ := strings.Cut(strings.TrimPrefix(name, "/"), "/")
-	if !strings.EqualFold(first, "Files") || strings.Trim(rest, "/") == "" {
-		return "", false
+// winState is what applying a Windows base's layers as the Windows
+// importer does needs besides the view's nodes. hcsshim's importer
+// (ociwclayer.ImportLayerFromTar) creates every entry of a layer with a
+// create-new call in that layer's own directory: the image's first layer
+// by its base layer writer, into the layer itself, any other by its
+// legacy writer, into an empty import directory, on NTFS, which finds
+// names without case. So within a layer, a name may come once, after its
+// parent, listed as a directory; it never writes through a link
+// (OBJ_DONT_REPARSE). Across layers, a path is one whatever its case.
+type winState struct {
+	// created is what the layer being applied has made, by
+	// layer.NTFSKey of its tar name; exact the same names as written,
+	// as the legacy writer finds a hard link's target it added
+	// (addedFiles, a Go map). whited are the names its whiteouts
+	// remove, by key.
+	created map[string]winCreated
+	exact   map[string]bool
+	whited  map[string]bool
+	// spell is the path the view holds under each key: the first
+	// spelling of a directory, which later layers' directories merge
+	// into, or the last file's or link's.
+	spell map[string]string
+}
+
+type winCreated struct {
+	typ     byte // the tar typeflag, tar.TypeReg for any file
+	spelled string
+}
+
+// layer starts a layer.
+func (w *winState) layer() {
+	w.created, w.exact, w.whited = map[string]winCreated{}, map[string]bool{}, map[string]bool{}
+}
+
+// winTarName is a Windows layer's tar name as hcsshim reads it: '\' and
+// '/' both separate (filepath.FromSlash leaves a '\' to Windows, which
+// splits on it), cleaned as filepath.Clean does. A name it cannot create
+// relative to the layer is refused.
+func winTarName(n string) (string, error) {
+	s := strings.ReplaceAll(n, `\`, "/")
+	if strings.HasPrefix(s, "/") {
+		return "", errors.New("an absolute name, which the Windows importer refuses (expected relative path)")
 	}
-	return rest, true
+	switch p := path.Clean(s); {
+	case p == ".":
+		return "", errors.New("a name for the layer's root, which the Windows importer cannot create: it is there already")
+	case p == ".." || strings.HasPrefix(p, "../"):
+		return "", errors.New("a name above the layer's root, which the Windows importer cannot create")
+	default:
+		return p, nil
+	}
+}
+
+// winEntry applies one entry of a Windows base's layer, as hcsshim's
+// importer would, or says why that import fails, or makes what the view
+// holds differ from what Windows holds: the image would fail where it is
+// pulled, or run on other files than pallet placed its own by. The view
+// holds what is under Files/ (C:\), without the prefix; what is under
+// Hives/ and UtilityVM/ is only checked.
+func (b *baseFS) winEntry(hdr *tar.Header) error {
+	w := b.win
+	name, err := winTarName(hdr.Name)
+	if err != nil {
+		return err
+	}
+	top, rest, _ := strings.Cut(name, "/")
+	inFiles := strings.EqualFold(top, "Files")
+	if !inFiles && !strings.EqualFold(top, "Hives") && !strings.EqualFold(top, "UtilityVM") {
+		return fmt.Errorf("%.100s is outside Files/, Hives/ and UtilityVM/, where a Windows layer holds everything (a Linux layer's name?)", name)
+	}
+	// The bounds of an archive's entries, on the path under C:\ for
+	// what is there.
+	bounded := name
+	if inFiles && rest != "" {
+		bounded = rest
+	}
+	if err := checkEntry(&tar.Header{Name: bounded, Linkname: hdr.Linkname}, true); err != nil {
+		return err
+	}
+	if hidden, ok := strings.CutPrefix(path.Base(name), ".wh."); ok {
+		return b.winWhiteout(name, hidden)
+	}
+	if err := layer.WindowsName(name); err != nil {
+		return err
+	}
+	k := layer.NTFSKey(name)
+	if c, ok := w.created[k]; ok {
+		return fmt.Errorf("a second entry for %.100s in one layer (names compared without case, as NTFS does: %.100s): the Windows importer creates each new, and fails (file exists)", name, c.spelled)
+	}
+	if w.whited[k] {
+		return fmt.Errorf("%.100s is whited out by this layer too: the Windows importer removes a layer's whiteouts after its files, its own among them, where containerd on Linux hides only what lower layers hold", name)
+	}
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		parent := name[:i]
+		switch c, ok := w.created[layer.NTFSKey(parent)]; {
+		case !ok:
+			return fmt.Errorf("its parent %.100s is no directory listed before it in this layer: the Windows importer creates each entry in the layer's own directory, and fails (the system cannot find the path specified)", parent)
+		case c.typ == tar.TypeSymlink:
+			return fmt.Errorf("its parent %.100s is a link of this layer: the Windows importer does not write through links, and fails (reparse point encountered)", parent)
+		case c.typ != tar.TypeDir:
+			return fmt.Errorf("its parent %.100s is a file of this layer, no directory: the Windows importer fails", parent)
+		}
+	}
+	typ := hdr.Typeflag
+	switch typ {
+	case tar.TypeDir, tar.TypeSymlink:
+	case tar.TypeLink:
+		if err := b.winHardLink(name, hdr.Linkname); err != nil {
+			return err
+		}
+		typ = tar.TypeReg
+	default:
+		// A device, fifo or anything else is made an empty file:
+		// go-winio writes no other kind.
+		typ = tar.TypeReg
+	}
+	if typ == tar.TypeSymlink && hdr.Linkname == "" {
+		return errors.New("a symbolic link with no target, which go-winio cannot write as a reparse point: the Windows importer fails")
+	}
+	w.created[k] = winCreated{typ, name}
+	w.exact[name] = true
+	if !inFiles || rest == "" {
+		return nil
+	}
+	// The parent is a directory this layer listed, so the view holds
+	// it, under the spelling it holds it by.
+	p := rest
+	if dir, base := path.Split(rest); dir != "" {
+		p = w.spell[layer.NTFSKey(strings.TrimSuffix(dir, "/"))] + "/" + base
+	}
+	old, had := w.spell[layer.NTFSKey(p)]
+	if had {
+		if n := b.nodes[old]; typ == tar.TypeDir && n.dir {
+			n.meta = dirMeta(hdr)
+			return nil
+		}
+		b.remove(old)
+	}
+	switch typ {
+	case tar.TypeDir:
+		b.add(p, &node{dir: true, meta: dirMeta(hdr)})
+	case tar.TypeSymlink:
+		b.add(p, &node{link: hdr.Linkname})
+	default:
+		b.add(p, &node{})
+	}
+	return nil
+}
+
+// winWhiteout applies the whiteout name of hidden, as hcsshim's importer
+// does: its Remove of the path joined, a tombstone under Files/ above
+// the first layer, or says why the import fails or would not hide what
+// the whiteout names.
+func (b *baseFS) winWhiteout(name, hidden string) error {
+	w := b.win
+	if b.layer == 0 {
+		return errors.New("a whiteout in the image's first layer, which Windows imports as a base layer: hcsshim refuses it (base layer cannot have tombstones)")
+	}
+	switch hidden {
+	case "", ".", "..":
+		return fmt.Errorf("a whiteout of %q, which names no entry of its directory: hcsshim would take it for the directory or its parent, containerd on Linux refuses the layer (invalid whiteout name)", hidden)
+	case ".wh..opq":
+		return errors.New("an opaque whiteout, which the Windows importer does not apply: hcsshim takes it for the whiteout of a file named .wh..opq, and what lower layers hold in the directory stays")
+	}
+	target := path.Join(path.Dir(name), hidden)
+	if err := layer.WindowsName(target); err != nil {
+		return fmt.Errorf("a whiteout of %.100s: %w", target, err)
+	}
+	// hcsshim compares the prefix as written.
+	if !strings.HasPrefix(target, "Files/") && !strings.HasPrefix(target, "UtilityVM/Files/") {
+		return fmt.Errorf("a whiteout of %.100s, which is not under Files/ (so spelled): hcsshim refuses it (invalid tombstone)", target)
+	}
+	k := layer.NTFSKey(target)
+	if c, ok := w.created[k]; ok {
+		return fmt.Errorf("a whiteout of %.100s, which this layer holds: the Windows importer removes a layer's whiteouts after its files, its own among them, where containerd on Linux hides only what lower layers hold", c.spelled)
+	}
+	w.whited[k] = true
+	if rest, ok := strings.CutPrefix(target, "Files/"); ok {
+		if q, ok := w.spell[layer.NTFSKey(rest)]; ok {
+			b.remove(q)
+		}
+	}
+	return nil
+}
+
+// winHardLink refuses a hard link name => linkname that hcsshim's
+// importer fails to make. In the first layer, its base layer writer links
+// to what the layer made before it, wherever it is; above it, its
+// legacy writer links only within Files/ (or UtilityVM/Files/), spelled
+// so, to what the layer made before it, found by its exact name, or
+// else to what a lower layer holds, found without case. The target is
+// opened without following links (OBJ_DONT_REPARSE), so a link to a
+// link fails, and NTFS links no directory. A target the view does not
+// hold (under UtilityVM/) is not checked.
+func (b *baseFS) winHardLink(name, linkname string) error {
+	w := b.win
+	target, err := winTarName(linkname)
+	if err == nil {
+		err = layer.WindowsName(target)
+	}
+	if err != nil {
+		return fmt.Errorf("a hard link to %.100q: %w", linkname, err)
+	}
+	within := func(s string) bool { return strings.HasPrefix(s, "Files/") || strings.HasPrefix(s, "UtilityVM/Files/") }
+	if b.layer > 0 && (!within(name) || !within(target)) {
+		return fmt.Errorf("a hard link to %.100s: above the image's first layer, hcsshim links only within Files/ or UtilityVM/Files/, so spelled (invalid hard link in layer)", target)
+	}
+	kind := func(dir, link bool) error {
+		switch {
+		case dir:
+			return fmt.Errorf("a hard link to the directory %.100s, which NTFS cannot make: the Windows importer fails", target)
+		case link:
+			return fmt.Errorf("a hard link to the link %.100s, which hcsshim opens without following links, and fails (reparse point encountered)", target)
+		}
+		return nil
+	}
+	if c, ok := w.created[layer.NTFSKey(target)]; ok {
+		if b.layer > 0 && !w.exact[target] {
+			return fmt.Errorf("a hard link to %.100s, which this layer spells %.100s: hcsshim finds a target of the same layer by its exact name, and else looks for it in lower layers", target, c.spelled)
+		}
+		return kind(c.typ == tar.TypeDir, c.typ == tar.TypeSymlink)
+	}
+	if b.layer == 0 {
+		return fmt.Errorf("a hard link to %.100s, which no earlier entry of the layer holds: Windows imports the image's first layer as a base layer, which links to its own files, and fails", target)
+	}
+	rest, ok := strings.CutPrefix(target, "Files/")
+	if !ok {
+		return nil
+	}
+	q, ok := w.spell[layer.NTFSKey(rest)]
+	if !ok {
+		return fmt.Errorf("a hard link to %.100s, which no earlier entry or lower layer holds: the Windows importer fails (failed to find link target)", target)
+	}
+	n := b.nodes[q]
+	return kind(n.dir, n.link != "")
 }

@@ -3,8 +3,10 @@ package image
 import (
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
@@ -14,8 +16,8 @@ import (
 // the prefix; Hives/ and the rest are left out, and foreign layers are
 // counted, not read.
 func TestWindowsBaseView(t *testing.T) {
-	img := imageOf(t, tarLayer(t, "Files/", "Files/Windows/", "Files/Windows/System32/", "Files/Windows/System32/config/SAM",
-		"Hives/", "Hives/DefaultUser_Delta", "UtilityVM/Files/x", "Files/License/NOTICE"))
+	img := imageOf(t, tarLayer(t, "Files/", "Files/Windows/", "Files/Windows/System32/", "Files/Windows/System32/config/", "Files/Windows/System32/config/SAM",
+		"Hives/", "Hives/DefaultUser_Delta", "UtilityVM/", "UtilityVM/Files/", "UtilityVM/Files/x", "Files/License/", "Files/License/NOTICE"))
 	v, err := WindowsBaseView(img, 1<<20, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -51,5 +53,111 @@ func TestWindowsBaseView(t *testing.T) {
 	}
 	if _, err = WindowsBaseView(img, 1<<20, 0); err != nil || ForeignLayers(img) != 1 {
 		t.Errorf("with a foreign layer: %d foreign layers, %v", ForeignLayers(img), err)
+	}
+}
+
+// winLower is the first layer of the Windows bases below: a base layer
+// as Windows exports one, every parent listed before what it holds.
+func winLower(t *testing.T) []string {
+	return []string{"Files/", "Files/Windows/", "Files/Windows/System32/", "Files/Windows/System32/cmd.exe",
+		"Files/app/", "Files/app/a.txt", `Files/lnk->Windows`, "Hives/", "Hives/System_Delta"}
+}
+
+// sortedKeys lists a view map's paths in order.
+func sortedKeys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// A Windows base is refused, naming its layer and entry, where hcsshim's
+// importer (ociwclayer.ImportLayerFromTar, as containerd on Windows
+// calls it) fails on it, or where what Windows would hold differs from
+// what the view could say: the image built on it would fail where it is
+// pulled, or its layers be placed by a view of other files. Before,
+// hard links and whiteouts were taken as a Linux base's, every other
+// name as written.
+func TestWindowsBaseViewRefusesWhatTheImporterFails(t *testing.T) {
+	upper := func(entries ...string) []string { return append([]string{"Hives/", "Files/"}, entries...) }
+	for _, c := range []struct {
+		name   string
+		layers [][]string
+		want   string
+	}{
+		{"a whiteout in the first layer", [][]string{append(winLower(t), "Files/.wh.gone")}, "base layer 1 (sha256:"},
+		{"a whiteout in the first layer", [][]string{append(winLower(t), "Files/.wh.gone")}, `entry "Files/.wh.gone": a whiteout in the image's first layer, which Windows imports as a base layer: hcsshim refuses it (base layer cannot have tombstones)`},
+		{"an opaque whiteout", [][]string{winLower(t), upper("Files/app/", "Files/app/.wh..wh..opq")}, "an opaque whiteout, which the Windows importer does not apply"},
+		{"a whiteout of ..", [][]string{winLower(t), upper("Files/app/.wh...")}, `a whiteout of "..", which names no entry of its directory`},
+		{"a whiteout of nothing", [][]string{winLower(t), upper("Files/app/.wh.")}, `a whiteout of "", which names no entry`},
+		{"a whiteout of a hive", [][]string{winLower(t), upper("Hives/.wh.System_Delta")}, "a whiteout of Hives/System_Delta, which is not under Files/ (so spelled): hcsshim refuses it (invalid tombstone)"},
+		{"a whiteout under files/", [][]string{winLower(t), upper("files/.wh.app")}, "a whiteout of files/app, which is not under Files/"},
+		{"a whiteout of what the layer adds", [][]string{winLower(t), upper("Files/new", "Files/.wh.NEW")}, "a whiteout of Files/new, which this layer holds"},
+		{"what the layer adds after whiting it out", [][]string{winLower(t), upper("Files/.wh.app", "Files/app/")}, "Files/app is whited out by this layer too"},
+		{"a hard link to nothing, first layer", [][]string{append(winLower(t), "Files/h=>Files/app/b.txt")}, "a hard link to Files/app/b.txt, which no earlier entry of the layer holds"},
+		{"a hard link to nothing", [][]string{winLower(t), upper("Files/h=>Files/app/b.txt")}, "a hard link to Files/app/b.txt, which no earlier entry or lower layer holds: the Windows importer fails (failed to find link target)"},
+		{"a hard link to what a whiteout removed", [][]string{winLower(t), upper("Files/app/", "Files/app/.wh.a.txt"), upper("Files/h=>Files/app/a.txt")}, "which no earlier entry or lower layer holds"},
+		{"a hard link to a directory", [][]string{winLower(t), upper("Files/h=>Files/APP")}, "a hard link to the directory Files/APP, which NTFS cannot make"},
+		{"a hard link to a directory, first layer", [][]string{append(winLower(t), "Files/h=>Files/Windows")}, "a hard link to the directory Files/Windows"},
+		{"a hard link to a link", [][]string{winLower(t), upper("Files/h=>Files/lnk")}, "a hard link to the link Files/lnk, which hcsshim opens without following links"},
+		{"a hard link named without Files/", [][]string{winLower(t), upper("Files/h=>app/a.txt")}, "a hard link to app/a.txt: above the image's first layer, hcsshim links only within Files/ or UtilityVM/Files/"},
+		{"a hard link to files/", [][]string{winLower(t), upper("Files/h=>files/app/a.txt")}, "invalid hard link in layer"},
+		{"a hard link to the layer's own file, spelled otherwise", [][]string{winLower(t), upper("Files/b.txt", "Files/h=>Files/B.TXT")}, "a hard link to Files/B.TXT, which this layer spells Files/b.txt: hcsshim finds a target of the same layer by its exact name"},
+		{"a stream's colon", [][]string{append(winLower(t), "Files/a:b")}, `"a:b" contains ':', which Windows file names cannot`},
+		{"a wildcard", [][]string{append(winLower(t), "Files/a?")}, `"a?" contains '?'`},
+		{"a control character", [][]string{append(winLower(t), "Files/a\x01")}, "contains a control character"},
+		{"a device name", [][]string{append(winLower(t), "Files/app/NUL.txt")}, `"NUL.txt" is a reserved device name`},
+		{"a trailing dot", [][]string{append(winLower(t), "Files/app/x.")}, `"x." ends with a dot or space`},
+		{"a trailing space", [][]string{append(winLower(t), "Files/app/x ")}, `"x " ends with a dot or space`},
+		{"an absolute name", [][]string{append(winLower(t), "/Files/x")}, "an absolute name, which the Windows importer refuses"},
+		{"a name above the root", [][]string{append(winLower(t), "Files/../../x")}, "a name above the layer's root"},
+		{"a Linux layer's name", [][]string{append(winLower(t), "etc/", "etc/passwd")}, `entry "etc/": etc is outside Files/, Hives/ and UtilityVM/`},
+		{"the root", [][]string{append(winLower(t), "./")}, "a name for the layer's root"},
+		{"a name twice", [][]string{append(winLower(t), "Files/app/A.TXT")}, "a second entry for Files/app/A.TXT in one layer (names compared without case, as NTFS does: Files/app/a.txt)"},
+		{"a directory twice", [][]string{append(winLower(t), "Files/app/")}, "a second entry for Files/app in one layer"},
+		{"a parent not listed", [][]string{append(winLower(t), "Files/new/x")}, "its parent Files/new is no directory listed before it in this layer"},
+		{"a parent listed by a lower layer only", [][]string{winLower(t), upper("Files/app/b.txt")}, "its parent Files/app is no directory listed before it in this layer"},
+		{"an entry through a link", [][]string{append(winLower(t), "Files/lnk/x")}, "its parent Files/lnk is a link of this layer: the Windows importer does not write through links"},
+		{"an entry under a file", [][]string{append(winLower(t), "Files/app/a.txt/x")}, "its parent Files/app/a.txt is a file of this layer"},
+		{"a link to nothing", [][]string{append(winLower(t), "Files/empty->")}, "a symbolic link with no target"},
+	} {
+		var layers []v1.Layer
+		for _, l := range c.layers {
+			layers = append(layers, tarLayer(t, l...))
+		}
+		_, err := WindowsBaseView(imageOf(t, layers...), 1<<30, 0)
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "base layer ") {
+			t.Errorf("%s: err = %v, want %q", c.name, err, c.want)
+		}
+	}
+}
+
+// What hcsshim's importer accepts, the view holds as Windows does: a
+// hard link's target is named with Files/, a whiteout above the first
+// layer hides what is below, names are one whatever their case across
+// layers (a directory keeps the first spelling, which later ones merge
+// into), and '\' separates.
+func TestWindowsBaseViewAsImported(t *testing.T) {
+	upper := func(entries ...string) v1.Layer {
+		return tarLayer(t, append([]string{"Hives/", "Files/"}, entries...)...)
+	}
+	img := imageOf(t, tarLayer(t, append(winLower(t), "Files/Windows/System32/CMD2.EXE=>Files/windows/system32/CMD.EXE", "Hives/h=>Hives/System_Delta", "UtilityVM/", "UtilityVM/Files/", "UtilityVM/Files/x")...),
+		upper("Files/app/", "Files/app/.wh.a.txt", "Files/h=>Files/Windows/System32/cmd.exe", "Files/u=>UtilityVM/Files/x"),
+		upper("Files/APP/", "Files/APP/B.TXT", `Files\APP\c.txt`, "Files/app/../d.txt", "Files/WINDOWS/", "Files/WINDOWS/.wh.system32", "Files/LNK/"),
+		upper("Files/h2=>Files/H"))
+	v, err := WindowsBaseView(img, 1<<30, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := sortedKeys(v.Dirs), []string{"LNK", "Windows", "app"}; !slices.Equal(got, want) {
+		t.Errorf("dirs %q, want %q", got, want)
+	}
+	if got, want := sortedKeys(v.Files), []string{"app/B.TXT", "app/c.txt", "d.txt", "h", "h2", "u"}; !slices.Equal(got, want) {
+		t.Errorf("files %q, want %q", got, want)
+	}
+	if len(v.Links) != 0 {
+		t.Errorf("links %q: LNK, a directory, replaced lnk", v.Links)
 	}
 }
