@@ -6,6 +6,7 @@
 package image
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -215,7 +216,8 @@ func (r *Resolver) fromRegistry(ctx context.Context, ref string, p platform.Plat
 		if err := unambiguous(ref, desc, p); err != nil {
 			return nil, err
 		}
-		if err := nestedWithin(nref, desc, p, opts); err != nil {
+		none, err := nestedWithin(nref, desc, p, opts)
+		if err != nil {
 			return nil, err
 		}
 		// Images that name no platform are known by their configs.
@@ -236,15 +238,15 @@ func (r *Resolver) fromRegistry(ctx context.Context, ref string, p platform.Plat
 			if desc, err = getManifest(nref, d.Digest, opts); err != nil {
 				return nil, err
 			}
+		} else if none != nil {
+			// The choice is go-containerregistry's, which finds
+			// nothing: its error says nothing of what the index
+			// holds.
+			return nil, none
 		}
 	}
 	img, err := desc.Image()
 	if err != nil {
-		if desc.MediaType.IsIndex() && strings.Contains(err.Error(), "no child with platform") {
-			// go-containerregistry's error (no type to match) says
-			// nothing of what the index does hold.
-			return nil, fmt.Errorf("%w (%s)", regauth.Explain(err), indexHolds(desc))
-		}
 		return nil, regauth.Explain(err)
 	}
 	if err := CheckConfigSize(img); err != nil {
@@ -381,15 +383,7 @@ func getManifest(nref name.Reference, d v1.Hash, opts []remote.Option) (*remote.
 // indexHolds says what a registry index lists, for an error saying that
 // none of it is for the platform asked: the first maxPassed entries'
 // platforms, as a layout's are said (layoutReader.holds).
-func indexHolds(desc *remote.Descriptor) string {
-	idx, err := desc.ImageIndex()
-	if err != nil {
-		return "its entries unread: " + err.Error()
-	}
-	m, err := idx.IndexManifest()
-	if err != nil {
-		return "its entries unread: " + err.Error()
-	}
+func indexHolds(m *v1.IndexManifest) string {
 	var seen []string
 	for _, d := range m.Manifests {
 		what := string(d.MediaType) + " naming no platform"
@@ -442,17 +436,20 @@ func closest(desc *remote.Descriptor, p platform.Platform) (*v1.Descriptor, erro
 // It follows the child go-containerregistry picks (the first whose
 // platform satisfies p's, linux/amd64 when it names none), and asks for
 // nothing more when that child is an image, as it is in real indexes.
-func nestedWithin(nref name.Reference, desc *remote.Descriptor, p platform.Platform, opts []remote.Option) error {
+// Where go-containerregistry would find no child, none says so, and what
+// the index there holds.
+func nestedWithin(nref name.Reference, desc *remote.Descriptor, p platform.Platform, opts []remote.Option) (none, err error) {
 	want := p.V1()
-	for depth := 1; ; depth++ {
-		idx, err := desc.ImageIndex()
-		if err != nil {
-			return err
-		}
-		m, err := idx.IndexManifest()
-		if err != nil {
-			return err
-		}
+	idx, err := desc.ImageIndex()
+	if err != nil {
+		return nil, err
+	}
+	m, err := idx.IndexManifest()
+	if err != nil {
+		return nil, err
+	}
+	where := "its index"
+	for depth := 1; ; {
 		var child *v1.Descriptor
 		for i, d := range m.Manifests {
 			dp := v1.Platform{OS: "linux", Architecture: "amd64"}
@@ -464,17 +461,33 @@ func nestedWithin(nref name.Reference, desc *remote.Descriptor, p platform.Platf
 				break
 			}
 		}
-		// A child carried in the index itself (data) costs no request,
-		// and the manifest size bounds how deep those can nest.
-		if child == nil || !child.MediaType.IsIndex() || child.Data != nil {
-			return nil
+		switch {
+		case child == nil:
+			return fmt.Errorf("%s has no image for %s (%s)", where, p, indexHolds(m)), nil
+		case !child.MediaType.IsIndex():
+			return nil, nil
+		case child.Data != nil:
+			// A child carried in the index itself (data) costs no
+			// request, and the manifest size bounds how deep those
+			// can nest.
+			if m, err = v1.ParseIndexManifest(bytes.NewReader(child.Data)); err != nil {
+				return nil, fmt.Errorf("%s: the index %s it carries: %w", where, child.Digest, err)
+			}
+		default:
+			if depth++; depth > MaxIndexDepth {
+				return nil, fmt.Errorf("%s: indexes nest more than %d deep", nref, MaxIndexDepth)
+			}
+			if desc, err = remote.Get(nref.Context().Digest(child.Digest.String()), opts...); err != nil {
+				return nil, regauth.Explain(err)
+			}
+			if idx, err = desc.ImageIndex(); err == nil {
+				m, err = idx.IndexManifest()
+			}
+			if err != nil {
+				return nil, err
+			}
 		}
-		if depth >= MaxIndexDepth {
-			return fmt.Errorf("%s: indexes nest more than %d deep", nref, MaxIndexDepth)
-		}
-		if desc, err = remote.Get(nref.Context().Digest(child.Digest.String()), opts...); err != nil {
-			return regauth.Explain(err)
-		}
+		where = fmt.Sprintf("the index %s it nests", child.Digest)
 	}
 }
 

@@ -2,6 +2,7 @@ package image
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"maps"
 	"net/http"
@@ -238,5 +239,43 @@ func TestRegistryBaseSaysWhatItsIndexHolds(t *testing.T) {
 	_, err = (&Resolver{}).Base(context.Background(), ref, linuxAMD64)
 	if want := "(it holds linux/arm64; unknown/unknown)"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("err = %v, want %q", err, want)
+	}
+}
+
+// A registry index whose child for the platform is an index with nothing
+// for it says what that nested index holds, fetched or carried in its
+// descriptor's data: the text was chosen by matching
+// go-containerregistry's error ("no child with platform"), and said what
+// the top index held, linux/amd64, the platform asked.
+func TestRegistryBaseSaysWhatItsNestedIndexHolds(t *testing.T) {
+	inner := []byte(fmt.Sprintf(`{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[`+
+		`{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:%064d","size":10,"platform":{"os":"linux","architecture":"arm64"}}]}`, 1))
+	entry := fmt.Sprintf(`{"mediaType":"application/vnd.oci.image.index.v1+json","digest":%q,"size":%d,"platform":{"os":"linux","architecture":"amd64"}`, sha256Hash(inner), len(inner))
+	byRef := map[string][]byte{
+		"fetched":                  []byte(`{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[` + entry + `}]}`),
+		"carried":                  []byte(`{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[` + entry + fmt.Sprintf(`,"data":%q}]}`, base64.StdEncoding.EncodeToString(inner))),
+		sha256Hash(inner).String(): inner,
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v2/" {
+			return
+		}
+		_, ref, _ := strings.Cut(r.URL.Path, "/manifests/")
+		b, ok := byRef[ref]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/vnd.oci.image.index.v1+json")
+		w.Header().Set("Docker-Content-Digest", sha256Hash(b).String())
+		w.Write(b)
+	}))
+	t.Cleanup(srv.Close)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	for _, ref := range []string{"fetched", "carried"} {
+		_, err := (&Resolver{}).Base(context.Background(), host+"/x/y:"+ref, linuxAMD64)
+		if want := fmt.Sprintf("the index %s it nests has no image for linux/amd64 (it holds linux/arm64)", sha256Hash(inner)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err = %v, want %q", ref, err, want)
+		}
 	}
 }
