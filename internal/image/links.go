@@ -286,7 +286,7 @@ func (b *baseFS) apply(l v1.Layer, diffID v1.Hash, maxBytes, maxWindow int64) er
 			if err := b.winEntry(hdr); err != nil {
 				return fmt.Errorf("entry %.100q: %w", hdr.Name, err)
 			}
-			if len(b.nodes) > maxBaseEntries || len(b.win.created) > maxBaseEntries {
+			if len(b.nodes) > maxBaseEntries || len(b.win.created)+len(b.win.whited) > maxBaseEntries {
 				return fmt.Errorf("more than %d paths", maxBaseEntries)
 			}
 			continue

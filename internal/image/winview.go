@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"strconv"
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -150,6 +151,9 @@ func (b *baseFS) winEntry(hdr *tar.Header) error {
 			return fmt.Errorf("its parent %.100s is a file of this layer, no directory: the Windows importer fails", parent)
 		}
 	}
+	if err := winAttributes(hdr); err != nil {
+		return err
+	}
 	typ := hdr.Typeflag
 	switch typ {
 	case tar.TypeDir, tar.TypeSymlink:
@@ -192,6 +196,31 @@ func (b *baseFS) winEntry(hdr *tar.Header) error {
 		b.add(p, &node{link: hdr.Linkname})
 	default:
 		b.add(p, &node{})
+	}
+	return nil
+}
+
+// winAttributes refuses an entry whose Windows file attributes
+// (MSWINDOWS.fileattr) go-winio cannot read, or that make it another
+// kind than its typeflag: go-winio creates a directory by the attribute,
+// not by the typeflag, so a directory entry without it is made a file,
+// what the layer lists below it failing to import, and a file entry with
+// it a directory, its content not written.
+func winAttributes(hdr *tar.Header) error {
+	s, ok := hdr.PAXRecords["MSWINDOWS.fileattr"]
+	if !ok || hdr.Typeflag == tar.TypeLink { // a hard link is made of its target
+		return nil
+	}
+	attr, err := strconv.ParseUint(s, 10, 32)
+	if err != nil {
+		return fmt.Errorf("its MSWINDOWS.fileattr %.40q is no 32-bit number, which go-winio refuses: the Windows importer fails", s)
+	}
+	const directory = 0x10 // FILE_ATTRIBUTE_DIRECTORY
+	switch dir := attr&directory != 0; {
+	case hdr.Typeflag == tar.TypeDir && !dir:
+		return fmt.Errorf("a directory whose MSWINDOWS.fileattr (%d) lacks FILE_ATTRIBUTE_DIRECTORY: the Windows importer makes it a file", attr)
+	case hdr.Typeflag != tar.TypeDir && hdr.Typeflag != tar.TypeSymlink && dir:
+		return fmt.Errorf("a file whose MSWINDOWS.fileattr (%d) has FILE_ATTRIBUTE_DIRECTORY: the Windows importer makes it a directory", attr)
 	}
 	return nil
 }

@@ -1,6 +1,8 @@
 package image
 
 import (
+	"archive/tar"
+	"bytes"
 	"reflect"
 	"slices"
 	"strings"
@@ -159,5 +161,51 @@ func TestWindowsBaseViewAsImported(t *testing.T) {
 	}
 	if len(v.Links) != 0 {
 		t.Errorf("links %q: LNK, a directory, replaced lnk", v.Links)
+	}
+}
+
+// go-winio makes a Windows layer's entry a directory or not by its
+// MSWINDOWS.fileattr, not its typeflag: a directory entry without
+// FILE_ATTRIBUTE_DIRECTORY is imported as a file, a file entry with it
+// as a directory, and an attribute that is no number fails the import.
+// Each is refused; a directory link (a symlink with the attribute) and
+// the attributes BuildKit writes are read.
+func TestWindowsBaseViewReadsFileAttributes(t *testing.T) {
+	layerOfHeaders := func(hdrs ...tar.Header) v1.Layer {
+		var buf bytes.Buffer
+		tw := tar.NewWriter(&buf)
+		for _, h := range hdrs {
+			if err := tw.WriteHeader(&h); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := tw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return layerOf(t, buf.Bytes(), types.OCIUncompressedLayer)
+	}
+	attr := func(name string, typ byte, a string) tar.Header {
+		return tar.Header{Name: name, Typeflag: typ, Mode: 0o755, Linkname: map[byte]string{tar.TypeSymlink: "Windows"}[typ], Format: tar.FormatPAX, PAXRecords: map[string]string{"MSWINDOWS.fileattr": a}}
+	}
+	files := tar.Header{Name: "Files/", Typeflag: tar.TypeDir, Mode: 0o755}
+	// A hard link is made of its target: its own attribute is not read.
+	hard := attr("Files/h", tar.TypeLink, "16")
+	hard.Linkname = "Files/a.txt"
+	if _, err := WindowsBaseView(imageOf(t, layerOfHeaders(files, attr("Files/Windows/", tar.TypeDir, "16"), attr("Files/a.txt", tar.TypeReg, "32"),
+		attr("Files/dirlink", tar.TypeSymlink, "1040"), hard)), 1<<30, 0); err != nil {
+		t.Errorf("BuildKit's attributes: %v", err)
+	}
+	for _, c := range []struct {
+		hdr  tar.Header
+		want string
+	}{
+		{attr("Files/d/", tar.TypeDir, "32"), `entry "Files/d/": a directory whose MSWINDOWS.fileattr (32) lacks FILE_ATTRIBUTE_DIRECTORY`},
+		{attr("Files/f", tar.TypeReg, "16"), `entry "Files/f": a file whose MSWINDOWS.fileattr (16) has FILE_ATTRIBUTE_DIRECTORY`},
+		{attr("Files/f", tar.TypeReg, "x"), `entry "Files/f": its MSWINDOWS.fileattr "x" is no 32-bit number`},
+	} {
+		_, err := WindowsBaseView(imageOf(t, layerOfHeaders(files, c.hdr)), 1<<30, 0)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s %s: err = %v, want %q", c.hdr.Name, c.hdr.PAXRecords["MSWINDOWS.fileattr"], err, c.want)
+		}
 	}
 }
