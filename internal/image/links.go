@@ -80,7 +80,7 @@ func BaseView(img v1.Image, maxBytes, maxWindow int64) (*tree.View, error) {
 }
 
 // baseView is BaseView, or WindowsBaseView when windows is set: the tar
-// names mapped to the paths under C:\ they stand for (windowsFiles), and
+// names mapped to the paths under C:\ they stand for (winEntry), and
 // the links kept as written.
 func baseView(img v1.Image, maxBytes, maxWindow int64, windows bool) (*tree.View, error) {
 	cf, err := img.ConfigFile()
