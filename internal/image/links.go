@@ -103,6 +103,7 @@ func baseView(img v1.Image, maxBytes, maxWindow int64, windows bool) (*tree.View
 		// it holds is not known.
 		mt, err := l.MediaType()
 		if err == nil && !mt.IsDistributable() {
+			b.foreign++
 			continue
 		}
 		if err == nil && !layerTypes[mt] {
@@ -174,10 +175,11 @@ type baseFS struct {
 	win *winState
 	// work is what resolving links may still cost; budget is what it
 	// was given in all, for entries entries. layer is the index of the
-	// layer being applied.
+	// layer being applied; foreign counts the foreign layers below it,
+	// whose files are not known.
 	work            tree.Budget
 	budget, entries int64
-	layer           int
+	layer, foreign  int
 }
 
 type node struct {

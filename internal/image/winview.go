@@ -269,7 +269,8 @@ func (b *baseFS) winWhiteout(name, hidden string) error {
 // else to what a lower layer holds, found without case. The target is
 // opened without following links (OBJ_DONT_REPARSE), so a link to a
 // link fails, and NTFS links no directory. A target the view does not
-// hold (under UtilityVM/) is not checked.
+// hold (under UtilityVM/, or in a foreign layer, never read) is not
+// checked.
 func (b *baseFS) winHardLink(name, linkname string) error {
 	w := b.win
 	target, err := winTarName(linkname)
@@ -306,6 +307,9 @@ func (b *baseFS) winHardLink(name, linkname string) error {
 		return nil
 	}
 	q, ok := w.spell[layer.NTFSKey(rest)]
+	if !ok && b.foreign > 0 {
+		return nil // it may be a foreign layer's, never read
+	}
 	if !ok {
 		return fmt.Errorf("a hard link to %.100s, which no earlier entry or lower layer holds: the Windows importer fails (failed to find link target)", target)
 	}

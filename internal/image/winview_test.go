@@ -209,3 +209,28 @@ func TestWindowsBaseViewReadsFileAttributes(t *testing.T) {
 		}
 	}
 }
+
+// A hard link above a foreign layer, never read, may name one of its
+// files: not being in the view, it is not refused; without the foreign
+// layer it is.
+func TestWindowsBaseViewHardLinkIntoForeignLayer(t *testing.T) {
+	upper := tarLayer(t, "Hives/", "Files/", "Files/notepad2.exe=>Files/Windows/System32/notepad.exe")
+	foreign := static.NewLayer([]byte("foreign"), types.DockerForeignLayer)
+	img, err := mutate.Append(imageOf(t), mutate.Addendum{Layer: foreign, MediaType: types.DockerForeignLayer, URLs: []string{"https://example.invalid/x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img, err = mutate.AppendLayers(img, upper); err != nil {
+		t.Fatal(err)
+	}
+	v, err := WindowsBaseView(img, 1<<30, 0)
+	if err != nil {
+		t.Fatalf("above a foreign layer: %v", err)
+	}
+	if !v.Files["notepad2.exe"] {
+		t.Errorf("files %q, want the link's name", sortedKeys(v.Files))
+	}
+	if _, err := WindowsBaseView(imageOf(t, tarLayer(t, winLower(t)...), upper), 1<<30, 0); err == nil || !strings.Contains(err.Error(), "which no earlier entry or lower layer holds") {
+		t.Errorf("above read layers only: %v", err)
+	}
+}
