@@ -89,7 +89,23 @@ func (r *Request) How() string {
 }
 
 func (r *Request) String() string {
-	return fmt.Sprintf("artifact %s (%s, %s mode)", r.Name, r.Platform, r.How())
+	return r.On([]platform.Platform{r.Platform})
+}
+
+// On names the artifact as String does, for the platforms ps in the
+// order given: a message true of the artifact on several platforms says
+// so once, naming each ("linux/amd64 and linux/arm64"), rather than once
+// per platform or for one of them.
+func (r *Request) On(ps []platform.Platform) string {
+	names := make([]string, len(ps))
+	for i, p := range ps {
+		names[i] = p.String()
+	}
+	on := strings.Join(names, ", ")
+	if n := len(names); n > 1 {
+		on = strings.Join(names[:n-1], ", ") + " and " + names[n-1]
+	}
+	return fmt.Sprintf("artifact %s (%s, %s mode)", r.Name, on, r.How())
 }
 
 // Result is what an artifact produced.

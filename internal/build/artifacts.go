@@ -15,19 +15,18 @@ import (
 	"github.com/pallet-dev/pallet/internal/artifact"
 	"github.com/pallet-dev/pallet/internal/golicenses"
 	"github.com/pallet-dev/pallet/internal/plan"
+	"github.com/pallet-dev/pallet/internal/platform"
 	"github.com/pallet-dev/pallet/internal/record"
 	"github.com/pallet-dev/pallet/internal/sbom"
 )
 
 // policy applies the build's rules on what may be shipped.
 func (b *builder) policy(a record.Artifact, src *plan.Artifact) error {
-	if len(a.Licenses) == 0 && !src.NoLicense && !mainModulesLicensed(a.GoBinaries) {
-		msg := fmt.Sprintf("%s: no licence file found; name its licence files, or declare that it has none (licenses: none)", &src.Request)
-		if b.opt.RequireLicenses {
-			return errors.New(msg + "; licences are required")
-		}
-		b.warnOnce("unlicensed "+src.Name, msg)
+	unlicensed := len(a.Licenses) == 0 && !src.NoLicense && !mainModulesLicensed(a.GoBinaries)
+	if unlicensed && b.opt.RequireLicenses {
+		return errors.New(noLicence(src, []platform.Platform{src.Platform}) + "; licences are required")
 	}
+	b.licenceChecked(src, unlicensed)
 	if a.Skipped > 0 {
 		names := strings.Join(a.SkippedNames, ", ")
 		if a.Skipped > len(a.SkippedNames) {
@@ -52,6 +51,33 @@ func (b *builder) policy(a record.Artifact, src *plan.Artifact) error {
 		}
 	}
 	return nil
+}
+
+// noLicence says that the artifact src has no licence file on the
+// platforms ps, for the warning and for --require-licenses' refusal.
+func noLicence(src *plan.Artifact, ps []platform.Platform) string {
+	return src.On(ps) + ": no licence file found; name its licence files, or declare that it has none (licenses: none)"
+}
+
+// licenceChecked counts src's platform as checked for a licence file and,
+// once every platform of the artifact is, warns in one message of those
+// that had none, in the plan's order: warned of per platform, a
+// multi-platform build said only whichever platform was ready first.
+func (b *builder) licenceChecked(src *plan.Artifact, unlicensed bool) {
+	b.mu.Lock()
+	if unlicensed {
+		b.unlicensed[src.Name] = append(b.unlicensed[src.Name], src.Platform)
+	}
+	b.unchecked[src.Name]--
+	var ps []platform.Platform
+	if b.unchecked[src.Name] == 0 {
+		ps = b.unlicensed[src.Name]
+	}
+	b.mu.Unlock()
+	if len(ps) > 0 {
+		slices.SortFunc(ps, func(x, y platform.Platform) int { return strings.Compare(x.String(), y.String()) })
+		b.opt.Progress.Warn("%s", noLicence(src, ps))
+	}
 }
 
 // mainModulesLicensed says whether the artifact's placed files are Go
@@ -124,6 +150,10 @@ func (b *builder) fetchAll(ctx context.Context) error {
 	defer close(b.allReady)
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(b.opt.Jobs)
+	b.unchecked, b.unlicensed = map[string]int{}, map[string][]platform.Platform{}
+	for _, a := range b.plan.Artifacts {
+		b.unchecked[a.Name]++
+	}
 	for _, key := range slices.Sorted(maps.Keys(b.plan.Artifacts)) {
 		a := b.plan.Artifacts[key]
 		r := b.ready[key]
