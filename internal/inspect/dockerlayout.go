@@ -9,8 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path"
+	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/partial"
@@ -31,16 +31,7 @@ import (
 // no layout, or where the two do not list the same images: the layout
 // names an index (docker save of a pulled multi-platform image, whose
 // other platforms it lacks), or manifest.json an image it lacks.
-func (r *Report) dockerLayout(file string, m tarball.Manifest) (ok bool, err error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return false, err
-	}
-	defer f.Close()
-	blobs, err := tarFiles(f)
-	if err != nil {
-		return false, err
-	}
+func (r *Report) dockerLayout(blobs tarBlobs, m tarball.Manifest) (ok bool, err error) {
 	if _, ok := blobs.files["oci-layout"]; !ok {
 		return false, nil
 	}
@@ -98,20 +89,36 @@ func (r *Report) dockerLayout(file string, m tarball.Manifest) (ok bool, err err
 // span is where a regular file's content lies in the archive.
 type span struct{ off, size int64 }
 
-// tarBlobs are the regular files of a tar, by clean name: the first of
-// each name, as go-containerregistry's tarball package finds it.
+// tarBlobs is a tar indexed in one pass, whose contents are then read
+// where the index says they lie: go-containerregistry's tarball package
+// walks the tar again for each file it looks up.
 type tarBlobs struct {
-	f     *os.File
+	f    io.ReaderAt
+	size int64
+	// first holds the first entry of each clean name, whatever its
+	// type, as go-containerregistry's tarball package finds a name.
+	first map[string]tarEntry
+	// files holds the first regular file of each clean name: the
+	// layout's files.
 	files map[string]span
 }
 
-// tarFiles lists the regular files of the tar f, where their contents
-// lie, without reading them: tar.Reader seeks over a file's content, and
-// leaves the file at the next entry's.
-func tarFiles(f *os.File) (tarBlobs, error) {
-	b := tarBlobs{f: f, files: map[string]span{}}
-	tr := tar.NewReader(f)
-	for {
+// tarEntry is an entry's header, where its content lies, and its place
+// among the tar's entries (from 0).
+type tarEntry struct {
+	h   *tar.Header
+	off int64
+	n   int
+}
+
+// tarFiles indexes the tar of size bytes in f without reading the
+// entries' contents: tar.Reader seeks over a file's content, and leaves
+// the reader at the next entry's.
+func tarFiles(f io.ReaderAt, size int64) (tarBlobs, error) {
+	b := tarBlobs{f: f, size: size, first: map[string]tarEntry{}, files: map[string]span{}}
+	sr := io.NewSectionReader(f, 0, size)
+	tr := tar.NewReader(sr)
+	for n := 0; ; n++ {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
 			return b, nil
@@ -119,16 +126,114 @@ func tarFiles(f *os.File) (tarBlobs, error) {
 		if err != nil {
 			return b, err
 		}
-		name := path.Clean(h.Name)
-		if _, seen := b.files[name]; seen || h.Typeflag != tar.TypeReg {
-			continue
-		}
-		off, err := f.Seek(0, io.SeekCurrent)
+		off, err := sr.Seek(0, io.SeekCurrent)
 		if err != nil {
 			return b, err
 		}
+		name := path.Clean(h.Name)
+		if _, seen := b.first[name]; !seen {
+			b.first[name] = tarEntry{h: h, off: off, n: n}
+		}
+		if _, seen := b.files[name]; seen || h.Typeflag != tar.TypeReg {
+			continue
+		}
 		b.files[name] = span{off, h.Size}
 	}
+}
+
+// resolve is the entry go-containerregistry's tarball package reads for
+// name, and the name it is found by: the first of that name, links
+// followed beside it. A name not in the tar, or a cycle of links, is an
+// error in its words.
+func (b tarBlobs) resolve(name string) (tarEntry, string, error) {
+	seen := map[string]bool{}
+	for {
+		if seen[name] {
+			return tarEntry{}, name, fmt.Errorf("link cycle detected for %s", name)
+		}
+		seen[name] = true
+		e, ok := b.first[path.Clean(name)]
+		if !ok {
+			return tarEntry{}, name, fmt.Errorf("file %s not found in tar", name)
+		}
+		if e.h.Typeflag != tar.TypeSymlink && e.h.Typeflag != tar.TypeLink {
+			return e, name, nil
+		}
+		name = path.Join(path.Dir(name), path.Clean(e.h.Linkname))
+	}
+}
+
+// open reads the content of name's entry (resolve) as tar.Reader gives it.
+func (b tarBlobs) open(name string) (io.Reader, error) {
+	e, _, err := b.resolve(name)
+	if err != nil {
+		return nil, err
+	}
+	if sparse(e.h) {
+		// tar.Reader fills a sparse file's holes from its map, which
+		// the index does not keep: walked to again, for an entry no
+		// docker archive writer makes.
+		tr := tar.NewReader(io.NewSectionReader(b.f, 0, b.size))
+		for range e.n + 1 {
+			if _, err := tr.Next(); err != nil {
+				return nil, err
+			}
+		}
+		return tr, nil
+	}
+	size := e.h.Size
+	switch e.h.Typeflag {
+	case tar.TypeChar, tar.TypeBlock, tar.TypeDir, tar.TypeFifo:
+		size = 0 // as tar.Reader reads them, whatever their size field says
+	}
+	return io.NewSectionReader(b.f, e.off, size), nil
+}
+
+// sparse says whether h is a GNU sparse file, old format or PAX.
+func sparse(h *tar.Header) bool {
+	if h.Typeflag == tar.TypeGNUSparse {
+		return true
+	}
+	for k := range h.PAXRecords {
+		if strings.HasPrefix(k, "GNU.sparse.") {
+			return true
+		}
+	}
+	return false
+}
+
+// archiveJSON refuses the JSON file name of a docker archive when it is
+// over maxArchiveJSON, before go-containerregistry reads it whole. One
+// that is missing, or a cycle of links, is left to the reader to say.
+func (b tarBlobs) archiveJSON(name string) error {
+	e, name, err := b.resolve(name)
+	if err != nil {
+		return nil
+	}
+	if e.h.Size > maxArchiveJSON {
+		return fmt.Errorf("%s: %d bytes, over %d (4 MiB): not a docker archive's JSON", name, e.h.Size, maxArchiveJSON)
+	}
+	return nil
+}
+
+// manifest reads the docker archive's manifest.json as
+// go-containerregistry's tarball.LoadManifest does, from the index.
+func (b tarBlobs) manifest() (tarball.Manifest, error) {
+	r, err := b.open("manifest.json")
+	if err != nil {
+		return nil, err
+	}
+	var m tarball.Manifest
+	if err := json.NewDecoder(r).Decode(&m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// opener gives go-containerregistry the archive without opening it
+// again (a tarball.Opener).
+func (b tarBlobs) opener() (io.ReadCloser, error) {
+	return io.NopCloser(io.NewSectionReader(b.f, 0, b.size)), nil
 }
 
 // blobName is the name of the blob of digest d in a layout.

@@ -6,14 +6,12 @@
 package inspect
 
 import (
-	"archive/tar"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -285,83 +283,42 @@ func byDigest(all, chosen []v1.Descriptor) []group {
 // config in it: a docker save of many images writes some KiB of each.
 const maxArchiveJSON = 4 << 20
 
-// archiveJSON refuses entry name of the docker archive file when it is
-// over maxArchiveJSON, finding it as go-containerregistry's tarball
-// package does: the first entry of that name, links followed. One that
-// is missing is left to go-containerregistry to say.
-func archiveJSON(file, name string) error {
-	seen := map[string]bool{}
-	for {
-		if seen[name] {
-			return nil // a cycle, which go-containerregistry reports
-		}
-		seen[name] = true
-		h, err := archiveEntry(file, name)
-		if err != nil || h == nil {
-			return err
-		}
-		if h.Typeflag == tar.TypeSymlink || h.Typeflag == tar.TypeLink {
-			name = path.Join(path.Dir(name), path.Clean(h.Linkname))
-			continue
-		}
-		if h.Size > maxArchiveJSON {
-			return fmt.Errorf("%s: %d bytes, over %d (4 MiB): not a docker archive's JSON", name, h.Size, maxArchiveJSON)
-		}
-		return nil
-	}
-}
-
-// archiveEntry is the header of the first entry named name in the tar
-// file, or nil. Entries' contents are skipped, not read.
-func archiveEntry(file, name string) (*tar.Header, error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	tr := tar.NewReader(f)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		if path.Clean(h.Name) == path.Clean(name) {
-			return h, nil
-		}
-	}
-}
-
 // docker describes the images of a docker archive, one per image with
 // all its RepoTags.
 func (r *Report) docker(file string) error {
-	// go-containerregistry opens the archive again and again, each time
-	// waiting for a writer if it is a named pipe.
+	// Opened once, checked, and indexed in one pass: go-containerregistry
+	// opens the archive again for each file it reads, each time waiting
+	// for a writer if it is a named pipe, and walks it from the start.
 	f, err := bounded.Open(file)
 	if err != nil {
 		return fmt.Errorf("reading the docker archive %s: %w", file, err)
 	}
-	err = bounded.Regular(f)
-	f.Close()
+	defer f.Close()
+	fi, err := f.Stat()
+	if err == nil {
+		err = bounded.RegularInfo(file, fi)
+	}
+	if err != nil {
+		return fmt.Errorf("reading the docker archive %s: %w", file, err)
+	}
+	blobs, err := tarFiles(f, fi.Size())
 	if err != nil {
 		return fmt.Errorf("reading the docker archive %s: %w", file, err)
 	}
 	// go-containerregistry reads manifest.json and each config whole.
-	if err := archiveJSON(file, "manifest.json"); err != nil {
+	if err := blobs.archiveJSON("manifest.json"); err != nil {
 		return fmt.Errorf("reading the docker archive %s: %w", file, err)
 	}
-	m, err := tarball.LoadManifest(func() (io.ReadCloser, error) { return os.Open(file) })
+	m, err := blobs.manifest()
 	if err != nil {
 		return fmt.Errorf("reading the docker archive %s: %w", file, err)
 	}
 	for _, d := range m {
-		if err := archiveJSON(file, d.Config); err != nil {
+		if err := blobs.archiveJSON(d.Config); err != nil {
 			return fmt.Errorf("reading the docker archive %s: %w", file, err)
 		}
 	}
-	if ok, err := r.dockerLayout(file, m); err != nil {
+	if ok, err := r.dockerLayout(blobs, m); err != nil {
 		return fmt.Errorf("reading the docker archive %s: %w", file, err)
 	} else if ok {
 		return nil
@@ -386,7 +343,7 @@ func (r *Report) docker(file string) error {
 			}
 			t = &nt
 		}
-		img, err := tarball.ImageFromPath(file, t)
+		img, err := tarball.Image(blobs.opener, t)
 		if err != nil {
 			return fmt.Errorf("docker archive %s: %w", file, err)
 		}

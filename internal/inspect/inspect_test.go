@@ -4,8 +4,11 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -360,5 +363,152 @@ func TestDockerArchiveLayoutBlobChecked(t *testing.T) {
 	_, err = Open(context.Background(), "docker:"+file)
 	if err == nil || !strings.Contains(err.Error(), "blobs/sha256/"+d.Hex+": its content is not of that digest") {
 		t.Errorf("got %v, want the manifest blob refused", err)
+	}
+}
+
+// manifest.json is read from the index as go-containerregistry's
+// tarball.LoadManifest reads it, walking the tar: the first entry of the
+// name, links followed beside it, what tar.Reader gives of its content
+// (none for a directory, whatever its size field), the first JSON value
+// of it; and the same errors for one missing or a cycle of links.
+func TestDockerArchiveManifestAsLoadManifest(t *testing.T) {
+	const list = `[{"Config":"c.json","RepoTags":["x:1"],"Layers":["l.tar"]}]`
+	type entry struct {
+		name, body string
+		typ        byte
+		link       string
+		size       int64 // the header's, where it is not the body's
+	}
+	for _, tc := range []struct {
+		name    string
+		entries []entry
+	}{
+		{"plain", []entry{{name: "manifest.json", body: list}}},
+		{"after others", []entry{{name: "c.json", body: "{}"}, {name: "l.tar", body: strings.Repeat("x", 1000)}, {name: "./manifest.json", body: list}}},
+		{"trailing bytes", []entry{{name: "manifest.json", body: list + "\nnot JSON"}}},
+		{"first of two", []entry{{name: "manifest.json", body: list}, {name: "manifest.json", body: "[]"}}},
+		{"a directory first", []entry{{name: "manifest.json", typ: tar.TypeDir, size: 10}, {name: "manifest.json", body: list}}},
+		{"a symlink", []entry{{name: "manifest.json", typ: tar.TypeSymlink, link: "m/x.json"}, {name: "m/x.json", body: list}}},
+		{"a hard link", []entry{{name: "m/x.json", body: list}, {name: "manifest.json", typ: tar.TypeLink, link: "m/x.json"}}},
+		{"a link up", []entry{{name: "m/manifest.json", body: list}, {name: "manifest.json", typ: tar.TypeSymlink, link: "m/../m/manifest.json"}}},
+		{"missing", []entry{{name: "c.json", body: "{}"}}},
+		{"dangling", []entry{{name: "manifest.json", typ: tar.TypeSymlink, link: "nowhere"}}},
+		{"a cycle", []entry{{name: "manifest.json", typ: tar.TypeSymlink, link: "a"}, {name: "a", typ: tar.TypeSymlink, link: "manifest.json"}}},
+		{"not JSON", []entry{{name: "manifest.json", body: "{"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "a.tar")
+			var b bytes.Buffer
+			tw := tar.NewWriter(&b)
+			for _, e := range tc.entries {
+				h := &tar.Header{Name: e.name, Mode: 0o644, Size: int64(len(e.body)), Typeflag: e.typ, Linkname: e.link}
+				if h.Typeflag == 0 {
+					h.Typeflag = tar.TypeReg
+				}
+				if h.Typeflag != tar.TypeReg {
+					h.Size = e.size
+				}
+				if err := tw.WriteHeader(h); err != nil {
+					t.Fatal(err)
+				}
+				if h.Typeflag == tar.TypeReg {
+					if _, err := tw.Write([]byte(e.body)); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if err := tw.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(file, b.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			manifestAsLoadManifest(t, file)
+		})
+	}
+}
+
+// manifestAsLoadManifest checks that the index of the tar file reads its
+// manifest.json as tarball.LoadManifest does.
+func manifestAsLoadManifest(t *testing.T, file string) {
+	t.Helper()
+	want, wantErr := tarball.LoadManifest(func() (io.ReadCloser, error) { return os.Open(file) })
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blobs, err := tarFiles(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, gotErr := blobs.manifest()
+	if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) || !reflect.DeepEqual(got, want) {
+		t.Errorf("got %v, %v; LoadManifest gives %v, %v", got, gotErr, want, wantErr)
+	}
+	if len(want) == 0 && wantErr == nil {
+		t.Error("LoadManifest read no entries: nothing compared")
+	}
+}
+
+// A sparse manifest.json, as GNU tar writes one in either format, is read
+// as tar.Reader gives it, holes filled, whether it is then JSON (a hole
+// after the JSON) or not (a hole in it, where the archive's bytes, the
+// data on either side of the hole, are JSON).
+func TestDockerArchiveSparseManifest(t *testing.T) {
+	if _, err := exec.LookPath("tar"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("GNU tar is not installed")
+		}
+		t.Skip("GNU tar is not installed")
+	}
+	for _, tc := range []struct {
+		name string
+		at   map[int64]string // the data, by offset; the rest is holes
+		size int64
+	}{
+		{"hole after", map[int64]string{0: `[{"Config":"c.json","RepoTags":["x:1"]}]`}, 1 << 20},
+		{"hole inside", map[int64]string{0: `[{"Config":"c.json",` + strings.Repeat(" ", 4096-20), 64 << 10: `"RepoTags":["x:1"]}]`}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sparseManifest(t, tc.at, tc.size)
+		})
+	}
+}
+
+func sparseManifest(t *testing.T, at map[int64]string, size int64) {
+	dir := t.TempDir()
+	json := filepath.Join(dir, "manifest.json")
+	f, err := os.Create(json)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for off, data := range at {
+		if _, err := f.WriteAt([]byte(data), off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if size > 0 {
+		err = f.Truncate(size)
+	}
+	if err := errors.Join(err, f.Close()); err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range []string{"gnu", "posix"} {
+		file := filepath.Join(dir, format+".tar")
+		if out, err := exec.Command("tar", "--sparse", "--format="+format, "-C", dir, "-cf", file, "manifest.json").CombinedOutput(); err != nil {
+			t.Fatalf("tar: %v\n%s", err, out)
+		}
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		blobs, err := tarFiles(bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e := blobs.first["manifest.json"]; e.h == nil || !sparse(e.h) {
+			t.Fatalf("%s: manifest.json is not sparse in the tar: %+v", format, e.h)
+		}
+		manifestAsLoadManifest(t, file)
 	}
 }
