@@ -58,3 +58,67 @@ images:
 		t.Errorf("Windows: got %v, want the backslash refused", err)
 	}
 }
+
+// A path: with a backslash, in an artifact holding both the name with
+// the backslash and the path it separates, is refused at its line,
+// naming both: the name with the backslash was taken, silently. A licence
+// named so is found as a path: is, and refused the same way at licenses.
+func TestBackslashPathNamingTwoRefused(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "both.tar"), string(fixture.Tar([]fixture.File{
+		{Name: `a\b`, Content: "the name with a backslash", Mode: 0o644},
+		{Name: "a/", Dir: true, Mode: 0o755},
+		{Name: "a/b", Content: "a/b", Mode: 0o644},
+	})))
+	writeFile(t, filepath.Join(dir, "one.tar"), string(fixture.Tar([]fixture.File{
+		{Name: `a\b`, Content: "the name with a backslash", Mode: 0o644},
+		{Name: `doc\LICENSE`, Content: "MIT", Mode: 0o644},
+	})))
+	recipe := filepath.Join(dir, "pallet.yaml")
+	const head = `version: 1
+artifacts:
+  both:
+    local: {path: ./both.tar, extract: {}}
+    licenses: none
+  one:
+    local: {path: ./one.tar, extract: {}}
+    licenses:
+      - 'doc\LICENSE'
+images:
+  app:
+    base: scratch
+    platforms: [linux/amd64]
+    files:
+`
+	writeFile(t, recipe, head+`      - artifact: both
+        path: 'a\b'
+        dest: /x
+`)
+	_, err := pallet(t, "build", "-q", "--no-cache", "-f", recipe, "-o", "oci:"+filepath.Join(t.TempDir(), "o"))
+	if want := recipe + `:16: image app (linux/amd64): path a\b is ambiguous: the artifact has both a\b, a name holding a backslash, and a/b`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("got %v, want %s", err, want)
+	}
+	// The licence named doc\LICENSE is the file of that name, shipped.
+	writeFile(t, recipe, head+`      - {artifact: one, path: 'a\b', dest: /x}
+`)
+	out := filepath.Join(t.TempDir(), "o")
+	mustPallet(t, "build", "-q", "--no-cache", "-f", recipe, "-o", "oci:"+out)
+	files := readImageFiles(t, out, "linux/amd64")
+	if got := files[`LICENSES/one/doc\LICENSE`]; got != "MIT (644)" {
+		t.Errorf("the licence shipped: %q, in %v", got, files)
+	}
+	if got := files["x"]; got != "the name with a backslash (644)" {
+		t.Errorf("/x: %q", got)
+	}
+	// Named where the artifact holds both, it is refused at licenses.
+	writeFile(t, filepath.Join(dir, "one.tar"), string(fixture.Tar([]fixture.File{
+		{Name: `a\b`, Content: "the name with a backslash", Mode: 0o644},
+		{Name: `doc\LICENSE`, Content: "MIT", Mode: 0o644},
+		{Name: "doc/", Dir: true, Mode: 0o755},
+		{Name: "doc/LICENSE", Content: "Apache", Mode: 0o644},
+	})))
+	_, err = pallet(t, "build", "-q", "--no-cache", "-f", recipe, "-o", "oci:"+filepath.Join(t.TempDir(), "o"))
+	if want := recipe + `:8: `; err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), `licence path doc\LICENSE is ambiguous: the artifact has both doc\LICENSE, a name holding a backslash, and doc/LICENSE`) {
+		t.Errorf("got %v, want it refused at %s naming both", err, want)
+	}
+}

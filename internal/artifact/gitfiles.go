@@ -147,7 +147,14 @@ func sourceLicenses(src string, t *tree.Tree, r *Request, at string) (*tree.Tree
 	}
 	out := tree.New()
 	for _, n := range r.Licenses {
-		p, err := tree.CleanPath(n)
+		file := func(p string) bool {
+			_, info, err := inCheckout(src, p, "")
+			return err == nil && info.Mode().IsRegular()
+		}
+		p, err := tree.UserPath(n, file)
+		if errors.Is(err, tree.ErrAmbiguousPath) {
+			return nil, blame("licenses", fmt.Errorf("licence %w", err))
+		}
 		if err != nil {
 			return nil, fmt.Errorf("licence %q: %w", n, err)
 		}

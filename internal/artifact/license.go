@@ -1,6 +1,7 @@
 package artifact
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -58,7 +59,26 @@ func licensePatterns(named []string) []string {
 			prefix += "*/"
 		}
 	}
-	return append(out, named...)
+	// A named licence is taken by its name, whichever the artifact holds
+	// of the names its backslashes may give (tree.UserPath).
+	for _, n := range named {
+		for _, name := range tree.UserPathNames(n) {
+			out = append(out, globEscape(name))
+		}
+	}
+	return out
+}
+
+// globEscape is the path.Match pattern that matches name alone.
+func globEscape(name string) string {
+	var b strings.Builder
+	for _, c := range name {
+		if strings.ContainsRune(`*?[\`, c) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
 }
 
 // findLicenses returns the licence files of t: the named ones (each must
@@ -70,12 +90,19 @@ func findLicenses(t *tree.Tree, names []string, none bool) (*tree.Tree, error) {
 	}
 	if len(names) > 0 {
 		for _, n := range names {
-			p, err := tree.CleanPath(n)
+			file := func(p string) bool {
+				e, ok := t.Get(p)
+				return ok && e.Kind == tree.File
+			}
+			p, err := tree.UserPath(n, file)
+			if errors.Is(err, tree.ErrAmbiguousPath) {
+				return nil, blame("licenses", fmt.Errorf("licence %w", err))
+			}
 			if err != nil {
 				return nil, fmt.Errorf("licence %q: %w", n, err)
 			}
-			e, ok := t.Get(p)
-			if !ok || e.Kind != tree.File {
+			e, _ := t.Get(p)
+			if !file(p) {
 				return nil, blame("licenses", fmt.Errorf("licence file %q not found in the artifact", n))
 			}
 			if err := out.Add(*e); err != nil {

@@ -792,9 +792,9 @@ func cachedLayer(c *cache.Cache, key string, comp layer.Compression, check func(
 }
 
 // placedAt is where the recipe wrote what err, from placing pm, blames:
-// its path, when that names nothing in the artifact.
+// its path, when that names nothing in the artifact, or two things.
 func placedAt(pm plan.Placement, err error) plan.Pos {
-	if errors.Is(err, tree.ErrNoPath) && pm.PathPos.Line != 0 {
+	if (errors.Is(err, tree.ErrNoPath) || errors.Is(err, tree.ErrAmbiguousPath)) && pm.PathPos.Line != 0 {
 		return pm.PathPos
 	}
 	return pm.Pos

@@ -331,3 +331,52 @@ func TestSubtreeBackslashLiteralFirst(t *testing.T) {
 		t.Errorf(`subtree(lib\a): %v, want ErrNoPath`, err)
 	}
 }
+
+// Where the artifact holds both the name with the backslash and the path
+// it separates (a\b and a/b), which one a path a\b means cannot be told:
+// an error naming both, where the name with the backslash was taken.
+// Written with a slash, it is the separated one.
+func TestSubtreeBackslashBothRefused(t *testing.T) {
+	for _, entries := range [][]Entry{
+		{{Path: `a\b`, Kind: File}, {Path: "a", Kind: Dir}, {Path: "a/b", Kind: File}},
+		{{Path: `a\b`, Kind: Dir}, {Path: `a\b/x`, Kind: File}, {Path: "a", Kind: Dir}, {Path: "a/b", Kind: Dir}, {Path: "a/b/y", Kind: File}},
+	} {
+		_, _, err := subtree(entries, `a\b`)
+		if !errors.Is(err, ErrAmbiguousPath) || !strings.Contains(err.Error(), `the artifact has both a\b, a name holding a backslash, and a/b`) {
+			t.Errorf("subtree(a\\b) of %v: %v, want both named", entries, err)
+		}
+		out, _, err := subtree(entries, "a/b")
+		if err != nil || len(out) != 1 || strings.Contains(out[0].Path, "x") {
+			t.Errorf("subtree(a/b) of %v: %v, %v; want a/b's", entries, out, err)
+		}
+	}
+	// An empty directory a\b is nothing a path takes: a/b is meant.
+	entries := []Entry{{Path: `a\b`, Kind: Dir}, {Path: "a", Kind: Dir}, {Path: "a/b", Kind: File}}
+	if out, one, err := subtree(entries, `a\b`); err != nil || !one || out[0].Path != "b" {
+		t.Errorf("subtree(a\\b) beside an empty directory a\\b: %v, %v, %v; want the file a/b", out, one, err)
+	}
+}
+
+// UserPath takes a backslash as a character of a name where the artifact
+// holds that name, else as a separator; both held is an error.
+func TestUserPath(t *testing.T) {
+	for _, tc := range []struct {
+		from string
+		has  []string
+		want string
+		err  error
+	}{
+		{`a\b`, []string{`a\b`}, `a\b`, nil},
+		{`a\b`, []string{"a/b"}, "a/b", nil},
+		{`a\b`, nil, "a/b", nil},
+		{`a\b`, []string{`a\b`, "a/b"}, "", ErrAmbiguousPath},
+		{`./a\b`, []string{`a\b`}, `a\b`, nil},
+		{"a/b", []string{`a\b`, "a/b"}, "a/b", nil},
+		{`a\..\..\b`, []string{"b"}, "", nil},
+	} {
+		got, err := UserPath(tc.from, func(name string) bool { return slices.Contains(tc.has, name) })
+		if got != tc.want || tc.err != nil && !errors.Is(err, tc.err) || tc.want == "" && err == nil || tc.want != "" && err != nil {
+			t.Errorf("UserPath(%s) with %q = %q, %v; want %q, %v", tc.from, tc.has, got, err, tc.want, tc.err)
+		}
+	}
+}

@@ -981,13 +981,12 @@ func subtree(entries []Entry, from string) (out []Entry, one bool, err error) {
 	if p == "." {
 		return entries, false, nil
 	}
-	// A backslash the user wrote separates (bin\x.exe), unless the
-	// artifact has a name that holds it as a character (systemd's
-	// system-systemd\x2dcryptsetup.slice): that name is the one meant.
-	if lit, err := cleanName(from); err == nil && lit != p {
-		if out, one = under(entries, lit); len(out) > 0 {
-			return out, one, nil
-		}
+	p, err = UserPath(from, func(name string) bool {
+		out, _ := under(entries, name)
+		return len(out) > 0
+	})
+	if err != nil {
+		return nil, false, err
 	}
 	if out, one = under(entries, p); len(out) == 0 {
 		// A path that names nothing is a mistake in the recipe, and an
@@ -996,6 +995,52 @@ func subtree(entries []Entry, from string) (out []Entry, one bool, err error) {
 	}
 	return out, one, nil
 }
+
+// UserPath is the name in an artifact of a path the user wrote there (a
+// placement's path, a licence file), whose backslashes separate, as in a
+// dest (bin\x.exe), unless the artifact has a name holding them as
+// characters (systemd's lib/systemd/system/system-systemd\x2dcryptsetup.slice):
+// that name is the one meant. Where the artifact has both, which was
+// meant cannot be told, and the error (ErrAmbiguousPath) names both.
+// has says whether the artifact has a name, as what the caller takes (a
+// file, a directory that holds anything). A path that names neither is
+// returned with its backslashes as separators, for the caller to say
+// it is missing.
+func UserPath(from string, has func(name string) bool) (string, error) {
+	p, err := CleanPath(from)
+	if err != nil {
+		return "", err
+	}
+	lit, err := cleanName(from)
+	if err != nil || lit == p {
+		return p, nil
+	}
+	switch lh, ph := has(lit), has(p); {
+	case lh && ph:
+		return "", fmt.Errorf("path %s %w: the artifact has both %s, a name holding a backslash, and %s (written %s, it is the latter)", from, ErrAmbiguousPath, lit, p, p)
+	case lh:
+		return lit, nil
+	}
+	return p, nil
+}
+
+// UserPathNames are the names UserPath may give for from: its backslashes
+// as characters, and as separators. One when from holds none.
+func UserPathNames(from string) []string {
+	p, err := CleanPath(from)
+	if err != nil {
+		return nil
+	}
+	if lit, err := cleanName(from); err == nil && lit != p {
+		return []string{lit, p}
+	}
+	return []string{p}
+}
+
+// ErrAmbiguousPath is a path the user wrote with a backslash that names
+// two things in the artifact: a name holding the backslash, and the path
+// it separates.
+var ErrAmbiguousPath = errors.New("is ambiguous")
 
 // under returns the entry at p if it is not a directory (one), else the
 // entries below p, with paths relative to it.
