@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/v1/validate"
+
+	"github.com/pallet-dev/pallet/internal/fixture"
 )
 
 // hardLinkedRootfs is a tar as a Debian rootfs holds hard links: perl
@@ -279,5 +281,44 @@ func TestDockerfileCopyFromHardLinks(t *testing.T) {
 	}
 	if got := layerLines(t, layers, 1, hardLinkLine); !reflect.DeepEqual(got, want) {
 		t.Errorf("layer holds\n got %q\nwant %q", got, want)
+	}
+}
+
+// An ADD of an archive with --chmod and --chown keeps its hard links, as
+// BuildKit's unpack does: --chmod does not reach what an archive unpacks
+// (BuildKit's copy hands its unpack the owner, not the mode), and
+// --chown gives every name of a file one owner, so names whose headers
+// differed only in owner (z here, 6:6) are one file again, where without
+// it they are files of their own (BuildKit: one, owned as the last
+// header says).
+func TestDockerfileAddHardLinksChmodChown(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "a.tar"), string(fixture.Tar([]fixture.File{
+		{Name: "x", Content: "x", Mode: 0o644, UID: 5, GID: 5},
+		{Name: "y", HardLink: "x", Mode: 0o644, UID: 5, GID: 5},
+		{Name: "z", HardLink: "x", Mode: 0o644, UID: 6, GID: 6},
+	})))
+	writeFile(t, filepath.Join(dir, "Dockerfile"), `FROM scratch
+ADD --chmod=700 a.tar /m/
+ADD --chown=1000:1000 a.tar /o/
+ADD --chmod=u+x,g-r --chown=1000:1000 a.tar /b/
+`)
+	line := func(h *tar.Header) string {
+		what := "file"
+		switch h.Typeflag {
+		case tar.TypeDir:
+			what = "dir"
+		case tar.TypeLink:
+			what = "link to " + h.Linkname
+		}
+		return fmt.Sprintf("%s %o %d:%d", what, h.Mode, h.Uid, h.Gid)
+	}
+	want := []string{
+		"1 m dir 755 0:0", "1 m/x file 644 5:5", "1 m/y link to m/x 644 5:5", "1 m/z file 644 6:6",
+		"2 o dir 755 1000:1000", "2 o/x file 644 1000:1000", "2 o/y link to o/x 644 1000:1000", "2 o/z link to o/x 644 1000:1000",
+		"3 b dir 755 1000:1000", "3 b/x file 644 1000:1000", "3 b/y link to b/x 644 1000:1000", "3 b/z link to b/x 644 1000:1000",
+	}
+	if got := layerLines(t, dfLayers(t, dir), 1, line); !reflect.DeepEqual(got, want) {
+		t.Errorf("layers hold\n got %q\nwant %q", got, want)
 	}
 }
