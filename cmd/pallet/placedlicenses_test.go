@@ -298,7 +298,8 @@ images:
 // An artifact without a licence is warned of once, not once per
 // platform it is fetched for, naming every platform that has none in the
 // plan's order: it named whichever platform was ready first. A platform
-// whose files hold a licence is not named.
+// whose files hold a licence is not named. --require-licenses' refusal
+// names them so too.
 func TestNoLicenceWarnedOncePerArtifact(t *testing.T) {
 	dir := t.TempDir()
 	for _, arch := range []string{"amd64", "arm64", "riscv64", "s390x"} {
@@ -324,6 +325,11 @@ images:
 	want := "artifact f (linux/amd64, linux/riscv64 and linux/s390x, local mode): no licence file found"
 	if n := strings.Count(log, "no licence file found"); n != 1 || !strings.Contains(log, want) {
 		t.Errorf("warned %d times, want once: %q:\n%s", n, want, log)
+	}
+	// --require-licenses refuses it so, naming them all.
+	_, err = pallet(t, "build", "--require-licenses", "-f", recipe, "--cache-dir", t.TempDir(), "-o", "oci:"+filepath.Join(dir, "out2"))
+	if err == nil || !strings.Contains(err.Error(), want+"; name its licence files, or declare that it has none (licenses: none); licences are required") {
+		t.Errorf("--require-licenses: %v, want %q", err, want)
 	}
 }
 

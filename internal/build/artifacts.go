@@ -23,10 +23,13 @@ import (
 // policy applies the build's rules on what may be shipped.
 func (b *builder) policy(a record.Artifact, src *plan.Artifact) error {
 	unlicensed := len(a.Licenses) == 0 && !src.NoLicense && !mainModulesLicensed(a.GoBinaries)
-	if unlicensed && b.opt.RequireLicenses {
-		return errors.New(noLicence(src, []platform.Platform{src.Platform}) + "; licences are required")
+	if ps := b.licenceChecked(src, unlicensed); len(ps) > 0 {
+		msg := noLicence(src, ps)
+		if b.opt.RequireLicenses {
+			return errors.New(msg + "; licences are required")
+		}
+		b.opt.Progress.Warn("%s", msg)
 	}
-	b.licenceChecked(src, unlicensed)
 	if a.Skipped > 0 {
 		names := strings.Join(a.SkippedNames, ", ")
 		if a.Skipped > len(a.SkippedNames) {
@@ -60,24 +63,22 @@ func noLicence(src *plan.Artifact, ps []platform.Platform) string {
 }
 
 // licenceChecked counts src's platform as checked for a licence file and,
-// once every platform of the artifact is, warns in one message of those
-// that had none, in the plan's order: warned of per platform, a
-// multi-platform build said only whichever platform was ready first.
-func (b *builder) licenceChecked(src *plan.Artifact, unlicensed bool) {
+// once every platform of the artifact is, returns those that had none,
+// in the plan's order: said once for them all, by the warning or
+// --require-licenses' refusal. Said per platform, a multi-platform
+// build named only whichever platform was ready first.
+func (b *builder) licenceChecked(src *plan.Artifact, unlicensed bool) []platform.Platform {
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	if unlicensed {
 		b.unlicensed[src.Name] = append(b.unlicensed[src.Name], src.Platform)
 	}
-	b.unchecked[src.Name]--
-	var ps []platform.Platform
-	if b.unchecked[src.Name] == 0 {
-		ps = b.unlicensed[src.Name]
+	if b.unchecked[src.Name]--; b.unchecked[src.Name] > 0 {
+		return nil
 	}
-	b.mu.Unlock()
-	if len(ps) > 0 {
-		slices.SortFunc(ps, func(x, y platform.Platform) int { return strings.Compare(x.String(), y.String()) })
-		b.opt.Progress.Warn("%s", noLicence(src, ps))
-	}
+	ps := slices.Clone(b.unlicensed[src.Name])
+	slices.SortFunc(ps, func(x, y platform.Platform) int { return strings.Compare(x.String(), y.String()) })
+	return ps
 }
 
 // mainModulesLicensed says whether the artifact's placed files are Go
