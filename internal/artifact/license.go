@@ -101,8 +101,8 @@ func findLicenses(t *tree.Tree, names []string, none bool) (*tree.Tree, error) {
 			if err != nil {
 				return nil, fmt.Errorf("licence %q: %w", n, err)
 			}
-			e, _ := t.Get(p)
-			if !file(p) {
+			e, ok := t.Get(p)
+			if !ok || e.Kind != tree.File {
 				return nil, blame("licenses", fmt.Errorf("licence file %q not found in the artifact", n))
 			}
 			if err := out.Add(*e); err != nil {
