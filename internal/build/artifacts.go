@@ -23,23 +23,29 @@ import (
 // policy applies the build's rules on what may be shipped.
 func (b *builder) policy(a record.Artifact, src *plan.Artifact) error {
 	unlicensed := len(a.Licenses) == 0 && !src.NoLicense && !mainModulesLicensed(a.GoBinaries)
-	if ps := b.licenceChecked(src, unlicensed); len(ps) > 0 {
-		msg := noLicence(src, ps)
-		if b.opt.RequireLicenses {
-			return errors.New(msg + "; licences are required")
-		}
-		b.opt.Progress.Warn("%s", msg)
-	}
+	skipped := ""
 	if a.Skipped > 0 {
 		names := strings.Join(a.SkippedNames, ", ")
 		if a.Skipped > len(a.SkippedNames) {
 			names += fmt.Sprintf(" and %d more", a.Skipped-len(a.SkippedNames))
 		}
-		msg := fmt.Sprintf("%s: the archive holds %d %s pallet does not place, which the image will not have: %s", &src.Request, a.Skipped, plural(a.Skipped, "entry", "entries"), names)
-		if src.Pos.Line > 0 {
-			msg = src.Pos.String() + ": " + msg
+		skipped = fmt.Sprintf("the archive holds %d %s pallet does not place, which the image will not have: %s", a.Skipped, plural(a.Skipped, "entry", "entries"), names)
+	}
+	if all, ok := b.checked(src, unlicensed, skipped); ok {
+		if len(all.unlicensed) > 0 {
+			msg := noLicence(src, all.unlicensed)
+			if b.opt.RequireLicenses {
+				return errors.New(msg + "; licences are required")
+			}
+			b.opt.Progress.Warn("%s", msg)
 		}
-		b.warnOnce("skipped "+src.Name, msg)
+		for _, s := range all.skipped {
+			msg := src.On(s.platforms) + ": " + s.msg
+			if src.Pos.Line > 0 {
+				msg = src.Pos.String() + ": " + msg
+			}
+			b.opt.Progress.Warn("%s", msg)
+		}
 	}
 	if b.opt.MinGo != "" {
 		min := "go" + strings.TrimPrefix(b.opt.MinGo, "go")
@@ -62,23 +68,52 @@ func noLicence(src *plan.Artifact, ps []platform.Platform) string {
 	return src.On(ps) + ": no licence file found; name its licence files, or declare that it has none (licenses: none)"
 }
 
-// licenceChecked counts src's platform as checked for a licence file and,
-// once every platform of the artifact is, returns those that had none,
-// in the plan's order: said once for them all, by the warning or
-// --require-licenses' refusal. Said per platform, a multi-platform
-// build named only whichever platform was ready first.
-func (b *builder) licenceChecked(src *plan.Artifact, unlicensed bool) []platform.Platform {
+// artifactNotes is what the policy found of an artifact on the platforms
+// checked so far, said once all of them are: a message true of several
+// platforms names each, in a fixed order. Said per platform, or once for
+// whichever was ready first, a multi-platform build's warning changed
+// from run to run.
+type artifactNotes struct {
+	unchecked  int
+	unlicensed []platform.Platform
+	// skipped are the archive's entries left out, one message per
+	// distinct list, with the platforms it is true of.
+	skipped []skippedNote
+}
+
+type skippedNote struct {
+	msg       string
+	platforms []platform.Platform
+}
+
+// checked counts src's platform as checked and, once every platform of
+// the artifact is, returns what was found on them all, platforms in the
+// order of their names.
+func (b *builder) checked(src *plan.Artifact, unlicensed bool, skipped string) (artifactNotes, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	n := b.notes[src.Name]
 	if unlicensed {
-		b.unlicensed[src.Name] = append(b.unlicensed[src.Name], src.Platform)
+		n.unlicensed = append(n.unlicensed, src.Platform)
 	}
-	if b.unchecked[src.Name]--; b.unchecked[src.Name] > 0 {
-		return nil
+	if skipped != "" {
+		i := slices.IndexFunc(n.skipped, func(s skippedNote) bool { return s.msg == skipped })
+		if i < 0 {
+			i = len(n.skipped)
+			n.skipped = append(n.skipped, skippedNote{msg: skipped})
+		}
+		n.skipped[i].platforms = append(n.skipped[i].platforms, src.Platform)
 	}
-	ps := slices.Clone(b.unlicensed[src.Name])
-	slices.SortFunc(ps, func(x, y platform.Platform) int { return strings.Compare(x.String(), y.String()) })
-	return ps
+	if n.unchecked--; n.unchecked > 0 {
+		return artifactNotes{}, false
+	}
+	byName := func(x, y platform.Platform) int { return strings.Compare(x.String(), y.String()) }
+	slices.SortFunc(n.unlicensed, byName)
+	for _, s := range n.skipped {
+		slices.SortFunc(s.platforms, byName)
+	}
+	slices.SortFunc(n.skipped, func(x, y skippedNote) int { return byName(x.platforms[0], y.platforms[0]) })
+	return *n, true
 }
 
 // mainModulesLicensed says whether the artifact's placed files are Go
@@ -151,9 +186,12 @@ func (b *builder) fetchAll(ctx context.Context) error {
 	defer close(b.allReady)
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(b.opt.Jobs)
-	b.unchecked, b.unlicensed = map[string]int{}, map[string][]platform.Platform{}
+	b.notes = map[string]*artifactNotes{}
 	for _, a := range b.plan.Artifacts {
-		b.unchecked[a.Name]++
+		if b.notes[a.Name] == nil {
+			b.notes[a.Name] = &artifactNotes{}
+		}
+		b.notes[a.Name].unchecked++
 	}
 	for _, key := range slices.Sorted(maps.Keys(b.plan.Artifacts)) {
 		a := b.plan.Artifacts[key]
@@ -399,19 +437,4 @@ func (b *builder) describedAll(ctx context.Context) ([]sbom.Artifact, error) {
 		}
 	}
 	return all, nil
-}
-
-// warnOnce warns of msg once per key: once per artifact, not once more
-// per platform.
-func (b *builder) warnOnce(key, msg string) {
-	b.mu.Lock()
-	warned := b.warned[key]
-	if b.warned == nil {
-		b.warned = map[string]bool{}
-	}
-	b.warned[key] = true
-	b.mu.Unlock()
-	if !warned {
-		b.opt.Progress.Warn("%s", msg)
-	}
 }

@@ -29,7 +29,6 @@ import (
 	"github.com/pallet-dev/pallet/internal/layer"
 	"github.com/pallet-dev/pallet/internal/output"
 	"github.com/pallet-dev/pallet/internal/plan"
-	"github.com/pallet-dev/pallet/internal/platform"
 	"github.com/pallet-dev/pallet/internal/progress"
 	"github.com/pallet-dev/pallet/internal/record"
 	"github.com/pallet-dev/pallet/internal/regauth"
@@ -674,13 +673,9 @@ type builder struct {
 	// loaders are, per platform image, the dynamically linked
 	// executables placed in it and the loader each needs.
 	loaders map[*plan.PlatformImage][]loaderNeed
-	// warned are the warnings given once (warnOnce), by key.
-	warned map[string]bool
-	// unchecked counts, per artifact name, its platforms not yet checked
-	// for a licence file; unlicensed are those found to have none
-	// (licenceChecked).
-	unchecked  map[string]int
-	unlicensed map[string][]platform.Platform
+	// notes are, per artifact name, what the policy found on its
+	// platforms checked so far (checked).
+	notes map[string]*artifactNotes
 	// unplaced counts, per artifact, the placements of it that no layer
 	// tree has taken yet: once none is left, its tree is let go (see
 	// placedAll).
