@@ -15,7 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/distribution/reference"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -24,6 +23,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/pallet-dev/pallet/internal/platform"
+	"github.com/pallet-dev/pallet/internal/refname"
 	"github.com/pallet-dev/pallet/internal/regauth"
 )
 
@@ -114,7 +114,7 @@ func CheckBaseRef(ref string) error {
 	if IsBuiltin(ref) || strings.HasPrefix(ref, "oci:") {
 		return nil
 	}
-	if _, err := reference.ParseNormalizedNamed(ref); err != nil {
+	if _, err := refname.ParseNormalizedNamed(ref); err != nil {
 		return fmt.Errorf("base %q is not scratch, %s, %s, oci:PATH[:TAG] or a registry reference (%v)", ref, HostProcessScratch, HostProcessScratchV1, err)
 	}
 	return nil

@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/distribution/reference"
 	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/pallet-dev/pallet/internal/refname"
 )
 
 // Planned is what an output can know of an image before it is built: its
@@ -79,7 +80,7 @@ func (r *Registry) check(images []Planned) error {
 		if prefix {
 			full += im.Repository
 		}
-		if _, err := reference.ParseNormalizedNamed(full); err != nil {
+		if _, err := refname.ParseNormalizedNamed(full); err != nil {
 			return fmt.Errorf("registry:%s: %s is not a registry reference, as docker reads one (%v)", r.Ref, full, err)
 		}
 	}

@@ -11,9 +11,10 @@ import (
 	"os"
 	"strings"
 
-	"github.com/distribution/reference"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/pallet-dev/pallet/internal/refname"
 )
 
 // Image is one built image with its names. Exactly one of Image (a single
@@ -109,7 +110,7 @@ func RefName(repo, tag string) string { return repo + ":" + tag }
 // image Kubernetes never finds and pulls instead. BuildKit's and docker's
 // layouts, and ctr's own import of a docker archive, name images so.
 func containerdName(ref string) (string, error) {
-	n, err := reference.ParseNormalizedNamed(ref)
+	n, err := refname.ParseNormalizedNamed(ref)
 	if err != nil {
 		return "", fmt.Errorf("%s is not an image reference: %w", ref, err)
 	}

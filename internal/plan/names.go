@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/distribution/reference"
+	"github.com/pallet-dev/pallet/internal/refname"
 )
 
 // CheckRepository refuses an image repository that is not a name by the
@@ -14,11 +14,11 @@ import (
 // An oci: layout would otherwise hold a name no tool resolves, and a
 // docker: or registry: output refuse it only when it is written.
 func CheckRepository(repo string) error {
-	if _, err := reference.WithName(repo); err != nil {
+	if err := refname.CheckName(repo); err != nil {
 		why := "use lower-case letters and digits, joined by '.', '_', '__' or '-', in components separated by '/', as in example.com/team/app"
 		switch {
-		case len(repo) > reference.RepositoryNameTotalLengthMax:
-			why = fmt.Sprintf("it is %d characters long; at most %d are allowed", len(repo), reference.RepositoryNameTotalLengthMax)
+		case len(repo) > refname.NameTotalLengthMax:
+			why = fmt.Sprintf("it is %d characters long; at most %d are allowed", len(repo), refname.NameTotalLengthMax)
 		case strings.ToLower(repo) != repo:
 			why = "it must be lower-case"
 		}
@@ -30,11 +30,8 @@ func CheckRepository(repo string) error {
 // CheckTag refuses a tag that is not one by the distribution grammar:
 // [A-Za-z0-9_][A-Za-z0-9._-]{0,127}.
 func CheckTag(tag string) error {
-	if _, err := reference.WithTag(placeholder, tag); err != nil {
+	if err := refname.CheckTag(tag); err != nil {
 		return fmt.Errorf("tag %q is not an image tag: up to 128 letters, digits, '_', '.' and '-', not starting with '.' or '-'", tag)
 	}
 	return nil
 }
-
-// placeholder is a valid name to check tags against.
-var placeholder, _ = reference.WithName("image")
