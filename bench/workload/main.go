@@ -13,9 +13,10 @@
 //	workload limit [-jobs J] [-compression gzip|zstd] LAYOUT
 //	                           the physical limit: the compressor alone, and one sha256 pass,
 //	                           over the uncompressed layers of the OCI layout LAYOUT
-//	workload serve -files DIR -addrs FILE [-storage DIR] [-registry-addr 127.0.0.1:PORT]
+//	workload serve -files DIR -addrs FILE [-storage DIR] [-registry-addr 127.0.0.1:PORT] [-log FILE]
 //	                           registry (distribution/v3; on disk in DIR, else in memory) and a file server on
-//	                           127.0.0.1, their addresses written to FILE; runs until killed
+//	                           127.0.0.1, their addresses written to FILE; runs until killed; -log writes a
+//	                           line per registry request to FILE
 //	workload modify FILE SEED  rewrite 64 KiB in the middle of FILE (size and PE header kept)
 package main
 
@@ -33,6 +34,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -343,6 +345,7 @@ func serve(args []string) error {
 	addrs := fs.String("addrs", "", "file to write REGISTRY=host:port and FILES=http://host:port to")
 	storage := fs.String("storage", "", "registry storage directory (default: in memory, which is slow for big blobs)")
 	regAddr := fs.String("registry-addr", "127.0.0.1:0", "address the registry listens on (port 0: any free one)")
+	logTo := fs.String("log", "", "file to write a line per registry request to (method, path, status, request bytes, start and duration)")
 	fs.Parse(args)
 
 	logrus.SetOutput(io.Discard)
@@ -353,7 +356,16 @@ func serve(args []string) error {
 	}
 	cfg.HTTP.Secret = "pallet-bench"
 	cfg.Validation.Manifests.URLs.Allow = []string{"^https://"}
-	reg := handlers.NewApp(context.Background(), cfg)
+	var reg http.Handler = handlers.NewApp(context.Background(), cfg)
+	if *logTo != "" {
+		// O_APPEND: the file may be truncated between pushes to compare
+		f, err := os.OpenFile(*logTo, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o644)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		reg = logRequests(reg, f)
+	}
 
 	regL, err := net.Listen("tcp", *regAddr)
 	if err != nil {
@@ -387,6 +399,53 @@ func serve(args []string) error {
 		return nil
 	}
 }
+
+// logRequests writes a line per request h serves to w, for comparing
+// the requests two clients make for the same push: the connection (its
+// remote port), method, path, status, request body bytes, and when the
+// request started and how long it took, in ms since the first one.
+func logRequests(h http.Handler, w io.Writer) http.Handler {
+	var mu sync.Mutex
+	var t0 time.Time
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: rw, status: http.StatusOK}
+		body := &countingReader{r: r.Body}
+		r.Body = body
+		h.ServeHTTP(sw, r)
+		end := time.Now()
+		mu.Lock()
+		defer mu.Unlock()
+		if t0.IsZero() {
+			t0 = start
+		}
+		_, port, _ := net.SplitHostPort(r.RemoteAddr)
+		fmt.Fprintf(w, "%8.1f %7.1f %5s %-6s %s %d %d\n", float64(start.Sub(t0).Microseconds())/1000, float64(end.Sub(start).Microseconds())/1000, port, r.Method, r.URL.Path, sw.status, body.n)
+	})
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+type countingReader struct {
+	r io.ReadCloser
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+func (c *countingReader) Close() error { return c.r.Close() }
 
 // modify rewrites 64 KiB in the middle of path with bytes that depend on
 // seed, keeping its size (and so its PE header).
