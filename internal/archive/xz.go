@@ -13,6 +13,7 @@ import (
 	"io"
 	"math"
 	"runtime"
+	"sync"
 	"sync/atomic"
 
 	"github.com/ulikunitz/xz/lzma"
@@ -116,7 +117,10 @@ const (
 var (
 	xzMagic       = []byte{0xfd, '7', 'z', 'X', 'Z', 0}
 	xzFooterMagic = []byte{'Y', 'Z'}
-	crc64Table    = crc64.MakeTable(crc64.ECMA)
+	// crc64Table is built on first use: 33 KB of tables (hash/crc64
+	// builds ECMA's and ISO's at once), which every command paid at
+	// start-up and only an xz stream checked by CRC-64 reads.
+	crc64Table = sync.OnceValue(func() *crc64.Table { return crc64.MakeTable(crc64.ECMA) })
 
 	// errXzStopped ends a job after an earlier block failed; it is never
 	// reported, as the earlier failure is.
@@ -323,7 +327,7 @@ func newCheck(flags byte) (hash.Hash, error) {
 	case 0x01:
 		return crc32.NewIEEE(), nil
 	case 0x04:
-		return crc64.New(crc64Table), nil
+		return crc64.New(crc64Table()), nil
 	case 0x0a:
 		return sha256.New(), nil
 	}

@@ -90,7 +90,7 @@ func xzStream(t testing.TB, check byte, blocks ...xzSpec) []byte {
 		case 0x01:
 			sum = binary.LittleEndian.AppendUint32(nil, crc32.ChecksumIEEE(blk.data))
 		case 0x04:
-			sum = binary.LittleEndian.AppendUint64(nil, crc64.Checksum(blk.data, crc64Table))
+			sum = binary.LittleEndian.AppendUint64(nil, crc64.Checksum(blk.data, crc64Table()))
 		case 0x0a:
 			s := sha256.Sum256(blk.data)
 			sum = s[:]
