@@ -390,6 +390,7 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 		compressors: layer.NewCompressors(opt.Jobs), started: time.Now()}
 	if c != nil {
 		b.memo = c.RememberAt
+		bases.Layer = b.baseLayer
 	}
 	// Before the work directory is removed (deferred above: this runs
 	// first), on any return.

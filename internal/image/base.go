@@ -22,9 +22,11 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/pallet-dev/pallet/internal/layer"
 	"github.com/pallet-dev/pallet/internal/platform"
 	"github.com/pallet-dev/pallet/internal/refname"
 	"github.com/pallet-dev/pallet/internal/regauth"
+	"github.com/pallet-dev/pallet/internal/tree"
 )
 
 // Scratch is the base name for an empty image.
@@ -46,6 +48,11 @@ type Resolver struct {
 	// MaxManifestSize bounds each index, manifest and config read from an
 	// OCI layout base; zero means DefaultMaxManifestSize.
 	MaxManifestSize int64
+	// Layer, when set, writes the layer of a built-in base from t, whose
+	// files it reads from where t says (as layer.Build does), so that a
+	// build's cache can keep it: it is the same at every build with the
+	// same epoch. Nil writes it into WorkDir every time.
+	Layer func(t *tree.Tree, opt layer.Options) (v1.Layer, error)
 }
 
 // Base returns the base image ref for platform p. ref is "scratch",
@@ -62,9 +69,9 @@ func (r *Resolver) Base(ctx context.Context, ref string, p platform.Platform) (v
 	case ref == Scratch:
 		return scratch(p)
 	case ref == HostProcessScratchV1:
-		return hostProcessScratchV1(p, r.WorkDir, r.Epoch)
+		return hostProcessV1.build(p, r.WorkDir, r.Epoch, r.Layer)
 	case ref == HostProcessScratch:
-		return hostProcessScratch(p, r.WorkDir, r.Epoch)
+		return hostProcessCurrent.build(p, r.WorkDir, r.Epoch, r.Layer)
 	case strings.HasPrefix(ref, "oci:"):
 		dir, tag, _ := LayoutRef(ref, r.Dir)
 		img, err = r.fromLayout(dir, tag, p)

@@ -96,12 +96,12 @@ var (
 
 // hostProcessScratch builds the built-in base, HostProcessScratch.
 func hostProcessScratch(p platform.Platform, workDir string, epoch time.Time) (v1.Image, error) {
-	return hostProcessCurrent.build(p, workDir, epoch)
+	return hostProcessCurrent.build(p, workDir, epoch, nil)
 }
 
 // hostProcessScratchV1 builds HostProcessScratchV1.
 func hostProcessScratchV1(p platform.Platform, workDir string, epoch time.Time) (v1.Image, error) {
-	return hostProcessV1.build(p, workDir, epoch)
+	return hostProcessV1.build(p, workDir, epoch, nil)
 }
 
 // build writes the base's one layer and config. The config has no
@@ -109,7 +109,8 @@ func hostProcessScratchV1(p platform.Platform, workDir string, epoch time.Time) 
 // Windows host, which is what lets one host-process image serve every
 // Windows Server version. Both variants record HostProcessScratch as
 // created_by, so that V1 stays identical to what pallet wrote before.
-func (b hostProcessBase) build(p platform.Platform, workDir string, epoch time.Time) (v1.Image, error) {
+// write writes the layer (Resolver.Layer); nil writes it into workDir.
+func (b hostProcessBase) build(p platform.Platform, workDir string, epoch time.Time, write func(*tree.Tree, layer.Options) (v1.Layer, error)) (v1.Image, error) {
 	if p.OS != "windows" {
 		return nil, fmt.Errorf("%s is a Windows base; the platform is %s", b.name, p)
 	}
@@ -134,7 +135,11 @@ func (b hostProcessBase) build(p platform.Platform, workDir string, epoch time.T
 	}
 	// A base keeps the bytes it always had: its 50 KB cost nothing to
 	// compress, and images built on it keep their base layer's digest.
-	l, err := layer.Build(t, dir, layer.Options{Format: layer.WindowsBase, Epoch: epoch, Compression: layer.Gzip, GzipLevel: layer.LegacyGzipLevel})
+	opt := layer.Options{Format: layer.WindowsBase, Epoch: epoch, Compression: layer.Gzip, GzipLevel: layer.LegacyGzipLevel}
+	if write == nil {
+		write = func(t *tree.Tree, opt layer.Options) (v1.Layer, error) { return layer.Build(t, dir, opt) }
+	}
+	l, err := write(t, opt)
 	if err != nil {
 		return nil, err
 	}
