@@ -70,6 +70,13 @@ type winState struct {
 	// spelling of a directory, which later layers' directories merge
 	// into, or the last file's or link's.
 	spell map[string]string
+	// streamsOf is the tar name of the layer's last entry the importer
+	// created from its header (no whiteout, no hard link): the regular
+	// entries right after it named streamsOf:stream are its alternate
+	// data streams, as go-winio's backuptar writes them (a download's
+	// Zone.Identifier), which the importer writes into that file
+	// (WriteBackupStreamFromTarFile), not as files of their own.
+	streamsOf string
 }
 
 type winCreated struct {
@@ -80,6 +87,7 @@ type winCreated struct {
 // layer starts a layer.
 func (w *winState) layer() {
 	w.created, w.exact, w.whited = map[string]winCreated{}, map[string]bool{}, map[string]bool{}
+	w.streamsOf = ""
 }
 
 // winTarName is a Windows layer's tar name as hcsshim reads it: '\' and
@@ -109,6 +117,10 @@ func winTarName(n string) (string, error) {
 // Hives/ and UtilityVM/ is only checked.
 func (b *baseFS) winEntry(hdr *tar.Header) error {
 	w := b.win
+	if w.streamsOf != "" && hdr.Typeflag == tar.TypeReg && strings.HasPrefix(hdr.Name, w.streamsOf+":") {
+		return nil
+	}
+	w.streamsOf = ""
 	name, err := winTarName(hdr.Name)
 	if err != nil {
 		return err
@@ -172,6 +184,9 @@ func (b *baseFS) winEntry(hdr *tar.Header) error {
 	}
 	w.created[k] = winCreated{typ, name}
 	w.exact[name] = true
+	if hdr.Typeflag != tar.TypeLink {
+		w.streamsOf = hdr.Name
+	}
 	if !inFiles || rest == "" {
 		return nil
 	}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -232,5 +233,65 @@ func TestWindowsBaseViewHardLinkIntoForeignLayer(t *testing.T) {
 	}
 	if _, err := WindowsBaseView(imageOf(t, tarLayer(t, winLower(t)...), upper), 1<<30, 0); err == nil || !strings.Contains(err.Error(), "which no earlier entry or lower layer holds") {
 		t.Errorf("above read layers only: %v", err)
+	}
+}
+
+// go-winio's backuptar writes a file's alternate data streams (a
+// download's Zone.Identifier, the mark of the web) as entries of their
+// own, named file:stream, right after the file's, and hcsshim's importer
+// reads them back into that file (WriteBackupStreamFromTarFile takes
+// each regular entry that follows, named with the file's tar name and a
+// ':'): a base exported by Docker on Windows with one imports. A ':'
+// name anywhere else reaches the importer as a file of its own, which it
+// refuses (path contains invalid character).
+func TestWindowsBaseViewAlternateDataStreams(t *testing.T) {
+	// As backuptar.BasicInfoHeader writes them: no '/' after a
+	// directory's name, the attributes in PAX records.
+	winHdr := func(name string, attr int) tar.Header {
+		h := tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o100000, Format: tar.FormatPAX, PAXRecords: map[string]string{"MSWINDOWS.fileattr": strconv.Itoa(attr)}}
+		if attr&0x10 != 0 {
+			h.Typeflag, h.Mode = tar.TypeDir, 0o40000
+		}
+		return h
+	}
+	stream := func(name string) tar.Header { return tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o100000} }
+	layerOfHeaders := func(hdrs ...tar.Header) v1.Layer {
+		var buf bytes.Buffer
+		tw := tar.NewWriter(&buf)
+		for _, h := range hdrs {
+			if err := tw.WriteHeader(&h); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := tw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return layerOf(t, buf.Bytes(), types.OCIUncompressedLayer)
+	}
+	lower := []tar.Header{winHdr("Files", 0x10), winHdr("Files/app", 0x10), stream("Files/app:dirstream"),
+		winHdr("Files/app/tool.exe", 0x20), stream("Files/app/tool.exe:Zone.Identifier"), stream("Files/app/tool.exe:SmartScreen"),
+		winHdr("Hives", 0x10), winHdr("Hives/System_Delta", 0x80)}
+	upper := []tar.Header{winHdr("Files", 0x10), winHdr("Files/app", 0x10), winHdr("Files/app/new.zip", 0x2020), stream("Files/app/new.zip:Zone.Identifier"), winHdr("Hives", 0x10)}
+	v, err := WindowsBaseView(imageOf(t, layerOfHeaders(lower...), layerOfHeaders(upper...)), 1<<30, 0)
+	if err != nil {
+		t.Fatalf("streams after their files: %v", err)
+	}
+	if got, want := sortedKeys(v.Files), []string{"app/new.zip", "app/tool.exe"}; !slices.Equal(got, want) {
+		t.Errorf("files %q, want %q: a stream is part of its file", got, want)
+	}
+
+	hard := tar.Header{Name: "Files/app/copy.exe", Typeflag: tar.TypeLink, Linkname: "Files/app/tool.exe"}
+	for _, c := range []struct {
+		name string
+		hdrs []tar.Header
+	}{
+		{"after another file", []tar.Header{winHdr("Files/app/other.txt", 0x20), stream("Files/app/tool.exe:Zone.Identifier")}},
+		{"after a hard link", []tar.Header{hard, stream("Files/app/copy.exe:Zone.Identifier")}},
+		{"not a regular entry", []tar.Header{winHdr("Files/app/x.txt", 0x20), {Name: "Files/app/x.txt:s", Typeflag: tar.TypeSymlink, Linkname: "y"}}},
+	} {
+		_, err := WindowsBaseView(imageOf(t, layerOfHeaders(lower...), layerOfHeaders(append(slices.Clone(upper), c.hdrs...)...)), 1<<30, 0)
+		if err == nil || !strings.Contains(err.Error(), "contains ':'") {
+			t.Errorf("a stream %s: err = %v, want it refused for its ':'", c.name, err)
+		}
 	}
 }
