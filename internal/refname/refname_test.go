@@ -80,6 +80,15 @@ func TestAgreesWithDistribution(t *testing.T) {
 		strings.Repeat("a", 255), strings.Repeat("a", 256), "example.com/" + strings.Repeat("a", 256),
 		"library/" + strings.Repeat("a", 250), "\u212a", "\u212a/a", "a/\u212a", "é", "a\xff",
 		"file:///x", "../img", "registry:5000", "127.0.0.1:5000/a", "a:5000/b",
+		// Hosts with ports, IPv6 and case; digests with tags and
+		// trailing separators; the length bounds at their edges.
+		"localhost", "localhost:5000", "LOCALHOST/a", "localhost/A", "Example.COM/app", "example.com/App",
+		"[::1]", "[::1]:5000", "[::1]:/a", "[::1]:5000/a@sha256:" + hex64, "[fe80::1%eth0]:5000/a", "[::ffff:127.0.0.1]/a",
+		"[::1]:5000/a:t@sha256:" + hex64, "a.b-c.d:65536/x", "a:t@", "a@", "a/b/", "a/b:", "a:b/", "a@sha256:" + hex64 + "@",
+		"a:t@sha256:" + hex64[:32], "a@sha256:" + hex64 + "0", "a@sha512:" + hex64, "a@SHA256:" + hex64, "a@sha256-x:" + hex64,
+		"ubuntu:22.04@sha256:" + hex64, "ubuntu@sha256:" + hex64 + ":t", "münchen.de/a", "xn--mnchen-3ya.de/a", "a/b ",
+		"example.com/" + strings.Repeat("a", 255), "docker.io/" + strings.Repeat("a", 255), "library/" + strings.Repeat("a", 247),
+		"library/" + strings.Repeat("a", 248), strings.Repeat("a", 248), strings.Repeat("a", 249), "a:" + strings.Repeat("t", 128) + "@sha256:" + hex64,
 	} {
 		agree(t, s)
 	}
