@@ -3,6 +3,7 @@ package image
 import (
 	"archive/tar"
 	"bytes"
+	"path"
 	"reflect"
 	"slices"
 	"strconv"
@@ -293,5 +294,55 @@ func TestWindowsBaseViewAlternateDataStreams(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "contains ':'") {
 			t.Errorf("a stream %s: err = %v, want it refused for its ':'", c.name, err)
 		}
+	}
+}
+
+// A base layer as Windows exports one, and a layer above it as Docker
+// on Windows writes it, are read: directories with other attributes
+// beside FILE_ATTRIBUTE_DIRECTORY (0x30, 0x2010), files with archive,
+// normal and not-indexed ones (0x20, 0x80, 0x2020), security
+// descriptors, a name longer than a tar header holds (GNU long name),
+// the utility VM's files hard-linked to the container's, the hives'
+// deltas, and above, a tombstone as a plain entry, names in another case
+// than below and a hard link to a lower layer's file.
+func TestWindowsBaseViewReadsExportedLayers(t *testing.T) {
+	pax := func(name string, typ byte, attr int) tar.Header {
+		return tar.Header{Name: name, Typeflag: typ, Format: tar.FormatPAX,
+			PAXRecords: map[string]string{"MSWINDOWS.fileattr": strconv.Itoa(attr), "MSWINDOWS.rawsd": "AQAEgBQAAAAkAAAAAAAAADAAAAABAgAAAAAABSAAAAAgAgAAAQEAAAAAAAUSAAAAAgAcAAEAAAAAAxQA/wEfAAEBAAAAAAAFEgAAAA=="}}
+	}
+	long := "Files/Windows/WinSxS/amd64_microsoft-windows-servicingstack_31bf3856ad364e35_10.0.20348.2200_none_1a2b3c4d5e6f7a8b/x.dll"
+	layerOfHeaders := func(hdrs ...tar.Header) v1.Layer {
+		var buf bytes.Buffer
+		tw := tar.NewWriter(&buf)
+		for _, h := range hdrs {
+			if err := tw.WriteHeader(&h); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := tw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return layerOf(t, buf.Bytes(), types.OCIUncompressedLayer)
+	}
+	base := layerOfHeaders(pax("Files", tar.TypeDir, 0x10), pax("Files/Windows", tar.TypeDir, 0x30),
+		pax("Files/Windows/System32", tar.TypeDir, 0x2010), pax("Files/Windows/System32/kernel32.dll", tar.TypeReg, 0x20),
+		pax("Files/Windows/System32/ntdll.dll", tar.TypeReg, 0x2020), pax("Files/Windows/WinSxS", tar.TypeDir, 0x10),
+		pax(path.Dir(long), tar.TypeDir, 0x10), tar.Header{Name: long, Typeflag: tar.TypeReg, Format: tar.FormatGNU},
+		pax("Files/ProgramData", tar.TypeDir, 0x2012), pax("Files/ProgramData/x.log", tar.TypeReg, 0x80),
+		pax("Hives", tar.TypeDir, 0x10), pax("Hives/DefaultUser_Delta", tar.TypeReg, 0x20), pax("Hives/System_Delta", tar.TypeReg, 0x20),
+		pax("UtilityVM", tar.TypeDir, 0x10), pax("UtilityVM/Files", tar.TypeDir, 0x10), pax("UtilityVM/Files/Windows", tar.TypeDir, 0x10),
+		tar.Header{Name: "UtilityVM/Files/Windows/ntdll.dll", Typeflag: tar.TypeLink, Linkname: "Files/Windows/System32/ntdll.dll"})
+	upper := layerOfHeaders(pax("Files", tar.TypeDir, 0x10), pax("Files/WINDOWS", tar.TypeDir, 0x30),
+		pax("Files/WINDOWS/system32", tar.TypeDir, 0x2010), tar.Header{Name: "Files/WINDOWS/system32/.wh.kernel32.dll", Typeflag: tar.TypeReg},
+		pax("Files/WINDOWS/system32/new.dll", tar.TypeReg, 0x20),
+		tar.Header{Name: "Files/WINDOWS/system32/ntdll2.dll", Typeflag: tar.TypeLink, Linkname: "Files/Windows/System32/ntdll.dll"},
+		pax("Hives", tar.TypeDir, 0x10), pax("Hives/Software_Delta", tar.TypeReg, 0x20))
+	v, err := WindowsBaseView(imageOf(t, base, upper), 1<<30, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"ProgramData/x.log", "Windows/System32/new.dll", "Windows/System32/ntdll.dll", "Windows/System32/ntdll2.dll", long[len("Files/"):]}
+	if got := sortedKeys(v.Files); !slices.Equal(got, want) {
+		t.Errorf("files\n %q\nwant\n %q", got, want)
 	}
 }
