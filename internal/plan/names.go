@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -16,8 +17,14 @@ import (
 func CheckRepository(repo string) error {
 	if err := refname.CheckName(repo); err != nil {
 		why := "use lower-case letters and digits, joined by '.', '_', '__' or '-', in components separated by '/', as in example.com/team/app"
-		switch {
-		case len(repo) > refname.NameTotalLengthMax:
+		// The grammar bounds the path after its first component where
+		// that reads as a host (a namespace does too): the name's own
+		// length may be over; a long name refused for its case or
+		// characters is told that.
+		switch domain, path, _ := refname.SplitName(repo); {
+		case errors.Is(err, refname.ErrNameTooLong) && domain != "":
+			why = fmt.Sprintf("its path after %s/ is %d characters long; at most %d are allowed", domain, len(path), refname.NameTotalLengthMax)
+		case errors.Is(err, refname.ErrNameTooLong):
 			why = fmt.Sprintf("it is %d characters long; at most %d are allowed", len(repo), refname.NameTotalLengthMax)
 		case strings.ToLower(repo) != repo:
 			why = "it must be lower-case"

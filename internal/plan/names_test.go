@@ -27,3 +27,24 @@ func TestCheckNames(t *testing.T) {
 		}
 	}
 }
+
+// A refused repository is told why: its length only where the length is
+// what the grammar refuses, the path after a first component that reads
+// as a host over 255 characters, and then that path's length; a long
+// name refused for its case or characters is told that. It said the
+// whole name's length for each.
+func TestCheckRepositoryWhy(t *testing.T) {
+	long := strings.Repeat("a", 250)
+	for _, c := range []struct{ repo, want string }{
+		{"example.com/" + strings.Repeat("a", 256), "its path after example.com/ is 256 characters long; at most 255 are allowed"},
+		{strings.Repeat("a", 256), "it is 256 characters long; at most 255 are allowed"},
+		{"example.com/" + long + "/B", "it must be lower-case"},
+		{"example.com/" + long + "/a..b", "use lower-case letters and digits"},
+		{"Team/App", "it must be lower-case"},
+	} {
+		err := CheckRepository(c.repo)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("repository %.40q... (%d): %v, want %q", c.repo, len(c.repo), err, c.want)
+		}
+	}
+}

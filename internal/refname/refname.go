@@ -74,6 +74,11 @@ func CheckName(name string) error {
 	return nil
 }
 
+// SplitName splits name, by the grammar, into its registry host (empty
+// where it has none) and its path, the part NameTotalLengthMax bounds;
+// ok is false where name is no [DOMAIN/]PATH.
+func SplitName(name string) (domain, path string, ok bool) { return splitName(name) }
+
 // CheckTag refuses what reference.WithTag refuses: a tag that is not
 // [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}.
 func CheckTag(tag string) error {

@@ -52,6 +52,11 @@ func agree(t *testing.T, s string) {
 	if gerr := CheckName(s); (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error() {
 		t.Errorf("CheckName(%q) = %v, reference.WithName's error %v", s, gerr, werr)
 	}
+	if n, werr := reference.WithName(s); werr == nil {
+		if d, p, ok := SplitName(s); !ok || d != reference.Domain(n) || p != reference.Path(n) {
+			t.Errorf("SplitName(%q) = %q, %q, %v; reference.WithName's domain %q, path %q", s, d, p, ok, reference.Domain(n), reference.Path(n))
+		}
+	}
 	_, werr = reference.WithTag(placeholder, s)
 	if gerr := CheckTag(s); (werr == nil) != (gerr == nil) || werr != nil && werr.Error() != gerr.Error() {
 		t.Errorf("CheckTag(%q) = %v, reference.WithTag's error %v", s, gerr, werr)
