@@ -51,6 +51,24 @@ func (d *DockerArchive) check(images []Planned) error {
 			}
 		}
 	}
+	return checkContainerdNames(images)
+}
+
+// checkContainerdNames refuses, before the build, a name that
+// containerdName, which the layout and archive write every tag through,
+// would refuse once the images are built: with library/ spelled out, a
+// repository of one component has a path 8 characters longer, and a
+// namespace without a host is part of docker.io's path, over the
+// grammar's 255 where the plan's check, which reads the name as written,
+// took it.
+func checkContainerdNames(images []Planned) error {
+	for _, im := range images {
+		for _, tag := range im.Tags {
+			if _, err := containerdName(RefName(im.Repository, tag)); err != nil {
+				return fmt.Errorf("%w, as docker and containerd read it in full", err)
+			}
+		}
+	}
 	return nil
 }
 

@@ -27,7 +27,15 @@ func TestCheckImages(t *testing.T) {
 		{"prefix, repository with localhost", &Registry{Ref: "localhost:5000/"}, []Planned{{Repository: "localhost/app", Tags: []string{"v1"}, Manifests: 1}}, "names a registry host"},
 		{"prefix, path that is no host", &Registry{Ref: "localhost:5000/"}, []Planned{{Repository: "org/app", Tags: []string{"v1"}, Manifests: 1}}, ""},
 		{"by digest, tag given", &Registry{Ref: "localhost:5000/app:v1", ByDigest: true}, one, "a push by digest sets no tag"},
-		{"layout takes any names", &Layout{Dir: "out"}, []Planned{{Repository: "App", Tags: []string{"v1"}, Manifests: 3}}, ""},
+		{"layout, many platforms", &Layout{Dir: "out"}, []Planned{{Repository: "app", Tags: []string{"v1"}, Manifests: 3}}, ""},
+		// Written as docker.io/library/NAME, a name of one component
+		// of 248 characters or more has a path over 255; a namespace
+		// with no host in it is part of docker.io's path.
+		{"layout, a name in full over 255", &Layout{Dir: "out"}, []Planned{{Repository: strings.Repeat("a", 248), Tags: []string{"v1"}, Manifests: 1}}, "is not an image reference: repository name must not be more than 255 characters, as docker and containerd read it in full"},
+		{"layout, a name in full of 255", &Layout{Dir: "out"}, []Planned{{Repository: strings.Repeat("a", 247), Tags: []string{"v1"}, Manifests: 1}}, ""},
+		{"layout, a namespaced name in full over 255", &Layout{Dir: "out"}, []Planned{{Repository: "team/" + strings.Repeat("a", 251), Tags: []string{"v1"}, Manifests: 1}}, "must not be more than 255"},
+		{"layout, a name with a host of 255", &Layout{Dir: "out"}, []Planned{{Repository: "example.com/" + strings.Repeat("a", 255), Tags: []string{"v1"}, Manifests: 1}}, ""},
+		{"archive, a name in full over 255", &DockerArchive{File: "x.tar"}, []Planned{{Repository: strings.Repeat("a", 250), Tags: []string{"v1"}, Manifests: 1}}, "must not be more than 255"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := CheckImages([]Target{tc.target}, tc.images)

@@ -413,8 +413,12 @@ func (w *layoutWriter) index(idx v1.ImageIndex) (*v1.Descriptor, error) {
 }
 
 // check refuses, before the build, a layout directory pallet could not
-// write (movableInto).
-func (l *Layout) check([]Planned) error {
+// write (movableInto), and names it could not write in full for
+// containerd (checkContainerdNames).
+func (l *Layout) check(images []Planned) error {
+	if err := checkContainerdNames(images); err != nil {
+		return err
+	}
 	dir, err := resolve(l.Dir)
 	if err != nil {
 		return err
