@@ -1,8 +1,10 @@
 package main
 
 import (
+	"archive/tar"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -50,5 +52,33 @@ func TestWindowsBaseBuiltByPallet(t *testing.T) {
 				t.Errorf("build %d: its layers hold\n %q\nwant\n %q", i+1, got, b.want)
 			}
 		}
+	}
+}
+
+// A Windows base whose files carry alternate data streams, as Docker on
+// Windows exports a downloaded file (its Zone.Identifier an entry named
+// file:stream right after the file's), is built on, the streams taken
+// for part of their files: it was refused for the ':'.
+func TestWindowsBaseWithAlternateDataStreams(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "f.txt"), "f\n")
+	windowsBaseOf(t, filepath.Join(dir, "base"), rawTar(t,
+		&tar.Header{Name: "Files/", Typeflag: tar.TypeDir}, &tar.Header{Name: "Files/tools/", Typeflag: tar.TypeDir},
+		&tar.Header{Name: "Files/tools/setup.exe", Typeflag: tar.TypeReg, Size: 4},
+		&tar.Header{Name: "Files/tools/setup.exe:Zone.Identifier", Typeflag: tar.TypeReg, Size: 26},
+		&tar.Header{Name: "Hives/", Typeflag: tar.TypeDir}))
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), "version: 1\nartifacts:\n  f:\n    local: {path: f.txt}\n    licenses: none\nimages:\n  app:\n    base: oci:base\n    platforms: [windows/amd64]\n    files:\n      - {artifact: f, dest: /tools/}\n")
+	out := filepath.Join(dir, "out")
+	mustPallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "-o", "oci:"+out)
+	// Not checkWindowsLayout, whose reader takes the stream for a file
+	// of the base's: the base is not pallet's to check.
+	if got := layerNames(t, dfImage(t, out), 1); !slices.Equal(got, []string{"Files/tools/f.txt"}) {
+		t.Errorf("layers hold %q", got)
+	}
+	// A file placed where the base's file is, whatever its streams, is
+	// refused as any file over a file is not: it replaces it.
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), "version: 1\nartifacts:\n  f:\n    local: {path: f.txt}\n    licenses: none\nimages:\n  app:\n    base: oci:base\n    platforms: [windows/amd64]\n    files:\n      - {artifact: f, dest: /tools/setup.exe/}\n")
+	if _, err := pallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "-o", "oci:"+filepath.Join(dir, "out2")); err == nil || !strings.Contains(err.Error(), "setup.exe") {
+		t.Errorf("a directory over the base's file: %v", err)
 	}
 }
