@@ -506,8 +506,8 @@ func sparseManifest(t *testing.T, at map[int64]string, size int64) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e := blobs.first["manifest.json"]; e.h == nil || !sparse(e.h) {
-			t.Fatalf("%s: manifest.json is not sparse in the tar: %+v", format, e.h)
+		if e, ok := blobs.first["manifest.json"]; !ok || !e.sparse {
+			t.Fatalf("%s: manifest.json is not sparse in the tar: %+v", format, e)
 		}
 		manifestAsLoadManifest(t, file)
 	}
