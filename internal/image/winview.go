@@ -142,7 +142,7 @@ func (b *baseFS) winEntry(hdr *tar.Header) error {
 	if hidden, ok := strings.CutPrefix(path.Base(name), ".wh."); ok {
 		return b.winWhiteout(name, hidden)
 	}
-	if err := layer.WindowsName(name); err != nil {
+	if err := layer.NTFSName(name); err != nil {
 		return err
 	}
 	k := layer.NTFSKey(name)
@@ -256,7 +256,7 @@ func (b *baseFS) winWhiteout(name, hidden string) error {
 		return errors.New("an opaque whiteout, which the Windows importer does not apply: hcsshim takes it for the whiteout of a file named .wh..opq, and what lower layers hold in the directory stays")
 	}
 	target := path.Join(path.Dir(name), hidden)
-	if err := layer.WindowsName(target); err != nil {
+	if err := layer.NTFSName(target); err != nil {
 		return fmt.Errorf("a whiteout of %.100s: %w", target, err)
 	}
 	// hcsshim compares the prefix as written.
@@ -290,7 +290,7 @@ func (b *baseFS) winHardLink(name, linkname string) error {
 	w := b.win
 	target, err := winTarName(linkname)
 	if err == nil {
-		err = layer.WindowsName(target)
+		err = layer.NTFSName(target)
 	}
 	if err != nil {
 		return fmt.Errorf("a hard link to %.100q: %w", linkname, err)

@@ -204,7 +204,17 @@ func windowsRecords(attr int, sd string, epoch time.Time) map[string]string {
 // writer keeps each directory's metadata in a file NAME.$wcidirs$ beside
 // it, created new, so such a file beside a directory NAME fails the
 // import ("file exists"), and alone it is read as a directory's metadata.
-func WindowsName(p string) error {
+func WindowsName(p string) error { return windowsName(p, true) }
+
+// NTFSName is WindowsName for a name hcsshim's importer creates: it
+// creates each entry by NtCreateFile relative to its directory's handle,
+// below the Win32 layer that drops a trailing dot or space and opens a
+// device for CON or aux.txt, so such a name in a base's layer is made as
+// written and pulls; pallet writes none of its own (WindowsName). What
+// NTFS itself refuses, or the importer reserves, is refused alike.
+func NTFSName(p string) error { return windowsName(p, false) }
+
+func windowsName(p string, win32 bool) error {
 	for _, c := range strings.Split(p, "/") {
 		if !utf8.ValidString(c) {
 			return fmt.Errorf("%q is not UTF-8, and Windows file names (UTF-16) cannot hold it", c)
@@ -222,10 +232,10 @@ func WindowsName(p string) error {
 				return fmt.Errorf("%q contains a control character, which Windows file names cannot", c)
 			}
 		}
-		if strings.HasSuffix(c, ".") || strings.HasSuffix(c, " ") {
+		if win32 && (strings.HasSuffix(c, ".") || strings.HasSuffix(c, " ")) {
 			return fmt.Errorf("%q ends with a dot or space, which Windows drops from file names", c)
 		}
-		if reservedOnWindows(c) {
+		if win32 && reservedOnWindows(c) {
 			return fmt.Errorf("%q is a reserved device name on Windows", c)
 		}
 		if strings.HasSuffix(strings.ToUpper(c), wcidirs) {
