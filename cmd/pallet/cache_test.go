@@ -489,6 +489,121 @@ images:
 	}
 }
 
+// Lock files the cache did not make (a cache restored from a CI job that
+// another party could write to) are not opened: pallet followed a symlink
+// in locks/ and created the file it named, wherever that was, and waited
+// for good on a named pipe there, or on one beside a killed build's
+// directory in tmp/, where the sweep takes the lock. A link or pipe in
+// locks/ fails the build naming it, and once it is removed the build
+// succeeds; the sweep leaves a pipe in tmp/ and what it guards.
+func TestCacheLocksThatAreNotFilesAreNotOpened(t *testing.T) {
+	archive := fixture.TarGz([]fixture.File{{Name: "bin/tool", Content: "tool", Mode: 0o755}})
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "tool.tar.gz"), string(archive))
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
+artifacts:
+  tool:
+    local: {path: tool.tar.gz, extract: {}}
+    licenses: none
+images:
+  app:
+    base: scratch
+    platforms: linux/amd64
+    files:
+      - {artifact: tool, dest: /}
+`)
+	build := func(t *testing.T, args []string) (string, error) {
+		t.Helper()
+		type result struct {
+			msgs string
+			err  error
+		}
+		done := make(chan result, 1)
+		go func() {
+			msgs, err := pallet(t, args...)
+			done <- result{msgs, err}
+		}()
+		select {
+		case r := <-done:
+			return r.msgs, r.err
+		case <-time.After(time.Minute):
+			t.Fatal("the build hangs")
+			return "", nil
+		}
+	}
+	for _, kind := range []string{"link", "pipe"} {
+		t.Run(kind, func(t *testing.T) {
+			cacheDir := filepath.Join(t.TempDir(), "cache")
+			out := filepath.Join(t.TempDir(), "out")
+			args := []string{"build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "--cache-dir", cacheDir, "-o", "oci:" + out}
+			mustPallet(t, args...)
+			want := layoutIndex(t, out).Manifests[0].Digest
+			os.RemoveAll(out)
+
+			// A killed build's directory, its lock replaced by a pipe.
+			killed := filepath.Join(cacheDir, "tmp", "build-killed")
+			writeFile(t, filepath.Join(killed, "x"), "x")
+			if err := syscall.Mkfifo(killed+".lock", 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if msgs, err := build(t, args); err != nil {
+				t.Fatalf("build with a pipe for a lock in tmp/: %v\n%s", err, msgs)
+			}
+			if _, err := os.Stat(filepath.Join(killed, "x")); err != nil {
+				t.Errorf("the sweep removed what a pipe for a lock guards: %v", err)
+			}
+
+			// Every entry dropped, so that each is made again under its lock.
+			for _, sub := range []string{"artifacts", "layers"} {
+				if err := os.RemoveAll(filepath.Join(cacheDir, sub)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			os.RemoveAll(out)
+			outside := t.TempDir()
+			locks, _ := filepath.Glob(filepath.Join(cacheDir, "locks", "*.lock"))
+			if len(locks) == 0 {
+				t.Fatal("the build left no lock files")
+			}
+			for _, l := range locks {
+				if err := os.Remove(l); err != nil {
+					t.Fatal(err)
+				}
+				var err error
+				if kind == "link" {
+					err = os.Symlink(filepath.Join(outside, filepath.Base(l)), l)
+				} else {
+					err = syscall.Mkfifo(l, 0o644)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			what := map[string]string{"link": "a symbolic link", "pipe": "a named pipe"}[kind]
+			msgs, err := build(t, args)
+			if err == nil || !strings.Contains(err.Error(), filepath.Join(cacheDir, "locks")) || !strings.Contains(err.Error(), "is "+what+", which pallet neither follows nor opens") {
+				t.Errorf("build with %s for each lock: %v, want it named and refused\n%s", what, err, msgs)
+			}
+			if made, _ := os.ReadDir(outside); len(made) != 0 {
+				t.Errorf("the build created %s where links in locks/ lead", made[0].Name())
+			}
+
+			for _, l := range locks {
+				if err := os.Remove(l); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if msgs, err := build(t, args); err != nil {
+				t.Fatalf("build once the planted locks are gone: %v\n%s", err, msgs)
+			}
+			if got := layoutIndex(t, out).Manifests[0].Digest; got != want {
+				t.Errorf("rebuilt %s, want %s", got, want)
+			}
+			verifyCache(t, cacheDir)
+		})
+	}
+}
+
 // verifyBlobs checks that every blob under dir/blobs/sha256 (a layout's
 // or the cache's) hashes to its name.
 func verifyBlobs(t *testing.T, dir string) {

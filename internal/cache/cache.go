@@ -23,8 +23,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gofrs/flock"
-
 	"github.com/pallet-dev/pallet/internal/bounded"
 	"github.com/pallet-dev/pallet/internal/regauth"
 	"github.com/pallet-dev/pallet/internal/regfile"
@@ -171,7 +169,10 @@ func (c *Cache) TempDir() (dir string, release func(), err error) {
 // Lock serializes work on key across processes until the returned function
 // is called.
 func (c *Cache) Lock(key string) (func(), error) {
-	l := flock.New(filepath.Join(c.dir, "locks", safe(key)+".lock"))
+	l, err := tempfile.NewLock(filepath.Join(c.dir, "locks", safe(key)+".lock"), os.O_CREATE|os.O_RDONLY)
+	if err != nil {
+		return nil, fmt.Errorf("cache lock %s: %w", key, err)
+	}
 	if err := l.Lock(); err != nil {
 		return nil, fmt.Errorf("cache lock %s: %w", key, err)
 	}

@@ -151,9 +151,13 @@ func sweepOne(dir string) (bool, error) {
 
 // freeLock takes the lock at path if no process holds it. The file is
 // opened as it is, never created: creating it here could put a lock into
-// a directory just being removed.
+// a directory just being removed. One that is not a regular file is never
+// free, so what it guards is left.
 func freeLock(path string) (*flock.Flock, bool) {
-	l := flock.New(path, flock.SetFlag(os.O_RDONLY))
+	l, err := NewLock(path, os.O_RDONLY)
+	if err != nil {
+		return nil, false
+	}
 	if ok, err := l.TryLock(); err != nil || !ok {
 		return nil, false
 	}
