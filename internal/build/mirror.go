@@ -10,12 +10,11 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/gofrs/flock"
-
 	"github.com/pallet-dev/pallet/internal/artifact"
 	"github.com/pallet-dev/pallet/internal/golicenses"
 	"github.com/pallet-dev/pallet/internal/plan"
 	"github.com/pallet-dev/pallet/internal/record"
+	"github.com/pallet-dev/pallet/internal/tempfile"
 )
 
 // Mirror copies into dir what building reqs offline needs: downloads,
@@ -51,7 +50,10 @@ func Mirror(ctx context.Context, arts []*plan.Artifact, dir string, n Network, l
 	}
 	// Two fetches into one mirror would each prune the module trees the
 	// other's go command is reading.
-	lock := flock.New(filepath.Join(dir, ".pallet-fetch.lock"))
+	lock, err := tempfile.NewLock(filepath.Join(dir, ".pallet-fetch.lock"), os.O_CREATE|os.O_RDONLY)
+	if err != nil {
+		return fmt.Errorf("lock the mirror %s: %w", dir, err)
+	}
 	if ok, err := lock.TryLockContext(ctx, 200*time.Millisecond); err != nil || !ok {
 		return fmt.Errorf("lock the mirror %s: %w", dir, cmp.Or(err, ctx.Err()))
 	}
