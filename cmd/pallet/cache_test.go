@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -343,6 +344,43 @@ func TestDamagedLayerEntryIsRebuilt(t *testing.T) {
 		mustPallet(t, args...)
 		if got := layoutIndex(t, out).Manifests[0].Digest; got != want {
 			t.Errorf("after damage to the layer entries: %s, want %s", got, want)
+		}
+	}
+}
+
+// A layer entry moved or copied under another key (a cache merged or
+// restored by hand), its blob whole, is not that key's layer: the build
+// shipped the other layer in its place, digests and all.
+func TestLayerEntryUnderAnotherKeyIsRebuilt(t *testing.T) {
+	cacheDir, out, args, want := buildHelloCached(t)
+	entries, _ := filepath.Glob(filepath.Join(cacheDir, "layers", "*.json"))
+	if len(entries) < 2 {
+		t.Fatalf("%d layer entries in the cache, want two to swap", len(entries))
+	}
+	first := readFileString(t, entries[0])
+	for i, p := range entries {
+		next := first
+		if i+1 < len(entries) {
+			next = readFileString(t, entries[i+1])
+		}
+		writeFile(t, p, next)
+	}
+	os.RemoveAll(out)
+	msgs := mustPallet(t, append(slices.DeleteFunc(slices.Clone(args), func(a string) bool { return a == "-q" }), "--progress", "plain")...)
+	if got := layoutIndex(t, out).Manifests[0].Digest; got != want {
+		t.Errorf("with the layer entries rotated: %s, want %s", got, want)
+	}
+	if !strings.Contains(msgs, "was written for key") {
+		t.Errorf("the moved entries were not reported:\n%s", msgs)
+	}
+	// Each written again under its own key.
+	for _, p := range entries {
+		var e struct{ Key string }
+		if err := json.Unmarshal([]byte(readFileString(t, p)), &e); err != nil {
+			t.Fatal(err)
+		}
+		if e.Key+".json" != filepath.Base(p) {
+			t.Errorf("%s names key %q after the build", p, e.Key)
 		}
 	}
 }

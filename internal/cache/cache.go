@@ -463,6 +463,15 @@ func (e LayerEntry) validate() error {
 
 func (e LayerEntry) hex() string { return strings.TrimPrefix(e.Digest, "sha256:") }
 
+// layerFile is a layer entry as the cache keeps it, with the key it was
+// written under: nothing else ties a whole entry to its file's name, and
+// one moved or copied under another key (a cache merged or restored by
+// hand) gave that key's build another layer, its blob whole.
+type layerFile struct {
+	LayerEntry
+	Key string `json:"key"`
+}
+
 // DiffIDFact names the memo's fact of a layer blob's diff ID, as it
 // decompresses with compression.
 func DiffIDFact(compression string) string { return "diffid " + compression }
@@ -499,17 +508,27 @@ func (c *Cache) LayerChecked(key string, check func(e LayerEntry, blob string) e
 // is dropped (VerifiedBlob); a damaged entry file is left for the next
 // PutLayer of the key to replace.
 func (c *Cache) localLayer(key string) (LayerEntry, string, bool) {
-	var e LayerEntry
+	var f layerFile
 	path := filepath.Join(c.dir, "layers", key+".json")
 	data, err := bounded.ReadRegular(path, maxLayerEntry)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			c.warn("cache: layer entry %s cannot be read (%v); not used", path, err)
 		}
-		return e, "", false
+		return f.LayerEntry, "", false
 	}
-	if err := json.Unmarshal(data, &e); err != nil {
+	if err := json.Unmarshal(data, &f); err != nil {
 		c.warn("cache: layer entry %s is damaged (%v); not used", path, err)
+		return f.LayerEntry, "", false
+	}
+	e := f.LayerEntry
+	switch {
+	case f.Key == "":
+		// Written before entries named their keys: rewritten once, as
+		// nothing says whose it is.
+		return e, "", false
+	case f.Key != key:
+		c.warn("cache: layer entry %s was written for key %q; not used", path, f.Key)
 		return e, "", false
 	}
 	if err := e.validate(); err != nil {
@@ -555,7 +574,7 @@ func (c *Cache) putLayer(key, src string, e LayerEntry) (string, error) {
 	if err := c.learnFact(blob, DiffIDFact(e.Compression), e.DiffID); err != nil {
 		return "", err
 	}
-	data, err := json.Marshal(e)
+	data, err := json.Marshal(layerFile{e, key})
 	if err != nil {
 		return "", err
 	}
