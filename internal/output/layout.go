@@ -447,11 +447,16 @@ func movableInto(dir string) error {
 // lockLayout takes the lock of the layout at dir, its oci-layout file, as
 // every build writing that layout does. A build that swaps a new layout in
 // replaces the file: a lock on the one it replaced guards nothing, so the
-// lock is taken again until it is on the file at dir.
+// lock is taken again until it is on the file at dir. The file is
+// checked as a layout's when the build begins; one replaced since by a
+// link or a named pipe is neither followed nor waited on (NewLock).
 func lockLayout(dir string) (*flock.Flock, error) {
 	path := filepath.Join(dir, "oci-layout")
 	for {
-		lock := flock.New(path)
+		lock, err := tempfile.NewLock(path, os.O_RDONLY)
+		if err != nil {
+			return nil, err
+		}
 		if err := lock.Lock(); err != nil {
 			return nil, err
 		}
