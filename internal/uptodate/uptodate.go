@@ -316,9 +316,14 @@ func (s Store) Put(key string, n *Note) error {
 	return err
 }
 
-// Touch marks the note under key as used at t, for Prune.
+// Touch marks the note under key as used at t, for Prune. Only a
+// regular file is touched: Chtimes follows a link, whose target, wherever
+// it is, is no note of pallet's.
 func (s Store) Touch(key string, t time.Time) {
-	_ = os.Chtimes(filepath.Join(s.Dir, key+".json"), t, t)
+	path := filepath.Join(s.Dir, key+".json")
+	if info, err := os.Lstat(path); err == nil && info.Mode().IsRegular() {
+		_ = os.Chtimes(path, t, t)
+	}
 }
 
 // Prune removes the notes no build has written for maxAge.

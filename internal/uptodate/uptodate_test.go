@@ -283,3 +283,26 @@ func plainStamp(h hash.Hash, mode fs.FileMode, s tree.Stamp) {
 		h.Write(binary.LittleEndian.AppendUint64(nil, v))
 	}
 }
+
+// Touch changes only a note's own file: at a link planted under a note's
+// name, Chtimes set the times of the file it named, wherever it was.
+func TestTouchFollowsNoLink(t *testing.T) {
+	st := Store{Dir: t.TempDir()}
+	target := filepath.Join(t.TempDir(), "not-a-note")
+	write(t, target, "mine")
+	old := time.Unix(1e9, 0)
+	if err := os.Chtimes(target, old, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, filepath.Join(st.Dir, "k.json")); err != nil {
+		t.Fatal(err)
+	}
+	st.Touch("k", time.Now())
+	info, err := os.Stat(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !info.ModTime().Equal(old) {
+		t.Errorf("Touch through a link changed %s's time to %s", target, info.ModTime())
+	}
+}
