@@ -442,11 +442,10 @@ images:
 	}
 }
 
-// A named pipe or a directory where the cache keeps a file (a layer
-// blob or entry, an artifact's digest or record, a memo shard, a note)
-// neither hangs the build nor fails it: the entry is a miss, rebuilt, and
-// the file written again in its place.
-func TestCacheFilesReplacedByPipesOrDirs(t *testing.T) {
+// toolRecipe writes, in a new directory it returns, pallet.yaml placing
+// at / the one-file archive tool.tar.gz beside it, on scratch.
+func toolRecipe(t *testing.T) string {
+	t.Helper()
 	archive := fixture.TarGz([]fixture.File{{Name: "bin/tool", Content: "tool", Mode: 0o755}})
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "tool.tar.gz"), string(archive))
@@ -462,6 +461,15 @@ images:
     files:
       - {artifact: tool, dest: /}
 `)
+	return dir
+}
+
+// A named pipe or a directory where the cache keeps a file (a layer
+// blob or entry, an artifact's digest or record, a memo shard, a note)
+// neither hangs the build nor fails it: the entry is a miss, rebuilt, and
+// the file written again in its place.
+func TestCacheFilesReplacedByPipesOrDirs(t *testing.T) {
+	dir := toolRecipe(t)
 	time.Sleep(2100 * time.Millisecond) // settled: remembered in the memo
 	globs := []string{"blobs/sha256/*", "layers/*.json", "artifacts/*/digest", "artifacts/*/record.json", "memo/*", "uptodate/*.json"}
 	for _, kind := range []string{"pipe", "dir"} {
@@ -535,21 +543,7 @@ images:
 // locks/ fails the build naming it, and once it is removed the build
 // succeeds; the sweep leaves a pipe in tmp/ and what it guards.
 func TestCacheLocksThatAreNotFilesAreNotOpened(t *testing.T) {
-	archive := fixture.TarGz([]fixture.File{{Name: "bin/tool", Content: "tool", Mode: 0o755}})
-	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "tool.tar.gz"), string(archive))
-	writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
-artifacts:
-  tool:
-    local: {path: tool.tar.gz, extract: {}}
-    licenses: none
-images:
-  app:
-    base: scratch
-    platforms: linux/amd64
-    files:
-      - {artifact: tool, dest: /}
-`)
+	dir := toolRecipe(t)
 	build := func(t *testing.T, args []string) (string, error) {
 		t.Helper()
 		type result struct {
