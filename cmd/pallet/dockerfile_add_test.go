@@ -280,6 +280,47 @@ images:
 	}
 }
 
+// A path: written with a '\\' that names a directory whose own name
+// holds it takes what is under that directory: an entry there left out
+// is warned of. The placed paths were split on '\\' when the build
+// worked out which skipped entries (and Go binaries) a placement takes,
+// so this one was taken for one the image does not place, and not said.
+func TestSkippedUnderBackslashPathWarned(t *testing.T) {
+	dir := t.TempDir()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, h := range []*tar.Header{
+		{Name: `a\b/`, Typeflag: tar.TypeDir, Mode: 0o755},
+		{Name: `a\b/tool`, Typeflag: tar.TypeReg, Mode: 0o755},
+		{Name: `a\b/pipe`, Typeflag: tar.TypeFifo, Mode: 0o600},
+	} {
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "r.tar"), buf.String())
+	recipe := filepath.Join(dir, "pallet.yaml")
+	writeFile(t, recipe, `version: 1
+artifacts:
+  r:
+    local: {path: ./r.tar, extract: {}}
+    licenses: none
+images:
+  app:
+    base: scratch
+    platforms: [linux/amd64]
+    files:
+      - {artifact: r, path: 'a\b', dest: /opt/}
+`)
+	log := mustPallet(t, "build", "--no-cache", "-f", recipe, "-o", "oci:"+filepath.Join(t.TempDir(), "o"))
+	if want := `the archive holds 1 entry pallet does not place, which the image will not have: a\b/pipe (named pipe)`; !strings.Contains(log, want) {
+		t.Errorf("the build said\n%s\nwant: %s", log, want)
+	}
+}
+
 func extractRecipe(t *testing.T, dir, extract string) string {
 	t.Helper()
 	recipe := filepath.Join(dir, "pallet.yaml")

@@ -18,6 +18,7 @@ import (
 	"github.com/pallet-dev/pallet/internal/platform"
 	"github.com/pallet-dev/pallet/internal/record"
 	"github.com/pallet-dev/pallet/internal/sbom"
+	"github.com/pallet-dev/pallet/internal/tree"
 )
 
 // policy applies the build's rules on what may be shipped.
@@ -333,7 +334,11 @@ func shown(ctx context.Context, err error) error {
 
 // placedFrom is what of the artifact under key the plan's images place:
 // the paths its placements take, or nil when one takes it whole (or none
-// names a path).
+// names a path). A path written with '\' stands for both the names it
+// may be (tree.UserPath picks one when the artifact's tree is read, and
+// a build fails where both are there): split always, a placed binary or
+// entry whose own name holds the '\' was taken for one left out, its
+// modules' licences not shipped and its Go not held to --min-go.
 func placedFrom(p *plan.Plan, key string) []string {
 	var from []string
 	for _, im := range p.Images {
@@ -343,11 +348,10 @@ func placedFrom(p *plan.Plan, key string) []string {
 					if pm.Artifact != key {
 						continue
 					}
-					f := placedPath(&pm)
-					if f == "" {
+					if placedPath(&pm) == "" {
 						return nil
 					}
-					from = append(from, f)
+					from = append(from, tree.UserPathNames(pm.Path)...)
 				}
 			}
 		}
