@@ -177,15 +177,7 @@ func (r *Resolver) fromLayout(dir, refName string, p platform.Platform) (v1.Imag
 // versions: a Windows image runs only on the version it was built on (but
 // for host-process images, which name none), so picking the first would
 // build for whichever version the index happens to list first.
-func unambiguous(ref string, desc *remote.Descriptor, p platform.Platform) error {
-	idx, err := desc.ImageIndex()
-	if err != nil {
-		return err
-	}
-	m, err := idx.IndexManifest()
-	if err != nil {
-		return err
-	}
+func unambiguous(ref string, m *v1.IndexManifest, p platform.Platform) error {
 	seen := map[string]bool{}
 	var versions []string
 	for _, d := range m.Manifests {
@@ -220,21 +212,25 @@ func (r *Resolver) fromRegistry(ctx context.Context, ref string, p platform.Plat
 		return nil, err
 	}
 	if desc.MediaType.IsIndex() {
-		if err := unambiguous(ref, desc, p); err != nil {
+		m, err := indexManifest(desc)
+		if err != nil {
 			return nil, err
 		}
-		none, err := nestedWithin(nref, desc, p, opts)
+		if err := unambiguous(ref, m, p); err != nil {
+			return nil, err
+		}
+		none, err := nestedWithin(nref, m, p, opts)
 		if err != nil {
 			return nil, err
 		}
 		// Images that name no platform are known by their configs.
-		child, err := byConfig(nref, desc, p, opts)
+		child, err := byConfig(nref, m, p, opts)
 		if err != nil {
 			return nil, err
 		}
 		if child != nil {
 			desc = child
-		} else if d, err := closest(desc, p); err != nil {
+		} else if d, err := closest(m, p); err != nil {
 			return nil, err
 		} else if d != nil {
 			// go-containerregistry takes the first entry that
@@ -263,6 +259,16 @@ func (r *Resolver) fromRegistry(ctx context.Context, ref string, p platform.Plat
 		return img, nil
 	}
 	return &storedImage{Image: img, store: r.Blobs, ref: nref, ctx: ctx}, nil
+}
+
+// indexManifest reads the index desc holds: once, for each of the
+// checks and choices fromRegistry makes of it.
+func indexManifest(desc *remote.Descriptor) (*v1.IndexManifest, error) {
+	idx, err := desc.ImageIndex()
+	if err != nil {
+		return nil, err
+	}
+	return idx.IndexManifest()
 }
 
 // agrees refuses a manifest the registry sends as an index while it is
@@ -310,15 +316,7 @@ const maxConfigsRead = 32
 // go-containerregistry takes each of them for linux/amd64: an arm64 build
 // found no image in an index of linux/amd64 and linux/arm64 images that
 // named none, and an amd64 build could take the arm64 one, listed first.
-func byConfig(nref name.Reference, desc *remote.Descriptor, p platform.Platform, opts []remote.Option) (*remote.Descriptor, error) {
-	idx, err := desc.ImageIndex()
-	if err != nil {
-		return nil, err
-	}
-	m, err := idx.IndexManifest()
-	if err != nil {
-		return nil, err
-	}
+func byConfig(nref name.Reference, m *v1.IndexManifest, p platform.Platform, opts []remote.Option) (*remote.Descriptor, error) {
 	var unnamed int
 	for _, d := range m.Manifests {
 		if d.Platform == nil && d.MediaType.IsImage() {
@@ -407,17 +405,9 @@ func indexHolds(m *v1.IndexManifest) string {
 // closest returns, for an amd64 platform, the image of a registry index
 // that is closest to p (platform.Rank), or nil to leave the choice to
 // go-containerregistry (other platforms, and an entry that is an index).
-func closest(desc *remote.Descriptor, p platform.Platform) (*v1.Descriptor, error) {
+func closest(m *v1.IndexManifest, p platform.Platform) (*v1.Descriptor, error) {
 	if p.Arch != "amd64" {
 		return nil, nil
-	}
-	idx, err := desc.ImageIndex()
-	if err != nil {
-		return nil, err
-	}
-	m, err := idx.IndexManifest()
-	if err != nil {
-		return nil, err
 	}
 	// An entry that names no platform (here a nested index: byConfig
 	// read the images' configs) is linux/amd64, as
@@ -445,16 +435,8 @@ func closest(desc *remote.Descriptor, p platform.Platform) (*v1.Descriptor, erro
 // nothing more when that child is an image, as it is in real indexes.
 // Where go-containerregistry would find no child, none says so, and what
 // the index there holds.
-func nestedWithin(nref name.Reference, desc *remote.Descriptor, p platform.Platform, opts []remote.Option) (none, err error) {
+func nestedWithin(nref name.Reference, m *v1.IndexManifest, p platform.Platform, opts []remote.Option) (none, err error) {
 	want := p.V1()
-	idx, err := desc.ImageIndex()
-	if err != nil {
-		return nil, err
-	}
-	m, err := idx.IndexManifest()
-	if err != nil {
-		return nil, err
-	}
 	where := "its index"
 	for depth := 1; ; {
 		var child *v1.Descriptor
@@ -484,13 +466,11 @@ func nestedWithin(nref name.Reference, desc *remote.Descriptor, p platform.Platf
 			if depth++; depth > MaxIndexDepth {
 				return nil, fmt.Errorf("%s: indexes nest more than %d deep", nref, MaxIndexDepth)
 			}
-			if desc, err = remote.Get(nref.Context().Digest(child.Digest.String()), opts...); err != nil {
+			desc, err := remote.Get(nref.Context().Digest(child.Digest.String()), opts...)
+			if err != nil {
 				return nil, regauth.Explain(err)
 			}
-			if idx, err = desc.ImageIndex(); err == nil {
-				m, err = idx.IndexManifest()
-			}
-			if err != nil {
+			if m, err = indexManifest(desc); err != nil {
 				return nil, err
 			}
 		}
