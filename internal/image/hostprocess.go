@@ -94,16 +94,6 @@ var (
 	hostProcessV1      = hostProcessBase{name: HostProcessScratchV1, notice: hostProcessNoticeV1}
 )
 
-// hostProcessScratch builds the built-in base, HostProcessScratch.
-func hostProcessScratch(p platform.Platform, workDir string, epoch time.Time) (v1.Image, error) {
-	return hostProcessCurrent.build(p, workDir, epoch, nil)
-}
-
-// hostProcessScratchV1 builds HostProcessScratchV1.
-func hostProcessScratchV1(p platform.Platform, workDir string, epoch time.Time) (v1.Image, error) {
-	return hostProcessV1.build(p, workDir, epoch, nil)
-}
-
 // build writes the base's one layer and config. The config has no
 // os.version on purpose: containerd matches an empty os.version against any
 // Windows host, which is what lets one host-process image serve every

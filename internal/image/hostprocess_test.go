@@ -59,7 +59,7 @@ func baseFiles(t *testing.T, img v1.Image) map[string][]byte {
 // host-process config: no os.version, cmd.exe.
 func TestHostProcessScratchHives(t *testing.T) {
 	epoch := time.Unix(1700000000, 0)
-	img, err := hostProcessScratch(windowsAMD64, t.TempDir(), epoch)
+	img, err := hostProcessCurrent.build(windowsAMD64, t.TempDir(), epoch, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestHostProcessScratchHives(t *testing.T) {
 	if cf.OS != "windows" || cf.OSVersion != "" || strings.Join(cf.Config.Cmd, " ") != `c:\windows\system32\cmd.exe` {
 		t.Errorf("config os %s os.version %q cmd %q", cf.OS, cf.OSVersion, cf.Config.Cmd)
 	}
-	again, err := hostProcessScratch(windowsAMD64, t.TempDir(), epoch)
+	again, err := hostProcessCurrent.build(windowsAMD64, t.TempDir(), epoch, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestHostProcessScratchV1Unchanged(t *testing.T) {
 		{0, "7a7d2493121de852dbfe76b792d386030348a4d627cbc220b731d90b2b22ecb3", "fe094a22b79e9bcdedc7f3d1fd029bc41059fff5a66007e637dd684cba84a95e", "263a18c8b245356f332dbb49f2c1122aa4e3975727edcd01f5db316ab897cd94"},
 		{1700000000, "673eb2d31b18f0b247f58d9fb2c798c5d5cf0962f57ee748f4cfbe327c92acb7", "f8efab7974a1774cd400e96d30e126518f0adbee63b619d0de088349c138e47d", "80382f25e5e0e6782f75186cd587e93a3c8f58d102ae7a0ecc8c9d075c5bcc99"},
 	} {
-		img, err := hostProcessScratchV1(windowsAMD64, t.TempDir(), time.Unix(tc.epoch, 0))
+		img, err := hostProcessV1.build(windowsAMD64, t.TempDir(), time.Unix(tc.epoch, 0), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -124,11 +124,11 @@ func TestHostProcessScratchV1Unchanged(t *testing.T) {
 }
 
 func TestHostProcessScratchRefusesLinux(t *testing.T) {
-	for name, build := range map[string]func(platform.Platform, string, time.Time) (v1.Image, error){
-		HostProcessScratch:   hostProcessScratch,
-		HostProcessScratchV1: hostProcessScratchV1,
+	for name, base := range map[string]hostProcessBase{
+		HostProcessScratch:   hostProcessCurrent,
+		HostProcessScratchV1: hostProcessV1,
 	} {
-		_, err := build(platform.Platform{OS: "linux", Arch: "amd64"}, t.TempDir(), time.Time{})
+		_, err := base.build(platform.Platform{OS: "linux", Arch: "amd64"}, t.TempDir(), time.Time{}, nil)
 		if err == nil || !strings.Contains(err.Error(), name+" is a Windows base") {
 			t.Errorf("%s on linux: %v", name, err)
 		}
