@@ -181,23 +181,13 @@ func TestDockerfileAddKeepsRootedLinks(t *testing.T) {
 // (as root) makes them. One left out by include is not named.
 func TestArchiveSpecialFilesWarned(t *testing.T) {
 	dir := t.TempDir()
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, h := range []*tar.Header{
-		{Name: "dev/", Typeflag: tar.TypeDir, Mode: 0o755},
-		{Name: "dev/null", Typeflag: tar.TypeChar, Mode: 0o666, Devmajor: 1, Devminor: 3},
-		{Name: "dev/sda", Typeflag: tar.TypeBlock, Mode: 0o660, Devmajor: 8},
-		{Name: "run/initctl", Typeflag: tar.TypeFifo, Mode: 0o600},
-		{Name: "bin/app", Typeflag: tar.TypeReg, Mode: 0o755},
-	} {
-		if err := tw.WriteHeader(h); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, filepath.Join(dir, "r.tar"), buf.String())
+	writeFile(t, filepath.Join(dir, "r.tar"), string(rawTar(t,
+		&tar.Header{Name: "dev/", Typeflag: tar.TypeDir, Mode: 0o755},
+		&tar.Header{Name: "dev/null", Typeflag: tar.TypeChar, Mode: 0o666, Devmajor: 1, Devminor: 3},
+		&tar.Header{Name: "dev/sda", Typeflag: tar.TypeBlock, Mode: 0o660, Devmajor: 8},
+		&tar.Header{Name: "run/initctl", Typeflag: tar.TypeFifo, Mode: 0o600},
+		&tar.Header{Name: "bin/app", Typeflag: tar.TypeReg, Mode: 0o755},
+	)))
 	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM scratch\nADD r.tar /\n")
 	log := mustPallet(t, "build", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "--platform", "linux/amd64,linux/arm64", "-o", "oci:"+filepath.Join(t.TempDir(), "o"))
 	// Once for both platforms, naming each.
@@ -236,20 +226,10 @@ func TestArchiveSpecialFilesWarned(t *testing.T) {
 func TestArchiveSkippedWarnedPerList(t *testing.T) {
 	dir := t.TempDir()
 	for arch, fifo := range map[string]string{"amd64": "run/initctl", "arm64": "run/initctl", "riscv64": "run/other"} {
-		var buf bytes.Buffer
-		tw := tar.NewWriter(&buf)
-		for _, h := range []*tar.Header{
-			{Name: "bin/app", Typeflag: tar.TypeReg, Mode: 0o755},
-			{Name: fifo, Typeflag: tar.TypeFifo, Mode: 0o600},
-		} {
-			if err := tw.WriteHeader(h); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := tw.Close(); err != nil {
-			t.Fatal(err)
-		}
-		writeFile(t, filepath.Join(dir, "r-"+arch+".tar"), buf.String())
+		writeFile(t, filepath.Join(dir, "r-"+arch+".tar"), string(rawTar(t,
+			&tar.Header{Name: "bin/app", Typeflag: tar.TypeReg, Mode: 0o755},
+			&tar.Header{Name: fifo, Typeflag: tar.TypeFifo, Mode: 0o600},
+		)))
 	}
 	recipe := filepath.Join(dir, "pallet.yaml")
 	writeFile(t, recipe, `version: 1
@@ -287,21 +267,11 @@ images:
 // so this one was taken for one the image does not place, and not said.
 func TestSkippedUnderBackslashPathWarned(t *testing.T) {
 	dir := t.TempDir()
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, h := range []*tar.Header{
-		{Name: `a\b/`, Typeflag: tar.TypeDir, Mode: 0o755},
-		{Name: `a\b/tool`, Typeflag: tar.TypeReg, Mode: 0o755},
-		{Name: `a\b/pipe`, Typeflag: tar.TypeFifo, Mode: 0o600},
-	} {
-		if err := tw.WriteHeader(h); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, filepath.Join(dir, "r.tar"), buf.String())
+	writeFile(t, filepath.Join(dir, "r.tar"), string(rawTar(t,
+		&tar.Header{Name: `a\b/`, Typeflag: tar.TypeDir, Mode: 0o755},
+		&tar.Header{Name: `a\b/tool`, Typeflag: tar.TypeReg, Mode: 0o755},
+		&tar.Header{Name: `a\b/pipe`, Typeflag: tar.TypeFifo, Mode: 0o600},
+	)))
 	recipe := filepath.Join(dir, "pallet.yaml")
 	writeFile(t, recipe, `version: 1
 artifacts:
