@@ -67,6 +67,23 @@ func winLower(t *testing.T) []string {
 		"Files/app/", "Files/app/a.txt", `Files/lnk->Windows`, "Hives/", "Hives/System_Delta"}
 }
 
+// layerOfHeaders is an uncompressed layer of hdrs, as written (PAX
+// records, attributes), without contents.
+func layerOfHeaders(t *testing.T, hdrs ...tar.Header) v1.Layer {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, h := range hdrs {
+		if err := tw.WriteHeader(&h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return layerOf(t, buf.Bytes(), types.OCIUncompressedLayer)
+}
+
 // sortedKeys lists a view map's paths in order.
 func sortedKeys[V any](m map[string]V) []string {
 	var out []string
@@ -192,19 +209,6 @@ func TestWindowsBaseViewTakesNTNames(t *testing.T) {
 // Each is refused; a directory link (a symlink with the attribute) and
 // the attributes BuildKit writes are read.
 func TestWindowsBaseViewReadsFileAttributes(t *testing.T) {
-	layerOfHeaders := func(hdrs ...tar.Header) v1.Layer {
-		var buf bytes.Buffer
-		tw := tar.NewWriter(&buf)
-		for _, h := range hdrs {
-			if err := tw.WriteHeader(&h); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := tw.Close(); err != nil {
-			t.Fatal(err)
-		}
-		return layerOf(t, buf.Bytes(), types.OCIUncompressedLayer)
-	}
 	attr := func(name string, typ byte, a string) tar.Header {
 		return tar.Header{Name: name, Typeflag: typ, Mode: 0o755, Linkname: map[byte]string{tar.TypeSymlink: "Windows"}[typ], Format: tar.FormatPAX, PAXRecords: map[string]string{"MSWINDOWS.fileattr": a}}
 	}
@@ -212,7 +216,7 @@ func TestWindowsBaseViewReadsFileAttributes(t *testing.T) {
 	// A hard link is made of its target: its own attribute is not read.
 	hard := attr("Files/h", tar.TypeLink, "16")
 	hard.Linkname = "Files/a.txt"
-	if _, err := WindowsBaseView(imageOf(t, layerOfHeaders(files, attr("Files/Windows/", tar.TypeDir, "16"), attr("Files/a.txt", tar.TypeReg, "32"),
+	if _, err := WindowsBaseView(imageOf(t, layerOfHeaders(t, files, attr("Files/Windows/", tar.TypeDir, "16"), attr("Files/a.txt", tar.TypeReg, "32"),
 		attr("Files/dirlink", tar.TypeSymlink, "1040"), hard)), 1<<30, 0); err != nil {
 		t.Errorf("BuildKit's attributes: %v", err)
 	}
@@ -224,7 +228,7 @@ func TestWindowsBaseViewReadsFileAttributes(t *testing.T) {
 		{attr("Files/f", tar.TypeReg, "16"), `entry "Files/f": a file whose MSWINDOWS.fileattr (16) has FILE_ATTRIBUTE_DIRECTORY`},
 		{attr("Files/f", tar.TypeReg, "x"), `entry "Files/f": its MSWINDOWS.fileattr "x" is no 32-bit number`},
 	} {
-		_, err := WindowsBaseView(imageOf(t, layerOfHeaders(files, c.hdr)), 1<<30, 0)
+		_, err := WindowsBaseView(imageOf(t, layerOfHeaders(t, files, c.hdr)), 1<<30, 0)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s %s: err = %v, want %q", c.hdr.Name, c.hdr.PAXRecords["MSWINDOWS.fileattr"], err, c.want)
 		}
@@ -275,24 +279,11 @@ func TestWindowsBaseViewAlternateDataStreams(t *testing.T) {
 		return h
 	}
 	stream := func(name string) tar.Header { return tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o100000} }
-	layerOfHeaders := func(hdrs ...tar.Header) v1.Layer {
-		var buf bytes.Buffer
-		tw := tar.NewWriter(&buf)
-		for _, h := range hdrs {
-			if err := tw.WriteHeader(&h); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := tw.Close(); err != nil {
-			t.Fatal(err)
-		}
-		return layerOf(t, buf.Bytes(), types.OCIUncompressedLayer)
-	}
 	lower := []tar.Header{winHdr("Files", 0x10), winHdr("Files/app", 0x10), stream("Files/app:dirstream"),
 		winHdr("Files/app/tool.exe", 0x20), stream("Files/app/tool.exe:Zone.Identifier"), stream("Files/app/tool.exe:SmartScreen"),
 		winHdr("Hives", 0x10), winHdr("Hives/System_Delta", 0x80)}
 	upper := []tar.Header{winHdr("Files", 0x10), winHdr("Files/app", 0x10), winHdr("Files/app/new.zip", 0x2020), stream("Files/app/new.zip:Zone.Identifier"), winHdr("Hives", 0x10)}
-	v, err := WindowsBaseView(imageOf(t, layerOfHeaders(lower...), layerOfHeaders(upper...)), 1<<30, 0)
+	v, err := WindowsBaseView(imageOf(t, layerOfHeaders(t, lower...), layerOfHeaders(t, upper...)), 1<<30, 0)
 	if err != nil {
 		t.Fatalf("streams after their files: %v", err)
 	}
@@ -309,7 +300,7 @@ func TestWindowsBaseViewAlternateDataStreams(t *testing.T) {
 		{"after a hard link", []tar.Header{hard, stream("Files/app/copy.exe:Zone.Identifier")}},
 		{"not a regular entry", []tar.Header{winHdr("Files/app/x.txt", 0x20), {Name: "Files/app/x.txt:s", Typeflag: tar.TypeSymlink, Linkname: "y"}}},
 	} {
-		_, err := WindowsBaseView(imageOf(t, layerOfHeaders(lower...), layerOfHeaders(append(slices.Clone(upper), c.hdrs...)...)), 1<<30, 0)
+		_, err := WindowsBaseView(imageOf(t, layerOfHeaders(t, lower...), layerOfHeaders(t, append(slices.Clone(upper), c.hdrs...)...)), 1<<30, 0)
 		if err == nil || !strings.Contains(err.Error(), "contains ':'") {
 			t.Errorf("a stream %s: err = %v, want it refused for its ':'", c.name, err)
 		}
@@ -330,20 +321,7 @@ func TestWindowsBaseViewReadsExportedLayers(t *testing.T) {
 			PAXRecords: map[string]string{"MSWINDOWS.fileattr": strconv.Itoa(attr), "MSWINDOWS.rawsd": "AQAEgBQAAAAkAAAAAAAAADAAAAABAgAAAAAABSAAAAAgAgAAAQEAAAAAAAUSAAAAAgAcAAEAAAAAAxQA/wEfAAEBAAAAAAAFEgAAAA=="}}
 	}
 	long := "Files/Windows/WinSxS/amd64_microsoft-windows-servicingstack_31bf3856ad364e35_10.0.20348.2200_none_1a2b3c4d5e6f7a8b/x.dll"
-	layerOfHeaders := func(hdrs ...tar.Header) v1.Layer {
-		var buf bytes.Buffer
-		tw := tar.NewWriter(&buf)
-		for _, h := range hdrs {
-			if err := tw.WriteHeader(&h); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := tw.Close(); err != nil {
-			t.Fatal(err)
-		}
-		return layerOf(t, buf.Bytes(), types.OCIUncompressedLayer)
-	}
-	base := layerOfHeaders(pax("Files", tar.TypeDir, 0x10), pax("Files/Windows", tar.TypeDir, 0x30),
+	base := layerOfHeaders(t, pax("Files", tar.TypeDir, 0x10), pax("Files/Windows", tar.TypeDir, 0x30),
 		pax("Files/Windows/System32", tar.TypeDir, 0x2010), pax("Files/Windows/System32/kernel32.dll", tar.TypeReg, 0x20),
 		pax("Files/Windows/System32/ntdll.dll", tar.TypeReg, 0x2020), pax("Files/Windows/WinSxS", tar.TypeDir, 0x10),
 		pax(path.Dir(long), tar.TypeDir, 0x10), tar.Header{Name: long, Typeflag: tar.TypeReg, Format: tar.FormatGNU},
@@ -351,7 +329,7 @@ func TestWindowsBaseViewReadsExportedLayers(t *testing.T) {
 		pax("Hives", tar.TypeDir, 0x10), pax("Hives/DefaultUser_Delta", tar.TypeReg, 0x20), pax("Hives/System_Delta", tar.TypeReg, 0x20),
 		pax("UtilityVM", tar.TypeDir, 0x10), pax("UtilityVM/Files", tar.TypeDir, 0x10), pax("UtilityVM/Files/Windows", tar.TypeDir, 0x10),
 		tar.Header{Name: "UtilityVM/Files/Windows/ntdll.dll", Typeflag: tar.TypeLink, Linkname: "Files/Windows/System32/ntdll.dll"})
-	upper := layerOfHeaders(pax("Files", tar.TypeDir, 0x10), pax("Files/WINDOWS", tar.TypeDir, 0x30),
+	upper := layerOfHeaders(t, pax("Files", tar.TypeDir, 0x10), pax("Files/WINDOWS", tar.TypeDir, 0x30),
 		pax("Files/WINDOWS/system32", tar.TypeDir, 0x2010), tar.Header{Name: "Files/WINDOWS/system32/.wh.kernel32.dll", Typeflag: tar.TypeReg},
 		pax("Files/WINDOWS/system32/new.dll", tar.TypeReg, 0x20),
 		tar.Header{Name: "Files/WINDOWS/system32/ntdll2.dll", Typeflag: tar.TypeLink, Linkname: "Files/Windows/System32/ntdll.dll"},
