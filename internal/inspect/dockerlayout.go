@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"path"
 	"strings"
 
@@ -111,10 +112,13 @@ type tarBlobs struct {
 type tarEntry struct {
 	typ    byte
 	sparse bool
-	size   int64
-	link   string
-	off    int64
-	n      int
+	// count is how many entries of the tar have this clean name: in the
+	// padding after typ and sparse, it costs the index nothing.
+	count int32
+	size  int64
+	link  string
+	off   int64
+	n     int
 }
 
 // tarFiles indexes the tar of size bytes in f without reading the
@@ -137,8 +141,11 @@ func tarFiles(f io.ReaderAt, size int64) (tarBlobs, error) {
 			return b, err
 		}
 		name := path.Clean(h.Name)
-		if _, seen := b.first[name]; !seen {
-			b.first[name] = tarEntry{typ: h.Typeflag, sparse: sparse(h), size: h.Size, link: h.Linkname, off: off, n: n}
+		if e, seen := b.first[name]; !seen {
+			b.first[name] = tarEntry{typ: h.Typeflag, sparse: sparse(h), size: h.Size, link: h.Linkname, off: off, n: n, count: 1}
+		} else if e.count < math.MaxInt32 {
+			e.count++
+			b.first[name] = e
 		}
 		if _, seen := b.files[name]; seen || h.Typeflag != tar.TypeReg {
 			continue
@@ -167,6 +174,34 @@ func (b tarBlobs) resolve(name string) (tarEntry, string, error) {
 		}
 		name = path.Join(path.Dir(name), path.Clean(e.link))
 	}
+}
+
+// single refuses name, and each name its links lead to as resolve
+// follows them, where the tar holds more than one entry of it, as an
+// appended tar does: go-containerregistry, and so resolve, reads the
+// first, where docker load (which unpacks the archive, moby's
+// image/tarexport) and ctr import (which reads it in one pass,
+// containerd's core/images/archive) keep the last, so which images a
+// loader would see cannot be said. A rooted name is the same to docker
+// load, which unpacks /manifest.json as manifest.json.
+func (b tarBlobs) single(name string) error {
+	seen := map[string]bool{}
+	for name = path.Clean(name); !seen[name]; {
+		seen[name] = true
+		e, ok := b.first[name]
+		n := int64(e.count)
+		if !strings.HasPrefix(name, "/") {
+			n += int64(b.first["/"+name].count)
+		}
+		if n > 1 {
+			return fmt.Errorf("%s: the archive holds %d entries of that name (an appended tar?): docker load and ctr import read the last of them, go-containerregistry the first, so which images the archive holds cannot be said", name, n)
+		}
+		if !ok || e.typ != tar.TypeSymlink && e.typ != tar.TypeLink {
+			return nil
+		}
+		name = path.Join(path.Dir(name), path.Clean(e.link))
+	}
+	return nil
 }
 
 // open reads the content of name's entry (resolve) as tar.Reader gives it.
@@ -247,6 +282,9 @@ func blobName(d v1.Hash) string { return path.Join("blobs", d.Algorithm, d.Hex) 
 
 // read reads the file name whole, refusing one over max bytes.
 func (b tarBlobs) read(name string, max int64) ([]byte, error) {
+	if err := b.single(name); err != nil {
+		return nil, err
+	}
 	s, ok := b.files[name]
 	if !ok {
 		return nil, fmt.Errorf("%s: not in the archive", name)
@@ -330,6 +368,9 @@ func (l *layoutLayer) Size() (int64, error)                { return l.desc.Size,
 func (l *layoutLayer) MediaType() (types.MediaType, error) { return l.desc.MediaType, nil }
 
 func (l *layoutLayer) Compressed() (io.ReadCloser, error) {
+	if err := l.blobs.single(blobName(l.desc.Digest)); err != nil {
+		return nil, err
+	}
 	s, ok := l.blobs.files[blobName(l.desc.Digest)]
 	if !ok {
 		return nil, fmt.Errorf("%s: not in the archive", blobName(l.desc.Digest))

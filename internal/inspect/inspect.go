@@ -305,6 +305,12 @@ func (r *Report) docker(file string) error {
 	if err != nil {
 		return fmt.Errorf("reading the docker archive %s: %w", file, err)
 	}
+	// What decides which images the archive holds, named once each.
+	for _, n := range []string{"manifest.json", "index.json", "oci-layout"} {
+		if err := blobs.single(n); err != nil {
+			return fmt.Errorf("reading the docker archive %s: %w", file, err)
+		}
+	}
 	// go-containerregistry reads manifest.json and each config whole.
 	if err := blobs.archiveJSON("manifest.json"); err != nil {
 		return fmt.Errorf("reading the docker archive %s: %w", file, err)
@@ -314,6 +320,11 @@ func (r *Report) docker(file string) error {
 		return fmt.Errorf("reading the docker archive %s: %w", file, err)
 	}
 	for _, d := range m {
+		for _, n := range append([]string{d.Config}, d.Layers...) {
+			if err := blobs.single(n); err != nil {
+				return fmt.Errorf("reading the docker archive %s: %w", file, err)
+			}
+		}
 		if err := blobs.archiveJSON(d.Config); err != nil {
 			return fmt.Errorf("reading the docker archive %s: %w", file, err)
 		}

@@ -512,3 +512,123 @@ func sparseManifest(t *testing.T, at map[int64]string, size int64) {
 		manifestAsLoadManifest(t, file)
 	}
 }
+
+// appendTar rewrites the tar file with entries after its own, as tar -r
+// appends them: name and body, or name "->" a symlink's target.
+func appendTar(t *testing.T, file string, entries ...[2]string) {
+	t.Helper()
+	in, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	tr, tw := tar.NewReader(bytes.NewReader(in)), tar.NewWriter(&out)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.Copy(tw, tr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, e := range entries {
+		h := &tar.Header{Name: e[0], Mode: 0o644, Size: int64(len(e[1])), Typeflag: tar.TypeReg}
+		if target, ok := strings.CutPrefix(e[1], "->"); ok {
+			h = &tar.Header{Name: e[0], Mode: 0o777, Linkname: target, Typeflag: tar.TypeSymlink}
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.WriteString(tw, e[1]); h.Typeflag == tar.TypeReg && err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, out.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A docker archive holding twice a name that decides which images it
+// holds (an appended tar) is refused, naming the archive and the name:
+// go-containerregistry reads the first entry of a name, docker load
+// (which unpacks the archive) and ctr import (which reads it in one
+// pass) the last. ./manifest.json and /manifest.json are manifest.json
+// to docker load. A name read through a link counts, and a name nothing
+// reads may be there twice.
+func TestDockerArchiveNameTwiceRefused(t *testing.T) {
+	img := image(t, nil)
+	d, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := img.ConfigName()
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ld, err := layers[0].Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := `[{"Config":"blobs/sha256/` + cfg.Hex + `","RepoTags":["other:1"],"Layers":[]}]`
+	for _, tc := range []struct {
+		name string
+		// base is the archive the entries are appended to: pallet's
+		// (a layout beside manifest.json), go-containerregistry's
+		// tarball package's (manifest.json alone), or none.
+		base    string
+		entries [][2]string
+		want    string // the name refused; none: the archive is read
+	}{
+		{"manifest.json", "pallet", [][2]string{{"manifest.json", other}}, "manifest.json"},
+		{"./manifest.json", "pallet", [][2]string{{"./manifest.json", other}}, "manifest.json"},
+		{"/manifest.json", "pallet", [][2]string{{"/manifest.json", other}}, "manifest.json"},
+		{"index.json", "pallet", [][2]string{{"index.json", `{"schemaVersion":2,"manifests":[]}`}}, "index.json"},
+		{"oci-layout", "pallet", [][2]string{{"oci-layout", `{"imageLayoutVersion":"1.0.0"}`}}, "oci-layout"},
+		{"a manifest blob", "pallet", [][2]string{{"blobs/sha256/" + d.Hex, "{}"}}, "blobs/sha256/" + d.Hex},
+		{"a layer blob", "pallet", [][2]string{{"blobs/sha256/" + ld.Hex, "x"}}, "blobs/sha256/" + ld.Hex},
+		{"a config, no layout", "tarball", [][2]string{{cfg.String(), "{}"}}, cfg.String()},
+		{"through a link", "", [][2]string{{"m/x.json", "[]"}, {"m/x.json", "[]"}, {"manifest.json", "->m/x.json"}}, "m/x.json"},
+		{"a name nothing reads", "pallet", [][2]string{{"README", "a"}, {"README", "b"}}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "a.tar")
+			switch tc.base {
+			case "pallet":
+				err = (&output.DockerArchive{File: file}).Write(context.Background(), []output.Image{{Repository: "hello", Tags: []string{"1"}, Image: img}})
+			case "tarball":
+				tag, _ := name.NewTag("hello:1")
+				err = tarball.WriteToFile(file, tag, img)
+			default:
+				err = os.WriteFile(file, make([]byte, 1024), 0o644) // an empty tar: its two zero blocks
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			appendTar(t, file, tc.entries...)
+			r, err := Open(context.Background(), "docker:"+file)
+			if tc.want == "" {
+				if err != nil || len(r.Images) != 1 || r.Images[0].Digest != d.String() {
+					t.Fatalf("got %+v, %v; want the image %s", r, err, d)
+				}
+				return
+			}
+			if err == nil || !strings.HasPrefix(err.Error(), "reading the docker archive "+file+": ") || !strings.Contains(err.Error(), " "+tc.want+": the archive holds 2 entries of that name") {
+				t.Fatalf("got %v, want %s refused as two entries", err, tc.want)
+			}
+		})
+	}
+}
