@@ -216,6 +216,9 @@ func checkDockerArchive(r io.Reader) error {
 		Layers   []string
 	}
 	found := false
+	// Entries docker load unpacks as manifest.json: an appended tar can
+	// hold several, of which loaders differ on the one they take.
+	manifests := 0
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -226,6 +229,9 @@ func checkDockerArchive(r io.Reader) error {
 		}
 		name := path.Clean(h.Name)
 		names[name] = true
+		if strings.TrimPrefix(name, "/") == "manifest.json" {
+			manifests++
+		}
 		if name != "manifest.json" || found {
 			continue
 		}
@@ -239,6 +245,12 @@ func checkDockerArchive(r io.Reader) error {
 	}
 	if !found {
 		return errors.New("it is not a docker archive (no manifest.json)")
+	}
+	if manifests > 1 {
+		// What docker save and pallet write hold one; this may be a
+		// user's bundle of archives, and the one read here is not the
+		// one docker load and ctr import take (the last).
+		return fmt.Errorf("it holds %d entries named manifest.json (an appended tar?), where docker save and pallet write one", manifests)
 	}
 	for _, m := range manifest {
 		if m.Config == "" || !names[path.Clean(m.Config)] {

@@ -227,6 +227,45 @@ func tarOf(t *testing.T, files map[string]string) string {
 	return buf.String()
 }
 
+// appendTar rewrites the tar at p with an entry name holding body after
+// its own, as tar -r appends one.
+func appendTar(t *testing.T, p, name, body string) {
+	t.Helper()
+	in, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	tr, tw := tar.NewReader(bytes.NewReader(in)), tar.NewWriter(&out)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.Copy(tw, tr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(tw, body); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, out.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A docker:FILE output replaces only a docker archive or nothing.
 func TestDockerReplacesOnlyArchives(t *testing.T) {
 	earlier := func(t *testing.T, p string) {
@@ -247,6 +286,24 @@ func TestDockerReplacesOnlyArchives(t *testing.T) {
 				"manifest.json": `[{"Config":"config.json","RepoTags":["a:1"],"Layers":["layer.tar"]}]`,
 				"layer.tar":     "",
 			}))
+		}, ""},
+		// An appended tar: go-containerregistry reads the first
+		// manifest.json, docker load and ctr import the last.
+		{"earlier output, manifest.json appended", func(t *testing.T, p string) {
+			earlier(t, p)
+			appendTar(t, p, "manifest.json", "[]")
+		}, "it holds 2 entries named manifest.json"},
+		{"earlier output, ./manifest.json appended", func(t *testing.T, p string) {
+			earlier(t, p)
+			appendTar(t, p, "./manifest.json", "[]")
+		}, "it holds 2 entries named manifest.json"},
+		{"earlier output, /manifest.json appended", func(t *testing.T, p string) {
+			earlier(t, p)
+			appendTar(t, p, "/manifest.json", "[]")
+		}, "it holds 2 entries named manifest.json"},
+		{"earlier output, another file appended", func(t *testing.T, p string) {
+			earlier(t, p)
+			appendTar(t, p, "README", "a")
 		}, ""},
 		{"text file", func(t *testing.T, p string) { writeFile(t, p, "my thesis") }, "not a tar"},
 		{"empty file", func(t *testing.T, p string) { writeFile(t, p, "") }, "no manifest.json"},
