@@ -33,20 +33,10 @@ func (b *builder) policy(a record.Artifact, src *plan.Artifact) error {
 		skipped = fmt.Sprintf("the archive holds %d %s pallet does not place, which the image will not have: %s", a.Skipped, plural(a.Skipped, "entry", "entries"), names)
 	}
 	if all, ok := b.checked(src, unlicensed, skipped); ok {
-		if len(all.unlicensed) > 0 {
-			msg := noLicence(src, all.unlicensed)
-			if b.opt.RequireLicenses {
-				return errors.New(msg + "; licences are required")
-			}
-			b.opt.Progress.Warn("%s", msg)
+		if len(all.unlicensed) > 0 && b.opt.RequireLicenses {
+			return errors.New(noLicence(src, all.unlicensed) + "; licences are required")
 		}
-		for _, s := range all.skipped {
-			msg := src.On(s.platforms) + ": " + s.msg
-			if src.Pos.Line > 0 {
-				msg = src.Pos.String() + ": " + msg
-			}
-			b.opt.Progress.Warn("%s", msg)
-		}
+		b.warnNotes(src, all)
 	}
 	if b.opt.MinGo != "" {
 		min := "go" + strings.TrimPrefix(b.opt.MinGo, "go")
@@ -63,6 +53,38 @@ func (b *builder) policy(a record.Artifact, src *plan.Artifact) error {
 	return nil
 }
 
+// warnNotes warns of what the policy found of the artifact src on the
+// platforms n names.
+func (b *builder) warnNotes(src *plan.Artifact, n artifactNotes) {
+	if len(n.unlicensed) > 0 {
+		b.opt.Progress.Warn("%s", noLicence(src, n.unlicensed))
+	}
+	for _, s := range n.skipped {
+		msg := src.On(s.platforms) + ": " + s.msg
+		if src.Pos.Line > 0 {
+			msg = src.Pos.String() + ": " + msg
+		}
+		b.opt.Progress.Warn("%s", msg)
+	}
+}
+
+// warnFinished warns, once the fetches have stopped on a failure, of
+// what the policy found of each artifact on the platforms checked before
+// it, where others were not: the build fails, but what was found is
+// still true of the platforms named, and the failure's fix should not
+// be needed to learn of it. An artifact whose platforms were all
+// checked was warned of then.
+func (b *builder) warnFinished() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, name := range slices.Sorted(maps.Keys(b.notes)) {
+		n := b.notes[name]
+		if n.unchecked > 0 && n.src != nil {
+			b.warnNotes(n.src, n.sorted())
+		}
+	}
+}
+
 // noLicence says that the artifact src has no licence file on the
 // platforms ps, for the warning and for --require-licenses' refusal.
 func noLicence(src *plan.Artifact, ps []platform.Platform) string {
@@ -75,7 +97,10 @@ func noLicence(src *plan.Artifact, ps []platform.Platform) string {
 // whichever was ready first, a multi-platform build's warning changed
 // from run to run.
 type artifactNotes struct {
-	unchecked  int
+	unchecked int
+	// src is the artifact on the first platform checked, which names it
+	// (nil while none is).
+	src        *plan.Artifact
 	unlicensed []platform.Platform
 	// skipped are the archive's entries left out, one message per
 	// distinct list, with the platforms it is true of.
@@ -94,6 +119,9 @@ func (b *builder) checked(src *plan.Artifact, unlicensed bool, skipped string) (
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	n := b.notes[src.Name]
+	if n.src == nil {
+		n.src = src
+	}
 	if unlicensed {
 		n.unlicensed = append(n.unlicensed, src.Platform)
 	}
@@ -108,13 +136,18 @@ func (b *builder) checked(src *plan.Artifact, unlicensed bool, skipped string) (
 	if n.unchecked--; n.unchecked > 0 {
 		return artifactNotes{}, false
 	}
+	return n.sorted(), true
+}
+
+// sorted is n with its platforms in the order of their names.
+func (n *artifactNotes) sorted() artifactNotes {
 	byName := func(x, y platform.Platform) int { return strings.Compare(x.String(), y.String()) }
 	slices.SortFunc(n.unlicensed, byName)
 	for _, s := range n.skipped {
 		slices.SortFunc(s.platforms, byName)
 	}
 	slices.SortFunc(n.skipped, func(x, y skippedNote) int { return byName(x.platforms[0], y.platforms[0]) })
-	return *n, true
+	return *n
 }
 
 // mainModulesLicensed says whether the artifact's placed files are Go
@@ -207,7 +240,11 @@ func (b *builder) fetchAll(ctx context.Context) error {
 			return r.err
 		})
 	}
-	return g.Wait()
+	err := g.Wait()
+	if err != nil {
+		b.warnFinished()
+	}
+	return err
 }
 
 // warnLevel warns of a Go build whose environment raises GOAMD64 above
