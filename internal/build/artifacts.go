@@ -194,6 +194,9 @@ type ready struct {
 	res       *artifact.Result
 	record    record.Artifact
 	described *sbom.Artifact
+	// paths are the names its placements' paths written with a '\' take
+	// (takenPaths).
+	paths map[string]string
 }
 
 // errNotReady is what a layer waiting for a failed artifact gets; the
@@ -356,7 +359,37 @@ func (b *builder) makeReady(ctx context.Context, key string, a *plan.Artifact, r
 		r.described = &d
 	}
 	r.res, r.record = res, rec
+	r.paths = takenPaths(b.plan, key, res.Tree)
 	return nil
+}
+
+// takenPaths are the names in t, the tree of the artifact under key, that
+// its placements' paths written with a '\' take, by the path as written:
+// which of the two it may be (tree.UserPathNames) is known once the tree
+// is, and the record names the one placed (takenPath). A path that
+// names neither, or both, is left out: placing it fails, saying so.
+func takenPaths(p *plan.Plan, key string, t *tree.Tree) map[string]string {
+	var paths map[string]string
+	for _, im := range p.Images {
+		for _, pi := range im.Platforms {
+			for _, l := range pi.Layers {
+				for _, pm := range l.Placements {
+					if _, done := paths[pm.Path]; done || pm.Artifact != key || len(tree.UserPathNames(pm.Path)) < 2 {
+						continue
+					}
+					name, err := t.Taken(pm.Path)
+					if err != nil {
+						continue
+					}
+					if paths == nil {
+						paths = map[string]string{}
+					}
+					paths[pm.Path] = name
+				}
+			}
+		}
+	}
+	return paths
 }
 
 // shown is the error a step's progress says: a step stopped because

@@ -839,7 +839,7 @@ func (b *builder) platformImages(ctx context.Context, im *plan.Image, pi *plan.P
 				if replaced {
 					continue
 				}
-				ir.Placed = append(ir.Placed, record.Placement{Artifact: b.plan.Artifacts[pm.Artifact].Name, Dest: dest, Path: placedPath(&pm)})
+				ir.Placed = append(ir.Placed, record.Placement{Artifact: b.plan.Artifacts[pm.Artifact].Name, Dest: dest, Path: b.takenPath(&pm)})
 			}
 		}
 		b.mu.Lock()

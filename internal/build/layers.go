@@ -570,6 +570,17 @@ func (b *builder) licencesPlaced(pi *plan.PlatformImage, pm *plan.Placement, res
 	return t, nil
 }
 
+// takenPath is the path of its artifact pm takes, as the record names
+// it: placedPath, but for a path written with a '\', which is the name
+// placing it took (takenPaths), not always its split form. Asked once
+// the artifact is ready.
+func (b *builder) takenPath(pm *plan.Placement) string {
+	if p, ok := b.ready[pm.Artifact].paths[pm.Path]; ok {
+		return p
+	}
+	return placedPath(pm)
+}
+
 // placedPath is the path of its artifact pm takes, clean, as the record
 // names it: "" for the whole artifact, or a path placing refuses.
 func placedPath(pm *plan.Placement) string {

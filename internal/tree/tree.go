@@ -974,19 +974,12 @@ func (t *Tree) placeNew(src *Tree, dest string, pl Placement, empty bool) {
 // or link alone under its base name (one is true), or a directory's
 // contents without the directory itself.
 func subtree(entries []Entry, from string) (out []Entry, one bool, err error) {
-	p, err := CleanPath(from)
+	p, err := taken(from, func() []Entry { return entries })
 	if err != nil {
 		return nil, false, err // it names the path, quoted
 	}
 	if p == "." {
 		return entries, false, nil
-	}
-	p, err = UserPath(from, func(name string) bool {
-		out, _ := under(entries, name)
-		return len(out) > 0
-	})
-	if err != nil {
-		return nil, false, err
 	}
 	if out, one = under(entries, p); len(out) == 0 {
 		// A path that names nothing is a mistake in the recipe, and an
@@ -994,6 +987,33 @@ func subtree(entries []Entry, from string) (out []Entry, one bool, err error) {
 		return nil, false, fmt.Errorf("path %s: %w%s", from, ErrNoPath, nearNames(entries, p))
 	}
 	return out, one, nil
+}
+
+// Taken is the name in t that a placement's From takes, as Place takes
+// it: clean, "." for the whole tree, a path written with a backslash
+// resolved by UserPath against what t holds. For the record of what a
+// placement took, which its From split would misname.
+func (t *Tree) Taken(from string) (string, error) {
+	var entries []Entry
+	return taken(from, func() []Entry {
+		if entries == nil {
+			entries = t.Entries()
+		}
+		return entries
+	})
+}
+
+// taken is Taken of the tree whose entries entries gives, asked only
+// where from holds a backslash.
+func taken(from string, entries func() []Entry) (string, error) {
+	p, err := CleanPath(from)
+	if err != nil || p == "." {
+		return p, err
+	}
+	return UserPath(from, func(name string) bool {
+		out, _ := under(entries(), name)
+		return len(out) > 0
+	})
 }
 
 // UserPath is the name in an artifact of a path the user wrote there (a
