@@ -527,7 +527,7 @@ func (b *builder) licencesPlaced(pi *plan.PlatformImage, pm *plan.Placement, res
 			if l.Placements[i].Artifact != pm.Artifact {
 				continue
 			}
-			k := rec.LicenceKept(placedPath(&l.Placements[i]))
+			k := rec.LicenceKept(b.takenPath(&l.Placements[i]))
 			if k == nil {
 				return res.Licenses, nil
 			}
@@ -571,9 +571,10 @@ func (b *builder) licencesPlaced(pi *plan.PlatformImage, pm *plan.Placement, res
 }
 
 // takenPath is the path of its artifact pm takes, as the record names
-// it: placedPath, but for a path written with a '\', which is the name
-// placing it took (takenPaths), not always its split form. Asked once
-// the artifact is ready.
+// it and as the licences it ships are chosen by: placedPath, but for a
+// path written with a '\', which is the name placing it took
+// (takenPaths), not always its split form. Asked once the artifact is
+// ready.
 func (b *builder) takenPath(pm *plan.Placement) string {
 	if p, ok := b.ready[pm.Artifact].paths[pm.Path]; ok {
 		return p
