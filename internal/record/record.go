@@ -117,7 +117,9 @@ type Placement struct {
 	Artifact string `json:"artifact"`
 	Dest     string `json:"dest"`
 	// Path, when set, is the one file or directory of the artifact
-	// placed (clean, relative to the artifact's root).
+	// placed (clean, relative to the artifact's root): for a path written
+	// with a '\', the name the build took (tree.UserPath), which may hold
+	// the '\'.
 	Path string `json:"path,omitempty"`
 }
 
