@@ -216,9 +216,6 @@ func TestArchiveSpecialFilesWarned(t *testing.T) {
 	}
 }
 
-// extractRecipe writes dir/pallet.yaml, which places the archive
-// dir/r.tar at / on scratch, unpacked with extract (YAML flow form), and
-// returns its path.
 // An artifact whose archive leaves out other entries on some platforms
 // than on others is warned of once per list, naming the platforms each
 // is true of, in their names' order, whichever platform was ready
@@ -291,6 +288,9 @@ images:
 	}
 }
 
+// extractRecipe writes dir/pallet.yaml, which places the archive
+// dir/r.tar at / on scratch, unpacked with extract (YAML flow form), and
+// returns its path.
 func extractRecipe(t *testing.T, dir, extract string) string {
 	t.Helper()
 	recipe := filepath.Join(dir, "pallet.yaml")
