@@ -170,7 +170,7 @@ func (b *baseFS) winEntry(hdr *tar.Header) error {
 	switch typ {
 	case tar.TypeDir, tar.TypeSymlink:
 	case tar.TypeLink:
-		if err := b.winHardLink(name, hdr.Linkname); err != nil {
+		if err := b.winHardLink(hdr.Name, hdr.Linkname); err != nil {
 			return err
 		}
 		typ = tar.TypeReg
@@ -183,7 +183,12 @@ func (b *baseFS) winEntry(hdr *tar.Header) error {
 		return errors.New("a symbolic link with no target, which go-winio cannot write as a reparse point: the Windows importer fails")
 	}
 	w.created[k] = winCreated{typ, name}
-	w.exact[name] = true
+	// The legacy writer keeps a hard link's name as written, '/' made
+	// '\', where it cleans any other (Add): a later link finds it only
+	// so.
+	if hdr.Typeflag != tar.TypeLink || strings.ReplaceAll(hdr.Name, `\`, "/") == name {
+		w.exact[name] = true
+	}
 	if hdr.Typeflag != tar.TypeLink {
 		w.streamsOf = hdr.Name
 	}
@@ -276,18 +281,22 @@ func (b *baseFS) winWhiteout(name, hidden string) error {
 	return nil
 }
 
-// winHardLink refuses a hard link name => linkname that hcsshim's
-// importer fails to make. In the first layer, its base layer writer links
-// to what the layer made before it, wherever it is; above it, its
-// legacy writer links only within Files/ (or UtilityVM/Files/), spelled
-// so, to what the layer made before it, found by its exact name, or
-// else to what a lower layer holds, found without case. The target is
+// winHardLink refuses a hard link name => linkname (as the tar header
+// gives them) that hcsshim's importer fails to make. In the first layer,
+// its base layer writer links to what the layer made before it, wherever
+// it is; above it, its legacy writer (legacyLayerWriter.AddLink) links
+// only within Files/ (or UtilityVM/Files/), spelled so, to what the
+// layer made before it, found by its exact name, or else to what a lower
+// layer holds, found without case. AddLink cleans the target
+// (filepath.Clean: "./Files/x" is Files/x) but not the name, whose prefix
+// it compares as written: "./Files/h" is no name under Files/. The target is
 // opened without following links (OBJ_DONT_REPARSE), so a link to a
 // link fails, and NTFS links no directory. A target the view does not
 // hold (under UtilityVM/, or in a foreign layer, never read) is not
 // checked.
 func (b *baseFS) winHardLink(name, linkname string) error {
 	w := b.win
+	name = strings.ReplaceAll(name, `\`, "/")
 	target, err := winTarName(linkname)
 	if err == nil {
 		err = layer.NTFSName(target)
@@ -296,7 +305,10 @@ func (b *baseFS) winHardLink(name, linkname string) error {
 		return fmt.Errorf("a hard link to %.100q: %w", linkname, err)
 	}
 	within := func(s string) bool { return strings.HasPrefix(s, "Files/") || strings.HasPrefix(s, "UtilityVM/Files/") }
-	if b.layer > 0 && (!within(name) || !within(target)) {
+	if b.layer > 0 && !within(name) {
+		return fmt.Errorf("a hard link named %.100s: above the image's first layer, hcsshim links only names under Files/ or UtilityVM/Files/, so spelled and compared as written, not cleaned (invalid hard link in layer)", name)
+	}
+	if b.layer > 0 && !within(target) {
 		return fmt.Errorf("a hard link to %.100s: above the image's first layer, hcsshim links only within Files/ or UtilityVM/Files/, so spelled (invalid hard link in layer)", target)
 	}
 	kind := func(dir, link bool) error {

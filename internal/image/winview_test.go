@@ -125,6 +125,8 @@ func TestWindowsBaseViewRefusesWhatTheImporterFails(t *testing.T) {
 		{"a hard link to a link", [][]string{winLower(t), upper("Files/h=>Files/lnk")}, "a hard link to the link Files/lnk, which hcsshim opens without following links"},
 		{"a hard link named without Files/", [][]string{winLower(t), upper("Files/h=>app/a.txt")}, "a hard link to app/a.txt: above the image's first layer, hcsshim links only within Files/ or UtilityVM/Files/"},
 		{"a hard link to files/", [][]string{winLower(t), upper("Files/h=>files/app/a.txt")}, "invalid hard link in layer"},
+		{"a hard link named ./Files/", [][]string{winLower(t), upper("./Files/h=>Files/app/a.txt")}, "a hard link named ./Files/h: above the image's first layer, hcsshim links only names under Files/ or UtilityVM/Files/, so spelled and compared as written, not cleaned (invalid hard link in layer)"},
+		{"a hard link to a link's unclean name", [][]string{winLower(t), upper("Files/./h=>Files/app/a.txt", "Files/h2=>Files/h")}, "hcsshim finds a target of the same layer by its exact name"},
 		{"a hard link to the layer's own file, spelled otherwise", [][]string{winLower(t), upper("Files/b.txt", "Files/h=>Files/B.TXT")}, "a hard link to Files/B.TXT, which this layer spells Files/b.txt: hcsshim finds a target of the same layer by its exact name"},
 		{"a stream's colon", [][]string{append(winLower(t), "Files/a:b")}, `"a:b" contains ':', which Windows file names cannot`},
 		{"a wildcard", [][]string{append(winLower(t), "Files/a?")}, `"a?" contains '?'`},
@@ -156,7 +158,8 @@ func TestWindowsBaseViewRefusesWhatTheImporterFails(t *testing.T) {
 // hard link's target is named with Files/, a whiteout above the first
 // layer hides what is below, names are one whatever their case across
 // layers (a directory keeps the first spelling, which later ones merge
-// into), and '\' separates.
+// into), '\' separates, and a hard link's target is cleaned
+// ("./Files/x" is Files/x), as the legacy writer's AddLink cleans it.
 func TestWindowsBaseViewAsImported(t *testing.T) {
 	upper := func(entries ...string) v1.Layer {
 		return tarLayer(t, append([]string{"Hives/", "Files/"}, entries...)...)
@@ -164,7 +167,7 @@ func TestWindowsBaseViewAsImported(t *testing.T) {
 	img := imageOf(t, tarLayer(t, append(winLower(t), "Files/Windows/System32/CMD2.EXE=>Files/windows/system32/CMD.EXE", "Hives/h=>Hives/System_Delta", "UtilityVM/", "UtilityVM/Files/", "UtilityVM/Files/x")...),
 		upper("Files/app/", "Files/app/.wh.a.txt", "Files/h=>Files/Windows/System32/cmd.exe", "Files/u=>UtilityVM/Files/x"),
 		upper("Files/APP/", "Files/APP/B.TXT", `Files\APP\c.txt`, "Files/app/../d.txt", "Files/WINDOWS/", "Files/WINDOWS/.wh.system32", "Files/LNK/"),
-		upper("Files/h2=>Files/H"))
+		upper("Files/h2=>Files/H", "Files/h3=>./Files/app/../H", `Files\h4=>Files\h3`))
 	v, err := WindowsBaseView(img, 1<<30, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -172,7 +175,7 @@ func TestWindowsBaseViewAsImported(t *testing.T) {
 	if got, want := sortedKeys(v.Dirs), []string{"LNK", "Windows", "app"}; !slices.Equal(got, want) {
 		t.Errorf("dirs %q, want %q", got, want)
 	}
-	if got, want := sortedKeys(v.Files), []string{"app/B.TXT", "app/c.txt", "d.txt", "h", "h2", "u"}; !slices.Equal(got, want) {
+	if got, want := sortedKeys(v.Files), []string{"app/B.TXT", "app/c.txt", "d.txt", "h", "h2", "h3", "h4", "u"}; !slices.Equal(got, want) {
 		t.Errorf("files %q, want %q", got, want)
 	}
 	if len(v.Links) != 0 {
