@@ -191,6 +191,17 @@ type node struct {
 	children map[string]bool
 }
 
+// kind is n's tar typeflag: a directory, a symlink or a file.
+func (n *node) kind() byte {
+	switch {
+	case n.dir:
+		return tar.TypeDir
+	case n.link != "":
+		return tar.TypeSymlink
+	}
+	return tar.TypeReg
+}
+
 func newBaseFS() *baseFS {
 	return &baseFS{nodes: map[string]*node{".": {dir: true, meta: tree.DirMeta{Mode: 0o755}}}, links: tree.Links{},
 		work: tree.Budget{Left: linkWorkBase}, budget: linkWorkBase}
@@ -525,7 +536,11 @@ func (b *baseFS) remove(p string) {
 		delete(b.nodes, q)
 		delete(b.links, q)
 		if b.win != nil {
-			delete(b.win.spell, layer.NTFSKey(q))
+			k := layer.NTFSKey(q)
+			delete(b.win.spell, k)
+			if _, ok := b.win.below[k]; !ok && !b.added[q] {
+				b.win.below[k] = n.kind()
+			}
 		}
 	}
 }

@@ -66,6 +66,12 @@ type winState struct {
 	created map[string]winCreated
 	exact   map[string]bool
 	whited  map[string]bool
+	// below is what the lower layers held, at the start of this one,
+	// at each key of the view this layer has since removed or replaced
+	// (by kind: a tar typeflag), where the legacy writer looks for a
+	// hard link's target it did not add by that exact name
+	// (LstatRelative in the parent layers' directories).
+	below map[string]byte
 	// spell is the path the view holds under each key: the first
 	// spelling of a directory, which later layers' directories merge
 	// into, or the last file's or link's.
@@ -87,6 +93,7 @@ type winCreated struct {
 // layer starts a layer.
 func (w *winState) layer() {
 	w.created, w.exact, w.whited = map[string]winCreated{}, map[string]bool{}, map[string]bool{}
+	w.below = map[string]byte{}
 	w.streamsOf = ""
 }
 
@@ -320,10 +327,8 @@ func (b *baseFS) winHardLink(name, linkname string) error {
 		}
 		return nil
 	}
-	if c, ok := w.created[layer.NTFSKey(target)]; ok {
-		if b.layer > 0 && !w.exact[target] {
-			return fmt.Errorf("a hard link to %.100s, which this layer spells %.100s: hcsshim finds a target of the same layer by its exact name, and else looks for it in lower layers", target, c.spelled)
-		}
+	c, made := w.created[layer.NTFSKey(target)]
+	if made && (b.layer == 0 || w.exact[target]) {
 		return kind(c.typ == tar.TypeDir, c.typ == tar.TypeSymlink)
 	}
 	if b.layer == 0 {
@@ -333,13 +338,33 @@ func (b *baseFS) winHardLink(name, linkname string) error {
 	if !ok {
 		return nil
 	}
-	q, ok := w.spell[layer.NTFSKey(rest)]
-	if !ok && b.foreign > 0 {
+	// Not added by that exact name, the target is looked up in the
+	// lower layers' directories, without case: one this layer spells
+	// otherwise is linked to the lower layer's file it replaced, and
+	// one this layer whites out is there still (its tombstones are
+	// removed after, in this layer's directory).
+	typ, ok := b.winBelow(rest)
+	switch {
+	case !ok && b.foreign > 0:
 		return nil // it may be a foreign layer's, never read
-	}
-	if !ok {
+	case !ok && made:
+		return fmt.Errorf("a hard link to %.100s, which this layer spells %.100s, and no lower layer holds: hcsshim finds a target of the same layer by its exact name only, and else in lower layers (failed to find link target)", target, c.spelled)
+	case !ok:
 		return fmt.Errorf("a hard link to %.100s, which no earlier entry or lower layer holds: the Windows importer fails (failed to find link target)", target)
 	}
-	n := b.nodes[q]
-	return kind(n.dir, n.link != "")
+	return kind(typ == tar.TypeDir, typ == tar.TypeSymlink)
+}
+
+// winBelow is the kind (a tar typeflag) of what the lower layers held at
+// rest, a path under Files/, when the layer being applied started.
+func (b *baseFS) winBelow(rest string) (byte, bool) {
+	k := layer.NTFSKey(rest)
+	if typ, ok := b.win.below[k]; ok {
+		return typ, true
+	}
+	q, ok := b.win.spell[k]
+	if !ok || b.added[q] {
+		return 0, false
+	}
+	return b.nodes[q].kind(), true
 }

@@ -126,8 +126,9 @@ func TestWindowsBaseViewRefusesWhatTheImporterFails(t *testing.T) {
 		{"a hard link named without Files/", [][]string{winLower(t), upper("Files/h=>app/a.txt")}, "a hard link to app/a.txt: above the image's first layer, hcsshim links only within Files/ or UtilityVM/Files/"},
 		{"a hard link to files/", [][]string{winLower(t), upper("Files/h=>files/app/a.txt")}, "invalid hard link in layer"},
 		{"a hard link named ./Files/", [][]string{winLower(t), upper("./Files/h=>Files/app/a.txt")}, "a hard link named ./Files/h: above the image's first layer, hcsshim links only names under Files/ or UtilityVM/Files/, so spelled and compared as written, not cleaned (invalid hard link in layer)"},
-		{"a hard link to a link's unclean name", [][]string{winLower(t), upper("Files/./h=>Files/app/a.txt", "Files/h2=>Files/h")}, "hcsshim finds a target of the same layer by its exact name"},
-		{"a hard link to the layer's own file, spelled otherwise", [][]string{winLower(t), upper("Files/b.txt", "Files/h=>Files/B.TXT")}, "a hard link to Files/B.TXT, which this layer spells Files/b.txt: hcsshim finds a target of the same layer by its exact name"},
+		{"a hard link to a link's unclean name", [][]string{winLower(t), upper("Files/./h=>Files/app/a.txt", "Files/h2=>Files/h")}, "a hard link to Files/h, which this layer spells Files/h, and no lower layer holds"},
+		{"a hard link to the layer's own file, spelled otherwise", [][]string{winLower(t), upper("Files/b.txt", "Files/h=>Files/B.TXT")}, "a hard link to Files/B.TXT, which this layer spells Files/b.txt, and no lower layer holds: hcsshim finds a target of the same layer by its exact name only, and else in lower layers (failed to find link target)"},
+		{"a hard link to what a lower layer held, a directory, this layer's file now", [][]string{winLower(t), upper("Files/APP", "Files/h=>Files/app")}, "a hard link to the directory Files/app"},
 		{"a stream's colon", [][]string{append(winLower(t), "Files/a:b")}, `"a:b" contains ':', which Windows file names cannot`},
 		{"a wildcard", [][]string{append(winLower(t), "Files/a?")}, `"a?" contains '?'`},
 		{"a control character", [][]string{append(winLower(t), "Files/a\x01")}, "contains a control character"},
@@ -180,6 +181,37 @@ func TestWindowsBaseViewAsImported(t *testing.T) {
 	}
 	if len(v.Links) != 0 {
 		t.Errorf("links %q: LNK, a directory, replaced lnk", v.Links)
+	}
+}
+
+// A hard link above the first layer to a name this layer did not add so
+// spelled is looked for in the lower layers (legacyLayerWriter.AddLink:
+// addedFiles by exact name, then LstatRelative in each parent layer's
+// directory, without case), as they were when the layer started: one
+// this layer replaced under another spelling, or whites out, or whose
+// directory it replaced with a file, is linked to the lower layer's file.
+// Each was refused.
+func TestWindowsBaseViewHardLinkBelowThisLayer(t *testing.T) {
+	upper := func(entries ...string) v1.Layer {
+		return tarLayer(t, append([]string{"Hives/", "Files/"}, entries...)...)
+	}
+	for _, c := range []struct {
+		name  string
+		upper v1.Layer
+		files []string
+	}{
+		{"replaced in another case", upper("Files/app/", "Files/app/A.TXT", "Files/h=>Files/app/a.txt"), []string{"Windows/System32/cmd.exe", "app/A.TXT", "h"}},
+		{"whited out", upper("Files/app/", "Files/app/.wh.a.txt", "Files/h=>Files/app/a.txt"), []string{"Windows/System32/cmd.exe", "h"}},
+		{"under a directory replaced by a file", upper("Files/APP", "Files/h=>Files/app/a.txt"), []string{"APP", "Windows/System32/cmd.exe", "h"}},
+	} {
+		v, err := WindowsBaseView(imageOf(t, tarLayer(t, winLower(t)...), c.upper), 1<<30, 0)
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		if got := sortedKeys(v.Files); !slices.Equal(got, c.files) {
+			t.Errorf("%s: files %q, want %q", c.name, got, c.files)
+		}
 	}
 }
 
