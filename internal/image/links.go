@@ -96,7 +96,7 @@ func baseView(img v1.Image, maxBytes, maxWindow int64, windows bool) (*tree.View
 	}
 	b := newBaseFS()
 	if windows {
-		b.win = &winState{spell: map[string]string{}}
+		b.win = &winState{spell: map[string]string{}, last: -1}
 	}
 	for i, l := range layers {
 		// A foreign layer is never downloaded (a Windows base's): what
@@ -268,7 +268,7 @@ func (b *baseFS) apply(l v1.Layer, diffID v1.Hash, maxBytes, maxWindow int64) er
 	defer rc.Close()
 	b.added = map[string]bool{}
 	if b.win != nil {
-		b.win.layer()
+		b.win.layer(b.layer)
 	}
 	h := sha256.New()
 	lr := &io.LimitedReader{R: rc, N: maxBytes + 1}

@@ -76,6 +76,23 @@ type winState struct {
 	// spelling of a directory, which later layers' directories merge
 	// into, or the last file's or link's.
 	spell map[string]string
+	// uvm is the utility VM the layer below holds in its own directory,
+	// by layer.NTFSKey of each path from UtilityVM/Files down, each's
+	// kind (a tar typeflag); nil if that layer holds none, and
+	// uvmUnknown if it is a foreign layer, never read. A layer above
+	// the first holds one only once it lists UtilityVM: hcsshim's
+	// legacy writer then clones the one below into it (initUtilityVM:
+	// cloneTree from parentRoots[0], the layer right below, as Docker
+	// and containerd order a layer's parents), before its own entries
+	// change it. The clone is the one below taken over, not copied:
+	// no layer above looks at that one again. uvmHere is the layer
+	// being applied's, and
+	// uvmLinks the hard links it names there, made when it closes.
+	uvm, uvmHere           uvmTree
+	uvmUnknown, uvmHereUnk bool
+	uvmLinks               []string
+	// last is the index of the layer applied last, -1 before the first.
+	last int
 	// streamsOf is the tar name of the layer's last entry the importer
 	// created from its header (no whiteout, no hard link): the regular
 	// entries right after it named streamsOf:stream are its alternate
@@ -90,11 +107,193 @@ type winCreated struct {
 	spelled string
 }
 
-// layer starts a layer.
-func (w *winState) layer() {
+// uvmFilesKey is the key of UtilityVM/Files, which a layer's directory
+// holds when it holds a utility VM.
+var uvmFilesKey = layer.NTFSKey("UtilityVM/Files")
+
+// inUVMFiles says whether key k is UtilityVM/Files or under it.
+func inUVMFiles(k string) bool {
+	return k == uvmFilesKey || strings.HasPrefix(k, uvmFilesKey+"/")
+}
+
+// layer starts the image's layer i.
+func (w *winState) layer(i int) {
 	w.created, w.exact, w.whited = map[string]winCreated{}, map[string]bool{}, map[string]bool{}
 	w.below = map[string]byte{}
 	w.streamsOf = ""
+	if w.uvmHere != nil {
+		for _, l := range w.uvmLinks {
+			w.uvmHere.set(layer.NTFSKey(l), tar.TypeReg)
+		}
+	}
+	switch {
+	case i != w.last+1: // a foreign layer is right below
+		w.uvm, w.uvmUnknown = nil, true
+	case w.uvmHere.typ(uvmFilesKey) == 0:
+		w.uvm, w.uvmUnknown = nil, w.uvmHereUnk
+	default:
+		w.uvm, w.uvmUnknown = w.uvmHere, false
+	}
+	w.uvmHere, w.uvmHereUnk, w.uvmLinks = nil, false, nil
+	if i == 0 {
+		w.uvmHere = uvmTree{}
+	}
+	w.last = i
+}
+
+// initUtilityVM is the legacy writer's initUtilityVM, for the entry (a
+// whiteout's name or an entry's) that calls it: the layer's utility VM,
+// at its first call, is a clone of the one the layer below holds, and the
+// import fails if that layer holds none.
+func (w *winState) initUtilityVM(entry string) error {
+	switch {
+	case w.uvmHere != nil || w.uvmHereUnk:
+		return nil
+	case w.uvmUnknown:
+		w.uvmHereUnk = true
+		return nil
+	case w.uvm == nil:
+		return fmt.Errorf("%.100s makes the Windows importer clone the utility VM of the layer right below into this one (initUtilityVM), and that layer holds no UtilityVM/Files: the import fails (cloning the parent utility VM image failed)", entry)
+	}
+	w.uvmHere, w.uvm = w.uvm, nil
+	return nil
+}
+
+// uvmTree is a utility VM as a layer's directory holds it: each path
+// from UtilityVM/Files down, by its layer.NTFSKey, with its kind and
+// children, so that a whiteout or a replaced directory costs what it
+// removes.
+type uvmTree map[string]*uvmNode
+
+type uvmNode struct {
+	typ      byte // a tar typeflag
+	children map[string]bool
+}
+
+// typ is the kind of what t holds at k, 0 for nothing.
+func (t uvmTree) typ(k string) byte {
+	if n := t[k]; n != nil {
+		return n.typ
+	}
+	return 0
+}
+
+// set puts a typ at k, whose parent is there (or k is UtilityVM/Files).
+func (t uvmTree) set(k string, typ byte) {
+	n := t[k]
+	if n == nil {
+		n = &uvmNode{}
+		t[k] = n
+		if p := t[path.Dir(k)]; p != nil && k != uvmFilesKey {
+			if p.children == nil {
+				p.children = map[string]bool{}
+			}
+			p.children[k] = true
+		}
+	}
+	n.typ = typ
+}
+
+// remove forgets k and what is under it.
+func (t uvmTree) remove(k string) {
+	if p := t[path.Dir(k)]; p != nil {
+		delete(p.children, k)
+	}
+	todo := []string{k}
+	for len(todo) > 0 {
+		q := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		if n := t[q]; n != nil {
+			for c := range n.children {
+				todo = append(todo, c)
+			}
+		}
+		delete(t, q)
+	}
+}
+
+// winUVMEntry applies an entry of a layer above the first named under
+// UtilityVM/ (so spelled: the legacy writer compares the prefix as
+// written), as that writer does, or says why the import fails. It writes
+// such an entry into the layer's own utility VM, cloned from the one
+// below when an entry named exactly "UtilityVM" came first (its Add
+// compares that name before cleaning it: "UtilityVM/" is a directory of
+// the import like any other, and no clone), and only under
+// UtilityVM/Files. Into a clone, an entry's parent may be the clone's,
+// and a later entry replaces an earlier one: the one-entry-a-name and
+// parent-listed rules of the layer's other entries do not hold. A hard
+// link named there is made when the layer closes, into the same.
+func (b *baseFS) winUVMEntry(hdr *tar.Header, name string) error {
+	w := b.win
+	k := layer.NTFSKey(name)
+	if hdr.Typeflag == tar.TypeLink {
+		if err := b.winHardLink(hdr.Name, hdr.Linkname); err != nil {
+			return err
+		}
+		if err := w.uvmParent(name); err != nil {
+			return err
+		}
+		w.uvmLinks = append(w.uvmLinks, name)
+		w.created[k] = winCreated{tar.TypeReg, name}
+		// AddLink keeps the name as written.
+		w.exact[name] = strings.ReplaceAll(hdr.Name, `\`, "/") == name
+		return nil
+	}
+	if w.uvmHere == nil && !w.uvmHereUnk {
+		return errors.New("an entry under UtilityVM/ in a layer above the first, before the entry named UtilityVM (exactly so, without a '/'): hcsshim's legacy writer fails (missing UtilityVM directory)")
+	}
+	if k != uvmFilesKey && !strings.HasPrefix(name, "UtilityVM/Files/") {
+		return errors.New("an entry under UtilityVM/ but not under UtilityVM/Files/, in a layer above the first: hcsshim's legacy writer fails (invalid UtilityVM layer)")
+	}
+	if err := winAttributes(hdr); err != nil {
+		return err
+	}
+	typ := byte(tar.TypeReg)
+	switch hdr.Typeflag {
+	case tar.TypeDir:
+		typ = tar.TypeDir
+	case tar.TypeSymlink:
+		if hdr.Linkname == "" {
+			return errors.New("a symbolic link with no target, which go-winio cannot write as a reparse point: the Windows importer fails")
+		}
+		typ = tar.TypeSymlink
+	}
+	if err := w.uvmParent(name); err != nil {
+		return err
+	}
+	if n := w.uvmHere[k]; n != nil && n.typ == tar.TypeDir && typ != tar.TypeDir && len(n.children) > 0 {
+		return fmt.Errorf("a file over the directory %.100s of the layer's utility VM, which holds files: hcsshim's legacy writer removes what is there first, and fails (the directory is not empty)", name)
+	}
+	if w.uvmHere != nil {
+		w.uvmHere.set(k, typ)
+	}
+	w.created[k] = winCreated{typ, name}
+	w.exact[name] = true
+	w.streamsOf = hdr.Name
+	return nil
+}
+
+// uvmParent says why the legacy writer cannot make name, under
+// UtilityVM/Files/, in the layer's utility VM: its parent is not a
+// directory there.
+func (w *winState) uvmParent(name string) error {
+	if w.uvmHereUnk || layer.NTFSKey(name) == uvmFilesKey {
+		return nil
+	}
+	if w.uvmHere == nil {
+		return fmt.Errorf("%.100s is made in the layer's utility VM, and the layer has none (no entry named UtilityVM came before): the Windows importer fails (the system cannot find the path specified)", name)
+	}
+	parent := path.Dir(name)
+	switch w.uvmHere.typ(layer.NTFSKey(parent)) {
+	case tar.TypeDir:
+		return nil
+	case 0:
+		return fmt.Errorf("its parent %.100s is not in the layer's utility VM (the one below, cloned, with the layer's entries before it): the Windows importer fails (the system cannot find the path specified)", parent)
+	case tar.TypeSymlink:
+		return fmt.Errorf("its parent %.100s is a link of the layer's utility VM: the Windows importer does not write through links, and fails (reparse point encountered)", parent)
+	default:
+		return fmt.Errorf("its parent %.100s is a file of the layer's utility VM, no directory: the Windows importer fails", parent)
+	}
 }
 
 // winTarName is a Windows layer's tar name as hcsshim reads it: '\' and
@@ -121,7 +320,8 @@ func winTarName(n string) (string, error) {
 // holds differ from what Windows holds: the image would fail where it is
 // pulled, or run on other files than pallet placed its own by. The view
 // holds what is under Files/ (C:\), without the prefix; what is under
-// Hives/ and UtilityVM/ is only checked.
+// Hives/ and UtilityVM/ is only checked (the utility VM, as each layer
+// holds it, to check what names it: winState.uvm).
 func (b *baseFS) winEntry(hdr *tar.Header) error {
 	w := b.win
 	if w.streamsOf != "" && hdr.Typeflag == tar.TypeReg && strings.HasPrefix(hdr.Name, w.streamsOf+":") {
@@ -151,6 +351,9 @@ func (b *baseFS) winEntry(hdr *tar.Header) error {
 	}
 	if err := layer.NTFSName(name); err != nil {
 		return err
+	}
+	if b.layer > 0 && strings.HasPrefix(name, "UtilityVM/") {
+		return b.winUVMEntry(hdr, name)
 	}
 	k := layer.NTFSKey(name)
 	if c, ok := w.created[k]; ok {
@@ -188,6 +391,14 @@ func (b *baseFS) winEntry(hdr *tar.Header) error {
 	}
 	if typ == tar.TypeSymlink && hdr.Linkname == "" {
 		return errors.New("a symbolic link with no target, which go-winio cannot write as a reparse point: the Windows importer fails")
+	}
+	switch {
+	case b.layer == 0 && inUVMFiles(k):
+		w.uvmHere.set(k, typ)
+	case b.layer > 0 && hdr.Name == "UtilityVM":
+		if err := w.initUtilityVM(`the entry "UtilityVM"`); err != nil {
+			return err
+		}
 	}
 	w.created[k] = winCreated{typ, name}
 	// The legacy writer keeps a hard link's name as written, '/' made
@@ -275,6 +486,9 @@ func (b *baseFS) winWhiteout(name, hidden string) error {
 	if !strings.HasPrefix(target, "Files/") && !strings.HasPrefix(target, "UtilityVM/Files/") {
 		return fmt.Errorf("a whiteout of %.100s, which is not under Files/ (so spelled): hcsshim refuses it (invalid tombstone)", target)
 	}
+	if strings.HasPrefix(target, "UtilityVM/") {
+		return w.uvmWhiteout(target)
+	}
 	k := layer.NTFSKey(target)
 	if c, ok := w.created[k]; ok {
 		return fmt.Errorf("a whiteout of %.100s, which this layer holds: the Windows importer removes a layer's whiteouts after its files, its own among them, where containerd on Linux hides only what lower layers hold", c.spelled)
@@ -288,19 +502,40 @@ func (b *baseFS) winWhiteout(name, hidden string) error {
 	return nil
 }
 
+// uvmWhiteout applies a whiteout of target, under UtilityVM/Files/, as
+// the legacy writer's Remove does: at once, in the layer's own utility
+// VM (cloned from the one below at the first call), where it must be.
+func (w *winState) uvmWhiteout(target string) error {
+	if err := w.initUtilityVM(fmt.Sprintf("a whiteout of %.100s", target)); err != nil {
+		return err
+	}
+	if w.uvmHere == nil {
+		return nil // cloned from a foreign layer, never read
+	}
+	k := layer.NTFSKey(target)
+	if w.uvmHere.typ(k) == 0 {
+		return fmt.Errorf("a whiteout of %.100s, which the layer's utility VM (the one below, cloned, with the layer's entries before it) does not hold: hcsshim's legacy writer removes it there at once, and fails (the system cannot find the file specified)", target)
+	}
+	w.uvmHere.remove(k)
+	// Gone at once, its name may be made again.
+	delete(w.created, k)
+	return nil
+}
+
 // winHardLink refuses a hard link name => linkname (as the tar header
 // gives them) that hcsshim's importer fails to make. In the first layer,
 // its base layer writer links to what the layer made before it, wherever
 // it is; above it, its legacy writer (legacyLayerWriter.AddLink) links
 // only within Files/ (or UtilityVM/Files/), spelled so, to what the
 // layer made before it, found by its exact name, or else to what a lower
-// layer holds, found without case. AddLink cleans the target
-// (filepath.Clean: "./Files/x" is Files/x) but not the name, whose prefix
-// it compares as written: "./Files/h" is no name under Files/. The target is
-// opened without following links (OBJ_DONT_REPARSE), so a link to a
-// link fails, and NTFS links no directory. A target the view does not
-// hold (under UtilityVM/, or in a foreign layer, never read) is not
-// checked.
+// layer holds, found without case; a target under UtilityVM/Files/ only
+// in the layer's own utility VM (its directory, destRoot), the one below
+// cloned into it with the layer's entries before the link. AddLink
+// cleans the target (filepath.Clean: "./Files/x" is Files/x) but not the
+// name, whose prefix it compares as written: "./Files/h" is no name
+// under Files/. The target is opened without following links
+// (OBJ_DONT_REPARSE), so a link to a link fails, and NTFS links no
+// directory. A target in a foreign layer, never read, is not checked.
 func (b *baseFS) winHardLink(name, linkname string) error {
 	w := b.win
 	name = strings.ReplaceAll(name, `\`, "/")
@@ -334,10 +569,21 @@ func (b *baseFS) winHardLink(name, linkname string) error {
 	if b.layer == 0 {
 		return fmt.Errorf("a hard link to %.100s, which no earlier entry of the layer holds: Windows imports the image's first layer as a base layer, which links to its own files, and fails", target)
 	}
-	rest, ok := strings.CutPrefix(target, "Files/")
-	if !ok {
-		return nil
+	if strings.HasPrefix(target, "UtilityVM/") {
+		// AddLink looks for it in the layer's own directory only
+		// (roots = destRoot), which holds the layer's utility VM.
+		typ := w.uvmHere.typ(layer.NTFSKey(target))
+		switch {
+		case w.uvmHereUnk:
+			return nil // cloned from a foreign layer, never read
+		case w.uvmHere == nil:
+			return fmt.Errorf("a hard link to %.100s: above the first layer, hcsshim looks for a target under UtilityVM/Files/ in the layer's own utility VM only, which it has once an entry named UtilityVM (or a whiteout under it) came before, cloned from the layer below; this one has none: the import fails (failed to find link target)", target)
+		case typ == 0:
+			return fmt.Errorf("a hard link to %.100s, which the layer's utility VM (the one below, cloned, with the layer's entries before it) does not hold: the Windows importer fails (failed to find link target)", target)
+		}
+		return kind(typ == tar.TypeDir, typ == tar.TypeSymlink)
 	}
+	rest := strings.TrimPrefix(target, "Files/")
 	// Not added by that exact name, the target is looked up in the
 	// lower layers' directories, without case: one this layer spells
 	// otherwise is linked to the lower layer's file it replaced, and

@@ -166,7 +166,7 @@ func TestWindowsBaseViewAsImported(t *testing.T) {
 		return tarLayer(t, append([]string{"Hives/", "Files/"}, entries...)...)
 	}
 	img := imageOf(t, tarLayer(t, append(winLower(t), "Files/Windows/System32/CMD2.EXE=>Files/windows/system32/CMD.EXE", "Hives/h=>Hives/System_Delta", "UtilityVM/", "UtilityVM/Files/", "UtilityVM/Files/x")...),
-		upper("Files/app/", "Files/app/.wh.a.txt", "Files/h=>Files/Windows/System32/cmd.exe", "Files/u=>UtilityVM/Files/x"),
+		upper("Files/app/", "Files/app/.wh.a.txt", "Files/h=>Files/Windows/System32/cmd.exe"),
 		upper("Files/APP/", "Files/APP/B.TXT", `Files\APP\c.txt`, "Files/app/../d.txt", "Files/WINDOWS/", "Files/WINDOWS/.wh.system32", "Files/LNK/"),
 		upper("Files/h2=>Files/H", "Files/h3=>./Files/app/../H", `Files\h4=>Files\h3`))
 	v, err := WindowsBaseView(img, 1<<30, 0)
@@ -176,7 +176,7 @@ func TestWindowsBaseViewAsImported(t *testing.T) {
 	if got, want := sortedKeys(v.Dirs), []string{"LNK", "Windows", "app"}; !slices.Equal(got, want) {
 		t.Errorf("dirs %q, want %q", got, want)
 	}
-	if got, want := sortedKeys(v.Files), []string{"app/B.TXT", "app/c.txt", "d.txt", "h", "h2", "h3", "h4", "u"}; !slices.Equal(got, want) {
+	if got, want := sortedKeys(v.Files), []string{"app/B.TXT", "app/c.txt", "d.txt", "h", "h2", "h3", "h4"}; !slices.Equal(got, want) {
 		t.Errorf("files %q, want %q", got, want)
 	}
 	if len(v.Links) != 0 {
@@ -211,6 +211,93 @@ func TestWindowsBaseViewHardLinkBelowThisLayer(t *testing.T) {
 		}
 		if got := sortedKeys(v.Files); !slices.Equal(got, c.files) {
 			t.Errorf("%s: files %q, want %q", c.name, got, c.files)
+		}
+	}
+}
+
+// A layer above the first holds a utility VM only once it lists the
+// entry UtilityVM, so spelled: hcsshim's legacy writer then clones the
+// one of the layer right below (initUtilityVM), which must hold one, and
+// writes the layer's entries under UtilityVM/Files/ into it; a whiteout
+// there calls it too and removes at once what must be there; a hard
+// link's target under UtilityVM/Files/ is looked for in that clone only.
+// Into that clone, an entry's parent may be the clone's and a later
+// entry replaces an earlier. Each refusal was accepted: the targets, and
+// whether there was a utility VM below, were not checked; the first
+// acceptance was refused, its entries' parents not listed in the layer,
+// a name twice.
+func TestWindowsBaseViewUtilityVM(t *testing.T) {
+	dir := func(name string) tar.Header { return tar.Header{Name: name, Typeflag: tar.TypeDir, Mode: 0o755} }
+	file := func(name string) tar.Header { return tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o644} }
+	link := func(name, target string) tar.Header {
+		return tar.Header{Name: name, Typeflag: tar.TypeLink, Linkname: target}
+	}
+	top := []tar.Header{dir("Hives"), dir("Files")}
+	upper := func(hdrs ...tar.Header) v1.Layer { return layerOfHeaders(t, append(slices.Clone(top), hdrs...)...) }
+	withUVM := tarLayer(t, append(winLower(t), "UtilityVM/", "UtilityVM/Files/", "UtilityVM/Files/x", "UtilityVM/Files/d/", "UtilityVM/Files/d/y",
+		"UtilityVM/Files/cmd.exe=>Files/Windows/System32/cmd.exe")...)
+	noUVM := tarLayer(t, winLower(t)...)
+	uvm := dir("UtilityVM")
+
+	second := upper(uvm, dir("UtilityVM/Files"), file("UtilityVM/Files/new"), file("UtilityVM/Files/d/z"), file("UtilityVM/Files/d/z"), file("UtilityVM/Files/f"), dir("UtilityVM/Files/f"), link("UtilityVM/Files/new2", "UtilityVM/Files/new"),
+		tar.Header{Name: "UtilityVM/Files/d/.wh.y", Typeflag: tar.TypeReg}, link("Files/u", "UtilityVM/Files/x"), link("Files/u2", "UtilityVM/Files/CMD.EXE"))
+	third := upper(uvm, link("Files/v", "UtilityVM/Files/new2"))
+	v, err := WindowsBaseView(imageOf(t, withUVM, second, third), 1<<30, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := sortedKeys(v.Files), []string{"Windows/System32/cmd.exe", "app/a.txt", "u", "u2", "v"}; !slices.Equal(got, want) {
+		t.Errorf("files %q, want %q", got, want)
+	}
+	foreign := static.NewLayer([]byte("foreign"), types.DockerForeignLayer)
+	img, err := mutate.Append(imageOf(t), mutate.Addendum{Layer: foreign, MediaType: types.DockerForeignLayer, URLs: []string{"https://example.invalid/x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img, err = mutate.AppendLayers(img, upper(uvm, link("Files/u", "UtilityVM/Files/x"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := WindowsBaseView(img, 1<<30, 0); err != nil {
+		t.Errorf("above a foreign layer, whose utility VM is not known: %v", err)
+	}
+
+	for _, c := range []struct {
+		name   string
+		layers []v1.Layer
+		want   string
+	}{
+		{"UtilityVM over a first layer without one", []v1.Layer{noUVM, upper(uvm)},
+			`base layer 2 (sha256:`},
+		{"UtilityVM over a first layer without one", []v1.Layer{noUVM, upper(uvm)},
+			`entry "UtilityVM": the entry "UtilityVM" makes the Windows importer clone the utility VM of the layer right below into this one (initUtilityVM), and that layer holds no UtilityVM/Files: the import fails (cloning the parent utility VM image failed)`},
+		{"UtilityVM over a layer without one", []v1.Layer{withUVM, upper(file("Files/f")), upper(uvm)}, "base layer 3 (sha256:"},
+		{"UtilityVM over a layer without one", []v1.Layer{withUVM, upper(file("Files/f")), upper(uvm)}, "that layer holds no UtilityVM/Files"},
+		{"a whiteout under UtilityVM over a layer without one", []v1.Layer{noUVM, upper(tar.Header{Name: "UtilityVM/Files/.wh.x", Typeflag: tar.TypeReg})},
+			"a whiteout of UtilityVM/Files/x makes the Windows importer clone the utility VM of the layer right below"},
+		{"UtilityVM/ spelled with its '/'", []v1.Layer{withUVM, upper(dir("UtilityVM/"), dir("UtilityVM/Files/"))},
+			`entry "UtilityVM/Files/": an entry under UtilityVM/ in a layer above the first, before the entry named UtilityVM (exactly so, without a '/'): hcsshim's legacy writer fails (missing UtilityVM directory)`},
+		{"outside UtilityVM/Files", []v1.Layer{withUVM, upper(uvm, dir("UtilityVM/Other"))}, "hcsshim's legacy writer fails (invalid UtilityVM layer)"},
+		{"a link into the utility VM of a layer that has none", []v1.Layer{withUVM, upper(link("Files/u", "UtilityVM/Files/x"))},
+			`entry "Files/u": a hard link to UtilityVM/Files/x: above the first layer, hcsshim looks for a target under UtilityVM/Files/ in the layer's own utility VM only`},
+		{"a link to nothing in the utility VM", []v1.Layer{withUVM, upper(uvm, link("Files/u", "UtilityVM/Files/nothing"))},
+			"a hard link to UtilityVM/Files/nothing, which the layer's utility VM (the one below, cloned, with the layer's entries before it) does not hold"},
+		{"a link to what a whiteout removed from the utility VM", []v1.Layer{withUVM, upper(uvm, tar.Header{Name: "UtilityVM/Files/.wh.x", Typeflag: tar.TypeReg}, link("Files/u", "UtilityVM/Files/x"))},
+			"a hard link to UtilityVM/Files/x, which the layer's utility VM"},
+		{"a link to a directory of the utility VM", []v1.Layer{withUVM, upper(uvm, link("Files/u", "UtilityVM/Files/d"))}, "a hard link to the directory UtilityVM/Files/d"},
+		{"a whiteout of nothing in the utility VM", []v1.Layer{withUVM, upper(uvm, tar.Header{Name: "UtilityVM/Files/.wh.nothing", Typeflag: tar.TypeReg})},
+			"a whiteout of UtilityVM/Files/nothing, which the layer's utility VM (the one below, cloned, with the layer's entries before it) does not hold"},
+		{"an entry whose parent the utility VM lacks", []v1.Layer{withUVM, upper(uvm, file("UtilityVM/Files/e/z"))},
+			`entry "UtilityVM/Files/e/z": its parent UtilityVM/Files/e is not in the layer's utility VM (the one below, cloned, with the layer's entries before it)`},
+		{"a file over a directory of the utility VM", []v1.Layer{withUVM, upper(uvm, file("UtilityVM/Files/D"))},
+			"a file over the directory UtilityVM/Files/D of the layer's utility VM, which holds"},
+		{"a hard link named into a utility VM the layer lacks", []v1.Layer{withUVM, upper(link("UtilityVM/Files/l", "Files/app/a.txt"))},
+			"UtilityVM/Files/l is made in the layer's utility VM, and the layer has none"},
+		{"a link to the layer's own pending link", []v1.Layer{withUVM, upper(uvm, link("UtilityVM/Files/l", "UtilityVM/Files/x"), link("Files/u", "UtilityVM/Files/L"))},
+			"a hard link to UtilityVM/Files/L, which the layer's utility VM"},
+	} {
+		_, err := WindowsBaseView(imageOf(t, c.layers...), 1<<30, 0)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want %q", c.name, err, c.want)
 		}
 	}
 }
