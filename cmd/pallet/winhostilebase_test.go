@@ -2,12 +2,16 @@ package main
 
 import (
 	"archive/tar"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/pallet-dev/pallet/internal/image"
 )
 
 // winBaseRecipe places app on the Windows base oci:base (line 8).
@@ -84,6 +88,13 @@ func TestHostileWindowsBaseLayersRefused(t *testing.T) {
 			`entry "Files/lnk/x.exe": its parent Files/lnk is a link of this layer: the Windows importer does not write through links`},
 		{"a name above the root", [][]*tar.Header{append(winBaseFirst(), reg("Files/../../x.exe"))},
 			`entry "Files/../../x.exe": a name above the layer's root`},
+		{"a hard link named ./Files/", [][]*tar.Header{winBaseFirst(), winBaseAbove(hard("./Files/h.exe", "Files/app/tool.exe"))},
+			`entry "./Files/h.exe": a hard link named ./Files/h.exe: above the image's first layer, hcsshim links only names under Files/ or UtilityVM/Files/`},
+		{"a utility VM above a first layer without one", [][]*tar.Header{winBaseFirst(), winBaseAbove(&tar.Header{Name: "UtilityVM", Typeflag: tar.TypeDir, Mode: 0o755})},
+			`entry "UtilityVM": the entry "UtilityVM" makes the Windows importer clone the utility VM of the layer right below into this one (initUtilityVM), and that layer holds no UtilityVM/Files`},
+		{"a hard link into the utility VM of a layer that has none", [][]*tar.Header{append(winBaseFirst(), dir("UtilityVM/"), dir("UtilityVM/Files/"), reg("UtilityVM/Files/x.exe")),
+			winBaseAbove(hard("Files/h.exe", "UtilityVM/Files/x.exe"))},
+			`entry "Files/h.exe": a hard link to UtilityVM/Files/x.exe: above the first layer, hcsshim looks for a target under UtilityVM/Files/ in the layer's own utility VM only`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			d := t.TempDir()
@@ -152,5 +163,42 @@ func TestWindowsBaseAsImported(t *testing.T) {
 		if _, err := pallet(t, "build", "-q", "-f", filepath.Join(d, "pallet.yaml"), "--cache-dir", cache, "-o", "oci:"+filepath.Join(t.TempDir(), "out")); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s at %s: got %v, want %q", c.from, c.dest, err, c.want)
 		}
+	}
+}
+
+// A Windows base's view cached by a pallet that took what it now refuses
+// (under base-view-windows-v4: a utility VM above a layer with none, a
+// hard link's name read cleaned, a target in the utility VM unchecked)
+// is not taken from the cache: the base is read again and refused. With
+// the old fact kept, the stored view was taken and the image built.
+func TestWindowsBaseViewCachedBeforeIsReadAgain(t *testing.T) {
+	d := t.TempDir()
+	windowsLayeredBase(t, filepath.Join(d, "base"), [][]byte{
+		rawTar(t, winBaseFirst()...),
+		rawTar(t, winBaseAbove(&tar.Header{Name: "UtilityVM", Typeflag: tar.TypeDir, Mode: 0o755})...),
+	})
+	writeFile(t, filepath.Join(d, "app"), "app\n")
+	writeFile(t, filepath.Join(d, "pallet.yaml"), winBaseRecipe)
+	key, err := image.ViewKey(dfImage(t, filepath.Join(d, "base")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The view an earlier pallet kept of it: the app directory, as the
+	// cache encodes it (its body's sha256, then a line a path).
+	body := `D 2147484141 0 0 "app"` + "\n" + `F "app/tool.exe"`
+	sum := sha256.Sum256([]byte(body))
+	cache := filepath.Join(d, "cache")
+	build := func() error {
+		_, err := pallet(t, "build", "-f", filepath.Join(d, "pallet.yaml"), "--cache-dir", cache, "-o", "oci:"+filepath.Join(d, "out"))
+		return err
+	}
+	const want = `entry "UtilityVM": the entry "UtilityVM" makes the Windows importer clone`
+	// The first build makes the cache pallet's.
+	if err := build(); err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err = %v, want it to say %q", err, want)
+	}
+	writeFile(t, filepath.Join(cache, "facts", "base-view-windows-v4", key[:2], key), hex.EncodeToString(sum[:])+"\n"+body)
+	if err := build(); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("with the view an earlier pallet cached: err = %v, want it to say %q", err, want)
 	}
 }

@@ -318,7 +318,7 @@ func (b *builder) readWindowsView(ctx context.Context, ref string, p platform.Pl
 }
 
 // windowsViewFact names the cache's facts about Windows bases' views.
-const windowsViewFact = "base-view-windows-v4"
+const windowsViewFact = "base-view-windows-v5"
 
 // windowsBaseClash refuses a layer of pi that puts a file or link where a
 // base holds a directory, or a directory where it holds a file, names
