@@ -70,8 +70,8 @@ func TestWindowsBaseWithAlternateDataStreams(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "pallet.yaml"), "version: 1\nartifacts:\n  f:\n    local: {path: f.txt}\n    licenses: none\nimages:\n  app:\n    base: oci:base\n    platforms: [windows/amd64]\n    files:\n      - {artifact: f, dest: /tools/}\n")
 	out := filepath.Join(dir, "out")
 	mustPallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "-o", "oci:"+out)
-	// Not checkWindowsLayout, whose reader takes the stream for a file
-	// of the base's: the base is not pallet's to check.
+	// The base's layer held to what the importer takes, streams and all.
+	checkWindowsLayoutOnBase(t, out, 1, "")
 	if got := layerNames(t, dfImage(t, out), 1); !slices.Equal(got, []string{"Files/tools/f.txt"}) {
 		t.Errorf("layers hold %q", got)
 	}

@@ -58,6 +58,9 @@ type wnode struct {
 	kind byte   // tar typeflag: '5' directory, '0' file, '2' symlink
 	link string // symlink target, '\' made '/'
 	dir  bool   // for a symlink: a directory link
+	// untyped: a base's symlink without attributes, which Windows
+	// reads as its target is when followed.
+	untyped bool
 }
 
 // winFold is the key under which a case-insensitive file system finds a
@@ -71,6 +74,15 @@ func winFold(s string) string {
 // wantOSVersion, when given, is the os.version of each Windows image in
 // index order ("" for none, as on a host-process base).
 func checkWindowsLayout(t *testing.T, dir string, wantOSVersion ...string) {
+	t.Helper()
+	checkWindowsLayoutOnBase(t, dir, 0, wantOSVersion...)
+}
+
+// checkWindowsLayoutOnBase is checkWindowsLayout for images on a Windows
+// base whose first baseLayers layers are not pallet's: those are held to
+// what hcsshim's importer accepts (theirLayer), hard links, whiteouts,
+// alternate data streams and all, not to what pallet writes.
+func checkWindowsLayoutOnBase(t *testing.T, dir string, baseLayers int, wantOSVersion ...string) {
 	t.Helper()
 	p, err := layout.FromPath(dir)
 	if err != nil {
@@ -114,7 +126,7 @@ func checkWindowsLayout(t *testing.T, dir string, wantOSVersion ...string) {
 					t.Errorf("%s: index platform %+v, config %s/%s os.version %q", d.Digest, d.Platform, cf.OS, cf.Architecture, cf.OSVersion)
 				}
 				seen = append(seen, cf.OSVersion)
-				if err := checkWindowsImage(img); err != nil {
+				if err := checkWindowsImage(img, baseLayers); err != nil {
 					t.Errorf("image %s: %v", d.Digest, err)
 				}
 			}
@@ -132,7 +144,7 @@ func checkWindowsLayout(t *testing.T, dir string, wantOSVersion ...string) {
 // checkWindowsImage reads the image as a Windows host pulling it would:
 // each blob against its digest and size, each layer's tar against the
 // config's diffID, and then every entry through the importer's rules.
-func checkWindowsImage(img v1.Image) error {
+func checkWindowsImage(img v1.Image, baseLayers int) error {
 	cf, err := img.ConfigFile()
 	if err != nil {
 		return err
@@ -160,7 +172,7 @@ func checkWindowsImage(img v1.Image) error {
 	if err != nil {
 		return err
 	}
-	imp := &winImport{image: map[string]*wnode{}}
+	imp := &winImport{image: map[string]*wnode{}, baseLayers: baseLayers}
 	for i, l := range layers {
 		d := m.Layers[i]
 		if !d.MediaType.IsDistributable() {
@@ -216,7 +228,10 @@ func readBlob(l v1.Layer) ([]byte, error) {
 type winImport struct {
 	count       int
 	foreignBase bool
-	image       map[string]*wnode // by winFold of the path under Files/
+	// baseLayers counts the image's first layers that are its base's,
+	// not pallet's.
+	baseLayers int
+	image      map[string]*wnode // by winFold of the path under Files/
 }
 
 var paxTime = regexp.MustCompile(`^-?[0-9]+(\.[0-9]+)?$`)
@@ -225,6 +240,10 @@ var paxTime = regexp.MustCompile(`^-?[0-9]+(\.[0-9]+)?$`)
 // hcsshim's base layer writer, any other by its legacy layer writer.
 func (w *winImport) layer(b []byte) error {
 	base := w.count == 0
+	if w.count < w.baseLayers {
+		w.count++
+		return w.theirLayer(b, base)
+	}
 	w.count++
 	tr := tar.NewReader(bytes.NewReader(b))
 	// created is what this layer's import directory holds, by winFold of
@@ -453,7 +472,7 @@ func (w *winImport) layer(b []byte) error {
 // is, when the image holds the target.
 func (w *winImport) finish() error {
 	for _, n := range w.image {
-		if n.kind != tar.TypeSymlink {
+		if n.kind != tar.TypeSymlink || n.untyped {
 			continue
 		}
 		kind, ok := w.resolve(path.Join(path.Dir(n.name), n.link), 0)

@@ -150,6 +150,7 @@ func TestWindowsBaseAsImported(t *testing.T) {
 	for range 2 {
 		out := filepath.Join(t.TempDir(), "out")
 		mustPallet(t, "build", "-q", "-f", filepath.Join(d, "pallet.yaml"), "--cache-dir", cache, "-o", "oci:"+out)
+		checkWindowsLayoutOnBase(t, out, 2, "")
 		if got := layerNames(t, dfImage(t, out), 2); !slices.Equal(got, []string{"Files/Data/app"}) {
 			t.Errorf("pallet's layer holds %q", got)
 		}
