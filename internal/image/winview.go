@@ -86,8 +86,8 @@ type winState struct {
 	// and containerd order a layer's parents), before its own entries
 	// change it. The clone is the one below taken over, not copied:
 	// no layer above looks at that one again. uvmHere is the layer
-	// being applied's, and
-	// uvmLinks the hard links it names there, made when it closes.
+	// being applied's, and uvmLinks the hard links it names there,
+	// made when it closes.
 	uvm, uvmHere           uvmTree
 	uvmUnknown, uvmHereUnk bool
 	uvmLinks               []string
@@ -242,7 +242,7 @@ func (b *baseFS) winUVMEntry(hdr *tar.Header, name string) error {
 	if w.uvmHere == nil && !w.uvmHereUnk {
 		return errors.New("an entry under UtilityVM/ in a layer above the first, before the entry named UtilityVM (exactly so, without a '/'): hcsshim's legacy writer fails (missing UtilityVM directory)")
 	}
-	if k != uvmFilesKey && !strings.HasPrefix(name, "UtilityVM/Files/") {
+	if name != "UtilityVM/Files" && !strings.HasPrefix(name, "UtilityVM/Files/") {
 		return errors.New("an entry under UtilityVM/ but not under UtilityVM/Files/, in a layer above the first: hcsshim's legacy writer fails (invalid UtilityVM layer)")
 	}
 	if err := winAttributes(hdr); err != nil {

@@ -277,6 +277,7 @@ func TestWindowsBaseViewUtilityVM(t *testing.T) {
 		{"UtilityVM/ spelled with its '/'", []v1.Layer{withUVM, upper(dir("UtilityVM/"), dir("UtilityVM/Files/"))},
 			`entry "UtilityVM/Files/": an entry under UtilityVM/ in a layer above the first, before the entry named UtilityVM (exactly so, without a '/'): hcsshim's legacy writer fails (missing UtilityVM directory)`},
 		{"outside UtilityVM/Files", []v1.Layer{withUVM, upper(uvm, dir("UtilityVM/Other"))}, "hcsshim's legacy writer fails (invalid UtilityVM layer)"},
+		{"UtilityVM/Files spelled otherwise", []v1.Layer{withUVM, upper(uvm, dir("UtilityVM/FILES"))}, "hcsshim's legacy writer fails (invalid UtilityVM layer)"},
 		{"a link into the utility VM of a layer that has none", []v1.Layer{withUVM, upper(link("Files/u", "UtilityVM/Files/x"))},
 			`entry "Files/u": a hard link to UtilityVM/Files/x: above the first layer, hcsshim looks for a target under UtilityVM/Files/ in the layer's own utility VM only`},
 		{"a link to nothing in the utility VM", []v1.Layer{withUVM, upper(uvm, link("Files/u", "UtilityVM/Files/nothing"))},
