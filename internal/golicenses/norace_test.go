@@ -1,0 +1,5 @@
+//go:build !race
+
+package golicenses
+
+const raceEnabled = false
