@@ -41,6 +41,9 @@ type Cache struct {
 	// shards are the parts of the digest memo (facts about files, by
 	// path) this build has read, by number.
 	shards map[int]*memoShard
+	// loading are the shards being read (see shard), each closed once
+	// its shard is in shards.
+	loading map[int]chan struct{}
 	// releasing says Release was called: SaveNew lets go of each shard
 	// it writes.
 	releasing bool

@@ -319,14 +319,56 @@ func (c *Cache) shardPath(i int) string {
 
 // shard returns the shard holding path, reading it the first time. A
 // missing, oversized or damaged shard only costs rehashing; the latter two
-// are rewritten at Close. Called with c.mu held.
+// are rewritten at Close. Called with c.mu held, which it lets go of while
+// it reads: the digest workers each look up another file, mostly of
+// another shard, and a no-op build's first lookups of a few hundred
+// shards were read one after another under the lock. A lookup of a shard
+// another is reading waits for that read, so that each is read once; as
+// the lock was let go of, the caller finds the memo as it is then.
 func (c *Cache) shard(path string) *memoShard {
 	i := c.shardOf(path)
-	if s, ok := c.shards[i]; ok {
+	for {
+		if s, ok := c.shards[i]; ok {
+			return s
+		}
+		if l, ok := c.loading[i]; ok {
+			c.mu.Unlock()
+			if shardHook != nil {
+				shardHook(i, false)
+			}
+			<-l
+			c.mu.Lock()
+			// Read, but it may be gone again (Flush, Release): then this
+			// lookup reads it.
+			continue
+		}
+		if c.loading == nil {
+			c.loading = map[int]chan struct{}{}
+		}
+		l := make(chan struct{})
+		c.loading[i] = l
+		c.mu.Unlock()
+		s := c.readShardAt(i)
+		c.mu.Lock()
+		// No one else put shard i in place meanwhile: the others waited,
+		// and Flush and Release only let go of shards held.
+		c.shards[i] = s
+		delete(c.loading, i)
+		close(l)
 		return s
 	}
+}
+
+// shardHook, set by tests, is called as shard i's file is about to be read
+// (reading), and as a lookup starts to wait for another's read of it.
+var shardHook func(i int, reading bool)
+
+// readShardAt reads shard i from its file. Called without c.mu.
+func (c *Cache) readShardAt(i int) *memoShard {
+	if shardHook != nil {
+		shardHook(i, true)
+	}
 	s := &memoShard{entries: map[string]*memoEntry{}}
-	c.shards[i] = s
 	data, err := readShard(c.shardPath(i))
 	if errors.Is(err, errShard) {
 		s.dirty = true

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -151,6 +153,120 @@ func TestSmallBuildReadsFewShards(t *testing.T) {
 	// shards read, never anywhere near all of them.
 	if read > 3 || entries > 3*many/memoShards*3 {
 		t.Errorf("looking up 3 files read %d shards, %d entries (of %d)", read, entries, many)
+	}
+}
+
+// rememberedFiles makes n files under dir and a memo in cacheDir that
+// holds the digest of each, of a cache with shards shards (0: memoShards),
+// and gives the files and their digests.
+func rememberedFiles(t *testing.T, dir, cacheDir string, n, shards int) ([]string, map[string]string) {
+	t.Helper()
+	c, _ := openCache(t, cacheDir)
+	c.memoShards = shards
+	var files []string
+	want := map[string]string{}
+	for i := range n {
+		p := filepath.Join(dir, "src", fmt.Sprintf("f%d", i))
+		writeFile(t, p, []byte(p))
+		if err := c.Learn(p, sha([]byte(p))); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, p)
+		want[p] = sha([]byte(p))
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return files, want
+}
+
+// Two lookups of files in two shards read the shards' files at once: the
+// digest workers of a no-op build were each held up by the others' reads,
+// the shards read one after another under the cache's lock. Not parallel:
+// it sets shardHook.
+func TestShardsAreReadConcurrently(t *testing.T) {
+	dir := t.TempDir()
+	cacheDir := filepath.Join(dir, "cache")
+	files, want := rememberedFiles(t, dir, cacheDir, 40, 0)
+	c, _ := openCache(t, cacheDir)
+	defer c.Close()
+	a := files[0]
+	b := files[slices.IndexFunc(files, func(p string) bool { return c.shardOf(p) != c.shardOf(a) })]
+	readingA, readingB := make(chan struct{}), make(chan struct{})
+	var onceA, onceB sync.Once
+	shardHook = func(i int, reading bool) {
+		switch {
+		case !reading:
+		case i == c.shardOf(a):
+			onceA.Do(func() { close(readingA) })
+			// The read of a's shard goes on only once b's has started,
+			// which it cannot if the first holds the lock.
+			select {
+			case <-readingB:
+			case <-time.After(10 * time.Second):
+				t.Error("the second shard was not read while the first was being read")
+			}
+		case i == c.shardOf(b):
+			onceB.Do(func() { close(readingB) })
+		}
+	}
+	defer func() { shardHook = nil }()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if got, err := c.FileSHA256(a); err != nil || got != want[a] {
+			t.Errorf("%s: %s (%v), want %s", a, got, err, want[a])
+		}
+	}()
+	<-readingA
+	if got, err := c.FileSHA256(b); err != nil || got != want[b] {
+		t.Errorf("%s: %s (%v), want %s", b, got, err, want[b])
+	}
+	<-done
+}
+
+// Lookups of one shard at once read its file once: the first reads it,
+// the others wait for that read. Not parallel: it sets shardHook.
+func TestShardIsReadOnce(t *testing.T) {
+	dir := t.TempDir()
+	cacheDir := filepath.Join(dir, "cache")
+	const lookups = 8
+	files, want := rememberedFiles(t, dir, cacheDir, lookups, 1)
+	c, _ := openCache(t, cacheDir)
+	defer c.Close()
+	c.memoShards = 1
+	var reads atomic.Int32
+	waiting := make(chan struct{}, lookups)
+	shardHook = func(i int, reading bool) {
+		if !reading {
+			waiting <- struct{}{}
+			return
+		}
+		if reads.Add(1) > 1 {
+			return
+		}
+		// The first read ends once every other lookup waits for it.
+		for range lookups - 1 {
+			select {
+			case <-waiting:
+			case <-time.After(10 * time.Second):
+				t.Error("the other lookups did not wait for the shard being read")
+				return
+			}
+		}
+	}
+	defer func() { shardHook = nil }()
+	var wg sync.WaitGroup
+	for _, p := range files {
+		wg.Go(func() {
+			if got, err := c.FileSHA256(p); err != nil || got != want[p] {
+				t.Errorf("%s: %s (%v), want %s", p, got, err, want[p])
+			}
+		})
+	}
+	wg.Wait()
+	if n := reads.Load(); n != 1 {
+		t.Errorf("the shard was read %d times by %d lookups at once, want once", n, lookups)
 	}
 }
 
