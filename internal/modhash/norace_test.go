@@ -1,0 +1,5 @@
+//go:build !race
+
+package modhash
+
+const raceEnabled = false
