@@ -17,9 +17,9 @@ import (
 
 	"golang.org/x/mod/modfile"
 	"golang.org/x/mod/module"
-	"golang.org/x/mod/sumdb/dirhash"
 
 	"github.com/pallet-dev/pallet/internal/bounded"
+	"github.com/pallet-dev/pallet/internal/modhash"
 	"github.com/pallet-dev/pallet/internal/tree"
 )
 
@@ -330,7 +330,7 @@ func (m *GoModule) pinnedProxy(modcache, src, work string) (string, error) {
 // verifyTree proves the module's tree unpacked in the module cache against
 // the pin, as go mod verify does.
 func (m *GoModule) verifyTree(dir string) error {
-	got, err := dirhash.HashDir(dir, m.ref(), dirhash.Hash1)
+	got, err := modhash.Dir(dir, m.ref())
 	if err != nil {
 		return fmt.Errorf("module %s: hashing %s: %w", m.ref(), dir, err)
 	}

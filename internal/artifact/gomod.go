@@ -12,9 +12,9 @@ import (
 	"strings"
 
 	"golang.org/x/mod/module"
-	"golang.org/x/mod/sumdb/dirhash"
 	modzip "golang.org/x/mod/zip"
 
+	"github.com/pallet-dev/pallet/internal/modhash"
 	"github.com/pallet-dev/pallet/internal/platform"
 )
 
@@ -283,7 +283,7 @@ func (m modulePin) hash(zipFile string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("module %s: %w", m.ref(), err)
 	}
-	got, err := dirhash.HashZip(zipFile, dirhash.Hash1)
+	got, err := modhash.Zip(zipFile)
 	if err != nil {
 		return "", fmt.Errorf("module %s: hashing %s: %w", m.ref(), zipFile, err)
 	}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package artifact
+
+const raceEnabled = false
