@@ -2,7 +2,6 @@ package golicenses
 
 import (
 	"archive/zip"
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -10,11 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
-
-	kflate "github.com/klauspost/compress/flate"
 
 	"github.com/pallet-dev/pallet/internal/artifact"
+	"github.com/pallet-dev/pallet/internal/modhash"
 	"golang.org/x/mod/module"
 	"golang.org/x/mod/sumdb/dirhash"
 	modzip "golang.org/x/mod/zip"
@@ -101,12 +98,11 @@ var errMismatch = errors.New("hash mismatch")
 // hash to gigabytes), and the same modules come back in every binary and
 // every build. With the hash remembered, only the licence files are read.
 func verifyZip(zipFile, mod string, v module.Version, sum string, opt Options) (licenseFiles, error) {
-	z, err := zip.OpenReader(zipFile)
+	z, err := modhash.OpenZip(zipFile)
 	if err != nil {
 		return nil, fmt.Errorf("module %s: %w", mod, err)
 	}
 	defer z.Close()
-	z.RegisterDecompressor(zip.Deflate, inflater)
 	byName := map[string]*zip.File{}
 	var names []string
 	for _, f := range z.File {
@@ -117,17 +113,12 @@ func verifyZip(zipFile, mod string, v module.Version, sum string, opt Options) (
 		names = append(names, f.Name)
 	}
 	c := newCapture(mod, v, opt, names)
-	buf := make([]byte, 64<<10)
 	open := func(name string) (io.ReadCloser, error) {
 		r, err := byName[name].Open()
 		if err != nil {
 			return nil, err
 		}
-		r, err = c.wrap(name, r)
-		if err != nil {
-			return nil, err
-		}
-		return &copyReader{ReadCloser: r, buf: buf}, nil
+		return c.wrap(name, r)
 	}
 	hashed := false
 	hash := func() (string, error) {
@@ -139,7 +130,7 @@ func verifyZip(zipFile, mod string, v module.Version, sum string, opt Options) (
 		if err != nil {
 			return "", fmt.Errorf("zip: %w", err)
 		}
-		return dirhash.Hash1(names, open)
+		return modhash.Hash1(names, open)
 	}
 	var got string
 	if opt.RememberHash != nil {
@@ -185,68 +176,6 @@ func (c *capture) readAll(names []string, open func(string) (io.ReadCloser, erro
 	return nil
 }
 
-// copyReader gives io.Copy, as dirhash calls it for every file, one buffer
-// for all the files of a module instead of 32 KiB of garbage per file:
-// with the licence classifier's tens of megabytes live, that garbage made
-// the collector the larger part of a build's licence work.
-type copyReader struct {
-	io.ReadCloser
-	buf []byte
-}
-
-func (r *copyReader) WriteTo(w io.Writer) (int64, error) {
-	return io.CopyBuffer(w, struct{ io.Reader }{r.ReadCloser}, r.buf)
-}
-
-// inflaters are the deflate decoders of module zips, kept for the next
-// file: a decoder holds a 32 KiB window and its tables, and reads
-// through a buffered reader of its own. klauspost's decoder wraps a
-// source that is not an io.ByteReader (archive/zip gives it a section
-// of the file) in a new 4 KiB bufio.Reader at every Reset: two thirds
-// of the bytes verifying a module zip allocated, with the classifier's
-// tens of megabytes live to scan at each collection that garbage set off.
-var inflaters sync.Pool
-
-type inflaterState struct {
-	d  io.ReadCloser
-	br *bufio.Reader
-}
-
-// inflater is archive/zip's Deflate decompressor, with klauspost's
-// decoder (faster than compress/flate's) from the pool.
-func inflater(r io.Reader) io.ReadCloser {
-	if st, ok := inflaters.Get().(*inflaterState); ok {
-		st.br.Reset(r)
-		if err := st.d.(kflate.Resetter).Reset(st.br, nil); err == nil {
-			return &pooledInflater{st: st}
-		}
-	}
-	st := &inflaterState{br: bufio.NewReader(r)}
-	st.d = kflate.NewReader(st.br)
-	return &pooledInflater{st: st}
-}
-
-type pooledInflater struct{ st *inflaterState }
-
-func (p *pooledInflater) Read(b []byte) (int, error) {
-	if p.st == nil {
-		return 0, errors.New("read after close")
-	}
-	return p.st.d.Read(b)
-}
-
-func (p *pooledInflater) Close() error {
-	if p.st == nil {
-		return nil
-	}
-	err := p.st.d.Close()
-	// The buffer lets go of the zip it read, which the pool would keep.
-	p.st.br.Reset(nil)
-	inflaters.Put(p.st)
-	p.st = nil
-	return err
-}
-
 // verifyDir proves a module cache's extracted directory against sum, as
 // dirhash.HashDir would, and returns the licence files at its root. Files
 // are opened through an os.Root, so no symbolic link leads out of the
@@ -264,18 +193,13 @@ func verifyDir(dir, mod string, v module.Version, sum string, opt Options) (lice
 	defer root.Close()
 	budget := &limitedBudget{left: modzip.MaxZipFile, what: fmt.Sprintf("module %s: directory %s", mod, dir)}
 	c := newCapture(mod, v, opt, names)
-	buf := make([]byte, 64<<10)
-	got, err := dirhash.Hash1(names, func(name string) (io.ReadCloser, error) {
+	got, err := modhash.Hash1(names, func(name string) (io.ReadCloser, error) {
 		rel := filepath.FromSlash(strings.TrimPrefix(name, prefix+"/"))
 		f, err := root.Open(rel)
 		if err != nil {
 			return nil, err
 		}
-		r, err := c.wrap(name, &budgetReader{ReadCloser: f, b: budget})
-		if err != nil {
-			return nil, err
-		}
-		return &copyReader{ReadCloser: r, buf: buf}, nil
+		return c.wrap(name, &budgetReader{ReadCloser: f, b: budget})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("module %s: hashing %s: %w", mod, dir, err)
