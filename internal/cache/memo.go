@@ -212,6 +212,10 @@ type memoShard struct {
 	// data's.
 	entries map[string]*memoEntry
 	dirty   bool
+	// saving says SaveNew is writing the shard's file, with what it held
+	// when it was marked clean: Release keeps it until the file is in
+	// place, as a lookup would read back the file being replaced.
+	saving bool
 	// evictAt is the size of entries at which evict next looks for
 	// entries no save would keep (0: the shard's share and a quarter).
 	evictAt int
@@ -362,6 +366,10 @@ func (c *Cache) shard(path string) *memoShard {
 // shardHook, set by tests, is called as shard i's file is about to be read
 // (reading), and as a lookup starts to wait for another's read of it.
 var shardHook func(i int, reading bool)
+
+// shardWriteHook, set by tests, is called as shard i's file is about to
+// be written.
+var shardWriteHook func(i int)
 
 // readShardAt reads shard i from its file. Called without c.mu.
 func (c *Cache) readShardAt(i int) *memoShard {
@@ -813,21 +821,22 @@ func (c *Cache) SaveNew() {
 		}
 		data := appendShard(buf[:0], s.written(share).entries)
 		buf = data
-		s.dirty = false
+		s.dirty, s.saving = false, true
 		c.mu.Unlock()
 		if !made {
 			dirErr, made = os.MkdirAll(c.memoDir(), 0o755), true
 		}
-		if dirErr == nil && c.writeShard(i, data) == nil {
-			c.mu.Lock()
-			if c.releasing {
-				c.releaseLocked(i, s)
-			}
-			c.mu.Unlock()
-			continue
+		err := dirErr
+		if err == nil {
+			err = c.writeShard(i, data)
 		}
 		c.mu.Lock()
-		s.dirty = true
+		s.saving = false
+		if err != nil {
+			s.dirty = true
+		} else if c.releasing {
+			c.releaseLocked(i, s)
+		}
 		c.mu.Unlock()
 	}
 }
@@ -846,7 +855,8 @@ const keepChecked = 64 << 10
 // every layer's key, which holds each file's digest, so that only
 // Checked asks about most files again. A lookup of one of their files
 // reads its shard back. Shards read from disk, or changed since they
-// were saved, are kept.
+// were saved, are kept; one SaveNew is writing is let go of once its
+// file is in place.
 func (c *Cache) Release() {
 	c.mu.Lock()
 	c.releasing = true
@@ -860,7 +870,7 @@ func (c *Cache) Release() {
 // releaseLocked lets go of shard i, s, if SaveNew wrote it and it has
 // not changed since. Called with c.mu held.
 func (c *Cache) releaseLocked(i int, s *memoShard) {
-	if s.dirty || s.data != "" || len(s.at) > 0 || c.shards[i] != s {
+	if s.dirty || s.saving || s.data != "" || len(s.at) > 0 || c.shards[i] != s {
 		return
 	}
 	for _, m := range s.entries {
@@ -881,6 +891,9 @@ func (s *memoShard) written(share int) memoShard {
 
 // writeShard puts data in the place of shard i's file.
 func (c *Cache) writeShard(i int, data []byte) error {
+	if shardWriteHook != nil {
+		shardWriteHook(i)
+	}
 	shard := c.shardPath(i)
 	return c.replace(shard, func() error { return tempfile.WriteFile(shard, data) })
 }

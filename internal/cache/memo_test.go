@@ -1146,3 +1146,88 @@ func TestRelease(t *testing.T) {
 
 // encodeShard is the shard of entries as the memo writes it.
 func encodeShard(entries map[string]*memoEntry) []byte { return appendShard(nil, entries) }
+
+// Release while SaveNew writes a shard keeps that shard until it is
+// written: let go of at once, a lookup read the file being replaced
+// back, and was given a digest Forget had dropped (which the build,
+// were it to go on, would fail on again), and a fact only the shard
+// being written held was lost once Close wrote the shard read back over
+// it. Not parallel: it sets shardWriteHook.
+func TestReleaseWhileSaveNewWrites(t *testing.T) {
+	dir := t.TempDir()
+	cacheDir := filepath.Join(dir, "cache")
+	p, q, r, u := filepath.Join(dir, "src", "p"), filepath.Join(dir, "src", "q"), filepath.Join(dir, "src", "r"), filepath.Join(dir, "src", "u")
+	for _, f := range []string{p, q, r, u} {
+		writeFile(t, f, []byte(f))
+	}
+	settle()
+	c, _ := openCache(t, cacheDir)
+	c.memoShards = 1
+	// A damaged memo, which SaveNew writes: p's stamp with another
+	// content's digest.
+	bogus := sha([]byte("bogus"))
+	if err := c.Learn(p, bogus); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Learn(q, sha([]byte(q))); err != nil {
+		t.Fatal(err)
+	}
+	c.SaveNew()
+	// The layer writer finds p is not what the memo says, and r is
+	// hashed after the first save.
+	c.Forget(p)
+	if err := c.Learn(r, sha([]byte(r))); err != nil {
+		t.Fatal(err)
+	}
+	writing, proceed := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	shardWriteHook = func(int) {
+		once.Do(func() {
+			close(writing)
+			select {
+			case <-proceed:
+			case <-time.After(10 * time.Second):
+				t.Error("the lookup did not end while the shard was being written")
+			}
+		})
+	}
+	defer func() { shardWriteHook = nil }()
+	saved, released := make(chan struct{}), make(chan struct{})
+	go func() { defer close(saved); c.SaveNew() }()
+	<-writing
+	go func() { defer close(released); c.Release() }()
+	// Release lets go of what it does at once, under the lock, then
+	// waits for the SaveNew writing to save the rest.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		c.mu.Lock()
+		releasing := c.releasing
+		c.mu.Unlock()
+		if releasing {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Release did not start")
+		}
+	}
+	if got, err := c.FileSHA256(p); err != nil || got != sha([]byte(p)) {
+		t.Errorf("%s while its shard was written: %s (%v), want %s", p, got, err, sha([]byte(p)))
+	}
+	close(proceed)
+	<-saved
+	<-released
+	// A file looked up later changes the shard, which Close writes.
+	if err := c.Learn(u, sha([]byte(u))); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	memo := readMemo(t, cacheDir)
+	for _, f := range []string{p, q, r, u} {
+		if m, ok := memo[f]; !ok {
+			t.Errorf("%s: not saved", f)
+		} else if v, _ := m.get("sha256"); v != sha([]byte(f)) {
+			t.Errorf("%s: saved %q, want %s", f, v, sha([]byte(f)))
+		}
+	}
+}
