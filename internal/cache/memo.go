@@ -342,8 +342,8 @@ func (c *Cache) shard(path string) *memoShard {
 			}
 			<-l
 			c.mu.Lock()
-			// Read, but it may be gone again (Flush, Release): then this
-			// lookup reads it.
+			// Read, but it may be gone again (Flush, Release), or its
+			// read may have panicked: then this lookup reads it.
 			continue
 		}
 		if c.loading == nil {
@@ -351,16 +351,27 @@ func (c *Cache) shard(path string) *memoShard {
 		}
 		l := make(chan struct{})
 		c.loading[i] = l
-		c.mu.Unlock()
-		s := c.readShardAt(i)
-		c.mu.Lock()
+		s := c.readShardUnlocked(i, l)
 		// No one else put shard i in place meanwhile: the others waited,
 		// and Flush and Release only let go of shards held.
 		c.shards[i] = s
-		delete(c.loading, i)
-		close(l)
 		return s
 	}
+}
+
+// readShardUnlocked reads shard i without c.mu, which it is called with
+// and returns with, and wakes the lookups waiting on l. However the read
+// ends, the lock is held again and they wake: a read that panicked left
+// the lock let go of under the caller's deferred Unlock, which kills the
+// process whoever recovers, and the lookups waiting for ever.
+func (c *Cache) readShardUnlocked(i int, l chan struct{}) *memoShard {
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.loading, i)
+		close(l)
+	}()
+	return c.readShardAt(i)
 }
 
 // shardHook, set by tests, is called as shard i's file is about to be read

@@ -1231,3 +1231,62 @@ func TestReleaseWhileSaveNewWrites(t *testing.T) {
 		}
 	}
 }
+
+// A read of a shard that panics leaves the cache as it was: the lookup
+// that read it panics holding the lock it was called with, which its
+// deferred Unlock lets go of (else the process died, "unlock of unlocked
+// mutex", whoever recovered), and a lookup waiting for the read wakes
+// and reads the shard itself (else it waited for ever). Not parallel: it
+// sets shardHook.
+func TestShardReadPanicWakesWaiters(t *testing.T) {
+	dir := t.TempDir()
+	cacheDir := filepath.Join(dir, "cache")
+	files, want := rememberedFiles(t, dir, cacheDir, 2, 1)
+	c, _ := openCache(t, cacheDir)
+	defer c.Close()
+	c.memoShards = 1
+	var reads atomic.Int32
+	reading, waiting := make(chan struct{}), make(chan struct{})
+	shardHook = func(i int, read bool) {
+		if !read {
+			close(waiting)
+			return
+		}
+		if reads.Add(1) > 1 {
+			return
+		}
+		close(reading)
+		// The first read panics once the second lookup waits for it.
+		select {
+		case <-waiting:
+		case <-time.After(10 * time.Second):
+			t.Error("the second lookup did not wait for the shard being read")
+		}
+		panic("reading the shard")
+	}
+	defer func() { shardHook = nil }()
+	panicked := make(chan any, 1)
+	go func() {
+		defer func() { panicked <- recover() }()
+		c.FileSHA256(files[0])
+	}()
+	<-reading
+	looked := make(chan struct{})
+	go func() {
+		defer close(looked)
+		if got, err := c.FileSHA256(files[1]); err != nil || got != want[files[1]] {
+			t.Errorf("%s: %s (%v), want %s", files[1], got, err, want[files[1]])
+		}
+	}()
+	if p := <-panicked; p != "reading the shard" {
+		t.Errorf("the lookup whose read panicked recovered %v", p)
+	}
+	select {
+	case <-looked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the lookup waiting for the read that panicked never woke")
+	}
+	if got, err := c.FileSHA256(files[0]); err != nil || got != want[files[0]] {
+		t.Errorf("%s after the read that panicked: %s (%v), want %s", files[0], got, err, want[files[0]])
+	}
+}
