@@ -1160,7 +1160,6 @@ func TestReleaseWhileSaveNewWrites(t *testing.T) {
 	for _, f := range []string{p, q, r, u} {
 		writeFile(t, f, []byte(f))
 	}
-	settle()
 	c, _ := openCache(t, cacheDir)
 	c.memoShards = 1
 	// A damaged memo, which SaveNew writes: p's stamp with another
@@ -1224,8 +1223,13 @@ func TestReleaseWhileSaveNewWrites(t *testing.T) {
 	}
 	memo := readMemo(t, cacheDir)
 	for _, f := range []string{p, q, r, u} {
-		if m, ok := memo[f]; !ok {
-			t.Errorf("%s: not saved", f)
+		// p, young when it was hashed again, need not be remembered,
+		// but not with the digest Forget dropped.
+		m, ok := memo[f]
+		if !ok {
+			if f != p {
+				t.Errorf("%s: not saved", f)
+			}
 		} else if v, _ := m.get("sha256"); v != sha([]byte(f)) {
 			t.Errorf("%s: saved %q, want %s", f, v, sha([]byte(f)))
 		}
