@@ -707,7 +707,8 @@ type builder struct {
 	// saving are the memo saves started while layers are written.
 	saving sync.WaitGroup
 	// cleanup are the removals of artifacts' work directories started
-	// once their results were in the cache (makeReady).
+	// once their results were in the cache (makeReady), and of the
+	// layers' temporary directories once their blobs were (cachedBuild).
 	cleanup sync.WaitGroup
 	// started is when the build began (for provenance timestamps).
 	started time.Time

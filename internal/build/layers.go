@@ -753,8 +753,17 @@ func (b *builder) cachedBuild(t *tree.Tree, opt layer.Options, keyed func()) (v1
 		if err != nil {
 			return nil, err
 		}
-		defer release()
-		defer os.RemoveAll(tmp)
+		// Removed beside the rest of the build, as an artifact's work
+		// directory is (makeReady), not before the layer goes to its
+		// image: the blob is moved out of it by then, and removing a
+		// directory on ext4 mounted with discard waits for the journal
+		// while it commits (2-5 ms), between the layer and the outputs.
+		// Run waits for it; the lock keeps the directory from other
+		// builds' sweeps until it is gone.
+		defer b.cleanup.Go(func() {
+			os.RemoveAll(tmp)
+			release()
+		})
 		l, err := layer.Build(t, tmp, opt)
 		if err != nil {
 			// What the memo said of the file is not remembered for the

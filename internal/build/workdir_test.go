@@ -125,3 +125,54 @@ func buildRecipe(t *testing.T, dir string, rep progress.Reporter) {
 		t.Fatal(err)
 	}
 }
+
+// A layer's temporary directory in the cache, removed beside the rest of
+// the build since its blob is in the cache (cachedBuild), is gone with
+// its lock when Run returns, for every layer written: the removals are
+// waited for, not left to the next build's sweep.
+func TestLayerTempDirsRemovedByRunEnd(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"a": "a\n",
+		"b": "b\n",
+		"pallet.yaml": `version: 1
+artifacts:
+  a:
+    local: {path: a}
+    licenses: none
+  b:
+    local: {path: b}
+    licenses: none
+images:
+  app:
+    base: scratch
+    platforms: [linux/amd64, linux/arm64]
+    files:
+      - {artifact: a, dest: /a, layer: a}
+      - {artifact: b, dest: /b, layer: b}
+`,
+	})
+	r, err := recipe.Load(filepath.Join(dir, "pallet.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := r.Plan(recipe.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := output.Parse("oci:"+filepath.Join(dir, "out"), output.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cacheDir := t.TempDir()
+	if _, err := Run(context.Background(), p, Options{Outputs: []output.Target{out}, CacheDir: cacheDir, Progress: quietReporter(t)}); err != nil {
+		t.Fatal(err)
+	}
+	blobs, _ := filepath.Glob(filepath.Join(cacheDir, "blobs", "sha256", "*"))
+	if len(blobs) < 2 {
+		t.Fatalf("the cache holds %d blobs, want the layers' (at least 2)", len(blobs))
+	}
+	if left, _ := filepath.Glob(filepath.Join(cacheDir, "tmp", "build-*")); len(left) > 0 {
+		t.Errorf("the layers' temporary directories or their locks are left in the cache: %v", left)
+	}
+}
