@@ -399,6 +399,11 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The licence copies are in the layers now: removed beside the
+	// outputs rather than with the work directory once the build is
+	// over, when it waits for them (see cachedBuild). What cannot be
+	// removed so (a read-only module download) is left to the end.
+	b.cleanup.Go(func() { os.RemoveAll(filepath.Join(work, licenceCopies)) })
 	// The images are made: what remains (outputs, the record, the shared
 	// cache) needs neither the artifacts' trees nor the memory of every
 	// input's digest, which for 100,000 files is about 60 MB that would

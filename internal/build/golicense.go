@@ -111,7 +111,7 @@ func (b *builder) readGoLicenseAt(goroot, version string) (goToolchainLicense, e
 	if !isGoLicense(text) {
 		return goToolchainLicense{}, fmt.Errorf("toolchain %s: %s is not Go's BSD licence", version, src)
 	}
-	dir, err := os.MkdirTemp(b.work, "go-license-*")
+	dir, err := b.licenceWork("go-license-*")
 	if err != nil {
 		return goToolchainLicense{}, err
 	}

@@ -54,7 +54,7 @@ func (b *builder) moduleLicenses(ctx context.Context, pa *plan.Artifact, res *ar
 		if !ok {
 			continue
 		}
-		work, err := os.MkdirTemp(b.work, "licences-*")
+		work, err := b.licenceWork("licences-*")
 		if err != nil {
 			return err
 		}
@@ -204,6 +204,22 @@ func requiresNothing(k artifact.Kind) bool {
 	}
 	f, err := modfile.ParseLax(path, data, nil)
 	return err == nil && len(f.Require) == 0
+}
+
+// licenceCopies is the directory of the build's work directory that
+// holds the licence files it copies to place them (a toolchain's, the
+// modules' with golicenses' downloads): nothing else, so that it can go
+// once the layers are written.
+const licenceCopies = "licences"
+
+// licenceWork makes a new directory for licence copies, named by
+// pattern as os.MkdirTemp names it, under licenceCopies.
+func (b *builder) licenceWork(pattern string) (string, error) {
+	dir := filepath.Join(b.work, licenceCopies)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	return os.MkdirTemp(dir, pattern)
 }
 
 // moduleCache is the go command's module cache with env, asked once per

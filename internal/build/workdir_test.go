@@ -1,10 +1,13 @@
 package build
 
 import (
+	"archive/tar"
 	"context"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -175,4 +178,119 @@ images:
 	if left, _ := filepath.Glob(filepath.Join(cacheDir, "tmp", "build-*")); len(left) > 0 {
 		t.Errorf("the layers' temporary directories or their locks are left in the cache: %v", left)
 	}
+}
+
+// The licence copies a build places (the Go toolchain's, the modules')
+// are in its layers once the images are made: they go beside the
+// outputs, not with the build's work directory at its end, which waits
+// for them. The image still ships them.
+func TestLicenceCopiesRemovedBeforeOutputs(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go on PATH")
+	}
+	tmp := t.TempDir() // where the build's work directory goes
+	t.Setenv("TMPDIR", tmp)
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"app/go.mod":  "module example.com/app\n\ngo 1.22\n",
+		"app/main.go": "package main\n\nfunc main() { println(1) }\n",
+		"pallet.yaml": `version: 1
+artifacts:
+  app:
+    go: {module: app, packages: [.]}
+    licenses: none
+images:
+  app:
+    base: scratch
+    platforms: linux/amd64
+    files:
+      - {artifact: app, dest: /bin/}
+`,
+	})
+	var left []string
+	rep := &atOutput{Reporter: quietReporter(t), check: func() {
+		// The removal runs beside the build: given its time.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			left = licenceFiles(t, tmp)
+			if len(left) == 0 || time.Now().After(deadline) {
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}}
+	r, err := recipe.Load(filepath.Join(dir, "pallet.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := r.Plan(recipe.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := output.Parse("oci:"+filepath.Join(dir, "out"), output.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(context.Background(), p, Options{Outputs: []output.Target{out}, CacheDir: t.TempDir(), Progress: rep, ModuleLicenses: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.done {
+		t.Fatal("no output step started")
+	}
+	if len(left) > 0 {
+		t.Errorf("when the outputs are written, the licence copies are still there: %v", left)
+	}
+	var shipped []string
+	ls, err := res.Images[0].Image.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range ls {
+		rc, err := l.Uncompressed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := tar.NewReader(rc)
+		for {
+			h, err := tr.Next()
+			if err != nil {
+				break
+			}
+			if strings.HasPrefix(h.Name, "LICENSES/") && h.Typeflag == tar.TypeReg {
+				shipped = append(shipped, h.Name)
+			}
+		}
+		rc.Close()
+	}
+	want := "LICENSES/app/" + goLicensePath(goVersionIn(t, filepath.Join(dir, "app")))
+	if !slices.Contains(shipped, want) {
+		t.Errorf("the image ships %v, not the Go toolchain's licence %s", shipped, want)
+	}
+}
+
+// licenceFiles are the files named LICENSE under dir: the licence
+// copies of a build whose work directory is there.
+func licenceFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	var found []string
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() && d.Name() == "LICENSE" {
+			found = append(found, p)
+		}
+		return nil
+	})
+	return found
+}
+
+// goVersionIn is the version of the go command on PATH, run in dir.
+func goVersionIn(t *testing.T, dir string) string {
+	t.Helper()
+	cmd := exec.Command("go", "env", "GOVERSION")
+	cmd.Dir = dir
+	v, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(v))
 }
