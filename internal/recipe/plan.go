@@ -373,6 +373,11 @@ func (pln *planner) platformImage(name string, ri *Image, vars Vars, pl platform
 		if err != nil {
 			return nil, err
 		}
+		// A dest is a path the user writes, whose backslashes separate
+		// (tree.CleanPath), as on Windows: the plan's is slash-separated,
+		// as a Dockerfile's is, so that a trailing \ places into the
+		// directory and the build's own path handling reads it alike.
+		dest = strings.ReplaceAll(dest, `\`, "/")
 		pm := plan.Placement{Artifact: key, Dest: dest, Licenses: !licensed[key], Pos: r.Pos(fat)}
 		licensed[key] = true
 		if f.Mode != "" {

@@ -1057,7 +1057,12 @@ func (r *Recipe) checkImage(name string, im *Image) error {
 		if _, ok := r.Artifacts[f.Artifact]; !ok {
 			return r.Errorf(fat+".artifact", "image %s: unknown artifact %q (declared: %s)", name, f.Artifact, namesOf(r.Artifacts))
 		}
-		if !strings.HasPrefix(f.Dest, "/") {
+		if !strings.HasPrefix(f.Dest, "/") && !strings.HasPrefix(f.Dest, `\`) {
+			if len(f.Dest) >= 2 && f.Dest[1] == ':' {
+				// The Dockerfile front end reads C:\ as the root; a
+				// recipe's dest names no drive, on any platform.
+				return r.Errorf(fat+".dest", "image %s: dest %q names a drive: a dest is a path from the image's root, which is C:\\ on Windows: write %q", name, f.Dest, strings.ReplaceAll(f.Dest[2:], `\`, "/"))
+			}
 			return r.Errorf(fat+".dest", "image %s: dest must be an absolute path (got %q)", name, f.Dest)
 		}
 		for j, ps := range f.Platforms {

@@ -72,6 +72,7 @@ func TestParseErrors(t *testing.T) {
 		{"duplicate platform", "platforms: linux/amd64", "platforms: [linux/amd64, linux/amd64]", 18, "listed twice"},
 		{"unknown artifact", "      - artifact: app", "      - artifact: ap", 20, `unknown artifact "ap"`},
 		{"relative dest", "dest: /bin/", "dest: bin/", 21, "absolute path"},
+		{"dest on a drive", "dest: /bin/", `dest: 'C:\k\bin\'`, 21, `names a drive: a dest is a path from the image's root, which is C:\ on Windows: write "/k/bin/"`},
 		{"bad mode", `mode: "0755"`, `mode: "0985"`, 22, "octal mode"},
 		{"bad owner", `owner: "1000:1000"`, `owner: "root"`, 23, "numeric uid:gid"},
 		{"git outside modes", "    go:\n      packages: ./cmd/app", "    git: {repo: https://example.com/x.git, commit: 0123456789abcdef0123456789abcdef01234567}\n    go:\n      packages: ./cmd/app", 6, "field git not found; a git source is an artifact's source mode"},

@@ -256,3 +256,15 @@ func TestDocsSampleRecipePlans(t *testing.T) {
 		}
 	}
 }
+
+// A dest written with backslashes (docs/recipe.md: a path you write
+// takes \ as a separator, as on Windows) is accepted by the parser and
+// the schema alike, and planned slash-separated, its trailing \ kept as
+// the / that places into a directory.
+func TestDestWithBackslashes(t *testing.T) {
+	src := strings.Replace(good, "dest: /bin/", `dest: '\usr\local\bin\'`, 1)
+	_, p := planValid(t, src)
+	if got := p.Images[0].Platforms[0].Layers[0].Placements[0].Dest; got != "/usr/local/bin/" {
+		t.Errorf("dest planned as %q, want /usr/local/bin/", got)
+	}
+}
