@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -20,7 +21,8 @@ import (
 	"github.com/pallet-dev/pallet/internal/sbom"
 )
 
-// sbomCmd prints a document attached to an image as an OCI 1.1 referrer.
+// sbomCmd prints a document attached to an image as an OCI 1.1 referrer,
+// or in its index as an attestation manifest (--attest-index).
 func sbomCmd() *cobra.Command {
 	var plat, format string
 	cmd := &cobra.Command{
@@ -136,16 +138,16 @@ func registryReferrer(cmd *cobra.Command, ref string, p *platform.Platform, want
 		return nil, regauth.Explain(err)
 	}
 	subject := desc.Descriptor
+	var top *v1.IndexManifest
 	if desc.MediaType.IsIndex() {
 		idx, err := desc.ImageIndex()
 		if err != nil {
 			return nil, err
 		}
-		m, err := idx.IndexManifest()
-		if err != nil {
+		if top, err = idx.IndexManifest(); err != nil {
 			return nil, err
 		}
-		if subject, err = pick(m, p, ref); err != nil {
+		if subject, err = pick(top, p, ref); err != nil {
 			return nil, err
 		}
 	} else if err := onePlatform(subject, desc.Image, p, ref); err != nil {
@@ -168,6 +170,15 @@ func registryReferrer(cmd *cobra.Command, ref string, p *platform.Platform, want
 			return nil, regauth.Explain(err)
 		}
 		return firstBlob(img)
+	}
+	if top != nil {
+		data, found, err := attested(top, subject.Digest, want, func(h v1.Hash) (v1.Image, error) {
+			img, err := remote.Image(nref.Context().Digest(h.String()), opts...)
+			return img, regauth.Explain(err)
+		})
+		if found || err != nil {
+			return data, err
+		}
 	}
 	return nil, fmt.Errorf("%s (%s) has no %s attached", ref, subject.Digest, want)
 }
@@ -215,13 +226,13 @@ func layoutReferrer(spec string, p *platform.Platform, want string) ([]byte, err
 	}
 	top := named[0]
 	subject := top
+	var idx v1.ImageIndex
+	var im *v1.IndexManifest
 	if top.MediaType.IsIndex() {
-		idx, err := root.ImageIndex(top.Digest)
-		if err != nil {
+		if idx, err = root.ImageIndex(top.Digest); err != nil {
 			return nil, err
 		}
-		im, err := idx.IndexManifest()
-		if err != nil {
+		if im, err = idx.IndexManifest(); err != nil {
 			return nil, err
 		}
 		if subject, err = pick(im, p, "oci:"+spec); err != nil {
@@ -246,7 +257,78 @@ func layoutReferrer(spec string, p *platform.Platform, want string) ([]byte, err
 			return firstBlob(img)
 		}
 	}
+	if im != nil {
+		data, found, err := attested(im, subject.Digest, want, idx.Image)
+		if found || err != nil {
+			return data, err
+		}
+	}
 	return nil, fmt.Errorf("oci:%s (%s) has no %s attached", spec, subject.Digest, want)
+}
+
+// Predicate types of the documents, by the media type a referrer gives
+// each, and the annotations BuildKit's attestation manifests carry
+// (build.Attest.Index writes them).
+var predicateOf = map[string]string{
+	sbom.MediaTypeSPDX:      sbom.PredicateSPDX,
+	sbom.MediaTypeCycloneDX: sbom.PredicateCycloneDX,
+	sbom.MediaTypeInToto:    sbom.PredicateProvenance,
+}
+
+const (
+	refTypeAnnotation   = "vnd.docker.reference.type"
+	refDigestAnnotation = "vnd.docker.reference.digest"
+	predicateAnnotation = "in-toto.io/predicate-type"
+)
+
+// attested finds the document of media type want about the image
+// subject in m's attestation manifests, as --attest-index (and BuildKit)
+// attach them: an entry naming subject, whose layers are in-toto
+// statements, one per predicate type. An SBOM is printed as the
+// referrer's would be, its statement's predicate alone, indented as
+// pallet writes documents; a provenance is the statement itself.
+// found is false where no attestation names subject.
+func attested(m *v1.IndexManifest, subject v1.Hash, want string, image func(v1.Hash) (v1.Image, error)) (data []byte, found bool, err error) {
+	predicate := predicateOf[want]
+	for _, d := range m.Manifests {
+		if d.Annotations[refTypeAnnotation] != "attestation-manifest" || d.Annotations[refDigestAnnotation] != subject.String() {
+			continue
+		}
+		img, err := image(d.Digest)
+		if err != nil {
+			return nil, true, err
+		}
+		mf, err := img.Manifest()
+		if err != nil {
+			return nil, true, err
+		}
+		for _, l := range mf.Layers {
+			if l.Annotations[predicateAnnotation] != predicate {
+				continue
+			}
+			layer, err := img.LayerByDigest(l.Digest)
+			if err != nil {
+				return nil, true, err
+			}
+			data, err := documentOf(layer)
+			if err != nil {
+				return nil, true, fmt.Errorf("the attestation manifest %s: %w", d.Digest, err)
+			}
+			if want == sbom.MediaTypeInToto {
+				return data, true, nil
+			}
+			var st struct{ Predicate json.RawMessage }
+			if err := json.Unmarshal(data, &st); err != nil || len(st.Predicate) == 0 {
+				return nil, true, fmt.Errorf("the attestation manifest %s: its %s statement holds no predicate (%v)", d.Digest, predicate, err)
+			}
+			var out bytes.Buffer
+			if err := json.Indent(&out, st.Predicate, "", "  "); err != nil {
+				return nil, true, err
+			}
+			return append(out.Bytes(), '\n'), true, nil
+		}
+	}
+	return nil, false, nil
 }
 
 // maxDocument bounds an attached SBOM or provenance document read back.
@@ -259,7 +341,13 @@ func firstBlob(img v1.Image) ([]byte, error) {
 	if err != nil || len(layers) == 0 {
 		return nil, fmt.Errorf("the attachment holds no document: %v", err)
 	}
-	rc, err := layers[0].Compressed()
+	return documentOf(layers[0])
+}
+
+// documentOf reads an attached document's blob, bounded and checked
+// against its digest as it is read.
+func documentOf(layer v1.Layer) ([]byte, error) {
+	rc, err := layer.Compressed()
 	if err != nil {
 		return nil, err
 	}
@@ -268,7 +356,7 @@ func firstBlob(img v1.Image) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the attachment's blob: %w", err)
 	}
-	d, err := layers[0].Digest()
+	d, err := layer.Digest()
 	if err != nil {
 		return nil, err
 	}
