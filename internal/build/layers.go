@@ -359,8 +359,12 @@ func (b *builder) checkLayers(ctx context.Context, name string, pi *plan.Platfor
 	}
 	*links = layer.ImageLinks(base, resolve...)
 	for i, t := range trees {
-		for _, w := range layer.UntypedLinks(t, layer.Options{Format: format, LinkTarget: *links}) {
-			b.opt.Progress.Warn("image %s (%s), layer %s: %s", name, pi.Platform, pi.Layers[i].Name, w)
+		for _, u := range layer.UntypedLinks(t, layer.Options{Format: format, LinkTarget: *links}) {
+			// Said at the placement that took the link, where link: goes,
+			// and with the archive entry it came from: a layer may place
+			// several artifacts.
+			pm, from := b.entryOrigin(ctx, name, pi, pi.Layers[i], u.Path)
+			b.opt.Progress.Warn("%s: image %s (%s), layer %s: %s%s", pm.Pos, name, pi.Platform, pi.Layers[i].Name, u, from)
 		}
 	}
 	return b.windowsBaseClash(ctx, name, pi, trees)

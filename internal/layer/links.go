@@ -138,25 +138,34 @@ func (lt linkTyper) dirLink(e tree.Entry) (isDir, decided bool) {
 	return false, false
 }
 
-// UntypedLinks names the symlinks of t that a Windows layer written with
+// UntypedLink is a symlink, at Path in the layer's tree, that a Windows
+// layer types as a file link for want of knowing its target, Link.
+type UntypedLink struct{ Path, Link string }
+
+// String says what the link becomes, and what to do.
+func (u UntypedLink) String() string {
+	return fmt.Sprintf("symlink /%s -> %s: its target is not in the image's layers (in the base, or missing), so Windows gets a file link; if it is a directory, say link: dir on the placement", u.Path, u.Link)
+}
+
+// UntypedLinks lists the symlinks of t that a Windows layer written with
 // opt would type as file links for want of knowing their target: not in
 // the image as opt.LinkTarget sees it (or in t alone), and no LinkAs given.
-// Each is worth a warning: if the target is a directory (in the base, say),
-// the link will not open on Windows. Other formats (a base layer has no
-// Windows records) have none.
-func UntypedLinks(t *tree.Tree, opt Options) []string {
+// Each is worth a warning, at the placement that put it there: if the
+// target is a directory (in the base, say), the link will not open on
+// Windows. Other formats (a base layer has no Windows records) have none.
+func UntypedLinks(t *tree.Tree, opt Options) []UntypedLink {
 	if opt.Format != Windows {
 		return nil
 	}
 	entries := t.Entries()
 	lt := newLinkTyper(entries, opt)
-	var out []string
+	var out []UntypedLink
 	for _, e := range entries {
 		if e.Kind != tree.Symlink {
 			continue
 		}
 		if _, decided := lt.dirLink(e); !decided {
-			out = append(out, fmt.Sprintf("symlink /%s -> %s: its target is not in the image's layers (in the base, or missing), so Windows gets a file link; if it is a directory, say link: dir on the placement", e.Path, e.Link))
+			out = append(out, UntypedLink{Path: e.Path, Link: e.Link})
 		}
 	}
 	return out

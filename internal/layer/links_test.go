@@ -106,10 +106,9 @@ func TestWindowsLinksTypedFromTheImage(t *testing.T) {
 	}
 
 	var named []string
-	for _, w := range UntypedLinks(upper, opt) {
-		p, _, _ := strings.Cut(strings.TrimPrefix(w, "symlink /"), " ")
-		named = append(named, p)
-		if !strings.Contains(w, "link: dir") {
+	for _, u := range UntypedLinks(upper, opt) {
+		named = append(named, u.Path)
+		if w := u.String(); !strings.HasPrefix(w, "symlink /"+u.Path+" -> ") || !strings.Contains(w, "link: dir") {
 			t.Errorf("warning %q does not say what to do", w)
 		}
 	}
