@@ -12,7 +12,8 @@ import (
 )
 
 // A dynamically linked executable on scratch cannot start: the build
-// says so, unless a layer of the image provides its loader.
+// says so, at the base's line as on any other base, unless a layer of
+// the image provides its loader.
 func TestDynamicExecutableOnScratchWarns(t *testing.T) {
 	dir := t.TempDir()
 	loader := hostTrue(t, filepath.Join(dir, "bin", "true"))
@@ -38,7 +39,7 @@ images:
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "/usr/bin/true is dynamically linked and needs " + loader + ", which nothing in the image provides on scratch"
+	want := recipe + ":11:5: image img (linux/amd64): /usr/bin/true is dynamically linked and needs " + loader + ", which nothing in the image provides on scratch"
 	if !strings.Contains(out, want) {
 		t.Errorf("no warning %q in:\n%s", want, out)
 	}

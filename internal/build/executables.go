@@ -126,7 +126,7 @@ func (b *builder) warnMissingLoaders(ctx context.Context, name string, pi *plan.
 				continue
 			}
 			if ref == image.Scratch {
-				b.opt.Progress.Warn("image %s (%s): %s is dynamically linked and needs %s, which nothing in the image provides on scratch: it will not start; link it statically (CGO_ENABLED=0, or -extldflags -static) or build on a base with its C library", name, pi.Platform, n.path, n.Interp)
+				b.opt.Progress.Warn("%s: image %s (%s): %s is dynamically linked and needs %s, which nothing in the image provides on scratch: it will not start; link it statically (CGO_ENABLED=0, or -extldflags -static) or build on a base with its C library", pi.BasePos, name, pi.Platform, n.path, n.Interp)
 			} else {
 				b.opt.Progress.Warn("%s: image %s (%s): %s is dynamically linked and needs %s, which neither the base %s nor the image's layers hold: it will not start; build it for the base's C library (the base distro's compiler, cc:), link it statically, or use a base that has it", pi.BasePos, name, pi.Platform, n.path, n.Interp, ref)
 			}
