@@ -423,7 +423,7 @@ images:
 }
 
 // Licences a recipe names are placed as named; an artifact without any is
-// a warning by default, and the build goes on.
+// a warning by default, at the artifact's line, and the build goes on.
 func TestLicenses(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "vendored/bin/tool"), "a tool")
@@ -452,7 +452,7 @@ images:
 `)
 	out := filepath.Join(dir, "out")
 	log := mustPallet(t, "build", "--progress", "plain", "-f", filepath.Join(dir, "pallet.yaml"), "-o", "oci:"+out)
-	if !strings.Contains(log, "warning") || !strings.Contains(log, "artifact bare (linux/amd64, local mode): no licence file found") {
+	if !strings.Contains(log, "warning: "+filepath.Join(dir, "pallet.yaml")+":8:5: artifact bare (linux/amd64, local mode): no licence file found") {
 		t.Errorf("no warning for the artifact without a licence:\n%s", log)
 	}
 	files := readImageFiles(t, out, "linux/amd64")

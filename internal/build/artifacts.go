@@ -57,7 +57,13 @@ func (b *builder) policy(a record.Artifact, src *plan.Artifact) error {
 // platforms n names.
 func (b *builder) warnNotes(src *plan.Artifact, n artifactNotes) {
 	if len(n.unlicensed) > 0 {
-		b.opt.Progress.Warn("%s", noLicence(src, n.unlicensed))
+		// At the artifact's line, where licenses: goes, as the error
+		// with --require-licenses is said.
+		msg := noLicence(src, n.unlicensed)
+		if src.Pos.Line > 0 {
+			msg = src.Pos.String() + ": " + msg
+		}
+		b.opt.Progress.Warn("%s", msg)
 	}
 	for _, s := range n.skipped {
 		msg := src.On(s.platforms) + ": " + s.msg
