@@ -69,6 +69,11 @@ func buildCmd() *cobra.Command {
 		Args: fileArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			if quiet {
+				// -q wins over --progress, whose value is still checked:
+				// a typo there is said, not passed over.
+				if err := progress.Check(progressArg); err != nil {
+					return err
+				}
 				progressArg = "quiet"
 			}
 			prog, err := progress.New(progressArg, cmd.ErrOrStderr())
@@ -120,7 +125,10 @@ func buildCmd() *cobra.Command {
 					return fmt.Errorf("%s: %w", l.flag, err)
 				}
 			}
-			if stall < 0 {
+			// 0 is the flag's unset value, which leaves the recipe's
+			// limits.stall (or 60s); given, it would be passed over as
+			// unset, where the flag wins over the recipe.
+			if stall < 0 || stall == 0 && cmd.Flags().Changed("stall-timeout") {
 				return fmt.Errorf("--stall-timeout %s: want a positive duration", stall)
 			}
 			// The build bounds its registry calls by it too.

@@ -57,6 +57,11 @@ func TestFlagErrors(t *testing.T) {
 		{"max-download", []string{"--max-download", "lots"}, `--max-download: "lots": want a positive size`},
 		{"max-download overflow", []string{"--max-download", "9000000000TiB"}, `want a positive size`},
 		{"stall", []string{"--stall-timeout", "-1s"}, "--stall-timeout -1s: want a positive duration"},
+		// Given, 0 was taken for the flag unset, and the recipe's
+		// limits.stall won over it.
+		{"stall zero", []string{"--stall-timeout", "0s"}, "--stall-timeout 0s: want a positive duration"},
+		// -q replaces the mode; a typo in it is still said.
+		{"progress with -q", []string{"--progress", "fancy"}, `--progress "fancy": want auto, tty, plain, json or quiet`},
 		// A recipe named as docker build names its context, or a value of
 		// --sbom without =, is said to be so, not taken for a subcommand.
 		{"recipe as an argument", []string{"pallet.yaml"}, `pallet build takes no arguments, and got "pallet.yaml": name the file to read with -f FILE`},

@@ -63,7 +63,17 @@ func New(mode string, w io.Writer) (Reporter, error) {
 	case "quiet":
 		return quiet{}, nil
 	}
-	return nil, fmt.Errorf("--progress %q: want auto, tty, plain, json or quiet", mode)
+	return nil, Check(mode)
+}
+
+// Check says whether New takes mode, without making a reporter (a tty's
+// redraws itself until closed).
+func Check(mode string) error {
+	switch mode {
+	case "auto", "", "tty", "plain", "json", "quiet":
+		return nil
+	}
+	return fmt.Errorf("--progress %q: want auto, tty, plain, json or quiet", mode)
 }
 
 // isTerminal asks the terminal driver itself: a character device such as
