@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -38,21 +39,26 @@ func sbomCmd() *cobra.Command {
 				return fmt.Errorf("--format %q: want spdx-json, cyclonedx-json or provenance", format)
 			}
 			var p *platform.Platform
+			var osVersion string
 			if plat != "" {
-				pp, err := platform.Parse(plat)
+				// An index of one Windows platform on several bases
+				// (a recipe's base list) holds an image per os.version,
+				// named as crane and containerd name it: windows/amd64:10.0.20348.1.
+				name, v, _ := strings.Cut(plat, ":")
+				pp, err := platform.Parse(name)
 				if err != nil {
 					return err
 				}
-				p = &pp
+				p, osVersion = &pp, v
 			}
 			var (
 				data []byte
 				err  error
 			)
 			if dir, ok := strings.CutPrefix(args[0], "oci:"); ok {
-				data, err = layoutReferrer(dir, p, want)
+				data, err = layoutReferrer(dir, p, osVersion, want)
 			} else {
-				data, err = registryReferrer(cmd, strings.TrimPrefix(args[0], "registry:"), p, want)
+				data, err = registryReferrer(cmd, strings.TrimPrefix(args[0], "registry:"), p, osVersion, want)
 			}
 			if err != nil {
 				return err
@@ -61,15 +67,16 @@ func sbomCmd() *cobra.Command {
 			return err
 		},
 	}
-	cmd.Flags().StringVar(&plat, "platform", "", "the platform's image, when the image has several")
+	cmd.Flags().StringVar(&plat, "platform", "", "the platform's image, when the image has several (os/arch[/variant], with :OSVERSION where an index holds one per Windows version)")
 	cmd.Flags().StringVar(&format, "format", "spdx-json", "spdx-json, cyclonedx-json or provenance")
 	return cmd
 }
 
-// pick chooses the manifest of index m for p, or its only one. Of an
-// index of linux/amd64 and linux/amd64/v3 images, both of which a v3
-// machine runs, p linux/amd64/v3 is the v3 one (platform.Closest).
-func pick(m *v1.IndexManifest, p *platform.Platform, what string) (v1.Descriptor, error) {
+// pick chooses the manifest of index m for p (and osVersion, when
+// given), or its only one. Of an index of linux/amd64 and linux/amd64/v3
+// images, both of which a v3 machine runs, p linux/amd64/v3 is the v3
+// one (platform.Closest).
+func pick(m *v1.IndexManifest, p *platform.Platform, osVersion, what string) (v1.Descriptor, error) {
 	var found []v1.Descriptor
 	for _, d := range m.Manifests {
 		if !d.MediaType.IsImage() || d.Platform == nil || d.Platform.OS == "unknown" {
@@ -79,27 +86,49 @@ func pick(m *v1.IndexManifest, p *platform.Platform, what string) (v1.Descriptor
 	}
 	var has []string
 	for _, d := range found {
-		has = append(has, platform.Name(d.Platform.OS, d.Platform.Architecture, d.Platform.Variant))
+		has = append(has, platformName(*d.Platform))
 	}
 	if p != nil {
 		found = p.Closest(found)
 	}
+	if osVersion != "" {
+		found = slices.DeleteFunc(found, func(d v1.Descriptor) bool { return d.Platform.OSVersion != osVersion })
+	}
+	asked := ""
+	if p != nil {
+		asked = p.String()
+		if osVersion != "" {
+			asked += ":" + osVersion
+		}
+	}
 	switch {
 	case len(found) == 0 && p != nil:
-		return v1.Descriptor{}, fmt.Errorf("%s has no image for %s (it has %s)", what, p, strings.Join(has, ", "))
+		return v1.Descriptor{}, fmt.Errorf("%s has no image for %s (it has %s)", what, asked, strings.Join(has, ", "))
 	case len(found) > 1 && p == nil:
 		return v1.Descriptor{}, fmt.Errorf("%s has %d images (%s); name one with --platform", what, len(found), strings.Join(has, ", "))
+	case len(found) > 1 && osVersion == "" && found[0].Platform.OSVersion != "":
+		return v1.Descriptor{}, fmt.Errorf("%s has %d images for %s, one per os.version (%s); name one with --platform %s:OSVERSION", what, len(found), asked, strings.Join(has, ", "), asked)
 	case len(found) != 1:
-		return v1.Descriptor{}, fmt.Errorf("%s has %d images for %s; it holds %s", what, len(found), p, strings.Join(has, ", "))
+		return v1.Descriptor{}, fmt.Errorf("%s has %d images for %s; it holds %s", what, len(found), asked, strings.Join(has, ", "))
 	}
 	return found[0], nil
+}
+
+// platformName names an index entry's platform as --platform takes it,
+// its os.version after a ':'.
+func platformName(p v1.Platform) string {
+	n := platform.Name(p.OS, p.Architecture, p.Variant)
+	if p.OSVersion != "" {
+		n += ":" + p.OSVersion
+	}
+	return n
 }
 
 // onePlatform checks that the image of a reference that names a single
 // manifest, not an index, is of the platform asked: else its document
 // would be printed as the answer for another platform. The platform is
 // the descriptor's where it names one, else the image config's.
-func onePlatform(d v1.Descriptor, img func() (v1.Image, error), p *platform.Platform, what string) error {
+func onePlatform(d v1.Descriptor, img func() (v1.Image, error), p *platform.Platform, osVersion, what string) error {
 	if p == nil {
 		return nil
 	}
@@ -115,19 +144,23 @@ func onePlatform(d v1.Descriptor, img func() (v1.Image, error), p *platform.Plat
 		}
 		plat = cf.Platform()
 	}
-	if plat == nil || !p.Describes(*plat) {
+	if plat == nil || !p.Describes(*plat) || osVersion != "" && plat.OSVersion != osVersion {
 		name := "no platform"
 		if plat != nil {
-			name = platform.Name(plat.OS, plat.Architecture, plat.Variant)
+			name = platformName(*plat)
 		}
-		return fmt.Errorf("%s has no image for %s (it is one image, of %s)", what, p, name)
+		asked := p.String()
+		if osVersion != "" {
+			asked += ":" + osVersion
+		}
+		return fmt.Errorf("%s has no image for %s (it is one image, of %s)", what, asked, name)
 	}
 	return nil
 }
 
 // registryReferrer finds the document of artifact type want attached to
 // ref's image through the registry's referrers API or fallback tag.
-func registryReferrer(cmd *cobra.Command, ref string, p *platform.Platform, want string) ([]byte, error) {
+func registryReferrer(cmd *cobra.Command, ref string, p *platform.Platform, osVersion, want string) ([]byte, error) {
 	nref, err := name.ParseReference(ref)
 	if err != nil {
 		return nil, err
@@ -147,10 +180,10 @@ func registryReferrer(cmd *cobra.Command, ref string, p *platform.Platform, want
 		if top, err = idx.IndexManifest(); err != nil {
 			return nil, err
 		}
-		if subject, err = pick(top, p, ref); err != nil {
+		if subject, err = pick(top, p, osVersion, ref); err != nil {
 			return nil, err
 		}
-	} else if err := onePlatform(subject, desc.Image, p, ref); err != nil {
+	} else if err := onePlatform(subject, desc.Image, p, osVersion, ref); err != nil {
 		return nil, err
 	}
 	refs, err := remote.Referrers(nref.Context().Digest(subject.Digest.String()), opts...)
@@ -185,7 +218,7 @@ func registryReferrer(cmd *cobra.Command, ref string, p *platform.Platform, want
 
 // layoutReferrer finds it in a layout, among the untagged entries whose
 // manifest names the image as its subject.
-func layoutReferrer(spec string, p *platform.Platform, want string) ([]byte, error) {
+func layoutReferrer(spec string, p *platform.Platform, osVersion, want string) ([]byte, error) {
 	// As inspect reads it: a layout of images sharing a tag names each
 	// repository:tag, a reference with a colon of its own.
 	dir, tag := inspect.SplitLayout(spec)
@@ -235,10 +268,10 @@ func layoutReferrer(spec string, p *platform.Platform, want string) ([]byte, err
 		if im, err = idx.IndexManifest(); err != nil {
 			return nil, err
 		}
-		if subject, err = pick(im, p, "oci:"+spec); err != nil {
+		if subject, err = pick(im, p, osVersion, "oci:"+spec); err != nil {
 			return nil, err
 		}
-	} else if err := onePlatform(top, func() (v1.Image, error) { return root.Image(top.Digest) }, p, "oci:"+spec); err != nil {
+	} else if err := onePlatform(top, func() (v1.Image, error) { return root.Image(top.Digest) }, p, osVersion, "oci:"+spec); err != nil {
 		return nil, err
 	}
 	for _, d := range m.Manifests {
