@@ -80,7 +80,15 @@ func (l *Local) Produce(ctx context.Context, f *Fetcher, r *Request, work string
 		if l.Filename != "" {
 			return nil, fmt.Errorf("%s is a directory; filename names a file", l.Path)
 		}
-		t, err := tree.FromDir(l.Path)
+		// A link to a directory is followed, as a link to a file is
+		// (os.Stat above) and as the up-to-date note stamps it: the
+		// tree of the link itself is empty (tree.FromDir), and the
+		// artifact placed nothing, saying so nowhere.
+		root, err := filepath.EvalSymlinks(l.Path)
+		if err != nil {
+			return nil, blame("path", fmt.Errorf("local path: %w", err))
+		}
+		t, err := tree.FromDir(root)
 		if err != nil {
 			return nil, err
 		}
