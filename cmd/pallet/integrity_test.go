@@ -151,6 +151,57 @@ images:
 	}
 }
 
+// The key of a Go build covers its module as go build reads it: through
+// a link at the module's path (module: ./src, linking to the sources),
+// which the key took for an empty module, so that an edit was served the
+// binary first built; and through a link to a file inside it.
+func TestGoModuleThroughLinksIsInTheKey(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "sources", "go.mod"), "module example.com/app\n\ngo 1.22\n")
+	writeFile(t, filepath.Join(dir, "sources", "main.go"), "package main\n\nfunc main() { println(greeting) }\n")
+	writeFile(t, filepath.Join(dir, "shared", "greeting.go"), "package main\n\nconst greeting = \"one\"\n")
+	for link, target := range map[string]string{"src": "sources", filepath.Join("sources", "greeting.go"): filepath.Join("..", "shared", "greeting.go")} {
+		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
+artifacts:
+  app:
+    go: {module: ./src, packages: .}
+    licenses: none
+images:
+  app:
+    base: scratch
+    platforms: linux/amd64
+    files:
+      - {artifact: app, dest: /bin/}
+`)
+	cacheDir := t.TempDir()
+	build := func() (string, string) {
+		out := filepath.Join(t.TempDir(), "out")
+		log := mustPallet(t, "build", "--progress", "plain", "-f", filepath.Join(dir, "pallet.yaml"), "--cache-dir", cacheDir, "-o", "oci:"+out)
+		return readImageFiles(t, out, "linux/amd64")["bin/app"], log
+	}
+	if first, _ := build(); !strings.Contains(first, "one") {
+		t.Fatal("the binary does not hold the linked file's string")
+	}
+	if _, log := build(); !strings.Contains(log, "[go, cached]") {
+		t.Errorf("an unchanged rebuild was not a cache hit:\n%s", log)
+	}
+	// An edit through the link to a file, then one through the link at
+	// the module's path.
+	for _, edit := range []struct{ file, content, want string }{
+		{filepath.Join("shared", "greeting.go"), "package main\n\nconst greeting = \"two\"\n", "two"},
+		{filepath.Join("sources", "main.go"), "package main\n\nfunc main() { println(greeting, \"three\") }\n", "three"},
+	} {
+		writeFile(t, filepath.Join(dir, edit.file), edit.content)
+		if got, log := build(); strings.Contains(log, "[go, cached]") || !strings.Contains(got, edit.want) {
+			t.Errorf("%s changed, but the old binary was served:\n%s", edit.file, log)
+		}
+	}
+}
+
 // The recipe's limits reach extraction, and a flag wins over them.
 func TestRecipeLimitsBoundExtraction(t *testing.T) {
 	archive := fixture.TarGz([]fixture.File{{Name: "big", Content: strings.Repeat("x", 64<<10), Mode: 0o644}})

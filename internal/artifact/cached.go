@@ -124,21 +124,42 @@ func (f *Fetcher) localModulesDigest(dir string) ([]string, error) {
 	return out, nil
 }
 
-// moduleDigest covers every file of a local module (VCS metadata aside).
+// moduleDigest covers every file of a local module (VCS metadata aside),
+// as go build reads them: through a link at the module's own path (a
+// module: ./src that links to the sources, which WalkDir alone took for
+// an empty module, so that no edit changed the key and the cache gave
+// the binary of the sources first built), and through a link to a file;
+// a link to anything else is covered by its target as written.
 func (f *Fetcher) moduleDigest(dir string) (string, error) {
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", err
+	}
 	t := tree.New()
-	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+	err = filepath.WalkDir(real, func(p string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		if d.IsDir() && (d.Name() == ".git" || d.Name() == ".hg") {
 			return filepath.SkipDir
 		}
-		if !d.Type().IsRegular() {
+		rel, _ := filepath.Rel(real, p)
+		rel = filepath.ToSlash(rel)
+		switch {
+		case d.Type().IsRegular():
+		case d.Type()&fs.ModeSymlink != 0:
+			if info, err := os.Stat(p); err == nil && info.Mode().IsRegular() {
+				break
+			}
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			return t.Add(tree.Entry{Path: rel, Kind: tree.Symlink, Link: target})
+		default:
 			return nil
 		}
-		rel, _ := filepath.Rel(dir, p)
-		return t.Add(tree.Entry{Path: filepath.ToSlash(rel), Kind: tree.File, Source: p})
+		return t.Add(tree.Entry{Path: rel, Kind: tree.File, Source: p})
 	})
 	if err != nil {
 		return "", err
