@@ -154,13 +154,21 @@ images:
 // The key of a Go build covers its module as go build reads it: through
 // a link at the module's path (module: ./src, linking to the sources),
 // which the key took for an empty module, so that an edit was served the
-// binary first built; and through a link to a file inside it.
+// binary first built; through a link to a file inside it, and to a
+// package's directory, which go build imports through the link. A link
+// back up (a loop) is no trouble.
 func TestGoModuleThroughLinksIsInTheKey(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "sources", "go.mod"), "module example.com/app\n\ngo 1.22\n")
-	writeFile(t, filepath.Join(dir, "sources", "main.go"), "package main\n\nfunc main() { println(greeting) }\n")
+	writeFile(t, filepath.Join(dir, "sources", "main.go"), "package main\n\nimport \"example.com/app/lib\"\n\nfunc main() { println(greeting, lib.Name) }\n")
 	writeFile(t, filepath.Join(dir, "shared", "greeting.go"), "package main\n\nconst greeting = \"one\"\n")
-	for link, target := range map[string]string{"src": "sources", filepath.Join("sources", "greeting.go"): filepath.Join("..", "shared", "greeting.go")} {
+	writeFile(t, filepath.Join(dir, "shared", "lib", "lib.go"), "package lib\n\nconst Name = \"lib-one\"\n")
+	for link, target := range map[string]string{
+		"src":                                   "sources",
+		filepath.Join("sources", "greeting.go"): filepath.Join("..", "shared", "greeting.go"),
+		filepath.Join("sources", "lib"):         filepath.Join("..", "shared", "lib"),
+		filepath.Join("sources", "up"):          "..",
+	} {
 		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
 			t.Fatal(err)
 		}
@@ -189,10 +197,11 @@ images:
 	if _, log := build(); !strings.Contains(log, "[go, cached]") {
 		t.Errorf("an unchanged rebuild was not a cache hit:\n%s", log)
 	}
-	// An edit through the link to a file, then one through the link at
-	// the module's path.
+	// An edit through the link to a file, one through the link to a
+	// package's directory, then one through the link at the module's path.
 	for _, edit := range []struct{ file, content, want string }{
 		{filepath.Join("shared", "greeting.go"), "package main\n\nconst greeting = \"two\"\n", "two"},
+		{filepath.Join("shared", "lib", "lib.go"), "package lib\n\nconst Name = \"lib-two\"\n", "lib-two"},
 		{filepath.Join("sources", "main.go"), "package main\n\nfunc main() { println(greeting, \"three\") }\n", "three"},
 	} {
 		writeFile(t, filepath.Join(dir, edit.file), edit.content)

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -128,28 +129,54 @@ func (f *Fetcher) localModulesDigest(dir string) ([]string, error) {
 // as go build reads them: through a link at the module's own path (a
 // module: ./src that links to the sources, which WalkDir alone took for
 // an empty module, so that no edit changed the key and the cache gave
-// the binary of the sources first built), and through a link to a file;
-// a link to anything else is covered by its target as written.
+// the binary of the sources first built), and through links inside it,
+// to a file or to a package's directory (which go build imports through
+// the link). A link to nothing, or to a directory holding the module
+// (a loop, which would walk all that holds it), is covered by its
+// target as written.
 func (f *Fetcher) moduleDigest(dir string) (string, error) {
-	real, err := filepath.EvalSymlinks(dir)
+	root, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		return "", err
 	}
 	t := tree.New()
-	err = filepath.WalkDir(real, func(p string, d os.DirEntry, err error) error {
+	if err := addModuleFiles(t, root, root, "", map[string]bool{}); err != nil {
+		return "", err
+	}
+	return tree.Digest(t, f.digest)
+}
+
+// addModuleFiles adds to t the files under dir, a directory with no link
+// in its path, named below prefix, following links out of the module's
+// root. A directory is walked once, at the first path that leads to it.
+func addModuleFiles(t *tree.Tree, root, dir, prefix string, walked map[string]bool) error {
+	return filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() && (d.Name() == ".git" || d.Name() == ".hg") {
-			return filepath.SkipDir
+		if d.IsDir() {
+			if d.Name() == ".git" || d.Name() == ".hg" || walked[p] {
+				return filepath.SkipDir
+			}
+			walked[p] = true
+			return nil
 		}
-		rel, _ := filepath.Rel(real, p)
-		rel = filepath.ToSlash(rel)
+		rel, _ := filepath.Rel(dir, p)
+		rel = path.Join(prefix, filepath.ToSlash(rel))
 		switch {
 		case d.Type().IsRegular():
 		case d.Type()&fs.ModeSymlink != 0:
-			if info, err := os.Stat(p); err == nil && info.Mode().IsRegular() {
-				break
+			if to, err := filepath.EvalSymlinks(p); err == nil {
+				info, err := os.Stat(to)
+				if err != nil {
+					return err
+				}
+				if info.Mode().IsRegular() {
+					break
+				}
+				if up, err := filepath.Rel(to, root); info.IsDir() && (err != nil || !filepath.IsLocal(up)) {
+					return addModuleFiles(t, root, to, rel, walked)
+				}
 			}
 			target, err := os.Readlink(p)
 			if err != nil {
@@ -161,10 +188,6 @@ func (f *Fetcher) moduleDigest(dir string) (string, error) {
 		}
 		return t.Add(tree.Entry{Path: rel, Kind: tree.File, Source: p})
 	})
-	if err != nil {
-		return "", err
-	}
-	return tree.Digest(t, f.digest)
 }
 
 var (
