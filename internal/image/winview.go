@@ -261,7 +261,17 @@ func (b *baseFS) winUVMEntry(hdr *tar.Header, name string) error {
 	if err := w.uvmParent(name); err != nil {
 		return err
 	}
-	if n := w.uvmHere[k]; n != nil && n.typ == tar.TypeDir && typ != tar.TypeDir && len(n.children) > 0 {
+	switch n := w.uvmHere[k]; {
+	case n == nil:
+	case winDirAttr(hdr):
+		// Made as a directory (a directory link among them): what is
+		// there of another kind goes with all it holds
+		// (RemoveAllRelative); a directory over a directory keeps its
+		// files.
+		if n.typ != typ {
+			w.uvmHere.remove(k)
+		}
+	case n.typ == tar.TypeDir && len(n.children) > 0:
 		return fmt.Errorf("a file over the directory %.100s of the layer's utility VM, which holds files: hcsshim's legacy writer removes what is there first, and fails (the directory is not empty)", name)
 	}
 	if w.uvmHere != nil {
@@ -436,6 +446,19 @@ func (b *baseFS) winEntry(hdr *tar.Header) error {
 		b.add(p, &node{})
 	}
 	return nil
+}
+
+// winDirAttr says whether go-winio gives the entry
+// FILE_ATTRIBUTE_DIRECTORY, by its MSWINDOWS.fileattr, else by its
+// typeflag (FileInfoFromHeader): hcsshim's legacy writer makes such an
+// entry of a utility VM as a directory, whatever its typeflag (a
+// directory link's is a symlink's).
+func winDirAttr(hdr *tar.Header) bool {
+	if s, ok := hdr.PAXRecords["MSWINDOWS.fileattr"]; ok {
+		attr, err := strconv.ParseUint(s, 10, 32)
+		return err == nil && attr&0x10 != 0
+	}
+	return hdr.Typeflag == tar.TypeDir
 }
 
 // winAttributes refuses an entry whose Windows file attributes

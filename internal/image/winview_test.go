@@ -303,6 +303,43 @@ func TestWindowsBaseViewUtilityVM(t *testing.T) {
 	}
 }
 
+// An entry that go-winio makes a directory (FILE_ATTRIBUTE_DIRECTORY in
+// its MSWINDOWS.fileattr: a directory link, as Windows exports one,
+// 0x410) over a directory of the layer's utility VM that holds files is
+// made as hcsshim's legacy writer makes a directory there: what is there,
+// of another kind, is removed with all it holds (RemoveAllRelative), and
+// the link made in its place; a hard link to what was under it then
+// finds nothing. It was refused as a file over a directory, which fails
+// (RemoveRelative of a directory not empty), as a link without the
+// attribute still does.
+func TestWindowsBaseViewUtilityVMDirectoryLinkOverDirectory(t *testing.T) {
+	dir := func(name string) tar.Header { return tar.Header{Name: name, Typeflag: tar.TypeDir, Mode: 0o755} }
+	dirLink := tar.Header{Name: "UtilityVM/Files/d", Typeflag: tar.TypeSymlink, Linkname: `C:\elsewhere`, Format: tar.FormatPAX,
+		PAXRecords: map[string]string{"MSWINDOWS.fileattr": "1040"}}
+	fileLink := tar.Header{Name: "UtilityVM/Files/d", Typeflag: tar.TypeSymlink, Linkname: `C:\elsewhere`}
+	first := tarLayer(t, append(winLower(t), "UtilityVM/", "UtilityVM/Files/", "UtilityVM/Files/d/", "UtilityVM/Files/d/y")...)
+	upper := func(hdrs ...tar.Header) v1.Layer {
+		return layerOfHeaders(t, append([]tar.Header{dir("Hives"), dir("Files"), dir("UtilityVM")}, hdrs...)...)
+	}
+	if _, err := WindowsBaseView(imageOf(t, first, upper(dirLink)), 1<<30, 0); err != nil {
+		t.Errorf("a directory link over a directory: %v", err)
+	}
+	for _, c := range []struct {
+		name  string
+		upper v1.Layer
+		want  string
+	}{
+		{"a hard link to what the link replaced", upper(dirLink, tar.Header{Name: "Files/h", Typeflag: tar.TypeLink, Linkname: "UtilityVM/Files/d/y"}),
+			"a hard link to UtilityVM/Files/d/y, which the layer's utility VM"},
+		{"a link without FILE_ATTRIBUTE_DIRECTORY", upper(fileLink), "a file over the directory UtilityVM/Files/d of the layer's utility VM, which holds files"},
+	} {
+		_, err := WindowsBaseView(imageOf(t, first, c.upper), 1<<30, 0)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want %q", c.name, err, c.want)
+		}
+	}
+}
+
 // Names Win32 would not create (a device's, a trailing dot or space) are
 // made as written by hcsshim's importer, which creates each entry
 // relative to its directory's handle with NtCreateFile: a base holding
