@@ -181,6 +181,7 @@ func checkWindowsImage(img v1.Image, baseLayers int) error {
 			}
 			imp.count++
 			imp.foreignBase = true
+			imp.uvm, imp.uvmUnknown = nil, true
 			continue
 		}
 		raw, err := readBlob(l)
@@ -228,6 +229,12 @@ func readBlob(l v1.Layer) ([]byte, error) {
 type winImport struct {
 	count       int
 	foreignBase bool
+	// uvm is the utility VM the last base layer read holds in its own
+	// directory, by winFold of each path from UtilityVM/Files down, each
+	// one's kind; nil if it holds none, and uvmUnknown if that layer is
+	// foreign. here and hereUnknown are the same of the layer being read.
+	uvm, here               map[string]byte
+	uvmUnknown, hereUnknown bool
 	// baseLayers counts the image's first layers that are its base's,
 	// not pallet's.
 	baseLayers int

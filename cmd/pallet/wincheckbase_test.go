@@ -3,6 +3,7 @@ package main
 import (
 	"archive/tar"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -43,8 +44,17 @@ import (
 //     file its layer added under that exact name, or else one the lower
 //     layers held when the layer started (any case).
 //
-// The utility VM is followed only in the first layer: one above it is
-// refused as not checked here.
+// The utility VM is followed as hcsshim's legacy writer makes it above
+// the first layer: the layer holds one once an entry named exactly
+// UtilityVM, or a whiteout under UtilityVM/Files/, came, cloned from the
+// one the layer right below holds (which must hold one); its entries
+// under UtilityVM/ (so spelled) are written into it, only under
+// UtilityVM/Files/ (so spelled), each's parent a directory there; an
+// entry with FILE_ATTRIBUTE_DIRECTORY replaces what is there of another
+// kind, with all it holds, any other fails over a directory that holds
+// files; a whiteout there removes at once what must be there; a hard
+// link's target under UtilityVM/Files/ is looked for there only, and
+// one named there made when the layer ends.
 func (w *winImport) theirLayer(b []byte, first bool) error {
 	tr := tar.NewReader(bytes.NewReader(b))
 	lower := maps.Clone(w.image)
@@ -52,9 +62,23 @@ func (w *winImport) theirLayer(b []byte, first bool) error {
 	added := map[string]bool{} // hcsshim's addedFiles, by exact name
 	whited := map[string]bool{}
 	streamsOf := ""
+	w.here, w.hereUnknown = nil, false
+	if first {
+		w.here = map[string]byte{}
+	}
+	var uvmLinks []string
 	for i := 0; ; i++ {
 		h, err := tr.Next()
 		if err == io.EOF {
+			for _, l := range uvmLinks {
+				if w.here != nil {
+					w.here[winFold(l)] = tar.TypeReg
+				}
+			}
+			w.uvm, w.uvmUnknown = w.here, w.hereUnknown
+			if w.uvm[winFold("UtilityVM/Files")] != tar.TypeDir {
+				w.uvm = nil
+			}
 			return nil
 		}
 		if err != nil {
@@ -76,9 +100,6 @@ func (w *winImport) theirLayer(b []byte, first bool) error {
 		switch comps[0] {
 		case "Files", "Hives":
 		case "UtilityVM":
-			if !first {
-				return fail("a utility VM above the base's first layer, which this reader does not follow")
-			}
 		default:
 			return fail("outside Files/, Hives/ and UtilityVM/")
 		}
@@ -94,6 +115,18 @@ func (w *winImport) theirLayer(b []byte, first bool) error {
 				return fail("a whiteout in the first layer (base layer cannot have tombstones)")
 			case hidden == "" || hidden == "." || hidden == ".." || hidden == ".wh..opq":
 				return fail("a whiteout of %q, which hcsshim does not apply as meant", hidden)
+			case strings.HasPrefix(target, "UtilityVM/Files/"):
+				if err := w.cloneUVM(); err != nil {
+					return fail("%v", err)
+				}
+				if w.here != nil {
+					k := winFold(target)
+					if w.here[k] == 0 {
+						return fail("a whiteout of %s, which the layer's utility VM does not hold: removed at once, it fails (file not found)", target)
+					}
+					w.removeUVM(k)
+				}
+				continue
 			case !strings.HasPrefix(target, "Files/"):
 				return fail("a whiteout of %s, outside Files/ (invalid tombstone)", target)
 			}
@@ -102,6 +135,20 @@ func (w *winImport) theirLayer(b []byte, first bool) error {
 			}
 			whited[winFold(target)] = true
 			w.removeTree(winFold(strings.TrimPrefix(target, "Files/")))
+			continue
+		}
+		if !first && raw == "UtilityVM" {
+			if err := w.cloneUVM(); err != nil {
+				return fail("%v", err)
+			}
+			streamsOf = h.Name
+			continue
+		}
+		if !first && strings.HasPrefix(name, "UtilityVM/") {
+			if err := w.theirUVMEntry(h, raw, name, created, added, lower, &uvmLinks); err != nil {
+				return fail("%v", err)
+			}
+			streamsOf = h.Name
 			continue
 		}
 		key := winFold(name)
@@ -125,6 +172,9 @@ func (w *winImport) theirLayer(b []byte, first bool) error {
 			created[key] = tar.TypeReg
 			added[raw] = true
 			w.putTheirs(name, &wnode{kind: tar.TypeReg})
+			if first && inUVMFiles(key) {
+				w.here[key] = tar.TypeReg
+			}
 			continue
 		case tar.TypeSymlink:
 			if err := winReparseFits(h.Linkname); err != nil {
@@ -152,6 +202,9 @@ func (w *winImport) theirLayer(b []byte, first bool) error {
 		created[key] = kind
 		added[name] = true
 		streamsOf = h.Name
+		if first && inUVMFiles(key) {
+			w.here[key] = kind
+		}
 		if !first && isDir {
 			k := winFold(name + ".$wcidirs$")
 			if _, ok := created[k]; ok {
@@ -182,12 +235,25 @@ func (w *winImport) theirHardLink(raw, linkname string, first bool, created map[
 		}
 		if added[target] {
 			kind, found = created[winFold(target)]
+			if !found && strings.HasPrefix(target, "UtilityVM/") {
+				// Written into the layer's utility VM, or a link to be
+				// made there when the layer ends.
+				kind, found = w.here[winFold(target)], true
+				if kind == 0 {
+					kind = tar.TypeReg
+				}
+			}
 		} else if rest, ok := strings.CutPrefix(target, "Files/"); ok {
 			if n, ok := lower[winFold(rest)]; ok {
 				kind, found = n.kind, true
 			}
+		} else if w.hereUnknown {
+			return nil
+		} else if w.here == nil {
+			return fmt.Errorf("hard link to %q in the utility VM of a layer that has none (failed to find link target)", linkname)
 		} else {
-			return fmt.Errorf("hard link to %q in the utility VM, which this reader does not follow above the first layer", linkname)
+			kind = w.here[winFold(target)]
+			found = kind != 0
 		}
 	}
 	switch {
@@ -198,6 +264,112 @@ func (w *winImport) theirHardLink(raw, linkname string, first bool, created map[
 	case kind == tar.TypeSymlink:
 		return fmt.Errorf("hard link to the link %q, opened without following it", linkname)
 	}
+	return nil
+}
+
+// inUVMFiles says whether key, a winFold, is UtilityVM/Files or under it.
+func inUVMFiles(key string) bool {
+	return key == winFold("UtilityVM/Files") || strings.HasPrefix(key, winFold("UtilityVM/Files/"))
+}
+
+// cloneUVM gives the layer being read its utility VM, if it has none
+// yet: the one the layer right below holds, cloned, which must be there.
+func (w *winImport) cloneUVM() error {
+	switch {
+	case w.here != nil || w.hereUnknown:
+	case w.uvmUnknown:
+		w.hereUnknown = true
+	case w.uvm == nil:
+		return errors.New("the layer right below holds no utility VM to clone (cloning the parent utility VM image failed)")
+	default:
+		w.here, w.uvm = w.uvm, nil
+	}
+	return nil
+}
+
+// removeUVM forgets k, by winFold, and what is under it from the layer's
+// utility VM.
+func (w *winImport) removeUVM(k string) {
+	for q := range w.here {
+		if q == k || strings.HasPrefix(q, k+"/") {
+			delete(w.here, q)
+		}
+	}
+}
+
+// theirUVMEntry writes an entry named under UtilityVM/ (raw as written,
+// name cleaned), of a layer above the first, into the layer's utility
+// VM, or says why the legacy writer fails to.
+func (w *winImport) theirUVMEntry(h *tar.Header, raw, name string, created map[string]byte, added map[string]bool, lower map[string]*wnode, links *[]string) error {
+	parent := func() error {
+		if w.hereUnknown || name == "UtilityVM/Files" {
+			return nil
+		}
+		if w.here == nil {
+			return errors.New("made in a utility VM the layer does not have (path not found)")
+		}
+		if p := path.Dir(name); w.here[winFold(p)] != tar.TypeDir {
+			return fmt.Errorf("parent %s is no directory of the layer's utility VM (path not found)", p)
+		}
+		return nil
+	}
+	if h.Typeflag == tar.TypeLink {
+		if err := w.theirHardLink(raw, h.Linkname, false, created, added, lower); err != nil {
+			return err
+		}
+		if err := parent(); err != nil {
+			return err
+		}
+		*links = append(*links, name)
+		added[raw] = true
+		return nil
+	}
+	switch {
+	case w.here == nil && !w.hereUnknown:
+		return errors.New("under UtilityVM/ before an entry named UtilityVM (missing UtilityVM directory)")
+	case name != "UtilityVM/Files" && !strings.HasPrefix(name, "UtilityVM/Files/"):
+		return errors.New("under UtilityVM/ but not UtilityVM/Files/ (invalid UtilityVM layer)")
+	}
+	if err := parent(); err != nil {
+		return err
+	}
+	kind := byte(tar.TypeReg)
+	switch h.Typeflag {
+	case tar.TypeDir:
+		kind = tar.TypeDir
+	case tar.TypeSymlink:
+		if err := winReparseFits(h.Linkname); err != nil {
+			return err
+		}
+		kind = tar.TypeSymlink
+	}
+	isDir := h.Typeflag == tar.TypeDir
+	if s, ok := h.PAXRecords["MSWINDOWS.fileattr"]; ok {
+		attr, err := strconv.ParseUint(s, 10, 32)
+		if err != nil {
+			return fmt.Errorf("MSWINDOWS.fileattr %q: %v", s, err)
+		}
+		isDir = attr&wAttrDirectory != 0
+	}
+	added[name] = true
+	if w.here == nil {
+		return nil
+	}
+	k := winFold(name)
+	switch old := w.here[k]; {
+	case old == 0:
+	case isDir:
+		if old != kind {
+			w.removeUVM(k)
+		}
+	case old == tar.TypeDir:
+		for q := range w.here {
+			if strings.HasPrefix(q, k+"/") {
+				return errors.New("over a directory of the layer's utility VM that holds files (directory not empty)")
+			}
+		}
+	}
+	w.here[k] = kind
 	return nil
 }
 
@@ -280,7 +452,15 @@ func TestWindowsCheckerBaseLayers(t *testing.T) {
 			"failed to find link target"},
 		{"a directory without its attribute", [][]*tar.Header{{attr(dir("Files"), "32")}}, "a directory go-winio makes a file"},
 		{"a parent not listed", [][]*tar.Header{first, above(reg("Files/app/b.exe"))}, "parent Files/app not created"},
-		{"a utility VM above the first layer", [][]*tar.Header{first, above(dir("UtilityVM"))}, "does not follow"},
+		{"a utility VM above the first layer", [][]*tar.Header{first, above(dir("UtilityVM"), reg("UtilityVM/Files/.wh.t.exe"), reg("UtilityVM/Files/n.exe"),
+			hard("UtilityVM/Files/n2.exe", "UtilityVM/Files/n.exe"), hard("Files/u", "UtilityVM/Files/n.exe")), above(dir("UtilityVM"), hard("Files/v", "UtilityVM/Files/n2.exe"))}, ""},
+		{"a utility VM above a layer without one", [][]*tar.Header{first, above(reg("Files/x")), above(dir("UtilityVM"))}, "cloning the parent utility VM image failed"},
+		{"UtilityVM/ with its '/'", [][]*tar.Header{first, above(dir("UtilityVM/"), dir("UtilityVM/Files/"))}, "missing UtilityVM directory"},
+		{"UtilityVM/FILES", [][]*tar.Header{first, above(dir("UtilityVM"), dir("UtilityVM/FILES"))}, "invalid UtilityVM layer"},
+		{"a whiteout of nothing in the utility VM", [][]*tar.Header{first, above(dir("UtilityVM"), reg("UtilityVM/Files/.wh.gone"))}, "which the layer's utility VM does not hold"},
+		{"a hard link into a utility VM the layer lacks", [][]*tar.Header{first, above(hard("Files/u", "UtilityVM/Files/t.exe"))}, "utility VM of a layer that has none"},
+		{"a file over a directory of the utility VM that holds files", [][]*tar.Header{first, above(dir("UtilityVM"), reg("UtilityVM/Files"))}, "directory not empty"},
+		{"a directory link over it", [][]*tar.Header{first, above(dir("UtilityVM"), attr(&tar.Header{Name: "UtilityVM/Files", Typeflag: tar.TypeSymlink, Linkname: `C:\x`}, "1040"))}, ""},
 		{"a name NTFS refuses", [][]*tar.Header{{dir("Files"), reg("Files/a|b")}}, "has a character NTFS refuses"},
 	} {
 		w := &winImport{image: map[string]*wnode{}, baseLayers: len(c.layers)}

@@ -82,6 +82,7 @@ func TestWindowsRealBasesBuild(t *testing.T) {
 			writeFile(t, filepath.Join(sub, "pallet.yaml"), winBaseRecipe)
 			out := filepath.Join(sub, "out")
 			mustPallet(t, "build", "-q", "-f", filepath.Join(sub, "pallet.yaml"), "-o", "oci:"+out)
+			checkWindowsLayoutOnBase(t, out, len(c.layers), "")
 			if got := layerNames(t, dfImage(t, out), len(c.layers)); !slices.Equal(got, []string{"Files/App/app"}) {
 				t.Errorf("pallet's layer holds %q", got)
 			}
@@ -89,6 +90,7 @@ func TestWindowsRealBasesBuild(t *testing.T) {
 			writeFile(t, filepath.Join(sub, "again.yaml"), "version: 1\nartifacts:\n  app:\n    local: {path: app}\n    licenses: none\nimages:\n  again:\n    base: oci:out\n    platforms: [windows/amd64]\n    files:\n      - {artifact: app, dest: /Again/}\n")
 			again := filepath.Join(sub, "again")
 			mustPallet(t, "build", "-q", "-f", filepath.Join(sub, "again.yaml"), "-o", "oci:"+again)
+			checkWindowsLayoutOnBase(t, again, len(c.layers), "")
 			if got := layerNames(t, dfImage(t, again), len(c.layers)); !slices.Equal(got, []string{"Files/App/app", "Files/Again/app"}) {
 				t.Errorf("the second build's layers hold %q", got)
 			}
