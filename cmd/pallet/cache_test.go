@@ -985,3 +985,37 @@ func TestManyBaseLayersWarn(t *testing.T) {
 		writeFile(t, recipe, string(data))
 	}
 }
+
+// The built-in Windows base's layer is taken from a registry cache as
+// the build's own are, though the build keys it without writing its
+// files: checking the entry's diff ID writes them (it reads the tree's
+// tar), so the entry is used, not rebuilt with a warning.
+func TestRegistryCacheBuiltinBase(t *testing.T) {
+	reg := testregistry.Start(t, nil)
+	ref := "registry:" + reg.Host + "/ci/hpc:main"
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "app.exe"), "MZ app\n")
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
+artifacts:
+  app:
+    local: {path: app.exe}
+    licenses: none
+images:
+  app:
+    base: windows-hostprocess-scratch
+    platforms: [windows/amd64]
+    files:
+      - {artifact: app, dest: /app.exe}
+`)
+	recipe := filepath.Join(dir, "pallet.yaml")
+	first := filepath.Join(t.TempDir(), "out")
+	mustPallet(t, "build", "-q", "-f", recipe, "--cache-dir", t.TempDir(), "--cache-to", ref, "-o", "oci:"+first)
+	second := filepath.Join(t.TempDir(), "out")
+	log := mustPallet(t, "build", "--progress", "plain", "-f", recipe, "--cache-dir", t.TempDir(), "--cache-from", ref, "-o", "oci:"+second)
+	if strings.Contains(log, "not used") {
+		t.Errorf("a layer entry of the shared cache was not used:\n%s", log)
+	}
+	if a, b := layoutIndex(t, first).Manifests[0].Digest, layoutIndex(t, second).Manifests[0].Digest; a != b {
+		t.Errorf("built from the shared cache: %s, want %s", b, a)
+	}
+}

@@ -684,7 +684,7 @@ func artifactsOf(l *plan.Layer) string {
 func (b *builder) layer(t *tree.Tree, opt layer.Options, keyed func()) (v1.Layer, error) {
 	b.writers <- struct{}{}
 	defer func() { <-b.writers }()
-	return b.cachedBuild(t, opt, keyed)
+	return b.cachedBuild(t, opt, keyed, nil)
 }
 
 // baseLayer writes the layer of a built-in base (image.Resolver.Layer)
@@ -693,19 +693,38 @@ func (b *builder) layer(t *tree.Tree, opt layer.Options, keyed func()) (v1.Layer
 // push or a rebuild from the cache more than the rest of its own work
 // (2.4 MB of garbage, 12 % of a push's CPU). It takes no writer's slot:
 // the bases are resolved beside the layers, which may hold every slot
-// while they wait for a base.
-func (b *builder) baseLayer(t *tree.Tree, opt layer.Options) (v1.Layer, error) {
-	return b.cachedBuild(t, opt, func() {})
+// while they wait for a base. Its files are keyed by the sums the base
+// knows of them, and written only when the cache does not hold the layer.
+func (b *builder) baseLayer(l image.BaseLayer) (v1.Layer, error) {
+	return b.cachedBuild(l.Tree, l.Options, func() {}, &l)
 }
 
-// cachedBuild is layer without the bound on layers written at once.
-func (b *builder) cachedBuild(t *tree.Tree, opt layer.Options, keyed func()) (v1.Layer, error) {
+// cachedBuild is layer without the bound on layers written at once. A
+// tree whose files are not written yet comes with unwritten: the key is
+// made from its sums, and its files written before anything reads them.
+func (b *builder) cachedBuild(t *tree.Tree, opt layer.Options, keyed func(), unwritten *image.BaseLayer) (v1.Layer, error) {
 	if opt.Compression == "" {
 		opt.Compression = layer.Gzip
 	}
+	write := func() error { return nil }
+	if unwritten != nil {
+		write = unwritten.Write
+	}
 	c := b.cache
 	if c == nil {
+		if err := write(); err != nil {
+			return nil, err
+		}
 		return layer.Build(t, b.work, opt)
+	}
+	fileDigest := c.FileDigest
+	if unwritten != nil {
+		fileDigest = func(path string, st tree.Stamp) (string, error) {
+			if sum := unwritten.Sum(path); sum != "" {
+				return sum, nil
+			}
+			return c.FileDigest(path, st)
+		}
 	}
 	// The digests the key is made of are the ones the written layer must
 	// have: layer.Build checks each file against them as it writes it.
@@ -716,7 +735,7 @@ func (b *builder) cachedBuild(t *tree.Tree, opt layer.Options, keyed func()) (v1
 	sums := make([]sourceSum, 0, t.Len())
 	keyer := cache.NewKeyer()
 	err := layer.KeyParts(t, opt, func(path string, st tree.Stamp) (string, error) {
-		sum, err := c.FileDigest(path, st)
+		sum, err := fileDigest(path, st)
 		sums = append(sums, sourceSum{path, sum})
 		return sum, err
 	}, keyer.AddBytes)
@@ -743,6 +762,9 @@ func (b *builder) cachedBuild(t *tree.Tree, opt layer.Options, keyed func()) (v1
 		if e.Compression != string(opt.Compression) {
 			return fmt.Errorf("layer entry is %s, not %s", e.Compression, opt.Compression)
 		}
+		if err := write(); err != nil {
+			return err
+		}
 		h := sha256.New()
 		if err := layer.WriteTar(h, t.Entries(), opt); err != nil {
 			return err
@@ -753,6 +775,9 @@ func (b *builder) cachedBuild(t *tree.Tree, opt layer.Options, keyed func()) (v1
 		return nil
 	}
 	return cache.Aside(c, "layer-"+key, func(bool) (v1.Layer, bool) { return cachedLayer(c, key, opt.Compression, check) }, func() (v1.Layer, error) {
+		if err := write(); err != nil {
+			return nil, err
+		}
 		tmp, release, err := c.TempDir()
 		if err != nil {
 			return nil, err

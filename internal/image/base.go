@@ -48,11 +48,29 @@ type Resolver struct {
 	// MaxManifestSize bounds each index, manifest and config read from an
 	// OCI layout base; zero means DefaultMaxManifestSize.
 	MaxManifestSize int64
-	// Layer, when set, writes the layer of a built-in base from t, whose
-	// files it reads from where t says (as layer.Build does), so that a
+	// Layer, when set, writes the layer of a built-in base, so that a
 	// build's cache can keep it: it is the same at every build with the
 	// same epoch. Nil writes it into WorkDir every time.
-	Layer func(t *tree.Tree, opt layer.Options) (v1.Layer, error)
+	Layer func(BaseLayer) (v1.Layer, error)
+}
+
+// BaseLayer is the layer of a built-in base before anything of it is on
+// disk: a cache finds it by its tree and the sums of its files' content,
+// known in memory, and writes the files (Write) only to build it.
+type BaseLayer struct {
+	// Tree is what the layer holds. Its files' Sources are where Write
+	// puts them: they do not exist before.
+	Tree *tree.Tree
+	// Options are the layer's; its bytes depend on them.
+	Options layer.Options
+	// Sum is the sha256 (hex) of the content of the file a Tree entry's
+	// Source names, as cache.HashFile would give it once written: a
+	// layer's key made with it is the one made from the files.
+	Sum func(source string) string
+	// Write writes the files the Tree's Sources name, once however
+	// often it is called. It must be called before anything reads them
+	// (layer.Build, layer.WriteTar).
+	Write func() error
 }
 
 // Base returns the base image ref for platform p. ref is "scratch",

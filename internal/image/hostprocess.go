@@ -1,9 +1,14 @@
 package image
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -100,36 +105,69 @@ var (
 // Windows Server version. Both variants record HostProcessScratch as
 // created_by, so that V1 stays identical to what pallet wrote before.
 // write writes the layer (Resolver.Layer); nil writes it into workDir.
-func (b hostProcessBase) build(p platform.Platform, workDir string, epoch time.Time, write func(*tree.Tree, layer.Options) (v1.Layer, error)) (v1.Image, error) {
+func (b hostProcessBase) build(p platform.Platform, workDir string, epoch time.Time, write func(BaseLayer) (v1.Layer, error)) (v1.Image, error) {
 	if p.OS != "windows" {
 		return nil, fmt.Errorf("%s is a Windows base; the platform is %s", b.name, p)
 	}
-	dir, err := os.MkdirTemp(workDir, "hpc-base-*")
-	if err != nil {
-		return nil, err
-	}
+	// The files are named now and written only when the layer is: a
+	// cache holding it takes it by the sums alone, and the build writes
+	// nothing of the base (six files and a directory created and removed,
+	// each of which may wait for the file system's journal).
+	dir := filepath.Join(workDir, fmt.Sprintf("hpc-base-%d", baseDirs.Add(1)))
 	t := tree.New()
+	contents := map[string][]byte{}
+	sums := map[string]string{}
+	add := func(at string, content []byte) error {
+		f := filepath.Join(dir, path.Base(at))
+		if err := t.Add(tree.Entry{Path: at, Kind: tree.File, Mode: 0o644, Source: f, Size: int64(len(content))}); err != nil {
+			return fmt.Errorf("%s: %s: %w", b.name, at, err)
+		}
+		sum := sha256.Sum256(content)
+		contents[f], sums[f] = content, hex.EncodeToString(sum[:])
+		return nil
+	}
 	for _, name := range hiveFiles {
 		var content []byte
 		if b.hive != nil {
+			var err error
 			if content, err = b.hive(name, epoch); err != nil {
 				return nil, fmt.Errorf("%s: registry hive %s: %w", b.name, name, err)
 			}
 		}
-		if err := addFile(t, dir, hiveDir+name, content); err != nil {
-			return nil, fmt.Errorf("%s: %w", b.name, err)
+		if err := add(hiveDir+name, content); err != nil {
+			return nil, err
 		}
 	}
-	if err := addFile(t, dir, noticePath, []byte(b.notice)); err != nil {
-		return nil, fmt.Errorf("%s: %w", b.name, err)
+	if err := add(noticePath, []byte(b.notice)); err != nil {
+		return nil, err
 	}
-	// A base keeps the bytes it always had: its 50 KB cost nothing to
-	// compress, and images built on it keep their base layer's digest.
-	opt := layer.Options{Format: layer.WindowsBase, Epoch: epoch, Compression: layer.Gzip, GzipLevel: layer.LegacyGzipLevel}
+	var (
+		once     sync.Once
+		writeErr error
+	)
+	bl := BaseLayer{
+		Tree: t,
+		// A base keeps the bytes it always had: its 50 KB cost nothing to
+		// compress, and images built on it keep their base layer's digest.
+		Options: layer.Options{Format: layer.WindowsBase, Epoch: epoch, Compression: layer.Gzip, GzipLevel: layer.LegacyGzipLevel},
+		Sum:     func(source string) string { return sums[source] },
+		Write: func() error {
+			once.Do(func() { writeErr = writeFiles(dir, contents) })
+			if writeErr != nil {
+				return fmt.Errorf("%s: %w", b.name, writeErr)
+			}
+			return nil
+		},
+	}
 	if write == nil {
-		write = func(t *tree.Tree, opt layer.Options) (v1.Layer, error) { return layer.Build(t, dir, opt) }
+		write = func(bl BaseLayer) (v1.Layer, error) {
+			if err := bl.Write(); err != nil {
+				return nil, err
+			}
+			return layer.Build(bl.Tree, dir, bl.Options)
+		}
 	}
-	l, err := write(t, opt)
+	l, err := write(bl)
 	if err != nil {
 		return nil, err
 	}
@@ -140,15 +178,21 @@ func (b hostProcessBase) build(p platform.Platform, workDir string, epoch time.T
 	return Assemble(base, []Layer{{Layer: l, CreatedBy: "pallet: " + HostProcessScratch}}, Config{Cmd: []string{`c:\windows\system32\cmd.exe`}}, epoch)
 }
 
-// addFile writes content to a file under dir, named after the image path
-// p, and places it at p in t.
-func addFile(t *tree.Tree, dir, p string, content []byte) error {
-	f := filepath.Join(dir, filepath.Base(p))
-	if err := os.WriteFile(f, content, 0o644); err != nil {
+// baseDirs numbers the directories the built-in bases' files are written
+// into: each base resolved writes its own, and its name must be known
+// before it is made.
+var baseDirs atomic.Int64
+
+// writeFiles makes dir, which must not exist yet, and writes each file
+// of contents (by its path under dir).
+func writeFiles(dir string, contents map[string][]byte) error {
+	if err := os.Mkdir(dir, 0o700); err != nil {
 		return err
 	}
-	if err := t.Add(tree.Entry{Path: p, Kind: tree.File, Mode: 0o644, Source: f, Size: int64(len(content))}); err != nil {
-		return fmt.Errorf("%s: %w", p, err)
+	for f, content := range contents {
+		if err := os.WriteFile(f, content, 0o644); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -3,16 +3,22 @@ package image
 import (
 	"archive/tar"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/pallet-dev/pallet/internal/hive"
 	"github.com/pallet-dev/pallet/internal/layer"
 	"github.com/pallet-dev/pallet/internal/platform"
+	"github.com/pallet-dev/pallet/internal/tree"
 )
 
 var windowsAMD64 = platform.Platform{OS: "windows", Arch: "amd64"}
@@ -165,6 +171,50 @@ func TestHostProcessScratchUnchanged(t *testing.T) {
 		li, _ := ls[0].DiffID()
 		if got := imageDigest(t, img); got != tc.image || ld.Hex != tc.layer || li.Hex != tc.diffID {
 			t.Errorf("epoch %d: image %s layer %s diffID %s; want %s %s %s", tc.epoch, got, ld.Hex, li.Hex, tc.image, tc.layer, tc.diffID)
+		}
+	}
+}
+
+// A built-in base's layer is handed over before its files exist: a
+// cache that holds the layer writes nothing, and the sums it keys the
+// layer by are those of the files Write then writes, however often it
+// is called.
+func TestBuiltinBaseLayerWrittenOnlyOnWrite(t *testing.T) {
+	for _, base := range []hostProcessBase{hostProcessCurrent, hostProcessV1} {
+		work := t.TempDir()
+		var got BaseLayer
+		_, err := base.build(windowsAMD64, work, time.Unix(1700000000, 0), func(bl BaseLayer) (v1.Layer, error) {
+			got = bl
+			return static.NewLayer([]byte("held"), types.OCILayer), nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if names, err := os.ReadDir(work); err != nil || len(names) != 0 {
+			t.Errorf("%s: a layer not built wrote %v (%v)", base.name, names, err)
+		}
+		for range 2 {
+			if err := got.Write(); err != nil {
+				t.Fatalf("%s: %v", base.name, err)
+			}
+		}
+		files := 0
+		for e := range got.Tree.All() {
+			if e.Kind != tree.File {
+				continue
+			}
+			b, err := os.ReadFile(e.Source)
+			if err != nil {
+				t.Fatalf("%s: %v", base.name, err)
+			}
+			sum := sha256.Sum256(b)
+			if want := hex.EncodeToString(sum[:]); got.Sum(e.Source) != want || int64(len(b)) != e.Size {
+				t.Errorf("%s: %s: sum %s size %d; the file written has %s, %d bytes", base.name, e.Path, got.Sum(e.Source), e.Size, want, len(b))
+			}
+			files++
+		}
+		if files != 6 {
+			t.Errorf("%s: %d files, want 6", base.name, files)
 		}
 	}
 }
