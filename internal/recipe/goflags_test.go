@@ -93,3 +93,26 @@ func TestLinkerWordLeftEmpty(t *testing.T) {
 		}
 	}
 }
+
+// -buildvcs turned on stamps the repository around the module, which no
+// cache key covers: refused in flags and in GOFLAGS, at its line; false,
+// pallet's own default, may be said again.
+func TestBuildVCSRefused(t *testing.T) {
+	const why = "it stamps the state of the repository around the module"
+	checkEdits(t, goFlagsRecipe, []editCase{
+		{"true", "      tags:", "      flags: [-buildvcs=true]\n      tags:", 11, "flag -buildvcs=true: " + why},
+		{"auto", "      tags:", "      flags: [-v, --buildvcs=auto]\n      tags:", 11, "flag --buildvcs=auto: " + why},
+		{"alone", "      tags:", "      flags: [-buildvcs]\n      tags:", 11, "flag -buildvcs: " + why},
+		{"alone before a package", "      tags:", "      flags: [-buildvcs, ./cmd/other]\n      tags:", 11, "flag -buildvcs: " + why},
+		{"in GOFLAGS", "      tags:", "      env: [\"GOFLAGS=-v -buildvcs=true\"]\n      tags:", 11, "GOFLAGS flag -buildvcs=true: " + why},
+	})
+	for _, flags := range []string{"[-buildvcs=false]", "[--buildvcs=false, -v]"} {
+		r, err := Parse("pallet.yaml", []byte(strings.Replace(goFlagsRecipe, "      tags:", "      flags: "+flags+"\n      tags:", 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Plan(Options{}); err != nil {
+			t.Errorf("flags %s: %v", flags, err)
+		}
+	}
+}

@@ -775,6 +775,11 @@ func refusedFlag(f, next string) string {
 	if why, own := ownFlags[name]; own {
 		return why
 	}
+	// -buildvcs is a boolean flag to the go command: alone it is true.
+	// false is pallet's own default, and may be said again.
+	if name == "buildvcs" && (!hasVal || val != "false") {
+		return "it stamps the state of the repository around the module (vcs.revision, vcs.modified) into the binary, which the cache key does not cover, so a cached binary could carry another commit's; pass the commit or version with ldflags instead (-X main.commit={{commit}}, -X main.version={{version}}; see docs/recipe.md, Variables)"
+	}
 	if fileFlags[name] && outsideModule(val) {
 		return "it reads a file outside the module, which no pin covers"
 	}
