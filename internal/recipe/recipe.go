@@ -1046,6 +1046,16 @@ func (r *Recipe) checkImage(name string, im *Image) error {
 		}
 		seen[pl.String()] = true
 	}
+	// Written twice, a tag is a slip (the second was meant to be another);
+	// the same tag reached through variables ({{VERSION}} and latest, with
+	// VERSION=latest) names the image once, as plan does.
+	tagAt := map[string]int{}
+	for i, t := range im.Tags {
+		if j, ok := tagAt[t]; ok {
+			return r.Errorf(fmt.Sprintf("%s.tags.%d", at, i), "image %s: tag %q listed twice (first at line %d)", name, t, r.Line(fmt.Sprintf("%s.tags.%d", at, j)))
+		}
+		tagAt[t] = i
+	}
 	if len(im.Files) > MaxPlacements {
 		return r.Errorf(fmt.Sprintf("%s.files.%d", at, MaxPlacements), "image %s: %d placements; at most %d are allowed (recipe.MaxPlacements)", name, len(im.Files), MaxPlacements)
 	}

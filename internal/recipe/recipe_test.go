@@ -70,6 +70,8 @@ func TestParseErrors(t *testing.T) {
 		{"unknown sha platform", "linux/amd64: a0b1", "linux/amd46: a0b1", 12, `unknown platform "linux/amd46"`},
 		{"unknown platform", "platforms: linux/amd64", "platforms: [linux/amd64, plan9/mips]", 18, `unknown platform "plan9/mips"`},
 		{"duplicate platform", "platforms: linux/amd64", "platforms: [linux/amd64, linux/amd64]", 18, "listed twice"},
+		{"duplicate tag", "    base: scratch", "    tags: [latest, latest]\n    base: scratch", 17, `tag "latest" listed twice (first at line 17)`},
+		{"duplicate tag, lines apart", "    base: scratch", "    tags:\n      - latest\n      - \"{{VERSION}}\"\n      - latest\n    base: scratch", 20, `tag "latest" listed twice (first at line 18)`},
 		{"unknown artifact", "      - artifact: app", "      - artifact: ap", 20, `unknown artifact "ap"`},
 		{"relative dest", "dest: /bin/", "dest: bin/", 21, "absolute path"},
 		{"dest on a drive", "dest: /bin/", `dest: 'C:\k\bin\'`, 21, `names a drive: a dest is a path from the image's root, which is C:\ on Windows: write "/k/bin/"`},
@@ -238,5 +240,21 @@ images:
 	}
 	if _, err := r.Expand("images.app.files.0.dest", "/{{NOPE}}", v); err == nil || !strings.Contains(err.Error(), "unknown variable {{NOPE}} (args: none;") {
 		t.Errorf("unknown variable in a recipe without args: %v", err)
+	}
+}
+
+// A tag written twice is refused; the same tag reached through a
+// variable is not a slip, and names the image once.
+func TestTagRepeatedByVariable(t *testing.T) {
+	r, err := Parse("pallet.yaml", []byte(strings.Replace(good, "    base: scratch", "    tags: [\"{{VERSION}}\", latest]\n    base: scratch", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := r.Plan(Options{Args: map[string]string{"VERSION": "latest"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Images[0].Tags; strings.Join(got, ",") != "latest" {
+		t.Errorf("tags %q, want [latest]", got)
 	}
 }
