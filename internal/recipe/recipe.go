@@ -497,6 +497,9 @@ func parseRecipe(file string, data []byte, unpinned bool) (*Recipe, error) {
 	if err := checkKeys(file, root.Content[0]); err != nil {
 		return nil, err
 	}
+	if err := checkEpochValue(file, root.Content[0]); err != nil {
+		return nil, err
+	}
 	indexLines(root.Content[0], "", r.lines, r.cols)
 
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -1362,4 +1365,53 @@ func mostAliased(n *yaml.Node) (*yaml.Node, int) {
 		}
 	}
 	return most, uses[most]
+}
+
+// checkEpochValue says what epoch takes where its value is not a whole
+// number: yaml.v3 says only that it cannot unmarshal a !!str or a
+// !!timestamp (epoch: 2024-01-01), and truncates a fraction silently
+// (epoch: 1.5 was 1).
+func checkEpochValue(file string, doc *yaml.Node) error {
+	if doc.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(doc.Content); i += 2 {
+		k, v := doc.Content[i], doc.Content[i+1]
+		if k.Value != "epoch" {
+			continue
+		}
+		if v.Kind == yaml.AliasNode && v.Alias != nil {
+			v = v.Alias
+		}
+		if v.Kind == yaml.ScalarNode {
+			switch v.ShortTag() {
+			case "!!null", "!!int":
+				return nil
+			case "!!float":
+				if f, err := strconv.ParseFloat(v.Value, 64); err == nil && f == math.Trunc(f) && math.Abs(f) < 1<<62 {
+					return nil
+				}
+			}
+		}
+		msg := fmt.Sprintf("epoch: want Unix seconds, a whole number from 0 to %d, as SOURCE_DATE_EPOCH takes it (epoch: 1700000000)", plan.MaxEpoch)
+		if v.Kind == yaml.ScalarNode {
+			msg += fmt.Sprintf("; got %q", v.Value)
+			if t, ok := epochTime(v.Value); ok {
+				msg += fmt.Sprintf(", which is epoch: %d", t.Unix())
+			}
+		}
+		return &Error{Pos: plan.Pos{File: file, Line: k.Line}, Msg: msg}
+	}
+	return nil
+}
+
+// epochTime reads a date or time as YAML's timestamps are written (and
+// as date -u +%FT%TZ prints one), for the seconds to write instead.
+func epochTime(s string) (time.Time, bool) {
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02 15:04:05", "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil && t.Unix() >= 0 {
+			return t, true
+		}
+	}
+	return time.Time{}, false
 }
