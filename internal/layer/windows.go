@@ -63,9 +63,19 @@ func newWindowsEncoder(entries []tree.Entry, base bool, opt Options) *windowsEnc
 // garbage time, or a negative one that setting its times refuses.
 var lastWindowsTime = time.Unix(0, math.MaxInt64)
 
-func (w *windowsEncoder) start(tw *tar.Writer, epoch time.Time) error {
+// CheckWindowsEpoch refuses an epoch a Windows layer cannot carry (after
+// lastWindowsTime), so that a recipe can say so at its epoch line before
+// any layer is written.
+func CheckWindowsEpoch(epoch time.Time) error {
 	if epoch.After(lastWindowsTime) {
 		return fmt.Errorf("epoch %d (%s) is after %s, the last time Windows' layer importer reads (go-winio converts times through Unix nanoseconds); give an earlier epoch", epoch.Unix(), epoch.UTC().Format(time.RFC3339), lastWindowsTime.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+func (w *windowsEncoder) start(tw *tar.Writer, epoch time.Time) error {
+	if err := CheckWindowsEpoch(epoch); err != nil {
+		return err
 	}
 	roots := []string{"Hives", "Files"}
 	if w.base {

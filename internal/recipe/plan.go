@@ -13,6 +13,7 @@ import (
 
 	"github.com/pallet-dev/pallet/internal/artifact"
 	"github.com/pallet-dev/pallet/internal/image"
+	"github.com/pallet-dev/pallet/internal/layer"
 	"github.com/pallet-dev/pallet/internal/plan"
 	"github.com/pallet-dev/pallet/internal/platform"
 	"github.com/pallet-dev/pallet/internal/quoted"
@@ -104,6 +105,9 @@ func (r *Recipe) Plan(opt Options) (*plan.Plan, error) {
 		}
 		pl.p.Images = append(pl.p.Images, im)
 	}
+	if err := r.checkWindowsEpoch(pl.p, opt); err != nil {
+		return nil, err
+	}
 	if len(pl.p.Images) == 0 {
 		var have []string
 		for _, n := range names {
@@ -148,6 +152,31 @@ func checkModes(r *Recipe, modes map[string]Choice) error {
 		}
 		if c.Path != "" && c.Mode != "local" {
 			return fmt.Errorf("%smode choice %s=%s:%s: only the local mode takes a path", c.at(), name, c.Mode, c.Path)
+		}
+	}
+	return nil
+}
+
+// checkWindowsEpoch refuses, before any work, an epoch that a Windows
+// platform of p cannot carry, said where the epoch was given: the layer
+// writer would refuse it too, but at the placement whose layer it wrote
+// first, which has nothing to do with it.
+func (r *Recipe) checkWindowsEpoch(p *plan.Plan, opt Options) error {
+	for _, im := range p.Images {
+		for _, pi := range im.Platforms {
+			if !pi.Platform.IsWindows() {
+				continue
+			}
+			err := layer.CheckWindowsEpoch(p.Epoch)
+			switch {
+			case err == nil:
+				return nil
+			case opt.Epoch != nil:
+				return fmt.Errorf("image %s (%s): %w", im.Name, pi.Platform, err)
+			case os.Getenv("SOURCE_DATE_EPOCH") != "":
+				return fmt.Errorf("SOURCE_DATE_EPOCH=%s: image %s (%s): %w", os.Getenv("SOURCE_DATE_EPOCH"), im.Name, pi.Platform, err)
+			}
+			return r.Errorf("epoch", "image %s (%s): %v", im.Name, pi.Platform, err)
 		}
 	}
 	return nil

@@ -431,3 +431,41 @@ images:
 		}
 	}
 }
+
+// An epoch a Windows layer cannot carry is refused before any work, where
+// it was given: the recipe's epoch line, or SOURCE_DATE_EPOCH; a Linux
+// image takes it.
+func TestWindowsEpochSaidWhereGiven(t *testing.T) {
+	const src = `version: 1
+epoch: 9999999999
+images:
+  lin:
+    base: scratch
+    platforms: [linux/amd64]
+  win:
+    base: windows-hostprocess-scratch
+    platforms: [linux/amd64, windows/amd64]
+`
+	r, err := Parse("pallet.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SOURCE_DATE_EPOCH", "")
+	if _, err := r.Plan(Options{Images: []string{"lin"}}); err != nil {
+		t.Errorf("a Linux image: %v", err)
+	}
+	const why = "epoch 9999999999 (2286-11-20T17:46:39Z) is after 2262-04-11T23:47:16Z, the last time Windows' layer importer reads"
+	_, err = r.Plan(Options{})
+	if e, ok := err.(*Error); !ok || e.Line != 2 || !strings.Contains(e.Msg, "image win (windows/amd64): "+why) {
+		t.Errorf("got %v, want line 2: image win (windows/amd64): %s", err, why)
+	}
+	t.Setenv("SOURCE_DATE_EPOCH", "9999999999")
+	_, err = r.Plan(Options{})
+	if _, located := err.(*Error); located || err == nil || !strings.Contains(err.Error(), "SOURCE_DATE_EPOCH=9999999999: image win (windows/amd64): "+why) {
+		t.Errorf("got %v, want SOURCE_DATE_EPOCH named, not the recipe's line", err)
+	}
+	t.Setenv("SOURCE_DATE_EPOCH", "1700000000")
+	if _, err := r.Plan(Options{}); err != nil {
+		t.Errorf("SOURCE_DATE_EPOCH within Windows' times: %v", err)
+	}
+}
