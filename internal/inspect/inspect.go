@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -570,7 +571,43 @@ func printImage(w io.Writer, im Image, in string) {
 	field(w, in, "labels", keyValues(c.Labels))
 	field(w, in, "ports", []string{strings.Join(slices.Sorted(maps.Keys(c.ExposedPorts)), " ")})
 	field(w, in, "volumes", []string{strings.Join(slices.Sorted(maps.Keys(c.Volumes)), " ")})
+	// The rest of what docker inspect shows of a config, when set: a
+	// runtime reads them (the stop signal, the health check), and the
+	// rest change a base's later builds (ONBUILD, SHELL) or how a
+	// Windows command line is read (ArgsEscaped).
+	field(w, in, "stopsignal", []string{c.StopSignal})
+	field(w, in, "healthcheck", healthcheck(c.Healthcheck))
+	field(w, in, "shell", execForm(c.Shell))
+	field(w, in, "onbuild", c.OnBuild)
+	if c.ArgsEscaped {
+		field(w, in, "argsescaped", []string{"true"})
+	}
 	field(w, in, "attached", im.Attachments)
+}
+
+// healthcheck shows a health check as its test in exec form followed by
+// the settings it gives; those it leaves at zero are inherited, and not
+// shown.
+func healthcheck(h *v1.HealthConfig) []string {
+	if h == nil {
+		return nil
+	}
+	var parts []string
+	if t := execForm(h.Test); len(t) > 0 {
+		parts = append(parts, t[0])
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"interval", h.Interval}, {"timeout", h.Timeout}, {"start-period", h.StartPeriod}} {
+		if d.v != 0 {
+			parts = append(parts, d.name+" "+d.v.String())
+		}
+	}
+	if h.Retries != 0 {
+		parts = append(parts, fmt.Sprintf("retries %d", h.Retries))
+	}
+	return []string{strings.Join(parts, " ")}
 }
 
 // field writes a config field, one value a line under its name, so that

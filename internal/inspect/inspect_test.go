@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -630,5 +631,45 @@ func TestDockerArchiveNameTwiceRefused(t *testing.T) {
 				t.Fatalf("got %v, want %s refused as two entries", err, tc.want)
 			}
 		})
+	}
+}
+
+// The config's other fields docker inspect shows are printed when set:
+// the stop signal and health check a runtime reads, a base's ONBUILD and
+// SHELL, and ArgsEscaped, which says how Windows reads the command line.
+func TestPrintsRestOfConfig(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	img, err := mutate.Config(image(t, nil), v1.Config{
+		StopSignal: "SIGRTMIN+3",
+		Healthcheck: &v1.HealthConfig{
+			Test:     []string{"CMD-SHELL", "curl -f http://localhost/ || exit 1"},
+			Interval: 30 * time.Second, StartPeriod: 5 * time.Second, Retries: 3,
+		},
+		Shell:       []string{"powershell", "-Command"},
+		OnBuild:     []string{"COPY . /app", "RUN make"},
+		ArgsEscaped: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := image(t, nil)
+	writeLayout(t, dir, map[string]any{"set": img, "plain": plain})
+	r, err := Open(context.Background(), "oci:"+dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	r.Print(&b)
+	out := b.String()
+	for _, want := range []string{
+		"\n  stopsignal SIGRTMIN+3\n",
+		"\n  healthcheck [\"CMD-SHELL\",\"curl -f http://localhost/ || exit 1\"] interval 30s start-period 5s retries 3\n",
+		"\n  shell      [\"powershell\",\"-Command\"]\n",
+		"\n  onbuild    COPY . /app\n             RUN make\n",
+		"\n  argsescaped true\n",
+	} {
+		if n := strings.Count(out, want); n != 1 {
+			t.Errorf("output holds %q %d times, want once (the plain image shows none):\n%s", want, n, out)
+		}
 	}
 }
