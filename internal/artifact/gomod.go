@@ -105,7 +105,9 @@ func (m *GoModule) Mirror(ctx context.Context, f *Fetcher, r *Request, dir strin
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	f.Log("mirror %s", m.ref())
+	// Said once for the module: the download and its proof are the same
+	// for every platform, which differ only in the modules go list names.
+	f.logOnce("mirror %s", m.ref())
 	env, err := f.MirrorGoEnv(&m.Go, r.Platform, dir)
 	if err != nil {
 		return err

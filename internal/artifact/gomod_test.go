@@ -409,3 +409,49 @@ func TestGoModuleFailedBuildQuotesCommand(t *testing.T) {
 		t.Errorf("error %q does not say what go said", err)
 	}
 }
+
+// pallet fetch of a module for several platforms says it once: the
+// download is the same, and only the modules go list names for each
+// platform differ. A module's files, the same on every platform, too.
+func TestGoModuleMirrorSaidOnce(t *testing.T) {
+	p := newModProxy(t)
+	sum := p.addHello(t, "")
+	files := p.addAntrea(t)
+	other, err := platform.Parse("linux/arm64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hostPlatform(t) == other {
+		other, _ = platform.Parse("linux/amd64")
+	}
+	var reqs []*artifact.Request
+	for _, pf := range []platform.Platform{hostPlatform(t), other} {
+		build := helloRequest(t, sum)
+		build.Platform = pf
+		take := moduleFilesRequest(t, &artifact.GoModuleFiles{Module: antreaPath, Version: "v2.4.0", Sum: files, Path: "hack/windows"})
+		take.Platform = pf
+		reqs = append(reqs, build, take)
+	}
+	var mu sync.Mutex
+	var lines []string
+	f := fetcher(t)
+	f.Log = func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, fmt.Sprintf(format, args...))
+	}
+	if err := f.MirrorTo(context.Background(), t.TempDir(), reqs); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"mirror " + helloPath + "@v1.0.0", "mirror " + antreaPath + "@v2.4.0"} {
+		n := 0
+		for _, l := range lines {
+			if l == want {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("%q said %d times, want once: %q", want, n, lines)
+		}
+	}
+}

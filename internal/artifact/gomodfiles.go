@@ -66,7 +66,8 @@ func (m *GoModuleFiles) Mirror(ctx context.Context, f *Fetcher, r *Request, dir 
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	f.Log("mirror %s", m.pin().ref())
+	// The files are the same for every platform: said once.
+	f.logOnce("mirror %s", m.pin().ref())
 	env, err := f.MirrorGoEnv(&Go{}, r.Platform, dir)
 	if err != nil {
 		return err
