@@ -627,6 +627,37 @@ images:
 	}
 }
 
+// A licence a recipe names that extract.strip removed from the archive's
+// top is said at the licenses line, with what strip took and what to do.
+func TestStrippedLicenceNamesItsLine(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "cni.tgz"), string(fixture.TarGz([]fixture.File{
+		{Name: "LICENSE", Content: "Apache-2.0\n"},
+		{Name: "cni/", Dir: true, Mode: 0o755},
+		{Name: "cni/host-local", Content: "bin\n", Mode: 0o755},
+	})))
+	recipe := filepath.Join(dir, "pallet.yaml")
+	writeFile(t, recipe, `version: 1
+artifacts:
+  cni:
+    local: {path: cni.tgz, extract: {strip: 1}}
+    licenses: [LICENSE]
+    check: false
+images:
+  app:
+    base: scratch
+    platforms: [linux/amd64]
+    files:
+      - artifact: cni
+        dest: /opt/cni/bin/
+`)
+	_, err := pallet(t, "build", "-q", "-f", recipe, "--cache-dir", t.TempDir(), "-o", "oci:"+filepath.Join(dir, "out"))
+	want := recipe + `:5: artifact cni (linux/amd64, local mode): licence file "LICENSE" not found in the artifact; extract.strip: 1 removed the archive's LICENSE`
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("got %v\nwant %s...", err, want)
+	}
+}
+
 // A licence a recipe names is blamed on the licenses line: one that can
 // name no file when the recipe is read, one the artifact lacks when it is
 // built, with the name quoted, as an empty one would read as nothing.

@@ -178,6 +178,12 @@ type Options struct {
 	// and goes through a symlink it finds there.
 	Dirs func(rel string)
 
+	// Stripped, when set, is told of each entry other than a directory
+	// that Strip removes whole (a LICENSE beside the top directory), by
+	// its slash-separated path in the archive, "." components left out:
+	// an error about a file not found can say where it went.
+	Stripped func(name string)
+
 	// Skipped, when set, is told of each entry Extract does not place
 	// (a device node, a named pipe: a file system of the build's has no
 	// place for them), by its name in the archive and what it is, where

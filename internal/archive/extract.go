@@ -268,6 +268,9 @@ func (x *extractor) add(e *entry) error {
 		return x.entryErr(e, "%w", err)
 	}
 	if len(parts) <= x.opt.Strip {
+		if x.opt.Stripped != nil && e.kind != kindDir && e.kind != kindOther && len(parts) > 0 {
+			x.opt.Stripped(strings.Join(parts, "/"))
+		}
 		return nil
 	}
 	parts = parts[x.opt.Strip:]

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -364,4 +365,36 @@ func unicodePathField(raw, name string) []byte {
 	b = append(b, 1)
 	b = binary.LittleEndian.AppendUint32(b, crc32.ChecksumIEEE([]byte(raw)))
 	return append(b, name...)
+}
+
+// Stripped is told of each file and link strip removes whole (a LICENSE
+// beside the top directory, which GNU tar drops too), by its path with
+// "." left out; not of the directories strip removes.
+func TestStrippedTold(t *testing.T) {
+	ents := []ent{
+		{name: "./", typ: tar.TypeDir},
+		{name: "./LICENSE", body: "l"},
+		{name: "NOTICE", typ: tar.TypeSymlink, link: "LICENSE"},
+		{name: "./top/", typ: tar.TypeDir},
+		{name: "./top/COPYING", body: "c"},
+		{name: "./top/bin/tool", body: "t"},
+	}
+	for _, f := range []Format{Tar, Zip} {
+		for strip, want := range map[int]string{0: "", 1: "LICENSE NOTICE", 2: "LICENSE NOTICE top/COPYING"} {
+			ents := ents
+			if f == Zip {
+				ents = slices.DeleteFunc(slices.Clone(ents), func(e ent) bool { return e.typ == tar.TypeSymlink })
+				want = strings.TrimSpace(strings.ReplaceAll(want, "NOTICE", ""))
+				want = strings.Join(strings.Fields(want), " ")
+			}
+			s := newSandbox(t, f, build(t, f, ents))
+			var got []string
+			if err := Extract(context.Background(), s.src, f, s.out, Options{Strip: strip, Stripped: func(name string) { got = append(got, name) }}); err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(got, " ") != want {
+				t.Errorf("%v, strip %d: told %q, want %q", f, strip, got, want)
+			}
+		}
+	}
 }

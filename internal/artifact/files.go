@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 
@@ -118,6 +119,14 @@ func (f *Fetcher) fileTree(ctx context.Context, r *Request, file, name, shown st
 			rec.SkippedNames = append(rec.SkippedNames, skippedName(name, what))
 		}
 	}
+	// What strip removed whole, for the error of a named licence it
+	// took (a LICENSE beside the top directory, as GNU tar drops it).
+	var stripped []string
+	opt.Stripped = func(name string) {
+		if len(stripped) < maxStrippedNames {
+			stripped = append(stripped, name)
+		}
+	}
 	if err := archive.Extract(ctx, file, format, dir, opt); err != nil {
 		var abs *archive.AbsoluteLinkError
 		switch {
@@ -150,7 +159,7 @@ func (f *Fetcher) fileTree(ctx context.Context, r *Request, file, name, shown st
 	}
 	lic, err := findLicenses(all, r.Licenses, r.NoLicense)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, strippedLicence(err, ex.Strip, stripped)
 	}
 	if len(ex.Include) == 0 {
 		return all, lic, nil
@@ -198,4 +207,34 @@ func readHead(path string, n int) ([]byte, error) {
 		err = nil
 	}
 	return head[:k], err
+}
+
+// maxStrippedNames bounds the names of entries strip removed that an
+// artifact keeps for strippedLicence: an archive of a million files at
+// its top keeps a few.
+const maxStrippedNames = 64
+
+// strippedLicence adds to err, when it is a named licence not found, what
+// extract.strip removed: the file of that name, or what else it took
+// whole, which is where a licence at the archive's top went.
+func strippedLicence(err error, strip int, stripped []string) error {
+	var nf *licenceNotFound
+	if !errors.As(err, &nf) || strip == 0 || len(stripped) == 0 {
+		return err
+	}
+	want := path.Base(strings.ReplaceAll(nf.name, `\`, "/"))
+	for _, s := range stripped {
+		if path.Base(s) == want {
+			return blame("licenses", fmt.Errorf("%w; extract.strip: %d removed the archive's %s (strip drops every entry above its depth, as GNU tar's --strip-components does): drop strip and place the directory it took off with the placement's path: (path: DIR/), and licenses: [%s] finds it", nf, strip, s, s))
+		}
+	}
+	shown := stripped
+	if len(shown) > 3 {
+		shown = shown[:3]
+	}
+	more := ""
+	if len(stripped) > len(shown) {
+		more = ", ..."
+	}
+	return blame("licenses", fmt.Errorf("%w; extract.strip: %d removed the archive's files above its depth (%s%s), which no name in licenses can reach", nf, strip, strings.Join(shown, ", "), more))
 }

@@ -81,6 +81,14 @@ func globEscape(name string) string {
 	return b.String()
 }
 
+// licenceNotFound is a licence file the recipe names that the artifact
+// does not hold.
+type licenceNotFound struct{ name string }
+
+func (e *licenceNotFound) Error() string {
+	return fmt.Sprintf("licence file %q not found in the artifact", e.name)
+}
+
 // findLicenses returns the licence files of t: the named ones (each must
 // exist), or those found by name near the root.
 func findLicenses(t *tree.Tree, names []string, none bool) (*tree.Tree, error) {
@@ -103,7 +111,7 @@ func findLicenses(t *tree.Tree, names []string, none bool) (*tree.Tree, error) {
 			}
 			e, ok := t.Get(p)
 			if !ok || e.Kind != tree.File {
-				return nil, blame("licenses", fmt.Errorf("licence file %q not found in the artifact", n))
+				return nil, blame("licenses", &licenceNotFound{name: n})
 			}
 			if err := out.Add(*e); err != nil {
 				return nil, err

@@ -2,6 +2,7 @@ package artifact
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -130,5 +131,50 @@ func TestExtractBzip2(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("got %v\nwant %s", err, tt.want)
 		}
+	}
+}
+
+// A licence the recipe names that strip removed (a LICENSE beside the
+// top directory, as GNU tar's --strip-components drops it) is said so, on
+// the licenses line, with what to do; a name strip did not take says what
+// strip removed, where a licence at the top would have been.
+func TestStrippedLicenceSaid(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "cni.tgz")
+	if err := os.WriteFile(file, fixture.TarGz([]fixture.File{
+		{Name: "LICENSE", Content: "Apache-2.0\n"},
+		{Name: "README.md", Content: "r\n"},
+		{Name: "cni-plugins/", Dir: true, Mode: 0o755},
+		{Name: "cni-plugins/host-local", Content: "bin\n", Mode: 0o755},
+	}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		licence string
+		want    string
+	}{
+		{"LICENSE", `licence file "LICENSE" not found in the artifact; extract.strip: 1 removed the archive's LICENSE (strip drops every entry above its depth, as GNU tar's --strip-components does): drop strip and place the directory it took off with the placement's path: (path: DIR/), and licenses: [LICENSE] finds it`},
+		{"COPYING", `licence file "COPYING" not found in the artifact; extract.strip: 1 removed the archive's files above its depth (LICENSE, README.md), which no name in licenses can reach`},
+	} {
+		_, err := (&Local{Path: file, Extract: &Extract{Strip: 1}}).Produce(context.Background(), New(), &Request{Name: "cni", Licenses: []string{tc.licence}}, t.TempDir())
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != "licenses" || err.Error() != tc.want {
+			t.Errorf("licenses: [%s]: got %v\nwant %s, blamed on licenses", tc.licence, err, tc.want)
+		}
+	}
+	// Without strip the same archive gives the licence; with one that
+	// removes nothing but directories, the error is as it was.
+	if _, err := (&Local{Path: file, Extract: &Extract{}}).Produce(context.Background(), New(), &Request{Name: "cni", Licenses: []string{"LICENSE"}}, t.TempDir()); err != nil {
+		t.Errorf("no strip: %v", err)
+	}
+	dirsOnly := filepath.Join(t.TempDir(), "cni.tgz")
+	if err := os.WriteFile(dirsOnly, fixture.TarGz([]fixture.File{
+		{Name: "cni-plugins/", Dir: true, Mode: 0o755},
+		{Name: "cni-plugins/host-local", Content: "bin\n", Mode: 0o755},
+	}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := (&Local{Path: dirsOnly, Extract: &Extract{Strip: 1}}).Produce(context.Background(), New(), &Request{Name: "cni", Licenses: []string{"LICENSE"}}, t.TempDir())
+	if err == nil || err.Error() != `licence file "LICENSE" not found in the artifact` {
+		t.Errorf("strip removing directories alone: %v", err)
 	}
 }
