@@ -656,6 +656,32 @@ images:
 	if err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("got %v\nwant %s...", err, want)
 	}
+	// What the error says to do builds, with the licence.
+	writeFile(t, recipe, `version: 1
+artifacts:
+  cni:
+    local: {path: cni.tgz, extract: {}}
+    licenses: [LICENSE]
+    check: false
+images:
+  app:
+    base: scratch
+    platforms: [linux/amd64]
+    files:
+      - artifact: cni
+        path: cni/
+        dest: /opt/cni/bin/
+`)
+	out := filepath.Join(dir, "out2")
+	if _, err := pallet(t, "build", "-q", "-f", recipe, "--cache-dir", t.TempDir(), "-o", "oci:"+out); err != nil {
+		t.Fatalf("as the error says: %v", err)
+	}
+	files := readImageFiles(t, out, "linux/amd64")
+	for f, want := range map[string]string{"opt/cni/bin/host-local": "bin\n (755)", "LICENSES/cni/LICENSE": "Apache-2.0\n (644)"} {
+		if files[f] != want {
+			t.Errorf("%s holds %q, want %q: %v", f, files[f], want, slices.Sorted(maps.Keys(files)))
+		}
+	}
 }
 
 // A licence a recipe names is blamed on the licenses line: one that can
