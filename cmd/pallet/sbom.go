@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -320,6 +321,10 @@ const (
 // statements, one per predicate type. An SBOM is printed as the
 // referrer's would be, its statement's predicate alone, indented as
 // pallet writes documents; a provenance is the statement itself.
+// The statement must say what the index says of it, its subject the
+// image and its predicate type the layer's: an attestation manifest
+// moved from another image's index, or a layer holding another
+// document, was printed as this image's.
 // found is false where no attestation names subject.
 func attested(m *v1.IndexManifest, subject v1.Hash, want string, image func(v1.Hash) (v1.Image, error)) (data []byte, found bool, err error) {
 	predicate := predicateOf[want]
@@ -339,6 +344,9 @@ func attested(m *v1.IndexManifest, subject v1.Hash, want string, image func(v1.H
 			if l.Annotations[predicateAnnotation] != predicate {
 				continue
 			}
+			if l.MediaType != sbom.MediaTypeInToto {
+				return nil, true, fmt.Errorf("the attestation manifest %s: its %s layer %s is %s, not an in-toto statement (%s)", d.Digest, predicate, l.Digest, l.MediaType, sbom.MediaTypeInToto)
+			}
 			layer, err := img.LayerByDigest(l.Digest)
 			if err != nil {
 				return nil, true, err
@@ -347,12 +355,12 @@ func attested(m *v1.IndexManifest, subject v1.Hash, want string, image func(v1.H
 			if err != nil {
 				return nil, true, fmt.Errorf("the attestation manifest %s: %w", d.Digest, err)
 			}
+			st, err := statementAbout(data, subject, predicate)
+			if err != nil {
+				return nil, true, fmt.Errorf("the attestation manifest %s: its %s layer %s: %w", d.Digest, predicate, l.Digest, err)
+			}
 			if want == sbom.MediaTypeInToto {
 				return data, true, nil
-			}
-			var st struct{ Predicate json.RawMessage }
-			if err := json.Unmarshal(data, &st); err != nil || len(st.Predicate) == 0 {
-				return nil, true, fmt.Errorf("the attestation manifest %s: its %s statement holds no predicate (%v)", d.Digest, predicate, err)
 			}
 			var out bytes.Buffer
 			if err := json.Indent(&out, st.Predicate, "", "  "); err != nil {
@@ -362,6 +370,44 @@ func attested(m *v1.IndexManifest, subject v1.Hash, want string, image func(v1.H
 		}
 	}
 	return nil, false, nil
+}
+
+// statement is what pallet sbom checks of an in-toto statement.
+type statement struct {
+	Subject []struct {
+		Digest map[string]string `json:"digest"`
+	} `json:"subject"`
+	PredicateType string          `json:"predicateType"`
+	Predicate     json.RawMessage `json:"predicate"`
+}
+
+// statementAbout decodes data, an in-toto statement, and checks that it
+// is of predicate type predicate and names subject among its subjects.
+func statementAbout(data []byte, subject v1.Hash, predicate string) (*statement, error) {
+	var st statement
+	if err := json.Unmarshal(data, &st); err != nil {
+		return nil, fmt.Errorf("not an in-toto statement: %w", err)
+	}
+	if st.PredicateType != predicate {
+		return nil, fmt.Errorf("holds a statement of predicate type %s, not %s", st.PredicateType, predicate)
+	}
+	var about []string
+	for _, s := range st.Subject {
+		if s.Digest[subject.Algorithm] == subject.Hex {
+			if len(st.Predicate) == 0 {
+				return nil, errors.New("the statement holds no predicate")
+			}
+			return &st, nil
+		}
+		for alg, hex := range s.Digest {
+			about = append(about, alg+":"+hex)
+		}
+	}
+	slices.Sort(about)
+	if len(about) == 0 {
+		about = []string{"nothing"}
+	}
+	return nil, fmt.Errorf("the statement is about %s, not %s", strings.Join(about, ", "), subject)
 }
 
 // maxDocument bounds an attached SBOM or provenance document read back.

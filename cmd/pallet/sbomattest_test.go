@@ -1,11 +1,17 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/pallet-dev/pallet/internal/sbom"
 	"github.com/pallet-dev/pallet/internal/testregistry"
 )
 
@@ -106,4 +112,133 @@ images:
 	if want := "has no image for windows/amd64:10.0.26100.1"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("another version: %v, want an error saying %q", err, want)
 	}
+}
+
+// An attestation manifest is taken at its word only where its statements
+// say the same: one the index files under an image but whose statement
+// is about another image (an attestation moved between indexes), or
+// whose SPDX layer holds another predicate, printed that document as
+// the image's SPDX SBOM.
+func TestSBOMAttestationManifestChecked(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "f.txt"), "f\n")
+	recipe := filepath.Join(dir, "pallet.yaml")
+	writeFile(t, recipe, `version: 1
+artifacts:
+  f: {local: {path: ./f.txt}, licenses: none}
+images:
+  app:
+    base: scratch
+    platforms: [linux/amd64, linux/arm64]
+    files:
+      - {artifact: f, dest: /f.txt}
+`)
+	out := filepath.Join(t.TempDir(), "out")
+	mustPallet(t, "build", "-q", "-f", recipe, "--no-cache", "--sbom", "--attest-index", "-o", "oci:"+out)
+	top := layoutIndex(t, out)
+	idx, err := layoutIndexAt(t, out, top.Manifests[0].Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	images := map[string]v1.Hash{}
+	atts := map[v1.Hash]int{}
+	for i, d := range idx.Manifests {
+		if d.Platform != nil && d.Platform.OS != "unknown" {
+			images[d.Platform.Architecture] = d.Digest
+		}
+		if d.Annotations["vnd.docker.reference.type"] == "attestation-manifest" {
+			h, err := v1.NewHash(d.Annotations["vnd.docker.reference.digest"])
+			if err != nil {
+				t.Fatal(err)
+			}
+			atts[h] = i
+		}
+	}
+	amd64, arm64 := atts[images["amd64"]], atts[images["arm64"]]
+	if len(atts) != 2 || amd64 == arm64 {
+		t.Fatalf("the index holds attestations %v for images %v", atts, images)
+	}
+	// tampered writes a copy of the layout whose index files
+	// attestation d under the amd64 image, or, where manifest is not
+	// nil, d with manifest for its content.
+	tampered := func(d v1.Descriptor, manifest any) string {
+		copied := filepath.Join(t.TempDir(), "out")
+		if err := os.CopyFS(copied, os.DirFS(out)); err != nil {
+			t.Fatal(err)
+		}
+		if manifest != nil {
+			d.Digest, d.Size = writeBlob(t, copied, manifest)
+		}
+		m := *idx
+		m.Manifests = slices.Clone(idx.Manifests)
+		d.Annotations = m.Manifests[amd64].Annotations
+		m.Manifests[amd64] = d
+		newTop := top
+		newTop.Manifests = slices.Clone(top.Manifests)
+		newTop.Manifests[0].Digest, newTop.Manifests[0].Size = writeBlob(t, copied, &m)
+		data, err := json.Marshal(newTop)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(copied, "index.json"), string(data))
+		return copied
+	}
+	var mf v1.Manifest
+	readJSON(t, filepath.Join(out, "blobs", "sha256", idx.Manifests[amd64].Digest.Hex), &mf)
+	layer := func(predicate string) v1.Descriptor {
+		for _, l := range mf.Layers {
+			if l.Annotations["in-toto.io/predicate-type"] == predicate {
+				return l
+			}
+		}
+		t.Fatalf("the attestation manifest has no %s layer: %+v", predicate, mf.Layers)
+		return v1.Descriptor{}
+	}
+	// att is the amd64 attestation manifest with its SPDX layer's
+	// descriptor changed by change.
+	att := func(change func(*v1.Descriptor)) string {
+		m := mf
+		m.Layers = slices.Clone(mf.Layers)
+		for i := range m.Layers {
+			if m.Layers[i].Annotations["in-toto.io/predicate-type"] == sbom.PredicateSPDX {
+				change(&m.Layers[i])
+			}
+		}
+		return tampered(idx.Manifests[amd64], &m)
+	}
+	cdx := layer(sbom.PredicateCycloneDX)
+	// A blob whose content is not its digest's (held before).
+	rewritten := tampered(idx.Manifests[amd64], nil)
+	writeFile(t, filepath.Join(rewritten, "blobs", "sha256", layer(sbom.PredicateSPDX).Digest.Hex), `{"_type": "https://in-toto.io/Statement/v1"}`)
+	for _, c := range []struct {
+		name, layout, want string
+	}{
+		{"the arm64 image's attestation", tampered(idx.Manifests[arm64], nil), "is about " + images["arm64"].String() + ", not " + images["amd64"].String()},
+		{"a CycloneDX statement annotated SPDX", att(func(l *v1.Descriptor) { l.Digest, l.Size = cdx.Digest, cdx.Size }), "holds a statement of predicate type " + sbom.PredicateCycloneDX + ", not " + sbom.PredicateSPDX},
+		{"a rewritten blob", rewritten, "does not match its digest"},
+		{"a layer not a statement", att(func(l *v1.Descriptor) { l.MediaType = "application/json" }), "is application/json, not an in-toto statement"},
+	} {
+		got, err := pallet(t, "sbom", "oci:"+c.layout, "--platform", "linux/amd64", "--format", "spdx-json")
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: printed %.200s, %v; want an error saying %q", c.name, got, err, c.want)
+		}
+	}
+}
+
+// writeBlob writes v's JSON into the layout dir and returns its digest
+// and size.
+func writeBlob(t *testing.T, dir string, v any) (v1.Hash, int64) {
+	t.Helper()
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _, err := v1.SHA256(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "blobs", "sha256", h.Hex), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return h, int64(len(data))
 }
