@@ -133,38 +133,90 @@ func (f *Fetcher) localModulesDigest(dir string) ([]string, error) {
 // to a file or to a package's directory (which go build imports through
 // the link). A link to nothing, or to a directory holding the module
 // (a loop, which would walk all that holds it), is covered by its
-// target as written.
+// target as written. What links lead to outside the module is read
+// within maxLinkedFiles and maxLinkedBytes.
 func (f *Fetcher) moduleDigest(dir string) (string, error) {
 	root, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		return "", err
 	}
-	t := tree.New()
-	if err := addModuleFiles(t, root, root, "", map[string]bool{}); err != nil {
-		return "", err
+	w := &moduleWalk{t: tree.New(), root: root, walked: map[string]bool{}}
+	if err := w.add(root, ""); err != nil {
+		return "", fmt.Errorf("go module %s: %w", dir, err)
 	}
-	return tree.Digest(t, f.digest)
+	return tree.Digest(w.t, f.digest)
 }
 
-// addModuleFiles adds to t the files under dir, a directory with no link
-// in its path, named below prefix, following links out of the module's
-// root. A directory is walked once, at the first path that leads to it.
-func addModuleFiles(t *tree.Tree, root, dir, prefix string, walked map[string]bool) error {
+// The files and bytes a module's key reads through its links, in all:
+// go build reads only the packages imported through a link, but the key
+// cannot know which, and reads all the link leads to. A link to /usr, or
+// to /proc (whose kcore is as large as the address space), would have
+// every build hash all of it, where go build reads a few packages.
+// Variables, so that tests can lower them.
+var (
+	maxLinkedFiles       = 100_000
+	maxLinkedBytes int64 = 4 << 30
+)
+
+// moduleWalk adds a module's files to t.
+type moduleWalk struct {
+	t      *tree.Tree
+	root   string
+	walked map[string]bool
+	// files and bytes count what links led to outside the module.
+	files int
+	bytes int64
+}
+
+// linked counts a file of size bytes read through a link.
+func (w *moduleWalk) linked(p string, size int64) error {
+	w.files++
+	w.bytes += size
+	switch {
+	case w.files > maxLinkedFiles:
+		return fmt.Errorf("more than %d files through its links (at %s): the cache key would read them all; link to the directories of the packages it imports instead", maxLinkedFiles, p)
+	case w.bytes > maxLinkedBytes:
+		return fmt.Errorf("more than %d bytes through its links (at %s, %d bytes): the cache key would read them all; link to the directories of the packages it imports instead", maxLinkedBytes, p, size)
+	}
+	return nil
+}
+
+// holds says whether p, a path with no link in it, is in the module.
+func (w *moduleWalk) holds(p string) bool {
+	rel, err := filepath.Rel(w.root, p)
+	return err == nil && filepath.IsLocal(rel)
+}
+
+// add adds to t the files under dir, a directory with no link in its
+// path, named below prefix ("" for the module's root), following links
+// out of the module's root. A directory is walked once, at the first
+// path that leads to it.
+func (w *moduleWalk) add(dir, prefix string) error {
+	outside := !w.holds(dir)
 	return filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		if d.IsDir() {
-			if d.Name() == ".git" || d.Name() == ".hg" || walked[p] {
+			if d.Name() == ".git" || d.Name() == ".hg" || w.walked[p] {
 				return filepath.SkipDir
 			}
-			walked[p] = true
+			w.walked[p] = true
 			return nil
 		}
 		rel, _ := filepath.Rel(dir, p)
 		rel = path.Join(prefix, filepath.ToSlash(rel))
 		switch {
 		case d.Type().IsRegular():
+			if outside {
+				info, err := d.Info()
+				if err != nil {
+					return err
+				}
+				if err := w.linked(p, info.Size()); err != nil {
+					return err
+				}
+			}
 		case d.Type()&fs.ModeSymlink != 0:
 			if to, err := filepath.EvalSymlinks(p); err == nil {
 				info, err := os.Stat(to)
@@ -172,21 +224,29 @@ func addModuleFiles(t *tree.Tree, root, dir, prefix string, walked map[string]bo
 					return err
 				}
 				if info.Mode().IsRegular() {
+					if !w.holds(to) {
+						if err := w.linked(to, info.Size()); err != nil {
+							return err
+						}
+					}
 					break
 				}
-				if up, err := filepath.Rel(to, root); info.IsDir() && (err != nil || !filepath.IsLocal(up)) {
-					return addModuleFiles(t, root, to, rel, walked)
+				if up, err := filepath.Rel(to, w.root); info.IsDir() && (err != nil || !filepath.IsLocal(up)) {
+					if err := w.add(to, rel); err != nil {
+						return fmt.Errorf("%s, a link to %s: %w", rel, to, err)
+					}
+					return nil
 				}
 			}
 			target, err := os.Readlink(p)
 			if err != nil {
 				return err
 			}
-			return t.Add(tree.Entry{Path: rel, Kind: tree.Symlink, Link: target})
+			return w.t.Add(tree.Entry{Path: rel, Kind: tree.Symlink, Link: target})
 		default:
 			return nil
 		}
-		return t.Add(tree.Entry{Path: rel, Kind: tree.File, Source: p})
+		return w.t.Add(tree.Entry{Path: rel, Kind: tree.File, Source: p})
 	})
 }
 
