@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/pallet-dev/pallet/internal/uptodate"
 )
 
 // A local path that is a link to a directory (a current -> releases/v2
@@ -52,5 +55,77 @@ images:
 		if _, ok := files[p]; !ok {
 			t.Errorf("the image lacks %s: %v", p, files)
 		}
+	}
+}
+
+// The up-to-date note of a build placing a directory through a link
+// stamps what the link leads to: an edit there, or the link pointed
+// elsewhere, brings the build back; and a cache directory inside the
+// directory the link leads to is refused as one inside the path itself
+// is. Each held when the link was first followed.
+func TestLocalPathLinkToDirectoryStamped(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "v1", "bin", "tool"), "one\n")
+	writeFile(t, filepath.Join(dir, "v2", "bin", "tool"), "two\n")
+	link := filepath.Join(dir, "current")
+	if err := os.Symlink("v1", link); err != nil {
+		t.Fatal(err)
+	}
+	recipe := filepath.Join(dir, "pallet.yaml")
+	writeFile(t, recipe, `version: 1
+artifacts:
+  tool: {local: {path: ./current}, licenses: none}
+images:
+  app:
+    base: scratch
+    platforms: [linux/amd64]
+    files:
+      - {artifact: tool, dest: /opt/tool/}
+`)
+	out := filepath.Join(t.TempDir(), "out")
+	build := func(cacheDir string) (string, error) {
+		return pallet(t, "build", "-f", recipe, "--cache-dir", cacheDir, "-o", "oci:"+out)
+	}
+	if _, err := build(filepath.Join(dir, "v1", "cache")); err == nil || !strings.Contains(err.Error(), "is inside the local path of artifact tool") {
+		t.Errorf("a cache directory inside the directory the link leads to: %v, want it refused", err)
+	}
+	cacheDir := t.TempDir()
+	upToDate := func() bool {
+		t.Helper()
+		s, err := build(cacheDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Contains(s, "up to date")
+	}
+	upToDate()
+	time.Sleep(uptodate.Settle + 100*time.Millisecond)
+	upToDate()
+	if !upToDate() {
+		t.Fatal("nothing changed, but the build was not up to date")
+	}
+	tool := filepath.Join(dir, "v1", "bin", "tool")
+	info, err := os.Stat(tool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, tool, "uno\n")
+	if err := os.Chtimes(tool, info.ModTime(), info.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	if upToDate() {
+		t.Error("a file the link leads to was rewritten, yet the build was up to date")
+	}
+	if err := os.Remove(link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("v2", link); err != nil {
+		t.Fatal(err)
+	}
+	if upToDate() {
+		t.Error("the link was pointed elsewhere, yet the build was up to date")
+	}
+	if got := readImageFiles(t, out, "linux/amd64")["opt/tool/bin/tool"]; !strings.HasPrefix(got, "two\n") {
+		t.Errorf("the image holds %q, want the file the link now leads to", got)
 	}
 }
