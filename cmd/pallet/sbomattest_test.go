@@ -3,13 +3,17 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/pallet-dev/pallet/internal/sbom"
 	"github.com/pallet-dev/pallet/internal/testregistry"
@@ -210,18 +214,53 @@ images:
 	// A blob whose content is not its digest's (held before).
 	rewritten := tampered(idx.Manifests[amd64], nil)
 	writeFile(t, filepath.Join(rewritten, "blobs", "sha256", layer(sbom.PredicateSPDX).Digest.Hex), `{"_type": "https://in-toto.io/Statement/v1"}`)
-	for _, c := range []struct {
+	reg := testregistry.Start(t, nil)
+	for i, c := range []struct {
 		name, layout, want string
+		push               bool
 	}{
-		{"the arm64 image's attestation", tampered(idx.Manifests[arm64], nil), "is about " + images["arm64"].String() + ", not " + images["amd64"].String()},
-		{"a CycloneDX statement annotated SPDX", att(func(l *v1.Descriptor) { l.Digest, l.Size = cdx.Digest, cdx.Size }), "holds a statement of predicate type " + sbom.PredicateCycloneDX + ", not " + sbom.PredicateSPDX},
-		{"a rewritten blob", rewritten, "does not match its digest"},
-		{"a layer not a statement", att(func(l *v1.Descriptor) { l.MediaType = "application/json" }), "is application/json, not an in-toto statement"},
+		{"the arm64 image's attestation", tampered(idx.Manifests[arm64], nil), "is about " + images["arm64"].String() + ", not " + images["amd64"].String(), true},
+		{"a CycloneDX statement annotated SPDX", att(func(l *v1.Descriptor) { l.Digest, l.Size = cdx.Digest, cdx.Size }), "holds a statement of predicate type " + sbom.PredicateCycloneDX + ", not " + sbom.PredicateSPDX, true},
+		// A registry takes no blob that is not its digest's.
+		{"a rewritten blob", rewritten, "does not match its digest", false},
+		{"a layer not a statement", att(func(l *v1.Descriptor) { l.MediaType = "application/json" }), "is application/json, not an in-toto statement", true},
 	} {
-		got, err := pallet(t, "sbom", "oci:"+c.layout, "--platform", "linux/amd64", "--format", "spdx-json")
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: printed %.200s, %v; want an error saying %q", c.name, got, err, c.want)
+		srcs := []string{"oci:" + c.layout}
+		if c.push {
+			ref := fmt.Sprintf("%s/att/tampered%d:latest", reg.Host, i)
+			pushIndex(t, c.layout, ref)
+			srcs = append(srcs, ref)
 		}
+		for _, src := range srcs {
+			got, err := pallet(t, "sbom", src, "--platform", "linux/amd64", "--format", "spdx-json")
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s, from %s: printed %.200s, %v; want an error saying %q", c.name, src, got, err, c.want)
+			}
+		}
+	}
+}
+
+// pushIndex pushes the index the layout dir names first to ref.
+func pushIndex(t *testing.T, dir, ref string) {
+	t.Helper()
+	lp, err := layout.FromPath(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := lp.ImageIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, err := root.ImageIndex(layoutIndex(t, dir).Manifests[0].Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.WriteIndex(r, idx); err != nil {
+		t.Fatal(err)
 	}
 }
 
