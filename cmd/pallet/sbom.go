@@ -328,15 +328,24 @@ const (
 // found is false where no attestation names subject.
 func attested(m *v1.IndexManifest, subject v1.Hash, want string, image func(v1.Hash) (v1.Image, error)) (data []byte, found bool, err error) {
 	predicate := predicateOf[want]
+	// Every attestation manifest naming subject is looked at: of two
+	// documents of the kind asked, which is the image's is not pallet's
+	// to say (the first was printed). The same blob twice is one.
+	var (
+		in    v1.Hash
+		img   v1.Image
+		layer v1.Descriptor
+	)
 	for _, d := range m.Manifests {
 		if d.Annotations[refTypeAnnotation] != "attestation-manifest" || d.Annotations[refDigestAnnotation] != subject.String() {
 			continue
 		}
-		img, err := image(d.Digest)
+		found = true
+		im, err := image(d.Digest)
 		if err != nil {
 			return nil, true, err
 		}
-		mf, err := img.Manifest()
+		mf, err := im.Manifest()
 		if err != nil {
 			return nil, true, err
 		}
@@ -344,32 +353,37 @@ func attested(m *v1.IndexManifest, subject v1.Hash, want string, image func(v1.H
 			if l.Annotations[predicateAnnotation] != predicate {
 				continue
 			}
-			if l.MediaType != sbom.MediaTypeInToto {
-				return nil, true, fmt.Errorf("the attestation manifest %s: its %s layer %s is %s, not an in-toto statement (%s)", d.Digest, predicate, l.Digest, l.MediaType, sbom.MediaTypeInToto)
+			if img != nil && l.Digest != layer.Digest {
+				return nil, true, fmt.Errorf("%s has two %s statements attached in its index, %s in the attestation manifest %s and %s in %s: which is the image's is not for pallet sbom to say", subject, predicate, layer.Digest, in, l.Digest, d.Digest)
 			}
-			layer, err := img.LayerByDigest(l.Digest)
-			if err != nil {
-				return nil, true, err
-			}
-			data, err := documentOf(layer)
-			if err != nil {
-				return nil, true, fmt.Errorf("the attestation manifest %s: %w", d.Digest, err)
-			}
-			st, err := statementAbout(data, subject, predicate)
-			if err != nil {
-				return nil, true, fmt.Errorf("the attestation manifest %s: its %s layer %s: %w", d.Digest, predicate, l.Digest, err)
-			}
-			if want == sbom.MediaTypeInToto {
-				return data, true, nil
-			}
-			var out bytes.Buffer
-			if err := json.Indent(&out, st.Predicate, "", "  "); err != nil {
-				return nil, true, err
-			}
-			return append(out.Bytes(), '\n'), true, nil
+			in, img, layer = d.Digest, im, l
 		}
 	}
-	return nil, false, nil
+	if img == nil {
+		return nil, false, nil
+	}
+	if layer.MediaType != sbom.MediaTypeInToto {
+		return nil, true, fmt.Errorf("the attestation manifest %s: its %s layer %s is %s, not an in-toto statement (%s)", in, predicate, layer.Digest, layer.MediaType, sbom.MediaTypeInToto)
+	}
+	l, err := img.LayerByDigest(layer.Digest)
+	if err != nil {
+		return nil, true, err
+	}
+	if data, err = documentOf(l); err != nil {
+		return nil, true, fmt.Errorf("the attestation manifest %s: %w", in, err)
+	}
+	st, err := statementAbout(data, subject, predicate)
+	if err != nil {
+		return nil, true, fmt.Errorf("the attestation manifest %s: its %s layer %s: %w", in, predicate, layer.Digest, err)
+	}
+	if want == sbom.MediaTypeInToto {
+		return data, true, nil
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, st.Predicate, "", "  "); err != nil {
+		return nil, true, err
+	}
+	return append(out.Bytes(), '\n'), true, nil
 }
 
 // statement is what pallet sbom checks of an in-toto statement.

@@ -164,8 +164,9 @@ images:
 	}
 	// tampered writes a copy of the layout whose index files
 	// attestation d under the amd64 image, or, where manifest is not
-	// nil, d with manifest for its content.
-	tampered := func(d v1.Descriptor, manifest any) string {
+	// nil, d with manifest for its content; in place of the image's own
+	// attestation, or beside it where add is set.
+	tampered := func(d v1.Descriptor, manifest any, add bool) string {
 		copied := filepath.Join(t.TempDir(), "out")
 		if err := os.CopyFS(copied, os.DirFS(out)); err != nil {
 			t.Fatal(err)
@@ -176,7 +177,11 @@ images:
 		m := *idx
 		m.Manifests = slices.Clone(idx.Manifests)
 		d.Annotations = m.Manifests[amd64].Annotations
-		m.Manifests[amd64] = d
+		if add {
+			m.Manifests = append(m.Manifests, d)
+		} else {
+			m.Manifests[amd64] = d
+		}
 		newTop := top
 		newTop.Manifests = slices.Clone(top.Manifests)
 		newTop.Manifests[0].Digest, newTop.Manifests[0].Size = writeBlob(t, copied, &m)
@@ -208,21 +213,40 @@ images:
 				change(&m.Layers[i])
 			}
 		}
-		return tampered(idx.Manifests[amd64], &m)
+		return tampered(idx.Manifests[amd64], &m, false)
 	}
 	cdx := layer(sbom.PredicateCycloneDX)
 	// A blob whose content is not its digest's (held before).
-	rewritten := tampered(idx.Manifests[amd64], nil)
+	rewritten := tampered(idx.Manifests[amd64], nil, false)
 	writeFile(t, filepath.Join(rewritten, "blobs", "sha256", layer(sbom.PredicateSPDX).Digest.Hex), `{"_type": "https://in-toto.io/Statement/v1"}`)
+	// A second attestation manifest about the amd64 image, its SPDX
+	// statement another document.
+	spdx := layer(sbom.PredicateSPDX)
+	var st map[string]any
+	readJSON(t, filepath.Join(out, "blobs", "sha256", spdx.Digest.Hex), &st)
+	st["predicate"].(map[string]any)["name"] = "another"
+	forged := spdx
+	// Written beside the layout's blobs, which every copy takes.
+	forged.Digest, forged.Size = writeBlob(t, out, st)
+	second := mf
+	second.Layers = []v1.Descriptor{forged}
+	two := tampered(idx.Manifests[amd64], &second, true)
+	// The same attestation manifest listed twice is one.
+	twice := tampered(idx.Manifests[amd64], nil, true)
+	if got := mustPallet(t, "sbom", "oci:"+twice, "--platform", "linux/amd64", "--format", "spdx-json"); got != mustPallet(t, "sbom", "oci:"+out, "--platform", "linux/amd64", "--format", "spdx-json") {
+		t.Errorf("an attestation manifest listed twice: printed %.200s", got)
+	}
+
 	reg := testregistry.Start(t, nil)
 	for i, c := range []struct {
 		name, layout, want string
 		push               bool
 	}{
-		{"the arm64 image's attestation", tampered(idx.Manifests[arm64], nil), "is about " + images["arm64"].String() + ", not " + images["amd64"].String(), true},
+		{"the arm64 image's attestation", tampered(idx.Manifests[arm64], nil, false), "is about " + images["arm64"].String() + ", not " + images["amd64"].String(), true},
 		{"a CycloneDX statement annotated SPDX", att(func(l *v1.Descriptor) { l.Digest, l.Size = cdx.Digest, cdx.Size }), "holds a statement of predicate type " + sbom.PredicateCycloneDX + ", not " + sbom.PredicateSPDX, true},
 		// A registry takes no blob that is not its digest's.
 		{"a rewritten blob", rewritten, "does not match its digest", false},
+		{"two attestation manifests", two, "has two " + sbom.PredicateSPDX + " statements attached in its index, " + spdx.Digest.String() + " in the attestation manifest " + idx.Manifests[amd64].Digest.String() + " and " + forged.Digest.String(), true},
 		{"a layer not a statement", att(func(l *v1.Descriptor) { l.MediaType = "application/json" }), "is application/json, not an in-toto statement", true},
 	} {
 		srcs := []string{"oci:" + c.layout}
