@@ -1,16 +1,9 @@
 package golicenses
 
 import (
-	"fmt"
-	"os"
-	"path/filepath"
-	"runtime"
-	"strings"
 	"testing"
 
-	"golang.org/x/mod/module"
-	"golang.org/x/mod/sumdb/dirhash"
-	modzip "golang.org/x/mod/zip"
+	"github.com/pallet-dev/pallet/internal/fixture/gomod"
 )
 
 // TestVerifyZipGarbagePerFile holds what proving a module zip allocates
@@ -23,53 +16,16 @@ func TestVerifyZipGarbagePerFile(t *testing.T) {
 		t.Skip("the race detector empties sync.Pool at random")
 	}
 	const files = 2000
-	dir := t.TempDir()
-	src := filepath.Join(dir, "src")
-	v := module.Version{Path: "example.com/many", Version: "v1.0.0"}
-	if err := os.MkdirAll(src, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	write := func(name, content string) {
-		if err := os.WriteFile(filepath.Join(src, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("go.mod", "module example.com/many\n")
-	write("LICENSE", "Permission is hereby granted, free of charge.\n")
-	for i := range files {
-		write(fmt.Sprintf("f%04d.go", i), "package many\n\n// "+strings.Repeat("compressible text ", 40)+"\n")
-	}
-	zipFile := filepath.Join(dir, "many.zip")
-	f, err := os.Create(zipFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := modzip.CreateFromDir(f, v, src); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	sum, err := dirhash.HashZip(zipFile, dirhash.Hash1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, v := gomod.ManyFiles(t, files, map[string]string{"LICENSE": "Permission is hereby granted, free of charge.\n"})
+	zipFile, sum := gomod.Zip(t, src, v)
 	opt := Options{}.withDefaults()
-	verify := func() {
+	perFile := gomod.GarbagePerFile(t, files, func() error {
 		lic, err := verifyZip(zipFile, v.Path, v, sum, opt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(lic["LICENSE"]) == 0 {
+		if err == nil && len(lic["LICENSE"]) == 0 {
 			t.Fatalf("the licence file was not kept: %v", lic)
 		}
-	}
-	verify() // the decoders' pool is filled
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	verify()
-	runtime.ReadMemStats(&after)
-	perFile := (after.TotalAlloc - before.TotalAlloc) / files
+		return err
+	})
 	t.Logf("%d bytes allocated per file", perFile)
 	if perFile > 3072 {
 		t.Errorf("proving the zip allocated %d bytes per file, want at most 3072", perFile)

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -16,6 +15,8 @@ import (
 	"golang.org/x/mod/module"
 	"golang.org/x/mod/sumdb/dirhash"
 	modzip "golang.org/x/mod/zip"
+
+	"github.com/pallet-dev/pallet/internal/fixture/gomod"
 )
 
 // sameResult fails unless got and want are the same hash, or failures
@@ -259,42 +260,6 @@ func TestDir(t *testing.T) {
 	checkDir(t, filepath.Join(src, "missing"), "example.com/m@v1.0.0")
 }
 
-// manyFiles writes a module of n small files that compress well.
-func manyFiles(t *testing.T, n int) (src string, v module.Version) {
-	t.Helper()
-	src = filepath.Join(t.TempDir(), "src")
-	v = module.Version{Path: "example.com/many", Version: "v1.0.0"}
-	if err := os.MkdirAll(src, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	write := func(name, content string) {
-		if err := os.WriteFile(filepath.Join(src, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("go.mod", "module example.com/many\n")
-	for i := range n {
-		write(fmt.Sprintf("f%04d.go", i), "package many\n\n// "+strings.Repeat("compressible text ", 40)+"\n")
-	}
-	return src, v
-}
-
-// garbagePerFile is what hash allocates per file, once it has run once
-// (so that the pools hold what it uses).
-func garbagePerFile(t *testing.T, files int, hash func() (string, error)) uint64 {
-	t.Helper()
-	if _, err := hash(); err != nil {
-		t.Fatal(err)
-	}
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	if _, err := hash(); err != nil {
-		t.Fatal(err)
-	}
-	runtime.ReadMemStats(&after)
-	return (after.TotalAlloc - before.TotalAlloc) / uint64(files)
-}
-
 // TestGarbagePerFile holds what hashing a module allocates per file to
 // well under the 32 KiB buffer (and, for a zip, the decoder) dirhash
 // takes for each: proving the modules of a binary reads tens of
@@ -305,18 +270,8 @@ func TestGarbagePerFile(t *testing.T) {
 		t.Skip("the race detector empties sync.Pool at random")
 	}
 	const files = 2000
-	src, v := manyFiles(t, files)
-	zipFile := filepath.Join(t.TempDir(), "many.zip")
-	f, err := os.Create(zipFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := modzip.CreateFromDir(f, v, src); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
+	src, v := gomod.ManyFiles(t, files, nil)
+	zipFile, _ := gomod.Zip(t, src, v)
 	for _, tc := range []struct {
 		name string
 		hash func() (string, error)
@@ -324,7 +279,7 @@ func TestGarbagePerFile(t *testing.T) {
 		{"Zip", func() (string, error) { return Zip(zipFile) }},
 		{"Dir", func() (string, error) { return Dir(src, v.Path+"@"+v.Version) }},
 	} {
-		perFile := garbagePerFile(t, files, tc.hash)
+		perFile := gomod.GarbagePerFile(t, files, func() error { _, err := tc.hash(); return err })
 		t.Logf("%s: %d bytes allocated per file", tc.name, perFile)
 		if perFile > 3072 {
 			t.Errorf("%s allocated %d bytes per file, want at most 3072", tc.name, perFile)
