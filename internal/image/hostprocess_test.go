@@ -111,16 +111,7 @@ func TestHostProcessScratchV1Unchanged(t *testing.T) {
 		{0, "7a7d2493121de852dbfe76b792d386030348a4d627cbc220b731d90b2b22ecb3", "fe094a22b79e9bcdedc7f3d1fd029bc41059fff5a66007e637dd684cba84a95e", "263a18c8b245356f332dbb49f2c1122aa4e3975727edcd01f5db316ab897cd94"},
 		{1700000000, "673eb2d31b18f0b247f58d9fb2c798c5d5cf0962f57ee748f4cfbe327c92acb7", "f8efab7974a1774cd400e96d30e126518f0adbee63b619d0de088349c138e47d", "80382f25e5e0e6782f75186cd587e93a3c8f58d102ae7a0ecc8c9d075c5bcc99"},
 	} {
-		img, err := hostProcessV1.build(windowsAMD64, t.TempDir(), time.Unix(tc.epoch, 0), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls, _ := img.Layers()
-		ld, _ := ls[0].Digest()
-		li, _ := ls[0].DiffID()
-		if got := imageDigest(t, img); got != tc.image || ld.Hex != tc.layer || li.Hex != tc.diffID {
-			t.Errorf("epoch %d: image %s layer %s diffID %s; want %s %s %s", tc.epoch, got, ld.Hex, li.Hex, tc.image, tc.layer, tc.diffID)
-		}
+		img := checkBaseDigests(t, hostProcessV1, tc.epoch, tc.image, tc.layer, tc.diffID)
 		for p, b := range baseFiles(t, img) {
 			if strings.HasPrefix(p, "Windows/System32/config/") && len(b) != 0 {
 				t.Errorf("%s: %d bytes, want an empty file", p, len(b))
@@ -139,6 +130,23 @@ func TestHostProcessScratchRefusesLinux(t *testing.T) {
 			t.Errorf("%s on linux: %v", name, err)
 		}
 	}
+}
+
+// checkBaseDigests builds b at epoch and fails unless its image, layer
+// and diff ID digests are the ones given; it gives the image.
+func checkBaseDigests(t *testing.T, b hostProcessBase, epoch int64, image, layer, diffID string) v1.Image {
+	t.Helper()
+	img, err := b.build(windowsAMD64, t.TempDir(), time.Unix(epoch, 0), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls, _ := img.Layers()
+	ld, _ := ls[0].Digest()
+	li, _ := ls[0].DiffID()
+	if got := imageDigest(t, img); got != image || ld.Hex != layer || li.Hex != diffID {
+		t.Errorf("%s at epoch %d: image %s layer %s diffID %s; want %s %s %s", b.name, epoch, got, ld.Hex, li.Hex, image, layer, diffID)
+	}
+	return img
 }
 
 func imageDigest(t *testing.T, img v1.Image) string {
@@ -162,16 +170,7 @@ func TestHostProcessScratchUnchanged(t *testing.T) {
 		{0, "ebd6e1ba71909cf9194baf1808b2c374669ce0f62cd24b21fdb0d00715a0abac", "aed7a7c059f5dc338efce34053ba99707111062531d36f5e5ac668025f064ca6", "542ede16a729f913e3099c26e3fc91f5064c15e3f8c14aee0d836e82c061902f"},
 		{1700000000, "29e9a794efbafab3020f4ea04860f2fcf561f92d073add8521f2d8c2fdf68291", "d73f85136b5119f6b49b88ea2eefb8862722d449107c8b8bda0bf053e9e64996", "1cb7ea65fadf017a9c02c2b177c19a9d05964ebd00879ad16a4ab561ca92bda1"},
 	} {
-		img, err := hostProcessCurrent.build(windowsAMD64, t.TempDir(), time.Unix(tc.epoch, 0), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls, _ := img.Layers()
-		ld, _ := ls[0].Digest()
-		li, _ := ls[0].DiffID()
-		if got := imageDigest(t, img); got != tc.image || ld.Hex != tc.layer || li.Hex != tc.diffID {
-			t.Errorf("epoch %d: image %s layer %s diffID %s; want %s %s %s", tc.epoch, got, ld.Hex, li.Hex, tc.image, tc.layer, tc.diffID)
-		}
+		checkBaseDigests(t, hostProcessCurrent, tc.epoch, tc.image, tc.layer, tc.diffID)
 	}
 }
 
