@@ -655,11 +655,16 @@ func (t *Tree) meets(v *View) bool {
 	return false
 }
 
-// Same says whether a and b hold the same entries.
+// Same says whether a and b hold the same entries, as a layer writes
+// them: which placement put an entry there (Entry.PlacedBy) is not
+// written.
 func Same(a, b *Tree) bool {
 	if a == b {
 		return true
 	}
 	ea, eb := a.Entries(), b.Entries()
-	return slices.Equal(ea, eb)
+	return slices.EqualFunc(ea, eb, func(x, y Entry) bool {
+		x.PlacedBy, y.PlacedBy = 0, 0
+		return x == y
+	})
 }

@@ -137,6 +137,12 @@ type Entry struct {
 	// it, where one made without --chown keeps the group a setgid
 	// parent gives it (see Through).
 	Chowned bool
+	// PlacedBy is the Mark of the placement that put the entry in the
+	// tree (see Placement), 0 for none: a collision between two of the
+	// placements into one tree can then name both, though it is found
+	// long after the first placed its entries. It fills the struct's
+	// padding, and costs no byte.
+	PlacedBy uint16
 }
 
 // LinkGroup is the identity of one file an archive names several times
@@ -303,15 +309,15 @@ func (t *Tree) Add(e Entry) error {
 			*old = e
 			return nil
 		}
-		return fmt.Errorf("%s: placed twice (%s and %s)", p, old.Kind, e.Kind)
+		return &Collision{Path: p, Kind: e.Kind, Held: *old}
 	}
 	if e.Kind != Dir && t.parents[p] {
-		return fmt.Errorf("%s: placed as a %s where a directory holds other entries", p, e.Kind)
+		return &Collision{Path: p, Kind: e.Kind, Held: t.firstBelow(p)}
 	}
 	// A path under a non-directory is a conflict too.
 	for dir := path.Dir(p); dir != "."; dir = path.Dir(dir) {
 		if old, ok := t.entries[dir]; ok && old.Kind != Dir {
-			return fmt.Errorf("%s: parent %s is a %s", p, dir, old.Kind)
+			return &Collision{Path: p, Kind: e.Kind, Held: *old}
 		}
 	}
 	for dir := path.Dir(p); dir != "." && !t.parents[dir]; dir = path.Dir(dir) {
@@ -319,6 +325,43 @@ func (t *Tree) Add(e Entry) error {
 	}
 	t.entries[p] = t.newEntry(e)
 	return nil
+}
+
+// Collision is Add's error for an entry that meets one the tree holds:
+// at its path, at a parent that is no directory, or, for an entry that
+// is no directory, below its path. Held is the entry met (the first by
+// path of those below), whose PlacedBy says which placement put it there.
+type Collision struct {
+	// Path and Kind are the entry's that was added.
+	Path string
+	Kind Kind
+	Held Entry
+}
+
+func (c *Collision) Error() string {
+	switch {
+	case c.Held.Path == c.Path:
+		return fmt.Sprintf("%s: placed twice (%s and %s)", c.Path, c.Held.Kind, c.Kind)
+	case strings.HasPrefix(c.Held.Path, c.Path+"/"):
+		return fmt.Sprintf("%s: placed as a %s where a directory holds other entries", c.Path, c.Kind)
+	}
+	return fmt.Sprintf("%s: parent %s is a %s", c.Path, c.Held.Path, c.Held.Kind)
+}
+
+// firstBelow is the entry of t first by path below directory p, which
+// t implies (t.parents), for an error to name: t is indexed, and the
+// walk over every entry is made only then.
+func (t *Tree) firstBelow(p string) Entry {
+	var first *Entry
+	for q, e := range t.entries {
+		if strings.HasPrefix(q, p+"/") && (first == nil || comparePath(q, first.Path) < 0) {
+			first = e
+		}
+	}
+	if first == nil {
+		return Entry{Path: p, Kind: Dir}
+	}
+	return *first
 }
 
 // entryChunk is how many entries Add allocates at once.
@@ -669,6 +712,11 @@ type Placement struct {
 	// take says the entries of the tree placed are the placement's to
 	// change and keep (see Move).
 	take bool
+	// Mark is given to every entry the placement puts in the tree, the
+	// directories it makes on its way too (Entry.PlacedBy): a caller
+	// placing several things into one tree numbers them from 1, to
+	// tell which put an entry there.
+	Mark uint16
 }
 
 // MadeDir is the mode and owner of directory p (a clean path), which pl
@@ -835,7 +883,7 @@ func (t *Tree) place(src *Tree, pl Placement) error {
 			if copied && !pl.stageDir(dest) {
 				made.Mode = pl.chmod(Entry{Kind: Dir, Mode: made.Mode})
 			}
-			if err := t.Add(Entry{Path: dest, Kind: Dir, Mode: made.Mode, UID: uid, GID: gid, NoLinksFrom: pl.noLinks, Copied: copied, Chowned: pl.OwnNewDirs}); err != nil {
+			if err := t.Add(Entry{Path: dest, Kind: Dir, Mode: made.Mode, UID: uid, GID: gid, NoLinksFrom: pl.noLinks, Copied: copied, Chowned: pl.OwnNewDirs, PlacedBy: pl.Mark}); err != nil {
 				return err
 			}
 		}
@@ -894,7 +942,7 @@ func (t *Tree) newDirs(dir string, pl Placement) error {
 		if copied && !pl.stageDir(dirs[i]) {
 			m.Mode = pl.chmod(Entry{Kind: Dir, Mode: m.Mode})
 		}
-		if err := t.Add(Entry{Path: dirs[i], Kind: Dir, Mode: m.Mode, UID: m.UID, GID: m.GID, IfNew: !copied, Copied: copied, Chowned: pl.OwnNewDirs, NoLinksFrom: pl.noLinks}); err != nil {
+		if err := t.Add(Entry{Path: dirs[i], Kind: Dir, Mode: m.Mode, UID: m.UID, GID: m.GID, IfNew: !copied, Copied: copied, Chowned: pl.OwnNewDirs, NoLinksFrom: pl.noLinks, PlacedBy: pl.Mark}); err != nil {
 			return err
 		}
 	}
@@ -1132,6 +1180,7 @@ func (pl Placement) onto(e Entry) Entry {
 	// replace the link.
 	e.ReplaceLink = pl.ReplaceLinks && e.Kind == File && e.FollowLink == nil
 	e.Copied = pl.copied(e)
+	e.PlacedBy = pl.Mark
 	if e.Linked != nil && pl.linked != nil {
 		g, ok := pl.linked[e.Linked]
 		if !ok {

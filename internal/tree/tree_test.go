@@ -1,6 +1,7 @@
 package tree
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -501,6 +502,80 @@ func TestPlaceStageDestMade(t *testing.T) {
 		"z 755 0:0", "z/x 755 0:0", "z/x/y 755 0:0", "z/x/y/sub 700 5:6", "z/x/y/sub/f 644 5:6"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("placed %q, want %q", got, want)
+	}
+}
+
+// Each entry a placement puts in a tree, the directories it makes on its
+// way too, carries its Mark, and an entry added that meets one placed
+// before says which: the entry met at its path, at its parent, or below
+// it (the first by path there).
+func TestCollisionSaysPlacedBy(t *testing.T) {
+	one := func(p string) *Tree {
+		src := New()
+		if err := src.Add(Entry{Path: p, Kind: File, Mode: 0o644}); err != nil {
+			t.Fatal(err)
+		}
+		return src
+	}
+	tests := []struct {
+		name        string
+		first, then string // the file each places (dest)
+		held        string
+		want        string
+	}{
+		{"twice", "k/x", "k/x", "k/x", "k/x: placed twice (file and file)"},
+		{"under a file", "k/x", "k/x/y", "k/x", "k/x/y: parent k/x is a file"},
+		{"over a directory", "k/x/z", "k/x", "k/x/z", "k/x: placed as a file where a directory holds other entries"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := New()
+			// Mark 1 places elsewhere, so that the entry met is not
+			// the tree's first.
+			if err := tr.Place(one("other"), Placement{Dest: "/k/", Mark: 1}); err != nil {
+				t.Fatal(err)
+			}
+			if err := tr.Place(one("f"), Placement{Dest: "/" + tc.first, Mark: 2}); err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range tr.Entries() {
+				// A directory only implied is no placement's.
+				want := map[string]uint16{"k": 1, "k/other": 1, tc.first: 2}[e.Path]
+				if e.PlacedBy != want {
+					t.Errorf("%s: PlacedBy %d, want %d", e.Path, e.PlacedBy, want)
+				}
+			}
+			err := tr.Place(one("f"), Placement{Dest: "/" + tc.then, Mark: 3})
+			var c *Collision
+			if !errors.As(err, &c) {
+				t.Fatalf("got %v, want a *Collision", err)
+			}
+			if c.Held.Path != tc.held || c.Held.PlacedBy != 2 || err.Error() != tc.want {
+				t.Errorf("got %q meeting %s placed by %d, want %q meeting %s placed by 2", err, c.Held.Path, c.Held.PlacedBy, tc.want, tc.held)
+			}
+		})
+	}
+	// The directories a placement makes on its way are its own.
+	tr := New()
+	if err := tr.Place(one("f"), Placement{Dest: "/m/n/f", DirMode: 0o700, Mark: 4}); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range tr.Entries() {
+		if e.PlacedBy != 4 {
+			t.Errorf("%s: PlacedBy %d, want 4", e.Path, e.PlacedBy)
+		}
+	}
+	// Which placement put an entry is not written: trees that differ
+	// in it alone are the same layer.
+	a, b := New(), New()
+	if err := a.Place(one("f"), Placement{Dest: "/x", Mark: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Place(one("f"), Placement{Dest: "/x", Mark: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if !Same(a, b) {
+		t.Error("trees differing only in PlacedBy are not Same")
 	}
 }
 
