@@ -317,7 +317,8 @@ images:
       - {artifact: b, dest: /bin/}
 `)
 	_, err := pallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "--no-cache", "-o", "oci:"+filepath.Join(dir, "out"))
-	if err == nil || !strings.Contains(err.Error(), "pallet.yaml:11: image app (linux/amd64): /bin/tool is placed by layer 0-a (a, at ") || !strings.Contains(err.Error(), "and again by layer 1-b (b)") {
+	recipe := filepath.Join(dir, "pallet.yaml")
+	if err == nil || !strings.Contains(err.Error(), "pallet.yaml:11: image app (linux/amd64): /bin/tool is placed by layer 0-a (a, at "+recipe+":10:9)") || !strings.Contains(err.Error(), "and again by layer 1-b (b, at "+recipe+":11:9)") {
 		t.Errorf("got %v", err)
 	}
 }
@@ -351,11 +352,82 @@ images:
 			if order[0] == "/k/x/y" {
 				first, later = later, first
 			}
-			want := fmt.Sprintf("pallet.yaml:11: image app (%s): /k/x is a %s in layer 0-a (a, at ", pf, first)
-			if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "and a "+later+" in layer 1-b (b)") {
+			recipe := filepath.Join(dir, "pallet.yaml")
+			want := fmt.Sprintf("pallet.yaml:11: image app (%s): /k/x is a %s in layer 0-a (a, at %s:10:9)", pf, first, recipe)
+			if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "and a "+later+" in layer 1-b (b, at "+recipe+":11:9)") {
 				t.Errorf("%s, %s then %s: got %v", pf, order[0], order[1], err)
 			}
 		}
+	}
+}
+
+// Two placements that put one path in an image, in one layer or in two,
+// are said at the lines of those two, not of their layers' first
+// placements (which placed elsewhere), whether the path is the file
+// each puts there, a file where the other puts a directory, or a
+// directory the other only implies. Every placement has dest /k/ but
+// f's, so that a guess from the destinations names the wrong ones.
+func TestCollidingPlacementsNamedByTheirLines(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "a", "x"), "a\n")
+	writeFile(t, filepath.Join(dir, "b", "x"), "b\n")
+	writeFile(t, filepath.Join(dir, "c", "cfile"), "c\n")
+	writeFile(t, filepath.Join(dir, "d", "dfile"), "d\n")
+	writeFile(t, filepath.Join(dir, "f", "y"), "f\n")
+	tests := []struct {
+		name string
+		// The placements at lines 13 to 16, and the layer of each:
+		// the colliding ones are at 14 and 16.
+		files  [4]string
+		layers [4]string
+		said   string
+	}{
+		{"file twice, one layer", [4]string{"c", "a", "d", "b"}, [4]string{"one", "one", "one", "one"}, "/k/x is placed at "},
+		{"file twice, two layers", [4]string{"c", "a", "d", "b"}, [4]string{"one", "one", "two", "two"}, "/k/x is placed by layer one (a, at "},
+		{"file under a file, one layer", [4]string{"c", "a", "d", "f"}, [4]string{"one", "one", "one", "one"}, "/k/x is placed at "},
+		{"file over a directory, one layer", [4]string{"c", "f", "d", "a"}, [4]string{"one", "one", "one", "one"}, "/k/x/y is placed at "},
+		{"file then directory, two layers", [4]string{"c", "a", "d", "f"}, [4]string{"one", "one", "two", "two"}, "/k/x is a file in layer one (a, at "},
+		{"directory then file, two layers", [4]string{"c", "f", "d", "a"}, [4]string{"one", "one", "two", "two"}, "/k/x is a directory in layer one (f, at "},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var files strings.Builder
+			for i, a := range tc.files {
+				dest := "/k/"
+				if a == "f" {
+					dest = "/k/x/y"
+				}
+				fmt.Fprintf(&files, "      - {artifact: %s, dest: %s, layer: %s}\n", a, dest, tc.layers[i])
+			}
+			recipe := filepath.Join(dir, "pallet.yaml")
+			writeFile(t, recipe, `version: 1
+artifacts:
+  a: {local: {path: a}, licenses: none}
+  b: {local: {path: b}, licenses: none}
+  c: {local: {path: c}, licenses: none}
+  d: {local: {path: d}, licenses: none}
+  f: {local: {path: f/y}, licenses: none}
+images:
+  app:
+    base: scratch
+    platforms: linux/amd64
+    files:
+`+files.String())
+			_, err := pallet(t, "build", "-q", "-f", recipe, "--no-cache", "-o", "oci:"+filepath.Join(t.TempDir(), "out"))
+			if err == nil {
+				t.Fatal("built")
+			}
+			// Said at the later placement, and naming it too.
+			msg := err.Error()
+			if !strings.HasPrefix(msg, recipe+":16: ") || !strings.Contains(msg, tc.said+recipe+":14:9") || strings.Count(msg, "pallet.yaml:16") != 2 {
+				t.Errorf("want it said at pallet.yaml:16, naming pallet.yaml:14 after %q, and 16 again: %v", tc.said, err)
+			}
+			for _, wrong := range []string{"pallet.yaml:13", "pallet.yaml:15"} {
+				if strings.Contains(msg, wrong) {
+					t.Errorf("names %s, which placed elsewhere: %v", wrong, err)
+				}
+			}
+		})
 	}
 }
 
