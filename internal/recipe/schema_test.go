@@ -92,6 +92,29 @@ func TestSchemaRejects(t *testing.T) {
 	}
 }
 
+// An image's tag written twice is refused by the schema as the parser
+// refuses it; tags written differently pass both, though a variable may
+// make them equal (the image is then named once).
+func TestSchemaRefusesTagTwice(t *testing.T) {
+	s := compileSchema(t)
+	for _, tc := range []struct {
+		tags string
+		ok   bool
+	}{
+		{`[latest, "{{VERSION}}"]`, true},
+		{`latest`, true},
+		{`[latest, latest]`, false},
+		{`[v1, latest, v1]`, false},
+	} {
+		data := []byte(strings.Replace(good, "    base: scratch", "    tags: "+tc.tags+"\n    base: scratch", 1))
+		_, perr := Parse("pallet.yaml", data)
+		serr := s.Validate(yamlToJSONValue(t, data))
+		if (perr == nil) != tc.ok || (serr == nil) != tc.ok {
+			t.Errorf("tags: %s: parser %v, schema %v; want ok %v from both", tc.tags, perr, serr, tc.ok)
+		}
+	}
+}
+
 // The schema names exactly the fields the Go types decode, so editors and
 // the parser never disagree on what a key means.
 func TestSchemaFollowsTypes(t *testing.T) {
