@@ -214,7 +214,7 @@ func placeOnBases(name string, pi *plan.PlatformImage, views []*tree.View, raw [
 			l := pi.Layers[i]
 			p, err := t.Through(view)
 			if err != nil {
-				return nil, throughError(name, pi, l, err)
+				return nil, throughError(name, pi, l, t, err)
 			}
 			placed[i] = p
 			switch {
@@ -417,15 +417,16 @@ func decodeView(s string) (*tree.View, error) {
 	return v, nil
 }
 
-// throughError locates an error of tree.Through at the layer's placement,
-// or, for a directory copied where the image holds a link, at the
-// placement that copies it, saying what Docker does there.
-func throughError(name string, pi *plan.PlatformImage, l *plan.Layer, err error) error {
+// throughError locates an error of t.Through (t is l's tree as placed)
+// at the layer's placement, or, for a directory copied where the image
+// holds a link, at the placement that copies it, saying what Docker does
+// there.
+func throughError(name string, pi *plan.PlatformImage, l *plan.Layer, t *tree.Tree, err error) error {
 	var li *tree.LinkInside
 	if !errors.As(err, &li) {
 		return plan.Errorf(l.Placements[0].Pos, "image %s (%s), layer %s: %v", name, pi.Platform, l.Name, err)
 	}
-	pm := placementOf(l, li.Path)
+	pm := placerOf(l, t, entryAt(t, li.Path))
 	leads := ""
 	if li.Leads != "" {
 		leads = " (/" + li.Leads + ")"

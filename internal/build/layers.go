@@ -120,7 +120,7 @@ func (b *builder) layers(ctx context.Context, im *plan.Image, pi *plan.PlatformI
 					return err
 				}
 				if t, err = t.Through(views[0]); err != nil {
-					return throughError(name, pi, l, err)
+					return throughError(name, pi, l, raw[i], err)
 				}
 			}
 			written := t
@@ -142,7 +142,7 @@ func (b *builder) layers(ctx context.Context, im *plan.Image, pi *plan.PlatformI
 				lay, err := b.layer(t, opt, func() { keyed.Do(b.keyed) })
 				var bad *layer.EntryError
 				if errors.As(err, &bad) {
-					pm, from := b.entryOrigin(gctx, name, pi, l, bad.Path)
+					pm, from := b.entryOrigin(gctx, name, pi, l, t, bad.Path)
 					return nil, plan.Errorf(pm.Pos, "image %s (%s), layer %s: %v%s", name, pi.Platform, l.Name, err, from)
 				}
 				if err != nil {
@@ -220,74 +220,66 @@ func (b *builder) prepare(ctx context.Context, im *plan.Image, l v1.Layer) {
 	}
 }
 
-// placementOf is the placement of l that put the file at p (slash
-// separated, from the root): the one with the longest destination
-// holding it, else the layer's first.
-func placementOf(l *plan.Layer, p string) plan.Placement {
-	best, n := l.Placements[0], -1
-	for _, pm := range l.Placements {
+// placementOf is the index in l of the placement that put the file at
+// p (slash separated, from the root), guessed from the destinations:
+// the one with the longest destination holding it, else the layer's
+// first. Two placements into one directory are told apart by their
+// marks only (placerAt), which this is the fallback of.
+func placementOf(l *plan.Layer, p string) int {
+	best, n := 0, -1
+	for i, pm := range l.Placements {
 		d := strings.Trim(path.Clean("/"+pm.Dest), "/")
 		if (d == "" || p == d || strings.HasPrefix(p, d+"/")) && len(d) > n {
-			best, n = pm, len(d)
+			best, n = i, len(d)
 		}
 	}
 	return best
 }
 
-// entryOrigin is the placement of l that put the file at p (slash
-// separated, relative to the root), found where it lands through the
-// bases (destination), and, when it unpacks an archive, the archive and
-// the entry p came from, as a message says them: the archive is what a
-// recipe's author must look into, and the image path alone does not
-// name it. The artifact's tree is let go by then (placedAll): what
-// layerTree kept of a placement of one file (singles) says its entry,
-// and any other entry is the path below the destination, below the
-// placement's path.
-func (b *builder) entryOrigin(ctx context.Context, name string, pi *plan.PlatformImage, l *plan.Layer, p string) (plan.Placement, string) {
-	best, at, dest := b.landedAt(ctx, name, pi, l, p)
-	if at < 0 {
-		return best, ""
-	}
-	a := b.plan.Artifacts[best.Artifact]
+// entryOrigin is the placement of l that put the entry at p (slash
+// separated, relative to the root) into t, l's tree (placerAt), and,
+// when it unpacks an archive, the archive and the entry p came from, as
+// a message says them: the archive is what a recipe's author must look
+// into, and the image path alone does not name it. The entry is told
+// from where the placement lands through the bases (destination: into a
+// directory, through a Windows base's links); the artifact's tree is let
+// go by then (placedAll): what layerTree kept of a placement of one file
+// (singles) says its entry, and any other entry is the path below the
+// destination, below the placement's path. A path that is not at or
+// below the destination (a directory made on the way to it, or placed
+// elsewhere through a Linux base's links) names no entry.
+func (b *builder) entryOrigin(ctx context.Context, name string, pi *plan.PlatformImage, l *plan.Layer, t *tree.Tree, p string) (plan.Placement, string) {
+	at := placerAt(l, t, entryAt(t, p))
+	pm := l.Placements[at]
+	a := b.plan.Artifacts[pm.Artifact]
 	shown, strip, ok := artifact.ArchiveOf(a.Kind)
 	if !ok {
-		return best, ""
+		return pm, ""
+	}
+	dest, replaced, err := b.destination(ctx, name, pi, pm)
+	if err != nil || replaced {
+		return pm, ""
+	}
+	dest = strings.Trim(path.Clean("/"+dest), "/")
+	if dest != "" && p != dest && !strings.HasPrefix(p, dest+"/") {
+		return pm, ""
 	}
 	b.mu.Lock()
 	entry := b.singles[placed{l, at}]
 	b.mu.Unlock()
 	if entry == "" && p != dest {
 		entry = strings.TrimPrefix(p, dest+"/")
-		if from := strings.Trim(path.Clean("/"+best.Path), "/"); from != "" {
+		if from := strings.Trim(path.Clean("/"+pm.Path), "/"); from != "" {
 			entry = path.Join(from, entry)
 		}
 	}
 	if entry == "" {
-		return best, ""
+		return pm, ""
 	}
 	if strip > 0 {
-		return best, fmt.Sprintf(" (artifact %s: the archive %s, its entry named %s once extract.strip removed %d leading component(s))", a.Name, shown, layer.ShowPath(entry), strip)
+		return pm, fmt.Sprintf(" (artifact %s: the archive %s, its entry named %s once extract.strip removed %d leading component(s))", a.Name, shown, layer.ShowPath(entry), strip)
 	}
-	return best, fmt.Sprintf(" (artifact %s: the archive %s, its entry %s)", a.Name, shown, layer.ShowPath(entry))
-}
-
-// landedAt is placementOf with each placement's destination where it
-// lands through the bases (destination: into a directory, through a
-// Windows base's links), and its index in l and that destination, clean
-// (-1 and "" when none holds p: placementOf's answer).
-func (b *builder) landedAt(ctx context.Context, name string, pi *plan.PlatformImage, l *plan.Layer, p string) (best plan.Placement, at int, dest string) {
-	best, at, n := placementOf(l, p), -1, -1
-	for i, pm := range l.Placements {
-		d, replaced, err := b.destination(ctx, name, pi, pm)
-		if err != nil || replaced {
-			continue
-		}
-		d = strings.Trim(path.Clean("/"+d), "/")
-		if (d == "" || p == d || strings.HasPrefix(p, d+"/")) && len(d) > n {
-			best, at, n, dest = pm, i, len(d), d
-		}
-	}
-	return best, at, dest
+	return pm, fmt.Sprintf(" (artifact %s: the archive %s, its entry %s)", a.Name, shown, layer.ShowPath(entry))
 }
 
 // placed names the placement at of layer l.
@@ -340,7 +332,7 @@ func (b *builder) checkLayers(ctx context.Context, name string, pi *plan.Platfor
 			for _, l := range pi.Layers {
 				c.LayerNames = append(c.LayerNames, l.Name)
 			}
-			pm, from := b.entryOrigin(ctx, name, pi, l, c.Later)
+			pm, from := b.entryOrigin(ctx, name, pi, l, trees[c.Layer], c.Later)
 			return plan.Errorf(pm.Pos, "image %s (%s), layer %s: %v%s", name, pi.Platform, l.Name, err, from)
 		}
 	}
@@ -363,7 +355,7 @@ func (b *builder) checkLayers(ctx context.Context, name string, pi *plan.Platfor
 			// Said at the placement that took the link, where link: goes,
 			// and with the archive entry it came from: a layer may place
 			// several artifacts.
-			pm, from := b.entryOrigin(ctx, name, pi, pi.Layers[i], u.Path)
+			pm, from := b.entryOrigin(ctx, name, pi, pi.Layers[i], t, u.Path)
 			b.opt.Progress.Warn("%s: image %s (%s), layer %s: %s%s", pm.Pos, name, pi.Platform, pi.Layers[i].Name, u, from)
 		}
 	}
@@ -528,12 +520,19 @@ func markOf(i int) uint16 {
 	return uint16(i + 1)
 }
 
-// placerOf is the placement of l that put e into t, l's tree: the one
-// its mark names, or for a directory t holds only as the parent of
-// other entries (Entries makes it, or Through on the way), the one that
-// put the first of them there. Where no mark says, the one placementOf
-// guesses from the destinations.
+// placerOf is the placement of l that put e into t, l's tree
+// (placerAt).
 func placerOf(l *plan.Layer, t *tree.Tree, e tree.Entry) plan.Placement {
+	return l.Placements[placerAt(l, t, e)]
+}
+
+// placerAt is the index in l of the placement that put e into t, l's
+// tree: the one its mark names, or for a directory t holds only as the
+// parent of other entries (Entries makes it, or Through on the way), the
+// one that put the first of them there. Where no mark says (a layer of
+// more placements than a mark numbers, markOf), the one placementOf
+// guesses from the destinations.
+func placerAt(l *plan.Layer, t *tree.Tree, e tree.Entry) int {
 	by := e.PlacedBy
 	if by == 0 && e.Kind == tree.Dir {
 		for f := range t.All() {
@@ -546,7 +545,16 @@ func placerOf(l *plan.Layer, t *tree.Tree, e tree.Entry) plan.Placement {
 	if by == 0 || int(by) > len(l.Placements) {
 		return placementOf(l, e.Path)
 	}
-	return l.Placements[by-1]
+	return int(by) - 1
+}
+
+// entryAt is t's entry at p, or where t holds none, the directory
+// Entries makes there as the parent of others.
+func entryAt(t *tree.Tree, p string) tree.Entry {
+	if e, ok := t.Get(p); ok {
+		return *e
+	}
+	return tree.Entry{Path: p, Kind: tree.Dir}
 }
 
 // metBefore is what a message of a collision (tree.Collision) placing

@@ -341,7 +341,7 @@ func (b *builder) windowsBaseClash(ctx context.Context, name string, pi *plan.Pl
 			l := pi.Layers[i]
 			for _, e := range t.Entries() {
 				if err := v.clash(ref, e); err != nil {
-					return plan.Errorf(b.placedPos(ctx, name, pi, l, e.Path), "image %s (%s), layer %s: %v", name, pi.Platform, l.Name, err)
+					return plan.Errorf(placerOf(l, t, e).Pos, "image %s (%s), layer %s: %v", name, pi.Platform, l.Name, err)
 				}
 			}
 		}
@@ -380,12 +380,6 @@ func (v *windowsView) clash(ref string, e tree.Entry) error {
 		return fmt.Errorf("/%s would be a directory where the base %s holds a file, which it would replace (Docker's COPY fails there: not a directory); place it elsewhere", e.Path, ref)
 	}
 	return nil
-}
-
-// placedPos is the line of the placement of l that put p where it is.
-func (b *builder) placedPos(ctx context.Context, name string, pi *plan.PlatformImage, l *plan.Layer, p string) plan.Pos {
-	pm, _, _ := b.landedAt(ctx, name, pi, l, p)
-	return pm.Pos
 }
 
 // warnWindowsAccess says, once per placement, that the owner and mode it
