@@ -65,7 +65,19 @@ func (l *Local) Key(f *Fetcher, _ *Request) ([]string, bool, error) {
 }
 
 func (l *Local) Produce(ctx context.Context, f *Fetcher, r *Request, work string) (*Result, error) {
-	info, err := os.Stat(l.Path)
+	// Resolved before it is stated, and stated where it leads, which is
+	// what a directory's walk reads: a link stated, then resolved, may
+	// be switched between from a directory to a file, whose walk
+	// (tree.FromDir) is an empty tree, the artifact placing nothing and
+	// saying so nowhere. What EvalSymlinks cannot resolve is stated as
+	// given, as before: stat says a missing path of the path given, not
+	// of its first element missing, and follows a link of /proc whose
+	// target no path names (/dev/fd/3, a pipe: refused below).
+	root, resolveErr := filepath.EvalSymlinks(l.Path)
+	if resolveErr != nil {
+		root = l.Path
+	}
+	info, err := os.Stat(root)
 	if err != nil {
 		return nil, blame("path", fmt.Errorf("local path: %w", err))
 	}
@@ -80,13 +92,12 @@ func (l *Local) Produce(ctx context.Context, f *Fetcher, r *Request, work string
 		if l.Filename != "" {
 			return nil, fmt.Errorf("%s is a directory; filename names a file", l.Path)
 		}
-		// A link to a directory is followed, as a link to a file is
-		// (os.Stat above) and as the up-to-date note stamps it: the
-		// tree of the link itself is empty (tree.FromDir), and the
-		// artifact placed nothing, saying so nowhere.
-		root, err := filepath.EvalSymlinks(l.Path)
-		if err != nil {
-			return nil, blame("path", fmt.Errorf("local path: %w", err))
+		// A link to a directory is followed (root), as a link to a
+		// file is and as the up-to-date note stamps it: the tree of
+		// the link itself is empty (tree.FromDir), and the artifact
+		// placed nothing, saying so nowhere.
+		if resolveErr != nil {
+			return nil, blame("path", fmt.Errorf("local path: %w", resolveErr))
 		}
 		t, err := tree.FromDir(root)
 		if err != nil {
