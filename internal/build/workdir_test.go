@@ -38,28 +38,7 @@ func (r *atOutput) Start(name string) func(string, error) {
 // directory can take milliseconds (ext4 mounted with discard), and a
 // build waits for what is left at its end.
 func TestArtifactWorkDirRemovedOnceCached(t *testing.T) {
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("no go on PATH")
-	}
-	tmp := t.TempDir() // where the build's work directory goes
-	t.Setenv("TMPDIR", tmp)
-	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{
-		"app/go.mod":  "module example.com/app\n\ngo 1.22\n",
-		"app/main.go": "package main\n\nfunc main() { println(1) }\n",
-		"pallet.yaml": `version: 1
-artifacts:
-  app:
-    go: {module: app, packages: [.]}
-    licenses: none
-images:
-  app:
-    base: scratch
-    platforms: linux/amd64
-    files:
-      - {artifact: app, dest: /bin/}
-`,
-	})
+	tmp, dir := goAppBuild(t)
 	quiet := quietReporter(t)
 	var left []string
 	rep := &atOutput{Reporter: quiet, check: func() {
@@ -185,28 +164,7 @@ images:
 // outputs, not with the build's work directory at its end, which waits
 // for them. The image still ships them.
 func TestLicenceCopiesRemovedBeforeOutputs(t *testing.T) {
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("no go on PATH")
-	}
-	tmp := t.TempDir() // where the build's work directory goes
-	t.Setenv("TMPDIR", tmp)
-	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{
-		"app/go.mod":  "module example.com/app\n\ngo 1.22\n",
-		"app/main.go": "package main\n\nfunc main() { println(1) }\n",
-		"pallet.yaml": `version: 1
-artifacts:
-  app:
-    go: {module: app, packages: [.]}
-    licenses: none
-images:
-  app:
-    base: scratch
-    platforms: linux/amd64
-    files:
-      - {artifact: app, dest: /bin/}
-`,
-	})
+	tmp, dir := goAppBuild(t)
 	var left []string
 	rep := &atOutput{Reporter: quietReporter(t), check: func() {
 		// The removal runs beside the build: given its time.
@@ -293,4 +251,34 @@ func goVersionIn(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	return strings.TrimSpace(string(v))
+}
+
+// goAppBuild writes a recipe placing a small Go program on scratch, and
+// points TMPDIR, where a build's work directory goes, at a directory of
+// its own; it gives that directory and the recipe's.
+func goAppBuild(t *testing.T) (tmp, dir string) {
+	t.Helper()
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go on PATH")
+	}
+	tmp = t.TempDir() // where the build's work directory goes
+	t.Setenv("TMPDIR", tmp)
+	dir = t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"app/go.mod":  "module example.com/app\n\ngo 1.22\n",
+		"app/main.go": "package main\n\nfunc main() { println(1) }\n",
+		"pallet.yaml": `version: 1
+artifacts:
+  app:
+    go: {module: app, packages: [.]}
+    licenses: none
+images:
+  app:
+    base: scratch
+    platforms: linux/amd64
+    files:
+      - {artifact: app, dest: /bin/}
+`,
+	})
+	return tmp, dir
 }
