@@ -88,8 +88,8 @@ func quietReporter(t *testing.T) progress.Reporter {
 }
 
 // buildRecipe builds dir/pallet.yaml into the OCI layout dir/out, with a
-// cache of its own.
-func buildRecipe(t *testing.T, dir string, rep progress.Reporter) {
+// cache of its own, and gives the cache's directory.
+func buildRecipe(t *testing.T, dir string, rep progress.Reporter) string {
 	t.Helper()
 	r, err := recipe.Load(filepath.Join(dir, "pallet.yaml"))
 	if err != nil {
@@ -103,9 +103,11 @@ func buildRecipe(t *testing.T, dir string, rep progress.Reporter) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Run(context.Background(), p, Options{Outputs: []output.Target{out}, CacheDir: t.TempDir(), Progress: rep}); err != nil {
+	cacheDir := t.TempDir()
+	if _, err := Run(context.Background(), p, Options{Outputs: []output.Target{out}, CacheDir: cacheDir, Progress: rep}); err != nil {
 		t.Fatal(err)
 	}
+	return cacheDir
 }
 
 // A layer's temporary directory in the cache, removed beside the rest of
@@ -134,22 +136,7 @@ images:
       - {artifact: b, dest: /b, layer: b}
 `,
 	})
-	r, err := recipe.Load(filepath.Join(dir, "pallet.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := r.Plan(recipe.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := output.Parse("oci:"+filepath.Join(dir, "out"), output.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cacheDir := t.TempDir()
-	if _, err := Run(context.Background(), p, Options{Outputs: []output.Target{out}, CacheDir: cacheDir, Progress: quietReporter(t)}); err != nil {
-		t.Fatal(err)
-	}
+	cacheDir := buildRecipe(t, dir, quietReporter(t))
 	blobs, _ := filepath.Glob(filepath.Join(cacheDir, "blobs", "sha256", "*"))
 	if len(blobs) < 2 {
 		t.Fatalf("the cache holds %d blobs, want the layers' (at least 2)", len(blobs))
