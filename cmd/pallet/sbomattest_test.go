@@ -25,19 +25,7 @@ import (
 // and said the image had none attached.
 func TestSBOMReadsAttestationManifests(t *testing.T) {
 	reg := testregistry.Start(t, nil)
-	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "f.txt"), "f\n")
-	recipe := filepath.Join(dir, "pallet.yaml")
-	writeFile(t, recipe, `version: 1
-artifacts:
-  f: {local: {path: ./f.txt}, licenses: none}
-images:
-  app:
-    base: scratch
-    platforms: [linux/amd64, linux/arm64]
-    files:
-      - {artifact: f, dest: /f.txt}
-`)
+	recipe := twoPlatformRecipe(t)
 	out := filepath.Join(t.TempDir(), "out")
 	docs := filepath.Join(t.TempDir(), "docs")
 	mustPallet(t, "build", "-q", "-f", recipe, "--no-cache", "--sbom", "--provenance", "--attest-index", "--sbom-dir", docs,
@@ -124,19 +112,7 @@ images:
 // whose SPDX layer holds another predicate, printed that document as
 // the image's SPDX SBOM.
 func TestSBOMAttestationManifestChecked(t *testing.T) {
-	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "f.txt"), "f\n")
-	recipe := filepath.Join(dir, "pallet.yaml")
-	writeFile(t, recipe, `version: 1
-artifacts:
-  f: {local: {path: ./f.txt}, licenses: none}
-images:
-  app:
-    base: scratch
-    platforms: [linux/amd64, linux/arm64]
-    files:
-      - {artifact: f, dest: /f.txt}
-`)
+	recipe := twoPlatformRecipe(t)
 	out := filepath.Join(t.TempDir(), "out")
 	mustPallet(t, "build", "-q", "-f", recipe, "--no-cache", "--sbom", "--attest-index", "-o", "oci:"+out)
 	top := layoutIndex(t, out)
@@ -304,4 +280,24 @@ func writeBlob(t *testing.T, dir string, v any) (v1.Hash, int64) {
 		t.Fatal(err)
 	}
 	return h, int64(len(data))
+}
+
+// twoPlatformRecipe writes a recipe of one small file on scratch for
+// linux/amd64 and linux/arm64, and gives its path.
+func twoPlatformRecipe(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "f.txt"), "f\n")
+	recipe := filepath.Join(dir, "pallet.yaml")
+	writeFile(t, recipe, `version: 1
+artifacts:
+  f: {local: {path: ./f.txt}, licenses: none}
+images:
+  app:
+    base: scratch
+    platforms: [linux/amd64, linux/arm64]
+    files:
+      - {artifact: f, dest: /f.txt}
+`)
+	return recipe
 }
