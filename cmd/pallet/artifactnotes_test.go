@@ -90,19 +90,7 @@ func TestArchiveSkippedWarnedOnFailure(t *testing.T) {
 			&tar.Header{Name: "run/initctl", Typeflag: tar.TypeFifo, Mode: 0o600},
 		)))
 	}
-	recipe := filepath.Join(dir, "pallet.yaml")
-	writeFile(t, recipe, `version: 1
-artifacts:
-  r:
-    local: {path: "./r-{{arch}}.tar", extract: {}}
-    licenses: none
-images:
-  app:
-    base: scratch
-    platforms: [linux/riscv64, linux/arm64, linux/amd64]
-    files:
-      - {artifact: r, dest: /}
-`)
+	recipe := perArchRecipe(t, dir)
 	// No r-riscv64.tar: that platform fails, the last of the three when
 	// they go one at a time.
 	log, err := pallet(t, "build", "--jobs", "1", "--progress", "plain", "--no-cache", "-f", recipe, "-o", "oci:"+filepath.Join(t.TempDir(), "o"))
@@ -119,4 +107,25 @@ images:
 	if !slices.Equal(got, want) {
 		t.Errorf("the build warned\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+}
+
+// perArchRecipe writes into dir a recipe extracting ./r-ARCH.tar onto
+// scratch for linux/riscv64, linux/arm64 and linux/amd64, in that order,
+// and gives its path.
+func perArchRecipe(t *testing.T, dir string) string {
+	t.Helper()
+	recipe := filepath.Join(dir, "pallet.yaml")
+	writeFile(t, recipe, `version: 1
+artifacts:
+  r:
+    local: {path: "./r-{{arch}}.tar", extract: {}}
+    licenses: none
+images:
+  app:
+    base: scratch
+    platforms: [linux/riscv64, linux/arm64, linux/amd64]
+    files:
+      - {artifact: r, dest: /}
+`)
+	return recipe
 }

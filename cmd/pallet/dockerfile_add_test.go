@@ -228,19 +228,7 @@ func TestArchiveSkippedWarnedPerList(t *testing.T) {
 			&tar.Header{Name: fifo, Typeflag: tar.TypeFifo, Mode: 0o600},
 		)))
 	}
-	recipe := filepath.Join(dir, "pallet.yaml")
-	writeFile(t, recipe, `version: 1
-artifacts:
-  r:
-    local: {path: "./r-{{arch}}.tar", extract: {}}
-    licenses: none
-images:
-  app:
-    base: scratch
-    platforms: [linux/riscv64, linux/arm64, linux/amd64]
-    files:
-      - {artifact: r, dest: /}
-`)
+	recipe := perArchRecipe(t, dir)
 	log := mustPallet(t, "build", "--no-cache", "-f", recipe, "-o", "oci:"+filepath.Join(t.TempDir(), "o"))
 	var got []string
 	for _, l := range strings.Split(log, "\n") {
@@ -269,19 +257,7 @@ func TestSkippedUnderBackslashPathWarned(t *testing.T) {
 		&tar.Header{Name: `a\b/tool`, Typeflag: tar.TypeReg, Mode: 0o755},
 		&tar.Header{Name: `a\b/pipe`, Typeflag: tar.TypeFifo, Mode: 0o600},
 	)))
-	recipe := filepath.Join(dir, "pallet.yaml")
-	writeFile(t, recipe, `version: 1
-artifacts:
-  r:
-    local: {path: ./r.tar, extract: {}}
-    licenses: none
-images:
-  app:
-    base: scratch
-    platforms: [linux/amd64]
-    files:
-      - {artifact: r, path: 'a\b', dest: /opt/}
-`)
+	recipe := backslashPathRecipe(t, dir)
 	log := mustPallet(t, "build", "--no-cache", "-f", recipe, "-o", "oci:"+filepath.Join(t.TempDir(), "o"))
 	if want := `the archive holds 1 entry pallet does not place, which the image will not have: a\b/pipe (named pipe)`; !strings.Contains(log, want) {
 		t.Errorf("the build said\n%s\nwant: %s", log, want)
@@ -424,4 +400,24 @@ func TestBzip2DamageSaidAtItsLine(t *testing.T) {
 	}
 	writeFile(t, filepath.Join(dir, "r.tar.bz2"), string(good))
 	mustPallet(t, "build", "-q", "--no-cache", "-f", recipe, "-o", "oci:"+filepath.Join(t.TempDir(), "o"))
+}
+
+// backslashPathRecipe writes into dir a recipe placing the path a\b of
+// the archive ./r.tar at /opt/ on scratch, and gives its path.
+func backslashPathRecipe(t *testing.T, dir string) string {
+	t.Helper()
+	recipe := filepath.Join(dir, "pallet.yaml")
+	writeFile(t, recipe, `version: 1
+artifacts:
+  r:
+    local: {path: ./r.tar, extract: {}}
+    licenses: none
+images:
+  app:
+    base: scratch
+    platforms: [linux/amd64]
+    files:
+      - {artifact: r, path: 'a\b', dest: /opt/}
+`)
+	return recipe
 }

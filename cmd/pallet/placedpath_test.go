@@ -29,19 +29,7 @@ func TestBackslashPathRecordedAsTaken(t *testing.T) {
 				&tar.Header{Name: tc.dir + "/", Typeflag: tar.TypeDir, Mode: 0o755},
 				&tar.Header{Name: tc.dir + "/tool", Typeflag: tar.TypeReg, Mode: 0o755, Size: 4},
 			)))
-			recipe := filepath.Join(dir, "pallet.yaml")
-			writeFile(t, recipe, `version: 1
-artifacts:
-  r:
-    local: {path: ./r.tar, extract: {}}
-    licenses: none
-images:
-  app:
-    base: scratch
-    platforms: [linux/amd64]
-    files:
-      - {artifact: r, path: 'a\b', dest: /opt/}
-`)
+			recipe := backslashPathRecipe(t, dir)
 			out, sboms := filepath.Join(dir, "out"), filepath.Join(dir, "sboms")
 			mustPallet(t, "build", "-q", "--no-cache", "-f", recipe, "-o", "oci:"+out, "--sbom=spdx", "--sbom-dir", sboms)
 			var rec record.Build
