@@ -301,19 +301,12 @@ func layoutReferrer(spec string, p *platform.Platform, osVersion, want string) (
 }
 
 // Predicate types of the documents, by the media type a referrer gives
-// each, and the annotations BuildKit's attestation manifests carry
-// (build.Attest.Index writes them).
+// each.
 var predicateOf = map[string]string{
 	sbom.MediaTypeSPDX:      sbom.PredicateSPDX,
 	sbom.MediaTypeCycloneDX: sbom.PredicateCycloneDX,
 	sbom.MediaTypeInToto:    sbom.PredicateProvenance,
 }
-
-const (
-	refTypeAnnotation   = "vnd.docker.reference.type"
-	refDigestAnnotation = "vnd.docker.reference.digest"
-	predicateAnnotation = "in-toto.io/predicate-type"
-)
 
 // attested finds the document of media type want about the image
 // subject in m's attestation manifests, as --attest-index (and BuildKit)
@@ -337,7 +330,7 @@ func attested(m *v1.IndexManifest, subject v1.Hash, want string, image func(v1.H
 		layer v1.Descriptor
 	)
 	for _, d := range m.Manifests {
-		if d.Annotations[refTypeAnnotation] != "attestation-manifest" || d.Annotations[refDigestAnnotation] != subject.String() {
+		if d.Annotations[sbom.RefTypeAnnotation] != sbom.AttestationManifest || d.Annotations[sbom.RefDigestAnnotation] != subject.String() {
 			continue
 		}
 		found = true
@@ -350,7 +343,7 @@ func attested(m *v1.IndexManifest, subject v1.Hash, want string, image func(v1.H
 			return nil, true, err
 		}
 		for _, l := range mf.Layers {
-			if l.Annotations[predicateAnnotation] != predicate {
+			if l.Annotations[sbom.PredicateTypeAnnotation] != predicate {
 				continue
 			}
 			if img != nil && l.Digest != layer.Digest {

@@ -26,15 +26,6 @@ import (
 	"github.com/pallet-dev/pallet/internal/tempfile"
 )
 
-// Annotations BuildKit writes on attestation manifests and their layers,
-// which registries, docker buildx imagetools and scanners read.
-const (
-	refTypeAnnotation   = "vnd.docker.reference.type"
-	refDigestAnnotation = "vnd.docker.reference.digest"
-	attestationManifest = "attestation-manifest"
-	predicateAnnotation = "in-toto.io/predicate-type"
-)
-
 // Attest says which documents to make about every platform image, and
 // how to attach them.
 type Attest struct {
@@ -121,7 +112,7 @@ func (b *builder) attest(ctx context.Context, im *plan.Image, pi *plan.PlatformI
 		for _, doc := range docs {
 			var layerAnn map[string]string
 			if doc.MediaType == sbom.MediaTypeInToto {
-				layerAnn = map[string]string{predicateAnnotation: doc.PredicateType}
+				layerAnn = map[string]string{sbom.PredicateTypeAnnotation: doc.PredicateType}
 			}
 			r, err := image.Referrer(*subject, doc.MediaType, doc.Data, created, layerAnn)
 			if err != nil {
@@ -145,7 +136,7 @@ func (b *builder) attest(ctx context.Context, im *plan.Image, pi *plan.PlatformI
 		}
 		att, err = mutate.Append(att, mutate.Addendum{
 			Layer:       static.NewLayer(data, sbom.MediaTypeInToto),
-			Annotations: map[string]string{predicateAnnotation: doc.PredicateType},
+			Annotations: map[string]string{sbom.PredicateTypeAnnotation: doc.PredicateType},
 		})
 		if err != nil {
 			return nil, nil, err
@@ -170,7 +161,7 @@ func withAttestations(idx v1.ImageIndex, imgs, atts []v1.Image) (v1.ImageIndex, 
 		adds = append(adds, mutate.IndexAddendum{Add: image.NotArtifact(att), Descriptor: v1.Descriptor{
 			MediaType:   types.OCIManifestSchema1,
 			Platform:    &v1.Platform{OS: "unknown", Architecture: "unknown"},
-			Annotations: map[string]string{refTypeAnnotation: attestationManifest, refDigestAnnotation: d.String()},
+			Annotations: map[string]string{sbom.RefTypeAnnotation: sbom.AttestationManifest, sbom.RefDigestAnnotation: d.String()},
 		}})
 	}
 	return mutate.AppendManifests(idx, adds...), nil

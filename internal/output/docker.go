@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/pallet-dev/pallet/internal/sbom"
 	"github.com/pallet-dev/pallet/internal/tempfile"
 )
 
@@ -113,7 +114,7 @@ func runnable(im Image) (v1.Image, error) {
 	}
 	var only *v1.Descriptor
 	for i, d := range m.Manifests {
-		if d.Annotations["vnd.docker.reference.type"] == "attestation-manifest" {
+		if d.Annotations[sbom.RefTypeAnnotation] == sbom.AttestationManifest {
 			continue
 		}
 		if only != nil {

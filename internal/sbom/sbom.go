@@ -45,6 +45,17 @@ const (
 	PredicateProvenance = "https://slsa.dev/provenance/v1"
 )
 
+// Annotations BuildKit writes on the attestation manifests it puts in an
+// image index (the type and the image described) and on their layers
+// (the predicate type), which registries, docker buildx imagetools and
+// scanners read: pallet writes them (--attest-index) and reads them back.
+const (
+	RefTypeAnnotation       = "vnd.docker.reference.type"
+	RefDigestAnnotation     = "vnd.docker.reference.digest"
+	AttestationManifest     = "attestation-manifest"
+	PredicateTypeAnnotation = "in-toto.io/predicate-type"
+)
+
 // BuildType is the SLSA buildType of a pallet build: what the external
 // parameters of the provenance mean.
 const BuildType = "https://pallet.dev/slsa/build/v1"
