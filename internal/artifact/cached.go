@@ -182,10 +182,7 @@ func (w *moduleWalk) linked(p string, size int64) error {
 }
 
 // holds says whether p, a path with no link in it, is in the module.
-func (w *moduleWalk) holds(p string) bool {
-	rel, err := filepath.Rel(w.root, p)
-	return err == nil && filepath.IsLocal(rel)
-}
+func (w *moduleWalk) holds(p string) bool { return within(p, w.root) }
 
 // add adds to t the files under dir, a directory with no link in its
 // path, named below prefix ("" for the module's root), following links
@@ -231,7 +228,7 @@ func (w *moduleWalk) add(dir, prefix string) error {
 					}
 					break
 				}
-				if up, err := filepath.Rel(to, w.root); info.IsDir() && (err != nil || !filepath.IsLocal(up)) {
+				if info.IsDir() && !within(w.root, to) {
 					if err := w.add(to, rel); err != nil {
 						return fmt.Errorf("%s, a link to %s: %w", rel, to, err)
 					}
