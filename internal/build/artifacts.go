@@ -56,21 +56,19 @@ func (b *builder) policy(a record.Artifact, src *plan.Artifact) error {
 // warnNotes warns of what the policy found of the artifact src on the
 // platforms n names.
 func (b *builder) warnNotes(src *plan.Artifact, n artifactNotes) {
-	if len(n.unlicensed) > 0 {
-		// At the artifact's line, where licenses: goes, as the error
-		// with --require-licenses is said.
-		msg := noLicence(src, n.unlicensed)
+	// At the artifact's line, where licenses: goes, as the error with
+	// --require-licenses is said.
+	warn := func(msg string) {
 		if src.Pos.Line > 0 {
 			msg = src.Pos.String() + ": " + msg
 		}
 		b.opt.Progress.Warn("%s", msg)
 	}
+	if len(n.unlicensed) > 0 {
+		warn(noLicence(src, n.unlicensed))
+	}
 	for _, s := range n.skipped {
-		msg := src.On(s.platforms) + ": " + s.msg
-		if src.Pos.Line > 0 {
-			msg = src.Pos.String() + ": " + msg
-		}
-		b.opt.Progress.Warn("%s", msg)
+		warn(src.On(s.platforms) + ": " + s.msg)
 	}
 }
 
