@@ -431,6 +431,37 @@ images:
 	}
 }
 
+// The licences an artifact ships land where its placement is written:
+// one colliding with what another placement put there is said at the
+// shipping placement's line, naming the other's.
+func TestLicencesCollidingNamedByTheirLines(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "tool", "LICENSE"), "MIT License\n")
+	writeFile(t, filepath.Join(dir, "tool", "bin"), "x\n")
+	writeFile(t, filepath.Join(dir, "other"), "y\n")
+	recipe := filepath.Join(dir, "pallet.yaml")
+	writeFile(t, recipe, `version: 1
+artifacts:
+  tool: {local: {path: tool}, licenses: [LICENSE]}
+  clash: {local: {path: other}, licenses: none}
+images:
+  app:
+    base: scratch
+    platforms: linux/amd64
+    files:
+      - {artifact: clash, dest: /LICENSES/tool, layer: one}
+      - {artifact: tool, dest: /opt/, layer: one}
+`)
+	_, err := pallet(t, "build", "-q", "-f", recipe, "--no-cache", "-o", "oci:"+filepath.Join(t.TempDir(), "out"))
+	if err == nil {
+		t.Fatal("built")
+	}
+	msg := err.Error()
+	if !strings.HasPrefix(msg, recipe+":11: ") || !strings.Contains(msg, "licences of tool") || !strings.Contains(msg, "/LICENSES/tool is placed at "+recipe+":10:9 (clash)") {
+		t.Errorf("want it said at pallet.yaml:11, the placement shipping tool's licences, naming clash's at pallet.yaml:10: %v", err)
+	}
+}
+
 // A local directory's symlinks follow the archives' policy: an absolute or
 // escaping link is refused, naming it, unless the recipe keeps links.
 func TestLocalDirectoryLinkPolicy(t *testing.T) {

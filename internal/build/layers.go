@@ -498,10 +498,13 @@ func (b *builder) layerTree(ctx context.Context, name string, pi *plan.PlatformI
 			dest := "/LICENSES/" + res.Record.Name + "/"
 			lic, err := b.licencesPlaced(pi, &l.Placements[i], res)
 			if err != nil {
-				return nil, nil, fmt.Errorf("layer %s: licences of %s: %w", l.Name, res.Record.Name, err)
+				return nil, nil, plan.Wrap(pm.Pos, fmt.Errorf("image %s (%s), layer %s: licences of %s: %w", name, pi.Platform, l.Name, res.Record.Name, err))
 			}
+			// The licences go where the placement that ships them is
+			// written, so a collision with them names its line, and
+			// the other placement's.
 			if err := t.Place(lic, tree.Placement{Dest: dest, Mark: markOf(i)}); err != nil {
-				return nil, nil, fmt.Errorf("layer %s: licences of %s: %w", l.Name, res.Record.Name, err)
+				return nil, nil, plan.Wrap(pm.Pos, fmt.Errorf("image %s (%s), layer %s: place the licences of %s at %s: %w%s", name, pi.Platform, l.Name, res.Record.Name, dest, err, metBefore(l, i, err)))
 			}
 		}
 	}
