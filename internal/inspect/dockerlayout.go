@@ -133,6 +133,11 @@ func tarFiles(f io.ReaderAt, size int64) (tarBlobs, error) {
 		if errors.Is(err, io.EOF) {
 			return b, nil
 		}
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, tar.ErrHeader) {
+			// Bare, the tar reader's error ("unexpected EOF") says
+			// nothing of the archive: a copy cut short, or no tar.
+			return b, fmt.Errorf("not a tar, or one cut short: after %d entries, %w", n, err)
+		}
 		if err != nil {
 			return b, err
 		}

@@ -227,6 +227,52 @@ func TestDockerArchiveTags(t *testing.T) {
 	}
 }
 
+// A docker archive cut short, or a file that is no tar, is said to be
+// so, with how far it was read, not with the tar reader's bare
+// "unexpected EOF".
+func TestDockerArchiveCutShort(t *testing.T) {
+	img := image(t, map[string]string{"k": "v"})
+	dir := t.TempDir()
+	whole := filepath.Join(dir, "a.tar")
+	tag, _ := name.NewTag("hello:latest")
+	if err := tarball.MultiRefWriteToFile(whole, map[name.Reference]v1.Image{tag: img}); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Where the second entry's header starts: past the first header and
+	// its content, padded to a block.
+	tr := tar.NewReader(bytes.NewReader(data))
+	h, err := tr.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := 512 + (h.Size+511)/512*512
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"cut in the first entry", data[:512+h.Size/2], "after 1 entries"},
+		{"cut in the second header", data[:second+100], "after 1 entries"},
+		{"text", []byte("my thesis, not a tar"), "after 0 entries"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".tar")
+			if err := os.WriteFile(file, tc.data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Open(context.Background(), "docker:"+file)
+			want := "reading the docker archive " + file + ": not a tar, or one cut short: " + tc.want + ", unexpected EOF"
+			if err == nil || err.Error() != want {
+				t.Errorf("got %v, want %s", err, want)
+			}
+		})
+	}
+}
+
 // A docker archive's manifest.json and image configs are refused over
 // maxArchiveJSON, found as go-containerregistry finds them (links
 // followed), before it reads them whole.
