@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -365,7 +364,7 @@ func attested(m *v1.IndexManifest, subject v1.Hash, want string, image func(v1.H
 	if data, err = documentOf(l); err != nil {
 		return nil, true, fmt.Errorf("the attestation manifest %s: %w", in, err)
 	}
-	st, err := statementAbout(data, subject, predicate)
+	pred, err := sbom.PredicateAbout(data, subject.Algorithm, subject.Hex, predicate)
 	if err != nil {
 		return nil, true, fmt.Errorf("the attestation manifest %s: its %s layer %s: %w", in, predicate, layer.Digest, err)
 	}
@@ -373,48 +372,10 @@ func attested(m *v1.IndexManifest, subject v1.Hash, want string, image func(v1.H
 		return data, true, nil
 	}
 	var out bytes.Buffer
-	if err := json.Indent(&out, st.Predicate, "", "  "); err != nil {
+	if err := json.Indent(&out, pred, "", "  "); err != nil {
 		return nil, true, err
 	}
 	return append(out.Bytes(), '\n'), true, nil
-}
-
-// statement is what pallet sbom checks of an in-toto statement.
-type statement struct {
-	Subject []struct {
-		Digest map[string]string `json:"digest"`
-	} `json:"subject"`
-	PredicateType string          `json:"predicateType"`
-	Predicate     json.RawMessage `json:"predicate"`
-}
-
-// statementAbout decodes data, an in-toto statement, and checks that it
-// is of predicate type predicate and names subject among its subjects.
-func statementAbout(data []byte, subject v1.Hash, predicate string) (*statement, error) {
-	var st statement
-	if err := json.Unmarshal(data, &st); err != nil {
-		return nil, fmt.Errorf("not an in-toto statement: %w", err)
-	}
-	if st.PredicateType != predicate {
-		return nil, fmt.Errorf("holds a statement of predicate type %s, not %s", st.PredicateType, predicate)
-	}
-	var about []string
-	for _, s := range st.Subject {
-		if s.Digest[subject.Algorithm] == subject.Hex {
-			if len(st.Predicate) == 0 {
-				return nil, errors.New("the statement holds no predicate")
-			}
-			return &st, nil
-		}
-		for alg, hex := range s.Digest {
-			about = append(about, alg+":"+hex)
-		}
-	}
-	slices.Sort(about)
-	if len(about) == 0 {
-		about = []string{"nothing"}
-	}
-	return nil, fmt.Errorf("the statement is about %s, not %s", strings.Join(about, ", "), subject)
 }
 
 // maxDocument bounds an attached SBOM or provenance document read back.

@@ -3,6 +3,7 @@ package sbom
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -143,6 +144,39 @@ func Statement(in Input, predicateType string, predicate []byte) ([]byte, error)
 	}
 	g := &graph{in: &in}
 	return marshal(g.statement(predicateType, json.RawMessage(trimmed)))
+}
+
+// PredicateAbout is the predicate of data, an in-toto Statement, checked
+// to be of predicateType and to name the subject with digest alg:hex,
+// as an attestation read back from an index must be.
+func PredicateAbout(data []byte, alg, hex, predicateType string) (json.RawMessage, error) {
+	var st struct {
+		statement
+		Predicate json.RawMessage `json:"predicate"`
+	}
+	if err := json.Unmarshal(data, &st); err != nil {
+		return nil, fmt.Errorf("not an in-toto statement: %w", err)
+	}
+	if st.PredicateType != predicateType {
+		return nil, fmt.Errorf("holds a statement of predicate type %s, not %s", st.PredicateType, predicateType)
+	}
+	var about []string
+	for _, s := range st.Subject {
+		if s.Digest[alg] == hex {
+			if len(st.Predicate) == 0 {
+				return nil, errors.New("the statement holds no predicate")
+			}
+			return st.Predicate, nil
+		}
+		for a, h := range s.Digest {
+			about = append(about, a+":"+h)
+		}
+	}
+	slices.Sort(about)
+	if len(about) == 0 {
+		about = []string{"nothing"}
+	}
+	return nil, fmt.Errorf("the statement is about %s, not %s:%s", strings.Join(about, ", "), alg, hex)
 }
 
 func (g *graph) statement(predicateType string, predicate any) statement {

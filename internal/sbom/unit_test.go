@@ -1,6 +1,7 @@
 package sbom
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -245,6 +246,49 @@ func TestStatement(t *testing.T) {
 	}
 	if _, err := Statement(in, PredicateSPDX, []byte(`["not an object"]`)); err == nil {
 		t.Error("a non-object predicate was wrapped")
+	}
+}
+
+// PredicateAbout reads back what Statement wrote, and only about the
+// subject and of the predicate type asked for.
+func TestPredicateAbout(t *testing.T) {
+	in := sampleInput()
+	spdx, err := SPDX(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := Statement(in, PredicateSPDX, spdx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hex := strings.TrimPrefix(in.Digest, "sha256:")
+	got, err := PredicateAbout(st, "sha256", hex, PredicateSPDX)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, b bytes.Buffer
+	if err := json.Compact(&a, got); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Compact(&b, spdx); err != nil {
+		t.Fatal(err)
+	}
+	if a.String() != b.String() {
+		t.Errorf("predicate read back is not the document written:\n%s", got)
+	}
+	other := strings.Repeat("0", 64)
+	for _, tc := range []struct {
+		name, data, hex, predicate, want string
+	}{
+		{"another subject", string(st), other, PredicateSPDX, "the statement is about sha256:" + hex + ", not sha256:" + other},
+		{"another predicate type", string(st), hex, PredicateCycloneDX, "holds a statement of predicate type " + PredicateSPDX + ", not " + PredicateCycloneDX},
+		{"no subject", `{"predicateType":"` + PredicateSPDX + `","predicate":{}}`, hex, PredicateSPDX, "the statement is about nothing, not sha256:" + hex},
+		{"no predicate", `{"predicateType":"` + PredicateSPDX + `","subject":[{"digest":{"sha256":"` + hex + `"}}]}`, hex, PredicateSPDX, "the statement holds no predicate"},
+		{"not JSON", "{", hex, PredicateSPDX, "not an in-toto statement: unexpected end of JSON input"},
+	} {
+		if _, err := PredicateAbout([]byte(tc.data), "sha256", tc.hex, tc.predicate); err == nil || err.Error() != tc.want {
+			t.Errorf("%s: got %v, want %s", tc.name, err, tc.want)
+		}
 	}
 }
 
