@@ -66,3 +66,54 @@ func BenchmarkDigestFromMemo(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSaveFromMemo is BenchmarkDigestFromMemo's lookups followed by
+// saving every shard they read, as the first no-op build of a day does
+// (each entry used is saved with the day): what saving costs a build
+// whose memo no other build changed meanwhile.
+func BenchmarkSaveFromMemo(b *testing.B) {
+	dir := os.Getenv("PALLET_MEMO_BENCH")
+	if dir == "" {
+		dir = palletfixture.SmallFiles(b, 2000, 100)
+	}
+	t, err := tree.FromDir(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := Open(filepath.Join(b.TempDir(), "cache"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	// Learned, as the files are too young to be remembered otherwise.
+	if _, err := tree.Digest(t, func(p string, _ tree.Stamp) (string, error) {
+		sum, err := HashFile(p)
+		if err == nil {
+			err = c.Learn(p, sum)
+		}
+		return sum, err
+	}); err != nil {
+		b.Fatal(err)
+	}
+	if err := c.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := tree.Digest(t, func(p string, st tree.Stamp) (string, error) {
+			return c.RememberAt(p, st, "sha256", func(string) (string, error) {
+				return "", errors.New("not in the memo")
+			})
+		}); err != nil {
+			b.Fatal(err)
+		}
+		c.mu.Lock()
+		for _, s := range c.shards {
+			s.dirty = true
+		}
+		c.mu.Unlock()
+		if err := c.Flush(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
