@@ -219,6 +219,10 @@ type memoShard struct {
 	// evictAt is the size of entries at which evict next looks for
 	// entries no save would keep (0: the shard's share and a quarter).
 	evictAt int
+	// file is the stamp of the file data was read from (zero: none
+	// was): saving, a file with another has been written by another
+	// build since, and what it holds is merged (see onDisk).
+	file tree.Stamp
 }
 
 // find looks path up in the entries as read: by bisection among those
@@ -388,7 +392,7 @@ func (c *Cache) readShardAt(i int) *memoShard {
 		shardHook(i, true)
 	}
 	s := &memoShard{entries: map[string]*memoEntry{}}
-	data, err := readShard(c.shardPath(i))
+	data, st, err := readShard(c.shardPath(i))
 	if errors.Is(err, errShard) {
 		s.dirty = true
 		return s
@@ -400,6 +404,7 @@ func (c *Cache) readShardAt(i int) *memoShard {
 		s.dirty = true
 		return s
 	}
+	s.file = st
 	s.used = make([]uint64, (len(s.at)+63)/64)
 	return s
 }
@@ -410,21 +415,22 @@ var shardBuffers = sync.Pool{New: func() any { b := make([]byte, 64<<10); return
 // readShard reads the shard at path, straight into the string the memo
 // keeps: os.ReadFile and a string of its bytes were twice the memory to
 // fill, a tenth of a no-op build's CPU. errShard says it is too big.
-func readShard(path string) (string, error) {
+// The stamp is the file's as it was opened.
+func readShard(path string) (string, tree.Stamp, error) {
 	f, err := bounded.Open(path)
 	if err != nil {
-		return "", err
+		return "", tree.Stamp{}, err
 	}
 	defer f.Close()
 	if err := bounded.Regular(f); err != nil {
-		return "", err
+		return "", tree.Stamp{}, err
 	}
 	info, err := f.Stat()
 	if err != nil {
-		return "", err
+		return "", tree.Stamp{}, err
 	}
 	if info.Size() > maxShardBytes {
-		return "", errShard
+		return "", tree.Stamp{}, errShard
 	}
 	var sb strings.Builder
 	sb.Grow(int(info.Size()))
@@ -433,10 +439,52 @@ func readShard(path string) (string, error) {
 	// One that grew since is read as far as the limit, and then found
 	// damaged if it is cut there.
 	if _, err := io.CopyBuffer(&sb, io.LimitReader(f, maxShardBytes), *buf); err != nil {
-		return "", err
+		return "", tree.Stamp{}, err
 	}
-	return sb.String(), nil
+	return sb.String(), tree.StampOf(info), nil
 }
+
+// shardFile is what a shard's file holds, as indexShard gives it.
+type shardFile struct {
+	data string
+	at   []uint32
+}
+
+// onDisk gives what shard i's file holds that a save must keep: the
+// entries another build saved there since this one read the shard (its
+// file then had the stamp known). Two builds sharing a cache each read a
+// shard, added their files and saved it, and the last save lost the
+// other's: a tree of 100,000 files was hashed again. A file that cannot
+// be read, or is too big or damaged, is written over, as when it is read
+// at lookup. Called under the memo's file lock.
+func (c *Cache) onDisk(i int, known tree.Stamp) shardFile {
+	path := c.shardPath(i)
+	info, err := os.Lstat(path)
+	switch {
+	case err != nil, !info.Mode().IsRegular():
+		return shardFile{}
+	case known.Ino != 0 && tree.StampOf(info) == known:
+		// What the shard was read from: a rename into place makes a new
+		// inode, and a rewrite in place a new ctime. (Without an inode,
+		// on Windows, the file is read again.)
+		return shardFile{}
+	}
+	data, _, err := readShard(path)
+	if err != nil {
+		return shardFile{}
+	}
+	data, at, err := indexShard(data)
+	if err != nil {
+		return shardFile{}
+	}
+	return shardFile{data, at}
+}
+
+// memoLock is the lock held while memo shards are read back and written
+// (see onDisk), across processes, by one save of many shards at a time:
+// a lock per shard would be an open, two flocks and a close more for
+// each. Within a process saves already wait on saveMu, taken first.
+const memoLock = "memo"
 
 // FileSHA256 returns the sha256 of the file at path, from memory while
 // the file's stamp (size, mtime, ctime, inode, device) is the one it had
@@ -807,11 +855,14 @@ func (c *Cache) SaveNew() {
 	defer c.saveMu.Unlock()
 	// One shard encoded at a time: a cold build of 200,000 files held
 	// every shard's encoding at once, 45 MB, while its layers were written.
+	isNew := func(s *memoShard) bool {
+		return s != nil && s.dirty && s.data == "" && len(s.at) == 0 && len(s.entries) > 0
+	}
 	c.mu.Lock()
 	share := c.memoShare()
 	var todo []int
 	for i, s := range c.shards {
-		if s.dirty && s.data == "" && len(s.at) == 0 && len(s.entries) > 0 {
+		if isNew(s) {
 			todo = append(todo, i)
 		}
 	}
@@ -823,24 +874,39 @@ func (c *Cache) SaveNew() {
 	// encoded, and a cold build's 256 were 40 MB of garbage while the
 	// layers' keys were made.
 	var buf []byte
+	unlock := func() {}
+	defer func() { unlock() }()
 	for _, i := range todo {
 		c.mu.Lock()
 		s := c.shards[i]
-		if s == nil || !s.dirty || s.data != "" || len(s.at) > 0 || len(s.entries) == 0 {
+		if !isNew(s) {
 			c.mu.Unlock()
 			continue
 		}
-		data := appendShard(buf[:0], s.written(share).entries)
-		buf = data
-		s.dirty, s.saving = false, true
+		known := s.file
 		c.mu.Unlock()
 		if !made {
 			dirErr, made = os.MkdirAll(c.memoDir(), 0o755), true
+			if dirErr == nil {
+				var u func()
+				if u, dirErr = c.Lock(memoLock); dirErr == nil {
+					unlock = u
+				}
+			}
 		}
-		err := dirErr
-		if err == nil {
-			err = c.writeShard(i, data)
+		if dirErr != nil {
+			continue // left dirty, for Close to say why
 		}
+		// Read back without c.mu, as a shard is read at lookup.
+		disk := c.onDisk(i, known)
+		c.mu.Lock()
+		// Only a save clears dirty, and saves wait on saveMu: s is
+		// still in place and new, with what lookups added meanwhile.
+		data := appendShard(buf[:0], s.written(share, disk).entries)
+		buf = data
+		s.dirty, s.saving = false, true
+		c.mu.Unlock()
+		err := c.writeShard(i, data)
 		c.mu.Lock()
 		s.saving = false
 		if err != nil {
@@ -892,12 +958,43 @@ func (c *Cache) releaseLocked(i int, s *memoShard) {
 	delete(c.shards, i)
 }
 
-// written is s as the memo's file holds it once saved: its entries, whole
-// as a map, pruned to share.
-func (s *memoShard) written(share int) memoShard {
+// written is s as the memo's file holds it once saved over disk, what
+// the file holds now (see onDisk): its entries and disk's, whole as a
+// map, pruned to share. Of a path in both, the entry of the newer stamp
+// is kept (a ctime never goes back), and of one stamp the facts of both,
+// s's first; a path Forget dropped stays dropped. Called with the
+// cache's lock held: an entry of s may take disk's facts.
+func (s *memoShard) written(share int, disk shardFile) memoShard {
 	w := memoShard{entries: s.all()}
+	eachEntry(disk.data, disk.at, func(_ int, p string, d memoEntry) {
+		m, ok := w.entries[p]
+		switch {
+		case !ok:
+			w.entries[p] = &d
+		case m.encoded() == "" || m.encoded() == noFacts:
+			// Forgotten: the memo was found wrong about the file, which
+			// the other build's copy may be too.
+		case m.st == d.st:
+			for _, f := range d.all() {
+				if _, ok := m.get(f.name); !ok {
+					m.set(f.name, f.value)
+				}
+			}
+			m.seen = max(m.seen, d.seen)
+		case newer(d.st, m.st):
+			w.entries[p] = &d
+		}
+	})
 	w.prune(share)
 	return w
+}
+
+// newer says whether a file of stamp a was changed after one of stamp b.
+func newer(a, b tree.Stamp) bool {
+	if a.CTime != b.CTime {
+		return a.CTime > b.CTime
+	}
+	return a.ModTime > b.ModTime
 }
 
 // writeShard puts data in the place of shard i's file.
@@ -953,13 +1050,19 @@ func (c *Cache) save() error {
 	if err := os.MkdirAll(c.memoDir(), 0o755); err != nil {
 		return fmt.Errorf("cache %s: digest memo: %w", c.dir, err)
 	}
+	unlock, err := c.Lock(memoLock)
+	if err != nil {
+		return fmt.Errorf("cache %s: digest memo: %w", c.dir, err)
+	}
+	defer unlock()
 	share := c.memoShare()
 	var buf []byte
 	for _, i := range dirty {
 		s := c.shards[i]
+		disk := c.onDisk(i, s.file)
 		// Written, the shard is held whole as a map, as few builds look
 		// files up after they save the memo.
-		*s = s.written(share)
+		*s = s.written(share, disk)
 		buf = appendShard(buf[:0], s.entries)
 		if err := c.writeShard(i, buf); err != nil {
 			s.dirty = true
