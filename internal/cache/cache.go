@@ -47,6 +47,9 @@ type Cache struct {
 	// releasing says Release was called: SaveNew lets go of each shard
 	// it writes.
 	releasing bool
+	// unreadSaid says a shard left unsaved as its file could not be
+	// read was warned about (see keepUnread). Guarded by saveMu.
+	unreadSaid bool
 	// memoShards is how many shards the memo has (memoShards when zero).
 	memoShards int
 	// learnedDigests are the digests this build computed, by file: what

@@ -397,6 +397,8 @@ func (c *Cache) readShardAt(i int) *memoShard {
 		s.dirty = true
 		return s
 	}
+	// Any other error is a miss here; saving tells a file that may hold
+	// facts from one that does not (see onDisk).
 	if err != nil {
 		return s
 	}
@@ -409,6 +411,10 @@ func (c *Cache) readShardAt(i int) *memoShard {
 	return s
 }
 
+// shardOpenHook, set by tests, is called as the shard file at path is
+// about to be opened: an error it gives is the open's.
+var shardOpenHook func(path string) error
+
 // shardBuffers are what shards are read through.
 var shardBuffers = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
 
@@ -417,6 +423,11 @@ var shardBuffers = sync.Pool{New: func() any { b := make([]byte, 64<<10); return
 // fill, a tenth of a no-op build's CPU. errShard says it is too big.
 // The stamp is the file's as it was opened.
 func readShard(path string) (string, tree.Stamp, error) {
+	if shardOpenHook != nil {
+		if err := shardOpenHook(path); err != nil {
+			return "", tree.Stamp{}, err
+		}
+	}
 	f, err := bounded.Open(path)
 	if err != nil {
 		return "", tree.Stamp{}, err
@@ -454,30 +465,41 @@ type shardFile struct {
 // entries another build saved there since this one read the shard (its
 // file then had the stamp known). Two builds sharing a cache each read a
 // shard, added their files and saved it, and the last save lost the
-// other's: a tree of 100,000 files was hashed again. A file that cannot
-// be read, or is too big or damaged, is written over, as when it is read
-// at lookup. Called under the memo's file lock.
-func (c *Cache) onDisk(i int, known tree.Stamp) shardFile {
+// other's: a tree of 100,000 files was hashed again. Nothing is kept of
+// a file that holds no facts: none, one not regular (a directory is
+// moved out of the way by replace, a link or a pipe is replaced by the
+// rename), one too big or damaged (rewritten, as when read). An error is
+// a file that may hold facts but cannot be read: it is not to be written
+// over, as a save would drop every fact it holds for an error that may
+// not last (EIO, EACCES). Called under the memo's file lock.
+func (c *Cache) onDisk(i int, known tree.Stamp) (shardFile, error) {
 	path := c.shardPath(i)
 	info, err := os.Lstat(path)
 	switch {
-	case err != nil, !info.Mode().IsRegular():
-		return shardFile{}
+	case errors.Is(err, fs.ErrNotExist):
+		return shardFile{}, nil
+	case err != nil:
+		return shardFile{}, err
+	case !info.Mode().IsRegular():
+		return shardFile{}, nil
 	case known.Ino != 0 && tree.StampOf(info) == known:
 		// What the shard was read from: a rename into place makes a new
 		// inode, and a rewrite in place a new ctime. (Without an inode,
 		// on Windows, the file is read again.)
-		return shardFile{}
+		return shardFile{}, nil
 	}
 	data, _, err := readShard(path)
-	if err != nil {
-		return shardFile{}
+	switch {
+	case errors.Is(err, errShard), errors.Is(err, fs.ErrNotExist), errors.Is(err, bounded.ErrNotRegular):
+		return shardFile{}, nil
+	case err != nil:
+		return shardFile{}, err
 	}
 	data, at, err := indexShard(data)
 	if err != nil {
-		return shardFile{}
+		return shardFile{}, nil
 	}
-	return shardFile{data, at}
+	return shardFile{data, at}, nil
 }
 
 // memoLock is the lock held while memo shards are read back and written
@@ -485,6 +507,17 @@ func (c *Cache) onDisk(i int, known tree.Stamp) shardFile {
 // a lock per shard would be an open, two flocks and a close more for
 // each. Within a process saves already wait on saveMu, taken first.
 const memoLock = "memo"
+
+// keepUnread says, once per build, that a shard was left as it was
+// because its file could not be read (see onDisk). Called with
+// c.saveMu held.
+func (c *Cache) keepUnread(err error) {
+	if c.unreadSaid {
+		return
+	}
+	c.unreadSaid = true
+	c.warn("cache: digest memo: %v; the shard is left as it is, and this build's digests of the files in it are not remembered", err)
+}
 
 // FileSHA256 returns the sha256 of the file at path, from memory while
 // the file's stamp (size, mtime, ctime, inode, device) is the one it had
@@ -898,7 +931,11 @@ func (c *Cache) SaveNew() {
 			continue // left dirty, for Close to say why
 		}
 		// Read back without c.mu, as a shard is read at lookup.
-		disk := c.onDisk(i, known)
+		disk, err := c.onDisk(i, known)
+		if err != nil {
+			c.keepUnread(err)
+			continue
+		}
 		c.mu.Lock()
 		// Only a save clears dirty, and saves wait on saveMu: s is
 		// still in place and new, with what lookups added meanwhile.
@@ -906,7 +943,7 @@ func (c *Cache) SaveNew() {
 		buf = data
 		s.dirty, s.saving = false, true
 		c.mu.Unlock()
-		err := c.writeShard(i, data)
+		err = c.writeShard(i, data)
 		c.mu.Lock()
 		s.saving = false
 		if err != nil {
@@ -1059,7 +1096,11 @@ func (c *Cache) save() error {
 	var buf []byte
 	for _, i := range dirty {
 		s := c.shards[i]
-		disk := c.onDisk(i, s.file)
+		disk, err := c.onDisk(i, s.file)
+		if err != nil {
+			c.keepUnread(err)
+			continue
+		}
 		// Written, the shard is held whole as a map, as few builds look
 		// files up after they save the memo.
 		*s = s.written(share, disk)

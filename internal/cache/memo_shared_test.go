@@ -1,7 +1,10 @@
 package cache
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -224,4 +227,67 @@ func TestMemoSavesWaitForEachOther(t *testing.T) {
 	}
 	memoHolds(t, cacheDir, "saved at once", mine)
 	memoHolds(t, cacheDir, "saved at once", theirs)
+}
+
+// A shard whose file cannot be read (an I/O error, a permission: not a
+// file that is not there, nor one too big or damaged, which hold
+// nothing to keep) is not saved over, which dropped every fact it held,
+// and that is said once; once it reads again, it is saved with what
+// this build added. Not parallel: it sets shardOpenHook.
+func TestUnreadableShardKeepsItsFacts(t *testing.T) {
+	for _, how := range []string{"unreadable", "unreadable at lookup only"} {
+		dir := t.TempDir()
+		cacheDir := filepath.Join(dir, "cache")
+		earlier, mine := sharedFiles(t, dir, "earlier", 5), sharedFiles(t, dir, "mine", 5)
+		c0, _ := openCache(t, cacheDir)
+		c0.memoShards = 1
+		learnAll(t, c0, earlier)
+		if err := c0.Close(); err != nil {
+			t.Fatal(err)
+		}
+		shard := c0.shardPath(0)
+		before := mustRead(t, shard)
+
+		ioErr := errors.New("input/output error")
+		var opens atomic.Int32
+		shardOpenHook = func(path string) error {
+			if path != shard || how != "unreadable" && opens.Add(1) > 1 {
+				return nil
+			}
+			return &fs.PathError{Op: "read", Path: path, Err: ioErr}
+		}
+		c, log := openCache(t, cacheDir)
+		c.memoShards = 1
+		// Hashed again: the shard could not be read.
+		if got, err := c.FileSHA256(earlier[0]); err != nil || got != sha([]byte(earlier[0])) {
+			t.Fatalf("%s: %s (%v)", how, got, err)
+		}
+		learnAll(t, c, mine)
+		c.SaveNew()
+		if err := c.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		learnAll(t, c, mine[:1])
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		shardOpenHook = nil
+		memoHolds(t, cacheDir, how, earlier)
+		if how == "unreadable" {
+			if after := mustRead(t, shard); !bytes.Equal(after, before) {
+				t.Errorf("%s: the shard was written", how)
+			}
+			if n := strings.Count(log.String(), "input/output error"); n != 1 {
+				t.Errorf("%s: the unreadable shard was said %d times, want once:\n%s", how, n, log)
+			}
+			if !strings.Contains(log.String(), shard) {
+				t.Errorf("%s: the warning does not name the shard:\n%s", how, log)
+			}
+		} else {
+			memoHolds(t, cacheDir, how, mine)
+			if log.String() != "" {
+				t.Errorf("%s: warned:\n%s", how, log)
+			}
+		}
+	}
 }
