@@ -1012,9 +1012,13 @@ func (s *memoShard) written(share int, disk shardFile) memoShard {
 			// Forgotten: the memo was found wrong about the file, which
 			// the other build's copy may be too.
 		case m.st == d.st:
-			for _, f := range d.all() {
-				if _, ok := m.get(f.name); !ok {
-					m.set(f.name, f.value)
+			// Mostly the same facts: this build's own save read back
+			// (SaveNew's, saved again at Close).
+			if d.facts != m.facts {
+				for _, f := range d.all() {
+					if _, ok := m.get(f.name); !ok {
+						m.set(f.name, f.value)
+					}
 				}
 			}
 			m.seen = max(m.seen, d.seen)
