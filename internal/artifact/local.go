@@ -93,9 +93,9 @@ func (l *Local) Produce(ctx context.Context, f *Fetcher, r *Request, work string
 			return nil, fmt.Errorf("%s is a directory; filename names a file", l.Path)
 		}
 		// A link to a directory is followed (root), as a link to a
-		// file is and as the up-to-date note stamps it: the tree of
-		// the link itself is empty (tree.FromDir), and the artifact
-		// placed nothing, saying so nowhere.
+		// file is and as the up-to-date note stamps it: tree.FromDir
+		// takes no link for its root (it gave an empty tree, and the
+		// artifact placed nothing, saying so nowhere).
 		if resolveErr != nil {
 			return nil, blame("path", fmt.Errorf("local path: %w", resolveErr))
 		}

@@ -14,8 +14,10 @@ import (
 
 // FromDir builds a tree from a directory on disk. Modes are normalized and
 // ownership is 0:0. Symlinks are recorded, not followed; a root that is
-// not a directory (a file, or a symlink even to a directory) gives an
-// empty tree.
+// not a directory (a file, or a symlink even to a directory) is an
+// error: its empty tree read as a directory that holds nothing, and a
+// caller that resolved the root but lost a race to a rename placed
+// nothing, saying so nowhere.
 //
 // Each directory is read once and only regular files are stat'ed, once
 // each, by name relative to their open directory (the kernel does not
@@ -31,10 +33,10 @@ func FromDir(root string) (*Tree, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := New()
 	if !info.IsDir() {
-		return t, nil
+		return nil, fmt.Errorf("%s is %s, not a directory", root, bounded.TypeName(info.Mode()))
 	}
+	t := New()
 	top := &dirJob{disk: root}
 	w := &walker{queue: []*dirJob{top}, pending: 1}
 	w.cond = sync.NewCond(&w.mu)

@@ -60,8 +60,9 @@ func TestFromDirAllocations(t *testing.T) {
 	}
 }
 
-// The root decides as before: a missing one is an error; a file, or a
-// symlink (even to a directory), is an empty tree.
+// A root that is not a directory is an error, as a missing one is: a
+// file, or a symlink even to a directory, gave an empty tree, which a
+// caller took for a directory holding nothing.
 func TestFromDirRoot(t *testing.T) {
 	dir := fromDirFixture(t, 3)
 	link := filepath.Join(t.TempDir(), "link")
@@ -69,8 +70,8 @@ func TestFromDirRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, root := range []string{link, filepath.Join(dir, "d00", "f0000")} {
-		if tr, err := FromDir(root); err != nil || tr.Len() != 0 {
-			t.Errorf("%s: %v entries, %v; want an empty tree", root, tr, err)
+		if _, err := FromDir(root); err == nil || !strings.Contains(err.Error(), root+" is ") || !strings.Contains(err.Error(), "not a directory") {
+			t.Errorf("%s: %v, want an error naming it, not a directory", root, err)
 		}
 	}
 	if _, err := FromDir(filepath.Join(dir, "missing")); err == nil {
