@@ -102,15 +102,17 @@ func (f *Fetcher) fetch(ctx context.Context, r *Request, work string) (*Result, 
 // localModulesDigest covers every file of the module in dir and of every
 // module it replaces with a local directory, followed transitively: all a
 // go build of it reads from disk besides the module cache (whose modules
-// go.sum pins) and the toolchain.
+// go.sum pins) and the toolchain. What it reads of them all is bounded
+// by maxKeyFiles and maxKeyBytes together.
 func (f *Fetcher) localModulesDigest(dir string) ([]string, error) {
 	dirs, err := localModules(dir)
 	if err != nil {
 		return nil, err
 	}
 	var out []string
+	b := &keyBudget{}
 	for _, d := range dirs {
-		sum, err := f.moduleDigest(d)
+		sum, err := f.moduleDigestIn(d, b)
 		if err != nil {
 			return nil, err
 		}
@@ -133,50 +135,62 @@ func (f *Fetcher) localModulesDigest(dir string) ([]string, error) {
 // to a file or to a package's directory (which go build imports through
 // the link). A link to nothing, or to a directory holding the module
 // (a loop, which would walk all that holds it), is covered by its
-// target as written. What links lead to outside the module is read
-// within maxLinkedFiles and maxLinkedBytes.
+// target as written. All it reads is within maxKeyFiles and maxKeyBytes.
 func (f *Fetcher) moduleDigest(dir string) (string, error) {
+	return f.moduleDigestIn(dir, &keyBudget{})
+}
+
+// moduleDigestIn is moduleDigest counting what it reads in b, which the
+// other modules of the same key share.
+func (f *Fetcher) moduleDigestIn(dir string, b *keyBudget) (string, error) {
 	root, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		return "", err
 	}
-	w := &moduleWalk{t: tree.New(), root: root, walked: map[string]bool{}}
+	w := &moduleWalk{t: tree.New(), root: root, walked: map[string]bool{}, budget: b}
 	if err := w.add(root, ""); err != nil {
 		return "", fmt.Errorf("go module %s: %w", dir, err)
 	}
 	return tree.Digest(w.t, f.digest)
 }
 
-// The files and bytes a module's key reads through its links, in all:
-// go build reads only the packages imported through a link, but the key
-// cannot know which, and reads all the link leads to. A link to /usr, or
-// to /proc (whose kcore is as large as the address space), would have
-// every build hash all of it, where go build reads a few packages.
-// Variables, so that tests can lower them.
+// The files and bytes a key reads, in all: of its module, of the
+// directories its go.mod replaces modules with, and through their links.
+// go build reads only the packages it imports, but the key cannot know
+// which, and reads all of them. A link to /usr, or to /proc (whose kcore
+// is as large as the address space), or a module or replace directory at
+// /, would have every build hash all of it, where go build reads a few
+// packages. Variables, so that tests can lower them.
 var (
-	maxLinkedFiles       = 100_000
-	maxLinkedBytes int64 = 4 << 30
+	maxKeyFiles       = 100_000
+	maxKeyBytes int64 = 4 << 30
 )
+
+// keyBudget counts what one key has read.
+type keyBudget struct {
+	files int
+	bytes int64
+}
 
 // moduleWalk adds a module's files to t.
 type moduleWalk struct {
 	t      *tree.Tree
 	root   string
 	walked map[string]bool
-	// files and bytes count what links led to outside the module.
-	files int
-	bytes int64
+	budget *keyBudget
 }
 
-// linked counts a file of size bytes read through a link.
-func (w *moduleWalk) linked(p string, size int64) error {
-	w.files++
-	w.bytes += size
+// read counts a file of size bytes at p that the key reads. Its error is
+// blamed on the recipe's module: what it would read is all under it.
+func (w *moduleWalk) read(p string, size int64) error {
+	b := w.budget
+	b.files++
+	b.bytes += size
 	switch {
-	case w.files > maxLinkedFiles:
-		return fmt.Errorf("more than %d files through its links (at %s): the cache key would read them all; link to the directories of the packages it imports instead", maxLinkedFiles, p)
-	case w.bytes > maxLinkedBytes:
-		return fmt.Errorf("more than %d bytes through its links (at %s, %d bytes): the cache key would read them all; link to the directories of the packages it imports instead", maxLinkedBytes, p, size)
+	case b.files > maxKeyFiles:
+		return blame("module", fmt.Errorf("more than %d files in the module, the directories it replaces modules with and what their links lead to (at %s): the cache key would read them all; keep the module, and what it links to, to the packages it builds", maxKeyFiles, p))
+	case b.bytes > maxKeyBytes:
+		return blame("module", fmt.Errorf("more than %d bytes in the module, the directories it replaces modules with and what their links lead to (at %s, %d bytes): the cache key would read them all; keep the module, and what it links to, to the packages it builds", maxKeyBytes, p, size))
 	}
 	return nil
 }
@@ -187,9 +201,9 @@ func (w *moduleWalk) holds(p string) bool { return within(p, w.root) }
 // add adds to t the files under dir, a directory with no link in its
 // path, named below prefix ("" for the module's root), following links
 // out of the module's root. A directory is walked once, at the first
-// path that leads to it.
+// path that leads to it. Each file's stamp is taken here, where the
+// walk stats it to count its bytes, so that its digest stats it no more.
 func (w *moduleWalk) add(dir, prefix string) error {
-	outside := !w.holds(dir)
 	return filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -203,32 +217,25 @@ func (w *moduleWalk) add(dir, prefix string) error {
 		}
 		rel, _ := filepath.Rel(dir, p)
 		rel = path.Join(prefix, filepath.ToSlash(rel))
+		// at is the file read, where a link leads for a link.
+		var info fs.FileInfo
+		at := p
 		switch {
 		case d.Type().IsRegular():
-			if outside {
-				info, err := d.Info()
-				if err != nil {
-					return err
-				}
-				if err := w.linked(p, info.Size()); err != nil {
-					return err
-				}
+			if info, err = d.Info(); err != nil {
+				return err
 			}
 		case d.Type()&fs.ModeSymlink != 0:
 			if to, err := filepath.EvalSymlinks(p); err == nil {
-				info, err := os.Stat(to)
+				linked, err := os.Stat(to)
 				if err != nil {
 					return err
 				}
-				if info.Mode().IsRegular() {
-					if !w.holds(to) {
-						if err := w.linked(to, info.Size()); err != nil {
-							return err
-						}
-					}
+				if linked.Mode().IsRegular() {
+					info, at = linked, to
 					break
 				}
-				if info.IsDir() && !within(w.root, to) {
+				if linked.IsDir() && !within(w.root, to) {
 					if err := w.add(to, rel); err != nil {
 						return fmt.Errorf("%s, a link to %s: %w", rel, to, err)
 					}
@@ -243,7 +250,10 @@ func (w *moduleWalk) add(dir, prefix string) error {
 		default:
 			return nil
 		}
-		return w.t.Add(tree.Entry{Path: rel, Kind: tree.File, Source: p})
+		if err := w.read(at, info.Size()); err != nil {
+			return err
+		}
+		return w.t.Add(tree.Entry{Path: rel, Kind: tree.File, Source: p, Stamp: tree.StampOf(info)})
 	})
 }
 

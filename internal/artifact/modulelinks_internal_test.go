@@ -1,6 +1,7 @@
 package artifact
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,7 +9,7 @@ import (
 )
 
 // A go module's cache key reads what its links lead to outside it within
-// maxLinkedFiles and maxLinkedBytes, and says which link led past them:
+// maxKeyFiles and maxKeyBytes, and says which link led past them:
 // a link to /usr had every build hash all of it, one to /proc failed
 // with an error naming neither the module nor the link (or, where the
 // walk got that far, hashed /proc/kcore, the size of the address space).
@@ -28,8 +29,7 @@ func TestModuleKeyThroughLinksBounded(t *testing.T) {
 	}
 	link(filepath.Join(dir, "big"), "big")
 	link(filepath.Join(dir, "large.go"), "large.go")
-	// A link within the module and links in the module's tree are not
-	// counted: only what is outside it.
+	// A link within the module is walked once, and counted once.
 	writeTestFile(t, filepath.Join(mod, "pkg", "a.go"), strings.Repeat("y", 2000))
 	link("pkg", "alias")
 	f := &Fetcher{}
@@ -37,19 +37,21 @@ func TestModuleKeyThroughLinksBounded(t *testing.T) {
 		t.Fatalf("within the limits: %v", err)
 	}
 	setLimits := func(files int, bytes int64) {
-		oldFiles, oldBytes := maxLinkedFiles, maxLinkedBytes
-		maxLinkedFiles, maxLinkedBytes = files, bytes
-		t.Cleanup(func() { maxLinkedFiles, maxLinkedBytes = oldFiles, oldBytes })
+		oldFiles, oldBytes := maxKeyFiles, maxKeyBytes
+		maxKeyFiles, maxKeyBytes = files, bytes
+		t.Cleanup(func() { maxKeyFiles, maxKeyBytes = oldFiles, oldBytes })
 	}
+	// Walked in order: alias/a.go (2000 bytes), big's five files (100
+	// each), go.mod, large.go (1000).
 	setLimits(4, 1<<20)
 	_, err := f.moduleDigest(mod)
-	if want := "go module " + mod + ": big, a link to " + filepath.Join(dir, "big") + ": more than 4 files through its links"; err == nil || !strings.Contains(err.Error(), want) {
-		t.Errorf("6 files through links, 4 allowed: %v, want an error saying %q", err, want)
+	if want := "go module " + mod + ": big, a link to " + filepath.Join(dir, "big") + ": more than 4 files in the module"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("8 files, 4 allowed: %v, want an error saying %q", err, want)
 	}
-	setLimits(100, 1200)
+	setLimits(100, 3000)
 	_, err = f.moduleDigest(mod)
-	if want := "more than 1200 bytes through its links (at " + filepath.Join(dir, "large.go") + ", 1000 bytes)"; err == nil || !strings.Contains(err.Error(), want) {
-		t.Errorf("1500 bytes through links, 1200 allowed: %v, want an error saying %q", err, want)
+	if want := "more than 3000 bytes in the module, the directories it replaces modules with and what their links lead to (at " + filepath.Join(dir, "large.go") + ", 1000 bytes)"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("3521 bytes, 3000 allowed: %v, want an error saying %q", err, want)
 	}
 
 	// Where the walk gets to kcore, its size stops it; before, a process
@@ -113,5 +115,47 @@ func writeTestFile(t *testing.T, p, content string) {
 	}
 	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The limits hold for all a key reads, not only through links: a module
+// or a directory its go.mod replaces a module with (at /, or a tree as
+// large) was walked whole, however large. The module and its replace
+// directories share them, and the error blames the recipe's module line.
+func TestModuleKeyBounded(t *testing.T) {
+	dir := t.TempDir()
+	mod := filepath.Join(dir, "mod")
+	writeTestFile(t, filepath.Join(mod, "go.mod"), "module example.com/m\n\nrequire example.com/r v0.0.0\n\nreplace example.com/r => ../r\n")
+	for i := range 3 {
+		writeTestFile(t, filepath.Join(mod, "p", string(rune('a'+i))+".go"), "package p\n")
+		writeTestFile(t, filepath.Join(dir, "r", string(rune('a'+i))+".go"), "package r\n")
+	}
+	writeTestFile(t, filepath.Join(dir, "r", "go.mod"), "module example.com/r\n")
+	f := &Fetcher{}
+	if _, err := f.localModulesDigest(mod); err != nil {
+		t.Fatalf("within the limits: %v", err)
+	}
+	oldFiles, oldBytes := maxKeyFiles, maxKeyBytes
+	t.Cleanup(func() { maxKeyFiles, maxKeyBytes = oldFiles, oldBytes })
+
+	maxKeyFiles = 3
+	_, err := f.moduleDigest(mod)
+	var fe *FieldError
+	if want := "go module " + mod + ": more than 3 files in the module"; err == nil || !strings.Contains(err.Error(), want) || !errors.As(err, &fe) || fe.Field != "module" {
+		t.Errorf("a module of 4 files, 3 allowed: %v, want an error blaming module saying %q", err, want)
+	}
+	// Each alone is within 5 files; the two are not.
+	maxKeyFiles = 5
+	if _, err := f.moduleDigest(filepath.Join(dir, "r")); err != nil {
+		t.Fatalf("the replace directory alone, within the limits: %v", err)
+	}
+	_, err = f.localModulesDigest(mod)
+	if want := "go module " + filepath.Join(dir, "r") + ": more than 5 files in the module"; err == nil || !strings.Contains(err.Error(), want) || !errors.As(err, &fe) || fe.Field != "module" {
+		t.Errorf("a module and its replace directory of 8 files, 5 allowed: %v, want an error blaming module saying %q", err, want)
+	}
+	maxKeyFiles, maxKeyBytes = 100, 30
+	_, err = f.moduleDigest(mod)
+	if want := "more than 30 bytes in the module"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("a module of 100 bytes, 30 allowed: %v, want an error saying %q", err, want)
 	}
 }
