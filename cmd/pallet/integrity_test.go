@@ -211,6 +211,40 @@ images:
 	}
 }
 
+// A Go build's key reads no file the kernel makes up as it is read, and
+// says so at the recipe's module line: a link in the module to
+// /proc/kmsg had the key wait forever, one to another file of /proc hashed
+// what it said at that moment.
+func TestGoModuleLinkToKernelFileRefused(t *testing.T) {
+	if _, err := os.Stat("/proc/version"); err != nil {
+		t.Skip("no /proc")
+	}
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "app", "go.mod"), "module example.com/app\n\ngo 1.22\n")
+	writeFile(t, filepath.Join(dir, "app", "main.go"), "package main\n\nfunc main() {}\n")
+	if err := os.Symlink("/proc/version", filepath.Join(dir, "app", "version")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
+artifacts:
+  app:
+    go:
+      module: app
+      packages: .
+    licenses: none
+images:
+  app:
+    base: scratch
+    platforms: linux/amd64
+    files:
+      - {artifact: app, dest: /bin/}
+`)
+	_, err := pallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "--cache-dir", t.TempDir(), "-o", "oci:"+filepath.Join(dir, "out"))
+	if want := "pallet.yaml:5:"; err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "version, a link to /proc/version: /proc/version is on the kernel's proc filesystem") {
+		t.Errorf("a module linking to /proc/version: %v, want it refused at %s naming the link", err, want)
+	}
+}
+
 // The recipe's limits reach extraction, and a flag wins over them.
 func TestRecipeLimitsBoundExtraction(t *testing.T) {
 	archive := fixture.TarGz([]fixture.File{{Name: "big", Content: strings.Repeat("x", 64<<10), Mode: 0o644}})

@@ -148,7 +148,11 @@ func (f *Fetcher) moduleDigestIn(dir string, b *keyBudget) (string, error) {
 		return "", err
 	}
 	w := &moduleWalk{t: tree.New(), root: root, walked: map[string]bool{}, budget: b}
-	if err := w.add(root, ""); err != nil {
+	err = kernelMade(root)
+	if err == nil {
+		err = w.add(root, "")
+	}
+	if err != nil {
 		return "", fmt.Errorf("go module %s: %w", dir, err)
 	}
 	return tree.Digest(w.t, f.digest)
@@ -195,6 +199,18 @@ func (w *moduleWalk) read(p string, size int64) error {
 	return nil
 }
 
+// kernelMade refuses p, a file or directory the key would read, when the
+// kernel makes up its files as they are read (see kernelFS): hashing
+// /proc/kmsg waits forever, and what the others hold changes with no
+// stamp to show it. A link to one is refused, not taken as its target
+// text: go build reads a package's files through it.
+func kernelMade(p string) error {
+	if fsys := kernelFS(p); fsys != "" {
+		return blame("module", fmt.Errorf("%s is on the kernel's %s filesystem, whose files are made as they are read (a read of some waits forever): the cache key reads none; copy what the build needs into the module", p, fsys))
+	}
+	return nil
+}
+
 // holds says whether p, a path with no link in it, is in the module.
 func (w *moduleWalk) holds(p string) bool { return within(p, w.root) }
 
@@ -230,6 +246,11 @@ func (w *moduleWalk) add(dir, prefix string) error {
 				linked, err := os.Stat(to)
 				if err != nil {
 					return err
+				}
+				if linked.Mode().IsRegular() || linked.IsDir() {
+					if err := kernelMade(to); err != nil {
+						return fmt.Errorf("%s, a link to %s: %w", rel, to, err)
+					}
 				}
 				if linked.Mode().IsRegular() {
 					info, at = linked, to

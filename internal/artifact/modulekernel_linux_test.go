@@ -1,0 +1,66 @@
+package artifact
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The key reads no file the kernel makes as it is read: a link to
+// /proc/kmsg had the key wait forever for the next kernel message (as
+// root), one to another file of /proc or /sys hashed what it said at
+// that moment. Both are refused at the module's line, naming the link.
+// A named pipe or a device in the module, or a link to one, is not
+// opened: go build reads neither unless named as a source file (held).
+func TestModuleKeyReadsNoKernelFiles(t *testing.T) {
+	if _, err := os.Stat("/proc/version"); err != nil {
+		t.Skip("no /proc")
+	}
+	f := &Fetcher{}
+	for name, target := range map[string]string{"version": "/proc/version", "kernel": "/proc/sys/kernel"} {
+		mod := t.TempDir()
+		writeTestFile(t, filepath.Join(mod, "go.mod"), "module example.com/m\n")
+		if err := os.Symlink(target, filepath.Join(mod, name)); err != nil {
+			t.Fatal(err)
+		}
+		_, err := f.moduleDigest(mod)
+		var fe *FieldError
+		if want := "go module " + mod + ": " + name + ", a link to " + target + ": " + target + " is on the kernel's proc filesystem"; err == nil || !strings.Contains(err.Error(), want) || !errors.As(err, &fe) || fe.Field != "module" {
+			t.Errorf("a link to %s: %v, want an error blaming module saying %q", target, err, want)
+		}
+	}
+	if _, err := f.moduleDigest("/proc/sys"); err == nil || !strings.Contains(err.Error(), "is on the kernel's proc filesystem") {
+		t.Errorf("a module in /proc: %v, want it refused", err)
+	}
+
+	dir := t.TempDir()
+	mod := filepath.Join(dir, "mod")
+	writeTestFile(t, filepath.Join(mod, "go.mod"), "module example.com/m\n")
+	for _, p := range []string{filepath.Join(mod, "fifo"), filepath.Join(dir, "fifo")} {
+		if err := syscall.Mkfifo(p, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, target := range map[string]string{"pipe": filepath.Join(dir, "fifo"), "zero": "/dev/zero"} {
+		if err := os.Symlink(target, filepath.Join(mod, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.moduleDigest(mod)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("a module holding a named pipe and links to one and to a device: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the key of a module holding a named pipe and links to one and to a device still reads after 20s")
+	}
+}
