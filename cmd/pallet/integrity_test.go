@@ -211,6 +211,48 @@ images:
 	}
 }
 
+// A package go build compiles through a link in the module to a
+// directory holding it (up -> .., imported as example.com/app/up/...) is
+// in the key: only the link's target as written was, and an edit there
+// was served the binary first built.
+func TestGoModuleThroughLinkUpIsInTheKey(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "app", "go.mod"), "module example.com/app\n\ngo 1.22\n")
+	writeFile(t, filepath.Join(dir, "app", "main.go"), "package main\n\nimport \"example.com/app/up/shared/lib\"\n\nfunc main() { println(lib.Name) }\n")
+	writeFile(t, filepath.Join(dir, "shared", "lib", "lib.go"), "package lib\n\nconst Name = \"lib-one\"\n")
+	if err := os.Symlink("..", filepath.Join(dir, "app", "up")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
+artifacts:
+  app:
+    go: {module: app, packages: .}
+    licenses: none
+images:
+  app:
+    base: scratch
+    platforms: linux/amd64
+    files:
+      - {artifact: app, dest: /bin/}
+`)
+	cacheDir := t.TempDir()
+	build := func() (string, string) {
+		out := filepath.Join(t.TempDir(), "out")
+		log := mustPallet(t, "build", "--progress", "plain", "-f", filepath.Join(dir, "pallet.yaml"), "--cache-dir", cacheDir, "-o", "oci:"+out)
+		return readImageFiles(t, out, "linux/amd64")["bin/app"], log
+	}
+	if first, _ := build(); !strings.Contains(first, "lib-one") {
+		t.Fatal("the binary does not hold the string of the package imported through the link")
+	}
+	if _, log := build(); !strings.Contains(log, "[go, cached]") {
+		t.Errorf("an unchanged rebuild was not a cache hit:\n%s", log)
+	}
+	writeFile(t, filepath.Join(dir, "shared", "lib", "lib.go"), "package lib\n\nconst Name = \"lib-two\"\n")
+	if got, log := build(); strings.Contains(log, "[go, cached]") || !strings.Contains(got, "lib-two") {
+		t.Errorf("a package imported through up -> .. changed, but the old binary was served:\n%s", log)
+	}
+}
+
 // A Go build's key reads no file the kernel makes up as it is read, and
 // says so at the recipe's module line: a link in the module to
 // /proc/kmsg had the key wait forever, one to another file of /proc hashed

@@ -111,11 +111,17 @@ func (f *Fetcher) localModulesDigest(dir string) ([]string, error) {
 	}
 	var out []string
 	b := &keyBudget{}
+	var walks []*moduleWalk
 	for _, d := range dirs {
-		sum, err := f.moduleDigestIn(d, b)
+		w, err := walkModule(d, b)
 		if err != nil {
 			return nil, err
 		}
+		sum, err := tree.Digest(w.t, f.digest)
+		if err != nil {
+			return nil, err
+		}
+		walks = append(walks, w)
 		// The directory is named as go.mod names it relative to the
 		// module, so moving the whole tree keeps the key.
 		rel, err := filepath.Rel(dir, d)
@@ -124,38 +130,49 @@ func (f *Fetcher) localModulesDigest(dir string) ([]string, error) {
 		}
 		out = append(out, filepath.ToSlash(rel)+"="+sum)
 	}
+	// Only where a link leads up: the keys of all other modules are
+	// what they were.
+	ups, err := importedUp(walks)
+	if err != nil {
+		return nil, err
+	}
+	for i, up := range ups {
+		if up == nil {
+			continue
+		}
+		sum, err := tree.Digest(up, f.digest)
+		if err != nil {
+			return nil, err
+		}
+		out[i] += " up:" + sum
+	}
 	return out, nil
 }
 
-// moduleDigest covers every file of a local module (VCS metadata aside),
+// walkModule lists every file of a local module (VCS metadata aside),
 // as go build reads them: through a link at the module's own path (a
 // module: ./src that links to the sources, which WalkDir alone took for
 // an empty module, so that no edit changed the key and the cache gave
 // the binary of the sources first built), and through links inside it,
 // to a file or to a package's directory (which go build imports through
 // the link). A link to nothing, or to a directory holding the module
-// (a loop, which would walk all that holds it), is covered by its
-// target as written. All it reads is within maxKeyFiles and maxKeyBytes.
-func (f *Fetcher) moduleDigest(dir string) (string, error) {
-	return f.moduleDigestIn(dir, &keyBudget{})
-}
-
-// moduleDigestIn is moduleDigest counting what it reads in b, which the
-// other modules of the same key share.
-func (f *Fetcher) moduleDigestIn(dir string, b *keyBudget) (string, error) {
+// (which would walk all that holds it), is listed as its target as
+// written; the packages imported through the latter are importedUp's.
+// All it reads counts in b.
+func walkModule(dir string, b *keyBudget) (*moduleWalk, error) {
 	root, err := filepath.EvalSymlinks(dir)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	w := &moduleWalk{t: tree.New(), root: root, walked: map[string]bool{}, budget: b}
+	w := &moduleWalk{t: tree.New(), root: root, dir: dir, walked: map[string]bool{}, budget: b}
 	err = kernelMade(root)
 	if err == nil {
 		err = w.add(root, "")
 	}
 	if err != nil {
-		return "", fmt.Errorf("go module %s: %w", dir, err)
+		return nil, fmt.Errorf("go module %s: %w", dir, err)
 	}
-	return tree.Digest(w.t, f.digest)
+	return w, nil
 }
 
 // The files and bytes a key reads, in all: of its module, of the
@@ -178,10 +195,16 @@ type keyBudget struct {
 
 // moduleWalk adds a module's files to t.
 type moduleWalk struct {
-	t      *tree.Tree
-	root   string
-	walked map[string]bool
-	budget *keyBudget
+	t *tree.Tree
+	// root is the module's directory, resolved; dir as the recipe or
+	// go.mod names it.
+	root, dir string
+	walked    map[string]bool
+	budget    *keyBudget
+	// goFiles are the Go files added to t, whose imports importedUp
+	// reads; up the links found to directories that hold the module.
+	goFiles []string
+	up      []upLink
 }
 
 // read counts a file of size bytes at p that the key reads. Its error is
@@ -262,6 +285,9 @@ func (w *moduleWalk) add(dir, prefix string) error {
 					}
 					return nil
 				}
+				if linked.IsDir() {
+					w.up = append(w.up, upLink{rel: rel, path: p})
+				}
 			}
 			target, err := os.Readlink(p)
 			if err != nil {
@@ -273,6 +299,9 @@ func (w *moduleWalk) add(dir, prefix string) error {
 		}
 		if err := w.read(at, info.Size()); err != nil {
 			return err
+		}
+		if strings.HasSuffix(rel, ".go") {
+			w.goFiles = append(w.goFiles, p)
 		}
 		return w.t.Add(tree.Entry{Path: rel, Kind: tree.File, Source: p, Stamp: tree.StampOf(info)})
 	})

@@ -27,13 +27,13 @@ func TestModuleKeyReadsNoKernelFiles(t *testing.T) {
 		if err := os.Symlink(target, filepath.Join(mod, name)); err != nil {
 			t.Fatal(err)
 		}
-		_, err := f.moduleDigest(mod)
+		_, err := moduleKey(f, mod)
 		var fe *FieldError
 		if want := "go module " + mod + ": " + name + ", a link to " + target + ": " + target + " is on the kernel's proc filesystem"; err == nil || !strings.Contains(err.Error(), want) || !errors.As(err, &fe) || fe.Field != "module" {
 			t.Errorf("a link to %s: %v, want an error blaming module saying %q", target, err, want)
 		}
 	}
-	if _, err := f.moduleDigest("/proc/sys"); err == nil || !strings.Contains(err.Error(), "is on the kernel's proc filesystem") {
+	if _, err := moduleKey(f, "/proc/sys"); err == nil || !strings.Contains(err.Error(), "is on the kernel's proc filesystem") {
 		t.Errorf("a module in /proc: %v, want it refused", err)
 	}
 
@@ -52,7 +52,7 @@ func TestModuleKeyReadsNoKernelFiles(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := f.moduleDigest(mod)
+		_, err := moduleKey(f, mod)
 		done <- err
 	}()
 	select {

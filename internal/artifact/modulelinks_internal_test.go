@@ -33,7 +33,7 @@ func TestModuleKeyThroughLinksBounded(t *testing.T) {
 	writeTestFile(t, filepath.Join(mod, "pkg", "a.go"), strings.Repeat("y", 2000))
 	link("pkg", "alias")
 	f := &Fetcher{}
-	if _, err := f.moduleDigest(mod); err != nil {
+	if _, err := moduleKey(f, mod); err != nil {
 		t.Fatalf("within the limits: %v", err)
 	}
 	setLimits := func(files int, bytes int64) {
@@ -44,12 +44,12 @@ func TestModuleKeyThroughLinksBounded(t *testing.T) {
 	// Walked in order: alias/a.go (2000 bytes), big's five files (100
 	// each), go.mod, large.go (1000).
 	setLimits(4, 1<<20)
-	_, err := f.moduleDigest(mod)
+	_, err := moduleKey(f, mod)
 	if want := "go module " + mod + ": big, a link to " + filepath.Join(dir, "big") + ": more than 4 files in the module"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("8 files, 4 allowed: %v, want an error saying %q", err, want)
 	}
 	setLimits(100, 3000)
-	_, err = f.moduleDigest(mod)
+	_, err = moduleKey(f, mod)
 	if want := "more than 3000 bytes in the module, the directories it replaces modules with and what their links lead to (at " + filepath.Join(dir, "large.go") + ", 1000 bytes)"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("3521 bytes, 3000 allowed: %v, want an error saying %q", err, want)
 	}
@@ -65,7 +65,7 @@ func TestModuleKeyThroughLinksBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	setLimits(100_000, 4<<30)
-	_, err = f.moduleDigest(proc)
+	_, err = moduleKey(f, proc)
 	if want := "go module " + proc + ": p, a link to /proc: /proc is on the kernel's proc filesystem"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("a link to /proc: %v, want an error saying %q", err, want)
 	}
@@ -94,12 +94,12 @@ func TestModuleKeyThroughLinkCycles(t *testing.T) {
 		}
 	}
 	f := &Fetcher{}
-	before, err := f.moduleDigest(mod)
+	before, err := moduleKey(f, mod)
 	if err != nil {
 		t.Fatal(err)
 	}
 	writeTestFile(t, filepath.Join(dir, "ext", "b", "b.go"), "package b // edited\n")
-	after, err := f.moduleDigest(mod)
+	after, err := moduleKey(f, mod)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,14 +139,14 @@ func TestModuleKeyBounded(t *testing.T) {
 	t.Cleanup(func() { maxKeyFiles, maxKeyBytes = oldFiles, oldBytes })
 
 	maxKeyFiles = 3
-	_, err := f.moduleDigest(mod)
+	_, err := moduleKey(f, mod)
 	var fe *FieldError
 	if want := "go module " + mod + ": more than 3 files in the module"; err == nil || !strings.Contains(err.Error(), want) || !errors.As(err, &fe) || fe.Field != "module" {
 		t.Errorf("a module of 4 files, 3 allowed: %v, want an error blaming module saying %q", err, want)
 	}
 	// Each alone is within 5 files; the two are not.
 	maxKeyFiles = 5
-	if _, err := f.moduleDigest(filepath.Join(dir, "r")); err != nil {
+	if _, err := moduleKey(f, filepath.Join(dir, "r")); err != nil {
 		t.Fatalf("the replace directory alone, within the limits: %v", err)
 	}
 	_, err = f.localModulesDigest(mod)
@@ -154,8 +154,87 @@ func TestModuleKeyBounded(t *testing.T) {
 		t.Errorf("a module and its replace directory of 8 files, 5 allowed: %v, want an error blaming module saying %q", err, want)
 	}
 	maxKeyFiles, maxKeyBytes = 100, 30
-	_, err = f.moduleDigest(mod)
+	_, err = moduleKey(f, mod)
 	if want := "more than 30 bytes in the module"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("a module of 100 bytes, 30 allowed: %v, want an error saying %q", err, want)
+	}
+}
+
+// moduleKey is what the key of a go build of the module in dir takes of
+// its files.
+func moduleKey(f *Fetcher, dir string) (string, error) {
+	sums, err := f.localModulesDigest(dir)
+	return strings.Join(sums, "\n"), err
+}
+
+// A link to a directory that holds the module (up -> .., or an absolute
+// one) is followed for the packages go build imports through it, and
+// what they import in turn: only its target as written was in the key,
+// and an edit in such a package was served the binary first built. What
+// nothing imports through it is not read (a link to / costs nothing).
+func TestModuleKeyThroughLinksUp(t *testing.T) {
+	dir := t.TempDir()
+	mod := filepath.Join(dir, "mod")
+	writeTestFile(t, filepath.Join(mod, "go.mod"), "module example.com/m\n")
+	writeTestFile(t, filepath.Join(mod, "main.go"), "package main\n\nimport (\n\t\"fmt\"\n\n\t\"example.com/m/up/shared/lib\"\n)\n\nfunc main() { fmt.Println(lib.Name) }\n")
+	writeTestFile(t, filepath.Join(dir, "shared", "lib", "lib.go"), "package lib\n\nimport \"example.com/m/abs/more\"\n\nconst Name = more.Name\n")
+	writeTestFile(t, filepath.Join(dir, "shared", "lib", "static", "page.html"), "one\n")
+	writeTestFile(t, filepath.Join(dir, "more", "more.go"), "package more\n\nconst Name = \"one\"\n")
+	writeTestFile(t, filepath.Join(dir, "unused", "unused.go"), "package unused\n")
+	for name, target := range map[string]string{"up": "..", "abs": dir, "root": "/"} {
+		if err := os.Symlink(target, filepath.Join(mod, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := &Fetcher{}
+	key := func() string {
+		t.Helper()
+		k, err := moduleKey(f, mod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	before := key()
+	for _, edit := range []struct {
+		file    string
+		changes bool
+	}{
+		// more.go first: the edit of lib.go takes away its import.
+		{filepath.Join("more", "more.go"), true},
+		{filepath.Join("shared", "lib", "static", "page.html"), true},
+		{filepath.Join("shared", "lib", "lib.go"), true},
+		{filepath.Join("unused", "unused.go"), false},
+	} {
+		writeTestFile(t, filepath.Join(dir, edit.file), "// edited\n")
+		if after := key(); (after != before) != edit.changes {
+			t.Errorf("%s edited: the key changed %v, want %v", edit.file, after != before, edit.changes)
+		} else {
+			before = after
+		}
+	}
+}
+
+// The main module's files import through the links up of a module its
+// go.mod replaces with a directory, as go build resolves the replaced
+// module's import paths there.
+func TestModuleKeyThroughReplacedLinksUp(t *testing.T) {
+	dir := t.TempDir()
+	mod := filepath.Join(dir, "mod")
+	writeTestFile(t, filepath.Join(mod, "go.mod"), "module example.com/m\n\nrequire example.com/r v0.0.0\n\nreplace example.com/r => ../r\n")
+	writeTestFile(t, filepath.Join(mod, "main.go"), "package main\n\nimport \"example.com/r/up/lib\"\n\nfunc main() { println(lib.Name) }\n")
+	writeTestFile(t, filepath.Join(dir, "r", "go.mod"), "module example.com/r\n")
+	writeTestFile(t, filepath.Join(dir, "lib", "lib.go"), "package lib\n\nconst Name = \"one\"\n")
+	if err := os.Symlink("..", filepath.Join(dir, "r", "up")); err != nil {
+		t.Fatal(err)
+	}
+	f := &Fetcher{}
+	before, err := moduleKey(f, mod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeTestFile(t, filepath.Join(dir, "lib", "lib.go"), "package lib\n\nconst Name = \"two\"\n")
+	if after, err := moduleKey(f, mod); err != nil || after == before {
+		t.Errorf("a package imported through a replaced module's link up changed: the key changed %v (%v)", after != before, err)
 	}
 }
