@@ -234,6 +234,24 @@ func kernelMade(p string) error {
 	return nil
 }
 
+// goWouldRead refuses a file at rel that is not a regular one (of mode m)
+// where go build would read it, by its name, as a package's source: it
+// opens a named pipe x.go and waits for a writer forever, and reads a
+// device as the device gives (go 1.26, tried). Any other it leaves alone
+// (go/build's matchFile: other extensions, names from _ or .), and so
+// does the key, which opens none.
+func goWouldRead(rel string, m fs.FileMode) error {
+	if name := path.Base(rel); strings.HasPrefix(name, "_") || strings.HasPrefix(name, ".") {
+		return nil
+	}
+	switch path.Ext(rel) {
+	case ".go", ".c", ".cc", ".cxx", ".cpp", ".m", ".s", ".S", ".sx", ".h", ".hh", ".hpp", ".hxx",
+		".f", ".F", ".for", ".f90", ".swig", ".swigcxx", ".syso":
+		return blame("module", fmt.Errorf("go build would read %s as a source file, by its name, and it is %s (a pipe it would wait on forever): make it a file", rel, bounded.TypeName(m)))
+	}
+	return nil
+}
+
 // holds says whether p, a path with no link in it, is in the module.
 func (w *moduleWalk) holds(p string) bool { return within(p, w.root) }
 
@@ -287,6 +305,8 @@ func (w *moduleWalk) add(dir, prefix string) error {
 				}
 				if linked.IsDir() {
 					w.up = append(w.up, upLink{rel: rel, path: p})
+				} else if err := goWouldRead(rel, linked.Mode()); err != nil {
+					return fmt.Errorf("%s, a link to %s: %w", rel, to, err)
 				}
 			}
 			target, err := os.Readlink(p)
@@ -295,7 +315,7 @@ func (w *moduleWalk) add(dir, prefix string) error {
 			}
 			return w.t.Add(tree.Entry{Path: rel, Kind: tree.Symlink, Link: target})
 		default:
-			return nil
+			return goWouldRead(rel, d.Type())
 		}
 		if err := w.read(at, info.Size()); err != nil {
 			return err

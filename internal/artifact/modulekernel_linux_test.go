@@ -64,3 +64,41 @@ func TestModuleKeyReadsNoKernelFiles(t *testing.T) {
 		t.Fatal("the key of a module holding a named pipe and links to one and to a device still reads after 20s")
 	}
 }
+
+// A named pipe or a device where go build reads a source file by its
+// name (x.go, a link y.s to /dev/zero) is refused at the module's line:
+// go build waits on the pipe forever, or reads what the device gives, and
+// the key, which opens neither, left them out. Names go build skips
+// (_x.go, .x.go, other extensions) are left alone, as it leaves them.
+func TestModuleKeyRefusesSpecialSourceFiles(t *testing.T) {
+	for _, c := range []struct {
+		name, target, want string
+	}{
+		{"x.go", "", "go build would read x.go as a source file, by its name, and it is a named pipe"},
+		{"y.s", "/dev/zero", "y.s, a link to /dev/zero: go build would read y.s as a source file, by its name, and it is a character device"},
+		{"_x.go", "", ""},
+		{".x.go", "", ""},
+		{"x.txt", "/dev/zero", ""},
+	} {
+		mod := t.TempDir()
+		writeTestFile(t, filepath.Join(mod, "go.mod"), "module example.com/m\n")
+		p := filepath.Join(mod, c.name)
+		var err error
+		if c.target == "" {
+			err = syscall.Mkfifo(p, 0o644)
+		} else {
+			err = os.Symlink(c.target, p)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = moduleKey(&Fetcher{}, mod)
+		var fe *FieldError
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v, want it left alone as go build leaves it", c.name, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || !errors.As(err, &fe) || fe.Field != "module"):
+			t.Errorf("%s: %v, want an error blaming module saying %q", c.name, err, c.want)
+		}
+	}
+}
