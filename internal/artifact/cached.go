@@ -181,10 +181,14 @@ func walkModule(dir string, b *keyBudget) (*moduleWalk, error) {
 // which, and reads all of them. A link to /usr, or to /proc (whose kcore
 // is as large as the address space), or a module or replace directory at
 // /, would have every build hash all of it, where go build reads a few
-// packages. Variables, so that tests can lower them.
+// packages. High enough for a large repository's tree as it is worked in,
+// with what its own builds left in it (Kubernetes' make writes GBs under
+// _output), where a refusal would leave its user nothing to do but move
+// the tree: the memo hashes a file again only when its stamp changes.
+// Variables, so that tests can lower them.
 var (
-	maxKeyFiles       = 100_000
-	maxKeyBytes int64 = 4 << 30
+	maxKeyFiles       = 250_000
+	maxKeyBytes int64 = 16 << 30
 )
 
 // keyBudget counts what one key has read.
