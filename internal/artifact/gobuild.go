@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/pallet-dev/pallet/internal/bounded"
 	"github.com/pallet-dev/pallet/internal/platform"
@@ -454,6 +455,74 @@ func toolchainVersion(ctx context.Context, dir string, env []string) (string, er
 		return "", err
 	}
 	return v[0], nil
+}
+
+// targetKnobs are the variables of a build's environment that say what it
+// builds for (the target, its instruction set, cgo and its C compiler).
+// The go command finds its toolchain and its module cache by the host
+// alone: the answers AskToolchainEnv gives do not depend on them.
+var targetKnobs = []string{
+	"GOOS", "GOARCH", "GOAMD64", "GOARM", "GOARM64", "GO386", "GOMIPS", "GOMIPS64", "GOPPC64", "GORISCV64", "GOWASM",
+	"CGO_ENABLED", "CGO_CFLAGS", "CGO_CPPFLAGS", "CGO_CXXFLAGS", "CGO_FFLAGS", "CGO_LDFLAGS", "CC", "CXX",
+}
+
+// toolchainNames are the go env names AskToolchainEnv answers: those
+// that the toolchain and the host decide, whatever the target.
+var toolchainNames = []string{"GOROOT", "GOVERSION", "GOMODCACHE"}
+
+// toolchainAnswers are AskToolchainEnv's answers, by question.
+var toolchainAnswers sync.Map // string -> *toolchainAnswer
+
+type toolchainAnswer struct {
+	once   sync.Once
+	values []string
+	err    error
+}
+
+// AskToolchainEnv is AskGoEnv for names of toolchainNames alone, asked
+// once per process for each directory, go command on PATH (its path and
+// stamp) and environment but for its targetKnobs: a recipe's go
+// artifact for two platforms asked go env GOROOT GOVERSION once for each,
+// 20-40 ms apiece on a busy machine, for one answer. Concurrent callers
+// wait for the first's answer. An error is not kept: a caller that finds
+// another's asks again itself (that one may have been stopped), and the
+// next caller asks afresh.
+func AskToolchainEnv(ctx context.Context, dir string, env []string, names ...string) ([]string, error) {
+	for _, n := range names {
+		if !slices.Contains(toolchainNames, n) {
+			return nil, fmt.Errorf("go env %s: depends on the target, asked with AskGoEnv", n)
+		}
+	}
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		return AskGoEnv(ctx, dir, env, names...) // which says why
+	}
+	info, err := os.Stat(gobin)
+	if err != nil {
+		return AskGoEnv(ctx, dir, env, names...)
+	}
+	st := tree.StampOf(info)
+	key := fmt.Sprintf("%s\x00%s\x00%s\x00%+v", dir, strings.Join(names, " "), gobin, st)
+	for _, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); !slices.Contains(targetKnobs, k) {
+			key += "\x00" + kv
+		}
+	}
+	v, _ := toolchainAnswers.LoadOrStore(key, &toolchainAnswer{})
+	a := v.(*toolchainAnswer)
+	asked := false
+	a.once.Do(func() {
+		asked = true
+		a.values, a.err = AskGoEnv(ctx, dir, env, names...)
+	})
+	if a.err != nil {
+		toolchainAnswers.CompareAndDelete(key, a)
+		if !asked {
+			return AskGoEnv(ctx, dir, env, names...)
+		}
+		return nil, a.err
+	}
+	return slices.Clone(a.values), nil
 }
 
 // AskGoEnv asks the go command, run in dir with env, for the values of

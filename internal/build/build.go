@@ -693,7 +693,7 @@ type builder struct {
 	// singles are the archive entries placements of one file take
 	// (entryOrigin).
 	singles map[placed]string
-	// goLicenses are the Go toolchains' licences, by environment
+	// goLicenses are the Go toolchains' licences, by GOROOT and version
 	// (goLicense).
 	goLicenses sync.Map
 	// writers bounds the layers being filled at once across all images

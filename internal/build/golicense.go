@@ -38,7 +38,7 @@ func goLicensePath(version string) string { return "std@" + version + "/LICENSE"
 type goToolchain struct{ version, root string }
 
 // goLicense is the LICENSE of the Go toolchain that env runs (the pinned
-// one pallet builds with), asked once per environment in a build. It is
+// one pallet builds with), read once per toolchain in a build. It is
 // taken only as the toolchain's own: a regular file at the root of the
 // GOROOT go env names, whose VERSION file, where there is one (a
 // release's), names the version go env says; it is read bounded and
@@ -63,11 +63,15 @@ func (b *builder) goLicense(ctx context.Context, env []string, built string, ran
 	} else {
 		env = append(slices.Clip(env), "GOTOOLCHAIN="+want)
 	}
-	gl, err := onceFor(&b.goLicenses, strings.Join(env, "\x00"), func() (goToolchainLicense, error) {
-		if want != "" && ran.version == want && ran.root != "" {
-			return b.readGoLicenseAt(ran.root, ran.version)
+	tc := ran
+	if want == "" || ran.version != want || ran.root == "" {
+		var err error
+		if tc, err = b.toolchain(ctx, env); err != nil {
+			return goToolchainLicense{}, err
 		}
-		return b.readGoLicense(ctx, env)
+	}
+	gl, err := onceFor(&b.goLicenses, tc.root+"\x00"+tc.version, func() (goToolchainLicense, error) {
+		return b.readGoLicenseAt(tc.root, tc.version)
 	})
 	if err == nil && want != "" && gl.version != want {
 		return goToolchainLicense{}, fmt.Errorf("the binaries were built by %s, GOTOOLCHAIN=%s runs %s", want, want, gl.version)
@@ -75,13 +79,15 @@ func (b *builder) goLicense(ctx context.Context, env []string, built string, ran
 	return gl, err
 }
 
-// readGoLicense asks go env, run with env, for the toolchain's GOROOT.
-func (b *builder) readGoLicense(ctx context.Context, env []string) (goToolchainLicense, error) {
-	v, err := artifact.AskGoEnv(ctx, b.work, env, "GOROOT", "GOVERSION")
+// toolchain is the Go toolchain env runs, as go env GOROOT GOVERSION says
+// in the build's work directory, asked once per process for every
+// platform (artifact.AskToolchainEnv).
+func (b *builder) toolchain(ctx context.Context, env []string) (goToolchain, error) {
+	v, err := artifact.AskToolchainEnv(ctx, b.work, env, "GOROOT", "GOVERSION")
 	if err != nil {
-		return goToolchainLicense{}, err
+		return goToolchain{}, err
 	}
-	return b.readGoLicenseAt(v[0], v[1])
+	return goToolchain{version: v[1], root: v[0]}, nil
 }
 
 // readGoLicenseAt takes the LICENSE of the toolchain version whose GOROOT

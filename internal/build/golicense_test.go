@@ -5,11 +5,15 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/pallet-dev/pallet/internal/artifact"
 	"github.com/pallet-dev/pallet/internal/plan"
+	"github.com/pallet-dev/pallet/internal/platform"
 	"github.com/pallet-dev/pallet/internal/progress"
 	"github.com/pallet-dev/pallet/internal/record"
 	"github.com/pallet-dev/pallet/internal/tree"
@@ -57,5 +61,96 @@ func TestHowToProceedOffline(t *testing.T) {
 		if !strings.Contains(got, c.want) || strings.Contains(got, c.not) || !strings.Contains(got, "--module-licenses=false") {
 			t.Errorf("offline %v, mirror %v, %T: %q", c.offline, c.mirror, c.kind, got)
 		}
+	}
+}
+
+// fakeToolchain makes a stand-in Go release, version, at dir/root: a
+// VERSION, Go's LICENSE, and bin/go, a script answering go env GOROOT
+// GOVERSION GOMODCACHE as that release would, which logs every call to
+// the file it returns; says is the GOROOT it names, when not its own.
+func fakeToolchain(t *testing.T, dir, version, says string) (root, log string) {
+	t.Helper()
+	root = filepath.Join(dir, "root")
+	log = filepath.Join(dir, "go.log")
+	if says == "" {
+		says = root
+	}
+	script := "#!/bin/sh\necho \"$@\" >> " + log + "\n[ \"$1\" = env ] || exit 2\nshift\nfor n; do case $n in\n" +
+		"GOROOT) echo " + says + ";;\nGOVERSION) echo " + version + ";;\nGOMODCACHE) echo " + filepath.Join(dir, "mod") + ";;\n*) exit 2;;\nesac; done\n"
+	license := "Copyright 2009 The Go Authors.\n\nRedistribution and use in source and binary forms, with or without\nmodification, are permitted.\n" +
+		"Neither the name of Google LLC nor the names of its contributors may be used.\n"
+	for name, content := range map[string]string{"bin/go": script, "VERSION": version + "\ntime 2026-01-01T00:00:00Z\n", "LICENSE": license} {
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root, log
+}
+
+// asked counts the calls a fake toolchain logged.
+func asked(t *testing.T, log string) int {
+	t.Helper()
+	data, err := os.ReadFile(log)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(data), "\n")
+}
+
+// toolchainEnv is the environment of a Go build for each of platforms.
+func toolchainEnv(t *testing.T, f *artifact.Fetcher, platforms ...string) [][]string {
+	t.Helper()
+	var envs [][]string
+	for _, s := range platforms {
+		p, err := platform.Parse(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		envs = append(envs, f.GoEnv(&artifact.Go{}, p))
+	}
+	return envs
+}
+
+// The toolchain's GOROOT is asked once for every platform of an
+// artifact, not once per platform: the answer does not depend on the
+// target, and go env took 20-40 ms a time (examples/hello asked twice).
+func TestToolchainAskedOnceForAllPlatforms(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the stand-in toolchain is a shell script")
+	}
+	dir := t.TempDir()
+	root, log := fakeToolchain(t, dir, "go1.99.1", "")
+	t.Setenv("PATH", filepath.Join(root, "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
+	f := artifact.New()
+	b := &builder{work: t.TempDir(), fetcher: f, memo: record.NoMemo}
+	envs := toolchainEnv(t, f, "linux/amd64", "linux/arm64", "windows/amd64", "linux/amd64")
+	var wg sync.WaitGroup
+	for _, env := range envs {
+		wg.Go(func() {
+			gl, err := b.goLicense(t.Context(), env, "go1.99.1", goToolchain{})
+			if err != nil {
+				t.Error(err)
+			} else if gl.version != "go1.99.1" {
+				t.Errorf("licence of %s, want go1.99.1", gl.version)
+			}
+		})
+	}
+	wg.Wait()
+	if n := asked(t, log); n != 1 {
+		t.Errorf("go env asked %d times for %d platforms, want once", n, len(envs))
+	}
+	// Where the answer can differ (another release asked for), it is
+	// asked again.
+	if _, err := b.goLicense(t.Context(), envs[0], "go1.99.2", goToolchain{}); err == nil {
+		t.Error("go1.99.1 taken for go1.99.2")
+	}
+	if n := asked(t, log); n != 2 {
+		t.Errorf("go env asked %d times for two releases, want twice", n)
 	}
 }

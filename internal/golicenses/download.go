@@ -49,10 +49,11 @@ func (c *collector) modCache(ctx context.Context) (string, error) {
 }
 
 // ModuleCache asks the go command, run in dir with env, where its module
-// cache is (go env GOMODCACHE): a caller collecting for many binaries
-// with one environment asks once and passes it as Options.ModCache.
+// cache is (go env GOMODCACHE), once per process for every target
+// (artifact.AskToolchainEnv): a caller collecting for many binaries with
+// one environment asks once and passes it as Options.ModCache.
 func ModuleCache(ctx context.Context, env []string, dir string) (string, error) {
-	v, err := artifact.AskGoEnv(ctx, dir, env, "GOMODCACHE")
+	v, err := artifact.AskToolchainEnv(ctx, dir, env, "GOMODCACHE")
 	if err != nil {
 		return "", err
 	}
