@@ -10,8 +10,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/pallet-dev/pallet/internal/artifact"
+	"github.com/pallet-dev/pallet/internal/cache"
 	"github.com/pallet-dev/pallet/internal/plan"
 	"github.com/pallet-dev/pallet/internal/platform"
 	"github.com/pallet-dev/pallet/internal/progress"
@@ -152,5 +154,75 @@ func TestToolchainAskedOnceForAllPlatforms(t *testing.T) {
 	}
 	if n := asked(t, log); n != 2 {
 		t.Errorf("go env asked %d times for two releases, want twice", n)
+	}
+}
+
+// A rebuild from the cache takes the toolchain's GOROOT from the memo of
+// the go command on PATH while that command is the release asked for, at
+// its own GOROOT, and unchanged: it runs no go command (it ran go env,
+// 25-50 ms of the 100 ms no-op of examples/hello). A go command that
+// answers with another GOROOT (a wrapper, a switch to another release)
+// is asked at every build.
+func TestToolchainKeptByGoCommandStamp(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the stand-in toolchain is a shell script")
+	}
+	own, ownLog := fakeToolchain(t, t.TempDir(), "go1.99.1", "")
+	other, _ := fakeToolchain(t, t.TempDir(), "go1.99.1", "")
+	wrapper, wrapperLog := fakeToolchain(t, t.TempDir(), "go1.99.1", other)
+	// The memo keeps facts only of files left alone long enough (2 s)
+	// that a change could not keep their stamp.
+	time.Sleep(2100 * time.Millisecond)
+	cacheDir := t.TempDir()
+	build := func() {
+		t.Helper()
+		c, err := cache.Open(cacheDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := artifact.New()
+		b := &builder{work: t.TempDir(), fetcher: f, cache: c, memo: c.RememberAt}
+		for _, env := range toolchainEnv(t, f, "linux/amd64", "linux/arm64") {
+			if gl, err := b.goLicense(t.Context(), env, "go1.99.1", goToolchain{}); err != nil {
+				t.Fatal(err)
+			} else if gl.version != "go1.99.1" {
+				t.Fatalf("licence of %s, want go1.99.1", gl.version)
+			}
+		}
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := os.Getenv("PATH")
+	for _, c := range []struct {
+		name string
+		root string
+		log  string
+		want []int // calls logged after each build
+	}{
+		{"its own GOROOT", own, ownLog, []int{1, 1, 1}},
+		{"another GOROOT", wrapper, wrapperLog, []int{1, 2, 3}},
+	} {
+		t.Setenv("PATH", filepath.Join(c.root, "bin")+string(os.PathListSeparator)+path)
+		for i, want := range c.want {
+			build()
+			if n := asked(t, c.log); n != want {
+				t.Errorf("%s: after build %d, go env asked %d times, want %d", c.name, i+1, n, want)
+			}
+		}
+	}
+	// A go command changed since is asked again.
+	gobin := filepath.Join(own, "bin", "go")
+	script, err := os.ReadFile(gobin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(gobin, append(script, "# changed\n"...), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", filepath.Join(own, "bin")+string(os.PathListSeparator)+path)
+	build()
+	if n := asked(t, ownLog); n != 2 {
+		t.Errorf("a changed go command: go env asked %d times in all, want 2", n)
 	}
 }
