@@ -696,6 +696,9 @@ type builder struct {
 	// goLicenses are the Go toolchains' licences, by GOROOT and version
 	// (goLicense).
 	goLicenses sync.Map
+	// zipLicences are the licence files of module zips, by zip and proof
+	// (shareZip).
+	zipLicences sync.Map
 	// writers bounds the layers being filled at once across all images
 	// and platforms to --jobs; compressors bounds (and reuses) the
 	// compressors they share, so memory does not grow with layer count.

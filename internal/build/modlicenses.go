@@ -61,7 +61,7 @@ func (b *builder) moduleLicenses(ctx context.Context, pa *plan.Artifact, res *ar
 		src, selected := goSource(pa, res)
 		// Name: the binary's path in the artifact; e.Source is a cache
 		// entry or a work directory, which says nothing to the reader.
-		opt := golicenses.Options{Work: work, Env: env, ModCache: modCache, Offline: b.fetcher.Offline, SourceDir: src, SourceSelected: selected, Remember: b.rememberLicence, RememberHash: b.rememberHash, Name: gb.Path}
+		opt := golicenses.Options{Work: work, Env: env, ModCache: modCache, Offline: b.fetcher.Offline, SourceDir: src, SourceSelected: selected, Remember: b.rememberLicence, RememberHash: b.rememberHash, ShareZip: b.shareZip, Name: gb.Path}
 		got, err := golicenses.Collect(ctx, e.Source, opt)
 		// The go command names the proxies by the gate pallet put in
 		// front of them; the error names them as the user set them.
@@ -251,6 +251,12 @@ type onceValue[V any] struct {
 // files, as an input's digest is kept.
 func (b *builder) rememberHash(path, fact string, hash func() (string, error)) (string, error) {
 	return b.memo(path, tree.Stamp{}, fact, func(string) (string, error) { return hash() })
+}
+
+// shareZip reads a module zip's licence files once in a build, for every
+// platform and binary that links the module (golicenses.Options.ShareZip).
+func (b *builder) shareZip(key string, read func() (map[string][]byte, error)) (map[string][]byte, error) {
+	return onceFor(&b.zipLicences, key, read)
 }
 
 // goSource is where the artifact's Go build read its source, for the

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/pallet-dev/pallet/internal/artifact"
 	"github.com/pallet-dev/pallet/internal/bounded"
+	"github.com/pallet-dev/pallet/internal/tree"
 )
 
 // collector carries one Collect call.
@@ -231,7 +233,7 @@ func (c *collector) fromCache(ctx context.Context, r modRef) (found, bool, error
 	}
 	zipFile := download + ".zip"
 	if regular(zipFile) {
-		files, err := verifyZip(zipFile, r.ref(), r.From, r.Sum, c.opt)
+		files, err := c.verifyZip(zipFile, r)
 		return found{source: FromCacheZip, sum: r.Sum, pinned: true, files: files}, true, err
 	}
 	if info, err := os.Stat(dir); err == nil && info.IsDir() {
@@ -239,6 +241,25 @@ func (c *collector) fromCache(ctx context.Context, r modRef) (found, bool, error
 		return found{source: FromCacheDir, sum: r.Sum, pinned: true, files: files}, true, err
 	}
 	return found{}, false, nil
+}
+
+// verifyZip proves the module cache's zip of r and reads its licence
+// files (verifyZip), or takes what another call of the build did for
+// the zip as it is now (Options.ShareZip). The map is the caller's own:
+// finish deletes from it the files it does not ship, while another
+// platform's call may be reading the shared one.
+func (c *collector) verifyZip(zipFile string, r modRef) (licenseFiles, error) {
+	read := func() (map[string][]byte, error) { return verifyZip(zipFile, r.ref(), r.From, r.Sum, c.opt) }
+	if c.opt.ShareZip == nil {
+		return read()
+	}
+	info, err := os.Stat(zipFile)
+	if err != nil {
+		return read()
+	}
+	key := fmt.Sprintf("%s\x00%+v\x00%s\x00%s@%s\x00%s\x00%d\x00%d", zipFile, tree.StampOf(info), r.ref(), r.From.Path, r.From.Version, r.Sum, c.opt.MaxFileSize, c.opt.MaxFilesPerModule)
+	files, err := c.opt.ShareZip(key, read)
+	return maps.Clone(files), err
 }
 
 func regular(path string) bool {

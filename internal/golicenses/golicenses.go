@@ -73,6 +73,16 @@ type Options struct {
 	// kept for the zip as it is now, or hashes and keeps it. It is called
 	// for several zips at once.
 	RememberHash func(path, fact string, hash func() (string, error)) (string, error)
+	// ShareZip, when set, shares between calls what a module zip of the
+	// module cache gave: its licence files, read once its hash was proven
+	// against the binary's. key names the zip as it is now (its path and
+	// stamp), the module and hash it was proven as, and the bounds; the
+	// hook returns what read gave for that key, reading it at most once.
+	// Every platform of an artifact links the same modules: without it
+	// each read every zip's directory and licence files again (a build of
+	// pallet for two platforms, 34 modules: 35 of its no-op's 170 ms of
+	// CPU). What it returns is not changed.
+	ShareZip func(key string, read func() (map[string][]byte, error)) (map[string][]byte, error)
 	// Name is how errors name the binary, when its path on disk (a
 	// cache entry, a work directory) would say nothing to the reader:
 	// the caller's name for it. Empty: the path.

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 func collect(t *testing.T, binary string, opt Options) (*Result, error) {
@@ -836,6 +837,86 @@ func TestRememberedHash(t *testing.T) {
 	_, err = collect(t, f.binary, opt)
 	if err == nil || !strings.Contains(err.Error(), "module example.com/mit@v1.2.0") || !strings.Contains(err.Error(), "hash mismatch") {
 		t.Errorf("a remembered hash other than the binary's: err = %v", err)
+	}
+}
+
+// TestSharedZip: with Options.ShareZip, a module zip one call proved and
+// read is not opened again by the next (another platform's binary of the
+// same modules): the same files come back. A zip changed since (its
+// stamp) is proven again.
+func TestSharedZip(t *testing.T) {
+	f := getFixture(t)
+	cache := fillCache(t, f)
+	var mu sync.Mutex // called for several zips at once
+	var opened []string
+	remember := func(path, _ string, hash func() (string, error)) (string, error) {
+		mu.Lock()
+		opened = append(opened, path)
+		mu.Unlock()
+		return hash()
+	}
+	shared := map[string]*sync.Once{}
+	values := map[string]map[string][]byte{}
+	errs := map[string]error{}
+	share := func(key string, read func() (map[string][]byte, error)) (map[string][]byte, error) {
+		mu.Lock()
+		once, ok := shared[key]
+		if !ok {
+			once = &sync.Once{}
+			shared[key] = once
+		}
+		mu.Unlock()
+		once.Do(func() {
+			v, err := read()
+			mu.Lock()
+			values[key], errs[key] = v, err
+			mu.Unlock()
+		})
+		mu.Lock()
+		defer mu.Unlock()
+		return values[key], errs[key]
+	}
+	opt := Options{Env: f.env(cache), SourceDir: f.src, RememberHash: remember, ShareZip: share}
+	first, err := collect(t, f.binary, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(opened) == 0 {
+		t.Fatal("no zip was read")
+	}
+	n := len(opened)
+	again, err := collect(t, f.binary, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(opened) != n {
+		t.Errorf("zips read again for a second binary of the same modules: %v", opened[n:])
+	}
+	for _, m := range first.Modules {
+		m2 := modOf(t, again, m.Path)
+		if len(m2.Files) != len(m.Files) || m2.Sum != m.Sum || !slices.Equal(m2.Licenses, m.Licenses) {
+			t.Errorf("%s: shared %+v, read %+v", m.Path, m2, m)
+			continue
+		}
+		for _, fl := range m.Files {
+			want, err := os.ReadFile(fl.Path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			file(t, m2, fl.Name, string(want))
+		}
+	}
+	zipFile := cacheZip(cache, "example.com/mit", "v1.2.0")
+	later := time.Now().Add(time.Minute)
+	if err := os.Chtimes(zipFile, later, later); err != nil {
+		t.Fatal(err)
+	}
+	n = len(opened)
+	if _, err := collect(t, f.binary, opt); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(opened[n:], []string{zipFile}) {
+		t.Errorf("after %s changed, read again %v, want it alone", zipFile, opened[n:])
 	}
 }
 
