@@ -1,10 +1,10 @@
 package sbom
 
 import (
+	"crypto/sha1"
+	"encoding/hex"
 	"slices"
 	"strings"
-
-	"github.com/google/uuid"
 )
 
 type cdxBOM struct {
@@ -83,7 +83,36 @@ type cdxDependency struct {
 // of the image's name and manifest digest, the same at every rebuild of
 // the same image and different for any other.
 func serialNumber(image, digest string) string {
-	return "urn:uuid:" + uuid.NewSHA1(uuid.NameSpaceURL, []byte(namespace("cyclonedx", image, digest))).String()
+	return "urn:uuid:" + uuidV5(nameSpaceURL, namespace("cyclonedx", image, digest))
+}
+
+// nameSpaceURL is RFC 9562's name space of URLs for name-based UUIDs
+// (6ba7b811-9dad-11d1-80b4-00c04fd430c8).
+var nameSpaceURL = [16]byte{0x6b, 0xa7, 0xb8, 0x11, 0x9d, 0xad, 0x11, 0xd1, 0x80, 0xb4, 0x00, 0xc0, 0x4f, 0xd4, 0x30, 0xc8}
+
+// uuidV5 is the name-based UUID, version 5 (SHA-1), of name in space
+// (RFC 9562, 5.5), in its text form. Written here rather than taken from
+// github.com/google/uuid, whose import brought database/sql/driver and
+// its init into every pallet command for this one call.
+func uuidV5(space [16]byte, name string) string {
+	h := sha1.New()
+	h.Write(space[:])
+	h.Write([]byte(name))
+	var u [16]byte
+	copy(u[:], h.Sum(nil))
+	u[6] = u[6]&0x0f | 0x50 // version 5
+	u[8] = u[8]&0x3f | 0x80 // the RFC's variant
+	var b [36]byte
+	hex.Encode(b[0:8], u[0:4])
+	b[8] = '-'
+	hex.Encode(b[9:13], u[4:6])
+	b[13] = '-'
+	hex.Encode(b[14:18], u[6:8])
+	b[18] = '-'
+	hex.Encode(b[19:23], u[8:10])
+	b[23] = '-'
+	hex.Encode(b[24:], u[10:])
+	return string(b[:])
 }
 
 // ref is an element's bom-ref: its SPDX id without the SPDX prefix.

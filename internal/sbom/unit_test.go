@@ -427,3 +427,17 @@ func TestCLibraryPackages(t *testing.T) {
 		}
 	}
 }
+
+// The CycloneDX serial number is RFC 9562's name-based UUID (version 5)
+// of the image's namespace URL, as github.com/google/uuid's NewSHA1 made
+// it before pallet wrote its own: every BOM keeps its serial number.
+// The values are Python's uuid.uuid5(uuid.NAMESPACE_URL, name).
+func TestSerialNumberIsUUIDv5(t *testing.T) {
+	digest := "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	if got, want := serialNumber("registry.example:5000/team/hello", digest), "urn:uuid:d0f00a22-3284-513e-a0a1-853420a5b5e2"; got != want {
+		t.Errorf("serial number %s, want %s", got, want)
+	}
+	if got, want := uuidV5(nameSpaceURL, "https://example.com/x"), "49517db3-5541-5e91-9cd4-395dd68a97ac"; got != want {
+		t.Errorf("uuidV5 %s, want %s", got, want)
+	}
+}
