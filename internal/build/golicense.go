@@ -104,10 +104,7 @@ func (b *builder) toolchain(ctx context.Context, env []string, want string) (goT
 	if want == "" || goenv != "off" {
 		return ask() // a go env file could name another GOROOT
 	}
-	gobin, err := exec.LookPath("go")
-	if err == nil {
-		gobin, err = filepath.EvalSymlinks(gobin)
-	}
+	gobin, err := goOnPath()
 	if err != nil {
 		return ask()
 	}
@@ -124,6 +121,16 @@ func (b *builder) toolchain(ctx context.Context, env []string, want string) (goT
 		return goToolchain{version: version, root: root}, nil
 	}
 	return ask()
+}
+
+// goOnPath is the go command pallet runs, as exec finds it on PATH, its
+// links resolved: the file whose memo keeps what it said.
+func goOnPath() (string, error) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		return "", err
+	}
+	return filepath.EvalSymlinks(gobin)
 }
 
 // runsItself says whether root is the GOROOT of the go executable gobin

@@ -226,3 +226,54 @@ func TestToolchainKeptByGoCommandStamp(t *testing.T) {
 		t.Errorf("a changed go command: go env asked %d times in all, want 2", n)
 	}
 }
+
+// A rebuild asks the go command on PATH for its module cache only when
+// the command, or a variable its answer is made of, changed since the
+// answer was kept: a no-op build of a program linking modules ran go env
+// GOMODCACHE (25-50 ms) before its licences could be read.
+func TestModuleCacheKeptByGoCommandStamp(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the stand-in toolchain is a shell script")
+	}
+	dir := t.TempDir()
+	root, log := fakeToolchain(t, dir, "go1.99.1", "")
+	t.Setenv("PATH", filepath.Join(root, "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
+	t.Setenv("GOMODCACHE", "")
+	// The memo keeps facts only of files left alone long enough (2 s)
+	// that a change could not keep their stamp.
+	time.Sleep(2100 * time.Millisecond)
+	cacheDir := t.TempDir()
+	build := func(want string) {
+		t.Helper()
+		c, err := cache.Open(cacheDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := artifact.New()
+		b := &builder{work: t.TempDir(), fetcher: f, cache: c, memo: c.RememberAt}
+		for _, env := range toolchainEnv(t, f, "linux/amd64", "linux/arm64") {
+			if got, err := b.moduleCache(t.Context(), env); err != nil {
+				t.Fatal(err)
+			} else if got != want {
+				t.Errorf("module cache %s, want %s", got, want)
+			}
+		}
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mod := filepath.Join(dir, "mod")
+	for i := range 3 {
+		build(mod)
+		if n := asked(t, log); n != 1 {
+			t.Errorf("after build %d, go env asked %d times, want once", i+1, n)
+		}
+	}
+	// Another GOMODCACHE is another answer: the stand-in says its own
+	// whatever it is given, and is asked.
+	t.Setenv("GOMODCACHE", filepath.Join(dir, "elsewhere"))
+	build(mod)
+	if n := asked(t, log); n != 2 {
+		t.Errorf("with GOMODCACHE set, go env asked %d times in all, want 2", n)
+	}
+}

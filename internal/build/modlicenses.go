@@ -227,8 +227,38 @@ func (b *builder) licenceWork(pattern string) (string, error) {
 // recipe of CNI plugins has 18 binaries for each platform.
 func (b *builder) moduleCache(ctx context.Context, env []string) (string, error) {
 	return onceFor(&b.modCaches, strings.Join(env, "\x00"), func() (string, error) {
-		return golicenses.ModuleCache(ctx, env, b.work)
+		return b.keptModuleCache(ctx, env)
 	})
+}
+
+// moduleCacheVars are the variables go env GOMODCACHE is made of, with
+// no go env file (GOENV=off): the module cache named, else the first
+// GOPATH's pkg/mod, GOPATH defaulting to go in the user's home, and the
+// toolchain that says so.
+var moduleCacheVars = []string{"GOMODCACHE", "GOPATH", "HOME", "USERPROFILE", "home", "GOTOOLCHAIN"}
+
+// keptModuleCache is what go env GOMODCACHE says with env, kept in the
+// memo of the go command on PATH, by its stamp, for the values of
+// moduleCacheVars: a rebuild of a Go program that links modules ran it
+// (25-50 ms) before its licences could be read. Where env names a go env
+// file, it is asked. Nothing is taken for being in the module cache:
+// every zip read there is proven against the binary's h1: sums, and a
+// module not found there is downloaded where env says.
+func (b *builder) keptModuleCache(ctx context.Context, env []string) (string, error) {
+	ask := func() (string, error) { return golicenses.ModuleCache(ctx, env, b.work) }
+	gobin, err := goOnPath()
+	if err != nil || lastValue(env, "GOENV") != "off" {
+		return ask()
+	}
+	fact := "go-modcache-v1"
+	for _, k := range moduleCacheVars {
+		fact += " " + k + "=" + lastValue(env, k)
+	}
+	dir, err := b.memo(gobin, tree.Stamp{}, fact, func(string) (string, error) { return ask() })
+	if err == nil && !filepath.IsAbs(dir) {
+		return ask()
+	}
+	return dir, err
 }
 
 // onceFor is what derive gives for key, derived once per key of m: later
