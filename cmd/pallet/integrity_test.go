@@ -173,24 +173,7 @@ func TestGoModuleThroughLinksIsInTheKey(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
-artifacts:
-  app:
-    go: {module: ./src, packages: .}
-    licenses: none
-images:
-  app:
-    base: scratch
-    platforms: linux/amd64
-    files:
-      - {artifact: app, dest: /bin/}
-`)
-	cacheDir := t.TempDir()
-	build := func() (string, string) {
-		out := filepath.Join(t.TempDir(), "out")
-		log := mustPallet(t, "build", "--progress", "plain", "-f", filepath.Join(dir, "pallet.yaml"), "--cache-dir", cacheDir, "-o", "oci:"+out)
-		return readImageFiles(t, out, "linux/amd64")["bin/app"], log
-	}
+	build := goAppBuilds(t, dir, "./src")
 	if first, _ := build(); !strings.Contains(first, "one") {
 		t.Fatal("the binary does not hold the linked file's string")
 	}
@@ -211,6 +194,31 @@ images:
 	}
 }
 
+// goAppBuilds writes dir/pallet.yaml, placing the Go program at module
+// (relative to dir) in /bin/app on scratch, and gives what builds it, in
+// one cache for every call: the binary's bytes and the build's log.
+func goAppBuilds(t *testing.T, dir, module string) func() (binary, log string) {
+	t.Helper()
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
+artifacts:
+  app:
+    go: {module: `+module+`, packages: .}
+    licenses: none
+images:
+  app:
+    base: scratch
+    platforms: linux/amd64
+    files:
+      - {artifact: app, dest: /bin/}
+`)
+	cacheDir := t.TempDir()
+	return func() (string, string) {
+		out := filepath.Join(t.TempDir(), "out")
+		log := mustPallet(t, "build", "--progress", "plain", "-f", filepath.Join(dir, "pallet.yaml"), "--cache-dir", cacheDir, "-o", "oci:"+out)
+		return readImageFiles(t, out, "linux/amd64")["bin/app"], log
+	}
+}
+
 // A package go build compiles through a link in the module to a
 // directory holding it (up -> .., imported as example.com/app/up/...) is
 // in the key: only the link's target as written was, and an edit there
@@ -223,24 +231,7 @@ func TestGoModuleThroughLinkUpIsInTheKey(t *testing.T) {
 	if err := os.Symlink("..", filepath.Join(dir, "app", "up")); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
-artifacts:
-  app:
-    go: {module: app, packages: .}
-    licenses: none
-images:
-  app:
-    base: scratch
-    platforms: linux/amd64
-    files:
-      - {artifact: app, dest: /bin/}
-`)
-	cacheDir := t.TempDir()
-	build := func() (string, string) {
-		out := filepath.Join(t.TempDir(), "out")
-		log := mustPallet(t, "build", "--progress", "plain", "-f", filepath.Join(dir, "pallet.yaml"), "--cache-dir", cacheDir, "-o", "oci:"+out)
-		return readImageFiles(t, out, "linux/amd64")["bin/app"], log
-	}
+	build := goAppBuilds(t, dir, "app")
 	if first, _ := build(); !strings.Contains(first, "lib-one") {
 		t.Fatal("the binary does not hold the string of the package imported through the link")
 	}
