@@ -199,6 +199,19 @@ func TestGoModuleThroughLinksIsInTheKey(t *testing.T) {
 // one cache for every call: the binary's bytes and the build's log.
 func goAppBuilds(t *testing.T, dir, module string) func() (binary, log string) {
 	t.Helper()
+	goAppRecipe(t, dir, module)
+	cacheDir := t.TempDir()
+	return func() (string, string) {
+		out := filepath.Join(t.TempDir(), "out")
+		log := mustPallet(t, "build", "--progress", "plain", "-f", filepath.Join(dir, "pallet.yaml"), "--cache-dir", cacheDir, "-o", "oci:"+out)
+		return readImageFiles(t, out, "linux/amd64")["bin/app"], log
+	}
+}
+
+// goAppRecipe writes dir/pallet.yaml, placing the Go program at module
+// (relative to dir; its line is 4) in /bin/app on scratch.
+func goAppRecipe(t *testing.T, dir, module string) {
+	t.Helper()
 	writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
 artifacts:
   app:
@@ -211,12 +224,6 @@ images:
     files:
       - {artifact: app, dest: /bin/}
 `)
-	cacheDir := t.TempDir()
-	return func() (string, string) {
-		out := filepath.Join(t.TempDir(), "out")
-		log := mustPallet(t, "build", "--progress", "plain", "-f", filepath.Join(dir, "pallet.yaml"), "--cache-dir", cacheDir, "-o", "oci:"+out)
-		return readImageFiles(t, out, "linux/amd64")["bin/app"], log
-	}
 }
 
 // A package go build compiles through a link in the module to a
@@ -258,22 +265,9 @@ func TestGoModuleLinkToKernelFileRefused(t *testing.T) {
 	if err := os.Symlink("/proc/version", filepath.Join(dir, "app", "version")); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
-artifacts:
-  app:
-    go:
-      module: app
-      packages: .
-    licenses: none
-images:
-  app:
-    base: scratch
-    platforms: linux/amd64
-    files:
-      - {artifact: app, dest: /bin/}
-`)
+	goAppRecipe(t, dir, "app")
 	_, err := pallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "--cache-dir", t.TempDir(), "-o", "oci:"+filepath.Join(dir, "out"))
-	if want := "pallet.yaml:5:"; err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "version, a link to /proc/version: /proc/version is on the kernel's proc filesystem") {
+	if want := "pallet.yaml:4:"; err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "version, a link to /proc/version: /proc/version is on the kernel's proc filesystem") {
 		t.Errorf("a module linking to /proc/version: %v, want it refused at %s naming the link", err, want)
 	}
 }
