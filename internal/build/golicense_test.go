@@ -176,22 +176,13 @@ func TestToolchainKeptByGoCommandStamp(t *testing.T) {
 	cacheDir := t.TempDir()
 	build := func() {
 		t.Helper()
-		c, err := cache.Open(cacheDir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f := artifact.New()
-		b := &builder{work: t.TempDir(), fetcher: f, cache: c, memo: c.RememberAt}
-		for _, env := range toolchainEnv(t, f, "linux/amd64", "linux/arm64") {
+		withCachedBuilder(t, cacheDir, func(b *builder, env []string) {
 			if gl, err := b.goLicense(t.Context(), env, "go1.99.1", goToolchain{}); err != nil {
 				t.Fatal(err)
 			} else if gl.version != "go1.99.1" {
 				t.Fatalf("licence of %s, want go1.99.1", gl.version)
 			}
-		}
-		if err := c.Close(); err != nil {
-			t.Fatal(err)
-		}
+		})
 	}
 	path := os.Getenv("PATH")
 	for _, c := range []struct {
@@ -245,22 +236,13 @@ func TestModuleCacheKeptByGoCommandStamp(t *testing.T) {
 	cacheDir := t.TempDir()
 	build := func(want string) {
 		t.Helper()
-		c, err := cache.Open(cacheDir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f := artifact.New()
-		b := &builder{work: t.TempDir(), fetcher: f, cache: c, memo: c.RememberAt}
-		for _, env := range toolchainEnv(t, f, "linux/amd64", "linux/arm64") {
+		withCachedBuilder(t, cacheDir, func(b *builder, env []string) {
 			if got, err := b.moduleCache(t.Context(), env); err != nil {
 				t.Fatal(err)
 			} else if got != want {
 				t.Errorf("module cache %s, want %s", got, want)
 			}
-		}
-		if err := c.Close(); err != nil {
-			t.Fatal(err)
-		}
+		})
 	}
 	mod := filepath.Join(dir, "mod")
 	for i := range 3 {
@@ -275,5 +257,24 @@ func TestModuleCacheKeptByGoCommandStamp(t *testing.T) {
 	build(mod)
 	if n := asked(t, log); n != 2 {
 		t.Errorf("with GOMODCACHE set, go env asked %d times in all, want 2", n)
+	}
+}
+
+// withCachedBuilder runs ask with a builder on the cache at cacheDir, as
+// one build would, once for each of a linux/amd64 and a linux/arm64 Go
+// build's environment, and closes the cache (saving its memo) after.
+func withCachedBuilder(t *testing.T, cacheDir string, ask func(b *builder, env []string)) {
+	t.Helper()
+	c, err := cache.Open(cacheDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := artifact.New()
+	b := &builder{work: t.TempDir(), fetcher: f, cache: c, memo: c.RememberAt}
+	for _, env := range toolchainEnv(t, f, "linux/amd64", "linux/arm64") {
+		ask(b, env)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
