@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"io"
 	"log"
 	"net/http"
@@ -595,5 +596,99 @@ images:
 		if err := validate.Index(idx); err != nil {
 			t.Errorf("tag %s does not pull whole: %v", tag, err)
 		}
+	}
+}
+
+// TestRecordWrittenBesideThePush: the build record is written while the
+// push runs and put in place once the push is done. When the registry
+// takes the manifest, the push's last request, the record is whole
+// beside its path and not yet at it; after the build it is at its path
+// with nothing beside it. A push whose manifest is refused leaves
+// neither.
+func TestRecordWrittenBesideThePush(t *testing.T) {
+	var refuse atomic.Bool
+	var recDir atomic.Value // the record's directory of the build running
+	var mu sync.Mutex
+	var atManifest []string // what the record's directory held at each manifest PUT
+	var stagedRecord []byte
+	reg := testregistry.Start(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/manifests/") {
+				dir := recDir.Load().(string)
+				// The record is written beside the push, which may be
+				// the quicker of the two: wait for it, or for nothing.
+				var names []string
+				for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+					names = names[:0]
+					ents, _ := os.ReadDir(dir)
+					whole := false
+					for _, e := range ents {
+						names = append(names, e.Name())
+						if data, err := os.ReadFile(filepath.Join(dir, e.Name())); err == nil && json.Valid(data) {
+							whole = true
+							mu.Lock()
+							stagedRecord = data
+							mu.Unlock()
+						}
+					}
+					if whole {
+						break
+					}
+				}
+				mu.Lock()
+				atManifest = append(atManifest, strings.Join(names, ","))
+				mu.Unlock()
+				if refuse.Load() {
+					http.Error(w, `{"errors":[{"code":"MANIFEST_INVALID","message":"refused by the test"}]}`, http.StatusBadRequest)
+					return
+				}
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	dir := t.TempDir()
+	writeOneFileRecipe(t, dir)
+	cache := t.TempDir()
+	build := func(recPath, tag string) error {
+		recDir.Store(filepath.Dir(recPath))
+		_, _, err := palletOut(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "--cache-dir", cache,
+			"--record", recPath, "-o", "registry:"+reg.Host+"/staged/app:"+tag)
+		return err
+	}
+
+	rec := filepath.Join(t.TempDir(), "record.json")
+	if err := build(rec, "v1"); err != nil {
+		t.Fatal(err)
+	}
+	if len(atManifest) != 1 || atManifest[0] == "" || strings.Contains(atManifest[0], ",") || stagedRecord == nil {
+		t.Fatalf("when the registry took the manifest the record's directory held %q, want one file holding the whole record", atManifest)
+	}
+	if atManifest[0] == "record.json" {
+		t.Errorf("the record was in place before the push was done")
+	}
+	data, err := os.ReadFile(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(data, stagedRecord) {
+		t.Errorf("the record put in place is not the one written beside the push")
+	}
+	if ents, _ := os.ReadDir(filepath.Dir(rec)); len(ents) != 1 {
+		t.Errorf("the record's directory holds %d entries after the build, want the record alone", len(ents))
+	}
+
+	refuse.Store(true)
+	failed := filepath.Join(t.TempDir(), "record.json")
+	// Another tag, which the registry does not hold: the push sends the
+	// manifest.
+	if err := build(failed, "v2"); err == nil {
+		t.Fatal("the push succeeded though the registry refused its manifest")
+	}
+	if ents, _ := os.ReadDir(filepath.Dir(failed)); len(ents) != 0 {
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Errorf("a push that failed left %v beside its record's path", names)
 	}
 }

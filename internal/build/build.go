@@ -236,14 +236,33 @@ func checkOutputs(p *plan.Plan, opt Options) error {
 // record beside the first.
 func writeOutputs(ctx context.Context, opt Options, res *Result, ud *upToDate) error {
 	for i, t := range opt.Outputs {
+		var staged func() (*record.Staged, error)
+		if i == 0 && opt.RecordPath != "" {
+			// Encoded and written while the output is (a push waits on
+			// the registry most of that time), put in place once it is:
+			// after a push the record took a few milliseconds between
+			// its last request and the build's end.
+			staged = sync.OnceValues(func() (*record.Staged, error) { return record.Stage(opt.RecordPath, res.Record) })
+			go staged()
+		}
+		// Where the output fails, the record written for it goes.
+		discard := func() {
+			if staged != nil {
+				if s, err := staged(); err == nil {
+					s.Discard()
+				}
+			}
+		}
 		done := opt.Progress.Start("output " + t.String())
 		err := t.Write(ctx, res.Images)
 		done("", err)
 		if err != nil {
+			discard()
 			return fmt.Errorf("output %s: %w", t, err)
 		}
 		lines, err := output.Written(t, res.Images)
 		if err != nil {
+			discard()
 			return err
 		}
 		res.Written = append(res.Written, lines)
@@ -253,8 +272,12 @@ func writeOutputs(ctx context.Context, opt Options, res *Result, ud *upToDate) e
 		// The record is written as soon as the output it sits beside is:
 		// an output or cache export that fails later leaves no new images
 		// next to an old record.
-		if i == 0 && opt.RecordPath != "" {
-			if err := record.Write(opt.RecordPath, res.Record); err != nil {
+		if staged != nil {
+			s, err := staged()
+			if err == nil {
+				err = s.Commit()
+			}
+			if err != nil {
 				// The output is in place already: say so, or a failed
 				// build reads as one that changed nothing.
 				return fmt.Errorf("%s is written, but the build record is not: %w", t, err)

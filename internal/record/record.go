@@ -206,6 +206,36 @@ func goBuildInfo(path string) (string, error) {
 // that size and more (the compact encoding, then its indented copy, each
 // grown by doubling), the largest part of that build's heap.
 func Write(path string, b *Build) error {
+	s, err := Stage(path, b)
+	if err != nil {
+		return err
+	}
+	return s.Commit()
+}
+
+// Staged is a record written in full beside its path, not in place yet:
+// a build encodes and writes its record while the output it sits beside
+// is written, and puts it in place (Commit) only once that output is,
+// or drops it (Discard). Put in place is then a rename, where encoding
+// and writing the record after a push took a few milliseconds after its
+// last request.
+type Staged struct{ tmp, path string }
+
+// Commit puts the record in place, replacing what is at its path.
+func (s *Staged) Commit() error {
+	if err := os.Rename(s.tmp, s.path); err != nil {
+		os.Remove(s.tmp)
+		return err
+	}
+	return nil
+}
+
+// Discard removes the record written beside its path.
+func (s *Staged) Discard() { os.Remove(s.tmp) }
+
+// Stage writes b as Write does, into a temporary file beside path, and
+// leaves it for Commit or Discard.
+func Stage(path string, b *Build) (*Staged, error) {
 	// The record with every file list empty, to be filled in as it is
 	// written out.
 	bare := *b
@@ -216,17 +246,24 @@ func Write(path string, b *Build) error {
 	}
 	rest, err := json.MarshalIndent(&bare, "", "  ")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
+		return nil, err
 	}
 	tempfile.SweepBeside(path)
 	tmp, err := tempfile.Create(filepath.Dir(path), tempfile.Beside(path))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer os.Remove(tmp.Name())
+	// A record written in part is not left beside its path; one written
+	// whole is Commit's or Discard's.
+	staged := false
+	defer func() {
+		if !staged {
+			os.Remove(tmp.Name())
+		}
+	}()
 	w := bufio.NewWriterSize(tmp, 64<<10)
 	for _, a := range b.Artifacts {
 		// An artifact's own list comes before its Go binaries, whose
@@ -235,13 +272,13 @@ func Write(path string, b *Build) error {
 		i := bytes.Index(rest, []byte(noFiles))
 		if i < 0 {
 			tmp.Close()
-			return fmt.Errorf("record: the file list of %s is not where it was written", a.Name)
+			return nil, fmt.Errorf("record: the file list of %s is not where it was written", a.Name)
 		}
 		indent := rest[bytes.LastIndexByte(rest[:i], '\n')+1 : i]
 		w.Write(rest[:i+len(noFiles)-1])
 		if err := writeFiles(w, a.Files, string(indent)); err != nil {
 			tmp.Close()
-			return err
+			return nil, err
 		}
 		rest = rest[i+len(noFiles)-1:]
 	}
@@ -249,12 +286,13 @@ func Write(path string, b *Build) error {
 	w.WriteByte('\n')
 	if err := w.Flush(); err != nil {
 		tmp.Close()
-		return err
+		return nil, err
 	}
 	if err := tmp.Close(); err != nil {
-		return err
+		return nil, err
 	}
-	return os.Rename(tmp.Name(), path)
+	staged = true
+	return &Staged{tmp: tmp.Name(), path: path}, nil
 }
 
 // noFiles is an empty file list as json.MarshalIndent writes it.
