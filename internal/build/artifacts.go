@@ -315,6 +315,13 @@ func (b *builder) makeReady(ctx context.Context, key string, a *plan.Artifact, r
 		// 2-4 ms, up to 15 ms for the whole work directory at the end
 		// of a Go build, whose artifact directory holds three.
 		b.cleanup.Go(func() { os.RemoveAll(work) })
+	} else {
+		// A result outside the cache may be made of what the fetch put
+		// here (an unpacked local archive, a Go build's output), which
+		// the layers read: only a directory the fetch left empty (a
+		// local file or directory taken as it is) goes now, for the
+		// same reason; os.Remove takes no other.
+		b.cleanup.Go(func() { os.Remove(work) })
 	}
 	how := a.How()
 	if res.Cached {

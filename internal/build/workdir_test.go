@@ -269,3 +269,55 @@ images:
 	})
 	return tmp, dir
 }
+
+// A local file or directory is taken where it is: its artifact's work
+// directory, which the fetch leaves empty, goes beside the build too,
+// not with the build's work directory at its end.
+func TestLocalArtifactWorkDirRemovedBesideTheBuild(t *testing.T) {
+	tmp := t.TempDir() // where the build's work directory goes
+	t.Setenv("TMPDIR", tmp)
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"file.txt":       "file\n",
+		"tree/a.txt":     "a\n",
+		"tree/sub/b.txt": "b\n",
+		"pallet.yaml": `version: 1
+artifacts:
+  file:
+    local: {path: file.txt}
+    licenses: none
+  tree:
+    local: {path: tree}
+    licenses: none
+images:
+  app:
+    base: scratch
+    platforms: linux/amd64
+    files:
+      - {artifact: file, dest: /file.txt}
+      - {artifact: tree, dest: /tree/}
+`,
+	})
+	var left []string
+	rep := &atOutput{Reporter: quietReporter(t), check: func() {
+		// The removal runs beside the build: given its time.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			left, _ = filepath.Glob(filepath.Join(tmp, "pallet-build-*", "artifact-*"))
+			if len(left) == 0 || time.Now().After(deadline) {
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}}
+	buildRecipe(t, dir, rep)
+	if !rep.done {
+		t.Fatal("no output step started")
+	}
+	if len(left) > 0 {
+		t.Errorf("when the outputs are written, the local artifacts' work directories are still there: %v", left)
+	}
+	if work, _ := filepath.Glob(filepath.Join(tmp, "pallet-build-*")); len(work) > 0 {
+		t.Errorf("the build's work directory is left: %v", work)
+	}
+}
