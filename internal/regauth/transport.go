@@ -71,6 +71,13 @@ const maxRedirects = 10
 // a real one is a few KiB.
 const MaxManifest = 4 << 20
 
+// maxPingBody bounds the body of a registry's answer to GET /v2/, its API
+// version check: go-containerregistry drains that body to reuse the
+// connection, and a registry sending one without end at full speed held
+// a push for good (it moves, so no stall ends it). A real one is "{}" or
+// a short error.
+const maxPingBody = 64 << 10
+
 // boundsKey is the context key of the bounds WithBounds sets.
 type boundsKey struct{}
 
@@ -232,7 +239,9 @@ func (b *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 			resp.Body.Close()
 			return nil, fmt.Errorf("%s %s: a manifest of %d bytes, over the %d pallet reads", req.Method, x.url, resp.ContentLength, MaxManifest)
 		}
-		resp.Body = &capped{ReadCloser: resp.Body, left: MaxManifest, what: req.Method + " " + x.url}
+		resp.Body = &capped{ReadCloser: resp.Body, left: MaxManifest, limit: MaxManifest, what: req.Method + " " + x.url, over: "a manifest"}
+	} else if req.Method == http.MethodGet && req.URL.Path == "/v2/" {
+		resp.Body = &capped{ReadCloser: resp.Body, left: maxPingBody, limit: maxPingBody, what: req.Method + " " + x.url, over: "an answer to the API version check"}
 	}
 	return resp, nil
 }
@@ -377,7 +386,9 @@ func (x *exchange) body(rc io.ReadCloser, plain bool) io.ReadCloser {
 type capped struct {
 	io.ReadCloser
 	left int64
-	what string
+	// what is the request, over what the body is, for the error.
+	what, over string
+	limit      int64
 }
 
 func (c *capped) Read(p []byte) (int, error) {
@@ -385,7 +396,7 @@ func (c *capped) Read(p []byte) (int, error) {
 		// One byte more tells a body of exactly the limit from a longer.
 		var b [1]byte
 		if n, _ := c.ReadCloser.Read(b[:]); n > 0 {
-			return 0, fmt.Errorf("%s: a manifest over the %d bytes pallet reads", c.what, MaxManifest)
+			return 0, fmt.Errorf("%s: %s over the %d bytes pallet reads", c.what, c.over, c.limit)
 		}
 		return c.ReadCloser.Read(p)
 	}

@@ -490,3 +490,54 @@ func TestOptionsTakeTheContextsBounds(t *testing.T) {
 		t.Errorf("failed after %s; the context's stall timeout is %s", elapsed, stall)
 	}
 }
+
+// A registry whose answer to the API version check (GET /v2/) never ends,
+// at full speed, does not hold a pull: go-containerregistry drains that
+// body, which moves too fast for any stall to end it, and the build that
+// asked waited for good.
+func TestTransportPingBodyBounded(t *testing.T) {
+	t.Parallel()
+	reg := registry.New(registry.Logger(log.New(testLog{t}, "", 0)))
+	var endless atomic.Bool
+	var sent atomic.Int64
+	srv := server(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v2/" && endless.Load() {
+			buf := make([]byte, 32<<10)
+			for r.Context().Err() == nil {
+				n, err := w.Write(buf)
+				sent.Add(int64(n))
+				if err != nil {
+					return
+				}
+			}
+			return
+		}
+		reg.ServeHTTP(w, r)
+	})
+	ref, err := name.ParseReference(strings.TrimPrefix(srv.URL, "http://")+"/x/y:latest", name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := random.Image(1024, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt := regauth.WithTimeouts(regauth.Timeouts{Limits: transfer.Limits{Stall: stall}})
+	if err := remote.Write(ref, img, opt); err != nil {
+		t.Fatal(err)
+	}
+	endless.Store(true)
+	done := make(chan error, 1)
+	go func() {
+		_, err := remote.Get(ref, opt)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("the manifest after an endless answer to GET /v2/: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("still reading the answer to GET /v2/ after 30 s (%d bytes sent)", sent.Load())
+	}
+}
