@@ -115,6 +115,22 @@ func (r *Resolver) Base(ctx context.Context, ref string, p platform.Platform) (v
 		// it leads to; the config is the image's own word.
 		return nil, fmt.Errorf("base %s is %s by its config, not %s", ref, platform.Name(cf.OS, cf.Architecture, cf.Variant), p)
 	}
+	// The config of an image built on this base is the base's written
+	// again from what was parsed, which can be larger than what was read:
+	// go-containerregistry gives each history entry without a date one
+	// ("{}" becomes 35 bytes). Past the bound, such a base failed only at
+	// assembly, told to shorten the recipe's env or labels, after every
+	// parse of it had taken seconds (a 3.5 MB config of 900,000 entries:
+	// 21 s and 300 MB).
+	if raw, err := json.Marshal(cf); err == nil && len(raw) > DefaultMaxManifestSize {
+		undated := 0
+		for _, h := range cf.History {
+			if h.Created.IsZero() {
+				undated++
+			}
+		}
+		return nil, fmt.Errorf("base %s: config %s: an image built on it would hold it as %d bytes (%d of its %d history entries have no date, and are given one), over the %d an image config may be", ref, m.Config.Digest, len(raw), undated, len(cf.History), DefaultMaxManifestSize)
+	}
 	return img, nil
 }
 

@@ -703,3 +703,25 @@ func TestLayoutBaseConfigNotJSON(t *testing.T) {
 	_, err = l.base(linuxAMD64)
 	wantErr(t, err, "config "+cfg.Digest.String()+": invalid character")
 }
+
+// A base config under the bound that go-containerregistry writes again
+// past it (history entries without a date are given one) is refused where
+// the base is read, naming the base, not once assembled on.
+func TestLayoutBaseConfigGrowsPastTheBound(t *testing.T) {
+	l := newTestLayout(t)
+	entries := 400_000
+	raw := []byte(`{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":[]},"history":[{}` + strings.Repeat(`,{}`, entries-1) + `]}`)
+	if len(raw) > DefaultMaxManifestSize {
+		t.Fatalf("the config is %d bytes, over the bound it must pass when read", len(raw))
+	}
+	cfg := l.blob(raw, types.OCIConfigJSON)
+	m, err := json.Marshal(v1.Manifest{SchemaVersion: 2, MediaType: types.OCIManifestSchema1, Config: cfg, Layers: []v1.Descriptor{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := l.blob(m, types.OCIManifestSchema1)
+	d.Platform = &v1.Platform{OS: "linux", Architecture: "amd64"}
+	l.root(d)
+	_, err = l.base(linuxAMD64)
+	wantErr(t, err, "config "+cfg.Digest.String(), fmt.Sprintf("(%d of its %d history entries have no date", entries, entries), fmt.Sprintf("over the %d", DefaultMaxManifestSize))
+}
