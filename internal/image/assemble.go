@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -139,9 +140,7 @@ func apply(c *v1.Config, cfg Config, windows bool) {
 	if cfg.Cmd != nil {
 		c.Cmd = cfg.Cmd
 	}
-	for _, kv := range cfg.Env {
-		c.Env = SetEnv(c.Env, kv, windows)
-	}
+	c.Env = SetEnvs(c.Env, cfg.Env, windows)
 	if cfg.Workdir != "" {
 		c.WorkingDir = cfg.Workdir
 	}
@@ -187,6 +186,57 @@ func SetEnv(env []string, kv string, windows bool) []string {
 		return env
 	}
 	return append(env, kv)
+}
+
+// SetEnvs sets each of kvs in env as SetEnv does one after another, in
+// time linear in their lengths: SetEnv looks through env for each, and a
+// recipe's 200,000 variables (a 2 MB recipe) held its image for minutes,
+// as did a few thousand on a base config of 500,000. Like append, it may
+// write into env's array.
+func SetEnvs(env, kvs []string, windows bool) []string {
+	if len(kvs) == 0 {
+		return env
+	}
+	key := func(name string) string { return name }
+	if windows {
+		key = foldedName
+	}
+	// The first entry of a name is the one SetEnv replaces.
+	at := make(map[string]int, len(env)+len(kvs))
+	for i, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if _, ok := at[key(name)]; !ok {
+			at[key(name)] = i
+		}
+	}
+	for _, kv := range kvs {
+		name, _, _ := strings.Cut(kv, "=")
+		k := key(name)
+		if i, ok := at[k]; ok {
+			env[i] = kv
+			continue
+		}
+		at[k] = len(env)
+		env = append(env, kv)
+	}
+	return env
+}
+
+// foldedName is one spelling of the names strings.EqualFold takes for
+// name (SameEnvName on Windows): each rune becomes the least of those
+// simple case folding takes for it, and invalid UTF-8 the replacement
+// character, as EqualFold decodes it.
+func foldedName(name string) string {
+	var b strings.Builder
+	b.Grow(len(name))
+	for _, r := range name {
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			least = min(least, f)
+		}
+		b.WriteRune(least)
+	}
+	return b.String()
 }
 
 // LookupEnv is the value of variable k in env (NAME=VALUE entries), by

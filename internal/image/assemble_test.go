@@ -2,7 +2,9 @@ package image
 
 import (
 	"context"
+	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -257,5 +259,54 @@ func TestIndexPlatforms(t *testing.T) {
 		if got, _ := img.Digest(); got != d {
 			t.Errorf("image %d read back as %s, want %s", i, got, d)
 		}
+	}
+}
+
+// SetEnvs gives what SetEnv gives one variable after another: the first
+// entry of a name replaced in place, spelled anew, others appended; on
+// Windows names strings.EqualFold takes for one are one, however they
+// fold (the Kelvin sign and k, ſ and s, invalid UTF-8 as U+FFFD).
+func TestSetEnvsAsSetEnv(t *testing.T) {
+	base := []string{"PATH=/usr/bin", "path=x", "LANG=C", "\u212a=kelvin", "ſ=long", "\xff=bad", "NOVALUE", "=empty", "PATH=again"}
+	kvs := []string{"Path=C:\\k", "k=1", "K=2", "S=3", "\ufffd=4", "\xfe=5", "NOVALUE=set", "=x", "NEW=1", "new=2", "NEW=3", "Σ=6", "ς=7", "σ=8", "LANG=en"}
+	for _, windows := range []bool{false, true} {
+		want := slices.Clone(base)
+		for _, kv := range kvs {
+			want = SetEnv(want, kv, windows)
+		}
+		if got := SetEnvs(slices.Clone(base), kvs, windows); !reflect.DeepEqual(got, want) {
+			t.Errorf("windows %v: SetEnvs gave\n%q\nSetEnv one by one\n%q", windows, got, want)
+		}
+	}
+}
+
+// A config's variables are set in time linear in their number: set one by
+// one, each looked through those before it, and a recipe's 100,000 held
+// its image for most of a minute.
+func TestAssembleManyEnvBounded(t *testing.T) {
+	env := make([]string, 100_000)
+	for i := range env {
+		env[i] = fmt.Sprintf("V%d=1", i)
+	}
+	base := testBase(t, v1.Platform{OS: "linux", Architecture: "amd64"}, types.OCIManifestSchema1)
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		img, err := Assemble(base, nil, Config{Env: env}, time.Unix(0, 0).UTC())
+		if err == nil {
+			var cf *v1.ConfigFile
+			if cf, err = img.ConfigFile(); err == nil && len(cf.Config.Env) != len(env)+2 {
+				err = fmt.Errorf("%d variables in the config, want %d", len(cf.Config.Env), len(env)+2)
+			}
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("Assemble of %d variables still running after %s", len(env), time.Since(start).Round(time.Second))
 	}
 }
