@@ -311,8 +311,8 @@ func Extract(ctx context.Context, src string, f Format, dir string, opt Options)
 		src:      name,
 		root:     root,
 		opt:      opt,
-		patterns: patterns,
-		extra:    extra,
+		patterns: newPatternSet(patterns),
+		extra:    newPatternSet(extra),
 		matched:  make([]bool, len(patterns)),
 		maxWalks: maxWalks(opt.MaxEntries),
 		buf:      make([]byte, 64<<10),
@@ -365,6 +365,26 @@ func Match(patterns []string, name string) bool {
 	clean, err := cleanPatterns(patterns)
 	return err == nil && matchAny(clean, name)
 }
+
+// Patterns are Include patterns made ready to match many names: Match
+// cleans them again for each name, and goes through them one by one,
+// which for the 100,000 file names an include may list and as many
+// entries held a build for minutes.
+type Patterns struct{ set patternSet }
+
+// NewPatterns prepares include, refusing a malformed pattern as Extract
+// does.
+func NewPatterns(include []string) (*Patterns, error) {
+	clean, err := cleanPatterns(include)
+	if err != nil {
+		return nil, err
+	}
+	return &Patterns{set: newPatternSet(clean)}, nil
+}
+
+// Match reports whether name (a slash path inside an extracted tree)
+// matches one of the patterns, with Include's rules.
+func (p *Patterns) Match(name string) bool { return p.set.any(name) }
 
 // cleanPatterns normalizes Include patterns to the form entry paths take
 // after cleaning, and rejects malformed ones up front so that a typo is

@@ -1388,3 +1388,71 @@ func TestLinksAfterLaterEntriesReplace(t *testing.T) {
 		}
 	}
 }
+
+// Names an include lists are looked up, not matched one by one against
+// every entry: 100,000 of them held a build for minutes on an archive of
+// as many entries. Only the patterns with wildcards are matched, and
+// Patterns gives what Match gives.
+func TestIncludeNamesLookedUp(t *testing.T) {
+	const n = 2000
+	var ents []ent
+	var include []string
+	for i := range n {
+		ents = append(ents, ent{name: fmt.Sprintf("d/f%d", i), body: "x"})
+		include = append(include, fmt.Sprintf("d/f%d", i))
+	}
+	ents = append(ents, ent{name: "lib/a/b", body: "x"}, ent{name: "other", body: "x"})
+	include = append(include, "lib", "./d/f7", "d/f[0]")
+	calls := 0
+	defer func(m func(string, string) (bool, error)) { match = m }(match)
+	match = func(p, n string) (bool, error) { calls++; return path.Match(p, n) }
+
+	s := newSandbox(t, Tar, tarBytes(t, ents))
+	if err := Extract(context.Background(), s.src, Tar, s.out, Options{Include: include}); err != nil {
+		t.Fatal(err)
+	}
+	// One pattern with wildcards, of two components: tried against each
+	// entry's first two, once for whether the entry is placed and once
+	// for the patterns it credits.
+	if calls > 2*len(ents) {
+		t.Errorf("%d matches for %d entries and one pattern with wildcards", calls, len(ents))
+	}
+	for _, name := range []string{"d/f0", "d/f1999", "lib/a/b"} {
+		if _, err := os.Stat(filepath.Join(s.out, name)); err != nil {
+			t.Error(err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(s.out, "other")); err == nil {
+		t.Error("other was extracted, though no pattern names it")
+	}
+
+	calls = 0
+	p, err := NewPatterns(include)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if !p.Match(e.name) && e.name != "other" {
+			t.Errorf("Patterns.Match(%q) = false", e.name)
+		}
+	}
+	if calls > len(ents) {
+		t.Errorf("Patterns.Match: %d matches for %d names and one pattern with wildcards", calls, len(ents))
+	}
+	names := []string{"a", "a/b", "a/b/c", `a\b`, "a*b", "a/x/c/d", "lib", "lib/a", "libx", "d", "d/f1/x", "x/y/z"}
+	patterns := [][]string{{"a"}, {"a/b", "x"}, {`a\b`}, {`a\*b`}, {"a*b"}, {"lib", "d/f1"}, {"./a/./b"}, {"a/*", "x/y"}}
+	for _, ps := range patterns {
+		p, err := NewPatterns(ps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range names {
+			if got, want := p.Match(name), Match(ps, name); got != want {
+				t.Errorf("%q: Patterns.Match(%q) = %v, Match gives %v", ps, name, got, want)
+			}
+		}
+	}
+	if _, err := NewPatterns([]string{"a["}); err == nil {
+		t.Error("a malformed pattern was taken")
+	}
+}

@@ -105,8 +105,8 @@ type extractor struct {
 	src      string
 	root     *os.Root
 	opt      Options
-	patterns []string
-	extra    []string
+	patterns patternSet
+	extra    patternSet
 	matched  []bool
 	// seen keeps the first names the patterns were matched against,
 	// for the error of a pattern that matched none.
@@ -338,26 +338,25 @@ func filePerm(exec bool) fs.FileMode {
 // include reports whether rel passes the Include filter, crediting every
 // pattern that matches so the unmatched ones can be reported at the end.
 func (x *extractor) include(rel string) bool {
-	if len(x.patterns) == 0 {
+	if len(x.patterns.all) == 0 {
 		return true
 	}
 	if len(x.seen) < maxSeen {
 		x.seen = append(x.seen, rel)
 	}
 	hit := false
-	for i, p := range x.patterns {
-		if matchBelow(p, rel) {
-			x.matched[i] = true
-			hit = true
-		}
-	}
-	return hit || matchAny(x.extra, rel)
+	x.patterns.matches(rel, func(i int) bool {
+		x.matched[i] = true
+		hit = true
+		return true
+	})
+	return hit || x.extra.any(rel)
 }
 
 // selected reports whether rel passes the Include filter, as include
 // does, without crediting any pattern.
 func (x *extractor) selected(rel string) bool {
-	return len(x.patterns) == 0 || matchAny(x.patterns, rel) || matchAny(x.extra, rel)
+	return len(x.patterns.all) == 0 || x.patterns.any(rel) || x.extra.any(rel)
 }
 
 // matchAny reports whether one of the clean patterns matches name or an
@@ -369,6 +368,64 @@ func matchAny(patterns []string, name string) bool {
 		}
 	}
 	return false
+}
+
+// patternSet is clean patterns, those without wildcards kept by name, as
+// a name or one of its ancestors is looked up in one step: matched one
+// by one against every entry, 100,000 names an include lists held the
+// build for minutes on an archive of as many entries.
+type patternSet struct {
+	all     []string
+	literal map[string][]int // a pattern without wildcards -> its indexes in all
+	globs   []int            // the indexes of the others
+}
+
+func newPatternSet(clean []string) patternSet {
+	s := patternSet{all: clean}
+	for i, p := range clean {
+		// path.Match reads a backslash as an escape: such a pattern is no name.
+		if strings.ContainsAny(p, `*?[\`) {
+			s.globs = append(s.globs, i)
+			continue
+		}
+		if s.literal == nil {
+			s.literal = map[string][]int{}
+		}
+		s.literal[p] = append(s.literal[p], i)
+	}
+	return s
+}
+
+// matches calls hit with the index of each pattern that matches name or
+// an ancestor of it (matchBelow), until hit returns false.
+func (s *patternSet) matches(name string, hit func(i int) bool) {
+	for n := name; len(s.literal) > 0; {
+		for _, i := range s.literal[n] {
+			if !hit(i) {
+				return
+			}
+		}
+		j := strings.LastIndexByte(n, '/')
+		if j < 0 {
+			break
+		}
+		n = n[:j]
+	}
+	for _, i := range s.globs {
+		if matchBelow(s.all[i], name) && !hit(i) {
+			return
+		}
+	}
+}
+
+// any reports whether a pattern matches name or an ancestor of it.
+func (s *patternSet) any(name string) bool {
+	found := false
+	s.matches(name, func(int) bool {
+		found = true
+		return false
+	})
+	return found
 }
 
 // matchBelow matches pattern against name and each of its ancestors, so a

@@ -165,9 +165,13 @@ func (f *Fetcher) fileTree(ctx context.Context, r *Request, file, name, shown st
 		return all, lic, nil
 	}
 	// Keep only what the include filter asked for in the artifact itself.
+	include, err := archive.NewPatterns(ex.Include)
+	if err != nil {
+		return nil, nil, blame("include", err)
+	}
 	t := tree.New()
 	for _, e := range all.Entries() {
-		if archive.Match(ex.Include, e.Path) {
+		if include.Match(e.Path) {
 			if err := t.Add(e); err != nil {
 				return nil, nil, err
 			}
