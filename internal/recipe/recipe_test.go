@@ -88,6 +88,8 @@ func TestParseErrors(t *testing.T) {
 		{"unclosed list", "    platforms: linux/amd64", "    platforms: [linux/amd64", 18, "did not find expected ',' or ']'"},
 		{"negative strip", "        include: [host-local]", "        strip: -1", 14, "must not be negative"},
 		{"two unknown fields", "        include: [host-local]", "        includ: [host-local]\n    licenses: none\n    mdoe: x", 14, "field includ not found; did you mean include?; line 16: field mdoe not found"},
+		{"empty include pattern", "        include: [host-local]", "        include: [host-local, \"\"]", 14, `include pattern "" is empty`},
+		{"include pattern of a dot", "        include: [host-local]", "        include: [host-local, ./]", 14, `include pattern "./" is empty`},
 		{"bad include pattern", "        include: [host-local]", "        include: [host-local, \"[x\"]", 14, `include pattern "[x": syntax error in pattern`},
 		{"second document", "version: 1", "version: 1\n---\nimages: {}\n---\nx: y", 2, "one YAML document"},
 		{"variable in an arg", `  VERSION: "1.0"`, `  VERSION: "1.0-{{arch}}"`, 3, "arg VERSION: an arg's value is taken as written"},
