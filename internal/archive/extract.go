@@ -70,9 +70,13 @@ type entry struct {
 }
 
 var (
-	errEmptyName  = errors.New("empty name")
-	errNUL        = errors.New("name contains a NUL byte")
-	errAbsolute   = errors.New("absolute path not allowed")
+	errEmptyName = errors.New("empty name")
+	errNUL       = errors.New("name contains a NUL byte")
+	errAbsolute  = errors.New("absolute path not allowed")
+	// A name such as "a:b" is no path of Linux's, but a drive-relative
+	// one of Windows' (drive a:), which a Windows layer would place off
+	// its root; said so, as "absolute" alone left its user puzzled.
+	errDrive      = errors.New("absolute path not allowed: it begins with a drive letter and a colon, which Windows reads as a drive")
 	errLeavesRoot = errors.New("path leaves the archive root")
 	errTooDeep    = fmt.Errorf("path has more than %d components or %d bytes", maxDepth, maxPath)
 )
@@ -531,8 +535,11 @@ func splitName(name string, slashes bool) ([]string, error) {
 		return nil, errNUL
 	}
 	win := strings.ReplaceAll(name, `\`, "/")
-	if win[0] == '/' || hasDrive(win) {
+	if win[0] == '/' {
 		return nil, errAbsolute
+	}
+	if hasDrive(win) {
+		return nil, errDrive
 	}
 	// Splitting on both separators finds every ".." splitting on '/'
 	// alone would.
