@@ -268,7 +268,7 @@ func (f *Fetcher) downloadOnce(ctx context.Context, client *http.Client, creds *
 	if resp.StatusCode != http.StatusOK {
 		err := fmt.Errorf("download %s: %s", shown, resp.Status)
 		if resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests {
-			return "", err
+			return "", transfer.AskedToWait(err, resp.Header, time.Now())
 		}
 		if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
 			err = fmt.Errorf("%w; %s", err, creds.refusal(resp.Request.URL, strings.HasPrefix(strings.ToLower(rawURL), "https:")))

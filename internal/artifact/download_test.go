@@ -940,3 +940,38 @@ func TestOfflineMissSaysWhereItLooked(t *testing.T) {
 		t.Errorf("offline, with a cache: %v", err)
 	}
 }
+
+// A 429 or 503 saying when to come back (Retry-After) is asked again no
+// sooner: retried after the backoff alone, it was refused the same way
+// until the retries ran out.
+func TestDownloadWaitsRetryAfter(t *testing.T) {
+	for _, code := range []int{http.StatusTooManyRequests, http.StatusServiceUnavailable} {
+		t.Run(strconv.Itoa(code), func(t *testing.T) {
+			var first time.Time
+			srv := serve(t, func(w http.ResponseWriter, r *http.Request, n int) {
+				if n == 1 {
+					first = time.Now()
+					w.Header().Set("Retry-After", "1")
+					w.WriteHeader(code)
+					return
+				}
+				if since := time.Since(first); since < time.Second {
+					w.Header().Set("Retry-After", "1")
+					w.WriteHeader(code)
+					t.Errorf("asked again after %s, before the 1 s the server asked for", since)
+					return
+				}
+				full(w)
+			})
+			f := fetcher(t)
+			var logged []string
+			f.Log = func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }
+			if err := f.Download(context.Background(), srv.URL+"/pkg.tgz", sum(payload), filepath.Join(t.TempDir(), "download")); err != nil {
+				t.Fatal(err)
+			}
+			if len(logged) != 1 || !strings.HasSuffix(logged[0], "retrying in 1s") {
+				t.Errorf("logged %q, want one retry saying it waits 1s", logged)
+			}
+		})
+	}
+}

@@ -1,0 +1,78 @@
+package transfer
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// A server's Retry-After is read as seconds or as an HTTP date, bounded
+// by MaxRetryAfter; what is neither asks for nothing.
+func TestAskedToWait(t *testing.T) {
+	now := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	base := errors.New("download x: 429 Too Many Requests")
+	for _, tc := range []struct {
+		header string
+		want   time.Duration // 0: no wait asked
+	}{
+		{"", 0},
+		{"3", 3 * time.Second},
+		{" 7 ", 7 * time.Second},
+		{"0", 0},
+		{"-5", 0},
+		{"86400", MaxRetryAfter},
+		{"99999999999999999999", 0}, // no number Go reads: not a wait
+		{now.Add(20 * time.Second).Format(http.TimeFormat), 20 * time.Second},
+		{now.Add(-time.Hour).Format(http.TimeFormat), 0},
+		{now.Add(2 * time.Hour).Format(http.TimeFormat), 2 * time.Hour}, // bounded where waited
+		{"soon", 0},
+	} {
+		h := http.Header{}
+		if tc.header != "" {
+			h.Set("Retry-After", tc.header)
+		}
+		err := AskedToWait(base, h, now)
+		if !errors.Is(err, base) || err.Error() != base.Error() {
+			t.Errorf("%q: the error became %v", tc.header, err)
+		}
+		var ra RetryAfter
+		got := time.Duration(0)
+		if errors.As(err, &ra) {
+			got = ra.RetryAfter()
+		}
+		if got != tc.want {
+			t.Errorf("Retry-After %q: wait %s, want %s", tc.header, got, tc.want)
+		}
+	}
+}
+
+// Retry waits what a RetryAfter error asks where that is longer than its
+// own backoff, never past MaxRetryAfter, and its own backoff otherwise.
+func TestRetryHonoursRetryAfter(t *testing.T) {
+	for _, tc := range []struct {
+		asked, want time.Duration
+	}{
+		{30 * time.Millisecond, 30 * time.Millisecond},
+		{time.Microsecond, time.Millisecond}, // the backoff is longer
+		{time.Hour, MaxRetryAfter},
+	} {
+		var waits []time.Duration
+		tries := 0
+		ctx, cancel := context.WithCancel(context.Background())
+		err := Retry(ctx, 1, time.Millisecond, func() error {
+			tries++
+			return askedToWait{errors.New("busy"), tc.asked}
+		}, func(error) bool { return true }, func(_ error, wait time.Duration) {
+			waits = append(waits, wait)
+			if wait > time.Second {
+				cancel() // told the wait; not waited for
+			}
+		})
+		cancel()
+		if len(waits) != 1 || waits[0] != tc.want {
+			t.Errorf("asked %s: waits %v, want [%s] (err %v, %d tries)", tc.asked, waits, tc.want, err, tries)
+		}
+	}
+}
