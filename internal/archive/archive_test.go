@@ -1457,3 +1457,33 @@ func TestIncludeNamesLookedUp(t *testing.T) {
 		t.Error("a malformed pattern was taken")
 	}
 }
+
+// A zip whose end record declares more entries than its central directory
+// holds is said to be damaged so, with the count, where archive/zip says
+// only "unexpected EOF".
+func TestZipDirectoryShortOfItsCount(t *testing.T) {
+	var b bytes.Buffer
+	zw := zip.NewWriter(&b)
+	w, err := zw.Create("a.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write([]byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data := b.Bytes()
+	end := bytes.LastIndex(data, []byte("PK\x05\x06"))
+	// The records on this disk, and in all: 3, where the directory holds 1.
+	data[end+8], data[end+9], data[end+10], data[end+11] = 3, 0, 3, 0
+	src := filepath.Join(t.TempDir(), "bad.zip")
+	if err := os.WriteFile(src, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err = Extract(context.Background(), src, Zip, t.TempDir(), Options{})
+	if err == nil || !strings.Contains(err.Error(), "does not hold the 3 entries its end record declares") {
+		t.Errorf("got %v, want the count its end record declares named", err)
+	}
+}

@@ -24,13 +24,19 @@ func (x *extractor) extractZip(file *os.File) error {
 		return x.fail("%w", err)
 	}
 	in := ctxReaderAt{x.ctx, file}
-	starts, err := x.checkZipDirectory(in, fi.Size())
+	starts, declared, err := x.checkZipDirectory(in, fi.Size())
 	if err != nil {
 		return err
 	}
 	// ErrInsecurePath (GODEBUG zipinsecurepath=0) still returns a usable
 	// reader; names are checked per entry below anyway.
 	zr, err := zip.NewReader(in, fi.Size())
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, zip.ErrFormat) {
+		// archive/zip reads directory records until one is not, and says
+		// only this where their number is not the one the end record
+		// declares.
+		return x.fail("read zip: its central directory does not hold the %d entries its end record declares (the zip is damaged or cut short): %w", declared, err)
+	}
 	if err != nil && !errors.Is(err, zip.ErrInsecurePath) {
 		return x.fail("read zip: %w", err)
 	}
@@ -292,26 +298,27 @@ func (x *extractor) meteredOpen(f *zip.File) func() (io.ReadCloser, error) {
 // bound. The price is reading the directory twice.
 //
 // It returns where archive/zip may begin to read the central directory,
-// as zipDirectory does.
-func (x *extractor) checkZipDirectory(r io.ReaderAt, size int64) ([]int64, error) {
+// as zipDirectory does, and the number of entries the end record
+// declares.
+func (x *extractor) checkZipDirectory(r io.ReaderAt, size int64) ([]int64, uint64, error) {
 	declared, starts, err := zipDirectory(r, size)
 	if err != nil {
-		return nil, x.fail("read zip: %w", err)
+		return nil, 0, x.fail("read zip: %w", err)
 	}
 	// A declared count can only make the refusal come sooner.
 	if declared > uint64(x.opt.MaxEntries) {
-		return nil, x.fail("%w", x.tooManyEntries())
+		return nil, 0, x.fail("%w", x.tooManyEntries())
 	}
 	for _, start := range starts {
 		n, err := countZipRecords(r, start, size, x.opt.MaxEntries)
 		if err != nil {
-			return nil, x.fail("read zip: %w", err)
+			return nil, 0, x.fail("read zip: %w", err)
 		}
 		if n > x.opt.MaxEntries {
-			return nil, x.fail("%w", x.tooManyEntries())
+			return nil, 0, x.fail("%w", x.tooManyEntries())
 		}
 	}
-	return starts, nil
+	return starts, declared, nil
 }
 
 // Layout of a zip's end, as in archive/zip's struct.go.
