@@ -164,7 +164,7 @@ func walkModule(dir string, b *keyBudget) (*moduleWalk, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &moduleWalk{t: tree.New(), root: root, dir: dir, walked: map[string]bool{}, budget: b}
+	w := &moduleWalk{t: tree.New(), root: root, dir: dir, walked: map[string]bool{}, budget: b, devs: map[uint64]string{}}
 	err = kernelMade(root)
 	if err == nil {
 		err = w.add(root, "")
@@ -205,6 +205,9 @@ type moduleWalk struct {
 	root, dir string
 	walked    map[string]bool
 	budget    *keyBudget
+	// devs are the kernel filesystems (kernelFS) of the devices the
+	// walk's files are on, "" for others.
+	devs map[uint64]string
 	// goFiles are the Go files added to t, whose imports importedUp
 	// reads; up the links found to directories that hold the module.
 	goFiles []string
@@ -234,6 +237,25 @@ func (w *moduleWalk) read(p string, size int64) error {
 func kernelMade(p string) error {
 	if fsys := kernelFS(p); fsys != "" {
 		return blame("module", fmt.Errorf("%s is on the kernel's %s filesystem, whose files are made as they are read (a read of some waits forever): the cache key reads none; copy what the build needs into the module", p, fsys))
+	}
+	return nil
+}
+
+// kernelDev is kernelMade for a file the walk came to, asked once per
+// device: a kernel filesystem mounted below a directory walked (a bind
+// mount of /proc, a chroot linked to that holds one) is on no path that
+// kernelMade was asked about, the roots and the links' targets, and the
+// key hashed what its files said at that moment. Its files' device is
+// another than the directory's, and the walk has their stat anyway.
+func (w *moduleWalk) kernelDev(p string, info fs.FileInfo) error {
+	dev := tree.StampOf(info).Dev
+	fsys, ok := w.devs[dev]
+	if !ok {
+		fsys = kernelFS(p)
+		w.devs[dev] = fsys
+	}
+	if fsys != "" {
+		return kernelMade(p)
 	}
 	return nil
 }
@@ -284,6 +306,9 @@ func (w *moduleWalk) add(dir, prefix string) error {
 		switch {
 		case d.Type().IsRegular():
 			if info, err = d.Info(); err != nil {
+				return err
+			}
+			if err := w.kernelDev(p, info); err != nil {
 				return err
 			}
 		case d.Type()&fs.ModeSymlink != 0:

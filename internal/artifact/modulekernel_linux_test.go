@@ -102,3 +102,42 @@ func TestModuleKeyRefusesSpecialSourceFiles(t *testing.T) {
 		}
 	}
 }
+
+// A kernel filesystem mounted below a directory the key walks (a bind
+// mount of /proc/sys/kernel/random in the module, as a chroot linked to
+// holds /proc) is refused too, naming the file: only the module's root
+// and the links' targets were asked about, and the key hashed what
+// /proc/sys/kernel/random/uuid said at that moment, a new key each time.
+func TestModuleKeyRefusesKernelFilesMountedInside(t *testing.T) {
+	const src = "/proc/sys/kernel/random"
+	if _, err := os.Stat(filepath.Join(src, "uuid")); err != nil {
+		t.Skip("no " + src)
+	}
+	dir := t.TempDir()
+	mod := filepath.Join(dir, "mod")
+	writeTestFile(t, filepath.Join(mod, "go.mod"), "module example.com/m\n")
+	for _, at := range []string{filepath.Join(mod, "p"), filepath.Join(dir, "chroot", "proc")} {
+		if err := os.MkdirAll(at, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Mount(src, at, "", syscall.MS_BIND, ""); err != nil {
+			t.Skipf("bind mount %s (needs root): %v", src, err)
+		}
+		t.Cleanup(func() { syscall.Unmount(at, syscall.MNT_DETACH) })
+	}
+	_, err := moduleKey(&Fetcher{}, mod)
+	var fe *FieldError
+	if want := "go module " + mod + ": " + filepath.Join(mod, "p") + "/"; err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "is on the kernel's proc filesystem") || !errors.As(err, &fe) || fe.Field != "module" {
+		t.Errorf("a module with /proc mounted inside: %v, want an error blaming module saying %q... is on the kernel's proc filesystem", err, want)
+	}
+	if err := syscall.Unmount(filepath.Join(mod, "p"), syscall.MNT_DETACH); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "chroot"), filepath.Join(mod, "chroot")); err != nil {
+		t.Fatal(err)
+	}
+	_, err = moduleKey(&Fetcher{}, mod)
+	if want := "chroot, a link to " + filepath.Join(dir, "chroot") + ": " + filepath.Join(dir, "chroot", "proc") + "/"; err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "is on the kernel's proc filesystem") {
+		t.Errorf("a link to a directory with /proc mounted inside: %v, want an error saying %q... is on the kernel's proc filesystem", err, want)
+	}
+}
