@@ -508,6 +508,20 @@ func (c *Cache) onDisk(i int, known tree.Stamp) (shardFile, error) {
 // each. Within a process saves already wait on saveMu, taken first.
 const memoLock = "memo"
 
+// lockMemo takes memoLock and gives what releases it. Where the lock
+// cannot be taken (a cache on NFS without lock support, a lock file that
+// is not one) the memo is saved without it, as it was before saves took
+// it: merged with what its files hold, though a build saving at the same
+// moment may lose the other's facts. Failing the save lost them all, on
+// every build: the memo only spares hashing.
+func (c *Cache) lockMemo() func() {
+	unlock, err := c.Lock(memoLock)
+	if err != nil {
+		return func() {}
+	}
+	return unlock
+}
+
 // keepUnread says, once per build, that a shard was left as it was
 // because its file could not be read (see onDisk). Called with
 // c.saveMu held.
@@ -921,10 +935,7 @@ func (c *Cache) SaveNew() {
 		if !made {
 			dirErr, made = os.MkdirAll(c.memoDir(), 0o755), true
 			if dirErr == nil {
-				var u func()
-				if u, dirErr = c.Lock(memoLock); dirErr == nil {
-					unlock = u
-				}
+				unlock = c.lockMemo()
 			}
 		}
 		if dirErr != nil {
@@ -1091,11 +1102,7 @@ func (c *Cache) save() error {
 	if err := os.MkdirAll(c.memoDir(), 0o755); err != nil {
 		return fmt.Errorf("cache %s: digest memo: %w", c.dir, err)
 	}
-	unlock, err := c.Lock(memoLock)
-	if err != nil {
-		return fmt.Errorf("cache %s: digest memo: %w", c.dir, err)
-	}
-	defer unlock()
+	defer c.lockMemo()()
 	share := c.memoShare()
 	var buf []byte
 	for _, i := range dirty {

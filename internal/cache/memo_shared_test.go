@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -289,5 +290,51 @@ func TestUnreadableShardKeepsItsFacts(t *testing.T) {
 				t.Errorf("%s: warned:\n%s", how, log)
 			}
 		}
+	}
+}
+
+// A memo whose lock cannot be taken (a cache on NFS without lock
+// support, ENOLCK; here a directory where the lock file belongs, which
+// Lock refuses) is saved as it was before saves took the lock, merged
+// with what is on disk: Close failed and SaveNew left every shard
+// unsaved, and each build hashed its inputs again.
+func TestMemoSavedWithoutItsLock(t *testing.T) {
+	t.Parallel()
+	for _, how := range []string{"read from disk, saved by Close", "made from nothing, saved by SaveNew"} {
+		dir := t.TempDir()
+		cacheDir := filepath.Join(dir, "cache")
+		earlier, mine := sharedFiles(t, dir, "earlier", 5), sharedFiles(t, dir, "mine", 5)
+		fromDisk := strings.HasPrefix(how, "read")
+		if fromDisk {
+			c0, _ := openCache(t, cacheDir)
+			c0.memoShards = 1
+			learnAll(t, c0, earlier)
+			if err := c0.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c, _ := openCache(t, cacheDir)
+		c.memoShards = 1
+		lock := filepath.Join(cacheDir, "locks", memoLock+".lock")
+		os.Remove(lock) // the file the earlier build's save left
+		if err := os.MkdirAll(lock, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Lock(memoLock); err == nil {
+			t.Fatal("the memo's lock was taken over a directory")
+		}
+		learnAll(t, c, mine)
+		if fromDisk {
+			if err := c.Close(); err != nil {
+				t.Errorf("%s: %v", how, err)
+			}
+			memoHolds(t, cacheDir, how, earlier)
+		} else {
+			c.SaveNew()
+			if _, err := os.Stat(c.shardPath(0)); err != nil {
+				t.Errorf("%s: %v", how, err)
+			}
+		}
+		memoHolds(t, cacheDir, how, mine)
 	}
 }
