@@ -103,8 +103,10 @@ func (f *Fetcher) fetch(ctx context.Context, r *Request, work string) (*Result, 
 // module it replaces with a local directory, followed transitively: all a
 // go build of it reads from disk besides the module cache (whose modules
 // go.sum pins) and the toolchain. What it reads of them all is bounded
-// by maxKeyFiles and maxKeyBytes together.
-func (f *Fetcher) localModulesDigest(dir string) ([]string, error) {
+// by maxKeyFiles and maxKeyBytes together. packages are those the
+// recipe builds, as it names them: go build compiles them through links
+// up too (see importedUp).
+func (f *Fetcher) localModulesDigest(dir string, packages []string) ([]string, error) {
 	dirs, err := localModules(dir)
 	if err != nil {
 		return nil, err
@@ -132,7 +134,7 @@ func (f *Fetcher) localModulesDigest(dir string) ([]string, error) {
 	}
 	// Only where a link leads up: the keys of all other modules are
 	// what they were.
-	ups, err := importedUp(walks)
+	ups, err := importedUp(walks, filepath.Clean(dir), packages)
 	if err != nil {
 		return nil, err
 	}

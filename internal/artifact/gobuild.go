@@ -55,7 +55,7 @@ func (g *Go) Key(f *Fetcher, _ *Request) ([]string, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	sums, err := f.localModulesDigest(g.Module)
+	sums, err := f.localModulesDigest(g.Module, g.Packages)
 	if err != nil {
 		return nil, false, err
 	}

@@ -132,7 +132,7 @@ func TestModuleKeyBounded(t *testing.T) {
 	}
 	writeTestFile(t, filepath.Join(dir, "r", "go.mod"), "module example.com/r\n")
 	f := &Fetcher{}
-	if _, err := f.localModulesDigest(mod); err != nil {
+	if _, err := f.localModulesDigest(mod, nil); err != nil {
 		t.Fatalf("within the limits: %v", err)
 	}
 	oldFiles, oldBytes := maxKeyFiles, maxKeyBytes
@@ -149,7 +149,7 @@ func TestModuleKeyBounded(t *testing.T) {
 	if _, err := moduleKey(f, filepath.Join(dir, "r")); err != nil {
 		t.Fatalf("the replace directory alone, within the limits: %v", err)
 	}
-	_, err = f.localModulesDigest(mod)
+	_, err = f.localModulesDigest(mod, nil)
 	if want := "go module " + filepath.Join(dir, "r") + ": more than 5 files in the module"; err == nil || !strings.Contains(err.Error(), want) || !errors.As(err, &fe) || fe.Field != "module" {
 		t.Errorf("a module and its replace directory of 8 files, 5 allowed: %v, want an error blaming module saying %q", err, want)
 	}
@@ -163,7 +163,7 @@ func TestModuleKeyBounded(t *testing.T) {
 // moduleKey is what the key of a go build of the module in dir takes of
 // its files.
 func moduleKey(f *Fetcher, dir string) (string, error) {
-	sums, err := f.localModulesDigest(dir)
+	sums, err := f.localModulesDigest(dir, nil)
 	return strings.Join(sums, "\n"), err
 }
 
@@ -236,5 +236,44 @@ func TestModuleKeyThroughReplacedLinksUp(t *testing.T) {
 	writeTestFile(t, filepath.Join(dir, "lib", "lib.go"), "package lib\n\nconst Name = \"two\"\n")
 	if after, err := moduleKey(f, mod); err != nil || after == before {
 		t.Errorf("a package imported through a replaced module's link up changed: the key changed %v (%v)", after != before, err)
+	}
+}
+
+// A package the recipe names through a link up (packages: ./up/tool, as
+// a path, an import path or a pattern) is compiled by go build though no
+// Go file imports it: only what the modules' files import through the
+// link was keyed, and an edit of the tool itself, or of what it imports,
+// was served the binary first built.
+func TestModuleKeyThroughLinksUpOfItsPackages(t *testing.T) {
+	for _, pkg := range []string{"./up/shared/cmd/tool", "example.com/m/up/shared/cmd/tool", "./up/shared/cmd/..."} {
+		dir := t.TempDir()
+		mod := filepath.Join(dir, "mod")
+		writeTestFile(t, filepath.Join(mod, "go.mod"), "module example.com/m\n")
+		writeTestFile(t, filepath.Join(mod, "main.go"), "package main\n\nfunc main() {}\n")
+		writeTestFile(t, filepath.Join(dir, "shared", "cmd", "tool", "main.go"), "package main\n\nimport \"example.com/m/up/lib\"\n\nfunc main() { println(lib.Name) }\n")
+		writeTestFile(t, filepath.Join(dir, "lib", "lib.go"), "package lib\n\nconst Name = \"one\"\n")
+		if err := os.Symlink("..", filepath.Join(mod, "up")); err != nil {
+			t.Fatal(err)
+		}
+		g := &Go{Module: mod, Packages: []string{pkg}}
+		f := &Fetcher{}
+		key := func() string {
+			t.Helper()
+			k, _, err := g.Key(f, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return strings.Join(k, "\n")
+		}
+		before := key()
+		// lib.go first: the edit of main.go takes away its import.
+		for _, file := range []string{filepath.Join("lib", "lib.go"), filepath.Join("shared", "cmd", "tool", "main.go")} {
+			writeTestFile(t, filepath.Join(dir, file), "// edited\n")
+			after := key()
+			if after == before {
+				t.Errorf("packages: %s, %s edited: the key is as it was", pkg, file)
+			}
+			before = after
+		}
 	}
 }

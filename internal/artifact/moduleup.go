@@ -37,7 +37,12 @@ type upLink struct{ rel, path string }
 // files go build reads), and each package's directory is found as go
 // build finds it, by its import path below the link. A package inside
 // one of the modules is in the key already.
-func importedUp(walks []*moduleWalk) ([]*tree.Tree, error) {
+//
+// go build also compiles the packages the recipe names, which nothing
+// need import: packages ./up/tool, a path through the link (or a
+// pattern, ./up/cmd/..., which go build matches through it), or its
+// import path. Each is taken as an import of what it starts from.
+func importedUp(walks []*moduleWalk, main string, packages []string) ([]*tree.Tree, error) {
 	out := make([]*tree.Tree, len(walks))
 	modPaths := make([]string, len(walks))
 	up := false
@@ -63,43 +68,88 @@ func importedUp(walks []*moduleWalk) ([]*tree.Tree, error) {
 		queue = append(queue, w.goFiles...)
 	}
 	seen := map[string]bool{}
+	// through adds the package of import path ip if it is through a
+	// link up, and queues its Go files.
+	through := func(ip string) error {
+		for i, w := range walks {
+			if modPaths[i] == "" {
+				continue
+			}
+			// w.up grows as the packages found hold more such links.
+			for j := 0; j < len(w.up); j++ {
+				u := w.up[j]
+				sub, ok := strings.CutPrefix(ip, path.Join(modPaths[i], u.rel))
+				if !ok || sub != "" && sub[0] != '/' {
+					continue
+				}
+				key := strconv.Itoa(i) + ":" + path.Join(u.rel, sub)
+				if seen[key] {
+					continue
+				}
+				seen[key] = true
+				dir, err := filepath.EvalSymlinks(filepath.Join(u.path, filepath.FromSlash(sub)))
+				if err != nil {
+					continue // go build says that the package is not there
+				}
+				if info, err := os.Stat(dir); err != nil || !info.IsDir() || inAny(walks, dir) {
+					continue
+				}
+				found, err := w.addUp(out[i], dir, path.Join(u.rel, sub))
+				if err != nil {
+					return fmt.Errorf("go module %s: package %s, imported through the link %s: %w", w.dir, ip, u.rel, err)
+				}
+				queue = append(queue, found...)
+			}
+		}
+		return nil
+	}
+	for _, pkg := range packages {
+		for _, ip := range packageImports(walks, modPaths, main, pkg) {
+			if err := through(ip); err != nil {
+				return nil, err
+			}
+		}
+	}
 	for len(queue) > 0 {
 		src := queue[len(queue)-1]
 		queue = queue[:len(queue)-1]
 		for _, ip := range importsOf(src) {
-			for i, w := range walks {
-				if modPaths[i] == "" {
-					continue
-				}
-				// w.up grows as the packages found hold more such links.
-				for j := 0; j < len(w.up); j++ {
-					u := w.up[j]
-					sub, ok := strings.CutPrefix(ip, path.Join(modPaths[i], u.rel))
-					if !ok || sub != "" && sub[0] != '/' {
-						continue
-					}
-					key := strconv.Itoa(i) + ":" + path.Join(u.rel, sub)
-					if seen[key] {
-						continue
-					}
-					seen[key] = true
-					dir, err := filepath.EvalSymlinks(filepath.Join(u.path, filepath.FromSlash(sub)))
-					if err != nil {
-						continue // go build says that the package is not there
-					}
-					if info, err := os.Stat(dir); err != nil || !info.IsDir() || inAny(walks, dir) {
-						continue
-					}
-					found, err := w.addUp(out[i], dir, path.Join(u.rel, sub))
-					if err != nil {
-						return nil, fmt.Errorf("go module %s: package %s, imported through the link %s: %w", w.dir, ip, u.rel, err)
-					}
-					queue = append(queue, found...)
-				}
+			if err := through(ip); err != nil {
+				return nil, err
 			}
 		}
 	}
 	return out, nil
+}
+
+// packageImports gives the import paths go build resolves pkg, a
+// package or pattern as the recipe names it, from: up to its first
+// element holding "..." (all below it is read with it), and for a
+// path, relative to main, the main module's directory, or absolute, the
+// import path of each module it is in.
+func packageImports(walks []*moduleWalk, modPaths []string, main, pkg string) []string {
+	var lit []string
+	for el := range strings.SplitSeq(pkg, "/") {
+		if strings.Contains(el, "...") {
+			break
+		}
+		lit = append(lit, el)
+	}
+	prefix := strings.Join(lit, "/")
+	if !isPathPattern(pkg) {
+		return []string{prefix}
+	}
+	p := filepath.FromSlash(prefix)
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(main, p)
+	}
+	var out []string
+	for i, w := range walks {
+		if rel, err := filepath.Rel(w.dir, p); err == nil && filepath.IsLocal(rel) && modPaths[i] != "" {
+			out = append(out, path.Join(modPaths[i], filepath.ToSlash(rel)))
+		}
+	}
+	return out
 }
 
 // addUp adds to t the files under dir, named below rel, with w's budget
