@@ -267,8 +267,12 @@ func (w *moduleWalk) kernelDev(p string, info fs.FileInfo) error {
 // opens a named pipe x.go and waits for a writer forever, and reads a
 // device as the device gives (go 1.26, tried). Any other it leaves alone
 // (go/build's matchFile: other extensions, names from _ or .), and so
-// does the key, which opens none.
+// does the key, which opens none. A module's go.sum and
+// vendor/modules.txt it reads by name too, and waits on as long.
 func goWouldRead(rel string, m fs.FileMode) error {
+	if rel == "go.sum" || rel == "vendor/modules.txt" {
+		return blame("module", fmt.Errorf("go build would read %s, by its name, and it is %s (a pipe it would wait on forever): make it a file", rel, bounded.TypeName(m)))
+	}
 	if name := path.Base(rel); strings.HasPrefix(name, "_") || strings.HasPrefix(name, ".") {
 		return nil
 	}

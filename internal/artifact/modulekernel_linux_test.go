@@ -68,8 +68,10 @@ func TestModuleKeyReadsNoKernelFiles(t *testing.T) {
 // A named pipe or a device where go build reads a source file by its
 // name (x.go, a link y.s to /dev/zero) is refused at the module's line:
 // go build waits on the pipe forever, or reads what the device gives, and
-// the key, which opens neither, left them out. Names go build skips
-// (_x.go, .x.go, other extensions) are left alone, as it leaves them.
+// the key, which opens neither, left them out. So are the module's
+// go.sum and vendor/modules.txt, which go build reads by name too. Names
+// go build skips (_x.go, .x.go, other extensions) are left alone, as it
+// leaves them.
 func TestModuleKeyRefusesSpecialSourceFiles(t *testing.T) {
 	for _, c := range []struct {
 		name, target, want string
@@ -79,10 +81,18 @@ func TestModuleKeyRefusesSpecialSourceFiles(t *testing.T) {
 		{"_x.go", "", ""},
 		{".x.go", "", ""},
 		{"x.txt", "/dev/zero", ""},
+		// Not sources, but read by name: go build waits on either
+		// (go 1.26, tried: go.sum with a requirement to verify).
+		{"go.sum", "", "go build would read go.sum, by its name, and it is a named pipe"},
+		{"vendor/modules.txt", "", "go build would read vendor/modules.txt, by its name, and it is a named pipe"},
+		{"sub/go.sum", "", ""},
 	} {
 		mod := t.TempDir()
 		writeTestFile(t, filepath.Join(mod, "go.mod"), "module example.com/m\n")
-		p := filepath.Join(mod, c.name)
+		p := filepath.Join(mod, filepath.FromSlash(c.name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
 		var err error
 		if c.target == "" {
 			err = syscall.Mkfifo(p, 0o644)
