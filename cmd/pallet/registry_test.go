@@ -678,13 +678,16 @@ func TestRecordWrittenBesideThePush(t *testing.T) {
 	}
 
 	refuse.Store(true)
-	failed := filepath.Join(t.TempDir(), "record.json")
+	// In a directory the build makes: a failed push leaves it as the
+	// record was to be written after the push, not made.
+	failedTop := t.TempDir()
+	failed := filepath.Join(failedTop, "new", "record.json")
 	// Another tag, which the registry does not hold: the push sends the
 	// manifest.
 	if err := build(failed, "v2"); err == nil {
 		t.Fatal("the push succeeded though the registry refused its manifest")
 	}
-	if ents, _ := os.ReadDir(filepath.Dir(failed)); len(ents) != 0 {
+	if ents, _ := os.ReadDir(failedTop); len(ents) != 0 {
 		var names []string
 		for _, e := range ents {
 			names = append(names, e.Name())

@@ -10,7 +10,9 @@ import (
 	"bytes"
 	"debug/buildinfo"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -219,7 +221,13 @@ func Write(path string, b *Build) error {
 // or drops it (Discard). Put in place is then a rename, where encoding
 // and writing the record after a push took a few milliseconds after its
 // last request.
-type Staged struct{ tmp, path string }
+type Staged struct {
+	tmp, path string
+	// made is the outermost directory Stage created for path, if any:
+	// a record discarded because its output failed leaves no directory
+	// behind where, written after the output, it made none.
+	made string
+}
 
 // Commit puts the record in place, replacing what is at its path.
 func (s *Staged) Commit() error {
@@ -230,8 +238,34 @@ func (s *Staged) Commit() error {
 	return nil
 }
 
-// Discard removes the record written beside its path.
-func (s *Staged) Discard() { os.Remove(s.tmp) }
+// Discard removes the record written beside its path, and the
+// directories Stage made for it that are still empty.
+func (s *Staged) Discard() {
+	os.Remove(s.tmp)
+	if s.made == "" {
+		return
+	}
+	for d := filepath.Dir(s.path); ; d = filepath.Dir(d) {
+		if os.Remove(d) != nil || d == s.made {
+			return
+		}
+	}
+}
+
+// missingDir is the outermost directory of dir and its parents that does
+// not exist (what os.MkdirAll(dir) would create first), or "".
+func missingDir(dir string) string {
+	made := ""
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); !errors.Is(err, fs.ErrNotExist) {
+			return made
+		}
+		made = d
+		if filepath.Dir(d) == d {
+			return made
+		}
+	}
+}
 
 // Stage writes b as Write does, into a temporary file beside path, and
 // leaves it for Commit or Discard.
@@ -248,6 +282,7 @@ func Stage(path string, b *Build) (*Staged, error) {
 	if err != nil {
 		return nil, err
 	}
+	made := missingDir(filepath.Dir(path))
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, err
 	}
@@ -292,7 +327,7 @@ func Stage(path string, b *Build) (*Staged, error) {
 		return nil, err
 	}
 	staged = true
-	return &Staged{tmp: tmp.Name(), path: path}, nil
+	return &Staged{tmp: tmp.Name(), path: path, made: made}, nil
 }
 
 // noFiles is an empty file list as json.MarshalIndent writes it.

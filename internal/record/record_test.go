@@ -102,3 +102,31 @@ func TestScanSkipsSmallFilesForBuildInfo(t *testing.T) {
 		t.Errorf("sha256 asked of %v, want both", got)
 	}
 }
+
+// A record discarded (its output failed) leaves nothing where it was to
+// go: not its file, nor the directories Stage made for it; a directory
+// that was there before stays.
+func TestDiscardLeavesNothing(t *testing.T) {
+	b := &Build{Recipe: "pallet.yaml", Epoch: 1}
+	top := t.TempDir()
+	s, err := Stage(filepath.Join(top, "new", "sub", "r.record.json"), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Discard()
+	if left, _ := os.ReadDir(top); len(left) != 0 {
+		t.Errorf("a discarded record left %v in %s", left[0].Name(), top)
+	}
+
+	kept := filepath.Join(top, "kept")
+	if err := os.Mkdir(kept, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = Stage(filepath.Join(kept, "r.record.json"), b); err != nil {
+		t.Fatal(err)
+	}
+	s.Discard()
+	if left, err := os.ReadDir(kept); err != nil || len(left) != 0 {
+		t.Errorf("the record's own directory after a discard: %v, %v", left, err)
+	}
+}
