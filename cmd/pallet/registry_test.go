@@ -5,17 +5,21 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"io"
 	"log"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -693,5 +697,89 @@ func TestRecordWrittenBesideThePush(t *testing.T) {
 			names = append(names, e.Name())
 		}
 		t.Errorf("a push that failed left %v beside its record's path", names)
+	}
+}
+
+// TestInterruptedPushLeavesNoRecord: Ctrl-C while the push waits on the
+// registry, the record staged beside its path by then, stops the build
+// with nothing beside the record's path (the staged record is
+// discarded) and the record of an earlier build left as it was.
+func TestInterruptedPushLeavesNoRecord(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("signals are Unix's")
+	}
+	recDir := t.TempDir()
+	rec := filepath.Join(recDir, "record.json")
+	earlier := `{"recipe": "pallet.yaml", "epoch": 1}` + "\n"
+	writeFile(t, rec, earlier)
+	staged := make(chan struct{}, 1)
+	reg := testregistry.Start(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodPut || !strings.Contains(r.URL.Path, "/manifests/") {
+				h.ServeHTTP(w, r)
+				return
+			}
+			// Held until the build is stopped, once the record is
+			// whole beside its path. The manifest is read first: the
+			// server sees the client go only once it has the body.
+			io.Copy(io.Discard, r.Body)
+			for {
+				ents, _ := os.ReadDir(recDir)
+				whole := false
+				for _, e := range ents {
+					data, err := os.ReadFile(filepath.Join(recDir, e.Name()))
+					whole = whole || e.Name() != "record.json" && err == nil && json.Valid(data)
+				}
+				if whole {
+					break
+				}
+				select {
+				case <-r.Context().Done():
+					return
+				case <-time.After(5 * time.Millisecond):
+				}
+			}
+			select {
+			case staged <- struct{}{}:
+			default:
+			}
+			<-r.Context().Done()
+		})
+	})
+	dir := t.TempDir()
+	writeOneFileRecipe(t, dir)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestPalletProcess$")
+	cmd.Env = append(os.Environ(), "PALLET_TEST_PROCESS_ARGS="+strings.Join([]string{"build", "-q", "-f", filepath.Join(dir, "pallet.yaml"),
+		"--cache-dir", t.TempDir(), "--record", rec, "-o", "registry:" + reg.Host + "/stopped/app:v1"}, "\n"), "TMPDIR="+t.TempDir())
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-staged:
+	case <-ctx.Done():
+		t.Fatalf("the push never sent its manifest with the record staged\nstderr: %s", stderr.String())
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("pallet ended with %v, want exit 130\nstderr: %s", err, stderr.String())
+	}
+	ents, _ := os.ReadDir(recDir)
+	if len(ents) != 1 || ents[0].Name() != "record.json" {
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Errorf("the record's directory holds %v after the interrupted push, want record.json alone", names)
+	}
+	if data, err := os.ReadFile(rec); err != nil || string(data) != earlier {
+		t.Errorf("the earlier build's record is now %q (%v)", data, err)
 	}
 }
