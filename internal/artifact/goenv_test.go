@@ -1,7 +1,9 @@
 package artifact
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -140,5 +142,54 @@ func TestAskGoEnvSaysWhy(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "go1.999.0") {
 		t.Errorf("error does not say why the go command failed: %v", err)
+	}
+}
+
+// A caller of AskToolchainEnv waiting on another's question gets an
+// answer of its own when that other is stopped (its build cancelled),
+// not the other's cancellation; and the failed question is not kept.
+func TestAskToolchainEnvStoppedAskerFailsOnlyItself(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the stand-in go command is a shell script")
+	}
+	bin := t.TempDir()
+	log := filepath.Join(bin, "go.log")
+	slept := filepath.Join(bin, "slept")
+	// The first question takes long enough to be stopped; later ones answer at once.
+	script := "#!/bin/sh\necho \"$@\" >> " + log + "\nif [ ! -e " + slept + " ]; then touch " + slept + "; sleep 5; fi\necho /fake/root\n"
+	if err := os.WriteFile(filepath.Join(bin, "go"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	dir, env := t.TempDir(), append(os.Environ(), "GOENV=off")
+	started := func() bool { _, err := os.Stat(slept); return err == nil }
+
+	ctx, stop := context.WithCancel(t.Context())
+	firstErr := make(chan error, 1)
+	go func() {
+		_, err := AskToolchainEnv(ctx, dir, env, "GOROOT")
+		firstErr <- err
+	}()
+	for !started() {
+		time.Sleep(5 * time.Millisecond)
+	}
+	waiter := make(chan error, 1)
+	go func() {
+		v, err := AskToolchainEnv(t.Context(), dir, env, "GOROOT")
+		if err == nil && !slices.Equal(v, []string{"/fake/root"}) {
+			err = fmt.Errorf("answered %q", v)
+		}
+		waiter <- err
+	}()
+	time.Sleep(50 * time.Millisecond) // the waiter waits on the first's question
+	stop()
+	if err := <-firstErr; err == nil {
+		t.Error("the stopped question was answered")
+	}
+	if err := <-waiter; err != nil {
+		t.Errorf("a live caller waiting on a stopped one: %v", err)
+	}
+	if v, err := AskToolchainEnv(t.Context(), dir, env, "GOROOT"); err != nil || !slices.Equal(v, []string{"/fake/root"}) {
+		t.Errorf("asked after a stopped question: %q, %v", v, err)
 	}
 }
