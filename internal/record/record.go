@@ -227,10 +227,15 @@ type Staged struct {
 	// a record discarded because its output failed leaves no directory
 	// behind where, written after the output, it made none.
 	made string
+	// release frees the lock that marks tmp as a live build's: a record
+	// staged by a build killed during its push (SIGKILL runs no
+	// Discard) is swept by the next build at once, not after an hour.
+	release func()
 }
 
 // Commit puts the record in place, replacing what is at its path.
 func (s *Staged) Commit() error {
+	defer s.release()
 	if err := os.Rename(s.tmp, s.path); err != nil {
 		os.Remove(s.tmp)
 		return err
@@ -242,6 +247,8 @@ func (s *Staged) Commit() error {
 // directories Stage made for it that are still empty.
 func (s *Staged) Discard() {
 	os.Remove(s.tmp)
+	// The lock file goes with it, before the directories it is in.
+	s.release()
 	if s.made == "" {
 		return
 	}
@@ -287,7 +294,7 @@ func Stage(path string, b *Build) (*Staged, error) {
 		return nil, err
 	}
 	tempfile.SweepBeside(path)
-	tmp, err := tempfile.Create(filepath.Dir(path), tempfile.Beside(path))
+	tmp, release, err := tempfile.CreateLocked(filepath.Dir(path), tempfile.Beside(path))
 	if err != nil {
 		return nil, err
 	}
@@ -297,6 +304,7 @@ func Stage(path string, b *Build) (*Staged, error) {
 	defer func() {
 		if !staged {
 			os.Remove(tmp.Name())
+			release()
 		}
 	}()
 	w := bufio.NewWriterSize(tmp, 64<<10)
@@ -327,7 +335,7 @@ func Stage(path string, b *Build) (*Staged, error) {
 		return nil, err
 	}
 	staged = true
-	return &Staged{tmp: tmp.Name(), path: path, made: made}, nil
+	return &Staged{tmp: tmp.Name(), path: path, made: made, release: release}, nil
 }
 
 // noFiles is an empty file list as json.MarshalIndent writes it.
