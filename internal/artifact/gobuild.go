@@ -470,8 +470,16 @@ var targetKnobs = []string{
 // that the toolchain and the host decide, whatever the target.
 var toolchainNames = []string{"GOROOT", "GOVERSION", "GOMODCACHE"}
 
-// toolchainAnswers are AskToolchainEnv's answers, by question.
-var toolchainAnswers sync.Map // string -> *toolchainAnswer
+// toolchainAnswers are AskToolchainEnv's answers, by question, until
+// ForgetToolchainEnv forgets those asked in their directory: each build
+// asks in a work directory of its own, and a process running build
+// after build (a test binary, a server) kept every one of them.
+var toolchainAnswers sync.Map // toolchainQuestion -> *toolchainAnswer
+
+// toolchainQuestion is what an answer of AskToolchainEnv depends on: the
+// directory it was asked in, apart from the rest (names, go command,
+// environment), for ForgetToolchainEnv to find.
+type toolchainQuestion struct{ dir, rest string }
 
 type toolchainAnswer struct {
 	once   sync.Once
@@ -502,12 +510,13 @@ func AskToolchainEnv(ctx context.Context, dir string, env []string, names ...str
 		return AskGoEnv(ctx, dir, env, names...)
 	}
 	st := tree.StampOf(info)
-	key := fmt.Sprintf("%s\x00%s\x00%s\x00%+v", dir, strings.Join(names, " "), gobin, st)
+	rest := fmt.Sprintf("%s\x00%s\x00%+v", strings.Join(names, " "), gobin, st)
 	for _, kv := range env {
 		if k, _, _ := strings.Cut(kv, "="); !slices.Contains(targetKnobs, k) {
-			key += "\x00" + kv
+			rest += "\x00" + kv
 		}
 	}
+	key := toolchainQuestion{dir: dir, rest: rest}
 	v, _ := toolchainAnswers.LoadOrStore(key, &toolchainAnswer{})
 	a := v.(*toolchainAnswer)
 	asked := false
@@ -523,6 +532,29 @@ func AskToolchainEnv(ctx context.Context, dir string, env []string, names ...str
 		return nil, a.err
 	}
 	return slices.Clone(a.values), nil
+}
+
+// ForgetToolchainEnv forgets the answers AskToolchainEnv gave in dir and
+// in the directories below it, for a caller removing dir: none asks
+// there again. A question being asked there meanwhile is answered, and
+// its answer forgotten only by a later call.
+func ForgetToolchainEnv(dir string) {
+	below := dir + string(filepath.Separator)
+	toolchainAnswers.Range(func(k, v any) bool {
+		if d := k.(toolchainQuestion).dir; d == dir || strings.HasPrefix(d, below) {
+			toolchainAnswers.CompareAndDelete(k, v)
+		}
+		return true
+	})
+}
+
+// ToolchainAnswersHeld is how many answers AskToolchainEnv holds: for a
+// long-lived process (and its tests) to check that builds, done, leave
+// none behind.
+func ToolchainAnswersHeld() int {
+	n := 0
+	toolchainAnswers.Range(func(any, any) bool { n++; return true })
+	return n
 }
 
 // AskGoEnv asks the go command, run in dir with env, for the values of

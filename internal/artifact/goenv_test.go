@@ -193,3 +193,62 @@ func TestAskToolchainEnvStoppedAskerFailsOnlyItself(t *testing.T) {
 		t.Errorf("asked after a stopped question: %q, %v", v, err)
 	}
 }
+
+// AskToolchainEnv's answers are kept for each directory asked in until
+// that directory is forgotten, with those below it: a process running
+// build after build, each in a work directory of its own, held one more
+// answer for each. Until then, the answer is asked once.
+func TestForgetToolchainEnv(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the stand-in go command is a shell script")
+	}
+	bin := t.TempDir()
+	log := filepath.Join(bin, "go.log")
+	script := "#!/bin/sh\necho \"$@\" >> " + log + "\necho /fake/root\n"
+	if err := os.WriteFile(filepath.Join(bin, "go"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	env := append(os.Environ(), "GOENV=off")
+	ask := func(dir string) {
+		t.Helper()
+		if v, err := AskToolchainEnv(t.Context(), dir, env, "GOROOT"); err != nil || !slices.Equal(v, []string{"/fake/root"}) {
+			t.Fatalf("asked in %s: %q, %v", dir, v, err)
+		}
+	}
+	asked := func() int {
+		data, _ := os.ReadFile(log)
+		return strings.Count(string(data), "\n")
+	}
+	held := ToolchainAnswersHeld()
+	other := t.TempDir()
+	ask(other)
+	for i := range 20 {
+		work := t.TempDir()
+		sub := filepath.Join(work, "licences-1")
+		if err := os.Mkdir(sub, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		ask(work)
+		ask(sub)
+		ask(work)
+		if n := asked(); n != 1+2*(i+1) {
+			t.Fatalf("build %d: go env asked %d times in all, want %d", i, n, 1+2*(i+1))
+		}
+		ForgetToolchainEnv(work)
+	}
+	if n := ToolchainAnswersHeld(); n != held+1 {
+		t.Errorf("after 20 builds forgotten, %d answers held, want %d", n, held+1)
+	}
+	// A directory not forgotten keeps its answer; one whose name only
+	// begins with a forgotten one's is another.
+	ForgetToolchainEnv(other[:len(other)-1])
+	ask(other)
+	if n := asked(); n != 41 {
+		t.Errorf("go env asked again in a directory not forgotten: %d times in all, want 41", n)
+	}
+	ForgetToolchainEnv(other)
+	if n := ToolchainAnswersHeld(); n != held {
+		t.Errorf("%d answers held, want %d", n, held)
+	}
+}
