@@ -358,6 +358,9 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 	}
 	defer wd.Remove()
 	work := wd.Path
+	// Deferred after the removal, so run before it: the go env answers
+	// asked in the work directory go with it.
+	defer artifact.ForgetToolchainEnv(work)
 
 	fetcher, err := opt.Network.fetcher()
 	if err != nil {

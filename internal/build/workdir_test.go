@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pallet-dev/pallet/internal/artifact"
 	"github.com/pallet-dev/pallet/internal/output"
 	"github.com/pallet-dev/pallet/internal/progress"
 	"github.com/pallet-dev/pallet/internal/recipe"
@@ -319,5 +320,39 @@ images:
 	}
 	if work, _ := filepath.Glob(filepath.Join(tmp, "pallet-build-*")); len(work) > 0 {
 		t.Errorf("the build's work directory is left: %v", work)
+	}
+}
+
+// The go env answers a build asked in its work directory go with it: a
+// process running build after build (a test binary, a server) kept one
+// more for each, in a map of the whole process.
+func TestBuildsLeaveNoToolchainAnswers(t *testing.T) {
+	_, dir := goAppBuild(t)
+	r, err := recipe.Load(filepath.Join(dir, "pallet.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := r.Plan(recipe.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := output.Parse("oci:"+filepath.Join(dir, "out"), output.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := artifact.ToolchainAnswersHeld()
+	for i := range 3 {
+		// The second build of each cache asks the toolchain of the
+		// binary it takes from the cache (the first's build said it,
+		// and a third would find it in the memo).
+		cacheDir := t.TempDir()
+		for j := range 2 {
+			if _, err := Run(t.Context(), p, Options{Outputs: []output.Target{out}, CacheDir: cacheDir, Progress: quietReporter(t), ModuleLicenses: true}); err != nil {
+				t.Fatal(err)
+			}
+			if n := artifact.ToolchainAnswersHeld(); n != held {
+				t.Fatalf("after build %d of cache %d, %d go env answers held, want %d", j+1, i+1, n, held)
+			}
+		}
 	}
 }
