@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pallet-dev/pallet/internal/artifact"
 	"github.com/pallet-dev/pallet/internal/fixture"
 	"github.com/pallet-dev/pallet/internal/record"
 )
@@ -300,6 +301,25 @@ func TestKindModuleLicencesFromRelease(t *testing.T) {
 	_, err = pallet(t, offline...)
 	if err == nil || !strings.Contains(err.Error(), "offline: module example.com/standin/") || !strings.Contains(err.Error(), "GOMODCACHE=MIRROR/gomod go mod download MODULE@VERSION") {
 		t.Fatalf("offline release without its modules in the mirror: %v", err)
+	}
+}
+
+// pallet fetch forgets the go env answers it asked for the modules the
+// releases' binaries link, in directories it removes: a process fetching
+// again and again (tests, a server) kept one more for each binary.
+func TestFetchLeavesNoToolchainAnswers(t *testing.T) {
+	e, proxy := kindReleaseEnv(t)
+	t.Setenv("GOPROXY", proxy.URL)
+	t.Setenv("GONOSUMDB", "example.com/standin")
+	t.Setenv("GOFLAGS", "-modcacherw")
+	held := artifact.ToolchainAnswersHeld()
+	for i := range 2 {
+		t.Setenv("GOMODCACHE", t.TempDir())
+		mustPallet(t, "fetch", "-q", "-f", e.recipe, "--mirror", filepath.Join(t.TempDir(), "mirror"), "--platform", "linux/amd64",
+			"--arg", "GIT=file://"+filepath.Join(e.dir, "git"), "--arg", "RELEASES="+e.srv.URL)
+		if n := artifact.ToolchainAnswersHeld(); n != held {
+			t.Fatalf("after fetch %d, %d go env answers held, want %d", i+1, n, held)
+		}
 	}
 }
 

@@ -90,6 +90,7 @@ func mirrorLinkedModules(ctx context.Context, network *artifact.Fetcher, reqs []
 		return err
 	}
 	defer os.RemoveAll(tmp)
+	defer artifact.ForgetToolchainEnv(tmp)
 	for i, r := range reqs {
 		if artifact.GoSettings(r.Kind) != nil {
 			continue // its go.mod's modules are mirrored with it
