@@ -374,22 +374,36 @@ func matchAny(patterns []string, name string) bool {
 	return false
 }
 
-// patternSet is clean patterns, those without wildcards kept by name, as
-// a name or one of its ancestors is looked up in one step: matched one
-// by one against every entry, 100,000 names an include lists held the
-// build for minutes on an archive of as many entries.
+// patternSet is clean patterns filed so that a name is matched only
+// against those that could match it: one without wildcards is looked up
+// by name, the name's and each of its ancestors', and one with wildcards
+// is filed under its literal prefix, the text before its first wildcard.
+// path.Match matches a plain character only with itself, so a glob can
+// match only names that begin with its prefix, and so can an ancestor of
+// a name only if the name does. Matched one by one against every entry,
+// 100,000 names an include lists, or 20,000 globs bin/f1*, bin/f2*, ...,
+// held the build for minutes on an archive of 100,000 entries.
 type patternSet struct {
 	all     []string
 	literal map[string][]int // a pattern without wildcards -> its indexes in all
-	globs   []int            // the indexes of the others
+	globs   map[string][]int // a literal prefix -> the indexes of the globs it begins
+	lens    []int            // the lengths of globs' keys, ascending
 }
 
 func newPatternSet(clean []string) patternSet {
 	s := patternSet{all: clean}
 	for i, p := range clean {
-		// path.Match reads a backslash as an escape: such a pattern is no name.
-		if strings.ContainsAny(p, `*?[\`) {
-			s.globs = append(s.globs, i)
+		// path.Match reads a backslash as an escape: such a pattern is no
+		// name, and its prefix ends there.
+		j := strings.IndexAny(p, `*?[\`)
+		if j >= 0 {
+			if s.globs == nil {
+				s.globs = map[string][]int{}
+			}
+			if _, ok := s.globs[p[:j]]; !ok {
+				s.lens = append(s.lens, j)
+			}
+			s.globs[p[:j]] = append(s.globs[p[:j]], i)
 			continue
 		}
 		if s.literal == nil {
@@ -397,6 +411,8 @@ func newPatternSet(clean []string) patternSet {
 		}
 		s.literal[p] = append(s.literal[p], i)
 	}
+	slices.Sort(s.lens)
+	s.lens = slices.Compact(s.lens)
 	return s
 }
 
@@ -415,9 +431,14 @@ func (s *patternSet) matches(name string, hit func(i int) bool) {
 		}
 		n = n[:j]
 	}
-	for _, i := range s.globs {
-		if matchBelow(s.all[i], name) && !hit(i) {
-			return
+	for _, l := range s.lens {
+		if l > len(name) {
+			break
+		}
+		for _, i := range s.globs[name[:l]] {
+			if matchBelow(s.all[i], name) && !hit(i) {
+				return
+			}
 		}
 	}
 }
