@@ -282,6 +282,10 @@ func Extract(ctx context.Context, src string, f Format, dir string, opt Options)
 	if err != nil {
 		return fail(err)
 	}
+	include := newPatternSet(patterns)
+	if _, err := checkGlobs(include, opt.Include); err != nil {
+		return fail(err)
+	}
 	extra, err := cleanPatterns(opt.Extra)
 	if err != nil {
 		return fail(err)
@@ -311,7 +315,7 @@ func Extract(ctx context.Context, src string, f Format, dir string, opt Options)
 		src:      name,
 		root:     root,
 		opt:      opt,
-		patterns: newPatternSet(patterns),
+		patterns: include,
 		extra:    newPatternSet(extra),
 		matched:  make([]bool, len(patterns)),
 		maxWalks: maxWalks(opt.MaxEntries),
@@ -372,14 +376,19 @@ func Match(patterns []string, name string) bool {
 // entries held a build for minutes.
 type Patterns struct{ set patternSet }
 
-// NewPatterns prepares include, refusing a malformed pattern as Extract
-// does.
+// NewPatterns prepares include, refusing a malformed pattern, or more
+// globs than MaxGlobsPerName one name would be matched against, as
+// Extract does.
 func NewPatterns(include []string) (*Patterns, error) {
 	clean, err := cleanPatterns(include)
 	if err != nil {
 		return nil, err
 	}
-	return &Patterns{set: newPatternSet(clean)}, nil
+	set := newPatternSet(clean)
+	if _, err := checkGlobs(set, include); err != nil {
+		return nil, err
+	}
+	return &Patterns{set: set}, nil
 }
 
 // Match reports whether name (a slash path inside an extracted tree)

@@ -1243,3 +1243,78 @@ func (x *extractor) tellLinks() {
 		x.opt.Links(names)
 	}
 }
+
+// MaxGlobsPerName is the most include patterns with wildcards one name
+// may be matched against: those its text begins with before their first
+// wildcard, every one for patterns that begin with a wildcard. Filing
+// globs by that prefix spares a name those it cannot match, but *x1,
+// *x2, ... or bin/*1, bin/*2, ... are all tried on every name (under
+// bin/): 1,000 of them over 100,000 entries are 2e8 matches, some
+// seconds, where real recipes have a handful.
+const MaxGlobsPerName = 1000
+
+// CheckInclude refuses include patterns Extract and NewPatterns would
+// refuse, with the index of the pattern at fault.
+func CheckInclude(include []string) (int, error) {
+	clean, err := cleanPatterns(include)
+	if err != nil {
+		// cleanPatterns names the pattern; find its index.
+		for i, p := range include {
+			if _, err := cleanPatterns([]string{p}); err != nil {
+				return i, err
+			}
+		}
+		return 0, err
+	}
+	return checkGlobs(newPatternSet(clean), include)
+}
+
+// checkGlobs refuses a set of which more than MaxGlobsPerName globs
+// could all be tried on one name, naming the one (of include, the
+// patterns as given) that makes one too many.
+func checkGlobs(s patternSet, include []string) (int, error) {
+	globs := 0
+	for _, g := range s.globs {
+		globs += len(g)
+	}
+	if globs <= MaxGlobsPerName {
+		return 0, nil
+	}
+	prefixes := make([]string, 0, len(s.globs))
+	for p := range s.globs {
+		prefixes = append(prefixes, p)
+	}
+	// In sorted order, a prefix comes after every other one it begins
+	// with, and stack holds those the last one begins with: the globs a
+	// name beginning with it is matched against.
+	slices.Sort(prefixes)
+	type level struct {
+		prefix string
+		count  int
+	}
+	var stack []level
+	for _, p := range prefixes {
+		for len(stack) > 0 && !strings.HasPrefix(p, stack[len(stack)-1].prefix) {
+			stack = stack[:len(stack)-1]
+		}
+		count := len(s.globs[p])
+		if len(stack) > 0 {
+			count += stack[len(stack)-1].count
+		}
+		stack = append(stack, level{p, count})
+		if count <= MaxGlobsPerName {
+			continue
+		}
+		var tried []int
+		for _, l := range stack {
+			tried = append(tried, s.globs[l.prefix]...)
+		}
+		slices.Sort(tried)
+		i := tried[MaxGlobsPerName]
+		if p == "" {
+			return i, fmt.Errorf("include pattern %q makes %d that begin with a wildcard; at most %d are allowed, as every entry of the archive is matched against each of them: begin patterns with more of the path (bin/*.so, not *.so), or list names without wildcards, which are looked up", include[i], MaxGlobsPerName+1, MaxGlobsPerName)
+		}
+		return i, fmt.Errorf("include pattern %q makes %d with wildcards that a name beginning %q is matched against, each beginning with it or part of it before its first wildcard; at most %d are allowed, as every such entry of the archive is matched against each of them: begin patterns with more of the path, or list names without wildcards, which are looked up", include[i], MaxGlobsPerName+1, p, MaxGlobsPerName)
+	}
+	return 0, nil
+}

@@ -165,3 +165,58 @@ func TestIncludeGlobsFiledByPrefix(t *testing.T) {
 		t.Errorf("Patterns.Match: %d matches for %d names and %d globs, over %d", calls, len(ents), n, limit)
 	}
 }
+
+// Globs that one name would be matched against one by one are refused
+// past MaxGlobsPerName, naming the one that makes one too many: those
+// beginning with a wildcard, and those whose text before the first
+// wildcard begins another's (b*, bin/*), count together; those that no
+// name can both begin with (a*, b*) do not.
+func TestIncludeGlobsBounded(t *testing.T) {
+	globs := func(n int, format string) []string {
+		var out []string
+		for i := range n {
+			out = append(out, fmt.Sprintf(format, i))
+		}
+		return out
+	}
+	const max = MaxGlobsPerName
+	for _, tc := range []struct {
+		name    string
+		include []string
+		at      int // -1: taken
+		want    string
+	}{
+		{"wildcard first, at the bound", globs(max, "*x%d"), -1, ""},
+		{"wildcard first, past it", append(append(globs(max, "*x%d"), "lib", "bin/f"), "?y"), max + 2, `include pattern "?y" makes 1001 that begin with a wildcard`},
+		{"names are looked up", append(globs(max, "[ab]%d"), globs(5*max, "bin/f%d")...), -1, ""},
+		{"apart", append(globs(max-1, "a%d*"), globs(max-1, "b%d?")...), -1, ""},
+		{"nested", append(append(globs(max/2, "b*%d"), globs(max/2, "bin/*%d")...), "./bin/l*"), max, `include pattern "./bin/l*" makes 1001 with wildcards that a name beginning "bin/l" is matched against`},
+		{"nested, first past the bound named", append(globs(max, "bin/*%d"), "*"), max, `include pattern "*" makes 1001 with wildcards that a name beginning "bin/" is matched against`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			at, err := CheckInclude(tc.include)
+			if tc.at < 0 {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := NewPatterns(tc.include); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || at != tc.at || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %d, %v; want %d, %s", at, err, tc.at, tc.want)
+			}
+			if _, err := NewPatterns(tc.include); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("NewPatterns: %v", err)
+			}
+			s := newSandbox(t, Tar, tarBytes(t, []ent{{name: "bin/f", body: "x"}}))
+			if err := Extract(context.Background(), s.src, Tar, s.out, Options{Include: tc.include}); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Extract: %v", err)
+			}
+		})
+	}
+	if at, err := CheckInclude([]string{"a", "b[", "c"}); at != 1 || err == nil {
+		t.Errorf("a malformed pattern: %d, %v", at, err)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pallet-dev/pallet/internal/archive"
 	"github.com/pallet-dev/pallet/internal/artifact"
 	"github.com/pallet-dev/pallet/internal/image"
 	"github.com/pallet-dev/pallet/internal/layer"
@@ -862,6 +863,11 @@ func (r *Recipe) extract(at string, e *Extract, v Vars) (*artifact.Extract, erro
 	inc, err := r.ExpandList(at+".include", e.Include, v)
 	if err != nil {
 		return nil, err
+	}
+	// Refused here, at the pattern's line, rather than once the archive
+	// is fetched, at the artifact's.
+	if i, err := archive.CheckInclude(inc); err != nil {
+		return nil, r.Errorf(fmt.Sprintf("%s.include.%d", at, i), "%v", err)
 	}
 	return &artifact.Extract{Strip: e.Strip, Include: inc, RootedLinks: e.Links == "keep"}, nil
 }

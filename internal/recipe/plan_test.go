@@ -2,11 +2,13 @@ package recipe
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/pallet-dev/pallet/internal/archive"
 	"github.com/pallet-dev/pallet/internal/artifact"
 	"github.com/pallet-dev/pallet/internal/plan"
 	"github.com/pallet-dev/pallet/internal/platform"
@@ -467,5 +469,52 @@ images:
 	t.Setenv("SOURCE_DATE_EPOCH", "1700000000")
 	if _, err := r.Plan(Options{}); err != nil {
 		t.Errorf("SOURCE_DATE_EPOCH within Windows' times: %v", err)
+	}
+}
+
+// Include patterns that a name would be matched against one by one, past
+// archive.MaxGlobsPerName, are refused at the pattern that makes one too
+// many, once expanded ({{P}} here), before anything is fetched.
+func TestIncludeGlobsBoundedAtTheirLine(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`version: 1
+args:
+  P: "*"
+artifacts:
+  tools:
+    url:
+      url: https://example.com/tools.tgz
+      sha256: a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f90011
+      extract:
+        include:
+`)
+	for i := range archive.MaxGlobsPerName {
+		fmt.Fprintf(&b, "          - \"x%d\"\n", i)
+		fmt.Fprintf(&b, "          - \"{{P}}x%d\"\n", i)
+	}
+	b.WriteString(`images:
+  app:
+    base: scratch
+    platforms: linux/amd64
+    files:
+      - artifact: tools
+        dest: /bin/
+`)
+	r, err := Parse("pallet.yaml", []byte(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Plan(Options{}); err != nil {
+		t.Fatalf("%d globs beginning with a wildcard: %v", archive.MaxGlobsPerName, err)
+	}
+
+	r, err = Parse("pallet.yaml", []byte(strings.Replace(b.String(), "images:", "          - \"x\"\n          - \"?y\"\nimages:", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Plan(Options{})
+	want := fmt.Sprintf(`pallet.yaml:%d: include pattern "?y" makes %d that begin with a wildcard`, 11+2*archive.MaxGlobsPerName+1, archive.MaxGlobsPerName+1)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("got %v, want %s", err, want)
 	}
 }
