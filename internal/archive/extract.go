@@ -499,12 +499,24 @@ const maxSeen = 8
 // ErrUnmatched is the error of include patterns that matched no entry.
 var ErrUnmatched = errors.New("include pattern(s) matched no entry")
 
+// maxMissing is how many of the patterns that matched nothing the error
+// lists: every one made an error of megabytes for 100,000 of them, and
+// the first few say what went wrong (a strip too many, a wrong top
+// directory) as well.
+const maxMissing = 20
+
 func (x *extractor) checkPatterns() error {
 	var missing []string
+	unmatched := 0
 	for i, ok := range x.matched {
 		if !ok {
-			missing = append(missing, fmt.Sprintf("%q", x.opt.Include[i]))
+			if unmatched++; unmatched <= maxMissing {
+				missing = append(missing, fmt.Sprintf("%q", x.opt.Include[i]))
+			}
 		}
+	}
+	if unmatched > maxMissing {
+		missing = append(missing, fmt.Sprintf("and %d more (of %d patterns)", unmatched-maxMissing, len(x.matched)))
 	}
 	if len(missing) > 0 {
 		// The names patterns see are the ones left after strip, which is

@@ -2,6 +2,7 @@ package archive
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -218,5 +219,31 @@ func TestIncludeGlobsBounded(t *testing.T) {
 	}
 	if at, err := CheckInclude([]string{"a", "b[", "c"}); at != 1 || err == nil {
 		t.Errorf("a malformed pattern: %d, %v", at, err)
+	}
+}
+
+// Patterns that matched nothing are listed up to 20 (maxMissing), in the
+// order given, and the rest counted: 100,000 of them made an error line
+// of megabytes.
+func TestUnmatchedPatternsListedBounded(t *testing.T) {
+	const n, listed = 100_000, 20
+	include := []string{"bin/tool"}
+	for i := range n {
+		include = append(include, fmt.Sprintf("nope/f%d", i))
+	}
+	s := newSandbox(t, Tar, tarBytes(t, []ent{{name: "bin/tool", body: "x"}}))
+	err := Extract(context.Background(), s.src, Tar, s.out, Options{Include: include})
+	if !errors.Is(err, ErrUnmatched) {
+		t.Fatalf("got %v, want ErrUnmatched", err)
+	}
+	msg := err.Error()
+	if want := `: "nope/f0", "nope/f1", `; !strings.Contains(msg, want) {
+		t.Errorf("%q does not begin the list with %s", msg, want)
+	}
+	if want := fmt.Sprintf(`"nope/f%d", and %d more (of %d patterns); the archive's names: "bin/tool"`, listed-1, n-listed, n+1); !strings.Contains(msg, want) {
+		t.Errorf("%q does not say %s", msg, want)
+	}
+	if strings.Contains(msg, fmt.Sprintf(`"nope/f%d"`, listed)) || len(msg) > 2000 {
+		t.Errorf("%d bytes, listing past the first %d: %.3000s", len(msg), listed, msg)
 	}
 }
