@@ -3,6 +3,7 @@ package dockerfile
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -38,6 +39,14 @@ type patterns struct {
 	// bad holds, by index, the patterns that cannot compile (nil when
 	// none can fail), to be said when a match asks one.
 	bad []*badPattern
+	// filed holds each's indexes by the literal prefix of their pattern
+	// (literalPrefix), lens the lengths of its keys, ascending: a path
+	// is asked only the patterns it begins as, and those its directory
+	// matched, where asking all of them, each a substring test at least,
+	// made 20,000 patterns bin/f1*, bin/f2*, ... over 100,000 files 2e9
+	// tests, some 46 s.
+	filed map[string][]int
+	lens  []int
 }
 
 // pattern is one pattern of a set, alone.
@@ -59,7 +68,7 @@ type pattern struct {
 // the top.
 type dirMatch struct {
 	info patternmatcher.MatchInfo // when pm was asked
-	bits []bool                   // when each was: which patterns matched
+	hits []int                    // when each was: the patterns that matched, ascending
 }
 
 func newPatterns(list []string) (*patterns, error) {
@@ -88,7 +97,81 @@ func newPatterns(list []string) (*patterns, error) {
 	if err != nil {
 		return nil, err
 	}
+	if ps.each != nil {
+		ps.filed = map[string][]int{}
+		for i, p := range pm.Patterns() {
+			prefix := literalPrefix(p.String())
+			if bad != nil && bad[i] != nil {
+				// Asked as before, to fail where it failed.
+				prefix = ""
+			}
+			if _, ok := ps.filed[prefix]; !ok {
+				ps.lens = append(ps.lens, len(prefix))
+			}
+			ps.filed[prefix] = append(ps.filed[prefix], i)
+		}
+		slices.Sort(ps.lens)
+		ps.lens = slices.Compact(ps.lens)
+	}
 	return ps, nil
+}
+
+// literalPrefix is what p begins with before its first wildcard, escape
+// or class, or a byte that in the regular expression patternmatcher
+// makes of p may stand for more or other than itself ('^', NUL, a byte of
+// a rune): a path p matches begins with it, whether p is matched as an
+// exact path, a prefix or a regular expression.
+func literalPrefix(p string) string {
+	for i := 0; i < len(p); i++ {
+		if c := p[i]; c == 0 || c >= utf8.RuneSelf || strings.IndexByte(`*?\[]^`, c) >= 0 {
+			return p[:i]
+		}
+	}
+	return p
+}
+
+// candidate is a pattern a path is asked, and whether the path's
+// directory matched it.
+type candidate struct {
+	i      int
+	parent bool
+}
+
+// candidates are the patterns rel may match, ascending: those filed
+// under a prefix of rel, and those its directory matched (parent). Any
+// other neither matches rel nor changes what it is found.
+func (ps *patterns) candidates(rel string, parent []int) []candidate {
+	var filed []int
+	runs := 0
+	for _, l := range ps.lens {
+		if l > len(rel) {
+			break
+		}
+		if f := ps.filed[rel[:l]]; len(f) > 0 {
+			filed = append(filed, f...)
+			runs++
+		}
+	}
+	if runs > 1 {
+		slices.Sort(filed)
+	}
+	out := make([]candidate, 0, len(filed)+len(parent))
+	a, b := 0, 0
+	for a < len(filed) || b < len(parent) {
+		switch {
+		case b == len(parent) || a < len(filed) && filed[a] < parent[b]:
+			out = append(out, candidate{filed[a], false})
+			a++
+		case a == len(filed) || parent[b] < filed[a]:
+			out = append(out, candidate{parent[b], true})
+			b++
+		default:
+			out = append(out, candidate{parent[b], true})
+			a++
+			b++
+		}
+	}
+	return out
 }
 
 // compiled is patternmatcher.New(list) with each pattern's regular
@@ -210,32 +293,30 @@ func (ps *patterns) next(rel string, parent dirMatch, dir bool) (bool, dirMatch,
 		}
 		return m, dirMatch{info: info}, nil
 	}
-	// MatchesUsingParentResults, pattern by pattern.
-	var bits []bool
-	if dir {
-		bits = make([]bool, len(ps.each))
-	}
+	// MatchesUsingParentResults, pattern by pattern, of those that may
+	// match.
+	var hits []int
 	matched := false
-	for i := range ps.each {
-		p := &ps.each[i]
-		match := parent.bits != nil && parent.bits[i]
+	for _, c := range ps.candidates(rel, parent.hits) {
+		p := &ps.each[c.i]
+		match := c.parent
 		if !match {
 			if p.exclusion != matched {
 				continue
 			}
 			var err error
 			if match, err = p.match(rel); err != nil {
-				return false, dirMatch{}, ps.fault(i, err)
+				return false, dirMatch{}, ps.fault(c.i, err)
 			}
 		}
-		if bits != nil {
-			bits[i] = match
-		}
 		if match {
+			if dir {
+				hits = append(hits, c.i)
+			}
 			matched = !p.exclusion
 		}
 	}
-	return matched, dirMatch{bits: bits}, nil
+	return matched, dirMatch{hits: hits}, nil
 }
 
 // match says whether the pattern alone matches rel.
