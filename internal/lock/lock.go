@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path"
@@ -21,6 +22,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/pallet-dev/pallet/internal/artifact"
+	"github.com/pallet-dev/pallet/internal/bounded"
 	"github.com/pallet-dev/pallet/internal/plan"
 	"github.com/pallet-dev/pallet/internal/recipe"
 	"github.com/pallet-dev/pallet/internal/tempfile"
@@ -149,6 +151,13 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The file as found, to tell at the end whether it is still the one
+	// read: replaced meanwhile (by a symlink, say), it is not lock's to
+	// overwrite.
+	found, err := os.Lstat(target)
+	if err != nil {
+		return nil, err
+	}
 	data, err := recipe.ReadFile(target)
 	if err != nil {
 		return nil, err
@@ -242,7 +251,7 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 	if err := l.verify(out, sel); err != nil {
 		return nil, fmt.Errorf("%s: the pins written do not read back as resolved (%w); the recipe is left as it was", opt.File, err)
 	}
-	if err := writeFile(target, data, out); err != nil {
+	if err := writeFile(target, found, data, out); err != nil {
 		return nil, err
 	}
 	rep.Written = true
@@ -674,11 +683,13 @@ func pinsOf(r *recipe.Recipe, sel recipe.PinSelection) ([]*recipe.Download, []*r
 }
 
 // writeFile replaces file's content with data as one step: a temporary
-// file beside it, with its mode, renamed over it. The file must still
-// hold before, what was read: an edit made meanwhile is not overwritten.
-func writeFile(file string, before, data []byte) error {
-	fi, err := os.Stat(file)
-	if err != nil {
+// file beside it, with its mode, renamed over it. It must still be the
+// file found (an Lstat taken before it was read) and hold before, what
+// was read: an edit made meanwhile, or a link or another file put in its
+// place, is not overwritten. Nor is a read-only file: the rename would
+// replace it all the same, past the permission its owner took away.
+func writeFile(file string, found fs.FileInfo, before, data []byte) error {
+	if err := unchanged(file, found); err != nil {
 		return err
 	}
 	tmp, err := tempfile.Create(filepath.Dir(file), "."+filepath.Base(file)+".lock-*")
@@ -688,7 +699,7 @@ func writeFile(file string, before, data []byte) error {
 	defer os.Remove(tmp.Name())
 	_, err = tmp.Write(data)
 	if err == nil {
-		err = tmp.Chmod(fi.Mode().Perm())
+		err = tmp.Chmod(found.Mode().Perm())
 	}
 	if err == nil {
 		err = tmp.Sync()
@@ -699,12 +710,34 @@ func writeFile(file string, before, data []byte) error {
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", file, err)
 	}
-	now, err := os.ReadFile(file)
+	if err := unchanged(file, found); err != nil {
+		return err
+	}
+	content, err := os.ReadFile(file)
 	if err != nil {
 		return err
 	}
-	if !bytes.Equal(now, before) {
+	if !bytes.Equal(content, before) {
 		return fmt.Errorf("%s changed while pallet lock ran; nothing written, run it again", file)
 	}
 	return os.Rename(tmp.Name(), file)
+}
+
+// unchanged refuses to replace file unless it is still the one found,
+// and a file lock may rename another over: not a named pipe the recipe
+// was read from, nor one read-only.
+func unchanged(file string, found fs.FileInfo) error {
+	now, err := os.Lstat(file)
+	if err != nil {
+		return err
+	}
+	switch m := now.Mode(); {
+	case !os.SameFile(found, now):
+		return fmt.Errorf("%s was replaced while pallet lock ran; nothing written, run it again", file)
+	case !m.IsRegular():
+		return fmt.Errorf("%s is %s, not a file pallet lock rewrites; nothing written", file, bounded.TypeName(m))
+	case m.Perm()&0o222 == 0:
+		return fmt.Errorf("%s is read-only (mode %04o); nothing written: make it writable for pallet lock to pin it", file, m.Perm())
+	}
+	return nil
 }

@@ -24,6 +24,8 @@ import (
 type site struct {
 	mu    sync.Mutex
 	files map[string][]byte
+	// hook, when set, runs before each request is answered.
+	hook func(path string)
 	*httptest.Server
 }
 
@@ -31,8 +33,11 @@ func newSite(t *testing.T, files map[string][]byte) *site {
 	s := &site{files: files}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
-		files := maps.Clone(s.files)
+		files, hook := maps.Clone(s.files), s.hook
 		s.mu.Unlock()
+		if hook != nil {
+			hook(r.URL.Path)
+		}
 		fixture.Handler(files).ServeHTTP(w, r)
 	}))
 	t.Cleanup(s.Close)
@@ -358,6 +363,69 @@ func TestChecksumMismatch(t *testing.T) {
 	}
 	if w.read(t) != w.src {
 		t.Error("the recipe was written despite the mismatch")
+	}
+}
+
+// A recipe that is no longer the file lock read when it comes to write
+// (edited, replaced by a link, made read-only meanwhile) is left as it
+// is, and so is what a link put in its place names.
+func TestRecipeChangedWhileLocking(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// meddle changes the recipe while lock downloads.
+		meddle func(t *testing.T, w *world, elsewhere string)
+		want   string
+	}{
+		{"edited", func(t *testing.T, w *world, _ string) {
+			if err := os.WriteFile(w.file, []byte(w.src+"# edited\n"), 0o640); err != nil {
+				t.Error(err)
+			}
+		}, "changed while pallet lock ran"},
+		{"replaced by a link", func(t *testing.T, w *world, elsewhere string) {
+			if err := os.Remove(w.file); err != nil {
+				t.Error(err)
+			}
+			if err := os.Symlink(elsewhere, w.file); err != nil {
+				t.Error(err)
+			}
+		}, "nothing written"},
+		{"made read-only", func(t *testing.T, w *world, _ string) {
+			if err := os.Chmod(w.file, 0o444); err != nil {
+				t.Error(err)
+			}
+		}, "is read-only (mode 0444)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t)
+			elsewhere := filepath.Join(t.TempDir(), "pallet.yaml")
+			if err := os.WriteFile(elsewhere, []byte(w.src), 0o640); err != nil {
+				t.Fatal(err)
+			}
+			var once sync.Once
+			w.site.mu.Lock()
+			w.site.hook = func(string) { once.Do(func() { tc.meddle(t, w, elsewhere) }) }
+			w.site.mu.Unlock()
+			_, err := w.lock(t, Options{})
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), w.file) {
+				t.Errorf("lock: %v, want an error naming %s and saying %q", err, w.file, tc.want)
+			}
+			after, err := os.Lstat(w.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if link := after.Mode()&os.ModeSymlink != 0; link != (tc.name == "replaced by a link") {
+				t.Errorf("the recipe's place now holds a %v", after.Mode())
+			}
+			if got := w.read(t); strings.Contains(got, w.sum("/data-1.0.tar")) {
+				t.Errorf("pins written into the recipe:\n%s", got)
+			}
+			if got, _ := os.ReadFile(elsewhere); string(got) != w.src {
+				t.Errorf("the file the link names was written:\n%s", got)
+			}
+			if ents, _ := os.ReadDir(filepath.Dir(w.file)); len(ents) != 1 {
+				t.Errorf("left beside the recipe: %v", ents)
+			}
+		})
 	}
 }
 
