@@ -46,7 +46,9 @@ func (f *Fetcher) Get(ctx context.Context, rawURL, want, file string) error {
 		defer func() { <-turn }()
 	}
 	if f.Cache != nil {
-		err := copyVerified(f.Cache.Blob(want), want, file)
+		// Any size: the cache took the entry under some recipe's
+		// limits, not necessarily this one's.
+		err := copyVerified(f.Cache.Blob(want), want, file, 0)
 		if err == nil {
 			return nil
 		}
@@ -63,7 +65,7 @@ func (f *Fetcher) Get(ctx context.Context, rawURL, want, file string) error {
 		}()
 	}
 	if f.Mirror != "" {
-		err := copyVerified(mirrorBlob(f.Mirror, want), want, file)
+		err := copyVerified(mirrorBlob(f.Mirror, want), want, file, f.Limits.Limits.WithDefaults().MaxBytes)
 		if err == nil {
 			return nil
 		}
@@ -92,34 +94,65 @@ func mirrorBlob(mirror, sum string) string {
 	return filepath.Join(mirror, "sha256", sum)
 }
 
-// copyVerified copies src to dst, failing unless its sha256 is want: a
-// mirror is a cache, and a cache is checked on read.
-func copyVerified(src, want, dst string) error {
+// copyVerified copies src to dst (dst "" only checks it), failing unless
+// its sha256 is want: a mirror is a cache, and a cache is checked on
+// read. A file over limit bytes (0 for any size) is refused unread, as
+// its download would be: copied first and hashed after, a mirror file
+// made huge (a sparse file of a terabyte) filled the disk, and took
+// hours, before it was found wrong.
+func copyVerified(src, want, dst string, limit int64) error {
 	in, err := bounded.Open(src)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	if info, err := in.Stat(); err != nil {
+	info, err := in.Stat()
+	if err != nil {
 		return err
-	} else if !info.Mode().IsRegular() {
+	}
+	if !info.Mode().IsRegular() {
 		return fmt.Errorf("%s is %s, not a file", src, bounded.TypeName(info.Mode()))
 	}
-	tmp, err := tempfile.Create(filepath.Dir(dst), ".mirror-*")
-	if err != nil {
-		return err
+	overLimit := func(size int64) error {
+		return fmt.Errorf("mirror file %s is corrupt: %d bytes, over the download limit of %d bytes", src, size, limit)
 	}
-	defer os.Remove(tmp.Name())
+	var r io.Reader = in
+	if limit > 0 {
+		if info.Size() > limit {
+			return overLimit(info.Size())
+		}
+		// It may grow as it is read.
+		r = io.LimitReader(in, limit+1)
+	}
+	var (
+		out io.Writer = io.Discard
+		tmp *os.File
+	)
+	if dst != "" {
+		if tmp, err = tempfile.Create(filepath.Dir(dst), ".mirror-*"); err != nil {
+			return err
+		}
+		defer os.Remove(tmp.Name())
+		out = tmp
+	}
 	h := sha256.New()
-	_, err = io.Copy(io.MultiWriter(tmp, h), in)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
+	n, err := io.Copy(io.MultiWriter(out, h), r)
+	if tmp != nil {
+		if cerr := tmp.Close(); err == nil {
+			err = cerr
+		}
 	}
-	if err != nil {
+	switch {
+	case err != nil:
 		return err
+	case limit > 0 && n > limit:
+		return overLimit(n)
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != want {
 		return fmt.Errorf("mirror file %s is corrupt: sha256 %s, expected %s", src, got, want)
+	}
+	if tmp == nil {
+		return nil
 	}
 	return os.Rename(tmp.Name(), dst)
 }

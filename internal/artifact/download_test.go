@@ -388,7 +388,10 @@ func TestGetMirror(t *testing.T) {
 		// mirror is the content of mirror/sha256/<good>; nil for none.
 		mirror []byte
 		// fifo makes mirror/sha256/<good> a named pipe nothing writes to.
-		fifo      bool
+		fifo bool
+		// huge makes mirror/sha256/<good> the payload followed by a hole
+		// to this size, over the download limit the test sets, 1 MiB.
+		huge      int64
 		offline   bool
 		mirrorURL string // path on the server to use as MirrorURL; "" for none
 		wantReqs  int
@@ -402,6 +405,8 @@ func TestGetMirror(t *testing.T) {
 		{name: "offline miss", offline: true, wantReqs: 0, wantErr: "offline"},
 		{name: "pipe in the mirror offline", fifo: true, offline: true, wantReqs: 0, wantErr: "named pipe, not a file"},
 		{name: "pipe in the mirror goes upstream", fifo: true, wantReqs: 1, wantPath: "/upstream/pkg.tgz"},
+		{name: "huge mirror file offline", huge: 64 << 20, offline: true, wantReqs: 0, wantErr: "67108864 bytes, over the download limit of 1048576 bytes"},
+		{name: "huge mirror file goes upstream", huge: 64 << 20, wantReqs: 1, wantPath: "/upstream/pkg.tgz"},
 		{name: "mirror miss goes upstream", wantReqs: 1, wantPath: "/upstream/pkg.tgz"},
 		{name: "mirror url root", mirrorURL: "/", wantReqs: 1, wantPath: "/sha256/" + good},
 		{name: "mirror url prefix", mirrorURL: "/m", wantReqs: 1, wantPath: "/m/sha256/" + good},
@@ -418,6 +423,9 @@ func TestGetMirror(t *testing.T) {
 				full(w)
 			})
 			mirror := t.TempDir()
+			if tc.huge > 0 {
+				tc.mirror = payload
+			}
 			if tc.mirror != nil || tc.fifo {
 				blob := filepath.Join(mirror, "sha256", good)
 				if err := os.MkdirAll(filepath.Dir(blob), 0o755); err != nil {
@@ -430,8 +438,14 @@ func TestGetMirror(t *testing.T) {
 				} else if err := os.WriteFile(blob, tc.mirror, 0o644); err != nil {
 					t.Fatal(err)
 				}
+				if tc.huge > 0 {
+					if err := os.Truncate(blob, tc.huge); err != nil {
+						t.Skipf("a sparse file of %d bytes: %v", tc.huge, err)
+					}
+				}
 			}
 			f := fetcher(t)
+			f.Limits.MaxBytes = 1 << 20
 			f.Mirror = mirror
 			f.Offline = tc.offline
 			if tc.mirrorURL != "" {

@@ -74,9 +74,7 @@ func (u *URL) Mirror(ctx context.Context, f *Fetcher, _ *Request, dir string) er
 	}
 	if _, err := os.Stat(dst); err == nil {
 		// Already mirrored; verify rather than trust it.
-		tmp := dst + ".check"
-		defer os.Remove(tmp)
-		if err := copyVerified(dst, u.SHA256, tmp); err == nil {
+		if err := copyVerified(dst, u.SHA256, "", f.Limits.Limits.WithDefaults().MaxBytes); err == nil {
 			return nil
 		}
 	}
