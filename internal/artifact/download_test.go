@@ -486,6 +486,72 @@ func TestGetMirror(t *testing.T) {
 	}
 }
 
+// pallet fetch mends a mirror's damaged download (cut short, other
+// bytes, a named pipe, a link to a file outside, a file made huge): the
+// download takes its place, what a link named is left as it was, and
+// nothing else is left in the mirror.
+func TestMirrorMendsDownload(t *testing.T) {
+	good := sum(payload)
+	for _, tc := range []struct {
+		name  string
+		place func(t *testing.T, blob, outside string)
+	}{
+		{"cut short", func(t *testing.T, blob, _ string) { writeBytes(t, blob, payload[:len(payload)/2]) }},
+		{"other bytes", func(t *testing.T, blob, _ string) { writeBytes(t, blob, bytes.ToUpper(payload)) }},
+		{"named pipe", func(t *testing.T, blob, _ string) {
+			if err := syscall.Mkfifo(blob, 0o644); err != nil {
+				t.Skipf("mkfifo: %v", err)
+			}
+		}},
+		{"link out of the mirror", func(t *testing.T, blob, outside string) {
+			if err := os.Symlink(outside, blob); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"huge", func(t *testing.T, blob, _ string) {
+			writeBytes(t, blob, payload)
+			if err := os.Truncate(blob, 64<<20); err != nil {
+				t.Skipf("a sparse file: %v", err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := serve(t, func(w http.ResponseWriter, r *http.Request, n int) { full(w) })
+			mirror := t.TempDir()
+			blob := filepath.Join(mirror, "sha256", good)
+			if err := os.MkdirAll(filepath.Dir(blob), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			outside := filepath.Join(t.TempDir(), "mine")
+			writeBytes(t, outside, []byte("a file of the user's"))
+			tc.place(t, blob, outside)
+			f := fetcher(t)
+			f.Limits.MaxBytes = 1 << 20
+			req := &artifact.Request{Name: "pkg", Kind: &artifact.URL{URL: srv.URL + "/pkg.tgz", SHA256: good}}
+			if err := f.MirrorTo(context.Background(), mirror, []*artifact.Request{req}); err != nil {
+				t.Fatal(err)
+			}
+			if fi, err := os.Lstat(blob); err != nil || !fi.Mode().IsRegular() {
+				t.Fatalf("mirror's download after fetch: %v, %v", fi, err)
+			}
+			if got, err := os.ReadFile(blob); err != nil || !bytes.Equal(got, payload) {
+				t.Errorf("mirror's download holds %d bytes, not the payload (%v)", len(got), err)
+			}
+			if got, err := os.ReadFile(outside); err != nil || string(got) != "a file of the user's" {
+				t.Errorf("the file the link named was written: %q, %v", got, err)
+			}
+			onlyFiles(t, filepath.Dir(blob), good)
+		})
+	}
+}
+
+func writeBytes(t *testing.T, file string, b []byte) {
+	t.Helper()
+	if err := os.WriteFile(file, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // stall is what the tests give as Limits.Stall: long enough for loopback
 // to deliver anything sent, short enough to run several attempts quickly.
 const stall = 200 * time.Millisecond
