@@ -2,6 +2,7 @@ package lock
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"path"
@@ -17,57 +18,96 @@ var hexRE = lazyre.New(`^[0-9a-fA-F]{64}$`)
 var bsdRE = lazyre.New(`^SHA256 ?\((.+)\) ?= ?([0-9a-fA-F]{64})$`)
 
 // lookupChecksum reads a checksum file and returns the sha256 it gives
-// for the file called name. It reads what upstreams publish: sha256sum's
-// output ("HEX  NAME", "HEX *NAME" in binary mode, names possibly with a
-// directory or "./"), BSD's "SHA256 (NAME) = HEX", and a file holding one
-// bare hash (NAME.sha256), which is taken as the hash of whatever it sits
-// beside. Entries for other names are skipped; two different hashes for
-// one name are an error, as either could be the wrong one.
-func lookupChecksum(r io.Reader, name string) (string, error) {
+// for the download whose URL path is file. It reads what upstreams
+// publish: sha256sum's output ("HEX  NAME", "HEX *NAME" in binary mode,
+// names possibly with a directory or "./"), BSD's "SHA256 (NAME) = HEX",
+// and a file holding one bare hash (NAME.sha256), which is taken as the
+// hash of whatever it sits beside.
+//
+// An entry is the download's when its last element is the download's
+// name, whatever its directory: lists are often made in a build's
+// output directory (dist/app.tgz) that the URL does not show. Where the
+// list names the file in several directories, one per platform
+// (linux-amd64/app, linux-arm64/app), the entries whose whole path ends
+// the URL's win, the longest such first, over those that only share its
+// name. Two different hashes for the entries that win are an error, as
+// either could be the wrong one.
+func lookupChecksum(r io.Reader, file string) (string, error) {
+	name := path.Base(file)
 	var (
-		found, bare string
-		entries     int
+		found, other, bare string
+		// best is how far found's path agrees with file's (see
+		// suffixRank); -1 before any entry for name.
+		best    = -1
+		entries int
 	)
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	sc.Buffer(make([]byte, 0, 64<<10), maxChecksumLine)
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		var sum, file string
+		var sum, entry string
 		if m := bsdRE().FindStringSubmatch(line); m != nil {
-			file, sum = m[1], m[2]
+			entry, sum = m[1], m[2]
 		} else {
 			f := strings.Fields(line)
 			if len(f) == 0 || !hexRE().MatchString(f[0]) {
 				continue
 			}
 			sum = f[0]
-			file = strings.TrimPrefix(strings.TrimSpace(strings.TrimPrefix(line, f[0])), "*")
+			entry = strings.TrimPrefix(strings.TrimSpace(strings.TrimPrefix(line, f[0])), "*")
 		}
 		sum = strings.ToLower(sum)
 		entries++
-		if file == "" {
+		if entry == "" {
 			bare = sum
 			continue
 		}
-		if file != name && path.Base(file) != name {
+		if path.Base(entry) != name {
 			continue
 		}
-		if found != "" && found != sum {
-			return "", fmt.Errorf("two different sha256 for %s (%s and %s)", name, found, sum)
+		switch rank := suffixRank(entry, file); {
+		case rank > best:
+			best, found, other = rank, sum, ""
+		case rank == best && sum != found:
+			other = sum
 		}
-		found = sum
 	}
-	if err := sc.Err(); err != nil {
+	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+		return "", fmt.Errorf("a line longer than %d bytes: not a list of checksums", maxChecksumLine)
+	} else if err != nil {
 		return "", err
 	}
 	switch {
+	case other != "":
+		return "", fmt.Errorf("two different sha256 for %s (%s and %s)", name, found, other)
 	case found != "":
 		return found, nil
 	case bare != "" && entries == 1:
 		return bare, nil
 	}
 	return "", fmt.Errorf("no sha256 for %s in it (%d entries)", name, entries)
+}
+
+// maxChecksumLine bounds a line of a checksum file: a hash and a path.
+const maxChecksumLine = 1 << 20
+
+// suffixRank says how far entry, a path a checksum file names, agrees
+// with file, a URL's path: the number of its elements when they are all
+// the last of file's (app.tgz, or linux-amd64/app.tgz for
+// .../linux-amd64/app.tgz), and 0 when only some are (dist/app.tgz).
+func suffixRank(entry, file string) int {
+	e := strings.Split(strings.TrimPrefix(path.Clean("/"+entry), "/"), "/")
+	f := strings.Split(strings.TrimPrefix(path.Clean("/"+file), "/"), "/")
+	if len(e) > len(f) {
+		return 0
+	}
+	for i := range e {
+		if e[len(e)-1-i] != f[len(f)-1-i] {
+			return 0
+		}
+	}
+	return len(e)
 }

@@ -126,20 +126,31 @@ func TestLookupChecksum(t *testing.T) {
 	)
 	for _, tc := range []struct {
 		name, file, want, err string
+		// url is the download's URL path; /v1/app.tgz when empty.
+		url string
 	}{
-		{"sha256sum", a + "  other.tgz\n" + b + "  app.tgz\n", b, ""},
-		{"binary mode", a + " *app.tgz\n", a, ""},
-		{"with a directory", "# comment\n" + a + "  ./dist/app.tgz\n", a, ""},
-		{"upper case", strings.ToUpper(a) + "  app.tgz\n", a, ""},
-		{"BSD", "SHA256 (app.tgz) = " + b + "\n", b, ""},
-		{"bare hash", a + "\n", a, ""},
-		{"bare hash, CRLF", a + "\r\n", a, ""},
-		{"not listed", a + "  other.tgz\n", "", "no sha256 for app.tgz"},
-		{"two bare hashes", a + "\n" + b + "\n", "", "no sha256 for app.tgz"},
-		{"listed twice, differently", a + "  app.tgz\n" + b + "  app.tgz\n", "", "two different sha256"},
-		{"a web page", "<html>not found</html>\n", "", "0 entries"},
+		{"sha256sum", a + "  other.tgz\n" + b + "  app.tgz\n", b, "", ""},
+		{"binary mode", a + " *app.tgz\n", a, "", ""},
+		{"with a directory", "# comment\n" + a + "  ./dist/app.tgz\n", a, "", ""},
+		{"upper case", strings.ToUpper(a) + "  app.tgz\n", a, "", ""},
+		{"BSD", "SHA256 (app.tgz) = " + b + "\n", b, "", ""},
+		{"bare hash", a + "\n", a, "", ""},
+		{"bare hash, CRLF", a + "\r\n", a, "", ""},
+		{"not listed", a + "  other.tgz\n", "", "no sha256 for app.tgz", ""},
+		{"two bare hashes", a + "\n" + b + "\n", "", "no sha256 for app.tgz", ""},
+		{"listed twice, differently", a + "  app.tgz\n" + b + "  app.tgz\n", "", "two different sha256", ""},
+		{"a web page", "<html>not found</html>\n", "", "0 entries", ""},
+		{"a directory per platform", a + "  linux-amd64/app.tgz\n" + b + "  ./linux-arm64/app.tgz\n", b, "", "/v1/linux-arm64/app.tgz"},
+		{"deeper directories", a + "  bin/linux/amd64/app.tgz\n" + b + "  bin/linux/arm64/app.tgz\n", a, "", "/dl/bin/linux/amd64/app.tgz"},
+		{"the name itself over a build directory", b + "  dist/app.tgz\n" + a + "  app.tgz\n", a, "", ""},
+		{"directories, none the URL's", a + "  linux-amd64/app.tgz\n" + b + "  linux-arm64/app.tgz\n", "", "two different sha256", ""},
+		{"the URL's directory twice, differently", a + "  linux-arm64/app.tgz\n" + b + "  ./linux-arm64/app.tgz\n", "", "two different sha256", "/v1/linux-arm64/app.tgz"},
+		{"a line of a megabyte", strings.Repeat("x", 1<<20) + "\n" + a + "  app.tgz\n", "", "not a list of checksums", ""},
 	} {
-		got, err := lookupChecksum(strings.NewReader(tc.file), "app.tgz")
+		if tc.url == "" {
+			tc.url = "/v1/app.tgz"
+		}
+		got, err := lookupChecksum(strings.NewReader(tc.file), tc.url)
 		if tc.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
 				t.Errorf("%s: err = %v, want %q", tc.name, err, tc.err)

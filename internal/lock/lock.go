@@ -534,11 +534,12 @@ func (l *locker) resolve(ctx context.Context, d *recipe.Download, t *recipe.Targ
 	if t.Checksums == "" {
 		return sum, nil
 	}
-	name, err := fileName(t.URL)
+	file, err := urlFile(t.URL)
 	if err != nil {
 		return "", plan.Errorf(l.r.Pos(at+".url"), "artifact %s: %v", d.Artifact, err)
 	}
-	listed, err := l.checksum(ctx, t.Checksums, name)
+	name := path.Base(file)
+	listed, err := l.checksum(ctx, t.Checksums, file)
 	if err != nil {
 		return "", plan.Errorf(l.r.Pos(at+".checksums"), "artifact %s (%s): checksum file %s: %v", d.Artifact, t.Platform, t.Checksums, err)
 	}
@@ -552,27 +553,28 @@ func (l *locker) resolve(ctx context.Context, d *recipe.Download, t *recipe.Targ
 // kilobytes for the largest projects.
 const maxChecksumFile = 16 << 20
 
-// checksum fetches the checksum file at u (once per run) and looks name up.
-func (l *locker) checksum(ctx context.Context, u, name string) (string, error) {
-	key := u + "\x00" + name
+// checksum fetches the checksum file at u (once per run) and looks up
+// the download at file, its URL's path.
+func (l *locker) checksum(ctx context.Context, u, file string) (string, error) {
+	key := u + "\x00" + file
 	if s, ok := l.sums[key]; ok {
 		return s, nil
 	}
-	file := filepath.Join(l.work, fmt.Sprintf("checksums-%d", len(l.sums)))
+	list := filepath.Join(l.work, fmt.Sprintf("checksums-%d", len(l.sums)))
 	lim := l.f.Limits.Limits
 	if lim.MaxBytes <= 0 || lim.MaxBytes > maxChecksumFile {
 		lim.MaxBytes = maxChecksumFile
 	}
-	if _, err := l.f.DownloadUnpinned(ctx, u, file, lim); err != nil {
+	if _, err := l.f.DownloadUnpinned(ctx, u, list, lim); err != nil {
 		return "", err
 	}
-	defer os.Remove(file)
-	fh, err := os.Open(file)
+	defer os.Remove(list)
+	fh, err := os.Open(list)
 	if err != nil {
 		return "", err
 	}
 	defer fh.Close()
-	s, err := lookupChecksum(fh, name)
+	s, err := lookupChecksum(fh, file)
 	if err != nil {
 		return "", err
 	}
@@ -580,9 +582,9 @@ func (l *locker) checksum(ctx context.Context, u, name string) (string, error) {
 	return s, nil
 }
 
-// fileName is the name a checksum file lists a download under: the last
-// element of its URL's path.
-func fileName(raw string) (string, error) {
+// urlFile is the path of raw, the file a checksum file lists under its
+// last element (and, in some, under a directory or two of it).
+func urlFile(raw string) (string, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "", err
@@ -591,7 +593,7 @@ func fileName(raw string) (string, error) {
 	if name == "/" || name == "." {
 		return "", fmt.Errorf("%s: no file name in the URL to look up in the checksum file", raw)
 	}
-	return name, nil
+	return u.Path, nil
 }
 
 // verify re-reads out as a recipe and checks that each pin reads as
