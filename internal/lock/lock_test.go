@@ -429,6 +429,45 @@ func TestRecipeChangedWhileLocking(t *testing.T) {
 	}
 }
 
+// A lock stopped half-way, cancelled or by a server failing after some
+// pins were resolved, leaves the recipe as it was and nothing beside it:
+// what it resolved is written all at once or not at all.
+func TestInterruptedLockLeavesRecipe(t *testing.T) {
+	for _, cancelled := range []bool{true, false} {
+		w := newWorld(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var n int
+		w.site.mu.Lock()
+		w.site.hook = func(string) {
+			// The first downloads answered, then the stop.
+			if n++; n == 3 {
+				if cancelled {
+					cancel()
+				} else {
+					w.site.mu.Lock()
+					w.site.files = map[string][]byte{} // all not found
+					w.site.mu.Unlock()
+				}
+			}
+		}
+		w.site.mu.Unlock()
+		_, err := Run(ctx, Options{File: w.file, Fetcher: fetcher(t), Log: t.Logf})
+		if err == nil {
+			t.Fatalf("cancelled %v: lock stopped half-way succeeded", cancelled)
+		}
+		if !strings.Contains(err.Error(), "artifact cni") {
+			t.Errorf("cancelled %v: %v, want the artifact named", cancelled, err)
+		}
+		if got := w.read(t); got != w.src {
+			t.Errorf("cancelled %v: the recipe was written:\n%s", cancelled, got)
+		}
+		if ents, _ := os.ReadDir(filepath.Dir(w.file)); len(ents) != 1 {
+			t.Errorf("cancelled %v: left beside the recipe: %v", cancelled, ents)
+		}
+	}
+}
+
 // --platform and --artifact narrow what is resolved and written.
 func TestSelection(t *testing.T) {
 	w := newWorld(t)
