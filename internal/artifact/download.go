@@ -89,6 +89,10 @@ func (f *Fetcher) Get(ctx context.Context, rawURL, want, file string) error {
 	return f.Download(ctx, from, want, file)
 }
 
+// downloadTemp names a download being written, beside the file it is to
+// become.
+const downloadTemp = ".download-*"
+
 // mirrorBlob is where a mirror keeps the download pinned by sum.
 func mirrorBlob(mirror, sum string) string {
 	return filepath.Join(mirror, "sha256", sum)
@@ -316,7 +320,7 @@ func (f *Fetcher) downloadOnce(ctx context.Context, client *http.Client, creds *
 		tmp *os.File
 	)
 	if file != "" {
-		if tmp, err = tempfile.Create(filepath.Dir(file), ".download-*"); err != nil {
+		if tmp, err = tempfile.Create(filepath.Dir(file), downloadTemp); err != nil {
 			return "", permanent{err}
 		}
 		defer os.Remove(tmp.Name())

@@ -300,6 +300,27 @@ func ClaimModuleCache(mirror string) error {
 	return os.WriteFile(filepath.Join(cache, ownerMark), []byte("Made by pallet fetch: a Go module cache served as a GOPROXY (cache/download); pallet removes what else is here.\n"), 0o644)
 }
 
+// SweepMirrorDownloads removes from the mirror's sha256/ what fetches
+// killed half-way were downloading, left under its temporary name: each
+// is as large as the download got, and no fetch ever took it up again.
+// Only the holder of the mirror's lock may call it: another fetch's
+// downloads are in use.
+func SweepMirrorDownloads(mirror string) error {
+	left, err := filepath.Glob(filepath.Join(mirror, "sha256", downloadTemp))
+	if err != nil {
+		return err
+	}
+	for _, p := range left {
+		if fi, err := os.Lstat(p); err != nil || fi.IsDir() {
+			continue
+		}
+		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+	}
+	return nil
+}
+
 // ModuleCache is the Go module cache inside a mirror.
 func ModuleCache(mirror string) string {
 	return filepath.Join(mirror, "gomod")

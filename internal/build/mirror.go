@@ -58,6 +58,9 @@ func Mirror(ctx context.Context, arts []*plan.Artifact, dir string, n Network, l
 		return fmt.Errorf("lock the mirror %s: %w", dir, cmp.Or(err, ctx.Err()))
 	}
 	defer lock.Unlock()
+	if err := artifact.SweepMirrorDownloads(dir); err != nil {
+		return fmt.Errorf("the mirror %s: %w", dir, err)
+	}
 	f, err := n.fetcher()
 	if err != nil {
 		return err

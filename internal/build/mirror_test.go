@@ -54,6 +54,37 @@ func TestMirrorIsLocked(t *testing.T) {
 	}
 }
 
+// What a fetch killed half-way was downloading into the mirror is
+// removed by the next fetch, which holds the mirror: the downloads in it,
+// and files not pallet's, are kept.
+func TestMirrorSweepsKilledDownloads(t *testing.T) {
+	dir := t.TempDir()
+	blobs := filepath.Join(dir, "sha256")
+	if err := os.MkdirAll(blobs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	keep := []string{"0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a", "README"}
+	for _, name := range append([]string{".download-1234567", ".download-89"}, keep...) {
+		if err := os.WriteFile(filepath.Join(blobs, name), []byte("half a download"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := Mirror(context.Background(), nil, dir, Network{}, t.Logf); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(blobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range ents {
+		got = append(got, e.Name())
+	}
+	if strings.Join(got, " ") != strings.Join(keep, " ") {
+		t.Errorf("the mirror's sha256/ holds %q, want %q", got, keep)
+	}
+}
+
 // A gomod/ pallet did not make, in a directory named as the mirror, is
 // left as it is: pallet deletes nothing it did not write.
 func TestMirrorLeavesAModuleCacheNotItsOwn(t *testing.T) {
