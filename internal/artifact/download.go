@@ -118,7 +118,7 @@ func copyVerified(src, want, dst string, limit int64) error {
 		return fmt.Errorf("%s is %s, not a file", src, bounded.TypeName(info.Mode()))
 	}
 	overLimit := func(size int64) error {
-		return fmt.Errorf("mirror file %s is corrupt: %d bytes, over the download limit of %d bytes", src, size, limit)
+		return fmt.Errorf("mirror file %s is %d bytes, over the download limit of %d bytes (--max-download, limits.download)", src, size, limit)
 	}
 	var r io.Reader = in
 	if limit > 0 {
