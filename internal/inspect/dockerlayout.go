@@ -164,6 +164,18 @@ func tarFiles(f io.ReaderAt, size int64) (tarBlobs, error) {
 // followed beside it. A name not in the tar, or a cycle of links, is an
 // error in its words.
 func (b tarBlobs) resolve(name string) (tarEntry, string, error) {
+	return b.follow(name, nil)
+}
+
+// follow walks from name to the entry resolve reads, as
+// go-containerregistry's tarball package does, showing visit (where not
+// nil) each name on the way and its first entry (none, count 0, for a
+// name not in the tar) before it is followed: resolve and single must
+// agree on which names a link leads through. visit's error ends the walk
+// and is returned as it is.
+func (b tarBlobs) follow(name string, visit func(name string, e tarEntry) error) (tarEntry, string, error) {
+	// Keyed by the name as given, not cleaned, as go-containerregistry
+	// keys it: the words of a cycle's error depend on it.
 	seen := map[string]bool{}
 	for {
 		if seen[name] {
@@ -171,6 +183,11 @@ func (b tarBlobs) resolve(name string) (tarEntry, string, error) {
 		}
 		seen[name] = true
 		e, ok := b.first[path.Clean(name)]
+		if visit != nil {
+			if err := visit(path.Clean(name), e); err != nil {
+				return tarEntry{}, name, err
+			}
+		}
 		if !ok {
 			return tarEntry{}, name, fmt.Errorf("file %s not found in tar", name)
 		}
@@ -190,23 +207,19 @@ func (b tarBlobs) resolve(name string) (tarEntry, string, error) {
 // loader would see cannot be said. A rooted name is the same to docker
 // load, which unpacks /manifest.json as manifest.json.
 func (b tarBlobs) single(name string) error {
-	seen := map[string]bool{}
-	for name = path.Clean(name); !seen[name]; {
-		seen[name] = true
-		e, ok := b.first[name]
+	var twice error
+	// A name missing, or a cycle, is resolve's to say where it is read.
+	b.follow(path.Clean(name), func(name string, e tarEntry) error {
 		n := int64(e.count)
 		if !strings.HasPrefix(name, "/") {
 			n += int64(b.first["/"+name].count)
 		}
 		if n > 1 {
-			return fmt.Errorf("%s: the archive holds %d entries of that name (an appended tar?): docker load and ctr import read the last of them, go-containerregistry the first, so which images the archive holds cannot be said", name, n)
+			twice = fmt.Errorf("%s: the archive holds %d entries of that name (an appended tar?): docker load and ctr import read the last of them, go-containerregistry the first, so which images the archive holds cannot be said", name, n)
 		}
-		if !ok || e.typ != tar.TypeSymlink && e.typ != tar.TypeLink {
-			return nil
-		}
-		name = path.Join(path.Dir(name), path.Clean(e.link))
-	}
-	return nil
+		return twice
+	})
+	return twice
 }
 
 // open reads the content of name's entry (resolve) as tar.Reader gives it.
