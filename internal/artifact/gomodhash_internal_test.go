@@ -1,6 +1,7 @@
 package artifact
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/pallet-dev/pallet/internal/fixture/gomod"
@@ -32,5 +33,17 @@ func TestGoModuleProofGarbagePerFile(t *testing.T) {
 		if perFile > 3072 {
 			t.Errorf("%s allocated %d bytes per file, want at most 3072", tc.name, perFile)
 		}
+	}
+}
+
+// A module zip is refused for its layout before it is hashed: one that
+// holds a file outside path@version/ is refused, naming the module and
+// the file, though it hashes to its pin.
+func TestModuleZipLayoutChecked(t *testing.T) {
+	src, v := gomod.ManyFiles(t, 1, nil)
+	zipFile, sum := gomod.Stray(t, src, v, "elsewhere/x.go")
+	err := (&GoModule{Path: v.Path, Version: v.Version, Sum: sum}).pin().verify(zipFile)
+	if err == nil || !strings.HasPrefix(err.Error(), "module "+v.Path+"@"+v.Version+": ") || !strings.Contains(err.Error(), "elsewhere/x.go") {
+		t.Fatalf("a zip with elsewhere/x.go: %v, want it refused", err)
 	}
 }

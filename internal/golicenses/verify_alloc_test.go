@@ -1,6 +1,7 @@
 package golicenses
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/pallet-dev/pallet/internal/fixture/gomod"
@@ -29,5 +30,17 @@ func TestVerifyZipGarbagePerFile(t *testing.T) {
 	t.Logf("%d bytes allocated per file", perFile)
 	if perFile > 3072 {
 		t.Errorf("proving the zip allocated %d bytes per file, want at most 3072", perFile)
+	}
+}
+
+// A module zip is refused for its layout before it is hashed: one that
+// holds a file outside path@version/ is refused, naming the module and
+// the file, though it hashes to the binary's record.
+func TestVerifyZipLayoutChecked(t *testing.T) {
+	src, v := gomod.ManyFiles(t, 1, nil)
+	zipFile, sum := gomod.Stray(t, src, v, "elsewhere/x.go")
+	_, err := verifyZip(zipFile, v.Path, v, sum, Options{}.withDefaults())
+	if err == nil || !strings.HasPrefix(err.Error(), "module "+v.Path+": hashing "+zipFile+": zip: ") || !strings.Contains(err.Error(), "elsewhere/x.go") {
+		t.Fatalf("a zip with elsewhere/x.go: %v, want it refused", err)
 	}
 }
