@@ -278,11 +278,7 @@ func (m modulePin) verify(zipFile string) error {
 // sizes are checked, so that hashing reads no more than a module may hold
 // (500 MiB unpacked).
 func (m modulePin) hash(zipFile string) (string, error) {
-	cf, err := modzip.CheckZip(module.Version{Path: m.Path, Version: m.Version}, zipFile)
-	if err == nil {
-		err = cf.Err()
-	}
-	if err != nil {
+	if err := modhash.CheckZip(module.Version{Path: m.Path, Version: m.Version}, zipFile); err != nil {
 		return "", fmt.Errorf("module %s: %w", m.ref(), err)
 	}
 	got, err := modhash.Zip(zipFile)

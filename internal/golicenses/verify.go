@@ -123,11 +123,7 @@ func verifyZip(zipFile, mod string, v module.Version, sum string, opt Options) (
 	hashed := false
 	hash := func() (string, error) {
 		hashed = true
-		cf, err := modzip.CheckZip(v, zipFile)
-		if err == nil {
-			err = cf.Err()
-		}
-		if err != nil {
+		if err := modhash.CheckZip(v, zipFile); err != nil {
 			return "", fmt.Errorf("zip: %w", err)
 		}
 		return modhash.Hash1(names, open)

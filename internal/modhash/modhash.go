@@ -24,7 +24,9 @@ import (
 	"sync"
 
 	kflate "github.com/klauspost/compress/flate"
+	"golang.org/x/mod/module"
 	"golang.org/x/mod/sumdb/dirhash"
+	modzip "golang.org/x/mod/zip"
 )
 
 // Hash1 is dirhash.Hash1, the h1: hash of files as open gives them,
@@ -79,6 +81,18 @@ func Zip(zipFile string) (string, error) {
 		}
 		return f.Open()
 	})
+}
+
+// CheckZip refuses a zip that is not one of module v as
+// golang.org/x/mod/zip lays one out: names under path@version/, each
+// once, and declared sizes within a module's 500 MiB unpacked. It reads
+// the zip's directory only, so that hashing a zip it passes reads no
+// more than a module may hold.
+func CheckZip(v module.Version, zipFile string) error {
+	// Its error is CheckedFiles.Err where an entry is at fault, as
+	// documented: the list need not be asked again.
+	_, err := modzip.CheckZip(v, zipFile)
+	return err
 }
 
 // OpenZip is zip.OpenReader, with Deflate entries read by pooled

@@ -3,6 +3,7 @@ package modhash
 import (
 	"archive/zip"
 	"bytes"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -284,5 +285,35 @@ func TestGarbagePerFile(t *testing.T) {
 		if perFile > 3072 {
 			t.Errorf("%s allocated %d bytes per file, want at most 3072", tc.name, perFile)
 		}
+	}
+}
+
+// CheckZip passes a module zip as the go command makes one and refuses,
+// naming the entry, one that is not laid out as module v's, whatever it
+// hashes to.
+func TestCheckZip(t *testing.T) {
+	v := module.Version{Path: "example.com/m", Version: "v1.0.0"}
+	zipFile, _ := gomod.Zip(t, moduleSource(t), v)
+	if err := CheckZip(v, zipFile); err != nil {
+		t.Fatalf("a zip the go command would make: %v", err)
+	}
+	if err := CheckZip(module.Version{Path: v.Path, Version: "v1.0.1"}, zipFile); err == nil || !strings.Contains(err.Error(), "example.com/m@v1.0.0/go.mod") {
+		t.Errorf("another version's zip: %v, want go.mod refused", err)
+	}
+	prefix := "example.com/m@v1.0.0/"
+	for _, tc := range []struct {
+		name, refused string
+		entries       []entry
+	}{
+		{"outside the module", "elsewhere/x.go", []entry{{prefix + "go.mod", "module example.com/m\n", zip.Deflate}, {"elsewhere/x.go", "package x\n", zip.Deflate}}},
+		{"a name twice", prefix + "a.go", []entry{{prefix + "go.mod", "module example.com/m\n", zip.Deflate}, {prefix + "a.go", "package m\n", zip.Deflate}, {prefix + "a.go", "package m\n", zip.Store}}},
+	} {
+		err := CheckZip(v, writeZip(t, tc.entries))
+		if err == nil || !strings.Contains(err.Error(), tc.refused) {
+			t.Errorf("%s: %v, want %s refused", tc.name, err, tc.refused)
+		}
+	}
+	if err := CheckZip(v, filepath.Join(t.TempDir(), "missing.zip")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("no zip: %v, want fs.ErrNotExist", err)
 	}
 }
