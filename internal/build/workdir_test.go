@@ -18,20 +18,35 @@ import (
 	"github.com/pallet-dev/pallet/internal/recipe"
 )
 
-// atOutput calls check when the build's first output step starts: the
-// layers are written, the build's end has not begun.
+// atOutput, when the build's first output step starts (the layers are
+// written, the build's end has not begun), waits for list to give
+// nothing, and keeps in left what it gave last: the removals it waits
+// for run beside the build, and are given 10 s.
 type atOutput struct {
 	progress.Reporter
-	check func()
-	done  bool
+	list func() []string
+	left []string
+	done bool
 }
 
 func (r *atOutput) Start(name string) func(string, error) {
 	if strings.HasPrefix(name, "output ") && !r.done {
 		r.done = true
-		r.check()
+		deadline := time.Now().Add(10 * time.Second)
+		for r.left = r.list(); len(r.left) > 0 && time.Now().Before(deadline); r.left = r.list() {
+			time.Sleep(5 * time.Millisecond)
+		}
 	}
 	return r.Reporter.Start(name)
+}
+
+// artifactWorkDirs are the artifacts' work directories of the builds
+// whose work directories are under tmp.
+func artifactWorkDirs(tmp string) func() []string {
+	return func() []string {
+		left, _ := filepath.Glob(filepath.Join(tmp, "pallet-build-*", "artifact-*"))
+		return left
+	}
 }
 
 // An artifact's work directory goes as soon as its result is in the
@@ -40,25 +55,13 @@ func (r *atOutput) Start(name string) func(string, error) {
 // build waits for what is left at its end.
 func TestArtifactWorkDirRemovedOnceCached(t *testing.T) {
 	tmp, dir := goAppBuild(t)
-	quiet := quietReporter(t)
-	var left []string
-	rep := &atOutput{Reporter: quiet, check: func() {
-		// The removal runs beside the build: given its time.
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			left, _ = filepath.Glob(filepath.Join(tmp, "pallet-build-*", "artifact-*"))
-			if len(left) == 0 || time.Now().After(deadline) {
-				return
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}}
+	rep := &atOutput{Reporter: quietReporter(t), list: artifactWorkDirs(tmp)}
 	buildRecipe(t, dir, rep)
 	if !rep.done {
 		t.Fatal("no output step started")
 	}
-	if len(left) > 0 {
-		t.Errorf("when the outputs are written, the artifact's work directory is still there: %v", left)
+	if len(rep.left) > 0 {
+		t.Errorf("when the outputs are written, the artifact's work directory is still there: %v", rep.left)
 	}
 	if work, _ := filepath.Glob(filepath.Join(tmp, "pallet-build-*")); len(work) > 0 {
 		t.Errorf("the build's work directory is left: %v", work)
@@ -153,18 +156,7 @@ images:
 // for them. The image still ships them.
 func TestLicenceCopiesRemovedBeforeOutputs(t *testing.T) {
 	tmp, dir := goAppBuild(t)
-	var left []string
-	rep := &atOutput{Reporter: quietReporter(t), check: func() {
-		// The removal runs beside the build: given its time.
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			left = licenceFiles(t, tmp)
-			if len(left) == 0 || time.Now().After(deadline) {
-				return
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}}
+	rep := &atOutput{Reporter: quietReporter(t), list: func() []string { return licenceFiles(t, tmp) }}
 	r, err := recipe.Load(filepath.Join(dir, "pallet.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -184,8 +176,8 @@ func TestLicenceCopiesRemovedBeforeOutputs(t *testing.T) {
 	if !rep.done {
 		t.Fatal("no output step started")
 	}
-	if len(left) > 0 {
-		t.Errorf("when the outputs are written, the licence copies are still there: %v", left)
+	if len(rep.left) > 0 {
+		t.Errorf("when the outputs are written, the licence copies are still there: %v", rep.left)
 	}
 	var shipped []string
 	ls, err := res.Images[0].Image.Layers()
@@ -299,24 +291,13 @@ images:
       - {artifact: tree, dest: /tree/}
 `,
 	})
-	var left []string
-	rep := &atOutput{Reporter: quietReporter(t), check: func() {
-		// The removal runs beside the build: given its time.
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			left, _ = filepath.Glob(filepath.Join(tmp, "pallet-build-*", "artifact-*"))
-			if len(left) == 0 || time.Now().After(deadline) {
-				return
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}}
+	rep := &atOutput{Reporter: quietReporter(t), list: artifactWorkDirs(tmp)}
 	buildRecipe(t, dir, rep)
 	if !rep.done {
 		t.Fatal("no output step started")
 	}
-	if len(left) > 0 {
-		t.Errorf("when the outputs are written, the local artifacts' work directories are still there: %v", left)
+	if len(rep.left) > 0 {
+		t.Errorf("when the outputs are written, the local artifacts' work directories are still there: %v", rep.left)
 	}
 	if work, _ := filepath.Glob(filepath.Join(tmp, "pallet-build-*")); len(work) > 0 {
 		t.Errorf("the build's work directory is left: %v", work)
