@@ -16,7 +16,6 @@ import (
 	"github.com/pallet-dev/pallet/internal/image"
 	"github.com/pallet-dev/pallet/internal/output"
 	"github.com/pallet-dev/pallet/internal/platform"
-	"github.com/pallet-dev/pallet/internal/recipe"
 )
 
 // The layer of the built-in host-process base is kept in the cache like
@@ -39,24 +38,13 @@ images:
       - {artifact: app, dest: /app.exe}
 `,
 	})
-	r, err := recipe.Load(filepath.Join(dir, "pallet.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := r.Plan(recipe.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := recipePlan(t, dir)
 	cacheDir := t.TempDir()
 	// Each build writes another layout, so that the second is not
 	// answered by the first one's note.
 	build := func(out string) (digest, baseLayer string) {
 		t.Helper()
-		o, err := output.Parse("oci:"+filepath.Join(dir, out), output.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := Run(context.Background(), p, Options{Outputs: []output.Target{o}, CacheDir: cacheDir, Progress: quietReporter(t)})
+		res, err := Run(context.Background(), p, Options{Outputs: []output.Target{ociLayout(t, filepath.Join(dir, out))}, CacheDir: cacheDir, Progress: quietReporter(t)})
 		if err != nil {
 			t.Fatal(err)
 		}

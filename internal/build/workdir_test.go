@@ -14,6 +14,7 @@ import (
 
 	"github.com/pallet-dev/pallet/internal/artifact"
 	"github.com/pallet-dev/pallet/internal/output"
+	"github.com/pallet-dev/pallet/internal/plan"
 	"github.com/pallet-dev/pallet/internal/progress"
 	"github.com/pallet-dev/pallet/internal/recipe"
 )
@@ -95,6 +96,16 @@ func quietReporter(t *testing.T) progress.Reporter {
 // cache of its own, and gives the cache's directory.
 func buildRecipe(t *testing.T, dir string, rep progress.Reporter) string {
 	t.Helper()
+	cacheDir := t.TempDir()
+	if _, err := Run(context.Background(), recipePlan(t, dir), Options{Outputs: []output.Target{ociLayout(t, filepath.Join(dir, "out"))}, CacheDir: cacheDir, Progress: rep}); err != nil {
+		t.Fatal(err)
+	}
+	return cacheDir
+}
+
+// recipePlan loads dir/pallet.yaml and plans all of it.
+func recipePlan(t *testing.T, dir string) *plan.Plan {
+	t.Helper()
 	r, err := recipe.Load(filepath.Join(dir, "pallet.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -103,15 +114,17 @@ func buildRecipe(t *testing.T, dir string, rep progress.Reporter) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := output.Parse("oci:"+filepath.Join(dir, "out"), output.Options{})
+	return p
+}
+
+// ociLayout is the output of an OCI layout at dir.
+func ociLayout(t *testing.T, dir string) output.Target {
+	t.Helper()
+	out, err := output.Parse("oci:"+dir, output.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cacheDir := t.TempDir()
-	if _, err := Run(context.Background(), p, Options{Outputs: []output.Target{out}, CacheDir: cacheDir, Progress: rep}); err != nil {
-		t.Fatal(err)
-	}
-	return cacheDir
+	return out
 }
 
 // A layer's temporary directory in the cache, removed beside the rest of
@@ -157,19 +170,7 @@ images:
 func TestLicenceCopiesRemovedBeforeOutputs(t *testing.T) {
 	tmp, dir := goAppBuild(t)
 	rep := &atOutput{Reporter: quietReporter(t), list: func() []string { return licenceFiles(t, tmp) }}
-	r, err := recipe.Load(filepath.Join(dir, "pallet.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := r.Plan(recipe.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := output.Parse("oci:"+filepath.Join(dir, "out"), output.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := Run(context.Background(), p, Options{Outputs: []output.Target{out}, CacheDir: t.TempDir(), Progress: rep, ModuleLicenses: true})
+	res, err := Run(context.Background(), recipePlan(t, dir), Options{Outputs: []output.Target{ociLayout(t, filepath.Join(dir, "out"))}, CacheDir: t.TempDir(), Progress: rep, ModuleLicenses: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,18 +310,7 @@ images:
 // more for each, in a map of the whole process.
 func TestBuildsLeaveNoToolchainAnswers(t *testing.T) {
 	_, dir := goAppBuild(t)
-	r, err := recipe.Load(filepath.Join(dir, "pallet.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := r.Plan(recipe.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := output.Parse("oci:"+filepath.Join(dir, "out"), output.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, out := recipePlan(t, dir), ociLayout(t, filepath.Join(dir, "out"))
 	held := artifact.ToolchainAnswersHeld()
 	for i := range 3 {
 		// The second build of each cache asks the toolchain of the
