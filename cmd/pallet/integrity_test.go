@@ -117,36 +117,7 @@ func TestGoReplaceTargetsAreInTheKey(t *testing.T) {
 			writeFile(t, filepath.Join(dir, "b", "b.go"), "package b\n\nconst Greeting = \"one\"\n")
 			writeFile(t, filepath.Join(dir, "app", "go.mod"), "module example.com/app\n\ngo 1.22\n\nrequire example.com/b v0.0.0\n\nreplace example.com/b => "+target+"\n")
 			writeFile(t, filepath.Join(dir, "app", "main.go"), "package main\n\nimport \"example.com/b\"\n\nfunc main() { println(b.Greeting) }\n")
-			writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
-artifacts:
-  app:
-    go: {module: app, packages: .}
-    licenses: none
-images:
-  app:
-    base: scratch
-    platforms: linux/amd64
-    files:
-      - {artifact: app, dest: /bin/}
-`)
-			cacheDir := t.TempDir()
-			build := func() (string, string) {
-				out := filepath.Join(t.TempDir(), "out")
-				log := mustPallet(t, "build", "--progress", "plain", "-f", filepath.Join(dir, "pallet.yaml"), "--cache-dir", cacheDir, "-o", "oci:"+out)
-				return readImageFiles(t, out, "linux/amd64")["bin/app"], log
-			}
-			first, _ := build()
-			if !strings.Contains(first, "one") {
-				t.Fatal("the binary does not hold the replaced module's string")
-			}
-			if _, log := build(); !strings.Contains(log, "[go, cached]") {
-				t.Errorf("an unchanged rebuild was not a cache hit:\n%s", log)
-			}
-			writeFile(t, filepath.Join(dir, "b", "b.go"), "package b\n\nconst Greeting = \"two\"\n")
-			second, log := build()
-			if strings.Contains(log, "[go, cached]") || !strings.Contains(second, "two") {
-				t.Errorf("the replaced module changed, but the old binary was served:\n%s", log)
-			}
+			goAppKeyed(t, dir, "app", "one", goEdit{filepath.Join("b", "b.go"), "package b\n\nconst Greeting = \"two\"\n", "two"})
 		})
 	}
 }
@@ -173,38 +144,44 @@ func TestGoModuleThroughLinksIsInTheKey(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	build := goAppBuilds(t, dir, "./src")
-	if first, _ := build(); !strings.Contains(first, "one") {
-		t.Fatal("the binary does not hold the linked file's string")
+	// An edit through the link to a file, one through the link to a
+	// package's directory, then one through the link at the module's path.
+	goAppKeyed(t, dir, "./src", "one",
+		goEdit{filepath.Join("shared", "greeting.go"), "package main\n\nconst greeting = \"two\"\n", "two"},
+		goEdit{filepath.Join("shared", "lib", "lib.go"), "package lib\n\nconst Name = \"lib-two\"\n", "lib-two"},
+		goEdit{filepath.Join("sources", "main.go"), "package main\n\nfunc main() { println(greeting, \"three\") }\n", "three"},
+	)
+}
+
+// goEdit writes content to file (under the build's directory), after
+// which the binary built holds want.
+type goEdit struct{ file, content, want string }
+
+// goAppKeyed writes dir/pallet.yaml, placing the Go program at module
+// (relative to dir) in /bin/app on scratch, and checks that its key
+// follows its sources, building it in one cache: the first binary holds
+// first, an unchanged rebuild is a cache hit, and after each edit the
+// rebuild is not, and its binary holds the edit's want.
+func goAppKeyed(t *testing.T, dir, module, first string, edits ...goEdit) {
+	t.Helper()
+	goAppRecipe(t, dir, module)
+	cacheDir := t.TempDir()
+	build := func() (binary, log string) {
+		out := filepath.Join(t.TempDir(), "out")
+		log = mustPallet(t, "build", "--progress", "plain", "-f", filepath.Join(dir, "pallet.yaml"), "--cache-dir", cacheDir, "-o", "oci:"+out)
+		return readImageFiles(t, out, "linux/amd64")["bin/app"], log
+	}
+	if got, _ := build(); !strings.Contains(got, first) {
+		t.Fatalf("the binary does not hold %q", first)
 	}
 	if _, log := build(); !strings.Contains(log, "[go, cached]") {
 		t.Errorf("an unchanged rebuild was not a cache hit:\n%s", log)
 	}
-	// An edit through the link to a file, one through the link to a
-	// package's directory, then one through the link at the module's path.
-	for _, edit := range []struct{ file, content, want string }{
-		{filepath.Join("shared", "greeting.go"), "package main\n\nconst greeting = \"two\"\n", "two"},
-		{filepath.Join("shared", "lib", "lib.go"), "package lib\n\nconst Name = \"lib-two\"\n", "lib-two"},
-		{filepath.Join("sources", "main.go"), "package main\n\nfunc main() { println(greeting, \"three\") }\n", "three"},
-	} {
-		writeFile(t, filepath.Join(dir, edit.file), edit.content)
-		if got, log := build(); strings.Contains(log, "[go, cached]") || !strings.Contains(got, edit.want) {
-			t.Errorf("%s changed, but the old binary was served:\n%s", edit.file, log)
+	for _, e := range edits {
+		writeFile(t, filepath.Join(dir, e.file), e.content)
+		if got, log := build(); strings.Contains(log, "[go, cached]") || !strings.Contains(got, e.want) {
+			t.Errorf("%s changed, but the old binary was served:\n%s", e.file, log)
 		}
-	}
-}
-
-// goAppBuilds writes dir/pallet.yaml, placing the Go program at module
-// (relative to dir) in /bin/app on scratch, and gives what builds it, in
-// one cache for every call: the binary's bytes and the build's log.
-func goAppBuilds(t *testing.T, dir, module string) func() (binary, log string) {
-	t.Helper()
-	goAppRecipe(t, dir, module)
-	cacheDir := t.TempDir()
-	return func() (string, string) {
-		out := filepath.Join(t.TempDir(), "out")
-		log := mustPallet(t, "build", "--progress", "plain", "-f", filepath.Join(dir, "pallet.yaml"), "--cache-dir", cacheDir, "-o", "oci:"+out)
-		return readImageFiles(t, out, "linux/amd64")["bin/app"], log
 	}
 }
 
@@ -238,17 +215,7 @@ func TestGoModuleThroughLinkUpIsInTheKey(t *testing.T) {
 	if err := os.Symlink("..", filepath.Join(dir, "app", "up")); err != nil {
 		t.Fatal(err)
 	}
-	build := goAppBuilds(t, dir, "app")
-	if first, _ := build(); !strings.Contains(first, "lib-one") {
-		t.Fatal("the binary does not hold the string of the package imported through the link")
-	}
-	if _, log := build(); !strings.Contains(log, "[go, cached]") {
-		t.Errorf("an unchanged rebuild was not a cache hit:\n%s", log)
-	}
-	writeFile(t, filepath.Join(dir, "shared", "lib", "lib.go"), "package lib\n\nconst Name = \"lib-two\"\n")
-	if got, log := build(); strings.Contains(log, "[go, cached]") || !strings.Contains(got, "lib-two") {
-		t.Errorf("a package imported through up -> .. changed, but the old binary was served:\n%s", log)
-	}
+	goAppKeyed(t, dir, "app", "lib-one", goEdit{filepath.Join("shared", "lib", "lib.go"), "package lib\n\nconst Name = \"lib-two\"\n", "lib-two"})
 }
 
 // A Go build's key reads no file the kernel makes up as it is read, and
