@@ -813,20 +813,7 @@ func TestRememberedHash(t *testing.T) {
 	if hashed != n {
 		t.Errorf("%d zips hashed again although their hashes were remembered", hashed-n)
 	}
-	for _, m := range first.Modules {
-		m2 := modOf(t, again, m.Path)
-		if len(m2.Files) != len(m.Files) || m2.Sum != m.Sum || !slices.Equal(m2.Licenses, m.Licenses) {
-			t.Errorf("%s: remembered %+v, hashed %+v", m.Path, m2, m)
-			continue
-		}
-		for _, fl := range m.Files {
-			want, err := os.ReadFile(fl.Path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			file(t, m2, fl.Name, string(want))
-		}
-	}
+	sameModules(t, again, first, "remembered", "hashed")
 
 	zipFile := cacheZip(cache, "example.com/mit", "v1.2.0")
 	for k := range kept {
@@ -837,6 +824,27 @@ func TestRememberedHash(t *testing.T) {
 	_, err = collect(t, f.binary, opt)
 	if err == nil || !strings.Contains(err.Error(), "module example.com/mit@v1.2.0") || !strings.Contains(err.Error(), "hash mismatch") {
 		t.Errorf("a remembered hash other than the binary's: err = %v", err)
+	}
+}
+
+// sameModules fails unless got holds each module of want with as many
+// files, each of the same content as want's, the same sum and the same
+// licences; gotHow and wantHow say how each came to be.
+func sameModules(t *testing.T, got, want *Result, gotHow, wantHow string) {
+	t.Helper()
+	for _, m := range want.Modules {
+		m2 := modOf(t, got, m.Path)
+		if len(m2.Files) != len(m.Files) || m2.Sum != m.Sum || !slices.Equal(m2.Licenses, m.Licenses) {
+			t.Errorf("%s: %s %+v, %s %+v", m.Path, gotHow, m2, wantHow, m)
+			continue
+		}
+		for _, fl := range m.Files {
+			content, err := os.ReadFile(fl.Path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			file(t, m2, fl.Name, string(content))
+		}
 	}
 }
 
@@ -892,20 +900,7 @@ func TestSharedZip(t *testing.T) {
 	if len(opened) != n {
 		t.Errorf("zips read again for a second binary of the same modules: %v", opened[n:])
 	}
-	for _, m := range first.Modules {
-		m2 := modOf(t, again, m.Path)
-		if len(m2.Files) != len(m.Files) || m2.Sum != m.Sum || !slices.Equal(m2.Licenses, m.Licenses) {
-			t.Errorf("%s: shared %+v, read %+v", m.Path, m2, m)
-			continue
-		}
-		for _, fl := range m.Files {
-			want, err := os.ReadFile(fl.Path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			file(t, m2, fl.Name, string(want))
-		}
-	}
+	sameModules(t, again, first, "shared", "read")
 	zipFile := cacheZip(cache, "example.com/mit", "v1.2.0")
 	later := time.Now().Add(time.Minute)
 	if err := os.Chtimes(zipFile, later, later); err != nil {
