@@ -35,6 +35,19 @@ func learnAll(t *testing.T, c *Cache, files []string) {
 	}
 }
 
+// savedBefore has an earlier build learn files in the cache at cacheDir,
+// in one shard, and save them (Close); it gives that build's cache.
+func savedBefore(t *testing.T, cacheDir string, files []string) *Cache {
+	t.Helper()
+	c, _ := openCache(t, cacheDir)
+	c.memoShards = 1
+	learnAll(t, c, files)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // memoHolds fails t for each of files the memo saved in cacheDir does
 // not hold with its content's digest.
 func memoHolds(t *testing.T, cacheDir, what string, files []string) {
@@ -61,12 +74,7 @@ func TestMemoKeepsWhatAnotherBuildSaved(t *testing.T) {
 		earlier, mine, theirs := sharedFiles(t, dir, "earlier", 5), sharedFiles(t, dir, "mine", 5), sharedFiles(t, dir, "theirs", 5)
 		fromDisk := strings.HasPrefix(how, "read")
 		if fromDisk {
-			c0, _ := openCache(t, cacheDir)
-			c0.memoShards = 1
-			learnAll(t, c0, earlier)
-			if err := c0.Close(); err != nil {
-				t.Fatal(err)
-			}
+			savedBefore(t, cacheDir, earlier)
 		}
 		c1, _ := openCache(t, cacheDir)
 		c2, _ := openCache(t, cacheDir)
@@ -240,13 +248,7 @@ func TestUnreadableShardKeepsItsFacts(t *testing.T) {
 		dir := t.TempDir()
 		cacheDir := filepath.Join(dir, "cache")
 		earlier, mine := sharedFiles(t, dir, "earlier", 5), sharedFiles(t, dir, "mine", 5)
-		c0, _ := openCache(t, cacheDir)
-		c0.memoShards = 1
-		learnAll(t, c0, earlier)
-		if err := c0.Close(); err != nil {
-			t.Fatal(err)
-		}
-		shard := c0.shardPath(0)
+		shard := savedBefore(t, cacheDir, earlier).shardPath(0)
 		before := mustRead(t, shard)
 
 		ioErr := errors.New("input/output error")
@@ -306,12 +308,7 @@ func TestMemoSavedWithoutItsLock(t *testing.T) {
 		earlier, mine := sharedFiles(t, dir, "earlier", 5), sharedFiles(t, dir, "mine", 5)
 		fromDisk := strings.HasPrefix(how, "read")
 		if fromDisk {
-			c0, _ := openCache(t, cacheDir)
-			c0.memoShards = 1
-			learnAll(t, c0, earlier)
-			if err := c0.Close(); err != nil {
-				t.Fatal(err)
-			}
+			savedBefore(t, cacheDir, earlier)
 		}
 		c, _ := openCache(t, cacheDir)
 		c.memoShards = 1
