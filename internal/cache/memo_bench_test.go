@@ -16,29 +16,13 @@ import (
 // no-op build's lookups, each shard read from its file (Flush lets go of
 // them between runs) by the digest workers.
 func BenchmarkDigestFromMemo(b *testing.B) {
-	dir := os.Getenv("PALLET_MEMO_BENCH")
-	if dir == "" {
-		dir = palletfixture.SmallFiles(b, 2000, 100)
-	}
-	t, err := tree.FromDir(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
+	t := memoBenchTree(b)
 	cacheDir := filepath.Join(b.TempDir(), "cache")
 	c, err := Open(cacheDir)
 	if err != nil {
 		b.Fatal(err)
 	}
-	want, err := tree.Digest(t, func(p string, _ tree.Stamp) (string, error) {
-		sum, err := HashFile(p)
-		if err == nil {
-			err = c.Learn(p, sum)
-		}
-		return sum, err
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
+	want := learnTree(b, c, t)
 	if err := c.Close(); err != nil {
 		b.Fatal(err)
 	}
@@ -72,29 +56,13 @@ func BenchmarkDigestFromMemo(b *testing.B) {
 // (each entry used is saved with the day): what saving costs a build
 // whose memo no other build changed meanwhile.
 func BenchmarkSaveFromMemo(b *testing.B) {
-	dir := os.Getenv("PALLET_MEMO_BENCH")
-	if dir == "" {
-		dir = palletfixture.SmallFiles(b, 2000, 100)
-	}
-	t, err := tree.FromDir(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
+	t := memoBenchTree(b)
 	c, err := Open(filepath.Join(b.TempDir(), "cache"))
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer c.Close()
-	// Learned, as the files are too young to be remembered otherwise.
-	if _, err := tree.Digest(t, func(p string, _ tree.Stamp) (string, error) {
-		sum, err := HashFile(p)
-		if err == nil {
-			err = c.Learn(p, sum)
-		}
-		return sum, err
-	}); err != nil {
-		b.Fatal(err)
-	}
+	learnTree(b, c, t)
 	if err := c.Flush(); err != nil {
 		b.Fatal(err)
 	}
@@ -116,4 +84,36 @@ func BenchmarkSaveFromMemo(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// memoBenchTree is the tree at $PALLET_MEMO_BENCH (bench/workload gen
+// files DIR 100000 makes one), or of 2,000 small files made here.
+func memoBenchTree(b *testing.B) *tree.Tree {
+	b.Helper()
+	dir := os.Getenv("PALLET_MEMO_BENCH")
+	if dir == "" {
+		dir = palletfixture.SmallFiles(b, 2000, 100)
+	}
+	t, err := tree.FromDir(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return t
+}
+
+// learnTree hashes every file of t and has c learn it: the files are too
+// young to be remembered otherwise. It gives t's digest.
+func learnTree(b *testing.B, c *Cache, t *tree.Tree) string {
+	b.Helper()
+	sum, err := tree.Digest(t, func(p string, _ tree.Stamp) (string, error) {
+		sum, err := HashFile(p)
+		if err == nil {
+			err = c.Learn(p, sum)
+		}
+		return sum, err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return sum
 }
