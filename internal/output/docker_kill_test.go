@@ -1,20 +1,19 @@
 package output
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/random"
+
+	"github.com/pallet-dev/pallet/internal/fixture"
 )
 
 // stalledImage is an image whose layers send half their bytes and then
@@ -79,9 +78,9 @@ func TestKilledArchiveWriteIsSwept(t *testing.T) {
 	}
 	dir := t.TempDir()
 	file := filepath.Join(dir, "app.tar")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestDockerArchiveProcess$")
-	cmd.Env = append(os.Environ(), "PALLET_TEST_ARCHIVE="+file)
-	killWhenSaid(t, cmd, "stalled")
+	cmd := fixture.StartTest(t, "TestDockerArchiveProcess", "stalled", "PALLET_TEST_ARCHIVE="+file)
+	cmd.Process.Kill()
+	cmd.Wait()
 	left := func() []string {
 		var names []string
 		ents, _ := os.ReadDir(dir)
@@ -101,41 +100,4 @@ func TestKilledArchiveWriteIsSwept(t *testing.T) {
 	if l := left(); len(l) > 0 {
 		t.Errorf("the next write left the killed one's temporaries: %v", l)
 	}
-}
-
-// killWhenSaid starts cmd (a test process of this package) and kills it
-// once it prints word on a line of its own, where it waits to be killed.
-func killWhenSaid(t *testing.T, cmd *exec.Cmd, word string) {
-	t.Helper()
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	said := make(chan bool, 1)
-	go func() {
-		s := bufio.NewScanner(out)
-		for s.Scan() {
-			if s.Text() == word {
-				said <- true
-				return
-			}
-		}
-		said <- false
-	}()
-	select {
-	case ok := <-said:
-		if !ok {
-			cmd.Wait()
-			t.Fatalf("the process ended before it said %q", word)
-		}
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		t.Fatalf("the process never said %q", word)
-	}
-	cmd.Process.Kill()
-	cmd.Wait()
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -15,6 +14,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/random"
+
+	"github.com/pallet-dev/pallet/internal/fixture"
 )
 
 // TestLayoutUpdateProcess updates the layout PALLET_TEST_LAYOUT_DIR in a
@@ -85,9 +86,9 @@ func TestKilledUpdateLeavesNoStrays(t *testing.T) {
 			}
 			write()
 
-			cmd := exec.Command(os.Args[0], "-test.run=^TestLayoutUpdateProcess$")
-			cmd.Env = append(os.Environ(), "PALLET_TEST_LAYOUT_DIR="+dir, "PALLET_TEST_LAYOUT_STOP="+stop)
-			killWhenSaid(t, cmd, "stopped")
+			cmd := fixture.StartTest(t, "TestLayoutUpdateProcess", "stopped", "PALLET_TEST_LAYOUT_DIR="+dir, "PALLET_TEST_LAYOUT_STOP="+stop)
+			cmd.Process.Kill()
+			cmd.Wait()
 
 			write()
 			named := map[string]bool{}

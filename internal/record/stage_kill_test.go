@@ -1,15 +1,15 @@
 package record
 
 import (
-	"bufio"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pallet-dev/pallet/internal/fixture"
 )
 
 // TestStageProcess stages a record at PALLET_TEST_RECORD in a process of
@@ -37,36 +37,7 @@ func TestKilledStagedRecordIsSwept(t *testing.T) {
 	}
 	dir := t.TempDir()
 	path := filepath.Join(dir, "app.tar.record.json")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestStageProcess$")
-	cmd.Env = append(os.Environ(), "PALLET_TEST_RECORD="+path)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	said := make(chan bool, 1)
-	go func() {
-		s := bufio.NewScanner(out)
-		for s.Scan() {
-			if s.Text() == "staged" {
-				said <- true
-				return
-			}
-		}
-		said <- false
-	}()
-	select {
-	case ok := <-said:
-		if !ok {
-			t.Fatal("the process ended before it staged its record")
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the process never staged its record")
-	}
+	cmd := fixture.StartTest(t, "TestStageProcess", "staged", "PALLET_TEST_RECORD="+path)
 	staged := func() []string {
 		var names []string
 		ents, _ := os.ReadDir(dir)
