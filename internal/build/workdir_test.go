@@ -41,28 +41,31 @@ func (r *atOutput) Start(name string) func(string, error) {
 	return r.Reporter.Start(name)
 }
 
-// artifactWorkDirs are the artifacts' work directories of the builds
-// whose work directories are under tmp.
-func artifactWorkDirs(tmp string) func() []string {
-	return func() []string {
-		left, _ := filepath.Glob(filepath.Join(tmp, "pallet-build-*", "artifact-*"))
-		return left
-	}
-}
-
 // An artifact's work directory goes as soon as its result is in the
 // cache, not with the build's work directory at the end: removing a
 // directory can take milliseconds (ext4 mounted with discard), and a
 // build waits for what is left at its end.
 func TestArtifactWorkDirRemovedOnceCached(t *testing.T) {
 	tmp, dir := goAppBuild(t)
-	rep := &atOutput{Reporter: quietReporter(t), list: artifactWorkDirs(tmp)}
+	workDirsGoBesideTheBuild(t, tmp, dir, "the artifact's work directory is still there")
+}
+
+// workDirsGoBesideTheBuild builds dir/pallet.yaml with its work
+// directory under tmp, and fails t if, when the outputs are written, the
+// artifacts' work directories are still there (saying what), or, when it
+// ends, the build's own.
+func workDirsGoBesideTheBuild(t *testing.T, tmp, dir, what string) {
+	t.Helper()
+	rep := &atOutput{Reporter: quietReporter(t), list: func() []string {
+		left, _ := filepath.Glob(filepath.Join(tmp, "pallet-build-*", "artifact-*"))
+		return left
+	}}
 	buildRecipe(t, dir, rep)
 	if !rep.done {
 		t.Fatal("no output step started")
 	}
 	if len(rep.left) > 0 {
-		t.Errorf("when the outputs are written, the artifact's work directory is still there: %v", rep.left)
+		t.Errorf("when the outputs are written, %s: %v", what, rep.left)
 	}
 	if work, _ := filepath.Glob(filepath.Join(tmp, "pallet-build-*")); len(work) > 0 {
 		t.Errorf("the build's work directory is left: %v", work)
@@ -292,17 +295,7 @@ images:
       - {artifact: tree, dest: /tree/}
 `,
 	})
-	rep := &atOutput{Reporter: quietReporter(t), list: artifactWorkDirs(tmp)}
-	buildRecipe(t, dir, rep)
-	if !rep.done {
-		t.Fatal("no output step started")
-	}
-	if len(rep.left) > 0 {
-		t.Errorf("when the outputs are written, the local artifacts' work directories are still there: %v", rep.left)
-	}
-	if work, _ := filepath.Glob(filepath.Join(tmp, "pallet-build-*")); len(work) > 0 {
-		t.Errorf("the build's work directory is left: %v", work)
-	}
+	workDirsGoBesideTheBuild(t, tmp, dir, "the local artifacts' work directories are still there")
 }
 
 // The go env answers a build asked in its work directory go with it: a
