@@ -633,11 +633,20 @@ func (l *testLayout) configImage(cf v1.ConfigFile) v1.Descriptor {
 	if err != nil {
 		l.t.Fatal(err)
 	}
-	m, err := json.Marshal(v1.Manifest{SchemaVersion: 2, MediaType: types.OCIManifestSchema1, Config: l.blob(cfg, types.OCIConfigJSON), Layers: []v1.Descriptor{}})
+	d, _ := l.rawConfigImage(cfg)
+	return d
+}
+
+// rawConfigImage is the manifest of an image of no layers whose config
+// is raw, whatever it holds, and the config's descriptor.
+func (l *testLayout) rawConfigImage(raw []byte) (manifest, config v1.Descriptor) {
+	l.t.Helper()
+	config = l.blob(raw, types.OCIConfigJSON)
+	m, err := json.Marshal(v1.Manifest{SchemaVersion: 2, MediaType: types.OCIManifestSchema1, Config: config, Layers: []v1.Descriptor{}})
 	if err != nil {
 		l.t.Fatal(err)
 	}
-	return l.blob(m, types.OCIManifestSchema1)
+	return l.blob(m, types.OCIManifestSchema1), config
 }
 
 // A layout with nothing for the platform asked says what it holds: an
@@ -692,15 +701,10 @@ func TestLayoutBaseSaysWhatItHolds(t *testing.T) {
 // decoder's alone ("config: invalid character 'h' in literal true").
 func TestLayoutBaseConfigNotJSON(t *testing.T) {
 	l := newTestLayout(t)
-	cfg := l.blob([]byte("this is not json"), types.OCIConfigJSON)
-	m, err := json.Marshal(v1.Manifest{SchemaVersion: 2, MediaType: types.OCIManifestSchema1, Config: cfg, Layers: []v1.Descriptor{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := l.blob(m, types.OCIManifestSchema1)
+	d, cfg := l.rawConfigImage([]byte("this is not json"))
 	d.Platform = &v1.Platform{OS: "linux", Architecture: "amd64"}
 	l.root(d)
-	_, err = l.base(linuxAMD64)
+	_, err := l.base(linuxAMD64)
 	wantErr(t, err, "config "+cfg.Digest.String()+": invalid character")
 }
 
@@ -714,14 +718,9 @@ func TestLayoutBaseConfigGrowsPastTheBound(t *testing.T) {
 	if len(raw) > DefaultMaxManifestSize {
 		t.Fatalf("the config is %d bytes, over the bound it must pass when read", len(raw))
 	}
-	cfg := l.blob(raw, types.OCIConfigJSON)
-	m, err := json.Marshal(v1.Manifest{SchemaVersion: 2, MediaType: types.OCIManifestSchema1, Config: cfg, Layers: []v1.Descriptor{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := l.blob(m, types.OCIManifestSchema1)
+	d, cfg := l.rawConfigImage(raw)
 	d.Platform = &v1.Platform{OS: "linux", Architecture: "amd64"}
 	l.root(d)
-	_, err = l.base(linuxAMD64)
+	_, err := l.base(linuxAMD64)
 	wantErr(t, err, "config "+cfg.Digest.String(), fmt.Sprintf("(%d of its %d history entries have no date", entries, entries), fmt.Sprintf("over the %d", DefaultMaxManifestSize))
 }
