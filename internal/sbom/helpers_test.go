@@ -164,3 +164,19 @@ func writeFile(t *testing.T, path, data string) {
 		t.Fatal(err)
 	}
 }
+
+// spdxStatement is sampleInput, its SPDX document and the statement
+// wrapping that document.
+func spdxStatement(t *testing.T) (in Input, spdx, statement []byte) {
+	t.Helper()
+	in = sampleInput()
+	spdx, err := SPDX(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	statement, err = Statement(in, PredicateSPDX, spdx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in, spdx, statement
+}

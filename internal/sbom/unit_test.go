@@ -224,15 +224,7 @@ func TestLocations(t *testing.T) {
 
 // Statement wraps an SBOM as attestation layers carry it, about the image.
 func TestStatement(t *testing.T) {
-	in := sampleInput()
-	spdx, err := SPDX(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := Statement(in, PredicateSPDX, spdx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	in, spdx, st := spdxStatement(t)
 	v := decode(t, st)
 	if v["_type"] != StatementType || v["predicateType"] != PredicateSPDX {
 		t.Errorf("statement %v %v", v["_type"], v["predicateType"])
@@ -252,15 +244,7 @@ func TestStatement(t *testing.T) {
 // PredicateAbout reads back what Statement wrote, and only about the
 // subject and of the predicate type asked for.
 func TestPredicateAbout(t *testing.T) {
-	in := sampleInput()
-	spdx, err := SPDX(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := Statement(in, PredicateSPDX, spdx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	in, spdx, st := spdxStatement(t)
 	hex := strings.TrimPrefix(in.Digest, "sha256:")
 	got, err := PredicateAbout(st, "sha256", hex, PredicateSPDX)
 	if err != nil {
