@@ -1,14 +1,15 @@
 package cache
 
 import (
-	"bufio"
+	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	palletfixture "github.com/pallet-dev/pallet/internal/fixture"
 )
 
 // TestTempDirProcess is a build that is killed while it writes an entry:
@@ -30,7 +31,7 @@ func TestTempDirProcess(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(tmp, "layer.tmp"), []byte("half a layer"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	os.Stdout.WriteString(tmp + "\n")
+	fmt.Println("made", tmp)
 	time.Sleep(time.Minute)
 }
 
@@ -42,29 +43,12 @@ func TestKilledBuildsTempDirIsSwept(t *testing.T) {
 		t.Skip("kills a process with SIGKILL")
 	}
 	dir := filepath.Join(t.TempDir(), "cache")
-	start := func() (*exec.Cmd, string) {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestTempDirProcess$")
-		cmd.Env = append(os.Environ(), "PALLET_TEST_CACHE_TEMPDIR="+dir)
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-		line, err := bufio.NewReader(out).ReadString('\n')
-		if err != nil {
-			t.Fatalf("the build never made its temporary directory: %v", err)
-		}
-		return cmd, line[:len(line)-1]
-	}
-	killed, gone := start()
+	killed, gone := palletfixture.StartTest(t, "TestTempDirProcess", "made", "PALLET_TEST_CACHE_TEMPDIR="+dir)
 	if err := killed.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	killed.Wait()
-	_, running := start()
+	_, running := palletfixture.StartTest(t, "TestTempDirProcess", "made", "PALLET_TEST_CACHE_TEMPDIR="+dir)
 	if _, err := Open(dir); err != nil {
 		t.Fatal(err)
 	}

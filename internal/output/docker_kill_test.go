@@ -78,7 +78,7 @@ func TestKilledArchiveWriteIsSwept(t *testing.T) {
 	}
 	dir := t.TempDir()
 	file := filepath.Join(dir, "app.tar")
-	cmd := fixture.StartTest(t, "TestDockerArchiveProcess", "stalled", "PALLET_TEST_ARCHIVE="+file)
+	cmd, _ := fixture.StartTest(t, "TestDockerArchiveProcess", "stalled", "PALLET_TEST_ARCHIVE="+file)
 	cmd.Process.Kill()
 	cmd.Wait()
 	left := func() []string {

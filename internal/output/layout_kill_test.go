@@ -86,7 +86,7 @@ func TestKilledUpdateLeavesNoStrays(t *testing.T) {
 			}
 			write()
 
-			cmd := fixture.StartTest(t, "TestLayoutUpdateProcess", "stopped", "PALLET_TEST_LAYOUT_DIR="+dir, "PALLET_TEST_LAYOUT_STOP="+stop)
+			cmd, _ := fixture.StartTest(t, "TestLayoutUpdateProcess", "stopped", "PALLET_TEST_LAYOUT_DIR="+dir, "PALLET_TEST_LAYOUT_STOP="+stop)
 			cmd.Process.Kill()
 			cmd.Wait()
 

@@ -37,7 +37,7 @@ func TestKilledStagedRecordIsSwept(t *testing.T) {
 	}
 	dir := t.TempDir()
 	path := filepath.Join(dir, "app.tar.record.json")
-	cmd := fixture.StartTest(t, "TestStageProcess", "staged", "PALLET_TEST_RECORD="+path)
+	cmd, _ := fixture.StartTest(t, "TestStageProcess", "staged", "PALLET_TEST_RECORD="+path)
 	staged := func() []string {
 		var names []string
 		ents, _ := os.ReadDir(dir)

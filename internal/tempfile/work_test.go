@@ -1,15 +1,15 @@
 package tempfile
 
 import (
-	"bufio"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pallet-dev/pallet/internal/fixture"
 )
 
 func TestNewWorkDir(t *testing.T) {
@@ -57,10 +57,10 @@ func TestHoldWorkDir(t *testing.T) {
 	}
 	w, err := NewWorkDir(parent)
 	if err != nil {
-		fmt.Println("error", err)
+		fmt.Fprintln(os.Stderr, "error", err)
 		os.Exit(1)
 	}
-	fmt.Println(w.Path)
+	fmt.Println("made", w.Path)
 	time.Sleep(time.Minute)
 	os.Exit(0)
 }
@@ -69,23 +69,9 @@ func TestHoldWorkDir(t *testing.T) {
 // files look; once that process is killed, the dir goes.
 func TestSweepSparesLiveBuilds(t *testing.T) {
 	parent := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHoldWorkDir$")
-	cmd.Env = append(os.Environ(), "PALLET_TEST_HOLD_WORKDIR="+parent)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := strings.TrimSpace(line)
+	cmd, dir := fixture.StartTest(t, "TestHoldWorkDir", "made", "PALLET_TEST_HOLD_WORKDIR="+parent)
 	if !strings.HasPrefix(dir, parent) {
-		t.Fatalf("child: %s", line)
+		t.Fatalf("child: made %s", dir)
 	}
 	age(t, dir, 48*time.Hour)
 	removed, err := SweepWorkDirs(parent)
