@@ -2,6 +2,7 @@ package main
 
 import (
 	"archive/tar"
+	"archive/zip"
 	"bytes"
 	"debug/buildinfo"
 	"debug/elf"
@@ -476,6 +477,62 @@ func TestOfflineWithPinnedToolchain(t *testing.T) {
 		if a.Mode == "source" && a.GoVersion != "go1.25.5" {
 			t.Errorf("%s built offline with %s", a.Name, a.GoVersion)
 		}
+	}
+
+	// The go command checks the toolchain it switches to by nothing when
+	// its proxy is one file:// and GOSUMDB=off, as offline: pallet does,
+	// by the checksum database's record fetch kept in the mirror. A
+	// toolchain zip whose go is another, still a valid zip, is refused
+	// before anything of it runs.
+	zipFile := filepath.Join(mirror, "gomod", "cache", "download", "golang.org", "toolchain", "@v", "v0.0.1-go1.25.5.linux-amd64.zip")
+	ran := filepath.Join(t.TempDir(), "ran")
+	replaceZipEntry(t, zipFile, "golang.org/toolchain@v0.0.1-go1.25.5.linux-amd64/bin/go", "#!/bin/sh\necho >"+ran+"\nexit 1\n")
+	t.Setenv("GOMODCACHE", t.TempDir())
+	_, err := pallet(t, append(e.args(filepath.Join(t.TempDir(), "out")), append([]string{"--no-cache", "--offline", "--mirror", mirror, "--mode", "runc=release"}, pin...)...)...)
+	if _, statErr := os.Stat(ran); statErr == nil {
+		t.Errorf("the offline build ran the go of a toolchain zip replaced in the mirror (%v)", err)
+	}
+	if err == nil || !strings.Contains(err.Error(), zipFile+" has h1:") || !strings.Contains(err.Error(), "the checksum database says h1:") {
+		t.Errorf("a toolchain zip replaced in the mirror: want a refusal naming %s and both hashes, got %v", zipFile, err)
+	}
+}
+
+// replaceZipEntry rewrites the zip file with the entry name's content
+// replaced, keeping every other entry as it was.
+func replaceZipEntry(t *testing.T, file, name, content string) {
+	t.Helper()
+	r, err := zip.OpenReader(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var buf bytes.Buffer
+	w := zip.NewWriter(&buf)
+	found := false
+	for _, f := range r.File {
+		if f.Name != name {
+			if err := w.Copy(f); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		found = true
+		fw, err := w.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Deflate})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.WriteString(fw, content); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !found {
+		t.Fatalf("%s holds no %s", file, name)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -243,6 +243,9 @@ func (f *Fetcher) runGo(ctx context.Context, r *Request, g *Go, run goRun) (*Res
 		}
 		env = append(env, "GOTMPDIR="+tmp)
 	}
+	if err := VerifyGoToolchain(ctx, env); err != nil {
+		return nil, err
+	}
 	cmd := Command(ctx, "go", args...)
 	cmd.Dir = dir
 	cmd.Env = env
@@ -561,6 +564,10 @@ func ToolchainAnswersHeld() int {
 // names (go env NAME...), one each, in their order: what the go command
 // would use there, a toolchain GOTOOLCHAIN or go.mod selects included.
 func AskGoEnv(ctx context.Context, dir string, env []string, names ...string) ([]string, error) {
+	// go env runs the toolchain it switches to.
+	if err := VerifyGoToolchain(ctx, env); err != nil {
+		return nil, err
+	}
 	cmd := Command(ctx, "go", append([]string{"env"}, names...)...)
 	cmd.Dir = dir
 	cmd.Env = env

@@ -270,7 +270,27 @@ func TestGoModulePinnedToolchainOffline(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// And the checksum database's record of it, and the tiles that prove
+	// it, which the go command cached where it verified it, as in a
+	// fetched mirror: offline builds verify the toolchain by them.
+	hostDB := filepath.Join(strings.TrimSpace(string(out)), "cache", "download", "sumdb", "sum.golang.org")
+	mirrorDB := filepath.Join(artifact.ModuleCache(mirror), "cache", "download", "sumdb", "sum.golang.org")
+	lookup := filepath.Join("lookup", "golang.org", "toolchain@"+name)
+	data, err := os.ReadFile(filepath.Join(hostDB, lookup))
+	if err != nil {
+		t.Skipf("the host's module cache holds no checksum database record of toolchain go%s: %v", pinned, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(filepath.Join(mirrorDB, lookup)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(mirrorDB, lookup), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.CopyFS(filepath.Join(mirrorDB, "tile"), os.DirFS(filepath.Join(hostDB, "tile"))); err != nil {
+		t.Fatal(err)
+	}
 	t.Setenv("GOMODCACHE", t.TempDir())
+	t.Setenv("GOSUMDB", "sum.golang.org")
 	f := fetcher(t)
 	f.Offline = true
 	f.Mirror = mirror

@@ -132,9 +132,13 @@ func (c *collector) runDownload(ctx context.Context, refs []modRef) (map[string]
 	// Stopped with its children when the build is cancelled, killed
 	// when pallet is: a go mod download left behind would hold the
 	// module cache's locks while the next build runs.
+	env := c.goEnv()
+	if err := artifact.VerifyGoToolchain(ctx, env); err != nil {
+		return nil, err
+	}
 	cmd := artifact.Command(ctx, "go", args...)
 	cmd.Dir = dir
-	cmd.Env = c.goEnv()
+	cmd.Env = env
 	stdout := &capped{max: maxGoOutput}
 	stderr := &capped{max: 64 << 10}
 	cmd.Stdout, cmd.Stderr = stdout, stderr

@@ -1,0 +1,410 @@
+package artifact
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+
+	"golang.org/x/mod/module"
+	"golang.org/x/mod/sumdb"
+	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/pallet-dev/pallet/internal/bounded"
+	"github.com/pallet-dev/pallet/internal/modhash"
+)
+
+// A Go toolchain the go command switches to (GOTOOLCHAIN=goX.Y.Z) is
+// itself a module, golang.org/toolchain, and the go command checks it
+// against the checksum database even with GOSUMDB=off, except when
+// GOPROXY is a single file:// proxy (cmd/go's useSumDB): exactly how an
+// offline build runs it, with the mirror's module cache (or the host's)
+// as its proxy and GOSUMDB=off. Nothing would then check the compiler of
+// every binary the build ships. VerifyGoToolchain checks it instead, from
+// the checksum database's record and tiles the go command cached in that
+// proxy when it downloaded the toolchain online (pallet fetch's, or an
+// earlier build's), before any go command of the build runs.
+
+// knownSumDBKey is the verifier key of sum.golang.org, which the go command
+// knows by name (cmd/go/internal/modfetch/key.go).
+const knownSumDBKey = "sum.golang.org+033de0ae+Ac4zctda0e5eza+HJyk9SxEdh+s3Ux18htTTAD8OuAn8"
+
+// maxToolchainZip bounds the toolchain zip copied and hashed (Go 1.25.5
+// for linux/amd64: 64 MB).
+const maxToolchainZip = 1 << 30
+
+// maxSumDBFile bounds a cached lookup or tile: a tile is 256 hashes of 32
+// bytes, a lookup a record and a signed tree head.
+const maxSumDBFile = 64 << 10
+
+// toolchainModule is the module the go command downloads to switch to
+// release goVersion ("go1.25.5") on this host.
+func toolchainModule(goVersion string) module.Version {
+	return module.Version{Path: "golang.org/toolchain", Version: "v0.0.1-" + goVersion + "." + runtime.GOOS + "-" + runtime.GOARCH}
+}
+
+// toolchainVerified memoizes VerifyGoToolchain by what it checked: a
+// toolchain, once unpacked in a module cache from proven bytes (or found
+// there and proven), is what every later go command of the process runs.
+var toolchainVerified sync.Map // toolchainCheck -> *toolchainOnce
+
+type toolchainCheck struct{ version, proxy, modcache, sumdb string }
+
+type toolchainOnce struct {
+	mu   sync.Mutex
+	done bool
+}
+
+// VerifyGoToolchain proves, before a go command runs with env, the
+// toolchain it would switch to where the go command itself would not
+// check it: GOTOOLCHAIN names a release other than the go command's own,
+// GOPROXY is a single file:// proxy and GOSUMDB is off (an offline build).
+// The record of that toolchain in the checksum database the user's
+// GOSUMDB names (sum.golang.org by default) is read from the proxy's
+// cached lookup and tiles and verified with the database's key; the
+// toolchain already unpacked in the build's module cache must hash as the
+// record says, or else the proxy's zip and go.mod, copied, must, and the
+// go command unpacks those copies into the module cache before the build
+// runs, so that it never reads the proxy's own. Anything else passes:
+// the go command checks the toolchain itself.
+func VerifyGoToolchain(ctx context.Context, env []string) error {
+	want, _, _ := strings.Cut(envValue(env, "GOTOOLCHAIN"), "+")
+	proxy := envValue(env, "GOPROXY")
+	if !strings.HasPrefix(want, "go1") || envValue(env, "GOSUMDB") != "off" ||
+		!strings.HasPrefix(proxy, "file://") || strings.ContainsAny(proxy, ",|") {
+		return nil
+	}
+	local := append(append([]string(nil), env...), "GOTOOLCHAIN=local")
+	v, err := AskToolchainEnv(ctx, "", local, "GOVERSION", "GOMODCACHE")
+	if err != nil {
+		return err
+	}
+	if v[0] == want {
+		return nil // no switch: the go command on PATH runs
+	}
+	db := userSumDB()
+	key := toolchainCheck{version: want, proxy: filepath.FromSlash(strings.TrimPrefix(proxy, "file://")), modcache: v[1], sumdb: db}
+	o, _ := toolchainVerified.LoadOrStore(key, &toolchainOnce{})
+	once := o.(*toolchainOnce)
+	once.mu.Lock()
+	defer once.mu.Unlock()
+	if once.done {
+		return nil
+	}
+	if err := verifyToolchain(ctx, local, key); err != nil {
+		return err
+	}
+	once.done = true
+	return nil
+}
+
+// envValue is the last value of k in env, as exec gives the child.
+func envValue(env []string, k string) string {
+	var v string
+	for _, kv := range env {
+		if val, ok := strings.CutPrefix(kv, k+"="); ok {
+			v = val
+		}
+	}
+	return v
+}
+
+// userSumDB is the checksum database the user's go command uses: GOSUMDB
+// from the environment or go env -w, not the build's (offline, off).
+func userSumDB() string {
+	if v := os.Getenv("GOSUMDB"); v != "" {
+		return v
+	}
+	if v := goEnvFile()["GOSUMDB"]; v != "" {
+		return v
+	}
+	return "sum.golang.org"
+}
+
+// sumDBVerifier reads GOSUMDB as the go command does ("name", "key",
+// "key url"): the verifier of its signed tree heads.
+func sumDBVerifier(gosumdb string) (note.Verifier, string, error) {
+	if gosumdb == "off" {
+		return nil, "", errors.New("GOSUMDB=off: the pinned toolchain cannot be verified offline; set GOSUMDB (sum.golang.org by default) to the checksum database pallet fetch checked it against")
+	}
+	if gosumdb == "sum.golang.google.cn" {
+		gosumdb = "sum.golang.org"
+	}
+	f := strings.Fields(gosumdb)
+	if len(f) == 0 || len(f) > 2 {
+		return nil, "", fmt.Errorf("invalid GOSUMDB %q", gosumdb)
+	}
+	k := f[0]
+	if k == "sum.golang.org" {
+		k = knownSumDBKey
+	}
+	v, err := note.NewVerifier(k)
+	if err != nil {
+		return nil, "", fmt.Errorf("invalid GOSUMDB %q: %w", gosumdb, err)
+	}
+	return v, k, nil
+}
+
+// verifyToolchain does VerifyGoToolchain's check of c; env is the build's,
+// with GOTOOLCHAIN=local.
+func verifyToolchain(ctx context.Context, env []string, c toolchainCheck) error {
+	m := toolchainModule(c.version)
+	zipSum, modSum, err := toolchainRecord(c.proxy, c.sumdb, m)
+	if err != nil {
+		return err
+	}
+	download, unpacked, err := ModuleCachePaths(c.modcache, m)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(download + ".partial"); err != nil {
+		if info, err := os.Stat(unpacked); err == nil && info.IsDir() {
+			got, err := modhash.Dir(unpacked, m.String())
+			if err != nil {
+				return fmt.Errorf("toolchain %s: hashing %s: %w", m, unpacked, err)
+			}
+			if got != zipSum {
+				return fmt.Errorf("toolchain %s: %s has %s, the checksum database says %s: remove it from the module cache", m, unpacked, got, zipSum)
+			}
+			return nil
+		}
+	}
+	tmp, err := os.MkdirTemp("", "pallet-toolchain-*")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	served, err := proxyPath(c.proxy, m)
+	if err != nil {
+		return err
+	}
+	copied, err := proxyPath(filepath.Join(tmp, "proxy"), m)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(copied), 0o755); err != nil {
+		return err
+	}
+	// The copies are hashed, not the proxy's files: they are what the go
+	// command then reads.
+	if err := copyBounded(served+".zip", copied+".zip", maxToolchainZip); err != nil {
+		return fmt.Errorf("toolchain %s: %w", m, err)
+	}
+	got, err := modhash.Zip(copied + ".zip")
+	if err != nil {
+		return fmt.Errorf("toolchain %s: hashing %s: %w", m, served+".zip", err)
+	}
+	if got != zipSum {
+		return fmt.Errorf("toolchain %s: %s has %s, the checksum database says %s", m, served+".zip", got, zipSum)
+	}
+	// The go command switching toolchains reads the zip alone, and a
+	// mirror holds no .mod for it: go mod download below reads one, the
+	// module line the record's go.mod hash is of.
+	modFile := served + ".mod"
+	if err := copyBounded(modFile, copied+".mod", MaxGoMod); errors.Is(err, fs.ErrNotExist) {
+		modFile = "the go.mod a module proxy serves for it"
+		if err := os.WriteFile(copied+".mod", fmt.Appendf(nil, "module %s\n", m.Path), 0o644); err != nil {
+			return err
+		}
+	} else if err != nil {
+		return fmt.Errorf("toolchain %s: %w", m, err)
+	}
+	got, err = modhash.Hash1([]string{"go.mod"}, func(string) (io.ReadCloser, error) { return os.Open(copied + ".mod") })
+	if err != nil {
+		return err
+	}
+	if got != modSum {
+		return fmt.Errorf("toolchain %s: %s has %s, the checksum database says %s", m, modFile, got, modSum)
+	}
+	if err := os.WriteFile(copied+".info", fmt.Appendf(nil, "{\"Version\":%q}\n", m.Version), 0o644); err != nil {
+		return err
+	}
+	work := filepath.Join(tmp, "work")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		return err
+	}
+	// GOTOOLCHAIN=local: go mod download of a toolchain unpacks it, runs
+	// nothing of it.
+	cmd := Command(ctx, "go", "mod", "download", m.String())
+	cmd.Dir = work
+	cmd.Env = append(env, "GOTOOLCHAIN=local", "GOPROXY=file://"+filepath.ToSlash(filepath.Join(tmp, "proxy")), "GOSUMDB=off", "GOMODCACHE="+c.modcache, "GOWORK=off")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("toolchain %s: unpacking it into %s: go mod download: %w\n%s", m, c.modcache, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// copyBounded copies the regular file src to dst, at most limit bytes.
+func copyBounded(src, dst string, limit int64) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	if info, err := in.Stat(); err != nil {
+		return err
+	} else if !info.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", src)
+	} else if info.Size() > limit {
+		return fmt.Errorf("%s is %d bytes, over the %d a toolchain's may be", src, info.Size(), limit)
+	}
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, io.LimitReader(in, limit+1)); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// toolchainRecord reads m's go.sum lines from the checksum database gosumdb
+// names, as the go command cached them in the file proxy dir (its
+// sumdb/<name>/lookup and tile files), verified by the database's key and
+// its tree: the h1: hashes of m's zip and of its go.mod.
+func toolchainRecord(dir, gosumdb string, m module.Version) (zipSum, modSum string, err error) {
+	verifier, key, err := sumDBVerifier(gosumdb)
+	if err != nil {
+		return "", "", fmt.Errorf("toolchain %s: %w", m, err)
+	}
+	ops := &cachedSumDB{dir: filepath.Join(dir, "sumdb", filepath.FromSlash(verifier.Name())), key: key, config: map[string][]byte{}}
+	ep, ev, err := escaped(m)
+	if err != nil {
+		return "", "", err
+	}
+	lookup := filepath.Join(ops.dir, "lookup", filepath.FromSlash(ep)+"@"+ev)
+	if _, err := os.Stat(lookup); err != nil {
+		return "", "", fmt.Errorf("toolchain %s: no record of it from checksum database %s to verify it by offline (%w): fetch the mirror again with this pallet (pallet fetch), or, without a mirror, build once online", m, verifier.Name(), err)
+	}
+	client := sumdb.NewClient(ops)
+	// One record holds both hashes; Lookup gives the go.mod's only when
+	// asked for version/go.mod.
+	var lines []string
+	for _, v := range []string{m.Version, m.Version + "/go.mod"} {
+		l, err := client.Lookup(m.Path, v)
+		if msg := ops.securityError(); msg != "" {
+			return "", "", fmt.Errorf("toolchain %s: checksum database %s's data in %s: %s", m, verifier.Name(), dir, msg)
+		}
+		if err != nil {
+			return "", "", fmt.Errorf("toolchain %s: verifying it by checksum database %s's data in %s (fetch the mirror again with this pallet if it lacks some): %w", m, verifier.Name(), dir, err)
+		}
+		lines = append(lines, l...)
+	}
+	for _, l := range lines {
+		f := strings.Fields(l)
+		if len(f) != 3 || f[0] != m.Path {
+			continue
+		}
+		switch f[1] {
+		case m.Version:
+			zipSum = f[2]
+		case m.Version + "/go.mod":
+			modSum = f[2]
+		}
+	}
+	if zipSum == "" || modSum == "" {
+		return "", "", fmt.Errorf("toolchain %s: %s, checksum database %s's record for it, does not hold its hashes", m, lookup, verifier.Name())
+	}
+	return zipSum, modSum, nil
+}
+
+// cachedSumDB serves a sumdb.Client from what the go command cached of one
+// checksum database in a module cache's cache/download/sumdb/<name>, and
+// nothing else: no network, no configuration but the key, and a tree no
+// newer than the lookup's. What it serves is checked by the client (the
+// note's signature, the record's and tiles' hashes up to its tree).
+type cachedSumDB struct {
+	dir, key string
+	mu       sync.Mutex // the client reads tiles in parallel
+	config   map[string][]byte
+	security string
+}
+
+func (c *cachedSumDB) securityError() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.security
+}
+
+func (c *cachedSumDB) ReadRemote(p string) ([]byte, error) {
+	p = strings.TrimPrefix(p, "/")
+	if strings.HasPrefix(p, "tile/") {
+		return c.readTile(p)
+	}
+	return c.read(p)
+}
+
+func (c *cachedSumDB) read(p string) ([]byte, error) {
+	if !fs.ValidPath(p) {
+		return nil, fmt.Errorf("invalid checksum database path %q", p)
+	}
+	return bounded.ReadFile(filepath.Join(c.dir, filepath.FromSlash(p)), maxSumDBFile)
+}
+
+// readTile serves tile p, or, when the go command cached a wider copy of
+// it (a tree it verified later than the lookup's), that copy's prefix:
+// a tile's hashes stay as they are as the tree grows.
+func (c *cachedSumDB) readTile(p string) ([]byte, error) {
+	data, err := c.read(p)
+	if err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return data, err
+	}
+	t, err := tlog.ParseTilePath(p)
+	if err != nil {
+		return nil, err
+	}
+	full := t
+	full.W = 1 << uint(t.H)
+	if data, err := c.read(full.Path()); err == nil && len(data) >= t.W*tlog.HashSize {
+		return data[:t.W*tlog.HashSize], nil
+	}
+	dir := path.Dir(p) // <n>.p
+	entries, _ := os.ReadDir(filepath.Join(c.dir, filepath.FromSlash(dir)))
+	for _, e := range entries {
+		w, err := tlog.ParseTilePath(dir + "/" + e.Name())
+		if err != nil || w.W < t.W {
+			continue
+		}
+		if data, err := c.read(dir + "/" + e.Name()); err == nil && len(data) >= t.W*tlog.HashSize {
+			return data[:t.W*tlog.HashSize], nil
+		}
+	}
+	return nil, fmt.Errorf("tile %s: %w", p, fs.ErrNotExist)
+}
+
+func (c *cachedSumDB) ReadConfig(file string) ([]byte, error) {
+	if file == "key" {
+		return []byte(c.key), nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.config[file], nil
+}
+
+func (c *cachedSumDB) WriteConfig(file string, old, new []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if string(c.config[file]) != string(old) {
+		return sumdb.ErrWriteConflict
+	}
+	c.config[file] = new
+	return nil
+}
+
+func (c *cachedSumDB) ReadCache(string) ([]byte, error) { return nil, fs.ErrNotExist }
+func (c *cachedSumDB) WriteCache(string, []byte)        {}
+func (c *cachedSumDB) Log(string)                       {}
+func (c *cachedSumDB) SecurityError(msg string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.security = msg
+}

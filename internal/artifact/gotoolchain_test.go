@@ -1,0 +1,313 @@
+package artifact_test
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"golang.org/x/mod/sumdb"
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/pallet-dev/pallet/internal/artifact"
+	"github.com/pallet-dev/pallet/internal/modhash"
+)
+
+// toolchainProxy is a module cache's file proxy as the go command leaves
+// it after switching to toolchains online: their zips, and the checksum
+// database's records and tiles it verified them by.
+type toolchainProxy struct {
+	dir    string // the proxy: <GOMODCACHE>/cache/download
+	vkey   string // the checksum database's verifier key (GOSUMDB)
+	name   string // its name
+	zips   map[string][]byte
+	server *sumdb.Server
+}
+
+func toolchainVersion(goVersion string) string {
+	return "v0.0.1-" + goVersion + "." + runtime.GOOS + "-" + runtime.GOARCH
+}
+
+// newToolchainProxy serves toolchain zips of the releases goVersions, each
+// with a go that says which it is, from a checksum database of its own.
+func newToolchainProxy(t *testing.T, goVersions ...string) *toolchainProxy {
+	t.Helper()
+	skey, vkey, err := note.GenerateKey(rand.Reader, "sum.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &toolchainProxy{dir: filepath.Join(t.TempDir(), "cache", "download"), vkey: vkey, name: "sum.test", zips: map[string][]byte{}}
+	for _, gv := range goVersions {
+		p.zips[toolchainVersion(gv)] = toolchainZip(t, gv, "#!/bin/sh\necho "+gv+"\n")
+	}
+	gosum := func(path, vers string) ([]byte, error) {
+		data, ok := p.zips[vers]
+		if path != "golang.org/toolchain" || !ok {
+			return nil, fmt.Errorf("no %s@%s", path, vers)
+		}
+		f := filepath.Join(t.TempDir(), "z.zip")
+		if err := os.WriteFile(f, data, 0o644); err != nil {
+			return nil, err
+		}
+		h, err := modhash.Zip(f)
+		if err != nil {
+			return nil, err
+		}
+		mod, err := modhash.Hash1([]string{"go.mod"}, func(string) (io.ReadCloser, error) {
+			return io.NopCloser(strings.NewReader("module golang.org/toolchain\n")), nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		return fmt.Appendf(nil, "%s %s %s\n%s %s/go.mod %s\n", path, vers, h, path, vers, mod), nil
+	}
+	p.server = sumdb.NewServer(sumdb.NewTestServer(skey, gosum))
+	return p
+}
+
+// fetch puts the toolchain of goVersion in the proxy as the go command
+// does when it switches to it online: the zip alone, and what it read of
+// the checksum database to verify it.
+func (p *toolchainProxy) fetch(t *testing.T, goVersion string) {
+	t.Helper()
+	v := toolchainVersion(goVersion)
+	at := filepath.Join(p.dir, "golang.org", "toolchain", "@v")
+	if err := os.MkdirAll(at, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(at, v+".zip"), p.zips[v], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := sumdb.NewClient(&goCacheOps{p: p, t: t, config: map[string][]byte{}})
+	if _, err := c.Lookup("golang.org/toolchain", v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// goCacheOps is a sumdb client's view as the go command's: the server,
+// and its cache written to <GOMODCACHE>/cache/download/sumdb.
+type goCacheOps struct {
+	p      *toolchainProxy
+	t      *testing.T
+	config map[string][]byte
+}
+
+func (o *goCacheOps) ReadRemote(path string) ([]byte, error) {
+	rec := httptest.NewRecorder()
+	o.p.server.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+	if rec.Code != 200 {
+		return nil, fmt.Errorf("%s: %d %s", path, rec.Code, rec.Body)
+	}
+	return rec.Body.Bytes(), nil
+}
+
+func (o *goCacheOps) ReadConfig(file string) ([]byte, error) {
+	if file == "key" {
+		return []byte(o.p.vkey), nil
+	}
+	return o.config[file], nil
+}
+
+func (o *goCacheOps) WriteConfig(file string, old, new []byte) error {
+	o.config[file] = new
+	return nil
+}
+
+func (o *goCacheOps) ReadCache(file string) ([]byte, error) {
+	return os.ReadFile(filepath.Join(o.p.dir, "sumdb", file))
+}
+
+func (o *goCacheOps) WriteCache(file string, data []byte) {
+	f := filepath.Join(o.p.dir, "sumdb", file)
+	if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+		o.t.Error(err)
+	}
+	if err := os.WriteFile(f, data, 0o644); err != nil {
+		o.t.Error(err)
+	}
+}
+
+func (o *goCacheOps) Log(string)             {}
+func (o *goCacheOps) SecurityError(m string) { o.t.Error(m) }
+
+// toolchainZip is a toolchain module zip whose bin/go is script.
+func toolchainZip(t *testing.T, goVersion, script string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w := zip.NewWriter(&buf)
+	prefix := "golang.org/toolchain@" + toolchainVersion(goVersion) + "/"
+	for name, data := range map[string]string{"bin/go": script, "VERSION": goVersion + "\n"} {
+		f, err := w.Create(prefix + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(f, data)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// offlineEnv is the environment of an offline build of a module pinned to
+// goVersion, its toolchain served by proxy, into the module cache modcache.
+func offlineEnv(goVersion, proxy, modcache string) []string {
+	return append(os.Environ(), "GOTOOLCHAIN="+goVersion, "GOPROXY=file://"+filepath.ToSlash(proxy), "GOSUMDB=off", "GOMODCACHE="+modcache, "GOFLAGS=-modcacherw")
+}
+
+// An offline build's pinned toolchain is verified from the checksum
+// database's data in the proxy it comes from before any go command runs
+// with it, and unpacked into the module cache from the bytes verified.
+func TestVerifyGoToolchain(t *testing.T) {
+	if _, err := os.Stat("/bin/sh"); err != nil {
+		t.Skip("no /bin/sh")
+	}
+	const gv = "go1.99.1"
+	v := toolchainVersion(gv)
+	zipOf := func(p *toolchainProxy) string {
+		return filepath.Join(p.dir, "golang.org", "toolchain", "@v", v+".zip")
+	}
+	lookupOf := func(p *toolchainProxy, vers string) string {
+		return filepath.Join(p.dir, "sumdb", p.name, "lookup", "golang.org", "toolchain@"+vers)
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(t *testing.T, p *toolchainProxy)
+		want   []string // in the error; none: verified
+	}{
+		{name: "good"},
+		{
+			// The go command verified go1.99.1, then go1.99.0 against a
+			// larger tree, and cached only the tiles of that tree.
+			name: "tiles of a later tree",
+			change: func(t *testing.T, p *toolchainProxy) {
+				p.fetch(t, "go1.99.0")
+				tiles := filepath.Join(p.dir, "sumdb", p.name, "tile")
+				filepath.WalkDir(tiles, func(path string, d os.DirEntry, err error) error {
+					if err == nil && !d.IsDir() && filepath.Base(path) == "1" && strings.HasSuffix(filepath.Dir(path), ".p") {
+						os.Remove(path)
+					}
+					return nil
+				})
+			},
+		},
+		{
+			name: "zip replaced",
+			change: func(t *testing.T, p *toolchainProxy) {
+				if err := os.WriteFile(zipOf(p), toolchainZip(t, gv, "#!/bin/sh\necho evil\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			},
+			want: []string{"{zip} has h1:", "the checksum database says h1:"},
+		},
+		{
+			name: "lookup missing",
+			change: func(t *testing.T, p *toolchainProxy) {
+				if err := os.Remove(lookupOf(p, v)); err != nil {
+					t.Fatal(err)
+				}
+			},
+			want: []string{"golang.org/toolchain@" + v, "no record of it from checksum database sum.test", "fetch the mirror again"},
+		},
+		{
+			name: "lookup of another version",
+			change: func(t *testing.T, p *toolchainProxy) {
+				p.fetch(t, "go1.99.0")
+				data, err := os.ReadFile(lookupOf(p, toolchainVersion("go1.99.0")))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(lookupOf(p, v), data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			},
+			want: []string{"golang.org/toolchain@" + v, "does not hold its hashes"},
+		},
+		{
+			name: "another database",
+			change: func(t *testing.T, p *toolchainProxy) {
+				_, other, err := note.GenerateKey(rand.Reader, "sum.test")
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Setenv("GOSUMDB", other)
+			},
+			want: []string{"golang.org/toolchain@" + v, "verifying it by checksum database sum.test"},
+		},
+		{
+			name:   "GOSUMDB off",
+			change: func(t *testing.T, p *toolchainProxy) { t.Setenv("GOSUMDB", "off") },
+			want:   []string{"golang.org/toolchain@" + v, "GOSUMDB=off: the pinned toolchain cannot be verified offline"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newToolchainProxy(t, gv, "go1.99.0")
+			p.fetch(t, gv)
+			t.Setenv("GOSUMDB", p.vkey)
+			if tc.change != nil {
+				tc.change(t, p)
+			}
+			modcache := t.TempDir()
+			err := artifact.VerifyGoToolchain(context.Background(), offlineEnv(gv, p.dir, modcache))
+			unpacked := filepath.Join(modcache, "golang.org", "toolchain@"+v, "bin", "go")
+			if tc.want == nil {
+				if err != nil {
+					t.Fatal(err)
+				}
+				data, err := os.ReadFile(unpacked)
+				if err != nil || !strings.Contains(string(data), "echo "+gv) {
+					t.Errorf("the toolchain unpacked in the module cache: %q, %v", data, err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("verified; want an error saying %q", tc.want)
+			}
+			for _, w := range tc.want {
+				w = strings.ReplaceAll(w, "{zip}", zipOf(p))
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q\ndoes not say %q", err, w)
+				}
+			}
+			if _, err := os.Stat(unpacked); err == nil {
+				t.Errorf("refused, but unpacked into the module cache")
+			}
+		})
+	}
+}
+
+// A toolchain already unpacked in the build's module cache is what the go
+// command runs: it is the one proven, whatever the proxy holds.
+func TestVerifyGoToolchainUnpacked(t *testing.T) {
+	const gv = "go1.99.1"
+	v := toolchainVersion(gv)
+	p := newToolchainProxy(t, gv)
+	p.fetch(t, gv)
+	t.Setenv("GOSUMDB", p.vkey)
+	modcache := t.TempDir()
+	if err := artifact.VerifyGoToolchain(context.Background(), offlineEnv(gv, p.dir, modcache)); err != nil {
+		t.Fatal(err)
+	}
+	goBin := filepath.Join(modcache, "golang.org", "toolchain@"+v, "bin", "go")
+	if err := os.WriteFile(goBin, []byte("#!/bin/sh\necho evil\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Another proxy dir: a check not yet made in this process.
+	other := filepath.Join(t.TempDir(), "cache", "download")
+	if err := os.CopyFS(other, os.DirFS(p.dir)); err != nil {
+		t.Fatal(err)
+	}
+	err := artifact.VerifyGoToolchain(context.Background(), offlineEnv(gv, other, modcache))
+	dir := filepath.Dir(filepath.Dir(goBin))
+	if err == nil || !strings.Contains(err.Error(), dir+" has h1:") {
+		t.Errorf("a toolchain changed in the module cache: want a refusal naming %s, got %v", dir, err)
+	}
+}
