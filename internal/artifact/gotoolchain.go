@@ -133,7 +133,7 @@ func userSumDB() string {
 // "key url"): the verifier of its signed tree heads.
 func sumDBVerifier(gosumdb string) (note.Verifier, string, error) {
 	if gosumdb == "off" {
-		return nil, "", errors.New("GOSUMDB=off: the pinned toolchain cannot be verified offline; set GOSUMDB (sum.golang.org by default) to the checksum database pallet fetch checked it against")
+		return nil, "", errors.New("GOSUMDB=off: nothing can verify the pinned toolchain, which the go command takes unchecked from a single file:// GOPROXY; set GOSUMDB (sum.golang.org by default) to the checksum database that vouches for it")
 	}
 	if gosumdb == "sum.golang.google.cn" {
 		gosumdb = "sum.golang.org"

@@ -144,7 +144,9 @@ func toolchainZip(t *testing.T, goVersion, script string) []byte {
 	var buf bytes.Buffer
 	w := zip.NewWriter(&buf)
 	prefix := "golang.org/toolchain@" + toolchainVersion(goVersion) + "/"
-	for name, data := range map[string]string{"bin/go": script, "VERSION": goVersion + "\n"} {
+	// pkg/tool, lib and bin/gofmt: the go command switching to it makes
+	// their files executable, and fails without them.
+	for name, data := range map[string]string{"bin/go": script, "bin/gofmt": "#!/bin/sh\n", "VERSION": goVersion + "\n", "pkg/tool/README": "tools\n", "lib/README": "lib\n"} {
 		f, err := w.Create(prefix + name)
 		if err != nil {
 			t.Fatal(err)
@@ -245,7 +247,7 @@ func TestVerifyGoToolchain(t *testing.T) {
 		{
 			name:   "GOSUMDB off",
 			change: func(t *testing.T, p *toolchainProxy) { t.Setenv("GOSUMDB", "off") },
-			want:   []string{"golang.org/toolchain@" + v, "GOSUMDB=off: the pinned toolchain cannot be verified offline"},
+			want:   []string{"golang.org/toolchain@" + v, "GOSUMDB=off: nothing can verify the pinned toolchain"},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -309,5 +311,33 @@ func TestVerifyGoToolchainUnpacked(t *testing.T) {
 	dir := filepath.Dir(filepath.Dir(goBin))
 	if err == nil || !strings.Contains(err.Error(), dir+" has h1:") {
 		t.Errorf("a toolchain changed in the module cache: want a refusal naming %s, got %v", dir, err)
+	}
+}
+
+// pallet fetch with the user's GOPROXY a single file:// proxy and
+// GOSUMDB=off, where the go command checks no toolchain it switches to,
+// refuses a pinned one rather than run it unchecked.
+func TestMirrorUnverifiableToolchain(t *testing.T) {
+	const gv = "go1.99.1"
+	ran := filepath.Join(t.TempDir(), "ran")
+	p := newToolchainProxy(t)
+	p.zips[toolchainVersion(gv)] = toolchainZip(t, gv, "#!/bin/sh\necho >"+ran+"\n")
+	p.fetch(t, gv)
+	mod := t.TempDir()
+	for name, data := range map[string]string{"go.mod": "module example.com/x\n\ngo 1.22\n", "main.go": "package main\n\nfunc main() {}\n"} {
+		if err := os.WriteFile(filepath.Join(mod, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("GOPROXY", "file://"+filepath.ToSlash(p.dir))
+	t.Setenv("GOSUMDB", "off")
+	g := &artifact.Go{Module: mod, Packages: []string{"."}, Version: "1.99.1"}
+	req := &artifact.Request{Name: "x", Platform: hostPlatform(t), Kind: g}
+	err := g.Mirror(context.Background(), fetcher(t), req, t.TempDir())
+	if _, statErr := os.Stat(ran); statErr == nil {
+		t.Errorf("pallet fetch ran the go of a toolchain nothing checked (%v)", err)
+	}
+	if err == nil || !strings.Contains(err.Error(), "GOSUMDB=off: nothing can verify the pinned toolchain") {
+		t.Errorf("want a refusal saying GOSUMDB=off, got %v", err)
 	}
 }

@@ -62,6 +62,11 @@ func (f *Fetcher) mirrorGoModules(ctx context.Context, dir string, p platform.Pl
 	if err != nil {
 		return err
 	}
+	// A user's single file:// GOPROXY with GOSUMDB=off: the go command
+	// would run the pinned toolchain from there unchecked.
+	if err := VerifyGoToolchain(ctx, env); err != nil {
+		return err
+	}
 	// -json=Module after the recipe's flags, so that it chooses the
 	// output even when they hold go build's -json.
 	args := append(append([]string{"list", "-deps"}, g.buildFlags()...), "-json=Module")
