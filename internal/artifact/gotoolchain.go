@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 
@@ -165,19 +166,36 @@ func verifyToolchain(ctx context.Context, env []string, c toolchainCheck) error 
 	if err != nil {
 		return err
 	}
+	checkTree := func() error {
+		got, err := modhash.Dir(unpacked, m.String())
+		if err != nil {
+			return fmt.Errorf("toolchain %s: hashing %s: %w", m, unpacked, err)
+		}
+		if got != zipSum {
+			return fmt.Errorf("toolchain %s: %s has %s, the checksum database says %s: remove it from the module cache", m, unpacked, got, zipSum)
+		}
+		return nil
+	}
 	if _, err := os.Stat(download + ".partial"); err != nil {
 		if info, err := os.Stat(unpacked); err == nil && info.IsDir() {
-			got, err := modhash.Dir(unpacked, m.String())
-			if err != nil {
-				return fmt.Errorf("toolchain %s: hashing %s: %w", m, unpacked, err)
-			}
-			if got != zipSum {
-				return fmt.Errorf("toolchain %s: %s has %s, the checksum database says %s: remove it from the module cache", m, unpacked, got, zipSum)
-			}
-			return nil
+			return checkTree()
 		}
 	}
-	tmp, err := os.MkdirTemp("", "pallet-toolchain-*")
+	// The go command unpacks the zip its module cache holds, if any,
+	// rather than the proxy's: proven first, so that a wrong one is not
+	// unpacked.
+	if _, err := os.Stat(download + ".zip"); err == nil {
+		got, err := modhash.Zip(download + ".zip")
+		if err != nil {
+			return fmt.Errorf("toolchain %s: hashing %s: %w", m, download+".zip", err)
+		}
+		if got != zipSum {
+			return fmt.Errorf("toolchain %s: %s has %s, the checksum database says %s: remove it from the module cache", m, download+".zip", got, zipSum)
+		}
+	}
+	// Scratch goes in the build's work directory (GOTMPDIR) when it has
+	// one, which is removed whatever happens.
+	tmp, err := os.MkdirTemp(envValue(env, "GOTMPDIR"), "pallet-toolchain-*")
 	if err != nil {
 		return err
 	}
@@ -235,11 +253,19 @@ func verifyToolchain(ctx context.Context, env []string, c toolchainCheck) error 
 	// nothing of it.
 	cmd := Command(ctx, "go", "mod", "download", m.String())
 	cmd.Dir = work
-	cmd.Env = append(env, "GOTOOLCHAIN=local", "GOPROXY=file://"+filepath.ToSlash(filepath.Join(tmp, "proxy")), "GOSUMDB=off", "GOMODCACHE="+c.modcache, "GOWORK=off")
+	// Of GOFLAGS, only -modcacherw: the recipe's build flags (-mod) mean
+	// nothing, or an error, to go mod download outside a module.
+	flags := ""
+	if slices.Contains(strings.Fields(envValue(env, "GOFLAGS")), "-modcacherw") {
+		flags = "-modcacherw"
+	}
+	cmd.Env = append(env, "GOTOOLCHAIN=local", "GOPROXY=file://"+filepath.ToSlash(filepath.Join(tmp, "proxy")), "GOSUMDB=off", "GOMODCACHE="+c.modcache, "GOWORK=off", "GOFLAGS="+flags)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("toolchain %s: unpacking it into %s: go mod download: %w\n%s", m, c.modcache, err, strings.TrimSpace(string(out)))
 	}
-	return nil
+	// What was unpacked is what runs: proven too, whatever the module
+	// cache or the proxy held meanwhile.
+	return checkTree()
 }
 
 // copyBounded copies the regular file src to dst, at most limit bytes.

@@ -341,3 +341,29 @@ func TestMirrorUnverifiableToolchain(t *testing.T) {
 		t.Errorf("want a refusal saying GOSUMDB=off, got %v", err)
 	}
 }
+
+// The go command unpacks the toolchain zip its module cache holds, when
+// it holds one, rather than the proxy's: a wrong one there is refused,
+// naming it, and nothing is unpacked.
+func TestVerifyGoToolchainCachedZip(t *testing.T) {
+	const gv = "go1.99.1"
+	v := toolchainVersion(gv)
+	p := newToolchainProxy(t, gv)
+	p.fetch(t, gv)
+	t.Setenv("GOSUMDB", p.vkey)
+	modcache := t.TempDir()
+	cached := filepath.Join(modcache, "cache", "download", "golang.org", "toolchain", "@v", v+".zip")
+	if err := os.MkdirAll(filepath.Dir(cached), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cached, toolchainZip(t, gv, "#!/bin/sh\necho evil\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := artifact.VerifyGoToolchain(context.Background(), offlineEnv(gv, p.dir, modcache))
+	if err == nil || !strings.Contains(err.Error(), cached+" has h1:") {
+		t.Errorf("a wrong toolchain zip in the module cache: want a refusal naming %s, got %v", cached, err)
+	}
+	if _, err := os.Stat(filepath.Join(modcache, "golang.org", "toolchain@"+v)); err == nil {
+		t.Errorf("refused, but unpacked into the module cache")
+	}
+}
