@@ -72,10 +72,11 @@ type toolchainOnce struct {
 // GOSUMDB names (sum.golang.org by default) is read from the proxy's
 // cached lookup and tiles and verified with the database's key; the
 // toolchain already unpacked in the build's module cache must hash as the
-// record says, or else the proxy's zip and go.mod, copied, must, and the
-// go command unpacks those copies into the module cache before the build
-// runs, so that it never reads the proxy's own. Anything else passes:
-// the go command checks the toolchain itself.
+// record says, or else the proxy's zip and go.mod, copied, must (and the
+// module cache's own zip, if it holds one), and the go command unpacks
+// them into the module cache before the build runs, so that it never
+// reads the proxy's own; the tree unpacked is hashed again. Anything else
+// passes: the go command checks the toolchain itself.
 func VerifyGoToolchain(ctx context.Context, env []string) error {
 	want, _, _ := strings.Cut(envValue(env, "GOTOOLCHAIN"), "+")
 	proxy := envValue(env, "GOPROXY")
@@ -88,7 +89,7 @@ func VerifyGoToolchain(ctx context.Context, env []string) error {
 	if err != nil {
 		return err
 	}
-	if v[0] == want {
+	if f := strings.Fields(v[0]); len(f) > 0 && f[0] == want {
 		return nil // no switch: the go command on PATH runs
 	}
 	db := userSumDB()
