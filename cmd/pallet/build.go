@@ -316,7 +316,7 @@ func parseModes(file string, flags []string) (map[string]recipe.Choice, error) {
 	for _, s := range flags {
 		k, v, ok := strings.Cut(s, "=")
 		if !ok || k == "" || v == "" {
-			return nil, fmt.Errorf("--mode %q: want NAME=MODE (source, release, local or local:PATH)", s)
+			return nil, fmt.Errorf("--mode %s: want NAME=MODE (source, release, local or local:PATH)", recipe.Quote(s))
 		}
 		out[k] = recipe.ParseChoice(v)
 	}
@@ -328,7 +328,7 @@ func parseArgs(kvs []string) (map[string]string, error) {
 	for _, kv := range kvs {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
-			return nil, fmt.Errorf("--arg %q: want K=V", kv)
+			return nil, fmt.Errorf("--arg %s: want K=V", recipe.Quote(kv))
 		}
 		out[k] = v
 	}

@@ -54,6 +54,9 @@ func TestFlagErrors(t *testing.T) {
 		{"output kind", []string{"-o", "tar:x.tar"}, "tar:x.tar"},
 		{"platform", []string{"--platform", "linux/amd46"}, `unknown platform "linux/amd46"`},
 		{"arg", []string{"--arg", "VERSION"}, `--arg "VERSION": want K=V`},
+		// A value of a megabyte is not said again whole.
+		{"arg long", []string{"--arg", strings.Repeat("V", 1<<20)}, `--arg "` + strings.Repeat("V", 80) + `"... (1048576 bytes): want K=V`},
+		{"mode long", []string{"--mode", strings.Repeat("m", 1<<20)}, `--mode "` + strings.Repeat("m", 80) + `"... (1048576 bytes): want NAME=MODE`},
 		{"max-download", []string{"--max-download", "lots"}, `--max-download: "lots": want a positive size`},
 		{"max-download overflow", []string{"--max-download", "9000000000TiB"}, `want a positive size`},
 		{"stall", []string{"--stall-timeout", "-1s"}, "--stall-timeout -1s: want a positive duration"},

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/pallet-dev/pallet/internal/image"
 	"github.com/pallet-dev/pallet/internal/lazyre"
@@ -51,12 +52,17 @@ func (r *Recipe) Vars(overrides map[string]string) (Vars, error) {
 			return nil, fmt.Errorf("arg %s: %d bytes; a value is at most %d (1 MiB), as a value of the image config is", k, len(val), image.MaxConfigValue)
 		}
 		if strings.Contains(val, "{{") {
-			return nil, fmt.Errorf("arg %s=%q: an arg's value is taken as written, and {{...}} in it would not be replaced; give the whole value", k, val)
+			return nil, fmt.Errorf("arg %s=%s: an arg's value is taken as written, and {{...}} in it would not be replaced; give the whole value", k, Quote(val))
 		}
 		v[k] = val
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
+		for i, k := range unknown {
+			if len(k) > maxQuoted {
+				unknown[i] = Quote(k)
+			}
+		}
 		return nil, fmt.Errorf("arg %s: not declared in %s (declared: %s)", strings.Join(unknown, ", "), r.File, namesOf(r.Args))
 	}
 	return v, nil
@@ -155,4 +161,21 @@ func namesOf[V any](m map[string]V) string {
 		return "none"
 	}
 	return strings.Join(slices.Sorted(maps.Keys(m)), ", ")
+}
+
+// maxQuoted is how much of a value from the command line an error
+// repeats: a value is up to 1 MiB, and the message is read on a terminal.
+const maxQuoted = 80
+
+// Quote quotes s for an error message as %q does, cut to its first
+// maxQuoted bytes, with its length, when longer.
+func Quote(s string) string {
+	if len(s) <= maxQuoted {
+		return fmt.Sprintf("%q", s)
+	}
+	cut := maxQuoted
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%q... (%d bytes)", s[:cut], len(s))
 }

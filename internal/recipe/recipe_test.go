@@ -267,3 +267,33 @@ func TestTagRepeatedByVariable(t *testing.T) {
 		t.Errorf("tags %q, want [latest]", got)
 	}
 }
+
+// A value or name from the command line is said up to 80 bytes, with its
+// length: --arg takes a megabyte, which an error repeated whole.
+func TestArgErrorsQuoteLongValuesShort(t *testing.T) {
+	r, err := Parse("pallet.yaml", []byte(`version: 1
+args: {V: "1"}
+artifacts:
+  a: {local: {path: a}, licenses: none}
+images:
+  app: {base: scratch, platforms: [linux/amd64], files: [{artifact: a, dest: /a}]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := "{{" + strings.Repeat("é", 1<<18)
+	_, err = r.Vars(map[string]string{"V": long})
+	want := `arg V="{{` + strings.Repeat("é", 39) + `"... (524290 bytes): an arg's value is taken as written`
+	if err == nil || !strings.Contains(err.Error(), want) || len(err.Error()) > 300 {
+		t.Errorf("a long value with {{: %.300v", err)
+	}
+	name := strings.Repeat("N", 1<<20)
+	_, err = r.Vars(map[string]string{name: "1", "X": "2"})
+	want = `arg "` + strings.Repeat("N", 80) + `"... (1048576 bytes), X: not declared in pallet.yaml (declared: V)`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("a long undeclared name: %.300v", err)
+	}
+	if got := Quote("ab\n"); got != `"ab\n"` {
+		t.Errorf("Quote of a short value: %s", got)
+	}
+}
