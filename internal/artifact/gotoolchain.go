@@ -312,6 +312,18 @@ func toolchainRecord(dir, gosumdb string, m module.Version) (zipSum, modSum stri
 	if _, err := os.Stat(lookup); err != nil {
 		return "", "", fmt.Errorf("toolchain %s: no record of it from checksum database %s to verify it by offline (%w): fetch the mirror again with this pallet (pallet fetch), or, without a mirror, build once online", m, verifier.Name(), err)
 	}
+	// The client says a note signed by another key, or forged, only as
+	// text: checked here first, so that the error says so rather than
+	// suggest fetching again what would be refused again.
+	data, err := bounded.ReadFile(lookup, maxSumDBFile)
+	if err != nil {
+		return "", "", fmt.Errorf("toolchain %s: checksum database %s's record for it: %w", m, verifier.Name(), err)
+	}
+	if _, _, signed, err := tlog.ParseRecord(data); err != nil {
+		return "", "", fmt.Errorf("toolchain %s: %s, checksum database %s's record for it: %w", m, lookup, verifier.Name(), err)
+	} else if _, err := note.Open(signed, note.VerifierList(verifier)); err != nil {
+		return "", "", fmt.Errorf("toolchain %s: %s, checksum database %s's record for it, is not signed by the key GOSUMDB gives it (%s): %w; it comes from another checksum database, or was altered", m, lookup, verifier.Name(), key, err)
+	}
 	client := sumdb.NewClient(ops)
 	// One record holds both hashes; Lookup gives the go.mod's only when
 	// asked for version/go.mod.

@@ -184,6 +184,7 @@ func TestVerifyGoToolchain(t *testing.T) {
 		name   string
 		change func(t *testing.T, p *toolchainProxy)
 		want   []string // in the error; none: verified
+		refuse []string // not in the error
 	}{
 		{name: "good"},
 		{
@@ -242,7 +243,30 @@ func TestVerifyGoToolchain(t *testing.T) {
 				}
 				t.Setenv("GOSUMDB", other)
 			},
-			want: []string{"golang.org/toolchain@" + v, "verifying it by checksum database sum.test"},
+			want:   []string{"golang.org/toolchain@" + v, "is not signed by the key GOSUMDB gives it", "another checksum database, or was altered"},
+			refuse: []string{"fetch the mirror again"},
+		},
+		{
+			// A note whose signature is not the key's: one byte of the
+			// signed tree head changed.
+			name: "tree head altered",
+			change: func(t *testing.T, p *toolchainProxy) {
+				data, err := os.ReadFile(lookupOf(p, v))
+				if err != nil {
+					t.Fatal(err)
+				}
+				i := bytes.Index(data, []byte("\n\ngo.sum database tree\n"))
+				if i < 0 {
+					t.Fatalf("no tree head in %q", data)
+				}
+				i += len("\n\ngo.sum database tree\n")
+				data[i] ^= 1 // the tree size's first digit
+				if err := os.WriteFile(lookupOf(p, v), data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			},
+			want:   []string{"golang.org/toolchain@" + v, "is not signed by the key GOSUMDB gives it", "invalid signature"},
+			refuse: []string{"fetch the mirror again"},
 		},
 		{
 			name:   "GOSUMDB off",
@@ -277,6 +301,11 @@ func TestVerifyGoToolchain(t *testing.T) {
 				w = strings.ReplaceAll(w, "{zip}", zipOf(p))
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q\ndoes not say %q", err, w)
+				}
+			}
+			for _, w := range tc.refuse {
+				if strings.Contains(err.Error(), w) {
+					t.Errorf("error %q\nsays %q", err, w)
 				}
 			}
 			if _, err := os.Stat(unpacked); err == nil {
