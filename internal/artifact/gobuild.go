@@ -243,7 +243,8 @@ func (f *Fetcher) runGo(ctx context.Context, r *Request, g *Go, run goRun) (*Res
 		}
 		env = append(env, "GOTMPDIR="+tmp)
 	}
-	if err := VerifyGoToolchain(ctx, env); err != nil {
+	env, err := VerifyGoToolchain(ctx, dir, env)
+	if err != nil {
 		return nil, err
 	}
 	cmd := Command(ctx, "go", args...)
@@ -271,7 +272,7 @@ func (f *Fetcher) runGo(ctx context.Context, r *Request, g *Go, run goRun) (*Res
 			version <- versionOrErr{version: v[0], root: v[1]}
 		}()
 	}
-	err := cmd.Run()
+	err = cmd.Run()
 	tc := <-version
 	if err != nil && ctx.Err() != nil {
 		// Killed because the build stopped (another step failed, or an
@@ -565,7 +566,8 @@ func ToolchainAnswersHeld() int {
 // would use there, a toolchain GOTOOLCHAIN or go.mod selects included.
 func AskGoEnv(ctx context.Context, dir string, env []string, names ...string) ([]string, error) {
 	// go env runs the toolchain it switches to.
-	if err := VerifyGoToolchain(ctx, env); err != nil {
+	env, err := VerifyGoToolchain(ctx, dir, env)
+	if err != nil {
 		return nil, err
 	}
 	cmd := Command(ctx, "go", append([]string{"env"}, names...)...)

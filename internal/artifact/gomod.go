@@ -223,7 +223,8 @@ func (m modulePin) fetch(ctx context.Context, f *Fetcher, env []string, work, di
 // directory (no go.mod around to change what is resolved), and returns
 // the zip in the module cache and the directory it was unpacked into there.
 func (m modulePin) download(ctx context.Context, f *Fetcher, env []string, dir string) (zip, extracted string, err error) {
-	if err := VerifyGoToolchain(ctx, env); err != nil {
+	env, err = VerifyGoToolchain(ctx, dir, env)
+	if err != nil {
 		return "", "", err
 	}
 	cmd := Command(ctx, "go", "mod", "download", "-json", m.ref())

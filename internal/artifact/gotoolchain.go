@@ -1,9 +1,11 @@
 package artifact
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"go/version"
 	"io"
 	"io/fs"
 	"os"
@@ -64,33 +66,77 @@ type toolchainOnce struct {
 	done bool
 }
 
-// VerifyGoToolchain proves, before a go command runs with env, the
+// VerifyGoToolchain proves, before a go command runs in dir with env, the
 // toolchain it would switch to where the go command itself would not
-// check it: GOTOOLCHAIN names a release other than the go command's own,
-// GOPROXY is a single file:// proxy and GOSUMDB is off (an offline build).
-// The record of that toolchain in the checksum database the user's
-// GOSUMDB names (sum.golang.org by default) is read from the proxy's
-// cached lookup and tiles and verified with the database's key; the
-// toolchain already unpacked in the build's module cache must hash as the
-// record says, or else the proxy's zip and go.mod, copied, must (and the
-// module cache's own zip, if it holds one), and the go command unpacks
-// them into the module cache before the build runs, so that it never
-// reads the proxy's own; the tree unpacked is hashed again. Anything else
-// passes: the go command checks the toolchain itself.
-func VerifyGoToolchain(ctx context.Context, env []string) error {
-	want, _, _ := strings.Cut(envValue(env, "GOTOOLCHAIN"), "+")
+// check it: GOPROXY is a single file:// proxy and GOSUMDB is off (an
+// offline build), and GOTOOLCHAIN names a release other than the go
+// command's own, or lets the go command switch by itself (auto, the
+// default, or goX.Y.Z+auto) to one the go.work or go.mod it finds from dir
+// asks for. The record of that toolchain in the checksum database the
+// user's GOSUMDB names (sum.golang.org by default) is read from the
+// proxy's cached lookup and tiles and verified with the database's key;
+// the toolchain already unpacked in the build's module cache must hash as
+// the record says, or else the proxy's zip and go.mod, copied, must (and
+// the module cache's own zip, if it holds one), and the go command
+// unpacks them into the module cache before the build runs, so that it
+// never reads the proxy's own; the tree unpacked is hashed again.
+//
+// The environment to run the go command with is returned: offline, one
+// whose GOTOOLCHAIN names exactly the toolchain proven (or local, where
+// no switch is due), so that the go command switches to no other, by a
+// rule of its own not worked out here (go install m@v's go.mod, a later
+// go's) or a go.mod changed meanwhile: it fails instead. Anything else
+// passes unchanged: the go command checks the toolchain itself, or takes
+// it from PATH (path, +path), or refuses the GOTOOLCHAIN.
+func VerifyGoToolchain(ctx context.Context, dir string, env []string) ([]string, error) {
 	proxy := envValue(env, "GOPROXY")
-	if !strings.HasPrefix(want, "go1") || envValue(env, "GOSUMDB") != "off" ||
-		!strings.HasPrefix(proxy, "file://") || strings.ContainsAny(proxy, ",|") {
-		return nil
+	if envValue(env, "GOSUMDB") != "off" || !strings.HasPrefix(proxy, "file://") || strings.ContainsAny(proxy, ",|") {
+		return env, nil
 	}
-	local := append(append([]string(nil), env...), "GOTOOLCHAIN=local")
+	gotc := envValue(env, "GOTOOLCHAIN")
+	if gotc == "local" {
+		return env, nil
+	}
+	if gotc == "" {
+		// The go command's own default ($GOROOT/go.env, go env -w),
+		// which go env GOTOOLCHAIN alone reports without switching.
+		v, err := goEnvUnswitched(ctx, dir, env, "GOTOOLCHAIN")
+		if err != nil {
+			return nil, err
+		}
+		gotc = v[0]
+	}
+	min, mode, plus := strings.Cut(gotc, "+")
+	if !plus && (min == "auto" || min == "path") {
+		min, mode = "local", min
+	}
+	if mode == "path" || plus && mode != "auto" || min != "local" && goFromToolchain(min) == "" {
+		return env, nil
+	}
+	local := append(slices.Clip(env), "GOTOOLCHAIN=local")
 	v, err := AskToolchainEnv(ctx, "", local, "GOVERSION", "GOMODCACHE")
 	if err != nil {
-		return err
+		return nil, err
 	}
+	want, minVers := min, goFromToolchain(min)
+	if min == "local" {
+		want, minVers = "", localGoVersion(v[0])
+	}
+	if mode == "auto" {
+		up, err := autoToolchain(ctx, dir, local, minVers)
+		if err != nil {
+			return nil, err
+		}
+		if up != "" {
+			want = up
+		}
+	}
+	if want == "" {
+		return local, nil
+	}
+	pinned := append(slices.Clip(env), "GOTOOLCHAIN="+want)
 	if f := strings.Fields(v[0]); len(f) > 0 && f[0] == want {
-		return nil // no switch: the go command on PATH runs
+		return pinned, nil // no switch: the go command on PATH runs
 	}
 	db := userSumDB()
 	key := toolchainCheck{version: want, proxy: filepath.FromSlash(strings.TrimPrefix(proxy, "file://")), modcache: v[1], sumdb: db}
@@ -99,13 +145,126 @@ func VerifyGoToolchain(ctx context.Context, env []string) error {
 	once.mu.Lock()
 	defer once.mu.Unlock()
 	if once.done {
-		return nil
+		return pinned, nil
 	}
 	if err := verifyToolchain(ctx, local, key); err != nil {
-		return err
+		return nil, err
 	}
 	once.done = true
-	return nil
+	return pinned, nil
+}
+
+// goEnvUnswitched runs go env names in dir with env, as the go command on
+// PATH answers them: for GOTOOLCHAIN alone, or with GOTOOLCHAIN=local.
+func goEnvUnswitched(ctx context.Context, dir string, env []string, names ...string) ([]string, error) {
+	cmd := Command(ctx, "go", append([]string{"env"}, names...)...)
+	cmd.Dir = dir
+	cmd.Env = env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("go env %s (in %s): %w: %s", strings.Join(names, " "), dir, err, strings.TrimSpace(stderr.String()))
+	}
+	values := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	if len(values) != len(names) {
+		return nil, fmt.Errorf("go env %s (in %s) said %q", strings.Join(names, " "), dir, out)
+	}
+	return values, nil
+}
+
+// autoToolchain is the toolchain the go command in dir switches to by
+// itself, from the go and toolchain lines of the go.work or go.mod it
+// finds there, when it runs go minVers or later (cmd/go/internal/toolchain
+// Select, Go 1.21 to 1.26): "" for none. env has GOTOOLCHAIN=local; the
+// go command says which file it reads.
+func autoToolchain(ctx context.Context, dir string, env []string, minVers string) (string, error) {
+	v, err := goEnvUnswitched(ctx, dir, env, "GOWORK", "GOMOD")
+	if err != nil {
+		return "", err
+	}
+	file := ""
+	if w := v[0]; w != "" && w != "off" {
+		if _, err := os.Stat(w); err == nil {
+			file = w
+		}
+	}
+	if file == "" && v[1] != "" && v[1] != os.DevNull {
+		file = v[1]
+	}
+	if file == "" {
+		return "", nil
+	}
+	data, err := bounded.ReadFile(file, MaxGoMod)
+	if err != nil {
+		return "", err
+	}
+	goVers, tc := goModLine(data, "go"), goModLine(data, "toolchain")
+	if tc == "default" {
+		return "", nil
+	}
+	want := ""
+	if tc != "" {
+		tv := goFromToolchain(tc)
+		if tv == "" || !strings.HasPrefix(tc, "go") && !strings.Contains(tc, "-go") {
+			return "", fmt.Errorf("%s: invalid toolchain %q", file, tc)
+		}
+		if version.Compare("go"+tv, "go"+minVers) > 0 {
+			want, minVers = tc, tv
+		}
+	}
+	if version.Compare("go"+goVers, "go"+minVers) > 0 {
+		want = "go" + goVers
+		// Go 1.21 and later are released as 1.N.0: the go command asks
+		// for that, not the language version.
+		if version.Lang("go"+goVers) == "go"+goVers && version.Compare("go"+goVers, "go1.21") >= 0 {
+			want += ".0"
+		}
+	}
+	return want, nil
+}
+
+// goModLine is the value of the first key line of a go.mod or go.work, as
+// the go command reads it before it parses the file (gover.GoModLookup).
+func goModLine(data []byte, key string) string {
+	for line := range strings.Lines(string(data)) {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), key)
+		if !ok || rest == "" || rest[0] != ' ' && rest[0] != '\t' {
+			continue
+		}
+		rest, _, _ = strings.Cut(rest, "//")
+		return strings.TrimSpace(rest)
+	}
+	return ""
+}
+
+// goFromToolchain is the Go version of a toolchain name ("go1.25.5",
+// "go1.25rc1-custom"), "" when it names none (gover.FromToolchain).
+func goFromToolchain(name string) string {
+	v, ok := strings.CutPrefix(name, "go")
+	if !ok || strings.ContainsAny(name, `\/`) {
+		return ""
+	}
+	if i := strings.IndexAny(v, " \t-"); i >= 0 {
+		v = v[:i]
+	}
+	if !version.IsValid("go" + v) {
+		return ""
+	}
+	return v
+}
+
+// localGoVersion is the Go version of the go command whose GOVERSION is
+// goversion: a development one ("devel go1.27-abc ...") as its 1.N.
+func localGoVersion(goversion string) string {
+	if v := goFromToolchain(goversion); v != "" {
+		return v
+	}
+	if f := strings.Fields(goversion); len(f) > 1 && f[0] == "devel" {
+		v, _, _ := strings.Cut(strings.TrimPrefix(f[1], "go"), "-")
+		return v
+	}
+	return ""
 }
 
 // envValue is the last value of k in env, as exec gives the child.

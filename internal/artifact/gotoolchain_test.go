@@ -282,7 +282,7 @@ func TestVerifyGoToolchain(t *testing.T) {
 				tc.change(t, p)
 			}
 			modcache := t.TempDir()
-			err := artifact.VerifyGoToolchain(context.Background(), offlineEnv(gv, p.dir, modcache))
+			_, err := artifact.VerifyGoToolchain(context.Background(), t.TempDir(), offlineEnv(gv, p.dir, modcache))
 			unpacked := filepath.Join(modcache, "golang.org", "toolchain@"+v, "bin", "go")
 			if tc.want == nil {
 				if err != nil {
@@ -324,7 +324,7 @@ func TestVerifyGoToolchainUnpacked(t *testing.T) {
 	p.fetch(t, gv)
 	t.Setenv("GOSUMDB", p.vkey)
 	modcache := t.TempDir()
-	if err := artifact.VerifyGoToolchain(context.Background(), offlineEnv(gv, p.dir, modcache)); err != nil {
+	if _, err := artifact.VerifyGoToolchain(context.Background(), t.TempDir(), offlineEnv(gv, p.dir, modcache)); err != nil {
 		t.Fatal(err)
 	}
 	goBin := filepath.Join(modcache, "golang.org", "toolchain@"+v, "bin", "go")
@@ -336,7 +336,7 @@ func TestVerifyGoToolchainUnpacked(t *testing.T) {
 	if err := os.CopyFS(other, os.DirFS(p.dir)); err != nil {
 		t.Fatal(err)
 	}
-	err := artifact.VerifyGoToolchain(context.Background(), offlineEnv(gv, other, modcache))
+	_, err := artifact.VerifyGoToolchain(context.Background(), t.TempDir(), offlineEnv(gv, other, modcache))
 	dir := filepath.Dir(filepath.Dir(goBin))
 	if err == nil || !strings.Contains(err.Error(), dir+" has h1:") {
 		t.Errorf("a toolchain changed in the module cache: want a refusal naming %s, got %v", dir, err)
@@ -388,11 +388,97 @@ func TestVerifyGoToolchainCachedZip(t *testing.T) {
 	if err := os.WriteFile(cached, toolchainZip(t, gv, "#!/bin/sh\necho evil\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	err := artifact.VerifyGoToolchain(context.Background(), offlineEnv(gv, p.dir, modcache))
+	_, err := artifact.VerifyGoToolchain(context.Background(), t.TempDir(), offlineEnv(gv, p.dir, modcache))
 	if err == nil || !strings.Contains(err.Error(), cached+" has h1:") {
 		t.Errorf("a wrong toolchain zip in the module cache: want a refusal naming %s, got %v", cached, err)
 	}
 	if _, err := os.Stat(filepath.Join(modcache, "golang.org", "toolchain@"+v)); err == nil {
 		t.Errorf("refused, but unpacked into the module cache")
+	}
+}
+
+// autoEnv is offlineEnv with GOTOOLCHAIN=gotoolchain, or, for "", none:
+// the go command's default, from the go env -w file goenv.
+func autoEnv(gotoolchain, proxy, modcache, goenv string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GOTOOLCHAIN=") && !strings.HasPrefix(kv, "GOENV=") && !strings.HasPrefix(kv, "GOWORK=") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "GOPROXY=file://"+filepath.ToSlash(proxy), "GOSUMDB=off", "GOMODCACHE="+modcache, "GOFLAGS=-modcacherw", "GOENV="+goenv)
+	if gotoolchain != "" {
+		env = append(env, "GOTOOLCHAIN="+gotoolchain)
+	}
+	return env
+}
+
+// Offline, a go command let switch toolchains by itself (GOTOOLCHAIN
+// auto, the default, goX+auto) switches to the one the main module's
+// go.mod or go.work asks for when it is newer: that toolchain is proven
+// before any go command runs in the module, and one whose zip was
+// replaced is refused before anything of it runs.
+func TestVerifyGoToolchainAuto(t *testing.T) {
+	if _, err := os.Stat("/bin/sh"); err != nil {
+		t.Skip("no /bin/sh")
+	}
+	for _, tc := range []struct {
+		name, gotoolchain, goenv string
+		files                    map[string]string // the module's, in its parent dir
+		want                     string            // the toolchain switched to
+	}{
+		{name: "go line", gotoolchain: "auto", files: map[string]string{"m/go.mod": "module example.com/m\n\ngo 1.99.1\n"}, want: "go1.99.1"},
+		{name: "toolchain line", gotoolchain: "auto", files: map[string]string{"m/go.mod": "module example.com/m\n\ngo 1.22\n\ntoolchain go1.99.1 // newer\n"}, want: "go1.99.1"},
+		{name: "go line without its patch", gotoolchain: "auto", files: map[string]string{"m/go.mod": "module example.com/m\n\ngo 1.99\n"}, want: "go1.99.0"},
+		{name: "go line over the toolchain line", gotoolchain: "auto", files: map[string]string{"m/go.mod": "module example.com/m\n\ngo 1.99.1\n\ntoolchain go1.99.0\n"}, want: "go1.99.1"},
+		{name: "go.work", gotoolchain: "go1.22.0+auto", files: map[string]string{"go.work": "go 1.99.1\n\nuse ./m\n", "m/go.mod": "module example.com/m\n\ngo 1.22\n"}, want: "go1.99.1"},
+		{name: "the default from go env -w", goenv: "GOTOOLCHAIN=auto\n", files: map[string]string{"m/go.mod": "module example.com/m\n\ngo 1.99.1\n"}, want: "go1.99.1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newToolchainProxy(t, "go1.99.0", "go1.99.1")
+			p.fetch(t, "go1.99.0")
+			p.fetch(t, "go1.99.1")
+			t.Setenv("GOSUMDB", p.vkey)
+			root := t.TempDir()
+			for name, data := range tc.files {
+				f := filepath.Join(root, filepath.FromSlash(name))
+				if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(f, []byte(data), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			goenv := filepath.Join(t.TempDir(), "env")
+			if err := os.WriteFile(goenv, []byte(tc.goenv), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			mod := filepath.Join(root, "m")
+
+			// Untouched: the go command runs the toolchain proven.
+			modcache := t.TempDir()
+			v, err := artifact.AskGoEnv(context.Background(), mod, autoEnv(tc.gotoolchain, p.dir, modcache, goenv), "GOVERSION")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v[0] != tc.want {
+				t.Errorf("go env GOVERSION in the module: %q, want %q", v[0], tc.want)
+			}
+
+			// Replaced in the proxy: refused before it runs.
+			ran := filepath.Join(t.TempDir(), "ran")
+			zipFile := filepath.Join(p.dir, "golang.org", "toolchain", "@v", toolchainVersion(tc.want)+".zip")
+			if err := os.WriteFile(zipFile, toolchainZip(t, tc.want, "#!/bin/sh\necho >"+ran+"\necho "+tc.want+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			modcache = t.TempDir()
+			_, err = artifact.AskGoEnv(context.Background(), mod, autoEnv(tc.gotoolchain, p.dir, modcache, goenv), "GOVERSION")
+			if _, statErr := os.Stat(ran); statErr == nil {
+				t.Errorf("the go command ran a toolchain replaced in the proxy (%v)", err)
+			}
+			if err == nil || !strings.Contains(err.Error(), zipFile+" has h1:") {
+				t.Errorf("want a refusal naming %s, got %v", zipFile, err)
+			}
+		})
 	}
 }

@@ -64,7 +64,8 @@ func (f *Fetcher) mirrorGoModules(ctx context.Context, dir string, p platform.Pl
 	}
 	// A user's single file:// GOPROXY with GOSUMDB=off: the go command
 	// would run the pinned toolchain from there unchecked.
-	if err := VerifyGoToolchain(ctx, env); err != nil {
+	env, err = VerifyGoToolchain(ctx, moduleDir, env)
+	if err != nil {
 		return err
 	}
 	// -json=Module after the recipe's flags, so that it chooses the

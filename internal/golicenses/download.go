@@ -132,8 +132,8 @@ func (c *collector) runDownload(ctx context.Context, refs []modRef) (map[string]
 	// Stopped with its children when the build is cancelled, killed
 	// when pallet is: a go mod download left behind would hold the
 	// module cache's locks while the next build runs.
-	env := c.goEnv()
-	if err := artifact.VerifyGoToolchain(ctx, env); err != nil {
+	env, err := artifact.VerifyGoToolchain(ctx, dir, c.goEnv())
+	if err != nil {
 		return nil, err
 	}
 	cmd := artifact.Command(ctx, "go", args...)
