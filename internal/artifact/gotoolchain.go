@@ -344,7 +344,10 @@ func verifyToolchain(ctx context.Context, env []string, c toolchainCheck) error 
 	// The go command unpacks the zip its module cache holds, if any,
 	// rather than the proxy's: proven first, so that a wrong one is not
 	// unpacked.
-	if _, err := os.Stat(download + ".zip"); err == nil {
+	if info, err := os.Stat(download + ".zip"); err == nil {
+		if !info.Mode().IsRegular() {
+			return fmt.Errorf("toolchain %s: %s is not a regular file: remove it from the module cache", m, download+".zip")
+		}
 		got, err := modhash.Zip(download + ".zip")
 		if err != nil {
 			return fmt.Errorf("toolchain %s: hashing %s: %w", m, download+".zip", err)
@@ -430,7 +433,9 @@ func verifyToolchain(ctx context.Context, env []string, c toolchainCheck) error 
 
 // copyBounded copies the regular file src to dst, at most limit bytes.
 func copyBounded(src, dst string, limit int64) error {
-	in, err := os.Open(src)
+	// Opened without waiting: a named pipe there would block os.Open
+	// until something writes to it.
+	in, err := bounded.Open(src)
 	if err != nil {
 		return err
 	}
