@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -478,6 +479,51 @@ func TestVerifyGoToolchainAuto(t *testing.T) {
 			}
 			if err == nil || !strings.Contains(err.Error(), zipFile+" has h1:") {
 				t.Errorf("want a refusal naming %s, got %v", zipFile, err)
+			}
+		})
+	}
+}
+
+// Which GOTOOLCHAIN forms have a toolchain come from the proxy, and so
+// proven (here refused: the proxy holds no record), and which take it from
+// PATH or the go command on PATH, or are refused by the go command itself,
+// and pass unchanged.
+func TestVerifyGoToolchainForms(t *testing.T) {
+	p := newToolchainProxy(t)
+	t.Setenv("GOSUMDB", p.vkey)
+	mod := t.TempDir()
+	if err := os.WriteFile(filepath.Join(mod, "go.mod"), []byte("module example.com/m\n\ngo 1.99.2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		gotoolchain string
+		proven      string // the toolchain refused for want of a record; "": passes
+	}{
+		{"go1.99.1", "go1.99.1"},
+		{"go1.99.1+auto", "go1.99.2"},
+		{"local+auto", "go1.99.2"},
+		{"auto", "go1.99.2"},
+		{"go1.99rc1", "go1.99rc1"},
+		{"go1.99.1+path", ""},
+		{"path", ""},
+		{"local", ""},
+		{"go1.99.1+bogus", ""},
+		{"bash", ""},
+	} {
+		t.Run(tc.gotoolchain, func(t *testing.T) {
+			env := autoEnv(tc.gotoolchain, p.dir, t.TempDir(), os.DevNull)
+			got, err := artifact.VerifyGoToolchain(context.Background(), mod, env)
+			if tc.proven == "" {
+				if err != nil {
+					t.Fatalf("GOTOOLCHAIN=%s: %v", tc.gotoolchain, err)
+				}
+				if !slices.Equal(got, env) {
+					t.Errorf("GOTOOLCHAIN=%s: environment changed to %q", tc.gotoolchain, got[len(env):])
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), "golang.org/toolchain@"+toolchainVersion(tc.proven)+": no record of it") {
+				t.Errorf("GOTOOLCHAIN=%s: want %s refused for want of a record, got %v", tc.gotoolchain, tc.proven, err)
 			}
 		})
 	}
