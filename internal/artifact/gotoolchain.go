@@ -336,8 +336,12 @@ func verifyToolchain(ctx context.Context, env []string, c toolchainCheck) error 
 		}
 		return nil
 	}
-	if _, err := os.Stat(download + ".partial"); err != nil {
-		if info, err := os.Stat(unpacked); err == nil && info.IsDir() {
+	// The directory before its .partial, as the go command looks: it
+	// writes .partial, unpacks, then removes it, so a directory seen with
+	// no .partial after it is one it finished, where .partial looked at
+	// first could be gone before another process's unpacking began.
+	if info, err := os.Stat(unpacked); err == nil && info.IsDir() {
+		if _, err := os.Stat(download + ".partial"); errors.Is(err, fs.ErrNotExist) {
 			return checkTree()
 		}
 	}
