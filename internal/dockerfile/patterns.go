@@ -257,11 +257,12 @@ func alone(pm *patternmatcher.PatternMatcher) ([]pattern, error) {
 // literals returns the runs of p between its "*" and "?", which
 // patternmatcher makes a regular expression of where each character of
 // them stands for itself: a path p matches holds each. It returns none
-// for a pattern with a class, an escape or a "^" (which would stand for
-// more than itself), or one patternmatcher matches without a regular
-// expression.
+// for a pattern with a class, an escape, or a '^', '|', '{' or '}',
+// which patternmatcher leaves unescaped (an alternation, a repetition:
+// "*.log|*.tmp" matches a.tmp), or one patternmatcher matches without a
+// regular expression.
 func literals(p string) []string {
-	if !strings.ContainsAny(p, "*?") || strings.ContainsAny(p, "[]\\^\x00") || !utf8.ValidString(p) {
+	if !strings.ContainsAny(p, "*?") || strings.ContainsAny(p, "[]\\^|{}\x00") || !utf8.ValidString(p) {
 		return nil
 	}
 	if rest, ok := strings.CutPrefix(p, "**"); ok && !strings.ContainsAny(rest, "*?") {

@@ -507,3 +507,27 @@ func TestLeftOutDirectoryWalkedOnlyForAnException(t *testing.T) {
 		}
 	}
 }
+
+// A pattern is asked of a path as BuildKit asks it though it holds bytes
+// patternmatcher leaves unescaped in its regular expression: '|' makes
+// "*.log|*.tmp" match a.tmp, and "{2}" makes "*x{2}" match axx, where
+// the test that the path holds the pattern's text between wildcards
+// ("|*.tmp", "x{2}") said they could not match.
+func TestPatternWithAlternationOrRepetition(t *testing.T) {
+	for _, tc := range []struct{ pattern, rel string }{
+		{"*.log|*.tmp", "a.tmp"},
+		{"*x{2}", "axx"},
+		{"*x{1,}?", "axxxy"},
+	} {
+		ps, err := newPatterns([]string{tc.pattern})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !buildkitMatch(t, ps.pm, tc.rel) {
+			t.Fatalf("%q: BuildKit does not match %q", tc.pattern, tc.rel)
+		}
+		if m, _, err := ps.match(tc.rel); err != nil || !m {
+			t.Errorf("%q: %q is matched %v, %v; BuildKit matches it", tc.pattern, tc.rel, m, err)
+		}
+	}
+}
