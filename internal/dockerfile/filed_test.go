@@ -3,9 +3,13 @@ package dockerfile
 import (
 	"fmt"
 	"math/rand/v2"
+	"path"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/moby/patternmatcher"
+	"github.com/moby/patternmatcher/ignorefile"
 )
 
 // oracleNext is patterns.next as it was before patterns were filed by
@@ -159,5 +163,130 @@ func TestFiledPatternsAskedOnlyThoseThatMayMatch(t *testing.T) {
 	}
 	if asked > 5*n {
 		t.Errorf("%d patterns asked of %d paths", asked, n)
+	}
+}
+
+// Filed patterns say of each path what BuildKit's own matcher says
+// (MatchesUsingParentResults, down from the top), on ignore files read
+// as BuildKit reads them (comments, blank lines, a leading "/" or "./",
+// a trailing "/", ".." that cleaning removes), with patterns holding what
+// the regular expression patternmatcher makes may read otherwise
+// ('.', '+', '(', '|', '{', '$', '^'), classes with ']' or '/' in them,
+// "**" in every place, case, runes and bytes that are no UTF-8.
+func TestFiledPatternsAsBuildKit(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 153))
+	pieces := []string{"a", "A", "b", "ab", "f1", "bin", "x.go", ".", "..", "é", "\xff", "^", "$", "+", "(", ")", "|", "{1}", "-", " "}
+	wild := []string{"*", "**", "?", "[ab]", "[]a]", "[^a]", "[!a]", "[a-f]", "[/]", `\*`, `\.`, `\a`, `\(`, "**/", "/**", "[é]", "*.go"}
+	component := func(wildcards bool) string {
+		var b strings.Builder
+		for range 1 + r.IntN(3) {
+			if wildcards && r.IntN(3) == 0 {
+				b.WriteString(wild[r.IntN(len(wild))])
+			} else {
+				b.WriteString(pieces[r.IntN(len(pieces))])
+			}
+		}
+		return b.String()
+	}
+	joined := func(wildcards bool, n int) []string {
+		parts := make([]string, n)
+		for i := range parts {
+			parts[i] = component(wildcards)
+		}
+		return parts
+	}
+	asked, hit := 0, 0
+	for round := 0; round < 300; {
+		var file strings.Builder
+		var raw []string
+		for range 1 + r.IntN(30) {
+			p := strings.Join(joined(r.IntN(4) != 0, 1+r.IntN(3)), "/")
+			switch r.IntN(8) {
+			case 0:
+				p = "/" + p
+			case 1:
+				p = "./" + p
+			case 2:
+				p += "/"
+			case 3:
+				p = "**"
+			}
+			if r.IntN(3) == 0 {
+				p = "!" + p
+			}
+			raw = append(raw, p)
+			file.WriteString(p + "\n")
+			if r.IntN(5) == 0 {
+				file.WriteString("# " + p + "\n\n")
+			}
+		}
+		list, err := ignorefile.ReadAll(strings.NewReader(file.String()))
+		if err != nil {
+			continue
+		}
+		ps, err := newPatterns(list)
+		if err != nil || ps.each == nil || ps.bad != nil {
+			continue
+		}
+		round++
+		for range 100 {
+			parts := joined(false, 1+r.IntN(4))
+			if r.IntN(2) == 0 {
+				// A path one of the patterns was made from.
+				p := strings.TrimLeft(raw[r.IntN(len(raw))], "!/.")
+				p = strings.NewReplacer("*", "x", "?", "y", "[", "", "]", "", `\`, "").Replace(p)
+				if p = strings.Trim(path.Clean(p), "/"); p != "." && !strings.HasPrefix(p, "..") {
+					parts = append(strings.Split(p, "/"), parts[:r.IntN(2)]...)
+				}
+			}
+			var got dirMatch
+			var info patternmatcher.MatchInfo
+			for i := range parts {
+				rel := strings.Join(parts[:i+1], "/")
+				m, d, err := ps.next(rel, got, true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				wm, winfo, err := ps.pm.MatchesUsingParentResults(rel, info)
+				if err != nil {
+					t.Fatal(err)
+				}
+				asked++
+				if m != wm {
+					t.Fatalf("ignore file %q, %q: %v, BuildKit says %v", file.String(), rel, m, wm)
+				}
+				if m {
+					hit++
+				}
+				got, info = d, winfo
+			}
+		}
+	}
+	t.Logf("%d paths asked, %d matched", asked, hit)
+}
+
+// patternmatcher escapes only some of the bytes a regular expression
+// reads otherwise: '|', '{' and '}' are left as they are (its table of
+// them drops every byte past '?'), so "build/*|dist/*" matches dist/x
+// and "logs/a{2}*" matches logs/aa.txt, as BuildKit leaves them out. A
+// path is asked such a pattern though it does not begin as the pattern
+// does.
+func TestFiledPatternsAlternationAndRepetition(t *testing.T) {
+	for _, tc := range []struct{ pattern, rel string }{
+		{"build/*|dist/*", "dist/x"},
+		{"build/*|dist/*", "src/dist/x"},
+		{"logs/a{2}*", "logs/aa.txt"},
+		{"logs/a{1,}?", "logs/aaax"},
+	} {
+		ps, err := newPatterns([]string{"other/*", tc.pattern})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !buildkitMatch(t, ps.pm, tc.rel) {
+			t.Fatalf("%q: BuildKit does not match %q", tc.pattern, tc.rel)
+		}
+		if m, _, err := ps.match(tc.rel); err != nil || !m {
+			t.Errorf("%q: %q is matched %v, %v; BuildKit matches it", tc.pattern, tc.rel, m, err)
+		}
 	}
 }

@@ -118,12 +118,20 @@ func newPatterns(list []string) (*patterns, error) {
 
 // literalPrefix is what p begins with before its first wildcard, escape
 // or class, or a byte that in the regular expression patternmatcher
-// makes of p may stand for more or other than itself ('^', NUL, a byte of
-// a rune): a path p matches begins with it, whether p is matched as an
-// exact path, a prefix or a regular expression.
+// makes of p may stand for more or other than itself ('^', '{' and '}',
+// NUL, a byte of a rune): a path p matches begins with it, whether p is
+// matched as an exact path, a prefix or a regular expression. A '|'
+// anywhere makes that expression an alternation whose other side is not
+// anchored at the start ("build/*|dist/*" matches src/dist/x), so p then
+// has none: patternmatcher escapes '.', '+', '(', ')' and '$', but its
+// table of bytes to escape has no room past '?', and '|', '{' and '}'
+// are left as they are.
 func literalPrefix(p string) string {
+	if strings.IndexByte(p, '|') >= 0 {
+		return ""
+	}
 	for i := 0; i < len(p); i++ {
-		if c := p[i]; c == 0 || c >= utf8.RuneSelf || strings.IndexByte(`*?\[]^`, c) >= 0 {
+		if c := p[i]; c == 0 || c >= utf8.RuneSelf || strings.IndexByte(`*?\[]^{}`, c) >= 0 {
 			return p[:i]
 		}
 	}
