@@ -393,27 +393,56 @@ type patternSet struct {
 func newPatternSet(clean []string) patternSet {
 	s := patternSet{all: clean}
 	for i, p := range clean {
-		// path.Match reads a backslash as an escape: such a pattern is no
-		// name, and its prefix ends there.
-		j := strings.IndexAny(p, `*?[\`)
-		if j >= 0 {
+		prefix, glob := literalPrefix(p)
+		if glob {
 			if s.globs == nil {
 				s.globs = map[string][]int{}
 			}
-			if _, ok := s.globs[p[:j]]; !ok {
-				s.lens = append(s.lens, j)
+			if _, ok := s.globs[prefix]; !ok {
+				s.lens = append(s.lens, len(prefix))
 			}
-			s.globs[p[:j]] = append(s.globs[p[:j]], i)
+			s.globs[prefix] = append(s.globs[prefix], i)
 			continue
 		}
 		if s.literal == nil {
 			s.literal = map[string][]int{}
 		}
-		s.literal[p] = append(s.literal[p], i)
+		s.literal[prefix] = append(s.literal[prefix], i)
 	}
 	slices.Sort(s.lens)
 	s.lens = slices.Compact(s.lens)
 	return s
+}
+
+// literalPrefix is the text every name clean pattern p matches begins
+// with, up to its first wildcard, and whether it has one; without, p
+// matches that text alone (and what is below it). Escapes are read, not
+// taken for wildcards, as path.Match's \[ matches '[' and nothing else:
+// names holding '[' (app/\[id]/page.js, as Next.js writes them) are then
+// looked up, where as globs 1,001 of them under app/ were all tried on
+// every name there and refused past MaxGlobsPerName.
+func literalPrefix(p string) (string, bool) {
+	j := strings.IndexAny(p, `*?[\`)
+	if j < 0 {
+		return p, false
+	}
+	b := []byte(p[:j])
+	for i := j; i < len(p); i++ {
+		switch c := p[i]; c {
+		case '*', '?', '[':
+			return string(b), true
+		case '\\':
+			if i+1 == len(p) {
+				// Malformed, refused by cleanPatterns: a glob, to fail as one.
+				return string(b), true
+			}
+			i++
+			b = append(b, p[i])
+		default:
+			b = append(b, c)
+		}
+	}
+	return string(b), false
 }
 
 // matches calls hit with the index of each pattern that matches name or

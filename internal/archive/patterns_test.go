@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -53,15 +54,19 @@ func (s *oraclePatternSet) matches(name string) []int {
 	return out
 }
 
+var nameOf = regexp.MustCompile(`\\.|[*?[\]\\]`)
+
 // Globs filed by their literal prefix match what matching every glob
 // against every name matched: the same patterns credited for each name
 // (what "matched nothing" reports), the same answer from any, on random
 // patterns and names drawn from a few overlapping pieces so that they
-// often share prefixes, escapes, classes that take '/', and ancestors.
+// often share prefixes, escapes (of a wildcard, a plain byte, a byte of
+// a rune), classes that take '/' or ']', ancestors, case, runes and
+// bytes that are no UTF-8.
 func TestPatternSetAsEveryGlob(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 147))
-	pieces := []string{"a", "b", "ab", "f1", "f12", "f2", "bin", "x.so", ".", "..", "-", `\`, "*", "[", "]"}
-	wild := []string{"*", "?", "[ab]", "[/]", "[^a]", "[!f]", "[a-f]", `\*`, `\a`, `\[`, "**", "f*", "*1", "a?b", "[.-0]"}
+	pieces := []string{"a", "A", "b", "ab", "f1", "f12", "f2", "bin", "x.so", ".", "..", "-", `\`, "*", "[", "]", "é", "\xff", "|"}
+	wild := []string{"*", "?", "[ab]", "[/]", "[^a]", "[!f]", "[a-f]", `\*`, `\a`, `\[`, `\]`, `\?`, `\\`, `\é`, "[]a]", "[é]", "**", "f*", "*1", "a?b", "[.-0]"}
 	component := func(wildcards bool) string {
 		var b strings.Builder
 		for range 1 + r.IntN(3) {
@@ -101,7 +106,20 @@ func TestPatternSetAsEveryGlob(t *testing.T) {
 			if r.IntN(4) == 0 && len(clean) > 0 {
 				// A name one of the patterns was made from, so that
 				// literal ones and their subtrees are hit too.
-				name = path.Clean(strings.NewReplacer("*", "x", "?", "y", "[", "", "]", "", `\`, "").Replace(clean[r.IntN(len(clean))]) + "/" + component(false))
+				// Its wildcards made plain, its escapes dropped or read.
+				keep := r.IntN(2) == 0
+				p := nameOf.ReplaceAllStringFunc(clean[r.IntN(len(clean))], func(m string) string {
+					switch {
+					case keep && m[0] == '\\':
+						return m[1:]
+					case m == "*":
+						return "x"
+					case m == "?":
+						return "y"
+					}
+					return ""
+				})
+				name = path.Clean(p + "/" + component(false))
 			}
 			var got []int
 			s.matches(name, func(i int) bool { got = append(got, i); return true })
@@ -245,5 +263,50 @@ func TestUnmatchedPatternsListedBounded(t *testing.T) {
 	}
 	if strings.Contains(msg, fmt.Sprintf(`"nope/f%d"`, listed)) || len(msg) > 2000 {
 		t.Errorf("%d bytes, listing past the first %d: %.3000s", len(msg), listed, msg)
+	}
+}
+
+// Names holding '[' (app/[id]/page.js, as Next.js writes them), which an
+// include must escape (app/\[id]/page.js), are looked up as names: 2,000
+// of them under app/ are neither refused as more globs than
+// MaxGlobsPerName one name is tried on, nor matched one by one.
+func TestIncludeOfEscapedNamesLookedUp(t *testing.T) {
+	const n = 2 * MaxGlobsPerName
+	var ents []ent
+	var include []string
+	for i := range n {
+		ents = append(ents, ent{name: fmt.Sprintf("app/[id%d]/page.js", i), body: "x"})
+		include = append(include, fmt.Sprintf(`app/\[id%d]`, i))
+	}
+	ents = append(ents, ent{name: "app/[id]x/page.js", body: "x"}, ent{name: "app/*/page.js", body: "x"})
+	include = append(include, `./app/\*/page.js`)
+	if _, err := CheckInclude(include); err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	defer func(m func(string, string) (bool, error)) { match = m }(match)
+	match = func(p, n string) (bool, error) { calls++; return path.Match(p, n) }
+
+	s := newSandbox(t, Tar, tarBytes(t, ents))
+	if err := Extract(context.Background(), s.src, Tar, s.out, Options{Include: include}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"app/[id0]/page.js", fmt.Sprintf("app/[id%d]/page.js", n-1), "app/*/page.js"} {
+		if _, err := os.Stat(filepath.Join(s.out, name)); err != nil {
+			t.Error(err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(s.out, "app/[id]x")); err == nil {
+		t.Error("app/[id]x was extracted, though no pattern names it")
+	}
+	if calls > 0 {
+		t.Errorf("%d matches for names without wildcards", calls)
+	}
+	p, err := NewPatterns(include)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Match("app/[id7]/page.js") || p.Match("app/[id]x/page.js") || p.Match("app/x/page.js") {
+		t.Error("Patterns.Match does not match the escaped names alone")
 	}
 }
