@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -1313,7 +1314,8 @@ func CheckInclude(include []string) (int, error) {
 
 // checkGlobs refuses a set of which more than MaxGlobsPerName globs
 // could all be tried on one name, naming the one (of include, the
-// patterns as given) that makes one too many.
+// patterns as given) that first makes one too many, in their order: the
+// earliest recipe line at fault.
 func checkGlobs(s patternSet, include []string) (int, error) {
 	globs := 0
 	for _, g := range s.globs {
@@ -1326,10 +1328,31 @@ func checkGlobs(s patternSet, include []string) (int, error) {
 	for p := range s.globs {
 		prefixes = append(prefixes, p)
 	}
+	slices.Sort(prefixes)
+	// Past the bound among the first k patterns or not, as k grows, once
+	// past it stays: the least k past it ends with the pattern to name.
+	k := sort.Search(len(s.all)+1, func(k int) bool {
+		_, past := pastBound(s, prefixes, k)
+		return past
+	})
+	if k > len(s.all) {
+		return 0, nil
+	}
+	p, _ := pastBound(s, prefixes, k)
+	i := k - 1
+	if p == "" {
+		return i, fmt.Errorf("include pattern %q makes %d that begin with a wildcard; at most %d are allowed, as every entry of the archive is matched against each of them: begin patterns with more of the path (bin/*.so, not *.so), or list names without wildcards (a [, * or ? a name holds escaped: \\[), which are looked up", include[i], MaxGlobsPerName+1, MaxGlobsPerName)
+	}
+	return i, fmt.Errorf("include pattern %q makes %d with wildcards that a name beginning %q is matched against, each beginning with it or part of it before its first wildcard; at most %d are allowed, as every such entry of the archive is matched against each of them: begin patterns with more of the path, or list names without wildcards (a [, * or ? a name holds escaped: \\[), which are looked up", include[i], MaxGlobsPerName+1, p, MaxGlobsPerName)
+}
+
+// pastBound returns the prefix (of prefixes, s.globs' keys sorted) of
+// the names that more than MaxGlobsPerName of the globs among the first
+// k patterns would be tried on, if there is one.
+func pastBound(s patternSet, prefixes []string, k int) (string, bool) {
 	// In sorted order, a prefix comes after every other one it begins
 	// with, and stack holds those the last one begins with: the globs a
 	// name beginning with it is matched against.
-	slices.Sort(prefixes)
 	type level struct {
 		prefix string
 		count  int
@@ -1339,24 +1362,15 @@ func checkGlobs(s patternSet, include []string) (int, error) {
 		for len(stack) > 0 && !strings.HasPrefix(p, stack[len(stack)-1].prefix) {
 			stack = stack[:len(stack)-1]
 		}
-		count := len(s.globs[p])
+		// A prefix's indexes are ascending.
+		count, _ := slices.BinarySearch(s.globs[p], k)
 		if len(stack) > 0 {
 			count += stack[len(stack)-1].count
 		}
+		if count > MaxGlobsPerName {
+			return p, true
+		}
 		stack = append(stack, level{p, count})
-		if count <= MaxGlobsPerName {
-			continue
-		}
-		var tried []int
-		for _, l := range stack {
-			tried = append(tried, s.globs[l.prefix]...)
-		}
-		slices.Sort(tried)
-		i := tried[MaxGlobsPerName]
-		if p == "" {
-			return i, fmt.Errorf("include pattern %q makes %d that begin with a wildcard; at most %d are allowed, as every entry of the archive is matched against each of them: begin patterns with more of the path (bin/*.so, not *.so), or list names without wildcards, which are looked up", include[i], MaxGlobsPerName+1, MaxGlobsPerName)
-		}
-		return i, fmt.Errorf("include pattern %q makes %d with wildcards that a name beginning %q is matched against, each beginning with it or part of it before its first wildcard; at most %d are allowed, as every such entry of the archive is matched against each of them: begin patterns with more of the path, or list names without wildcards, which are looked up", include[i], MaxGlobsPerName+1, p, MaxGlobsPerName)
 	}
-	return 0, nil
+	return "", false
 }

@@ -310,3 +310,21 @@ func TestIncludeOfEscapedNamesLookedUp(t *testing.T) {
 		t.Error("Patterns.Match does not match the escaped names alone")
 	}
 }
+
+// Of two sets of globs each past MaxGlobsPerName, the one named is the
+// pattern that first makes one too many in the order given, so that the
+// error is at the earliest recipe line at fault: the set whose prefix
+// sorts first was named, a later line.
+func TestIncludeGlobsBoundedFirstInOrder(t *testing.T) {
+	var include []string
+	for i := range MaxGlobsPerName + 1 {
+		include = append(include, fmt.Sprintf("b/*%d", i))
+	}
+	for i := range MaxGlobsPerName + 1 {
+		include = append(include, fmt.Sprintf("a/*%d", i))
+	}
+	at, err := CheckInclude(include)
+	if want := fmt.Sprintf(`include pattern "b/*%d" makes %d with wildcards that a name beginning "b/" is matched against`, MaxGlobsPerName, MaxGlobsPerName+1); at != MaxGlobsPerName || err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("got %d, %v; want %d, %s", at, err, MaxGlobsPerName, want)
+	}
+}
