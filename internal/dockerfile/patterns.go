@@ -31,9 +31,12 @@ type patterns struct {
 	// cannot be asked alone, and pm is asked.
 	each []pattern
 	// exceptions holds the "!" patterns, each without a trailing "/*" or
-	// "/**", when none has another wildcard (wild is false): a directory
-	// left out can then hold a path taken back only if one of them names
-	// a path inside it, as fsutil decides to skip one.
+	// "/**" and with a separator after it, sorted, when none has another
+	// wildcard (wild is false): a directory left out can then hold a path
+	// taken back only if one of them names a path inside it, as fsutil
+	// decides to skip one. Sorted, those that begin with a directory's
+	// path are found in one search, where each was tried: 20,000 of them
+	// over 10,000 directories left out took 2.7 s.
 	exceptions []string
 	wild       bool
 	// bad holds, by index, the patterns that cannot compile (nil when
@@ -91,8 +94,9 @@ func newPatterns(list []string) (*patterns, error) {
 		if strings.ContainsAny(s, wildcards) {
 			ps.wild = true
 		}
-		ps.exceptions = append(ps.exceptions, s)
+		ps.exceptions = append(ps.exceptions, s+string(filepath.Separator))
 	}
+	slices.Sort(ps.exceptions)
 	ps.each, err = alone(pm)
 	if err != nil {
 		return nil, err
@@ -367,12 +371,7 @@ func (ps *patterns) mayTakeBack(rel string) bool {
 	if ps.wild {
 		return true
 	}
-	sep := string(filepath.Separator)
-	dir := filepath.FromSlash(rel) + sep
-	for _, e := range ps.exceptions {
-		if strings.HasPrefix(e+sep, dir) {
-			return true
-		}
-	}
-	return false
+	dir := filepath.FromSlash(rel) + string(filepath.Separator)
+	i, _ := slices.BinarySearch(ps.exceptions, dir)
+	return i < len(ps.exceptions) && strings.HasPrefix(ps.exceptions[i], dir)
 }

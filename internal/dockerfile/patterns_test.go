@@ -531,3 +531,53 @@ func TestPatternWithAlternationOrRepetition(t *testing.T) {
 		}
 	}
 }
+
+// Whether a "!" pattern may take back something in a directory left out
+// is found in one search of the exceptions, sorted, where each was tried,
+// joined with a separator, an allocation each when long: 20,000 of them
+// over 10,000 directories left out took 2.7 s. The answers are those of
+// trying each.
+func TestMayTakeBackSearched(t *testing.T) {
+	list := []string{"*"}
+	for i := range 20000 {
+		list = append(list, fmt.Sprintf("!keep/a-directory-with-a-long-name/f%d", i))
+	}
+	ps, err := newPatterns(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if allocs := testing.AllocsPerRun(10, func() { ps.mayTakeBack("dir1") }); allocs > 2 {
+		t.Errorf("%v allocations to ask %d exceptions of one directory", allocs, len(list)-1)
+	}
+
+	r := rand.New(rand.NewPCG(4, 153))
+	pieces := []string{"a", "ab", "a.b", "b", "a-", "a0", "é"}
+	rel := func() string {
+		parts := make([]string, 1+r.IntN(3))
+		for i := range parts {
+			parts[i] = pieces[r.IntN(len(pieces))]
+		}
+		return strings.Join(parts, "/")
+	}
+	for range 200 {
+		list := []string{"*"}
+		for range 1 + r.IntN(8) {
+			list = append(list, "!"+rel()+[]string{"", "/*", "/**", "/"}[r.IntN(4)])
+		}
+		ps, err := newPatterns(list)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 50 {
+			dir := rel()
+			want := false
+			for _, p := range list[1:] {
+				e := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(p[1:], "/"), "/**"), "/*")
+				want = want || strings.HasPrefix(e+"/", dir+"/")
+			}
+			if got := ps.mayTakeBack(dir); got != want {
+				t.Fatalf("patterns %q, directory %q: may take back %v, trying each says %v", list, dir, got, want)
+			}
+		}
+	}
+}
