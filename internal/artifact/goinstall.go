@@ -109,12 +109,7 @@ func (m *GoModule) install(ctx context.Context, f *Fetcher, r *Request, pkgs []s
 		// Before the build's own proxies (the last GOPROXY its environment
 		// sets is the one the go command reads): what it does not hold (404)
 		// is asked of them.
-		next := defaultGoProxy
-		for _, kv := range base {
-			if v, ok := strings.CutPrefix(kv, "GOPROXY="); ok {
-				next = cmp.Or(v, defaultGoProxy)
-			}
-		}
+		next := cmp.Or(EnvValue(base, "GOPROXY"), defaultGoProxy)
 		env = append(env, "GOPROXY="+proxy+","+next)
 	}
 	p := r.Platform

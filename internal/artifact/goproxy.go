@@ -1,6 +1,7 @@
 package artifact
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -60,18 +61,7 @@ func (f *Fetcher) gated(env []string) []string {
 	if f.gates == nil || f.Offline {
 		return env
 	}
-	proxy, auth := defaultGoProxy, ""
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "GOPROXY="); ok {
-			proxy = v
-		}
-		if v, ok := strings.CutPrefix(kv, "GOAUTH="); ok {
-			auth = v
-		}
-	}
-	if proxy == "" {
-		proxy = defaultGoProxy
-	}
+	proxy, auth := cmp.Or(EnvValue(env, "GOPROXY"), defaultGoProxy), EnvValue(env, "GOAUTH")
 	if auth != "" && auth != "netrc" && auth != "off" {
 		return env
 	}

@@ -89,11 +89,11 @@ type toolchainOnce struct {
 // passes unchanged: the go command checks the toolchain itself, or takes
 // it from PATH (path, +path), or refuses the GOTOOLCHAIN.
 func VerifyGoToolchain(ctx context.Context, dir string, env []string) ([]string, error) {
-	proxy := envValue(env, "GOPROXY")
-	if envValue(env, "GOSUMDB") != "off" || !strings.HasPrefix(proxy, "file://") || strings.ContainsAny(proxy, ",|") {
+	proxy := EnvValue(env, "GOPROXY")
+	if EnvValue(env, "GOSUMDB") != "off" || !strings.HasPrefix(proxy, "file://") || strings.ContainsAny(proxy, ",|") {
 		return env, nil
 	}
-	gotc := envValue(env, "GOTOOLCHAIN")
+	gotc := EnvValue(env, "GOTOOLCHAIN")
 	if gotc == "local" {
 		return env, nil
 	}
@@ -267,15 +267,15 @@ func localGoVersion(goversion string) string {
 	return ""
 }
 
-// envValue is the last value of k in env, as exec gives the child.
-func envValue(env []string, k string) string {
-	var v string
-	for _, kv := range env {
-		if val, ok := strings.CutPrefix(kv, k+"="); ok {
-			v = val
+// EnvValue is the value of the variable k in env as a process started
+// with env sees it: its last setting ("" if none).
+func EnvValue(env []string, k string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], k+"="); ok {
+			return v
 		}
 	}
-	return v
+	return ""
 }
 
 // userSumDB is the checksum database the user's go command uses: GOSUMDB
@@ -362,7 +362,7 @@ func verifyToolchain(ctx context.Context, env []string, c toolchainCheck) error 
 	}
 	// Scratch goes in the build's work directory (GOTMPDIR) when it has
 	// one, which is removed whatever happens.
-	tmp, err := os.MkdirTemp(envValue(env, "GOTMPDIR"), "pallet-toolchain-*")
+	tmp, err := os.MkdirTemp(EnvValue(env, "GOTMPDIR"), "pallet-toolchain-*")
 	if err != nil {
 		return err
 	}
@@ -423,7 +423,7 @@ func verifyToolchain(ctx context.Context, env []string, c toolchainCheck) error 
 	// Of GOFLAGS, only -modcacherw: the recipe's build flags (-mod) mean
 	// nothing, or an error, to go mod download outside a module.
 	flags := ""
-	if slices.Contains(strings.Fields(envValue(env, "GOFLAGS")), "-modcacherw") {
+	if slices.Contains(strings.Fields(EnvValue(env, "GOFLAGS")), "-modcacherw") {
 		flags = "-modcacherw"
 	}
 	cmd.Env = append(env, "GOTOOLCHAIN=local", "GOPROXY=file://"+filepath.ToSlash(filepath.Join(tmp, "proxy")), "GOSUMDB=off", "GOMODCACHE="+c.modcache, "GOWORK=off", "GOFLAGS="+flags)

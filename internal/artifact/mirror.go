@@ -231,12 +231,7 @@ func (f *Fetcher) MirrorGoEnv(g *Go, p platform.Platform, mirror string) ([]stri
 		return nil, err
 	}
 	env := f.goEnv(g, p)
-	var flags string
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "GOFLAGS="); ok {
-			flags = v // the last, as for exec
-		}
-	}
+	flags := EnvValue(env, "GOFLAGS") // the last, as for exec
 	if !slices.Contains(strings.Fields(flags), "-modcacherw") {
 		flags = strings.TrimSpace(flags + " -modcacherw")
 	}

@@ -100,7 +100,7 @@ func (b *builder) toolchain(ctx context.Context, env []string, want string) (goT
 		}
 		return goToolchain{version: v[1], root: v[0]}, nil
 	}
-	goenv := lastValue(env, "GOENV")
+	goenv := artifact.EnvValue(env, "GOENV")
 	if want == "" || goenv != "off" {
 		return ask() // a go env file could name another GOROOT
 	}
@@ -108,7 +108,7 @@ func (b *builder) toolchain(ctx context.Context, env []string, want string) (goT
 	if err != nil {
 		return ask()
 	}
-	fact := "go-toolchain-v1 GOTOOLCHAIN=" + want + " GOROOT=" + lastValue(env, "GOROOT")
+	fact := "go-toolchain-v1 GOTOOLCHAIN=" + want + " GOROOT=" + artifact.EnvValue(env, "GOROOT")
 	said, err := b.memo(gobin, tree.Stamp{}, fact, func(string) (string, error) {
 		tc, err := ask()
 		return tc.root + "\n" + tc.version, err
@@ -141,17 +141,6 @@ func runsItself(root, gobin string) bool {
 	}
 	p, err := filepath.EvalSymlinks(filepath.Join(root, "bin", "go"))
 	return err == nil && p == gobin
-}
-
-// lastValue is the value of the variable k in env, as a process started
-// with env sees it: its last setting.
-func lastValue(env []string, k string) string {
-	for i := len(env) - 1; i >= 0; i-- {
-		if v, ok := strings.CutPrefix(env[i], k+"="); ok {
-			return v
-		}
-	}
-	return ""
 }
 
 // readGoLicenseAt takes the LICENSE of the toolchain version whose GOROOT

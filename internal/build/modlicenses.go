@@ -247,12 +247,12 @@ var moduleCacheVars = []string{"GOMODCACHE", "GOPATH", "HOME", "USERPROFILE", "h
 func (b *builder) keptModuleCache(ctx context.Context, env []string) (string, error) {
 	ask := func() (string, error) { return golicenses.ModuleCache(ctx, env, b.work) }
 	gobin, err := goOnPath()
-	if err != nil || lastValue(env, "GOENV") != "off" {
+	if err != nil || artifact.EnvValue(env, "GOENV") != "off" {
 		return ask()
 	}
 	fact := "go-modcache-v1"
 	for _, k := range moduleCacheVars {
-		fact += " " + k + "=" + lastValue(env, k)
+		fact += " " + k + "=" + artifact.EnvValue(env, k)
 	}
 	dir, err := b.memo(gobin, tree.Stamp{}, fact, func(string) (string, error) { return ask() })
 	if err == nil && !filepath.IsAbs(dir) {
