@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -120,13 +121,13 @@ func copyVerified(src, want, dst string, limit int64) error {
 	overLimit := func(size int64) error {
 		return fmt.Errorf("mirror file %s is %d bytes, over the download limit of %d bytes (--max-download, limits.download)", src, size, limit)
 	}
-	var r io.Reader = in
+	// It may grow as it is read: receive reads one byte past the limit.
+	read := int64(math.MaxInt64 - 1)
 	if limit > 0 {
 		if info.Size() > limit {
 			return overLimit(info.Size())
 		}
-		// It may grow as it is read.
-		r = io.LimitReader(in, limit+1)
+		read = limit
 	}
 	var (
 		out io.Writer = io.Discard
@@ -139,8 +140,7 @@ func copyVerified(src, want, dst string, limit int64) error {
 		defer os.Remove(tmp.Name())
 		out = tmp
 	}
-	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(out, h), r)
+	n, got, err := receive(out, in, -1, read)
 	if tmp != nil {
 		if cerr := tmp.Close(); err == nil {
 			err = cerr
@@ -152,7 +152,7 @@ func copyVerified(src, want, dst string, limit int64) error {
 	case limit > 0 && n > limit:
 		return overLimit(n)
 	}
-	if got := hex.EncodeToString(h.Sum(nil)); got != want {
+	if got != want {
 		return fmt.Errorf("mirror file %s is corrupt: sha256 %s, expected %s", src, got, want)
 	}
 	if tmp == nil {
