@@ -142,9 +142,13 @@ func zipName(f *zip.File) string {
 // code page's tables, 0.08 ms) every pallet command paid for this one.
 const cp437High = "ÇüéâäàåçêëèïîìÄÅÉæÆôöòûùÿÖÜ¢£¥₧ƒáíóúñÑªº¿⌐¬½¼¡«»░▒▓│┤╡╢╖╕╣║╗╝╜╛┐└┴┬├─┼╞╟╚╔╩╦╠═╬╧╨╤╥╙╘╒╓╫╪┘┌█▄▌▐▀αßΓπΣσµτΦΘΩδ∞φε∩≡±≥≤⌠⌡÷≈°∙·√ⁿ²■\u00a0"
 
+// cp437HighRunes is cp437High indexed by byte - 0x80: decoded once, not
+// for every name of a zip.
+var cp437HighRunes = []rune(cp437High)
+
 // decodeCP437 reads s as code page 437, where every byte is a character.
 func decodeCP437(s string) string {
-	high := []rune(cp437High)
+	high := cp437HighRunes
 	var b strings.Builder
 	b.Grow(len(s) * 2)
 	for i := 0; i < len(s); i++ {

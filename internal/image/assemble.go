@@ -205,8 +205,9 @@ func SetEnvs(env, kvs []string, windows bool) []string {
 	at := make(map[string]int, len(env)+len(kvs))
 	for i, kv := range env {
 		name, _, _ := strings.Cut(kv, "=")
-		if _, ok := at[key(name)]; !ok {
-			at[key(name)] = i
+		k := key(name)
+		if _, ok := at[k]; !ok {
+			at[k] = i
 		}
 	}
 	for _, kv := range kvs {
