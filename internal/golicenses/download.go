@@ -181,16 +181,6 @@ func (w *capped) Write(p []byte) (int, error) {
 	return w.buf.Write(p)
 }
 
-// lastValue is the value of the last key=... in env, as exec gives it.
-func lastValue(env []string, key string) (string, bool) {
-	for i := len(env) - 1; i >= 0; i-- {
-		if v, ok := strings.CutPrefix(env[i], key+"="); ok {
-			return v, true
-		}
-	}
-	return "", false
-}
-
 // checkOffline refuses an environment in which the go command could reach
 // the network: every GOPROXY entry must be a file:// URL or "off", and
 // GOSUMDB must be off (with a file:// proxy the go command would ask the
@@ -199,8 +189,8 @@ func checkOffline(env []string) error {
 	if env == nil {
 		env = os.Environ()
 	}
-	proxy, ok := lastValue(env, "GOPROXY")
-	if !ok || proxy == "" {
+	proxy := artifact.EnvValue(env, "GOPROXY")
+	if proxy == "" {
 		return errors.New("offline, but GOPROXY is not set (the go command's default reaches proxy.golang.org)")
 	}
 	for _, p := range strings.FieldsFunc(proxy, func(r rune) bool { return r == ',' || r == '|' }) {
@@ -208,7 +198,7 @@ func checkOffline(env []string) error {
 			return fmt.Errorf("offline, but GOPROXY=%s reaches the network", proxy)
 		}
 	}
-	if sumdb, _ := lastValue(env, "GOSUMDB"); sumdb != "off" {
+	if sumdb := artifact.EnvValue(env, "GOSUMDB"); sumdb != "off" {
 		return fmt.Errorf("offline, but GOSUMDB=%q is not off", sumdb)
 	}
 	return nil
