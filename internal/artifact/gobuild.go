@@ -343,11 +343,8 @@ type versionOrErr struct {
 // None is taken from the user's environment: a build is described by its
 // recipe (go.env, go.flags, cc), so that it gives the same binary on every
 // machine and so that the cache key, made from the recipe, covers it.
-var buildKnobs = []string{
-	"GOFLAGS", "GOEXPERIMENT", "GOFIPS140",
-	"GOOS", "GOARCH", "GOAMD64", "GOARM", "GOARM64", "GO386", "GOMIPS", "GOMIPS64", "GOPPC64", "GORISCV64", "GOWASM",
-	"CGO_ENABLED", "CGO_CFLAGS", "CGO_CPPFLAGS", "CGO_CXXFLAGS", "CGO_FFLAGS", "CGO_LDFLAGS",
-	"CC", "CXX", "AR", "PKG_CONFIG",
+var buildKnobs = slices.Concat([]string{"GOFLAGS", "GOEXPERIMENT", "GOFIPS140"}, targetKnobs, []string{
+	"AR", "PKG_CONFIG",
 	// Read by pkg-config, the C compiler and the linker that cgo runs:
 	// where headers and libraries are found, and what a .pc file adds
 	// (an rpath, a static library) decide what is linked in.
@@ -355,7 +352,7 @@ var buildKnobs = []string{
 	"PKG_CONFIG_ALLOW_SYSTEM_CFLAGS", "PKG_CONFIG_ALLOW_SYSTEM_LIBS",
 	"CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "LIBRARY_PATH", "GCC_EXEC_PREFIX", "COMPILER_PATH",
 	"GOENV", "GOWORK",
-}
+})
 
 // hostSettings are the user's go command settings that say where modules
 // come from and where caches live, as set with go env -w. Builds run with
