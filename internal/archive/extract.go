@@ -364,17 +364,6 @@ func (x *extractor) selected(rel string) bool {
 	return len(x.patterns.all) == 0 || x.patterns.any(rel) || x.extra.any(rel)
 }
 
-// matchAny reports whether one of the clean patterns matches name or an
-// ancestor of it (matchBelow).
-func matchAny(patterns []string, name string) bool {
-	for _, p := range patterns {
-		if matchBelow(p, name) {
-			return true
-		}
-	}
-	return false
-}
-
 // patternSet is clean patterns filed so that a name is matched only
 // against those that could match it: one without wildcards is looked up
 // by name, the name's and each of its ancestors', and one with wildcards

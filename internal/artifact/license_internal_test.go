@@ -140,9 +140,12 @@ func TestNamedLicenceBackslash(t *testing.T) {
 			// Unpacked from an archive of which include keeps only a
 			// binary, the licence is taken by either of its names, and
 			// by nothing else its backslash would escape in a pattern.
-			patterns := licensePatterns([]string{`doc\LICENSE`, "a[1].txt"})
+			patterns, err := archive.NewPatterns(licensePatterns([]string{`doc\LICENSE`, "a[1].txt"}))
+			if err != nil {
+				t.Fatal(err)
+			}
 			for name, want := range map[string]bool{tc.want: true, "a[1].txt": true, "docLICENSE": false, "a1.txt": false} {
-				if got := archive.Match(patterns, name); got != want {
+				if got := patterns.Match(name); got != want {
 					t.Errorf("the extra patterns match %s: %v, want %v", name, got, want)
 				}
 			}
