@@ -67,9 +67,9 @@ func (l *Local) Key(f *Fetcher, _ *Request) ([]string, bool, error) {
 func (l *Local) Produce(ctx context.Context, f *Fetcher, r *Request, work string) (*Result, error) {
 	// Resolved before it is stated, and stated where it leads, which is
 	// what a directory's walk reads: a link stated, then resolved, may
-	// be switched between from a directory to a file, whose walk
-	// (tree.FromDir) is an empty tree, the artifact placing nothing and
-	// saying so nowhere. What EvalSymlinks cannot resolve is stated as
+	// be switched between from a directory to a file, which the walk
+	// (tree.FromDir) refuses as a root, when the stat said a directory.
+	// What EvalSymlinks cannot resolve is stated as
 	// given, as before: stat says a missing path of the path given, not
 	// of its first element missing, and follows a link of /proc whose
 	// target no path names (/dev/fd/3, a pipe: refused below).

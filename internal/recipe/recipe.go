@@ -997,8 +997,8 @@ func (r *Recipe) checkExtract(at string, e *Extract) error {
 		return r.Errorf(at+".strip", "strip must not be negative")
 	}
 	for i, p := range e.Include {
-		// As extraction cleans it: one that names nothing failed only
-		// once the archive was fetched, at the artifact's line.
+		// As extraction cleans it, and said with what to do, at the
+		// pattern's line, before anything is planned or fetched.
 		if path.Clean(p) == "." {
 			return r.Errorf(fmt.Sprintf("%s.include.%d", at, i), "include pattern %q is empty: name what to take from the archive, or leave include out to take all of it", p)
 		}
