@@ -278,12 +278,8 @@ func Extract(ctx context.Context, src string, f Format, dir string, opt Options)
 		return fail(errors.New("negative Strip, MaxBytes, MaxEntries or MaxWindow"))
 	}
 	opt = withDefaults(opt)
-	patterns, err := cleanPatterns(opt.Include)
+	include, err := NewPatterns(opt.Include)
 	if err != nil {
-		return fail(err)
-	}
-	include := newPatternSet(patterns)
-	if _, err := checkGlobs(include, opt.Include); err != nil {
 		return fail(err)
 	}
 	extra, err := cleanPatterns(opt.Extra)
@@ -315,9 +311,9 @@ func Extract(ctx context.Context, src string, f Format, dir string, opt Options)
 		src:      name,
 		root:     root,
 		opt:      opt,
-		patterns: include,
+		patterns: include.set,
 		extra:    newPatternSet(extra),
-		matched:  make([]bool, len(patterns)),
+		matched:  make([]bool, len(include.set.all)),
 		maxWalks: maxWalks(opt.MaxEntries),
 		buf:      make([]byte, 64<<10),
 		declared: -1,
