@@ -264,7 +264,8 @@ func (f *Fetcher) runGo(ctx context.Context, r *Request, g *Go, run goRun) (*Res
 		version <- versionOrErr{}
 	} else {
 		go func() {
-			v, err := AskGoEnv(ctx, dir, env, "GOVERSION", "GOROOT")
+			// env is VerifyGoToolchain's, above.
+			v, err := goEnvIn(ctx, dir, env, "GOVERSION", "GOROOT")
 			if err != nil {
 				version <- versionOrErr{err: err}
 				return
@@ -567,6 +568,13 @@ func AskGoEnv(ctx context.Context, dir string, env []string, names ...string) ([
 	if err != nil {
 		return nil, err
 	}
+	return goEnvIn(ctx, dir, env, names...)
+}
+
+// goEnvIn is AskGoEnv for an env VerifyGoToolchain gave, or in which the
+// go command switches to no other toolchain (GOTOOLCHAIN=local, or go env
+// GOTOOLCHAIN alone, which never switches).
+func goEnvIn(ctx context.Context, dir string, env []string, names ...string) ([]string, error) {
 	cmd := Command(ctx, "go", append([]string{"env"}, names...)...)
 	cmd.Dir = dir
 	cmd.Env = env

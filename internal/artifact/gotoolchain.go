@@ -1,7 +1,6 @@
 package artifact
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -100,9 +99,9 @@ func VerifyGoToolchain(ctx context.Context, dir string, env []string) ([]string,
 	if gotc == "" {
 		// The go command's own default ($GOROOT/go.env, go env -w),
 		// which go env GOTOOLCHAIN alone reports without switching.
-		v, err := goEnvUnswitched(ctx, dir, env, "GOTOOLCHAIN")
+		v, err := goEnvIn(ctx, dir, env, "GOTOOLCHAIN")
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("in %s: %w", dir, err)
 		}
 		gotc = v[0]
 	}
@@ -154,34 +153,15 @@ func VerifyGoToolchain(ctx context.Context, dir string, env []string) ([]string,
 	return pinned, nil
 }
 
-// goEnvUnswitched runs go env names in dir with env, as the go command on
-// PATH answers them: for GOTOOLCHAIN alone, or with GOTOOLCHAIN=local.
-func goEnvUnswitched(ctx context.Context, dir string, env []string, names ...string) ([]string, error) {
-	cmd := Command(ctx, "go", append([]string{"env"}, names...)...)
-	cmd.Dir = dir
-	cmd.Env = env
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("go env %s (in %s): %w: %s", strings.Join(names, " "), dir, err, strings.TrimSpace(stderr.String()))
-	}
-	values := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
-	if len(values) != len(names) {
-		return nil, fmt.Errorf("go env %s (in %s) said %q", strings.Join(names, " "), dir, out)
-	}
-	return values, nil
-}
-
 // autoToolchain is the toolchain the go command in dir switches to by
 // itself, from the go and toolchain lines of the go.work or go.mod it
 // finds there, when it runs go minVers or later (cmd/go/internal/toolchain
 // Select, Go 1.21 to 1.26): "" for none. env has GOTOOLCHAIN=local; the
 // go command says which file it reads.
 func autoToolchain(ctx context.Context, dir string, env []string, minVers string) (string, error) {
-	v, err := goEnvUnswitched(ctx, dir, env, "GOWORK", "GOMOD")
+	v, err := goEnvIn(ctx, dir, env, "GOWORK", "GOMOD")
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("in %s: %w", dir, err)
 	}
 	file := ""
 	if w := v[0]; w != "" && w != "off" {
