@@ -491,30 +491,37 @@ type toolchainAnswer struct {
 
 // AskToolchainEnv is AskGoEnv for names of toolchainNames alone, asked
 // once per process for each directory, go command on PATH (its path and
-// stamp) and environment but for its targetKnobs: a recipe's go
-// artifact for two platforms asked go env GOROOT GOVERSION once for each,
-// 20-40 ms apiece on a busy machine, for one answer. Concurrent callers
-// wait for the first's answer. An error is not kept: a caller that finds
-// another's asks again itself (that one may have been stopped), and the
-// next caller asks afresh.
+// stamp) and environment but for what changes none of the answers
+// (answerFree): a recipe's go artifact for two platforms asked go env
+// GOROOT GOVERSION once for each, 20-40 ms apiece on a busy machine, for
+// one answer. Concurrent callers wait for the first's answer. An error is
+// not kept: a caller that finds another's asks again itself (that one may
+// have been stopped), and the next caller asks afresh.
 func AskToolchainEnv(ctx context.Context, dir string, env []string, names ...string) ([]string, error) {
 	for _, n := range names {
 		if !slices.Contains(toolchainNames, n) {
 			return nil, fmt.Errorf("go env %s: depends on the target, asked with AskGoEnv", n)
 		}
 	}
+	return askOnce(ctx, dir, env, names, AskGoEnv)
+}
+
+// askOnce answers go env names, asked with ask in dir with env, once per
+// process as AskToolchainEnv says, in its memo: names must be ones the
+// toolchain and the host decide, whatever the target.
+func askOnce(ctx context.Context, dir string, env, names []string, ask func(context.Context, string, []string, ...string) ([]string, error)) ([]string, error) {
 	gobin, err := exec.LookPath("go")
 	if err != nil {
-		return AskGoEnv(ctx, dir, env, names...) // which says why
+		return ask(ctx, dir, env, names...) // which says why
 	}
 	info, err := os.Stat(gobin)
 	if err != nil {
-		return AskGoEnv(ctx, dir, env, names...)
+		return ask(ctx, dir, env, names...)
 	}
 	st := tree.StampOf(info)
 	rest := fmt.Sprintf("%s\x00%s\x00%+v", strings.Join(names, " "), gobin, st)
 	for _, kv := range env {
-		if k, _, _ := strings.Cut(kv, "="); !slices.Contains(targetKnobs, k) {
+		if k, _, _ := strings.Cut(kv, "="); !answerFree(k, env, names) {
 			rest += "\x00" + kv
 		}
 	}
@@ -524,16 +531,32 @@ func AskToolchainEnv(ctx context.Context, dir string, env []string, names ...str
 	asked := false
 	a.once.Do(func() {
 		asked = true
-		a.values, a.err = AskGoEnv(ctx, dir, env, names...)
+		a.values, a.err = ask(ctx, dir, env, names...)
 	})
 	if a.err != nil {
 		toolchainAnswers.CompareAndDelete(key, a)
 		if !asked {
-			return AskGoEnv(ctx, dir, env, names...)
+			return ask(ctx, dir, env, names...)
 		}
 		return nil, a.err
 	}
 	return slices.Clone(a.values), nil
+}
+
+// answerFree says whether the variable k of env changes no answer of the
+// go command to go env names, where names are askOnce's: the target
+// (targetKnobs); GOTMPDIR, the go command's scratch; GOPATH, but for the
+// default of GOMODCACHE. Each build gives the last two directories of its
+// own: kept by them, the toolchain check's answers, asked in no build's
+// directory and so never forgotten, were kept once per build.
+func answerFree(k string, env, names []string) bool {
+	switch k {
+	case "GOTMPDIR":
+		return true
+	case "GOPATH":
+		return !slices.Contains(names, "GOMODCACHE") || EnvValue(env, "GOMODCACHE") != ""
+	}
+	return slices.Contains(targetKnobs, k)
 }
 
 // ForgetToolchainEnv forgets the answers AskToolchainEnv gave in dir and

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -250,5 +251,98 @@ func TestForgetToolchainEnv(t *testing.T) {
 	ForgetToolchainEnv(other)
 	if n := ToolchainAnswersHeld(); n != held {
 		t.Errorf("%d answers held, want %d", n, held)
+	}
+}
+
+// goWrapper puts first on PATH a go that logs its arguments, a line a
+// run, then runs the real one; it returns the log's lines so far.
+func goWrapper(t *testing.T) (runs func() []string) {
+	t.Helper()
+	real, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command")
+	}
+	bin := t.TempDir()
+	log := filepath.Join(bin, "go.log")
+	script := "#!/bin/sh\necho \"$@\" >> " + log + "\nexec " + real + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(bin, "go"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	return func() []string {
+		data, _ := os.ReadFile(log)
+		return strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	}
+}
+
+// Offline builds, one after another in a process, each in a work
+// directory of its own forgotten after it, keep a bounded number of go
+// env answers, and ask the go command for its default GOTOOLCHAIN and the
+// toolchain check's GOVERSION GOMODCACHE once in all: the check's answers
+// were kept by an environment holding the build's GOTMPDIR, one more each
+// build and never forgotten, and go env GOTOOLCHAIN ran before every go
+// command of an unpinned build.
+func TestOfflineBuildsAskToolchainOnce(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the logging go is a shell script")
+	}
+	mods := make([]string, 2)
+	for i := range mods {
+		mods[i] = t.TempDir()
+		for name, data := range map[string]string{"go.mod": fmt.Sprintf("module example.com/m%d\n\ngo 1.22\n", i), "main.go": "package main\n\nfunc main() {}\n"} {
+			if err := os.WriteFile(filepath.Join(mods[i], name), []byte(data), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	p, err := platform.Parse(runtime.GOOS + "/" + runtime.GOARCH)
+	if err != nil {
+		t.Skip(err)
+	}
+	// "": the go command's own default ($GOROOT/go.env); auto: checked
+	// for a switch the go.mod asks for, with the check's go env.
+	for _, gotc := range []string{"", "auto"} {
+		t.Run("GOTOOLCHAIN="+gotc, func(t *testing.T) {
+			t.Setenv("GOTOOLCHAIN", gotc)
+			t.Setenv("GOENV", "off")
+			runs := goWrapper(t)
+			f := &Fetcher{Offline: true, ModCache: t.TempDir()}
+			held := -1
+			const builds = 3
+			for i := range builds {
+				work := t.TempDir()
+				for j, mod := range mods {
+					g := &Go{Module: mod, Packages: []string{"."}}
+					r := &Request{Name: fmt.Sprintf("m%d", j), Platform: p, Kind: g}
+					if _, err := g.Produce(t.Context(), f, r, filepath.Join(work, r.Name)); err != nil {
+						t.Fatalf("build %d, %s: %v", i+1, r.Name, err)
+					}
+				}
+				ForgetToolchainEnv(work)
+				if held < 0 {
+					held = ToolchainAnswersHeld()
+				} else if n := ToolchainAnswersHeld(); n != held {
+					t.Errorf("after build %d, %d go env answers held, %d after the first", i+1, n, held)
+				}
+			}
+			count := map[string]int{}
+			for _, l := range runs() {
+				count[l]++
+			}
+			builtAll := 0
+			for l, n := range count {
+				if strings.HasPrefix(l, "build ") {
+					builtAll += n
+				}
+			}
+			if builtAll != builds*len(mods) {
+				t.Errorf("go build ran %d times, want %d", builtAll, builds*len(mods))
+			}
+			for _, q := range []string{"env GOTOOLCHAIN", "env GOVERSION GOMODCACHE"} {
+				if count[q] > 1 {
+					t.Errorf("go %s ran %d times for %d go builds, want once at most", q, count[q], builtAll)
+				}
+			}
+		})
 	}
 }

@@ -98,10 +98,12 @@ func VerifyGoToolchain(ctx context.Context, dir string, env []string) ([]string,
 	}
 	if gotc == "" {
 		// The go command's own default ($GOROOT/go.env, go env -w),
-		// which go env GOTOOLCHAIN alone reports without switching.
-		v, err := goEnvIn(ctx, dir, env, "GOTOOLCHAIN")
+		// which go env GOTOOLCHAIN alone reports without switching, and
+		// wherever it runs: asked once, not before every go command of
+		// every build.
+		v, err := askOnce(ctx, "", env, []string{"GOTOOLCHAIN"}, goEnvIn)
 		if err != nil {
-			return nil, fmt.Errorf("in %s: %w", dir, err)
+			return nil, err
 		}
 		gotc = v[0]
 	}
