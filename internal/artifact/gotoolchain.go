@@ -334,6 +334,10 @@ func verifyToolchain(ctx context.Context, env []string, c toolchainCheck) error 
 		if !info.Mode().IsRegular() {
 			return fmt.Errorf("toolchain %s: %s is not a regular file: remove it from the module cache", m, download+".zip")
 		}
+		// Bounded as the proxy's copy is: hashing reads the whole zip.
+		if info.Size() > maxToolchainZip {
+			return fmt.Errorf("toolchain %s: %s is %d bytes, over the %d a toolchain's may be: remove it from the module cache", m, download+".zip", info.Size(), int64(maxToolchainZip))
+		}
 		got, err := modhash.Zip(download + ".zip")
 		if err != nil {
 			return fmt.Errorf("toolchain %s: hashing %s: %w", m, download+".zip", err)
@@ -437,7 +441,14 @@ func copyBounded(src, dst string, limit int64) error {
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(out, io.LimitReader(in, limit+1)); err != nil {
+	// One byte past the limit is read: a file that grew since its size
+	// was seen is said to be over it, not taken cut short, which then
+	// hashed as another toolchain's.
+	n, err := io.Copy(out, io.LimitReader(in, limit+1))
+	if err == nil && n > limit {
+		err = fmt.Errorf("%s is over the %d bytes a toolchain's may be (it grew while it was copied)", src, limit)
+	}
+	if err != nil {
 		out.Close()
 		return err
 	}

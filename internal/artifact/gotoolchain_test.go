@@ -398,6 +398,35 @@ func TestVerifyGoToolchainCachedZip(t *testing.T) {
 	}
 }
 
+// A toolchain zip in the module cache over the bound a toolchain's may
+// be is refused saying so, before it is hashed: hashing reads it whole.
+// Sparse: it takes no room on disk.
+func TestVerifyGoToolchainCachedZipTooLarge(t *testing.T) {
+	const gv = "go1.99.1"
+	v := toolchainVersion(gv)
+	p := newToolchainProxy(t, gv)
+	p.fetch(t, gv)
+	t.Setenv("GOSUMDB", p.vkey)
+	modcache := t.TempDir()
+	cached := filepath.Join(modcache, "cache", "download", "golang.org", "toolchain", "@v", v+".zip")
+	if err := os.MkdirAll(filepath.Dir(cached), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cached, p.zips[v], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(cached, 1<<30+1); err != nil {
+		t.Skipf("no sparse file: %v", err)
+	}
+	_, err := artifact.VerifyGoToolchain(context.Background(), t.TempDir(), offlineEnv(gv, p.dir, modcache))
+	if err == nil || !strings.Contains(err.Error(), cached+" is 1073741825 bytes, over the 1073741824") {
+		t.Errorf("want %s refused as over the bound, got %v", cached, err)
+	}
+	if _, err := os.Stat(filepath.Join(modcache, "golang.org", "toolchain@"+v)); err == nil {
+		t.Errorf("refused, but unpacked into the module cache")
+	}
+}
+
 // autoEnv is offlineEnv with GOTOOLCHAIN=gotoolchain, or, for "", none:
 // the go command's default, from the go env -w file goenv.
 func autoEnv(gotoolchain, proxy, modcache, goenv string) []string {
