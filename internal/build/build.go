@@ -722,6 +722,9 @@ type builder struct {
 	// goLicenses are the Go toolchains' licences, by GOROOT and version
 	// (goLicense).
 	goLicenses sync.Map
+	// goToolchains are the Go toolchains goLicense found, by release
+	// asked for and environment.
+	goToolchains sync.Map
 	// zipLicences are the licence files of module zips, by zip and proof
 	// (shareZip).
 	zipLicences sync.Map

@@ -67,8 +67,24 @@ func (b *builder) goLicense(ctx context.Context, env []string, built string, ran
 	}
 	tc := ran
 	if want == "" || ran.version != want || ran.root == "" {
+		// Once per environment and release in a build, not for every Go
+		// binary: each looked for the go command on PATH and its memo
+		// again. An error is not kept, and one found from another
+		// caller's asking (that one may have been stopped) is asked again.
+		key := want + "\x00" + strings.Join(env, "\x00")
+		asked := false
 		var err error
-		if tc, err = b.toolchain(ctx, env, want); err != nil {
+		tc, err = onceFor(&b.goToolchains, key, func() (goToolchain, error) {
+			asked = true
+			return b.toolchain(ctx, env, want)
+		})
+		if err != nil {
+			b.goToolchains.Delete(key)
+			if !asked {
+				tc, err = b.toolchain(ctx, env, want)
+			}
+		}
+		if err != nil {
 			return goToolchainLicense{}, err
 		}
 	}

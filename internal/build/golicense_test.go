@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -154,6 +155,46 @@ func TestToolchainAskedOnceForAllPlatforms(t *testing.T) {
 	}
 	if n := asked(t, log); n != 2 {
 		t.Errorf("go env asked %d times for two releases, want twice", n)
+	}
+}
+
+// The toolchain a build's Go binaries were built by is looked up once for
+// each environment in a build, not once per binary: each looked for the
+// go command on PATH and its memo again.
+func TestToolchainLookedUpOncePerEnv(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the stand-in toolchain is a shell script")
+	}
+	dir := t.TempDir()
+	root, log := fakeToolchain(t, dir, "go1.99.1", "")
+	t.Setenv("PATH", filepath.Join(root, "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
+	f := artifact.New()
+	var looked atomic.Int32
+	memo := func(path string, st tree.Stamp, fact string, derive func(string) (string, error)) (string, error) {
+		looked.Add(1)
+		return record.NoMemo(path, st, fact, derive)
+	}
+	b := &builder{work: t.TempDir(), fetcher: f, memo: memo}
+	envs := toolchainEnv(t, f, "linux/amd64", "linux/arm64")
+	const binaries = 5
+	var wg sync.WaitGroup
+	for _, env := range envs {
+		for range binaries {
+			wg.Go(func() {
+				if gl, err := b.goLicense(t.Context(), env, "go1.99.1", goToolchain{}); err != nil {
+					t.Error(err)
+				} else if gl.version != "go1.99.1" {
+					t.Errorf("licence of %s, want go1.99.1", gl.version)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if n := looked.Load(); n != int32(len(envs)) {
+		t.Errorf("toolchain looked up %d times for %d binaries in %d environments, want %d", n, binaries*len(envs), len(envs), len(envs))
+	}
+	if n := asked(t, log); n != 1 {
+		t.Errorf("go env asked %d times, want once", n)
 	}
 }
 
