@@ -725,6 +725,9 @@ type builder struct {
 	// goToolchains are the Go toolchains goLicense found, by release
 	// asked for and environment.
 	goToolchains sync.Map
+	// keptToolchains are the toolchains this run's builds used that
+	// goLicense kept in the memo, by release, GOROOT and environment.
+	keptToolchains sync.Map
 	// zipLicences are the licence files of module zips, by zip and proof
 	// (shareZip).
 	zipLicences sync.Map

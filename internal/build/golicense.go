@@ -57,7 +57,9 @@ type goToolchain struct{ version, root string }
 // from the cache. When it is the release that built the binaries, its
 // GOROOT is the one GOTOOLCHAIN=built names, and is read without asking
 // the go command again: that would take 4-6 ms (10-30 ms on a busy
-// machine) after the build, before its layer can be written.
+// machine) after the build, before its layer can be written. It is kept
+// in the memo for the rebuild that takes the binaries from the cache
+// (keepToolchain).
 func (b *builder) goLicense(ctx context.Context, env []string, built string, ran goToolchain) (goToolchainLicense, error) {
 	want, _, _ := strings.Cut(built, " ")
 	if !version.IsValid(want) { // a devel toolchain, which GOTOOLCHAIN cannot name
@@ -87,6 +89,16 @@ func (b *builder) goLicense(ctx context.Context, env []string, built string, ran
 		if err != nil {
 			return goToolchainLicense{}, err
 		}
+	} else {
+		// Kept, once per environment and toolchain in a build, for the
+		// rebuild that takes these binaries from the cache: it has no
+		// ran, and asked go env (25-50 ms) where a third build found the
+		// answer in the memo.
+		key := want + "\x00" + ran.root + "\x00" + strings.Join(env, "\x00")
+		onceFor(&b.keptToolchains, key, func() (struct{}, error) {
+			b.keepToolchain(env, want, ran)
+			return struct{}{}, nil
+		})
 	}
 	gl, err := onceFor(&b.goLicenses, tc.root+"\x00"+tc.version, func() (goToolchainLicense, error) {
 		return b.readGoLicenseAt(tc.root, tc.version)
@@ -124,8 +136,7 @@ func (b *builder) toolchain(ctx context.Context, env []string, want string) (goT
 	if err != nil {
 		return ask()
 	}
-	fact := "go-toolchain-v1 GOTOOLCHAIN=" + want + " GOROOT=" + artifact.EnvValue(env, "GOROOT")
-	said, err := b.memo(gobin, tree.Stamp{}, fact, func(string) (string, error) {
+	said, err := b.memo(gobin, tree.Stamp{}, toolchainFact(env, want), func(string) (string, error) {
 		tc, err := ask()
 		return tc.root + "\n" + tc.version, err
 	})
@@ -137,6 +148,31 @@ func (b *builder) toolchain(ctx context.Context, env []string, want string) (goT
 		return goToolchain{version: version, root: root}, nil
 	}
 	return ask()
+}
+
+// toolchainFact is what the memo of the go command on PATH keeps the
+// toolchain it runs under, with env, as: GOTOOLCHAIN=want and GOROOT
+// are what could make it run another.
+func toolchainFact(env []string, want string) string {
+	return "go-toolchain-v1 GOTOOLCHAIN=" + want + " GOROOT=" + artifact.EnvValue(env, "GOROOT")
+}
+
+// keepToolchain keeps in the memo of the go command on PATH the toolchain
+// ran that a build of this run used, as toolchain would have asked it:
+// only where that go command is the release want, running itself at
+// ran's GOROOT. Nothing is kept otherwise, and the memo's errors only
+// cost the next build its saving.
+func (b *builder) keepToolchain(env []string, want string, ran goToolchain) {
+	if artifact.EnvValue(env, "GOENV") != "off" || ran.version != want {
+		return
+	}
+	gobin, err := goOnPath()
+	if err != nil || !runsItself(ran.root, gobin) {
+		return
+	}
+	b.memo(gobin, tree.Stamp{}, toolchainFact(env, want), func(string) (string, error) {
+		return ran.root + "\n" + ran.version, nil
+	})
 }
 
 // goOnPath is the go command pallet runs, as exec finds it on PATH, its
