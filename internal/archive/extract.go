@@ -17,10 +17,10 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/pallet-dev/pallet/internal/globindex"
 	"github.com/pallet-dev/pallet/internal/tree"
 )
 
@@ -376,22 +376,16 @@ func (x *extractor) selected(rel string) bool {
 type patternSet struct {
 	all     []string
 	literal map[string][]int // a pattern without wildcards -> its indexes in all
-	globs   map[string][]int // a literal prefix -> the indexes of the globs it begins
-	lens    []int            // the lengths of globs' keys, ascending
+	globs   *globindex.Index // the globs, by their literal prefix
 }
 
 func newPatternSet(clean []string) patternSet {
 	s := patternSet{all: clean}
+	var globs globindex.Builder
 	for i, p := range clean {
 		prefix, glob := literalPrefix(p)
 		if glob {
-			if s.globs == nil {
-				s.globs = map[string][]int{}
-			}
-			if _, ok := s.globs[prefix]; !ok {
-				s.lens = append(s.lens, len(prefix))
-			}
-			s.globs[prefix] = append(s.globs[prefix], i)
+			globs.Add(prefix, i)
 			continue
 		}
 		if s.literal == nil {
@@ -399,8 +393,7 @@ func newPatternSet(clean []string) patternSet {
 		}
 		s.literal[prefix] = append(s.literal[prefix], i)
 	}
-	slices.Sort(s.lens)
-	s.lens = slices.Compact(s.lens)
+	s.globs = globs.Index()
 	return s
 }
 
@@ -450,16 +443,14 @@ func (s *patternSet) matches(name string, hit func(i int) bool) {
 		}
 		n = n[:j]
 	}
-	for _, l := range s.lens {
-		if l > len(name) {
-			break
-		}
-		for _, i := range s.globs[name[:l]] {
+	s.globs.Each(name, func(ids []int) bool {
+		for _, i := range ids {
 			if matchBelow(s.all[i], name) && !hit(i) {
-				return
+				return false
 			}
 		}
-	}
+		return true
+	})
 }
 
 // any reports whether a pattern matches name or an ancestor of it.
@@ -1306,60 +1297,12 @@ func CheckInclude(include []string) (int, error) {
 // patterns as given) that first makes one too many, in their order: the
 // earliest recipe line at fault.
 func checkGlobs(s patternSet, include []string) (int, error) {
-	globs := 0
-	for _, g := range s.globs {
-		globs += len(g)
-	}
-	if globs <= MaxGlobsPerName {
+	i, p, crowded := s.globs.Crowded(MaxGlobsPerName)
+	if !crowded {
 		return 0, nil
 	}
-	prefixes := make([]string, 0, len(s.globs))
-	for p := range s.globs {
-		prefixes = append(prefixes, p)
-	}
-	slices.Sort(prefixes)
-	// Past the bound among the first k patterns or not, as k grows, once
-	// past it stays: the least k past it ends with the pattern to name.
-	k := sort.Search(len(s.all)+1, func(k int) bool {
-		_, past := pastBound(s, prefixes, k)
-		return past
-	})
-	if k > len(s.all) {
-		return 0, nil
-	}
-	p, _ := pastBound(s, prefixes, k)
-	i := k - 1
 	if p == "" {
 		return i, fmt.Errorf("include pattern %q makes %d that begin with a wildcard; at most %d are allowed, as every entry of the archive is matched against each of them: begin patterns with more of the path (bin/*.so, not *.so), or list names without wildcards (a [, * or ? a name holds escaped: \\[), which are looked up", include[i], MaxGlobsPerName+1, MaxGlobsPerName)
 	}
 	return i, fmt.Errorf("include pattern %q makes %d with wildcards that a name beginning %q is matched against, each beginning with it or part of it before its first wildcard; at most %d are allowed, as every such entry of the archive is matched against each of them: begin patterns with more of the path, or list names without wildcards (a [, * or ? a name holds escaped: \\[), which are looked up", include[i], MaxGlobsPerName+1, p, MaxGlobsPerName)
-}
-
-// pastBound returns the prefix (of prefixes, s.globs' keys sorted) of
-// the names that more than MaxGlobsPerName of the globs among the first
-// k patterns would be tried on, if there is one.
-func pastBound(s patternSet, prefixes []string, k int) (string, bool) {
-	// In sorted order, a prefix comes after every other one it begins
-	// with, and stack holds those the last one begins with: the globs a
-	// name beginning with it is matched against.
-	type level struct {
-		prefix string
-		count  int
-	}
-	var stack []level
-	for _, p := range prefixes {
-		for len(stack) > 0 && !strings.HasPrefix(p, stack[len(stack)-1].prefix) {
-			stack = stack[:len(stack)-1]
-		}
-		// A prefix's indexes are ascending.
-		count, _ := slices.BinarySearch(s.globs[p], k)
-		if len(stack) > 0 {
-			count += stack[len(stack)-1].count
-		}
-		if count > MaxGlobsPerName {
-			return p, true
-		}
-		stack = append(stack, level{p, count})
-	}
-	return "", false
 }

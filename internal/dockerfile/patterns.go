@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/moby/patternmatcher"
+
+	"github.com/pallet-dev/pallet/internal/globindex"
 )
 
 // patterns is an ignore file's or a COPY --exclude's patterns, asked as
@@ -43,13 +45,11 @@ type patterns struct {
 	// none can fail), to be said when a match asks one.
 	bad []*badPattern
 	// filed holds each's indexes by the literal prefix of their pattern
-	// (literalPrefix), lens the lengths of its keys, ascending: a path
-	// is asked only the patterns it begins as, and those its directory
-	// matched, where asking all of them, each a substring test at least,
-	// made 20,000 patterns bin/f1*, bin/f2*, ... over 100,000 files 2e9
-	// tests, some 46 s.
-	filed map[string][]int
-	lens  []int
+	// (literalPrefix): a path is asked only the patterns it begins as,
+	// and those its directory matched, where asking all of them, each a
+	// substring test at least, made 20,000 patterns bin/f1*, bin/f2*,
+	// ... over 100,000 files 2e9 tests, some 46 s.
+	filed *globindex.Index
 }
 
 // pattern is one pattern of a set, alone.
@@ -102,20 +102,16 @@ func newPatterns(list []string) (*patterns, error) {
 		return nil, err
 	}
 	if ps.each != nil {
-		ps.filed = map[string][]int{}
+		var filed globindex.Builder
 		for i, p := range pm.Patterns() {
 			prefix := literalPrefix(p.String())
 			if bad != nil && bad[i] != nil {
 				// Asked as before, to fail where it failed.
 				prefix = ""
 			}
-			if _, ok := ps.filed[prefix]; !ok {
-				ps.lens = append(ps.lens, len(prefix))
-			}
-			ps.filed[prefix] = append(ps.filed[prefix], i)
+			filed.Add(prefix, i)
 		}
-		slices.Sort(ps.lens)
-		ps.lens = slices.Compact(ps.lens)
+		ps.filed = filed.Index()
 	}
 	return ps, nil
 }
@@ -155,15 +151,11 @@ type candidate struct {
 func (ps *patterns) candidates(rel string, parent []int) []candidate {
 	var filed []int
 	runs := 0
-	for _, l := range ps.lens {
-		if l > len(rel) {
-			break
-		}
-		if f := ps.filed[rel[:l]]; len(f) > 0 {
-			filed = append(filed, f...)
-			runs++
-		}
-	}
+	ps.filed.Each(rel, func(ids []int) bool {
+		filed = append(filed, ids...)
+		runs++
+		return true
+	})
 	if runs > 1 {
 		slices.Sort(filed)
 	}
