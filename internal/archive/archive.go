@@ -152,9 +152,15 @@ type Options struct {
 	// Extract fails naming the patterns that matched nothing.
 	Include []string
 
+	// Patterns, when set, are the Include patterns already prepared
+	// (NewPatterns), for a caller that matches names with them too; Include
+	// is then left empty.
+	Patterns *Patterns
+
 	// Extra patterns also select entries, like Include, but need not match
 	// anything. Licence files are taken this way from archives of which
-	// only a few binaries are wanted.
+	// only a few binaries are wanted. A name is matched against both, so
+	// their globs together are held to MaxGlobsPerName.
 	Extra []string
 
 	// Name is how errors name the archive: its URL, say, where src is a
@@ -278,12 +284,21 @@ func Extract(ctx context.Context, src string, f Format, dir string, opt Options)
 		return fail(errors.New("negative Strip, MaxBytes, MaxEntries or MaxWindow"))
 	}
 	opt = withDefaults(opt)
-	include, err := NewPatterns(opt.Include)
+	include := opt.Patterns
+	if include == nil {
+		var err error
+		if include, err = NewPatterns(opt.Include); err != nil {
+			return fail(err)
+		}
+	} else if len(opt.Include) > 0 {
+		return fail(errors.New("both Include and Patterns given"))
+	}
+	clean, err := cleanPatterns(opt.Extra)
 	if err != nil {
 		return fail(err)
 	}
-	extra, err := cleanPatterns(opt.Extra)
-	if err != nil {
+	extra := newPatternSet(clean)
+	if err := checkExtra(include, extra); err != nil {
 		return fail(err)
 	}
 	if err := checkEmpty(dir); err != nil {
@@ -312,7 +327,8 @@ func Extract(ctx context.Context, src string, f Format, dir string, opt Options)
 		root:     root,
 		opt:      opt,
 		patterns: include.set,
-		extra:    newPatternSet(extra),
+		given:    include.include,
+		extra:    extra,
 		matched:  make([]bool, len(include.set.all)),
 		maxWalks: maxWalks(opt.MaxEntries),
 		buf:      make([]byte, 64<<10),
@@ -364,7 +380,10 @@ func withDefaults(opt Options) Options {
 // match it; cleaned again for each name and tried one by one, the
 // 100,000 file names an include may list held a build for minutes on an
 // archive of as many entries.
-type Patterns struct{ set patternSet }
+type Patterns struct {
+	set     patternSet
+	include []string // as given, for errors
+}
 
 // NewPatterns prepares include, refusing a malformed pattern, or more
 // globs than MaxGlobsPerName one name would be matched against, as
@@ -378,7 +397,7 @@ func NewPatterns(include []string) (*Patterns, error) {
 	if _, err := checkGlobs(set, include); err != nil {
 		return nil, err
 	}
-	return &Patterns{set: set}, nil
+	return &Patterns{set: set, include: include}, nil
 }
 
 // Match reports whether name (a slash path inside an extracted tree)

@@ -111,6 +111,7 @@ type extractor struct {
 	root     *os.Root
 	opt      Options
 	patterns patternSet
+	given    []string // the include patterns as given, for errors
 	extra    patternSet
 	matched  []bool
 	// seen keeps the first names the patterns were matched against,
@@ -521,7 +522,7 @@ func (x *extractor) checkPatterns() error {
 	for i, ok := range x.matched {
 		if !ok {
 			if unmatched++; unmatched <= maxMissing {
-				missing = append(missing, fmt.Sprintf("%q", x.opt.Include[i]))
+				missing = append(missing, fmt.Sprintf("%q", x.given[i]))
 			}
 		}
 	}
@@ -1292,6 +1293,10 @@ func CheckInclude(include []string) (int, error) {
 	return checkGlobs(newPatternSet(clean), include)
 }
 
+// ErrTooManyGlobs is the error of patterns of which more than
+// MaxGlobsPerName could all be tried on one name.
+var ErrTooManyGlobs = errors.New("too many include patterns with wildcards")
+
 // checkGlobs refuses a set of which more than MaxGlobsPerName globs
 // could all be tried on one name, naming the one (of include, the
 // patterns as given) that first makes one too many, in their order: the
@@ -1301,8 +1306,52 @@ func checkGlobs(s patternSet, include []string) (int, error) {
 	if !crowded {
 		return 0, nil
 	}
-	if p == "" {
-		return i, fmt.Errorf("include pattern %q makes %d that begin with a wildcard; at most %d are allowed, as every entry of the archive is matched against each of them: begin patterns with more of the path (bin/*.so, not *.so), or list names without wildcards (a [, * or ? a name holds escaped: \\[), which are looked up", include[i], MaxGlobsPerName+1, MaxGlobsPerName)
-	}
-	return i, fmt.Errorf("include pattern %q makes %d with wildcards that a name beginning %q is matched against, each beginning with it or part of it before its first wildcard; at most %d are allowed, as every such entry of the archive is matched against each of them: begin patterns with more of the path, or list names without wildcards (a [, * or ? a name holds escaped: \\[), which are looked up", include[i], MaxGlobsPerName+1, p, MaxGlobsPerName)
+	return i, crowdedErr(include[i], p, "")
 }
+
+// checkExtra refuses Extra patterns whose globs, with include's, are
+// more than MaxGlobsPerName that could all be tried on one name: a name
+// is matched against both. Their globs are counted first, as every
+// extraction given them adds them: the include pattern named is the
+// first, in its order, that makes one too many.
+func checkExtra(include *Patterns, extra patternSet) error {
+	if extra.globs.Len() == 0 || include.set.globs.Len()+extra.globs.Len() <= MaxGlobsPerName {
+		return nil
+	}
+	var both globindex.Builder
+	for i, p := range extra.all {
+		if prefix, glob := literalPrefix(p); glob {
+			both.Add(prefix, i)
+		}
+	}
+	for i, p := range include.set.all {
+		if prefix, glob := literalPrefix(p); glob {
+			both.Add(prefix, len(extra.all)+i)
+		}
+	}
+	i, p, crowded := both.Index().Crowded(MaxGlobsPerName)
+	if !crowded {
+		return nil
+	}
+	with := fmt.Sprintf(" with the %d extra patterns with wildcards that select entries besides", extra.globs.Len())
+	if i < len(extra.all) {
+		return crowdedErr(extra.all[i], p, " (an extra one)"+with)
+	}
+	return crowdedErr(include.include[i-len(extra.all)], p, with)
+}
+
+// crowdedErr says that pattern (which with is said of) makes one glob
+// too many of those a name beginning prefix is tried on.
+func crowdedErr(pattern, prefix, with string) error {
+	if prefix == "" {
+		return tooManyGlobs(fmt.Sprintf("include pattern %q%s makes %d that begin with a wildcard; at most %d are allowed, as every entry of the archive is matched against each of them: begin patterns with more of the path (bin/*.so, not *.so), or list names without wildcards (a [, * or ? a name holds escaped: \\[), which are looked up", pattern, with, MaxGlobsPerName+1, MaxGlobsPerName))
+	}
+	return tooManyGlobs(fmt.Sprintf("include pattern %q%s makes %d with wildcards that a name beginning %q is matched against, each beginning with it or part of it before its first wildcard; at most %d are allowed, as every such entry of the archive is matched against each of them: begin patterns with more of the path, or list names without wildcards (a [, * or ? a name holds escaped: \\[), which are looked up", pattern, with, MaxGlobsPerName+1, prefix, MaxGlobsPerName))
+}
+
+// tooManyGlobs is an error of crowdedErr: its text, which is
+// ErrTooManyGlobs.
+type tooManyGlobs string
+
+func (e tooManyGlobs) Error() string        { return string(e) }
+func (e tooManyGlobs) Is(target error) bool { return target == ErrTooManyGlobs }

@@ -363,3 +363,62 @@ func TestIncludeGlobsOfManyLengthsLinear(t *testing.T) {
 		t.Errorf("%d names against globs of %d lengths took %s, against as many of one length %s", names, globs, took.Round(time.Millisecond), base.Round(time.Millisecond))
 	}
 }
+
+// Extra patterns are matched against every name as Include's are, so
+// their globs count with Include's against MaxGlobsPerName, Extra's
+// first: the include pattern named is the first that makes one too many.
+// Apart, those no name can begin as both do not count together.
+func TestExtraGlobsBoundedWithInclude(t *testing.T) {
+	const extra = 10
+	var extras, include, nested []string
+	for i := range extra {
+		extras = append(extras, fmt.Sprintf("?e%d", i))
+	}
+	for i := range MaxGlobsPerName {
+		include = append(include, fmt.Sprintf("*x%d", i))
+		nested = append(nested, fmt.Sprintf("b/*%d", i))
+	}
+	s := newSandbox(t, Tar, tarBytes(t, []ent{{name: "x", body: "x"}}))
+	err := Extract(context.Background(), s.src, Tar, s.out, Options{Include: include, Extra: extras})
+	want := fmt.Sprintf(`include pattern "*x%d" with the %d extra patterns with wildcards that select entries besides makes %d that begin with a wildcard`, MaxGlobsPerName-extra, extra, MaxGlobsPerName+1)
+	if !errors.Is(err, ErrTooManyGlobs) || !strings.Contains(err.Error(), want) {
+		t.Errorf("got %v, want %s", err, want)
+	}
+	if _, err := os.Stat(filepath.Join(s.out, "x")); err == nil {
+		t.Error("x extracted though the patterns were refused")
+	}
+
+	// b/ globs and extras under a/ never meet; b/ ones and ? ones do.
+	for _, tc := range []struct {
+		extras []string
+		past   bool
+	}{{[]string{"a/?1", "a/*2"}, false}, {[]string{"?"}, true}} {
+		p, err := NewPatterns(nested)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = checkExtra(p, newPatternSet(tc.extras))
+		if past := errors.Is(err, ErrTooManyGlobs); past != tc.past {
+			t.Errorf("extras %q: %v", tc.extras, err)
+		}
+	}
+}
+
+// Patterns prepared by NewPatterns are taken as they are, and named in
+// the error of those that matched nothing; given with Include too, they
+// are refused.
+func TestExtractOfPreparedPatterns(t *testing.T) {
+	p, err := NewPatterns([]string{"./a", "nothing*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSandbox(t, Tar, tarBytes(t, []ent{{name: "a", body: "x"}}))
+	err = Extract(context.Background(), s.src, Tar, s.out, Options{Patterns: p})
+	if !errors.Is(err, ErrUnmatched) || !strings.Contains(err.Error(), `"nothing*"`) || strings.Contains(err.Error(), `"./a"`) {
+		t.Errorf("got %v, want nothing* unmatched", err)
+	}
+	s = newSandbox(t, Tar, tarBytes(t, []ent{{name: "a", body: "x"}}))
+	if err := Extract(context.Background(), s.src, Tar, s.out, Options{Patterns: p, Include: []string{"a"}}); err == nil || !strings.Contains(err.Error(), "both Include and Patterns") {
+		t.Errorf("got %v", err)
+	}
+}

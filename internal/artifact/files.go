@@ -73,9 +73,19 @@ func (f *Fetcher) fileTree(ctx context.Context, r *Request, file, name, shown st
 		return nil, nil, err
 	}
 	u := f.Limits.Unpack
-	opt := archive.Options{Name: shown, Strip: ex.Strip, Include: ex.Include, MaxBytes: u.MaxBytes, MaxEntries: u.MaxEntries, MaxWindow: u.MaxWindow, RootedLinks: ex.RootedLinks}
+	opt := archive.Options{Name: shown, Strip: ex.Strip, MaxBytes: u.MaxBytes, MaxEntries: u.MaxEntries, MaxWindow: u.MaxWindow, RootedLinks: ex.RootedLinks}
+	// The include patterns are prepared once, for Extract and for the
+	// tree it leaves, and refused here, at the include's line.
+	var include *archive.Patterns
 	if len(ex.Include) > 0 {
-		opt.Extra = licensePatterns(r.Licenses)
+		var err error
+		if include, err = archive.NewPatterns(ex.Include); err != nil {
+			return nil, nil, blame("include", fmt.Errorf("extract %s: %w", shown, err))
+		}
+		opt.Patterns = include
+		if !r.NoLicense {
+			opt.Extra = licensePatterns(r.Licenses)
+		}
 	}
 	// The digests of what is unpacked are taken as it is written, and
 	// the cache learns them once the tree is whole, as Extract tells
@@ -132,6 +142,10 @@ func (f *Fetcher) fileTree(ctx context.Context, r *Request, file, name, shown st
 		switch {
 		case errors.Is(err, archive.ErrUnmatched):
 			err = blame("include", err)
+		case errors.Is(err, archive.ErrTooManyGlobs):
+			// Include alone was held to the bound above: what crowds
+			// it is the licence patterns a name is also matched against.
+			err = blame("include", fmt.Errorf("%w; the extra patterns keep the artifact's licence files: name them in licenses: (looked up, not matched), or give licenses: [none] to an artifact that has none", err))
 		case format != archive.Zip && errors.As(err, &abs) && abs.Keepable():
 			err = fmt.Errorf("%w (a recipe's extract keeps it with links: keep, as a link from a Linux image's root)", err)
 		}
@@ -161,14 +175,10 @@ func (f *Fetcher) fileTree(ctx context.Context, r *Request, file, name, shown st
 	if err != nil {
 		return nil, nil, strippedLicence(err, ex.Strip, stripped)
 	}
-	if len(ex.Include) == 0 {
+	if include == nil {
 		return all, lic, nil
 	}
 	// Keep only what the include filter asked for in the artifact itself.
-	include, err := archive.NewPatterns(ex.Include)
-	if err != nil {
-		return nil, nil, blame("include", err)
-	}
 	t := tree.New()
 	for _, e := range all.Entries() {
 		if include.Match(e.Path) {

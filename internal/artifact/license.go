@@ -42,11 +42,24 @@ func isLicensePath(p string) bool {
 	return strings.Count(p, "/") <= licenseDepth && IsLicenseName(path.Base(p))
 }
 
-// licensePatterns are glob patterns selecting exactly what isLicensePath
-// accepts (globs have no case-insensitive form, so each letter is a
-// class), plus the licence files a recipe names.
+// licensePatterns are glob patterns selecting the licence files a recipe
+// names, or, when it names none, exactly what isLicensePath accepts
+// (globs have no case-insensitive form, so each letter is a class):
+// findLicenses takes the named ones alone when there are any, and the
+// globs, which begin with a wildcard, count against the bound on those
+// every name is matched against (archive.MaxGlobsPerName).
 func licensePatterns(named []string) []string {
 	var out []string
+	// A named licence is taken by its name, whichever the artifact holds
+	// of the names its backslashes may give (tree.UserPath).
+	for _, n := range named {
+		for _, name := range tree.UserPathNames(n) {
+			out = append(out, globEscape(name))
+		}
+	}
+	if len(named) > 0 {
+		return out
+	}
 	for _, w := range licenseWords {
 		var b strings.Builder
 		for _, c := range w {
@@ -57,13 +70,6 @@ func licensePatterns(named []string) []string {
 		for d := 0; d <= licenseDepth; d++ {
 			out = append(out, prefix+word, prefix+word+`[._\-]*`)
 			prefix += "*/"
-		}
-	}
-	// A named licence is taken by its name, whichever the artifact holds
-	// of the names its backslashes may give (tree.UserPath).
-	for _, n := range named {
-		for _, name := range tree.UserPathNames(n) {
-			out = append(out, globEscape(name))
 		}
 	}
 	return out

@@ -216,3 +216,58 @@ func TestIncludeOfManyNamesLinear(t *testing.T) {
 		t.Errorf("include of the %d names took %s, of one pattern taking them all %s", n, every.Round(time.Millisecond), one.Round(time.Millisecond))
 	}
 }
+
+// A malformed include pattern is refused once, before the archive is
+// unpacked, blamed on include (placed at its recipe line), where Extract
+// refused it unblamed (at the artifact's line) and the check after it,
+// which prepared the patterns a second time, could not fire.
+func TestIncludeRefusedAtItsField(t *testing.T) {
+	tgz := filepath.Join(t.TempDir(), "a.tar")
+	if err := os.WriteFile(tgz, fixture.Tar([]fixture.File{{Name: "bin/tool", Content: "x"}}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := (&Local{Path: tgz, Extract: &Extract{Include: []string{"bin/tool", "bin/["}}}).Produce(context.Background(), New(), &Request{Name: "a", NoLicense: true}, t.TempDir())
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Field != "include" || !strings.Contains(err.Error(), `extract `+tgz+`: include pattern "bin/[": syntax error`) {
+		t.Errorf("got %v, want a FieldError of include naming the archive and the pattern", err)
+	}
+}
+
+// The licence patterns an extraction with include adds, which every
+// entry is matched against too, count with include's against
+// archive.MaxGlobsPerName: 990 include patterns beginning with a
+// wildcard and the 20 licence globs are refused, blamed on include and
+// saying why; named licences, looked up, or none, add no globs.
+func TestLicencePatternsHeldToTheGlobBound(t *testing.T) {
+	const n = 990
+	files := []fixture.File{{Name: "LICENSE", Content: "l"}}
+	include := make([]string, n)
+	for i := range include {
+		files = append(files, fixture.File{Name: fmt.Sprintf("fx%d", i), Content: "x"})
+		include[i] = fmt.Sprintf("*x%d", i)
+	}
+	tgz := filepath.Join(t.TempDir(), "many.tar")
+	if err := os.WriteFile(tgz, fixture.Tar(files), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	produce := func(r *Request) (*Result, error) {
+		return (&Local{Path: tgz, Extract: &Extract{Include: include}}).Produce(context.Background(), New(), r, t.TempDir())
+	}
+	_, err := produce(&Request{Name: "many"})
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Field != "include" || !strings.Contains(err.Error(), `include pattern "*x980" with the 20 extra patterns with wildcards that select entries besides makes 1001 that begin with a wildcard`) || !strings.Contains(err.Error(), "licence files") {
+		t.Errorf("got %v, want a FieldError of include naming *x980 and the licence patterns", err)
+	}
+	for _, r := range []*Request{{Name: "many", Licenses: []string{"LICENSE"}}, {Name: "many", NoLicense: true}} {
+		res, err := produce(r)
+		if err != nil {
+			t.Fatalf("licences %q, none %v: %v", r.Licenses, r.NoLicense, err)
+		}
+		if got := len(res.Tree.Entries()); got != n {
+			t.Errorf("licences %q: %d entries placed, want %d", r.Licenses, got, n)
+		}
+		if _, ok := res.Licenses.Get("LICENSE"); ok == r.NoLicense {
+			t.Errorf("licences %q, none %v: LICENSE taken %v", r.Licenses, r.NoLicense, ok)
+		}
+	}
+}
