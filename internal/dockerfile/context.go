@@ -66,6 +66,12 @@ func openContext(dir, dockerfile string) (*buildContext, error) {
 			return nil, fmt.Errorf("%s: %w", f, err)
 		}
 		if c.ignore, err = newPatterns(patterns); err != nil {
+			var pe *patternError
+			if errors.As(err, &pe) {
+				if lines := patternLines(data); pe.i < len(lines) {
+					return nil, fmt.Errorf("%s:%d: %w", f, lines[pe.i], err)
+				}
+			}
 			return nil, fmt.Errorf("%s: %w", f, err)
 		}
 		numberPatterns(c.ignore, data)
@@ -427,7 +433,18 @@ func numberPatterns(ps *patterns, data []byte) {
 	if ps.bad == nil {
 		return
 	}
-	i := 0
+	lines := strings.Split(string(data), "\n")
+	for i, n := range patternLines(data) {
+		if i < len(ps.bad) && ps.bad[i] != nil {
+			ps.bad[i].line, ps.bad[i].text = n, strings.TrimSpace(lines[n-1])
+		}
+	}
+}
+
+// patternLines is the line of the ignore file data that each of the
+// patterns patternmatcher makes of it is at, by their index.
+func patternLines(data []byte) []int {
+	var out []int
 	for n, line := range strings.Split(string(data), "\n") {
 		one, err := ignorefile.ReadAll(strings.NewReader(line))
 		if err != nil || len(one) != 1 {
@@ -436,11 +453,9 @@ func numberPatterns(ps *patterns, data []byte) {
 		if pm, err := patternmatcher.New(one); err != nil || len(pm.Patterns()) != 1 {
 			continue
 		}
-		if i < len(ps.bad) && ps.bad[i] != nil {
-			ps.bad[i].line, ps.bad[i].text = n+1, strings.TrimSpace(line)
-		}
-		i++
+		out = append(out, n+1)
 	}
+	return out
 }
 
 // ignoreErr says err, a match of the ignore file's patterns that failed,

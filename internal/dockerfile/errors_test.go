@@ -1,6 +1,7 @@
 package dockerfile
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -292,5 +293,84 @@ func TestIgnoreBadPatternOnlyWhenAsked(t *testing.T) {
 				t.Errorf("got %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// A .dockerignore pattern that is not UTF-8, or holds a NUL, is refused
+// at its line when the context is opened, and nothing is printed:
+// patternmatcher's scanner printed "<input>:1:8: invalid UTF-8 encoding"
+// to stderr, naming no file, and went on with U+FFFD, which then matched
+// any byte that is no UTF-8 (BuildKit's daemon prints it too).
+func TestIgnorePatternNotUTF8AtItsLine(t *testing.T) {
+	for _, tc := range []struct{ ignore, want string }{
+		{"# build outputs\nout\n\nlogs/a\xffb*\n", `.dockerignore:4: pattern "logs/a\xffb*" is not valid UTF-8`},
+		{"out\n!keep\xc3\n", `.dockerignore:2: pattern "!keep\xc3" is not valid UTF-8`},
+		{"out\nx\x00y\n", `.dockerignore:2: pattern "x\x00y" holds a NUL byte`},
+	} {
+		fs := map[string]string{"Dockerfile": "FROM scratch\nCOPY . /\n", "f": "x", ".dockerignore": tc.ignore}
+		stderr, err := os.CreateTemp(t.TempDir(), "stderr")
+		if err != nil {
+			t.Fatal(err)
+		}
+		saved := os.Stderr
+		os.Stderr = stderr
+		_, err = planFiles(t, fs, Options{})
+		os.Stderr = saved
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("got %v, want %s", err, tc.want)
+		}
+		if printed, _ := os.ReadFile(stderr.Name()); len(printed) > 0 {
+			t.Errorf("%q printed %q to stderr", tc.ignore, printed)
+		}
+		stderr.Close()
+	}
+}
+
+// Patterns that one path would be asked one by one are refused past
+// maxPatternsPerPath, at the line of the one that makes one too many:
+// those that begin with a wildcard, every path is asked (150,000 lines
+// *x1, *x2, ... over 100,000 files took minutes), and those that begin
+// as another does before their first wildcard (bin/*1, b*), every path
+// beginning so is. Those no path begins as both (a/*1, b/*1) do not count
+// together, nor do names, asked only of themselves and what is below.
+func TestIgnorePatternsBoundedAtTheirLine(t *testing.T) {
+	lines := func(format string, n int) string {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, format+"\n", i)
+		}
+		return b.String()
+	}
+	const max = maxPatternsPerPath
+	for _, tc := range []struct {
+		name, ignore, want string
+	}{
+		{"wildcard first, at the bound", "# gen\n" + lines("*x%d", max), ""},
+		{"wildcard first, past it", "# gen\n\n" + lines("*x%d", max+1), fmt.Sprintf(`.dockerignore:%d: pattern "*x%d" makes %d that begin with a wildcard`, max+3, max, max+1)},
+		{"exceptions count", lines("*x%d", max-1) + "!*.keep\n*.tmp\n", fmt.Sprintf(`.dockerignore:%d: pattern "*.tmp" makes %d that begin with a wildcard`, max+1, max+1)},
+		{"nested", "b*\n" + lines("bin/*%d", max), fmt.Sprintf(`.dockerignore:%d: pattern "bin/*%d" makes %d that a path beginning "bin/" is matched against`, max+1, max-1, max+1)},
+		{"apart", lines("a/*%d", max) + lines("b/*%d", max), ""},
+		{"names", lines("gen/f%d.o", 3*max), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := map[string]string{"Dockerfile": "FROM scratch\nCOPY . /\n", "f": "x", ".dockerignore": tc.ignore}
+			_, err := planFiles(t, fs, Options{})
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("got %v, want a build", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("got %v, want %q", err, tc.want)
+			}
+		})
+	}
+	// A COPY --exclude's, at the COPY's line.
+	var copy strings.Builder
+	for i := range max + 1 {
+		fmt.Fprintf(&copy, " --exclude=*x%d", i)
+	}
+	fs := map[string]string{"Dockerfile": "# syntax=docker/dockerfile:1.7-labs\nFROM scratch\nCOPY" + copy.String() + " . /\n", "f": "x"}
+	_, err := planFiles(t, fs, Options{})
+	if want := fmt.Sprintf(`Dockerfile:3: COPY: --exclude: pattern "*x%d" makes %d that begin with a wildcard`, max, max+1); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("got %v, want %q", err, want)
 	}
 }

@@ -101,20 +101,57 @@ func newPatterns(list []string) (*patterns, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ps.each != nil {
-		var filed globindex.Builder
-		for i, p := range pm.Patterns() {
-			prefix := literalPrefix(p.String())
-			if bad != nil && bad[i] != nil {
-				// Asked as before, to fail where it failed.
-				prefix = ""
-			}
-			filed.Add(prefix, i)
+	var filed globindex.Builder
+	for i, p := range pm.Patterns() {
+		prefix := literalPrefix(p.String())
+		if bad != nil && bad[i] != nil {
+			// Asked as before, to fail where it failed.
+			prefix = ""
 		}
-		ps.filed = filed.Index()
+		filed.Add(prefix, i)
+	}
+	ps.filed = filed.Index()
+	if i, prefix, crowded := ps.filed.Crowded(maxPatternsPerPath); crowded {
+		return nil, &patternError{i: i, err: crowdedErr(pm.Patterns()[i], prefix)}
 	}
 	return ps, nil
 }
+
+// maxPatternsPerPath is the most patterns of an ignore file or a COPY
+// --exclude that one path may be asked: those that begin as it does up
+// to their first wildcard, every one for those that begin with one.
+// BuildKit takes any number, but 150,000 lines *x1, *x2, ... over
+// 100,000 files took minutes; real ignore files have dozens, and a
+// generated one lists paths, which are asked only of their own.
+const maxPatternsPerPath = 1000
+
+// crowdedErr says that p makes one too many of the patterns a path
+// beginning prefix is asked.
+func crowdedErr(p *patternmatcher.Pattern, prefix string) error {
+	if prefix == "" {
+		return fmt.Errorf("pattern %q makes %d that begin with a wildcard (or hold a '|'); at most %d are allowed, as every path of the context is matched against each of them: begin patterns with more of the path (build/*.o, not *.o)", patternText(p), maxPatternsPerPath+1, maxPatternsPerPath)
+	}
+	return fmt.Errorf("pattern %q makes %d that a path beginning %q is matched against, each beginning with it or part of it before its first wildcard; at most %d are allowed, as every such path of the context is matched against each of them: begin patterns with more of the path", patternText(p), maxPatternsPerPath+1, prefix, maxPatternsPerPath)
+}
+
+// patternText is p as written, with its "!".
+func patternText(p *patternmatcher.Pattern) string {
+	if p.Exclusion() {
+		return "!" + p.String()
+	}
+	return p.String()
+}
+
+// patternError is a pattern refused before any path is asked, by its
+// index among the matcher's, for the line of the ignore file it is at
+// (patternLines).
+type patternError struct {
+	i   int
+	err error
+}
+
+func (e *patternError) Error() string { return e.err.Error() }
+func (e *patternError) Unwrap() error { return e.err }
 
 // literalPrefix is what p begins with before its first wildcard, escape
 // or class, or a byte that in the regular expression patternmatcher
@@ -191,6 +228,18 @@ func compiled(list []string) (pm *patternmatcher.PatternMatcher, bad []*badPatte
 		return nil, nil, err
 	}
 	for i, p := range pm.Patterns() {
+		// patternmatcher's scanner prints these to stderr, naming no
+		// file ("<input>:1:8: invalid UTF-8 encoding"), and goes on with
+		// U+FFFD, which its regular expression then matches for any
+		// byte that is no UTF-8, or with a NUL, which no path holds.
+		if !utf8.ValidString(p.String()) {
+			return nil, nil, &patternError{i: i, err: fmt.Errorf("pattern %q is not valid UTF-8", patternText(p))}
+		}
+		if strings.IndexByte(p.String(), 0) >= 0 {
+			return nil, nil, &patternError{i: i, err: fmt.Errorf("pattern %q holds a NUL byte", patternText(p))}
+		}
+	}
+	for i, p := range pm.Patterns() {
 		// A match skips an exclusion until something matched: each is
 		// asked alone, as an inclusion.
 		one, err := patternmatcher.New([]string{p.String()})
@@ -201,11 +250,7 @@ func compiled(list []string) (pm *patternmatcher.PatternMatcher, bad []*badPatte
 			if bad == nil {
 				bad = make([]*badPattern, len(pm.Patterns()))
 			}
-			text := p.String()
-			if p.Exclusion() {
-				text = "!" + text
-			}
-			bad[i] = &badPattern{text: text, err: err}
+			bad[i] = &badPattern{text: patternText(p), err: err}
 		}
 	}
 	return pm, bad, nil
