@@ -209,7 +209,7 @@ func TestWindowsStressRefusals(t *testing.T) {
 	} {
 		same := tree.New()
 		for _, p := range pair {
-			if err := same.Add(tree.Entry{Path: p, Kind: tree.File, Mode: 0o644, Source: os.DevNull}); err != nil {
+			if err := same.Add(tree.Entry{Path: p, Kind: tree.File, Mode: 0o644, Source: emptyFile(t)}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -219,13 +219,13 @@ func TestWindowsStressRefusals(t *testing.T) {
 	}
 
 	// Across layers: a third layer spells the app's directory otherwise.
-	third := mustTree(t, tree.Entry{Path: "PROGRAM FILES/MY APP/APP.EXE", Kind: tree.File, Mode: 0o644, Source: os.DevNull})
+	third := mustTree(t, tree.Entry{Path: "PROGRAM FILES/MY APP/APP.EXE", Kind: tree.File, Mode: 0o644, Source: emptyFile(t)})
 	err := CheckWindowsImage(append(trees, third)...)
 	if c, ok := err.(*CaseCollision); !ok || c.Layer != 2 || c.FirstLayer != 0 || c.First != "Program Files/My App/app.exe" {
 		t.Errorf("across layers: got %v, want layer 3's APP.EXE refused against layer 1's", err)
 	}
 	// A directory spelled otherwise merges: no collision.
-	if err := CheckWindowsImage(append(trees, mustTree(t, tree.Entry{Path: "PROGRAM FILES/other.exe", Kind: tree.File, Mode: 0o644, Source: os.DevNull}))...); err != nil {
+	if err := CheckWindowsImage(append(trees, mustTree(t, tree.Entry{Path: "PROGRAM FILES/other.exe", Kind: tree.File, Mode: 0o644, Source: emptyFile(t)}))...); err != nil {
 		t.Errorf("directories spelled apart: %v", err)
 	}
 

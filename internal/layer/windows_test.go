@@ -170,8 +170,8 @@ func TestWindowsSymlinkToDirectory(t *testing.T) {
 
 func TestWindowsCaseCollision(t *testing.T) {
 	img := tree.New()
-	img.Add(tree.Entry{Path: "bin/Agent.exe", Kind: tree.File, Source: os.DevNull})
-	img.Add(tree.Entry{Path: "bin/agent.exe", Kind: tree.File, Source: os.DevNull})
+	img.Add(tree.Entry{Path: "bin/Agent.exe", Kind: tree.File, Source: emptyFile(t)})
+	img.Add(tree.Entry{Path: "bin/agent.exe", Kind: tree.File, Source: emptyFile(t)})
 	_, err := Build(img, t.TempDir(), Options{Format: Windows})
 	if err == nil || !strings.Contains(err.Error(), "case-insensitive") {
 		t.Errorf("got %v, want a case collision error", err)
@@ -259,8 +259,8 @@ func TestWindowsEpochRange(t *testing.T) {
 func TestWindowsBaseLayer(t *testing.T) {
 	img := tree.New()
 	for _, e := range []tree.Entry{
-		{Path: "Windows/System32/config/SYSTEM", Kind: tree.File, Mode: 0o644, Source: os.DevNull},
-		{Path: "License/NOTICE.txt", Kind: tree.File, Mode: 0o644, Source: os.DevNull},
+		{Path: "Windows/System32/config/SYSTEM", Kind: tree.File, Mode: 0o644, Source: emptyFile(t)},
+		{Path: "License/NOTICE.txt", Kind: tree.File, Mode: 0o644, Source: emptyFile(t)},
 	} {
 		if err := img.Add(e); err != nil {
 			t.Fatal(err)
@@ -429,7 +429,7 @@ func TestWindowsNamesCompareAsNTFS(t *testing.T) {
 		}
 		img := tree.New()
 		for _, p := range []string{"d/" + tc.a, "d/" + tc.b} {
-			if err := img.Add(tree.Entry{Path: p, Kind: tree.File, Source: os.DevNull}); err != nil {
+			if err := img.Add(tree.Entry{Path: p, Kind: tree.File, Source: emptyFile(t)}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -593,4 +593,15 @@ func TestVerifyParentAsNTFSFindsIt(t *testing.T) {
 	if _, err := VerifyWindows(rawWindowsTar(t, "Files/ſ", "Files/s/x")); err == nil || !strings.Contains(err.Error(), "parent Files/s does not come before it") {
 		t.Errorf("got %v", err)
 	}
+}
+
+// emptyFile is an empty regular file, a source for an entry whose content
+// does not matter: a layer copies only regular files (regfile.Open).
+func emptyFile(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "empty")
+	if err := os.WriteFile(p, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -1,7 +1,25 @@
-//go:build !linux
+//go:build !unix
 
 package regfile
 
-import "os"
+import (
+	"io/fs"
+	"os"
+)
 
-func open(path string) (*os.File, error) { return os.Open(path) }
+func open(path string) (*os.File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	if !info.Mode().IsRegular() {
+		f.Close()
+		return nil, &fs.PathError{Op: "open", Path: path, Err: notRegular(info.Mode().Type())}
+	}
+	return f, nil
+}
