@@ -950,17 +950,24 @@ func (c *Cache) SaveNew() {
 		c.mu.Lock()
 		// Only a save clears dirty, and saves wait on saveMu: s is
 		// still in place and new, with what lookups added meanwhile.
-		data := appendShard(buf[:0], s.written(share, disk).entries)
+		// It takes what it is saved with, what another build saved
+		// there included, so that it holds all its file will: a later
+		// save need not read the file back (see below).
+		s.entries = s.written(share, disk).entries
+		data := appendShard(buf[:0], s.entries)
 		buf = data
 		s.dirty, s.saving = false, true
 		c.mu.Unlock()
-		err = c.writeShard(i, data)
+		st, err := c.writeShard(i, data)
 		c.mu.Lock()
 		s.saving = false
 		if err != nil {
 			s.dirty = true
-		} else if c.releasing {
-			c.releaseLocked(i, s)
+		} else {
+			s.file = st
+			if c.releasing {
+				c.releaseLocked(i, s)
+			}
 		}
 		c.mu.Unlock()
 	}
@@ -1049,13 +1056,29 @@ func newer(a, b tree.Stamp) bool {
 	return a.ModTime > b.ModTime
 }
 
-// writeShard puts data in the place of shard i's file.
-func (c *Cache) writeShard(i int, data []byte) error {
+// writeShard puts data in the place of shard i's file, and gives the
+// stamp of the file it put there (zero if it cannot tell), by which a
+// later save of the shard knows whether another build has saved it since
+// (see onDisk): what it wrote, the shard holds, and reading it back was
+// the cost of a read of every shard SaveNew wrote and the build changed
+// again. Called under the memo's file lock, which other builds take to
+// save: the file stat'd is the one renamed into place. (Where the lock
+// cannot be taken, another build's save in that moment may be taken for
+// this one's, and its facts lost, as merges without the lock may lose
+// them anyway: the memo only spares hashing.)
+func (c *Cache) writeShard(i int, data []byte) (tree.Stamp, error) {
 	if shardWriteHook != nil {
 		shardWriteHook(i)
 	}
 	shard := c.shardPath(i)
-	return c.replace(shard, func() error { return tempfile.WriteFile(shard, data) })
+	if err := c.replace(shard, func() error { return tempfile.WriteFile(shard, data) }); err != nil {
+		return tree.Stamp{}, err
+	}
+	info, err := os.Lstat(shard)
+	if err != nil || !info.Mode().IsRegular() || info.Size() != int64(len(data)) {
+		return tree.Stamp{}, nil
+	}
+	return tree.StampOf(info), nil
 }
 
 // memoShare is how many entries one shard keeps at most.
@@ -1116,10 +1139,12 @@ func (c *Cache) save() error {
 		// files up after they save the memo.
 		*s = s.written(share, disk)
 		buf = appendShard(buf[:0], s.entries)
-		if err := c.writeShard(i, buf); err != nil {
+		st, err := c.writeShard(i, buf)
+		if err != nil {
 			s.dirty = true
 			return fmt.Errorf("cache %s: digest memo: %w", c.dir, err)
 		}
+		s.file = st
 	}
 	return nil
 }

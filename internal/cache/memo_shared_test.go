@@ -335,3 +335,63 @@ func TestMemoSavedWithoutItsLock(t *testing.T) {
 		memoHolds(t, cacheDir, how, mine)
 	}
 }
+
+// A shard SaveNew wrote and the build changed again is saved by Close
+// without reading back the file it wrote: its stamp is known. One that
+// another build saved over meanwhile is read back, and what that build
+// saved is kept; so is what this build's SaveNew merged from another
+// build's file, though Close reads nothing. Not parallel: it sets
+// shardOpenHook.
+func TestSaveNewKnowsWhatItWrote(t *testing.T) {
+	for _, how := range []string{"alone", "another build saved since", "another build saved before"} {
+		dir := t.TempDir()
+		cacheDir := filepath.Join(dir, "cache")
+		mine, more, theirs := sharedFiles(t, dir, "mine", 5), sharedFiles(t, dir, "more", 5), sharedFiles(t, dir, "theirs", 5)
+		c, _ := openCache(t, cacheDir)
+		other, _ := openCache(t, cacheDir)
+		c.memoShards, other.memoShards = 1, 1
+		shard := c.shardPath(0)
+		var reads atomic.Int32
+		shardOpenHook = func(path string) error {
+			if path == shard {
+				reads.Add(1)
+			}
+			return nil
+		}
+		learnAll(t, c, mine)
+		switch how {
+		case "another build saved before":
+			// Both made the shard from nothing; the other saved first.
+			learnAll(t, other, theirs)
+			other.SaveNew()
+			c.SaveNew()
+		case "another build saved since":
+			c.SaveNew()
+			learnAll(t, other, theirs)
+			if err := other.Close(); err != nil {
+				t.Fatal(err)
+			}
+		default:
+			c.SaveNew()
+		}
+		readsBefore := reads.Load()
+		learnAll(t, c, more)
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		shardOpenHook = nil
+		n := reads.Load() - readsBefore
+		if want := int32(0); how == "another build saved since" {
+			if n != 1 {
+				t.Errorf("%s: Close read the shard %d times, want once", how, n)
+			}
+		} else if n != want {
+			t.Errorf("%s: Close read back the shard SaveNew wrote (%d reads)", how, n)
+		}
+		memoHolds(t, cacheDir, how, mine)
+		memoHolds(t, cacheDir, how, more)
+		if how != "alone" {
+			memoHolds(t, cacheDir, how, theirs)
+		}
+	}
+}
