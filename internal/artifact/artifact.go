@@ -227,6 +227,9 @@ type Fetcher struct {
 	getting *sync.Map // sha256 → chan struct{}
 	// said holds the lines logOnce has logged.
 	said *sync.Map
+	// goSources are the Go files read for the packages a module's key
+	// covers through its links up (see goSourceOf): path → goSourceAt.
+	goSources *sync.Map
 }
 
 // logOnce logs a line once per Fetcher: one that says the same of an
@@ -254,6 +257,8 @@ func New() *Fetcher {
 		gates:   &gateSlot{},
 		getting: &sync.Map{},
 		said:    &sync.Map{},
+
+		goSources: &sync.Map{},
 	}
 }
 

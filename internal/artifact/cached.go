@@ -134,7 +134,7 @@ func (f *Fetcher) localModulesDigest(dir string, packages []string) ([]string, e
 	}
 	// Only where a link leads up: the keys of all other modules are
 	// what they were.
-	ups, err := importedUp(walks, filepath.Clean(dir), packages)
+	ups, err := f.importedUp(walks, filepath.Clean(dir), packages)
 	if err != nil {
 		return nil, err
 	}
@@ -212,8 +212,14 @@ type moduleWalk struct {
 	devs map[uint64]string
 	// goFiles are the Go files added to t, whose imports importedUp
 	// reads; up the links found to directories that hold the module.
-	goFiles []string
+	goFiles []goFile
 	up      []upLink
+}
+
+// goFile is a Go file the walk found at path, with the stamp it took.
+type goFile struct {
+	path string
+	st   tree.Stamp
 }
 
 // read counts a file of size bytes at p that the key reads. Its error is
@@ -356,7 +362,7 @@ func (w *moduleWalk) add(dir, prefix string) error {
 			return err
 		}
 		if strings.HasSuffix(rel, ".go") {
-			w.goFiles = append(w.goFiles, p)
+			w.goFiles = append(w.goFiles, goFile{p, tree.StampOf(info)})
 		}
 		return w.t.Add(tree.Entry{Path: rel, Kind: tree.File, Source: p, Stamp: tree.StampOf(info)})
 	})

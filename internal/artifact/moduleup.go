@@ -3,17 +3,20 @@ package artifact
 import (
 	"fmt"
 	"go/parser"
+	"go/scanner"
 	"go/token"
 	"io"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
 	"golang.org/x/mod/modfile"
 
 	"github.com/pallet-dev/pallet/internal/bounded"
+	"github.com/pallet-dev/pallet/internal/regfile"
 	"github.com/pallet-dev/pallet/internal/tree"
 )
 
@@ -42,7 +45,7 @@ type upLink struct{ rel, path string }
 // need import: packages ./up/tool, a path through the link (or a
 // pattern, ./up/cmd/..., which go build matches through it), or its
 // import path. Each is taken as an import of what it starts from.
-func importedUp(walks []*moduleWalk, main string, packages []string) ([]*tree.Tree, error) {
+func (f *Fetcher) importedUp(walks []*moduleWalk, main string, packages []string) ([]*tree.Tree, error) {
 	out := make([]*tree.Tree, len(walks))
 	modPaths := make([]string, len(walks))
 	up := false
@@ -63,7 +66,7 @@ func importedUp(walks []*moduleWalk, main string, packages []string) ([]*tree.Tr
 	}
 	// Any module's files may import through any one's links: the main
 	// module a package of one it replaces.
-	var queue []string
+	var queue []goFile
 	for _, w := range walks {
 		queue = append(queue, w.goFiles...)
 	}
@@ -113,7 +116,7 @@ func importedUp(walks []*moduleWalk, main string, packages []string) ([]*tree.Tr
 	for len(queue) > 0 {
 		src := queue[len(queue)-1]
 		queue = queue[:len(queue)-1]
-		for _, ip := range importsOf(src) {
+		for _, ip := range f.goSourceOf(src.path, src.st).imports {
 			if err := through(ip); err != nil {
 				return nil, err
 			}
@@ -155,7 +158,7 @@ func packageImports(walks []*moduleWalk, modPaths []string, main, pkg string) []
 // addUp adds to t the files under dir, named below rel, with w's budget
 // and its record of the directories walked, and returns the Go files
 // among them.
-func (w *moduleWalk) addUp(t *tree.Tree, dir, rel string) ([]string, error) {
+func (w *moduleWalk) addUp(t *tree.Tree, dir, rel string) ([]goFile, error) {
 	main, goFiles := w.t, w.goFiles
 	w.t, w.goFiles = t, nil
 	defer func() { w.t, w.goFiles = main, goFiles }()
@@ -178,37 +181,146 @@ func inAny(walks []*moduleWalk, dir string) bool {
 	return false
 }
 
-// maxImportsRead is how much of a Go file importsOf reads: its imports
-// come first, after its package clause and comments.
-const maxImportsRead = 1 << 20
+// goSource is what importedUp reads of a Go file: the import paths of
+// its import declarations.
+type goSource struct {
+	imports []string
+}
 
-// importsOf lists the import paths of the Go file at p. A file that
-// cannot be read or parsed lists none: the key has read it already, and
-// go build says what is wrong with it.
-func importsOf(p string) []string {
-	f, err := bounded.Open(p)
+// goSourceAt is a goSource, read when the file had the stamp st.
+type goSourceAt struct {
+	st  tree.Stamp
+	src goSource
+}
+
+// goSourceOf is readGoSource of the Go file at p, whose stamp the walk
+// took as st, once per stamp for f's build: a module with a link up has
+// its Go files read for each of its keys (made before and after its
+// build, for each platform), and a module of 100,000 files read them all
+// again each time. A file changed since has another stamp. (One changed
+// within its timestamps' granularity may keep its stamp, as its digest
+// in the key does, which the memo keeps for the build on the same terms.)
+func (f *Fetcher) goSourceOf(p string, st tree.Stamp) goSource {
+	if f.goSources == nil || !st.Known() {
+		return readGoSource(p)
+	}
+	if v, ok := f.goSources.Load(p); ok && v.(goSourceAt).st == st {
+		return v.(goSourceAt).src
+	}
+	src := readGoSource(p)
+	f.goSources.Store(p, goSourceAt{st, src})
+	return src
+}
+
+// goSourceReadHook, set by tests, is called as the Go file at p is about
+// to be read for its imports.
+var goSourceReadHook func(p string)
+
+// readGoSource reads the Go file at p as far as its imports. A file that
+// cannot be read or parsed has none: the key has read it already, and go
+// build says what is wrong with it.
+func readGoSource(p string) goSource {
+	if goSourceReadHook != nil {
+		goSourceReadHook(p)
+	}
+	src, err := readImportSection(p)
 	if err != nil {
-		return nil
+		return goSource{}
 	}
-	defer f.Close()
-	if bounded.Regular(f) != nil {
-		return nil
-	}
-	src, err := io.ReadAll(io.LimitReader(f, maxImportsRead))
-	if err != nil {
-		return nil
-	}
-	// A parse that fails past the imports (the file cut at
-	// maxImportsRead) still gives them.
 	file, _ := parser.ParseFile(token.NewFileSet(), p, src, parser.ImportsOnly)
 	if file == nil {
-		return nil
+		return goSource{}
 	}
-	var out []string
+	var out goSource
 	for _, spec := range file.Imports {
 		if ip, err := strconv.Unquote(spec.Path.Value); err == nil {
-			out = append(out, ip)
+			out.imports = append(out.imports, ip)
 		}
 	}
 	return out
+}
+
+// firstImportRead is how much of a Go file readImportSection reads
+// first; it reads twice as much each time it finds it read too little.
+const firstImportRead = 64 << 10
+
+// readImportSection reads the Go file at p from its start through its
+// import declarations, and as much more as it read at once. All that
+// comes before them, comments and the package clause, is read, however
+// long: the first megabyte only, as read before, gave no imports for a
+// file behind a long licence or generated comment, and go build compiled
+// packages through a link up that the key did not cover. It stops at
+// the first token past the imports, so that a large file (generated
+// tables) is not read whole; what a file holds is bounded by the key's
+// walk, which counted its bytes before.
+func readImportSection(p string) ([]byte, error) {
+	f, err := regfile.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var buf []byte
+	for want := firstImportRead; ; want *= 2 {
+		if grow := want - len(buf); grow > 0 {
+			buf = slices.Grow(buf, grow)
+		}
+		n, err := io.ReadFull(f, buf[len(buf):want])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if end, ok := importsEnd(buf); ok {
+			return buf[:end], nil
+		}
+	}
+}
+
+// importsEnd gives the offset in src, the start of a Go file, of the
+// first token past its package clause and import declarations, if src
+// holds one and all of it (the text "imp" at src's end may be the start
+// of another import). A file that is no Go file ends where it goes wrong:
+// go build refuses it, whatever it imports.
+func importsEnd(src []byte) (int, bool) {
+	fset := token.NewFileSet()
+	file := fset.AddFile("", -1, len(src))
+	var s scanner.Scanner
+	s.Init(file, src, nil, 0)
+	next := func() (int, token.Token, string) {
+		pos, tok, lit := s.Scan()
+		return file.Offset(pos), tok, lit
+	}
+	at, tok, lit := next()
+	if tok == token.PACKAGE {
+		_, tok, _ = next() // its name
+		at, tok, lit = next()
+		for tok == token.SEMICOLON {
+			at, tok, lit = next()
+		}
+		for tok == token.IMPORT {
+			at, tok, lit = next()
+			if tok == token.LPAREN {
+				for tok != token.RPAREN && tok != token.EOF {
+					at, tok, lit = next()
+				}
+			} else {
+				for tok != token.SEMICOLON && tok != token.EOF {
+					at, tok, lit = next()
+				}
+			}
+			for tok != token.EOF && (tok == token.SEMICOLON || tok == token.RPAREN) {
+				at, tok, lit = next()
+			}
+		}
+	}
+	if tok == token.EOF {
+		return 0, false
+	}
+	text := lit
+	if text == "" {
+		text = tok.String()
+	}
+	return at, at+len(text) < len(src)
 }

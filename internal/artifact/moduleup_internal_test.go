@@ -1,0 +1,114 @@
+package artifact
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// A Go file whose imports come after a megabyte of comment (a long
+// licence, a generated header) imports through a link up as any other:
+// its first megabyte only was read, which held no import, and an edit in
+// the package it imports was served the binary first built.
+func TestModuleKeyImportsAfterLongComment(t *testing.T) {
+	dir := t.TempDir()
+	mod := filepath.Join(dir, "mod")
+	writeTestFile(t, filepath.Join(mod, "go.mod"), "module example.com/m\n")
+	var long strings.Builder
+	for long.Len() <= 1<<20 {
+		long.WriteString("// Licensed under the terms that take many lines to say.\n")
+	}
+	writeTestFile(t, filepath.Join(mod, "main.go"), long.String()+"package main\n\n/* and one "+strings.Repeat("more ", 1<<18)+"*/\nimport \"example.com/m/up/lib\"\n\nfunc main() { println(lib.Name) }\n")
+	writeTestFile(t, filepath.Join(dir, "lib", "lib.go"), "package lib\n\nconst Name = \"one\"\n")
+	if err := os.Symlink("..", filepath.Join(mod, "up")); err != nil {
+		t.Fatal(err)
+	}
+	f := New()
+	before, err := moduleKey(f, mod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeTestFile(t, filepath.Join(dir, "lib", "lib.go"), "package lib\n\nconst Name = \"two\"\n")
+	if after, err := moduleKey(f, mod); err != nil || after == before {
+		t.Errorf("a package imported after 1.3 MB of comment changed: the key changed %v (%v)", after != before, err)
+	}
+}
+
+// readImportSection stops past the imports, wherever its reads end: at
+// every length of a file's start, importsEnd says where they end only if
+// that is where they end in the whole file, and a read of a file gives
+// the imports of the whole.
+func TestImportSectionAtEveryCut(t *testing.T) {
+	src := "// Package p.\n//go:build linux\n\npackage p // p\n\n/* a */ import \"a\"\nimport (\n\t\"b\" // ) b\n\tc \"c/d\"\n)\n\nimport . \"e\"; import _ \"import\"\n\n// impish\nvar imp = 1\n"
+	whole, ok := importsEnd([]byte(src))
+	if !ok || !strings.HasPrefix(src[whole:], "var imp") {
+		t.Fatalf("the whole file's imports end at %d (%v): %q", whole, ok, src[whole:])
+	}
+	for n := range len(src) {
+		if end, ok := importsEnd([]byte(src[:n])); ok && end != whole {
+			t.Errorf("cut at %d: the imports end at %d, want %d or not known", n, end, whole)
+		}
+	}
+	p := filepath.Join(t.TempDir(), "p.go")
+	writeTestFile(t, p, src+strings.Repeat("var x = 1\n", firstImportRead))
+	got := readGoSource(p).imports
+	if want := []string{"a", "b", "c/d", "e", "import"}; !slices.Equal(got, want) {
+		t.Errorf("imports %q, want %q", got, want)
+	}
+}
+
+// The Go files a module's key reads through a link up are read once per
+// build while their stamps hold: a module of 100,000 files read them all
+// again for each key made of it. An edited one is read again. Not
+// parallel: it sets goSourceReadHook.
+func TestModuleKeyReadsGoFilesOncePerStamp(t *testing.T) {
+	dir := t.TempDir()
+	mod := filepath.Join(dir, "mod")
+	writeTestFile(t, filepath.Join(mod, "go.mod"), "module example.com/m\n")
+	writeTestFile(t, filepath.Join(mod, "main.go"), "package main\n\nimport \"example.com/m/up/lib\"\n\nfunc main() { println(lib.Name) }\n")
+	writeTestFile(t, filepath.Join(mod, "other.go"), "package main\n")
+	writeTestFile(t, filepath.Join(dir, "lib", "lib.go"), "package lib\n\nconst Name = \"one\"\n")
+	if err := os.Symlink("..", filepath.Join(mod, "up")); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	reads := map[string]int{}
+	goSourceReadHook = func(p string) {
+		mu.Lock()
+		defer mu.Unlock()
+		reads[filepath.Base(p)]++
+	}
+	defer func() { goSourceReadHook = nil }()
+	f := New()
+	key := func() string {
+		t.Helper()
+		k, err := moduleKey(f, mod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	first := key()
+	if reads["main.go"] != 1 || reads["lib.go"] != 1 || reads["other.go"] != 1 {
+		t.Fatalf("first key: reads %v, want each file once", reads)
+	}
+	clear(reads)
+	if again := key(); again != first {
+		t.Fatalf("the key changed with nothing edited")
+	}
+	if len(reads) != 0 {
+		t.Errorf("second key: read again %v, want none", reads)
+	}
+	// Another size too: a stamp taken within the timestamps'
+	// granularity of the first write may be the same but for it.
+	writeTestFile(t, filepath.Join(dir, "lib", "lib.go"), "package lib\n\nconst Name = \"three\"\n")
+	if edited := key(); edited == first {
+		t.Errorf("lib.go edited: the key is as it was")
+	}
+	if want := map[string]int{"lib.go": 1}; len(reads) != 1 || reads["lib.go"] != 1 {
+		t.Errorf("lib.go edited: reads %v, want %v", reads, want)
+	}
+}
