@@ -134,7 +134,7 @@ func (f *Fetcher) localModulesDigest(dir string, packages []string) ([]string, e
 	}
 	// Only where a link leads up: the keys of all other modules are
 	// what they were.
-	ups, err := f.importedUp(walks, filepath.Clean(dir), packages)
+	ups, headers, err := f.importedUp(walks, filepath.Clean(dir), packages)
 	if err != nil {
 		return nil, err
 	}
@@ -147,6 +147,16 @@ func (f *Fetcher) localModulesDigest(dir string, packages []string) ([]string, e
 			return nil, err
 		}
 		out[i] += " up:" + sum
+	}
+	for i, h := range headers {
+		if h == nil {
+			continue
+		}
+		sum, err := tree.Digest(h, f.digest)
+		if err != nil {
+			return nil, err
+		}
+		out[i] += " cgo:" + sum
 	}
 	return out, nil
 }

@@ -2,6 +2,7 @@ package artifact
 
 import (
 	"fmt"
+	"go/ast"
 	"go/parser"
 	"go/scanner"
 	"go/token"
@@ -45,8 +46,15 @@ type upLink struct{ rel, path string }
 // need import: packages ./up/tool, a path through the link (or a
 // pattern, ./up/cmd/..., which go build matches through it), or its
 // import path. Each is taken as an import of what it starts from.
-func (f *Fetcher) importedUp(walks []*moduleWalk, main string, packages []string) ([]*tree.Tree, error) {
-	out := make([]*tree.Tree, len(walks))
+//
+// headers lists, for each walk, the C headers outside the modules that
+// the cgo preambles of its Go files, and of the packages found, include
+// (see cgoHeaders): up/inc/x.h, through the link, was not in the key,
+// and an edit of it was served the binary first built. nil where there
+// are none, so that keys without them are as they were.
+func (f *Fetcher) importedUp(walks []*moduleWalk, main string, packages []string) (out, headers []*tree.Tree, err error) {
+	out = make([]*tree.Tree, len(walks))
+	headers = make([]*tree.Tree, len(walks))
 	modPaths := make([]string, len(walks))
 	up := false
 	for i, w := range walks {
@@ -62,13 +70,20 @@ func (f *Fetcher) importedUp(walks []*moduleWalk, main string, packages []string
 		}
 	}
 	if !up {
-		return out, nil
+		return out, headers, nil
 	}
 	// Any module's files may import through any one's links: the main
-	// module a package of one it replaces.
-	var queue []goFile
-	for _, w := range walks {
-		queue = append(queue, w.goFiles...)
+	// module a package of one it replaces. Each is queued with the walk
+	// it was found by.
+	type queued struct {
+		goFile
+		walk int
+	}
+	var queue []queued
+	for i, w := range walks {
+		for _, g := range w.goFiles {
+			queue = append(queue, queued{g, i})
+		}
 	}
 	seen := map[string]bool{}
 	// through adds the package of import path ip if it is through a
@@ -101,7 +116,9 @@ func (f *Fetcher) importedUp(walks []*moduleWalk, main string, packages []string
 				if err != nil {
 					return fmt.Errorf("go module %s: package %s, imported through the link %s: %w", w.dir, ip, u.rel, err)
 				}
-				queue = append(queue, found...)
+				for _, g := range found {
+					queue = append(queue, queued{g, i})
+				}
 			}
 		}
 		return nil
@@ -109,20 +126,27 @@ func (f *Fetcher) importedUp(walks []*moduleWalk, main string, packages []string
 	for _, pkg := range packages {
 		for _, ip := range packageImports(walks, modPaths, main, pkg) {
 			if err := through(ip); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 	}
+	included := map[string]bool{}
 	for len(queue) > 0 {
 		src := queue[len(queue)-1]
 		queue = queue[:len(queue)-1]
-		for _, ip := range f.goSourceOf(src.path, src.st).imports {
+		gs := f.goSourceOf(src.path, src.st)
+		for _, ip := range gs.imports {
 			if err := through(ip); err != nil {
-				return nil, err
+				return nil, nil, err
+			}
+		}
+		if gs.cgo != nil {
+			if err := f.cgoHeaders(walks, src.walk, &headers[src.walk], src.path, gs.cgo, included); err != nil {
+				return nil, nil, err
 			}
 		}
 	}
-	return out, nil
+	return out, headers, nil
 }
 
 // packageImports gives the import paths go build resolves pkg, a
@@ -182,9 +206,11 @@ func inAny(walks []*moduleWalk, dir string) bool {
 }
 
 // goSource is what importedUp reads of a Go file: the import paths of
-// its import declarations.
+// its import declarations, and, if it imports "C", what its preamble
+// says of C headers. Of a C header it is the headers it includes.
 type goSource struct {
 	imports []string
+	cgo     *cgoPreamble
 }
 
 // goSourceAt is a goSource, read when the file had the stamp st.
@@ -201,13 +227,19 @@ type goSourceAt struct {
 // within its timestamps' granularity may keep its stamp, as its digest
 // in the key does, which the memo keeps for the build on the same terms.)
 func (f *Fetcher) goSourceOf(p string, st tree.Stamp) goSource {
+	return f.sourceOf(p, st, readGoSource)
+}
+
+// sourceOf is goSourceOf with read (readGoSource, headerSource) as what
+// reads the file.
+func (f *Fetcher) sourceOf(p string, st tree.Stamp, read func(string) goSource) goSource {
 	if f.goSources == nil || !st.Known() {
-		return readGoSource(p)
+		return read(p)
 	}
 	if v, ok := f.goSources.Load(p); ok && v.(goSourceAt).st == st {
 		return v.(goSourceAt).src
 	}
-	src := readGoSource(p)
+	src := read(p)
 	f.goSources.Store(p, goSourceAt{st, src})
 	return src
 }
@@ -227,7 +259,7 @@ func readGoSource(p string) goSource {
 	if err != nil {
 		return goSource{}
 	}
-	file, _ := parser.ParseFile(token.NewFileSet(), p, src, parser.ImportsOnly)
+	file, _ := parser.ParseFile(token.NewFileSet(), p, src, parser.ImportsOnly|parser.ParseComments)
 	if file == nil {
 		return goSource{}
 	}
@@ -235,6 +267,30 @@ func readGoSource(p string) goSource {
 	for _, spec := range file.Imports {
 		if ip, err := strconv.Unquote(spec.Path.Value); err == nil {
 			out.imports = append(out.imports, ip)
+		}
+	}
+	// The preamble is the comment just before import "C", as cgo reads
+	// it: the spec's, or the declaration's when it is not in parentheses.
+	for _, d := range file.Decls {
+		d, ok := d.(*ast.GenDecl)
+		if !ok || d.Tok != token.IMPORT {
+			continue
+		}
+		for _, spec := range d.Specs {
+			spec := spec.(*ast.ImportSpec)
+			if spec.Path.Value != `"C"` {
+				continue
+			}
+			doc := spec.Doc
+			if doc == nil && !d.Lparen.IsValid() {
+				doc = d.Doc
+			}
+			pre := parsePreamble(filepath.Dir(p), doc.Text())
+			if out.cgo == nil {
+				out.cgo = &cgoPreamble{}
+			}
+			out.cgo.includes = append(out.cgo.includes, pre.includes...)
+			out.cgo.dirs = append(out.cgo.dirs, pre.dirs...)
 		}
 	}
 	return out
@@ -323,4 +379,216 @@ func importsEnd(src []byte) (int, bool) {
 		text = tok.String()
 	}
 	return at, at+len(text) < len(src)
+}
+
+// cgoPreamble is what a cgo file's preamble says of the headers its C
+// compiles read: those it includes, and the directories its #cgo flags
+// have the compiler search (-I, -iquote, -isystem, -idirafter), where
+// they are relative to the package's directory or ${SRCDIR}. Directories
+// given as absolute paths are the build machine's (/usr/include), which
+// the key leaves out as it does the C compiler.
+type cgoPreamble struct {
+	includes []cInclude
+	dirs     []string
+}
+
+// cInclude is an #include of name, "quoted" or <angled>.
+type cInclude struct {
+	name   string
+	quoted bool
+}
+
+// parsePreamble reads a cgo preamble of a file in srcDir.
+func parsePreamble(srcDir, text string) cgoPreamble {
+	out := cgoPreamble{includes: parseIncludes(text)}
+	for line := range strings.Lines(text) {
+		line = strings.TrimSpace(line)
+		rest, ok := strings.CutPrefix(line, "#cgo")
+		if !ok || rest == "" || (rest[0] != ' ' && rest[0] != '\t') {
+			continue
+		}
+		vars, flags, ok := strings.Cut(rest, ":")
+		if !ok {
+			continue
+		}
+		fields := strings.Fields(vars)
+		if len(fields) == 0 {
+			continue
+		}
+		switch fields[len(fields)-1] {
+		case "CFLAGS", "CPPFLAGS", "CXXFLAGS", "FFLAGS":
+		default:
+			continue
+		}
+		args := strings.Fields(flags)
+		for i := 0; i < len(args); i++ {
+			for _, opt := range []string{"-I", "-iquote", "-isystem", "-idirafter"} {
+				dir, ok := strings.CutPrefix(args[i], opt)
+				if !ok {
+					continue
+				}
+				if dir == "" && i+1 < len(args) {
+					i++
+					dir = args[i]
+				}
+				if dir = strings.Trim(dir, `"'`); dir == "" {
+					break
+				}
+				// Joined as the compiler opens it, not cleaned: "up/.."
+				// is the link's parent, not ".".
+				switch {
+				case strings.Contains(dir, "${SRCDIR}"):
+					dir = strings.ReplaceAll(dir, "${SRCDIR}", srcDir)
+				case filepath.IsAbs(dir):
+					dir = ""
+				default:
+					dir = srcDir + string(filepath.Separator) + dir
+				}
+				if dir != "" {
+					out.dirs = append(out.dirs, dir)
+				}
+				break
+			}
+		}
+	}
+	return out
+}
+
+// parseIncludes lists the #include (#include_next, #import) lines of C
+// source text: a header named by a macro is not known without the
+// preprocessor, and left out.
+func parseIncludes(text string) []cInclude {
+	var out []cInclude
+	for line := range strings.Lines(text) {
+		line, ok := strings.CutPrefix(strings.TrimSpace(line), "#")
+		if !ok {
+			continue
+		}
+		line = strings.TrimSpace(line)
+		var rest string
+		for _, kw := range []string{"include_next", "include", "import"} {
+			if r, ok := strings.CutPrefix(line, kw); ok {
+				rest = strings.TrimSpace(r)
+				break
+			}
+		}
+		if rest == "" {
+			continue
+		}
+		closer, quoted := byte('>'), rest[0] == '"'
+		if quoted {
+			closer = '"'
+		} else if rest[0] != '<' {
+			continue
+		}
+		if end := strings.IndexByte(rest[1:], closer); end > 0 {
+			out = append(out, cInclude{name: rest[1 : 1+end], quoted: quoted})
+		}
+	}
+	return out
+}
+
+// maxHeader bounds a C header read for the headers it includes.
+const maxHeader = 64 << 20
+
+// headerSource is what importedUp reads of the C header at p: the
+// headers it includes.
+func headerSource(p string) goSource {
+	if goSourceReadHook != nil {
+		goSourceReadHook(p)
+	}
+	f, err := regfile.Open(p)
+	if err != nil {
+		return goSource{}
+	}
+	defer f.Close()
+	data, err := bounded.ReadAll(f, maxHeader)
+	if err != nil {
+		return goSource{}
+	}
+	return goSource{cgo: &cgoPreamble{includes: parseIncludes(string(data))}}
+}
+
+// cgoHeaders adds to *t (made when first needed) the headers outside the
+// modules that the cgo file at goPath, found by walks[i], includes as
+// its preamble pre says, and those they include in turn, each named by
+// where it is from the module's root ("^" for each ".."), so that moving
+// the whole tree keeps the key. A header is looked for as the C compiler
+// looks: a quoted name beside the file that includes it first, then in
+// the preamble's directories. Those in a module are in its key already,
+// but what they include is looked for too. included holds the headers
+// seen, by their resolved paths.
+func (f *Fetcher) cgoHeaders(walks []*moduleWalk, i int, t **tree.Tree, goPath string, pre *cgoPreamble, included map[string]bool) error {
+	w := walks[i]
+	type pending struct {
+		cInclude
+		from string // the directory of the file that includes it
+	}
+	var todo []pending
+	for _, inc := range pre.includes {
+		todo = append(todo, pending{inc, filepath.Dir(goPath)})
+	}
+	for len(todo) > 0 {
+		inc := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		if filepath.IsAbs(inc.name) {
+			continue
+		}
+		var dirs []string
+		if inc.quoted {
+			dirs = append(dirs, inc.from)
+		}
+		dirs = append(dirs, pre.dirs...)
+		for _, d := range dirs {
+			at := d + string(filepath.Separator) + filepath.FromSlash(inc.name)
+			info, err := os.Stat(at)
+			if err != nil || !info.Mode().IsRegular() {
+				continue
+			}
+			resolved, err := filepath.EvalSymlinks(at)
+			if err != nil || included[resolved] {
+				break
+			}
+			included[resolved] = true
+			st := tree.StampOf(info)
+			if !inAny(walks, resolved) {
+				if err := w.kernelDev(resolved, info); err != nil {
+					return fmt.Errorf("go module %s: C header %s, included by %s: %w", w.dir, at, goPath, err)
+				}
+				if err := w.read(resolved, info.Size()); err != nil {
+					return err
+				}
+				if *t == nil {
+					*t = tree.New()
+				}
+				if err := (*t).Add(tree.Entry{Path: headerName(w.root, resolved), Kind: tree.File, Source: resolved, Stamp: st}); err != nil {
+					return err
+				}
+			}
+			if h := f.sourceOf(resolved, st, headerSource); h.cgo != nil {
+				for _, next := range h.cgo.includes {
+					todo = append(todo, pending{next, filepath.Dir(at)})
+				}
+			}
+			break
+		}
+	}
+	return nil
+}
+
+// headerName names the header at resolved in a key by where it is from
+// root, each ".." written "^", or by its absolute path where it has no
+// path from root (another volume).
+func headerName(root, resolved string) string {
+	rel, err := filepath.Rel(root, resolved)
+	if err != nil {
+		return "^abs/" + filepath.ToSlash(strings.TrimPrefix(resolved, filepath.VolumeName(resolved)))
+	}
+	parts := strings.Split(filepath.ToSlash(rel), "/")
+	for j, el := range parts {
+		if el == ".." {
+			parts[j] = "^"
+		}
+	}
+	return strings.Join(parts, "/")
 }

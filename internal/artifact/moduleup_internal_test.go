@@ -112,3 +112,72 @@ func TestModuleKeyReadsGoFilesOncePerStamp(t *testing.T) {
 		t.Errorf("lib.go edited: reads %v, want %v", reads, want)
 	}
 }
+
+// A C header a cgo file includes through a link up (up/inc/x.h, or by a
+// directory its #cgo flags name through the link), and the headers it
+// includes in turn, are in the module's key: none was, and an edit of
+// one was served the binary first built. A header nothing includes is
+// not read.
+func TestModuleKeyCgoHeadersThroughLinksUp(t *testing.T) {
+	dir := t.TempDir()
+	mod := filepath.Join(dir, "mod")
+	writeTestFile(t, filepath.Join(mod, "go.mod"), "module example.com/m\n")
+	writeTestFile(t, filepath.Join(mod, "main.go"), "package main\n\n/*\n#cgo linux CFLAGS: -DX=1 -I${SRCDIR}/up/inc -I /usr/include\n#include <stdio.h>\n#include \"up/shared/a.h\"\n  # include <b.h>\n*/\nimport \"C\"\n\nfunc main() { C.puts(nil) }\n")
+	writeTestFile(t, filepath.Join(mod, "local.h"), "int local;\n")
+	writeTestFile(t, filepath.Join(dir, "shared", "a.h"), "#include \"c.h\"\n")
+	writeTestFile(t, filepath.Join(dir, "shared", "c.h"), "int c;\n")
+	writeTestFile(t, filepath.Join(dir, "inc", "b.h"), "#include \"sub/d.h\"\n")
+	writeTestFile(t, filepath.Join(dir, "inc", "sub", "d.h"), "int d;\n")
+	writeTestFile(t, filepath.Join(dir, "inc", "unused.h"), "int unused;\n")
+	if err := os.Symlink("..", filepath.Join(mod, "up")); err != nil {
+		t.Fatal(err)
+	}
+	f := New()
+	key := func() string {
+		t.Helper()
+		k, err := moduleKey(f, mod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	before := key()
+	for i, edit := range []struct {
+		file    string
+		changes bool
+	}{
+		{filepath.Join("shared", "a.h"), true},
+		{filepath.Join("shared", "c.h"), true},
+		{filepath.Join("inc", "b.h"), true},
+		{filepath.Join("inc", "sub", "d.h"), true},
+		{filepath.Join("inc", "unused.h"), false},
+	} {
+		// The includes kept, each edit another size.
+		old, err := os.ReadFile(filepath.Join(dir, edit.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeTestFile(t, filepath.Join(dir, edit.file), string(old)+strings.Repeat("/* edited */\n", i+1))
+		if after := key(); (after != before) != edit.changes {
+			t.Errorf("%s edited: the key changed %v, want %v", edit.file, after != before, edit.changes)
+		} else {
+			before = after
+		}
+	}
+}
+
+// parsePreamble finds the directories a preamble's #cgo flags search,
+// as the compiler opens them (relative to the package's directory), and
+// leaves out the build machine's own.
+func TestParsePreamble(t *testing.T) {
+	sep := string(filepath.Separator)
+	got := parsePreamble("/src/m", "#cgo CFLAGS: -I${SRCDIR}/up/inc -Iinc -I /usr/include -isystem ${SRCDIR}/sys -O2\n#cgo  windows,amd64 CPPFLAGS: -iquote q\n#cgo LDFLAGS: -L${SRCDIR}/lib\n#cgoCFLAGS: -Ino\n#include \"a.h\"\n#  include_next <b/c.h>\n#include MACRO\n#import \"d.h\"\n")
+	wantDirs := []string{"/src/m/up/inc", "/src/m" + sep + "inc", "/src/m/sys", "/src/m" + sep + "q"}
+	if !slices.Equal(got.dirs, wantDirs) {
+		t.Errorf("dirs %q, want %q", got.dirs, wantDirs)
+	}
+	wantIncludes := []cInclude{{"a.h", true}, {"b/c.h", false}, {"d.h", true}}
+	if !slices.Equal(got.includes, wantIncludes) {
+		t.Errorf("includes %v, want %v", got.includes, wantIncludes)
+	}
+}
