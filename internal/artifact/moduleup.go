@@ -290,6 +290,7 @@ func readGoSource(p string) goSource {
 				out.cgo = &cgoPreamble{}
 			}
 			out.cgo.includes = append(out.cgo.includes, pre.includes...)
+			out.cgo.quoteDirs = append(out.cgo.quoteDirs, pre.quoteDirs...)
 			out.cgo.dirs = append(out.cgo.dirs, pre.dirs...)
 		}
 	}
@@ -389,7 +390,9 @@ func importsEnd(src []byte) (int, bool) {
 // the key leaves out as it does the C compiler.
 type cgoPreamble struct {
 	includes []cInclude
-	dirs     []string
+	// quoteDirs (-iquote) are searched for "quoted" names only, before
+	// dirs.
+	quoteDirs, dirs []string
 }
 
 // cInclude is an #include of name, "quoted" or <angled>.
@@ -444,7 +447,11 @@ func parsePreamble(srcDir, text string) cgoPreamble {
 				default:
 					dir = srcDir + string(filepath.Separator) + dir
 				}
-				if dir != "" {
+				switch {
+				case dir == "":
+				case opt == "-iquote":
+					out.quoteDirs = append(out.quoteDirs, dir)
+				default:
 					out.dirs = append(out.dirs, dir)
 				}
 				break
@@ -515,7 +522,7 @@ func headerSource(p string) goSource {
 // where it is from the module's root ("^" for each ".."), so that moving
 // the whole tree keeps the key. A header is looked for as the C compiler
 // looks: a quoted name beside the file that includes it first, then in
-// the preamble's directories. Those in a module are in its key already,
+// the preamble's -iquote directories; any in its other directories. Those in a module are in its key already,
 // but what they include is looked for too. included holds the headers
 // seen, by their resolved paths.
 func (f *Fetcher) cgoHeaders(walks []*moduleWalk, i int, t **tree.Tree, goPath string, pre *cgoPreamble, included map[string]bool) error {
@@ -537,6 +544,7 @@ func (f *Fetcher) cgoHeaders(walks []*moduleWalk, i int, t **tree.Tree, goPath s
 		var dirs []string
 		if inc.quoted {
 			dirs = append(dirs, inc.from)
+			dirs = append(dirs, pre.quoteDirs...)
 		}
 		dirs = append(dirs, pre.dirs...)
 		for _, d := range dirs {

@@ -172,9 +172,12 @@ func TestModuleKeyCgoHeadersThroughLinksUp(t *testing.T) {
 func TestParsePreamble(t *testing.T) {
 	sep := string(filepath.Separator)
 	got := parsePreamble("/src/m", "#cgo CFLAGS: -I${SRCDIR}/up/inc -Iinc -I /usr/include -isystem ${SRCDIR}/sys -O2\n#cgo  windows,amd64 CPPFLAGS: -iquote q\n#cgo LDFLAGS: -L${SRCDIR}/lib\n#cgoCFLAGS: -Ino\n#include \"a.h\"\n#  include_next <b/c.h>\n#include MACRO\n#import \"d.h\"\n")
-	wantDirs := []string{"/src/m/up/inc", "/src/m" + sep + "inc", "/src/m/sys", "/src/m" + sep + "q"}
+	wantDirs := []string{"/src/m/up/inc", "/src/m" + sep + "inc", "/src/m/sys"}
 	if !slices.Equal(got.dirs, wantDirs) {
 		t.Errorf("dirs %q, want %q", got.dirs, wantDirs)
+	}
+	if want := []string{"/src/m" + sep + "q"}; !slices.Equal(got.quoteDirs, want) {
+		t.Errorf("-iquote dirs %q, want %q", got.quoteDirs, want)
 	}
 	wantIncludes := []cInclude{{"a.h", true}, {"b/c.h", false}, {"d.h", true}}
 	if !slices.Equal(got.includes, wantIncludes) {
