@@ -134,9 +134,9 @@ func CheckDynamic(path, name, wantOS, wantArch string) (Info, error) {
 }
 
 func detectPath(path string) (result, bool, error) {
-	// Lstat before opening: opening a FIFO for reading blocks until a
-	// writer appears, and devices or directories are never executables.
-	// Symlinks are not followed either: in a build context they usually
+	// Lstat before opening: a FIFO, a device or a directory is never an
+	// executable, so it is passed over here, not refused as regfile.Open
+	// refuses it. Symlinks are not followed either: in a build context they usually
 	// point at paths that only make sense inside the image, and following
 	// them would check a file on the build host instead.
 	lst, err := os.Lstat(path)
