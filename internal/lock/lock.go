@@ -56,6 +56,10 @@ type Finding struct {
 	Source string
 	// Old is the recipe's value ("" when missing), New what Source gives.
 	Old, New string
+	// Unchecked says New is a download's digest taken from the bytes
+	// its URL served and nothing else, no checksum file vouching for
+	// them (trust on first use): what a user should review.
+	Unchecked bool
 }
 
 // Stale says the recipe pins another value than the source now gives.
@@ -255,12 +259,23 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 		return nil, err
 	}
 	rep.Written = true
+	unchecked := 0
 	for _, f := range rep.Findings {
 		verb := "pinned"
 		if f.Stale() {
 			verb = "re-pinned (was " + f.Old + ")"
 		}
-		l.opt.Log("%s: artifact %s: %s %s %s", plan.Pos{File: f.Pos.File, Line: f.Pos.Line}, f.Artifact, f.Pin, verb, f.New)
+		from := ""
+		if f.Unchecked {
+			unchecked++
+			from = ", from the bytes " + f.Source + " served alone (no checksum file to check them against)"
+		}
+		l.opt.Log("%s: artifact %s: %s %s %s%s", plan.Pos{File: f.Pos.File, Line: f.Pos.Line}, f.Artifact, f.Pin, verb, f.New, from)
+	}
+	if unchecked > 0 {
+		// Nothing upstream vouched for these: whatever the server sent
+		// the day lock ran is what every build will insist on.
+		l.opt.Log("%d pin(s) above were taken from what their URL served, checked against no checksum file: review them, or give each url the checksums: file upstream publishes", unchecked)
 	}
 	return rep, unfilled(rep)
 }
@@ -371,7 +386,7 @@ func (l *locker) download(ctx context.Context, d *recipe.Download) error {
 		if t.Keyed && t.Selector != "" {
 			pos = l.r.Pos(at + ".sha256." + t.Selector)
 		}
-		f := Finding{Pos: pos, Artifact: d.Artifact, Pin: "sha256 for " + t.Platform.String(), Source: t.URL, Old: t.Pin, New: sum}
+		f := Finding{Pos: pos, Artifact: d.Artifact, Pin: "sha256 for " + t.Platform.String(), Source: t.URL, Old: t.Pin, New: sum, Unchecked: t.Checksums == ""}
 		if oneDigest {
 			f.Pin = "sha256"
 		}

@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -586,5 +587,41 @@ images:
 	}
 	if got, _ := os.ReadFile(file); string(got) != src {
 		t.Errorf("the recipe was rewritten:\n%s", got)
+	}
+}
+
+// A download pinned from its own bytes, no checksum file vouching for
+// them, is said to be so, each at its line, for a user to review; one
+// checked against upstream's checksum file is not.
+func TestLockSaysUncheckedPins(t *testing.T) {
+	w := newWorld(t)
+	var (
+		mu    sync.Mutex
+		lines []string
+	)
+	opt := Options{File: w.file, Fetcher: fetcher(t), Log: func(format string, a ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, fmt.Sprintf(format, a...))
+	}}
+	if _, err := Run(context.Background(), opt); err != nil {
+		t.Fatal(err)
+	}
+	unchecked := map[string]bool{}
+	summary := false
+	for _, l := range lines {
+		switch {
+		case strings.Contains(l, "no checksum file to check them against"):
+			for _, u := range []string{"/data-1.0.tar", "/tool-2.0-amd64", "/cni-"} {
+				if strings.Contains(l, w.site.URL+u) {
+					unchecked[u] = true
+				}
+			}
+		case strings.Contains(l, "2 pin(s) above were taken from what their URL served"):
+			summary = true
+		}
+	}
+	if !unchecked["/data-1.0.tar"] || !unchecked["/tool-2.0-amd64"] || unchecked["/cni-"] || !summary {
+		t.Errorf("unchecked pins said: %v, summary %v; want data and tool alone, and the count:\n%s", unchecked, summary, strings.Join(lines, "\n"))
 	}
 }
