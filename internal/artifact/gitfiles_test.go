@@ -1,13 +1,17 @@
 package artifact_test
 
 import (
+	"bytes"
+	"compress/zlib"
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -335,4 +339,113 @@ func bigRepo(t *testing.T) (string, string) {
 	fixture.Git(t, repo, "add", "-A")
 	fixture.Git(t, repo, "commit", "-q", "-m", "big")
 	return repo, fixture.Git(t, repo, "rev-parse", "HEAD")
+}
+
+// corruptLoose replaces the loose object id of the bare repository repo
+// with one of the same type holding other bytes, under the same name,
+// as a disk's or a hand's damage would. The file is replaced, not
+// rewritten: a mirror cloned from a local path shares its files with
+// the repository it came from.
+func corruptLoose(t *testing.T, repo, id, content string) {
+	t.Helper()
+	p := filepath.Join(repo, "objects", id[:2], id[2:])
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	var z bytes.Buffer
+	w := zlib.NewWriter(&z)
+	fmt.Fprintf(w, "blob %d\x00%s", len(content), content)
+	w.Close()
+	if err := os.WriteFile(p, z.Bytes(), 0o444); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// pallet fetch hashes the objects of the pinned commit's checkout in a
+// mirror it already holds: a blob replaced under its name is cloned
+// again from upstream, and, upstream gone, refused, where the commit's
+// presence was all that was asked and an offline build found the
+// damage.
+func TestGitMirrorCorruptObject(t *testing.T) {
+	repo, commit := filesRepo(t)
+	k := &artifact.GitFiles{Repo: repo, Commit: commit, Path: "hack/windows/Install-OVS.ps1"}
+	mirror := t.TempDir()
+	mirrorTo := func() error {
+		return fetcher(t).MirrorTo(context.Background(), mirror, []*artifact.Request{filesRequest(t, k)})
+	}
+	if err := mirrorTo(); err != nil {
+		t.Fatal(err)
+	}
+	m := artifact.MirrorRepo(mirror, repo)
+	blob := fixture.Git(t, m, "rev-parse", commit+":hack/windows/Install-OVS.ps1")
+
+	corruptLoose(t, m, blob, "Write-Host evil\n")
+	if err := mirrorTo(); err != nil {
+		t.Fatalf("upstream at hand: %v", err)
+	}
+	if got := fixture.Git(t, m, "cat-file", "blob", blob); got != "Write-Host ovs" {
+		t.Errorf("the mirror was not mended: the blob reads %q", got)
+	}
+
+	corruptLoose(t, m, blob, "Write-Host evil\n")
+	if err := os.RemoveAll(repo); err != nil {
+		t.Fatal(err)
+	}
+	err := mirrorTo()
+	if err == nil || !strings.Contains(err.Error(), "blob "+blob+" holds what hashes to") {
+		t.Fatalf("upstream gone: %v", err)
+	}
+	if _, err := os.Stat(m); err != nil {
+		t.Errorf("the mirror was not left as it was: %v", err)
+	}
+	t.Log(err)
+}
+
+// A pack of the mirror altered where it holds a blob of the checkout is
+// refused as well: git cannot inflate it, or it hashes to another name.
+func TestGitMirrorCorruptPack(t *testing.T) {
+	repo, commit := filesRepo(t)
+	k := &artifact.GitFiles{Repo: repo, Commit: commit, Path: "hack"}
+	mirror := t.TempDir()
+	mirrorTo := func() error {
+		return fetcher(t).MirrorTo(context.Background(), mirror, []*artifact.Request{filesRequest(t, k)})
+	}
+	if err := mirrorTo(); err != nil {
+		t.Fatal(err)
+	}
+	m := artifact.MirrorRepo(mirror, repo)
+	blob := fixture.Git(t, m, "rev-parse", commit+":hack/windows/Install-OVS.ps1")
+	fixture.Git(t, m, "repack", "-a", "-d", "-q")
+	fixture.Git(t, m, "prune-packed")
+	packs, err := filepath.Glob(filepath.Join(m, "objects", "pack", "*.pack"))
+	if err != nil || len(packs) != 1 {
+		t.Fatalf("packs %v, %v", packs, err)
+	}
+	// verify-pack -v lists each object with its offset in the pack.
+	var offset int64 = -1
+	for _, line := range strings.Split(fixture.Git(t, m, "verify-pack", "-v", strings.TrimSuffix(packs[0], ".pack")+".idx"), "\n") {
+		if f := strings.Fields(line); len(f) >= 5 && f[0] == blob {
+			offset, _ = strconv.ParseInt(f[4], 10, 64)
+		}
+	}
+	if offset < 0 {
+		t.Fatalf("blob %s is not in %s", blob, packs[0])
+	}
+	data, err := os.ReadFile(packs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[offset+4] ^= 0xff // past the object's header, in its deflated bytes
+	os.Remove(packs[0])
+	if err := os.WriteFile(packs[0], data, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(repo); err != nil {
+		t.Fatal(err)
+	}
+	err = mirrorTo()
+	if err == nil || !strings.Contains(err.Error(), blob) {
+		t.Fatalf("a damaged pack, upstream gone: %v", err)
+	}
+	t.Log(err)
 }

@@ -1,16 +1,23 @@
 package artifact
 
 import (
+	"bufio"
 	"bytes"
+	"cmp"
 	"context"
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"golang.org/x/mod/module"
@@ -20,7 +27,10 @@ import (
 
 // mirrorRepo keeps a bare mirror of g's repository holding the pinned
 // commit, with the files a dumb-http server needs, so the directory can
-// also be served as a --mirror-url.
+// also be served as a --mirror-url. The objects of the commit's checkout
+// are hashed (verifyCheckoutObjects) each time: a mirror whose object was
+// replaced or damaged is cloned again, or, when upstream gives the same,
+// refused, rather than left for an offline build to trip on.
 func (f *Fetcher) mirrorRepo(ctx context.Context, dir string, g gitRef) error {
 	dst := MirrorRepo(dir, g.Repo)
 	if _, err := os.Stat(dst); err != nil {
@@ -28,25 +38,158 @@ func (f *Fetcher) mirrorRepo(ctx context.Context, dir string, g gitRef) error {
 			return err
 		}
 		f.Log("mirror %s", g.Repo)
-		tmp := dst + ".new"
-		os.RemoveAll(tmp)
-		if err := f.gitTransfer(ctx, filepath.Dir(dst), tmp, "clone", "--progress", "--mirror", g.Repo, tmp); err != nil {
-			os.RemoveAll(tmp)
-			return fmt.Errorf("clone %s: %w", g.Repo, err)
-		}
-		if err := os.Rename(tmp, dst); err != nil {
+		if err := f.cloneMirror(ctx, g, dst); err != nil {
 			return err
 		}
-	} else if _, err := git(ctx, dst, "cat-file", "-e", g.Commit+"^{commit}"); err != nil {
-		if err := f.gitTransfer(ctx, dst, dst, "fetch", "--progress", "--prune", "origin"); err != nil {
-			return fmt.Errorf("update %s: %w", g.Repo, err)
+	} else {
+		if _, err := git(ctx, dst, "cat-file", "-e", g.Commit+"^{commit}"); err != nil {
+			if err := f.gitTransfer(ctx, dst, dst, "fetch", "--progress", "--prune", "origin"); err != nil {
+				return fmt.Errorf("update %s: %w", g.Repo, err)
+			}
 		}
-	}
-	if _, err := git(ctx, dst, "cat-file", "-e", g.Commit+"^{commit}"); err != nil {
-		return fmt.Errorf("commit %s is not in %s", g.Commit, g.Repo)
+		if err := mirroredCommit(ctx, dst, g); err != nil {
+			var bad *corruptObjectError
+			if !errors.As(err, &bad) {
+				return err
+			}
+			f.Log("%v; cloning %s again", err, g.Repo)
+			if cerr := f.cloneMirror(ctx, g, dst); cerr != nil {
+				return fmt.Errorf("%w; left as it is, for cloning it again failed: %w", err, cerr)
+			}
+		}
 	}
 	_, err := git(ctx, dst, "update-server-info")
 	return err
+}
+
+// cloneMirror clones g's repository into dst, which it replaces only once
+// the clone holds g's commit whole.
+func (f *Fetcher) cloneMirror(ctx context.Context, g gitRef, dst string) error {
+	tmp := dst + ".new"
+	os.RemoveAll(tmp)
+	defer os.RemoveAll(tmp)
+	if err := f.gitTransfer(ctx, filepath.Dir(dst), tmp, "clone", "--progress", "--mirror", g.Repo, tmp); err != nil {
+		return fmt.Errorf("clone %s: %w", g.Repo, err)
+	}
+	if err := mirroredCommit(ctx, tmp, g); err != nil {
+		return fmt.Errorf("clone %s: %w", g.Repo, err)
+	}
+	old := dst + ".old"
+	os.RemoveAll(old)
+	if err := os.Rename(dst, old); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	defer os.RemoveAll(old)
+	return os.Rename(tmp, dst)
+}
+
+// mirroredCommit says whether the bare repository repo holds g's commit
+// and every object of its checkout as their names say.
+func mirroredCommit(ctx context.Context, repo string, g gitRef) error {
+	if _, err := git(ctx, repo, "cat-file", "-e", g.Commit+"^{commit}"); err != nil {
+		return fmt.Errorf("commit %s is not in %s", g.Commit, g.Repo)
+	}
+	if err := verifyCheckoutObjects(ctx, repo, g.Commit); err != nil {
+		return &corruptObjectError{fmt.Errorf("the mirror of %s (%s): %w", g.Repo, repo, err)}
+	}
+	return nil
+}
+
+// corruptObjectError is a mirror holding the pinned commit with objects
+// that are not what their names say.
+type corruptObjectError struct{ error }
+
+func (e *corruptObjectError) Unwrap() error { return e.error }
+
+// verifyCheckoutObjects hashes the objects a checkout of commit reads in
+// the repository repo (the commit, its trees and blobs: what a depth-1
+// fetch of it sends, not its history) and fails on the first whose
+// content does not hash to its name, or that git cannot read. git does
+// not check that on read: a loose object rewritten in place is served
+// under its old name, and only the fetch of an offline build, which
+// hashes what it receives, would find its commit incomplete.
+func verifyCheckoutObjects(ctx context.Context, repo, commit string) error {
+	format, err := git(ctx, repo, "rev-parse", "--show-object-format")
+	if err != nil {
+		return err
+	}
+	var newHash func() hash.Hash
+	switch format {
+	case "sha1":
+		newHash = sha1.New
+	case "sha256":
+		newHash = sha256.New
+	default:
+		return fmt.Errorf("object format %q", format)
+	}
+	// rev-list reads every tree to list what it holds: a tree it cannot
+	// parse fails here.
+	list, err := git(ctx, repo, "rev-list", "--objects", "--no-walk", "--no-object-names", commit)
+	if err != nil {
+		return err
+	}
+	ids := strings.Fields(list)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cmd := gitCommand(ctx, repo, "cat-file", "--batch")
+	cmd.Stdin = strings.NewReader(strings.Join(ids, "\n") + "\n")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	bad := checkObjects(bufio.NewReaderSize(out, 64<<10), ids, newHash)
+	if bad != nil {
+		cancel()
+	}
+	werr := cmd.Wait()
+	switch {
+	case bad != nil && stderr.Len() > 0:
+		// git stopped first, and says why (a pack it cannot inflate).
+		return fmt.Errorf("%w: %s", bad, strings.TrimSpace(stderr.String()))
+	case bad != nil:
+		return bad
+	case werr != nil:
+		return fmt.Errorf("git cat-file --batch: %w: %s", werr, strings.TrimSpace(stderr.String()))
+	}
+	return nil
+}
+
+// checkObjects reads git cat-file --batch's answer for ids, in their
+// order, and fails at the first object missing or not hashing to its
+// name.
+func checkObjects(r *bufio.Reader, ids []string, newHash func() hash.Hash) error {
+	h := newHash()
+	for _, id := range ids {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return fmt.Errorf("object %s: %w", id, cmp.Or(err, io.ErrUnexpectedEOF))
+		}
+		f := strings.Fields(line)
+		if len(f) != 3 || f[0] != id {
+			return fmt.Errorf("object %s: git cat-file said %q", id, strings.TrimSpace(line))
+		}
+		size, err := strconv.ParseInt(f[2], 10, 64)
+		if err != nil || size < 0 {
+			return fmt.Errorf("object %s: git cat-file said %q", id, strings.TrimSpace(line))
+		}
+		h.Reset()
+		fmt.Fprintf(h, "%s %d\x00", f[1], size)
+		if _, err := io.CopyN(h, r, size); err != nil {
+			return fmt.Errorf("object %s: %w", id, err)
+		}
+		if _, err := r.Discard(1); err != nil { // the newline after it
+			return fmt.Errorf("object %s: %w", id, err)
+		}
+		if got := hex.EncodeToString(h.Sum(nil)); got != id {
+			return fmt.Errorf("%s %s holds what hashes to %s: replaced or damaged", f[1], id, got)
+		}
+	}
+	return nil
 }
 
 // mirrorGoModules puts in the mirror's module cache what a build of g in
