@@ -47,8 +47,6 @@ func buildCmd() *cobra.Command {
 		progressArg string
 		cacheFrom   string
 		cacheTo     string
-		maxDownload string
-		maxExtract  string
 		metadata    string
 		winZstd     bool
 		sbomFlag    []string
@@ -57,7 +55,7 @@ func buildCmd() *cobra.Command {
 		sbomDir     string
 		provTimes   bool
 		modLicenses bool
-		stall       time.Duration
+		lim         limitFlags
 		byDigest    bool
 	)
 	cmd := &cobra.Command{
@@ -114,25 +112,10 @@ func buildCmd() *cobra.Command {
 			if opt.Network, err = mirror.network(); err != nil {
 				return err
 			}
-			for _, l := range []struct {
-				flag, value string
-				to          *int64
-			}{{"--max-download", maxDownload, &opt.Limits.MaxDownload}, {"--max-extract", maxExtract, &opt.Limits.MaxExtract}} {
-				if l.value == "" {
-					continue
-				}
-				if *l.to, err = recipe.ParseSize(l.value); err != nil {
-					return fmt.Errorf("%s: %w", l.flag, err)
-				}
+			// The build bounds its registry calls by them too.
+			if opt.Limits, err = lim.limits(cmd.Flags()); err != nil {
+				return err
 			}
-			// 0 is the flag's unset value, which leaves the recipe's
-			// limits.stall (or 60s); given, it would be passed over as
-			// unset, where the flag wins over the recipe.
-			if stall < 0 || stall == 0 && cmd.Flags().Changed("stall-timeout") {
-				return fmt.Errorf("--stall-timeout %s: want a positive duration", stall)
-			}
-			// The build bounds its registry calls by it too.
-			opt.Limits.Stall = stall
 			for _, o := range outputs {
 				t, err := output.Parse(o, output.Options{Stdout: cmd.OutOrStdout()})
 				if err != nil {
@@ -210,9 +193,7 @@ func buildCmd() *cobra.Command {
 	f.StringVar(&recordPath, "record", "", "where to write the build record (default: beside the first output, as OUT.record.json; pallet-record.json in the current directory when that output is a push or docker:-)")
 	f.StringVar(&cacheDir, "cache-dir", "", "cache directory (default: $PALLET_CACHE_DIR or the user cache dir)")
 	f.BoolVar(&noCache, "no-cache", false, "build everything anew, using and filling no cache")
-	f.StringVar(&maxDownload, "max-download", "", "refuse a download larger than this (bytes, or with KiB, MiB, GiB, TiB, or KB, MB, GB, TB in powers of ten; default 16GiB)")
-	f.StringVar(&maxExtract, "max-extract", "", "refuse an archive that decompresses to more than this (default 16GiB)")
-	f.DurationVar(&stall, "stall-timeout", 0, "give up a download or registry transfer that moves no byte for this long (default 60s)")
+	lim.register(f)
 	f.BoolVar(&byDigest, "push-by-digest", false, "push to registry outputs by digest only, setting no tag (one runner's share; pallet index create merges them)")
 	mirror.register(f)
 	return cmd

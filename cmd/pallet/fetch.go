@@ -15,6 +15,7 @@ func fetchCmd() *cobra.Command {
 		images    []string
 		args      []string
 		mirror    mirrorFlags
+		lim       limitFlags
 		quiet     bool
 	)
 	cmd := &cobra.Command{
@@ -36,7 +37,11 @@ func fetchCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			arts, err := fetchable(file, overrides, platforms, images)
+			flagLim, err := lim.limits(cmd.Flags())
+			if err != nil {
+				return err
+			}
+			arts, recipeLim, err := fetchable(file, overrides, platforms, images)
 			if err != nil {
 				return err
 			}
@@ -46,7 +51,7 @@ func fetchCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := build.Mirror(cmd.Context(), arts, dir, n, logf); err != nil {
+			if err := build.Mirror(cmd.Context(), arts, recipeLim, dir, n, flagLim, logf); err != nil {
 				return err
 			}
 			logf("mirrored what %d artifact request(s) need (downloads, repositories, Go modules and toolchains) into %s", len(arts), dir)
@@ -63,6 +68,8 @@ func fetchCmd() *cobra.Command {
 	// --offline, which would fetch nothing, is no flag at all (it was
 	// taken, and ignored, and the network used).
 	fl.StringVar(&mirror.dir, "mirror", "", "the mirror directory to fill (created if missing): downloads under sha256/, repositories under git/, Go modules and toolchains under gomod/")
+	// A build's bounds, so that fetch refuses what the build would.
+	lim.register(fl)
 	fl.StringVar(&mirror.url, "mirror-url", "", "fetch downloads (BASE/sha256/DIGEST) and repositories (BASE/git/...) from this mirror instead of upstream")
 	return cmd
 }

@@ -62,20 +62,27 @@ func makePlan(file string, args map[string]string, platforms, images []string, m
 }
 
 // fetchable lists what the -f file could download or clone, for pallet
-// fetch, with the front end its name calls for.
-func fetchable(file string, args map[string]string, platforms, images []string) ([]*plan.Artifact, error) {
+// fetch, with the front end its name calls for, and the limits it sets.
+func fetchable(file string, args map[string]string, platforms, images []string) ([]*plan.Artifact, plan.Limits, error) {
 	sel := selection{file, args, platforms, images}
 	if d, opt, ok, err := sel.loadDockerfile(); ok {
 		if err != nil {
-			return nil, err
+			return nil, plan.Limits{}, err
 		}
-		return d.Fetchable(opt)
+		// A Dockerfile sets no limits: the defaults, as its build's.
+		arts, err := d.Fetchable(opt)
+		return arts, plan.Limits{}, err
 	}
 	r, err := recipe.Load(file)
 	if err != nil {
-		return nil, noRecipe(file, err)
+		return nil, plan.Limits{}, noRecipe(file, err)
 	}
-	return r.Fetchable(recipe.Options{Args: args, Platforms: platforms, Images: images})
+	lim, err := r.PlanLimits()
+	if err != nil {
+		return nil, lim, err
+	}
+	arts, err := r.Fetchable(recipe.Options{Args: args, Platforms: platforms, Images: images})
+	return arts, lim, err
 }
 
 // noRecipe adds to the error of a recipe that is not there the

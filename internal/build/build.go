@@ -153,6 +153,13 @@ func limits(opt, p Limits) Limits {
 	return opt
 }
 
+// fetcherLimits are what a Fetcher of a build, or of pallet fetch,
+// downloads and unpacks within, lim merged already.
+func fetcherLimits(lim Limits) artifact.Limits {
+	return artifact.Limits{Limits: transfer.Limits{MaxBytes: lim.MaxDownload, Stall: lim.Stall},
+		Unpack: artifact.UnpackLimits{MaxBytes: lim.MaxExtract, MaxEntries: lim.MaxEntries, MaxWindow: lim.MaxWindow}}
+}
+
 // Result is a finished build.
 type Result struct {
 	Images     []output.Image
@@ -305,7 +312,8 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 	// fetches and module proxy responses, its shared-cache entries, and
 	// every registry call (bases, outputs, the shared cache, the
 	// up-to-date check's).
-	xfer := transfer.Limits{MaxBytes: lim.MaxDownload, Stall: lim.Stall}
+	fetchLim := fetcherLimits(lim)
+	xfer := fetchLim.Limits
 	ctx = regauth.WithBounds(ctx, regauth.Timeouts{Limits: xfer})
 	if opt.RecordPath == "" && len(opt.Outputs) > 0 {
 		opt.RecordPath = RecordFor(opt.Outputs[0])
@@ -371,8 +379,7 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 	if err := fetcher.ShareCheckouts(filepath.Join(work, "git")); err != nil {
 		return nil, err
 	}
-	fetcher.Limits = artifact.Limits{Limits: xfer,
-		Unpack: artifact.UnpackLimits{MaxBytes: lim.MaxExtract, MaxEntries: lim.MaxEntries, MaxWindow: lim.MaxWindow}}
+	fetcher.Limits = fetchLim
 	bases := &image.Resolver{Dir: p.Dir, WorkDir: work, Epoch: p.Epoch}
 
 	var c *cache.Cache

@@ -20,8 +20,10 @@ import (
 // Mirror copies into dir what building reqs offline needs: downloads,
 // repositories, Go modules and toolchains (pallet fetch), and the modules
 // whose licences the Go binaries of downloaded releases and local files
-// ship (--module-licenses, the default).
-func Mirror(ctx context.Context, arts []*plan.Artifact, dir string, n Network, log func(string, ...any)) error {
+// ship (--module-licenses, the default). It downloads and unpacks within
+// the bounds a build of the same input would: opt's, a zero field taking
+// the input's (in, its limits section).
+func Mirror(ctx context.Context, arts []*plan.Artifact, in Limits, dir string, n Network, opt Limits, log func(string, ...any)) error {
 	reqs := make([]*artifact.Request, len(arts))
 	for i, a := range arts {
 		reqs[i] = &a.Request
@@ -67,6 +69,7 @@ func Mirror(ctx context.Context, arts []*plan.Artifact, dir string, n Network, l
 	}
 	defer f.Close()
 	f.Log = log
+	f.Limits = fetcherLimits(limits(opt, in))
 	if err := f.MirrorTo(ctx, dir, reqs); err != nil {
 		return at(err)
 	}
@@ -87,6 +90,8 @@ func Mirror(ctx context.Context, arts []*plan.Artifact, dir string, n Network, l
 func mirrorLinkedModules(ctx context.Context, network *artifact.Fetcher, reqs []*artifact.Request, dir string) error {
 	f := artifact.New()
 	f.Log = network.Log
+	// Each archive is unpacked as the build will, within its limits.
+	f.Limits = network.Limits
 	f.Mirror, f.Offline = dir, true
 	tmp, err := os.MkdirTemp("", "pallet-fetch-*")
 	if err != nil {

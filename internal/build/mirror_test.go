@@ -35,7 +35,7 @@ func TestMirrorIsLocked(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
-	err := Mirror(ctx, nil, dir, Network{}, t.Logf)
+	err := Mirror(ctx, nil, Limits{}, dir, Network{}, Limits{}, t.Logf)
 	if err == nil || !strings.Contains(err.Error(), "lock the mirror") || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a fetch while another holds the mirror: %v", err)
 	}
@@ -43,7 +43,7 @@ func TestMirrorIsLocked(t *testing.T) {
 		t.Fatalf("the waiting fetch pruned the other's tree: %v", err)
 	}
 	other.Unlock()
-	if err := Mirror(context.Background(), nil, dir, Network{}, t.Logf); err != nil {
+	if err := Mirror(context.Background(), nil, Limits{}, dir, Network{}, Limits{}, t.Logf); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(tree); !os.IsNotExist(err) {
@@ -69,7 +69,7 @@ func TestMirrorSweepsKilledDownloads(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := Mirror(context.Background(), nil, dir, Network{}, t.Logf); err != nil {
+	if err := Mirror(context.Background(), nil, Limits{}, dir, Network{}, Limits{}, t.Logf); err != nil {
 		t.Fatal(err)
 	}
 	ents, err := os.ReadDir(blobs)
@@ -96,7 +96,7 @@ func TestMirrorLeavesAModuleCacheNotItsOwn(t *testing.T) {
 	if err := os.WriteFile(mine, []byte("package main\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := Mirror(context.Background(), nil, dir, Network{}, t.Logf); err != nil {
+	if err := Mirror(context.Background(), nil, Limits{}, dir, Network{}, Limits{}, t.Logf); err != nil {
 		t.Fatal(err)
 	}
 	if err := artifact.ClaimModuleCache(dir); err != nil {

@@ -32,7 +32,7 @@ func TestMirrorLockThatIsNotAFile(t *testing.T) {
 				t.Fatal(err)
 			}
 			done := make(chan error, 1)
-			go func() { done <- Mirror(context.Background(), nil, dir, Network{}, t.Logf) }()
+			go func() { done <- Mirror(context.Background(), nil, Limits{}, dir, Network{}, Limits{}, t.Logf) }()
 			select {
 			case err = <-done:
 			case <-time.After(time.Minute):
@@ -47,7 +47,7 @@ func TestMirrorLockThatIsNotAFile(t *testing.T) {
 			if err := os.Remove(lock); err != nil {
 				t.Fatal(err)
 			}
-			if err := Mirror(context.Background(), nil, dir, Network{}, t.Logf); err != nil {
+			if err := Mirror(context.Background(), nil, Limits{}, dir, Network{}, Limits{}, t.Logf); err != nil {
 				t.Fatal(err)
 			}
 		})

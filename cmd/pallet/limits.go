@@ -1,0 +1,51 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/pallet-dev/pallet/internal/build"
+	"github.com/pallet-dev/pallet/internal/recipe"
+)
+
+// limitFlags are the bounds on inputs a command that downloads takes
+// from its flags (build, fetch), each winning over the recipe's limits
+// section, so that both read them alike.
+type limitFlags struct {
+	maxDownload, maxExtract string
+	stall                   time.Duration
+}
+
+func (l *limitFlags) register(f *pflag.FlagSet) {
+	f.StringVar(&l.maxDownload, "max-download", "", "refuse a download larger than this (bytes, or with KiB, MiB, GiB, TiB, or KB, MB, GB, TB in powers of ten; default 16GiB)")
+	f.StringVar(&l.maxExtract, "max-extract", "", "refuse an archive that decompresses to more than this (default 16GiB)")
+	f.DurationVar(&l.stall, "stall-timeout", 0, "give up a download or registry transfer that moves no byte for this long (default 60s)")
+}
+
+// limits are the bounds the flags of f set; a zero field leaves the
+// recipe's.
+func (l *limitFlags) limits(f *pflag.FlagSet) (build.Limits, error) {
+	var lim build.Limits
+	for _, s := range []struct {
+		flag, value string
+		to          *int64
+	}{{"--max-download", l.maxDownload, &lim.MaxDownload}, {"--max-extract", l.maxExtract, &lim.MaxExtract}} {
+		if s.value == "" {
+			continue
+		}
+		var err error
+		if *s.to, err = recipe.ParseSize(s.value); err != nil {
+			return lim, fmt.Errorf("%s: %w", s.flag, err)
+		}
+	}
+	// 0 is the flag's unset value, which leaves the recipe's
+	// limits.stall (or 60s); given, it would be passed over as
+	// unset, where the flag wins over the recipe.
+	if l.stall < 0 || l.stall == 0 && f.Changed("stall-timeout") {
+		return lim, fmt.Errorf("--stall-timeout %s: want a positive duration", l.stall)
+	}
+	lim.Stall = l.stall
+	return lim, nil
+}
