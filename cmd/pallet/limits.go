@@ -15,13 +15,29 @@ import (
 // section, so that both read them alike.
 type limitFlags struct {
 	maxDownload, maxExtract string
-	stall                   time.Duration
+	stall, downloadTimeout  time.Duration
 }
 
 func (l *limitFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&l.maxDownload, "max-download", "", "refuse a download larger than this (bytes, or with KiB, MiB, GiB, TiB, or KB, MB, GB, TB in powers of ten; default 16GiB)")
 	f.StringVar(&l.maxExtract, "max-extract", "", "refuse an archive that decompresses to more than this (default 16GiB)")
 	f.DurationVar(&l.stall, "stall-timeout", 0, "give up a download or registry transfer that moves no byte for this long (default 60s)")
+	registerDownloadTimeout(f, &l.downloadTimeout)
+}
+
+// registerDownloadTimeout is the flag of every command that downloads
+// (lock's too).
+func registerDownloadTimeout(f *pflag.FlagSet, to *time.Duration) {
+	f.DurationVar(to, "download-timeout", 0, "give up a download that has taken this long, retries included, however it keeps moving (default 1h)")
+}
+
+// downloadTimeout checks the --download-timeout of f: 0, unset, leaves
+// the recipe's.
+func downloadTimeout(f *pflag.FlagSet, d time.Duration) (time.Duration, error) {
+	if d < 0 || d == 0 && f.Changed("download-timeout") {
+		return 0, fmt.Errorf("--download-timeout %s: want a positive duration", d)
+	}
+	return d, nil
 }
 
 // limits are the bounds the flags of f set; a zero field leaves the
@@ -47,5 +63,7 @@ func (l *limitFlags) limits(f *pflag.FlagSet) (build.Limits, error) {
 		return lim, fmt.Errorf("--stall-timeout %s: want a positive duration", l.stall)
 	}
 	lim.Stall = l.stall
-	return lim, nil
+	var err error
+	lim.DownloadTimeout, err = downloadTimeout(f, l.downloadTimeout)
+	return lim, err
 }

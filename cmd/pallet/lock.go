@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -12,8 +13,9 @@ import (
 
 func lockCmd() *cobra.Command {
 	var (
-		opt   lock.Options
-		quiet bool
+		opt     lock.Options
+		quiet   bool
+		timeout time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "lock",
@@ -46,8 +48,14 @@ is missing or stale: for CI.`,
 					fmt.Fprintf(cmd.ErrOrStderr(), format+"\n", a...)
 				}
 			}
+			d, err := downloadTimeout(cmd.Flags(), timeout)
+			if err != nil {
+				return err
+			}
 			opt.Fetcher = artifact.New()
 			defer opt.Fetcher.Close()
+			// The recipe's limits.download-timeout, unless given.
+			opt.Fetcher.Limits.DownloadTimeout = d
 			opt.Fetcher.Log = logf
 			opt.Log = logf
 			rep, err := lock.Run(cmd.Context(), opt)
@@ -75,5 +83,6 @@ is missing or stale: for CI.`,
 	f.BoolVar(&opt.Check, "check", false, "write nothing; fail if a pin is missing or stale")
 	f.BoolVar(&opt.Update, "update", false, "re-pin pins that no longer match (moved tags, re-published downloads)")
 	f.BoolVarP(&quiet, "quiet", "q", false, "print nothing but errors")
+	registerDownloadTimeout(f, &timeout)
 	return cmd
 }

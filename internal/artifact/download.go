@@ -1,6 +1,7 @@
 package artifact
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
@@ -251,9 +252,20 @@ func (f *Fetcher) download(ctx context.Context, rawURL, want, file string, lim t
 		return "", fmt.Errorf("download %s: credentials: %w", redactURL(rawURL), err)
 	}
 	client := withRedirectPolicy(f.authClient(creds, rawURL))
-	var got string
+	// The watchdog holds each attempt to a floor, which a server (or a
+	// path) just above it passes for as long as the size limit takes:
+	// the whole download, retries included, is held to its time too.
+	timeout := cmp.Or(f.Limits.DownloadTimeout, DefaultDownloadTimeout)
+	parent, start := ctx, time.Now()
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errDownloadTimeout)
+	defer cancel()
+	var (
+		got  string
+		last attempt
+	)
 	err = transfer.Retry(ctx, f.Retries, f.Backoff, func() (err error) {
-		got, err = f.downloadOnce(ctx, client, creds, rawURL, want, file, lim)
+		last = attempt{length: -1}
+		got, err = f.downloadOnce(ctx, client, creds, rawURL, want, file, lim, &last)
 		return err
 	}, func(err error) bool {
 		var p permanent
@@ -262,13 +274,24 @@ func (f *Fetcher) download(ctx context.Context, rawURL, want, file string, lim t
 		// err already names the URL.
 		f.Log("%v; retrying in %s", err, wait)
 	})
+	if err != nil && parent.Err() == nil && errors.Is(context.Cause(ctx), errDownloadTimeout) {
+		return "", fmt.Errorf("download %s: gave up after %s, over the %s one download may take (limits.download-timeout, --download-timeout): %s received by the last attempt", redactURL(rawURL), time.Since(start).Round(time.Millisecond), timeout, received(last.n, last.length))
+	}
 	if p := (permanent{}); errors.As(err, &p) {
 		return "", p.error
 	}
 	return got, err
 }
 
-func (f *Fetcher) downloadOnce(ctx context.Context, client *http.Client, creds *httpCreds, rawURL, want, file string, lim transfer.Limits) (string, error) {
+// errDownloadTimeout ends a download that took longer than its
+// DownloadTimeout.
+var errDownloadTimeout = errors.New("download took too long")
+
+// attempt is how far one attempt of a download got: the bytes of its
+// body received, of its announced length (-1 when unknown).
+type attempt struct{ n, length int64 }
+
+func (f *Fetcher) downloadOnce(ctx context.Context, client *http.Client, creds *httpCreds, rawURL, want, file string, lim transfer.Limits, at *attempt) (string, error) {
 	// The watchdog, not a deadline, bounds the attempt: a large download
 	// may take hours as long as bytes keep coming.
 	ctx, dog, cancel := transfer.Watch(ctx, lim.Stall, lim.MinRate)
@@ -329,7 +352,8 @@ func (f *Fetcher) downloadOnce(ctx context.Context, client *http.Client, creds *
 	// The rate is asked of the body from its first byte on, however
 	// long the answer took to start.
 	dog.Restart(lim.Stall)
-	n, got, err := receive(dst, dog.Reader(resp.Body), resp.ContentLength, lim.MaxBytes)
+	at.length = resp.ContentLength
+	n, sum, err := receive(dst, counter{dog.Reader(resp.Body), &at.n}, resp.ContentLength, lim.MaxBytes)
 	se := transfer.StallOf(ctx)
 	var cerr error
 	if tmp != nil {
@@ -357,12 +381,12 @@ func (f *Fetcher) downloadOnce(ctx context.Context, client *http.Client, creds *
 		return "", permanent{fmt.Errorf("download %s: writing it: %w", shown, cerr)}
 	case resp.ContentLength >= 0 && n != resp.ContentLength:
 		return "", fmt.Errorf("download %s: got %d of %d bytes", shown, n, resp.ContentLength)
-	case want != "" && got != want:
-		return "", permanent{&MismatchError{URL: shown, Expected: want, Actual: got}}
+	case want != "" && sum != want:
+		return "", permanent{&MismatchError{URL: shown, Expected: want, Actual: sum}}
 	case tmp == nil:
-		return got, nil
+		return sum, nil
 	}
-	return got, os.Rename(tmp.Name(), file)
+	return sum, os.Rename(tmp.Name(), file)
 }
 
 // receive copies body into dst and returns how many bytes it read and
@@ -377,6 +401,19 @@ func receive(dst io.Writer, body io.Reader, contentLength, limit int64) (int64, 
 	h := sha256.New()
 	n, err := io.Copy(io.MultiWriter(dst, h), io.LimitReader(body, expect+1))
 	return n, hex.EncodeToString(h.Sum(nil)), err
+}
+
+// counter counts into n the bytes read through it, as they arrive: what
+// an attempt cut off mid-read had received.
+type counter struct {
+	r io.Reader
+	n *int64
+}
+
+func (c counter) Read(p []byte) (int, error) {
+	k, err := c.r.Read(p)
+	*c.n += int64(k)
+	return k, err
 }
 
 // received says how much of a body arrived, out of its length if known.

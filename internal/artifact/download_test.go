@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -1054,4 +1055,52 @@ func TestDownloadWaitsRetryAfter(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A download kept just above the watchdog's floor, which it passes for
+// as long as its body takes, fails once it has taken its
+// DownloadTimeout, retries included, naming the URL, the bytes
+// received and the time it took.
+func TestDownloadTimeoutBoundsATrickle(t *testing.T) {
+	const chunk = 64
+	srv := serve(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		w.Header().Set("Content-Length", strconv.Itoa(1<<30))
+		for {
+			if _, err := w.Write(make([]byte, chunk)); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-time.After(10 * time.Millisecond):
+			case <-r.Context().Done():
+				return
+			}
+		}
+	})
+	dir := t.TempDir()
+	dst := filepath.Join(dir, "download")
+	f := fetcher(t)
+	f.Retries = 3
+	f.Limits.DownloadTimeout = 300 * time.Millisecond
+	start := time.Now()
+	// Without the timeout, the test's own bound ends it.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	// 6.4 KB/s, far over a floor of 100 B/s: the watchdog lets it run.
+	err := f.DownloadWithin(ctx, srv.URL+"/trickle.tgz", sum(payload), dst, transfer.Limits{Stall: 200 * time.Millisecond, MinRate: 100})
+	elapsed := time.Since(start)
+	if err == nil || !strings.Contains(err.Error(), "download "+srv.URL+"/trickle.tgz: gave up after ") ||
+		!strings.Contains(err.Error(), "over the 300ms one download may take (limits.download-timeout, --download-timeout)") ||
+		!regexp.MustCompile(`: [1-9][0-9]* of 1073741824 bytes received`).MatchString(err.Error()) {
+		t.Fatalf("err = %v", err)
+	}
+	// Well short of what the body takes at its pace (47 hours).
+	if elapsed > time.Minute {
+		t.Errorf("took %s", elapsed)
+	}
+	if got := srv.requests(); got != 1 {
+		t.Errorf("%d requests, want 1: the timeout is not an attempt's, retried", got)
+	}
+	noFile(t, dst)
+	onlyFiles(t, dir)
 }

@@ -141,6 +141,9 @@ func limits(opt, p Limits) Limits {
 	if opt.Stall == 0 {
 		opt.Stall = p.Stall
 	}
+	if opt.DownloadTimeout == 0 {
+		opt.DownloadTimeout = p.DownloadTimeout
+	}
 	if opt.MaxExtract == 0 {
 		opt.MaxExtract = p.MaxExtract
 	}
@@ -156,7 +159,7 @@ func limits(opt, p Limits) Limits {
 // fetcherLimits are what a Fetcher of a build, or of pallet fetch,
 // downloads and unpacks within, lim merged already.
 func fetcherLimits(lim Limits) artifact.Limits {
-	return artifact.Limits{Limits: transfer.Limits{MaxBytes: lim.MaxDownload, Stall: lim.Stall},
+	return artifact.Limits{Limits: transfer.Limits{MaxBytes: lim.MaxDownload, Stall: lim.Stall}, DownloadTimeout: lim.DownloadTimeout,
 		Unpack: artifact.UnpackLimits{MaxBytes: lim.MaxExtract, MaxEntries: lim.MaxEntries, MaxWindow: lim.MaxWindow}}
 }
 

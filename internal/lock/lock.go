@@ -183,6 +183,9 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 	if l.f.Limits.Stall == 0 {
 		l.f.Limits.Stall = lim.Stall
 	}
+	if l.f.Limits.DownloadTimeout == 0 {
+		l.f.Limits.DownloadTimeout = lim.DownloadTimeout
+	}
 	if l.work, err = os.MkdirTemp("", "pallet-lock-*"); err != nil {
 		return nil, err
 	}

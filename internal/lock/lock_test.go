@@ -625,3 +625,61 @@ func TestLockSaysUncheckedPins(t *testing.T) {
 		t.Errorf("unchecked pins said: %v, summary %v; want data and tool alone, and the count:\n%s", unchecked, summary, strings.Join(lines, "\n"))
 	}
 }
+
+// A checksum file trickling just above the watchdog's floor held pallet
+// lock for as long as its size limit took; the recipe's
+// limits.download-timeout ends it, at the checksums line, saying what
+// arrived.
+func TestLockChecksumsTrickleTimesOut(t *testing.T) {
+	body := []byte("tool")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/a.tgz" {
+			w.Write(body)
+			return
+		}
+		for {
+			if _, err := w.Write([]byte(strings.Repeat("#", 63) + "\n")); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-time.After(10 * time.Millisecond):
+			case <-r.Context().Done():
+				return
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	file := filepath.Join(t.TempDir(), "pallet.yaml")
+	src := `version: 1
+limits:
+  stall: 100ms
+  download-timeout: 300ms
+artifacts:
+  a:
+    url:
+      url: SRV/a.tgz
+      checksums: SRV/SHA256SUMS
+images:
+  app:
+    base: scratch
+    platforms: [linux/amd64]
+    files:
+      - {artifact: a, dest: /a/}
+`
+	if err := os.WriteFile(file, []byte(strings.ReplaceAll(src, "SRV", srv.URL)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err := Run(ctx, Options{File: file, Fetcher: fetcher(t)})
+	if err == nil || !strings.Contains(err.Error(), file+":9:") || !strings.Contains(err.Error(), "download "+srv.URL+"/SHA256SUMS: gave up after") ||
+		!strings.Contains(err.Error(), "over the 300ms one download may take") || !strings.Contains(err.Error(), "bytes received") {
+		t.Fatalf("err = %v", err)
+	}
+	if elapsed := time.Since(start); elapsed > 10*time.Second {
+		t.Errorf("took %s", elapsed)
+	}
+	t.Log(err)
+}

@@ -101,6 +101,9 @@ type Limits struct {
 	MaxDownload int64
 	// Stall is how long a transfer may move no byte.
 	Stall time.Duration
+	// DownloadTimeout is how long one download may take, from its
+	// first request to its last byte, retries included.
+	DownloadTimeout time.Duration
 	// MaxExtract bounds the bytes one archive decompresses to.
 	MaxExtract int64
 	// MaxEntries bounds the entries read from one archive.

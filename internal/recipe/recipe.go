@@ -65,6 +65,9 @@ type Limits struct {
 	Download string `yaml:"download"`
 	// Stall is how long a transfer may move no byte.
 	Stall string `yaml:"stall"`
+	// DownloadTimeout is how long one download may take, its retries
+	// included.
+	DownloadTimeout string `yaml:"download-timeout"`
 	// Extract bounds the bytes an archive decompresses to.
 	Extract string `yaml:"extract"`
 	// Entries bounds the entries read from one archive.
@@ -1295,6 +1298,11 @@ func (l *Limits) plan() (plan.Limits, error) {
 	if l.Stall != "" {
 		if out.Stall, err = time.ParseDuration(l.Stall); err != nil || out.Stall <= 0 {
 			return out, fmt.Errorf("limits.stall %q: want a duration such as 90s", l.Stall)
+		}
+	}
+	if l.DownloadTimeout != "" {
+		if out.DownloadTimeout, err = time.ParseDuration(l.DownloadTimeout); err != nil || out.DownloadTimeout <= 0 {
+			return out, fmt.Errorf("limits.download-timeout %q: want a duration such as 2h", l.DownloadTimeout)
 		}
 	}
 	if l.Entries < 0 {
