@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 
+	"github.com/pallet-dev/pallet/internal/bounded"
 	"golang.org/x/sys/unix"
 )
 
@@ -34,7 +35,7 @@ func open(path string) (*os.File, error) {
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		unix.Close(fd)
-		return nil, &fs.PathError{Op: "open", Path: path, Err: notRegular(typeOf(uint32(st.Mode)))}
+		return nil, &fs.PathError{Op: "open", Path: path, Err: notRegular(bounded.TypeOfStat(uint32(st.Mode)))}
 	}
 	// os.NewFile looks at the descriptor's flags once: blocking again,
 	// it leaves the poller out (which cannot take a regular file).
@@ -61,21 +62,3 @@ func setBlocking(fd int) error {
 	}
 }
 
-// typeOf is the file type of a stat's mode, as fs names it.
-func typeOf(mode uint32) fs.FileMode {
-	switch mode & unix.S_IFMT {
-	case unix.S_IFIFO:
-		return fs.ModeNamedPipe
-	case unix.S_IFCHR:
-		return fs.ModeDevice | fs.ModeCharDevice
-	case unix.S_IFBLK:
-		return fs.ModeDevice
-	case unix.S_IFDIR:
-		return fs.ModeDir
-	case unix.S_IFSOCK:
-		return fs.ModeSocket
-	case unix.S_IFLNK:
-		return fs.ModeSymlink
-	}
-	return fs.ModeIrregular
-}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/pallet-dev/pallet/internal/bounded"
 	"golang.org/x/sys/unix"
 )
 
@@ -116,7 +117,7 @@ func (d *dir) list() ([]dirent, error) {
 			if err := d.fstatat(ents[i].name, &st); err != nil {
 				return nil, err
 			}
-			ents[i].typ = typeOf(st.Mode)
+			ents[i].typ = bounded.TypeOfStat(st.Mode)
 		}
 	}
 	return ents, nil
@@ -129,7 +130,7 @@ func (d *dir) lstat(name string) (Stamp, fs.FileMode, error) {
 	if err := d.fstatat(name, &st); err != nil {
 		return Stamp{}, 0, err
 	}
-	return stampOf(&st), typeOf(st.Mode) | fs.FileMode(st.Mode&0o777), nil
+	return stampOf(&st), bounded.TypeOfStat(st.Mode) | fs.FileMode(st.Mode&0o777), nil
 }
 
 func (d *dir) fstatat(name string, st *unix.Stat_t) error {
@@ -183,21 +184,3 @@ func dtType(t byte) fs.FileMode {
 	return unknownType
 }
 
-// typeOf is the type bits of a stat mode as os gives them.
-func typeOf(mode uint32) fs.FileMode {
-	switch mode & unix.S_IFMT {
-	case unix.S_IFDIR:
-		return fs.ModeDir
-	case unix.S_IFLNK:
-		return fs.ModeSymlink
-	case unix.S_IFIFO:
-		return fs.ModeNamedPipe
-	case unix.S_IFSOCK:
-		return fs.ModeSocket
-	case unix.S_IFCHR:
-		return fs.ModeDevice | fs.ModeCharDevice
-	case unix.S_IFBLK:
-		return fs.ModeDevice
-	}
-	return 0
-}
