@@ -519,7 +519,7 @@ func askOnce(ctx context.Context, dir string, env, names []string, ask func(cont
 		return ask(ctx, dir, env, names...)
 	}
 	st := tree.StampOf(info)
-	rest := fmt.Sprintf("%s\x00%s\x00%+v", strings.Join(names, " "), gobin, st)
+	rest := fmt.Sprintf("%s\x00%s\x00%+v\x00%s", strings.Join(names, " "), gobin, st, defaultsStamp(gobin, env))
 	for _, kv := range env {
 		if k, _, _ := strings.Cut(kv, "="); !answerFree(k, env, names) {
 			rest += "\x00" + kv
@@ -541,6 +541,68 @@ func askOnce(ctx context.Context, dir string, env, names []string, ask func(cont
 		return nil, a.err
 	}
 	return slices.Clone(a.values), nil
+}
+
+// defaultsStamp is the stamps of the files the go command at gobin,
+// run with env, takes its defaults from, where a variable of env does
+// not set them: $GOROOT/go.env (GOTOOLCHAIN=auto, or local in some
+// distributions' packages) and, unless GOENV=off, the file go env -w
+// writes. Either may change between builds with no change to the go
+// command or the environment, and the answers kept must then be asked
+// again, as each build asked them before they were kept.
+func defaultsStamp(gobin string, env []string) string {
+	value := func(k string) string {
+		if env == nil {
+			return os.Getenv(k) // the go command inherits pallet's
+		}
+		return EnvValue(env, k)
+	}
+	var files []string
+	if root := value("GOROOT"); root != "" {
+		files = append(files, filepath.Join(root, "go.env"))
+	} else {
+		// The go command finds its GOROOT above its executable, through
+		// the links to it (/usr/local/bin/go) when not there.
+		files = append(files, filepath.Join(gobin, "..", "..", "go.env"))
+		if real, err := filepath.EvalSymlinks(gobin); err == nil {
+			files = append(files, filepath.Join(real, "..", "..", "go.env"))
+		}
+	}
+	switch f := value("GOENV"); f {
+	case "off":
+	case "":
+		if dir := userConfigDir(value); dir != "" {
+			files = append(files, filepath.Join(dir, "go", "env"))
+		}
+	default:
+		files = append(files, f)
+	}
+	var b strings.Builder
+	for _, f := range files {
+		var st tree.Stamp
+		if info, err := os.Stat(f); err == nil {
+			st = tree.StampOf(info)
+		}
+		fmt.Fprintf(&b, "%s=%+v;", f, st)
+	}
+	return b.String()
+}
+
+// userConfigDir is os.UserConfigDir for the environment value gives,
+// where the go command looks for its go env file; "" when none.
+func userConfigDir(value func(string) string) string {
+	switch runtime.GOOS {
+	case "windows", "darwin", "ios", "plan9":
+		dir, _ := os.UserConfigDir() // from variables of their own
+		return dir
+	}
+	if dir := value("XDG_CONFIG_HOME"); filepath.IsAbs(dir) {
+		return dir
+	}
+	if home := value("HOME"); home != "" {
+		return filepath.Join(home, ".config")
+	}
+	return ""
 }
 
 // answerFree says whether the variable k of env changes no answer of the

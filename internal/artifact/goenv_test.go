@@ -346,3 +346,75 @@ func TestOfflineBuildsAskToolchainOnce(t *testing.T) {
 		})
 	}
 }
+
+// The go command's own default GOTOOLCHAIN, kept once per process, is
+// asked again when a file it is read from changes between builds: the
+// go env file (go env -w GOTOOLCHAIN=..., read where GOENV is not off)
+// or $GOROOT/go.env, beside the go command's bin. Kept by the go command
+// and the environment alone, the first answer was used for every later
+// build, whose toolchain the user had since set otherwise; before it was
+// kept, each build asked afresh.
+func TestToolchainDefaultAskedAgainWhenItsFileChanges(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the stand-in go command is a shell script")
+	}
+	root := t.TempDir()
+	bin := filepath.Join(root, "bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(root, "go.log")
+	userFile := filepath.Join(t.TempDir(), "env")
+	// As the go command reads them: $GOROOT/go.env, then the go env
+	// file over it unless GOENV=off.
+	script := "#!/bin/sh\necho \"$@\" >> " + log + "\n" +
+		"v=$(sed -n 's/^GOTOOLCHAIN=//p' " + filepath.Join(root, "go.env") + ")\n" +
+		"if [ \"$GOENV\" != off ] && [ -f \"$GOENV\" ]; then w=$(sed -n 's/^GOTOOLCHAIN=//p' \"$GOENV\"); [ -n \"$w\" ] && v=$w; fi\n" +
+		"echo \"$v\"\n"
+	if err := os.WriteFile(filepath.Join(bin, "go"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	write := func(path, data string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	asked := func() int {
+		data, _ := os.ReadFile(log)
+		return strings.Count(string(data), "\n")
+	}
+	for _, tc := range []struct {
+		name, goenv string
+		file        string // the file changed between the builds
+		before      string
+		after       string
+	}{
+		{"go.env", "off", filepath.Join(root, "go.env"), "GOTOOLCHAIN=auto\n", "GOTOOLCHAIN=local\n"},
+		{"go env -w", userFile, userFile, "GOTOOLCHAIN=go1.22.1\n", "GOTOOLCHAIN=go1.23.10+auto\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			write(filepath.Join(root, "go.env"), "GOTOOLCHAIN=auto\n")
+			os.Remove(userFile)
+			write(tc.file, tc.before)
+			env := append(os.Environ(), "GOENV="+tc.goenv, "GOPROXY=file:///proxy", "GOSUMDB=off", "PALLET_TEST_CASE="+tc.name)
+			want := func(w string) {
+				t.Helper()
+				for range 2 {
+					v, err := askOnce(t.Context(), "", env, []string{"GOTOOLCHAIN"}, goEnvIn)
+					if err != nil || !slices.Equal(v, []string{w}) {
+						t.Fatalf("go env GOTOOLCHAIN: %q, %v; want %s", v, err, w)
+					}
+				}
+			}
+			want(strings.TrimSuffix(strings.TrimPrefix(tc.before, "GOTOOLCHAIN="), "\n"))
+			n := asked()
+			write(tc.file, tc.after)
+			want(strings.TrimSuffix(strings.TrimPrefix(tc.after, "GOTOOLCHAIN="), "\n"))
+			if got := asked() - n; got != 1 {
+				t.Errorf("go env asked %d times after the change, want once", got)
+			}
+		})
+	}
+}
