@@ -491,8 +491,8 @@ type toolchainAnswer struct {
 
 // AskToolchainEnv is AskGoEnv for names of toolchainNames alone, asked
 // once per process for each directory, go command on PATH (its path and
-// stamp) and environment but for what changes none of the answers
-// (answerFree): a recipe's go artifact for two platforms asked go env
+// stamp), files it takes defaults from (defaultsStamp) and environment
+// but for what changes none of the answers (answerFree): a recipe's go artifact for two platforms asked go env
 // GOROOT GOVERSION once for each, 20-40 ms apiece on a busy machine, for
 // one answer. Concurrent callers wait for the first's answer. An error is
 // not kept: a caller that finds another's asks again itself (that one may
@@ -521,7 +521,7 @@ func askOnce(ctx context.Context, dir string, env, names []string, ask func(cont
 	st := tree.StampOf(info)
 	rest := fmt.Sprintf("%s\x00%s\x00%+v\x00%s", strings.Join(names, " "), gobin, st, defaultsStamp(gobin, env))
 	for _, kv := range env {
-		if k, _, _ := strings.Cut(kv, "="); !answerFree(k, env, names) {
+		if k, _, _ := strings.Cut(kv, "="); !answerFree(k, env) {
 			rest += "\x00" + kv
 		}
 	}
@@ -606,17 +606,19 @@ func userConfigDir(value func(string) string) string {
 }
 
 // answerFree says whether the variable k of env changes no answer of the
-// go command to go env names, where names are askOnce's: the target
-// (targetKnobs); GOTMPDIR, the go command's scratch; GOPATH, but for the
-// default of GOMODCACHE. Each build gives the last two directories of its
-// own: kept by them, the toolchain check's answers, asked in no build's
+// go command to the go env names askOnce is asked: the target
+// (targetKnobs); GOTMPDIR, the go command's scratch; GOPATH where
+// GOMODCACHE is set, as GOPATH is otherwise the default of GOMODCACHE,
+// and of GOROOT too where the go command switches to a release it
+// unpacks there. Each build gives the last two directories of its own:
+// kept by them, the toolchain check's answers, asked in no build's
 // directory and so never forgotten, were kept once per build.
-func answerFree(k string, env, names []string) bool {
+func answerFree(k string, env []string) bool {
 	switch k {
 	case "GOTMPDIR":
 		return true
 	case "GOPATH":
-		return !slices.Contains(names, "GOMODCACHE") || EnvValue(env, "GOMODCACHE") != ""
+		return EnvValue(env, "GOMODCACHE") != ""
 	}
 	return slices.Contains(targetKnobs, k)
 }

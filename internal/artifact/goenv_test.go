@@ -418,3 +418,30 @@ func TestToolchainDefaultAskedAgainWhenItsFileChanges(t *testing.T) {
 		})
 	}
 }
+
+// Where the go command switches to another release, the GOROOT it says is
+// in the module cache it unpacked that release into: $GOPATH/pkg/mod when
+// GOMODCACHE is not set. Asked in one directory with two GOPATHs, each
+// gets its own, where GOPATH was left out of the question for any names
+// but GOMODCACHE and the second was given the first's GOROOT.
+func TestToolchainRootKeptByGOPATHWithoutGOMODCACHE(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the stand-in go command is a shell script")
+	}
+	bin := t.TempDir()
+	// As a go command switching to go1.99.0 says GOROOT.
+	script := "#!/bin/sh\necho \"${GOMODCACHE:-$GOPATH/pkg/mod}/golang.org/toolchain@v0.0.1-go1.99.0.linux-amd64\"\n"
+	if err := os.WriteFile(filepath.Join(bin, "go"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	dir := t.TempDir()
+	defer ForgetToolchainEnv(dir)
+	base := append(os.Environ(), "GOENV=off", "GOTOOLCHAIN=go1.99.0", "GOMODCACHE=")
+	for _, gopath := range []string{"/home/a/go", "/home/b/go"} {
+		v, err := AskToolchainEnv(t.Context(), dir, append(slices.Clip(base), "GOPATH="+gopath), "GOROOT")
+		if want := gopath + "/pkg/mod/golang.org/toolchain@v0.0.1-go1.99.0.linux-amd64"; err != nil || !slices.Equal(v, []string{want}) {
+			t.Errorf("GOPATH=%s: GOROOT %q, %v; want %s", gopath, v, err, want)
+		}
+	}
+}
