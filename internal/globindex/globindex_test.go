@@ -49,17 +49,20 @@ func (b brute) crowded(limit, end int) (int, string, bool) {
 }
 
 // Random sets of prefixes over a small alphabet, so that they begin one
-// another, are answered as trying every prefix answers.
+// another, are answered as trying every prefix answers: runes, and the
+// bytes that begin them alone, 0xff and NUL among the pieces, as names
+// and patterns hold them, so that a prefix may end inside a rune.
 func TestIndexAsEveryPrefix(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
+	pieces := []string{"a", "b", "/", "é", "\xc3", "\xff", "\x00", "日", "\xe6\x97"}
 	word := func(max int) string {
-		b := make([]byte, r.IntN(max+1))
-		for i := range b {
-			b[i] = "ab/"[r.IntN(3)]
+		var b strings.Builder
+		for range r.IntN(max + 1) {
+			b.WriteString(pieces[r.IntN(len(pieces))])
 		}
-		return string(b)
+		return b.String()
 	}
-	for round := range 300 {
+	for round := range 1000 {
 		var bld Builder
 		want := brute{}
 		n := r.IntN(30)
