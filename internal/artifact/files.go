@@ -83,9 +83,7 @@ func (f *Fetcher) fileTree(ctx context.Context, r *Request, file, name, shown st
 			return nil, nil, blame("include", fmt.Errorf("extract %s: %w", shown, err))
 		}
 		opt.Patterns = include
-		if !r.NoLicense {
-			opt.Extra = licensePatterns(r.Licenses)
-		}
+		opt.Extra = ExtraPatterns(r.Licenses, r.NoLicense)
 	}
 	// The digests of what is unpacked are taken as it is written, and
 	// the cache learns them once the tree is whole, as Extract tells
@@ -145,7 +143,7 @@ func (f *Fetcher) fileTree(ctx context.Context, r *Request, file, name, shown st
 		case errors.Is(err, archive.ErrTooManyGlobs):
 			// Include alone was held to the bound above: what crowds
 			// it is the licence patterns a name is also matched against.
-			err = blame("include", fmt.Errorf("%w; the extra patterns keep the artifact's licence files: name them in licenses: (looked up, not matched), or give licenses: [none] to an artifact that has none", err))
+			err = blame("include", fmt.Errorf("%w; %s", err, ExtraGlobsHint))
 		case format != archive.Zip && errors.As(err, &abs) && abs.Keepable():
 			err = fmt.Errorf("%w (a recipe's extract keeps it with links: keep, as a link from a Linux image's root)", err)
 		}

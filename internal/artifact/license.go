@@ -75,6 +75,23 @@ func licensePatterns(named []string) []string {
 	return out
 }
 
+// ExtraPatterns are the patterns extraction with include patterns adds to
+// keep an artifact's licence files (licensePatterns), none for one
+// declared licence-free (licenses: [none]). Their globs are counted with
+// include's against archive.MaxGlobsPerName: the recipe's plan counts
+// them as extraction does, to refuse at the include line before a
+// download.
+func ExtraPatterns(named []string, none bool) []string {
+	if none {
+		return nil
+	}
+	return licensePatterns(named)
+}
+
+// ExtraGlobsHint is what to do when ExtraPatterns' globs are what crowd
+// the include patterns past archive.MaxGlobsPerName.
+const ExtraGlobsHint = "the extra patterns keep the artifact's licence files: name them in licenses: (looked up, not matched), or give licenses: [none] to an artifact that has none"
+
 // globEscape is the path.Match pattern that matches name alone.
 func globEscape(name string) string {
 	var b strings.Builder

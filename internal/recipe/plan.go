@@ -515,15 +515,16 @@ func (r *Recipe) request(name, mode, localPath string, pf platform.Platform, var
 		}
 		req.Licenses = lic
 	}
+	extra := artifact.ExtraPatterns(req.Licenses, req.NoLicense)
 	if ra.Modes == nil {
 		// One kind, no modes: the section names the kind.
 		switch {
 		case ra.Local != nil:
 			at += ".local"
-			req.Kind, err = r.local(name, at, ra.Local, "", v)
+			req.Kind, err = r.local(name, at, ra.Local, "", v, extra)
 		case ra.URL != nil:
 			at += ".url"
-			req.Kind, err = r.url(name, pf, at, ra.URL, v)
+			req.Kind, err = r.url(name, pf, at, ra.URL, v, extra)
 		case ra.Gomod != nil:
 			at += ".gomod"
 			req.Kind, err = r.goModule(name, at, ra.Gomod, pf, v)
@@ -551,9 +552,9 @@ func (r *Recipe) request(name, mode, localPath string, pf platform.Platform, var
 		if l.Path == "" && localPath == "" {
 			return nil, "", r.Errorf(at, "artifact %s: the local mode needs a path, given when building (a mode choice local:PATH): --mode %s=local:PATH, or %s: local:PATH in a --modes file", name, name, name)
 		}
-		req.Kind, err = r.local(name, at, l, localPath, v)
+		req.Kind, err = r.local(name, at, l, localPath, v, extra)
 	case "release":
-		req.Kind, err = r.url(name, pf, at, ra.Modes.Release, v)
+		req.Kind, err = r.url(name, pf, at, ra.Modes.Release, v, extra)
 	case "source":
 		if m := ra.Modes.Source.Gomod; m != nil {
 			at += ".gomod"
@@ -604,13 +605,14 @@ func (r *Recipe) artifactVars(name string, pf platform.Platform, vars Vars, comm
 	return v, nil
 }
 
-// local is the kind of a local section. A path given at build time is
+// local is the kind of a local section, extra the patterns its licences
+// add to an include (extract). A path given at build time is
 // relative to where pallet runs, and unpacked when it is an archive.
-func (r *Recipe) local(name, at string, l *Local, override string, v Vars) (artifact.Kind, error) {
+func (r *Recipe) local(name, at string, l *Local, override string, v Vars, extra []string) (artifact.Kind, error) {
 	if l.Links != "" && l.Links != "keep" && l.Links != "refuse" {
 		return nil, r.Errorf(at+".links", "artifact %s: links %q: want keep or refuse", name, l.Links)
 	}
-	ex, err := r.extract(at+".extract", l.Extract, v)
+	ex, err := r.extract(at+".extract", l.Extract, v, extra)
 	if err != nil {
 		return nil, err
 	}
@@ -650,8 +652,9 @@ func (r *Recipe) local(name, at string, l *Local, override string, v Vars) (arti
 	return &artifact.Local{Path: abs(r.Dir, path), Extract: ex, KeepLinks: l.Links == "keep", Filename: fname}, nil
 }
 
-// url is the kind of a url or release section.
-func (r *Recipe) url(name string, pf platform.Platform, at string, d *URL, v Vars) (artifact.Kind, error) {
+// url is the kind of a url or release section, extra the patterns its
+// licences add to an include (extract).
+func (r *Recipe) url(name string, pf platform.Platform, at string, d *URL, v Vars, extra []string) (artifact.Kind, error) {
 	u, err := r.Expand(at+".url", d.URL, v)
 	if err != nil {
 		return nil, err
@@ -667,7 +670,7 @@ func (r *Recipe) url(name string, pf platform.Platform, at string, d *URL, v Var
 	if err != nil {
 		return nil, err
 	}
-	ex, err := r.extract(at+".extract", d.Extract, v)
+	ex, err := r.extract(at+".extract", d.Extract, v, extra)
 	if err != nil {
 		return nil, err
 	}
@@ -853,7 +856,9 @@ func (r *Recipe) expandLists(v Vars, fields ...listField) error {
 	return nil
 }
 
-func (r *Recipe) extract(at string, e *Extract, v Vars) (*artifact.Extract, error) {
+// extract is the Extract of section at; extra are the patterns the
+// artifact's licences add to its include (artifact.ExtraPatterns).
+func (r *Recipe) extract(at string, e *Extract, v Vars, extra []string) (*artifact.Extract, error) {
 	if e == nil {
 		return nil, nil
 	}
@@ -865,9 +870,19 @@ func (r *Recipe) extract(at string, e *Extract, v Vars) (*artifact.Extract, erro
 		return nil, err
 	}
 	// Refused here, at the pattern's line, rather than once the archive
-	// is fetched, at the artifact's.
-	if i, err := archive.CheckInclude(inc); err != nil {
-		return nil, r.Errorf(fmt.Sprintf("%s.include.%d", at, i), "%v", err)
+	// is fetched, at the artifact's. Extraction matches names against
+	// include and the extra patterns together (artifact.ExtraPatterns),
+	// theirs first, so both are checked in that order; only when that
+	// fails is include checked alone, to tell whose fault it is.
+	if len(inc) > 0 {
+		if i, err := archive.CheckInclude(append(slices.Clip(extra), inc...)); err != nil {
+			if i, err := archive.CheckInclude(inc); err != nil {
+				return nil, r.Errorf(fmt.Sprintf("%s.include.%d", at, i), "%v", err)
+			}
+			// Licence names are escaped, never at fault alone.
+			i = max(i-len(extra), 0)
+			return nil, r.Errorf(fmt.Sprintf("%s.include.%d", at, i), "%v; counted with the %d extra patterns extraction adds: %s", err, len(extra), artifact.ExtraGlobsHint)
+		}
 	}
 	return &artifact.Extract{Strip: e.Strip, Include: inc, RootedLinks: e.Links == "keep"}, nil
 }

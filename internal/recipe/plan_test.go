@@ -482,6 +482,7 @@ args:
   P: "*"
 artifacts:
   tools:
+    licenses: [none]
     url:
       url: https://example.com/tools.tgz
       sha256: a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f90011
@@ -513,8 +514,59 @@ artifacts:
 		t.Fatal(err)
 	}
 	_, err = r.Plan(Options{})
-	want := fmt.Sprintf(`pallet.yaml:%d: include pattern "?y" makes %d that begin with a wildcard`, 11+2*archive.MaxGlobsPerName+1, archive.MaxGlobsPerName+1)
+	want := fmt.Sprintf(`pallet.yaml:%d: include pattern "?y" makes %d that begin with a wildcard`, 12+2*archive.MaxGlobsPerName+1, archive.MaxGlobsPerName+1)
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("got %v, want %s", err, want)
+	}
+}
+
+// An archive artifact naming no licences has its extraction add the
+// licence globs to its include patterns, each tried on every name: the
+// plan counts them as extraction does, refusing at the include line
+// that makes one too many before anything is downloaded, and not for an
+// artifact declared licence-free or one naming its licences.
+func TestIncludeGlobsCountLicenceGlobsAtPlan(t *testing.T) {
+	extra := len(artifact.ExtraPatterns(nil, false))
+	recipe := func(licenses string) string {
+		var b strings.Builder
+		b.WriteString("version: 1\nartifacts:\n  tools:\n" + licenses + `    url:
+      url: https://example.com/tools.tgz
+      sha256: a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f90011
+      extract:
+        include:
+`)
+		for i := range archive.MaxGlobsPerName - 15 {
+			fmt.Fprintf(&b, "          - \"*x%d\"\n", i)
+		}
+		b.WriteString(`images:
+  app:
+    base: scratch
+    platforms: linux/amd64
+    files:
+      - artifact: tools
+        dest: /bin/
+`)
+		return b.String()
+	}
+	r, err := Parse("pallet.yaml", []byte(recipe("")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Plan(Options{})
+	// The include pattern that makes MaxGlobsPerName+1 with the extra
+	// ones, on its line: the first is on line 9.
+	first := archive.MaxGlobsPerName - extra
+	want := fmt.Sprintf(`pallet.yaml:%d: include pattern "*x%d" makes %d that begin with a wildcard`, 9+first, first, archive.MaxGlobsPerName+1)
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), artifact.ExtraGlobsHint) {
+		t.Errorf("got %v, want %s ...; %s", err, want, artifact.ExtraGlobsHint)
+	}
+	for _, licenses := range []string{"    licenses: [none]\n", "    licenses: [LICENSE, docs/NOTICE]\n"} {
+		r, err := Parse("pallet.yaml", []byte(recipe(licenses)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Plan(Options{}); err != nil {
+			t.Errorf("%s: %v", strings.TrimSpace(licenses), err)
+		}
 	}
 }
