@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/moby/patternmatcher"
 	"github.com/moby/patternmatcher/ignorefile"
 
 	"github.com/pallet-dev/pallet/internal/bounded"
@@ -442,15 +441,15 @@ func numberPatterns(ps *patterns, data []byte) {
 }
 
 // patternLines is the line of the ignore file data that each of the
-// patterns patternmatcher makes of it is at, by their index.
+// patterns ignorefile.ReadAll reads of it is at, by their index, which is
+// their index among patternmatcher's too: ReadAll trims them and leaves
+// out the blank ones, which are all New leaves out. A line New refuses
+// counts, for its error to name it.
 func patternLines(data []byte) []int {
 	var out []int
 	for n, line := range strings.Split(string(data), "\n") {
 		one, err := ignorefile.ReadAll(strings.NewReader(line))
 		if err != nil || len(one) != 1 {
-			continue
-		}
-		if pm, err := patternmatcher.New(one); err != nil || len(pm.Patterns()) != 1 {
 			continue
 		}
 		out = append(out, n+1)

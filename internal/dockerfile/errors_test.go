@@ -39,6 +39,10 @@ func TestDockerfileErrorsAt(t *testing.T) {
 		{"--from a later stage", "FROM scratch AS a\nCOPY --from=b / /\nFROM scratch AS b\nFROM a", 2, 6, "not before this one"},
 		{"--from with a variable", "ARG S=a\nFROM scratch AS a\nFROM scratch\nCOPY --from=$S / /", 4, 6, "variables are not expanded in --from"},
 		{"--exclude with --from", "FROM scratch AS a\nCOPY bin/hello /b/\nFROM scratch\nCOPY --from=a --exclude=*.md /b /c/", 4, 15, "--exclude is not supported with --from"},
+		{"--exclude with a lone !, at its flag", "FROM scratch\nCOPY --exclude=a \\\n  --exclude=! bin/hello /", 3, 3, `--exclude: pattern "!": illegal exclusion pattern`},
+		{"--exclude with a class left open, at its flag", "FROM scratch\nCOPY --exclude=a --exclude=b[ bin/ /d/", 2, 18, `--exclude: pattern "b[": syntax error in pattern`},
+		{"--exclude not UTF-8, at its flag", "FROM scratch\nCOPY --exclude=\"a \xffb\" bin/ /d/", 2, 6, `--exclude: pattern "a \xffb" is not valid UTF-8`},
+		{"--exclude not UTF-8, unquoted, on a continuation line", "FROM scratch\nCOPY --exclude=x \\\n --exclude=a\xffb bin/ /d/", 3, 2, `--exclude: pattern "a\xffb" is not valid UTF-8`},
 		{"--parents", "FROM scratch\nCOPY --parents bin/hello /", 2, 6, "--parents is not supported"},
 		{"a file, then a directory, to one name", "FROM scratch\nCOPY bin/hello bin /x", 2, 1, "/x: BuildKit copies the sources there one after another: bin/hello, a file, is written at /x, and then bin, a directory, fails there (cannot copy to non-directory)"},
 		{"one path placed by two sources, at the later", "FROM scratch\nCOPY bin/ bin/hello /d/", 2, 11, "/d/hello is placed by two sources of this COPY, bin and bin/hello: BuildKit copies the later over the earlier"},
@@ -372,5 +376,22 @@ func TestIgnorePatternsBoundedAtTheirLine(t *testing.T) {
 	_, err := planFiles(t, fs, Options{})
 	if want := fmt.Sprintf(`Dockerfile:3: COPY: --exclude: pattern "*x%d" makes %d that begin with a wildcard`, max, max+1); err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("got %v, want %q", err, want)
+	}
+}
+
+// An ignore file's pattern that patternmatcher refuses outright (a lone
+// "!", a class left open) is named at its line, past comments and blank
+// lines, as written there.
+func TestIgnoreFileRefusedPatternAtItsLine(t *testing.T) {
+	for _, tc := range []struct{ ignore, want string }{
+		{"# c\n\na\n!\n", `.dockerignore:4: pattern "!": illegal exclusion pattern`},
+		{"a\n  ! \n", `.dockerignore:2: pattern "!": illegal exclusion pattern`},
+		{"\xef\xbb\xbfa\n#b[\n\n  b[  \nc\n", `.dockerignore:4: pattern "b[": syntax error in pattern`},
+	} {
+		fs := map[string]string{"Dockerfile": "FROM scratch\nCOPY . /\n", "f": "x", ".dockerignore": tc.ignore}
+		_, err := planFiles(t, fs, Options{})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: got %v, want %q", tc.ignore, err, tc.want)
+		}
 	}
 }

@@ -112,7 +112,7 @@ func newPatterns(list []string) (*patterns, error) {
 	}
 	ps.filed = filed.Index()
 	if i, prefix, crowded := ps.filed.Crowded(maxPatternsPerPath); crowded {
-		return nil, &patternError{i: i, err: crowdedErr(pm.Patterns()[i], prefix)}
+		return nil, &patternError{i: listIndex(list, i), err: crowdedErr(pm.Patterns()[i], prefix)}
 	}
 	return ps, nil
 }
@@ -143,11 +143,26 @@ func patternText(p *patternmatcher.Pattern) string {
 }
 
 // patternError is a pattern refused before any path is asked, by its
-// index among the matcher's, for the line of the ignore file it is at
-// (patternLines).
+// index in the list given, for the line of the ignore file it is at
+// (patternLines) or the --exclude flag that gave it.
 type patternError struct {
 	i   int
 	err error
+}
+
+// listIndex is the index in list of the matcher's pattern i:
+// patternmatcher.New leaves out the blank ones.
+func listIndex(list []string, i int) int {
+	for j, p := range list {
+		if strings.TrimSpace(p) == "" {
+			continue
+		}
+		if i == 0 {
+			return j
+		}
+		i--
+	}
+	return len(list)
 }
 
 func (e *patternError) Error() string { return e.err.Error() }
@@ -225,6 +240,13 @@ func (ps *patterns) candidates(rel string, parent []int) []candidate {
 func compiled(list []string) (pm *patternmatcher.PatternMatcher, bad []*badPattern, err error) {
 	pm, err = patternmatcher.New(list)
 	if err != nil {
+		// New's error names neither the pattern nor where it is (a lone
+		// "!", a class left open): the first refused alone is the one.
+		for j, p := range list {
+			if _, one := patternmatcher.New([]string{p}); one != nil {
+				return nil, nil, &patternError{i: j, err: fmt.Errorf("pattern %q: %w", strings.TrimSpace(p), one)}
+			}
+		}
 		return nil, nil, err
 	}
 	for i, p := range pm.Patterns() {
@@ -233,10 +255,10 @@ func compiled(list []string) (pm *patternmatcher.PatternMatcher, bad []*badPatte
 		// U+FFFD, which its regular expression then matches for any
 		// byte that is no UTF-8, or with a NUL, which no path holds.
 		if !utf8.ValidString(p.String()) {
-			return nil, nil, &patternError{i: i, err: fmt.Errorf("pattern %q is not valid UTF-8", patternText(p))}
+			return nil, nil, &patternError{i: listIndex(list, i), err: fmt.Errorf("pattern %q is not valid UTF-8", patternText(p))}
 		}
 		if strings.IndexByte(p.String(), 0) >= 0 {
-			return nil, nil, &patternError{i: i, err: fmt.Errorf("pattern %q holds a NUL byte", patternText(p))}
+			return nil, nil, &patternError{i: listIndex(list, i), err: fmt.Errorf("pattern %q holds a NUL byte", patternText(p))}
 		}
 	}
 	for i, p := range pm.Patterns() {

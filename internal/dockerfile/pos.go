@@ -95,3 +95,36 @@ func wordIndex(s, word string, from int) int {
 	}
 	return -1
 }
+
+// notUTF8Flag finds, in n's own lines, a value of flag ("--exclude=") as
+// written that is not valid UTF-8, and where it is: BuildKit's parser
+// reads each such byte as U+FFFD, so the value it gives says nothing of
+// them. A quoted value runs to its closing quote, another to a blank.
+func (l *locator) notUTF8Flag(n *parser.Node, flag string) (plan.Pos, string, bool) {
+	for line := n.StartLine; line <= n.EndLine && line <= len(l.lines); line++ {
+		s := l.text(line)
+		for from := 0; ; {
+			i := strings.Index(s[from:], flag)
+			if i < 0 {
+				break
+			}
+			i += from
+			from = i + len(flag)
+			if i > 0 && s[i-1] != ' ' && s[i-1] != '\t' {
+				continue
+			}
+			v := s[from:]
+			if v != "" && (v[0] == '"' || v[0] == '\'') {
+				if j := strings.IndexByte(v[1:], v[0]); j >= 0 {
+					v = v[1 : j+1]
+				}
+			} else if j := strings.IndexAny(v, " \t"); j >= 0 {
+				v = v[:j]
+			}
+			if !utf8.ValidString(v) {
+				return plan.Pos{File: l.file, Line: line, Col: utf8.RuneCountInString(s[:i]) + 1}, v, true
+			}
+		}
+	}
+	return plan.Pos{}, "", false
+}
