@@ -35,6 +35,7 @@ import (
 	"github.com/pallet-dev/pallet/internal/sbom"
 	"github.com/pallet-dev/pallet/internal/tempfile"
 	"github.com/pallet-dev/pallet/internal/transfer"
+	"github.com/pallet-dev/pallet/internal/tree"
 )
 
 // Options are a build's policy and destinations. The zero value builds
@@ -99,6 +100,16 @@ type Network struct {
 // where pallet runs is made absolute: the go command refuses a relative
 // module cache or file:// proxy.
 func (n Network) fetcher() (*artifact.Fetcher, error) {
+	f, err := n.mirrorFetcher()
+	if err != nil {
+		return nil, err
+	}
+	return f, n.offlineModCache(f, record.NoMemo)
+}
+
+// mirrorFetcher is fetcher without the module cache offlineModCache
+// sets, for a build to set once its memo is open.
+func (n Network) mirrorFetcher() (*artifact.Fetcher, error) {
 	f := artifact.New()
 	f.MirrorURL, f.Offline = n.MirrorURL, n.Offline
 	if n.Mirror != "" {
@@ -106,27 +117,90 @@ func (n Network) fetcher() (*artifact.Fetcher, error) {
 		if f.Mirror, err = filepath.Abs(n.Mirror); err != nil {
 			return nil, err
 		}
-	} else if n.Offline {
-		// Offline without a mirror: Go builds take their modules and
-		// toolchains from the go command's own module cache, where
-		// earlier builds fetched them, as from a mirror's. The go command
-		// that answers is the one on PATH (GOTOOLCHAIN=local: switching
-		// to another would need the network). Without one there are no Go
-		// builds to serve, and a recipe of downloads builds as before.
-		if _, err := exec.LookPath("go"); err != nil {
-			return f, nil
-		}
+	}
+	return f, nil
+}
+
+// offlineModCache sets f.ModCache offline without a mirror: Go builds
+// take their modules and toolchains from the go command's own module
+// cache, where earlier builds fetched them, as from a mirror's. The go
+// command that answers is the one on PATH (GOTOOLCHAIN=local: switching
+// to another would need the network). Without one there are no Go builds
+// to serve, and a recipe of downloads builds as before.
+//
+// The answer is kept in memo by the go command's stamp and everything
+// else it is made of (offlineModCacheFact): every build, a no-op
+// rebuild too, ran go env GOMODCACHE (20-50 ms) before anything else.
+func (n Network) offlineModCache(f *artifact.Fetcher, memo record.Memo) error {
+	if !n.Offline || n.Mirror != "" {
+		return nil
+	}
+	if _, err := exec.LookPath("go"); err != nil {
+		return nil
+	}
+	ask := func(string) (string, error) {
 		env := append(os.Environ(), "GOTOOLCHAIN=local")
 		v, err := artifact.AskGoEnv(context.Background(), "", env, "GOMODCACHE")
 		if err != nil {
-			return nil, fmt.Errorf("offline without --mirror, Go modules come from the go command's module cache: %w", err)
+			return "", fmt.Errorf("offline without --mirror, Go modules come from the go command's module cache: %w", err)
 		}
 		if !filepath.IsAbs(v[0]) {
-			return nil, fmt.Errorf("offline without --mirror: go env GOMODCACHE said %q, not an absolute path", v[0])
+			return "", fmt.Errorf("offline without --mirror: go env GOMODCACHE said %q, not an absolute path", v[0])
 		}
-		f.ModCache = v[0]
+		return v[0], nil
 	}
-	return f, nil
+	gobin, err := goOnPath()
+	if err != nil {
+		// Not resolved to a file whose stamp can key the answer: asked.
+		f.ModCache, err = ask("")
+		return err
+	}
+	f.ModCache, err = memo(gobin, tree.Stamp{}, offlineModCacheFact(gobin), ask)
+	return err
+}
+
+// offlineModCacheVars are the variables go env GOMODCACHE is made of,
+// with the go env file read: the module cache named, else the first
+// GOPATH's pkg/mod, GOPATH defaulting to go in the user's home; where the
+// go env file is (GOENV, else in the user's config directory); GOROOT,
+// whose go.env is read too. GOTOOLCHAIN is local.
+var offlineModCacheVars = []string{"GOMODCACHE", "GOPATH", "GOENV", "GOROOT", "HOME", "USERPROFILE", "home", "XDG_CONFIG_HOME", "AppData"}
+
+// offlineModCacheFact names what go env GOMODCACHE says, besides the go
+// command gobin (a resolved path, whose stamp the memo keeps it by): the
+// values of offlineModCacheVars, and the stamps of the go env file and
+// of the go.env of gobin's GOROOT, either of which may set GOMODCACHE or
+// GOPATH.
+func offlineModCacheFact(gobin string) string {
+	fact := "go-offline-modcache-v1"
+	for _, k := range offlineModCacheVars {
+		fact += " " + k + "=" + os.Getenv(k)
+	}
+	stamp := func(p string) string {
+		if p == "" {
+			return "none"
+		}
+		info, err := os.Stat(p)
+		if err != nil {
+			// Missing, or not to be read: a stamp of its own either way,
+			// and one that changes when it appears.
+			return p + ":" + err.Error()
+		}
+		return fmt.Sprintf("%s:%+v", p, tree.StampOf(info))
+	}
+	file := os.Getenv("GOENV")
+	if file == "" {
+		if dir, err := os.UserConfigDir(); err == nil {
+			file = filepath.Join(dir, "go", "env")
+		}
+	} else if file == "off" {
+		file = ""
+	}
+	root := os.Getenv("GOROOT")
+	if root == "" {
+		root = filepath.Dir(filepath.Dir(gobin))
+	}
+	return fact + " env=" + stamp(file) + " go.env=" + stamp(filepath.Join(root, "go.env"))
 }
 
 // Limits bound the inputs of a build: a non-zero field wins over the
@@ -373,7 +447,7 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 	// asked in the work directory go with it.
 	defer artifact.ForgetToolchainEnv(work)
 
-	fetcher, err := opt.Network.fetcher()
+	fetcher, err := opt.Network.mirrorFetcher()
 	if err != nil {
 		return nil, err
 	}
@@ -414,6 +488,14 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 				opt.Progress.Warn("%v; building without it", err)
 			}
 		}
+	}
+
+	memo := record.Memo(record.NoMemo)
+	if c != nil {
+		memo = c.RememberAt
+	}
+	if err := opt.Network.offlineModCache(fetcher, memo); err != nil {
+		return nil, err
 	}
 
 	for _, t := range opt.Outputs {

@@ -319,3 +319,62 @@ func withCachedBuilder(t *testing.T, cacheDir string, ask func(b *builder, env [
 		t.Fatal(err)
 	}
 }
+
+// Offline without a mirror, the module cache go env GOMODCACHE names is
+// kept by the go command's stamp and what else its answer is made of: a
+// build asks again when a variable of it, the go env file or the
+// toolchain's go.env changes, and else runs no go command.
+func TestOfflineModuleCacheKeptByWhatItIsMadeOf(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the stand-in toolchain is a shell script")
+	}
+	dir := t.TempDir()
+	root, log := fakeToolchain(t, dir, "go1.99.1", "")
+	t.Setenv("PATH", filepath.Join(root, "bin")+string(os.PathListSeparator)+os.Getenv("PATH"))
+	t.Setenv("GOMODCACHE", "")
+	t.Setenv("GOROOT", "")
+	envFile := filepath.Join(dir, "goenv")
+	t.Setenv("GOENV", envFile)
+	// The memo keeps facts only of files left alone long enough (2 s)
+	// that a change could not keep their stamp.
+	time.Sleep(2100 * time.Millisecond)
+	cacheDir := t.TempDir()
+	n := Network{Offline: true}
+	build := func() {
+		t.Helper()
+		c, err := cache.Open(cacheDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := artifact.New()
+		if err := n.offlineModCache(f, c.RememberAt); err != nil {
+			t.Fatal(err)
+		}
+		if want := filepath.Join(dir, "mod"); f.ModCache != want {
+			t.Errorf("module cache %s, want %s", f.ModCache, want)
+		}
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := 0
+	for _, change := range []struct {
+		what   string
+		change func()
+	}{
+		{"the first build", func() {}},
+		{"GOMODCACHE set", func() { t.Setenv("GOMODCACHE", filepath.Join(dir, "elsewhere")) }},
+		{"GOPATH set", func() { t.Setenv("GOPATH", filepath.Join(dir, "gopath")) }},
+		{"a go env file written", func() { writeFiles(t, dir, map[string]string{"goenv": "GOMODCACHE=/x\n"}) }},
+		{"the toolchain's go.env written", func() { writeFiles(t, root, map[string]string{"go.env": "GOPROXY=off\n"}) }},
+	} {
+		change.change()
+		want++
+		for range 2 {
+			build()
+			if got := asked(t, log); got != want {
+				t.Errorf("%s: go env asked %d times in all, want %d", change.what, got, want)
+			}
+		}
+	}
+}

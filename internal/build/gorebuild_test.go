@@ -89,28 +89,34 @@ images:
 	// them.
 	time.Sleep(2100 * time.Millisecond)
 	p, out := recipePlan(t, dir), ociLayout(t, filepath.Join(dir, "out"))
-	// Offline, from a mirror: offline without one, each build asks go
-	// env GOMODCACHE for the module cache it serves modules from.
+	// Offline, from a mirror, and offline without one, which serves
+	// modules from the go command's own module cache: go env GOMODCACHE
+	// says where, and a rebuild asks it only when the go command, or what
+	// its answer is made of, changed.
 	mirror := t.TempDir()
-	for _, offline := range []bool{false, true} {
+	for _, offline := range []string{"", mirror, "module cache"} {
 		cacheDir := t.TempDir()
 		for i := range 3 {
 			before := asked(t, log)
 			opt := Options{Outputs: []output.Target{out}, CacheDir: cacheDir, Progress: quietReporter(t), ModuleLicenses: true}
-			if offline {
+			switch offline {
+			case "":
+			case mirror:
 				opt.Network.Offline, opt.Network.Mirror = true, mirror
+			default:
+				opt.Network.Offline = true
 			}
 			if _, err := Run(t.Context(), p, opt); err != nil {
 				t.Fatal(err)
 			}
 			ran := asked(t, log) - before
 			if i == 0 && ran == 0 {
-				t.Fatalf("offline %v: the first build ran no go command", offline)
+				t.Fatalf("offline %q: the first build ran no go command", offline)
 			}
 			if i > 0 && ran != 0 {
 				data, _ := os.ReadFile(log)
 				lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-				t.Errorf("offline %v: rebuild %d ran %d go commands: %q", offline, i, ran, lines[len(lines)-ran:])
+				t.Errorf("offline %q: rebuild %d ran %d go commands: %q", offline, i, ran, lines[len(lines)-ran:])
 			}
 		}
 	}
