@@ -61,4 +61,3 @@ func setBlocking(fd int) error {
 		}
 	}
 }
-

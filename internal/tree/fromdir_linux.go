@@ -183,4 +183,3 @@ func dtType(t byte) fs.FileMode {
 	}
 	return unknownType
 }
-
