@@ -491,7 +491,7 @@ type toolchainAnswer struct {
 
 // AskToolchainEnv is AskGoEnv for names of toolchainNames alone, asked
 // once per process for each directory, go command on PATH (its path and
-// stamp), files it takes defaults from (defaultsStamp) and environment
+// stamp), files it takes defaults from (GoDefaultsStamp) and environment
 // but for what changes none of the answers (answerFree): a recipe's go artifact for two platforms asked go env
 // GOROOT GOVERSION once for each, 20-40 ms apiece on a busy machine, for
 // one answer. Concurrent callers wait for the first's answer. An error is
@@ -519,7 +519,7 @@ func askOnce(ctx context.Context, dir string, env, names []string, ask func(cont
 		return ask(ctx, dir, env, names...)
 	}
 	st := tree.StampOf(info)
-	rest := fmt.Sprintf("%s\x00%s\x00%+v\x00%s", strings.Join(names, " "), gobin, st, defaultsStamp(gobin, env))
+	rest := fmt.Sprintf("%s\x00%s\x00%+v\x00%s", strings.Join(names, " "), gobin, st, GoDefaultsStamp(gobin, env))
 	for _, kv := range env {
 		if k, _, _ := strings.Cut(kv, "="); !answerFree(k, env) {
 			rest += "\x00" + kv
@@ -543,14 +543,14 @@ func askOnce(ctx context.Context, dir string, env, names []string, ask func(cont
 	return slices.Clone(a.values), nil
 }
 
-// defaultsStamp is the stamps of the files the go command at gobin,
-// run with env, takes its defaults from, where a variable of env does
+// GoDefaultsStamp is the stamps of the files the go command at gobin,
+// run with env (nil: pallet's own), takes its defaults from, where a variable of env does
 // not set them: $GOROOT/go.env (GOTOOLCHAIN=auto, or local in some
 // distributions' packages) and, unless GOENV=off, the file go env -w
 // writes. Either may change between builds with no change to the go
 // command or the environment, and the answers kept must then be asked
 // again, as each build asked them before they were kept.
-func defaultsStamp(gobin string, env []string) string {
+func GoDefaultsStamp(gobin string, env []string) string {
 	value := func(k string) string {
 		if env == nil {
 			return os.Getenv(k) // the go command inherits pallet's

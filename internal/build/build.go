@@ -168,39 +168,15 @@ var offlineModCacheVars = []string{"GOMODCACHE", "GOPATH", "GOENV", "GOROOT", "H
 
 // offlineModCacheFact names what go env GOMODCACHE says, besides the go
 // command gobin (a resolved path, whose stamp the memo keeps it by): the
-// values of offlineModCacheVars, and the stamps of the go env file and
-// of the go.env of gobin's GOROOT, either of which may set GOMODCACHE or
-// GOPATH.
+// values of offlineModCacheVars, and the stamps of the files the go
+// command takes its defaults from (the go env file, its GOROOT's go.env),
+// either of which may set GOMODCACHE or GOPATH.
 func offlineModCacheFact(gobin string) string {
-	fact := "go-offline-modcache-v1"
+	fact := "go-offline-modcache-v2"
 	for _, k := range offlineModCacheVars {
 		fact += " " + k + "=" + os.Getenv(k)
 	}
-	stamp := func(p string) string {
-		if p == "" {
-			return "none"
-		}
-		info, err := os.Stat(p)
-		if err != nil {
-			// Missing, or not to be read: a stamp of its own either way,
-			// and one that changes when it appears.
-			return p + ":" + err.Error()
-		}
-		return fmt.Sprintf("%s:%+v", p, tree.StampOf(info))
-	}
-	file := os.Getenv("GOENV")
-	if file == "" {
-		if dir, err := os.UserConfigDir(); err == nil {
-			file = filepath.Join(dir, "go", "env")
-		}
-	} else if file == "off" {
-		file = ""
-	}
-	root := os.Getenv("GOROOT")
-	if root == "" {
-		root = filepath.Dir(filepath.Dir(gobin))
-	}
-	return fact + " env=" + stamp(file) + " go.env=" + stamp(filepath.Join(root, "go.env"))
+	return fact + " " + artifact.GoDefaultsStamp(gobin, nil)
 }
 
 // Limits bound the inputs of a build: a non-zero field wins over the
