@@ -336,7 +336,8 @@ func TestIgnorePatternNotUTF8AtItsLine(t *testing.T) {
 // *x1, *x2, ... over 100,000 files took minutes), and those that begin
 // as another does before their first wildcard (bin/*1, b*), every path
 // beginning so is. Those no path begins as both (a/*1, b/*1) do not count
-// together, nor do names, asked only of themselves and what is below.
+// together, nor do names, whatever runes they hold (données/f1.txt),
+// asked only of themselves and what is below.
 func TestIgnorePatternsBoundedAtTheirLine(t *testing.T) {
 	lines := func(format string, n int) string {
 		var b strings.Builder
@@ -355,6 +356,10 @@ func TestIgnorePatternsBoundedAtTheirLine(t *testing.T) {
 		{"nested", "b*\n" + lines("bin/*%d", max), fmt.Sprintf(`.dockerignore:%d: pattern "bin/*%d" makes %d that a path beginning "bin/" is matched against`, max+1, max-1, max+1)},
 		{"apart", lines("a/*%d", max) + lines("b/*%d", max), ""},
 		{"names", lines("gen/f%d.o", 3*max), ""},
+		// Runes that are not ASCII stand for themselves, where the
+		// prefix stopped at the first ("donn").
+		{"names not ASCII", lines("données/f%d.txt", max+1), ""},
+		{"not ASCII before a wildcard", lines("données/日%d/*.txt", max+1), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := map[string]string{"Dockerfile": "FROM scratch\nCOPY . /\n", "f": "x", ".dockerignore": tc.ignore}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -172,11 +173,15 @@ func TestFiledPatternsAskedOnlyThoseThatMayMatch(t *testing.T) {
 // a trailing "/", ".." that cleaning removes), with patterns holding what
 // the regular expression patternmatcher makes may read otherwise
 // ('.', '+', '(', '|', '{', '$', '^'), classes with ']' or '/' in them,
-// "**" in every place, case, runes and bytes that are no UTF-8.
+// "**" in every place, case, runes and bytes that are no UTF-8: runes of
+// two, three and four bytes, escaped or not, before a wildcard or after
+// one, repeated ("é{0}"), U+FFFD (which the matcher's expression matches
+// for such a byte: paths made from a pattern hold 0xff for it) and U+FEFF
+// (which the matcher drops where a pattern begins with it).
 func TestFiledPatternsAsBuildKit(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 153))
-	pieces := []string{"a", "A", "b", "ab", "f1", "bin", "x.go", ".", "..", "é", "\xff", "^", "$", "+", "(", ")", "|", "{1}", "-", " "}
-	wild := []string{"*", "**", "?", "[ab]", "[]a]", "[^a]", "[!a]", "[a-f]", "[/]", `\*`, `\.`, `\a`, `\(`, "**/", "/**", "[é]", "*.go"}
+	pieces := []string{"a", "A", "b", "ab", "f1", "bin", "x.go", ".", "..", "é", "\xff", "^", "$", "+", "(", ")", "|", "{1}", "-", " ", "données", "日本", "🙂", "\uFFFD", "\uFEFF", "{0}", "é{0}"}
+	wild := []string{"*", "**", "?", "[ab]", "[]a]", "[^a]", "[!a]", "[a-f]", "[/]", `\*`, `\.`, `\a`, `\(`, "**/", "/**", "[é]", "*.go", `\ `, `\{`, `\é`, `\d`, `\w`, "[日-本]", "?🙂"}
 	component := func(wildcards bool) string {
 		var b strings.Builder
 		for range 1 + r.IntN(3) {
@@ -234,7 +239,13 @@ func TestFiledPatternsAsBuildKit(t *testing.T) {
 			if r.IntN(2) == 0 {
 				// A path one of the patterns was made from.
 				p := strings.TrimLeft(raw[r.IntN(len(raw))], "!/.")
-				p = strings.NewReplacer("*", "x", "?", "y", "[", "", "]", "", `\`, "").Replace(p)
+				p = strings.NewReplacer("*", "x", "?", "y", "[", "", "]", "", `\d`, "1", `\w`, "_", `\`, "", "\uFFFD", "\xff").Replace(p)
+				if r.IntN(2) == 0 {
+					p = strings.ReplaceAll(p, "\uFEFF", "")
+				}
+				if r.IntN(2) == 0 {
+					p = strings.ReplaceAll(p, "{0}", "")
+				}
 				if p = strings.Trim(path.Clean(p), "/"); p != "." && !strings.HasPrefix(p, "..") {
 					parts = append(strings.Split(p, "/"), parts[:r.IntN(2)]...)
 				}
@@ -278,6 +289,70 @@ func TestFiledPatternsAlternationAndRepetition(t *testing.T) {
 		{"logs/a{2}*", "logs/aa.txt"},
 		{"logs/a{1,}?", "logs/aaax"},
 	} {
+		ps, err := newPatterns([]string{"other/*", tc.pattern})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !buildkitMatch(t, ps.pm, tc.rel) {
+			t.Fatalf("%q: BuildKit does not match %q", tc.pattern, tc.rel)
+		}
+		if m, _, err := ps.match(tc.rel); err != nil || !m {
+			t.Errorf("%q: %q is matched %v, %v; BuildKit matches it", tc.pattern, tc.rel, m, err)
+		}
+	}
+}
+
+// A pattern's literal prefix is the text every path it matches begins
+// with, runes that are not ASCII and escaped punctuation included, as
+// patternmatcher reads them: on Windows, where '\' is the separator and
+// no escape, too (only the rule is tried there, as tests run on Linux).
+// Where this host's separator is the rule's, BuildKit's matcher and
+// pallet's match a path beginning with the prefix, among them the runes
+// the matcher's regular expression reads otherwise ('{' repeats the rune
+// before it, none with "{0}"; U+FFFD matches a byte that is no UTF-8; a
+// leading U+FEFF is dropped).
+func TestLiteralPrefixSep(t *testing.T) {
+	for _, tc := range []struct {
+		pattern string
+		sep     byte
+		want    string
+		rel     string // a path it matches, on a host with sep
+	}{
+		{"données/*.txt", '/', "données/", "données/a.txt"},
+		{"données/f1.txt", '/', "données/f1.txt", "données/f1.txt"},
+		{"données/**", '/', "données/", "données/x/y"},
+		{"日本/🙂*", '/', "日本/🙂", "日本/🙂x"},
+		{`données\*.txt`, '/', "données*.txt", "données*.txt"},
+		{`a\*b*`, '/', "a*b", "a*bc"},
+		{`a\ b*`, '/', "a b", "a bc"},
+		{`a\db*`, '/', "a", "a1b"},
+		{"logs/a{0}x*", '/', "logs/", "logs/xy"},
+		{"é{0}x*", '/', "", "xy"},
+		{`a\*{0}x*`, '/', "a", "axy"},
+		{"a\uFFFD*", '/', "a", "a\xffb"},
+		{"\uFEFFa*", '/', "", "ab"},
+		{"\uFEFFa", '/', "\uFEFFa", "\uFEFFa"},
+		{"build|dist", '/', "build|dist", "build|dist"},
+		{"build/*|dist/*", '/', "", "src/dist/x"},
+		{`gen\f1.txt`, '\\', `gen\f1.txt`, ""},
+		{`gen\f1*`, '\\', `gen\f1`, ""},
+		{`données\f1.txt`, '\\', `données\f1.txt`, ""},
+		{`données\*.txt`, '\\', `données\`, ""},
+		{`données\**`, '\\', `données\`, ""},
+		{`a\b{0}\c*`, '\\', `a\`, ""},
+		{`a\é\c?`, '\\', `a\é\c`, ""},
+		{`**\x*`, '\\', "", ""},
+	} {
+		got := literalPrefixSep(tc.pattern, tc.sep)
+		if got != tc.want {
+			t.Errorf("literalPrefixSep(%q, %q) = %q, want %q", tc.pattern, tc.sep, got, tc.want)
+		}
+		if tc.sep != filepath.Separator || tc.rel == "" {
+			continue
+		}
+		if !strings.HasPrefix(tc.rel, got) {
+			t.Errorf("%q: %q does not begin with %q", tc.pattern, tc.rel, got)
+		}
 		ps, err := newPatterns([]string{"other/*", tc.pattern})
 		if err != nil {
 			t.Fatal(err)

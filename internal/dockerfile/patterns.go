@@ -168,26 +168,87 @@ func listIndex(list []string, i int) int {
 func (e *patternError) Error() string { return e.err.Error() }
 func (e *patternError) Unwrap() error { return e.err }
 
-// literalPrefix is what p begins with before its first wildcard, escape
-// or class, or a byte that in the regular expression patternmatcher
-// makes of p may stand for more or other than itself ('^', '{' and '}',
-// NUL, a byte of a rune): a path p matches begins with it, whether p is
-// matched as an exact path, a prefix or a regular expression. A '|'
-// anywhere makes that expression an alternation whose other side is not
-// anchored at the start ("build/*|dist/*" matches src/dist/x), so p then
-// has none: patternmatcher escapes '.', '+', '(', ')' and '$', but its
-// table of bytes to escape has no room past '?', and '|', '{' and '}'
-// are left as they are.
+// literalPrefix is the text every path p matches begins with, as
+// patternmatcher matches p on this host (literalPrefixSep).
 func literalPrefix(p string) string {
-	if strings.IndexByte(p, '|') >= 0 {
+	return literalPrefixSep(p, filepath.Separator)
+}
+
+// literalPrefixSep is literalPrefix where sep is the separator p was
+// cleaned with. When sep is '\', as on Windows, a '\' is the separator
+// and stands for itself, where elsewhere it escapes the rune after it:
+// patternmatcher follows filepath.Match, which has no escape there.
+//
+// A pattern without "*", "?", a class or an escape is matched as its
+// text (a path equal to it, or beginning with it when it ends in "**"),
+// so that text is the prefix, whatever bytes it holds. Any other is
+// matched by the regular expression patternmatcher makes of it, and
+// its prefix runs up to the first wildcard or class, or to a rune there
+// that may stand for more or other than itself:
+//   - '^', and '|' anywhere: patternmatcher escapes '.', '+', '(', ')'
+//     and '$', but its table of bytes to escape has no room past '?', so
+//     '|', '{' and '}' are left as they are, and a '|' makes an
+//     alternation whose other side is not anchored at the start
+//     ("build/*|dist/*" matches src/dist/x): p then has none;
+//   - '{', a repetition of the rune before it, which may be none
+//     ("logs/a{0}x*" matches logs/xy): the prefix ends before that rune;
+//   - U+FFFD, which the expression matches for any byte that is no
+//     UTF-8 ("a\uFFFD*" matches "a\xff"), and a U+FEFF that p begins
+//     with, which patternmatcher's scanner drops as a byte order mark;
+//   - an escape of a letter, a digit or a multibyte rune (a class, a
+//     code, or no escape at all); one of other ASCII stands for the byte
+//     it escapes, which is then in the prefix ("a\*b*" begins "a*b").
+//
+// Other multibyte runes stand for themselves (invalid UTF-8 and NUL are
+// refused before): "données/*.txt" begins "données/".
+func literalPrefixSep(p string, sep byte) string {
+	special := "*?[]"
+	if sep != '\\' {
+		special += `\`
+	}
+	if rest, _ := strings.CutSuffix(p, "**"); !strings.ContainsAny(rest, special) {
+		return rest
+	}
+	if strings.IndexByte(p, '|') >= 0 || strings.HasPrefix(p, "\uFEFF") {
 		return ""
 	}
-	for i := 0; i < len(p); i++ {
-		if c := p[i]; c == 0 || c >= utf8.RuneSelf || strings.IndexByte(`*?\[]^{}`, c) >= 0 {
-			return p[:i]
+	var out []byte
+	last := 0 // where in out the rune last added begins
+	for i := 0; i < len(p); {
+		c := p[i]
+		switch {
+		case c == '{':
+			return string(out[:last])
+		case c == 0 || strings.IndexByte(special, c) >= 0 && c != '\\' || strings.IndexByte("^}", c) >= 0:
+			return string(out)
+		case c == '\\' && sep != '\\':
+			if i+1 == len(p) || !escapesItself(p[i+1]) {
+				return string(out)
+			}
+			last = len(out)
+			out = append(out, p[i+1])
+			i += 2
+		case c >= utf8.RuneSelf:
+			r, n := utf8.DecodeRuneInString(p[i:])
+			if r == utf8.RuneError {
+				return string(out)
+			}
+			last = len(out)
+			out = append(out, p[i:i+n]...)
+			i += n
+		default:
+			last = len(out)
+			out = append(out, c)
+			i++
 		}
 	}
-	return p
+	return string(out)
+}
+
+// escapesItself says whether a regular expression reads '\' before c as
+// c itself: Go's does for ASCII that is neither a letter nor a digit.
+func escapesItself(c byte) bool {
+	return c < utf8.RuneSelf && !('0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z')
 }
 
 // candidate is a pattern a path is asked, and whether the path's
@@ -330,10 +391,12 @@ func alone(pm *patternmatcher.PatternMatcher) ([]pattern, error) {
 // them stands for itself: a path p matches holds each. It returns none
 // for a pattern with a class, an escape, or a '^', '|', '{' or '}',
 // which patternmatcher leaves unescaped (an alternation, a repetition:
-// "*.log|*.tmp" matches a.tmp), or one patternmatcher matches without a
-// regular expression.
+// "*.log|*.tmp" matches a.tmp), or a U+FFFD, which the expression
+// matches for any byte that is no UTF-8, or a U+FEFF it begins with,
+// which patternmatcher drops (literalPrefixSep); nor for one
+// patternmatcher matches without a regular expression.
 func literals(p string) []string {
-	if !strings.ContainsAny(p, "*?") || strings.ContainsAny(p, "[]\\^|{}\x00") || !utf8.ValidString(p) {
+	if !strings.ContainsAny(p, "*?") || strings.ContainsAny(p, "[]\\^|{}\x00\uFFFD") || strings.HasPrefix(p, "\uFEFF") || !utf8.ValidString(p) {
 		return nil
 	}
 	if rest, ok := strings.CutPrefix(p, "**"); ok && !strings.ContainsAny(rest, "*?") {
