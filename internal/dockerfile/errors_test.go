@@ -3,6 +3,7 @@ package dockerfile
 import (
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -347,6 +348,13 @@ func TestIgnorePatternsBoundedAtTheirLine(t *testing.T) {
 		return b.String()
 	}
 	const max = maxPatternsPerPath
+	// Names, each of a directory the one before names, are each asked
+	// of the deepest.
+	var nested, deepest string
+	for range max + 1 {
+		deepest = path.Join(deepest, "n")
+		nested += deepest + "\n"
+	}
 	for _, tc := range []struct {
 		name, ignore, want string
 	}{
@@ -360,6 +368,8 @@ func TestIgnorePatternsBoundedAtTheirLine(t *testing.T) {
 		// prefix stopped at the first ("donn").
 		{"names not ASCII", lines("données/f%d.txt", max+1), ""},
 		{"not ASCII before a wildcard", lines("données/日%d/*.txt", max+1), ""},
+		{"repeated first", lines("a{2}x%d*", max+1), fmt.Sprintf(`.dockerignore:%d: pattern "a{2}x%d*" makes %d that begin with a wildcard (or are asked of every path for a '|', '{', '^' or escape in them)`, max+1, max, max+1)},
+		{"names nested", nested, fmt.Sprintf(`.dockerignore:%d: pattern %q makes %d that a path beginning %q is matched against, those whose text before their first wildcard (all of it, for a name without one) begins that path`, max+1, deepest, max+1, deepest)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := map[string]string{"Dockerfile": "FROM scratch\nCOPY . /\n", "f": "x", ".dockerignore": tc.ignore}

@@ -119,19 +119,22 @@ func newPatterns(list []string) (*patterns, error) {
 
 // maxPatternsPerPath is the most patterns of an ignore file or a COPY
 // --exclude that one path may be asked: those that begin as it does up
-// to their first wildcard, every one for those that begin with one.
+// to their first wildcard (names, all of their text), every one for
+// those that begin with one.
 // BuildKit takes any number, but 150,000 lines *x1, *x2, ... over
 // 100,000 files took minutes; real ignore files have dozens, and a
 // generated one lists paths, which are asked only of their own.
 const maxPatternsPerPath = 1000
 
 // crowdedErr says that p makes one too many of the patterns a path
-// beginning prefix is asked.
+// beginning prefix is asked: those whose text before their first
+// wildcard begins the path, or all of their text for those without one
+// (literalPrefix).
 func crowdedErr(p *patternmatcher.Pattern, prefix string) error {
 	if prefix == "" {
-		return fmt.Errorf("pattern %q makes %d that begin with a wildcard (or hold a '|'); at most %d are allowed, as every path of the context is matched against each of them: begin patterns with more of the path (build/*.o, not *.o)", patternText(p), maxPatternsPerPath+1, maxPatternsPerPath)
+		return fmt.Errorf("pattern %q makes %d that begin with a wildcard (or are asked of every path for a '|', '{', '^' or escape in them); at most %d are allowed, as every path of the context is matched against each of them: begin patterns with more of the path (build/*.o, not *.o)", patternText(p), maxPatternsPerPath+1, maxPatternsPerPath)
 	}
-	return fmt.Errorf("pattern %q makes %d that a path beginning %q is matched against, each beginning with it or part of it before its first wildcard; at most %d are allowed, as every such path of the context is matched against each of them: begin patterns with more of the path", patternText(p), maxPatternsPerPath+1, prefix, maxPatternsPerPath)
+	return fmt.Errorf("pattern %q makes %d that a path beginning %q is matched against, those whose text before their first wildcard (all of it, for a name without one) begins that path; at most %d are allowed, as every such path of the context is matched against each of them: begin patterns with more of the path", patternText(p), maxPatternsPerPath+1, prefix, maxPatternsPerPath)
 }
 
 // patternText is p as written, with its "!".
