@@ -175,7 +175,7 @@ func (f *Fetcher) fetchCommit(ctx context.Context, g gitRef, dir string, bare bo
 		}
 	}
 	if g.Tag != "" {
-		tagged, err := tagCommit(ctx, f.Limits.Limits, dir, "origin", g.Repo, g.Tag)
+		tagged, err := tagCommit(ctx, f.Limits, dir, "origin", g.Repo, g.Tag)
 		if err != nil {
 			return blame("tag", err)
 		}
@@ -215,7 +215,7 @@ func (f *Fetcher) fetchObjects(ctx context.Context, dir string, g gitRef) error 
 	// --progress: what it prints is how a transfer over ssh or git://,
 	// which has no low-speed limit, is seen to go on.
 	err := f.gitTransfer(ctx, dir, dir, "fetch", "--progress", "--depth", "1", "origin", g.Commit)
-	if err != nil && !errors.Is(err, errFetchTooLarge) && !errors.As(err, new(*transfer.StallError)) {
+	if err != nil && !errors.Is(err, errFetchTooLarge) && !errors.As(err, new(*gitTimeoutError)) && !errors.As(err, new(*transfer.StallError)) {
 		err = f.gitTransfer(ctx, dir, dir, "fetch", "--progress", "--tags", "origin", "+refs/heads/*:refs/remotes/origin/*")
 	}
 	if err != nil {
@@ -228,7 +228,7 @@ func (f *Fetcher) fetchObjects(ctx context.Context, dir string, g gitRef) error 
 // repo), held to the download limits (see remoteGit): git's transfer is
 // an input like any other.
 func (f *Fetcher) gitTransfer(ctx context.Context, dir, repo string, args ...string) error {
-	_, err := remoteGit(ctx, f.Limits.Limits, dir, repo, args...)
+	_, err := remoteGit(ctx, f.Limits, dir, repo, args...)
 	return err
 }
 
@@ -259,15 +259,15 @@ func (f *Fetcher) ResolveTag(ctx context.Context, repo, tag string) (string, err
 	if strings.HasPrefix(repo, "-") {
 		return "", fmt.Errorf("repository %q: a URL or path cannot start with -", repo)
 	}
-	return tagCommit(ctx, f.Limits.Limits, "", repo, repo, tag)
+	return tagCommit(ctx, f.Limits, "", repo, repo, tag)
 }
 
 // tagCommit asks remote (a name or URL, run in dir) for the commit tag
 // points at; repo names it in messages.
-func tagCommit(ctx context.Context, lim transfer.Limits, dir, remote, repo, tag string) (string, error) {
+func tagCommit(ctx context.Context, lim Limits, dir, remote, repo, tag string) (string, error) {
 	out, err := remoteGit(ctx, lim, dir, "", "ls-remote", remote, "refs/tags/"+tag, "refs/tags/"+tag+"^{}")
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("ask %s for tag %s: %w", repo, tag, err)
 	}
 	// An annotated tag lists its own object, then the commit it peels to
 	// (^{}); the commit is what a checkout is, so the peeled line wins

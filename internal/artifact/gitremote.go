@@ -2,6 +2,7 @@ package artifact
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -34,6 +35,16 @@ func watchInterval(took, stall time.Duration) time.Duration {
 	return max(watchEvery, min(20*took, stall/4))
 }
 
+// errGitTimeout ends a remote git command that took longer than its
+// DownloadTimeout, which then fails with a *gitTimeoutError.
+var errGitTimeout = errors.New("git took too long")
+
+// gitTimeoutError is the error of a remote git command ended by
+// errGitTimeout: what it had done by then.
+type gitTimeoutError struct{ msg string }
+
+func (e *gitTimeoutError) Error() string { return e.msg }
+
 // errGitOutput stops a command whose output passed maxGitOutput.
 var errGitOutput = errors.New("git printed more than it should")
 
@@ -45,10 +56,20 @@ var errGitOutput = errors.New("git printed more than it should")
 //     and ended;
 //   - watch, when set, is the repository the command writes into: what
 //     it adds is the transfer's size, held to MaxBytes as it grows and
-//     once it is done.
-func remoteGit(ctx context.Context, lim transfer.Limits, dir, watch string, args ...string) (string, error) {
-	lim = lim.WithDefaults()
+//     once it is done;
+//   - a command that takes longer than DownloadTimeout in all, however
+//     it keeps moving, is ended (errGitTimeout).
+func remoteGit(ctx context.Context, all Limits, dir, watch string, args ...string) (string, error) {
+	lim := all.Limits.WithDefaults()
 	tooLarge := fmt.Errorf("more than %d bytes (limits.download, --max-download): %w", lim.MaxBytes, errFetchTooLarge)
+	// The watchdog holds the command to a sign of life each Stall, and
+	// git's low-speed limit http(s) to MinRate: a peer trickling just
+	// above both would hold the build for as long as the size limit
+	// takes at its pace.
+	timeout := cmp.Or(all.DownloadTimeout, DefaultDownloadTimeout)
+	parent, start := ctx, time.Now()
+	ctx, stop := context.WithTimeoutCause(ctx, timeout, errGitTimeout)
+	defer stop()
 	// No rate here: a sign of progress is not a count of bytes, and git's
 	// own low-speed limit holds http(s) to MinRate. Each counts as one
 	// byte, so a Stall without one is a stall.
@@ -107,6 +128,12 @@ func remoteGit(ctx context.Context, lim transfer.Limits, dir, watch string, args
 		return "", tooLarge
 	case errors.Is(cause, errGitOutput):
 		return "", fmt.Errorf("git %s: %w (over %d bytes)", args[0], errGitOutput, maxGitOutput)
+	case errors.Is(cause, errGitTimeout) && parent.Err() == nil:
+		got := fmt.Sprintf("%d bytes of answer received", stdout.Len())
+		if watch != "" {
+			got = fmt.Sprintf("%d bytes written into the repository", max(0, dirSize(watch)-before))
+		}
+		return "", &gitTimeoutError{fmt.Sprintf("git %s: gave up after %s, over the %s one transfer may take (limits.download-timeout, --download-timeout): %s", args[0], time.Since(start).Round(time.Millisecond), timeout, got)}
 	case transfer.StallOf(wctx) != nil:
 		return "", fmt.Errorf("git %s: nothing received for %s (limits.stall): %w", args[0], lim.Stall, transfer.StallOf(wctx))
 	case err != nil:

@@ -2,8 +2,12 @@ package artifact_test
 
 import (
 	"context"
+	"crypto/rand"
+	"errors"
 	"fmt"
+	"io"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -11,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pallet-dev/pallet/internal/artifact"
+	"github.com/pallet-dev/pallet/internal/fixture"
 )
 
 // gitDaemon serves the repositories under base over git:// on loopback.
@@ -44,32 +49,12 @@ func gitDaemon(t *testing.T, base string) string {
 // limit over git:// or ssh, so pallet's own stall bound ends the fetch,
 // and the tag lookup, instead of the build waiting for ever.
 func TestGitStalledServer(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go func() {
-		var held []net.Conn
-		defer func() {
-			for _, c := range held {
-				c.Close()
-			}
-		}()
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			held = append(held, c)
-		}
-	}()
-	repo := "git://" + l.Addr().String() + "/repo.git"
+	repo := silentServer(t)
 	commit := strings.Repeat("a", 40)
 	f := fetcher(t)
 	f.Limits.Stall = time.Second
 	start := time.Now()
-	_, err = f.Fetch(context.Background(), filesRequest(t, &artifact.GitFiles{Repo: repo, Commit: commit, Path: "hack"}), t.TempDir())
+	_, err := f.Fetch(context.Background(), filesRequest(t, &artifact.GitFiles{Repo: repo, Commit: commit, Path: "hack"}), t.TempDir())
 	if err == nil || !strings.Contains(err.Error(), "nothing received for 1s (limits.stall)") {
 		t.Errorf("fetch from a silent server: %v", err)
 	}
@@ -106,4 +91,140 @@ func TestGitDaemon(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// trickle forwards TCP connections to target, holding what target sends
+// back to chunk bytes every tick: a peer slow enough to take many
+// seconds over a repository, yet always moving.
+func trickle(t *testing.T, target string, chunk int, tick time.Duration) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done); l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				s, err := net.Dial("tcp", target)
+				if err != nil {
+					return
+				}
+				defer s.Close()
+				go func() { io.Copy(s, c); s.(*net.TCPConn).CloseWrite() }()
+				buf := make([]byte, chunk)
+				for {
+					n, err := s.Read(buf)
+					if n > 0 {
+						if _, werr := c.Write(buf[:n]); werr != nil {
+							return
+						}
+					}
+					if err != nil {
+						return
+					}
+					select {
+					case <-done:
+						return
+					case <-time.After(tick):
+					}
+				}
+			}()
+		}
+	}()
+	return l.Addr().String()
+}
+
+// A git peer that keeps sending, too fast for the stall bound to end it
+// but too slowly to be done within the download timeout, is given up
+// at the timeout, fetching or cloning a mirror, naming the repository,
+// the time taken and the bytes received; a fetch given up is not tried
+// again as a full fetch. Without the bound, the fetch would go on for
+// as long as the trickle takes (tens of seconds here, hours for a
+// repository at 1 KiB/s).
+func TestGitTimeoutBoundsATrickle(t *testing.T) {
+	repo, _ := filesRepo(t)
+	// Incompressible, so the pack is as large as the file: 2 MiB at
+	// ~50 KiB/s takes 40 s.
+	noise := make([]byte, 2<<20)
+	rand.Read(noise)
+	if err := os.WriteFile(filepath.Join(repo, "noise"), noise, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fixture.Git(t, repo, "add", "noise")
+	fixture.Git(t, repo, "commit", "-q", "-m", "noise")
+	commit := fixture.Git(t, repo, "rev-parse", "HEAD")
+	daemon := strings.TrimPrefix(gitDaemon(t, filepath.Dir(repo)), "git://")
+	url := "git://" + trickle(t, daemon, 512, 10*time.Millisecond) + "/" + filepath.Base(repo)
+
+	f := fetcher(t)
+	f.Limits.Stall = time.Minute // the trickle never stalls: the timeout alone can end it
+	f.Limits.DownloadTimeout = time.Second
+	want := "over the 1s one transfer may take (limits.download-timeout, --download-timeout)"
+	start := time.Now()
+	_, err := f.Fetch(context.Background(), filesRequest(t, &artifact.GitFiles{Repo: url, Commit: commit, Path: "hack"}), t.TempDir())
+	took := time.Since(start)
+	var fe *artifact.FieldError
+	if err == nil || !errors.As(err, &fe) || fe.Field != "repo" || !strings.Contains(err.Error(), "fetch "+url+": git fetch: gave up after 1.") ||
+		!strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "bytes written into the repository") {
+		t.Errorf("fetch through a trickle: %v, want a FieldError of repo, %q", err, want)
+	}
+	// Once, not again as a full fetch.
+	if took > 8*time.Second {
+		t.Errorf("the fetch through a trickle took %s", took)
+	}
+
+	start = time.Now()
+	err = f.MirrorTo(context.Background(), t.TempDir(), []*artifact.Request{filesRequest(t, &artifact.GitFiles{Repo: url, Commit: commit, Path: "hack"})})
+	if err == nil || !strings.Contains(err.Error(), "clone "+url+": git clone: gave up after 1.") || !strings.Contains(err.Error(), want) {
+		t.Errorf("mirror through a trickle: %v", err)
+	}
+	if took := time.Since(start); took > 8*time.Second {
+		t.Errorf("the mirror through a trickle took %s", took)
+	}
+
+	// A tag lookup is a transfer too: one the peer never answers, which
+	// only the stall bound would end (after a minute here).
+	silent := silentServer(t)
+	start = time.Now()
+	if _, err := f.ResolveTag(context.Background(), silent, "v1.0.0"); err == nil ||
+		!strings.Contains(err.Error(), "ask "+silent+" for tag v1.0.0: git ls-remote: gave up after 1.") || !strings.Contains(err.Error(), want) {
+		t.Errorf("tag from a silent server: %v", err)
+	}
+	if took := time.Since(start); took > 8*time.Second {
+		t.Errorf("the tag lookup from a silent server took %s", took)
+	}
+}
+
+// silentServer is a git:// repository whose server accepts and then
+// says nothing.
+func silentServer(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		var held []net.Conn
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	return "git://" + l.Addr().String() + "/repo.git"
 }

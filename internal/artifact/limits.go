@@ -6,13 +6,10 @@ import (
 	"github.com/pallet-dev/pallet/internal/transfer"
 )
 
-// DefaultDownloadTimeout is how long one download may take, retries
-// included, unless the build says otherwise. The watchdog's floor
-// (transfer.DefaultMinRate) ends a download that crawls, but one kept
-// just above it, by a server or a path that slow, would take the size
-// limit's hours; an hour is more than any release archive or toolchain
-// needs over a network an image is built on.
-const DefaultDownloadTimeout = time.Hour
+// DefaultDownloadTimeout is how long one download, git fetch or clone,
+// or tag lookup may take, retries included, unless the build says
+// otherwise: the one default of every transfer's total time.
+const DefaultDownloadTimeout = transfer.DefaultTimeout
 
 // MaxGoMod bounds a go.mod read into memory: the largest in the field
 // (Kubernetes') are tens of kilobytes.
@@ -32,9 +29,11 @@ type Limits struct {
 	transfer.Limits
 	// DownloadTimeout bounds one download (limits.download-timeout,
 	// --download-timeout), from its first request to its last byte,
-	// retries and their waits included; zero means
-	// DefaultDownloadTimeout. Unlike the watchdog's bounds, it holds
-	// a download however it keeps moving.
+	// retries and their waits included, and each git command that talks
+	// to a remote (a fetch, a clone, a tag lookup; a fetch of the commit
+	// alone that ran out of it is not tried again as a full fetch); zero
+	// means DefaultDownloadTimeout. Unlike the
+	// watchdog's bounds, it holds a transfer however it keeps moving.
 	DownloadTimeout time.Duration
 	// Unpack bounds the archives unpacked.
 	Unpack UnpackLimits

@@ -59,3 +59,12 @@ func (l Limits) WithDefaults() Limits {
 	}
 	return l
 }
+
+// DefaultTimeout is how long one transfer may take in all, retries
+// included, unless the build says otherwise (limits.download-timeout,
+// --download-timeout). The watchdog's floor (DefaultMinRate) ends a
+// transfer that crawls, but one kept just above it, by a peer or a path
+// that slow, would take the size limit's hours; an hour is more than any
+// release archive, toolchain, repository or base layer needs over a
+// network an image is built on.
+const DefaultTimeout = time.Hour
