@@ -19,8 +19,8 @@ import (
 )
 
 // Timeouts bound every registry request. A zero field takes its default.
-// None limits how long a transfer takes: a layer of many gigabytes may
-// move slowly for hours, but not stop, nor crawl below MinRate.
+// Beside Total, none limits how long a transfer takes: a layer of many
+// gigabytes may move slowly, but not stop, nor crawl below MinRate.
 type Timeouts struct {
 	// Limits are the pace a request is held to, as any transfer. Stall
 	// is how long it may go with no byte moving either way, whether
@@ -46,6 +46,18 @@ type Timeouts struct {
 	// answers a manifest held a push 5 minutes a try. Requests without a
 	// body get Stall. Zero means DefaultResponseHeader.
 	ResponseHeader time.Duration
+	// Total bounds one request in all, from its start to its answer's
+	// last byte, however it keeps moving (limits.download-timeout,
+	// --download-timeout): a registry, or a path, kept just above MinRate
+	// would hold a pull or a push for as long as a blob's size takes at
+	// its pace. A blob goes up in one request (a PATCH or a PUT) and
+	// comes down in one GET, so it bounds each blob's transfer, not a
+	// whole pull or push, which may take as long as its blobs need, each
+	// within the bound. A request it ends fails with a *TimeoutError,
+	// which go-containerregistry does not retry: one that took the
+	// whole bound would take it again. Zero means
+	// transfer.DefaultTimeout.
+	Total time.Duration
 	// FinalStall makes a stall end the call: its *StallError comes
 	// wrapped, no longer Temporary, so go-containerregistry does not
 	// retry the request after its backoff. For calls that only save
@@ -107,6 +119,7 @@ func (t Timeouts) withDefaults() Timeouts {
 	set(&t.Dial, DefaultDial)
 	set(&t.TLSHandshake, DefaultTLSHandshake)
 	set(&t.ResponseHeader, DefaultResponseHeader)
+	set(&t.Total, transfer.DefaultTimeout)
 	return t
 }
 
@@ -185,6 +198,31 @@ func (e *StallError) Timeout() bool { return true }
 // Temporary reports true: the next attempt may find the network moving.
 func (e *StallError) Temporary() bool { return true }
 
+// TimeoutError reports a registry request abandoned because it took
+// longer than Timeouts.Total. It is not Temporary: go-containerregistry
+// would retry it, and it would take as long again.
+type TimeoutError struct {
+	// Method and URL are the request's, the URL without its query (as
+	// StallError's): the repository, and a blob's digest where the
+	// request names it (a pull; an upload is named by its caller).
+	Method, URL string
+	// While is what the request was doing, as StallError's.
+	While string
+	// Total is the bound, Took how long the request had run.
+	Total, Took time.Duration
+	// Sent and Received count body bytes.
+	Sent, Received int64
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("%s %s: gave up after %s while %s, over the %s one registry request may take (limits.download-timeout, --download-timeout; %d body bytes sent, %d received)",
+		e.Method, e.URL, e.Took.Round(time.Millisecond), e.While, e.Total, e.Sent, e.Received)
+}
+
+// Timeout reports true: the request ran out of time, as net.Error means
+// it.
+func (e *TimeoutError) Timeout() bool { return true }
+
 // boundedTransport is the RoundTripper Transport returns.
 type boundedTransport struct {
 	base http.RoundTripper
@@ -229,6 +267,9 @@ func (b *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		if se := stallOf(ctx); se != nil {
 			return nil, x.stalled(se)
 		}
+		if te := timeoutOf(ctx); te != nil {
+			return nil, te
+		}
 		return nil, err
 	}
 	x.receiving()
@@ -244,6 +285,16 @@ func (b *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		resp.Body = &capped{ReadCloser: resp.Body, left: maxPingBody, limit: maxPingBody, what: req.Method + " " + x.url, over: "an answer to the API version check"}
 	}
 	return resp, nil
+}
+
+// timeoutOf is the *TimeoutError that ended ctx, if that is what ended
+// it.
+func timeoutOf(ctx context.Context) *TimeoutError {
+	var te *TimeoutError
+	if errors.As(context.Cause(ctx), &te) {
+		return te
+	}
+	return nil
 }
 
 // stallOf is the *StallError that ended ctx, if that is what ended it.
@@ -269,6 +320,8 @@ type exchange struct {
 	contentLength int64
 	t             Timeouts
 	dog           *transfer.Watchdog
+	// total ends the request at t.Total, however it moves.
+	total *time.Timer
 
 	// mu guards the fields below, and orders the phases' restarts of
 	// dog; it is taken before dog's own lock, never after.
@@ -290,6 +343,13 @@ func newExchange(req *http.Request, t Timeouts, cancel context.CancelCauseFunc) 
 	x.dog = transfer.NewWatchdog(t.Stall, t.MinRate, func(e *transfer.StallError) {
 		x.mu.Lock()
 		err := &StallError{Method: x.method, URL: x.url, While: x.phase, Idle: e.Window, Sent: x.sent, Received: x.received, Moved: e.Moved, MinRate: e.MinRate}
+		x.mu.Unlock()
+		cancel(err)
+	})
+	start := time.Now()
+	x.total = time.AfterFunc(t.Total, func() {
+		x.mu.Lock()
+		err := &TimeoutError{Method: x.method, URL: x.url, While: x.phase, Total: t.Total, Took: time.Since(start), Sent: x.sent, Received: x.received}
 		x.mu.Unlock()
 		cancel(err)
 	})
@@ -343,7 +403,10 @@ func (x *exchange) moved(sent, received int) {
 	}
 }
 
-func (x *exchange) end() { x.dog.Stop() }
+func (x *exchange) end() {
+	x.dog.Stop()
+	x.total.Stop()
+}
 
 // stalled is se as the request's caller gets it: wrapped when the stall
 // is final, so that the client library does not take it for a flake.
@@ -452,6 +515,9 @@ func (r *receiving) Read(p []byte) (int, error) {
 	if err != nil && err != io.EOF {
 		if se := stallOf(r.ctx); se != nil {
 			return n, r.x.stalled(se)
+		}
+		if te := timeoutOf(r.ctx); te != nil {
+			return n, te
 		}
 	}
 	return n, err

@@ -541,3 +541,74 @@ func TestTransportPingBodyBounded(t *testing.T) {
 		t.Fatalf("still reading the answer to GET /v2/ after 30 s (%d bytes sent)", sent.Load())
 	}
 }
+
+// A request that keeps moving, above the floor, but longer than Total
+// allows, fails with a *TimeoutError at Total, however it moves: a blob
+// coming down, or going up to a registry that reads it slowly. Without
+// the bound each would go on for tens of seconds here, and for as long
+// as the blob's size takes at the floor's pace in the field.
+func TestTransportTotalBoundsATrickle(t *testing.T) {
+	// 512 KiB at 16 KiB/s is 32 s: far above the floor of 1 KiB/s.
+	payload := bytes.Repeat([]byte("x"), 512<<10)
+	const total = time.Second
+	for _, tc := range []struct {
+		name    string
+		upload  bool
+		handler http.HandlerFunc
+		while   string
+	}{
+		{"download", false, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Length", fmt.Sprint(len(payload)))
+			io.Copy(flushing{w}, &trickle{payload, 512, 30 * time.Millisecond})
+		}, "receiving the response"},
+		// Larger, and read faster, so that the socket buffers fill and
+		// the client is still sending at the bound: 64 MiB at 1.6 MB/s.
+		{"upload", true, func(w http.ResponseWriter, r *http.Request) {
+			buf := make([]byte, 16<<10)
+			for {
+				if _, err := io.ReadFull(r.Body, buf); err != nil {
+					return
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}, "connecting or sending the request"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := server(t, tc.handler)
+			method, body := http.MethodGet, io.Reader(nil)
+			size := int64(len(payload))
+			if tc.upload {
+				size = 64 << 20
+				method, body = http.MethodPatch, io.LimitReader(zeros{}, size)
+			}
+			req, err := http.NewRequest(method, srv.URL+"/v2/x/blobs/uploads/u?digest=sha256:1", body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.upload {
+				req.ContentLength = size
+			}
+			start := time.Now()
+			// A Stall longer than Total: only Total can end it first.
+			resp, err := client(t, regauth.Timeouts{Limits: transfer.Limits{Stall: 2 * total}, Total: total}).Do(req)
+			if err == nil {
+				_, err = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			took := time.Since(start)
+			var te *regauth.TimeoutError
+			if !errors.As(err, &te) || te.While != tc.while || te.Total != total || te.Took < total ||
+				!strings.Contains(err.Error(), method+" "+srv.URL+"/v2/x/blobs/uploads/u: gave up after 1") ||
+				!strings.Contains(err.Error(), "over the 1s one registry request may take (limits.download-timeout, --download-timeout;") {
+				t.Fatalf("a trickle: %v", err)
+			}
+			if moved := te.Sent + te.Received; moved == 0 || moved >= size {
+				t.Errorf("moved %d bytes of %d", moved, size)
+			}
+			if took > 10*total {
+				t.Errorf("the trickle went on for %s", took)
+			}
+		})
+	}
+}
