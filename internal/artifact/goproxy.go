@@ -25,9 +25,13 @@ import (
 // Responses pass through unchanged otherwise, and the go command still
 // proves every module against go.sum and the checksum database.
 type proxyGate struct {
-	lim    transfer.Limits
-	client *http.Client
-	srv    *http.Server
+	lim transfer.Limits
+	// timeout bounds each response in all (DownloadTimeout): a proxy
+	// trickling a module zip just above MinRate passes the watchdog for
+	// as long as the zip's size takes at its pace.
+	timeout time.Duration
+	client  *http.Client
+	srv     *http.Server
 	// base is the gate's own URL, http://127.0.0.1:PORT.
 	base string
 
@@ -73,7 +77,7 @@ func (f *Fetcher) gated(env []string) []string {
 		}
 		creds = c
 	}
-	f.gates.once.Do(func() { f.gates.gate, f.gates.err = startGate(f.Limits.Limits, f.Client) })
+	f.gates.once.Do(func() { f.gates.gate, f.gates.err = startGate(f.Limits, f.Client) })
 	g := f.gates.gate
 	if f.gates.err != nil {
 		f.Log("module proxies not bounded by pallet's download limits: %v", f.gates.err)
@@ -104,7 +108,7 @@ func (f *Fetcher) gated(env []string) []string {
 }
 
 // startGate listens on loopback for the go command's requests.
-func startGate(lim transfer.Limits, client *http.Client) (*proxyGate, error) {
+func startGate(lim Limits, client *http.Client) (*proxyGate, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -112,7 +116,7 @@ func startGate(lim transfer.Limits, client *http.Client) (*proxyGate, error) {
 	if client == nil {
 		client = &http.Client{}
 	}
-	g := &proxyGate{lim: lim.WithDefaults(), client: client, base: "http://" + ln.Addr().String(), upstream: map[string]string{}, notes: map[string]string{}}
+	g := &proxyGate{lim: lim.Limits.WithDefaults(), timeout: cmp.Or(lim.DownloadTimeout, DefaultDownloadTimeout), client: client, base: "http://" + ln.Addr().String(), upstream: map[string]string{}, notes: map[string]string{}}
 	g.srv = &http.Server{Handler: g, ReadHeaderTimeout: 10 * time.Second}
 	go g.srv.Serve(ln)
 	return g, nil
@@ -213,9 +217,14 @@ func (g *proxyGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.RawQuery != "" {
 		target += "?" + r.URL.RawQuery
 	}
-	ctx, dog, cancel := transfer.Watch(r.Context(), g.lim.Stall, g.lim.MinRate)
+	start := time.Now()
+	ctx, stop := context.WithTimeoutCause(r.Context(), g.timeout, errGateTimeout)
+	defer stop()
+	ctx, dog, cancel := transfer.Watch(ctx, g.lim.Stall, g.lim.MinRate)
 	defer cancel(nil)
 	defer dog.Stop()
+	// The go command gone is no timeout of the proxy's.
+	overtime := func() bool { return r.Context().Err() == nil && errors.Is(context.Cause(ctx), errGateTimeout) }
 	req, err := http.NewRequestWithContext(ctx, r.Method, target, nil)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
@@ -231,6 +240,8 @@ func (g *proxyGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// The go command shows the body of an error response.
 		if transfer.StallOf(ctx) != nil {
 			err = fmt.Errorf("module proxy %s: no response for %s (limits.stall)", redactURL(target), g.lim.Stall)
+		} else if overtime() {
+			err = fmt.Errorf("module proxy %s: no response within the %s one response may take (limits.download-timeout, --download-timeout)", redactURL(target), g.timeout)
 		}
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
@@ -256,6 +267,8 @@ func (g *proxyGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.note(r, "module proxy %s: cut off after %d bytes: nothing received for %s (limits.stall)", redactURL(target), n, g.lim.Stall)
 	case err != nil && se != nil:
 		g.note(r, "module proxy %s: cut off after %d bytes: slower than %d bytes/s over %s (limits.stall)", redactURL(target), n, g.lim.MinRate, g.lim.Stall)
+	case err != nil && overtime():
+		g.note(r, "module proxy %s: cut off after %s and %s: over the %s one response may take (limits.download-timeout, --download-timeout)", redactURL(target), received(n, resp.ContentLength), time.Since(start).Round(time.Millisecond), g.timeout)
 	case err != nil && !errors.Is(err, context.Canceled):
 		// The go command sees the body end early and says so.
 	default:
@@ -264,6 +277,10 @@ func (g *proxyGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The go command must not take a body cut short for a whole one.
 	panic(http.ErrAbortHandler)
 }
+
+// errGateTimeout ends a module proxy response that took longer than its
+// DownloadTimeout.
+var errGateTimeout = errors.New("module proxy response took too long")
 
 // Close stops the gate, if a go command started it.
 func (f *Fetcher) Close() error {

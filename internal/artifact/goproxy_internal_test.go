@@ -1,10 +1,18 @@
 package artifact
 
 import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/pallet-dev/pallet/internal/transfer"
 )
 
 // Which GOPROXY entries go behind the gate: http(s) proxies the go
@@ -67,5 +75,53 @@ func TestGatedGoProxy(t *testing.T) {
 	f.Offline = true
 	if got := last(f.gated([]string{"GOPROXY=https://proxy.golang.org"})); got != "https://proxy.golang.org" {
 		t.Errorf("offline: GOPROXY=%s", got)
+	}
+}
+
+// A module proxy sending a zip above the floor, but too slowly to be done
+// within DownloadTimeout, is cut off at the timeout: the go command sees
+// the body end early, and its failure, explained, names the proxy, the
+// bytes received, the time and the limit. Without the bound the zip
+// would take 30 s here, and as long as its size takes at the floor's
+// pace in the field.
+func TestGoProxyGateTimeout(t *testing.T) {
+	const size = 512 << 10
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(size))
+		chunk := make([]byte, 512)
+		for sent := 0; sent < size; sent += len(chunk) {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			time.Sleep(30 * time.Millisecond) // 16 KiB/s
+		}
+	}))
+	t.Cleanup(upstream.Close)
+	g, err := startGate(Limits{Limits: transfer.Limits{Stall: 5 * time.Second}, DownloadTimeout: time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.srv.Close() })
+	p, ok := g.register(upstream.URL, nil)
+	if !ok {
+		t.Fatalf("%s not gated", upstream.URL)
+	}
+	gated := g.base + p + "/example.com/m/@v/v1.0.0.zip"
+	start := time.Now()
+	resp, err := http.Get(gated)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if took := time.Since(start); err == nil || n >= size || took > 10*time.Second {
+		t.Fatalf("through the gate: %d of %d bytes, %v, after %s; want it cut off at the timeout", n, size, err, took)
+	}
+	msg := g.explain("reading " + gated + ": unexpected EOF")
+	if !strings.Contains(msg, "module proxy "+upstream.URL+"/example.com/m/@v/v1.0.0.zip: cut off after ") ||
+		!strings.Contains(msg, fmt.Sprintf(" of %d bytes and 1.", size)) ||
+		!strings.Contains(msg, "over the 1s one response may take (limits.download-timeout, --download-timeout)") {
+		t.Errorf("explained: %s", msg)
 	}
 }

@@ -6,9 +6,10 @@ import (
 	"github.com/pallet-dev/pallet/internal/transfer"
 )
 
-// DefaultDownloadTimeout is how long one download, git fetch or clone,
-// or tag lookup may take, retries included, unless the build says
-// otherwise: the one default of every transfer's total time.
+// DefaultDownloadTimeout is how long one download, git fetch, clone or
+// tag lookup, or module proxy response may take, retries included,
+// unless the build says otherwise: the one default of every transfer's
+// total time.
 const DefaultDownloadTimeout = transfer.DefaultTimeout
 
 // MaxGoMod bounds a go.mod read into memory: the largest in the field
@@ -29,10 +30,11 @@ type Limits struct {
 	transfer.Limits
 	// DownloadTimeout bounds one download (limits.download-timeout,
 	// --download-timeout), from its first request to its last byte,
-	// retries and their waits included, and each git command that talks
-	// to a remote (a fetch, a clone, a tag lookup; a fetch of the commit
-	// alone that ran out of it is not tried again as a full fetch); zero
-	// means DefaultDownloadTimeout. Unlike the
+	// retries and their waits included, each git command that talks to
+	// a remote (a fetch, a clone, a tag lookup; a fetch of the commit
+	// alone that ran out of it is not tried again as a full fetch), and
+	// each module proxy response the go command gets through the gate;
+	// zero means DefaultDownloadTimeout. Unlike the
 	// watchdog's bounds, it holds a transfer however it keeps moving.
 	DownloadTimeout time.Duration
 	// Unpack bounds the archives unpacked.
