@@ -28,7 +28,7 @@ func (l *limitFlags) register(f *pflag.FlagSet) {
 // registerDownloadTimeout is the flag of every command that downloads
 // (lock's too).
 func registerDownloadTimeout(f *pflag.FlagSet, to *time.Duration) {
-	f.DurationVar(to, "download-timeout", 0, "give up a download that has taken this long, retries included, however it keeps moving (default 1h)")
+	f.DurationVar(to, "download-timeout", 0, "give up a download (its retries included), git fetch, clone or tag lookup, or module proxy response that has taken this long, however it keeps moving (default 1h)")
 }
 
 // downloadTimeout checks the --download-timeout of f: 0, unset, leaves
