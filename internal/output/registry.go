@@ -240,17 +240,21 @@ type pushSession struct {
 	mu sync.Mutex
 	// stall is the first error of the push, early uploads included,
 	// that a stall of the registry ended after go-containerregistry's
-	// retries; stallBlob the blob that call uploaded (zero for another
+	// retries, or that a request's time bound (regauth.TimeoutError)
+	// ended; stallBlob the blob that call uploaded (zero for another
 	// call). See tripped.
 	stall     error
 	stallBlob v1.Hash
 }
 
-// trip remembers err if a stall ended it, the call having uploaded
-// blob (zero if none).
+// trip remembers err if a stall or a request's time bound ended it, the
+// call having uploaded blob (zero if none).
 func (s *pushSession) trip(err error, blob v1.Hash) {
-	var se *regauth.StallError
-	if !errors.As(err, &se) {
+	var (
+		se *regauth.StallError
+		te *regauth.TimeoutError
+	)
+	if !errors.As(err, &se) && !errors.As(err, &te) {
 		return
 	}
 	s.mu.Lock()
@@ -268,15 +272,21 @@ func (s *pushSession) trip(err error, blob v1.Hash) {
 // over 6 minutes at the default: the early uploads stopped at their
 // first failure, then Write tried every blob again; 10 s now). A
 // registry that stalls and then answers within the retries, or that is
-// merely slow (bytes keep coming), never trips it. notes name im's
-// blobs.
+// merely slow (bytes keep coming), never trips it. A request that took
+// the whole of its time bound (a blob's upload, most likely) trips it
+// too: Write would send that blob again, and it would take as long
+// again, after the early upload's hour another. notes name im's blobs.
 func (s *pushSession) tripped(notes map[v1.Hash]string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stall == nil {
 		return nil
 	}
-	err := fmt.Errorf("%w (the registry stalled past its retries; pallet sent it nothing more)", s.stall)
+	why := "the registry stalled past its retries"
+	if errors.As(s.stall, new(*regauth.TimeoutError)) {
+		why = "a request to the registry took the whole of its time"
+	}
+	err := fmt.Errorf("%w (%s; pallet sent it nothing more)", s.stall, why)
 	if s.stallBlob.Hex != "" {
 		err = fmt.Errorf("upload %s%s: %w", s.stallBlob, about(notes, s.stallBlob), err)
 	}

@@ -73,3 +73,43 @@ func TestPushBlobTimeout(t *testing.T) {
 		}
 	}
 }
+
+// A blob whose early upload ran out of its time is not sent again by
+// Write, which would take as long again: Write fails at once naming the
+// blob and the bound, and no tag moves.
+func TestPushEarlyBlobTimeoutNotSentAgain(t *testing.T) {
+	var slow atomic.Int32
+	reg := testregistry.Start(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPatch {
+				if r.ContentLength > 1<<20 {
+					slow.Add(1)
+				}
+				r.Body = slowBody{r.Body}
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	big := static.NewLayer(bytes.Repeat([]byte("pallet"), 32<<20/6), types.OCILayer)
+	bigDigest := digest(t, big)
+	img := newImage(t, "amd64", newLayer(t), big)
+	ctx := regauth.WithBounds(context.Background(), regauth.Timeouts{Limits: transfer.Limits{Stall: 5 * time.Second}, Total: time.Second})
+	r := &Registry{Ref: reg.Host + "/slow/early:1", Options: []remote.Option{fastRetry}}
+	defer r.Finish()
+	r.Prepare(ctx, "early", []string{"1"}, big)
+	r.settleEarly()
+	err := r.Write(ctx, []Image{{Repository: "early", Tags: []string{"1"}, Image: img}})
+	if err == nil || !strings.Contains(err.Error(), "upload "+bigDigest.String()) ||
+		!strings.Contains(err.Error(), "over the 1s one registry request may take") ||
+		!strings.Contains(err.Error(), "took the whole of its time; pallet sent it nothing more") {
+		t.Fatalf("push after an early upload ran out of time: %v", err)
+	}
+	if n := slow.Load(); n != 1 {
+		t.Errorf("the big blob was sent %d times, want once", n)
+	}
+	for _, ref := range []string{"1", digest(t, img).String()} {
+		if s := status(t, reg.Host, "slow/early", "manifests", ref); s != http.StatusNotFound {
+			t.Errorf("manifest %s after a push cut off: HTTP %d, want 404", ref, s)
+		}
+	}
+}
