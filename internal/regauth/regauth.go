@@ -3,8 +3,9 @@
 // (go-containerregistry's default keychain), as for docker and crane,
 // Login and Logout write them there, and a refusal is explained in those
 // terms. Every request is bounded: it fails when nothing moves for a
-// while (see Timeouts). Registries named with WithInsecure are reached
-// over plain HTTP or unverified TLS.
+// while, or when it has taken too long in all (see Timeouts).
+// Registries named with WithInsecure are reached over plain HTTP or
+// unverified TLS.
 package regauth
 
 import (
