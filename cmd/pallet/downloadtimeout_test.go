@@ -78,3 +78,61 @@ images:
 		t.Errorf("--download-timeout 0s: %v", err)
 	}
 }
+
+// The recipe's limits.download-timeout bounds the build's registry
+// requests too: a base whose manifest comes just fast enough for the
+// stall watchdog is given up at the recipe's bound, not at the 1 h
+// default.
+func TestDownloadTimeoutReachesRegistryRequests(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.Contains(r.URL.Path, "/manifests/") {
+			w.WriteHeader(http.StatusOK) // GET /v2/
+			return
+		}
+		w.Header().Set("Content-Type", "application/vnd.oci.image.manifest.v1+json")
+		w.Header().Set("Content-Length", "1000000")
+		w.Header().Set("Docker-Content-Digest", "sha256:"+strings.Repeat("0", 64))
+		if r.Method == http.MethodHead {
+			return
+		}
+		for {
+			if _, err := w.Write([]byte(strings.Repeat(" ", 64))); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-time.After(10 * time.Millisecond):
+			case <-r.Context().Done():
+				return
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "f"), "x")
+	recipe := filepath.Join(dir, "pallet.yaml")
+	writeFile(t, recipe, fmt.Sprintf(`version: 1
+limits:
+  stall: 100ms
+  download-timeout: 300ms
+artifacts:
+  f:
+    local: {path: f}
+    licenses: none
+images:
+  app:
+    base: %s/base:1
+    platforms: linux/amd64
+    files:
+      - {artifact: f, dest: /f}
+`, host))
+	start := time.Now()
+	_, err := pallet(t, "build", "-q", "-f", recipe, "--no-cache", "-o", "oci:"+filepath.Join(dir, "out"))
+	if err == nil || !strings.Contains(err.Error(), "over the 300ms one registry request may take") {
+		t.Errorf("build on a trickled base: %v, want it given up at the recipe's 300ms", err)
+	}
+	if elapsed := time.Since(start); elapsed > 20*time.Second {
+		t.Errorf("build on a trickled base took %s", elapsed)
+	}
+}

@@ -367,7 +367,7 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 	// up-to-date check's).
 	fetchLim := fetcherLimits(lim)
 	xfer := fetchLim.Limits
-	ctx = regauth.WithBounds(ctx, regauth.Timeouts{Limits: xfer})
+	ctx = regauth.WithBounds(ctx, regauth.Timeouts{Limits: xfer, Total: fetchLim.DownloadTimeout})
 	if opt.RecordPath == "" && len(opt.Outputs) > 0 {
 		opt.RecordPath = RecordFor(opt.Outputs[0])
 	}
