@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -150,6 +151,15 @@ type Options struct {
 	// directory also matches everything below it, and a leading "./" is
 	// ignored. Every pattern must match at least one entry, otherwise
 	// Extract fails naming the patterns that matched nothing.
+	//
+	// A hard link (tar's) kept while its target is left out is made
+	// all the same, with the target's content: Extract reads the archive
+	// a second time, once, writing those targets (and the left-out links
+	// a target is itself a hard link to) by their names alone, not what
+	// is below them, and removes them, and the directories made for them
+	// alone, once the links are made. What dir holds is what the patterns
+	// select; the targets count against no pattern, nor against the
+	// tree's MaxBytes. The callbacks below are told of each entry once.
 	Include []string
 
 	// Patterns, when set, are the Include patterns already prepared
@@ -321,44 +331,101 @@ func Extract(ctx context.Context, src string, f Format, dir string, opt Options)
 	}
 	defer file.Close()
 
-	x := &extractor{
-		ctx:      ctx,
-		src:      name,
-		root:     root,
-		opt:      opt,
-		patterns: include.set,
-		given:    include.include,
-		extra:    extra,
-		matched:  make([]bool, len(include.set.all)),
-		maxWalks: maxWalks(opt.MaxEntries),
-		buf:      make([]byte, 64<<10),
-		declared: -1,
+	newExtractor := func() *extractor {
+		x := &extractor{
+			ctx:      ctx,
+			src:      name,
+			root:     root,
+			opt:      opt,
+			patterns: include.set,
+			given:    include.include,
+			extra:    extra,
+			matched:  make([]bool, len(include.set.all)),
+			maxWalks: maxWalks(opt.MaxEntries),
+			buf:      make([]byte, 64<<10),
+			declared: -1,
+		}
+		if opt.Links != nil {
+			x.linked = map[string]int{}
+		}
+		if opt.Written != nil {
+			x.sums = map[string][sha256.Size]byte{}
+		}
+		return x
 	}
-	if opt.Links != nil {
-		x.linked = map[string]int{}
+	x := newExtractor()
+	if len(include.set.all) > 0 {
+		x.later = &deferral{links: map[string]bool{}, targets: map[string]bool{}}
 	}
-	if opt.Written != nil {
-		x.sums = map[string][sha256.Size]byte{}
-	}
-	defer x.leave(0)
-	if f == Zip {
-		err = x.extractZip(file)
-	} else {
-		err = x.extractTar(file, f)
-	}
-	if err != nil {
+	defer func() { x.leave(0) }()
+	run := func() error {
+		var err error
+		if f == Zip {
+			err = x.extractZip(file)
+		} else {
+			err = x.extractTar(file, f)
+		}
 		// A cancelled context surfaces from deep inside a decompressor,
 		// often wrapped in something unhelpful; report it plainly.
-		if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		if cerr := ctx.Err(); err != nil && cerr != nil && !errors.Is(err, cerr) {
 			return fail(cerr)
 		}
+		return err
+	}
+	if err := run(); err != nil {
 		return err
 	}
 	if err := x.checkPatterns(); err != nil {
 		return err
 	}
+	if d := x.later; d != nil && len(d.links) > 0 {
+		// Kept hard links whose targets include left out: their content
+		// went by unwritten, and a tar is read once, front to back. The
+		// archive is a local file: read it again, once, writing those
+		// targets too, for the links alone (see Options.Include).
+		x.leave(0)
+		if err := emptyRoot(root); err != nil {
+			return fail(err)
+		}
+		if _, err := file.Seek(0, io.SeekStart); err != nil {
+			return fail(err)
+		}
+		x = newExtractor()
+		x.forLinks, x.tellFrom = d.targets, d.at
+		if x.linked == nil {
+			// To give a removed target's digest to a link of it.
+			x.linked = map[string]int{}
+		}
+		if err := run(); err != nil {
+			return err
+		}
+		if err := x.dropForLinks(); err != nil {
+			return err
+		}
+	}
 	x.tellLinks()
 	x.tellWritten()
+	return nil
+}
+
+// emptyRoot removes everything in root, which Extract filled: a second
+// pass starts from an empty directory, as the first did.
+func emptyRoot(root *os.Root) error {
+	d, err := root.Open(".")
+	if err != nil {
+		return err
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return err
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		if err := root.RemoveAll(n); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

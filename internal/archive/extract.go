@@ -162,6 +162,41 @@ type extractor struct {
 	// to another file, and a digest told at once would then be taken for
 	// that file's.
 	sums map[string][sha256.Size]byte
+
+	// later, in a first pass with include, collects the kept hard links
+	// whose targets include left out, made in a second pass (Extract).
+	later *deferral
+
+	// forLinks, in the second pass, are the names written only so that
+	// kept hard links can be made to them, removed once it ends
+	// (dropForLinks).
+	forLinks map[string]bool
+	// forLinkDirs are those of them the archive holds directories at,
+	// which no link can be made to: said so, not that they are missing.
+	forLinkDirs map[string]bool
+
+	// tellFrom is the number of the first entry the callbacks are told
+	// of: the second pass starts where the first stopped telling.
+	tellFrom int
+}
+
+// deferral is what a first pass over an archive with include learns of
+// the hard links it keeps whose targets include leaves out.
+type deferral struct {
+	at      int             // the number of the entry of the first link deferred
+	links   map[string]bool // kept links not made, by name after Strip
+	targets map[string]bool // the names a second pass writes for them
+	// skipped maps each hard link include left out to its target's name,
+	// both after Strip: a kept link's target may itself be one, which
+	// the second pass then writes too.
+	skipped map[string]string
+}
+
+// telling says whether the callbacks are told of the entry being
+// added: not once a first pass has deferred a link (the second pass
+// tells the rest), nor in the second of what the first told.
+func (x *extractor) telling() bool {
+	return x.entries >= x.tellFrom && (x.later == nil || x.later.at == 0)
 }
 
 func (x *extractor) fail(format string, args ...any) error {
@@ -274,7 +309,7 @@ func (x *extractor) add(e *entry) error {
 		return x.entryErr(e, "%w", err)
 	}
 	if len(parts) <= x.opt.Strip {
-		if x.opt.Stripped != nil && e.kind != kindDir && e.kind != kindOther && len(parts) > 0 {
+		if x.opt.Stripped != nil && x.telling() && e.kind != kindDir && e.kind != kindOther && len(parts) > 0 {
 			x.opt.Stripped(strings.Join(parts, "/"))
 		}
 		return nil
@@ -282,10 +317,20 @@ func (x *extractor) add(e *entry) error {
 	parts = parts[x.opt.Strip:]
 	rel := strings.Join(parts, "/")
 	if !x.include(rel) {
+		if x.forLinks[rel] && e.kind != kindDir && e.kind != kindOther {
+			return x.placeForLinks(e, parts)
+		}
+		if x.forLinks[rel] && e.kind == kindDir {
+			if x.forLinkDirs == nil {
+				x.forLinkDirs = map[string]bool{}
+			}
+			x.forLinkDirs[rel] = true
+		}
+		x.later.skip(x, e, rel)
 		return nil
 	}
 	if e.kind == kindOther {
-		if x.opt.Skipped != nil {
+		if x.opt.Skipped != nil && x.telling() {
 			x.opt.Skipped(e.name, e.other)
 		}
 		return nil
@@ -295,13 +340,54 @@ func (x *extractor) add(e *entry) error {
 		// A new file at a name is no longer the file linked there.
 		delete(x.linked, rel)
 	}
+	if x.later != nil {
+		// Placed anew, the name is no longer a link deferred.
+		delete(x.later.links, rel)
+	}
 	if err := x.place(e, parts); err != nil {
 		return err
 	}
-	if e.header != nil && x.opt.Headers != nil {
+	if e.header != nil && x.opt.Headers != nil && x.telling() {
 		x.opt.Headers(rel, *e.header)
 	}
 	return nil
+}
+
+// placeForLinks writes e, which include left out, at parts, for the
+// kept hard links to it. Its content is not the tree's: decompressing
+// it was charged, placing it is not (the links to it are).
+func (x *extractor) placeForLinks(e *entry, parts []string) error {
+	if x.linked != nil && e.kind != kindHardlink {
+		delete(x.linked, strings.Join(parts, "/"))
+	}
+	delete(x.forLinkDirs, strings.Join(parts, "/"))
+	written := x.written
+	err := x.place(e, parts)
+	x.written = written
+	return err
+}
+
+// skip notes, in a first pass, an entry include left out at rel: a hard
+// link, for a kept link to it (deferLink), and anything else as no
+// longer one.
+func (d *deferral) skip(x *extractor, e *entry, rel string) {
+	if d == nil {
+		return
+	}
+	if e.kind != kindHardlink {
+		delete(d.skipped, rel)
+		return
+	}
+	tparts, err := splitName(e.link, e.slashes)
+	if err != nil || len(tparts) <= x.opt.Strip {
+		// Refused if a kept link leads to it, in the second pass.
+		delete(d.skipped, rel)
+		return
+	}
+	if d.skipped == nil {
+		d.skipped = map[string]string{}
+	}
+	d.skipped[rel] = strings.Join(tparts[x.opt.Strip:], "/")
 }
 
 // place writes e at parts.
@@ -362,7 +448,7 @@ func (x *extractor) include(rel string) bool {
 // selected reports whether rel passes the Include filter, as include
 // does, without crediting any pattern.
 func (x *extractor) selected(rel string) bool {
-	return len(x.patterns.all) == 0 || x.patterns.any(rel) || x.extra.any(rel)
+	return len(x.patterns.all) == 0 || x.patterns.any(rel) || x.extra.any(rel) || x.forLinks[rel]
 }
 
 // patternSet is clean patterns filed so that a name is matched only
@@ -904,7 +990,7 @@ func (x *extractor) makeDir(e *entry, parts []string) error {
 	if err != nil {
 		return x.parentErr(e, err)
 	}
-	if x.opt.Dirs != nil {
+	if x.opt.Dirs != nil && x.telling() {
 		x.opt.Dirs(strings.Join(parts, "/"))
 	}
 	return nil
@@ -1121,7 +1207,14 @@ func (x *extractor) makeHardlink(e *entry, parts []string) error {
 	}
 	tparts = tparts[x.opt.Strip:]
 	notYet := func() error {
-		if !x.selected(strings.Join(tparts, "/")) {
+		trel := strings.Join(tparts, "/")
+		if x.later != nil && (x.later.links[trel] || !x.selected(trel)) {
+			return x.deferLink(e, parts, trel)
+		}
+		if x.forLinkDirs[trel] {
+			return x.entryErr(e, "hard link target %q is a directory", e.link)
+		}
+		if !x.selected(trel) {
 			return x.entryErr(e, "hard link target %q is left out by include: include it too, or leave out the link", e.link)
 		}
 		return x.entryErr(e, "hard link target %q not yet extracted", e.link)
@@ -1206,6 +1299,112 @@ func (x *extractor) makeHardlink(e *entry, parts []string) error {
 	return x.writeFile(&copyEntry, parts, fi.Mode().Perm(), src)
 }
 
+// deferLink leaves the kept hard link e at parts, whose target include
+// left out (or is a link deferred itself), to a second pass, which
+// writes the target, and the left-out links it leads through, too. The
+// name is cleared as placing the link would have cleared it, for the
+// entries after it.
+func (x *extractor) deferLink(e *entry, parts []string, target string) error {
+	dir, err := x.parentDir(e, parts)
+	if err != nil {
+		return err
+	}
+	if err := x.clearSlot(e, dir, parts[len(parts)-1], parts); err != nil {
+		return err
+	}
+	d := x.later
+	if d.at == 0 {
+		d.at = x.entries
+	}
+	d.links[strings.Join(parts, "/")] = true
+	for n := target; !x.selected(n) && !d.targets[n]; {
+		d.targets[n] = true
+		next, ok := d.skipped[n]
+		if !ok {
+			break
+		}
+		n = next
+	}
+	return nil
+}
+
+// dropForLinks removes, once the second pass has made the links, the
+// names written only for them, and the directories that then hold
+// nothing (made for them alone: include selected nothing below). A
+// removed file's digest goes to a link of it, which holds what was
+// written.
+func (x *extractor) dropForLinks() error {
+	x.leave(0)
+	names := make([]string, 0, len(x.forLinks))
+	for rel := range x.forLinks {
+		names = append(names, rel)
+	}
+	slices.Sort(names)
+	var byGroup map[int][]string
+	for _, rel := range names {
+		fi, err := x.root.Lstat(native(rel))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return x.fail("%w", err)
+		}
+		if fi.IsDir() {
+			continue // a parent of what include selects, never written for a link
+		}
+		if err := x.root.Remove(native(rel)); err != nil {
+			return x.fail("%w", err)
+		}
+		g, grouped := x.linked[rel]
+		delete(x.linked, rel)
+		if sum, ok := x.sums[rel]; ok {
+			delete(x.sums, rel)
+			if grouped && byGroup == nil {
+				byGroup = map[int][]string{}
+				for n, g := range x.linked {
+					byGroup[g] = append(byGroup[g], n)
+				}
+				for _, names := range byGroup {
+					slices.Sort(names)
+				}
+			}
+			for _, n := range byGroup[g] {
+				if _, has := x.sums[n]; !has && x.linked[n] == g && !x.forLinks[n] {
+					x.sums[n] = sum
+					break
+				}
+			}
+		}
+		for dir := path.Dir(rel); dir != "."; dir = path.Dir(dir) {
+			empty, err := x.emptyDir(dir)
+			if err != nil {
+				return x.fail("%w", err)
+			}
+			if !empty {
+				break
+			}
+			if err := x.root.Remove(native(dir)); err != nil {
+				return x.fail("%w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// emptyDir says whether the directory at rel holds nothing.
+func (x *extractor) emptyDir(rel string) (bool, error) {
+	d, err := x.root.Open(native(rel))
+	if err != nil {
+		return false, err
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(1)
+	if err != nil && err != io.EOF {
+		return false, err
+	}
+	return len(names) == 0, nil
+}
+
 // CheckLinkTarget applies extraction's symlink policy to a link found
 // elsewhere (a local directory): the target of the link at rel (slash
 // path from the tree's root) must not be absolute, a drive, or climb out
@@ -1247,7 +1446,7 @@ func (x *extractor) tellWritten() {
 
 // tellLinks gives Options.Links the groups of two names or more.
 func (x *extractor) tellLinks() {
-	if x.linked == nil {
+	if x.opt.Links == nil {
 		return
 	}
 	byGroup := map[int][]string{}
