@@ -1334,7 +1334,6 @@ func (x *extractor) deferLink(e *entry, parts []string, target string) error {
 // removed file's digest goes to a link of it, which holds what was
 // written.
 func (x *extractor) dropForLinks() error {
-	x.leave(0)
 	names := make([]string, 0, len(x.forLinks))
 	for rel := range x.forLinks {
 		names = append(names, rel)
@@ -1342,18 +1341,30 @@ func (x *extractor) dropForLinks() error {
 	slices.Sort(names)
 	var byGroup map[int][]string
 	for _, rel := range names {
-		fi, err := x.root.Lstat(native(rel))
-		if errors.Is(err, fs.ErrNotExist) {
+		// Reached as entries are, through real directories only: a
+		// name below a symlink was never written for a link.
+		parts := strings.Split(rel, "/")
+		dir, err := x.dirAt(parts[:len(parts)-1], false)
+		var nd *notDir
+		if errors.As(err, &nd) {
 			continue
 		}
 		if err != nil {
 			return x.fail("%w", err)
 		}
+		name := parts[len(parts)-1]
+		fi, err := dir.Lstat(name)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return x.fail("%w", inTree(err, parts))
+		}
 		if fi.IsDir() {
 			continue // a parent of what include selects, never written for a link
 		}
-		if err := x.root.Remove(native(rel)); err != nil {
-			return x.fail("%w", err)
+		if err := dir.Remove(name); err != nil {
+			return x.fail("%w", inTree(err, parts))
 		}
 		g, grouped := x.linked[rel]
 		delete(x.linked, rel)
@@ -1375,30 +1386,32 @@ func (x *extractor) dropForLinks() error {
 				}
 			}
 		}
-		for dir := path.Dir(rel); dir != "."; dir = path.Dir(dir) {
-			empty, err := x.emptyDir(dir)
+		for k := len(parts) - 1; k > 0; k-- {
+			empty, err := emptyDir(x.at(k))
 			if err != nil {
-				return x.fail("%w", err)
+				return x.fail("%w", inTree(err, parts[:k]))
 			}
 			if !empty {
 				break
 			}
-			if err := x.root.Remove(native(dir)); err != nil {
-				return x.fail("%w", err)
+			x.leave(k - 1)
+			if err := x.at(k - 1).Remove(parts[k-1]); err != nil {
+				return x.fail("%w", inTree(err, parts[:k]))
 			}
 		}
 	}
+	x.leave(0)
 	return nil
 }
 
-// emptyDir says whether the directory at rel holds nothing.
-func (x *extractor) emptyDir(rel string) (bool, error) {
-	d, err := x.root.Open(native(rel))
+// emptyDir says whether the directory d holds nothing.
+func emptyDir(d *os.Root) (bool, error) {
+	f, err := d.Open(".")
 	if err != nil {
 		return false, err
 	}
-	defer d.Close()
-	names, err := d.Readdirnames(1)
+	defer f.Close()
+	names, err := f.Readdirnames(1)
 	if err != nil && err != io.EOF {
 		return false, err
 	}

@@ -38,10 +38,10 @@ func TestHardLinkToExcludedTarget(t *testing.T) {
 	}
 }
 
-// The non-licence case of a release tar: include: [bin/a], where bin/a
-// is a hard link to libexec/a. The second pass writes libexec/a for the
-// link and removes it, and libexec with it, but a directory that holds
-// what include selects stays. What the callbacks are told is what the
+// The non-licence case of a release tar: include: [bin], where bin/a
+// is a hard link to libexec/sub/a. The second pass writes libexec/sub/a
+// for the link and removes it, and libexec with it, but a directory that
+// holds what include selects stays (share, of share/lib). What the callbacks are told is what the
 // tree holds, each entry once: the digest of the content goes to the
 // link, no group of one is told, and the entries before the link, and
 // after, are told once.
@@ -50,12 +50,14 @@ func TestHardLinkTargetLeftOutTellsWhatIsPlaced(t *testing.T) {
 		{name: "p/", typ: tar.TypeDir},
 		{name: "p/bin/", typ: tar.TypeDir},
 		{name: "p/dev", typ: tar.TypeFifo},
-		{name: "p/libexec/a", body: "aaa", mode: 0o755},
-		{name: "p/bin/a", typ: tar.TypeLink, link: "p/libexec/a"},
-		{name: "p/bin/b", typ: tar.TypeLink, link: "p/libexec/a"},
+		{name: "p/libexec/sub/a", body: "aaa", mode: 0o755},
+		{name: "p/bin/a", typ: tar.TypeLink, link: "p/libexec/sub/a"},
+		{name: "p/bin/b", typ: tar.TypeLink, link: "p/libexec/sub/a"},
 		{name: "p/share/", typ: tar.TypeDir},
 		{name: "p/share/x", body: "x"},
-		{name: "p/share/y", typ: tar.TypeLink, link: "p/libexec/a"},
+		{name: "p/share/y", typ: tar.TypeLink, link: "p/libexec/sub/a"},
+		{name: "p/share/lib", body: "L"},
+		{name: "p/bin/c", typ: tar.TypeLink, link: "p/share/lib"},
 		{name: "p/README", body: "r"},
 		{name: "q", body: "beside"},
 		{name: "p/fifo", typ: tar.TypeFifo},
@@ -83,12 +85,14 @@ func TestHardLinkTargetLeftOutTellsWhatIsPlaced(t *testing.T) {
 		"bin":     "dir 755",
 		"bin/a":   "file 755 aaa",
 		"bin/b":   "file 755 aaa",
+		"bin/c":   "file 644 L",
 		"share":   "dir 755",
 		"share/x": "file 644 x",
 	})
 	sum := func(s string) string { h := sha256.Sum256([]byte(s)); return hex.EncodeToString(h[:]) }
 	wantWritten := map[string]string{
 		filepath.Join(s.out, "bin", "a"):   sum("aaa"),
+		filepath.Join(s.out, "bin", "c"):   sum("L"),
 		filepath.Join(s.out, "share", "x"): sum("x"),
 	}
 	if !reflect.DeepEqual(written, wantWritten) {
@@ -106,7 +110,7 @@ func TestHardLinkTargetLeftOutTellsWhatIsPlaced(t *testing.T) {
 	if want := []string{"p/dev", "p/fifo"}; !reflect.DeepEqual(skipped, want) {
 		t.Errorf("Skipped told %q, want %q", skipped, want)
 	}
-	if want := []string{"bin", "bin/a", "bin/b", "share/x"}; !reflect.DeepEqual(header, want) {
+	if want := []string{"bin", "bin/a", "bin/b", "share/x", "bin/c"}; !reflect.DeepEqual(header, want) {
 		t.Errorf("Headers told %q, want %q", header, want)
 	}
 }
