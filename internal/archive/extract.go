@@ -325,6 +325,15 @@ func (x *extractor) add(e *entry) error {
 				x.forLinkDirs = map[string]bool{}
 			}
 			x.forLinkDirs[rel] = true
+			// The first pass left the name empty for what comes below
+			// it: the file written there for the links before goes now,
+			// or an entry below would find no directory at its parent.
+			var byGroup map[int][]string
+			err := x.dropForLink(rel, &byGroup)
+			x.leave(0)
+			if err != nil {
+				return err
+			}
 		}
 		x.later.skip(x, e, rel)
 		return nil
@@ -1341,66 +1350,76 @@ func (x *extractor) dropForLinks() error {
 	slices.Sort(names)
 	var byGroup map[int][]string
 	for _, rel := range names {
-		// Reached as entries are, through real directories only: a
-		// name below a symlink was never written for a link.
-		parts := strings.Split(rel, "/")
-		dir, err := x.dirAt(parts[:len(parts)-1], false)
-		var nd *notDir
-		if errors.As(err, &nd) {
-			continue
-		}
-		if err != nil {
-			return x.fail("%w", err)
-		}
-		name := parts[len(parts)-1]
-		fi, err := dir.Lstat(name)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return x.fail("%w", inTree(err, parts))
-		}
-		if fi.IsDir() {
-			continue // a parent of what include selects, never written for a link
-		}
-		if err := dir.Remove(name); err != nil {
-			return x.fail("%w", inTree(err, parts))
-		}
-		g, grouped := x.linked[rel]
-		delete(x.linked, rel)
-		if sum, ok := x.sums[rel]; ok {
-			delete(x.sums, rel)
-			if grouped && byGroup == nil {
-				byGroup = map[int][]string{}
-				for n, g := range x.linked {
-					byGroup[g] = append(byGroup[g], n)
-				}
-				for _, names := range byGroup {
-					slices.Sort(names)
-				}
-			}
-			for _, n := range byGroup[g] {
-				if _, has := x.sums[n]; !has && x.linked[n] == g && !x.forLinks[n] {
-					x.sums[n] = sum
-					break
-				}
-			}
-		}
-		for k := len(parts) - 1; k > 0; k-- {
-			empty, err := emptyDir(x.at(k))
-			if err != nil {
-				return x.fail("%w", inTree(err, parts[:k]))
-			}
-			if !empty {
-				break
-			}
-			x.leave(k - 1)
-			if err := x.at(k - 1).Remove(parts[k-1]); err != nil {
-				return x.fail("%w", inTree(err, parts[:k]))
-			}
+		if err := x.dropForLink(rel, &byGroup); err != nil {
+			return err
 		}
 	}
 	x.leave(0)
+	return nil
+}
+
+// dropForLink removes rel, written only for the links to it, and the
+// directories that then hold nothing, as dropForLinks does; byGroup
+// keeps the names of each link group between calls (nil to start).
+func (x *extractor) dropForLink(rel string, byGroup *map[int][]string) error {
+	// Reached as entries are, through real directories only: a
+	// name below a symlink was never written for a link.
+	parts := strings.Split(rel, "/")
+	dir, err := x.dirAt(parts[:len(parts)-1], false)
+	var nd *notDir
+	if errors.As(err, &nd) {
+		return nil
+	}
+	if err != nil {
+		return x.fail("%w", err)
+	}
+	name := parts[len(parts)-1]
+	fi, err := dir.Lstat(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return x.fail("%w", inTree(err, parts))
+	}
+	if fi.IsDir() {
+		return nil // a parent of what include selects, never written for a link
+	}
+	if err := dir.Remove(name); err != nil {
+		return x.fail("%w", inTree(err, parts))
+	}
+	g, grouped := x.linked[rel]
+	delete(x.linked, rel)
+	if sum, ok := x.sums[rel]; ok {
+		delete(x.sums, rel)
+		if grouped && *byGroup == nil {
+			*byGroup = map[int][]string{}
+			for n, g := range x.linked {
+				(*byGroup)[g] = append((*byGroup)[g], n)
+			}
+			for _, names := range *byGroup {
+				slices.Sort(names)
+			}
+		}
+		for _, n := range (*byGroup)[g] {
+			if _, has := x.sums[n]; !has && x.linked[n] == g && !x.forLinks[n] {
+				x.sums[n] = sum
+				break
+			}
+		}
+	}
+	for k := len(parts) - 1; k > 0; k-- {
+		empty, err := emptyDir(x.at(k))
+		if err != nil {
+			return x.fail("%w", inTree(err, parts[:k]))
+		}
+		if !empty {
+			break
+		}
+		x.leave(k - 1)
+		if err := x.at(k - 1).Remove(parts[k-1]); err != nil {
+			return x.fail("%w", inTree(err, parts[:k]))
+		}
+	}
 	return nil
 }
 

@@ -184,6 +184,19 @@ func TestHardLinkTargetLeftOutRefusals(t *testing.T) {
 			wantErr: `hard link target "p/libexec" is a directory`,
 		},
 		{
+			// Tar's order: the directory replaces the file the link was
+			// made to, and what is below it needs it as a directory.
+			name: "target replaced by a directory",
+			ents: []ent{
+				{name: "p/d", body: "a"},
+				{name: "p/bin/a", typ: tar.TypeLink, link: "p/d"},
+				{name: "p/d/", typ: tar.TypeDir},
+				{name: "p/d/x", body: "x"},
+			},
+			include: []string{"bin", "d/x"},
+			want:    map[string]string{"bin": "dir 755", "bin/a": "file 644 a", "d": "dir 755", "d/x": "file 644 x"},
+		},
+		{
 			name: "link replaced",
 			ents: []ent{
 				{name: "p/libexec/a", body: "a"},
