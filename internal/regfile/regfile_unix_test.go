@@ -57,3 +57,38 @@ func TestOpenRefusesAllButRegularFiles(t *testing.T) {
 		}
 	}
 }
+
+// A regular file opened is as os.Open leaves one: blocking again (the
+// O_NONBLOCK the open took to refuse a pipe is cleared), read-only, and
+// closed on exec, so a child the build runs inherits none of its inputs.
+func TestOpenLeavesAnOrdinaryDescriptor(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fl, err := unix.FcntlInt(f.Fd(), unix.F_GETFL, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fl&unix.O_NONBLOCK != 0 {
+		t.Errorf("status flags %#x: O_NONBLOCK still set", fl)
+	}
+	if fl&unix.O_ACCMODE != unix.O_RDONLY {
+		t.Errorf("status flags %#x: not read-only", fl)
+	}
+	fd, err := unix.FcntlInt(f.Fd(), unix.F_GETFD, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fd&unix.FD_CLOEXEC == 0 {
+		t.Errorf("descriptor flags %#x: FD_CLOEXEC not set", fd)
+	}
+	if _, err := f.Write([]byte("y")); err == nil {
+		t.Error("write to a file opened read-only succeeded")
+	}
+}
