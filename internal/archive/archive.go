@@ -378,11 +378,13 @@ func Extract(ctx context.Context, src string, f Format, dir string, opt Options)
 	if err := x.checkPatterns(); err != nil {
 		return err
 	}
-	if d := x.later; d != nil && len(d.links) > 0 {
+	if d := x.later; d != nil && d.at > 0 {
 		// Kept hard links whose targets include left out: their content
 		// went by unwritten, and a tar is read once, front to back. The
 		// archive is a local file: read it again, once, writing those
-		// targets too, for the links alone (see Options.Include).
+		// targets too, for the links alone (see Options.Include). It is
+		// read again even when every such link was replaced after: the
+		// first pass stopped telling the callbacks at the first.
 		x.leave(0)
 		if err := emptyRoot(root); err != nil {
 			return fail(err)

@@ -240,3 +240,43 @@ func TestZipKeptSymlinkToLeftOut(t *testing.T) {
 		t.Errorf("libexec: %v", err)
 	}
 }
+
+// A kept hard link to a left-out target that a later entry replaces
+// leaves no link to make, but the callbacks are told of what follows it
+// all the same: the first pass stopped telling at the link.
+func TestHardLinkDeferredThenReplacedTellsTheRest(t *testing.T) {
+	s := newSandbox(t, Tar, build(t, Tar, []ent{
+		{name: "p/libexec/a", body: "a"},
+		{name: "p/bin/a", typ: tar.TypeLink, link: "p/libexec/a"},
+		{name: "p/bin/a", body: "new"},
+		{name: "p/bin/d/", typ: tar.TypeDir},
+		{name: "p/bin/f", typ: tar.TypeFifo},
+	}))
+	var header, dirs, skipped []string
+	written := map[string]bool{}
+	err := Extract(context.Background(), s.src, Tar, s.out, Options{
+		Strip:   1,
+		Include: []string{"bin"},
+		Headers: func(rel string, _ Header) { header = append(header, rel) },
+		Dirs:    func(rel string) { dirs = append(dirs, rel) },
+		Skipped: func(name, _ string) { skipped = append(skipped, name) },
+		Written: func(p, _ string) { written[p] = true },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	diffTrees(t, snapshot(t, s.out), map[string]string{"bin": "dir 755", "bin/a": "file 644 new", "bin/d": "dir 755"})
+	// Each entry is told, as without include: the link, then the file.
+	if want := []string{"bin/a", "bin/a", "bin/d"}; !reflect.DeepEqual(header, want) {
+		t.Errorf("Headers told %q, want %q", header, want)
+	}
+	if want := []string{"bin/d"}; !reflect.DeepEqual(dirs, want) {
+		t.Errorf("Dirs told %q, want %q", dirs, want)
+	}
+	if want := []string{"p/bin/f"}; !reflect.DeepEqual(skipped, want) {
+		t.Errorf("Skipped told %q, want %q", skipped, want)
+	}
+	if !written[filepath.Join(s.out, "bin", "a")] || len(written) != 1 {
+		t.Errorf("Written told %v, want bin/a alone", written)
+	}
+}
