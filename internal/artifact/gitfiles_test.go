@@ -449,3 +449,30 @@ func TestGitMirrorCorruptPack(t *testing.T) {
 	}
 	t.Log(err)
 }
+
+// A directory at a repository's place in the mirror that is not a git
+// repository (emptied, or not pallet's) is refused naming it: git run
+// in it found the repository around the mirror, fetched into it and
+// pruned its remote branches.
+func TestGitMirrorNotARepository(t *testing.T) {
+	repo, commit := filesRepo(t)
+	k := &artifact.GitFiles{Repo: repo, Commit: commit, Path: "hack/windows/Install-OVS.ps1"}
+	outer := t.TempDir()
+	fixture.Git(t, outer, "init", "-q")
+	fixture.Git(t, outer, "remote", "add", "origin", repo)
+	mirror := filepath.Join(outer, "mirror")
+	m := artifact.MirrorRepo(mirror, repo)
+	if err := os.MkdirAll(m, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err := fetcher(t).MirrorTo(context.Background(), mirror, []*artifact.Request{filesRequest(t, k)})
+	if err == nil || !strings.Contains(err.Error(), m) || !strings.Contains(err.Error(), "not a git repository") {
+		t.Errorf("got %v, want %s refused as not a git repository", err, m)
+	}
+	if refs := fixture.Git(t, outer, "for-each-ref"); refs != "" {
+		t.Errorf("the repository around the mirror was fetched into: %s", refs)
+	}
+	if _, err := os.Stat(filepath.Join(outer, ".git", "info", "refs")); err == nil {
+		t.Error("the repository around the mirror was written its server info")
+	}
+}

@@ -42,6 +42,9 @@ func (f *Fetcher) mirrorRepo(ctx context.Context, dir string, g gitRef) error {
 			return err
 		}
 	} else {
+		if err := isBareRepo(ctx, dst); err != nil {
+			return err
+		}
 		if _, err := git(ctx, dst, "cat-file", "-e", g.Commit+"^{commit}"); err != nil {
 			if err := f.gitTransfer(ctx, dst, dst, "fetch", "--progress", "--prune", "origin"); err != nil {
 				return fmt.Errorf("update %s: %w", g.Repo, err)
@@ -60,6 +63,24 @@ func (f *Fetcher) mirrorRepo(ctx context.Context, dir string, g gitRef) error {
 	}
 	_, err := git(ctx, dst, "update-server-info")
 	return err
+}
+
+// isBareRepo refuses a dst that is not itself a bare repository: git run
+// in it would look up the tree for one and fetch into, and write the
+// server info of, a repository around the mirror that is not pallet's.
+func isBareRepo(ctx context.Context, dst string) error {
+	real, err := filepath.EvalSymlinks(dst)
+	if err != nil {
+		return err
+	}
+	gitDir, err := git(ctx, dst, "rev-parse", "--absolute-git-dir")
+	if err == nil {
+		gitDir, err = filepath.EvalSymlinks(gitDir)
+	}
+	if err != nil || gitDir != real {
+		return fmt.Errorf("mirror %s is not a git repository (pallet's are bare): remove it to have it cloned again", dst)
+	}
+	return nil
 }
 
 // cloneMirror clones g's repository into dst, which it replaces only once
