@@ -351,7 +351,7 @@ func importsEnd(src []byte) (int, bool) {
 	}
 	at, tok, lit := next()
 	if tok == token.PACKAGE {
-		_, tok, _ = next() // its name
+		next() // its name
 		at, tok, lit = next()
 		for tok == token.SEMICOLON {
 			at, tok, lit = next()
