@@ -374,16 +374,9 @@ func hostSettings() []string {
 // goEnvFile reads the file go env -w writes: $GOENV, else go/env in the
 // user's config directory; GOENV=off means none. Its lines are KEY=VALUE.
 func goEnvFile() map[string]string {
-	path := os.Getenv("GOENV")
-	if path == "off" {
-		return nil
-	}
+	path := goEnvFilePath(os.Getenv)
 	if path == "" {
-		dir, err := os.UserConfigDir()
-		if err != nil {
-			return nil
-		}
-		path = filepath.Join(dir, "go", "env")
+		return nil
 	}
 	data, err := bounded.ReadFile(path, maxConfigFile)
 	if err != nil {
@@ -568,13 +561,7 @@ func GoDefaultsStamp(gobin string, env []string) string {
 			files = append(files, filepath.Join(real, "..", "..", "go.env"))
 		}
 	}
-	switch f := value("GOENV"); f {
-	case "off":
-	case "":
-		if dir := userConfigDir(value); dir != "" {
-			files = append(files, filepath.Join(dir, "go", "env"))
-		}
-	default:
+	if f := goEnvFilePath(value); f != "" {
 		files = append(files, f)
 	}
 	var b strings.Builder
@@ -588,21 +575,36 @@ func GoDefaultsStamp(gobin string, env []string) string {
 	return b.String()
 }
 
-// userConfigDir is os.UserConfigDir for the environment value gives,
-// where the go command looks for its go env file; "" when none.
-func userConfigDir(value func(string) string) string {
+// goEnvFilePath is where the go command run with the variables value
+// gives reads the file go env -w writes: $GOENV, else go/env in the
+// user's config directory, found as os.UserConfigDir finds it; "" for
+// none (GOENV=off, or no config directory).
+func goEnvFilePath(value func(string) string) string {
+	switch f := value("GOENV"); f {
+	case "off":
+		return ""
+	case "":
+	default:
+		return f
+	}
+	var dir string
 	switch runtime.GOOS {
 	case "windows", "darwin", "ios", "plan9":
-		dir, _ := os.UserConfigDir() // from variables of their own
-		return dir
+		dir, _ = os.UserConfigDir() // from variables of their own
+	default:
+		switch dir = value("XDG_CONFIG_HOME"); {
+		case dir == "":
+			if home := value("HOME"); home != "" {
+				dir = filepath.Join(home, ".config")
+			}
+		case !filepath.IsAbs(dir):
+			dir = "" // os.UserConfigDir refuses it, and so the go command
+		}
 	}
-	if dir := value("XDG_CONFIG_HOME"); filepath.IsAbs(dir) {
-		return dir
+	if dir == "" {
+		return ""
 	}
-	if home := value("HOME"); home != "" {
-		return filepath.Join(home, ".config")
-	}
-	return ""
+	return filepath.Join(dir, "go", "env")
 }
 
 // answerFree says whether the variable k of env changes no answer of the
