@@ -480,10 +480,9 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 		}
 	}
 	b := &builder{plan: p, opt: opt, work: work, cache: c, fetcher: fetcher, bases: bases,
-		placed: map[string]*record.Image{}, loaders: map[*plan.PlatformImage][]loaderNeed{}, writers: make(chan struct{}, opt.Jobs), memo: record.NoMemo,
+		placed: map[string]*record.Image{}, loaders: map[*plan.PlatformImage][]loaderNeed{}, writers: make(chan struct{}, opt.Jobs), memo: memo,
 		compressors: layer.NewCompressors(opt.Jobs), started: time.Now()}
 	if c != nil {
-		b.memo = c.RememberAt
 		bases.Layer = b.baseLayer
 	}
 	// Before the work directory is removed (deferred above: this runs
