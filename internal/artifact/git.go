@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -339,58 +340,73 @@ func git(ctx context.Context, dir string, args ...string) (string, error) {
 // they stream, so a tree of a million entries costs no memory to refuse.
 func checkTreeSize(ctx context.Context, dir string, g gitRef, lim UnpackLimits) error {
 	maxBytes, maxEntries := cmp.Or(lim.MaxBytes, archive.DefaultMaxBytes), cmp.Or(lim.MaxEntries, archive.DefaultMaxEntries)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	cmd := gitCommand(ctx, dir, "ls-tree", "-r", "-l", "--full-tree", "-z", g.Commit)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	var (
-		entries int
-		total   int64
-		over    error
-	)
-	sc := bufio.NewScanner(out)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	sc.Split(splitNUL)
-	for sc.Scan() {
-		// <mode> SP <type> SP <object> SP+ <size> TAB <path>
-		meta, _, _ := strings.Cut(sc.Text(), "\t")
-		fields := strings.Fields(meta)
-		entries++
-		if len(fields) == 4 && fields[1] == "blob" {
-			n, err := strconv.ParseInt(fields[3], 10, 64)
-			if err == nil {
-				total += n
+	var over error
+	scanned, stderr, waitErr := gitStream(ctx, dir, nil, func(out io.Reader) error {
+		var (
+			entries int
+			total   int64
+		)
+		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+		sc.Split(splitNUL)
+		for sc.Scan() {
+			// <mode> SP <type> SP <object> SP+ <size> TAB <path>
+			meta, _, _ := strings.Cut(sc.Text(), "\t")
+			fields := strings.Fields(meta)
+			entries++
+			if len(fields) == 4 && fields[1] == "blob" {
+				n, err := strconv.ParseInt(fields[3], 10, 64)
+				if err == nil {
+					total += n
+				}
+			}
+			switch {
+			case entries > maxEntries:
+				over = fmt.Errorf("%s at %s: more than %d files (limits.entries)", g.Repo, g.Commit, maxEntries)
+			case total > maxBytes:
+				over = fmt.Errorf("%s at %s: its files hold more than %d bytes (limits.extract, --max-extract)", g.Repo, g.Commit, maxBytes)
+			}
+			if over != nil {
+				return over
 			}
 		}
-		switch {
-		case entries > maxEntries:
-			over = fmt.Errorf("%s at %s: more than %d files (limits.entries)", g.Repo, g.Commit, maxEntries)
-		case total > maxBytes:
-			over = fmt.Errorf("%s at %s: its files hold more than %d bytes (limits.extract, --max-extract)", g.Repo, g.Commit, maxBytes)
-		}
-		if over != nil {
-			cancel()
-			break
-		}
-	}
-	waitErr := cmd.Wait()
+		return sc.Err()
+	}, "ls-tree", "-r", "-l", "--full-tree", "-z", g.Commit)
 	switch {
 	case over != nil:
 		return over
-	case sc.Err() != nil:
-		return fmt.Errorf("git ls-tree %s: %w", g.Commit, sc.Err())
+	case scanned != nil:
+		return fmt.Errorf("git ls-tree %s: %w", g.Commit, scanned)
 	case waitErr != nil:
-		return fmt.Errorf("git ls-tree %s: %w: %s", g.Commit, waitErr, strings.TrimSpace(stderr.String()))
+		return fmt.Errorf("git ls-tree %s: %w: %s", g.Commit, waitErr, stderr)
 	}
 	return nil
+}
+
+// gitStream runs git with args in dir, stdin (if any) as its input, and
+// gives its output to read as it comes. When read fails, git is stopped
+// rather than waited for: read's error, what git said on stderr
+// (trimmed) and how git ended are returned for the caller to say which
+// counts. An error starting git is read's.
+func gitStream(ctx context.Context, dir string, stdin io.Reader, read func(io.Reader) error, args ...string) (readErr error, stderr string, waitErr error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cmd := gitCommand(ctx, dir, args...)
+	cmd.Stdin = stdin
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err, "", nil
+	}
+	if err := cmd.Start(); err != nil {
+		return err, "", nil
+	}
+	if readErr = read(out); readErr != nil {
+		cancel()
+	}
+	waitErr = cmd.Wait()
+	return readErr, strings.TrimSpace(errOut.String()), waitErr
 }
 
 // splitNUL splits NUL-terminated records.

@@ -150,32 +150,17 @@ func verifyCheckoutObjects(ctx context.Context, repo, commit string) error {
 		return err
 	}
 	ids := strings.Fields(list)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	cmd := gitCommand(ctx, repo, "cat-file", "--batch")
-	cmd.Stdin = strings.NewReader(strings.Join(ids, "\n") + "\n")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	bad := checkObjects(bufio.NewReaderSize(out, 64<<10), ids, newHash)
-	if bad != nil {
-		cancel()
-	}
-	werr := cmd.Wait()
+	bad, stderr, werr := gitStream(ctx, repo, strings.NewReader(strings.Join(ids, "\n")+"\n"), func(out io.Reader) error {
+		return checkObjects(bufio.NewReaderSize(out, 64<<10), ids, newHash)
+	}, "cat-file", "--batch")
 	switch {
-	case bad != nil && stderr.Len() > 0:
+	case bad != nil && stderr != "":
 		// git stopped first, and says why (a pack it cannot inflate).
-		return fmt.Errorf("%w: %s", bad, strings.TrimSpace(stderr.String()))
+		return fmt.Errorf("%w: %s", bad, stderr)
 	case bad != nil:
 		return bad
 	case werr != nil:
-		return fmt.Errorf("git cat-file --batch: %w: %s", werr, strings.TrimSpace(stderr.String()))
+		return fmt.Errorf("git cat-file --batch: %w: %s", werr, stderr)
 	}
 	return nil
 }
