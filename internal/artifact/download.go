@@ -1,7 +1,6 @@
 package artifact
 
 import (
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
@@ -255,7 +254,7 @@ func (f *Fetcher) download(ctx context.Context, rawURL, want, file string, lim t
 	// The watchdog holds each attempt to a floor, which a server (or a
 	// path) just above it passes for as long as the size limit takes:
 	// the whole download, retries included, is held to its time too.
-	timeout := cmp.Or(f.Limits.DownloadTimeout, DefaultDownloadTimeout)
+	timeout := f.Limits.timeout()
 	parent, start := ctx, time.Now()
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errDownloadTimeout)
 	defer cancel()

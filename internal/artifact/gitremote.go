@@ -2,7 +2,6 @@ package artifact
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -66,7 +65,7 @@ func remoteGit(ctx context.Context, all Limits, dir, watch string, args ...strin
 	// git's low-speed limit http(s) to MinRate: a peer trickling just
 	// above both would hold the build for as long as the size limit
 	// takes at its pace.
-	timeout := cmp.Or(all.DownloadTimeout, DefaultDownloadTimeout)
+	timeout := all.timeout()
 	parent, start := ctx, time.Now()
 	ctx, stop := context.WithTimeoutCause(ctx, timeout, errGitTimeout)
 	defer stop()

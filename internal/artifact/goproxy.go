@@ -116,7 +116,7 @@ func startGate(lim Limits, client *http.Client) (*proxyGate, error) {
 	if client == nil {
 		client = &http.Client{}
 	}
-	g := &proxyGate{lim: lim.Limits.WithDefaults(), timeout: cmp.Or(lim.DownloadTimeout, DefaultDownloadTimeout), client: client, base: "http://" + ln.Addr().String(), upstream: map[string]string{}, notes: map[string]string{}}
+	g := &proxyGate{lim: lim.Limits.WithDefaults(), timeout: lim.timeout(), client: client, base: "http://" + ln.Addr().String(), upstream: map[string]string{}, notes: map[string]string{}}
 	g.srv = &http.Server{Handler: g, ReadHeaderTimeout: 10 * time.Second}
 	go g.srv.Serve(ln)
 	return g, nil

@@ -1,6 +1,7 @@
 package artifact
 
 import (
+	"cmp"
 	"time"
 
 	"github.com/pallet-dev/pallet/internal/transfer"
@@ -39,6 +40,11 @@ type Limits struct {
 	DownloadTimeout time.Duration
 	// Unpack bounds the archives unpacked.
 	Unpack UnpackLimits
+}
+
+// timeout is DownloadTimeout, or its default when zero.
+func (l Limits) timeout() time.Duration {
+	return cmp.Or(l.DownloadTimeout, DefaultDownloadTimeout)
 }
 
 // UnpackLimits bound one archive's extraction (archive.Options holds their
