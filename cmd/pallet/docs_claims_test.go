@@ -1,0 +1,117 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// readmeUsage returns the command lines of the README's "Using it"
+// block, by command path ("build", "index create"), continuation lines
+// joined to the line they continue.
+func readmeUsage(t *testing.T, paths []string) map[string]string {
+	t.Helper()
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(readme), "\n## Using it\n")
+	if ok {
+		_, block, ok = strings.Cut(block, "```sh\n")
+	}
+	if ok {
+		block, _, ok = strings.Cut(block, "```")
+	}
+	if !ok {
+		t.Fatal(`README.md has no sh block under "## Using it"`)
+	}
+	usage := map[string]string{}
+	var last string
+	for _, l := range strings.Split(block, "\n") {
+		rest, isCmd := strings.CutPrefix(l, "pallet ")
+		if !isCmd {
+			if last != "" && strings.TrimSpace(l) != "" && strings.HasPrefix(l, " ") {
+				usage[last] += " " + strings.TrimSpace(l)
+			}
+			continue
+		}
+		last = ""
+		for _, p := range paths {
+			if (rest == p || strings.HasPrefix(rest, p+" ")) && len(p) > len(last) {
+				last = p
+			}
+		}
+		if last == "" {
+			t.Errorf("README usage line names no command pallet has: %q", l)
+			continue
+		}
+		usage[last] += " " + strings.TrimPrefix(rest, last)
+	}
+	return usage
+}
+
+// The README's usage block names every flag of each command it lists,
+// by its long or short name, and no flag the command lacks: the block
+// had lost --download-timeout, index create's --image and fetch's
+// selection flags while the commands gained them.
+func TestDocsUsageNamesEveryFlag(t *testing.T) {
+	root := &cobra.Command{Use: "pallet"}
+	root.AddCommand(buildCmd(), fetchCmd(), lockCmd(), inspectCmd(), schemaCmd(), versionCmd(), sbomCmd(), authCmd(), indexCmd())
+	registerInsecure(root)
+	commands := map[string]*cobra.Command{}
+	var walk func(c *cobra.Command, prefix string)
+	walk = func(c *cobra.Command, prefix string) {
+		for _, sub := range c.Commands() {
+			p := strings.TrimSpace(prefix + " " + sub.Name())
+			if sub.Runnable() {
+				commands[p] = sub
+			}
+			walk(sub, p)
+		}
+	}
+	walk(root, "")
+	var paths []string
+	for p := range commands {
+		paths = append(paths, p)
+	}
+	usage := readmeUsage(t, paths)
+	named := regexp.MustCompile(`(?:^|[\s\[|(])(--[a-z][a-z0-9-]*|-[a-zA-Z])\b`)
+	for _, p := range []string{"build", "fetch", "lock", "inspect", "index create", "auth login", "auth logout", "sbom", "schema", "version"} {
+		line, ok := usage[p]
+		if !ok {
+			t.Errorf("README usage block has no line for pallet %s", p)
+			continue
+		}
+		var said []string
+		for _, m := range named.FindAllStringSubmatch(line, -1) {
+			said = append(said, m[1])
+		}
+		c := commands[p]
+		c.InheritedFlags() // merges the root's persistent flags into c's
+		c.Flags().VisitAll(func(f *pflag.Flag) {
+			if f.Name == "help" || f.Name == "insecure" {
+				return // help is every command's; --insecure, global, is shown once
+			}
+			if !slices.Contains(said, "--"+f.Name) && (f.Shorthand == "" || !slices.Contains(said, "-"+f.Shorthand)) {
+				t.Errorf("README usage of pallet %s does not name --%s", p, f.Name)
+			}
+		})
+		for _, s := range said {
+			var f *pflag.Flag
+			if name, long := strings.CutPrefix(s, "--"); long {
+				f = c.Flags().Lookup(name)
+			} else {
+				f = c.Flags().ShorthandLookup(s[1:])
+			}
+			if f == nil {
+				t.Errorf("README usage of pallet %s names %s, which it does not have", p, s)
+			}
+		}
+	}
+}
