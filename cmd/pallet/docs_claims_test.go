@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -113,5 +114,57 @@ func TestDocsUsageNamesEveryFlag(t *testing.T) {
 				t.Errorf("README usage of pallet %s names %s, which it does not have", p, s)
 			}
 		}
+	}
+}
+
+// Every test the README and docs/*.md name as proof of a claim
+// ([TestName]) exists: tests are renamed and split as the code changes,
+// and a claim whose test is gone is no longer proven.
+func TestDocsNamedTestsExist(t *testing.T) {
+	root := filepath.Join("..", "..")
+	defined := map[string]bool{}
+	decl := regexp.MustCompile(`(?m)^func (Test[A-Za-z0-9_]*)\(`)
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for _, m := range decl.FindAllSubmatch(src, -1) {
+			defined[string(m[1])] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	docs = append(docs, filepath.Join(root, "README.md"))
+	named := regexp.MustCompile(`\bTest[A-Z][A-Za-z0-9_]*`)
+	count := 0
+	for _, doc := range docs {
+		text, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(text), "\n") {
+			for _, name := range named.FindAllString(line, -1) {
+				count++
+				if !defined[name] {
+					t.Errorf("%s:%d names %s, which no test file defines", filepath.Base(doc), i+1, name)
+				}
+			}
+		}
+	}
+	if count == 0 {
+		t.Fatal("the docs name no test: the pattern no longer finds them")
 	}
 }
