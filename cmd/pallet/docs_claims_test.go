@@ -168,3 +168,39 @@ func TestDocsNamedTestsExist(t *testing.T) {
 		t.Fatal("the docs name no test: the pattern no longer finds them")
 	}
 }
+
+// The Dockerfile and the recipe docs/dockerfile.md shows as "the same
+// image from a recipe" give the same digest, built from the files they
+// name: the example is the page's proof of that claim, and the recipe's
+// PATH and workdir, written out by hand, go stale if the front end's
+// defaults change.
+func TestDocsDockerfileAndRecipeAgree(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "dockerfile.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(doc), "\n## The same image from a recipe\n")
+	block := func(lang string) string {
+		_, b, ok := strings.Cut(section, "```"+lang+"\n")
+		if ok {
+			b, _, ok = strings.Cut(b, "```")
+		}
+		if !ok {
+			t.Fatalf("docs/dockerfile.md: no %s block under \"The same image from a recipe\"", lang)
+		}
+		return b
+	}
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "Dockerfile"), block("dockerfile"))
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), block("yaml"))
+	writeFile(t, filepath.Join(dir, "bin", "hello"), "#!/bin/sh\necho hello\n")
+	writeFile(t, filepath.Join(dir, "etc", "hello.conf"), "greeting = hi\n")
+	fromRecipe, fromDockerfile := filepath.Join(t.TempDir(), "r"), filepath.Join(t.TempDir(), "d")
+	r := strings.TrimSpace(mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "pallet.yaml"), "-o", "oci:"+fromRecipe))
+	d := strings.TrimSpace(mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+fromDockerfile))
+	if r != d || !strings.HasPrefix(r, "sha256:") {
+		rc, _ := dfImage(t, fromRecipe).RawConfigFile()
+		dc, _ := dfImage(t, fromDockerfile).RawConfigFile()
+		t.Errorf("the recipe gives %s, the Dockerfile %s\nrecipe config:     %s\nDockerfile config: %s", r, d, rc, dc)
+	}
+}
