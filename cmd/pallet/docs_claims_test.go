@@ -204,3 +204,46 @@ func TestDocsDockerfileAndRecipeAgree(t *testing.T) {
 		t.Errorf("the recipe gives %s, the Dockerfile %s\nrecipe config:     %s\nDockerfile config: %s", r, d, rc, dc)
 	}
 }
+
+// The README's table of packages has a row for every package under
+// internal/, and names none that is gone: three packages had been added
+// with no row.
+func TestDocsPackageTableNamesEveryPackage(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, code, ok := strings.Cut(string(readme), "\n## Code\n")
+	if !ok {
+		t.Fatal(`README.md has no "## Code" section`)
+	}
+	inTable := map[string]bool{}
+	row := regexp.MustCompile("`internal/([a-z0-9]+)`")
+	for _, l := range strings.Split(code, "\n") {
+		if !strings.HasPrefix(l, "| `") {
+			continue
+		}
+		cell, _, _ := strings.Cut(strings.TrimPrefix(l, "| "), " |")
+		for _, m := range row.FindAllStringSubmatch(cell, -1) {
+			inTable[m[1]] = true
+		}
+	}
+	entries, err := os.ReadDir(filepath.Join("..", "..", "internal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	packages := map[string]bool{}
+	for _, e := range entries {
+		if e.IsDir() {
+			packages[e.Name()] = true
+			if !inTable[e.Name()] {
+				t.Errorf("README's package table has no row for internal/%s", e.Name())
+			}
+		}
+	}
+	for p := range inTable {
+		if !packages[p] {
+			t.Errorf("README's package table names internal/%s, which does not exist", p)
+		}
+	}
+}
