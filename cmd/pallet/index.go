@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -26,6 +27,8 @@ func indexCmd() *cobra.Command {
 func indexCreateCmd() *cobra.Command {
 	var metadata []string
 	var imageName string
+	// The command's context, its registry requests held to --download-timeout.
+	var timed func() (context.Context, error)
 	cmd := &cobra.Command{
 		Use:   "create REPO:TAG [DIGEST | REPO@DIGEST]... [--from-metadata FILE]...",
 		Short: "Merge images pushed by digest (pallet build --push-by-digest on several runners) into one tagged index",
@@ -67,7 +70,11 @@ The result, REPO:TAG@DIGEST, is printed on standard output.`,
 			if len(sources) == 0 {
 				return fmt.Errorf("no image to put in %s: give digests or --from-metadata files", tag)
 			}
-			d, err := output.CreateIndex(cmd.Context(), tag, sources)
+			ctx, err := timed()
+			if err != nil {
+				return err
+			}
+			d, err := output.CreateIndex(ctx, tag, sources)
 			if err != nil {
 				return err
 			}
@@ -77,6 +84,7 @@ The result, REPO:TAG@DIGEST, is printed on standard output.`,
 	}
 	cmd.Flags().StringArrayVar(&metadata, "from-metadata", nil, "take the image from `FILE`, written by pallet build --metadata-file (repeatable)")
 	cmd.Flags().StringVar(&imageName, "image", "", "with --from-metadata of a recipe with several images: the image `NAME` to take")
+	timed = registryTimeout(cmd)
 	return cmd
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 
 	"github.com/spf13/cobra"
@@ -10,6 +11,8 @@ import (
 
 func inspectCmd() *cobra.Command {
 	var asJSON bool
+	// The command's context, its registry requests held to --download-timeout.
+	var timed func() (context.Context, error)
 	cmd := &cobra.Command{
 		Use:   "inspect oci:DIR[:REF] | docker:FILE | [registry:]REF",
 		Short: "Show the platforms, layers, sizes and config of images, one block per digest with its tags",
@@ -19,7 +22,11 @@ func inspectCmd() *cobra.Command {
   pallet inspect localhost:5000/hello:latest`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r, err := inspect.Open(cmd.Context(), args[0])
+			ctx, err := timed()
+			if err != nil {
+				return err
+			}
+			r, err := inspect.Open(ctx, args[0])
 			if err != nil {
 				return err
 			}
@@ -33,5 +40,6 @@ func inspectCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	timed = registryTimeout(cmd)
 	return cmd
 }

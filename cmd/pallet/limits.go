@@ -1,13 +1,16 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/pallet-dev/pallet/internal/build"
 	"github.com/pallet-dev/pallet/internal/recipe"
+	"github.com/pallet-dev/pallet/internal/regauth"
 )
 
 // limitFlags are the bounds on inputs a command that downloads takes
@@ -26,9 +29,29 @@ func (l *limitFlags) register(f *pflag.FlagSet) {
 }
 
 // registerDownloadTimeout is the flag of every command that downloads
-// (lock's too).
+// (lock's too), or reaches a registry (registryTimeout).
 func registerDownloadTimeout(f *pflag.FlagSet, to *time.Duration) {
-	f.DurationVar(to, "download-timeout", 0, "give up a download (its retries included), git fetch, clone or tag lookup, or module proxy response that has taken this long, however it keeps moving (default 1h)")
+	f.DurationVar(to, "download-timeout", 0, "give up a download (its retries included), git fetch, clone or tag lookup, module proxy response or registry request that has taken this long, however it keeps moving (default 1h)")
+}
+
+// registryTimeout gives cmd, a command that reaches registries outside
+// a build (inspect, sbom, index create), --download-timeout, and returns
+// its context with each registry request held to it, as build.Run holds
+// a build's: else a registry trickling a manifest above the stall floor
+// held the command for the 1h default.
+func registryTimeout(cmd *cobra.Command) func() (context.Context, error) {
+	var d time.Duration
+	registerDownloadTimeout(cmd.Flags(), &d)
+	return func() (context.Context, error) {
+		total, err := downloadTimeout(cmd.Flags(), d)
+		if err != nil {
+			return nil, err
+		}
+		ctx := cmd.Context()
+		t := regauth.BoundsOf(ctx)
+		t.Total = total
+		return regauth.WithBounds(ctx, t), nil
+	}
 }
 
 // downloadTimeout checks the --download-timeout of f: 0, unset, leaves

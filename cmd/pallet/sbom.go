@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -26,6 +27,8 @@ import (
 // or in its index as an attestation manifest (--attest-index).
 func sbomCmd() *cobra.Command {
 	var plat, format string
+	// The command's context, its registry requests held to --download-timeout.
+	var timed func() (context.Context, error)
 	cmd := &cobra.Command{
 		Use:   "sbom oci:DIR[:TAG] | [registry:]REGISTRY/REPO:TAG",
 		Short: "Print the SBOM (or provenance) attached to an image",
@@ -58,7 +61,11 @@ func sbomCmd() *cobra.Command {
 			if dir, ok := strings.CutPrefix(args[0], "oci:"); ok {
 				data, err = layoutReferrer(dir, p, osVersion, want)
 			} else {
-				data, err = registryReferrer(cmd, strings.TrimPrefix(args[0], "registry:"), p, osVersion, want)
+				ctx, berr := timed()
+				if berr != nil {
+					return berr
+				}
+				data, err = registryReferrer(ctx, strings.TrimPrefix(args[0], "registry:"), p, osVersion, want)
 			}
 			if err != nil {
 				return err
@@ -69,6 +76,7 @@ func sbomCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&plat, "platform", "", "the platform's image, when the image has several (os/arch[/variant], with :OSVERSION where an index holds one per Windows version)")
 	cmd.Flags().StringVar(&format, "format", "spdx-json", "spdx-json, cyclonedx-json or provenance")
+	timed = registryTimeout(cmd)
 	return cmd
 }
 
@@ -160,12 +168,12 @@ func onePlatform(d v1.Descriptor, img func() (v1.Image, error), p *platform.Plat
 
 // registryReferrer finds the document of artifact type want attached to
 // ref's image through the registry's referrers API or fallback tag.
-func registryReferrer(cmd *cobra.Command, ref string, p *platform.Platform, osVersion, want string) ([]byte, error) {
+func registryReferrer(ctx context.Context, ref string, p *platform.Platform, osVersion, want string) ([]byte, error) {
 	nref, err := name.ParseReference(ref)
 	if err != nil {
 		return nil, err
 	}
-	opts := regauth.Options(cmd.Context())
+	opts := regauth.Options(ctx)
 	desc, err := remote.Get(nref, opts...)
 	if err != nil {
 		return nil, regauth.Explain(err)
