@@ -103,27 +103,39 @@ func (g *Git) Produce(ctx context.Context, f *Fetcher, r *Request, work string) 
 // Mirror keeps a bare copy of the repository holding the commit, and the
 // module's dependencies and toolchain.
 func (g *Git) Mirror(ctx context.Context, f *Fetcher, r *Request, dir string) error {
-	if err := f.mirrorRepo(ctx, dir, g.ref()); err != nil {
-		return err
-	}
 	tmp, err := os.MkdirTemp("", "pallet-fetch-*")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
 	src := filepath.Join(tmp, "src")
-	// From the mirror just written, not the upstream again.
-	m := *f
-	m.Mirror, m.Offline, m.shared = dir, true, nil
-	if err := m.checkout(ctx, g.ref(), src); err != nil {
+	if err := g.mirrorCheckout(ctx, f, dir, src); err != nil {
 		return err
 	}
 	return f.mirrorGoModules(ctx, dir, r.Platform, &g.Go, filepath.Join(src, filepath.FromSlash(g.Go.Module)))
 }
 
+// mirrorCheckout keeps the repository in the mirror dir and checks the
+// commit out of it at src, under one bound: the module's dependencies,
+// fetched after, are not git work.
+func (g *Git) mirrorCheckout(ctx context.Context, f *Fetcher, dir, src string) (err error) {
+	ctx, end := boundGit(ctx, f.Limits, g.ref())
+	defer func() { err = end(err) }()
+	if err := f.mirrorRepo(ctx, dir, g.ref()); err != nil {
+		return err
+	}
+	// From the mirror just written, not the upstream again.
+	m := *f
+	m.Mirror, m.Offline, m.shared = dir, true, nil
+	return m.checkout(ctx, g.ref(), src)
+}
+
 // checkout puts g.Commit of g.Repo in dir and proves it: the commit must
-// exist, HEAD must be it, and a tag, when given, must point at it.
-func (f *Fetcher) checkout(ctx context.Context, g gitRef, dir string) error {
+// exist, HEAD must be it, and a tag, when given, must point at it. All
+// of it is held to one bound (boundGit).
+func (f *Fetcher) checkout(ctx context.Context, g gitRef, dir string) (err error) {
+	ctx, end := boundGit(ctx, f.Limits, g)
+	defer func() { err = end(err) }()
 	if f.shared != nil {
 		objects, err := f.shared.objects(ctx, f, g)
 		if err != nil {

@@ -34,15 +34,72 @@ func watchInterval(took, stall time.Duration) time.Duration {
 	return max(watchEvery, min(20*took, stall/4))
 }
 
-// errGitTimeout ends a remote git command that took longer than its
-// DownloadTimeout, which then fails with a *gitTimeoutError.
+// errGitTimeout ends git work that took longer than its DownloadTimeout
+// (gitBound), which then fails with a *gitTimeoutError.
 var errGitTimeout = errors.New("git took too long")
 
-// gitTimeoutError is the error of a remote git command ended by
-// errGitTimeout: what it had done by then.
+// gitTimeoutError is the error of git work ended by errGitTimeout: what
+// it had done by then.
 type gitTimeoutError struct{ msg string }
 
 func (e *gitTimeoutError) Error() string { return e.msg }
+
+// gitBound is the one time bound of a pinned commit's git work: its
+// fetch, the full fetch a refused one falls back to, its tag lookup and
+// its checkout, or a mirror's clone or update and its checks. Each
+// command bounded on its own let a fetch that failed late hand the full
+// fetch a fresh bound, and the tag lookup another: one artifact took
+// several times limits.download-timeout.
+type gitBound struct {
+	// what names the work in messages: the repository and commit, or
+	// empty for a lone command (pallet lock's tag lookup).
+	what string
+	// outer is the context the bound was put on: its end is the
+	// caller's (an interrupt), not the bound's.
+	outer   context.Context
+	start   time.Time
+	timeout time.Duration
+}
+
+type gitBoundKey struct{}
+
+// boundGit holds the git work done with the returned context to lim's
+// DownloadTimeout in all, from now, for the commit g; a context already
+// so held keeps its bound (a mirror's checkout is the same commit's
+// work as its clone). end turns the error of that work, when the bound
+// ran out, into a *gitTimeoutError naming g, which a command already
+// ended by it (remoteGit) has; the error of a nested call is returned
+// as it is, for the bound's owner to say.
+func boundGit(ctx context.Context, lim Limits, g gitRef) (bounded context.Context, end func(error) error) {
+	if _, ok := ctx.Value(gitBoundKey{}).(*gitBound); ok {
+		return ctx, func(err error) error { return err }
+	}
+	b := &gitBound{what: g.Repo + " at " + g.Commit, outer: ctx, start: time.Now(), timeout: lim.timeout()}
+	bounded, stop := context.WithTimeoutCause(context.WithValue(ctx, gitBoundKey{}, b), b.timeout, errGitTimeout)
+	return bounded, func(err error) error {
+		defer stop()
+		if err == nil || errors.As(err, new(*gitTimeoutError)) || !b.ranOut(bounded) {
+			return err
+		}
+		// A local command (a checkout, a check of the objects) killed
+		// at the deadline: its own error says only that.
+		return blame("repo", &gitTimeoutError{fmt.Sprintf("%s: %v", b.gaveUp(), err)})
+	}
+}
+
+// ranOut says whether ctx, under b, ended for b's deadline.
+func (b *gitBound) ranOut(ctx context.Context) bool {
+	return errors.Is(context.Cause(ctx), errGitTimeout) && b.outer.Err() == nil
+}
+
+// gaveUp says when and why the work under b was given up.
+func (b *gitBound) gaveUp() string {
+	took := time.Since(b.start).Round(time.Millisecond)
+	if b.what == "" {
+		return fmt.Sprintf("gave up after %s, over the %s one transfer may take (limits.download-timeout, --download-timeout)", took, b.timeout)
+	}
+	return fmt.Sprintf("gave up after %s, over the %s the git work of %s may take in all (limits.download-timeout, --download-timeout)", took, b.timeout, b.what)
+}
 
 // errGitOutput stops a command whose output passed maxGitOutput.
 var errGitOutput = errors.New("git printed more than it should")
@@ -56,8 +113,9 @@ var errGitOutput = errors.New("git printed more than it should")
 //   - watch, when set, is the repository the command writes into: what
 //     it adds is the transfer's size, held to MaxBytes as it grows and
 //     once it is done;
-//   - a command that takes longer than DownloadTimeout in all, however
-//     it keeps moving, is ended (errGitTimeout).
+//   - a command that runs past the bound of the git work it is part of
+//     (boundGit), or, alone, takes longer than DownloadTimeout in all,
+//     however it keeps moving, is ended (errGitTimeout).
 func remoteGit(ctx context.Context, all Limits, dir, watch string, args ...string) (string, error) {
 	lim := all.Limits.WithDefaults()
 	tooLarge := fmt.Errorf("more than %d bytes (limits.download, --max-download): %w", lim.MaxBytes, errFetchTooLarge)
@@ -65,10 +123,13 @@ func remoteGit(ctx context.Context, all Limits, dir, watch string, args ...strin
 	// git's low-speed limit http(s) to MinRate: a peer trickling just
 	// above both would hold the build for as long as the size limit
 	// takes at its pace.
-	timeout := all.timeout()
-	parent, start := ctx, time.Now()
-	ctx, stop := context.WithTimeoutCause(ctx, timeout, errGitTimeout)
-	defer stop()
+	bound, _ := ctx.Value(gitBoundKey{}).(*gitBound)
+	if bound == nil {
+		bound = &gitBound{outer: ctx, start: time.Now(), timeout: all.timeout()}
+		var stop context.CancelFunc
+		ctx, stop = context.WithTimeoutCause(ctx, bound.timeout, errGitTimeout)
+		defer stop()
+	}
 	// No rate here: a sign of progress is not a count of bytes, and git's
 	// own low-speed limit holds http(s) to MinRate. Each counts as one
 	// byte, so a Stall without one is a stall.
@@ -127,12 +188,12 @@ func remoteGit(ctx context.Context, all Limits, dir, watch string, args ...strin
 		return "", tooLarge
 	case errors.Is(cause, errGitOutput):
 		return "", fmt.Errorf("git %s: %w (over %d bytes)", args[0], errGitOutput, maxGitOutput)
-	case errors.Is(cause, errGitTimeout) && parent.Err() == nil:
+	case bound.ranOut(wctx):
 		got := fmt.Sprintf("%d bytes of answer received", stdout.Len())
 		if watch != "" {
 			got = fmt.Sprintf("%d bytes written into the repository", max(0, dirSize(watch)-before))
 		}
-		return "", &gitTimeoutError{fmt.Sprintf("git %s: gave up after %s, over the %s one transfer may take (limits.download-timeout, --download-timeout): %s", args[0], time.Since(start).Round(time.Millisecond), timeout, got)}
+		return "", &gitTimeoutError{fmt.Sprintf("git %s: %s: %s", args[0], bound.gaveUp(), got)}
 	case transfer.StallOf(wctx) != nil:
 		return "", fmt.Errorf("git %s: nothing received for %s (limits.stall): %w", args[0], lim.Stall, transfer.StallOf(wctx))
 	case err != nil:

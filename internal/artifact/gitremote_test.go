@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -166,7 +168,7 @@ func TestGitTimeoutBoundsATrickle(t *testing.T) {
 	f := fetcher(t)
 	f.Limits.Stall = time.Minute // the trickle never stalls: the timeout alone can end it
 	f.Limits.DownloadTimeout = time.Second
-	want := "over the 1s one transfer may take (limits.download-timeout, --download-timeout)"
+	want := "over the 1s the git work of " + url + " at " + commit + " may take in all (limits.download-timeout, --download-timeout)"
 	start := time.Now()
 	_, err := f.Fetch(context.Background(), filesRequest(t, &artifact.GitFiles{Repo: url, Commit: commit, Path: "hack"}), t.TempDir())
 	took := time.Since(start)
@@ -191,6 +193,7 @@ func TestGitTimeoutBoundsATrickle(t *testing.T) {
 
 	// A tag lookup is a transfer too: one the peer never answers, which
 	// only the stall bound would end (after a minute here).
+	want = "over the 1s one transfer may take (limits.download-timeout, --download-timeout)"
 	silent := silentServer(t)
 	start = time.Now()
 	if _, err := f.ResolveTag(context.Background(), silent, "v1.0.0"); err == nil ||
@@ -199,6 +202,50 @@ func TestGitTimeoutBoundsATrickle(t *testing.T) {
 	}
 	if took := time.Since(start); took > 8*time.Second {
 		t.Errorf("the tag lookup from a silent server took %s", took)
+	}
+}
+
+// The time bound is the commit's git work's in all, not each command's:
+// a fetch of the commit alone that a server refuses late (a dumb-http
+// one, after its list of refs has trickled in for most of the bound)
+// leaves the full fetch it falls back to what is left of the bound, not
+// a bound of its own, and the error names the repository and commit.
+// With a bound per command, each fetch, alone within it, succeeded, and
+// the artifact took nearly twice the bound.
+func TestGitTimeoutBoundsTheFallbackToo(t *testing.T) {
+	repo, commit := filesRepo(t)
+	bare := filepath.Join(t.TempDir(), "files.git")
+	fixture.Git(t, repo, "clone", "-q", "--bare", repo, bare)
+	// 1,500 refs: an info/refs of some 90 KB, which the trickle below
+	// takes some 2 s to send each time it is asked for; the full fetch
+	// takes under 3 s, within the 4 s bound alone, but not after the
+	// first.
+	var refs strings.Builder
+	for i := range 1500 {
+		fmt.Fprintf(&refs, "create refs/tags/pad-%05d %s\n", i, commit)
+	}
+	cmd := exec.Command("git", "update-ref", "--stdin")
+	cmd.Dir, cmd.Stdin = bare, strings.NewReader(refs.String())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git update-ref: %v\n%s", err, out)
+	}
+	fixture.Git(t, bare, "update-server-info")
+	srv := httptest.NewServer(http.FileServer(http.Dir(bare)))
+	t.Cleanup(srv.Close)
+	url := "http://" + trickle(t, strings.TrimPrefix(srv.URL, "http://"), 512, 10*time.Millisecond)
+
+	f := fetcher(t)
+	f.Limits.Stall = time.Minute
+	f.Limits.DownloadTimeout = 4 * time.Second
+	start := time.Now()
+	_, err := f.Fetch(context.Background(), filesRequest(t, &artifact.GitFiles{Repo: url, Commit: commit, Path: "hack"}), t.TempDir())
+	var fe *artifact.FieldError
+	if err == nil || !errors.As(err, &fe) || fe.Field != "repo" || !strings.Contains(err.Error(), "fetch "+url+": git fetch: gave up after 4") ||
+		!strings.Contains(err.Error(), "over the 4s the git work of "+url+" at "+commit+" may take in all") {
+		t.Errorf("fetch falling back to a full fetch through a trickle: %v, want it given up 4s after the first fetch began", err)
+	}
+	if took := time.Since(start); took > 20*time.Second {
+		t.Errorf("the fetch took %s", took)
 	}
 }
 

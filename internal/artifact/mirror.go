@@ -30,8 +30,11 @@ import (
 // also be served as a --mirror-url. The objects of the commit's checkout
 // are hashed (verifyCheckoutObjects) each time: a mirror whose object was
 // replaced or damaged is cloned again, or, when upstream gives the same,
-// refused, rather than left for an offline build to trip on.
-func (f *Fetcher) mirrorRepo(ctx context.Context, dir string, g gitRef) error {
+// refused, rather than left for an offline build to trip on. All of it
+// is held to one bound (boundGit).
+func (f *Fetcher) mirrorRepo(ctx context.Context, dir string, g gitRef) (err error) {
+	ctx, end := boundGit(ctx, f.Limits, g)
+	defer func() { err = end(err) }()
 	dst := MirrorRepo(dir, g.Repo)
 	if _, err := os.Stat(dst); err != nil {
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
@@ -61,7 +64,7 @@ func (f *Fetcher) mirrorRepo(ctx context.Context, dir string, g gitRef) error {
 			}
 		}
 	}
-	_, err := git(ctx, dst, "update-server-info")
+	_, err = git(ctx, dst, "update-server-info")
 	return err
 }
 
