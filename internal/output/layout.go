@@ -513,7 +513,7 @@ func swapDir(tmp, dir string) error {
 	if _, err := os.Lstat(dir); err != nil {
 		return os.Rename(tmp, dir)
 	}
-	if exchange(tmp, dir) == nil {
+	if tempfile.Exchange(tmp, dir) == nil {
 		os.RemoveAll(tmp) // now the old layout
 		return nil
 	}

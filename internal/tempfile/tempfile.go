@@ -6,6 +6,10 @@
 // or a mirror served over HTTP: those must come out like any file the user
 // creates, 0666 and 0777 less the umask.
 //
+// Exchange swaps one into place where the kernel can, so that the path
+// never goes missing: an output replaced, a mirror's repository cloned
+// again.
+//
 // It also makes the private work directory of each build (NewWorkDir),
 // locked while the build runs, and sweeps those that killed builds left
 // (SweepWorkDirs).
