@@ -23,6 +23,7 @@ import (
 	"golang.org/x/mod/module"
 
 	"github.com/pallet-dev/pallet/internal/platform"
+	"github.com/pallet-dev/pallet/internal/tempfile"
 )
 
 // mirrorRepo keeps a bare mirror of g's repository holding the pinned
@@ -98,13 +99,44 @@ func (f *Fetcher) cloneMirror(ctx context.Context, g gitRef, dst string) error {
 	if err := mirroredCommit(ctx, tmp, g); err != nil {
 		return fmt.Errorf("clone %s: %w", g.Repo, err)
 	}
+	return swapMirror(tmp, dst)
+}
+
+// afterMirrorExchange, when set (by tests), is called once a mirror's
+// copy is exchanged for its fresh clone, before the old copy is removed:
+// its error stands for the process dying there.
+var afterMirrorExchange func() error
+
+// swapMirror puts the fresh clone tmp at dst, replacing a damaged copy.
+// Where the kernel can exchange the two in one step, dst holds one
+// complete copy at every instant: with two renames, a kill between them
+// left no copy at all, and the next fetch needed the network. The old
+// copy ends at tmp, for the caller to remove.
+func swapMirror(tmp, dst string) error {
+	if _, err := os.Lstat(dst); errors.Is(err, fs.ErrNotExist) {
+		return os.Rename(tmp, dst)
+	}
+	if tempfile.Exchange(tmp, dst) == nil {
+		if afterMirrorExchange != nil {
+			return afterMirrorExchange()
+		}
+		return nil
+	}
+	// No exchange (another OS, an old kernel, some file systems): two
+	// renames, the old copy put back if the second fails.
 	old := dst + ".old"
 	os.RemoveAll(old)
-	if err := os.Rename(dst, old); err != nil && !os.IsNotExist(err) {
+	if err := os.Rename(dst, old); err != nil {
 		return err
 	}
-	defer os.RemoveAll(old)
-	return os.Rename(tmp, dst)
+	if err := os.Rename(tmp, dst); err != nil {
+		if rerr := os.Rename(old, dst); rerr != nil {
+			return fmt.Errorf("%w; the previous copy is at %s", err, old)
+		}
+		return err
+	}
+	os.RemoveAll(old)
+	return nil
 }
 
 // mirroredCommit says whether the bare repository repo holds g's commit
