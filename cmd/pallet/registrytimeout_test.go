@@ -46,4 +46,10 @@ func TestDownloadTimeoutOutsideABuild(t *testing.T) {
 			t.Errorf("%s: %v", strings.Join(bad, " "), err)
 		}
 	}
+	// Refused whatever is read, as build refuses it without a download.
+	for _, cmd := range []string{"inspect", "sbom"} {
+		if _, err := pallet(t, cmd, "oci:"+t.TempDir(), "--download-timeout", "0s"); err == nil || !strings.Contains(err.Error(), "--download-timeout 0s: want a positive duration") {
+			t.Errorf("%s oci:DIR --download-timeout 0s: %v", cmd, err)
+		}
+	}
 }

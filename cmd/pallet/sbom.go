@@ -54,17 +54,14 @@ func sbomCmd() *cobra.Command {
 				}
 				p, osVersion = &pp, v
 			}
-			var (
-				data []byte
-				err  error
-			)
+			ctx, err := timed()
+			if err != nil {
+				return err
+			}
+			var data []byte
 			if dir, ok := strings.CutPrefix(args[0], "oci:"); ok {
 				data, err = layoutReferrer(dir, p, osVersion, want)
 			} else {
-				ctx, berr := timed()
-				if berr != nil {
-					return berr
-				}
 				data, err = registryReferrer(ctx, strings.TrimPrefix(args[0], "registry:"), p, osVersion, want)
 			}
 			if err != nil {
