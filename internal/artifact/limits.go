@@ -31,9 +31,10 @@ type Limits struct {
 	transfer.Limits
 	// DownloadTimeout bounds one download (limits.download-timeout,
 	// --download-timeout), from its first request to its last byte,
-	// retries and their waits included, each git command that talks to
-	// a remote (a fetch, a clone, a tag lookup; a fetch of the commit
-	// alone that ran out of it is not tried again as a full fetch), and
+	// retries and their waits included, the git work of one pinned
+	// commit in all (fetch, fallback full fetch, checkout; a fetch of the
+	// commit alone that ran out of it is not tried again as a full
+	// fetch), a lone tag lookup, and
 	// each module proxy response the go command gets through the gate;
 	// zero means DefaultDownloadTimeout. Unlike the
 	// watchdog's bounds, it holds a transfer however it keeps moving.
