@@ -16,6 +16,7 @@ import (
 	"sync"
 
 	"github.com/pallet-dev/pallet/internal/bounded"
+	"github.com/pallet-dev/pallet/internal/once"
 	"github.com/pallet-dev/pallet/internal/platform"
 	"github.com/pallet-dev/pallet/internal/tree"
 )
@@ -469,18 +470,12 @@ var toolchainNames = []string{"GOROOT", "GOVERSION", "GOMODCACHE"}
 // ForgetToolchainEnv forgets those asked in their directory: each build
 // asks in a work directory of its own, and a process running build
 // after build (a test binary, a server) kept every one of them.
-var toolchainAnswers sync.Map // toolchainQuestion -> *toolchainAnswer
+var toolchainAnswers sync.Map // toolchainQuestion -> answer (once.Success)
 
 // toolchainQuestion is what an answer of AskToolchainEnv depends on: the
 // directory it was asked in, apart from the rest (names, go command,
 // environment), for ForgetToolchainEnv to find.
 type toolchainQuestion struct{ dir, rest string }
-
-type toolchainAnswer struct {
-	once   sync.Once
-	values []string
-	err    error
-}
 
 // AskToolchainEnv is AskGoEnv for names of toolchainNames alone, asked
 // once per process for each directory, go command on PATH (its path and
@@ -488,8 +483,9 @@ type toolchainAnswer struct {
 // but for what changes none of the answers (answerFree): a recipe's go artifact for two platforms asked go env
 // GOROOT GOVERSION once for each, 20-40 ms apiece on a busy machine, for
 // one answer. Concurrent callers wait for the first's answer. An error is
-// not kept: a caller that finds another's asks again itself (that one may
-// have been stopped), and the next caller asks afresh.
+// not kept: a caller that finds another's asks again itself, or waits for
+// a caller that does (that one may have been stopped), and the next
+// caller asks afresh.
 func AskToolchainEnv(ctx context.Context, dir string, env []string, names ...string) ([]string, error) {
 	for _, n := range names {
 		if !slices.Contains(toolchainNames, n) {
@@ -518,22 +514,13 @@ func askOnce(ctx context.Context, dir string, env, names []string, ask func(cont
 			rest += "\x00" + kv
 		}
 	}
-	key := toolchainQuestion{dir: dir, rest: rest}
-	v, _ := toolchainAnswers.LoadOrStore(key, &toolchainAnswer{})
-	a := v.(*toolchainAnswer)
-	asked := false
-	a.once.Do(func() {
-		asked = true
-		a.values, a.err = ask(ctx, dir, env, names...)
+	values, err := once.Success(&toolchainAnswers, toolchainQuestion{dir: dir, rest: rest}, func() ([]string, error) {
+		return ask(ctx, dir, env, names...)
 	})
-	if a.err != nil {
-		toolchainAnswers.CompareAndDelete(key, a)
-		if !asked {
-			return ask(ctx, dir, env, names...)
-		}
-		return nil, a.err
+	if err != nil {
+		return nil, err
 	}
-	return slices.Clone(a.values), nil
+	return slices.Clone(values), nil
 }
 
 // GoDefaultsStamp is the stamps of the files the go command at gobin,

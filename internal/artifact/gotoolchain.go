@@ -22,6 +22,7 @@ import (
 
 	"github.com/pallet-dev/pallet/internal/bounded"
 	"github.com/pallet-dev/pallet/internal/modhash"
+	"github.com/pallet-dev/pallet/internal/once"
 )
 
 // A Go toolchain the go command switches to (GOTOOLCHAIN=goX.Y.Z) is
@@ -56,14 +57,9 @@ func toolchainModule(goVersion string) module.Version {
 // toolchainVerified memoizes VerifyGoToolchain by what it checked: a
 // toolchain, once unpacked in a module cache from proven bytes (or found
 // there and proven), is what every later go command of the process runs.
-var toolchainVerified sync.Map // toolchainCheck -> *toolchainOnce
+var toolchainVerified sync.Map // toolchainCheck -> struct{} (once.Success)
 
 type toolchainCheck struct{ version, proxy, modcache, sumdb string }
-
-type toolchainOnce struct {
-	mu   sync.Mutex
-	done bool
-}
 
 // VerifyGoToolchain proves, before a go command runs in dir with env, the
 // toolchain it would switch to where the go command itself would not
@@ -141,17 +137,11 @@ func VerifyGoToolchain(ctx context.Context, dir string, env []string) ([]string,
 	}
 	db := userSumDB()
 	key := toolchainCheck{version: want, proxy: filepath.FromSlash(strings.TrimPrefix(proxy, "file://")), modcache: v[1], sumdb: db}
-	o, _ := toolchainVerified.LoadOrStore(key, &toolchainOnce{})
-	once := o.(*toolchainOnce)
-	once.mu.Lock()
-	defer once.mu.Unlock()
-	if once.done {
-		return pinned, nil
-	}
-	if err := verifyToolchain(ctx, local, key); err != nil {
+	if _, err := once.Success(&toolchainVerified, key, func() (struct{}, error) {
+		return struct{}{}, verifyToolchain(ctx, local, key)
+	}); err != nil {
 		return nil, err
 	}
-	once.done = true
 	return pinned, nil
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pallet-dev/pallet/internal/artifact"
 	"github.com/pallet-dev/pallet/internal/bounded"
+	"github.com/pallet-dev/pallet/internal/once"
 	"github.com/pallet-dev/pallet/internal/tree"
 )
 
@@ -72,20 +73,13 @@ func (b *builder) goLicense(ctx context.Context, env []string, built string, ran
 		// Once per environment and release in a build, not for every Go
 		// binary: each looked for the go command on PATH and its memo
 		// again. An error is not kept, and one found from another
-		// caller's asking (that one may have been stopped) is asked again.
+		// caller's asking (that one may have been stopped) is asked again
+		// (once.Success).
 		key := want + "\x00" + strings.Join(env, "\x00")
-		asked := false
 		var err error
-		tc, err = onceFor(&b.goToolchains, key, func() (goToolchain, error) {
-			asked = true
+		tc, err = once.Success(&b.goToolchains, key, func() (goToolchain, error) {
 			return b.toolchain(ctx, env, want)
 		})
-		if err != nil {
-			b.goToolchains.Delete(key)
-			if !asked {
-				tc, err = b.toolchain(ctx, env, want)
-			}
-		}
 		if err != nil {
 			return goToolchainLicense{}, err
 		}
@@ -95,12 +89,12 @@ func (b *builder) goLicense(ctx context.Context, env []string, built string, ran
 		// ran, and asked go env (25-50 ms) where a third build found the
 		// answer in the memo.
 		key := want + "\x00" + ran.root + "\x00" + strings.Join(env, "\x00")
-		onceFor(&b.keptToolchains, key, func() (struct{}, error) {
+		once.Value(&b.keptToolchains, key, func() (struct{}, error) {
 			b.keepToolchain(env, want, ran)
 			return struct{}{}, nil
 		})
 	}
-	gl, err := onceFor(&b.goLicenses, tc.root+"\x00"+tc.version, func() (goToolchainLicense, error) {
+	gl, err := once.Value(&b.goLicenses, tc.root+"\x00"+tc.version, func() (goToolchainLicense, error) {
 		return b.readGoLicenseAt(tc.root, tc.version)
 	})
 	if err == nil && want != "" && gl.version != want {

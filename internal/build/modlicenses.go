@@ -8,13 +8,13 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	"golang.org/x/mod/modfile"
 
 	"github.com/pallet-dev/pallet/internal/artifact"
 	"github.com/pallet-dev/pallet/internal/bounded"
 	"github.com/pallet-dev/pallet/internal/golicenses"
+	"github.com/pallet-dev/pallet/internal/once"
 	"github.com/pallet-dev/pallet/internal/plan"
 	"github.com/pallet-dev/pallet/internal/record"
 	"github.com/pallet-dev/pallet/internal/sbom"
@@ -226,7 +226,7 @@ func (b *builder) licenceWork(pattern string) (string, error) {
 // environment in a build: the go command takes 20-30 ms to say, and a
 // recipe of CNI plugins has 18 binaries for each platform.
 func (b *builder) moduleCache(ctx context.Context, env []string) (string, error) {
-	return onceFor(&b.modCaches, strings.Join(env, "\x00"), func() (string, error) {
+	return once.Value(&b.modCaches, strings.Join(env, "\x00"), func() (string, error) {
 		return b.keptModuleCache(ctx, env)
 	})
 }
@@ -261,22 +261,6 @@ func (b *builder) keptModuleCache(ctx context.Context, env []string) (string, er
 	return dir, err
 }
 
-// onceFor is what derive gives for key, derived once per key of m: later
-// callers wait for the first's answer and get it, error included.
-func onceFor[V any](m *sync.Map, key string, derive func() (V, error)) (V, error) {
-	v, _ := m.LoadOrStore(key, &onceValue[V]{})
-	o := v.(*onceValue[V])
-	o.once.Do(func() { o.v, o.err = derive() })
-	return o.v, o.err
-}
-
-// onceValue is a value derived once, and the error deriving it gave.
-type onceValue[V any] struct {
-	once sync.Once
-	v    V
-	err  error
-}
-
 // rememberHash keeps a module zip's hash with the cache's facts about
 // files, as an input's digest is kept.
 func (b *builder) rememberHash(path, fact string, hash func() (string, error)) (string, error) {
@@ -286,7 +270,7 @@ func (b *builder) rememberHash(path, fact string, hash func() (string, error)) (
 // shareZip reads a module zip's licence files once in a build, for every
 // platform and binary that links the module (golicenses.Options.ShareZip).
 func (b *builder) shareZip(key string, read func() (map[string][]byte, error)) (map[string][]byte, error) {
-	return onceFor(&b.zipLicences, key, read)
+	return once.Value(&b.zipLicences, key, read)
 }
 
 // goSource is where the artifact's Go build read its source, for the
