@@ -10,17 +10,32 @@ import (
 )
 
 func open(path string) (*os.File, error) {
+	fd, err := OpenNonblocking(path)
+	if err != nil {
+		return nil, err
+	}
+	// Non-blocking, a pipe's reads go through the runtime's poller and
+	// wait for data there; a regular file ignores the flag.
+	return os.NewFile(uintptr(fd), path), nil
+}
+
+// OpenNonblocking opens the file at path to read, close-on-exec and
+// non-blocking, and gives its descriptor: a named pipe opens at once,
+// without a writer, where a blocking open waits for one, perhaps forever,
+// and no signal ends it. Open and regfile.Open both begin so: Open keeps
+// the descriptor non-blocking, for the poller to wait on a pipe's data;
+// regfile refuses all but a regular file and makes it blocking again, to
+// keep it from the poller.
+func OpenNonblocking(path string) (int, error) {
 	for {
 		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
-			return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+			return -1, &fs.PathError{Op: "open", Path: path, Err: err}
 		}
-		// Non-blocking, a pipe's reads go through the runtime's poller
-		// and wait for data there; a regular file ignores the flag.
-		return os.NewFile(uintptr(fd), path), nil
+		return fd, nil
 	}
 }
 

@@ -11,20 +11,11 @@ import (
 )
 
 func open(path string) (*os.File, error) {
-	// O_NONBLOCK: a named pipe put where a regular file was opens at
-	// once, without a writer, and is refused below; without it the open
-	// waits for a writer, perhaps forever, and no signal ends it.
-	var fd int
-	for {
-		var err error
-		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, &fs.PathError{Op: "open", Path: path, Err: err}
-		}
-		break
+	// Non-blocking: a named pipe put where a regular file was opens at
+	// once, without a writer, and is refused below.
+	fd, err := bounded.OpenNonblocking(path)
+	if err != nil {
+		return nil, err
 	}
 	// The type is asked of what was opened, not of the path before the
 	// open: the path may change between the two.
