@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/moby/patternmatcher"
@@ -27,6 +28,12 @@ import (
 // "!a", a/x is left out (BuildKit) where MatchesOrParentMatches keeps it.
 type patterns struct {
 	pm *patternmatcher.PatternMatcher
+	// pmMu is held while pm is asked: it compiles a pattern on its
+	// first match, and one set is asked by walks that run at once (the
+	// sources of a COPY, the artifacts an ignore file filters). each is
+	// compiled before it is asked, and asked without it. A copy of the
+	// set shares pm, and so the lock.
+	pmMu *sync.Mutex
 	// each holds the patterns one by one, to be asked in
 	// MatchesUsingParentResults's order by pallet (next) with a test
 	// before each that costs less than the match; nil when a pattern
@@ -75,11 +82,11 @@ type dirMatch struct {
 }
 
 func newPatterns(list []string) (*patterns, error) {
-	pm, bad, err := compiled(list)
+	pm, ones, bad, err := compiled(list)
 	if err != nil {
 		return nil, err
 	}
-	ps := &patterns{pm: pm, bad: bad}
+	ps := &patterns{pm: pm, pmMu: new(sync.Mutex), bad: bad}
 	// fsutil's set: on Windows, \ is the separator and no escape.
 	wildcards := "*[]?^"
 	if filepath.Separator != '\\' {
@@ -97,7 +104,7 @@ func newPatterns(list []string) (*patterns, error) {
 		ps.exceptions = append(ps.exceptions, s+string(filepath.Separator))
 	}
 	slices.Sort(ps.exceptions)
-	ps.each, err = alone(pm)
+	ps.each, err = alone(pm, ones)
 	if err != nil {
 		return nil, err
 	}
@@ -297,21 +304,22 @@ func (ps *patterns) candidates(rel string, parent []int) []candidate {
 // compiled is patternmatcher.New(list) with each pattern's regular
 // expression made now, so that a pattern that cannot compile is known by
 // its index (patternmatcher makes it at the first match, and its error
-// names no pattern). Such a pattern is not refused: BuildKit's walk asks
+// names no pattern): made in ones, each pattern alone, by index (nil
+// where patternmatcher refuses it alone), for alone to keep. Such a pattern is not refused: BuildKit's walk asks
 // a pattern only of some paths (an exclusion once something before it
 // matched, an inclusion while nothing did), so it fails only a build
 // whose walk asks it. bad holds those, by index, or is nil.
-func compiled(list []string) (pm *patternmatcher.PatternMatcher, bad []*badPattern, err error) {
+func compiled(list []string) (pm *patternmatcher.PatternMatcher, ones []*patternmatcher.PatternMatcher, bad []*badPattern, err error) {
 	pm, err = patternmatcher.New(list)
 	if err != nil {
 		// New's error names neither the pattern nor where it is (a lone
 		// "!", a class left open): the first refused alone is the one.
 		for j, p := range list {
 			if _, one := patternmatcher.New([]string{p}); one != nil {
-				return nil, nil, &patternError{i: j, err: fmt.Errorf("pattern %q: %w", strings.TrimSpace(p), one)}
+				return nil, nil, nil, &patternError{i: j, err: fmt.Errorf("pattern %q: %w", strings.TrimSpace(p), one)}
 			}
 		}
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	for i, p := range pm.Patterns() {
 		// patternmatcher's scanner prints these to stderr, naming no
@@ -319,10 +327,10 @@ func compiled(list []string) (pm *patternmatcher.PatternMatcher, bad []*badPatte
 		// U+FFFD, which its regular expression then matches for any
 		// byte that is no UTF-8, or with a NUL, which no path holds.
 		if !utf8.ValidString(p.String()) {
-			return nil, nil, &patternError{i: listIndex(list, i), err: fmt.Errorf("pattern %q is not valid UTF-8", patternText(p))}
+			return nil, nil, nil, &patternError{i: listIndex(list, i), err: fmt.Errorf("pattern %q is not valid UTF-8", patternText(p))}
 		}
 		if strings.IndexByte(p.String(), 0) >= 0 {
-			return nil, nil, &patternError{i: listIndex(list, i), err: fmt.Errorf("pattern %q holds a NUL byte", patternText(p))}
+			return nil, nil, nil, &patternError{i: listIndex(list, i), err: fmt.Errorf("pattern %q holds a NUL byte", patternText(p))}
 		}
 	}
 	for i, p := range pm.Patterns() {
@@ -332,6 +340,7 @@ func compiled(list []string) (pm *patternmatcher.PatternMatcher, bad []*badPatte
 		if err == nil {
 			_, err = one.MatchesOrParentMatches(".")
 		}
+		ones = append(ones, one)
 		if err != nil {
 			if bad == nil {
 				bad = make([]*badPattern, len(pm.Patterns()))
@@ -339,7 +348,7 @@ func compiled(list []string) (pm *patternmatcher.PatternMatcher, bad []*badPatte
 			bad[i] = &badPattern{text: patternText(p), err: err}
 		}
 	}
-	return pm, bad, nil
+	return pm, ones, bad, nil
 }
 
 // badPattern is a pattern that cannot compile, said when a match asks
@@ -370,16 +379,20 @@ func (ps *patterns) fault(i int, err error) error {
 // alone makes pm's patterns each a matcher of its own, or returns nil
 // when one is not the same pattern alone: patternmatcher.New trims and
 // reads a leading "!" again, so " a" (from "! a") or "!a" (from "!!a")
-// would change.
-func alone(pm *patternmatcher.PatternMatcher) ([]pattern, error) {
+// would change. The matchers are those compiled made, by index: compiled
+// already, so that walks at once only read them.
+func alone(pm *patternmatcher.PatternMatcher, ones []*patternmatcher.PatternMatcher) ([]pattern, error) {
 	if filepath.Separator != '/' {
 		return nil, nil
 	}
 	var each []pattern
-	for _, p := range pm.Patterns() {
-		one, err := patternmatcher.New([]string{p.String()})
-		if err != nil {
-			return nil, err
+	for i, p := range pm.Patterns() {
+		one := ones[i]
+		if one == nil {
+			var err error
+			if one, err = patternmatcher.New([]string{p.String()}); err != nil {
+				return nil, err
+			}
 		}
 		if q := one.Patterns(); len(q) != 1 || q[0].Exclusion() || q[0].String() != p.String() {
 			return nil, nil
@@ -425,7 +438,9 @@ func literals(p string) []string {
 // are any. rel is slash-separated.
 func (ps *patterns) next(rel string, parent dirMatch, dir bool) (bool, dirMatch, error) {
 	if ps.each == nil {
+		ps.pmMu.Lock()
 		m, info, err := ps.pm.MatchesUsingParentResults(rel, parent.info)
+		ps.pmMu.Unlock()
 		if err != nil {
 			return false, dirMatch{}, ps.fault(-1, err)
 		}
