@@ -156,15 +156,11 @@ func (f *filter) keepOnly(paths []string) {
 	f.keepID = fmt.Sprintf("%d:%x", len(f.keep), h.Sum(nil))
 }
 
-func newFilter(ctx *buildContext, base string, exclude []string) (*filter, error) {
-	f := &filter{ctx: ctx, exclBase: base, exclRaw: exclude}
-	if len(exclude) > 0 {
-		var err error
-		if f.exclude, err = newPatterns(exclude); err != nil {
-			return nil, fmt.Errorf("--exclude: %w", err)
-		}
-	}
-	return f, nil
+// newFilter is the filter of a source at base: the ignore file's, and
+// the --exclude patterns raw, as written, compiled as excluded (nil for
+// none), once for every source of the COPY (checkExclude).
+func newFilter(ctx *buildContext, base string, raw []string, excluded *patterns) *filter {
+	return &filter{ctx: ctx, exclBase: base, exclRaw: raw, exclude: excluded}
 }
 
 // withOmit returns f with more paths left out.

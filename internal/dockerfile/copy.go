@@ -37,6 +37,10 @@ type copyOp struct {
 	chmod    *string
 	checksum *string
 	exclude  []string
+	// excluded is exclude compiled once, by checkExclude, for every
+	// source: expansion leaves the patterns as written, as BuildKit's
+	// does.
+	excluded *patterns
 	parents  bool
 	link     bool
 	unpack   *bool
@@ -425,35 +429,36 @@ func (e *evaluator) copyFrom(s *stageState, n *parser.Node, op *copyOp) (*stageS
 	if from != nil && len(op.exclude) > 0 {
 		return nil, plan.Errorf(e.d.loc.token(n, "--exclude="+op.exclude[0]), "--exclude is not supported with --from: copy the stage's directories one by one, or exclude the files where the stage copies them")
 	}
-	if err := e.checkExclude(n, op.exclude); err != nil {
+	if op.excluded, err = e.checkExclude(n, op.exclude); err != nil {
 		return nil, err
 	}
 	return from, nil
 }
 
-// checkExclude refuses --exclude patterns that cannot be matched as
-// written, at the flag that gives the one at fault, before any source is
-// read: where a source's walk refused them, it was at the source, or at
-// the COPY's last line.
-func (e *evaluator) checkExclude(n *parser.Node, exclude []string) error {
+// checkExclude compiles a COPY's --exclude patterns, nil for none,
+// refusing those that cannot be matched as written, at the flag that
+// gives the one at fault, before any source is read: where a source's
+// walk refused them, it was at the source, or at the COPY's last line.
+func (e *evaluator) checkExclude(n *parser.Node, exclude []string) (*patterns, error) {
 	if len(exclude) == 0 {
-		return nil
+		return nil, nil
 	}
 	// The pattern BuildKit's parser gives holds U+FFFD for each byte
 	// that is no UTF-8, which matches any such byte: refused, as an
 	// ignore file's pattern is.
 	if pos, v, bad := e.d.loc.notUTF8Flag(n, "--exclude="); bad {
-		return plan.Errorf(pos, "--exclude: pattern %q is not valid UTF-8", v)
+		return nil, plan.Errorf(pos, "--exclude: pattern %q is not valid UTF-8", v)
 	}
-	if _, err := newPatterns(exclude); err != nil {
+	ps, err := newPatterns(exclude)
+	if err != nil {
 		pos := e.d.loc.node(n)
 		var pe *patternError
 		if errors.As(err, &pe) && pe.i < len(exclude) {
 			pos = e.d.loc.token(n, "--exclude="+exclude[pe.i])
 		}
-		return plan.Wrap(pos, fmt.Errorf("--exclude: %w", err))
+		return nil, plan.Wrap(pos, fmt.Errorf("--exclude: %w", err))
 	}
-	return nil
+	return ps, nil
 }
 
 // destination is where a COPY goes in stage s, cleaned, and whether it
@@ -771,9 +776,7 @@ func (e *evaluator) contextItem(op *copyOp, src, host string, wild bool, pos pla
 	// 100,000 matches need not hold one each.
 	var f *filter
 	if info.IsDir() || len(op.exclude) > 0 {
-		if f, err = newFilter(e.ctx, base, op.exclude); err != nil {
-			return item{}, false, err
-		}
+		f = newFilter(e.ctx, base, op.exclude, op.excluded)
 	}
 	excludedMsg := func() (item, bool, error) {
 		if wild {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/moby/patternmatcher"
@@ -81,7 +82,12 @@ type dirMatch struct {
 	hits []int                    // when each was: the patterns that matched, ascending
 }
 
+// compiles counts the sets of patterns made, for the tests that check a
+// COPY's --exclude is compiled once for all of its sources.
+var compiles atomic.Int64
+
 func newPatterns(list []string) (*patterns, error) {
+	compiles.Add(1)
 	pm, ones, bad, err := compiled(list)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,9 @@
 package dockerfile
 
 import (
+	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -47,5 +50,55 @@ func TestPatternsSharedByConcurrentWalks(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// A COPY's --exclude patterns are compiled once, when the instruction is
+// checked, and that set filters each of its sources, where each source
+// compiled them again; every source still leaves out what they match
+// (at its top: "*" does not cross a "/").
+func TestExcludeCompiledOncePerCopy(t *testing.T) {
+	d, err := Load(write(t, map[string]string{
+		"Dockerfile": "FROM scratch\nCOPY --exclude=*.md a b c/x.txt c/y.md /dst/\n",
+		"a/1.txt":    "1", "a/R.md": "r", "a/sub/S.md": "s",
+		"b/2.txt": "2", "b/R.md": "r",
+		"c/x.txt": "x", "c/y.md": "y",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := compiles.Load()
+	p, err := d.Plan(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := compiles.Load() - before; n != 1 {
+		t.Errorf("planning compiled %d sets of patterns, want the --exclude's once", n)
+	}
+	var sets []*patterns
+	var kept []string
+	for _, a := range p.Artifacts {
+		k, ok := a.Kind.(*localDir)
+		if !ok {
+			continue
+		}
+		sets = append(sets, k.filter.exclude)
+		entries, _, err := scan(k.Path, k.filter)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, en := range entries {
+			kept = append(kept, filepath.Base(k.Path)+"/"+en.rel)
+		}
+	}
+	if len(sets) != 2 || sets[0] == nil || sets[0] != sets[1] {
+		t.Errorf("the directories' filters hold %v, want the one set of the COPY", sets)
+	}
+	slices.Sort(kept)
+	if want := []string{"a/1.txt", "a/sub", "a/sub/S.md", "b/2.txt"}; !slices.Equal(kept, want) {
+		t.Errorf("kept %q, want %q", kept, want)
+	}
+	if got := placements(t, p); len(got) != 1 || !strings.Contains(got[0], "c/x.txt") || strings.Contains(got[0], "y.md") {
+		t.Errorf("placements %q, want c/x.txt and not c/y.md", got)
 	}
 }

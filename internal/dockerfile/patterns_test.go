@@ -294,13 +294,17 @@ func TestScanMatchesBuildKit(t *testing.T) {
 				base = root
 			}
 		}
-		f, err := newFilter(ctx, base, exclude)
-		if invalidPattern(err) {
-			continue
+		var excluded *patterns
+		if len(exclude) > 0 {
+			excluded, err = newPatterns(exclude)
+			if invalidPattern(err) {
+				continue
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
 		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		f := newFilter(ctx, base, exclude, excluded)
 		if r.IntN(4) == 0 {
 			f = f.withOmit([]string{filepath.Join(ctx.dir, filepath.FromSlash(all[r.IntN(len(all))]))})
 		}
@@ -400,10 +404,7 @@ func TestScanManyPatternsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := newFilter(ctx, ctx.dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := newFilter(ctx, ctx.dir, nil, nil)
 	start := time.Now()
 	kept, _ := scanned(t, ctx.dir, f)
 	took := time.Since(start)
@@ -485,10 +486,7 @@ func TestLeftOutDirectoryWalkedOnlyForAnException(t *testing.T) {
 		if got := ctx.ignore.mayTakeBack(tc.dir); got != tc.want {
 			t.Errorf("%q: mayTakeBack(%s) = %v, want %v", tc.patterns, tc.dir, got, tc.want)
 		}
-		f, err := newFilter(ctx, ctx.dir, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		f := newFilter(ctx, ctx.dir, nil, nil)
 		w, err := f.walk(ctx.dir)
 		if err != nil {
 			t.Fatal(err)
