@@ -13,14 +13,21 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The descriptor is read-only, non-blocking and closed on exec, and a
-// named pipe with no writer opens at once (a blocking open would hang
-// the test); a path that is not there is a PathError naming it.
-func TestOpenNonblocking(t *testing.T) {
+// namedPipe makes a named pipe in a directory of the test's own.
+func namedPipe(t *testing.T) string {
+	t.Helper()
 	fifo := filepath.Join(t.TempDir(), "pipe")
 	if err := unix.Mkfifo(fifo, 0o644); err != nil {
 		t.Skipf("mkfifo: %v", err)
 	}
+	return fifo
+}
+
+// The descriptor is read-only, non-blocking and closed on exec, and a
+// named pipe with no writer opens at once (a blocking open would hang
+// the test); a path that is not there is a PathError naming it.
+func TestOpenNonblocking(t *testing.T) {
+	fifo := namedPipe(t)
 	fd, err := OpenNonblocking(fifo)
 	if err != nil {
 		t.Fatal(err)
@@ -52,10 +59,7 @@ func TestOpenNonblocking(t *testing.T) {
 // the poller, and one that nothing wrote to reads as empty and
 // Unwritten.
 func TestOpenNamedPipe(t *testing.T) {
-	fifo := filepath.Join(t.TempDir(), "pipe")
-	if err := unix.Mkfifo(fifo, 0o644); err != nil {
-		t.Skipf("mkfifo: %v", err)
-	}
+	fifo := namedPipe(t)
 	f, err := Open(fifo)
 	if err != nil {
 		t.Fatal(err)

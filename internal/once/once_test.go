@@ -20,45 +20,40 @@ func callers(n int, call func(i int) (int, error)) ([]int, []error) {
 	return vs, errs
 }
 
-func TestValueDerivedOnceErrorIncluded(t *testing.T) {
-	var m sync.Map
-	var derived atomic.Int32
-	vs, errs := callers(16, func(int) (int, error) {
-		return Value(&m, "k", func() (int, error) { return int(derived.Add(1)), nil })
-	})
-	for i := range vs {
-		if vs[i] != 1 || errs[i] != nil {
-			t.Fatalf("caller %d got %d, %v; want the one answer, 1", i, vs[i], errs[i])
+// Concurrent callers of one key get the one answer, derived once, from
+// Value and Success alike.
+func TestDerivedOnce(t *testing.T) {
+	for name, get := range map[string]func(*sync.Map, string, func() (int, error)) (int, error){
+		"Value":   Value[string, int],
+		"Success": Success[string, int],
+	} {
+		var m sync.Map
+		var derived atomic.Int32
+		vs, errs := callers(16, func(int) (int, error) {
+			return get(&m, "k", func() (int, error) { return int(derived.Add(1)), nil })
+		})
+		for i := range vs {
+			if vs[i] != 1 || errs[i] != nil {
+				t.Fatalf("%s: caller %d got %d, %v; want the one answer, 1", name, i, vs[i], errs[i])
+			}
+		}
+		if n := derived.Load(); n != 1 {
+			t.Fatalf("%s: derived %d times for one key, want once", name, n)
 		}
 	}
-	if n := derived.Load(); n != 1 {
-		t.Fatalf("derived %d times for one key, want once", n)
-	}
+}
 
+func TestValueKeepsError(t *testing.T) {
+	var m sync.Map
+	var derived atomic.Int32
 	bad := errors.New("bad")
 	for range 2 {
 		if _, err := Value(&m, "e", func() (int, error) { derived.Add(1); return 0, bad }); err != bad {
 			t.Fatalf("Value = %v, want the error derive gave", err)
 		}
 	}
-	if n := derived.Load(); n != 2 {
-		t.Fatalf("derived %d times in all, want the error kept and derived once more", n-1)
-	}
-}
-
-func TestSuccessDerivedOnce(t *testing.T) {
-	var m sync.Map
-	var derived atomic.Int32
-	vs, errs := callers(16, func(int) (int, error) {
-		return Success(&m, "k", func() (int, error) { return int(derived.Add(1)), nil })
-	})
-	for i := range vs {
-		if vs[i] != 1 || errs[i] != nil {
-			t.Fatalf("caller %d got %d, %v; want the one answer, 1", i, vs[i], errs[i])
-		}
-	}
 	if n := derived.Load(); n != 1 {
-		t.Fatalf("derived %d times for one key, want once", n)
+		t.Fatalf("derived %d times, want the error kept", n)
 	}
 }
 
