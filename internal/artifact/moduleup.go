@@ -7,12 +7,14 @@ import (
 	"go/scanner"
 	"go/token"
 	"io"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"golang.org/x/mod/modfile"
 
@@ -48,20 +50,18 @@ type upLink struct{ rel, path string }
 // import path. Each is taken as an import of what it starts from.
 //
 // headers lists, for each walk, the C headers outside the modules that
-// the cgo preambles of its Go files, and of the packages found, include
-// (see cgoHeaders): up/inc/x.h, through the link, was not in the key,
-// and an edit of it was served the binary first built. nil where there
-// are none, so that keys without them are as they were.
+// its cgo packages, and those found through links, include (see
+// cgoHeaders): up/inc/x.h, through the link, was not in the key, and an
+// edit of it was served the binary first built. nil where there are
+// none, so that keys without them are as they were.
 func (f *Fetcher) importedUp(walks []*moduleWalk, main string, packages []string) (out, headers []*tree.Tree, err error) {
 	out = make([]*tree.Tree, len(walks))
 	headers = make([]*tree.Tree, len(walks))
 	modPaths := make([]string, len(walks))
-	up := false
 	for i, w := range walks {
 		if len(w.up) == 0 {
 			continue
 		}
-		up = true
 		out[i] = tree.New()
 		// Without a module path, go build imports nothing through it.
 		data, err := bounded.ReadFile(filepath.Join(w.root, "go.mod"), MaxGoMod)
@@ -69,9 +69,11 @@ func (f *Fetcher) importedUp(walks []*moduleWalk, main string, packages []string
 			modPaths[i] = modfile.ModulePath(data)
 		}
 	}
-	if !up {
-		return out, headers, nil
-	}
+	// A module without links up has its Go files read too, for their
+	// cgo preambles: #include "../inc/x.h", or -I${SRCDIR}/../inc, reads
+	// a header outside it with no link to show it, and an edit of that
+	// was served the binary first built.
+	//
 	// Any module's files may import through any one's links: the main
 	// module a package of one it replaces. Each is queued with the walk
 	// it was found by.
@@ -130,7 +132,7 @@ func (f *Fetcher) importedUp(walks []*moduleWalk, main string, packages []string
 			}
 		}
 	}
-	included := map[string]bool{}
+	pkgs := map[string]*cgoPackage{}
 	for len(queue) > 0 {
 		src := queue[len(queue)-1]
 		queue = queue[:len(queue)-1]
@@ -141,10 +143,17 @@ func (f *Fetcher) importedUp(walks []*moduleWalk, main string, packages []string
 			}
 		}
 		if gs.cgo != nil {
-			if err := f.cgoHeaders(walks, src.walk, &headers[src.walk], src.path, gs.cgo, included); err != nil {
-				return nil, nil, err
+			dir := filepath.Dir(src.path)
+			pkg := pkgs[dir]
+			if pkg == nil {
+				pkg = &cgoPackage{dir: dir, walk: src.walk}
+				pkgs[dir] = pkg
 			}
+			pkg.files = append(pkg.files, cgoFile{src.path, gs.cgo})
 		}
+	}
+	if err := f.cgoHeaders(walks, pkgs, headers); err != nil {
+		return nil, nil, err
 	}
 	return out, headers, nil
 }
@@ -285,13 +294,14 @@ func readGoSource(p string) goSource {
 			if doc == nil && !d.Lparen.IsValid() {
 				doc = d.Doc
 			}
-			pre := parsePreamble(filepath.Dir(p), doc.Text())
+			pre := parsePreamble(doc.Text())
 			if out.cgo == nil {
 				out.cgo = &cgoPreamble{}
 			}
 			out.cgo.includes = append(out.cgo.includes, pre.includes...)
-			out.cgo.quoteDirs = append(out.cgo.quoteDirs, pre.quoteDirs...)
-			out.cgo.dirs = append(out.cgo.dirs, pre.dirs...)
+			out.cgo.cppflags = append(out.cgo.cppflags, pre.cppflags...)
+			out.cgo.cflags = append(out.cgo.cflags, pre.cflags...)
+			out.cgo.cxxflags = append(out.cgo.cxxflags, pre.cxxflags...)
 		}
 	}
 	return out
@@ -299,7 +309,10 @@ func readGoSource(p string) goSource {
 
 // firstImportRead is how much of a Go file readImportSection reads
 // first; it reads twice as much each time it finds it read too little.
-const firstImportRead = 64 << 10
+// Every module's Go files are read, for their cgo preambles: 64 KiB
+// taken for each of GOROOT's 7,700 files made a fifth of the time they
+// took clearing memory, where most imports end in the first few KiB.
+const firstImportRead = 8 << 10
 
 // readImportSection reads the Go file at p from its start through its
 // import declarations, and as much more as it read at once. All that
@@ -382,17 +395,14 @@ func importsEnd(src []byte) (int, bool) {
 	return at, at+len(text) < len(src)
 }
 
-// cgoPreamble is what a cgo file's preamble says of the headers its C
-// compiles read: those it includes, and the directories its #cgo flags
-// have the compiler search (-I, -iquote, -isystem, -idirafter), where
-// they are relative to the package's directory or ${SRCDIR}. Directories
-// given as absolute paths are the build machine's (/usr/include), which
-// the key leaves out as it does the C compiler.
+// cgoPreamble is what a cgo file's preamble says of the headers the C
+// compiles of its package read: those it includes, and the arguments of
+// its #cgo CPPFLAGS, CFLAGS and CXXFLAGS lines, as go build splits them,
+// ${SRCDIR} as written (see cgoSearchOf). go build gives each of them to
+// every compile of the package, whichever file they are in.
 type cgoPreamble struct {
-	includes []cInclude
-	// quoteDirs (-iquote) are searched for "quoted" names only, before
-	// dirs.
-	quoteDirs, dirs []string
+	includes                   []cInclude
+	cppflags, cflags, cxxflags []string
 }
 
 // cInclude is an #include of name, "quoted" or <angled>.
@@ -401,8 +411,9 @@ type cInclude struct {
 	quoted bool
 }
 
-// parsePreamble reads a cgo preamble of a file in srcDir.
-func parsePreamble(srcDir, text string) cgoPreamble {
+// parsePreamble reads a cgo preamble. The #cgo lines of every build
+// constraint count: the key covers what any platform's build may read.
+func parsePreamble(text string) cgoPreamble {
 	out := cgoPreamble{includes: parseIncludes(text)}
 	for line := range strings.Lines(text) {
 		line = strings.TrimSpace(line)
@@ -418,54 +429,70 @@ func parsePreamble(srcDir, text string) cgoPreamble {
 		if len(fields) == 0 {
 			continue
 		}
+		// A line go build cannot split fails its build: what the key
+		// makes of it matters to none.
+		args := splitCgoFlags(flags)
 		switch fields[len(fields)-1] {
-		case "CFLAGS", "CPPFLAGS", "CXXFLAGS", "FFLAGS":
-		default:
-			continue
-		}
-		args := strings.Fields(flags)
-		for i := 0; i < len(args); i++ {
-			for _, opt := range []string{"-I", "-iquote", "-isystem", "-idirafter"} {
-				dir, ok := strings.CutPrefix(args[i], opt)
-				if !ok {
-					continue
-				}
-				if dir == "" && i+1 < len(args) {
-					i++
-					dir = args[i]
-				}
-				if dir = strings.Trim(dir, `"'`); dir == "" {
-					break
-				}
-				// Joined as the compiler opens it, not cleaned: "up/.."
-				// is the link's parent, not ".".
-				switch {
-				case strings.Contains(dir, "${SRCDIR}"):
-					dir = strings.ReplaceAll(dir, "${SRCDIR}", srcDir)
-				case filepath.IsAbs(dir):
-					dir = ""
-				default:
-					dir = srcDir + string(filepath.Separator) + dir
-				}
-				switch {
-				case dir == "":
-				case opt == "-iquote":
-					out.quoteDirs = append(out.quoteDirs, dir)
-				default:
-					out.dirs = append(out.dirs, dir)
-				}
-				break
-			}
+		case "CPPFLAGS":
+			out.cppflags = append(out.cppflags, args...)
+		case "CFLAGS":
+			out.cflags = append(out.cflags, args...)
+		case "CXXFLAGS":
+			out.cxxflags = append(out.cxxflags, args...)
 		}
 	}
 	return out
 }
 
+// splitCgoFlags splits the flags of a #cgo line as go build does (go/build
+// splitQuoted): at runs of white space, but not within single or double
+// quotes, which are taken out; a backslash takes the next character as
+// it is. strings.Fields made two of -I"${SRCDIR}/../my inc", and the key
+// looked for headers in neither.
+func splitCgoFlags(s string) []string {
+	var (
+		out     []string
+		arg     strings.Builder
+		started bool // an argument is open, if only "" so far
+		quote   rune
+		escaped bool
+	)
+	for _, r := range s {
+		switch {
+		case escaped:
+			escaped = false
+		case r == '\\':
+			escaped = true
+			continue
+		case quote != 0:
+			if r == quote {
+				quote = 0
+				continue
+			}
+		case r == '"' || r == '\'':
+			quote, started = r, true
+			continue
+		case unicode.IsSpace(r):
+			if started {
+				out = append(out, arg.String())
+				arg.Reset()
+				started = false
+			}
+			continue
+		}
+		arg.WriteRune(r)
+		started = true
+	}
+	if started {
+		out = append(out, arg.String())
+	}
+	return out
+}
+
 // parseIncludes lists the #include (#include_next, #import) lines of C
-// source text: a header named by a macro is not known without the
-// preprocessor, and left out.
-func parseIncludes(text string) []cInclude {
-	var out []cInclude
+// source text. A header named by a macro (#include HEADER) is not known
+// without the preprocessor, and left out.
+func parseIncludes(text string) (out []cInclude) {
 	for line := range strings.Lines(text) {
 		line, ok := strings.CutPrefix(strings.TrimSpace(line), "#")
 		if !ok {
@@ -495,11 +522,11 @@ func parseIncludes(text string) []cInclude {
 	return out
 }
 
-// maxHeader bounds a C header read for the headers it includes.
+// maxHeader bounds a C file read for the headers it includes.
 const maxHeader = 64 << 20
 
-// headerSource is what importedUp reads of the C header at p: the
-// headers it includes.
+// headerSource is what importedUp reads of the C file (a header, or a
+// package's .c, .cc, ... file) at p: the headers it includes.
 func headerSource(p string) goSource {
 	if goSourceReadHook != nil {
 		goSourceReadHook(p)
@@ -516,66 +543,238 @@ func headerSource(p string) goSource {
 	return goSource{cgo: &cgoPreamble{includes: parseIncludes(string(data))}}
 }
 
-// cgoHeaders adds to *t (made when first needed) the headers outside the
-// modules that the cgo file at goPath, found by walks[i], includes as
-// its preamble pre says, and those they include in turn, each named by
-// where it is from the module's root ("^" for each ".."), so that moving
-// the whole tree keeps the key. A header is looked for as the C compiler
-// looks: a quoted name beside the file that includes it first, then in
-// the preamble's -iquote directories; any in its other directories. Those in a module are in its key already,
-// but what they include is looked for too. included holds the headers
-// seen, by their resolved paths.
-func (f *Fetcher) cgoHeaders(walks []*moduleWalk, i int, t **tree.Tree, goPath string, pre *cgoPreamble, included map[string]bool) error {
-	w := walks[i]
+// cgoPackage is a package directory of cgo files, found by walks[walk].
+type cgoPackage struct {
+	dir   string
+	walk  int
+	files []cgoFile
+}
+
+// cgoFile is a cgo Go file at path, with what its preamble says.
+type cgoFile struct {
+	path string
+	pre  *cgoPreamble
+}
+
+// cDir is a directory the C compiler looks for headers in; abs when the
+// recipe's module names it by an absolute path (-I/opt/x/include), not
+// from the package's directory.
+type cDir struct {
+	path string
+	abs  bool
+}
+
+// cgoSearch is where the C compiler of a cgo package looks for headers
+// (gcc's order): a "quoted" name beside the file that includes it, then
+// in quote (-iquote); any name in dirs (the package's directory, where
+// go build points its first -I, then the -I flags), system (-isystem),
+// after (-idirafter). forced are the -include and -imacros files, which
+// each compile reads first, from the package's directory on.
+type cgoSearch struct {
+	quote, dirs, system, after []cDir
+	forced                     []string
+}
+
+// cgoSearchOf reads the search flags, args, of a package in dir. A
+// directory is joined as the compiler opens it, not cleaned: "up/.." is
+// the link's parent, not ".".
+func cgoSearchOf(dir string, args []string) cgoSearch {
+	s := cgoSearch{dirs: []cDir{{path: dir}}}
+	for i := 0; i < len(args); i++ {
+		for _, opt := range []string{"-I", "-iquote", "-isystem", "-idirafter", "-include", "-imacros"} {
+			v, ok := strings.CutPrefix(args[i], opt)
+			if !ok {
+				continue
+			}
+			if v == "" && i+1 < len(args) {
+				i++
+				v = args[i]
+			}
+			if v == "" {
+				break
+			}
+			if opt == "-include" || opt == "-imacros" {
+				s.forced = append(s.forced, v)
+				break
+			}
+			d := cDir{path: v, abs: true}
+			switch {
+			case strings.Contains(v, "${SRCDIR}"):
+				d = cDir{path: strings.ReplaceAll(v, "${SRCDIR}", dir)}
+			case !filepath.IsAbs(v):
+				d = cDir{path: dir + string(filepath.Separator) + v}
+			}
+			switch opt {
+			case "-iquote":
+				s.quote = append(s.quote, d)
+			case "-isystem":
+				s.system = append(s.system, d)
+			case "-idirafter":
+				s.after = append(s.after, d)
+			default:
+				s.dirs = append(s.dirs, d)
+			}
+			break
+		}
+	}
+	return s
+}
+
+// cgoFileLang says which compiles go build gives a file of a cgo
+// package to, by its name: C (with the Go files' preambles), C++, or
+// none ("").
+func cgoFileLang(name string) string {
+	if strings.HasPrefix(name, "_") || strings.HasPrefix(name, ".") {
+		return ""
+	}
+	switch filepath.Ext(name) {
+	case ".c", ".h", ".m", ".s", ".S", ".sx":
+		return "c"
+	case ".cc", ".cpp", ".cxx", ".hh", ".hpp", ".hxx":
+		return "c++"
+	}
+	return ""
+}
+
+// cgoHeaders adds to headers[i] (made when first needed) the headers
+// outside the modules that the cgo packages found by walks[i] read: what
+// the preambles of their Go files and their C and C++ files (.c, .cc,
+// .m, .S, .h, ...), which go build compiles with them, include, and
+// what those include in turn. Each is looked for as the C compiler looks
+// (cgoSearch), with the flags of all the package's #cgo lines, and named
+// in the key by where it is from the module's root ("^" for each ".."),
+// so that moving the whole tree keeps the key, or by its absolute path
+// where an absolute one found it. Those in a module are in its key
+// already, but what they include is looked for too. What they all read
+// counts in the walks' budget.
+func (f *Fetcher) cgoHeaders(walks []*moduleWalk, pkgs map[string]*cgoPackage, headers []*tree.Tree) error {
+	dirs := slices.Sorted(maps.Keys(pkgs))
+	keyed := map[string]bool{}
+	for _, dir := range dirs {
+		pkg := pkgs[dir]
+		// go build reads a package's files in their names' order.
+		slices.SortFunc(pkg.files, func(a, b cgoFile) int { return strings.Compare(a.path, b.path) })
+		var cpp, c, cxx []string
+		// Each language's compiles read its forced includes, whatever
+		// its files include; the preambles are compiled as C.
+		roots := map[string][]cInclude{"c": {}}
+		for _, g := range pkg.files {
+			cpp = append(cpp, g.pre.cppflags...)
+			c = append(c, g.pre.cflags...)
+			cxx = append(cxx, g.pre.cxxflags...)
+			roots["c"] = append(roots["c"], g.pre.includes...)
+		}
+		search := map[string]cgoSearch{
+			"c":   cgoSearchOf(dir, slices.Concat(cpp, c)),
+			"c++": cgoSearchOf(dir, slices.Concat(cpp, cxx)),
+		}
+		// A directory that cannot be listed fails go build.
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			lang := cgoFileLang(e.Name())
+			if lang == "" {
+				continue
+			}
+			p := filepath.Join(dir, e.Name())
+			info, err := os.Stat(p)
+			if err != nil || !info.Mode().IsRegular() {
+				continue
+			}
+			if roots[lang] == nil {
+				roots[lang] = []cInclude{}
+			}
+			if src := f.sourceOf(p, tree.StampOf(info), headerSource); src.cgo != nil {
+				roots[lang] = append(roots[lang], src.cgo.includes...)
+			}
+		}
+		for _, lang := range []string{"c", "c++"} {
+			if roots[lang] == nil {
+				continue // no compile in that language
+			}
+			if err := f.followIncludes(walks, pkg, headers, roots[lang], search[lang], keyed); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// followIncludes adds to headers[pkg.walk] the headers outside the
+// modules that incs, in a file of pkg, and search's forced ones include,
+// and what they include in turn. keyed holds the headers added to a
+// key, by their resolved paths: a header in two packages is looked
+// through in each, whose flags may find other headers for its includes,
+// but keyed once.
+func (f *Fetcher) followIncludes(walks []*moduleWalk, pkg *cgoPackage, headers []*tree.Tree, incs []cInclude, search cgoSearch, keyed map[string]bool) error {
+	w := walks[pkg.walk]
 	type pending struct {
 		cInclude
-		from string // the directory of the file that includes it
+		from cDir // the directory of the file that includes it
 	}
+	src := cDir{path: pkg.dir}
 	var todo []pending
-	for _, inc := range pre.includes {
-		todo = append(todo, pending{inc, filepath.Dir(goPath)})
+	for _, inc := range incs {
+		todo = append(todo, pending{inc, src})
 	}
+	for _, name := range search.forced {
+		inc := pending{cInclude{name: name, quoted: true}, src}
+		if strings.Contains(name, "${SRCDIR}") {
+			// Relative to the package, however it is written.
+			rel, _ := filepath.Rel(pkg.dir, strings.ReplaceAll(name, "${SRCDIR}", pkg.dir))
+			inc.name = filepath.ToSlash(rel)
+		}
+		todo = append(todo, inc)
+	}
+	visited := map[string]bool{}
 	for len(todo) > 0 {
 		inc := todo[len(todo)-1]
 		todo = todo[:len(todo)-1]
-		if filepath.IsAbs(inc.name) {
-			continue
+		var dirs []cDir
+		switch {
+		case filepath.IsAbs(inc.name):
+			dirs = []cDir{{abs: true}}
+		case inc.quoted:
+			dirs = slices.Concat([]cDir{inc.from}, search.quote, search.dirs, search.system, search.after)
+		default:
+			dirs = slices.Concat(search.dirs, search.system, search.after)
 		}
-		var dirs []string
-		if inc.quoted {
-			dirs = append(dirs, inc.from)
-			dirs = append(dirs, pre.quoteDirs...)
-		}
-		dirs = append(dirs, pre.dirs...)
 		for _, d := range dirs {
-			at := d + string(filepath.Separator) + filepath.FromSlash(inc.name)
+			at := filepath.FromSlash(inc.name)
+			if d.path != "" {
+				at = d.path + string(filepath.Separator) + at
+			}
 			info, err := os.Stat(at)
 			if err != nil || !info.Mode().IsRegular() {
 				continue
 			}
 			resolved, err := filepath.EvalSymlinks(at)
-			if err != nil || included[resolved] {
+			if err != nil || visited[resolved] {
 				break
 			}
-			included[resolved] = true
+			visited[resolved] = true
 			st := tree.StampOf(info)
-			if !inAny(walks, resolved) {
+			if !keyed[resolved] && !inAny(walks, resolved) {
 				if err := w.kernelDev(resolved, info); err != nil {
-					return fmt.Errorf("go module %s: C header %s, included by %s: %w", w.dir, at, goPath, err)
+					return fmt.Errorf("go module %s: C header %s, included in package %s: %w", w.dir, at, pkg.dir, err)
 				}
 				if err := w.read(resolved, info.Size()); err != nil {
 					return err
 				}
-				if *t == nil {
-					*t = tree.New()
+				if headers[pkg.walk] == nil {
+					headers[pkg.walk] = tree.New()
 				}
-				if err := (*t).Add(tree.Entry{Path: headerName(w.root, resolved), Kind: tree.File, Source: resolved, Stamp: st}); err != nil {
+				name := headerName(w.root, resolved)
+				if d.abs {
+					name = absHeaderName(resolved)
+				}
+				if err := headers[pkg.walk].Add(tree.Entry{Path: name, Kind: tree.File, Source: resolved, Stamp: st}); err != nil {
 					return err
 				}
 			}
+			keyed[resolved] = true
 			if h := f.sourceOf(resolved, st, headerSource); h.cgo != nil {
 				for _, next := range h.cgo.includes {
-					todo = append(todo, pending{next, filepath.Dir(at)})
+					todo = append(todo, pending{next, cDir{path: filepath.Dir(at), abs: d.abs}})
 				}
 			}
 			break
@@ -590,7 +789,7 @@ func (f *Fetcher) cgoHeaders(walks []*moduleWalk, i int, t **tree.Tree, goPath s
 func headerName(root, resolved string) string {
 	rel, err := filepath.Rel(root, resolved)
 	if err != nil {
-		return "^abs/" + filepath.ToSlash(strings.TrimPrefix(resolved, filepath.VolumeName(resolved)))
+		return absHeaderName(resolved)
 	}
 	parts := strings.Split(filepath.ToSlash(rel), "/")
 	for j, el := range parts {
@@ -599,4 +798,10 @@ func headerName(root, resolved string) string {
 		}
 	}
 	return strings.Join(parts, "/")
+}
+
+// absHeaderName names the header at resolved in a key by its absolute
+// path.
+func absHeaderName(resolved string) string {
+	return "^abs/" + filepath.ToSlash(strings.TrimPrefix(resolved, filepath.VolumeName(resolved)))
 }

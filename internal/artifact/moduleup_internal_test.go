@@ -166,21 +166,147 @@ func TestModuleKeyCgoHeadersThroughLinksUp(t *testing.T) {
 	}
 }
 
-// parsePreamble finds the directories a preamble's #cgo flags search,
-// as the compiler opens them (relative to the package's directory), and
-// leaves out the build machine's own.
+// parsePreamble takes the arguments of a preamble's #cgo CPPFLAGS,
+// CFLAGS and CXXFLAGS lines as go build splits them, and cgoSearchOf
+// finds the directories they have the compiler search, as it opens them
+// (relative to the package's directory), in its order.
 func TestParsePreamble(t *testing.T) {
 	sep := string(filepath.Separator)
-	got := parsePreamble("/src/m", "#cgo CFLAGS: -I${SRCDIR}/up/inc -Iinc -I /usr/include -isystem ${SRCDIR}/sys -O2\n#cgo  windows,amd64 CPPFLAGS: -iquote q\n#cgo LDFLAGS: -L${SRCDIR}/lib\n#cgoCFLAGS: -Ino\n#include \"a.h\"\n#  include_next <b/c.h>\n#include MACRO\n#import \"d.h\"\n")
-	wantDirs := []string{"/src/m/up/inc", "/src/m" + sep + "inc", "/src/m/sys"}
-	if !slices.Equal(got.dirs, wantDirs) {
-		t.Errorf("dirs %q, want %q", got.dirs, wantDirs)
+	got := parsePreamble("#cgo CFLAGS: -I${SRCDIR}/up/inc -Iinc -I /usr/include -isystem ${SRCDIR}/sys -O2 -I\"${SRCDIR}/my inc\" '-I${SRCDIR}/it''s' -I${SRCDIR}/a\\ b\n#cgo  windows,amd64 CPPFLAGS: -iquote q -include ${SRCDIR}/force.h\n#cgo LDFLAGS: -L${SRCDIR}/lib\n#cgo CXXFLAGS: -Icxx\n#cgoCFLAGS: -Ino\n#include \"a.h\"\n#  include_next <b/c.h>\n#include MACRO\n#import \"d.h\"\n")
+	wantC := []string{"-I${SRCDIR}/up/inc", "-Iinc", "-I", "/usr/include", "-isystem", "${SRCDIR}/sys", "-O2", "-I${SRCDIR}/my inc", "-I${SRCDIR}/its", "-I${SRCDIR}/a b"}
+	if !slices.Equal(got.cflags, wantC) {
+		t.Errorf("CFLAGS %q, want %q", got.cflags, wantC)
 	}
-	if want := []string{"/src/m" + sep + "q"}; !slices.Equal(got.quoteDirs, want) {
-		t.Errorf("-iquote dirs %q, want %q", got.quoteDirs, want)
+	if want := []string{"-iquote", "q", "-include", "${SRCDIR}/force.h"}; !slices.Equal(got.cppflags, want) {
+		t.Errorf("CPPFLAGS %q, want %q", got.cppflags, want)
+	}
+	if want := []string{"-Icxx"}; !slices.Equal(got.cxxflags, want) {
+		t.Errorf("CXXFLAGS %q, want %q", got.cxxflags, want)
 	}
 	wantIncludes := []cInclude{{"a.h", true}, {"b/c.h", false}, {"d.h", true}}
 	if !slices.Equal(got.includes, wantIncludes) {
 		t.Errorf("includes %v, want %v", got.includes, wantIncludes)
+	}
+
+	s := cgoSearchOf("/src/m", slices.Concat(got.cppflags, got.cflags))
+	wantDirs := []cDir{{"/src/m", false}, {"/src/m/up/inc", false}, {"/src/m" + sep + "inc", false}, {"/usr/include", true}, {"/src/m/my inc", false}, {"/src/m/its", false}, {"/src/m/a b", false}}
+	if !slices.Equal(s.dirs, wantDirs) {
+		t.Errorf("dirs %v, want %v", s.dirs, wantDirs)
+	}
+	if want := []cDir{{"/src/m/sys", false}}; !slices.Equal(s.system, want) {
+		t.Errorf("-isystem dirs %v, want %v", s.system, want)
+	}
+	if want := []cDir{{"/src/m" + sep + "q", false}}; !slices.Equal(s.quote, want) {
+		t.Errorf("-iquote dirs %v, want %v", s.quote, want)
+	}
+	if want := []string{"${SRCDIR}/force.h"}; !slices.Equal(s.forced, want) {
+		t.Errorf("forced includes %q, want %q", s.forced, want)
+	}
+}
+
+// splitCgoFlags splits as go/build does: quotes group and are taken out,
+// a backslash takes the next character as it is, "" is an argument.
+func TestSplitCgoFlags(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []string
+	}{
+		{"", nil},
+		{"  -O2\t-g ", []string{"-O2", "-g"}},
+		{`a b:"c d" 'e''f'  "g\""`, []string{"a", "b:c d", "ef", `g"`}},
+		{`-I"x y" "" z`, []string{"-Ix y", "", "z"}},
+		{`a\ b 'c"d'`, []string{"a b", `c"d`}},
+	} {
+		if got := splitCgoFlags(c.in); !slices.Equal(got, c.want) {
+			t.Errorf("splitCgoFlags(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// The headers outside a module that its cgo package reads are in its key
+// with no link up to them: through "../" in an #include or in a #cgo
+// flag's directory, included by a .c or .cc file of the package as well
+// as by a preamble, in a directory whose name go build's quoting keeps
+// whole (-I"${SRCDIR}/../my inc"), in one named by an absolute path,
+// through another file's #cgo flags, or by -include. None was, and an
+// edit of any was served the binary first built. Headers nothing
+// includes, beside them, are not read.
+func TestModuleKeyCgoHeadersOutside(t *testing.T) {
+	dir := t.TempDir()
+	mod := filepath.Join(dir, "mod")
+	abs := filepath.Join(dir, "abs")
+	writeTestFile(t, filepath.Join(mod, "go.mod"), "module example.com/m\n")
+	writeTestFile(t, filepath.Join(mod, "main.go"), "package main\n\n/*\n#cgo CFLAGS: -I\"${SRCDIR}/../my inc\" -I"+abs+"\n#include \"../shared/a.h\"\n#include <spaced.h>\n#include <absolute.h>\n#include <other.h>\n*/\nimport \"C\"\n\nfunc main() {}\n")
+	writeTestFile(t, filepath.Join(mod, "flags.go"), "package main\n\n// #cgo CPPFLAGS: -I${SRCDIR}/../other -include ${SRCDIR}/../forced.h\n// #cgo CXXFLAGS: -I${SRCDIR}/../cxxinc\nimport \"C\"\n")
+	writeTestFile(t, filepath.Join(mod, "helper.c"), "#include \"../cside/c.h\"\n")
+	writeTestFile(t, filepath.Join(mod, "helper.cc"), "#include <cxx.h>\n")
+	writeTestFile(t, filepath.Join(dir, "shared", "a.h"), "int a;\n")
+	writeTestFile(t, filepath.Join(dir, "my inc", "spaced.h"), "int spaced;\n")
+	writeTestFile(t, filepath.Join(abs, "absolute.h"), "#include \"next.h\"\n")
+	writeTestFile(t, filepath.Join(abs, "next.h"), "int next;\n")
+	writeTestFile(t, filepath.Join(dir, "other", "other.h"), "int other;\n")
+	writeTestFile(t, filepath.Join(dir, "forced.h"), "int forced;\n")
+	writeTestFile(t, filepath.Join(dir, "cside", "c.h"), "int c;\n")
+	writeTestFile(t, filepath.Join(dir, "cxxinc", "cxx.h"), "int cxx;\n")
+	for _, unused := range []string{"shared", "my inc", "abs", "other", "cside", "cxxinc"} {
+		writeTestFile(t, filepath.Join(dir, unused, "unused.h"), "int unused;\n")
+	}
+	f := New()
+	key := func() string {
+		t.Helper()
+		k, err := moduleKey(f, mod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	before := key()
+	for i, edit := range []struct {
+		file    string
+		changes bool
+	}{
+		{filepath.Join("shared", "a.h"), true},
+		{filepath.Join("my inc", "spaced.h"), true},
+		{filepath.Join("abs", "absolute.h"), true},
+		{filepath.Join("abs", "next.h"), true},
+		{filepath.Join("other", "other.h"), true},
+		{"forced.h", true},
+		{filepath.Join("cside", "c.h"), true},
+		{filepath.Join("cxxinc", "cxx.h"), true},
+		{filepath.Join("shared", "unused.h"), false},
+		{filepath.Join("my inc", "unused.h"), false},
+		{filepath.Join("abs", "unused.h"), false},
+		{filepath.Join("other", "unused.h"), false},
+		{filepath.Join("cside", "unused.h"), false},
+		{filepath.Join("cxxinc", "unused.h"), false},
+	} {
+		// The includes kept, each edit another size.
+		old, err := os.ReadFile(filepath.Join(dir, edit.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeTestFile(t, filepath.Join(dir, edit.file), string(old)+strings.Repeat("/* edited */\n", i+1))
+		if after := key(); (after != before) != edit.changes {
+			t.Errorf("%s edited: the key changed %v, want %v", edit.file, after != before, edit.changes)
+		} else {
+			before = after
+		}
+	}
+}
+
+// A module whose cgo files include nothing outside it keeps the key it
+// had before its headers were looked for: no "cgo:" part.
+func TestModuleKeyCgoHeadersInsideOnly(t *testing.T) {
+	mod := t.TempDir()
+	writeTestFile(t, filepath.Join(mod, "go.mod"), "module example.com/m\n")
+	writeTestFile(t, filepath.Join(mod, "main.go"), "package main\n\n// #cgo CFLAGS: -I${SRCDIR}/inc\n// #include <stdio.h>\n// #include \"in.h\"\nimport \"C\"\n\nfunc main() {}\n")
+	writeTestFile(t, filepath.Join(mod, "inc", "in.h"), "#include \"more.h\"\n")
+	writeTestFile(t, filepath.Join(mod, "inc", "more.h"), "int more;\n")
+	k, err := moduleKey(New(), mod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(k, "cgo:") {
+		t.Errorf("key %q has a cgo part, with every header in the module", k)
 	}
 }
