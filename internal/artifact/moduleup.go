@@ -7,6 +7,7 @@ import (
 	"go/scanner"
 	"go/token"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"path"
@@ -405,10 +406,13 @@ type cgoPreamble struct {
 	cppflags, cflags, cxxflags []string
 }
 
-// cInclude is an #include of name, "quoted" or <angled>.
+// cInclude is an #include of name, "quoted" or <angled>, or of a
+// header named by a macro (#include HEADER), which only the preprocessor
+// knows.
 type cInclude struct {
 	name   string
 	quoted bool
+	macro  bool
 }
 
 // parsePreamble reads a cgo preamble. The #cgo lines of every build
@@ -490,8 +494,7 @@ func splitCgoFlags(s string) []string {
 }
 
 // parseIncludes lists the #include (#include_next, #import) lines of C
-// source text. A header named by a macro (#include HEADER) is not known
-// without the preprocessor, and left out.
+// source text.
 func parseIncludes(text string) (out []cInclude) {
 	for line := range strings.Lines(text) {
 		line, ok := strings.CutPrefix(strings.TrimSpace(line), "#")
@@ -513,6 +516,7 @@ func parseIncludes(text string) (out []cInclude) {
 		if quoted {
 			closer = '"'
 		} else if rest[0] != '<' {
+			out = append(out, cInclude{name: rest, macro: true})
 			continue
 		}
 		if end := strings.IndexByte(rest[1:], closer); end > 0 {
@@ -709,15 +713,19 @@ func (f *Fetcher) followIncludes(walks []*moduleWalk, pkg *cgoPackage, headers [
 	w := walks[pkg.walk]
 	type pending struct {
 		cInclude
-		from cDir // the directory of the file that includes it
+		from cDir   // the directory of the file that includes it
+		by   string // that file, or its package's directory
+		// inDir: name is an absolute path made from from, a file
+		// under it that a macro include may name.
+		inDir bool
 	}
 	src := cDir{path: pkg.dir}
 	var todo []pending
 	for _, inc := range incs {
-		todo = append(todo, pending{inc, src})
+		todo = append(todo, pending{cInclude: inc, from: src, by: pkg.dir})
 	}
 	for _, name := range search.forced {
-		inc := pending{cInclude{name: name, quoted: true}, src}
+		inc := pending{cInclude: cInclude{name: name, quoted: true}, from: src, by: pkg.dir}
 		if strings.Contains(name, "${SRCDIR}") {
 			// Relative to the package, however it is written.
 			rel, _ := filepath.Rel(pkg.dir, strings.ReplaceAll(name, "${SRCDIR}", pkg.dir))
@@ -726,13 +734,49 @@ func (f *Fetcher) followIncludes(walks []*moduleWalk, pkg *cgoPackage, headers [
 		todo = append(todo, inc)
 	}
 	visited := map[string]bool{}
+	listed := map[string]bool{}
 	for len(todo) > 0 {
 		inc := todo[len(todo)-1]
 		todo = todo[:len(todo)-1]
+		if inc.macro {
+			// The header may be any file below any directory the
+			// compiler searches, the includer's own first (HEADER may
+			// be "sub/x.h"): the key takes all those outside the
+			// modules, with what they include, as far as the budget
+			// allows. A macro that names a path up from them
+			// ("../x.h"), or through a link to a directory in them,
+			// is not followed.
+			for _, d := range slices.Concat([]cDir{inc.from}, search.quote, search.dirs, search.system, search.after) {
+				if listed[d.path] {
+					continue
+				}
+				listed[d.path] = true
+				err := filepath.WalkDir(d.path, func(p string, e fs.DirEntry, err error) error {
+					switch {
+					case err != nil:
+						return nil // a directory the compiler cannot read either
+					case e.IsDir() && (e.Name() == ".git" || e.Name() == ".hg"):
+						return filepath.SkipDir
+					case e.IsDir():
+						// A module's files are in its key already.
+						if r, err := filepath.EvalSymlinks(p); err == nil && inAny(walks, r) {
+							return filepath.SkipDir
+						}
+					case !e.IsDir():
+						todo = append(todo, pending{cInclude: cInclude{name: p, quoted: true}, from: cDir{filepath.Dir(p), d.abs}, by: inc.by, inDir: !d.abs})
+					}
+					return nil
+				})
+				if err != nil {
+					return err
+				}
+			}
+			continue
+		}
 		var dirs []cDir
 		switch {
 		case filepath.IsAbs(inc.name):
-			dirs = []cDir{{abs: true}}
+			dirs = []cDir{{abs: !inc.inDir}}
 		case inc.quoted:
 			dirs = slices.Concat([]cDir{inc.from}, search.quote, search.dirs, search.system, search.after)
 		default:
@@ -755,9 +799,12 @@ func (f *Fetcher) followIncludes(walks []*moduleWalk, pkg *cgoPackage, headers [
 			st := tree.StampOf(info)
 			if !keyed[resolved] && !inAny(walks, resolved) {
 				if err := w.kernelDev(resolved, info); err != nil {
-					return fmt.Errorf("go module %s: C header %s, included in package %s: %w", w.dir, at, pkg.dir, err)
+					return fmt.Errorf("go module %s: C header %s, included by %s: %w", w.dir, at, inc.by, err)
 				}
 				if err := w.read(resolved, info.Size()); err != nil {
+					if inc.inDir {
+						return fmt.Errorf("go module %s: %s includes a header named by a macro, which may be any file in the directories its package's compiler searches, and the key takes them all: %w", w.dir, inc.by, err)
+					}
 					return err
 				}
 				if headers[pkg.walk] == nil {
@@ -774,7 +821,7 @@ func (f *Fetcher) followIncludes(walks []*moduleWalk, pkg *cgoPackage, headers [
 			keyed[resolved] = true
 			if h := f.sourceOf(resolved, st, headerSource); h.cgo != nil {
 				for _, next := range h.cgo.includes {
-					todo = append(todo, pending{next, cDir{path: filepath.Dir(at), abs: d.abs}})
+					todo = append(todo, pending{cInclude: next, from: cDir{path: filepath.Dir(at), abs: d.abs}, by: at})
 				}
 			}
 			break

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -183,7 +184,7 @@ func TestParsePreamble(t *testing.T) {
 	if want := []string{"-Icxx"}; !slices.Equal(got.cxxflags, want) {
 		t.Errorf("CXXFLAGS %q, want %q", got.cxxflags, want)
 	}
-	wantIncludes := []cInclude{{"a.h", true}, {"b/c.h", false}, {"d.h", true}}
+	wantIncludes := []cInclude{{name: "a.h", quoted: true}, {name: "b/c.h"}, {name: "MACRO", macro: true}, {name: "d.h", quoted: true}}
 	if !slices.Equal(got.includes, wantIncludes) {
 		t.Errorf("includes %v, want %v", got.includes, wantIncludes)
 	}
@@ -308,5 +309,64 @@ func TestModuleKeyCgoHeadersInsideOnly(t *testing.T) {
 	}
 	if strings.Contains(k, "cgo:") {
 		t.Errorf("key %q has a cgo part, with every header in the module", k)
+	}
+}
+
+// A header named by a macro (#include CONFIG) may be any file below the
+// directories the compiler searches, the includer's own first: the key
+// takes every one outside the modules, and what they include. None was,
+// and an edit of the header the macro named was served the binary first
+// built. A file in no such directory is not read.
+func TestModuleKeyCgoMacroInclude(t *testing.T) {
+	dir := t.TempDir()
+	mod := filepath.Join(dir, "mod")
+	writeTestFile(t, filepath.Join(mod, "go.mod"), "module example.com/m\n")
+	writeTestFile(t, filepath.Join(mod, "main.go"), "package main\n\n/*\n#cgo CFLAGS: -I${SRCDIR}/../inc\n#define CONFIG \"sub/conf.h\"\n#include CONFIG\n#include \"../shared/m.h\"\n*/\nimport \"C\"\n\nfunc main() {}\n")
+	writeTestFile(t, filepath.Join(dir, "inc", "sub", "conf.h"), "#include \"deeper.h\"\n")
+	writeTestFile(t, filepath.Join(dir, "inc", "sub", "deeper.h"), "int deeper;\n")
+	writeTestFile(t, filepath.Join(dir, "shared", "m.h"), "#include NAME\n")
+	writeTestFile(t, filepath.Join(dir, "shared", "sub", "y.h"), "int y;\n")
+	writeTestFile(t, filepath.Join(dir, "elsewhere", "x.h"), "int x;\n")
+	f := New()
+	key := func() string {
+		t.Helper()
+		k, err := moduleKey(f, mod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	before := key()
+	for i, edit := range []struct {
+		file    string
+		changes bool
+	}{
+		{filepath.Join("inc", "sub", "conf.h"), true},
+		{filepath.Join("inc", "sub", "deeper.h"), true},
+		{filepath.Join("shared", "sub", "y.h"), true},
+		{filepath.Join("elsewhere", "x.h"), false},
+	} {
+		old, err := os.ReadFile(filepath.Join(dir, edit.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeTestFile(t, filepath.Join(dir, edit.file), string(old)+strings.Repeat("/* edited */\n", i+1))
+		if after := key(); (after != before) != edit.changes {
+			t.Errorf("%s edited: the key changed %v, want %v", edit.file, after != before, edit.changes)
+		} else {
+			before = after
+		}
+	}
+
+	// More files below those directories than the key may read: it
+	// says which file's macro include made it read them.
+	defer func(n int) { maxKeyFiles = n }(maxKeyFiles)
+	maxKeyFiles = 5
+	for i := range 5 {
+		writeTestFile(t, filepath.Join(dir, "inc", "many", strconv.Itoa(i)+".h"), "int many;\n")
+	}
+	_, err := moduleKey(New(), mod)
+	if err == nil || !strings.Contains(err.Error(), "named by a macro") || !strings.Contains(err.Error(), mod) {
+		t.Errorf("a macro include below a directory of too many files: %v, want the macro and the package named", err)
 	}
 }
