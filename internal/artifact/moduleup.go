@@ -408,11 +408,11 @@ type cgoPreamble struct {
 
 // cInclude is an #include of name, "quoted" or <angled>, or of a
 // header named by a macro (#include HEADER), which only the preprocessor
-// knows.
+// knows. next: an #include_next, which looks in the directories after
+// the one its includer is in.
 type cInclude struct {
-	name   string
-	quoted bool
-	macro  bool
+	name                string
+	quoted, macro, next bool
 }
 
 // parsePreamble reads a cgo preamble. The #cgo lines of every build
@@ -503,9 +503,10 @@ func parseIncludes(text string) (out []cInclude) {
 		}
 		line = strings.TrimSpace(line)
 		var rest string
+		next := false
 		for _, kw := range []string{"include_next", "include", "import"} {
 			if r, ok := strings.CutPrefix(line, kw); ok {
-				rest = strings.TrimSpace(r)
+				rest, next = strings.TrimSpace(r), kw == "include_next"
 				break
 			}
 		}
@@ -520,7 +521,7 @@ func parseIncludes(text string) (out []cInclude) {
 			continue
 		}
 		if end := strings.IndexByte(rest[1:], closer); end > 0 {
-			out = append(out, cInclude{name: rest[1 : 1+end], quoted: quoted})
+			out = append(out, cInclude{name: rest[1 : 1+end], quoted: quoted, next: next})
 		}
 	}
 	return out
@@ -791,8 +792,14 @@ func (f *Fetcher) followIncludes(walks []*moduleWalk, pkg *cgoPackage, headers [
 			if err != nil || !info.Mode().IsRegular() {
 				continue
 			}
+			// An #include_next's header is one after its includer's:
+			// each found is taken, not knowing which directory that is
+			// in (a header can be reached through several).
 			resolved, err := filepath.EvalSymlinks(at)
 			if err != nil || visited[resolved] {
+				if inc.next {
+					continue
+				}
 				break
 			}
 			visited[resolved] = true
@@ -824,7 +831,9 @@ func (f *Fetcher) followIncludes(walks []*moduleWalk, pkg *cgoPackage, headers [
 					todo = append(todo, pending{cInclude: next, from: cDir{path: filepath.Dir(at), abs: d.abs}, by: at})
 				}
 			}
-			break
+			if !inc.next {
+				break
+			}
 		}
 	}
 	return nil

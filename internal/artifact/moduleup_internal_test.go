@@ -184,7 +184,7 @@ func TestParsePreamble(t *testing.T) {
 	if want := []string{"-Icxx"}; !slices.Equal(got.cxxflags, want) {
 		t.Errorf("CXXFLAGS %q, want %q", got.cxxflags, want)
 	}
-	wantIncludes := []cInclude{{name: "a.h", quoted: true}, {name: "b/c.h"}, {name: "MACRO", macro: true}, {name: "d.h", quoted: true}}
+	wantIncludes := []cInclude{{name: "a.h", quoted: true}, {name: "b/c.h", next: true}, {name: "MACRO", macro: true}, {name: "d.h", quoted: true}}
 	if !slices.Equal(got.includes, wantIncludes) {
 		t.Errorf("includes %v, want %v", got.includes, wantIncludes)
 	}
@@ -368,5 +368,37 @@ func TestModuleKeyCgoMacroInclude(t *testing.T) {
 	_, err := moduleKey(New(), mod)
 	if err == nil || !strings.Contains(err.Error(), "named by a macro") || !strings.Contains(err.Error(), mod) {
 		t.Errorf("a macro include below a directory of too many files: %v, want the macro and the package named", err)
+	}
+}
+
+// An #include_next looks in the directories after its includer's, for a
+// header of the same name, typically: the key looked from the first
+// again, found the includer, and keyed not the header it includes. An
+// edit of that was served the binary first built.
+func TestModuleKeyCgoIncludeNext(t *testing.T) {
+	dir := t.TempDir()
+	mod := filepath.Join(dir, "mod")
+	writeTestFile(t, filepath.Join(mod, "go.mod"), "module example.com/m\n")
+	writeTestFile(t, filepath.Join(mod, "main.go"), "package main\n\n// #cgo CFLAGS: -I${SRCDIR}/../wrap -I${SRCDIR}/../real\n// #include <x.h>\nimport \"C\"\n\nfunc main() {}\n")
+	writeTestFile(t, filepath.Join(dir, "wrap", "x.h"), "#include_next <x.h>\n")
+	writeTestFile(t, filepath.Join(dir, "real", "x.h"), "int x;\n")
+	writeTestFile(t, filepath.Join(dir, "real", "unused.h"), "int unused;\n")
+	f := New()
+	key := func() string {
+		t.Helper()
+		k, err := moduleKey(f, mod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	before := key()
+	writeTestFile(t, filepath.Join(dir, "real", "unused.h"), "int unused, edited;\n")
+	if key() != before {
+		t.Errorf("real/unused.h edited: the key changed")
+	}
+	writeTestFile(t, filepath.Join(dir, "real", "x.h"), "int x, edited;\n")
+	if key() == before {
+		t.Errorf("real/x.h, which wrap/x.h includes with #include_next, edited: the key is as it was")
 	}
 }
