@@ -402,3 +402,28 @@ func TestModuleKeyCgoIncludeNext(t *testing.T) {
 		t.Errorf("real/x.h, which wrap/x.h includes with #include_next, edited: the key is as it was")
 	}
 }
+
+// The headers outside a module are named in its key by where they are
+// from it: moving the whole tree keeps the key, as it does a module's
+// without them.
+func TestModuleKeyCgoHeadersMoved(t *testing.T) {
+	dir := t.TempDir()
+	from, to := filepath.Join(dir, "from"), filepath.Join(dir, "to")
+	writeTestFile(t, filepath.Join(from, "mod", "go.mod"), "module example.com/m\n")
+	writeTestFile(t, filepath.Join(from, "mod", "main.go"), "package main\n\n// #cgo CFLAGS: -I${SRCDIR}/../inc\n// #include <x.h>\n// #include \"../shared/y.h\"\nimport \"C\"\n\nfunc main() {}\n")
+	writeTestFile(t, filepath.Join(from, "inc", "x.h"), "int x;\n")
+	writeTestFile(t, filepath.Join(from, "shared", "y.h"), "int y;\n")
+	before, err := moduleKey(New(), filepath.Join(from, "mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(before, "cgo:") {
+		t.Fatalf("key %q has no cgo part", before)
+	}
+	if err := os.Rename(from, to); err != nil {
+		t.Fatal(err)
+	}
+	if after, err := moduleKey(New(), filepath.Join(to, "mod")); err != nil || after != before {
+		t.Errorf("the tree moved: key %q (%v), was %q", after, err, before)
+	}
+}
