@@ -752,6 +752,9 @@ func (f *Fetcher) followIncludes(walks []*moduleWalk, pkg *cgoPackage, headers [
 					continue
 				}
 				listed[d.path] = true
+				if err := kernelMade(d.path); err != nil {
+					return fmt.Errorf("go module %s: %s includes a header named by a macro, which may be any file below %s: %w", w.dir, inc.by, d.path, err)
+				}
 				err := filepath.WalkDir(d.path, func(p string, e fs.DirEntry, err error) error {
 					switch {
 					case err != nil:
@@ -764,12 +767,17 @@ func (f *Fetcher) followIncludes(walks []*moduleWalk, pkg *cgoPackage, headers [
 							return filepath.SkipDir
 						}
 					case !e.IsDir():
+						// Bounded before any is read: a search
+						// directory of / would list every file.
+						if len(todo) >= maxKeyFiles {
+							return blame("module", fmt.Errorf("more than %d files below %s: the cache key would read them all", maxKeyFiles, d.path))
+						}
 						todo = append(todo, pending{cInclude: cInclude{name: p, quoted: true}, from: cDir{filepath.Dir(p), d.abs}, by: inc.by, inDir: !d.abs})
 					}
 					return nil
 				})
 				if err != nil {
-					return err
+					return fmt.Errorf("go module %s: %s includes a header named by a macro, which may be any file in the directories its package's compiler searches, and the key takes them all: %w", w.dir, inc.by, err)
 				}
 			}
 			continue
