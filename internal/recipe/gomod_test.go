@@ -124,7 +124,17 @@ func TestGoModuleErrors(t *testing.T) {
 		{"a flag as a package", "      packages: [./cmd/crictl]", "      packages: [-toolexec=/tmp/x, ./cmd/crictl]", 11, `package "-toolexec=/tmp/x" begins with '-', which go build reads as a flag`},
 		{"package above the module", "      packages: [./cmd/crictl]", "      packages: [./cmd/../../x]", 11, "is outside the module"},
 		{"output flag", "      packages: [./cmd/crictl]", "      packages: [./cmd/crictl]\n      flags: [-buildmode=pie, -o, /tmp/x]", 12, "flag -o: pallet chooses where"},
-		{"overlay flag", "      packages: [./cmd/crictl]", "      packages: [./cmd/crictl]\n      flags: [--overlay=/tmp/o.json]", 12, "reads a file outside the module"},
+		{"overlay flag", "      packages: [./cmd/crictl]", "      packages: [./cmd/crictl]\n      flags: [--overlay=/tmp/o.json]", 12, "flag --overlay=/tmp/o.json: it replaces the module's files with those its JSON names"},
+		// An overlay inside the module still names replacements anywhere.
+		{"overlay inside the module", "      packages: [./cmd/crictl]", "      packages: [./cmd/crictl]\n      flags: [-overlay=overlay.json]", 12, "flag -overlay=overlay.json: it replaces the module's files"},
+		{"toolexec flag", "      packages: [./cmd/crictl]", "      packages: [./cmd/crictl]\n      flags: [-toolexec, ./wrap]", 12, "flag -toolexec: it runs a program around every compile and link"},
+		{"pkgdir flag", "      packages: [./cmd/crictl]", "      packages: [./cmd/crictl]\n      flags: [-pkgdir=pkg]", 12, "flag -pkgdir=pkg: it reads installed packages"},
+		{"linkshared flag", "      packages: [./cmd/crictl]", "      packages: [./cmd/crictl]\n      flags: [-linkshared]", 12, "flag -linkshared: it links against shared libraries"},
+		{"another compiler", "      packages: [./cmd/crictl]", "      packages: [./cmd/crictl]\n      flags: [-compiler=gccgo]", 12, "flag -compiler=gccgo: pallet builds with the pinned Go toolchain's own compiler"},
+		{"include directory in gcflags", "      packages: [./cmd/crictl]", "      packages: [./cmd/crictl]\n      flags: [\"-gcflags=all=-N -l -I /tmp/inc\"]", 12, "-I hands the compiler or assembler a path (I)"},
+		{"importcfg in gcflags, value next", "      packages: [./cmd/crictl]", "      packages: [./cmd/crictl]\n      flags: [-gcflags, \"-importcfg=/tmp/cfg\"]", 12, "flag -gcflags: -importcfg=/tmp/cfg hands the compiler"},
+		{"include directory in asmflags", "      packages: [./cmd/crictl]", "      packages: [./cmd/crictl]\n      flags: [\"-asmflags=example.com/...=-I=inc\"]", 12, "-I=inc hands the compiler or assembler a path"},
+		{"profile in GOFLAGS' gcflags", "      packages: [./cmd/crictl]", "      packages: [./cmd/crictl]\n      env: [\"GOFLAGS=-gcflags=-pgoprofile=/tmp/p\"]", 12, "GOFLAGS flag -gcflags=-pgoprofile=/tmp/p: -pgoprofile=/tmp/p hands the compiler"},
 		{"modfile flag", "      packages: [./cmd/crictl]", "      packages: [./cmd/crictl]\n      flags: [-modfile, ../other.mod]", 12, "reads a file outside the module"},
 		// GOFLAGS in env is read as flags: the same are refused there.
 		{"modfile in GOFLAGS", "      packages: [./cmd/crictl]", "      packages: [./cmd/crictl]\n      env: [GOAMD64=v2, \"GOFLAGS=-v -modfile=/tmp/x.mod\"]", 12, "GOFLAGS flag -modfile=/tmp/x.mod: it reads a file outside the module"},
@@ -226,5 +236,25 @@ func TestGoModuleUnpinned(t *testing.T) {
 	_, err := ParseUnpinned("pallet.yaml", []byte(strings.Replace(gomodRecipe, "      sum: "+testSum, "      sum: h1:short", 1)))
 	if err == nil || !strings.Contains(err.Error(), "gomod.sum must be the module's go.sum hash") {
 		t.Errorf("lock's reading of a recipe with a malformed sum: %v", err)
+	}
+}
+
+// Flags that change how the code is compiled, but read no file by path,
+// are the recipe's to give: refusing them would refuse real builds.
+func TestGoFlagsAllowed(t *testing.T) {
+	for _, f := range [][2]string{
+		{"-gcflags=all=-N -l", ""},
+		{"-gcflags", "-d=checkptr"},
+		{"-asmflags=-D=GOAMD64_v3", ""},
+		{"-gcflags=all=-trimpath=/src -spectre=all", ""},
+		{"-compiler=gc", ""},
+		{"-buildmode=pie", ""},
+		{"-race", ""},
+		{"-pgo=off", ""},
+		{"-buildvcs=false", ""},
+	} {
+		if why := refusedFlag(f[0], f[1]); why != "" {
+			t.Errorf("%s %s refused: %s", f[0], f[1], why)
+		}
 	}
 }

@@ -816,6 +816,57 @@ func refusedFlag(f, next string) string {
 	if fileFlags[name] && outsideModule(val) {
 		return "it reads a file outside the module, which no pin covers"
 	}
+	if name == "compiler" && val != "gc" {
+		return "pallet builds with the pinned Go toolchain's own compiler (gc); another is a program on the build machine that no pin or cache key covers"
+	}
+	if toolFlags[name] {
+		if w := toolFileWord(val); w != "" {
+			return fmt.Sprintf("%s hands the compiler or assembler a path (%s), which reads or writes files that no pin or cache key covers", w, strings.TrimLeft(w, "-"))
+		}
+	}
+	return ""
+}
+
+// toolFlags are the go build flags whose value is passed on to the
+// compiler or assembler as arguments, after an optional package
+// pattern and '=' (-gcflags=all=-N -l).
+var toolFlags = map[string]bool{"gcflags": true, "asmflags": true, "gccgoflags": true}
+
+// toolPathArgs are the compiler's and assembler's arguments that name a
+// file or directory to read or write: an include directory, an import or
+// embed configuration, a profile to use, a header or object to write. A
+// cached binary would not follow a change to what they name.
+var toolPathArgs = map[string]bool{
+	"I": true, "importcfg": true, "embedcfg": true, "symabis": true,
+	"pgoprofile": true, "asmhdr": true, "linkobj": true, "o": true,
+	"cpuprofile": true, "memprofile": true, "blockprofile": true,
+	"mutexprofile": true, "traceprofile": true, "bench": true, "json": true,
+}
+
+// toolFileWord is the first argument of a -gcflags or -asmflags value
+// that names a path (toolPathArgs), or "" if none does. An argument the
+// value cannot be split into is left to the go command, which refuses it.
+func toolFileWord(val string) string {
+	// The go command takes text before the first '=' as a package
+	// pattern unless it starts with '-' (cmd/go's PerPackageFlag).
+	if !strings.HasPrefix(val, "-") {
+		if _, args, ok := strings.Cut(val, "="); ok {
+			val = args
+		}
+	}
+	words, err := quoted.Split(val)
+	if err != nil {
+		return ""
+	}
+	for _, w := range words {
+		if !strings.HasPrefix(w, "-") {
+			continue
+		}
+		name, _, _ := strings.Cut(strings.TrimLeft(w, "-"), "=")
+		if toolPathArgs[name] {
+			return w
+		}
+	}
 	return ""
 }
 
@@ -827,6 +878,13 @@ var ownFlags = map[string]string{
 	"ldflags":  "use the ldflags field",
 	"tags":     "use the tags field",
 	"trimpath": "use the trimpath field",
+	// The three below bring in files or programs by path, which no pin
+	// or cache key covers, so that a cached binary could be of other
+	// sources than the build would use now.
+	"overlay":    "it replaces the module's files with those its JSON names, which no pin or cache key covers; change the module's own files (a local module, or a patched commit)",
+	"toolexec":   "it runs a program around every compile and link, which no pin or cache key covers",
+	"pkgdir":     "it reads installed packages from a directory that no pin or cache key covers",
+	"linkshared": "it links against shared libraries on the build machine that no pin or cache key covers",
 }
 
 // outsideModule says whether a path given to go build (a package, a
@@ -837,7 +895,7 @@ func outsideModule(p string) bool {
 
 // fileFlags are the go build flags that read a file named by path: one
 // out of the module is neither pinned nor in the cache key.
-var fileFlags = map[string]bool{"overlay": true, "modfile": true, "pgo": true}
+var fileFlags = map[string]bool{"modfile": true, "pgo": true}
 
 // listField is a recipe list at path to expand into out.
 type listField struct {
