@@ -30,7 +30,7 @@ func sbomCmd() *cobra.Command {
 	// The command's context, its registry requests held to --download-timeout.
 	var timed func() (context.Context, error)
 	cmd := &cobra.Command{
-		Use:   "sbom oci:DIR[:TAG] | [registry:]REGISTRY/REPO:TAG",
+		Use:   "sbom oci:DIR[:TAG] | docker:FILE | [registry:]REGISTRY/REPO:TAG",
 		Short: "Print the SBOM (or provenance) attached to an image",
 		Example: `  pallet sbom oci:out:latest --platform linux/amd64
   pallet sbom registry.example.com/app:v1 --format cyclonedx-json`,
@@ -58,11 +58,20 @@ func sbomCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// As inspect reads a reference, so that one named for it
+			// names the same image here.
+			loc, err := inspect.ParseLocation(args[0])
+			if err != nil {
+				return err
+			}
 			var data []byte
-			if dir, ok := strings.CutPrefix(args[0], "oci:"); ok {
-				data, err = layoutReferrer(dir, p, osVersion, want)
-			} else {
-				data, err = registryReferrer(ctx, strings.TrimPrefix(args[0], "registry:"), p, osVersion, want)
+			switch loc.Kind {
+			case inspect.Layout:
+				data, err = layoutReferrer(loc.Path, loc.Ref, p, osVersion, want)
+			case inspect.Archive:
+				err = archiveReferrer(ctx, loc.Path)
+			default:
+				data, err = registryReferrer(ctx, loc.Ref, p, osVersion, want)
 			}
 			if err != nil {
 				return err
@@ -221,12 +230,25 @@ func registryReferrer(ctx context.Context, ref string, p *platform.Platform, osV
 	return nil, fmt.Errorf("%s (%s) has no %s attached", ref, subject.Digest, want)
 }
 
-// layoutReferrer finds it in a layout, among the untagged entries whose
-// manifest names the image as its subject.
-func layoutReferrer(spec string, p *platform.Platform, osVersion, want string) ([]byte, error) {
-	// As inspect reads it: a layout of images sharing a tag names each
-	// repository:tag, a reference with a colon of its own.
-	dir, tag := inspect.SplitLayout(spec)
+// archiveReferrer answers for a docker archive, which holds no attached
+// document: pallet leaves referrers and attestation manifests out of one
+// (docker load takes neither), so there is nothing to look for. The
+// archive is read first, so that a missing or broken one is said as such.
+func archiveReferrer(ctx context.Context, file string) error {
+	if _, err := inspect.Open(ctx, "docker:"+file); err != nil {
+		return err
+	}
+	return fmt.Errorf("docker:%s carries no SBOM or provenance: a docker archive holds images alone, and pallet attaches those documents to an image in an OCI layout or a registry (as referrers, or with --attest-index in its index); read them from the oci: or registry: output of the same build, or write them to files with --sbom-dir", file)
+}
+
+// layoutReferrer finds it in the layout dir, among the untagged entries
+// whose manifest names the image as its subject; tag, where given, names
+// the image's entry.
+func layoutReferrer(dir, tag string, p *platform.Platform, osVersion, want string) ([]byte, error) {
+	spec := dir
+	if tag != "" {
+		spec += ":" + tag
+	}
 	lp, err := layout.FromPath(dir)
 	if err != nil {
 		return nil, err

@@ -85,23 +85,64 @@ type Report struct {
 // refName is the annotation naming an entry of an OCI layout's index.
 const refName = "org.opencontainers.image.ref.name"
 
-// Open inspects "oci:DIR", "oci:DIR:REF" (the entries named REF, as
-// skopeo reads them), "docker:FILE" or a registry reference.
-func Open(ctx context.Context, spec string, opts ...remote.Option) (*Report, error) {
-	r := &Report{Source: spec}
-	switch {
-	case strings.HasPrefix(spec, "oci:"):
-		dir, ref := SplitLayout(strings.TrimPrefix(spec, "oci:"))
-		return r, r.layout(dir, ref)
-	case strings.HasPrefix(spec, "docker:"):
-		return r, r.docker(strings.TrimPrefix(spec, "docker:"))
-	case strings.HasPrefix(spec, "registry:"):
-		return r, r.remote(ctx, strings.TrimPrefix(spec, "registry:"), opts)
+// Kind is the kind of place a Location names.
+type Kind int
+
+const (
+	// Layout is an OCI image layout, oci:DIR[:REF].
+	Layout Kind = iota
+	// Archive is a docker archive, docker:FILE.
+	Archive
+	// Registry is an image in a registry, [registry:]REF.
+	Registry
+)
+
+// Location is where an image reference, as pallet inspect and pallet
+// sbom take it, points.
+type Location struct {
+	Kind Kind
+	// Path is the layout's directory or the archive's file.
+	Path string
+	// Ref is, in a layout, the name of the entries meant (empty for
+	// all of them); of a registry, the reference.
+	Ref string
+}
+
+// ParseLocation reads "oci:DIR", "oci:DIR:REF" (the entries named REF,
+// as skopeo reads them), "docker:FILE", "registry:REF" or a bare
+// registry reference. A bare one that names a path here is refused
+// with the prefix it lacks.
+func ParseLocation(spec string) (Location, error) {
+	if s, ok := strings.CutPrefix(spec, "oci:"); ok {
+		dir, ref := SplitLayout(s)
+		return Location{Kind: Layout, Path: dir, Ref: ref}, nil
+	}
+	if s, ok := strings.CutPrefix(spec, "docker:"); ok {
+		return Location{Kind: Archive, Path: s}, nil
+	}
+	if s, ok := strings.CutPrefix(spec, "registry:"); ok {
+		return Location{Kind: Registry, Ref: s}, nil
 	}
 	if err := notAPath(spec); err != nil {
+		return Location{}, err
+	}
+	return Location{Kind: Registry, Ref: spec}, nil
+}
+
+// Open inspects the images at spec, a location as ParseLocation reads it.
+func Open(ctx context.Context, spec string, opts ...remote.Option) (*Report, error) {
+	loc, err := ParseLocation(spec)
+	if err != nil {
 		return nil, err
 	}
-	return r, r.remote(ctx, spec, opts)
+	r := &Report{Source: spec}
+	switch loc.Kind {
+	case Layout:
+		return r, r.layout(loc.Path, loc.Ref)
+	case Archive:
+		return r, r.docker(loc.Path)
+	}
+	return r, r.remote(ctx, loc.Ref, opts)
 }
 
 // notAPath refuses a bare argument that names a file or directory here
@@ -121,7 +162,7 @@ func notAPath(spec string) error {
 		return fmt.Errorf("%s is a directory on this machine, not a registry; did you mean oci:%s:%s?", dir, dir, ref)
 	}
 	if spec == "." || spec == ".." || strings.HasPrefix(spec, "/") || strings.HasPrefix(spec, "./") || strings.HasPrefix(spec, "../") || strings.HasPrefix(spec, "~") {
-		return fmt.Errorf("%s: no such file or directory (inspect takes oci:DIR, docker:FILE or a registry reference)", spec)
+		return fmt.Errorf("%s: no such file or directory (an image is named oci:DIR, docker:FILE or a registry reference)", spec)
 	}
 	return nil
 }

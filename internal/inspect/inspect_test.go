@@ -719,3 +719,28 @@ func TestPrintsRestOfConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestParseLocation reads each form of reference into the place it
+// names, a layout's directory split from the name of its entries at the
+// directory that exists.
+func TestParseLocation(t *testing.T) {
+	tmp := t.TempDir()
+	dir := filepath.Join(tmp, "a:b")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for spec, want := range map[string]Location{
+		"oci:" + dir:                          {Kind: Layout, Path: dir},
+		"oci:" + dir + ":localhost:5000/x:v1": {Kind: Layout, Path: dir, Ref: "localhost:5000/x:v1"},
+		"docker:" + tmp + "/x.tar":            {Kind: Archive, Path: tmp + "/x.tar"},
+		"registry:localhost:5000/x:v1":        {Kind: Registry, Ref: "localhost:5000/x:v1"},
+		"localhost:5000/x:v1":                 {Kind: Registry, Ref: "localhost:5000/x:v1"},
+	} {
+		if got, err := ParseLocation(spec); err != nil || got != want {
+			t.Errorf("ParseLocation(%q) = %+v, %v; want %+v", spec, got, err, want)
+		}
+	}
+	if _, err := ParseLocation(dir); err == nil || !strings.Contains(err.Error(), "did you mean oci:"+dir+"?") {
+		t.Errorf("ParseLocation of a bare directory: %v", err)
+	}
+}
