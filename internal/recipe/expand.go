@@ -16,8 +16,26 @@ import (
 // in the order messages list them.
 var platformVarNames = []string{"os", "arch", "variant", "platform", "exe", "multiarch"}
 
-// artifactVarNames are the variables set per artifact.
+// artifactVarNames are the variables set per artifact (artifactVars).
 var artifactVarNames = []string{"version", "commit", "tag"}
+
+// artifactVarMeaning is what each of artifactVarNames stands for, as
+// messages say it: a gomod section's commit sets {{commit}} as a git
+// source's does.
+var artifactVarMeaning = map[string]string{
+	"version": "the artifact's version field",
+	"commit":  "the commit of the artifact's git source (modes.source.git.commit) or of its gomod section (gomod.commit)",
+	"tag":     "the tag of the artifact's git source (modes.source.git.tag)",
+}
+
+// reservedArg says why name, a built-in variable, cannot be an arg:
+// what pallet sets it to, which an arg of that name would hide.
+func reservedArg(name string) string {
+	if m, ok := artifactVarMeaning[name]; ok {
+		return fmt.Sprintf("arg name %q is reserved: {{%s}} is set per artifact, to %s; give the arg another name", name, name, m)
+	}
+	return fmt.Sprintf("arg name %q is reserved: {{%s}} is one of the names set per platform ({{%s}}); give the arg another name", name, name, strings.Join(platformVarNames, "}}, {{"))
+}
 
 // builtinVars are set per platform or artifact and cannot be declared as
 // args.
@@ -120,7 +138,7 @@ func (r *Recipe) Expand(path, s string, v Vars) (string, error) {
 			}
 			return "", r.Errorf(path, "{{%s}} is the %s of the artifact's git source (modes.source.git.%s), and this artifact has none", m, m, m)
 		}
-		return "", r.Errorf(path, "unknown variable {{%s}} (args: %s; per platform: %s; per artifact: version, and commit and tag of a git source)", missing[0], namesOf(r.Args), strings.Join(platformVarNames, ", "))
+		return "", r.Errorf(path, "unknown variable {{%s}} (args: %s; per platform: %s; per artifact: version, of its version field; commit, of its git source or gomod section; tag, of its git source)", missing[0], namesOf(r.Args), strings.Join(platformVarNames, ", "))
 	}
 	if strings.Contains(out, "{{") {
 		return "", r.Errorf(path, "malformed {{...}} in %q", s)

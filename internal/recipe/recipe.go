@@ -820,7 +820,7 @@ func (r *Recipe) check() error {
 			return r.Errorf("args."+k, "arg name %q: use letters, digits and _", k)
 		}
 		if builtinVars[k] {
-			return r.Errorf("args."+k, "arg name %q is reserved for the platform", k)
+			return r.Errorf("args."+k, "%s", reservedArg(k))
 		}
 		if strings.Contains(r.Args[k], "{{") {
 			return r.Errorf("args."+k, "arg %s: an arg's value is taken as written, and {{...}} in it would not be replaced; give the whole value", k)
