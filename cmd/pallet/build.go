@@ -97,6 +97,11 @@ func buildCmd() *cobra.Command {
 			if jobs < 0 {
 				return fmt.Errorf("--jobs %d: want 0 (one per CPU) or more", jobs)
 			}
+			if minGo != "" {
+				if _, err := build.MinGo(minGo); err != nil {
+					return fmt.Errorf("--min-go %w", err)
+				}
+			}
 			if opt.CacheFrom, err = cacheRef("--cache-from", cacheFrom); err != nil {
 				return err
 			}
@@ -181,7 +186,7 @@ func buildCmd() *cobra.Command {
 	f.StringVar(&progressArg, "progress", "auto", "progress output: auto (tty on a terminal, else plain), tty, plain, json, or quiet (no steps and no warnings; errors and the closing line still print)")
 	f.StringArrayVar(&modes, "mode", nil, "choose an artifact's mode: NAME=source|release|local[:PATH] (repeatable)")
 	f.StringVar(&modesFile, "modes", "", "YAML file of artifact: mode choices (for CI); --mode wins")
-	f.StringVar(&minGo, "min-go", "", "fail if a placed Go binary was built with a Go older than this (e.g. 1.22.7)")
+	f.StringVar(&minGo, "min-go", "", "fail if a placed Go binary was built with a Go older than this Go release (1.22, 1.22.7, 1.23rc1; go1.22.7 too)")
 	f.BoolVar(&requireLic, "require-licenses", false, "fail when an artifact has no licence file")
 	f.BoolVar(&modLicenses, "module-licenses", true, "ship the licence and notice files of every module linked into each Go binary, proven against its go.sum hashes, under /LICENSES/<artifact>/<module>/ (--module-licenses=false: only each artifact's own)")
 	f.StringSliceVar(&sbomFlag, "sbom", nil, "attach SBOMs to every image: spdx, cyclonedx (both when given alone), or none; a value follows = (--sbom=spdx), as --sbom spdx reads spdx as an argument")

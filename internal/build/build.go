@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"go/version"
 	"maps"
 	"os"
 	"os/exec"
@@ -27,6 +26,7 @@ import (
 	"github.com/pallet-dev/pallet/internal/cache"
 	"github.com/pallet-dev/pallet/internal/image"
 	"github.com/pallet-dev/pallet/internal/layer"
+	"github.com/pallet-dev/pallet/internal/lazyre"
 	"github.com/pallet-dev/pallet/internal/output"
 	"github.com/pallet-dev/pallet/internal/plan"
 	"github.com/pallet-dev/pallet/internal/progress"
@@ -37,6 +37,23 @@ import (
 	"github.com/pallet-dev/pallet/internal/transfer"
 	"github.com/pallet-dev/pallet/internal/tree"
 )
+
+// goReleaseRE matches the name of a Go release or pre-release, with or
+// without its go: 1.22 (the language version, below all of 1.22's
+// releases and pre-releases), 1.22.7, 1.23rc1, 1.23beta1.
+var goReleaseRE = lazyre.New(`^(?:go)?[1-9][0-9]*\.(?:0|[1-9][0-9]*)(?:\.(?:0|[1-9][0-9]*)|(?:rc|beta)[1-9][0-9]*)?$`)
+
+// MinGo reads a minimum Go version (Options.MinGo, --min-go) into the
+// form go/version compares, go1.22.7. Only a Go release's or
+// pre-release's name is taken, since go/version reads others without
+// complaint: 1.2x as a pre-release of Go 1.2, older than every release,
+// and 1.22.7-bigcorp as 1.22.7, so a slip would pass every binary.
+func MinGo(s string) (string, error) {
+	if !goReleaseRE().MatchString(s) {
+		return "", fmt.Errorf("%q is not the name of a Go release: want 1.N, 1.N.P, 1.NrcK or 1.NbetaK (1.22, 1.22.7, 1.23rc1), with or without go before it", s)
+	}
+	return "go" + strings.TrimPrefix(s, "go"), nil
+}
 
 // Options are a build's policy and destinations. The zero value builds
 // with one job per CPU, gzip layers, the default cache, no outputs.
@@ -240,8 +257,10 @@ func settle(p *plan.Plan, opt *Options) error {
 	if opt.Compression == "" {
 		opt.Compression = layer.Gzip
 	}
-	if opt.MinGo != "" && !version.IsValid("go"+strings.TrimPrefix(opt.MinGo, "go")) {
-		return fmt.Errorf("minimum Go %q: want a Go release such as 1.22.7", opt.MinGo)
+	if opt.MinGo != "" {
+		if _, err := MinGo(opt.MinGo); err != nil {
+			return fmt.Errorf("minimum Go %w", err)
+		}
 	}
 	if (opt.CacheFrom != "" || opt.CacheTo != "") && opt.NoCache {
 		return errors.New("a shared registry cache needs the local cache, which is turned off")

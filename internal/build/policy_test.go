@@ -82,3 +82,23 @@ func TestWindowsAccessWarnsOncePerLine(t *testing.T) {
 		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// MinGo takes a Go release's or pre-release's name, with or without go,
+// into the form go/version orders, and nothing else.
+func TestMinGo(t *testing.T) {
+	for in, want := range map[string]string{"1.22": "go1.22", "1.22.7": "go1.22.7", "go1.22.7": "go1.22.7", "1.23rc1": "go1.23rc1", "1.23beta1": "go1.23beta1", "1.21.0": "go1.21.0"} {
+		if got, err := MinGo(in); err != nil || got != want {
+			t.Errorf("MinGo(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "go1.2x", "1.22.7-bigcorp", "1.22.7+x", "1.022", "1.22.07", "1.22rc0", "1.22rc", "go", "gogo1.22", "1.22.7 X:boringcrypto"} {
+		if got, err := MinGo(bad); err == nil {
+			t.Errorf("MinGo(%q) = %q, accepted", bad, got)
+		}
+	}
+	// Through Options too, which a caller other than the flag fills.
+	_, err := Run(context.Background(), &plan.Plan{}, Options{MinGo: "go1.2x"})
+	if err == nil || !strings.Contains(err.Error(), `minimum Go "go1.2x" is not the name of a Go release`) {
+		t.Errorf("Options.MinGo go1.2x: %v", err)
+	}
+}
