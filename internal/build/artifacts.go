@@ -39,7 +39,11 @@ func (b *builder) policy(a record.Artifact, src *plan.Artifact) error {
 		b.warnNotes(src, all)
 	}
 	if b.opt.MinGo != "" {
-		min := "go" + strings.TrimPrefix(b.opt.MinGo, "go")
+		// Run checked it before any work.
+		min, err := MinGo(b.opt.MinGo)
+		if err != nil {
+			return err
+		}
 		for _, g := range a.GoBinaries {
 			v := goRelease(g.GoVersion)
 			if !version.IsValid(v) {
