@@ -105,8 +105,9 @@ func (f *Fetcher) fetch(ctx context.Context, r *Request, work string) (*Result, 
 // go.sum pins) and the toolchain. What it reads of them all is bounded
 // by maxKeyFiles and maxKeyBytes together. packages are those the
 // recipe builds, as it names them: go build compiles them through links
-// up too (see importedUp).
-func (f *Fetcher) localModulesDigest(dir string, packages []string) ([]string, error) {
+// up too (see importedUp). cgo says whether the build compiles cgo
+// files, whose headers are then looked for.
+func (f *Fetcher) localModulesDigest(dir string, packages []string, cgo bool) ([]string, error) {
 	dirs, err := localModules(dir)
 	if err != nil {
 		return nil, err
@@ -134,7 +135,7 @@ func (f *Fetcher) localModulesDigest(dir string, packages []string) ([]string, e
 	}
 	// Only where a link leads up: the keys of all other modules are
 	// what they were.
-	ups, headers, err := f.importedUp(walks, filepath.Clean(dir), packages)
+	ups, headers, err := f.importedUp(walks, filepath.Clean(dir), packages, cgo)
 	if err != nil {
 		return nil, err
 	}

@@ -56,11 +56,22 @@ func (g *Go) Key(f *Fetcher, _ *Request) ([]string, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	sums, err := f.localModulesDigest(g.Module, g.Packages)
+	sums, err := f.localModulesDigest(g.Module, g.Packages, g.cgoOn())
 	if err != nil {
 		return nil, false, err
 	}
 	return append(parts, sums...), true, nil
+}
+
+// cgoOn says whether g's build compiles cgo files: cgo, unless the
+// recipe's env sets CGO_ENABLED, which goEnv puts after it.
+func (g *Go) cgoOn() bool {
+	for i := len(g.Env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(g.Env[i], "CGO_ENABLED="); ok {
+			return v == "1"
+		}
+	}
+	return g.CGO
 }
 
 // settingsKey lists what the recipe says of a build, and the toolchain.

@@ -55,7 +55,11 @@ type upLink struct{ rel, path string }
 // cgoHeaders): up/inc/x.h, through the link, was not in the key, and an
 // edit of it was served the binary first built. nil where there are
 // none, so that keys without them are as they were.
-func (f *Fetcher) importedUp(walks []*moduleWalk, main string, packages []string) (out, headers []*tree.Tree, err error) {
+//
+// cgo says whether the build compiles cgo files: without it no header
+// is read, and a module without links up has its Go files read for
+// nothing.
+func (f *Fetcher) importedUp(walks []*moduleWalk, main string, packages []string, cgo bool) (out, headers []*tree.Tree, err error) {
 	out = make([]*tree.Tree, len(walks))
 	headers = make([]*tree.Tree, len(walks))
 	modPaths := make([]string, len(walks))
@@ -84,6 +88,9 @@ func (f *Fetcher) importedUp(walks []*moduleWalk, main string, packages []string
 	}
 	var queue []queued
 	for i, w := range walks {
+		if !cgo && len(w.up) == 0 {
+			continue
+		}
 		for _, g := range w.goFiles {
 			queue = append(queue, queued{g, i})
 		}
@@ -143,7 +150,7 @@ func (f *Fetcher) importedUp(walks []*moduleWalk, main string, packages []string
 				return nil, nil, err
 			}
 		}
-		if gs.cgo != nil {
+		if gs.cgo != nil && cgo {
 			dir := filepath.Dir(src.path)
 			pkg := pkgs[dir]
 			if pkg == nil {
