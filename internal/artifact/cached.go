@@ -108,23 +108,16 @@ func (f *Fetcher) fetch(ctx context.Context, r *Request, work string) (*Result, 
 // up too (see importedUp). cgo says whether the build compiles cgo
 // files, whose headers are then looked for.
 func (f *Fetcher) localModulesDigest(dir string, packages []string, cgo bool) ([]string, error) {
-	dirs, err := localModules(dir)
+	dirs, walks, err := walkModules(dir)
 	if err != nil {
 		return nil, err
 	}
 	var out []string
-	b := &keyBudget{}
-	var walks []*moduleWalk
-	for _, d := range dirs {
-		w, err := walkModule(d, b)
+	for i, d := range dirs {
+		sum, err := tree.Digest(walks[i].t, f.digest)
 		if err != nil {
 			return nil, err
 		}
-		sum, err := tree.Digest(w.t, f.digest)
-		if err != nil {
-			return nil, err
-		}
-		walks = append(walks, w)
 		// The directory is named as go.mod names it relative to the
 		// module, so moving the whole tree keeps the key.
 		rel, err := filepath.Rel(dir, d)
@@ -135,7 +128,7 @@ func (f *Fetcher) localModulesDigest(dir string, packages []string, cgo bool) ([
 	}
 	// Only where a link leads up: the keys of all other modules are
 	// what they were.
-	ups, headers, err := f.importedUp(walks, filepath.Clean(dir), packages, cgo)
+	ups, headers, err := f.importedUp(walks, filepath.Clean(dir), packages, cgo, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -160,6 +153,44 @@ func (f *Fetcher) localModulesDigest(dir string, packages []string, cgo bool) ([
 		out[i] += " cgo:" + sum
 	}
 	return out, nil
+}
+
+// walkModules walks the module in dir and those it replaces with local
+// directories (localModules), in one budget.
+func walkModules(dir string) ([]string, []*moduleWalk, error) {
+	dirs, err := localModules(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	b := &keyBudget{}
+	var walks []*moduleWalk
+	for _, d := range dirs {
+		w, err := walkModule(d, b)
+		if err != nil {
+			return nil, nil, err
+		}
+		walks = append(walks, w)
+	}
+	return dirs, walks, nil
+}
+
+// cgoHeadersRead lists the headers that the cgo packages of a build of
+// packages of the module in dir read, found as its key finds them, in
+// the modules or not, named from dir.
+func (f *Fetcher) cgoHeadersRead(dir string, packages []string) (*cgoReads, error) {
+	_, walks, err := walkModules(dir)
+	if err != nil {
+		return nil, err
+	}
+	root, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return nil, err
+	}
+	reads := &cgoReads{root: root}
+	if _, _, err := f.importedUp(walks, filepath.Clean(dir), packages, true, reads); err != nil {
+		return nil, err
+	}
+	return reads, nil
 }
 
 // walkModule lists every file of a local module (VCS metadata aside),

@@ -1,12 +1,16 @@
 package artifact
 
 import (
+	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/pallet-dev/pallet/internal/platform"
 )
 
 // A build without cgo (cgo: false, or CGO_ENABLED=0 in its env, which
@@ -65,5 +69,62 @@ func TestModuleKeyCgoOff(t *testing.T) {
 		if changed := !slices.Equal(key(), before); changed != c.on {
 			t.Errorf("%s: ../inc/v.h edited: the key changed %v, want %v", c.name, changed, c.on)
 		}
+	}
+}
+
+// What a build tells go build of its headers covers those its cache does
+// not hash, and only those: none for a package whose headers are all
+// in its directory (a header there is one of its files), so that its
+// build runs as it did; one that the package includes from a directory
+// of the module that is not its own (inc/v.h) or from outside it
+// changes the digest when edited.
+func TestCgoHeadersDigest(t *testing.T) {
+	dir := t.TempDir()
+	mod := filepath.Join(dir, "mod")
+	writeTestFile(t, filepath.Join(mod, "go.mod"), "module example.com/m\n")
+	writeTestFile(t, filepath.Join(mod, "main.go"), "package main\n\n// #include \"here.h\"\nimport \"C\"\n\nfunc main() {}\n")
+	writeTestFile(t, filepath.Join(mod, "here.h"), "#define HERE 1\n")
+	p, err := platform.Parse(runtime.GOOS + "/" + runtime.GOARCH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := New()
+	g := &Go{Module: mod, Packages: []string{"."}, CGO: true}
+	digest := func() string {
+		t.Helper()
+		reads, err := f.cgoHeadersRead(mod, g.Packages)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := f.cgoHeadersDigest(reads, g, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	if d := digest(); d != "" {
+		t.Errorf("headers in the package's directory only: digest %q, want none", d)
+	}
+	for _, inc := range []struct{ file, include string }{
+		{filepath.Join(mod, "inc", "v.h"), "inc/v.h"},
+		{filepath.Join(dir, "out", "w.h"), "../out/w.h"},
+	} {
+		writeTestFile(t, inc.file, "#define X 1\n")
+		writeTestFile(t, filepath.Join(mod, "main.go"), "package main\n\n// #include \"here.h\"\n// #include \""+inc.include+"\"\nimport \"C\"\n\nfunc main() {}\n")
+		before := digest()
+		if before == "" {
+			t.Fatalf("%s included: no digest", inc.include)
+		}
+		writeTestFile(t, filepath.Join(mod, "here.h"), "#define HERE 22\n")
+		if d := digest(); d != before {
+			t.Errorf("here.h edited, with %s included: the digest changed", inc.include)
+		}
+		writeTestFile(t, inc.file, "#define X 222\n")
+		if d := digest(); d == before {
+			t.Errorf("%s edited: the digest is as it was", inc.include)
+		}
+	}
+	if err := os.Remove(filepath.Join(dir, "out", "w.h")); err != nil {
+		t.Fatal(err)
 	}
 }

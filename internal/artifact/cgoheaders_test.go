@@ -1,6 +1,7 @@
 package artifact_test
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/pallet-dev/pallet/internal/artifact"
+	"github.com/pallet-dev/pallet/internal/fixture"
 	"github.com/pallet-dev/pallet/internal/platform"
 )
 
@@ -85,4 +87,150 @@ func TestGoCgoHeaderOutsideModuleRebuilt(t *testing.T) {
 		t.Fatal(err)
 	}
 	build("cside/b.h edited", false)
+}
+
+// A cgo build whose values come from headers go build's own cache does
+// not hash (one outside the module, ../inc/v.h, and one in a directory
+// of the module that is not the package's, sub/w.h) prints the values
+// the headers now hold after each edit, built through the same caches:
+// go build gave the object compiled from the old header, and the image
+// shipped the old code. Built again with nothing changed, or from a copy
+// of the whole tree at another path, the binary is the same, byte for
+// byte, and holds nothing of how the headers were told to go build.
+func TestGoCgoHeaderOutsideModuleBinary(t *testing.T) {
+	if _, err := exec.LookPath("gcc"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("gcc is not installed; .ci/run must install it")
+		}
+		t.Skip("gcc is not installed; skipping")
+	}
+	files := map[string]string{
+		"mod/go.mod":    "module example.com/cgoval\n\ngo 1.22\n",
+		"mod/main.go":   "package main\n\n/*\n#include \"../inc/v.h\"\n#include \"sub/w.h\"\nstatic int value(void) { return V; }\nstatic int wvalue(void) { return W; }\n*/\nimport \"C\"\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(C.value(), C.wvalue()) }\n",
+		"mod/sub/w.h":   "#define W 10\n",
+		"inc/v.h":       "#define V 1\n",
+		"inc/unused.h":  "#define UNUSED 1\n",
+		"mod/sub/u.txt": "not included\n",
+	}
+	write := func(root string) {
+		t.Helper()
+		for name, text := range files {
+			p := filepath.Join(root, name)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	dir := t.TempDir()
+	write(dir)
+	p, err := platform.Parse(runtime.GOOS + "/" + runtime.GOARCH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	build := func(f *artifact.Fetcher, root, what, want string) []byte {
+		t.Helper()
+		r := &artifact.Request{Name: "cgoval", Platform: p, NoLicense: true,
+			Kind: &artifact.Go{Module: filepath.Join(root, "mod"), Packages: []string{"."}, CGO: true, CC: "gcc", Trimpath: true}}
+		res, err := f.Fetch(context.Background(), r, t.TempDir())
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		e, ok := res.Tree.Get("cgoval")
+		if !ok {
+			t.Fatalf("%s: no binary cgoval in the result", what)
+		}
+		out, err := exec.Command(e.Source).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: the binary: %v\n%s", what, err, out)
+		}
+		if got := strings.TrimSpace(string(out)); got != want {
+			t.Errorf("%s: the binary says %q, want %q", what, got, want)
+		}
+		bin, err := os.ReadFile(e.Source)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(bin), "PALLET") {
+			t.Errorf("%s: the binary holds %q", what, "PALLET")
+		}
+		return bin
+	}
+	f := cachedFetcher(t)
+	first := build(f, dir, "first", "1 10")
+	if again := build(cachedFetcher(t), dir, "nothing changed, another pallet cache", "1 10"); !bytes.Equal(again, first) {
+		t.Error("built again with nothing changed: another binary")
+	}
+	moved := t.TempDir()
+	write(moved)
+	if there := build(cachedFetcher(t), moved, "the tree at another path", "1 10"); !bytes.Equal(there, first) {
+		t.Error("built from the tree at another path: another binary")
+	}
+	edit := func(name, text string) {
+		t.Helper()
+		files[name] = text
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	edit("inc/unused.h", "#define UNUSED 2\n")
+	if same := build(f, dir, "a header nothing includes edited", "1 10"); !bytes.Equal(same, first) {
+		t.Error("a header nothing includes edited: another binary")
+	}
+	edit("inc/v.h", "#define V 2\n")
+	build(f, dir, "inc/v.h edited", "2 10")
+	edit("mod/sub/w.h", "#define W 20\n")
+	build(f, dir, "mod/sub/w.h edited", "2 20")
+	edit("inc/v.h", "#define V 1\n")
+	build(f, dir, "inc/v.h edited back", "1 20")
+}
+
+// A git source's cgo build reads a header of the checkout outside its
+// module (../inc/v.h) from a new checkout each commit, which go build's
+// own cache, with trimpath, did not tell apart: the commit that changes
+// the header prints its new value.
+func TestGitCgoHeaderOutsideModuleBinary(t *testing.T) {
+	for _, tool := range []string{"gcc", "git"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("%s is not installed; .ci/run must install it", tool)
+			}
+			t.Skipf("%s is not installed; skipping", tool)
+		}
+	}
+	repo, first := committedRepo(t, map[string]string{
+		"mod/go.mod":  "module example.com/gitcgo\n\ngo 1.22\n",
+		"mod/main.go": "package main\n\n/*\n#include \"../inc/v.h\"\nstatic int value(void) { return V; }\n*/\nimport \"C\"\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(C.value()) }\n",
+		"inc/v.h":     "#define V 1\n",
+	})
+	if err := os.WriteFile(filepath.Join(repo, "inc", "v.h"), []byte("#define V 2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fixture.Git(t, repo, "commit", "-q", "-a", "-m", "two")
+	second := fixture.Git(t, repo, "rev-parse", "HEAD")
+	p, err := platform.Parse(runtime.GOOS + "/" + runtime.GOARCH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := cachedFetcher(t)
+	for _, c := range []struct{ commit, want string }{{first, "1"}, {second, "2"}} {
+		k := &artifact.Git{Repo: repo, Commit: c.commit, Go: artifact.Go{Module: "mod", Packages: []string{"."}, CGO: true, CC: "gcc", Trimpath: true}}
+		res, err := f.Fetch(context.Background(), &artifact.Request{Name: "gitcgo", Platform: p, NoLicense: true, Kind: k}, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, ok := res.Tree.Get("gitcgo")
+		if !ok {
+			t.Fatal("no binary gitcgo in the result")
+		}
+		out, err := exec.Command(e.Source).CombinedOutput()
+		if err != nil {
+			t.Fatalf("the binary: %v\n%s", err, out)
+		}
+		if got := strings.TrimSpace(string(out)); got != c.want {
+			t.Errorf("commit with V %s: the binary says %q", c.want, got)
+		}
+	}
 }

@@ -3,9 +3,13 @@ package artifact
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"go/build"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -197,8 +201,78 @@ func (f *Fetcher) goBuild(ctx context.Context, r *Request, g *Go, dir string, wo
 	if g.vcs {
 		env = []string{gitAttrNoSystem, lastGitConfig(noUserAttributes)}
 	}
-	return f.runGo(ctx, r, g, goRun{args: append(args, g.Packages...), dir: dir, out: out, licenses: dir, work: work, list: g.Packages, env: env})
+	run := goRun{args: append(args, g.Packages...), dir: dir, out: out, licenses: dir, work: work, list: g.Packages, env: env}
+	if g.cgoOn() {
+		reads, err := f.cgoHeadersRead(dir, g.Packages)
+		if err != nil {
+			return nil, fmt.Errorf("the C headers its cgo packages read: %w", err)
+		}
+		if run.cgoHeaders, err = f.cgoHeadersDigest(reads, g, r.Platform); err != nil {
+			return nil, fmt.Errorf("the C headers its cgo packages read: %w", err)
+		}
+	}
+	return f.runGo(ctx, r, g, run)
 }
+
+// cgoHeadersDigest is a digest of the headers of reads that go build's
+// own cache does not see, "" for none: it hashes a package's files in
+// its directory (a header there among them), and no other file the C
+// compiler reads (golang.org/issue/24355), so that after an edit of
+// ../inc/v.h, or of inc/v.h in the module, it gave the object compiled
+// from the old header, and the image shipped the old code. Each header
+// is named from the main module, or by its absolute path where the key
+// names it so, so that the digest is the same on every machine and
+// wherever the checkout is.
+func (f *Fetcher) cgoHeadersDigest(reads *cgoReads, g *Go, p platform.Platform) (string, error) {
+	bctx := build.Default
+	bctx.GOOS, bctx.GOARCH, bctx.CgoEnabled, bctx.BuildTags = p.OS, p.Arch, true, g.Tags
+	names := map[string]string{}
+	for _, h := range reads.list {
+		if _, ok := names[h.name]; ok || goHashes(bctx, h) {
+			continue
+		}
+		sum, err := f.digest(h.resolved, h.st)
+		if err != nil {
+			return "", err
+		}
+		names[h.name] = sum
+	}
+	if len(names) == 0 {
+		return "", nil
+	}
+	hash := sha256.New()
+	for _, name := range slices.Sorted(maps.Keys(names)) {
+		fmt.Fprintf(hash, "%s\x00%s\n", name, names[name])
+	}
+	return hex.EncodeToString(hash.Sum(nil)), nil
+}
+
+// goHashes says whether go build's cache hashes the header h, as a file
+// of its package: one of the package's directory, by a name it lists
+// (with the extension of a C, C++ or assembly file, its build
+// constraints met), that is the file the compiler opens.
+func goHashes(bctx build.Context, h cgoRead) bool {
+	name := filepath.Base(h.at)
+	if cgoFileLang(name) == "" {
+		return false
+	}
+	if ok, err := bctx.MatchFile(h.pkgDir, name); err != nil || !ok {
+		return false
+	}
+	listed, err := os.Stat(filepath.Join(h.pkgDir, name))
+	if err != nil {
+		return false
+	}
+	opened, err := os.Stat(h.at)
+	return err == nil && os.SameFile(listed, opened)
+}
+
+// cgoHeadersMacro is the macro that carries cgoHeadersDigest to go
+// build, in CC: go build hashes CC into the cache key of each cgo
+// package, and the build info of the binary does not hold it (CGO_CPPFLAGS
+// would show in go version -m, and change the binary). A macro no code
+// names changes no object, and gcc leaves -D out of what it records.
+const cgoHeadersMacro = "PALLET_CGO_HEADERS"
 
 // goRun is one go command that builds g's packages into a directory.
 type goRun struct {
@@ -220,6 +294,8 @@ type goRun struct {
 	list      []string
 	listDir   string
 	listFlags []string
+	// cgoHeaders is cgoHeadersDigest of the build, "" for none.
+	cgoHeaders string
 	// versionFromBinary: the toolchain is read from the binaries it
 	// built, not asked of go env in dir (go install picks its toolchain
 	// from the module's go line, which go env in a directory does not).
@@ -262,6 +338,20 @@ func (f *Fetcher) runGo(ctx context.Context, r *Request, g *Go, run goRun) (*Res
 	cmd := Command(ctx, "go", args...)
 	cmd.Dir = dir
 	cmd.Env = env
+	if run.cgoHeaders != "" {
+		// Added to the C compiler the build would run, which go env
+		// says where neither the recipe nor pallet names one (the go
+		// command's default, which a pinned toolchain may change).
+		cc := EnvValue(env, "CC")
+		if cc == "" {
+			v, err := goEnvIn(ctx, dir, env, "CC")
+			if err != nil {
+				return nil, err
+			}
+			cc = v[0]
+		}
+		cmd.Env = append(slices.Clip(env), "CC="+cc+" -D"+cgoHeadersMacro+"="+run.cgoHeaders)
+	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	cmd.Stdout = &stderr

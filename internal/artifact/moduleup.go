@@ -58,8 +58,9 @@ type upLink struct{ rel, path string }
 //
 // cgo says whether the build compiles cgo files: without it no header
 // is read, and a module without links up has its Go files read for
-// nothing.
-func (f *Fetcher) importedUp(walks []*moduleWalk, main string, packages []string, cgo bool) (out, headers []*tree.Tree, err error) {
+// nothing. reads, when not nil, gets every header the cgo packages read,
+// in the modules or not (see cgoReads).
+func (f *Fetcher) importedUp(walks []*moduleWalk, main string, packages []string, cgo bool, reads *cgoReads) (out, headers []*tree.Tree, err error) {
 	out = make([]*tree.Tree, len(walks))
 	headers = make([]*tree.Tree, len(walks))
 	modPaths := make([]string, len(walks))
@@ -160,7 +161,7 @@ func (f *Fetcher) importedUp(walks []*moduleWalk, main string, packages []string
 			pkg.files = append(pkg.files, cgoFile{src.path, gs.cgo})
 		}
 	}
-	if err := f.cgoHeaders(walks, pkgs, headers); err != nil {
+	if err := f.cgoHeaders(walks, pkgs, headers, reads); err != nil {
 		return nil, nil, err
 	}
 	return out, headers, nil
@@ -659,7 +660,7 @@ func cgoFileLang(name string) string {
 // where an absolute one found it. Those in a module are in its key
 // already, but what they include is looked for too. What they all read
 // counts in the walks' budget.
-func (f *Fetcher) cgoHeaders(walks []*moduleWalk, pkgs map[string]*cgoPackage, headers []*tree.Tree) error {
+func (f *Fetcher) cgoHeaders(walks []*moduleWalk, pkgs map[string]*cgoPackage, headers []*tree.Tree, reads *cgoReads) error {
 	dirs := slices.Sorted(maps.Keys(pkgs))
 	keyed := map[string]bool{}
 	for _, dir := range dirs {
@@ -703,7 +704,7 @@ func (f *Fetcher) cgoHeaders(walks []*moduleWalk, pkgs map[string]*cgoPackage, h
 			if roots[lang] == nil {
 				continue // no compile in that language
 			}
-			if err := f.followIncludes(walks, pkg, headers, roots[lang], search[lang], keyed); err != nil {
+			if err := f.followIncludes(walks, pkg, headers, roots[lang], search[lang], keyed, reads); err != nil {
 				return err
 			}
 		}
@@ -716,8 +717,8 @@ func (f *Fetcher) cgoHeaders(walks []*moduleWalk, pkgs map[string]*cgoPackage, h
 // and what they include in turn. keyed holds the headers added to a
 // key, by their resolved paths: a header in two packages is looked
 // through in each, whose flags may find other headers for its includes,
-// but keyed once.
-func (f *Fetcher) followIncludes(walks []*moduleWalk, pkg *cgoPackage, headers []*tree.Tree, incs []cInclude, search cgoSearch, keyed map[string]bool) error {
+// but keyed once. reads, when not nil, gets each header followed.
+func (f *Fetcher) followIncludes(walks []*moduleWalk, pkg *cgoPackage, headers []*tree.Tree, incs []cInclude, search cgoSearch, keyed map[string]bool, reads *cgoReads) error {
 	w := walks[pkg.walk]
 	type pending struct {
 		cInclude
@@ -819,6 +820,13 @@ func (f *Fetcher) followIncludes(walks []*moduleWalk, pkg *cgoPackage, headers [
 			}
 			visited[resolved] = true
 			st := tree.StampOf(info)
+			if reads != nil {
+				name := headerName(reads.root, resolved)
+				if d.abs {
+					name = absHeaderName(resolved)
+				}
+				reads.list = append(reads.list, cgoRead{at: at, pkgDir: pkg.dir, name: name, resolved: resolved, st: st})
+			}
 			if !keyed[resolved] && !inAny(walks, resolved) {
 				if err := w.kernelDev(resolved, info); err != nil {
 					return fmt.Errorf("go module %s: C header %s, included by %s: %w", w.dir, at, inc.by, err)
@@ -852,6 +860,22 @@ func (f *Fetcher) followIncludes(walks []*moduleWalk, pkg *cgoPackage, headers [
 		}
 	}
 	return nil
+}
+
+// cgoReads are the headers the cgo packages of a build read, as the
+// key finds them, with names from root, the main module's directory
+// resolved.
+type cgoReads struct {
+	root string
+	list []cgoRead
+}
+
+// cgoRead is a header that the C compiles of the package in pkgDir read:
+// at is the path they open, resolved where it leads, and name how the
+// key names it (headerName, absHeaderName), st its stamp.
+type cgoRead struct {
+	at, pkgDir, name, resolved string
+	st                         tree.Stamp
 }
 
 // headerName names the header at resolved in a key by where it is from
