@@ -20,8 +20,9 @@ import (
 // space, one a .c file of the package includes by "../"), is built
 // again when one of them changes: the cache gave the binary first
 // built. One with nothing changed, or headers nothing includes, is taken
-// from the cache. (What the binary then says is go build's: its own
-// cache does not see such headers either, golang.org/issue/24355.)
+// from the cache. (That the binary then says what the headers now hold,
+// which go build's own cache does not see, golang.org/issue/24355, is
+// TestGoCgoHeaderOutsideModuleBinary's.)
 func TestGoCgoHeaderOutsideModuleRebuilt(t *testing.T) {
 	if _, err := exec.LookPath("gcc"); err != nil {
 		if os.Getenv("CI") != "" {
