@@ -835,7 +835,9 @@ func (f *Fetcher) followIncludes(walks []*moduleWalk, pkg *cgoPackage, headers [
 					if inc.inDir {
 						return fmt.Errorf("go module %s: %s includes a header named by a macro, which may be any file in the directories its package's compiler searches, and the key takes them all: %w", w.dir, inc.by, err)
 					}
-					return err
+					// The budget's own words name only the module:
+					// a chain of headers outside it is what went over.
+					return fmt.Errorf("go module %s: C header %s, included by %s: %w", w.dir, at, inc.by, err)
 				}
 				if headers[pkg.walk] == nil {
 					headers[pkg.walk] = tree.New()

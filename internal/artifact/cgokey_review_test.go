@@ -1,0 +1,191 @@
+package artifact
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// keyWithin is moduleKey of mod, failing the test if it takes longer
+// than a minute: what is asked of is that the key ends at all (a read of
+// a pipe or a device waits forever), not how fast.
+func keyWithin(t *testing.T, f *Fetcher, mod string) (string, error) {
+	t.Helper()
+	type res struct {
+		k   string
+		err error
+	}
+	done := make(chan res, 1)
+	go func() {
+		k, err := moduleKey(f, mod)
+		done <- res{k, err}
+	}()
+	select {
+	case r := <-done:
+		return r.k, r.err
+	case <-time.After(time.Minute):
+		t.Fatal("the key has not ended after a minute")
+		return "", nil
+	}
+}
+
+// A cgo package's include of something that is no regular file (a
+// device, a named pipe, a directory, a link to itself, a link to a
+// device) is passed by, as gcc passes by or fails on it: the key opens
+// none, ends, and keys none of them.
+func TestCgoKeyReviewNonRegularIncludes(t *testing.T) {
+	dir := t.TempDir()
+	mod := filepath.Join(dir, "mod")
+	writeTestFile(t, filepath.Join(mod, "go.mod"), "module example.com/m\n")
+	writeTestFile(t, filepath.Join(mod, "main.go"), "package main\n\n/*\n#cgo CFLAGS: -I${SRCDIR}/../inc\n#include \"/dev/zero\"\n#include \"../fifo.h\"\n#include <fifo.h>\n#include \"../dir.h\"\n#include \"../loop.h\"\n#include <zero.h>\n#include \"../real.h\"\n*/\nimport \"C\"\n\nfunc main() {}\n")
+	writeTestFile(t, filepath.Join(mod, "helper.c"), "#include \"../fifo.h\"\n#include \"/dev/zero\"\n")
+	writeTestFile(t, filepath.Join(dir, "real.h"), "int real;\n")
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo.h"), 0o644); err != nil {
+		t.Skipf("no named pipe: %v", err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "inc", "fifo.h"), 0o644); err != nil {
+		if err := os.MkdirAll(filepath.Join(dir, "inc"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Mkfifo(filepath.Join(dir, "inc", "fifo.h"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "dir.h"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("loop.h", filepath.Join(dir, "loop.h")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/dev/zero", filepath.Join(dir, "inc", "zero.h")); err != nil {
+		t.Fatal(err)
+	}
+	f := New()
+	before, err := keyWithin(t, f, mod)
+	if err != nil {
+		t.Fatalf("includes of a device, a pipe, a directory and a link loop: %v", err)
+	}
+	writeTestFile(t, filepath.Join(dir, "real.h"), "int real, edited;\n")
+	if after, err := keyWithin(t, f, mod); err != nil || after == before {
+		t.Errorf("real.h, included beside them, edited: the key changed %v (%v)", after != before, err)
+	}
+}
+
+// A header that cannot be opened fails the key, naming it. Root opens
+// any file whatever its mode, and a regular file that root cannot open
+// is not to be made here.
+func TestCgoKeyReviewUnreadableHeader(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("run as root, which opens a file of mode 000: no unreadable header to make")
+	}
+	dir := t.TempDir()
+	mod := filepath.Join(dir, "mod")
+	writeTestFile(t, filepath.Join(mod, "go.mod"), "module example.com/m\n")
+	writeTestFile(t, filepath.Join(mod, "main.go"), "package main\n\n// #include \"../secret.h\"\nimport \"C\"\n\nfunc main() {}\n")
+	writeTestFile(t, filepath.Join(dir, "secret.h"), "int secret;\n")
+	if err := os.Chmod(filepath.Join(dir, "secret.h"), 0); err != nil {
+		t.Fatal(err)
+	}
+	_, err := keyWithin(t, New(), mod)
+	if err == nil || !strings.Contains(err.Error(), "secret.h") {
+		t.Errorf("an unreadable header: %v, want an error naming it", err)
+	}
+}
+
+// -I/proc and -I/sys cost nothing where no header is in them; one that
+// is, is refused, naming the includer and the header, not read.
+func TestCgoKeyReviewKernelSearchDirs(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("kernel filesystems are Linux's")
+	}
+	dir := t.TempDir()
+	mod := filepath.Join(dir, "mod")
+	writeTestFile(t, filepath.Join(mod, "go.mod"), "module example.com/m\n")
+	writeTestFile(t, filepath.Join(mod, "main.go"), "package main\n\n// #cgo CFLAGS: -I/proc -I/sys\n// #include <no-such-review.h>\nimport \"C\"\n\nfunc main() {}\n")
+	if _, err := keyWithin(t, New(), mod); err != nil {
+		t.Errorf("-I/proc -I/sys, no header in them: %v", err)
+	}
+	writeTestFile(t, filepath.Join(mod, "main.go"), "package main\n\n// #cgo CFLAGS: -I/proc -I/sys\n// #include <version>\nimport \"C\"\n\nfunc main() {}\n")
+	_, err := keyWithin(t, New(), mod)
+	if err == nil || !strings.Contains(err.Error(), "/proc/version") || !strings.Contains(err.Error(), "included by "+mod) {
+		t.Errorf("-I/proc and #include <version>: %v, want a refusal naming /proc/version and its includer", err)
+	}
+}
+
+// -I/ costs the headers named, not the world; with a header named by a
+// macro it lists the directories to the budget and stops there, naming
+// the includer and the directory.
+func TestCgoKeyReviewRootSearchDir(t *testing.T) {
+	dir := t.TempDir()
+	mod := filepath.Join(dir, "mod")
+	writeTestFile(t, filepath.Join(mod, "go.mod"), "module example.com/m\n")
+	writeTestFile(t, filepath.Join(mod, "main.go"), "package main\n\n// #cgo CFLAGS: -I/\n// #include <no-such-review.h>\n// #include <"+strings.TrimPrefix(filepath.Join(dir, "named.h"), "/")+">\nimport \"C\"\n\nfunc main() {}\n")
+	writeTestFile(t, filepath.Join(dir, "named.h"), "int named;\n")
+	defer func(n int) { maxKeyFiles = n }(maxKeyFiles)
+	// The module's two files, and the one header.
+	maxKeyFiles = 3
+	if _, err := keyWithin(t, New(), mod); err != nil {
+		t.Errorf("-I/, one header named in it, 3 files allowed: %v", err)
+	}
+	maxKeyFiles = 1000
+	writeTestFile(t, filepath.Join(mod, "main.go"), "package main\n\n// #cgo CFLAGS: -I/\n// #include CONFIG\nimport \"C\"\n\nfunc main() {}\n")
+	_, err := keyWithin(t, New(), mod)
+	if err == nil || !strings.Contains(err.Error(), "named by a macro") || !strings.Contains(err.Error(), "below /") || !strings.Contains(err.Error(), mod) {
+		t.Errorf("-I/ and a macro include: %v, want it refused at the budget, naming the includer and /", err)
+	}
+}
+
+// Headers that include each other are each read once, and keyed.
+func TestCgoKeyReviewIncludeCycle(t *testing.T) {
+	dir := t.TempDir()
+	mod := filepath.Join(dir, "mod")
+	writeTestFile(t, filepath.Join(mod, "go.mod"), "module example.com/m\n")
+	writeTestFile(t, filepath.Join(mod, "main.go"), "package main\n\n// #include \"../a.h\"\nimport \"C\"\n\nfunc main() {}\n")
+	writeTestFile(t, filepath.Join(dir, "a.h"), "#pragma once\n#include \"b.h\"\n#include \"a.h\"\n")
+	writeTestFile(t, filepath.Join(dir, "b.h"), "#pragma once\n#include \"a.h\"\n")
+	f := New()
+	before, err := keyWithin(t, f, mod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeTestFile(t, filepath.Join(dir, "b.h"), "#pragma once\n#include \"a.h\"\nint edited;\n")
+	if after, err := keyWithin(t, f, mod); err != nil || after == before {
+		t.Errorf("b.h, in a cycle with a.h, edited: the key changed %v (%v)", after != before, err)
+	}
+}
+
+// A chain of 10,000 headers, each including the next, is followed to its
+// end without recursion; past the budget it fails naming the header it
+// stopped at and what included it.
+func TestCgoKeyReviewLongChain(t *testing.T) {
+	const n = 10_000
+	dir := t.TempDir()
+	mod := filepath.Join(dir, "mod")
+	writeTestFile(t, filepath.Join(mod, "go.mod"), "module example.com/m\n")
+	writeTestFile(t, filepath.Join(mod, "main.go"), "package main\n\n// #include \"../chain/0.h\"\nimport \"C\"\n\nfunc main() {}\n")
+	for i := range n {
+		writeTestFile(t, filepath.Join(dir, "chain", strconv.Itoa(i)+".h"), "#include \""+strconv.Itoa(i+1)+".h\"\n")
+	}
+	f := New()
+	before, err := keyWithin(t, f, mod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeTestFile(t, filepath.Join(dir, "chain", strconv.Itoa(n)+".h"), "int last;\n")
+	if after, err := keyWithin(t, f, mod); err != nil || after == before {
+		t.Errorf("the chain's last header made: the key changed %v (%v)", after != before, err)
+	}
+	defer func(m int) { maxKeyFiles = m }(maxKeyFiles)
+	maxKeyFiles = n / 2
+	_, err = keyWithin(t, New(), mod)
+	var fe *FieldError
+	if err == nil || !strings.Contains(err.Error(), "more than 5000 files") || !strings.Contains(err.Error(), "included by "+filepath.Join(dir, "chain")) || !errors.As(err, &fe) {
+		t.Errorf("a chain of %d headers, %d files allowed: %v, want the budget's error naming the header and its includer", n, maxKeyFiles, err)
+	}
+}
