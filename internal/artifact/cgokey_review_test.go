@@ -189,3 +189,56 @@ func TestCgoKeyReviewLongChain(t *testing.T) {
 		t.Errorf("a chain of %d headers, %d files allowed: %v, want the budget's error naming the header and its includer", n, maxKeyFiles, err)
 	}
 }
+
+// A header of a gigabyte (sparse: nothing on disk) is read for its
+// includes with bounded memory, and what it includes is keyed: the
+// first 64 MiB were read whole into memory, and past them none of its
+// includes was followed, so that an edit of a header it included was
+// served the binary first built.
+func TestCgoKeyReviewHugeHeader(t *testing.T) {
+	if testing.Short() {
+		t.Skip("hashes a gigabyte three times; skipped in -short")
+	}
+	dir := t.TempDir()
+	mod := filepath.Join(dir, "mod")
+	writeTestFile(t, filepath.Join(mod, "go.mod"), "module example.com/m\n")
+	writeTestFile(t, filepath.Join(mod, "main.go"), "package main\n\n// #include \"../big.h\"\nimport \"C\"\n\nfunc main() {}\n")
+	writeTestFile(t, filepath.Join(dir, "first.h"), "int first;\n")
+	writeTestFile(t, filepath.Join(dir, "last.h"), "int last;\n")
+	big, err := os.Create(filepath.Join(dir, "big.h"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := big.WriteString("#include \"first.h\"\n"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := big.WriteAt([]byte("\n#include \"last.h\"\n"), 1<<30); err != nil {
+		t.Fatal(err)
+	}
+	if err := big.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f := New()
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	k, err := keyWithin(t, f, mod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	// What a gigabyte read whole would take, four times over: the bound
+	// is on the order of the read, not its time.
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16<<20 {
+		t.Errorf("the key of a module including a 1 GiB header allocated %d MiB", alloc>>20)
+	}
+	for _, h := range []string{"first.h", "last.h"} {
+		writeTestFile(t, filepath.Join(dir, h), "int "+strings.TrimSuffix(h, ".h")+", edited;\n")
+		if k2, err := keyWithin(t, f, mod); err != nil || k2 == k {
+			t.Errorf("%s, included by the 1 GiB header, edited: the key changed %v (%v)", h, k2 != k, err)
+		} else {
+			k = k2
+		}
+	}
+}

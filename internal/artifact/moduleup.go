@@ -1,6 +1,8 @@
 package artifact
 
 import (
+	"bufio"
+	"bytes"
 	"fmt"
 	"go/ast"
 	"go/parser"
@@ -535,11 +537,17 @@ func parseIncludes(text string) (out []cInclude) {
 	return out
 }
 
-// maxHeader bounds a C file read for the headers it includes.
-const maxHeader = 64 << 20
+// maxDirectiveLine is as much of a line of a C file as headerSource
+// looks at: a directive is at its line's start, and a line longer than
+// this (a table on one line, a run of NULs) is passed through, not held.
+const maxDirectiveLine = 64 << 10
 
 // headerSource is what importedUp reads of the C file (a header, or a
-// package's .c, .cc, ... file) at p: the headers it includes.
+// package's .c, .cc, ... file) at p: the headers it includes. It is read
+// line by line to its end, however long: its first 64 MiB were read
+// whole into memory, and a larger one gave no includes at all, so that
+// what it included was in no key. Its bytes count in the key's budget
+// already, which bounds how long this takes.
 func headerSource(p string) goSource {
 	if goSourceReadHook != nil {
 		goSourceReadHook(p)
@@ -549,11 +557,24 @@ func headerSource(p string) goSource {
 		return goSource{}
 	}
 	defer f.Close()
-	data, err := bounded.ReadAll(f, maxHeader)
-	if err != nil {
-		return goSource{}
+	r := bufio.NewReaderSize(f, maxDirectiveLine)
+	var includes []cInclude
+	for {
+		line, err := r.ReadSlice('\n')
+		if t := bytes.TrimLeft(line, " \t\f\v\r"); len(t) > 0 && t[0] == '#' {
+			includes = append(includes, parseIncludes(string(line))...)
+		}
+		for err == bufio.ErrBufferFull {
+			_, err = r.ReadSlice('\n')
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return goSource{}
+		}
 	}
-	return goSource{cgo: &cgoPreamble{includes: parseIncludes(string(data))}}
+	return goSource{cgo: &cgoPreamble{includes: includes}}
 }
 
 // cgoPackage is a package directory of cgo files, found by walks[walk].
