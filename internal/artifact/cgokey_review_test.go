@@ -242,3 +242,63 @@ func TestCgoKeyReviewHugeHeader(t *testing.T) {
 		}
 	}
 }
+
+// Headers and search directories whose names hold spaces, quotes,
+// backslashes and bytes that are no UTF-8 (as a .c file may name them;
+// a Go file's preamble must be UTF-8) are found and keyed as gcc reads
+// them: a header name takes no escapes.
+func TestCgoKeyReviewOddNames(t *testing.T) {
+	dir := t.TempDir()
+	mod := filepath.Join(dir, "mod")
+	writeTestFile(t, filepath.Join(mod, "go.mod"), "module example.com/m\n")
+	writeTestFile(t, filepath.Join(mod, "main.go"), "package main\n\n/*\n#cgo CFLAGS: -I'${SRCDIR}/../in \"q\" dir' -I${SRCDIR}/../back\\\\slash\n#include <sp ace.h>\n#include <q\"uote.h>\n#include <b\\ack.h>\n*/\nimport \"C\"\n\nfunc main() {}\n")
+	writeTestFile(t, filepath.Join(mod, "odd.c"), "#include \"../odd\xff\xfe/h\xe9.h\"\n")
+	odd := []string{
+		filepath.Join("in \"q\" dir", "sp ace.h"),
+		filepath.Join("in \"q\" dir", "q\"uote.h"),
+		filepath.Join("back\\slash", "b\\ack.h"),
+		filepath.Join("odd\xff\xfe", "h\xe9.h"),
+	}
+	for _, h := range odd {
+		writeTestFile(t, filepath.Join(dir, h), "int x;\n")
+	}
+	f := New()
+	before, err := keyWithin(t, f, mod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, h := range odd {
+		writeTestFile(t, filepath.Join(dir, h), "int x;\n"+strings.Repeat("/* edited */\n", i+1))
+		if after, err := keyWithin(t, f, mod); err != nil || after == before {
+			t.Errorf("%q edited: the key changed %v (%v)", h, after != before, err)
+		} else {
+			before = after
+		}
+	}
+}
+
+// A directory outside the module named "^", as the key names a step up,
+// is no step up: ../../x.h and ../^/x.h are two headers, both keyed. The
+// two had one name in the key, and the key failed where gcc builds.
+func TestCgoKeyReviewCaretDirectory(t *testing.T) {
+	dir := t.TempDir()
+	mod := filepath.Join(dir, "a", "mod")
+	writeTestFile(t, filepath.Join(mod, "go.mod"), "module example.com/m\n")
+	writeTestFile(t, filepath.Join(mod, "main.go"), "package main\n\n// #include \"../../x.h\"\n// #include \"../^/x.h\"\n// #include \"../^abs/y.h\"\nimport \"C\"\n\nfunc main() {}\n")
+	writeTestFile(t, filepath.Join(dir, "x.h"), "int x;\n")
+	writeTestFile(t, filepath.Join(dir, "a", "^", "x.h"), "int caret;\n")
+	writeTestFile(t, filepath.Join(dir, "a", "^abs", "y.h"), "int y;\n")
+	f := New()
+	before, err := keyWithin(t, f, mod)
+	if err != nil {
+		t.Fatalf("headers at ../../x.h and ../^/x.h: %v", err)
+	}
+	for i, h := range []string{"x.h", filepath.Join("a", "^", "x.h"), filepath.Join("a", "^abs", "y.h")} {
+		writeTestFile(t, filepath.Join(dir, h), "int z;\n"+strings.Repeat("/* edited */\n", i+1))
+		if after, err := keyWithin(t, f, mod); err != nil || after == before {
+			t.Errorf("%s edited: the key changed %v (%v)", h, after != before, err)
+		} else {
+			before = after
+		}
+	}
+}

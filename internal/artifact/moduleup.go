@@ -903,7 +903,9 @@ type cgoRead struct {
 
 // headerName names the header at resolved in a key by where it is from
 // root, each ".." written "^", or by its absolute path where it has no
-// path from root (another volume).
+// path from root (another volume). A name of the path's own that starts
+// with "^" takes one more: ../../x.h and ../^/x.h had one name, and the
+// key failed on a build that gcc makes.
 func headerName(root, resolved string) string {
 	rel, err := filepath.Rel(root, resolved)
 	if err != nil {
@@ -911,8 +913,11 @@ func headerName(root, resolved string) string {
 	}
 	parts := strings.Split(filepath.ToSlash(rel), "/")
 	for j, el := range parts {
-		if el == ".." {
+		switch {
+		case el == "..":
 			parts[j] = "^"
+		case strings.HasPrefix(el, "^"):
+			parts[j] = "^" + el
 		}
 	}
 	return strings.Join(parts, "/")
