@@ -302,3 +302,80 @@ func TestCgoKeyReviewCaretDirectory(t *testing.T) {
 		}
 	}
 }
+
+// An #include in a C comment, in a string or after #if 0 is keyed as
+// any other, where the header is found: more than gcc reads, which costs
+// a rebuild at worst; the key is not refused for it, where the header is
+// not there or the macro's directories are small.
+func TestCgoKeyReviewIncludesGccSkips(t *testing.T) {
+	dir := t.TempDir()
+	mod := filepath.Join(dir, "mod")
+	writeTestFile(t, filepath.Join(mod, "go.mod"), "module example.com/m\n")
+	writeTestFile(t, filepath.Join(mod, "main.go"), "package main\n\n/*\n#cgo CFLAGS: -I${SRCDIR}/../inc\n#if 0\n#include \"../ifzero.h\"\n#include \"../missing.h\"\n#include NOT_DEFINED\n#endif\n// #include \"../slashed.h\"\n*/\nimport \"C\"\n\nfunc main() {}\n")
+	writeTestFile(t, filepath.Join(mod, "c.c"), "/*\n#include \"../commented.h\"\n */\nconst char *s = \"\\\n#include \\\"../quoted.h\\\"\";\n")
+	for _, h := range []string{"ifzero.h", "slashed.h", "commented.h", "quoted.h", "inc/any.h"} {
+		writeTestFile(t, filepath.Join(dir, h), "int x;\n")
+	}
+	f := New()
+	before, err := keyWithin(t, f, mod)
+	if err != nil {
+		t.Fatalf("includes gcc skips: %v", err)
+	}
+	for i, edit := range []struct {
+		file  string
+		keyed bool
+	}{
+		{"ifzero.h", true},
+		{"commented.h", true},
+		{"quoted.h", false}, // a string's text, taken for a macro include
+		{"inc/any.h", true}, // the macro's directory, below #if 0
+		{"slashed.h", false},
+	} {
+		writeTestFile(t, filepath.Join(dir, edit.file), "int x;\n"+strings.Repeat("/* edited */\n", i+1))
+		after, err := keyWithin(t, f, mod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (after != before) != edit.keyed {
+			t.Errorf("%s edited: the key changed %v, want %v", edit.file, after != before, edit.keyed)
+		}
+		before = after
+	}
+}
+
+// A macro include's search directory reached through a link, or with a
+// link to a directory below it, has the files gcc may open through them
+// in the key: the walk of a link was the link alone, and an edit of the
+// header the macro named was served the binary first built.
+func TestCgoKeyReviewMacroIncludeThroughLinks(t *testing.T) {
+	dir := t.TempDir()
+	mod := filepath.Join(dir, "mod")
+	writeTestFile(t, filepath.Join(mod, "go.mod"), "module example.com/m\n")
+	writeTestFile(t, filepath.Join(mod, "main.go"), "package main\n\n/*\n#cgo CFLAGS: -I${SRCDIR}/../inc -I${SRCDIR}/../other\n#include CONFIG\n*/\nimport \"C\"\n\nfunc main() {}\n")
+	writeTestFile(t, filepath.Join(dir, "real", "conf.h"), "int conf;\n")
+	writeTestFile(t, filepath.Join(dir, "sub", "deep.h"), "int deep;\n")
+	writeTestFile(t, filepath.Join(dir, "other", "x.h"), "int x;\n")
+	if err := os.Symlink("real", filepath.Join(dir, "inc")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../sub", filepath.Join(dir, "other", "sub")); err != nil {
+		t.Fatal(err)
+	}
+	// A link back up, which a walk that follows links must not loop on.
+	if err := os.Symlink("..", filepath.Join(dir, "sub", "up")); err != nil {
+		t.Fatal(err)
+	}
+	f := New()
+	before, err := keyWithin(t, f, mod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, h := range []string{filepath.Join("real", "conf.h"), filepath.Join("sub", "deep.h")} {
+		writeTestFile(t, filepath.Join(dir, h), "int z;\n"+strings.Repeat("/* edited */\n", i+1))
+		if after, err := keyWithin(t, f, mod); err != nil || after == before {
+			t.Errorf("%s, which the macro may name through a link, edited: the key changed %v (%v)", h, after != before, err)
+		} else {
+			before = after
+		}
+	}
+}

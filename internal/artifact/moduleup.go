@@ -777,36 +777,52 @@ func (f *Fetcher) followIncludes(walks []*moduleWalk, pkg *cgoPackage, headers [
 			// ("../x.h"), or through a link to a directory in them,
 			// is not followed.
 			for _, d := range slices.Concat([]cDir{inc.from}, search.quote, search.dirs, search.system, search.after) {
-				if listed[d.path] {
-					continue
-				}
-				listed[d.path] = true
-				if err := kernelMade(d.path); err != nil {
-					return fmt.Errorf("go module %s: %s includes a header named by a macro, which may be any file below %s: %w", w.dir, inc.by, d.path, err)
-				}
-				err := filepath.WalkDir(d.path, func(p string, e fs.DirEntry, err error) error {
-					switch {
-					case err != nil:
-						return nil // a directory the compiler cannot read either
-					case e.IsDir() && (e.Name() == ".git" || e.Name() == ".hg"):
-						return filepath.SkipDir
-					case e.IsDir():
-						// A module's files are in its key already.
-						if r, err := filepath.EvalSymlinks(p); err == nil && inAny(walks, r) {
+				// Walked from where each leads, and the links to
+				// directories below it too: gcc opens a name through
+				// them, where filepath.WalkDir takes a link for a
+				// file, and the key had the link alone. Each directory
+				// is walked once, by where it is, a link up included.
+				roots := []string{d.path}
+				for len(roots) > 0 {
+					root := roots[len(roots)-1]
+					roots = roots[:len(roots)-1]
+					resolved, err := filepath.EvalSymlinks(root)
+					if err != nil || listed[resolved] {
+						continue // a directory the compiler cannot search either
+					}
+					listed[resolved] = true
+					if err := kernelMade(resolved); err != nil {
+						return fmt.Errorf("go module %s: %s includes a header named by a macro, which may be any file below %s: %w", w.dir, inc.by, root, err)
+					}
+					err = filepath.WalkDir(resolved, func(p string, e fs.DirEntry, err error) error {
+						switch {
+						case err != nil:
+							return nil // a directory the compiler cannot read either
+						case e.IsDir() && (e.Name() == ".git" || e.Name() == ".hg"):
 							return filepath.SkipDir
+						case e.IsDir():
+							// A module's files are in its key already.
+							if r, err := filepath.EvalSymlinks(p); err == nil && inAny(walks, r) {
+								return filepath.SkipDir
+							}
+							return nil
+						case e.Type()&fs.ModeSymlink != 0:
+							if info, err := os.Stat(p); err == nil && info.IsDir() {
+								roots = append(roots, p)
+								return nil
+							}
 						}
-					case !e.IsDir():
 						// Bounded before any is read: a search
 						// directory of / would list every file.
 						if len(todo) >= maxKeyFiles {
-							return blame("module", fmt.Errorf("more than %d files below %s: the cache key would read them all", maxKeyFiles, d.path))
+							return blame("module", fmt.Errorf("more than %d files below %s: the cache key would read them all", maxKeyFiles, root))
 						}
 						todo = append(todo, pending{cInclude: cInclude{name: p, quoted: true}, from: cDir{filepath.Dir(p), d.abs}, by: inc.by, inDir: !d.abs})
+						return nil
+					})
+					if err != nil {
+						return fmt.Errorf("go module %s: %s includes a header named by a macro, which may be any file in the directories its package's compiler searches, and the key takes them all: %w", w.dir, inc.by, err)
 					}
-					return nil
-				})
-				if err != nil {
-					return fmt.Errorf("go module %s: %s includes a header named by a macro, which may be any file in the directories its package's compiler searches, and the key takes them all: %w", w.dir, inc.by, err)
 				}
 			}
 			continue
