@@ -3,6 +3,7 @@ package artifact
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"go/ast"
 	"go/parser"
@@ -888,10 +889,22 @@ func (f *Fetcher) followIncludes(walks []*moduleWalk, pkg *cgoPackage, headers [
 				}
 			}
 			keyed[resolved] = true
-			if h := f.sourceOf(resolved, st, headerSource); h.cgo != nil {
-				for _, next := range h.cgo.includes {
-					todo = append(todo, pending{cInclude: next, from: cDir{path: filepath.Dir(at), abs: d.abs}, by: at})
+			h := f.sourceOf(resolved, st, headerSource)
+			if h.cgo == nil {
+				// gcc fails on it as well. headerSource keeps no
+				// error: the open's is asked again, where the key's
+				// digest said it with neither the includer nor that
+				// it is a header.
+				err := errors.New("it could not be read to its end")
+				if r, oerr := regfile.Open(resolved); oerr != nil {
+					err = oerr
+				} else {
+					r.Close()
 				}
+				return fmt.Errorf("go module %s: C header %s, included by %s: %w", w.dir, at, inc.by, err)
+			}
+			for _, next := range h.cgo.includes {
+				todo = append(todo, pending{cInclude: next, from: cDir{path: filepath.Dir(at), abs: d.abs}, by: at})
 			}
 			if !inc.next {
 				break
