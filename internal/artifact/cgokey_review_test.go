@@ -380,3 +380,42 @@ func TestCgoKeyReviewMacroIncludeThroughLinks(t *testing.T) {
 		}
 	}
 }
+
+// A header that says one include many times, as a file of gigabytes
+// may, costs the memory of the one: each line's include was held, and
+// queued, once per line. One of more distinct includes than the key may
+// read files fails, naming it and its includer.
+func TestCgoKeyReviewManyIncludes(t *testing.T) {
+	dir := t.TempDir()
+	mod := filepath.Join(dir, "mod")
+	writeTestFile(t, filepath.Join(mod, "go.mod"), "module example.com/m\n")
+	writeTestFile(t, filepath.Join(mod, "main.go"), "package main\n\n// #include \"../many.h\"\nimport \"C\"\n\nfunc main() {}\n")
+	writeTestFile(t, filepath.Join(dir, "x.h"), "int x;\n")
+	writeTestFile(t, filepath.Join(dir, "many.h"), strings.Repeat("#include \"x.h\"\n", 2<<20))
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	if _, err := keyWithin(t, New(), mod); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	alloc := after.TotalAlloc - before.TotalAlloc
+	t.Logf("the key of a header of 2M lines that include x.h allocated %d KiB", alloc>>10)
+	// Under the file's own 30 MB: it was 4 GiB, for each line's include
+	// held and queued.
+	if alloc > 16<<20 {
+		t.Errorf("the key of a header of 2M lines that include x.h allocated %d MiB", alloc>>20)
+	}
+
+	var distinct strings.Builder
+	for i := range 1000 {
+		distinct.WriteString("#include \"" + strconv.Itoa(i) + ".h\"\n")
+	}
+	writeTestFile(t, filepath.Join(dir, "many.h"), distinct.String())
+	defer func(n int) { maxKeyFiles = n }(maxKeyFiles)
+	maxKeyFiles = 100
+	_, err := keyWithin(t, New(), mod)
+	if err == nil || !strings.Contains(err.Error(), "C header "+mod+"/../many.h, included by "+mod) || !strings.Contains(err.Error(), "more than 100") {
+		t.Errorf("a header of 1000 includes, 100 files allowed: %v, want an error naming it and its includer", err)
+	}
+}

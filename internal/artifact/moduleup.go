@@ -559,11 +559,28 @@ func headerSource(p string) goSource {
 	}
 	defer f.Close()
 	r := bufio.NewReaderSize(f, maxDirectiveLine)
+	// Each include once, and no more than the key may read files: a
+	// file of a gigabyte may say one include millions of times, and
+	// each was held and queued, gigabytes for a header of 30 MB.
+	// followIncludes refuses one of more than maxKeyFiles.
 	var includes []cInclude
+	seen := map[cInclude]bool{}
+	// The lines that gave includes, looked up without a copy: a line
+	// said again is not parsed again.
+	said := map[string]bool{}
 	for {
 		line, err := r.ReadSlice('\n')
-		if t := bytes.TrimLeft(line, " \t\f\v\r"); len(t) > 0 && t[0] == '#' {
-			includes = append(includes, parseIncludes(string(line))...)
+		if t := bytes.TrimLeft(line, " \t\f\v\r"); len(t) > 0 && t[0] == '#' && len(includes) <= maxKeyFiles && !said[string(line)] {
+			incs := parseIncludes(string(line))
+			if len(incs) > 0 {
+				said[string(line)] = true
+			}
+			for _, inc := range incs {
+				if !seen[inc] {
+					seen[inc] = true
+					includes = append(includes, inc)
+				}
+			}
 		}
 		for err == bufio.ErrBufferFull {
 			_, err = r.ReadSlice('\n')
@@ -902,6 +919,9 @@ func (f *Fetcher) followIncludes(walks []*moduleWalk, pkg *cgoPackage, headers [
 					r.Close()
 				}
 				return fmt.Errorf("go module %s: C header %s, included by %s: %w", w.dir, at, inc.by, err)
+			}
+			if n := len(h.cgo.includes); n > maxKeyFiles {
+				return blame("module", fmt.Errorf("go module %s: C header %s, included by %s, includes more than %d headers: the cache key would read them all", w.dir, at, inc.by, maxKeyFiles))
 			}
 			for _, next := range h.cgo.includes {
 				todo = append(todo, pending{cInclude: next, from: cDir{path: filepath.Dir(at), abs: d.abs}, by: at})
