@@ -419,3 +419,29 @@ func TestCgoKeyReviewManyIncludes(t *testing.T) {
 		t.Errorf("a header of 1000 includes, 100 files allowed: %v, want an error naming it and its includer", err)
 	}
 }
+
+// A preamble that says one include many times (or many cgo files that
+// each include the same header) is followed once for it: each was
+// queued and looked up again.
+func TestCgoKeyReviewManyIncludesInPreamble(t *testing.T) {
+	dir := t.TempDir()
+	mod := filepath.Join(dir, "mod")
+	writeTestFile(t, filepath.Join(mod, "go.mod"), "module example.com/m\n")
+	writeTestFile(t, filepath.Join(mod, "main.go"), "package main\n\n/*\n"+strings.Repeat("#include \"../x.h\"\n", 1<<20)+"*/\nimport \"C\"\n\nfunc main() {}\n")
+	writeTestFile(t, filepath.Join(dir, "x.h"), "int x;\n")
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	if _, err := keyWithin(t, &Fetcher{}, mod); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	alloc := after.TotalAlloc - before.TotalAlloc
+	t.Logf("the key of a preamble of 1M includes of x.h allocated %d MiB", alloc>>20)
+	// Parsing the 18 MB Go file takes some 500 MiB of garbage (go/parser
+	// and the import reader, as for any Go file); the include queued
+	// once per line took 2.5 GiB more.
+	if alloc > 1<<30 {
+		t.Errorf("the key of a preamble of 1M includes of x.h allocated %d MiB", alloc>>20)
+	}
+}

@@ -769,8 +769,15 @@ func (f *Fetcher) followIncludes(walks []*moduleWalk, pkg *cgoPackage, headers [
 	}
 	src := cDir{path: pkg.dir}
 	var todo []pending
+	// Each once: every cgo file of a package may include the same
+	// headers, and a preamble may say one a million times, each
+	// queued and looked up again, 3 GiB for a preamble of 1M lines.
+	seeded := map[cInclude]bool{}
 	for _, inc := range incs {
-		todo = append(todo, pending{cInclude: inc, from: src, by: pkg.dir})
+		if !seeded[inc] {
+			seeded[inc] = true
+			todo = append(todo, pending{cInclude: inc, from: src, by: pkg.dir})
+		}
 	}
 	for _, name := range search.forced {
 		inc := pending{cInclude: cInclude{name: name, quoted: true}, from: src, by: pkg.dir}
