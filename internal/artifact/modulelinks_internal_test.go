@@ -186,33 +186,12 @@ func TestModuleKeyThroughLinksUp(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	f := &Fetcher{}
-	key := func() string {
-		t.Helper()
-		k, err := moduleKey(f, mod)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return k
-	}
-	before := key()
-	for _, edit := range []struct {
-		file    string
-		changes bool
-	}{
-		// more.go first: the edit of lib.go takes away its import.
+	checkKeyEdits(t, &Fetcher{}, mod, dir, []keyEdit{
 		{filepath.Join("more", "more.go"), true},
 		{filepath.Join("shared", "lib", "static", "page.html"), true},
 		{filepath.Join("shared", "lib", "lib.go"), true},
 		{filepath.Join("unused", "unused.go"), false},
-	} {
-		writeTestFile(t, filepath.Join(dir, edit.file), "// edited\n")
-		if after := key(); (after != before) != edit.changes {
-			t.Errorf("%s edited: the key changed %v, want %v", edit.file, after != before, edit.changes)
-		} else {
-			before = after
-		}
-	}
+	})
 }
 
 // The main module's files import through the links up of a module its

@@ -133,38 +133,13 @@ func TestModuleKeyCgoHeadersThroughLinksUp(t *testing.T) {
 	if err := os.Symlink("..", filepath.Join(mod, "up")); err != nil {
 		t.Fatal(err)
 	}
-	f := New()
-	key := func() string {
-		t.Helper()
-		k, err := moduleKey(f, mod)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return k
-	}
-	before := key()
-	for i, edit := range []struct {
-		file    string
-		changes bool
-	}{
+	checkKeyEdits(t, New(), mod, dir, []keyEdit{
 		{filepath.Join("shared", "a.h"), true},
 		{filepath.Join("shared", "c.h"), true},
 		{filepath.Join("inc", "b.h"), true},
 		{filepath.Join("inc", "sub", "d.h"), true},
 		{filepath.Join("inc", "unused.h"), false},
-	} {
-		// The includes kept, each edit another size.
-		old, err := os.ReadFile(filepath.Join(dir, edit.file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		writeTestFile(t, filepath.Join(dir, edit.file), string(old)+strings.Repeat("/* edited */\n", i+1))
-		if after := key(); (after != before) != edit.changes {
-			t.Errorf("%s edited: the key changed %v, want %v", edit.file, after != before, edit.changes)
-		} else {
-			before = after
-		}
-	}
+	})
 }
 
 // parsePreamble takes the arguments of a preamble's #cgo CPPFLAGS,
@@ -252,20 +227,7 @@ func TestModuleKeyCgoHeadersOutside(t *testing.T) {
 	for _, unused := range []string{"shared", "my inc", "abs", "other", "cside", "cxxinc"} {
 		writeTestFile(t, filepath.Join(dir, unused, "unused.h"), "int unused;\n")
 	}
-	f := New()
-	key := func() string {
-		t.Helper()
-		k, err := moduleKey(f, mod)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return k
-	}
-	before := key()
-	for i, edit := range []struct {
-		file    string
-		changes bool
-	}{
+	checkKeyEdits(t, New(), mod, dir, []keyEdit{
 		{filepath.Join("shared", "a.h"), true},
 		{filepath.Join("my inc", "spaced.h"), true},
 		{filepath.Join("abs", "absolute.h"), true},
@@ -280,19 +242,7 @@ func TestModuleKeyCgoHeadersOutside(t *testing.T) {
 		{filepath.Join("other", "unused.h"), false},
 		{filepath.Join("cside", "unused.h"), false},
 		{filepath.Join("cxxinc", "unused.h"), false},
-	} {
-		// The includes kept, each edit another size.
-		old, err := os.ReadFile(filepath.Join(dir, edit.file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		writeTestFile(t, filepath.Join(dir, edit.file), string(old)+strings.Repeat("/* edited */\n", i+1))
-		if after := key(); (after != before) != edit.changes {
-			t.Errorf("%s edited: the key changed %v, want %v", edit.file, after != before, edit.changes)
-		} else {
-			before = after
-		}
-	}
+	})
 }
 
 // A module whose cgo files include nothing outside it keeps the key it
@@ -327,36 +277,12 @@ func TestModuleKeyCgoMacroInclude(t *testing.T) {
 	writeTestFile(t, filepath.Join(dir, "shared", "m.h"), "#include NAME\n")
 	writeTestFile(t, filepath.Join(dir, "shared", "sub", "y.h"), "int y;\n")
 	writeTestFile(t, filepath.Join(dir, "elsewhere", "x.h"), "int x;\n")
-	f := New()
-	key := func() string {
-		t.Helper()
-		k, err := moduleKey(f, mod)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return k
-	}
-	before := key()
-	for i, edit := range []struct {
-		file    string
-		changes bool
-	}{
+	checkKeyEdits(t, New(), mod, dir, []keyEdit{
 		{filepath.Join("inc", "sub", "conf.h"), true},
 		{filepath.Join("inc", "sub", "deeper.h"), true},
 		{filepath.Join("shared", "sub", "y.h"), true},
 		{filepath.Join("elsewhere", "x.h"), false},
-	} {
-		old, err := os.ReadFile(filepath.Join(dir, edit.file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		writeTestFile(t, filepath.Join(dir, edit.file), string(old)+strings.Repeat("/* edited */\n", i+1))
-		if after := key(); (after != before) != edit.changes {
-			t.Errorf("%s edited: the key changed %v, want %v", edit.file, after != before, edit.changes)
-		} else {
-			before = after
-		}
-	}
+	})
 
 	// More files below those directories than the key may read: it
 	// fails as it lists them, before it reads them, and says which
@@ -426,5 +352,40 @@ func TestModuleKeyCgoHeadersMoved(t *testing.T) {
 	}
 	if after, err := moduleKey(New(), filepath.Join(to, "mod")); err != nil || after != before {
 		t.Errorf("the tree moved: key %q (%v), was %q", after, err, before)
+	}
+}
+
+// keyEdit is a file below a test's directory that checkKeyEdits edits,
+// and whether the module's key must change with it.
+type keyEdit struct {
+	file    string
+	changes bool
+}
+
+// checkKeyEdits edits each file below dir in turn, appending to it (what
+// it includes stays; each edit another size, so that a stamp cannot hide
+// it) and checks that mod's key, through f, changes with it or not.
+func checkKeyEdits(t *testing.T, f *Fetcher, mod, dir string, edits []keyEdit) {
+	t.Helper()
+	key := func() string {
+		t.Helper()
+		k, err := moduleKey(f, mod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	before := key()
+	for i, edit := range edits {
+		old, err := os.ReadFile(filepath.Join(dir, edit.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeTestFile(t, filepath.Join(dir, edit.file), string(old)+strings.Repeat("/* edited */\n", i+1))
+		if after := key(); (after != before) != edit.changes {
+			t.Errorf("%s edited: the key changed %v, want %v", edit.file, after != before, edit.changes)
+		} else {
+			before = after
+		}
 	}
 }
