@@ -26,7 +26,7 @@ func CLicenseDir(pkg string) string { return "debian/" + pkg }
 // holds by then. Nothing for a build without cgo, or whose packages use
 // none: go list is run only for a cgo build.
 func (f *Fetcher) cLibraries(ctx context.Context, g *Go, run goRun, env []string, t *tree.Tree) ([]clibs.Binary, *tree.Tree, error) {
-	if !g.CGO || len(run.list) == 0 {
+	if !g.cgoOn() || len(run.list) == 0 {
 		return nil, nil, nil
 	}
 	bins := map[string]string{}

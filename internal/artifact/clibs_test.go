@@ -150,6 +150,27 @@ func TestCgoLibrariesCachedAndRechecked(t *testing.T) {
 	}
 }
 
+// cgo: false with env: [CGO_ENABLED=1] is a cgo build, as the go command
+// runs it: its result records the C libraries it links, as one with
+// cgo: true does, rather than shipping libseccomp with no licence.
+func TestCgoByEnvRecordsLibraries(t *testing.T) {
+	needCgoSeccomp(t)
+	dir := seccompModule(t, "println(C.seccomp_version().major)")
+	p, err := platform.Parse("linux/amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &artifact.Request{Name: "seccomp", Platform: p, NoLicense: true,
+		Kind: &artifact.Go{Module: dir, Packages: []string{"."}, Ldflags: []string{"-extldflags", "-static"}, Env: []string{"CGO_ENABLED=1"}, CC: "gcc"}}
+	res, err := fetcher(t).Fetch(context.Background(), r, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Record.CLinked) != 1 || !slices.ContainsFunc(res.Record.CLinked[0].Libraries, func(l clibs.Library) bool { return l.Package.Name == "libseccomp-dev" }) {
+		t.Fatalf("linked: %+v", res.Record.CLinked)
+	}
+}
+
 // A dynamic cgo build contains no libseccomp, but was compiled against
 // libseccomp-dev's headers and linked against its libseccomp.so: its
 // result keeps that package, and an entry made with another version of

@@ -68,7 +68,15 @@ func (g *Go) Key(f *Fetcher, _ *Request) ([]string, bool, error) {
 }
 
 // cgoOn says whether g's build compiles cgo files: cgo, unless the
-// recipe's env sets CGO_ENABLED, which goEnv puts after it.
+// recipe's env sets CGO_ENABLED. The go command runs with the last
+// setting of a variable (exec.Cmd keeps the last of duplicates), and
+// goEnv puts the recipe's env last, so env: [CGO_ENABLED=1] builds with
+// cgo whatever cgo says: every step that depends on cgo (the key, the
+// headers read, the cross C compiler check, the C libraries linked)
+// asks this, not g.CGO, so that none of them sees a cgo build as pure Go
+// and, say, ships its binaries without the C libraries' licences.
+// Refusing the pair instead would break recipes that build today, and
+// cgo: false cannot be told apart from no cgo: at all.
 func (g *Go) cgoOn() bool {
 	for i := len(g.Env) - 1; i >= 0; i-- {
 		if v, ok := strings.CutPrefix(g.Env[i], "CGO_ENABLED="); ok {
@@ -87,7 +95,7 @@ func (g *Go) settingsKey() ([]string, error) {
 	parts := []string{tc, g.Module, strings.Join(g.Packages, "\x00"), strings.Join(g.Ldflags, "\x00"),
 		strings.Join(g.Tags, "\x00"), strings.Join(g.Flags, "\x00"), strings.Join(g.Env, "\x00"),
 		strconv.FormatBool(g.CGO), strconv.FormatBool(g.Trimpath), g.CC}
-	if g.CGO {
+	if g.cgoOn() {
 		// A cgo build's result holds the C libraries it links
 		// (Record.CLinked, CLicenses): an entry stored before it did is
 		// not taken for one. Builds without cgo keep their keys. v2: a
@@ -508,7 +516,7 @@ func (f *Fetcher) goEnv(g *Go, p platform.Platform) []string {
 	}
 	env = append(env, p.GoEnv()...)
 	cgo := "0"
-	if g.CGO {
+	if g.cgoOn() {
 		cgo = "1"
 	}
 	env = append(env, "CGO_ENABLED="+cgo)
@@ -829,7 +837,7 @@ func GoSettings(k Kind) *Go {
 // build runs, not when the recipe is read: a fetch, a lock or a build
 // answered from the cache compiles nothing.
 func needsCC(g *Go, p platform.Platform) error {
-	if !g.CGO || g.CC != "" || slices.ContainsFunc(g.Env, func(kv string) bool { return strings.HasPrefix(kv, "CC=") }) {
+	if !g.cgoOn() || g.CC != "" || slices.ContainsFunc(g.Env, func(kv string) bool { return strings.HasPrefix(kv, "CC=") }) {
 		return nil
 	}
 	// The host's gcc builds for its own platform, and on amd64 for 386

@@ -102,11 +102,49 @@ func TestNeedsCC(t *testing.T) {
 		{Go{CGO: true}, "linux/arm64", "cc: {linux/arm64: aarch64-linux-gnu-gcc}"},
 		{Go{CGO: true}, "windows/amd64", "x86_64-w64-mingw32-gcc"},
 		{Go{CGO: true}, "windows/arm64", "cc: {windows/arm64: CC}"},
+		// The recipe's env is what the go command runs with (cgoOn).
+		{Go{Env: []string{"CGO_ENABLED=1"}}, "linux/arm64", "cc: {linux/arm64: aarch64-linux-gnu-gcc}"},
+		{Go{CGO: true, Env: []string{"CGO_ENABLED=0"}}, "linux/arm64", ""},
 	} {
 		err := needsCC(&tc.g, parse(tc.p))
 		var fe *FieldError
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !errors.As(err, &fe) || fe.Field != "cgo") {
 			t.Errorf("%+v on %s: %v, want %q", tc.g, tc.p, err, tc.want)
+		}
+	}
+}
+
+// Whether a build is cgo has one answer, the one the go command acts on:
+// the recipe's env, put last, wins over cgo, for the environment, the
+// key's record of C libraries and the cross C compiler check alike.
+func TestCgoOnOneAnswer(t *testing.T) {
+	p, err := platform.Parse("linux/arm64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		g    Go
+		want bool
+	}{
+		{Go{}, false},
+		{Go{CGO: true}, true},
+		{Go{Env: []string{"CGO_ENABLED=1"}}, true},
+		{Go{CGO: true, Env: []string{"CGO_ENABLED=0"}}, false},
+		{Go{Env: []string{"CGO_ENABLED=0", "CGO_ENABLED=1"}}, true},
+	} {
+		env := (&Fetcher{}).goEnv(&tc.g, p)
+		// What the go command sees: exec.Cmd keeps the last of duplicates.
+		cmd := exec.Command("true")
+		cmd.Env = env
+		ran := EnvValue(cmd.Environ(), "CGO_ENABLED") == "1"
+		parts, err := tc.g.settingsKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		keyed := slices.Contains(parts, "clibs-v3")
+		checked := needsCC(&tc.g, p) != nil
+		if tc.g.cgoOn() != tc.want || ran != tc.want || keyed != tc.want || checked != tc.want {
+			t.Errorf("%+v: cgoOn %v, the go command's CGO_ENABLED %v, key's clibs %v, C compiler checked %v; want all %v", tc.g, tc.g.cgoOn(), ran, keyed, checked, tc.want)
 		}
 	}
 }
