@@ -10,9 +10,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -413,23 +413,26 @@ func (w *moduleWalk) add(dir, prefix string) error {
 var (
 	hostGoOnce sync.Once
 	hostGo     string
+	hostGoOwn  bool
 	hostGoErr  error
 )
 
-// toolchainIdentity names the Go toolchain a build uses without running
-// it: the pinned release, or the host's go binary by path, size and mtime
-// (asking `go env` would cost more than a no-op rebuild may take).
-func toolchainIdentity(pinned string) (string, error) {
+// toolchainIdentity names the Go toolchain a build uses: the pinned
+// release; or the host's go binary by path, size and mtime, without
+// running it (asking `go env` would cost more than a no-op rebuild may
+// take); or, where the go on PATH is not a toolchain's own (a version
+// manager's shim, see HostGo), whose stamp stays when the user switches
+// Go, the toolchain ask names, asking it where the build runs it (go env
+// GOROOT GOVERSION, once per directory and environment in a process):
+// by its version, GOROOT and the stamp of its go there, so that a patch
+// release of a distribution's Go that keeps its version is told apart.
+func toolchainIdentity(pinned string, ask func() (root, version string, err error)) (string, error) {
 	if pinned != "" {
 		return "go" + pinned, nil
 	}
 	hostGoOnce.Do(func() {
-		p, err := exec.LookPath("go")
+		p, own, err := HostGo()
 		if err != nil {
-			hostGoErr = err
-			return
-		}
-		if p, err = filepath.EvalSymlinks(p); err != nil {
 			hostGoErr = err
 			return
 		}
@@ -445,8 +448,35 @@ func toolchainIdentity(pinned string) (string, error) {
 			toolchain = goEnvFile()["GOTOOLCHAIN"]
 		}
 		hostGo = fmt.Sprintf("host:%s:%d:%d:%s", p, info.Size(), info.ModTime().UnixNano(), toolchain)
+		hostGoOwn = own
 	})
-	return hostGo, hostGoErr
+	if hostGoErr != nil || hostGoOwn {
+		return hostGo, hostGoErr
+	}
+	root, version, err := ask()
+	if err != nil {
+		return "", fmt.Errorf("the Go toolchain the go on PATH, not a toolchain's own, runs: %w", err)
+	}
+	if !filepath.IsAbs(root) || version == "" {
+		return "", fmt.Errorf("the Go toolchain the go on PATH, not a toolchain's own, runs: go env GOROOT GOVERSION said %q, %q", root, version)
+	}
+	gobin, err := filepath.EvalSymlinks(filepath.Join(root, "bin", "go"+exeSuffix()))
+	if err != nil {
+		return "", fmt.Errorf("the Go toolchain the go on PATH runs: %w", err)
+	}
+	info, err := os.Stat(gobin)
+	if err != nil {
+		return "", fmt.Errorf("the Go toolchain the go on PATH runs: %w", err)
+	}
+	return fmt.Sprintf("host-asked:%s:%s:%d:%d", version, gobin, info.Size(), info.ModTime().UnixNano()), nil
+}
+
+// exeSuffix is what names an executable end with on this host.
+func exeSuffix() string {
+	if runtime.GOOS == "windows" {
+		return ".exe"
+	}
+	return ""
 }
 
 // store copies res into a new cache entry (hard links where possible) and

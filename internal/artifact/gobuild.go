@@ -55,8 +55,8 @@ func (g *Go) Origin() Origin { return Origin{Path: g.Module} }
 // Key covers everything go build reads: the settings, the toolchain, the
 // module's files and those of every module it replaces with a local
 // directory (go.work is off, see goEnv).
-func (g *Go) Key(f *Fetcher, _ *Request) ([]string, bool, error) {
-	parts, err := g.settingsKey()
+func (g *Go) Key(f *Fetcher, r *Request) ([]string, bool, error) {
+	parts, err := g.settingsKeyIn(f, r, g.Module)
 	if err != nil {
 		return nil, false, err
 	}
@@ -86,9 +86,29 @@ func (g *Go) cgoOn() bool {
 	return g.CGO
 }
 
-// settingsKey lists what the recipe says of a build, and the toolchain.
-func (g *Go) settingsKey() ([]string, error) {
-	tc, err := toolchainIdentity(g.Version)
+// settingsKey lists what the recipe says of a build, and the toolchain,
+// for a build in a directory not known yet (a checkout, a module
+// unpacked): a go on PATH that must be asked (toolchainIdentity) is asked
+// where pallet runs, with a build's environment for no platform.
+func (g *Go) settingsKey() ([]string, error) { return g.settingsKeyIn(nil, nil, "") }
+
+// settingsKeyIn is settingsKey for the build of r by f in dir, where the
+// go on PATH is asked, with the build's environment, if it must be.
+func (g *Go) settingsKeyIn(f *Fetcher, r *Request, dir string) ([]string, error) {
+	tc, err := toolchainIdentity(g.Version, func() (string, string, error) {
+		if f == nil {
+			f = &Fetcher{}
+		}
+		var p platform.Platform
+		if r != nil {
+			p = r.Platform
+		}
+		v, err := AskToolchainEnv(context.Background(), dir, f.goEnv(g, p), "GOROOT", "GOVERSION")
+		if err != nil {
+			return "", "", err
+		}
+		return v[0], v[1], nil
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -293,14 +293,23 @@ func TestForgetToolchainEnv(t *testing.T) {
 }
 
 // goWrapper puts first on PATH a go that logs its arguments, a line a
-// run, then runs the real one; it returns the log's lines so far.
+// run, then runs the real one; it returns the log's lines so far. It
+// stands for a toolchain's own go: its bin has src/cmd/go beside it
+// (HostGo), so that it is asked as that one is, not as a shim.
 func goWrapper(t *testing.T) (runs func() []string) {
 	t.Helper()
 	real, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("no go command")
 	}
-	bin := t.TempDir()
+	root := t.TempDir()
+	bin := filepath.Join(root, "bin")
+	if err := os.MkdirAll(filepath.Join(root, "src", "cmd", "go"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	log := filepath.Join(bin, "go.log")
 	script := "#!/bin/sh\necho \"$@\" >> " + log + "\nexec " + real + " \"$@\"\n"
 	if err := os.WriteFile(filepath.Join(bin, "go"), []byte(script), 0o755); err != nil {

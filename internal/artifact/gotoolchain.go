@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"runtime"
@@ -92,12 +93,20 @@ func VerifyGoToolchain(ctx context.Context, dir string, env []string) ([]string,
 	if gotc == "local" {
 		return env, nil
 	}
+	// The go command on PATH is asked where pallet runs, once for every
+	// build: it runs the same Go wherever it runs. A version manager's
+	// shim does not (HostGo), and is asked in dir, or a release it runs
+	// elsewhere would be taken for the one the build runs, and the
+	// release the build switches to from it go unchecked.
+	at := ""
+	if _, own, err := HostGo(); err == nil && !own {
+		at = dir
+	}
 	if gotc == "" {
 		// The go command's own default ($GOROOT/go.env, go env -w),
-		// which go env GOTOOLCHAIN alone reports without switching, and
-		// wherever it runs: asked once, not before every go command of
-		// every build.
-		v, err := askOnce(ctx, "", env, []string{"GOTOOLCHAIN"}, goEnvIn)
+		// which go env GOTOOLCHAIN alone reports without switching:
+		// asked once, not before every go command of every build.
+		v, err := askOnce(ctx, at, env, []string{"GOTOOLCHAIN"}, goEnvIn)
 		if err != nil {
 			return nil, err
 		}
@@ -111,7 +120,7 @@ func VerifyGoToolchain(ctx context.Context, dir string, env []string) ([]string,
 		return env, nil
 	}
 	local := append(slices.Clip(env), "GOTOOLCHAIN=local")
-	v, err := AskToolchainEnv(ctx, "", local, "GOVERSION", "GOMODCACHE")
+	v, err := AskToolchainEnv(ctx, at, local, "GOVERSION", "GOMODCACHE")
 	if err != nil {
 		return nil, err
 	}
@@ -237,6 +246,46 @@ func localGoVersion(goversion string) string {
 		return v
 	}
 	return ""
+}
+
+// HostGo is the go command exec finds on PATH, its links resolved, and
+// whether it is a Go toolchain's own executable, which runs itself
+// whatever the directory: the bin/go (bin/go.exe) of a GOROOT, a
+// directory with src/cmd/go, the go command's source, which every
+// release and every toolchain built from source has (Debian's
+// /usr/bin/go is a link to one). Anything else is taken for a version
+// manager's shim (asdf's and goenv's shell scripts, mise's link to its
+// own binary, a wrapper): it runs the Go that a file in the directory it
+// runs in or above (.tool-versions, .go-version), or a variable
+// (ASDF_GOLANG_VERSION, GOENV_VERSION), selects, and keeps its own
+// stamp when the user switches, so that neither its stamp nor what it
+// said elsewhere names the toolchain: it must be asked, where and with
+// the environment the build runs it. A VERSION file is not required:
+// a toolchain built from source has none; a "#!" at the start is not
+// looked for: a shim need not be a script, and the path decides alone.
+func HostGo() (gobin string, own bool, err error) {
+	p, err := exec.LookPath("go")
+	if err != nil {
+		return "", false, err
+	}
+	if p, err = filepath.EvalSymlinks(p); err != nil {
+		return "", false, err
+	}
+	return p, ownGo(p), nil
+}
+
+// ownGo says whether gobin, a resolved path, is the go command of a
+// GOROOT (HostGo).
+func ownGo(gobin string) bool {
+	if name := filepath.Base(gobin); name != "go" && name != "go.exe" {
+		return false
+	}
+	bin := filepath.Dir(gobin)
+	if filepath.Base(bin) != "bin" {
+		return false
+	}
+	info, err := os.Stat(filepath.Join(filepath.Dir(bin), "src", "cmd", "go"))
+	return err == nil && info.IsDir()
 }
 
 // EnvValue is the value of the variable k in env as a process started
