@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"go/version"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -170,13 +169,20 @@ func (b *builder) keepToolchain(env []string, want string, ran goToolchain) {
 }
 
 // goOnPath is the go command pallet runs, as exec finds it on PATH, its
-// links resolved: the file whose memo keeps what it said.
+// links resolved: the file whose memo keeps what it said. A go that is
+// not a toolchain's own (a version manager's shim, artifact.HostGo) is
+// refused: it runs whichever Go a file in the directory, or a variable,
+// selects, and keeps its stamp when that changes, so nothing it said is
+// kept for another build; each asks it.
 func goOnPath() (string, error) {
-	gobin, err := exec.LookPath("go")
+	gobin, own, err := artifact.HostGo()
 	if err != nil {
 		return "", err
 	}
-	return filepath.EvalSymlinks(gobin)
+	if !own {
+		return "", fmt.Errorf("%s is not the go command of a Go toolchain (no src/cmd/go beside its bin)", gobin)
+	}
+	return gobin, nil
 }
 
 // runsItself says whether root is the GOROOT of the go executable gobin

@@ -82,7 +82,9 @@ func fakeToolchain(t *testing.T, dir, version, says string) (root, log string) {
 		"GOROOT) echo " + says + ";;\nGOVERSION) echo " + version + ";;\nGOMODCACHE) echo " + filepath.Join(dir, "mod") + ";;\n*) exit 2;;\nesac; done\n"
 	license := "Copyright 2009 The Go Authors.\n\nRedistribution and use in source and binary forms, with or without\nmodification, are permitted.\n" +
 		"Neither the name of Google LLC nor the names of its contributors may be used.\n"
-	for name, content := range map[string]string{"bin/go": script, "VERSION": version + "\ntime 2026-01-01T00:00:00Z\n", "LICENSE": license} {
+	// src/cmd/go makes root a GOROOT, and its go a toolchain's own
+	// (artifact.HostGo), not a shim.
+	for name, content := range map[string]string{"bin/go": script, "VERSION": version + "\ntime 2026-01-01T00:00:00Z\n", "LICENSE": license, "src/cmd/go/main.go": "package main\n"} {
 		p := filepath.Join(root, name)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
@@ -298,6 +300,62 @@ func TestModuleCacheKeptByGoCommandStamp(t *testing.T) {
 	build(mod)
 	if n := asked(t, log); n != 2 {
 		t.Errorf("with GOMODCACHE set, go env asked %d times in all, want 2", n)
+	}
+}
+
+// A version manager's shim on PATH (goenv's: GOENV_VERSION selects the
+// Go it runs) keeps its stamp when the user switches Go: nothing it said
+// is kept in the memo for a later build, which asks it, where the module
+// cache the first Go named was taken for the second's.
+func TestShimAnswersNotKept(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the stand-in toolchains are shell scripts")
+	}
+	dirA, dirB := t.TempDir(), t.TempDir()
+	a, logA := fakeToolchain(t, dirA, "go1.99.1", "")
+	b, logB := fakeToolchain(t, dirB, "go1.99.2", "")
+	shims := t.TempDir()
+	shim := "#!/bin/sh\ncase $GOENV_VERSION in\nb) exec " + filepath.Join(b, "bin", "go") + " \"$@\";;\n*) exec " + filepath.Join(a, "bin", "go") + " \"$@\";;\nesac\n"
+	if err := os.WriteFile(filepath.Join(shims, "go"), []byte(shim), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", shims+string(os.PathListSeparator)+os.Getenv("PATH"))
+	if _, err := goOnPath(); err == nil {
+		t.Error("a shim taken for a toolchain's go")
+	}
+	// The memo keeps facts only of files left alone long enough (2 s)
+	// that a change could not keep their stamp: the shim's among them.
+	time.Sleep(2100 * time.Millisecond)
+	cacheDir := t.TempDir()
+	for _, c := range []struct{ version, want, log string }{
+		{"a", filepath.Join(dirA, "mod"), logA},
+		{"b", filepath.Join(dirB, "mod"), logB},
+		{"a", filepath.Join(dirA, "mod"), logA},
+	} {
+		t.Setenv("GOENV_VERSION", c.version)
+		before := asked(t, c.log)
+		withCachedBuilder(t, cacheDir, func(b *builder, env []string) {
+			got, err := b.keptModuleCache(t.Context(), env)
+			if err != nil {
+				t.Fatal(err)
+			} else if got != c.want {
+				t.Errorf("GOENV_VERSION=%s: module cache %s, want %s", c.version, got, c.want)
+			}
+		})
+		if asked(t, c.log) == before {
+			t.Errorf("GOENV_VERSION=%s: the Go it selects was not asked", c.version)
+		}
+	}
+
+	// A link to a toolchain's go (Debian's /usr/bin/go) is the toolchain's.
+	if err := os.Remove(filepath.Join(shims, "go")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(a, "bin", "go"), filepath.Join(shims, "go")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := goOnPath(); err != nil || got != filepath.Join(a, "bin", "go") {
+		t.Errorf("a link to a toolchain's go: %q, %v", got, err)
 	}
 }
 
