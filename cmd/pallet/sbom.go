@@ -12,7 +12,6 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/spf13/cobra"
 
@@ -249,11 +248,7 @@ func layoutReferrer(dir, tag string, p *platform.Platform, osVersion, want strin
 	if tag != "" {
 		spec += ":" + tag
 	}
-	lp, err := layout.FromPath(dir)
-	if err != nil {
-		return nil, err
-	}
-	root, err := lp.ImageIndex()
+	root, err := inspect.LayoutIndex(dir)
 	if err != nil {
 		return nil, err
 	}

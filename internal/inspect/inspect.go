@@ -196,15 +196,9 @@ const maxIndexJSON = 16 << 20
 // layout describes the entries of the layout at dir, one per digest with
 // all its names; with ref, only the entries ref names.
 func (r *Report) layout(dir, ref string) error {
-	// go-containerregistry reads index.json whole, whatever it is: a
-	// named pipe would hold inspect until a writer came, a link to
-	// /dev/zero until memory ran out. Its blobs it checks itself.
-	if _, err := bounded.ReadRegular(filepath.Join(dir, "index.json"), maxIndexJSON); err != nil {
-		return fmt.Errorf("reading the OCI layout %s: %w", dir, err)
-	}
-	idx, err := layout.ImageIndexFromPath(dir)
+	idx, err := LayoutIndex(dir)
 	if err != nil {
-		return fmt.Errorf("reading the OCI layout %s: %w", dir, err)
+		return err
 	}
 	im, err := idx.IndexManifest()
 	if err != nil {
@@ -241,6 +235,23 @@ func (r *Report) layout(dir, ref string) error {
 		}
 	}
 	return nil
+}
+
+// LayoutIndex is the index of the OCI layout dir, for inspect and sbom
+// alike. go-containerregistry reads index.json whole, whatever it is: a
+// named pipe would hold the reader until a writer came, a link to
+// /dev/zero until memory ran out; so it is checked first, a regular file
+// of at most maxIndexJSON bytes. The blobs go-containerregistry checks
+// itself.
+func LayoutIndex(dir string) (v1.ImageIndex, error) {
+	if _, err := bounded.ReadRegular(filepath.Join(dir, "index.json"), maxIndexJSON); err != nil {
+		return nil, fmt.Errorf("reading the OCI layout %s: %w", dir, err)
+	}
+	idx, err := layout.ImageIndexFromPath(dir)
+	if err != nil {
+		return nil, fmt.Errorf("reading the OCI layout %s: %w", dir, err)
+	}
+	return idx, nil
 }
 
 // SelectRef returns the entries of a layout's index whose ref.name is
