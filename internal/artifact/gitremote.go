@@ -78,13 +78,22 @@ func boundGit(ctx context.Context, lim Limits, g gitRef) (bounded context.Contex
 	bounded, stop := context.WithTimeoutCause(context.WithValue(ctx, gitBoundKey{}, b), b.timeout, errGitTimeout)
 	return bounded, func(err error) error {
 		defer stop()
-		if err == nil || errors.As(err, new(*gitTimeoutError)) || !b.ranOut(bounded) {
-			return err
-		}
-		// A local command (a checkout, a check of the objects) killed
-		// at the deadline: its own error says only that.
-		return blame("repo", &gitTimeoutError{fmt.Sprintf("%s: %v", b.gaveUp(), err)})
+		return sayTimeout(bounded, err)
 	}
+}
+
+// sayTimeout is err, the error of git work done with ctx, as a
+// *gitTimeoutError naming the work when the bound ctx holds ran out: a
+// local command (a checkout, a check of the objects) killed at the
+// deadline says only that it was killed. The bound's owner says it
+// (boundGit's end), and so does a shared fetch (gitShare.objects) for
+// the platforms that waited on it, whose own bounds had not run out.
+func sayTimeout(ctx context.Context, err error) error {
+	b, _ := ctx.Value(gitBoundKey{}).(*gitBound)
+	if b == nil || err == nil || errors.As(err, new(*gitTimeoutError)) || !b.ranOut(ctx) {
+		return err
+	}
+	return blame("repo", &gitTimeoutError{fmt.Sprintf("%s: %v", b.gaveUp(), err)})
 }
 
 // ranOut says whether ctx, under b, ended for b's deadline.

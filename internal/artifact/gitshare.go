@@ -47,7 +47,9 @@ func (s *gitShare) objects(ctx context.Context, f *Fetcher, g gitRef) (string, e
 	r.once.Do(func() {
 		sum := sha256.Sum256([]byte(g.Repo + "\x00" + g.Commit + "\x00" + g.Tag))
 		r.dir = filepath.Join(s.dir, "git-"+hex.EncodeToString(sum[:8]))
-		r.err = f.fetchCommit(ctx, g, r.dir, true)
+		// Said here, as the first platform's bound ran out, for every
+		// platform that checks the commit out.
+		r.err = sayTimeout(ctx, f.fetchCommit(ctx, g, r.dir, true))
 	})
 	return r.dir, r.err
 }
