@@ -159,7 +159,9 @@ func notAPath(spec string) error {
 		return fmt.Errorf("%s is a path on this machine, not a registry reference; did you mean %s%s?", spec, kind, spec)
 	}
 	if dir, ref := SplitLayout(spec); ref != "" {
-		return fmt.Errorf("%s is a directory on this machine, not a registry; did you mean oci:%s:%s?", dir, dir, ref)
+		// An image may be named as a directory here is (redis:7 beside
+		// ./redis): the way to it is said too.
+		return fmt.Errorf("%s is a directory on this machine, not a registry; did you mean oci:%s:%s? (registry:%s names the registry's image)", dir, dir, ref, spec)
 	}
 	if spec == "." || spec == ".." || strings.HasPrefix(spec, "/") || strings.HasPrefix(spec, "./") || strings.HasPrefix(spec, "../") || strings.HasPrefix(spec, "~") {
 		return fmt.Errorf("%s: no such file or directory (an image is named oci:DIR, docker:FILE or a registry reference)", spec)

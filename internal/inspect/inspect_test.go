@@ -743,4 +743,16 @@ func TestParseLocation(t *testing.T) {
 	if _, err := ParseLocation(dir); err == nil || !strings.Contains(err.Error(), "did you mean oci:"+dir+"?") {
 		t.Errorf("ParseLocation of a bare directory: %v", err)
 	}
+	// An image named as a directory here is: the refusal says how to
+	// name the registry's, which is then read.
+	t.Chdir(tmp)
+	if err := os.Mkdir("redis", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ParseLocation("redis:7"); err == nil || !strings.Contains(err.Error(), "did you mean oci:redis:7?") || !strings.Contains(err.Error(), "registry:redis:7 names the registry's image") {
+		t.Errorf("ParseLocation of a reference that begins as a directory here: %v", err)
+	}
+	if got, err := ParseLocation("registry:redis:7"); err != nil || got != (Location{Kind: Registry, Ref: "redis:7"}) {
+		t.Errorf("ParseLocation(registry:redis:7) = %+v, %v", got, err)
+	}
 }
