@@ -113,14 +113,25 @@ type Location struct {
 // registry reference. A bare one that names a path here is refused
 // with the prefix it lacks.
 func ParseLocation(spec string) (Location, error) {
+	// An empty name after a prefix would read the working directory as
+	// a layout, or ask a registry for nothing: refused, with the form.
 	if s, ok := strings.CutPrefix(spec, "oci:"); ok {
 		dir, ref := SplitLayout(s)
+		if dir == "" {
+			return Location{}, fmt.Errorf("%q names no directory: want oci:DIR or oci:DIR:TAG (oci:. for the working directory)", spec)
+		}
 		return Location{Kind: Layout, Path: dir, Ref: ref}, nil
 	}
 	if s, ok := strings.CutPrefix(spec, "docker:"); ok {
+		if s == "" {
+			return Location{}, fmt.Errorf("%q names no file: want docker:FILE.tar", spec)
+		}
 		return Location{Kind: Archive, Path: s}, nil
 	}
 	if s, ok := strings.CutPrefix(spec, "registry:"); ok {
+		if s == "" {
+			return Location{}, fmt.Errorf("%q names no image: want registry:REGISTRY/REPO:TAG", spec)
+		}
 		return Location{Kind: Registry, Ref: s}, nil
 	}
 	if err := notAPath(spec); err != nil {

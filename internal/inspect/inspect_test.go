@@ -743,6 +743,13 @@ func TestParseLocation(t *testing.T) {
 	if _, err := ParseLocation(dir); err == nil || !strings.Contains(err.Error(), "did you mean oci:"+dir+"?") {
 		t.Errorf("ParseLocation of a bare directory: %v", err)
 	}
+	// A prefix with nothing after it names nothing: oci: alone read the
+	// working directory as a layout.
+	for spec, want := range map[string]string{"oci:": "want oci:DIR", "docker:": "want docker:FILE.tar", "registry:": "want registry:REGISTRY/REPO:TAG"} {
+		if _, err := ParseLocation(spec); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseLocation(%q): %v, want an error saying %q", spec, err, want)
+		}
+	}
 	// An image named as a directory here is: the refusal says how to
 	// name the registry's, which is then read.
 	t.Chdir(tmp)
