@@ -632,6 +632,17 @@ type cgoSearch struct {
 // the link's parent, not ".".
 func cgoSearchOf(dir string, args []string) cgoSearch {
 	s := cgoSearch{dirs: []cDir{{path: dir}}}
+	// A directory written =DIR is DIR below the sysroot (gcc): the one
+	// --sysroot names, else the compiler's own, / for a native gcc and
+	// Debian's cross compilers alike.
+	sysroot := "/"
+	for i, a := range args {
+		if v, ok := strings.CutPrefix(a, "--sysroot="); ok && v != "" {
+			sysroot = v
+		} else if a == "--sysroot" && i+1 < len(args) && args[i+1] != "" {
+			sysroot = args[i+1]
+		}
+	}
 	for i := 0; i < len(args); i++ {
 		for _, opt := range []string{"-I", "-iquote", "-isystem", "-idirafter", "-include", "-imacros"} {
 			v, ok := strings.CutPrefix(args[i], opt)
@@ -648,6 +659,12 @@ func cgoSearchOf(dir string, args []string) cgoSearch {
 			if opt == "-include" || opt == "-imacros" {
 				s.forced = append(s.forced, v)
 				break
+			}
+			if rest, ok := strings.CutPrefix(v, "="); ok {
+				v = filepath.Join(sysroot, rest)
+				if !filepath.IsAbs(v) {
+					v = filepath.Join(dir, v)
+				}
 			}
 			d := cDir{path: v, abs: true}
 			switch {

@@ -178,6 +178,20 @@ func TestParsePreamble(t *testing.T) {
 	if want := []string{"${SRCDIR}/force.h"}; !slices.Equal(s.forced, want) {
 		t.Errorf("forced includes %q, want %q", s.forced, want)
 	}
+
+	// =DIR is DIR below the sysroot: --sysroot's, else /. It was read
+	// as a directory named "=" in the package's.
+	s = cgoSearchOf("/src/m", []string{"-I=/usr/include/x", "-isystem", "=/opt/inc"})
+	if want := []cDir{{"/src/m", false}, {"/usr/include/x", true}}; !slices.Equal(s.dirs, want) {
+		t.Errorf("dirs of -I=/usr/include/x %v, want %v", s.dirs, want)
+	}
+	if want := []cDir{{"/opt/inc", true}}; !slices.Equal(s.system, want) {
+		t.Errorf("dirs of -isystem =/opt/inc %v, want %v", s.system, want)
+	}
+	s = cgoSearchOf("/src/m", []string{"--sysroot=/sr", "-I=/inc", "-I=rel"})
+	if want := []cDir{{"/src/m", false}, {"/sr/inc", true}, {"/sr/rel", true}}; !slices.Equal(s.dirs, want) {
+		t.Errorf("dirs with --sysroot=/sr %v, want %v", s.dirs, want)
+	}
 }
 
 // splitCgoFlags splits as go/build does: quotes group and are taken out,
