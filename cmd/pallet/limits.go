@@ -25,13 +25,14 @@ func (l *limitFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&l.maxDownload, "max-download", "", "refuse a download larger than this (bytes, or with KiB, MiB, GiB, TiB, or KB, MB, GB, TB in powers of ten; default 16GiB)")
 	f.StringVar(&l.maxExtract, "max-extract", "", "refuse an archive that decompresses to more than this (default 16GiB)")
 	f.DurationVar(&l.stall, "stall-timeout", 0, "give up a download or registry transfer that moves no byte for this long (default 60s)")
-	registerDownloadTimeout(f, &l.downloadTimeout)
+	registerDownloadTimeout(f, &l.downloadTimeout, "a download (its retries included), a pinned commit's git work, a module proxy response or a registry request")
 }
 
 // registerDownloadTimeout is the flag of every command that downloads
-// (lock's too), or reaches a registry (registryTimeout).
-func registerDownloadTimeout(f *pflag.FlagSet, to *time.Duration) {
-	f.DurationVar(to, "download-timeout", 0, "give up a download (its retries included), git fetch, clone or tag lookup, module proxy response or registry request that has taken this long, however it keeps moving (default 1h)")
+// (lock's too), or reaches a registry (registryTimeout): one name, one
+// parsing, and a help that says what of the command's it bounds.
+func registerDownloadTimeout(f *pflag.FlagSet, to *time.Duration, what string) {
+	f.DurationVar(to, "download-timeout", 0, "give up "+what+" that has taken this long, however it keeps moving (default 1h)")
 }
 
 // registryTimeout gives cmd, a command that reaches registries outside
@@ -41,7 +42,7 @@ func registerDownloadTimeout(f *pflag.FlagSet, to *time.Duration) {
 // held the command for the 1h default.
 func registryTimeout(cmd *cobra.Command) func() (context.Context, error) {
 	var d time.Duration
-	registerDownloadTimeout(cmd.Flags(), &d)
+	registerDownloadTimeout(cmd.Flags(), &d, "a registry request")
 	return func() (context.Context, error) {
 		total, err := downloadTimeout(cmd.Flags(), d)
 		if err != nil {

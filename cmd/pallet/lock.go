@@ -83,6 +83,6 @@ is missing or stale: for CI.`,
 	f.BoolVar(&opt.Check, "check", false, "write nothing; fail if a pin is missing or stale")
 	f.BoolVar(&opt.Update, "update", false, "re-pin pins that no longer match (moved tags, re-published downloads)")
 	f.BoolVarP(&quiet, "quiet", "q", false, "print nothing but errors")
-	registerDownloadTimeout(f, &timeout)
+	registerDownloadTimeout(f, &timeout, "a download (its retries included), a tag lookup or a module proxy response")
 	return cmd
 }
