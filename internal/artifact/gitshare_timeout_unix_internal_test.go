@@ -11,8 +11,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/pallet-dev/pallet/internal/fixture"
 )
 
 // A commit's shared fetch given up at the bound while git works locally
@@ -25,14 +23,7 @@ func TestSharedCheckoutTimeoutSaidToEach(t *testing.T) {
 	if err != nil {
 		t.Skip("git is not installed")
 	}
-	src := t.TempDir()
-	fixture.Git(t, src, "init", "-q")
-	if err := os.WriteFile(filepath.Join(src, "a"), []byte("a\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	fixture.Git(t, src, "add", "a")
-	fixture.Git(t, src, "commit", "-q", "-m", "a")
-	g := gitRef{Repo: src, Commit: fixture.Git(t, src, "rev-parse", "HEAD")}
+	_, g := oneCommitRepo(t)
 
 	bin := t.TempDir()
 	script := "#!/bin/sh\nfor a in \"$@\"; do [ \"$a\" = ls-tree ] && exec sleep 60; done\nexec '" + real + "' \"$@\"\n"

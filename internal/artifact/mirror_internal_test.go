@@ -23,14 +23,7 @@ func TestMirrorSwapKeepsACopy(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed")
 	}
-	src := t.TempDir()
-	fixture.Git(t, src, "init", "-q")
-	if err := os.WriteFile(filepath.Join(src, "a"), []byte("a\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	fixture.Git(t, src, "add", "a")
-	fixture.Git(t, src, "commit", "-q", "-m", "a")
-	g := gitRef{Repo: src, Commit: fixture.Git(t, src, "rev-parse", "HEAD")}
+	src, g := oneCommitRepo(t)
 	f := New()
 	f.Log = t.Logf
 	ctx := context.Background()
@@ -81,4 +74,18 @@ func TestMirrorSwapKeepsACopy(t *testing.T) {
 		t.Fatalf("clone with a kill after the exchange: %v", err)
 	}
 	isNewAndWhole("after the kill")
+}
+
+// oneCommitRepo is a git repository holding one file in one commit, and
+// that commit.
+func oneCommitRepo(t *testing.T) (string, gitRef) {
+	t.Helper()
+	src := t.TempDir()
+	fixture.Git(t, src, "init", "-q")
+	if err := os.WriteFile(filepath.Join(src, "a"), []byte("a\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fixture.Git(t, src, "add", "a")
+	fixture.Git(t, src, "commit", "-q", "-m", "a")
+	return src, gitRef{Repo: src, Commit: fixture.Git(t, src, "rev-parse", "HEAD")}
 }
