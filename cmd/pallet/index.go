@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/cobra"
 
-	"github.com/pallet-dev/pallet/internal/bounded"
 	"github.com/pallet-dev/pallet/internal/build"
 	"github.com/pallet-dev/pallet/internal/output"
 )
@@ -61,7 +58,7 @@ The result, REPO:TAG@DIGEST, is printed on standard output.`,
 				sources = append(sources, d)
 			}
 			for _, file := range metadata {
-				d, err := digestFromMetadata(tag.Context(), file, imageName)
+				d, err := build.PushedImage(file, tag.Context(), imageName)
 				if err != nil {
 					return err
 				}
@@ -99,54 +96,4 @@ func digestArg(repo name.Repository, a string) (name.Digest, error) {
 		return name.Digest{}, fmt.Errorf("%s: want sha256:HEX or REPO@sha256:HEX: %w", a, err)
 	}
 	return d, nil
-}
-
-// maxMetadata bounds a build's metadata file read back: it names each
-// image's digest per output, a few hundred bytes an image.
-const maxMetadata = 16 << 20
-
-// digestFromMetadata is the image a build's metadata file names: the one
-// image it built, or the one called imageName. It is looked for where the
-// build pushed it (its outputs' REPO@DIGEST lines), in repo first.
-func digestFromMetadata(repo name.Repository, file, imageName string) (name.Digest, error) {
-	data, err := bounded.ReadFile(file, maxMetadata)
-	if err != nil {
-		return name.Digest{}, fmt.Errorf("--from-metadata: %w", err)
-	}
-	var m build.Metadata
-	if err := json.Unmarshal(data, &m); err != nil {
-		return name.Digest{}, fmt.Errorf("--from-metadata %s: %w", file, err)
-	}
-	var names []string
-	var digest string
-	for _, im := range m.Images {
-		names = append(names, im.Name)
-		if imageName == "" && len(m.Images) == 1 || im.Name == imageName {
-			digest = im.Digest
-		}
-	}
-	if digest == "" {
-		if imageName == "" {
-			return name.Digest{}, fmt.Errorf("--from-metadata %s: the build made %d images (%s); choose one with --image", file, len(names), strings.Join(names, ", "))
-		}
-		return name.Digest{}, fmt.Errorf("--from-metadata %s: no image %q (it has %s)", file, imageName, strings.Join(names, ", "))
-	}
-	var pushed []name.Digest
-	for _, o := range m.Outputs {
-		if !strings.HasPrefix(o.Output, "registry:") {
-			continue
-		}
-		for _, w := range o.Written {
-			if d, err := name.NewDigest(w); err == nil && d.DigestStr() == digest {
-				pushed = append(pushed, d)
-			}
-		}
-	}
-	if i := slices.IndexFunc(pushed, func(d name.Digest) bool { return d.Context().Name() == repo.Name() }); i >= 0 {
-		return pushed[i], nil
-	}
-	if len(pushed) > 0 {
-		return pushed[0], nil
-	}
-	return digestArg(repo, digest)
 }

@@ -2,6 +2,13 @@ package build
 
 import (
 	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/pallet-dev/pallet/internal/bounded"
 
 	"github.com/pallet-dev/pallet/internal/output"
 	"github.com/pallet-dev/pallet/internal/record"
@@ -55,4 +62,59 @@ func writeMetadata(path string, outputs []output.Target, res *Result) error {
 	}
 	tempfile.SweepBeside(path)
 	return tempfile.WriteFile(path, append(data, '\n'))
+}
+
+// maxMetadata bounds a build's metadata file read back: it names each
+// image's digest per output, a few hundred bytes an image.
+const maxMetadata = 16 << 20
+
+// PushedImage is the image a build's metadata file names (pallet index
+// create --from-metadata): the one image it built, or the one called
+// imageName. It is looked for where the build pushed it (its outputs'
+// REPO@DIGEST lines), in repo first, else taken to be in repo.
+func PushedImage(file string, repo name.Repository, imageName string) (name.Digest, error) {
+	data, err := bounded.ReadFile(file, maxMetadata)
+	if err != nil {
+		return name.Digest{}, fmt.Errorf("--from-metadata: %w", err)
+	}
+	var m Metadata
+	if err := json.Unmarshal(data, &m); err != nil {
+		return name.Digest{}, fmt.Errorf("--from-metadata %s: %w", file, err)
+	}
+	var names []string
+	var digest string
+	for _, im := range m.Images {
+		names = append(names, im.Name)
+		if imageName == "" && len(m.Images) == 1 || im.Name == imageName {
+			digest = im.Digest
+		}
+	}
+	if digest == "" {
+		if imageName == "" {
+			return name.Digest{}, fmt.Errorf("--from-metadata %s: the build made %d images (%s); choose one with --image", file, len(names), strings.Join(names, ", "))
+		}
+		return name.Digest{}, fmt.Errorf("--from-metadata %s: no image %q (it has %s)", file, imageName, strings.Join(names, ", "))
+	}
+	var pushed []name.Digest
+	for _, o := range m.Outputs {
+		if !strings.HasPrefix(o.Output, "registry:") {
+			continue
+		}
+		for _, w := range o.Written {
+			if d, err := name.NewDigest(w); err == nil && d.DigestStr() == digest {
+				pushed = append(pushed, d)
+			}
+		}
+	}
+	if i := slices.IndexFunc(pushed, func(d name.Digest) bool { return d.Context().Name() == repo.Name() }); i >= 0 {
+		return pushed[i], nil
+	}
+	if len(pushed) > 0 {
+		return pushed[0], nil
+	}
+	d, err := name.NewDigest(repo.Name()+"@"+digest, name.StrictValidation)
+	if err != nil {
+		return name.Digest{}, fmt.Errorf("--from-metadata %s: image %s: %w", file, digest, err)
+	}
+	return d, nil
 }
