@@ -14,13 +14,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"go.yaml.in/yaml/v3"
 
-	"github.com/pallet-dev/pallet/internal/bounded"
 	"github.com/pallet-dev/pallet/internal/build"
 	"github.com/pallet-dev/pallet/internal/layer"
 	"github.com/pallet-dev/pallet/internal/output"
-	"github.com/pallet-dev/pallet/internal/plan"
 	"github.com/pallet-dev/pallet/internal/progress"
 	"github.com/pallet-dev/pallet/internal/recipe"
 	"github.com/pallet-dev/pallet/internal/record"
@@ -259,44 +256,14 @@ func cacheRef(flag, s string) (string, error) {
 	return ref, nil
 }
 
-// parseModes merges a modes file (artifact: mode) with --mode flags.
+// parseModes merges a modes file (artifact: mode) with --mode flags,
+// which win.
 func parseModes(file string, flags []string) (map[string]recipe.Choice, error) {
 	out := map[string]recipe.Choice{}
 	if file != "" {
-		data, err := bounded.ReadFile(file, recipe.MaxSize)
-		if err != nil {
+		var err error
+		if out, err = recipe.ReadModes(file); err != nil {
 			return nil, err
-		}
-		// A node, not a map, so that a choice the recipe refuses is said
-		// at its line of this file.
-		var doc yaml.Node
-		if err := yaml.Unmarshal(data, &doc); err != nil {
-			return nil, recipe.SyntaxError(file, data, err)
-		}
-		if len(doc.Content) > 0 {
-			m := doc.Content[0]
-			if m.Kind != yaml.MappingNode {
-				return nil, fmt.Errorf("%s:%d: want a map of artifact: mode (source, release, local or local:PATH)", file, m.Line)
-			}
-			seen := map[string]int{}
-			for i := 0; i+1 < len(m.Content); i += 2 {
-				k, v := m.Content[i], m.Content[i+1]
-				// yaml.v3 checks keys only when it decodes into a map:
-				// a second choice would win without a word.
-				if k.Kind != yaml.ScalarNode {
-					return nil, fmt.Errorf("%s:%d: want an artifact's name as the key", file, k.Line)
-				}
-				if at, ok := seen[k.Value]; ok {
-					return nil, fmt.Errorf("%s:%d: %s: chosen again (first at line %d)", file, k.Line, k.Value, at)
-				}
-				seen[k.Value] = k.Line
-				if v.Kind != yaml.ScalarNode {
-					return nil, fmt.Errorf("%s:%d: %s: want a mode (source, release, local or local:PATH)", file, v.Line, k.Value)
-				}
-				c := recipe.ParseChoice(v.Value)
-				c.From = plan.Pos{File: file, Line: k.Line}
-				out[k.Value] = c
-			}
 		}
 	}
 	for _, s := range flags {
