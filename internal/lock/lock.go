@@ -162,6 +162,13 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !opt.Check {
+		// Said before the downloads, not after them: the end would
+		// refuse it all the same.
+		if err := unchanged(target, found); err != nil {
+			return nil, err
+		}
+	}
 	data, err := recipe.ReadFile(target)
 	if err != nil {
 		return nil, err
@@ -719,6 +726,10 @@ func writeFile(file string, found fs.FileInfo, before, data []byte) error {
 	defer os.Remove(tmp.Name())
 	_, err = tmp.Write(data)
 	if err == nil {
+		// Before the mode: a chown may clear set-id bits.
+		err = keepOwner(tmp, found)
+	}
+	if err == nil {
 		err = tmp.Chmod(found.Mode().Perm())
 	}
 	if err == nil {
@@ -745,7 +756,9 @@ func writeFile(file string, found fs.FileInfo, before, data []byte) error {
 
 // unchanged refuses to replace file unless it is still the one found,
 // and a file lock may rename another over: not a named pipe the recipe
-// was read from, nor one read-only.
+// was read from, nor one read-only, nor one with other names (hard
+// links), which the rename would part from it, still holding the recipe
+// unpinned.
 func unchanged(file string, found fs.FileInfo) error {
 	now, err := os.Lstat(file)
 	if err != nil {
@@ -758,6 +771,8 @@ func unchanged(file string, found fs.FileInfo) error {
 		return fmt.Errorf("%s is %s, not a file pallet lock rewrites; nothing written", file, bounded.TypeName(m))
 	case m.Perm()&0o222 == 0:
 		return fmt.Errorf("%s is read-only (mode %04o); nothing written: make it writable for pallet lock to pin it", file, m.Perm())
+	case links(now) > 1:
+		return fmt.Errorf("%s has %d names (hard links), which a rewrite would part, leaving the others unpinned; nothing written: remove the other names, or lock a copy", file, links(now))
 	}
 	return nil
 }
