@@ -710,7 +710,7 @@ func pinsOf(r *recipe.Recipe, sel recipe.PinSelection) ([]*recipe.Download, []*r
 }
 
 // writeFile replaces file's content with data as one step: a temporary
-// file beside it, with its mode, renamed over it. It must still be the
+// file beside it (tempfile.Beside), with its mode, renamed over it. It must still be the
 // file found (an Lstat taken before it was read) and hold before, what
 // was read: an edit made meanwhile, or a link or another file put in its
 // place, is not overwritten. Nor is a read-only file: the rename would
@@ -719,10 +719,15 @@ func writeFile(file string, found fs.FileInfo, before, data []byte) error {
 	if err := unchanged(file, found); err != nil {
 		return err
 	}
-	tmp, err := tempfile.Create(filepath.Dir(file), "."+filepath.Base(file)+".lock-*")
+	// A lock killed before its rename left its temporary beside the
+	// recipe, in the user's checkout, for a commit to take along: the
+	// next one removes it, as soon as no process holds its lock.
+	tempfile.SweepBeside(file)
+	tmp, release, err := tempfile.CreateLocked(filepath.Dir(file), tempfile.Beside(file))
 	if err != nil {
 		return err
 	}
+	defer release()
 	defer os.Remove(tmp.Name())
 	_, err = tmp.Write(data)
 	if err == nil {
