@@ -191,7 +191,8 @@ func (d *doc) afterColon(k *yaml.Node) (int, error) {
 }
 
 // end is the offset just past node n's text: a scalar's last character,
-// a block collection's last value, a flow collection's closing bracket.
+// an alias's name, a block collection's last value, a flow collection's
+// closing bracket.
 func (d *doc) end(n *yaml.Node) (int, error) {
 	switch n.Kind {
 	case yaml.ScalarNode:
@@ -200,6 +201,16 @@ func (d *doc) end(n *yaml.Node) (int, error) {
 		}
 		_, e, err := d.span(n)
 		return e, err
+	case yaml.AliasNode:
+		// "<<: *base" last in a mapping a pin is added to: the pin goes
+		// on the next line, its own key over the merged one.
+		start, err := d.offset(n.Line, n.Column)
+		if err != nil {
+			return 0, err
+		}
+		if text := "*" + n.Value; bytes.HasPrefix(d.src[start:], []byte(text)) {
+			return start + len(text), nil
+		}
 	case yaml.MappingNode, yaml.SequenceNode:
 		if n.Style&yaml.FlowStyle == 0 {
 			if len(n.Content) == 0 {
