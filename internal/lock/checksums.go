@@ -14,15 +14,17 @@ import (
 // hexRE is a sha256 as checksum files write it, in either case.
 var hexRE = lazyre.New(`^[0-9a-fA-F]{64}$`)
 
-// bsdRE is a line of a BSD-style list: "SHA256 (NAME) = HEX".
-var bsdRE = lazyre.New(`^SHA256 ?\((.+)\) ?= ?([0-9a-fA-F]{64})$`)
+// bsdRE is a line of a BSD-style list: "SHA256 (NAME) = HEX", as BSD's
+// sha256 and sha256sum --tag write it, or "SHA2-256(NAME)= HEX", as
+// OpenSSL 3's dgst does (1.1's wrote "SHA256(NAME)= HEX").
+var bsdRE = lazyre.New(`^SHA(?:2-)?256 ?\((.+)\) ?= ?([0-9a-fA-F]{64})$`)
 
 // lookupChecksum reads a checksum file and returns the sha256 it gives
 // for the download whose URL path is file. It reads what upstreams
 // publish: sha256sum's output ("HEX  NAME", "HEX *NAME" in binary mode,
-// names possibly with a directory or "./"), BSD's "SHA256 (NAME) = HEX",
-// and a file holding one bare hash (NAME.sha256), which is taken as the
-// hash of whatever it sits beside.
+// names possibly with a directory or "./"), BSD's "SHA256 (NAME) = HEX"
+// and OpenSSL's "SHA2-256(NAME)= HEX", and a file holding one bare hash
+// (NAME.sha256), which is taken as the hash of whatever it sits beside.
 //
 // An entry is the download's when its last element is the download's
 // name, whatever its directory: lists are often made in a build's

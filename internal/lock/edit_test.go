@@ -134,6 +134,8 @@ func TestLookupChecksum(t *testing.T) {
 		{"with a directory", "# comment\n" + a + "  ./dist/app.tgz\n", a, "", ""},
 		{"upper case", strings.ToUpper(a) + "  app.tgz\n", a, "", ""},
 		{"BSD", "SHA256 (app.tgz) = " + b + "\n", b, "", ""},
+		{"OpenSSL 3", "SHA2-256(other.tgz)= " + a + "\nSHA2-256(app.tgz)= " + b + "\n", b, "", ""},
+		{"OpenSSL 1.1", "SHA256(app.tgz)= " + b + "\n", b, "", ""},
 		{"bare hash", a + "\n", a, "", ""},
 		{"bare hash, CRLF", a + "\r\n", a, "", ""},
 		{"not listed", a + "  other.tgz\n", "", "no sha256 for app.tgz", ""},
