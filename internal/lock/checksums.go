@@ -42,12 +42,21 @@ func lookupChecksum(r io.Reader, file string) (string, error) {
 		// suffixRank); -1 before any entry for name.
 		best    = -1
 		entries int
+		// html says the first line that is not blank opens a tag: a web
+		// page (a login form, a mirror's error page) served with 200.
+		html, first = false, true
 	)
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), maxChecksumLine)
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
+		if line == "" {
+			continue
+		}
+		if first {
+			html, first = strings.HasPrefix(line, "<"), false
+		}
+		if strings.HasPrefix(line, "#") {
 			continue
 		}
 		var sum, entry string
@@ -89,6 +98,8 @@ func lookupChecksum(r io.Reader, file string) (string, error) {
 		return found, nil
 	case bare != "" && entries == 1:
 		return bare, nil
+	case html && entries == 0:
+		return "", fmt.Errorf("it is a web page (HTML), not a list of checksums: a login or error page? (no sha256 for %s in it)", name)
 	}
 	return "", fmt.Errorf("no sha256 for %s in it (%d entries)", name, entries)
 }
