@@ -239,6 +239,9 @@ func (d *doc) end(n *yaml.Node) (int, error) {
 	return 0, fmt.Errorf("line %d: cannot tell where the value ends; edit it by hand", n.Line)
 }
 
+// quoted says key k is written in double quotes, as JSON writes keys.
+func quoted(k *yaml.Node) bool { return k.Style&yaml.DoubleQuotedStyle != 0 }
+
 // lineAfter is the offset where the line holding off ends (past its
 // newline), and whether the file ends there without one.
 func (d *doc) lineAfter(off int) (int, bool) {
@@ -262,10 +265,11 @@ func (d *doc) setScalar(loc located, text string) error {
 	if err != nil {
 		return err
 	}
-	switch loc.val.Style {
-	case yaml.DoubleQuotedStyle:
+	switch {
+	case loc.val.Style == yaml.DoubleQuotedStyle, loc.val.Style == 0 && loc.flow && quoted(loc.key):
+		// A JSON null ("commit": null) becomes a JSON string.
 		text = `"` + text + `"`
-	case yaml.SingleQuotedStyle:
+	case loc.val.Style == yaml.SingleQuotedStyle:
 		text = "'" + text + "'"
 	}
 	d.edits = append(d.edits, edit{start, end, text})
@@ -287,7 +291,7 @@ func (d *doc) setMap(loc located, entries []entry) error {
 		}
 	}
 	if loc.flow {
-		d.edits = append(d.edits, edit{colon, end, " " + flowMap(entries)})
+		d.edits = append(d.edits, edit{colon, end, " " + flowMap(entries, quoted(loc.key))})
 		return nil
 	}
 	indent := loc.key.Column - 1 + loc.step
@@ -310,19 +314,22 @@ func (d *doc) add(m located, after string, entries []entry) error {
 		}
 	}
 	if mn.Style&yaml.FlowStyle != 0 || m.flow {
+		// The mapping's own keys say how to write new ones: "key": "value"
+		// where they are JSON's, so that a recipe kept as JSON stays JSON.
+		q := len(mn.Content) > 0 && quoted(mn.Content[0])
 		if len(mn.Content) == 0 {
 			open, err := d.offset(mn.Line, mn.Column)
 			if err != nil {
 				return err
 			}
-			d.edits = append(d.edits, edit{open + 1, open + 1, strings.TrimSuffix(strings.TrimPrefix(flowMap(entries), "{"), "}")})
+			d.edits = append(d.edits, edit{open + 1, open + 1, strings.TrimSuffix(strings.TrimPrefix(flowMap(entries, q), "{"), "}")})
 			return nil
 		}
 		at, err := d.end(mn.Content[anchor])
 		if err != nil {
 			return err
 		}
-		d.edits = append(d.edits, edit{at, at, ", " + strings.TrimSuffix(strings.TrimPrefix(flowMap(entries), "{"), "}")})
+		d.edits = append(d.edits, edit{at, at, ", " + strings.TrimSuffix(strings.TrimPrefix(flowMap(entries, q), "{"), "}")})
 		return nil
 	}
 	if len(mn.Content) == 0 {
@@ -356,14 +363,23 @@ func (d *doc) block(entries []entry, indent, step int) string {
 	return b.String()
 }
 
-func flowMap(entries []entry) string {
+// flowMap renders entries as a flow mapping, keys and scalar values in
+// double quotes when quote is set (a JSON document's style). What lock
+// writes (platforms, key names, hex digests, h1: sums) needs no escape.
+func flowMap(entries []entry, quote bool) string {
+	q := func(s string) string {
+		if quote {
+			return `"` + s + `"`
+		}
+		return s
+	}
 	var parts []string
 	for _, e := range entries {
-		v := e.value
+		v := q(e.value)
 		if e.sub != nil {
-			v = flowMap(e.sub)
+			v = flowMap(e.sub, quote)
 		}
-		parts = append(parts, e.key+": "+v)
+		parts = append(parts, q(e.key)+": "+v)
 	}
 	return "{" + strings.Join(parts, ", ") + "}"
 }
