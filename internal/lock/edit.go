@@ -16,9 +16,12 @@ import (
 // only the bytes of the values it sets and the lines it adds, so every
 // other byte of the file stays as its author wrote it.
 type doc struct {
-	src   []byte
-	root  *yaml.Node
-	lines []int // lines[n] is the offset where line n (1-based) starts
+	src  []byte
+	root *yaml.Node
+	// lines[n] is the offset where line n (1-based) starts, lines
+	// broken where YAML breaks them (see lineBreak), so that the lines
+	// of the parser's positions are the lines counted here.
+	lines []int
 	nl    string
 	edits []edit
 }
@@ -44,16 +47,40 @@ func parseDoc(src []byte) (*doc, error) {
 	if len(d.root.Content) == 0 {
 		return nil, fmt.Errorf("empty document")
 	}
-	for i, c := range src {
-		if c == '\n' {
-			d.lines = append(d.lines, i+1)
+	for i := 0; i < len(src); {
+		n := lineBreak(src[i:])
+		if n == 0 {
+			i++
+			continue
 		}
-	}
-	// A file written with CRLF gets CRLF lines.
-	if i := bytes.IndexByte(src, '\n'); i > 0 && src[i-1] == '\r' {
-		d.nl = "\r\n"
+		if len(d.lines) == 2 && (src[i] == '\r' || src[i] == '\n') {
+			// Lines added end as the file's first does: CRLF, or CR
+			// alone (old Mac files, which YAML reads).
+			d.nl = string(src[i : i+n])
+		}
+		i += n
+		d.lines = append(d.lines, i)
 	}
 	return d, nil
+}
+
+// lineBreak is the length of the line break src starts with, 0 if none.
+// YAML breaks lines at CRLF, CR and LF, and also at NEL (U+0085), LS
+// (U+2028) and PS (U+2029), which may sit in a quoted value: counted
+// as plain characters, they put every later line of the parser one
+// line past the one counted here.
+func lineBreak(src []byte) int {
+	switch {
+	case bytes.HasPrefix(src, []byte("\r\n")):
+		return 2
+	case len(src) > 0 && (src[0] == '\r' || src[0] == '\n'):
+		return 1
+	case bytes.HasPrefix(src, []byte("\u0085")):
+		return 2
+	case bytes.HasPrefix(src, []byte("\u2028")), bytes.HasPrefix(src, []byte("\u2029")):
+		return 3
+	}
+	return 0
 }
 
 // offset turns a node's line and column (1-based; columns count
@@ -64,7 +91,7 @@ func (d *doc) offset(line, col int) (int, error) {
 	}
 	off := d.lines[line]
 	for i := 1; i < col; i++ {
-		if off >= len(d.src) || d.src[off] == '\n' {
+		if off >= len(d.src) || lineBreak(d.src[off:]) > 0 {
 			return 0, fmt.Errorf("column %d is outside line %d", col, line)
 		}
 		_, size := utf8.DecodeRune(d.src[off:])
@@ -145,7 +172,7 @@ func (d *doc) span(n *yaml.Node) (int, int, error) {
 	s := d.src[start:]
 	switch {
 	case n.Style&yaml.DoubleQuotedStyle != 0 && len(s) > 0 && s[0] == '"':
-		for i := 1; i < len(s) && s[i] != '\n'; i++ {
+		for i := 1; i < len(s) && lineBreak(s[i:]) == 0; i++ {
 			switch s[i] {
 			case '\\':
 				i++
@@ -154,7 +181,7 @@ func (d *doc) span(n *yaml.Node) (int, int, error) {
 			}
 		}
 	case n.Style&yaml.SingleQuotedStyle != 0 && len(s) > 0 && s[0] == '\'':
-		for i := 1; i < len(s) && s[i] != '\n'; i++ {
+		for i := 1; i < len(s) && lineBreak(s[i:]) == 0; i++ {
 			if s[i] == '\'' {
 				if i+1 < len(s) && s[i+1] == '\'' {
 					i++
@@ -245,8 +272,9 @@ func quoted(k *yaml.Node) bool { return k.Style&yaml.DoubleQuotedStyle != 0 }
 // lineAfter is the offset where the line holding off ends (past its
 // newline), and whether the file ends there without one.
 func (d *doc) lineAfter(off int) (int, bool) {
-	if i := bytes.IndexByte(d.src[off:], '\n'); i >= 0 {
-		return off + i + 1, false
+	// The first line that starts past off.
+	if i, _ := slices.BinarySearch(d.lines[1:], off+1); i+1 < len(d.lines) {
+		return d.lines[i+1], false
 	}
 	return len(d.src), true
 }

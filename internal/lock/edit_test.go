@@ -59,6 +59,28 @@ func TestEdits(t *testing.T) {
 		},
 		want: "a:\r\n  url: x\r\n  sha256:\r\n    linux/amd64: aa\r\n    linux/arm64: bb\r\n  extract: {}\r\n",
 	}, {
+		name: "new key, lines ended by CR alone",
+		src:  "a:\r  url: x\r  extract: {}\r",
+		keys: []string{"a", "sha256"},
+		op: func(d *doc, _, parent located) error {
+			return d.add(parent, "url", []entry{{key: "sha256", sub: two}})
+		},
+		want: "a:\r  url: x\r  sha256:\r    linux/amd64: aa\r    linux/arm64: bb\r  extract: {}\r",
+	}, {
+		name: "set after a quoted value holding a line separator (U+2028)",
+		src:  "a:\n  note: \"x\u2028y\"\n  sha256: old\n",
+		keys: []string{"a", "sha256"},
+		op:   func(d *doc, loc, _ located) error { return d.setScalar(loc, "new") },
+		want: "a:\n  note: \"x\u2028y\"\n  sha256: new\n",
+	}, {
+		name: "new key after a quoted value holding NEL (U+0085)",
+		src:  "a:\n  note: 'x\u0085y'\n  url: x\n  extract: {}\n",
+		keys: []string{"a", "sha256"},
+		op: func(d *doc, _, parent located) error {
+			return d.add(parent, "url", []entry{{key: "sha256", value: "s"}})
+		},
+		want: "a:\n  note: 'x\u0085y'\n  url: x\n  sha256: s\n  extract: {}\n",
+	}, {
 		name: "new key at the end of a file without a final newline",
 		src:  "a:\n  url: x",
 		keys: []string{"a", "sha256"},
