@@ -279,8 +279,30 @@ func (d *doc) lineAfter(off int) (int, bool) {
 	return len(d.src), true
 }
 
+// untagged refuses the value of key k when it is written with a tag or
+// an anchor (!!str, &pin): the parser places such a value at its
+// property, so an empty one (sha256: !!str) would be written in front
+// of it, and an anchored one is shared with its aliases.
+func (d *doc) untagged(k *yaml.Node) error {
+	at, err := d.afterColon(k)
+	if err != nil {
+		return err
+	}
+	s := bytes.TrimLeft(d.src[at:], " \t")
+	if len(s) == 0 || (s[0] != '!' && s[0] != '&') {
+		return nil
+	}
+	if i := bytes.IndexAny(s, " \t\r\n,}]"); i >= 0 {
+		s = s[:i]
+	}
+	return fmt.Errorf("line %d: the value has a YAML tag or anchor (%s); edit it by hand", k.Line, s)
+}
+
 // setScalar writes text as the value of loc, in the value's own quoting.
 func (d *doc) setScalar(loc located, text string) error {
+	if err := d.untagged(loc.key); err != nil {
+		return err
+	}
 	if empty(loc.val) {
 		at, err := d.afterColon(loc.key)
 		if err != nil {
@@ -308,6 +330,9 @@ func (d *doc) setScalar(loc located, text string) error {
 // entries: a block under the key, or {...} in a flow collection. What
 // followed the scalar on its line (a comment) stays on the last line.
 func (d *doc) setMap(loc located, entries []entry) error {
+	if err := d.untagged(loc.key); err != nil {
+		return err
+	}
 	colon, err := d.afterColon(loc.key)
 	if err != nil {
 		return err

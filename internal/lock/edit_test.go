@@ -106,6 +106,30 @@ func TestEdits(t *testing.T) {
 		keys: []string{"a", "sha256"},
 		err:  "YAML alias",
 	}, {
+		name: "a tagged empty value is left to a person",
+		src:  "a:\n  sha256: !!str\n",
+		keys: []string{"a", "sha256"},
+		op:   func(d *doc, loc, _ located) error { return d.setScalar(loc, "new") },
+		err:  "line 2: the value has a YAML tag or anchor (!!str); edit it by hand",
+	}, {
+		name: "a tagged empty value is not made a map",
+		src:  "a:\n  sha256: !!str\n",
+		keys: []string{"a", "sha256"},
+		op:   func(d *doc, loc, _ located) error { return d.setMap(loc, two) },
+		err:  "line 2: the value has a YAML tag or anchor (!!str); edit it by hand",
+	}, {
+		name: "a tagged null is left to a person",
+		src:  "a:\n  sha256: !!null   # none\n",
+		keys: []string{"a", "sha256"},
+		op:   func(d *doc, loc, _ located) error { return d.setScalar(loc, "new") },
+		err:  "line 2: the value has a YAML tag or anchor (!!null); edit it by hand",
+	}, {
+		name: "an anchored value is left to a person",
+		src:  "a:\n  sha256: &pin old\n",
+		keys: []string{"a", "sha256"},
+		op:   func(d *doc, loc, _ located) error { return d.setScalar(loc, "new") },
+		err:  "line 2: the value has a YAML tag or anchor (&pin); edit it by hand",
+	}, {
 		name: "a block scalar is left to a person",
 		src:  "a:\n  sha256: |\n    old\n",
 		keys: []string{"a", "sha256"},
