@@ -63,3 +63,27 @@ func TestLockRefusesHardLinkedRecipe(t *testing.T) {
 		t.Errorf("left beside the recipe: %v", ents)
 	}
 }
+
+// A recipe lock has nothing to write to, every pin current, is checked
+// and left alone whatever would keep lock from rewriting it (read-only,
+// a second name): those matter to a write, and there is none.
+func TestLockCurrentRecipeNotRewritable(t *testing.T) {
+	w := newWorld(t)
+	if _, err := w.lock(t, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	locked := w.read(t)
+	if err := os.Link(w.file, filepath.Join(t.TempDir(), "also.yaml")); err != nil {
+		t.Skipf("no hard links here: %v", err)
+	}
+	if err := os.Chmod(w.file, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := w.lock(t, Options{})
+	if err != nil || rep.Written || rep.Current != 7 {
+		t.Errorf("lock of a current recipe, read-only and linked: %v, %+v", err, rep)
+	}
+	if w.read(t) != locked {
+		t.Error("the recipe changed")
+	}
+}
