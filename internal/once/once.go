@@ -6,7 +6,15 @@
 // for the next.
 package once
 
-import "sync"
+import (
+	"errors"
+	"sync"
+)
+
+// errPanicked is what a key's later callers get when its derive
+// panicked: sync.Once counts a panicking function as done, and would
+// hand them a zero value with no error, taken for an answer.
+var errPanicked = errors.New("deriving it panicked")
 
 // entry is a value derived once, and the error deriving it gave.
 type entry[V any] struct {
@@ -21,7 +29,10 @@ type entry[V any] struct {
 func Value[K comparable, V any](m *sync.Map, key K, derive func() (V, error)) (V, error) {
 	v, _ := m.LoadOrStore(key, &entry[V]{})
 	e := v.(*entry[V])
-	e.once.Do(func() { e.v, e.err = derive() })
+	e.once.Do(func() {
+		e.err = errPanicked
+		e.v, e.err = derive()
+	})
 	return e.v, e.err
 }
 
@@ -39,6 +50,7 @@ func Success[K comparable, V any](m *sync.Map, key K, derive func() (V, error)) 
 		mine := false
 		e.once.Do(func() {
 			mine = true
+			e.err = errPanicked
 			e.v, e.err = derive()
 		})
 		if e.err == nil {

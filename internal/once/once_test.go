@@ -133,3 +133,35 @@ func TestSuccessNextCallerDerivesAfresh(t *testing.T) {
 		t.Fatalf("the map holds %d entries, want the one answer", held)
 	}
 }
+
+// A derive that panics is no answer: Value's later callers get an error,
+// not the zero value sync.Once would leave them, and Success's derive
+// afresh.
+func TestPanickedDeriveIsNoAnswer(t *testing.T) {
+	panicking := func() (int, error) { panic("boom") }
+	for name, get := range map[string]func(*sync.Map, string, func() (int, error)) (int, error){
+		"Value":   Value[string, int],
+		"Success": Success[string, int],
+	} {
+		var m sync.Map
+		func() {
+			defer func() {
+				if r := recover(); r != "boom" {
+					t.Fatalf("%s: recovered %v, want the derive's panic", name, r)
+				}
+			}()
+			get(&m, "k", panicking)
+		}()
+		v, err := get(&m, "k", func() (int, error) { return 7, nil })
+		switch name {
+		case "Value":
+			if err == nil {
+				t.Fatalf("Value after a panicked derive = %d, nil; want an error", v)
+			}
+		case "Success":
+			if v != 7 || err != nil {
+				t.Fatalf("Success after a panicked derive = %d, %v; want 7 derived afresh", v, err)
+			}
+		}
+	}
+}
