@@ -229,6 +229,9 @@ func windowsName(p string, win32 bool) error {
 		if !utf8.ValidString(c) {
 			return fmt.Errorf("%q is not UTF-8, and Windows file names (UTF-16) cannot hold it", c)
 		}
+		if n := utf16Len(c); n > maxNTFSName {
+			return fmt.Errorf("%.40q... is a name of %d UTF-16 units, and NTFS holds at most %d in one (the Windows importer fails: the file name is invalid)", c, n, maxNTFSName)
+		}
 		if strings.Contains(c, `\`) {
 			// As it is where it can be shown so (%q doubles the
 			// backslash), quoted when it holds what a terminal would act on.
@@ -253,6 +256,19 @@ func windowsName(p string, win32 bool) error {
 		}
 	}
 	return nil
+}
+
+// maxNTFSName is the longest name, in UTF-16 units, NTFS holds in a
+// directory; a Linux file name's 255 bytes never exceed it, but a name
+// given as a destination, or an entry's in a base layer, may.
+const maxNTFSName = 255
+
+func utf16Len(s string) int {
+	n := 0
+	for _, r := range s {
+		n += utf16.RuneLen(r)
+	}
+	return n
 }
 
 // reservedOnWindows says whether Windows opens a device for the name c:
