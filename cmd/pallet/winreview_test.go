@@ -3,6 +3,8 @@ package main
 import (
 	"archive/tar"
 	"fmt"
+	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,5 +56,62 @@ images:
 	}
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
 		t.Fatalf("the failed build left %s: %v", out, err)
+	}
+}
+
+// The links of a Windows image reach Windows as a reparse point holding
+// the tar's target as it is (hcsshim's importer, go-winio's
+// EncodeReparsePoint), and Windows follows a relative one only with '\'
+// between its components: each link pallet writes, from a local tree or
+// an archive, holds '\' only, and no "." or empty component. Before, a
+// link to ../Windows/System32 was written so, and did not open in the
+// container (the file name is invalid).
+func TestWindowsLinksHoldBackslashes(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "l", "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "l", "sub", "x.dll"), "x")
+	for name, target := range map[string]string{"sys32": "../Windows/System32", "sam": "../Windows/System32/config/SAM", "here": "./sub//x.dll"} {
+		if err := os.Symlink(target, filepath.Join(dir, "l", name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, filepath.Join(dir, "a.tar"), string(rawTar(t,
+		&tar.Header{Name: "bin/", Typeflag: tar.TypeDir, Mode: 0o755},
+		&tar.Header{Name: "bin/tool.exe", Typeflag: tar.TypeReg, Mode: 0o755},
+		&tar.Header{Name: "tool.exe", Typeflag: tar.TypeSymlink, Linkname: `bin\tool.exe`},
+		&tar.Header{Name: "cfg", Typeflag: tar.TypeSymlink, Linkname: "./bin/"},
+	)))
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), `version: 1
+artifacts:
+  l: {local: {path: l, links: keep}, licenses: none}
+  a: {local: {path: a.tar, extract: {}}, licenses: none}
+images:
+  app:
+    base: windows-hostprocess-scratch
+    platforms: windows/amd64
+    files:
+      - {artifact: l, dest: /links/}
+      - {artifact: a, dest: /a/}
+`)
+	out := filepath.Join(dir, "out")
+	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(dir, "pallet.yaml"), "-o", "oci:"+out)
+	checkWindowsLayout(t, out, "")
+	got := map[string]string{}
+	walkImage(t, dfImage(t, out), func(h *tar.Header, _ io.Reader) {
+		if h.Typeflag == tar.TypeSymlink {
+			got[h.Name] = h.Linkname + " " + h.PAXRecords["MSWINDOWS.fileattr"]
+		}
+	})
+	want := map[string]string{
+		"Files/links/sys32": `..\Windows\System32 1040`,
+		"Files/links/sam":   `..\Windows\System32\config\SAM 1056`,
+		"Files/links/here":  `sub\x.dll 1056`,
+		"Files/a/tool.exe":  `bin\tool.exe 1056`,
+		"Files/a/cfg":       `bin 1040`,
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("links written as %q\nwant %q", got, want)
 	}
 }

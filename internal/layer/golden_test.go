@@ -84,10 +84,10 @@ func TestGoldenDigests(t *testing.T) {
 		digest, diffID string
 	}{
 		{layer.Linux, layer.Gzip, 0, "sha256:117f4c880da79a898972bce1bfa03174009aaeeab23bc5dbabbea081019c1969", "sha256:395011618f369350e954d87106a1a53ff9afae10609d848cdc6b05e998e9bcc5"},
-		{layer.Windows, layer.Gzip, 0, "sha256:d5558ba489712d6ef1207e6017a227cfefb731a762cb22f08442a938d7bc3e34", "sha256:dad01d177e008dfea16f2dc225d3cbd17433197d5cfa9e0c6bcd0966a2b31fa0"},
+		{layer.Windows, layer.Gzip, 0, "sha256:4d99f65bf0c715ff98fb56635e09b5661d56b9e0315c298e2af22412d716cea4", "sha256:2ed0c7d8212258b14f3f4dfe38a151d55905b1d16f53d3a6f8606ec8ddc660da"},
 		{layer.Linux, layer.Gzip, layer.LegacyGzipLevel, "sha256:7306e314146f1cae308dccb6494ae620f9be9a886f337e1fbc287da8a3dbd529", "sha256:395011618f369350e954d87106a1a53ff9afae10609d848cdc6b05e998e9bcc5"},
-		{layer.Windows, layer.Gzip, layer.LegacyGzipLevel, "sha256:c9167a7975d6945f0832619eb5ee055f72e24bc0a309b92698714ba05d5c5bcd", "sha256:dad01d177e008dfea16f2dc225d3cbd17433197d5cfa9e0c6bcd0966a2b31fa0"},
-		{layer.Windows, layer.Zstd, 0, "sha256:85e91e639044232d8d1145c05a227cf484a895ac5ce8f079b3509fb9e1fce52f", "sha256:dad01d177e008dfea16f2dc225d3cbd17433197d5cfa9e0c6bcd0966a2b31fa0"},
+		{layer.Windows, layer.Gzip, layer.LegacyGzipLevel, "sha256:d7c6488a774471b500882b0d183e0d4bb526ebc7b9f360215e93d9a91b788d35", "sha256:2ed0c7d8212258b14f3f4dfe38a151d55905b1d16f53d3a6f8606ec8ddc660da"},
+		{layer.Windows, layer.Zstd, 0, "sha256:783d9d8317033c937130288128e424a372b53a3312731ba27d8f30d310145219", "sha256:2ed0c7d8212258b14f3f4dfe38a151d55905b1d16f53d3a6f8606ec8ddc660da"},
 		{layer.Linux, layer.Zstd, 0, "sha256:22f0a49a6e2d975eaae399f6f37a1478178517488c9d6c939a576694bc2db93e", "sha256:395011618f369350e954d87106a1a53ff9afae10609d848cdc6b05e998e9bcc5"},
 	} {
 		name := tc.format.String() + "-" + string(tc.compression)

@@ -66,6 +66,16 @@ func KeyParts(t *tree.Tree, opt Options, digest tree.FileDigest, add func(part [
 			buf = append(buf, "|hardlink:"...)
 			buf = append(buf, target...)
 		}
+		if e.Kind == tree.Symlink && (opt.Format == Windows || opt.Format == WindowsBase) {
+			// The target as written, with '\' (windowsLinkTarget):
+			// layers keyed before it held the target with '/', which
+			// Windows does not resolve, and must not be taken for
+			// these. A layer without links writes the bytes it did.
+			if w, err := windowsLinkTarget(e.Path, e.Link); err == nil {
+				buf = append(buf, "|as:"...)
+				buf = append(buf, w...)
+			}
+		}
 		if links != nil && e.Kind == tree.Symlink {
 			if isDir, _ := links.dirLink(e); isDir {
 				buf = append(buf, "|dir"...)

@@ -47,6 +47,7 @@ func TestKeyPartsAsFormatted(t *testing.T) {
 			}
 			part := fmt.Sprintf("%s|%s|%o|%d|%d|%s|%d|%s", e.Path, e.Kind, e.Mode, e.UID, e.GID, e.Link, e.Size, sum)
 			if format == Windows && e.Kind == tree.Symlink {
+				part += "|as:" + strings.ReplaceAll(e.Link, "/", `\`)
 				if isDir, _ := links.dirLink(e); isDir {
 					part += "|dir"
 				}

@@ -123,6 +123,11 @@ func (w *windowsEncoder) header(e tree.Entry, epoch time.Time) (*tar.Header, err
 		return nil, err
 	}
 	if e.Kind == tree.Symlink {
+		// hcsshim's importer writes the target into the reparse point
+		// as it is (go-winio's EncodeReparsePoint), and Windows resolves
+		// a relative target with '\' only: one holding a '/' fails to
+		// open (the file name is invalid), as Go's os.Symlink on
+		// Windows notes where it converts them.
 		hdr.Linkname = link
 	}
 	if w.base {
@@ -146,8 +151,9 @@ func (w *windowsEncoder) header(e tree.Entry, epoch time.Time) (*tar.Header, err
 }
 
 // windowsLinkTarget checks the target of a symlink at p as Windows reads
-// it, where '\' separates components like '/', and returns it with '/'
-// only. Targets stay inside the image's C:\ (Files/): an absolute target
+// it, where '\' separates components like '/', and returns it as a
+// Windows link holds it: components joined with '\', the empty and "."
+// ones left out (".", alone, for none). Targets stay inside the image's C:\ (Files/): an absolute target
 // ("/x", "\x", "\\server\share") or one with a drive ("C:\x", "C:x")
 // is refused, and so is one whose ".." climb above the root. A ".." after a
 // named component is refused too, as the archive extractor does: if the
@@ -170,9 +176,11 @@ func windowsLinkTarget(p, target string) (string, error) {
 	}
 	depth := strings.Count(p, "/")
 	named := false
+	var parts []string
 	for c := range strings.SplitSeq(t, "/") {
 		switch c {
 		case "", ".":
+			continue
 		case "..":
 			if depth--; depth < 0 {
 				return "", fmt.Errorf("symlink target %q leaves the image root", target)
@@ -184,8 +192,12 @@ func windowsLinkTarget(p, target string) (string, error) {
 			depth++
 			named = true
 		}
+		parts = append(parts, c)
 	}
-	return t, nil
+	if len(parts) == 0 {
+		return ".", nil
+	}
+	return strings.Join(parts, `\`), nil
 }
 
 // maxLinkTarget is the longest target, in UTF-16 units, a Windows link

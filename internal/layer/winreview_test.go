@@ -1,6 +1,8 @@
 package layer
 
 import (
+	"archive/tar"
+	"io"
 	"strings"
 	"testing"
 
@@ -44,6 +46,62 @@ func TestWindowsNameLengthAsNTFS(t *testing.T) {
 		}
 		if err := NTFSName("Files/" + p); tc.ok != (err == nil) {
 			t.Errorf("NTFSName, a name of %d units: %v", units, err)
+		}
+	}
+}
+
+// A symlink's target is written as Windows resolves it: hcsshim's importer
+// puts the tar's link name into the reparse point as it is, and Windows
+// follows a relative target only with '\' between its components (a '/'
+// fails to open: the file name is invalid). Both Windows formats write
+// '\' only, without "." or empty components, which are the same place;
+// before, the target was written with '/' only, whatever it came as.
+func TestWindowsLinkTargetsWrittenWithBackslashes(t *testing.T) {
+	for _, tc := range []struct{ target, want string }{
+		{"../data/x.dll", `..\data\x.dll`},
+		{`..\data\x.dll`, `..\data\x.dll`},
+		{"./x.dll", `x.dll`},
+		{"sub//x.dll", `sub\x.dll`},
+		{"../data/", `..\data`},
+		{".", `.`},
+	} {
+		for _, f := range []Format{Windows, WindowsBase} {
+			img := tree.New()
+			for _, e := range []tree.Entry{
+				{Path: "data", Kind: tree.Dir, Mode: 0o755},
+				{Path: "bin/sub", Kind: tree.Dir, Mode: 0o755},
+				{Path: "bin/link", Kind: tree.Symlink, Link: tc.target},
+			} {
+				if err := img.Add(e); err != nil {
+					t.Fatal(err)
+				}
+			}
+			l, err := Build(img, t.TempDir(), Options{Format: f})
+			if err != nil {
+				t.Fatalf("%s %s: %v", f, tc.target, err)
+			}
+			rc, err := l.Uncompressed()
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr := tar.NewReader(rc)
+			got := "no link"
+			for {
+				h, err := tr.Next()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if h.Name == "Files/bin/link" {
+					got = h.Linkname
+				}
+			}
+			rc.Close()
+			if got != tc.want {
+				t.Errorf("%s: a link to %q written as %q, want %q", f, tc.target, got, tc.want)
+			}
 		}
 	}
 }
