@@ -2,11 +2,14 @@ package main
 
 import (
 	"archive/tar"
+	"bytes"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -113,5 +116,78 @@ images:
 	}
 	if !maps.Equal(got, want) {
 		t.Errorf("links written as %q\nwant %q", got, want)
+	}
+}
+
+// A Windows base's registry hives are the base's: pallet reads none of
+// them (the importer and HCS check them where the image is pulled), so
+// hostile ones, a truncated hive, one whose root cell points past its
+// bins, one claiming gigabytes of bins, cost a build nothing and pass
+// into the image byte for byte, in the base's own layer.
+func TestWindowsBaseHostileHivesPassThrough(t *testing.T) {
+	d := t.TempDir()
+	regf := func(rootCell, binsSize uint32, n int) []byte {
+		b := make([]byte, n)
+		copy(b, "regf")
+		binary.LittleEndian.PutUint32(b[0x24:], rootCell)
+		binary.LittleEndian.PutUint32(b[0x28:], binsSize)
+		return b
+	}
+	hives := map[string][]byte{
+		"SYSTEM":   regf(0x20, 0x1000, 100),            // truncated inside the base block
+		"SOFTWARE": regf(0x7FFFFFF0, 0x1000, 2*4096),   // root cell out of range
+		"SAM":      regf(0x20, 0xFFFFF000, 2*4096),     // bins far beyond the file
+		"SECURITY": bytes.Repeat([]byte{0xFF}, 3*4096), // no signature at all
+		"DEFAULT":  nil,                                // empty, as hpc v1.0.0 ships them
+	}
+	hdrs := []*tar.Header{
+		{Name: "Files/", Typeflag: tar.TypeDir, Mode: 0o755},
+		{Name: "Files/Windows/", Typeflag: tar.TypeDir, Mode: 0o755},
+		{Name: "Files/Windows/System32/", Typeflag: tar.TypeDir, Mode: 0o755},
+		{Name: "Files/Windows/System32/config/", Typeflag: tar.TypeDir, Mode: 0o755},
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, h := range hdrs {
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(hives)) {
+		if err := tw.WriteHeader(&tar.Header{Name: "Files/Windows/System32/config/" + name, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(hives[name]))}); err != nil {
+			t.Fatal(err)
+		}
+		tw.Write(hives[name])
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	windowsBaseOf(t, filepath.Join(d, "base"), buf.Bytes())
+	writeFile(t, filepath.Join(d, "app"), "app\n")
+	writeFile(t, filepath.Join(d, "pallet.yaml"), winBaseRecipe)
+	out := filepath.Join(d, "out")
+	mustPallet(t, "build", "-q", "--no-cache", "-f", filepath.Join(d, "pallet.yaml"), "-o", "oci:"+out)
+	checkWindowsLayoutOnBase(t, out, 1)
+	layers, err := dfImage(t, out).Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]byte{}
+	walkLayer(t, layers[0], func(h *tar.Header, r io.Reader) {
+		if name, ok := strings.CutPrefix(h.Name, "Files/Windows/System32/config/"); ok && name != "" {
+			b, err := io.ReadAll(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got[name] = b
+		}
+	})
+	if len(got) != len(hives) {
+		t.Fatalf("the base layer holds hives %q", slices.Sorted(maps.Keys(got)))
+	}
+	for name, want := range hives {
+		if !bytes.Equal(got[name], want) {
+			t.Errorf("hive %s: %d bytes in the image, the base's %d", name, len(got[name]), len(want))
+		}
 	}
 }
