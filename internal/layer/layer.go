@@ -250,8 +250,18 @@ type linuxEncoder struct{}
 func (linuxEncoder) start(*tar.Writer, time.Time) error { return nil }
 
 func (linuxEncoder) header(e tree.Entry, epoch time.Time) (*tar.Header, error) {
+	// Each parent is an entry of its own, checked where it is written.
+	if n := len(path.Base(e.Path)); n > maxLinuxName {
+		return nil, fmt.Errorf("%.40q... is a name of %d bytes, and Linux file systems hold at most %d in one (NAME_MAX): the runtime fails to unpack the layer", path.Base(e.Path), n, maxLinuxName)
+	}
 	return baseHeader(e, e.Path, epoch)
 }
+
+// maxLinuxName is NAME_MAX, the longest name ext4, xfs, btrfs and
+// overlayfs hold in a directory. No name read from a Linux disk or
+// unpacked on one is longer, but a destination given in a recipe or a
+// Dockerfile may be.
+const maxLinuxName = 255
 
 // baseHeader is the format-neutral header: fixed times, numeric owner only,
 // no host-dependent fields, so the same tree always gives the same bytes.
