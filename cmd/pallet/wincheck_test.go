@@ -536,6 +536,10 @@ func winLinkTarget(t string) error {
 		return fmt.Errorf("symlink target %q carries the Files/ prefix (BuildKit's bug)", t)
 	case strings.HasPrefix(s, "/"), strings.Contains(s, ":"):
 		return fmt.Errorf("symlink target %q is not relative", t)
+	case strings.Contains(t, "/"):
+		// go-winio puts the target into the reparse point as it is, and
+		// Windows resolves a relative one only through ''.
+		return fmt.Errorf("symlink target %q holds '/', which Windows does not follow", t)
 	}
 	return winReparseFits(t)
 }
@@ -710,6 +714,9 @@ func TestWindowsCheckerRefuses(t *testing.T) {
 		})}},
 		{"not relative", []*tar.Header{with(file("Files/l"), func(h *tar.Header) {
 			h.Typeflag, h.Linkname, h.PAXRecords["MSWINDOWS.fileattr"] = tar.TypeSymlink, `C:\x`, "1056"
+		})}},
+		{"which Windows does not follow", []*tar.Header{with(file("Files/l"), func(h *tar.Header) {
+			h.Typeflag, h.Linkname, h.PAXRecords["MSWINDOWS.fileattr"] = tar.TypeSymlink, "d/x.exe", "1056"
 		})}},
 		{"hard link target \"Files/y\" is not a file added before it", []*tar.Header{with(file("Files/h"), func(h *tar.Header) { h.Typeflag, h.Linkname = tar.TypeLink, "Files/y" })}},
 		{"invalid hard link", []*tar.Header{file("Files/y"), with(file("Files/h"), func(h *tar.Header) { h.Typeflag, h.Linkname = tar.TypeLink, "y" })}},
