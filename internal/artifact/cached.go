@@ -106,8 +106,8 @@ func (f *Fetcher) fetch(ctx context.Context, r *Request, work string) (*Result, 
 // by maxKeyFiles and maxKeyBytes together. packages are those the
 // recipe builds, as it names them: go build compiles them through links
 // up too (see importedUp). cgo says whether the build compiles cgo
-// files, whose headers are then looked for.
-func (f *Fetcher) localModulesDigest(dir string, packages []string, cgo bool) ([]string, error) {
+// files, whose headers are then looked for, with env's flags.
+func (f *Fetcher) localModulesDigest(dir string, packages []string, cgo bool, env cgoEnvFlags) ([]string, error) {
 	dirs, walks, err := walkModules(dir)
 	if err != nil {
 		return nil, err
@@ -128,7 +128,7 @@ func (f *Fetcher) localModulesDigest(dir string, packages []string, cgo bool) ([
 	}
 	// Only where a link leads up: the keys of all other modules are
 	// what they were.
-	ups, headers, err := f.importedUp(walks, filepath.Clean(dir), packages, cgo, nil)
+	ups, headers, err := f.importedUp(walks, filepath.Clean(dir), packages, cgo, env, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -176,8 +176,8 @@ func walkModules(dir string) ([]string, []*moduleWalk, error) {
 
 // cgoHeadersRead lists the headers that the cgo packages of a build of
 // packages of the module in dir read, found as its key finds them, in
-// the modules or not, named from dir.
-func (f *Fetcher) cgoHeadersRead(dir string, packages []string) (*cgoReads, error) {
+// the modules or not, named from dir, with env's flags.
+func (f *Fetcher) cgoHeadersRead(dir string, packages []string, env cgoEnvFlags) (*cgoReads, error) {
 	_, walks, err := walkModules(dir)
 	if err != nil {
 		return nil, err
@@ -187,7 +187,7 @@ func (f *Fetcher) cgoHeadersRead(dir string, packages []string) (*cgoReads, erro
 		return nil, err
 	}
 	reads := &cgoReads{root: root}
-	if _, _, err := f.importedUp(walks, filepath.Clean(dir), packages, true, reads); err != nil {
+	if _, _, err := f.importedUp(walks, filepath.Clean(dir), packages, true, env, reads); err != nil {
 		return nil, err
 	}
 	return reads, nil

@@ -92,7 +92,7 @@ func TestCgoHeadersDigest(t *testing.T) {
 	g := &Go{Module: mod, Packages: []string{"."}, CGO: true}
 	digest := func() string {
 		t.Helper()
-		reads, err := f.cgoHeadersRead(mod, g.Packages)
+		reads, err := f.cgoHeadersRead(mod, g.Packages, g.cgoEnv())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -235,3 +235,72 @@ func TestGitCgoHeaderOutsideModuleBinary(t *testing.T) {
 		}
 	}
 }
+
+// A cgo build whose headers are found only through the recipe's env
+// (CGO_CFLAGS=-I/.../inc, CGO_CPPFLAGS=-include /.../forced.h, which the
+// go command puts before every cgo package's own flags, the standard
+// library's too, so that a relative path fails) is built again when
+// one of them changes, and the binary says what they now hold: neither
+// the key nor what go build's cache was told covered them, and the
+// cache gave the binary first built.
+func TestGoCgoEnvFlagsHeaders(t *testing.T) {
+	if _, err := exec.LookPath("gcc"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("gcc is not installed; .ci/run must install it")
+		}
+		t.Skip("gcc is not installed; skipping")
+	}
+	dir := t.TempDir()
+	write := func(name, text string) {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("mod/go.mod", "module example.com/cgoenv\n\ngo 1.22\n")
+	write("mod/main.go", "package main\n\n/*\n#include <v.h>\nstatic int value(void) { return V; }\nstatic int forced(void) { return F; }\n*/\nimport \"C\"\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(C.value(), C.forced()) }\n")
+	write("inc/v.h", "#define V 1\n")
+	write("inc/unused.h", "#define UNUSED 1\n")
+	write("forced.h", "#define F 10\n")
+	p, err := platform.Parse(runtime.GOOS + "/" + runtime.GOARCH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := cachedFetcher(t)
+	r := &artifact.Request{Name: "cgoenv", Platform: p, NoLicense: true,
+		Kind: &artifact.Go{Module: filepath.Join(dir, "mod"), Packages: []string{"."}, CGO: true, CC: "gcc", Trimpath: true,
+			Env: []string{"CGO_CFLAGS=-O2 -g -I" + filepath.Join(dir, "inc"), "CGO_CPPFLAGS=-include " + filepath.Join(dir, "forced.h")}}}
+	build := func(what string, cached bool, want string) {
+		t.Helper()
+		res, err := f.Fetch(context.Background(), r, t.TempDir())
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if res.Cached != cached {
+			t.Errorf("%s: from the cache %v, want %v", what, res.Cached, cached)
+		}
+		e, ok := res.Tree.Get("cgoenv")
+		if !ok {
+			t.Fatalf("%s: no binary cgoenv in the result", what)
+		}
+		out, err := exec.Command(e.Source).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: the binary: %v\n%s", what, err, out)
+		}
+		if got := strings.TrimSpace(string(out)); got != want {
+			t.Errorf("%s: the binary says %q, want %q", what, got, want)
+		}
+	}
+	build("first", false, "1 10")
+	build("nothing changed", true, "1 10")
+	write("inc/unused.h", "#define UNUSED 2\n")
+	build("a header nothing includes edited", true, "1 10")
+	write("inc/v.h", "#define V 2\n")
+	build("inc/v.h, found through CGO_CFLAGS, edited", false, "2 10")
+	write("forced.h", "#define F 20\n")
+	build("forced.h, named by CGO_CPPFLAGS, edited", false, "2 20")
+}

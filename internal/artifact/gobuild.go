@@ -60,7 +60,7 @@ func (g *Go) Key(f *Fetcher, r *Request) ([]string, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	sums, err := f.localModulesDigest(g.Module, g.Packages, g.cgoOn())
+	sums, err := f.localModulesDigest(g.Module, g.Packages, g.cgoOn(), g.cgoEnv())
 	if err != nil {
 		return nil, false, err
 	}
@@ -84,6 +84,24 @@ func (g *Go) cgoOn() bool {
 		}
 	}
 	return g.CGO
+}
+
+// cgoEnv is what the recipe's env adds to the flags of every C
+// compile: the last setting of each variable, as goEnv puts the env last.
+func (g *Go) cgoEnv() cgoEnvFlags {
+	var out cgoEnvFlags
+	for _, kv := range g.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "CGO_CPPFLAGS":
+			out.cppflags = splitEnvFlags(v)
+		case "CGO_CFLAGS":
+			out.cflags = splitEnvFlags(v)
+		case "CGO_CXXFLAGS":
+			out.cxxflags = splitEnvFlags(v)
+		}
+	}
+	return out
 }
 
 // settingsKey lists what the recipe says of a build, and the toolchain,
@@ -231,7 +249,7 @@ func (f *Fetcher) goBuild(ctx context.Context, r *Request, g *Go, dir string, wo
 	}
 	run := goRun{args: append(args, g.Packages...), dir: dir, out: out, licenses: dir, work: work, list: g.Packages, env: env}
 	if g.cgoOn() {
-		reads, err := f.cgoHeadersRead(dir, g.Packages)
+		reads, err := f.cgoHeadersRead(dir, g.Packages, g.cgoEnv())
 		if err != nil {
 			return nil, fmt.Errorf("the C headers its cgo packages read: %w", err)
 		}

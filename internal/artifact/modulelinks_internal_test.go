@@ -132,7 +132,7 @@ func TestModuleKeyBounded(t *testing.T) {
 	}
 	writeTestFile(t, filepath.Join(dir, "r", "go.mod"), "module example.com/r\n")
 	f := &Fetcher{}
-	if _, err := f.localModulesDigest(mod, nil, true); err != nil {
+	if _, err := f.localModulesDigest(mod, nil, true, cgoEnvFlags{}); err != nil {
 		t.Fatalf("within the limits: %v", err)
 	}
 	oldFiles, oldBytes := maxKeyFiles, maxKeyBytes
@@ -149,7 +149,7 @@ func TestModuleKeyBounded(t *testing.T) {
 	if _, err := moduleKey(f, filepath.Join(dir, "r")); err != nil {
 		t.Fatalf("the replace directory alone, within the limits: %v", err)
 	}
-	_, err = f.localModulesDigest(mod, nil, true)
+	_, err = f.localModulesDigest(mod, nil, true, cgoEnvFlags{})
 	if want := "go module " + filepath.Join(dir, "r") + ": more than 5 files in the module"; err == nil || !strings.Contains(err.Error(), want) || !errors.As(err, &fe) || fe.Field != "module" {
 		t.Errorf("a module and its replace directory of 8 files, 5 allowed: %v, want an error blaming module saying %q", err, want)
 	}
@@ -163,7 +163,7 @@ func TestModuleKeyBounded(t *testing.T) {
 // moduleKey is what the key of a go build of the module in dir takes of
 // its files.
 func moduleKey(f *Fetcher, dir string) (string, error) {
-	sums, err := f.localModulesDigest(dir, nil, true)
+	sums, err := f.localModulesDigest(dir, nil, true, cgoEnvFlags{})
 	return strings.Join(sums, "\n"), err
 }
 

@@ -61,9 +61,10 @@ type upLink struct{ rel, path string }
 //
 // cgo says whether the build compiles cgo files: without it no header
 // is read, and a module without links up has its Go files read for
-// nothing. reads, when not nil, gets every header the cgo packages read,
-// in the modules or not (see cgoReads).
-func (f *Fetcher) importedUp(walks []*moduleWalk, main string, packages []string, cgo bool, reads *cgoReads) (out, headers []*tree.Tree, err error) {
+// nothing. env is what the recipe's env adds to every C compile's flags.
+// reads, when not nil, gets every header the cgo packages read, in the
+// modules or not (see cgoReads).
+func (f *Fetcher) importedUp(walks []*moduleWalk, main string, packages []string, cgo bool, env cgoEnvFlags, reads *cgoReads) (out, headers []*tree.Tree, err error) {
 	out = make([]*tree.Tree, len(walks))
 	headers = make([]*tree.Tree, len(walks))
 	modPaths := make([]string, len(walks))
@@ -164,7 +165,10 @@ func (f *Fetcher) importedUp(walks []*moduleWalk, main string, packages []string
 			pkg.files = append(pkg.files, cgoFile{src.path, gs.cgo})
 		}
 	}
-	if err := f.cgoHeaders(walks, pkgs, headers, reads); err != nil {
+	if !cgo {
+		return out, headers, nil
+	}
+	if err := f.cgoHeaders(walks, pkgs, env, headers, reads); err != nil {
 		return nil, nil, err
 	}
 	return out, headers, nil
@@ -415,6 +419,45 @@ func importsEnd(src []byte) (int, bool) {
 type cgoPreamble struct {
 	includes                   []cInclude
 	cppflags, cflags, cxxflags []string
+}
+
+// cgoEnvFlags are CGO_CPPFLAGS, CGO_CFLAGS and CGO_CXXFLAGS as the
+// recipe's env sets them (the user's are not passed to go build, see
+// buildKnobs), split as the go command splits them (splitEnvFlags). It
+// puts each before the #cgo flags of the same name of every cgo package
+// it compiles, the standard library's too: an -I or -include there
+// names headers the build reads as surely as a #cgo line's.
+type cgoEnvFlags struct {
+	cppflags, cflags, cxxflags []string
+}
+
+// splitEnvFlags splits a CGO_*FLAGS value as the go command does
+// (cmd/internal/quoted.Split): at white space, an element wholly in
+// single or double quotes taken as it is, with no escapes. One the go
+// command cannot split (an unterminated quote) fails its build: nil.
+func splitEnvFlags(s string) []string {
+	var out []string
+	for {
+		s = strings.TrimLeft(s, " \t\n\r")
+		if s == "" {
+			return out
+		}
+		if q := s[0]; q == '"' || q == '\'' {
+			end := strings.IndexByte(s[1:], q)
+			if end < 0 {
+				return nil
+			}
+			out = append(out, s[1:1+end])
+			s = s[2+end:]
+			continue
+		}
+		end := strings.IndexAny(s, " \t\n\r")
+		if end < 0 {
+			end = len(s)
+		}
+		out = append(out, s[:end])
+		s = s[end:]
+	}
 }
 
 // cInclude is an #include of name, "quoted" or <angled>, or of a
@@ -716,9 +759,25 @@ func cgoFileLang(name string) string {
 // where an absolute one found it. Those in a module are in its key
 // already, but what they include is looked for too. What they all read
 // counts in the walks' budget.
-func (f *Fetcher) cgoHeaders(walks []*moduleWalk, pkgs map[string]*cgoPackage, headers []*tree.Tree, reads *cgoReads) error {
+//
+// env's flags come before each package's own, as the go command puts
+// them. Its forced includes are followed from the main module's
+// directory too, where it has no cgo package: the standard library's
+// (runtime/cgo) compiles read them all the same.
+func (f *Fetcher) cgoHeaders(walks []*moduleWalk, pkgs map[string]*cgoPackage, env cgoEnvFlags, headers []*tree.Tree, reads *cgoReads) error {
 	dirs := slices.Sorted(maps.Keys(pkgs))
 	keyed := map[string]bool{}
+	if len(walks) > 0 {
+		for _, args := range [][]string{slices.Concat(env.cppflags, env.cflags), slices.Concat(env.cppflags, env.cxxflags)} {
+			search := cgoSearchOf(walks[0].root, args)
+			if len(search.forced) == 0 {
+				continue
+			}
+			if err := f.followIncludes(walks, &cgoPackage{dir: walks[0].root}, headers, nil, search, keyed, reads); err != nil {
+				return err
+			}
+		}
+	}
 	for _, dir := range dirs {
 		pkg := pkgs[dir]
 		// go build reads a package's files in their names' order.
@@ -734,8 +793,8 @@ func (f *Fetcher) cgoHeaders(walks []*moduleWalk, pkgs map[string]*cgoPackage, h
 			roots["c"] = append(roots["c"], g.pre.includes...)
 		}
 		search := map[string]cgoSearch{
-			"c":   cgoSearchOf(dir, slices.Concat(cpp, c)),
-			"c++": cgoSearchOf(dir, slices.Concat(cpp, cxx)),
+			"c":   cgoSearchOf(dir, slices.Concat(env.cppflags, cpp, env.cflags, c)),
+			"c++": cgoSearchOf(dir, slices.Concat(env.cppflags, cpp, env.cxxflags, cxx)),
 		}
 		// A directory that cannot be listed fails go build.
 		entries, _ := os.ReadDir(dir)

@@ -403,3 +403,89 @@ func checkKeyEdits(t *testing.T, f *Fetcher, mod, dir string, edits []keyEdit) {
 		}
 	}
 }
+
+// The recipe's CGO_CPPFLAGS, CGO_CFLAGS and CGO_CXXFLAGS name headers as
+// a #cgo line does (-I, -iquote, -isystem, -idirafter, -include), each
+// split as the go command splits it (an element in quotes whole, a
+// space in it), the last setting of each winning: those headers are in
+// the key, and an edit of one was served the binary first built. A
+// forced include is in it where no package of the module uses cgo, which
+// runtime/cgo's compile reads all the same.
+func TestModuleKeyCgoEnvFlags(t *testing.T) {
+	dir := t.TempDir()
+	mod := filepath.Join(dir, "mod")
+	writeTestFile(t, filepath.Join(mod, "go.mod"), "module example.com/m\n")
+	writeTestFile(t, filepath.Join(mod, "main.go"), "package main\n\n/*\n#include <e.h>\n#include \"q.h\"\n#include <s.h>\n#include <after.h>\n*/\nimport \"C\"\n\nfunc main() {}\n")
+	writeTestFile(t, filepath.Join(mod, "helper.cc"), "#include <x.h>\n")
+	for _, h := range []string{"e inc/e.h", "old/e.h", "q/q.h", "s/s.h", "after/after.h", "x/x.h", "forced.h", "e inc/unused.h"} {
+		writeTestFile(t, filepath.Join(dir, h), "int x;\n")
+	}
+	g := &Go{Module: mod, Packages: []string{"."}, CGO: true, Env: []string{
+		"CGO_CFLAGS=-I" + filepath.Join(dir, "old"),
+		"CGO_CFLAGS=-O2 '-I" + filepath.Join(dir, "e inc") + "' -idirafter " + filepath.Join(dir, "after"),
+		"CGO_CPPFLAGS=-iquote " + filepath.Join(dir, "q") + " -isystem" + filepath.Join(dir, "s") + " -include " + filepath.Join(dir, "forced.h"),
+		"CGO_CXXFLAGS=-I" + filepath.Join(dir, "x"),
+	}}
+	checkGoKeyEdits(t, g, dir, []keyEdit{
+		{filepath.Join("e inc", "e.h"), true},
+		{filepath.Join("q", "q.h"), true},
+		{filepath.Join("s", "s.h"), true},
+		{filepath.Join("after", "after.h"), true},
+		{filepath.Join("x", "x.h"), true},
+		{"forced.h", true},
+		{filepath.Join("old", "e.h"), false},
+		{filepath.Join("e inc", "unused.h"), false},
+	})
+	writeTestFile(t, filepath.Join(mod, "main.go"), "package main\n\nimport \"net\"\n\nfunc main() { net.Dial(\"tcp\", \"\") }\n")
+	if err := os.Remove(filepath.Join(mod, "helper.cc")); err != nil {
+		t.Fatal(err)
+	}
+	checkGoKeyEdits(t, g, dir, []keyEdit{{"forced.h", true}, {filepath.Join("e inc", "e.h"), false}})
+}
+
+// checkGoKeyEdits is checkKeyEdits with g's whole key.
+func checkGoKeyEdits(t *testing.T, g *Go, dir string, edits []keyEdit) {
+	t.Helper()
+	f := New()
+	key := func() string {
+		t.Helper()
+		k, _, err := g.Key(f, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(k, "\n")
+	}
+	before := key()
+	for i, edit := range edits {
+		old, err := os.ReadFile(filepath.Join(dir, edit.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeTestFile(t, filepath.Join(dir, edit.file), string(old)+strings.Repeat("/* edited */\n", i+1))
+		if after := key(); (after != before) != edit.changes {
+			t.Errorf("%s edited: the key changed %v, want %v", edit.file, after != before, edit.changes)
+		} else {
+			before = after
+		}
+	}
+}
+
+// splitEnvFlags splits as the go command's quoted.Split: quotes around a
+// whole element only, no escapes; an unterminated quote is no flags.
+func TestSplitEnvFlags(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []string
+	}{
+		{"", nil},
+		{"  -O2\t-g\n", []string{"-O2", "-g"}},
+		{`'-I/a b' "-I/c d" -I/e`, []string{"-I/a b", "-I/c d", "-I/e"}},
+		{`-I"/a b"`, []string{`-I"/a`, `b"`}},
+		{`-I\ x`, []string{`-I\`, "x"}},
+		{`'x`, nil},
+	} {
+		if got := splitEnvFlags(c.in); !slices.Equal(got, c.want) {
+			t.Errorf("splitEnvFlags(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
