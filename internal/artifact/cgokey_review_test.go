@@ -305,17 +305,20 @@ func TestCgoKeyReviewCaretDirectory(t *testing.T) {
 	}
 }
 
-// An #include in a C comment, in a string or after #if 0 is keyed as
-// any other, where the header is found: more than gcc reads, which costs
-// a rebuild at worst; the key is not refused for it, where the header is
-// not there or the macro's directories are small.
+// An #include in a C comment (across lines, or a // comment a backslash
+// continues), in a string, or below #if 0 is not followed, as gcc does
+// not read it: one was keyed as any other, and #include MACRO there had
+// the key take every file of the search directories. One a backslash
+// splits, or after a comment on its line, or in the #else of #if 0, is
+// followed: the first was not seen at all. The key is not refused where
+// a skipped header is not there.
 func TestCgoKeyReviewIncludesGccSkips(t *testing.T) {
 	dir := t.TempDir()
 	mod := filepath.Join(dir, "mod")
 	writeTestFile(t, filepath.Join(mod, "go.mod"), "module example.com/m\n")
-	writeTestFile(t, filepath.Join(mod, "main.go"), "package main\n\n/*\n#cgo CFLAGS: -I${SRCDIR}/../inc\n#if 0\n#include \"../ifzero.h\"\n#include \"../missing.h\"\n#include NOT_DEFINED\n#endif\n// #include \"../slashed.h\"\n*/\nimport \"C\"\n\nfunc main() {}\n")
-	writeTestFile(t, filepath.Join(mod, "c.c"), "/*\n#include \"../commented.h\"\n */\nconst char *s = \"\\\n#include \\\"../quoted.h\\\"\";\n")
-	for _, h := range []string{"ifzero.h", "slashed.h", "commented.h", "quoted.h", "inc/any.h"} {
+	writeTestFile(t, filepath.Join(mod, "main.go"), "package main\n\n/*\n#cgo CFLAGS: -I${SRCDIR}/../inc\n#if 0\n#include \"../ifzero.h\"\n#include \"../missing.h\"\n#include NOT_DEFINED\n#if X\n#endif\n#include \"../ifzero.h\"\n#else\n#include \"../else.h\"\n#endif\n// #include \"../slashed.h\"\n#inc\\\nlude \"../split.h\"\n*/\nimport \"C\"\n\nfunc main() {}\n")
+	writeTestFile(t, filepath.Join(mod, "c.c"), "/*\n#include \"../commented.h\"\n#include NOT_DEFINED\n */\nconst char *s = \"\\\n#include \\\"../quoted.h\\\"\";\n// a note \\\n#include \"../continued.h\"\n/* a\n note */ #include \"../after.h\"\nconst char *r = R\"x(\n#include \"../raw.h\"\n)x\";\n")
+	for _, h := range []string{"ifzero.h", "else.h", "slashed.h", "split.h", "commented.h", "quoted.h", "continued.h", "after.h", "raw.h", "inc/any.h"} {
 		writeTestFile(t, filepath.Join(dir, h), "int x;\n")
 	}
 	f := New()
@@ -327,11 +330,16 @@ func TestCgoKeyReviewIncludesGccSkips(t *testing.T) {
 		file  string
 		keyed bool
 	}{
-		{"ifzero.h", true},
-		{"commented.h", true},
-		{"quoted.h", false}, // a string's text, taken for a macro include
-		{"inc/any.h", true}, // the macro's directory, below #if 0
+		{"ifzero.h", false},
+		{"else.h", true},
+		{"commented.h", false},
+		{"quoted.h", false},
+		{"inc/any.h", false}, // a macro's directory, below #if 0 and in a comment
 		{"slashed.h", false},
+		{"split.h", true},
+		{"continued.h", false},
+		{"after.h", true},
+		{"raw.h", false},
 	} {
 		writeTestFile(t, filepath.Join(dir, edit.file), "int x;\n"+strings.Repeat("/* edited */\n", i+1))
 		after, err := keyWithin(t, f, mod)

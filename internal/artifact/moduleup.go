@@ -1,8 +1,6 @@
 package artifact
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"go/ast"
@@ -548,47 +546,61 @@ func splitCgoFlags(s string) []string {
 }
 
 // parseIncludes lists the #include (#include_next, #import) lines of C
-// source text.
+// source text, as cLines and ifZero leave them.
 func parseIncludes(text string) (out []cInclude) {
-	for line := range strings.Lines(text) {
-		line, ok := strings.CutPrefix(strings.TrimSpace(line), "#")
-		if !ok {
-			continue
-		}
-		line = strings.TrimSpace(line)
-		var rest string
-		next := false
-		for _, kw := range []string{"include_next", "include", "import"} {
-			if r, ok := strings.CutPrefix(line, kw); ok {
-				rest, next = strings.TrimSpace(r), kw == "include_next"
-				break
+	var z ifZero
+	c := newCLines(func(line []byte) {
+		if z.live(line) {
+			if inc, ok := includeOf(string(line)); ok {
+				out = append(out, inc)
 			}
 		}
-		if rest == "" {
-			continue
-		}
-		closer, quoted := byte('>'), rest[0] == '"'
-		if quoted {
-			closer = '"'
-		} else if rest[0] != '<' {
-			out = append(out, cInclude{name: rest, macro: true})
-			continue
-		}
-		if end := strings.IndexByte(rest[1:], closer); end > 0 {
-			out = append(out, cInclude{name: rest[1 : 1+end], quoted: quoted, next: next})
-		}
-	}
+	})
+	c.feed([]byte(text))
+	c.finish()
 	return out
 }
 
-// maxDirectiveLine is as much of a line of a C file as headerSource
-// looks at: a directive is at its line's start, and a line longer than
-// this (a table on one line, a run of NULs) is passed through, not held.
+// includeOf reads a directive line: what it includes, if it is an
+// #include, #include_next or #import.
+func includeOf(line string) (cInclude, bool) {
+	line, ok := strings.CutPrefix(strings.TrimSpace(line), "#")
+	if !ok {
+		return cInclude{}, false
+	}
+	line = strings.TrimSpace(line)
+	var rest string
+	next := false
+	for _, kw := range []string{"include_next", "include", "import"} {
+		if r, ok := strings.CutPrefix(line, kw); ok {
+			rest, next = strings.TrimSpace(r), kw == "include_next"
+			break
+		}
+	}
+	if rest == "" {
+		return cInclude{}, false
+	}
+	closer, quoted := byte('>'), rest[0] == '"'
+	if quoted {
+		closer = '"'
+	} else if rest[0] != '<' {
+		return cInclude{name: rest, macro: true}, true
+	}
+	if end := strings.IndexByte(rest[1:], closer); end > 0 {
+		return cInclude{name: rest[1 : 1+end], quoted: quoted, next: next}, true
+	}
+	return cInclude{}, false
+}
+
+// maxDirectiveLine is as much of a directive line of a C file as
+// cLines holds: one longer than this (a table on one line, a run of NULs
+// after a "#") is passed through, not held.
 const maxDirectiveLine = 64 << 10
 
 // headerSource is what importedUp reads of the C file (a header, or a
-// package's .c, .cc, ... file) at p: the headers it includes. It is read
-// line by line to its end, however long: its first 64 MiB were read
+// package's .c, .cc, ... file) at p: the headers it includes, as
+// cLines and ifZero read it. It is read to its end in pieces, however
+// long: its first 64 MiB were read
 // whole into memory, and a larger one gave no includes at all, so that
 // what it included was in no key. Its bytes count in the key's budget
 // already, which bounds how long this takes.
@@ -601,33 +613,34 @@ func headerSource(p string) goSource {
 		return goSource{}
 	}
 	defer f.Close()
-	r := bufio.NewReaderSize(f, maxDirectiveLine)
 	// Each include once, and no more than the key may read files: a
 	// file of a gigabyte may say one include millions of times, and
 	// each was held and queued, gigabytes for a header of 30 MB.
 	// followIncludes refuses one of more than maxKeyFiles.
 	var includes []cInclude
 	seen := map[cInclude]bool{}
-	// The lines that gave includes, looked up without a copy: a line
-	// said again is not parsed again.
+	// The lines that gave includes: a line said again is not parsed
+	// again.
 	said := map[string]bool{}
+	var z ifZero
+	c := newCLines(func(line []byte) {
+		if !z.live(line) || len(includes) > maxKeyFiles || said[string(line)] {
+			return
+		}
+		inc, ok := includeOf(string(line))
+		if !ok {
+			return
+		}
+		said[string(line)] = true
+		if !seen[inc] {
+			seen[inc] = true
+			includes = append(includes, inc)
+		}
+	})
+	buf := make([]byte, 64<<10)
 	for {
-		line, err := r.ReadSlice('\n')
-		if t := bytes.TrimLeft(line, " \t\f\v\r"); len(t) > 0 && t[0] == '#' && len(includes) <= maxKeyFiles && !said[string(line)] {
-			incs := parseIncludes(string(line))
-			if len(incs) > 0 {
-				said[string(line)] = true
-			}
-			for _, inc := range incs {
-				if !seen[inc] {
-					seen[inc] = true
-					includes = append(includes, inc)
-				}
-			}
-		}
-		for err == bufio.ErrBufferFull {
-			_, err = r.ReadSlice('\n')
-		}
+		n, err := f.Read(buf)
+		c.feed(buf[:n])
 		if err == io.EOF {
 			break
 		}
@@ -635,6 +648,7 @@ func headerSource(p string) goSource {
 			return goSource{}
 		}
 	}
+	c.finish()
 	return goSource{cgo: &cgoPreamble{includes: includes}}
 }
 

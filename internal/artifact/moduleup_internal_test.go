@@ -489,3 +489,44 @@ func TestSplitEnvFlags(t *testing.T) {
 		}
 	}
 }
+
+// parseIncludes reads C as gcc's first phases leave it, fed whole or a
+// byte at a time: a backslash joins lines (white space, \r, before the
+// newline too), a comment is a space (a "/" and "*" a backslash splits
+// start one), "/*" in a literal (a quote escaped, a '"') starts none, a
+// raw string's lines are its text, and a group below #if 0 is skipped
+// to its #else, #elif or #endif, nested conditionals counted.
+func TestParseIncludesAsGccReads(t *testing.T) {
+	text := "#include \"a.h\"\n" +
+		"#in\\  \r\nclude <b.h>\n" +
+		"/\\\n* #include \"no1.h\" */\n" +
+		"const char *s = \"\\\"/*\"; const char c = '\"';\n/* x\n#include \"no2.h\"\n*/ #include \"c.h\"\n" +
+		"const char *r = LR\"d(\n#include \"no3.h\" )d\"\n)d\";\n" +
+		"#if 0\n#include \"no4.h\"\n#ifdef X\n#else\n#include \"no5.h\"\n#endif\n#elif Y\n#include \"d.h\"\n#endif\n" +
+		"# /* c */ if /* c */ 0 // c\n#include \"no6.h\"\n#else\n#include \"e.h\"\n#endif\n" +
+		"#if 0x0\n#include \"f.h\"\n#endif\n" +
+		"#define LONG \"" + strings.Repeat("x", maxDirectiveLine) + "\"\n" +
+		"// #include \"no7.h\" \\\n#include \"no8.h\"\n" +
+		"#include \\\n  MACRO\n"
+	want := []cInclude{{name: "a.h", quoted: true}, {name: "b.h"}, {name: "c.h", quoted: true}, {name: "d.h", quoted: true}, {name: "e.h", quoted: true}, {name: "f.h", quoted: true}, {name: "MACRO", macro: true}}
+	if got := parseIncludes(text); !slices.Equal(got, want) {
+		t.Errorf("fed whole: %v, want %v", got, want)
+	}
+	var got []cInclude
+	var z ifZero
+	c := newCLines(func(line []byte) {
+		if inc, ok := includeOf(string(line)); z.live(line) && ok {
+			got = append(got, inc)
+		}
+	})
+	for i := range len(text) {
+		c.feed([]byte{text[i]})
+	}
+	c.finish()
+	if !slices.Equal(got, want) {
+		t.Errorf("fed a byte at a time: %v, want %v", got, want)
+	}
+	if got := parseIncludes("#include \"last.h\""); !slices.Equal(got, []cInclude{{name: "last.h", quoted: true}}) {
+		t.Errorf("an include with no newline after it: %v", got)
+	}
+}
