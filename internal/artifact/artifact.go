@@ -230,6 +230,9 @@ type Fetcher struct {
 	// goSources are the Go files read for the packages a module's key
 	// covers through its links up (see goSourceOf): path → goSourceAt.
 	goSources *sync.Map
+	// keyReads are the headers a local cgo build's key found, for its
+	// build (see keyedReads): keyReadsKey → *cgoReads.
+	keyReads *sync.Map
 }
 
 // logOnce logs a line once per Fetcher: one that says the same of an
@@ -259,6 +262,7 @@ func New() *Fetcher {
 		said:    &sync.Map{},
 
 		goSources: &sync.Map{},
+		keyReads:  &sync.Map{},
 	}
 }
 

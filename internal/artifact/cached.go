@@ -128,9 +128,20 @@ func (f *Fetcher) localModulesDigest(dir string, packages []string, cgo bool, en
 	}
 	// Only where a link leads up: the keys of all other modules are
 	// what they were.
-	ups, headers, err := f.importedUp(walks, filepath.Clean(dir), packages, cgo, env, nil)
+	var reads *cgoReads
+	if cgo && f.keyReads != nil {
+		root, err := filepath.EvalSymlinks(dir)
+		if err != nil {
+			return nil, err
+		}
+		reads = &cgoReads{root: root}
+	}
+	ups, headers, err := f.importedUp(walks, filepath.Clean(dir), packages, cgo, env, reads)
 	if err != nil {
 		return nil, err
+	}
+	if reads != nil {
+		f.keyReads.Store(keyReadsKey(dir, packages, env), reads)
 	}
 	for i, up := range ups {
 		if up == nil {
@@ -155,9 +166,55 @@ func (f *Fetcher) localModulesDigest(dir string, packages []string, cgo bool, en
 	return out, nil
 }
 
+// keyReadsKey names the headers read by a build of packages of the
+// module in dir with env's flags, which are all they depend on.
+func keyReadsKey(dir string, packages []string, env cgoEnvFlags) string {
+	return strings.Join([]string{filepath.Clean(dir), strings.Join(packages, "\x00"),
+		strings.Join(env.cppflags, "\x00"), strings.Join(env.cflags, "\x00"), strings.Join(env.cxxflags, "\x00")}, "\x01")
+}
+
+// keyedReads gives the headers the last key of a build of packages of
+// the local module in dir with env found (localModulesDigest), nil where
+// none was made or one of them is not as it was then (its stamp, or
+// where its path leads): its build had the module walked again for
+// them (cgoHeadersRead), the whole tree listed a second time a moment
+// after the key listed it. A change the key's headers do not show (a
+// new #include in a Go file, a new header that shadows one found)
+// changes the key made after the build, which then stores nothing; go
+// build's cache hashes the Go file, but an object compiled from a new
+// shadowing header would be under the old digest, as it would with a
+// header edited while go build runs.
+func (f *Fetcher) keyedReads(dir string, packages []string, env cgoEnvFlags) *cgoReads {
+	if f.keyReads == nil {
+		return nil
+	}
+	v, ok := f.keyReads.Load(keyReadsKey(dir, packages, env))
+	if !ok {
+		return nil
+	}
+	reads := v.(*cgoReads)
+	for _, h := range reads.list {
+		info, err := os.Stat(h.at)
+		if err != nil || tree.StampOf(info) != h.st {
+			return nil
+		}
+		if resolved, err := filepath.EvalSymlinks(h.at); err != nil || resolved != h.resolved {
+			return nil
+		}
+	}
+	return reads
+}
+
+// walkModulesHook, set by tests, is called as the module in dir is about
+// to be walked.
+var walkModulesHook func(dir string)
+
 // walkModules walks the module in dir and those it replaces with local
 // directories (localModules), in one budget.
 func walkModules(dir string) ([]string, []*moduleWalk, error) {
+	if walkModulesHook != nil {
+		walkModulesHook(dir)
+	}
 	dirs, err := localModules(dir)
 	if err != nil {
 		return nil, nil, err

@@ -1,7 +1,9 @@
 package artifact
 
 import (
+	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -10,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/pallet-dev/pallet/internal/cache"
 	"github.com/pallet-dev/pallet/internal/platform"
 )
 
@@ -126,5 +129,65 @@ func TestCgoHeadersDigest(t *testing.T) {
 	}
 	if err := os.Remove(filepath.Join(dir, "out", "w.h")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A local cgo build's module is walked for its headers by its keys
+// alone (the one before the build and the one after), not a third time
+// by the build for what it tells go build: the key's reads are handed
+// on. One of them edited since the key was made is not taken, and the
+// module is walked again. Not parallel: it sets walkModulesHook.
+func TestCgoLocalBuildWalksOnce(t *testing.T) {
+	if _, err := exec.LookPath("gcc"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("gcc is not installed; .ci/run must install it")
+		}
+		t.Skip("gcc is not installed; skipping")
+	}
+	dir := t.TempDir()
+	mod := filepath.Join(dir, "mod")
+	writeTestFile(t, filepath.Join(mod, "go.mod"), "module example.com/m\n\ngo 1.22\n")
+	writeTestFile(t, filepath.Join(mod, "main.go"), "package main\n\n// #include \"../inc/v.h\"\nimport \"C\"\n\nfunc main() { println(C.V) }\n")
+	writeTestFile(t, filepath.Join(dir, "inc", "v.h"), "#define V 1\n")
+	var mu sync.Mutex
+	walks := 0
+	walkModulesHook = func(d string) {
+		if d == mod {
+			mu.Lock()
+			walks++
+			mu.Unlock()
+		}
+	}
+	defer func() { walkModulesHook = nil }()
+	c, err := cache.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := New()
+	f.Cache = c
+	p, err := platform.Parse(runtime.GOOS + "/" + runtime.GOARCH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &Go{Module: mod, Packages: []string{"."}, CGO: true, CC: "gcc"}
+	if _, err := f.Fetch(context.Background(), &Request{Name: "m", Platform: p, NoLicense: true, Kind: g}, t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	if walks != 2 {
+		t.Errorf("a local cgo build walked its module %d times, want 2 (its keys')", walks)
+	}
+
+	if _, _, err := g.Key(f, nil); err != nil {
+		t.Fatal(err)
+	}
+	if f.keyedReads(mod, g.Packages, g.cgoEnv()) == nil {
+		t.Fatal("no reads handed on from the key")
+	}
+	writeTestFile(t, filepath.Join(dir, "inc", "v.h"), "#define V 22\n")
+	if f.keyedReads(mod, g.Packages, g.cgoEnv()) != nil {
+		t.Error("../inc/v.h edited since the key: its reads handed on all the same")
+	}
+	if f.keyedReads(mod, []string{"./..."}, g.cgoEnv()) != nil {
+		t.Error("the reads of a build of other packages handed on")
 	}
 }

@@ -249,11 +249,17 @@ func (f *Fetcher) goBuild(ctx context.Context, r *Request, g *Go, dir string, wo
 	}
 	run := goRun{args: append(args, g.Packages...), dir: dir, out: out, licenses: dir, work: work, list: g.Packages, env: env}
 	if g.cgoOn() {
-		reads, err := f.cgoHeadersRead(dir, g.Packages, g.cgoEnv())
-		if err != nil {
-			return nil, fmt.Errorf("the C headers its cgo packages read: %w", err)
+		// A local module's key found them a moment ago; a checkout,
+		// an unpacked module, has no key of its own to have.
+		reads := f.keyedReads(dir, g.Packages, g.cgoEnv())
+		var err error
+		if reads == nil {
+			reads, err = f.cgoHeadersRead(dir, g.Packages, g.cgoEnv())
 		}
-		if run.cgoHeaders, err = f.cgoHeadersDigest(reads, g, r.Platform); err != nil {
+		if err == nil {
+			run.cgoHeaders, err = f.cgoHeadersDigest(reads, g, r.Platform)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("the C headers its cgo packages read: %w", err)
 		}
 	}
