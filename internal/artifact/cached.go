@@ -136,7 +136,7 @@ func (f *Fetcher) localModulesDigest(dir string, packages []string, cgo bool, en
 		}
 		reads = &cgoReads{root: root}
 	}
-	ups, headers, err := f.importedUp(walks, filepath.Clean(dir), packages, cgo, env, reads)
+	ups, headers, pcs, err := f.importedUp(walks, filepath.Clean(dir), packages, cgo, env, reads)
 	if err != nil {
 		return nil, err
 	}
@@ -163,14 +163,21 @@ func (f *Fetcher) localModulesDigest(dir string, packages []string, cgo bool, en
 		}
 		out[i] += " cgo:" + sum
 	}
+	for i, pc := range pcs {
+		if pc != "" {
+			out[i] += " pkg-config:" + cache.Key(pc)
+		}
+	}
 	return out, nil
 }
 
 // keyReadsKey names the headers read by a build of packages of the
-// module in dir with env's flags, which are all they depend on.
+// module in dir with env's flags and environment (pkg-config's), which
+// are all they depend on.
 func keyReadsKey(dir string, packages []string, env cgoEnvFlags) string {
 	return strings.Join([]string{filepath.Clean(dir), strings.Join(packages, "\x00"),
-		strings.Join(env.cppflags, "\x00"), strings.Join(env.cflags, "\x00"), strings.Join(env.cxxflags, "\x00")}, "\x01")
+		strings.Join(env.cppflags, "\x00"), strings.Join(env.cflags, "\x00"), strings.Join(env.cxxflags, "\x00"),
+		strings.Join(env.environ, "\x00")}, "\x01")
 }
 
 // keyedReads gives the headers the last key of a build of packages of
@@ -244,7 +251,7 @@ func (f *Fetcher) cgoHeadersRead(dir string, packages []string, env cgoEnvFlags)
 		return nil, err
 	}
 	reads := &cgoReads{root: root}
-	if _, _, err := f.importedUp(walks, filepath.Clean(dir), packages, true, env, reads); err != nil {
+	if _, _, _, err := f.importedUp(walks, filepath.Clean(dir), packages, true, env, reads); err != nil {
 		return nil, err
 	}
 	return reads, nil

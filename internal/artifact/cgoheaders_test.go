@@ -304,3 +304,72 @@ func TestGoCgoEnvFlagsHeaders(t *testing.T) {
 	write("forced.h", "#define F 20\n")
 	build("forced.h, named by CGO_CPPFLAGS, edited", false, "2 20")
 }
+
+// A cgo build whose package names a library by #cgo pkg-config (a .pc
+// file on the recipe's PKG_CONFIG_PATH) is built again when the header
+// pkg-config's -I leads to, or the .pc file's Cflags, change, and the
+// binary says what they now hold: go build's own cache hashes neither
+// pkg-config's answer nor the headers, and gave the old object.
+func TestGoCgoPkgConfigHeaders(t *testing.T) {
+	for _, tool := range []string{"gcc", "pkg-config"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("%s is not installed; .ci/run must install it", tool)
+			}
+			t.Skipf("%s is not installed; skipping", tool)
+		}
+	}
+	dir := t.TempDir()
+	write := func(name, text string) {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pc := func(def string) {
+		write("pc/foo.pc", "prefix="+filepath.Join(dir, "foo")+"\nName: foo\nDescription: foo\nVersion: 1\nCflags: -I${prefix}/include -DFOO="+def+"\n")
+	}
+	write("mod/go.mod", "module example.com/cgopc\n\ngo 1.22\n")
+	write("mod/main.go", "package main\n\n/*\n#cgo pkg-config: foo\n#include <foo.h>\nstatic int value(void) { return V; }\nstatic int foo(void) { return FOO; }\n*/\nimport \"C\"\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(C.value(), C.foo()) }\n")
+	write("foo/include/foo.h", "#define V 1\n")
+	pc("10")
+	p, err := platform.Parse(runtime.GOOS + "/" + runtime.GOARCH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := cachedFetcher(t)
+	r := &artifact.Request{Name: "cgopc", Platform: p, NoLicense: true,
+		Kind: &artifact.Go{Module: filepath.Join(dir, "mod"), Packages: []string{"."}, CGO: true, CC: "gcc", Trimpath: true,
+			Env: []string{"PKG_CONFIG_PATH=" + filepath.Join(dir, "pc")}}}
+	build := func(what string, cached bool, want string) {
+		t.Helper()
+		res, err := f.Fetch(context.Background(), r, t.TempDir())
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if res.Cached != cached {
+			t.Errorf("%s: from the cache %v, want %v", what, res.Cached, cached)
+		}
+		e, ok := res.Tree.Get("cgopc")
+		if !ok {
+			t.Fatalf("%s: no binary cgopc in the result", what)
+		}
+		out, err := exec.Command(e.Source).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: the binary: %v\n%s", what, err, out)
+		}
+		if got := strings.TrimSpace(string(out)); got != want {
+			t.Errorf("%s: the binary says %q, want %q", what, got, want)
+		}
+	}
+	build("first", false, "1 10")
+	build("nothing changed", true, "1 10")
+	write("foo/include/foo.h", "#define V 2\n")
+	build("foo.h, found through pkg-config's -I, edited", false, "2 10")
+	pc("20")
+	build("foo.pc's Cflags edited", false, "2 20")
+}

@@ -87,9 +87,11 @@ func (g *Go) cgoOn() bool {
 }
 
 // cgoEnv is what the recipe's env adds to the flags of every C
-// compile: the last setting of each variable, as goEnv puts the env last.
+// compile: the last setting of each variable, as goEnv puts the env last;
+// and the environment pkg-config runs with in the build, as goEnv makes
+// it (the user's, less what changes the output, then the recipe's).
 func (g *Go) cgoEnv() cgoEnvFlags {
-	var out cgoEnvFlags
+	out := cgoEnvFlags{environ: append(environWithout(buildKnobs, gitRepoEnv), g.Env...)}
 	for _, kv := range g.Env {
 		k, v, _ := strings.Cut(kv, "=")
 		switch k {
@@ -289,10 +291,14 @@ func (f *Fetcher) cgoHeadersDigest(reads *cgoReads, g *Go, p platform.Platform) 
 		}
 		names[h.name] = sum
 	}
-	if len(names) == 0 {
+	if len(names) == 0 && reads.pkgConfig == "" {
 		return "", nil
 	}
 	hash := sha256.New()
+	if reads.pkgConfig != "" {
+		// Neither does it hash what pkg-config answers.
+		fmt.Fprintf(hash, "pkg-config\x00%s\n", reads.pkgConfig)
+	}
 	for _, name := range slices.Sorted(maps.Keys(names)) {
 		fmt.Fprintf(hash, "%s\x00%s\n", name, names[name])
 	}

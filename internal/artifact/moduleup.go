@@ -62,9 +62,10 @@ type upLink struct{ rel, path string }
 // nothing. env is what the recipe's env adds to every C compile's flags.
 // reads, when not nil, gets every header the cgo packages read, in the
 // modules or not (see cgoReads).
-func (f *Fetcher) importedUp(walks []*moduleWalk, main string, packages []string, cgo bool, env cgoEnvFlags, reads *cgoReads) (out, headers []*tree.Tree, err error) {
+func (f *Fetcher) importedUp(walks []*moduleWalk, main string, packages []string, cgo bool, env cgoEnvFlags, reads *cgoReads) (out, headers []*tree.Tree, pc []string, err error) {
 	out = make([]*tree.Tree, len(walks))
 	headers = make([]*tree.Tree, len(walks))
+	pc = make([]string, len(walks))
 	modPaths := make([]string, len(walks))
 	for i, w := range walks {
 		if len(w.up) == 0 {
@@ -139,7 +140,7 @@ func (f *Fetcher) importedUp(walks []*moduleWalk, main string, packages []string
 	for _, pkg := range packages {
 		for _, ip := range packageImports(walks, modPaths, main, pkg) {
 			if err := through(ip); err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 		}
 	}
@@ -150,7 +151,7 @@ func (f *Fetcher) importedUp(walks []*moduleWalk, main string, packages []string
 		gs := f.goSourceOf(src.path, src.st)
 		for _, ip := range gs.imports {
 			if err := through(ip); err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 		}
 		if gs.cgo != nil && cgo {
@@ -164,12 +165,15 @@ func (f *Fetcher) importedUp(walks []*moduleWalk, main string, packages []string
 		}
 	}
 	if !cgo {
-		return out, headers, nil
+		return out, headers, pc, nil
 	}
-	if err := f.cgoHeaders(walks, pkgs, env, headers, reads); err != nil {
-		return nil, nil, err
+	if err := f.cgoHeaders(walks, pkgs, env, headers, pc, reads); err != nil {
+		return nil, nil, nil, err
 	}
-	return out, headers, nil
+	if reads != nil {
+		reads.pkgConfig = strings.Join(pc, "")
+	}
+	return out, headers, pc, nil
 }
 
 // packageImports gives the import paths go build resolves pkg, a
@@ -316,6 +320,7 @@ func readGoSource(p string) goSource {
 			out.cgo.cppflags = append(out.cgo.cppflags, pre.cppflags...)
 			out.cgo.cflags = append(out.cgo.cflags, pre.cflags...)
 			out.cgo.cxxflags = append(out.cgo.cxxflags, pre.cxxflags...)
+			out.cgo.pkgconfig = append(out.cgo.pkgconfig, pre.pkgconfig...)
 		}
 	}
 	return out
@@ -417,6 +422,8 @@ func importsEnd(src []byte) (int, bool) {
 type cgoPreamble struct {
 	includes                   []cInclude
 	cppflags, cflags, cxxflags []string
+	// pkgconfig are the arguments of its #cgo pkg-config lines.
+	pkgconfig []string
 }
 
 // cgoEnvFlags are CGO_CPPFLAGS, CGO_CFLAGS and CGO_CXXFLAGS as the
@@ -425,8 +432,12 @@ type cgoPreamble struct {
 // puts each before the #cgo flags of the same name of every cgo package
 // it compiles, the standard library's too: an -I or -include there
 // names headers the build reads as surely as a #cgo line's.
+//
+// environ is the build's environment, where pkg-config runs for a
+// package's #cgo pkg-config lines (see pkgConfigCflags); nil runs none.
 type cgoEnvFlags struct {
 	cppflags, cflags, cxxflags []string
+	environ                    []string
 }
 
 // splitEnvFlags splits a CGO_*FLAGS value as the go command does
@@ -495,6 +506,8 @@ func parsePreamble(text string) cgoPreamble {
 			out.cflags = append(out.cflags, args...)
 		case "CXXFLAGS":
 			out.cxxflags = append(out.cxxflags, args...)
+		case "pkg-config":
+			out.pkgconfig = append(out.pkgconfig, args...)
 		}
 	}
 	return out
@@ -778,7 +791,13 @@ func cgoFileLang(name string) string {
 // them. Its forced includes are followed from the main module's
 // directory too, where it has no cgo package: the standard library's
 // (runtime/cgo) compiles read them all the same.
-func (f *Fetcher) cgoHeaders(walks []*moduleWalk, pkgs map[string]*cgoPackage, env cgoEnvFlags, headers []*tree.Tree, reads *cgoReads) error {
+//
+// A package's #cgo pkg-config lines add what pkg-config answers to its
+// CPPFLAGS, after its own, as the go command adds them: its -I
+// directories are searched too. pc[i] gets the answers of walks[i]'s
+// packages: go build's cache hashes neither them nor the headers they
+// lead to, and a .pc file edited changes the flags of the compile.
+func (f *Fetcher) cgoHeaders(walks []*moduleWalk, pkgs map[string]*cgoPackage, env cgoEnvFlags, headers []*tree.Tree, pc []string, reads *cgoReads) error {
 	dirs := slices.Sorted(maps.Keys(pkgs))
 	keyed := map[string]bool{}
 	if len(walks) > 0 {
@@ -796,7 +815,7 @@ func (f *Fetcher) cgoHeaders(walks []*moduleWalk, pkgs map[string]*cgoPackage, e
 		pkg := pkgs[dir]
 		// go build reads a package's files in their names' order.
 		slices.SortFunc(pkg.files, func(a, b cgoFile) int { return strings.Compare(a.path, b.path) })
-		var cpp, c, cxx []string
+		var cpp, c, cxx, pcArgs []string
 		// Each language's compiles read its forced includes, whatever
 		// its files include; the preambles are compiled as C.
 		roots := map[string][]cInclude{"c": {}}
@@ -804,7 +823,16 @@ func (f *Fetcher) cgoHeaders(walks []*moduleWalk, pkgs map[string]*cgoPackage, e
 			cpp = append(cpp, g.pre.cppflags...)
 			c = append(c, g.pre.cflags...)
 			cxx = append(cxx, g.pre.cxxflags...)
+			pcArgs = append(pcArgs, g.pre.pkgconfig...)
 			roots["c"] = append(roots["c"], g.pre.includes...)
+		}
+		if len(pcArgs) > 0 && env.environ != nil {
+			answer, err := pkgConfigCflags(dir, pcArgs, env.environ)
+			if err != nil {
+				return fmt.Errorf("go module %s: package %s: %w", walks[pkg.walk].dir, dir, err)
+			}
+			pc[pkg.walk] += strings.Join(pcArgs, " ") + "\x00" + answer + "\n"
+			cpp = append(cpp, splitShellWords(answer)...)
 		}
 		search := map[string]cgoSearch{
 			"c":   cgoSearchOf(dir, slices.Concat(env.cppflags, cpp, env.cflags, c)),
@@ -1037,6 +1065,8 @@ func (f *Fetcher) followIncludes(walks []*moduleWalk, pkg *cgoPackage, headers [
 type cgoReads struct {
 	root string
 	list []cgoRead
+	// pkgConfig are pkg-config's answers for the packages (cgoHeaders).
+	pkgConfig string
 }
 
 // cgoRead is a header that the C compiles of the package in pkgDir read:

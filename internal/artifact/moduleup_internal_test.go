@@ -2,12 +2,16 @@ package artifact
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/pallet-dev/pallet/internal/platform"
 )
 
 // A Go file whose imports come after a megabyte of comment (a long
@@ -528,5 +532,85 @@ func TestParseIncludesAsGccReads(t *testing.T) {
 	}
 	if got := parseIncludes("#include \"last.h\""); !slices.Equal(got, []cInclude{{name: "last.h", quoted: true}}) {
 		t.Errorf("an include with no newline after it: %v", got)
+	}
+}
+
+// A package's #cgo pkg-config lines have pkg-config asked, with the
+// recipe's PKG_CONFIG_PATH, as go build asks it: the headers its -I
+// directories give are in the key, and its answer is, in the key and
+// in what go build's cache is told (which hashes neither): a header
+// there or the .pc file edited was served the binary first built.
+func TestModuleKeyCgoPkgConfig(t *testing.T) {
+	if _, err := exec.LookPath("pkg-config"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("pkg-config is not installed; .ci/run must install it")
+		}
+		t.Skip("pkg-config is not installed; skipping")
+	}
+	dir := t.TempDir()
+	mod := filepath.Join(dir, "mod")
+	writeTestFile(t, filepath.Join(mod, "go.mod"), "module example.com/m\n")
+	writeTestFile(t, filepath.Join(mod, "main.go"), "package main\n\n// #cgo pkg-config: --static foo\n// #include <foo.h>\nimport \"C\"\n\nfunc main() {}\n")
+	pc := func(def string) {
+		writeTestFile(t, filepath.Join(dir, "pc", "foo.pc"), "prefix="+filepath.Join(dir, "foo inc")+"\nName: foo\nDescription: foo\nVersion: 1\nCflags: -I\"${prefix}\" -DFOO="+def+"\n")
+	}
+	pc("1")
+	writeTestFile(t, filepath.Join(dir, "foo inc", "foo.h"), "#include \"sub.h\"\n")
+	writeTestFile(t, filepath.Join(dir, "foo inc", "sub.h"), "int sub;\n")
+	writeTestFile(t, filepath.Join(dir, "foo inc", "unused.h"), "int unused;\n")
+	g := &Go{Module: mod, Packages: []string{"."}, CGO: true, Env: []string{"PKG_CONFIG_PATH=" + filepath.Join(dir, "pc")}}
+	checkGoKeyEdits(t, g, dir, []keyEdit{
+		{filepath.Join("foo inc", "foo.h"), true},
+		{filepath.Join("foo inc", "sub.h"), true},
+		{filepath.Join("foo inc", "unused.h"), false},
+	})
+	f := New()
+	p, err := platform.Parse(runtime.GOOS + "/" + runtime.GOARCH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyAndDigest := func() (string, string) {
+		t.Helper()
+		k, _, err := g.Key(f, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reads, err := f.cgoHeadersRead(mod, g.Packages, g.cgoEnv())
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := f.cgoHeadersDigest(reads, g, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(k, "\n"), d
+	}
+	k1, d1 := keyAndDigest()
+	pc("2")
+	k2, d2 := keyAndDigest()
+	if k1 == k2 {
+		t.Error("foo.pc's Cflags edited: the key is as it was")
+	}
+	if d1 == d2 {
+		t.Error("foo.pc's Cflags edited: what go build's cache is told is as it was")
+	}
+}
+
+// pkg-config's answer is split as a shell would split it, as go build
+// splits it.
+func TestSplitShellWords(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []string
+	}{
+		{"", nil},
+		{"-I/a -DX=1", []string{"-I/a", "-DX=1"}},
+		{`-I/a\ b '-I/c d' "-I/e f" -D"X=\"y\"" -DZ=\q ""`, []string{"-I/a b", "-I/c d", "-I/e f", `-DX="y"`, "-DZ=q", ""}},
+		{`"a\b"`, []string{`a\b`}},
+		{`'a`, nil},
+	} {
+		if got := splitShellWords(c.in); !slices.Equal(got, c.want) {
+			t.Errorf("splitShellWords(%q) = %q, want %q", c.in, got, c.want)
+		}
 	}
 }

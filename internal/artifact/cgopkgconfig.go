@@ -1,0 +1,136 @@
+package artifact
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// pkgConfigTimeout bounds each pkg-config a key runs: one that hangs (a
+// PKG_CONFIG that names a wrapper waiting on something) would hold the
+// build, where go build would hang on it too but be stopped with it.
+// A variable, so that tests can lower it.
+var pkgConfigTimeout = 30 * time.Second
+
+// maxPkgConfigAnswer bounds what pkg-config may answer: flags, not data.
+const maxPkgConfigAnswer = 1 << 20
+
+// pkgConfigCflags asks pkg-config, in the package directory dir with the
+// build's environment environ, for the compile flags of the arguments of
+// a package's #cgo pkg-config lines, as the go command asks: its
+// PKG_CONFIG (else pkg-config), "--" flags first, then "--", then the
+// packages. One that fails fails go build too, which says why: the key
+// takes no flags from it, and says nothing.
+func pkgConfigCflags(dir string, args []string, environ []string) (string, error) {
+	var flags, pkgs []string
+	for _, a := range args {
+		switch {
+		case a == "--":
+		case strings.HasPrefix(a, "--"):
+			flags = append(flags, a)
+		default:
+			pkgs = append(pkgs, a)
+		}
+	}
+	name := "pkg-config"
+	if v := splitEnvFlags(EnvValue(environ, "PKG_CONFIG")); len(v) > 0 {
+		name = v[0]
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), pkgConfigTimeout)
+	defer cancel()
+	cmdArgs := append(append(append([]string{"--cflags"}, flags...), "--"), pkgs...)
+	cmd := Command(ctx, name, cmdArgs...)
+	cmd.Dir, cmd.Env = dir, environ
+	out := &cappedBuffer{max: maxPkgConfigAnswer}
+	cmd.Stdout = out
+	err := cmd.Run()
+	said := name + " " + strings.Join(cmdArgs, " ")
+	switch {
+	case ctx.Err() != nil:
+		return "", fmt.Errorf("%s did not answer within %v", said, pkgConfigTimeout)
+	case out.over:
+		return "", fmt.Errorf("%s answered more than %d bytes", said, maxPkgConfigAnswer)
+	case err != nil:
+		return "", nil
+	}
+	return string(bytes.TrimSpace(out.buf.Bytes())), nil
+}
+
+// cappedBuffer keeps up to max bytes of what is written to it, and
+// whether more came.
+type cappedBuffer struct {
+	buf  bytes.Buffer
+	max  int
+	over bool
+}
+
+func (c *cappedBuffer) Write(p []byte) (int, error) {
+	if c.buf.Len()+len(p) > c.max {
+		c.over = true
+		return len(p), nil
+	}
+	return c.buf.Write(p)
+}
+
+// splitShellWords splits pkg-config's answer as the go command does
+// (splitPkgConfigOutput): words at blanks, as a POSIX shell reads them
+// without expansions; a backslash outside quotes takes the next
+// character, '...' takes all as it is, and within "..." a backslash
+// escapes only $ ` " \ and a newline. An answer it cannot read (a quote
+// not closed) fails go build: nil.
+func splitShellWords(s string) []string {
+	var (
+		out     []string
+		word    []byte
+		started bool
+		quote   byte
+		escaped bool
+	)
+	for i := 0; i < len(s); i++ {
+		b := s[i]
+		switch {
+		case escaped:
+			escaped = false
+			if quote == '"' && !strings.ContainsRune("$`\"\\\n", rune(b)) {
+				word = append(word, '\\')
+			}
+			if b != '\n' {
+				word = append(word, b)
+			}
+			started = true
+		case quote == '\'':
+			if b == '\'' {
+				quote = 0
+			} else {
+				word = append(word, b)
+			}
+		case b == '\\':
+			escaped, started = true, true
+		case quote == '"':
+			if b == '"' {
+				quote = 0
+			} else {
+				word = append(word, b)
+			}
+		case b == '\'' || b == '"':
+			quote, started = b, true
+		case b == ' ' || b == '\t' || b == '\n' || b == '\r':
+			if started {
+				out = append(out, string(word))
+				word, started = word[:0], false
+			}
+		default:
+			word = append(word, b)
+			started = true
+		}
+	}
+	if quote != 0 || escaped {
+		return nil
+	}
+	if started {
+		out = append(out, string(word))
+	}
+	return out
+}
