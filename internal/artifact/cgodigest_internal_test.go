@@ -191,3 +191,39 @@ func TestCgoLocalBuildWalksOnce(t *testing.T) {
 		t.Error("the reads of a build of other packages handed on")
 	}
 }
+
+// A header the recipe's CGO_CPPFLAGS forces into every compile
+// (-include), in the main package's own directory, is in what go build's
+// cache is told: go build hashes it as a file of that package, but not
+// for runtime/cgo, whose compile reads it too, and which it gave again
+// compiled from the old header.
+func TestCgoHeadersDigestEnvForcedInPackage(t *testing.T) {
+	dir := t.TempDir()
+	mod := filepath.Join(dir, "mod")
+	writeTestFile(t, filepath.Join(mod, "go.mod"), "module example.com/m\n")
+	writeTestFile(t, filepath.Join(mod, "main.go"), "package main\n\n// int x;\nimport \"C\"\n\nfunc main() {}\n")
+	writeTestFile(t, filepath.Join(mod, "forced.h"), "#define F 1\n")
+	p, err := platform.Parse(runtime.GOOS + "/" + runtime.GOARCH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := New()
+	g := &Go{Module: mod, Packages: []string{"."}, CGO: true, Env: []string{"CGO_CPPFLAGS=-include " + filepath.Join(mod, "forced.h")}}
+	digest := func() string {
+		t.Helper()
+		reads, err := f.cgoHeadersRead(mod, g.Packages, g.cgoEnv())
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := f.cgoHeadersDigest(reads, g, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	before := digest()
+	writeTestFile(t, filepath.Join(mod, "forced.h"), "#define F 22\n")
+	if before == "" || digest() == before {
+		t.Errorf("forced.h edited: the digest %q is as it was", before)
+	}
+}

@@ -308,10 +308,11 @@ func (f *Fetcher) cgoHeadersDigest(reads *cgoReads, g *Go, p platform.Platform) 
 // goHashes says whether go build's cache hashes the header h, as a file
 // of its package: one of the package's directory, by a name it lists
 // (with the extension of a C, C++ or assembly file, its build
-// constraints met), that is the file the compiler opens.
+// constraints met), that is the file the compiler opens; none that every
+// package reads (the standard library's, whose files it is not).
 func goHashes(bctx build.Context, h cgoRead) bool {
 	name := filepath.Base(h.at)
-	if cgoFileLang(name) == "" {
+	if h.pkgDir == "" || cgoFileLang(name) == "" {
 		return false
 	}
 	if ok, err := bctx.MatchFile(h.pkgDir, name); err != nil || !ok {

@@ -666,10 +666,15 @@ func headerSource(p string) goSource {
 }
 
 // cgoPackage is a package directory of cgo files, found by walks[walk].
+//
+// every: it stands for every cgo package of the build, the standard
+// library's too (the recipe's env flags' forced includes): what it
+// reads is hashed by go build for none of them (cgoRead.pkgDir).
 type cgoPackage struct {
 	dir   string
 	walk  int
 	files []cgoFile
+	every bool
 }
 
 // cgoFile is a cgo Go file at path, with what its preamble says.
@@ -806,7 +811,7 @@ func (f *Fetcher) cgoHeaders(walks []*moduleWalk, pkgs map[string]*cgoPackage, e
 			if len(search.forced) == 0 {
 				continue
 			}
-			if err := f.followIncludes(walks, &cgoPackage{dir: walks[0].root}, headers, nil, search, keyed, reads); err != nil {
+			if err := f.followIncludes(walks, &cgoPackage{dir: walks[0].root, every: true}, headers, nil, search, keyed, reads); err != nil {
 				return err
 			}
 		}
@@ -1005,7 +1010,11 @@ func (f *Fetcher) followIncludes(walks []*moduleWalk, pkg *cgoPackage, headers [
 				if d.abs {
 					name = absHeaderName(resolved)
 				}
-				reads.list = append(reads.list, cgoRead{at: at, pkgDir: pkg.dir, name: name, resolved: resolved, st: st})
+				read := cgoRead{at: at, pkgDir: pkg.dir, name: name, resolved: resolved, st: st}
+				if pkg.every {
+					read.pkgDir = ""
+				}
+				reads.list = append(reads.list, read)
 			}
 			if !keyed[resolved] && !inAny(walks, resolved) {
 				if err := w.kernelDev(resolved, info); err != nil {
@@ -1069,7 +1078,8 @@ type cgoReads struct {
 	pkgConfig string
 }
 
-// cgoRead is a header that the C compiles of the package in pkgDir read:
+// cgoRead is a header that the C compiles of the package in pkgDir ("":
+// of every package) read:
 // at is the path they open, resolved where it leads, and name how the
 // key names it (headerName, absHeaderName), st its stamp.
 type cgoRead struct {
