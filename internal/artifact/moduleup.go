@@ -21,6 +21,7 @@ import (
 	"golang.org/x/mod/modfile"
 
 	"github.com/pallet-dev/pallet/internal/bounded"
+	"github.com/pallet-dev/pallet/internal/quoted"
 	"github.com/pallet-dev/pallet/internal/regfile"
 	"github.com/pallet-dev/pallet/internal/tree"
 )
@@ -441,32 +442,14 @@ type cgoEnvFlags struct {
 }
 
 // splitEnvFlags splits a CGO_*FLAGS value as the go command does
-// (cmd/internal/quoted.Split): at white space, an element wholly in
-// single or double quotes taken as it is, with no escapes. One the go
-// command cannot split (an unterminated quote) fails its build: nil.
+// (quoted.Split). One the go command cannot split (an unterminated
+// quote) fails its build: nil.
 func splitEnvFlags(s string) []string {
-	var out []string
-	for {
-		s = strings.TrimLeft(s, " \t\n\r")
-		if s == "" {
-			return out
-		}
-		if q := s[0]; q == '"' || q == '\'' {
-			end := strings.IndexByte(s[1:], q)
-			if end < 0 {
-				return nil
-			}
-			out = append(out, s[1:1+end])
-			s = s[2+end:]
-			continue
-		}
-		end := strings.IndexAny(s, " \t\n\r")
-		if end < 0 {
-			end = len(s)
-		}
-		out = append(out, s[:end])
-		s = s[end:]
+	words, err := quoted.Split(s)
+	if err != nil {
+		return nil
 	}
+	return words
 }
 
 // cInclude is an #include of name, "quoted" or <angled>, or of a
