@@ -24,6 +24,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pallet-dev/pallet/internal/bounded"
 	"github.com/pallet-dev/pallet/internal/quoted"
 )
 
@@ -263,28 +264,15 @@ func (b Build) run(ctx context.Context, name string, args ...string) ([]byte, er
 	if cmd.WaitDelay == 0 {
 		cmd.WaitDelay = 5 * time.Second
 	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &limited{&stdout, maxGoList}, &limited{&stderr, 64 << 10}
+	stdout, stderr := &bounded.Output{Max: maxGoList}, &bounded.Output{Max: 32 << 10}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Run(); err != nil {
 		return nil, fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
-	if stdout.Len() >= maxGoList {
+	if stdout.Over() {
 		return nil, fmt.Errorf("%s %s: over %d bytes of output", name, strings.Join(args, " "), maxGoList)
 	}
 	return stdout.Bytes(), nil
-}
-
-// limited keeps at most n bytes of what is written to it.
-type limited struct {
-	b *bytes.Buffer
-	n int
-}
-
-func (l *limited) Write(p []byte) (int, error) {
-	if room := l.n - l.b.Len(); room > 0 {
-		l.b.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
 }
 
 // readELF reads what the binary at file says of how it was linked: a

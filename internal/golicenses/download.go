@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/pallet-dev/pallet/internal/artifact"
+	"github.com/pallet-dev/pallet/internal/bounded"
 )
 
 // downloadBatch is how many modules one go mod download is asked for:
@@ -139,15 +140,15 @@ func (c *collector) runDownload(ctx context.Context, refs []modRef) (map[string]
 	cmd := artifact.Command(ctx, "go", args...)
 	cmd.Dir = dir
 	cmd.Env = env
-	stdout := &capped{max: maxGoOutput}
-	stderr := &capped{max: 64 << 10}
+	stdout := &bounded.Output{Max: maxGoOutput}
+	stderr := &bounded.Output{Max: 32 << 10}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	runErr := cmd.Run()
-	if stdout.over {
+	if stdout.Over() {
 		return nil, fmt.Errorf("go mod download: output over %d bytes", maxGoOutput)
 	}
 	got := map[string]downloaded{}
-	dec := json.NewDecoder(bytes.NewReader(stdout.buf.Bytes()))
+	dec := json.NewDecoder(bytes.NewReader(stdout.Bytes()))
 	for {
 		var d downloaded
 		err := dec.Decode(&d)
@@ -155,30 +156,14 @@ func (c *collector) runDownload(ctx context.Context, refs []modRef) (map[string]
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("go mod download: reading its output: %w (%v: %s)", err, runErr, strings.TrimSpace(stderr.buf.String()))
+			return nil, fmt.Errorf("go mod download: reading its output: %w (%v: %s)", err, runErr, strings.TrimSpace(stderr.String()))
 		}
 		got[d.Path+"@"+d.Version] = d
 	}
 	if runErr != nil && len(got) == 0 {
-		return nil, fmt.Errorf("go mod download: %w: %s", runErr, strings.TrimSpace(stderr.buf.String()))
+		return nil, fmt.Errorf("go mod download: %w: %s", runErr, strings.TrimSpace(stderr.String()))
 	}
 	return got, nil
-}
-
-// capped keeps the first max bytes written to it and notes any more.
-type capped struct {
-	buf  bytes.Buffer
-	max  int
-	over bool
-}
-
-func (w *capped) Write(p []byte) (int, error) {
-	if room := w.max - w.buf.Len(); len(p) > room {
-		w.over = true
-		w.buf.Write(p[:max(room, 0)])
-		return len(p), nil
-	}
-	return w.buf.Write(p)
 }
 
 // checkOffline refuses an environment in which the go command could reach
