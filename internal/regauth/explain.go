@@ -112,7 +112,7 @@ func Explain(err error) error {
 		// Not a call made with Options: ask the keychain now.
 		note = credNote{registry: host}
 		if reg, rerr := name.NewRegistry(host); rerr == nil && host != "" {
-			a, kerr := authn.DefaultKeychain.Resolve(reg)
+			a, kerr := keychain{}.ResolveContext(context.Background(), reg)
 			note.found = kerr == nil && a != authn.Anonymous
 		}
 	}

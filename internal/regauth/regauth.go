@@ -11,12 +11,12 @@ package regauth
 import (
 	"context"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
 // Options are the remote options every registry call starts from:
-// credentials from the default keychain, and a transport bounded by
+// credentials from the docker config as the default keychain reads them
+// (its credential helpers run within the stall bound), and a transport bounded by
 // ctx's bounds (WithBounds, else the defaults) that reaches the
 // registries WithInsecure put in ctx over plain HTTP or unverified TLS.
 // Extra ones (jobs, platform) follow
@@ -27,7 +27,7 @@ func Options(ctx context.Context, extra ...remote.Option) []remote.Option {
 	l := &lookup{}
 	return append([]remote.Option{
 		remote.WithContext(ctx),
-		remote.WithAuthFromKeychain(noting{base: authn.DefaultKeychain, l: l}),
+		remote.WithAuthFromKeychain(noting{base: keychain{}, l: l}),
 		remote.WithTransport(marking{inner: transportFor(BoundsOf(ctx), insecureOf(ctx)), l: l}),
 	}, extra...)
 }

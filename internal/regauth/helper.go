@@ -1,0 +1,220 @@
+package regauth
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/docker/cli/cli/config"
+	"github.com/docker/cli/cli/config/configfile"
+	dockercreds "github.com/docker/cli/cli/config/credentials"
+	"github.com/docker/cli/cli/config/types"
+	helpercreds "github.com/docker/docker-credential-helpers/credentials"
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+)
+
+// maxHelperOutput bounds what a credential helper may print: an answer
+// is a short JSON object, and docker's client reads it all into memory
+// however long it goes.
+const maxHelperOutput = 1 << 20
+
+// maxHelperStderr bounds the helper's complaint kept for an error.
+const maxHelperStderr = 4 << 10
+
+// helperWaitDelay is how long a killed helper's children may keep its
+// output open: a shell script's sleep holds the pipe after the shell is
+// gone, and waiting for it to close waited as long as the sleep.
+const helperWaitDelay = time.Second
+
+// keychain reads the docker config as go-containerregistry's default
+// keychain does (the same files, the same keys, DOCKER_AUTH_CONFIG over
+// them), but runs the credential helpers itself, bounded: the default
+// keychain runs them through docker's client with no bound in time or
+// output, so a helper that hung (a locked keyring waiting on a prompt)
+// held the build for ever, and every later lookup behind the keychain's
+// lock with it.
+type keychain struct{}
+
+func (k keychain) Resolve(r authn.Resource) (authn.Authenticator, error) {
+	return k.ResolveContext(context.Background(), r)
+}
+
+func (keychain) ResolveContext(ctx context.Context, target authn.Resource) (authn.Authenticator, error) {
+	cf, err := loadDockerConfig()
+	if err != nil || cf == nil {
+		return authn.Anonymous, err
+	}
+	var empty types.AuthConfig
+	for _, key := range []string{target.String(), target.RegistryStr()} {
+		if key == name.DefaultRegistry {
+			key = authn.DefaultAuthKey
+		}
+		cfg, err := authConfig(ctx, cf, key)
+		if err != nil {
+			return nil, err
+		}
+		cfg.ServerAddress = ""
+		if cfg != empty {
+			return authn.FromConfig(authn.AuthConfig{
+				Username:      cfg.Username,
+				Password:      cfg.Password,
+				Auth:          cfg.Auth,
+				IdentityToken: cfg.IdentityToken,
+				RegistryToken: cfg.RegistryToken,
+			}), nil
+		}
+	}
+	return authn.Anonymous, nil
+}
+
+// loadDockerConfig finds the config go-containerregistry's default
+// keychain reads: ~/.docker/config.json or $DOCKER_CONFIG's, else
+// $REGISTRY_AUTH_FILE, else Podman's auth.json; nil when there is none.
+func loadDockerConfig() (*configfile.ConfigFile, error) {
+	found := false
+	home, err := os.UserHomeDir()
+	if err == nil {
+		found = isFile(filepath.Join(home, ".docker", "config.json"))
+	}
+	if !found && os.Getenv("DOCKER_CONFIG") != "" {
+		found = isFile(filepath.Join(os.Getenv("DOCKER_CONFIG"), "config.json"))
+	}
+	if found {
+		return config.Load(os.Getenv("DOCKER_CONFIG"))
+	}
+	configDir := os.Getenv("XDG_CONFIG_HOME")
+	if configDir == "" && home != "" {
+		configDir = filepath.Join(home, ".config")
+	}
+	podman := filepath.Join(os.Getenv("XDG_RUNTIME_DIR"), "containers/auth.json")
+	if (os.Getenv("XDG_RUNTIME_DIR") == "" || !isFile(podman)) && configDir != "" {
+		podman = filepath.Join(configDir, "containers/auth.json")
+	}
+	for _, p := range []string{filepath.Clean(os.Getenv("REGISTRY_AUTH_FILE")), filepath.Clean(podman)} {
+		if !isFile(p) {
+			continue
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		return config.LoadFromReader(f)
+	}
+	return nil, nil
+}
+
+func isFile(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && !fi.IsDir()
+}
+
+// authConfig is what docker reads for key: without a helper, the config's
+// own answer; with one, DOCKER_AUTH_CONFIG's entry if it has one, else
+// the helper's answer over the config's entry (as docker's native store
+// gives it).
+func authConfig(ctx context.Context, cf *configfile.ConfigFile, key string) (types.AuthConfig, error) {
+	helper := cf.CredentialsStore
+	if h, ok := cf.CredentialHelpers[key]; ok {
+		helper = h
+	}
+	if helper == "" {
+		return cf.GetAuthConfig(key)
+	}
+	// The config without its helpers and entries is DOCKER_AUTH_CONFIG's
+	// answer alone, which docker takes over the helper's.
+	env := *cf
+	env.CredentialsStore, env.CredentialHelpers, env.AuthConfigs = "", nil, map[string]types.AuthConfig{}
+	if a, err := env.GetAuthConfig(key); err == nil {
+		a.ServerAddress = ""
+		if a != (types.AuthConfig{}) {
+			return a, nil
+		}
+	}
+	auth, _ := dockercreds.NewFileStore(cf).Get(key)
+	creds, err := helperGet(ctx, helper, key)
+	if err != nil {
+		return types.AuthConfig{}, err
+	}
+	auth.Username, auth.Password, auth.IdentityToken = "", "", ""
+	if creds != nil {
+		// docker's native store marks an identity token so.
+		if creds.Username == "<token>" {
+			auth.IdentityToken = creds.Secret
+		} else {
+			auth.Username, auth.Password = creds.Username, creds.Secret
+		}
+	}
+	return auth, nil
+}
+
+// helperGet asks docker-credential-helper for key's credentials, as
+// docker's client does, within the context's stall bound and
+// maxHelperOutput; nil when the helper has none. Its output on failure
+// is left out of the error: it may be the credentials.
+func helperGet(ctx context.Context, helper, key string) (*helpercreds.Credentials, error) {
+	prog := "docker-credential-" + helper
+	limit := BoundsOf(ctx).withDefaults().Stall
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, prog, "get")
+	cmd.Stdin = strings.NewReader(key)
+	// An answer past the bound ends the helper at once: one printing
+	// without end would otherwise run to the stall bound.
+	out := capBuffer{limit: maxHelperOutput, onOver: cancel}
+	errOut := capBuffer{limit: maxHelperStderr}
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	cmd.WaitDelay = helperWaitDelay
+	err := cmd.Run()
+	fail := func(what string) error {
+		if s := strings.TrimSpace(errOut.buf.String()); s != "" {
+			what += ": " + s
+		}
+		return fmt.Errorf("credentials for %s: credential helper %s: %s", key, prog, what)
+	}
+	switch {
+	case out.over:
+		return nil, fail(fmt.Sprintf("printed over the %d bytes of an answer", maxHelperOutput))
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return nil, fail(fmt.Sprintf("gave no answer in %s (the stall bound, limits.stall, --stall-timeout)", limit))
+	case err != nil && helpercreds.IsErrCredentialsNotFoundMessage(out.buf.String()):
+		return nil, nil
+	case err != nil:
+		return nil, fail(err.Error())
+	}
+	var creds helpercreds.Credentials
+	if err := json.NewDecoder(&out.buf).Decode(&creds); err != nil {
+		return nil, fail("its answer is not JSON credentials: " + err.Error())
+	}
+	return &creds, nil
+}
+
+// capBuffer keeps the first limit bytes written to it, notes whether
+// there were more and calls onOver (if set) the first time; it takes the
+// rest without keeping it.
+type capBuffer struct {
+	buf    bytes.Buffer
+	limit  int
+	over   bool
+	onOver func()
+}
+
+func (c *capBuffer) Write(p []byte) (int, error) {
+	if room := c.limit - c.buf.Len(); room < len(p) {
+		c.buf.Write(p[:max(room, 0)])
+		if !c.over && c.onOver != nil {
+			c.onOver()
+		}
+		c.over = true
+		return len(p), nil
+	}
+	return c.buf.Write(p)
+}
