@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/validate"
 
 	"github.com/pallet-dev/pallet/internal/testregistry"
 )
@@ -115,5 +116,100 @@ func TestRegistryBaseWrongBytesRefused(t *testing.T) {
 	})
 	if !found {
 		t.Error("a build with the right bytes keeps no file named by the layer's digest: the check of the cache above proves nothing")
+	}
+}
+
+// A push of a two-platform image whose registry refuses the second
+// platform's manifest, or the index, fails naming the registry, the
+// repository and what was refused, leaves every tag where it was (none
+// names an index whose children are missing), and the same command run
+// again once the registry is well pushes the digest a push that never
+// failed does.
+func TestPushRefusedManifestLeavesNoTag(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "a.txt"), "a\n")
+	recipe := filepath.Join(dir, "pallet.yaml")
+	writeFile(t, recipe, `version: 1
+artifacts:
+  a: {local: {path: a.txt}, licenses: none}
+images:
+  app:
+    tags: ["1", latest]
+    base: scratch
+    platforms: [linux/amd64, linux/arm64]
+    files:
+      - artifact: a
+        dest: /a.txt
+`)
+	for _, c := range []struct {
+		name string
+		// refuse says whether the registry refuses r, the n-th manifest
+		// PUT of the push.
+		refuse func(r *http.Request, n int32) bool
+		want   string
+	}{
+		{"second platform", func(r *http.Request, n int32) bool {
+			return n >= 2 && !strings.Contains(r.Header.Get("Content-Type"), "index")
+		}, "manifest sha256:"},
+		{"index", func(r *http.Request, n int32) bool {
+			return strings.Contains(r.Header.Get("Content-Type"), "index")
+		}, "/fault/app@sha256:"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var failing atomic.Bool
+			var puts atomic.Int32
+			failing.Store(true)
+			reg := testregistry.Start(t, func(h http.Handler) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/fault/app/manifests/") && failing.Load() && c.refuse(r, puts.Add(1)) {
+						http.Error(w, `{"errors":[{"code":"UNKNOWN","message":"storage failed"}]}`, http.StatusInternalServerError)
+						return
+					}
+					h.ServeHTTP(w, r)
+				})
+			})
+			args := []string{"build", "-q", "-f", recipe, "--cache-dir", t.TempDir(), "-o", "registry:" + reg.Host + "/fault/app"}
+			_, _, err := palletOut(t, args...)
+			if err == nil {
+				t.Fatal("the push succeeded though the registry refused a manifest")
+			}
+			for _, w := range []string{"push " + reg.Host + "/fault/app:1", c.want, "storage failed"} {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error does not say %q: %v", w, err)
+				}
+			}
+			for _, tag := range []string{"1", "latest"} {
+				if _, err := remote.Head(mustRef(t, reg.Host+"/fault/app:"+tag)); err == nil {
+					t.Errorf("tag %s was set by a push that failed", tag)
+				}
+			}
+
+			failing.Store(false)
+			stdout, stderr, err := palletOut(t, args...)
+			if err != nil {
+				t.Fatalf("the same push once the registry is well: %v\n%s", err, stderr)
+			}
+			clean, stderr, err := palletOut(t, "build", "-q", "-f", recipe, "--no-cache", "-o", "registry:"+reg.Host+"/clean/app")
+			if err != nil {
+				t.Fatalf("a push that never failed: %v\n%s", err, stderr)
+			}
+			got := digestLine.FindStringSubmatch(strings.TrimSpace(strings.Split(stdout, "\n")[0]))
+			want := digestLine.FindStringSubmatch(strings.TrimSpace(strings.Split(clean, "\n")[0]))
+			if got == nil || want == nil || got[2] != want[2] {
+				t.Fatalf("the push after the failure printed %q, one that never failed %q", stdout, clean)
+			}
+			for _, tag := range []string{"1", "latest"} {
+				idx, err := remote.Index(mustRef(t, reg.Host+"/fault/app:"+tag))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d, err := idx.Digest(); err != nil || d.String() != got[2] {
+					t.Errorf("tag %s is %v, the push printed %s", tag, d, got[2])
+				}
+				if err := validate.Index(idx); err != nil {
+					t.Errorf("tag %s does not pull whole: %v", tag, err)
+				}
+			}
+		})
 	}
 }
