@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -156,45 +157,84 @@ func authConfig(ctx context.Context, cf *configfile.ConfigFile, key string) (typ
 	return auth, nil
 }
 
-// helperGet asks docker-credential-helper for key's credentials, as
-// docker's client does, within the context's stall bound and
-// maxHelperOutput; nil when the helper has none. Its output on failure
-// is left out of the error: it may be the credentials.
-func helperGet(ctx context.Context, helper, key string) (*helpercreds.Credentials, error) {
+// helperRun runs docker-credential-helper ACTION with input on its
+// stdin, as docker's client does, within the context's stall bound and
+// maxHelperOutput. It returns what the helper printed, and when it
+// failed (notFound aside), an error naming it, the action's key and
+// what it printed to stderr; its stdout is for the caller to say or not.
+// notFound is the helper's own answer that it has nothing for the key.
+func helperRun(ctx context.Context, helper, action, key string, input io.Reader) (out []byte, notFound bool, err error) {
 	prog := "docker-credential-" + helper
 	limit := BoundsOf(ctx).withDefaults().Stall
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, prog, "get")
-	cmd.Stdin = strings.NewReader(key)
+	cmd := exec.CommandContext(ctx, prog, action)
+	cmd.Stdin = input
 	// An answer past the bound ends the helper at once: one printing
 	// without end would otherwise run to the stall bound.
-	out := capBuffer{limit: maxHelperOutput, onOver: cancel}
-	errOut := capBuffer{limit: maxHelperStderr}
-	cmd.Stdout, cmd.Stderr = &out, &errOut
+	stdout := capBuffer{limit: maxHelperOutput, onOver: cancel}
+	stderr := capBuffer{limit: maxHelperStderr}
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.WaitDelay = helperWaitDelay
-	err := cmd.Run()
+	runErr := cmd.Run()
+	out = stdout.buf.Bytes()
 	fail := func(what string) error {
-		if s := strings.TrimSpace(errOut.buf.String()); s != "" {
+		if s := strings.TrimSpace(stderr.buf.String()); s != "" {
 			what += ": " + s
 		}
-		return fmt.Errorf("credentials for %s: credential helper %s: %s", key, prog, what)
+		return fmt.Errorf("credentials for %s: credential helper %s %s: %s", key, prog, action, what)
 	}
 	switch {
-	case out.over:
-		return nil, fail(fmt.Sprintf("printed over the %d bytes of an answer", maxHelperOutput))
+	case stdout.over:
+		return nil, false, fail(fmt.Sprintf("printed over the %d bytes of an answer", maxHelperOutput))
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return nil, fail(fmt.Sprintf("gave no answer in %s (the stall bound, limits.stall, --stall-timeout)", limit))
-	case err != nil && helpercreds.IsErrCredentialsNotFoundMessage(out.buf.String()):
-		return nil, nil
-	case err != nil:
-		return nil, fail(err.Error())
+		return nil, false, fail(fmt.Sprintf("gave no answer in %s (the stall bound, limits.stall, --stall-timeout)", limit))
+	case runErr != nil && helpercreds.IsErrCredentialsNotFoundMessage(string(out)):
+		return out, true, nil
+	case runErr != nil:
+		return out, false, fail(runErr.Error())
+	}
+	return out, false, nil
+}
+
+// helperGet is the credentials the helper keeps for key; nil when it
+// has none. What it printed on failure is left out of the error: it may
+// be the credentials.
+func helperGet(ctx context.Context, helper, key string) (*helpercreds.Credentials, error) {
+	out, notFound, err := helperRun(ctx, helper, helpercreds.ActionGet, key, strings.NewReader(key))
+	if err != nil || notFound {
+		return nil, err
 	}
 	var creds helpercreds.Credentials
-	if err := json.NewDecoder(&out.buf).Decode(&creds); err != nil {
-		return nil, fail("its answer is not JSON credentials: " + err.Error())
+	if err := json.Unmarshal(out, &creds); err != nil {
+		return nil, fmt.Errorf("credentials for %s: credential helper docker-credential-%s get: its answer is not JSON credentials: %w", key, helper, err)
 	}
 	return &creds, nil
+}
+
+// helperStore gives the helper creds to keep. A helper says why it
+// failed on its stdout, which is said with the error.
+func helperStore(ctx context.Context, helper string, creds *helpercreds.Credentials) error {
+	data, err := json.Marshal(creds)
+	if err != nil {
+		return err
+	}
+	out, _, err := helperRun(ctx, helper, helpercreds.ActionStore, creds.ServerURL, bytes.NewReader(data))
+	return withOutput(err, out)
+}
+
+// helperErase has the helper forget key, and says whether it had it.
+func helperErase(ctx context.Context, helper, key string) (bool, error) {
+	out, notFound, err := helperRun(ctx, helper, helpercreds.ActionErase, key, strings.NewReader(key))
+	return err == nil && !notFound, withOutput(err, out)
+}
+
+// withOutput adds to err what the helper printed, its word on why.
+func withOutput(err error, out []byte) error {
+	if s := strings.TrimSpace(string(out)); err != nil && s != "" {
+		return fmt.Errorf("%w: %s", err, s)
+	}
+	return err
 }
 
 // capBuffer keeps the first limit bytes written to it, notes whether

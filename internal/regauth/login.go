@@ -1,6 +1,7 @@
 package regauth
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -11,7 +12,6 @@ import (
 	"strings"
 
 	dockercreds "github.com/docker/cli/cli/config/credentials"
-	"github.com/docker/docker-credential-helpers/client"
 	helpercreds "github.com/docker/docker-credential-helpers/credentials"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -178,6 +178,11 @@ func (c *configFile) sameRegistry(key string) []string {
 // replaced in one step and is readable by its owner only. Nothing is sent
 // to the registry. It returns where the credentials went.
 func Login(registry, user, password string) (string, error) {
+	return login(context.Background(), registry, user, password)
+}
+
+// login is Login with the bounds of ctx on the credential helper.
+func login(ctx context.Context, registry, user, password string) (string, error) {
 	if user == "" {
 		return "", errors.New("login: a user name is needed")
 	}
@@ -197,9 +202,8 @@ func Login(registry, user, password string) (string, error) {
 		return "", err
 	}
 	if h != "" {
-		prog := client.NewShellProgramFunc("docker-credential-" + h)
-		if err := client.Store(prog, &helpercreds.Credentials{ServerURL: key, Username: user, Secret: password}); err != nil {
-			return "", fmt.Errorf("login %s: credential helper docker-credential-%s: %w", key, h, err)
+		if err := helperStore(ctx, h, &helpercreds.Credentials{ServerURL: key, Username: user, Secret: password}); err != nil {
+			return "", fmt.Errorf("login %s: %w", key, err)
 		}
 		return "credential helper docker-credential-" + h, nil
 	}
@@ -230,6 +234,11 @@ func Login(registry, user, password string) (string, error) {
 // names a credential helper for it, the helper's. It reports whether
 // there was anything to remove.
 func Logout(registry string) (bool, error) {
+	return logout(context.Background(), registry)
+}
+
+// logout is Logout with the bounds of ctx on the credential helper.
+func logout(ctx context.Context, registry string) (bool, error) {
 	key, err := authKey(registry)
 	if err != nil {
 		return false, err
@@ -242,14 +251,11 @@ func Logout(registry string) (bool, error) {
 	if h, err := c.helper(key); err != nil {
 		return false, err
 	} else if h != "" {
-		prog := client.NewShellProgramFunc("docker-credential-" + h)
-		err := client.Erase(prog, key)
-		switch {
-		case err == nil:
-			removed = true
-		case !helpercreds.IsErrCredentialsNotFound(err):
-			return false, fmt.Errorf("logout %s: credential helper docker-credential-%s: %w", key, h, err)
+		had, err := helperErase(ctx, h, key)
+		if err != nil {
+			return false, fmt.Errorf("logout %s: %w", key, err)
 		}
+		removed = had
 	}
 	keys := c.sameRegistry(key)
 	for _, k := range keys {
