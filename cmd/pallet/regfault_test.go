@@ -4,10 +4,12 @@ import (
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -211,5 +213,42 @@ images:
 				}
 			}
 		})
+	}
+}
+
+// A credential helper that never answers fails each command that reads
+// or writes a registry at the bound the command takes, naming the helper:
+// a build's push and its base at --stall-timeout, inspect, sbom and index
+// create at --download-timeout.
+func TestHungCredentialHelperBounded(t *testing.T) {
+	reg := testregistry.Start(t, nil)
+	mustPallet(t, "build", "-q", "-f", smallRecipe(t, "scratch", "base\n"), "--no-cache", "-o", "registry:"+reg.Host+"/base:1")
+	t.Setenv("HOME", t.TempDir())
+	cfg := t.TempDir()
+	t.Setenv("DOCKER_CONFIG", cfg)
+	writeFile(t, filepath.Join(cfg, "config.json"), `{"credHelpers": {"`+reg.Host+`": "hung"}}`)
+	bin := t.TempDir()
+	writeFile(t, filepath.Join(bin, "docker-credential-hung"), "#!/bin/sh\nexec sleep 600\n")
+	if err := os.Chmod(filepath.Join(bin, "docker-credential-hung"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	out := "oci:" + filepath.Join(t.TempDir(), "out")
+	for _, args := range [][]string{
+		{"build", "-q", "-f", smallRecipe(t, "scratch", "app\n"), "--no-cache", "--stall-timeout", "1s", "-o", "registry:" + reg.Host + "/app:1"},
+		{"build", "-q", "-f", smallRecipe(t, reg.Host+"/base:1", "app\n"), "--no-cache", "--stall-timeout", "1s", "-o", out},
+		{"inspect", reg.Host + "/base:1", "--download-timeout", "1s"},
+		{"sbom", "registry:" + reg.Host + "/base:1", "--download-timeout", "1s"},
+	} {
+		done := make(chan error, 1)
+		go func() { _, _, err := palletOut(t, args...); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), "credential helper docker-credential-hung get: gave no answer in 1s") {
+				t.Errorf("pallet %s: %v", strings.Join(args, " "), err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("pallet %s still waits on the helper after 30s", strings.Join(args, " "))
+		}
 	}
 }

@@ -158,14 +158,21 @@ func authConfig(ctx context.Context, cf *configfile.ConfigFile, key string) (typ
 }
 
 // helperRun runs docker-credential-helper ACTION with input on its
-// stdin, as docker's client does, within the context's stall bound and
+// stdin, as docker's client does, within the context's bounds and
 // maxHelperOutput. It returns what the helper printed, and when it
 // failed (notFound aside), an error naming it, the action's key and
 // what it printed to stderr; its stdout is for the caller to say or not.
 // notFound is the helper's own answer that it has nothing for the key.
 func helperRun(ctx context.Context, helper, action, key string, input io.Reader) (out []byte, notFound bool, err error) {
 	prog := "docker-credential-" + helper
-	limit := BoundsOf(ctx).withDefaults().Stall
+	// The helper's whole run is one wait for its answer: the stall bound,
+	// or one request's whole bound (--download-timeout) where that is
+	// shorter, as for inspect and sbom, which take only that.
+	t := BoundsOf(ctx).withDefaults()
+	limit, bound := t.Stall, "the stall bound, limits.stall, --stall-timeout"
+	if t.Total < limit {
+		limit, bound = t.Total, "one registry request's bound, limits.download-timeout, --download-timeout"
+	}
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, prog, action)
@@ -188,7 +195,7 @@ func helperRun(ctx context.Context, helper, action, key string, input io.Reader)
 	case stdout.over:
 		return nil, false, fail(fmt.Sprintf("printed over the %d bytes of an answer", maxHelperOutput))
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return nil, false, fail(fmt.Sprintf("gave no answer in %s (the stall bound, limits.stall, --stall-timeout)", limit))
+		return nil, false, fail(fmt.Sprintf("gave no answer in %s (%s)", limit, bound))
 	case runErr != nil && helpercreds.IsErrCredentialsNotFoundMessage(string(out)):
 		return out, true, nil
 	case runErr != nil:
