@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/docker/cli/cli/config"
@@ -34,6 +35,11 @@ const maxHelperStderr = 4 << 10
 // output open: a shell script's sleep holds the pipe after the shell is
 // gone, and waiting for it to close waited as long as the sleep.
 const helperWaitDelay = time.Second
+
+// helperMu runs one helper at a time, as the default keychain did: a
+// helper that asks for a passphrase (pass, through gpg) would ask once
+// for each push or pull going on together.
+var helperMu sync.Mutex
 
 // keychain reads the docker config as go-containerregistry's default
 // keychain does (the same files, the same keys, DOCKER_AUTH_CONFIG over
@@ -164,6 +170,8 @@ func authConfig(ctx context.Context, cf *configfile.ConfigFile, key string) (typ
 // what it printed to stderr; its stdout is for the caller to say or not.
 // notFound is the helper's own answer that it has nothing for the key.
 func helperRun(ctx context.Context, helper, action, key string, input io.Reader) (out []byte, notFound bool, err error) {
+	helperMu.Lock()
+	defer helperMu.Unlock()
 	prog := "docker-credential-" + helper
 	// The helper's whole run is one wait for its answer: the stall bound,
 	// or one request's whole bound (--download-timeout) where that is

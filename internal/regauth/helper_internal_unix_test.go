@@ -7,8 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/pallet-dev/pallet/internal/transfer"
 )
@@ -73,5 +76,40 @@ func TestLoginHelperRefusalSaid(t *testing.T) {
 	_, err := Login("registry.example.com", "alice", "s3cret")
 	if err == nil || !strings.Contains(err.Error(), "docker-credential-locked") || !strings.Contains(err.Error(), "the keyring is locked") {
 		t.Fatalf("Login: %v", err)
+	}
+}
+
+// The helper is run one at a time, as go-containerregistry's keychain ran
+// it: lookups going on together (a push to several repositories) do not
+// each start one, and a helper asking for a passphrase asks once at a
+// time.
+func TestHelperRunOneAtATime(t *testing.T) {
+	dir := t.TempDir()
+	lock, overlap := filepath.Join(dir, "lock"), filepath.Join(dir, "overlap")
+	helperConfig(t, "slow", `cat >/dev/null
+mkdir "`+lock+`" 2>/dev/null || touch "`+overlap+`"
+sleep 0.2
+rmdir "`+lock+`"
+echo '{"Username":"alice","Secret":"s3cret"}'`)
+	reg, err := name.NewRegistry("registry.example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			a, err := keychain{}.ResolveContext(context.Background(), reg)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if cfg, err := a.Authorization(); err != nil || cfg.Username != "alice" {
+				t.Errorf("credentials %+v, %v", cfg, err)
+			}
+		})
+	}
+	wg.Wait()
+	if _, err := os.Stat(overlap); err == nil {
+		t.Error("two runs of the helper overlapped")
 	}
 }
