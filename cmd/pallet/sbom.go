@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pallet-dev/pallet/internal/inspect"
 	"github.com/pallet-dev/pallet/internal/platform"
 	"github.com/pallet-dev/pallet/internal/sbom"
 )
@@ -46,7 +47,7 @@ func sbomCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			data, err := sbom.Attached(ctx, args[0], p, osVersion, want)
+			data, err := inspect.Attached(ctx, args[0], p, osVersion, want)
 			if err != nil {
 				return err
 			}

@@ -443,7 +443,9 @@ func (r *Report) remote(ctx context.Context, ref string, opts []remote.Option) e
 		return regauth.Explain(err)
 	}
 	if err := r.add([]string{ref}, desc.Descriptor, desc.ImageIndex, desc.Image); err != nil {
-		return err
+		// What failed is a read of one of its manifests or configs,
+		// whose error names only the request.
+		return fmt.Errorf("%s: %w", ref, regauth.Explain(err))
 	}
 	// Referrers, where the registry lists them (API or fallback tag).
 	r.attach(func(d v1.Hash) []string {
@@ -548,14 +550,16 @@ func describe(tags []string, img v1.Image, p *v1.Platform) (Image, error) {
 	if err := pimage.CheckConfigSize(img); err != nil {
 		return out, fmt.Errorf("%s: %w", out.Digest, err)
 	}
+	// The config's digest is its bytes' (go-containerregistry reads
+	// them to tell it): a failure here is the config's read.
 	id, err := img.ConfigName()
 	if err != nil {
-		return out, err
+		return out, fmt.Errorf("%s: reading its config: %w", out.Digest, err)
 	}
 	out.ID = id.String()
 	cf, err := img.ConfigFile()
 	if err != nil {
-		return out, err
+		return out, fmt.Errorf("%s: reading its config %s: %w", out.Digest, id, err)
 	}
 	pl := v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant}
 	if p != nil {
@@ -589,14 +593,14 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintf(w, "\nindex %s (%s)\n", idx.Digest, shortType(idx.MediaType))
 		printTags(w, idx.Tags)
 		for _, im := range idx.Images {
-			fmt.Fprintf(w, "  %s  %s (%s)\n", platform(im), im.Digest, shortType(im.MediaType))
+			fmt.Fprintf(w, "  %s  %s (%s)\n", platformShown(im), im.Digest, shortType(im.MediaType))
 			printImage(w, im, "    ")
 		}
 	}
 	for _, im := range r.Images {
 		fmt.Fprintf(w, "\nimage %s (%s)\n", im.Digest, shortType(im.MediaType))
 		printTags(w, im.Tags)
-		field(w, "  ", "platform", []string{platform(im)})
+		field(w, "  ", "platform", []string{platformShown(im)})
 		printImage(w, im, "  ")
 	}
 }
@@ -607,7 +611,8 @@ func printTags(w io.Writer, tags []string) {
 	}
 }
 
-func platform(im Image) string {
+// platformShown is an image's platform as inspect prints it.
+func platformShown(im Image) string {
 	if im.OSVersion != "" {
 		return im.Platform + " (os.version " + im.OSVersion + ")"
 	}

@@ -1,4 +1,4 @@
-package sbom
+package inspect
 
 import (
 	"bytes"
@@ -12,16 +12,16 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	v1remote "github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/pallet-dev/pallet/internal/bounded"
-	"github.com/pallet-dev/pallet/internal/inspect"
 	"github.com/pallet-dev/pallet/internal/platform"
 	"github.com/pallet-dev/pallet/internal/regauth"
+	"github.com/pallet-dev/pallet/internal/sbom"
 )
 
-// Attached reads the document of media type want (MediaTypeSPDX,
-// MediaTypeCycloneDX or MediaTypeInToto) attached to the image at spec,
+// Attached reads the document of media type want (sbom.MediaTypeSPDX,
+// sbom.MediaTypeCycloneDX or sbom.MediaTypeInToto) attached to the image at spec,
 // a location as inspect reads one, so that a reference named for inspect
 // names the same image here. The document is an OCI 1.1 referrer of the
 // image, or an attestation manifest in its index (--attest-index). Of an
@@ -32,14 +32,14 @@ func Attached(ctx context.Context, spec string, p *platform.Platform, osVersion,
 	if _, ok := predicateOf[want]; !ok {
 		return nil, fmt.Errorf("no attached document has media type %q", want)
 	}
-	loc, err := inspect.ParseLocation(spec)
+	loc, err := ParseLocation(spec)
 	if err != nil {
 		return nil, err
 	}
 	switch loc.Kind {
-	case inspect.Layout:
+	case Layout:
 		return layoutReferrer(loc.Path, loc.Ref, p, osVersion, want)
-	case inspect.Archive:
+	case Archive:
 		return nil, archiveReferrer(ctx, loc.Path)
 	default:
 		return registryReferrer(ctx, loc.Ref, p, osVersion, want)
@@ -140,7 +140,7 @@ func registryReferrer(ctx context.Context, ref string, p *platform.Platform, osV
 		return nil, err
 	}
 	opts := regauth.Options(ctx)
-	desc, err := v1remote.Get(nref, opts...)
+	desc, err := remote.Get(nref, opts...)
 	if err != nil {
 		return nil, regauth.Explain(err)
 	}
@@ -160,7 +160,7 @@ func registryReferrer(ctx context.Context, ref string, p *platform.Platform, osV
 	} else if err := onePlatform(subject, desc.Image, p, osVersion, ref); err != nil {
 		return nil, err
 	}
-	refs, err := v1remote.Referrers(nref.Context().Digest(subject.Digest.String()), opts...)
+	refs, err := remote.Referrers(nref.Context().Digest(subject.Digest.String()), opts...)
 	if err != nil {
 		return nil, regauth.Explain(err)
 	}
@@ -172,7 +172,7 @@ func registryReferrer(ctx context.Context, ref string, p *platform.Platform, osV
 		if d.ArtifactType != want {
 			continue
 		}
-		img, err := v1remote.Image(nref.Context().Digest(d.Digest.String()), opts...)
+		img, err := remote.Image(nref.Context().Digest(d.Digest.String()), opts...)
 		if err != nil {
 			return nil, regauth.Explain(err)
 		}
@@ -180,7 +180,7 @@ func registryReferrer(ctx context.Context, ref string, p *platform.Platform, osV
 	}
 	if top != nil {
 		data, found, err := attested(top, subject.Digest, want, func(h v1.Hash) (v1.Image, error) {
-			img, err := v1remote.Image(nref.Context().Digest(h.String()), opts...)
+			img, err := remote.Image(nref.Context().Digest(h.String()), opts...)
 			return img, regauth.Explain(err)
 		})
 		if found || err != nil {
@@ -195,7 +195,7 @@ func registryReferrer(ctx context.Context, ref string, p *platform.Platform, osV
 // (docker load takes neither), so there is nothing to look for. The
 // archive is read first, so that a missing or broken one is said as such.
 func archiveReferrer(ctx context.Context, file string) error {
-	if _, err := inspect.Open(ctx, "docker:"+file); err != nil {
+	if _, err := Open(ctx, "docker:"+file); err != nil {
 		return err
 	}
 	return fmt.Errorf("docker:%s carries no SBOM or provenance: a docker archive holds images alone, and pallet attaches those documents to an image in an OCI layout or a registry (as referrers, or with --attest-index in its index); read them from the oci: or registry: output of the same build, or write them to files with --sbom-dir", file)
@@ -209,7 +209,7 @@ func layoutReferrer(dir, tag string, p *platform.Platform, osVersion, want strin
 	if tag != "" {
 		spec += ":" + tag
 	}
-	root, err := inspect.LayoutIndex(dir)
+	root, err := LayoutIndex(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +219,7 @@ func layoutReferrer(dir, tag string, p *platform.Platform, osVersion, want strin
 	}
 	var named []v1.Descriptor
 	if tag != "" {
-		if named, err = inspect.SelectRef(m.Manifests, tag); err != nil {
+		if named, err = SelectRef(m.Manifests, tag); err != nil {
 			return nil, fmt.Errorf("oci:%s: %w", spec, err)
 		}
 	} else {
@@ -285,9 +285,9 @@ func layoutReferrer(dir, tag string, p *platform.Platform, osVersion, want strin
 // Predicate types of the documents, by the media type a referrer gives
 // each.
 var predicateOf = map[string]string{
-	MediaTypeSPDX:      PredicateSPDX,
-	MediaTypeCycloneDX: PredicateCycloneDX,
-	MediaTypeInToto:    PredicateProvenance,
+	sbom.MediaTypeSPDX:      sbom.PredicateSPDX,
+	sbom.MediaTypeCycloneDX: sbom.PredicateCycloneDX,
+	sbom.MediaTypeInToto:    sbom.PredicateProvenance,
 }
 
 // attested finds the document of media type want about the image
@@ -312,7 +312,7 @@ func attested(m *v1.IndexManifest, subject v1.Hash, want string, image func(v1.H
 		layer v1.Descriptor
 	)
 	for _, d := range m.Manifests {
-		if d.Annotations[RefTypeAnnotation] != AttestationManifest || d.Annotations[RefDigestAnnotation] != subject.String() {
+		if d.Annotations[sbom.RefTypeAnnotation] != sbom.AttestationManifest || d.Annotations[sbom.RefDigestAnnotation] != subject.String() {
 			continue
 		}
 		found = true
@@ -325,7 +325,7 @@ func attested(m *v1.IndexManifest, subject v1.Hash, want string, image func(v1.H
 			return nil, true, err
 		}
 		for _, l := range mf.Layers {
-			if l.Annotations[PredicateTypeAnnotation] != predicate {
+			if l.Annotations[sbom.PredicateTypeAnnotation] != predicate {
 				continue
 			}
 			if img != nil && l.Digest != layer.Digest {
@@ -337,8 +337,8 @@ func attested(m *v1.IndexManifest, subject v1.Hash, want string, image func(v1.H
 	if img == nil {
 		return nil, false, nil
 	}
-	if layer.MediaType != MediaTypeInToto {
-		return nil, true, fmt.Errorf("the attestation manifest %s: its %s layer %s is %s, not an in-toto statement (%s)", in, predicate, layer.Digest, layer.MediaType, MediaTypeInToto)
+	if layer.MediaType != sbom.MediaTypeInToto {
+		return nil, true, fmt.Errorf("the attestation manifest %s: its %s layer %s is %s, not an in-toto statement (%s)", in, predicate, layer.Digest, layer.MediaType, sbom.MediaTypeInToto)
 	}
 	l, err := img.LayerByDigest(layer.Digest)
 	if err != nil {
@@ -347,11 +347,11 @@ func attested(m *v1.IndexManifest, subject v1.Hash, want string, image func(v1.H
 	if data, err = documentOf(l); err != nil {
 		return nil, true, fmt.Errorf("the attestation manifest %s: %w", in, err)
 	}
-	pred, err := PredicateAbout(data, subject.Algorithm, subject.Hex, predicate)
+	pred, err := sbom.PredicateAbout(data, subject.Algorithm, subject.Hex, predicate)
 	if err != nil {
 		return nil, true, fmt.Errorf("the attestation manifest %s: its %s layer %s: %w", in, predicate, layer.Digest, err)
 	}
-	if want == MediaTypeInToto {
+	if want == sbom.MediaTypeInToto {
 		return data, true, nil
 	}
 	var out bytes.Buffer
