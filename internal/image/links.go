@@ -96,7 +96,7 @@ func baseView(img v1.Image, maxBytes, maxWindow int64, windows bool) (*tree.View
 	}
 	b := newBaseFS()
 	if windows {
-		b.win = &winState{spell: map[string]string{}, last: -1}
+		b.win = &winState{spell: map[string]string{}, last: -1, dirs: map[string]*tree.WinDir{}, interned: map[tree.WinDir]*tree.WinDir{}}
 	}
 	for i, l := range layers {
 		// A foreign layer is never downloaded (a Windows base's): what
@@ -154,6 +154,9 @@ func baseView(img v1.Image, maxBytes, maxWindow int64, windows bool) (*tree.View
 				v.FileLinks[p] = n.link
 			}
 		}
+	}
+	if windows {
+		b.win.viewDirs(v)
 	}
 	return v, nil
 }

@@ -2,6 +2,7 @@ package image
 
 import (
 	"archive/tar"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"path"
@@ -93,6 +94,13 @@ type winState struct {
 	uvmLinks               []string
 	// last is the index of the layer applied last, -1 before the first.
 	last int
+	// dirs are the descriptors and attributes of the view's directories,
+	// by the path it holds each by, as the layer that listed it last
+	// gives them (tree.View.WinDirs); one a directory since replaced or
+	// removed may linger, which the view leaves out. interned holds each
+	// once.
+	dirs     map[string]*tree.WinDir
+	interned map[tree.WinDir]*tree.WinDir
 	// streamsOf is the tar name of the layer's last entry the importer
 	// created from its header (no whiteout, no hard link): the regular
 	// entries right after it named streamsOf:stream are its alternate
@@ -433,19 +441,64 @@ func (b *baseFS) winEntry(hdr *tar.Header) error {
 	if had {
 		if n := b.nodes[old]; typ == tar.TypeDir && n.dir {
 			n.meta = dirMeta(hdr)
-			return nil
+			return w.dirRecords(old, hdr)
 		}
 		b.remove(old)
 	}
 	switch typ {
 	case tar.TypeDir:
 		b.add(p, &node{dir: true, meta: dirMeta(hdr)})
+		return w.dirRecords(p, hdr)
 	case tar.TypeSymlink:
 		b.add(p, &node{link: hdr.Linkname})
 	default:
 		b.add(p, &node{})
 	}
 	return nil
+}
+
+// dirRecords keeps what the directory entry hdr, which the view holds at
+// p, gives it: the Windows union shows a directory's descriptor and
+// attributes from the top layer that lists it, so this one's replace the
+// lower layers'. A directory without a descriptor (an empty one is none
+// to go-winio) leaves the layer's writer to its own. One that is not
+// base64, as go-winio reads it, fails the import.
+func (w *winState) dirRecords(p string, hdr *tar.Header) error {
+	sd := hdr.PAXRecords["MSWINDOWS.rawsd"]
+	if sd == "" {
+		delete(w.dirs, p)
+		return nil
+	}
+	d := tree.WinDir{RawSD: sd, Attr: 0x10} // FILE_ATTRIBUTE_DIRECTORY
+	if s, ok := hdr.PAXRecords["MSWINDOWS.fileattr"]; ok {
+		a, err := strconv.ParseUint(s, 10, 32) // checked by winAttributes
+		if err != nil {
+			return fmt.Errorf("its MSWINDOWS.fileattr %.40q is no 32-bit number, which go-winio refuses: the Windows importer fails", s)
+		}
+		d.Attr = uint32(a)
+	}
+	in := w.interned[d]
+	if in == nil {
+		if _, err := base64.StdEncoding.DecodeString(sd); err != nil {
+			return fmt.Errorf("its MSWINDOWS.rawsd is not base64, which go-winio refuses: the Windows importer fails (%v)", err)
+		}
+		in = &d
+		w.interned[d] = in
+	}
+	w.dirs[p] = in
+	return nil
+}
+
+// viewDirs sets v.WinDirs from what the layers gave v's directories.
+func (w *winState) viewDirs(v *tree.View) {
+	for p, d := range w.dirs {
+		if _, ok := v.Dirs[p]; ok {
+			if v.WinDirs == nil {
+				v.WinDirs = map[string]*tree.WinDir{}
+			}
+			v.WinDirs[p] = d
+		}
+	}
 }
 
 // winDirAttr says whether go-winio gives the entry

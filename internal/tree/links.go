@@ -159,6 +159,22 @@ type View struct {
 	// and writes there; anything else placed at one replaces it, as an
 	// importer does.
 	FileLinks Links
+	// WinDirs, for a Windows base, are the directories (of Dirs) whose
+	// entry in the layer that last listed them carries a security
+	// descriptor: the Windows union shows a directory with the metadata
+	// of the top layer that lists it, so a layer that lists one again
+	// must carry the base's, or it grants what the base does not. Equal
+	// ones share one WinDir: a base of 100,000 entries has a few.
+	WinDirs map[string]*WinDir
+}
+
+// WinDir is a Windows directory's security descriptor and attributes,
+// as a layer's MSWINDOWS.rawsd and MSWINDOWS.fileattr records hold them.
+type WinDir struct {
+	// RawSD is the self-relative descriptor, base64 encoded.
+	RawSD string
+	// Attr are its file attributes, FILE_ATTRIBUTE_DIRECTORY among them.
+	Attr uint32
 }
 
 // Empty says whether v holds nothing to place through.
@@ -204,6 +220,9 @@ func (v *View) With(t *Tree) *View {
 		maps.Copy(out.Dirs, v.Dirs)
 		maps.Copy(out.Implied, v.Implied)
 		maps.Copy(out.Files, v.Files)
+		if v.WinDirs != nil {
+			out.WinDirs = maps.Clone(v.WinDirs)
+		}
 	}
 	out.Apply(t)
 	return out
@@ -224,6 +243,8 @@ func (v *View) Apply(t *Tree) {
 	for p, e := range entries {
 		delete(v.Implied, p)
 		delete(v.FileLinks, p)
+		// The layer's entry is what the union shows now.
+		delete(v.WinDirs, p)
 		switch e.Kind {
 		case Symlink:
 			delete(v.Dirs, p)
