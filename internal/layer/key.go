@@ -31,8 +31,10 @@ func KeyParts(t *tree.Tree, opt Options, digest tree.FileDigest, add func(part [
 		add([]byte(p))
 	}
 	var links linkTyper
+	var enc *windowsEncoder
 	if opt.Format == Windows {
 		links = newLinkTyper(t.Entries(), opt)
+		enc = &windowsEncoder{baseDirs: opt.BaseDir}
 	}
 	hard := newHardLinks(opt)
 	// Each part is what fmt.Sprintf("%s|%s|%o|%d|%d|%s|%d|%s", ...)
@@ -74,6 +76,18 @@ func KeyParts(t *tree.Tree, opt Options, digest tree.FileDigest, add func(part [
 			if w, err := windowsLinkTarget(e.Path, e.Link); err == nil {
 				buf = append(buf, "|as:"...)
 				buf = append(buf, w...)
+			}
+		}
+		if enc != nil {
+			// The base's descriptor and attributes, which the entry
+			// carries: a base whose directory has another must not be
+			// served this layer. A layer that lists no base directory
+			// keeps the key it had.
+			if d := enc.baseDir(e); d != nil {
+				buf = append(buf, "|basedir:"...)
+				buf = strconv.AppendInt(buf, int64(d.attr()), 10)
+				buf = append(buf, ':')
+				buf = append(buf, d.RawSD...)
 			}
 		}
 		if links != nil && e.Kind == tree.Symlink {

@@ -110,6 +110,13 @@ type Options struct {
 	// When nil, only the layer's own entries are known. An unknown target
 	// takes the entry's LinkAs, else a file link (UntypedLinks names them).
 	LinkTarget func(path string) (isDir, known bool)
+	// BaseDir, for a Windows layer, gives the descriptor and attributes
+	// of the directory the base holds at an image path, or nil where it
+	// holds none with a descriptor. The layer's directory entry there
+	// carries them: the Windows union shows the top layer's, and pallet's
+	// own (DirectorySDDL) let Users add files where the base may not
+	// (C:\Windows\System32). When nil, every directory takes pallet's.
+	BaseDir func(path string) *tree.WinDir
 	// Known, with Expect, gives the sha256 this build already computed of
 	// a file in the status info (its stamp: size, times, inode, device),
 	// if it did: when it is the one Expect wants, the file is copied

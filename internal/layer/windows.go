@@ -51,10 +51,35 @@ type windowsEncoder struct {
 	// seen catches paths Windows takes for one (collisionKey), which the
 	// importer would refuse as "file exists".
 	seen map[string]string
+	// baseDirs are the base's directories' descriptors (Options.BaseDir).
+	baseDirs func(string) *tree.WinDir
 }
 
 func newWindowsEncoder(entries []tree.Entry, base bool, opt Options) *windowsEncoder {
-	return &windowsEncoder{base: base, links: newLinkTyper(entries, opt), seen: map[string]string{}}
+	return &windowsEncoder{base: base, links: newLinkTyper(entries, opt), seen: map[string]string{}, baseDirs: opt.BaseDir}
+}
+
+// baseDir is what the base gives the directory e, which the layer lists
+// again, or nil for pallet's own (Options.BaseDir).
+func (w *windowsEncoder) baseDir(e tree.Entry) *baseWinDir {
+	if w.baseDirs == nil || e.Kind != tree.Dir {
+		return nil
+	}
+	if d := w.baseDirs(e.Path); d != nil && d.RawSD != "" {
+		return (*baseWinDir)(d)
+	}
+	return nil
+}
+
+// baseWinDir is a base's directory as its layer entry here says it.
+type baseWinDir tree.WinDir
+
+// attr are the base's attributes without FILE_ATTRIBUTE_REPARSE_POINT:
+// the entry is a plain directory, with no reparse data to go with it.
+// FILE_ATTRIBUTE_DIRECTORY is always there, so that go-winio makes a
+// directory of it.
+func (d *baseWinDir) attr() int {
+	return int(d.Attr&^attrReparsePoint | attrDirectory)
 }
 
 // lastWindowsTime is the last time a Windows layer can carry: go-winio's
@@ -135,7 +160,11 @@ func (w *windowsEncoder) header(e tree.Entry, epoch time.Time) (*tar.Header, err
 	}
 	switch e.Kind {
 	case tree.Dir:
-		hdr.PAXRecords = windowsRecords(attrDirectory, dirSD, epoch)
+		attr, sd := attrDirectory, dirSD
+		if d := w.baseDir(e); d != nil {
+			attr, sd = d.attr(), d.RawSD
+		}
+		hdr.PAXRecords = windowsRecords(attr, sd, epoch)
 	case tree.File:
 		hdr.PAXRecords = windowsRecords(attrArchive, fileSD, epoch)
 	case tree.Symlink:
