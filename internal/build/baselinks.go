@@ -1,6 +1,7 @@
 package build
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -352,6 +353,30 @@ func encodeView(v *tree.View) string {
 	for p := range v.Files {
 		lines = append(lines, "F "+strconv.Quote(p))
 	}
+	// A Windows directory's descriptor once per distinct one ("S N ATTR
+	// RAWSD", numbered in the order of their text), and a line per
+	// directory naming its number ("W N PATH"): a base's few descriptors
+	// are not written 20,000 times.
+	if len(v.WinDirs) > 0 {
+		ids := map[*tree.WinDir]int{}
+		var sds []*tree.WinDir
+		for _, d := range v.WinDirs {
+			if _, ok := ids[d]; !ok {
+				ids[d] = 0
+				sds = append(sds, d)
+			}
+		}
+		slices.SortFunc(sds, func(a, b *tree.WinDir) int {
+			return cmp.Or(strings.Compare(a.RawSD, b.RawSD), cmp.Compare(a.Attr, b.Attr))
+		})
+		for i, d := range sds {
+			ids[d] = i
+			lines = append(lines, fmt.Sprintf("S %d %d %s", i, d.Attr, d.RawSD))
+		}
+		for p, d := range v.WinDirs {
+			lines = append(lines, fmt.Sprintf("W %d %s", ids[d], strconv.Quote(p)))
+		}
+	}
 	slices.Sort(lines)
 	body := strings.Join(lines, "\n")
 	sum := sha256.Sum256([]byte(body))
@@ -370,6 +395,8 @@ func decodeView(s string) (*tree.View, error) {
 	bad := func(line string) (*tree.View, error) {
 		return nil, fmt.Errorf("base view: bad line %q", line)
 	}
+	sds := map[int]*tree.WinDir{}
+	winDirs := map[string]int{}
 	for line := range strings.SplitSeq(body, "\n") {
 		if line == "" {
 			continue
@@ -410,9 +437,38 @@ func decodeView(s string) (*tree.View, error) {
 				return bad(line)
 			}
 			v.Files[p] = true
+		case "S":
+			f := strings.SplitN(rest, " ", 3)
+			if len(f) != 3 {
+				return bad(line)
+			}
+			id, err1 := strconv.Atoi(f[0])
+			attr, err2 := strconv.ParseUint(f[1], 10, 32)
+			if err1 != nil || err2 != nil || f[2] == "" || sds[id] != nil {
+				return bad(line)
+			}
+			sds[id] = &tree.WinDir{RawSD: f[2], Attr: uint32(attr)}
+		case "W":
+			ids, ps, ok := strings.Cut(rest, " ")
+			id, err1 := strconv.Atoi(ids)
+			p, err2 := strconv.Unquote(ps)
+			if !ok || err1 != nil || err2 != nil || !tree.IsClean(p) {
+				return bad(line)
+			}
+			winDirs[p] = id
 		default:
 			return bad(line)
 		}
+	}
+	for p, id := range winDirs {
+		d := sds[id]
+		if d == nil {
+			return nil, fmt.Errorf("base view: the directory %q names descriptor %d, which it does not hold", p, id)
+		}
+		if v.WinDirs == nil {
+			v.WinDirs = map[string]*tree.WinDir{}
+		}
+		v.WinDirs[p] = d
 	}
 	return v, nil
 }

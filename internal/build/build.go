@@ -910,14 +910,15 @@ func (b *builder) image(ctx context.Context, im *plan.Image) (output.Image, erro
 	return out, nil
 }
 
-// platformImages writes pi's layers once and puts them on each base.
+// platformImages writes pi's layers once, or once per base where they
+// differ (windowsDirVariants), and puts them on each base.
 func (b *builder) platformImages(ctx context.Context, im *plan.Image, pi *plan.PlatformImage) (imgs, atts, referrers []v1.Image, err error) {
 	name := im.Name
 	layers, err := b.layers(ctx, im, pi)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	for _, ref := range pi.Bases {
+	for j, ref := range pi.Bases {
 		base, err := b.base(ctx, ref, pi.Platform)
 		if err != nil {
 			return nil, nil, nil, plan.Wrap(pi.BasePos, fmt.Errorf("image %s (%s): %w", name, pi.Platform, err))
@@ -927,7 +928,7 @@ func (b *builder) platformImages(ctx context.Context, im *plan.Image, pi *plan.P
 				b.prepare(ctx, im, l)
 			}
 			// The recipe's own layers are capped; a base can bring more.
-			if n := len(ls) + len(layers); n > image.MaxLayers {
+			if n := len(ls) + len(layers[j]); n > image.MaxLayers {
 				return nil, nil, nil, plan.Wrap(pi.BasePos, fmt.Errorf("image %s (%s): %d layers, %d of them from base %s: an image has at most %d (Linux's overlayfs mounts no more, Docker no more than %d)", name, pi.Platform, n, len(ls), ref, image.MaxLayers, image.DockerMaxLayers))
 			} else if n > image.DockerMaxLayers {
 				b.opt.Progress.Warn("%s: image %s (%s): %d layers, %d of them from base %s: Docker refuses to run an image of more than %d layers (max depth exceeded), and overlay mounts of that many may fail", pi.BasePos, name, pi.Platform, n, len(ls), ref, image.DockerMaxLayers)
@@ -939,7 +940,7 @@ func (b *builder) platformImages(ctx context.Context, im *plan.Image, pi *plan.P
 			// base was built for (platform.Rank lets it be lower).
 			cfg.Variant = pi.Platform.Variant
 		}
-		img, err := image.Assemble(base, layers, cfg, b.plan.Epoch)
+		img, err := image.Assemble(base, layers[j], cfg, b.plan.Epoch)
 		if err != nil {
 			return nil, nil, nil, plan.Wrap(pi.BasePos, fmt.Errorf("image %s (%s): on base %s: %w", name, pi.Platform, ref, err))
 		}

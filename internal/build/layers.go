@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	chmod "github.com/tonistiigi/dchapes-mode"
@@ -35,7 +36,7 @@ import (
 // layers may be written already (into the cache, where a whole layer
 // does no harm); a failed check is the error reported, and stops the
 // writing of the others.
-func (b *builder) layers(ctx context.Context, im *plan.Image, pi *plan.PlatformImage) ([]image.Layer, error) {
+func (b *builder) layers(ctx context.Context, im *plan.Image, pi *plan.PlatformImage) ([][]image.Layer, error) {
 	name := im.Name
 	format := layer.Linux
 	if pi.Platform.IsWindows() {
@@ -55,7 +56,13 @@ func (b *builder) layers(ctx context.Context, im *plan.Image, pi *plan.PlatformI
 	// link typing (Windows).
 	allTrees := make(chan struct{})
 	var links func(string) (bool, bool)
-	layers := make([]image.Layer, n)
+	// layers are each base's, in pi's order: the same but where a
+	// Windows layer lists again a directory the bases give apart
+	// descriptors (windowsDirVariants).
+	layers := make([][]image.Layer, max(1, len(pi.Bases)))
+	for j := range layers {
+		layers[j] = make([]image.Layer, n)
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	var checkErr error
 	g.Go(func() error {
@@ -137,9 +144,22 @@ func (b *builder) layers(ctx context.Context, im *plan.Image, pi *plan.PlatformI
 			if err := gctx.Err(); err != nil {
 				return err
 			}
+			variants := []dirVariant{{bases: allBases(pi)}}
+			if format == layer.Windows {
+				if variants, err = b.windowsDirVariants(gctx, name, pi, t); err != nil {
+					return err
+				}
+			}
+			// The layer is keyed once every variant is.
 			var keyed sync.Once
+			var unkeyed atomic.Int32
+			unkeyed.Store(int32(len(variants)))
 			write := func(t *tree.Tree) (v1.Layer, error) {
-				lay, err := b.layer(t, opt, func() { keyed.Do(b.keyed) })
+				lay, err := b.layer(t, opt, func() {
+					if unkeyed.Add(-1) <= 0 {
+						keyed.Do(b.keyed)
+					}
+				})
 				var bad *layer.EntryError
 				if errors.As(err, &bad) {
 					pm, from := b.entryOrigin(gctx, name, pi, l, t, bad.Path)
@@ -156,23 +176,37 @@ func (b *builder) layers(ctx context.Context, im *plan.Image, pi *plan.PlatformI
 				}
 				return lay, nil
 			}
+			if format != layer.Linux {
+				for _, v := range variants {
+					opt.BaseDir = v.dir
+					lay, err := write(written)
+					if err != nil {
+						return err
+					}
+					for _, j := range v.bases {
+						layers[j][i] = image.Layer{Layer: lay, CreatedBy: "pallet: place " + strings.Join(whats[i], ", ")}
+					}
+					b.prepare(ctx, im, lay)
+				}
+				return nil
+			}
 			lay, err := write(written)
 			if err != nil {
 				return err
 			}
-			if format == layer.Linux {
-				select {
-				case <-allTrees:
-				case <-gctx.Done():
-					return gctx.Err()
-				}
-				if !tree.Same(trees[i], written) {
-					if lay, err = write(trees[i]); err != nil {
-						return err
-					}
+			select {
+			case <-allTrees:
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+			if !tree.Same(trees[i], written) {
+				if lay, err = write(trees[i]); err != nil {
+					return err
 				}
 			}
-			layers[i] = image.Layer{Layer: lay, CreatedBy: "pallet: place " + strings.Join(whats[i], ", ")}
+			for j := range layers {
+				layers[j][i] = image.Layer{Layer: lay, CreatedBy: "pallet: place " + strings.Join(whats[i], ", ")}
+			}
 			b.prepare(ctx, im, lay)
 			return nil
 		})
@@ -393,6 +427,65 @@ func builtinBase(bases []string) *tree.Tree {
 		}
 	}
 	return t
+}
+
+// dirVariant is a layer written for some of an image's bases: those
+// (indexes into its Bases) that give the directories it lists again
+// what dir gives them (layer.Options.BaseDir).
+type dirVariant struct {
+	bases []int
+	dir   func(string) *tree.WinDir
+}
+
+// allBases is every base of pi, for a layer written once for them all.
+func allBases(pi *plan.PlatformImage) []int {
+	all := make([]int, max(1, len(pi.Bases)))
+	for j := range all {
+		all[j] = j
+	}
+	return all
+}
+
+// windowsDirVariants groups pi's Windows bases by the descriptors and
+// attributes they give the directories t lists again, each group to
+// get its own layer: the Windows union shows a directory's from the top
+// layer that lists it, so a layer written once for bases whose
+// C:\Windows\System32 differ would give one of them the other's. Bases
+// that agree, or give none (a built-in base, a base without
+// descriptors), share one layer, as every base did before.
+func (b *builder) windowsDirVariants(ctx context.Context, name string, pi *plan.PlatformImage, t *tree.Tree) ([]dirVariant, error) {
+	views, err := b.windowsViews(ctx, name, pi)
+	if err != nil {
+		return nil, err
+	}
+	var out []dirVariant
+	bySig := map[string]int{}
+	for j, v := range views {
+		h := sha256.New()
+		for e := range t.All() {
+			if e.Kind != tree.Dir {
+				continue
+			}
+			if d := v.sds[layer.NTFSKey(e.Path)]; d != nil {
+				fmt.Fprintf(h, "%s\x00%d\x00%s\x00", e.Path, d.Attr, d.RawSD)
+			}
+		}
+		sig := hex.EncodeToString(h.Sum(nil))
+		if k, ok := bySig[sig]; ok {
+			out[k].bases = append(out[k].bases, j)
+			continue
+		}
+		bySig[sig] = len(out)
+		var dir func(string) *tree.WinDir
+		if len(v.sds) > 0 {
+			dir = func(p string) *tree.WinDir { return v.sds[layer.NTFSKey(p)] }
+		}
+		out = append(out, dirVariant{bases: []int{j}, dir: dir})
+	}
+	if len(out) == 0 {
+		return []dirVariant{{bases: allBases(pi)}}, nil
+	}
+	return out, nil
 }
 
 // hasLinks says whether t holds a symlink.

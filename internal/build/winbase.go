@@ -28,6 +28,10 @@ type windowsView struct {
 	// its spelling and its target as written.
 	links  map[string]winLink
 	unread int
+	// sds are the descriptors and attributes of the base's directories
+	// that have one (tree.View.WinDirs), by key: a layer that lists one
+	// again writes them (layer.Options.BaseDir).
+	sds map[string]*tree.WinDir
 }
 
 type winLink struct{ spelled, target string }
@@ -241,6 +245,15 @@ func newWindowsView(t *tree.View, unread int) *windowsView {
 	for p := range t.Dirs {
 		spell(v.dirs, p, p)
 	}
+	// The descriptor of the spelling kept, as the rest of the view's.
+	for k, p := range v.dirs {
+		if d := t.WinDirs[p]; d != nil {
+			if v.sds == nil {
+				v.sds = map[string]*tree.WinDir{}
+			}
+			v.sds[k] = d
+		}
+	}
 	for p := range t.Files {
 		spell(v.files, p, p)
 	}
@@ -318,7 +331,9 @@ func (b *builder) readWindowsView(ctx context.Context, ref string, p platform.Pl
 }
 
 // windowsViewFact names the cache's facts about Windows bases' views.
-const windowsViewFact = "base-view-windows-v5"
+// v6 holds the directories' descriptors: a v5 fact, without them, would
+// be taken for a base that has none.
+const windowsViewFact = "base-view-windows-v6"
 
 // windowsBaseClash refuses a layer of pi that puts a file or link where a
 // base holds a directory, or a directory where it holds a file, names
