@@ -19,7 +19,9 @@ import (
 // so they reach subdirectories and not files, where the same bits would
 // mean append and write.
 const (
-	// DirectorySDDL is the security descriptor of every directory.
+	// DirectorySDDL is the security descriptor of every directory but
+	// one the base holds with its own (Options.BaseDir), which Users
+	// may not add to.
 	DirectorySDDL = "O:BAG:SYD:(A;OICI;FA;;;BA)(A;OICI;FA;;;SY)(A;;FA;;;BA)(A;OICIIO;GA;;;CO)(A;OICI;0x1200a9;;;BU)(A;CI;LC;;;BU)(A;CI;DC;;;BU)"
 	// FileSDDL is the security descriptor of every file and file symlink.
 	FileSDDL = "O:BAG:SYD:(A;;FA;;;BA)(A;;FA;;;SY)(A;;0x1200a9;;;BU)"
