@@ -179,6 +179,9 @@ func (r *Recipe) GitPins(sel PinSelection) ([]*GitPin, error) {
 			if err != nil {
 				return err
 			}
+			if err := r.checkRepo(name, at+".repo", repo); err != nil {
+				return err
+			}
 			p := &GitPin{Artifact: name, Keys: []string{"artifacts", name, "modes", "source", "git"}, Repo: repo, Tag: v["tag"], Commit: g.Commit}
 			if pin != nil && (pin.Repo != p.Repo || pin.Tag != p.Tag) {
 				return r.Errorf(at, "artifact %s: the repository or tag differs by platform (%s %s, %s %s), but a source has one commit", name, pin.Repo, pin.Tag, p.Repo, p.Tag)

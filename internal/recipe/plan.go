@@ -684,6 +684,9 @@ func (r *Recipe) gitSource(name, at string, src *Source, pf platform.Platform, v
 	if err != nil {
 		return nil, err
 	}
+	if err := r.checkRepo(name, at+".git.repo", repo); err != nil {
+		return nil, err
+	}
 	tag, err := r.Expand(at+".git.tag", src.Git.Tag, v)
 	if err != nil {
 		return nil, err
@@ -706,6 +709,30 @@ func (r *Recipe) gitSource(name, at string, src *Source, pf platform.Platform, v
 		g.Module = "."
 	}
 	return &artifact.Git{Repo: repo, Commit: src.Git.Commit, Tag: tag, Go: *g}, nil
+}
+
+// checkRepo refuses a repository git would read as a path relative to
+// its working directory: that is a directory the build makes (and, for
+// pallet lock, the shell's), so the same recipe would find the repository
+// from one and not the other, and never from the recipe's directory.
+func (r *Recipe) checkRepo(name, at, repo string) error {
+	if !relativeRepo(repo) {
+		return nil
+	}
+	return r.Errorf(at, "artifact %s: repo %q is a relative path, which git takes from the build's own work directory, not the recipe's; give a URL or an absolute path (file://%s)", name, repo, filepath.Join(r.Dir, repo))
+}
+
+// relativeRepo reports whether git takes repo as a relative local path:
+// not a URL, not scp-like (host:path, a colon before any slash), not
+// absolute.
+func relativeRepo(repo string) bool {
+	if repo == "" || strings.HasPrefix(repo, "/") || strings.Contains(repo, "://") {
+		return false
+	}
+	if i := strings.IndexByte(repo, ':'); i >= 0 && !strings.Contains(repo[:i], "/") {
+		return false
+	}
+	return true
 }
 
 func (r *Recipe) goBuild(at string, g *GoBuild, pf platform.Platform, v Vars) (*artifact.Go, error) {

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// newUserGitRecipe is what a new user writes for a checkout beside the
+// recipe: repo as a path relative to the recipe, as a local path is.
+const newUserGitRecipe = `version: 1
+artifacts:
+  tool:
+    default: source
+    modes:
+      source:
+        git:
+          repo: ../src/tool
+          tag: v1.0.0
+          COMMIT
+        go: {packages: [.]}
+images:
+  tool:
+    base: scratch
+    platforms: [linux/amd64]
+    files:
+      - {artifact: tool, dest: /bin/}
+`
+
+// A git repo given as a relative path was taken by git from the build's
+// own work directory (and by lock from the shell's), so lock pinned it
+// from the recipe's directory and the build then failed with git's
+// "does not appear to be a git repository", naming neither the line nor
+// what to write. Both refuse it at the repo line, naming the URL that
+// would have meant the recipe's neighbour.
+func TestNewUserRelativeGitRepo(t *testing.T) {
+	needTool(t, "git")
+	root := t.TempDir()
+	src := filepath.Join(root, "src", "tool")
+	writeFile(t, filepath.Join(src, "go.mod"), "module example.com/tool\n\ngo 1.21\n")
+	writeFile(t, filepath.Join(src, "main.go"), "package main\n\nfunc main() {}\n")
+	lockGit(t, src, "init", "-q", "-b", "main")
+	lockGit(t, src, "add", "-A")
+	lockGit(t, src, "commit", "-q", "-m", "tool")
+	lockGit(t, src, "tag", "v1.0.0")
+	commit := lockGit(t, src, "rev-parse", "HEAD")
+
+	dir := filepath.Join(root, "recipe")
+	file := filepath.Join(dir, "pallet.yaml")
+	want := `pallet.yaml:8: artifact tool: repo "../src/tool" is a relative path`
+	hint := "file://" + src
+
+	// From the recipe's directory, where the path happens to resolve.
+	writeFile(t, file, strings.Replace(newUserGitRecipe, "COMMIT", "", 1))
+	t.Chdir(dir)
+	_, err := pallet(t, "lock", "-f", "pallet.yaml")
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), hint) {
+		t.Errorf("lock of a relative repo: err %v", err)
+	}
+
+	writeFile(t, file, strings.Replace(newUserGitRecipe, "COMMIT", "commit: "+commit, 1))
+	out, err := pallet(t, "build", "-f", "pallet.yaml", "-o", "oci:"+filepath.Join(root, "out"))
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), hint) {
+		t.Errorf("build of a relative repo: err %v\n%s", err, out)
+	}
+}
