@@ -64,3 +64,35 @@ func TestNewUserRelativeGitRepo(t *testing.T) {
 		t.Errorf("build of a relative repo: err %v\n%s", err, out)
 	}
 }
+
+// A slip in a built-in base's name (windows-hostprocess, scrach) is a
+// valid Docker Hub name, so it was looked up there: the user saw a
+// failed pull, or offline a DNS error, never the name meant. It is
+// refused at the base line, naming the built-in and how to mean the
+// Docker Hub image.
+func TestNewUserBuiltinBaseSlip(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "conf", "agent.conf"), "x: 1\n")
+	for _, c := range []struct{ base, want string }{
+		{"windows-hostprocess", "did you mean windows-hostprocess-scratch?"},
+		{"hostprocess-scratch-v1", "did you mean windows-hostprocess-scratch-v1?"},
+		{"scrach", "did you mean scratch?"},
+	} {
+		file := filepath.Join(dir, "pallet.yaml")
+		writeFile(t, file, `version: 1
+artifacts:
+  conf: {local: {path: ./conf/agent.conf}, licenses: none}
+images:
+  agent:
+    base: `+c.base+`
+    platforms: [windows/amd64]
+    files:
+      - {artifact: conf, dest: /k/agent.conf}
+`)
+		_, err := pallet(t, "build", "--offline", "-f", file, "-o", "oci:"+filepath.Join(dir, "out"))
+		if err == nil || !strings.Contains(err.Error(), "pallet.yaml:6: ") || !strings.Contains(err.Error(), c.want) ||
+			!strings.Contains(err.Error(), "docker.io/library/"+c.base) {
+			t.Errorf("base %s: err %v", c.base, err)
+		}
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+
+	"github.com/pallet-dev/pallet/internal/image"
 )
 
 // recipeFields are the YAML field names of every struct a recipe decodes
@@ -92,4 +94,26 @@ func editDistance(a, b string) int {
 		}
 	}
 	return d[len(a)][len(b)]
+}
+
+// nearBuiltinBase is the built-in base that a bare base name (no
+// registry, path, tag or digest) is most likely a slip for, or "". Such
+// a name is an official image on Docker Hub, so the slip would otherwise
+// surface as a failed pull, or offline as a failed DNS lookup, neither
+// of which names the built-in meant. No official image holds
+// "hostprocess" or is two edits from "scratch".
+func nearBuiltinBase(ref string) string {
+	if image.IsBuiltin(ref) || strings.ContainsAny(ref, "/:@") {
+		return ""
+	}
+	if strings.Contains(ref, "hostprocess") {
+		if strings.HasSuffix(ref, "-v1") {
+			return image.HostProcessScratchV1
+		}
+		return image.HostProcessScratch
+	}
+	if editDistance(ref, image.Scratch) <= 2 {
+		return image.Scratch
+	}
+	return ""
 }
