@@ -96,3 +96,39 @@ images:
 		}
 	}
 }
+
+// A gomod package written as in the module's tree (plugins/main/bridge,
+// without ./) is a standard-library path to the go command: the build
+// fetched the module, switched from go install to go build, and failed
+// with go's "is not in std" at the section's line. It is refused at the
+// package's line before anything is fetched, with the ./ form to write.
+func TestNewUserGomodPackageWithoutDot(t *testing.T) {
+	t.Setenv("GOPROXY", "off") // nothing is to be fetched, and the module is made up
+	dir := t.TempDir()
+	file := filepath.Join(dir, "pallet.yaml")
+	writeFile(t, file, `version: 1
+artifacts:
+  cni:
+    gomod:
+      module: example.com/plugins
+      version: v1.0.0
+      sum: h1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=
+      packages: [./plugins/ipam/host-local, plugins/main/bridge]
+images:
+  cni:
+    base: scratch
+    platforms: [linux/amd64]
+    files:
+      - {artifact: cni, dest: /opt/cni/bin/}
+`)
+	want := `pallet.yaml:8: artifact cni: package "plugins/main/bridge" is not a package of example.com/plugins`
+	for _, args := range [][]string{
+		{"build", "--offline", "-f", file, "-o", "oci:" + filepath.Join(dir, "out")},
+		{"lock", "--check", "-f", file},
+	} {
+		_, err := pallet(t, args...)
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "./plugins/main/bridge") {
+			t.Errorf("pallet %s: err %v", args[0], err)
+		}
+	}
+}

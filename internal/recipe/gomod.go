@@ -1,6 +1,7 @@
 package recipe
 
 import (
+	"fmt"
 	"strings"
 
 	"golang.org/x/mod/module"
@@ -85,6 +86,17 @@ func (r *Recipe) checkGoModule(name, at string, m *GoModule) error {
 	}
 	if len(m.Packages) == 0 {
 		return r.Errorf(at, "artifact %s: gomod.packages is required (to build the module), or gomod.path (to take files of it)", name)
+	}
+	for i, pkg := range m.Packages {
+		// A module the proxy serves has a dot in its path's first element,
+		// and so has every module it requires: a package without one is
+		// the standard library's, which go reports only after the module
+		// is fetched, as "not in std", at the section's line.
+		first, _, _ := strings.Cut(pkg, "/")
+		if strings.Contains(first, ".") || strings.Contains(pkg, "{{") || strings.HasPrefix(pkg, "-") || outsideModule(pkg) {
+			continue
+		}
+		return r.Errorf(fmt.Sprintf("%s.packages.%d", at, i), "artifact %s: package %q is not a package of %s (as written it is the standard library's); name it relative to the module's root: ./%s", name, pkg, m.Module, pkg)
 	}
 	if m.Toolchain != "" && !strings.Contains(m.Toolchain, "{{") && !goVersionRE().MatchString(m.Toolchain) {
 		return r.Errorf(at+".toolchain", "artifact %s: %v", name, CheckGoVersion(m.Toolchain))
