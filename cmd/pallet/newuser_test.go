@@ -132,3 +132,36 @@ images:
 		}
 	}
 }
+
+// A gomod version written as releases are named (1.6.2) was refused as
+// "not a semantic version", which it looks like; the error now says the
+// v is missing, at the version line.
+func TestNewUserGomodVersionWithoutV(t *testing.T) {
+	t.Setenv("GOPROXY", "off")
+	dir := t.TempDir()
+	file := filepath.Join(dir, "pallet.yaml")
+	writeFile(t, file, `version: 1
+artifacts:
+  cni:
+    gomod:
+      module: example.com/plugins/v2
+      version: 2.1.0
+      packages: [./plugins/ipam/host-local]
+images:
+  cni:
+    base: scratch
+    platforms: [linux/amd64]
+    files:
+      - {artifact: cni, dest: /opt/cni/bin/}
+`)
+	want := "pallet.yaml:6: artifact cni: example.com/plugins/v2@2.1.0: invalid version: a module version begins with v (write v2.1.0)"
+	for _, args := range [][]string{
+		{"build", "--offline", "-f", file, "-o", "oci:" + filepath.Join(dir, "out")},
+		{"lock", "-f", file},
+	} {
+		_, err := pallet(t, args...)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("pallet %s: err %v", args[0], err)
+		}
+	}
+}

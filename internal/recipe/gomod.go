@@ -141,6 +141,12 @@ func (r *Recipe) checkModuleVersion(name, at, path, version string) error {
 		return nil
 	}
 	if err := module.Check(path, version); err != nil {
+		// 1.6.2, as releases are named, is a semantic version to the
+		// eye; go's "not a semantic version" does not say the v is
+		// missing, nor that a Go release meant here belongs elsewhere.
+		if !strings.HasPrefix(version, "v") && module.Check(path, "v"+version) == nil {
+			return r.Errorf(at+".version", "artifact %s: %s@%s: invalid version: a module version begins with v (write v%s); the Go that builds it is set by toolchain", name, path, version, version)
+		}
 		return r.Errorf(at+".version", "artifact %s: %v (a version pins the module: a query such as latest does not)", name, err)
 	}
 	return nil
