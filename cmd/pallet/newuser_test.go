@@ -94,6 +94,13 @@ images:
 			!strings.Contains(err.Error(), "docker.io/library/"+c.base) {
 			t.Errorf("base %s: err %v", c.base, err)
 		}
+		// A Dockerfile's FROM is checked by the same rule (image.CheckBaseRef).
+		df := filepath.Join(dir, "Dockerfile")
+		writeFile(t, df, "FROM --platform=windows/amd64 "+c.base+"\nCOPY conf/agent.conf /k/agent.conf\n")
+		_, err = pallet(t, "build", "--offline", "-f", df, "--platform", "windows/amd64", "-o", "oci:"+filepath.Join(dir, "out"))
+		if err == nil || !strings.Contains(err.Error(), "Dockerfile:1") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("FROM %s: err %v", c.base, err)
+		}
 	}
 }
 

@@ -26,6 +26,7 @@ import (
 	"github.com/pallet-dev/pallet/internal/platform"
 	"github.com/pallet-dev/pallet/internal/refname"
 	"github.com/pallet-dev/pallet/internal/regauth"
+	"github.com/pallet-dev/pallet/internal/suggest"
 	"github.com/pallet-dev/pallet/internal/tree"
 )
 
@@ -158,7 +159,32 @@ func CheckBaseRef(ref string) error {
 	if _, err := refname.ParseNormalizedNamed(ref); err != nil {
 		return fmt.Errorf("base %q is not scratch, %s, %s, oci:PATH[:TAG] or a registry reference (%v)", ref, HostProcessScratch, HostProcessScratchV1, err)
 	}
+	if near := nearBuiltin(ref); near != "" {
+		return fmt.Errorf("base %q is not a base pallet makes (did you mean %s?); as written it is docker.io/library/%s, to be pulled from Docker Hub: write that to mean it", ref, near, ref)
+	}
 	return nil
+}
+
+// nearBuiltin is the built-in base that a bare base name (no registry,
+// path, tag or digest) is most likely a slip for, or "". Such a name is
+// an official image on Docker Hub, so the slip would otherwise surface
+// as a failed pull, or offline as a failed name lookup, neither of which
+// names the built-in meant. No official image holds "hostprocess" or is
+// two edits from "scratch".
+func nearBuiltin(ref string) string {
+	if strings.ContainsAny(ref, "/:@") {
+		return ""
+	}
+	if strings.Contains(ref, "hostprocess") {
+		if strings.HasSuffix(ref, "-v1") {
+			return HostProcessScratchV1
+		}
+		return HostProcessScratch
+	}
+	if suggest.Distance(ref, Scratch) <= 2 {
+		return Scratch
+	}
+	return ""
 }
 
 // IsBuiltin says whether ref is a base pallet makes itself: one that

@@ -385,9 +385,6 @@ func (pln *planner) platformImage(name string, ri *Image, vars Vars, pl platform
 		if err := image.CheckBaseRef(b); err != nil {
 			return nil, r.Errorf(at+".base", "image %s: %v", name, err)
 		}
-		if near := nearBuiltinBase(b); near != "" {
-			return nil, r.Errorf(at+".base", "image %s: base %q is not a base pallet makes (did you mean %s?); as written it is docker.io/library/%s, to be pulled from Docker Hub: write that to mean it", name, b, near, b)
-		}
 	}
 	pi := &plan.PlatformImage{Platform: pl, Bases: bases, BasePos: r.Pos(at + ".base")}
 

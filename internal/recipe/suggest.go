@@ -5,7 +5,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/pallet-dev/pallet/internal/image"
+	"github.com/pallet-dev/pallet/internal/suggest"
 )
 
 // recipeFields are the YAML field names of every struct a recipe decodes
@@ -56,7 +56,7 @@ func didYouMean(typ, field string) string {
 	}
 	best, bestD, tie := "", limit+1, false
 	for _, name := range recipeFields()[typ] {
-		d := editDistance(strings.ToLower(field), strings.ToLower(name))
+		d := suggest.Distance(strings.ToLower(field), strings.ToLower(name))
 		switch {
 		case d < bestD:
 			best, bestD, tie = name, d, false
@@ -68,52 +68,4 @@ func didYouMean(typ, field string) string {
 		return ""
 	}
 	return best
-}
-
-// editDistance is the optimal string alignment distance of a and b, by
-// bytes: Levenshtein's, with two neighbours swapped as one edit.
-func editDistance(a, b string) int {
-	d := make([][]int, len(a)+1)
-	for i := range d {
-		d[i] = make([]int, len(b)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(a)][len(b)]
-}
-
-// nearBuiltinBase is the built-in base that a bare base name (no
-// registry, path, tag or digest) is most likely a slip for, or "". Such
-// a name is an official image on Docker Hub, so the slip would otherwise
-// surface as a failed pull, or offline as a failed DNS lookup, neither
-// of which names the built-in meant. No official image holds
-// "hostprocess" or is two edits from "scratch".
-func nearBuiltinBase(ref string) string {
-	if image.IsBuiltin(ref) || strings.ContainsAny(ref, "/:@") {
-		return ""
-	}
-	if strings.Contains(ref, "hostprocess") {
-		if strings.HasSuffix(ref, "-v1") {
-			return image.HostProcessScratchV1
-		}
-		return image.HostProcessScratch
-	}
-	if editDistance(ref, image.Scratch) <= 2 {
-		return image.Scratch
-	}
-	return ""
 }
