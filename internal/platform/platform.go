@@ -49,7 +49,7 @@ func Parse(s string) (Platform, error) {
 	case 3:
 		p = Platform{OS: parts[0], Arch: parts[1], Variant: parts[2]}
 	default:
-		return Platform{}, fmt.Errorf("platform %q: want os/arch or os/arch/variant", s)
+		return Platform{}, fmt.Errorf("platform %q: want os/arch or os/arch/variant%s", s, meant(s))
 	}
 	if p.Arch == "arm64" && p.Variant == "v8" || p.Arch == "amd64" && p.Variant == "v1" {
 		p.Variant = ""
@@ -61,6 +61,21 @@ func Parse(s string) (Platform, error) {
 		return Platform{}, fmt.Errorf("unknown platform %q (known: %s)", s, strings.Join(Known(), ", "))
 	}
 	return p, nil
+}
+
+// meant is the "did you mean" for a platform written with another
+// separator than '/' (windows-amd64 and linux_arm64, as release file
+// names spell them; linux:amd64), when that gives a known platform.
+func meant(s string) string {
+	for _, sep := range []string{"-", "_", ":", " "} {
+		if !strings.Contains(s, sep) {
+			continue
+		}
+		if p, err := Parse(strings.ReplaceAll(strings.TrimSpace(s), sep, "/")); err == nil {
+			return " (did you mean " + p.String() + "?)"
+		}
+	}
+	return ""
 }
 
 // Known returns the supported platforms, sorted.

@@ -25,6 +25,16 @@ func TestParse(t *testing.T) {
 			t.Errorf("Parse(%q): %v", bad, err)
 		}
 	}
+	// A platform spelt as release files name it is refused with the
+	// platform it means.
+	for in, want := range map[string]string{"windows-amd64": "windows/amd64", "linux_arm64": "linux/arm64", "linux-arm-v6": "linux/arm/v6", "linux:amd64": "linux/amd64"} {
+		if _, err := Parse(in); err == nil || !strings.Contains(err.Error(), "(did you mean "+want+"?)") {
+			t.Errorf("Parse(%q): %v; want it to suggest %s", in, err, want)
+		}
+	}
+	if _, err := Parse("darwin-arm64"); err == nil || strings.Contains(err.Error(), "did you mean") {
+		t.Errorf("Parse(darwin-arm64): %v; want no suggestion of a platform pallet does not know", err)
+	}
 	p, _ := Parse("linux/arm/v6")
 	if env := strings.Join(p.GoEnv(), " "); env != "GOOS=linux GOARCH=arm GOARM=6" {
 		t.Errorf("GoEnv = %s", env)
