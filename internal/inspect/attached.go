@@ -187,7 +187,7 @@ func registryReferrer(ctx context.Context, ref string, p *platform.Platform, osV
 			return data, err
 		}
 	}
-	return nil, fmt.Errorf("%s (%s) has no %s attached", ref, subject.Digest, want)
+	return nil, fmt.Errorf("%s (%s) has no %s attached%s", ref, subject.Digest, want, howToAttach(want))
 }
 
 // archiveReferrer answers for a docker archive, which holds no attached
@@ -279,7 +279,21 @@ func layoutReferrer(dir, tag string, p *platform.Platform, osVersion, want strin
 			return data, err
 		}
 	}
-	return nil, fmt.Errorf("oci:%s (%s) has no %s attached", spec, subject.Digest, want)
+	return nil, fmt.Errorf("oci:%s (%s) has no %s attached%s", spec, subject.Digest, want, howToAttach(want))
+}
+
+// howToAttach says which pallet build flag attaches a document of media
+// type want: an image built without it has none, and the bare "has no"
+// left the reader to guess whether it was lost or never made.
+func howToAttach(want string) string {
+	flag := "--sbom"
+	switch want {
+	case sbom.MediaTypeInToto:
+		flag = "--provenance"
+	case sbom.MediaTypeCycloneDX:
+		flag = "--sbom=cyclonedx"
+	}
+	return fmt.Sprintf(" (pallet build %s attaches one; an image built without it has none)", flag)
 }
 
 // Predicate types of the documents, by the media type a referrer gives
