@@ -741,7 +741,13 @@ func (e *evaluator) contextItems(s *stageState, op *copyOp, src string, pos plan
 func (e *evaluator) contextItem(op *copyOp, src, host string, wild bool, pos plan.Pos) (item, bool, error) {
 	if _, err := os.Lstat(host); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return item{}, false, fmt.Errorf("%s: not found in the build context %s", src, e.ctx.dir)
+			climbs := ""
+			if slices.Contains(strings.Split(filepath.ToSlash(src), "/"), "..") {
+				// BuildKit reads ../x as /x of the context: what the
+				// reader meant beside it was never sent.
+				climbs = " (a source cannot leave the context: .. stops at its root, as in BuildKit, so " + src + " was looked for as " + host + ")"
+			}
+			return item{}, false, fmt.Errorf("%s: not found in the build context %s%s", src, e.ctx.dir, climbs)
 		}
 		return item{}, false, err
 	}

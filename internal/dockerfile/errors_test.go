@@ -29,6 +29,7 @@ func TestDockerfileErrorsAt(t *testing.T) {
 		{"SHELL", `FROM scratch` + "\n" + `SHELL ["powershell", "-Command"]`, 2, 1, "JSON form"},
 		{"ONBUILD", "FROM scratch\nONBUILD COPY . /", 2, 1, "ONBUILD is not supported"},
 		{"a missing source, at its column", "FROM scratch\nCOPY bin/hello  nope/x /d/", 2, 17, "nope/x: not found in the build context"},
+		{"a source climbing out of the context", "FROM scratch\nCOPY ../outside/x /d/", 2, 6, "a source cannot leave the context: .. stops at its root"},
 		{"an ignored source", "FROM scratch\nCOPY secret.key /", 2, 6, "excluded from the build context"},
 		{"a URL without checksum, at the URL", "FROM scratch\nADD --chmod=644 https://example.com/x.bin /x", 2, 17, "--checksum=sha256"},
 		{"a named --chown, at the flag", "FROM scratch\nCOPY --chown=app:app bin/hello /", 2, 6, "numeric uid[:gid]"},
