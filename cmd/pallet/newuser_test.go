@@ -172,3 +172,32 @@ images:
 		}
 	}
 }
+
+// A Windows image on scratch builds, as an image to copy from, with a
+// warning that a node cannot run it, naming the built-in base to give
+// for a container; on that base, no warning.
+func TestWindowsOnScratchWarns(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "conf", "agent.conf"), "x: 1\n")
+	for base, warns := range map[string]bool{"scratch": true, "windows-hostprocess-scratch": false} {
+		file := filepath.Join(dir, "pallet.yaml")
+		writeFile(t, file, `version: 1
+artifacts:
+  conf: {local: {path: ./conf/agent.conf}, licenses: none}
+images:
+  agent:
+    base: {linux: scratch, windows: `+base+`}
+    platforms: [linux/amd64, windows/amd64]
+    files:
+      - {artifact: conf, dest: /k/agent.conf}
+`)
+		_, stderr, err := palletOut(t, "build", "-f", file, "-o", "oci:"+filepath.Join(dir, "out"))
+		if err != nil {
+			t.Fatalf("base %s: %v", base, err)
+		}
+		said := strings.Contains(stderr, "pallet.yaml:6:5: image agent (windows/amd64): on scratch, a Windows image has no base layer") && strings.Contains(stderr, "give windows-hostprocess-scratch")
+		if said != warns || strings.Contains(stderr, "(linux/amd64): on scratch") {
+			t.Errorf("base %s: warned %v, want %v:\n%s", base, said, warns, stderr)
+		}
+	}
+}

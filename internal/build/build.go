@@ -919,6 +919,12 @@ func (b *builder) platformImages(ctx context.Context, im *plan.Image, pi *plan.P
 		return nil, nil, nil, err
 	}
 	for j, ref := range pi.Bases {
+		if ref == image.Scratch && pi.Platform.IsWindows() {
+			// A Windows node imports an image's first layer as a base
+			// layer, with the hives such a layer carries: one of pallet's
+			// is not that, and no Windows host takes the image whole.
+			b.opt.Progress.Warn("%s: image %s (%s): on scratch, a Windows image has no base layer, and a Windows node cannot run it as a container; give %s for one (scratch serves an image only copied from)", pi.BasePos, name, pi.Platform, image.HostProcessScratch)
+		}
 		base, err := b.base(ctx, ref, pi.Platform)
 		if err != nil {
 			return nil, nil, nil, plan.Wrap(pi.BasePos, fmt.Errorf("image %s (%s): %w", name, pi.Platform, err))
