@@ -61,6 +61,11 @@ type wnode struct {
 	// untyped: a base's symlink without attributes, which Windows
 	// reads as its target is when followed.
 	untyped bool
+	// sd and attr are a directory's MSWINDOWS.rawsd and fileattr as the
+	// top layer that lists it gives them ("" when it gives none): what
+	// the union shows, and what a later layer re-listing it must keep.
+	sd   string
+	attr uint64
 }
 
 // winFold is the key under which a case-insensitive file system finds a
@@ -347,12 +352,21 @@ func (w *winImport) layer(b []byte) error {
 			continue
 		}
 		created[key], exact[name] = h.Typeflag, h.Typeflag
+		// lowerDir is the directory a lower layer shows at this name
+		// with its own descriptor, which a layer of pallet's re-listing
+		// it keeps (the union shows the top layer's): nil for any other.
+		var lowerDir *wnode
+		if p, ok := strings.CutPrefix(name, "Files/"); ok && !base && h.Typeflag == tar.TypeDir {
+			if old := w.image[winFold(p)]; old != nil && old.kind == tar.TypeDir && old.sd != "" {
+				lowerDir = old
+			}
+		}
 		var attr uint64
 		if s, ok := h.PAXRecords["MSWINDOWS.fileattr"]; ok {
 			if attr, err = strconv.ParseUint(s, 10, 32); err != nil {
 				return fail("MSWINDOWS.fileattr %q: %v", s, err)
 			}
-			if attr&^(wAttrReadonly|wAttrHidden|wAttrSystem|wAttrDirectory|wAttrArchive|wAttrNormal|wAttrReparsePoint) != 0 {
+			if attr&^(wAttrReadonly|wAttrHidden|wAttrSystem|wAttrDirectory|wAttrArchive|wAttrNormal|wAttrReparsePoint) != 0 && lowerDir == nil {
 				return fail("MSWINDOWS.fileattr %#x has unexpected bits", attr)
 			}
 		} else if !base {
@@ -422,7 +436,14 @@ func (w *winImport) layer(b []byte) error {
 			if isDir {
 				want = buildkitDirSD
 			}
-			if sd != want {
+			if lowerDir != nil {
+				if sd != lowerDir.sd {
+					return fail("MSWINDOWS.rawsd is not the one the directory has below, which the union would replace with another")
+				}
+				if wantAttr := lowerDir.attr&^wAttrReparsePoint | wAttrDirectory; attr != wantAttr {
+					return fail("MSWINDOWS.fileattr %d is not the directory's below (%d)", attr, wantAttr)
+				}
+			} else if sd != want {
 				return fail("MSWINDOWS.rawsd is not BuildKit's %s descriptor", map[bool]string{true: "directory", false: "file"}[isDir])
 			}
 		}
@@ -442,7 +463,7 @@ func (w *winImport) layer(b []byte) error {
 			continue
 		}
 		p := strings.TrimPrefix(name, "Files/")
-		n := &wnode{name: p, kind: h.Typeflag, dir: isDir}
+		n := &wnode{name: p, kind: h.Typeflag, dir: isDir, sd: h.PAXRecords["MSWINDOWS.rawsd"], attr: attr}
 		if h.Typeflag == tar.TypeSymlink {
 			n.link = strings.ReplaceAll(h.Linkname, `\`, "/")
 		}

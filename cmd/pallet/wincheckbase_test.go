@@ -212,7 +212,13 @@ func (w *winImport) theirLayer(b []byte, first bool) error {
 			}
 			created[k] = tar.TypeReg
 		}
-		n := &wnode{kind: kind, dir: isDir, untyped: kind == tar.TypeSymlink && !typed}
+		n := &wnode{kind: kind, dir: isDir, untyped: kind == tar.TypeSymlink && !typed, sd: h.PAXRecords["MSWINDOWS.rawsd"]}
+		if n.sd != "" {
+			n.attr = wAttrDirectory
+			if typed {
+				n.attr, _ = strconv.ParseUint(s, 10, 32)
+			}
+		}
 		if kind == tar.TypeSymlink {
 			n.link = strings.ReplaceAll(h.Linkname, `\`, "/")
 		}
@@ -383,6 +389,8 @@ func (w *winImport) putTheirs(name string, n *wnode) {
 	}
 	k := winFold(p)
 	if old, ok := w.image[k]; ok && old.kind == tar.TypeDir && n.kind == tar.TypeDir {
+		// The union shows the top listing's descriptor and attributes.
+		old.sd, old.attr = n.sd, n.attr
 		return
 	}
 	w.removeTree(k)

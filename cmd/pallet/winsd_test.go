@@ -80,14 +80,23 @@ func winDirRecords(t *testing.T, l v1.Layer) map[string][2]string {
 }
 
 var (
-	// Descriptors told apart by their bytes; what they grant does not
-	// matter here, only that they are carried over as they are.
-	sdWindows  = base64.StdEncoding.EncodeToString([]byte("\x01\x00\x04\x80windows-dir-descriptor"))
-	sdSystem32 = base64.StdEncoding.EncodeToString([]byte("\x01\x00\x04\x80system32-trustedinstaller"))
-	sdOther    = base64.StdEncoding.EncodeToString([]byte("\x01\x00\x04\x80system32-another-build"))
+	// Descriptors told apart by their bytes: pallet's own directory
+	// descriptor with the last byte of its last SID changed, so that each
+	// is still one go-winio and Windows take (the layout checker parses
+	// them); what they grant does not matter here, only that they are
+	// carried over as they are.
+	sdWindows  = variantSD(1)
+	sdSystem32 = variantSD(2)
+	sdOther    = variantSD(3)
 	palletDir  = base64.StdEncoding.EncodeToString(layer.SecurityDescriptor(true))
 	palletFile = base64.StdEncoding.EncodeToString(layer.SecurityDescriptor(false))
 )
+
+func variantSD(n byte) string {
+	raw := layer.SecurityDescriptor(true)
+	raw[len(raw)-1] ^= n
+	return base64.StdEncoding.EncodeToString(raw)
+}
 
 const sdRecipe = `version: 1
 artifacts:
@@ -172,6 +181,9 @@ func TestWindowsSDOfBaseDirectoriesKept(t *testing.T) {
 		writeSDBase(t, base, sdBaseImage(t, sdWindows, system32SD, 0x2010, ""))
 		out := filepath.Join(t.TempDir(), "out")
 		mustPallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "--cache-dir", cache, "-o", "oci:"+out)
+		// As an importer reads it: the base's one layer, then pallet's,
+		// whose re-listed directories keep what the base gave them.
+		checkWindowsLayoutOnBase(t, out, 1)
 		l := topLayer(t, dfImage(t, out))
 		return l, winDirRecords(t, l)
 	}
