@@ -220,8 +220,10 @@ func helperGet(ctx context.Context, helper, key string) (*helpercreds.Credential
 	if err != nil || notFound {
 		return nil, err
 	}
+	// Docker decodes the first JSON value and leaves what follows, so a
+	// helper that prints a line after its answer works for docker.
 	var creds helpercreds.Credentials
-	if err := json.Unmarshal(out, &creds); err != nil {
+	if err := json.NewDecoder(bytes.NewReader(out)).Decode(&creds); err != nil {
 		return nil, fmt.Errorf("credentials for %s: credential helper docker-credential-%s get: its answer is not JSON credentials: %w", key, helper, err)
 	}
 	return &creds, nil
