@@ -167,9 +167,10 @@ func authConfig(ctx context.Context, cf *configfile.ConfigFile, key string) (typ
 // stdin, as docker's client does, within the context's bounds and
 // maxHelperOutput. It returns what the helper printed, and when it
 // failed (notFound aside), an error naming it, the action's key and
-// what it printed to stderr; its stdout is for the caller to say or not.
+// what it printed to stderr, without secret or any secret it answered
+// with; its stdout is for the caller to say or not.
 // notFound is the helper's own answer that it has nothing for the key.
-func helperRun(ctx context.Context, helper, action, key string, input io.Reader) (out []byte, notFound bool, err error) {
+func helperRun(ctx context.Context, helper, action, key string, input io.Reader, secret string) (out []byte, notFound bool, err error) {
 	helperMu.Lock()
 	defer helperMu.Unlock()
 	prog := "docker-credential-" + helper
@@ -193,8 +194,15 @@ func helperRun(ctx context.Context, helper, action, key string, input io.Reader)
 	cmd.WaitDelay = helperWaitDelay
 	runErr := cmd.Run()
 	out = stdout.buf.Bytes()
+	// A helper's debugging may echo the credentials it was given or
+	// answered with, and the error goes to CI logs.
+	secrets := []string{secret}
+	var answered helpercreds.Credentials
+	if json.NewDecoder(bytes.NewReader(out)).Decode(&answered) == nil {
+		secrets = append(secrets, answered.Secret)
+	}
 	fail := func(what string) error {
-		if s := strings.TrimSpace(stderr.buf.String()); s != "" {
+		if s := hideSecrets(strings.TrimSpace(stderr.buf.String()), secrets...); s != "" {
 			what += ": " + s
 		}
 		return fmt.Errorf("credentials for %s: credential helper %s %s: %s", key, prog, action, what)
@@ -216,7 +224,7 @@ func helperRun(ctx context.Context, helper, action, key string, input io.Reader)
 // has none. What it printed on failure is left out of the error: it may
 // be the credentials.
 func helperGet(ctx context.Context, helper, key string) (*helpercreds.Credentials, error) {
-	out, notFound, err := helperRun(ctx, helper, helpercreds.ActionGet, key, strings.NewReader(key))
+	out, notFound, err := helperRun(ctx, helper, helpercreds.ActionGet, key, strings.NewReader(key), "")
 	if err != nil || notFound {
 		return nil, err
 	}
@@ -236,14 +244,29 @@ func helperStore(ctx context.Context, helper string, creds *helpercreds.Credenti
 	if err != nil {
 		return err
 	}
-	out, _, err := helperRun(ctx, helper, helpercreds.ActionStore, creds.ServerURL, bytes.NewReader(data))
-	return withOutput(err, out)
+	out, _, err := helperRun(ctx, helper, helpercreds.ActionStore, creds.ServerURL, bytes.NewReader(data), creds.Secret)
+	return withOutput(err, []byte(hideSecrets(string(out), creds.Secret)))
 }
 
 // helperErase has the helper forget key, and says whether it had it.
 func helperErase(ctx context.Context, helper, key string) (bool, error) {
-	out, notFound, err := helperRun(ctx, helper, helpercreds.ActionErase, key, strings.NewReader(key))
+	out, notFound, err := helperRun(ctx, helper, helpercreds.ActionErase, key, strings.NewReader(key), "")
 	return err == nil && !notFound, withOutput(err, out)
+}
+
+// hideSecrets is s without the secrets in it, as written or as JSON
+// escapes them.
+func hideSecrets(s string, secrets ...string) string {
+	for _, x := range secrets {
+		if x == "" {
+			continue
+		}
+		s = strings.ReplaceAll(s, x, "[secret]")
+		if q, err := json.Marshal(x); err == nil {
+			s = strings.ReplaceAll(s, string(q[1:len(q)-1]), "[secret]")
+		}
+	}
+	return s
 }
 
 // withOutput adds to err what the helper printed, its word on why.
