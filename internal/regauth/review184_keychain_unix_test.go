@@ -55,6 +55,8 @@ func TestReview184KeychainAsDefault(t *testing.T) {
 		{name: "credHelpers for the full repository", docker: `{"credsStore":"none","credHelpers":{"ghcr.io/org/x":"b"}}`, ref: "ghcr.io/org/x"},
 		{name: "credHelpers for the hub", docker: `{"credHelpers":{"https://index.docker.io/v1/":"b"}}`, ref: "ubuntu"},
 		{name: "credHelpers for the hub as docker.io", docker: `{"credHelpers":{"docker.io":"b"}}`, ref: "ubuntu"},
+		{name: "credHelpers empty over credsStore", docker: `{"credsStore":"a","credHelpers":{"ghcr.io":""},"auths":{"ghcr.io":{"auth":"` + b64("u:p") + `"}}}`, ref: "ghcr.io/org/x"},
+		{name: "Docker Desktop's config", docker: `{"auths":{"https://index.docker.io/v1/":{},"ghcr.io":{}},"credsStore":"b","currentContext":"desktop-linux"}`, ref: "ubuntu"},
 		{name: "helper with nothing over auths", docker: `{"credsStore":"none","auths":{"ghcr.io":{"auth":"` + b64("u:p") + `","registrytoken":"rt"}}}`, ref: "ghcr.io/org/x"},
 		{name: "helper over auths", docker: `{"credsStore":"a","auths":{"ghcr.io":{"auth":"` + b64("u:p") + `","identitytoken":"it"}}}`, ref: "ghcr.io/org/x"},
 		{name: "helper token", docker: `{"credsStore":"tok"}`, ref: "ghcr.io/org/x"},
