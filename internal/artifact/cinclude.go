@@ -25,10 +25,11 @@ type cLines struct {
 	emit  func(line []byte)
 	state cState
 	// lead: the logical line has had nothing but white space and
-	// comments; directive: its first character was '#'.
-	lead, directive bool
-	line            []byte
-	over            bool
+	// comments; directive: its first character was '#' (or the digraph
+	// "%:", which gcc reads as '#': percent is its '%', held).
+	lead, directive, percent bool
+	line                     []byte
+	over                     bool
 	// slash: code's last character was '/', held to see whether a
 	// comment starts; star: a block comment's last was '*'; esc: a
 	// literal's last was a backslash.
@@ -56,6 +57,9 @@ const (
 	cChar   // quote is '\''
 	cRawDelim
 	cRawBody
+	// cHeaderName is an include's <name>, which gcc reads to its '>'
+	// as it is: <sys//types.h> holds no comment.
+	cHeaderName
 )
 
 // newCLines is a cLines that gives emit its directives.
@@ -189,6 +193,7 @@ func (c *cLines) endLine() {
 		c.emit(c.line)
 	}
 	c.line, c.lead, c.directive, c.over, c.identLen = c.line[:0], true, false, false, 0
+	c.percent = false
 }
 
 func (c *cLines) step(b byte) {
@@ -200,6 +205,12 @@ func (c *cLines) step(b byte) {
 		c.star = b == '*'
 		return
 	case cLineComment:
+		return
+	case cHeaderName:
+		c.put(b)
+		if b == '>' {
+			c.state = cCode
+		}
 		return
 	case cString, cChar:
 		c.put(b)
@@ -238,6 +249,8 @@ func (c *cLines) step(b byte) {
 		c.state = cString
 	case b == '\'':
 		c.state = cChar
+	case b == '<' && c.directive && headerNameNext(c.line):
+		c.state = cHeaderName
 	}
 	if isIdentByte(b) {
 		c.identLen++
@@ -291,9 +304,36 @@ func (c *cLines) raw(b byte) {
 	}
 }
 
+// headerNameNext says whether a '<' after the directive line so far
+// starts a header's name, which gcc reads with no comment in it: the
+// name of an #include, #include_next or #import, or of __has_include(
+// in a condition.
+func headerNameNext(line []byte) bool {
+	s := strings.TrimRight(string(line), " \t\f\v\r")
+	for _, kw := range []string{"__has_include", "__has_include_next"} {
+		if r, ok := strings.CutSuffix(s, "("); ok && strings.HasSuffix(strings.TrimRight(r, " \t\f\v\r"), kw) {
+			return true
+		}
+	}
+	s = strings.TrimLeft(strings.TrimPrefix(s, "#"), " \t\f\v\r")
+	return s == "include" || s == "include_next" || s == "import"
+}
+
 // put adds b to the logical line, if it is a directive.
 func (c *cLines) put(b byte) {
+	if c.percent {
+		c.percent, c.lead = false, false
+		if b == ':' {
+			c.directive = true
+			c.line = append(c.line, '#')
+		}
+		return
+	}
 	if c.lead {
+		if b == '%' {
+			c.percent = true
+			return
+		}
 		switch b {
 		case ' ', '\t', '\f', '\v', '\r':
 			return
@@ -323,11 +363,14 @@ type ifZero struct {
 // skipped.
 func (z *ifZero) live(line []byte) bool {
 	rest, _ := bytes.CutPrefix(bytes.TrimSpace(line), []byte("#"))
-	name, cond, _ := strings.Cut(strings.TrimSpace(string(rest)), " ")
-	if i := strings.IndexAny(name, "\t\f\v\r"); i >= 0 {
-		name, cond = name[:i], name[i+1:]+" "+cond
+	// The directive's name ends where its identifier does: #elif(1)
+	// opens a group as #elif 1 does.
+	name := strings.TrimSpace(string(rest))
+	i := 0
+	for i < len(name) && isIdentByte(name[i]) {
+		i++
 	}
-	cond = strings.TrimSpace(cond)
+	name, cond := name[:i], strings.TrimSpace(name[i:])
 	if z.depth == 0 {
 		if name == "if" && cond == "0" {
 			z.depth = 1
@@ -347,4 +390,119 @@ func (z *ifZero) live(line []byte) bool {
 		}
 	}
 	return false
+}
+
+// includeScan reads C source for its live directive lines (cLines,
+// ifZero) twice over once the source holds a trigraph: as gcc reads it
+// by default, trigraphs ignored, and as it reads it with them
+// (-std=c11, -trigraphs, which a recipe's CGO_CFLAGS may give), where
+// ??=include is an include and ??/ joins lines. Each reading's lines go
+// to line: what either includes is followed. Until a trigraph comes
+// the two are one, so a source with none (nearly every one) is read
+// once.
+type includeScan struct {
+	line         func(line []byte)
+	plain, tri   *cLines
+	plainZ, triZ ifZero
+	// held are the '?'s at the end of what was fed that a trigraph may
+	// begin with, not yet read; triHeld the same for tri's translation.
+	held, triHeld []byte
+}
+
+func newIncludeScan(line func(line []byte)) *includeScan {
+	s := &includeScan{line: line}
+	s.plain = newCLines(func(l []byte) {
+		if s.plainZ.live(l) {
+			s.line(l)
+		}
+	})
+	return s
+}
+
+// trigraphs maps a trigraph's third character to what it stands for.
+var trigraphs = [256]byte{'=': '#', '/': '\\', '\'': '^', '(': '[', ')': ']', '!': '|', '<': '{', '>': '}', '-': '~'}
+
+// trigraphAt is the index in p of its first trigraph, -1 for none.
+func trigraphAt(p []byte) int {
+	for i := 0; ; {
+		j := bytes.Index(p[i:], []byte("??"))
+		if j < 0 {
+			return -1
+		}
+		i += j
+		if i+2 < len(p) && trigraphs[p[i+2]] != 0 {
+			return i
+		}
+		i++
+	}
+}
+
+// trailingQuestions is how many of p's last bytes, at most 2, are '?'.
+func trailingQuestions(p []byte) int {
+	n := 0
+	for n < 2 && n < len(p) && p[len(p)-1-n] == '?' {
+		n++
+	}
+	return n
+}
+
+func (s *includeScan) feed(p []byte) {
+	if len(s.held) > 0 {
+		p = append(s.held, p...)
+		s.held = nil
+	}
+	if s.tri != nil {
+		s.plain.feed(p)
+		s.feedTri(p)
+		return
+	}
+	i := trigraphAt(p)
+	if i < 0 {
+		n := trailingQuestions(p)
+		s.plain.feed(p[:len(p)-n])
+		s.held = append(s.held, p[len(p)-n:]...)
+		return
+	}
+	s.plain.feed(p[:i])
+	// The trigraph reading starts here, where it parts from the plain.
+	t := *s.plain
+	t.line, t.delim = bytes.Clone(s.plain.line), bytes.Clone(s.plain.delim)
+	t.emit = func(l []byte) {
+		if s.triZ.live(l) {
+			s.line(l)
+		}
+	}
+	s.tri, s.triZ = &t, s.plainZ
+	s.plain.feed(p[i:])
+	s.feedTri(p[i:])
+}
+
+// feedTri gives tri p with its trigraphs replaced.
+func (s *includeScan) feedTri(p []byte) {
+	if len(s.triHeld) > 0 {
+		p = append(s.triHeld, p...)
+		s.triHeld = nil
+	}
+	n := trailingQuestions(p)
+	p, s.triHeld = p[:len(p)-n], append(s.triHeld, p[len(p)-n:]...)
+	for len(p) > 0 {
+		i := trigraphAt(p)
+		if i < 0 {
+			s.tri.feed(p)
+			return
+		}
+		s.tri.feed(p[:i])
+		s.tri.feed([]byte{trigraphs[p[i+2]]})
+		p = p[i+3:]
+	}
+}
+
+// finish ends the source.
+func (s *includeScan) finish() {
+	s.plain.feed(s.held)
+	s.plain.finish()
+	if s.tri != nil {
+		s.tri.feed(s.triHeld)
+		s.tri.finish()
+	}
 }

@@ -542,14 +542,13 @@ func splitCgoFlags(s string) []string {
 }
 
 // parseIncludes lists the #include (#include_next, #import) lines of C
-// source text, as cLines and ifZero leave them.
+// source text, as includeScan leaves them, each once.
 func parseIncludes(text string) (out []cInclude) {
-	var z ifZero
-	c := newCLines(func(line []byte) {
-		if z.live(line) {
-			if inc, ok := includeOf(string(line)); ok {
-				out = append(out, inc)
-			}
+	seen := map[cInclude]bool{}
+	c := newIncludeScan(func(line []byte) {
+		if inc, ok := includeOf(string(line)); ok && !seen[inc] {
+			seen[inc] = true
+			out = append(out, inc)
 		}
 	})
 	c.feed([]byte(text))
@@ -595,7 +594,7 @@ const maxDirectiveLine = 64 << 10
 
 // headerSource is what importedUp reads of the C file (a header, or a
 // package's .c, .cc, ... file) at p: the headers it includes, as
-// cLines and ifZero read it. It is read to its end in pieces, however
+// includeScan reads it. It is read to its end in pieces, however
 // long: its first 64 MiB were read
 // whole into memory, and a larger one gave no includes at all, so that
 // what it included was in no key. Its bytes count in the key's budget
@@ -618,9 +617,8 @@ func headerSource(p string) goSource {
 	// The lines that gave includes: a line said again is not parsed
 	// again.
 	said := map[string]bool{}
-	var z ifZero
-	c := newCLines(func(line []byte) {
-		if !z.live(line) || len(includes) > maxKeyFiles || said[string(line)] {
+	c := newIncludeScan(func(line []byte) {
+		if len(includes) > maxKeyFiles || said[string(line)] {
 			return
 		}
 		inc, ok := includeOf(string(line))
