@@ -3,7 +3,9 @@ package artifact
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"os/exec"
 	"strings"
 	"time"
 )
@@ -46,6 +48,13 @@ func pkgConfigCflags(dir string, args []string, environ []string) (string, error
 	out := &cappedBuffer{max: maxPkgConfigAnswer}
 	cmd.Stdout = out
 	err := cmd.Run()
+	if errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState != nil && cmd.ProcessState.Success() {
+		// pkg-config answered and exited, but left a child (a wrapper's
+		// helper, started in the background) holding its output: go
+		// build waits for that and compiles with the answer, which the
+		// key must hold as well.
+		err = nil
+	}
 	said := name + " " + strings.Join(cmdArgs, " ")
 	switch {
 	case ctx.Err() != nil:
