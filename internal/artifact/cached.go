@@ -182,15 +182,15 @@ func keyReadsKey(dir string, packages []string, env cgoEnvFlags) string {
 
 // keyedReads gives the headers the last key of a build of packages of
 // the local module in dir with env found (localModulesDigest), nil where
-// none was made or one of them is not as it was then (its stamp, or
-// where its path leads): its build had the module walked again for
+// none was made, one of them is not as it was then (its stamp, or
+// where its path leads), or a directory looked in for one is not (a
+// header made there since may shadow one found, and its compile was
+// given the old digest): its build had the module walked again for
 // them (cgoHeadersRead), the whole tree listed a second time a moment
-// after the key listed it. A change the key's headers do not show (a
-// new #include in a Go file, a new header that shadows one found)
-// changes the key made after the build, which then stores nothing; go
-// build's cache hashes the Go file, but an object compiled from a new
-// shadowing header would be under the old digest, as it would with a
-// header edited while go build runs.
+// after the key listed it. A change none of those show (a new #include
+// in a Go file) changes the key made after the build, which then
+// stores nothing; go build's cache hashes the Go file. A header edited
+// while go build runs is compiled under the old digest all the same.
 func (f *Fetcher) keyedReads(dir string, packages []string, env cgoEnvFlags) *cgoReads {
 	if f.keyReads == nil {
 		return nil
@@ -208,6 +208,9 @@ func (f *Fetcher) keyedReads(dir string, packages []string, env cgoEnvFlags) *cg
 		if resolved, err := filepath.EvalSymlinks(h.at); err != nil || resolved != h.resolved {
 			return nil
 		}
+	}
+	if !reads.unchanged() {
+		return nil
 	}
 	return reads
 }

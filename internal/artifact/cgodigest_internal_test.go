@@ -227,3 +227,39 @@ func TestCgoHeadersDigestEnvForcedInPackage(t *testing.T) {
 		t.Errorf("forced.h edited: the digest %q is as it was", before)
 	}
 }
+
+// A header made between a local cgo build's key and its build that
+// shadows one the key found (in a directory searched before the one it
+// was found in, or one made below it) has the key's reads not handed
+// on, and the module walked again: they were taken, the digest go
+// build's cache was told named the old header, and the object compiled
+// from the new one was stored under it, to be given to a build of the
+// old.
+func TestCgoKeyedReadsShadowedHeader(t *testing.T) {
+	dir := t.TempDir()
+	mod := filepath.Join(dir, "mod")
+	writeTestFile(t, filepath.Join(mod, "go.mod"), "module example.com/m\n\ngo 1.22\n")
+	writeTestFile(t, filepath.Join(mod, "main.go"), "package main\n\n// #cgo CFLAGS: -I${SRCDIR}/../first -I${SRCDIR}/../second\n// #include <v.h>\n// #include <sub/w.h>\n// #include \"q.h\"\nimport \"C\"\n\nfunc main() {}\n")
+	writeTestFile(t, filepath.Join(dir, "first", "other.h"), "\n")
+	writeTestFile(t, filepath.Join(dir, "second", "v.h"), "#define V 1\n")
+	writeTestFile(t, filepath.Join(dir, "second", "sub", "w.h"), "#define W 1\n")
+	writeTestFile(t, filepath.Join(dir, "second", "q.h"), "#define Q 1\n")
+	g := &Go{Module: mod, Packages: []string{"."}, CGO: true}
+	for _, shadow := range []string{
+		filepath.Join("first", "v.h"),
+		filepath.Join("first", "sub", "w.h"),
+		filepath.Join("mod", "q.h"),
+	} {
+		f := New()
+		if _, _, err := g.Key(f, nil); err != nil {
+			t.Fatal(err)
+		}
+		if f.keyedReads(mod, g.Packages, g.cgoEnv()) == nil {
+			t.Fatal("no reads handed on from the key")
+		}
+		writeTestFile(t, filepath.Join(dir, shadow), "#define SHADOW 1\n")
+		if f.keyedReads(mod, g.Packages, g.cgoEnv()) != nil {
+			t.Errorf("%s made since the key, shadowing the header it found: its reads handed on all the same", shadow)
+		}
+	}
+}

@@ -934,6 +934,9 @@ func (f *Fetcher) followIncludes(walks []*moduleWalk, pkg *cgoPackage, headers [
 							if r, err := filepath.EvalSymlinks(p); err == nil && inAny(walks, r) {
 								return filepath.SkipDir
 							}
+							if reads != nil {
+								reads.lookedIn(p)
+							}
 							return nil
 						case e.Type()&fs.ModeSymlink != 0:
 							if info, err := os.Stat(p); err == nil && info.IsDir() {
@@ -972,6 +975,9 @@ func (f *Fetcher) followIncludes(walks []*moduleWalk, pkg *cgoPackage, headers [
 			}
 			info, err := os.Stat(at)
 			if err != nil || !info.Mode().IsRegular() {
+				if reads != nil {
+					reads.lookedIn(at[:max(1, strings.LastIndexByte(at, filepath.Separator))])
+				}
 				continue
 			}
 			// An #include_next's header is one after its includer's:
@@ -1057,6 +1063,41 @@ type cgoReads struct {
 	list []cgoRead
 	// pkgConfig are pkg-config's answers for the packages (cgoHeaders).
 	pkgConfig string
+	// looked are the directories looked in for a header not found
+	// there, and those a macro's include had listed, with their stamps
+	// (none for one not there): a header made in one since (a new
+	// inc/v.h over the lib/v.h found, a new sys/ with it) changes it,
+	// where the headers found alone did not show it.
+	looked map[string]tree.Stamp
+}
+
+// lookedIn notes that dir was looked in, as it is now.
+func (r *cgoReads) lookedIn(dir string) {
+	if _, ok := r.looked[dir]; ok {
+		return
+	}
+	if r.looked == nil {
+		r.looked = map[string]tree.Stamp{}
+	}
+	var st tree.Stamp
+	if info, err := os.Stat(dir); err == nil {
+		st = tree.StampOf(info)
+	}
+	r.looked[dir] = st
+}
+
+// unchanged says whether each directory of looked is as it was.
+func (r *cgoReads) unchanged() bool {
+	for dir, st := range r.looked {
+		var now tree.Stamp
+		if info, err := os.Stat(dir); err == nil {
+			now = tree.StampOf(info)
+		}
+		if now != st {
+			return false
+		}
+	}
+	return true
 }
 
 // cgoRead is a header that the C compiles of the package in pkgDir ("":
