@@ -14,8 +14,8 @@ import (
 // had the key take every file of every search directory; an #include
 // split by a backslash was not seen at all. It is fed the source in
 // pieces of any size and gives emit each logical line that starts with
-// "#" (comments blanked; one longer than maxDirectiveLine is dropped, a
-// table, not a directive).
+// "#" (comments blanked, runs of white space as one, cut at
+// maxDirectiveLine).
 //
 // A literal it misreads (a C++14 digit separator, 1'000, taken for a
 // character's quote) ends with its line, and can only hide a comment's
@@ -115,6 +115,10 @@ func (c *cLines) skipped(s []byte) {
 	}
 }
 
+func isBlank(b byte) bool {
+	return b == ' ' || b == '\t' || b == '\f' || b == '\v' || b == '\r'
+}
+
 func isIdentByte(b byte) bool {
 	return b == '_' || '0' <= b && b <= '9' || 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z'
 }
@@ -189,7 +193,7 @@ func (c *cLines) endLine() {
 		c.slash = false
 		c.put('/')
 	}
-	if c.directive && !c.over {
+	if c.directive {
 		c.emit(c.line)
 	}
 	c.line, c.lead, c.directive, c.over, c.identLen = c.line[:0], true, false, false, 0
@@ -343,8 +347,17 @@ func (c *cLines) put(b byte) {
 	if !c.directive || c.over {
 		return
 	}
+	// A run of white space outside a literal or a header's name is as
+	// one to gcc: held as one, it cannot push a line past the bound.
+	if isBlank(b) && len(c.line) > 0 && isBlank(c.line[len(c.line)-1]) &&
+		(c.state == cCode || c.state == cBlockComment || c.state == cLineComment) {
+		return
+	}
 	if len(c.line) >= maxDirectiveLine {
-		c.over, c.line = true, nil
+		// Cut, not dropped: its name, and an include's header, come
+		// first; an #endif or #elif dropped below #if 0 left the rest
+		// of the file skipped.
+		c.over = true
 		return
 	}
 	c.line = append(c.line, b)

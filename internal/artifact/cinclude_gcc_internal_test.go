@@ -96,6 +96,9 @@ var cIncludeHostile = []struct {
 	{"include-comment", "#include/**/<ic.h>\n#include/* x */\"ic2.h\"\n", []string{"ic.h", "ic2.h"}},
 	{"line-continued", "#include \\\n <lc.h>\n#\\\ninclude <lc2.h>\n", []string{"lc.h", "lc2.h"}},
 	{"raw-string", "const char *r = R\"x(\n)\"\n)x\";\n#include <rs.h>\n", []string{"rs.h"}},
+	{"long-include", "#include" + strings.Repeat(" ", maxDirectiveLine+1) + "<long1.h>\n", []string{"long1.h"}},
+	{"long-endif", "#if 0\n#endif " + strings.Repeat("x", maxDirectiveLine+1) + "\n#include <long2.h>\n", []string{"long2.h"}},
+	{"long-elif", "#if 0\n#elif " + strings.Repeat("1+", maxDirectiveLine/2) + "1\n#include <long3.h>\n#endif\n", []string{"long3.h"}},
 	{"char-quote", "int c = '\\'';\n#include <cq.h>\n", []string{"cq.h"}},
 }
 

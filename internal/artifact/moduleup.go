@@ -588,8 +588,8 @@ func includeOf(line string) (cInclude, bool) {
 }
 
 // maxDirectiveLine is as much of a directive line of a C file as
-// cLines holds: one longer than this (a table on one line, a run of NULs
-// after a "#") is passed through, not held.
+// cLines holds: one longer (a table on one line, a run of NULs after a
+// "#") is cut to it.
 const maxDirectiveLine = 64 << 10
 
 // headerSource is what importedUp reads of the C file (a header, or a
