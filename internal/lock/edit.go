@@ -288,14 +288,19 @@ func (d *doc) untagged(k *yaml.Node) error {
 	if err != nil {
 		return err
 	}
-	s := bytes.TrimLeft(d.src[at:], " \t")
+	return tagOrAnchor(k.Line, bytes.TrimLeft(d.src[at:], " \t"))
+}
+
+// tagOrAnchor refuses the value that s, on line, starts with when it
+// starts with a tag or an anchor.
+func tagOrAnchor(line int, s []byte) error {
 	if len(s) == 0 || (s[0] != '!' && s[0] != '&') {
 		return nil
 	}
 	if i := bytes.IndexAny(s, " \t\r\n,}]"); i >= 0 {
 		s = s[:i]
 	}
-	return fmt.Errorf("line %d: the value has a YAML tag or anchor (%s); edit it by hand", k.Line, s)
+	return fmt.Errorf("line %d: the value has a YAML tag or anchor (%s); edit it by hand", line, s)
 }
 
 // setScalar writes text as the value of loc, in the value's own quoting.
@@ -374,6 +379,15 @@ func (d *doc) add(m located, after string, entries []entry) error {
 			open, err := d.offset(mn.Line, mn.Column)
 			if err != nil {
 				return err
+			}
+			// The parser places a mapping written with a tag or an
+			// anchor (!!map {}, &pins {}) at that, not at its '{':
+			// the entries went inside the tag.
+			if err := tagOrAnchor(mn.Line, d.src[open:]); err != nil {
+				return err
+			}
+			if open >= len(d.src) || d.src[open] != '{' {
+				return fmt.Errorf("line %d: cannot tell where the mapping starts; edit it by hand", mn.Line)
 			}
 			d.edits = append(d.edits, edit{open + 1, open + 1, strings.TrimSuffix(strings.TrimPrefix(flowMap(entries, q), "{"), "}")})
 			return nil

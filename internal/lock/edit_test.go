@@ -130,6 +130,26 @@ func TestEdits(t *testing.T) {
 		op:   func(d *doc, loc, _ located) error { return d.setScalar(loc, "new") },
 		err:  "line 2: the value has a YAML tag or anchor (&pin); edit it by hand",
 	}, {
+		name: "a tagged empty flow map is left to a person",
+		src:  "a:\n  sha256: !!map {}\n",
+		keys: []string{"a", "sha256"},
+		op:   func(d *doc, loc, _ located) error { return d.add(loc, "", two) },
+		err:  "line 2: the value has a YAML tag or anchor (!!map); edit it by hand",
+	}, {
+		name: "an empty section written with a tag is left to a person",
+		src:  "a:  ! {}\n",
+		keys: []string{"a", "sha256"},
+		op: func(d *doc, _, parent located) error {
+			return d.add(parent, "url", []entry{{key: "sha256", value: "s"}})
+		},
+		err: "line 1: the value has a YAML tag or anchor (!); edit it by hand",
+	}, {
+		name: "an anchored empty flow map is left to a person",
+		src:  "a:\n  sha256: &pins {}\n",
+		keys: []string{"a", "sha256"},
+		op:   func(d *doc, loc, _ located) error { return d.add(loc, "", two) },
+		err:  "line 2: the value has a YAML tag or anchor (&pins); edit it by hand",
+	}, {
 		name: "a block scalar is left to a person",
 		src:  "a:\n  sha256: |\n    old\n",
 		keys: []string{"a", "sha256"},
