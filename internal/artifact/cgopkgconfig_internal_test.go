@@ -35,14 +35,22 @@ func TestModuleKeyCgoPkgConfigAnswerPastChild(t *testing.T) {
 }
 
 // A PKG_CONFIG that hangs fails the key at pkgConfigTimeout, naming the
-// module's package.
+// Go file and line of the #cgo pkg-config line, where it named the
+// package's directory alone.
 func TestPkgConfigCflagsHangs(t *testing.T) {
 	old := pkgConfigTimeout
 	pkgConfigTimeout = 200 * time.Millisecond
 	defer func() { pkgConfigTimeout = old }()
 	dir, g := pcKeyFixture(t, "exec sleep 30\n")
 	_, _, err := g.Key(New(), nil)
-	if err == nil || !strings.Contains(err.Error(), "did not answer within") || !strings.Contains(err.Error(), filepath.Join(dir, "mod")) {
+	if err == nil || !strings.Contains(err.Error(), "did not answer within") || !strings.Contains(err.Error(), filepath.Join(dir, "mod", "main.go")+":3: #cgo pkg-config: ") {
+		t.Fatalf("err = %v", err)
+	}
+	// In a block comment, after another file's preamble with none.
+	writeTestFile(t, filepath.Join(dir, "mod", "a.go"), "package main\n\n// #include <stdio.h>\nimport \"C\"\n")
+	writeTestFile(t, filepath.Join(dir, "mod", "main.go"), "package main\n\n/*\n#include <foo.h>\n\n\n#cgo linux pkg-config: foo\n*/\nimport \"C\"\n\nfunc main() {}\n")
+	_, _, err = g.Key(New(), nil)
+	if err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "mod", "main.go")+":7: #cgo pkg-config: ") {
 		t.Fatalf("err = %v", err)
 	}
 }

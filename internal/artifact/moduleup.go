@@ -287,7 +287,8 @@ func readGoSource(p string) goSource {
 	if err != nil {
 		return goSource{}
 	}
-	file, _ := parser.ParseFile(token.NewFileSet(), p, src, parser.ImportsOnly|parser.ParseComments)
+	fset := token.NewFileSet()
+	file, _ := parser.ParseFile(fset, p, src, parser.ImportsOnly|parser.ParseComments)
 	if file == nil {
 		return goSource{}
 	}
@@ -322,6 +323,9 @@ func readGoSource(p string) goSource {
 			out.cgo.cflags = append(out.cgo.cflags, pre.cflags...)
 			out.cgo.cxxflags = append(out.cgo.cxxflags, pre.cxxflags...)
 			out.cgo.pkgconfig = append(out.cgo.pkgconfig, pre.pkgconfig...)
+			if len(pre.pkgconfig) > 0 && out.cgo.pkgconfigLine == 0 {
+				out.cgo.pkgconfigLine = pkgConfigLine(fset, doc)
+			}
 		}
 	}
 	return out
@@ -423,8 +427,24 @@ func importsEnd(src []byte) (int, bool) {
 type cgoPreamble struct {
 	includes                   []cInclude
 	cppflags, cflags, cxxflags []string
-	// pkgconfig are the arguments of its #cgo pkg-config lines.
-	pkgconfig []string
+	// pkgconfig are the arguments of its #cgo pkg-config lines;
+	// pkgconfigLine is the file's line of the first, for what pkg-config
+	// fails the key with.
+	pkgconfig     []string
+	pkgconfigLine int
+}
+
+// pkgConfigLine is the line of the first #cgo pkg-config line of the
+// preamble doc, 0 where none is found.
+func pkgConfigLine(fset *token.FileSet, doc *ast.CommentGroup) int {
+	for _, c := range doc.List {
+		for i, line := range strings.Split(c.Text, "\n") {
+			if rest, ok := strings.CutPrefix(strings.TrimLeft(line, "/* \t"), "#cgo"); ok && strings.Contains(rest, "pkg-config:") {
+				return fset.Position(c.Slash).Line + i
+			}
+		}
+	}
+	return 0
 }
 
 // cgoEnvFlags are CGO_CPPFLAGS, CGO_CFLAGS and CGO_CXXFLAGS as the
@@ -802,6 +822,7 @@ func (f *Fetcher) cgoHeaders(walks []*moduleWalk, pkgs map[string]*cgoPackage, e
 		// go build reads a package's files in their names' order.
 		slices.SortFunc(pkg.files, func(a, b cgoFile) int { return strings.Compare(a.path, b.path) })
 		var cpp, c, cxx, pcArgs []string
+		pcAt := dir // where the first #cgo pkg-config line is
 		// Each language's compiles read its forced includes, whatever
 		// its files include; the preambles are compiled as C.
 		roots := map[string][]cInclude{"c": {}}
@@ -809,13 +830,19 @@ func (f *Fetcher) cgoHeaders(walks []*moduleWalk, pkgs map[string]*cgoPackage, e
 			cpp = append(cpp, g.pre.cppflags...)
 			c = append(c, g.pre.cflags...)
 			cxx = append(cxx, g.pre.cxxflags...)
+			if len(pcArgs) == 0 && len(g.pre.pkgconfig) > 0 {
+				pcAt = g.path
+				if g.pre.pkgconfigLine > 0 {
+					pcAt += ":" + strconv.Itoa(g.pre.pkgconfigLine)
+				}
+			}
 			pcArgs = append(pcArgs, g.pre.pkgconfig...)
 			roots["c"] = append(roots["c"], g.pre.includes...)
 		}
 		if len(pcArgs) > 0 && env.environ != nil {
 			answer, err := pkgConfigCflags(dir, pcArgs, env.environ)
 			if err != nil {
-				return fmt.Errorf("go module %s: package %s: %w", walks[pkg.walk].dir, dir, err)
+				return fmt.Errorf("go module %s: %s: #cgo pkg-config: %w", walks[pkg.walk].dir, pcAt, err)
 			}
 			pc[pkg.walk] += strings.Join(pcArgs, " ") + "\x00" + answer + "\n"
 			cpp = append(cpp, splitShellWords(answer)...)
