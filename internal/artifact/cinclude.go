@@ -45,6 +45,9 @@ type cLines struct {
 	// its body has just had, -1 for none.
 	delim []byte
 	match int
+	// noRaw reads R"(...)" as an identifier and a plain string, as gcc
+	// does in strict C (-std=c11) and gnu89.
+	noRaw bool
 }
 
 type cState uint8
@@ -268,7 +271,7 @@ func (c *cLines) step(b byte) {
 // rawPrefix says whether the identifier just before is a raw string's
 // prefix.
 func (c *cLines) rawPrefix() bool {
-	if c.identLen == 0 || c.identLen > 3 {
+	if c.noRaw || c.identLen == 0 || c.identLen > 3 {
 		return false
 	}
 	prefix := string(c.tail[3-c.identLen:])
@@ -406,30 +409,60 @@ func (z *ifZero) live(line []byte) bool {
 }
 
 // includeScan reads C source for its live directive lines (cLines,
-// ifZero) twice over once the source holds a trigraph: as gcc reads it
-// by default, trigraphs ignored, and as it reads it with them
-// (-std=c11, -trigraphs, which a recipe's CGO_CFLAGS may give), where
-// ??=include is an include and ??/ joins lines. Each reading's lines go
-// to line: what either includes is followed. Until a trigraph comes
-// the two are one, so a source with none (nearly every one) is read
-// once.
+// ifZero) in each way gcc may read it, as a recipe's CGO_CFLAGS choose:
+// trigraphs ignored or replaced (-std=c11, -trigraphs: ??=include is an
+// include, ??/ joins lines), raw strings read or not (not in strict C
+// nor gnu89, where an include between R"x( and )x" is followed). Each
+// reading's lines go to line: what any includes is followed. A reading
+// other than gnu's (plain) is started, from plain's state, where it
+// first parts from it, at a trigraph or R": a source with neither
+// (nearly every one) is read once.
 type includeScan struct {
-	line         func(line []byte)
-	plain, tri   *cLines
-	plainZ, triZ ifZero
-	// held are the '?'s at the end of what was fed that a trigraph may
-	// begin with, not yet read; triHeld the same for tri's translation.
-	held, triHeld []byte
+	line   func(line []byte)
+	plain  *cReading
+	others []*cReading
+	// pending are the readings not started yet.
+	pending []cMode
+	// held are the bytes at the end of what was fed that a trigraph or
+	// an R" may begin with, not yet read.
+	held []byte
+}
+
+// cMode is a way gcc reads C: with trigraphs, without raw strings.
+type cMode struct{ tri, noRaw bool }
+
+type cReading struct {
+	cMode
+	c *cLines
+	z ifZero
+	// held: as includeScan's, for the trigraphs of a tri reading.
+	held []byte
 }
 
 func newIncludeScan(line func(line []byte)) *includeScan {
-	s := &includeScan{line: line}
-	s.plain = newCLines(func(l []byte) {
-		if s.plainZ.live(l) {
+	s := &includeScan{line: line, pending: []cMode{{tri: true}, {noRaw: true}, {tri: true, noRaw: true}}}
+	s.plain = s.reading(cMode{}, nil)
+	return s
+}
+
+// reading starts a reading in mode m, from from's state (nil: the
+// source's start).
+func (s *includeScan) reading(m cMode, from *cLines) *cReading {
+	r := &cReading{cMode: m}
+	emit := func(l []byte) {
+		if r.z.live(l) {
 			s.line(l)
 		}
-	})
-	return s
+	}
+	if from == nil {
+		r.c = newCLines(emit)
+		return r
+	}
+	c := *from
+	c.line, c.delim = bytes.Clone(from.line), bytes.Clone(from.delim)
+	c.emit, c.noRaw = emit, m.noRaw
+	r.c, r.z = &c, s.plain.z
+	return r
 }
 
 // trigraphs maps a trigraph's third character to what it stands for.
@@ -464,58 +497,90 @@ func (s *includeScan) feed(p []byte) {
 		p = append(s.held, p...)
 		s.held = nil
 	}
-	if s.tri != nil {
-		s.plain.feed(p)
-		s.feedTri(p)
-		return
-	}
-	i := trigraphAt(p)
-	if i < 0 {
+	if len(s.pending) > 0 {
 		n := trailingQuestions(p)
-		s.plain.feed(p[:len(p)-n])
-		s.held = append(s.held, p[len(p)-n:]...)
-		return
-	}
-	s.plain.feed(p[:i])
-	// The trigraph reading starts here, where it parts from the plain.
-	t := *s.plain
-	t.line, t.delim = bytes.Clone(s.plain.line), bytes.Clone(s.plain.delim)
-	t.emit = func(l []byte) {
-		if s.triZ.live(l) {
-			s.line(l)
+		if n == 0 && len(p) > 0 && p[len(p)-1] == 'R' {
+			n = 1
 		}
+		p, s.held = p[:len(p)-n], append(s.held, p[len(p)-n:]...)
 	}
-	s.tri, s.triZ = &t, s.plainZ
-	s.plain.feed(p[i:])
-	s.feedTri(p[i:])
+	for len(s.pending) > 0 {
+		atTri, atRaw := trigraphAt(p), bytes.Index(p, []byte(`R"`))
+		parts := func(m cMode) int {
+			at := -1
+			for _, i := range []int{atTri, atRaw} {
+				if i >= 0 && (i == atTri && m.tri || i == atRaw && m.noRaw) && (at < 0 || i < at) {
+					at = i
+				}
+			}
+			return at
+		}
+		first := -1
+		for _, m := range s.pending {
+			if at := parts(m); at >= 0 && (first < 0 || at < first) {
+				first = at
+			}
+		}
+		if first < 0 {
+			break
+		}
+		s.feedAll(p[:first])
+		p = p[first:]
+		var still []cMode
+		for _, m := range s.pending {
+			if parts(m) == first {
+				s.others = append(s.others, s.reading(m, s.plain.c))
+			} else {
+				still = append(still, m)
+			}
+		}
+		s.pending = still
+	}
+	s.feedAll(p)
 }
 
-// feedTri gives tri p with its trigraphs replaced.
-func (s *includeScan) feedTri(p []byte) {
-	if len(s.triHeld) > 0 {
-		p = append(s.triHeld, p...)
-		s.triHeld = nil
+// feedAll gives each reading started p.
+func (s *includeScan) feedAll(p []byte) {
+	s.plain.c.feed(p)
+	for _, r := range s.others {
+		if r.tri {
+			r.feedTri(p)
+		} else {
+			r.c.feed(p)
+		}
+	}
+}
+
+// feedTri gives r's lines p with its trigraphs replaced.
+func (r *cReading) feedTri(p []byte) {
+	if len(r.held) > 0 {
+		p = append(r.held, p...)
+		r.held = nil
 	}
 	n := trailingQuestions(p)
-	p, s.triHeld = p[:len(p)-n], append(s.triHeld, p[len(p)-n:]...)
+	p, r.held = p[:len(p)-n], append(r.held, p[len(p)-n:]...)
 	for len(p) > 0 {
 		i := trigraphAt(p)
 		if i < 0 {
-			s.tri.feed(p)
+			r.c.feed(p)
 			return
 		}
-		s.tri.feed(p[:i])
-		s.tri.feed([]byte{trigraphs[p[i+2]]})
+		r.c.feed(p[:i])
+		r.c.feed([]byte{trigraphs[p[i+2]]})
 		p = p[i+3:]
 	}
 }
 
 // finish ends the source.
 func (s *includeScan) finish() {
-	s.plain.feed(s.held)
-	s.plain.finish()
-	if s.tri != nil {
-		s.tri.feed(s.triHeld)
-		s.tri.finish()
+	held := s.held
+	s.held = nil
+	s.feedAll(held)
+	s.plain.c.finish()
+	for _, r := range s.others {
+		if r.tri {
+			r.c.feed(r.held)
+		}
+		r.c.finish()
 	}
 }

@@ -1,6 +1,7 @@
 package artifact
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -99,6 +100,8 @@ var cIncludeHostile = []struct {
 	{"long-include", "#include" + strings.Repeat(" ", maxDirectiveLine+1) + "<long1.h>\n", []string{"long1.h"}},
 	{"long-endif", "#if 0\n#endif " + strings.Repeat("x", maxDirectiveLine+1) + "\n#include <long2.h>\n", []string{"long2.h"}},
 	{"long-elif", "#if 0\n#elif " + strings.Repeat("1+", maxDirectiveLine/2) + "1\n#include <long3.h>\n#endif\n", []string{"long3.h"}},
+	{"in-raw-string", "const char *r = R\"x(\n#include <inraw.h>\n)x\";\n", []string{"inraw.h"}},
+	{"in-raw-string-tri", "??=define A 1\nconst char *r = R\"x(\n??=include <inraw2.h>\n/* )x\";\n#include <after-raw.h>\n*/\n", []string{"inraw2.h", "after-raw.h"}},
 	{"char-quote", "int c = '\\'';\n#include <cq.h>\n", []string{"cq.h"}},
 }
 
@@ -126,8 +129,8 @@ func TestParseIncludesHostile(t *testing.T) {
 }
 
 // parseIncludes follows every include gcc follows, in C as gcc reads it
-// by default and with trigraphs (-std=c11, which a recipe's CGO_CFLAGS
-// may give): for the headers of this machine and hostile sources, each
+// by default, with trigraphs and without raw strings (-std=c11, which a
+// recipe's CGO_CFLAGS may give) and with neither (-std=gnu89): for the headers of this machine and hostile sources, each
 // name gcc -M -MG lists as included directly is one the scanner gives
 // (it may give more, never fewer: one missed is a header out of the key,
 // its edit served the binary first built).
@@ -167,7 +170,13 @@ func TestParseIncludesCoversGcc(t *testing.T) {
 		}
 		incs := parseIncludes(string(src))
 		streamed := headerSource(p).cgo.includes
-		for _, std := range []string{"", "c11"} {
+		stds := []string{""}
+		if bytes.Contains(src, []byte("??")) || bytes.Contains(src, []byte(`R"`)) {
+			// Strict C reads trigraphs, and no raw strings; gnu89 reads
+			// neither.
+			stds = append(stds, "c11", "gnu89")
+		}
+		for _, std := range stds {
 			names := gccDirectIncludes(t, p, std)
 			if missed := includesCover(incs, names); missed != nil {
 				t.Errorf("%s (-std=%s): parseIncludes misses %q, which gcc includes", p, std, missed)
