@@ -3,9 +3,12 @@ package artifact
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pallet-dev/pallet/internal/platform"
 )
 
 // pcKeyFixture is a module whose cgo package includes foo.h through
@@ -52,5 +55,32 @@ func TestPkgConfigCflagsHangs(t *testing.T) {
 	_, _, err = g.Key(New(), nil)
 	if err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "mod", "main.go")+":7: #cgo pkg-config: ") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// The key asks pkg-config with the target go build gives it (GOARCH,
+// CC, ...), which a PKG_CONFIG for cross builds answers by: asked with
+// none, its answer named no target's directory, and the target's header
+// was out of the key.
+func TestModuleKeyCgoPkgConfigSeesTarget(t *testing.T) {
+	dir, g := pcKeyFixture(t, "echo \"-I$INC/$GOARCH\"\n")
+	writeTestFile(t, filepath.Join(dir, "inc", runtime.GOARCH, "foo.h"), "int foo;\n")
+	p, err := platform.Parse(runtime.GOOS + "/" + runtime.GOARCH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := New()
+	key := func() string {
+		t.Helper()
+		k, _, err := g.Key(f, &Request{Platform: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(k, "\n")
+	}
+	before := key()
+	writeTestFile(t, filepath.Join(dir, "inc", runtime.GOARCH, "foo.h"), "int foo2;\n")
+	if key() == before {
+		t.Errorf("inc/%s/foo.h, which pkg-config names for the target, edited: the key is as it was", runtime.GOARCH)
 	}
 }

@@ -60,7 +60,11 @@ func (g *Go) Key(f *Fetcher, r *Request) ([]string, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	sums, err := f.localModulesDigest(g.Module, g.Packages, g.cgoOn(), g.cgoEnv())
+	env := g.cgoEnv()
+	if r != nil {
+		env = g.cgoEnvOn(r.Platform)
+	}
+	sums, err := f.localModulesDigest(g.Module, g.Packages, g.cgoOn(), env)
 	if err != nil {
 		return nil, false, err
 	}
@@ -103,6 +107,22 @@ func (g *Go) cgoEnv() cgoEnvFlags {
 			out.cxxflags = splitEnvFlags(v)
 		}
 	}
+	return out
+}
+
+// cgoEnvOn is cgoEnv for g's build for p: pkg-config runs there with
+// the target go build gives it (GOOS, GOARCH, its level, CGO_ENABLED,
+// CC), which a PKG_CONFIG made for cross builds answers by; run with
+// the host's, it named another target's directories, and the key held
+// none of the headers the build compiled with.
+func (g *Go) cgoEnvOn(p platform.Platform) cgoEnvFlags {
+	out := g.cgoEnv()
+	env := append(environWithout(buildKnobs, gitRepoEnv), p.GoEnv()...)
+	env = append(env, "CGO_ENABLED=1")
+	if g.CC != "" {
+		env = append(env, "CC="+g.CC)
+	}
+	out.environ = append(env, g.Env...)
 	return out
 }
 
@@ -253,10 +273,11 @@ func (f *Fetcher) goBuild(ctx context.Context, r *Request, g *Go, dir string, wo
 	if g.cgoOn() {
 		// A local module's key found them a moment ago; a checkout,
 		// an unpacked module, has no key of its own to have.
-		reads := f.keyedReads(dir, g.Packages, g.cgoEnv())
+		cenv := g.cgoEnvOn(r.Platform)
+		reads := f.keyedReads(dir, g.Packages, cenv)
 		var err error
 		if reads == nil {
-			reads, err = f.cgoHeadersRead(dir, g.Packages, g.cgoEnv())
+			reads, err = f.cgoHeadersRead(dir, g.Packages, cenv)
 		}
 		if err == nil {
 			run.cgoHeaders, err = f.cgoHeadersDigest(reads, g, r.Platform)
