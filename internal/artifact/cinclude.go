@@ -37,6 +37,9 @@ type cLines struct {
 	// held is the count of white-space bytes after a backslash held to
 	// see whether a newline follows, -1 for none.
 	held int
+	// cr: the last byte was a CR, ending a line; a LF after it ends
+	// no other.
+	cr bool
 	// identLen is the length of the identifier just before, tail its
 	// last bytes: R, u8R, uR, UR or LR before '"' starts a raw string.
 	identLen int
@@ -79,16 +82,19 @@ func (c *cLines) feed(p []byte) {
 			var stop string
 			switch {
 			case c.state == cCode && !c.lead && !c.directive:
-				stop = "/\"'\\\n"
+				stop = "/\"'\\\n\r"
 			case c.state == cBlockComment && !c.star:
-				stop = "*\\\n"
+				stop = "*\\\n\r"
 			case c.state == cLineComment:
-				stop = "\\\n"
+				stop = "\\\n\r"
 			}
 			if stop != "" {
 				i := bytes.IndexAny(p, stop)
 				if i < 0 {
 					i = len(p)
+				}
+				if i > 0 {
+					c.cr = false
 				}
 				if c.state == cCode {
 					c.skipped(p[:i])
@@ -135,6 +141,12 @@ func (c *cLines) finish() {
 }
 
 func (c *cLines) byte(b byte) {
+	if c.cr {
+		c.cr = false
+		if b == '\n' {
+			return // the CR's line end, written CRLF
+		}
+	}
 	// A raw string takes its text as written: no backslash joins lines.
 	if c.state == cRawDelim || c.state == cRawBody {
 		c.raw(b)
@@ -142,11 +154,11 @@ func (c *cLines) byte(b byte) {
 	}
 	if c.held >= 0 {
 		switch b {
-		case ' ', '\t', '\f', '\v', '\r':
+		case ' ', '\t', '\f', '\v':
 			c.held++
 			return
-		case '\n':
-			c.held = -1
+		case '\n', '\r':
+			c.held, c.cr = -1, b == '\r'
 			return
 		}
 		c.flushHeld()
@@ -154,8 +166,11 @@ func (c *cLines) byte(b byte) {
 	switch b {
 	case '\\':
 		c.held = 0
-	case '\n':
+	case '\n', '\r':
+		// gcc ends a line at CR alone as well (old Mac files): the
+		// next #include was read as part of the line before.
 		c.newline()
+		c.cr = b == '\r'
 	default:
 		c.step(b)
 	}
@@ -286,7 +301,7 @@ func (c *cLines) raw(b byte) {
 		switch {
 		case b == '(':
 			c.state, c.match = cRawBody, -1
-		case len(c.delim) == 16 || b == ' ' || b == ')' || b == '\\' || b == '\t' || b == '\v' || b == '\f' || b == '\n':
+		case len(c.delim) == 16 || b == ' ' || b == ')' || b == '\\' || b == '\t' || b == '\v' || b == '\f' || b == '\n' || b == '\r':
 			c.state = cString
 			c.byte(b)
 			return

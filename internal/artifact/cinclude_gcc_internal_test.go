@@ -102,6 +102,8 @@ var cIncludeHostile = []struct {
 	{"long-elif", "#if 0\n#elif " + strings.Repeat("1+", maxDirectiveLine/2) + "1\n#include <long3.h>\n#endif\n", []string{"long3.h"}},
 	{"in-raw-string", "const char *r = R\"x(\n#include <inraw.h>\n)x\";\n", []string{"inraw.h"}},
 	{"in-raw-string-tri", "??=define A 1\nconst char *r = R\"x(\n??=include <inraw2.h>\n/* )x\";\n#include <after-raw.h>\n*/\n", []string{"inraw2.h", "after-raw.h"}},
+	{"cr-alone", "#define A 1\r#include <cr1.h>\rint x; /* a \\\r*/\r#include <cr2.h>\r// c \\\r\n#include <no.h>\r\n#include <cr3.h>", []string{"cr1.h", "cr2.h", "cr3.h"}},
+	{"cr-raw-delim", "const char *r = R\"ab\r#include <crr.h>\r", []string{"crr.h"}},
 	{"char-quote", "int c = '\\'';\n#include <cq.h>\n", []string{"cq.h"}},
 }
 
