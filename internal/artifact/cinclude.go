@@ -498,6 +498,37 @@ func trigraphAt(p []byte) int {
 	}
 }
 
+// rawAt is the index in p of the R of its first R" (or R\, a line
+// joined before the quote) that may start a raw string (R, u8R, uR, UR
+// or LR its identifier, as far as p shows), -1 for none: "ERROR" starts
+// none, and the source is read once more only where one may start.
+func rawAt(p []byte) int {
+	for i := 0; ; i++ {
+		j := bytes.Index(p[i:], []byte(`R"`))
+		if k := bytes.Index(p[i:], []byte(`R\`)); k >= 0 && (j < 0 || k < j) {
+			j = k
+		}
+		if j < 0 {
+			return -1
+		}
+		i += j
+		k := i // the identifier's start, as far as p shows it
+		for k > 0 && i-k < 3 && isIdentByte(p[k-1]) {
+			k--
+		}
+		if k == 0 && i < 3 {
+			return i // what comes before is not in p
+		}
+		if k > 0 && isIdentByte(p[k-1]) {
+			continue // longer than any prefix
+		}
+		switch string(p[k:i]) {
+		case "", "u8", "u", "U", "L":
+			return i
+		}
+	}
+}
+
 // trailingQuestions is how many of p's last bytes, at most 2, are '?'.
 func trailingQuestions(p []byte) int {
 	n := 0
@@ -520,7 +551,7 @@ func (s *includeScan) feed(p []byte) {
 		p, s.held = p[:len(p)-n], append(s.held, p[len(p)-n:]...)
 	}
 	for len(s.pending) > 0 {
-		atTri, atRaw := trigraphAt(p), bytes.Index(p, []byte(`R"`))
+		atTri, atRaw := trigraphAt(p), rawAt(p)
 		parts := func(m cMode) int {
 			at := -1
 			for _, i := range []int{atTri, atRaw} {

@@ -104,6 +104,8 @@ var cIncludeHostile = []struct {
 	{"in-raw-string-tri", "??=define A 1\nconst char *r = R\"x(\n??=include <inraw2.h>\n/* )x\";\n#include <after-raw.h>\n*/\n", []string{"inraw2.h", "after-raw.h"}},
 	{"cr-alone", "#define A 1\r#include <cr1.h>\rint x; /* a \\\r*/\r#include <cr2.h>\r// c \\\r\n#include <no.h>\r\n#include <cr3.h>", []string{"cr1.h", "cr2.h", "cr3.h"}},
 	{"cr-raw-delim", "const char *r = R\"ab\r#include <crr.h>\r", []string{"crr.h"}},
+	{"raw-after-error", "const char *e = \"ERROR\", *r = R\"x(\n#include <inraw3.h>\n)x\";\n", []string{"inraw3.h"}},
+	{"raw-joined", "const char *r = u8R\\\n\"x(\n#include <inraw4.h>\n)x\";\n", []string{"inraw4.h"}},
 	{"char-quote", "int c = '\\'';\n#include <cq.h>\n", []string{"cq.h"}},
 }
 
@@ -186,6 +188,27 @@ func TestParseIncludesCoversGcc(t *testing.T) {
 			if missed := includesCover(streamed, names); missed != nil {
 				t.Errorf("%s (-std=%s): headerSource misses %q, which gcc includes", p, std, missed)
 			}
+		}
+	}
+}
+
+// The source is read once more without raw strings only from an R"
+// that may start one: a string ending in R ("ERROR") starts none.
+func TestRawAt(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want int
+	}{
+		{`x = "ERROR";`, -1},
+		{`x = fooR"(`, -1},
+		{`x = R"(`, 4},
+		{`x = "ERROR", LR"(`, 14},
+		{" u8R\\\n\"(", 3},
+		{`R"(`, 0},
+		{`xR"(`, 1}, // what precedes it is not here
+	} {
+		if got := rawAt([]byte(c.in)); got != c.want {
+			t.Errorf("rawAt(%q) = %d, want %d", c.in, got, c.want)
 		}
 	}
 }
