@@ -67,7 +67,7 @@ func (o *Output) Write(p []byte) (int, error) {
 func (o *Output) Over() bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return len(o.tail) > 0
+	return len(o.tail) > 0 || o.dropped > 0
 }
 
 // Bytes is all that came, when Over is false; else the first Max bytes.

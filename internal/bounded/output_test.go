@@ -49,6 +49,18 @@ func TestOutputKeepsHeadAndTail(t *testing.T) {
 	}
 }
 
+// An Output of Max 0 keeps nothing and says so once anything comes.
+func TestOutputZeroMax(t *testing.T) {
+	o := &Output{}
+	if o.Over() {
+		t.Fatal("Over before any write")
+	}
+	o.Write([]byte("x"))
+	if !o.Over() || len(o.Bytes()) != 0 {
+		t.Fatalf("Max 0 after a byte: Over %v, Bytes %q; want over, nothing kept", o.Over(), o.Bytes())
+	}
+}
+
 // A command's stdout and stderr may write at once.
 func TestOutputConcurrentWrites(t *testing.T) {
 	o := &Output{Max: 100}
