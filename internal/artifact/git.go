@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	"github.com/pallet-dev/pallet/internal/archive"
+	"github.com/pallet-dev/pallet/internal/bounded"
 	"github.com/pallet-dev/pallet/internal/transfer"
 )
 
@@ -338,13 +339,26 @@ func repoKey(repo string) string {
 
 func git(ctx context.Context, dir string, args ...string) (string, error) {
 	cmd := gitCommand(ctx, dir, args...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	stdout, stderr := &bounded.Output{Max: maxCommandOutput}, &bounded.Output{Max: maxCommandComplaint}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("git %s: %w: %s", shellJoin(args), err, strings.TrimSpace(stderr.String()))
 	}
-	return strings.TrimSpace(stdout.String()), nil
+	if stdout.Over() {
+		return "", fmt.Errorf("git %s: over %d bytes of output", shellJoin(args), maxCommandOutput)
+	}
+	return strings.TrimSpace(string(stdout.Bytes())), nil
 }
+
+// maxCommandOutput bounds what pallet reads of a command's standard
+// output to parse it (git ls-files of a large repository, go list -deps
+// -json of a large module: a few megabytes); maxCommandComplaint what it
+// keeps of its standard error, or of a build's chatter, to quote when it
+// fails. A command printing without end is held to them, not to memory.
+const (
+	maxCommandOutput    = 64 << 20
+	maxCommandComplaint = 64 << 10
+)
 
 // checkTreeSize refuses a commit whose files, checked out, would pass
 // the limits an archive's extraction keeps: their bytes and their number.
@@ -405,8 +419,8 @@ func gitStream(ctx context.Context, dir string, stdin io.Reader, read func(io.Re
 	defer cancel()
 	cmd := gitCommand(ctx, dir, args...)
 	cmd.Stdin = stdin
-	var errOut bytes.Buffer
-	cmd.Stderr = &errOut
+	errOut := &bounded.Output{Max: maxCommandComplaint}
+	cmd.Stderr = errOut
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return err, "", nil

@@ -1,7 +1,6 @@
 package artifact
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -81,8 +80,8 @@ func tagCheckout(ctx context.Context, src, moduleDir, dirOnDisk string, g gitRef
 	fmt.Fprintf(&input, "update %s %s\n", tagRef, g.Commit)
 	cmd := gitCommand(ctx, src, "update-ref", "--stdin")
 	cmd.Stdin = strings.NewReader(input.String())
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	stderr := &bounded.Output{Max: maxCommandComplaint}
+	cmd.Stderr = stderr
 	if err := cmd.Run(); err != nil {
 		return false, fmt.Errorf("%s: tagging the checkout %s: %w: %s", g.Repo, g.Tag, err, strings.TrimSpace(stderr.String()))
 	}

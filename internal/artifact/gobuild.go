@@ -1,7 +1,6 @@
 package artifact
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -432,9 +431,11 @@ func (f *Fetcher) runGo(ctx context.Context, r *Request, g *Go, run goRun) (*Res
 		}
 		cmd.Env = append(slices.Clip(env), "CC="+cc+" -D"+cgoHeadersMacro+"="+run.cgoHeaders)
 	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	cmd.Stdout = &stderr
+	// What the build prints is quoted when it fails: its beginning and
+	// its end (-gcflags=-m prints a line per compiler decision).
+	stderr := &bounded.Output{Max: maxCommandComplaint}
+	cmd.Stderr = stderr
+	cmd.Stdout = stderr
 	// Which toolchain the build uses, and its GOROOT (where its licence
 	// is, Result.GoRoot), are asked while it runs, not after: go env
 	// takes 4-6 ms on an idle machine and 10-30 ms on a busy one, which

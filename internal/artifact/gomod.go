@@ -1,7 +1,6 @@
 package artifact
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +13,7 @@ import (
 	"golang.org/x/mod/module"
 	modzip "golang.org/x/mod/zip"
 
+	"github.com/pallet-dev/pallet/internal/bounded"
 	"github.com/pallet-dev/pallet/internal/modhash"
 	"github.com/pallet-dev/pallet/internal/platform"
 )
@@ -230,8 +230,8 @@ func (m modulePin) download(ctx context.Context, f *Fetcher, env []string, dir s
 	cmd := Command(ctx, "go", "mod", "download", "-json", m.ref())
 	cmd.Dir = dir
 	cmd.Env = env
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	stdout, stderr := &bounded.Output{Max: maxCommandOutput}, &bounded.Output{Max: maxCommandComplaint}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
 	runErr := cmd.Run()
 	var info struct {
 		Zip, Dir, Error string

@@ -22,6 +22,7 @@ import (
 
 	"golang.org/x/mod/module"
 
+	"github.com/pallet-dev/pallet/internal/bounded"
 	"github.com/pallet-dev/pallet/internal/platform"
 	"github.com/pallet-dev/pallet/internal/tempfile"
 )
@@ -259,10 +260,13 @@ func (f *Fetcher) mirrorGoModules(ctx context.Context, dir string, p platform.Pl
 	cmd := Command(ctx, "go", args...)
 	cmd.Dir = moduleDir
 	cmd.Env = env
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	stdout, stderr := &bounded.Output{Max: maxCommandOutput}, &bounded.Output{Max: maxCommandComplaint}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("go %s (in %s, %s): %w\n%s", shellJoin(args), g.Module, p, err, f.explainGo(strings.TrimSpace(stderr.String())))
+	}
+	if stdout.Over() {
+		return fmt.Errorf("go %s (in %s, %s): over %d bytes of output", shellJoin(args), g.Module, p, maxCommandOutput)
 	}
 	mods, err := packageModules(stdout.Bytes())
 	if err != nil {
@@ -399,8 +403,10 @@ func downloadModules(ctx context.Context, env []string, mods []module.Version) e
 		cmd := Command(ctx, "go", args...)
 		cmd.Dir = tmp
 		cmd.Env = env
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("go mod download: %w\n%s", err, strings.TrimSpace(string(out)))
+		out := &bounded.Output{Max: maxCommandComplaint}
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("go mod download: %w\n%s", err, strings.TrimSpace(out.String()))
 		}
 	}
 	return nil
