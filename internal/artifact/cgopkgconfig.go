@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/pallet-dev/pallet/internal/bounded"
 )
 
 // pkgConfigTimeout bounds each pkg-config a key runs: one that hangs (a
@@ -45,7 +47,7 @@ func pkgConfigCflags(dir string, args []string, environ []string) (string, error
 	cmdArgs := append(append(append([]string{"--cflags"}, flags...), "--"), pkgs...)
 	cmd := Command(ctx, name, cmdArgs...)
 	cmd.Dir, cmd.Env = dir, environ
-	out := &cappedBuffer{max: maxPkgConfigAnswer}
+	out := &bounded.Output{Max: maxPkgConfigAnswer}
 	cmd.Stdout = out
 	err := cmd.Run()
 	if errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState != nil && cmd.ProcessState.Success() {
@@ -59,28 +61,12 @@ func pkgConfigCflags(dir string, args []string, environ []string) (string, error
 	switch {
 	case ctx.Err() != nil:
 		return "", fmt.Errorf("%s did not answer within %v", said, pkgConfigTimeout)
-	case out.over:
+	case out.Over():
 		return "", fmt.Errorf("%s answered more than %d bytes", said, maxPkgConfigAnswer)
 	case err != nil:
 		return "", nil
 	}
-	return string(bytes.TrimSpace(out.buf.Bytes())), nil
-}
-
-// cappedBuffer keeps up to max bytes of what is written to it, and
-// whether more came.
-type cappedBuffer struct {
-	buf  bytes.Buffer
-	max  int
-	over bool
-}
-
-func (c *cappedBuffer) Write(p []byte) (int, error) {
-	if c.buf.Len()+len(p) > c.max {
-		c.over = true
-		return len(p), nil
-	}
-	return c.buf.Write(p)
+	return string(bytes.TrimSpace(out.Bytes())), nil
 }
 
 // splitShellWords splits pkg-config's answer as the go command does

@@ -16,6 +16,9 @@ import (
 // at once.
 type Output struct {
 	Max int
+	// OnOver, when set, is called once, as the first byte past Max
+	// comes: to stop a command that would print without end.
+	OnOver func()
 
 	mu      sync.Mutex
 	head    []byte
@@ -40,6 +43,9 @@ func (o *Output) Write(p []byte) (int, error) {
 	}
 	if len(p) == 0 {
 		return n, nil
+	}
+	if o.OnOver != nil && len(o.tail) == 0 && o.dropped == 0 {
+		o.OnOver()
 	}
 	if len(p) > tailMax {
 		o.dropped += int64(len(o.tail) + len(p) - tailMax)

@@ -49,6 +49,21 @@ func TestOutputKeepsHeadAndTail(t *testing.T) {
 	}
 }
 
+// OnOver is called once, when the first byte past Max comes.
+func TestOutputOnOver(t *testing.T) {
+	calls := 0
+	o := &Output{Max: 4, OnOver: func() { calls++ }}
+	o.Write([]byte("abcd"))
+	if calls != 0 {
+		t.Fatalf("OnOver called %d times within Max", calls)
+	}
+	o.Write([]byte("e"))
+	o.Write([]byte("fghijklmnopqrstuvwxyz"))
+	if calls != 1 {
+		t.Fatalf("OnOver called %d times past Max, want once", calls)
+	}
+}
+
 // An Output of Max 0 keeps nothing and says so once anything comes.
 func TestOutputZeroMax(t *testing.T) {
 	o := &Output{}

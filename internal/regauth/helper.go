@@ -21,6 +21,8 @@ import (
 	helpercreds "github.com/docker/docker-credential-helpers/credentials"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/pallet-dev/pallet/internal/bounded"
 )
 
 // maxHelperOutput bounds what a credential helper may print: an answer
@@ -188,9 +190,9 @@ func helperRun(ctx context.Context, helper, action, key string, input io.Reader,
 	cmd.Stdin = input
 	// An answer past the bound ends the helper at once: one printing
 	// without end would otherwise run to the stall bound.
-	stdout := capBuffer{limit: maxHelperOutput, onOver: cancel}
-	stderr := capBuffer{limit: maxHelperStderr}
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	stdout := &bounded.Output{Max: maxHelperOutput, OnOver: cancel}
+	stderr := &bounded.Output{Max: maxHelperStderr}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.WaitDelay = helperWaitDelay
 	runErr := cmd.Run()
 	// A helper that exited 0 has answered, though a child it started (an
@@ -199,7 +201,7 @@ func helperRun(ctx context.Context, helper, action, key string, input io.Reader,
 	if errors.Is(runErr, exec.ErrWaitDelay) && cmd.ProcessState != nil && cmd.ProcessState.Success() {
 		runErr = nil
 	}
-	out = stdout.buf.Bytes()
+	out = stdout.Bytes()
 	// A helper's debugging may echo the credentials it was given or
 	// answered with, and the error goes to CI logs.
 	secrets := []string{secret}
@@ -208,13 +210,13 @@ func helperRun(ctx context.Context, helper, action, key string, input io.Reader,
 		secrets = append(secrets, answered.Secret)
 	}
 	fail := func(what string) error {
-		if s := hideSecrets(strings.TrimSpace(stderr.buf.String()), secrets...); s != "" {
+		if s := hideSecrets(strings.TrimSpace(stderr.String()), secrets...); s != "" {
 			what += ": " + s
 		}
 		return fmt.Errorf("credentials for %s: credential helper %s %s: %s", key, prog, action, what)
 	}
 	switch {
-	case stdout.over:
+	case stdout.Over():
 		return nil, false, fail(fmt.Sprintf("printed over the %d bytes of an answer", maxHelperOutput))
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return nil, false, fail(fmt.Sprintf("gave no answer in %s (%s)", limit, bound))
@@ -281,26 +283,4 @@ func withOutput(err error, out []byte) error {
 		return fmt.Errorf("%w: %s", err, s)
 	}
 	return err
-}
-
-// capBuffer keeps the first limit bytes written to it, notes whether
-// there were more and calls onOver (if set) the first time; it takes the
-// rest without keeping it.
-type capBuffer struct {
-	buf    bytes.Buffer
-	limit  int
-	over   bool
-	onOver func()
-}
-
-func (c *capBuffer) Write(p []byte) (int, error) {
-	if room := c.limit - c.buf.Len(); room < len(p) {
-		c.buf.Write(p[:max(room, 0)])
-		if !c.over && c.onOver != nil {
-			c.onOver()
-		}
-		c.over = true
-		return len(p), nil
-	}
-	return c.buf.Write(p)
 }
