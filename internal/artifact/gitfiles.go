@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/pallet-dev/pallet/internal/archive"
+	"github.com/pallet-dev/pallet/internal/suggest"
 	"github.com/pallet-dev/pallet/internal/tree"
 )
 
@@ -226,7 +227,7 @@ func nearIn(rt *os.Root, p string) string {
 	}
 	dist := make(map[string]int, len(names))
 	for _, n := range names {
-		dist[n] = editDistance(strings.ToLower(n), strings.ToLower(missing))
+		dist[n] = suggest.Distance(strings.ToLower(n), strings.ToLower(missing))
 	}
 	slices.SortFunc(names, func(a, b string) int {
 		if c := dist[a] - dist[b]; c != 0 {
@@ -242,27 +243,6 @@ func nearIn(rt *os.Root, p string) string {
 		names[i] = path.Join(dir, n)
 	}
 	return " (nearest: " + strings.Join(names, ", ") + more + ")"
-}
-
-// editDistance is the Levenshtein distance between a and b, by bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // CleanRepoPath checks a path into a repository as a recipe gives it

@@ -16,7 +16,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode"
 
 	"golang.org/x/mod/modfile"
 
@@ -501,7 +500,7 @@ func parsePreamble(text string) cgoPreamble {
 		}
 		// A line go build cannot split fails its build: what the key
 		// makes of it matters to none.
-		args := splitCgoFlags(flags)
+		args := quoted.SplitCgo(flags)
 		switch fields[len(fields)-1] {
 		case "CPPFLAGS":
 			out.cppflags = append(out.cppflags, args...)
@@ -512,51 +511,6 @@ func parsePreamble(text string) cgoPreamble {
 		case "pkg-config":
 			out.pkgconfig = append(out.pkgconfig, args...)
 		}
-	}
-	return out
-}
-
-// splitCgoFlags splits the flags of a #cgo line as go build does (go/build
-// splitQuoted): at runs of white space, but not within single or double
-// quotes, which are taken out; a backslash takes the next character as
-// it is. strings.Fields made two of -I"${SRCDIR}/../my inc", and the key
-// looked for headers in neither.
-func splitCgoFlags(s string) []string {
-	var (
-		out     []string
-		arg     strings.Builder
-		started bool // an argument is open, if only "" so far
-		quote   rune
-		escaped bool
-	)
-	for _, r := range s {
-		switch {
-		case escaped:
-			escaped = false
-		case r == '\\':
-			escaped = true
-			continue
-		case quote != 0:
-			if r == quote {
-				quote = 0
-				continue
-			}
-		case r == '"' || r == '\'':
-			quote, started = r, true
-			continue
-		case unicode.IsSpace(r):
-			if started {
-				out = append(out, arg.String())
-				arg.Reset()
-				started = false
-			}
-			continue
-		}
-		arg.WriteRune(r)
-		started = true
-	}
-	if started {
-		out = append(out, arg.String())
 	}
 	return out
 }
@@ -845,7 +799,7 @@ func (f *Fetcher) cgoHeaders(walks []*moduleWalk, pkgs map[string]*cgoPackage, e
 				return fmt.Errorf("go module %s: %s: #cgo pkg-config: %w", walks[pkg.walk].dir, pcAt, err)
 			}
 			pc[pkg.walk] += strings.Join(pcArgs, " ") + "\x00" + answer + "\n"
-			cpp = append(cpp, splitShellWords(answer)...)
+			cpp = append(cpp, quoted.SplitPkgConfig(answer)...)
 		}
 		search := map[string]cgoSearch{
 			"c":   cgoSearchOf(dir, slices.Concat(env.cppflags, cpp, env.cflags, c)),

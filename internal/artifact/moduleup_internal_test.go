@@ -198,25 +198,6 @@ func TestParsePreamble(t *testing.T) {
 	}
 }
 
-// splitCgoFlags splits as go/build does: quotes group and are taken out,
-// a backslash takes the next character as it is, "" is an argument.
-func TestSplitCgoFlags(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		want []string
-	}{
-		{"", nil},
-		{"  -O2\t-g ", []string{"-O2", "-g"}},
-		{`a b:"c d" 'e''f'  "g\""`, []string{"a", "b:c d", "ef", `g"`}},
-		{`-I"x y" "" z`, []string{"-Ix y", "", "z"}},
-		{`a\ b 'c"d'`, []string{"a b", `c"d`}},
-	} {
-		if got := splitCgoFlags(c.in); !slices.Equal(got, c.want) {
-			t.Errorf("splitCgoFlags(%q) = %q, want %q", c.in, got, c.want)
-		}
-	}
-}
-
 // The headers outside a module that its cgo package reads are in its key
 // with no link up to them: through "../" in an #include or in a #cgo
 // flag's directory, included by a .c or .cc file of the package as well
@@ -595,24 +576,5 @@ func TestModuleKeyCgoPkgConfig(t *testing.T) {
 	}
 	if d1 == d2 {
 		t.Error("foo.pc's Cflags edited: what go build's cache is told is as it was")
-	}
-}
-
-// pkg-config's answer is split as a shell would split it, as go build
-// splits it.
-func TestSplitShellWords(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		want []string
-	}{
-		{"", nil},
-		{"-I/a -DX=1", []string{"-I/a", "-DX=1"}},
-		{`-I/a\ b '-I/c d' "-I/e f" -D"X=\"y\"" -DZ=\q ""`, []string{"-I/a b", "-I/c d", "-I/e f", `-DX="y"`, "-DZ=q", ""}},
-		{`"a\b"`, []string{`a\b`}},
-		{`'a`, nil},
-	} {
-		if got := splitShellWords(c.in); !slices.Equal(got, c.want) {
-			t.Errorf("splitShellWords(%q) = %q, want %q", c.in, got, c.want)
-		}
 	}
 }
