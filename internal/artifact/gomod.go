@@ -273,7 +273,9 @@ func (m modulePin) verify(zipFile string) error {
 		return err
 	}
 	if got != m.Sum {
-		return fmt.Errorf("module %s: go.sum hash mismatch: the recipe pins %s, the module downloaded has %s", m.ref(), m.Sum, got)
+		// Blamed on the sum: line, as a download's sha256 is: the
+		// section's line names the module, not the pin that is wrong.
+		return blame("sha256", fmt.Errorf("module %s: go.sum hash mismatch: the recipe pins %s, the module downloaded has %s; once you know why they differ, pallet lock --update re-pins it", m.ref(), m.Sum, got))
 	}
 	return nil
 }
