@@ -232,6 +232,28 @@ func (g *Go) moduleIn(src string) (string, error) {
 	return dir, nil
 }
 
+// withoutDotHint asks, for each package g names without ./ that go build
+// said is not in std (it reads cmd/x as an import path, and one without a
+// dot as the standard library's) and that is a directory of the module in
+// dir, whether ./ was meant. The recipe cannot refuse cmd/x itself: a
+// local module's path may lack a dot, and then cmd/x may be its own.
+func (g *Go) withoutDotHint(dir, msg string) string {
+	var hints []string
+	for _, pkg := range g.Packages {
+		if isPathPattern(pkg) || strings.Contains(pkg, "...") || !filepath.IsLocal(filepath.FromSlash(pkg)) {
+			continue
+		}
+		if !strings.Contains(msg, "package "+pkg+" is not in std") {
+			continue
+		}
+		if fi, err := os.Stat(filepath.Join(dir, filepath.FromSlash(pkg))); err != nil || !fi.IsDir() {
+			continue
+		}
+		hints = append(hints, fmt.Sprintf("packages: go reads %s, without ./, as the standard library's import path; the module has a directory %s: did you mean ./%s?", pkg, pkg, pkg))
+	}
+	return strings.Join(hints, "\n")
+}
+
 // isPathPattern says whether a go build argument names a directory or
 // file by path (".", "./cmd/x", "./...", "../y"), not by import path.
 func isPathPattern(pkg string) bool {
@@ -466,7 +488,12 @@ func (f *Fetcher) runGo(ctx context.Context, r *Request, g *Go, run goRun) (*Res
 		return nil, fmt.Errorf("go %s stopped (%v): %w", args[0], context.Cause(ctx), ctx.Err())
 	}
 	if err != nil {
-		return nil, fmt.Errorf("go %s (in %s, %s): %w\n%s", shellJoin(args), dir, r.Platform, err, f.explainGo(strings.TrimSpace(stderr.String())))
+		msg := strings.TrimSpace(stderr.String())
+		err = fmt.Errorf("go %s (in %s, %s): %w\n%s", shellJoin(args), dir, r.Platform, err, f.explainGo(msg))
+		if hint := g.withoutDotHint(dir, msg); hint != "" {
+			return nil, blame("packages", fmt.Errorf("%w\n%s", err, hint))
+		}
+		return nil, err
 	}
 	if tc.err != nil {
 		return nil, tc.err
