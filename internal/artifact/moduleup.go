@@ -517,17 +517,43 @@ func parsePreamble(text string) cgoPreamble {
 
 // parseIncludes lists the #include (#include_next, #import) lines of C
 // source text, as includeScan leaves them, each once.
-func parseIncludes(text string) (out []cInclude) {
-	seen := map[cInclude]bool{}
-	c := newIncludeScan(func(line []byte) {
-		if inc, ok := includeOf(string(line)); ok && !seen[inc] {
-			seen[inc] = true
-			out = append(out, inc)
-		}
-	})
+func parseIncludes(text string) []cInclude {
+	var got includeSet
+	c := newIncludeScan(got.line)
 	c.feed([]byte(text))
 	c.finish()
-	return out
+	return got.includes
+}
+
+// includeSet gathers the includes of the directive lines an includeScan
+// gives, each once, and no more than the key may read files: a file of a
+// gigabyte may say one include millions of times, and each was held and
+// queued, gigabytes for a header of 30 MB. followIncludes refuses one of
+// more than maxKeyFiles.
+type includeSet struct {
+	includes []cInclude
+	seen     map[cInclude]bool
+	// said are the lines that gave includes: a line said again is not
+	// parsed again.
+	said map[string]bool
+}
+
+func (s *includeSet) line(line []byte) {
+	if len(s.includes) > maxKeyFiles || s.said[string(line)] {
+		return
+	}
+	inc, ok := includeOf(string(line))
+	if !ok {
+		return
+	}
+	if s.seen == nil {
+		s.seen, s.said = map[cInclude]bool{}, map[string]bool{}
+	}
+	s.said[string(line)] = true
+	if !s.seen[inc] {
+		s.seen[inc] = true
+		s.includes = append(s.includes, inc)
+	}
 }
 
 // includeOf reads a directive line: what it includes, if it is an
@@ -582,29 +608,8 @@ func headerSource(p string) goSource {
 		return goSource{}
 	}
 	defer f.Close()
-	// Each include once, and no more than the key may read files: a
-	// file of a gigabyte may say one include millions of times, and
-	// each was held and queued, gigabytes for a header of 30 MB.
-	// followIncludes refuses one of more than maxKeyFiles.
-	var includes []cInclude
-	seen := map[cInclude]bool{}
-	// The lines that gave includes: a line said again is not parsed
-	// again.
-	said := map[string]bool{}
-	c := newIncludeScan(func(line []byte) {
-		if len(includes) > maxKeyFiles || said[string(line)] {
-			return
-		}
-		inc, ok := includeOf(string(line))
-		if !ok {
-			return
-		}
-		said[string(line)] = true
-		if !seen[inc] {
-			seen[inc] = true
-			includes = append(includes, inc)
-		}
-	})
+	var got includeSet
+	c := newIncludeScan(got.line)
 	buf := make([]byte, 64<<10)
 	for {
 		n, err := f.Read(buf)
@@ -617,7 +622,7 @@ func headerSource(p string) goSource {
 		}
 	}
 	c.finish()
-	return goSource{cgo: &cgoPreamble{includes: includes}}
+	return goSource{cgo: &cgoPreamble{includes: got.includes}}
 }
 
 // cgoPackage is a package directory of cgo files, found by walks[walk].
