@@ -328,11 +328,19 @@ func (b *builder) cachedView(img v1.Image, fact string, baseView func(img v1.Ima
 		view = v
 		return err == nil
 	}
-	if _, err := b.cache.ContentFact(fact, key, valid, read); err != nil {
+	if _, err := b.cache.ContentFactUpTo(fact, key, maxViewFact, valid, read); err != nil {
 		return nil, err
 	}
 	return view, nil
 }
+
+// maxViewFact bounds a base's view as the cache keeps it. A view grows
+// with the base: a servercore-sized Windows base of 100,000 directories
+// takes some 23 MB, a large Linux one some megabytes, where the cache's
+// bound for other facts is 4 MiB: such a base was read whole again, every
+// layer decompressed, at every build. The view is in memory whole as it
+// is derived, so keeping it costs only disk.
+const maxViewFact = 256 << 20
 
 // encodeView is v as the cache keeps it: a line per link ("L PATH
 // TARGET", or "K PATH TARGET" for one that leads to a file), per directory ("D MODE UID GID PATH") and per file ("F

@@ -11,9 +11,9 @@ import (
 	"github.com/pallet-dev/pallet/internal/tempfile"
 )
 
-// maxFact bounds a remembered fact: a few identifiers and numbers, or
-// what a base image holds that placing depends on (its directories and
-// links: some thousands, in tens or hundreds of kilobytes).
+// maxFact bounds a remembered fact: a few identifiers and numbers, or a
+// classification of some licence texts. A base's view, which grows with
+// the base, is kept under ContentFactUpTo's own bound.
 const maxFact = 4 << 20
 
 // ContentFact returns derive(), a fact named fact about the content whose
@@ -26,11 +26,19 @@ const maxFact = 4 << 20
 // one it wrote. With valid, a kept fact valid refuses is said, derived
 // again and replaced.
 func (c *Cache) ContentFact(fact, sum string, valid func(string) bool, derive func() (string, error)) (string, error) {
+	return c.ContentFactUpTo(fact, sum, maxFact, valid, derive)
+}
+
+// ContentFactUpTo is ContentFact for a fact of up to max bytes, kept and
+// read back within that bound: what derive returns is already in memory
+// whole, so the bound is of the disk the fact takes and of what a
+// damaged or foreign file can make a build read.
+func (c *Cache) ContentFactUpTo(fact, sum string, max int64, valid func(string) bool, derive func() (string, error)) (string, error) {
 	if !isSHA256Hex(sum) || !filepath.IsLocal(fact) || filepath.Base(fact) != fact {
 		return "", fmt.Errorf("cache: fact %q about %q: not a fact name and a sha256", fact, sum)
 	}
 	p := filepath.Join(c.dir, "facts", fact, sum[:2], sum)
-	if data, err := bounded.ReadFile(p, maxFact); err == nil {
+	if data, err := bounded.ReadFile(p, max); err == nil {
 		if valid == nil || valid(string(data)) {
 			return string(data), nil
 		}
@@ -42,8 +50,8 @@ func (c *Cache) ContentFact(fact, sum string, valid func(string) bool, derive fu
 	if err != nil {
 		return "", err
 	}
-	if len(v) > maxFact {
-		c.warn("cache: fact %s is %d bytes, over the %d kept: derived again at every build", p, len(v), maxFact)
+	if int64(len(v)) > max {
+		c.warn("cache: fact %s is %d bytes, over the %d kept: derived again at every build", p, len(v), max)
 	} else if err := c.putFact(p, v); err != nil {
 		c.warn("cache: keeping fact %s: %v", p, err)
 	}

@@ -97,3 +97,42 @@ func TestContentFactDamagedIsReplaced(t *testing.T) {
 		t.Errorf("the damaged fact was not replaced: %q", b)
 	}
 }
+
+// A fact within its caller's bound is kept whatever the bound for other
+// facts; one over it is said, used, and derived again next time; and a
+// kept file over the bound (put there by another program) is not read
+// whole.
+func TestContentFactUpTo(t *testing.T) {
+	dir := t.TempDir()
+	c, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var warned []string
+	c.Log = func(f string, a ...any) { warned = append(warned, f) }
+	big := strings.Repeat("v", maxFact+1)
+	sum := sha([]byte("a large base"))
+	calls := 0
+	derive := func() (string, error) { calls++; return big, nil }
+	for range 2 {
+		if v, err := c.ContentFactUpTo("view-v1", sum, maxFact+1, nil, derive); err != nil || v != big {
+			t.Fatalf("ContentFactUpTo = %d bytes, %v", len(v), err)
+		}
+	}
+	if calls != 1 || len(warned) != 0 {
+		t.Errorf("derived %d times, warnings %q; want once and none", calls, warned)
+	}
+	other := sha([]byte("a larger base"))
+	for range 2 {
+		if v, err := c.ContentFactUpTo("view-v1", other, maxFact, nil, derive); err != nil || v != big {
+			t.Fatalf("ContentFactUpTo = %d bytes, %v", len(v), err)
+		}
+	}
+	if calls != 3 || len(warned) != 2 || !strings.Contains(warned[0], "over the") {
+		t.Errorf("derived %d times, warnings %q; want 3 and two about the size", calls, warned)
+	}
+	// The fact kept above, read under a smaller bound: derived again.
+	if v, err := c.ContentFactUpTo("view-v1", sum, 16, nil, func() (string, error) { return "small", nil }); err != nil || v != "small" {
+		t.Errorf("a kept fact over the bound: %d bytes, %v; want it derived again", len(v), err)
+	}
+}
