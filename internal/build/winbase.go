@@ -352,16 +352,44 @@ func (b *builder) windowsBaseClash(ctx context.Context, name string, pi *plan.Pl
 		if len(v.dirs) == 0 && len(v.files) == 0 && len(v.links) == 0 && v.unread == 0 {
 			continue
 		}
+		warned := map[string]bool{}
 		for i, t := range trees {
 			l := pi.Layers[i]
+			var listed []string
+			var first tree.Entry
 			for _, e := range t.Entries() {
 				if err := v.clash(ref, e); err != nil {
 					return plan.Errorf(placerOf(l, t, e).Pos, "image %s (%s), layer %s: %v", name, pi.Platform, l.Name, err)
 				}
+				if d := v.unreadSystemDir(e); d != "" && !warned[d] {
+					if len(listed) == 0 {
+						first = e
+					}
+					warned[d] = true
+					listed = append(listed, "/"+d)
+				}
+			}
+			if len(listed) > 0 {
+				b.opt.Progress.Warn("%s: image %s (%s), layer %s: the layer lists %s again, with pallet's descriptor for the directories it makes (Users may add files to them), where the base %s holds them in a foreign layer, which pallet does not read: their own descriptors cannot be kept, and Windows takes a directory's from the top layer that lists it; place the files elsewhere (C:\\app) unless that is meant", placerOf(l, t, first).Pos, name, pi.Platform, l.Name, strings.Join(listed, ", "), ref)
 			}
 		}
 	}
 	return nil
+}
+
+// unreadSystemDir is e's path, spelled as Windows does, when e is one of
+// the system's directories (systemDirs) that the base's foreign layers
+// hold, and whose descriptor its view therefore lacks: the layer lists
+// it again with pallet's own (BaseDir gives none); "" otherwise.
+func (v *windowsView) unreadSystemDir(e tree.Entry) string {
+	if v.unread == 0 || e.Kind != tree.Dir {
+		return ""
+	}
+	k := layer.NTFSKey(e.Path)
+	if d, ok := systemDirs[k]; ok && v.sds[k] == nil {
+		return d
+	}
+	return ""
 }
 
 // clash is what Windows would make of e, written over the base ref whose
