@@ -3,9 +3,7 @@ package artifact
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"os/exec"
 	"strings"
 	"time"
 
@@ -49,14 +47,10 @@ func pkgConfigCflags(dir string, args []string, environ []string) (string, error
 	cmd.Dir, cmd.Env = dir, environ
 	out := &bounded.Output{Max: maxPkgConfigAnswer}
 	cmd.Stdout = out
-	err := cmd.Run()
-	if errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState != nil && cmd.ProcessState.Success() {
-		// pkg-config answered and exited, but left a child (a wrapper's
-		// helper, started in the background) holding its output: go
-		// build waits for that and compiles with the answer, which the
-		// key must hold as well.
-		err = nil
-	}
+	// pkg-config that exited 0 has answered, though a child it left (a
+	// wrapper's helper) may hold its output: go build compiles with that
+	// answer, which the key must hold as well.
+	err := bounded.Answered(cmd, cmd.Run())
 	said := name + " " + strings.Join(cmdArgs, " ")
 	switch {
 	case ctx.Err() != nil:

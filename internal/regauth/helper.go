@@ -194,13 +194,9 @@ func helperRun(ctx context.Context, helper, action, key string, input io.Reader,
 	stderr := &bounded.Output{Max: maxHelperStderr}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.WaitDelay = helperWaitDelay
-	runErr := cmd.Run()
 	// A helper that exited 0 has answered, though a child it started (an
-	// agent) still holds its output open: docker takes that answer once
-	// the child lets go, and waiting for it is what WaitDelay cut short.
-	if errors.Is(runErr, exec.ErrWaitDelay) && cmd.ProcessState != nil && cmd.ProcessState.Success() {
-		runErr = nil
-	}
+	// agent) may still hold its output open.
+	runErr := bounded.Answered(cmd, cmd.Run())
 	out = stdout.Bytes()
 	// A helper's debugging may echo the credentials it was given or
 	// answered with, and the error goes to CI logs.
