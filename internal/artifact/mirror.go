@@ -91,8 +91,13 @@ func isBareRepo(ctx context.Context, dst string) error {
 // cloneMirror clones g's repository into dst, which it replaces only once
 // the clone holds g's commit whole.
 func (f *Fetcher) cloneMirror(ctx context.Context, g gitRef, dst string) error {
-	tmp := dst + ".new"
-	os.RemoveAll(tmp)
+	// A name of its own, which SweepMirrorDownloads knows for pallet's:
+	// a fetch killed before the removal below leaves the clone, or the
+	// old copy exchanged for it, for the next fetch to remove.
+	tmp, err := tempfile.Dir(filepath.Dir(dst), mirrorCloneTemp(dst))
+	if err != nil {
+		return err
+	}
 	defer os.RemoveAll(tmp)
 	if err := f.gitTransfer(ctx, filepath.Dir(dst), tmp, "clone", "--progress", "--mirror", g.Repo, tmp); err != nil {
 		return fmt.Errorf("clone %s: %w", g.Repo, err)
@@ -104,9 +109,9 @@ func (f *Fetcher) cloneMirror(ctx context.Context, g gitRef, dst string) error {
 }
 
 // afterMirrorExchange, when set (by tests), is called once a mirror's
-// copy is exchanged for its fresh clone, before the old copy is removed:
-// its error stands for the process dying there.
-var afterMirrorExchange func() error
+// copy is exchanged for its fresh clone, with where the old copy now is,
+// before it is removed: its error stands for the process dying there.
+var afterMirrorExchange func(old string) error
 
 // swapMirror puts the fresh clone tmp at dst, replacing a damaged copy.
 // Where the kernel can exchange the two in one step, dst holds one
@@ -119,14 +124,14 @@ func swapMirror(tmp, dst string) error {
 	}
 	if tempfile.Exchange(tmp, dst) == nil {
 		if afterMirrorExchange != nil {
-			return afterMirrorExchange()
+			return afterMirrorExchange(tmp)
 		}
 		return nil
 	}
 	// No exchange (another OS, an old kernel, some file systems): two
-	// renames, the old copy put back if the second fails.
-	old := dst + ".old"
-	os.RemoveAll(old)
+	// renames, the old copy put back if the second fails. Its name is
+	// the clone's and more, for SweepMirrorDownloads to know it too.
+	old := tmp + ".old"
 	if err := os.Rename(dst, old); err != nil {
 		return err
 	}
@@ -494,8 +499,12 @@ func ClaimModuleCache(mirror string) error {
 // SweepMirrorDownloads removes from the mirror's sha256/ what fetches
 // killed half-way were downloading, left under its temporary name: each
 // is as large as the download got, and no fetch ever took it up again.
-// Only the holder of the mirror's lock may call it: another fetch's
-// downloads are in use.
+// It removes as well, from git/, the clones such fetches left under
+// theirs (mirrorCloneTemp): one half-made, or a repository's old copy,
+// exchanged for its fresh clone just before the kill, as large as the
+// repository; no later fetch took them up, and another repository's
+// never even looked. Only the holder of the mirror's lock may call it:
+// another fetch's downloads are in use.
 func SweepMirrorDownloads(mirror string) error {
 	left, err := filepath.Glob(filepath.Join(mirror, "sha256", downloadTemp))
 	if err != nil {
@@ -509,8 +518,22 @@ func SweepMirrorDownloads(mirror string) error {
 			return err
 		}
 	}
+	clones, err := filepath.Glob(filepath.Join(mirror, "git", mirrorCloneTemp("*")))
+	if err != nil {
+		return err
+	}
+	for _, p := range clones {
+		if err := os.RemoveAll(p); err != nil {
+			return fmt.Errorf("remove what a killed fetch left: %w", err)
+		}
+	}
 	return nil
 }
+
+// mirrorCloneTemp is the tempfile pattern of a clone of the mirror's
+// repository dst while it is made, and of the old copy it replaces: a
+// hidden name with ".new-" that pallet gives nothing else in git/.
+func mirrorCloneTemp(dst string) string { return "." + filepath.Base(dst) + ".new-*" }
 
 // ModuleCache is the Go module cache inside a mirror.
 func ModuleCache(mirror string) string {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/pallet-dev/pallet/internal/fixture"
@@ -53,7 +54,7 @@ func TestMirrorSwapKeepsACopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	isNewAndWhole("cloned again")
-	if left, _ := filepath.Glob(dst + ".*"); len(left) > 0 {
+	if left := besideMirror(t, dst); len(left) > 0 {
 		t.Errorf("cloned again, the swap left %v", left)
 	}
 
@@ -65,7 +66,7 @@ func TestMirrorSwapKeepsACopy(t *testing.T) {
 		t.Fatal(err)
 	}
 	killed := errors.New("killed after the exchange")
-	afterMirrorExchange = func() error {
+	afterMirrorExchange = func(string) error {
 		isNewAndWhole("at the kill")
 		return killed
 	}
@@ -74,6 +75,101 @@ func TestMirrorSwapKeepsACopy(t *testing.T) {
 		t.Fatalf("clone with a kill after the exchange: %v", err)
 	}
 	isNewAndWhole("after the kill")
+}
+
+// A fetch killed just after the exchange, before the old copy is
+// removed, leaves that copy (as large as the repository) under a name
+// the next fetch's sweep, at its start whatever it goes on to fetch,
+// removes: it stayed as dst.new until the next clone of that same
+// repository, which a mirror that stays whole never needs. What pallet
+// did not write, beside it, stays.
+func TestMirrorKilledAfterExchangeSwept(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	a, b := t.TempDir(), t.TempDir()
+	if err := tempfile.Exchange(a, b); err != nil {
+		t.Skipf("no exchange here (%v): a swap is two renames", err)
+	}
+	src, g := oneCommitRepo(t)
+	f := New()
+	f.Log = t.Logf
+	ctx := context.Background()
+	mirror := t.TempDir()
+	dst := MirrorRepo(mirror, src)
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.cloneMirror(ctx, g, dst); err != nil {
+		t.Fatal(err)
+	}
+	// What is on disk at the kill: the old copy where the clone was made.
+	// Out of the way of the removal a killed process never comes to, and
+	// put back after.
+	killed := errors.New("killed after the exchange")
+	var old string
+	kept := filepath.Join(mirror, "kept")
+	afterMirrorExchange = func(at string) error {
+		old = at
+		if err := os.Rename(old, kept); err != nil {
+			t.Error(err)
+		}
+		return killed
+	}
+	t.Cleanup(func() { afterMirrorExchange = nil })
+	if err := f.cloneMirror(ctx, g, dst); !errors.Is(err, killed) {
+		t.Fatalf("clone with a kill after the exchange: %v", err)
+	}
+	afterMirrorExchange = nil
+	if err := os.Rename(kept, old); err != nil {
+		t.Fatal(err)
+	}
+	left := besideMirror(t, dst)
+	if len(left) != 1 {
+		t.Fatalf("the kill left %v beside the mirror's copy, want its old copy", left)
+	}
+	if err := mirroredCommit(ctx, filepath.Join(filepath.Dir(dst), left[0]), g); err != nil {
+		t.Fatalf("what the kill left is not the old copy: %v", err)
+	}
+	// Names like it that pallet never gives, which only a user could
+	// have put there.
+	theirs := []string{".notes.new", ".x.new.keep", "y.git.new-1"}
+	for _, n := range theirs {
+		if err := os.WriteFile(filepath.Join(filepath.Dir(dst), n), []byte("mine\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	if err := SweepMirrorDownloads(mirror); err != nil {
+		t.Fatal(err)
+	}
+	left = besideMirror(t, dst)
+	if !slices.Equal(left, slices.Sorted(slices.Values(theirs))) {
+		t.Errorf("after the next fetch's sweep, beside the mirror's copy: %v, want only %v", left, theirs)
+	}
+	if err := mirroredCommit(ctx, dst, g); err != nil {
+		t.Errorf("the sweep took the mirror's copy: %v", err)
+	}
+	if err := f.mirrorRepo(ctx, mirror, g); err != nil {
+		t.Errorf("the mirror after the sweep: %v", err)
+	}
+}
+
+// besideMirror is what is in the directory of the mirror's copy dst but
+// dst, sorted.
+func besideMirror(t *testing.T, dst string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Dir(dst))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		if e.Name() != filepath.Base(dst) {
+			names = append(names, e.Name())
+		}
+	}
+	return names
 }
 
 // oneCommitRepo is a git repository holding one file in one commit, and
