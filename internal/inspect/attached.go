@@ -24,8 +24,9 @@ import (
 // sbom.MediaTypeCycloneDX or sbom.MediaTypeInToto) attached to the image at spec,
 // a location as inspect reads one, so that a reference named for inspect
 // names the same image here. The document is an OCI 1.1 referrer of the
-// image, or an attestation manifest in its index (--attest-index). Of an
-// index, p (and osVersion, for an index holding an image per Windows
+// image, or an attestation manifest in its index (--attest-index), in a
+// registry, a layout, or a docker archive that is also a layout (docker
+// save's since Docker 25; pallet's hold no attachment). Of an index, p (and osVersion, for an index holding an image per Windows
 // version) chooses the image; nil p takes the only one. Registry requests
 // are held to ctx.
 func Attached(ctx context.Context, spec string, p *platform.Platform, osVersion, want string) ([]byte, error) {
@@ -40,7 +41,7 @@ func Attached(ctx context.Context, spec string, p *platform.Platform, osVersion,
 	case Layout:
 		return layoutReferrer(loc.Path, loc.Ref, p, osVersion, want)
 	case Archive:
-		return nil, archiveReferrer(ctx, loc.Path)
+		return archiveReferrer(ctx, loc.Path, p, osVersion, want)
 	default:
 		return registryReferrer(ctx, loc.Ref, p, osVersion, want)
 	}
@@ -190,28 +191,91 @@ func registryReferrer(ctx context.Context, ref string, p *platform.Platform, osV
 	return nil, fmt.Errorf("%s (%s) has no %s attached%s", ref, subject.Digest, want, howToAttach(want))
 }
 
-// archiveReferrer answers for a docker archive, which holds no attached
-// document: pallet leaves referrers and attestation manifests out of one
-// (docker load takes neither), so there is nothing to look for. The
-// archive is read first, so that a missing or broken one is said as such.
-func archiveReferrer(ctx context.Context, file string) error {
+// archiveReferrer finds it in the docker archive file where the archive
+// is also an OCI layout, as docker save writes one since Docker 25: of
+// an image pulled or built for several platforms with its attestation
+// manifests (BuildKit's, pallet's --attest-index), the index and those
+// it holds of them. Where the archive holds no attachment at all (every
+// archive pallet writes: docker load takes none), that is said, with
+// where pallet puts them. The archive is read as inspect reads it first,
+// so that a missing or broken one is said as such.
+func archiveReferrer(ctx context.Context, file string, p *platform.Platform, osVersion, want string) ([]byte, error) {
 	if _, err := Open(ctx, "docker:"+file); err != nil {
-		return err
+		return nil, err
 	}
-	return fmt.Errorf("docker:%s carries no SBOM or provenance: a docker archive holds images alone, and pallet attaches those documents to an image in an OCI layout or a registry (as referrers, or with --attest-index in its index); read them from the oci: or registry: output of the same build, or write them to files with --sbom-dir", file)
+	none := fmt.Errorf("docker:%s carries no SBOM or provenance: a docker archive holds images alone, and pallet attaches those documents to an image in an OCI layout or a registry (as referrers, or with --attest-index in its index); read them from the oci: or registry: output of the same build, or write them to files with --sbom-dir", file)
+	f, blobs, err := archiveBlobs(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	root, ok, err := blobs.layoutIndex()
+	if err != nil {
+		return nil, fmt.Errorf("reading the docker archive %s: %w", file, err)
+	}
+	if !ok {
+		return nil, none
+	}
+	if has, err := hasAttachments(root); err != nil {
+		return nil, fmt.Errorf("reading the docker archive %s: %w", file, err)
+	} else if !has {
+		return nil, none
+	}
+	return referrerIn(root, "docker:"+file, "", p, osVersion, want)
+}
+
+// hasAttachments says whether the layout whose index.json is root holds
+// any document attached to an image: a referrer among its entries, or an
+// attestation manifest in an index it names.
+func hasAttachments(root v1.ImageIndex) (bool, error) {
+	m, err := root.IndexManifest()
+	if err != nil {
+		return false, err
+	}
+	for _, d := range m.Manifests {
+		if d.ArtifactType != "" {
+			return true, nil
+		}
+		if !d.MediaType.IsIndex() {
+			continue
+		}
+		idx, err := root.ImageIndex(d.Digest)
+		if err != nil {
+			return false, err
+		}
+		im, err := idx.IndexManifest()
+		if err != nil {
+			return false, err
+		}
+		for _, e := range im.Manifests {
+			if e.Annotations[sbom.RefTypeAnnotation] == sbom.AttestationManifest {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }
 
 // layoutReferrer finds it in the layout dir, among the untagged entries
 // whose manifest names the image as its subject; tag, where given, names
 // the image's entry.
 func layoutReferrer(dir, tag string, p *platform.Platform, osVersion, want string) ([]byte, error) {
-	spec := dir
-	if tag != "" {
-		spec += ":" + tag
-	}
 	root, err := LayoutIndex(dir)
 	if err != nil {
 		return nil, err
+	}
+	return referrerIn(root, "oci:"+dir, tag, p, osVersion, want)
+}
+
+// referrerIn finds it in the layout whose index.json is root, at the
+// location where (oci:DIR, docker:FILE): among the untagged entries
+// whose manifest names the image as its subject, and the attestation
+// manifests of the image's index; tag, where given, names the image's
+// entry.
+func referrerIn(root v1.ImageIndex, where, tag string, p *platform.Platform, osVersion, want string) ([]byte, error) {
+	spec := where
+	if tag != "" {
+		spec += ":" + tag
 	}
 	m, err := root.IndexManifest()
 	if err != nil {
@@ -220,23 +284,26 @@ func layoutReferrer(dir, tag string, p *platform.Platform, osVersion, want strin
 	var named []v1.Descriptor
 	if tag != "" {
 		if named, err = SelectRef(m.Manifests, tag); err != nil {
-			return nil, fmt.Errorf("oci:%s: %w", spec, err)
+			return nil, fmt.Errorf("%s: %w", spec, err)
 		}
 	} else {
 		var names []string
 		for _, d := range m.Manifests {
-			if n, tagged := d.Annotations["org.opencontainers.image.ref.name"]; tagged {
+			if n, tagged := d.Annotations[refName]; tagged {
 				named = append(named, d)
 				names = append(names, n)
 			}
 		}
 		if len(named) == 0 {
-			return nil, fmt.Errorf("oci:%s names no image", dir)
+			return nil, fmt.Errorf("%s names no image", where)
 		}
 		// Not the first of several: which one is the reader's to say.
 		for _, d := range named[1:] {
 			if d.Digest != named[0].Digest {
-				return nil, fmt.Errorf("oci:%s holds several images (%s): name one, as oci:%s:NAME", dir, strings.Join(names, ", "), dir)
+				if dir, ok := strings.CutPrefix(where, "oci:"); ok {
+					return nil, fmt.Errorf("%s holds several images (%s): name one, as oci:%s:NAME", where, strings.Join(names, ", "), dir)
+				}
+				return nil, fmt.Errorf("%s holds several images (%s): pallet sbom reads an archive of one (docker save NAME)", where, strings.Join(names, ", "))
 			}
 		}
 	}
@@ -251,14 +318,14 @@ func layoutReferrer(dir, tag string, p *platform.Platform, osVersion, want strin
 		if im, err = idx.IndexManifest(); err != nil {
 			return nil, err
 		}
-		if subject, err = pick(im, p, osVersion, "oci:"+spec); err != nil {
+		if subject, err = pick(im, p, osVersion, spec); err != nil {
 			return nil, err
 		}
-	} else if err := onePlatform(top, func() (v1.Image, error) { return root.Image(top.Digest) }, p, osVersion, "oci:"+spec); err != nil {
+	} else if err := onePlatform(top, func() (v1.Image, error) { return root.Image(top.Digest) }, p, osVersion, spec); err != nil {
 		return nil, err
 	}
 	for _, d := range m.Manifests {
-		if _, tagged := d.Annotations["org.opencontainers.image.ref.name"]; tagged || d.ArtifactType != want {
+		if _, tagged := d.Annotations[refName]; tagged || d.ArtifactType != want {
 			continue
 		}
 		img, err := root.Image(d.Digest)
@@ -279,7 +346,7 @@ func layoutReferrer(dir, tag string, p *platform.Platform, osVersion, want strin
 			return data, err
 		}
 	}
-	return nil, fmt.Errorf("oci:%s (%s) has no %s attached%s", spec, subject.Digest, want, howToAttach(want))
+	return nil, fmt.Errorf("%s (%s) has no %s attached%s", spec, subject.Digest, want, howToAttach(want))
 }
 
 // howToAttach says which pallet build flag attaches a document of media

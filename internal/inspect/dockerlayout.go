@@ -395,3 +395,86 @@ func (l *layoutLayer) Compressed() (io.ReadCloser, error) {
 	}
 	return io.NopCloser(io.NewSectionReader(l.blobs.f, s.off, s.size)), nil
 }
+
+// layoutIndex is the archive's index.json as an index (ok false where
+// the archive is no OCI layout), for the attachments of its images to be
+// looked up as in a layout's directory.
+func (b tarBlobs) layoutIndex() (idx v1.ImageIndex, ok bool, err error) {
+	if _, ok := b.files["oci-layout"]; !ok {
+		return nil, false, nil
+	}
+	if _, ok := b.files["index.json"]; !ok {
+		return nil, false, nil
+	}
+	raw, err := b.read("index.json", maxIndexJSON)
+	if err != nil {
+		return nil, false, err
+	}
+	t, err := b.index(raw, "index.json")
+	if err != nil {
+		return nil, false, err
+	}
+	return t, true, nil
+}
+
+func (b tarBlobs) index(raw []byte, what string) (*tarIndex, error) {
+	m, err := v1.ParseIndexManifest(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return &tarIndex{blobs: b, raw: raw, manifest: m}, nil
+}
+
+// tarIndex is an index of a layout in a tar (v1.ImageIndex), index.json
+// or an index blob. Its IndexManifest lists only the manifests whose
+// blobs the archive holds: docker save of an image pulled for several
+// platforms writes the whole index but the blobs of the platforms it
+// has, and the reader is to choose among those, where an image of
+// another platform, though named, cannot be read.
+type tarIndex struct {
+	blobs    tarBlobs
+	raw      []byte
+	manifest *v1.IndexManifest
+}
+
+func (t *tarIndex) MediaType() (types.MediaType, error) {
+	if t.manifest.MediaType != "" {
+		return t.manifest.MediaType, nil
+	}
+	return types.OCIImageIndex, nil
+}
+
+func (t *tarIndex) Digest() (v1.Hash, error) {
+	h, _, err := v1.SHA256(bytes.NewReader(t.raw))
+	return h, err
+}
+
+func (t *tarIndex) Size() (int64, error)         { return int64(len(t.raw)), nil }
+func (t *tarIndex) RawManifest() ([]byte, error) { return t.raw, nil }
+
+func (t *tarIndex) IndexManifest() (*v1.IndexManifest, error) {
+	m := *t.manifest
+	m.Manifests = nil
+	for _, d := range t.manifest.Manifests {
+		if _, held := t.blobs.files[blobName(d.Digest)]; held {
+			m.Manifests = append(m.Manifests, d)
+		}
+	}
+	return &m, nil
+}
+
+func (t *tarIndex) Image(h v1.Hash) (v1.Image, error) {
+	li, err := t.blobs.image(v1.Descriptor{Digest: h})
+	if err != nil {
+		return nil, err
+	}
+	return partial.CompressedToImage(li)
+}
+
+func (t *tarIndex) ImageIndex(h v1.Hash) (v1.ImageIndex, error) {
+	raw, err := t.blobs.blob(h, maxIndexJSON)
+	if err != nil {
+		return nil, err
+	}
+	return t.blobs.index(raw, h.String())
+}

@@ -351,26 +351,37 @@ const maxArchiveJSON = 4 << 20
 
 // docker describes the images of a docker archive, one per image with
 // all its RepoTags.
-func (r *Report) docker(file string) error {
-	// Opened once, checked, and indexed in one pass: go-containerregistry
-	// opens the archive again for each file it reads, each time waiting
-	// for a writer if it is a named pipe, and walks it from the start.
+// archiveBlobs opens the docker archive file, a regular file, and
+// indexes it (tarFiles); the file is the caller's to close.
+func archiveBlobs(file string) (*os.File, tarBlobs, error) {
 	f, err := bounded.Open(file)
 	if err != nil {
-		return fmt.Errorf("reading the docker archive %s: %w", file, err)
+		return nil, tarBlobs{}, fmt.Errorf("reading the docker archive %s: %w", file, err)
 	}
-	defer f.Close()
 	fi, err := f.Stat()
 	if err == nil {
 		err = bounded.RegularInfo(file, fi)
 	}
-	if err != nil {
-		return fmt.Errorf("reading the docker archive %s: %w", file, err)
+	var blobs tarBlobs
+	if err == nil {
+		blobs, err = tarFiles(f, fi.Size())
 	}
-	blobs, err := tarFiles(f, fi.Size())
 	if err != nil {
-		return fmt.Errorf("reading the docker archive %s: %w", file, err)
+		f.Close()
+		return nil, tarBlobs{}, fmt.Errorf("reading the docker archive %s: %w", file, err)
 	}
+	return f, blobs, nil
+}
+
+func (r *Report) docker(file string) error {
+	// Opened once, checked, and indexed in one pass: go-containerregistry
+	// opens the archive again for each file it reads, each time waiting
+	// for a writer if it is a named pipe, and walks it from the start.
+	f, blobs, err := archiveBlobs(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
 	// What decides which images the archive holds, named once each.
 	for _, n := range []string{"manifest.json", "index.json", "oci-layout"} {
 		if err := blobs.single(n); err != nil {
