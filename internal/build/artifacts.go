@@ -307,7 +307,7 @@ func (b *builder) makeReady(ctx context.Context, key string, a *plan.Artifact, r
 	res, err := b.fetcher.Fetch(ctx, &a.Request, work)
 	if err != nil {
 		done("", shown(ctx, err))
-		return plan.Wrap(a.At(err), err)
+		return located(a, err)
 	}
 	if res.InCache {
 		// What the fetch left in its work directory (go's GOTMPDIR, the

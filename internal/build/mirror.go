@@ -35,7 +35,7 @@ func Mirror(ctx context.Context, arts []*plan.Artifact, in Limits, dir string, n
 		if errors.As(err, &re) {
 			for i, r := range reqs {
 				if r == re.Request {
-					return plan.Wrap(arts[i].At(err), err)
+					return located(arts[i], err)
 				}
 			}
 		}

@@ -1,0 +1,28 @@
+package build
+
+import (
+	"errors"
+
+	"github.com/pallet-dev/pallet/internal/artifact"
+	"github.com/pallet-dev/pallet/internal/plan"
+)
+
+// located is err, a's failure, said where a wrote what failed (a.At),
+// as a build and pallet fetch say it. A download that does not match
+// its pin, said at a recipe's sha256: line, also says that pallet lock
+// --update re-pins it, as a gomod sum: does: that line is what lock
+// writes. A Dockerfile's ADD --checksum fails with the same error, but
+// no command rewrites it; its front end records no position of a pin
+// (Fields), only the instruction's, so the advice is left out there.
+func located(a *plan.Artifact, err error) error {
+	pos := a.At(err)
+	var (
+		mm      *artifact.MismatchError
+		located *plan.Error
+	)
+	_, atPin := a.Fields["sha256"]
+	if !errors.As(err, &mm) || errors.As(err, &located) || !atPin {
+		return plan.Wrap(pos, err)
+	}
+	return &plan.Error{Pos: pos, Msg: err.Error() + "; once you know why they differ, pallet lock --update re-pins it", Err: err}
+}
