@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/pallet-dev/pallet/internal/suggest"
 )
 
 // Platform is a target image platform.
@@ -42,14 +44,25 @@ var known = map[string]bool{
 // name by variant.
 func Parse(s string) (Platform, error) {
 	parts := strings.Split(strings.TrimSpace(s), "/")
-	var p Platform
-	switch len(parts) {
-	case 2:
-		p = Platform{OS: parts[0], Arch: parts[1]}
-	case 3:
-		p = Platform{OS: parts[0], Arch: parts[1], Variant: parts[2]}
-	default:
+	if len(parts) != 2 && len(parts) != 3 {
 		return Platform{}, fmt.Errorf("platform %q: want os/arch or os/arch/variant%s", s, meant(s))
+	}
+	p := canonical(parts)
+	if !known[p.String()] {
+		if m := meant(s); m != "" {
+			return Platform{}, fmt.Errorf("unknown platform %q%s; known: %s", s, m, strings.Join(Known(), ", "))
+		}
+		return Platform{}, fmt.Errorf("unknown platform %q (known: %s)", s, strings.Join(Known(), ", "))
+	}
+	return p, nil
+}
+
+// canonical is os/arch or os/arch/variant as Parse names it, known or
+// not.
+func canonical(parts []string) Platform {
+	p := Platform{OS: parts[0], Arch: parts[1]}
+	if len(parts) == 3 {
+		p.Variant = parts[2]
 	}
 	if p.Arch == "arm64" && p.Variant == "v8" || p.Arch == "amd64" && p.Variant == "v1" {
 		p.Variant = ""
@@ -57,23 +70,73 @@ func Parse(s string) (Platform, error) {
 	if p.Arch == "arm" && p.Variant == "" {
 		p.Variant = "v7"
 	}
-	if !known[p.String()] {
-		return Platform{}, fmt.Errorf("unknown platform %q (known: %s)", s, strings.Join(Known(), ", "))
-	}
-	return p, nil
+	return p
 }
 
-// meant is the "did you mean" for a platform written with another
+// archAliases are the names other tools give the architectures pallet
+// builds for: uname -m's, Debian's, Docker Hub's (arm32v7), Windows'
+// (x64). They are said as the name image indexes use, not taken, so that
+// a recipe, a --platform and the index agree on one name.
+var archAliases = map[string][]string{
+	"aarch64": {"arm64"}, "arm64v8": {"arm64"}, "armv8": {"arm64"},
+	"x86_64": {"amd64"}, "x86-64": {"amd64"}, "x64": {"amd64"},
+	"armhf": {"arm", "v7"}, "armv7": {"arm", "v7"}, "armv7l": {"arm", "v7"}, "arm32v7": {"arm", "v7"},
+	"armv6": {"arm", "v6"}, "armv6l": {"arm", "v6"}, "arm32v6": {"arm", "v6"},
+	"i386": {"386"}, "i686": {"386"}, "x86": {"386"},
+	"ppc64el": {"ppc64le"},
+}
+
+// meant is the "did you mean" for a platform pallet does not know, when
+// one it knows is likely meant: the platform written with another
 // separator than '/' (windows-amd64 and linux_arm64, as release file
-// names spell them; linux:amd64), when that gives a known platform.
+// names spell them; linux:amd64), in capitals, with another name of its
+// architecture (linux/aarch64, windows/x64), or with a slip (linux/amd46).
 func meant(s string) string {
-	for _, sep := range []string{"-", "_", ":", " "} {
-		if !strings.Contains(s, sep) {
-			continue
+	t := strings.ToLower(strings.TrimSpace(s))
+	for _, sep := range []string{"/", "-", "_", ":", " "} {
+		if k := aliased(strings.Split(t, sep)); k != "" {
+			return " (did you mean " + k + "?)"
 		}
-		if p, err := Parse(strings.ReplaceAll(strings.TrimSpace(s), sep, "/")); err == nil {
-			return " (did you mean " + p.String() + "?)"
+	}
+	if k := Nearest(t, Known()); k != "" {
+		return " (did you mean " + k + "?)"
+	}
+	return ""
+}
+
+// Nearest is the one of names (platforms or OSes) that s is most likely
+// a slip for: at most two edits from it (linux/amd46, linux/arm for
+// linux/arm64), and nearer than any other; "" when none is.
+func Nearest(s string, names []string) string {
+	best, bestD, tie := "", 3, false
+	for _, k := range names {
+		switch d := suggest.Distance(strings.ToLower(s), strings.ToLower(k)); {
+		case d < bestD:
+			best, bestD, tie = k, d, false
+		case d == bestD && k != best:
+			tie = true
 		}
+	}
+	if tie {
+		return ""
+	}
+	return best
+}
+
+// aliased is the known platform that parts (os, arch and perhaps a
+// variant) names, its architecture perhaps by another name; "" for none.
+func aliased(parts []string) string {
+	if len(parts) != 2 && len(parts) != 3 {
+		return ""
+	}
+	if a, ok := archAliases[parts[1]]; ok {
+		if len(a) == 2 && len(parts) == 3 {
+			return "" // armv7/v6 names two variants
+		}
+		parts = append(append([]string{parts[0]}, a...), parts[2:]...)
+	}
+	if p := canonical(parts); known[p.String()] {
+		return p.String()
 	}
 	return ""
 }

@@ -32,6 +32,35 @@ func TestParse(t *testing.T) {
 			t.Errorf("Parse(%q): %v; want it to suggest %s", in, err, want)
 		}
 	}
+	// Other tools' names of an architecture (uname -m's, Debian's,
+	// Windows'), capitals and a slip are said as the name indexes use, and
+	// not taken: a recipe names a platform one way.
+	for in, want := range map[string]string{
+		"linux/aarch64": "linux/arm64", "linux/x86_64": "linux/amd64", "linux/x86-64": "linux/amd64",
+		"windows/x64": "windows/amd64", "linux/armhf": "linux/arm/v7", "linux/armv7": "linux/arm/v7",
+		"linux/armv6l": "linux/arm/v6", "linux/i686": "linux/386", "linux/ppc64el": "linux/ppc64le",
+		"linux/amd46": "linux/amd64", "Linux/AMD64": "linux/amd64", "linux-aarch64": "linux/arm64",
+		"lnux/arm64": "linux/arm64",
+	} {
+		_, err := Parse(in)
+		if err == nil || !strings.Contains(err.Error(), "(did you mean "+want+"?)") || !strings.Contains(err.Error(), in) {
+			t.Errorf("Parse(%q): %v; want it refused, suggesting %s", in, err, want)
+		}
+	}
+	// Nothing is suggested where two are as near, or none is near.
+	for _, in := range []string{"linux/arm/v8", "linux/mips64", "plan9/mips"} {
+		if _, err := Parse(in); err == nil || strings.Contains(err.Error(), "did you mean") {
+			t.Errorf("Parse(%q): %v; want it refused with no suggestion", in, err)
+		}
+	}
+	for in, want := range map[string]string{"widows": "windows", "linus": "linux", "win": "windows"} {
+		if err := ParseSelector(in); err == nil || !strings.Contains(err.Error(), "did you mean "+want+"?") {
+			t.Errorf("ParseSelector(%q): %v; want it refused, suggesting %s", in, err, want)
+		}
+	}
+	if err := ParseSelector("macos"); err == nil || strings.Contains(err.Error(), "did you mean") {
+		t.Errorf("ParseSelector(macos): %v; want it refused with no suggestion", err)
+	}
 	if _, err := Parse("darwin-arm64"); err == nil || strings.Contains(err.Error(), "did you mean") {
 		t.Errorf("Parse(darwin-arm64): %v; want no suggestion of a platform pallet does not know", err)
 	}

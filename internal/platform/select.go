@@ -23,7 +23,14 @@ func ParseSelector(s string) error {
 				return nil
 			}
 		}
-		return fmt.Errorf("unknown OS %q (want linux, windows or a platform such as linux/arm64)", s)
+		meant := Nearest(s, []string{"linux", "windows"})
+		if strings.EqualFold(s, "win") {
+			meant = "windows"
+		}
+		if meant != "" {
+			meant = "did you mean " + meant + "? "
+		}
+		return fmt.Errorf("unknown OS %q (%swant linux, windows or a platform such as linux/arm64)", s, meant)
 	}
 	_, err := Parse(s)
 	return err
