@@ -186,7 +186,7 @@ func (r *Recipe) checkConfig(name, at string, im *Image) error {
 			return r.Errorf(sat, "image %s: config.for: %v", name, err)
 		}
 		if !r.namesPlatformOf(sel, im) {
-			return r.Errorf(sat, "image %s: config.for.%s names none of the image's platforms (%s)", name, sel, strings.Join(im.Platforms, ", "))
+			return r.Errorf(sat, "image %s: config.for.%s names none of the image's platforms (%s)%s", name, sel, strings.Join(im.Platforms, ", "), meantPlatformOf(sel, im))
 		}
 		if c == nil {
 			return r.Errorf(sat, "image %s: config.for.%s is empty; give its settings or remove it", name, sel)
@@ -227,4 +227,20 @@ func (r *Recipe) namesPlatformOf(sel string, im *Image) bool {
 		}
 	}
 	return false
+}
+
+// meantPlatformOf is the "did you mean" for a selector that names none of
+// the image's platforms, when it is a slip for one of them or their OS
+// (linux/arm for linux/arm64).
+func meantPlatformOf(sel string, im *Image) string {
+	var names []string
+	for _, ps := range im.Platforms {
+		if p, err := platform.Parse(ps); err == nil {
+			names = append(names, p.String(), p.OS)
+		}
+	}
+	if m := platform.Nearest(sel, names); m != "" {
+		return " (did you mean " + m + "?)"
+	}
+	return ""
 }

@@ -88,6 +88,7 @@ func TestConfigErrors(t *testing.T) {
 	checkEdits(t, configRecipe, []editCase{
 		{"unknown os", "        windows:\n", "        widows:\n", 18, `unknown OS "widows"`},
 		{"no such platform", "        linux/arm64:\n", "        linux/arm/v7:\n", 22, "config.for.linux/arm/v7 names none of the image's platforms (linux/amd64, linux/arm64, windows/amd64)"},
+		{"a slip for a platform", "        linux/arm64:\n", "        linux/arm:\n", 22, "config.for.linux/arm names none of the image's platforms (linux/amd64, linux/arm64, windows/amd64) (did you mean linux/arm64?)"},
 		{"nested", "          cmd: []\n", "          cmd: []\n          for: {linux/amd64: {cmd: [x]}}\n", 29, "has no sections of its own"},
 		{"empty section", "        linux:\n          user: \"65532\"\n          cmd: []\n", "        linux:\n", 26, "config.for.linux is empty"},
 		{"bad env", "PATH=C:", "PATH", 19, "is not K=V"},

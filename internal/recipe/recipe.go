@@ -1090,6 +1090,11 @@ func (r *Recipe) checkImage(name string, im *Image) error {
 			if err := platform.ParseSelector(ps); err != nil {
 				return r.Errorf(fmt.Sprintf("%s.platforms.%d", fat, j), "image %s: %v", name, err)
 			}
+			// As a config.for key: a misspelt or stale entry would
+			// place the file on none of the image's platforms, silently.
+			if !r.namesPlatformOf(ps, im) {
+				return r.Errorf(fmt.Sprintf("%s.platforms.%d", fat, j), "image %s: files[%d] (%s): platforms entry %s names none of the image's platforms (%s)%s", name, i, f.Artifact, ps, strings.Join(im.Platforms, ", "), meantPlatformOf(ps, im))
+			}
 		}
 		if f.Mode != "" {
 			if _, err := ParseMode(f.Mode); err != nil {

@@ -69,6 +69,12 @@ func TestParseErrors(t *testing.T) {
 		{"short sha256", "linux/amd64: a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f90011", "linux/amd64: abc", 12, "64 lower-case hex"},
 		{"unknown sha platform", "linux/amd64: a0b1", "linux/amd46: a0b1", 12, `unknown platform "linux/amd46"`},
 		{"unknown platform", "platforms: linux/amd64", "platforms: [linux/amd64, plan9/mips]", 18, `unknown platform "plan9/mips"`},
+		{"platform by another name", "platforms: linux/amd64", "platforms: [linux/aarch64]", 18, `unknown platform "linux/aarch64" (did you mean linux/arm64?)`},
+		// A placement's platforms entry that names none of the image's
+		// would place the file nowhere: refused, as a config.for key is.
+		{"placement on no platform of the image", "        owner: \"1000:1000\"\n", "        owner: \"1000:1000\"\n        platforms: [windows]\n", 24, "image app: files[0] (app): platforms entry windows names none of the image's platforms (linux/amd64)"},
+		{"placement on a slip", "platforms: linux/amd64\n    files:\n", "platforms: [linux/amd64, linux/arm64]\n    files:\n      - {artifact: cni, dest: /opt/, platforms: [linux/arm]}\n", 20, "platforms entry linux/arm names none of the image's platforms (linux/amd64, linux/arm64) (did you mean linux/arm64?)"},
+		{"placement entry on no platform, at its line", "        owner: \"1000:1000\"\n", "        owner: \"1000:1000\"\n        platforms:\n          - linux\n          - windows/amd64\n", 26, "platforms entry windows/amd64 names none"},
 		{"duplicate platform", "platforms: linux/amd64", "platforms: [linux/amd64, linux/amd64]", 18, "listed twice"},
 		{"duplicate tag", "    base: scratch", "    tags: [latest, latest]\n    base: scratch", 17, `tag "latest" listed twice (first at line 17)`},
 		{"duplicate tag, lines apart", "    base: scratch", "    tags:\n      - latest\n      - \"{{VERSION}}\"\n      - latest\n    base: scratch", 20, `tag "latest" listed twice (first at line 18)`},
