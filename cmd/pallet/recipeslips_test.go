@@ -86,3 +86,33 @@ images:
 		t.Errorf("a Dockerfile build's --platform linux/aarch64: %v", err)
 	}
 }
+
+// A Go pin GOTOOLCHAIN cannot select is refused at its line before
+// anything is fetched, saying what to write, where a pin before 1.21
+// passed the check and failed in the build's go mod download.
+func TestRecipeSlipGoToolchain(t *testing.T) {
+	const recipe = `version: 1
+artifacts:
+  crictl:
+    gomod:
+      module: sigs.k8s.io/cri-tools
+      version: v1.37.0
+      sum: h1:BmTImEoTX3KPXCLwmIU9mfCC8umUqF4R8WibY9eVU9Y=
+      packages: [./cmd/crictl]
+      toolchain: TOOLCHAIN
+images:
+  node:
+    base: scratch
+    platforms: [linux/amd64]
+    files:
+      - {artifact: crictl, dest: /usr/local/bin/}
+`
+	for written, want := range map[string]string{
+		"1.3":        `go version "1.3": GOTOOLCHAIN selects only Go 1.21.0 and later, the releases the go command can download`,
+		"1.20.3":     `go version "1.20.3": GOTOOLCHAIN selects only Go 1.21.0 and later`,
+		`"go1.26.8"`: `go version "go1.26.8": write the release without go, "1.26.8"`,
+		`"1.26"`:     `go version "1.26": Go releases from 1.21 on are named with their patch; want 1.26.0 or a later 1.26.N`,
+	} {
+		refusedAt(t, strings.Replace(recipe, "TOOLCHAIN", written, 1), nil, "pallet.yaml:9:", "artifact crictl: "+want)
+	}
+}

@@ -98,8 +98,10 @@ func (r *Recipe) checkGoModule(name, at string, m *GoModule) error {
 		}
 		return r.Errorf(fmt.Sprintf("%s.packages.%d", at, i), "artifact %s: package %q is not a package of %s (as written it is the standard library's); name it relative to the module's root: ./%s", name, pkg, m.Module, pkg)
 	}
-	if m.Toolchain != "" && !strings.Contains(m.Toolchain, "{{") && !goVersionRE().MatchString(m.Toolchain) {
-		return r.Errorf(at+".toolchain", "artifact %s: %v", name, CheckGoVersion(m.Toolchain))
+	if m.Toolchain != "" && !strings.Contains(m.Toolchain, "{{") {
+		if err := CheckGoVersion(m.Toolchain); err != nil {
+			return r.Errorf(at+".toolchain", "artifact %s: %v", name, err)
+		}
 	}
 	return r.checkGo(name, at, m.goBuild())
 }

@@ -117,7 +117,15 @@ func TestGoModuleErrors(t *testing.T) {
 		{"bad path", "      module: sigs.k8s.io/cri-tools", "      module: cri-tools", 8, "malformed module path"},
 		{"no module", "      module: sigs.k8s.io/cri-tools\n", "", 7, "gomod.module is required"},
 		{"no packages", "      packages: [./cmd/crictl]\n", "", 7, "gomod.packages is required"},
-		{"bad toolchain", `      toolchain: "{{GO}}"`, `      toolchain: "go1.23"`, 13, "want a release such as 1.23.4"},
+		{"bad toolchain", `      toolchain: "{{GO}}"`, `      toolchain: "1.23.x"`, 13, "want a release such as 1.23.4"},
+		// --min-go takes go1.26.8 too; a recipe's pin is said one way.
+		{"toolchain with its go", `      toolchain: "{{GO}}"`, `      toolchain: "go1.26.8"`, 13, `go version "go1.26.8": write the release without go, "1.26.8": pallet sets GOTOOLCHAIN=go1.26.8 from it`},
+		{"language version with its go", `      toolchain: "{{GO}}"`, `      toolchain: "go1.23"`, 13, "write the release without go, and Go releases from 1.21 on are named with their patch; want 1.23.0"},
+		// No toolchain before Go 1.21 can be downloaded: refused where
+		// written, not in the build's go mod download.
+		{"toolchain before 1.21", `      toolchain: "{{GO}}"`, `      toolchain: 1.3`, 13, `go version "1.3": GOTOOLCHAIN selects only Go 1.21.0 and later`},
+		{"toolchain before 1.21, with its patch", `      toolchain: "{{GO}}"`, `      toolchain: 1.20.3`, 13, `go version "1.20.3": GOTOOLCHAIN selects only Go 1.21.0 and later`},
+		{"expanded toolchain before 1.21", `  GO: "1.23.4"`, `  GO: "1.19rc1"`, 13, `go version "1.19rc1": GOTOOLCHAIN selects only`},
 		{"bad expanded toolchain", `  GO: "1.23.4"`, `  GO: "1.23.x"`, 13, "want a release such as 1.23.4"},
 		{"language version as toolchain", `  GO: "1.23.4"`, `  GO: "1.26"`, 13, "want 1.26.0 or a later 1.26.N"},
 		{"package by absolute path", "      packages: [./cmd/crictl]", "      packages: [/tmp/x/main.go]", 11, "is outside the module"},

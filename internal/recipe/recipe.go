@@ -972,8 +972,10 @@ func (r *Recipe) checkGo(name, at string, g *GoBuild) error {
 			return r.Errorf(fmt.Sprintf("%s.env.%d", at, i), "artifact %s: env entry %q is not K=V", name, e)
 		}
 	}
-	if g.Version != "" && !strings.Contains(g.Version, "{{") && !goVersionRE().MatchString(g.Version) {
-		return r.Errorf(at+".version", "artifact %s: %v", name, CheckGoVersion(g.Version))
+	if g.Version != "" && !strings.Contains(g.Version, "{{") {
+		if err := CheckGoVersion(g.Version); err != nil {
+			return r.Errorf(at+".version", "artifact %s: %v", name, err)
+		}
 	}
 	for _, p := range slices.Sorted(maps.Keys(g.CC)) {
 		if err := platform.ParseSelector(p); err != nil {
@@ -1237,15 +1239,43 @@ func parseID(s string) (int, error) {
 	return int(v), nil
 }
 
-// CheckGoVersion accepts a Go release such as 1.23.4 (or 1.24rc1).
+// CheckGoVersion accepts a Go release GOTOOLCHAIN can select: 1.21.0 or
+// later, such as 1.23.4 (or 1.24rc1), written without go.
 func CheckGoVersion(v string) error {
+	if rest, ok := strings.CutPrefix(v, "go"); ok && goVersionRE().MatchString(rest) {
+		// One spelling in recipes: the pin is the release, and pallet
+		// writes the go of GOTOOLCHAIN=go1.26.8 itself.
+		if err := checkGoRelease(rest); err != nil {
+			return fmt.Errorf("go version %q: write the release without go, and %v", v, err)
+		}
+		return fmt.Errorf("go version %q: write the release without go, %q: pallet sets GOTOOLCHAIN=%s from it", v, rest, v)
+	}
 	if !goVersionRE().MatchString(v) {
 		return fmt.Errorf("go version %q: want a release such as 1.23.4", v)
 	}
-	// From 1.21 on a release is named with its patch (go1.21.0): "1.26"
-	// is a language version, and no toolchain has that name.
-	if minor, err := strconv.Atoi(strings.TrimPrefix(v, "1.")); err == nil && minor >= 21 {
-		return fmt.Errorf("go version %q: Go releases from 1.21 on are named with their patch; want %s.0 or a later %s.N", v, v, v)
+	if err := checkGoRelease(v); err != nil {
+		return fmt.Errorf("go version %q: %v", v, err)
+	}
+	return nil
+}
+
+// checkGoRelease says why v, which goVersionRE matches, names no
+// toolchain GOTOOLCHAIN can select.
+func checkGoRelease(v string) error {
+	num, rest := v[len("1."):], ""
+	if i := strings.IndexAny(num, ".rc"); i >= 0 {
+		num, rest = num[:i], num[i:]
+	}
+	switch minor, _ := strconv.Atoi(num); {
+	case minor < 21:
+		// The go command switches to a toolchain by downloading it as
+		// the module golang.org/toolchain, which has none before
+		// go1.21.0: the build would fail in go mod download.
+		return fmt.Errorf("GOTOOLCHAIN selects only Go 1.21.0 and later, the releases the go command can download; want 1.21.0 or later")
+	case rest == "":
+		// From 1.21 on a release is named with its patch (go1.21.0):
+		// "1.26" is a language version, and no toolchain has that name.
+		return fmt.Errorf("Go releases from 1.21 on are named with their patch; want %s.0 or a later %s.N", v, v)
 	}
 	return nil
 }

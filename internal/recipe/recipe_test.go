@@ -69,6 +69,9 @@ func TestParseErrors(t *testing.T) {
 		{"short sha256", "linux/amd64: a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f90011", "linux/amd64: abc", 12, "64 lower-case hex"},
 		{"unknown sha platform", "linux/amd64: a0b1", "linux/amd46: a0b1", 12, `unknown platform "linux/amd46"`},
 		{"unknown platform", "platforms: linux/amd64", "platforms: [linux/amd64, plan9/mips]", 18, `unknown platform "plan9/mips"`},
+		// A go section's version is the same pin as a gomod toolchain.
+		{"go version before 1.21", "      packages: ./cmd/app", "      packages: ./cmd/app\n      version: \"1.20.3\"", 8, `go version "1.20.3": GOTOOLCHAIN selects only Go 1.21.0 and later`},
+		{"go version with its go", "      packages: ./cmd/app", "      packages: ./cmd/app\n      version: go1.26.8", 8, `write the release without go, "1.26.8"`},
 		{"platform by another name", "platforms: linux/amd64", "platforms: [linux/aarch64]", 18, `unknown platform "linux/aarch64" (did you mean linux/arm64?)`},
 		// A placement's platforms entry that names none of the image's
 		// would place the file nowhere: refused, as a config.for key is.
