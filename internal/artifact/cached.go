@@ -39,7 +39,9 @@ func (f *Fetcher) key(r *Request) (string, bool, error) {
 	if err != nil || !ok {
 		return "", false, err
 	}
-	common := []string{"v4", r.Kind.Name(), r.Mode, r.Platform.String(), strings.Join(r.Licenses, "\x00"), strconv.FormatBool(r.NoLicense)}
+	// v5: findLicenses leaves out scripts and sources with licence-like
+	// names, which an entry made before keeps among its licences.
+	common := []string{"v5", r.Kind.Name(), r.Mode, r.Platform.String(), strings.Join(r.Licenses, "\x00"), strconv.FormatBool(r.NoLicense)}
 	return cache.Key(append(common, parts...)...), true, nil
 }
 

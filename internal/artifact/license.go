@@ -3,6 +3,7 @@ package artifact
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -37,15 +38,35 @@ func IsLicenseName(base string) bool {
 	return false
 }
 
-// isLicensePath is IsLicenseName at a depth licences are looked for.
+// isLicensePath is IsLicenseName at a depth licences are looked for, but
+// for names of source files and scripts: a licence-like name is no
+// licence when it is evidently code ("dist/license-check.sh", as flannel
+// ships, "license.go"). go-licenses takes a name only once a classifier
+// finds licence text in the file; pallet ships what it finds unread, so
+// it leaves out what the name already says is not text.
 func isLicensePath(p string) bool {
-	return strings.Count(p, "/") <= licenseDepth && IsLicenseName(path.Base(p))
+	return strings.Count(p, "/") <= licenseDepth && IsLicenseName(path.Base(p)) && !isSource(p)
+}
+
+// isScript reports whether the file at src begins with "#!": a program
+// run by an interpreter, whatever its name, and so no licence text. A
+// file that cannot be read is left to the step that reads it to fail.
+func isScript(src string) bool {
+	f, err := os.Open(src)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var head [2]byte
+	n, _ := io.ReadFull(f, head[:])
+	return n == 2 && string(head[:]) == "#!"
 }
 
 // licensePatterns are glob patterns selecting the licence files a recipe
-// names, or, when it names none, exactly what isLicensePath accepts
-// (globs have no case-insensitive form, so each letter is a class):
-// findLicenses takes the named ones alone when there are any, and the
+// names, or, when it names none, every name IsLicenseName accepts at
+// the depth isLicensePath looks (globs have no case-insensitive form, so
+// each letter is a class), scripts and sources too (findLicenses leaves
+// those out). findLicenses takes the named ones alone when there are any, and the
 // globs, which begin with a wildcard, count against the bound on those
 // every name is matched against (archive.MaxGlobsPerName).
 func licensePatterns(named []string) []string {
@@ -143,7 +164,7 @@ func findLicenses(t *tree.Tree, names []string, none bool) (*tree.Tree, error) {
 		return out, nil
 	}
 	for e := range t.All() {
-		if e.Kind != tree.File || !isLicensePath(e.Path) {
+		if e.Kind != tree.File || !isLicensePath(e.Path) || isScript(e.Source) {
 			continue
 		}
 		le := e
@@ -169,7 +190,7 @@ func packageDir(name string) bool {
 // sourceExts are the extensions of source and data files, which a
 // licence-like name ("license.go", "copyright_test.go", "license.json")
 // does not make a licence file.
-var sourceExts = []string{".go", ".s", ".c", ".h", ".cc", ".cpp", ".py", ".js", ".ts", ".sh", ".proto", ".json", ".yaml", ".yml"}
+var sourceExts = []string{".go", ".s", ".c", ".h", ".cc", ".cpp", ".py", ".js", ".ts", ".sh", ".bash", ".ps1", ".bat", ".cmd", ".pl", ".rb", ".proto", ".json", ".yaml", ".yml"}
 
 func isSource(name string) bool {
 	return slices.Contains(sourceExts, strings.ToLower(path.Ext(name)))
