@@ -242,7 +242,10 @@ func (m modulePin) download(ctx context.Context, f *Fetcher, env []string, dir s
 	jsonErr := json.Unmarshal(stdout.Bytes(), &info)
 	if runErr == nil && jsonErr == nil && info.Error == "" && info.Zip != "" {
 		if o := info.Origin; m.Commit != "" && o != nil && o.Hash != "" && o.Hash != m.Commit {
-			return "", "", fmt.Errorf("module %s: the recipe names commit %s (gomod.commit), the module proxy says the version was made from %s %s", m.ref(), m.Commit, o.VCS, o.Hash)
+			// Blamed on the commit: line, as a wrong sum is on its own:
+			// the section's line names the module, not the pin that is
+			// wrong.
+			return "", "", blame("commit", fmt.Errorf("module %s: the recipe names commit %s (gomod.commit), the module proxy says the version was made from %s %s; once you know why they differ, pallet lock --update re-pins it", m.ref(), m.Commit, o.VCS, o.Hash))
 		}
 		if m.Commit != "" && (info.Origin == nil || info.Origin.Hash == "") && !module.IsPseudoVersion(m.Version) {
 			// The sum does not cover the commit, and nothing else could
