@@ -202,7 +202,7 @@ func (m modulePin) ref() string { return m.Path + "@" + m.Version }
 // It returns the directory the go command unpacked the module into in the
 // module cache, which it reads when it builds the module by version.
 func (m modulePin) fetch(ctx context.Context, f *Fetcher, env []string, work, dir string) (string, error) {
-	cached, extracted, err := m.download(ctx, f, env, work)
+	cached, extracted, _, err := m.download(ctx, f, env, work)
 	if err != nil {
 		return "", err
 	}
@@ -221,11 +221,13 @@ func (m modulePin) fetch(ctx context.Context, f *Fetcher, env []string, work, di
 
 // download runs go mod download -json for the module in dir, an empty
 // directory (no go.mod around to change what is resolved), and returns
-// the zip in the module cache and the directory it was unpacked into there.
-func (m modulePin) download(ctx context.Context, f *Fetcher, env []string, dir string) (zip, extracted string, err error) {
+// the zip in the module cache, the directory it was unpacked into there,
+// and the commit the module proxy says the version was made from ("" if
+// it names none).
+func (m modulePin) download(ctx context.Context, f *Fetcher, env []string, dir string) (zip, extracted, origin string, err error) {
 	env, err = VerifyGoToolchain(ctx, dir, env)
 	if err != nil {
-		return "", "", err
+		return "", "", "", err
 	}
 	cmd := Command(ctx, "go", "mod", "download", "-json", m.ref())
 	cmd.Dir = dir
@@ -245,26 +247,29 @@ func (m modulePin) download(ctx context.Context, f *Fetcher, env []string, dir s
 			// Blamed on the commit: line, as a wrong sum is on its own:
 			// the section's line names the module, not the pin that is
 			// wrong.
-			return "", "", blame("commit", fmt.Errorf("module %s: the recipe names commit %s (gomod.commit), the module proxy says the version was made from %s %s; once you know why they differ, pallet lock --update re-pins it", m.ref(), m.Commit, o.VCS, o.Hash))
+			return "", "", "", blame("commit", fmt.Errorf("module %s: the recipe names commit %s (gomod.commit), the module proxy says the version was made from %s %s; once you know why they differ, pallet lock --update re-pins it", m.ref(), m.Commit, o.VCS, o.Hash))
 		}
 		if m.Commit != "" && (info.Origin == nil || info.Origin.Hash == "") && !module.IsPseudoVersion(m.Version) {
 			// The sum does not cover the commit, and nothing else could
 			// check it: a typo ships as the binary's revision.
 			f.logOnce("module %s: the recipe's gomod.commit %s is not checked: the module proxy names no commit for this version (check it against upstream's tag by hand)", m.ref(), m.Commit)
 		}
-		return info.Zip, info.Dir, nil
+		if info.Origin != nil {
+			origin = info.Origin.Hash
+		}
+		return info.Zip, info.Dir, origin, nil
 	}
 	msg := info.Error
 	if msg == "" {
 		msg = strings.TrimSpace(stderr.String())
 	}
 	if f.Offline {
-		return "", "", fmt.Errorf("offline: module %s is not %s: %s", m.ref(), f.offlineWhere(), msg)
+		return "", "", "", fmt.Errorf("offline: module %s is not %s: %s", m.ref(), f.offlineWhere(), msg)
 	}
 	if runErr == nil {
 		runErr = fmt.Errorf("no zip in its output (%v)", jsonErr)
 	}
-	return "", "", fmt.Errorf("go mod download %s: %w: %s", m.ref(), runErr, f.explainGo(msg))
+	return "", "", "", fmt.Errorf("go mod download %s: %w: %s", m.ref(), runErr, f.explainGo(msg))
 }
 
 // verify proves a module zip against the recipe's go.sum hash. The zip's
@@ -300,24 +305,26 @@ func (m modulePin) hash(zipFile string) (string, error) {
 // ModuleSum fetches module path@version as a gomod build for p with env
 // (the section's) does: the go command, with the build's GOPROXY,
 // checksum database and module cache, behind the proxy gate that holds
-// each response to f.Limits. It returns the go.sum hash of the zip, for
-// pallet lock; commit, when set, must agree with the proxy's word on the
-// version, as for a build. The zip's layout and sizes are checked before
-// it is hashed.
-func (f *Fetcher) ModuleSum(ctx context.Context, path, version, commit string, env []string, p platform.Platform) (string, error) {
+// each response to f.Limits. It returns, for pallet lock, the go.sum
+// hash of the zip, its layout and sizes checked before it is hashed,
+// and the commit the module proxy says the version was made from ("" if
+// it names none), which lock compares with a section's commit itself:
+// one that differs is a stale pin to report at its line, not a failure.
+func (f *Fetcher) ModuleSum(ctx context.Context, path, version string, env []string, p platform.Platform) (sum, commit string, err error) {
 	work, err := os.MkdirTemp("", "pallet-lock-gomod-*")
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	defer os.RemoveAll(work)
-	m := modulePin{Path: path, Version: version, Commit: commit}
-	cached, _, err := m.download(ctx, f, f.goEnv(&Go{Env: env}, p), work)
+	m := modulePin{Path: path, Version: version}
+	cached, _, commit, err := m.download(ctx, f, f.goEnv(&Go{Env: env}, p), work)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	zipFile := filepath.Join(work, "module.zip")
 	if _, _, err := linkOrCopy(cached, zipFile, 0o644, false); err != nil {
-		return "", fmt.Errorf("module %s: copying %s: %w", m.ref(), cached, err)
+		return "", "", fmt.Errorf("module %s: copying %s: %w", m.ref(), cached, err)
 	}
-	return m.hash(zipFile)
+	sum, err = m.hash(zipFile)
+	return sum, commit, err
 }

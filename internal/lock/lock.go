@@ -83,8 +83,8 @@ type Report struct {
 	// Written says the recipe was rewritten.
 	Written bool
 	// Unfillable are pins lock cannot resolve and the build needs: a
-	// {{commit}} with no commit (a gomod section's, which the module
-	// proxy does not give), each at its use.
+	// {{commit}} with no commit (a gomod section's, where the module
+	// proxy names none for the version), each at its use.
 	Unfillable []error
 }
 
@@ -134,7 +134,7 @@ type locker struct {
 	sums   map[string]string
 	// want is what each written pin must read as once the file is
 	// re-parsed: artifact@platform → sha256, artifact → commit,
-	// gomodKey(artifact) → sum.
+	// gomodKey(artifact) → sum, gomodCommitKey(artifact) → commit.
 	want map[string]string
 	work string
 }
@@ -214,18 +214,29 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The gomod sections without commit whose {{commit}} the recipe
+	// uses: lock fills the commit from the module proxy where it names
+	// one, and leaves the rest to their author, each at the use.
+	gaps := map[string][]*recipe.Error{}
 	for _, m := range mods {
-		if err := l.gomod(ctx, m); err != nil {
+		if m.Commit != "" {
+			continue
+		}
+		one := recipe.PinSelection{Platforms: opt.Platforms, Artifacts: []string{m.Artifact}, Commits: map[string]string{}}
+		if gaps[m.Artifact], err = l.r.CommitGaps(one); err != nil {
 			return nil, err
 		}
 	}
-	gaps, err := l.r.CommitGaps(sel)
-	if err != nil {
-		return nil, err
+	for _, m := range mods {
+		if err := l.gomod(ctx, m, gaps); err != nil {
+			return nil, err
+		}
 	}
 	rep := l.rep
-	for _, g := range gaps {
-		rep.Unfillable = append(rep.Unfillable, g)
+	for _, m := range mods {
+		for _, g := range gaps[m.Artifact] {
+			rep.Unfillable = append(rep.Unfillable, g)
+		}
 	}
 	slices.SortStableFunc(rep.Findings, func(a, b Finding) int { return a.Pos.Line - b.Pos.Line })
 
@@ -319,20 +330,44 @@ func (l *locker) git(ctx context.Context, g *recipe.GitPin, commits map[string]s
 	return err
 }
 
-// gomodKey is the key of want for the sum of artifact's gomod section.
-func gomodKey(artifact string) string { return "gomod\x00" + artifact }
+// gomodKey is the key of want for the sum of artifact's gomod section,
+// gomodCommitKey for its commit.
+func gomodKey(artifact string) string       { return "gomod\x00" + artifact }
+func gomodCommitKey(artifact string) string { return "gomod-commit\x00" + artifact }
 
 // gomod resolves m's module version with the module proxy, as a build
-// fetches it, and plans the edit that pins its sum when missing (or
-// stale, with Update).
-func (l *locker) gomod(ctx context.Context, m *recipe.GoModPin) error {
+// fetches it, and plans the edits that pin its sum, and its commit where
+// the proxy names one, when missing (or stale, with Update). A commit is
+// added only where the section has none and the recipe needs one (a
+// {{commit}} in its fields, listed in gaps, which it takes the
+// artifact out of once pinned): elsewhere the record would carry a
+// pin nothing asked for. Where the proxy names no commit, a section's is
+// left as written, as a build leaves it unchecked.
+func (l *locker) gomod(ctx context.Context, m *recipe.GoModPin, gaps map[string][]*recipe.Error) error {
 	at := recipe.Path(m.Keys...)
-	sum, err := l.f.ModuleSum(ctx, m.Module, m.Version, m.Commit, m.Env, m.Platform)
+	sum, commit, err := l.f.ModuleSum(ctx, m.Module, m.Version, m.Env, m.Platform)
 	if err != nil {
 		return plan.Errorf(l.r.Pos(at+".version"), "artifact %s: %v", m.Artifact, err)
 	}
-	_, err = l.pinScalar(Finding{Pos: l.r.Pos(at + ".sum"), Artifact: m.Artifact,
-		Pin: "sum of " + m.Module + "@" + m.Version, Source: "the module proxy", Old: m.Sum, New: sum}, m.Keys, "sum", "version", gomodKey(m.Artifact))
+	ref := m.Module + "@" + m.Version
+	if _, err = l.pinScalar(Finding{Pos: l.r.Pos(at + ".sum"), Artifact: m.Artifact,
+		Pin: "sum of " + ref, Source: "the module proxy", Old: m.Sum, New: sum}, m.Keys, "sum", "version", gomodKey(m.Artifact)); err != nil {
+		return err
+	}
+	if commit == "" || (m.Commit == "" && len(gaps[m.Artifact]) == 0) {
+		return nil
+	}
+	// After the sum, which a missing one is written before (edits at one
+	// place keep their order); a section lacking it has it after version.
+	after := "sum"
+	if m.Sum == "" {
+		after = "version"
+	}
+	pinned, err := l.pinScalar(Finding{Pos: l.r.Pos(at + ".commit"), Artifact: m.Artifact,
+		Pin: "commit of " + ref, Source: "the module proxy", Old: m.Commit, New: commit}, m.Keys, "commit", after, gomodCommitKey(m.Artifact))
+	if pinned && m.Commit == "" {
+		delete(gaps, m.Artifact)
+	}
 	return err
 }
 
@@ -696,6 +731,13 @@ func (l *locker) verify(out []byte, sel recipe.PinSelection) error {
 		}
 		if m.Sum != want {
 			return fmt.Errorf("artifact %s: gomod.sum reads %q, want %q", m.Artifact, m.Sum, want)
+		}
+		want, ok = l.want[gomodCommitKey(m.Artifact)]
+		if !ok {
+			want = oldMods[i].Commit
+		}
+		if m.Commit != want {
+			return fmt.Errorf("artifact %s: gomod.commit reads %q, want %q", m.Artifact, m.Commit, want)
 		}
 	}
 	return nil
