@@ -606,7 +606,13 @@ func (l *locker) resolve(ctx context.Context, d *recipe.Download, t *recipe.Targ
 		return "", plan.Errorf(l.r.Pos(at+".checksums"), "artifact %s (%s): checksum file %s: %v", d.Artifact, t.Platform, t.Checksums, err)
 	}
 	if listed != sum {
-		return "", plan.Errorf(l.r.Pos(at+".checksums"), "artifact %s (%s): %s has sha256 %s, but the checksum file %s gives %s for %s; pinned nothing", d.Artifact, t.Platform, t.URL, sum, t.Checksums, listed, name)
+		// Said as what this run did: --check never pins, and the
+		// recipe's pin is compared with neither digest.
+		outcome := "nothing was written"
+		if l.opt.Check {
+			outcome = "neither is taken as the digest to check the recipe's pin against"
+		}
+		return "", plan.Errorf(l.r.Pos(at+".checksums"), "artifact %s (%s): %s has sha256 %s, but the checksum file %s gives %s for %s; %s", d.Artifact, t.Platform, t.URL, sum, t.Checksums, listed, name, outcome)
 	}
 	return sum, nil
 }
