@@ -7,15 +7,18 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pallet-dev/pallet/internal/artifact"
+	"github.com/pallet-dev/pallet/internal/cache"
 	"github.com/pallet-dev/pallet/internal/dockerfile"
 	"github.com/pallet-dev/pallet/internal/lock"
 )
 
 func lockCmd() *cobra.Command {
 	var (
-		opt     lock.Options
-		quiet   bool
-		timeout time.Duration
+		opt      lock.Options
+		quiet    bool
+		timeout  time.Duration
+		cacheDir string
+		noCache  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "lock",
@@ -25,7 +28,9 @@ every platform an image places it on (checking it against the checksums
 file the recipe names), resolves each git tag to its commit, and fetches
 each gomod module version through the module proxy as a build does (the
 go command, GOPROXY and the checksum database) for its go.sum hash, then
-writes the pins into the recipe, changing no other byte of it.
+writes the pins into the recipe, changing no other byte of it. Each
+download is kept in the build's cache (--cache-dir), so the build after
+lock downloads it no more.
 
 A pin that no longer matches (a moved tag, a re-published download) is
 reported and left alone, and nothing is written, unless --update is
@@ -51,6 +56,19 @@ is missing or stale: for CI.`,
 			d, err := downloadTimeout(cmd.Flags(), timeout)
 			if err != nil {
 				return err
+			}
+			if !noCache {
+				// The build's cache: what lock downloads is there for
+				// the build after it, which then downloads none of it.
+				if cacheDir == "" {
+					if cacheDir, err = cache.DefaultDir(); err != nil {
+						return err
+					}
+				}
+				if opt.Cache, err = cache.Open(cacheDir); err != nil {
+					return err
+				}
+				defer opt.Cache.Close()
 			}
 			opt.Fetcher = artifact.New()
 			defer opt.Fetcher.Close()
@@ -82,6 +100,8 @@ is missing or stale: for CI.`,
 	f.StringSliceVar(&opt.Platforms, "platform", nil, "only these platforms (os/arch[/variant] or an OS; repeatable or comma-separated)")
 	f.BoolVar(&opt.Check, "check", false, "write nothing; fail if a pin is missing or stale")
 	f.BoolVar(&opt.Update, "update", false, "re-pin pins that no longer match (moved tags, re-published downloads)")
+	f.StringVar(&cacheDir, "cache-dir", "", "cache directory to keep the downloads in for the build (default: $PALLET_CACHE_DIR or the user cache dir)")
+	f.BoolVar(&noCache, "no-cache", false, "keep no download: the build downloads each again")
 	f.BoolVarP(&quiet, "quiet", "q", false, "print nothing but errors")
 	registerDownloadTimeout(f, &timeout, "a download (its retries included), a tag lookup or a module proxy response")
 	return cmd

@@ -17,12 +17,14 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/pallet-dev/pallet/internal/artifact"
 	"github.com/pallet-dev/pallet/internal/bounded"
+	"github.com/pallet-dev/pallet/internal/cache"
 	"github.com/pallet-dev/pallet/internal/plan"
 	"github.com/pallet-dev/pallet/internal/recipe"
 	"github.com/pallet-dev/pallet/internal/tempfile"
@@ -42,6 +44,10 @@ type Options struct {
 	Update bool
 	// Fetcher downloads and asks repositories; artifact.New() when nil.
 	Fetcher *artifact.Fetcher
+	// Cache, when set, keeps each URL's download, by its sha256, where a
+	// build reads url downloads (checking them as it reads), so that the
+	// build after lock downloads none of them again; nil keeps nothing.
+	Cache *cache.Cache
 	// Log receives one line per pin written.
 	Log func(format string, args ...any)
 }
@@ -137,6 +143,11 @@ type locker struct {
 	// gomodKey(artifact) → sum, gomodCommitKey(artifact) → commit.
 	want map[string]string
 	work string
+	// keep is where downloads are written for Options.Cache, a directory
+	// of the cache's own so that keeping one is a rename ("" keeps none),
+	// and kept the file each URL's download is in until it is kept.
+	keep string
+	kept map[string]string
 }
 
 // Run resolves the pins of opt.File and, unless it only checks, writes
@@ -190,6 +201,17 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(l.work)
+	if opt.Cache != nil {
+		dir, release, err := opt.Cache.TempDir()
+		if err != nil {
+			return nil, err
+		}
+		// What was not kept (a download its checksum file disputes)
+		// goes with the directory.
+		defer release()
+		defer os.RemoveAll(dir)
+		l.keep, l.kept = dir, map[string]string{}
+	}
 
 	sel := recipe.PinSelection{Platforms: opt.Platforms, Artifacts: opt.Artifacts, Commits: map[string]string{}}
 	gits, err := l.r.GitPins(sel)
@@ -587,13 +609,23 @@ func (l *locker) resolve(ctx context.Context, d *recipe.Download, t *recipe.Targ
 	at := recipe.Path(d.Keys...)
 	sum, ok := l.hashes[t.URL]
 	if !ok {
+		// Without a cache the body is hashed as it streams and kept
+		// nowhere, so a large release costs no disk.
+		file := ""
+		if l.keep != "" {
+			file = filepath.Join(l.keep, strconv.Itoa(len(l.hashes)))
+		}
 		var err error
-		if sum, err = l.f.DownloadUnpinned(ctx, t.URL, "", l.f.Limits.Limits); err != nil {
+		if sum, err = l.f.DownloadUnpinned(ctx, t.URL, file, l.f.Limits.Limits); err != nil {
 			return "", plan.Errorf(l.r.Pos(at+".url"), "artifact %s (%s): %v", d.Artifact, t.Platform, err)
 		}
 		l.hashes[t.URL] = sum
+		if file != "" {
+			l.kept[t.URL] = file
+		}
 	}
 	if t.Checksums == "" {
+		l.keepDownload(t.URL, sum)
 		return sum, nil
 	}
 	file, err := urlFile(t.URL)
@@ -614,7 +646,25 @@ func (l *locker) resolve(ctx context.Context, d *recipe.Download, t *recipe.Targ
 		}
 		return "", plan.Errorf(l.r.Pos(at+".checksums"), "artifact %s (%s): %s has sha256 %s, but the checksum file %s gives %s for %s; %s", d.Artifact, t.Platform, t.URL, sum, t.Checksums, listed, name, outcome)
 	}
+	l.keepDownload(t.URL, sum)
 	return sum, nil
+}
+
+// keepDownload moves the download of rawURL, whose sha256 is sum, into
+// the cache (Options.Cache), once its checksum file, where the recipe
+// names one, agreed. The blob is named by the digest of its own bytes,
+// whichever pin the recipe ends up with, and a build checks it as it
+// reads it: keeping it can make no build wrong, and failing to only
+// costs that build the download, so it is said and lock goes on.
+func (l *locker) keepDownload(rawURL, sum string) {
+	file, ok := l.kept[rawURL]
+	if !ok {
+		return
+	}
+	delete(l.kept, rawURL)
+	if _, err := l.opt.Cache.PutBlob(sum, file); err != nil {
+		l.opt.Log("%v; the build downloads %s again", err, rawURL)
+	}
 }
 
 // maxChecksumFile bounds a checksum file: a list of names and hashes,
