@@ -1047,7 +1047,7 @@ func (r *Recipe) Fetchable(opt Options) ([]*plan.Artifact, error) {
 func (r *Recipe) fieldsAt(at string, pf platform.Platform) map[string]plan.Pos {
 	out := map[string]plan.Pos{}
 	for field, paths := range map[string][]string{
-		"commit":   {".git.commit"},
+		"commit":   {".git.commit", ".commit"},
 		"tag":      {".git.tag"},
 		"repo":     {".git.repo"},
 		"path":     {".git.path", ".path"},
