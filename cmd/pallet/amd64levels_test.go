@@ -176,7 +176,7 @@ images:
       - {artifact: app, dest: /}
 `)
 		log := mustPallet(t, "build", "--progress", "plain", "-f", recipe, "-o", "oci:"+filepath.Join(t.TempDir(), "out"))
-		warning := recipe + ":4:5: artifact app (linux/amd64, go mode): its env sets GOAMD64=v3, so its binaries stop at start on an amd64 machine below v3"
+		warning := recipe + ":4:5: artifact app (linux/amd64, go): its env sets GOAMD64=v3, so its binaries stop at start on an amd64 machine below v3"
 		if got := strings.Contains(log, warning); got != tc.warned {
 			t.Errorf("platforms %s: warned %v, want %v:\n%s", tc.platforms, got, tc.warned, log)
 		}

@@ -44,8 +44,8 @@ images:
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"artifact f (linux/amd64 and linux/arm64, local mode): no licence file found",
-		"artifact g (linux/amd64, linux/arm64 and linux/s390x, local mode): no licence file found",
+		"artifact f (linux/amd64 and linux/arm64, local): no licence file found",
+		"artifact g (linux/amd64, linux/arm64 and linux/s390x, local): no licence file found",
 	} {
 		if n := strings.Count(log, want); n != 1 {
 			t.Errorf("%q said %d times, want once:\n%s", want, n, log)
@@ -66,8 +66,8 @@ images:
 		t.Fatalf("want the s390x platform's failure, got %v", err)
 	}
 	for _, want := range []string{
-		"artifact f (linux/amd64 and linux/arm64, local mode): no licence file found",
-		"artifact g (linux/amd64 and linux/arm64, local mode): no licence file found",
+		"artifact f (linux/amd64 and linux/arm64, local): no licence file found",
+		"artifact g (linux/amd64 and linux/arm64, local): no licence file found",
 	} {
 		if n := strings.Count(log, want); n != 1 {
 			t.Errorf("%q said %d times, want once:\n%s", want, n, log)
@@ -103,7 +103,7 @@ func TestArchiveSkippedWarnedOnFailure(t *testing.T) {
 			got = append(got, l)
 		}
 	}
-	want := []string{"warning: " + recipe + ":4:5: artifact r (linux/amd64 and linux/arm64, local mode): the archive holds 1 entry pallet does not place, which the image will not have: run/initctl (named pipe)"}
+	want := []string{"warning: " + recipe + ":4:5: artifact r (linux/amd64 and linux/arm64, local): the archive holds 1 entry pallet does not place, which the image will not have: run/initctl (named pipe)"}
 	if !slices.Equal(got, want) {
 		t.Errorf("the build warned\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}

@@ -452,7 +452,7 @@ images:
 `)
 	out := filepath.Join(dir, "out")
 	log := mustPallet(t, "build", "--progress", "plain", "-f", filepath.Join(dir, "pallet.yaml"), "-o", "oci:"+out)
-	if !strings.Contains(log, "warning: "+filepath.Join(dir, "pallet.yaml")+":8:5: artifact bare (linux/amd64, local mode): no licence file found") {
+	if !strings.Contains(log, "warning: "+filepath.Join(dir, "pallet.yaml")+":8:5: artifact bare (linux/amd64, local): no licence file found") {
 		t.Errorf("no warning for the artifact without a licence:\n%s", log)
 	}
 	files := readImageFiles(t, out, "linux/amd64")
@@ -531,7 +531,7 @@ images:
 	}{
 		{"Windows base on Linux", "windows-hostprocess-scratch", "linux/amd64", "etc", 34, "image app (linux/amd64): windows-hostprocess-scratch is a Windows base"},
 		{"missing layout", "oci:./no-layout", "linux/amd64", "etc", 34, "not an OCI image layout"},
-		{"missing local path", "scratch", "linux/amd64", "missing", 9, "artifact missing (linux/amd64, local mode): local path"},
+		{"missing local path", "scratch", "linux/amd64", "missing", 9, "artifact missing (linux/amd64, local): local path"},
 		{"include matches nothing", "scratch", "linux/amd64", "archive", 15, `include pattern(s) matched no entry: "bin/*"`},
 		{"platform check", "scratch", "linux/arm64", "tool", 39, "image app (linux/arm64): artifact tool"},
 		{"strip too deep", "scratch", "linux/amd64", "deep", 25, "rel.tar: nothing is left once extract.strip removes 3 leading path component(s)"},
@@ -652,7 +652,7 @@ images:
         dest: /opt/cni/bin/
 `)
 	_, err := pallet(t, "build", "-q", "-f", recipe, "--cache-dir", t.TempDir(), "-o", "oci:"+filepath.Join(dir, "out"))
-	want := recipe + `:5: artifact cni (linux/amd64, local mode): licence file "LICENSE" not found in the artifact; extract.strip: 1 removed the archive's LICENSE`
+	want := recipe + `:5: artifact cni (linux/amd64, local): licence file "LICENSE" not found in the artifact; extract.strip: 1 removed the archive's LICENSE`
 	if err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("got %v\nwant %s...", err, want)
 	}
@@ -694,7 +694,7 @@ func TestLicenceNamesItsLine(t *testing.T) {
 	for licences, want := range map[string]string{
 		`[""]`:            `:5: artifact file: licence "": names no file`,
 		`[COPYING, ../x]`: `:5: artifact file: licence "../x": path "../x" leaves the tree (contains ..)`,
-		`[COPYING]`:       `:5: artifact file (linux/amd64, local mode): licence file "COPYING" not found in the artifact`,
+		`[COPYING]`:       `:5: artifact file (linux/amd64, local): licence file "COPYING" not found in the artifact`,
 	} {
 		writeFile(t, recipe, `version: 1
 artifacts:

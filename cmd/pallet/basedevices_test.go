@@ -146,7 +146,7 @@ images:
 			case <-time.After(30 * time.Second):
 				t.Fatal("the build waits on the " + kind)
 			}
-			want := "pallet.yaml:4: artifact d (linux/amd64, local mode): " + special + " is a " + kind + ": only files, directories and symlinks can be placed"
+			want := "pallet.yaml:4: artifact d (linux/amd64, local): " + special + " is a " + kind + ": only files, directories and symlinks can be placed"
 			if err == nil || !strings.Contains(log+err.Error(), want) {
 				t.Errorf("error = %v\n%s\nwant %s", err, log, want)
 			}

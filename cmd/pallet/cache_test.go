@@ -830,7 +830,7 @@ images:
 `)
 	cacheDir := t.TempDir()
 	_, err = pallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "--cache-dir", cacheDir, "-o", "oci:"+filepath.Join(dir, "out"))
-	if err == nil || !strings.Contains(err.Error(), "artifact app (linux/amd64, go mode): its inputs changed while it was being built") {
+	if err == nil || !strings.Contains(err.Error(), "artifact app (linux/amd64, go): its inputs changed while it was being built") {
 		t.Errorf("got %v", err)
 	}
 	if entries, _ := os.ReadDir(filepath.Join(cacheDir, "artifacts")); len(entries) != 0 {

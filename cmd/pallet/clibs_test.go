@@ -380,7 +380,7 @@ images:
 	if real, err := filepath.EvalSymlinks(libfoo); err == nil {
 		libfoo = real
 	}
-	want := recipe + ":4:5: artifact foo (linux/amd64, go mode): cgo links C libraries whose licence is not known: " + libfoo + " (-lfoo, in foo) is owned by no Debian package"
+	want := recipe + ":4:5: artifact foo (linux/amd64, go): cgo links C libraries whose licence is not known: " + libfoo + " (-lfoo, in foo) is owned by no Debian package"
 	if !strings.Contains(log, want) {
 		t.Errorf("no warning %q:\n%s", want, log)
 	}

@@ -158,10 +158,10 @@ func TestDockerfileAddKeepsRootedLinks(t *testing.T) {
 	refusedDockerfiles(t, dir, []dockerfileRefusal{
 		{"FROM scratch\nADD up.tar /\n", `entry "l": symlink target "/../x" leaves the archive root`},
 		// A Windows layer's links are relative: refused as it unpacks.
-		{"FROM --platform=windows/amd64 windows-hostprocess-scratch\nADD r.tar /\n", `Dockerfile:2: artifact r.tar (windows/amd64, local mode): extract ` + filepath.Join(dir, "r.tar") + `: entry "etc/localtime": symlink target "/usr/share/zoneinfo/UTC" is absolute`},
+		{"FROM --platform=windows/amd64 windows-hostprocess-scratch\nADD r.tar /\n", `Dockerfile:2: artifact r.tar (windows/amd64, local): extract ` + filepath.Join(dir, "r.tar") + `: entry "etc/localtime": symlink target "/usr/share/zoneinfo/UTC" is absolute`},
 	})
 	recipe := extractRecipe(t, dir, "{}")
-	if _, err := pallet(t, "build", "-q", "--no-cache", "-f", recipe, "-o", "oci:"+filepath.Join(t.TempDir(), "o")); err == nil || !strings.Contains(err.Error(), `pallet.yaml:4: artifact r (linux/amd64, local mode): extract `+filepath.Join(dir, "r.tar")+`: entry "etc/localtime": symlink target "/usr/share/zoneinfo/UTC" is absolute (a recipe's extract keeps it with links: keep, as a link from a Linux image's root)`) {
+	if _, err := pallet(t, "build", "-q", "--no-cache", "-f", recipe, "-o", "oci:"+filepath.Join(t.TempDir(), "o")); err == nil || !strings.Contains(err.Error(), `pallet.yaml:4: artifact r (linux/amd64, local): extract `+filepath.Join(dir, "r.tar")+`: entry "etc/localtime": symlink target "/usr/share/zoneinfo/UTC" is absolute (a recipe's extract keeps it with links: keep, as a link from a Linux image's root)`) {
 		t.Errorf("a recipe's extract of absolute links: %v, want them refused", err)
 	}
 	extractRecipe(t, dir, "{links: keep}")
@@ -191,7 +191,7 @@ func TestArchiveSpecialFilesWarned(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM scratch\nADD r.tar /\n")
 	log := mustPallet(t, "build", "--no-cache", "-f", filepath.Join(dir, "Dockerfile"), "--platform", "linux/amd64,linux/arm64", "-o", "oci:"+filepath.Join(t.TempDir(), "o"))
 	// Once for both platforms, naming each.
-	want := regexp.MustCompile(`warning: ` + regexp.QuoteMeta(filepath.Join(dir, "Dockerfile")) + `:2:5: artifact r\.tar \(linux/amd64 and linux/arm64, local mode\): the archive holds 3 entries pallet does not place, which the image will not have: dev/null \(character device\), dev/sda \(block device\), run/initctl \(named pipe\)\n`)
+	want := regexp.MustCompile(`warning: ` + regexp.QuoteMeta(filepath.Join(dir, "Dockerfile")) + `:2:5: artifact r\.tar \(linux/amd64 and linux/arm64, local\): the archive holds 3 entries pallet does not place, which the image will not have: dev/null \(character device\), dev/sda \(block device\), run/initctl \(named pipe\)\n`)
 	if n := strings.Count(log, "does not place"); n != 1 || !want.MatchString(log) {
 		t.Errorf("the build said\n%s\nwant once: %s", log, want)
 	}
@@ -237,8 +237,8 @@ func TestArchiveSkippedWarnedPerList(t *testing.T) {
 		}
 	}
 	want := []string{
-		"warning: " + recipe + ":4:5: artifact r (linux/amd64 and linux/arm64, local mode): the archive holds 1 entry pallet does not place, which the image will not have: run/initctl (named pipe)",
-		"warning: " + recipe + ":4:5: artifact r (linux/riscv64, local mode): the archive holds 1 entry pallet does not place, which the image will not have: run/other (named pipe)",
+		"warning: " + recipe + ":4:5: artifact r (linux/amd64 and linux/arm64, local): the archive holds 1 entry pallet does not place, which the image will not have: run/initctl (named pipe)",
+		"warning: " + recipe + ":4:5: artifact r (linux/riscv64, local): the archive holds 1 entry pallet does not place, which the image will not have: run/other (named pipe)",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("the build warned\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -392,7 +392,7 @@ func TestBzip2DamageSaidAtItsLine(t *testing.T) {
 		{good[:len(good)-4], "bzip2 stream cut short: unexpected EOF"},
 	} {
 		writeFile(t, filepath.Join(dir, "r.tar.bz2"), string(tt.data))
-		prefix := recipe + `:4: artifact r (linux/amd64, local mode): extract ` + filepath.Join(dir, "r.tar.bz2") + `: `
+		prefix := recipe + `:4: artifact r (linux/amd64, local): extract ` + filepath.Join(dir, "r.tar.bz2") + `: `
 		_, err := pallet(t, "build", "-q", "--no-cache", "-f", recipe, "-o", "oci:"+filepath.Join(t.TempDir(), "o"))
 		if err == nil || !strings.Contains(err.Error(), prefix) || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("got %v\nwant %s...%s", err, prefix, tt.want)

@@ -322,7 +322,7 @@ images:
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "artifact f (linux/amd64, linux/riscv64 and linux/s390x, local mode): no licence file found"
+	want := "artifact f (linux/amd64, linux/riscv64 and linux/s390x, local): no licence file found"
 	if n := strings.Count(log, "no licence file found"); n != 1 || !strings.Contains(log, want) {
 		t.Errorf("warned %d times, want once: %q:\n%s", n, want, log)
 	}

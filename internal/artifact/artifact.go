@@ -105,7 +105,14 @@ func (r *Request) On(ps []platform.Platform) string {
 	if n := len(names); n > 1 {
 		on = strings.Join(names[:n-1], ", ") + " and " + names[n-1]
 	}
-	return fmt.Sprintf("artifact %s (%s, %s mode)", r.Name, on, r.How())
+	// "mode" only where the recipe has modes: an artifact of one kind
+	// has none to choose, and "gomod mode" would send its reader looking
+	// for a modes: section it never wrote.
+	how := r.Kind.Name()
+	if r.Mode != "" {
+		how = r.Mode + " mode"
+	}
+	return fmt.Sprintf("artifact %s (%s, %s)", r.Name, on, how)
 }
 
 // Result is what an artifact produced.
