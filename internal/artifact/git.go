@@ -173,6 +173,12 @@ func (f *Fetcher) fetchCommit(ctx context.Context, g gitRef, dir string, bare bo
 	}
 	head, err := run("rev-parse", "--verify", "--quiet", g.Commit+"^{commit}")
 	if err != nil {
+		// A tree's or a blob's name, which a fetch by name brings as
+		// readily as a commit's, is in the repository all the same:
+		// "not in" would send its reader looking for a missing push.
+		if typ, terr := run("cat-file", "-t", g.Commit); terr == nil && typ != "commit" {
+			return blame("commit", fmt.Errorf("commit %s of %s names a %s, not a commit, which is what a source checks out: pin the commit (git rev-parse TAG^{commit}; pallet lock resolves a tag to it)", g.Commit, g.Repo, typ))
+		}
 		return blame("commit", fmt.Errorf("commit %s is not in %s", g.Commit, g.Repo))
 	}
 	if head != g.Commit {
