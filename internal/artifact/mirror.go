@@ -503,7 +503,8 @@ func ClaimModuleCache(mirror string) error {
 // theirs (mirrorCloneTemp): one half-made, or a repository's old copy,
 // exchanged for its fresh clone just before the kill, as large as the
 // repository; no later fetch took them up, and another repository's
-// never even looked. Only the holder of the mirror's lock may call it:
+// never even looked; and those an earlier pallet left as DST.new and
+// DST.old. Only the holder of the mirror's lock may call it:
 // another fetch's downloads are in use.
 func SweepMirrorDownloads(mirror string) error {
 	left, err := filepath.Glob(filepath.Join(mirror, "sha256", downloadTemp))
@@ -521,6 +522,16 @@ func SweepMirrorDownloads(mirror string) error {
 	clones, err := filepath.Glob(filepath.Join(mirror, "git", mirrorCloneTemp("*")))
 	if err != nil {
 		return err
+	}
+	// The names a pallet before these made its clone and old copy under
+	// (DST.new, DST.old), which only a clone of that same repository
+	// removed, and which no clone now gives.
+	for _, suffix := range []string{".new", ".old"} {
+		earlier, err := filepath.Glob(filepath.Join(mirror, "git", "*-"+strings.Repeat("[0-9a-f]", 12)+".git"+suffix))
+		if err != nil {
+			return err
+		}
+		clones = append(clones, earlier...)
 	}
 	for _, p := range clones {
 		if err := os.RemoveAll(p); err != nil {

@@ -185,3 +185,31 @@ func oneCommitRepo(t *testing.T) (string, gitRef) {
 	fixture.Git(t, src, "commit", "-q", "-m", "a")
 	return src, gitRef{Repo: src, Commit: fixture.Git(t, src, "rev-parse", "HEAD")}
 }
+
+// A mirror an earlier pallet fetched into keeps what its killed fetches
+// left under the names it gave them then, DST.new and DST.old, which no
+// clone now removes: the sweep does, and leaves names pallet never gave.
+func TestMirrorSweepsEarlierClones(t *testing.T) {
+	mirror := t.TempDir()
+	dst := MirrorRepo(mirror, "https://example.com/org/tool.git")
+	for _, d := range []string{dst, dst + ".new/objects", dst + ".old/objects"} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	theirs := []string{"notes.git.new", "tool-0123.git.old", filepath.Base(dst) + ".new.keep"}
+	for _, n := range theirs {
+		if err := os.WriteFile(filepath.Join(filepath.Dir(dst), n), []byte("mine\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := SweepMirrorDownloads(mirror); err != nil {
+		t.Fatal(err)
+	}
+	if left := besideMirror(t, dst); !slices.Equal(left, slices.Sorted(slices.Values(theirs))) {
+		t.Errorf("after the sweep, beside the mirror's copy: %v, want only %v", left, theirs)
+	}
+	if _, err := os.Stat(dst); err != nil {
+		t.Errorf("the sweep took the mirror's copy: %v", err)
+	}
+}
