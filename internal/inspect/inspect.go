@@ -349,8 +349,6 @@ func byDigest(all, chosen []v1.Descriptor) []group {
 // config in it: a docker save of many images writes some KiB of each.
 const maxArchiveJSON = 4 << 20
 
-// docker describes the images of a docker archive, one per image with
-// all its RepoTags.
 // archiveBlobs opens the docker archive file, a regular file, and
 // indexes it (tarFiles); the file is the caller's to close.
 func archiveBlobs(file string) (*os.File, tarBlobs, error) {
@@ -373,6 +371,8 @@ func archiveBlobs(file string) (*os.File, tarBlobs, error) {
 	return f, blobs, nil
 }
 
+// docker describes the images of a docker archive, one per image with
+// all its RepoTags.
 func (r *Report) docker(file string) error {
 	// Opened once, checked, and indexed in one pass: go-containerregistry
 	// opens the archive again for each file it reads, each time waiting
