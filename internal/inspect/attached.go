@@ -294,6 +294,17 @@ func referrerIn(root v1.ImageIndex, where, tag string, p *platform.Platform, osV
 				names = append(names, n)
 			}
 		}
+		if len(named) == 0 && !strings.HasPrefix(where, "oci:") {
+			// docker save of an image by its ID names it nowhere,
+			// and an archive is of the images it was asked for: its
+			// entries that are no attachment are those.
+			for _, d := range m.Manifests {
+				if d.ArtifactType == "" {
+					named = append(named, d)
+					names = append(names, d.Digest.String())
+				}
+			}
+		}
 		if len(named) == 0 {
 			return nil, fmt.Errorf("%s names no image", where)
 		}

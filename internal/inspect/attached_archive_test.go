@@ -87,12 +87,19 @@ func attestedIndex(t *testing.T) (v1.ImageIndex, map[string]v1.Image) {
 // platforms it has not pulled.
 func dockerSave(t *testing.T, file string, idx v1.ImageIndex, img v1.Image, drop ...v1.Image) {
 	t.Helper()
+	dockerSaveNamed(t, file, map[string]string{refName: "app:latest", "io.containerd.image.name": "docker.io/library/app:latest"}, idx, img, drop...)
+}
+
+// dockerSaveNamed is dockerSave with the annotations of the index's
+// entry in index.json: none where the image was saved by its ID.
+func dockerSaveNamed(t *testing.T, file string, names map[string]string, idx v1.ImageIndex, img v1.Image, drop ...v1.Image) {
+	t.Helper()
 	dir := t.TempDir()
 	p, err := layout.Write(dir, empty.Index)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.AppendIndex(idx, layout.WithAnnotations(map[string]string{refName: "app:latest", "io.containerd.image.name": "docker.io/library/app:latest"})); err != nil {
+	if err := p.AppendIndex(idx, layout.WithAnnotations(names)); err != nil {
 		t.Fatal(err)
 	}
 	left := map[string]bool{}
@@ -111,7 +118,10 @@ func dockerSave(t *testing.T, file string, idx v1.ImageIndex, img v1.Image, drop
 	if err != nil {
 		t.Fatal(err)
 	}
-	entry := tarball.Descriptor{Config: blobName(m.Config.Digest), RepoTags: []string{"app:latest"}}
+	entry := tarball.Descriptor{Config: blobName(m.Config.Digest)}
+	if len(names) > 0 {
+		entry.RepoTags = []string{"app:latest"}
+	}
 	for _, l := range m.Layers {
 		entry.Layers = append(entry.Layers, blobName(l.Digest))
 	}
@@ -263,4 +273,19 @@ func mustTag(t *testing.T, s string) name.Tag {
 		t.Fatal(err)
 	}
 	return tag
+}
+
+// docker save of an image by its ID names it nowhere: its index.json
+// entry has no ref.name, and its manifest.json entry no RepoTags. The
+// archive's one image is read all the same, where it was said to name
+// none.
+func TestAttachedDockerArchiveSavedByID(t *testing.T) {
+	ctx := context.Background()
+	idx, images := attestedIndex(t)
+	file := filepath.Join(t.TempDir(), "app.tar")
+	dockerSaveNamed(t, file, nil, idx, images["amd64"], images["arm64"])
+	got, err := Attached(ctx, "docker:"+file, nil, "", sbom.MediaTypeSPDX)
+	if err != nil || !strings.Contains(string(got), `"name": "app-amd64"`) {
+		t.Errorf("an archive of an image saved by its ID: %s, %v", got, err)
+	}
 }
