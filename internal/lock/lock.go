@@ -337,12 +337,17 @@ func (l *locker) git(ctx context.Context, g *recipe.GitPin, commits map[string]s
 	}
 	// A tag may name a tree or a blob: pinned as the commit, it would
 	// fail only at the build's checkout, far from the tag that is wrong.
-	typ, err := l.f.TagObjectType(ctx, g.Repo, g.Tag, commit)
-	if err != nil {
-		return plan.Errorf(l.r.Pos(at+".tag"), "artifact %s: %v", g.Artifact, err)
-	}
-	if typ != "commit" {
-		return plan.Errorf(l.r.Pos(at+".tag"), "artifact %s: tag %s of %s names a %s (%s), not a commit, which is what a git artifact checks out; name a tag of a commit, or pin the commit as commit: without a tag", g.Artifact, g.Tag, g.Repo, typ, commit)
+	// Asked of a pin lock would write or report (a fetch of the tag's
+	// object, costly where the server cannot filter), not of one the
+	// recipe already holds: the build says what that one names.
+	if commit != g.Commit {
+		typ, err := l.f.TagObjectType(ctx, g.Repo, g.Tag, commit)
+		if err != nil {
+			return plan.Errorf(l.r.Pos(at+".tag"), "artifact %s: %v", g.Artifact, err)
+		}
+		if typ != "commit" {
+			return plan.Errorf(l.r.Pos(at+".tag"), "artifact %s: tag %s of %s names a %s (%s), not a commit, which is what a git artifact checks out; name a tag of a commit, or pin the commit as commit: without a tag", g.Artifact, g.Tag, g.Repo, typ, commit)
+		}
 	}
 	pinned, err := l.pinScalar(Finding{Pos: l.r.Pos(at + ".commit"), Artifact: g.Artifact,
 		Pin: "commit of tag " + g.Tag, Source: g.Repo, Old: g.Commit, New: commit}, g.Keys, "commit", "repo", g.Artifact)
