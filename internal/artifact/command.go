@@ -16,11 +16,17 @@ import (
 func Command(ctx context.Context, name string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, name, args...)
 	stopGroupOnCancel(cmd)
-	// A child that escaped the group (it started its own) still cannot
-	// hold the build: Wait gives up on its pipes after this.
-	cmd.WaitDelay = 10 * time.Second
+	// A child that escaped the group (it started its own: ssh's
+	// ControlPersist master, a credential agent) still cannot hold the
+	// build: Wait gives up on its pipes after this, and a command that
+	// had exited 0 has answered all the same (bounded.Answered, which
+	// every caller applies to what Run or Wait says).
+	cmd.WaitDelay = commandWaitDelay
 	return cmd
 }
+
+// commandWaitDelay is Command's WaitDelay (tests shorten it).
+var commandWaitDelay = 10 * time.Second
 
 // shellJoin writes args as a POSIX shell would read them back: an
 // argument holding a space or a character the shell treats specially is

@@ -347,7 +347,7 @@ func git(ctx context.Context, dir string, args ...string) (string, error) {
 	cmd := gitCommand(ctx, dir, args...)
 	stdout, stderr := &bounded.Output{Max: maxCommandOutput}, &bounded.Output{Max: maxCommandComplaint}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	if err := cmd.Run(); err != nil {
+	if err := bounded.Answered(cmd, cmd.Run()); err != nil {
 		return "", fmt.Errorf("git %s: %w: %s", shellJoin(args), err, strings.TrimSpace(stderr.String()))
 	}
 	if stdout.Over() {
@@ -437,7 +437,7 @@ func gitStream(ctx context.Context, dir string, stdin io.Reader, read func(io.Re
 	if readErr = read(out); readErr != nil {
 		cancel()
 	}
-	waitErr = cmd.Wait()
+	waitErr = bounded.Answered(cmd, cmd.Wait())
 	return readErr, strings.TrimSpace(errOut.String()), waitErr
 }
 

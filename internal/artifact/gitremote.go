@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pallet-dev/pallet/internal/bounded"
 	"github.com/pallet-dev/pallet/internal/lazyre"
 	"github.com/pallet-dev/pallet/internal/transfer"
 )
@@ -188,7 +189,7 @@ func remoteGit(ctx context.Context, all Limits, dir, watch string, args ...strin
 	stdout := &boundedBuffer{max: maxGitOutput, cancel: cancel}
 	stderr := &gitStderr{kick: kick}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	err := cmd.Run()
+	err := bounded.Answered(cmd, cmd.Run())
 	close(done)
 	<-watched
 	cause := context.Cause(wctx)

@@ -82,7 +82,7 @@ func tagCheckout(ctx context.Context, src, moduleDir, dirOnDisk string, g gitRef
 	cmd.Stdin = strings.NewReader(input.String())
 	stderr := &bounded.Output{Max: maxCommandComplaint}
 	cmd.Stderr = stderr
-	if err := cmd.Run(); err != nil {
+	if err := bounded.Answered(cmd, cmd.Run()); err != nil {
 		return false, fmt.Errorf("%s: tagging the checkout %s: %w: %s", g.Repo, g.Tag, err, strings.TrimSpace(stderr.String()))
 	}
 	return true, nil

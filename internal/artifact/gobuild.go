@@ -478,7 +478,7 @@ func (f *Fetcher) runGo(ctx context.Context, r *Request, g *Go, run goRun) (*Res
 			version <- versionOrErr{version: v[0], root: v[1]}
 		}()
 	}
-	err = cmd.Run()
+	err = bounded.Answered(cmd, cmd.Run())
 	tc := <-version
 	if err != nil && ctx.Err() != nil {
 		// Killed because the build stopped (another step failed, or an
@@ -864,6 +864,7 @@ func goEnvIn(ctx context.Context, dir string, env []string, names ...string) ([]
 	cmd.Dir = dir
 	cmd.Env = env
 	out, err := cmd.Output()
+	err = bounded.Answered(cmd, err)
 	what := "go env " + strings.Join(names, " ")
 	if err != nil {
 		// Output keeps the go command's stderr (its last 32 KiB) in the

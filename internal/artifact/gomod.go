@@ -234,7 +234,7 @@ func (m modulePin) download(ctx context.Context, f *Fetcher, env []string, dir s
 	cmd.Env = env
 	stdout, stderr := &bounded.Output{Max: maxCommandOutput}, &bounded.Output{Max: maxCommandComplaint}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	runErr := cmd.Run()
+	runErr := bounded.Answered(cmd, cmd.Run())
 	var info struct {
 		Zip, Dir, Error string
 		// Origin is where the proxy says the version came from; only

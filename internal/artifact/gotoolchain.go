@@ -454,7 +454,7 @@ func verifyToolchain(ctx context.Context, env []string, c toolchainCheck) error 
 	cmd.Env = append(env, "GOTOOLCHAIN=local", "GOPROXY=file://"+filepath.ToSlash(filepath.Join(tmp, "proxy")), "GOSUMDB=off", "GOMODCACHE="+c.modcache, "GOWORK=off", "GOFLAGS="+flags)
 	out := &bounded.Output{Max: maxCommandComplaint}
 	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Run(); err != nil {
+	if err := bounded.Answered(cmd, cmd.Run()); err != nil {
 		return fmt.Errorf("toolchain %s: unpacking it into %s: go mod download: %w\n%s", m, c.modcache, err, strings.TrimSpace(out.String()))
 	}
 	// What was unpacked is what runs: proven too, whatever the module

@@ -267,7 +267,7 @@ func (f *Fetcher) mirrorGoModules(ctx context.Context, dir string, p platform.Pl
 	cmd.Env = env
 	stdout, stderr := &bounded.Output{Max: maxCommandOutput}, &bounded.Output{Max: maxCommandComplaint}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	if err := cmd.Run(); err != nil {
+	if err := bounded.Answered(cmd, cmd.Run()); err != nil {
 		return fmt.Errorf("go %s (in %s, %s): %w\n%s", shellJoin(args), g.Module, p, err, f.explainGo(strings.TrimSpace(stderr.String())))
 	}
 	if stdout.Over() {
@@ -410,7 +410,7 @@ func downloadModules(ctx context.Context, env []string, mods []module.Version) e
 		cmd.Env = env
 		out := &bounded.Output{Max: maxCommandComplaint}
 		cmd.Stdout, cmd.Stderr = out, out
-		if err := cmd.Run(); err != nil {
+		if err := bounded.Answered(cmd, cmd.Run()); err != nil {
 			return fmt.Errorf("go mod download: %w\n%s", err, strings.TrimSpace(out.String()))
 		}
 	}

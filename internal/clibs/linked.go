@@ -266,7 +266,7 @@ func (b Build) run(ctx context.Context, name string, args ...string) ([]byte, er
 	}
 	stdout, stderr := &bounded.Output{Max: maxGoList}, &bounded.Output{Max: 32 << 10}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	if err := cmd.Run(); err != nil {
+	if err := bounded.Answered(cmd, cmd.Run()); err != nil {
 		return nil, fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	if stdout.Over() {

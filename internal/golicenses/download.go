@@ -143,7 +143,7 @@ func (c *collector) runDownload(ctx context.Context, refs []modRef) (map[string]
 	stdout := &bounded.Output{Max: maxGoOutput}
 	stderr := &bounded.Output{Max: 32 << 10}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	runErr := cmd.Run()
+	runErr := bounded.Answered(cmd, cmd.Run())
 	if stdout.Over() {
 		return nil, fmt.Errorf("go mod download: output over %d bytes", maxGoOutput)
 	}
