@@ -44,6 +44,8 @@ images:
 		t.Errorf("the error is not at the sha256 pin's line:\n%v", err)
 	case strings.Contains(err.Error(), "pallet lock"):
 		t.Errorf("a damaged mirror sends the user to re-pin a pin upstream agrees with:\n%v", err)
+	case !strings.Contains(err.Error(), "the mirror's copy (--mirror-url), which is damaged"):
+		t.Errorf("the error does not say the mirror is at fault:\n%v", err)
 	}
 	// What the advice would have led to: lock finds the pin as it is.
 	mustPallet(t, "lock", "-q", "-f", recipe, "--update")

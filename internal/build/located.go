@@ -25,7 +25,13 @@ func located(a *plan.Artifact, err error) error {
 		located *plan.Error
 	)
 	_, atPin := a.Fields["sha256"]
-	if !errors.As(err, &mm) || errors.As(err, &located) || !atPin || !fromOwnURL(a, mm) {
+	if !errors.As(err, &mm) || errors.As(err, &located) || !atPin {
+		return plan.Wrap(pos, err)
+	}
+	if _, isURL := a.Request.Kind.(*artifact.URL); isURL && !fromOwnURL(a, mm) {
+		return &plan.Error{Pos: pos, Msg: err.Error() + "; that is the mirror's copy (--mirror-url), which is damaged or not the pin's: mend the mirror (pallet fetch --mirror writes one) or build without it", Err: err}
+	}
+	if !fromOwnURL(a, mm) {
 		return plan.Wrap(pos, err)
 	}
 	return &plan.Error{Pos: pos, Msg: err.Error() + "; once you know why they differ, pallet lock --update re-pins it", Err: err}
