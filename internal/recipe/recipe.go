@@ -1275,6 +1275,7 @@ func checkGoRelease(v string) error {
 	case rest == "":
 		// From 1.21 on a release is named with its patch (go1.21.0):
 		// "1.26" is a language version, and no toolchain has that name.
+		//lint:ignore ST1005 Go is a name, and the message follows a colon
 		return fmt.Errorf("Go releases from 1.21 on are named with their patch; want %s.0 or a later %s.N", v, v)
 	}
 	return nil
