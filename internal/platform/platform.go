@@ -107,21 +107,7 @@ func meant(s string) string {
 // Nearest is the one of names (platforms or OSes) that s is most likely
 // a slip for: at most two edits from it (linux/amd46, linux/arm for
 // linux/arm64), and nearer than any other; "" when none is.
-func Nearest(s string, names []string) string {
-	best, bestD, tie := "", 3, false
-	for _, k := range names {
-		switch d := suggest.Distance(strings.ToLower(s), strings.ToLower(k)); {
-		case d < bestD:
-			best, bestD, tie = k, d, false
-		case d == bestD && k != best:
-			tie = true
-		}
-	}
-	if tie {
-		return ""
-	}
-	return best
-}
+func Nearest(s string, names []string) string { return suggest.Nearest(s, names, 2) }
 
 // aliased is the known platform that parts (os, arch and perhaps a
 // variant) names, its architecture perhaps by another name; "" for none.

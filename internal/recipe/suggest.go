@@ -54,18 +54,8 @@ func didYouMean(typ, field string) string {
 	if len(field) > 4 {
 		limit = 2
 	}
-	best, bestD, tie := "", limit+1, false
-	for _, name := range recipeFields()[typ] {
-		d := suggest.Distance(strings.ToLower(field), strings.ToLower(name))
-		switch {
-		case d < bestD:
-			best, bestD, tie = name, d, false
-		case d == bestD:
-			tie = true
-		}
+	if best := suggest.Nearest(field, recipeFields()[typ], limit); best != field {
+		return best
 	}
-	if tie || best == field {
-		return ""
-	}
-	return best
+	return ""
 }

@@ -3,6 +3,8 @@
 // checkout.
 package suggest
 
+import "strings"
+
 // Distance is the optimal string alignment distance of a and b, by
 // bytes: Levenshtein's, with two neighbours swapped as one edit (the
 // commonest slip of a typist, "scarcth").
@@ -29,4 +31,23 @@ func Distance(a, b string) int {
 		prev2, prev, cur = prev, cur, prev2
 	}
 	return prev[len(b)]
+}
+
+// Nearest is the one of names that word is most likely a slip for: at
+// most within edits from it (Distance, case aside), and nearer than any
+// other name; "" when none is, or two are as near.
+func Nearest(word string, names []string, within int) string {
+	best, bestD, tie := "", within+1, false
+	for _, n := range names {
+		switch d := Distance(strings.ToLower(word), strings.ToLower(n)); {
+		case d < bestD:
+			best, bestD, tie = n, d, false
+		case d == bestD && n != best:
+			tie = true
+		}
+	}
+	if tie {
+		return ""
+	}
+	return best
 }
