@@ -170,3 +170,52 @@ func linuxBaseLayout(t *testing.T, dir string, headers []tar.Header, opts ...lay
 	}
 	return d
 }
+
+// indexedImage is an image of a layout and the index entry that names it.
+type indexedImage struct {
+	desc v1.Descriptor
+	img  v1.Image
+}
+
+// layoutImages returns every image of the layout at dir, through nested
+// indexes, in their order; a layout without one fails the test.
+func layoutImages(t *testing.T, dir string) []indexedImage {
+	t.Helper()
+	p, err := layout.FromPath(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, err := p.ImageIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var imgs []indexedImage
+	var walk func(v1.ImageIndex)
+	walk = func(idx v1.ImageIndex) {
+		m, err := idx.IndexManifest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range m.Manifests {
+			switch {
+			case d.MediaType.IsIndex():
+				sub, err := idx.ImageIndex(d.Digest)
+				if err != nil {
+					t.Fatal(err)
+				}
+				walk(sub)
+			case d.MediaType.IsImage():
+				img, err := idx.Image(d.Digest)
+				if err != nil {
+					t.Fatal(err)
+				}
+				imgs = append(imgs, indexedImage{d, img})
+			}
+		}
+	}
+	walk(idx)
+	if len(imgs) == 0 {
+		t.Fatalf("%s: no image", dir)
+	}
+	return imgs
+}

@@ -16,8 +16,6 @@ import (
 	"testing"
 	"time"
 
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -167,7 +165,8 @@ func TestUpstreamWindowsAt(t *testing.T) {
 	scratch := t.TempDir()
 	seen := map[string]map[string]bool{} // architecture → .exe names seen
 	n := 0
-	for _, img := range layoutImages(t, dir) {
+	for _, li := range layoutImages(t, dir) {
+		img := li.img
 		cf, err := img.ConfigFile()
 		if err != nil {
 			t.Fatal(err)
@@ -241,48 +240,6 @@ func TestUpstreamWindowsAt(t *testing.T) {
 		}
 	}
 	t.Logf("%d .exe files checked", n)
-}
-
-// layoutImages returns every image of a layout, through nested indexes.
-func layoutImages(t *testing.T, dir string) []v1.Image {
-	t.Helper()
-	p, err := layout.FromPath(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx, err := p.ImageIndex()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var imgs []v1.Image
-	var walk func(v1.ImageIndex)
-	walk = func(idx v1.ImageIndex) {
-		m, err := idx.IndexManifest()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range m.Manifests {
-			switch {
-			case d.MediaType.IsIndex():
-				sub, err := idx.ImageIndex(d.Digest)
-				if err != nil {
-					t.Fatal(err)
-				}
-				walk(sub)
-			case d.MediaType.IsImage():
-				img, err := idx.Image(d.Digest)
-				if err != nil {
-					t.Fatal(err)
-				}
-				imgs = append(imgs, img)
-			}
-		}
-	}
-	walk(idx)
-	if len(imgs) == 0 {
-		t.Fatalf("%s: no image", dir)
-	}
-	return imgs
 }
 
 // TestUpstreamKindAt runs, with runc, the binaries of the linux/amd64

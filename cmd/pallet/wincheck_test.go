@@ -23,7 +23,6 @@ import (
 	"unicode/utf8"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
@@ -89,55 +88,27 @@ func checkWindowsLayout(t *testing.T, dir string, wantOSVersion ...string) {
 // alternate data streams and all, not to what pallet writes.
 func checkWindowsLayoutOnBase(t *testing.T, dir string, baseLayers int, wantOSVersion ...string) {
 	t.Helper()
-	p, err := layout.FromPath(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx, err := p.ImageIndex()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var seen []string
-	var walk func(idx v1.ImageIndex)
-	walk = func(idx v1.ImageIndex) {
-		m, err := idx.IndexManifest()
+	for _, li := range layoutImages(t, dir) {
+		d, img := li.desc, li.img
+		cf, err := img.ConfigFile()
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, d := range m.Manifests {
-			switch {
-			case d.MediaType.IsIndex():
-				sub, err := idx.ImageIndex(d.Digest)
-				if err != nil {
-					t.Fatal(err)
-				}
-				walk(sub)
-			case d.MediaType.IsImage():
-				img, err := idx.Image(d.Digest)
-				if err != nil {
-					t.Fatal(err)
-				}
-				cf, err := img.ConfigFile()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if cf.OS != "windows" {
-					if d.Platform != nil && d.Platform.OS == "windows" {
-						t.Errorf("%s: index entry says windows, config %s", d.Digest, cf.OS)
-					}
-					continue
-				}
-				if d.Platform == nil || d.Platform.OS != "windows" || d.Platform.Architecture != cf.Architecture || d.Platform.OSVersion != cf.OSVersion {
-					t.Errorf("%s: index platform %+v, config %s/%s os.version %q", d.Digest, d.Platform, cf.OS, cf.Architecture, cf.OSVersion)
-				}
-				seen = append(seen, cf.OSVersion)
-				if err := checkWindowsImage(img, baseLayers); err != nil {
-					t.Errorf("image %s: %v", d.Digest, err)
-				}
+		if cf.OS != "windows" {
+			if d.Platform != nil && d.Platform.OS == "windows" {
+				t.Errorf("%s: index entry says windows, config %s", d.Digest, cf.OS)
 			}
+			continue
+		}
+		if d.Platform == nil || d.Platform.OS != "windows" || d.Platform.Architecture != cf.Architecture || d.Platform.OSVersion != cf.OSVersion {
+			t.Errorf("%s: index platform %+v, config %s/%s os.version %q", d.Digest, d.Platform, cf.OS, cf.Architecture, cf.OSVersion)
+		}
+		seen = append(seen, cf.OSVersion)
+		if err := checkWindowsImage(img, baseLayers); err != nil {
+			t.Errorf("image %s: %v", d.Digest, err)
 		}
 	}
-	walk(idx)
 	if len(seen) == 0 {
 		t.Fatalf("%s: no Windows image", dir)
 	}

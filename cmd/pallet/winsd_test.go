@@ -112,39 +112,14 @@ images:
 `
 
 // windowsImages are the Windows images of the layout at dir, in its
-// index's order.
+// indexes' order.
 func windowsImages(t *testing.T, dir string) []v1.Image {
 	t.Helper()
-	p, err := layout.FromPath(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx, err := p.ImageIndex()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := idx.IndexManifest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(m.Manifests) == 1 && m.Manifests[0].MediaType.IsIndex() {
-		if idx, err = idx.ImageIndex(m.Manifests[0].Digest); err != nil {
-			t.Fatal(err)
-		}
-		if m, err = idx.IndexManifest(); err != nil {
-			t.Fatal(err)
-		}
-	}
 	var imgs []v1.Image
-	for _, d := range m.Manifests {
-		if d.Platform == nil || d.Platform.OS != "windows" {
-			continue
+	for _, li := range layoutImages(t, dir) {
+		if li.desc.Platform != nil && li.desc.Platform.OS == "windows" {
+			imgs = append(imgs, li.img)
 		}
-		img, err := idx.Image(d.Digest)
-		if err != nil {
-			t.Fatal(err)
-		}
-		imgs = append(imgs, img)
 	}
 	return imgs
 }
