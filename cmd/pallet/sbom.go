@@ -39,7 +39,7 @@ func sbomCmd() *cobra.Command {
 				name, v, _ := strings.Cut(plat, ":")
 				pp, err := platform.Parse(name)
 				if err != nil {
-					return err
+					return fmt.Errorf("--platform: %w", err)
 				}
 				p, osVersion = &pp, v
 			}

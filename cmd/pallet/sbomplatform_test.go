@@ -50,5 +50,10 @@ images:
 		if err == nil || !strings.Contains(err.Error(), "2 images (linux/amd64, linux/arm64); name one with --platform") {
 			t.Errorf("sbom %s of two platforms: want an error naming them, got %v", src, err)
 		}
+		// A slip in the flag is said as the flag's, as build says it.
+		_, err = pallet(t, "sbom", "--platform", "linux/aarch64", src)
+		if err == nil || !strings.HasPrefix(err.Error(), "--platform: unknown platform \"linux/aarch64\" (did you mean linux/arm64?)") {
+			t.Errorf("sbom --platform linux/aarch64 %s: want the flag named with the suggestion, got %v", src, err)
+		}
 	}
 }
