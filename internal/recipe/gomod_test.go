@@ -128,6 +128,8 @@ func TestGoModuleErrors(t *testing.T) {
 		{"expanded toolchain before 1.21", `  GO: "1.23.4"`, `  GO: "1.19rc1"`, 13, `go version "1.19rc1": GOTOOLCHAIN selects only`},
 		{"bad expanded toolchain", `  GO: "1.23.4"`, `  GO: "1.23.x"`, 13, "want a release such as 1.23.4"},
 		{"language version as toolchain", `  GO: "1.23.4"`, `  GO: "1.26"`, 13, "want 1.26.0 or a later 1.26.N"},
+		{"leading zero in the toolchain", `      toolchain: "{{GO}}"`, `      toolchain: "1.021.0"`, 13, `go version "1.021.0": no Go release has a number with a leading zero`},
+		{"leading zero in the patch", `  GO: "1.23.4"`, `  GO: "1.23.04"`, 13, `go version "1.23.04": no Go release has a number with a leading zero`},
 		{"package by absolute path", "      packages: [./cmd/crictl]", "      packages: [/tmp/x/main.go]", 11, "is outside the module"},
 		{"a flag as a package", "      packages: [./cmd/crictl]", "      packages: [-toolexec=/tmp/x, ./cmd/crictl]", 11, `package "-toolexec=/tmp/x" begins with '-', which go build reads as a flag`},
 		{"package above the module", "      packages: [./cmd/crictl]", "      packages: [./cmd/../../x]", 11, "is outside the module"},

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"go/version"
 	"io"
 	"maps"
 	"math"
@@ -1262,17 +1263,18 @@ func CheckGoVersion(v string) error {
 // checkGoRelease says why v, which goVersionRE matches, names no
 // toolchain GOTOOLCHAIN can select.
 func checkGoRelease(v string) error {
-	num, rest := v[len("1."):], ""
-	if i := strings.IndexAny(num, ".rc"); i >= 0 {
-		num, rest = num[:i], num[i:]
-	}
-	switch minor, _ := strconv.Atoi(num); {
-	case minor < 21:
+	gv := "go" + v
+	switch lang := version.Lang(gv); {
+	case !version.IsValid(gv):
+		// The pattern (the schema's too) lets a leading zero through,
+		// 1.021.0, which names no release.
+		return fmt.Errorf("no Go release has a number with a leading zero; want a release such as 1.23.4")
+	case version.Compare(lang, "go1.21") < 0:
 		// The go command switches to a toolchain by downloading it as
 		// the module golang.org/toolchain, which has none before
 		// go1.21.0: the build would fail in go mod download.
 		return fmt.Errorf("GOTOOLCHAIN selects only Go 1.21.0 and later, the releases the go command can download; want 1.21.0 or later")
-	case rest == "":
+	case lang == gv:
 		// From 1.21 on a release is named with its patch (go1.21.0):
 		// "1.26" is a language version, and no toolchain has that name.
 		//lint:ignore ST1005 Go is a name, and the message follows a colon
