@@ -1,6 +1,7 @@
 package artifact
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -59,8 +60,13 @@ func isScript(src string) bool {
 	defer f.Close()
 	var head [2]byte
 	n, _ := io.ReadFull(f, head[:])
-	return n == 2 && string(head[:]) == "#!"
+	return IsScriptText(head[:n])
 }
+
+// IsScriptText reports whether text, a licence-named file's content or
+// its beginning, is a program run by an interpreter ("#!"), and so no
+// licence, as isScript reads it of a file.
+func IsScriptText(text []byte) bool { return bytes.HasPrefix(text, []byte("#!")) }
 
 // licensePatterns are glob patterns selecting the licence files a recipe
 // names, or, when it names none, every name IsLicenseName accepts at

@@ -337,7 +337,13 @@ func (c *collector) finish(r modRef, f found) (Module, error) {
 		f.reason = "no licence file at the module root"
 	}
 	names := make([]string, 0, len(f.files))
-	for n := range f.files {
+	for n, text := range f.files {
+		// Only the text tells a licence-named script without an
+		// extension (a module's LICENSE-check) from a licence.
+		if artifact.IsScriptText(text) {
+			delete(f.files, n)
+			continue
+		}
 		names = append(names, n)
 	}
 	slices.Sort(names)

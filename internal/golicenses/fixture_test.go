@@ -65,9 +65,10 @@ func testModules() []testModule {
 		// module root only LICENSE*, COPYING*, NOTICE*..., not "LICENCE".
 		// Its package directory has a notice of its own, which counts; the
 		// testdata and _examples licences cover no package of a build, and
-		// a list of licence ids or a Go file is no licence.
+		// a list of licence ids, a Go file or a script is no licence.
 		{"example.com/brit", "v1.0.0", map[string]string{
 			"LICENCE":             "MIT License\n\nCopyright (c) 2024 The British Authors\n\n" + corpus("MIT"),
+			"LICENCE-check":       "#!/bin/sh\n# lists the sources without a licence header\ngrep -L Copyright */*.go\n",
 			"sub/NOTICE":          "The sub package includes code by the Sub Authors.\n",
 			"sub/license_ids.txt": "MIT\nApache-2.0\n",
 			"sub/license.go":      "package lib\n\n// Licence is a word.\nconst Licence = \"MIT\"\n",
