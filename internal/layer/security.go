@@ -2,6 +2,7 @@ package layer
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -264,4 +265,227 @@ func sddlMask(m uint32) string {
 		return fmt.Sprintf("%#x", m)
 	}
 	return b.String()
+}
+
+// More control bits an SDDL string may set on a DACL.
+const seDaclAutoInheritReq = 0x0100
+
+// SecurityDescriptorFromSDDL turns the SDDL a layer gives in
+// MSWINDOWS.sd into the self-relative descriptor go-winio makes of it:
+// its reader falls back on that record where a layer has no
+// MSWINDOWS.rawsd, as go-winio's writer made them before it wrote raw
+// descriptors. It reads what Windows writes
+// (ConvertSecurityDescriptorToStringSecurityDescriptor): an owner, a
+// group and a DACL, its P, AI and AR flags, allow and deny ACEs with
+// their inheritance flags, rights as a number or two-letter aliases, and
+// SIDs written out or by an alias that names the same SID on every
+// machine. Anything else is an error: a SACL, object ACEs, and an alias
+// such as DA or LA, which Windows resolves against the domain or machine
+// that imports the layer, so that pallet cannot know what it names.
+func SecurityDescriptorFromSDDL(s string) ([]byte, error) {
+	var owner, group string
+	var control uint16 = seSelfRelative
+	var aces []ACE
+	rest := s
+	for rest != "" {
+		if len(rest) < 2 || rest[1] != ':' {
+			return nil, fmt.Errorf("SDDL %q: %q is no section (O:, G:, D:)", s, rest)
+		}
+		tag := rest[0]
+		rest = rest[2:]
+		end := sddlSectionEnd(rest)
+		body := rest[:end]
+		rest = rest[end:]
+		switch tag {
+		case 'O', 'G':
+			sid, err := sddlReadSID(body)
+			if err != nil {
+				return nil, fmt.Errorf("SDDL %q: %c: %w", s, tag, err)
+			}
+			if tag == 'O' {
+				owner = sid
+			} else {
+				group = sid
+			}
+		case 'D':
+			flags, list, _ := strings.Cut(body, "(")
+			if list != "" {
+				list = "(" + list
+			}
+			for f := flags; f != ""; {
+				switch {
+				case strings.HasPrefix(f, "P"):
+					control |= seDaclProtected
+					f = f[1:]
+				case strings.HasPrefix(f, "AI"):
+					control |= seDaclAutoInherit
+					f = f[2:]
+				case strings.HasPrefix(f, "AR"):
+					control |= seDaclAutoInheritReq
+					f = f[2:]
+				default:
+					return nil, fmt.Errorf("SDDL %q: DACL flag %q", s, f)
+				}
+			}
+			control |= seDaclPresent
+			for list != "" {
+				i := strings.IndexByte(list, ')')
+				if list[0] != '(' || i < 0 {
+					return nil, fmt.Errorf("SDDL %q: ACE list %q", s, list)
+				}
+				a, err := sddlReadACE(list[1:i])
+				if err != nil {
+					return nil, fmt.Errorf("SDDL %q: ACE (%s): %w", s, list[1:i], err)
+				}
+				aces = append(aces, a)
+				list = list[i+1:]
+			}
+		default:
+			return nil, fmt.Errorf("SDDL %q: section %c: only an owner, a group and a DACL are read", s, tag)
+		}
+	}
+	if owner == "" || group == "" || control&seDaclPresent == 0 {
+		return nil, fmt.Errorf("SDDL %q: want an owner, a group and a DACL", s)
+	}
+	return encodeSecurityDescriptor(owner, group, control, aces)
+}
+
+// sddlSectionEnd is where the section starting s ends: at the next
+// section's tag outside an ACE.
+func sddlSectionEnd(s string) int {
+	depth := 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '(':
+			depth++
+		case c == ')':
+			depth--
+		case depth == 0 && i+1 < len(s) && s[i+1] == ':' && strings.IndexByte("OGDS", c) >= 0:
+			return i
+		}
+	}
+	return len(s)
+}
+
+func sddlReadACE(a string) (ACE, error) {
+	f := strings.Split(a, ";")
+	if len(f) != 6 {
+		return ACE{}, fmt.Errorf("%d fields, want 6", len(f))
+	}
+	var ace ACE
+	switch f[0] {
+	case "A":
+		ace.Type = accessAllowedAce
+	case "D":
+		ace.Type = accessDeniedAce
+	default:
+		return ACE{}, fmt.Errorf("type %q: only allow (A) and deny (D) are read", f[0])
+	}
+	for fl := f[1]; fl != ""; fl = fl[2:] {
+		if len(fl) < 2 {
+			return ACE{}, fmt.Errorf("flags %q", f[1])
+		}
+		switch fl[:2] {
+		case "OI":
+			ace.Flags |= objectInheritAce
+		case "CI":
+			ace.Flags |= containerInheritAce
+		case "NP":
+			ace.Flags |= noPropagateInherit
+		case "IO":
+			ace.Flags |= inheritOnlyAce
+		case "ID":
+			ace.Flags |= inheritedAce
+		default:
+			return ACE{}, fmt.Errorf("flag %q", fl[:2])
+		}
+	}
+	if f[3] != "" || f[4] != "" {
+		return ACE{}, errors.New("an object ACE")
+	}
+	mask, err := sddlReadMask(f[2])
+	if err != nil {
+		return ACE{}, err
+	}
+	ace.Mask = mask
+	if ace.SID, err = sddlReadSID(f[5]); err != nil {
+		return ACE{}, err
+	}
+	return ace, nil
+}
+
+func sddlReadMask(m string) (uint32, error) {
+	if strings.HasPrefix(m, "0x") || strings.HasPrefix(m, "0X") {
+		v, err := strconv.ParseUint(m[2:], 16, 32)
+		if err != nil {
+			return 0, fmt.Errorf("rights %q: %w", m, err)
+		}
+		return uint32(v), nil
+	}
+	if m != "" && m[0] >= '0' && m[0] <= '9' {
+		v, err := strconv.ParseUint(m, 10, 32)
+		if err != nil {
+			return 0, fmt.Errorf("rights %q: %w", m, err)
+		}
+		return uint32(v), nil
+	}
+	var mask uint32
+	for r := m; r != ""; r = r[2:] {
+		if len(r) < 2 {
+			return 0, fmt.Errorf("rights %q", m)
+		}
+		v, ok := sddlRight(r[:2])
+		if !ok {
+			return 0, fmt.Errorf("right %q", r[:2])
+		}
+		mask |= v
+	}
+	if mask == 0 {
+		return 0, fmt.Errorf("rights %q: none", m)
+	}
+	return mask, nil
+}
+
+func sddlRight(a string) (uint32, bool) {
+	for _, r := range maskAliases {
+		if r.name == a {
+			return r.mask, true
+		}
+	}
+	for _, r := range rightAliases {
+		if r.name == a {
+			return r.mask, true
+		}
+	}
+	switch a {
+	case "KW":
+		return 0x00020006, true
+	case "KX":
+		return 0x00020019, true
+	}
+	return 0, false
+}
+
+// sddlSIDs are the SDDL aliases that name one SID on every machine.
+var sddlSIDs = map[string]string{
+	"AN": "S-1-5-7", "AO": "S-1-5-32-548", "AU": "S-1-5-11", "BA": sidAdministrators,
+	"BG": "S-1-5-32-546", "BO": "S-1-5-32-551", "BU": sidUsers, "CG": "S-1-3-1",
+	"CO": sidCreatorOwner, "IU": "S-1-5-4", "LS": "S-1-5-19", "NS": "S-1-5-20",
+	"NU": "S-1-5-2", "OW": "S-1-3-4", "PO": "S-1-5-32-550", "PS": "S-1-5-10",
+	"PU": "S-1-5-32-547", "RC": "S-1-5-12", "RD": "S-1-5-32-555", "RE": "S-1-5-32-552",
+	"RU": "S-1-5-32-554", "SO": "S-1-5-32-549", "SU": "S-1-5-6", "SY": sidSystem,
+	"WD": "S-1-1-0", "WR": "S-1-5-33", "AC": "S-1-15-2-1", "IS": "S-1-5-32-568",
+}
+
+func sddlReadSID(s string) (string, error) {
+	if v, ok := sddlSIDs[s]; ok {
+		return v, nil
+	}
+	if strings.HasPrefix(s, "S-1-") {
+		if _, err := encodeSID(s); err != nil {
+			return "", err
+		}
+		return s, nil
+	}
+	return "", fmt.Errorf("SID %q: not written out, nor an alias that names one SID on every machine", s)
 }
