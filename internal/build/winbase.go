@@ -332,8 +332,9 @@ func (b *builder) readWindowsView(ctx context.Context, ref string, p platform.Pl
 
 // windowsViewFact names the cache's facts about Windows bases' views.
 // v6 holds the directories' descriptors: a v5 fact, without them, would
-// be taken for a base that has none.
-const windowsViewFact = "base-view-windows-v6"
+// be taken for a base that has none. v7 holds those a layer gives as
+// SDDL only (MSWINDOWS.sd), which a v6 fact left out.
+const windowsViewFact = "base-view-windows-v7"
 
 // windowsBaseClash refuses a layer of pi that puts a file or link where a
 // base holds a directory, or a directory where it holds a file, names

@@ -464,7 +464,15 @@ func (b *baseFS) winEntry(hdr *tar.Header) error {
 // to go-winio) leaves the layer's writer to its own. One that is not
 // base64, as go-winio reads it, fails the import.
 func (w *winState) dirRecords(p string, hdr *tar.Header) error {
-	sd := hdr.PAXRecords["MSWINDOWS.rawsd"]
+	sd, raw := hdr.PAXRecords["MSWINDOWS.rawsd"]
+	if sddl := hdr.PAXRecords["MSWINDOWS.sd"]; !raw && sddl != "" {
+		// go-winio falls back on the SDDL its writer put there before it
+		// wrote raw descriptors. One pallet cannot read the same on every
+		// machine (a domain's alias) leaves the layer's writer to its own.
+		if b, err := layer.SecurityDescriptorFromSDDL(sddl); err == nil {
+			sd = base64.StdEncoding.EncodeToString(b)
+		}
+	}
 	if sd == "" {
 		delete(w.dirs, p)
 		return nil
