@@ -158,7 +158,7 @@ func (f *Fetcher) fetchCommit(ctx context.Context, g gitRef, dir string, bare bo
 		return err
 	}
 	run := func(args ...string) (string, error) { return git(ctx, dir, args...) }
-	init := []string{"init", "-q"}
+	init := append([]string{"init", "-q"}, objectFormat(g.Commit)...)
 	if bare {
 		init = append(init, "--bare")
 	}
@@ -202,6 +202,19 @@ func (f *Fetcher) fetchCommit(ctx context.Context, g gitRef, dir string, bare bo
 		if tagged != g.Commit {
 			return blame("tag", fmt.Errorf("%s: tag %s points at %s, but the recipe pins %s", g.Repo, g.Tag, tagged, g.Commit))
 		}
+	}
+	return nil
+}
+
+// objectFormat is what git init is told of the object format of a
+// repository made to fetch commit into: git fetch keeps the format init
+// gave, and git init, told nothing, makes SHA-1, which cannot take a
+// SHA-256 repository's objects ("mismatched algorithms"). A commit's
+// length says its format. SHA-1 is asked for by saying nothing, which a
+// git older than --object-format (2.29) understands too.
+func objectFormat(commit string) []string {
+	if len(commit) == sha256.Size*2 {
+		return []string{"--object-format=sha256"}
 	}
 	return nil
 }

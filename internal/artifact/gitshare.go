@@ -61,7 +61,7 @@ func checkoutShared(ctx context.Context, objects string, g gitRef, dir string) e
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if _, err := git(ctx, dir, "init", "-q"); err != nil {
+	if _, err := git(ctx, dir, append([]string{"init", "-q"}, objectFormat(g.Commit)...)...); err != nil {
 		return err
 	}
 	gitDir := filepath.Join(dir, ".git")

@@ -41,7 +41,7 @@ func (f *Fetcher) TagObjectType(ctx context.Context, repo, tag, id string) (typ 
 	var dir string
 	fetch := func(args ...string) error {
 		dir = filepath.Join(tmp, strconv.Itoa(len(args)))
-		if _, err := git(ctx, "", "init", "-q", "--bare", dir); err != nil {
+		if _, err := git(ctx, "", append(append([]string{"init", "-q", "--bare"}, objectFormat(id)...), dir)...); err != nil {
 			return err
 		}
 		return f.gitTransfer(ctx, dir, dir, append(append([]string{"fetch", "--progress"}, args...), repo, ref)...)
