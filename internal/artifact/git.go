@@ -357,7 +357,15 @@ func repoKey(repo string) string {
 }
 
 func git(ctx context.Context, dir string, args ...string) (string, error) {
+	out, err := gitOutput(ctx, dir, nil, args...)
+	return strings.TrimSpace(out), err
+}
+
+// gitOutput is git's output as it printed it, stdin (if any) its input:
+// git's answer with -z, whose names may begin or end with a space.
+func gitOutput(ctx context.Context, dir string, stdin io.Reader, args ...string) (string, error) {
 	cmd := gitCommand(ctx, dir, args...)
+	cmd.Stdin = stdin
 	stdout, stderr := &bounded.Output{Max: maxCommandOutput}, &bounded.Output{Max: maxCommandComplaint}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := bounded.Answered(cmd, cmd.Run()); err != nil {
@@ -366,7 +374,7 @@ func git(ctx context.Context, dir string, args ...string) (string, error) {
 	if stdout.Over() {
 		return "", fmt.Errorf("git %s: over %d bytes of output", shellJoin(args), maxCommandOutput)
 	}
-	return strings.TrimSpace(string(stdout.Bytes())), nil
+	return string(stdout.Bytes()), nil
 }
 
 // maxCommandOutput bounds what pallet reads of a command's standard

@@ -1,6 +1,7 @@
 package artifact
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/pallet-dev/pallet/internal/archive"
+	"github.com/pallet-dev/pallet/internal/bounded"
 	"github.com/pallet-dev/pallet/internal/suggest"
 	"github.com/pallet-dev/pallet/internal/tree"
 )
@@ -69,12 +71,76 @@ func (g *GitFiles) Produce(ctx context.Context, f *Fetcher, r *Request, work str
 			return nil, blame("path", fmt.Errorf("%s: %s is a git submodule, whose files pallet does not fetch; take them from its own repository, as another artifact", at, name))
 		}
 	}
+	if err := refuseLFSPointers(ctx, src, g.Path, at); err != nil {
+		return nil, err
+	}
 	// What .git holds is the clone's, not the commit's: no path may
 	// take it, "." included.
 	if err := os.RemoveAll(filepath.Join(src, ".git")); err != nil {
 		return nil, err
 	}
 	return takeWithLicenses(src, g.Path, r, at, "at that commit")
+}
+
+// lfsPointerPrefixes begin a Git LFS pointer file (the spec's, and the
+// one before the project was renamed); a pointer is smaller than 1024
+// bytes.
+var lfsPointerPrefixes = []string{"version https://git-lfs.github.com/spec/", "version https://hawser.github.com/spec/"}
+
+const maxLFSPointer = 1024
+
+// refuseLFSPointers refuses the files under p of the checkout at src
+// that the repository's .gitattributes keep in Git LFS (filter=lfs)
+// and that hold the pointer git committed in their place: pallet runs
+// no filter, so the checkout holds the pointer, which taken would be
+// placed where the recipe expects the file (an installer, an icon),
+// with nothing said. A file under filter=lfs committed before it was
+// (no pointer) is the file itself, and is taken.
+func refuseLFSPointers(ctx context.Context, src, p, at string) error {
+	listed, err := gitOutput(ctx, src, nil, "--literal-pathspecs", "ls-files", "-z", "--", p)
+	if err != nil || listed == "" {
+		return err
+	}
+	attrs, err := gitOutput(ctx, src, strings.NewReader(listed), "check-attr", "--stdin", "-z", "filter")
+	if err != nil {
+		return fmt.Errorf("%s: %w", at, err)
+	}
+	// <path> NUL <attribute> NUL <value> NUL, for each path.
+	fields := strings.Split(attrs, "\x00")
+	var pointers []string
+	for i := 0; i+2 < len(fields); i += 3 {
+		name, value := fields[i], fields[i+2]
+		if value != "lfs" {
+			continue
+		}
+		if ok, err := isLFSPointer(filepath.Join(src, filepath.FromSlash(name))); err != nil {
+			return err
+		} else if ok {
+			pointers = append(pointers, name)
+		}
+	}
+	if len(pointers) == 0 {
+		return nil
+	}
+	more := ""
+	if len(pointers) > 3 {
+		more = fmt.Sprintf(" and %d more", len(pointers)-3)
+	}
+	return blame("path", fmt.Errorf("%s: %s%s: kept in Git LFS (.gitattributes: filter=lfs), whose files pallet does not fetch: the commit holds only their pointers; take the files from a release download, as another artifact, or leave them out of the path", at, strings.Join(pointers[:min(len(pointers), 3)], ", "), more))
+}
+
+// isLFSPointer says whether the checked-out file at name is a Git LFS
+// pointer; a symlink is not.
+func isLFSPointer(name string) (bool, error) {
+	info, err := os.Lstat(name)
+	if err != nil || !info.Mode().IsRegular() || info.Size() >= maxLFSPointer {
+		return false, err
+	}
+	b, err := bounded.ReadFile(name, maxLFSPointer)
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(lfsPointerPrefixes, func(prefix string) bool { return bytes.HasPrefix(b, []byte(prefix)) }), nil
 }
 
 // takeWithLicenses is the result of taking the file or directory p of the

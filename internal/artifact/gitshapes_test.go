@@ -1,0 +1,137 @@
+package artifact_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/cgi"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pallet-dev/pallet/internal/artifact"
+	"github.com/pallet-dev/pallet/internal/fixture"
+)
+
+// smartHTTP serves the bare repositories under root over git's smart
+// HTTP protocol, as git http-backend does behind a forge's web server,
+// and returns its URL.
+func smartHTTP(t *testing.T, root string) string {
+	t.Helper()
+	out, err := exec.Command("git", "--exec-path").Output()
+	if err != nil {
+		t.Skip("git is not installed")
+	}
+	backend := filepath.Join(strings.TrimSpace(string(out)), "git-http-backend")
+	if _, err := os.Stat(backend); err != nil {
+		t.Skipf("no git-http-backend: %v", err)
+	}
+	h := &cgi.Handler{
+		Path: backend,
+		Env:  []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null"},
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// prRepo is a bare repository whose default branch is trunk, with a
+// commit reachable only from a pull request's ref (refs/pull/7/head), as
+// GitHub keeps one; it returns the repository and that commit.
+func prRepo(t *testing.T, root string) (bare, commit string) {
+	t.Helper()
+	repo, _ := committedRepo(t, map[string]string{"etc/a.conf": "a\n"})
+	fixture.Git(t, repo, "branch", "-M", "trunk")
+	fixture.Git(t, repo, "checkout", "-q", "-b", "pr")
+	if err := os.WriteFile(filepath.Join(repo, "etc", "b.conf"), []byte("b\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fixture.Git(t, repo, "add", "-A")
+	fixture.Git(t, repo, "commit", "-q", "-m", "pr")
+	commit = fixture.Git(t, repo, "rev-parse", "HEAD")
+	bare = filepath.Join(root, "r.git")
+	fixture.Git(t, repo, "clone", "-q", "--bare", repo, bare)
+	fixture.Git(t, bare, "update-ref", "refs/pull/7/head", commit)
+	fixture.Git(t, bare, "branch", "-D", "pr")
+	fixture.Git(t, bare, "update-server-info")
+	return bare, commit
+}
+
+// A commit reachable only from a pull request's ref is fetched from a
+// smart server, a file:// URL and, once mirrored, from the mirror served
+// as a --mirror-url over plain HTTP.
+func TestGitPullRequestCommit(t *testing.T) {
+	root := t.TempDir()
+	bare, commit := prRepo(t, root)
+	smart := smartHTTP(t, root) + "/r.git"
+	ctx := context.Background()
+	take := func(name string, f *artifact.Fetcher, repo string) {
+		t.Helper()
+		k := &artifact.GitFiles{Repo: repo, Commit: commit, Path: "etc/b.conf"}
+		res, err := f.Fetch(ctx, filesRequest(t, k), t.TempDir())
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			return
+		}
+		if _, ok := res.Tree.Get("b.conf"); !ok {
+			t.Errorf("%s: %v", name, paths(res.Tree))
+		}
+	}
+	take("smart http", fetcher(t), smart)
+	take("file", fetcher(t), "file://"+bare)
+
+	mirror := t.TempDir()
+	k := &artifact.GitFiles{Repo: smart, Commit: commit, Path: "etc/b.conf"}
+	if err := fetcher(t).MirrorTo(ctx, mirror, []*artifact.Request{filesRequest(t, k)}); err != nil {
+		t.Fatal(err)
+	}
+	served := httptest.NewServer(http.FileServer(http.Dir(mirror)))
+	t.Cleanup(served.Close)
+	viaURL := fetcher(t)
+	viaURL.MirrorURL = served.URL
+	take("mirror url", viaURL, smart)
+}
+
+// Files a repository keeps in Git LFS are refused at the path, naming
+// them: the commit holds their pointers, which were placed where the
+// recipe expected the files. A file committed before its pattern went
+// to LFS is itself, and taken; so are the files beside the pointers.
+func TestGitFilesLFSPointer(t *testing.T) {
+	pointer := "version https://git-lfs.github.com/spec/v1\noid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize 12345\n"
+	repo, commit := committedRepo(t, map[string]string{
+		".gitattributes": "*.exe filter=lfs diff=lfs merge=lfs -text\n",
+		"w/install.ps1":  "Write-Host install\n",
+		"w/tool.exe":     pointer,
+		"w/old.exe":      "MZ committed before LFS\n",
+		"w/doc.md":       pointer, // a pointer quoted in prose, not kept in LFS
+		" lead.exe":      pointer, // listed first, its space and all
+	})
+	take := func(p string) (*artifact.Result, error) {
+		k := &artifact.GitFiles{Repo: repo, Commit: commit, Path: p}
+		return fetcher(t).Fetch(context.Background(), filesRequest(t, k), t.TempDir())
+	}
+	_, err := take("w")
+	var fe *artifact.FieldError
+	if !errors.As(err, &fe) || fe.Field != "path" || !strings.Contains(err.Error(), "w/tool.exe") || !strings.Contains(err.Error(), "LFS") || strings.Contains(err.Error(), "old.exe") {
+		t.Errorf("a directory holding an LFS pointer: %v", err)
+	}
+	if _, err := take("."); err == nil || !strings.Contains(err.Error(), ":  lead.exe") {
+		t.Errorf("the repository, a pointer first: %v", err)
+	}
+	if _, err := take("w/tool.exe"); err == nil {
+		t.Error("an LFS pointer taken by name was placed")
+	}
+	for _, p := range []string{"w/old.exe", "w/install.ps1", "w/doc.md"} {
+		res, err := take(p)
+		if err != nil {
+			t.Errorf("%s: %v", p, err)
+			continue
+		}
+		if _, ok := res.Tree.Get(filepath.Base(p)); !ok {
+			t.Errorf("%s: %v", p, paths(res.Tree))
+		}
+	}
+}
