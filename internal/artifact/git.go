@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/url"
 	"os"
 	"os/exec"
 	"path"
@@ -36,7 +37,9 @@ type Git struct {
 
 func (g *Git) Name() string { return "git" }
 
-func (g *Git) Origin() Origin { return Origin{Repo: g.Repo, Commit: g.Commit, Tag: g.Tag} }
+// Origin shows the repository without credentials written into its URL
+// (shownRepo): records are shared, credentials are not.
+func (g *Git) Origin() Origin { return Origin{Repo: shownRepo(g.Repo), Commit: g.Commit, Tag: g.Tag} }
 
 func (g *Git) ref() gitRef { return gitRef{Repo: g.Repo, Commit: g.Commit, Tag: g.Tag} }
 
@@ -79,7 +82,7 @@ func (g *Git) Produce(ctx context.Context, f *Fetcher, r *Request, work string) 
 	}
 	dir, err := g.Go.moduleIn(src)
 	if err != nil {
-		return nil, fmt.Errorf("%s at %s: %w", g.Repo, g.Commit, err)
+		return nil, fmt.Errorf("%s at %s: %w", shownRepo(g.Repo), g.Commit, err)
 	}
 	build := g.Go
 	if build.vcs, err = tagCheckout(ctx, src, g.Go.Module, dir, g.ref()); err != nil {
@@ -177,12 +180,12 @@ func (f *Fetcher) fetchCommit(ctx context.Context, g gitRef, dir string, bare bo
 		// readily as a commit's, is in the repository all the same:
 		// "not in" would send its reader looking for a missing push.
 		if typ, terr := run("cat-file", "-t", g.Commit); terr == nil && typ != "commit" {
-			return blame("commit", fmt.Errorf("commit %s of %s names a %s, not a commit, which is what a source checks out: pin the commit (git rev-parse TAG^{commit}; pallet lock resolves a tag to it)", g.Commit, g.Repo, typ))
+			return blame("commit", fmt.Errorf("commit %s of %s names a %s, not a commit, which is what a source checks out: pin the commit (git rev-parse TAG^{commit}; pallet lock resolves a tag to it)", g.Commit, shownRepo(g.Repo), typ))
 		}
-		return blame("commit", fmt.Errorf("commit %s is not in %s", g.Commit, g.Repo))
+		return blame("commit", fmt.Errorf("commit %s is not in %s", g.Commit, shownRepo(g.Repo)))
 	}
 	if head != g.Commit {
-		return fmt.Errorf("%s: fetched %s, but the recipe pins %s", g.Repo, head, g.Commit)
+		return fmt.Errorf("%s: fetched %s, but the recipe pins %s", shownRepo(g.Repo), head, g.Commit)
 	}
 	// Before a file is written: the fetch was compressed, and a small
 	// pack can hold a tree as large as any archive bomb.
@@ -195,12 +198,12 @@ func (f *Fetcher) fetchCommit(ctx context.Context, g gitRef, dir string, bare bo
 		}
 	}
 	if g.Tag != "" {
-		tagged, err := tagCommit(ctx, f.Limits, dir, "origin", g.Repo, g.Tag)
+		tagged, err := tagCommit(ctx, f.Limits, dir, "origin", shownRepo(g.Repo), g.Tag)
 		if err != nil {
 			return blame("tag", err)
 		}
 		if tagged != g.Commit {
-			return blame("tag", fmt.Errorf("%s: tag %s points at %s, but the recipe pins %s", g.Repo, g.Tag, tagged, g.Commit))
+			return blame("tag", fmt.Errorf("%s: tag %s points at %s, but the recipe pins %s", shownRepo(g.Repo), g.Tag, tagged, g.Commit))
 		}
 	}
 	return nil
@@ -225,14 +228,14 @@ func objectFormat(commit string) []string {
 // not the pin.
 func checkoutCommit(ctx context.Context, dir string, g gitRef) error {
 	if _, err := git(ctx, dir, "checkout", "-q", "--detach", g.Commit); err != nil {
-		return fmt.Errorf("%s at %s cannot be checked out: %w", g.Repo, g.Commit, err)
+		return fmt.Errorf("%s at %s cannot be checked out: %w", shownRepo(g.Repo), g.Commit, err)
 	}
 	head, err := git(ctx, dir, "rev-parse", "HEAD")
 	if err != nil {
 		return err
 	}
 	if head != g.Commit {
-		return fmt.Errorf("%s: checked out %s, but the recipe pins %s", g.Repo, head, g.Commit)
+		return fmt.Errorf("%s: checked out %s, but the recipe pins %s", shownRepo(g.Repo), head, g.Commit)
 	}
 	return nil
 }
@@ -252,7 +255,7 @@ func (f *Fetcher) fetchObjects(ctx context.Context, dir string, g gitRef) error 
 		err = f.gitTransfer(ctx, dir, dir, "fetch", "--progress", "--tags", "origin", "+refs/heads/*:refs/remotes/origin/*")
 	}
 	if err != nil {
-		return blame("repo", fmt.Errorf("fetch %s: %w", g.Repo, err))
+		return blame("repo", fmt.Errorf("fetch %s: %w", shownRepo(g.Repo), err))
 	}
 	return nil
 }
@@ -285,14 +288,14 @@ func dirSize(dir string) int64 {
 // compares a pinned commit with.
 func (f *Fetcher) ResolveTag(ctx context.Context, repo, tag string) (string, error) {
 	if f.Offline {
-		return "", fmt.Errorf("offline: cannot ask %s for tag %s", repo, tag)
+		return "", fmt.Errorf("offline: cannot ask %s for tag %s", shownRepo(repo), tag)
 	}
 	// git would read a leading dash as an option (--upload-pack runs a
 	// command); a recipe names a repository, never an option.
 	if strings.HasPrefix(repo, "-") {
-		return "", fmt.Errorf("repository %q: a URL or path cannot start with -", repo)
+		return "", fmt.Errorf("repository %q: a URL or path cannot start with -", shownRepo(repo))
 	}
-	return tagCommit(ctx, f.Limits, "", repo, repo, tag)
+	return tagCommit(ctx, f.Limits, "", repo, shownRepo(repo), tag)
 }
 
 // tagCommit asks remote (a name or URL, run in dir) for the commit tag
@@ -336,7 +339,7 @@ func (f *Fetcher) repoSource(repo string) (string, error) {
 		}
 	}
 	if f.Offline {
-		return "", fmt.Errorf("offline: repository %s is not %s", repo, f.offlineWhere())
+		return "", fmt.Errorf("offline: repository %s is not %s", shownRepo(repo), f.offlineWhere())
 	}
 	if f.MirrorURL != "" {
 		return strings.TrimSuffix(f.MirrorURL, "/") + "/git/" + repoKey(repo), nil
@@ -347,6 +350,37 @@ func (f *Fetcher) repoSource(repo string) (string, error) {
 // MirrorRepo is where a mirror keeps a bare copy of repo.
 func MirrorRepo(mirror, repo string) string {
 	return filepath.Join(mirror, "git", repoKey(repo))
+}
+
+// shownRepo is repo as messages and records show it: a password written
+// into its URL shows as xxxxx, as a url artifact's does, and so does a
+// token given as the user of an http(s) URL (https://TOKEN@host/...,
+// which forges take); ssh's user (git@) is no secret, and stays. git is
+// given repo whole.
+func shownRepo(repo string) string {
+	u, err := url.Parse(repo)
+	if err != nil || u.User == nil || u.Host == "" {
+		return repo
+	}
+	switch _, hasPassword := u.User.Password(); {
+	case hasPassword:
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	case u.Scheme == "http" || u.Scheme == "https":
+		u.User = url.User("xxxxx")
+	default:
+		return repo
+	}
+	return u.String()
+}
+
+// shownArgs are a git command's arguments as messages show them: a
+// repository's URL among them as shownRepo says.
+func shownArgs(args []string) []string {
+	shown := make([]string, len(args))
+	for i, a := range args {
+		shown[i] = shownRepo(a)
+	}
+	return shown
 }
 
 // repoKey names a repository in a mirror: readable, and unique per URL.
@@ -369,10 +403,10 @@ func gitOutput(ctx context.Context, dir string, stdin io.Reader, args ...string)
 	stdout, stderr := &bounded.Output{Max: maxCommandOutput}, &bounded.Output{Max: maxCommandComplaint}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := bounded.Answered(cmd, cmd.Run()); err != nil {
-		return "", fmt.Errorf("git %s: %w: %s", shellJoin(args), err, strings.TrimSpace(stderr.String()))
+		return "", fmt.Errorf("git %s: %w: %s", shellJoin(shownArgs(args)), err, strings.TrimSpace(stderr.String()))
 	}
 	if stdout.Over() {
-		return "", fmt.Errorf("git %s: over %d bytes of output", shellJoin(args), maxCommandOutput)
+		return "", fmt.Errorf("git %s: over %d bytes of output", shellJoin(shownArgs(args)), maxCommandOutput)
 	}
 	return string(stdout.Bytes()), nil
 }
@@ -415,9 +449,9 @@ func checkTreeSize(ctx context.Context, dir string, g gitRef, lim UnpackLimits) 
 			}
 			switch {
 			case entries > maxEntries:
-				over = fmt.Errorf("%s at %s: more than %d files (limits.entries)", g.Repo, g.Commit, maxEntries)
+				over = fmt.Errorf("%s at %s: more than %d files (limits.entries)", shownRepo(g.Repo), g.Commit, maxEntries)
 			case total > maxBytes:
-				over = fmt.Errorf("%s at %s: its files hold more than %d bytes (limits.extract, --max-extract)", g.Repo, g.Commit, maxBytes)
+				over = fmt.Errorf("%s at %s: its files hold more than %d bytes (limits.extract, --max-extract)", shownRepo(g.Repo), g.Commit, maxBytes)
 			}
 			if over != nil {
 				return over

@@ -34,8 +34,9 @@ type GitFiles struct {
 
 func (g *GitFiles) Name() string { return "git-files" }
 
+// Origin shows the repository as Git's does.
 func (g *GitFiles) Origin() Origin {
-	return Origin{Repo: g.Repo, Commit: g.Commit, Tag: g.Tag, GitPath: g.Path}
+	return Origin{Repo: shownRepo(g.Repo), Commit: g.Commit, Tag: g.Tag, GitPath: g.Path}
 }
 
 func (g *GitFiles) ref() gitRef { return gitRef{Repo: g.Repo, Commit: g.Commit, Tag: g.Tag} }
@@ -58,7 +59,7 @@ func (g *GitFiles) Produce(ctx context.Context, f *Fetcher, r *Request, work str
 	if err := f.checkout(ctx, g.ref(), src); err != nil {
 		return nil, err
 	}
-	at := fmt.Sprintf("%s at %s", g.Repo, g.Commit)
+	at := fmt.Sprintf("%s at %s", shownRepo(g.Repo), g.Commit)
 	// A submodule's directory is empty in the checkout: taken, it would
 	// place nothing where the recipe expects its files.
 	out, err := git(ctx, src, "--literal-pathspecs", "ls-files", "--stage", "-z", "--", g.Path)

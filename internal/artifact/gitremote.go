@@ -75,7 +75,7 @@ func boundGit(ctx context.Context, lim Limits, g gitRef) (bounded context.Contex
 	if _, ok := ctx.Value(gitBoundKey{}).(*gitBound); ok {
 		return ctx, func(err error) error { return err }
 	}
-	b := &gitBound{what: g.Repo + " at " + g.Commit, outer: ctx, start: time.Now(), timeout: lim.timeout()}
+	b := &gitBound{what: shownRepo(g.Repo) + " at " + g.Commit, outer: ctx, start: time.Now(), timeout: lim.timeout()}
 	bounded, stop := context.WithTimeoutCause(context.WithValue(ctx, gitBoundKey{}, b), b.timeout, errGitTimeout)
 	return bounded, func(err error) error {
 		defer stop()
@@ -207,7 +207,7 @@ func remoteGit(ctx context.Context, all Limits, dir, watch string, args ...strin
 	case transfer.StallOf(wctx) != nil:
 		return "", fmt.Errorf("git %s: nothing received for %s (limits.stall): %w", args[0], lim.Stall, transfer.StallOf(wctx))
 	case err != nil:
-		return "", fmt.Errorf("git %s: %w: %s", shellJoin(args), err, stderr.last())
+		return "", fmt.Errorf("git %s: %w: %s", shellJoin(shownArgs(args)), err, stderr.last())
 	case watch != "" && dirSize(watch)-before > lim.MaxBytes:
 		return "", tooLarge
 	}

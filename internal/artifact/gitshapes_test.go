@@ -3,6 +3,7 @@ package artifact_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/cgi"
 	"net/http/httptest"
@@ -30,8 +31,9 @@ func smartHTTP(t *testing.T, root string) string {
 		t.Skipf("no git-http-backend: %v", err)
 	}
 	h := &cgi.Handler{
-		Path: backend,
-		Env:  []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null"},
+		Path:   backend,
+		Stderr: io.Discard, // the backend's own complaints, about repositories a test asks for in vain
+		Env:    []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null"},
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
@@ -133,5 +135,52 @@ func TestGitFilesLFSPointer(t *testing.T) {
 		if _, ok := res.Tree.Get(filepath.Base(p)); !ok {
 			t.Errorf("%s: %v", p, paths(res.Tree))
 		}
+	}
+}
+
+// A token written into a repository's URL is in no error a fetch, a
+// tag lookup or a mirror gives, nor in the origin recorded: those are
+// shown and shared, the token is not (TestGitRepoCredentialsNotShown in
+// cmd/pallet follows it into the record and what pallet prints).
+func TestGitRepoCredentialsNotInErrors(t *testing.T) {
+	root := t.TempDir()
+	_, commit := prRepo(t, root)
+	const token = "s3cretT0ken"
+	base := smartHTTP(t, root)
+	ctx := context.Background()
+	for _, u := range []string{
+		strings.Replace(base, "http://", "http://ci:"+token+"@", 1),
+		strings.Replace(base, "http://", "http://"+token+"@", 1),
+	} {
+		for _, c := range []struct{ what, repo, commit, tag string }{
+			{"no such commit", u + "/r.git", strings.Repeat("a", 40), ""},
+			{"no such repository", u + "/nope.git", commit, ""},
+			{"no such tag", u + "/r.git", commit, "v9"},
+		} {
+			k := &artifact.GitFiles{Repo: c.repo, Commit: c.commit, Tag: c.tag, Path: "etc"}
+			_, fetchErr := fetcher(t).Fetch(ctx, filesRequest(t, k), t.TempDir())
+			_, tagErr := fetcher(t).ResolveTag(ctx, c.repo, "v9")
+			mirrorErr := fetcher(t).MirrorTo(ctx, t.TempDir(), []*artifact.Request{filesRequest(t, k)})
+			for name, err := range map[string]error{"fetch": fetchErr, "tag": tagErr, "mirror": mirrorErr} {
+				// A mirror keeps the repository, tags and all; the tag is
+				// checked by the build that reads it.
+				switch {
+				case err == nil && !(name == "mirror" && c.tag != ""):
+					t.Errorf("%s: %s: no error", c.what, name)
+				case err != nil && strings.Contains(err.Error(), token):
+					t.Errorf("%s: %s: %v", c.what, name, err)
+				}
+			}
+		}
+		if o := (&artifact.GitFiles{Repo: u + "/r.git"}).Origin(); strings.Contains(o.Repo, token) || !strings.Contains(o.Repo, "/r.git") {
+			t.Errorf("origin %s", o.Repo)
+		}
+		if o := (&artifact.Git{Repo: u + "/r.git"}).Origin(); strings.Contains(o.Repo, token) {
+			t.Errorf("origin %s", o.Repo)
+		}
+	}
+	// ssh's user is no secret: the record keeps the URL as given.
+	if o := (&artifact.Git{Repo: "ssh://git@example.com/r.git"}).Origin(); o.Repo != "ssh://git@example.com/r.git" {
+		t.Errorf("ssh origin %s", o.Repo)
 	}
 }
