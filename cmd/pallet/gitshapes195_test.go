@@ -38,8 +38,9 @@ func gitSmartHTTP(t *testing.T, root string) string {
 
 // A repository URL with a token in it (https://user:TOKEN@host/..., the
 // form a CI job is handed) reaches neither the record, nor the SBOMs and
-// provenance, nor what lock, fetch and build print, as a url artifact's
-// password does not: they are shared, the token is not.
+// provenance, nor a mirror (served as it is), nor what lock, fetch and
+// build print, as a url artifact's password does not: they are shared,
+// the token is not.
 func TestGitRepoCredentialsNotShown(t *testing.T) {
 	needTool(t, "git")
 	root := t.TempDir()
@@ -62,11 +63,12 @@ func TestGitRepoCredentialsNotShown(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out")
 	docs := t.TempDir()
 	said += mustPallet(t, "build", "-f", file, "-o", "oci:"+out, "--sbom", "--provenance", "--sbom-dir", docs)
-	said += mustPallet(t, "fetch", "-f", file, "--mirror", t.TempDir())
+	mirror := t.TempDir()
+	said += mustPallet(t, "fetch", "-f", file, "--mirror", mirror)
 	if strings.Contains(said, token) {
 		t.Errorf("pallet printed the token:\n%s", said)
 	}
-	for _, dir := range []string{filepath.Dir(out), docs} {
+	for _, dir := range []string{filepath.Dir(out), docs, mirror} {
 		filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 			if err != nil || !d.Type().IsRegular() {
 				return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/cgi"
 	"net/http/httptest"
@@ -22,6 +23,13 @@ import (
 // and returns its URL.
 func smartHTTP(t *testing.T, root string) string {
 	t.Helper()
+	return smartHTTPAuth(t, root, "", "")
+}
+
+// smartHTTPAuth is smartHTTP answering 401 to a request without the
+// basic credentials user and password, when they are given.
+func smartHTTPAuth(t *testing.T, root, user, password string) string {
+	t.Helper()
 	out, err := exec.Command("git", "--exec-path").Output()
 	if err != nil {
 		t.Skip("git is not installed")
@@ -35,7 +43,14 @@ func smartHTTP(t *testing.T, root string) string {
 		Stderr: io.Discard, // the backend's own complaints, about repositories a test asks for in vain
 		Env:    []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null"},
 	}
-	srv := httptest.NewServer(h)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, _ := r.BasicAuth(); user != "" && (u != user || p != password) {
+			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
+			http.Error(w, "credentials, please", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
@@ -183,4 +198,39 @@ func TestGitRepoCredentialsNotInErrors(t *testing.T) {
 	if o := (&artifact.Git{Repo: "ssh://git@example.com/r.git"}).Origin(); o.Repo != "ssh://git@example.com/r.git" {
 		t.Errorf("ssh origin %s", o.Repo)
 	}
+}
+
+// A mirror of a repository whose URL holds a token keeps the token out
+// of what it serves (its config: git clone wrote origin's URL there),
+// and its update, for a commit pushed since, still sends it.
+func TestGitMirrorKeepsNoCredentials(t *testing.T) {
+	root := t.TempDir()
+	bare, first := prRepo(t, root)
+	const token = "s3cretT0ken"
+	repo := strings.Replace(smartHTTPAuth(t, root, "ci", token), "http://", "http://ci:"+token+"@", 1) + "/r.git"
+	mirror := t.TempDir()
+	ctx := context.Background()
+	mirrorCommit := func(commit string) {
+		t.Helper()
+		k := &artifact.GitFiles{Repo: repo, Commit: commit, Path: "etc"}
+		if err := fetcher(t).MirrorTo(ctx, mirror, []*artifact.Request{filesRequest(t, k)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mirrorCommit(first)
+	// A commit pushed since: the mirror is updated, not cloned again.
+	work := t.TempDir()
+	fixture.Git(t, work, "clone", "-q", bare, ".")
+	fixture.Git(t, work, "commit", "-q", "--allow-empty", "-m", "later")
+	fixture.Git(t, work, "push", "-q", "origin", "HEAD:refs/heads/later")
+	mirrorCommit(fixture.Git(t, work, "rev-parse", "HEAD"))
+	filepath.WalkDir(mirror, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		if b, err := os.ReadFile(p); err == nil && strings.Contains(string(b), token) {
+			t.Errorf("%s holds the token:\n%s", p, b)
+		}
+		return nil
+	})
 }

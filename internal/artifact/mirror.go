@@ -51,7 +51,9 @@ func (f *Fetcher) mirrorRepo(ctx context.Context, dir string, g gitRef) (err err
 			return err
 		}
 		if _, err := git(ctx, dst, "cat-file", "-e", g.Commit+"^{commit}"); err != nil {
-			if err := f.gitTransfer(ctx, dst, dst, "fetch", "--progress", "--prune", "origin"); err != nil {
+			// From the recipe's URL, not origin's: the mirror keeps
+			// origin without its credentials (cloneMirror).
+			if err := f.gitTransfer(ctx, dst, dst, "fetch", "--progress", "--prune", g.Repo, "+refs/*:refs/*"); err != nil {
 				return fmt.Errorf("update %s: %w", shownRepo(g.Repo), err)
 			}
 		}
@@ -104,6 +106,13 @@ func (f *Fetcher) cloneMirror(ctx context.Context, g gitRef, dst string) error {
 	}
 	if err := mirroredCommit(ctx, tmp, g); err != nil {
 		return fmt.Errorf("clone %s: %w", shownRepo(g.Repo), err)
+	}
+	// A mirror is served as it is (--mirror-url), its config too: a
+	// token in the URL git clone wrote there would be served with it.
+	if shown := shownRepo(g.Repo); shown != g.Repo {
+		if _, err := git(ctx, tmp, "remote", "set-url", "origin", shown); err != nil {
+			return fmt.Errorf("clone %s: %w", shown, err)
+		}
 	}
 	return swapMirror(tmp, dst)
 }
