@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"io/fs"
 	"net/http/cgi"
@@ -78,5 +79,36 @@ func TestGitRepoCredentialsNotShown(t *testing.T) {
 			}
 			return nil
 		})
+	}
+}
+
+// pallet fetch of a git path whose tag was moved (force-pushed) since
+// pallet lock pinned it says so at the tag's line, as it does for a Go
+// build's, not only the offline build after it.
+func TestGitFilesFetchMovedTagAtLine(t *testing.T) {
+	needTool(t, "git")
+	repo := t.TempDir()
+	writeFile(t, filepath.Join(repo, "hack/linux/install.sh"), "#!/bin/sh\n")
+	writeFile(t, filepath.Join(repo, "hack/windows/Install.ps1"), "Write-Host\n")
+	lockGit(t, repo, "init", "-q", "-b", "main")
+	lockGit(t, repo, "add", "-A")
+	lockGit(t, repo, "commit", "-q", "-m", "scripts")
+	lockGit(t, repo, "tag", "v1.0.0")
+	file := filepath.Join(t.TempDir(), "pallet.yaml")
+	writeFile(t, file, strings.Replace(gitFilesRecipe, "GIT", "file://"+repo, 1))
+	mustPallet(t, "lock", "-f", file)
+	lockGit(t, repo, "commit", "-q", "--allow-empty", "-m", "after the release")
+	lockGit(t, repo, "tag", "-f", "v1.0.0")
+
+	src, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := fmt.Sprintf("%s:%d:", file, strings.Count(string(src[:strings.Index(string(src), "tag: v{{version}}")]), "\n")+1)
+	_, err = pallet(t, "fetch", "-q", "-f", file, "--mirror", t.TempDir())
+	// Said once: found before only by the offline unpacking of the
+	// mirror just filled, it named the artifact twice.
+	if err == nil || !strings.HasPrefix(err.Error(), at) || !strings.Contains(err.Error(), "tag v1.0.0 points at") || strings.Count(err.Error(), "artifact scripts") != 1 {
+		t.Errorf("fetch with the tag moved: %v; want it at %s, once", err, at)
 	}
 }

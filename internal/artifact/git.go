@@ -197,14 +197,22 @@ func (f *Fetcher) fetchCommit(ctx context.Context, g gitRef, dir string, bare bo
 			return err
 		}
 	}
-	if g.Tag != "" {
-		tagged, err := tagCommit(ctx, f.Limits, dir, "origin", shownRepo(g.Repo), g.Tag)
-		if err != nil {
-			return blame("tag", err)
-		}
-		if tagged != g.Commit {
-			return blame("tag", fmt.Errorf("%s: tag %s points at %s, but the recipe pins %s", shownRepo(g.Repo), g.Tag, tagged, g.Commit))
-		}
+	return checkTag(ctx, f.Limits, dir, "origin", g)
+}
+
+// checkTag proves that g.Tag, when given, points at g.Commit in remote
+// (a name or URL, run in dir): a tag moved since pallet lock pinned it
+// is blamed on the tag's line.
+func checkTag(ctx context.Context, lim Limits, dir, remote string, g gitRef) error {
+	if g.Tag == "" {
+		return nil
+	}
+	tagged, err := tagCommit(ctx, lim, dir, remote, shownRepo(g.Repo), g.Tag)
+	if err != nil {
+		return blame("tag", err)
+	}
+	if tagged != g.Commit {
+		return blame("tag", fmt.Errorf("%s: tag %s points at %s, but the recipe pins %s", shownRepo(g.Repo), g.Tag, tagged, g.Commit))
 	}
 	return nil
 }

@@ -48,9 +48,14 @@ func (g *GitFiles) Key(*Fetcher, *Request) ([]string, bool, error) {
 }
 
 // Mirror keeps a bare copy of the repository holding the commit: the
-// files need nothing else.
+// files need nothing else. The tag is proven in the copy, as a Go
+// build's mirror proves it in its checkout from there: pallet fetch
+// says a tag moved since the pin at once, not the offline build after.
 func (g *GitFiles) Mirror(ctx context.Context, f *Fetcher, _ *Request, dir string) error {
-	return f.mirrorRepo(ctx, dir, g.ref())
+	if err := f.mirrorRepo(ctx, dir, g.ref()); err != nil {
+		return err
+	}
+	return checkTag(ctx, f.Limits, "", MirrorRepo(dir, g.Repo), g.ref())
 }
 
 // Produce checks out the pinned commit and takes Path from it.

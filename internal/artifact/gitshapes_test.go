@@ -177,10 +177,8 @@ func TestGitRepoCredentialsNotInErrors(t *testing.T) {
 			_, tagErr := fetcher(t).ResolveTag(ctx, c.repo, "v9")
 			mirrorErr := fetcher(t).MirrorTo(ctx, t.TempDir(), []*artifact.Request{filesRequest(t, k)})
 			for name, err := range map[string]error{"fetch": fetchErr, "tag": tagErr, "mirror": mirrorErr} {
-				// A mirror keeps the repository, tags and all; the tag is
-				// checked by the build that reads it.
 				switch {
-				case err == nil && !(name == "mirror" && c.tag != ""):
+				case err == nil:
 					t.Errorf("%s: %s: no error", c.what, name)
 				case err != nil && strings.Contains(err.Error(), token):
 					t.Errorf("%s: %s: %v", c.what, name, err)
@@ -233,4 +231,26 @@ func TestGitMirrorKeepsNoCredentials(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// pallet fetch of a git path whose tag has moved since the pin fails at
+// the tag, as a Go build's does, and not only the offline build after
+// it; a tag that still points at the pin is mirrored.
+func TestGitFilesMirrorMovedTag(t *testing.T) {
+	repo, commit := filesRepo(t)
+	fixture.Git(t, repo, "tag", "v1.0.1")
+	fixture.Git(t, repo, "commit", "-q", "--allow-empty", "-m", "after the release")
+	fixture.Git(t, repo, "tag", "-f", "-a", "-m", "moved", "v1.0.0")
+	mirror := func(tag string) error {
+		k := &artifact.GitFiles{Repo: repo, Commit: commit, Tag: tag, Path: "hack/windows"}
+		return fetcher(t).MirrorTo(context.Background(), t.TempDir(), []*artifact.Request{filesRequest(t, k)})
+	}
+	err := mirror("v1.0.0")
+	var fe *artifact.FieldError
+	if !errors.As(err, &fe) || fe.Field != "tag" || !strings.Contains(err.Error(), "tag v1.0.0 points at") {
+		t.Errorf("a moved tag: %v", err)
+	}
+	if err := mirror("v1.0.1"); err != nil {
+		t.Errorf("a tag at the pin: %v", err)
+	}
 }
