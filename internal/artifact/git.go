@@ -50,13 +50,15 @@ type gitRef struct {
 	Tag string
 }
 
-// Key: the commit pins every file of the checkout, local replaces included.
+// Key: the commit pins every file of the checkout, local replaces
+// included; the repository is there for the record, without the
+// credentials, which change nothing fetched (shownRepo).
 func (g *Git) Key(*Fetcher, *Request) ([]string, bool, error) {
 	parts, err := g.Go.settingsKey()
 	if err != nil {
 		return nil, false, err
 	}
-	parts = append(parts, g.Repo, g.Commit, g.Tag)
+	parts = append(parts, shownRepo(g.Repo), g.Commit, g.Tag)
 	if g.Tag != "" {
 		// A tag that is a version of the module is stamped into the
 		// binaries (tagCheckout): those cached before, which said
@@ -391,9 +393,12 @@ func shownArgs(args []string) []string {
 	return shown
 }
 
-// repoKey names a repository in a mirror: readable, and unique per URL.
+// repoKey names a repository in a mirror: readable, and unique per URL,
+// the credentials in it aside (shownRepo): a token handed to each CI job
+// (--arg) is the same repository, which an offline build given the next
+// token must find.
 func repoKey(repo string) string {
-	sum := sha256.Sum256([]byte(repo))
+	sum := sha256.Sum256([]byte(shownRepo(repo)))
 	base := strings.TrimSuffix(path.Base(strings.TrimRight(repo, "/")), ".git")
 	return base + "-" + hex.EncodeToString(sum[:6]) + ".git"
 }

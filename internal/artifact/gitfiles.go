@@ -42,9 +42,9 @@ func (g *GitFiles) Origin() Origin {
 func (g *GitFiles) ref() gitRef { return gitRef{Repo: g.Repo, Commit: g.Commit, Tag: g.Tag} }
 
 // Key: the commit pins every byte of the checkout, and the path says
-// which of them are taken.
+// which of them are taken; the repository is there as Git's Key has it.
 func (g *GitFiles) Key(*Fetcher, *Request) ([]string, bool, error) {
-	return []string{g.Repo, g.Commit, g.Tag, g.Path}, true, nil
+	return []string{shownRepo(g.Repo), g.Commit, g.Tag, g.Path}, true, nil
 }
 
 // Mirror keeps a bare copy of the repository holding the commit: the

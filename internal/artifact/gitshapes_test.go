@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -252,5 +253,40 @@ func TestGitFilesMirrorMovedTag(t *testing.T) {
 	}
 	if err := mirror("v1.0.1"); err != nil {
 		t.Errorf("a tag at the pin: %v", err)
+	}
+}
+
+// A mirror made with one job's token serves the build given the next
+// (the same repository, a fresh token), offline and as a --mirror-url;
+// and the cache key is the same for both, as the record is.
+func TestGitMirrorFoundWithAnotherToken(t *testing.T) {
+	root := t.TempDir()
+	_, commit := prRepo(t, root)
+	base := smartHTTPAuth(t, root, "ci", "first")
+	withToken := func(token string) *artifact.GitFiles {
+		return &artifact.GitFiles{Repo: strings.Replace(base, "http://", "http://ci:"+token+"@", 1) + "/r.git", Commit: commit, Path: "etc"}
+	}
+	ctx := context.Background()
+	mirror := t.TempDir()
+	if err := fetcher(t).MirrorTo(ctx, mirror, []*artifact.Request{filesRequest(t, withToken("first"))}); err != nil {
+		t.Fatal(err)
+	}
+	served := httptest.NewServer(http.FileServer(http.Dir(mirror)))
+	t.Cleanup(served.Close)
+	offline, viaURL := fetcher(t), fetcher(t)
+	offline.Offline, offline.Mirror = true, mirror
+	viaURL.MirrorURL = served.URL
+	for name, f := range map[string]*artifact.Fetcher{"offline": offline, "mirror url": viaURL} {
+		res, err := f.Fetch(ctx, filesRequest(t, withToken("second")), t.TempDir())
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+		} else if _, ok := res.Tree.Get("b.conf"); !ok {
+			t.Errorf("%s: %v", name, paths(res.Tree))
+		}
+	}
+	a, _, _ := withToken("first").Key(nil, nil)
+	b, _, _ := withToken("second").Key(nil, nil)
+	if !slices.Equal(a, b) {
+		t.Errorf("keys %q and %q", a, b)
 	}
 }
