@@ -92,7 +92,7 @@ func (g *Git) Produce(ctx context.Context, f *Fetcher, r *Request, work string) 
 	}
 	res, err := f.goBuild(ctx, r, &build, dir, work)
 	if err != nil {
-		return nil, err
+		return nil, withSubmodules(ctx, src, g.ref(), err)
 	}
 	if res.ModuleSource, err = moduleSnapshot(src, dir); err != nil {
 		return nil, err
@@ -104,6 +104,29 @@ func (g *Git) Produce(ctx context.Context, f *Fetcher, r *Request, work string) 
 		}
 	}
 	return res, nil
+}
+
+// withSubmodules is err, a build of the checkout at src that failed,
+// saying which git submodules the commit has, when it has any: their
+// directories are empty, as pallet fetches no submodule, and the go
+// command, finding no package there, says only that no module provides
+// it ("go get").
+func withSubmodules(ctx context.Context, src string, g gitRef, err error) error {
+	out, lerr := gitOutput(ctx, src, nil, "ls-files", "--stage", "-z")
+	if lerr != nil {
+		return err
+	}
+	var subs []string
+	for _, rec := range strings.Split(out, "\x00") {
+		if mode, _, _ := strings.Cut(rec, " "); mode == "160000" {
+			_, name, _ := strings.Cut(rec, "\t")
+			subs = append(subs, name)
+		}
+	}
+	if len(subs) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w\n(%s at %s has git submodules, whose files pallet does not fetch, so their directories are empty: %s)", err, shownRepo(g.Repo), g.Commit, strings.Join(subs, ", "))
 }
 
 // Mirror keeps a bare copy of the repository holding the commit, and the

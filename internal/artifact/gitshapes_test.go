@@ -17,6 +17,7 @@ import (
 
 	"github.com/pallet-dev/pallet/internal/artifact"
 	"github.com/pallet-dev/pallet/internal/fixture"
+	"github.com/pallet-dev/pallet/internal/platform"
 )
 
 // smartHTTP serves the bare repositories under root over git's smart
@@ -288,5 +289,25 @@ func TestGitMirrorFoundWithAnotherToken(t *testing.T) {
 	b, _, _ := withToken("second").Key(nil, nil)
 	if !slices.Equal(a, b) {
 		t.Errorf("keys %q and %q", a, b)
+	}
+}
+
+// A Go build that fails for want of a package in a git submodule, whose
+// directory the checkout leaves empty, says the commit has submodules:
+// the go command says only that no module provides the package.
+func TestGitBuildNamesSubmodules(t *testing.T) {
+	sub, _ := committedRepo(t, map[string]string{"lib/lib.go": "package lib\n\nfunc F() {}\n"})
+	repo, _ := taggedApp(t, map[string]string{"main.go": "package main\n\nimport \"example.com/app/third_party/sub/lib\"\n\nfunc main() { lib.F() }\n"})
+	fixture.Git(t, repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", sub, "third_party/sub")
+	fixture.Git(t, repo, "commit", "-q", "-m", "a submodule")
+	commit := fixture.Git(t, repo, "rev-parse", "HEAD")
+	p, err := platform.Parse("linux/amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &artifact.Git{Repo: repo, Commit: commit, Go: artifact.Go{Module: ".", Packages: []string{"."}, Trimpath: true}}
+	_, err = fetcher(t).Fetch(context.Background(), &artifact.Request{Name: "app", Platform: p, NoLicense: true, Kind: k}, t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "submodules") || !strings.Contains(err.Error(), "third_party/sub") || !strings.Contains(err.Error(), "no required module provides") {
+		t.Errorf("a build needing a submodule's package: %v", err)
 	}
 }
