@@ -72,6 +72,12 @@ func (x *extractor) decompress(file io.Reader, f Format) (io.Reader, func(), err
 	case TarXz:
 		r = newXzReader(in, x.opt.MaxWindow)
 	case TarZstd:
+		// klauspost's decoder reads no input as a stream of no frames,
+		// where zstd -d says "unexpected end of file": an empty file
+		// would unpack to nothing.
+		if _, err := in.Peek(1); err == io.EOF {
+			return nil, nil, x.fail("zstd: empty stream: %w", io.ErrUnexpectedEOF)
+		}
 		zr, err := x.zstdReader(in)
 		if err != nil {
 			return nil, nil, x.fail("zstd: %w", err)
