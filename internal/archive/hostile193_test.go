@@ -2,9 +2,83 @@ package archive
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
+
+// TestTruncatedAtEveryCut: an archive of every format cut short at each of
+// many offsets fails naming the archive, or, a plain tar cut at an entry's
+// boundary (which tar itself reads as a shorter archive), unpacks a prefix
+// of its entries; none panics, hangs or places a file the whole archive
+// does not hold.
+func TestTruncatedAtEveryCut(t *testing.T) {
+	var ents []ent
+	whole := map[string]string{}
+	for i := range 12 {
+		e := ent{name: fmt.Sprintf("d%d/f%d", i%3, i), body: strings.Repeat(fmt.Sprint(i), 700+i*331)}
+		ents = append(ents, e)
+		whole[e.name] = e.body
+	}
+	for _, f := range []Format{Tar, TarGzip, TarXz, TarZstd, TarBzip2, Zip} {
+		data := build(t, f, ents)
+		step := max(len(data)/97, 1)
+		for n := 0; n < len(data); n += step {
+			dir := t.TempDir()
+			src := filepath.Join(t.TempDir(), "a")
+			if err := os.WriteFile(src, data[:n], 0o644); err != nil {
+				t.Fatal(err)
+			}
+			err := Extract(context.Background(), src, f, dir, Options{Name: "cut.archive"})
+			if err != nil {
+				if !strings.Contains(err.Error(), "cut.archive") {
+					t.Errorf("%s cut at %d: error names no archive: %v", f, n, err)
+				}
+				continue
+			}
+			if f != Tar || n%512 != 0 {
+				t.Errorf("%s cut at %d of %d: unpacked without error", f, n, len(data))
+			}
+			filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+				if err != nil || fi.IsDir() {
+					return err
+				}
+				rel, _ := filepath.Rel(dir, p)
+				got, _ := os.ReadFile(p)
+				if want, ok := whole[filepath.ToSlash(rel)]; !ok || string(got) != want {
+					t.Errorf("%s cut at %d: %s holds %d bytes, not the archive's", f, n, rel, len(got))
+				}
+				return nil
+			})
+		}
+	}
+}
+
+// TestTarCutInsidePadding: a tar that ends inside the padding of an
+// entry, or right after its content, was read as ending there, cleanly,
+// and whatever followed the cut was silently missing; GNU tar and
+// Python's tarfile say "Unexpected EOF". A cut at a block boundary
+// is a shorter tar to both, and to Extract.
+func TestTarCutInsidePadding(t *testing.T) {
+	data := tarBytes(t, []ent{{name: "a", body: strings.Repeat("a", 700)}, {name: "b", body: "b"}})
+	for _, n := range []int{512 + 700, 1300, 1535} {
+		for _, f := range []Format{Tar, TarGzip} {
+			sb := newSandbox(t, f, compress(t, f, data[:n])) // the tar is cut, not its compression
+			err := Extract(context.Background(), sb.src, f, sb.out, Options{Name: "cut.tar"})
+			if err == nil || !strings.Contains(err.Error(), "cut.tar: read tar after entry \"a\": archive cut short") || !errors.Is(err, io.ErrUnexpectedEOF) {
+				t.Errorf("%s cut at %d: %v, want it refused naming entry a", f, n, err)
+			}
+		}
+	}
+	sb := newSandbox(t, Tar, data[:1536])
+	if err := Extract(context.Background(), sb.src, Tar, sb.out, Options{}); err != nil {
+		t.Errorf("tar cut at the block boundary after entry a: %v", err)
+	}
+}
 
 // TestEmptyZstdRefused: an empty file read as .tar.zst unpacked to
 // nothing, where zstd -d says "unexpected end of file" (an empty .tar.gz

@@ -15,6 +15,10 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
+// blockSize is tar's record unit: headers and padded content fill whole
+// blocks.
+const blockSize = 512
+
 // maxTrailer bounds how much decompressed data past the end of the tar
 // stream is read to reach the compressor's checksum.
 const maxTrailer = 1 << 20
@@ -180,6 +184,15 @@ func (x *extractor) extractTar(file *os.File, f Format) error {
 	for {
 		hdr, err := tr.Next()
 		if err == io.EOF {
+			// archive/tar takes a stream that ends inside the last
+			// entry's padding for one that ends after it, where GNU tar
+			// and Python's tarfile say "Unexpected EOF": the entries
+			// after the cut are gone without a word. The tar reader
+			// reads whole blocks only, and nothing but it has read the
+			// stream yet, so the bytes decoded show where it stopped.
+			if x.decompressed%blockSize != 0 {
+				return x.readErr(last, fmt.Errorf("archive cut short %d bytes into a 512-byte block: %w", x.decompressed%blockSize, io.ErrUnexpectedEOF))
+			}
 			break
 		}
 		if err != nil {
