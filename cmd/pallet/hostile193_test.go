@@ -394,3 +394,46 @@ func zipBogusSize(t *testing.T) []byte {
 	zw.Close()
 	return b.Bytes()
 }
+
+// TestHostileArchivesThroughDockerfileAdd hands the same archives to a
+// Dockerfile's ADD, from the build context, which unpacks a tar it finds
+// there (keeping absolute links as links of the image's root, as
+// BuildKit does): each is refused at the ADD's line naming the entry,
+// and nothing lands outside the cache and output.
+func TestHostileArchivesThroughDockerfileAdd(t *testing.T) {
+	root := t.TempDir()
+	cache := filepath.Join(root, "cache")
+	n := 0
+	for _, c := range hostileArchives(t) {
+		if c.windows || len(c.want) == 0 || strings.HasSuffix(c.file, ".zip") || len(c.data) == 0 {
+			// ADD copies a zip, or an empty file, as the file it is.
+			continue
+		}
+		n++
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(root, fmt.Sprint(n))
+			writeFile(t, filepath.Join(dir, c.file), string(c.data))
+			writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM scratch\nADD "+c.file+" /x/\n")
+			out := filepath.Join(dir, "out")
+			_, err := pallet(t, "build", "-q", "--cache-dir", cache, "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
+			if err == nil {
+				t.Fatalf("built, want it refused saying %q", c.want)
+			}
+			if !strings.Contains(err.Error(), "Dockerfile:2:") {
+				t.Errorf("error not at the ADD's line (Dockerfile:2): %v", err)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error does not say %q: %v", w, err)
+				}
+			}
+			if _, err := os.Stat(out); !os.IsNotExist(err) {
+				t.Errorf("a failed build left its output %s (%v)", out, err)
+			}
+			checkNothingEscaped(t, root)
+			if _, err := os.Lstat("/tmp/pwned193"); err == nil {
+				t.Error("/tmp/pwned193 was written")
+			}
+		})
+	}
+}
