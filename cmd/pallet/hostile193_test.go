@@ -437,3 +437,28 @@ func TestHostileArchivesThroughDockerfileAdd(t *testing.T) {
 		})
 	}
 }
+
+// TestURLNamedDotDot: a url whose last path element decodes to ".."
+// (/a/%2e%2e) names no file; the build says to set filename, where it
+// said only that ".." leaves the tree.
+func TestURLNamedDotDot(t *testing.T) {
+	data := []byte("payload")
+	srv := fixture.Serve(t, map[string][]byte{"/a/..": data})
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "pallet.yaml"), fmt.Sprintf(`version: 1
+artifacts:
+  a:
+    url: {url: %s/a/%%2e%%2e, sha256: %s}
+    licenses: none
+images:
+  app:
+    base: scratch
+    platforms: linux/amd64
+    files:
+      - {artifact: a, dest: /opt/}
+`, srv.URL, fixture.SHA256(data)))
+	_, err := pallet(t, "build", "-q", "-f", filepath.Join(dir, "pallet.yaml"), "-o", "oci:"+filepath.Join(dir, "out"))
+	if err == nil || !strings.Contains(err.Error(), "pallet.yaml:4:") || !strings.Contains(err.Error(), "cannot name the file from the URL; set filename") {
+		t.Errorf("got %v, want it refused at pallet.yaml:4 saying to set filename", err)
+	}
+}

@@ -50,7 +50,9 @@ func (u *URL) Produce(ctx context.Context, f *Fetcher, r *Request, work string) 
 			return nil, err
 		}
 		name = path.Base(pu.Path)
-		if name == "/" || name == "." {
+		// %2e%2e decodes to "..": refused later as leaving the tree,
+		// which would not say where the name came from.
+		if name == "/" || name == "." || name == ".." {
 			return nil, fmt.Errorf("%s: cannot name the file from the URL; set filename", u.URL)
 		}
 	}
