@@ -1,6 +1,8 @@
 package archive
 
 import (
+	"archive/zip"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -90,5 +92,31 @@ func TestEmptyZstdRefused(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "empty.archive") {
 			t.Errorf("empty %s: %v, want it refused naming the archive", f, err)
 		}
+	}
+}
+
+// TestZipEntryOverrunningItsDirectory: an entry whose local header and
+// central record agree on a size the zip has no room for (a zip64 extra
+// declaring 8 GiB for 4 bytes, or a plain size past the directory) is
+// refused naming it, where the error named only an offset past the end
+// of the file, as "data that is no entry's".
+func TestZipEntryOverrunningItsDirectory(t *testing.T) {
+	for _, size := range []uint64{1 << 33, 1000} {
+		var buf bytes.Buffer
+		zw := zip.NewWriter(&buf)
+		w, err := zw.CreateRaw(&zip.FileHeader{Name: "big", Method: zip.Store, CompressedSize64: size, UncompressedSize64: size})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write([]byte("tiny"))
+		if err := zw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		sb := newSandbox(t, Zip, buf.Bytes())
+		err = Extract(context.Background(), sb.src, Zip, sb.out, Options{Name: "z.zip"})
+		if want := fmt.Sprintf(`extract z.zip: entry "big": its data as its headers size it (%d bytes compressed`, size); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("size %d: %v, want %q", size, err, want)
+		}
+		sb.checkContained(t)
 	}
 }

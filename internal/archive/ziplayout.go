@@ -125,6 +125,13 @@ func (x *extractor) checkZipLayout(r io.ReaderAt, files []*zip.File, starts []in
 		if err != nil {
 			return err
 		}
+		if next.after > dirStart {
+			// Both records give it sizes the zip has no room for (a zip64
+			// extra of 2^62 bytes, a zip cut short): said at the offset
+			// the walk then reaches, past the directory or the file, the
+			// entry went unnamed.
+			return x.zipEntryErr(f, "its data as its headers size it (%d bytes compressed, from offset %d) runs past offset %d, where the central directory starts: the zip is cut short or its sizes are false", f.CompressedSize64, next.data, dirStart)
+		}
 		spans = append(spans, span{next.data, next.end, f})
 		delete(byData, next.data)
 		p = next.after
