@@ -342,6 +342,7 @@ func Extract(ctx context.Context, src string, f Format, dir string, opt Options)
 			extra:    extra,
 			matched:  make([]bool, len(include.set.all)),
 			maxWalks: maxWalks(opt.MaxEntries),
+			maxNames: maxNames(opt.MaxEntries),
 			buf:      make([]byte, 64<<10),
 			declared: -1,
 		}

@@ -104,6 +104,21 @@ const (
 // largest archive of flat files.
 const walksPerEntry = 4
 
+// namesFloor and namesPerEntry bound the bytes of the names and link
+// targets of an archive's entries: 256 MiB, or 256 for each entry
+// MaxEntries allows where that is more. Extraction keeps the names of
+// what it placed until the end (Options.Written's digests, hard link
+// groups), and so does the tree built from it: 20,000 names of 4 KiB,
+// from a .tar.gz of 714 KiB, held 105 MB of heap, and the million
+// entries MaxEntries allows by default would have held some 5 GB, from
+// 36 MB. Release archives' names average well under 100 bytes. A
+// MaxEntries set to an archive's own count does not lower the bound:
+// a deep tree's names are longer than 256 bytes. (namesFloor is a
+// variable so that a test need not write 256 MiB of names.)
+const namesPerEntry = 256
+
+var namesFloor int64 = 256 << 20
+
 // extractor holds the state of one Extract call.
 type extractor struct {
 	ctx      context.Context
@@ -135,6 +150,11 @@ type extractor struct {
 	// walked counts the directories opened or made, up to maxWalks.
 	walked   int
 	maxWalks int
+
+	// names counts the bytes of the entries' names and link targets, up
+	// to maxNames (namesFloor).
+	names    int64
+	maxNames int64
 
 	entries int
 	buf     []byte
@@ -228,7 +248,22 @@ func (x *extractor) count(e *entry) error {
 	if x.entries > x.opt.MaxEntries {
 		return x.entryErr(e, "%w", x.tooManyEntries())
 	}
+	return x.countNames(e, len(e.name)+len(e.link))
+}
+
+// countNames charges n bytes of e's name or link target to maxNames.
+func (x *extractor) countNames(e *entry, n int) error {
+	x.names += int64(n)
+	if x.names > x.maxNames {
+		return x.entryErr(e, "%w", limitErr(fmt.Sprintf("archive's entry names and link targets take more than %d bytes", x.maxNames)))
+	}
 	return nil
+}
+
+// maxNames is how many bytes of names and link targets an archive
+// allowed maxEntries entries may hold.
+func maxNames(maxEntries int) int64 {
+	return max(namesFloor, int64(min(maxEntries, math.MaxInt64/namesPerEntry/2))*namesPerEntry)
 }
 
 func (x *extractor) tooManyEntries() error {
@@ -419,6 +454,10 @@ func (x *extractor) place(e *entry, parts []string) error {
 		if e.linkInContent {
 			var err error
 			if target, err = x.readLinkContent(e); err != nil {
+				return err
+			}
+			// A zip's target is its content, unknown when counted.
+			if err := x.countNames(e, len(target)); err != nil {
 				return err
 			}
 		}

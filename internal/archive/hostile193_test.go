@@ -1,6 +1,7 @@
 package archive
 
 import (
+	"archive/tar"
 	"archive/zip"
 	"bytes"
 	"context"
@@ -118,5 +119,45 @@ func TestZipEntryOverrunningItsDirectory(t *testing.T) {
 			t.Errorf("size %d: %v, want %q", size, err, want)
 		}
 		sb.checkContained(t)
+	}
+}
+
+// TestNamesBounded: the names and link targets of an archive's entries
+// take at most namesFloor bytes (256 MiB; or namesPerEntry for each entry
+// MaxEntries allows, where that is more), as extraction and the tree
+// after it hold them all: names of 4 KiB, as many as MaxEntries allowed,
+// held gigabytes. The floor is lowered here to 64 KiB, and MaxEntries
+// to 50, which would allow 12,800 bytes.
+func TestNamesBounded(t *testing.T) {
+	defer func(f int64) { namesFloor = f }(namesFloor)
+	namesFloor = 64 << 10
+	long := func(i int, kind byte) ent {
+		name := strings.Repeat(strings.Repeat("d", 250)+"/", 15) + fmt.Sprintf("%0200d", i)
+		if kind == tar.TypeSymlink {
+			return ent{name: fmt.Sprint(i), typ: kind, link: name}
+		}
+		return ent{name: name, body: "x"}
+	}
+	for _, kind := range []byte{tar.TypeReg, tar.TypeSymlink} {
+		var ents []ent
+		for i := range 17 { // 17 names of 3965 bytes: 67,405
+			ents = append(ents, long(i, kind))
+		}
+		for _, f := range []Format{TarGzip, Zip} {
+			sb := newSandbox(t, f, build(t, f, ents))
+			err := Extract(context.Background(), sb.src, f, sb.out, Options{Name: "names", MaxEntries: 50})
+			if !errors.Is(err, ErrLimit) || !strings.Contains(err.Error(), "extract names: entry ") || !strings.Contains(err.Error(), "entry names and link targets take more than 65536 bytes") {
+				t.Errorf("%s of 17 names of 4 KiB (%c): %v, want the names refused", f, kind, err)
+			}
+			sb = newSandbox(t, f, build(t, f, ents[:16]))
+			if err := Extract(context.Background(), sb.src, f, sb.out, Options{MaxEntries: 50}); err != nil {
+				t.Errorf("%s of 16 names of 4 KiB (%c): %v", f, kind, err)
+			}
+			// Allowing more entries allows more names, 256 bytes each.
+			sb = newSandbox(t, f, build(t, f, ents))
+			if err := Extract(context.Background(), sb.src, f, sb.out, Options{MaxEntries: 300}); err != nil {
+				t.Errorf("%s of 17 names of 4 KiB (%c), 300 entries allowed: %v", f, kind, err)
+			}
+		}
 	}
 }
