@@ -77,7 +77,7 @@ func (f *Fetcher) Get(ctx context.Context, rawURL, want, file string) error {
 			// A mirror is a cache: a damaged entry is said and left
 			// as it is (the mirror is fetch's to mend), and the file
 			// comes from the network.
-			f.Log("%v; downloading %s instead", err, redactURL(rawURL))
+			f.Log("%v; downloading %s instead", err, ShownURL(rawURL))
 		}
 	}
 	if f.Offline {
@@ -178,7 +178,7 @@ func withRedirectPolicy(c *http.Client) *http.Client {
 	next := c.CheckRedirect
 	cc.CheckRedirect = func(req *http.Request, via []*http.Request) error {
 		if s := req.URL.Scheme; s != "http" && s != "https" {
-			return &redirectError{fmt.Sprintf("redirected to %s, which is not http or https", redactURL(req.URL.String()))}
+			return &redirectError{fmt.Sprintf("redirected to %s, which is not http or https", ShownURL(req.URL.String()))}
 		}
 		if len(via) >= maxRedirects {
 			return &redirectError{fmt.Sprintf("stopped after %d redirects", maxRedirects)}
@@ -248,7 +248,7 @@ func (f *Fetcher) download(ctx context.Context, rawURL, want, file string, lim t
 	lim = lim.WithDefaults()
 	creds, err := loadHTTPCreds()
 	if err != nil {
-		return "", fmt.Errorf("download %s: credentials: %w", redactURL(rawURL), err)
+		return "", fmt.Errorf("download %s: credentials: %w", ShownURL(rawURL), err)
 	}
 	client := withRedirectPolicy(f.authClient(creds, rawURL))
 	// The watchdog holds each attempt to a floor, which a server (or a
@@ -274,7 +274,7 @@ func (f *Fetcher) download(ctx context.Context, rawURL, want, file string, lim t
 		f.Log("%v; retrying in %s", err, wait)
 	})
 	if err != nil && parent.Err() == nil && errors.Is(context.Cause(ctx), errDownloadTimeout) {
-		return "", fmt.Errorf("download %s: gave up after %s, over the %s one download may take (limits.download-timeout, --download-timeout): %s received by the last attempt", redactURL(rawURL), time.Since(start).Round(time.Millisecond), timeout, received(last.n, last.length))
+		return "", fmt.Errorf("download %s: gave up after %s, over the %s one download may take (limits.download-timeout, --download-timeout): %s received by the last attempt", ShownURL(rawURL), time.Since(start).Round(time.Millisecond), timeout, received(last.n, last.length))
 	}
 	if p := (permanent{}); errors.As(err, &p) {
 		return "", p.error
@@ -307,7 +307,7 @@ func (f *Fetcher) downloadOnce(ctx context.Context, client *http.Client, creds *
 	// a body sent encoded anyway is passed on as it came.
 	req.Header.Set("Accept-Encoding", "identity")
 	// A password in the URL itself is not repeated in messages.
-	shown := redactURL(rawURL)
+	shown := ShownURL(rawURL)
 	resp, err := client.Do(req)
 	if err != nil {
 		if transfer.StallOf(ctx) != nil {

@@ -195,7 +195,7 @@ func ArchiveOf(k Kind) (shown string, strip int, ok bool) {
 	switch k := k.(type) {
 	case *URL:
 		if k.Extract != nil {
-			return withoutPassword(k.URL), k.Extract.Strip, true
+			return ShownURL(k.URL), k.Extract.Strip, true
 		}
 	case *Local:
 		if k.Extract != nil {

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net/url"
 	"os"
 	"os/exec"
 	"path"
@@ -38,8 +37,8 @@ type Git struct {
 func (g *Git) Name() string { return "git" }
 
 // Origin shows the repository without credentials written into its URL
-// (shownRepo): records are shared, credentials are not.
-func (g *Git) Origin() Origin { return Origin{Repo: shownRepo(g.Repo), Commit: g.Commit, Tag: g.Tag} }
+// (ShownURL): records are shared, credentials are not.
+func (g *Git) Origin() Origin { return Origin{Repo: ShownURL(g.Repo), Commit: g.Commit, Tag: g.Tag} }
 
 func (g *Git) ref() gitRef { return gitRef{Repo: g.Repo, Commit: g.Commit, Tag: g.Tag} }
 
@@ -52,13 +51,13 @@ type gitRef struct {
 
 // Key: the commit pins every file of the checkout, local replaces
 // included; the repository is there for the record, without the
-// credentials, which change nothing fetched (shownRepo).
+// credentials, which change nothing fetched (ShownURL).
 func (g *Git) Key(*Fetcher, *Request) ([]string, bool, error) {
 	parts, err := g.Go.settingsKey()
 	if err != nil {
 		return nil, false, err
 	}
-	parts = append(parts, shownRepo(g.Repo), g.Commit, g.Tag)
+	parts = append(parts, ShownURL(g.Repo), g.Commit, g.Tag)
 	if g.Tag != "" {
 		// A tag that is a version of the module is stamped into the
 		// binaries (tagCheckout): those cached before, which said
@@ -84,7 +83,7 @@ func (g *Git) Produce(ctx context.Context, f *Fetcher, r *Request, work string) 
 	}
 	dir, err := g.Go.moduleIn(src)
 	if err != nil {
-		return nil, fmt.Errorf("%s at %s: %w", shownRepo(g.Repo), g.Commit, err)
+		return nil, fmt.Errorf("%s at %s: %w", ShownURL(g.Repo), g.Commit, err)
 	}
 	build := g.Go
 	if build.vcs, err = tagCheckout(ctx, src, g.Go.Module, dir, g.ref()); err != nil {
@@ -126,7 +125,7 @@ func withSubmodules(ctx context.Context, src string, g gitRef, err error) error 
 	if len(subs) == 0 {
 		return err
 	}
-	return fmt.Errorf("%w\n(%s at %s has git submodules, whose files pallet does not fetch, so their directories are empty: %s)", err, shownRepo(g.Repo), g.Commit, strings.Join(subs, ", "))
+	return fmt.Errorf("%w\n(%s at %s has git submodules, whose files pallet does not fetch, so their directories are empty: %s)", err, ShownURL(g.Repo), g.Commit, strings.Join(subs, ", "))
 }
 
 // Mirror keeps a bare copy of the repository holding the commit, and the
@@ -205,12 +204,12 @@ func (f *Fetcher) fetchCommit(ctx context.Context, g gitRef, dir string, bare bo
 		// readily as a commit's, is in the repository all the same:
 		// "not in" would send its reader looking for a missing push.
 		if typ, terr := run("cat-file", "-t", g.Commit); terr == nil && typ != "commit" {
-			return blame("commit", fmt.Errorf("commit %s of %s names a %s, not a commit, which is what a source checks out: pin the commit (git rev-parse TAG^{commit}; pallet lock resolves a tag to it)", g.Commit, shownRepo(g.Repo), typ))
+			return blame("commit", fmt.Errorf("commit %s of %s names a %s, not a commit, which is what a source checks out: pin the commit (git rev-parse TAG^{commit}; pallet lock resolves a tag to it)", g.Commit, ShownURL(g.Repo), typ))
 		}
-		return blame("commit", fmt.Errorf("commit %s is not in %s", g.Commit, shownRepo(g.Repo)))
+		return blame("commit", fmt.Errorf("commit %s is not in %s", g.Commit, ShownURL(g.Repo)))
 	}
 	if head != g.Commit {
-		return fmt.Errorf("%s: fetched %s, but the recipe pins %s", shownRepo(g.Repo), head, g.Commit)
+		return fmt.Errorf("%s: fetched %s, but the recipe pins %s", ShownURL(g.Repo), head, g.Commit)
 	}
 	// Before a file is written: the fetch was compressed, and a small
 	// pack can hold a tree as large as any archive bomb.
@@ -232,12 +231,12 @@ func checkTag(ctx context.Context, lim Limits, dir, remote string, g gitRef) err
 	if g.Tag == "" {
 		return nil
 	}
-	tagged, err := tagCommit(ctx, lim, dir, remote, shownRepo(g.Repo), g.Tag)
+	tagged, err := tagCommit(ctx, lim, dir, remote, ShownURL(g.Repo), g.Tag)
 	if err != nil {
 		return blame("tag", err)
 	}
 	if tagged != g.Commit {
-		return blame("tag", fmt.Errorf("%s: tag %s points at %s, but the recipe pins %s", shownRepo(g.Repo), g.Tag, tagged, g.Commit))
+		return blame("tag", fmt.Errorf("%s: tag %s points at %s, but the recipe pins %s", ShownURL(g.Repo), g.Tag, tagged, g.Commit))
 	}
 	return nil
 }
@@ -261,14 +260,14 @@ func objectFormat(commit string) []string {
 // not the pin.
 func checkoutCommit(ctx context.Context, dir string, g gitRef) error {
 	if _, err := git(ctx, dir, "checkout", "-q", "--detach", g.Commit); err != nil {
-		return fmt.Errorf("%s at %s cannot be checked out: %w", shownRepo(g.Repo), g.Commit, err)
+		return fmt.Errorf("%s at %s cannot be checked out: %w", ShownURL(g.Repo), g.Commit, err)
 	}
 	head, err := git(ctx, dir, "rev-parse", "HEAD")
 	if err != nil {
 		return err
 	}
 	if head != g.Commit {
-		return fmt.Errorf("%s: checked out %s, but the recipe pins %s", shownRepo(g.Repo), head, g.Commit)
+		return fmt.Errorf("%s: checked out %s, but the recipe pins %s", ShownURL(g.Repo), head, g.Commit)
 	}
 	return nil
 }
@@ -288,7 +287,7 @@ func (f *Fetcher) fetchObjects(ctx context.Context, dir string, g gitRef) error 
 		err = f.gitTransfer(ctx, dir, dir, "fetch", "--progress", "--tags", "origin", "+refs/heads/*:refs/remotes/origin/*")
 	}
 	if err != nil {
-		return blame("repo", fmt.Errorf("fetch %s: %w", shownRepo(g.Repo), err))
+		return blame("repo", fmt.Errorf("fetch %s: %w", ShownURL(g.Repo), err))
 	}
 	return nil
 }
@@ -321,14 +320,14 @@ func dirSize(dir string) int64 {
 // compares a pinned commit with.
 func (f *Fetcher) ResolveTag(ctx context.Context, repo, tag string) (string, error) {
 	if f.Offline {
-		return "", fmt.Errorf("offline: cannot ask %s for tag %s", shownRepo(repo), tag)
+		return "", fmt.Errorf("offline: cannot ask %s for tag %s", ShownURL(repo), tag)
 	}
 	// git would read a leading dash as an option (--upload-pack runs a
 	// command); a recipe names a repository, never an option.
 	if strings.HasPrefix(repo, "-") {
-		return "", fmt.Errorf("repository %q: a URL or path cannot start with -", shownRepo(repo))
+		return "", fmt.Errorf("repository %q: a URL or path cannot start with -", ShownURL(repo))
 	}
-	return tagCommit(ctx, f.Limits, "", repo, shownRepo(repo), tag)
+	return tagCommit(ctx, f.Limits, "", repo, ShownURL(repo), tag)
 }
 
 // tagCommit asks remote (a name or URL, run in dir) for the commit tag
@@ -372,7 +371,7 @@ func (f *Fetcher) repoSource(repo string) (string, error) {
 		}
 	}
 	if f.Offline {
-		return "", fmt.Errorf("offline: repository %s is not %s", shownRepo(repo), f.offlineWhere())
+		return "", fmt.Errorf("offline: repository %s is not %s", ShownURL(repo), f.offlineWhere())
 	}
 	if f.MirrorURL != "" {
 		return strings.TrimSuffix(f.MirrorURL, "/") + "/git/" + repoKey(repo), nil
@@ -385,43 +384,22 @@ func MirrorRepo(mirror, repo string) string {
 	return filepath.Join(mirror, "git", repoKey(repo))
 }
 
-// shownRepo is repo as messages and records show it: a password written
-// into its URL shows as xxxxx, as a url artifact's does, and so does a
-// token given as the user of an http(s) URL (https://TOKEN@host/...,
-// which forges take); ssh's user (git@) is no secret, and stays. git is
-// given repo whole.
-func shownRepo(repo string) string {
-	u, err := url.Parse(repo)
-	if err != nil || u.User == nil || u.Host == "" {
-		return repo
-	}
-	switch _, hasPassword := u.User.Password(); {
-	case hasPassword:
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
-	case u.Scheme == "http" || u.Scheme == "https":
-		u.User = url.User("xxxxx")
-	default:
-		return repo
-	}
-	return u.String()
-}
-
 // shownArgs are a git command's arguments as messages show them: a
-// repository's URL among them as shownRepo says.
+// repository's URL among them as ShownURL says.
 func shownArgs(args []string) []string {
 	shown := make([]string, len(args))
 	for i, a := range args {
-		shown[i] = shownRepo(a)
+		shown[i] = ShownURL(a)
 	}
 	return shown
 }
 
 // repoKey names a repository in a mirror: readable, and unique per URL,
-// the credentials in it aside (shownRepo): a token handed to each CI job
+// the credentials in it aside (ShownURL): a token handed to each CI job
 // (--arg) is the same repository, which an offline build given the next
 // token must find.
 func repoKey(repo string) string {
-	sum := sha256.Sum256([]byte(shownRepo(repo)))
+	sum := sha256.Sum256([]byte(ShownURL(repo)))
 	base := strings.TrimSuffix(path.Base(strings.TrimRight(repo, "/")), ".git")
 	return base + "-" + hex.EncodeToString(sum[:6]) + ".git"
 }
@@ -485,9 +463,9 @@ func checkTreeSize(ctx context.Context, dir string, g gitRef, lim UnpackLimits) 
 			}
 			switch {
 			case entries > maxEntries:
-				over = fmt.Errorf("%s at %s: more than %d files (limits.entries)", shownRepo(g.Repo), g.Commit, maxEntries)
+				over = fmt.Errorf("%s at %s: more than %d files (limits.entries)", ShownURL(g.Repo), g.Commit, maxEntries)
 			case total > maxBytes:
-				over = fmt.Errorf("%s at %s: its files hold more than %d bytes (limits.extract, --max-extract)", shownRepo(g.Repo), g.Commit, maxBytes)
+				over = fmt.Errorf("%s at %s: its files hold more than %d bytes (limits.extract, --max-extract)", ShownURL(g.Repo), g.Commit, maxBytes)
 			}
 			if over != nil {
 				return over

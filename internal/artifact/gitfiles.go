@@ -36,7 +36,7 @@ func (g *GitFiles) Name() string { return "git-files" }
 
 // Origin shows the repository as Git's does.
 func (g *GitFiles) Origin() Origin {
-	return Origin{Repo: shownRepo(g.Repo), Commit: g.Commit, Tag: g.Tag, GitPath: g.Path}
+	return Origin{Repo: ShownURL(g.Repo), Commit: g.Commit, Tag: g.Tag, GitPath: g.Path}
 }
 
 func (g *GitFiles) ref() gitRef { return gitRef{Repo: g.Repo, Commit: g.Commit, Tag: g.Tag} }
@@ -44,7 +44,7 @@ func (g *GitFiles) ref() gitRef { return gitRef{Repo: g.Repo, Commit: g.Commit, 
 // Key: the commit pins every byte of the checkout, and the path says
 // which of them are taken; the repository is there as Git's Key has it.
 func (g *GitFiles) Key(*Fetcher, *Request) ([]string, bool, error) {
-	return []string{shownRepo(g.Repo), g.Commit, g.Tag, g.Path}, true, nil
+	return []string{ShownURL(g.Repo), g.Commit, g.Tag, g.Path}, true, nil
 }
 
 // Mirror keeps a bare copy of the repository holding the commit: the
@@ -64,7 +64,7 @@ func (g *GitFiles) Produce(ctx context.Context, f *Fetcher, r *Request, work str
 	if err := f.checkout(ctx, g.ref(), src); err != nil {
 		return nil, err
 	}
-	at := fmt.Sprintf("%s at %s", shownRepo(g.Repo), g.Commit)
+	at := fmt.Sprintf("%s at %s", ShownURL(g.Repo), g.Commit)
 	// A submodule's directory is empty in the checkout: taken, it would
 	// place nothing where the recipe expects its files.
 	out, err := git(ctx, src, "--literal-pathspecs", "ls-files", "--stage", "-z", "--", g.Path)

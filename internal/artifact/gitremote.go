@@ -75,7 +75,7 @@ func boundGit(ctx context.Context, lim Limits, g gitRef) (bounded context.Contex
 	if _, ok := ctx.Value(gitBoundKey{}).(*gitBound); ok {
 		return ctx, func(err error) error { return err }
 	}
-	b := &gitBound{what: shownRepo(g.Repo) + " at " + g.Commit, outer: ctx, start: time.Now(), timeout: lim.timeout()}
+	b := &gitBound{what: ShownURL(g.Repo) + " at " + g.Commit, outer: ctx, start: time.Now(), timeout: lim.timeout()}
 	bounded, stop := context.WithTimeoutCause(context.WithValue(ctx, gitBoundKey{}, b), b.timeout, errGitTimeout)
 	return bounded, func(err error) error {
 		defer stop()

@@ -21,10 +21,10 @@ import (
 // project's commit costs a commit object, not a snapshot.
 func (f *Fetcher) TagObjectType(ctx context.Context, repo, tag, id string) (typ string, err error) {
 	if f.Offline {
-		return "", fmt.Errorf("offline: cannot fetch tag %s from %s", tag, shownRepo(repo))
+		return "", fmt.Errorf("offline: cannot fetch tag %s from %s", tag, ShownURL(repo))
 	}
 	if strings.HasPrefix(repo, "-") {
-		return "", fmt.Errorf("repository %q: a URL or path cannot start with -", shownRepo(repo))
+		return "", fmt.Errorf("repository %q: a URL or path cannot start with -", ShownURL(repo))
 	}
 	tmp, err := os.MkdirTemp("", "pallet-tag-*")
 	if err != nil {
@@ -54,11 +54,11 @@ func (f *Fetcher) TagObjectType(ctx context.Context, repo, tag, id string) (typ 
 		err = fetch()
 	}
 	if err != nil {
-		return "", fmt.Errorf("fetch tag %s from %s: %w", tag, shownRepo(repo), err)
+		return "", fmt.Errorf("fetch tag %s from %s: %w", tag, ShownURL(repo), err)
 	}
 	if typ, err = git(ctx, dir, "cat-file", "-t", id); err != nil {
 		// The tag moved between the two questions.
-		return "", fmt.Errorf("tag %s of %s: %s is not what it names now; ask again: %w", tag, shownRepo(repo), id, err)
+		return "", fmt.Errorf("tag %s of %s: %s is not what it names now; ask again: %w", tag, ShownURL(repo), id, err)
 	}
 	return typ, nil
 }

@@ -59,7 +59,7 @@ func tagCheckout(ctx context.Context, src, moduleDir, dirOnDisk string, g gitRef
 		return false, nil // no module to name: go build says so
 	}
 	if err != nil {
-		return false, fmt.Errorf("%s at %s: %w", shownRepo(g.Repo), g.Commit, err)
+		return false, fmt.Errorf("%s at %s: %w", ShownURL(g.Repo), g.Commit, err)
 	}
 	if _, ok := ModuleTagVersion(moduleDir, modfile.ModulePath(data), g.Tag); !ok {
 		return false, nil
@@ -83,7 +83,7 @@ func tagCheckout(ctx context.Context, src, moduleDir, dirOnDisk string, g gitRef
 	stderr := &bounded.Output{Max: maxCommandComplaint}
 	cmd.Stderr = stderr
 	if err := bounded.Answered(cmd, cmd.Run()); err != nil {
-		return false, fmt.Errorf("%s: tagging the checkout %s: %w: %s", shownRepo(g.Repo), g.Tag, err, strings.TrimSpace(stderr.String()))
+		return false, fmt.Errorf("%s: tagging the checkout %s: %w: %s", ShownURL(g.Repo), g.Tag, err, strings.TrimSpace(stderr.String()))
 	}
 	return true, nil
 }

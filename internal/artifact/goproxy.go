@@ -195,7 +195,7 @@ func (g *proxyGate) explain(msg string) string {
 	// with its own number), but the order need not depend on that.
 	paths := slices.SortedFunc(maps.Keys(g.upstream), func(a, b string) int { return len(b) - len(a) })
 	for _, p := range paths {
-		msg = strings.ReplaceAll(msg, g.base+p, redactURL(g.upstream[p]))
+		msg = strings.ReplaceAll(msg, g.base+p, ShownURL(g.upstream[p]))
 	}
 	if len(add) == 0 {
 		return msg
@@ -239,16 +239,16 @@ func (g *proxyGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		// The go command shows the body of an error response.
 		if transfer.StallOf(ctx) != nil {
-			err = fmt.Errorf("module proxy %s: no response for %s (limits.stall)", redactURL(target), g.lim.Stall)
+			err = fmt.Errorf("module proxy %s: no response for %s (limits.stall)", ShownURL(target), g.lim.Stall)
 		} else if overtime() {
-			err = fmt.Errorf("module proxy %s: no response within the %s one response may take (limits.download-timeout, --download-timeout)", redactURL(target), g.timeout)
+			err = fmt.Errorf("module proxy %s: no response within the %s one response may take (limits.download-timeout, --download-timeout)", ShownURL(target), g.timeout)
 		}
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
 	}
 	defer resp.Body.Close()
 	if resp.ContentLength > g.lim.MaxBytes {
-		http.Error(w, fmt.Sprintf("module proxy %s: Content-Length %d bytes is over the limit of %d bytes (limits.download)", redactURL(target), resp.ContentLength, g.lim.MaxBytes), http.StatusBadGateway)
+		http.Error(w, fmt.Sprintf("module proxy %s: Content-Length %d bytes is over the limit of %d bytes (limits.download)", ShownURL(target), resp.ContentLength, g.lim.MaxBytes), http.StatusBadGateway)
 		return
 	}
 	for _, h := range []string{"Content-Type", "Content-Length", "Cache-Control", "Last-Modified", "ETag"} {
@@ -262,13 +262,13 @@ func (g *proxyGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	se := transfer.StallOf(ctx)
 	switch {
 	case n > g.lim.MaxBytes:
-		g.note(r, "module proxy %s: cut off at the limit of %d bytes (limits.download); the server kept sending", redactURL(target), g.lim.MaxBytes)
+		g.note(r, "module proxy %s: cut off at the limit of %d bytes (limits.download); the server kept sending", ShownURL(target), g.lim.MaxBytes)
 	case err != nil && se != nil && se.Moved == 0:
-		g.note(r, "module proxy %s: cut off after %d bytes: nothing received for %s (limits.stall)", redactURL(target), n, g.lim.Stall)
+		g.note(r, "module proxy %s: cut off after %d bytes: nothing received for %s (limits.stall)", ShownURL(target), n, g.lim.Stall)
 	case err != nil && se != nil:
-		g.note(r, "module proxy %s: cut off after %d bytes: slower than %d bytes/s over %s (limits.stall)", redactURL(target), n, g.lim.MinRate, g.lim.Stall)
+		g.note(r, "module proxy %s: cut off after %d bytes: slower than %d bytes/s over %s (limits.stall)", ShownURL(target), n, g.lim.MinRate, g.lim.Stall)
 	case err != nil && overtime():
-		g.note(r, "module proxy %s: cut off after %s and %s: over the %s one response may take (limits.download-timeout, --download-timeout)", redactURL(target), received(n, resp.ContentLength), time.Since(start).Round(time.Millisecond), g.timeout)
+		g.note(r, "module proxy %s: cut off after %s and %s: over the %s one response may take (limits.download-timeout, --download-timeout)", ShownURL(target), received(n, resp.ContentLength), time.Since(start).Round(time.Millisecond), g.timeout)
 	case err != nil && !errors.Is(err, context.Canceled):
 		// The go command sees the body end early and says so.
 	default:

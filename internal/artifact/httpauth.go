@@ -359,11 +359,24 @@ func (f *Fetcher) authClient(creds *httpCreds, rawURL string) *http.Client {
 	return &c
 }
 
-// redactURL is rawURL for messages: a password in it shows as "xxxxx".
-func redactURL(rawURL string) string {
-	u, err := url.Parse(rawURL)
-	if err != nil || u.User == nil {
-		return rawURL
+// ShownURL is a URL (a download's, a repository's) as messages and
+// records show it: a password written into it shows as xxxxx, and so
+// does a token given as the user of an http(s) URL (https://TOKEN@host/...,
+// which forges take); ssh's user (git@) is no secret, and stays.
+// Records and SBOMs are shared, credentials are not; the fetch itself is
+// given the URL whole.
+func ShownURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil || u.Host == "" {
+		return raw
 	}
-	return u.Redacted()
+	switch _, hasPassword := u.User.Password(); {
+	case hasPassword:
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	case u.Scheme == "http" || u.Scheme == "https":
+		u.User = url.User("xxxxx")
+	default:
+		return raw
+	}
+	return u.String()
 }

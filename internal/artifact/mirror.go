@@ -42,7 +42,7 @@ func (f *Fetcher) mirrorRepo(ctx context.Context, dir string, g gitRef) (err err
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 			return err
 		}
-		f.Log("mirror %s", shownRepo(g.Repo))
+		f.Log("mirror %s", ShownURL(g.Repo))
 		if err := f.cloneMirror(ctx, g, dst); err != nil {
 			return err
 		}
@@ -54,7 +54,7 @@ func (f *Fetcher) mirrorRepo(ctx context.Context, dir string, g gitRef) (err err
 			// From the recipe's URL, not origin's: the mirror keeps
 			// origin without its credentials (cloneMirror).
 			if err := f.gitTransfer(ctx, dst, dst, "fetch", "--progress", "--prune", g.Repo, "+refs/*:refs/*"); err != nil {
-				return fmt.Errorf("update %s: %w", shownRepo(g.Repo), err)
+				return fmt.Errorf("update %s: %w", ShownURL(g.Repo), err)
 			}
 		}
 		if err := mirroredCommit(ctx, dst, g); err != nil {
@@ -62,7 +62,7 @@ func (f *Fetcher) mirrorRepo(ctx context.Context, dir string, g gitRef) (err err
 			if !errors.As(err, &bad) {
 				return err
 			}
-			f.Log("%v; cloning %s again", err, shownRepo(g.Repo))
+			f.Log("%v; cloning %s again", err, ShownURL(g.Repo))
 			if cerr := f.cloneMirror(ctx, g, dst); cerr != nil {
 				return fmt.Errorf("%w; left as it is, for cloning it again failed: %w", err, cerr)
 			}
@@ -102,14 +102,14 @@ func (f *Fetcher) cloneMirror(ctx context.Context, g gitRef, dst string) error {
 	}
 	defer os.RemoveAll(tmp)
 	if err := f.gitTransfer(ctx, filepath.Dir(dst), tmp, "clone", "--progress", "--mirror", g.Repo, tmp); err != nil {
-		return fmt.Errorf("clone %s: %w", shownRepo(g.Repo), err)
+		return fmt.Errorf("clone %s: %w", ShownURL(g.Repo), err)
 	}
 	if err := mirroredCommit(ctx, tmp, g); err != nil {
-		return fmt.Errorf("clone %s: %w", shownRepo(g.Repo), err)
+		return fmt.Errorf("clone %s: %w", ShownURL(g.Repo), err)
 	}
 	// A mirror is served as it is (--mirror-url), its config too: a
 	// token in the URL git clone wrote there would be served with it.
-	if shown := shownRepo(g.Repo); shown != g.Repo {
+	if shown := ShownURL(g.Repo); shown != g.Repo {
 		if _, err := git(ctx, tmp, "remote", "set-url", "origin", shown); err != nil {
 			return fmt.Errorf("clone %s: %w", shown, err)
 		}
@@ -158,10 +158,10 @@ func swapMirror(tmp, dst string) error {
 // and every object of its checkout as their names say.
 func mirroredCommit(ctx context.Context, repo string, g gitRef) error {
 	if _, err := git(ctx, repo, "cat-file", "-e", g.Commit+"^{commit}"); err != nil {
-		return fmt.Errorf("commit %s is not in %s", g.Commit, shownRepo(g.Repo))
+		return fmt.Errorf("commit %s is not in %s", g.Commit, ShownURL(g.Repo))
 	}
 	if err := verifyCheckoutObjects(ctx, repo, g.Commit); err != nil {
-		return &corruptObjectError{fmt.Errorf("the mirror of %s (%s): %w", shownRepo(g.Repo), repo, err)}
+		return &corruptObjectError{fmt.Errorf("the mirror of %s (%s): %w", ShownURL(g.Repo), repo, err)}
 	}
 	return nil
 }

@@ -23,18 +23,7 @@ func (u *URL) Name() string { return "url" }
 
 // Origin shows the URL without a password written into it: records and
 // SBOMs are shared, credentials are not.
-func (u *URL) Origin() Origin { return Origin{URL: withoutPassword(u.URL), SHA256: u.SHA256} }
-
-func withoutPassword(raw string) string {
-	pu, err := url.Parse(raw)
-	if err != nil || pu.User == nil {
-		return raw
-	}
-	if _, has := pu.User.Password(); has {
-		pu.User = url.UserPassword(pu.User.Username(), "xxxxx")
-	}
-	return pu.String()
-}
+func (u *URL) Origin() Origin { return Origin{URL: ShownURL(u.URL), SHA256: u.SHA256} }
 
 // Key: the content is the pin's, whatever URL serves it; the URL is kept
 // so that a recipe pointing elsewhere is rebuilt and its record is right.
@@ -61,7 +50,7 @@ func (u *URL) Produce(ctx context.Context, f *Fetcher, r *Request, work string) 
 		return nil, err
 	}
 	var rec Record
-	t, lic, err := f.fileTree(ctx, r, file, name, redactURL(u.URL), u.Extract, work, &rec)
+	t, lic, err := f.fileTree(ctx, r, file, name, ShownURL(u.URL), u.Extract, work, &rec)
 	if err != nil {
 		return nil, err
 	}

@@ -346,11 +346,11 @@ func (l *locker) git(ctx context.Context, g *recipe.GitPin, commits map[string]s
 			return plan.Errorf(l.r.Pos(at+".tag"), "artifact %s: %v", g.Artifact, err)
 		}
 		if typ != "commit" {
-			return plan.Errorf(l.r.Pos(at+".tag"), "artifact %s: tag %s of %s names a %s (%s), not a commit, which is what a git artifact checks out; name a tag of a commit, or pin the commit as commit: without a tag", g.Artifact, g.Tag, g.Repo, typ, commit)
+			return plan.Errorf(l.r.Pos(at+".tag"), "artifact %s: tag %s of %s names a %s (%s), not a commit, which is what a git artifact checks out; name a tag of a commit, or pin the commit as commit: without a tag", g.Artifact, g.Tag, artifact.ShownURL(g.Repo), typ, commit)
 		}
 	}
 	pinned, err := l.pinScalar(Finding{Pos: l.r.Pos(at + ".commit"), Artifact: g.Artifact,
-		Pin: "commit of tag " + g.Tag, Source: g.Repo, Old: g.Commit, New: commit}, g.Keys, "commit", "repo", g.Artifact)
+		Pin: "commit of tag " + g.Tag, Source: artifact.ShownURL(g.Repo), Old: g.Commit, New: commit}, g.Keys, "commit", "repo", g.Artifact)
 	if pinned {
 		commits[g.Artifact] = commit
 	}
