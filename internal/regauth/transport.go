@@ -2,6 +2,8 @@ package regauth
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -273,6 +275,12 @@ func (b *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		return nil, err
 	}
 	x.receiving()
+	if err := storedOther(req, resp, x.url); err != nil {
+		resp.Body.Close()
+		x.end()
+		cancel(nil)
+		return nil, err
+	}
 	resp.Request = req
 	resp.Body = &receiving{ReadCloser: resp.Body, x: x, ctx: ctx, cancel: cancel}
 	if req.Method == http.MethodGet && strings.Contains(req.URL.Path, "/manifests/") {
@@ -285,6 +293,52 @@ func (b *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		resp.Body = &capped{ReadCloser: resp.Body, left: maxPingBody, limit: maxPingBody, what: req.Method + " " + x.url, over: "an answer to the API version check"}
 	}
 	return resp, nil
+}
+
+// storedOther refuses the answer to an upload (a blob's last PUT, a
+// mount, a manifest's PUT) whose Docker-Content-Digest names another
+// digest than that of what was sent, as containerd refuses it:
+// go-containerregistry does not look, so a registry that stored other
+// bytes (or says so) made a push succeed with pallet printing a digest
+// the tag did not name, or an index whose children the registry holds
+// under other digests. url is the request's, without its query.
+func storedOther(req *http.Request, resp *http.Response, url string) error {
+	got := resp.Header.Get("Docker-Content-Digest")
+	if got == "" || resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil
+	}
+	var want, what string
+	switch {
+	case strings.Contains(req.URL.Path, "/blobs/uploads/") && (req.Method == http.MethodPut || req.Method == http.MethodPost && resp.StatusCode == http.StatusCreated):
+		what = "blob"
+		want = req.URL.Query().Get("digest")
+		if want == "" {
+			want = req.URL.Query().Get("mount")
+		}
+	case strings.Contains(req.URL.Path, "/manifests/") && req.Method == http.MethodPut && req.GetBody != nil:
+		what = "manifest"
+		body, err := req.GetBody()
+		if err != nil {
+			return nil
+		}
+		h := sha256.New()
+		_, err = io.Copy(h, io.LimitReader(body, MaxManifest+1))
+		body.Close()
+		if err != nil {
+			return nil
+		}
+		want = "sha256:" + hex.EncodeToString(h.Sum(nil))
+	}
+	// A digest of another algorithm cannot be compared with ours.
+	alg, _, _ := strings.Cut(want, ":")
+	if want == "" || got == want || !strings.HasPrefix(got, alg+":") {
+		return nil
+	}
+	err := fmt.Errorf("%s %s: the registry answered %d naming %s (its Docker-Content-Digest) for the %s pallet sent as %s: it stored other bytes or misreports them, and the push cannot be trusted", req.Method, url, resp.StatusCode, got, what, want)
+	if ref := req.URL.Path[strings.LastIndex(req.URL.Path, "/")+1:]; what == "manifest" && !strings.Contains(ref, ":") {
+		err = fmt.Errorf("%w; tag %s may now name what it stored", err, ref)
+	}
+	return err
 }
 
 // timeoutOf is the *TimeoutError that ended ctx, if that is what ended

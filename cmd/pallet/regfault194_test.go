@@ -1,0 +1,119 @@
+package main
+
+import (
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/validate"
+
+	"github.com/pallet-dev/pallet/internal/testregistry"
+)
+
+// A registry that answers an upload with a Docker-Content-Digest other
+// than the digest of what pallet sent (it stored other bytes, or says
+// so) fails the push naming the request, both digests and the image,
+// as containerd refuses it; before, the push succeeded and printed a
+// digest the registry does not hold. Caught on a blob or on a
+// platform's manifest, it moves no tag; on the one manifest a push of
+// one tag writes, the error says the tag may have moved. Once the
+// registry is well, the same push succeeds.
+func TestPushRegistryNamingOtherDigestRefused(t *testing.T) {
+	const other = "sha256:0000000000000000000000000000000000000000000000000000000000000000"
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "a.txt"), "a\n")
+	recipe := filepath.Join(dir, "pallet.yaml")
+	writeFile(t, recipe, `version: 1
+artifacts:
+  a: {local: {path: a.txt}, licenses: none}
+images:
+  app:
+    tags: ["1", latest]
+    base: scratch
+    platforms: [linux/amd64]
+    files:
+      - artifact: a
+        dest: /a.txt
+`)
+	for _, c := range []struct {
+		name string
+		// path is part of the path of the requests the registry answers
+		// naming other; ref is the -o reference.
+		path, ref string
+		wants     []string
+		tagMoves  bool
+	}{
+		{"blob", "/blobs/uploads/", "/fault/app", []string{"upload sha256:", "(layer placing a of linux/amd64, " + recipe + ":10)", "for the blob pallet sent as sha256:"}, false},
+		{"manifest by digest", "/manifests/sha256:", "/fault/app", []string{"/v2/fault/app/manifests/sha256:", "for the manifest pallet sent as sha256:"}, false},
+		{"manifest by tag", "/manifests/", "/fault/app:1", []string{"/v2/fault/app/manifests/1:", "tag 1 may now name what it stored"}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var lying atomic.Bool
+			lying.Store(true)
+			reg := testregistry.Start(t, func(h http.Handler) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if lying.Load() && r.Method == http.MethodPut && strings.Contains(r.URL.Path, c.path) {
+						w = &namingOther{ResponseWriter: w, digest: other}
+					}
+					h.ServeHTTP(w, r)
+				})
+			})
+			args := []string{"build", "-q", "-f", recipe, "--cache-dir", t.TempDir(), "-o", "registry:" + reg.Host + c.ref}
+			_, _, err := palletOut(t, args...)
+			if err == nil {
+				t.Fatal("the push succeeded though the registry said it stored other bytes")
+			}
+			for _, w := range append([]string{"push " + reg.Host + "/fault/app:1 (image app at " + recipe + ":5", "answered 201 naming " + other + " (its Docker-Content-Digest)"}, c.wants...) {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error does not say %q: %v", w, err)
+				}
+			}
+			tags := []string{"1", "latest"}
+			if c.tagMoves {
+				tags = tags[1:]
+			}
+			for _, tag := range tags {
+				if _, err := remote.Head(mustRef(t, reg.Host+"/fault/app:"+tag)); err == nil {
+					t.Errorf("tag %s was set by a push that failed", tag)
+				}
+			}
+
+			lying.Store(false)
+			stdout, stderr, err := palletOut(t, args...)
+			if err != nil {
+				t.Fatalf("the same push once the registry is well: %v\n%s", err, stderr)
+			}
+			m := digestLine.FindStringSubmatch(strings.TrimSpace(strings.Split(stdout, "\n")[0]))
+			if m == nil {
+				t.Fatalf("the push printed %q", stdout)
+			}
+			img, err := remote.Image(mustRef(t, reg.Host+"/fault/app:1"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d, err := img.Digest(); err != nil || d.String() != m[2] {
+				t.Errorf("tag 1 is %v, the push printed %s", d, m[2])
+			}
+			if err := validate.Image(img); err != nil {
+				t.Errorf("tag 1 does not pull whole: %v", err)
+			}
+		})
+	}
+}
+
+// namingOther answers 201 Created with digest as its
+// Docker-Content-Digest, whatever the registry stored.
+type namingOther struct {
+	http.ResponseWriter
+	digest string
+}
+
+func (n *namingOther) WriteHeader(code int) {
+	if code == http.StatusCreated {
+		n.Header().Set("Docker-Content-Digest", n.digest)
+	}
+	n.ResponseWriter.WriteHeader(code)
+}
