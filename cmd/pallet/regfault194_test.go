@@ -3,9 +3,12 @@ package main
 import (
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/validate"
@@ -116,4 +119,66 @@ func (n *namingOther) WriteHeader(code int) {
 		n.Header().Set("Docker-Content-Digest", n.digest)
 	}
 	n.ResponseWriter.WriteHeader(code)
+}
+
+// A registry that rate limits every request for a while, answering 429
+// with a Retry-After of that while, is asked again once it has passed:
+// a push to it and a build from a base on it succeed. Before, a request
+// was retried after go-containerregistry's own backoff (1 s, then 3 s)
+// and failed inside the window.
+func TestRegistryRetryAfterWaited(t *testing.T) {
+	const window = 6 * time.Second
+	var (
+		mu      sync.Mutex
+		limited time.Time // when the window began; zero: not yet
+		on      atomic.Bool
+		refused atomic.Int32
+	)
+	reg := testregistry.Start(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if on.Load() && r.URL.Path != "/v2/" {
+				mu.Lock()
+				if limited.IsZero() {
+					limited = time.Now()
+				}
+				left := window - time.Since(limited)
+				mu.Unlock()
+				if left > 0 {
+					refused.Add(1)
+					w.Header().Set("Retry-After", strconv.Itoa(int(left.Round(time.Second)/time.Second)+1))
+					http.Error(w, `{"errors":[{"code":"TOOMANYREQUESTS","message":"slow down"}]}`, http.StatusTooManyRequests)
+					return
+				}
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	for _, c := range []struct {
+		name string
+		args func() []string
+	}{
+		{"push", func() []string {
+			return []string{"build", "-q", "-f", smallRecipe(t, "scratch", "app\n"), "--no-cache", "-o", "registry:" + reg.Host + "/limited/app:1"}
+		}},
+		{"base", func() []string {
+			mustPallet(t, "build", "-q", "-f", smallRecipe(t, "scratch", "base\n"), "--no-cache", "-o", "registry:"+reg.Host+"/limited/base:1")
+			return []string{"build", "-q", "-f", smallRecipe(t, reg.Host+"/limited/base:1", "app\n"), "--cache-dir", t.TempDir(), "-o", "oci:" + filepath.Join(t.TempDir(), "out")}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			args := c.args()
+			mu.Lock()
+			limited = time.Time{}
+			mu.Unlock()
+			refused.Store(0)
+			on.Store(true)
+			defer on.Store(false)
+			if _, stderr, err := palletOut(t, args...); err != nil {
+				t.Fatalf("pallet %s: %v\n%s", strings.Join(args, " "), err, stderr)
+			}
+			if refused.Load() == 0 {
+				t.Fatal("the registry never refused a request: the test proves nothing")
+			}
+		})
+	}
 }

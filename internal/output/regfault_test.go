@@ -12,9 +12,10 @@ import (
 
 // A registry that answers every request of a push with 429 and a
 // Retry-After (a huge one, a date far off) or with 503 is given up after
-// go-containerregistry's few retries on its backoff: Retry-After is not
-// obeyed, so it holds no push for its length, and no request is repeated
-// in a loop. The error names the registry, the repository and the status.
+// go-containerregistry's few retries on its backoff: a Retry-After over
+// transfer.MaxRetryAfter is not obeyed (a shorter one is,
+// TestRegistryRetryAfterWaited), so it holds no push for its length, and
+// no request is repeated in a loop. The error names the registry, the repository and the status.
 func TestPushRateLimitedIsBounded(t *testing.T) {
 	for _, c := range []struct {
 		name, retryAfter, status string

@@ -149,7 +149,7 @@ func Transport(base http.RoundTripper, t Timeouts) http.RoundTripper {
 		ht.TLSHandshakeTimeout = t.TLSHandshake
 		base = ht
 	}
-	return &boundedTransport{base: base, t: t}
+	return &boundedTransport{base: base, t: t, held: &heldHosts{until: map[string]time.Time{}}}
 }
 
 type dialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -229,6 +229,60 @@ func (e *TimeoutError) Timeout() bool { return true }
 type boundedTransport struct {
 	base http.RoundTripper
 	t    Timeouts
+	held *heldHosts
+}
+
+// heldHosts are the hosts that answered 429 or 503 with a Retry-After of
+// at most transfer.MaxRetryAfter, each until the time it named: no
+// request goes to one before then. go-containerregistry retries such an
+// answer after its own backoff (1 s, then 3 s), not the wait asked, so a
+// registry rate limiting a push for 5 s failed it; held, the retry goes
+// when the registry said it would take it. A longer wait is not held: a
+// registry asking for an hour fails the push after the retries rather
+// than holding it.
+type heldHosts struct {
+	mu    sync.Mutex
+	until map[string]time.Time
+}
+
+// wait holds a request to host until the time its last Retry-After
+// named, or ctx ends.
+func (h *heldHosts) wait(ctx context.Context, host string) error {
+	h.mu.Lock()
+	until, ok := h.until[host]
+	if ok && !time.Now().Before(until) {
+		delete(h.until, host)
+	}
+	h.mu.Unlock()
+	d := time.Until(until)
+	if !ok || d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// note holds host as resp's Retry-After asks, if it does.
+func (h *heldHosts) note(host string, resp *http.Response) {
+	if resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusServiceUnavailable {
+		return
+	}
+	now := time.Now()
+	d, ok := transfer.RetryAfterOf(resp.Header, now)
+	if !ok || d > transfer.MaxRetryAfter {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if until := now.Add(d); until.After(h.until[host]) {
+		h.until[host] = until
+	}
 }
 
 func (b *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -242,6 +296,9 @@ func (b *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		u := *req.URL
 		u.RawQuery, u.User = "", nil
 		return nil, fmt.Errorf("%s %s: stopped after %d redirects", req.Method, u.String(), hops)
+	}
+	if err := b.held.wait(req.Context(), req.URL.Host); err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithCancelCause(req.Context())
 	x := newExchange(req, b.t, cancel)
@@ -275,6 +332,7 @@ func (b *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		return nil, err
 	}
 	x.receiving()
+	b.held.note(req.URL.Host, resp)
 	if err := storedOther(req, resp, x.url); err != nil {
 		resp.Body.Close()
 		x.end()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -26,22 +27,35 @@ type RetryAfter interface {
 // Retry-After header asks for (seconds, or an HTTP date after now), or
 // err alone when it asks none.
 func AskedToWait(err error, h http.Header, now time.Time) error {
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
+	d, ok := RetryAfterOf(h, now)
+	if !ok {
 		return err
 	}
-	var d time.Duration
-	if n, perr := strconv.ParseInt(v, 10, 64); perr == nil {
-		if n <= 0 {
-			return err
-		}
-		d = time.Duration(min(n, int64(MaxRetryAfter/time.Second))) * time.Second
-	} else if t, perr := http.ParseTime(v); perr == nil && t.After(now) {
-		d = t.Sub(now)
-	} else {
-		return err
+	if _, perr := strconv.ParseInt(strings.TrimSpace(h.Get("Retry-After")), 10, 64); perr == nil {
+		// Seconds are bounded here, a date where it is waited (Retry).
+		d = min(d, MaxRetryAfter)
 	}
 	return askedToWait{err, d}
+}
+
+// RetryAfterOf is the wait the Retry-After header of h asks for, in
+// seconds or as an HTTP date after now, however long; false when it asks
+// none (absent, zero, past, or neither form).
+func RetryAfterOf(h http.Header, now time.Time) (time.Duration, bool) {
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0, false
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n <= 0 {
+			return 0, false
+		}
+		return time.Duration(min(n, int64(math.MaxInt64/time.Second))) * time.Second, true
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now), true
+	}
+	return 0, false
 }
 
 type askedToWait struct {
