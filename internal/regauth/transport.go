@@ -355,11 +355,14 @@ func (b *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 
 // storedOther refuses the answer to an upload (a blob's last PUT, a
 // mount, a manifest's PUT) whose Docker-Content-Digest names another
-// digest than that of what was sent, as containerd refuses it:
-// go-containerregistry does not look, so a registry that stored other
-// bytes (or says so) made a push succeed with pallet printing a digest
-// the tag did not name, or an index whose children the registry holds
-// under other digests. url is the request's, without its query.
+// digest than that of what was sent, as containerd refuses it, and the
+// answer to a HEAD or GET of a blob or manifest by digest that names
+// another: go-containerregistry does not look, so a registry that stored
+// other bytes (or says so) made a push succeed with pallet printing a
+// digest the tag did not name, or an index whose children the registry
+// holds under other digests; and a blob it said it stored, checked with
+// HEAD before the next upload, was taken as there. url is the
+// request's, without its query.
 func storedOther(req *http.Request, resp *http.Response, url string) error {
 	got := resp.Header.Get("Docker-Content-Digest")
 	if got == "" || resp.StatusCode < 200 || resp.StatusCode > 299 {
@@ -373,6 +376,18 @@ func storedOther(req *http.Request, resp *http.Response, url string) error {
 		if want == "" {
 			want = req.URL.Query().Get("mount")
 		}
+	case (req.Method == http.MethodHead || req.Method == http.MethodGet) && (strings.Contains(req.URL.Path, "/blobs/") || strings.Contains(req.URL.Path, "/manifests/")):
+		what = "manifest"
+		if strings.Contains(req.URL.Path, "/blobs/") {
+			what = "blob"
+		}
+		if ref := req.URL.Path[strings.LastIndex(req.URL.Path, "/")+1:]; strings.Contains(ref, ":") {
+			want = ref
+		}
+		if want != "" && got != want && strings.HasPrefix(got, strings.SplitN(want, ":", 2)[0]+":") {
+			return fmt.Errorf("%s %s: the registry answered %d naming %s (its Docker-Content-Digest) for the %s %s: it holds other bytes under that digest or misreports them", req.Method, url, resp.StatusCode, got, what, want)
+		}
+		return nil
 	case strings.Contains(req.URL.Path, "/manifests/") && req.Method == http.MethodPut && req.GetBody != nil:
 		what = "manifest"
 		body, err := req.GetBody()
