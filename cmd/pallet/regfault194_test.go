@@ -192,3 +192,72 @@ func TestRegistryRetryAfterWaited(t *testing.T) {
 		})
 	}
 }
+
+// A registry whose token server (its Bearer realm) answers a token cut
+// short, a proxy's HTML page or JSON with no token fails the push and a
+// build from a base on it saying that the token server of that registry
+// gave no token, naming the request, and never quoting the answer.
+// Before, the error ended in "unexpected end of JSON input", or, with no
+// token, in the registry's 401 blaming the credentials. Answers holding
+// a token, as "token" or as "access_token", are taken.
+func TestRegistryTokenServerAnswerChecked(t *testing.T) {
+	for _, c := range []struct {
+		name, answer, want string
+		// quoted is part of answer the error must not hold.
+		quoted string
+	}{
+		{"cut short", `{"token": "sec`, "answered 14 bytes that are not a JSON token", `"sec`},
+		{"html", `<html><body>sign in to the proxy</body></html>`, "that are not a JSON token", "sign in"},
+		{"no token", `{"expires_in": 300}`, "answered with no token", "expires_in"},
+		{"token", `{"token": "secret"}`, "", ""},
+		{"access token", `{"access_token": "secret"}`, "", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var base atomic.Bool
+			reg := testregistry.Start(t, func(h http.Handler) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if !base.Load() {
+						h.ServeHTTP(w, r)
+						return
+					}
+					if r.URL.Path == "/token" {
+						w.Write([]byte(c.answer))
+						return
+					}
+					if r.Header.Get("Authorization") != "Bearer secret" {
+						w.Header().Set("WWW-Authenticate", `Bearer realm="http://`+r.Host+`/token",service="reg"`)
+						http.Error(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`, http.StatusUnauthorized)
+						return
+					}
+					r.Header.Del("Authorization")
+					h.ServeHTTP(w, r)
+				})
+			})
+			mustPallet(t, "build", "-q", "-f", smallRecipe(t, "scratch", "base\n"), "--no-cache", "-o", "registry:"+reg.Host+"/tok/base:1")
+			base.Store(true)
+			for _, args := range [][]string{
+				{"build", "-q", "-f", smallRecipe(t, "scratch", "app\n"), "--no-cache", "-o", "registry:" + reg.Host + "/tok/app:1"},
+				{"build", "-q", "-f", smallRecipe(t, reg.Host+"/tok/base:1", "app\n"), "--cache-dir", t.TempDir(), "-o", "oci:" + filepath.Join(t.TempDir(), "out")},
+			} {
+				_, stderr, err := palletOut(t, args...)
+				if c.want == "" {
+					if err != nil {
+						t.Errorf("pallet %s: %v\n%s", strings.Join(args, " "), err, stderr)
+					}
+					continue
+				}
+				if err == nil {
+					t.Fatalf("pallet %s succeeded with no token", strings.Join(args, " "))
+				}
+				for _, w := range []string{"GET http://" + reg.Host + "/token: the token server of " + reg.Host, c.want, "/tok/"} {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("pallet %s: the error does not say %q: %v", args[len(args)-1], w, err)
+					}
+				}
+				if strings.Contains(err.Error(), c.quoted) {
+					t.Errorf("the error quotes the token server's answer: %v", err)
+				}
+			}
+		})
+	}
+}

@@ -1,15 +1,19 @@
 package regauth
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -149,7 +153,7 @@ func Transport(base http.RoundTripper, t Timeouts) http.RoundTripper {
 		ht.TLSHandshakeTimeout = t.TLSHandshake
 		base = ht
 	}
-	return &boundedTransport{base: base, t: t, held: &heldHosts{until: map[string]time.Time{}}}
+	return &boundedTransport{base: base, t: t, held: &heldHosts{until: map[string]time.Time{}}, realms: &realms{}}
 }
 
 type dialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -230,6 +234,8 @@ type boundedTransport struct {
 	base http.RoundTripper
 	t    Timeouts
 	held *heldHosts
+	// realms are the token servers registries named, for tokenAnswer.
+	realms *realms
 }
 
 // heldHosts are the hosts that answered 429 or 503 with a Retry-After of
@@ -333,6 +339,7 @@ func (b *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	}
 	x.receiving()
 	b.held.note(req.URL.Host, resp)
+	b.realms.note(req.URL.Host, resp)
 	if err := storedOther(req, resp, x.url); err != nil {
 		resp.Body.Close()
 		x.end()
@@ -341,6 +348,11 @@ func (b *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	}
 	resp.Request = req
 	resp.Body = &receiving{ReadCloser: resp.Body, x: x, ctx: ctx, cancel: cancel}
+	if registry, ok := b.realms.of(x.url); ok && resp.StatusCode == http.StatusOK && !apiPath(req.URL.Path) {
+		if resp.Body, err = tokenAnswer(resp.Body, req.Method+" "+x.url, registry); err != nil {
+			return nil, err
+		}
+	}
 	if req.Method == http.MethodGet && strings.Contains(req.URL.Path, "/manifests/") {
 		if resp.ContentLength > MaxManifest {
 			resp.Body.Close()
@@ -351,6 +363,82 @@ func (b *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		resp.Body = &capped{ReadCloser: resp.Body, left: maxPingBody, limit: maxPingBody, what: req.Method + " " + x.url, over: "an answer to the API version check"}
 	}
 	return resp, nil
+}
+
+// realms maps each token server (a Bearer realm, without its query) a
+// registry's 401 named to that registry.
+type realms struct{ m sync.Map }
+
+var realmOf = regexp.MustCompile(`(?i)^\s*bearer\s.*\brealm="([^"]+)"`)
+
+func (r *realms) note(registry string, resp *http.Response) {
+	if resp.StatusCode != http.StatusUnauthorized {
+		return
+	}
+	for _, h := range resp.Header.Values("WWW-Authenticate") {
+		if m := realmOf.FindStringSubmatch(h); m != nil {
+			if u, err := url.Parse(m[1]); err == nil {
+				u.RawQuery, u.ForceQuery, u.User, u.Fragment = "", false, nil, ""
+				r.m.Store(u.String(), registry)
+			}
+		}
+	}
+}
+
+// of is the registry whose token server u (without its query) is.
+func (r *realms) of(u string) (string, bool) {
+	v, ok := r.m.Load(u)
+	if !ok {
+		return "", false
+	}
+	return v.(string), true
+}
+
+// apiPath says whether path is one of the registry API's own, which no
+// realm is taken to be, however a registry names its realm.
+func apiPath(path string) bool {
+	if path == "/v2/" {
+		return true
+	}
+	for _, p := range []string{"/blobs/", "/manifests/", "/tags/", "/referrers/"} {
+		if strings.Contains(path, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// maxToken is as much of a token server's answer as go-containerregistry
+// reads.
+const maxToken = 64 << 10
+
+// tokenAnswer reads a token server's answer to check it is what
+// go-containerregistry will take, which says only "unexpected end of
+// JSON input" of an answer cut short or of a proxy's HTML page, or sends
+// an empty token when the answer holds none (the registry then refuses
+// it, and the error blamed the credentials). It returns the answer to be
+// read again. The answer is never quoted: it holds the token.
+func tokenAnswer(body io.ReadCloser, what, registry string) (io.ReadCloser, error) {
+	b, err := io.ReadAll(io.LimitReader(body, maxToken+1))
+	body.Close()
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxToken {
+		// go-containerregistry says so, with its bound.
+		return io.NopCloser(bytes.NewReader(b)), nil
+	}
+	var tok struct {
+		Token       string `json:"token"`
+		AccessToken string `json:"access_token"`
+	}
+	switch {
+	case json.Unmarshal(b, &tok) != nil:
+		return nil, fmt.Errorf("%s: the token server of %s answered %d bytes that are not a JSON token (cut short, or a proxy's page): pallet cannot authenticate to %s; check the registry's token service, or a proxy between", what, registry, len(b), registry)
+	case tok.Token == "" && tok.AccessToken == "":
+		return nil, fmt.Errorf("%s: the token server of %s answered with no token (neither \"token\" nor \"access_token\"): pallet cannot authenticate to %s; check the registry's token service", what, registry, registry)
+	}
+	return io.NopCloser(bytes.NewReader(b)), nil
 }
 
 // storedOther refuses the answer to an upload (a blob's last PUT, a
