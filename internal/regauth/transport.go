@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"github.com/pallet-dev/pallet/internal/transfer"
 )
@@ -274,22 +275,37 @@ func (h *heldHosts) wait(ctx context.Context, host string) error {
 	}
 }
 
-// note holds host as resp's Retry-After asks, if it does.
-func (h *heldHosts) note(host string, resp *http.Response) {
+// note holds host as resp's Retry-After asks, if it does. One asking
+// for longer than transfer.MaxRetryAfter is the error note returns,
+// saying so, which go-containerregistry does not retry: its retries,
+// seconds apart, would be refused alike, and the error said nothing of
+// when the registry would take the request. It reads resp's body then.
+func (h *heldHosts) note(host string, resp *http.Response) error {
 	if resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusServiceUnavailable {
-		return
+		return nil
 	}
 	now := time.Now()
 	d, ok := transfer.RetryAfterOf(resp.Header, now)
-	if !ok || d > transfer.MaxRetryAfter {
-		return
+	if !ok {
+		return nil
+	}
+	if d > transfer.MaxRetryAfter {
+		body := resp.Body
+		resp.Body = io.NopCloser(io.LimitReader(body, maxErrorBody))
+		err := transport.CheckError(resp)
+		body.Close()
+		return fmt.Errorf("%w (%s: the registry asks to be asked again in %s, its Retry-After, longer than the %s pallet waits; try again later)", err, resp.Status, d.Round(time.Second), transfer.MaxRetryAfter)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if until := now.Add(d); until.After(h.until[host]) {
 		h.until[host] = until
 	}
+	return nil
 }
+
+// maxErrorBody bounds the body of a refusal read to say what it is.
+const maxErrorBody = 64 << 10
 
 func (b *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// A request net/http makes to follow a redirect carries the response
@@ -338,7 +354,6 @@ func (b *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		return nil, err
 	}
 	x.receiving()
-	b.held.note(req.URL.Host, resp)
 	b.realms.note(req.URL.Host, resp)
 	if err := storedOther(req, resp, x.url); err != nil {
 		resp.Body.Close()
@@ -348,6 +363,9 @@ func (b *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	}
 	resp.Request = req
 	resp.Body = &receiving{ReadCloser: resp.Body, x: x, ctx: ctx, cancel: cancel}
+	if err := b.held.note(req.URL.Host, resp); err != nil {
+		return nil, err
+	}
 	if registry, ok := b.realms.of(x.url); ok && resp.StatusCode == http.StatusOK && !apiPath(req.URL.Path) {
 		if resp.Body, err = tokenAnswer(resp.Body, req.Method+" "+x.url, registry); err != nil {
 			return nil, err
