@@ -245,8 +245,8 @@ type boundedTransport struct {
 // answer after its own backoff (1 s, then 3 s), not the wait asked, so a
 // registry rate limiting a push for 5 s failed it; held, the retry goes
 // when the registry said it would take it. A longer wait is not held: a
-// registry asking for an hour fails the push after the retries rather
-// than holding it.
+// registry asking for an hour fails the request at once, saying so
+// (note), rather than holding it.
 type heldHosts struct {
 	mu    sync.Mutex
 	until map[string]time.Time
@@ -467,9 +467,9 @@ func tokenAnswer(body io.ReadCloser, what, registry string) (io.ReadCloser, erro
 // other bytes (or says so) made a push succeed with pallet printing a
 // digest the tag did not name, or an index whose children the registry
 // holds under other digests; and a blob it said it stored, checked with
-// HEAD before the next upload, was taken as there. url is the
-// request's, without its query.
-func storedOther(req *http.Request, resp *http.Response, url string) error {
+// HEAD before the next upload, was taken as there. where is the
+// request's URL without its query.
+func storedOther(req *http.Request, resp *http.Response, where string) error {
 	got := resp.Header.Get("Docker-Content-Digest")
 	if got == "" || resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return nil
@@ -491,7 +491,7 @@ func storedOther(req *http.Request, resp *http.Response, url string) error {
 			want = ref
 		}
 		if want != "" && got != want && strings.HasPrefix(got, strings.SplitN(want, ":", 2)[0]+":") {
-			return fmt.Errorf("%s %s: the registry answered %d naming %s (its Docker-Content-Digest) for the %s %s: it holds other bytes under that digest or misreports them", req.Method, url, resp.StatusCode, got, what, want)
+			return fmt.Errorf("%s %s: the registry answered %d naming %s (its Docker-Content-Digest) for the %s %s: it holds other bytes under that digest or misreports them", req.Method, where, resp.StatusCode, got, what, want)
 		}
 		return nil
 	case strings.Contains(req.URL.Path, "/manifests/") && req.Method == http.MethodPut && req.GetBody != nil:
@@ -513,7 +513,7 @@ func storedOther(req *http.Request, resp *http.Response, url string) error {
 	if want == "" || got == want || !strings.HasPrefix(got, alg+":") {
 		return nil
 	}
-	err := fmt.Errorf("%s %s: the registry answered %d naming %s (its Docker-Content-Digest) for the %s pallet sent as %s: it stored other bytes or misreports them, and the push cannot be trusted", req.Method, url, resp.StatusCode, got, what, want)
+	err := fmt.Errorf("%s %s: the registry answered %d naming %s (its Docker-Content-Digest) for the %s pallet sent as %s: it stored other bytes or misreports them, and the push cannot be trusted", req.Method, where, resp.StatusCode, got, what, want)
 	if ref := req.URL.Path[strings.LastIndex(req.URL.Path, "/")+1:]; what == "manifest" && !strings.Contains(ref, ":") {
 		err = fmt.Errorf("%w; tag %s may now name what it stored", err, ref)
 	}
