@@ -3,6 +3,7 @@ package transfer
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http"
 	"testing"
 	"time"
@@ -73,6 +74,35 @@ func TestRetryHonoursRetryAfter(t *testing.T) {
 		cancel()
 		if len(waits) != 1 || waits[0] != tc.want {
 			t.Errorf("asked %s: waits %v, want [%s] (err %v, %d tries)", tc.asked, waits, tc.want, err, tries)
+		}
+	}
+}
+
+// RetryAfterOf reads the wait asked however long, for a caller that
+// refuses waits past its own bound rather than shortening them.
+func TestRetryAfterOf(t *testing.T) {
+	now := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		header string
+		want   time.Duration
+		ok     bool
+	}{
+		{"", 0, false},
+		{"0", 0, false},
+		{"5", 5 * time.Second, true},
+		{"86400", 24 * time.Hour, true},
+		{"9223372036854775807", time.Duration(math.MaxInt64/time.Second) * time.Second, true},
+		{now.Add(3 * time.Hour).Format(http.TimeFormat), 3 * time.Hour, true},
+		{now.Add(-time.Minute).Format(http.TimeFormat), 0, false},
+		{"later", 0, false},
+	} {
+		h := http.Header{}
+		if tc.header != "" {
+			h.Set("Retry-After", tc.header)
+		}
+		got, ok := RetryAfterOf(h, now)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("Retry-After %q: %s %v, want %s %v", tc.header, got, ok, tc.want, tc.ok)
 		}
 	}
 }
