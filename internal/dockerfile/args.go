@@ -117,14 +117,20 @@ func (e *evaluator) globals() (*vars, error) {
 }
 
 // arg runs an ARG instruction inside a stage, with BuildKit's rules: an
-// ENV of the same name wins (BuildKit's toEnvMap keeps the first), then
-// an override, then the default given here, then the global value of the
+// override, then the default given here, then the global value of the
 // same name (which is how a global ARG is brought into a stage); without
-// any, the name is declared and expands to nothing.
+// any, the name is declared and expands to nothing, or to the ENV of that
+// name. A value replaces an ENV of the same name for the words that
+// follow, as BuildKit's dispatchArg adds it to the state's environment
+// (the image config keeps the ENV): its toEnvMap, where the ENV wins,
+// makes only the environment of a RUN, which pallet has none of. In a
+// Windows stage, where pallet keeps one variable whatever the case, an
+// ARG spelt otherwise than an ENV leaves the ENV's value: BuildKit's state
+// keeps the two names apart, and words spelt as the ENV find the ENV's.
 func (e *evaluator) arg(s *stageState, c *instructions.ArgCommand) error {
 	for _, a := range c.Args {
 		s.declared[a.Key] = true
-		if s.hasEnv(a.Key) {
+		if s.envOtherCase(a.Key) {
 			continue
 		}
 		if ov, ok := e.opt.Args[a.Key]; ok {
@@ -208,4 +214,19 @@ func (e *evaluator) expandPlatform(s *stageDef) (platform.Platform, error) {
 		return platform.Platform{}, plan.Errorf(s.platPos, "FROM --platform=%s: %v", s.platformRaw, err)
 	}
 	return p, nil
+}
+
+// envOtherCase says a Windows stage's config sets k under another
+// spelling (Path for PATH).
+func (s *stageState) envOtherCase(k string) bool {
+	if !s.platform.IsWindows() {
+		return false
+	}
+	for _, kv := range s.cfg.Env {
+		name, _, _ := strings.Cut(kv, "=")
+		if name != k && image.SameEnvName(name, k, true) {
+			return true
+		}
+	}
+	return false
 }

@@ -37,8 +37,12 @@ func TestDockerfileEnvNameCase(t *testing.T) {
 			env: []string{"V=env"}, labels: map[string]string{"v": "env"}},
 		{name: "an ARG after an ENV of another case leaves it", df: "# escape=`\nFROM windows-hostprocess-scratch\nENV PATH=C:\\k\nARG path=argval\nENV Path=${PATH};C:\\more", opt: windows,
 			env: []string{`Path=C:\k;C:\more`}},
-		{name: "on Linux an ARG after an ENV of its name leaves it, default or --arg", df: "FROM scratch\nENV V=env W=env\nARG V=arg\nARG W\nLABEL v=$V w=$W",
-			opt: Options{Args: map[string]string{"W": "over"}}, env: []string{"PATH=" + defaultPath, "V=env", "W=env"}, labels: map[string]string{"v": "env", "w": "env"}, wd: "/"},
+		// Checked against BuildKit v0.29.0: the ARG's value is what later
+		// words see, the config keeps the ENV.
+		{name: "on Linux an ARG after an ENV of its name replaces it for later words, default or --arg", df: "FROM scratch\nENV V=env W=env\nARG V=arg\nARG W\nLABEL v=$V w=$W",
+			opt: Options{Args: map[string]string{"W": "over"}}, env: []string{"PATH=" + defaultPath, "V=env", "W=env"}, labels: map[string]string{"v": "arg", "w": "over"}, wd: "/"},
+		{name: "an ARG after an ENV of its spelling replaces it for later words", df: "# escape=`\nFROM windows-hostprocess-scratch\nENV Path=C:\\k\nARG Path=C:\\a\nENV Q=${Path}", opt: windows,
+			env: []string{`Path=C:\k`, `Q=C:\a`}},
 		{name: "an ARG declared without value is empty whatever the case, even over an unread base",
 			df: "FROM example.com/windows\nARG foo\nLABEL f=[$FOO]", opt: windows, labels: map[string]string{"f": "[]"}},
 		{name: "the stage's own --platform decides, not the image's",

@@ -459,6 +459,13 @@ func (p *stageState) inherit(sd *stageDef) *stageState {
 	s := *p
 	s.def = sd
 	s.env = p.env.clone()
+	// BuildKit starts the stage from its parent's state, whose
+	// environment an ARG value may have changed, then sets the config's
+	// env over it: an ENV's value is back, an ARG of another name stays.
+	for _, kv := range p.cfg.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		s.env.set(k, v)
+	}
 	s.declared = maps.Clone(p.declared)
 	s.cfg = cloneConfig(p.cfg)
 	s.cmdSet = false
@@ -532,13 +539,6 @@ const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bi
 // setEnv sets a variable for later instructions and in the image config,
 // replacing one of the same name in place, as BuildKit does; both follow
 // image.SetEnv, so on Windows they agree on which names are one.
-// hasEnv says whether the stage's config sets k (by ENV, or inherited
-// from the stage it is built on).
-func (s *stageState) hasEnv(k string) bool {
-	_, ok := image.LookupEnv(s.cfg.Env, k, s.platform.IsWindows())
-	return ok
-}
-
 func (s *stageState) setEnv(k, v string) {
 	s.env.set(k, v)
 	s.cfg.Env = image.SetEnv(s.cfg.Env, k+"="+v, s.platform.IsWindows())

@@ -152,3 +152,42 @@ func TestDockerfilePositions(t *testing.T) {
 		t.Errorf("bases %v", pi.Bases)
 	}
 }
+
+// An ARG given a value after an ENV of the same name is what the words
+// after it see, while the config keeps the ENV; a stage continuing
+// another sees the parent's ENV again but keeps its other ARGs. Labels
+// and env checked against BuildKit v0.29.0 (buildctl, dockerfile.v0) on
+// this Dockerfile, with --build-arg O=cli.
+func TestDockerfileArgAfterEnv(t *testing.T) {
+	df := `ARG G=global
+ARG H=hglobal
+FROM scratch AS a
+ENV X=1 G=envg N=envn O=envo H=envh
+ARG X=argval
+ARG G
+ARG N
+ARG O
+ARG Q=qa
+ENV Y=$X GG=$G NN=$N OO=$O
+LABEL x=$X g=$G n=$N o=$O
+ARG H
+LABEL h=$H
+FROM a AS b
+LABEL q=$Q
+ENV Z=$X
+ARG X=again
+LABEL x2=$X
+ENV X=envlast
+LABEL x3=$X
+`
+	p := mustPlan(t, map[string]string{"Dockerfile": df}, Options{Args: map[string]string{"O": "cli"}})
+	cfg := p.Images[0].Platforms[0].Config
+	wantLabels := map[string]string{"g": "global", "h": "hglobal", "n": "envn", "o": "cli", "q": "qa", "x": "argval", "x2": "again", "x3": "envlast"}
+	if !reflect.DeepEqual(cfg.Labels, wantLabels) {
+		t.Errorf("labels %v, want %v", cfg.Labels, wantLabels)
+	}
+	wantEnv := []string{"PATH=" + defaultPath, "X=envlast", "G=envg", "N=envn", "O=envo", "H=envh", "Y=argval", "GG=global", "NN=envn", "OO=cli", "Z=1"}
+	if !reflect.DeepEqual(cfg.Env, wantEnv) {
+		t.Errorf("env %q, want %q", cfg.Env, wantEnv)
+	}
+}
