@@ -475,6 +475,9 @@ func destination(s *stageState, raw string) (string, bool, error) {
 	if err != nil {
 		return "", false, fmt.Errorf("destination %s: %w", raw, err)
 	}
+	if err := linuxBackslash(s, "destination", dest); err != nil {
+		return "", false, err
+	}
 	// Refused here, before the stage's content records each parent.
 	if _, err := tree.CleanPath(path.Clean(dest)); err != nil {
 		return "", false, fmt.Errorf("destination: %w", err)
@@ -482,6 +485,17 @@ func destination(s *stageState, raw string) (string, bool, error) {
 	// On Windows, C:\K is the C:\k the stage holds already.
 	clean := s.content.spell(path.Clean(dest))
 	return clean, strings.HasSuffix(dest, "/") || strings.HasSuffix(dest, "/.") || s.content.isDir(clean), nil
+}
+
+// linuxBackslash refuses a path of a Linux stage holding a \ (written
+// with # escape=` or in a JSON form): BuildKit makes it one name (COPY f
+// /a\b/ writes /a\b/f), which a placement cannot say, since a dest's \
+// separates directories there, as for a Windows user writing a recipe.
+func linuxBackslash(s *stageState, what, p string) error {
+	if s.platform.IsWindows() || !strings.Contains(p, `\`) {
+		return nil
+	}
+	return fmt.Errorf("%s %s holds a \\, which in a Linux image BuildKit writes as a character of the name and pallet would read as a separator; write / between directories, or a name without \\ (for a Windows image, give the stage --platform windows/amd64)", what, p)
 }
 
 // mayHoldDir says whether a file item copied to dest, without a trailing

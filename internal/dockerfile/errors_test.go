@@ -64,6 +64,11 @@ func TestDockerfileErrorsAt(t *testing.T) {
 		{"a directory onto a file, at the COPY", "FROM scratch\nCOPY bin/hello /k\n  COPY bin/ /k", 3, 3, "COPY: /k is a file, put there by line 2 (bin/hello), and this COPY would put a directory there"},
 		{"a WORKDIR under a file", "FROM scratch\nCOPY bin/hello /k\nWORKDIR /k/w", 3, 1, "WORKDIR: /k is a file"},
 		{"COPY --from a directory of a stage on an image, at the source", "FROM example.com/base AS a\nCOPY bin/ /usr/bin/\nFROM scratch\nCOPY --from=a  /usr/bin /b/", 4, 16, "/usr/bin is a directory of stage a, whose base example.com/base pallet does not read"},
+		// Checked against BuildKit v0.29.0, which writes /a\b/hello, a file
+		// /C:\app\ and a directory /w\x: names holding a \.
+		{"a \\ in a Linux destination, with escape=`", "# escape=`\nFROM scratch\nCOPY bin/hello /a\\b/", 3, 1, `destination /a\b/ holds a \, which in a Linux image BuildKit writes as a character of the name`},
+		{"a Windows destination in a Linux stage", "# escape=`\nFROM scratch\nCOPY bin/hello C:\\app\\", 3, 1, `destination /C:\app\ holds a \`},
+		{"a \\ in a Linux WORKDIR on scratch", "# escape=`\nFROM scratch\nWORKDIR /w\\x", 3, 1, `the directory /w\x holds a \`},
 		{"COPY --from a stage path it lacks", "FROM scratch AS a\nCOPY bin/hello /bin/\nFROM scratch\nCOPY --from=a /usr/bin/hello /", 4, 15, "/usr/bin/hello: not in stage a"},
 	}
 	for _, tc := range tests {

@@ -225,6 +225,11 @@ func (e *evaluator) workdir(s *stageState, n *parser.Node, c *instructions.Workd
 	if wd == "/" || !s.emptyBase || s.content.isDir(wd) {
 		return nil
 	}
+	// Only the directory pallet writes would differ: the config keeps
+	// the name as BuildKit does.
+	if err := linuxBackslash(s, "the directory", wd); err != nil {
+		return err
+	}
 	if namesOwner(s.user) && s.base == image.Scratch && !touched && !s.platform.IsWindows() {
 		return plan.Errorf(e.d.loc.node(n), "USER %s: a name, which BuildKit reads in the stage's /etc/passwd to own the directory WORKDIR makes, and the stage holds nothing yet (FROM scratch, no COPY or WORKDIR before this one), so it has none to read (invalid user index: -1); give USER as a numeric uid[:gid]", s.user)
 	}
