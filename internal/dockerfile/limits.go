@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/pallet-dev/pallet/internal/image"
 	"github.com/pallet-dev/pallet/internal/lazyre"
@@ -69,8 +70,10 @@ var substRE = lazyre.New(`\$\{([\p{L}\p{N}_]+|[@*#?$!0-])/`)
 // ends up over limit is refused too.
 type meter struct {
 	*vars
-	e     *evaluator
-	subst map[string]bool
+	e *evaluator
+	// subst holds, for each name the word substitutes in, the longest
+	// replacement it gives, or -1 where one is not plain text.
+	subst map[string]int
 	// bound is an upper bound of the word's expansion so far; past cap,
 	// which is limit and the word's length, the meter is over.
 	bound, cap, limit int
@@ -93,13 +96,24 @@ func (m *meter) Get(k string) (string, bool) {
 		return "", ok
 	}
 	b := m.bound + len(v)
-	if m.subst[k] {
-		// ${K/p/r} is at most (len(K)+1)·(len(r)+1), r being expanded
-		// before K is asked for: it is within the bound so far.
-		if len(v)+1 > m.cap/(m.bound+1) {
+	if r, ok := m.subst[k]; ok {
+		// ${K/p/r} is at most (len(K)+1)·(len(r)+1). A plain r is its
+		// own length, and adds to the bound; one that may expand is
+		// expanded before K is asked for, so it is within the bound so
+		// far, which the product then replaces. Either is charged to
+		// each look-up of K, the lexer's asking not saying which is
+		// the substitution's.
+		mul := m.bound + 1
+		if r >= 0 {
+			mul = r + 1
+		}
+		switch {
+		case len(v)+1 > m.cap/mul:
 			b = m.cap + 1
-		} else {
-			b = (m.bound + 1) * (len(v) + 1)
+		case r >= 0:
+			b = m.bound + (len(v)+1)*mul
+		default:
+			b = mul * (len(v) + 1)
 		}
 	}
 	if b > m.cap {
@@ -119,13 +133,42 @@ func (e *evaluator) metered(word string, v *vars, counted bool) *meter {
 		m.limit = min(maxWord, maxExpanded-e.expanded)
 	}
 	m.cap = m.limit + len(word)
-	for _, sm := range substRE().FindAllStringSubmatch(word, -1) {
+	for _, ix := range substRE().FindAllStringSubmatchIndex(word, -1) {
 		if m.subst == nil {
-			m.subst = map[string]bool{}
+			m.subst = map[string]int{}
 		}
-		m.subst[sm[1]] = true
+		name := word[ix[2]:ix[3]]
+		r, plain := plainReplacement(word[ix[1]:])
+		prev, seen := m.subst[name]
+		switch {
+		case !plain || prev < 0 && seen:
+			m.subst[name] = -1
+		default:
+			m.subst[name] = max(prev, r)
+		}
 	}
 	return m
+}
+
+// plainReplacement reads the rest of a ${NAME/pattern/replacement} after
+// its first / and gives the replacement's length where the lexer takes
+// both as they are written: without a character it expands or unquotes
+// (a $, quote, escape or heredoc's <), the pattern ends at the next /
+// and the replacement at the next }, as its processStopOn reads them.
+// Three substitutions of a 200-byte value in one word were refused as
+// over 1 MiB while each substitution's result was bounded by the word so
+// far, all three multiplied.
+func plainReplacement(rest string) (int, bool) {
+	rest = strings.TrimPrefix(rest, "/")
+	pat, after, ok := strings.Cut(rest, "/")
+	if !ok {
+		return 0, false
+	}
+	repl, _, ok := strings.Cut(after, "}")
+	if !ok || strings.ContainsAny(pat+repl, "$'\"\\`<") {
+		return 0, false
+	}
+	return len(repl), true
 }
 
 // spent checks a word expanded with m to result; a counted word adds its

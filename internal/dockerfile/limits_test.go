@@ -39,6 +39,8 @@ func TestExpansionBounded(t *testing.T) {
 		{"a global ARG bomb", "ARG A=" + strings.Repeat("a", 4097) + "\nARG B=$A$A$A$A$A$A$A$A$A$A$A$A$A$A$A$A\nARG C=$B$B$B$B$B$B$B$B$B$B$B$B$B$B$B$B\nFROM scratch", nil, 3, "ARG C: \"$B$B"},
 		// Each match of ? puts in 2 KiB: 4 MiB from a 40-byte line.
 		{"a pattern substitution", "FROM scratch\nENV A=" + strings.Repeat("a", 2048) + "\nENV B=${A//?/$A}", nil, 3, "over 1048576 bytes"},
+		// The same with the replacement written out, 600 bytes a match.
+		{"a pattern substitution with a plain replacement", "FROM scratch\nENV A=" + strings.Repeat("a", 2048) + "\nENV B=${A//?/" + strings.Repeat("r", 600) + "}", nil, 3, "over 1048576 bytes"},
 		{"words under 1 MiB, over 4 MiB in all", "FROM scratch\nARG X\nENV A=$X B=$X C=$X\nLABEL d=$X e=$X", map[string]string{"X": mib}, 4, "over 4194304 bytes (4 MiB) in all"},
 		{"EXPOSE", "FROM scratch\nENV A=" + strings.Repeat("1", 60000) + "\nEXPOSE " + strings.Repeat("$A", 18), nil, 3, "EXPOSE: "},
 	}
@@ -74,6 +76,29 @@ func TestExpansionWithinBounds(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(cfg.Env, "\n"), "B=/usr/local/sbin /usr/local/bin") {
 		t.Errorf("env %q", cfg.Env)
+	}
+}
+
+// A word substituting in one variable several times, with replacements
+// written out, is bounded by what each substitution can make, not by
+// their product: the label below, and three substitutions of a 200-byte
+// value, were refused as over 1 MiB. Its value was checked against
+// BuildKit v0.29.0.
+func TestExpansionSeveralSubstitutions(t *testing.T) {
+	long := strings.Repeat("ab,", 70)
+	df := "FROM scratch\nENV P=/usr/local/bin L=" + long + "\n" +
+		`LABEL b="${P#/usr}|${P##*/}|${P%/bin}|${P%%/*}|${P/local/LOCAL}|${P//l/L}"` + "\n" +
+		`LABEL l="${L//,/ } ${L//,/;} ${L//ab/x}"` + "\n"
+	p, err := planFiles(t, map[string]string{"Dockerfile": df}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels := p.Images[0].Platforms[0].Config.Labels
+	if want := "/local/bin|bin|/usr/local||/usr/LOCAL/bin|/usr/LocaL/bin"; labels["b"] != want {
+		t.Errorf("label b %q, want %q", labels["b"], want)
+	}
+	if want := strings.Repeat("ab ", 70) + " " + strings.Repeat("ab;", 70) + " " + strings.Repeat("x,", 70); labels["l"] != want {
+		t.Errorf("label l %q, want %q", labels["l"], want)
 	}
 }
 
