@@ -44,6 +44,11 @@ images:
 		if err == nil || !strings.Contains(err.Error(), "pallet.yaml:6:") || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("fetch within %s: %v, want it refused at pallet.yaml:6 saying %q", tc.limits, err, tc.want)
 		}
+		// Named once: the unpacking's error named it, and the mirror's
+		// wrapping named it again.
+		if err != nil && strings.Count(err.Error(), "artifact a (") != 1 {
+			t.Errorf("fetch within %s: %v, want the artifact named once", tc.limits, err)
+		}
 		if ents, _ := os.ReadDir(filepath.Join(mirror, "sha256")); tc.limits == "download: 100B" && len(ents) != 0 {
 			t.Errorf("fetch within %s kept %d file(s)", tc.limits, len(ents))
 		}

@@ -279,7 +279,7 @@ func New() *Fetcher {
 func (f *Fetcher) Fetch(ctx context.Context, r *Request, work string) (*Result, error) {
 	res, err := f.fetch(ctx, r, work)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", r, err)
+		return nil, &RequestError{Request: r, Err: err}
 	}
 	// Where it came from is the request's, never the cache entry's: the
 	// entry may have been made from a copy elsewhere, by another recipe.
@@ -309,7 +309,7 @@ func (f *Fetcher) produce(ctx context.Context, r *Request, work string) (*Result
 	return r.Kind.Produce(ctx, f, r, work)
 }
 
-// RequestError is the failure of one of several requests (MirrorTo): the
+// RequestError is the failure of one request (Fetch) of several (MirrorTo): the
 // caller knows where that request was written, and says it.
 type RequestError struct {
 	Request *Request

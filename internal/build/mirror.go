@@ -106,7 +106,7 @@ func mirrorLinkedModules(ctx context.Context, network *artifact.Fetcher, reqs []
 		work := filepath.Join(tmp, strconv.Itoa(i))
 		res, err := f.Fetch(ctx, r, work)
 		if err != nil {
-			return &artifact.RequestError{Request: r, Err: err}
+			return err // a RequestError, naming r
 		}
 		rec, err := record.Scan(res, record.NoMemo)
 		if err != nil {
