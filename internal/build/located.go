@@ -2,7 +2,6 @@ package build
 
 import (
 	"errors"
-	"net/url"
 
 	"github.com/pallet-dev/pallet/internal/artifact"
 	"github.com/pallet-dev/pallet/internal/plan"
@@ -35,12 +34,9 @@ func located(a *plan.Artifact, err error) error {
 	return &plan.Error{Pos: pos, Msg: err.Error() + advice, Err: err}
 }
 
-// sameURL says whether got, the URL a mismatch names (its credentials
-// redacted), is pinned, the recipe's url, not a mirror's.
+// sameURL says whether got, the URL a mismatch names (as
+// artifact.ShownURL shows it), is pinned, the recipe's url, not a
+// mirror's.
 func sameURL(pinned, got string) bool {
-	if got == pinned {
-		return true
-	}
-	p, err := url.Parse(pinned)
-	return err == nil && got == p.Redacted()
+	return got == pinned || got == artifact.ShownURL(pinned)
 }

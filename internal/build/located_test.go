@@ -30,6 +30,7 @@ func TestLocatedSaysLockOnlyForOwnURL(t *testing.T) {
 	}{
 		{"own url", art("https://example.com/tool", withPin), mismatch("https://example.com/tool"), true},
 		{"own url, redacted", art("https://me:secret@example.com/tool", withPin), mismatch("https://me:xxxxx@example.com/tool"), true},
+		{"own url, a token as its user", art("https://TOKEN@example.com/tool", withPin), mismatch("https://xxxxx@example.com/tool"), true},
 		{"mirror url", art("https://example.com/tool", withPin), mismatch("http://mirror.internal/sha256/" + sum), false},
 		{"no sha256 line", art("https://example.com/tool", nil), mismatch("https://example.com/tool"), false},
 	} {
