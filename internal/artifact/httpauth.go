@@ -367,7 +367,10 @@ func (f *Fetcher) authClient(creds *httpCreds, rawURL string) *http.Client {
 // given the URL whole.
 func ShownURL(raw string) string {
 	u, err := url.Parse(raw)
-	if err != nil || u.User == nil || u.Host == "" {
+	if err != nil {
+		return shownUnparsed(raw)
+	}
+	if u.User == nil || u.Host == "" {
 		return raw
 	}
 	switch _, hasPassword := u.User.Password(); {
@@ -379,4 +382,18 @@ func ShownURL(raw string) string {
 		return raw
 	}
 	return u.String()
+}
+
+// shownUnparsed is ShownURL of a URL url.Parse refuses and git may take
+// (a password holding % or /: https://u:50%off@host/r.git): everything
+// between :// and the last @ is masked, on the side of hiding a path's
+// @ rather than showing a secret. Without :// (git@host:org/repo, a
+// path) there is nothing to mask.
+func shownUnparsed(raw string) string {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	at := strings.LastIndex(rest, "@")
+	if !ok || at < 0 {
+		return raw
+	}
+	return scheme + "://xxxxx" + rest[at:]
 }

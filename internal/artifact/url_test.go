@@ -15,3 +15,21 @@ func TestOriginHidesPassword(t *testing.T) {
 		}
 	}
 }
+
+// A URL url.Parse refuses, which git may still take, shows no secret:
+// it was given back whole, the password with it.
+func TestShownURLUnparsed(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://user:50%off@host/r.git": "https://xxxxx@host/r.git",
+		"https://u:ab/cd@host/r.git":     "https://xxxxx@host/r.git",
+		"git@github.com:org/repo.git":    "git@github.com:org/repo.git",
+		"https://host/a%zz":              "https://host/a%zz",
+		"ssh://git:s3cret@host:22/r.git": "ssh://git:xxxxx@host:22/r.git",
+		"https://[::1]:8080/r.git":       "https://[::1]:8080/r.git",
+		"https://tok@[::1]:8080/r.git":   "https://xxxxx@[::1]:8080/r.git",
+	} {
+		if got := ShownURL(in); got != want {
+			t.Errorf("ShownURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
