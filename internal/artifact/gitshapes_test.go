@@ -218,7 +218,15 @@ func TestGitMirrorKeepsNoCredentials(t *testing.T) {
 		}
 	}
 	mirrorCommit(first)
-	// A commit pushed since: the mirror is updated, not cloned again.
+	dst := artifact.MirrorRepo(mirror, repo)
+	plain := strings.Replace(repo, "ci:"+token+"@", "", 1)
+	if got := fixture.Git(t, dst, "remote", "get-url", "origin"); got != plain {
+		t.Errorf("the mirror's origin is %s, want %s: usable, without credentials", got, plain)
+	}
+	// A mirror an earlier pallet made holds the token: its next update
+	// mends it. A commit pushed since: the mirror is updated, not cloned
+	// again.
+	fixture.Git(t, dst, "remote", "set-url", "origin", repo)
 	work := t.TempDir()
 	fixture.Git(t, work, "clone", "-q", bare, ".")
 	fixture.Git(t, work, "commit", "-q", "--allow-empty", "-m", "later")

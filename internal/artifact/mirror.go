@@ -14,6 +14,7 @@ import (
 	"hash"
 	"io"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -54,6 +55,9 @@ func (f *Fetcher) mirrorRepo(ctx context.Context, dir string, g gitRef) (err err
 			// From the recipe's URL, not origin's: the mirror keeps
 			// origin without its credentials (cloneMirror).
 			if err := f.gitTransfer(ctx, dst, dst, "fetch", "--progress", "--prune", g.Repo, "+refs/*:refs/*"); err != nil {
+				return fmt.Errorf("update %s: %w", ShownURL(g.Repo), err)
+			}
+			if err := originWithoutCredentials(ctx, dst, g.Repo); err != nil {
 				return fmt.Errorf("update %s: %w", ShownURL(g.Repo), err)
 			}
 		}
@@ -107,14 +111,30 @@ func (f *Fetcher) cloneMirror(ctx context.Context, g gitRef, dst string) error {
 	if err := mirroredCommit(ctx, tmp, g); err != nil {
 		return fmt.Errorf("clone %s: %w", ShownURL(g.Repo), err)
 	}
-	// A mirror is served as it is (--mirror-url), its config too: a
-	// token in the URL git clone wrote there would be served with it.
-	if shown := ShownURL(g.Repo); shown != g.Repo {
-		if _, err := git(ctx, tmp, "remote", "set-url", "origin", shown); err != nil {
-			return fmt.Errorf("clone %s: %w", shown, err)
-		}
+	if err := originWithoutCredentials(ctx, tmp, g.Repo); err != nil {
+		return fmt.Errorf("clone %s: %w", ShownURL(g.Repo), err)
 	}
 	return swapMirror(tmp, dst)
+}
+
+// originWithoutCredentials writes the mirror's origin as repo without
+// the credentials in its URL: a mirror is served as it is (--mirror-url),
+// its config too, and git clone wrote the token there. The URL is left
+// usable (no user at all, not xxxxx): git reading the mirror's config
+// (an older pallet updating a shared mirror from origin) then asks its
+// own credentials. A mirror an earlier pallet made is mended when next
+// updated.
+func originWithoutCredentials(ctx context.Context, dir, repo string) error {
+	if ShownURL(repo) == repo {
+		return nil
+	}
+	origin := ShownURL(repo)
+	if u, err := url.Parse(repo); err == nil {
+		u.User = nil
+		origin = u.String()
+	}
+	_, err := git(ctx, dir, "remote", "set-url", "origin", origin)
+	return err
 }
 
 // afterMirrorExchange, when set (by tests), is called once a mirror's
