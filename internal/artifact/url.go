@@ -28,7 +28,9 @@ func (u *URL) Origin() Origin { return Origin{URL: ShownURL(u.URL), SHA256: u.SH
 // Key: the content is the pin's, whatever URL serves it; the URL is kept
 // so that a recipe pointing elsewhere is rebuilt and its record is right.
 func (u *URL) Key(*Fetcher, *Request) ([]string, bool, error) {
-	return []string{u.SHA256, u.Filename, u.URL, u.Extract.key()}, true, nil
+	// As the record shows it (ShownURL): a token handed to each CI job
+	// fetches the same bytes, which the next job should find cached.
+	return []string{u.SHA256, u.Filename, ShownURL(u.URL), u.Extract.key()}, true, nil
 }
 
 func (u *URL) Produce(ctx context.Context, f *Fetcher, r *Request, work string) (*Result, error) {

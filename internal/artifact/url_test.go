@@ -1,6 +1,9 @@
 package artifact
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestOriginHidesPassword(t *testing.T) {
 	for in, want := range map[string]string{
@@ -31,5 +34,23 @@ func TestShownURLUnparsed(t *testing.T) {
 		if got := ShownURL(in); got != want {
 			t.Errorf("ShownURL(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// A url's key leaves out the credentials in it, as its record does: one
+// CI job's token and the next's fetch the same pinned bytes.
+func TestURLKeyWithoutCredentials(t *testing.T) {
+	key := func(raw string) string {
+		k, _, err := (&URL{URL: raw, SHA256: "ab"}).Key(nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(k, "\x00")
+	}
+	if key("https://ci:first@example.com/a.tgz") != key("https://ci:second@example.com/a.tgz") {
+		t.Error("two tokens for one URL gave two keys")
+	}
+	if key("https://example.com/a.tgz") == key("https://example.com/b.tgz") {
+		t.Error("two URLs gave one key")
 	}
 }
