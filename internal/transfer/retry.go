@@ -39,7 +39,7 @@ func AskedToWait(err error, h http.Header, now time.Time) error {
 }
 
 // RetryAfterOf is the wait the Retry-After header of h asks for, in
-// seconds or as an HTTP date after now, however long; false when it asks
+// seconds or as an HTTP date after now (or after h's Date), however long; false when it asks
 // none (absent, zero, past, or neither form).
 func RetryAfterOf(h http.Header, now time.Time) (time.Duration, bool) {
 	v := strings.TrimSpace(h.Get("Retry-After"))
@@ -52,8 +52,16 @@ func RetryAfterOf(h http.Header, now time.Time) (time.Duration, bool) {
 		}
 		return time.Duration(min(n, int64(math.MaxInt64/time.Second))) * time.Second, true
 	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now), true
+	// A date is the server's clock: measured from the Date it answered
+	// with, where it gave one, a server a minute ahead of this machine
+	// asking for 5 s is not taken to ask for 65.
+	if t, err := http.ParseTime(v); err == nil {
+		if sent, err := http.ParseTime(h.Get("Date")); err == nil {
+			now = sent
+		}
+		if t.After(now) {
+			return t.Sub(now), true
+		}
 	}
 	return 0, false
 }

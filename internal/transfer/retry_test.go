@@ -105,4 +105,14 @@ func TestRetryAfterOf(t *testing.T) {
 			t.Errorf("Retry-After %q: %s %v, want %s %v", tc.header, got, ok, tc.want, tc.ok)
 		}
 	}
+	// A server whose clock is an hour ahead of this machine's asks for
+	// 5 s by its own Date; one an hour behind, too.
+	for _, skew := range []time.Duration{time.Hour, -time.Hour} {
+		h := http.Header{}
+		h.Set("Date", now.Add(skew).Format(http.TimeFormat))
+		h.Set("Retry-After", now.Add(skew+5*time.Second).Format(http.TimeFormat))
+		if got, ok := RetryAfterOf(h, now); got != 5*time.Second || !ok {
+			t.Errorf("a server %s off: %s %v, want 5s true", skew, got, ok)
+		}
+	}
 }
