@@ -111,21 +111,35 @@ func (g *Git) Produce(ctx context.Context, f *Fetcher, r *Request, work string) 
 // command, finding no package there, says only that no module provides
 // it ("go get").
 func withSubmodules(ctx context.Context, src string, g gitRef, err error) error {
-	out, lerr := gitOutput(ctx, src, nil, "ls-files", "--stage", "-z")
-	if lerr != nil {
-		return err
-	}
-	var subs []string
-	for _, rec := range strings.Split(out, "\x00") {
-		if mode, _, _ := strings.Cut(rec, " "); mode == "160000" {
-			_, name, _ := strings.Cut(rec, "\t")
-			subs = append(subs, name)
-		}
-	}
-	if len(subs) == 0 {
+	_, subs, lerr := trackedFiles(ctx, src, ".")
+	if lerr != nil || len(subs) == 0 {
 		return err
 	}
 	return fmt.Errorf("%w\n(%s at %s has git submodules, whose files pallet does not fetch, so their directories are empty: %s)", err, ShownURL(g.Repo), g.Commit, strings.Join(subs, ", "))
+}
+
+// trackedFiles lists what the commit checked out at dir tracks under
+// pathspec (taken literally): its files, and apart its submodules (mode
+// 160000), whose directories the checkout leaves empty. Names are as
+// git gives them with -z, spaces at either end kept.
+func trackedFiles(ctx context.Context, dir, pathspec string) (files, submodules []string, err error) {
+	out, err := gitOutput(ctx, dir, nil, "--literal-pathspecs", "ls-files", "--stage", "-z", "--", pathspec)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, rec := range strings.Split(out, "\x00") {
+		// <mode> SP <object> SP <stage> TAB <path>
+		info, name, ok := strings.Cut(rec, "\t")
+		if !ok {
+			continue
+		}
+		if mode, _, _ := strings.Cut(info, " "); mode == "160000" {
+			submodules = append(submodules, name)
+		} else {
+			files = append(files, name)
+		}
+	}
+	return files, submodules, nil
 }
 
 // Mirror keeps a bare copy of the repository holding the commit, and the

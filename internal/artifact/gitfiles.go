@@ -65,19 +65,16 @@ func (g *GitFiles) Produce(ctx context.Context, f *Fetcher, r *Request, work str
 		return nil, err
 	}
 	at := fmt.Sprintf("%s at %s", ShownURL(g.Repo), g.Commit)
-	// A submodule's directory is empty in the checkout: taken, it would
-	// place nothing where the recipe expects its files.
-	out, err := git(ctx, src, "--literal-pathspecs", "ls-files", "--stage", "-z", "--", g.Path)
+	files, subs, err := trackedFiles(ctx, src, g.Path)
 	if err != nil {
 		return nil, err
 	}
-	for _, rec := range strings.Split(out, "\x00") {
-		if mode, _, _ := strings.Cut(rec, " "); mode == "160000" {
-			_, name, _ := strings.Cut(rec, "\t")
-			return nil, blame("path", fmt.Errorf("%s: %s is a git submodule, whose files pallet does not fetch; take them from its own repository, as another artifact", at, name))
-		}
+	// A submodule's directory is empty in the checkout: taken, it would
+	// place nothing where the recipe expects its files.
+	if len(subs) > 0 {
+		return nil, blame("path", fmt.Errorf("%s: %s is a git submodule, whose files pallet does not fetch; take them from its own repository, as another artifact", at, subs[0]))
 	}
-	if err := refuseLFSPointers(ctx, src, g.Path, at); err != nil {
+	if err := refuseLFSPointers(ctx, src, files, at); err != nil {
 		return nil, err
 	}
 	// What .git holds is the clone's, not the commit's: no path may
@@ -95,19 +92,18 @@ var lfsPointerPrefixes = []string{"version https://git-lfs.github.com/spec/", "v
 
 const maxLFSPointer = 1024
 
-// refuseLFSPointers refuses the files under p of the checkout at src
+// refuseLFSPointers refuses the files (trackedFiles) of the checkout at src
 // that the repository's .gitattributes keep in Git LFS (filter=lfs)
 // and that hold the pointer git committed in their place: pallet runs
 // no filter, so the checkout holds the pointer, which taken would be
 // placed where the recipe expects the file (an installer, an icon),
 // with nothing said. A file under filter=lfs committed before it was
 // (no pointer) is the file itself, and is taken.
-func refuseLFSPointers(ctx context.Context, src, p, at string) error {
-	listed, err := gitOutput(ctx, src, nil, "--literal-pathspecs", "ls-files", "-z", "--", p)
-	if err != nil || listed == "" {
-		return err
+func refuseLFSPointers(ctx context.Context, src string, files []string, at string) error {
+	if len(files) == 0 {
+		return nil
 	}
-	attrs, err := gitOutput(ctx, src, strings.NewReader(listed), "check-attr", "--stdin", "-z", "filter")
+	attrs, err := gitOutput(ctx, src, strings.NewReader(strings.Join(files, "\x00")+"\x00"), "check-attr", "--stdin", "-z", "filter")
 	if err != nil {
 		return fmt.Errorf("%s: %w", at, err)
 	}
