@@ -25,6 +25,9 @@ func TestSecurityDescriptorFromSDDL(t *testing.T) {
 			"O:S-1-5-80-956008885-3418522649-1831038044-1853292631-2271478464G:SYD:PAI(A;;FA;;;S-1-5-80-956008885-3418522649-1831038044-1853292631-2271478464)(A;CIIO;GA;;;S-1-5-80-956008885-3418522649-1831038044-1853292631-2271478464)(A;;0x1301bf;;;SY)(A;OICIIO;GA;;;SY)(A;;0x1301bf;;;BA)(A;OICIIO;GA;;;BA)(A;;0x1200a9;;;BU)(A;OICIIO;GRGX;;;BU)(A;OICIIO;GA;;;CO)(A;;0x1200a9;;;S-1-15-2-1)(A;OICIIO;GRGX;;;S-1-15-2-1)"},
 		{"O:BAG:BAD:(D;;FA;;;WD)(A;ID;FR;;;AU)", "O:BAG:BAD:(D;;FA;;;WD)(A;ID;FR;;;AU)"},
 		{"O:SYG:SYD:", "O:SYG:SYD:"},
+		// Numbers as Windows reads them (wcstoul, base 0): decimal,
+		// octal with a leading 0, hex.
+		{"O:SYG:SYD:(A;;1179817;;;BU)(A;;04000000;;;BA)(A;;0X1F01FF;;;SY)", "O:SYG:SYD:(A;;0x1200a9;;;BU)(A;;0x100000;;;BA)(A;;FA;;;SY)"},
 	} {
 		b, err := SecurityDescriptorFromSDDL(tc.in)
 		if err != nil {

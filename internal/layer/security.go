@@ -415,15 +415,10 @@ func sddlReadACE(a string) (ACE, error) {
 }
 
 func sddlReadMask(m string) (uint32, error) {
-	if strings.HasPrefix(m, "0x") || strings.HasPrefix(m, "0X") {
-		v, err := strconv.ParseUint(m[2:], 16, 32)
-		if err != nil {
-			return 0, fmt.Errorf("rights %q: %w", m, err)
-		}
-		return uint32(v), nil
-	}
+	// A number is read as Windows reads it (wcstoul, base 0): 0x hex,
+	// 0 octal, else decimal; Windows itself writes hex.
 	if m != "" && m[0] >= '0' && m[0] <= '9' {
-		v, err := strconv.ParseUint(m, 10, 32)
+		v, err := strconv.ParseUint(m, 0, 32)
 		if err != nil {
 			return 0, fmt.Errorf("rights %q: %w", m, err)
 		}
