@@ -48,3 +48,13 @@ func shellQuote(s string) string {
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
+
+// saying is what a failed command said, after its error: ": " and the
+// words, or nothing when it said none (git not found on PATH said
+// nothing, and the error ended in a bare ": ").
+func saying(said string) string {
+	if said == "" {
+		return ""
+	}
+	return ": " + said
+}
