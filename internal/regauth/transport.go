@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -22,6 +21,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
+	"github.com/pallet-dev/pallet/internal/lazyre"
 	"github.com/pallet-dev/pallet/internal/transfer"
 )
 
@@ -387,14 +387,14 @@ func (b *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 // registry's 401 named to that registry.
 type realms struct{ m sync.Map }
 
-var realmOf = regexp.MustCompile(`(?i)^\s*bearer\s.*\brealm="([^"]+)"`)
+var realmOf = lazyre.New(`(?i)^\s*bearer\s.*\brealm="([^"]+)"`)
 
 func (r *realms) note(registry string, resp *http.Response) {
 	if resp.StatusCode != http.StatusUnauthorized {
 		return
 	}
 	for _, h := range resp.Header.Values("WWW-Authenticate") {
-		if m := realmOf.FindStringSubmatch(h); m != nil {
+		if m := realmOf().FindStringSubmatch(h); m != nil {
 			if u, err := url.Parse(m[1]); err == nil {
 				u.RawQuery, u.ForceQuery, u.User, u.Fragment = "", false, nil, ""
 				r.m.Store(u.String(), registry)
