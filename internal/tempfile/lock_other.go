@@ -14,6 +14,13 @@ import (
 // sweeper starts on it meanwhile.
 const unlockToRemove = false
 
+// lockGrace is how old a free lock file must be before SweepWorkDirs
+// takes its directory. None: lockNew renames it into place already
+// locked, so a free one is a dead build's, and a build killed in a loop
+// (a CI job cancelled again and again, a fault suite) left a work dir
+// per kill for the minute a grace kept it.
+const lockGrace = 0
+
 // lockNew creates and locks the lock file under a temporary name, then
 // renames it into place: the lock is held before any sweeper can see it.
 // The open file keeps its lock across the rename.

@@ -4,12 +4,18 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/gofrs/flock"
 )
 
 // unlockToRemove: Windows removes neither an open file nor its directory.
 const unlockToRemove = true
+
+// lockGrace is how old a free lock file must be before SweepWorkDirs
+// takes its directory: lockNew creates it, then locks it, and a sweep
+// between the two must not take a running build's.
+const lockGrace = time.Minute
 
 // lockNew creates and locks the lock file in place: Windows does not
 // rename an open file. SweepWorkDirs leaves a lock file younger than

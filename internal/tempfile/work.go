@@ -27,11 +27,6 @@ const (
 	workPrefix = "pallet-build-"
 	// workLock is the lock file inside a work dir.
 	workLock = ".pallet-build.lock"
-	// lockGrace is how old a free lock file must be before its directory
-	// is swept. Where the lock file is renamed into place already locked
-	// (not Windows) it only adds safety; where it is locked in place, it
-	// covers the instant between creating the file and locking it.
-	lockGrace = time.Minute
 	// unlockedIdle is how long a work dir without a lock file must be
 	// untouched before it is swept: one made by an older pallet (no lock),
 	// or by a build killed between creating it and locking it. The older
