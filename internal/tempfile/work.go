@@ -125,6 +125,9 @@ func sweepOne(dir string) (bool, error) {
 	lockPath := filepath.Join(dir, workLock)
 	li, err := os.Lstat(lockPath)
 	if errors.Is(err, fs.ErrNotExist) {
+		if removed, err := sweepUnborn(dir, fi); removed || err != nil {
+			return removed, err
+		}
 		if time.Since(lastChange(dir)) <= unlockedIdle {
 			return false, nil
 		}
@@ -140,6 +143,45 @@ func sweepOne(dir string) (bool, error) {
 	defer l.Close()
 	if err := removeTree(dir); err != nil {
 		return false, err
+	}
+	return true, nil
+}
+
+// unbornGrace is how long a work dir may hold nothing but its staged,
+// free lock (or nothing at all) before it is taken for a build killed
+// while NewWorkDir made it: between two system calls, so seconds are
+// ample.
+const unbornGrace = 10 * time.Second
+
+// sweepUnborn removes dir when it holds nothing but a free staged lock
+// file, or nothing, and has not changed for unbornGrace: a build killed
+// between making it and putting its lock in place. Such a dir has no
+// lock to tell it from a live build's, and was kept as an older
+// pallet's for a day, one for each build killed there. It is removed
+// entry by entry, never recursively, so a build that is only slow
+// loses nothing it wrote: its lock's rename fails, with an error.
+func sweepUnborn(dir string, fi fs.FileInfo) (bool, error) {
+	if time.Since(fi.ModTime()) < unbornGrace {
+		return false, nil
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil || len(ents) > 1 || len(ents) == 1 && (ents[0].Name() != workLock+".new" || !ents[0].Type().IsRegular()) {
+		return false, nil
+	}
+	if len(ents) == 1 {
+		staged := filepath.Join(dir, ents[0].Name())
+		l, free := freeLock(staged)
+		if !free {
+			return false, nil
+		}
+		err := os.Remove(staged)
+		l.Close()
+		if err != nil {
+			return false, nil
+		}
+	}
+	if err := os.Remove(dir); err != nil {
+		return false, nil
 	}
 	return true, nil
 }

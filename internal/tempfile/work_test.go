@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gofrs/flock"
+
 	"github.com/pallet-dev/pallet/internal/fixture"
 )
 
@@ -131,6 +133,27 @@ func TestSweepWorkDirs(t *testing.T) {
 	}
 	defer live.Remove()
 	age(t, live.Path, 48*time.Hour)
+	// Killed while NewWorkDir made it: before its lock was staged, or
+	// with it staged and not yet renamed into place. Taken once
+	// unbornGrace has passed; younger, it could be a build making it.
+	unborn := mk("pallet-build-unborn1")
+	os.RemoveAll(filepath.Join(unborn, "artifact-1"))
+	staged := mk("pallet-build-unborn2")
+	os.RemoveAll(filepath.Join(staged, "artifact-1"))
+	os.WriteFile(filepath.Join(staged, workLock+".new"), nil, 0o644)
+	age(t, unborn, time.Minute)
+	age(t, staged, time.Minute)
+	born := mk("pallet-build-unborn3")
+	os.RemoveAll(filepath.Join(born, "artifact-1"))
+	// A build stalled with its staged lock held.
+	stalled := mk("pallet-build-unborn4")
+	os.RemoveAll(filepath.Join(stalled, "artifact-1"))
+	held := flock.New(filepath.Join(stalled, workLock+".new"))
+	if ok, err := held.TryLock(); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	defer held.Close()
+	age(t, stalled, time.Minute)
 	// Left by an older pallet, without a lock: taken only once stale.
 	stale := mk("pallet-build-123456")
 	age(t, stale, 48*time.Hour)
@@ -158,8 +181,8 @@ func TestSweepWorkDirs(t *testing.T) {
 		t.Fatal(err)
 	}
 	slices.Sort(removed)
-	want := []string{killed.Path, stale}
-	kept := []string{live.Path, recent}
+	want := []string{killed.Path, stale, unborn, staged}
+	kept := []string{live.Path, recent, born, stalled}
 	if runtime.GOOS == "windows" {
 		kept = append(kept, young.Path)
 	} else {
