@@ -68,11 +68,19 @@ func NewWorkDir(parent string) (*WorkDir, error) {
 
 // Remove deletes the work directory and releases its lock.
 func (w *WorkDir) Remove() error {
+	// All but the lock first: a build killed while it removes its work
+	// dir (a base's files, a module cache) leaves it with a lock no one
+	// holds, which the next build sweeps, not without one, which was
+	// kept for a day as an older pallet's.
+	err := removeAllBut(w.Path, workLock)
 	var uerr error
 	if unlockToRemove {
 		uerr = w.lock.Close()
 	}
-	err := removeTree(w.Path)
+	// What could not be removed stays, with the lock, for the sweep.
+	if err == nil {
+		err = removeTree(w.Path)
+	}
 	if !unlockToRemove {
 		uerr = w.lock.Close()
 	}
@@ -80,6 +88,27 @@ func (w *WorkDir) Remove() error {
 		err = fmt.Errorf("unlock work directory %s: %w", w.Path, uerr)
 	}
 	return err
+}
+
+// removeEntry removes one entry of a work dir and what it holds; a
+// variable, so that a test can stop a removal half-way, as a kill does.
+var removeEntry = removeTree
+
+// removeAllBut removes what dir holds but the entry named keep.
+func removeAllBut(dir, keep string) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("remove work directory %s: %w", dir, err)
+	}
+	for _, e := range ents {
+		if e.Name() == keep {
+			continue
+		}
+		if err := removeEntry(filepath.Join(dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // SweepWorkDirs removes the work directories that killed builds left in

@@ -223,3 +223,46 @@ func TestSweepSparesOtherUsers(t *testing.T) {
 		t.Fatalf("removed %v, %v", removed, err)
 	}
 }
+
+// A build killed while it removes its work dir, any entry of it, leaves
+// the lock file in it: the next build sweeps the rest at once. Killed
+// after its lock was gone and before the rest was, it left a dir that
+// looked like an older pallet's, kept for a day.
+func TestRemoveKilledHalfWayIsSwept(t *testing.T) {
+	parent := t.TempDir()
+	for _, stop := range []string{"a", "b", "c"} {
+		w, err := NewWorkDir(parent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []string{"a", "b", "c"} {
+			if err := os.MkdirAll(filepath.Join(w.Path, n, "sub"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(w.Path, n, "sub", "f"), []byte("x"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// A kill as stop is to be removed: what is left stays left.
+		killed := fmt.Errorf("killed")
+		removeEntry = func(p string) error {
+			if filepath.Base(p) == stop {
+				return killed
+			}
+			return removeTree(p)
+		}
+		err = w.Remove()
+		removeEntry = removeTree
+		if err != killed {
+			t.Fatalf("Remove stopped at %s: %v", stop, err)
+		}
+		// (The kill would also have freed the lock, which Remove
+		// closed here: it failed only as the kill interrupted it.)
+		if _, err := os.Lstat(filepath.Join(w.Path, workLock)); err != nil {
+			t.Errorf("stopped at %s: the lock file is gone before the rest: %v", stop, err)
+		}
+		if removed, err := SweepWorkDirs(parent); err != nil || len(removed) != 1 || removed[0] != w.Path {
+			t.Errorf("stopped at %s: the next sweep removed %v, %v; want %s", stop, removed, err, w.Path)
+		}
+	}
+}
