@@ -163,7 +163,16 @@ func (c *Cache) sweep() {
 	tmp := filepath.Join(c.dir, "tmp")
 	tempfile.Sweep(tmp, "build-*", 24*time.Hour)
 	tempfile.Sweep(tmp, "fact-*", 24*time.Hour)
+	// A memo shard is written beside itself (.NN.new-*) and renamed in,
+	// at the end of a build, where kills land; nothing else took what a
+	// killed save left, one file for each shard each time. The write is
+	// one call: untouched for a minute, it is no save's that runs.
+	tempfile.Sweep(c.memoDir(), ".*", memoTempIdle)
 }
+
+// memoTempIdle is how long a memo shard's temporary is left untouched
+// before sweep takes it for a killed save's.
+const memoTempIdle = time.Minute
 
 // TempDir makes a directory for building an entry; Commit moves it into
 // place. It is locked until release, which the caller calls once the

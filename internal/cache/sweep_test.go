@@ -131,3 +131,43 @@ func TestCacheDirsThatAreLinksAreNotFollowed(t *testing.T) {
 		t.Errorf("the file at layers was not left as it was: %v", err)
 	}
 }
+
+// What a save of the memo killed while it wrote a shard left beside the
+// shard (.NN.new-*) is removed by a later build that opens the cache,
+// once it is no running save's; it was left for good, one for each shard
+// each time a build was killed as it saved.
+func TestKilledMemoSaveIsSwept(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cache")
+	if _, err := Open(dir); err != nil {
+		t.Fatal(err)
+	}
+	memo := filepath.Join(dir, "memo")
+	if err := os.MkdirAll(memo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name string, age time.Duration) string {
+		p := filepath.Join(memo, name)
+		if err := os.WriteFile(p, []byte("half a shard"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		at := time.Now().Add(-age)
+		if err := os.Chtimes(p, at, at); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	killed := write(".b6.new-2r03sgo8izix4", 2*memoTempIdle)
+	running := write(".c1.new-1x2y3z", 0)
+	shard := write("b6", 2*memoTempIdle)
+	if _, err := Open(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(killed); err == nil {
+		t.Errorf("%s, of a killed save, is still there", filepath.Base(killed))
+	}
+	for _, p := range []string{running, shard} {
+		if _, err := os.Lstat(p); err != nil {
+			t.Errorf("%s was removed: %v", filepath.Base(p), err)
+		}
+	}
+}
