@@ -164,15 +164,18 @@ func (c *Cache) sweep() {
 	tempfile.Sweep(tmp, "build-*", 24*time.Hour)
 	tempfile.Sweep(tmp, "fact-*", 24*time.Hour)
 	// A memo shard is written beside itself (.NN.new-*) and renamed in,
-	// at the end of a build, where kills land; nothing else took what a
-	// killed save left, one file for each shard each time. The write is
-	// one call: untouched for a minute, it is no save's that runs.
-	tempfile.Sweep(c.memoDir(), ".*", memoTempIdle)
+	// at the end of a build, where kills land, and the tag beside itself
+	// as a new cache is claimed; nothing else took what a killed write
+	// left, for a memo one file for each shard each time. Each is one
+	// write: untouched for a minute, it is no running build's.
+	tempfile.Sweep(c.memoDir(), ".*", oneWriteIdle)
+	tempfile.Sweep(c.dir, tempfile.Beside(filepath.Join(c.dir, tagName)), oneWriteIdle)
 }
 
-// memoTempIdle is how long a memo shard's temporary is left untouched
-// before sweep takes it for a killed save's.
-const memoTempIdle = time.Minute
+// oneWriteIdle is how long a temporary written in one call (a memo
+// shard, the tag) is left untouched before sweep takes it for a killed
+// build's.
+const oneWriteIdle = time.Minute
 
 // TempDir makes a directory for building an entry; Commit moves it into
 // place. It is locked until release, which the caller calls once the

@@ -133,9 +133,10 @@ func TestCacheDirsThatAreLinksAreNotFollowed(t *testing.T) {
 }
 
 // What a save of the memo killed while it wrote a shard left beside the
-// shard (.NN.new-*) is removed by a later build that opens the cache,
-// once it is no running save's; it was left for good, one for each shard
-// each time a build was killed as it saved.
+// shard (.NN.new-*), or a build killed as it claimed a new cache left
+// beside its tag, is removed by a later build that opens the cache, once
+// it is no running build's; it was left for good, for the memo one for
+// each shard each time a build was killed as it saved.
 func TestKilledMemoSaveIsSwept(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "cache")
 	if _, err := Open(dir); err != nil {
@@ -156,14 +157,19 @@ func TestKilledMemoSaveIsSwept(t *testing.T) {
 		}
 		return p
 	}
-	killed := write(".b6.new-2r03sgo8izix4", 2*memoTempIdle)
+	killed := write(".b6.new-2r03sgo8izix4", 2*oneWriteIdle)
 	running := write(".c1.new-1x2y3z", 0)
-	shard := write("b6", 2*memoTempIdle)
+	shard := write("b6", 2*oneWriteIdle)
+	// The tag, written as a build claimed the cache.
+	memo = dir
+	tagKilled := write("."+tagName+".new-30dk3bd4pdt3b", 2*oneWriteIdle)
 	if _, err := Open(dir); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Lstat(killed); err == nil {
-		t.Errorf("%s, of a killed save, is still there", filepath.Base(killed))
+	for _, p := range []string{killed, tagKilled} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s, of a killed build, is still there", filepath.Base(p))
+		}
 	}
 	for _, p := range []string{running, shard} {
 		if _, err := os.Lstat(p); err != nil {
