@@ -160,7 +160,8 @@ func (b crashBuild) killAt(k kill, dir string, started func()) (string, int, []s
 // outputs, in the cache or in TMPDIR, but for what a build cannot tell
 // from a running one's until it has been left a while, which a build
 // after that takes: a temporary written without a lock (an hour), a
-// memo shard's (a minute), a work dir made without its lock yet (10 s).
+// memo shard's or the cache tag's (a minute), a work dir made without
+// its lock yet (10 s).
 // A build started as the other is killed, writing the same outputs,
 // succeeds with those digests.
 //
@@ -480,8 +481,8 @@ images:
 				t.Errorf("%s: the next build left blobs no entry names in the layout: %v", where, strays)
 			}
 		}
-		// In the cache, a memo shard's temporary is taken once a
-		// minute old; anything else at once.
+		// In the cache, a memo shard's temporary, and the tag's, are
+		// taken once a minute old; anything else at once.
 		leftInCache := func() []string {
 			var left []string
 			filepath.WalkDir(cache, func(p string, d fs.DirEntry, err error) error {
@@ -495,7 +496,7 @@ images:
 		if left := leftInCache(); len(left) > 0 {
 			long := time.Now().Add(-2 * time.Minute)
 			for _, p := range left {
-				if filepath.Base(filepath.Dir(p)) != "memo" {
+				if filepath.Base(filepath.Dir(p)) != "memo" && !strings.HasPrefix(filepath.Base(p), ".CACHEDIR.TAG.new-") {
 					t.Errorf("%s: the next build left in the cache %s", where, p)
 				}
 				os.Chtimes(p, long, long)
