@@ -54,7 +54,7 @@ func TestBigInputs(t *testing.T) {
 		}
 	}
 	f.Close()
-	bigSum := fileSum(t, io.NewSectionReader(mustOpen(t, big), 0, size))
+	bigSum := readerSum(t, io.NewSectionReader(mustOpen(t, big), 0, size))
 
 	// The zip's member is the last 4.5 GiB of the file: over 4 GiB, so
 	// archive/zip writes zip64 sizes, with the random data in it.
@@ -147,7 +147,7 @@ images:
 					continue
 				}
 				found[name] = true
-				if got := fileSum(t, tr); got != sum {
+				if got := readerSum(t, tr); got != sum {
 					t.Errorf("%s: %s holds content of sha256 %s, want %s", im.desc.Digest, hdr.Name, got, sum)
 				}
 			}
@@ -186,7 +186,8 @@ func mustOpen(t *testing.T, path string) *os.File {
 	return f
 }
 
-func fileSum(t *testing.T, r io.Reader) string {
+// readerSum is the sha256 of what r holds.
+func readerSum(t *testing.T, r io.Reader) string {
 	t.Helper()
 	h := sha256.New()
 	if _, err := io.Copy(h, r); err != nil {

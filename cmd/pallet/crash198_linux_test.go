@@ -14,7 +14,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -164,10 +163,7 @@ func (b crashBuild) killAt(k kill, dir string, started func()) (string, int, []s
 // its lock yet (10 s).
 // A build started as the other is killed, writing the same outputs,
 // succeeds with those digests.
-//
-// What the next build does not yet sweep is named in notYetSwept, and
-// logged here rather than failed; TestKilledStrayListWriteIsSwept is its
-// reproducer, to be enabled with the fix.
+
 func TestKilledBuildsLeaveOutputsWhole(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills a few dozen builds")
@@ -175,28 +171,14 @@ func TestKilledBuildsLeaveOutputsWhole(t *testing.T) {
 	crashSweep(t)
 }
 
-// notYetSwept are the temporaries beside outputs that a build killed
-// while writing them leaves for good, as no build sweeps them:
-//   - the stray list of a layout (internal/output, layoutWriter's
-//     tempfile.WriteFile of strayList) is written through
-//     ..NAME.strays.new-*; tempfile.SweepBeside(strayList(dir)) is never
-//     called;
-//   - the probe of --sbom-dir's writability (internal/build, build.go's
-//     checks, output.CheckWritable of DIR/document) is .document.new-*,
-//     a name no document has, in DIR or, while DIR is not made yet, its
-//     nearest existing parent. (Any output's probe in a parent that is
-//     not the output's is the same: CheckWritable probes the nearest
-//     existing directory, which the output's sweep never looks in.)
-var notYetSwept = []string{"..layout.strays.new-", ".document.new-"}
-
 // A build killed while it writes the stray list beside an existing
-// layout, or as it probes whether it can write --sbom-dir, leaves that
-// temporary (..DIR.strays.new-*, .document.new-*); once abandoned, the
-// next build of those outputs takes it, as it takes the outputs' own
-// temporaries. The kill is made here by leaving the temporaries as it
+// layout leaves its temporary (..DIR.strays.new-*); once abandoned, the
+// next build of the layout takes it, as it takes the layout's own
+// temporaries. The kill is made here by leaving the temporary as it
 // would: crashSweep's kills land on so small a write only now and then.
+// (--sbom-dir's writability probe, which could leave .document.new-*,
+// names no file on Linux: TestCheckWritableNamesNoFile.)
 func TestKilledStrayListWriteIsSwept(t *testing.T) {
-	t.Skip("internal/output and internal/build: these temporaries are never swept; enable once Layout.Write calls tempfile.SweepBeside(strayList(dir)) and CheckWritable probes without a name that can be left (O_TMPFILE, or faccessat W_OK with AT_EACCESS, which says EROFS too)")
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "files", "a.txt"), "a\n")
 	recipe := filepath.Join(dir, "pallet.yaml")
@@ -218,7 +200,7 @@ images:
 		mustPallet(t, "build", "-f", recipe, "-o", "oci:"+filepath.Join(out, "layout"), "--sbom", "--sbom-dir", filepath.Join(out, "sbom"))
 	}
 	build()
-	left := []string{filepath.Join(out, "..layout.strays.new-2pl1ezp9iih96"), filepath.Join(out, "sbom", ".document.new-2e7488hvg3odi")}
+	left := []string{filepath.Join(out, "..layout.strays.new-2pl1ezp9iih96")}
 	long := time.Now().Add(-tempfile.Abandoned - time.Minute)
 	for _, p := range left {
 		writeFile(t, p, "sha256:"+strings.Repeat("ab", 32)+"\n")
@@ -305,7 +287,7 @@ images:
 		t.Fatal(err)
 	}
 	oldApp := refDigest(t, filepath.Join(pristine, "layout"), "v1")
-	oldArchive := fileSum(t, filepath.Join(pristine, "app.tar"))
+	oldArchive := fileSumAt(t, filepath.Join(pristine, "app.tar"))
 	writeFile(t, filepath.Join(root, "files", "a.txt"), "new\n")
 
 	// Where each variant writes, fresh for every kill: the existing
@@ -329,13 +311,13 @@ images:
 	result := func(variant string) string {
 		t.Helper()
 		if variant == "windows" {
-			return "archive " + fileSum(t, filepath.Join(out, "app.tar"))
+			return "archive " + fileSumAt(t, filepath.Join(out, "app.tar"))
 		}
 		return fmt.Sprintf("layout v1 %s other %s, fresh v1 %s, sbom %s %s",
 			refDigest(t, filepath.Join(out, "layout"), "v1"), refDigest(t, filepath.Join(out, "layout"), "other"),
 			refDigest(t, filepath.Join(out, "fresh"), "v1"),
-			fileSum(t, filepath.Join(out, "sbom", "app_linux-amd64.sbom.spdx.json")),
-			fileSum(t, filepath.Join(out, "sbom", "app_windows-amd64.sbom.cdx.json")))
+			fileSumAt(t, filepath.Join(out, "sbom", "app_linux-amd64.sbom.spdx.json")),
+			fileSumAt(t, filepath.Join(out, "sbom", "app_windows-amd64.sbom.cdx.json")))
 	}
 	reset()
 	want := map[string]string{}
@@ -344,13 +326,13 @@ images:
 	newApp := refDigest(t, filepath.Join(out, "layout"), "v1")
 	sbomSums := map[string]string{}
 	for _, f := range dirNames(t, filepath.Join(out, "sbom")) {
-		sbomSums[f] = fileSum(t, filepath.Join(out, "sbom", f))
+		sbomSums[f] = fileSumAt(t, filepath.Join(out, "sbom", f))
 	}
 	reset()
 	_, winSteps, winEvents := crashBuild{t, tmp, filepath.Join(root, "cache-ref2"), recipe, winArgs}.killAt(kill{line: -1}, out, nil)
 	t.Logf("%d and %d steps; in the outputs' directory %q and %q", linuxSteps, winSteps, linuxEvents, winEvents)
 	want["windows"] = result("windows")
-	newArchive := fileSum(t, filepath.Join(out, "app.tar"))
+	newArchive := fileSumAt(t, filepath.Join(out, "app.tar"))
 	if newApp == oldApp || newArchive == oldArchive {
 		t.Fatal("the change to the recipe's files did not change the image")
 	}
@@ -433,11 +415,11 @@ images:
 				}
 			}
 			for f, sum := range sbomSums {
-				if got := fileSum(t, filepath.Join(out, "sbom", f)); got != "" && got != sum {
+				if got := fileSumAt(t, filepath.Join(out, "sbom", f)); got != "" && got != sum {
 					t.Errorf("%s: %s is not the SBOM a whole build writes", where, f)
 				}
 			}
-		} else if sum := fileSum(t, filepath.Join(out, "app.tar")); sum != oldArchive && sum != newArchive {
+		} else if sum := fileSumAt(t, filepath.Join(out, "app.tar")); sum != oldArchive && sum != newArchive {
 			t.Errorf("%s: the docker archive is neither the old one nor the new", where)
 		}
 		if data, err := os.ReadFile(filepath.Join(out, "record.json")); err == nil && !json.Valid(data) {
@@ -469,10 +451,6 @@ images:
 			}
 			b.run()
 			for _, l := range leftBeside(t, out) {
-				if slices.ContainsFunc(notYetSwept, func(p string) bool { return strings.HasPrefix(filepath.Base(l), p) }) {
-					t.Logf("%s: left %s (notYetSwept)", where, l)
-					continue
-				}
 				t.Errorf("%s: a build once they were abandoned left %s", where, l)
 			}
 		}
@@ -654,8 +632,8 @@ func refDigest(t *testing.T, dir, ref string) string {
 	return ""
 }
 
-// fileSum is the sha256 of the file, "" when it is not there.
-func fileSum(t *testing.T, file string) string {
+// fileSumAt is the sha256 of the file, "" when it is not there.
+func fileSumAt(t *testing.T, file string) string {
 	t.Helper()
 	data, err := os.ReadFile(file)
 	if errors.Is(err, fs.ErrNotExist) {

@@ -74,6 +74,9 @@ func (l *Layout) Write(ctx context.Context, images []Image) error {
 		return err
 	}
 	tempfile.SweepBeside(dir)
+	// The stray list is written beside the layout too, its temporary
+	// named after it.
+	tempfile.SweepBeside(strayList(dir))
 	inPlace := false
 	if _, err := os.Stat(filepath.Join(dir, "index.json")); err == nil {
 		// Two builds updating one layout must not remove each other's

@@ -62,9 +62,16 @@ func CheckWritable(path string) error {
 		}
 		dir = parent
 	}
+	if done, err := probeUnnamed(dir); done {
+		if err != nil {
+			return fmt.Errorf("cannot write in %s (%v)", dir, err)
+		}
+		return nil
+	}
 	// A file named as the output's temporaries are, so that the sweep of
 	// the next build of path takes it if this process dies before the
-	// removal.
+	// removal (where path's parent is dir: the nearest existing one may
+	// be another's, and keep it until swept beside another output).
 	f, err := tempfile.Create(dir, tempfile.Beside(p))
 	if err != nil {
 		var pe *fs.PathError
