@@ -37,7 +37,7 @@ images:
 	}
 	for _, tc := range []struct{ limits, want string }{
 		{"download: 100B", "limit of 100 bytes"},
-		{"extract: 16KiB", "16384"},
+		{"extract: 16KiB", "16384 bytes; if the archive is what you expect, raise the limit with --max-extract, or limits.extract in a recipe"},
 	} {
 		mirror := filepath.Join(t.TempDir(), "mirror")
 		_, err := pallet(t, "fetch", "-q", "-f", write(tc.limits), "--mirror", mirror)

@@ -50,13 +50,31 @@ const (
 // is hostile or larger than expected from one that is broken.
 var ErrLimit = errors.New("archive limit exceeded")
 
-// limitError is the message of an error that matches ErrLimit.
-type limitError string
+// limitError is an error that matches ErrLimit: its message, and the
+// setting that raises the limit (LimitSetting).
+type limitError struct{ msg, setting string }
 
-func (e limitError) Error() string        { return string(e) }
-func (e limitError) Is(target error) bool { return target == ErrLimit }
+func (e *limitError) Error() string        { return e.msg }
+func (e *limitError) Is(target error) bool { return target == ErrLimit }
 
-func limitErr(msg string) error { return limitError(msg) }
+// Settings that raise a limit, as LimitSetting names them.
+const (
+	settingExtract = "--max-extract, or limits.extract in a recipe"
+	settingEntries = "limits.entries in a recipe"
+	settingWindow  = "limits.window in a recipe"
+)
+
+func limitErr(setting, msg string) error { return &limitError{msg: msg, setting: setting} }
+
+// LimitSetting names what raises the limit err (an ErrLimit) ran into,
+// for the caller that says where it was set: "" for another error.
+func LimitSetting(err error) string {
+	var le *limitError
+	if errors.As(err, &le) {
+		return le.setting
+	}
+	return ""
+}
 
 // suffixes maps file name endings to formats. Longer endings come first so
 // that "x.tar.gz" is not taken for a plain tar by a ".tar" check.

@@ -255,7 +255,7 @@ func (x *extractor) count(e *entry) error {
 func (x *extractor) countNames(e *entry, n int) error {
 	x.names += int64(n)
 	if x.names > x.maxNames {
-		return x.entryErr(e, "%w", limitErr(fmt.Sprintf("archive's entry names and link targets take more than %d bytes", x.maxNames)))
+		return x.entryErr(e, "%w", limitErr(settingEntries, fmt.Sprintf("archive's entry names and link targets take more than %d bytes", x.maxNames)))
 	}
 	return nil
 }
@@ -267,11 +267,11 @@ func maxNames(maxEntries int) int64 {
 }
 
 func (x *extractor) tooManyEntries() error {
-	return limitErr(fmt.Sprintf("archive has more than %d entries", x.opt.MaxEntries))
+	return limitErr(settingEntries, fmt.Sprintf("archive has more than %d entries", x.opt.MaxEntries))
 }
 
 func (x *extractor) tooManyWalks() error {
-	return limitErr(fmt.Sprintf("archive makes extraction open or make more than %d directories (%d for each entry allowed)", x.maxWalks, walksPerEntry))
+	return limitErr(settingEntries, fmt.Sprintf("archive makes extraction open or make more than %d directories (%d for each entry allowed)", x.maxWalks, walksPerEntry))
 }
 
 // maxWalks is how many directories extraction may open or make for an
@@ -284,7 +284,7 @@ func maxWalks(maxEntries int) int {
 }
 
 func (x *extractor) tooBig() error {
-	return limitErr(fmt.Sprintf("archive expands beyond the limit of %d bytes", x.opt.MaxBytes))
+	return limitErr(settingExtract, fmt.Sprintf("archive expands beyond the limit of %d bytes", x.opt.MaxBytes))
 }
 
 func (x *extractor) bomb(e *entry) error {

@@ -127,7 +127,7 @@ func (x *extractor) checkXzIndex(file *os.File) error {
 		return x.fail("read tar: %w", err)
 	}
 	if declared > x.opt.MaxBytes {
-		return x.fail("%w", limitErr(fmt.Sprintf("archive expands beyond the limit of %d bytes: its xz index declares %d", x.opt.MaxBytes, declared)))
+		return x.fail("%w", limitErr(settingExtract, fmt.Sprintf("archive expands beyond the limit of %d bytes: its xz index declares %d", x.opt.MaxBytes, declared)))
 	}
 	x.declared = declared
 	return nil
@@ -162,7 +162,7 @@ type zstdLimit struct {
 func (z zstdLimit) Read(p []byte) (int, error) {
 	n, err := z.r.Read(p)
 	if errors.Is(err, zstd.ErrWindowSizeExceeded) || errors.Is(err, zstd.ErrDecoderSizeExceeded) {
-		err = limitErr(fmt.Sprintf("zstd frame needs a window larger than the limit of %d bytes", z.limit))
+		err = limitErr(settingWindow, fmt.Sprintf("zstd frame needs a window larger than the limit of %d bytes", z.limit))
 	}
 	return n, err
 }

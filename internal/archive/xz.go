@@ -398,7 +398,7 @@ func (z *xzReader) readBlockHeader(size byte) (*xzBlock, error) {
 		return nil, z.corrupt("block %d: %v", num, err)
 	}
 	if dict > z.maxDict {
-		return nil, limitErr(fmt.Sprintf("xz block %d needs a %d-byte dictionary, more than the limit of %d bytes",
+		return nil, limitErr(settingWindow, fmt.Sprintf("xz block %d needs a %d-byte dictionary, more than the limit of %d bytes",
 			num, dict, z.maxDict))
 	}
 	b.dict = dict

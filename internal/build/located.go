@@ -3,6 +3,7 @@ package build
 import (
 	"errors"
 
+	"github.com/pallet-dev/pallet/internal/archive"
 	"github.com/pallet-dev/pallet/internal/artifact"
 	"github.com/pallet-dev/pallet/internal/plan"
 )
@@ -22,9 +23,17 @@ func located(a *plan.Artifact, err error) error {
 		mm      *artifact.MismatchError
 		located *plan.Error
 	)
+	if errors.As(err, &located) {
+		return plan.Wrap(pos, err)
+	}
+	// An archive over a limit says what raises it: the limits are set
+	// for hostile archives, and a real one may be larger.
+	if s := archive.LimitSetting(err); s != "" {
+		return &plan.Error{Pos: pos, Msg: err.Error() + "; if the archive is what you expect, raise the limit with " + s, Err: err}
+	}
 	_, atPin := a.Fields["sha256"]
 	u, isURL := a.Request.Kind.(*artifact.URL)
-	if !errors.As(err, &mm) || errors.As(err, &located) || !atPin || !isURL {
+	if !errors.As(err, &mm) || !atPin || !isURL {
 		return plan.Wrap(pos, err)
 	}
 	advice := "; once you know why they differ, pallet lock --update re-pins it"
