@@ -47,8 +47,15 @@ func mustPallet(t *testing.T, args ...string) string {
 // recipe path, so builds from different directories can be compared.
 func copyExample(t *testing.T, name string) string {
 	t.Helper()
-	src := filepath.Join("..", "..", "examples", name)
 	dst := filepath.Join(t.TempDir(), name)
+	copyTree(t, filepath.Join("..", "..", "examples", name), dst)
+	return filepath.Join(dst, "pallet.yaml")
+}
+
+// copyTree copies the regular files and directories under src to dst,
+// with their permissions.
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
 	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -62,13 +69,15 @@ func copyExample(t *testing.T, name string) string {
 		if err != nil {
 			return err
 		}
-		info, _ := d.Info()
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
 		return os.WriteFile(target, data, info.Mode().Perm())
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return filepath.Join(dst, "pallet.yaml")
 }
 
 // layoutIndex reads a layout's index.json.
