@@ -263,9 +263,17 @@ func TestWindowsSDOldViewFactNotTaken(t *testing.T) {
 		return winDirRecords(t, topLayer(t, dfImage(t, out)))
 	}
 	build()
-	// Every Windows view fact this build kept, as the older pallet kept
-	// it: without the descriptors' lines, under the older name, and
-	// nothing under the current one.
+	asOlderViewFacts(t, cache, "base-view-windows-v5")
+	if got := build()["Files/Windows/System32"]; got != [2]string{sdSystem32, "16"} {
+		t.Errorf("with an older view fact in the cache, System32 carries %q, want the base's", got)
+	}
+}
+
+// asOlderViewFacts rewrites each Windows view fact in cache as an earlier
+// pallet kept it: without the directories' descriptors (its "S " and "W "
+// lines), under name, and nothing under the current one.
+func asOlderViewFacts(t *testing.T, cache, name string) {
+	t.Helper()
 	facts, err := filepath.Glob(filepath.Join(cache, "facts", "base-view-windows-*", "*", "*"))
 	if err != nil || len(facts) == 0 {
 		t.Fatalf("no Windows view fact in the cache (%v)", err)
@@ -289,9 +297,6 @@ func TestWindowsSDOldViewFactNotTaken(t *testing.T) {
 		if err := os.Remove(f); err != nil {
 			t.Fatal(err)
 		}
-		writeFile(t, filepath.Join(cache, "facts", "base-view-windows-v5", rest), hex.EncodeToString(sum[:])+"\n"+old)
-	}
-	if got := build()["Files/Windows/System32"]; got != [2]string{sdSystem32, "16"} {
-		t.Errorf("with an older view fact in the cache, System32 carries %q, want the base's", got)
+		writeFile(t, filepath.Join(cache, "facts", name, rest), hex.EncodeToString(sum[:])+"\n"+old)
 	}
 }

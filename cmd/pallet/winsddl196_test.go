@@ -2,13 +2,9 @@ package main
 
 import (
 	"archive/tar"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/pallet-dev/pallet/internal/layer"
@@ -49,34 +45,8 @@ func TestWindowsSDDLOnlyBaseDescriptorKept(t *testing.T) {
 	if got := build(); got != base64.StdEncoding.EncodeToString(want) {
 		t.Fatalf("System32 carries %.40q..., want the base's SDDL as a descriptor", got)
 	}
-	// Each Windows view fact this build kept, as the earlier pallet kept
-	// it (without the descriptors it read from SDDL, its "S " and "W "
-	// lines) under its name.
-	facts, err := filepath.Glob(filepath.Join(cache, "facts", "base-view-windows-*", "*", "*"))
-	if err != nil || len(facts) == 0 {
-		t.Fatalf("no Windows view fact in the cache (%v)", err)
-	}
-	for _, f := range facts {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, body, _ := strings.Cut(string(data), "\n")
-		var kept []string
-		for _, line := range strings.Split(body, "\n") {
-			if !strings.HasPrefix(line, "S ") && !strings.HasPrefix(line, "W ") {
-				kept = append(kept, line)
-			}
-		}
-		old := strings.Join(kept, "\n")
-		sum := sha256.Sum256([]byte(old))
-		rel, _ := filepath.Rel(filepath.Join(cache, "facts"), f)
-		_, rest, _ := strings.Cut(rel, string(filepath.Separator))
-		if err := os.Remove(f); err != nil {
-			t.Fatal(err)
-		}
-		writeFile(t, filepath.Join(cache, "facts", "base-view-windows-v6", rest), hex.EncodeToString(sum[:])+"\n"+old)
-	}
+	// A v6 fact held no descriptor read from SDDL.
+	asOlderViewFacts(t, cache, "base-view-windows-v6")
 	if got := build(); got != base64.StdEncoding.EncodeToString(want) {
 		t.Errorf("with an earlier view fact in the cache, System32 carries %.40q..., want the base's", got)
 	}
