@@ -2,13 +2,10 @@ package image
 
 import (
 	"archive/tar"
-	"bytes"
 	"encoding/base64"
-	"io"
 	"testing"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/pallet-dev/pallet/internal/layer"
 )
@@ -17,23 +14,11 @@ import (
 // given.
 func sddlLayer(t *testing.T, dirs map[string]map[string]string, order ...string) v1.Layer {
 	t.Helper()
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
+	var hdrs []tar.Header
 	for _, name := range order {
-		h := &tar.Header{Name: name, Typeflag: tar.TypeDir, Mode: 0o755, Format: tar.FormatPAX, PAXRecords: dirs[name]}
-		if err := tw.WriteHeader(h); err != nil {
-			t.Fatal(err)
-		}
+		hdrs = append(hdrs, tar.Header{Name: name, Typeflag: tar.TypeDir, Mode: 0o755, Format: tar.FormatPAX, PAXRecords: dirs[name]})
 	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	data := buf.Bytes()
-	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil })
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
+	return layerOfHeaders(t, hdrs...)
 }
 
 // A base's directory whose descriptor its layer gives as SDDL only
