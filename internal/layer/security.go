@@ -200,18 +200,15 @@ func (s *SecurityInfo) SDDL() string {
 	return b.String()
 }
 
-var sidAliases = map[string]string{
-	sidAdministrators: "BA",
-	sidSystem:         "SY",
-	sidUsers:          "BU",
-	sidCreatorOwner:   "CO",
-	"S-1-1-0":         "WD",
-	"S-1-5-11":        "AU",
-}
+// printedAliases are the aliases SDDL writes in place of their SIDs
+// (sddlSIDs says which SID each names); others are written out.
+var printedAliases = []string{"BA", "SY", "BU", "CO", "WD", "AU"}
 
 func sddlSID(s string) string {
-	if a, ok := sidAliases[s]; ok {
-		return a
+	for _, a := range printedAliases {
+		if sddlSIDs[a] == s {
+			return a
+		}
 	}
 	return s
 }
