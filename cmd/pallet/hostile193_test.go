@@ -104,27 +104,9 @@ images:
 					}
 					c.check(t, readImageFiles(t, out, platform))
 				} else {
-					if err == nil {
-						t.Fatalf("built, want it refused saying %q", c.want)
-					}
-					msg := err.Error()
-					line := fmt.Sprintf("pallet.yaml:%d:", max(c.line, 4))
-					if !strings.Contains(msg, line) {
-						t.Errorf("error not at %s: %v", line, err)
-					}
-					for _, w := range c.want {
-						if !strings.Contains(msg, w) {
-							t.Errorf("error does not say %q: %v", w, err)
-						}
-					}
-					if _, err := os.Stat(out); !os.IsNotExist(err) {
-						t.Errorf("a failed build left its output %s (%v)", out, err)
-					}
+					checkRefused(t, err, fmt.Sprintf("pallet.yaml:%d:", max(c.line, 4)), c.want, out)
 				}
 				checkNothingEscaped(t, root)
-				if _, err := os.Lstat("/tmp/pwned193"); err == nil {
-					t.Error("/tmp/pwned193 was written")
-				}
 			})
 		}
 	}
@@ -150,10 +132,33 @@ images:
 	}
 }
 
+// checkRefused fails the test unless err refuses the build at the
+// position at, saying each of want, with no output left at out.
+func checkRefused(t *testing.T, err error, at string, want []string, out string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("built, want it refused saying %q", want)
+	}
+	if !strings.Contains(err.Error(), at) {
+		t.Errorf("error not at %s: %v", at, err)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error does not say %q: %v", w, err)
+		}
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("a failed build left its output %s (%v)", out, err)
+	}
+}
+
 // checkNothingEscaped fails the test if a file an archive names pwned193
-// is anywhere below the given directories.
+// is anywhere below the given directories, or at /tmp/pwned193.
 func checkNothingEscaped(t *testing.T, dirs ...string) {
 	t.Helper()
+	if _, err := os.Lstat("/tmp/pwned193"); err == nil {
+		t.Error("/tmp/pwned193 was written")
+	}
 	for _, d := range dirs {
 		filepath.WalkDir(d, func(p string, e fs.DirEntry, err error) error {
 			if err != nil {
@@ -416,24 +421,8 @@ func TestHostileArchivesThroughDockerfileAdd(t *testing.T) {
 			writeFile(t, filepath.Join(dir, "Dockerfile"), "FROM scratch\nADD "+c.file+" /x/\n")
 			out := filepath.Join(dir, "out")
 			_, err := pallet(t, "build", "-q", "--cache-dir", cache, "-f", filepath.Join(dir, "Dockerfile"), "-o", "oci:"+out)
-			if err == nil {
-				t.Fatalf("built, want it refused saying %q", c.want)
-			}
-			if !strings.Contains(err.Error(), "Dockerfile:2:") {
-				t.Errorf("error not at the ADD's line (Dockerfile:2): %v", err)
-			}
-			for _, w := range c.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error does not say %q: %v", w, err)
-				}
-			}
-			if _, err := os.Stat(out); !os.IsNotExist(err) {
-				t.Errorf("a failed build left its output %s (%v)", out, err)
-			}
+			checkRefused(t, err, "Dockerfile:2:", c.want, out) // the ADD's line
 			checkNothingEscaped(t, root)
-			if _, err := os.Lstat("/tmp/pwned193"); err == nil {
-				t.Error("/tmp/pwned193 was written")
-			}
 		})
 	}
 }
