@@ -493,7 +493,7 @@ func checkTreeSize(ctx context.Context, dir string, g gitRef, lim UnpackLimits) 
 	case scanned != nil:
 		return fmt.Errorf("git ls-tree %s: %w", g.Commit, scanned)
 	case waitErr != nil:
-		return fmt.Errorf("git ls-tree %s: %w: %s", g.Commit, waitErr, stderr)
+		return fmt.Errorf("git ls-tree %s: %w%s", g.Commit, waitErr, saying(stderr))
 	}
 	return nil
 }

@@ -224,13 +224,12 @@ func verifyCheckoutObjects(ctx context.Context, repo, commit string) error {
 		return checkObjects(bufio.NewReaderSize(out, 64<<10), ids, newHash)
 	}, "cat-file", "--batch")
 	switch {
-	case bad != nil && stderr != "":
-		// git stopped first, and says why (a pack it cannot inflate).
-		return fmt.Errorf("%w: %s", bad, stderr)
 	case bad != nil:
-		return bad
+		// git may have stopped first, and says why (a pack it cannot
+		// inflate).
+		return fmt.Errorf("%w%s", bad, saying(stderr))
 	case werr != nil:
-		return fmt.Errorf("git cat-file --batch: %w: %s", werr, stderr)
+		return fmt.Errorf("git cat-file --batch: %w%s", werr, saying(stderr))
 	}
 	return nil
 }
