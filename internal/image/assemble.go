@@ -277,14 +277,30 @@ func Index(imgs []v1.Image) (v1.ImageIndex, error) {
 		if err != nil {
 			return nil, err
 		}
-		p := v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant, OSVersion: cf.OSVersion}
+		p := PlatformOf(cf)
 		mt, err := img.MediaType()
 		if err != nil {
 			return nil, err
 		}
-		adds = append(adds, mutate.IndexAddendum{Add: NotArtifact(img), Descriptor: v1.Descriptor{MediaType: mt, Platform: &p}})
+		adds = append(adds, mutate.IndexAddendum{Add: NotArtifact(img), Descriptor: v1.Descriptor{MediaType: mt, Platform: p}})
 	}
 	return mutate.AppendManifests(idx, adds...), nil
+}
+
+// PlatformOf is the platform an entry for an image with config cf
+// names: os.version and os.features too, when the base had them, so a
+// runtime picks the manifest its host can run (a Windows host matches
+// os.version; os.features such as "win32k" say what the image needs).
+// The index and a layout's single-image entry both take it from here,
+// so the same image is described the same way in either.
+func PlatformOf(cf *v1.ConfigFile) *v1.Platform {
+	return &v1.Platform{
+		OS:           cf.OS,
+		Architecture: cf.Architecture,
+		Variant:      cf.Variant,
+		OSVersion:    cf.OSVersion,
+		OSFeatures:   cf.OSFeatures,
+	}
 }
 
 // NotArtifact is img with no artifact type: go-containerregistry gives an

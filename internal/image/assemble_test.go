@@ -32,7 +32,7 @@ func testBase(t *testing.T, p v1.Platform, mt types.MediaType) v1.Image {
 		t.Fatal(err)
 	}
 	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture, cf.Variant, cf.OSVersion = p.OS, p.Architecture, p.Variant, p.OSVersion
+	cf.OS, cf.Architecture, cf.Variant, cf.OSVersion, cf.OSFeatures = p.OS, p.Architecture, p.Variant, p.OSVersion, p.OSFeatures
 	cf.Config.Env = []string{"PATH=/usr/bin", "LANG=C"}
 	cf.Config.Cmd = []string{"/bin/sh"}
 	cf.Config.Labels = map[string]string{"base": "yes"}
@@ -207,9 +207,13 @@ func TestIndexPlatforms(t *testing.T) {
 		"linux/arm/v7":         testBase(t, v1.Platform{OS: "linux", Architecture: "arm", Variant: "v7"}, types.OCIManifestSchema1),
 		"windows/amd64 ltsc22": testBase(t, v1.Platform{OS: "windows", Architecture: "amd64", OSVersion: "10.0.20348.2700"}, types.OCIManifestSchema1),
 		"windows/amd64 hpc":    hpc,
+		// os.features is what the image needs of its host ("win32k"
+		// for a GUI-capable Windows base); the index used to drop it
+		// where a layout's single-image entry kept it.
+		"windows/amd64 win32k": testBase(t, v1.Platform{OS: "windows", Architecture: "amd64", OSVersion: "10.0.17763.6532", OSFeatures: []string{"win32k"}}, types.OCIManifestSchema1),
 	}
 	var imgs []v1.Image
-	for _, k := range []string{"linux/amd64", "linux/arm/v7", "windows/amd64 ltsc22", "windows/amd64 hpc"} {
+	for _, k := range []string{"linux/amd64", "linux/arm/v7", "windows/amd64 ltsc22", "windows/amd64 hpc", "windows/amd64 win32k"} {
 		img, err := Assemble(bases[k], []Layer{testLayer(t)}, Config{}, epoch)
 		if err != nil {
 			t.Fatal(err)
@@ -231,6 +235,7 @@ func TestIndexPlatforms(t *testing.T) {
 		// A host-process image has no os.version, on purpose: it runs on
 		// every Windows version.
 		{OS: "windows", Architecture: "amd64"},
+		{OS: "windows", Architecture: "amd64", OSVersion: "10.0.17763.6532", OSFeatures: []string{"win32k"}},
 	}
 	if len(m.Manifests) != len(want) {
 		t.Fatalf("%d manifests, want %d", len(m.Manifests), len(want))

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pallet-dev/pallet/internal/bounded"
+	"github.com/pallet-dev/pallet/internal/image"
 	"github.com/pallet-dev/pallet/internal/tempfile"
 )
 
@@ -313,7 +314,7 @@ func describeImage(d *v1.Descriptor, img v1.Image) error {
 	if err != nil {
 		return err
 	}
-	d.Platform = &v1.Platform{OS: cf.OS, Architecture: cf.Architecture, Variant: cf.Variant, OSVersion: cf.OSVersion, OSFeatures: cf.OSFeatures}
+	d.Platform = image.PlatformOf(cf)
 	d.ArtifactType = ""
 	return nil
 }
