@@ -37,15 +37,24 @@ type classification struct {
 // licence headers count; the classifier's copyright-line matches say
 // nothing about the terms.
 func classify(text []byte) (classification, error) {
+	if cl, ok := quickClassify(text); ok {
+		return cl, nil
+	}
 	c, err := defaultClassifier()
 	if err != nil {
 		return classification{}, fmt.Errorf("loading the licence classifier: %w", err)
 	}
-	out := classification{confidence: 1}
 	classifierMu.Lock()
 	res := c.Match(text)
 	classifierMu.Unlock()
-	for _, m := range licenseMatches(res.Matches) {
+	return classificationOf(licenseMatches(res.Matches)), nil
+}
+
+// classificationOf is what the licence and header matches ms say: their
+// distinct identifiers in the order found, and the least confidence.
+func classificationOf(ms []*classifier.Match) classification {
+	out := classification{confidence: 1}
+	for _, m := range ms {
 		id := spdxID(m.Name)
 		if !slices.Contains(out.ids, id) {
 			out.ids = append(out.ids, id)
@@ -53,10 +62,10 @@ func classify(text []byte) (classification, error) {
 		out.confidence = min(out.confidence, m.Confidence)
 	}
 	if len(out.ids) == 0 {
-		return classification{spdx: NoAssertion}, nil
+		return classification{spdx: NoAssertion}
 	}
 	out.spdx = strings.Join(out.ids, " AND ")
-	return out, nil
+	return out
 }
 
 // Identify names the licences of the licence texts given (an artifact's

@@ -35,7 +35,7 @@ func Prepare(opt Options) {
 		return // Collect reports it
 	}
 	for _, text := range files {
-		if !isRemembered(opt, text) {
+		if _, quick := quickClassify(text); !quick && !isRemembered(opt, text) {
 			loadClassifier()
 			return
 		}

@@ -24,10 +24,13 @@ func TestPrepare(t *testing.T) {
 		remember func(string, []byte, func() (string, error)) (string, error)
 		want     bool
 	}{
-		{"licence, no memory", map[string]string{"LICENSE": corpus("MIT")}, nil, true},
-		{"licence not remembered", map[string]string{"LICENSE": corpus("MIT")}, derives, true},
+		{"licence, no memory", map[string]string{"LICENSE": corpus("GPL-2.0")}, nil, true},
+		{"licence not remembered", map[string]string{"LICENSE": corpus("GPL-2.0")}, derives, true},
+		// The quick corpus answers for a copy of MIT: the whole one
+		// need not load.
+		{"a copy of a common licence, no memory", map[string]string{"LICENSE": "Copyright 2020 A. Person\n\n" + corpus("MIT")}, derives, false},
 		{"licence remembered", map[string]string{"LICENSE": corpus("MIT"), "main.go": "package main\n"}, kept("MIT"), false},
-		{"remembered by an older version", map[string]string{"LICENSE": corpus("MIT")}, oldFormat, true},
+		{"remembered by an older version", map[string]string{"LICENSE": corpus("GPL-2.0")}, oldFormat, true},
 		{"no licence file", map[string]string{"main.go": "package main\n"}, nil, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
