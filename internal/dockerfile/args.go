@@ -156,7 +156,8 @@ func (e *evaluator) arg(s *stageState, c *instructions.ArgCommand) error {
 // is not set is empty, as in Docker, except where that is surely a
 // mistake: a global ARG used in a stage without being declared there
 // (Docker silently expands it to nothing), or a name that may come from
-// the base image's environment, which pallet does not read.
+// the base image's environment, which pallet does not read, an ARG
+// declared without a value included.
 func (e *evaluator) expand(s *stageState, word string) (string, error) {
 	m := e.metered(word, s.env, true)
 	res, err := e.lex.ProcessWordWithMatches(word, m)
@@ -168,6 +169,11 @@ func (e *evaluator) expand(s *stageState, word string) (string, error) {
 	}
 	for _, name := range slices.Sorted(maps.Keys(res.Unmatched)) {
 		switch {
+		case s.isDeclared(name) && !s.envKnown:
+			// BuildKit's ARG without a value adds nothing to the state's
+			// environment, so the name is the base's ENV of that name
+			// where the base sets one.
+			return "", fmt.Errorf("$%s is declared by an ARG with no value, so it is what the environment of the base image %s sets it to, which pallet does not read: give the ARG a value (ARG %s=VALUE, or ARG %s= for empty) or build with --arg %s=VALUE", name, s.base, name, name, name)
 		case s.isDeclared(name):
 		case e.declaredGlobally(name):
 			return "", fmt.Errorf("$%s is an ARG of the global scope (before the first FROM), which only FROM lines see; declare it in this stage too: ARG %s", name, name)
@@ -181,7 +187,7 @@ func (e *evaluator) expand(s *stageState, word string) (string, error) {
 }
 
 // isDeclared says a stage ARG stands for name: "ARG foo" with no value
-// makes $FOO empty, not unknown, in a Windows stage.
+// makes $FOO empty, not unknown, in a Windows stage on an empty base.
 func (s *stageState) isDeclared(name string) bool {
 	for k := range s.declared {
 		if image.SameEnvName(k, name, s.platform.IsWindows()) {
