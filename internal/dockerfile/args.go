@@ -167,23 +167,32 @@ func (e *evaluator) expand(s *stageState, word string) (string, error) {
 	if err := e.spent(m, word, len(res.Result), true); err != nil {
 		return "", err
 	}
-	for _, name := range slices.Sorted(maps.Keys(res.Unmatched)) {
+	if err := e.checkUnset(s, res.Unmatched); err != nil {
+		return "", err
+	}
+	return res.Result, nil
+}
+
+// checkUnset refuses the names a word of stage s asked for and found
+// unset, where empty is not surely what BuildKit would give (see expand).
+func (e *evaluator) checkUnset(s *stageState, unset map[string]struct{}) error {
+	for _, name := range slices.Sorted(maps.Keys(unset)) {
 		switch {
 		case s.isDeclared(name) && !s.envKnown:
 			// BuildKit's ARG without a value adds nothing to the state's
 			// environment, so the name is the base's ENV of that name
 			// where the base sets one.
-			return "", fmt.Errorf("$%s is declared by an ARG with no value, so it is what the environment of the base image %s sets it to, which pallet does not read: give the ARG a value (ARG %s=VALUE, or ARG %s= for empty) or build with --arg %s=VALUE", name, s.base, name, name, name)
+			return fmt.Errorf("$%s is declared by an ARG with no value, so it is what the environment of the base image %s sets it to, which pallet does not read: give the ARG a value (ARG %s=VALUE, or ARG %s= for empty) or build with --arg %s=VALUE", name, s.base, name, name, name)
 		case s.isDeclared(name):
 		case e.declaredGlobally(name):
-			return "", fmt.Errorf("$%s is an ARG of the global scope (before the first FROM), which only FROM lines see; declare it in this stage too: ARG %s", name, name)
+			return fmt.Errorf("$%s is an ARG of the global scope (before the first FROM), which only FROM lines see; declare it in this stage too: ARG %s", name, name)
 		case slices.Contains(automaticArgs, name):
-			return "", fmt.Errorf("$%s is set only in FROM lines; declare it in this stage to use it here: ARG %s", name, name)
+			return fmt.Errorf("$%s is set only in FROM lines; declare it in this stage to use it here: ARG %s", name, name)
 		case !s.envKnown:
-			return "", fmt.Errorf("$%s is not set by this Dockerfile; it may come from the environment of the base image %s, which pallet does not read: write its value out, or declare it with ARG", name, s.base)
+			return fmt.Errorf("$%s is not set by this Dockerfile; it may come from the environment of the base image %s, which pallet does not read: write its value out, or declare it with ARG", name, s.base)
 		}
 	}
-	return res.Result, nil
+	return nil
 }
 
 // isDeclared says a stage ARG stands for name: "ARG foo" with no value

@@ -2,6 +2,7 @@ package dockerfile
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -53,6 +54,43 @@ func TestDockerfileArgWithoutValueOverUnreadBase(t *testing.T) {
 			p := planCase(t, fs, tc.opt, "")
 			if got := p.Images[0].Platforms[0].Config.Labels; !reflect.DeepEqual(got, tc.labels) {
 				t.Errorf("labels %q, want %q", got, tc.labels)
+			}
+		})
+	}
+}
+
+// EXPOSE expands its words as the other instructions do, and a name the
+// base's environment may set is refused there too: BuildKit v0.29.0
+// exposes 8080/tcp for `EXPOSE 80 $PORT` on a base whose config has
+// PORT=8080, where pallet dropped the word.
+func TestDockerfileExposeVariableOverUnreadBase(t *testing.T) {
+	tests := []struct {
+		name  string
+		df    string
+		opt   Options
+		ports []string
+		err   string
+	}{
+		{name: "registry base", df: "FROM example.com/base\nEXPOSE 80 $PORT", err: "$PORT is not set by this Dockerfile; it may come from the environment of the base image example.com/base"},
+		{name: "an ARG with no value", df: "FROM example.com/base\nARG PORT\nEXPOSE 80 ${PORT}/udp", err: "$PORT is declared by an ARG with no value"},
+		{name: "a global ARG not declared in the stage", df: "ARG PORT=1\nFROM scratch\nEXPOSE $PORT", err: "$PORT is an ARG of the global scope"},
+		{name: "scratch: unset is nothing", df: "FROM scratch\nEXPOSE 80 $PORT", ports: []string{"80/tcp"}},
+		{name: "set by the stage", df: "FROM example.com/base\nENV PORT=8080\nEXPOSE 80 $PORT", ports: []string{"8080/tcp", "80/tcp"}},
+		{name: "set by --arg", df: "FROM example.com/base\nARG PORT\nEXPOSE $PORT/udp", opt: Options{Args: map[string]string{"PORT": "53"}}, ports: []string{"53/udp"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := map[string]string{"Dockerfile": tc.df + "\n"}
+			p := planCase(t, fs, tc.opt, tc.err)
+			if p == nil {
+				_, err := planFiles(t, fs, tc.opt)
+				if pe := located(t, err); pe.Pos.Line != strings.Count(tc.df, "\n")+1 {
+					t.Errorf("error at line %d, want the EXPOSE's: %v", pe.Pos.Line, err)
+				}
+				return
+			}
+			if got := p.Images[0].Platforms[0].Config.ExposedPorts; !reflect.DeepEqual(got, tc.ports) {
+				t.Errorf("ports %q, want %q", got, tc.ports)
 			}
 		})
 	}

@@ -288,6 +288,11 @@ func (e *evaluator) expose(s *stageState, c *instructions.ExposeCommand) error {
 		if err := e.spent(m, raw, n, true); err != nil {
 			return err
 		}
+		// ProcessWords reports no unmatched names, and an unset one
+		// drops its word: a $PORT the base's ENV sets would vanish.
+		if err := e.checkUnset(s, m.missed); err != nil {
+			return err
+		}
 		for _, w := range words {
 			ports, err := parsePort(w)
 			if err != nil {

@@ -78,6 +78,9 @@ type meter struct {
 	// which is limit and the word's length, the meter is over.
 	bound, cap, limit int
 	over              bool
+	// missed are the names asked for and not set: the lexer's unmatched
+	// names, for the words whose expansion does not report them.
+	missed map[string]struct{}
 }
 
 // Get implements shell.EnvGetter.
@@ -93,6 +96,10 @@ func (m *meter) Get(k string) (string, bool) {
 	}
 	v, ok := m.vars.Get(k)
 	if !ok {
+		if m.missed == nil {
+			m.missed = map[string]struct{}{}
+		}
+		m.missed[k] = struct{}{}
 		return "", ok
 	}
 	b := m.bound + len(v)
