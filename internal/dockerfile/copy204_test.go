@@ -22,3 +22,16 @@ func TestDockerfileBackslashInLinuxSourceName(t *testing.T) {
 		t.Errorf("layers %q, want %q", got, want)
 	}
 }
+
+// In a Windows stage a source's \ is a separator, as BuildKit on a
+// Windows host reads it; BuildKit v0.29.0 on Linux reports `COPY
+// bin\app C:\app\bin\` not found (as "/bin/app"), by the same filter.
+func TestDockerfileBackslashInWindowsSource(t *testing.T) {
+	fs := map[string]string{"bin/hello": "h",
+		"Dockerfile": "# escape=`\nFROM windows-hostprocess-scratch\nCOPY bin\\hello C:\\app\\\n"}
+	p := planCase(t, fs, Options{Platforms: []string{"windows/amd64"}}, "")
+	want := []string{"/app/<-local:bin/hello"}
+	if got := placements(t, p); !reflect.DeepEqual(got, want) {
+		t.Errorf("layers %q, want %q", got, want)
+	}
+}
