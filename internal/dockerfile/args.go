@@ -119,8 +119,9 @@ func (e *evaluator) globals() (*vars, error) {
 // arg runs an ARG instruction inside a stage, with BuildKit's rules: an
 // override, then the default given here, then the global value of the
 // same name (which is how a global ARG is brought into a stage); without
-// any, the name is declared and expands to nothing, or to the ENV of that
-// name. A value replaces an ENV of the same name for the words that
+// any, the name is declared and expands to the ENV of that name, or to
+// nothing where the base's environment is known (else checkUnset refuses
+// it: the base may set it). A value replaces an ENV of the same name for the words that
 // follow, as BuildKit's dispatchArg adds it to the state's environment
 // (the image config keeps the ENV): its toEnvMap, where the ENV wins,
 // makes only the environment of a RUN, which pallet has none of. In a
