@@ -5,7 +5,7 @@ package platform
 import (
 	"cmp"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -18,23 +18,29 @@ type Platform struct {
 	OS, Arch, Variant string
 }
 
-// known lists the platforms pallet can build for. A typo such as
+// known lists the platforms pallet can build for, sorted. A typo such as
 // "linux/amd46" must fail at parse time, not produce an image nobody can run.
-var known = map[string]bool{
-	"linux/amd64":    true,
-	"linux/amd64/v2": true,
-	"linux/amd64/v3": true,
-	"linux/amd64/v4": true,
-	"linux/arm64":    true,
-	"linux/arm/v6":   true,
-	"linux/arm/v7":   true,
-	"linux/386":      true,
-	"linux/ppc64le":  true,
-	"linux/s390x":    true,
-	"linux/riscv64":  true,
-	"windows/amd64":  true,
-	"windows/arm64":  true,
+// This package's tables are slices of constants, not maps: the compiler
+// lays those out in the binary, where a map literal is built by the
+// package's initializer in every pallet command, most of which never
+// parse a platform.
+var known = []string{
+	"linux/386",
+	"linux/amd64",
+	"linux/amd64/v2",
+	"linux/amd64/v3",
+	"linux/amd64/v4",
+	"linux/arm/v6",
+	"linux/arm/v7",
+	"linux/arm64",
+	"linux/ppc64le",
+	"linux/riscv64",
+	"linux/s390x",
+	"windows/amd64",
+	"windows/arm64",
 }
+
+func isKnown(p Platform) bool { return slices.Contains(known, p.String()) }
 
 // Parse reads "os/arch" or "os/arch/variant". "linux/arm64/v8" is accepted
 // as linux/arm64 (v8 is the only arm64 variant and registries omit it),
@@ -48,7 +54,7 @@ func Parse(s string) (Platform, error) {
 		return Platform{}, fmt.Errorf("platform %q: want os/arch or os/arch/variant%s", s, meant(s))
 	}
 	p := canonical(parts)
-	if !known[p.String()] {
+	if !isKnown(p) {
 		if m := meant(s); m != "" {
 			return Platform{}, fmt.Errorf("unknown platform %q%s; known: %s", s, m, strings.Join(Known(), ", "))
 		}
@@ -77,13 +83,27 @@ func canonical(parts []string) Platform {
 // builds for: uname -m's, Debian's, Docker Hub's (arm32v7), Windows'
 // (x64). They are said as the name image indexes use, not taken, so that
 // a recipe, a --platform and the index agree on one name.
-var archAliases = map[string][]string{
-	"aarch64": {"arm64"}, "arm64v8": {"arm64"}, "armv8": {"arm64"},
-	"x86_64": {"amd64"}, "x86-64": {"amd64"}, "x64": {"amd64"},
-	"armhf": {"arm", "v7"}, "armv7": {"arm", "v7"}, "armv7l": {"arm", "v7"}, "arm32v7": {"arm", "v7"},
-	"armv6": {"arm", "v6"}, "armv6l": {"arm", "v6"}, "arm32v6": {"arm", "v6"},
-	"i386": {"386"}, "i686": {"386"}, "x86": {"386"},
-	"ppc64el": {"ppc64le"},
+var archAliases = []struct {
+	alias string
+	arch  []string // the architecture, and the variant it implies
+}{
+	{"aarch64", []string{"arm64"}}, {"arm64v8", []string{"arm64"}}, {"armv8", []string{"arm64"}},
+	{"x86_64", []string{"amd64"}}, {"x86-64", []string{"amd64"}}, {"x64", []string{"amd64"}},
+	{"armhf", []string{"arm", "v7"}}, {"armv7", []string{"arm", "v7"}}, {"armv7l", []string{"arm", "v7"}}, {"arm32v7", []string{"arm", "v7"}},
+	{"armv6", []string{"arm", "v6"}}, {"armv6l", []string{"arm", "v6"}}, {"arm32v6", []string{"arm", "v6"}},
+	{"i386", []string{"386"}}, {"i686", []string{"386"}}, {"x86", []string{"386"}},
+	{"ppc64el", []string{"ppc64le"}},
+}
+
+// archAlias is the architecture (and variant) alias names; nil for a
+// name that is no alias.
+func archAlias(alias string) []string {
+	for _, a := range archAliases {
+		if a.alias == alias {
+			return a.arch
+		}
+	}
+	return nil
 }
 
 // meant is the "did you mean" for a platform pallet does not know, when
@@ -115,27 +135,20 @@ func aliased(parts []string) string {
 	if len(parts) != 2 && len(parts) != 3 {
 		return ""
 	}
-	if a, ok := archAliases[parts[1]]; ok {
+	if a := archAlias(parts[1]); a != nil {
 		if len(a) == 2 && len(parts) == 3 {
 			return "" // armv7/v6 names two variants
 		}
 		parts = append(append([]string{parts[0]}, a...), parts[2:]...)
 	}
-	if p := canonical(parts); known[p.String()] {
+	if p := canonical(parts); isKnown(p) {
 		return p.String()
 	}
 	return ""
 }
 
 // Known returns the supported platforms, sorted.
-func Known() []string {
-	out := make([]string, 0, len(known))
-	for k := range known {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+func Known() []string { return slices.Clone(known) }
 
 func (p Platform) String() string {
 	if p.Variant != "" {
@@ -188,18 +201,29 @@ func (p Platform) GoEnv() []string {
 // machine: Debian's multiarch tuple (the directory under /usr/lib of its
 // libraries) and the GNU target triple (the prefix of Debian's cross
 // compilers: i686 where the directory says i386).
-var gnuNames = map[string]struct{ multiarch, triple string }{
-	"amd64":    {"x86_64-linux-gnu", "x86_64-linux-gnu"},
-	"arm64":    {"aarch64-linux-gnu", "aarch64-linux-gnu"},
-	"arm":      {"arm-linux-gnueabihf", "arm-linux-gnueabihf"},
-	"386":      {"i386-linux-gnu", "i686-linux-gnu"},
-	"ppc64le":  {"powerpc64le-linux-gnu", "powerpc64le-linux-gnu"},
-	"ppc64":    {"powerpc64-linux-gnu", "powerpc64-linux-gnu"},
-	"s390x":    {"s390x-linux-gnu", "s390x-linux-gnu"},
-	"riscv64":  {"riscv64-linux-gnu", "riscv64-linux-gnu"},
-	"mips64le": {"mips64el-linux-gnuabi64", "mips64el-linux-gnuabi64"},
-	"mipsle":   {"mipsel-linux-gnu", "mipsel-linux-gnu"},
-	"loong64":  {"loongarch64-linux-gnu", "loongarch64-linux-gnu"},
+var gnuNames = []struct{ arch, multiarch, triple string }{
+	{"amd64", "x86_64-linux-gnu", "x86_64-linux-gnu"},
+	{"arm64", "aarch64-linux-gnu", "aarch64-linux-gnu"},
+	{"arm", "arm-linux-gnueabihf", "arm-linux-gnueabihf"},
+	{"386", "i386-linux-gnu", "i686-linux-gnu"},
+	{"ppc64le", "powerpc64le-linux-gnu", "powerpc64le-linux-gnu"},
+	{"ppc64", "powerpc64-linux-gnu", "powerpc64-linux-gnu"},
+	{"s390x", "s390x-linux-gnu", "s390x-linux-gnu"},
+	{"riscv64", "riscv64-linux-gnu", "riscv64-linux-gnu"},
+	{"mips64le", "mips64el-linux-gnuabi64", "mips64el-linux-gnuabi64"},
+	{"mipsle", "mipsel-linux-gnu", "mipsel-linux-gnu"},
+	{"loong64", "loongarch64-linux-gnu", "loongarch64-linux-gnu"},
+}
+
+// gnuName is arch's entry in gnuNames, empty for an architecture
+// Debian has no port for.
+func gnuName(arch string) (multiarch, triple string) {
+	for _, n := range gnuNames {
+		if n.arch == arch {
+			return n.multiarch, n.triple
+		}
+	}
+	return "", ""
 }
 
 // armel is Debian's arm port for the machines before ARMv7, which armhf
@@ -217,7 +241,8 @@ func (p Platform) Multiarch() string {
 	if p.armel() {
 		return "arm-linux-gnueabi"
 	}
-	return gnuNames[p.Arch].multiarch
+	multiarch, _ := gnuName(p.Arch)
+	return multiarch
 }
 
 // GNUTriple is the target of GNU tools building for p, the prefix of
@@ -233,7 +258,8 @@ func (p Platform) GNUTriple() string {
 	case p.armel():
 		return "arm-linux-gnueabi"
 	}
-	return gnuNames[p.Arch].triple
+	_, triple := gnuName(p.Arch)
+	return triple
 }
 
 // ELFPlatform is what the Linux kernel tells a process of p its platform
