@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -235,9 +236,14 @@ type pushSession struct {
 	// pushed are this Write's alone, remembered those Sources gave.
 	hints, pushed, remembered mountHints
 
-	// mu guards stall and stallBlob, which the early uploads set from
-	// their goroutines.
+	// mu guards stall, stallBlob and sent, which the early uploads set
+	// from their goroutines.
 	mu sync.Mutex
+	// sent are the blobs the registry stored from this Write, uploaded
+	// or mounted, as "HOST/REPOSITORY@DIGEST" (regauth.WithStored):
+	// go-containerregistry asks with HEAD before it sends a blob, so each
+	// is one the repository lacked. See manifest.
+	sent map[string]bool
 	// stall is the first error of the push, early uploads included,
 	// that a stall of the registry ended after go-containerregistry's
 	// retries, or that a request's time bound (regauth.TimeoutError)
@@ -383,7 +389,7 @@ func (s *pushSession) write(ref name.Reference, im Image, h mountHints) error {
 		if err := s.blobs(repo, []v1.Image{img}, im.About); err != nil {
 			return err
 		}
-		return remote.Write(ref, img, s.opts...)
+		return s.manifest(ref, img, s.lacked(repo, img), s.opts)
 	}
 	idx := h.index(im.Index)
 	children, err := partial.Manifests(idx)
@@ -399,6 +405,9 @@ func (s *pushSession) write(ref name.Reference, im Image, h mountHints) error {
 	if err := s.blobs(repo, imgs, im.About); err != nil {
 		return err
 	}
+	// The index is new where one of its images is, unless it has
+	// children that are not images, which WriteIndex alone puts.
+	var lackedAny atomic.Bool
 	g, ctx := errgroup.WithContext(s.ctx)
 	g.SetLimit(s.jobs)
 	for _, img := range imgs {
@@ -407,7 +416,11 @@ func (s *pushSession) write(ref name.Reference, im Image, h mountHints) error {
 			if err != nil {
 				return err
 			}
-			if err := remote.Write(repo.Digest(d.String()), img, s.with(ctx)...); err != nil {
+			lacked := s.lacked(repo, img)
+			if lacked {
+				lackedAny.Store(true)
+			}
+			if err := s.manifest(repo.Digest(d.String()), img, lacked, s.with(ctx)); err != nil {
 				return fmt.Errorf("manifest %s%s: %w", d, about(im.About, d), err)
 			}
 			return nil
@@ -416,7 +429,7 @@ func (s *pushSession) write(ref name.Reference, im Image, h mountHints) error {
 	if err := g.Wait(); err != nil {
 		return err
 	}
-	return remote.WriteIndex(ref, idx, s.opts...)
+	return s.manifest(ref, idx, lackedAny.Load() && len(imgs) == len(children), s.opts)
 }
 
 // blobs uploads what imgs are made of and the repository lacks, s.jobs
@@ -465,9 +478,62 @@ func (s *pushSession) blobs(repo name.Repository, imgs []v1.Image, notes map[v1.
 	return g.Wait()
 }
 
-// with is s.opts bound to ctx.
+// with is s.opts bound to ctx, for the blobs: the registry's word that
+// it stored one is noted in sent.
 func (s *pushSession) with(ctx context.Context) []remote.Option {
-	return append(slices.Clip(s.opts), remote.WithContext(ctx))
+	return append(slices.Clip(s.opts), remote.WithContext(regauth.WithStored(ctx, s.stored)))
+}
+
+// stored notes blob d stored in repository (HOST/PATH) by this Write.
+func (s *pushSession) stored(repository, d string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sent == nil {
+		s.sent = map[string]bool{}
+	}
+	s.sent[repository+"@"+d] = true
+}
+
+// lacked says whether repo lacked a blob of img before this Write.
+// Registries refuse a manifest whose blobs the repository does not hold,
+// so then img's manifest is not in repo either.
+func (s *pushSession) lacked(repo name.Repository, img v1.Image) bool {
+	m, err := img.Manifest()
+	if err != nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	at := repo.RegistryStr() + "/" + repo.RepositoryStr() + "@"
+	if s.sent[at+m.Config.Digest.String()] {
+		return true
+	}
+	for _, l := range m.Layers {
+		if s.sent[at+l.Digest.String()] {
+			return true
+		}
+	}
+	return false
+}
+
+// manifest puts t's manifest at ref once what it names is in the
+// repository. go-containerregistry asks first (HEAD) whether ref names
+// it already, and then puts nothing: a registry whose tags are immutable
+// refuses a PUT to an existing tag even of the same manifest, so a build
+// pushed again would fail there. When the repository lacked a blob of
+// t (new, it holds no manifest of t), the question is a round trip
+// after the last blob for nothing, and the PUT goes alone.
+func (s *pushSession) manifest(ref name.Reference, t remote.Taggable, lacked bool, opts []remote.Option) error {
+	if lacked {
+		return remote.Put(ref, t, opts...)
+	}
+	switch t := t.(type) {
+	case v1.ImageIndex:
+		return remote.WriteIndex(ref, t, opts...)
+	case v1.Image:
+		return remote.Write(ref, t, opts...)
+	}
+	return fmt.Errorf("push %s: %T is neither an image nor an index", ref, t)
 }
 
 // about says, for an error, what blob or manifest d is, when notes know.

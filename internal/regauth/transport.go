@@ -2,6 +2,7 @@ package regauth
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -361,6 +362,11 @@ func (b *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		cancel(nil)
 		return nil, err
 	}
+	if note, ok := req.Context().Value(storedKey{}).(func(string, string)); ok {
+		if repo, d := storedBlob(req, resp); d != "" {
+			note(req.URL.Host+"/"+repo, d)
+		}
+	}
 	resp.Request = req
 	resp.Body = &receiving{ReadCloser: resp.Body, x: x, ctx: ctx, cancel: cancel}
 	if err := b.held.note(req.URL.Host, resp); err != nil {
@@ -518,6 +524,40 @@ func storedOther(req *http.Request, resp *http.Response, where string) error {
 		err = fmt.Errorf("%w; tag %s may now name what it stored", err, ref)
 	}
 	return err
+}
+
+// storedKey is the context key of the note WithStored sets.
+type storedKey struct{}
+
+// WithStored returns ctx with note told of each blob a registry says it
+// stored from a request made with ctx: an upload committed, or a blob
+// mounted from another repository (201 Created), as the repository
+// ("HOST/PATH", as in the request's URL) and the blob's digest. A push
+// learns so which blobs a repository lacked before it, which
+// go-containerregistry does not say.
+func WithStored(ctx context.Context, note func(repository, digest string)) context.Context {
+	return context.WithValue(ctx, storedKey{}, note)
+}
+
+// storedBlob is the repository (its path) and the digest of the blob
+// resp says the registry stored from req, or "" if it says none.
+func storedBlob(req *http.Request, resp *http.Response) (repo, digest string) {
+	path := req.URL.Path
+	i := strings.LastIndex(path, "/blobs/uploads/")
+	if resp.StatusCode != http.StatusCreated || i < 0 || !strings.HasPrefix(path, "/v2/") {
+		return "", ""
+	}
+	q := req.URL.Query()
+	switch req.Method {
+	case http.MethodPut:
+		digest = q.Get("digest")
+	case http.MethodPost:
+		digest = cmp.Or(q.Get("mount"), q.Get("digest"))
+	}
+	if digest == "" {
+		return "", ""
+	}
+	return path[len("/v2/"):i], digest
 }
 
 // timeoutOf is the *TimeoutError that ended ctx, if that is what ended
