@@ -49,10 +49,10 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// saying is what a failed command said, after its error: ": " and the
+// Saying is what a failed command said, after its error: ": " and the
 // words, or nothing when it said none (git not found on PATH said
 // nothing, and the error ended in a bare ": ").
-func saying(said string) string {
+func Saying(said string) string {
 	if said == "" {
 		return ""
 	}

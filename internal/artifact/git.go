@@ -431,7 +431,7 @@ func gitOutput(ctx context.Context, dir string, stdin io.Reader, args ...string)
 	stdout, stderr := &bounded.Output{Max: maxCommandOutput}, &bounded.Output{Max: maxCommandComplaint}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := bounded.Answered(cmd, cmd.Run()); err != nil {
-		return "", fmt.Errorf("git %s: %w%s", shellJoin(shownArgs(args)), err, saying(strings.TrimSpace(stderr.String())))
+		return "", fmt.Errorf("git %s: %w%s", shellJoin(shownArgs(args)), err, Saying(strings.TrimSpace(stderr.String())))
 	}
 	if stdout.Over() {
 		return "", fmt.Errorf("git %s: over %d bytes of output", shellJoin(shownArgs(args)), maxCommandOutput)
@@ -493,7 +493,7 @@ func checkTreeSize(ctx context.Context, dir string, g gitRef, lim UnpackLimits) 
 	case scanned != nil:
 		return fmt.Errorf("git ls-tree %s: %w", g.Commit, scanned)
 	case waitErr != nil:
-		return fmt.Errorf("git ls-tree %s: %w%s", g.Commit, waitErr, saying(stderr))
+		return fmt.Errorf("git ls-tree %s: %w%s", g.Commit, waitErr, Saying(stderr))
 	}
 	return nil
 }

@@ -207,7 +207,7 @@ func remoteGit(ctx context.Context, all Limits, dir, watch string, args ...strin
 	case transfer.StallOf(wctx) != nil:
 		return "", fmt.Errorf("git %s: nothing received for %s (limits.stall): %w", args[0], lim.Stall, transfer.StallOf(wctx))
 	case err != nil:
-		return "", fmt.Errorf("git %s: %w%s", shellJoin(shownArgs(args)), err, saying(stderr.last()))
+		return "", fmt.Errorf("git %s: %w%s", shellJoin(shownArgs(args)), err, Saying(stderr.last()))
 	case watch != "" && dirSize(watch)-before > lim.MaxBytes:
 		return "", tooLarge
 	}

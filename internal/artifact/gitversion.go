@@ -83,7 +83,7 @@ func tagCheckout(ctx context.Context, src, moduleDir, dirOnDisk string, g gitRef
 	stderr := &bounded.Output{Max: maxCommandComplaint}
 	cmd.Stderr = stderr
 	if err := bounded.Answered(cmd, cmd.Run()); err != nil {
-		return false, fmt.Errorf("%s: tagging the checkout %s: %w%s", ShownURL(g.Repo), g.Tag, err, saying(strings.TrimSpace(stderr.String())))
+		return false, fmt.Errorf("%s: tagging the checkout %s: %w%s", ShownURL(g.Repo), g.Tag, err, Saying(strings.TrimSpace(stderr.String())))
 	}
 	return true, nil
 }

@@ -227,9 +227,9 @@ func verifyCheckoutObjects(ctx context.Context, repo, commit string) error {
 	case bad != nil:
 		// git may have stopped first, and says why (a pack it cannot
 		// inflate).
-		return fmt.Errorf("%w%s", bad, saying(stderr))
+		return fmt.Errorf("%w%s", bad, Saying(stderr))
 	case werr != nil:
-		return fmt.Errorf("git cat-file --batch: %w%s", werr, saying(stderr))
+		return fmt.Errorf("git cat-file --batch: %w%s", werr, Saying(stderr))
 	}
 	return nil
 }

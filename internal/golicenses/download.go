@@ -156,12 +156,12 @@ func (c *collector) runDownload(ctx context.Context, refs []modRef) (map[string]
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("go mod download: reading its output: %w (%v: %s)", err, runErr, strings.TrimSpace(stderr.String()))
+			return nil, fmt.Errorf("go mod download: reading its output: %w (%v%s)", err, runErr, artifact.Saying(strings.TrimSpace(stderr.String())))
 		}
 		got[d.Path+"@"+d.Version] = d
 	}
 	if runErr != nil && len(got) == 0 {
-		return nil, fmt.Errorf("go mod download: %w: %s", runErr, strings.TrimSpace(stderr.String()))
+		return nil, fmt.Errorf("go mod download: %w%s", runErr, artifact.Saying(strings.TrimSpace(stderr.String())))
 	}
 	return got, nil
 }
