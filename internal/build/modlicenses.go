@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"golang.org/x/mod/modfile"
-
 	"github.com/pallet-dev/pallet/internal/artifact"
 	"github.com/pallet-dev/pallet/internal/bounded"
 	"github.com/pallet-dev/pallet/internal/golicenses"
@@ -194,16 +192,7 @@ func (b *builder) rememberLicence(sum string, _ []byte, derive func() (string, e
 // standard library alone. Unreadable, or another kind: false.
 func requiresNothing(k artifact.Kind) bool {
 	g, ok := k.(*artifact.Go)
-	if !ok {
-		return false
-	}
-	path := filepath.Join(g.Module, "go.mod")
-	data, err := bounded.ReadFile(path, artifact.MaxGoMod)
-	if err != nil {
-		return false
-	}
-	f, err := modfile.ParseLax(path, data, nil)
-	return err == nil && len(f.Require) == 0
+	return ok && golicenses.RequiresNone(g.Module)
 }
 
 // licenceCopies is the directory of the build's work directory that

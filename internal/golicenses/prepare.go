@@ -4,6 +4,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"path/filepath"
+
+	"golang.org/x/mod/modfile"
+
+	"github.com/pallet-dev/pallet/internal/artifact"
+	"github.com/pallet-dev/pallet/internal/bounded"
 )
 
 // errNotRemembered is the derive Prepare hands Options.Remember: it asks
@@ -34,12 +40,36 @@ func Prepare(opt Options) {
 	if err != nil {
 		return // Collect reports it
 	}
+	deps := !RequiresNone(opt.SourceDir)
 	for _, text := range files {
-		if _, quick := quickClassify(text); !quick && !isRemembered(opt, text) {
-			loadClassifier()
-			return
+		if isRemembered(opt, text) {
+			continue
 		}
+		// A text the quick corpus answers needs no load for itself; but
+		// one this cache has not seen says that the modules the binary
+		// links are likely new to it too, and some of their texts will
+		// want the whole corpus: loaded now, while go build runs, not
+		// after it.
+		if _, quick := quickClassify(text); quick && !deps {
+			continue
+		}
+		loadClassifier()
+		return
 	}
+}
+
+// RequiresNone says the module in dir requires no other module: its
+// binaries link none, and no licence of another module is collected.
+// False where go.mod cannot be read, for the caller to take the longer
+// way.
+func RequiresNone(dir string) bool {
+	path := filepath.Join(dir, "go.mod")
+	data, err := bounded.ReadFile(path, artifact.MaxGoMod)
+	if err != nil {
+		return false
+	}
+	f, err := modfile.ParseLax(path, data, nil)
+	return err == nil && len(f.Require) == 0
 }
 
 // isRemembered says whether Collect would take text's classification

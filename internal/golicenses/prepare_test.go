@@ -27,8 +27,11 @@ func TestPrepare(t *testing.T) {
 		{"licence, no memory", map[string]string{"LICENSE": corpus("GPL-2.0")}, nil, true},
 		{"licence not remembered", map[string]string{"LICENSE": corpus("GPL-2.0")}, derives, true},
 		// The quick corpus answers for a copy of MIT: the whole one
-		// need not load.
-		{"a copy of a common licence, no memory", map[string]string{"LICENSE": "Copyright 2020 A. Person\n\n" + corpus("MIT")}, derives, false},
+		// need not load for a module that links no other...
+		{"a copy of a common licence, no other module", map[string]string{"LICENSE": "Copyright 2020 A. Person\n\n" + corpus("MIT"), "go.mod": "module example.com/m\n\ngo 1.22\n"}, derives, false},
+		// ...but one new to the cache that requires others will meet
+		// their texts after go build: loaded now, while it runs.
+		{"a copy of a common licence, other modules", map[string]string{"LICENSE": "Copyright 2020 A. Person\n\n" + corpus("MIT"), "go.mod": "module example.com/m\n\ngo 1.22\n\nrequire example.com/dep v1.0.0\n"}, derives, true},
 		{"licence remembered", map[string]string{"LICENSE": corpus("MIT"), "main.go": "package main\n"}, kept("MIT"), false},
 		{"remembered by an older version", map[string]string{"LICENSE": corpus("GPL-2.0")}, oldFormat, true},
 		{"no licence file", map[string]string{"main.go": "package main\n"}, nil, false},
