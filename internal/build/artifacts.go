@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 
 	"golang.org/x/sync/errgroup"
 
@@ -225,6 +226,51 @@ func (b *builder) await(ctx context.Context, key string) (*artifact.Result, erro
 	return r.res, nil
 }
 
+// sharedWork is the work several requests of a build share, the same on
+// every platform they are for (artifact.Request.SameWork): the first by
+// key, its leader, fetches; the others take copies of its result. done
+// closes once res or err is set.
+type sharedWork struct {
+	leader string
+	// keys are the group's, the leader's first; platforms theirs.
+	keys      []string
+	platforms []platform.Platform
+	done      chan struct{}
+	once      sync.Once
+	// res are the results of the others, by key, made from the leader's
+	// before anything reads it: a layer may empty the leader's tree.
+	res map[string]*artifact.Result
+	err error
+}
+
+// sharedWorks groups the keys of the plan's artifacts whose work is the
+// same by SameWork: each key of a group of two or more maps to it.
+func sharedWorks(p *plan.Plan, keys []string) map[string]*sharedWork {
+	byWork := map[string]*sharedWork{}
+	of := map[string]*sharedWork{}
+	for _, key := range keys {
+		a := p.Artifacts[key]
+		w := a.SameWork()
+		if w == "" {
+			continue
+		}
+		sw := byWork[w]
+		if sw == nil {
+			sw = &sharedWork{leader: key, done: make(chan struct{}), res: map[string]*artifact.Result{}}
+			byWork[w] = sw
+		}
+		sw.keys = append(sw.keys, key)
+		sw.platforms = append(sw.platforms, a.Platform)
+		of[key] = sw
+	}
+	for key, sw := range of {
+		if len(sw.platforms) < 2 {
+			delete(of, key)
+		}
+	}
+	return of
+}
+
 // fetchAll makes every artifact ready, Jobs at a time, and stops at the
 // first failure: the artifacts not started then fail as not ready.
 func (b *builder) fetchAll(ctx context.Context) error {
@@ -238,15 +284,34 @@ func (b *builder) fetchAll(ctx context.Context) error {
 		}
 		b.notes[a.Name].unchecked++
 	}
-	for _, key := range slices.Sorted(maps.Keys(b.plan.Artifacts)) {
+	keys := slices.Sorted(maps.Keys(b.plan.Artifacts))
+	shared := sharedWorks(b.plan, keys)
+	// The requests that wait for another's work start after every other
+	// has: waiting, each holds one of the Jobs.
+	slices.SortStableFunc(keys, func(x, y string) int {
+		follows := func(k string) bool { sw := shared[k]; return sw != nil && sw.leader != k }
+		switch fx, fy := follows(x), follows(y); {
+		case fx == fy:
+			return 0
+		case fy:
+			return -1
+		}
+		return 1
+	})
+	for _, key := range keys {
 		a := b.plan.Artifacts[key]
 		r := b.ready[key]
+		sw := shared[key]
 		b.warnLevel(a)
 		g.Go(func() error {
 			defer close(r.done)
+			if sw != nil && sw.leader == key {
+				// However the leader ends, the others stop waiting.
+				defer func() { sw.end(r.err) }()
+			}
 			r.err = ctx.Err()
 			if r.err == nil {
-				r.err = b.makeReady(ctx, key, a, r)
+				r.err = b.makeReady(ctx, key, a, r, sw)
 			}
 			return r.err
 		})
@@ -270,11 +335,101 @@ func (b *builder) warnLevel(a *plan.Artifact) {
 	}
 }
 
-func (b *builder) makeReady(ctx context.Context, key string, a *plan.Artifact, r *ready) error {
+// end ends the leader's part in sw, once: the others take their
+// results, or the failure of its fetch, err, which is theirs too. What
+// fails after the fetch (the record, the policy) is the leader's own:
+// the others go on with theirs.
+func (sw *sharedWork) end(err error) {
+	sw.once.Do(func() {
+		sw.err = err
+		if err == nil && len(sw.res) < len(sw.keys)-1 {
+			sw.err = errNotReady
+		}
+		close(sw.done)
+	})
+}
+
+// fetch fetches a, the leader of sw if sw is not nil: its failure is
+// said for the platforms of them all, and the others' results are made
+// from its result.
+func (b *builder) fetch(ctx context.Context, a *plan.Artifact, sw *sharedWork) (*artifact.Result, error) {
+	res, err := b.fetchIn(ctx, a, sw)
+	if sw != nil {
+		sw.end(err)
+	}
+	return res, err
+}
+
+func (b *builder) fetchIn(ctx context.Context, a *plan.Artifact, sw *sharedWork) (*artifact.Result, error) {
 	work, err := os.MkdirTemp(b.work, "artifact-*")
 	if err != nil {
-		return err
+		return nil, err
 	}
+	done := b.opt.Progress.Start(fmt.Sprintf("artifact %s (%s)", a.Name, a.Platform))
+	res, err := b.fetcher.Fetch(ctx, &a.Request, work)
+	var re *artifact.RequestError
+	if sw != nil && errors.As(err, &re) {
+		re.On = sw.platforms
+	}
+	if err != nil {
+		done("", shown(ctx, err))
+		return nil, located(a, err)
+	}
+	if res.InCache {
+		// What the fetch left in its work directory (go's GOTMPDIR, the
+		// emptied output directory, a download) is no longer needed.
+		// Removed now, beside the layers' compression, rather than with
+		// the build's work directory at its end, when the build waits
+		// for it: on the bench machine's ext4 (mounted with discard) a
+		// directory's removal waits for the journal while it commits,
+		// 2-4 ms, up to 15 ms for the whole work directory at the end
+		// of a Go build, whose artifact directory holds three.
+		b.cleanup.Go(func() { os.RemoveAll(work) })
+	} else {
+		// A result outside the cache may be made of what the fetch put
+		// here (an unpacked local archive, a Go build's output), which
+		// the layers read: only a directory the fetch left empty (a
+		// local file or directory taken as it is) goes now, for the
+		// same reason; os.Remove takes no other.
+		b.cleanup.Go(func() { os.Remove(work) })
+	}
+	how := a.How()
+	if res.Cached {
+		how += ", cached"
+	}
+	done(how, nil)
+	if sw != nil {
+		for _, key := range sw.keys[1:] {
+			c, err := res.For(&b.plan.Artifacts[key].Request)
+			if err != nil {
+				return nil, plan.Wrap(a.Pos, err)
+			}
+			sw.res[key] = c
+		}
+	}
+	return res, nil
+}
+
+// awaitShared waits for the leader of sw to fetch a's work, and takes
+// its result for key.
+func (b *builder) awaitShared(ctx context.Context, key string, a *plan.Artifact, sw *sharedWork) (*artifact.Result, error) {
+	select {
+	case <-sw.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if sw.err != nil {
+		// The leader's failure, said for every platform: the build
+		// reports whichever comes first.
+		return nil, sw.err
+	}
+	// Said as any other artifact is, with where its work was done.
+	done := b.opt.Progress.Start(fmt.Sprintf("artifact %s (%s)", a.Name, a.Platform))
+	done(fmt.Sprintf("%s, shared with %s", a.How(), b.plan.Artifacts[sw.leader].Platform), nil)
+	return sw.res[key], nil
+}
+
+func (b *builder) makeReady(ctx context.Context, key string, a *plan.Artifact, r *ready, sw *sharedWork) error {
 	if local, ok := a.Kind.(*artifact.Go); ok && b.opt.ModuleLicenses {
 		// The licence classifier, if moduleLicenses will need it for
 		// the module's own licence files, loads while go build runs
@@ -303,35 +458,18 @@ func (b *builder) makeReady(ctx context.Context, key string, a *plan.Artifact, r
 		}()
 		defer func() { <-asked }()
 	}
-	done := b.opt.Progress.Start(fmt.Sprintf("artifact %s (%s)", a.Name, a.Platform))
-	res, err := b.fetcher.Fetch(ctx, &a.Request, work)
-	if err != nil {
-		done("", shown(ctx, err))
-		return located(a, err)
-	}
-	if res.InCache {
-		// What the fetch left in its work directory (go's GOTMPDIR, the
-		// emptied output directory, a download) is no longer needed.
-		// Removed now, beside the layers' compression, rather than with
-		// the build's work directory at its end, when the build waits
-		// for it: on the bench machine's ext4 (mounted with discard) a
-		// directory's removal waits for the journal while it commits,
-		// 2-4 ms, up to 15 ms for the whole work directory at the end
-		// of a Go build, whose artifact directory holds three.
-		b.cleanup.Go(func() { os.RemoveAll(work) })
+	var (
+		res *artifact.Result
+		err error
+	)
+	if sw != nil && sw.leader != key {
+		res, err = b.awaitShared(ctx, key, a, sw)
 	} else {
-		// A result outside the cache may be made of what the fetch put
-		// here (an unpacked local archive, a Go build's output), which
-		// the layers read: only a directory the fetch left empty (a
-		// local file or directory taken as it is) goes now, for the
-		// same reason; os.Remove takes no other.
-		b.cleanup.Go(func() { os.Remove(work) })
+		res, err = b.fetch(ctx, a, sw)
 	}
-	how := a.How()
-	if res.Cached {
-		how += ", cached"
+	if err != nil {
+		return err
 	}
-	done(how, nil)
 	rec, err := record.Scan(res, b.memo)
 	if err != nil {
 		return err
