@@ -39,9 +39,16 @@ func (f *Fetcher) key(r *Request) (string, bool, error) {
 	if err != nil || !ok {
 		return "", false, err
 	}
+	// Work the same on every platform is kept once for them all: a
+	// build of both platforms makes it for the first only (SameWork),
+	// and a later build of the second alone takes it from there.
+	on := r.Platform.String()
+	if r.SameWork() != "" {
+		on = "any platform"
+	}
 	// v5: findLicenses leaves out scripts and sources with licence-like
 	// names, which an entry made before keeps among its licences.
-	common := []string{"v5", r.Kind.Name(), r.Mode, r.Platform.String(), strings.Join(r.Licenses, "\x00"), strconv.FormatBool(r.NoLicense)}
+	common := []string{"v5", r.Kind.Name(), r.Mode, on, strings.Join(r.Licenses, "\x00"), strconv.FormatBool(r.NoLicense)}
 	return cache.Key(append(common, parts...)...), true, nil
 }
 

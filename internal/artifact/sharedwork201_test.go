@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/pallet-dev/pallet/internal/cache"
 	"github.com/pallet-dev/pallet/internal/fixture"
 	"github.com/pallet-dev/pallet/internal/platform"
 	"github.com/pallet-dev/pallet/internal/tree"
@@ -126,5 +127,38 @@ func TestCopyTreeAddsNoParents(t *testing.T) {
 	}
 	if c.Len() != 1 || !reflect.DeepEqual(c.Entries(), src.Entries()) {
 		t.Errorf("copy holds %d entries: %+v", c.Len(), c.Entries())
+	}
+}
+
+// Work the same on every platform is cached once for them all: a build
+// of two platforms makes it for the first only, and a build of the
+// second alone after it takes it from the cache.
+func TestSameWorkCachedForEveryPlatform(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "tools.tar.gz")
+	if err := os.WriteFile(path, fixture.TarGz([]fixture.File{{Name: "tool", Content: "tool", Mode: 0o755}}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := cache.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := New()
+	f.Cache = c
+	for i, p := range []platform.Platform{amd64, arm64} {
+		res, err := f.Fetch(context.Background(), &Request{Name: "tools", Platform: p, NoLicense: true, Kind: &Local{Path: path, Extract: &Extract{}}}, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Cached != (i == 1) || res.Record.Platform != p.String() {
+			t.Errorf("%s: cached %v, record of %s", p, res.Cached, res.Record.Platform)
+		}
+	}
+	// A Go build is its platform's.
+	k := &Go{Module: dir}
+	if x, _, _ := f.key(&Request{Name: "a", Platform: amd64, Kind: k}); x == "" {
+		t.Skip("no key for the Go build")
+	} else if y, _, _ := f.key(&Request{Name: "a", Platform: arm64, Kind: k}); x == y {
+		t.Errorf("a Go build is cached for both platforms under one key")
 	}
 }
