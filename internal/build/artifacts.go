@@ -285,19 +285,12 @@ func (b *builder) fetchAll(ctx context.Context) error {
 		b.notes[a.Name].unchecked++
 	}
 	keys := slices.Sorted(maps.Keys(b.plan.Artifacts))
+	// A request that waits for another's work starts in its turn by
+	// key, holding one of the Jobs while it waits, as it held one while
+	// it did the work again: started after all others, with --jobs 1 it
+	// was not checked before a later artifact failed, and its policy's
+	// findings were said for fewer platforms (warnFinished).
 	shared := sharedWorks(b.plan, keys)
-	// The requests that wait for another's work start after every other
-	// has: waiting, each holds one of the Jobs.
-	slices.SortStableFunc(keys, func(x, y string) int {
-		follows := func(k string) bool { sw := shared[k]; return sw != nil && sw.leader != k }
-		switch fx, fy := follows(x), follows(y); {
-		case fx == fy:
-			return 0
-		case fy:
-			return -1
-		}
-		return 1
-	})
 	for _, key := range keys {
 		a := b.plan.Artifacts[key]
 		r := b.ready[key]
