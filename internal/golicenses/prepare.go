@@ -50,8 +50,10 @@ func Prepare(opt Options) {
 		// links are likely new to it too, and some of their texts will
 		// want the whole corpus: loaded now, while go build runs, not
 		// after it.
-		if _, quick := quickClassify(text); quick && !deps {
-			continue
+		if !deps {
+			if _, quick := quickClassify(text); quick {
+				continue
+			}
 		}
 		loadClassifier()
 		return

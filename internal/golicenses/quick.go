@@ -52,6 +52,9 @@ var quickClassifier = sync.OnceValues(func() (*classifier.Classifier, error) {
 	return c, nil
 })
 
+// maxQuickText is the longest text the quick corpus answers for.
+const maxQuickText = 64 << 10
+
 // quickMu serialises the quick classifier's matching, as classifierMu
 // does the whole one's (the same Match, not safe for concurrent use).
 var quickMu sync.Mutex
@@ -71,6 +74,13 @@ var quickMu sync.Mutex
 // holds every text of the corpus, and such texts with more around
 // them, to the whole classifier's answer.
 func quickClassify(text []byte) (classification, bool) {
+	// tokenCount's match of a text against itself grows with the square
+	// of what repeats in it: a notices file of a thousand MIT copies
+	// took 12 s where the whole corpus takes half a second. The largest
+	// quick text (MPL-2.0) is 16 KiB; several back to back still fit.
+	if len(text) > maxQuickText {
+		return classification{}, false
+	}
 	c, err := quickClassifier()
 	if err != nil {
 		return classification{}, false

@@ -104,6 +104,7 @@ func TestQuickClassifyAgrees(t *testing.T) {
 	inputs["MIT with a word more"] = strings.TrimRight(mit, "\n") + " furthermore\n"
 	inputs["MIT with CRLF"] = strings.ReplaceAll(mit, "\n", "\r\n")
 	inputs["MIT on one line"] = strings.Join(strings.Fields(mit), " ")
+	inputs["a thousand copies of MIT"] = strings.Repeat("Copyright (c) 2020 X\n\n"+mit, 1000)
 
 	answered := map[string]bool{}
 	for name, text := range inputs {
@@ -138,6 +139,8 @@ func TestQuickClassifyAgrees(t *testing.T) {
 		"an AFL header, then MIT",
 		"MIT with a word more",
 		"License/NPL-1.1/license.txt",
+		// Over maxQuickText: matched against itself, it took 12 s.
+		"a thousand copies of MIT",
 	} {
 		if _, ok := inputs[name]; !ok {
 			t.Fatalf("no input %s", name)
