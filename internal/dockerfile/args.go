@@ -120,9 +120,9 @@ func (e *evaluator) globals() (*vars, error) {
 // override, then the default given here, then the global value of the
 // same name (which is how a global ARG is brought into a stage); without
 // any, the name is declared and expands to the ENV of that name, or to
-// nothing where the base's environment is known (else checkUnset refuses
-// it: the base may set it). A value replaces an ENV of the same name for the words that
-// follow, as BuildKit's dispatchArg adds it to the state's environment
+// nothing where the base's environment is known (else checkUnset has it
+// read, or refuses it: the base may set it). A value replaces an ENV of
+// the same name for the words that follow, as BuildKit's dispatchArg adds it to the state's environment
 // (the image config keeps the ENV): its toEnvMap, where the ENV wins,
 // makes only the environment of a RUN, which pallet has none of. In a
 // Windows stage, where pallet keeps one variable whatever the case, an
@@ -157,8 +157,9 @@ func (e *evaluator) arg(s *stageState, c *instructions.ArgCommand) error {
 // is not set is empty, as in Docker, except where that is surely a
 // mistake: a global ARG used in a stage without being declared there
 // (Docker silently expands it to nothing), or a name that may come from
-// the base image's environment, which pallet does not read, an ARG
-// declared without a value included.
+// the base image's environment, an ARG declared without a value
+// included, where the base was not read (then the plan stops for
+// planReading to read it, where it can).
 func (e *evaluator) expand(s *stageState, word string) (string, error) {
 	m := e.metered(word, s.env, true)
 	res, err := e.lex.ProcessWordWithMatches(word, m)
@@ -183,14 +184,14 @@ func (e *evaluator) checkUnset(s *stageState, unset map[string]struct{}) error {
 			// BuildKit's ARG without a value adds nothing to the state's
 			// environment, so the name is the base's ENV of that name
 			// where the base sets one.
-			return fmt.Errorf("$%s is declared by an ARG with no value, so it is what the environment of the base image %s sets it to, which pallet does not read: give the ARG a value (ARG %s=VALUE, or ARG %s= for empty) or build with --arg %s=VALUE", name, s.base, name, name, name)
+			return e.needBase(s, fmt.Sprintf("$%s (an ARG with no value)", name), fmt.Errorf("$%s is declared by an ARG with no value, so it is what the environment of the base image %s sets it to, which pallet does not read: give the ARG a value (ARG %s=VALUE, or ARG %s= for empty) or build with --arg %s=VALUE", name, s.base, name, name, name))
 		case s.isDeclared(name):
 		case e.declaredGlobally(name):
 			return fmt.Errorf("$%s is an ARG of the global scope (before the first FROM), which only FROM lines see; declare it in this stage too: ARG %s", name, name)
 		case slices.Contains(automaticArgs, name):
 			return fmt.Errorf("$%s is set only in FROM lines; declare it in this stage to use it here: ARG %s", name, name)
 		case !s.envKnown:
-			return fmt.Errorf("$%s is not set by this Dockerfile; it may come from the environment of the base image %s, which pallet does not read: write its value out, or declare it with ARG", name, s.base)
+			return e.needBase(s, fmt.Sprintf("$%s (not set by this Dockerfile)", name), fmt.Errorf("$%s is not set by this Dockerfile; it may come from the environment of the base image %s, which pallet does not read: write its value out, or declare it with ARG", name, s.base))
 		}
 	}
 	return nil

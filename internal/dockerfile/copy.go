@@ -124,6 +124,10 @@ func (e *evaluator) copy(s *stageState, n *parser.Node, op *copyOp) error {
 	if *op.checksum != "" && (len(op.sd.SourcePaths) != 1 || !isURL(op.sd.SourcePaths[0])) {
 		return plan.Errorf(e.d.loc.token(n, "--checksum"), "--checksum applies to one URL source")
 	}
+	if !s.workdirKnown() && !system.IsAbs(op.sd.DestPath, s.platform.OS) {
+		return e.needBase(s, fmt.Sprintf("the relative destination %s of line %d", op.sd.DestPath, n.StartLine),
+			fmt.Errorf("destination %s is relative to the working directory of the base image %s, which pallet does not read; write it absolute, or set WORKDIR first", op.sd.DestPath, s.base))
+	}
 	cleanDest, intoDir, err := destination(s, op.sd.DestPath)
 	if err != nil {
 		return err
@@ -463,10 +467,8 @@ func (e *evaluator) checkExclude(n *parser.Node, exclude []string) (*patterns, e
 
 // destination is where a COPY goes in stage s, cleaned, and whether it
 // is a directory: written with a trailing /, or known as one.
+// The working directory must be known (copy checks it).
 func destination(s *stageState, raw string) (string, bool, error) {
-	if !s.workdirKnown() && !system.IsAbs(raw, s.platform.OS) {
-		return "", false, fmt.Errorf("destination %s is relative to the working directory of the base image %s, which pallet does not read; write it absolute, or set WORKDIR first", raw, s.base)
-	}
 	if raw == "." || raw == "" {
 		// The working directory itself, as a directory (BuildKit's rule).
 		raw = "./"

@@ -194,7 +194,8 @@ func (e *evaluator) workdir(s *stageState, n *parser.Node, c *instructions.Workd
 		return err
 	}
 	if !s.workdirKnown() && !system.IsAbs(c.Path, s.platform.OS) {
-		return fmt.Errorf("%s is relative to the working directory of the base image %s, which pallet does not read; write it absolute", c.Path, s.base)
+		return e.needBase(s, fmt.Sprintf("the relative WORKDIR %s of line %d", c.Path, n.StartLine),
+			fmt.Errorf("%s is relative to the working directory of the base image %s, which pallet does not read; write it absolute", c.Path, s.base))
 	}
 	wd, err := system.NormalizePath(s.workdir, c.Path, s.platform.OS, false)
 	if err != nil {
@@ -356,5 +357,6 @@ func (e *evaluator) layerName(n *parser.Node) string {
 }
 
 // workdirKnown says the working directory relative paths start from is
-// known: the base's is known only when the base is empty.
-func (s *stageState) workdirKnown() bool { return s.emptyBase || s.cfg.Workdir != "" }
+// known: set by a WORKDIR, or the base's, known when the base is empty or
+// was read.
+func (s *stageState) workdirKnown() bool { return s.envKnown || s.cfg.Workdir != "" }

@@ -47,7 +47,37 @@ type Options struct {
 	Tags []string
 	// BuildPlatform is BUILDPLATFORM; the host's by default.
 	BuildPlatform string
+	// ReadBase, when set, reads the config of a registry or oci: base for
+	// a platform, as BuildKit's MetaResolver does before it expands
+	// anything. It is asked only for a base whose environment or working
+	// directory a word needs (a variable this Dockerfile does not set, a
+	// relative WORKDIR or destination); without it such a word is
+	// refused, as pallet cannot tell what BuildKit would make of it.
+	ReadBase func(ref string, p platform.Platform) (BaseMeta, error)
 }
+
+// BaseMeta is what the front end reads of a base image.
+type BaseMeta struct {
+	// Env is the base's environment, NAME=VALUE, and WorkingDir its
+	// working directory: BuildKit starts a stage with both.
+	Env        []string
+	WorkingDir string
+	// Digest is the manifest digest of the image read, for a registry
+	// base: the plan names the base by it, so that the build assembles
+	// onto the image whose config was read, not the one a moved tag
+	// leads to by then.
+	Digest string
+}
+
+// baseNeed is a base whose config a word of the plan needs, and why.
+type baseNeed struct {
+	ref      string
+	platform platform.Platform
+	pos      plan.Pos
+	why      string
+}
+
+func baseKey(ref string, p platform.Platform) string { return ref + " " + p.String() }
 
 // evaluator plans one Dockerfile; the per-platform fields are reset for
 // each target platform.
@@ -80,6 +110,10 @@ type evaluator struct {
 	// work counts the steps of planning for the target platform (see
 	// maxWork).
 	work int
+	// bases are the base configs read so far (ReadBase), by baseKey.
+	bases map[string]*BaseMeta
+	// need is the base whose config the plan stopped for, if it did.
+	need *baseNeed
 }
 
 // stageState is a stage as planned so far.
@@ -90,10 +124,13 @@ type stageState struct {
 	basePos  plan.Pos
 	platform platform.Platform
 	env      *vars
-	// envKnown says the base's environment is known (scratch, the
-	// built-in Windows base, or stages on them): only then is an unset
-	// variable known to be empty.
+	// envKnown says the base's environment and working directory are
+	// known (scratch, the built-in Windows base, a base read with
+	// ReadBase, or stages on them): only then is an unset variable known
+	// to be empty.
 	envKnown bool
+	// readable says ReadBase can make them known.
+	readable bool
 	// emptyBase says the base has no files (no /etc/passwd to read).
 	emptyBase bool
 	declared  map[string]bool
@@ -221,7 +258,7 @@ func (e *evaluator) image() (*plan.Image, error) {
 		targets = []platform.Platform{{OS: "linux", Arch: "amd64"}}
 	}
 	for _, t := range targets {
-		pi, err := e.platformImage(t, explicit)
+		pi, err := e.planReading(t, explicit)
 		if err != nil {
 			return nil, err
 		}
@@ -279,6 +316,33 @@ func parsePlatforms(list []string) ([]platform.Platform, error) {
 		}
 	}
 	return out, nil
+}
+
+// planReading plans target platform t, reading a base's config each time
+// the plan stops at a word that needs it and planning again with it
+// known: each pass reads one base more, so there are at most as many
+// passes as bases. A pass that stops has made nothing but artifacts the
+// next one makes again, as every word before the stop expanded with
+// variables of this Dockerfile, which a base's environment does not
+// change.
+func (e *evaluator) planReading(t platform.Platform, explicit bool) (*plan.PlatformImage, error) {
+	for {
+		e.need = nil
+		pi, err := e.platformImage(t, explicit)
+		n := e.need
+		if err == nil || n == nil {
+			return pi, err
+		}
+		m, rerr := e.opt.ReadBase(n.ref, n.platform)
+		if rerr != nil {
+			// Never expanded as empty: BuildKit would have read it.
+			return nil, plan.Errorf(n.pos, "FROM %s: reading the base image's config for %s, which %s needs: %v", n.ref, n.platform, n.why, rerr)
+		}
+		if e.bases == nil {
+			e.bases = map[string]*BaseMeta{}
+		}
+		e.bases[baseKey(n.ref, n.platform)] = &m
+	}
 }
 
 // platformImage plans the target stage for target platform t. The image's
@@ -520,10 +584,12 @@ func (e *evaluator) startStage(sd *stageDef, base string) (*stageState, error) {
 		if strings.TrimPrefix(base, "oci:") == "" {
 			return nil, plan.Errorf(sd.basePos, "FROM oci: needs a layout directory, oci:DIR[:TAG]")
 		}
+		e.fromRead(s)
 	default:
 		if strings.ContainsAny(base, " \t") {
 			return nil, plan.Errorf(sd.basePos, "FROM %q: not an image reference", base)
 		}
+		e.fromRead(s)
 	}
 	// BuildKit gives every Linux image a PATH when its base has none; for
 	// an empty base pallet knows there is none.
@@ -531,6 +597,48 @@ func (e *evaluator) startStage(sd *stageDef, base string) (*stageState, error) {
 		s.setEnv("PATH", defaultPath)
 	}
 	return s, nil
+}
+
+// fromRead starts stage s with its base's config where it was read
+// (planReading), as BuildKit does: the base's ENV seeds the stage's
+// environment, a Linux base without PATH is given one, and the base's
+// working directory is where relative paths start.
+func (e *evaluator) fromRead(s *stageState) {
+	m, ok := e.bases[baseKey(s.base, s.platform)]
+	if !ok {
+		s.readable = e.opt.ReadBase != nil
+		return
+	}
+	s.envKnown = true
+	for _, kv := range m.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		s.env.set(k, v)
+	}
+	if _, ok := s.env.Get("PATH"); !ok && !s.platform.IsWindows() {
+		s.setEnv("PATH", defaultPath)
+	}
+	if m.WorkingDir != "" {
+		// BuildKit sets it again as a WORKDIR would (dispatchWorkdir):
+		// "app" is /app, and C:\app on Windows \app.
+		if wd, err := system.NormalizePath("/", m.WorkingDir, s.platform.OS, false); err == nil {
+			s.workdir = wd
+			s.cfg.Workdir = system.FromSlash(wd, s.platform.OS)
+		}
+	}
+	if m.Digest != "" && !strings.HasPrefix(s.base, "oci:") && !strings.Contains(s.base, "@") {
+		// The tag stays, for the record to show what was written.
+		s.base += "@" + m.Digest
+	}
+}
+
+// needBase stops the plan at a word of stage s that needs its base's
+// config, for planReading to read it, and returns refusal, what is said
+// where it cannot be read.
+func (e *evaluator) needBase(s *stageState, why string, refusal error) error {
+	if s.readable {
+		e.need = &baseNeed{ref: s.base, platform: s.platform, pos: s.basePos, why: why}
+	}
+	return refusal
 }
 
 // defaultPath is BuildKit's PATH for Linux images (util/system).
