@@ -129,7 +129,7 @@ func buildCmd() *cobra.Command {
 			if err := pushByDigest(opt.Outputs, byDigest); err != nil {
 				return err
 			}
-			p, err := makePlan(file, overrides, platforms, images, modesFile, modes)
+			p, err := makePlan(cmd.Context(), opt, file, overrides, platforms, images, modesFile, modes)
 			if err != nil {
 				return err
 			}

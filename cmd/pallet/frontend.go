@@ -1,13 +1,16 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 
+	"github.com/pallet-dev/pallet/internal/build"
 	"github.com/pallet-dev/pallet/internal/dockerfile"
 	"github.com/pallet-dev/pallet/internal/plan"
+	"github.com/pallet-dev/pallet/internal/platform"
 	"github.com/pallet-dev/pallet/internal/recipe"
 )
 
@@ -38,8 +41,10 @@ func (sel selection) loadDockerfile() (*dockerfile.Dockerfile, dockerfile.Option
 }
 
 // makePlan reads the -f file with the front end its name calls for, a
-// Dockerfile or a recipe, and plans the build.
-func makePlan(file string, args map[string]string, platforms, images []string, modesFile string, modes []string) (*plan.Plan, error) {
+// Dockerfile or a recipe, and plans the build. A Dockerfile's front end
+// reads a base's config where a word needs it (dockerfile.Options.ReadBase)
+// as the build with bopt will read the base.
+func makePlan(ctx context.Context, bopt build.Options, file string, args map[string]string, platforms, images []string, modesFile string, modes []string) (*plan.Plan, error) {
 	sel := selection{file, args, platforms, images}
 	if d, opt, ok, err := sel.loadDockerfile(); ok {
 		if err != nil {
@@ -47,6 +52,13 @@ func makePlan(file string, args map[string]string, platforms, images []string, m
 		}
 		if modesFile != "" || len(modes) > 0 {
 			return nil, fmt.Errorf("--mode and --modes choose the modes of a recipe's artifacts; %s is a Dockerfile, which has none", file)
+		}
+		opt.ReadBase = func(ref string, p platform.Platform) (dockerfile.BaseMeta, error) {
+			cf, digest, err := build.BaseConfig(ctx, bopt, d.Dir, ref, p)
+			if err != nil {
+				return dockerfile.BaseMeta{}, err
+			}
+			return dockerfile.BaseMeta{Env: cf.Config.Env, WorkingDir: cf.Config.WorkingDir, Digest: digest.String()}, nil
 		}
 		return d.Plan(opt)
 	}
