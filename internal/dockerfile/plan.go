@@ -584,12 +584,16 @@ func (e *evaluator) startStage(sd *stageDef, base string) (*stageState, error) {
 		if strings.TrimPrefix(base, "oci:") == "" {
 			return nil, plan.Errorf(sd.basePos, "FROM oci: needs a layout directory, oci:DIR[:TAG]")
 		}
-		e.fromRead(s)
+		if err := e.fromRead(s); err != nil {
+			return nil, err
+		}
 	default:
 		if strings.ContainsAny(base, " \t") {
 			return nil, plan.Errorf(sd.basePos, "FROM %q: not an image reference", base)
 		}
-		e.fromRead(s)
+		if err := e.fromRead(s); err != nil {
+			return nil, err
+		}
 	}
 	// BuildKit gives every Linux image a PATH when its base has none; for
 	// an empty base pallet knows there is none.
@@ -603,11 +607,11 @@ func (e *evaluator) startStage(sd *stageDef, base string) (*stageState, error) {
 // (planReading), as BuildKit does: the base's ENV seeds the stage's
 // environment, a Linux base without PATH is given one, and the base's
 // working directory is where relative paths start.
-func (e *evaluator) fromRead(s *stageState) {
+func (e *evaluator) fromRead(s *stageState) error {
 	m, ok := e.bases[baseKey(s.base, s.platform)]
 	if !ok {
 		s.readable = e.opt.ReadBase != nil
-		return
+		return nil
 	}
 	s.envKnown = true
 	for _, kv := range m.Env {
@@ -620,15 +624,18 @@ func (e *evaluator) fromRead(s *stageState) {
 	if m.WorkingDir != "" {
 		// BuildKit sets it again as a WORKDIR would (dispatchWorkdir):
 		// "app" is /app, and C:\app on Windows \app.
-		if wd, err := system.NormalizePath("/", m.WorkingDir, s.platform.OS, false); err == nil {
-			s.workdir = wd
-			s.cfg.Workdir = system.FromSlash(wd, s.platform.OS)
+		wd, err := system.NormalizePath("/", m.WorkingDir, s.platform.OS, false)
+		if err != nil {
+			return plan.Errorf(s.basePos, "FROM %s: the base's working directory %q: %v", s.base, m.WorkingDir, err)
 		}
+		s.workdir = wd
+		s.cfg.Workdir = system.FromSlash(wd, s.platform.OS)
 	}
 	if m.Digest != "" && !strings.HasPrefix(s.base, "oci:") && !strings.Contains(s.base, "@") {
 		// The tag stays, for the record to show what was written.
 		s.base += "@" + m.Digest
 	}
+	return nil
 }
 
 // needBase stops the plan at a word of stage s that needs its base's

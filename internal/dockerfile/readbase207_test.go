@@ -167,3 +167,16 @@ func TestDockerfileExposeReadsBase(t *testing.T) {
 		t.Errorf("exposed %q, want 80/tcp and 8080/tcp", got)
 	}
 }
+
+// A base's working directory BuildKit refuses (on another drive than C:)
+// is refused at the FROM line, not passed over.
+func TestDockerfileBaseWorkdirRefused(t *testing.T) {
+	f := &fakeBases{metas: map[string]BaseMeta{"example.com/win": {WorkingDir: `D:\app`}}}
+	_, err := planFiles(t, map[string]string{"Dockerfile": "FROM example.com/win\nWORKDIR sub\n"}, Options{Platforms: []string{"windows/amd64"}, ReadBase: f.read})
+	if err == nil || !strings.Contains(err.Error(), `FROM example.com/win: the base's working directory "D:\\app": `) {
+		t.Fatalf("error %v, want the base's working directory refused", err)
+	}
+	if pe := located(t, err); pe.Pos.Line != 1 {
+		t.Errorf("error at line %d, want 1", pe.Pos.Line)
+	}
+}
