@@ -51,6 +51,10 @@ func (s seesFile) RoundTrip(req *http.Request) (*http.Response, error) {
 func TestTransportSendsFileSteadily(t *testing.T) {
 	t.Parallel()
 	const size = 16 << 20
+	// A window of its own, wider than the package's: the registry's
+	// pauses must stay well inside it on a machine whose load delays a
+	// 50 ms sleep past 200 ms (seen at a load of 9 on 2 cores).
+	const stall = time.Second
 	f, data := blobFile(t, size)
 	want := sha256.Sum256(data)
 	got := make(chan [32]byte, 1)
@@ -140,7 +144,10 @@ func TestTransportFileOverTLSIsRead(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	saw := make(chan bool, 1)
-	c := &http.Client{Transport: regauth.Transport(seesFile{srv.Client().Transport, saw}, regauth.Timeouts{Limits: transfer.Limits{Stall: stall}})}
+	// The stall bound is not what this test is about: a wide one, so that
+	// a TLS handshake delayed by the machine's load (it failed once at a
+	// load of 7 under -race) does not end the upload.
+	c := &http.Client{Transport: regauth.Transport(seesFile{srv.Client().Transport, saw}, regauth.Timeouts{Limits: transfer.Limits{Stall: time.Minute}})}
 	req, err := http.NewRequest(http.MethodPatch, srv.URL+"/v2/x/blobs/uploads/1", f)
 	if err != nil {
 		t.Fatal(err)
