@@ -138,6 +138,14 @@ func (e *evaluator) arg(s *stageState, c *instructions.ArgCommand) error {
 			s.env.set(a.Key, ov)
 			continue
 		}
+		if a.Key == epochArg {
+			// buildx gives the environment's SOURCE_DATE_EPOCH as the
+			// build arg, which the ARG then takes as a --arg.
+			if v, _ := epochSetting(e.opt); v != "" {
+				s.env.set(a.Key, v)
+				continue
+			}
+		}
 		if a.Value != nil {
 			v, err := e.expand(s, *a.Value)
 			if err != nil {

@@ -191,10 +191,7 @@ func epochOf(opt Options) (time.Time, error) {
 		}
 		return time.Unix(*opt.Epoch, 0).UTC(), nil
 	}
-	v, from := opt.Args[epochArg], "--arg "+epochArg
-	if _, ok := opt.Args[epochArg]; !ok {
-		v, from = os.Getenv(epochArg), epochArg
-	}
+	v, from := epochSetting(opt)
 	if v == "" {
 		return time.Unix(0, 0).UTC(), nil
 	}
@@ -203,6 +200,16 @@ func epochOf(opt Options) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("%s=%q: %w", from, v, err)
 	}
 	return time.Unix(sec, 0).UTC(), nil
+}
+
+// epochSetting is SOURCE_DATE_EPOCH as the build is given it, and where
+// from: --arg, else the environment, which buildx passes on as the
+// build arg; "" where neither sets it.
+func epochSetting(opt Options) (value, from string) {
+	if v, ok := opt.Args[epochArg]; ok {
+		return v, "--arg " + epochArg
+	}
+	return os.Getenv(epochArg), epochArg
 }
 
 // buildPlatform is BUILDPLATFORM: the host's, as BuildKit's, unless given.

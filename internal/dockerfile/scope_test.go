@@ -64,6 +64,21 @@ func TestDockerfileEpoch(t *testing.T) {
 	if _, err := planFiles(t, df, Options{Args: map[string]string{"SOURCE_DATE_EPOCH": "yesterday"}}); err == nil || !strings.Contains(err.Error(), "Unix seconds") {
 		t.Errorf("bad epoch: %v", err)
 	}
+	// An ARG of it takes the environment's value as buildx passes it on,
+	// as a build arg; the build arg still wins.
+	declared := map[string]string{"Dockerfile": "FROM scratch\nARG SOURCE_DATE_EPOCH\nLABEL created=$SOURCE_DATE_EPOCH\n"}
+	for _, c := range []struct {
+		opt  Options
+		want string
+	}{
+		{Options{}, "1700000000"},
+		{Options{Args: map[string]string{"SOURCE_DATE_EPOCH": "42"}}, "42"},
+	} {
+		p := mustPlan(t, declared, c.opt)
+		if got := p.Images[0].Platforms[0].Config.Labels["created"]; got != c.want {
+			t.Errorf("ARG SOURCE_DATE_EPOCH with %v and SOURCE_DATE_EPOCH=1700000000 in the environment: label %q, want %q", c.opt.Args, got, c.want)
+		}
+	}
 }
 
 // The context's ignore file leaves files out of COPY sources, "!" takes
