@@ -397,6 +397,17 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 		}
 	}
 
+	// A push opens its session (ping, token) while the build checks its
+	// inputs and reads its cache: its first blob need not wait for it.
+	for _, t := range opt.Outputs {
+		if o, ok := t.(output.Preparer); ok {
+			for _, im := range p.Images {
+				o.Open(ctx, im.Repository, im.Tags)
+			}
+			// On a return before the build starts; see below.
+			defer o.Finish()
+		}
+	}
 	if err := checkOutputs(p, opt); err != nil {
 		return nil, err
 	}
@@ -493,6 +504,8 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 		return nil, err
 	}
 
+	// Stopped again before the work directory and the cache go, which
+	// the early uploads read (deferred above: this runs first).
 	for _, t := range opt.Outputs {
 		if p, ok := t.(output.Preparer); ok {
 			defer p.Finish()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/pallet-dev/pallet/internal/regauth"
@@ -80,6 +82,7 @@ func (r *Registry) write(ctx context.Context, images []Image) error {
 			return err
 		}
 	}
+	pushed.useSources(r)
 	defer pushed.save()
 	if r.ByDigest {
 		return r.writeByDigest(images, pushed)
@@ -236,6 +239,10 @@ type pushSession struct {
 	// pushed are this Write's alone, remembered those Sources gave.
 	hints, pushed, remembered mountHints
 
+	// sourcesOnce guards sources, reg, hints and remembered until
+	// useSources has set them.
+	sourcesOnce sync.Once
+
 	// mu guards stall, stallBlob and sent, which the early uploads set
 	// from their goroutines.
 	mu sync.Mutex
@@ -300,33 +307,67 @@ func (s *pushSession) tripped(notes map[v1.Hash]string) error {
 }
 
 func (r *Registry) session(ctx context.Context) (*pushSession, error) {
-	s := &pushSession{base: regauth.Options(ctx, r.Options...), ctx: ctx, jobs: r.jobs(), sources: r.Sources, hints: mountHints{}, pushed: mountHints{}, remembered: mountHints{}}
+	s := &pushSession{base: regauth.Options(ctx, r.Options...), ctx: ctx, jobs: r.jobs(), hints: mountHints{}, pushed: mountHints{}, remembered: mountHints{}}
 	if err := s.newPusher(); err != nil {
 		return nil, err
 	}
-	if r.Sources == nil {
-		return s, nil
-	}
-	reg, err := r.registry()
-	if err != nil {
-		s.sources = nil // Write reports the bad reference
-		return s, nil
-	}
-	s.reg = reg
-	for d, repo := range r.Sources.Lookup(sourcesKey(reg)) {
-		h, err := v1.NewHash(d)
-		if err != nil {
-			continue
-		}
-		rp, err := name.NewRepository(reg.Name() + "/" + repo)
-		if err != nil {
-			continue
-		}
-		// The registry's options (insecure) come with reg.
-		s.remembered[h] = reg.Repo(rp.RepositoryStr()).Digest(h.String())
-		s.hints[h] = s.remembered[h]
-	}
 	return s, nil
+}
+
+// useSources takes, once, the hints r.Sources remembers for the registry,
+// before the first blob goes up: a session opened early (Open) starts
+// before the build has set Sources.
+func (s *pushSession) useSources(r *Registry) {
+	s.sourcesOnce.Do(func() {
+		if r.Sources == nil {
+			return
+		}
+		reg, err := r.registry()
+		if err != nil {
+			return // Write reports the bad reference
+		}
+		s.sources, s.reg = r.Sources, reg
+		for d, repo := range r.Sources.Lookup(sourcesKey(reg)) {
+			h, err := v1.NewHash(d)
+			if err != nil {
+				continue
+			}
+			rp, err := name.NewRepository(reg.Name() + "/" + repo)
+			if err != nil {
+				continue
+			}
+			// The registry's options (insecure) come with reg.
+			s.remembered[h] = reg.Repo(rp.RepositoryStr()).Digest(h.String())
+			s.hints[h] = s.remembered[h]
+		}
+	})
+}
+
+// errOpened is what opening's every method returns.
+var errOpened = errors.New("opened")
+
+// opening is no blob: go-containerregistry's pusher readies its writer
+// for a repository (ping, token) before it asks a layer anything, and
+// stops at opening's first answer.
+type opening struct{}
+
+func (opening) Digest() (v1.Hash, error)             { return v1.Hash{}, errOpened }
+func (opening) DiffID() (v1.Hash, error)             { return v1.Hash{}, errOpened }
+func (opening) Compressed() (io.ReadCloser, error)   { return nil, errOpened }
+func (opening) Uncompressed() (io.ReadCloser, error) { return nil, errOpened }
+func (opening) Size() (int64, error)                 { return 0, errOpened }
+func (opening) MediaType() (types.MediaType, error)  { return "", errOpened }
+
+// open pings repo's registry and authenticates for a push to repo, as the
+// pusher does before its first upload there, with the same options (its
+// retries, the bounds, the credentials); the pusher keeps its writer for
+// repo, so no later call pings again.
+func (s *pushSession) open(ctx context.Context, repo name.Repository) error {
+	err := remote.WriteLayer(repo, opening{}, append(slices.Clip(s.opts), remote.WithContext(ctx))...)
+	if err == nil || errors.Is(err, errOpened) {
+		return nil
+	}
+	return err
 }
 
 // sourcesKey names reg in Sources: host names are not case-sensitive.
