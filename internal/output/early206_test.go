@@ -145,3 +145,47 @@ func TestOpenBeforeSourcesStillMounts(t *testing.T) {
 		t.Errorf("the remembered layer was uploaded %d times", n)
 	}
 }
+
+// refuseFirstPing answers the first ping 404, as a registry not yet up
+// behind its proxy might, and passes everything else on.
+type refuseFirstPing struct {
+	next  http.Handler
+	mu    sync.Mutex
+	pings int
+}
+
+func (h *refuseFirstPing) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/v2/" {
+		h.mu.Lock()
+		h.pings++
+		first := h.pings == 1
+		h.mu.Unlock()
+		if first {
+			http.Error(w, "not yet", http.StatusNotFound)
+			return
+		}
+	}
+	h.next.ServeHTTP(w, r)
+}
+
+// An Open whose ping fails fails no push: Write pings again, and pushes.
+func TestOpenFailedPingLeavesThePushToWrite(t *testing.T) {
+	h := &refuseFirstPing{}
+	reg := testregistry.Start(t, func(next http.Handler) http.Handler { h.next = next; return h })
+	ctx := context.Background()
+	r := &Registry{Ref: reg.Host + "/later/app:v1"}
+	defer r.Finish()
+	r.Open(ctx, "app", []string{"v1"})
+	r.early.wg.Wait()
+	img := newImage(t, "amd64", newLayer(t))
+	if err := r.Write(ctx, []Image{{Repository: "app", Tags: []string{"v1"}, Image: img}}); err != nil {
+		t.Fatalf("the push failed after Open's ping did: %v", err)
+	}
+	h.mu.Lock()
+	pings := h.pings
+	h.mu.Unlock()
+	if pings != 2 {
+		t.Errorf("%d pings, want Open's (refused) and Write's", pings)
+	}
+	checkPulled(t, reg.Host+"/later/app:v1", img)
+}
