@@ -60,7 +60,13 @@ type early struct {
 	slots   chan struct{}
 	wg      sync.WaitGroup
 	mu      sync.Mutex
-	started map[string]bool // repository@digest, or a repository opened
+	// started are the early uploads, by repository@digest, each with
+	// a channel closed when it ends, and the repositories opened (nil).
+	started map[string]chan struct{}
+	// opens are the Open calls still running; opened the repositories
+	// they readied.
+	opens  sync.WaitGroup
+	opened map[string]bool
 }
 
 // start begins the early session, once; ctx, the first caller's, bounds
@@ -72,19 +78,20 @@ func (r *Registry) start(ctx context.Context) *early {
 		e.uploads, e.stop = context.WithCancel(e.ctx)
 		e.session, e.err = r.session(e.ctx)
 		e.slots = make(chan struct{}, r.jobs())
-		e.started = map[string]bool{}
+		e.started = map[string]chan struct{}{}
+		e.opened = map[string]bool{}
 	})
 	return e
 }
 
-// first says whether key is new to e, and marks it.
-func (e *early) first(key string) bool {
+// first says whether key is new to e, and marks it with done.
+func (e *early) first(key string, done chan struct{}) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.started[key] {
+	if _, ok := e.started[key]; ok {
 		return false
 	}
-	e.started[key] = true
+	e.started[key] = done
 	return true
 }
 
@@ -101,16 +108,22 @@ func (r *Registry) Open(ctx context.Context, repository string, tags []string) {
 		return // Write says what is wrong
 	}
 	e := r.start(ctx)
-	if e.err != nil || !e.first(repo.Name()) {
+	if e.err != nil || !e.first(repo.Name(), nil) {
 		return
 	}
 	e.wg.Add(1)
+	e.opens.Add(1)
 	go func() {
 		defer e.wg.Done()
+		defer e.opens.Done()
 		if err := e.session.open(e.uploads, repo); err != nil {
 			e.session.trip(err, v1.Hash{})
 			e.stop()
+			return
 		}
+		e.mu.Lock()
+		e.opened[repo.Name()] = true
+		e.mu.Unlock()
 	}()
 }
 
@@ -128,7 +141,8 @@ func (r *Registry) Prepare(ctx context.Context, repository string, tags []string
 		return // Write says what is wrong
 	}
 	e := r.start(ctx)
-	if e.err != nil || !e.first(repo.Name()+"@"+d.String()) {
+	done := make(chan struct{})
+	if e.err != nil || !e.first(repo.Name()+"@"+d.String(), done) {
 		return
 	}
 	// Set by the build after Open (the cache opens meanwhile), read
@@ -137,6 +151,7 @@ func (r *Registry) Prepare(ctx context.Context, repository string, tags []string
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
+		defer close(done)
 		select {
 		case e.slots <- struct{}{}:
 		case <-e.uploads.Done():
@@ -162,19 +177,62 @@ func (r *Registry) Finish() {
 	r.early.wg.Wait()
 }
 
-// settleEarly waits for the early uploads, and hands Write their session:
-// its pusher has pinged and authenticated against the repositories
-// already.
-func (r *Registry) settleEarly() *pushSession {
+// settleEarly hands Write the early session: its pusher has pinged and
+// authenticated against the repositories already. Write starts on the
+// blobs the early uploads do not cover (the config, a base's layers)
+// while those still run, each blob waiting only for its own early
+// upload (settled.wait): waiting for every one first held the config
+// and the base's layers, a round trip or two each, until the last large
+// layer was in. It waits for them all, as before, where an early step
+// failed or a repository of images was not opened: a blob of Write's
+// could then join a ping or token exchange of an early upload's, and
+// take its failure for Write's own.
+func (r *Registry) settleEarly(images []Image) *pushSession {
 	e := &r.early
 	if e.cancel == nil {
 		return nil
 	}
-	e.wg.Wait()
+	e.opens.Wait()
 	if e.err != nil {
+		e.wg.Wait()
 		return nil
 	}
+	all := e.uploads.Err() != nil
+	for _, im := range images {
+		repo, err := r.target(im)
+		e.mu.Lock()
+		all = all || err != nil || !e.opened[repo.Name()]
+		e.mu.Unlock()
+	}
+	if all {
+		e.wg.Wait()
+		return e.session
+	}
+	e.session.settled = e
 	return e.session
+}
+
+// wait waits for the early upload of blob d to repo, if there is one,
+// then takes one of the slots the early uploads share, so that those
+// and Write's together send no more than Jobs blobs at once; the
+// returned function gives it back.
+func (e *early) wait(ctx context.Context, repo name.Repository, d v1.Hash) (func(), error) {
+	e.mu.Lock()
+	done := e.started[repo.Name()+"@"+d.String()]
+	e.mu.Unlock()
+	if done != nil {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+	}
+	select {
+	case e.slots <- struct{}{}:
+		return func() { <-e.slots }, nil
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
 }
 
 // target is the repository im goes to.

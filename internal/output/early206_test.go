@@ -3,11 +3,15 @@ package output
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/pallet-dev/pallet/internal/testregistry"
 )
@@ -188,4 +192,121 @@ func TestOpenFailedPingLeavesThePushToWrite(t *testing.T) {
 		t.Errorf("%d pings, want Open's (refused) and Write's", pings)
 	}
 	checkPulled(t, reg.Host+"/later/app:v1", img)
+}
+
+// holdCommit holds the commit (the PUT) of one blob until the commit of
+// another has been answered, and notes the order of the commits.
+type holdCommit struct {
+	next          http.Handler
+	held, waitFor string // digests
+	in            chan struct{}
+	once          sync.Once
+	mu            sync.Mutex
+	commits       []string
+}
+
+func (h *holdCommit) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	d := r.URL.Query().Get("digest")
+	if r.Method != http.MethodPut || !strings.Contains(r.URL.Path, "/blobs/uploads/") || d == "" {
+		h.next.ServeHTTP(w, r)
+		return
+	}
+	if d == h.held {
+		// Not a bound on the push: the wait ends as soon as the other
+		// blob is in, and only a push that never sends it while this
+		// one is held waits it out.
+		select {
+		case <-h.in:
+		case <-time.After(20 * time.Second):
+		}
+	}
+	h.next.ServeHTTP(w, r)
+	h.mu.Lock()
+	h.commits = append(h.commits, d)
+	h.mu.Unlock()
+	if d == h.waitFor {
+		h.once.Do(func() { close(h.in) })
+	}
+}
+
+// Write sends the blobs the early uploads do not cover (here the
+// config) while an early upload is still going, within Jobs, where before
+// it waited for every early upload to end first: the config went up
+// after the largest layer, on the push's critical path.
+func TestWriteDoesNotWaitForOtherBlobsEarlyUploads(t *testing.T) {
+	l := newLayer(t)
+	img := newImage(t, "amd64", l)
+	cfg, err := img.ConfigName()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &holdCommit{held: digest(t, l).String(), waitFor: cfg.String(), in: make(chan struct{})}
+	reg := testregistry.Start(t, func(next http.Handler) http.Handler { h.next = next; return h })
+	ctx := context.Background()
+	r := &Registry{Ref: reg.Host + "/overlap/app:v1", Jobs: 2}
+	defer r.Finish()
+	r.Open(ctx, "app", []string{"v1"})
+	r.Prepare(ctx, "app", []string{"v1"}, l)
+	if err := r.Write(ctx, []Image{{Repository: "app", Tags: []string{"v1"}, Image: img}}); err != nil {
+		t.Fatal(err)
+	}
+	h.mu.Lock()
+	commits := slices.Clone(h.commits)
+	h.mu.Unlock()
+	if want := []string{cfg.String(), digest(t, l).String()}; !slices.Equal(commits, want) {
+		t.Errorf("blobs committed in the order %v, want the config's while the layer's early upload went on: %v", commits, want)
+	}
+	checkPulled(t, reg.Host+"/overlap/app:v1", img)
+}
+
+// Write's uploads and the early ones still going share Jobs: no more
+// blobs go up at once than it says.
+func TestWriteAndEarlyUploadsShareJobs(t *testing.T) {
+	p, host := newProxy(t)
+	p.delay = 50 * time.Millisecond // uploads that may overlap do
+	ls := []v1.Layer{newLayer(t), newLayer(t), newLayer(t), newLayer(t)}
+	img := newImage(t, "amd64", ls...)
+	ctx := context.Background()
+	r := &Registry{Ref: host + "/shared/app:v1", Jobs: 2}
+	defer r.Finish()
+	r.Open(ctx, "app", []string{"v1"})
+	for _, l := range ls[2:] { // the last: Write starts on the others at once
+		r.Prepare(ctx, "app", []string{"v1"}, l)
+	}
+	if err := r.Write(ctx, []Image{{Repository: "app", Tags: []string{"v1"}, Image: img}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := p.record().maxInflight; n > 2 {
+		t.Errorf("%d blob uploads in flight at once, over Jobs (2)", n)
+	}
+	checkPulled(t, host+"/shared/app:v1", img)
+}
+
+// An early upload that fails while Write goes on is tried again by
+// Write, which waited for it: the push succeeds. The layer's first PATCH
+// fails through go-containerregistry's retries (the first three).
+func TestWriteRetriesAnEarlyUploadThatFailed(t *testing.T) {
+	p, host := newProxy(t)
+	l := newLayer(t)
+	bad := digest(t, l)
+	p.setFault(func(method string, blob v1.Hash, n int) fault {
+		if method == http.MethodPatch && blob == bad && n < 3 {
+			return fail500
+		}
+		return pass
+	})
+	img := newImage(t, "amd64", l, newLayer(t))
+	ctx := context.Background()
+	r := &Registry{Ref: host + "/again/app:v1", Options: []remote.Option{fastRetry}}
+	defer r.Finish()
+	r.Open(ctx, "app", []string{"v1"})
+	r.early.opens.Wait()
+	r.Prepare(ctx, "app", []string{"v1"}, l)
+	if err := r.Write(ctx, []Image{{Repository: "app", Tags: []string{"v1"}, Image: img}}); err != nil {
+		t.Fatal(err)
+	}
+	if rec := p.record(); rec.commits[bad] != 1 || rec.injected < 3 {
+		t.Errorf("the layer was committed %d times after %d failed tries, want once after 3", rec.commits[bad], rec.injected)
+	}
+	checkPulled(t, host+"/again/app:v1", img)
 }

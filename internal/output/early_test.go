@@ -34,7 +34,7 @@ func TestPrepareUploadsLayersBeforeWrite(t *testing.T) {
 	for _, l := range []v1.Layer{l1, l2, l1} { // the repeat is not sent again
 		r.Prepare(ctx, "app", []string{"v1"}, l)
 	}
-	r.settleEarly()
+	r.early.wg.Wait() // the early uploads are over
 	rec := p.record()
 	for _, l := range []v1.Layer{l1, l2} {
 		if n := rec.commits[digest(t, l)]; n != 1 {
@@ -118,7 +118,7 @@ func TestPrepareStopsAtTheFirstFailure(t *testing.T) {
 		ls = append(ls, l)
 		r.Prepare(ctx, "down", []string{"v1"}, l)
 	}
-	r.settleEarly()
+	r.early.wg.Wait() // the early uploads are over
 	// go-containerregistry tries each upload 3 times; at most earlyJobs
 	// were under way when the first gave up.
 	if n := p.record().injected; n > 3*earlyJobs {
@@ -186,7 +186,7 @@ func TestPushToStalledRegistryFailsAfterOneStall(t *testing.T) {
 		ls = append(ls, l)
 		r.Prepare(ctx, "app", []string{"v1"}, l)
 	}
-	r.settleEarly()
+	r.early.wg.Wait() // the early uploads are over
 	early, before := stalled.Load(), all.Load()
 	if early == 0 || early > 3*earlyJobs {
 		t.Fatalf("%d HEADs stalled during the early uploads, want 1 to %d", early, 3*earlyJobs)

@@ -75,7 +75,7 @@ func (r *Registry) write(ctx context.Context, images []Image) error {
 	if err := r.holds(len(images)); err != nil {
 		return err
 	}
-	pushed := r.settleEarly()
+	pushed := r.settleEarly(images)
 	if pushed == nil {
 		var err error
 		if pushed, err = r.session(ctx); err != nil {
@@ -238,6 +238,10 @@ type pushSession struct {
 	// hints are all the hints (remembered ones overridden by this Write's);
 	// pushed are this Write's alone, remembered those Sources gave.
 	hints, pushed, remembered mountHints
+
+	// settled, when set, are early uploads Write did not wait for: each
+	// blob waits for its own (early.wait).
+	settled *early
 
 	// sourcesOnce guards sources, reg, hints and remembered until
 	// useSources has set them.
@@ -509,8 +513,23 @@ func (s *pushSession) blobs(repo name.Repository, imgs []v1.Image, notes map[v1.
 	g.SetLimit(s.jobs)
 	for _, l := range todo {
 		g.Go(func() error {
+			d, err := l.Digest()
+			if err != nil {
+				return err
+			}
+			if s.settled != nil {
+				release, err := s.settled.wait(ctx, repo, d)
+				if err != nil {
+					return err
+				}
+				defer release()
+				// An early upload that stalled ends the push, as
+				// when Write waited for all of them first.
+				if err := s.tripped(notes); err != nil {
+					return err
+				}
+			}
 			if err := remote.WriteLayer(repo, l, s.with(ctx)...); err != nil {
-				d, _ := l.Digest()
 				return fmt.Errorf("upload %s%s: %w", d, about(notes, d), err)
 			}
 			return nil

@@ -97,7 +97,7 @@ func TestPushEarlyBlobTimeoutNotSentAgain(t *testing.T) {
 	r := &Registry{Ref: reg.Host + "/slow/early:1", Options: []remote.Option{fastRetry}}
 	defer r.Finish()
 	r.Prepare(ctx, "early", []string{"1"}, big)
-	r.settleEarly()
+	r.early.wg.Wait() // the early uploads are over
 	err := r.Write(ctx, []Image{{Repository: "early", Tags: []string{"1"}, Image: img}})
 	if err == nil || !strings.Contains(err.Error(), "upload "+bigDigest.String()) ||
 		!strings.Contains(err.Error(), "over the 1s one registry request may take") ||
