@@ -33,7 +33,7 @@ func KeyParts(t *tree.Tree, opt Options, digest tree.FileDigest, add func(part [
 	var links linkTyper
 	var enc *windowsEncoder
 	if opt.Format == Windows {
-		links = newLinkTyper(t.Entries(), opt)
+		links = linkTyperOf(t.All(), opt)
 		enc = &windowsEncoder{baseDirs: opt.BaseDir}
 	}
 	hard := newHardLinks(opt)

@@ -1,10 +1,15 @@
 package layer
 
 import (
+	"cmp"
 	"fmt"
+	"iter"
+	"math"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/pallet-dev/pallet/internal/tree"
 )
@@ -23,20 +28,107 @@ const maxLinkHops = 63
 // (whether it holds a directory there, and whether it knows); with base
 // nil, such a path (in the base, or nowhere) is not known.
 func ImageLinks(base func(p string) (isDir, known bool), trees ...*tree.Tree) func(p string) (isDir, known bool) {
-	ix := linkIndex{entries: map[string]tree.Entry{}, base: base}
-	for _, t := range trees {
-		for _, e := range t.Entries() {
-			ix.entries[NTFSKey(e.Path)] = e
-		}
+	seqs := make([]iter.Seq[tree.Entry], len(trees))
+	for i, t := range trees {
+		seqs[i] = t.All()
 	}
+	ix := newLinkIndex(seqs...)
+	ix.base = base
 	return ix.isDir
 }
 
-// linkIndex holds an image's entries by ntfsKey, and what is below
-// them (base, when not nil).
+// linkIndex holds an image's entries sorted by their NTFS names (see
+// ntfsCompare), and what is below them (base, when not nil). It is held
+// for as long as an image's Windows layers are written, and a node of
+// node_modules is many entries: a map of NTFSKey to a copy of each
+// entry, made from a copy of each tree's entries, was over 300 bytes an
+// entry where a node is 24, and the path and target it names are the
+// tree's own strings.
 type linkIndex struct {
+	nodes []linkNode
+	// links are the symlinks' targets, by linkNode.link.
+	links []string
+	// entries, when not nil, holds the entries by NTFSKey instead, for
+	// a caller that adds them one by one as it reads them and resolves
+	// links between (VerifyWindows, as it reads a layer back).
 	entries map[string]tree.Entry
 	base    func(p string) (isDir, known bool)
+}
+
+// linkNode is one path of a linkIndex.
+type linkNode struct {
+	path string
+	// link is the index of a symlink's target in linkIndex.links.
+	link int32
+	// layer is the tree the entry is in, for which of two entries of one
+	// NTFS name wins.
+	layer uint16
+	kind  tree.Kind
+}
+
+// newLinkIndex indexes the entries of layers, lowest first: of two
+// entries NTFS takes for one, the later wins (the later layer's, or
+// within one layer the later in the tree's order), as the map by
+// NTFSKey this replaced kept them.
+func newLinkIndex(layers ...iter.Seq[tree.Entry]) linkIndex {
+	// Counted first, so that the index is made at its size: grown by
+	// appending, a slice is allocated some five times over.
+	n, links := 0, 0
+	for _, l := range layers {
+		for e := range l {
+			n++
+			if e.Kind == tree.Symlink {
+				links++
+			}
+		}
+	}
+	ix := linkIndex{nodes: make([]linkNode, 0, n), links: make([]string, 0, links)}
+	for i, l := range layers {
+		for e := range l {
+			nd := linkNode{path: e.Path, link: -1, layer: uint16(min(i, math.MaxUint16)), kind: e.Kind}
+			if e.Kind == tree.Symlink {
+				nd.link = int32(len(ix.links))
+				ix.links = append(ix.links, e.Link)
+			}
+			ix.nodes = append(ix.nodes, nd)
+		}
+	}
+	slices.SortFunc(ix.nodes, func(a, b linkNode) int {
+		if c := ntfsCompare(a.path, b.path); c != 0 {
+			return c
+		}
+		if a.layer != b.layer {
+			return cmp.Compare(a.layer, b.layer)
+		}
+		return strings.Compare(a.path, b.path)
+	})
+	// The last of each name is the one that wins.
+	out := ix.nodes[:0]
+	for i, nd := range ix.nodes {
+		if i+1 < len(ix.nodes) && ntfsCompare(nd.path, ix.nodes[i+1].path) == 0 {
+			continue
+		}
+		out = append(out, nd)
+	}
+	ix.nodes = slices.Clip(out)
+	return ix
+}
+
+// lookup is the entry NTFS finds at p: its kind, and a symlink's target.
+func (ix linkIndex) lookup(p string) (kind tree.Kind, link string, ok bool) {
+	if ix.entries != nil {
+		e, ok := ix.entries[NTFSKey(p)]
+		return e.Kind, e.Link, ok
+	}
+	i, found := slices.BinarySearchFunc(ix.nodes, p, func(nd linkNode, p string) int { return ntfsCompare(nd.path, p) })
+	if !found {
+		return 0, "", false
+	}
+	nd := ix.nodes[i]
+	if nd.link >= 0 {
+		link = ix.links[nd.link]
+	}
+	return nd.kind, link, true
 }
 
 // isDir says whether p is a directory once every link on the way is
@@ -56,7 +148,7 @@ func (ix linkIndex) resolve(p string, hops int) (tree.Kind, bool) {
 	comps := strings.Split(p, "/")
 	for i := range comps {
 		cur := strings.Join(comps[:i+1], "/")
-		e, ok := ix.entries[NTFSKey(cur)]
+		kind, link, ok := ix.lookup(cur)
 		if !ok {
 			if ix.base == nil {
 				return 0, false
@@ -71,19 +163,19 @@ func (ix linkIndex) resolve(p string, hops int) (tree.Kind, bool) {
 			return tree.File, true
 		}
 		switch {
-		case e.Kind == tree.Symlink:
+		case kind == tree.Symlink:
 			if hops >= maxLinkHops {
 				return 0, false
 			}
-			to, ok := linkDest(cur, e.Link)
+			to, ok := linkDest(cur, link)
 			if !ok {
 				return 0, false
 			}
 			return ix.resolve(path.Join(append([]string{to}, comps[i+1:]...)...), hops+1)
-		case e.Kind == tree.File && i < len(comps)-1:
+		case kind == tree.File && i < len(comps)-1:
 			return 0, false // a file is no directory to go through
 		case i == len(comps)-1:
-			return e.Kind, true
+			return kind, true
 		}
 	}
 	return 0, false
@@ -109,14 +201,16 @@ func linkDest(p, target string) (string, bool) {
 type linkTyper func(p string) (isDir, known bool)
 
 func newLinkTyper(entries []tree.Entry, opt Options) linkTyper {
+	return linkTyperOf(slices.Values(entries), opt)
+}
+
+// linkTyperOf is newLinkTyper for entries walked, not held: a tree's
+// All, which a copy of its entries need not be made for.
+func linkTyperOf(entries iter.Seq[tree.Entry], opt Options) linkTyper {
 	if opt.LinkTarget != nil {
 		return opt.LinkTarget
 	}
-	ix := linkIndex{entries: map[string]tree.Entry{}}
-	for _, e := range entries {
-		ix.entries[NTFSKey(e.Path)] = e
-	}
-	return ix.isDir
+	return newLinkIndex(entries).isDir
 }
 
 // dirLink reports whether the link e (its target already checked by
@@ -157,10 +251,9 @@ func UntypedLinks(t *tree.Tree, opt Options) []UntypedLink {
 	if opt.Format != Windows {
 		return nil
 	}
-	entries := t.Entries()
-	lt := newLinkTyper(entries, opt)
+	lt := linkTyperOf(t.All(), opt)
 	var out []UntypedLink
-	for _, e := range entries {
+	for e := range t.All() {
 		if e.Kind != tree.Symlink {
 			continue
 		}
@@ -179,26 +272,63 @@ func UntypedLinks(t *tree.Tree, opt Options) []UntypedLink {
 // Linux tooling, which is the silent overwrite a recipe must not make.
 // Paths spelled alike are left to the caller's own same-path rule.
 func CheckWindowsImage(trees ...*tree.Tree) error {
-	type first struct {
-		e     tree.Entry
-		layer int
+	// The image's entries sorted by collisionKey, each with its place
+	// in the order they come in (seq), not a map by collisionKey of
+	// each entry: that was a key made of every path and a copy of every
+	// entry, held until the last layer's.
+	type named struct {
+		path string
+		seq  uint32
+		kind tree.Kind
 	}
-	seen := map[string]first{}
+	n := 0
+	ends := make([]int, len(trees)) // seq past each tree's last
 	for i, t := range trees {
-		for _, e := range t.Entries() {
-			k := collisionKey(e.Path)
-			f, ok := seen[k]
-			if !ok {
-				seen[k] = first{e, i}
-				continue
-			}
-			if f.e.Path == e.Path || (f.e.Kind == tree.Dir && e.Kind == tree.Dir) {
-				continue
-			}
-			return &CaseCollision{First: f.e.Path, Later: e.Path, FirstLayer: f.layer, Layer: i, firstKind: f.e.Kind, kind: e.Kind}
+		for range t.All() {
+			n++
+		}
+		ends[i] = n
+	}
+	all := make([]named, 0, n)
+	for _, t := range trees {
+		for e := range t.All() {
+			all = append(all, named{e.Path, uint32(len(all)), e.Kind})
 		}
 	}
-	return nil
+	slices.SortFunc(all, func(a, b named) int {
+		if c := compareMapped(a.path, b.path, foldRune); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.seq, b.seq)
+	})
+	// Of the entries that meet the first of their name, the first to
+	// come: the one a walk in order, layer by layer, would meet first.
+	var first, later *named
+	for i := 0; i < len(all); {
+		f := &all[i]
+		j := i + 1
+		for ; j < len(all) && compareMapped(f.path, all[j].path, foldRune) == 0; j++ {
+			e := &all[j]
+			if f.path == e.path || f.kind == tree.Dir && e.kind == tree.Dir {
+				continue
+			}
+			if later == nil || e.seq < later.seq {
+				first, later = f, e
+			}
+			break // the rest of the name come after it
+		}
+		for ; j < len(all) && compareMapped(f.path, all[j].path, foldRune) == 0; j++ {
+		}
+		i = j
+	}
+	if later == nil {
+		return nil
+	}
+	layer := func(seq uint32) int {
+		i, _ := slices.BinarySearch(ends, int(seq)+1)
+		return i
+	}
+	return &CaseCollision{First: first.path, Later: later.path, FirstLayer: layer(first.seq), Layer: layer(later.seq), firstKind: first.kind, kind: later.kind}
 }
 
 // CaseCollision is two layers' paths that are one on Windows; layers count
@@ -221,4 +351,40 @@ func (c *CaseCollision) layerName(i int) string {
 		return c.LayerNames[i]
 	}
 	return strconv.Itoa(i + 1)
+}
+
+// ntfsCompare orders a and b as their NTFSKeys compare, without making
+// them.
+func ntfsCompare(a, b string) int { return compareMapped(a, b, ntfsUpper) }
+
+// compareMapped orders a and b as strings.Map(upper, a) and
+// strings.Map(upper, b) compare, without making them: both are mapped a
+// character at a time, an invalid byte as U+FFFD, as strings.Map maps
+// it; UTF-8's byte order is its characters'. upper maps ASCII to its
+// upper case, as ntfsUpper and foldRune do.
+func compareMapped(a, b string, upper func(rune) rune) int {
+	for len(a) > 0 && len(b) > 0 {
+		x, y := a[0], b[0]
+		if x < utf8.RuneSelf && y < utf8.RuneSelf {
+			// ASCII, the common case, without a call.
+			if 'a' <= x && x <= 'z' {
+				x -= 'a' - 'A'
+			}
+			if 'a' <= y && y <= 'z' {
+				y -= 'a' - 'A'
+			}
+			if x != y {
+				return cmp.Compare(x, y)
+			}
+			a, b = a[1:], b[1:]
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(a)
+		s, m := utf8.DecodeRuneInString(b)
+		if c := cmp.Compare(upper(r), upper(s)); c != 0 {
+			return c
+		}
+		a, b = a[n:], b[m:]
+	}
+	return cmp.Compare(len(a), len(b))
 }

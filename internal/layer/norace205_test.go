@@ -1,0 +1,5 @@
+//go:build !race
+
+package layer
+
+const raceEnabled = false
