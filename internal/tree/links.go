@@ -230,17 +230,28 @@ func (v *View) With(t *Tree) *View {
 
 // Apply is With in place.
 func (v *View) Apply(t *Tree) {
-	t.orderMu.Lock()
-	t.index()
-	entries, parents := t.entries, t.parents
-	t.orderMu.Unlock()
+	// Walked in order, not indexed: the parents t synthesizes are the
+	// parents no entry was added at.
+	order := t.sorted()
 	if v.Implied == nil {
 		v.Implied = map[string]bool{}
 	}
 	if v.Files == nil {
 		v.Files = map[string]bool{}
 	}
-	for p, e := range entries {
+	for _, e := range order {
+		p := e.Path
+		t.orderMu.Lock()
+		synth := t.synthesized(e)
+		t.orderMu.Unlock()
+		if synth {
+			delete(v.Files, p)
+			delete(v.FileLinks, p)
+			if _, ok := v.Dirs[p]; !ok {
+				v.Implied[p] = true
+			}
+			continue
+		}
 		delete(v.Implied, p)
 		delete(v.FileLinks, p)
 		// The layer's entry is what the union shows now.
@@ -258,15 +269,6 @@ func (v *View) Apply(t *Tree) {
 			delete(v.Links, p)
 			delete(v.Dirs, p)
 			v.Files[p] = true
-		}
-	}
-	for p := range parents {
-		if _, ok := entries[p]; !ok {
-			delete(v.Files, p)
-			delete(v.FileLinks, p)
-			if _, ok := v.Dirs[p]; !ok {
-				v.Implied[p] = true
-			}
 		}
 	}
 }
@@ -287,8 +289,12 @@ func (t *Tree) Through(v *View) (*Tree, error) {
 		t.sort()
 	}
 	order := t.order
-	explicit := t.entries
 	t.orderMu.Unlock()
+	explicit := func(p string) (*Entry, bool) {
+		t.orderMu.Lock()
+		defer t.orderMu.Unlock()
+		return t.lookup(p)
+	}
 	out := New()
 	dirs := map[string]string{}
 	// moved names where each entry of out was in t, for errors.
@@ -304,7 +310,7 @@ func (t *Tree) Through(v *View) (*Tree, error) {
 		return r, err
 	}
 	for _, e := range order {
-		if _, ok := explicit[e.Path]; !ok {
+		if _, ok := explicit(e.Path); !ok {
 			continue // a parent Entries synthesizes; out makes its own
 		}
 		ne := *e
@@ -312,7 +318,7 @@ func (t *Tree) Through(v *View) (*Tree, error) {
 		switch {
 		case e.NoLinksFrom > 0 && int(e.NoLinksFrom) <= strings.Count(e.Path, "/")+1:
 			ne.Path, err = noLinksInside(v, e, resolve, func(p string) bool {
-				d, ok := explicit[p]
+				d, ok := explicit(p)
 				return ok && d.Implied
 			})
 		case e.Kind == Dir:
@@ -608,7 +614,6 @@ func linkInTheWay(v *View, p, target string) error {
 func (t *Tree) meets(v *View) bool {
 	t.orderMu.Lock()
 	defer t.orderMu.Unlock()
-	t.index()
 	// hit says whether p, a path of t, is a link of v, a directory of v
 	// whose mode or owner t's entry there would change, or a file of v
 	// where t has a directory.
@@ -617,47 +622,47 @@ func (t *Tree) meets(v *View) bool {
 			return true
 		}
 		if _, ok := v.FileLinks[p]; ok {
-			if e, ok := t.entries[p]; ok && e.Kind == File && e.FollowLink != nil {
+			if e, ok := t.lookup(p); ok && e.Kind == File && e.FollowLink != nil {
 				return true
 			}
 		}
 		if v.Files[p] {
-			e, ok := t.entries[p]
+			e, ok := t.lookup(p)
 			return !ok || e.Kind == Dir
 		}
 		m, ok := v.Dirs[p]
 		if !ok {
-			e, ok := t.entries[p]
+			e, ok := t.lookup(p)
 			return ok && e.IfNew && v.Implied[p] && e.meta() != defaultDir
 		}
-		if e, ok := t.entries[p]; ok {
+		if e, ok := t.lookup(p); ok {
 			return e.Kind != Dir || e.meta() != m
 		}
 		return m != defaultDir
 	}
-	if len(v.Links)+len(v.Dirs)+len(v.Implied)+len(v.Files)+len(v.FileLinks) <= len(t.entries)+len(t.parents) {
+	if len(v.Links)+len(v.Dirs)+len(v.Implied)+len(v.Files)+len(v.FileLinks) <= len(t.entries)+len(t.unindexed)+len(t.parents) {
 		for p := range v.Links {
-			if _, ok := t.entries[p]; ok || t.parents[p] {
+			if _, ok := t.lookup(p); ok || t.parents[p] {
 				return true
 			}
 		}
 		for p := range v.FileLinks {
-			if _, ok := t.entries[p]; ok && hit(p) {
+			if _, ok := t.lookup(p); ok && hit(p) {
 				return true
 			}
 		}
 		for p := range v.Dirs {
-			if _, ok := t.entries[p]; (ok || t.parents[p]) && hit(p) {
+			if _, ok := t.lookup(p); (ok || t.parents[p]) && hit(p) {
 				return true
 			}
 		}
 		for p := range v.Implied {
-			if _, ok := t.entries[p]; ok && hit(p) {
+			if _, ok := t.lookup(p); ok && hit(p) {
 				return true
 			}
 		}
 		for p := range v.Files {
-			if _, ok := t.entries[p]; (ok || t.parents[p]) && hit(p) {
+			if _, ok := t.lookup(p); (ok || t.parents[p]) && hit(p) {
 				return true
 			}
 		}
@@ -668,12 +673,9 @@ func (t *Tree) meets(v *View) bool {
 			return true
 		}
 	}
-	for p := range t.entries {
-		if hit(p) {
-			return true
-		}
-	}
-	return false
+	found := false
+	t.each(func(e *Entry) { found = found || hit(e.Path) })
+	return found
 }
 
 // Same says whether a and b hold the same entries, as a layer writes
