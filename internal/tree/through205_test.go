@@ -118,9 +118,9 @@ func TestThroughUnindexedAsIndexed205(t *testing.T) {
 			}
 			plain := placed(t, src, "usr/local")
 			indexed := placed(t, again, "usr/local")
-			if _, ok := indexed.Get("usr/local/lib"); !ok {
-				t.Fatal("usr/local/lib not in the tree")
-			}
+			indexed.orderMu.Lock()
+			indexed.index()
+			indexed.orderMu.Unlock()
 			if len(plain.unindexed) == 0 || len(indexed.unindexed) != 0 {
 				t.Fatalf("the trees are %d and %d entries short of indexed: the test compares nothing", len(plain.unindexed), len(indexed.unindexed))
 			}
@@ -139,5 +139,44 @@ func TestThroughUnindexedAsIndexed205(t *testing.T) {
 				t.Fatalf("the view with the tree applied differs unindexed")
 			}
 		})
+	}
+}
+
+// Looking paths up in a listed tree, and linking names of it as an
+// archive's hard links, cost nothing per entry: the sorted entries are
+// searched. Before, either indexed the tree, a map of every path kept
+// as long as the tree, for the few paths asked.
+func TestGetAndLinkBytesPerEntry205(t *testing.T) {
+	if raceSlowdown > 1 {
+		t.Skip("the race detector allocates as it pleases")
+	}
+	ptr := float64(unsafe.Sizeof(uintptr(0)))
+	for _, n := range []int{1000, 4000} {
+		tr := manyFiles(t, n)
+		a, b := "lib/pkg00/sub0/f00001", "lib/pkg00/sub1/f00021"
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		e, ok := tr.Get(a)
+		err := tr.Link([][]string{{a, b}})
+		_, missing := tr.Get("lib/pkg00/sub0/f99999")
+		_, parent := tr.Get("lib")
+		runtime.ReadMemStats(&after)
+		if err != nil || !ok || e.Path != a || missing || !parent {
+			t.Fatalf("Get(%s) = %v, %v; Link: %v; a missing file found %v, lib found %v", a, e, ok, err, missing, parent)
+		}
+		ea, _ := tr.Get(a)
+		eb, _ := tr.Get(b)
+		if ea.Linked == nil || ea.Linked != eb.Linked {
+			t.Fatalf("%s and %s are not linked: %p, %p", a, b, ea.Linked, eb.Linked)
+		}
+		per := float64(after.TotalAlloc-before.TotalAlloc) / float64(tr.Len())
+		t.Logf("%d entries: %.2f bytes each", tr.Len(), per)
+		if per >= ptr {
+			t.Errorf("Get and Link over %d entries allocated %.2f bytes per entry, want less than %v", tr.Len(), per, ptr)
+		}
+		if err := tr.Link([][]string{{a, "lib/pkg00"}}); err == nil {
+			t.Errorf("a directory linked as an archive's hard link")
+		}
 	}
 }

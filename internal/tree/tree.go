@@ -472,11 +472,10 @@ func (t *Tree) Link(groups [][]string) error {
 	}
 	t.orderMu.Lock()
 	defer t.orderMu.Unlock()
-	t.index()
 	for _, names := range groups {
 		g := new(LinkGroup)
 		for _, p := range names {
-			e, ok := t.entries[p]
+			e, ok := t.lookup(p)
 			if !ok || e.Kind != File {
 				return fmt.Errorf("hard link group names %q, which is no file of the tree", p)
 			}
@@ -490,9 +489,7 @@ func (t *Tree) Link(groups [][]string) error {
 func (t *Tree) Get(p string) (*Entry, bool) {
 	t.orderMu.Lock()
 	defer t.orderMu.Unlock()
-	t.index()
-	e, ok := t.entries[p]
-	return e, ok
+	return t.lookup(p)
 }
 
 // Len is the number of explicit entries.
