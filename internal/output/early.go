@@ -148,6 +148,10 @@ func (r *Registry) Prepare(ctx context.Context, repository string, tags []string
 	// Set by the build after Open (the cache opens meanwhile), read
 	// before the first upload.
 	e.session.useSources(r)
+	// Taken now, before the goroutine waits for a slot: Write, which may
+	// start while it waits, changes the session's hints and options as
+	// it pushes, and the build calls Prepare before Write.
+	hl, opts := e.session.hints.layer(l), e.session.with(e.uploads)
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
@@ -161,7 +165,7 @@ func (r *Registry) Prepare(ctx context.Context, repository string, tags []string
 		if e.uploads.Err() != nil {
 			return
 		}
-		if err := remote.WriteLayer(repo, e.session.hints.layer(l), e.session.with(e.uploads)...); err != nil {
+		if err := remote.WriteLayer(repo, hl, opts...); err != nil {
 			e.session.trip(err, d)
 			e.stop()
 		}
