@@ -397,17 +397,6 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 		}
 	}
 
-	// A push opens its session (ping, token) while the build checks its
-	// inputs and reads its cache: its first blob need not wait for it.
-	for _, t := range opt.Outputs {
-		if o, ok := t.(output.Preparer); ok {
-			for _, im := range p.Images {
-				o.Open(ctx, im.Repository, im.Tags)
-			}
-			// On a return before the build starts; see below.
-			defer o.Finish()
-		}
-	}
 	if err := checkOutputs(p, opt); err != nil {
 		return nil, err
 	}
@@ -427,6 +416,21 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 	// writes nothing, not even a probe.
 	if err := checkWritable(opt); err != nil {
 		return nil, err
+	}
+
+	// A push opens its session (ping, token) while the build checks its
+	// inputs and reads its cache: its first blob need not wait for it.
+	// Not before the outputs are checked and the build found to have work:
+	// a refused or up-to-date build asks a registry nothing (a read-only
+	// CI credential would be asked for a push token).
+	for _, t := range opt.Outputs {
+		if o, ok := t.(output.Preparer); ok {
+			for _, im := range p.Images {
+				o.Open(ctx, im.Repository, im.Tags)
+			}
+			// On a return before the build starts; see below.
+			defer o.Finish()
+		}
 	}
 
 	// Work directories of builds that were killed are swept first; a
