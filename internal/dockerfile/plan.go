@@ -114,6 +114,10 @@ type evaluator struct {
 	bases map[string]*BaseMeta
 	// need is the base whose config the plan stopped for, if it did.
 	need *baseNeed
+	// passesWork is the work of the passes planReading made before this
+	// one for the target platform, which counts against maxWork with the
+	// pass's own: N bases read meant N+1 passes, each allowed maxWork.
+	passesWork int
 }
 
 // stageState is a stage as planned so far.
@@ -333,6 +337,8 @@ func parsePlatforms(list []string) ([]platform.Platform, error) {
 // variables of this Dockerfile, which a base's environment does not
 // change.
 func (e *evaluator) planReading(t platform.Platform, explicit bool) (*plan.PlatformImage, error) {
+	e.passesWork = 0
+	defer func() { e.passesWork = 0 }()
 	for {
 		e.need = nil
 		pi, err := e.platformImage(t, explicit)
@@ -340,6 +346,7 @@ func (e *evaluator) planReading(t platform.Platform, explicit bool) (*plan.Platf
 		if err == nil || n == nil {
 			return pi, err
 		}
+		e.passesWork = e.work
 		m, rerr := e.opt.ReadBase(n.ref, n.platform)
 		if rerr != nil {
 			// Never expanded as empty: BuildKit would have read it.
@@ -396,7 +403,9 @@ func (e *evaluator) platformImage(t platform.Platform, explicit bool) (*plan.Pla
 // image it gives.
 func (e *evaluator) setTarget(t platform.Platform) (platform.Platform, error) {
 	e.target = t
-	e.expanded, e.fromStages, e.work = 0, 0, 0
+	// The passes planReading makes for one platform share one bound:
+	// each plans the stages before its stop again.
+	e.expanded, e.fromStages, e.work = 0, 0, e.passesWork
 	var err error
 	if e.global, err = e.globals(); err != nil {
 		return platform.Platform{}, err
