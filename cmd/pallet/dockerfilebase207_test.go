@@ -94,6 +94,10 @@ func TestDockerfileOnReadBase(t *testing.T) {
 		if !slices.ContainsFunc(rec.Images[0].Placed, func(p record.Placement) bool { return p.Dest == "/app/sub/" }) {
 			t.Errorf("base %s: placed %+v, want in /app/sub/", b.arg, rec.Images[0].Placed)
 		}
+		// pallet fetch plans as build does, reading the base: it refused
+		// these words, so an offline build's mirror could not be filled
+		// for a Dockerfile pallet build takes (review r209).
+		mustPallet(t, "fetch", "-q", "-f", filepath.Join(dir, "Dockerfile"), "--arg", "BASE="+b.arg, "--mirror", t.TempDir())
 	}
 }
 

@@ -41,13 +41,13 @@ func fetchCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			arts, recipeLim, err := fetchable(file, overrides, platforms, images)
-			if err != nil {
-				return err
-			}
 			dir := mirror.dir
 			mirror.dir = "" // fetch from upstream (or --mirror-url)
 			n, err := mirror.network()
+			if err != nil {
+				return err
+			}
+			arts, recipeLim, err := fetchable(cmd.Context(), build.Options{Network: n, Limits: flagLim}, file, overrides, platforms, images)
 			if err != nil {
 				return err
 			}

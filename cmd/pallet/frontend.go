@@ -53,13 +53,7 @@ func makePlan(ctx context.Context, bopt build.Options, file string, args map[str
 		if modesFile != "" || len(modes) > 0 {
 			return nil, fmt.Errorf("--mode and --modes choose the modes of a recipe's artifacts; %s is a Dockerfile, which has none", file)
 		}
-		opt.ReadBase = func(ref string, p platform.Platform) (dockerfile.BaseMeta, error) {
-			cf, digest, err := build.BaseConfig(ctx, bopt, d.Dir, ref, p)
-			if err != nil {
-				return dockerfile.BaseMeta{}, err
-			}
-			return dockerfile.BaseMeta{Env: cf.Config.Env, WorkingDir: cf.Config.WorkingDir, Digest: digest.String()}, nil
-		}
+		opt.ReadBase = baseReader(ctx, bopt, d.Dir)
 		return d.Plan(opt)
 	}
 	r, err := recipe.Load(file)
@@ -73,14 +67,30 @@ func makePlan(ctx context.Context, bopt build.Options, file string, args map[str
 	return r.Plan(recipe.Options{Args: args, Platforms: platforms, Images: images, Modes: choices})
 }
 
+// baseReader reads a Dockerfile's base's config where a word needs it
+// (dockerfile.Options.ReadBase), as a build with bopt reads the base;
+// dir resolves an oci: layout.
+func baseReader(ctx context.Context, bopt build.Options, dir string) func(string, platform.Platform) (dockerfile.BaseMeta, error) {
+	return func(ref string, p platform.Platform) (dockerfile.BaseMeta, error) {
+		cf, digest, err := build.BaseConfig(ctx, bopt, dir, ref, p)
+		if err != nil {
+			return dockerfile.BaseMeta{}, err
+		}
+		return dockerfile.BaseMeta{Env: cf.Config.Env, WorkingDir: cf.Config.WorkingDir, Digest: digest.String()}, nil
+	}
+}
+
 // fetchable lists what the -f file could download or clone, for pallet
 // fetch, with the front end its name calls for, and the limits it sets.
-func fetchable(file string, args map[string]string, platforms, images []string) ([]*plan.Artifact, plan.Limits, error) {
+// A Dockerfile's base is read where a word needs it, as pallet build
+// reads it with bopt: fetch plans what build will.
+func fetchable(ctx context.Context, bopt build.Options, file string, args map[string]string, platforms, images []string) ([]*plan.Artifact, plan.Limits, error) {
 	sel := selection{file, args, platforms, images}
 	if d, opt, ok, err := sel.loadDockerfile(); ok {
 		if err != nil {
 			return nil, plan.Limits{}, err
 		}
+		opt.ReadBase = baseReader(ctx, bopt, d.Dir)
 		// A Dockerfile sets no limits: the defaults, as its build's.
 		arts, err := d.Fetchable(opt)
 		return arts, plan.Limits{}, err
