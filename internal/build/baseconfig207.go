@@ -3,14 +3,12 @@ package build
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/pallet-dev/pallet/internal/image"
 	"github.com/pallet-dev/pallet/internal/plan"
 	"github.com/pallet-dev/pallet/internal/platform"
-	"github.com/pallet-dev/pallet/internal/regauth"
 )
 
 // BaseConfig reads the config of base ref for platform p as a build with
@@ -25,11 +23,10 @@ import (
 // Only the manifest and config are read: the layers, which the build's
 // cache keeps (Resolver.Blobs), are not, so no cache is opened here.
 func BaseConfig(ctx context.Context, opt Options, dir, ref string, p platform.Platform) (*v1.ConfigFile, v1.Hash, error) {
-	if opt.Network.Offline && !image.IsBuiltin(ref) && !strings.HasPrefix(ref, "oci:") {
-		return nil, v1.Hash{}, fmt.Errorf("base %s is in a registry, and the build is offline; give it as an OCI layout (oci:DIR)", ref)
+	if err := opt.Network.allowsBase(ref); err != nil {
+		return nil, v1.Hash{}, err
 	}
-	fetchLim := fetcherLimits(limits(opt.Limits, plan.Limits{}))
-	ctx = regauth.WithBounds(ctx, regauth.Timeouts{Limits: fetchLim.Limits, Total: fetchLim.DownloadTimeout})
+	ctx = withTransferBounds(ctx, fetcherLimits(limits(opt.Limits, plan.Limits{})))
 	r := &image.Resolver{Dir: dir}
 	img, err := r.Base(ctx, ref, p)
 	if err != nil {

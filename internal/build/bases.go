@@ -23,10 +23,18 @@ func (b *builder) base(ctx context.Context, ref string, p platform.Platform) (v1
 }
 
 func (b *builder) resolveBase(ctx context.Context, ref string, p platform.Platform) (v1.Image, error) {
-	if b.opt.Network.Offline && !image.IsBuiltin(ref) && !strings.HasPrefix(ref, "oci:") {
-		return nil, fmt.Errorf("base %s is in a registry, and the build is offline; give it as an OCI layout (oci:DIR)", ref)
+	if err := b.opt.Network.allowsBase(ref); err != nil {
+		return nil, err
 	}
 	return b.bases.Base(ctx, ref, p)
+}
+
+// allowsBase refuses, offline, a base that only a registry holds.
+func (n Network) allowsBase(ref string) error {
+	if n.Offline && !image.IsBuiltin(ref) && !strings.HasPrefix(ref, "oci:") {
+		return fmt.Errorf("base %s is in a registry, and the build is offline; give it as an OCI layout (oci:DIR)", ref)
+	}
+	return nil
 }
 
 // baseKey names a base for one platform.

@@ -225,6 +225,13 @@ func limits(opt, p Limits) Limits {
 
 // fetcherLimits are what a Fetcher of a build, or of pallet fetch,
 // downloads and unpacks within, lim merged already.
+// withTransferBounds is ctx with what bounds every registry call of a
+// build: the stall and size bounds of fetchLim, and its whole-request
+// time.
+func withTransferBounds(ctx context.Context, fetchLim artifact.Limits) context.Context {
+	return regauth.WithBounds(ctx, regauth.Timeouts{Limits: fetchLim.Limits, Total: fetchLim.DownloadTimeout})
+}
+
 func fetcherLimits(lim Limits) artifact.Limits {
 	return artifact.Limits{Limits: transfer.Limits{MaxBytes: lim.MaxDownload, Stall: lim.Stall}, DownloadTimeout: lim.DownloadTimeout,
 		Unpack: artifact.UnpackLimits{MaxBytes: lim.MaxExtract, MaxEntries: lim.MaxEntries, MaxWindow: lim.MaxWindow}}
@@ -386,7 +393,7 @@ func Run(ctx context.Context, p *plan.Plan, opt Options) (*Result, error) {
 	// up-to-date check's).
 	fetchLim := fetcherLimits(lim)
 	xfer := fetchLim.Limits
-	ctx = regauth.WithBounds(ctx, regauth.Timeouts{Limits: xfer, Total: fetchLim.DownloadTimeout})
+	ctx = withTransferBounds(ctx, fetchLim)
 	if opt.RecordPath == "" && len(opt.Outputs) > 0 {
 		opt.RecordPath = RecordFor(opt.Outputs[0])
 	}
