@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/moby/buildkit/frontend/dockerfile/instructions"
@@ -140,8 +141,13 @@ func (e *evaluator) arg(s *stageState, c *instructions.ArgCommand) error {
 		}
 		if a.Key == epochArg {
 			// buildx gives the environment's SOURCE_DATE_EPOCH as the
-			// build arg, which the ARG then takes as a --arg.
-			if v, _ := epochSetting(e.opt); v != "" {
+			// build arg, which the ARG then takes as a --arg; a caller's
+			// Epoch is the image's, so the ARG's too.
+			v, _ := epochSetting(e.opt)
+			if e.opt.Epoch != nil {
+				v = strconv.FormatInt(*e.opt.Epoch, 10)
+			}
+			if v != "" {
 				s.env.set(a.Key, v)
 				continue
 			}

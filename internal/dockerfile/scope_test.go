@@ -66,6 +66,7 @@ func TestDockerfileEpoch(t *testing.T) {
 	}
 	// An ARG of it takes the environment's value as buildx passes it on,
 	// as a build arg; the build arg still wins.
+	epoch7 := int64(7)
 	declared := map[string]string{"Dockerfile": "FROM scratch\nARG SOURCE_DATE_EPOCH\nLABEL created=$SOURCE_DATE_EPOCH\n"}
 	for _, c := range []struct {
 		opt  Options
@@ -73,6 +74,7 @@ func TestDockerfileEpoch(t *testing.T) {
 	}{
 		{Options{}, "1700000000"},
 		{Options{Args: map[string]string{"SOURCE_DATE_EPOCH": "42"}}, "42"},
+		{Options{Epoch: &epoch7}, "7"},
 	} {
 		p := mustPlan(t, declared, c.opt)
 		if got := p.Images[0].Platforms[0].Config.Labels["created"]; got != c.want {
