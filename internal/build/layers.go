@@ -791,9 +791,16 @@ func sameFileInTwoLayers(name string, pi *plan.PlatformImage, trees []*tree.Tree
 		kind  tree.Kind
 		by    uint16
 	}
-	first := map[string]placed{}
+	n := 0
+	for _, t := range trees {
+		n += t.Len()
+	}
+	// Sized once: grown by doubling, the map's copies were as much again.
+	first := make(map[string]placed, n)
 	for i, t := range trees {
-		for _, e := range t.Entries() {
+		// Walked, not listed: Entries copies every entry, 152 bytes
+		// each, which is what first was made small to spare.
+		for e := range t.All() {
 			f, ok := first[e.Path]
 			if !ok {
 				first[e.Path] = placed{i, e.Kind, e.PlacedBy}

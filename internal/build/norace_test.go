@@ -1,0 +1,5 @@
+//go:build !race
+
+package build
+
+const raceEnabled = false
