@@ -341,7 +341,7 @@ func (r *Request) SameWork() string {
 // For is res, the result of a request whose SameWork is r's, as r's: its
 // record names r's platform, and its trees are its own, since a build
 // takes the entries of an artifact's tree into the layer that places it
-// last (tree.Move), which would empty the other request's too. The
+// last (tree.Move), which would empty the other request's too (tree.Clone). The
 // files on disk are res's, and last as long as they do.
 func (res *Result) For(r *Request) (*Result, error) {
 	c := *res
@@ -350,31 +350,11 @@ func (res *Result) For(r *Request) (*Result, error) {
 	c.name(r)
 	for _, t := range []**tree.Tree{&c.Tree, &c.Licenses, &c.ModuleSource, &c.CLicenses} {
 		var err error
-		if *t, err = copyTree(*t); err != nil {
+		if *t, err = (*t).Clone(); err != nil {
 			return nil, err
 		}
 	}
 	return &c, nil
-}
-
-// copyTree is a tree of t's entries, in entries of its own; nil for nil.
-func copyTree(t *tree.Tree) (*tree.Tree, error) {
-	if t == nil {
-		return nil, nil
-	}
-	c := tree.New()
-	for e := range t.All() {
-		// Only what was added: the parents All makes up are made up
-		// again, and added they would be directories the artifact
-		// holds, whose mode and owner a placement gives the image.
-		if _, added := t.Get(e.Path); !added {
-			continue
-		}
-		if err := c.Add(e); err != nil {
-			return nil, err
-		}
-	}
-	return c, nil
 }
 
 // produce does the work of r's kind in a fresh work directory.

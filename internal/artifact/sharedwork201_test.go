@@ -121,7 +121,7 @@ func TestCopyTreeAddsNoParents(t *testing.T) {
 	if err := src.Add(tree.Entry{Path: "a/b/c", Kind: tree.File, Mode: 0o644}); err != nil {
 		t.Fatal(err)
 	}
-	c, err := copyTree(src)
+	c, err := src.Clone()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -594,6 +594,30 @@ func (t *Tree) lookup(p string) (*Entry, bool) {
 	return t.order[i], true
 }
 
+// Clone is a tree of t's entries, in entries of its own: a layer takes
+// the entries of the tree it places last (Move), which would empty
+// another holder's. Only what was added is copied: the parents t makes
+// up stay made up, where added they would be directories the tree holds,
+// whose mode and owner a placement gives the image. Nil for nil.
+func (t *Tree) Clone() (*Tree, error) {
+	if t == nil {
+		return nil, nil
+	}
+	order := t.sorted()
+	c := New()
+	t.orderMu.Lock()
+	defer t.orderMu.Unlock()
+	for _, e := range order {
+		if t.synthesized(e) {
+			continue
+		}
+		if err := c.Add(*e); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
 // synthesized says whether e, of t.order, is a parent sort synthesized.
 // Called with orderMu held.
 func (t *Tree) synthesized(e *Entry) bool {
