@@ -84,6 +84,10 @@ func (r *Registry) start(ctx context.Context) *early {
 	return e
 }
 
+// uploadKey names the early upload of blob d to repo in started: Prepare
+// marks it, and Write's wait looks it up, by the same name.
+func uploadKey(repo name.Repository, d v1.Hash) string { return repo.Name() + "@" + d.String() }
+
 // first says whether key is new to e, and marks it with done.
 func (e *early) first(key string, done chan struct{}) bool {
 	e.mu.Lock()
@@ -142,7 +146,7 @@ func (r *Registry) Prepare(ctx context.Context, repository string, tags []string
 	}
 	e := r.start(ctx)
 	done := make(chan struct{})
-	if e.err != nil || !e.first(repo.Name()+"@"+d.String(), done) {
+	if e.err != nil || !e.first(uploadKey(repo, d), done) {
 		return
 	}
 	// Set by the build after Open (the cache opens meanwhile), read
@@ -222,7 +226,7 @@ func (r *Registry) settleEarly(images []Image) *pushSession {
 // returned function gives it back.
 func (e *early) wait(ctx context.Context, repo name.Repository, d v1.Hash) (func(), error) {
 	e.mu.Lock()
-	done := e.started[repo.Name()+"@"+d.String()]
+	done := e.started[uploadKey(repo, d)]
 	e.mu.Unlock()
 	if done != nil {
 		select {
