@@ -611,9 +611,9 @@ func (e *evaluator) startStage(sd *stageDef, base string) (*stageState, error) {
 			return nil, err
 		}
 	}
-	// BuildKit gives every Linux image a PATH when its base has none; for
-	// an empty base pallet knows there is none.
-	if s.emptyBase && !s.platform.IsWindows() {
+	// BuildKit gives every Linux image a PATH when its base has none:
+	// known where the base's environment is (an empty base, or one read).
+	if _, ok := s.env.Get("PATH"); s.envKnown && !ok && !s.platform.IsWindows() {
 		s.setEnv("PATH", defaultPath)
 	}
 	return s, nil
@@ -621,8 +621,8 @@ func (e *evaluator) startStage(sd *stageDef, base string) (*stageState, error) {
 
 // fromRead starts stage s with its base's config where it was read
 // (planReading), as BuildKit does: the base's ENV seeds the stage's
-// environment, a Linux base without PATH is given one, and the base's
-// working directory is where relative paths start.
+// environment (startStage gives a Linux one without PATH its PATH), and
+// the base's working directory is where relative paths start.
 func (e *evaluator) fromRead(s *stageState) error {
 	m, ok := e.bases[baseKey(s.base, s.platform)]
 	if !ok {
@@ -633,9 +633,6 @@ func (e *evaluator) fromRead(s *stageState) error {
 	for _, kv := range m.Env {
 		k, v, _ := strings.Cut(kv, "=")
 		s.env.set(k, v)
-	}
-	if _, ok := s.env.Get("PATH"); !ok && !s.platform.IsWindows() {
-		s.setEnv("PATH", defaultPath)
 	}
 	if m.WorkingDir != "" {
 		// BuildKit sets it again as a WORKDIR would (dispatchWorkdir):
